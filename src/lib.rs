@@ -4,3 +4,4 @@
 
 pub mod deadline;
 pub mod target;
+pub mod tasks;
