@@ -2,11 +2,17 @@
 //! bus message arrives for them, nudges sessions that stopped, and warns sessions whose context
 //! window is filling up. See `docs/design.md` for the map of how the modules fit together.
 
+pub mod app;
+pub mod cli;
 pub mod config;
 pub mod deadline;
+pub mod deliver;
 pub mod event;
+pub mod http;
 pub mod pyjson;
+pub mod ratelimit;
 pub mod signature;
+pub mod singleton;
 pub mod spool;
 pub mod target;
 pub mod tasks;

@@ -1,0 +1,146 @@
+//! Assembling and running `serve`: prepare the wake dir, take the singleton locks, bind the
+//! listener, start the background tasks, serve until shutdown, then stop everything in order.
+//! `App::build` is what tests call too, so they run exactly what users run.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::SystemTime;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Backend, Config, Env};
+use crate::deliver::Deliverer;
+use crate::ratelimit::RateLimiter;
+use crate::singleton::{self, SingletonError, Singletons};
+use crate::spool::{self, Spool};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("cannot prepare wake dir {dir} (--wake-dir / AGENT_EVENT_BUS_WAKE_DIR): {reason}")]
+    WakeDir { dir: PathBuf, reason: String },
+    #[error(transparent)]
+    Singleton(#[from] SingletonError),
+    #[error("cannot listen on {addr}: {reason}; pick a free --port or stop whatever holds it")]
+    Bind { addr: SocketAddr, reason: String },
+    #[error("server failed: {0}")]
+    Serve(String),
+}
+
+/// Everything request handlers share.
+pub struct AppState {
+    pub config: Config,
+    pub deliverer: Deliverer,
+    /// One WARNING per rejection reason per minute.
+    pub rejections: RateLimiter,
+    /// One WARNING per minute for unsafe session ids, whatever the id.
+    pub unsafe_ids: RateLimiter,
+    /// Whether the next event without a `signal_level` should be reported at INFO.
+    pub level_notice_armed: AtomicBool,
+    pub started_at: SystemTime,
+}
+
+impl AppState {
+    pub fn started_at_rfc3339(&self) -> String {
+        humantime::format_rfc3339_seconds(self.started_at).to_string()
+    }
+
+    /// The registration fields of `/health`, once registration is wired.
+    pub fn registration_json(&self) -> Option<Value> {
+        None
+    }
+}
+
+/// A built daemon: locks held, listener bound, not yet serving.
+pub struct App {
+    state: Arc<AppState>,
+    listener: tokio::net::TcpListener,
+    _singletons: Singletons,
+}
+
+impl App {
+    pub async fn build(config: Config, env: &dyn Env) -> Result<App, AppError> {
+        let wake_err = |reason: String| AppError::WakeDir {
+            dir: config.wake_dir.clone(),
+            reason,
+        };
+        spool::prepare_wake_dir(&config.wake_dir).map_err(|e| wake_err(e.to_string()))?;
+        let wake_dir =
+            std::fs::canonicalize(&config.wake_dir).map_err(|e| wake_err(e.to_string()))?;
+        let singletons = singleton::acquire(env, &config.hook_url, &wake_dir)?;
+        if config.backend == Backend::Mux {
+            preflight_multiplexers();
+        }
+        let addr = SocketAddr::new(config.bind_addr(), config.port);
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| AppError::Bind {
+                addr,
+                reason: e.to_string(),
+            })?;
+        for warning in &config.warnings {
+            tracing::warn!("{warning}");
+        }
+        let deliverer = Deliverer::new(Spool::new(wake_dir), config.backend);
+        let state = Arc::new(AppState {
+            config,
+            deliverer,
+            rejections: RateLimiter::default(),
+            unsafe_ids: RateLimiter::default(),
+            level_notice_armed: AtomicBool::new(true),
+            started_at: SystemTime::now(),
+        });
+        Ok(App {
+            state,
+            listener,
+            _singletons: singletons,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::new(self.state.config.bind_addr(), 0))
+    }
+
+    pub fn state(&self) -> Arc<AppState> {
+        self.state.clone()
+    }
+
+    /// Serves until `shutdown` is cancelled, then lets in-flight requests finish.
+    pub async fn run(self, shutdown: CancellationToken) -> Result<(), AppError> {
+        let addr = self.local_addr();
+        tracing::info!(%addr, backend = ?self.state.config.backend, wake_dir = %self.state.deliverer.spool().wake_dir().display(), "wakebridge listening");
+        let router = crate::http::router(self.state.clone());
+        let stop = shutdown.clone();
+        axum::serve(self.listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await
+            .map_err(|e| AppError::Serve(e.to_string()))?;
+        tracing::info!("wakebridge stopped");
+        Ok(())
+    }
+}
+
+/// Warns (never refuses: a refusal would crash-loop under a supervisor) when no multiplexer is
+/// on PATH.
+fn preflight_multiplexers() {
+    let found: Vec<&str> = ["tmux", "zellij"]
+        .into_iter()
+        .filter(|bin| on_path(bin))
+        .collect();
+    if found.is_empty() {
+        tracing::warn!(
+            "none of tmux, zellij is on PATH: wakes will report spool-mux-failed; a supervisor's minimal PATH may be the cause (see deploy/)"
+        );
+    } else {
+        tracing::info!("Wake injection available via: {}", found.join(", "));
+    }
+}
+
+fn on_path(bin: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(bin).is_file()))
+}

@@ -1,0 +1,98 @@
+//! The one mapping from everything a request can run into to an HTTP status and JSON body, with
+//! the rate-limited rejection log. 5xx bodies never carry internals; the log does.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::event::EventError;
+use crate::spool::SpoolError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("unexpected Host {0:?}")]
+    Host(String),
+    #[error("not found")]
+    NotFound,
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("Content-Type must be application/json")]
+    ContentType,
+    #[error("body too large")]
+    TooLarge,
+    #[error("client disconnected mid-body")]
+    Disconnected,
+    #[error("bad signature")]
+    BadSignature,
+    #[error("{0}")]
+    Event(#[from] EventError),
+    /// A manual wake named something that is not a session id, or a message that does not exist.
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("spool failed: {0}")]
+    Spool(#[from] SpoolError),
+    #[error("service unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Host(_) => StatusCode::MISDIRECTED_REQUEST,
+            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::ContentType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Disconnected | ApiError::Event(_) | ApiError::BadRequest(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            ApiError::BadSignature => StatusCode::UNAUTHORIZED,
+            ApiError::Spool(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// Stable reason for the rejection log and the metrics label.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ApiError::Host(_) => "host",
+            ApiError::NotFound => "not-found",
+            ApiError::MethodNotAllowed => "method",
+            ApiError::ContentType => "content-type",
+            ApiError::TooLarge => "too-large",
+            ApiError::Disconnected => "disconnect",
+            ApiError::BadSignature => "bad signature",
+            ApiError::Event(EventError::InvalidJson) => "invalid JSON",
+            ApiError::Event(EventError::NotObject) => "expected a JSON object",
+            ApiError::Event(EventError::NotSerializable) => {
+                "payload not serializable to a spool line"
+            }
+            ApiError::BadRequest(_) => "bad request",
+            ApiError::Spool(_) => "spool",
+            ApiError::Unavailable(_) => "unavailable",
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let message = match &self {
+            ApiError::Host(raw) => format!("unexpected Host '{raw}'"),
+            // The log has the details; the bus only needs to know to retry.
+            ApiError::Spool(_) => {
+                "internal error: the event was not spooled; see the wakebridge log".to_string()
+            }
+            other => other.to_string(),
+        };
+        let mut response = (self.status(), Json(json!({ "error": message }))).into_response();
+        response
+            .extensions_mut()
+            .insert(RejectReason(self.reason()));
+        response
+    }
+}
+
+/// Marks a response as a rejection, for the log layer (`guards::log_rejections`).
+#[derive(Clone, Copy)]
+pub struct RejectReason(pub &'static str);

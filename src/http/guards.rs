@@ -1,0 +1,100 @@
+//! Request guards shared by the POST routes: the Host allowlist (DNS-rebinding defence, ahead
+//! of routing), the JSON content type (a browser's no-cors fetch cannot send it), and the body
+//! size cap checked on the declared length and again while streaming.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+
+use super::ApiError;
+use super::error::RejectReason;
+use crate::app::AppState;
+use crate::warn_limited;
+
+/// Largest body accepted: exactly 1 MiB passes, one byte more is 413.
+pub const MAX_BODY_BYTES: usize = 1_048_576;
+
+/// 421 for any Host outside the allowlist, on every path and method, before routing, so a
+/// foreign Host cannot even learn which routes exist.
+pub async fn host_guard(
+    State(app): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let raw = request
+        .headers()
+        .get(header::HOST)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    if app.config.topology.allowlist.allows(&raw) {
+        return next.run(request).await;
+    }
+    warn_limited!(
+        app.rejections,
+        "host",
+        host = %raw,
+        allowed = ?app.config.topology.allowlist.iter().collect::<Vec<_>>(),
+        "rejected request with unexpected Host {raw:?} (421); if a proxy forwards to this bridge, add its Host with --allowed-hosts / AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS"
+    );
+    ApiError::Host(raw).into_response()
+}
+
+/// Logs every rejection once per reason per minute (repeats at debug) and counts it.
+pub async fn log_rejections(
+    State(app): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path().to_string();
+    let response = next.run(request).await;
+    if let Some(reason) = response.extensions().get::<RejectReason>() {
+        // The Host guard logs its own rejection with the allowlist and the fix.
+        if reason.0 == "host" {
+            return response;
+        }
+        let status = response.status().as_u16();
+        warn_limited!(app.rejections, reason.0, path = %path, status, reason = reason.0, "rejected request: {}", reason.0);
+    }
+    response
+}
+
+/// The JSON content type: the text before `;`, trimmed and lowercased, is `application/json`.
+pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    let media = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        });
+    match media.as_deref() {
+        Some("application/json") => Ok(()),
+        _ => Err(ApiError::ContentType),
+    }
+}
+
+/// Reads the body under the cap: a declared length over the cap is refused before reading; a
+/// stream that grows past it is cut off mid-way; a client that goes away gets 400.
+pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|v| v.parse::<u128>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u128) {
+        return Err(ApiError::TooLarge);
+    }
+    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(ApiError::TooLarge),
+        Err(_) => Err(ApiError::Disconnected),
+    }
+}

@@ -1,0 +1,97 @@
+//! `POST /hook`: the bus's webhook, checked in the reference's exact order (content type, declared
+//! size, streamed size, signature, JSON, shape, level, target) before the delivery pipeline runs.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::ApiError;
+use super::guards::{read_body, require_json};
+use crate::app::AppState;
+use crate::deliver::Delivered;
+use crate::event::{self, Triage};
+use crate::signature::SIGNATURE_HEADER;
+use crate::warn_limited;
+
+/// Bodies above this are parsed on a blocking thread so one large event cannot stall the
+/// request loop for everyone else.
+const INLINE_PARSE_MAX: usize = 64 * 1024;
+
+pub async fn hook(State(app): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    match handle(&app, &headers, body).await {
+        Ok(response) => response,
+        Err(error) => {
+            if let ApiError::Spool(e) = &error {
+                tracing::error!(error = %e, kind = e.kind(), "spooling failed; answering 500 so the bus retries");
+            }
+            error.into_response()
+        }
+    }
+}
+
+async fn handle(app: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
+    require_json(headers)?;
+    let bytes = read_body(headers, body).await?;
+    if let Some(secret) = &app.config.secret {
+        if !secret.verify(&bytes, headers.get(SIGNATURE_HEADER).map(|v| v.as_bytes())) {
+            return Err(ApiError::BadSignature);
+        }
+    }
+    let triage = if bytes.len() > INLINE_PARSE_MAX {
+        let owned = bytes.clone();
+        tokio::task::spawn_blocking(move || event::triage(&owned))
+            .await
+            .map_err(|_| ApiError::Unavailable("parser task failed".into()))?
+    } else {
+        event::triage(&bytes)
+    }?;
+    match triage {
+        Triage::BelowActionable { has_level } => {
+            note_level(app, has_level);
+            Ok(ignored("below actionable"))
+        }
+        Triage::NoTarget { unsafe_channel } => {
+            if let Some(channel) = unsafe_channel {
+                warn_limited!(app.unsafe_ids, "unsafe-id", channel = %channel, "ignoring event for unsafe session id in channel {channel:?}: ids must match [A-Za-z0-9_-]{{1,64}}");
+            }
+            Ok(ignored("no target session"))
+        }
+        Triage::Deliver(event) => {
+            let delivered = app.deliverer.deliver(event).await?;
+            Ok(delivered_json(&delivered))
+        }
+    }
+}
+
+/// An old bus sends no `signal_level`: say so once (INFO), until a levelled event re-arms it.
+fn note_level(app: &AppState, has_level: bool) {
+    if has_level {
+        app.level_notice_armed.store(true, Ordering::Relaxed);
+        tracing::debug!("ignoring event below actionable");
+    } else if app.level_notice_armed.swap(false, Ordering::Relaxed) {
+        tracing::info!(
+            "event carries no signal_level (a bus older than #129?); filtering it as below actionable"
+        );
+    } else {
+        tracing::debug!("event carries no signal_level; filtered");
+    }
+}
+
+fn ignored(reason: &str) -> Response {
+    Json(json!({"status": "ignored", "reason": reason})).into_response()
+}
+
+pub fn delivered_json(d: &Delivered) -> Response {
+    let mut body =
+        json!({"status": "delivered", "action": d.action.as_str(), "session_id": d.session_id});
+    if d.duplicate {
+        body["duplicate"] = json!(true);
+    }
+    Json(body).into_response()
+}

@@ -1,0 +1,38 @@
+//! The HTTP surface: the router, the Host guard that runs ahead of routing on every request,
+//! and the handlers. Routes and their shapes are documented in `openapi.yaml`; a test keeps the
+//! two in step.
+
+mod error;
+mod guards;
+mod health;
+mod hook;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::middleware;
+use axum::routing::{get, post};
+
+use crate::app::AppState;
+pub use error::ApiError;
+pub use guards::MAX_BODY_BYTES;
+
+/// Every route the daemon serves, as (method, path); `openapi.yaml` must list exactly these.
+pub const ROUTES: &[(&str, &str)] = &[("post", "/hook"), ("get", "/health")];
+
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/hook", post(hook::hook))
+        .route("/health", get(health::health))
+        .fallback(|| async { ApiError::NotFound })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            guards::host_guard,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            guards::log_rejections,
+        ))
+        .with_state(state)
+}
