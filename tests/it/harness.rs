@@ -1,0 +1,197 @@
+//! Starting the real daemon for a test: in-process through `App::build` (the code `serve` runs)
+//! on an ephemeral port with private temp dirs, or as the real binary for process-level tests.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use wakebridge::app::App;
+use wakebridge::config::{self, Flags};
+
+/// A running daemon; stopped when dropped.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub wake_dir: PathBuf,
+    pub root: tempfile::TempDir,
+    shutdown: CancellationToken,
+    pub client: reqwest::Client,
+}
+
+pub const DEFAULT_EVENT: &str = r#"{"event_id":1,"event_type":"help_needed","payload":"need a review","session_id":"sender-1","timestamp":"2026-08-08T00:00:00","channel":"session:target-1","correlation_id":null,"signal_level":"actionable"}"#;
+
+/// A private environment: its own HOME, runtime dir (singleton locks) and wake dir.
+pub fn test_env(root: &Path, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    env.insert("HOME".into(), root.join("home").display().to_string());
+    env.insert(
+        "XDG_CONFIG_HOME".into(),
+        root.join("config").display().to_string(),
+    );
+    env.insert(
+        "XDG_STATE_HOME".into(),
+        root.join("state").display().to_string(),
+    );
+    env.insert(
+        "XDG_RUNTIME_DIR".into(),
+        root.join("run").display().to_string(),
+    );
+    env.insert(
+        "AGENT_EVENT_BUS_WAKE_DIR".into(),
+        root.join("wake").display().to_string(),
+    );
+    env.insert("AGENT_EVENT_BUS_BRIDGE_BACKEND".into(), "spool".into());
+    for (k, v) in extra {
+        env.insert(k.to_string(), v.to_string());
+    }
+    env
+}
+
+impl TestServer {
+    pub async fn start(extra_env: &[(&str, &str)]) -> TestServer {
+        Self::start_with(extra_env, Flags::default()).await
+    }
+
+    pub async fn start_with(extra_env: &[(&str, &str)], mut flags: Flags) -> TestServer {
+        let root = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(root.path().join("run")).expect("run dir");
+        let env = test_env(root.path(), extra_env);
+        if flags.port.is_none() {
+            flags.port = Some("8082".into());
+        }
+        let mut config = config::resolve(&flags, &env).expect("test config is valid");
+        config.port = 0;
+        let wake_dir = config.wake_dir.clone();
+        let app = App::build(config, &env).await.expect("app builds");
+        let addr = app.local_addr();
+        let shutdown = CancellationToken::new();
+        tokio::spawn(app.run(shutdown.clone()));
+        TestServer {
+            addr,
+            wake_dir,
+            root,
+            shutdown,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// POSTs JSON to /hook and returns (status, body as JSON or Null).
+    pub async fn hook(
+        &self,
+        body: impl Into<reqwest::Body>,
+        headers: &[(&str, &str)],
+    ) -> (u16, serde_json::Value) {
+        let mut req = self
+            .client
+            .post(self.url("/hook"))
+            .header("content-type", "application/json")
+            .body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let json = resp.json().await.unwrap_or(serde_json::Value::Null);
+        (status, json)
+    }
+
+    pub fn spool_lines(&self, sid: &str) -> Vec<String> {
+        std::fs::read_to_string(self.wake_dir.join(format!("{sid}.jsonl")))
+            .map(|t| t.lines().map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every file name in the wake dir, sorted.
+    pub fn wake_files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.wake_dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// Sends raw bytes over a fresh connection and returns whatever the server answered.
+pub fn raw_request(addr: SocketAddr, bytes: &[u8], half_close: bool) -> String {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    stream.write_all(bytes).expect("write");
+    if half_close {
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+    }
+    let mut out = Vec::new();
+    let _ = stream.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The status code of a raw HTTP response.
+pub fn status_of(response: &str) -> u16 {
+    response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The real binary with a private environment (nothing inherited but PATH).
+pub fn binary(root: &Path, extra_env: &[(&str, &str)]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_wakebridge"));
+    cmd.env_clear();
+    cmd.env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    for (k, v) in test_env(root, extra_env) {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Kills and reaps a child when dropped, so a failing test leaves no daemon behind.
+pub struct ChildGuard(pub std::process::Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Polls `url` until it answers or `timeout` passes.
+pub async fn wait_healthy(client: &reqwest::Client, url: &str, timeout: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + timeout;
+    while tokio::time::Instant::now() < deadline {
+        if client
+            .get(url)
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
