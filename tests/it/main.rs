@@ -3,5 +3,6 @@
 mod harness;
 mod http_hook;
 mod http_host;
+mod openapi;
 mod process;
 mod spool_files;
