@@ -10,3 +10,4 @@ pub mod signature;
 pub mod spool;
 pub mod target;
 pub mod tasks;
+pub mod wake;
