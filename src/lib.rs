@@ -16,3 +16,4 @@ pub mod singleton;
 pub mod spool;
 pub mod target;
 pub mod tasks;
+pub mod wake;

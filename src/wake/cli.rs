@@ -1,0 +1,403 @@
+//! The session-hook verbs `wakebridge panes set|clear` and `wakebridge wake-state busy|idle`,
+//! with the reference CLI's semantics: session id from `--session-id`, then
+//! `AGENT_EVENT_BUS_SESSION_ID`, then `CLAUDE_CODE_SESSION_ID` (empty values fall through); exit 2
+//! for a missing session id or an invalid target; both `panes` verbs remove the session's busy
+//! marker first, because a lifecycle boundary proves no turn is in flight. It owns argument
+//! shapes, output and exit codes; the file work is `wake::writer` and `wake::markers`. The lead
+//! wires these types into the top-level clap enum.
+
+use crate::target::PaneTarget;
+use crate::wake::detect::detect_target;
+use crate::wake::dir::resolve_wake_dir;
+use crate::wake::markers::{MarkerError, clear_busy, set_busy};
+use crate::wake::panes::parse_target;
+use crate::wake::writer::{ClearOutcome, PanesWriteError, SetOutcome, clear_entry, set_entry};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Session id variables, in the order they are consulted after `--session-id`.
+pub const SESSION_ID_ENVS: [&str; 2] = ["AGENT_EVENT_BUS_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
+/// What `panes set` reports when the process is in no multiplexer.
+pub const SKIPPED_NO_MUX: &str = "no multiplexer detected";
+
+/// How a verb ended, as an exit code: 0 done (or skipped), 1 failed, 2 usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CliStatus {
+    Success,
+    Failure,
+    Usage,
+}
+
+impl CliStatus {
+    pub fn code(self) -> u8 {
+        match self {
+            CliStatus::Success => 0,
+            CliStatus::Failure => 1,
+            CliStatus::Usage => 2,
+        }
+    }
+}
+
+impl From<CliStatus> for ExitCode {
+    fn from(status: CliStatus) -> Self {
+        ExitCode::from(status.code())
+    }
+}
+
+/// Arguments every verb shares.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SessionArgs {
+    /// Bus session id [default: $AGENT_EVENT_BUS_SESSION_ID, then $CLAUDE_CODE_SESSION_ID]
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+    /// Wake dir [default: $AGENT_EVENT_BUS_WAKE_DIR, then ~/.claude/contrib/agent-event-bus/wake]
+    #[arg(long, value_name = "DIR")]
+    pub wake_dir: Option<PathBuf>,
+}
+
+/// `wakebridge panes ...`: the session → pane mapping in `panes.json`.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum PanesCommand {
+    /// Map this session to its multiplexer pane (detected from the environment unless --mux)
+    Set(PanesSetArgs),
+    /// Remove this session's mapping, and any mapping on this pane
+    Clear(PanesClearArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MuxKind {
+    Tmux,
+    Zellij,
+}
+
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PanesSetArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+    /// Multiplexer of an explicit target (otherwise detected from TMUX_PANE / ZELLIJ_*)
+    #[arg(long, value_enum, requires = "pane")]
+    pub mux: Option<MuxKind>,
+    /// Pane id of the explicit target (`%3` for tmux, `0` for zellij)
+    #[arg(long, requires = "mux")]
+    pub pane: Option<String>,
+    /// Multiplexer session name (required for zellij)
+    #[arg(long, value_name = "NAME", requires = "mux")]
+    pub mux_session: Option<String>,
+    /// Keep the busy marker (for SessionStart with source=compact, which fires mid-turn)
+    #[arg(long)]
+    pub keep_wake_state: bool,
+    /// Print the result as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PanesClearArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+    /// Do not also remove other sessions' entries on the pane detected from the environment
+    #[arg(long)]
+    pub keep_pane_entries: bool,
+    /// Print the result as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WakeState {
+    /// Mid-turn: the bridge spools instead of typing into the pane
+    Busy,
+    /// Turn over: the bridge may wake the session
+    Idle,
+}
+
+/// `wakebridge wake-state busy|idle`: the session's busy marker.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WakeStateArgs {
+    #[arg(value_enum)]
+    pub state: WakeState,
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+/// The first non-empty of `--session-id`, `AGENT_EVENT_BUS_SESSION_ID`, `CLAUDE_CODE_SESSION_ID`.
+pub fn resolve_session_id(
+    flag: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
+    flag.map(str::to_owned)
+        .into_iter()
+        .chain(SESSION_ID_ENVS.iter().filter_map(|name| env(name)))
+        .find(|id| !id.is_empty())
+}
+
+/// The process's environment variable, as the `env` argument of the execute functions wants it.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// `panes set|clear` against the real environment, stdout and stderr.
+pub fn run_panes(command: &PanesCommand) -> ExitCode {
+    let status = execute_panes(
+        command,
+        &process_env,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
+    status.into()
+}
+
+/// `wake-state busy|idle` against the real environment and stderr.
+pub fn run_wake_state(args: &WakeStateArgs) -> ExitCode {
+    execute_wake_state(args, &process_env, &mut std::io::stderr().lock()).into()
+}
+
+/// `panes set|clear` with injected environment and output (what tests drive).
+pub fn execute_panes(
+    command: &PanesCommand,
+    env: &dyn Fn(&str) -> Option<String>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> CliStatus {
+    let result = match command {
+        PanesCommand::Set(args) => panes_set(args, env, out),
+        PanesCommand::Clear(args) => panes_clear(args, env, out),
+    };
+    finish(result, err)
+}
+
+/// `wake-state busy|idle` with injected environment. Prints nothing on success: hook stdout can
+/// end up in the agent's context.
+pub fn execute_wake_state(
+    args: &WakeStateArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+    err: &mut dyn Write,
+) -> CliStatus {
+    let result = (|| {
+        let (session_id, wake_dir) = session_and_dir(&args.session, env)?;
+        match args.state {
+            WakeState::Busy => set_busy(&wake_dir, &session_id),
+            WakeState::Idle => clear_busy(&wake_dir, &session_id),
+        }
+        .map_err(marker_failure)
+    })();
+    finish(result, err)
+}
+
+/// A verb's failure: the status to exit with and the message for stderr.
+struct Failed(CliStatus, String);
+
+fn finish(result: Result<(), Failed>, err: &mut dyn Write) -> CliStatus {
+    match result {
+        Ok(()) => CliStatus::Success,
+        Err(Failed(status, message)) => {
+            let _ = writeln!(err, "wakebridge: {message}");
+            status
+        }
+    }
+}
+
+fn session_and_dir(
+    args: &SessionArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(String, PathBuf), Failed> {
+    let session_id = resolve_session_id(args.session_id.as_deref(), env).ok_or_else(|| {
+        Failed(
+            CliStatus::Usage,
+            format!(
+                "no session id: pass --session-id or set {} or {}",
+                SESSION_ID_ENVS[0], SESSION_ID_ENVS[1]
+            ),
+        )
+    })?;
+    let wake_dir = resolve_wake_dir(args.wake_dir.as_deref(), env)
+        .map_err(|e| Failed(CliStatus::Usage, e.to_string()))?;
+    Ok((session_id, wake_dir))
+}
+
+fn marker_failure(error: MarkerError) -> Failed {
+    let status = match error {
+        MarkerError::UnsafeSessionId(_) => CliStatus::Usage,
+        _ => CliStatus::Failure,
+    };
+    Failed(status, error.to_string())
+}
+
+fn write_failure(error: PanesWriteError) -> Failed {
+    let status = match error {
+        PanesWriteError::InvalidTarget(_) => CliStatus::Usage,
+        _ => CliStatus::Failure,
+    };
+    Failed(status, error.to_string())
+}
+
+/// Removes the session's marker before a lifecycle change. An id that cannot name a marker file
+/// cannot have one, so there is nothing to remove.
+fn clear_marker_first(wake_dir: &Path, session_id: &str) -> Result<(), Failed> {
+    match clear_busy(wake_dir, session_id) {
+        Ok(()) | Err(MarkerError::UnsafeSessionId(_)) => Ok(()),
+        Err(error) => Err(marker_failure(error)),
+    }
+}
+
+/// The explicit `--mux/--pane/--mux-session` target, validated exactly like a file entry.
+pub fn explicit_target(args: &PanesSetArgs) -> Option<Result<PaneTarget, String>> {
+    let mux = args.mux?;
+    let mut value = json!({
+        "mux": match mux { MuxKind::Tmux => "tmux", MuxKind::Zellij => "zellij" },
+        "pane": args.pane,
+    });
+    if let (Some(session), Value::Object(map)) = (&args.mux_session, &mut value) {
+        map.insert("session".into(), Value::String(session.clone()));
+    }
+    Some(parse_target(&value).map_err(|invalid| format!("Invalid target: {invalid}")))
+}
+
+fn panes_set(
+    args: &PanesSetArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+    out: &mut dyn Write,
+) -> Result<(), Failed> {
+    let (session_id, wake_dir) = session_and_dir(&args.session, env)?;
+    let explicit = explicit_target(args)
+        .transpose()
+        .map_err(|message| Failed(CliStatus::Usage, message))?;
+    if !args.keep_wake_state {
+        clear_marker_first(&wake_dir, &session_id)?;
+    }
+    let Some(target) = explicit.or_else(|| detect_target(env)) else {
+        print(
+            out,
+            args.json,
+            &json!({ "skipped": SKIPPED_NO_MUX }),
+            || format!("Skipped: {SKIPPED_NO_MUX} (not inside tmux or zellij); nothing mapped"),
+        );
+        return Ok(());
+    };
+    let outcome = set_entry(&wake_dir, &session_id, &target).map_err(write_failure)?;
+    print(out, args.json, &outcome.to_json(), || set_text(&outcome));
+    Ok(())
+}
+
+fn panes_clear(
+    args: &PanesClearArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+    out: &mut dyn Write,
+) -> Result<(), Failed> {
+    let (session_id, wake_dir) = session_and_dir(&args.session, env)?;
+    clear_marker_first(&wake_dir, &session_id)?;
+    let also_pane = if args.keep_pane_entries {
+        None
+    } else {
+        detect_target(env)
+    };
+    let outcome = clear_entry(&wake_dir, &session_id, also_pane.as_ref()).map_err(write_failure)?;
+    print(out, args.json, &outcome.to_json(), || clear_text(&outcome));
+    Ok(())
+}
+
+/// `Mapped <sid> -> tmux pane %3`, plus the evicted ids when there are any.
+pub fn set_text(outcome: &SetOutcome) -> String {
+    let mut text = format!("Mapped {} -> {}", outcome.session_id, outcome.entry);
+    if !outcome.evicted.is_empty() {
+        text.push_str(&format!(
+            "\nEvicted stale mapping(s) on the same pane: {}",
+            outcome.evicted.join(", ")
+        ));
+    }
+    text
+}
+
+pub fn clear_text(outcome: &ClearOutcome) -> String {
+    if outcome.removed.is_empty() {
+        format!("No pane mapping to remove for {}", outcome.session_id)
+    } else {
+        format!("Unmapped {}", outcome.removed.join(", "))
+    }
+}
+
+fn print(out: &mut dyn Write, as_json: bool, value: &Value, text: impl FnOnce() -> String) {
+    let rendered = if as_json {
+        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+    } else {
+        text()
+    };
+    // A closed stdout must not turn a completed write into a failure.
+    let _ = writeln!(out, "{rendered}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct TestCli {
+        #[command(subcommand)]
+        panes: PanesCommand,
+    }
+
+    #[test]
+    fn session_id_falls_through_empty_values() {
+        let env = |name: &str| match name {
+            "AGENT_EVENT_BUS_SESSION_ID" => Some(String::new()),
+            "CLAUDE_CODE_SESSION_ID" => Some("cc-session".into()),
+            _ => None,
+        };
+        assert_eq!(
+            resolve_session_id(Some(""), &env),
+            Some("cc-session".into())
+        );
+        assert_eq!(resolve_session_id(Some("flag"), &env), Some("flag".into()));
+        assert_eq!(resolve_session_id(None, &|_: &str| None), None);
+    }
+
+    #[test]
+    fn mux_without_pane_is_a_usage_error() {
+        let error = TestCli::try_parse_from(["t", "set", "--mux", "tmux"]).unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+        let error = TestCli::try_parse_from(["t", "set", "--pane", "%1"]).unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+        let parsed = TestCli::try_parse_from([
+            "t",
+            "set",
+            "--mux",
+            "zellij",
+            "--pane",
+            "0",
+            "--mux-session",
+            "s",
+            "--keep-wake-state",
+            "--json",
+        ]);
+        assert!(parsed.is_ok());
+    }
+
+    #[test]
+    fn explicit_zellij_without_session_is_invalid() {
+        let args = PanesSetArgs {
+            mux: Some(MuxKind::Zellij),
+            pane: Some("0".into()),
+            ..Default::default()
+        };
+        let message = explicit_target(&args).unwrap().unwrap_err();
+        assert!(message.starts_with("Invalid target:") && message.contains("session name"));
+    }
+
+    #[test]
+    fn text_output_names_the_pane() {
+        let outcome = SetOutcome {
+            session_id: "sid-1".into(),
+            entry: PaneTarget::Tmux {
+                pane: "%3".into(),
+                session: None,
+            },
+            evicted: vec!["old".into()],
+        };
+        let text = set_text(&outcome);
+        assert!(text.starts_with("Mapped sid-1 -> tmux pane %3\n"), "{text}");
+        assert!(text.contains("old"));
+    }
+}

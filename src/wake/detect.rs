@@ -1,0 +1,89 @@
+//! Which pane this process runs in, from the environment a multiplexer gives its panes: tmux's
+//! `TMUX_PANE` first (unambiguous), then zellij's `ZELLIJ_PANE_ID` with `ZELLIJ_SESSION_NAME`.
+//! Outside any multiplexer the answer is `None`, which writers turn into "no entry at all" rather
+//! than an empty one (an empty entry would warn and ask an operator to repair a working setup).
+
+use crate::target::PaneTarget;
+use crate::wake::printable::is_valid_string;
+
+pub const TMUX_PANE_ENV: &str = "TMUX_PANE";
+pub const ZELLIJ_PANE_ENV: &str = "ZELLIJ_PANE_ID";
+pub const ZELLIJ_SESSION_ENV: &str = "ZELLIJ_SESSION_NAME";
+
+/// The pane named by `env`; empty or non-printable values, and half a zellij pair, give `None`.
+pub fn detect_target(env: impl Fn(&str) -> Option<String>) -> Option<PaneTarget> {
+    let valid = |name: &str| env(name).filter(|value| is_valid_string(value));
+    if let Some(pane) = valid(TMUX_PANE_ENV) {
+        return Some(PaneTarget::Tmux {
+            pane,
+            session: None,
+        });
+    }
+    match (valid(ZELLIJ_PANE_ENV), valid(ZELLIJ_SESSION_ENV)) {
+        (Some(pane), Some(session)) => Some(PaneTarget::Zellij { pane, session }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn detect(pairs: &[(&str, &str)]) -> Option<PaneTarget> {
+        detect_target(|name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| value.to_string())
+        })
+    }
+
+    #[test]
+    fn tmux_pane_wins() {
+        assert_eq!(
+            detect(&[
+                ("TMUX_PANE", "%4"),
+                ("ZELLIJ_PANE_ID", "0"),
+                ("ZELLIJ_SESSION_NAME", "s")
+            ]),
+            Some(PaneTarget::Tmux {
+                pane: "%4".into(),
+                session: None
+            })
+        );
+    }
+
+    #[test]
+    fn zellij_needs_both_variables() {
+        assert_eq!(
+            detect(&[
+                ("ZELLIJ_PANE_ID", "0"),
+                ("ZELLIJ_SESSION_NAME", "tenacious-lemur")
+            ]),
+            Some(PaneTarget::Zellij {
+                pane: "0".into(),
+                session: "tenacious-lemur".into()
+            })
+        );
+        assert_eq!(detect(&[("ZELLIJ_PANE_ID", "0")]), None);
+        assert_eq!(detect(&[("ZELLIJ_SESSION_NAME", "s")]), None);
+    }
+
+    #[test]
+    fn empty_or_unprintable_values_are_no_target() {
+        assert_eq!(detect(&[]), None);
+        assert_eq!(detect(&[("TMUX_PANE", ""), ("ZELLIJ_PANE_ID", "")]), None);
+        assert_eq!(detect(&[("TMUX_PANE", "%1\n")]), None);
+        assert_eq!(
+            detect(&[
+                ("TMUX_PANE", ""),
+                ("ZELLIJ_PANE_ID", "0"),
+                ("ZELLIJ_SESSION_NAME", "s")
+            ]),
+            Some(PaneTarget::Zellij {
+                pane: "0".into(),
+                session: "s".into()
+            })
+        );
+    }
+}

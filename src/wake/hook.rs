@@ -1,0 +1,494 @@
+//! `wakebridge hook`: the one command Claude Code's hooks call. It reads the hook's JSON from
+//! stdin and keeps the wake dir in step with the session's lifecycle: SessionStart maps the pane
+//! (keeping the busy marker on `source=compact`, which fires mid-turn), UserPromptSubmit and
+//! PreToolUse mark the session busy, Stop, StopFailure and Notification(idle_prompt) mark it
+//! idle, SessionEnd unmaps it. It must never block or fail the agent: it always exits 0 within a
+//! short budget, reports problems on stderr only, and prints nothing on stdout (SessionStart and
+//! UserPromptSubmit stdout is added to the model's context). It owns the hook payload parsing
+//! and the event → action table; the file work is `wake::writer` and `wake::markers`.
+//! `--print-settings` prints the `settings.json` snippet that wires it (deploy/claude-hooks.json).
+
+use crate::target::PaneTarget;
+use crate::wake::cli::resolve_session_id;
+use crate::wake::detect::detect_target;
+use crate::wake::dir::resolve_wake_dir;
+use crate::wake::markers::{MarkerError, clear_busy, set_busy};
+use crate::wake::writer::{clear_entry, set_entry};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Largest hook payload read (1 MiB): lifecycle payloads are a few hundred bytes; a PreToolUse
+/// carrying a huge file write is skipped rather than buffered without bound.
+pub const HOOK_STDIN_CAP_BYTES: usize = 1024 * 1024;
+/// Longest wait for stdin to reach EOF: Claude Code writes the payload and closes the pipe at
+/// once, so a slower stdin means something is wrong and the agent must not wait on it.
+pub const HOOK_STDIN_BUDGET: Duration = Duration::from_secs(2);
+/// Longest the whole hook may take before it gives up and exits 0: well under the `timeout` in
+/// the settings snippet, so Claude Code never has to kill it.
+pub const HOOK_TOTAL_BUDGET: Duration = Duration::from_secs(5);
+/// `timeout` (seconds) written into the settings snippet for each hook command.
+pub const SETTINGS_HOOK_TIMEOUT_SECS: u64 = 10;
+/// The command the settings snippet runs.
+pub const HOOK_COMMAND: &str = "wakebridge hook";
+/// `(event, matcher)` pairs the settings snippet wires; the matcher narrows Notification to the
+/// only type that means idle.
+pub const WIRED_EVENTS: [(&str, &str); 7] = [
+    ("SessionStart", ""),
+    ("UserPromptSubmit", ""),
+    ("PreToolUse", ""),
+    ("Stop", ""),
+    ("StopFailure", ""),
+    ("Notification", IDLE_PROMPT),
+    ("SessionEnd", ""),
+];
+/// The Notification type Claude Code sends once the prompt has sat idle.
+pub const IDLE_PROMPT: &str = "idle_prompt";
+/// SessionStart source that fires mid-turn (after an automatic compaction).
+pub const SOURCE_COMPACT: &str = "compact";
+
+/// `wakebridge hook [--print-settings] [--wake-dir DIR]`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct HookArgs {
+    /// Print the Claude Code settings.json snippet that wires every relevant hook event here
+    #[arg(long)]
+    pub print_settings: bool,
+    /// Wake dir [default: $AGENT_EVENT_BUS_WAKE_DIR, then ~/.claude/contrib/agent-event-bus/wake]
+    #[arg(long, value_name = "DIR")]
+    pub wake_dir: Option<PathBuf>,
+}
+
+/// The fields of a Claude Code hook payload this command uses; everything else is ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HookInput {
+    pub event_name: String,
+    pub session_id: Option<String>,
+    pub cwd: Option<String>,
+    pub transcript_path: Option<String>,
+    /// SessionStart: `startup|resume|clear|compact|fork`.
+    pub source: Option<String>,
+    /// Notification: `idle_prompt`, `permission_prompt`, ...
+    pub notification_type: Option<String>,
+}
+
+/// Why stdin did not yield a usable hook payload.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HookInputError {
+    #[error("hook input is larger than {limit} bytes; skipped")]
+    TooLarge { limit: usize },
+    #[error("hook input did not reach end of file within {0:?}; skipped")]
+    Timeout(Duration),
+    #[error("cannot read hook input: {0}")]
+    Read(String),
+    #[error("hook input is not JSON: {0}")]
+    NotJson(String),
+    #[error("hook input is not a JSON object")]
+    NotObject,
+    #[error("hook input has no string hook_event_name; is this run as a Claude Code hook?")]
+    MissingEventName,
+}
+
+/// Parses a hook payload. Never panics, whatever the bytes.
+pub fn parse_hook_input(bytes: &[u8]) -> Result<HookInput, HookInputError> {
+    if bytes.len() > HOOK_STDIN_CAP_BYTES {
+        return Err(HookInputError::TooLarge {
+            limit: HOOK_STDIN_CAP_BYTES,
+        });
+    }
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| HookInputError::NotJson(e.to_string()))?;
+    let Value::Object(object) = value else {
+        return Err(HookInputError::NotObject);
+    };
+    let text = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_owned);
+    Ok(HookInput {
+        event_name: text("hook_event_name").ok_or(HookInputError::MissingEventName)?,
+        session_id: text("session_id"),
+        cwd: text("cwd"),
+        transcript_path: text("transcript_path"),
+        source: text("source"),
+        notification_type: text("notification_type"),
+    })
+}
+
+/// What a hook event does to the wake dir.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookAction {
+    /// `panes set`; `keep_wake_state` for SessionStart(compact).
+    MapPane {
+        keep_wake_state: bool,
+    },
+    MarkBusy,
+    MarkIdle,
+    /// `panes clear` (with this pane's other entries).
+    ClearPane,
+    Ignore,
+}
+
+/// The event → action table.
+pub fn action_for(input: &HookInput) -> HookAction {
+    match input.event_name.as_str() {
+        "SessionStart" => HookAction::MapPane {
+            keep_wake_state: input.source.as_deref() == Some(SOURCE_COMPACT),
+        },
+        "UserPromptSubmit" | "PreToolUse" => HookAction::MarkBusy,
+        "Stop" | "StopFailure" => HookAction::MarkIdle,
+        "Notification" if input.notification_type.as_deref() == Some(IDLE_PROMPT) => {
+            HookAction::MarkIdle
+        }
+        "SessionEnd" => HookAction::ClearPane,
+        _ => HookAction::Ignore,
+    }
+}
+
+/// How the action went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookResult {
+    Done,
+    /// Nothing to do (no session id, no multiplexer, an event not handled).
+    Skipped(String),
+    Failed(String),
+}
+
+/// One hook invocation, for the caller to log or record in the ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookOutcome {
+    pub event_name: String,
+    pub session_id: Option<String>,
+    pub cwd: Option<String>,
+    pub transcript_path: Option<String>,
+    /// The pane this process runs in, if any.
+    pub pane: Option<PaneTarget>,
+    pub action: HookAction,
+    pub result: HookResult,
+    /// Ids unmapped as a side effect (evicted on SessionStart, removed on SessionEnd).
+    pub unmapped: Vec<String>,
+}
+
+/// Performs the action for `input` against `wake_dir`. The session id is the payload's, then
+/// the `panes` CLI's environment fallbacks; the pane comes from `env`.
+pub fn perform(
+    input: &HookInput,
+    wake_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> HookOutcome {
+    let action = action_for(input);
+    let pane = detect_target(env);
+    let session_id = resolve_session_id(input.session_id.as_deref(), env);
+    let mut outcome = HookOutcome {
+        event_name: input.event_name.clone(),
+        session_id: session_id.clone(),
+        cwd: input.cwd.clone(),
+        transcript_path: input.transcript_path.clone(),
+        pane: pane.clone(),
+        action,
+        result: HookResult::Done,
+        unmapped: Vec::new(),
+    };
+    if action == HookAction::Ignore {
+        outcome.result = HookResult::Skipped(format!("event {} not handled", input.event_name));
+        return outcome;
+    }
+    let Some(session_id) = session_id else {
+        outcome.result = HookResult::Skipped("no session id in the payload or environment".into());
+        return outcome;
+    };
+    let failed = |e: &dyn std::fmt::Display| HookResult::Failed(e.to_string());
+    outcome.result = match action {
+        HookAction::MarkBusy => {
+            set_busy(wake_dir, &session_id).map_or_else(|e| failed(&e), |()| HookResult::Done)
+        }
+        HookAction::MarkIdle => {
+            clear_marker(wake_dir, &session_id).map_or_else(|e| failed(&e), |()| HookResult::Done)
+        }
+        HookAction::MapPane { keep_wake_state } => {
+            let cleared = if keep_wake_state {
+                Ok(())
+            } else {
+                clear_marker(wake_dir, &session_id)
+            };
+            match (cleared, pane) {
+                (Err(e), _) => failed(&e),
+                (Ok(()), None) => HookResult::Skipped(crate::wake::cli::SKIPPED_NO_MUX.into()),
+                (Ok(()), Some(pane)) => match set_entry(wake_dir, &session_id, &pane) {
+                    Ok(set) => {
+                        outcome.unmapped = set.evicted;
+                        HookResult::Done
+                    }
+                    Err(e) => failed(&e),
+                },
+            }
+        }
+        HookAction::ClearPane => match clear_marker(wake_dir, &session_id) {
+            Err(e) => failed(&e),
+            Ok(()) => match clear_entry(wake_dir, &session_id, pane.as_ref()) {
+                Ok(cleared) => {
+                    outcome.unmapped = cleared.removed;
+                    HookResult::Done
+                }
+                Err(e) => failed(&e),
+            },
+        },
+        HookAction::Ignore => HookResult::Skipped(String::new()),
+    };
+    outcome
+}
+
+/// Clears the marker; an id that cannot name a marker file has none to clear.
+fn clear_marker(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> {
+    match clear_busy(wake_dir, session_id) {
+        Err(MarkerError::UnsafeSessionId(_)) => Ok(()),
+        other => other,
+    }
+}
+
+/// Reads `reader` to EOF on a helper thread, giving up after `budget` or past `cap` bytes. A
+/// stuck reader is abandoned, not joined: the process exits soon after anyway.
+pub fn read_bounded(
+    reader: impl Read + Send + 'static,
+    cap: usize,
+    budget: Duration,
+) -> Result<Vec<u8>, HookInputError> {
+    let (sender, receiver) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("hook-stdin".into())
+        .spawn(move || {
+            let mut bytes = Vec::new();
+            let limit = u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1);
+            let result = reader.take(limit).read_to_end(&mut bytes).map(|_| bytes);
+            let _ = sender.send(result);
+        });
+    if let Err(e) = spawned {
+        return Err(HookInputError::Read(e.to_string()));
+    }
+    match receiver.recv_timeout(budget) {
+        Ok(Ok(bytes)) if bytes.len() > cap => Err(HookInputError::TooLarge { limit: cap }),
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) => Err(HookInputError::Read(e.to_string())),
+        Err(_) => Err(HookInputError::Timeout(budget)),
+    }
+}
+
+/// The settings.json snippet wiring every relevant event to `command`.
+pub fn settings_json(command: &str) -> Value {
+    let mut hooks = serde_json::Map::new();
+    for (event, matcher) in WIRED_EVENTS {
+        hooks.insert(
+            event.into(),
+            json!([{
+                "matcher": matcher,
+                "hooks": [{
+                    "type": "command",
+                    "command": command,
+                    "timeout": SETTINGS_HOOK_TIMEOUT_SECS,
+                }],
+            }]),
+        );
+    }
+    json!({ "hooks": hooks })
+}
+
+/// `settings_json(HOOK_COMMAND)` as printed by `--print-settings` (and stored in deploy/).
+pub fn settings_text() -> String {
+    let value = settings_json(HOOK_COMMAND);
+    let mut text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
+    text.push('\n');
+    text
+}
+
+/// `wakebridge hook` against the real stdin, environment and stderr. Always exits 0.
+pub fn run_hook(args: &HookArgs) -> ExitCode {
+    if args.print_settings {
+        let _ = std::io::stdout()
+            .lock()
+            .write_all(settings_text().as_bytes());
+        return ExitCode::SUCCESS;
+    }
+    let started = Instant::now();
+    let report = |message: &str| {
+        let _ = writeln!(std::io::stderr().lock(), "wakebridge hook: {message}");
+    };
+    let input = read_bounded(std::io::stdin(), HOOK_STDIN_CAP_BYTES, HOOK_STDIN_BUDGET)
+        .and_then(|bytes| parse_hook_input(&bytes));
+    let input = match input {
+        Ok(input) => input,
+        Err(e) => {
+            report(&e.to_string());
+            return ExitCode::SUCCESS;
+        }
+    };
+    let env = crate::wake::cli::process_env;
+    let wake_dir = match resolve_wake_dir(args.wake_dir.as_deref(), &env) {
+        Ok(dir) => dir,
+        Err(e) => {
+            report(&e.to_string());
+            return ExitCode::SUCCESS;
+        }
+    };
+    // The writer's flock has no timeout; a helper thread lets the agent go on regardless.
+    let (sender, receiver) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("hook-action".into())
+        .spawn(move || {
+            let _ = sender.send(perform(&input, &wake_dir, &env));
+        });
+    if let Err(e) = spawned {
+        report(&format!("cannot start the hook action: {e}"));
+        return ExitCode::SUCCESS;
+    }
+    let left = HOOK_TOTAL_BUDGET.saturating_sub(started.elapsed());
+    match receiver.recv_timeout(left) {
+        Ok(outcome) => {
+            if let HookResult::Failed(message) = &outcome.result {
+                report(&format!("{} failed: {message}", outcome.event_name));
+            }
+        }
+        Err(_) => report(&format!(
+            "gave up after {HOOK_TOTAL_BUDGET:?} (is panes.lock held by a stuck process?)"
+        )),
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn input(event: &str) -> HookInput {
+        HookInput {
+            event_name: event.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn parses_a_real_payload() {
+        let payload = br#"{"session_id":"ac3e","transcript_path":"/t.jsonl","cwd":"/p","hook_event_name":"SessionStart","source":"startup","model":"m"}"#;
+        let parsed = parse_hook_input(payload).unwrap();
+        assert_eq!(parsed.event_name, "SessionStart");
+        assert_eq!(parsed.session_id.as_deref(), Some("ac3e"));
+        assert_eq!(parsed.cwd.as_deref(), Some("/p"));
+        assert_eq!(parsed.transcript_path.as_deref(), Some("/t.jsonl"));
+        assert_eq!(parsed.source.as_deref(), Some("startup"));
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_hook_payload() {
+        assert!(matches!(
+            parse_hook_input(b""),
+            Err(HookInputError::NotJson(_))
+        ));
+        assert_eq!(parse_hook_input(b"[1]"), Err(HookInputError::NotObject));
+        assert_eq!(
+            parse_hook_input(b"{}"),
+            Err(HookInputError::MissingEventName)
+        );
+        assert_eq!(
+            parse_hook_input(br#"{"hook_event_name": 5}"#),
+            Err(HookInputError::MissingEventName)
+        );
+        let huge = vec![b' '; HOOK_STDIN_CAP_BYTES + 1];
+        assert!(matches!(
+            parse_hook_input(&huge),
+            Err(HookInputError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn non_string_fields_are_treated_as_absent() {
+        let parsed =
+            parse_hook_input(br#"{"hook_event_name":"Stop","session_id":7,"cwd":null}"#).unwrap();
+        assert_eq!(parsed.session_id, None);
+        assert_eq!(parsed.cwd, None);
+    }
+
+    #[test]
+    fn event_table() {
+        let start = |source: &str| HookInput {
+            source: Some(source.into()),
+            ..input("SessionStart")
+        };
+        assert_eq!(
+            action_for(&start("startup")),
+            HookAction::MapPane {
+                keep_wake_state: false
+            }
+        );
+        assert_eq!(
+            action_for(&start("compact")),
+            HookAction::MapPane {
+                keep_wake_state: true
+            }
+        );
+        assert_eq!(action_for(&input("UserPromptSubmit")), HookAction::MarkBusy);
+        assert_eq!(action_for(&input("PreToolUse")), HookAction::MarkBusy);
+        assert_eq!(action_for(&input("Stop")), HookAction::MarkIdle);
+        assert_eq!(action_for(&input("StopFailure")), HookAction::MarkIdle);
+        assert_eq!(action_for(&input("SessionEnd")), HookAction::ClearPane);
+        let notification = |kind: &str| HookInput {
+            notification_type: Some(kind.into()),
+            ..input("Notification")
+        };
+        assert_eq!(
+            action_for(&notification("idle_prompt")),
+            HookAction::MarkIdle
+        );
+        assert_eq!(
+            action_for(&notification("permission_prompt")),
+            HookAction::Ignore
+        );
+        assert_eq!(action_for(&input("PostToolUse")), HookAction::Ignore);
+    }
+
+    #[test]
+    fn deploy_snippet_matches_print_settings() {
+        assert_eq!(
+            include_str!("../../deploy/claude-hooks.json"),
+            settings_text(),
+            "regenerate deploy/claude-hooks.json with `wakebridge hook --print-settings`"
+        );
+    }
+
+    #[test]
+    fn settings_wire_every_handled_event_to_the_hook() {
+        let settings = settings_json(HOOK_COMMAND);
+        for (event, matcher) in WIRED_EVENTS {
+            let entry = &settings["hooks"][event][0];
+            assert_eq!(entry["hooks"][0]["command"], HOOK_COMMAND, "{event}");
+            let mut probe = input(event);
+            probe.notification_type = (!matcher.is_empty()).then(|| matcher.to_string());
+            assert_ne!(
+                action_for(&probe),
+                HookAction::Ignore,
+                "{event} is wired but ignored"
+            );
+        }
+    }
+
+    #[test]
+    fn bounded_read_stops_at_the_cap_and_the_budget() {
+        let bytes = read_bounded(std::io::Cursor::new(b"abc".to_vec()), 3, HOOK_STDIN_BUDGET);
+        assert_eq!(bytes, Ok(b"abc".to_vec()));
+        let over = read_bounded(std::io::Cursor::new(b"abcd".to_vec()), 3, HOOK_STDIN_BUDGET);
+        assert_eq!(over, Err(HookInputError::TooLarge { limit: 3 }));
+        let endless = std::io::repeat(b'x');
+        let over = read_bounded(endless, 16, HOOK_STDIN_BUDGET);
+        assert_eq!(over, Err(HookInputError::TooLarge { limit: 16 }));
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = parse_hook_input(&bytes);
+        }
+
+        #[test]
+        fn parse_never_panics_on_json_like_text(text in r#"[{}\[\]":,a-z0-9 \\]{0,200}"#) {
+            let _ = parse_hook_input(text.as_bytes());
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Busy (turn-state) markers: `<wake_dir>/<sid>.busy`, a zero-byte file whose mtime says when
+//! the session was last seen mid-turn. Session hooks write and clear them; the bridge only asks
+//! `is_busy`. This module owns the marker file and its ageing test; it does not decide what the
+//! TTL is (configuration) or when a hook marks a session (`wake::hook`).
+//!
+//! The age is wall clock, not monotonic, because another process wrote the mtime. A future mtime
+//! (clock stepped back) gives a negative age and reads as busy: the safe direction, since a busy
+//! session is only spooled, never typed into.
+
+use crate::wake::dir::ensure_wake_dir;
+use std::fs::{File, OpenOptions, Permissions};
+use std::io::ErrorKind;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Marker suffix; deliberately outside the `<sid>.jsonl*` glob that spool pruning may sweep.
+pub const BUSY_SUFFIX: &str = ".busy";
+/// Marker file mode: owner only, like everything else in the wake dir.
+const MARKER_MODE: u32 = 0o600;
+/// Longest session id that still fits a file name (255 bytes on Linux) with the suffix.
+const MAX_SESSION_ID_BYTES: usize = 255 - BUSY_SUFFIX.len();
+
+/// Why a marker could not be written or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum MarkerError {
+    #[error(
+        "session id {0:?} cannot name a marker file: it must be a single path component \
+         (no '/', NUL, '.' or '..', at most {MAX_SESSION_ID_BYTES} bytes)"
+    )]
+    UnsafeSessionId(String),
+    #[error(
+        "cannot prepare wake dir {path}: {source}; check --wake-dir / AGENT_EVENT_BUS_WAKE_DIR"
+    )]
+    WakeDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write busy marker {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot remove busy marker {path}: {source}")]
+    Remove {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// `<wake_dir>/<sid>.busy`, refusing ids that would name a file outside the wake dir.
+pub fn marker_path(wake_dir: &Path, session_id: &str) -> Result<PathBuf, MarkerError> {
+    let safe = !session_id.is_empty()
+        && session_id.len() <= MAX_SESSION_ID_BYTES
+        && session_id != "."
+        && session_id != ".."
+        && !session_id.contains(['/', '\0']);
+    if !safe {
+        return Err(MarkerError::UnsafeSessionId(session_id.to_owned()));
+    }
+    Ok(wake_dir.join(format!("{session_id}{BUSY_SUFFIX}")))
+}
+
+/// Marks the session mid-turn and refreshes the marker's mtime to now. Idempotent.
+pub fn set_busy(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> {
+    let path = marker_path(wake_dir, session_id)?;
+    ensure_wake_dir(wake_dir).map_err(|source| MarkerError::WakeDir {
+        path: wake_dir.to_owned(),
+        source,
+    })?;
+    let write_err = |source| MarkerError::Write {
+        path: path.clone(),
+        source,
+    };
+    let file: File = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(MARKER_MODE)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(write_err)?;
+    file.set_permissions(Permissions::from_mode(MARKER_MODE))
+        .map_err(write_err)?;
+    // Opening an existing file does not bump its mtime, and the mtime is the freshness signal.
+    file.set_modified(SystemTime::now()).map_err(write_err)?;
+    Ok(())
+}
+
+/// Marks the session idle. A missing marker is the desired end state, so it is success.
+pub fn clear_busy(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> {
+    let path = marker_path(wake_dir, session_id)?;
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(MarkerError::Remove { path, source }),
+    }
+}
+
+/// Seconds since the marker was written (negative for a future mtime), or `None` when there is
+/// no usable marker (missing, unsafe id, or any stat error).
+pub fn marker_age_secs(wake_dir: &Path, session_id: &str) -> Option<f64> {
+    let path = marker_path(wake_dir, session_id).ok()?;
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    Some(age_secs(SystemTime::now(), modified))
+}
+
+/// Whether the session is mid-turn: a marker younger than `ttl_secs`. Missing or unreadable
+/// markers are idle, so a delivery is never failed and a session never wedged; `ttl_secs` may
+/// be `f64::INFINITY` (a marker never expires) or 0 (only a future-dated marker still gates).
+pub fn is_busy(wake_dir: &Path, session_id: &str, ttl_secs: f64) -> bool {
+    marker_age_secs(wake_dir, session_id).is_some_and(|age| busy_at_age(age, ttl_secs))
+}
+
+/// The ageing rule on its own: busy iff `age < ttl` (so a NaN TTL is never busy).
+pub fn busy_at_age(age_secs: f64, ttl_secs: f64) -> bool {
+    age_secs < ttl_secs
+}
+
+/// `now - then` in seconds, negative when `then` is in the future.
+pub fn age_secs(now: SystemTime, then: SystemTime) -> f64 {
+    match now.duration_since(then) {
+        Ok(age) => age.as_secs_f64(),
+        Err(ahead) => -ahead.duration().as_secs_f64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn ageing_rule_matches_the_reference() {
+        assert!(busy_at_age(10.0, 60.0));
+        assert!(!busy_at_age(60.0, 60.0));
+        assert!(!busy_at_age(0.0, 0.0), "ttl 0 ignores a fresh marker");
+        assert!(
+            busy_at_age(-3600.0, 0.0),
+            "a future marker gates even at ttl 0"
+        );
+        assert!(busy_at_age(1e12, f64::INFINITY));
+        assert!(!busy_at_age(1.0, f64::NAN));
+    }
+
+    #[test]
+    fn age_is_negative_for_future_times() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(10_000);
+        assert_eq!(age_secs(now, now - Duration::from_secs(30)), 30.0);
+        assert_eq!(age_secs(now, now + Duration::from_secs(30)), -30.0);
+    }
+
+    #[test]
+    fn refuses_ids_that_leave_the_wake_dir() {
+        let dir = Path::new("/w");
+        for bad in ["", ".", "..", "../x", "a/b", "a\0b", &"a".repeat(251)] {
+            assert!(marker_path(dir, bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            marker_path(dir, "sid-1").ok(),
+            Some(PathBuf::from("/w/sid-1.busy"))
+        );
+        assert!(marker_path(dir, "foo.bar").is_ok(), "dots inside are fine");
+    }
+}

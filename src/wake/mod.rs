@@ -1,0 +1,30 @@
+//! The wake dir contract shared with the Python agent-event-bus bridge and CLI: the
+//! `panes.json` session → pane mapping (its value rules, the bridge's reader, the hooks' writer),
+//! the `<sid>.busy` turn-state markers, the wake dir's location and modes, pane detection from the
+//! environment, and the `panes` / `wake-state` / `hook` command-line verbs that session hooks run.
+//! It does not spool events, type into panes or decide cooldowns; the bridge's wake gate composes
+//! these pieces with the multiplexer backends.
+
+pub mod cli;
+pub mod detect;
+pub mod dir;
+pub mod hook;
+pub mod markers;
+pub mod panes;
+pub mod pretty;
+pub mod printable;
+pub mod reader;
+pub mod warn_once;
+pub mod writer;
+
+pub use detect::detect_target;
+pub use dir::{
+    WAKE_DIR_ENV, WakeDirError, default_wake_dir, ensure_wake_dir, resolve_wake_dir,
+    wake_dir_from_env,
+};
+pub use markers::{MarkerError, clear_busy, is_busy, set_busy};
+pub use panes::{InvalidTarget, PANES_FILE, PANES_LOCK_FILE, entry_json, parse_target};
+pub use printable::{is_printable, is_valid_string};
+pub use reader::{PANES_READ_CAP_CHARS, PanesReader, Resolution};
+pub use warn_once::{WARN_KEY_CAP, WarnOnce};
+pub use writer::{ClearOutcome, PanesWriteError, SetOutcome, clear_entry, set_entry};

@@ -1,0 +1,548 @@
+//! The `panes.json` reader the bridge runs on every mux delivery: session id → pane, or
+//! "unmapped". It owns the read (no-follow, non-blocking, capped, UTF-8), the classification of
+//! every failure, and the warn-once bookkeeping for those failures. It never caches the mapping,
+//! takes no lock (the writer's atomic rename is the reader's guarantee), never returns an error
+//! and never panics: every failure shape is "unmapped" plus at most one WARNING per condition.
+//! It does not validate the session id's charset (the caller resolved it) and does not write.
+//!
+//! The read is blocking file I/O; async callers run it on a blocking thread.
+
+use crate::target::PaneTarget;
+use crate::wake::panes::{PANES_FILE, parse_target};
+use crate::wake::warn_once::WarnOnce;
+use serde_json::Value;
+use std::fs::OpenOptions;
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+/// Most characters of `panes.json` read (the reference's cap): a few thousand sessions' entries,
+/// while a runaway or hostile file costs at most a bounded read. A longer file is cut there, so
+/// it nearly always reads as unparseable.
+pub const PANES_READ_CAP_CHARS: usize = 262_144;
+/// Longest UTF-8 encoding of one character: reading `cap * 4` bytes is enough for `cap` chars.
+const MAX_UTF8_BYTES_PER_CHAR: usize = 4;
+
+const KEY_UNPARSEABLE: &str = "unparseable";
+const KEY_UNREADABLE: &str = "unreadable";
+const KEY_UNEXPECTED: &str = "unexpected";
+const KEY_NOT_AN_OBJECT: &str = "not-an-object";
+/// Keys about the file as a whole; a missing file re-arms all of them.
+const FILE_KEYS: [&str; 4] = [
+    KEY_UNPARSEABLE,
+    KEY_UNREADABLE,
+    KEY_UNEXPECTED,
+    KEY_NOT_AN_OBJECT,
+];
+
+/// What reading the file produced, before any session is looked up.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PanesFile {
+    Missing,
+    /// An OS error: permission, a directory, a symlink (ELOOP), too many open files...
+    Unreadable(String),
+    /// Not UTF-8, not JSON (including empty, cut at the cap, too deeply nested), or a FIFO with a
+    /// writer attached and nothing buffered.
+    Unparseable(String),
+    /// A defect caught while reading (a panic), reported instead of propagated.
+    Unexpected(String),
+    Parsed(Value),
+}
+
+/// Each warn-once condition of the reference reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Condition {
+    Unparseable,
+    Unreadable,
+    Unexpected,
+    NotAnObject,
+    /// The session's entry is present but not a valid pane (`bad-pane-value:<sid>`).
+    BadPaneValue,
+    /// Validating the session's entry failed unexpectedly (`parse-error:<sid>`).
+    ParseError,
+}
+
+impl Condition {
+    /// The warn-once key: file-level conditions are global, entry conditions per session.
+    pub fn key(self, session_id: &str) -> String {
+        match self {
+            Condition::Unparseable => KEY_UNPARSEABLE.into(),
+            Condition::Unreadable => KEY_UNREADABLE.into(),
+            Condition::Unexpected => KEY_UNEXPECTED.into(),
+            Condition::NotAnObject => KEY_NOT_AN_OBJECT.into(),
+            Condition::BadPaneValue => format!("bad-pane-value:{session_id}"),
+            Condition::ParseError => format!("parse-error:{session_id}"),
+        }
+    }
+}
+
+/// Whether a failure was reported as the condition's one WARNING or as a repeat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeLevel {
+    Warn,
+    Debug,
+}
+
+/// The answer to one lookup, with enough detail for tests and logs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolution {
+    Mapped(PaneTarget),
+    /// No `panes.json`: the quiet normal case for a host that maps nothing.
+    FileMissing,
+    /// The file is fine but has no entry for this session (debug only).
+    SessionAbsent,
+    Failed {
+        condition: Condition,
+        level: NoticeLevel,
+        detail: String,
+    },
+}
+
+impl Resolution {
+    pub fn target(&self) -> Option<&PaneTarget> {
+        match self {
+            Resolution::Mapped(target) => Some(target),
+            _ => None,
+        }
+    }
+
+    pub fn into_target(self) -> Option<PaneTarget> {
+        match self {
+            Resolution::Mapped(target) => Some(target),
+            _ => None,
+        }
+    }
+}
+
+/// Applies the reference's warn-once and re-arm rules to one read of the file for `session_id`.
+/// Pure: the same inputs always give the same answer and the same change to `warned`.
+pub fn resolve(warned: &mut WarnOnce, file: &PanesFile, session_id: &str) -> Resolution {
+    let bad_key = Condition::BadPaneValue.key(session_id);
+    let parse_key = Condition::ParseError.key(session_id);
+    let value = match file {
+        PanesFile::Missing => {
+            for key in FILE_KEYS {
+                warned.clear(key);
+            }
+            warned.clear(&bad_key);
+            warned.clear(&parse_key);
+            return Resolution::FileMissing;
+        }
+        PanesFile::Unreadable(detail) => {
+            return fail(warned, Condition::Unreadable, session_id, detail);
+        }
+        PanesFile::Unparseable(detail) => {
+            return fail(warned, Condition::Unparseable, session_id, detail);
+        }
+        PanesFile::Unexpected(detail) => {
+            return fail(warned, Condition::Unexpected, session_id, detail);
+        }
+        PanesFile::Parsed(value) => value,
+    };
+    // Any successful parse re-arms the read-level keys, whatever shape the data has.
+    warned.clear(KEY_UNPARSEABLE);
+    warned.clear(KEY_UNREADABLE);
+    warned.clear(KEY_UNEXPECTED);
+    let Some(object) = value.as_object() else {
+        let detail = format!("top level is {}, not an object", json_kind(value));
+        return fail(warned, Condition::NotAnObject, session_id, &detail);
+    };
+    warned.clear(KEY_NOT_AN_OBJECT);
+    // Key membership, not value: `{"sid": null}` is present-but-bad, not absent.
+    let Some(entry) = object.get(session_id) else {
+        warned.clear(&bad_key);
+        warned.clear(&parse_key);
+        return Resolution::SessionAbsent;
+    };
+    match catch_unwind(|| parse_target(entry)) {
+        Ok(Ok(target)) => {
+            warned.clear(&bad_key);
+            warned.clear(&parse_key);
+            Resolution::Mapped(target)
+        }
+        Ok(Err(invalid)) => fail(
+            warned,
+            Condition::BadPaneValue,
+            session_id,
+            &invalid.to_string(),
+        ),
+        Err(_) => fail(
+            warned,
+            Condition::ParseError,
+            session_id,
+            "validating the entry panicked",
+        ),
+    }
+}
+
+fn fail(warned: &mut WarnOnce, condition: Condition, session_id: &str, detail: &str) -> Resolution {
+    let level = if warned.first(&condition.key(session_id)) {
+        NoticeLevel::Warn
+    } else {
+        NoticeLevel::Debug
+    };
+    Resolution::Failed {
+        condition,
+        level,
+        detail: detail.to_owned(),
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Reads `path` the way the reference reader does: no-follow (a symlink is ELOOP), non-blocking
+/// (a FIFO with or without a writer returns at once), at most `cap_chars` characters, UTF-8.
+pub fn read_panes_file(path: &Path, cap_chars: usize) -> PanesFile {
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(err) if err.kind() == ErrorKind::NotFound => return PanesFile::Missing,
+        Err(err) => return PanesFile::Unreadable(err.to_string()),
+    };
+    let byte_limit = cap_chars
+        .saturating_mul(MAX_UTF8_BYTES_PER_CHAR)
+        .saturating_add(MAX_UTF8_BYTES_PER_CHAR);
+    let mut bytes = Vec::new();
+    match file
+        .take(u64::try_from(byte_limit).unwrap_or(u64::MAX))
+        .read_to_end(&mut bytes)
+    {
+        Ok(_) => {}
+        Err(err) if err.kind() == ErrorKind::WouldBlock => {
+            return PanesFile::Unparseable(
+                "nothing to read without blocking (a FIFO with a writer attached?)".into(),
+            );
+        }
+        Err(err) => return PanesFile::Unreadable(err.to_string()),
+    }
+    let text = match decode_capped(&bytes, cap_chars) {
+        Ok(text) => text,
+        Err(detail) => return PanesFile::Unparseable(detail),
+    };
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => PanesFile::Parsed(value),
+        Err(err) => PanesFile::Unparseable(format!("invalid JSON: {err}")),
+    }
+}
+
+/// The first `cap_chars` characters of `bytes` as UTF-8. Bytes past the cap are never judged,
+/// as when Python reads a character count from a text stream.
+fn decode_capped(bytes: &[u8], cap_chars: usize) -> Result<&str, String> {
+    let valid = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(err) => {
+            let prefix = std::str::from_utf8(&bytes[..err.valid_up_to()]).unwrap_or_default();
+            if prefix.chars().count() < cap_chars {
+                return Err(format!("not UTF-8: {err}"));
+            }
+            prefix
+        }
+    };
+    Ok(match valid.char_indices().nth(cap_chars) {
+        Some((end, _)) => &valid[..end],
+        None => valid,
+    })
+}
+
+/// The bridge's view of `panes.json`, shared by every delivery (`Send + Sync`).
+#[derive(Debug)]
+pub struct PanesReader {
+    path: PathBuf,
+    read_cap_chars: usize,
+    warned: Mutex<WarnOnce>,
+}
+
+impl PanesReader {
+    /// A reader for `<wake_dir>/panes.json` with the reference's caps.
+    pub fn new(wake_dir: &Path) -> Self {
+        Self {
+            path: wake_dir.join(PANES_FILE),
+            read_cap_chars: PANES_READ_CAP_CHARS,
+            warned: Mutex::new(WarnOnce::new()),
+        }
+    }
+
+    /// Reads at most `cap_chars` characters (tests lower it).
+    pub fn with_read_cap(mut self, cap_chars: usize) -> Self {
+        self.read_cap_chars = cap_chars;
+        self
+    }
+
+    /// Remembers at most `cap` warned conditions (tests lower it).
+    pub fn with_warn_cap(mut self, cap: usize) -> Self {
+        self.warned = Mutex::new(WarnOnce::with_cap(cap));
+        self
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The pane for `session_id`, or `None` for every kind of unmapped.
+    pub fn lookup(&self, session_id: &str) -> Option<PaneTarget> {
+        self.lookup_detailed(session_id).into_target()
+    }
+
+    /// Reads the file, resolves `session_id`, logs the outcome and returns it.
+    pub fn lookup_detailed(&self, session_id: &str) -> Resolution {
+        let file = catch_unwind(AssertUnwindSafe(|| {
+            read_panes_file(&self.path, self.read_cap_chars)
+        }))
+        .unwrap_or_else(|_| PanesFile::Unexpected("reading panes.json panicked".into()));
+        let resolution = {
+            let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
+            resolve(&mut warned, &file, session_id)
+        };
+        log_resolution(&self.path, session_id, &resolution);
+        resolution
+    }
+
+    /// How many warned conditions are remembered right now.
+    pub fn warned_len(&self) -> usize {
+        self.warned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+fn log_resolution(path: &Path, session_id: &str, resolution: &Resolution) {
+    let path = path.display();
+    let (condition, level, detail) = match resolution {
+        Resolution::Mapped(target) => {
+            tracing::debug!(session_id, %target, "panes.json maps session");
+            return;
+        }
+        Resolution::FileMissing => return,
+        Resolution::SessionAbsent => {
+            tracing::debug!(session_id, %path, "session has no panes.json entry; unmapped");
+            return;
+        }
+        Resolution::Failed {
+            condition,
+            level,
+            detail,
+        } => (*condition, *level, detail.as_str()),
+    };
+    let message = match condition {
+        Condition::Unparseable => {
+            "panes.json is not valid JSON; every session reads as unmapped until it is rewritten"
+        }
+        Condition::Unreadable => {
+            "panes.json cannot be read; every session reads as unmapped until it is fixed"
+        }
+        Condition::Unexpected => {
+            "panes.json read failed unexpectedly; every session reads as unmapped"
+        }
+        Condition::NotAnObject => {
+            "panes.json is not a JSON object; every session reads as unmapped until it is rewritten"
+        }
+        Condition::BadPaneValue => {
+            "panes.json entry is not a pane id; session reads as unmapped (re-run `wakebridge panes set` in its pane)"
+        }
+        Condition::ParseError => {
+            "panes.json entry could not be validated; session reads as unmapped"
+        }
+    };
+    let key = condition.key(session_id);
+    match level {
+        NoticeLevel::Warn => {
+            tracing::warn!(session_id, %path, key, reason = detail, "{message}")
+        }
+        NoticeLevel::Debug => {
+            tracing::debug!(session_id, %path, key, reason = detail, "{message}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parsed(value: Value) -> PanesFile {
+        PanesFile::Parsed(value)
+    }
+
+    fn level(resolution: &Resolution) -> Option<NoticeLevel> {
+        match resolution {
+            Resolution::Failed { level, .. } => Some(*level),
+            _ => None,
+        }
+    }
+
+    fn warn_count(warned: &mut WarnOnce, steps: &[(&PanesFile, &str)]) -> usize {
+        steps
+            .iter()
+            .filter(|(file, sid)| level(&resolve(warned, file, sid)) == Some(NoticeLevel::Warn))
+            .count()
+    }
+
+    #[test]
+    fn not_an_object_read_rearms_the_read_keys() {
+        // 11.2 item 64: directory, list, directory -> three warnings.
+        let mut warned = WarnOnce::new();
+        let dir = PanesFile::Unreadable("Is a directory".into());
+        let list = parsed(json!(["not", "an", "object"]));
+        let steps = [(&dir, "t"), (&list, "t"), (&dir, "t")];
+        assert_eq!(warn_count(&mut warned, &steps), 3);
+    }
+
+    #[test]
+    fn unparseable_warns_once_and_rearms_on_health_or_missing_file() {
+        // 11.2 item 65.
+        let mut warned = WarnOnce::new();
+        let broken = PanesFile::Unparseable("x".into());
+        let healthy = parsed(json!({}));
+        let unreadable = PanesFile::Unreadable("dir".into());
+        let levels: Vec<_> = [
+            &broken,
+            &broken,
+            &healthy,
+            &broken,
+            &PanesFile::Missing,
+            &broken,
+            &unreadable,
+        ]
+        .iter()
+        .map(|file| level(&resolve(&mut warned, file, "t")))
+        .collect();
+        use NoticeLevel::*;
+        assert_eq!(
+            levels,
+            [
+                Some(Warn),
+                Some(Debug),
+                None,
+                Some(Warn),
+                None,
+                Some(Warn),
+                Some(Warn)
+            ]
+        );
+    }
+
+    #[test]
+    fn unexpected_failure_warns_then_debugs_until_a_healthy_read() {
+        // 11.2 item 66.
+        let mut warned = WarnOnce::new();
+        let odd = PanesFile::Unexpected("boom".into());
+        let healthy = parsed(json!({"target-1": "%0"}));
+        assert_eq!(
+            level(&resolve(&mut warned, &odd, "target-1")),
+            Some(NoticeLevel::Warn)
+        );
+        assert_eq!(
+            level(&resolve(&mut warned, &odd, "target-1")),
+            Some(NoticeLevel::Debug)
+        );
+        assert!(matches!(
+            resolve(&mut warned, &healthy, "target-1"),
+            Resolution::Mapped(_)
+        ));
+        assert_eq!(
+            level(&resolve(&mut warned, &odd, "target-1")),
+            Some(NoticeLevel::Warn)
+        );
+    }
+
+    #[test]
+    fn bad_values_warn_once_per_session_and_rearm_when_absent_or_file_missing() {
+        // 11.2 item 67.
+        let mut warned = WarnOnce::new();
+        let null = parsed(json!({"target-1": null}));
+        let zero = parsed(json!({"target-1": 0}));
+        let empty = parsed(json!({"target-1": ""}));
+        let absent = parsed(json!({}));
+        let steps = [
+            (&null, "target-1"),
+            (&zero, "target-1"),
+            (&empty, "target-1"),
+        ];
+        assert_eq!(warn_count(&mut warned, &steps), 1);
+        let steps = [(&absent, "target-1"), (&null, "target-1")];
+        assert_eq!(warn_count(&mut warned, &steps), 1);
+        let steps = [(&PanesFile::Missing, "target-1"), (&zero, "target-1")];
+        assert_eq!(warn_count(&mut warned, &steps), 1);
+    }
+
+    #[test]
+    fn bad_value_reason_quotes_the_value() {
+        let mut warned = WarnOnce::new();
+        match resolve(
+            &mut warned,
+            &parsed(json!({"target-1": "%0\u{0}"})),
+            "target-1",
+        ) {
+            Resolution::Failed {
+                condition: Condition::BadPaneValue,
+                detail,
+                ..
+            } => assert!(detail.contains("not a pane id") && detail.contains("\\u0000")),
+            other => panic!("expected a bad pane value, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn interleaved_sessions_do_not_rearm_each_other() {
+        // 11.2 item 69.
+        let mut warned = WarnOnce::new();
+        let file = parsed(json!({"target-1": null, "target-2": "%2"}));
+        let mut warnings = 0;
+        for _ in 0..3 {
+            for sid in ["target-1", "other-session", "target-2"] {
+                let resolution = resolve(&mut warned, &file, sid);
+                if sid == "target-2" {
+                    assert!(matches!(resolution, Resolution::Mapped(_)));
+                }
+                if level(&resolution) == Some(NoticeLevel::Warn) {
+                    warnings += 1;
+                }
+            }
+        }
+        assert_eq!(warnings, 1);
+    }
+
+    #[test]
+    fn warn_cap_bounds_the_per_session_keys() {
+        // 11.2 item 70 with the cap at 2.
+        let mut warned = WarnOnce::with_cap(2);
+        let file = parsed(json!({"s1": null, "s2": null, "s3": null}));
+        let mut warnings = 0;
+        for sid in ["s1", "s2", "s3", "s1"] {
+            if level(&resolve(&mut warned, &file, sid)) == Some(NoticeLevel::Warn) {
+                warnings += 1;
+            }
+            assert!(warned.len() <= 2);
+        }
+        assert_eq!(warnings, 4);
+    }
+
+    #[test]
+    fn decode_judges_only_the_characters_within_the_cap() {
+        assert_eq!(decode_capped("süß{}".as_bytes(), 3), Ok("süß"));
+        assert_eq!(decode_capped(b"{}", 64), Ok("{}"));
+        assert!(decode_capped(b"\xff\xfe{}", 64).is_err());
+        assert_eq!(decode_capped(b"ab\xff", 2), Ok("ab"));
+    }
+
+    #[test]
+    fn reader_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<PanesReader>();
+    }
+}

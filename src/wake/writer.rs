@@ -1,0 +1,311 @@
+//! The `panes.json` writer behind `wakebridge panes set|clear` and the session hooks: a
+//! read-modify-write under a blocking `flock(2)` on the sibling `panes.lock`, replaced atomically
+//! by rename from a 0600 temp file in the wake dir itself. It owns entry insertion, eviction of
+//! stale entries on the same pane, and removing the busy markers of every id it unmaps. It does
+//! not decide which session or pane to write (`wake::cli`, `wake::hook`).
+//!
+//! Failure policy: only damaged *content* (not UTF-8, not JSON, not an object) reads as `{}` and
+//! is replaced; the writer holding the lock is the one party that can repair it. Any other I/O
+//! error aborts before the file is touched: treating a transient EMFILE as "empty" would wipe
+//! every other session's entry.
+
+use crate::target::PaneTarget;
+use crate::wake::dir::ensure_wake_dir;
+use crate::wake::markers::{MarkerError, clear_busy};
+use crate::wake::panes::{InvalidTarget, PANES_FILE, PANES_LOCK_FILE, entry_json, parse_target};
+use crate::wake::pretty::to_pretty_ascii;
+use serde_json::{Map, Value, json};
+use std::fs::{File, OpenOptions, Permissions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Mode of `panes.json`, its temp file and `panes.lock`: owner only.
+const PANES_FILE_MODE: u32 = 0o600;
+/// Largest `panes.json` the writer will read back (16 MiB): far beyond any real mapping (the
+/// reader gives up at 262,144 characters), but bounded so a hostile file cannot exhaust memory
+/// while the lock is held. A larger file aborts the write instead of being silently dropped.
+const MAX_PANES_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// Temp file name parts: hidden, and outside every glob the bridge reads.
+const TEMP_PREFIX: &str = ".panes.";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// Why a write was refused or aborted. On every variant `panes.json` is left as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum PanesWriteError {
+    #[error("invalid target: {0}")]
+    InvalidTarget(#[from] InvalidTarget),
+    #[error(
+        "cannot prepare wake dir {path}: {source}; check --wake-dir / AGENT_EVENT_BUS_WAKE_DIR"
+    )]
+    WakeDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "cannot lock {path}: {source}; it must be a regular file (not a symlink) in the wake dir"
+    )]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "cannot read {path}: {source}; aborted without writing so other sessions' entries \
+         survive (retry, or remove the file if it is not a regular file)"
+    )]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{path} is larger than {MAX_PANES_FILE_BYTES} bytes; aborted without writing (inspect and remove it)"
+    )]
+    TooLarge { path: PathBuf },
+    #[error(
+        "cannot serialise panes.json: {0}; aborted without writing (remove the entry holding \
+         that number)"
+    )]
+    NotSerializable(#[from] crate::pyjson::NotSerializable),
+    #[error("cannot write {path}: {source}; the previous file is unchanged")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Result of `set_entry`, as the CLI prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetOutcome {
+    pub session_id: String,
+    pub entry: PaneTarget,
+    /// Other sessions that were mapped to the same pane and are now unmapped.
+    pub evicted: Vec<String>,
+}
+
+impl SetOutcome {
+    /// `{"session_id", "entry", "evicted"}`, the reference CLI's JSON result.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "session_id": self.session_id,
+            "entry": entry_json(&self.entry),
+            "evicted": self.evicted,
+        })
+    }
+}
+
+/// Result of `clear_entry`, as the CLI prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClearOutcome {
+    pub session_id: String,
+    /// Every id unmapped, in file order.
+    pub removed: Vec<String>,
+    /// Whether `panes.json` existed at all.
+    pub existed: bool,
+}
+
+impl ClearOutcome {
+    /// `{"session_id", "removed", "existed"}`, the reference CLI's JSON result.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "session_id": self.session_id,
+            "removed": self.removed,
+            "existed": self.existed,
+        })
+    }
+}
+
+/// Maps `session_id` to `target`, evicting every other id whose entry names the same
+/// `(mux, pane, session)`. Unparseable neighbours are kept: their warning is the operator's cue.
+pub fn set_entry(
+    wake_dir: &Path,
+    session_id: &str,
+    target: &PaneTarget,
+) -> Result<SetOutcome, PanesWriteError> {
+    let entry = entry_json(target);
+    // The writer never writes what the reader would reject.
+    let entry_target = parse_target(&entry)?;
+    ensure_wake_dir(wake_dir).map_err(|source| PanesWriteError::WakeDir {
+        path: wake_dir.to_owned(),
+        source,
+    })?;
+    let evicted = {
+        let _lock = lock_panes(wake_dir)?;
+        let mut panes = read_for_update(wake_dir)?;
+        let evicted: Vec<String> = panes
+            .iter()
+            .filter(|(sid, value)| {
+                sid.as_str() != session_id && parse_target(value).as_ref() == Ok(&entry_target)
+            })
+            .map(|(sid, _)| sid.clone())
+            .collect();
+        for sid in &evicted {
+            panes.remove(sid);
+        }
+        panes.insert(session_id.to_owned(), entry);
+        write_atomic(wake_dir, &panes)?;
+        evicted
+    };
+    // After unlock: marker removal never extends the time other writers wait.
+    clear_markers(wake_dir, &evicted);
+    Ok(SetOutcome {
+        session_id: session_id.to_owned(),
+        entry: entry_target,
+        evicted,
+    })
+}
+
+/// Unmaps `session_id`, plus every entry on `also_pane` when given. A missing `panes.json` is
+/// `existed: false` with nothing created and no lock taken; the file is rewritten only when
+/// something was removed.
+pub fn clear_entry(
+    wake_dir: &Path,
+    session_id: &str,
+    also_pane: Option<&PaneTarget>,
+) -> Result<ClearOutcome, PanesWriteError> {
+    let panes_path = wake_dir.join(PANES_FILE);
+    if let Err(err) = std::fs::symlink_metadata(&panes_path)
+        && err.kind() == ErrorKind::NotFound
+    {
+        return Ok(ClearOutcome {
+            session_id: session_id.to_owned(),
+            removed: Vec::new(),
+            existed: false,
+        });
+    }
+    ensure_wake_dir(wake_dir).map_err(|source| PanesWriteError::WakeDir {
+        path: wake_dir.to_owned(),
+        source,
+    })?;
+    let removed = {
+        let _lock = lock_panes(wake_dir)?;
+        let mut panes = read_for_update(wake_dir)?;
+        let removed: Vec<String> = panes
+            .iter()
+            .filter(|(sid, value)| {
+                sid.as_str() == session_id
+                    || also_pane.is_some_and(|pane| parse_target(value).as_ref() == Ok(pane))
+            })
+            .map(|(sid, _)| sid.clone())
+            .collect();
+        if !removed.is_empty() {
+            for sid in &removed {
+                panes.remove(sid);
+            }
+            write_atomic(wake_dir, &panes)?;
+        }
+        removed
+    };
+    clear_markers(wake_dir, &removed);
+    Ok(ClearOutcome {
+        session_id: session_id.to_owned(),
+        removed,
+        existed: true,
+    })
+}
+
+/// Holds the exclusive `flock(2)` on `panes.lock` until dropped (closing the file releases it).
+struct PanesLock {
+    _file: File,
+}
+
+fn lock_panes(wake_dir: &Path) -> Result<PanesLock, PanesWriteError> {
+    let path = wake_dir.join(PANES_LOCK_FILE);
+    let lock_err = |source| PanesWriteError::Lock {
+        path: path.clone(),
+        source,
+    };
+    // O_NOFOLLOW: a planted symlink must not make us create or lock a file elsewhere.
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(PANES_FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(lock_err)?;
+    // Blocking and without a timeout, like the reference: writers are short and always finish.
+    loop {
+        match file.lock() {
+            Ok(()) => return Ok(PanesLock { _file: file }),
+            Err(err) if err.kind() == ErrorKind::Interrupted => continue,
+            Err(err) => return Err(lock_err(err)),
+        }
+    }
+}
+
+/// The current mapping for a read-modify-write: missing or damaged content is `{}`, any other
+/// read failure aborts.
+fn read_for_update(wake_dir: &Path) -> Result<Map<String, Value>, PanesWriteError> {
+    let path = wake_dir.join(PANES_FILE);
+    let read_err = |source| PanesWriteError::Read {
+        path: path.clone(),
+        source,
+    };
+    // Non-blocking so a planted FIFO cannot hang a writer that holds the lock; no-follow so a
+    // planted symlink is reported rather than read through.
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+    {
+        Ok(file) => file,
+        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Map::new()),
+        Err(err) => return Err(read_err(err)),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_PANES_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_err)?;
+    if bytes.len() as u64 > MAX_PANES_FILE_BYTES {
+        return Err(PanesWriteError::TooLarge { path });
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) | Err(_) => {
+            tracing::warn!(path = %path.display(), "panes.json was damaged or not an object; replacing it");
+            Ok(Map::new())
+        }
+    }
+}
+
+/// Writes `panes` to a temp file in the wake dir (same filesystem, so the rename is atomic),
+/// narrows it to 0600 and renames it over `panes.json`. The temp file is removed on any failure.
+fn write_atomic(wake_dir: &Path, panes: &Map<String, Value>) -> Result<(), PanesWriteError> {
+    let path = wake_dir.join(PANES_FILE);
+    let write_err = |source| PanesWriteError::Write {
+        path: path.clone(),
+        source,
+    };
+    let mut text = to_pretty_ascii(&Value::Object(panes.clone()))?;
+    text.push('\n');
+    let mut temp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .suffix(TEMP_SUFFIX)
+        .tempfile_in(wake_dir)
+        .map_err(write_err)?;
+    temp.write_all(text.as_bytes()).map_err(write_err)?;
+    temp.as_file()
+        .set_permissions(Permissions::from_mode(PANES_FILE_MODE))
+        .map_err(write_err)?;
+    temp.as_file().sync_all().map_err(write_err)?;
+    // On failure the returned error owns the temp file, and dropping it deletes the file.
+    temp.persist(&path).map_err(|err| write_err(err.error))?;
+    Ok(())
+}
+
+fn clear_markers(wake_dir: &Path, session_ids: &[String]) {
+    for session_id in session_ids {
+        match clear_busy(wake_dir, session_id) {
+            Ok(()) => {}
+            Err(MarkerError::UnsafeSessionId(_)) => {
+                tracing::debug!(
+                    session_id,
+                    "unmapped id cannot name a marker; none to remove"
+                )
+            }
+            Err(err) => {
+                tracing::warn!(session_id, error = %err, "cannot remove busy marker of unmapped session")
+            }
+        }
+    }
+}
