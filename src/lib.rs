@@ -5,6 +5,7 @@
 pub mod config;
 pub mod deadline;
 pub mod event;
+pub mod mux;
 pub mod pyjson;
 pub mod signature;
 pub mod spool;
