@@ -9,6 +9,7 @@ pub mod deadline;
 pub mod deliver;
 pub mod event;
 pub mod http;
+pub mod mux;
 pub mod pyjson;
 pub mod ratelimit;
 pub mod signature;

@@ -1,0 +1,342 @@
+//! The front door for typing into a pane: [`Injector::inject`] serialises everything typed into
+//! one pane behind one async lock, runs the stale-pane guard and the keystroke steps of the
+//! right backend, and spends one budget across them. It owns the budget arithmetic and the lock
+//! map; the backends own their argv, `process` owns running it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex as StdMutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::{Mutex, OwnedMutexGuard};
+use tokio::time::Instant;
+
+use super::process::{MuxError, STEP_FLOOR};
+use super::text::KeystrokeText;
+use super::tmux::Tmux;
+use super::zellij::{Zellij, ZellijPane};
+use super::{Mux, MuxConfig, PaneState, StaleReason};
+use crate::deadline::Deadline;
+use crate::target::PaneTarget;
+
+/// A line that was typed and submitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Injected {
+    /// `"tmux"` or `"zellij"`: the reference's `action` value on success.
+    pub mux: &'static str,
+    /// From taking the pane lock to the submit returning.
+    pub elapsed: Duration,
+}
+
+/// Why nothing (or not everything) was typed.
+#[derive(Debug, thiserror::Error)]
+pub enum InjectError {
+    /// The guard refused the pane; nothing was typed.
+    #[error("pane is stale, nothing typed: {reason}")]
+    StalePane { reason: StaleReason },
+    /// Another injection into the same pane held it for the whole budget; nothing was typed.
+    #[error("pane stayed busy with another injection for {}ms; nothing typed", waited.as_millis())]
+    PaneBusy { waited: Duration },
+    /// A multiplexer call failed. If it was the submit, the text may be typed but unsubmitted.
+    #[error(transparent)]
+    Failed(#[from] MuxError),
+}
+
+impl InjectError {
+    /// A stable short name for warn-once keys and metric labels: `stale`, `pane-busy`, or the
+    /// multiplexer error's kind (`spawn`, `timeout`, `exit`, `io`, `output`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            InjectError::StalePane { .. } => "stale",
+            InjectError::PaneBusy { .. } => "pane-busy",
+            InjectError::Failed(err) => err.kind(),
+        }
+    }
+}
+
+/// Lock-map key: tmux pane ids are server-wide, so the informational session is left out; a
+/// zellij pane id means something only inside its session.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum PaneKey {
+    Tmux(String),
+    Zellij { session: String, pane: String },
+}
+
+impl From<&PaneTarget> for PaneKey {
+    fn from(target: &PaneTarget) -> Self {
+        match target {
+            PaneTarget::Tmux { pane, .. } => PaneKey::Tmux(pane.clone()),
+            PaneTarget::Zellij { pane, session } => PaneKey::Zellij {
+                session: session.clone(),
+                pane: pane.clone(),
+            },
+        }
+    }
+}
+
+/// Types fixed lines into panes, one at a time per pane. Share it (`Arc`) between the webhook
+/// handler, the nudger and the context monitor: the lock only works if they all use the same
+/// `Injector`.
+#[derive(Debug)]
+pub struct Injector {
+    tmux: Tmux,
+    zellij: Zellij,
+    submit_delay: Duration,
+    locks: StdMutex<HashMap<PaneKey, Arc<Mutex<()>>>>,
+}
+
+impl Injector {
+    pub fn new(config: &MuxConfig) -> Self {
+        Self {
+            tmux: Tmux::new(config),
+            zellij: Zellij::new(config),
+            submit_delay: config.submit_delay,
+            locks: StdMutex::new(HashMap::new()),
+        }
+    }
+
+    /// The tmux backend, for the nudger's `snapshot` and `capture`.
+    pub fn tmux(&self) -> &Tmux {
+        &self.tmux
+    }
+
+    /// Check the pane, type `text`, wait the submit delay, press Enter, all within `deadline`
+    /// (the submit may overrun it by at most [`STEP_FLOOR`]) and under the pane's lock.
+    pub async fn inject(
+        &self,
+        target: &PaneTarget,
+        text: &KeystrokeText,
+        deadline: Deadline,
+    ) -> Result<Injected, InjectError> {
+        let started = Instant::now();
+        let _held = self.lock_pane(target, deadline).await?;
+        let mux = match target {
+            PaneTarget::Tmux { pane, .. } => {
+                guarded_inject(&self.tmux, pane.as_str(), text, self.submit_delay, deadline)
+                    .await?
+            }
+            PaneTarget::Zellij { pane, session } => {
+                let pane = ZellijPane {
+                    session: session.clone(),
+                    pane: pane.clone(),
+                };
+                guarded_inject(&self.zellij, &pane, text, self.submit_delay, deadline).await?
+            }
+        };
+        Ok(Injected {
+            mux,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    /// Wait for the pane's lock, but no longer than the deadline.
+    async fn lock_pane(
+        &self,
+        target: &PaneTarget,
+        deadline: Deadline,
+    ) -> Result<OwnedMutexGuard<()>, InjectError> {
+        let lock = {
+            let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+            // Forget locks nobody holds or waits for, so the map does not grow with every pane
+            // ever seen. Under the map's mutex no one can be cloning one meanwhile.
+            locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+            Arc::clone(locks.entry(PaneKey::from(target)).or_default())
+        };
+        let waiting_since = Instant::now();
+        tokio::time::timeout_at(deadline.instant(), lock.lock_owned())
+            .await
+            .map_err(|_| InjectError::PaneBusy {
+                waited: waiting_since.elapsed(),
+            })
+    }
+}
+
+/// Guard, type, pause, submit. Typing starts only if the rest of the budget can hold the
+/// typing call's floor and the submit delay, and the typing call is given the budget minus that
+/// delay; so the submit starts by the deadline at the latest and the whole injection ends within
+/// the budget plus one [`STEP_FLOOR`]. Returns the backend's name.
+pub async fn guarded_inject<M: Mux>(
+    mux: &M,
+    pane: &M::Pane,
+    text: &KeystrokeText,
+    submit_delay: Duration,
+    deadline: Deadline,
+) -> Result<&'static str, InjectError> {
+    if let PaneState::Stale(reason) = mux.check_pane(pane, deadline).await? {
+        return Err(InjectError::StalePane { reason });
+    }
+    let left = deadline.remaining();
+    if left < submit_delay + STEP_FLOOR {
+        return Err(MuxError::BudgetSpent { left }.into());
+    }
+    mux.type_text(pane, text, Deadline::after(left - submit_delay))
+        .await?;
+    tokio::time::sleep(submit_delay).await;
+    mux.submit(pane, deadline).await?;
+    Ok(mux.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex as StdMutex;
+
+    /// A backend that records the steps and the budget each got, sleeping `step` per call.
+    struct Scripted {
+        stale: Option<StaleReason>,
+        step: Duration,
+        calls: StdMutex<Vec<(&'static str, Duration)>>,
+    }
+
+    impl Scripted {
+        fn new(step: Duration) -> Self {
+            Self {
+                stale: None,
+                step,
+                calls: StdMutex::new(Vec::new()),
+            }
+        }
+
+        async fn call(&self, name: &'static str, deadline: Deadline) -> Result<(), MuxError> {
+            let budget = deadline.step_budget(STEP_FLOOR);
+            self.calls.lock().unwrap().push((name, budget));
+            if self.step > budget {
+                tokio::time::sleep(budget).await;
+                return Err(MuxError::Timeout {
+                    label: name,
+                    after: budget,
+                });
+            }
+            tokio::time::sleep(self.step).await;
+            Ok(())
+        }
+
+        fn names(&self) -> Vec<&'static str> {
+            self.calls.lock().unwrap().iter().map(|c| c.0).collect()
+        }
+    }
+
+    impl Mux for Scripted {
+        type Pane = str;
+        fn name(&self) -> &'static str {
+            "scripted"
+        }
+        async fn check_pane(&self, _: &str, deadline: Deadline) -> Result<PaneState, MuxError> {
+            self.call("guard", deadline).await?;
+            Ok(match &self.stale {
+                Some(reason) => PaneState::Stale(reason.clone()),
+                None => PaneState::Live,
+            })
+        }
+        async fn type_text(
+            &self,
+            _: &str,
+            _: &KeystrokeText,
+            deadline: Deadline,
+        ) -> Result<(), MuxError> {
+            self.call("type", deadline).await
+        }
+        async fn submit(&self, _: &str, deadline: Deadline) -> Result<(), MuxError> {
+            self.call("submit", deadline).await
+        }
+    }
+
+    const DELAY: Duration = Duration::from_millis(500);
+
+    #[tokio::test(start_paused = true)]
+    async fn runs_guard_type_pause_submit_in_order() {
+        let mux = Scripted::new(Duration::from_millis(10));
+        let start = Instant::now();
+        let name = guarded_inject(
+            &mux,
+            "%1",
+            &KeystrokeText::wake_prompt(),
+            DELAY,
+            Deadline::after(Duration::from_secs(2)),
+        )
+        .await
+        .unwrap();
+        assert_eq!(name, "scripted");
+        assert_eq!(mux.names(), ["guard", "type", "submit"]);
+        assert_eq!(start.elapsed(), Duration::from_millis(530));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stale_pane_types_nothing() {
+        let mut mux = Scripted::new(Duration::from_millis(10));
+        mux.stale = Some(StaleReason::PaneDead);
+        let err = guarded_inject(
+            &mux,
+            "%1",
+            &KeystrokeText::wake_prompt(),
+            DELAY,
+            Deadline::after(Duration::from_secs(2)),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.kind(), "stale");
+        assert_eq!(mux.names(), ["guard"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn slow_guard_leaves_no_room_so_nothing_is_typed() {
+        let mux = Scripted::new(Duration::from_millis(1800));
+        let start = Instant::now();
+        let err = guarded_inject(
+            &mux,
+            "%1",
+            &KeystrokeText::wake_prompt(),
+            DELAY,
+            Deadline::after(Duration::from_secs(2)),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.kind(), "timeout");
+        assert!(matches!(err, InjectError::Failed(MuxError::BudgetSpent { .. })));
+        assert_eq!(mux.names(), ["guard"]);
+        assert_eq!(start.elapsed(), Duration::from_millis(1800));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn slow_steps_never_exceed_budget_plus_one_floor() {
+        // Each call takes 700 ms: guard 0.7, typing 0.7, pause 0.5, then the submit is cut
+        // at its floor. Whatever the step length, the total stays within 2.0 + 0.25 s.
+        for step_ms in [100, 400, 700, 900, 1200, 1300, 2500] {
+            let mux = Scripted::new(Duration::from_millis(step_ms));
+            let start = Instant::now();
+            let _ = guarded_inject(
+                &mux,
+                "%1",
+                &KeystrokeText::wake_prompt(),
+                DELAY,
+                Deadline::after(Duration::from_secs(2)),
+            )
+            .await;
+            let took = start.elapsed();
+            assert!(
+                took <= Duration::from_millis(2250),
+                "step {step_ms} ms took {took:?}"
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_submit_gets_only_what_typing_left_but_at_least_the_floor() {
+        let mux = Scripted::new(Duration::from_millis(600));
+        guarded_inject(
+            &mux,
+            "%1",
+            &KeystrokeText::wake_prompt(),
+            DELAY,
+            Deadline::after(Duration::from_secs(2)),
+        )
+        .await
+        .unwrap();
+        let calls = mux.calls.lock().unwrap().clone();
+        assert_eq!(calls[0], ("guard", Duration::from_secs(2)));
+        // 1.4 s left after the guard, minus the 0.5 s pause reserved for the submit.
+        assert_eq!(calls[1], ("type", Duration::from_millis(900)));
+        // 2.0 - 0.6 - 0.6 - 0.5 = 0.3 s left.
+        assert_eq!(calls[2], ("submit", Duration::from_millis(300)));
+        assert!(calls[2].1 < calls[1].1);
+    }
+}

@@ -1,0 +1,215 @@
+//! The one way wakebridge types into a pane. Wakes, nudges and context warnings all go through
+//! [`Injector::inject`]: it takes the pane's lock, asks the multiplexer whether the pane still
+//! holds a live agent (the stale-pane guard), types a validated [`KeystrokeText`], waits
+//! [`MuxConfig::submit_delay`], and submits with a separate Enter, all inside one
+//! [`Deadline`]. tmux and zellij are the two [`Mux`] backends; every subprocess runs through
+//! [`process`]. This module does not decide *whether* a session should be woken (busy markers,
+//! cooldowns, idle detection): callers do that before calling it.
+
+pub mod inject;
+pub mod process;
+pub mod text;
+pub mod tmux;
+pub mod zellij;
+
+use std::env;
+use std::ffi::OsStr;
+use std::fmt;
+use std::future::Future;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::deadline::Deadline;
+
+pub use inject::{InjectError, Injected, Injector};
+pub use process::{MuxError, STEP_FLOOR};
+pub use text::{KeystrokeText, TextError, WAKE_PROMPT};
+pub use tmux::{PaneInfo, Tmux};
+pub use zellij::{Zellij, ZellijPane};
+
+/// Total time one injection may take, from the guard to the submit, as in the reference bridge.
+/// It fits comfortably inside the bus's 5 s webhook budget next to the spool write. The submit
+/// may overrun it by at most one [`STEP_FLOOR`], so the text is never left unsubmitted merely
+/// because the budget ran out between the two keystroke calls.
+pub const INJECT_BUDGET: Duration = Duration::from_secs(2);
+
+/// Pause between typing the text and pressing Enter. Measured against Claude Code 2.1.197 in
+/// tmux 3.3a: text and Enter in ONE `send-keys` call lost the Enter every time (3/3), while a
+/// separate Enter call right after the text submitted every time; see the module report for
+/// the trials. Reports from newer stacks (long text read as a paste, Enter swallowed) advise about
+/// half a second, which costs nothing against a 2 s budget, so this keeps that margin.
+pub const DEFAULT_SUBMIT_DELAY: Duration = Duration::from_millis(500);
+
+/// Shell names that mean "the agent is gone and the pane fell back to a prompt": typing a wake
+/// there would run it as a shell command.
+pub const DEFAULT_SHELLS: &[&str] = &[
+    "bash", "zsh", "sh", "fish", "dash", "ksh", "tcsh", "csh", "nu",
+];
+
+/// How to reach the multiplexers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MuxConfig {
+    /// tmux binary; a bare name is looked up on the daemon's PATH.
+    pub tmux_bin: PathBuf,
+    /// zellij binary; a bare name is looked up on the daemon's PATH.
+    pub zellij_bin: PathBuf,
+    /// tmux server socket, passed as `-S path`. `None` reaches tmux's default server for the
+    /// daemon's uid, as the reference bridge does.
+    pub tmux_socket: Option<PathBuf>,
+    /// Foreground process names that mark a pane as a bare shell (stale).
+    pub shells: Vec<String>,
+    /// See [`DEFAULT_SUBMIT_DELAY`].
+    pub submit_delay: Duration,
+}
+
+impl Default for MuxConfig {
+    fn default() -> Self {
+        Self {
+            tmux_bin: PathBuf::from("tmux"),
+            zellij_bin: PathBuf::from("zellij"),
+            tmux_socket: None,
+            shells: DEFAULT_SHELLS.iter().map(|s| (*s).to_owned()).collect(),
+            submit_delay: DEFAULT_SUBMIT_DELAY,
+        }
+    }
+}
+
+/// Why a pane must not be typed into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StaleReason {
+    /// The multiplexer does not know the pane (closed, or its server is gone).
+    PaneMissing,
+    /// The pane's program exited; the pane is only kept for its output.
+    PaneDead,
+    /// A bare shell runs in the pane: the agent session is gone.
+    ShellInPane { command: String },
+    /// No zellij session of that name.
+    SessionMissing { session: String },
+    /// The zellij session exited and is only resurrectable.
+    SessionExited { session: String },
+    /// The multiplexer's answer about the pane could not be read.
+    Unreadable { detail: String },
+}
+
+impl fmt::Display for StaleReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StaleReason::PaneMissing => f.write_str("the pane does not exist"),
+            StaleReason::PaneDead => f.write_str("the pane's program has exited"),
+            StaleReason::ShellInPane { command } => {
+                write!(f, "the pane is a shell ({command}), the session is gone")
+            }
+            StaleReason::SessionMissing { session } => {
+                write!(f, "no zellij session named {session:?}")
+            }
+            StaleReason::SessionExited { session } => {
+                write!(f, "zellij session {session:?} has exited")
+            }
+            StaleReason::Unreadable { detail } => {
+                write!(f, "could not tell what runs in the pane: {detail}")
+            }
+        }
+    }
+}
+
+/// The guard's verdict on a pane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaneState {
+    Live,
+    Stale(StaleReason),
+}
+
+/// A terminal multiplexer that can check a pane and type into it. Each method is one step of
+/// an injection and runs its subprocess(es) under the deadline it is given; [`inject`] strings
+/// them together, spends the budget and holds the pane lock.
+pub trait Mux: Send + Sync {
+    /// How this multiplexer names a pane.
+    type Pane: ?Sized + Sync;
+
+    /// The name used in `action` values and logs (`"tmux"`, `"zellij"`).
+    fn name(&self) -> &'static str;
+
+    /// Is the pane there and does it still run something other than a shell?
+    fn check_pane(
+        &self,
+        pane: &Self::Pane,
+        deadline: Deadline,
+    ) -> impl Future<Output = Result<PaneState, MuxError>> + Send;
+
+    /// Type `text` literally, without submitting it.
+    fn type_text(
+        &self,
+        pane: &Self::Pane,
+        text: &KeystrokeText,
+        deadline: Deadline,
+    ) -> impl Future<Output = Result<(), MuxError>> + Send;
+
+    /// Press Enter (submit what was typed).
+    fn submit(
+        &self,
+        pane: &Self::Pane,
+        deadline: Deadline,
+    ) -> impl Future<Output = Result<(), MuxError>> + Send;
+}
+
+/// Which of tmux and zellij are on the daemon's PATH, for the startup INFO/WARN (reference 7.6).
+pub fn preflight() -> Vec<&'static str> {
+    preflight_for(&MuxConfig::default())
+}
+
+/// Like [`preflight`], for configured binaries: an explicit path is checked as is, a bare name
+/// is searched on PATH.
+pub fn preflight_for(config: &MuxConfig) -> Vec<&'static str> {
+    let path = env::var_os("PATH").unwrap_or_default();
+    [("tmux", &config.tmux_bin), ("zellij", &config.zellij_bin)]
+        .into_iter()
+        .filter(|(_, bin)| resolves(bin, &path))
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// Would `bin` start: an executable file at that path, or, for a bare name, in a PATH entry.
+fn resolves(bin: &Path, path: &OsStr) -> bool {
+    if bin.components().count() > 1 || bin.is_absolute() {
+        return is_executable(bin);
+    }
+    env::split_paths(path).any(|dir| is_executable(&dir.join(bin)))
+}
+
+fn is_executable(path: &Path) -> bool {
+    path.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_config_matches_the_reference() {
+        let config = MuxConfig::default();
+        assert_eq!(config.tmux_socket, None);
+        assert_eq!(config.tmux_bin, PathBuf::from("tmux"));
+        assert!(config.shells.iter().any(|s| s == "nu"));
+        assert_eq!(config.shells.len(), 9);
+        assert!(config.submit_delay + STEP_FLOOR < INJECT_BUDGET);
+    }
+
+    #[test]
+    fn resolves_bare_names_on_path_and_explicit_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("fakemux");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let plain = dir.path().join("notexec");
+        std::fs::write(&plain, "").unwrap();
+        let path = env::join_paths([Path::new("/nonexistent"), dir.path()]).unwrap();
+        assert!(resolves(Path::new("fakemux"), &path));
+        assert!(!resolves(Path::new("notexec"), &path));
+        assert!(!resolves(Path::new("absent"), &path));
+        assert!(resolves(&exe, OsStr::new("")));
+        assert!(!resolves(&plain, OsStr::new("")));
+    }
+}

@@ -1,0 +1,409 @@
+//! The single subprocess helper every multiplexer call goes through: run one argv under the
+//! caller's [`Deadline`], capture stdout and stderr, and turn every way a child can go wrong
+//! (cannot start, runs too long, exits non-zero) into one [`MuxError`]. A child that outlives
+//! its budget is killed together with anything it started (its process group) and reaped before
+//! the error is returned. This module knows nothing about tmux or zellij arguments; the backends
+//! build the argv, this runs it.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+
+use crate::deadline::Deadline;
+
+/// The least time any one call gets, however little of the budget is left: a late step (the
+/// submit after the text was typed above all) still gets a fair chance instead of an instant
+/// timeout. The reference bridge's per-call rule is `max(0.25, deadline - now)`.
+pub const STEP_FLOOR: Duration = Duration::from_millis(250);
+
+/// How much of a failing command's stderr is kept for the warning text. The reference cuts the
+/// whitespace-collapsed text to 300 characters: enough for any tmux/zellij error line, short
+/// enough for one log line.
+pub const STDERR_SUMMARY_CHARS: usize = 300;
+
+/// Most stdout bytes kept from one call. `list-panes -a` on a server with hundreds of panes and
+/// one `capture-pane` of a large screen stay far below this; anything beyond is drained and
+/// dropped so the child never blocks on a full pipe.
+pub const MAX_STDOUT_BYTES: usize = 4 * 1024 * 1024;
+
+/// Most stderr bytes kept before summarising; the summary keeps far less anyway.
+const MAX_STDERR_BYTES: usize = 64 * 1024;
+
+/// How long to wait for a killed child to be reaped. SIGKILL cannot be ignored, so this only
+/// bounds a pathological kernel delay; past it tokio's orphan reaper finishes the job.
+const REAP_GRACE: Duration = Duration::from_millis(500);
+
+/// Why a multiplexer call failed. `kind()` is a stable short tag for warn-once keys and metrics.
+#[derive(Debug, thiserror::Error)]
+pub enum MuxError {
+    /// The binary could not be started: missing, not executable, or the fork failed.
+    #[error(
+        "could not start {label} ({program}): {source}; check that it is installed and on the \
+         daemon's PATH or set its path in the mux configuration"
+    )]
+    Spawn {
+        label: &'static str,
+        program: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The call did not finish within its budget and was killed.
+    #[error("{label} did not finish within {}ms and was killed", after.as_millis())]
+    Timeout {
+        label: &'static str,
+        after: Duration,
+    },
+    /// The call ran and exited unsuccessfully.
+    #[error("{label} failed ({status}){}", stderr_suffix(stderr))]
+    Exit {
+        label: &'static str,
+        status: String,
+        /// Whitespace-collapsed stderr, at most [`STDERR_SUMMARY_CHARS`] characters.
+        stderr: String,
+    },
+    /// Talking to the running child failed (reading its pipes, waiting for it).
+    #[error("{label}: i/o error while running it: {source}")]
+    Io {
+        label: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    /// The call succeeded but printed something this program cannot read.
+    #[error("{label} printed unexpected output: {detail}")]
+    Output { label: &'static str, detail: String },
+    /// The budget was spent before the keystrokes could start; nothing was typed.
+    #[error(
+        "the injection budget was spent before typing could start ({}ms left); nothing was typed",
+        left.as_millis()
+    )]
+    BudgetSpent { left: Duration },
+}
+
+fn stderr_suffix(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!(": {stderr}")
+    }
+}
+
+impl MuxError {
+    /// A stable short name for warn-once keys and metric labels.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            MuxError::Spawn { .. } => "spawn",
+            MuxError::Timeout { .. } | MuxError::BudgetSpent { .. } => "timeout",
+            MuxError::Exit { .. } => "exit",
+            MuxError::Io { .. } => "io",
+            MuxError::Output { .. } => "output",
+        }
+    }
+
+    /// The multiplexer's own words (whitespace-collapsed, cut), when it said anything.
+    pub fn stderr(&self) -> Option<&str> {
+        match self {
+            MuxError::Exit { stderr, .. } if !stderr.is_empty() => Some(stderr),
+            _ => None,
+        }
+    }
+}
+
+/// One command line to run: the program, its arguments, and a short label (`"tmux send-keys"`)
+/// that names the step in errors without echoing the whole argv.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub label: &'static str,
+}
+
+impl Invocation {
+    pub fn new(program: &Path, label: &'static str) -> Self {
+        Self {
+            program: program.to_path_buf(),
+            args: Vec::new(),
+            label,
+        }
+    }
+
+    /// Append one argv element (kept as one element, whatever it contains).
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+}
+
+/// What a successful call printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// stdout, decoded lossily (tmux and zellij print UTF-8).
+    pub stdout: String,
+    /// stderr, whitespace-collapsed and cut like an error's (some commands warn and succeed).
+    pub stderr: String,
+}
+
+/// Run `inv` with `deadline.step_budget(STEP_FLOOR)` as its timeout. Success means exit status 0.
+pub async fn run(inv: &Invocation, deadline: Deadline) -> Result<Finished, MuxError> {
+    run_for(inv, deadline.step_budget(STEP_FLOOR)).await
+}
+
+/// Run `inv` with an explicit timeout (the caller already applied its floor).
+pub async fn run_for(inv: &Invocation, timeout: Duration) -> Result<Finished, MuxError> {
+    let label = inv.label;
+    let mut command = Command::new(&inv.program);
+    command
+        .args(&inv.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        // Its own process group, so a timeout can kill whatever the child started too (a
+        // wrapper script's `sleep`), not only the child itself.
+        .process_group(0);
+    let mut child = command.spawn().map_err(|source| MuxError::Spawn {
+        label,
+        program: inv.program.clone(),
+        source,
+    })?;
+    let mut group = GroupKiller::new(child.id());
+
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        // Both were configured as piped, so this cannot happen; fail closed anyway.
+        group.kill();
+        return Err(MuxError::Io {
+            label,
+            source: io::Error::other("child pipes were not captured"),
+        });
+    };
+
+    let collected = tokio::time::timeout(timeout, async {
+        let (out, err, status) = tokio::join!(
+            read_capped(stdout, MAX_STDOUT_BYTES),
+            read_capped(stderr, MAX_STDERR_BYTES),
+            child.wait()
+        );
+        Ok::<_, io::Error>((out?, err?, status?))
+    })
+    .await;
+
+    match collected {
+        Err(_elapsed) => {
+            group.kill();
+            // Reap it so no zombie is left; SIGKILL makes this quick.
+            let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
+            group.disarm();
+            Err(MuxError::Timeout {
+                label,
+                after: timeout,
+            })
+        }
+        Ok(Err(source)) => {
+            group.kill();
+            let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
+            group.disarm();
+            Err(MuxError::Io { label, source })
+        }
+        Ok(Ok((out, err, status))) => {
+            // Reaped by `wait`: the pid may be reused from here on, so never signal it again.
+            group.disarm();
+            let stderr = summarise_stderr(&err);
+            if status.success() {
+                Ok(Finished {
+                    stdout: String::from_utf8_lossy(&out).into_owned(),
+                    stderr,
+                })
+            } else {
+                Err(MuxError::Exit {
+                    label,
+                    status: describe_status(status),
+                    stderr,
+                })
+            }
+        }
+    }
+}
+
+/// Read a pipe to its end, keeping at most `cap` bytes and discarding the rest, so a chatty
+/// child never blocks on a full pipe.
+async fn read_capped(mut pipe: impl AsyncRead + Unpin, cap: usize) -> io::Result<Vec<u8>> {
+    let mut kept = Vec::new();
+    (&mut pipe).take(cap as u64).read_to_end(&mut kept).await?;
+    tokio::io::copy(&mut pipe, &mut tokio::io::sink()).await?;
+    Ok(kept)
+}
+
+/// Decode lossily, collapse every whitespace run to one space, trim, cut to
+/// [`STDERR_SUMMARY_CHARS`] characters.
+pub fn summarise_stderr(raw: &[u8]) -> String {
+    let text = String::from_utf8_lossy(raw);
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    collapsed.chars().take(STDERR_SUMMARY_CHARS).collect()
+}
+
+fn describe_status(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        (None, None) => status.to_string(),
+    }
+}
+
+/// Kills a child's whole process group unless disarmed. Armed from spawn until the child is
+/// reaped: while the child is unreaped its pid (which is also the group id) cannot be reused, so
+/// the signal can only reach the group this call started. Dropping it armed (the caller's future
+/// was cancelled mid-call) kills the group too; `kill_on_drop` alone would spare grandchildren.
+struct GroupKiller {
+    pgid: Option<libc::pid_t>,
+}
+
+impl GroupKiller {
+    fn new(pid: Option<u32>) -> Self {
+        Self {
+            pgid: pid.and_then(|pid| libc::pid_t::try_from(pid).ok()),
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(pgid) = self.pgid {
+            // SAFETY: kill(2) has no memory-safety preconditions. The negative pid addresses
+            // the process group this call created (`process_group(0)` makes the child its
+            // leader) and the leader is not reaped yet, so the id cannot name anyone else.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_summary_collapses_whitespace_and_cuts() {
+        assert_eq!(
+            summarise_stderr(b"  error:\n\tFound   argument '-p'\r\n"),
+            "error: Found argument '-p'"
+        );
+        let long = "x".repeat(1000);
+        assert_eq!(
+            summarise_stderr(long.as_bytes()).chars().count(),
+            STDERR_SUMMARY_CHARS
+        );
+    }
+
+    #[test]
+    fn stderr_summary_replaces_invalid_utf8_and_cuts_on_chars() {
+        assert_eq!(summarise_stderr(b"bad \xff byte"), "bad \u{fffd} byte");
+        let wide = "é".repeat(400);
+        let cut = summarise_stderr(wide.as_bytes());
+        assert_eq!(cut.chars().count(), STDERR_SUMMARY_CHARS);
+    }
+
+    #[test]
+    fn kinds_are_stable() {
+        let spawn = MuxError::Spawn {
+            label: "tmux send-keys",
+            program: "tmux".into(),
+            source: io::Error::from(io::ErrorKind::NotFound),
+        };
+        assert_eq!(spawn.kind(), "spawn");
+        let exit = MuxError::Exit {
+            label: "tmux send-keys",
+            status: "exit status 1".into(),
+            stderr: "can't find pane: %9".into(),
+        };
+        assert_eq!(exit.kind(), "exit");
+        assert_eq!(exit.stderr(), Some("can't find pane: %9"));
+        assert!(exit.to_string().contains("can't find pane: %9"));
+        let spent = MuxError::BudgetSpent {
+            left: Duration::ZERO,
+        };
+        assert_eq!(spent.kind(), "timeout");
+    }
+
+    #[tokio::test]
+    async fn runs_and_captures_stdout() {
+        let inv = Invocation::new(Path::new("/bin/sh"), "sh")
+            .arg("-c")
+            .arg("printf 'a b'; echo warn >&2");
+        let out = run_for(&inv, Duration::from_secs(5)).await.unwrap();
+        assert_eq!(out.stdout, "a b");
+        assert_eq!(out.stderr, "warn");
+    }
+
+    #[tokio::test]
+    async fn non_zero_exit_carries_status_and_stderr() {
+        let inv = Invocation::new(Path::new("/bin/sh"), "sh")
+            .arg("-c")
+            .arg("echo 'no   such\nthing' >&2; exit 3");
+        let err = run_for(&inv, Duration::from_secs(5)).await.unwrap_err();
+        assert_eq!(err.kind(), "exit");
+        assert_eq!(err.stderr(), Some("no such thing"));
+        assert!(err.to_string().contains("exit status 3"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn missing_binary_is_a_spawn_error() {
+        let inv = Invocation::new(Path::new("/nonexistent/wakebridge-no-such-bin"), "tmux x");
+        let err = run_for(&inv, Duration::from_secs(5)).await.unwrap_err();
+        assert_eq!(err.kind(), "spawn");
+        assert!(err.to_string().contains("PATH"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("grandchild.pid");
+        let script = format!("sleep 30 & echo $! > '{}'; wait", pidfile.display());
+        let inv = Invocation::new(Path::new("/bin/sh"), "sh")
+            .arg("-c")
+            .arg(script);
+        let started = std::time::Instant::now();
+        let err = run_for(&inv, Duration::from_millis(300)).await.unwrap_err();
+        assert_eq!(err.kind(), "timeout");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // The grandchild got SIGKILL with its group; allow the kernel a moment to finish it.
+        let mut alive = true;
+        for _ in 0..50 {
+            alive = process_is_running(pid);
+            if !alive {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!alive, "grandchild {pid} survived the timeout");
+    }
+
+    /// Running means present in /proc and not a zombie waiting for its parent.
+    fn process_is_running(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => false,
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+                .unwrap_or(false),
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! The only text wakebridge will ever type into a pane: the fixed wake prompt and operator-
+//! configured messages (nudges, context warnings), validated once into a [`KeystrokeText`].
+//! Nothing from an event payload or request can become one without passing these rules, and the
+//! backends accept nothing else. Which message to send when is decided elsewhere.
+
+use unicode_general_category::{GeneralCategory, get_general_category};
+
+/// The wake prompt, byte for byte the reference bridge's (ASCII hyphen, trailing period).
+pub const WAKE_PROMPT: &str = "Check the event bus - a directed event arrived for this session.";
+
+/// Longest text accepted, in characters. A nudge or warning is one sentence or two; long text
+/// arriving in one burst is what terminal UIs treat as a paste, where the submit gets lost.
+pub const MAX_KEYSTROKE_CHARS: usize = 500;
+
+/// Why a text may not be typed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TextError {
+    #[error("keystroke text is empty; configure a non-empty message")]
+    Empty,
+    #[error(
+        "keystroke text is {chars} characters long; keep it under {MAX_KEYSTROKE_CHARS} so it is \
+         not treated as a paste"
+    )]
+    TooLong { chars: usize },
+    #[error(
+        "keystroke text contains the non-printable character {found:?} at position {at}; only \
+         printable characters and plain spaces can be typed (the Enter is sent separately)"
+    )]
+    NotPrintable { found: char, at: usize },
+    #[error(
+        "keystroke text starts with {found:?}; a leading digit answers Claude Code dialogs and a \
+         leading '-' or space is misread by the multiplexer, so start with a letter or symbol"
+    )]
+    BadStart { found: char },
+    #[error(
+        "keystroke text ends with {found:?}; tmux reads a trailing ';' as a command separator \
+         and trailing spaces are invisible, so end with something else"
+    )]
+    BadEnd { found: char },
+}
+
+/// Text that is safe to type as keystrokes: non-empty, printable, one line, not starting with a
+/// digit (Claude Code dialogs and its feedback survey act on digit keys), `-` (read as an option
+/// by tmux and zellij) or whitespace, not ending with `;` (a tmux command separator) or
+/// whitespace.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KeystrokeText(String);
+
+impl KeystrokeText {
+    pub fn new(text: &str) -> Result<Self, TextError> {
+        let first = text.chars().next().ok_or(TextError::Empty)?;
+        let chars = text.chars().count();
+        if chars > MAX_KEYSTROKE_CHARS {
+            return Err(TextError::TooLong { chars });
+        }
+        if let Some((at, found)) = text.chars().enumerate().find(|(_, c)| !is_typable(*c)) {
+            return Err(TextError::NotPrintable { found, at });
+        }
+        if first.is_ascii_digit() || first == '-' || first.is_whitespace() {
+            return Err(TextError::BadStart { found: first });
+        }
+        if let Some(last) = text.chars().last()
+            && (last == ';' || last.is_whitespace())
+        {
+            return Err(TextError::BadEnd { found: last });
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The fixed wake prompt.
+    pub fn wake_prompt() -> Self {
+        Self(WAKE_PROMPT.to_owned())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for KeystrokeText {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for KeystrokeText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Printable: a plain space, or any assigned character that is neither a control/format/
+/// private-use/surrogate code point nor a line or paragraph separator nor an exotic space
+/// (those render invisibly and a reader could not tell what was typed).
+fn is_typable(c: char) -> bool {
+    if c == ' ' {
+        return true;
+    }
+    !matches!(
+        get_general_category(c),
+        GeneralCategory::Control
+            | GeneralCategory::Format
+            | GeneralCategory::Surrogate
+            | GeneralCategory::PrivateUse
+            | GeneralCategory::Unassigned
+            | GeneralCategory::LineSeparator
+            | GeneralCategory::ParagraphSeparator
+            | GeneralCategory::SpaceSeparator
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wake_prompt_is_valid_and_exact() {
+        let text = KeystrokeText::new(WAKE_PROMPT).unwrap();
+        assert_eq!(text, KeystrokeText::wake_prompt());
+        assert_eq!(
+            text.as_str(),
+            "Check the event bus - a directed event arrived for this session."
+        );
+    }
+
+    #[test]
+    fn accepts_ordinary_messages() {
+        for ok in [
+            "Continue.",
+            "Context is at 85% - checkpoint now",
+            "Weiter, bitte: nächster Schritt!",
+            "/compact",
+            "a",
+        ] {
+            assert!(KeystrokeText::new(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn rejects_empty() {
+        assert_eq!(KeystrokeText::new(""), Err(TextError::Empty));
+    }
+
+    #[test]
+    fn rejects_control_and_invisible_characters() {
+        for bad in [
+            "go\r",
+            "go\nnow",
+            "go\u{1b}[A",
+            "tab\there",
+            "del\u{7f}",
+            "zero\u{200b}width",
+            "nb\u{a0}sp",
+            "line\u{2028}sep",
+            "bidi\u{202e}x",
+        ] {
+            assert!(
+                matches!(KeystrokeText::new(bad), Err(TextError::NotPrintable { .. })),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_leading_digit_dash_or_space() {
+        for bad in ["1", "2: Fine", "0 dismiss", "-t %1", " hello"] {
+            assert!(
+                matches!(KeystrokeText::new(bad), Err(TextError::BadStart { .. })),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_trailing_semicolon_or_space() {
+        assert!(matches!(
+            KeystrokeText::new("do this;"),
+            Err(TextError::BadEnd { found: ';' })
+        ));
+        assert!(matches!(
+            KeystrokeText::new("trailing "),
+            Err(TextError::BadEnd { found: ' ' })
+        ));
+    }
+
+    #[test]
+    fn rejects_overlong_text() {
+        let long = "a".repeat(MAX_KEYSTROKE_CHARS + 1);
+        assert!(matches!(
+            KeystrokeText::new(&long),
+            Err(TextError::TooLong { .. })
+        ));
+        assert!(KeystrokeText::new(&"a".repeat(MAX_KEYSTROKE_CHARS)).is_ok());
+    }
+}

@@ -1,0 +1,278 @@
+//! tmux as a backend: the stale-pane guard, typing a line (`send-keys -l`, then a separate
+//! named `Enter`), and the two read-only views the nudger needs (one `list-panes -a` snapshot of
+//! every pane, and `capture-pane` of one pane's visible area). It builds argv and reads tmux's
+//! answers; running them under a deadline is `process`'s job, and deciding when to type is the
+//! caller's.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use super::process::{self, Invocation, MuxError};
+use super::text::KeystrokeText;
+use super::{Mux, MuxConfig, PaneState, StaleReason};
+use crate::deadline::Deadline;
+
+/// The guard's question to tmux: is the pane there, is its program alive, what runs in it.
+const GUARD_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_current_command}";
+
+/// One line per pane for [`Tmux::snapshot`]. The title goes last: it is set by the program in
+/// the pane and may contain the separator, so it takes whatever is left of the line.
+const SNAPSHOT_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_pid}\t#{window_activity}\t\
+                               #{pane_current_command}\t#{pane_title}";
+
+/// stderr fragments with which tmux says the target does not exist (3.x wording), as opposed
+/// to tmux itself failing. `no server running` covers both a missing and a refused socket.
+const MISSING_TARGET_MARKERS: &[&str] = &["can't find", "no server running"];
+
+/// What tmux reports about one pane, for the nudger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneInfo {
+    /// `%N`, tmux's server-wide pane id.
+    pub pane_id: String,
+    /// The pane's program exited and the pane is kept (remain-on-exit).
+    pub dead: bool,
+    /// Name of the pane's foreground process (`claude`, `bash`, ...).
+    pub current_command: String,
+    /// Pid of the pane's first process; absent if tmux printed none.
+    pub pid: Option<u32>,
+    /// Last output in the pane's window, epoch seconds (per window, not per pane).
+    pub window_activity: Option<u64>,
+    /// The pane title as set by its program (Claude Code: `✳ Claude Code` when idle).
+    pub title: String,
+}
+
+/// The tmux backend. Cheap to clone; holds only configuration.
+#[derive(Debug, Clone)]
+pub struct Tmux {
+    bin: PathBuf,
+    socket: Option<PathBuf>,
+    shells: Vec<String>,
+}
+
+impl Tmux {
+    pub fn new(config: &MuxConfig) -> Self {
+        Self {
+            bin: config.tmux_bin.clone(),
+            socket: config.tmux_socket.clone(),
+            shells: config.shells.clone(),
+        }
+    }
+
+    /// `tmux [-S socket]`, ready for the subcommand.
+    fn command(&self, label: &'static str) -> Invocation {
+        let inv = Invocation::new(&self.bin, label);
+        match &self.socket {
+            Some(socket) => inv.arg("-S").arg(socket),
+            None => inv,
+        }
+    }
+
+    /// Every pane on the server, keyed by pane id, from one `list-panes -a` call. No server
+    /// running means no panes, not an error.
+    pub async fn snapshot(&self, deadline: Deadline) -> Result<HashMap<String, PaneInfo>, MuxError> {
+        let inv = self
+            .command("tmux list-panes")
+            .arg("list-panes")
+            .arg("-a")
+            .arg("-F")
+            .arg(SNAPSHOT_FORMAT);
+        match process::run(&inv, deadline).await {
+            Ok(done) => Ok(parse_snapshot(&done.stdout)),
+            Err(MuxError::Exit { ref stderr, .. }) if stderr.contains("no server running") => {
+                Ok(HashMap::new())
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// The visible area of `pane` as plain text (no escape sequences).
+    pub async fn capture(&self, pane: &str, deadline: Deadline) -> Result<String, MuxError> {
+        let inv = self
+            .command("tmux capture-pane")
+            .arg("capture-pane")
+            .arg("-p")
+            .arg("-t")
+            .arg(pane);
+        Ok(process::run(&inv, deadline).await?.stdout)
+    }
+
+    fn is_shell(&self, command: &str) -> bool {
+        let name = command_name(command);
+        self.shells.iter().any(|shell| shell == name)
+    }
+}
+
+impl Mux for Tmux {
+    type Pane = str;
+
+    fn name(&self) -> &'static str {
+        "tmux"
+    }
+
+    async fn check_pane(&self, pane: &str, deadline: Deadline) -> Result<PaneState, MuxError> {
+        let inv = self
+            .command("tmux display-message")
+            .arg("display-message")
+            .arg("-p")
+            .arg("-t")
+            .arg(pane)
+            .arg(GUARD_FORMAT);
+        match process::run(&inv, deadline).await {
+            Ok(done) => Ok(classify_guard(&done.stdout, |c| self.is_shell(c))),
+            Err(MuxError::Exit { ref stderr, .. })
+                if MISSING_TARGET_MARKERS.iter().any(|m| stderr.contains(m)) =>
+            {
+                Ok(PaneState::Stale(StaleReason::PaneMissing))
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    async fn type_text(
+        &self,
+        pane: &str,
+        text: &KeystrokeText,
+        deadline: Deadline,
+    ) -> Result<(), MuxError> {
+        // `-l`: every character is typed literally, never read as a key name. The text cannot
+        // start with '-' or end with ';' (KeystrokeText), so tmux cannot misparse it.
+        let inv = self
+            .command("tmux send-keys -l")
+            .arg("send-keys")
+            .arg("-t")
+            .arg(pane)
+            .arg("-l")
+            .arg(text.as_str());
+        process::run(&inv, deadline).await.map(drop)
+    }
+
+    async fn submit(&self, pane: &str, deadline: Deadline) -> Result<(), MuxError> {
+        // The named key, not `C-m`: newer tmux/Claude Code pairs submit only on `Enter`.
+        let inv = self
+            .command("tmux send-keys Enter")
+            .arg("send-keys")
+            .arg("-t")
+            .arg(pane)
+            .arg("Enter");
+        process::run(&inv, deadline).await.map(drop)
+    }
+}
+
+/// Read the guard's one line. Anything unreadable counts as stale: typing into a pane we cannot
+/// describe is worse than skipping one wake.
+fn classify_guard(stdout: &str, is_shell: impl Fn(&str) -> bool) -> PaneState {
+    let line = stdout.lines().next().unwrap_or("");
+    let mut fields = line.splitn(3, '\t');
+    let (Some(_pane_id), Some(dead), Some(command)) = (fields.next(), fields.next(), fields.next())
+    else {
+        return PaneState::Stale(StaleReason::Unreadable {
+            detail: format!("tmux answered {line:?}"),
+        });
+    };
+    if dead != "0" {
+        return PaneState::Stale(StaleReason::PaneDead);
+    }
+    if is_shell(command) {
+        return PaneState::Stale(StaleReason::ShellInPane {
+            command: command_name(command).to_owned(),
+        });
+    }
+    PaneState::Live
+}
+
+/// A process name as tmux may report it (`/bin/bash`, `-zsh` for a login shell) reduced to the
+/// bare name compared against the shell list.
+fn command_name(command: &str) -> &str {
+    let base = command.rsplit('/').next().unwrap_or(command);
+    base.strip_prefix('-').unwrap_or(base)
+}
+
+fn parse_snapshot(stdout: &str) -> HashMap<String, PaneInfo> {
+    stdout
+        .lines()
+        .filter_map(parse_snapshot_line)
+        .map(|info| (info.pane_id.clone(), info))
+        .collect()
+}
+
+fn parse_snapshot_line(line: &str) -> Option<PaneInfo> {
+    let mut fields = line.splitn(6, '\t');
+    let pane_id = fields.next()?;
+    if !pane_id.starts_with('%') {
+        return None;
+    }
+    let dead = fields.next()?;
+    let pid = fields.next()?;
+    let activity = fields.next()?;
+    let command = fields.next()?;
+    let title = fields.next().unwrap_or("");
+    Some(PaneInfo {
+        pane_id: pane_id.to_owned(),
+        dead: dead != "0",
+        current_command: command.to_owned(),
+        pid: pid.parse().ok(),
+        window_activity: activity.parse().ok(),
+        title: title.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shells(command: &str) -> bool {
+        ["bash", "zsh", "sh"].contains(&command_name(command))
+    }
+
+    #[test]
+    fn guard_accepts_a_live_agent_pane() {
+        assert_eq!(classify_guard("%3\t0\tclaude\n", shells), PaneState::Live);
+    }
+
+    #[test]
+    fn guard_refuses_dead_pane() {
+        assert_eq!(
+            classify_guard("%3\t1\tclaude\n", shells),
+            PaneState::Stale(StaleReason::PaneDead)
+        );
+    }
+
+    #[test]
+    fn guard_refuses_shell_including_login_and_path_forms() {
+        for command in ["bash", "-zsh", "/bin/sh"] {
+            assert!(
+                matches!(
+                    classify_guard(&format!("%3\t0\t{command}\n"), shells),
+                    PaneState::Stale(StaleReason::ShellInPane { .. })
+                ),
+                "{command}"
+            );
+        }
+    }
+
+    #[test]
+    fn guard_treats_unreadable_answer_as_stale() {
+        assert!(matches!(
+            classify_guard("", shells),
+            PaneState::Stale(StaleReason::Unreadable { .. })
+        ));
+    }
+
+    #[test]
+    fn snapshot_lines_parse_with_tabs_in_the_title() {
+        let out = "%0\t0\t4242\t1796036759\tclaude\t\u{2733} Claude\tCode\n\
+                   %1\t1\t\t\tbash\t\n\
+                   garbage line\n";
+        let panes = parse_snapshot(out);
+        assert_eq!(panes.len(), 2);
+        let first = &panes["%0"];
+        assert_eq!(first.pid, Some(4242));
+        assert_eq!(first.window_activity, Some(1_796_036_759));
+        assert_eq!(first.title, "\u{2733} Claude\tCode");
+        assert!(!first.dead);
+        let second = &panes["%1"];
+        assert!(second.dead);
+        assert_eq!(second.pid, None);
+        assert_eq!(second.current_command, "bash");
+    }
+}

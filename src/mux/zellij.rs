@@ -1,0 +1,281 @@
+//! zellij as a backend: the stale-pane guard and typing a line into one pane of one session
+//! (`action write-chars -p`, then `action write -p <pane> 13`). zellij's actions exit 0 against
+//! a session or pane that does not exist, so the guard (session listed and running, pane listed
+//! and not exited) is the only thing standing between a stale mapping and typing into nothing or
+//! into the wrong place. Argv building and output reading live here; running is `process`'s job.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::Deserialize;
+
+use super::process::{self, Invocation, MuxError};
+use super::text::KeystrokeText;
+use super::{Mux, MuxConfig, PaneState, StaleReason};
+use crate::deadline::Deadline;
+
+/// What zellij prints on stderr (exit 1) when it has no sessions at all.
+const NO_SESSIONS_MARKER: &str = "No active zellij sessions found";
+
+/// How `list-sessions -n` marks a session that is only resurrectable, not running.
+const EXITED_MARKER: &str = "(EXITED";
+
+/// Separates the session name from its age in `list-sessions -n` lines.
+const CREATED_MARKER: &str = " [Created ";
+
+/// stderr fragments with which clap (zellij's parser) rejects a subcommand or flag this version
+/// does not have: `list-panes` and `--json` arrived in 0.44.0.
+const UNSUPPORTED_MARKERS: &[&str] = &[
+    "unrecognized subcommand",
+    "unexpected argument",
+    "wasn't expected",
+    "invalid subcommand",
+    "Found argument",
+];
+
+/// The carriage return `write` sends, in zellij's decimal byte notation.
+const CARRIAGE_RETURN: &str = "13";
+
+/// A pane in a named zellij session.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ZellijPane {
+    pub session: String,
+    /// As configured: `N`, `terminal_N` or `plugin_N`.
+    pub pane: String,
+}
+
+/// The zellij backend.
+#[derive(Debug)]
+pub struct Zellij {
+    bin: PathBuf,
+    /// Set once `list-panes` was found missing, so the fallback is logged once, not per wake.
+    warned_no_list_panes: AtomicBool,
+}
+
+impl Zellij {
+    pub fn new(config: &MuxConfig) -> Self {
+        Self {
+            bin: config.zellij_bin.clone(),
+            warned_no_list_panes: AtomicBool::new(false),
+        }
+    }
+
+    /// `zellij --session <S> action ...`; the session is one argv element whatever it contains.
+    fn action(&self, label: &'static str, session: &str, action: &str) -> Invocation {
+        Invocation::new(&self.bin, label)
+            .arg("--session")
+            .arg(session)
+            .arg("action")
+            .arg(action)
+    }
+
+    async fn session_state(&self, session: &str, deadline: Deadline) -> Result<PaneState, MuxError> {
+        let inv = Invocation::new(&self.bin, "zellij list-sessions")
+            .arg("list-sessions")
+            .arg("-n");
+        let listing = match process::run(&inv, deadline).await {
+            Ok(done) => done.stdout,
+            Err(MuxError::Exit { ref stderr, .. }) if stderr.contains(NO_SESSIONS_MARKER) => {
+                String::new()
+            }
+            Err(err) => return Err(err),
+        };
+        Ok(classify_session(&listing, session))
+    }
+
+    async fn pane_state(&self, target: &ZellijPane, deadline: Deadline) -> Result<PaneState, MuxError> {
+        let inv = self
+            .action("zellij action list-panes", &target.session, "list-panes")
+            .arg("--json");
+        match process::run(&inv, deadline).await {
+            Ok(done) => classify_pane(&done.stdout, &target.pane),
+            Err(MuxError::Exit { ref stderr, .. })
+                if UNSUPPORTED_MARKERS.iter().any(|m| stderr.contains(m)) =>
+            {
+                if !self.warned_no_list_panes.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        zellij_stderr = %stderr,
+                        "zellij has no `action list-panes` (needs 0.44+): the stale-pane guard \
+                         checks only that the session runs, not the pane"
+                    );
+                }
+                Ok(PaneState::Live)
+            }
+            Err(err) => Err(err),
+        }
+    }
+}
+
+impl Mux for Zellij {
+    type Pane = ZellijPane;
+
+    fn name(&self) -> &'static str {
+        "zellij"
+    }
+
+    async fn check_pane(&self, target: &ZellijPane, deadline: Deadline) -> Result<PaneState, MuxError> {
+        match self.session_state(&target.session, deadline).await? {
+            PaneState::Live => self.pane_state(target, deadline).await,
+            stale => Ok(stale),
+        }
+    }
+
+    async fn type_text(
+        &self,
+        target: &ZellijPane,
+        text: &KeystrokeText,
+        deadline: Deadline,
+    ) -> Result<(), MuxError> {
+        let inv = self
+            .action("zellij action write-chars", &target.session, "write-chars")
+            .arg("-p")
+            .arg(&target.pane)
+            .arg(text.as_str());
+        process::run(&inv, deadline).await.map(drop)
+    }
+
+    async fn submit(&self, target: &ZellijPane, deadline: Deadline) -> Result<(), MuxError> {
+        let inv = self
+            .action("zellij action write", &target.session, "write")
+            .arg("-p")
+            .arg(&target.pane)
+            .arg(CARRIAGE_RETURN);
+        process::run(&inv, deadline).await.map(drop)
+    }
+}
+
+/// Find `session` in `list-sessions -n` output. The short form (`-s`) is not used because it
+/// lists resurrectable (exited) sessions exactly like running ones.
+fn classify_session(listing: &str, session: &str) -> PaneState {
+    for line in listing.lines() {
+        let (name, rest) = match line.find(CREATED_MARKER) {
+            Some(at) => (&line[..at], &line[at..]),
+            None => (line.trim_end(), ""),
+        };
+        if name == session {
+            return if rest.contains(EXITED_MARKER) {
+                PaneState::Stale(StaleReason::SessionExited {
+                    session: session.to_owned(),
+                })
+            } else {
+                PaneState::Live
+            };
+        }
+    }
+    PaneState::Stale(StaleReason::SessionMissing {
+        session: session.to_owned(),
+    })
+}
+
+/// One entry of `list-panes --json` (zellij's `PaneListEntry`); only what the guard reads.
+#[derive(Debug, Deserialize)]
+struct ListedPane {
+    id: u64,
+    #[serde(default)]
+    is_plugin: bool,
+    #[serde(default)]
+    exited: bool,
+}
+
+/// Find `pane` (`N`, `terminal_N`, `plugin_N`) in `list-panes --json` output.
+fn classify_pane(json: &str, pane: &str) -> Result<PaneState, MuxError> {
+    let Some((want_plugin, want_id)) = parse_pane_id(pane) else {
+        return Ok(PaneState::Stale(StaleReason::Unreadable {
+            detail: format!("{pane:?} is not a zellij pane id (N, terminal_N or plugin_N)"),
+        }));
+    };
+    let listed: Vec<ListedPane> = serde_json::from_str(json).map_err(|e| MuxError::Output {
+        label: "zellij action list-panes",
+        detail: format!("not the expected JSON pane list: {e}"),
+    })?;
+    match listed
+        .iter()
+        .find(|p| p.id == want_id && p.is_plugin == want_plugin)
+    {
+        None => Ok(PaneState::Stale(StaleReason::PaneMissing)),
+        Some(p) if p.exited => Ok(PaneState::Stale(StaleReason::PaneDead)),
+        Some(_) => Ok(PaneState::Live),
+    }
+}
+
+/// `(is_plugin, id)` of a zellij pane id; a bare number is a terminal pane.
+fn parse_pane_id(pane: &str) -> Option<(bool, u64)> {
+    let (plugin, digits) = if let Some(rest) = pane.strip_prefix("terminal_") {
+        (false, rest)
+    } else if let Some(rest) = pane.strip_prefix("plugin_") {
+        (true, rest)
+    } else {
+        (false, pane)
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().map(|id| (plugin, id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_listed_and_running_is_live() {
+        let listing = "has:colon [Created 5m 3s ago] \nother [Created 1h ago] (current)\n";
+        assert_eq!(classify_session(listing, "has:colon"), PaneState::Live);
+        assert_eq!(classify_session(listing, "other"), PaneState::Live);
+    }
+
+    #[test]
+    fn session_missing_or_exited_is_stale() {
+        let listing = "gone [Created 2h ago] (EXITED - attach to resurrect)\n";
+        assert!(matches!(
+            classify_session(listing, "gone"),
+            PaneState::Stale(StaleReason::SessionExited { .. })
+        ));
+        assert!(matches!(
+            classify_session(listing, "gon"),
+            PaneState::Stale(StaleReason::SessionMissing { .. })
+        ));
+        assert!(matches!(
+            classify_session("", "any"),
+            PaneState::Stale(StaleReason::SessionMissing { .. })
+        ));
+    }
+
+    #[test]
+    fn session_names_match_exactly_without_the_age_suffix() {
+        // Older builds print bare names; a prefix must not match.
+        assert_eq!(classify_session("lemur\n", "lemur"), PaneState::Live);
+        assert!(matches!(
+            classify_session("lemur-2\n", "lemur"),
+            PaneState::Stale(_)
+        ));
+    }
+
+    #[test]
+    fn pane_ids_parse_in_all_three_spellings() {
+        assert_eq!(parse_pane_id("0"), Some((false, 0)));
+        assert_eq!(parse_pane_id("terminal_12"), Some((false, 12)));
+        assert_eq!(parse_pane_id("plugin_3"), Some((true, 3)));
+        assert_eq!(parse_pane_id("terminal_"), None);
+        assert_eq!(parse_pane_id("%1"), None);
+        assert_eq!(parse_pane_id("+1"), None);
+    }
+
+    #[test]
+    fn pane_guard_reads_list_panes_json() {
+        let json = r#"[{"id":0,"is_plugin":false,"exited":false,"title":"claude"},
+                       {"id":1,"is_plugin":false,"exited":true},
+                       {"id":0,"is_plugin":true,"exited":false}]"#;
+        assert_eq!(classify_pane(json, "terminal_0").unwrap(), PaneState::Live);
+        assert_eq!(classify_pane(json, "plugin_0").unwrap(), PaneState::Live);
+        assert_eq!(
+            classify_pane(json, "1").unwrap(),
+            PaneState::Stale(StaleReason::PaneDead)
+        );
+        assert_eq!(
+            classify_pane(json, "7").unwrap(),
+            PaneState::Stale(StaleReason::PaneMissing)
+        );
+        assert_eq!(classify_pane("nope", "0").unwrap_err().kind(), "output");
+    }
+}
