@@ -115,7 +115,8 @@ impl Running {
         let started = Instant::now();
         self.shutdown.cancel();
         if let Some(task) = self.task.take() {
-            task.await.expect("registration task ended without panicking");
+            task.await
+                .expect("registration task ended without panicking");
         }
         started.elapsed()
     }
@@ -328,7 +329,10 @@ async fn replies_without_a_usable_data_line_are_unusable() {
     ] {
         bus.set_behaviour(Behaviour::RawBody(body.to_owned()));
         let err = client.list_webhooks().await.expect_err("unusable");
-        assert!(matches!(err, BusError::Unusable { .. }), "{body:?}: {err:?}");
+        assert!(
+            matches!(err, BusError::Unusable { .. }),
+            "{body:?}: {err:?}"
+        );
     }
 }
 
@@ -362,10 +366,10 @@ async fn registers_once_the_bus_comes_up() {
             .collect::<Vec<_>>(),
         vec![id]
     );
-    assert!(logs.text().contains(&format!(
-        "Registered bridge webhook #{id} on {}",
-        bus.url()
-    )));
+    assert!(
+        logs.text()
+            .contains(&format!("Registered bridge webhook #{id} on {}", bus.url()))
+    );
     assert!(logs.text().contains("is agent-event-bus running?"));
     keeper.stop().await;
 }
@@ -393,7 +397,10 @@ async fn startup_sweeps_active_and_paused_rows_at_our_url_only() {
             json!({"webhook_id": stale_paused})
         ]
     );
-    assert_eq!(bus.calls_of("list_webhooks")[0], json!({"active_only": false}));
+    assert_eq!(
+        bus.calls_of("list_webhooks")[0],
+        json!({"active_only": false})
+    );
     assert!(
         logs.text()
             .contains(&format!("Removed stale bridge webhook #{stale_paused}"))
@@ -417,7 +424,11 @@ async fn deleted_row_is_registered_again_within_one_keeper_period() {
     })
     .await;
     // One period to notice plus the few ms of the calls themselves.
-    assert!(deleted_at.elapsed() < TEST_KEEP_INTERVAL * 2, "{:?}", deleted_at.elapsed());
+    assert!(
+        deleted_at.elapsed() < TEST_KEEP_INTERVAL * 2,
+        "{:?}",
+        deleted_at.elapsed()
+    );
     assert_eq!(bus.rows_at(HOOK_URL).len(), 1);
     keeper.stop().await;
 }
@@ -487,7 +498,10 @@ async fn shutdown_unregisters_our_row() {
     );
     assert_eq!(status.snapshot().webhook_id, None);
     assert!(!status.registered());
-    assert!(logs.text().contains(&format!("Unregistered bridge webhook #{id}")));
+    assert!(
+        logs.text()
+            .contains(&format!("Unregistered bridge webhook #{id}"))
+    );
 }
 
 #[tokio::test]
@@ -532,4 +546,156 @@ async fn shutdown_before_start_makes_no_call() {
     let keeper = Running::start_with(config, shutdown);
     keeper.stop().await;
     assert!(bus.calls().is_empty(), "{:?}", bus.calls());
+}
+
+// ---------------------------------------------------------------- supervision files
+
+const PLIST: &str = include_str!("../deploy/wakebridge.plist");
+const UNIT: &str = include_str!("../deploy/wakebridge.service");
+
+/// A minimal well-formedness check: every element closes in order, comments hold no `--`.
+/// Enough to catch a hand-edit slip in a plist; not a general XML parser.
+fn check_xml_nesting(xml: &str) -> Result<Vec<String>, String> {
+    let mut open: Vec<String> = Vec::new();
+    let mut seen = Vec::new();
+    let mut rest = xml;
+    while let Some(start) = rest.find('<') {
+        rest = &rest[start..];
+        if let Some(comment) = rest.strip_prefix("<!--") {
+            let end = comment.find("-->").ok_or("unterminated comment")?;
+            if comment[..end].contains("--") {
+                return Err("`--` inside a comment".to_owned());
+            }
+            rest = &comment[end + 3..];
+            continue;
+        }
+        let end = rest.find('>').ok_or("unterminated tag")?;
+        let tag = &rest[1..end];
+        rest = &rest[end + 1..];
+        if tag.starts_with('?') || tag.starts_with('!') {
+            continue;
+        }
+        if let Some(name) = tag.strip_prefix('/') {
+            match open.pop() {
+                Some(top) if top == name.trim() => {}
+                other => return Err(format!("</{name}> closes {other:?}")),
+            }
+        } else {
+            let name = tag
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .trim_end_matches('/');
+            seen.push(name.to_owned());
+            if !tag.ends_with('/') {
+                open.push(name.to_owned());
+            }
+        }
+    }
+    if open.is_empty() {
+        Ok(seen)
+    } else {
+        Err(format!("unclosed elements {open:?}"))
+    }
+}
+
+#[test]
+fn xml_check_rejects_misnested_plists() {
+    assert!(check_xml_nesting("<plist><dict></plist></dict>").is_err());
+    assert!(check_xml_nesting("<plist><dict>").is_err());
+    assert!(check_xml_nesting("<!-- a -- b --><plist/>").is_err());
+    assert!(check_xml_nesting("<plist><true/></plist>").is_ok());
+}
+
+#[test]
+fn launch_agent_plist_is_well_formed() {
+    let elements = check_xml_nesting(PLIST).expect("well-formed plist");
+    assert_eq!(elements.first().map(String::as_str), Some("plist"));
+}
+
+fn have(program: &str) -> bool {
+    std::process::Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn launch_agent_plist_parses_as_a_property_list() {
+    if !have("python3") {
+        eprintln!("skipped: python3 (plistlib) is not installed");
+        return;
+    }
+    let mut child = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import json, plistlib, sys; print(json.dumps(plistlib.loads(sys.stdin.buffer.read())))",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn python3");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(PLIST.as_bytes())
+        .expect("write plist");
+    let output = child.wait_with_output().expect("python3 ran");
+    assert!(output.status.success(), "plistlib refused the plist");
+    let parsed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(
+        parsed,
+        json!({
+            "Label": "dev.wakebridge",
+            "ProgramArguments": ["__HOME__/.cargo/bin/wakebridge", "serve", "--backend", "mux"],
+            "RunAtLoad": true,
+            "KeepAlive": true,
+            "ThrottleInterval": 10,
+            "ProcessType": "Background",
+            "EnvironmentVariables": {"PATH": "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin"},
+            "StandardOutPath": "__HOME__/Library/Logs/wakebridge/wakebridge.log",
+            "StandardErrorPath": "__HOME__/Library/Logs/wakebridge/wakebridge.err",
+        })
+    );
+}
+
+#[test]
+fn systemd_unit_runs_serve_with_restart_on_failure() {
+    let lines: Vec<&str> = UNIT.lines().map(str::trim).collect();
+    for expected in [
+        "ExecStart=%h/.cargo/bin/wakebridge serve --backend mux",
+        "Environment=PATH=/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin",
+        "Restart=on-failure",
+        "RestartSec=10",
+        "WantedBy=default.target",
+    ] {
+        assert!(lines.contains(&expected), "missing {expected:?}");
+    }
+}
+
+#[test]
+fn systemd_unit_passes_systemd_analyze_verify() {
+    if !have("systemd-analyze") {
+        eprintln!("skipped: systemd-analyze is not installed");
+        return;
+    }
+    // verify insists the ExecStart binary exists, so point it at the one cargo just built.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("wakebridge.service");
+    let unit = UNIT.replace("%h/.cargo/bin/wakebridge", env!("CARGO_BIN_EXE_wakebridge"));
+    std::fs::write(&path, unit).expect("write unit");
+    let output = std::process::Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .expect("run systemd-analyze");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // It exits 0 even for unknown keys, so its complaints about our file count as failures.
+    let complaints: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("wakebridge.service"))
+        .collect();
+    assert!(output.status.success(), "{stderr}");
+    assert!(complaints.is_empty(), "{complaints:#?}");
 }

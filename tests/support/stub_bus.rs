@@ -238,7 +238,9 @@ impl Drop for StubBus {
 }
 
 fn lock(state: &Mutex<BusState>) -> MutexGuard<'_, BusState> {
-    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn created_at(id: i64) -> String {
