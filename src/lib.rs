@@ -3,6 +3,7 @@
 //! window is filling up. See `docs/design.md` for the map of how the modules fit together.
 
 pub mod app;
+pub mod bus;
 pub mod cli;
 pub mod config;
 pub mod deadline;

@@ -1,0 +1,601 @@
+//! The agent-event-bus MCP client: one `tools/call` over stateless streamable HTTP, the rules for
+//! unwrapping the bus's replies, and typed wrappers for the three webhook tools the bridge uses
+//! (`list_webhooks`, `register_webhook`, `unregister_webhook`).
+//!
+//! It owns the wire shape only. It does not decide when to register, sweep or retry (that is
+//! `tasks::registration`), and it never exits the process: every failure is a [`BusError`] that
+//! says whether the bus was unreachable, answered an HTTP error, reported a tool error, refused
+//! in-band, or sent something we cannot use.
+
+use std::time::Duration;
+
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use serde_json::{Map, Value, json};
+
+/// Per-call budget, the reference bridge's: a healthy bus answers in ~5 ms, so 10 s only ever
+/// expires on a hung bus, and a single call can never hold a caller for longer than that.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Streamable HTTP (FastMCP) answers 406 unless the client accepts both media types.
+pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+/// The channel prefix our webhook is filtered to: direct messages to sessions only.
+pub const SESSION_CHANNEL: &str = "session:";
+
+/// The in-band error `unregister_webhook` returns for an id that no longer exists; for us that
+/// is as good as a removal.
+pub const WEBHOOK_NOT_FOUND: &str = "Webhook not found";
+
+/// Largest reply we buffer before finding a `data:` line. A webhook listing is a few KiB; a reply
+/// this large is not a bus talking MCP, and reading it unbounded would let it exhaust memory.
+const MAX_REPLY_BYTES: usize = 8 * 1024 * 1024;
+
+/// How much of an HTTP error body we quote in the error, enough for FastMCP's one-line reasons.
+const MAX_ERROR_BODY_CHARS: usize = 300;
+
+/// What went wrong talking to the bus, told apart so callers can log the right remedy.
+#[derive(Debug, thiserror::Error)]
+pub enum BusError {
+    #[error("invalid bus URL {url:?}: {reason}; expected http(s)://host[:port]/mcp")]
+    InvalidUrl { url: String, reason: String },
+    #[error("could not build the HTTP client for the bus: {0}")]
+    Client(String),
+    #[error("bus not reachable at {url}: {detail}; is agent-event-bus running?")]
+    Unreachable { url: String, detail: String },
+    #[error("bus at {url} answered HTTP {status} to {tool}: {body}")]
+    Http {
+        url: String,
+        tool: String,
+        status: u16,
+        body: String,
+    },
+    #[error("bus tool {tool} failed: {message}")]
+    ToolError { tool: String, message: String },
+    #[error("bus tool {tool} refused: {error}")]
+    Refused { tool: String, error: String },
+    #[error("unusable reply from bus tool {tool}: {reason}")]
+    Unusable { tool: String, reason: String },
+}
+
+impl BusError {
+    /// True when the bus could not be reached at all (connection refused, timeout): the
+    /// remedy is starting the bus, not fixing a request.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, BusError::Unreachable { .. })
+    }
+}
+
+/// One row of `list_webhooks`, read leniently: a missing or oddly typed field becomes `None`
+/// (or the default) instead of rejecting the whole listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookRow {
+    pub webhook_id: Option<i64>,
+    pub url: Option<String>,
+    pub channel: Option<String>,
+    /// Paused rows (`set_webhook_active false`) read `false`. A bus old enough to have no
+    /// `active` column only has active rows, so a missing flag reads `true`.
+    pub active: bool,
+    pub has_secret: bool,
+    pub created_at: Option<String>,
+}
+
+impl WebhookRow {
+    /// The row described by one listing element, or `None` when the element is not an object.
+    pub fn from_value(value: &Value) -> Option<Self> {
+        let row = value.as_object()?;
+        let text = |key: &str| row.get(key).and_then(Value::as_str).map(str::to_owned);
+        Some(Self {
+            webhook_id: row.get("webhook_id").and_then(Value::as_i64),
+            url: text("url"),
+            channel: text("channel"),
+            active: row.get("active").and_then(Value::as_bool).unwrap_or(true),
+            has_secret: row
+                .get("has_secret")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            created_at: text("created_at"),
+        })
+    }
+}
+
+/// A client for one bus MCP endpoint. Cheap to clone (the connection pool is shared).
+#[derive(Debug, Clone)]
+pub struct BusClient {
+    url: reqwest::Url,
+    http: reqwest::Client,
+}
+
+impl BusClient {
+    /// A client that POSTs to exactly `url` (no slash appended) with a [`CALL_TIMEOUT`] budget.
+    pub fn new(url: &str) -> Result<Self, BusError> {
+        Self::with_timeout(url, CALL_TIMEOUT)
+    }
+
+    /// As [`BusClient::new`] with another per-call budget.
+    pub fn with_timeout(url: &str, timeout: Duration) -> Result<Self, BusError> {
+        let invalid = |reason: String| BusError::InvalidUrl {
+            url: url.to_owned(),
+            reason,
+        };
+        let parsed = reqwest::Url::parse(url).map_err(|e| invalid(e.to_string()))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(invalid(format!(
+                "scheme {:?} is not http or https",
+                parsed.scheme()
+            )));
+        }
+        if parsed.host_str().is_none_or(str::is_empty) {
+            return Err(invalid("no host".to_owned()));
+        }
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| BusError::Client(e.to_string()))?;
+        Ok(Self { url: parsed, http })
+    }
+
+    /// The endpoint this client posts to.
+    pub fn url(&self) -> &str {
+        self.url.as_str()
+    }
+
+    /// Calls one tool and returns its unwrapped result (see [`unwrap_tool_result`]).
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, BusError> {
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        });
+        let mut response = self
+            .http
+            .post(self.url.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, ACCEPT_BOTH)
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| self.transport_error(name, &e))?;
+        let status = response.status();
+        if !status.is_success() {
+            let text = read_error_body(&mut response).await;
+            return Err(BusError::Http {
+                url: self.url.to_string(),
+                tool: name.to_owned(),
+                status: status.as_u16(),
+                body: text,
+            });
+        }
+        let data = self.read_first_data_line(name, &mut response).await?;
+        let envelope: Value = serde_json::from_str(&data).map_err(|e| BusError::Unusable {
+            tool: name.to_owned(),
+            reason: format!("data line is not JSON ({e})"),
+        })?;
+        unwrap_tool_result(name, envelope)
+    }
+
+    /// Every webhook row, paused ones included (a paused row at our URL would double-deliver
+    /// once re-enabled, so the sweep must see it). Elements that are not objects are skipped.
+    pub async fn list_webhooks(&self) -> Result<Vec<WebhookRow>, BusError> {
+        const TOOL: &str = "list_webhooks";
+        let result = self.call_tool(TOOL, json!({"active_only": false})).await?;
+        match result {
+            Value::Array(items) => Ok(items.iter().filter_map(WebhookRow::from_value).collect()),
+            other => {
+                if let Some(error) = in_band_error(&other) {
+                    return Err(BusError::Refused {
+                        tool: TOOL.to_owned(),
+                        error,
+                    });
+                }
+                Err(BusError::Unusable {
+                    tool: TOOL.to_owned(),
+                    reason: format!("expected a list of webhooks, got {}", kind_of(&other)),
+                })
+            }
+        }
+    }
+
+    /// Registers `url` on `channel`; the secret is sent only when set. Returns the new id.
+    pub async fn register_webhook(
+        &self,
+        url: &str,
+        channel: &str,
+        secret: Option<&str>,
+    ) -> Result<i64, BusError> {
+        const TOOL: &str = "register_webhook";
+        let mut arguments = Map::new();
+        arguments.insert("url".to_owned(), Value::from(url));
+        arguments.insert("channel".to_owned(), Value::from(channel));
+        if let Some(secret) = secret {
+            arguments.insert("secret".to_owned(), Value::from(secret));
+        }
+        let result = self.call_tool(TOOL, Value::Object(arguments)).await?;
+        if let Some(id) = result.get("webhook_id").and_then(Value::as_i64) {
+            return Ok(id);
+        }
+        if let Some(error) = in_band_error(&result) {
+            return Err(BusError::Refused {
+                tool: TOOL.to_owned(),
+                error,
+            });
+        }
+        Err(BusError::Unusable {
+            tool: TOOL.to_owned(),
+            reason: format!("no webhook_id in {}", clip(&result.to_string())),
+        })
+    }
+
+    /// Removes webhook `id`. An id the bus no longer knows counts as removed.
+    pub async fn unregister_webhook(&self, id: i64) -> Result<(), BusError> {
+        const TOOL: &str = "unregister_webhook";
+        let result = self.call_tool(TOOL, json!({"webhook_id": id})).await?;
+        if result.get("success").is_some_and(is_truthy) {
+            return Ok(());
+        }
+        match result.get("error").and_then(Value::as_str) {
+            Some(WEBHOOK_NOT_FOUND) => Ok(()),
+            Some(error) => Err(BusError::Refused {
+                tool: TOOL.to_owned(),
+                error: format!("unexpected result for #{id}: {error}"),
+            }),
+            None => Err(BusError::Unusable {
+                tool: TOOL.to_owned(),
+                reason: format!("unexpected result for #{id}: {}", clip(&result.to_string())),
+            }),
+        }
+    }
+
+    fn transport_error(&self, tool: &str, e: &reqwest::Error) -> BusError {
+        if e.is_connect() || e.is_timeout() {
+            let detail = if e.is_timeout() {
+                format!("no answer to {tool} within the call timeout")
+            } else {
+                format!("cannot connect ({})", error_chain(e))
+            };
+            BusError::Unreachable {
+                url: self.url.to_string(),
+                detail,
+            }
+        } else {
+            BusError::Unusable {
+                tool: tool.to_owned(),
+                reason: format!("request failed: {}", error_chain(e)),
+            }
+        }
+    }
+
+    /// Reads the body only as far as the first complete `data:` line: the bus closes its stream
+    /// after one event, but nothing is gained by waiting for that.
+    async fn read_first_data_line(
+        &self,
+        tool: &str,
+        response: &mut reqwest::Response,
+    ) -> Result<String, BusError> {
+        let unusable = |reason: String| BusError::Unusable {
+            tool: tool.to_owned(),
+            reason,
+        };
+        let mut buffer: Vec<u8> = Vec::new();
+        loop {
+            let chunk = response.chunk().await.map_err(|e| {
+                if e.is_timeout() {
+                    self.transport_error(tool, &e)
+                } else {
+                    unusable(format!("reply broke off: {}", error_chain(&e)))
+                }
+            })?;
+            let finished = chunk.is_none();
+            if let Some(bytes) = chunk {
+                buffer.extend_from_slice(&bytes);
+            }
+            // Only complete lines count until the stream ends; then the tail counts too.
+            let complete = if finished {
+                &buffer[..]
+            } else {
+                match buffer.iter().rposition(|b| *b == b'\n') {
+                    Some(end) => &buffer[..end],
+                    None => &[][..],
+                }
+            };
+            let text = std::str::from_utf8(complete)
+                .map_err(|e| unusable(format!("reply is not UTF-8 ({e})")))?;
+            if let Some(data) = first_data_line(text) {
+                return Ok(data.to_owned());
+            }
+            if finished {
+                return Err(unusable("no `data:` line in the reply".to_owned()));
+            }
+            if buffer.len() > MAX_REPLY_BYTES {
+                return Err(unusable(format!(
+                    "more than {MAX_REPLY_BYTES} bytes without a `data:` line"
+                )));
+            }
+        }
+    }
+}
+
+/// The payload of the first SSE `data:` line (one optional space after the colon is part of the
+/// field syntax), tolerating CRLF and LF line ends.
+pub fn first_data_line(sse: &str) -> Option<&str> {
+    sse.split('\n')
+        .map(|line| line.strip_suffix('\r').unwrap_or(line))
+        .find_map(|line| line.strip_prefix("data:"))
+        .map(|rest| rest.strip_prefix(' ').unwrap_or(rest))
+}
+
+/// Unwraps a JSON-RPC `tools/call` envelope the way the bus shapes it:
+/// `structuredContent.result` when present and not null (list-returning tools), else
+/// `structuredContent` (dict-returning tools), else `content[0].text` parsed as JSON.
+/// `isError` results are [`BusError::ToolError`]; a JSON-RPC error object or a missing result is
+/// [`BusError::Unusable`].
+pub fn unwrap_tool_result(tool: &str, envelope: Value) -> Result<Value, BusError> {
+    let unusable = |reason: String| BusError::Unusable {
+        tool: tool.to_owned(),
+        reason,
+    };
+    let Value::Object(mut envelope) = envelope else {
+        return Err(unusable(format!(
+            "expected a JSON-RPC object, got {}",
+            kind_of(&envelope)
+        )));
+    };
+    if let Some(error) = envelope.get("error") {
+        let code = error.get("code").map(Value::to_string).unwrap_or_default();
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("(no message)");
+        return Err(unusable(format!("JSON-RPC error {code}: {message}")));
+    }
+    let Some(Value::Object(mut result)) = envelope.remove("result") else {
+        return Err(unusable("no `result` object in the reply".to_owned()));
+    };
+    if result.get("isError").is_some_and(is_truthy) {
+        let message = content_texts(&result);
+        return Err(BusError::ToolError {
+            tool: tool.to_owned(),
+            message: if message.is_empty() {
+                "(no message)".to_owned()
+            } else {
+                message
+            },
+        });
+    }
+    match result.remove("structuredContent") {
+        Some(Value::Object(mut structured)) => {
+            return Ok(match structured.remove("result") {
+                Some(inner) if !inner.is_null() => inner,
+                Some(inner) => {
+                    structured.insert("result".to_owned(), inner);
+                    Value::Object(structured)
+                }
+                None => Value::Object(structured),
+            });
+        }
+        Some(Value::Null) | None => {}
+        Some(other) => return Ok(other),
+    }
+    let text = result
+        .get("content")
+        .and_then(|c| c.get(0))
+        .and_then(|c| c.get("text"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| unusable("neither structuredContent nor text content".to_owned()))?;
+    serde_json::from_str(text)
+        .map_err(|e| unusable(format!("text content is not JSON ({e}): {}", clip(text))))
+}
+
+/// Python truthiness, which is what the bus's own client applies to `success`.
+pub fn is_truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// An in-band failure (`{"success": false, "error": ..}` or `{"error": ..}`) as text.
+fn in_band_error(result: &Value) -> Option<String> {
+    let error = result.get("error")?;
+    Some(match error.as_str() {
+        Some(text) => text.to_owned(),
+        None => error.to_string(),
+    })
+}
+
+fn content_texts(result: &Map<String, Value>) -> String {
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(MAX_ERROR_BODY_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// reqwest's top-level message is often just "error sending request"; the cause chain says why.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+async fn read_error_body(response: &mut reqwest::Response) -> String {
+    let mut buffer = Vec::new();
+    while buffer.len() < MAX_ERROR_BODY_CHARS * 4 {
+        match response.chunk().await {
+            Ok(Some(bytes)) => buffer.extend_from_slice(&bytes),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&buffer);
+    let text = text.trim();
+    if text.is_empty() {
+        "(empty body)".to_owned()
+    } else {
+        clip(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_data_line_reads_crlf_and_lf_streams() {
+        let crlf = "event: message\r\ndata: {\"a\":1}\r\n\r\n";
+        assert_eq!(first_data_line(crlf), Some("{\"a\":1}"));
+        let lf = "event: message\ndata: [1]\n\ndata: [2]\n";
+        assert_eq!(first_data_line(lf), Some("[1]"));
+        assert_eq!(first_data_line("data:{}"), Some("{}"));
+        assert_eq!(first_data_line("event: message\r\n\r\n"), None);
+        assert_eq!(first_data_line(""), None);
+    }
+
+    #[test]
+    fn list_results_unwrap_from_structured_result() {
+        let envelope = json!({"jsonrpc":"2.0","id":1,"result":{
+            "content": [], "structuredContent": {"result": []}, "isError": false}});
+        assert_eq!(unwrap_tool_result("t", envelope).ok(), Some(json!([])));
+    }
+
+    #[test]
+    fn dict_results_unwrap_from_structured_content() {
+        let envelope = json!({"result":{
+            "content":[{"type":"text","text":"{\"webhook_id\":3}"}],
+            "structuredContent":{"webhook_id":3}}});
+        assert_eq!(
+            unwrap_tool_result("t", envelope).ok(),
+            Some(json!({"webhook_id":3}))
+        );
+    }
+
+    #[test]
+    fn null_structured_result_keeps_the_structured_dict() {
+        let envelope = json!({"result":{"structuredContent":{"result":null,"x":1}}});
+        assert_eq!(
+            unwrap_tool_result("t", envelope).ok(),
+            Some(json!({"result":null,"x":1}))
+        );
+    }
+
+    #[test]
+    fn text_content_is_parsed_when_nothing_is_structured() {
+        let envelope = json!({"result":{"content":[{"type":"text","text":"{\"ok\":true}"}]}});
+        assert_eq!(
+            unwrap_tool_result("t", envelope).ok(),
+            Some(json!({"ok":true}))
+        );
+    }
+
+    #[test]
+    fn is_error_results_are_tool_errors() {
+        let envelope = json!({"result":{
+            "content":[{"text":"Unknown tool: 'nope'","type":"text"}],"isError":true}});
+        match unwrap_tool_result("nope", envelope) {
+            Err(BusError::ToolError { message, .. }) => {
+                assert_eq!(message, "Unknown tool: 'nope'")
+            }
+            other => panic!("expected a tool error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn json_rpc_errors_and_missing_results_are_unusable() {
+        let error = json!({"jsonrpc":"2.0","id":"server-error",
+            "error":{"code":-32600,"message":"Not Acceptable"}});
+        assert!(matches!(
+            unwrap_tool_result("t", error),
+            Err(BusError::Unusable { reason, .. }) if reason.contains("Not Acceptable")
+        ));
+        assert!(matches!(
+            unwrap_tool_result("t", json!({"jsonrpc":"2.0","id":1})),
+            Err(BusError::Unusable { .. })
+        ));
+        assert!(matches!(
+            unwrap_tool_result("t", json!({"result":{"content":[{"text":"not json"}]}})),
+            Err(BusError::Unusable { .. })
+        ));
+        assert!(matches!(
+            unwrap_tool_result("t", json!([1])),
+            Err(BusError::Unusable { .. })
+        ));
+    }
+
+    #[test]
+    fn truthiness_follows_python() {
+        for (value, truthy) in [
+            (json!(true), true),
+            (json!(1), true),
+            (json!("x"), true),
+            (json!([0]), true),
+            (json!(false), false),
+            (json!(0), false),
+            (json!(""), false),
+            (json!({}), false),
+            (json!(null), false),
+        ] {
+            assert_eq!(is_truthy(&value), truthy, "{value}");
+        }
+    }
+
+    #[test]
+    fn webhook_rows_are_read_leniently() {
+        let row = WebhookRow::from_value(&json!({
+            "webhook_id": 7, "url": "http://127.0.0.1:8082/hook", "channel": "session:",
+            "event_types": null, "active": false, "has_secret": true,
+            "created_at": "2026-01-01T00:00:00"}));
+        let row = row.expect("an object is a row");
+        assert_eq!(row.webhook_id, Some(7));
+        assert!(!row.active);
+        assert!(row.has_secret);
+        let sparse = WebhookRow::from_value(&json!({"webhook_id": null}));
+        assert_eq!(sparse.map(|r| (r.webhook_id, r.active)), Some((None, true)));
+        assert_eq!(WebhookRow::from_value(&json!("garbage")), None);
+    }
+
+    #[test]
+    fn new_rejects_urls_that_are_not_http() {
+        assert!(matches!(
+            BusClient::new("ftp://bus/mcp"),
+            Err(BusError::InvalidUrl { .. })
+        ));
+        assert!(matches!(
+            BusClient::new("not a url"),
+            Err(BusError::InvalidUrl { .. })
+        ));
+        let client = BusClient::new("http://127.0.0.1:8080/mcp").expect("valid");
+        assert_eq!(client.url(), "http://127.0.0.1:8080/mcp");
+    }
+}

@@ -1,0 +1,540 @@
+//! The registration keeper: keeps exactly one webhook row on the bus pointing at our hook URL,
+//! for as long as `serve` runs, and says truthfully whether it is there.
+//!
+//! At start it sweeps every row at our exact hook URL (paused rows included: a paused leftover
+//! would double-deliver once re-enabled), then registers, retrying every failure with a capped
+//! backoff. Then it re-lists the bus every `keep_interval`: a row that was deleted or paused is
+//! replaced, and `registered` follows what the last check saw (the reference bridge cached it
+//! forever). On shutdown it removes its row within a fixed budget, so a hung bus cannot hold the
+//! process. It does not own the HTTP listener, the `/health` route, or the singleton locks that
+//! keep two bridges off one hook URL; it never panics and never exits the process.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+use url::{Host, Url};
+
+use crate::bus::{BusClient, BusError, SESSION_CHANNEL, WebhookRow};
+use crate::deadline::Deadline;
+
+/// How often the keeper re-lists the bus: a deleted or paused row is noticed within a minute,
+/// for one cheap (~5 ms) call per minute.
+pub const DEFAULT_KEEP_INTERVAL: Duration = Duration::from_secs(60);
+
+/// First retry delay after a failed bus call: long enough not to spin on a bus that is still
+/// starting, short enough that a boot race costs about a second.
+pub const BACKOFF_FIRST: Duration = Duration::from_secs(1);
+
+/// Longest retry delay: the reference bridge's cap, so a bus started late is found within 30 s.
+pub const BACKOFF_CAP: Duration = Duration::from_secs(30);
+
+/// Everything shutdown may spend on the bus (finishing an in-flight registration, then removing
+/// our row). Well under launchd's and systemd's stop timeouts, so a hung bus can only leak a row
+/// (the next start's sweep reclaims it), never hold the process.
+pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(5);
+
+/// The retry delay after `attempt` consecutive failures (0-based): 1, 2, 4, 8, 16, 30, 30, ... s.
+pub fn backoff(attempt: u32) -> Duration {
+    let factor = 1u32.checked_shl(attempt).unwrap_or(u32::MAX);
+    BACKOFF_FIRST.saturating_mul(factor).min(BACKOFF_CAP)
+}
+
+/// True when `other` is not our hook URL but looks like an older registration of this bridge:
+/// same host and path on another port (a `--port` change), or the same port and path on another
+/// loopback alias (`localhost` vs `127.0.0.1`). Such rows are never swept, because they may
+/// belong to another bridge; the keeper only warns about them.
+pub fn looks_like_ours(hook_url: &Url, other: &str) -> bool {
+    let Ok(other) = Url::parse(other) else {
+        return false;
+    };
+    if other.as_str() == hook_url.as_str() || other.path() != hook_url.path() {
+        return false;
+    }
+    let (Some(our_host), Some(their_host)) = (hook_url.host(), other.host()) else {
+        return false;
+    };
+    let same_port = other.port_or_known_default() == hook_url.port_or_known_default();
+    if our_host == their_host {
+        return !same_port;
+    }
+    same_port && is_loopback(&our_host) && is_loopback(&their_host)
+}
+
+fn is_loopback(host: &Host<&str>) -> bool {
+    match host {
+        Host::Domain(name) => name.eq_ignore_ascii_case("localhost"),
+        Host::Ipv4(ip) => ip.is_loopback(),
+        Host::Ipv6(ip) => ip.is_loopback(),
+    }
+}
+
+/// What `/health` reports about our bus registration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegistrationSnapshot {
+    /// The last check (a registration, or a keeper listing) found our row present and active.
+    pub registered: bool,
+    /// The id of the row we hold, if any (kept while the bus is unreachable, since the row most
+    /// likely still exists; dropped once the bus shows it gone).
+    pub webhook_id: Option<i64>,
+    /// Wall-clock time of the last check that found our row.
+    pub last_verified_at: Option<SystemTime>,
+}
+
+/// Shared registration state: written by the keeper, read by `/health` without waiting.
+#[derive(Debug)]
+pub struct RegistrationStatus {
+    state: watch::Sender<RegistrationSnapshot>,
+}
+
+impl Default for RegistrationStatus {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RegistrationStatus {
+    pub fn new() -> Self {
+        Self {
+            state: watch::Sender::new(RegistrationSnapshot::default()),
+        }
+    }
+
+    /// A copy of the current state.
+    pub fn snapshot(&self) -> RegistrationSnapshot {
+        self.state.borrow().clone()
+    }
+
+    pub fn registered(&self) -> bool {
+        self.state.borrow().registered
+    }
+
+    pub fn webhook_id(&self) -> Option<i64> {
+        self.state.borrow().webhook_id
+    }
+
+    /// A receiver that wakes on every change (for tests and anything that wants to wait).
+    pub fn subscribe(&self) -> watch::Receiver<RegistrationSnapshot> {
+        self.state.subscribe()
+    }
+
+    fn record_verified(&self, id: i64) {
+        self.state.send_modify(|s| {
+            s.registered = true;
+            s.webhook_id = Some(id);
+            s.last_verified_at = Some(SystemTime::now());
+        });
+    }
+
+    fn record_unverified(&self, id: Option<i64>) {
+        self.state.send_modify(|s| {
+            s.registered = false;
+            s.webhook_id = id;
+        });
+    }
+
+    /// Hands the held id over exactly once (to the shutdown unregister).
+    fn take_id(&self) -> Option<i64> {
+        let mut taken = None;
+        self.state.send_modify(|s| {
+            s.registered = false;
+            taken = s.webhook_id.take();
+        });
+        taken
+    }
+}
+
+/// Where to register and how often to check.
+#[derive(Clone)]
+pub struct RegistrationConfig {
+    /// The bus MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+    pub bus_url: String,
+    /// The URL registered, and the exact-match key of the sweep.
+    pub hook_url: String,
+    /// The HMAC secret the bus signs with; sent only when set.
+    pub secret: Option<String>,
+    pub keep_interval: Duration,
+}
+
+impl RegistrationConfig {
+    /// A config with the default keep interval.
+    pub fn new(bus_url: &str, hook_url: &str, secret: Option<&str>) -> Self {
+        Self {
+            bus_url: bus_url.to_owned(),
+            hook_url: hook_url.to_owned(),
+            secret: secret.map(str::to_owned),
+            keep_interval: DEFAULT_KEEP_INTERVAL,
+        }
+    }
+}
+
+impl std::fmt::Debug for RegistrationConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistrationConfig")
+            .field("bus_url", &self.bus_url)
+            .field("hook_url", &self.hook_url)
+            .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
+            .field("keep_interval", &self.keep_interval)
+            .finish()
+    }
+}
+
+/// Why one registration attempt did not produce an id.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistrationError {
+    #[error(transparent)]
+    Bus(#[from] BusError),
+    #[error("shutdown was requested before the registration finished")]
+    ShuttingDown,
+}
+
+/// What a keeper listing found about our row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowState {
+    Present,
+    Paused,
+    Gone,
+}
+
+/// Registers, keeps the registration true, and unregisters on shutdown; returns after that.
+pub async fn run(
+    config: RegistrationConfig,
+    status: Arc<RegistrationStatus>,
+    shutdown: CancellationToken,
+) {
+    let client = match BusClient::new(&config.bus_url) {
+        Ok(client) => client,
+        Err(e) => {
+            error!("Bus registration disabled: {e}");
+            shutdown.cancelled().await;
+            return;
+        }
+    };
+    let hook_url = Url::parse(&config.hook_url).ok();
+    let keeper = Keeper {
+        client,
+        config,
+        hook_url,
+        status,
+        shutdown,
+        shutdown_deadline: OnceLock::new(),
+    };
+    keeper.keep().await;
+    keeper.unregister_on_shutdown().await;
+}
+
+struct Keeper {
+    client: BusClient,
+    config: RegistrationConfig,
+    /// The hook URL parsed, for the look-alike check; `None` if it does not parse (then that
+    /// check is skipped; the exact-string sweep still works).
+    hook_url: Option<Url>,
+    status: Arc<RegistrationStatus>,
+    shutdown: CancellationToken,
+    /// Started the first time shutdown work needs a budget; shared by every step after it.
+    shutdown_deadline: OnceLock<Deadline>,
+}
+
+impl Keeper {
+    async fn keep(&self) {
+        let mut warned_lookalikes = HashSet::new();
+        'register: loop {
+            let Some(id) = self.register_with_retry(&mut warned_lookalikes).await else {
+                return;
+            };
+            self.status.record_verified(id);
+            let mut failures: u32 = 0;
+            loop {
+                let wait = if failures == 0 {
+                    self.config.keep_interval
+                } else {
+                    backoff(failures - 1).min(self.config.keep_interval)
+                };
+                if !self.pause(wait).await {
+                    return;
+                }
+                let Some(checked) = self
+                    .cancellable(self.check(id, &mut warned_lookalikes))
+                    .await
+                else {
+                    return;
+                };
+                match checked {
+                    Ok(RowState::Present) => {
+                        failures = 0;
+                        self.status.record_verified(id);
+                    }
+                    Ok(RowState::Gone) => {
+                        warn!(
+                            webhook_id = id,
+                            "Bridge webhook #{id} is gone from the bus; registering again"
+                        );
+                        self.status.record_unverified(None);
+                        continue 'register;
+                    }
+                    Ok(RowState::Paused) => {
+                        warn!(
+                            webhook_id = id,
+                            "Bridge webhook #{id} is paused on the bus; replacing it with an active one"
+                        );
+                        self.status.record_unverified(Some(id));
+                        continue 'register;
+                    }
+                    Err(e) => {
+                        self.status.record_unverified(Some(id));
+                        let delay = backoff(failures).min(self.config.keep_interval);
+                        warn!(
+                            webhook_id = id,
+                            "Could not verify bridge webhook #{id}: {e}; retrying in {}s",
+                            delay.as_secs_f64()
+                        );
+                        failures = failures.saturating_add(1);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sweeps and registers until it works; `None` once shutdown interrupts it.
+    async fn register_with_retry(&self, warned: &mut HashSet<String>) -> Option<i64> {
+        let mut failures: u32 = 0;
+        loop {
+            if self.shutdown.is_cancelled() {
+                return None;
+            }
+            match self.attempt(warned).await {
+                Ok(id) => {
+                    info!(
+                        webhook_id = id,
+                        "Registered bridge webhook #{id} on {}", self.config.bus_url
+                    );
+                    return Some(id);
+                }
+                Err(RegistrationError::ShuttingDown) => return None,
+                Err(RegistrationError::Bus(e)) => {
+                    let delay = backoff(failures);
+                    warn!(
+                        "Bus registration failed: {e}; retrying in {}s",
+                        delay.as_secs()
+                    );
+                    failures = failures.saturating_add(1);
+                    if !self.pause(delay).await {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One sweep-then-register. The sweep stops at shutdown; a register request already sent
+    /// is given the shutdown budget to answer, so the row it may have created can be removed.
+    async fn attempt(&self, warned: &mut HashSet<String>) -> Result<i64, RegistrationError> {
+        let rows = self
+            .cancellable(self.client.list_webhooks())
+            .await
+            .ok_or(RegistrationError::ShuttingDown)??;
+        self.warn_about_lookalikes(&rows, warned);
+        for id in self.rows_at_our_url(&rows, None) {
+            self.cancellable(self.client.unregister_webhook(id))
+                .await
+                .ok_or(RegistrationError::ShuttingDown)??;
+            info!(webhook_id = id, "Removed stale bridge webhook #{id}");
+        }
+        if self.shutdown.is_cancelled() {
+            return Err(RegistrationError::ShuttingDown);
+        }
+        let register = self.client.register_webhook(
+            &self.config.hook_url,
+            SESSION_CHANNEL,
+            self.config.secret.as_deref(),
+        );
+        tokio::pin!(register);
+        tokio::select! {
+            biased;
+            result = &mut register => Ok(result?),
+            () = self.shutdown.cancelled() => {
+                let budget = self.shutdown_deadline().remaining();
+                match tokio::time::timeout(budget, register).await {
+                    Ok(result) => Ok(result?),
+                    Err(_) => Err(RegistrationError::ShuttingDown),
+                }
+            }
+        }
+    }
+
+    /// Lists the bus and says what became of our row. Other rows at our exact URL are
+    /// duplicates that would double-deliver, so they are removed as the start-up sweep would.
+    async fn check(&self, id: i64, warned: &mut HashSet<String>) -> Result<RowState, BusError> {
+        let rows = self.client.list_webhooks().await?;
+        self.warn_about_lookalikes(&rows, warned);
+        for stale in self.rows_at_our_url(&rows, Some(id)) {
+            self.client.unregister_webhook(stale).await?;
+            info!(webhook_id = stale, "Removed stale bridge webhook #{stale}");
+        }
+        let ours = rows.iter().find(|row| {
+            row.webhook_id == Some(id) && row.url.as_deref() == Some(&self.config.hook_url)
+        });
+        Ok(match ours {
+            None => RowState::Gone,
+            Some(row) if !row.active => RowState::Paused,
+            Some(_) => RowState::Present,
+        })
+    }
+
+    /// Ids of rows whose URL equals our hook URL exactly (no normalisation), except `keep`.
+    fn rows_at_our_url(&self, rows: &[WebhookRow], keep: Option<i64>) -> Vec<i64> {
+        rows.iter()
+            .filter(|row| row.url.as_deref() == Some(&self.config.hook_url))
+            .filter_map(|row| row.webhook_id)
+            .filter(|id| Some(*id) != keep)
+            .collect()
+    }
+
+    fn warn_about_lookalikes(&self, rows: &[WebhookRow], warned: &mut HashSet<String>) {
+        let Some(hook_url) = &self.hook_url else {
+            return;
+        };
+        for row in rows {
+            let (Some(id), Some(url)) = (row.webhook_id, row.url.as_deref()) else {
+                continue;
+            };
+            if !looks_like_ours(hook_url, url) || !warned.insert(url.to_owned()) {
+                continue;
+            }
+            warn!(
+                webhook_id = id,
+                "Webhook #{id} at {url} looks like an older registration of this bridge \
+                 (ours is {}); it is left alone in case another bridge listens there. If none \
+                 does, remove it: curl -s -H 'Content-Type: application/json' \
+                 -H 'Accept: application/json, text/event-stream' -d '{{\"jsonrpc\":\"2.0\",\
+                 \"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"unregister_webhook\",\
+                 \"arguments\":{{\"webhook_id\":{id}}}}}}}' {}",
+                self.config.hook_url,
+                self.config.bus_url
+            );
+        }
+    }
+
+    /// Removes our row, best effort, within what is left of [`SHUTDOWN_BUDGET`].
+    async fn unregister_on_shutdown(&self) {
+        let Some(id) = self.status.take_id() else {
+            return;
+        };
+        let budget = self.shutdown_deadline().remaining();
+        match tokio::time::timeout(budget, self.client.unregister_webhook(id)).await {
+            Ok(Ok(())) => info!(webhook_id = id, "Unregistered bridge webhook #{id}"),
+            Ok(Err(e)) if e.is_unreachable() => warn!(
+                webhook_id = id,
+                "Could not unregister webhook #{id} (bus unreachable): {e}; the next start's sweep removes it"
+            ),
+            Ok(Err(e)) => warn!(
+                webhook_id = id,
+                "Could not unregister webhook #{id}: {e}; the row may remain until the next start's sweep"
+            ),
+            Err(_) => warn!(
+                webhook_id = id,
+                "Could not unregister webhook #{id} within {}s (bus not answering); the next start's sweep removes it",
+                SHUTDOWN_BUDGET.as_secs()
+            ),
+        }
+    }
+
+    fn shutdown_deadline(&self) -> Deadline {
+        *self
+            .shutdown_deadline
+            .get_or_init(|| Deadline::after(SHUTDOWN_BUDGET))
+    }
+
+    /// Sleeps `duration`; false if shutdown came first.
+    async fn pause(&self, duration: Duration) -> bool {
+        tokio::select! {
+            () = self.shutdown.cancelled() => false,
+            () = tokio::time::sleep(duration) => true,
+        }
+    }
+
+    /// Runs `work` unless shutdown comes first (then `None`, and `work` is dropped).
+    async fn cancellable<F: Future>(&self, work: F) -> Option<F::Output> {
+        tokio::select! {
+            biased;
+            () = self.shutdown.cancelled() => None,
+            output = work => Some(output),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_one_second_and_caps_at_thirty() {
+        let secs: Vec<u64> = (0..8).map(|a| backoff(a).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 30, 30, 30]);
+        assert_eq!(backoff(u32::MAX), BACKOFF_CAP);
+        assert_eq!(backoff(40), BACKOFF_CAP);
+    }
+
+    fn hook() -> Url {
+        Url::parse("http://127.0.0.1:8082/hook").expect("valid")
+    }
+
+    #[test]
+    fn another_port_on_our_host_looks_like_ours() {
+        assert!(looks_like_ours(&hook(), "http://127.0.0.1:9000/hook"));
+    }
+
+    #[test]
+    fn a_loopback_alias_on_our_port_looks_like_ours() {
+        assert!(looks_like_ours(&hook(), "http://localhost:8082/hook"));
+        assert!(looks_like_ours(&hook(), "http://[::1]:8082/hook"));
+        assert!(looks_like_ours(&hook(), "http://127.0.1.1:8082/hook"));
+    }
+
+    #[test]
+    fn unrelated_urls_do_not_look_like_ours() {
+        for other in [
+            "http://127.0.0.1:8082/hook",      // ours: swept, not warned about
+            "http://127.0.0.1:8082/other",     // another path
+            "http://localhost:9000/hook",      // alias and port both differ
+            "http://laptop.tailnet:8082/hook", // another machine
+            "not a url",
+        ] {
+            assert!(!looks_like_ours(&hook(), other), "{other}");
+        }
+    }
+
+    #[test]
+    fn a_remote_hook_only_matches_its_own_host() {
+        let remote = Url::parse("https://laptop.tailnet.example/hook").expect("valid");
+        assert!(looks_like_ours(
+            &remote,
+            "https://laptop.tailnet.example:8443/hook"
+        ));
+        assert!(!looks_like_ours(&remote, "https://localhost/hook"));
+    }
+
+    #[test]
+    fn status_hands_the_id_over_once() {
+        let status = RegistrationStatus::new();
+        status.record_verified(42);
+        let snap = status.snapshot();
+        assert!(snap.registered);
+        assert_eq!(snap.webhook_id, Some(42));
+        assert!(snap.last_verified_at.is_some());
+        assert_eq!(status.take_id(), Some(42));
+        assert_eq!(status.take_id(), None);
+        assert!(!status.registered());
+    }
+
+    #[test]
+    fn config_debug_redacts_the_secret() {
+        let config =
+            RegistrationConfig::new("http://bus/mcp", "http://127.0.0.1:1/hook", Some("s3cret"));
+        assert!(!format!("{config:?}").contains("s3cret"));
+    }
+}
