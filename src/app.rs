@@ -8,14 +8,17 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Backend, Config, Env};
 use crate::deliver::Deliverer;
+use crate::gate::Gate;
+use crate::mux::{Injector, MuxConfig};
 use crate::ratelimit::RateLimiter;
 use crate::singleton::{self, SingletonError, Singletons};
 use crate::spool::{self, Spool};
+use crate::tasks::registration::{self, RegistrationConfig, RegistrationStatus};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -40,6 +43,8 @@ pub struct AppState {
     /// Whether the next event without a `signal_level` should be reported at INFO.
     pub level_notice_armed: AtomicBool,
     pub started_at: SystemTime,
+    /// Present when registration with the bus is enabled.
+    pub registration: Option<Arc<RegistrationStatus>>,
 }
 
 impl AppState {
@@ -47,9 +52,17 @@ impl AppState {
         humantime::format_rfc3339_seconds(self.started_at).to_string()
     }
 
-    /// The registration fields of `/health`, once registration is wired.
+    /// The registration fields of `/health`: `registered` reflects the last verification.
     pub fn registration_json(&self) -> Option<Value> {
-        None
+        let snapshot = self.registration.as_ref()?.snapshot();
+        let verified = snapshot
+            .last_verified_at
+            .map(|t| humantime::format_rfc3339_seconds(t).to_string());
+        Some(json!({
+            "registered": snapshot.registered,
+            "webhook_id": snapshot.webhook_id,
+            "last_verified_at": verified,
+        }))
     }
 }
 
@@ -83,7 +96,10 @@ impl App {
         for warning in &config.warnings {
             tracing::warn!("{warning}");
         }
-        let deliverer = Deliverer::new(Spool::new(wake_dir), config.backend);
+        let settings_registration = config.settings.registration.enabled;
+        let injector = Arc::new(Injector::new(&mux_config(&config)));
+        let gate = Gate::new(wake_dir.clone(), config.busy_ttl, config.cooldown, injector);
+        let deliverer = Deliverer::new(Spool::new(wake_dir), config.backend, gate);
         let state = Arc::new(AppState {
             config,
             deliverer,
@@ -91,6 +107,7 @@ impl App {
             unsafe_ids: RateLimiter::default(),
             level_notice_armed: AtomicBool::new(true),
             started_at: SystemTime::now(),
+            registration: settings_registration.then(|| Arc::new(RegistrationStatus::new())),
         });
         Ok(App {
             state,
@@ -113,14 +130,40 @@ impl App {
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), AppError> {
         let addr = self.local_addr();
         tracing::info!(%addr, backend = ?self.state.config.backend, wake_dir = %self.state.deliverer.spool().wake_dir().display(), "wakebridge listening");
+        let registration = self.state.registration.clone().map(|status| {
+            let config = &self.state.config;
+            let mut reg = RegistrationConfig::new(
+                &config.bus_url,
+                &config.hook_url,
+                config.secret.as_ref().map(|s| s.expose()),
+            );
+            reg.keep_interval = config.settings.registration.keep_interval;
+            tokio::spawn(registration::run(reg, status, shutdown.child_token()))
+        });
         let router = crate::http::router(self.state.clone());
         let stop = shutdown.clone();
         axum::serve(self.listener, router)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await
             .map_err(|e| AppError::Serve(e.to_string()))?;
+        // Registration unregisters our row within its own bounded budget.
+        if let Some(task) = registration {
+            let _ = task.await;
+        }
         tracing::info!("wakebridge stopped");
         Ok(())
+    }
+}
+
+fn mux_config(config: &Config) -> MuxConfig {
+    let m = &config.settings.mux;
+    let socket = m.tmux_socket.trim();
+    MuxConfig {
+        tmux_bin: PathBuf::from(m.tmux_bin.trim()),
+        zellij_bin: PathBuf::from(m.zellij_bin.trim()),
+        tmux_socket: (!socket.is_empty()).then(|| PathBuf::from(socket)),
+        shells: m.shells.clone(),
+        submit_delay: m.submit_delay,
     }
 }
 

@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::Backend;
 use crate::event::Event;
+use crate::gate::{Gate, Mode};
+use crate::mux::KeystrokeText;
 use crate::spool::{Spool, SpoolError};
 
 /// What happened to a delivered event; the strings are the reference's `action` values.
@@ -70,20 +72,26 @@ pub struct Delivered {
 pub struct Deliverer {
     spool: Spool,
     backend: Backend,
+    gate: Gate,
     first_spool_logged: AtomicBool,
 }
 
 impl Deliverer {
-    pub fn new(spool: Spool, backend: Backend) -> Self {
+    pub fn new(spool: Spool, backend: Backend, gate: Gate) -> Self {
         Self {
             spool,
             backend,
+            gate,
             first_spool_logged: AtomicBool::new(false),
         }
     }
 
     pub fn spool(&self) -> &Spool {
         &self.spool
+    }
+
+    pub fn gate(&self) -> &Gate {
+        &self.gate
     }
 
     pub async fn deliver(&self, event: Event) -> Result<Delivered, SpoolError> {
@@ -96,7 +104,11 @@ impl Deliverer {
         }
         let action = match self.backend {
             Backend::Spool => Action::Spool,
-            Backend::Mux => Action::SpoolUnmapped,
+            // Only the fixed prompt is ever typed: nothing from the event reaches the pane.
+            Backend::Mux => {
+                let prompt = KeystrokeText::wake_prompt();
+                self.gate.wake(&event.target, &prompt, Mode::Gated).await.action
+            }
         };
         Ok(Delivered {
             action,

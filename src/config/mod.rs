@@ -101,6 +101,8 @@ pub struct WakeSettings {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct MuxSettings {
+    pub tmux_bin: String,
+    pub zellij_bin: String,
     pub tmux_socket: String,
     pub shells: Vec<String>,
     #[serde(with = "humantime_serde")]

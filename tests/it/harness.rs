@@ -43,6 +43,8 @@ pub fn test_env(root: &Path, extra: &[(&str, &str)]) -> BTreeMap<String, String>
         root.join("wake").display().to_string(),
     );
     env.insert("AGENT_EVENT_BUS_BRIDGE_BACKEND".into(), "spool".into());
+    // Tests that want a bus start a stub bus and turn this back on.
+    env.insert("WAKEBRIDGE_REGISTRATION__ENABLED".into(), "false".into());
     for (k, v) in extra {
         env.insert(k.to_string(), v.to_string());
     }

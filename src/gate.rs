@@ -1,0 +1,139 @@
+//! The wake gate: the one place that decides whether a pane may be typed into, and the one path
+//! that does it. Bus events, manual wakes, nudges and context warnings all come through here, in
+//! the reference's order: pane mapping (panes.json) → busy marker → cooldown (reserved before
+//! typing, rolled back on failure) → stale-pane guard and typing (in `mux`), under one budget.
+//! Nothing here can fail a delivery: every outcome is an `Action`.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::cooldown::Cooldown;
+use crate::deadline::Deadline;
+use crate::deliver::{Action, short};
+use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
+use crate::target::PaneTarget;
+use crate::wake::markers;
+use crate::wake::reader::PanesReader;
+use crate::wake::warn_once::WarnOnce;
+
+/// Every failure kind `InjectError::kind` can report, so a success can re-arm them all.
+const FAILURE_KINDS: [&str; 7] = ["stale", "pane-busy", "spawn", "timeout", "exit", "io", "output"];
+
+/// How a wake should treat the idle gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Respect busy markers and the cooldown (bus events, nudges, warnings).
+    Gated,
+    /// Skip busy markers and the cooldown, never the mapping or the stale-pane guard.
+    Forced,
+}
+
+/// What the gate did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateOutcome {
+    pub action: Action,
+    /// Short failure kind (`timeout`, `stale`, ...) when typing failed.
+    pub error_kind: Option<&'static str>,
+    /// Time spent in the multiplexer (zero when nothing was tried).
+    pub inject_time: Duration,
+    pub target: Option<PaneTarget>,
+}
+
+impl GateOutcome {
+    fn skipped(action: Action, target: Option<PaneTarget>) -> Self {
+        Self { action, error_kind: None, inject_time: Duration::ZERO, target }
+    }
+}
+
+pub struct Gate {
+    wake_dir: PathBuf,
+    panes: PanesReader,
+    busy_ttl: f64,
+    cooldown: Cooldown,
+    injector: Arc<Injector>,
+    /// Warn once per (session, failure kind); a success re-arms that session's keys.
+    failures: Mutex<WarnOnce>,
+}
+
+impl Gate {
+    pub fn new(wake_dir: PathBuf, busy_ttl: f64, cooldown: Duration, injector: Arc<Injector>) -> Self {
+        Self {
+            panes: PanesReader::new(&wake_dir),
+            wake_dir,
+            busy_ttl,
+            cooldown: Cooldown::new(cooldown),
+            injector,
+            failures: Mutex::new(WarnOnce::new()),
+        }
+    }
+
+    pub fn cooldown(&self) -> &Cooldown {
+        &self.cooldown
+    }
+
+    pub fn injector(&self) -> &Arc<Injector> {
+        &self.injector
+    }
+
+    /// The session's pane, if mapped (warnings for a broken panes.json are the reader's).
+    pub fn lookup(&self, sid: &str) -> Option<PaneTarget> {
+        self.panes.lookup(sid)
+    }
+
+    /// Whether a fresh busy marker says a turn is running.
+    pub fn is_busy(&self, sid: &str) -> bool {
+        markers::is_busy(&self.wake_dir, sid, self.busy_ttl)
+    }
+
+    /// Types `text` into `sid`'s pane if the gate allows it.
+    pub async fn wake(&self, sid: &str, text: &KeystrokeText, mode: Mode) -> GateOutcome {
+        let Some(target) = self.panes.lookup(sid) else {
+            tracing::debug!(session_id = sid, "no pane mapped; spooled only");
+            return GateOutcome::skipped(Action::SpoolUnmapped, None);
+        };
+        if mode == Mode::Gated && self.is_busy(sid) {
+            tracing::debug!(session_id = sid, "session busy (fresh marker); spooled only");
+            return GateOutcome::skipped(Action::SpoolBusy, Some(target));
+        }
+        let reservation = match mode {
+            Mode::Forced => self.cooldown.force(sid),
+            Mode::Gated => match self.cooldown.reserve(sid) {
+                Some(r) => r,
+                None => {
+                    tracing::debug!(session_id = sid, "Cooldown active for {}; spooled only", short(sid));
+                    return GateOutcome::skipped(Action::SpoolCooldown, Some(target));
+                }
+            },
+        };
+        let started = tokio::time::Instant::now();
+        let result = self.injector.inject(&target, text, Deadline::after(INJECT_BUDGET)).await;
+        let inject_time = started.elapsed();
+        match result {
+            Ok(injected) => {
+                tracing::info!(session_id = sid, mux = injected.mux, elapsed_ms = inject_time.as_millis() as u64, "Woke {} via {target}", short(sid));
+                let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+                for kind in FAILURE_KINDS {
+                    failures.clear(&format!("{sid}:{kind}"));
+                }
+                let action = if injected.mux == "zellij" { Action::Zellij } else { Action::Tmux };
+                GateOutcome { action, error_kind: None, inject_time, target: Some(target) }
+            }
+            Err(error) => {
+                self.cooldown.roll_back(sid, reservation);
+                let kind = error.kind();
+                let first = self.failures.lock().unwrap_or_else(|e| e.into_inner()).first(&format!("{sid}:{kind}"));
+                if first {
+                    tracing::warn!(session_id = sid, kind, "Wake injection failed for {} ({error}); spooled only", short(sid));
+                } else {
+                    tracing::debug!(session_id = sid, kind, "Wake injection failed for {} ({error}); spooled only", short(sid));
+                }
+                let action = match error {
+                    InjectError::StalePane { .. } => Action::SpoolStalePane,
+                    _ => Action::SpoolMuxFailed,
+                };
+                GateOutcome { action, error_kind: Some(kind), inject_time, target: Some(target) }
+            }
+        }
+    }
+}
