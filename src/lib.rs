@@ -3,5 +3,6 @@
 //! window is filling up. See `docs/design.md` for the map of how the modules fit together.
 
 pub mod deadline;
+pub mod store;
 pub mod target;
 pub mod tasks;
