@@ -1,2 +1,3 @@
 //! Long-running background tasks of `wakebridge serve`. Each task is a module with a
 //! `run(.., shutdown: CancellationToken)` future that returns when shutdown is requested.
+pub mod prune;
