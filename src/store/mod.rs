@@ -86,6 +86,13 @@ pub enum StoreError {
         source: rusqlite::Error,
     },
     #[error(
+        "the wakebridge database {} is damaged (integrity check: {problems}); it was left \
+         untouched: move it aside (e.g. `mv {} {}`, with its -wal and -shm files) and start \
+         again to get a fresh ledger",
+        path.display(), path.display(), paths::aside_name(path).display()
+    )]
+    Damaged { path: PathBuf, problems: String },
+    #[error(
         "{} is an SQLite database of another program (application_id {application_id}), not a \
          wakebridge ledger; it was left untouched: point wakebridge at another path or move the \
          file away",
@@ -167,11 +174,8 @@ impl StoreError {
 
 /// `$XDG_STATE_HOME/wakebridge/wakebridge.db`, else `~/.local/state/wakebridge/wakebridge.db`.
 pub fn default_db_path() -> Result<PathBuf, StoreError> {
-    db_path_from(
-        std::env::var_os("XDG_STATE_HOME"),
-        std::env::var_os("HOME"),
-    )
-    .ok_or(StoreError::NoStateDir)
+    db_path_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+        .ok_or(StoreError::NoStateDir)
 }
 
 /// The current wall-clock time in unix milliseconds (the ledger's time unit).
@@ -305,7 +309,9 @@ impl Store {
         };
         let jobs = self.jobs()?;
         jobs.blocking_send(job).map_err(|_| self.writer_gone())?;
-        done.blocking_recv().map_err(|_| self.writer_gone())?.map(|_| ())
+        done.blocking_recv()
+            .map_err(|_| self.writer_gone())?
+            .map(|_| ())
     }
 
     /// Deletes deliveries recorded before `cutoff_ms` (unix ms), in chunks so the hot path is
@@ -488,26 +494,60 @@ fn open_writer(path: &Path) -> Result<Connection, StoreError> {
             mode,
         });
     }
-    schema::migrations()
-        .to_latest(&mut conn)
-        .map_err(|source| match source {
-            rusqlite_migration::Error::RusqliteError { err, .. }
-                if matches!(
-                    err.sqlite_error_code(),
-                    Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
-                ) =>
-            {
-                StoreError::Corrupt {
-                    path: path.to_path_buf(),
-                    source: err,
-                }
-            }
-            source => StoreError::Migrate {
-                path: path.to_path_buf(),
-                source,
-            },
-        })?;
+    if let Err(source) = schema::migrations().to_latest(&mut conn) {
+        // Another process (the hook CLI) may have migrated the same file at the same moment;
+        // its success is ours too.
+        let migrated_meanwhile = schema::migrations()
+            .pending_migrations(&conn)
+            .is_ok_and(|pending| pending == 0);
+        if !migrated_meanwhile {
+            return Err(migrate_error(path, source));
+        }
+    }
+    check_integrity(&conn, path)?;
     Ok(conn)
+}
+
+fn migrate_error(path: &Path, source: rusqlite_migration::Error) -> StoreError {
+    match source {
+        rusqlite_migration::Error::RusqliteError { err, .. }
+            if matches!(
+                err.sqlite_error_code(),
+                Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
+            ) =>
+        {
+            StoreError::Corrupt {
+                path: path.to_path_buf(),
+                source: err,
+            }
+        }
+        source => StoreError::Migrate {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// `PRAGMA quick_check`: finds damaged pages and indexes at start-up, when refusing is cheap
+/// and clear, instead of as failed writes later. It reads every page once; on a ledger pruned
+/// to a day of deliveries that is milliseconds.
+fn check_integrity(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    /// Problems worth listing in the error; the first few say enough.
+    const PROBLEMS_SHOWN: u32 = 3;
+    let mut stmt = conn
+        .prepare(&format!("PRAGMA quick_check({PROBLEMS_SHOWN})"))
+        .map_err(|source| StoreError::at_open(path, source))?;
+    let problems = stmt
+        .query_map([], |row| row.get::<_, String>(0))
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+        .map_err(|source| StoreError::at_open(path, source))?;
+    if problems.len() == 1 && problems[0] == "ok" {
+        return Ok(());
+    }
+    Err(StoreError::Damaged {
+        path: path.to_path_buf(),
+        problems: problems.join("; ").replace('\n', " "),
+    })
 }
 
 /// Read connections are opened read-only: a bug in a query can never write.

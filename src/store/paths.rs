@@ -13,11 +13,8 @@ pub const DB_FILE_NAME: &str = "wakebridge.db";
 /// Per the XDG spec an empty or relative `XDG_STATE_HOME` is ignored. `None` when neither
 /// variable gives an absolute directory.
 pub fn db_path_from(xdg_state_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
-    let absolute = |value: Option<OsString>| {
-        value
-            .map(PathBuf::from)
-            .filter(|path| path.is_absolute())
-    };
+    let absolute =
+        |value: Option<OsString>| value.map(PathBuf::from).filter(|path| path.is_absolute());
     let state_home = absolute(xdg_state_home)
         .or_else(|| absolute(home).map(|home| home.join(".local").join("state")))?;
     Some(state_home.join(STATE_DIR_NAME).join(DB_FILE_NAME))
@@ -37,7 +34,10 @@ mod tests {
     #[test]
     fn prefers_xdg_state_home() {
         let path = db_path_from(Some("/x/state".into()), Some("/home/u".into()));
-        assert_eq!(path, Some(PathBuf::from("/x/state/wakebridge/wakebridge.db")));
+        assert_eq!(
+            path,
+            Some(PathBuf::from("/x/state/wakebridge/wakebridge.db"))
+        );
     }
 
     #[test]
@@ -45,7 +45,9 @@ mod tests {
         let path = db_path_from(None, Some("/home/u".into()));
         assert_eq!(
             path,
-            Some(PathBuf::from("/home/u/.local/state/wakebridge/wakebridge.db"))
+            Some(PathBuf::from(
+                "/home/u/.local/state/wakebridge/wakebridge.db"
+            ))
         );
     }
 
@@ -55,7 +57,9 @@ mod tests {
             let path = db_path_from(Some(bad.into()), Some("/home/u".into()));
             assert_eq!(
                 path,
-                Some(PathBuf::from("/home/u/.local/state/wakebridge/wakebridge.db"))
+                Some(PathBuf::from(
+                    "/home/u/.local/state/wakebridge/wakebridge.db"
+                ))
             );
         }
     }

@@ -95,7 +95,10 @@ pub enum Record {
     Nudge(NudgeState),
     /// A successful wake of `session_id` at `at_ms` (the cooldown starts here). The stored
     /// value never moves backwards, so records committed out of order cannot shorten it.
-    Wake { session_id: String, at_ms: i64 },
+    Wake {
+        session_id: String,
+        at_ms: i64,
+    },
 }
 
 /// Microseconds as SQLite's signed integer; durations beyond 292 000 years saturate.

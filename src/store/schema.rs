@@ -22,7 +22,9 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
         M::up(include_str!("../../migrations/0001_ledger.sql")),
-        M::up(include_str!("../../migrations/0002_wake_and_nudge_state.sql")),
+        M::up(include_str!(
+            "../../migrations/0002_wake_and_nudge_state.sql"
+        )),
     ])
 });
 
@@ -75,7 +77,8 @@ pub fn identify(conn: &Connection) -> rusqlite::Result<FileIdentity> {
     if application_id == APPLICATION_ID {
         return Ok(FileIdentity::Ours);
     }
-    let objects: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
+    let objects: i64 =
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
     if application_id == 0 && objects == 0 {
         Ok(FileIdentity::Fresh)
     } else {

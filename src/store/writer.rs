@@ -19,12 +19,19 @@ use super::records::{self, Record};
 /// burst waits for its ack; at ~2 µs per insert a full batch still commits within a few ms.
 pub const MAX_BATCH: usize = 1024;
 
+/// At most one "ledger write failed" warning per this interval; every caller still gets its
+/// error, so the log only needs to show that (and how often) it keeps happening.
+const FAILURE_WARN_EVERY: Duration = Duration::from_secs(60);
+
 /// What a job asks the writer to do.
 #[derive(Debug)]
 pub(crate) enum Op {
     Record(Record),
     /// Delete up to `limit` deliveries older than `cutoff_ms`.
-    PruneDeliveries { cutoff_ms: i64, limit: u32 },
+    PruneDeliveries {
+        cutoff_ms: i64,
+        limit: u32,
+    },
 }
 
 /// One queued write and where to send its outcome (rows affected, or the error).
@@ -88,8 +95,38 @@ pub(crate) fn spawn(
         .spawn(move || run(conn, jobs, &counters, &path))
 }
 
+/// Rate limit for failure warnings: repeats are counted and reported with the next warning.
+#[derive(Default)]
+struct FailureLog {
+    last_warned: Option<Instant>,
+    suppressed: u64,
+}
+
+impl FailureLog {
+    fn failed(&mut self, path: &Path, err: &rusqlite::Error, jobs: usize) {
+        let due = self
+            .last_warned
+            .is_none_or(|last| last.elapsed() >= FAILURE_WARN_EVERY);
+        if due {
+            tracing::warn!(
+                path = %path.display(),
+                error = %err,
+                jobs,
+                suppressed_since_last = self.suppressed,
+                "ledger write failed"
+            );
+            self.last_warned = Some(Instant::now());
+            self.suppressed = 0;
+        } else {
+            tracing::debug!(path = %path.display(), error = %err, jobs, "ledger write failed");
+            self.suppressed += 1;
+        }
+    }
+}
+
 fn run(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, counters: &Counters, path: &Path) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut failures = FailureLog::default();
     while let Some(first) = jobs.blocking_recv() {
         batch.push(first);
         // Everything that queued up while the previous commit ran goes into this one.
@@ -99,19 +136,25 @@ fn run(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, counters: &Counters,
                 Err(_) => break,
             }
         }
-        commit_batch(&mut conn, &mut batch, counters, path);
+        commit_batch(&mut conn, &mut batch, counters, path, &mut failures);
     }
 }
 
 /// Commits `batch` in one IMMEDIATE transaction, each job inside its own savepoint so one
 /// failing job (a constraint, say) fails only its caller. Acks go out only after COMMIT returns.
-fn commit_batch(conn: &mut Connection, batch: &mut Vec<Job>, counters: &Counters, path: &Path) {
+fn commit_batch(
+    conn: &mut Connection,
+    batch: &mut Vec<Job>,
+    counters: &Counters,
+    path: &Path,
+    failures: &mut FailureLog,
+) {
     let started = Instant::now();
     // IMMEDIATE takes the write lock at BEGIN, so lock waits happen under busy_timeout instead
     // of surfacing as SQLITE_BUSY_SNAPSHOT halfway through the batch.
     let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
-        Err(err) => return fail_all(batch, err, path),
+        Err(err) => return fail_all(batch, err, path, failures),
     };
     let mut outcomes = Vec::with_capacity(batch.len());
     for job in batch.iter() {
@@ -126,7 +169,7 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Job>, counters: &Counters
                 let _ = job.ack.send(outcome);
             }
         }
-        Err(err) => fail_all(batch, err, path),
+        Err(err) => fail_all(batch, err, path, failures),
     }
 }
 
@@ -142,8 +185,8 @@ fn apply_in_savepoint(tx: &mut rusqlite::Transaction<'_>, op: &Op) -> rusqlite::
     Ok(affected)
 }
 
-fn fail_all(batch: &mut Vec<Job>, err: rusqlite::Error, path: &Path) {
-    tracing::warn!(path = %path.display(), error = %err, jobs = batch.len(), "ledger write failed");
+fn fail_all(batch: &mut Vec<Job>, err: rusqlite::Error, path: &Path, failures: &mut FailureLog) {
+    failures.failed(path, &err, batch.len());
     let shared = Arc::new(err);
     for job in batch.drain(..) {
         let _ = job.ack.send(Err(StoreError::Write {

@@ -338,7 +338,6 @@ fn remove(file: &SpoolFile, now: SystemTime) -> Result<Outcome, PruneError> {
 /// a symlink: a symlinked lock fails with ELOOP instead of locking some other file.
 fn open_lock(path: &Path) -> io::Result<File> {
     OpenOptions::new()
-        .write(true)
         .append(true)
         .create(true)
         .mode(LOCK_FILE_MODE)
@@ -410,7 +409,12 @@ mod tests {
         let files = [
             file("old.jsonl", 1, NOW - 8 * 86_400, SpoolKind::Live),
             file("young.jsonl", 1, NOW - 86_400, SpoolKind::Live),
-            file("old.jsonl.draining.x.0", 1, NOW - 9 * 86_400, SpoolKind::Claimed),
+            file(
+                "old.jsonl.draining.x.0",
+                1,
+                NOW - 9 * 86_400,
+                SpoolKind::Claimed,
+            ),
         ];
         let selected = select_for_pruning(&files, at(NOW), 7 * DAY, u64::MAX);
         assert_eq!(names(&selected), ["old.jsonl.draining.x.0", "old.jsonl"]);
