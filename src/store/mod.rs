@@ -291,7 +291,8 @@ impl Store {
         &self.inner.path
     }
 
-    /// Writes `record`; resolves once the transaction containing it has committed.
+    /// Writes `record`; resolves once the transaction containing it has committed. Dropping
+    /// the future after the record was queued does not cancel the write, only the answer.
     pub async fn record(&self, record: Record) -> Result<(), StoreError> {
         self.submit(Op::Record(record)).await.map(|_| ())
     }

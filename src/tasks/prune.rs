@@ -11,6 +11,7 @@
 //! appended in between keeps the file. A claimed file belongs to the drainer that renamed it, so
 //! it is only removed once it is older than the age limit (a stale claim), never for the cap.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
@@ -212,9 +213,14 @@ pub fn scan(wake_dir: &Path) -> Result<Vec<SpoolFile>, PruneError> {
 pub fn prune_once(config: &PruneConfig, now: SystemTime) -> Result<PruneReport, PruneError> {
     let files = scan(&config.wake_dir)?;
     let selected = select_for_pruning(&files, now, config.max_age, config.max_total_bytes);
+    // Indexed by path: an id-inventing publisher can leave very many files (reference 10.4).
+    let by_path: HashMap<&Path, &SpoolFile> = files
+        .iter()
+        .map(|file| (file.path.as_path(), file))
+        .collect();
     let mut report = PruneReport::default();
     for path in selected {
-        let Some(file) = files.iter().find(|file| file.path == path) else {
+        let Some(&file) = by_path.get(path.as_path()) else {
             continue;
         };
         let outcome = match file.kind {
@@ -576,5 +582,72 @@ mod tests {
             Ok(Outcome::Removed(_))
         ));
         assert!(!path.exists());
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn files() -> impl Strategy<Value = Vec<SpoolFile>> {
+            proptest::collection::vec((0_u64..1000, 0_u64..20 * 86_400, any::<bool>()), 0..40)
+                .prop_map(|specs| {
+                    specs
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, (size, age, claimed))| SpoolFile {
+                            path: PathBuf::from(format!("f{i}")),
+                            size,
+                            mtime: at(NOW - age),
+                            kind: if claimed {
+                                SpoolKind::Claimed
+                            } else {
+                                SpoolKind::Live
+                            },
+                        })
+                        .collect()
+                })
+        }
+
+        proptest! {
+            #[test]
+            fn selection_honours_age_cap_and_claims(
+                files in files(),
+                max_age_days in 0_u64..15,
+                cap in 0_u64..20_000,
+            ) {
+                let max_age = Duration::from_secs(max_age_days * 86_400);
+                let selected = select_for_pruning(&files, at(NOW), max_age, cap);
+                let is_selected = |f: &SpoolFile| selected.contains(&f.path);
+                let expired = |f: &SpoolFile| age_at(at(NOW), f.mtime) > max_age;
+                for f in &files {
+                    // Every expired file goes; a young claim never does.
+                    if expired(f) { prop_assert!(is_selected(f)); }
+                    if f.kind == SpoolKind::Claimed && !expired(f) {
+                        prop_assert!(!is_selected(f));
+                    }
+                }
+                let kept: Vec<&SpoolFile> = files.iter().filter(|f| !is_selected(f)).collect();
+                let kept_total: u64 = kept.iter().map(|f| f.size).sum();
+                let kept_live = kept.iter().any(|f| f.kind == SpoolKind::Live);
+                // Under the cap, unless only claims are left to blame.
+                prop_assert!(kept_total <= cap || !kept_live);
+                // Cap removals are the oldest live files: none kept is older than one removed.
+                for removed in files.iter().filter(|f| is_selected(f) && !expired(f)) {
+                    prop_assert_eq!(removed.kind, SpoolKind::Live);
+                    for k in kept.iter().filter(|k| k.kind == SpoolKind::Live) {
+                        prop_assert!(k.mtime >= removed.mtime);
+                    }
+                }
+                // Nothing is removed for the cap that did not need to go: putting back the
+                // newest cap removal would exceed the cap.
+                if let Some(last) = files
+                    .iter()
+                    .filter(|f| is_selected(f) && !expired(f))
+                    .max_by_key(|f| (f.mtime, f.path.clone()))
+                {
+                    prop_assert!(kept_total + last.size > cap);
+                }
+            }
+        }
     }
 }
