@@ -18,6 +18,7 @@ pub mod ratelimit;
 pub mod signature;
 pub mod singleton;
 pub mod spool;
+pub mod store;
 pub mod target;
 pub mod tasks;
 pub mod wake;

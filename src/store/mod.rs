@@ -1,0 +1,562 @@
+//! wakebridge's memory: an embedded SQLite ledger of deliveries, sessions seen by the hook,
+//! last wakes (cooldown) and nudge state, kept across restarts. This module owns opening the
+//! file (directories, modes, WAL, migrations, refusing corrupt or foreign files), the group-commit
+//! write path and the read queries. It does not decide what to record or what the records mean
+//! (the bridge, nudger and context monitor do) and it never touches the spool.
+//!
+//! Writes: one writer thread owns the write connection. `Store::record(..).await` queues a
+//! record and resolves only after the transaction holding it committed; everything queued while
+//! a commit runs goes into the next transaction, so many concurrent callers share one commit.
+//! Reads: a small pool of read-only connections; in WAL mode they never block the writer and
+//! the writer never blocks them. Read methods are synchronous, indexed and quick (well under a
+//! millisecond on a pruned ledger); call them from `spawn_blocking` if a table may be large.
+
+mod paths;
+mod queries;
+mod records;
+mod schema;
+mod writer;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{DirBuilder, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+use tokio::sync::{mpsc, oneshot};
+
+pub use paths::{DB_FILE_NAME, STATE_DIR_NAME, db_path_from};
+pub use queries::{SeenIdentity, SessionRow};
+pub use records::{Delivery, DeliverySource, NudgeState, Record, SessionSeen};
+pub use schema::{APPLICATION_ID, BUSY_TIMEOUT};
+pub use writer::{MAX_BATCH, WriteStats};
+
+use writer::{Counters, Job, Op};
+
+/// How long delivery rows (and so event identities) are kept by default: the bus retries within
+/// minutes, so a day covers every redelivery with a wide margin while keeping the table small.
+pub const DEFAULT_IDENTITY_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Writes that may wait in the queue before `record` waits for room. A burst larger than this is
+/// far beyond any real bus rate; the bound keeps a stuck disk from growing memory without limit.
+pub const WRITE_QUEUE_CAPACITY: usize = 4096;
+
+/// Read connections kept open for reuse. Reads are short; more concurrent readers than this
+/// simply open a connection of their own and close it afterwards.
+pub const READ_POOL_SIZE: usize = 4;
+
+/// Rows deleted per transaction by `prune_older_than`, so a large prune never holds the write
+/// lock long enough to delay hot-path records noticeably (a few ms per chunk).
+pub const PRUNE_CHUNK_ROWS: u32 = 5000;
+
+/// Mode of directories `open` creates: the ledger names sessions and paths of this user only.
+const DIR_MODE: u32 = 0o700;
+/// Mode of the database file (SQLite gives its -wal and -shm files the same mode).
+const FILE_MODE: u32 = 0o600;
+
+/// What went wrong with the ledger, and what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "no place for the wakebridge database: neither XDG_STATE_HOME nor HOME is an absolute \
+         directory; set one of them or pass an explicit database path"
+    )]
+    NoStateDir,
+    #[error("cannot create the database directory {}: {source}; check its parent's permissions", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot create or open the database file {}: {source}; check the path and its permissions", path.display())]
+    CreateFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "the wakebridge database {} is corrupt or not a database ({source}); it was left \
+         untouched: move it aside (e.g. `mv {} {}`, with its -wal and -shm files) and start \
+         again to get a fresh ledger",
+        path.display(), path.display(), paths::aside_name(path).display()
+    )]
+    Corrupt {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "the wakebridge database {} is damaged (integrity check: {problems}); it was left \
+         untouched: move it aside (e.g. `mv {} {}`, with its -wal and -shm files) and start \
+         again to get a fresh ledger",
+        path.display(), path.display(), paths::aside_name(path).display()
+    )]
+    Damaged { path: PathBuf, problems: String },
+    #[error(
+        "{} is an SQLite database of another program (application_id {application_id}), not a \
+         wakebridge ledger; it was left untouched: point wakebridge at another path or move the \
+         file away",
+        path.display()
+    )]
+    NotALedger { path: PathBuf, application_id: i32 },
+    #[error(
+        "the wakebridge database {} has schema version {found}, newer than this build knows \
+         ({supported}); run the newer wakebridge, or move the file aside to start a fresh ledger",
+        path.display()
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        supported: usize,
+    },
+    #[error(
+        "the wakebridge database {} cannot use WAL journaling (journal_mode stayed {mode:?}); \
+         put it on a local filesystem",
+        path.display()
+    )]
+    WalUnavailable { path: PathBuf, mode: String },
+    #[error("cannot open the wakebridge database {}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("cannot migrate the wakebridge database {}: {source}; it was left at its previous schema", path.display())]
+    Migrate {
+        path: PathBuf,
+        source: rusqlite_migration::Error,
+    },
+    #[error("cannot start the ledger writer thread: {0}")]
+    SpawnWriter(std::io::Error),
+    #[error("cannot make a scratch directory for a temporary ledger: {0}")]
+    Scratch(std::io::Error),
+    #[error("writing to the wakebridge database {} failed: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: Arc<rusqlite::Error>,
+    },
+    #[error("reading the wakebridge database {} failed: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("the ledger writer for {} has stopped; restart wakebridge", path.display())]
+    WriterGone { path: PathBuf },
+    #[error(
+        "record_blocking was called inside an async runtime, where blocking would stall it; \
+         use `record(..).await` there"
+    )]
+    BlockingInAsync,
+}
+
+impl StoreError {
+    pub(crate) fn write(path: &Path, source: rusqlite::Error) -> Self {
+        Self::Write {
+            path: path.to_path_buf(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// Open-time SQLite errors: a file that is not a database, or is damaged, gets the
+    /// "move it aside" error; anything else is reported as is.
+    fn at_open(path: &Path, source: rusqlite::Error) -> Self {
+        match source.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => Self::Corrupt {
+                path: path.to_path_buf(),
+                source,
+            },
+            _ => Self::Open {
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    }
+}
+
+/// `$XDG_STATE_HOME/wakebridge/wakebridge.db`, else `~/.local/state/wakebridge/wakebridge.db`.
+pub fn default_db_path() -> Result<PathBuf, StoreError> {
+    db_path_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+        .ok_or(StoreError::NoStateDir)
+}
+
+/// The current wall-clock time in unix milliseconds (the ledger's time unit).
+pub fn now_unix_ms() -> i64 {
+    unix_ms(SystemTime::now())
+}
+
+/// A wall-clock time in unix milliseconds; times before 1970 give 0.
+pub fn unix_ms(at: SystemTime) -> i64 {
+    at.duration_since(UNIX_EPOCH)
+        .map(|since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// A handle on the ledger. Cheap to clone; the writer thread stops (after committing what is
+/// queued) when the last clone is dropped, and that drop waits for it.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    path: PathBuf,
+    /// `None` only while dropping, so the writer sees the channel close.
+    jobs: Option<mpsc::Sender<Job>>,
+    writer: Option<JoinHandle<()>>,
+    readers: Mutex<Vec<Connection>>,
+    counters: Arc<Counters>,
+    /// Keeps the directory of an `open_in_memory` ledger alive; dropped last.
+    _scratch: Option<tempfile::TempDir>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(writer) = self.writer.take()
+            && writer.join().is_err()
+        {
+            tracing::error!(path = %self.path.display(), "ledger writer thread panicked");
+        }
+        self.readers
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the ledger at `path` and migrates it to the current schema.
+    ///
+    /// Creates missing parent directories (0700) and the file (0600). A file that is not a
+    /// database or is corrupt, another program's database, or one from a newer wakebridge is
+    /// refused with an error naming the file and the fix; it is never recreated over.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        create_file(path)?;
+        let conn = open_writer(path)?;
+        Self::start(path.to_path_buf(), conn, None)
+    }
+
+    /// A throwaway ledger for tests: a real file in a private directory on /dev/shm (tmpfs, so
+    /// in memory) when available, else in the system temp dir, deleted when the store is
+    /// dropped. A file rather than SQLite's `:memory:` so the writer and the readers are real
+    /// separate WAL connections, exactly as in production.
+    pub fn open_in_memory() -> Result<Store, StoreError> {
+        /// tmpfs on Linux: the ledger then lives in memory.
+        const SHM: &str = "/dev/shm";
+        let builder = {
+            let mut builder = tempfile::Builder::new();
+            builder.prefix("wakebridge-store-");
+            builder
+        };
+        let scratch = builder
+            .tempdir_in(SHM)
+            .or_else(|_| builder.tempdir())
+            .map_err(StoreError::Scratch)?;
+        let path = scratch.path().join(DB_FILE_NAME);
+        create_file(&path)?;
+        let conn = open_writer(&path)?;
+        Self::start(path, conn, Some(scratch))
+    }
+
+    fn start(
+        path: PathBuf,
+        conn: Connection,
+        scratch: Option<tempfile::TempDir>,
+    ) -> Result<Store, StoreError> {
+        let (jobs, queue) = mpsc::channel(WRITE_QUEUE_CAPACITY);
+        let counters = Arc::new(Counters::default());
+        let writer = writer::spawn(conn, queue, Arc::clone(&counters), path.clone())
+            .map_err(StoreError::SpawnWriter)?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                path,
+                jobs: Some(jobs),
+                writer: Some(writer),
+                readers: Mutex::new(Vec::with_capacity(READ_POOL_SIZE)),
+                counters,
+                _scratch: scratch,
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Writes `record`; resolves once the transaction containing it has committed. Dropping
+    /// the future after the record was queued does not cancel the write, only the answer.
+    pub async fn record(&self, record: Record) -> Result<(), StoreError> {
+        self.submit(Op::Record(record)).await.map(|_| ())
+    }
+
+    /// `record` for synchronous callers (the `wakebridge hook` CLI). Refuses to run inside an
+    /// async runtime, where it would block a worker thread.
+    pub fn record_blocking(&self, record: Record) -> Result<(), StoreError> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(StoreError::BlockingInAsync);
+        }
+        let (ack, done) = oneshot::channel();
+        let job = Job {
+            op: Op::Record(record),
+            ack,
+        };
+        let jobs = self.jobs()?;
+        jobs.blocking_send(job).map_err(|_| self.writer_gone())?;
+        done.blocking_recv()
+            .map_err(|_| self.writer_gone())?
+            .map(|_| ())
+    }
+
+    /// Deletes deliveries recorded before `cutoff_ms` (unix ms), in chunks so the hot path is
+    /// never held up for long. Returns how many rows went. Compute the cutoff from
+    /// `DEFAULT_IDENTITY_RETENTION` or the configured window.
+    pub async fn prune_older_than(&self, cutoff_ms: i64) -> Result<u64, StoreError> {
+        let mut total = 0;
+        loop {
+            let deleted = self
+                .submit(Op::PruneDeliveries {
+                    cutoff_ms,
+                    limit: PRUNE_CHUNK_ROWS,
+                })
+                .await?;
+            total += deleted;
+            if deleted < u64::from(PRUNE_CHUNK_ROWS) {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// What the writer has done so far (commits, jobs, time spent committing).
+    pub fn write_stats(&self) -> WriteStats {
+        self.inner.counters.snapshot()
+    }
+
+    /// Writes waiting for the writer right now.
+    pub fn queued_writes(&self) -> usize {
+        self.inner
+            .jobs
+            .as_ref()
+            .map_or(0, |jobs| jobs.max_capacity() - jobs.capacity())
+    }
+
+    /// For each event identity recorded at or after `since_ms`, its latest delivery.
+    pub fn identities_since(&self, since_ms: i64) -> Result<Vec<SeenIdentity>, StoreError> {
+        self.read(|conn| queries::identities_since(conn, since_ms))
+    }
+
+    /// Last successful wake per session, unix ms.
+    pub fn last_wakes(&self) -> Result<HashMap<String, i64>, StoreError> {
+        self.read(queries::last_wakes)
+    }
+
+    /// Every session the ledger mentions, ordered by id, with hook facts, last delivery, last
+    /// wake and nudge state.
+    pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+        self.read(queries::sessions)
+    }
+
+    /// One session's row, if the ledger mentions it at all.
+    pub fn session(&self, session_id: &str) -> Result<Option<SessionRow>, StoreError> {
+        self.read(|conn| queries::session(conn, session_id))
+    }
+
+    /// True when the `wakebridge hook` CLI has reported this session.
+    pub fn known_session(&self, session_id: &str) -> Result<bool, StoreError> {
+        self.read(|conn| queries::known_session(conn, session_id))
+    }
+
+    /// The nudger's stored state for a session.
+    pub fn nudge_state(&self, session_id: &str) -> Result<Option<NudgeState>, StoreError> {
+        self.read(|conn| queries::nudge_state(conn, session_id))
+    }
+
+    /// Deliveries still in the ledger, counted by `action`.
+    pub fn delivery_counts_by_action(&self) -> Result<BTreeMap<String, u64>, StoreError> {
+        self.read(queries::delivery_counts_by_action)
+    }
+
+    async fn submit(&self, op: Op) -> Result<u64, StoreError> {
+        let (ack, done) = oneshot::channel();
+        self.jobs()?
+            .send(Job { op, ack })
+            .await
+            .map_err(|_| self.writer_gone())?;
+        done.await.map_err(|_| self.writer_gone())?
+    }
+
+    fn jobs(&self) -> Result<&mpsc::Sender<Job>, StoreError> {
+        self.inner.jobs.as_ref().ok_or_else(|| self.writer_gone())
+    }
+
+    fn writer_gone(&self) -> StoreError {
+        StoreError::WriterGone {
+            path: self.inner.path.clone(),
+        }
+    }
+
+    /// Runs `query` on a pooled read-only connection (opening one if the pool is empty).
+    fn read<T>(
+        &self,
+        query: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let path = &self.inner.path;
+        let pooled = self
+            .inner
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let conn = match pooled {
+            Some(conn) => conn,
+            None => open_reader(path).map_err(|source| StoreError::Read {
+                path: path.clone(),
+                source,
+            })?,
+        };
+        let result = query(&conn).map_err(|source| StoreError::Read {
+            path: path.clone(),
+            source,
+        });
+        let mut pool = self
+            .inner
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if pool.len() < READ_POOL_SIZE {
+            pool.push(conn);
+        }
+        result
+    }
+}
+
+/// Creates the parent directories (0700) and the file (0600) if missing; never truncates.
+fn create_file(path: &Path) -> Result<(), StoreError> {
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(DIR_MODE)
+            .create(dir)
+            .map_err(|source| StoreError::CreateDir {
+                dir: dir.to_path_buf(),
+                source,
+            })?;
+    }
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(FILE_MODE)
+        .open(path)
+        .map(drop)
+        .map_err(|source| StoreError::CreateFile {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Opens the write connection: checks the file is ours (before changing anything in it),
+/// switches it to WAL, then migrates.
+fn open_writer(path: &Path) -> Result<Connection, StoreError> {
+    let at_open = |source| StoreError::at_open(path, source);
+    let mut conn = Connection::open(path).map_err(at_open)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(at_open)?;
+    if let schema::FileIdentity::Foreign { application_id } =
+        schema::identify(&conn).map_err(at_open)?
+    {
+        return Err(StoreError::NotALedger {
+            path: path.to_path_buf(),
+            application_id,
+        });
+    }
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(at_open)?;
+    let supported = schema::latest_version();
+    if usize::try_from(found).map_or(true, |found| found > supported) {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            supported,
+        });
+    }
+    let mode = schema::configure_writer(&conn).map_err(at_open)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::WalUnavailable {
+            path: path.to_path_buf(),
+            mode,
+        });
+    }
+    if let Err(source) = schema::migrations().to_latest(&mut conn) {
+        // Another process (the hook CLI) may have migrated the same file at the same moment;
+        // its success is ours too.
+        let migrated_meanwhile = schema::migrations()
+            .pending_migrations(&conn)
+            .is_ok_and(|pending| pending == 0);
+        if !migrated_meanwhile {
+            return Err(migrate_error(path, source));
+        }
+    }
+    check_integrity(&conn, path)?;
+    Ok(conn)
+}
+
+fn migrate_error(path: &Path, source: rusqlite_migration::Error) -> StoreError {
+    match source {
+        rusqlite_migration::Error::RusqliteError { err, .. }
+            if matches!(
+                err.sqlite_error_code(),
+                Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
+            ) =>
+        {
+            StoreError::Corrupt {
+                path: path.to_path_buf(),
+                source: err,
+            }
+        }
+        source => StoreError::Migrate {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// `PRAGMA quick_check`: finds damaged pages and indexes at start-up, when refusing is cheap
+/// and clear, instead of as failed writes later. It reads every page once; on a ledger pruned
+/// to a day of deliveries that is milliseconds.
+fn check_integrity(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    /// Problems worth listing in the error; the first few say enough.
+    const PROBLEMS_SHOWN: u32 = 3;
+    let mut stmt = conn
+        .prepare(&format!("PRAGMA quick_check({PROBLEMS_SHOWN})"))
+        .map_err(|source| StoreError::at_open(path, source))?;
+    let problems = stmt
+        .query_map([], |row| row.get::<_, String>(0))
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+        .map_err(|source| StoreError::at_open(path, source))?;
+    if problems.len() == 1 && problems[0] == "ok" {
+        return Ok(());
+    }
+    Err(StoreError::Damaged {
+        path: path.to_path_buf(),
+        problems: problems.join("; ").replace('\n', " "),
+    })
+}
+
+/// Read connections are opened read-only: a bug in a query can never write.
+fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    schema::configure_reader(&conn)?;
+    Ok(conn)
+}

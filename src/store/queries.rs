@@ -1,0 +1,172 @@
+//! Read-side queries of the ledger and the row types they return. Each function takes a plain
+//! read connection; it does not own connections, pooling or any writes.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::records::NudgeState;
+
+/// The latest delivery of one event identity inside the look-back window, used to warm the
+/// in-memory dedupe map at start-up so a redelivery after a restart gets the same answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenIdentity {
+    pub identity: String,
+    pub action: String,
+    /// The target session of that delivery.
+    pub session_id: String,
+    /// When it was recorded (unix ms), so the caller can expire it at the end of its window.
+    pub at_ms: i64,
+    /// Set when that delivery failed; the caller decides whether a failure is worth repeating.
+    pub error_kind: Option<String>,
+}
+
+/// Everything the ledger knows about one session, for `status` and the nudger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    pub session_id: String,
+    /// From the hook CLI; all `None` when the hook never reported this session.
+    pub cwd: Option<String>,
+    pub transcript_path: Option<String>,
+    pub pane: Option<String>,
+    pub last_hook_event: Option<String>,
+    pub first_seen_ms: Option<i64>,
+    pub last_seen_ms: Option<i64>,
+    /// The most recent delivery targeting this session (still inside the retention window).
+    pub last_delivery_ms: Option<i64>,
+    pub last_action: Option<String>,
+    pub last_error_kind: Option<String>,
+    /// The last successful wake (the cooldown's start).
+    pub last_wake_ms: Option<i64>,
+    /// The idle nudger's state, if it ever recorded any.
+    pub nudge: Option<NudgeState>,
+}
+
+impl SessionRow {
+    /// True when the `wakebridge hook` CLI has reported this session.
+    pub fn seen_by_hook(&self) -> bool {
+        self.last_seen_ms.is_some()
+    }
+}
+
+/// Every session id the ledger mentions, each with its hook facts, last delivery, last wake
+/// and nudge state. `?1` restricts to one id (NULL means all).
+const SESSIONS_SQL: &str = "\
+WITH ids (session_id) AS (
+    SELECT session_id FROM sessions
+    UNION SELECT session_id FROM wakes
+    UNION SELECT session_id FROM nudges
+    UNION SELECT target_session FROM deliveries
+)
+SELECT ids.session_id, s.cwd, s.transcript_path, s.pane, s.last_hook_event,
+       s.first_seen_ms, s.last_seen_ms, d.at_ms, d.action, d.error_kind, w.last_wake_ms,
+       n.unanswered, n.last_nudge_ms, n.acknowledged
+FROM ids
+LEFT JOIN sessions s ON s.session_id = ids.session_id
+LEFT JOIN wakes w ON w.session_id = ids.session_id
+LEFT JOIN nudges n ON n.session_id = ids.session_id
+LEFT JOIN deliveries d ON d.id = (
+    SELECT id FROM deliveries WHERE target_session = ids.session_id
+    ORDER BY at_ms DESC, id DESC LIMIT 1)
+WHERE ?1 IS NULL OR ids.session_id = ?1
+ORDER BY ids.session_id";
+
+fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
+    let session_id: String = row.get(0)?;
+    let unanswered: Option<u32> = row.get(11)?;
+    let nudge = match unanswered {
+        Some(unanswered) => Some(NudgeState {
+            session_id: session_id.clone(),
+            unanswered,
+            last_nudge_ms: row.get(12)?,
+            acknowledged: row.get(13)?,
+        }),
+        None => None,
+    };
+    Ok(SessionRow {
+        session_id,
+        cwd: row.get(1)?,
+        transcript_path: row.get(2)?,
+        pane: row.get(3)?,
+        last_hook_event: row.get(4)?,
+        first_seen_ms: row.get(5)?,
+        last_seen_ms: row.get(6)?,
+        last_delivery_ms: row.get(7)?,
+        last_action: row.get(8)?,
+        last_error_kind: row.get(9)?,
+        last_wake_ms: row.get(10)?,
+        nudge,
+    })
+}
+
+pub(crate) fn sessions(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
+    let mut stmt = conn.prepare_cached(SESSIONS_SQL)?;
+    let rows = stmt.query_map(params![Option::<String>::None], session_row)?;
+    rows.collect()
+}
+
+pub(crate) fn session(conn: &Connection, session_id: &str) -> rusqlite::Result<Option<SessionRow>> {
+    conn.prepare_cached(SESSIONS_SQL)?
+        .query_row(params![session_id], session_row)
+        .optional()
+}
+
+pub(crate) fn known_session(conn: &Connection, session_id: &str) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1)")?
+        .query_row(params![session_id], |row| row.get(0))
+}
+
+pub(crate) fn identities_since(
+    conn: &Connection,
+    since_ms: i64,
+) -> rusqlite::Result<Vec<SeenIdentity>> {
+    // SQLite takes the bare columns from the row holding max(id): the latest insert per identity.
+    let mut stmt = conn.prepare_cached(
+        "SELECT identity, action, target_session, at_ms, error_kind, max(id) FROM deliveries \
+         WHERE identity IS NOT NULL AND at_ms >= ?1 GROUP BY identity",
+    )?;
+    let rows = stmt.query_map(params![since_ms], |row| {
+        Ok(SeenIdentity {
+            identity: row.get(0)?,
+            action: row.get(1)?,
+            session_id: row.get(2)?,
+            at_ms: row.get(3)?,
+            error_kind: row.get(4)?,
+        })
+    })?;
+    rows.collect()
+}
+
+pub(crate) fn last_wakes(conn: &Connection) -> rusqlite::Result<HashMap<String, i64>> {
+    let mut stmt = conn.prepare_cached("SELECT session_id, last_wake_ms FROM wakes")?;
+    let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    rows.collect()
+}
+
+pub(crate) fn nudge_state(
+    conn: &Connection,
+    session_id: &str,
+) -> rusqlite::Result<Option<NudgeState>> {
+    conn.prepare_cached(
+        "SELECT session_id, unanswered, last_nudge_ms, acknowledged FROM nudges \
+         WHERE session_id = ?1",
+    )?
+    .query_row(params![session_id], |row| {
+        Ok(NudgeState {
+            session_id: row.get(0)?,
+            unanswered: row.get(1)?,
+            last_nudge_ms: row.get(2)?,
+            acknowledged: row.get(3)?,
+        })
+    })
+    .optional()
+}
+
+pub(crate) fn delivery_counts_by_action(
+    conn: &Connection,
+) -> rusqlite::Result<BTreeMap<String, u64>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT action, count(*) FROM deliveries GROUP BY action")?;
+    let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    rows.collect()
+}

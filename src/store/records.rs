@@ -1,0 +1,190 @@
+//! The things wakebridge writes to its ledger and the SQL that writes each one. It owns the
+//! record types and their insert/upsert statements; it does not own transactions or batching
+//! (the writer thread does) nor any reads.
+
+use std::fmt;
+
+use rusqlite::{Connection, params};
+
+/// Which part of wakebridge produced a delivery row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeliverySource {
+    /// A webhook from the bus (`POST /hook`).
+    Hook,
+    /// A wake typed into a pane outside a webhook (for example `wakebridge wake`).
+    Wake,
+    /// The idle nudger.
+    Nudge,
+    /// The context monitor's warnings.
+    Context,
+}
+
+impl DeliverySource {
+    /// The stored spelling (the table's CHECK constraint lists the same four).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Hook => "hook",
+            Self::Wake => "wake",
+            Self::Nudge => "nudge",
+            Self::Context => "context",
+        }
+    }
+}
+
+impl fmt::Display for DeliverySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One outcome: an event answered, a wake or nudge typed, a warning sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// Wall-clock unix milliseconds.
+    pub at_ms: i64,
+    pub source: DeliverySource,
+    /// Hex digest that recognises a redelivered event, if the source has one.
+    pub identity: Option<String>,
+    /// The bus's event id, if any.
+    pub event_id: Option<String>,
+    /// Who sent it (the event's `session_id`, or the wakebridge component for local sources).
+    pub sender: String,
+    /// The session the outcome was for.
+    pub target_session: String,
+    /// The `action` answered or taken (`tmux`, `spool-busy`, ...).
+    pub action: String,
+    /// Time spent appending to the spool, if it was appended.
+    pub spool_us: Option<u64>,
+    /// Time spent typing into the pane, if it was attempted.
+    pub inject_us: Option<u64>,
+    /// Short machine-readable failure kind, if something failed.
+    pub error_kind: Option<String>,
+}
+
+/// A Claude Code hook reported this session (upsert: a `None` field keeps the stored value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSeen {
+    pub session_id: String,
+    pub cwd: Option<String>,
+    pub transcript_path: Option<String>,
+    /// The pane target as text (`PaneTarget`'s Display form).
+    pub pane: Option<String>,
+    /// The hook event name (`Stop`, `UserPromptSubmit`, ...).
+    pub last_hook_event: Option<String>,
+    /// Wall-clock unix milliseconds; the stored value never moves backwards.
+    pub seen_at_ms: i64,
+}
+
+/// The idle nudger's state for one session (upsert: replaces the stored row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NudgeState {
+    pub session_id: String,
+    /// Nudges typed since the session last showed life.
+    pub unanswered: u32,
+    /// Wall-clock unix milliseconds of the last nudge, if any.
+    pub last_nudge_ms: Option<i64>,
+    /// The nudger has fallen silent for this session until it shows life again.
+    pub acknowledged: bool,
+}
+
+/// Everything that can be written through `Store::record`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Delivery(Delivery),
+    SessionSeen(SessionSeen),
+    Nudge(NudgeState),
+    /// A successful wake of `session_id` at `at_ms` (the cooldown starts here). The stored
+    /// value never moves backwards, so records committed out of order cannot shorten it.
+    Wake {
+        session_id: String,
+        at_ms: i64,
+    },
+}
+
+/// Microseconds as SQLite's signed integer; durations beyond 292 000 years saturate.
+fn micros(value: Option<u64>) -> Option<i64> {
+    value.map(|us| i64::try_from(us).unwrap_or(i64::MAX))
+}
+
+/// Writes one record with cached statements; the caller owns the transaction.
+pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
+    match record {
+        Record::Delivery(d) => {
+            conn.prepare_cached(
+                "INSERT INTO deliveries (at_ms, source, identity, event_id, sender, \
+                 target_session, action, spool_us, inject_us, error_kind) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?
+            .execute(params![
+                d.at_ms,
+                d.source.as_str(),
+                d.identity,
+                d.event_id,
+                d.sender,
+                d.target_session,
+                d.action,
+                micros(d.spool_us),
+                micros(d.inject_us),
+                d.error_kind,
+            ])?;
+        }
+        Record::SessionSeen(s) => {
+            conn.prepare_cached(
+                "INSERT INTO sessions (session_id, cwd, transcript_path, pane, last_hook_event, \
+                 first_seen_ms, last_seen_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) \
+                 ON CONFLICT (session_id) DO UPDATE SET \
+                 cwd = coalesce(excluded.cwd, cwd), \
+                 transcript_path = coalesce(excluded.transcript_path, transcript_path), \
+                 pane = coalesce(excluded.pane, pane), \
+                 last_hook_event = coalesce(excluded.last_hook_event, last_hook_event), \
+                 last_seen_ms = max(last_seen_ms, excluded.last_seen_ms)",
+            )?
+            .execute(params![
+                s.session_id,
+                s.cwd,
+                s.transcript_path,
+                s.pane,
+                s.last_hook_event,
+                s.seen_at_ms,
+            ])?;
+        }
+        Record::Nudge(n) => {
+            conn.prepare_cached(
+                "INSERT INTO nudges (session_id, unanswered, last_nudge_ms, acknowledged) \
+                 VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (session_id) DO UPDATE SET unanswered = excluded.unanswered, \
+                 last_nudge_ms = excluded.last_nudge_ms, acknowledged = excluded.acknowledged",
+            )?
+            .execute(params![
+                n.session_id,
+                n.unanswered,
+                n.last_nudge_ms,
+                n.acknowledged
+            ])?;
+        }
+        Record::Wake { session_id, at_ms } => {
+            conn.prepare_cached(
+                "INSERT INTO wakes (session_id, last_wake_ms) VALUES (?1, ?2) \
+                 ON CONFLICT (session_id) DO UPDATE SET \
+                 last_wake_ms = max(last_wake_ms, excluded.last_wake_ms)",
+            )?
+            .execute(params![session_id, at_ms])?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes up to `limit` deliveries older than `cutoff_ms`; returns how many.
+pub(crate) fn prune_deliveries(
+    conn: &Connection,
+    cutoff_ms: i64,
+    limit: u32,
+) -> rusqlite::Result<u64> {
+    let deleted = conn
+        .prepare_cached(
+            "DELETE FROM deliveries WHERE id IN \
+             (SELECT id FROM deliveries WHERE at_ms < ?1 ORDER BY at_ms LIMIT ?2)",
+        )?
+        .execute(params![cutoff_ms, limit])?;
+    Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+}

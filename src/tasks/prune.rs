@@ -1,0 +1,653 @@
+//! Spool pruning: periodically deletes old `<sid>.jsonl` spool files and stale drainer claims
+//! (`<sid>.jsonl.*`) from the wake dir, and keeps their total size under a cap (reference 10.2:
+//! nothing else pruned them). It owns the choice of what to delete (a pure function) and the
+//! careful deletion around it; it never touches any other file in the wake dir (locks, busy
+//! markers, `panes.json`, singleton locks), never follows symlinks, never recurses, and never
+//! writes to a spool (appending is the bridge's job, draining a consumer's).
+//!
+//! Safety against the appender and drainers (reference 6.3, 6.4): a live `<sid>.jsonl` is only
+//! removed while holding the non-blocking `flock(2)` on `<sid>.lock` — the lock every appender
+//! and drainer takes — and only if its size and mtime are unchanged since the scan, so a line
+//! appended in between keeps the file. A claimed file belongs to the drainer that renamed it, so
+//! it is only removed once it is older than the age limit (a stale claim), never for the cap.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use tokio_util::sync::CancellationToken;
+
+/// Spool files untouched this long are deleted: a week is far past any drainer's backlog and any
+/// bus retry, and long enough to read a session's history after a long weekend.
+pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+/// Ceiling on the total size of spool files; above it the oldest live spools go first. 256 MiB
+/// holds hundreds of thousands of typical events yet bounds what an id-inventing publisher
+/// (reference 10.4) can make us store.
+pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Time between pruning rounds: growth is slow (bounded by the bus's publish rate) and a round
+/// costs one directory scan, so ten minutes is responsive without being busy.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10 * 60);
+
+/// Longest session id the spool accepts (the bridge's own charset rule, reference 4.2).
+pub const MAX_SID_LEN: usize = 64;
+
+/// Create mode of a lock file we have to create, as the drain contract asks (reference 6.4/6.5).
+const LOCK_FILE_MODE: u32 = 0o600;
+
+/// Suffix of a live spool file.
+const SPOOL_SUFFIX: &str = "jsonl";
+
+/// What a spool-shaped file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpoolKind {
+    /// `<sid>.jsonl`: the bridge appends to it.
+    Live,
+    /// `<sid>.jsonl.<anything>` (normally `.draining.<uniq>.<seq>`): a drainer's claim.
+    Claimed,
+}
+
+/// One spool file as seen by a scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpoolFile {
+    pub path: PathBuf,
+    pub size: u64,
+    pub mtime: SystemTime,
+    pub kind: SpoolKind,
+}
+
+/// Settings of the pruning task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PruneConfig {
+    pub wake_dir: PathBuf,
+    pub max_age: Duration,
+    pub max_total_bytes: u64,
+    pub interval: Duration,
+}
+
+impl PruneConfig {
+    /// Defaults for everything but the directory.
+    pub fn new(wake_dir: PathBuf) -> Self {
+        Self {
+            wake_dir,
+            max_age: DEFAULT_MAX_AGE,
+            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
+            interval: DEFAULT_INTERVAL,
+        }
+    }
+}
+
+/// A file a round deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Removed {
+    pub path: PathBuf,
+    pub size: u64,
+    pub age: Duration,
+}
+
+/// What one pruning round did.
+#[derive(Debug, Default)]
+pub struct PruneReport {
+    pub removed: Vec<Removed>,
+    /// Live spools left alone because an appender or drainer held their lock.
+    pub skipped_locked: Vec<PathBuf>,
+    /// Files kept because they changed (or vanished) between the scan and the deletion.
+    pub kept_changed: Vec<PathBuf>,
+    /// Files that could not be handled this round.
+    pub failures: Vec<PruneError>,
+}
+
+/// What went wrong while pruning.
+#[derive(Debug, thiserror::Error)]
+pub enum PruneError {
+    #[error("cannot list the wake dir {} for spool pruning: {source}; check it exists and is readable", dir.display())]
+    ReadDir { dir: PathBuf, source: io::Error },
+    #[error(
+        "cannot open the spool lock {} ({source}); if it is a symlink or not a regular file, \
+         remove it so appenders and the pruner can lock the spool",
+        path.display()
+    )]
+    Lock { path: PathBuf, source: io::Error },
+    #[error("cannot inspect spool file {}: {source}", path.display())]
+    Stat { path: PathBuf, source: io::Error },
+    #[error("cannot delete spool file {}: {source}; check the wake dir's permissions", path.display())]
+    Remove { path: PathBuf, source: io::Error },
+}
+
+/// True for a session id the spool may use: 1 to 64 of `[A-Za-z0-9_-]`.
+pub fn valid_sid(sid: &str) -> bool {
+    (1..=MAX_SID_LEN).contains(&sid.len())
+        && sid
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Recognises `<sid>.jsonl` and `<sid>.jsonl.<suffix>`; everything else is not ours to touch.
+pub fn classify_name(name: &str) -> Option<(&str, SpoolKind)> {
+    let (sid, rest) = name.split_once('.')?;
+    if !valid_sid(sid) {
+        return None;
+    }
+    if rest == SPOOL_SUFFIX {
+        return Some((sid, SpoolKind::Live));
+    }
+    let suffix = rest.strip_prefix(SPOOL_SUFFIX)?.strip_prefix('.')?;
+    (!suffix.is_empty()).then_some((sid, SpoolKind::Claimed))
+}
+
+fn age_at(now: SystemTime, mtime: SystemTime) -> Duration {
+    // A file stamped in the future (clock step) counts as brand new.
+    now.duration_since(mtime).unwrap_or(Duration::ZERO)
+}
+
+/// Chooses what to delete: every file older than `max_age`, then live spools oldest first until
+/// the total size of what remains is at most `max_total_bytes`. Claimed files count toward the
+/// total but are only ever chosen by age (they belong to a drainer). Age-expired files come
+/// first in the result, then cap removals, each group oldest first.
+pub fn select_for_pruning(
+    files: &[SpoolFile],
+    now: SystemTime,
+    max_age: Duration,
+    max_total_bytes: u64,
+) -> Vec<PathBuf> {
+    let mut oldest_first: Vec<&SpoolFile> = files.iter().collect();
+    oldest_first.sort_by(|a, b| a.mtime.cmp(&b.mtime).then_with(|| a.path.cmp(&b.path)));
+    let (expired, remaining): (Vec<&SpoolFile>, Vec<&SpoolFile>) = oldest_first
+        .into_iter()
+        .partition(|file| age_at(now, file.mtime) > max_age);
+    let mut selected: Vec<PathBuf> = expired.iter().map(|file| file.path.clone()).collect();
+    // u128: a sum of u64 sizes cannot overflow it, so the arithmetic stays exact.
+    let mut total: u128 = remaining.iter().map(|file| u128::from(file.size)).sum();
+    for file in remaining {
+        if total <= u128::from(max_total_bytes) {
+            break;
+        }
+        if file.kind == SpoolKind::Live {
+            selected.push(file.path.clone());
+            total -= u128::from(file.size);
+        }
+    }
+    selected
+}
+
+/// Lists the spool files directly in `wake_dir`: regular files only (symlinks and directories
+/// are ignored, never followed), names matching `classify_name` only. A missing dir is empty.
+pub fn scan(wake_dir: &Path) -> Result<Vec<SpoolFile>, PruneError> {
+    let entries = match std::fs::read_dir(wake_dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(PruneError::ReadDir {
+                dir: wake_dir.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut files = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((_, kind)) = name.to_str().and_then(classify_name) else {
+            continue;
+        };
+        // DirEntry::metadata is lstat on Unix: a symlink reports itself, not its target.
+        let Ok(meta) = entry.metadata() else { continue };
+        if !meta.file_type().is_file() {
+            continue;
+        }
+        let Ok(mtime) = meta.modified() else { continue };
+        files.push(SpoolFile {
+            path: entry.path(),
+            size: meta.len(),
+            mtime,
+            kind,
+        });
+    }
+    Ok(files)
+}
+
+/// One pruning round at wall-clock `now`: scan, select, delete carefully, log each removal.
+pub fn prune_once(config: &PruneConfig, now: SystemTime) -> Result<PruneReport, PruneError> {
+    let files = scan(&config.wake_dir)?;
+    let selected = select_for_pruning(&files, now, config.max_age, config.max_total_bytes);
+    // Indexed by path: an id-inventing publisher can leave very many files (reference 10.4).
+    let by_path: HashMap<&Path, &SpoolFile> = files
+        .iter()
+        .map(|file| (file.path.as_path(), file))
+        .collect();
+    let mut report = PruneReport::default();
+    for path in selected {
+        let Some(&file) = by_path.get(path.as_path()) else {
+            continue;
+        };
+        let outcome = match file.kind {
+            SpoolKind::Live => remove_live(&config.wake_dir, file),
+            SpoolKind::Claimed => remove_stale_claim(file, now, config.max_age),
+        };
+        match outcome {
+            Ok(Outcome::Removed(removed)) => {
+                tracing::info!(
+                    path = %removed.path.display(),
+                    size = removed.size,
+                    age = %humantime::format_duration(Duration::from_secs(removed.age.as_secs())),
+                    "pruned spool file"
+                );
+                report.removed.push(removed);
+            }
+            Ok(Outcome::Locked) => {
+                tracing::debug!(path = %file.path.display(), "spool lock busy; pruning it next round");
+                report.skipped_locked.push(file.path.clone());
+            }
+            Ok(Outcome::Changed) => report.kept_changed.push(file.path.clone()),
+            Err(err) => {
+                tracing::warn!(error = %err, "spool pruning skipped a file");
+                report.failures.push(err);
+            }
+        }
+    }
+    Ok(report)
+}
+
+enum Outcome {
+    Removed(Removed),
+    Locked,
+    Changed,
+}
+
+/// Deletes a live spool under its `<sid>.lock`, if it is unchanged since the scan.
+fn remove_live(wake_dir: &Path, file: &SpoolFile) -> Result<Outcome, PruneError> {
+    let sid = file
+        .path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .and_then(classify_name)
+        .map(|(sid, _)| sid);
+    let Some(sid) = sid else {
+        return Ok(Outcome::Changed);
+    };
+    let lock_path = wake_dir.join(format!("{sid}.lock"));
+    let lock = open_lock(&lock_path).map_err(|source| PruneError::Lock {
+        path: lock_path.clone(),
+        source,
+    })?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(Outcome::Locked),
+        Err(std::fs::TryLockError::Error(source)) => {
+            return Err(PruneError::Lock {
+                path: lock_path,
+                source,
+            });
+        }
+    }
+    // Under the lock nobody can append or claim; re-check that we saw the file's last state.
+    let outcome = match current_state(&file.path)? {
+        Some((size, mtime)) if size == file.size && mtime == file.mtime => {
+            remove(file, SystemTime::now())
+        }
+        _ => Ok(Outcome::Changed),
+    };
+    // Closing the lock file (drop) releases the flock.
+    drop(lock);
+    outcome
+}
+
+/// Deletes a drainer's claim only if it is (still) older than `max_age`.
+fn remove_stale_claim(
+    file: &SpoolFile,
+    now: SystemTime,
+    max_age: Duration,
+) -> Result<Outcome, PruneError> {
+    match current_state(&file.path)? {
+        Some((_, mtime)) if age_at(now, mtime) > max_age => remove(file, now),
+        _ => Ok(Outcome::Changed),
+    }
+}
+
+/// Size and mtime of a regular file now; `None` if it is gone or no longer a regular file.
+fn current_state(path: &Path) -> Result<Option<(u64, SystemTime)>, PruneError> {
+    let stat_error = |source| PruneError::Stat {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(stat_error(err)),
+    };
+    if !meta.file_type().is_file() {
+        return Ok(None);
+    }
+    Ok(Some((meta.len(), meta.modified().map_err(stat_error)?)))
+}
+
+fn remove(file: &SpoolFile, now: SystemTime) -> Result<Outcome, PruneError> {
+    match std::fs::remove_file(&file.path) {
+        Ok(()) => Ok(Outcome::Removed(Removed {
+            path: file.path.clone(),
+            size: file.size,
+            age: age_at(now, file.mtime),
+        })),
+        // A drainer took it meanwhile (reference 6.4: ENOENT is benign).
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Outcome::Changed),
+        Err(source) => Err(PruneError::Remove {
+            path: file.path.clone(),
+            source,
+        }),
+    }
+}
+
+/// Opens (creating 0600 if absent, as the drain contract does) a spool lock without following
+/// a symlink: a symlinked lock fails with ELOOP instead of locking some other file.
+fn open_lock(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(LOCK_FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Prunes now and then every `config.interval` until `shutdown` is cancelled. Each round runs
+/// on the blocking pool; a failed round is logged and the next one tries again.
+pub async fn run(config: PruneConfig, shutdown: CancellationToken) {
+    loop {
+        let round = config.clone();
+        match tokio::task::spawn_blocking(move || prune_once(&round, SystemTime::now())).await {
+            Ok(Ok(report)) => {
+                if !report.removed.is_empty() {
+                    tracing::debug!(
+                        removed = report.removed.len(),
+                        skipped_locked = report.skipped_locked.len(),
+                        "spool pruning round done"
+                    );
+                }
+            }
+            Ok(Err(err)) => tracing::warn!(error = %err, "spool pruning round failed"),
+            Err(err) => tracing::error!(error = %err, "spool pruning round panicked"),
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(config.interval) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: Duration = Duration::from_secs(24 * 60 * 60);
+
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    fn file(name: &str, size: u64, mtime_secs: u64, kind: SpoolKind) -> SpoolFile {
+        SpoolFile {
+            path: PathBuf::from(name),
+            size,
+            mtime: at(mtime_secs),
+            kind,
+        }
+    }
+
+    fn names(paths: &[PathBuf]) -> Vec<String> {
+        paths.iter().map(|p| p.display().to_string()).collect()
+    }
+
+    const NOW: u64 = 100 * 24 * 60 * 60;
+
+    #[test]
+    fn keeps_young_files_under_the_cap() {
+        let files = [
+            file("a.jsonl", 10, NOW - 60, SpoolKind::Live),
+            file("b.jsonl", 10, NOW - 3600, SpoolKind::Live),
+        ];
+        assert!(select_for_pruning(&files, at(NOW), 7 * DAY, 100).is_empty());
+    }
+
+    #[test]
+    fn removes_every_file_older_than_max_age_whatever_the_total() {
+        let files = [
+            file("old.jsonl", 1, NOW - 8 * 86_400, SpoolKind::Live),
+            file("young.jsonl", 1, NOW - 86_400, SpoolKind::Live),
+            file(
+                "old.jsonl.draining.x.0",
+                1,
+                NOW - 9 * 86_400,
+                SpoolKind::Claimed,
+            ),
+        ];
+        let selected = select_for_pruning(&files, at(NOW), 7 * DAY, u64::MAX);
+        assert_eq!(names(&selected), ["old.jsonl.draining.x.0", "old.jsonl"]);
+    }
+
+    #[test]
+    fn exactly_max_age_is_kept() {
+        let files = [file("a.jsonl", 1, NOW - 7 * 86_400, SpoolKind::Live)];
+        assert!(select_for_pruning(&files, at(NOW), 7 * DAY, u64::MAX).is_empty());
+    }
+
+    #[test]
+    fn cap_removes_oldest_live_first_until_total_fits() {
+        let files = [
+            file("newest.jsonl", 40, NOW - 10, SpoolKind::Live),
+            file("oldest.jsonl", 40, NOW - 30, SpoolKind::Live),
+            file("middle.jsonl", 40, NOW - 20, SpoolKind::Live),
+        ];
+        // 120 bytes against a cap of 50: the two oldest must go, leaving 40.
+        let selected = select_for_pruning(&files, at(NOW), 7 * DAY, 50);
+        assert_eq!(names(&selected), ["oldest.jsonl", "middle.jsonl"]);
+    }
+
+    #[test]
+    fn total_equal_to_cap_is_under_it() {
+        let files = [
+            file("a.jsonl", 50, NOW - 20, SpoolKind::Live),
+            file("b.jsonl", 50, NOW - 10, SpoolKind::Live),
+        ];
+        assert!(select_for_pruning(&files, at(NOW), 7 * DAY, 100).is_empty());
+        assert_eq!(
+            names(&select_for_pruning(&files, at(NOW), 7 * DAY, 99)),
+            ["a.jsonl"]
+        );
+    }
+
+    #[test]
+    fn age_removals_count_before_the_cap() {
+        let files = [
+            file("expired.jsonl", 100, NOW - 8 * 86_400, SpoolKind::Live),
+            file("young.jsonl", 50, NOW - 10, SpoolKind::Live),
+        ];
+        // Once the expired file is gone, 50 bytes fit the cap: nothing else goes.
+        let selected = select_for_pruning(&files, at(NOW), 7 * DAY, 60);
+        assert_eq!(names(&selected), ["expired.jsonl"]);
+    }
+
+    #[test]
+    fn young_claims_count_toward_the_cap_but_are_never_chosen_for_it() {
+        let files = [
+            file("s.jsonl.draining.u.0", 100, NOW - 50, SpoolKind::Claimed),
+            file("a.jsonl", 10, NOW - 40, SpoolKind::Live),
+            file("b.jsonl", 10, NOW - 30, SpoolKind::Live),
+        ];
+        let selected = select_for_pruning(&files, at(NOW), 7 * DAY, 105);
+        assert_eq!(names(&selected), ["a.jsonl", "b.jsonl"]);
+    }
+
+    #[test]
+    fn future_mtime_counts_as_new() {
+        let files = [file("a.jsonl", 1, NOW + 86_400, SpoolKind::Live)];
+        assert!(select_for_pruning(&files, at(NOW), Duration::ZERO, u64::MAX).is_empty());
+    }
+
+    #[test]
+    fn equal_mtimes_are_ordered_by_path() {
+        let files = [
+            file("b.jsonl", 10, NOW - 10, SpoolKind::Live),
+            file("a.jsonl", 10, NOW - 10, SpoolKind::Live),
+        ];
+        assert_eq!(
+            names(&select_for_pruning(&files, at(NOW), 7 * DAY, 10)),
+            ["a.jsonl"]
+        );
+    }
+
+    #[test]
+    fn huge_sizes_do_not_overflow() {
+        let files = [
+            file("a.jsonl", u64::MAX, NOW - 20, SpoolKind::Live),
+            file("b.jsonl", u64::MAX, NOW - 10, SpoolKind::Live),
+        ];
+        assert_eq!(
+            names(&select_for_pruning(&files, at(NOW), 7 * DAY, 0)),
+            ["a.jsonl", "b.jsonl"]
+        );
+    }
+
+    #[test]
+    fn classifies_only_spool_names() {
+        assert_eq!(classify_name("abc.jsonl"), Some(("abc", SpoolKind::Live)));
+        assert_eq!(
+            classify_name("A_b-9.jsonl.draining.123-456.0"),
+            Some(("A_b-9", SpoolKind::Claimed))
+        );
+        for other in [
+            "abc.lock",
+            "abc.busy",
+            "panes.json",
+            "panes.lock",
+            "bridge.singleton.lock",
+            ".jsonl",
+            "abc.jsonl.",
+            "abc.jsonlx",
+            "abc.json",
+            "a b.jsonl",
+            "a/b.jsonl",
+            "abc",
+            "hook.abcd.lock",
+        ] {
+            assert_eq!(classify_name(other), None, "{other}");
+        }
+        let longest = "x".repeat(MAX_SID_LEN);
+        assert!(classify_name(&format!("{longest}.jsonl")).is_some());
+        assert!(classify_name(&format!("{longest}x.jsonl")).is_none());
+    }
+
+    #[test]
+    fn keeps_a_live_spool_that_changed_since_the_scan() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s1.jsonl");
+        std::fs::write(&path, b"{}\n").expect("write");
+        let scanned = SpoolFile {
+            path: path.clone(),
+            size: 3,
+            // The scan saw an older stamp than the file has now: an append happened since.
+            mtime: SystemTime::now() - Duration::from_secs(3600),
+            kind: SpoolKind::Live,
+        };
+        assert!(matches!(
+            remove_live(dir.path(), &scanned),
+            Ok(Outcome::Changed)
+        ));
+        assert!(path.exists());
+    }
+
+    #[test]
+    fn skips_a_live_spool_whose_lock_is_held_by_another_open_file_description() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s1.jsonl");
+        std::fs::write(&path, b"{}\n").expect("write");
+        let meta = std::fs::metadata(&path).expect("stat");
+        let holder = open_lock(&dir.path().join("s1.lock")).expect("lock file");
+        holder.lock().expect("flock");
+        let scanned = SpoolFile {
+            path: path.clone(),
+            size: meta.len(),
+            mtime: meta.modified().expect("mtime"),
+            kind: SpoolKind::Live,
+        };
+        assert!(matches!(
+            remove_live(dir.path(), &scanned),
+            Ok(Outcome::Locked)
+        ));
+        assert!(path.exists());
+        holder.unlock().expect("unlock");
+        assert!(matches!(
+            remove_live(dir.path(), &scanned),
+            Ok(Outcome::Removed(_))
+        ));
+        assert!(!path.exists());
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn files() -> impl Strategy<Value = Vec<SpoolFile>> {
+            proptest::collection::vec((0_u64..1000, 0_u64..20 * 86_400, any::<bool>()), 0..40)
+                .prop_map(|specs| {
+                    specs
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, (size, age, claimed))| SpoolFile {
+                            path: PathBuf::from(format!("f{i}")),
+                            size,
+                            mtime: at(NOW - age),
+                            kind: if claimed {
+                                SpoolKind::Claimed
+                            } else {
+                                SpoolKind::Live
+                            },
+                        })
+                        .collect()
+                })
+        }
+
+        proptest! {
+            #[test]
+            fn selection_honours_age_cap_and_claims(
+                files in files(),
+                max_age_days in 0_u64..15,
+                cap in 0_u64..20_000,
+            ) {
+                let max_age = Duration::from_secs(max_age_days * 86_400);
+                let selected = select_for_pruning(&files, at(NOW), max_age, cap);
+                let is_selected = |f: &SpoolFile| selected.contains(&f.path);
+                let expired = |f: &SpoolFile| age_at(at(NOW), f.mtime) > max_age;
+                for f in &files {
+                    // Every expired file goes; a young claim never does.
+                    if expired(f) { prop_assert!(is_selected(f)); }
+                    if f.kind == SpoolKind::Claimed && !expired(f) {
+                        prop_assert!(!is_selected(f));
+                    }
+                }
+                let kept: Vec<&SpoolFile> = files.iter().filter(|f| !is_selected(f)).collect();
+                let kept_total: u64 = kept.iter().map(|f| f.size).sum();
+                let kept_live = kept.iter().any(|f| f.kind == SpoolKind::Live);
+                // Under the cap, unless only claims are left to blame.
+                prop_assert!(kept_total <= cap || !kept_live);
+                // Cap removals are the oldest live files: none kept is older than one removed.
+                for removed in files.iter().filter(|f| is_selected(f) && !expired(f)) {
+                    prop_assert_eq!(removed.kind, SpoolKind::Live);
+                    for k in kept.iter().filter(|k| k.kind == SpoolKind::Live) {
+                        prop_assert!(k.mtime >= removed.mtime);
+                    }
+                }
+                // Nothing is removed for the cap that did not need to go: putting back the
+                // newest cap removal would exceed the cap.
+                if let Some(last) = files
+                    .iter()
+                    .filter(|f| is_selected(f) && !expired(f))
+                    .max_by_key(|f| (f.mtime, f.path.clone()))
+                {
+                    prop_assert!(kept_total + last.size > cap);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,821 @@
+//! The ledger and spool pruning against real SQLite files, real files and real flock(2) locks
+//! (one held by a real child process).
+
+use std::fs::{self, File};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant, SystemTime};
+
+use rusqlite::Connection;
+use wakebridge::store::{
+    Delivery, DeliverySource, NudgeState, Record, SessionSeen, Store, StoreError, now_unix_ms,
+};
+use wakebridge::tasks::prune::{self, PruneConfig};
+
+const HOUR_MS: i64 = 60 * 60 * 1000;
+/// Upper bound on waiting for another thread or process to reach a state in these tests.
+const SETTLE: Duration = Duration::from_secs(10);
+
+fn delivery(target: &str, action: &str, at_ms: i64, identity: Option<&str>) -> Delivery {
+    Delivery {
+        at_ms,
+        source: DeliverySource::Hook,
+        identity: identity.map(str::to_owned),
+        event_id: Some(format!("ev-{at_ms}")),
+        sender: "sender-1".into(),
+        target_session: target.into(),
+        action: action.into(),
+        spool_us: Some(120),
+        inject_us: None,
+        error_kind: None,
+    }
+}
+
+fn seen(sid: &str, at_ms: i64) -> SessionSeen {
+    SessionSeen {
+        session_id: sid.into(),
+        cwd: Some("/work/project".into()),
+        transcript_path: Some("/home/u/.claude/projects/p/s.jsonl".into()),
+        pane: Some("tmux:%3".into()),
+        last_hook_event: Some("Stop".into()),
+        seen_at_ms: at_ms,
+    }
+}
+
+fn count_rows(path: &Path, table: &str) -> i64 {
+    let conn = Connection::open(path).expect("second connection");
+    conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |row| {
+        row.get(0)
+    })
+    .expect("count")
+}
+
+async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !condition() {
+        assert!(started.elapsed() < SETTLE, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ledger
+
+#[tokio::test]
+async fn acked_records_are_visible_from_another_connection() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ledger.db");
+    let store = Store::open(&path).expect("open");
+    store
+        .record(Record::Delivery(delivery(
+            "s1",
+            "tmux",
+            now_unix_ms(),
+            None,
+        )))
+        .await
+        .expect("record");
+    assert_eq!(count_rows(&path, "deliveries"), 1);
+}
+
+#[tokio::test]
+async fn queued_callers_are_acked_only_after_their_shared_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ledger.db");
+    let store = Store::open(&path).expect("open");
+    // Another process's write transaction (like the hook CLI's) holds the write lock.
+    let other = Connection::open(&path).expect("other connection");
+    other
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("take write lock");
+    let before = store.write_stats();
+
+    // The writer takes the probe and waits for the lock inside its BEGIN.
+    let probe = tokio::spawn({
+        let store = store.clone();
+        async move {
+            store
+                .record(Record::Delivery(delivery("p", "spool", 1, None)))
+                .await
+        }
+    });
+    tokio::task::yield_now().await;
+    wait_until("the writer took the probe", || store.queued_writes() == 0).await;
+
+    let callers: Vec<_> = (0..16)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let rec = delivery(&format!("s{i}"), "tmux", 10 + i, Some(&format!("id{i}")));
+                store.record(Record::Delivery(rec)).await
+            })
+        })
+        .collect();
+    tokio::task::yield_now().await;
+    wait_until("all 16 callers queued", || store.queued_writes() == 16).await;
+    assert!(!probe.is_finished(), "acked before anything could commit");
+    assert!(callers.iter().all(|caller| !caller.is_finished()));
+
+    other.execute_batch("ROLLBACK").expect("release write lock");
+    probe.await.expect("join").expect("probe committed");
+    for caller in callers {
+        caller.await.expect("join").expect("caller committed");
+    }
+    let after = store.write_stats();
+    assert_eq!(after.commits - before.commits, 2, "probe, then one group");
+    assert_eq!(after.largest_batch, 16);
+    assert_eq!(count_rows(&path, "deliveries"), 17);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hundred_concurrent_callers_are_all_acked() {
+    let store = Store::open_in_memory().expect("open");
+    let callers: Vec<_> = (0..100)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .record(Record::Delivery(delivery("s1", "tmux", i, None)))
+                    .await
+            })
+        })
+        .collect();
+    for caller in callers {
+        caller.await.expect("join").expect("acked");
+    }
+    assert_eq!(store.write_stats().jobs, 100);
+    assert_eq!(
+        store.delivery_counts_by_action().expect("counts")["tmux"],
+        100
+    );
+}
+
+#[tokio::test]
+async fn a_failing_record_fails_only_its_own_caller() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ledger.db");
+    let store = Store::open(&path).expect("open");
+    Connection::open(&path)
+        .expect("other connection")
+        .execute_batch(
+            "CREATE TRIGGER refuse_boom BEFORE INSERT ON deliveries WHEN NEW.action = 'boom' \
+             BEGIN SELECT RAISE(ABORT, 'boom refused'); END;",
+        )
+        .expect("trigger");
+    let good = store.record(Record::Delivery(delivery("s1", "tmux", 1, None)));
+    let bad = store.record(Record::Delivery(delivery("s1", "boom", 2, None)));
+    let good2 = store.record(Record::Delivery(delivery("s1", "spool", 3, None)));
+    let (good, bad, good2) = tokio::join!(good, bad, good2);
+    good.expect("good committed");
+    good2.expect("second good committed");
+    let err = bad.expect_err("boom refused");
+    assert!(matches!(err, StoreError::Write { .. }), "{err}");
+    assert!(err.to_string().contains("boom refused"), "{err}");
+    assert_eq!(count_rows(&path, "deliveries"), 2);
+}
+
+#[tokio::test]
+async fn state_survives_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state").join("wakebridge.db");
+    let now = now_unix_ms();
+    {
+        let store = Store::open(&path).expect("open");
+        store
+            .record(Record::Delivery(delivery("s1", "tmux", now, Some("abc"))))
+            .await
+            .expect("delivery");
+        store
+            .record(Record::SessionSeen(seen("s1", now)))
+            .await
+            .expect("seen");
+        store
+            .record(Record::Wake {
+                session_id: "s1".into(),
+                at_ms: now,
+            })
+            .await
+            .expect("wake");
+        store
+            .record(Record::Nudge(NudgeState {
+                session_id: "s1".into(),
+                unanswered: 2,
+                last_nudge_ms: Some(now),
+                acknowledged: true,
+            }))
+            .await
+            .expect("nudge");
+    }
+    let store = Store::open(&path).expect("reopen");
+    assert_eq!(store.last_wakes().expect("wakes")["s1"], now);
+    assert!(store.known_session("s1").expect("known"));
+    let ids = store.identities_since(now - HOUR_MS).expect("identities");
+    assert_eq!(ids.len(), 1);
+    assert_eq!(
+        (
+            ids[0].identity.as_str(),
+            ids[0].action.as_str(),
+            ids[0].session_id.as_str()
+        ),
+        ("abc", "tmux", "s1")
+    );
+    let row = store.session("s1").expect("session").expect("present");
+    assert_eq!(row.last_action.as_deref(), Some("tmux"));
+    assert_eq!(
+        row.nudge.map(|n| (n.unanswered, n.acknowledged)),
+        Some((2, true))
+    );
+}
+
+#[tokio::test]
+async fn migrates_a_database_written_at_schema_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("old.db");
+    {
+        // What an older wakebridge that only knew migration 1 left on disk.
+        let conn = Connection::open(&path).expect("create old db");
+        conn.execute_batch("PRAGMA journal_mode = WAL;")
+            .expect("wal");
+        conn.execute_batch(include_str!("../migrations/0001_ledger.sql"))
+            .expect("schema 1");
+        conn.execute_batch(
+            "PRAGMA user_version = 1;
+             INSERT INTO sessions (session_id, cwd, first_seen_ms, last_seen_ms)
+                 VALUES ('old-session', '/old', 5, 6);
+             INSERT INTO deliveries (at_ms, source, identity, sender, target_session, action)
+                 VALUES (7, 'hook', 'feed', 'x', 'old-session', 'spool-busy');",
+        )
+        .expect("old rows");
+    }
+    let store = Store::open(&path).expect("open migrates");
+    let row = store.session("old-session").expect("read").expect("kept");
+    assert_eq!(row.cwd.as_deref(), Some("/old"));
+    assert_eq!(row.last_action.as_deref(), Some("spool-busy"));
+    store
+        .record(Record::Wake {
+            session_id: "old-session".into(),
+            at_ms: 9,
+        })
+        .await
+        .expect("table from migration 2 works");
+    assert_eq!(store.last_wakes().expect("wakes")["old-session"], 9);
+    drop(store);
+    let version: i64 = Connection::open(&path)
+        .expect("check")
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .expect("user_version");
+    assert_eq!(version, 2);
+}
+
+#[test]
+fn refuses_a_corrupt_file_and_names_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wakebridge.db");
+    let garbage: Vec<u8> = (0..8192_u32).map(|i| (i * 7 % 251) as u8).collect();
+    fs::write(&path, &garbage).expect("garbage");
+    let err = Store::open(&path).expect_err("garbage refused");
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    let message = err.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("move it aside"), "{message}");
+    assert_eq!(
+        fs::read(&path).expect("still there"),
+        garbage,
+        "left untouched"
+    );
+}
+
+#[tokio::test]
+async fn refuses_a_ledger_with_damaged_pages() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wakebridge.db");
+    {
+        let store = Store::open(&path).expect("open");
+        for i in 0..2_000 {
+            let rec = delivery(
+                &format!("s{}", i % 50),
+                "tmux",
+                i,
+                Some(&format!("{i:064x}")),
+            );
+            store.record(Record::Delivery(rec)).await.expect("record");
+        }
+    }
+    // Closing checkpointed the WAL into the file; now damage pages past the header page.
+    let mut bytes = fs::read(&path).expect("read");
+    assert!(bytes.len() > 64 * 1024, "several pages of rows");
+    let damaged = bytes.len() / 2..bytes.len() / 2 + 8192;
+    bytes[damaged].fill(0xA5);
+    fs::write(&path, &bytes).expect("damage");
+    let err = Store::open(&path).expect_err("damage detected");
+    assert!(
+        matches!(err, StoreError::Damaged { .. } | StoreError::Corrupt { .. }),
+        "{err}"
+    );
+    let message = err.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("move it aside"), "{message}");
+    assert_eq!(
+        fs::read(&path).expect("still there"),
+        bytes,
+        "left untouched"
+    );
+}
+
+#[test]
+fn refuses_a_database_from_a_newer_wakebridge() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wakebridge.db");
+    drop(Store::open(&path).expect("create"));
+    Connection::open(&path)
+        .expect("conn")
+        .execute_batch("PRAGMA user_version = 99")
+        .expect("bump");
+    let err = Store::open(&path).expect_err("newer refused");
+    assert!(matches!(err, StoreError::TooNew { found: 99, .. }), "{err}");
+}
+
+#[test]
+fn refuses_another_programs_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("other.db");
+    Connection::open(&path)
+        .expect("conn")
+        .execute_batch("CREATE TABLE precious (x); INSERT INTO precious VALUES (1);")
+        .expect("other db");
+    let err = Store::open(&path).expect_err("foreign refused");
+    assert!(matches!(err, StoreError::NotALedger { .. }), "{err}");
+    assert_eq!(count_rows(&path, "precious"), 1);
+}
+
+#[tokio::test]
+async fn recreates_a_deleted_file_with_private_modes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("a").join("b");
+    let path = state.join("wakebridge.db");
+    {
+        let store = Store::open(&path).expect("open");
+        store
+            .record(Record::Delivery(delivery("s1", "tmux", 1, None)))
+            .await
+            .expect("record");
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let file = PathBuf::from(format!("{}{suffix}", path.display()));
+        if file.exists() {
+            fs::remove_file(file).expect("delete");
+        }
+    }
+    let store = Store::open(&path).expect("recreated");
+    assert!(
+        store
+            .delivery_counts_by_action()
+            .expect("counts")
+            .is_empty()
+    );
+    let mode = |p: &Path| fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    assert_eq!(mode(&state), 0o700);
+    assert_eq!(mode(&dir.path().join("a")), 0o700);
+    assert_eq!(mode(&path), 0o600);
+    let wal = PathBuf::from(format!("{}-wal", path.display()));
+    assert_eq!(mode(&wal), 0o600, "SQLite copies the database's mode");
+}
+
+#[tokio::test]
+async fn prunes_identities_outside_the_retention_window() {
+    let store = Store::open_in_memory().expect("open");
+    let now = now_unix_ms();
+    for (at, identity, action) in [
+        (now - 25 * HOUR_MS, "old", "tmux"),
+        (now - HOUR_MS, "recent", "spool-busy"),
+        (now - 30 * 60 * 1000, "recent", "spool-cooldown"),
+    ] {
+        store
+            .record(Record::Delivery(delivery("s1", action, at, Some(identity))))
+            .await
+            .expect("record");
+    }
+    let cutoff = now - 24 * HOUR_MS;
+    assert_eq!(
+        store
+            .identities_since(now - 48 * HOUR_MS)
+            .expect("all")
+            .len(),
+        2
+    );
+    assert_eq!(store.prune_older_than(cutoff).await.expect("prune"), 1);
+    let ids = store.identities_since(cutoff).expect("identities");
+    assert_eq!(ids.len(), 1);
+    assert_eq!(ids[0].identity, "recent");
+    assert_eq!(
+        ids[0].action, "spool-cooldown",
+        "latest delivery of the identity"
+    );
+    let counts = store.delivery_counts_by_action().expect("counts");
+    assert_eq!(counts.get("tmux"), None);
+    assert_eq!(counts["spool-busy"], 1);
+    assert_eq!(store.prune_older_than(cutoff).await.expect("again"), 0);
+}
+
+#[tokio::test]
+async fn session_seen_upserts_keep_known_fields() {
+    let store = Store::open_in_memory().expect("open");
+    store
+        .record(Record::SessionSeen(seen("s1", 1_000)))
+        .await
+        .expect("first");
+    store
+        .record(Record::SessionSeen(SessionSeen {
+            session_id: "s1".into(),
+            cwd: None,
+            transcript_path: None,
+            pane: Some("zellij:main:terminal_2".into()),
+            last_hook_event: Some("UserPromptSubmit".into()),
+            seen_at_ms: 900,
+        }))
+        .await
+        .expect("second");
+    let row = store.session("s1").expect("read").expect("present");
+    assert_eq!(row.cwd.as_deref(), Some("/work/project"), "kept");
+    assert_eq!(
+        row.pane.as_deref(),
+        Some("zellij:main:terminal_2"),
+        "updated"
+    );
+    assert_eq!(row.last_hook_event.as_deref(), Some("UserPromptSubmit"));
+    assert_eq!(row.last_seen_ms, Some(1_000), "never moves backwards");
+    assert_eq!(row.first_seen_ms, Some(1_000));
+    assert!(store.known_session("s1").expect("known"));
+    assert!(!store.known_session("s2").expect("unknown"));
+    assert_eq!(store.session("s2").expect("read"), None);
+}
+
+#[tokio::test]
+async fn sessions_join_hook_facts_last_delivery_wake_and_nudges() {
+    let store = Store::open_in_memory().expect("open");
+    store
+        .record(Record::SessionSeen(seen("local", 10)))
+        .await
+        .expect("seen");
+    for (at, action) in [(20, "tmux"), (40, "spool-busy"), (30, "spool-cooldown")] {
+        store
+            .record(Record::Delivery(delivery("local", action, at, None)))
+            .await
+            .expect("delivery");
+    }
+    store
+        .record(Record::Delivery(delivery(
+            "foreign",
+            "spool-unmapped",
+            50,
+            None,
+        )))
+        .await
+        .expect("foreign");
+    for at_ms in [20, 15] {
+        store
+            .record(Record::Wake {
+                session_id: "local".into(),
+                at_ms,
+            })
+            .await
+            .expect("wake");
+    }
+    store
+        .record(Record::Nudge(NudgeState {
+            session_id: "local".into(),
+            unanswered: 1,
+            last_nudge_ms: Some(60),
+            acknowledged: false,
+        }))
+        .await
+        .expect("nudge");
+    let rows = store.sessions().expect("sessions");
+    let ids: Vec<&str> = rows.iter().map(|r| r.session_id.as_str()).collect();
+    assert_eq!(ids, ["foreign", "local"]);
+    let foreign = &rows[0];
+    assert!(!foreign.seen_by_hook());
+    assert_eq!(foreign.last_action.as_deref(), Some("spool-unmapped"));
+    let local = &rows[1];
+    assert!(local.seen_by_hook());
+    assert_eq!(
+        (local.last_delivery_ms, local.last_action.as_deref()),
+        (Some(40), Some("spool-busy"))
+    );
+    assert_eq!(local.last_wake_ms, Some(20), "an older wake does not win");
+    assert_eq!(local.nudge.as_ref().map(|n| n.unanswered), Some(1));
+    assert_eq!(store.nudge_state("local").expect("nudge"), local.nudge);
+}
+
+#[test]
+fn record_blocking_works_without_a_runtime_and_refuses_inside_one() {
+    let store = Store::open_in_memory().expect("open");
+    store
+        .record_blocking(Record::SessionSeen(seen("cli", 1)))
+        .expect("blocking record");
+    assert!(store.known_session("cli").expect("known"));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let refused =
+        runtime.block_on(async { store.record_blocking(Record::SessionSeen(seen("x", 1))) });
+    assert!(matches!(refused, Err(StoreError::BlockingInAsync)));
+}
+
+/// Figures for the report: `cargo test --test store -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "measurement, prints figures"]
+async fn measure_group_commit_with_16_callers() {
+    const CALLERS: i64 = 16;
+    const PER_CALLER: i64 = 2_000;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir on disk");
+    let store = Store::open(&dir.path().join("bench.db")).expect("open");
+    let started = Instant::now();
+    let callers: Vec<_> = (0..CALLERS)
+        .map(|c| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for i in 0..PER_CALLER {
+                    let rec = delivery(&format!("s{c}"), "tmux", i, Some(&format!("{c}-{i}")));
+                    store.record(Record::Delivery(rec)).await.expect("record");
+                }
+            })
+        })
+        .collect();
+    for caller in callers {
+        caller.await.expect("join");
+    }
+    let elapsed = started.elapsed();
+    let stats = store.write_stats();
+    let records = CALLERS * PER_CALLER;
+    println!(
+        "16 callers x {PER_CALLER}: {records} records in {elapsed:?} = {:.0} records/s; \
+         {} commits, {:.1} records/commit (largest {}), {:?} per commit (BEGIN..COMMIT)",
+        records as f64 / elapsed.as_secs_f64(),
+        stats.commits,
+        stats.jobs as f64 / stats.commits as f64,
+        stats.largest_batch,
+        stats.commit_time / u32::try_from(stats.commits).expect("fits"),
+    );
+    // Sequential single caller, for comparison: one commit per record.
+    let before = store.write_stats();
+    let started = Instant::now();
+    for i in 0..PER_CALLER {
+        store
+            .record(Record::Delivery(delivery("solo", "tmux", i, None)))
+            .await
+            .expect("record");
+    }
+    let elapsed = started.elapsed();
+    let after = store.write_stats();
+    println!(
+        "1 caller x {PER_CALLER}: {:.0} records/s, {:?} per commit, {:?} per acked record",
+        PER_CALLER as f64 / elapsed.as_secs_f64(),
+        (after.commit_time - before.commit_time)
+            / u32::try_from(after.commits - before.commits).expect("fits"),
+        elapsed / u32::try_from(PER_CALLER).expect("fits"),
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spool pruning
+
+const DAY: Duration = Duration::from_secs(24 * 60 * 60);
+
+fn write_aged(path: &Path, bytes: usize, age: Duration) {
+    fs::write(path, vec![b'x'; bytes]).expect("write");
+    File::options()
+        .write(true)
+        .open(path)
+        .expect("open")
+        .set_modified(SystemTime::now() - age)
+        .expect("set mtime");
+}
+
+fn config(dir: &Path, max_total_bytes: u64) -> PruneConfig {
+    PruneConfig {
+        max_total_bytes,
+        ..PruneConfig::new(dir.to_path_buf())
+    }
+}
+
+/// A child process holding a flock(2); killed and reaped on drop.
+struct LockHolder(Child);
+
+impl LockHolder {
+    fn hold(lock: &Path) -> Self {
+        // --no-fork: flock execs `sleep` itself, so killing the child really drops the lock
+        // (a forked `sleep` would inherit the locked descriptor and outlive the kill).
+        let child = Command::new("flock")
+            .args(["--exclusive", "--no-fork"])
+            .arg(lock)
+            .args(["sleep", "60"])
+            .spawn()
+            .expect("spawn flock (util-linux)");
+        let holder = LockHolder(child);
+        let started = Instant::now();
+        loop {
+            let probe = File::options()
+                .append(true)
+                .create(true)
+                .open(lock)
+                .expect("lock");
+            match probe.try_lock() {
+                Err(fs::TryLockError::WouldBlock) => return holder,
+                Ok(()) => probe.unlock().expect("unlock"),
+                Err(fs::TryLockError::Error(err)) => panic!("probe lock: {err}"),
+            }
+            assert!(started.elapsed() < SETTLE, "child never took the lock");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for LockHolder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn prune_keeps_young_files_under_the_cap() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_aged(&dir.path().join("s1.jsonl"), 100, DAY);
+    write_aged(
+        &dir.path().join("s2.jsonl.draining.1-2.0"),
+        100,
+        Duration::from_secs(60),
+    );
+    let report = prune::prune_once(&config(dir.path(), 1000), SystemTime::now()).expect("round");
+    assert!(report.removed.is_empty());
+    assert!(dir.path().join("s1.jsonl").exists());
+    assert!(dir.path().join("s2.jsonl.draining.1-2.0").exists());
+}
+
+#[test]
+fn prune_never_touches_locks_markers_panes_or_subdirectories() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = 30 * DAY;
+    let others = [
+        "s1.lock",
+        "s1.busy",
+        "panes.json",
+        "panes.lock",
+        "bridge.singleton.lock",
+        "hook.abcd.lock",
+        "notes.txt",
+        "bad id.jsonl",
+    ];
+    for name in others {
+        write_aged(&dir.path().join(name), 10, old);
+    }
+    fs::create_dir(dir.path().join("nested")).expect("subdir");
+    write_aged(&dir.path().join("nested").join("s9.jsonl"), 10, old);
+    write_aged(&dir.path().join("s1.jsonl"), 10, old);
+    let report = prune::prune_once(&config(dir.path(), 0), SystemTime::now()).expect("round");
+    let removed: Vec<PathBuf> = report.removed.iter().map(|r| r.path.clone()).collect();
+    assert_eq!(removed, [dir.path().join("s1.jsonl")]);
+    assert_eq!(report.removed[0].size, 10);
+    assert!(report.removed[0].age >= old);
+    for name in others {
+        assert!(dir.path().join(name).exists(), "{name} touched");
+    }
+    assert!(
+        dir.path().join("nested").join("s9.jsonl").exists(),
+        "recursed"
+    );
+}
+
+#[test]
+fn prune_cap_removes_oldest_live_spools_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_aged(
+        &dir.path().join("oldest.jsonl"),
+        400,
+        Duration::from_secs(3000),
+    );
+    write_aged(
+        &dir.path().join("middle.jsonl"),
+        400,
+        Duration::from_secs(2000),
+    );
+    write_aged(
+        &dir.path().join("newest.jsonl"),
+        400,
+        Duration::from_secs(1000),
+    );
+    let report = prune::prune_once(&config(dir.path(), 500), SystemTime::now()).expect("round");
+    let removed: Vec<PathBuf> = report.removed.iter().map(|r| r.path.clone()).collect();
+    assert_eq!(
+        removed,
+        [
+            dir.path().join("oldest.jsonl"),
+            dir.path().join("middle.jsonl")
+        ]
+    );
+    assert!(dir.path().join("newest.jsonl").exists());
+}
+
+#[test]
+fn prune_removes_stale_claims_but_never_fresh_ones_for_the_cap() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stale = dir.path().join("s1.jsonl.draining.77-1.0");
+    let fresh = dir.path().join("s2.jsonl.draining.88-2.0");
+    write_aged(&stale, 10, 8 * DAY);
+    write_aged(&fresh, 1000, Duration::from_secs(60));
+    let report = prune::prune_once(&config(dir.path(), 0), SystemTime::now()).expect("round");
+    assert!(!stale.exists());
+    assert!(
+        fresh.exists(),
+        "a drainer's claim is not removed for the cap"
+    );
+    assert_eq!(report.removed.len(), 1);
+}
+
+#[test]
+fn prune_skips_a_spool_whose_lock_another_process_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spool = dir.path().join("s1.jsonl");
+    write_aged(&spool, 10, 30 * DAY);
+    let holder = LockHolder::hold(&dir.path().join("s1.lock"));
+    let report = prune::prune_once(&config(dir.path(), 0), SystemTime::now()).expect("round");
+    assert!(spool.exists(), "removed under someone else's lock");
+    assert_eq!(report.skipped_locked, std::slice::from_ref(&spool));
+    drop(holder);
+    let report = prune::prune_once(&config(dir.path(), 0), SystemTime::now()).expect("round");
+    assert_eq!(report.removed.len(), 1);
+    assert!(!spool.exists());
+}
+
+#[test]
+fn prune_ignores_symlinked_spool_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outside = tempfile::tempdir().expect("outside");
+    let target = outside.path().join("precious.jsonl");
+    write_aged(&target, 10, 30 * DAY);
+    let link = dir.path().join("s1.jsonl");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let report = prune::prune_once(&config(dir.path(), 0), SystemTime::now()).expect("round");
+    assert!(report.removed.is_empty());
+    assert!(target.exists());
+    assert!(
+        fs::symlink_metadata(&link).is_ok(),
+        "link itself left alone"
+    );
+}
+
+#[test]
+fn prune_refuses_to_lock_through_a_symlinked_lock_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outside = tempfile::tempdir().expect("outside");
+    let spool = dir.path().join("s1.jsonl");
+    write_aged(&spool, 10, 30 * DAY);
+    let elsewhere = outside.path().join("not-a-lock");
+    std::os::unix::fs::symlink(&elsewhere, dir.path().join("s1.lock")).expect("symlink");
+    let report = prune::prune_once(&config(dir.path(), 0), SystemTime::now()).expect("round");
+    assert!(spool.exists());
+    assert_eq!(report.failures.len(), 1);
+    assert!(matches!(report.failures[0], prune::PruneError::Lock { .. }));
+    assert!(!elsewhere.exists(), "the symlink was followed");
+}
+
+#[test]
+fn prune_of_a_missing_wake_dir_is_a_quiet_no_op() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = prune::prune_once(&config(&dir.path().join("absent"), 0), SystemTime::now())
+        .expect("round");
+    assert!(report.removed.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn prune_task_runs_every_interval_until_shutdown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = dir.path().join("s1.jsonl");
+    write_aged(&first, 10, 30 * DAY);
+    let config = config(dir.path(), u64::MAX);
+    let interval = config.interval;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn(prune::run(config, shutdown.clone()));
+    // The first round runs at once.
+    let started = tokio::time::Instant::now();
+    while first.exists() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        started.elapsed() < interval,
+        "first round waited for the interval"
+    );
+    let second = dir.path().join("s2.jsonl");
+    write_aged(&second, 10, 30 * DAY);
+    tokio::time::sleep(interval + Duration::from_secs(1)).await;
+    while second.exists() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(1), task)
+        .await
+        .expect("stops on shutdown")
+        .expect("join");
+}
