@@ -18,7 +18,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 fn knob(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn request_bytes(session: usize, event_id: u64) -> Vec<u8> {
@@ -47,10 +50,18 @@ async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Re
             let head = &text[..head_end];
             let length = head
                 .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                })
                 .unwrap_or(0);
             if buf.len() >= head_end + 4 + length {
-                return Ok(head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0));
+                return Ok(head
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0));
             }
         }
     }
@@ -88,7 +99,11 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -98,7 +113,10 @@ fn main() {
     let sessions = knob("WB_BENCH_SESSIONS", 1) as usize;
     let backend = std::env::var("WB_BENCH_BACKEND").unwrap_or_else(|_| "spool".into());
     let root = tempfile::tempdir().expect("tempdir");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
     let run_dir = root.path().join("run");
     std::fs::create_dir_all(&run_dir).expect("run dir");
     let mut daemon = std::process::Command::new(env!("CARGO_BIN_EXE_wakebridge"))
@@ -119,12 +137,18 @@ fn main() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let rss_idle = rss_kib(daemon.id());
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     let until = Instant::now() + Duration::from_secs(secs);
     let started = Instant::now();
     let pid = daemon.id();
     let (mut all, errors, rss_peak) = runtime.block_on(async move {
-        let tasks: Vec<_> = (0..conns).map(|c| tokio::spawn(client(addr, c, sessions, until))).collect();
+        let tasks: Vec<_> = (0..conns)
+            .map(|c| tokio::spawn(client(addr, c, sessions, until)))
+            .collect();
         let sampler = tokio::spawn(async move {
             let mut peak = 0;
             while Instant::now() < until {
@@ -155,7 +179,11 @@ fn main() {
         rss_idle,
         rss_peak,
     );
-    assert_eq!(lines as usize, all.len(), "every 200 must be a spooled line");
+    assert_eq!(
+        lines as usize,
+        all.len(),
+        "every 200 must be a spooled line"
+    );
     let _ = daemon.kill();
     let _ = daemon.wait();
 }
@@ -165,7 +193,11 @@ fn count_lines(wake: &Path) -> u64 {
         .map(|d| {
             d.filter_map(|e| e.ok())
                 .filter(|e| e.file_name().to_string_lossy().ends_with(".jsonl"))
-                .map(|e| std::fs::read(e.path()).map(|b| b.iter().filter(|&&c| c == b'\n').count() as u64).unwrap_or(0))
+                .map(|e| {
+                    std::fs::read(e.path())
+                        .map(|b| b.iter().filter(|&&c| c == b'\n').count() as u64)
+                        .unwrap_or(0)
+                })
                 .sum()
         })
         .unwrap_or(0)

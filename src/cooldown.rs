@@ -40,7 +40,9 @@ impl Cooldown {
     }
 
     fn stamp(&self) -> (Instant, u64) {
-        let serial = self.next_serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let serial = self
+            .next_serial
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         (Instant::now(), serial)
     }
 
@@ -67,7 +69,10 @@ impl Cooldown {
     /// Gives a reservation back, unless a newer one has replaced it since.
     pub fn roll_back(&self, sid: &str, reservation: Reservation) {
         let mut map = self.map();
-        if map.get(sid).is_some_and(|(_, serial)| *serial == reservation.serial) {
+        if map
+            .get(sid)
+            .is_some_and(|(_, serial)| *serial == reservation.serial)
+        {
             map.remove(sid);
         }
     }
@@ -85,7 +90,10 @@ impl Cooldown {
     pub fn remaining(&self, sid: &str) -> Duration {
         self.map()
             .get(sid)
-            .map(|(at, _)| self.window.saturating_sub(Instant::now().duration_since(*at)))
+            .map(|(at, _)| {
+                self.window
+                    .saturating_sub(Instant::now().duration_since(*at))
+            })
             .unwrap_or(Duration::ZERO)
     }
 
@@ -110,7 +118,10 @@ mod tests {
         tokio::time::advance(Duration::from_secs(10)).await;
         assert!(c.reserve("a").is_none());
         tokio::time::advance(Duration::from_secs(20)).await;
-        assert!(c.reserve("a").is_some(), "exactly `cooldown` later is allowed");
+        assert!(
+            c.reserve("a").is_some(),
+            "exactly `cooldown` later is allowed"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -121,7 +132,10 @@ mod tests {
         let second = c.reserve("a").expect("rolled back, so free again");
         tokio::time::advance(Duration::from_secs(1)).await;
         c.roll_back("a", first);
-        assert!(c.reserve("a").is_none(), "a stale rollback must not free a newer reservation");
+        assert!(
+            c.reserve("a").is_none(),
+            "a stale rollback must not free a newer reservation"
+        );
         c.roll_back("a", second);
         assert!(c.reserve("a").is_some());
     }

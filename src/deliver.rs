@@ -107,7 +107,10 @@ impl Deliverer {
             // Only the fixed prompt is ever typed: nothing from the event reaches the pane.
             Backend::Mux => {
                 let prompt = KeystrokeText::wake_prompt();
-                self.gate.wake(&event.target, &prompt, Mode::Gated).await.action
+                self.gate
+                    .wake(&event.target, &prompt, Mode::Gated)
+                    .await
+                    .action
             }
         };
         Ok(Delivered {

@@ -4,9 +4,12 @@
 //! typing, rolled back on failure) → stale-pane guard and typing (in `mux`), under one budget.
 //! Nothing here can fail a delivery: every outcome is an `Action`.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::cooldown::Cooldown;
 use crate::deadline::Deadline;
@@ -18,7 +21,15 @@ use crate::wake::reader::PanesReader;
 use crate::wake::warn_once::WarnOnce;
 
 /// Every failure kind `InjectError::kind` can report, so a success can re-arm them all.
-const FAILURE_KINDS: [&str; 7] = ["stale", "pane-busy", "spawn", "timeout", "exit", "io", "output"];
+const FAILURE_KINDS: [&str; 7] = [
+    "stale",
+    "pane-busy",
+    "spawn",
+    "timeout",
+    "exit",
+    "io",
+    "output",
+];
 
 /// How a wake should treat the idle gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +53,12 @@ pub struct GateOutcome {
 
 impl GateOutcome {
     fn skipped(action: Action, target: Option<PaneTarget>) -> Self {
-        Self { action, error_kind: None, inject_time: Duration::ZERO, target }
+        Self {
+            action,
+            error_kind: None,
+            inject_time: Duration::ZERO,
+            target,
+        }
     }
 }
 
@@ -54,10 +70,18 @@ pub struct Gate {
     injector: Arc<Injector>,
     /// Warn once per (session, failure kind); a success re-arms that session's keys.
     failures: Mutex<WarnOnce>,
+    /// When each session was last typed into, by anything: the nudger spaces nudges by it and
+    /// discounts the pane activity our own keystrokes cause.
+    typed_at: Mutex<HashMap<String, Instant>>,
 }
 
 impl Gate {
-    pub fn new(wake_dir: PathBuf, busy_ttl: f64, cooldown: Duration, injector: Arc<Injector>) -> Self {
+    pub fn new(
+        wake_dir: PathBuf,
+        busy_ttl: f64,
+        cooldown: Duration,
+        injector: Arc<Injector>,
+    ) -> Self {
         Self {
             panes: PanesReader::new(&wake_dir),
             wake_dir,
@@ -65,6 +89,7 @@ impl Gate {
             cooldown: Cooldown::new(cooldown),
             injector,
             failures: Mutex::new(WarnOnce::new()),
+            typed_at: Mutex::new(HashMap::new()),
         }
     }
 
@@ -81,6 +106,15 @@ impl Gate {
         self.panes.lookup(sid)
     }
 
+    /// When wakebridge last typed into `sid`'s pane (wake, nudge or warning), if ever.
+    pub fn last_typed(&self, sid: &str) -> Option<Instant> {
+        self.typed_at
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(sid)
+            .copied()
+    }
+
     /// Whether a fresh busy marker says a turn is running.
     pub fn is_busy(&self, sid: &str) -> bool {
         markers::is_busy(&self.wake_dir, sid, self.busy_ttl)
@@ -93,7 +127,10 @@ impl Gate {
             return GateOutcome::skipped(Action::SpoolUnmapped, None);
         };
         if mode == Mode::Gated && self.is_busy(sid) {
-            tracing::debug!(session_id = sid, "session busy (fresh marker); spooled only");
+            tracing::debug!(
+                session_id = sid,
+                "session busy (fresh marker); spooled only"
+            );
             return GateOutcome::skipped(Action::SpoolBusy, Some(target));
         }
         let reservation = match mode {
@@ -101,38 +138,83 @@ impl Gate {
             Mode::Gated => match self.cooldown.reserve(sid) {
                 Some(r) => r,
                 None => {
-                    tracing::debug!(session_id = sid, "Cooldown active for {}; spooled only", short(sid));
+                    tracing::debug!(
+                        session_id = sid,
+                        "Cooldown active for {}; spooled only",
+                        short(sid)
+                    );
                     return GateOutcome::skipped(Action::SpoolCooldown, Some(target));
                 }
             },
         };
-        let started = tokio::time::Instant::now();
-        let result = self.injector.inject(&target, text, Deadline::after(INJECT_BUDGET)).await;
+        let started = Instant::now();
+        let result = self
+            .injector
+            .inject(&target, text, Deadline::after(INJECT_BUDGET))
+            .await;
         let inject_time = started.elapsed();
         match result {
             Ok(injected) => {
-                tracing::info!(session_id = sid, mux = injected.mux, elapsed_ms = inject_time.as_millis() as u64, "Woke {} via {target}", short(sid));
+                self.typed_at
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(sid.to_string(), Instant::now());
+                tracing::info!(
+                    session_id = sid,
+                    mux = injected.mux,
+                    elapsed_ms = inject_time.as_millis() as u64,
+                    "Woke {} via {target}",
+                    short(sid)
+                );
                 let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
                 for kind in FAILURE_KINDS {
                     failures.clear(&format!("{sid}:{kind}"));
                 }
-                let action = if injected.mux == "zellij" { Action::Zellij } else { Action::Tmux };
-                GateOutcome { action, error_kind: None, inject_time, target: Some(target) }
+                let action = if injected.mux == "zellij" {
+                    Action::Zellij
+                } else {
+                    Action::Tmux
+                };
+                GateOutcome {
+                    action,
+                    error_kind: None,
+                    inject_time,
+                    target: Some(target),
+                }
             }
             Err(error) => {
                 self.cooldown.roll_back(sid, reservation);
                 let kind = error.kind();
-                let first = self.failures.lock().unwrap_or_else(|e| e.into_inner()).first(&format!("{sid}:{kind}"));
+                let first = self
+                    .failures
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .first(&format!("{sid}:{kind}"));
                 if first {
-                    tracing::warn!(session_id = sid, kind, "Wake injection failed for {} ({error}); spooled only", short(sid));
+                    tracing::warn!(
+                        session_id = sid,
+                        kind,
+                        "Wake injection failed for {} ({error}); spooled only",
+                        short(sid)
+                    );
                 } else {
-                    tracing::debug!(session_id = sid, kind, "Wake injection failed for {} ({error}); spooled only", short(sid));
+                    tracing::debug!(
+                        session_id = sid,
+                        kind,
+                        "Wake injection failed for {} ({error}); spooled only",
+                        short(sid)
+                    );
                 }
                 let action = match error {
                     InjectError::StalePane { .. } => Action::SpoolStalePane,
                     _ => Action::SpoolMuxFailed,
                 };
-                GateOutcome { action, error_kind: Some(kind), inject_time, target: Some(target) }
+                GateOutcome {
+                    action,
+                    error_kind: Some(kind),
+                    inject_time,
+                    target: Some(target),
+                }
             }
         }
     }

@@ -111,8 +111,7 @@ impl Injector {
         let _held = self.lock_pane(target, deadline).await?;
         let mux = match target {
             PaneTarget::Tmux { pane, .. } => {
-                guarded_inject(&self.tmux, pane.as_str(), text, self.submit_delay, deadline)
-                    .await?
+                guarded_inject(&self.tmux, pane.as_str(), text, self.submit_delay, deadline).await?
             }
             PaneTarget::Zellij { pane, session } => {
                 let pane = ZellijPane {
@@ -291,7 +290,10 @@ mod tests {
         .await
         .unwrap_err();
         assert_eq!(err.kind(), "timeout");
-        assert!(matches!(err, InjectError::Failed(MuxError::BudgetSpent { .. })));
+        assert!(matches!(
+            err,
+            InjectError::Failed(MuxError::BudgetSpent { .. })
+        ));
         assert_eq!(mux.names(), ["guard"]);
         assert_eq!(start.elapsed(), Duration::from_millis(1800));
     }

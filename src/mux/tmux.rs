@@ -69,7 +69,10 @@ impl Tmux {
 
     /// Every pane on the server, keyed by pane id, from one `list-panes -a` call. No server
     /// running means no panes, not an error.
-    pub async fn snapshot(&self, deadline: Deadline) -> Result<HashMap<String, PaneInfo>, MuxError> {
+    pub async fn snapshot(
+        &self,
+        deadline: Deadline,
+    ) -> Result<HashMap<String, PaneInfo>, MuxError> {
         let inv = self
             .command("tmux list-panes")
             .arg("list-panes")

@@ -18,7 +18,10 @@ fn spec_routes(spec: &str) -> BTreeSet<(String, String)> {
         }
         if let Some(p) = line.strip_prefix("  /").and_then(|l| l.strip_suffix(':')) {
             path = Some(format!("/{p}"));
-        } else if let (Some(p), Some(m)) = (&path, line.strip_prefix("    ").and_then(|l| l.strip_suffix(':'))) {
+        } else if let (Some(p), Some(m)) = (
+            &path,
+            line.strip_prefix("    ").and_then(|l| l.strip_suffix(':')),
+        ) {
             if ["get", "post", "put", "delete", "patch", "head"].contains(&m) {
                 routes.insert((m.to_string(), p.clone()));
             }
@@ -29,10 +32,13 @@ fn spec_routes(spec: &str) -> BTreeSet<(String, String)> {
 
 #[test]
 fn spec_and_router_agree() {
-    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml")).expect("openapi.yaml");
+    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml"))
+        .expect("openapi.yaml");
     let documented = spec_routes(&spec);
-    let served: BTreeSet<(String, String)> =
-        wakebridge::http::ROUTES.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
+    let served: BTreeSet<(String, String)> = wakebridge::http::ROUTES
+        .iter()
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
     assert!(!served.is_empty());
     assert_eq!(documented, served, "openapi.yaml and http::ROUTES differ");
 }
@@ -42,8 +48,16 @@ fn spec_and_router_agree() {
 async fn every_listed_route_is_served() {
     let server = crate::harness::TestServer::start(&[]).await;
     for (method, path) in wakebridge::http::ROUTES {
-        let method = reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).expect("method");
-        let resp = server.client.request(method.clone(), server.url(path)).header("content-type", "application/json").body("{}").send().await.expect("req");
+        let method =
+            reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).expect("method");
+        let resp = server
+            .client
+            .request(method.clone(), server.url(path))
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .expect("req");
         assert_ne!(resp.status().as_u16(), 404, "{method} {path}");
     }
 }
