@@ -6,18 +6,21 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Backend, Config, Env};
-use crate::deliver::Deliverer;
+use crate::dedupe::Dedupe;
+use crate::deliver::{Action, Deliverer};
+use crate::store::{Store, now_unix_ms};
 use crate::gate::Gate;
 use crate::mux::{Injector, MuxConfig};
 use crate::ratelimit::RateLimiter;
 use crate::singleton::{self, SingletonError, Singletons};
 use crate::spool::{self, Spool};
+use crate::tasks::prune::{self, PruneConfig};
 use crate::tasks::registration::{self, RegistrationConfig, RegistrationStatus};
 
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +31,9 @@ pub enum AppError {
     Singleton(#[from] SingletonError),
     #[error("cannot listen on {addr}: {reason}; pick a free --port or stop whatever holds it")]
     Bind { addr: SocketAddr, reason: String },
+    /// Names the file and what to do (the store's own message does both).
+    #[error("{0}")]
+    Ledger(String),
     #[error("server failed: {0}")]
     Serve(String),
 }
@@ -98,8 +104,19 @@ impl App {
         }
         let settings_registration = config.settings.registration.enabled;
         let injector = Arc::new(Injector::new(&mux_config(&config)));
-        let gate = Gate::new(wake_dir.clone(), config.busy_ttl, config.cooldown, injector);
-        let deliverer = Deliverer::new(Spool::new(wake_dir), config.backend, gate);
+        let gate = Arc::new(Gate::new(wake_dir.clone(), config.busy_ttl, config.cooldown, injector));
+        let ledger_path = config.ledger_path(env);
+        let store = Store::open(&ledger_path).map_err(|e| AppError::Ledger(e.to_string()))?;
+        let dedupe = Dedupe::new(config.settings.ledger.identity_window);
+        restore_state(&store, &gate, &dedupe, config.settings.ledger.identity_window);
+        let deliverer = Deliverer::new(
+            Spool::new(wake_dir),
+            config.backend,
+            config.scope,
+            gate,
+            Some(store),
+            dedupe,
+        );
         let state = Arc::new(AppState {
             config,
             deliverer,
@@ -140,18 +157,78 @@ impl App {
             reg.keep_interval = config.settings.registration.keep_interval;
             tokio::spawn(registration::run(reg, status, shutdown.child_token()))
         });
+        let pruning = spawn_pruning(&self.state, shutdown.child_token());
         let router = crate::http::router(self.state.clone());
         let stop = shutdown.clone();
         axum::serve(self.listener, router)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await
             .map_err(|e| AppError::Serve(e.to_string()))?;
+        let _ = pruning.await;
         // Registration unregisters our row within its own bounded budget.
         if let Some(task) = registration {
             let _ = task.await;
         }
         tracing::info!("wakebridge stopped");
         Ok(())
+    }
+}
+
+/// Spool pruning and the ledger's identity window, on the prune interval.
+fn spawn_pruning(state: &Arc<AppState>, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
+    let settings = &state.config.settings.prune;
+    let mut prune = PruneConfig::new(state.deliverer.spool().wake_dir().to_path_buf());
+    prune.max_age = settings.max_age;
+    prune.max_total_bytes = settings.max_total_bytes;
+    prune.interval = settings.interval;
+    let interval = settings.interval;
+    let window = state.config.settings.ledger.identity_window;
+    let state = state.clone();
+    tokio::spawn(async move {
+        let spools = tokio::spawn(prune::run(prune, shutdown.clone()));
+        let mut tick = tokio::time::interval(interval);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tick.tick() => {
+                    state.deliverer.dedupe().expire();
+                    if let Some(store) = state.deliverer.store() {
+                        let cutoff = now_unix_ms() - window.as_millis() as i64;
+                        match store.prune_older_than(cutoff).await {
+                            Ok(0) => {}
+                            Ok(n) => tracing::info!(rows = n, "pruned ledger rows older than the identity window"),
+                            Err(e) => tracing::warn!(error = %e, "could not prune the ledger"),
+                        }
+                    }
+                }
+            }
+        }
+        let _ = spools.await;
+    })
+}
+
+/// Reads back what must survive a restart: recent event identities (so a redelivery is still
+/// recognised) and recent wakes (so a restart does not reopen a cooldown window).
+fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) {
+    let now = now_unix_ms();
+    let ago = |at_ms: i64| Duration::from_millis(now.saturating_sub(at_ms).max(0) as u64);
+    match store.identities_since(now - window.as_millis() as i64) {
+        Ok(seen) => {
+            for s in seen {
+                if let Some(action) = Action::parse(&s.action) {
+                    dedupe.restore(s.identity, action, ago(s.at_ms));
+                }
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not read recent event identities from the ledger"),
+    }
+    match store.last_wakes() {
+        Ok(wakes) => {
+            for (sid, at_ms) in wakes {
+                gate.cooldown().restore(&sid, ago(at_ms));
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not read recent wakes from the ledger"),
     }
 }
 

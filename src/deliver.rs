@@ -2,13 +2,19 @@
 //! line durably, then (mux backend) decide whether and how to wake the session. It owns the
 //! `action` vocabulary the bus-facing answer uses.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use crate::config::Backend;
+use tokio::time::Instant;
+
+use crate::config::{Backend, Scope};
+use crate::dedupe::{Begin, Dedupe};
 use crate::event::Event;
-use crate::gate::{Gate, Mode};
+use crate::gate::{Gate, GateOutcome, Mode};
 use crate::mux::KeystrokeText;
 use crate::spool::{Spool, SpoolError};
+use crate::store::{Delivery, DeliverySource, Record, Store, now_unix_ms};
 
 /// What happened to a delivered event; the strings are the reference's `action` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,56 +74,124 @@ pub struct Delivered {
     pub duplicate: bool,
 }
 
-/// Spools and wakes.
+/// What became of an actionable event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Delivered(Delivered),
+    /// `scope = "local"` and this machine does not know the session: nothing was touched.
+    NotLocal,
+}
+
+/// Spools, wakes and records.
 pub struct Deliverer {
     spool: Spool,
     backend: Backend,
-    gate: Gate,
+    scope: Scope,
+    gate: Arc<Gate>,
+    store: Option<Store>,
+    dedupe: Dedupe,
     first_spool_logged: AtomicBool,
 }
 
 impl Deliverer {
-    pub fn new(spool: Spool, backend: Backend, gate: Gate) -> Self {
-        Self {
-            spool,
-            backend,
-            gate,
-            first_spool_logged: AtomicBool::new(false),
-        }
+    pub fn new(spool: Spool, backend: Backend, scope: Scope, gate: Arc<Gate>, store: Option<Store>, dedupe: Dedupe) -> Self {
+        Self { spool, backend, scope, gate, store, dedupe, first_spool_logged: AtomicBool::new(false) }
     }
 
     pub fn spool(&self) -> &Spool {
         &self.spool
     }
 
-    pub fn gate(&self) -> &Gate {
+    pub fn gate(&self) -> &Arc<Gate> {
         &self.gate
     }
 
-    pub async fn deliver(&self, event: Event) -> Result<Delivered, SpoolError> {
-        self.spool.append(&event.target, event.line).await?;
+    pub fn store(&self) -> Option<&Store> {
+        self.store.as_ref()
+    }
+
+    pub fn dedupe(&self) -> &Dedupe {
+        &self.dedupe
+    }
+
+    /// A session this machine knows: seen by `wakebridge hook`, mapped in panes.json, or with a
+    /// spool already.
+    pub fn is_local(&self, sid: &str) -> bool {
+        self.store.as_ref().is_some_and(|s| s.known_session(sid).unwrap_or(false))
+            || self.gate.lookup(sid).is_some()
+            || self.spool.wake_dir().join(format!("{sid}.jsonl")).exists()
+    }
+
+    /// Delivers a bus event: once per identity, durably spooled, then woken if the gate allows.
+    pub async fn deliver(&self, event: Event) -> Result<Outcome, SpoolError> {
+        if self.scope == Scope::Local && !self.is_local(&event.target) {
+            tracing::debug!(session_id = %event.target, "ignoring event for a session this machine does not know");
+            return Ok(Outcome::NotLocal);
+        }
+        let ticket = loop {
+            match self.dedupe.begin(&event.identity).await {
+                Begin::New(ticket) => break ticket,
+                Begin::Duplicate(action) => {
+                    tracing::info!(session_id = %event.target, action = action.as_str(), "redelivery of an event already delivered; nothing appended or typed");
+                    return Ok(Outcome::Delivered(Delivered { action, session_id: event.target, duplicate: true }));
+                }
+                Begin::OriginalFailed => continue,
+            }
+        };
+        let started = Instant::now();
+        if let Err(e) = self.spool.append(&event.target, event.line.clone()).await {
+            self.dedupe.finish(ticket, None);
+            return Err(e);
+        }
+        let spool_time = started.elapsed();
         let event_id = event.event_id.as_deref().unwrap_or("-");
         if !self.first_spool_logged.swap(true, Ordering::Relaxed) {
             tracing::info!(event_id, session_id = %event.target, "Spooled event {event_id} for {} (first delivery; further spools log at debug)", short(&event.target));
         } else {
             tracing::debug!(event_id, session_id = %event.target, "spooled event");
         }
-        let action = match self.backend {
-            Backend::Spool => Action::Spool,
+        let outcome = match self.backend {
+            Backend::Spool => GateOutcome { action: Action::Spool, error_kind: None, inject_time: Duration::ZERO, target: None },
             // Only the fixed prompt is ever typed: nothing from the event reaches the pane.
-            Backend::Mux => {
-                let prompt = KeystrokeText::wake_prompt();
-                self.gate
-                    .wake(&event.target, &prompt, Mode::Gated)
-                    .await
-                    .action
-            }
+            Backend::Mux => self.gate.wake(&event.target, &KeystrokeText::wake_prompt(), Mode::Gated).await,
         };
-        Ok(Delivered {
-            action,
-            session_id: event.target,
-            duplicate: false,
-        })
+        self.dedupe.finish(ticket, Some(outcome.action));
+        self.record(DeliverySource::Hook, Some(&event), &event.target, &outcome, Some(spool_time)).await;
+        Ok(Outcome::Delivered(Delivered { action: outcome.action, session_id: event.target, duplicate: false }))
+    }
+
+    /// A manual wake (`POST /wake`): the same gate, nothing spooled, recorded like an event.
+    pub async fn manual_wake(&self, sid: &str, text: &KeystrokeText, mode: Mode) -> Delivered {
+        let outcome = self.gate.wake(sid, text, mode).await;
+        self.record(DeliverySource::Wake, None, sid, &outcome, None).await;
+        Delivered { action: outcome.action, session_id: sid.to_string(), duplicate: false }
+    }
+
+    /// Writes the outcome to the ledger. A ledger failure is logged, never fatal: the event is
+    /// already durable in its spool.
+    pub async fn record(&self, source: DeliverySource, event: Option<&Event>, sid: &str, outcome: &GateOutcome, spool_time: Option<Duration>) {
+        let Some(store) = &self.store else { return };
+        let at_ms = now_unix_ms();
+        let delivery = Delivery {
+            at_ms,
+            source,
+            identity: event.map(|e| e.identity.clone()),
+            event_id: event.and_then(|e| e.event_id.clone()),
+            sender: event.and_then(|e| e.sender.clone()).unwrap_or_else(|| source.as_str().to_string()),
+            target_session: sid.to_string(),
+            action: outcome.action.as_str().to_string(),
+            spool_us: spool_time.map(|t| t.as_micros() as u64),
+            inject_us: (!outcome.inject_time.is_zero()).then(|| outcome.inject_time.as_micros() as u64),
+            error_kind: outcome.error_kind.map(str::to_string),
+        };
+        if let Err(e) = store.record(Record::Delivery(delivery)).await {
+            tracing::warn!(error = %e, "could not record a delivery in the ledger");
+        }
+        if outcome.action.woke() {
+            if let Err(e) = store.record(Record::Wake { session_id: sid.to_string(), at_ms }).await {
+                tracing::warn!(error = %e, "could not record a wake in the ledger");
+            }
+        }
     }
 }
 

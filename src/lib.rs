@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod cooldown;
 pub mod deadline;
+pub mod dedupe;
 pub mod deliver;
 pub mod event;
 pub mod gate;

@@ -14,7 +14,7 @@ use serde_json::json;
 use super::ApiError;
 use super::guards::{read_body, require_json};
 use crate::app::AppState;
-use crate::deliver::Delivered;
+use crate::deliver::{Delivered, Outcome};
 use crate::event::{self, Triage};
 use crate::signature::SIGNATURE_HEADER;
 use crate::warn_limited;
@@ -62,10 +62,10 @@ async fn handle(app: &AppState, headers: &HeaderMap, body: Body) -> Result<Respo
             }
             Ok(ignored("no target session"))
         }
-        Triage::Deliver(event) => {
-            let delivered = app.deliverer.deliver(event).await?;
-            Ok(delivered_json(&delivered))
-        }
+        Triage::Deliver(event) => match app.deliverer.deliver(event).await? {
+            Outcome::Delivered(delivered) => Ok(delivered_json(&delivered)),
+            Outcome::NotLocal => Ok(ignored("not a local session")),
+        },
     }
 }
 
