@@ -111,8 +111,7 @@ impl Injector {
         let _held = self.lock_pane(target, deadline).await?;
         let mux = match target {
             PaneTarget::Tmux { pane, .. } => {
-                guarded_inject(&self.tmux, pane.as_str(), text, self.submit_delay, deadline)
-                    .await?
+                guarded_inject(&self.tmux, pane.as_str(), text, self.submit_delay, deadline).await?
             }
             PaneTarget::Zellij { pane, session } => {
                 let pane = ZellijPane {
@@ -291,7 +290,10 @@ mod tests {
         .await
         .unwrap_err();
         assert_eq!(err.kind(), "timeout");
-        assert!(matches!(err, InjectError::Failed(MuxError::BudgetSpent { .. })));
+        assert!(matches!(
+            err,
+            InjectError::Failed(MuxError::BudgetSpent { .. })
+        ));
         assert_eq!(mux.names(), ["guard"]);
         assert_eq!(start.elapsed(), Duration::from_millis(1800));
     }
@@ -322,15 +324,16 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_submit_gets_only_what_typing_left_but_at_least_the_floor() {
         let mux = Scripted::new(Duration::from_millis(600));
-        guarded_inject(
+        let outcome = guarded_inject(
             &mux,
             "%1",
             &KeystrokeText::wake_prompt(),
             DELAY,
             Deadline::after(Duration::from_secs(2)),
         )
-        .await
-        .unwrap();
+        .await;
+        // The 0.6 s submit does not fit its 0.3 s: it times out, after the text was typed.
+        assert_eq!(outcome.unwrap_err().kind(), "timeout");
         let calls = mux.calls.lock().unwrap().clone();
         assert_eq!(calls[0], ("guard", Duration::from_secs(2)));
         // 1.4 s left after the guard, minus the 0.5 s pause reserved for the submit.

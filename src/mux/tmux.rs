@@ -20,9 +20,16 @@ const GUARD_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_current_command}";
 const SNAPSHOT_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_pid}\t#{window_activity}\t\
                                #{pane_current_command}\t#{pane_title}";
 
-/// stderr fragments with which tmux says the target does not exist (3.x wording), as opposed
-/// to tmux itself failing. `no server running` covers both a missing and a refused socket.
-const MISSING_TARGET_MARKERS: &[&str] = &["can't find", "no server running"];
+/// stderr fragments with which tmux says the target or its whole server does not exist (3.3a
+/// wording: `no server running on ...` for the default socket, `error connecting to <path> (No
+/// such file or directory)` or `(Connection refused)` for a `-S` socket), as opposed to tmux
+/// itself failing (a permission problem, say), which stays an error.
+const MISSING_TARGET_MARKERS: &[&str] = &[
+    "can't find",
+    "no server running",
+    "(No such file or directory)",
+    "(Connection refused)",
+];
 
 /// What tmux reports about one pane, for the nudger.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +76,10 @@ impl Tmux {
 
     /// Every pane on the server, keyed by pane id, from one `list-panes -a` call. No server
     /// running means no panes, not an error.
-    pub async fn snapshot(&self, deadline: Deadline) -> Result<HashMap<String, PaneInfo>, MuxError> {
+    pub async fn snapshot(
+        &self,
+        deadline: Deadline,
+    ) -> Result<HashMap<String, PaneInfo>, MuxError> {
         let inv = self
             .command("tmux list-panes")
             .arg("list-panes")
@@ -78,7 +88,7 @@ impl Tmux {
             .arg(SNAPSHOT_FORMAT);
         match process::run(&inv, deadline).await {
             Ok(done) => Ok(parse_snapshot(&done.stdout)),
-            Err(MuxError::Exit { ref stderr, .. }) if stderr.contains("no server running") => {
+            Err(MuxError::Exit { ref stderr, .. }) if names_missing_target(stderr) => {
                 Ok(HashMap::new())
             }
             Err(err) => Err(err),
@@ -118,10 +128,8 @@ impl Mux for Tmux {
             .arg(pane)
             .arg(GUARD_FORMAT);
         match process::run(&inv, deadline).await {
-            Ok(done) => Ok(classify_guard(&done.stdout, |c| self.is_shell(c))),
-            Err(MuxError::Exit { ref stderr, .. })
-                if MISSING_TARGET_MARKERS.iter().any(|m| stderr.contains(m)) =>
-            {
+            Ok(done) => Ok(classify_guard(pane, &done.stdout, |c| self.is_shell(c))),
+            Err(MuxError::Exit { ref stderr, .. }) if names_missing_target(stderr) => {
                 Ok(PaneState::Stale(StaleReason::PaneMissing))
             }
             Err(err) => Err(err),
@@ -158,17 +166,26 @@ impl Mux for Tmux {
     }
 }
 
-/// Read the guard's one line. Anything unreadable counts as stale: typing into a pane we cannot
-/// describe is worse than skipping one wake.
-fn classify_guard(stdout: &str, is_shell: impl Fn(&str) -> bool) -> PaneState {
+fn names_missing_target(stderr: &str) -> bool {
+    MISSING_TARGET_MARKERS.iter().any(|m| stderr.contains(m))
+}
+
+/// Read the guard's one line. `display-message` does not fail for a target it cannot find
+/// (tmux 3.3a prints the format with no pane, i.e. empty fields, and exits 0), so the pane id it
+/// reports must be there and, for a `%N` target, be that pane. Anything unreadable counts as
+/// stale: typing into a pane we cannot describe is worse than skipping one wake.
+fn classify_guard(target: &str, stdout: &str, is_shell: impl Fn(&str) -> bool) -> PaneState {
     let line = stdout.lines().next().unwrap_or("");
     let mut fields = line.splitn(3, '\t');
-    let (Some(_pane_id), Some(dead), Some(command)) = (fields.next(), fields.next(), fields.next())
+    let (Some(pane_id), Some(dead), Some(command)) = (fields.next(), fields.next(), fields.next())
     else {
         return PaneState::Stale(StaleReason::Unreadable {
             detail: format!("tmux answered {line:?}"),
         });
     };
+    if pane_id.is_empty() || (target.starts_with('%') && pane_id != target) {
+        return PaneState::Stale(StaleReason::PaneMissing);
+    }
     if dead != "0" {
         return PaneState::Stale(StaleReason::PaneDead);
     }
@@ -226,13 +243,16 @@ mod tests {
 
     #[test]
     fn guard_accepts_a_live_agent_pane() {
-        assert_eq!(classify_guard("%3\t0\tclaude\n", shells), PaneState::Live);
+        assert_eq!(
+            classify_guard("%3", "%3\t0\tclaude\n", shells),
+            PaneState::Live
+        );
     }
 
     #[test]
     fn guard_refuses_dead_pane() {
         assert_eq!(
-            classify_guard("%3\t1\tclaude\n", shells),
+            classify_guard("%3", "%3\t1\tclaude\n", shells),
             PaneState::Stale(StaleReason::PaneDead)
         );
     }
@@ -242,7 +262,7 @@ mod tests {
         for command in ["bash", "-zsh", "/bin/sh"] {
             assert!(
                 matches!(
-                    classify_guard(&format!("%3\t0\t{command}\n"), shells),
+                    classify_guard("%3", &format!("%3\t0\t{command}\n"), shells),
                     PaneState::Stale(StaleReason::ShellInPane { .. })
                 ),
                 "{command}"
@@ -251,9 +271,25 @@ mod tests {
     }
 
     #[test]
+    fn guard_treats_an_empty_or_other_pane_as_missing() {
+        for answer in ["\t\t\n", "%4\t0\tclaude\n"] {
+            assert_eq!(
+                classify_guard("%3", answer, shells),
+                PaneState::Stale(StaleReason::PaneMissing),
+                "{answer:?}"
+            );
+        }
+        // A non-%N target (session:window.pane) resolves to whatever pane id tmux reports.
+        assert_eq!(
+            classify_guard("work:1.0", "%4\t0\tclaude\n", shells),
+            PaneState::Live
+        );
+    }
+
+    #[test]
     fn guard_treats_unreadable_answer_as_stale() {
         assert!(matches!(
-            classify_guard("", shells),
+            classify_guard("%3", "", shells),
             PaneState::Stale(StaleReason::Unreadable { .. })
         ));
     }

@@ -69,7 +69,11 @@ impl Zellij {
             .arg(action)
     }
 
-    async fn session_state(&self, session: &str, deadline: Deadline) -> Result<PaneState, MuxError> {
+    async fn session_state(
+        &self,
+        session: &str,
+        deadline: Deadline,
+    ) -> Result<PaneState, MuxError> {
         let inv = Invocation::new(&self.bin, "zellij list-sessions")
             .arg("list-sessions")
             .arg("-n");
@@ -83,7 +87,11 @@ impl Zellij {
         Ok(classify_session(&listing, session))
     }
 
-    async fn pane_state(&self, target: &ZellijPane, deadline: Deadline) -> Result<PaneState, MuxError> {
+    async fn pane_state(
+        &self,
+        target: &ZellijPane,
+        deadline: Deadline,
+    ) -> Result<PaneState, MuxError> {
         let inv = self
             .action("zellij action list-panes", &target.session, "list-panes")
             .arg("--json");
@@ -113,7 +121,11 @@ impl Mux for Zellij {
         "zellij"
     }
 
-    async fn check_pane(&self, target: &ZellijPane, deadline: Deadline) -> Result<PaneState, MuxError> {
+    async fn check_pane(
+        &self,
+        target: &ZellijPane,
+        deadline: Deadline,
+    ) -> Result<PaneState, MuxError> {
         match self.session_state(&target.session, deadline).await? {
             PaneState::Live => self.pane_state(target, deadline).await,
             stale => Ok(stale),
