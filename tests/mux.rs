@@ -157,6 +157,43 @@ async fn refuses_a_pane_that_fell_back_to_a_shell_and_types_nothing() {
 }
 
 #[tokio::test]
+async fn types_into_an_agent_run_by_a_wrapper_shell() {
+    // `sh -c 'agent; exec sleep'` keeps the shell as the group leader, so tmux reports `bash`
+    // while the agent (here the recorder) runs in the foreground group: that pane is live.
+    let server = TmuxServer::start();
+    let file = server.dir().join("rec");
+    let pane = server.new_pane(&format!(
+        "bash -c \"stty raw -echo; cat > '{}'; exec sleep 600\"",
+        file.display()
+    ));
+    let start = Instant::now();
+    while !file.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "recorder never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(server.pane_format(&pane, "#{pane_current_command}"), "bash");
+    let injector = Injector::new(&fast_config(&server));
+
+    injector
+        .inject(
+            &tmux_target(&pane),
+            &KeystrokeText::wake_prompt(),
+            Deadline::after(INJECT_BUDGET),
+        )
+        .await
+        .expect("inject");
+
+    let want = format!("{WAKE_PROMPT}\r");
+    assert_eq!(
+        String::from_utf8_lossy(&read_when_settled(&file, want.len())),
+        want
+    );
+}
+
+#[tokio::test]
 async fn refuses_a_missing_pane() {
     let server = TmuxServer::start();
     let injector = Injector::new(&fast_config(&server));
@@ -675,4 +712,100 @@ async fn two_slow_calls_stay_within_the_budget_plus_one_floor() {
     assert_eq!(stand_in.calls().len(), 4, "the submit was attempted");
     assert!(took > INJECT_BUDGET, "the submit got its floor: {took:?}");
     assert!(took <= INJECT_BUDGET + STEP_FLOOR + SLACK, "took {took:?}");
+}
+
+// ---- the real Claude Code TUI (opt-in: needs the binary, see the test's doc) ----
+
+/// How long Claude Code may take to reach its prompt from a cold start.
+const CLAUDE_START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Types the wake prompt into a real Claude Code TUI the moment its prompt first renders (the
+/// hardest moment found: an immediate Enter was lost there) and checks, through a
+/// `UserPromptSubmit` hook, that the prompt was submitted. Opt-in because it needs the binary:
+/// `npm install @anthropic-ai/claude-code` into a scratch dir, then
+/// `WAKEBRIDGE_TEST_CLAUDE_BIN=<dir>/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+/// cargo test --test mux real_claude -- --ignored`. `WAKEBRIDGE_TEST_SUBMIT_DELAY_MS` overrides
+/// the submit delay to measure others. No network is needed: the submit is seen by the hook
+/// before any API call, which then fails offline.
+#[tokio::test]
+#[ignore = "needs a Claude Code binary in WAKEBRIDGE_TEST_CLAUDE_BIN"]
+async fn real_claude_code_submits_the_wake_prompt() {
+    let Some(claude) = std::env::var_os("WAKEBRIDGE_TEST_CLAUDE_BIN") else {
+        panic!("set WAKEBRIDGE_TEST_CLAUDE_BIN to the claude binary");
+    };
+    let server = TmuxServer::start();
+    let home = server.dir().join("home");
+    let work = server.dir().join("work");
+    let hook_log = server.dir().join("submits.log");
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let key = "sk-ant-api03-wakebridge-test-key-0123456789abcdefghij";
+    // Pre-approve the dummy key (its last 20 characters) and pre-trust the folder, so no
+    // first-run screen stands between the start and the prompt.
+    let state = serde_json::json!({
+        "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
+        "hasCompletedOnboarding": true,
+        "projects": {work.to_string_lossy(): {"hasTrustDialogAccepted": true}},
+    });
+    std::fs::write(home.join(".claude.json"), state.to_string()).unwrap();
+    let settings = serde_json::json!({"hooks": {"UserPromptSubmit": [{"hooks": [
+        {"type": "command", "command": format!("echo submitted >> '{}'", hook_log.display())}
+    ]}]}});
+    std::fs::write(home.join(".claude/settings.json"), settings.to_string()).unwrap();
+    let pane = server.new_pane_in(
+        &work,
+        &format!(
+            "env -i HOME='{}' TERM=xterm-256color PATH=/usr/bin:/bin ANTHROPIC_API_KEY={key} '{}'; \
+             exec sleep 600",
+            home.display(),
+            PathBuf::from(claude).display()
+        ),
+    );
+
+    let mut config = server.config();
+    if let Some(ms) = std::env::var("WAKEBRIDGE_TEST_SUBMIT_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        config.submit_delay = Duration::from_millis(ms);
+    }
+    let injector = Injector::new(&config);
+    let start = Instant::now();
+    loop {
+        let screen = injector
+            .tmux()
+            .capture(&pane, Deadline::after(INJECT_BUDGET))
+            .await
+            .unwrap_or_default();
+        if screen.contains("for shortcuts") {
+            break;
+        }
+        assert!(
+            start.elapsed() < CLAUDE_START_TIMEOUT,
+            "Claude Code never reached its prompt:\n{screen}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    injector
+        .inject(
+            &tmux_target(&pane),
+            &KeystrokeText::wake_prompt(),
+            Deadline::after(INJECT_BUDGET),
+        )
+        .await
+        .expect("inject");
+
+    let submitted = read_when_settled(&hook_log, "submitted".len());
+    let screen = injector
+        .tmux()
+        .capture(&pane, Deadline::after(INJECT_BUDGET))
+        .await
+        .unwrap_or_default();
+    assert_eq!(
+        String::from_utf8_lossy(&submitted).trim(),
+        "submitted",
+        "the prompt was not submitted (submit delay {:?}):\n{screen}",
+        config.submit_delay
+    );
 }

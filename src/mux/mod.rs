@@ -82,7 +82,9 @@ pub enum StaleReason {
     PaneMissing,
     /// The pane's program exited; the pane is only kept for its output.
     PaneDead,
-    /// A bare shell runs in the pane: the agent session is gone.
+    /// Only shells run in the pane's foreground process group (tmux): the agent is gone and a
+    /// prompt would run the text as a command. A wrapper shell whose group still runs the agent
+    /// does not count.
     ShellInPane { command: String },
     /// No zellij session of that name.
     SessionMissing { session: String },

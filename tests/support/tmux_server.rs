@@ -83,6 +83,21 @@ impl TmuxServer {
         self.tmux(&["new-window", "-d", "-P", "-F", "#{pane_id}", command])
     }
 
+    /// Like [`Self::new_pane`], starting in `dir`.
+    pub fn new_pane_in(&self, dir: &Path, command: &str) -> String {
+        let dir = dir.to_string_lossy();
+        self.tmux(&[
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "-c",
+            &dir,
+            command,
+        ])
+    }
+
     /// One format value of one pane.
     pub fn pane_format(&self, pane: &str, format: &str) -> String {
         self.tmux(&["display-message", "-p", "-t", pane, format])
