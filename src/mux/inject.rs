@@ -241,6 +241,56 @@ mod tests {
 
     const DELAY: Duration = Duration::from_millis(500);
 
+    #[test]
+    fn inject_future_is_send_so_handlers_can_spawn_it() {
+        fn assert_send<T: Send>(_: &T) {}
+        let injector = Injector::new(&MuxConfig::default());
+        let target = PaneTarget::Tmux {
+            pane: "%1".into(),
+            session: None,
+        };
+        let text = KeystrokeText::wake_prompt();
+        let future = injector.inject(&target, &text, Deadline::after(super::super::INJECT_BUDGET));
+        assert_send(&future);
+    }
+
+    #[tokio::test]
+    async fn lock_map_forgets_panes_nobody_holds() {
+        let injector = Injector::new(&MuxConfig::default());
+        let deadline = Deadline::after(Duration::from_secs(1));
+        for n in 0..50 {
+            let target = PaneTarget::Tmux {
+                pane: format!("%{n}"),
+                session: None,
+            };
+            drop(injector.lock_pane(&target, deadline).await.unwrap());
+        }
+        assert!(injector.locks.lock().unwrap().len() <= 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pane_held_past_the_deadline_is_busy_not_typed() {
+        let injector = Injector::new(&MuxConfig::default());
+        let target = PaneTarget::Zellij {
+            pane: "0".into(),
+            session: "s".into(),
+        };
+        let held = injector
+            .lock_pane(&target, Deadline::after(Duration::from_secs(1)))
+            .await
+            .unwrap();
+        let err = injector
+            .inject(
+                &target,
+                &KeystrokeText::wake_prompt(),
+                Deadline::after(Duration::from_millis(300)),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), "pane-busy");
+        drop(held);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn runs_guard_type_pause_submit_in_order() {
         let mux = Scripted::new(Duration::from_millis(10));
@@ -324,15 +374,16 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_submit_gets_only_what_typing_left_but_at_least_the_floor() {
         let mux = Scripted::new(Duration::from_millis(600));
-        guarded_inject(
+        let outcome = guarded_inject(
             &mux,
             "%1",
             &KeystrokeText::wake_prompt(),
             DELAY,
             Deadline::after(Duration::from_secs(2)),
         )
-        .await
-        .unwrap();
+        .await;
+        // The 0.6 s submit does not fit its 0.3 s: it times out, after the text was typed.
+        assert_eq!(outcome.unwrap_err().kind(), "timeout");
         let calls = mux.calls.lock().unwrap().clone();
         assert_eq!(calls[0], ("guard", Duration::from_secs(2)));
         // 1.4 s left after the guard, minus the 0.5 s pause reserved for the submit.

@@ -34,11 +34,16 @@ pub use zellij::{Zellij, ZellijPane};
 /// because the budget ran out between the two keystroke calls.
 pub const INJECT_BUDGET: Duration = Duration::from_secs(2);
 
-/// Pause between typing the text and pressing Enter. Measured against Claude Code 2.1.197 in
-/// tmux 3.3a: text and Enter in ONE `send-keys` call lost the Enter every time (3/3), while a
-/// separate Enter call right after the text submitted every time; see the module report for
-/// the trials. Reports from newer stacks (long text read as a paste, Enter swallowed) advise about
-/// half a second, which costs nothing against a 2 s budget, so this keeps that margin.
+/// Pause between typing the text and pressing Enter, measured against the real Claude Code
+/// TUI (2.1.197, native binary) in tmux 3.3a, with a `UserPromptSubmit` hook as the witness:
+/// - text and `Enter` in ONE `send-keys` call (the reference bridge's argv): never submitted
+///   (0/5); the text stays in the input box.
+/// - separate `Enter` at an idle prompt: submitted even with no pause (10/10).
+/// - separate `Enter` the moment the prompt first renders (the hard case): no pause 2/7,
+///   100 ms 4/6, 250-300 ms 6/6, 500 ms 10/10, 1 s 2/2 (`real_claude_code_...` in
+///   tests/mux.rs to re-measure).
+///
+/// 500 ms is twice the shortest pause that always worked, and costs nothing against a 2 s budget.
 pub const DEFAULT_SUBMIT_DELAY: Duration = Duration::from_millis(500);
 
 /// Shell names that mean "the agent is gone and the pane fell back to a prompt": typing a wake
@@ -82,7 +87,9 @@ pub enum StaleReason {
     PaneMissing,
     /// The pane's program exited; the pane is only kept for its output.
     PaneDead,
-    /// A bare shell runs in the pane: the agent session is gone.
+    /// Only shells run in the pane's foreground process group (tmux): the agent is gone and a
+    /// prompt would run the text as a command. A wrapper shell whose group still runs the agent
+    /// does not count.
     ShellInPane { command: String },
     /// No zellij session of that name.
     SessionMissing { session: String },

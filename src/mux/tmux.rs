@@ -5,24 +5,38 @@
 //! caller's.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::process::{self, Invocation, MuxError};
 use super::text::KeystrokeText;
 use super::{Mux, MuxConfig, PaneState, StaleReason};
 use crate::deadline::Deadline;
 
-/// The guard's question to tmux: is the pane there, is its program alive, what runs in it.
-const GUARD_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_current_command}";
+/// The guard's question to tmux: is the pane there, is its program alive, what runs in it. The
+/// command goes last: it is the only field that could contain the separator.
+const GUARD_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_tty}\t#{pane_current_command}";
+
+/// `ps` lists the processes on a pane's terminal when tmux reports a shell in front: tmux names
+/// only the foreground process group's leader, so a wrapper (`sh -c 'claude; exec sleep 1d'`,
+/// no job control) reads as `sh` while the agent runs inside its group. Resolved on PATH; the
+/// same `-o tpgid=,pgid=,comm= -t <tty>` works with procps (Linux) and BSD ps (macOS).
+const PS_BIN: &str = "ps";
 
 /// One line per pane for [`Tmux::snapshot`]. The title goes last: it is set by the program in
 /// the pane and may contain the separator, so it takes whatever is left of the line.
 const SNAPSHOT_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_pid}\t#{window_activity}\t\
                                #{pane_current_command}\t#{pane_title}";
 
-/// stderr fragments with which tmux says the target does not exist (3.x wording), as opposed
-/// to tmux itself failing. `no server running` covers both a missing and a refused socket.
-const MISSING_TARGET_MARKERS: &[&str] = &["can't find", "no server running"];
+/// stderr fragments with which tmux says the target or its whole server does not exist (3.3a
+/// wording: `no server running on ...` for the default socket, `error connecting to <path> (No
+/// such file or directory)` or `(Connection refused)` for a `-S` socket), as opposed to tmux
+/// itself failing (a permission problem, say), which stays an error.
+const MISSING_TARGET_MARKERS: &[&str] = &[
+    "can't find",
+    "no server running",
+    "(No such file or directory)",
+    "(Connection refused)",
+];
 
 /// What tmux reports about one pane, for the nudger.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +95,7 @@ impl Tmux {
             .arg(SNAPSHOT_FORMAT);
         match process::run(&inv, deadline).await {
             Ok(done) => Ok(parse_snapshot(&done.stdout)),
-            Err(MuxError::Exit { ref stderr, .. }) if stderr.contains("no server running") => {
+            Err(MuxError::Exit { ref stderr, .. }) if names_missing_target(stderr) => {
                 Ok(HashMap::new())
             }
             Err(err) => Err(err),
@@ -120,14 +134,28 @@ impl Mux for Tmux {
             .arg("-t")
             .arg(pane)
             .arg(GUARD_FORMAT);
-        match process::run(&inv, deadline).await {
-            Ok(done) => Ok(classify_guard(&done.stdout, |c| self.is_shell(c))),
-            Err(MuxError::Exit { ref stderr, .. })
-                if MISSING_TARGET_MARKERS.iter().any(|m| stderr.contains(m)) =>
-            {
-                Ok(PaneState::Stale(StaleReason::PaneMissing))
+        let answer = match process::run(&inv, deadline).await {
+            Ok(done) => classify_guard(pane, &done.stdout, |c| self.is_shell(c)),
+            Err(MuxError::Exit { ref stderr, .. }) if names_missing_target(stderr) => {
+                return Ok(PaneState::Stale(StaleReason::PaneMissing));
             }
-            Err(err) => Err(err),
+            Err(err) => return Err(err),
+        };
+        match answer {
+            GuardAnswer::Settled(state) => Ok(state),
+            GuardAnswer::ShellInFront { tty, command } => {
+                let inv = Invocation::new(Path::new(PS_BIN), "ps (pane foreground group)")
+                    .arg("-o")
+                    .arg("tpgid=,pgid=,comm=")
+                    .arg("-t")
+                    .arg(tty);
+                let listing = process::run(&inv, deadline).await?.stdout;
+                if foreground_runs_non_shell(&listing, |c| self.is_shell(c)) {
+                    Ok(PaneState::Live)
+                } else {
+                    Ok(PaneState::Stale(StaleReason::ShellInPane { command }))
+                }
+            }
         }
     }
 
@@ -161,26 +189,66 @@ impl Mux for Tmux {
     }
 }
 
-/// Read the guard's one line. Anything unreadable counts as stale: typing into a pane we cannot
-/// describe is worse than skipping one wake.
-fn classify_guard(stdout: &str, is_shell: impl Fn(&str) -> bool) -> PaneState {
+fn names_missing_target(stderr: &str) -> bool {
+    MISSING_TARGET_MARKERS.iter().any(|m| stderr.contains(m))
+}
+
+/// What the guard's `display-message` line says.
+#[derive(Debug, PartialEq, Eq)]
+enum GuardAnswer {
+    Settled(PaneState),
+    /// A shell leads the foreground group: look inside the group before calling it stale.
+    ShellInFront {
+        tty: String,
+        command: String,
+    },
+}
+
+/// Read the guard's one line. `display-message` does not fail for a target it cannot find
+/// (tmux 3.3a prints the format with no pane, i.e. empty fields, and exits 0), so the pane id it
+/// reports must be there and, for a `%N` target, be that pane. Anything unreadable counts as
+/// stale: typing into a pane we cannot describe is worse than skipping one wake.
+fn classify_guard(target: &str, stdout: &str, is_shell: impl Fn(&str) -> bool) -> GuardAnswer {
     let line = stdout.lines().next().unwrap_or("");
-    let mut fields = line.splitn(3, '\t');
-    let (Some(_pane_id), Some(dead), Some(command)) = (fields.next(), fields.next(), fields.next())
+    let mut fields = line.splitn(4, '\t');
+    let (Some(pane_id), Some(dead), Some(tty), Some(command)) =
+        (fields.next(), fields.next(), fields.next(), fields.next())
     else {
-        return PaneState::Stale(StaleReason::Unreadable {
+        return GuardAnswer::Settled(PaneState::Stale(StaleReason::Unreadable {
             detail: format!("tmux answered {line:?}"),
-        });
+        }));
     };
+    if pane_id.is_empty() || (target.starts_with('%') && pane_id != target) {
+        return GuardAnswer::Settled(PaneState::Stale(StaleReason::PaneMissing));
+    }
     if dead != "0" {
-        return PaneState::Stale(StaleReason::PaneDead);
+        return GuardAnswer::Settled(PaneState::Stale(StaleReason::PaneDead));
     }
     if is_shell(command) {
-        return PaneState::Stale(StaleReason::ShellInPane {
-            command: command_name(command).to_owned(),
-        });
+        let command = command_name(command).to_owned();
+        if tty.is_empty() {
+            return GuardAnswer::Settled(PaneState::Stale(StaleReason::ShellInPane { command }));
+        }
+        return GuardAnswer::ShellInFront {
+            tty: tty.to_owned(),
+            command,
+        };
     }
-    PaneState::Live
+    GuardAnswer::Settled(PaneState::Live)
+}
+
+/// From `ps -o tpgid=,pgid=,comm=` of a terminal: does any process of the terminal's foreground
+/// group run something other than a shell? Background jobs and a prompt plugin's daemons sit
+/// in their own groups and do not count.
+fn foreground_runs_non_shell(listing: &str, is_shell: impl Fn(&str) -> bool) -> bool {
+    listing.lines().any(|row| {
+        let mut cols = row.split_whitespace();
+        let (Some(tpgid), Some(pgid)) = (cols.next(), cols.next()) else {
+            return false;
+        };
+        let command = cols.collect::<Vec<_>>().join(" ");
+        tpgid == pgid && !command.is_empty() && !is_shell(&command)
+    })
 }
 
 /// A process name as tmux may report it (`/bin/bash`, `-zsh` for a login shell) reduced to the
@@ -227,37 +295,76 @@ mod tests {
         ["bash", "zsh", "sh"].contains(&command_name(command))
     }
 
+    fn settled(state: PaneState) -> GuardAnswer {
+        GuardAnswer::Settled(state)
+    }
+
     #[test]
     fn guard_accepts_a_live_agent_pane() {
-        assert_eq!(classify_guard("%3\t0\tclaude\n", shells), PaneState::Live);
+        assert_eq!(
+            classify_guard("%3", "%3\t0\t/dev/pts/1\tclaude\n", shells),
+            settled(PaneState::Live)
+        );
     }
 
     #[test]
     fn guard_refuses_dead_pane() {
         assert_eq!(
-            classify_guard("%3\t1\tclaude\n", shells),
-            PaneState::Stale(StaleReason::PaneDead)
+            classify_guard("%3", "%3\t1\t/dev/pts/1\tclaude\n", shells),
+            settled(PaneState::Stale(StaleReason::PaneDead))
         );
     }
 
     #[test]
-    fn guard_refuses_shell_including_login_and_path_forms() {
+    fn guard_looks_into_the_group_when_a_shell_is_in_front() {
         for command in ["bash", "-zsh", "/bin/sh"] {
-            assert!(
-                matches!(
-                    classify_guard(&format!("%3\t0\t{command}\n"), shells),
-                    PaneState::Stale(StaleReason::ShellInPane { .. })
-                ),
+            assert_eq!(
+                classify_guard("%3", &format!("%3\t0\t/dev/pts/1\t{command}\n"), shells),
+                GuardAnswer::ShellInFront {
+                    tty: "/dev/pts/1".into(),
+                    command: command_name(command).into()
+                },
                 "{command}"
             );
         }
     }
 
     #[test]
+    fn foreground_group_with_an_agent_is_live_and_a_lone_shell_is_not() {
+        // Wrapper shell running the agent in its own (foreground) group.
+        assert!(foreground_runs_non_shell(
+            " 100  100 bash\n 100  100 claude.exe\n",
+            shells
+        ));
+        // Interactive shell at its prompt; a background job in another group does not count.
+        assert!(!foreground_runs_non_shell(
+            " 200  200 bash\n 200  310 gitstatusd\n",
+            shells
+        ));
+        assert!(!foreground_runs_non_shell("", shells));
+    }
+
+    #[test]
+    fn guard_treats_an_empty_or_other_pane_as_missing() {
+        for answer in ["\t\t\t\n", "%4\t0\t/dev/pts/1\tclaude\n"] {
+            assert_eq!(
+                classify_guard("%3", answer, shells),
+                settled(PaneState::Stale(StaleReason::PaneMissing)),
+                "{answer:?}"
+            );
+        }
+        // A non-%N target (session:window.pane) resolves to whatever pane id tmux reports.
+        assert_eq!(
+            classify_guard("work:1.0", "%4\t0\t/dev/pts/1\tclaude\n", shells),
+            settled(PaneState::Live)
+        );
+    }
+
+    #[test]
     fn guard_treats_unreadable_answer_as_stale() {
         assert!(matches!(
-            classify_guard("", shells),
-            PaneState::Stale(StaleReason::Unreadable { .. })
+            classify_guard("%3", "", shells),
+            GuardAnswer::Settled(PaneState::Stale(StaleReason::Unreadable { .. }))
         ));
     }
 
