@@ -14,12 +14,12 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{Backend, Config, Env};
 use crate::dedupe::Dedupe;
 use crate::deliver::{Action, Deliverer};
-use crate::store::{Store, now_unix_ms};
 use crate::gate::Gate;
 use crate::mux::{Injector, MuxConfig};
 use crate::ratelimit::RateLimiter;
 use crate::singleton::{self, SingletonError, Singletons};
 use crate::spool::{self, Spool};
+use crate::store::{Store, now_unix_ms};
 use crate::tasks::prune::{self, PruneConfig};
 use crate::tasks::registration::{self, RegistrationConfig, RegistrationStatus};
 
@@ -104,11 +104,21 @@ impl App {
         }
         let settings_registration = config.settings.registration.enabled;
         let injector = Arc::new(Injector::new(&mux_config(&config)));
-        let gate = Arc::new(Gate::new(wake_dir.clone(), config.busy_ttl, config.cooldown, injector));
+        let gate = Arc::new(Gate::new(
+            wake_dir.clone(),
+            config.busy_ttl,
+            config.cooldown,
+            injector,
+        ));
         let ledger_path = config.ledger_path(env);
         let store = Store::open(&ledger_path).map_err(|e| AppError::Ledger(e.to_string()))?;
         let dedupe = Dedupe::new(config.settings.ledger.identity_window);
-        restore_state(&store, &gate, &dedupe, config.settings.ledger.identity_window);
+        restore_state(
+            &store,
+            &gate,
+            &dedupe,
+            config.settings.ledger.identity_window,
+        );
         let deliverer = Deliverer::new(
             Spool::new(wake_dir),
             config.backend,
@@ -175,7 +185,10 @@ impl App {
 }
 
 /// Spool pruning and the ledger's identity window, on the prune interval.
-fn spawn_pruning(state: &Arc<AppState>, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
+fn spawn_pruning(
+    state: &Arc<AppState>,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
     let settings = &state.config.settings.prune;
     let mut prune = PruneConfig::new(state.deliverer.spool().wake_dir().to_path_buf());
     prune.max_age = settings.max_age;
@@ -220,7 +233,9 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
                 }
             }
         }
-        Err(e) => tracing::warn!(error = %e, "could not read recent event identities from the ledger"),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read recent event identities from the ledger")
+        }
     }
     match store.last_wakes() {
         Ok(wakes) => {

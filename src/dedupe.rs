@@ -19,7 +19,10 @@ const SWEEP_ABOVE: usize = 65_536;
 enum Seen {
     /// Being delivered now; the sender publishes the action (or `None` if it failed).
     InFlight(watch::Receiver<Option<Option<Action>>>),
-    Done { action: Action, at: Instant },
+    Done {
+        action: Action,
+        at: Instant,
+    },
 }
 
 /// What `begin` found.
@@ -45,7 +48,10 @@ pub struct Dedupe {
 
 impl Dedupe {
     pub fn new(window: Duration) -> Self {
-        Self { window, seen: Mutex::new(HashMap::new()) }
+        Self {
+            window,
+            seen: Mutex::new(HashMap::new()),
+        }
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Seen>> {
@@ -75,7 +81,10 @@ impl Dedupe {
                 _ => {
                     let (done, rx) = watch::channel(None);
                     map.insert(identity.to_string(), Seen::InFlight(rx));
-                    return Begin::New(Ticket { identity: identity.to_string(), done });
+                    return Begin::New(Ticket {
+                        identity: identity.to_string(),
+                        done,
+                    });
                 }
             }
         };
@@ -94,7 +103,13 @@ impl Dedupe {
         let mut map = self.map();
         match action {
             Some(action) => {
-                map.insert(ticket.identity, Seen::Done { action, at: Instant::now() });
+                map.insert(
+                    ticket.identity,
+                    Seen::Done {
+                        action,
+                        at: Instant::now(),
+                    },
+                );
             }
             None => {
                 map.remove(&ticket.identity);
@@ -106,7 +121,9 @@ impl Dedupe {
     /// Forgets identities older than the window.
     pub fn expire(&self) {
         let now = Instant::now();
-        self.map().retain(|_, s| !matches!(s, Seen::Done { at, .. } if now.duration_since(*at) >= self.window));
+        self.map().retain(
+            |_, s| !matches!(s, Seen::Done { at, .. } if now.duration_since(*at) >= self.window),
+        );
     }
 }
 
@@ -117,7 +134,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn remembers_for_the_window_only() {
         let d = Dedupe::new(Duration::from_secs(60));
-        let Begin::New(t) = d.begin("a").await else { panic!("first is new") };
+        let Begin::New(t) = d.begin("a").await else {
+            panic!("first is new")
+        };
         d.finish(t, Some(Action::Tmux));
         assert!(matches!(d.begin("a").await, Begin::Duplicate(Action::Tmux)));
         tokio::time::advance(Duration::from_secs(61)).await;
@@ -127,7 +146,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn failure_forgets_so_the_retry_is_new() {
         let d = Dedupe::new(Duration::from_secs(60));
-        let Begin::New(t) = d.begin("a").await else { panic!("first is new") };
+        let Begin::New(t) = d.begin("a").await else {
+            panic!("first is new")
+        };
         d.finish(t, None);
         assert!(matches!(d.begin("a").await, Begin::New(_)));
     }
@@ -135,9 +156,13 @@ mod tests {
     #[tokio::test]
     async fn concurrent_duplicate_waits_for_the_original() {
         let d = std::sync::Arc::new(Dedupe::new(Duration::from_secs(60)));
-        let Begin::New(t) = d.begin("a").await else { panic!("first is new") };
+        let Begin::New(t) = d.begin("a").await else {
+            panic!("first is new")
+        };
         let d2 = d.clone();
-        let waiter = tokio::spawn(async move { matches!(d2.begin("a").await, Begin::Duplicate(Action::SpoolBusy)) });
+        let waiter = tokio::spawn(async move {
+            matches!(d2.begin("a").await, Begin::Duplicate(Action::SpoolBusy))
+        });
         tokio::task::yield_now().await;
         d.finish(t, Some(Action::SpoolBusy));
         assert!(waiter.await.expect("join"));
@@ -149,6 +174,9 @@ mod tests {
         d.restore("old".into(), Action::Spool, Duration::from_secs(120));
         d.restore("recent".into(), Action::Zellij, Duration::from_secs(10));
         assert!(matches!(d.begin("old").await, Begin::New(_)));
-        assert!(matches!(d.begin("recent").await, Begin::Duplicate(Action::Zellij)));
+        assert!(matches!(
+            d.begin("recent").await,
+            Begin::Duplicate(Action::Zellij)
+        ));
     }
 }

@@ -94,8 +94,23 @@ pub struct Deliverer {
 }
 
 impl Deliverer {
-    pub fn new(spool: Spool, backend: Backend, scope: Scope, gate: Arc<Gate>, store: Option<Store>, dedupe: Dedupe) -> Self {
-        Self { spool, backend, scope, gate, store, dedupe, first_spool_logged: AtomicBool::new(false) }
+    pub fn new(
+        spool: Spool,
+        backend: Backend,
+        scope: Scope,
+        gate: Arc<Gate>,
+        store: Option<Store>,
+        dedupe: Dedupe,
+    ) -> Self {
+        Self {
+            spool,
+            backend,
+            scope,
+            gate,
+            store,
+            dedupe,
+            first_spool_logged: AtomicBool::new(false),
+        }
     }
 
     pub fn spool(&self) -> &Spool {
@@ -117,7 +132,9 @@ impl Deliverer {
     /// A session this machine knows: seen by `wakebridge hook`, mapped in panes.json, or with a
     /// spool already.
     pub fn is_local(&self, sid: &str) -> bool {
-        self.store.as_ref().is_some_and(|s| s.known_session(sid).unwrap_or(false))
+        self.store
+            .as_ref()
+            .is_some_and(|s| s.known_session(sid).unwrap_or(false))
             || self.gate.lookup(sid).is_some()
             || self.spool.wake_dir().join(format!("{sid}.jsonl")).exists()
     }
@@ -133,7 +150,11 @@ impl Deliverer {
                 Begin::New(ticket) => break ticket,
                 Begin::Duplicate(action) => {
                     tracing::info!(session_id = %event.target, action = action.as_str(), "redelivery of an event already delivered; nothing appended or typed");
-                    return Ok(Outcome::Delivered(Delivered { action, session_id: event.target, duplicate: true }));
+                    return Ok(Outcome::Delivered(Delivered {
+                        action,
+                        session_id: event.target,
+                        duplicate: true,
+                    }));
                 }
                 Begin::OriginalFailed => continue,
             }
@@ -151,25 +172,57 @@ impl Deliverer {
             tracing::debug!(event_id, session_id = %event.target, "spooled event");
         }
         let outcome = match self.backend {
-            Backend::Spool => GateOutcome { action: Action::Spool, error_kind: None, inject_time: Duration::ZERO, target: None },
+            Backend::Spool => GateOutcome {
+                action: Action::Spool,
+                error_kind: None,
+                inject_time: Duration::ZERO,
+                target: None,
+            },
             // Only the fixed prompt is ever typed: nothing from the event reaches the pane.
-            Backend::Mux => self.gate.wake(&event.target, &KeystrokeText::wake_prompt(), Mode::Gated).await,
+            Backend::Mux => {
+                self.gate
+                    .wake(&event.target, &KeystrokeText::wake_prompt(), Mode::Gated)
+                    .await
+            }
         };
         self.dedupe.finish(ticket, Some(outcome.action));
-        self.record(DeliverySource::Hook, Some(&event), &event.target, &outcome, Some(spool_time)).await;
-        Ok(Outcome::Delivered(Delivered { action: outcome.action, session_id: event.target, duplicate: false }))
+        self.record(
+            DeliverySource::Hook,
+            Some(&event),
+            &event.target,
+            &outcome,
+            Some(spool_time),
+        )
+        .await;
+        Ok(Outcome::Delivered(Delivered {
+            action: outcome.action,
+            session_id: event.target,
+            duplicate: false,
+        }))
     }
 
     /// A manual wake (`POST /wake`): the same gate, nothing spooled, recorded like an event.
     pub async fn manual_wake(&self, sid: &str, text: &KeystrokeText, mode: Mode) -> Delivered {
         let outcome = self.gate.wake(sid, text, mode).await;
-        self.record(DeliverySource::Wake, None, sid, &outcome, None).await;
-        Delivered { action: outcome.action, session_id: sid.to_string(), duplicate: false }
+        self.record(DeliverySource::Wake, None, sid, &outcome, None)
+            .await;
+        Delivered {
+            action: outcome.action,
+            session_id: sid.to_string(),
+            duplicate: false,
+        }
     }
 
     /// Writes the outcome to the ledger. A ledger failure is logged, never fatal: the event is
     /// already durable in its spool.
-    pub async fn record(&self, source: DeliverySource, event: Option<&Event>, sid: &str, outcome: &GateOutcome, spool_time: Option<Duration>) {
+    pub async fn record(
+        &self,
+        source: DeliverySource,
+        event: Option<&Event>,
+        sid: &str,
+        outcome: &GateOutcome,
+        spool_time: Option<Duration>,
+    ) {
         let Some(store) = &self.store else { return };
         let at_ms = now_unix_ms();
         let delivery = Delivery {
@@ -177,18 +230,27 @@ impl Deliverer {
             source,
             identity: event.map(|e| e.identity.clone()),
             event_id: event.and_then(|e| e.event_id.clone()),
-            sender: event.and_then(|e| e.sender.clone()).unwrap_or_else(|| source.as_str().to_string()),
+            sender: event
+                .and_then(|e| e.sender.clone())
+                .unwrap_or_else(|| source.as_str().to_string()),
             target_session: sid.to_string(),
             action: outcome.action.as_str().to_string(),
             spool_us: spool_time.map(|t| t.as_micros() as u64),
-            inject_us: (!outcome.inject_time.is_zero()).then(|| outcome.inject_time.as_micros() as u64),
+            inject_us: (!outcome.inject_time.is_zero())
+                .then(|| outcome.inject_time.as_micros() as u64),
             error_kind: outcome.error_kind.map(str::to_string),
         };
         if let Err(e) = store.record(Record::Delivery(delivery)).await {
             tracing::warn!(error = %e, "could not record a delivery in the ledger");
         }
         if outcome.action.woke() {
-            if let Err(e) = store.record(Record::Wake { session_id: sid.to_string(), at_ms }).await {
+            if let Err(e) = store
+                .record(Record::Wake {
+                    session_id: sid.to_string(),
+                    at_ms,
+                })
+                .await
+            {
                 tracing::warn!(error = %e, "could not record a wake in the ledger");
             }
         }

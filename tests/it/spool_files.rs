@@ -86,7 +86,7 @@ async fn vanished_wake_dir_is_recreated() {
     let server = TestServer::start(&[]).await;
     assert_eq!(server.hook(DEFAULT_EVENT, &[]).await.0, 200);
     std::fs::remove_dir_all(&server.wake_dir).expect("rm -rf");
-    assert_eq!(server.hook(DEFAULT_EVENT, &[]).await.0, 200);
+    assert_eq!(server.hook(event_for("target-1", 2), &[]).await.0, 200);
     assert_eq!(server.spool_lines("target-1").len(), 1);
     assert_eq!(
         std::fs::metadata(&server.wake_dir).expect("stat").mode() & 0o777,
