@@ -103,6 +103,7 @@ impl App {
             tracing::warn!("{warning}");
         }
         let settings_registration = config.settings.registration.enabled;
+        crate::telemetry::handle();
         let injector = Arc::new(Injector::new(&mux_config(&config)));
         let gate = Arc::new(Gate::new(
             wake_dir.clone(),

@@ -185,6 +185,7 @@ impl Gate {
             Err(error) => {
                 self.cooldown.roll_back(sid, reservation);
                 let kind = error.kind();
+                crate::telemetry::error(kind);
                 let first = self
                     .failures
                     .lock()

@@ -25,6 +25,10 @@ pub enum ApiError {
     Disconnected,
     #[error("bad signature")]
     BadSignature,
+    #[error(
+        "missing or wrong bearer token: send Authorization: Bearer <AGENT_EVENT_BUS_BRIDGE_SECRET>"
+    )]
+    BadBearer,
     #[error("{0}")]
     Event(#[from] EventError),
     /// A manual wake named something that is not a session id, or a message that does not exist.
@@ -47,7 +51,7 @@ impl ApiError {
             ApiError::Disconnected | ApiError::Event(_) | ApiError::BadRequest(_) => {
                 StatusCode::BAD_REQUEST
             }
-            ApiError::BadSignature => StatusCode::UNAUTHORIZED,
+            ApiError::BadSignature | ApiError::BadBearer => StatusCode::UNAUTHORIZED,
             ApiError::Spool(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -63,6 +67,7 @@ impl ApiError {
             ApiError::TooLarge => "too-large",
             ApiError::Disconnected => "disconnect",
             ApiError::BadSignature => "bad signature",
+            ApiError::BadBearer => "bad bearer",
             ApiError::Event(EventError::InvalidJson) => "invalid JSON",
             ApiError::Event(EventError::NotObject) => "expected a JSON object",
             ApiError::Event(EventError::NotSerializable) => {

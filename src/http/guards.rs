@@ -53,6 +53,7 @@ pub async fn log_rejections(
     let path = request.uri().path().to_string();
     let response = next.run(request).await;
     if let Some(reason) = response.extensions().get::<RejectReason>() {
+        crate::telemetry::rejected(reason.0);
         // The Host guard logs its own rejection with the allowlist and the fix.
         if reason.0 == "host" {
             return response;

@@ -24,11 +24,19 @@ use crate::warn_limited;
 const INLINE_PARSE_MAX: usize = 64 * 1024;
 
 pub async fn hook(State(app): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
-    match handle(&app, &headers, body).await {
+    let started = std::time::Instant::now();
+    let response = answer(&app, &headers, body).await;
+    crate::telemetry::hook_latency(started.elapsed().as_secs_f64());
+    response
+}
+
+async fn answer(app: &AppState, headers: &HeaderMap, body: Body) -> Response {
+    match handle(app, headers, body).await {
         Ok(response) => response,
         Err(error) => {
             if let ApiError::Spool(e) = &error {
                 tracing::error!(error = %e, kind = e.kind(), "spooling failed; answering 500 so the bus retries");
+                crate::telemetry::error(e.kind());
             }
             error.into_response()
         }
@@ -88,6 +96,7 @@ fn ignored(reason: &str) -> Response {
 }
 
 pub fn delivered_json(d: &Delivered) -> Response {
+    crate::telemetry::delivered(d.action.as_str(), d.duplicate);
     let mut body =
         json!({"status": "delivered", "action": d.action.as_str(), "session_id": d.session_id});
     if d.duplicate {

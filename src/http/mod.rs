@@ -6,6 +6,8 @@ mod error;
 mod guards;
 mod health;
 mod hook;
+mod sessions;
+mod wake;
 
 use std::sync::Arc;
 
@@ -18,12 +20,21 @@ pub use error::ApiError;
 pub use guards::MAX_BODY_BYTES;
 
 /// Every route the daemon serves, as (method, path); `openapi.yaml` must list exactly these.
-pub const ROUTES: &[(&str, &str)] = &[("post", "/hook"), ("get", "/health")];
+pub const ROUTES: &[(&str, &str)] = &[
+    ("post", "/hook"),
+    ("get", "/health"),
+    ("post", "/wake"),
+    ("get", "/sessions"),
+    ("get", "/metrics"),
+];
 
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/hook", post(hook::hook))
         .route("/health", get(health::health))
+        .route("/wake", post(wake::wake))
+        .route("/sessions", get(sessions::sessions))
+        .route("/metrics", get(sessions::metrics))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn_with_state(

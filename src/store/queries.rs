@@ -22,7 +22,7 @@ pub struct SeenIdentity {
 }
 
 /// Everything the ledger knows about one session, for `status` and the nudger.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionRow {
     pub session_id: String,
     /// From the hook CLI; all `None` when the hook never reported this session.

@@ -300,7 +300,9 @@ pub fn settings_text() -> String {
 }
 
 /// `wakebridge hook` against the real stdin, environment and stderr. Always exits 0.
-pub fn run_hook(args: &HookArgs) -> ExitCode {
+/// `record` gets every outcome (the CLI records it in the ledger), on the action thread and
+/// inside the same overall budget.
+pub fn run_hook(args: &HookArgs, record: fn(&HookOutcome)) -> ExitCode {
     if args.print_settings {
         let _ = std::io::stdout()
             .lock()
@@ -333,7 +335,9 @@ pub fn run_hook(args: &HookArgs) -> ExitCode {
     let spawned = std::thread::Builder::new()
         .name("hook-action".into())
         .spawn(move || {
-            let _ = sender.send(perform(&input, &wake_dir, &env));
+            let outcome = perform(&input, &wake_dir, &env);
+            record(&outcome);
+            let _ = sender.send(outcome);
         });
     if let Err(e) = spawned {
         report(&format!("cannot start the hook action: {e}"));

@@ -1,0 +1,79 @@
+//! `GET /sessions` (every known session as JSON) and `GET /metrics` (Prometheus text).
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::ApiError;
+use crate::app::AppState;
+use crate::status::{self, SessionStatus};
+
+async fn snapshot(app: Arc<AppState>) -> Result<Vec<SessionStatus>, ApiError> {
+    // Reads panes.json, markers, spools and the ledger: keep it off the request threads.
+    tokio::task::spawn_blocking(move || status::collect(&app))
+        .await
+        .map_err(|_| ApiError::Unavailable("status collection failed".into()))
+}
+
+pub async fn sessions(State(app): State<Arc<AppState>>) -> Response {
+    match snapshot(app).await {
+        Ok(sessions) => Json(json!({ "sessions": sessions })).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+pub async fn metrics(State(app): State<Arc<AppState>>) -> Response {
+    let sessions = match snapshot(app).await {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    let mut text = crate::telemetry::handle().render();
+    let mut by_state = std::collections::BTreeMap::<&str, u64>::new();
+    for s in &sessions {
+        *by_state.entry(s.state.as_str()).or_default() += 1;
+    }
+    let _ = writeln!(text, "# HELP wakebridge_sessions Known sessions by state.");
+    let _ = writeln!(text, "# TYPE wakebridge_sessions gauge");
+    for state in ["idle", "busy", "unmapped"] {
+        let _ = writeln!(
+            text,
+            "wakebridge_sessions{{state=\"{state}\"}} {}",
+            by_state.get(state).copied().unwrap_or(0)
+        );
+    }
+    let spool_bytes: u64 = sessions.iter().map(|s| s.spool_bytes).sum();
+    let _ = writeln!(
+        text,
+        "# HELP wakebridge_spool_bytes Bytes in all spool files."
+    );
+    let _ = writeln!(text, "# TYPE wakebridge_spool_bytes gauge");
+    let _ = writeln!(text, "wakebridge_spool_bytes {spool_bytes}");
+    let contexts: Vec<(&str, f64)> = sessions
+        .iter()
+        .filter_map(|s| {
+            Some((
+                s.session_id.as_str(),
+                s.context.as_ref()?["percent"].as_f64()?,
+            ))
+        })
+        .collect();
+    if !contexts.is_empty() {
+        let _ = writeln!(
+            text,
+            "# HELP wakebridge_context_percent Context window used, per session."
+        );
+        let _ = writeln!(text, "# TYPE wakebridge_context_percent gauge");
+        for (sid, pct) in contexts {
+            let _ = writeln!(
+                text,
+                "wakebridge_context_percent{{session_id=\"{sid}\"}} {pct}"
+            );
+        }
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}

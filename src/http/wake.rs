@@ -1,0 +1,88 @@
+//! `POST /wake`: a manual wake for curl and scripts. Same gate as a bus event (mapping,
+//! stale-pane guard, busy marker, cooldown; `force` skips only the last two), recorded in the
+//! ledger, answered in `/hook`'s shape. It types the fixed wake prompt or one of the operator's
+//! configured messages chosen by name: never text from the request.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use super::ApiError;
+use super::guards::{read_body, require_json};
+use super::hook::delivered_json;
+use crate::app::AppState;
+use crate::event::is_safe_session_id;
+use crate::gate::Mode;
+use crate::mux::KeystrokeText;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WakeRequest {
+    session_id: String,
+    #[serde(default)]
+    force: bool,
+    /// The name of a configured message (`[wake.messages]`); absent means the wake prompt.
+    #[serde(default)]
+    message: Option<String>,
+}
+
+pub async fn wake(State(app): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    match handle(&app, &headers, body).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn handle(app: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
+    require_json(headers)?;
+    let bytes = read_body(headers, body).await?;
+    if let Some(secret) = &app.config.secret {
+        let token = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+            .unwrap_or_default();
+        if !secret.matches_token(token) {
+            return Err(ApiError::BadBearer);
+        }
+    }
+    let request: WakeRequest = serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "expected {{\"session_id\": \"...\", \"force\": false, \"message\": \"<name>\"}}: {e}"
+        ))
+    })?;
+    if !is_safe_session_id(&request.session_id) {
+        return Err(ApiError::BadRequest(
+            "session_id must match [A-Za-z0-9_-]{1,64}".into(),
+        ));
+    }
+    let text = match &request.message {
+        None => KeystrokeText::wake_prompt(),
+        Some(name) => {
+            let messages = &app.config.settings.wake.messages;
+            let configured = messages.get(name).ok_or_else(|| {
+                let names: Vec<&str> = messages.keys().map(String::as_str).collect();
+                ApiError::BadRequest(format!(
+                    "unknown message {name:?}; configured messages: {}",
+                    names.join(", ")
+                ))
+            })?;
+            KeystrokeText::new(configured).map_err(|e| {
+                ApiError::BadRequest(format!("configured message {name:?} cannot be typed: {e}"))
+            })?
+        }
+    };
+    let mode = if request.force {
+        Mode::Forced
+    } else {
+        Mode::Gated
+    };
+    let delivered = app
+        .deliverer
+        .manual_wake(&request.session_id, &text, mode)
+        .await;
+    Ok(delivered_json(&delivered))
+}

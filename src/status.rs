@@ -1,0 +1,280 @@
+//! What every known session looks like right now, for machines (`GET /sessions`) and humans
+//! (`wakebridge status`, which renders the same JSON as a table). A session is known when the
+//! ledger has seen it (hook or delivery) or panes.json maps it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::app::AppState;
+use crate::store::SessionRow;
+use crate::target::PaneTarget;
+use crate::wake::reader::{PanesFile, read_panes_file};
+use crate::wake::{PANES_FILE, PANES_READ_CAP_CHARS, parse_target};
+
+/// Spools bigger than this are not read to count lines; the size alone is reported.
+const COUNT_LINES_MAX_BYTES: u64 = 64 << 20;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SessionStatus {
+    pub session_id: String,
+    /// `{"mux","pane","session"?}` when panes.json maps the session.
+    pub pane: Option<serde_json::Value>,
+    /// `busy`, `idle`, `unmapped`.
+    pub state: String,
+    /// Why the state is what it is, in a few words.
+    pub reason: String,
+    pub cooldown_remaining_s: f64,
+    pub last_wake_at: Option<String>,
+    pub last_action: Option<String>,
+    pub last_delivery_at: Option<String>,
+    pub last_error_kind: Option<String>,
+    pub last_hook_event: Option<String>,
+    pub last_seen_at: Option<String>,
+    pub cwd: Option<String>,
+    pub transcript_path: Option<String>,
+    pub spool_lines: Option<u64>,
+    pub spool_bytes: u64,
+    /// Filled by the context monitor when it runs.
+    pub context: Option<serde_json::Value>,
+    /// Filled by the idle nudger when it runs.
+    pub nudge: Option<serde_json::Value>,
+}
+
+fn rfc3339_ms(ms: Option<i64>) -> Option<String> {
+    let ms = u64::try_from(ms?).ok()?;
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+    Some(humantime::format_rfc3339_seconds(at).to_string())
+}
+
+/// The session ids panes.json maps, with their targets (invalid entries left out).
+pub fn mapped_panes(wake_dir: &Path) -> BTreeMap<String, PaneTarget> {
+    match read_panes_file(&wake_dir.join(PANES_FILE), PANES_READ_CAP_CHARS) {
+        PanesFile::Parsed(serde_json::Value::Object(map)) => map
+            .iter()
+            .filter_map(|(sid, v)| parse_target(v).ok().map(|t| (sid.clone(), t)))
+            .collect(),
+        _ => BTreeMap::new(),
+    }
+}
+
+fn spool_depth(wake_dir: &Path, sid: &str) -> (Option<u64>, u64) {
+    let path = wake_dir.join(format!("{sid}.jsonl"));
+    let Ok(meta) = std::fs::symlink_metadata(&path) else {
+        return (Some(0), 0);
+    };
+    if !meta.is_file() || meta.len() > COUNT_LINES_MAX_BYTES {
+        return (None, meta.len());
+    }
+    let lines = std::fs::read(&path)
+        .map(|b| b.iter().filter(|&&c| c == b'\n').count() as u64)
+        .ok();
+    (lines, meta.len())
+}
+
+fn pane_json(target: &PaneTarget) -> serde_json::Value {
+    crate::wake::entry_json(target)
+}
+
+/// Every known session, sorted by id.
+pub fn collect(app: &AppState) -> Vec<SessionStatus> {
+    let gate = app.deliverer.gate();
+    let wake_dir = app.deliverer.spool().wake_dir();
+    let mapped = mapped_panes(wake_dir);
+    let mut rows: BTreeMap<String, Option<SessionRow>> =
+        mapped.keys().map(|k| (k.clone(), None)).collect();
+    if let Some(store) = app.deliverer.store() {
+        match store.sessions() {
+            Ok(sessions) => {
+                for row in sessions {
+                    rows.insert(row.session_id.clone(), Some(row));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not read sessions from the ledger"),
+        }
+    }
+    rows.into_iter()
+        .map(|(sid, row)| {
+            let pane = mapped.get(&sid);
+            let busy = gate.is_busy(&sid);
+            let (state, reason) = match (pane, busy) {
+                (None, _) => ("unmapped", "no pane in panes.json; events are spooled only"),
+                (Some(_), true) => ("busy", "fresh busy marker: a turn is running"),
+                (Some(_), false) => ("idle", "no fresh busy marker"),
+            };
+            let (spool_lines, spool_bytes) = spool_depth(wake_dir, &sid);
+            let row = row.unwrap_or_else(|| SessionRow {
+                session_id: sid.clone(),
+                ..SessionRow::default()
+            });
+            SessionStatus {
+                pane: pane.map(pane_json),
+                state: state.into(),
+                reason: reason.into(),
+                cooldown_remaining_s: gate.cooldown().remaining(&sid).as_secs_f64(),
+                last_wake_at: rfc3339_ms(row.last_wake_ms),
+                last_action: row.last_action,
+                last_delivery_at: rfc3339_ms(row.last_delivery_ms),
+                last_error_kind: row.last_error_kind,
+                last_hook_event: row.last_hook_event,
+                last_seen_at: rfc3339_ms(row.last_seen_ms),
+                cwd: row.cwd,
+                transcript_path: row.transcript_path,
+                spool_lines,
+                spool_bytes,
+                context: None,
+                nudge: row.nudge.map(|n| {
+                    serde_json::json!({
+                        "unanswered": n.unanswered,
+                        "last_nudge_at": rfc3339_ms(n.last_nudge_ms),
+                        "acknowledged": n.acknowledged,
+                    })
+                }),
+                session_id: sid,
+            }
+        })
+        .collect()
+}
+
+/// A readable table of `sessions`; `color` adds ANSI colour to the state column.
+pub fn render_table(sessions: &[SessionStatus], color: bool) -> String {
+    if sessions.is_empty() {
+        return "no sessions known yet (none mapped in panes.json, none seen by `wakebridge hook`)\n".into();
+    }
+    let header = [
+        "SESSION",
+        "STATE",
+        "PANE",
+        "LAST ACTION",
+        "LAST WAKE",
+        "SPOOL",
+        "CONTEXT",
+        "NUDGES",
+    ];
+    let mut table: Vec<[String; 8]> = vec![header.map(String::from)];
+    for s in sessions {
+        let pane = s.pane.as_ref().map_or("-".to_string(), |p| {
+            format!(
+                "{} {}",
+                p["mux"].as_str().unwrap_or("?"),
+                p["pane"].as_str().unwrap_or("?")
+            )
+        });
+        let spool = match s.spool_lines {
+            Some(lines) => format!("{lines} lines"),
+            None => format!("{} bytes", s.spool_bytes),
+        };
+        let context = s
+            .context
+            .as_ref()
+            .and_then(|c| c["percent"].as_f64())
+            .map_or("-".into(), |p| format!("{p:.0}%"));
+        let nudges = s.nudge.as_ref().map_or("-".into(), |n| {
+            let count = n["unanswered"].as_u64().unwrap_or(0);
+            if n["acknowledged"].as_bool() == Some(true) {
+                format!("{count} (ack idle)")
+            } else {
+                count.to_string()
+            }
+        });
+        table.push([
+            s.session_id.clone(),
+            s.state.clone(),
+            pane,
+            s.last_action.clone().unwrap_or_else(|| "-".into()),
+            s.last_wake_at.clone().unwrap_or_else(|| "-".into()),
+            spool,
+            context,
+            nudges,
+        ]);
+    }
+    let widths: Vec<usize> = (0..8)
+        .map(|c| {
+            table
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in &table {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let padded = format!("{cell:<width$}", width = widths[c]);
+            let shown = if color && c == 1 {
+                colour_state(cell, &padded)
+            } else {
+                padded
+            };
+            line.push_str(&shown);
+            if c + 1 < row.len() {
+                line.push_str("  ");
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn colour_state(state: &str, padded: &str) -> String {
+    let code = match state {
+        "idle" => "32",
+        "busy" => "33",
+        "unmapped" => "2",
+        _ => return padded.to_string(),
+    };
+    format!("\x1b[{code}m{padded}\x1b[0m")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(sid: &str, state: &str) -> SessionStatus {
+        SessionStatus {
+            session_id: sid.into(),
+            pane: Some(serde_json::json!({"mux": "tmux", "pane": "%3"})),
+            state: state.into(),
+            reason: String::new(),
+            cooldown_remaining_s: 0.0,
+            last_wake_at: Some("2026-11-30T12:00:00Z".into()),
+            last_action: Some("tmux".into()),
+            last_delivery_at: None,
+            last_error_kind: None,
+            last_hook_event: None,
+            last_seen_at: None,
+            cwd: None,
+            transcript_path: None,
+            spool_lines: Some(3),
+            spool_bytes: 300,
+            context: Some(serde_json::json!({"percent": 42.4})),
+            nudge: Some(serde_json::json!({"unanswered": 5, "acknowledged": true})),
+        }
+    }
+
+    #[test]
+    fn table_aligns_columns_and_colours_only_when_asked() {
+        let rows = [status("abc", "idle"), status("a-much-longer-id", "busy")];
+        let plain = render_table(&rows, false);
+        let lines: Vec<&str> = plain.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("SESSION           STATE"));
+        assert!(lines[1].starts_with("abc               idle "));
+        assert!(
+            lines[1].contains("tmux %3")
+                && lines[1].contains("3 lines")
+                && lines[1].contains("42%")
+        );
+        assert!(lines[1].ends_with("5 (ack idle)"));
+        assert!(!plain.contains('\x1b'));
+        assert!(render_table(&rows, true).contains("\x1b[32m"));
+    }
+
+    #[test]
+    fn empty_table_says_why() {
+        assert!(render_table(&[], false).contains("no sessions known"));
+    }
+}
