@@ -2,6 +2,8 @@
 //! bus message arrives for them, nudges sessions that stopped, and warns sessions whose context
 //! window is filling up. See `docs/design.md` for the map of how the modules fit together.
 
+pub mod context;
 pub mod deadline;
 pub mod target;
 pub mod tasks;
+pub mod transcript;
