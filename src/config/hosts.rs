@@ -1,0 +1,140 @@
+//! Host names as the Host guard sees them: the canonical form of an incoming `Host` header or an
+//! allowlist entry, and the allowlist itself. Pure functions; the guard middleware lives in
+//! `http::guards`.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+/// Canonical form of a `Host` header value (or an allowlist entry with a port):
+/// bracketed IPv6 → the inside, lowercased; anything else → everything before the last `:`,
+/// lowercased; an IP literal is then rewritten in its canonical (compressed) form.
+/// A missing header is `""`, which never matches an allowlist.
+pub fn canonical_host(raw: &str) -> String {
+    let host = if let Some(rest) = raw.strip_prefix('[') {
+        match rest.find(']') {
+            Some(end) => rest[..end].to_ascii_lowercase(),
+            // An unclosed bracket names nothing; an empty result never matches.
+            None => String::new(),
+        }
+    } else {
+        let cut = raw.rfind(':').map_or(raw, |i| &raw[..i]);
+        cut.to_ascii_lowercase()
+    };
+    canonical_ip_or(host)
+}
+
+/// An allowlist entry as an operator writes it: a bare IP literal (IPv6 too) keeps its address;
+/// anything else loses its port like a Host header. `None` for a blank entry.
+pub fn canonical_entry(entry: &str) -> Option<String> {
+    let trimmed = entry.trim();
+    if trimmed.is_empty() {
+        return None;
+    }
+    if let Ok(ip) = trimmed.parse::<IpAddr>() {
+        return Some(ip.to_string());
+    }
+    Some(canonical_host(trimmed))
+}
+
+fn canonical_ip_or(host: String) -> String {
+    match host.parse::<IpAddr>() {
+        Ok(ip) => ip.to_string(),
+        Err(_) => host,
+    }
+}
+
+/// The set of Host values the listener answers to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostAllowlist {
+    hosts: BTreeSet<String>,
+}
+
+impl HostAllowlist {
+    /// Builds the list from already-canonical, non-empty names.
+    pub fn new(hosts: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            hosts: hosts.into_iter().filter(|h| !h.is_empty()).collect(),
+        }
+    }
+
+    /// Whether a raw `Host` header value (absent = `""`) is allowed.
+    pub fn allows(&self, raw_host: &str) -> bool {
+        let host = canonical_host(raw_host);
+        !host.is_empty() && self.hosts.contains(&host)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.hosts.iter().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn canonicalises_ports_brackets_case_and_ipv6() {
+        assert_eq!(canonical_host("127.0.0.1:8082"), "127.0.0.1");
+        assert_eq!(canonical_host("LocalHost:8082"), "localhost");
+        assert_eq!(canonical_host("[::1]:8082"), "::1");
+        assert_eq!(canonical_host("[::1]"), "::1");
+        assert_eq!(
+            canonical_host("[FD7A:115C:A1E0:0:0:0:0:1]:8082"),
+            "fd7a:115c:a1e0::1"
+        );
+        assert_eq!(canonical_host("evil.example"), "evil.example");
+        assert_eq!(canonical_host(""), "");
+        assert_eq!(canonical_host("[::1"), "");
+    }
+
+    #[test]
+    fn unbracketed_ipv6_and_trailing_dot_do_not_match_loopback() {
+        let list = HostAllowlist::new(["127.0.0.1", "localhost", "::1"].map(String::from));
+        assert!(!list.allows("::1"));
+        assert!(!list.allows("localhost."));
+        assert!(!list.allows(""));
+        assert!(list.allows("[::1]:8082"));
+        assert!(list.allows("localhost"));
+    }
+
+    #[test]
+    fn entries_keep_bare_ipv6_and_drop_blank() {
+        assert_eq!(
+            canonical_entry(" proxy.example "),
+            Some("proxy.example".into())
+        );
+        assert_eq!(canonical_entry("10.0.0.5:8082"), Some("10.0.0.5".into()));
+        assert_eq!(canonical_entry("fd7a::1"), Some("fd7a::1".into()));
+        assert_eq!(canonical_entry("  "), None);
+        assert_eq!(canonical_entry(":8082"), Some(String::new()));
+        assert_eq!(canonical_entry("[]"), Some(String::new()));
+        assert_eq!(canonical_entry("[]:8082"), Some(String::new()));
+    }
+
+    proptest! {
+        #[test]
+        fn canonical_host_is_idempotent_on_names(name in "[a-zA-Z0-9.-]{1,40}", port in 1u16..) {
+            let once = canonical_host(&format!("{name}:{port}"));
+            prop_assert_eq!(canonical_host(&once), once.clone());
+            prop_assert_eq!(once, name.to_ascii_lowercase());
+        }
+
+        #[test]
+        fn every_ipv6_spelling_canonicalises_alike(segs in proptest::array::uniform8(0u16..)) {
+            let ip = std::net::Ipv6Addr::from(segs);
+            let expanded = segs.iter().map(|s| format!("{s:X}")).collect::<Vec<_>>().join(":");
+            prop_assert_eq!(canonical_host(&format!("[{expanded}]:80")), ip.to_string());
+            prop_assert_eq!(canonical_host(&format!("[{ip}]")), ip.to_string());
+        }
+
+        #[test]
+        fn never_panics_and_empty_never_allowed(raw in any::<String>()) {
+            let list = HostAllowlist::new(["localhost".to_string()]);
+            let _ = canonical_host(&raw);
+            let _ = canonical_entry(&raw);
+            prop_assert!(!list.allows("") );
+            let _ = list.allows(&raw);
+        }
+    }
+}

@@ -1,0 +1,532 @@
+//! Configuration of `wakebridge serve`: the layered settings (built-in defaults from
+//! `config/default.toml` < the user's TOML file < environment < flags), their validation, and
+//! the network topology rules inherited from the Python bridge (bind derivation, refusals,
+//! advisory warnings, Host allowlist). Everything here is pure: it reads an environment and
+//! flags handed to it and returns a validated `Config` or one `ConfigError` line.
+
+pub mod hosts;
+mod topology;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::signature::Secret;
+pub use hosts::HostAllowlist;
+pub use topology::Topology;
+
+/// The built-in defaults: the same file operators read as documentation.
+pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
+
+/// Prefix of wakebridge's own environment variables (`WAKEBRIDGE_<SECTION>__<KEY>`).
+const ENV_PREFIX: &str = "WAKEBRIDGE";
+
+/// One line naming the setting that is wrong and how to fix it.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+impl ConfigError {
+    fn new(msg: impl Into<String>) -> Self {
+        Self(msg.into())
+    }
+}
+
+/// Which way a delivery ends: appended only, or appended and woken through a multiplexer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Spool,
+    Mux,
+}
+
+impl Backend {
+    /// `tmux` is the reference's legacy alias of `mux`.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "spool" => Some(Self::Spool),
+            "mux" | "tmux" => Some(Self::Mux),
+            _ => None,
+        }
+    }
+}
+
+/// Which sessions' events this bridge acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    All,
+    Local,
+}
+
+/// Settings as layered by the `config` crate, before validation. Field names are the TOML keys.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Settings {
+    pub bridge: BridgeSettings,
+    pub registration: RegistrationSettings,
+    pub wake: WakeSettings,
+    pub mux: MuxSettings,
+    pub ledger: LedgerSettings,
+    pub prune: PruneSettings,
+    pub state: StateSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct BridgeSettings {
+    pub port: String,
+    pub backend: String,
+    pub cooldown: String,
+    pub busy_ttl: String,
+    pub wake_dir: String,
+    pub bus_url: String,
+    pub hook_url: String,
+    pub bind: String,
+    pub allowed_hosts: Vec<String>,
+    pub scope: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RegistrationSettings {
+    pub enabled: bool,
+    #[serde(with = "humantime_serde")]
+    pub keep_interval: Duration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct WakeSettings {
+    #[serde(default)]
+    pub messages: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct MuxSettings {
+    pub tmux_socket: String,
+    pub shells: Vec<String>,
+    #[serde(with = "humantime_serde")]
+    pub submit_delay: Duration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LedgerSettings {
+    pub path: String,
+    #[serde(with = "humantime_serde")]
+    pub identity_window: Duration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PruneSettings {
+    #[serde(with = "humantime_serde")]
+    pub max_age: Duration,
+    pub max_total_bytes: u64,
+    #[serde(with = "humantime_serde")]
+    pub interval: Duration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct StateSettings {
+    pub dir: String,
+}
+
+/// The reference bridge's flags, as given on the command line (unparsed, so that a bad value is
+/// reported in the same words as a bad environment variable and `--help` never depends on them).
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    pub config: Option<PathBuf>,
+    pub port: Option<String>,
+    pub backend: Option<String>,
+    pub cooldown: Option<String>,
+    pub busy_ttl: Option<String>,
+    pub wake_dir: Option<String>,
+    pub bus_url: Option<String>,
+    pub hook_url: Option<String>,
+    pub bind: Option<String>,
+    pub allowed_hosts: Option<String>,
+}
+
+/// Where each reference setting can come from, in the words an error message should use.
+struct Source {
+    flag: &'static str,
+    env: &'static str,
+    key: &'static str,
+}
+
+const PORT: Source = Source {
+    flag: "--port",
+    env: "AGENT_EVENT_BUS_BRIDGE_PORT",
+    key: "bridge.port",
+};
+const BACKEND: Source = Source {
+    flag: "--backend",
+    env: "AGENT_EVENT_BUS_BRIDGE_BACKEND",
+    key: "bridge.backend",
+};
+const COOLDOWN: Source = Source {
+    flag: "--cooldown",
+    env: "AGENT_EVENT_BUS_BRIDGE_COOLDOWN",
+    key: "bridge.cooldown",
+};
+const BUSY_TTL: Source = Source {
+    flag: "--busy-ttl",
+    env: "AGENT_EVENT_BUS_BRIDGE_BUSY_TTL",
+    key: "bridge.busy_ttl",
+};
+const WAKE_DIR: Source = Source {
+    flag: "--wake-dir",
+    env: "AGENT_EVENT_BUS_WAKE_DIR",
+    key: "bridge.wake_dir",
+};
+const BUS_URL: Source = Source {
+    flag: "--bus-url",
+    env: "AGENT_EVENT_BUS_URL",
+    key: "bridge.bus_url",
+};
+const HOOK_URL: Source = Source {
+    flag: "--hook-url",
+    env: "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
+    key: "bridge.hook_url",
+};
+const BIND: Source = Source {
+    flag: "--bind",
+    env: "AGENT_EVENT_BUS_BRIDGE_BIND",
+    key: "bridge.bind",
+};
+const ALLOWED_HOSTS: Source = Source {
+    flag: "--allowed-hosts",
+    env: "AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS",
+    key: "bridge.allowed_hosts",
+};
+/// Env only, so the secret never shows in `ps`.
+pub const SECRET_ENV: &str = "AGENT_EVENT_BUS_BRIDGE_SECRET";
+
+impl Source {
+    fn names(&self) -> String {
+        format!("{} / {} / {}", self.flag, self.env, self.key)
+    }
+}
+
+/// The validated configuration `serve` runs with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub port: u16,
+    pub backend: Backend,
+    pub cooldown: Duration,
+    /// Seconds; may be infinite (markers never expire).
+    pub busy_ttl: f64,
+    pub wake_dir: PathBuf,
+    pub bus_url: String,
+    pub hook_url: String,
+    pub topology: Topology,
+    pub secret: Option<Secret>,
+    pub scope: Scope,
+    pub debug: bool,
+    pub settings: Settings,
+    /// Advisory warnings found while validating; `serve` logs them at start-up.
+    pub warnings: Vec<String>,
+}
+
+/// The environment as a lookup, so tests need not touch the process environment.
+pub trait Env {
+    fn get(&self, name: &str) -> Option<String>;
+    fn vars(&self) -> Vec<(String, String)>;
+}
+
+/// The real process environment.
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn get(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+    fn vars(&self) -> Vec<(String, String)> {
+        std::env::vars().collect()
+    }
+}
+
+impl Env for BTreeMap<String, String> {
+    fn get(&self, name: &str) -> Option<String> {
+        BTreeMap::get(self, name).cloned()
+    }
+    fn vars(&self) -> Vec<(String, String)> {
+        self.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+}
+
+/// Reads a reference variable; empty values fall back to the default, as in the reference.
+fn nonempty(env: &dyn Env, name: &str) -> Option<String> {
+    env.get(name).filter(|v| !v.trim().is_empty())
+}
+
+/// Layers defaults < file < `WAKEBRIDGE_*` env into `Settings`.
+pub fn load_settings(config_file: Option<&Path>, env: &dyn Env) -> Result<Settings, ConfigError> {
+    let mut builder = config::Config::builder().add_source(config::File::from_str(
+        DEFAULT_TOML,
+        config::FileFormat::Toml,
+    ));
+    let user_file = match config_file {
+        Some(path) => {
+            if !path.is_file() {
+                return Err(ConfigError::new(format!(
+                    "--config {}: no such file; give the path of a TOML file (see config/default.toml)",
+                    path.display()
+                )));
+            }
+            Some(path.to_path_buf())
+        }
+        None => default_config_file(env).filter(|p| p.is_file()),
+    };
+    if let Some(path) = &user_file {
+        builder =
+            builder.add_source(config::File::from(path.as_path()).format(config::FileFormat::Toml));
+    }
+    let own_env: std::collections::HashMap<String, String> = env
+        .vars()
+        .into_iter()
+        .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
+        .collect();
+    builder = builder.add_source(
+        config::Environment::with_prefix(ENV_PREFIX)
+            .prefix_separator("_")
+            .separator("__")
+            .list_separator(",")
+            .with_list_parse_key("bridge.allowed_hosts")
+            .with_list_parse_key("mux.shells")
+            .try_parsing(true)
+            .source(Some(own_env)),
+    );
+    let layered = builder
+        .build()
+        .map_err(|e| describe_config_error(e, user_file.as_deref()))?;
+    layered
+        .try_deserialize::<Settings>()
+        .map_err(|e| describe_config_error(e, user_file.as_deref()))
+}
+
+fn describe_config_error(err: config::ConfigError, file: Option<&Path>) -> ConfigError {
+    let place = file.map_or_else(
+        || "the environment".to_string(),
+        |f| format!("{} or the environment", f.display()),
+    );
+    ConfigError::new(format!(
+        "bad setting in {place}: {err}; fix the value (every key, its type and default are in config/default.toml; env form WAKEBRIDGE_<SECTION>__<KEY>)"
+    ))
+}
+
+/// `$XDG_CONFIG_HOME/wakebridge/config.toml`, else `~/.config/wakebridge/config.toml`.
+pub fn default_config_file(env: &dyn Env) -> Option<PathBuf> {
+    let base = nonempty(env, "XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| nonempty(env, "HOME").map(|h| Path::new(&h).join(".config")))?;
+    Some(base.join("wakebridge").join("config.toml"))
+}
+
+/// `$XDG_STATE_HOME/wakebridge`, else `~/.local/state/wakebridge`.
+pub fn default_state_dir(env: &dyn Env) -> PathBuf {
+    nonempty(env, "XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| nonempty(env, "HOME").map(|h| Path::new(&h).join(".local/state")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
+        .join("wakebridge")
+}
+
+/// The reference's default wake dir, `~/.claude/contrib/agent-event-bus/wake`.
+pub fn default_wake_dir(env: &dyn Env) -> PathBuf {
+    let home = nonempty(env, "HOME").unwrap_or_else(|| "/".to_string());
+    Path::new(&home).join(".claude/contrib/agent-event-bus/wake")
+}
+
+/// Picks flag > reference env > layered setting, remembering which one for error messages.
+fn pick(flag: &Option<String>, env: &dyn Env, source: &Source, layered: &str) -> (String, String) {
+    if let Some(v) = flag {
+        return (v.clone(), source.flag.to_string());
+    }
+    if let Some(v) = nonempty(env, source.env) {
+        return (v, source.env.to_string());
+    }
+    (layered.to_string(), source.key.to_string())
+}
+
+fn parse_port(value: &str, origin: &str) -> Result<u16, ConfigError> {
+    match value.trim().parse::<u32>() {
+        Ok(p) if (1..=65535).contains(&p) => Ok(p as u16),
+        _ => Err(ConfigError::new(format!(
+            "{origin}={value:?} is not a port: use an integer from 1 to 65535 ({})",
+            PORT.names()
+        ))),
+    }
+}
+
+fn parse_seconds(
+    value: &str,
+    origin: &str,
+    names: &str,
+    allow_inf: bool,
+) -> Result<f64, ConfigError> {
+    let v = value.trim();
+    let parsed: Option<f64> = match v.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => Some(f64::INFINITY),
+        "nan" | "+nan" | "-nan" => Some(f64::NAN),
+        other => other.parse::<f64>().ok(),
+    };
+    let hint = if allow_inf {
+        "a number of seconds >= 0, or inf"
+    } else {
+        "a finite number of seconds >= 0"
+    };
+    match parsed {
+        Some(x) if x.is_nan() => Err(ConfigError::new(format!(
+            "{origin}={value:?} is NaN: use {hint} ({names})"
+        ))),
+        Some(x) if x < 0.0 => Err(ConfigError::new(format!(
+            "{origin}={value:?} is negative: use {hint} ({names})"
+        ))),
+        Some(x) if x.is_infinite() && !allow_inf => Err(ConfigError::new(format!(
+            "{origin}={value:?} is infinite: use {hint} ({names})"
+        ))),
+        Some(x) => Ok(x),
+        None => Err(ConfigError::new(format!(
+            "{origin}={value:?} is not a number: use {hint}, without a unit ({names})"
+        ))),
+    }
+}
+
+/// Builds and validates the whole configuration.
+pub fn resolve(flags: &Flags, env: &dyn Env) -> Result<Config, ConfigError> {
+    let settings = load_settings(flags.config.as_deref(), env)?;
+    let b = &settings.bridge;
+
+    let (port_s, origin) = pick(&flags.port, env, &PORT, &b.port);
+    let port = parse_port(&port_s, &origin)?;
+
+    let (backend_s, origin) = pick(&flags.backend, env, &BACKEND, &b.backend);
+    let backend = Backend::parse(backend_s.trim()).ok_or_else(|| {
+        ConfigError::new(format!(
+            "{origin}={backend_s:?} is not a backend: use mux (alias tmux) or spool ({})",
+            BACKEND.names()
+        ))
+    })?;
+
+    let (cooldown_s, origin) = pick(&flags.cooldown, env, &COOLDOWN, &b.cooldown);
+    let cooldown = Duration::from_secs_f64(parse_seconds(
+        &cooldown_s,
+        &origin,
+        &COOLDOWN.names(),
+        false,
+    )?);
+
+    let (ttl_s, origin) = pick(&flags.busy_ttl, env, &BUSY_TTL, &b.busy_ttl);
+    let busy_ttl = parse_seconds(&ttl_s, &origin, &BUSY_TTL.names(), true)?;
+
+    let (wake_s, origin) = pick(&flags.wake_dir, env, &WAKE_DIR, &b.wake_dir);
+    let wake_dir = if wake_s.trim().is_empty() {
+        default_wake_dir(env)
+    } else {
+        let p = PathBuf::from(wake_s.trim());
+        if !p.is_absolute() {
+            return Err(ConfigError::new(format!(
+                "{origin}={wake_s:?} is relative: give an absolute wake dir ({})",
+                WAKE_DIR.names()
+            )));
+        }
+        p
+    };
+
+    let (bus_url, origin) = pick(&flags.bus_url, env, &BUS_URL, &b.bus_url);
+    let bus_url = bus_url.trim().to_string();
+    let (hook_s, hook_origin) = pick(&flags.hook_url, env, &HOOK_URL, &b.hook_url);
+    let hook_url = if hook_s.trim().is_empty() {
+        format!("http://127.0.0.1:{port}/hook")
+    } else {
+        hook_s.trim().to_string()
+    };
+    let (bind_s, bind_origin) = pick(&flags.bind, env, &BIND, &b.bind);
+    let allowed_raw: Vec<String> = match (&flags.allowed_hosts, nonempty(env, ALLOWED_HOSTS.env)) {
+        (Some(v), _) => v.split(',').map(str::to_string).collect(),
+        (None, Some(v)) => v.split(',').map(str::to_string).collect(),
+        (None, None) => b.allowed_hosts.clone(),
+    };
+
+    let secret = env
+        .get(SECRET_ENV)
+        .filter(|s| !s.is_empty())
+        .map(Secret::new);
+
+    let topology = topology::derive(topology::Inputs {
+        port,
+        bus_url: &bus_url,
+        bus_origin: &origin,
+        hook_url: &hook_url,
+        hook_origin: &hook_origin,
+        bind: bind_s.trim(),
+        bind_origin: &bind_origin,
+        allowed_hosts: &allowed_raw,
+        has_secret: secret.is_some(),
+    })?;
+
+    let scope = match b.scope.trim() {
+        "all" => Scope::All,
+        "local" => Scope::Local,
+        other => {
+            return Err(ConfigError::new(format!(
+                "bridge.scope={other:?} is not a scope: use \"all\" or \"local\" (WAKEBRIDGE_BRIDGE__SCOPE)"
+            )));
+        }
+    };
+    for (name, text) in &settings.wake.messages {
+        if text.trim().is_empty()
+            || text.chars().any(char::is_control)
+            || text.starts_with(|c: char| c.is_ascii_digit())
+        {
+            return Err(ConfigError::new(format!(
+                "wake.messages.{name} must be one line of printable text that does not start with a digit"
+            )));
+        }
+    }
+
+    let warnings = topology.warnings.clone();
+    Ok(Config {
+        port,
+        backend,
+        cooldown,
+        busy_ttl,
+        wake_dir,
+        bus_url,
+        hook_url,
+        topology,
+        secret,
+        scope,
+        debug: env.get("DEV_MODE").is_some_and(|v| !v.is_empty()),
+        settings,
+        warnings,
+    })
+}
+
+impl Config {
+    /// The state directory (context state files, status-line feed, default ledger).
+    pub fn state_dir(&self, env: &dyn Env) -> PathBuf {
+        let dir = self.settings.state.dir.trim();
+        if dir.is_empty() {
+            default_state_dir(env)
+        } else {
+            PathBuf::from(dir)
+        }
+    }
+
+    /// The ledger file.
+    pub fn ledger_path(&self, env: &dyn Env) -> PathBuf {
+        let path = self.settings.ledger.path.trim();
+        if path.is_empty() {
+            self.state_dir(env).join("wakebridge.db")
+        } else {
+            PathBuf::from(path)
+        }
+    }
+
+    /// The address the listener binds.
+    pub fn bind_addr(&self) -> IpAddr {
+        self.topology.bind
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,402 @@
+use super::*;
+use std::collections::BTreeMap;
+
+fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut map: BTreeMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    // Never read the developer's own config file.
+    map.entry("XDG_CONFIG_HOME".into())
+        .or_insert_with(|| "/nonexistent-wakebridge-test".into());
+    map.entry("HOME".into())
+        .or_insert_with(|| "/home/tester".into());
+    map
+}
+
+fn resolve_env(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    resolve(&Flags::default(), &env(pairs))
+}
+
+fn flags(f: impl FnOnce(&mut Flags)) -> Flags {
+    let mut flags = Flags::default();
+    f(&mut flags);
+    flags
+}
+
+fn err(pairs: &[(&str, &str)]) -> String {
+    resolve_env(pairs).expect_err("should be refused").0
+}
+
+#[test]
+fn defaults_match_the_reference_except_the_backend() {
+    let c = resolve_env(&[]).expect("defaults are valid");
+    assert_eq!(c.port, 8082);
+    assert_eq!(c.backend, Backend::Mux);
+    assert_eq!(c.cooldown, Duration::from_secs(30));
+    assert_eq!(c.busy_ttl, 3600.0);
+    assert_eq!(
+        c.wake_dir,
+        PathBuf::from("/home/tester/.claude/contrib/agent-event-bus/wake")
+    );
+    assert_eq!(c.bus_url, "http://127.0.0.1:8080/mcp");
+    assert_eq!(c.hook_url, "http://127.0.0.1:8082/hook");
+    assert_eq!(c.bind_addr().to_string(), "127.0.0.1");
+    assert_eq!(c.scope, Scope::All);
+    assert!(c.secret.is_none());
+    assert!(!c.debug);
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+}
+
+#[test]
+fn backend_aliases_and_refusals() {
+    assert_eq!(
+        resolve_env(&[("AGENT_EVENT_BUS_BRIDGE_BACKEND", "tmux")])
+            .expect("ok")
+            .backend,
+        Backend::Mux
+    );
+    assert_eq!(
+        resolve_env(&[("AGENT_EVENT_BUS_BRIDGE_BACKEND", "spool")])
+            .expect("ok")
+            .backend,
+        Backend::Spool
+    );
+    assert_eq!(
+        resolve_env(&[("AGENT_EVENT_BUS_BRIDGE_BACKEND", "")])
+            .expect("ok")
+            .backend,
+        Backend::Mux
+    );
+    assert!(
+        err(&[("AGENT_EVENT_BUS_BRIDGE_BACKEND", "tmuxx")])
+            .contains("AGENT_EVENT_BUS_BRIDGE_BACKEND")
+    );
+}
+
+#[test]
+fn bad_numbers_name_their_setting() {
+    for bad in ["eight", "99999", "0"] {
+        assert!(
+            err(&[("AGENT_EVENT_BUS_BRIDGE_PORT", bad)]).contains("AGENT_EVENT_BUS_BRIDGE_PORT"),
+            "{bad}"
+        );
+    }
+    for bad in ["30s", "-5", "nan", "inf"] {
+        assert!(
+            err(&[("AGENT_EVENT_BUS_BRIDGE_COOLDOWN", bad)])
+                .contains("AGENT_EVENT_BUS_BRIDGE_COOLDOWN"),
+            "{bad}"
+        );
+    }
+    for bad in ["nan", "-1"] {
+        assert!(
+            err(&[("AGENT_EVENT_BUS_BRIDGE_BUSY_TTL", bad)]).contains("BUSY_TTL"),
+            "{bad}"
+        );
+    }
+    let c = resolve_env(&[
+        ("AGENT_EVENT_BUS_BRIDGE_BUSY_TTL", "inf"),
+        ("AGENT_EVENT_BUS_BRIDGE_COOLDOWN", "0"),
+    ])
+    .expect("ok");
+    assert!(c.busy_ttl.is_infinite());
+    assert_eq!(c.cooldown, Duration::ZERO);
+    let f = flags(|f| f.port = Some("eight".into()));
+    assert!(
+        resolve(&f, &env(&[]))
+            .expect_err("bad flag")
+            .0
+            .contains("--port")
+    );
+}
+
+#[test]
+fn flags_beat_reference_env_which_beats_wakebridge_env() {
+    let e = env(&[
+        ("AGENT_EVENT_BUS_BRIDGE_PORT", "9001"),
+        ("WAKEBRIDGE_BRIDGE__PORT", "9002"),
+    ]);
+    assert_eq!(resolve(&Flags::default(), &e).expect("ok").port, 9001);
+    assert_eq!(
+        resolve(&flags(|f| f.port = Some("9003".into())), &e)
+            .expect("ok")
+            .port,
+        9003
+    );
+    let e = env(&[("WAKEBRIDGE_BRIDGE__PORT", "9002")]);
+    assert_eq!(resolve(&Flags::default(), &e).expect("ok").port, 9002);
+}
+
+#[test]
+fn wakebridge_env_reaches_every_section_and_lists() {
+    let e = env(&[
+        ("WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL", "5m"),
+        ("WAKEBRIDGE_MUX__SHELLS", "bash,zsh"),
+        (
+            "WAKEBRIDGE_BRIDGE__ALLOWED_HOSTS",
+            "proxy.example,10.0.0.5:8082",
+        ),
+        ("WAKEBRIDGE_BRIDGE__SCOPE", "local"),
+    ]);
+    let c = resolve(&Flags::default(), &e).expect("ok");
+    assert_eq!(
+        c.settings.registration.keep_interval,
+        Duration::from_secs(300)
+    );
+    assert_eq!(c.settings.mux.shells, vec!["bash", "zsh"]);
+    assert_eq!(c.topology.allowed_extra, vec!["proxy.example", "10.0.0.5"]);
+    assert_eq!(c.scope, Scope::Local);
+    let bad = resolve(
+        &Flags::default(),
+        &env(&[("WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL", "soon")]),
+    );
+    assert!(bad.expect_err("bad duration").0.contains("keep_interval"));
+}
+
+#[test]
+fn user_file_sits_between_defaults_and_env() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, "[bridge]\nport = 9100\ncooldown = 5\n").expect("write");
+    let f = flags(|f| f.config = Some(file.clone()));
+    let c = resolve(&f, &env(&[])).expect("ok");
+    assert_eq!((c.port, c.cooldown), (9100, Duration::from_secs(5)));
+    let c = resolve(&f, &env(&[("AGENT_EVENT_BUS_BRIDGE_PORT", "9200")])).expect("ok");
+    assert_eq!(c.port, 9200);
+    let missing = flags(|f| f.config = Some(dir.path().join("nope.toml")));
+    assert!(
+        resolve(&missing, &env(&[]))
+            .expect_err("missing")
+            .0
+            .contains("--config")
+    );
+}
+
+#[test]
+fn wake_dir_must_be_absolute_and_empty_means_default() {
+    assert!(err(&[("AGENT_EVENT_BUS_WAKE_DIR", "wake")]).contains("--wake-dir"));
+    let c = resolve_env(&[("AGENT_EVENT_BUS_WAKE_DIR", "")]).expect("ok");
+    assert!(c.wake_dir.ends_with(".claude/contrib/agent-event-bus/wake"));
+}
+
+#[test]
+fn topology_refusals() {
+    assert!(
+        err(&[("AGENT_EVENT_BUS_URL", "https://bus.tailnet.example/mcp")]).contains("hook-url")
+    );
+    let remote_ok = [
+        ("AGENT_EVENT_BUS_URL", "https://bus.tailnet.example/mcp"),
+        (
+            "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
+            "http://laptop.tailnet.example:8082/hook",
+        ),
+        ("AGENT_EVENT_BUS_BRIDGE_SECRET", "s"),
+    ];
+    assert_eq!(
+        resolve_env(&remote_ok).expect("ok").bind_addr().to_string(),
+        "0.0.0.0"
+    );
+    assert!(err(&remote_ok[..2]).contains("AGENT_EVENT_BUS_BRIDGE_SECRET"));
+    assert!(resolve_env(&[("AGENT_EVENT_BUS_URL", "http://127.0.1.1:8080/mcp")]).is_ok());
+    for bus in [
+        "bus.example:8080/mcp",
+        "http:///mcp",
+        "http://[::1:8080/mcp",
+    ] {
+        assert!(
+            resolve_env(&[("AGENT_EVENT_BUS_URL", bus)]).is_err(),
+            "{bus}"
+        );
+    }
+    for hook in [
+        "laptop.example:8082/hook",
+        "http:///hook",
+        "http://box.example:99999/hook",
+        "http://[fd7a:115c::1:8082/hook",
+        "http://bridge.example:80o82/hook",
+    ] {
+        let e = resolve_env(&[
+            ("AGENT_EVENT_BUS_BRIDGE_HOOK_URL", hook),
+            ("AGENT_EVENT_BUS_BRIDGE_SECRET", "s"),
+        ]);
+        assert!(e.is_err(), "{hook}");
+    }
+    assert!(err(&[("AGENT_EVENT_BUS_BRIDGE_BIND", "0.0.0.0")]).contains("SECRET"));
+    assert!(err(&[("AGENT_EVENT_BUS_BRIDGE_BIND", "100.100.1.2")]).contains("SECRET"));
+    assert!(err(&[("AGENT_EVENT_BUS_BRIDGE_BIND", "localhost:8082")]).contains("--bind"));
+    for entry in [":8082", "[]", "[]:8082"] {
+        assert!(
+            err(&[("AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS", entry)]).contains("no hostname"),
+            "{entry}"
+        );
+    }
+}
+
+#[test]
+fn bind_is_derived_from_the_hook_url() {
+    let bind = |hook: &str| {
+        resolve_env(&[
+            ("AGENT_EVENT_BUS_BRIDGE_HOOK_URL", hook),
+            ("AGENT_EVENT_BUS_BRIDGE_SECRET", "s"),
+        ])
+        .expect("ok")
+        .bind_addr()
+        .to_string()
+    };
+    assert_eq!(bind("http://127.0.1.1:8082/hook"), "127.0.1.1");
+    assert_eq!(bind("http://127.0.0.2:8082/hook"), "127.0.0.2");
+    assert_eq!(bind("http://[::1]:8082/hook"), "::1");
+    assert_eq!(bind("http://localhost:8082/hook"), "127.0.0.1");
+    assert_eq!(bind("http://box.example:8082/hook"), "0.0.0.0");
+    let pinned = resolve(
+        &flags(|f| f.bind = Some("100.100.1.2".into())),
+        &env(&[("AGENT_EVENT_BUS_BRIDGE_SECRET", "s")]),
+    );
+    let pinned = pinned.expect("ok");
+    assert_eq!(pinned.bind_addr().to_string(), "100.100.1.2");
+    assert!(pinned.topology.allowlist.allows("100.100.1.2"));
+    assert!(
+        pinned
+            .warnings
+            .iter()
+            .any(|w| w.contains("100.100.1.2") && w.contains("127.0.0.1"))
+    );
+}
+
+#[test]
+fn advisory_warnings() {
+    let warns = |pairs: &[(&str, &str)]| resolve_env(pairs).expect("ok").warnings;
+    let s = ("AGENT_EVENT_BUS_BRIDGE_SECRET", "s");
+    let w = warns(&[
+        (
+            "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
+            "http://box.local:9090/hook",
+        ),
+        s,
+    ]);
+    assert!(w.iter().any(|w| w.contains("9090") && w.contains("8082")));
+    let w = warns(&[
+        ("AGENT_EVENT_BUS_BRIDGE_HOOK_URL", "http://box.local/hook"),
+        s,
+    ]);
+    assert!(w.iter().any(|w| w.contains("advertises port 80 ")));
+    let w = warns(&[
+        ("AGENT_EVENT_BUS_BRIDGE_HOOK_URL", "https://box.local/hook"),
+        s,
+    ]);
+    assert!(w.iter().any(|w| w.contains("advertises port 443 ")));
+    assert!(!w.iter().any(|w| w.contains("TLS")));
+    let w = warns(&[
+        ("AGENT_EVENT_BUS_BRIDGE_HOOK_URL", "http://box.local/hook"),
+        ("AGENT_EVENT_BUS_BRIDGE_PORT", "80"),
+        s,
+    ]);
+    assert!(w.is_empty(), "{w:?}");
+    let w = warns(&[
+        (
+            "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
+            "https://bridge.tailnet.example:8082/hook",
+        ),
+        s,
+    ]);
+    assert!(w.iter().any(|w| w.contains("TLS terminator")));
+    let w = warns(&[(
+        "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
+        "http://127.0.0.1:8082/webhook",
+    )]);
+    assert!(
+        w.iter()
+            .any(|w| w.contains("/webhook") && w.contains("/hook"))
+    );
+    let w = warns(&[
+        ("AGENT_EVENT_BUS_BRIDGE_BIND", "127.0.0.1"),
+        (
+            "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
+            "http://127.0.1.1:8082/hook",
+        ),
+    ]);
+    assert!(w.iter().any(|w| w.contains("different loopback")));
+    assert!(
+        warns(&[
+            ("AGENT_EVENT_BUS_BRIDGE_BIND", "127.0.0.1"),
+            (
+                "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
+                "http://localhost:8082/hook"
+            )
+        ])
+        .is_empty()
+    );
+    for bind in ["0.0.0.0", "::"] {
+        assert!(
+            warns(&[("AGENT_EVENT_BUS_BRIDGE_BIND", bind), s]).is_empty(),
+            "{bind}"
+        );
+    }
+    let w = warns(&[
+        (
+            "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
+            "http://[fd7a:115c:a1e0::1]:8082/hook",
+        ),
+        s,
+    ]);
+    assert!(w.iter().any(|w| w.contains("IPv6")));
+    let w = warns(&[("AGENT_EVENT_BUS_BRIDGE_BIND", "::1")]);
+    assert!(w.iter().any(|w| w.contains("IPv4") && w.contains("::1")));
+    let w = warns(&[
+        (
+            "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
+            "http://[fd7a:115c:a1e0::1]:8082/hook",
+        ),
+        ("AGENT_EVENT_BUS_BRIDGE_BIND", "::"),
+        s,
+    ]);
+    assert!(w.is_empty(), "{w:?}");
+}
+
+#[test]
+fn allowlist_composition() {
+    let c = resolve_env(&[
+        (
+            "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
+            "http://[FD7A:115C:A1E0:0:0:0:0:1]:8082/hook",
+        ),
+        ("AGENT_EVENT_BUS_BRIDGE_SECRET", "s"),
+        (
+            "AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS",
+            " proxy.example , 10.0.0.5:8082,",
+        ),
+    ])
+    .expect("ok");
+    let list = &c.topology.allowlist;
+    for host in [
+        "[fd7a:115c:a1e0::1]:8082",
+        "[FD7A:115C:A1E0::1]:8082",
+        "[fd7a:115c:a1e0:0:0:0:0:1]",
+        "proxy.example",
+        "10.0.0.5:8082",
+        "localhost:8082",
+        "[::1]",
+    ] {
+        assert!(list.allows(host), "{host}");
+    }
+    for host in ["evil.example", "p", "", "0.0.0.0"] {
+        assert!(!list.allows(host), "{host}");
+    }
+}
+
+#[test]
+fn dev_mode_turns_on_debug() {
+    assert!(resolve_env(&[("DEV_MODE", "1")]).expect("ok").debug);
+    assert!(!resolve_env(&[("DEV_MODE", "")]).expect("ok").debug);
+}
+
+#[test]
+fn wake_messages_must_be_safe_to_type() {
+    let bad = resolve_env(&[("WAKEBRIDGE_WAKE__MESSAGES__X", "1. pick the first option")]);
+    assert!(
+        bad.expect_err("leading digit")
+            .0
+            .contains("wake.messages.x")
+    );
+}

@@ -1,0 +1,237 @@
+//! Network topology rules: which address the listener binds, which Host headers it answers, and
+//! which combinations of bus URL, hook URL, bind and secret are refused (a remote bus POSTing to
+//! its own loopback; a listener reachable off the machine without a secret) or only warned about.
+//! These are the Python bridge's rules; each refusal is a bug somebody shipped.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use url::{Host, Url};
+
+use super::ConfigError;
+use super::hosts::{HostAllowlist, canonical_entry};
+
+/// Host names every listener answers to, whatever it is bound to.
+const LOOPBACK_NAMES: [&str; 3] = ["127.0.0.1", "localhost", "::1"];
+
+pub(super) struct Inputs<'a> {
+    pub port: u16,
+    pub bus_url: &'a str,
+    pub bus_origin: &'a str,
+    pub hook_url: &'a str,
+    pub hook_origin: &'a str,
+    pub bind: &'a str,
+    pub bind_origin: &'a str,
+    pub allowed_hosts: &'a [String],
+    pub has_secret: bool,
+}
+
+/// What the validated topology decided.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    pub bind: IpAddr,
+    /// Whether `--bind` pinned the address (otherwise it was derived from the hook URL).
+    pub bind_pinned: bool,
+    pub allowlist: HostAllowlist,
+    /// Extra allowlist entries exactly as canonicalised from `--allowed-hosts`.
+    pub allowed_extra: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// A parsed http(s) URL's host, as the rules need it.
+struct UrlHost {
+    host: String,
+    ip: Option<IpAddr>,
+    port: u16,
+    path: String,
+    https: bool,
+}
+
+fn parse_http_url(raw: &str, origin: &str, what: &str) -> Result<UrlHost, ConfigError> {
+    let fail = |why: &str| {
+        ConfigError(format!(
+            "{origin}={raw:?} is not a usable {what}: {why}; give an http:// or https:// URL with a host name, e.g. http://127.0.0.1:8080/mcp"
+        ))
+    };
+    if raw.contains('[') && !raw.contains(']') {
+        return Err(fail("unbalanced '['"));
+    }
+    // `url` would read `http:///mcp` as host `mcp`; Python sees no host at all.
+    if let Some((_, authority)) = raw.split_once("://") {
+        if authority.is_empty() || authority.starts_with(['/', '?', '#']) {
+            return Err(fail("no host name"));
+        }
+    }
+    let url = Url::parse(raw).map_err(|e| match e {
+        url::ParseError::InvalidPort => fail("bad port"),
+        url::ParseError::EmptyHost => fail("no host name"),
+        url::ParseError::RelativeUrlWithoutBase => fail("no scheme"),
+        other => fail(&other.to_string()),
+    })?;
+    let https = match url.scheme() {
+        "http" => false,
+        "https" => true,
+        other => return Err(fail(&format!("scheme {other:?} is not http or https"))),
+    };
+    let (host, ip) = match url.host() {
+        Some(Host::Domain(d)) if !d.is_empty() => (d.to_ascii_lowercase(), None),
+        Some(Host::Ipv4(a)) => (a.to_string(), Some(IpAddr::V4(a))),
+        Some(Host::Ipv6(a)) => (a.to_string(), Some(IpAddr::V6(a))),
+        _ => return Err(fail("no host name")),
+    };
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| fail("bad port"))?;
+    Ok(UrlHost {
+        host,
+        ip,
+        port,
+        path: url.path().to_string(),
+        https,
+    })
+}
+
+/// Loopback means an IP literal in 127.0.0.0/8 or ::1, or exactly the name `localhost`. No DNS:
+/// a name that resolves to loopback still counts as remote.
+fn is_loopback(host: &str, ip: Option<IpAddr>) -> bool {
+    match ip {
+        Some(ip) => ip.is_loopback(),
+        None => host == "localhost",
+    }
+}
+
+fn is_wildcard(ip: IpAddr) -> bool {
+    ip.is_unspecified()
+}
+
+pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
+    let bus = parse_http_url(i.bus_url, i.bus_origin, "bus URL")?;
+    let hook = parse_http_url(i.hook_url, i.hook_origin, "hook URL")?;
+    let hook_loopback = is_loopback(&hook.host, hook.ip);
+    let bus_loopback = is_loopback(&bus.host, bus.ip);
+
+    if !bus_loopback && hook_loopback {
+        return Err(ConfigError(format!(
+            "the bus at {} is remote but the hook URL {} is loopback: the bus would POST to itself. Set --hook-url / AGENT_EVENT_BUS_BRIDGE_HOOK_URL to an address the bus can reach (and set AGENT_EVENT_BUS_BRIDGE_SECRET)",
+            i.bus_url, i.hook_url
+        )));
+    }
+
+    let (bind, pinned) = if i.bind.is_empty() {
+        let derived = match hook.ip {
+            Some(ip) if ip.is_loopback() => ip,
+            None if hook.host == "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            _ => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        };
+        (derived, false)
+    } else if i.bind == "localhost" {
+        (IpAddr::V4(Ipv4Addr::LOCALHOST), true)
+    } else {
+        let ip = i.bind.parse::<IpAddr>().map_err(|_| {
+            ConfigError(format!(
+                "{}={:?} is not an IP address: give an IP literal such as 127.0.0.1, 0.0.0.0 or ::1, or exactly localhost, without a port (--bind / AGENT_EVENT_BUS_BRIDGE_BIND)",
+                i.bind_origin, i.bind
+            ))
+        })?;
+        (ip, true)
+    };
+
+    let exposed = !bind.is_loopback() || !hook_loopback;
+    if exposed && !i.has_secret {
+        return Err(ConfigError(format!(
+            "the listener is reachable off this machine (bind {bind}, hook URL {}) but no secret is set: set AGENT_EVENT_BUS_BRIDGE_SECRET to the webhook's shared secret, or bind and advertise loopback only",
+            i.hook_url
+        )));
+    }
+
+    let mut extra = Vec::new();
+    for entry in i.allowed_hosts {
+        if let Some(canon) = canonical_entry(entry) {
+            if canon.is_empty() {
+                return Err(ConfigError(format!(
+                    "allowed host {entry:?} has no hostname: list host names or IP literals, comma-separated (--allowed-hosts / AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS)"
+                )));
+            }
+            extra.push(canon);
+        }
+    }
+    let mut names: Vec<String> = LOOPBACK_NAMES.iter().map(|s| s.to_string()).collect();
+    names.push(hook.host.clone());
+    if !is_wildcard(bind) {
+        names.push(bind.to_string());
+    }
+    names.extend(extra.iter().cloned());
+
+    let warnings = warnings(&i, &hook, hook_loopback, bind, pinned);
+    Ok(Topology {
+        bind,
+        bind_pinned: pinned,
+        allowlist: HostAllowlist::new(names),
+        allowed_extra: extra,
+        warnings,
+    })
+}
+
+fn warnings(
+    i: &Inputs<'_>,
+    hook: &UrlHost,
+    hook_loopback: bool,
+    bind: IpAddr,
+    pinned: bool,
+) -> Vec<String> {
+    let mut w = Vec::new();
+    if bind.is_loopback() && !hook_loopback {
+        w.push(format!(
+            "the listener binds loopback {bind} but advertises the non-loopback hook URL {}: the bus cannot reach it unless a proxy forwards to {bind}",
+            i.hook_url
+        ));
+    }
+    if hook.port != i.port {
+        w.push(format!(
+            "the hook URL {} advertises port {} but the listener is on port {}: make sure something forwards one to the other",
+            i.hook_url, hook.port, i.port
+        ));
+    } else if hook.https {
+        w.push(format!(
+            "the hook URL {} is https on the listener's own port {}, but the listener speaks plain HTTP: put a TLS terminator in front",
+            i.hook_url, i.port
+        ));
+    }
+    if hook.path != "/hook" {
+        w.push(format!(
+            "the hook URL path is {} but the listener serves /hook: the bus will get 404 unless a proxy rewrites it",
+            hook.path
+        ));
+    }
+    if pinned {
+        match hook.ip {
+            _ if is_wildcard(bind) => {}
+            Some(hip)
+                if hook_loopback
+                    && bind.is_loopback()
+                    && hip.is_ipv4() == bind.is_ipv4()
+                    && hip != bind =>
+            {
+                w.push(format!(
+                    "--bind {bind} is a different loopback address than the hook URL's {hip}: the bus will POST to {hip} where nothing listens"
+                ));
+            }
+            _ if hook_loopback && !bind.is_loopback() => {
+                w.push(format!(
+                    "--bind {bind} is neither loopback nor a wildcard, but the hook URL is loopback ({}): the bus POSTs to 127.0.0.1 where nothing listens",
+                    i.hook_url
+                ));
+            }
+            _ => {}
+        }
+    }
+    match (hook.ip, bind) {
+        (Some(IpAddr::V6(h)), IpAddr::V4(b)) => w.push(format!(
+            "the hook URL's address {h} is IPv6 but the listener binds IPv4 {b}: bind :: or an IPv6 address"
+        )),
+        (Some(IpAddr::V4(h)), IpAddr::V6(b)) if pinned && b != Ipv6Addr::UNSPECIFIED => w.push(format!(
+            "the hook URL's address {h} is IPv4 but --bind {b} is an IPv6 address: bind an IPv4 address"
+        )),
+        _ => {}
+    }
+    w
+}
