@@ -281,6 +281,24 @@ impl ContextTracker {
         start
     }
 
+    /// The tracker that feeding `self`'s records and then `later`'s would have produced. Lets a
+    /// backwards search parse an earlier region after a later one without re-reading the later.
+    pub fn followed_by(self, later: ContextTracker) -> ContextTracker {
+        let current = match later.current {
+            Some(mut reading) => {
+                if reading.model.is_none() {
+                    reading.model.clone_from(&self.last_model);
+                }
+                Some(reading)
+            }
+            None => self.current,
+        };
+        ContextTracker {
+            current,
+            last_model: later.last_model.or(self.last_model),
+        }
+    }
+
     /// The newest reading, if any qualifying record has been fed.
     pub fn current(&self) -> Option<&ContextReading> {
         self.current.as_ref()
@@ -387,6 +405,39 @@ mod tests {
         let consumed = t.feed_lines(text.as_bytes(), 0);
         assert_eq!(consumed, text.find('\n').map(|i| i + 1).unwrap_or(0));
         assert_eq!(t.current().map(|r| r.used_tokens), Some(1));
+    }
+
+    #[test]
+    fn followed_by_equals_feeding_in_order() {
+        let boundary =
+            r#"{"type":"system","subtype":"compact_boundary","compactMetadata":{"postTokens":5}}"#
+                .to_owned();
+        let lines = [
+            assistant("a", 1, 0, 0),
+            boundary.clone(),
+            r#"{"type":"assistant","message":{"usage":{"input_tokens":9}}}"#.to_owned(),
+            assistant("b", 2, 0, 0),
+            boundary,
+            assistant("<synthetic>", 0, 0, 0),
+        ];
+        for n in 0..=lines.len() {
+            for split in 0..=n {
+                let mut whole = ContextTracker::new();
+                let (mut early, mut late) = (ContextTracker::new(), ContextTracker::new());
+                for (i, line) in lines.iter().take(n).enumerate() {
+                    whole.feed_line(line.as_bytes(), i as u64);
+                    let part = if i < split { &mut early } else { &mut late };
+                    part.feed_line(line.as_bytes(), i as u64);
+                }
+                let merged = early.followed_by(late);
+                assert_eq!(merged.current(), whole.current(), "n={n} split={split}");
+                assert_eq!(
+                    merged.last_model(),
+                    whole.last_model(),
+                    "n={n} split={split}"
+                );
+            }
+        }
     }
 
     proptest::proptest! {

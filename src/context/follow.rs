@@ -103,6 +103,9 @@ struct LineSplitter {
     partial_start: u64,
     /// Inside a line whose start was not seen (tail window) or that grew past the bound.
     discarding: bool,
+    /// File offset just after the first newline that ended a discarded line: where a tail
+    /// window's complete lines begin.
+    first_line_end: Option<u64>,
 }
 
 impl LineSplitter {
@@ -116,6 +119,9 @@ impl LineSplitter {
             let segment = bytes.get(start..end).unwrap_or_default();
             if self.discarding {
                 self.discarding = false;
+                if self.first_line_end.is_none() {
+                    self.first_line_end = Some(base + end as u64 + 1);
+                }
             } else if self.partial.is_empty() {
                 tracker.feed_line(segment, base + start as u64);
             } else {
@@ -335,25 +341,42 @@ impl TranscriptFollower {
     }
 
     /// Starts over from the tail of a file of `len` bytes: windows of growing size until one
-    /// holds a deciding record (with a known model), the start of the file, or the cap.
+    /// holds a deciding record (with a known model), the start of the file, or the cap. Each
+    /// step parses only the bytes before the previous window, so a search costs about the final
+    /// window, not the sum of all windows.
     fn retail(&mut self, len: u64) -> Result<u64, FollowError> {
         let mut window = self.limits.initial_tail;
         let mut total = 0u64;
+        // Bytes from `region_end` to `len` have been parsed into `later`.
+        let mut region_end = len;
+        let mut later = ContextTracker::new();
+        self.splitter = LineSplitter::default();
+        self.offset = len;
         loop {
-            let start = len.saturating_sub(window);
+            let start = len.saturating_sub(window).min(region_end);
             let mut splitter = LineSplitter {
                 // Mid-file, the first bytes belong to a line whose start we did not read.
                 discarding: start > 0,
                 ..LineSplitter::default()
             };
             let mut tracker = ContextTracker::new();
-            let read = self.read_range(start, len, &mut splitter, &mut tracker)?;
+            let read = self.read_range(start, region_end, &mut splitter, &mut tracker)?;
             total += read;
-            let decided = tracker.current().is_some_and(|r| r.model.is_some());
-            if decided || start == 0 || window >= self.limits.max_tail {
-                self.splitter = splitter;
-                self.tracker = tracker;
+            if region_end == len {
+                // This region ends at the file's end: its unfinished line is the one to keep.
                 self.offset = start + read;
+                self.splitter = LineSplitter {
+                    first_line_end: None,
+                    ..splitter.clone()
+                };
+            }
+            later = tracker.followed_by(later);
+            if let Some(first_line_end) = splitter.first_line_end {
+                region_end = first_line_end;
+            }
+            let decided = later.current().is_some_and(|r| r.model.is_some());
+            if decided || start == 0 || window >= self.limits.max_tail {
+                self.tracker = later;
                 return Ok(total);
             }
             window = window.saturating_mul(2).min(self.limits.max_tail);
