@@ -319,9 +319,9 @@ fn follower_notices_in_place_rewrite_that_grew_past_offset() -> TestResult {
     f.poll()?;
     // Same inode, rewritten with longer content whose byte before the old offset is not '\n'.
     let mut file = OpenOptions::new().write(true).truncate(true).open(&path)?;
-    write!(
+    writeln!(
         file,
-        "{}\n",
+        "{}",
         assistant_with(
             "claude-opus-4-1",
             0,
