@@ -1,0 +1,203 @@
+//! The `wakebridge statusline` and `wakebridge context` verbs.
+//!
+//! This module owns their arguments (clap `Args` types the top-level CLI embeds) and their
+//! `run(args, state_dir) -> ExitCode` functions: thin I/O shells over `statusline`, `follow` and
+//! `figures`. It does not own the top-level command enum or where the state dir comes from.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::follow::{TranscriptFollower, find_transcript};
+use super::statusline::{
+    DEFAULT_BUSY_TTL, marker_activity, parse_statusline, read_bounded, read_feed, render_line,
+    unix_now, write_feed,
+};
+use super::window::{DEFAULT_CONTEXT_WINDOW, WindowResolver};
+use super::{ContextReport, figures, valid_session_id};
+
+/// Exit code when the transcript cannot be found or read.
+const EXIT_NOT_FOUND: u8 = 1;
+/// Exit code for arguments that cannot work (bad session id, zero window).
+const EXIT_USAGE: u8 = 2;
+
+/// `wakebridge statusline`: a Claude Code statusLine command.
+#[derive(Debug, Clone, Args)]
+pub struct StatuslineArgs {
+    /// Wake dir holding `<session_id>.busy` markers; when given, the line also says idle or busy.
+    #[arg(long)]
+    pub wake_dir: Option<PathBuf>,
+    /// Age after which a busy marker no longer counts (seconds, as the bridge's --busy-ttl).
+    #[arg(long, default_value_t = DEFAULT_BUSY_TTL.as_secs())]
+    pub busy_ttl: u64,
+}
+
+/// `wakebridge context`: print a session's context figures.
+#[derive(Debug, Clone, Args)]
+pub struct ContextArgs {
+    /// Session id; its transcript is looked up under the Claude Code config dirs.
+    #[arg(long, required_unless_present = "transcript")]
+    pub session: Option<String>,
+    /// Transcript file to read (takes precedence over the lookup).
+    #[arg(long)]
+    pub transcript: Option<PathBuf>,
+    /// Print JSON instead of a sentence.
+    #[arg(long)]
+    pub json: bool,
+    /// Window for models nothing else identifies.
+    #[arg(long, default_value_t = DEFAULT_CONTEXT_WINDOW)]
+    pub default_window: u64,
+    /// How old a status-line feed may be and still be preferred.
+    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    pub feed_max_age: Duration,
+}
+
+/// Runs `wakebridge statusline`: always prints a line and exits 0 (a failing statusLine command
+/// would only blank Claude Code's status bar).
+pub fn run_statusline(args: &StatuslineArgs, state_dir: &Path) -> ExitCode {
+    let stdin = std::io::stdin();
+    // Run by hand on a terminal there is no payload; do not wait for one.
+    let input = if stdin.is_terminal() {
+        Vec::new()
+    } else {
+        read_bounded(stdin.lock())
+    };
+    let feed = parse_statusline(&input, unix_now());
+    if let Some(feed) = &feed
+        && let Err(err) = write_feed(state_dir, feed)
+    {
+        // stderr is not shown in the status bar; it helps whoever runs the command by hand.
+        eprintln!("wakebridge statusline: {err}");
+    }
+    let activity = match (&args.wake_dir, &feed) {
+        (Some(dir), Some(feed)) => Some(marker_activity(
+            dir,
+            &feed.session_id,
+            Duration::from_secs(args.busy_ttl),
+        )),
+        _ => None,
+    };
+    let line = render_line(feed.as_ref(), activity);
+    let mut out = std::io::stdout().lock();
+    // A closed stdout leaves nobody to tell.
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+    ExitCode::SUCCESS
+}
+
+/// Runs `wakebridge context`.
+pub fn run_context(args: &ContextArgs, state_dir: &Path) -> ExitCode {
+    let resolver = match WindowResolver::new([], args.default_window) {
+        Ok(r) => r,
+        Err(err) => {
+            eprintln!("wakebridge context: {err}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    if let Some(sid) = &args.session
+        && !valid_session_id(sid)
+    {
+        eprintln!(
+            "wakebridge context: session id {sid:?} is not valid; expected letters, digits, '-' or '_'"
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let session_id = args.session.clone().or_else(|| {
+        args.transcript
+            .as_deref()
+            .and_then(Path::file_stem)
+            .and_then(|s| s.to_str())
+            .filter(|s| valid_session_id(s))
+            .map(str::to_owned)
+    });
+    let feed = session_id
+        .as_deref()
+        .and_then(|sid| read_feed(state_dir, sid, args.feed_max_age));
+    let hint = args
+        .transcript
+        .clone()
+        .or_else(|| feed.as_ref().and_then(|f| f.transcript_path.clone()));
+    let transcript = match (&args.transcript, &session_id) {
+        (Some(path), _) => Some(path.clone()),
+        (None, Some(sid)) => find_transcript(sid, hint.as_deref()),
+        (None, None) => None,
+    };
+    let reading = match &transcript {
+        Some(path) => {
+            let mut follower = TranscriptFollower::new(path);
+            match follower.poll() {
+                Ok(outcome) if outcome.event == super::follow::PollEvent::Missing => {
+                    eprintln!(
+                        "wakebridge context: transcript {} does not exist (Claude Code creates it at the first prompt)",
+                        path.display()
+                    );
+                    return ExitCode::from(EXIT_NOT_FOUND);
+                }
+                Ok(_) => follower.current().cloned(),
+                Err(err) => {
+                    eprintln!("wakebridge context: {err}");
+                    return ExitCode::from(EXIT_NOT_FOUND);
+                }
+            }
+        }
+        None if feed.is_some() => None,
+        None => {
+            eprintln!(
+                "wakebridge context: no transcript found for session {:?}; pass --transcript PATH or check CLAUDE_CONFIG_DIR",
+                session_id.as_deref().unwrap_or("")
+            );
+            return ExitCode::from(EXIT_NOT_FOUND);
+        }
+    };
+    let figures = figures(reading.as_ref(), feed.as_ref(), &resolver);
+    let report = ContextReport::new(session_id, transcript, &figures);
+    let text = if args.json {
+        serde_json::to_string(&report).unwrap_or_default()
+    } else {
+        describe(&report)
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}");
+    ExitCode::SUCCESS
+}
+
+/// One human sentence for `wakebridge context`.
+fn describe(r: &ContextReport) -> String {
+    let model = r.model.as_deref().unwrap_or("unknown model");
+    match (r.used_tokens, r.percent) {
+        (Some(used), Some(pct)) => format!(
+            "{pct:.1}% of the context window in use: {used} of {} tokens ({model}; window from {}, usage from {})",
+            r.context_window,
+            r.source,
+            r.usage_source.unwrap_or("?"),
+        ),
+        _ => format!(
+            "no context usage recorded yet ({model}; window {} tokens from {})",
+            r.context_window, r.source
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::statusline::DEFAULT_FEED_MAX_AGE;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        context: ContextArgs,
+    }
+
+    #[test]
+    fn context_args_need_session_or_transcript() {
+        assert!(Wrap::try_parse_from(["x"]).is_err());
+        assert!(Wrap::try_parse_from(["x", "--session", "abc"]).is_ok());
+        let w = Wrap::try_parse_from(["x", "--transcript", "/t.jsonl", "--json"]);
+        assert!(w.is_ok_and(|w| w.context.json && w.context.feed_max_age == DEFAULT_FEED_MAX_AGE));
+    }
+}

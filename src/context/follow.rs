@@ -1,0 +1,563 @@
+//! Following one Claude Code transcript file, and finding it.
+//!
+//! This module owns the file side of the context monitor: `TranscriptFollower` starts from the
+//! file's tail (a bounded window that doubles up to a cap until a record decides the context, so
+//! a multi-GB history is never read whole), then reads only appended bytes on every `poll()`. It
+//! survives truncation and rewrites (re-tail), replacement of the file (new inode: re-open and
+//! re-tail), a partial last line (kept until its newline arrives) and a file that does not exist
+//! yet. `find_transcript` locates `<config_dir>/projects/*/<session_id>.jsonl`. `ChangeWatcher`
+//! turns notify events into wake-ups with a polling fallback. Parsing and the context rule live
+//! in `crate::transcript`; percentages in `context::window`.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::ErrorKind;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::transcript::{ContextReading, ContextTracker};
+
+use super::valid_session_id;
+
+/// First tail window: a few hundred KB holds the last several turns of a typical transcript.
+pub const INITIAL_TAIL_BYTES: u64 = 256 * 1024;
+/// Largest tail window: past this the file holds no usable record near its end, and reading
+/// further back would cost more than waiting for the next turn to append one.
+pub const MAX_TAIL_BYTES: u64 = 64 * 1024 * 1024;
+/// Longest line kept while waiting for its newline; longer ones (pasted images, base64 blobs) are
+/// dropped so one runaway line cannot grow memory without bound.
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+/// Bytes read per system call: large enough to amortise calls, small enough to bound memory.
+const READ_CHUNK_BYTES: usize = 1024 * 1024;
+/// How often to poll when change notification is unavailable or silent.
+pub const DEFAULT_POLL_FALLBACK: Duration = Duration::from_secs(10);
+/// File name part Claude Code uses for subagent transcripts, which never describe the session.
+const SUBAGENTS_DIR: &str = "subagents";
+/// Transcript file extension.
+const TRANSCRIPT_EXT: &str = "jsonl";
+
+/// Errors while following or watching a transcript.
+#[derive(Debug, thiserror::Error)]
+pub enum FollowError {
+    #[error("cannot read transcript {path}: {source}; check it is readable by this user")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("transcript path {0} is not a regular file; point at the session's .jsonl file")]
+    NotAFile(PathBuf),
+    #[error("cannot watch {path} for changes: {reason}; polling continues instead")]
+    Watch { path: PathBuf, reason: String },
+}
+
+/// Tail-window and line bounds of a follower.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowLimits {
+    pub initial_tail: u64,
+    pub max_tail: u64,
+    pub max_line: usize,
+}
+
+impl Default for FollowLimits {
+    fn default() -> Self {
+        Self {
+            initial_tail: INITIAL_TAIL_BYTES,
+            max_tail: MAX_TAIL_BYTES,
+            max_line: MAX_LINE_BYTES,
+        }
+    }
+}
+
+/// What one `poll()` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollEvent {
+    /// The file does not exist (yet, or any more). The last reading is kept.
+    Missing,
+    /// The file was opened for the first time and its tail read.
+    Opened,
+    /// The path now names a different file (rotated, rewritten via rename): re-tailed.
+    Replaced,
+    /// The file shrank or was rewritten in place: re-tailed.
+    Truncated,
+    /// New bytes were read.
+    Appended,
+    /// Nothing new.
+    Unchanged,
+}
+
+/// Result of one `poll()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PollOutcome {
+    pub event: PollEvent,
+    /// Bytes read from the file by this poll (tail window included).
+    pub bytes_read: u64,
+    /// Whether `current()` differs from before the poll.
+    pub changed: bool,
+}
+
+/// Splits a byte stream into lines across reads, bounding the partial line it keeps.
+#[derive(Debug, Clone, Default)]
+struct LineSplitter {
+    partial: Vec<u8>,
+    partial_start: u64,
+    /// Inside a line whose start was not seen (tail window) or that grew past the bound.
+    discarding: bool,
+    /// File offset just after the first newline that ended a discarded line: where a tail
+    /// window's complete lines begin.
+    first_line_end: Option<u64>,
+}
+
+impl LineSplitter {
+    fn push(&mut self, bytes: &[u8], base: u64, max_line: usize, tracker: &mut ContextTracker) {
+        let mut start = 0usize;
+        while let Some(rel) = bytes
+            .get(start..)
+            .and_then(|rest| rest.iter().position(|&b| b == b'\n'))
+        {
+            let end = start + rel;
+            let segment = bytes.get(start..end).unwrap_or_default();
+            if self.discarding {
+                self.discarding = false;
+                if self.first_line_end.is_none() {
+                    self.first_line_end = Some(base + end as u64 + 1);
+                }
+            } else if self.partial.is_empty() {
+                tracker.feed_line(segment, base + start as u64);
+            } else {
+                self.partial.extend_from_slice(segment);
+                tracker.feed_line(&self.partial, self.partial_start);
+            }
+            self.partial.clear();
+            start = end + 1;
+        }
+        let rest = bytes.get(start..).unwrap_or_default();
+        if self.discarding || rest.is_empty() {
+            return;
+        }
+        if self.partial.is_empty() {
+            self.partial_start = base + start as u64;
+        }
+        if self.partial.len() + rest.len() > max_line {
+            self.partial.clear();
+            self.discarding = true;
+        } else {
+            self.partial.extend_from_slice(rest);
+        }
+    }
+
+    /// Whether the last byte consumed was a newline (nothing pending).
+    fn at_line_start(&self) -> bool {
+        self.partial.is_empty() && !self.discarding
+    }
+}
+
+struct OpenFile {
+    file: File,
+    identity: (u64, u64),
+}
+
+/// Follows one transcript file incrementally. See the module docs.
+pub struct TranscriptFollower {
+    path: PathBuf,
+    limits: FollowLimits,
+    open: Option<OpenFile>,
+    /// Next byte of the file to read.
+    offset: u64,
+    splitter: LineSplitter,
+    tracker: ContextTracker,
+}
+
+impl TranscriptFollower {
+    /// A follower for `path` with default limits. Nothing is read until `poll()`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self::with_limits(path, FollowLimits::default())
+    }
+
+    pub fn with_limits(path: impl Into<PathBuf>, limits: FollowLimits) -> Self {
+        Self {
+            path: path.into(),
+            limits: FollowLimits {
+                initial_tail: limits.initial_tail.max(1),
+                max_tail: limits.max_tail.max(limits.initial_tail.max(1)),
+                max_line: limits.max_line.max(1),
+            },
+            open: None,
+            offset: 0,
+            splitter: LineSplitter::default(),
+            tracker: ContextTracker::new(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The current context reading, if any record has decided one.
+    pub fn current(&self) -> Option<&ContextReading> {
+        self.tracker.current()
+    }
+
+    /// The byte offset up to which the file has been consumed.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Brings the reading up to date with the file. Correct on its own: call it on every change
+    /// notification and on a timer.
+    pub fn poll(&mut self) -> Result<PollOutcome, FollowError> {
+        let before = self.tracker.current().cloned();
+        let (event, bytes_read) = self.poll_inner()?;
+        Ok(PollOutcome {
+            event,
+            bytes_read,
+            changed: self.tracker.current() != before.as_ref(),
+        })
+    }
+
+    fn io_err(&self, source: std::io::Error) -> FollowError {
+        FollowError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn poll_inner(&mut self) -> Result<(PollEvent, u64), FollowError> {
+        let meta = match std::fs::metadata(&self.path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                self.open = None;
+                return Ok((PollEvent::Missing, 0));
+            }
+            Err(e) => return Err(self.io_err(e)),
+        };
+        if !meta.is_file() {
+            return Err(FollowError::NotAFile(self.path.clone()));
+        }
+        let path_identity = (meta.dev(), meta.ino());
+        let same_file = self
+            .open
+            .as_ref()
+            .is_some_and(|o| o.identity == path_identity);
+        if !same_file {
+            let was_open = self.open.is_some();
+            let file = File::open(&self.path).map_err(|e| self.io_err(e))?;
+            let opened = file.metadata().map_err(|e| self.io_err(e))?;
+            self.open = Some(OpenFile {
+                file,
+                identity: (opened.dev(), opened.ino()),
+            });
+            let read = self.retail(opened.len())?;
+            let event = if was_open {
+                PollEvent::Replaced
+            } else {
+                PollEvent::Opened
+            };
+            return Ok((event, read));
+        }
+        let len = self.open_len()?;
+        if len < self.offset || !self.still_ends_in_newline()? {
+            let read = self.retail(len)?;
+            return Ok((PollEvent::Truncated, read));
+        }
+        if len == self.offset {
+            return Ok((PollEvent::Unchanged, 0));
+        }
+        let read = self.read_appended(len)?;
+        Ok((PollEvent::Appended, read))
+    }
+
+    fn open_len(&self) -> Result<u64, FollowError> {
+        match &self.open {
+            Some(o) => o
+                .file
+                .metadata()
+                .map(|m| m.len())
+                .map_err(|e| self.io_err(e)),
+            None => Ok(0),
+        }
+    }
+
+    /// Cheap check for an in-place rewrite that regrew past our offset: the byte before the
+    /// offset was a newline when we consumed it, so it must still be one.
+    fn still_ends_in_newline(&self) -> Result<bool, FollowError> {
+        let Some(open) = &self.open else {
+            return Ok(true);
+        };
+        if self.offset == 0 || !self.splitter.at_line_start() {
+            return Ok(true);
+        }
+        let mut byte = [0u8; 1];
+        match open.file.read_at(&mut byte, self.offset - 1) {
+            Ok(1) => Ok(byte[0] == b'\n'),
+            Ok(_) => Ok(false),
+            Err(e) => Err(self.io_err(e)),
+        }
+    }
+
+    /// Reads `[start, end)` through `splitter` into `tracker`. Returns bytes read; stops early if
+    /// the file shrank meanwhile (the next poll notices).
+    fn read_range(
+        &self,
+        start: u64,
+        end: u64,
+        splitter: &mut LineSplitter,
+        tracker: &mut ContextTracker,
+    ) -> Result<u64, FollowError> {
+        let Some(open) = &self.open else {
+            return Ok(0);
+        };
+        let mut buf = vec![0u8; READ_CHUNK_BYTES.min((end - start) as usize).max(1)];
+        let mut pos = start;
+        while pos < end {
+            let want = ((end - pos) as usize).min(buf.len());
+            let chunk = buf.get_mut(..want).unwrap_or_default();
+            let n = match open.file.read_at(chunk, pos) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.io_err(e)),
+            };
+            splitter.push(
+                buf.get(..n).unwrap_or_default(),
+                pos,
+                self.limits.max_line,
+                tracker,
+            );
+            pos += n as u64;
+        }
+        Ok(pos - start)
+    }
+
+    fn read_appended(&mut self, len: u64) -> Result<u64, FollowError> {
+        let mut splitter = std::mem::take(&mut self.splitter);
+        let mut tracker = std::mem::take(&mut self.tracker);
+        let result = self.read_range(self.offset, len, &mut splitter, &mut tracker);
+        self.splitter = splitter;
+        self.tracker = tracker;
+        let read = result?;
+        self.offset += read;
+        Ok(read)
+    }
+
+    /// Starts over from the tail of a file of `len` bytes: windows of growing size until one
+    /// holds a deciding record (with a known model), the start of the file, or the cap. Each
+    /// step parses only the bytes before the previous window, so a search costs about the final
+    /// window, not the sum of all windows.
+    fn retail(&mut self, len: u64) -> Result<u64, FollowError> {
+        let mut window = self.limits.initial_tail;
+        let mut total = 0u64;
+        // Bytes from `region_end` to `len` have been parsed into `later`.
+        let mut region_end = len;
+        let mut later = ContextTracker::new();
+        self.splitter = LineSplitter::default();
+        self.offset = len;
+        loop {
+            let start = len.saturating_sub(window).min(region_end);
+            let mut splitter = LineSplitter {
+                // Mid-file, the first bytes belong to a line whose start we did not read.
+                discarding: start > 0,
+                ..LineSplitter::default()
+            };
+            let mut tracker = ContextTracker::new();
+            let read = self.read_range(start, region_end, &mut splitter, &mut tracker)?;
+            total += read;
+            if region_end == len {
+                // This region ends at the file's end: its unfinished line is the one to keep.
+                self.offset = start + read;
+                self.splitter = LineSplitter {
+                    first_line_end: None,
+                    ..splitter.clone()
+                };
+            }
+            later = tracker.followed_by(later);
+            if let Some(first_line_end) = splitter.first_line_end {
+                region_end = first_line_end;
+            }
+            let decided = later.current().is_some_and(|r| r.model.is_some());
+            if decided || start == 0 || window >= self.limits.max_tail {
+                self.tracker = later;
+                return Ok(total);
+            }
+            window = window.saturating_mul(2).min(self.limits.max_tail);
+        }
+    }
+}
+
+/// Claude Code config directories: each entry of `$CLAUDE_CONFIG_DIR` (comma-separated) if set
+/// and non-empty, else `~/.claude` and `~/.config/claude`.
+pub fn claude_config_dirs() -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    claude_config_dirs_from(
+        std::env::var_os("CLAUDE_CONFIG_DIR").as_deref(),
+        home.as_deref(),
+    )
+}
+
+/// `claude_config_dirs` with the environment passed in.
+pub fn claude_config_dirs_from(
+    config_dir_env: Option<&OsStr>,
+    home: Option<&Path>,
+) -> Vec<PathBuf> {
+    if let Some(value) = config_dir_env.and_then(OsStr::to_str) {
+        let dirs: Vec<PathBuf> = value
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        if !dirs.is_empty() {
+            return dirs;
+        }
+    }
+    match home {
+        Some(home) => vec![home.join(".claude"), home.join(".config").join("claude")],
+        None => Vec::new(),
+    }
+}
+
+fn is_under_subagents(path: &Path) -> bool {
+    path.components()
+        .any(|c| c.as_os_str() == OsStr::new(SUBAGENTS_DIR))
+}
+
+/// The transcript of `session_id`: the hinted path if it is an existing main transcript, else
+/// `<config_dir>/projects/*/<session_id>.jsonl` over `claude_config_dirs()` (newest if several).
+pub fn find_transcript(session_id: &str, hinted_path: Option<&Path>) -> Option<PathBuf> {
+    find_transcript_in(&claude_config_dirs(), session_id, hinted_path)
+}
+
+/// `find_transcript` over explicit config dirs.
+pub fn find_transcript_in(
+    config_dirs: &[PathBuf],
+    session_id: &str,
+    hinted_path: Option<&Path>,
+) -> Option<PathBuf> {
+    if let Some(hint) = hinted_path
+        && hint.is_file()
+        && !is_under_subagents(hint)
+    {
+        return Some(hint.to_owned());
+    }
+    if !valid_session_id(session_id) {
+        return None;
+    }
+    let file_name = format!("{session_id}.{TRANSCRIPT_EXT}");
+    config_dirs
+        .iter()
+        .filter_map(|dir| std::fs::read_dir(dir.join("projects")).ok())
+        .flat_map(|entries| entries.filter_map(Result::ok))
+        .filter(|entry| entry.file_name() != OsStr::new(SUBAGENTS_DIR))
+        .map(|entry| entry.path().join(&file_name))
+        .filter_map(|candidate| {
+            let meta = std::fs::metadata(&candidate).ok()?;
+            meta.is_file().then(|| (meta.modified().ok(), candidate))
+        })
+        .max_by_key(|(modified, _)| *modified)
+        .map(|(_, path)| path)
+}
+
+/// Change notification for transcript directories with a polling fallback: `next()` returns the
+/// paths notify reported, or an empty list when the fallback interval passed (poll everything).
+pub struct ChangeWatcher {
+    watcher: Option<notify::RecommendedWatcher>,
+    rx: tokio::sync::mpsc::UnboundedReceiver<PathBuf>,
+    fallback: Duration,
+}
+
+impl ChangeWatcher {
+    /// A watcher; if the platform backend cannot start, it degrades to the fallback timer only.
+    pub fn new(fallback: Duration) -> Self {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            if let Ok(event) = event {
+                for path in event.paths {
+                    // A closed receiver only means the watcher is being dropped.
+                    let _ = tx.send(path);
+                }
+            }
+        })
+        .ok();
+        Self {
+            watcher,
+            rx,
+            fallback,
+        }
+    }
+
+    /// Watches one directory (not recursively), e.g. the parent of a followed transcript.
+    pub fn watch_dir(&mut self, dir: &Path) -> Result<(), FollowError> {
+        use notify::Watcher as _;
+        let Some(watcher) = self.watcher.as_mut() else {
+            return Err(FollowError::Watch {
+                path: dir.to_owned(),
+                reason: "no change notification backend".into(),
+            });
+        };
+        watcher
+            .watch(dir, notify::RecursiveMode::NonRecursive)
+            .map_err(|e| FollowError::Watch {
+                path: dir.to_owned(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// Waits for a change or the fallback interval; returns the changed paths (deduplicated),
+    /// empty on a fallback tick.
+    pub async fn next(&mut self) -> Vec<PathBuf> {
+        let mut paths = match tokio::time::timeout(self.fallback, self.rx.recv()).await {
+            Ok(Some(path)) => vec![path],
+            Ok(None) | Err(_) => return Vec::new(),
+        };
+        while let Ok(path) = self.rx.try_recv() {
+            paths.push(path);
+        }
+        paths.sort();
+        paths.dedup();
+        paths
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_dirs_from_env_list_or_home() {
+        let dirs = claude_config_dirs_from(Some(OsStr::new("/a, /b ,,")), Some(Path::new("/h")));
+        assert_eq!(dirs, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+        let dirs = claude_config_dirs_from(Some(OsStr::new("")), Some(Path::new("/h")));
+        assert_eq!(
+            dirs,
+            vec![
+                PathBuf::from("/h/.claude"),
+                PathBuf::from("/h/.config/claude")
+            ]
+        );
+        assert!(claude_config_dirs_from(None, None).is_empty());
+    }
+
+    #[test]
+    fn splitter_keeps_partial_line_until_newline() {
+        let mut s = LineSplitter::default();
+        let mut t = ContextTracker::new();
+        let line = br#"{"type":"assistant","message":{"model":"m","usage":{"input_tokens":7}}}"#;
+        let (a, b) = line.split_at(20);
+        s.push(a, 0, 1024, &mut t);
+        assert!(t.current().is_none());
+        s.push(b, 20, 1024, &mut t);
+        assert!(t.current().is_none(), "no newline yet");
+        s.push(b"\n", line.len() as u64, 1024, &mut t);
+        assert_eq!(t.current().map(|r| (r.used_tokens, r.offset)), Some((7, 0)));
+    }
+
+    #[test]
+    fn splitter_drops_overlong_line() {
+        let mut s = LineSplitter::default();
+        let mut t = ContextTracker::new();
+        s.push(&[b'x'; 100], 0, 10, &mut t);
+        assert!(s.discarding);
+        s.push(b"yy\n", 100, 10, &mut t);
+        assert!(s.at_line_start());
+    }
+}

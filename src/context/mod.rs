@@ -1,0 +1,206 @@
+//! The context monitor's building blocks: how full each Claude Code session's context window is.
+//!
+//! This module owns combining a transcript reading (`crate::transcript`, followed incrementally
+//! by `follow`), the status-line feed (`statusline`) and the window rules (`window`) into one set
+//! of figures, plus warning thresholds (`thresholds`), state files (`statefile`) and the two CLI
+//! verbs (`cli`). It does not schedule anything or type into panes: the daemon's context task
+//! drives these pieces and the wake gate decides delivery.
+
+pub mod cli;
+pub mod follow;
+pub mod statefile;
+pub mod statusline;
+pub mod thresholds;
+pub mod window;
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::transcript::ContextReading;
+use statusline::Feed;
+use window::{WindowResolver, WindowSource, percent};
+
+/// Longest session id accepted as a file name component (UUIDs are 36).
+const MAX_SESSION_ID_LEN: usize = 128;
+
+/// Whether `session_id` is safe to use as one file name: non-empty, bounded, only ASCII letters,
+/// digits, `-` and `_`, so it can never name a path outside its directory.
+pub fn valid_session_id(session_id: &str) -> bool {
+    !session_id.is_empty()
+        && session_id.len() <= MAX_SESSION_ID_LEN
+        && session_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Where the used-token figure came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageSource {
+    /// A fresh status-line feed (Claude Code's own figure).
+    Statusline,
+    /// The transcript's newest main-chain assistant record.
+    Assistant,
+    /// The transcript's newest compaction boundary.
+    CompactBoundary,
+}
+
+impl UsageSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UsageSource::Statusline => "statusline",
+            UsageSource::Assistant => "assistant",
+            UsageSource::CompactBoundary => "compact-boundary",
+        }
+    }
+}
+
+/// The context figures of one session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextFigures {
+    pub model: Option<String>,
+    /// `None` until the session has had a response (or a compaction).
+    pub used_tokens: Option<u64>,
+    pub context_window: u64,
+    pub window_source: WindowSource,
+    /// 0-100, one decimal; `None` with `used_tokens`.
+    pub percent: Option<f64>,
+    pub usage_source: Option<UsageSource>,
+}
+
+/// Combines a transcript reading and a feed that the caller already checked for freshness
+/// (`statusline::read_feed`). A feed with usage wins (it is Claude Code's own figure); its
+/// window wins too. Otherwise the transcript reading is used with the resolved window.
+pub fn figures(
+    reading: Option<&ContextReading>,
+    fresh_feed: Option<&Feed>,
+    resolver: &WindowResolver,
+) -> ContextFigures {
+    let model = reading
+        .and_then(|r| r.model.clone())
+        .or_else(|| fresh_feed.and_then(|f| f.model_id.clone()));
+    let window = resolver.resolve(
+        fresh_feed.and_then(|f| f.context_window_size),
+        model.as_deref(),
+    );
+    let from_feed = fresh_feed
+        .and_then(Feed::used_tokens)
+        .map(|used| (used, UsageSource::Statusline));
+    let from_transcript = reading.map(|r| {
+        let source = match r.source {
+            crate::transcript::ReadingSource::Assistant => UsageSource::Assistant,
+            crate::transcript::ReadingSource::CompactBoundary => UsageSource::CompactBoundary,
+        };
+        (r.used_tokens, source)
+    });
+    let used = from_feed.or(from_transcript);
+    ContextFigures {
+        model,
+        used_tokens: used.map(|(u, _)| u),
+        context_window: window.tokens,
+        window_source: window.source,
+        percent: used.map(|(u, _)| percent(u, window.tokens)),
+        usage_source: used.map(|(_, s)| s),
+    }
+}
+
+/// The JSON shape of `wakebridge context --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ContextReport {
+    pub session_id: Option<String>,
+    pub transcript: Option<PathBuf>,
+    pub model: Option<String>,
+    pub used_tokens: Option<u64>,
+    pub context_window: u64,
+    pub percent: Option<f64>,
+    /// Which rule decided the window: statusline | model-suffix | model-table | default.
+    pub source: &'static str,
+    /// Where the used tokens came from: statusline | assistant | compact-boundary.
+    pub usage_source: Option<&'static str>,
+}
+
+impl ContextReport {
+    pub fn new(
+        session_id: Option<String>,
+        transcript: Option<PathBuf>,
+        f: &ContextFigures,
+    ) -> Self {
+        Self {
+            session_id,
+            transcript,
+            model: f.model.clone(),
+            used_tokens: f.used_tokens,
+            context_window: f.context_window,
+            percent: f.percent,
+            source: f.window_source.as_str(),
+            usage_source: f.usage_source.map(UsageSource::as_str),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::ReadingSource;
+
+    #[test]
+    fn session_ids_are_plain_names() {
+        assert!(valid_session_id("ac3ea6be-3f07-449d-ba6d-fe455f4016dc"));
+        for bad in ["", ".", "..", "a/b", "a b", "é", &"x".repeat(129)] {
+            assert!(!valid_session_id(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn transcript_reading_with_table_window() {
+        let reading = ContextReading {
+            used_tokens: 150_000,
+            model: Some("claude-sonnet-4-5".into()),
+            offset: 0,
+            source: ReadingSource::Assistant,
+        };
+        let f = figures(Some(&reading), None, &WindowResolver::default());
+        assert_eq!(f.percent, Some(75.0));
+        assert_eq!(f.window_source, WindowSource::ModelTable);
+        assert_eq!(f.usage_source, Some(UsageSource::Assistant));
+    }
+
+    #[test]
+    fn fresh_feed_wins_for_usage_and_window() {
+        let reading = ContextReading {
+            used_tokens: 1,
+            model: Some("claude-sonnet-4-5".into()),
+            offset: 0,
+            source: ReadingSource::Assistant,
+        };
+        let feed = Feed {
+            session_id: "s".into(),
+            model_id: None,
+            used_percentage: Some(42.0),
+            current_usage: Some(statusline::FeedUsage {
+                input_tokens: 420_000,
+                ..Default::default()
+            }),
+            context_window_size: Some(1_000_000),
+            exceeds_200k_tokens: None,
+            transcript_path: None,
+            timestamp: 0,
+        };
+        let f = figures(Some(&reading), Some(&feed), &WindowResolver::default());
+        assert_eq!(
+            (f.used_tokens, f.context_window, f.percent),
+            (Some(420_000), 1_000_000, Some(42.0))
+        );
+        assert_eq!(f.window_source, WindowSource::Statusline);
+        assert_eq!(f.usage_source, Some(UsageSource::Statusline));
+    }
+
+    #[test]
+    fn nothing_known_gives_no_percent() {
+        let f = figures(None, None, &WindowResolver::default());
+        assert_eq!(
+            (f.used_tokens, f.percent, f.window_source),
+            (None, None, WindowSource::Default)
+        );
+    }
+}

@@ -1,0 +1,177 @@
+//! Per-session context state files for other tools (prompts, tmux status bars) to read.
+//!
+//! This module owns the file format `PCT=<integer>\nTIMESTAMP=<unix seconds>\n`, its location
+//! `<state_dir>/context/<session_id>` (plus an optional "latest" copy at a configured path), and
+//! the atomic write used for every small file of the context monitor: a temp file in the same
+//! directory, mode 0600, synced, then renamed over the target, so a reader never sees half a
+//! file. It does not decide when to write (the monitor does).
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use super::valid_session_id;
+
+/// Sub-directory of the state dir holding one file per session.
+pub const CONTEXT_SUBDIR: &str = "context";
+
+/// Mode of directories we create: the files say what the user is working on.
+const DIR_MODE: u32 = 0o700;
+/// Mode of files we write: readable by the user only.
+const FILE_MODE: u32 = 0o600;
+
+/// Errors writing or reading state files.
+#[derive(Debug, thiserror::Error)]
+pub enum StateFileError {
+    #[error("session id {0:?} is not usable as a file name; expected letters, digits, '-' or '_'")]
+    BadSessionId(String),
+    #[error("cannot create directory {path}: {source}; check the state dir exists and is writable")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}: {source}; check free space and permissions of its directory")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} has no parent directory; give a file path inside a directory")]
+    NoParent { path: PathBuf },
+}
+
+/// Writes `bytes` to `path` atomically (temp file in the same directory, 0600, fsync, rename),
+/// creating the parent directory (0700) if missing.
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), StateFileError> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .ok_or_else(|| StateFileError::NoParent {
+            path: path.to_owned(),
+        })?;
+    ensure_dir(dir)?;
+    let write_err = |source| StateFileError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".wakebridge.")
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(FILE_MODE))
+        .tempfile_in(dir)
+        .map_err(write_err)?;
+    tmp.write_all(bytes).map_err(write_err)?;
+    // Without this a crash right after the rename can leave an empty file on some filesystems.
+    tmp.as_file().sync_data().map_err(write_err)?;
+    tmp.persist(path).map_err(|e| write_err(e.error))?;
+    Ok(())
+}
+
+fn ensure_dir(dir: &Path) -> Result<(), StateFileError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)
+        .map_err(|source| StateFileError::CreateDir {
+            path: dir.to_owned(),
+            source,
+        })
+}
+
+/// Path of a session's state file.
+pub fn state_path(state_dir: &Path, session_id: &str) -> Result<PathBuf, StateFileError> {
+    if !valid_session_id(session_id) {
+        return Err(StateFileError::BadSessionId(session_id.to_owned()));
+    }
+    Ok(state_dir.join(CONTEXT_SUBDIR).join(session_id))
+}
+
+/// The file content for a percentage at a time.
+pub fn render_state(percent: f64, unix_seconds: u64) -> String {
+    let pct = if percent.is_finite() {
+        percent.round().clamp(0.0, 100.0) as u32
+    } else {
+        0
+    };
+    format!("PCT={pct}\nTIMESTAMP={unix_seconds}\n")
+}
+
+/// Parses the file content back into (percent, timestamp). `None` for anything else.
+pub fn parse_state(text: &str) -> Option<(u32, u64)> {
+    let mut pct = None;
+    let mut ts = None;
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("PCT=") {
+            pct = v.trim().parse().ok();
+        } else if let Some(v) = line.strip_prefix("TIMESTAMP=") {
+            ts = v.trim().parse().ok();
+        }
+    }
+    Some((pct?, ts?))
+}
+
+/// Writes the session's state file and, when `latest` is given, the same content there.
+pub fn write_state(
+    state_dir: &Path,
+    session_id: &str,
+    percent: f64,
+    unix_seconds: u64,
+    latest: Option<&Path>,
+) -> Result<(), StateFileError> {
+    let path = state_path(state_dir, session_id)?;
+    let content = render_state(percent, unix_seconds);
+    atomic_write(&path, content.as_bytes())?;
+    if let Some(latest) = latest {
+        atomic_write(latest, content.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Reads a session's state file; `None` if absent or unreadable.
+pub fn read_state(state_dir: &Path, session_id: &str) -> Option<(u32, u64)> {
+    let path = state_path(state_dir, session_id).ok()?;
+    parse_state(&std::fs::read_to_string(path).ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn writes_private_file_atomically_with_latest_copy() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let latest = dir.path().join("latest").join("ctx");
+        write_state(dir.path(), "sid-1", 42.6, 1_700_000_000, Some(&latest))?;
+        let path = dir.path().join("context").join("sid-1");
+        assert_eq!(
+            std::fs::read_to_string(&path)?,
+            "PCT=43\nTIMESTAMP=1700000000\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&latest)?,
+            "PCT=43\nTIMESTAMP=1700000000\n"
+        );
+        assert_eq!(std::fs::metadata(&path)?.mode() & 0o777, 0o600);
+        assert_eq!(read_state(dir.path(), "sid-1"), Some((43, 1_700_000_000)));
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("context"))?
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn refuses_path_like_session_ids() {
+        let dir = std::env::temp_dir();
+        for sid in ["", "..", "a/b", "../x", ".hidden"] {
+            assert!(matches!(
+                write_state(&dir, sid, 1.0, 1, None),
+                Err(StateFileError::BadSessionId(_))
+            ));
+        }
+    }
+}

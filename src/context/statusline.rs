@@ -1,0 +1,324 @@
+//! The Claude Code status-line feed.
+//!
+//! This module owns the `wakebridge statusline` side of the context monitor: reading the JSON
+//! Claude Code pipes into a statusLine command (bounded, tolerant), keeping the context figures
+//! in a per-session feed file `<state_dir>/feed/<session_id>.json` (written atomically) that the
+//! daemon prefers while fresh (`read_feed`), and rendering the one short line Claude Code shows
+//! (`ctx 42% · idle`). It never fails visibly: any input yields a line, at worst `ctx ?`. It does
+//! not compute anything from transcripts.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::statefile::{StateFileError, atomic_write};
+use super::valid_session_id;
+use super::window::percent;
+
+/// Sub-directory of the state dir holding one feed file per session.
+pub const FEED_SUBDIR: &str = "feed";
+/// Most bytes read from stdin: real payloads are ~2 KB; this bounds a runaway writer.
+pub const MAX_STATUSLINE_INPUT: u64 = 256 * 1024;
+/// How long a feed counts as fresh by default: Claude Code re-runs the command on every token
+/// usage change, so an older feed describes a session that has been quiet (the transcript is
+/// then just as good).
+pub const DEFAULT_FEED_MAX_AGE: Duration = Duration::from_secs(120);
+/// A feed stamped this far in the future (clock stepped back) is still accepted.
+const FUTURE_SLACK_SECS: u64 = 5;
+/// Default busy-marker TTL, as in the Python bridge (`--busy-ttl` 3600 s).
+pub const DEFAULT_BUSY_TTL: Duration = Duration::from_secs(3600);
+/// What the line shows when no percentage is known.
+pub const UNKNOWN_LINE: &str = "ctx ?";
+/// Separator between the line's parts.
+const SEPARATOR: &str = " · ";
+
+/// Token counts of the last API response as the status line reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct FeedUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+    pub cache_read_input_tokens: u64,
+}
+
+impl FeedUsage {
+    /// Same sum as the transcript rule: input plus both cache counts.
+    pub fn context_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
+    }
+}
+
+/// The context figures of one status-line run, as stored in the feed file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Feed {
+    pub session_id: String,
+    pub model_id: Option<String>,
+    pub used_percentage: Option<f64>,
+    pub current_usage: Option<FeedUsage>,
+    pub context_window_size: Option<u64>,
+    pub exceeds_200k_tokens: Option<bool>,
+    pub transcript_path: Option<PathBuf>,
+    /// Unix seconds when the status line ran.
+    pub timestamp: u64,
+}
+
+impl Feed {
+    /// Used tokens, from `current_usage`.
+    pub fn used_tokens(&self) -> Option<u64> {
+        self.current_usage.map(|u| u.context_tokens())
+    }
+
+    /// Percentage: computed from usage and window when both are known (one decimal), else
+    /// Claude Code's own `used_percentage`.
+    pub fn percent(&self) -> Option<f64> {
+        match (self.used_tokens(), self.context_window_size) {
+            (Some(used), Some(window)) if window > 0 => Some(percent(used, window)),
+            _ => self
+                .used_percentage
+                .filter(|p| p.is_finite())
+                .map(|p| p.clamp(0.0, 100.0)),
+        }
+    }
+}
+
+/// Errors of the feed file.
+#[derive(Debug, thiserror::Error)]
+pub enum StatuslineError {
+    #[error("session id {0:?} is not usable as a file name; expected letters, digits, '-' or '_'")]
+    BadSessionId(String),
+    #[error(transparent)]
+    Write(#[from] StateFileError),
+}
+
+/// Whether the session is in a turn, from its busy marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    Idle,
+    Busy,
+}
+
+impl Activity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Activity::Idle => "idle",
+            Activity::Busy => "busy",
+        }
+    }
+}
+
+/// Seconds since the Unix epoch (0 if the clock is before it).
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn count(v: Option<&Value>) -> Option<u64> {
+    v.and_then(Value::as_u64)
+}
+
+/// Parses Claude Code's status-line JSON. `None` if it is not an object with a `session_id`.
+pub fn parse_statusline(bytes: &[u8], now: u64) -> Option<Feed> {
+    let v: Value = serde_json::from_slice(bytes.trim_ascii()).ok()?;
+    let session_id = v.get("session_id")?.as_str()?.to_owned();
+    let cw = v.get("context_window");
+    let field = |name: &str| cw.and_then(|c| c.get(name));
+    let current_usage = field("current_usage")
+        .filter(|u| u.is_object())
+        .and_then(|u| {
+            Some(FeedUsage {
+                input_tokens: count(u.get("input_tokens"))?,
+                output_tokens: count(u.get("output_tokens")).unwrap_or(0),
+                cache_creation_input_tokens: count(u.get("cache_creation_input_tokens"))
+                    .unwrap_or(0),
+                cache_read_input_tokens: count(u.get("cache_read_input_tokens")).unwrap_or(0),
+            })
+        });
+    Some(Feed {
+        session_id,
+        model_id: v
+            .get("model")
+            .and_then(|m| m.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        used_percentage: field("used_percentage").and_then(Value::as_f64),
+        current_usage,
+        context_window_size: count(field("context_window_size")).filter(|&w| w > 0),
+        exceeds_200k_tokens: v.get("exceeds_200k_tokens").and_then(Value::as_bool),
+        transcript_path: v
+            .get("transcript_path")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from),
+        timestamp: now,
+    })
+}
+
+/// Path of a session's feed file.
+pub fn feed_path(state_dir: &Path, session_id: &str) -> Result<PathBuf, StatuslineError> {
+    if !valid_session_id(session_id) {
+        return Err(StatuslineError::BadSessionId(session_id.to_owned()));
+    }
+    Ok(state_dir
+        .join(FEED_SUBDIR)
+        .join(format!("{session_id}.json")))
+}
+
+/// Writes the feed file atomically.
+pub fn write_feed(state_dir: &Path, feed: &Feed) -> Result<(), StatuslineError> {
+    let path = feed_path(state_dir, &feed.session_id)?;
+    // Serialising plain data cannot fail; an empty body would only make the feed unreadable.
+    let body = serde_json::to_vec(feed).unwrap_or_default();
+    atomic_write(&path, &body)?;
+    Ok(())
+}
+
+/// The session's feed if it exists, parses, and is at most `max_age` old (by its timestamp).
+pub fn read_feed(state_dir: &Path, session_id: &str, max_age: Duration) -> Option<Feed> {
+    read_feed_at(state_dir, session_id, max_age, unix_now())
+}
+
+/// `read_feed` at a given time.
+pub fn read_feed_at(
+    state_dir: &Path,
+    session_id: &str,
+    max_age: Duration,
+    now: u64,
+) -> Option<Feed> {
+    let path = feed_path(state_dir, session_id).ok()?;
+    let mut body = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(MAX_STATUSLINE_INPUT)
+        .read_to_end(&mut body)
+        .ok()?;
+    let feed: Feed = serde_json::from_slice(&body).ok()?;
+    let fresh = feed.timestamp <= now.saturating_add(FUTURE_SLACK_SECS)
+        && now.saturating_sub(feed.timestamp) <= max_age.as_secs();
+    (fresh && feed.session_id == session_id).then_some(feed)
+}
+
+/// Busy if `<wake_dir>/<session_id>.busy` exists and its mtime is younger than `ttl` (a future
+/// mtime counts as busy, as in the Python bridge). Anything unreadable reads as idle.
+pub fn marker_activity(wake_dir: &Path, session_id: &str, ttl: Duration) -> Activity {
+    if !valid_session_id(session_id) {
+        return Activity::Idle;
+    }
+    let marker = wake_dir.join(format!("{session_id}.busy"));
+    let Ok(modified) = std::fs::metadata(marker).and_then(|m| m.modified()) else {
+        return Activity::Idle;
+    };
+    match SystemTime::now().duration_since(modified) {
+        Ok(age) if age >= ttl => Activity::Idle,
+        _ => Activity::Busy,
+    }
+}
+
+/// The status line: `ctx 42%`, `ctx 42% · busy`, or `ctx ?` when nothing is known.
+pub fn render_line(feed: Option<&Feed>, activity: Option<Activity>) -> String {
+    let mut line = match feed.and_then(Feed::percent) {
+        Some(p) => format!("ctx {}%", p.round() as u32),
+        None => UNKNOWN_LINE.to_owned(),
+    };
+    if let Some(a) = activity {
+        line.push_str(SEPARATOR);
+        line.push_str(a.as_str());
+    }
+    line
+}
+
+/// Reads at most `MAX_STATUSLINE_INPUT` bytes from `input`.
+pub fn read_bounded(input: impl Read) -> Vec<u8> {
+    let mut buf = Vec::new();
+    // A read error leaves what was read so far: still worth a try.
+    let _ = input.take(MAX_STATUSLINE_INPUT).read_to_end(&mut buf);
+    buf
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const AFTER_RESPONSE: &str = r#"{"session_id":"ac3ea6be-3f07-449d-ba6d-fe455f4016dc","transcript_path":"/h/.claude/projects/-p/ac3ea6be-3f07-449d-ba6d-fe455f4016dc.jsonl","model":{"id":"claude-opus-5-5","display_name":"Opus 5.5"},"context_window":{"total_input_tokens":420000,"total_output_tokens":10,"context_window_size":1000000,"current_usage":{"input_tokens":10,"output_tokens":5,"cache_creation_input_tokens":19990,"cache_read_input_tokens":400000},"used_percentage":42,"remaining_percentage":58},"exceeds_200k_tokens":true}"#;
+
+    #[test]
+    fn parses_payload_after_a_response() {
+        let feed = parse_statusline(AFTER_RESPONSE.as_bytes(), 100);
+        let feed = feed.as_ref();
+        assert_eq!(feed.and_then(Feed::used_tokens), Some(420_000));
+        assert_eq!(feed.and_then(Feed::percent), Some(42.0));
+        assert_eq!(
+            feed.and_then(|f| f.model_id.as_deref()),
+            Some("claude-opus-5-5")
+        );
+        assert_eq!(render_line(feed, Some(Activity::Idle)), "ctx 42% · idle");
+    }
+
+    #[test]
+    fn payload_before_first_response_is_unknown() {
+        let before = r#"{"session_id":"s1","model":{"id":"m"},"context_window":{"context_window_size":1000000,"current_usage":null,"used_percentage":null}}"#;
+        let feed = parse_statusline(before.as_bytes(), 1);
+        assert_eq!(
+            feed.as_ref().and_then(|f| f.context_window_size),
+            Some(1_000_000)
+        );
+        assert_eq!(render_line(feed.as_ref(), None), "ctx ?");
+    }
+
+    #[test]
+    fn garbage_gives_unknown_line() {
+        for input in [
+            &b""[..],
+            b"not json",
+            b"{}",
+            b"[1,2]",
+            b"\xff\xfe",
+            b"{\"session_id\":7}",
+        ] {
+            let feed = parse_statusline(input, 1);
+            assert_eq!(render_line(feed.as_ref(), None), "ctx ?");
+        }
+    }
+
+    #[test]
+    fn feed_round_trips_and_goes_stale() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let feed = parse_statusline(AFTER_RESPONSE.as_bytes(), 1_000).ok_or("no feed")?;
+        write_feed(dir.path(), &feed)?;
+        let sid = feed.session_id.as_str();
+        let max_age = Duration::from_secs(60);
+        assert_eq!(
+            read_feed_at(dir.path(), sid, max_age, 1_030),
+            Some(feed.clone())
+        );
+        assert_eq!(read_feed_at(dir.path(), sid, max_age, 1_061), None);
+        assert_eq!(read_feed_at(dir.path(), "other", max_age, 1_030), None);
+        Ok(())
+    }
+
+    #[test]
+    fn marker_age_decides_activity() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        assert_eq!(
+            marker_activity(dir.path(), "s", DEFAULT_BUSY_TTL),
+            Activity::Idle
+        );
+        let marker = std::fs::File::create(dir.path().join("s.busy"))?;
+        assert_eq!(
+            marker_activity(dir.path(), "s", DEFAULT_BUSY_TTL),
+            Activity::Busy
+        );
+        marker.set_modified(SystemTime::now() - Duration::from_secs(7200))?;
+        assert_eq!(
+            marker_activity(dir.path(), "s", DEFAULT_BUSY_TTL),
+            Activity::Idle
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,299 @@
+//! Context warning thresholds for one session.
+//!
+//! This module owns the pure state machine behind "warn at 75 %, checkpoint at 85 %": each level
+//! fires once when usage crosses it, re-arms only after usage falls below it again (a compaction),
+//! and a fired warning stays *due* until the caller reports it `delivered`, so a warning that
+//! could not be typed now (session busy) is not lost. It does not decide whether a pane may be
+//! typed into (the wake gate does) and does not type anything.
+//!
+//! Rewinding (resending a level that was delivered but seemingly ignored) is not implemented.
+
+/// Default first level: time to finish the current step.
+pub const DEFAULT_WRAP_UP_PERCENT: f64 = 75.0;
+/// Default second level: leaves room for a checkpoint before Claude Code's own auto-compaction.
+pub const DEFAULT_CHECKPOINT_PERCENT: f64 = 85.0;
+
+/// Placeholder in templates replaced by the current percentage (rounded to an integer).
+pub const PCT_PLACEHOLDER: &str = "{pct}";
+
+/// Default message of the wrap-up level.
+pub const DEFAULT_WRAP_UP_TEMPLATE: &str = "Context window is {pct}% full. Wrap up the current step soon and keep brief notes of where you are.";
+/// Default message of the checkpoint level.
+pub const DEFAULT_CHECKPOINT_TEMPLATE: &str = "Context window is {pct}% full. Checkpoint now: write down the state of your work and the next steps so they survive a compaction.";
+
+/// Errors in threshold configuration.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ThresholdError {
+    #[error("threshold {name:?} is {percent}%; give a percentage above 0 and at most 100")]
+    OutOfRange { name: String, percent: f64 },
+    #[error(
+        "thresholds {lower:?} and {upper:?} are not strictly increasing; list levels from lowest to highest"
+    )]
+    NotIncreasing { lower: String, upper: String },
+    #[error("threshold {name:?} has an empty message template; give the text to type")]
+    EmptyTemplate { name: String },
+}
+
+/// One warning level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Level {
+    /// A stable name for logs and the ledger (`wrap-up`, `checkpoint`).
+    pub name: String,
+    pub percent: f64,
+    /// Text with `{pct}` placeholders.
+    pub template: String,
+}
+
+impl Level {
+    pub fn new(name: &str, percent: f64, template: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            percent,
+            template: template.to_owned(),
+        }
+    }
+
+    /// The message for a session at `pct` percent.
+    pub fn render(&self, pct: f64) -> String {
+        render_template(&self.template, pct)
+    }
+}
+
+/// Replaces every `{pct}` in `template` with `pct` rounded to a whole number.
+pub fn render_template(template: &str, pct: f64) -> String {
+    let shown = if pct.is_finite() {
+        format!("{}", pct.round().clamp(0.0, 100.0) as u32)
+    } else {
+        "?".to_owned()
+    };
+    template.replace(PCT_PLACEHOLDER, &shown)
+}
+
+/// The validated list of levels, lowest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thresholds {
+    levels: Vec<Level>,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            levels: vec![
+                Level::new("wrap-up", DEFAULT_WRAP_UP_PERCENT, DEFAULT_WRAP_UP_TEMPLATE),
+                Level::new(
+                    "checkpoint",
+                    DEFAULT_CHECKPOINT_PERCENT,
+                    DEFAULT_CHECKPOINT_TEMPLATE,
+                ),
+            ],
+        }
+    }
+}
+
+impl Thresholds {
+    /// Validates levels: each in (0, 100], strictly increasing, non-empty template.
+    pub fn new(levels: Vec<Level>) -> Result<Self, ThresholdError> {
+        for level in &levels {
+            if !(level.percent > 0.0 && level.percent <= 100.0) {
+                return Err(ThresholdError::OutOfRange {
+                    name: level.name.clone(),
+                    percent: level.percent,
+                });
+            }
+            if level.template.trim().is_empty() {
+                return Err(ThresholdError::EmptyTemplate {
+                    name: level.name.clone(),
+                });
+            }
+        }
+        for pair in levels.windows(2) {
+            if let [lower, upper] = pair
+                && lower.percent >= upper.percent
+            {
+                return Err(ThresholdError::NotIncreasing {
+                    lower: lower.name.clone(),
+                    upper: upper.name.clone(),
+                });
+            }
+        }
+        Ok(Self { levels })
+    }
+
+    pub fn levels(&self) -> &[Level] {
+        &self.levels
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LevelState {
+    /// Ready to fire on the next crossing.
+    armed: bool,
+    /// Fired and not yet delivered.
+    pending: bool,
+}
+
+/// Threshold state of one session.
+#[derive(Debug, Clone)]
+pub struct SessionThresholds {
+    config: Thresholds,
+    states: Vec<LevelState>,
+    last_percent: Option<f64>,
+}
+
+impl SessionThresholds {
+    pub fn new(config: Thresholds) -> Self {
+        let states = vec![
+            LevelState {
+                armed: true,
+                pending: false,
+            };
+            config.levels.len()
+        ];
+        Self {
+            config,
+            states,
+            last_percent: None,
+        }
+    }
+
+    /// Takes a new percentage into account. Crossing an armed level makes it pending; falling
+    /// below a level re-arms it and withdraws it if still pending (the warning is moot).
+    pub fn observe(&mut self, percent: f64) {
+        if !percent.is_finite() {
+            return;
+        }
+        self.last_percent = Some(percent);
+        for (level, state) in self.config.levels.iter().zip(self.states.iter_mut()) {
+            if percent >= level.percent {
+                if state.armed {
+                    state.armed = false;
+                    state.pending = true;
+                }
+            } else {
+                state.armed = true;
+                state.pending = false;
+            }
+        }
+    }
+
+    /// The highest pending level: the one to deliver now if the gate allows.
+    pub fn due(&self) -> Option<Level> {
+        self.config
+            .levels
+            .iter()
+            .zip(&self.states)
+            .rev()
+            .find(|(_, s)| s.pending)
+            .map(|(l, _)| l.clone())
+    }
+
+    /// The message for the due level at the latest percentage.
+    pub fn due_message(&self) -> Option<(Level, String)> {
+        let level = self.due()?;
+        let text = level.render(self.last_percent.unwrap_or(level.percent));
+        Some((level, text))
+    }
+
+    /// Records that `level` was delivered: it and every lower pending level are settled (a
+    /// checkpoint warning supersedes the wrap-up one). Unknown levels are ignored.
+    pub fn delivered(&mut self, level: &Level) {
+        let Some(index) = self.config.levels.iter().position(|l| l.name == level.name) else {
+            return;
+        };
+        for state in self.states.iter_mut().take(index + 1) {
+            state.pending = false;
+        }
+    }
+
+    /// The latest percentage observed.
+    pub fn last_percent(&self) -> Option<f64> {
+        self.last_percent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session() -> SessionThresholds {
+        SessionThresholds::new(Thresholds::default())
+    }
+
+    #[test]
+    fn fires_once_per_crossing() {
+        let mut s = session();
+        s.observe(74.9);
+        assert_eq!(s.due(), None);
+        s.observe(75.0);
+        let due = s.due().map(|l| l.name);
+        assert_eq!(due.as_deref(), Some("wrap-up"));
+        if let Some(l) = s.due() {
+            s.delivered(&l);
+        }
+        s.observe(78.0);
+        s.observe(80.0);
+        assert_eq!(s.due(), None, "no refire while above the level");
+    }
+
+    #[test]
+    fn rearms_only_after_falling_below() {
+        let mut s = session();
+        s.observe(76.0);
+        if let Some(l) = s.due() {
+            s.delivered(&l);
+        }
+        s.observe(20.0);
+        assert_eq!(s.due(), None);
+        s.observe(75.5);
+        assert_eq!(s.due().map(|l| l.name).as_deref(), Some("wrap-up"));
+    }
+
+    #[test]
+    fn undelivered_warning_stays_due() {
+        let mut s = session();
+        s.observe(80.0);
+        s.observe(81.0);
+        s.observe(82.0);
+        assert_eq!(s.due().map(|l| l.name).as_deref(), Some("wrap-up"));
+    }
+
+    #[test]
+    fn higher_level_supersedes_lower_one() {
+        let mut s = session();
+        s.observe(90.0);
+        let due = s.due();
+        assert_eq!(due.as_ref().map(|l| l.name.as_str()), Some("checkpoint"));
+        if let Some(l) = due {
+            s.delivered(&l);
+        }
+        assert_eq!(s.due(), None, "wrap-up settled by the checkpoint warning");
+    }
+
+    #[test]
+    fn falling_below_withdraws_pending_warning() {
+        let mut s = session();
+        s.observe(86.0);
+        s.observe(10.0);
+        assert_eq!(s.due(), None);
+    }
+
+    #[test]
+    fn renders_pct_placeholder() {
+        let mut s = session();
+        s.observe(76.4);
+        let (_, text) = s
+            .due_message()
+            .unwrap_or_else(|| (Level::new("x", 1.0, "x"), String::new()));
+        assert!(text.starts_with("Context window is 76% full."), "{text}");
+        assert_eq!(render_template("{pct}/{pct}", f64::NAN), "?/?");
+    }
+
+    #[test]
+    fn rejects_bad_configuration() {
+        let bad = Thresholds::new(vec![Level::new("a", 80.0, "x"), Level::new("b", 70.0, "y")]);
+        assert!(matches!(bad, Err(ThresholdError::NotIncreasing { .. })));
+        assert!(Thresholds::new(vec![Level::new("a", 0.0, "x")]).is_err());
+        assert!(Thresholds::new(vec![Level::new("a", f64::NAN, "x")]).is_err());
+        assert!(Thresholds::new(vec![Level::new("a", 50.0, " ")]).is_err());
+    }
+}

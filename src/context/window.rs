@@ -1,0 +1,250 @@
+//! Context window size and percentage.
+//!
+//! This module owns deciding how many tokens a session's context window holds, and saying which
+//! rule decided: a fresh status-line feed (Claude Code's own figure), a `[1m]` suffix on the model
+//! id, a model table (built in, overridable), or a configured default. It also turns used tokens
+//! into a 0-100 percentage with one decimal. It reads no files: the caller passes the feed's
+//! window (already checked for freshness) and the model id.
+
+use std::collections::BTreeMap;
+
+/// Claude Code's classic window and the fallback every known tool uses for an unknown model.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
+
+/// The window of the 1M-token model variants.
+pub const ONE_MILLION_WINDOW: u64 = 1_000_000;
+
+/// The model-id suffix Claude Code uses for the 1M-context variant of a model (`claude-opus-4-6[1m]`).
+pub const ONE_MILLION_SUFFIX: &str = "[1m]";
+
+/// Model-id prefix -> window, longest prefix wins. 1M entries follow ccusage's overrides and the
+/// window Claude Code 2.1.332 reported for opus-5-5; family entries make the source say
+/// "model-table" for known 200k models instead of falling to "default".
+pub const DEFAULT_MODEL_WINDOWS: &[(&str, u64)] = &[
+    ("claude-opus-5-5", ONE_MILLION_WINDOW),
+    ("claude-opus-4-8", ONE_MILLION_WINDOW),
+    ("claude-opus-4-7", ONE_MILLION_WINDOW),
+    ("claude-opus-4-6", ONE_MILLION_WINDOW),
+    ("claude-sonnet-4-6", ONE_MILLION_WINDOW),
+    ("claude-opus-4", DEFAULT_CONTEXT_WINDOW),
+    ("claude-sonnet-4", DEFAULT_CONTEXT_WINDOW),
+    ("claude-haiku-4", DEFAULT_CONTEXT_WINDOW),
+    ("claude-3", DEFAULT_CONTEXT_WINDOW),
+];
+
+/// Errors of this module: only configuration can be wrong here.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum WindowError {
+    /// A zero window would make every percentage meaningless.
+    #[error("context window for {what} is 0 tokens; give a positive token count")]
+    ZeroWindow { what: String },
+}
+
+/// Which rule decided the window size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowSource {
+    Statusline,
+    ModelSuffix,
+    ModelTable,
+    Default,
+}
+
+impl WindowSource {
+    /// The stable name used in JSON output and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WindowSource::Statusline => "statusline",
+            WindowSource::ModelSuffix => "model-suffix",
+            WindowSource::ModelTable => "model-table",
+            WindowSource::Default => "default",
+        }
+    }
+}
+
+/// A decided window size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowSize {
+    pub tokens: u64,
+    pub source: WindowSource,
+}
+
+/// Decides window sizes from the built-in table, overrides and a default.
+#[derive(Debug, Clone)]
+pub struct WindowResolver {
+    /// Lower-cased prefix -> tokens; overrides already merged over the defaults.
+    table: BTreeMap<String, u64>,
+    default_window: u64,
+}
+
+impl Default for WindowResolver {
+    fn default() -> Self {
+        Self {
+            table: DEFAULT_MODEL_WINDOWS
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), *v))
+                .collect(),
+            default_window: DEFAULT_CONTEXT_WINDOW,
+        }
+    }
+}
+
+impl WindowResolver {
+    /// The built-in table with `overrides` (prefix -> tokens) laid over it and `default_window`
+    /// for models nothing matches.
+    pub fn new<'a>(
+        overrides: impl IntoIterator<Item = (&'a str, u64)>,
+        default_window: u64,
+    ) -> Result<Self, WindowError> {
+        if default_window == 0 {
+            return Err(WindowError::ZeroWindow {
+                what: "the default".into(),
+            });
+        }
+        let mut resolver = Self {
+            default_window,
+            ..Self::default()
+        };
+        for (prefix, tokens) in overrides {
+            if tokens == 0 {
+                return Err(WindowError::ZeroWindow {
+                    what: format!("model prefix {prefix:?}"),
+                });
+            }
+            resolver.table.insert(prefix.to_ascii_lowercase(), tokens);
+        }
+        Ok(resolver)
+    }
+
+    /// Window for a session: `statusline_window` is the feed's `context_window_size` when the
+    /// feed is fresh (stale feeds must not be passed), `model` the transcript's model id.
+    pub fn resolve(&self, statusline_window: Option<u64>, model: Option<&str>) -> WindowSize {
+        if let Some(tokens) = statusline_window.filter(|&t| t > 0) {
+            return WindowSize {
+                tokens,
+                source: WindowSource::Statusline,
+            };
+        }
+        if let Some(model) = model {
+            let lower = model.trim().to_ascii_lowercase();
+            if lower.ends_with(ONE_MILLION_SUFFIX) {
+                return WindowSize {
+                    tokens: ONE_MILLION_WINDOW,
+                    source: WindowSource::ModelSuffix,
+                };
+            }
+            if let Some(tokens) = self.lookup(&lower) {
+                return WindowSize {
+                    tokens,
+                    source: WindowSource::ModelTable,
+                };
+            }
+        }
+        WindowSize {
+            tokens: self.default_window,
+            source: WindowSource::Default,
+        }
+    }
+
+    /// Longest table prefix of the model id. Provider-qualified ids (`us.anthropic.claude-…`)
+    /// are matched from their `claude-` part.
+    fn lookup(&self, lower_model: &str) -> Option<u64> {
+        let bare = lower_model
+            .find("claude-")
+            .and_then(|i| lower_model.get(i..))
+            .unwrap_or(lower_model);
+        self.table
+            .iter()
+            .filter(|(prefix, _)| {
+                bare.starts_with(prefix.as_str()) || lower_model.starts_with(prefix.as_str())
+            })
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, tokens)| *tokens)
+    }
+}
+
+/// `used / window` as a percentage in 0.0..=100.0 rounded to one decimal. A zero window gives
+/// 0.0 (the resolver never produces one).
+pub fn percent(used_tokens: u64, window_tokens: u64) -> f64 {
+    if window_tokens == 0 {
+        return 0.0;
+    }
+    let raw = used_tokens as f64 * 100.0 / window_tokens as f64;
+    ((raw * 10.0).round() / 10.0).clamp(0.0, 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statusline_wins_over_everything() {
+        let r = WindowResolver::default();
+        let w = r.resolve(Some(1_000_000), Some("claude-haiku-4-5"));
+        assert_eq!(
+            w,
+            WindowSize {
+                tokens: 1_000_000,
+                source: WindowSource::Statusline
+            }
+        );
+    }
+
+    #[test]
+    fn one_million_suffix_beats_table() {
+        let r = WindowResolver::default();
+        let w = r.resolve(None, Some("claude-sonnet-4-5-20250929[1m]"));
+        assert_eq!(
+            w,
+            WindowSize {
+                tokens: 1_000_000,
+                source: WindowSource::ModelSuffix
+            }
+        );
+    }
+
+    #[test]
+    fn table_uses_longest_prefix_and_overrides() {
+        let r = WindowResolver::default();
+        assert_eq!(
+            r.resolve(None, Some("claude-opus-4-6-20260101")).tokens,
+            1_000_000
+        );
+        assert_eq!(
+            r.resolve(None, Some("claude-opus-4-1-20250805")).tokens,
+            200_000
+        );
+        assert_eq!(
+            r.resolve(None, Some("us.anthropic.claude-sonnet-4-6-v1:0"))
+                .source,
+            WindowSource::ModelTable
+        );
+        let o = WindowResolver::new(
+            [("claude-opus-4-1", 500_000), ("my-model", 64_000)],
+            100_000,
+        )
+        .expect("valid overrides");
+        assert_eq!(o.resolve(None, Some("claude-opus-4-1-x")).tokens, 500_000);
+        assert_eq!(o.resolve(None, Some("My-Model-2")).tokens, 64_000);
+        assert_eq!(
+            o.resolve(None, Some("gpt-9")),
+            WindowSize {
+                tokens: 100_000,
+                source: WindowSource::Default
+            }
+        );
+    }
+
+    #[test]
+    fn rejects_zero_windows() {
+        assert!(WindowResolver::new([], 0).is_err());
+        assert!(WindowResolver::new([("x", 0)], 1).is_err());
+    }
+
+    #[test]
+    fn percent_has_one_decimal_and_is_clamped() {
+        assert_eq!(percent(14_310, 200_000), 7.2);
+        assert_eq!(percent(150_000, 200_000), 75.0);
+        assert_eq!(percent(999_999, 200_000), 100.0);
+        assert_eq!(percent(5, 0), 0.0);
+    }
+}

@@ -1,0 +1,458 @@
+//! Claude Code JSONL transcript records and the "how full is the context window" computation.
+//!
+//! This module owns the pure part of the context monitor: turning one transcript line into the
+//! few facts that matter (`parse_record`), and an incremental accumulator (`ContextTracker`) that
+//! is fed records in file order and always knows the current context usage. It does no I/O: the
+//! follower in `context::follow` decides which bytes to read, and `context::window` turns tokens
+//! into a percentage.
+//!
+//! The rule (see the reference notes, §1.4): the newest main-chain `assistant` record with real
+//! usage decides, its usage being `input_tokens + cache_creation_input_tokens +
+//! cache_read_input_tokens` (output excluded, as Claude Code itself does). Sidechain records,
+//! synthetic API-error records (`isApiErrorMessage:true`, `model:"<synthetic>"`) are skipped. A
+//! newer non-sidechain `system/compact_boundary` resets the figure to
+//! `compactMetadata.postTokens`. Because only the newest qualifying record counts, streaming
+//! duplicates (several lines repeating one response's usage) need no special handling, and the
+//! same tracker works over a whole file, a tail, or bytes appended later.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The model string Claude Code writes on records it invents itself (API errors, interrupts);
+/// their usage is all zeros and says nothing about the context.
+pub const SYNTHETIC_MODEL: &str = "<synthetic>";
+
+/// Cheap pre-filter needles: a line that contains neither cannot be a record we care about, so
+/// the (comparatively costly) JSON parse is skipped for the bulk of a transcript (user turns,
+/// tool results, attachments, snapshots).
+const INTERESTING_NEEDLES: [&str; 2] = ["assistant", "compact_boundary"];
+
+/// Errors of this module. Parsing itself never fails (bad lines are skipped); this exists for
+/// callers that want to say why a line was not usable.
+#[derive(Debug, thiserror::Error)]
+pub enum TranscriptError {
+    /// The line is not a JSON object this module understands.
+    #[error("transcript line is not a usable JSON record ({0}); it is skipped")]
+    Unusable(String),
+}
+
+/// Token counts from `message.usage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+    pub cache_read_input_tokens: u64,
+}
+
+impl Usage {
+    /// Tokens occupying the context window: everything sent as input, cached or not.
+    pub fn context_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
+    }
+}
+
+/// An `assistant` record, reduced to what the context computation needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssistantRecord {
+    pub sidechain: bool,
+    pub api_error: bool,
+    pub model: Option<String>,
+    /// `None` unless `message.usage.input_tokens` is a non-negative integer.
+    pub usage: Option<Usage>,
+}
+
+impl AssistantRecord {
+    /// Whether this record may decide the current context: main chain, real model, real usage.
+    pub fn qualifies(&self) -> bool {
+        !self.sidechain
+            && !self.api_error
+            && self.model.as_deref() != Some(SYNTHETIC_MODEL)
+            && self.usage.is_some()
+    }
+}
+
+/// The transcript records that matter for the context computation. Every other `type` (and every
+/// malformed line) makes `parse_record` return `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Assistant(AssistantRecord),
+    /// `type:"system", subtype:"compact_boundary"`.
+    CompactBoundary {
+        sidechain: bool,
+        post_tokens: Option<u64>,
+    },
+}
+
+/// The envelope fields we read. Leaves are `Value` so a surprising type on one field (a string
+/// where a bool was expected) makes that field unknown instead of losing the record; `message`
+/// is typed so its (possibly huge) `content` is skipped without being built.
+#[derive(Deserialize)]
+struct RawRecord {
+    #[serde(rename = "type", default)]
+    kind: Option<Value>,
+    #[serde(default)]
+    subtype: Option<Value>,
+    #[serde(rename = "isSidechain", default)]
+    is_sidechain: Option<Value>,
+    #[serde(rename = "isApiErrorMessage", default)]
+    is_api_error: Option<Value>,
+    #[serde(rename = "compactMetadata", default)]
+    compact_metadata: Option<Value>,
+    #[serde(default)]
+    message: Option<RawMessage>,
+}
+
+#[derive(Deserialize)]
+struct RawMessage {
+    #[serde(default)]
+    model: Option<Value>,
+    #[serde(default)]
+    usage: Option<Value>,
+    // Unknown fields, `content` above all, are skipped by serde without being built.
+}
+
+fn as_flag(value: Option<&Value>) -> bool {
+    matches!(value, Some(Value::Bool(true)))
+}
+
+fn as_count(value: Option<&Value>) -> Option<u64> {
+    value.and_then(Value::as_u64)
+}
+
+fn usage_from(value: &Value) -> Option<Usage> {
+    let input_tokens = as_count(value.get("input_tokens"))?;
+    Some(Usage {
+        input_tokens,
+        output_tokens: as_count(value.get("output_tokens")).unwrap_or(0),
+        cache_creation_input_tokens: as_count(value.get("cache_creation_input_tokens"))
+            .unwrap_or(0),
+        cache_read_input_tokens: as_count(value.get("cache_read_input_tokens")).unwrap_or(0),
+    })
+}
+
+/// Strips one trailing `\n` and then one trailing `\r` (CRLF files), and surrounding blanks.
+fn trim_line(line: &[u8]) -> &[u8] {
+    line.trim_ascii()
+}
+
+/// Parses one transcript line (with or without its line ending). Returns `None` for blank,
+/// malformed, non-UTF-8 or truncated lines and for every record type other than `assistant` and
+/// `system/compact_boundary`. Never panics, whatever the bytes.
+pub fn parse_record(line: &[u8]) -> Option<Record> {
+    let line = trim_line(line);
+    if line.first() != Some(&b'{') {
+        return None;
+    }
+    let text = std::str::from_utf8(line).ok()?;
+    if !INTERESTING_NEEDLES.iter().any(|n| text.contains(n)) {
+        return None;
+    }
+    let raw: RawRecord = serde_json::from_str(text).ok()?;
+    let sidechain = as_flag(raw.is_sidechain.as_ref());
+    match raw.kind.as_ref().and_then(Value::as_str) {
+        Some("assistant") => {
+            let (model, usage) = match &raw.message {
+                Some(m) => (
+                    m.model.as_ref().and_then(Value::as_str).map(str::to_owned),
+                    m.usage.as_ref().and_then(usage_from),
+                ),
+                None => (None, None),
+            };
+            Some(Record::Assistant(AssistantRecord {
+                sidechain,
+                api_error: as_flag(raw.is_api_error.as_ref()),
+                model,
+                usage,
+            }))
+        }
+        Some("system")
+            if raw.subtype.as_ref().and_then(Value::as_str) == Some("compact_boundary") =>
+        {
+            Some(Record::CompactBoundary {
+                sidechain,
+                post_tokens: raw
+                    .compact_metadata
+                    .as_ref()
+                    .and_then(|m| as_count(m.get("postTokens"))),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Which kind of record decided a reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadingSource {
+    /// The usage of a main-chain assistant record.
+    Assistant,
+    /// `compactMetadata.postTokens` of a compaction boundary (0 when absent).
+    CompactBoundary,
+}
+
+impl ReadingSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadingSource::Assistant => "assistant",
+            ReadingSource::CompactBoundary => "compact-boundary",
+        }
+    }
+}
+
+/// The current context usage as far as the records fed so far tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextReading {
+    pub used_tokens: u64,
+    /// The model of the newest qualifying assistant record seen (also kept across a compaction).
+    pub model: Option<String>,
+    /// Byte offset, in the file, of the line that decided (as given to `feed`).
+    pub offset: u64,
+    pub source: ReadingSource,
+}
+
+/// Incremental context computation: feed records in file order, ask `current()` at any time.
+#[derive(Debug, Clone, Default)]
+pub struct ContextTracker {
+    current: Option<ContextReading>,
+    last_model: Option<String>,
+}
+
+impl ContextTracker {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes one record (found at byte `offset` of the file) into account. Returns whether the
+    /// current reading changed.
+    pub fn feed(&mut self, record: &Record, offset: u64) -> bool {
+        let next = match record {
+            Record::Assistant(a) if a.qualifies() => {
+                if a.model.is_some() {
+                    self.last_model.clone_from(&a.model);
+                }
+                ContextReading {
+                    used_tokens: a.usage.map(|u| u.context_tokens()).unwrap_or(0),
+                    model: self.last_model.clone(),
+                    offset,
+                    source: ReadingSource::Assistant,
+                }
+            }
+            Record::CompactBoundary {
+                sidechain: false,
+                post_tokens,
+            } => ContextReading {
+                used_tokens: post_tokens.unwrap_or(0),
+                model: self.last_model.clone(),
+                offset,
+                source: ReadingSource::CompactBoundary,
+            },
+            _ => return false,
+        };
+        let changed = self.current.as_ref() != Some(&next);
+        self.current = Some(next);
+        changed
+    }
+
+    /// Parses and feeds one line; unusable lines are ignored. Returns whether the reading changed.
+    pub fn feed_line(&mut self, line: &[u8], offset: u64) -> bool {
+        match parse_record(line) {
+            Some(record) => self.feed(&record, offset),
+            None => false,
+        }
+    }
+
+    /// Feeds every complete line of `bytes`, which start at file offset `base`. Bytes after the
+    /// last `\n` are not a complete line and are ignored; the number of bytes consumed (up to and
+    /// including the last `\n`) is returned so a caller can keep the rest for later.
+    pub fn feed_lines(&mut self, bytes: &[u8], base: u64) -> usize {
+        let mut start = 0usize;
+        while let Some(rel) = bytes
+            .get(start..)
+            .and_then(|rest| rest.iter().position(|&b| b == b'\n'))
+        {
+            let end = start + rel;
+            if let Some(line) = bytes.get(start..end) {
+                self.feed_line(line, base + start as u64);
+            }
+            start = end + 1;
+        }
+        start
+    }
+
+    /// The tracker that feeding `self`'s records and then `later`'s would have produced. Lets a
+    /// backwards search parse an earlier region after a later one without re-reading the later.
+    pub fn followed_by(self, later: ContextTracker) -> ContextTracker {
+        let current = match later.current {
+            Some(mut reading) => {
+                if reading.model.is_none() {
+                    reading.model.clone_from(&self.last_model);
+                }
+                Some(reading)
+            }
+            None => self.current,
+        };
+        ContextTracker {
+            current,
+            last_model: later.last_model.or(self.last_model),
+        }
+    }
+
+    /// The newest reading, if any qualifying record has been fed.
+    pub fn current(&self) -> Option<&ContextReading> {
+        self.current.as_ref()
+    }
+
+    /// The model of the newest qualifying assistant record, even if a compaction came after it.
+    pub fn last_model(&self) -> Option<&str> {
+        self.last_model.as_deref()
+    }
+}
+
+/// Convenience for a whole transcript held in memory: the reading after every complete line
+/// (and a final line without a newline, if it parses).
+pub fn context_of(bytes: &[u8]) -> Option<ContextReading> {
+    let mut tracker = ContextTracker::new();
+    let consumed = tracker.feed_lines(bytes, 0);
+    if let Some(rest) = bytes.get(consumed..) {
+        tracker.feed_line(rest, consumed as u64);
+    }
+    tracker.current().cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assistant(model: &str, input: u64, creation: u64, read: u64) -> String {
+        format!(
+            r#"{{"type":"assistant","isSidechain":false,"message":{{"model":"{model}","content":[{{"type":"text","text":"hi"}}],"usage":{{"input_tokens":{input},"cache_creation_input_tokens":{creation},"cache_read_input_tokens":{read},"output_tokens":99}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn sums_input_and_both_cache_counts_but_not_output() {
+        let r = parse_record(assistant("claude-x", 4, 2150, 18420).as_bytes());
+        let Some(Record::Assistant(a)) = r else {
+            panic!("expected assistant, got {r:?}")
+        };
+        assert!(a.qualifies());
+        assert_eq!(a.usage.map(|u| u.context_tokens()), Some(20574));
+    }
+
+    #[test]
+    fn skips_unknown_types_blank_and_garbage_lines() {
+        assert_eq!(
+            parse_record(br#"{"type":"file-history-snapshot","x":1}"#),
+            None
+        );
+        assert_eq!(
+            parse_record(br#"{"type":"user","message":{"content":"assistant"}}"#),
+            None
+        );
+        assert_eq!(parse_record(b""), None);
+        assert_eq!(parse_record(b"   \r\n"), None);
+        assert_eq!(parse_record(b"\xff\xfe{assistant"), None);
+        assert_eq!(parse_record(br#"{"type":"assistant","message":"#), None);
+        assert_eq!(parse_record(br#"["assistant"]"#), None);
+    }
+
+    #[test]
+    fn tolerates_crlf_and_odd_field_types() {
+        let line = format!("{}\r\n", assistant("m", 1, 2, 3));
+        assert!(matches!(
+            parse_record(line.as_bytes()),
+            Some(Record::Assistant(_))
+        ));
+        let odd = br#"{"type":"assistant","isSidechain":"yes","message":{"model":7,"usage":{"input_tokens":"5"}}}"#;
+        let Some(Record::Assistant(a)) = parse_record(odd) else {
+            panic!("odd record dropped")
+        };
+        assert!(!a.sidechain);
+        assert_eq!(a.model, None);
+        assert_eq!(a.usage, None);
+        assert!(!a.qualifies());
+    }
+
+    #[test]
+    fn compact_boundary_resets_to_post_tokens_and_keeps_model() {
+        let mut t = ContextTracker::new();
+        t.feed_line(
+            assistant("claude-opus-4-6[1m]", 10, 0, 90_000).as_bytes(),
+            0,
+        );
+        t.feed_line(
+            br#"{"type":"system","subtype":"compact_boundary","isSidechain":false,"compactMetadata":{"trigger":"auto","preTokens":90010,"postTokens":14310}}"#,
+            100,
+        );
+        let r = t.current().cloned();
+        assert_eq!(
+            r,
+            Some(ContextReading {
+                used_tokens: 14310,
+                model: Some("claude-opus-4-6[1m]".into()),
+                offset: 100,
+                source: ReadingSource::CompactBoundary,
+            })
+        );
+    }
+
+    #[test]
+    fn feed_lines_reports_bytes_up_to_last_newline() {
+        let text = format!("{}\n{}", assistant("m", 1, 0, 0), assistant("m", 2, 0, 0));
+        let mut t = ContextTracker::new();
+        let consumed = t.feed_lines(text.as_bytes(), 0);
+        assert_eq!(consumed, text.find('\n').map(|i| i + 1).unwrap_or(0));
+        assert_eq!(t.current().map(|r| r.used_tokens), Some(1));
+    }
+
+    #[test]
+    fn followed_by_equals_feeding_in_order() {
+        let boundary =
+            r#"{"type":"system","subtype":"compact_boundary","compactMetadata":{"postTokens":5}}"#
+                .to_owned();
+        let lines = [
+            assistant("a", 1, 0, 0),
+            boundary.clone(),
+            r#"{"type":"assistant","message":{"usage":{"input_tokens":9}}}"#.to_owned(),
+            assistant("b", 2, 0, 0),
+            boundary,
+            assistant("<synthetic>", 0, 0, 0),
+        ];
+        for n in 0..=lines.len() {
+            for split in 0..=n {
+                let mut whole = ContextTracker::new();
+                let (mut early, mut late) = (ContextTracker::new(), ContextTracker::new());
+                for (i, line) in lines.iter().take(n).enumerate() {
+                    whole.feed_line(line.as_bytes(), i as u64);
+                    let part = if i < split { &mut early } else { &mut late };
+                    part.feed_line(line.as_bytes(), i as u64);
+                }
+                let merged = early.followed_by(late);
+                assert_eq!(merged.current(), whole.current(), "n={n} split={split}");
+                assert_eq!(
+                    merged.last_model(),
+                    whole.last_model(),
+                    "n={n} split={split}"
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics_on_any_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            let _ = parse_record(&bytes);
+            let _ = context_of(&bytes);
+        }
+
+        #[test]
+        fn never_panics_on_mangled_records(cut in 0usize..200, flip in 0usize..200) {
+            let mut line = assistant("claude-sonnet-4-5", 3, 4, 5).into_bytes();
+            if let Some(b) = line.get_mut(flip) { *b ^= 0x20; }
+            line.truncate(cut.min(line.len()));
+            let _ = parse_record(&line);
+        }
+    }
+}
