@@ -8,7 +8,12 @@ use clap::{Args, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
+use crate::client;
 use crate::config::{self, Flags, ProcessEnv};
+use crate::context::cli::{ContextArgs, StatuslineArgs, run_context, run_statusline};
+use crate::store::{Record, SessionSeen, Store, now_unix_ms};
+use crate::wake::cli::{PanesCommand, WakeStateArgs, run_panes, run_wake_state};
+use crate::wake::hook::{HookArgs, HookOutcome, run_hook};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -29,6 +34,46 @@ pub struct Cli {
 enum Command {
     /// Run the daemon: receive bus webhooks, spool them, wake idle sessions.
     Serve(ServeArgs),
+    /// Map (set) or unmap (clear) this session's pane in panes.json.
+    #[command(subcommand)]
+    Panes(PanesCommand),
+    /// Mark this session busy (a turn is running) or idle.
+    WakeState(WakeStateArgs),
+    /// Claude Code hook entry point: reads the hook JSON on stdin and does the right thing.
+    Hook(HookArgs),
+    /// Ask the running daemon to wake a session (POST /wake).
+    Wake(WakeArgs),
+    /// Show every known session (GET /sessions) as a table.
+    Status(StatusArgs),
+    /// Print how full a session's context window is.
+    Context(ContextArgs),
+    /// Claude Code status-line command: hands context figures to the daemon, prints one line.
+    Statusline(StatuslineArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WakeArgs {
+    /// The bus session id to wake.
+    session_id: String,
+    /// Skip the busy marker and the cooldown (never the pane mapping or the stale-pane guard).
+    #[arg(long)]
+    force: bool,
+    /// Type this configured message ([wake.messages]) instead of the wake prompt.
+    #[arg(long, value_name = "NAME")]
+    message: Option<String>,
+    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
+    #[arg(long)]
+    url: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print the raw JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
+    #[arg(long)]
+    url: Option<String>,
 }
 
 /// Flags of `serve`. Values are parsed after clap so that a bad environment value never breaks
@@ -90,6 +135,58 @@ pub fn main() -> ExitCode {
     match cli.command {
         Some(Command::Serve(args)) => serve(args),
         None => serve(cli.serve),
+        Some(Command::Panes(command)) => run_panes(&command),
+        Some(Command::WakeState(args)) => run_wake_state(&args),
+        Some(Command::Hook(args)) => run_hook(&args, record_hook),
+        Some(Command::Wake(args)) => client::wake(
+            &args.session_id,
+            args.force,
+            args.message.as_deref(),
+            args.url.as_deref(),
+        ),
+        Some(Command::Status(args)) => client::status(args.json, args.url.as_deref()),
+        Some(Command::Context(args)) => run_context(&args, &state_dir()),
+        Some(Command::Statusline(args)) => run_statusline(&args, &state_dir()),
+    }
+}
+
+/// The state dir as configured (defaults < file < env), for the verbs that share it with serve.
+fn state_dir() -> std::path::PathBuf {
+    let env = ProcessEnv;
+    match config::load_settings(None, &env) {
+        Ok(settings) if !settings.state.dir.trim().is_empty() => settings.state.dir.trim().into(),
+        _ => config::default_state_dir(&env),
+    }
+}
+
+/// Records what a hook saw in the ledger, so the daemon knows the session (scope = local), its
+/// transcript and its last hook event (for the nudger). Never fails the hook.
+fn record_hook(outcome: &HookOutcome) {
+    let Some(session_id) = outcome.session_id.clone() else {
+        return;
+    };
+    let env = ProcessEnv;
+    let ledger = match config::load_settings(None, &env) {
+        Ok(settings) if !settings.ledger.path.trim().is_empty() => {
+            settings.ledger.path.trim().into()
+        }
+        Ok(settings) if !settings.state.dir.trim().is_empty() => {
+            std::path::Path::new(settings.state.dir.trim()).join("wakebridge.db")
+        }
+        _ => config::default_state_dir(&env).join("wakebridge.db"),
+    };
+    let seen = SessionSeen {
+        session_id,
+        cwd: outcome.cwd.clone(),
+        transcript_path: outcome.transcript_path.clone(),
+        pane: outcome.pane.as_ref().map(ToString::to_string),
+        last_hook_event: Some(outcome.event_name.clone()),
+        seen_at_ms: now_unix_ms(),
+    };
+    let recorded =
+        Store::open(&ledger).and_then(|store| store.record_blocking(Record::SessionSeen(seen)));
+    if let Err(e) = recorded {
+        eprintln!("wakebridge hook: could not record the session in the ledger: {e}");
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod app;
 pub mod bus;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod context;
 pub mod cooldown;

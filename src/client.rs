@@ -1,0 +1,125 @@
+//! The CLI verbs that talk to a running daemon over HTTP (`wakebridge wake`, `wakebridge
+//! status`): where the daemon listens (from the same configuration `serve` reads), the bearer
+//! secret, and turning answers into exit codes and text.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::config::{self, Flags, ProcessEnv, SECRET_ENV};
+use crate::status::{SessionStatus, render_table};
+
+/// How long a CLI call may wait for the daemon (a wake takes at most ~2.25 s).
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `http://<host>:<port>` of the local daemon, from the configuration `serve` would use.
+fn daemon_url(explicit: Option<&str>) -> String {
+    if let Some(url) = explicit {
+        return url.trim_end_matches('/').to_string();
+    }
+    match config::resolve(&Flags::default(), &ProcessEnv) {
+        Ok(c) => {
+            let ip = c.bind_addr();
+            let host = if ip.is_unspecified() {
+                "127.0.0.1".to_string()
+            } else if ip.is_ipv6() {
+                format!("[{ip}]")
+            } else {
+                ip.to_string()
+            };
+            format!("http://{host}:{}", c.port)
+        }
+        Err(_) => "http://127.0.0.1:8082".to_string(),
+    }
+}
+
+fn call(method: reqwest::Method, url: &str, body: Option<Value>) -> Result<(u16, Value), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let client = reqwest::Client::builder().timeout(CALL_TIMEOUT).build().map_err(|e| e.to_string())?;
+        let mut request = client.request(method, url);
+        if let Some(secret) = std::env::var(SECRET_ENV).ok().filter(|s| !s.is_empty()) {
+            request = request.bearer_auth(secret);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach the wakebridge daemon at {url}: {e}; is `wakebridge serve` running? (--url to point elsewhere)"))?;
+        let status = response.status().as_u16();
+        let value = response.json::<Value>().await.unwrap_or(Value::Null);
+        Ok((status, value))
+    })
+}
+
+/// `wakebridge wake SESSION_ID [--force] [--message NAME]`.
+pub fn wake(session_id: &str, force: bool, message: Option<&str>, url: Option<&str>) -> ExitCode {
+    let mut body = json!({"session_id": session_id, "force": force});
+    if let Some(name) = message {
+        body["message"] = json!(name);
+    }
+    let base = daemon_url(url);
+    match call(reqwest::Method::POST, &format!("{base}/wake"), Some(body)) {
+        Ok((200, answer)) => {
+            let action = answer["action"].as_str().unwrap_or("?");
+            println!("{session_id}: {action}");
+            if matches!(action, "tmux" | "zellij") {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Ok((status, answer)) => {
+            eprintln!(
+                "wakebridge wake: {status}: {}",
+                answer["error"].as_str().unwrap_or("unexpected answer")
+            );
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("wakebridge wake: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `wakebridge status [--json]`.
+pub fn status(json_out: bool, url: Option<&str>) -> ExitCode {
+    let base = daemon_url(url);
+    match call(reqwest::Method::GET, &format!("{base}/sessions"), None) {
+        Ok((200, answer)) => {
+            if json_out {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&answer).unwrap_or_default()
+                );
+                return ExitCode::SUCCESS;
+            }
+            let sessions: Vec<SessionStatus> =
+                serde_json::from_value(answer["sessions"].clone()).unwrap_or_default();
+            print!(
+                "{}",
+                render_table(&sessions, std::io::stdout().is_terminal())
+            );
+            ExitCode::SUCCESS
+        }
+        Ok((status, answer)) => {
+            eprintln!(
+                "wakebridge status: {status}: {}",
+                answer["error"].as_str().unwrap_or("unexpected answer")
+            );
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("wakebridge status: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
