@@ -15,8 +15,9 @@ use wakebridge::config::{self, Flags};
 pub struct TestServer {
     pub addr: SocketAddr,
     pub wake_dir: PathBuf,
-    pub root: tempfile::TempDir,
+    pub root: std::sync::Arc<tempfile::TempDir>,
     shutdown: CancellationToken,
+    task: Option<tokio::task::JoinHandle<Result<(), wakebridge::app::AppError>>>,
     pub client: reqwest::Client,
 }
 
@@ -56,8 +57,17 @@ impl TestServer {
         Self::start_with(extra_env, Flags::default()).await
     }
 
-    pub async fn start_with(extra_env: &[(&str, &str)], mut flags: Flags) -> TestServer {
-        let root = tempfile::tempdir().expect("tempdir");
+    pub async fn start_with(extra_env: &[(&str, &str)], flags: Flags) -> TestServer {
+        let root = std::sync::Arc::new(tempfile::tempdir().expect("tempdir"));
+        Self::start_in(root, extra_env, flags).await
+    }
+
+    /// Starts on an existing root (its wake dir, ledger and locks), e.g. after `stop`.
+    pub async fn start_in(
+        root: std::sync::Arc<tempfile::TempDir>,
+        extra_env: &[(&str, &str)],
+        mut flags: Flags,
+    ) -> TestServer {
         std::fs::create_dir_all(root.path().join("run")).expect("run dir");
         let env = test_env(root.path(), extra_env);
         if flags.port.is_none() {
@@ -69,14 +79,24 @@ impl TestServer {
         let app = App::build(config, &env).await.expect("app builds");
         let addr = app.local_addr();
         let shutdown = CancellationToken::new();
-        tokio::spawn(app.run(shutdown.clone()));
+        let task = Some(tokio::spawn(app.run(shutdown.clone())));
         TestServer {
             addr,
             wake_dir,
             root,
             shutdown,
+            task,
             client: reqwest::Client::new(),
         }
+    }
+
+    /// Stops the daemon and waits until it has released its locks and ledger.
+    pub async fn stop(mut self) -> std::sync::Arc<tempfile::TempDir> {
+        self.shutdown.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+        self.root.clone()
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -1,8 +1,13 @@
-//! The integration suite: one binary, real servers on 127.0.0.1:0, real files, real processes.
+//! The integration suite: one binary, real servers on 127.0.0.1:0, real files, real processes,
+//! real tmux on private sockets.
 
 mod harness;
 mod http_hook;
 mod http_host;
+mod ledger;
 mod openapi;
 mod process;
 mod spool_files;
+#[path = "../support/tmux_server.rs"]
+mod tmux_server;
+mod wake_path;

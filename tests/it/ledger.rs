@@ -1,0 +1,177 @@
+//! The ledger through the real server: redeliveries recognised (also across a restart), the
+//! cooldown surviving a restart, machine scoping, `/sessions` and `/metrics`.
+
+use serde_json::json;
+
+use crate::harness::{DEFAULT_EVENT, TestServer};
+use wakebridge::config::Flags;
+
+fn event(sid: &str, id: u32, timestamp: &str) -> String {
+    DEFAULT_EVENT
+        .replace("session:target-1", &format!("session:{sid}"))
+        .replace(r#""event_id":1"#, &format!(r#""event_id":{id}"#))
+        .replace("2026-08-08T00:00:00", timestamp)
+}
+
+#[tokio::test]
+async fn the_bus_retry_pattern_spools_once_and_survives_a_restart() {
+    let server = TestServer::start(&[]).await;
+    let body = event("s1", 7, "2026-11-30T10:00:00.000001");
+    let first = server.hook(body.clone(), &[]).await;
+    assert_eq!(
+        first,
+        (
+            200,
+            json!({"status": "delivered", "action": "spool", "session_id": "s1"})
+        )
+    );
+    for _ in 0..2 {
+        let again = server.hook(body.clone(), &[]).await;
+        assert_eq!(
+            again,
+            (
+                200,
+                json!({"status": "delivered", "action": "spool", "session_id": "s1", "duplicate": true})
+            )
+        );
+    }
+    assert_eq!(server.spool_lines("s1").len(), 1);
+    // A reset bus reuses event ids: same id, another timestamp, is a new event.
+    let reused_id = event("s1", 7, "2026-11-30T11:00:00.000002");
+    assert!(
+        server
+            .hook(reused_id, &[])
+            .await
+            .1
+            .get("duplicate")
+            .is_none()
+    );
+    assert_eq!(server.spool_lines("s1").len(), 2);
+
+    let root = server.stop().await;
+    let server = TestServer::start_in(root, &[], Flags::default()).await;
+    assert_eq!(server.hook(body, &[]).await.1["duplicate"], true);
+    assert_eq!(server.spool_lines("s1").len(), 2);
+}
+
+#[tokio::test]
+async fn a_short_identity_window_forgets() {
+    let server = TestServer::start(&[("WAKEBRIDGE_LEDGER__IDENTITY_WINDOW", "300ms")]).await;
+    let body = event("s1", 1, "2026-11-30T10:00:00");
+    server.hook(body.clone(), &[]).await;
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert!(server.hook(body, &[]).await.1.get("duplicate").is_none());
+    assert_eq!(server.spool_lines("s1").len(), 2);
+}
+
+#[tokio::test]
+async fn local_scope_ignores_unknown_sessions_and_touches_nothing() {
+    let server = TestServer::start(&[("WAKEBRIDGE_BRIDGE__SCOPE", "local")]).await;
+    let (status, body) = server.hook(event("stranger", 1, "t"), &[]).await;
+    assert_eq!(
+        (status, body),
+        (
+            200,
+            json!({"status": "ignored", "reason": "not a local session"})
+        )
+    );
+    assert!(
+        server
+            .wake_files()
+            .iter()
+            .all(|f| !f.starts_with("stranger")),
+        "{:?}",
+        server.wake_files()
+    );
+    let target = wakebridge::target::PaneTarget::Tmux {
+        pane: "%1".into(),
+        session: None,
+    };
+    wakebridge::wake::set_entry(&server.wake_dir, "mine", &target).expect("map");
+    assert_eq!(
+        server.hook(event("mine", 2, "t"), &[]).await.1["status"],
+        "delivered"
+    );
+}
+
+#[tokio::test]
+async fn sessions_and_metrics_report_what_happened() {
+    let server = TestServer::start(&[]).await;
+    server.hook(event("s1", 1, "a"), &[]).await;
+    server.hook(event("s1", 2, "b"), &[]).await;
+    server.hook(event("s1", 2, "b"), &[]).await;
+    let sessions: serde_json::Value = server
+        .client
+        .get(server.url("/sessions"))
+        .send()
+        .await
+        .expect("req")
+        .json()
+        .await
+        .expect("json");
+    let s1 = sessions["sessions"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["session_id"] == "s1"))
+        .cloned()
+        .expect("s1 listed");
+    assert_eq!(s1["spool_lines"], 2);
+    assert_eq!(s1["state"], "unmapped");
+    assert_eq!(s1["last_action"], "spool");
+    let resp = server
+        .client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .expect("req");
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .expect("ascii")
+            .starts_with("text/plain")
+    );
+    let text = resp.text().await.expect("text");
+    assert_exposition_format(&text);
+    assert!(
+        text.contains("wakebridge_deliveries_total{action=\"spool\",duplicate=\"true\"}"),
+        "{text}"
+    );
+    assert!(
+        text.contains("wakebridge_hook_duration_seconds_bucket"),
+        "{text}"
+    );
+    assert!(
+        text.contains("wakebridge_sessions{state=\"unmapped\"}"),
+        "{text}"
+    );
+    assert!(text.contains("wakebridge_spool_bytes "), "{text}");
+}
+
+/// Every line is a comment (`# HELP`/`# TYPE`), blank, or `name{labels} value`.
+fn assert_exposition_format(text: &str) {
+    for line in text.lines() {
+        if line.is_empty() || line.starts_with("# HELP ") || line.starts_with("# TYPE ") {
+            continue;
+        }
+        let (series, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("no value: {line}"));
+        assert!(
+            value.parse::<f64>().is_ok() || value == "+Inf",
+            "bad value in {line}"
+        );
+        let name = series.split('{').next().unwrap_or_default();
+        assert!(
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            "bad name in {line}"
+        );
+        if let Some(labels) = series.strip_prefix(name) {
+            assert!(
+                labels.is_empty() || (labels.starts_with('{') && labels.ends_with('}')),
+                "bad labels in {line}"
+            );
+        }
+    }
+}

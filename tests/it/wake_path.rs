@@ -1,0 +1,258 @@
+//! The wake path end to end: a bus event (or a manual wake) over real HTTP, a real tmux server on
+//! a private socket, a pane running a recorder, panes.json and busy markers on disk.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use wakebridge::mux::WAKE_PROMPT;
+use wakebridge::target::PaneTarget;
+
+use crate::harness::{DEFAULT_EVENT, TestServer};
+use crate::tmux_server::{TmuxServer, read_when_settled};
+
+/// A pane whose program records every byte it receives (raw mode, so Enter arrives as `\r`).
+fn recorder_pane(server: &TmuxServer, name: &str) -> (String, PathBuf) {
+    let file = server.dir().join(name);
+    let pane = server.new_pane(&format!("stty raw -echo; exec cat > '{}'", file.display()));
+    server.wait_for(&pane, "#{pane_current_command}", "cat");
+    (pane, file)
+}
+
+fn map(wake_dir: &Path, sid: &str, pane: &str) {
+    std::fs::create_dir_all(wake_dir).expect("wake dir");
+    let target = PaneTarget::Tmux {
+        pane: pane.into(),
+        session: None,
+    };
+    wakebridge::wake::set_entry(wake_dir, sid, &target).expect("map pane");
+}
+
+fn event(sid: &str, id: u32) -> String {
+    DEFAULT_EVENT
+        .replace("session:target-1", &format!("session:{sid}"))
+        .replace(r#""event_id":1"#, &format!(r#""event_id":{id}"#))
+}
+
+async fn mux_server(tmux: &TmuxServer, extra: &[(&str, &str)]) -> TestServer {
+    let socket = tmux.socket().display().to_string();
+    let mut env = vec![
+        ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux"),
+        ("WAKEBRIDGE_MUX__TMUX_SOCKET", socket.as_str()),
+        ("WAKEBRIDGE_MUX__SUBMIT_DELAY", "100ms"),
+    ];
+    env.extend_from_slice(extra);
+    TestServer::start(&env).await
+}
+
+fn expected_wake() -> Vec<u8> {
+    format!("{WAKE_PROMPT}\r").into_bytes()
+}
+
+#[tokio::test]
+async fn idle_mapped_session_gets_the_prompt_once_and_cooldown_spools_the_next() {
+    let tmux = TmuxServer::start();
+    let (pane, file) = recorder_pane(&tmux, "rec");
+    let server = mux_server(&tmux, &[]).await;
+    map(&server.wake_dir, "s1", &pane);
+    let (status, body) = server.hook(event("s1", 1), &[]).await;
+    assert_eq!(
+        (status, body),
+        (
+            200,
+            json!({"status": "delivered", "action": "tmux", "session_id": "s1"})
+        )
+    );
+    let (_, body) = server.hook(event("s1", 2), &[]).await;
+    assert_eq!(body["action"], "spool-cooldown");
+    assert_eq!(
+        read_when_settled(&file, expected_wake().len()),
+        expected_wake()
+    );
+    assert_eq!(server.spool_lines("s1").len(), 2);
+}
+
+#[tokio::test]
+async fn busy_marker_spools_without_typing_and_does_not_burn_the_cooldown() {
+    let tmux = TmuxServer::start();
+    let (pane, file) = recorder_pane(&tmux, "rec");
+    let server = mux_server(&tmux, &[]).await;
+    map(&server.wake_dir, "s1", &pane);
+    wakebridge::wake::set_busy(&server.wake_dir, "s1").expect("busy");
+    assert_eq!(
+        server.hook(event("s1", 1), &[]).await.1["action"],
+        "spool-busy"
+    );
+    wakebridge::wake::clear_busy(&server.wake_dir, "s1").expect("idle");
+    assert_eq!(server.hook(event("s1", 2), &[]).await.1["action"], "tmux");
+    assert_eq!(
+        read_when_settled(&file, expected_wake().len()),
+        expected_wake()
+    );
+}
+
+#[tokio::test]
+async fn unmapped_and_stale_panes_type_nothing() {
+    let tmux = TmuxServer::start();
+    let server = mux_server(&tmux, &[]).await;
+    assert_eq!(
+        server.hook(event("nobody", 1), &[]).await.1["action"],
+        "spool-unmapped"
+    );
+    // The agent's pane fell back to a shell (the session is gone): never type into it.
+    let shell = tmux.new_pane("bash --norc --noprofile");
+    tmux.wait_for(&shell, "#{pane_current_command}", "bash");
+    map(&server.wake_dir, "gone", &shell);
+    assert_eq!(
+        server.hook(event("gone", 2), &[]).await.1["action"],
+        "spool-stale-pane"
+    );
+    map(&server.wake_dir, "missing", "%999");
+    assert_eq!(
+        server.hook(event("missing", 3), &[]).await.1["action"],
+        "spool-stale-pane"
+    );
+    let screen = tmux.tmux(&["capture-pane", "-p", "-t", &shell]);
+    assert!(!screen.contains("Check the event bus"), "{screen}");
+    assert_eq!(server.spool_lines("gone").len(), 1);
+}
+
+#[tokio::test]
+async fn hung_multiplexer_answers_well_inside_five_seconds() {
+    let tmux = TmuxServer::start();
+    let (pane, _) = recorder_pane(&tmux, "rec");
+    let hang = tmux.dir().join("hung-tmux");
+    std::fs::write(&hang, "#!/bin/sh\nexec sleep 30\n").expect("script");
+    std::fs::set_permissions(&hang, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let bin = hang.display().to_string();
+    let server = mux_server(&tmux, &[("WAKEBRIDGE_MUX__TMUX_BIN", bin.as_str())]).await;
+    map(&server.wake_dir, "s1", &pane);
+    let started = Instant::now();
+    let (status, body) = server.hook(event("s1", 1), &[]).await;
+    let took = started.elapsed();
+    assert_eq!(status, 200);
+    assert!(
+        matches!(
+            body["action"].as_str(),
+            Some("spool-mux-failed" | "spool-stale-pane")
+        ),
+        "{body}"
+    );
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert_eq!(server.spool_lines("s1").len(), 1);
+}
+
+#[tokio::test]
+async fn manual_wake_goes_through_the_same_gate() {
+    let tmux = TmuxServer::start();
+    let (pane, file) = recorder_pane(&tmux, "rec");
+    let secret = "s3cret";
+    let server = mux_server(&tmux, &[("AGENT_EVENT_BUS_BRIDGE_SECRET", secret)]).await;
+    map(&server.wake_dir, "s1", &pane);
+    let wake = |body: serde_json::Value, token: Option<&str>, host: Option<&str>| {
+        let mut req = server.client.post(server.url("/wake")).json(&body);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(h) = host {
+            req = req.header("host", h);
+        }
+        async move {
+            let resp = req.send().await.expect("request");
+            (
+                resp.status().as_u16(),
+                resp.json::<serde_json::Value>().await.unwrap_or_default(),
+            )
+        }
+    };
+    assert_eq!(wake(json!({"session_id": "s1"}), None, None).await.0, 401);
+    assert_eq!(
+        wake(json!({"session_id": "s1"}), Some("wrong"), None)
+            .await
+            .0,
+        401
+    );
+    assert_eq!(
+        wake(
+            json!({"session_id": "s1"}),
+            Some(secret),
+            Some("evil.example")
+        )
+        .await
+        .0,
+        421
+    );
+    let (status, body) = wake(
+        json!({"session_id": "s1", "message": "nope"}),
+        Some(secret),
+        None,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("continue") && e.contains("status")),
+        "{body}"
+    );
+    let (status, _) = wake(
+        json!({"session_id": "s1", "text": "rm -rf /"}),
+        Some(secret),
+        None,
+    )
+    .await;
+    assert_eq!(status, 400, "request text is never accepted");
+    assert_eq!(
+        wake(json!({"session_id": "../x"}), Some(secret), None)
+            .await
+            .0,
+        400
+    );
+
+    wakebridge::wake::set_busy(&server.wake_dir, "s1").expect("busy");
+    assert_eq!(
+        wake(json!({"session_id": "s1"}), Some(secret), None)
+            .await
+            .1["action"],
+        "spool-busy"
+    );
+    let (status, body) = wake(
+        json!({"session_id": "s1", "force": true}),
+        Some(secret),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (
+            200,
+            json!({"status": "delivered", "action": "tmux", "session_id": "s1"})
+        )
+    );
+    assert_eq!(
+        read_when_settled(&file, expected_wake().len()),
+        expected_wake()
+    );
+}
+
+#[tokio::test]
+async fn manual_wake_types_a_configured_message_by_name() {
+    let tmux = TmuxServer::start();
+    let (pane, file) = recorder_pane(&tmux, "rec");
+    let server = mux_server(&tmux, &[]).await;
+    map(&server.wake_dir, "s1", &pane);
+    let resp = server
+        .client
+        .post(server.url("/wake"))
+        .json(&json!({"session_id": "s1", "message": "continue"}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(
+        resp.json::<serde_json::Value>().await.expect("json")["action"],
+        "tmux"
+    );
+    let want = b"Please continue with the task at hand.\r".to_vec();
+    assert_eq!(read_when_settled(&file, want.len()), want);
+}
