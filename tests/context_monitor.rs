@@ -150,8 +150,12 @@ impl Rig {
     }
 
     fn start(&mut self) -> TestResult {
+        self.start_polling_every(POLL)
+    }
+
+    fn start_polling_every(&mut self, poll: Duration) -> TestResult {
         let mut settings = self.app.config.settings.context.clone();
-        settings.poll_interval = POLL;
+        settings.poll_interval = poll;
         settings.latest_state_file = self.latest_file().display().to_string();
         let monitor = MonitorConfig::from_settings(
             &settings,
@@ -363,6 +367,42 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
         rig.context()["percent"].as_f64() == Some(50.0)
     })
     .await?;
+    rig.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transcript_change_is_picked_up_before_the_next_poll() -> TestResult {
+    let slow_poll = Duration::from_secs(30);
+    let mut rig = Rig::new(MuxConfig::default())?;
+    let transcript = rig.transcript();
+    append(&transcript, &assistant(20_000))?;
+    wake::set_entry(
+        &rig.wake_dir,
+        SID,
+        &PaneTarget::Tmux {
+            pane: "%99".into(),
+            session: None,
+        },
+    )?;
+    rig.start_polling_every(slow_poll)?;
+    wait_until("first pass", || {
+        rig.context()["percent"].as_f64() == Some(10.0)
+    })
+    .await?;
+    // Let the monitor register its watch on the transcript's directory.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let appended = std::time::Instant::now();
+    append(&transcript, &assistant(60_000))?;
+    wait_until("notified pass", || {
+        rig.context()["percent"].as_f64() == Some(30.0)
+    })
+    .await?;
+    assert!(
+        appended.elapsed() < slow_poll / 4,
+        "{:?}",
+        appended.elapsed()
+    );
     rig.stop().await;
     Ok(())
 }
