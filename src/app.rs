@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Backend, Config, Env};
+use crate::context::follow::claude_config_dirs_from;
+use crate::context::monitor::ContextView;
 use crate::dedupe::Dedupe;
 use crate::deliver::{Action, Deliverer};
 use crate::gate::Gate;
@@ -20,6 +22,7 @@ use crate::ratelimit::RateLimiter;
 use crate::singleton::{self, SingletonError, Singletons};
 use crate::spool::{self, Spool};
 use crate::store::{Store, now_unix_ms};
+use crate::tasks::context_monitor::{self, MonitorConfig};
 use crate::tasks::prune::{self, PruneConfig};
 use crate::tasks::registration::{self, RegistrationConfig, RegistrationStatus};
 
@@ -34,6 +37,9 @@ pub enum AppError {
     /// Names the file and what to do (the store's own message does both).
     #[error("{0}")]
     Ledger(String),
+    /// A `[context]` setting that cannot work (the message names it).
+    #[error("{0}")]
+    Context(String),
     #[error("server failed: {0}")]
     Serve(String),
 }
@@ -51,6 +57,8 @@ pub struct AppState {
     pub started_at: SystemTime,
     /// Present when registration with the bus is enabled.
     pub registration: Option<Arc<RegistrationStatus>>,
+    /// Context figures per session, kept by the context monitor (empty when it is off).
+    pub context: Arc<ContextView>,
 }
 
 impl AppState {
@@ -76,6 +84,8 @@ impl AppState {
 pub struct App {
     state: Arc<AppState>,
     listener: tokio::net::TcpListener,
+    /// `None` when `[context] enabled = false`.
+    context_monitor: Option<MonitorConfig>,
     _singletons: Singletons,
 }
 
@@ -103,6 +113,24 @@ impl App {
             tracing::warn!("{warning}");
         }
         let settings_registration = config.settings.registration.enabled;
+        let context_monitor = if config.settings.context.enabled {
+            let config_dirs = claude_config_dirs_from(
+                env.get("CLAUDE_CONFIG_DIR")
+                    .map(std::ffi::OsString::from)
+                    .as_deref(),
+                env.get("HOME").map(PathBuf::from).as_deref(),
+            );
+            let monitor = MonitorConfig::from_settings(
+                &config.settings.context,
+                config.state_dir(env),
+                config_dirs,
+                config.backend == Backend::Mux,
+            )
+            .map_err(|e| AppError::Context(e.to_string()))?;
+            Some(monitor)
+        } else {
+            None
+        };
         crate::telemetry::handle();
         let injector = Arc::new(Injector::new(&mux_config(&config)));
         let gate = Arc::new(Gate::new(
@@ -136,10 +164,12 @@ impl App {
             level_notice_armed: AtomicBool::new(true),
             started_at: SystemTime::now(),
             registration: settings_registration.then(|| Arc::new(RegistrationStatus::new())),
+            context: Arc::new(ContextView::new()),
         });
         Ok(App {
             state,
             listener,
+            context_monitor,
             _singletons: singletons,
         })
     }
@@ -169,6 +199,13 @@ impl App {
             tokio::spawn(registration::run(reg, status, shutdown.child_token()))
         });
         let pruning = spawn_pruning(&self.state, shutdown.child_token());
+        let context = self.context_monitor.map(|monitor| {
+            tokio::spawn(context_monitor::run(
+                self.state.clone(),
+                monitor,
+                shutdown.child_token(),
+            ))
+        });
         let router = crate::http::router(self.state.clone());
         let stop = shutdown.clone();
         axum::serve(self.listener, router)
@@ -176,6 +213,9 @@ impl App {
             .await
             .map_err(|e| AppError::Serve(e.to_string()))?;
         let _ = pruning.await;
+        if let Some(task) = context {
+            let _ = task.await;
+        }
         // Registration unregisters our row within its own bounded budget.
         if let Some(task) = registration {
             let _ = task.await;

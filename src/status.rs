@@ -123,7 +123,7 @@ pub fn collect(app: &AppState) -> Vec<SessionStatus> {
                 transcript_path: row.transcript_path,
                 spool_lines,
                 spool_bytes,
-                context: None,
+                context: app.context.json(&sid),
                 nudge: row.nudge.map(|n| {
                     serde_json::json!({
                         "unanswered": n.unanswered,

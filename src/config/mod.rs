@@ -70,6 +70,7 @@ pub struct Settings {
     pub ledger: LedgerSettings,
     pub prune: PruneSettings,
     pub state: StateSettings,
+    pub context: ContextSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -128,6 +129,39 @@ pub struct PruneSettings {
 #[derive(Debug, Clone, Deserialize)]
 pub struct StateSettings {
     pub dir: String,
+}
+
+/// `[context]`: the context monitor inside `serve` (validated by `tasks::context_monitor`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ContextSettings {
+    pub enabled: bool,
+    /// Type threshold warnings into mapped panes (mux backend only); false only monitors.
+    pub warnings: bool,
+    #[serde(with = "humantime_serde")]
+    pub poll_interval: Duration,
+    pub default_window: u64,
+    #[serde(with = "humantime_serde")]
+    pub feed_max_age: Duration,
+    /// Empty means off.
+    pub latest_state_file: String,
+    pub thresholds: ContextThresholdSettings,
+    /// Model-id prefix -> context window in tokens, laid over the built-in table.
+    #[serde(default)]
+    pub models: BTreeMap<String, u64>,
+}
+
+/// `[context.thresholds]`: the two warning levels.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ContextThresholdSettings {
+    pub wrap_up: ContextLevelSettings,
+    pub checkpoint: ContextLevelSettings,
+}
+
+/// One warning level: the percentage that triggers it and the text typed (`{pct}` replaced).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ContextLevelSettings {
+    pub percent: f64,
+    pub message: String,
 }
 
 /// The reference bridge's flags, as given on the command line (unparsed, so that a bad value is

@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod follow;
+pub mod monitor;
 pub mod statefile;
 pub mod statusline;
 pub mod thresholds;

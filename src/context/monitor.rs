@@ -1,0 +1,300 @@
+//! The pure side of the context monitor task (`tasks::context_monitor`).
+//!
+//! This module owns the shared read-only view the HTTP and status code read (`ContextView` of
+//! `ContextStatus` per session), the rule for when a state file is worth rewriting
+//! (`StateStamp::due`), what a gate outcome means for a pending warning (`WarningStep`), and which
+//! sessions to follow (`select_sessions`). It does no I/O and schedules nothing.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+
+use super::ContextFigures;
+use crate::deliver::Action;
+
+/// Seconds per minute: state files are refreshed at most once per minute while unchanged.
+const SECS_PER_MINUTE: u64 = 60;
+
+/// The monitor's latest knowledge of one session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextStatus {
+    pub figures: ContextFigures,
+    /// The transcript being followed, once located.
+    pub transcript: Option<PathBuf>,
+    /// When the figures were last confirmed by new data (transcript append or feed).
+    pub updated_at: Option<SystemTime>,
+    /// The warning level waiting for the session's next idle moment.
+    pub pending_warning: Option<String>,
+    /// The last warning level typed, and when.
+    pub last_warning: Option<(String, SystemTime)>,
+}
+
+impl ContextStatus {
+    /// The `context` object of `/sessions` and `wakebridge status`.
+    pub fn to_json(&self) -> Value {
+        let f = &self.figures;
+        let at = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
+        json!({
+            "percent": f.percent,
+            "used_tokens": f.used_tokens,
+            "context_window": f.context_window,
+            "model": f.model,
+            "source": f.window_source.as_str(),
+            "usage_source": f.usage_source.map(super::UsageSource::as_str),
+            "transcript": self.transcript.as_ref().map(|p| p.display().to_string()),
+            "updated_at": self.updated_at.map(at),
+            "pending_warning": self.pending_warning,
+            "last_warning": self.last_warning.as_ref().map(|(level, _)| level),
+            "last_warning_at": self.last_warning.as_ref().map(|(_, t)| at(*t)),
+        })
+    }
+}
+
+/// Every followed session's status; written by the monitor task, read by handlers.
+#[derive(Debug, Default)]
+pub struct ContextView {
+    sessions: Mutex<HashMap<String, ContextStatus>>,
+}
+
+impl ContextView {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, ContextStatus>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn get(&self, session_id: &str) -> Option<ContextStatus> {
+        self.map().get(session_id).cloned()
+    }
+
+    /// The session's `context` JSON, if the monitor follows it.
+    pub fn json(&self, session_id: &str) -> Option<Value> {
+        self.map().get(session_id).map(ContextStatus::to_json)
+    }
+
+    /// All statuses, sorted by session id.
+    pub fn snapshot(&self) -> BTreeMap<String, ContextStatus> {
+        self.map()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    pub fn set(&self, session_id: &str, status: ContextStatus) {
+        self.map().insert(session_id.to_owned(), status);
+    }
+
+    /// Forgets every session `keep` rejects.
+    pub fn retain(&self, mut keep: impl FnMut(&str) -> bool) {
+        self.map().retain(|sid, _| keep(sid));
+    }
+}
+
+/// What a state file last said: the whole percent and the minute it was written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateStamp {
+    pub pct: u32,
+    pub minute: u64,
+}
+
+impl StateStamp {
+    /// The stamp of a write of `percent` at `unix_seconds`.
+    pub fn of(percent: f64, unix_seconds: u64) -> Self {
+        let pct = if percent.is_finite() {
+            percent.round().clamp(0.0, 100.0) as u32
+        } else {
+            0
+        };
+        Self {
+            pct,
+            minute: unix_seconds / SECS_PER_MINUTE,
+        }
+    }
+
+    /// Whether a file last written as `last` needs rewriting for `next`: only when the whole
+    /// percent or the minute changed, so a busy transcript costs at most a write a minute.
+    pub fn due(last: Option<StateStamp>, next: StateStamp) -> bool {
+        last != Some(next)
+    }
+}
+
+/// What to do with a pending warning after the gate answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarningStep {
+    /// Typed: settle the level.
+    Delivered,
+    /// Not typed now (busy, cooldown, multiplexer or pane trouble): keep it due, retry at the
+    /// next poll.
+    Retry,
+    /// No pane mapped: keep it due (a mapping may appear) but stay quiet about it.
+    Unmapped,
+}
+
+impl WarningStep {
+    pub fn of(action: Action) -> Self {
+        match action {
+            Action::Tmux | Action::Zellij => Self::Delivered,
+            Action::SpoolUnmapped => Self::Unmapped,
+            Action::Spool
+            | Action::SpoolBusy
+            | Action::SpoolCooldown
+            | Action::SpoolMuxFailed
+            | Action::SpoolStalePane => Self::Retry,
+        }
+    }
+}
+
+/// A session worth following, with the transcript path the hook reported, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub session_id: String,
+    pub transcript_hint: Option<PathBuf>,
+    /// Wall-clock unix ms of the hook's last report (mapped-only sessions have none).
+    pub last_seen_ms: Option<i64>,
+}
+
+/// Ledger sessions seen since `seen_since_ms` (with or without a transcript path) plus every
+/// mapped session, at most `cap` of them: mapped ones first, then the most recently seen. Ids
+/// that cannot name a file are dropped.
+pub fn select_sessions(
+    ledger: impl IntoIterator<Item = Candidate>,
+    mapped: impl IntoIterator<Item = String>,
+    seen_since_ms: i64,
+    cap: usize,
+) -> Vec<Candidate> {
+    let mut by_id: BTreeMap<String, (bool, Candidate)> = BTreeMap::new();
+    for sid in mapped {
+        by_id.insert(
+            sid.clone(),
+            (
+                true,
+                Candidate {
+                    session_id: sid,
+                    transcript_hint: None,
+                    last_seen_ms: None,
+                },
+            ),
+        );
+    }
+    for c in ledger {
+        let recent = c.last_seen_ms.is_some_and(|t| t >= seen_since_ms);
+        match by_id.get_mut(&c.session_id) {
+            Some((_, existing)) => {
+                existing.transcript_hint = c.transcript_hint;
+                existing.last_seen_ms = c.last_seen_ms;
+            }
+            None if recent => {
+                by_id.insert(c.session_id.clone(), (false, c));
+            }
+            None => {}
+        }
+    }
+    let mut all: Vec<(bool, Candidate)> = by_id
+        .into_values()
+        .filter(|(_, c)| super::valid_session_id(&c.session_id))
+        .collect();
+    all.sort_by(|(am, a), (bm, b)| {
+        bm.cmp(am)
+            .then(b.last_seen_ms.cmp(&a.last_seen_ms))
+            .then(a.session_id.cmp(&b.session_id))
+    });
+    all.truncate(cap);
+    all.into_iter().map(|(_, c)| c).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::window::WindowSource;
+
+    #[test]
+    fn state_file_rewritten_only_on_new_percent_or_minute() {
+        let first = StateStamp::of(42.4, 120);
+        assert!(StateStamp::due(None, first));
+        assert!(!StateStamp::due(Some(first), StateStamp::of(41.6, 179)));
+        assert!(StateStamp::due(Some(first), StateStamp::of(42.0, 180)));
+        assert!(StateStamp::due(Some(first), StateStamp::of(43.0, 121)));
+        assert_eq!(StateStamp::of(f64::NAN, 0).pct, 0);
+    }
+
+    #[test]
+    fn gate_outcomes_keep_undelivered_warnings_due() {
+        assert_eq!(WarningStep::of(Action::Tmux), WarningStep::Delivered);
+        assert_eq!(WarningStep::of(Action::Zellij), WarningStep::Delivered);
+        for a in [
+            Action::SpoolBusy,
+            Action::SpoolCooldown,
+            Action::SpoolMuxFailed,
+            Action::SpoolStalePane,
+        ] {
+            assert_eq!(WarningStep::of(a), WarningStep::Retry, "{a:?}");
+        }
+        assert_eq!(
+            WarningStep::of(Action::SpoolUnmapped),
+            WarningStep::Unmapped
+        );
+    }
+
+    fn cand(sid: &str, seen: Option<i64>, hint: Option<&str>) -> Candidate {
+        Candidate {
+            session_id: sid.into(),
+            transcript_hint: hint.map(PathBuf::from),
+            last_seen_ms: seen,
+        }
+    }
+
+    #[test]
+    fn follows_mapped_and_recent_sessions_within_cap() {
+        let ledger = vec![
+            cand("old", Some(10), Some("/o.jsonl")),
+            cand("new", Some(500), Some("/n.jsonl")),
+            cand("mapped", Some(5), Some("/m.jsonl")),
+            cand("bad/id", Some(900), None),
+        ];
+        let mapped = vec!["mapped".to_string(), "pane-only".to_string()];
+        let got = select_sessions(ledger.clone(), mapped.clone(), 100, 10);
+        let ids: Vec<&str> = got.iter().map(|c| c.session_id.as_str()).collect();
+        assert_eq!(ids, ["mapped", "pane-only", "new"]);
+        assert_eq!(got[0].transcript_hint, Some(PathBuf::from("/m.jsonl")));
+        let capped = select_sessions(ledger, mapped, 100, 1);
+        assert_eq!(capped.len(), 1);
+    }
+
+    #[test]
+    fn view_json_has_the_status_fields() {
+        let view = ContextView::new();
+        let figures = ContextFigures {
+            model: Some("claude-sonnet-4-5".into()),
+            used_tokens: Some(150_000),
+            context_window: 200_000,
+            window_source: WindowSource::ModelTable,
+            percent: Some(75.0),
+            usage_source: Some(super::super::UsageSource::Assistant),
+        };
+        view.set(
+            "s1",
+            ContextStatus {
+                figures,
+                transcript: None,
+                updated_at: Some(SystemTime::UNIX_EPOCH),
+                pending_warning: Some("wrap-up".into()),
+                last_warning: None,
+            },
+        );
+        let j = view.json("s1").unwrap_or_default();
+        assert_eq!(j["percent"].as_f64(), Some(75.0));
+        assert_eq!(j["used_tokens"].as_u64(), Some(150_000));
+        assert_eq!(j["context_window"].as_u64(), Some(200_000));
+        assert_eq!(j["source"], "model-table");
+        assert_eq!(j["usage_source"], "assistant");
+        assert_eq!(j["updated_at"], "1970-01-01T00:00:00Z");
+        assert_eq!(j["pending_warning"], "wrap-up");
+        view.retain(|sid| sid != "s1");
+        assert!(view.json("s1").is_none());
+    }
+}

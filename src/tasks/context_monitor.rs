@@ -1,0 +1,596 @@
+//! The context monitor inside `serve`: keeps every known session's context figures current and
+//! warns sessions whose context window is filling up.
+//!
+//! This task owns the schedule and the I/O around the `context` building blocks: every poll
+//! interval (and as soon as change notification reports a followed transcript or a status-line
+//! feed) it discovers sessions (ledger sessions the hook reported, plus panes.json mappings),
+//! keeps one `TranscriptFollower` per session (tail first, then appended bytes only, so the cost
+//! does not grow with history), prefers a fresh status-line feed, computes the figures, writes the
+//! per-session state file (and the optional "latest" file), publishes a `ContextView` for
+//! `/sessions`, `wakebridge status` and `/metrics`, and types due threshold warnings through the
+//! wake gate (`Mode::Gated`: never over a running turn, never inside the cooldown). A warning the
+//! gate does not type now stays due and is retried at the next poll. Rewinding (re-sending a
+//! delivered warning that seems ignored) is off. It does not parse transcripts, decide windows or
+//! decide whether a pane may be typed into.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::AppState;
+use crate::config::ContextSettings;
+use crate::context::follow::{ChangeWatcher, PollEvent, TranscriptFollower, find_transcript_in};
+use crate::context::monitor::{Candidate, ContextStatus, StateStamp, WarningStep, select_sessions};
+use crate::context::statefile::write_state;
+use crate::context::statusline::{FEED_SUBDIR, read_feed, unix_now};
+use crate::context::thresholds::{Level, SessionThresholds, ThresholdError, Thresholds};
+use crate::context::window::{WindowError, WindowResolver};
+use crate::context::{ContextFigures, figures};
+use crate::deliver::short;
+use crate::gate::Mode;
+use crate::mux::{KeystrokeText, TextError};
+use crate::store::{DeliverySource, now_unix_ms};
+use crate::wake::warn_once::WarnOnce;
+
+/// Most sessions followed at once: far above what one machine runs, and a bound on memory and
+/// per-poll work if the ledger holds many sessions.
+pub const MAX_FOLLOWED_SESSIONS: usize = 256;
+/// Ledger sessions the hook has not reported for this long are no longer followed (mapped ones
+/// always are): a day covers a session left idle overnight.
+pub const LEDGER_RECENCY: Duration = Duration::from_secs(24 * 60 * 60);
+/// Shortest gap between two polls triggered by change notification: a streaming response writes
+/// many lines a second, and a second's delay is nothing next to a context filling up.
+pub const NOTIFY_MIN_GAP: Duration = Duration::from_secs(1);
+/// Shortest accepted poll interval: below this the monitor would mostly measure itself.
+pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// Percentage used to check that a message template renders to typable text.
+const SAMPLE_PERCENT: f64 = 80.0;
+
+/// Settings that cannot work; each names the key and what to give instead.
+#[derive(Debug, thiserror::Error)]
+pub enum MonitorError {
+    #[error("context.poll_interval is {0:?}; give at least 50ms (e.g. \"10s\")")]
+    PollInterval(Duration),
+    #[error("context.default_window / context.models: {0}")]
+    Window(#[from] WindowError),
+    #[error("context.thresholds: {0}")]
+    Threshold(#[from] ThresholdError),
+    #[error("context.thresholds.{level}.message cannot be typed: {source}")]
+    Message { level: String, source: TextError },
+}
+
+/// The validated configuration of the task.
+#[derive(Debug, Clone)]
+pub struct MonitorConfig {
+    pub poll_interval: Duration,
+    pub feed_max_age: Duration,
+    /// Holds `context/<sid>` state files and `feed/<sid>.json` status-line feeds.
+    pub state_dir: PathBuf,
+    pub latest_state_file: Option<PathBuf>,
+    pub resolver: WindowResolver,
+    pub thresholds: Thresholds,
+    /// Whether warnings are typed (setting on and the mux backend in use).
+    pub warnings: bool,
+    /// Claude Code config dirs searched for transcripts (`$CLAUDE_CONFIG_DIR` or the defaults).
+    pub config_dirs: Vec<PathBuf>,
+}
+
+impl MonitorConfig {
+    /// Validates `[context]`. `can_type` is false with the spool backend: then warnings are not
+    /// typed whatever the setting says.
+    pub fn from_settings(
+        s: &ContextSettings,
+        state_dir: PathBuf,
+        config_dirs: Vec<PathBuf>,
+        can_type: bool,
+    ) -> Result<Self, MonitorError> {
+        if s.poll_interval < MIN_POLL_INTERVAL {
+            return Err(MonitorError::PollInterval(s.poll_interval));
+        }
+        let resolver = WindowResolver::new(
+            s.models.iter().map(|(k, v)| (k.as_str(), *v)),
+            s.default_window,
+        )?;
+        let levels = vec![
+            Level::new(
+                "wrap-up",
+                s.thresholds.wrap_up.percent,
+                &s.thresholds.wrap_up.message,
+            ),
+            Level::new(
+                "checkpoint",
+                s.thresholds.checkpoint.percent,
+                &s.thresholds.checkpoint.message,
+            ),
+        ];
+        let thresholds = Thresholds::new(levels)?;
+        for level in thresholds.levels() {
+            KeystrokeText::new(&level.render(SAMPLE_PERCENT)).map_err(|source| {
+                MonitorError::Message {
+                    level: level.name.replace('-', "_"),
+                    source,
+                }
+            })?;
+        }
+        let latest = s.latest_state_file.trim();
+        Ok(Self {
+            poll_interval: s.poll_interval,
+            feed_max_age: s.feed_max_age,
+            state_dir,
+            latest_state_file: (!latest.is_empty()).then(|| PathBuf::from(latest)),
+            resolver,
+            thresholds,
+            warnings: s.warnings && can_type,
+            config_dirs,
+        })
+    }
+}
+
+/// A warning to offer to the gate.
+struct DueWarning {
+    session_id: String,
+    level: Level,
+    text: String,
+}
+
+/// Everything kept about one followed session.
+struct Tracked {
+    /// The transcript path the hook reported, if any.
+    hint: Option<PathBuf>,
+    follower: Option<TranscriptFollower>,
+    last_event: Option<PollEvent>,
+    thresholds: SessionThresholds,
+    figures: Option<ContextFigures>,
+    /// Newest of the transcript's mtime and the feed's timestamp.
+    active_at: Option<SystemTime>,
+    written: Option<StateStamp>,
+    /// The (level, action) last written to the ledger, so a warning deferred poll after poll
+    /// leaves one row per kind of deferral, not one per poll.
+    last_recorded: Option<(String, crate::deliver::Action)>,
+    last_warning: Option<(String, SystemTime)>,
+}
+
+impl Tracked {
+    fn new(thresholds: Thresholds) -> Self {
+        Self {
+            hint: None,
+            follower: None,
+            last_event: None,
+            thresholds: SessionThresholds::new(thresholds),
+            figures: None,
+            active_at: None,
+            written: None,
+            last_recorded: None,
+            last_warning: None,
+        }
+    }
+
+    fn needs_locating(&self) -> bool {
+        self.follower.is_none() || self.last_event == Some(PollEvent::Missing)
+    }
+
+    fn status(&self) -> Option<ContextStatus> {
+        Some(ContextStatus {
+            figures: self.figures.clone()?,
+            transcript: self.follower.as_ref().map(|f| f.path().to_owned()),
+            updated_at: self.active_at,
+            pending_warning: self.thresholds.due().map(|l| l.name),
+            last_warning: self.last_warning.clone(),
+        })
+    }
+}
+
+/// The task's state between polls.
+struct Monitor {
+    config: MonitorConfig,
+    sessions: HashMap<String, Tracked>,
+    watched: HashSet<PathBuf>,
+    latest: Option<String>,
+    warned: WarnOnce,
+}
+
+fn plausible_transcript(path: &Path) -> bool {
+    path.is_absolute()
+        && path.extension().is_some_and(|e| e == "jsonl")
+        && !path.components().any(|c| c.as_os_str() == "subagents")
+}
+
+impl Monitor {
+    fn new(config: MonitorConfig) -> Self {
+        Self {
+            config,
+            sessions: HashMap::new(),
+            watched: HashSet::new(),
+            latest: None,
+            warned: WarnOnce::new(),
+        }
+    }
+
+    fn feed_dir(&self) -> PathBuf {
+        self.config.state_dir.join(FEED_SUBDIR)
+    }
+
+    /// Refreshes the set of followed sessions from the ledger and panes.json.
+    fn discover(&mut self, app: &AppState) {
+        let wake_dir = app.deliverer.spool().wake_dir();
+        let mapped: Vec<String> = crate::status::mapped_panes(wake_dir).into_keys().collect();
+        let mut ledger_ok = true;
+        let ledger: Vec<Candidate> = match app.deliverer.store().map(|s| s.sessions()) {
+            Some(Ok(rows)) => rows
+                .into_iter()
+                .map(|row| Candidate {
+                    transcript_hint: row
+                        .transcript_path
+                        .filter(|p| !p.trim().is_empty())
+                        .map(PathBuf::from),
+                    last_seen_ms: row.last_seen_ms,
+                    session_id: row.session_id,
+                })
+                .collect(),
+            Some(Err(e)) => {
+                ledger_ok = false;
+                if self.warned.first("ledger") {
+                    tracing::warn!(error = %e, "context monitor cannot read sessions from the ledger; following mapped sessions only");
+                }
+                Vec::new()
+            }
+            None => Vec::new(),
+        };
+        if ledger_ok {
+            self.warned.clear("ledger");
+        }
+        let since = now_unix_ms().saturating_sub(LEDGER_RECENCY.as_millis() as i64);
+        let selected = select_sessions(ledger, mapped, since, MAX_FOLLOWED_SESSIONS);
+        if ledger_ok {
+            let keep: HashSet<&str> = selected.iter().map(|c| c.session_id.as_str()).collect();
+            self.sessions.retain(|sid, _| keep.contains(sid.as_str()));
+            app.context.retain(|sid| keep.contains(sid));
+        }
+        for c in selected {
+            let tracked = self
+                .sessions
+                .entry(c.session_id)
+                .or_insert_with(|| Tracked::new(self.config.thresholds.clone()));
+            if c.transcript_hint.is_some() && tracked.hint != c.transcript_hint {
+                tracked.hint = c.transcript_hint;
+                // A new path from the hook (resume into another file): look again.
+                tracked.follower = None;
+            }
+        }
+    }
+
+    /// Finds the session's transcript; keeps the follower when the path is unchanged.
+    fn locate(config: &MonitorConfig, sid: &str, t: &mut Tracked, feed_hint: Option<PathBuf>) {
+        let hint = t.hint.clone().or(feed_hint);
+        let path = find_transcript_in(&config.config_dirs, sid, hint.as_deref())
+            .or_else(|| hint.filter(|p| plausible_transcript(p)));
+        let Some(path) = path else { return };
+        if t.follower.as_ref().map(|f| f.path()) != Some(path.as_path()) {
+            tracing::debug!(session_id = sid, transcript = %path.display(), "following transcript");
+            t.follower = Some(TranscriptFollower::new(path));
+            t.last_event = None;
+        }
+    }
+
+    /// One pass over every session: read what is new, update figures, thresholds, state files
+    /// and the view. Returns the warnings due now. Blocking I/O: run off the async threads.
+    fn scan(&mut self, app: &AppState, full: bool) -> Vec<DueWarning> {
+        if full {
+            self.discover(app);
+        }
+        let now_unix = unix_now();
+        let config = &self.config;
+        for (sid, t) in &mut self.sessions {
+            let feed = read_feed(&config.state_dir, sid, config.feed_max_age);
+            if full && t.needs_locating() {
+                Self::locate(
+                    config,
+                    sid,
+                    t,
+                    feed.as_ref().and_then(|f| f.transcript_path.clone()),
+                );
+            }
+            let mut active_at = t.active_at;
+            if let Some(follower) = t.follower.as_mut() {
+                match follower.poll() {
+                    Ok(outcome) => {
+                        self.warned.clear(&format!("{sid}:follow"));
+                        t.last_event = Some(outcome.event);
+                        if !matches!(outcome.event, PollEvent::Unchanged | PollEvent::Missing)
+                            && let Ok(modified) =
+                                std::fs::metadata(follower.path()).and_then(|m| m.modified())
+                        {
+                            active_at = active_at.max(Some(modified));
+                        }
+                    }
+                    Err(e) => {
+                        if self.warned.first(&format!("{sid}:follow")) {
+                            tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot follow the transcript");
+                        }
+                    }
+                }
+            }
+            if let Some(f) = &feed {
+                let stamped = SystemTime::UNIX_EPOCH + Duration::from_secs(f.timestamp);
+                active_at = active_at.max(Some(stamped));
+            }
+            t.active_at = active_at;
+            let reading = t.follower.as_ref().and_then(|f| f.current());
+            let figures = figures(reading, feed.as_ref(), &config.resolver);
+            if let Some(pct) = figures.percent {
+                t.thresholds.observe(pct);
+            }
+            t.figures = Some(figures);
+        }
+        self.write_state_files(now_unix);
+        for (sid, t) in &self.sessions {
+            if let Some(status) = t.status() {
+                app.context.set(sid, status);
+            }
+        }
+        if !self.config.warnings {
+            return Vec::new();
+        }
+        self.sessions
+            .iter()
+            .filter_map(|(sid, t)| {
+                let (level, text) = t.thresholds.due_message()?;
+                Some(DueWarning {
+                    session_id: sid.clone(),
+                    level,
+                    text,
+                })
+            })
+            .collect()
+    }
+
+    /// Writes state files whose whole percent or minute changed, and the "latest" file for the
+    /// most recently active session.
+    fn write_state_files(&mut self, now_unix: u64) {
+        let latest = self
+            .sessions
+            .iter()
+            .filter(|(_, t)| t.figures.as_ref().is_some_and(|f| f.percent.is_some()))
+            .max_by_key(|(sid, t)| (t.active_at, std::cmp::Reverse((*sid).clone())))
+            .map(|(sid, _)| sid.clone());
+        let latest_changed = latest != self.latest;
+        self.latest = latest.clone();
+        for (sid, t) in &mut self.sessions {
+            let Some(pct) = t.figures.as_ref().and_then(|f| f.percent) else {
+                continue;
+            };
+            let stamp = StateStamp::of(pct, now_unix);
+            let is_latest = latest.as_deref() == Some(sid.as_str());
+            if !StateStamp::due(t.written, stamp) && !(is_latest && latest_changed) {
+                continue;
+            }
+            let latest_path = self
+                .config
+                .latest_state_file
+                .as_deref()
+                .filter(|_| is_latest);
+            let key = format!("{sid}:state");
+            match write_state(&self.config.state_dir, sid, pct, now_unix, latest_path) {
+                Ok(()) => {
+                    t.written = Some(stamp);
+                    self.warned.clear(&key);
+                }
+                Err(e) => {
+                    if self.warned.first(&key) {
+                        tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot write the state file");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Offers one due warning to the gate and records what happened.
+    async fn deliver(&mut self, app: &AppState, due: DueWarning) {
+        let sid = due.session_id.as_str();
+        let text = match KeystrokeText::new(&due.text) {
+            Ok(text) => text,
+            Err(e) => {
+                if self.warned.first(&format!("{sid}:text")) {
+                    tracing::warn!(session_id = sid, level = due.level.name.as_str(), error = %e, "context warning cannot be typed; fix its template");
+                }
+                return;
+            }
+        };
+        let outcome = app.deliverer.gate().wake(sid, &text, Mode::Gated).await;
+        let Some(t) = self.sessions.get_mut(sid) else {
+            return;
+        };
+        let step = WarningStep::of(outcome.action);
+        let key = (due.level.name.clone(), outcome.action);
+        if step == WarningStep::Delivered || t.last_recorded.as_ref() != Some(&key) {
+            app.deliverer
+                .record(DeliverySource::Context, None, sid, &outcome, None)
+                .await;
+            t.last_recorded = Some(key);
+        }
+        match step {
+            WarningStep::Delivered => {
+                t.thresholds.delivered(&due.level);
+                t.last_warning = Some((due.level.name.clone(), SystemTime::now()));
+                t.last_recorded = None;
+                tracing::info!(
+                    session_id = sid,
+                    level = due.level.name.as_str(),
+                    action = outcome.action.as_str(),
+                    "Context warning {} typed for {}",
+                    due.level.name,
+                    short(sid)
+                );
+            }
+            WarningStep::Retry => tracing::debug!(
+                session_id = sid,
+                level = due.level.name.as_str(),
+                action = outcome.action.as_str(),
+                "context warning deferred; retrying at the next poll"
+            ),
+            WarningStep::Unmapped => {}
+        }
+        if let Some(status) = t.status() {
+            app.context.set(sid, status);
+        }
+    }
+
+    /// Directories worth watching that are not watched yet: each followed transcript's
+    /// directory and the feed directory, when they exist.
+    fn unwatched_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = self
+            .sessions
+            .values()
+            .filter_map(|t| t.follower.as_ref()?.path().parent().map(Path::to_owned))
+            .collect();
+        dirs.push(self.feed_dir());
+        dirs.sort();
+        dirs.dedup();
+        dirs.retain(|d| !self.watched.contains(d) && d.is_dir());
+        dirs
+    }
+
+    /// Whether a change notification concerns a followed session.
+    fn relevant(&self, paths: &[PathBuf]) -> bool {
+        let feed_dir = self.feed_dir();
+        paths.iter().any(|p| {
+            if p.parent() == Some(feed_dir.as_path()) {
+                return true;
+            }
+            let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            p.extension().is_some_and(|e| e == "jsonl") && self.sessions.contains_key(stem)
+        })
+    }
+}
+
+/// Runs the context monitor until `shutdown` is cancelled. See the module docs.
+pub async fn run(app: Arc<AppState>, config: MonitorConfig, shutdown: CancellationToken) {
+    tracing::info!(
+        poll_interval_ms = config.poll_interval.as_millis() as u64,
+        warnings = config.warnings,
+        "context monitor started"
+    );
+    let poll_interval = config.poll_interval;
+    let notify_gap = NOTIFY_MIN_GAP.min(poll_interval);
+    let mut watcher = ChangeWatcher::new(poll_interval);
+    let mut monitor = Monitor::new(config);
+    let mut next_full = Instant::now();
+    loop {
+        let full = Instant::now() >= next_full;
+        if full {
+            next_full = Instant::now() + poll_interval;
+        }
+        let scan_app = app.clone();
+        let scanned = tokio::task::spawn_blocking(move || {
+            let due = monitor.scan(&scan_app, full);
+            (monitor, due)
+        })
+        .await;
+        let due = match scanned {
+            Ok((m, due)) => {
+                monitor = m;
+                due
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "context monitor pass failed; the monitor stops");
+                return;
+            }
+        };
+        for warning in due {
+            if shutdown.is_cancelled() {
+                return;
+            }
+            monitor.deliver(&app, warning).await;
+        }
+        for dir in monitor.unwatched_dirs() {
+            match watcher.watch_dir(&dir) {
+                Ok(()) => {
+                    monitor.watched.insert(dir);
+                }
+                Err(e) => tracing::debug!(error = %e, "context monitor polls instead"),
+            }
+        }
+        let notified_ready = Instant::now() + notify_gap;
+        loop {
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep_until(next_full) => break,
+                paths = watcher.next() => {
+                    if monitor.relevant(&paths) {
+                        tokio::select! {
+                            _ = shutdown.cancelled() => return,
+                            _ = tokio::time::sleep_until(notified_ready.min(next_full)) => {}
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::load_settings;
+    use std::collections::BTreeMap;
+
+    fn settings() -> ContextSettings {
+        let env: BTreeMap<String, String> = BTreeMap::new();
+        match load_settings(None, &env) {
+            Ok(s) => s.context,
+            Err(e) => panic!("built-in defaults must load: {e}"),
+        }
+    }
+
+    #[test]
+    fn defaults_validate_and_type_only_with_mux() -> Result<(), MonitorError> {
+        let s = settings();
+        let c = MonitorConfig::from_settings(&s, PathBuf::from("/s"), vec![], true)?;
+        assert!(c.warnings);
+        assert_eq!(c.poll_interval, Duration::from_secs(10));
+        assert_eq!(c.latest_state_file, None);
+        let levels: Vec<(&str, f64)> = c
+            .thresholds
+            .levels()
+            .iter()
+            .map(|l| (l.name.as_str(), l.percent))
+            .collect();
+        assert_eq!(levels, [("wrap-up", 75.0), ("checkpoint", 85.0)]);
+        assert_eq!(
+            c.resolver.resolve(None, Some("claude-opus-5-5")).tokens,
+            1_000_000
+        );
+        let spool = MonitorConfig::from_settings(&s, PathBuf::from("/s"), vec![], false)?;
+        assert!(!spool.warnings);
+        Ok(())
+    }
+
+    #[test]
+    fn rejects_templates_that_cannot_be_typed() {
+        let mut s = settings();
+        s.thresholds.checkpoint.message = "{pct}% used".into();
+        let err = MonitorConfig::from_settings(&s, PathBuf::from("/s"), vec![], true);
+        assert!(
+            matches!(&err, Err(MonitorError::Message { level, .. }) if level == "checkpoint"),
+            "{err:?}"
+        );
+        let mut s = settings();
+        s.thresholds.wrap_up.percent = 90.0;
+        assert!(matches!(
+            MonitorConfig::from_settings(&s, PathBuf::from("/s"), vec![], true),
+            Err(MonitorError::Threshold(_))
+        ));
+        let mut s = settings();
+        s.poll_interval = Duration::from_millis(1);
+        assert!(matches!(
+            MonitorConfig::from_settings(&s, PathBuf::from("/s"), vec![], true),
+            Err(MonitorError::PollInterval(_))
+        ));
+    }
+}

@@ -1,0 +1,491 @@
+//! The context monitor task as `serve` runs it: real transcript files the tests append to, a real
+//! SQLite ledger, real busy markers and panes.json, and a real tmux server on a private socket
+//! whose pane records every keystroke the wake gate types. Every server and task a test starts
+//! is stopped by a Drop guard.
+
+#[path = "support/tmux_server.rs"]
+mod tmux_server;
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, SystemTime};
+
+use tmux_server::TmuxServer;
+use tokio_util::sync::CancellationToken;
+use wakebridge::app::{App, AppState};
+use wakebridge::config::{self, Backend, Config, Flags, Scope};
+use wakebridge::context::monitor::ContextView;
+use wakebridge::context::statefile::read_state;
+use wakebridge::context::statusline::{Feed, FeedUsage, unix_now, write_feed};
+use wakebridge::dedupe::Dedupe;
+use wakebridge::deliver::Deliverer;
+use wakebridge::gate::Gate;
+use wakebridge::mux::{Injector, MuxConfig};
+use wakebridge::ratelimit::RateLimiter;
+use wakebridge::spool::{self, Spool};
+use wakebridge::store::{Record, SessionSeen, Store, now_unix_ms};
+use wakebridge::target::PaneTarget;
+use wakebridge::tasks::context_monitor::{self, MonitorConfig};
+use wakebridge::wake;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+const SID: &str = "3f0c9a52-8d1e-4c7b-9a44-2b6f1e0d7c11";
+/// A 200k-window model in the built-in table: tokens / 2000 is the percentage.
+const MODEL: &str = "claude-sonnet-4-5-20250929";
+/// Monitor poll interval in these tests.
+const POLL: Duration = Duration::from_millis(150);
+/// Longest wait for something the monitor should do within a few polls.
+const WAIT: Duration = Duration::from_secs(8);
+/// How long "nothing more happens" is watched: several polls.
+const QUIET: Duration = Duration::from_millis(1200);
+
+const WRAP_UP: &str = "wrap up the current step and summarise where you are.";
+const CHECKPOINT: &str = "checkpoint now - write down state and next steps before it runs out.";
+
+fn assistant(input: u64) -> String {
+    format!(
+        r#"{{"parentUuid":"p","isSidechain":false,"type":"assistant","sessionId":"{SID}","message":{{"id":"m","role":"assistant","model":"{MODEL}","content":[{{"type":"text","text":"ok"}}],"usage":{{"input_tokens":{input},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":5}}}},"uuid":"a"}}"#
+    ) + "\n"
+}
+
+fn compact_boundary(post: u64) -> String {
+    format!(
+        r#"{{"isSidechain":false,"type":"system","subtype":"compact_boundary","compactMetadata":{{"trigger":"auto","preTokens":170000,"postTokens":{post}}},"uuid":"c"}}"#
+    ) + "\n"
+}
+
+fn append(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut f = OpenOptions::new().append(true).create(true).open(path)?;
+    f.write_all(text.as_bytes())
+}
+
+/// A private environment for `config::resolve` and `App::build`.
+fn test_env(root: &Path, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    let at = |p: &str| root.join(p).display().to_string();
+    env.insert("HOME".into(), at("home"));
+    env.insert("XDG_CONFIG_HOME".into(), at("config"));
+    env.insert("XDG_STATE_HOME".into(), at("state"));
+    env.insert("XDG_RUNTIME_DIR".into(), at("run"));
+    env.insert("AGENT_EVENT_BUS_WAKE_DIR".into(), at("wake"));
+    env.insert("WAKEBRIDGE_REGISTRATION__ENABLED".into(), "false".into());
+    for (k, v) in extra {
+        env.insert((*k).into(), (*v).into());
+    }
+    env
+}
+
+/// The monitor task over directly built gate, ledger and deliverer (as `App::build` builds them).
+struct Rig {
+    root: tempfile::TempDir,
+    wake_dir: PathBuf,
+    state_dir: PathBuf,
+    claude_dir: PathBuf,
+    app: Arc<AppState>,
+    shutdown: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Rig {
+    fn new(mux: MuxConfig) -> Result<Rig, Box<dyn std::error::Error>> {
+        let root = tempfile::tempdir()?;
+        let env = test_env(root.path(), &[]);
+        let config: Config = config::resolve(&Flags::default(), &env)?;
+        let wake_dir = config.wake_dir.clone();
+        spool::prepare_wake_dir(&wake_dir)?;
+        let state_dir = config.state_dir(&env);
+        let claude_dir = root.path().join("claude");
+        std::fs::create_dir_all(claude_dir.join("projects").join("-work-proj"))?;
+        let injector = Arc::new(Injector::new(&mux));
+        let gate = Arc::new(Gate::new(
+            wake_dir.clone(),
+            config.busy_ttl,
+            Duration::ZERO,
+            injector,
+        ));
+        let store = Store::open(&root.path().join("ledger.db"))?;
+        let deliverer = Deliverer::new(
+            Spool::new(wake_dir.clone()),
+            Backend::Mux,
+            Scope::All,
+            gate,
+            Some(store),
+            Dedupe::new(Duration::from_secs(60)),
+        );
+        let app = Arc::new(AppState {
+            config,
+            deliverer,
+            rejections: RateLimiter::default(),
+            unsafe_ids: RateLimiter::default(),
+            level_notice_armed: AtomicBool::new(true),
+            started_at: SystemTime::now(),
+            registration: None,
+            context: Arc::new(ContextView::new()),
+        });
+        Ok(Rig {
+            root,
+            wake_dir,
+            state_dir,
+            claude_dir,
+            app,
+            shutdown: CancellationToken::new(),
+            task: None,
+        })
+    }
+
+    fn transcript(&self) -> PathBuf {
+        self.claude_dir
+            .join("projects")
+            .join("-work-proj")
+            .join(format!("{SID}.jsonl"))
+    }
+
+    fn latest_file(&self) -> PathBuf {
+        self.root.path().join("latest-ctx")
+    }
+
+    fn start(&mut self) -> TestResult {
+        self.start_polling_every(POLL)
+    }
+
+    fn start_polling_every(&mut self, poll: Duration) -> TestResult {
+        let mut settings = self.app.config.settings.context.clone();
+        settings.poll_interval = poll;
+        settings.latest_state_file = self.latest_file().display().to_string();
+        let monitor = MonitorConfig::from_settings(
+            &settings,
+            self.state_dir.clone(),
+            vec![self.claude_dir.clone()],
+            true,
+        )?;
+        self.task = Some(tokio::spawn(context_monitor::run(
+            self.app.clone(),
+            monitor,
+            self.shutdown.clone(),
+        )));
+        Ok(())
+    }
+
+    fn context(&self) -> serde_json::Value {
+        self.app.context.json(SID).unwrap_or_default()
+    }
+
+    async fn stop(&mut self) {
+        self.shutdown.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = tokio::time::timeout(WAIT, task).await;
+        }
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) -> TestResult {
+    let start = std::time::Instant::now();
+    while !cond() {
+        if start.elapsed() > WAIT {
+            return Err(format!("timed out waiting for {what}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+fn recorded(file: &Path) -> String {
+    String::from_utf8_lossy(&std::fs::read(file).unwrap_or_default()).into_owned()
+}
+
+fn wrap_up(pct: u32) -> String {
+    format!("Context is {pct}% full: {WRAP_UP}\r")
+}
+
+fn checkpoint(pct: u32) -> String {
+    format!("Context is {pct}% full: {CHECKPOINT}\r")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
+    let server = TmuxServer::start();
+    let record = server.dir().join("typed");
+    let pane = server.new_pane(&format!(
+        "stty raw -echo; exec cat > '{}'",
+        record.display()
+    ));
+    server.wait_for(&pane, "#{pane_current_command}", "cat");
+    let mut rig = Rig::new(MuxConfig {
+        submit_delay: Duration::from_millis(100),
+        ..server.config()
+    })?;
+    wake::set_entry(
+        &rig.wake_dir,
+        SID,
+        &PaneTarget::Tmux {
+            pane: pane.clone(),
+            session: None,
+        },
+    )?;
+    let transcript = rig.transcript();
+    append(&transcript, &assistant(100_000))?;
+    rig.start()?;
+
+    wait_until("state file at 50%", || {
+        read_state(&rig.state_dir, SID).map(|(p, _)| p) == Some(50)
+    })
+    .await?;
+    assert_eq!(recorded(&record), "", "nothing typed below 75 %");
+
+    append(&transcript, &assistant(152_000))?;
+    wait_until("wrap-up typed", || recorded(&record) == wrap_up(76)).await?;
+
+    append(&transcript, &assistant(160_000))?;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        recorded(&record),
+        wrap_up(76),
+        "staying above 75 % repeats nothing"
+    );
+
+    append(&transcript, &assistant(172_000))?;
+    let both = wrap_up(76) + &checkpoint(86);
+    wait_until("checkpoint typed", || recorded(&record) == both).await?;
+
+    // A compaction re-arms both levels; the next crossing comes while a turn runs.
+    wake::set_busy(&rig.wake_dir, SID)?;
+    append(&transcript, &compact_boundary(20_000))?;
+    wait_until("compaction seen", || {
+        rig.context()["percent"].as_f64() == Some(10.0)
+    })
+    .await?;
+    append(&transcript, &assistant(154_000))?;
+    wait_until("wrap-up due again", || {
+        rig.context()["pending_warning"] == "wrap-up"
+    })
+    .await?;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(recorded(&record), both, "nothing typed over a running turn");
+
+    wake::clear_busy(&rig.wake_dir, SID)?;
+    let all = both.clone() + &wrap_up(77);
+    wait_until("deferred wrap-up typed once idle", || {
+        recorded(&record) == all
+    })
+    .await?;
+
+    let store = rig.app.deliverer.store().ok_or("no store")?.clone();
+    wait_until("ledger rows", || {
+        store.delivery_counts_by_action().is_ok_and(|c| {
+            c.get("tmux") == Some(&3) && c.get("spool-busy") == Some(&1) && c.len() == 2
+        })
+    })
+    .await?;
+    let ctx = rig.context();
+    assert_eq!(ctx["last_warning"], "wrap-up");
+    assert!(ctx["pending_warning"].is_null());
+    rig.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> TestResult {
+    let mut rig = Rig::new(MuxConfig::default())?;
+    // Reported by the hook at a path outside the config dirs: only the ledger can name it.
+    let transcript = rig
+        .root
+        .path()
+        .join("elsewhere")
+        .join(format!("{SID}.jsonl"));
+    std::fs::create_dir_all(transcript.parent().ok_or("no parent")?)?;
+    append(&transcript, &assistant(100_000))?;
+    let store = rig.app.deliverer.store().ok_or("no store")?.clone();
+    store
+        .record(Record::SessionSeen(SessionSeen {
+            session_id: SID.into(),
+            cwd: Some("/work/proj".into()),
+            transcript_path: Some(transcript.display().to_string()),
+            pane: None,
+            last_hook_event: Some("Stop".into()),
+            seen_at_ms: now_unix_ms(),
+        }))
+        .await?;
+    rig.start()?;
+
+    wait_until("transcript figure", || {
+        rig.context()["percent"].as_f64() == Some(50.0)
+    })
+    .await?;
+    let ctx = rig.context();
+    assert_eq!(ctx["usage_source"], "assistant");
+    assert_eq!(ctx["source"], "model-table");
+    assert_eq!(ctx["used_tokens"].as_u64(), Some(100_000));
+    assert_eq!(ctx["model"], MODEL);
+    let (pct, ts) = read_state(&rig.state_dir, SID).ok_or("no state file")?;
+    assert_eq!(pct, 50);
+    assert!(unix_now().abs_diff(ts) < 60, "TIMESTAMP is now: {ts}");
+    let latest = std::fs::read_to_string(rig.latest_file())?;
+    assert!(latest.starts_with("PCT=50\nTIMESTAMP="), "{latest:?}");
+
+    let mut feed = Feed {
+        session_id: SID.into(),
+        model_id: Some("claude-opus-5-5".into()),
+        used_percentage: Some(42.0),
+        current_usage: Some(FeedUsage {
+            input_tokens: 20_000,
+            cache_read_input_tokens: 400_000,
+            ..FeedUsage::default()
+        }),
+        context_window_size: Some(1_000_000),
+        exceeds_200k_tokens: Some(true),
+        transcript_path: None,
+        timestamp: unix_now(),
+    };
+    write_feed(&rig.state_dir, &feed)?;
+    wait_until("feed figure", || {
+        rig.context()["percent"].as_f64() == Some(42.0)
+    })
+    .await?;
+    let ctx = rig.context();
+    assert_eq!(ctx["usage_source"], "statusline");
+    assert_eq!(ctx["source"], "statusline");
+    assert_eq!(ctx["context_window"].as_u64(), Some(1_000_000));
+    wait_until("state file follows the feed", || {
+        read_state(&rig.state_dir, SID).map(|(p, _)| p) == Some(42)
+    })
+    .await?;
+
+    feed.timestamp = unix_now() - 3600;
+    write_feed(&rig.state_dir, &feed)?;
+    wait_until("stale feed ignored", || {
+        rig.context()["percent"].as_f64() == Some(50.0)
+    })
+    .await?;
+    rig.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transcript_change_is_picked_up_before_the_next_poll() -> TestResult {
+    let slow_poll = Duration::from_secs(30);
+    let mut rig = Rig::new(MuxConfig::default())?;
+    let transcript = rig.transcript();
+    append(&transcript, &assistant(20_000))?;
+    wake::set_entry(
+        &rig.wake_dir,
+        SID,
+        &PaneTarget::Tmux {
+            pane: "%99".into(),
+            session: None,
+        },
+    )?;
+    rig.start_polling_every(slow_poll)?;
+    wait_until("first pass", || {
+        rig.context()["percent"].as_f64() == Some(10.0)
+    })
+    .await?;
+    // Let the monitor register its watch on the transcript's directory.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let appended = std::time::Instant::now();
+    append(&transcript, &assistant(60_000))?;
+    wait_until("notified pass", || {
+        rig.context()["percent"].as_f64() == Some(30.0)
+    })
+    .await?;
+    assert!(
+        appended.elapsed() < slow_poll / 4,
+        "{:?}",
+        appended.elapsed()
+    );
+    rig.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_reports_context_in_sessions_and_metrics() -> TestResult {
+    let root = tempfile::tempdir()?;
+    std::fs::create_dir_all(root.path().join("run"))?;
+    let claude = root.path().join("claude");
+    let project = claude.join("projects").join("-work-proj");
+    std::fs::create_dir_all(&project)?;
+    append(&project.join(format!("{SID}.jsonl")), &assistant(130_000))?;
+    let claude_s = claude.display().to_string();
+    let env = test_env(
+        root.path(),
+        &[
+            ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "spool"),
+            ("CLAUDE_CONFIG_DIR", &claude_s),
+            ("WAKEBRIDGE_CONTEXT__POLL_INTERVAL", "100ms"),
+        ],
+    );
+    let mut config = config::resolve(
+        &Flags {
+            port: Some("8082".into()),
+            ..Flags::default()
+        },
+        &env,
+    )?;
+    config.port = 0;
+    wake::set_entry(
+        &config.wake_dir,
+        SID,
+        &PaneTarget::Tmux {
+            pane: "%99".into(),
+            session: None,
+        },
+    )?;
+    let app = App::build(config, &env).await?;
+    let addr = app.local_addr();
+    let shutdown = CancellationToken::new();
+    let _stop = shutdown.clone().drop_guard();
+    let served = tokio::spawn(app.run(shutdown.clone()));
+    let client = reqwest::Client::new();
+
+    let start = std::time::Instant::now();
+    let session = loop {
+        let body: serde_json::Value = client
+            .get(format!("http://{addr}/sessions"))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let found = body["sessions"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["session_id"] == SID).cloned());
+        if let Some(s) = found.filter(|s| s["context"]["percent"].is_number()) {
+            break s;
+        }
+        if start.elapsed() > WAIT {
+            return Err(format!("no context in /sessions: {body}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(session["context"]["percent"].as_f64(), Some(65.0));
+    assert_eq!(session["context"]["used_tokens"].as_u64(), Some(130_000));
+    assert_eq!(session["context"]["context_window"].as_u64(), Some(200_000));
+    let metrics = client
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await?
+        .text()
+        .await?;
+    let line = format!("wakebridge_context_percent{{session_id=\"{SID}\"}} 65");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == line || l == format!("{line}.0")),
+        "{metrics}"
+    );
+    let state = root.path().join("state").join("wakebridge");
+    assert_eq!(read_state(&state, SID).map(|(p, _)| p), Some(65));
+
+    shutdown.cancel();
+    tokio::time::timeout(WAIT, served).await???;
+    Ok(())
+}
