@@ -69,7 +69,10 @@ pub fn event_triage(body: &[u8]) {
                     let id = reported
                         .strip_prefix(SESSION_PREFIX)
                         .expect("unsafe channel is a session channel");
-                    assert!(!is_safe_session_id(id), "safe id reported as unsafe: {id:?}");
+                    assert!(
+                        !is_safe_session_id(id),
+                        "safe id reported as unsafe: {id:?}"
+                    );
                 }
                 None => assert!(
                     channel.is_none_or(|c| !c.starts_with(SESSION_PREFIX)),
@@ -99,7 +102,10 @@ pub fn event_triage(body: &[u8]) {
             );
             match event::triage(json_text.as_bytes()) {
                 Ok(Triage::Deliver(again)) => {
-                    assert_eq!(again.line, delivered.line, "spool line is not a fixed point");
+                    assert_eq!(
+                        again.line, delivered.line,
+                        "spool line is not a fixed point"
+                    );
                     assert_eq!(again.target, delivered.target);
                     assert_eq!(again.event_id, delivered.event_id);
                     assert_eq!(again.sender, delivered.sender);
@@ -125,11 +131,12 @@ pub fn panes_reader(bytes: &[u8]) {
     }
     for cap in [PANES_READ_CAP_CHARS, SMALL_READ_CAP_CHARS] {
         let file = read_panes_file(&path, cap);
-        if let PanesFile::Parsed(value) = &file {
-            if cap == PANES_READ_CAP_CHARS && bytes.len() < cap {
-                let direct: Value = serde_json::from_slice(bytes).expect("file parsed, bytes not");
-                assert_eq!(&direct, value);
-            }
+        if let PanesFile::Parsed(value) = &file
+            && cap == PANES_READ_CAP_CHARS
+            && bytes.len() < cap
+        {
+            let direct: Value = serde_json::from_slice(bytes).expect("file parsed, bytes not");
+            assert_eq!(&direct, value);
         }
         let mut ids: Vec<String> = ["target-1", "", "../x", "%0"].map(String::from).to_vec();
         if let PanesFile::Parsed(Value::Object(map)) = &file {
@@ -186,7 +193,12 @@ pub fn hook_input(bytes: &[u8]) {
             return;
         }
         (Err(HookInputError::MissingEventName), Ok(value)) => {
-            assert!(value.get("hook_event_name").and_then(Value::as_str).is_none());
+            assert!(
+                value
+                    .get("hook_event_name")
+                    .and_then(Value::as_str)
+                    .is_none()
+            );
             return;
         }
         (Ok(input), Ok(value)) => {
@@ -222,7 +234,11 @@ pub fn host_allowlist(bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
     let (raw, entries) = text.split_once('\n').unwrap_or((&text, ""));
     let host = canonical_host(raw);
-    assert_eq!(host, host.to_ascii_lowercase(), "canonical form is lowercase");
+    assert_eq!(
+        host,
+        host.to_ascii_lowercase(),
+        "canonical form is lowercase"
+    );
     // A canonical name without ':' or a leading '[' is a fixed point; a canonical IPv6 literal
     // is one once bracketed again, with or without a port.
     if !host.contains(':') && !host.starts_with('[') {
@@ -236,7 +252,11 @@ pub fn host_allowlist(bytes: &[u8]) {
         assert_eq!(canonical_host(&format!("[{host}]:443")), host);
     }
     if let Ok(ip) = host.parse::<std::net::IpAddr>() {
-        assert_eq!(host, ip.to_string(), "IP literal not in its canonical spelling");
+        assert_eq!(
+            host,
+            ip.to_string(),
+            "IP literal not in its canonical spelling"
+        );
     }
     let canon_entries: Vec<String> = entries.split(',').filter_map(canonical_entry).collect();
     for entry in entries.split(',') {
@@ -247,7 +267,10 @@ pub fn host_allowlist(bytes: &[u8]) {
     }
     let list = HostAllowlist::new(canon_entries.iter().cloned());
     assert!(!list.allows(""), "a missing Host must never be allowed");
-    assert!(list.iter().all(|h| !h.is_empty()), "an empty entry was kept");
+    assert!(
+        list.iter().all(|h| !h.is_empty()),
+        "an empty entry was kept"
+    );
     let allowed = list.allows(raw);
     assert_eq!(
         allowed,
@@ -273,7 +296,11 @@ fn assert_target_is_a_safe_file_name(target: &str) {
     );
     let base = std::path::Path::new("/wake");
     let joined = base.join(format!("{target}.jsonl"));
-    assert_eq!(joined.parent(), Some(base), "{target:?} escapes the wake dir");
+    assert_eq!(
+        joined.parent(),
+        Some(base),
+        "{target:?} escapes the wake dir"
+    );
 }
 
 /// A mapped pane becomes a multiplexer argument: it must be non-empty and printable.
@@ -320,7 +347,13 @@ fn same_number(x: &str, y: &str) -> bool {
     let is_float = |s: &str| s.contains(['.', 'e', 'E']);
     match (is_float(x), is_float(y)) {
         (false, false) => {
-            let norm = |s: &str| if s == "-0" { "0".to_string() } else { s.to_string() };
+            let norm = |s: &str| {
+                if s == "-0" {
+                    "0".to_string()
+                } else {
+                    s.to_string()
+                }
+            };
             norm(x) == norm(y)
         }
         (true, true) => match (x.parse::<f64>(), y.parse::<f64>()) {

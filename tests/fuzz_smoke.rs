@@ -72,7 +72,11 @@ impl Rng {
     }
 
     fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
     }
 }
 
@@ -179,8 +183,9 @@ fn every_fuzz_target_survives_its_corpus_and_mutations() {
 
 #[test]
 fn every_fuzz_target_has_a_binary_and_a_corpus() {
-    let manifest = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/Cargo.toml"))
-        .expect("fuzz/Cargo.toml");
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/Cargo.toml"))
+            .expect("fuzz/Cargo.toml");
     for (name, _) in TARGETS {
         assert!(
             manifest.contains(&format!("path = \"fuzz_targets/{name}.rs\"")),
@@ -390,5 +395,8 @@ proptest! {
 }
 
 fn checks_has_overflow(body: &Value) -> bool {
-    matches!(triage(&serde_json::to_vec(body).unwrap_or_default()), Err(wakebridge::event::EventError::NotSerializable))
+    matches!(
+        triage(&serde_json::to_vec(body).unwrap_or_default()),
+        Err(wakebridge::event::EventError::NotSerializable)
+    )
 }
