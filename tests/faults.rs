@@ -1,0 +1,703 @@
+//! Faults with real processes: the daemon SIGKILLed under load, a multiplexer that hangs, a real
+//! tmux server stopped with SIGSTOP, the wake dir on a full file system (a 64 KiB tmpfs, or a
+//! file-size rlimit where mounting is refused), and a drainer stuck holding a session's lock.
+//! Each test is bounded well under 30 s and its guards stop every process, tmux server and
+//! mount it started, pass or fail.
+
+#[allow(dead_code)]
+#[path = "it/harness.rs"]
+mod harness;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use harness::{ChildGuard, TestServer, binary, free_port, wait_healthy};
+use serde_json::{Value, json};
+
+/// The bus gives a webhook 5 s; every answer under fault must come well inside it.
+const BUS_BUDGET: Duration = Duration::from_secs(5);
+/// How long a freshly spawned daemon may take to answer /health.
+const STARTUP_LIMIT: Duration = Duration::from_secs(10);
+/// Kill/restart rounds in the crash test.
+const KILL_ROUNDS: u64 = 5;
+/// Sessions the load spreads over, and concurrent clients posting.
+const LOAD_SESSIONS: u64 = 12;
+const LOAD_CLIENTS: u64 = 16;
+/// Payload sizes cycled by the load: one-line events up to multi-page batches.
+const LOAD_PAYLOADS: [usize; 5] = [40, 700, 4_000, 12_000, 30_000];
+/// Size of the tmpfs the full-disk test mounts, and of the file-size limit in its fallback.
+const SMALL_FS: &str = "size=64k";
+const FSIZE_LIMIT: u64 = 64 * 1024;
+/// An event bigger than one page, so appending it always needs a fresh block.
+const BIG_PAYLOAD: usize = 8 * 1024;
+/// The spool's lock budget (spool::LOCK_BUDGET) and the slack allowed around it.
+const LOCK_BUDGET: Duration = Duration::from_secs(2);
+
+fn body(sid: &str, event_id: u64, payload_len: usize) -> String {
+    json!({
+        "event_id": event_id,
+        "event_type": "help_needed",
+        "payload": "p".repeat(payload_len),
+        "session_id": "sender",
+        "timestamp": "2026-11-30T10:57:47.114154",
+        "channel": format!("session:{sid}"),
+        "correlation_id": null,
+        "signal_level": "actionable",
+    })
+    .to_string()
+}
+
+async fn post(client: &reqwest::Client, addr: &str, body: String) -> (u16, Value, Duration) {
+    let started = Instant::now();
+    let resp = client
+        .post(format!("http://{addr}/hook"))
+        .header("content-type", "application/json")
+        .body(body)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await;
+    match resp {
+        Ok(resp) => {
+            let status = resp.status().as_u16();
+            let json = resp.json().await.unwrap_or(Value::Null);
+            (status, json, started.elapsed())
+        }
+        Err(_) => (0, Value::Null, started.elapsed()),
+    }
+}
+
+/// Every line of `sid`'s spool, each parsed; panics on a torn or unparseable line.
+fn spool_events(wake: &Path, sid: &str) -> Vec<Value> {
+    let path = wake.join(format!("{sid}.jsonl"));
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "{} ends in a torn line: {:?}",
+        path.display(),
+        &text[text.len().saturating_sub(80)..]
+    );
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str(line).unwrap_or_else(|e| {
+                panic!(
+                    "{} line {} does not parse ({e}): {:?}",
+                    path.display(),
+                    i + 1,
+                    &line[..line.len().min(120)]
+                )
+            })
+        })
+        .collect()
+}
+
+/// The real binary serving on its own port with stderr captured to a file.
+struct Daemon {
+    child: ChildGuard,
+    addr: String,
+    log: PathBuf,
+}
+
+impl Daemon {
+    fn spawn(root: &Path, extra_env: &[(&str, &str)], setup: Option<fn() -> i32>) -> Daemon {
+        std::fs::create_dir_all(root.join("run")).expect("run dir");
+        let port = free_port();
+        let log = root.join(format!("daemon-{port}.log"));
+        let mut cmd = binary(root, extra_env);
+        cmd.args(["serve", "--port", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(&log).expect("log file"));
+        if let Some(setup) = setup {
+            // SAFETY: the hook only calls async-signal-safe libc functions (setrlimit, signal).
+            unsafe {
+                cmd.pre_exec(move || match setup() {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                });
+            }
+        }
+        let child = cmd.spawn().expect("spawn wakebridge");
+        Daemon {
+            child: ChildGuard(child),
+            addr: format!("127.0.0.1:{port}"),
+            log,
+        }
+    }
+
+    async fn wait_ready(&self, client: &reqwest::Client) {
+        assert!(
+            wait_healthy(
+                client,
+                &format!("http://{}/health", self.addr),
+                STARTUP_LIMIT
+            )
+            .await,
+            "daemon did not start; log:\n{}",
+            self.log_text()
+        );
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn sigkill(&mut self) {
+        let _ = self.child.0.kill();
+        let _ = self.child.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigkill_under_load_keeps_every_acknowledged_event_exactly_once_and_no_torn_line() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wake = root.path().join("wake");
+    let client = reqwest::Client::new();
+    let next_id = Arc::new(AtomicU64::new(1));
+    // event id -> session, for every event answered 200 "delivered".
+    let acked: Arc<Mutex<BTreeMap<u64, String>>> = Arc::default();
+    for round in 0..KILL_ROUNDS {
+        let mut daemon = Daemon::spawn(root.path(), &[], None);
+        daemon.wait_ready(&client).await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let clients: Vec<_> = (0..LOAD_CLIENTS)
+            .map(|c| {
+                let (client, addr) = (client.clone(), daemon.addr.clone());
+                let (stop, next_id, acked) = (stop.clone(), next_id.clone(), acked.clone());
+                tokio::spawn(async move {
+                    let mut n = 0usize;
+                    while !stop.load(Ordering::Relaxed) {
+                        let id = next_id.fetch_add(1, Ordering::Relaxed);
+                        let sid = format!("load-{}", (c + id) % LOAD_SESSIONS);
+                        let size = LOAD_PAYLOADS[n % LOAD_PAYLOADS.len()];
+                        n += 1;
+                        let (status, answer, _) = post(&client, &addr, body(&sid, id, size)).await;
+                        if status == 200 && answer["status"] == "delivered" {
+                            acked.lock().expect("acked").insert(id, sid);
+                        } else if status == 0 {
+                            // The daemon is gone; stop hammering a closed port.
+                            break;
+                        }
+                    }
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(400 + 150 * round)).await;
+        daemon.sigkill();
+        stop.store(true, Ordering::Relaxed);
+        for c in clients {
+            c.await.expect("load client");
+        }
+        // After every kill: nothing torn, nothing doubled, nothing acknowledged missing.
+        let acked = acked.lock().expect("acked").clone();
+        let mut seen: HashMap<u64, usize> = HashMap::new();
+        for s in 0..LOAD_SESSIONS {
+            let sid = format!("load-{s}");
+            for event in spool_events(&wake, &sid) {
+                let id = event["event_id"].as_u64().expect("event_id");
+                assert_eq!(event["channel"], format!("session:{sid}"), "event {id}");
+                *seen.entry(id).or_default() += 1;
+            }
+        }
+        for (id, count) in &seen {
+            assert_eq!(*count, 1, "round {round}: event {id} spooled {count} times");
+        }
+        for id in acked.keys() {
+            assert!(
+                seen.contains_key(id),
+                "round {round}: event {id} was answered 200 but is not in its spool"
+            );
+        }
+        assert!(
+            acked.len() as u64 >= (round + 1) * 10,
+            "round {round}: only {} events acknowledged in total; the load did not run",
+            acked.len()
+        );
+    }
+    // The last restart serves again on the same wake dir.
+    let daemon = Daemon::spawn(root.path(), &[], None);
+    daemon.wait_ready(&client).await;
+    let (status, _, _) = post(&client, &daemon.addr, body("load-0", 0, 10)).await;
+    assert_eq!(status, 200);
+    eprintln!(
+        "crash test: {} events acknowledged over {KILL_ROUNDS} kills",
+        acked.lock().expect("acked").len()
+    );
+}
+
+/// Kills a child's whole process group and reaps the child when dropped.
+struct GroupGuard(std::process::Child);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Ok(pgid) = i32::try_from(self.0.id()) {
+            // SAFETY: kill(2) on the process group this test created with process_group(0).
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// Pids a stand-in multiplexer recorded (itself and the sleeper it started).
+fn recorded_pids(file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Whether `pid` is a running (not zombie) process.
+fn is_running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
+        Err(_) => false,
+    }
+}
+
+/// Kills every recorded pid still alive (only reached when the test already failed).
+struct PidsGuard(PathBuf);
+
+impl Drop for PidsGuard {
+    fn drop(&mut self) {
+        for pid in recorded_pids(&self.0) {
+            if is_running(pid) {
+                // SAFETY: kill(2) on a pid our stand-in script recorded.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+fn write_stand_in(dir: &Path, name: &str, pids: &Path) -> PathBuf {
+    let path = dir.join(name);
+    let script = format!(
+        "#!/bin/sh\n# A multiplexer that hangs: records its pid and its sleeper's, then waits.\n\
+         echo $$ >> '{pids}'\nsleep 30 &\necho $! >> '{pids}'\nwait\n",
+        pids = pids.display()
+    );
+    std::fs::write(&path, script).expect("stand-in");
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hanging_multiplexer_answers_within_budget_and_its_children_are_killed() {
+    let bin_dir = tempfile::tempdir().expect("tempdir");
+    let pids = bin_dir.path().join("pids");
+    let _reap = PidsGuard(pids.clone());
+    let tmux = write_stand_in(bin_dir.path(), "tmux", &pids);
+    let zellij = write_stand_in(bin_dir.path(), "zellij", &pids);
+    let server = TestServer::start(&[
+        ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux"),
+        ("WAKEBRIDGE_MUX__TMUX_BIN", tmux.to_str().expect("utf8")),
+        ("WAKEBRIDGE_MUX__ZELLIJ_BIN", zellij.to_str().expect("utf8")),
+    ])
+    .await;
+    std::fs::write(
+        server.wake_dir.join("panes.json"),
+        json!({
+            "hang-tmux": {"mux": "tmux", "pane": "%1"},
+            "hang-zellij": {"mux": "zellij", "pane": "0", "session": "z"},
+        })
+        .to_string(),
+    )
+    .expect("panes.json");
+    let addr = server.addr.to_string();
+    // Both sessions at once, then both again: a failed wake rolls its cooldown back, so the
+    // second round reaches the hanging multiplexer too.
+    for round in 0..2u64 {
+        let requests = ["hang-tmux", "hang-zellij"]
+            .into_iter()
+            .enumerate()
+            .map(|(i, sid)| {
+                let (client, addr) = (server.client.clone(), addr.clone());
+                tokio::spawn(async move {
+                    let answer = post(&client, &addr, body(sid, round * 10 + i as u64, 10)).await;
+                    (sid, answer)
+                })
+            })
+            .collect::<Vec<_>>();
+        for request in requests {
+            let (sid, (status, answer, elapsed)) = request.await.expect("request");
+            assert_eq!(status, 200, "{sid}: {answer}");
+            // The guard call itself hangs and times out: a multiplexer failure, not a stale
+            // pane (only a readable "no such pane" answer means stale).
+            assert_eq!(
+                answer["action"], "spool-mux-failed",
+                "{sid} round {round}: {answer}"
+            );
+            assert!(elapsed < BUS_BUDGET, "{sid} answered after {elapsed:?}");
+            assert_eq!(spool_events(&server.wake_dir, sid).len() as u64, round + 1);
+        }
+    }
+    let recorded = recorded_pids(&pids);
+    assert!(recorded.len() >= 4, "stand-ins never ran: {recorded:?}");
+    // Killing is synchronous with the timeout, but the orphaned sleeper's exit is not: poll.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while recorded.iter().any(|&p| is_running(p)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let alive: Vec<_> = recorded.into_iter().filter(|&p| is_running(p)).collect();
+    assert!(
+        alive.is_empty(),
+        "stand-in processes left running: {alive:?}"
+    );
+}
+
+/// A private tmux server; SIGCONTed, killed and its socket removed on drop.
+struct TmuxServer {
+    socket: PathBuf,
+    pid: i32,
+}
+
+impl TmuxServer {
+    fn tmux(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.arg("-S").arg(&self.socket);
+        cmd
+    }
+
+    fn start(socket: PathBuf) -> Option<TmuxServer> {
+        let started = Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args([
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "fault",
+                "-x",
+                "80",
+                "-y",
+                "24",
+                "sleep 600",
+            ])
+            .status()
+            .ok()?;
+        if !started.success() {
+            return None;
+        }
+        let mut server = TmuxServer { socket, pid: 0 };
+        let out = server
+            .tmux()
+            .args(["display-message", "-p", "#{pid}"])
+            .output()
+            .ok()?;
+        server.pid = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
+        Some(server)
+    }
+
+    fn pane(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["list-panes", "-t", "fault", "-F", "#{pane_id}"])
+            .output()
+            .expect("list-panes");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on the tmux server this test started.
+        unsafe { libc::kill(self.pid, signal) };
+    }
+}
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        if self.pid > 0 {
+            self.signal(libc::SIGCONT);
+            let _ = self.tmux().arg("kill-server").output();
+            self.signal(libc::SIGKILL);
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// Processes whose command line mentions `needle` (our tmux clients carry the socket path).
+fn processes_mentioning(needle: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+                && is_running(pid)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopped_tmux_server_fails_the_wake_inside_the_budget() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("tmux not installed; skipping");
+        return;
+    }
+    let sock_dir = tempfile::tempdir().expect("tempdir");
+    let socket = sock_dir.path().join("fault.sock");
+    let tmux = TmuxServer::start(socket.clone()).expect("private tmux server starts");
+    let pane = tmux.pane();
+    assert!(pane.starts_with('%'), "pane id {pane:?}");
+    let server = TestServer::start(&[
+        ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux"),
+        (
+            "WAKEBRIDGE_MUX__TMUX_SOCKET",
+            socket.to_str().expect("utf8"),
+        ),
+        ("WAKEBRIDGE_MUX__SUBMIT_DELAY", "50ms"),
+    ])
+    .await;
+    std::fs::write(
+        server.wake_dir.join("panes.json"),
+        json!({"live": {"mux": "tmux", "pane": pane}, "frozen": {"mux": "tmux", "pane": pane}})
+            .to_string(),
+    )
+    .expect("panes.json");
+    let addr = server.addr.to_string();
+    // Baseline: the running server is reachable, so the later failure is the stop's doing.
+    let (status, answer, _) = post(&server.client, &addr, body("live", 1, 10)).await;
+    assert_eq!(
+        (status, answer["action"].clone()),
+        (200, json!("tmux")),
+        "{answer}"
+    );
+    tmux.signal(libc::SIGSTOP);
+    let (status, answer, elapsed) = post(&server.client, &addr, body("frozen", 2, 10)).await;
+    tmux.signal(libc::SIGCONT);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["action"], "spool-mux-failed", "{answer}");
+    assert!(elapsed < BUS_BUDGET, "answered after {elapsed:?}");
+    assert_eq!(spool_events(&server.wake_dir, "frozen").len(), 1);
+    let socket_text = socket.display().to_string();
+    let clients: Vec<_> = processes_mentioning(&socket_text)
+        .into_iter()
+        .filter(|&p| p != tmux.pid)
+        .collect();
+    assert!(clients.is_empty(), "tmux clients left behind: {clients:?}");
+}
+
+/// A tmpfs mounted for the test; lazily unmounted on drop.
+struct Mount(PathBuf);
+
+impl Mount {
+    fn tmpfs(at: &Path, options: &str) -> Result<Mount, String> {
+        std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(at)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(Mount(at.to_path_buf()))
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        }
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Fills the file system holding `dir` with one file; returns its path.
+fn fill(dir: &Path) -> PathBuf {
+    let path = dir.join("filler");
+    let mut file = File::create(&path).expect("filler");
+    let chunk = vec![0u8; 1024];
+    while file.write_all(&chunk).is_ok() {}
+    let _ = file.sync_all();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_file_system_answers_500_tears_nothing_and_recovers() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wake = root.path().join("wake");
+    let mount = match Mount::tmpfs(&wake, SMALL_FS) {
+        Ok(mount) => mount,
+        Err(why) => {
+            eprintln!("cannot mount a tmpfs ({why}); the RLIMIT_FSIZE test covers this fault");
+            return;
+        }
+    };
+    let client = reqwest::Client::new();
+    let daemon = Daemon::spawn(root.path(), &[], None);
+    daemon.wait_ready(&client).await;
+    let (status, _, _) = post(&client, &daemon.addr, body("full", 1, 10)).await;
+    assert_eq!(status, 200);
+    let filler = fill(&mount.0);
+    for (id, sid) in [(2, "full"), (3, "full-new")] {
+        let (status, answer, elapsed) =
+            post(&client, &daemon.addr, body(sid, id, BIG_PAYLOAD)).await;
+        assert_eq!(status, 500, "{sid} on a full disk: {answer}");
+        assert!(elapsed < BUS_BUDGET);
+        let error = answer["error"].as_str().unwrap_or_default();
+        assert!(error.contains("not spooled"), "{error}");
+    }
+    let ids: Vec<_> = spool_events(&wake, "full")
+        .iter()
+        .map(|e| e["event_id"].clone())
+        .collect();
+    assert_eq!(ids, [json!(1)], "a failed append left something behind");
+    assert!(spool_events(&wake, "full-new").is_empty());
+    let log = daemon.log_text();
+    assert!(
+        log.contains("spooling failed") && log.contains("no-space"),
+        "the log does not say the disk is full:\n{log}"
+    );
+    std::fs::remove_file(filler).expect("free space");
+    for (id, sid) in [(2, "full"), (3, "full-new")] {
+        let (status, answer, _) = post(&client, &daemon.addr, body(sid, id, BIG_PAYLOAD)).await;
+        assert_eq!(status, 200, "{sid} after space returned: {answer}");
+    }
+    let ids: Vec<_> = spool_events(&wake, "full")
+        .iter()
+        .map(|e| e["event_id"].clone())
+        .collect();
+    assert_eq!(ids, [json!(1), json!(2)]);
+    assert_eq!(spool_events(&wake, "full-new").len(), 1);
+    drop(daemon);
+}
+
+/// In the daemon child before exec: cap every file it writes at `FSIZE_LIMIT` and turn the
+/// SIGXFSZ that would kill it into a plain EFBIG error.
+fn limit_file_size() -> i32 {
+    let limit = libc::rlimit {
+        rlim_cur: FSIZE_LIMIT,
+        rlim_max: FSIZE_LIMIT,
+    };
+    // SAFETY: setrlimit and signal are async-signal-safe; both get valid arguments.
+    unsafe {
+        if libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR {
+            return -1;
+        }
+        libc::setrlimit(libc::RLIMIT_FSIZE, &limit)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_size_limit_answers_500_tears_nothing_and_recovers_after_a_drain() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wake = root.path().join("wake");
+    let client = reqwest::Client::new();
+    let daemon = Daemon::spawn(root.path(), &[], Some(limit_file_size));
+    daemon.wait_ready(&client).await;
+    let mut accepted = Vec::new();
+    let mut refused = None;
+    for id in 1..=(FSIZE_LIMIT / BIG_PAYLOAD as u64 + 2) {
+        let (status, answer, elapsed) =
+            post(&client, &daemon.addr, body("capped", id, BIG_PAYLOAD)).await;
+        assert!(elapsed < BUS_BUDGET);
+        match status {
+            200 => accepted.push(json!(id)),
+            500 => {
+                refused = Some(id);
+                break;
+            }
+            other => panic!("unexpected {other}: {answer}"),
+        }
+    }
+    let refused = refused.expect("the size limit was never reached");
+    let ids: Vec<_> = spool_events(&wake, "capped")
+        .iter()
+        .map(|e| e["event_id"].clone())
+        .collect();
+    assert_eq!(
+        ids, accepted,
+        "the refused append left part of itself behind"
+    );
+    let size = std::fs::metadata(wake.join("capped.jsonl"))
+        .expect("spool")
+        .len();
+    assert!(size < FSIZE_LIMIT, "spool is {size} bytes");
+    // Another session's spool has its own room.
+    let (status, _, _) = post(&client, &daemon.addr, body("other", 99, 10)).await;
+    assert_eq!(status, 200);
+    let log = daemon.log_text();
+    assert!(log.contains("spooling failed"), "no error logged:\n{log}");
+    // A drainer empties the spool under its lock; service resumes.
+    {
+        let lock = File::create(wake.join("capped.lock")).expect("lock");
+        lock.lock().expect("flock");
+        OpenOptions::new()
+            .write(true)
+            .open(wake.join("capped.jsonl"))
+            .and_then(|f| f.set_len(0))
+            .expect("drain");
+        lock.unlock().expect("unlock");
+    }
+    let (status, answer, _) =
+        post(&client, &daemon.addr, body("capped", refused, BIG_PAYLOAD)).await;
+    assert_eq!(status, 200, "after the drain: {answer}");
+    assert_eq!(spool_events(&wake, "capped").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stuck_drainer_fails_only_its_session_after_the_lock_budget() {
+    let server = TestServer::start(&[]).await;
+    let lock_path = server.wake_dir.join("stuck.lock");
+    // Its own process group: the lock fd is inherited by `sleep`, so the whole group must die
+    // to release it (and to leave nothing behind).
+    let drainer = Command::new("flock")
+        .arg(&lock_path)
+        .args(["sleep", "30"])
+        .process_group(0)
+        .spawn()
+        .expect("util-linux flock");
+    let drainer = GroupGuard(drainer);
+    // Wait until the drainer really holds the lock.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let probe = File::open(&lock_path).ok();
+        if probe
+            .as_ref()
+            .is_some_and(|f| matches!(f.try_lock(), Err(TryLockError::WouldBlock)))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "flock never took the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let addr = server.addr.to_string();
+    let (stuck, free) = tokio::join!(
+        post(&server.client, &addr, body("stuck", 1, 10)),
+        post(&server.client, &addr, body("free", 2, 10)),
+    );
+    let (status, answer, elapsed) = stuck;
+    assert_eq!(status, 500, "{answer}");
+    assert!(
+        elapsed >= LOCK_BUDGET - Duration::from_millis(100)
+            && elapsed < LOCK_BUDGET + Duration::from_millis(1500),
+        "stuck session answered after {elapsed:?}"
+    );
+    let (status, answer, elapsed) = free;
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        elapsed < Duration::from_secs(1),
+        "free session waited {elapsed:?}"
+    );
+    assert!(spool_events(&server.wake_dir, "stuck").is_empty());
+    drop(drainer);
+    let (status, answer, _) = post(&server.client, &addr, body("stuck", 1, 10)).await;
+    assert_eq!(status, 200, "after the drainer died: {answer}");
+    assert_eq!(spool_events(&server.wake_dir, "stuck").len(), 1);
+}
