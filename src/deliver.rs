@@ -237,22 +237,21 @@ impl Deliverer {
             action: outcome.action.as_str().to_string(),
             spool_us: spool_time.map(|t| t.as_micros() as u64),
             inject_us: (!outcome.inject_time.is_zero())
-                .then(|| outcome.inject_time.as_micros() as u64),
+                .then_some(outcome.inject_time.as_micros() as u64),
             error_kind: outcome.error_kind.map(str::to_string),
         };
         if let Err(e) = store.record(Record::Delivery(delivery)).await {
             tracing::warn!(error = %e, "could not record a delivery in the ledger");
         }
-        if outcome.action.woke() {
-            if let Err(e) = store
+        if outcome.action.woke()
+            && let Err(e) = store
                 .record(Record::Wake {
                     session_id: sid.to_string(),
                     at_ms,
                 })
                 .await
-            {
-                tracing::warn!(error = %e, "could not record a wake in the ledger");
-            }
+        {
+            tracing::warn!(error = %e, "could not record a wake in the ledger");
         }
     }
 }

@@ -38,10 +38,10 @@ impl RateLimiter {
     pub fn should_warn(&self, key: &str) -> bool {
         let now = Instant::now();
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(at) = last.get(key) {
-            if now.duration_since(*at) < self.window {
-                return false;
-            }
+        if let Some(at) = last.get(key)
+            && now.duration_since(*at) < self.window
+        {
+            return false;
         }
         if last.len() >= MAX_KEYS {
             last.clear();

@@ -56,10 +56,10 @@ fn parse_http_url(raw: &str, origin: &str, what: &str) -> Result<UrlHost, Config
         return Err(fail("unbalanced '['"));
     }
     // `url` would read `http:///mcp` as host `mcp`; Python sees no host at all.
-    if let Some((_, authority)) = raw.split_once("://") {
-        if authority.is_empty() || authority.starts_with(['/', '?', '#']) {
-            return Err(fail("no host name"));
-        }
+    if let Some((_, authority)) = raw.split_once("://")
+        && (authority.is_empty() || authority.starts_with(['/', '?', '#']))
+    {
+        return Err(fail("no host name"));
     }
     let url = Url::parse(raw).map_err(|e| match e {
         url::ParseError::InvalidPort => fail("bad port"),

@@ -17,10 +17,10 @@ pub async fn health(State(app): State<Arc<AppState>>) -> Json<Value> {
         "pid": std::process::id(),
         "started_at": app.started_at_rfc3339(),
     });
-    if let Some(reg) = app.registration_json() {
-        if let (Value::Object(target), Value::Object(extra)) = (&mut body, reg) {
-            target.extend(extra);
-        }
+    if let Some(reg) = app.registration_json()
+        && let (Value::Object(target), Value::Object(extra)) = (&mut body, reg)
+    {
+        target.extend(extra);
     }
     Json(body)
 }

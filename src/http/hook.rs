@@ -46,10 +46,10 @@ async fn answer(app: &AppState, headers: &HeaderMap, body: Body) -> Response {
 async fn handle(app: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
     require_json(headers)?;
     let bytes = read_body(headers, body).await?;
-    if let Some(secret) = &app.config.secret {
-        if !secret.verify(&bytes, headers.get(SIGNATURE_HEADER).map(|v| v.as_bytes())) {
-            return Err(ApiError::BadSignature);
-        }
+    if let Some(secret) = &app.config.secret
+        && !secret.verify(&bytes, headers.get(SIGNATURE_HEADER).map(|v| v.as_bytes()))
+    {
+        return Err(ApiError::BadSignature);
     }
     let triage = if bytes.len() > INLINE_PARSE_MAX {
         let owned = bytes.clone();

@@ -21,10 +21,9 @@ fn spec_routes(spec: &str) -> BTreeSet<(String, String)> {
         } else if let (Some(p), Some(m)) = (
             &path,
             line.strip_prefix("    ").and_then(|l| l.strip_suffix(':')),
-        ) {
-            if ["get", "post", "put", "delete", "patch", "head"].contains(&m) {
-                routes.insert((m.to_string(), p.clone()));
-            }
+        ) && ["get", "post", "put", "delete", "patch", "head"].contains(&m)
+        {
+            routes.insert((m.to_string(), p.clone()));
         }
     }
     routes
