@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -234,13 +234,25 @@ fn append_locked(
         .map_err(|e| io_error(sid, &lock_path, e))?;
     acquire(&lock_file, sid, &lock_path, deadline)?;
     let mut spool = open_options()
+        .read(true)
         .open(&spool_path)
         .map_err(|e| io_error(sid, &spool_path, e))?;
     let before = spool
         .metadata()
         .map_err(|e| io_error(sid, &spool_path, e))?
         .len();
-    let written = spool.write_all(bytes).and_then(|()| spool.sync_data());
+    // A tail torn by an earlier host crash would glue our first line onto it: start fresh.
+    let torn_tail = before > 0 && {
+        let mut last = [0u8; 1];
+        spool.read_exact_at(&mut last, before - 1).is_ok() && last[0] != b'\n'
+    };
+    let written = if torn_tail {
+        spool.write_all(b"\n")
+    } else {
+        Ok(())
+    }
+    .and_then(|()| spool.write_all(bytes))
+    .and_then(|()| spool.sync_data());
     if let Err(e) = written {
         // Never leave a torn line: cut back to what was there (nobody else appends under the lock).
         let _ = spool.set_len(before);
@@ -358,6 +370,18 @@ mod tests {
         assert!(!outside.path().join("victim").exists());
         assert!(!outside.path().join("lockvictim").exists());
         assert!(!tmp.path().join("b.jsonl").exists());
+    }
+
+    #[tokio::test]
+    async fn a_torn_tail_never_swallows_the_next_line() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::write(tmp.path().join("t.jsonl"), "{\"a\": 1}\n{\"torn\": ").expect("seed");
+        spool_in(tmp.path())
+            .append("t", "{\"b\": 2}\n".into())
+            .await
+            .expect("append");
+        let text = std::fs::read_to_string(tmp.path().join("t.jsonl")).expect("read");
+        assert_eq!(text, "{\"a\": 1}\n{\"torn\": \n{\"b\": 2}\n");
     }
 
     #[tokio::test]
