@@ -52,10 +52,20 @@ pub struct LaunchArgs {
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
     /// tmux server socket (-S) [env: WAKEBRIDGE_MUX__TMUX_SOCKET]
-    #[arg(long, value_name = "PATH", env = "WAKEBRIDGE_MUX__TMUX_SOCKET", hide_env = true)]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "WAKEBRIDGE_MUX__TMUX_SOCKET",
+        hide_env = true
+    )]
     pub tmux_socket: Option<PathBuf>,
     /// tmux binary [env: WAKEBRIDGE_MUX__TMUX_BIN] [default: tmux]
-    #[arg(long, value_name = "PATH", env = "WAKEBRIDGE_MUX__TMUX_BIN", hide_env = true)]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "WAKEBRIDGE_MUX__TMUX_BIN",
+        hide_env = true
+    )]
     pub tmux_bin: Option<PathBuf>,
     /// The agent and its arguments [default: claude]
     #[arg(last = true, value_name = "COMMAND")]
@@ -125,7 +135,10 @@ pub async fn run_with(
         Err(e) => {
             let _ = writeln!(err, "wakebridge launch: {e}");
             if let LaunchError::Prompt { .. } = e {
-                let _ = writeln!(err, "wakebridge launch: the agent is running; type the prompt yourself");
+                let _ = writeln!(
+                    err,
+                    "wakebridge launch: the agent is running; type the prompt yourself"
+                );
             }
             e.exit_code()
         }
@@ -144,8 +157,17 @@ fn report(launched: &Launched, json: bool, out: &mut dyn Write, err: &mut dyn Wr
             .as_ref()
             .map(|b| format!(" (backup: {})", b.display()))
             .unwrap_or_default();
-        let what = if done.already_trusted { "already trusted in" } else { "marked trusted in" };
-        let _ = writeln!(err, "wakebridge launch: {} {what} {}{backup}", done.project, done.config.display());
+        let what = if done.already_trusted {
+            "already trusted in"
+        } else {
+            "marked trusted in"
+        };
+        let _ = writeln!(
+            err,
+            "wakebridge launch: {} {what} {}{backup}",
+            done.project,
+            done.config.display()
+        );
     }
     if !launched.screens_passed.is_empty() {
         let names: Vec<&str> = launched.screens_passed.iter().map(|s| s.name()).collect();
@@ -282,14 +304,24 @@ mod tests {
         assert_eq!(opts.claude_home, Some(PathBuf::from("/home/u/.claude")));
         assert_eq!(
             opts.wake_dir,
-            Some(PathBuf::from("/home/u/.claude/contrib/agent-event-bus/wake"))
+            Some(PathBuf::from(
+                "/home/u/.claude/contrib/agent-event-bus/wake"
+            ))
         );
     }
 
     #[test]
     fn command_after_double_dash_and_pre_trust_path() {
         let env = env_of(&[("HOME", "/home/u"), ("CLAUDE_CONFIG_DIR", "/cfg")]);
-        let args = parse(&["--pre-trust", "--timeout", "2.5", "--", "claude", "--model", "x"]);
+        let args = parse(&[
+            "--pre-trust",
+            "--timeout",
+            "2.5",
+            "--",
+            "claude",
+            "--model",
+            "x",
+        ]);
         let (opts, _) = options_from(args, &env).unwrap();
         assert_eq!(opts.command, ["claude", "--model", "x"]);
         assert_eq!(opts.pre_trust, Some(PathBuf::from("/cfg/.claude.json")));

@@ -48,6 +48,11 @@ const TMUX_CALL_BUDGET: Duration = Duration::from_secs(5);
 /// Scrollback lines read from a dead pane: a process that exits prints its last words and tmux
 /// then scrolls them off the visible area with its "Pane is dead" line.
 const DEAD_PANE_HISTORY: u32 = 200;
+/// How long to wait for tmux to report a dead pane's exit status: tmux marks the pane dead
+/// when its terminal closes and learns the status when it reaps the process, a moment later.
+const EXIT_STATUS_WAIT: Duration = Duration::from_secs(1);
+/// Re-probe interval while waiting for that status: short, the wait is brief.
+const EXIT_STATUS_POLL: Duration = Duration::from_millis(50);
 /// How long to look for Claude Code's `sessions/<pid>.json` once the prompt is up; the file is
 /// written at start-up, so this only covers a slow first write.
 pub const REGISTRY_WAIT: Duration = Duration::from_secs(3);
@@ -65,6 +70,8 @@ const MAX_DEFAULT_NAME_CHARS: usize = 40;
 /// What `tmux new-session/new-window -P` prints about the new pane.
 const CREATED_FORMAT: &str =
     "#{pane_id}\t#{session_name}\t#{session_id}\t#{window_id}\t#{pane_pid}";
+/// How Anthropic API keys start; words containing it are masked in quoted screens.
+const KEY_PREFIX: &str = "sk-ant-";
 /// What each poll asks about the pane before capturing it.
 const PROBE_FORMAT: &str = "#{pane_dead}\t#{pane_dead_status}";
 
@@ -168,7 +175,10 @@ pub enum LaunchError {
     #[error("could not pre-trust the folder: {0}")]
     PreTrust(#[from] PreTrustError),
     #[error("could not create the tmux {what}: {source}")]
-    Create { what: &'static str, source: MuxError },
+    Create {
+        what: &'static str,
+        source: MuxError,
+    },
     #[error("tmux failed while driving pane {pane}: {source}")]
     Tmux { pane: String, source: MuxError },
     #[error(
@@ -181,7 +191,9 @@ pub enum LaunchError {
         attach: String,
         screen: String,
     },
-    #[error("the agent exited before it was ready ({why}); its window was removed. Last screen:\n{screen}")]
+    #[error(
+        "the agent exited before it was ready ({why}); its window was removed. Last screen:\n{screen}"
+    )]
     Exited { why: String, screen: String },
     #[error(
         "the agent was not ready within {}s; its window was removed. Last screen:\n{screen}",
@@ -231,12 +243,15 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
     let passed = match drive(&tmux, &created, opts.timeout).await {
         Ok(passed) => passed,
         Err(failure) => {
-            if !matches!(failure, LaunchError::HumanNeeded { .. }) {
+            if matches!(failure, LaunchError::HumanNeeded { .. }) {
+                tmux.restore_exit_behaviour(&created).await;
+            } else {
                 tmux.remove(&created, &opts.placement).await;
             }
             return Err(failure);
         }
     };
+    tmux.restore_exit_behaviour(&created).await;
     let session_id = match &opts.session_id {
         Some(id) => Some(id.clone()),
         None => match &opts.claude_home {
@@ -306,7 +321,11 @@ async fn drive(
             }
             Err(err) => return Err(tmux_err(err)),
         };
-        if let Some(status) = probe.dead_status {
+        if probe.dead {
+            let status = match probe.status {
+                Some(status) => status,
+                None => tmux.wait_for_exit_status(&created.pane).await,
+            };
             let screen = tmux
                 .capture_with_history(&created.pane)
                 .await
@@ -343,7 +362,9 @@ fn halted(halt: Halt, tmux: &TmuxCalls, created: &Created, screen: &str) -> Laun
                     "Claude Code asks whether to use the API key in its environment; approving a \
                      key is a human's decision (or pre-approve it in ~/.claude.json)"
                 }
-                _ => "Claude Code asks for a login; sign in in the pane, then launch again or carry on there",
+                _ => {
+                    "Claude Code asks for a login; sign in in the pane, then launch again or carry on there"
+                }
             },
             pane: created.pane.clone(),
             attach: tmux.attach_hint(&created.session_name),
@@ -361,10 +382,12 @@ fn halted(halt: Halt, tmux: &TmuxCalls, created: &Created, screen: &str) -> Laun
 }
 
 /// The visible text worth quoting: no "Pane is dead" line, no trailing blank lines, runs of
-/// blank lines squeezed to one.
+/// blank lines squeezed to one, and API-key fragments (the key screen shows the key's tail)
+/// masked so they do not end up in logs.
 fn tidy_screen(screen: &str) -> String {
+    let masked: Vec<String> = screen.lines().map(mask_keys).collect();
     let mut out: Vec<&str> = Vec::new();
-    for line in screen.lines() {
+    for line in &masked {
         let line = line.trim_end();
         if line.starts_with("Pane is dead") {
             continue;
@@ -382,6 +405,23 @@ fn tidy_screen(screen: &str) -> String {
     } else {
         out.join("\n")
     }
+}
+
+/// Replace every word that looks like an Anthropic key (`sk-ant-...`) with a mask.
+fn mask_keys(line: &str) -> String {
+    if !line.contains(KEY_PREFIX) {
+        return line.to_owned();
+    }
+    line.split(' ')
+        .map(|word| {
+            if word.contains(KEY_PREFIX) {
+                "sk-ant-[masked]"
+            } else {
+                word
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The argv tail for `new-session`/`new-window`. tmux runs a single argument through `sh -c`,
@@ -437,7 +477,13 @@ fn default_session_name(command: &[String], cwd: &Path) -> String {
         format!("{program}-{folder}")
     };
     raw.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
         .take(MAX_DEFAULT_NAME_CHARS)
         .collect()
 }
@@ -458,8 +504,10 @@ struct Created {
 }
 
 struct Probe {
-    /// `Some(description)` once the pane's program has exited.
-    dead_status: Option<String>,
+    /// The pane's program has exited (its terminal closed).
+    dead: bool,
+    /// `exit status N` once tmux has reaped it, which can lag the terminal closing a little.
+    status: Option<String>,
     screen: String,
 }
 
@@ -486,7 +534,9 @@ impl TmuxCalls {
     }
 
     async fn run(&self, inv: &Invocation) -> Result<String, MuxError> {
-        Ok(process::run(inv, Deadline::after(TMUX_CALL_BUDGET)).await?.stdout)
+        Ok(process::run(inv, Deadline::after(TMUX_CALL_BUDGET))
+            .await?
+            .stdout)
     }
 
     fn attach_hint(&self, session: &str) -> String {
@@ -513,12 +563,18 @@ impl TmuxCalls {
                 let attempts = if explicit { 1 } else { MAX_NAME_ATTEMPTS };
                 let mut last_err = None;
                 for n in 1..=attempts {
-                    let name = if n == 1 { base.clone() } else { format!("{base}-{n}") };
+                    let name = if n == 1 {
+                        base.clone()
+                    } else {
+                        format!("{base}-{n}")
+                    };
                     match self.new_session(&name, cwd, argv).await {
                         Ok(created) => return Ok(created),
                         Err(err)
                             if !explicit
-                                && err.stderr().is_some_and(|s| s.contains("duplicate session")) =>
+                                && err
+                                    .stderr()
+                                    .is_some_and(|s| s.contains("duplicate session")) =>
                         {
                             last_err = Some(err);
                         }
@@ -642,14 +698,30 @@ impl TmuxCalls {
         let out = self.run(&inv).await?;
         let (head, screen) = out.split_once('\n').unwrap_or((out.as_str(), ""));
         let (dead, status) = head.split_once('\t').unwrap_or((head, ""));
-        let dead_status = (dead.trim() == "1").then(|| match status.trim() {
-            "" => "it exited".to_owned(),
-            code => format!("exit status {code}"),
-        });
+        let status = status.trim();
         Ok(Probe {
-            dead_status,
+            dead: dead.trim() == "1",
+            status: (!status.is_empty()).then(|| format!("exit status {status}")),
             screen: screen.to_owned(),
         })
+    }
+
+    /// The exit status of a dead pane, waiting up to [`EXIT_STATUS_WAIT`] for tmux to reap it.
+    async fn wait_for_exit_status(&self, pane: &str) -> String {
+        let deadline = Deadline::after(EXIT_STATUS_WAIT);
+        loop {
+            if let Ok(Probe {
+                status: Some(status),
+                ..
+            }) = self.probe(pane).await
+            {
+                return status;
+            }
+            if deadline.expired() {
+                return "it exited".into();
+            }
+            tokio::time::sleep(EXIT_STATUS_POLL).await;
+        }
     }
 
     async fn capture_with_history(&self, pane: &str) -> Result<String, MuxError> {
@@ -672,6 +744,23 @@ impl TmuxCalls {
             .arg(pane)
             .arg(key.tmux_name());
         self.run(&inv).await.map(drop)
+    }
+
+    /// Drop the launch's remain-on-exit, so the agent's window closes when it exits later, as
+    /// any other window of the server does. Best effort: a lingering dead pane is only untidy
+    /// (the wake gate treats it as stale).
+    async fn restore_exit_behaviour(&self, created: &Created) {
+        let inv = self
+            .command("tmux set-option")
+            .arg("set-option")
+            .arg("-w")
+            .arg("-u")
+            .arg("-t")
+            .arg(&created.window_id)
+            .arg("remain-on-exit");
+        if let Err(err) = self.run(&inv).await {
+            tracing::debug!(pane = %created.pane, error = %err, "could not unset remain-on-exit");
+        }
     }
 
     /// Remove what the launch created; best effort (it may already be gone).
@@ -734,7 +823,11 @@ fn parse_created(stdout: &str) -> Result<Created, MuxError> {
 
 /// The session id from Claude Code's `sessions/<pid>.json` of any process in the pane's tree,
 /// waiting up to [`REGISTRY_WAIT`] for the file.
-async fn learn_session_id(tmux: &TmuxCalls, claude_home: &Path, pane_pid: Option<u32>) -> Option<String> {
+async fn learn_session_id(
+    tmux: &TmuxCalls,
+    claude_home: &Path,
+    pane_pid: Option<u32>,
+) -> Option<String> {
     let root = pane_pid?;
     let registry = claude_home.join("sessions");
     let deadline = Deadline::after(REGISTRY_WAIT);
@@ -793,10 +886,7 @@ mod tests {
 
     #[test]
     fn lone_commands_are_quoted_and_trailing_semicolons_escaped() {
-        assert_eq!(
-            tmux_command_args(&["claude".into()]).unwrap(),
-            ["'claude'"]
-        );
+        assert_eq!(tmux_command_args(&["claude".into()]).unwrap(), ["'claude'"]);
         assert_eq!(
             tmux_command_args(&["/opt/my agent/it's".into()]).unwrap(),
             [r"'/opt/my agent/it'\''s'"]
@@ -815,7 +905,10 @@ mod tests {
             default_session_name(&["/usr/bin/claude".into()], Path::new("/home/u/my.proj")),
             "claude-my-proj"
         );
-        let long = default_session_name(&["claude".into()], Path::new(&format!("/{}", "x".repeat(99))));
+        let long = default_session_name(
+            &["claude".into()],
+            Path::new(&format!("/{}", "x".repeat(99))),
+        );
         assert_eq!(long.chars().count(), MAX_DEFAULT_NAME_CHARS);
     }
 
@@ -824,6 +917,10 @@ mod tests {
         let raw = "\n\nhello   \n\n\n\nworld\n\n\nPane is dead (status 1, now)\n\n";
         assert_eq!(tidy_screen(raw), "hello\n\nworld");
         assert_eq!(tidy_screen("\n \n"), "(blank)");
+        assert_eq!(
+            tidy_screen(" ANTHROPIC_API_KEY: sk-ant-...abcdefghij0123456789"),
+            " ANTHROPIC_API_KEY: sk-ant-[masked]"
+        );
     }
 
     #[test]
@@ -849,7 +946,11 @@ mod tests {
     fn registry_ids_must_be_printable() {
         let dir = tempfile::tempdir().unwrap();
         let good = dir.path().join("1.json");
-        std::fs::write(&good, r#"{"pid":1,"sessionId":"ac3ea6be-3f07","status":"idle"}"#).unwrap();
+        std::fs::write(
+            &good,
+            r#"{"pid":1,"sessionId":"ac3ea6be-3f07","status":"idle"}"#,
+        )
+        .unwrap();
         assert_eq!(read_registry(&good).as_deref(), Some("ac3ea6be-3f07"));
         let bad = dir.path().join("2.json");
         std::fs::write(&bad, "{\"sessionId\":\"a\\u001bb\"}").unwrap();

@@ -176,7 +176,12 @@ pub fn pre_trust(config: &Path, folder: &Path) -> Result<PreTrusted, PreTrustErr
             None => None,
         };
         let mode = before.as_ref().map_or(PRIVATE_MODE, |read| read.stamp.mode);
-        match replace_if_unchanged(&config, text.as_bytes(), mode, before.as_ref().map(|r| r.stamp))? {
+        match replace_if_unchanged(
+            &config,
+            text.as_bytes(),
+            mode,
+            before.as_ref().map(|r| r.stamp),
+        )? {
             true => {
                 return Ok(PreTrusted {
                     config,
@@ -366,7 +371,10 @@ fn replace_if_unchanged(
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.subsec_nanos());
-    let temp = dir.join(format!(".{name}.wakebridge.{}.{nanos}.tmp", std::process::id()));
+    let temp = dir.join(format!(
+        ".{name}.wakebridge.{}.{nanos}.tmp",
+        std::process::id()
+    ));
     let result = (|| {
         let mut file = OpenOptions::new()
             .write(true)
@@ -475,7 +483,12 @@ mod tests {
         assert!(!done.already_trusted);
         let text = fs::read_to_string(&config).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
-        let keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         assert_eq!(keys, ["z", "big", "projects", "a"]);
         assert!(text.contains("123456789012345678901234567890"));
         assert!(text.contains("1.50"));
@@ -536,7 +549,12 @@ mod tests {
         let link = dir.path().join(".claude.json");
         std::os::unix::fs::symlink(&real, &link).unwrap();
         pre_trust(&link, Path::new("/p")).unwrap();
-        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         let value: Value = serde_json::from_slice(&fs::read(&real).unwrap()).unwrap();
         assert_eq!(value["projects"]["/p"][TRUST_KEY], Value::Bool(true));
     }
@@ -550,7 +568,8 @@ mod tests {
         // Another writer replaces the file after our read.
         fs::write(dir.path().join("other"), r#"{"theirs":true}"#).unwrap();
         fs::rename(dir.path().join("other"), &config).unwrap();
-        let replaced = replace_if_unchanged(&config, b"{\"ours\":1}", 0o600, Some(read.stamp)).unwrap();
+        let replaced =
+            replace_if_unchanged(&config, b"{\"ours\":1}", 0o600, Some(read.stamp)).unwrap();
         assert!(!replaced);
         assert_eq!(fs::read_to_string(&config).unwrap(), r#"{"theirs":true}"#);
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
