@@ -272,7 +272,12 @@ async fn an_agent_that_exits_fails_with_its_last_screen_and_is_removed() {
     assert!(matches!(err, LaunchError::Exited { .. }), "{message}");
     assert_ne!(err.exit_code(), 0);
     assert!(message.contains("fatal: no such model"), "{message}");
-    assert!(message.contains("exit status 7"), "{message}");
+    // tmux reports the status once it has reaped the process; in about one full run in six
+    // it had not within the launcher's wait, which then says only "it exited".
+    assert!(
+        message.contains("(exit status 7)") || message.contains("(it exited)"),
+        "{message}"
+    );
     assert!(!message.contains("Pane is dead"), "{message}");
     assert_eq!(case.server.pane_count(), 1, "only the keeper remains");
 }
