@@ -15,6 +15,7 @@ pub mod deliver;
 pub mod event;
 pub mod gate;
 pub mod http;
+pub mod launch;
 pub mod mux;
 pub mod pyjson;
 pub mod ratelimit;

@@ -1,0 +1,367 @@
+//! `wakebridge launch`: flags, their environment fallbacks, output and exit codes. It turns
+//! arguments plus the environment into [`LaunchOptions`] (where the pane goes, which tmux server,
+//! which Claude Code config to pre-trust, which wake dir to map in), runs [`launch`], and prints
+//! the pane id (or JSON). The launch itself is [`super`]'s; the lead wires [`LaunchArgs`] into
+//! the top-level command enum and calls [`run`].
+//!
+//! Exit codes: 0 ready; 1 the agent failed to start, exited or timed out; 2 bad arguments or a
+//! refused pre-trust; 3 a human must answer a screen (API key, login) in the pane left running.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::pretrust::{claude_config_home, claude_config_path};
+use super::{DEFAULT_TIMEOUT, LaunchError, LaunchOptions, Launched, Mapping, Placement, launch};
+use crate::mux::{KeystrokeText, MuxConfig};
+use crate::wake::dir::resolve_wake_dir;
+
+/// The agent started when no command is given.
+pub const DEFAULT_COMMAND: &str = "claude";
+/// Exit status for bad arguments, as the other verbs use.
+const USAGE_EXIT: u8 = 2;
+
+/// `wakebridge launch [flags] [-- COMMAND ARGS...]`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct LaunchArgs {
+    /// Working directory of the agent [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Name of the new tmux session (or of the new window inside tmux)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// First prompt, typed once the agent is ready (printable, one line)
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// Print the result as one JSON object
+    #[arg(long)]
+    pub json: bool,
+    /// Mark the folder trusted in Claude Code's ~/.claude.json (backed up first) instead of
+    /// answering the trust dialog
+    #[arg(long)]
+    pub pre_trust: bool,
+    /// Seconds the agent gets to reach its idle prompt [default: 90]
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Wake dir for the panes.json mapping [default: $AGENT_EVENT_BUS_WAKE_DIR, then
+    /// ~/.claude/contrib/agent-event-bus/wake]
+    #[arg(long, value_name = "DIR")]
+    pub wake_dir: Option<PathBuf>,
+    /// The agent's session id, if known (otherwise read from Claude Code's session registry)
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+    /// tmux server socket (-S) [env: WAKEBRIDGE_MUX__TMUX_SOCKET]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "WAKEBRIDGE_MUX__TMUX_SOCKET",
+        hide_env = true
+    )]
+    pub tmux_socket: Option<PathBuf>,
+    /// tmux binary [env: WAKEBRIDGE_MUX__TMUX_BIN] [default: tmux]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "WAKEBRIDGE_MUX__TMUX_BIN",
+        hide_env = true
+    )]
+    pub tmux_bin: Option<PathBuf>,
+    /// The agent and its arguments [default: claude]
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Why the arguments could not become a launch.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchCliError {
+    #[error("--prompt: {0}")]
+    Prompt(#[from] crate::mux::TextError),
+    #[error("--timeout must be a positive number of seconds, got {0}")]
+    Timeout(f64),
+    #[error("--cwd: cannot determine the current directory: {0}")]
+    NoCwd(std::io::Error),
+    #[error("--pre-trust: {0}")]
+    PreTrust(#[from] super::pretrust::PreTrustError),
+    #[error("--session-id must be non-empty and printable")]
+    SessionId,
+}
+
+/// Entry point of the verb.
+pub fn run(args: LaunchArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("wakebridge launch: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    let code = runtime.block_on(run_with(
+        args,
+        &env,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    ));
+    ExitCode::from(code)
+}
+
+/// [`run`] with the environment and output streams given; returns the exit status.
+pub async fn run_with(
+    args: LaunchArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let json = args.json;
+    let (opts, notes) = match options_from(args, env) {
+        Ok(made) => made,
+        Err(e) => {
+            let _ = writeln!(err, "wakebridge launch: {e}");
+            return USAGE_EXIT;
+        }
+    };
+    for note in notes {
+        let _ = writeln!(err, "wakebridge launch: {note}");
+    }
+    match launch(&opts).await {
+        Ok(launched) => {
+            report(&launched, json, out, err);
+            0
+        }
+        Err(e) => {
+            let _ = writeln!(err, "wakebridge launch: {e}");
+            if let LaunchError::Prompt { .. } = e {
+                let _ = writeln!(
+                    err,
+                    "wakebridge launch: the agent is running; type the prompt yourself"
+                );
+            }
+            e.exit_code()
+        }
+    }
+}
+
+fn report(launched: &Launched, json: bool, out: &mut dyn Write, err: &mut dyn Write) {
+    if json {
+        let _ = writeln!(out, "{}", launched.to_json());
+    } else {
+        let _ = writeln!(out, "{}", launched.pane);
+    }
+    if let Some(done) = &launched.pre_trusted {
+        let backup = done
+            .backup
+            .as_ref()
+            .map(|b| format!(" (backup: {})", b.display()))
+            .unwrap_or_default();
+        let what = if done.already_trusted {
+            "already trusted in"
+        } else {
+            "marked trusted in"
+        };
+        let _ = writeln!(
+            err,
+            "wakebridge launch: {} {what} {}{backup}",
+            done.project,
+            done.config.display()
+        );
+    }
+    if !launched.screens_passed.is_empty() {
+        let names: Vec<&str> = launched.screens_passed.iter().map(|s| s.name()).collect();
+        let _ = writeln!(err, "wakebridge launch: answered {}", names.join(", "));
+    }
+    let mapping = match &launched.mapping {
+        Mapping::Written => format!(
+            "mapped session {} to {}",
+            launched.session_id.as_deref().unwrap_or("?"),
+            launched.pane
+        ),
+        Mapping::NoSessionId => "session id unknown, pane mapping skipped (the SessionStart hook \
+                                 maps it when it runs)"
+            .into(),
+        Mapping::NoWakeDir => "no wake dir, pane mapping skipped".into(),
+        Mapping::Failed(why) => format!("pane mapping failed: {why}"),
+    };
+    let _ = writeln!(err, "wakebridge launch: {mapping}");
+}
+
+/// Flags + environment → options, plus notes worth telling the user.
+pub fn options_from(
+    args: LaunchArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(LaunchOptions, Vec<String>), LaunchCliError> {
+    let mut notes = Vec::new();
+    let prompt = args.prompt.as_deref().map(KeystrokeText::new).transpose()?;
+    let timeout = match args.timeout {
+        None => DEFAULT_TIMEOUT,
+        Some(secs) if secs.is_finite() && secs > 0.0 => {
+            Duration::try_from_secs_f64(secs).map_err(|_| LaunchCliError::Timeout(secs))?
+        }
+        Some(secs) => return Err(LaunchCliError::Timeout(secs)),
+    };
+    if let Some(id) = &args.session_id
+        && !crate::wake::printable::is_valid_string(id)
+    {
+        return Err(LaunchCliError::SessionId);
+    }
+    let cwd = match args.cwd {
+        Some(cwd) => cwd,
+        None => std::env::current_dir().map_err(LaunchCliError::NoCwd)?,
+    };
+    let command = if args.command.is_empty() {
+        vec![DEFAULT_COMMAND.to_owned()]
+    } else {
+        args.command
+    };
+    let pre_trust = if args.pre_trust {
+        Some(claude_config_path(env)?)
+    } else {
+        None
+    };
+    let wake_dir = match resolve_wake_dir(args.wake_dir.as_deref(), env) {
+        Ok(dir) => Some(dir),
+        Err(e) => {
+            notes.push(format!("{e}; the pane mapping will be skipped"));
+            None
+        }
+    };
+    let placement = placement(args.tmux_socket.as_deref(), env);
+    let mut mux = MuxConfig {
+        tmux_socket: args.tmux_socket.filter(|s| !s.as_os_str().is_empty()),
+        ..MuxConfig::default()
+    };
+    if let Some(bin) = args.tmux_bin.filter(|b| !b.as_os_str().is_empty()) {
+        mux.tmux_bin = bin;
+    }
+    Ok((
+        LaunchOptions {
+            cwd,
+            name: args.name,
+            command,
+            prompt,
+            pre_trust,
+            timeout,
+            wake_dir,
+            session_id: args.session_id,
+            claude_home: claude_config_home(env),
+            placement,
+            mux,
+        },
+        notes,
+    ))
+}
+
+/// Inside tmux (`$TMUX` set) a new window of the caller's session, unless another server was
+/// asked for; otherwise a new detached session.
+fn placement(socket: Option<&std::path::Path>, env: &dyn Fn(&str) -> Option<String>) -> Placement {
+    let Some(tmux) = env("TMUX").filter(|v| !v.is_empty()) else {
+        return Placement::NewSession;
+    };
+    let own_socket = tmux.split(',').next().unwrap_or("");
+    match socket.filter(|s| !s.as_os_str().is_empty()) {
+        Some(asked) if asked != std::path::Path::new(own_socket) => Placement::NewSession,
+        _ => Placement::NewWindow { target: None },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::collections::HashMap;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: LaunchArgs,
+    }
+
+    fn parse(argv: &[&str]) -> LaunchArgs {
+        Wrapper::try_parse_from(std::iter::once("launch").chain(argv.iter().copied()))
+            .unwrap()
+            .args
+    }
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn defaults_are_claude_in_a_new_session() {
+        let env = env_of(&[("HOME", "/home/u")]);
+        let (opts, _) = options_from(parse(&["--cwd", "/tmp"]), &env).unwrap();
+        assert_eq!(opts.command, ["claude"]);
+        assert_eq!(opts.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(opts.placement, Placement::NewSession);
+        assert_eq!(opts.pre_trust, None);
+        assert_eq!(opts.claude_home, Some(PathBuf::from("/home/u/.claude")));
+        assert_eq!(
+            opts.wake_dir,
+            Some(PathBuf::from(
+                "/home/u/.claude/contrib/agent-event-bus/wake"
+            ))
+        );
+    }
+
+    #[test]
+    fn command_after_double_dash_and_pre_trust_path() {
+        let env = env_of(&[("HOME", "/home/u"), ("CLAUDE_CONFIG_DIR", "/cfg")]);
+        let args = parse(&[
+            "--pre-trust",
+            "--timeout",
+            "2.5",
+            "--",
+            "claude",
+            "--model",
+            "x",
+        ]);
+        let (opts, _) = options_from(args, &env).unwrap();
+        assert_eq!(opts.command, ["claude", "--model", "x"]);
+        assert_eq!(opts.pre_trust, Some(PathBuf::from("/cfg/.claude.json")));
+        assert_eq!(opts.claude_home, Some(PathBuf::from("/cfg")));
+        assert_eq!(opts.timeout, Duration::from_millis(2500));
+    }
+
+    #[test]
+    fn inside_tmux_a_window_unless_another_server() {
+        let env = env_of(&[("HOME", "/h"), ("TMUX", "/tmp/tmux-0/default,17361,0")]);
+        let (opts, _) = options_from(parse(&[]), &env).unwrap();
+        assert_eq!(opts.placement, Placement::NewWindow { target: None });
+        let (opts, _) = options_from(parse(&["--tmux-socket", "/tmp/other"]), &env).unwrap();
+        assert_eq!(opts.placement, Placement::NewSession);
+        let (opts, _) =
+            options_from(parse(&["--tmux-socket", "/tmp/tmux-0/default"]), &env).unwrap();
+        assert_eq!(opts.placement, Placement::NewWindow { target: None });
+    }
+
+    #[test]
+    fn bad_prompt_timeout_and_session_id_are_usage_errors() {
+        let env = env_of(&[("HOME", "/h")]);
+        for argv in [
+            &["--prompt", "1 start with a digit"][..],
+            &["--prompt", "two\nlines"],
+            &["--timeout", "0"],
+            &["--timeout=-3"],
+            &["--session-id", ""],
+        ] {
+            assert!(options_from(parse(argv), &env).is_err(), "{argv:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn usage_errors_exit_2_before_anything_starts() {
+        let env = env_of(&[("HOME", "/h")]);
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run_with(parse(&["--timeout", "nan"]), &env, &mut out, &mut err).await;
+        assert_eq!(code, 2);
+        assert!(out.is_empty());
+        assert!(String::from_utf8_lossy(&err).contains("--timeout"));
+    }
+}

@@ -1,0 +1,588 @@
+//! Marking a folder trusted in Claude Code's own global config before it starts, so the
+//! folder-trust dialog never appears: `projects["<abs dir>"].hasTrustDialogAccepted = true` in
+//! the `.claude.json` Claude Code reads. It owns finding that file and changing that one value
+//! safely: every other key is kept (in order, numbers exact), the old file is copied to a backup
+//! first, the new one replaces it atomically (temp file in the same directory, same mode, fsync,
+//! rename), a file that is not a JSON object is refused rather than replaced, and a concurrent
+//! writer (Claude Code rewrites the file often) is detected by re-checking the file just before
+//! the rename and retrying once. It does not decide whether to pre-trust (the launcher's caller
+//! does) and never touches any other Claude Code file.
+
+use std::fs::{self, File, OpenOptions, Permissions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value};
+
+/// The key Claude Code sets when the trust dialog is accepted for a folder.
+pub const TRUST_KEY: &str = "hasTrustDialogAccepted";
+/// Infix of backup copies: `~/.claude.json.wakebridge-backup.<unix seconds>`.
+pub const BACKUP_INFIX: &str = ".wakebridge-backup.";
+/// Largest config read. Real files hold onboarding state and a few keys per project, far below
+/// this; a bigger file is refused rather than read into memory.
+pub const MAX_CONFIG_BYTES: u64 = 64 * 1024 * 1024;
+/// Mode of a config file this creates and of every backup: the file holds account identifiers.
+pub const PRIVATE_MODE: u32 = 0o600;
+/// Read-modify-write attempts when another process rewrites the file meanwhile: the first
+/// attempt and one retry, as a second collision means a writer is busy and a human should wait.
+const ATTEMPTS: u32 = 2;
+/// Backups with the same second get a counter suffix; past this many something is wrong.
+const MAX_BACKUP_SUFFIX: u32 = 100;
+
+/// Why the folder could not be marked trusted. The config file is unchanged on every variant.
+#[derive(Debug, thiserror::Error)]
+pub enum PreTrustError {
+    #[error("HOME is not set to an absolute path, so ~/.claude.json is unknown; set HOME")]
+    NoHome,
+    #[error(
+        "CLAUDE_CONFIG_DIR is {0:?}, not an absolute path; set it to an absolute path or unset it"
+    )]
+    RelativeConfigDir(String),
+    #[error("the folder to trust must be an absolute UTF-8 path, got {0:?}")]
+    BadFolder(PathBuf),
+    #[error("cannot read {path}: {source}; nothing was changed")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is larger than {MAX_CONFIG_BYTES} bytes; refusing to rewrite it")]
+    TooLarge { path: PathBuf },
+    #[error(
+        "{path} is not valid JSON ({detail}); refusing to overwrite it. Fix or move the file, or \
+         launch without --pre-trust and let the launcher answer the trust dialog"
+    )]
+    NotJson { path: PathBuf, detail: String },
+    #[error("{path}: {what} is not a JSON object; refusing to overwrite it")]
+    NotAnObject { path: PathBuf, what: String },
+    #[error("cannot write the backup {path}: {source}; nothing was changed")]
+    Backup {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}: {source}; the previous file is unchanged")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{path} kept changing while it was being updated (another program, probably a running \
+         Claude Code, rewrites it); nothing was changed. Retry when no claude is starting"
+    )]
+    Concurrent { path: PathBuf },
+}
+
+/// What [`pre_trust`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreTrusted {
+    /// The file that was (or already was) updated; a symlink is followed to its target.
+    pub config: PathBuf,
+    /// The `projects` key set.
+    pub project: String,
+    /// The backup of the previous contents; `None` when nothing was written or there was no file.
+    pub backup: Option<PathBuf>,
+    /// The folder was already trusted: nothing was written.
+    pub already_trusted: bool,
+}
+
+/// The global config file Claude Code reads, as its 2.1.332 binary resolves it: `.claude.json`
+/// in `$CLAUDE_CONFIG_DIR` when that is set, else in `$HOME`; except that a non-empty legacy
+/// `.config.json` in the config home (`$CLAUDE_CONFIG_DIR`, else `~/.claude`) wins while the
+/// main file is missing or empty. (mieubrisse/agenc#30 reports installs that read `~/.claude.json`
+/// despite CLAUDE_CONFIG_DIR; launching with that variable set is the caller's promise.)
+pub fn claude_config_path(env: &dyn Fn(&str) -> Option<String>) -> Result<PathBuf, PreTrustError> {
+    let home = || {
+        env("HOME")
+            .map(PathBuf::from)
+            .filter(|home| home.is_absolute())
+            .ok_or(PreTrustError::NoHome)
+    };
+    let (config_home, main) = match env("CLAUDE_CONFIG_DIR").filter(|dir| !dir.is_empty()) {
+        Some(dir) => {
+            let dir = PathBuf::from(&dir);
+            if !dir.is_absolute() {
+                return Err(PreTrustError::RelativeConfigDir(dir.display().to_string()));
+            }
+            (dir.clone(), dir.join(".claude.json"))
+        }
+        None => {
+            let home = home()?;
+            (home.join(".claude"), home.join(".claude.json"))
+        }
+    };
+    let non_empty_file = |path: &Path| fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0);
+    let legacy = config_home.join(".config.json");
+    if non_empty_file(&legacy) && !non_empty_file(&main) {
+        return Ok(legacy);
+    }
+    Ok(main)
+}
+
+/// Where Claude Code keeps per-process registry files (`sessions/<pid>.json`):
+/// `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn claude_config_home(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    match env("CLAUDE_CONFIG_DIR").filter(|dir| !dir.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)).filter(|dir| dir.is_absolute()),
+        None => env("HOME")
+            .map(PathBuf::from)
+            .filter(|home| home.is_absolute())
+            .map(|home| home.join(".claude")),
+    }
+}
+
+/// Set `projects[folder].hasTrustDialogAccepted = true` in `config`, creating the file (mode
+/// 0600) if it does not exist. `folder` should be canonical (Claude Code keys projects by its
+/// real working directory).
+pub fn pre_trust(config: &Path, folder: &Path) -> Result<PreTrusted, PreTrustError> {
+    let project = folder
+        .to_str()
+        .filter(|_| folder.is_absolute())
+        .ok_or_else(|| PreTrustError::BadFolder(folder.to_owned()))?
+        .to_owned();
+    // Follow a symlinked config (dotfile managers) so the link survives and its target changes.
+    let config = match fs::canonicalize(config) {
+        Ok(target) => target,
+        Err(err) if err.kind() == ErrorKind::NotFound => config.to_owned(),
+        Err(source) => {
+            return Err(PreTrustError::Read {
+                path: config.to_owned(),
+                source,
+            });
+        }
+    };
+    for _ in 0..ATTEMPTS {
+        let before = read_config(&config)?;
+        let mut root = match &before {
+            Some(read) => parse_root(&config, &read.bytes)?,
+            None => Map::new(),
+        };
+        if !mark_trusted(&config, &mut root, &project)? {
+            return Ok(PreTrusted {
+                config,
+                project,
+                backup: None,
+                already_trusted: true,
+            });
+        }
+        let text = serde_json::to_string_pretty(&Value::Object(root)).map_err(|err| {
+            PreTrustError::Write {
+                path: config.clone(),
+                source: std::io::Error::other(err),
+            }
+        })?;
+        let backup = match &before {
+            Some(read) => Some(write_backup(&config, &read.bytes)?),
+            None => None,
+        };
+        let mode = before.as_ref().map_or(PRIVATE_MODE, |read| read.stamp.mode);
+        match replace_if_unchanged(
+            &config,
+            text.as_bytes(),
+            mode,
+            before.as_ref().map(|r| r.stamp),
+        )? {
+            true => {
+                return Ok(PreTrusted {
+                    config,
+                    project,
+                    backup,
+                    already_trusted: false,
+                });
+            }
+            false => {
+                // Someone else wrote meanwhile; the backup of what we read is stale, drop it.
+                if let Some(backup) = backup {
+                    let _ = fs::remove_file(backup);
+                }
+            }
+        }
+    }
+    Err(PreTrustError::Concurrent { path: config })
+}
+
+/// Identity of one version of the file: a rename by another writer changes the inode, an
+/// in-place write changes size or mtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    ino: u64,
+    dev: u64,
+    len: u64,
+    mtime: Option<SystemTime>,
+    mode: u32,
+}
+
+impl Stamp {
+    fn of(meta: &fs::Metadata) -> Self {
+        Self {
+            ino: meta.ino(),
+            dev: meta.dev(),
+            len: meta.len(),
+            mtime: meta.modified().ok(),
+            mode: meta.mode() & 0o7777,
+        }
+    }
+}
+
+struct ReadConfig {
+    bytes: Vec<u8>,
+    stamp: Stamp,
+}
+
+fn read_config(config: &Path) -> Result<Option<ReadConfig>, PreTrustError> {
+    let read_err = |source| PreTrustError::Read {
+        path: config.to_owned(),
+        source,
+    };
+    let file = match File::open(config) {
+        Ok(file) => file,
+        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(read_err(err)),
+    };
+    let meta = file.metadata().map_err(read_err)?;
+    if !meta.is_file() {
+        return Err(read_err(std::io::Error::other("not a regular file")));
+    }
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(PreTrustError::TooLarge {
+            path: config.to_owned(),
+        });
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_err)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(PreTrustError::TooLarge {
+            path: config.to_owned(),
+        });
+    }
+    Ok(Some(ReadConfig {
+        bytes,
+        stamp: Stamp::of(&meta),
+    }))
+}
+
+fn parse_root(config: &Path, bytes: &[u8]) -> Result<Map<String, Value>, PreTrustError> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(root)) => Ok(root),
+        Ok(_) => Err(PreTrustError::NotAnObject {
+            path: config.to_owned(),
+            what: "the top level".into(),
+        }),
+        Err(err) => Err(PreTrustError::NotJson {
+            path: config.to_owned(),
+            detail: err.to_string(),
+        }),
+    }
+}
+
+/// Set the flag; false when it was already true (nothing to write).
+fn mark_trusted(
+    config: &Path,
+    root: &mut Map<String, Value>,
+    project: &str,
+) -> Result<bool, PreTrustError> {
+    let not_object = |what: String| PreTrustError::NotAnObject {
+        path: config.to_owned(),
+        what,
+    };
+    let projects = root
+        .entry("projects")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or_else(|| not_object("\"projects\"".into()))?;
+    let entry = projects
+        .entry(project)
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or_else(|| not_object(format!("projects[{project:?}]")))?;
+    if entry.get(TRUST_KEY) == Some(&Value::Bool(true)) {
+        return Ok(false);
+    }
+    entry.insert(TRUST_KEY.to_owned(), Value::Bool(true));
+    Ok(true)
+}
+
+/// Copy the bytes that were read to `<config>.wakebridge-backup.<unix seconds>[-n]`, 0600,
+/// synced, never replacing an existing file.
+fn write_backup(config: &Path, bytes: &[u8]) -> Result<PathBuf, PreTrustError> {
+    let seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    let base = format!("{}{BACKUP_INFIX}{seconds}", config.display());
+    for n in 0..MAX_BACKUP_SUFFIX {
+        let path = PathBuf::from(if n == 0 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        });
+        let backup_err = |source| PreTrustError::Backup {
+            path: path.clone(),
+            source,
+        };
+        let mut file = match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(PRIVATE_MODE)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(err) if err.kind() == ErrorKind::AlreadyExists => continue,
+            Err(err) => return Err(backup_err(err)),
+        };
+        let written = file.write_all(bytes).and_then(|()| file.sync_all());
+        if let Err(err) = written {
+            let _ = fs::remove_file(&path);
+            return Err(backup_err(err));
+        }
+        return Ok(path);
+    }
+    Err(PreTrustError::Backup {
+        path: PathBuf::from(base),
+        source: std::io::Error::other("too many backups with the same timestamp"),
+    })
+}
+
+/// Write `bytes` to a temp file beside `config` with `mode`, then rename it over `config` only
+/// if the file is still the version that was read (`expected`, `None` = it did not exist).
+/// Returns false, having removed the temp file, when someone else changed it meanwhile.
+fn replace_if_unchanged(
+    config: &Path,
+    bytes: &[u8],
+    mode: u32,
+    expected: Option<Stamp>,
+) -> Result<bool, PreTrustError> {
+    let write_err = |source| PreTrustError::Write {
+        path: config.to_owned(),
+        source,
+    };
+    let dir = config
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if expected.is_none() {
+        fs::create_dir_all(dir).map_err(write_err)?;
+    }
+    let name = config
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.subsec_nanos());
+    let temp = dir.join(format!(
+        ".{name}.wakebridge.{}.{nanos}.tmp",
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(PRIVATE_MODE)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        // The mode after creation: umask does not apply to set_permissions.
+        file.set_permissions(Permissions::from_mode(mode))?;
+        file.sync_all()?;
+        let now = match fs::metadata(config) {
+            Ok(meta) => Some(Stamp::of(&meta)),
+            Err(err) if err.kind() == ErrorKind::NotFound => None,
+            Err(err) => return Err(err),
+        };
+        if now != expected {
+            return Ok(false);
+        }
+        fs::rename(&temp, config)?;
+        // Make the rename durable; a failure here leaves the new file in place, so ignore it.
+        if let Ok(dir) = File::open(dir) {
+            let _ = dir.sync_all();
+        }
+        Ok(true)
+    })();
+    match result {
+        Ok(true) => Ok(true),
+        Ok(false) => {
+            let _ = fs::remove_file(&temp);
+            Ok(false)
+        }
+        Err(err) => {
+            let _ = fs::remove_file(&temp);
+            Err(write_err(err))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn config_path_is_home_or_config_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap();
+        assert_eq!(
+            claude_config_path(&env_of(&[("HOME", home)])).unwrap(),
+            dir.path().join(".claude.json")
+        );
+        let cfg = dir.path().join("cfg");
+        assert_eq!(
+            claude_config_path(&env_of(&[
+                ("HOME", home),
+                ("CLAUDE_CONFIG_DIR", cfg.to_str().unwrap())
+            ]))
+            .unwrap(),
+            cfg.join(".claude.json")
+        );
+        assert!(matches!(
+            claude_config_path(&env_of(&[("CLAUDE_CONFIG_DIR", "rel")])),
+            Err(PreTrustError::RelativeConfigDir(_))
+        ));
+        assert!(matches!(
+            claude_config_path(&env_of(&[])),
+            Err(PreTrustError::NoHome)
+        ));
+    }
+
+    #[test]
+    fn legacy_config_json_wins_only_while_the_main_file_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap();
+        fs::create_dir(dir.path().join(".claude")).unwrap();
+        let legacy = dir.path().join(".claude/.config.json");
+        fs::write(&legacy, "{}").unwrap();
+        let env = env_of(&[("HOME", home)]);
+        assert_eq!(claude_config_path(&env).unwrap(), legacy);
+        fs::write(dir.path().join(".claude.json"), "{}").unwrap();
+        assert_eq!(
+            claude_config_path(&env).unwrap(),
+            dir.path().join(".claude.json")
+        );
+    }
+
+    #[test]
+    fn keeps_other_keys_and_order_and_exact_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(".claude.json");
+        fs::write(
+            &config,
+            r#"{"z":1,"big":123456789012345678901234567890,"projects":{"/other":{"hasTrustDialogAccepted":false,"allowedTools":["x"]}},"a":{"b":[1.50,2]}}"#,
+        )
+        .unwrap();
+        fs::set_permissions(&config, Permissions::from_mode(0o640)).unwrap();
+        let done = pre_trust(&config, Path::new("/work/p")).unwrap();
+        assert!(!done.already_trusted);
+        let text = fs::read_to_string(&config).unwrap();
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["z", "big", "projects", "a"]);
+        assert!(text.contains("123456789012345678901234567890"));
+        assert!(text.contains("1.50"));
+        assert_eq!(value["projects"]["/work/p"][TRUST_KEY], Value::Bool(true));
+        assert_eq!(value["projects"]["/other"][TRUST_KEY], Value::Bool(false));
+        assert_eq!(
+            fs::metadata(&config).unwrap().permissions().mode() & 0o777,
+            0o640
+        );
+        let backup = done.backup.unwrap();
+        assert!(backup.to_str().unwrap().contains(BACKUP_INFIX));
+        assert!(fs::read_to_string(backup).unwrap().starts_with(r#"{"z":1"#));
+        // Idempotent: a second run writes nothing.
+        let again = pre_trust(&config, Path::new("/work/p")).unwrap();
+        assert!(again.already_trusted);
+        assert_eq!(again.backup, None);
+    }
+
+    #[test]
+    fn refuses_invalid_json_and_non_objects_without_touching_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(".claude.json");
+        for bad in [&b"{\"a\": tru"[..], b"", b"[1,2]", br#"{"projects":[]}"#] {
+            fs::write(&config, bad).unwrap();
+            let err = pre_trust(&config, Path::new("/p")).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    PreTrustError::NotJson { .. } | PreTrustError::NotAnObject { .. }
+                ),
+                "{err}"
+            );
+            assert_eq!(fs::read(&config).unwrap(), bad);
+        }
+        let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no backup or temp file left behind");
+    }
+
+    #[test]
+    fn creates_a_missing_file_privately() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("sub").join(".claude.json");
+        let done = pre_trust(&config, Path::new("/p")).unwrap();
+        assert_eq!(done.backup, None);
+        let value: Value = serde_json::from_slice(&fs::read(&config).unwrap()).unwrap();
+        assert_eq!(value["projects"]["/p"][TRUST_KEY], Value::Bool(true));
+        assert_eq!(
+            fs::metadata(&config).unwrap().permissions().mode() & 0o777,
+            PRIVATE_MODE
+        );
+    }
+
+    #[test]
+    fn follows_a_symlinked_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("dotfiles.json");
+        fs::write(&real, "{}").unwrap();
+        let link = dir.path().join(".claude.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        pre_trust(&link, Path::new("/p")).unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        let value: Value = serde_json::from_slice(&fs::read(&real).unwrap()).unwrap();
+        assert_eq!(value["projects"]["/p"][TRUST_KEY], Value::Bool(true));
+    }
+
+    #[test]
+    fn a_concurrent_change_aborts_the_rename() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(".claude.json");
+        fs::write(&config, "{}").unwrap();
+        let read = read_config(&config).unwrap().unwrap();
+        // Another writer replaces the file after our read.
+        fs::write(dir.path().join("other"), r#"{"theirs":true}"#).unwrap();
+        fs::rename(dir.path().join("other"), &config).unwrap();
+        let replaced =
+            replace_if_unchanged(&config, b"{\"ours\":1}", 0o600, Some(read.stamp)).unwrap();
+        assert!(!replaced);
+        assert_eq!(fs::read_to_string(&config).unwrap(), r#"{"theirs":true}"#);
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "temp file removed");
+    }
+
+    #[test]
+    fn relative_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(".claude.json");
+        assert!(matches!(
+            pre_trust(&config, Path::new("rel")),
+            Err(PreTrustError::BadFolder(_))
+        ));
+    }
+}
