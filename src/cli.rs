@@ -11,6 +11,7 @@ use crate::app::App;
 use crate::client;
 use crate::config::{self, Flags, ProcessEnv};
 use crate::context::cli::{ContextArgs, StatuslineArgs, run_context, run_statusline};
+use crate::launch::cli::LaunchArgs;
 use crate::store::{Record, SessionSeen, Store, now_unix_ms};
 use crate::wake::cli::{PanesCommand, WakeStateArgs, run_panes, run_wake_state};
 use crate::wake::hook::{HookArgs, HookOutcome, run_hook};
@@ -49,6 +50,8 @@ enum Command {
     Context(ContextArgs),
     /// Claude Code status-line command: hands context figures to the daemon, prints one line.
     Statusline(StatuslineArgs),
+    /// Start an agent (default `claude`) in a new tmux pane and get it past its first-run screens.
+    Launch(LaunchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -147,6 +150,7 @@ pub fn main() -> ExitCode {
         Some(Command::Status(args)) => client::status(args.json, args.url.as_deref()),
         Some(Command::Context(args)) => run_context(&args, &state_dir()),
         Some(Command::Statusline(args)) => run_statusline(&args, &state_dir()),
+        Some(Command::Launch(args)) => crate::launch::cli::run(args),
     }
 }
 
