@@ -13,6 +13,7 @@ pub mod event;
 pub mod gate;
 pub mod http;
 pub mod mux;
+pub mod nudge;
 pub mod pyjson;
 pub mod ratelimit;
 pub mod signature;
