@@ -304,6 +304,9 @@ struct Tracked {
     restored_nudge_ms: Option<i64>,
     /// Unix ms of the last nudge (for the ledger row).
     last_nudge_ms: Option<i64>,
+    /// What the last capture showed that stopped a nudge (a dialog, a spinner), while
+    /// `retry_at` holds the next look off.
+    screen_block: Option<String>,
 }
 
 /// The nudger: its settings, its I/O and what it knows about each session.
@@ -466,6 +469,12 @@ impl<I: NudgerIo> Nudger<I> {
             .config
             .schedule
             .next(&tracked.count, self.io.last_typed(sid));
+        if tracked.retry_at.is_some_and(|at| at > now)
+            && let Some(seen) = &tracked.screen_block
+        {
+            let reason = format!("{seen}, looking again later");
+            return self.view(sid, now, now_ms, reason);
+        }
         if !next.due(now) || tracked.retry_at.is_some_and(|at| at > now) {
             return self.view(
                 sid,
@@ -492,7 +501,15 @@ impl<I: NudgerIo> Nudger<I> {
             }
             let verdict = classify(&obs);
             if !matches!(verdict, Verdict::Idle(_)) {
-                return self.view(sid, now, now_ms, verdict_text(&verdict));
+                // Seen only on the screen (a dialog, a spinner): look again no sooner than a
+                // base gap, so a long-open dialog costs one capture per gap, not one per poll.
+                let base = self.config.schedule.base;
+                let reason = verdict_text(&verdict);
+                if let Some(tracked) = self.sessions.get_mut(sid) {
+                    tracked.retry_at = Some(now + base);
+                    tracked.screen_block = Some(reason.clone());
+                }
+                return self.view(sid, now, now_ms, reason);
             }
         }
         self.nudge(sid, now_ms).await;
@@ -531,6 +548,7 @@ impl<I: NudgerIo> Nudger<I> {
         let had = tracked.count.reset();
         let was_acknowledged = std::mem::replace(&mut tracked.acknowledged, false);
         tracked.retry_at = None;
+        tracked.screen_block = None;
         if was_acknowledged {
             tracing::info!(
                 session_id = sid,
@@ -581,6 +599,7 @@ impl<I: NudgerIo> Nudger<I> {
             tracked.count.nudged(Instant::now());
             tracked.last_nudge_ms = Some(done_ms);
             tracked.retry_at = None;
+            tracked.screen_block = None;
             let acknowledged = schedule.acknowledged(tracked.count.unanswered);
             tracked.acknowledged = acknowledged;
             tracing::info!(
