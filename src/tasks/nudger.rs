@@ -442,7 +442,7 @@ impl<I: NudgerIo> Nudger<I> {
 
         let movement = self.track(sid, &obs, now_ms, typed_ms, grace_ms);
         if let Movement::Real { signal, .. } = movement {
-            self.answered(sid, signal, now_ms).await;
+            self.answered(sid, signal).await;
         }
         let verdict = classify(&obs);
         let Verdict::Idle(idle_reason) = verdict else {
@@ -496,7 +496,7 @@ impl<I: NudgerIo> Nudger<I> {
             }
             let movement = self.track(sid, &obs, now_ms, typed_ms, grace_ms);
             if let Movement::Real { signal, .. } = movement {
-                self.answered(sid, signal, now_ms).await;
+                self.answered(sid, signal).await;
                 return self.view(sid, now, now_ms, format!("active ({signal})"));
             }
             let verdict = classify(&obs);
@@ -512,7 +512,7 @@ impl<I: NudgerIo> Nudger<I> {
                 return self.view(sid, now, now_ms, reason);
             }
         }
-        self.nudge(sid, now_ms).await;
+        self.nudge(sid).await;
         self.view(
             sid,
             Instant::now(),
@@ -543,7 +543,7 @@ impl<I: NudgerIo> Nudger<I> {
     }
 
     /// Real activity: forget the unanswered nudges.
-    async fn answered(&mut self, sid: &str, signal: &str, _now_ms: i64) {
+    async fn answered(&mut self, sid: &str, signal: &str) {
         let tracked = self.sessions.entry(sid.to_owned()).or_default();
         let had = tracked.count.reset();
         let was_acknowledged = std::mem::replace(&mut tracked.acknowledged, false);
@@ -569,7 +569,7 @@ impl<I: NudgerIo> Nudger<I> {
         }
     }
 
-    async fn nudge(&mut self, sid: &str, now_ms: i64) {
+    async fn nudge(&mut self, sid: &str) {
         let unanswered = self
             .sessions
             .get(sid)
@@ -630,7 +630,6 @@ impl<I: NudgerIo> Nudger<I> {
                 "nudge not typed"
             );
         }
-        let _ = now_ms;
         self.io.record(records).await;
     }
 
