@@ -18,13 +18,17 @@ use crate::dedupe::Dedupe;
 use crate::deliver::{Action, Deliverer};
 use crate::gate::Gate;
 use crate::mux::{Injector, MuxConfig};
+use crate::nudge::registry::registry_dir;
+use crate::nudge::{NudgeViews, NudgerConfig};
 use crate::ratelimit::RateLimiter;
 use crate::singleton::{self, SingletonError, Singletons};
 use crate::spool::{self, Spool};
 use crate::store::{Store, now_unix_ms};
 use crate::tasks::context_monitor::{self, MonitorConfig};
+use crate::tasks::nudger::{self, NudgerDeps};
 use crate::tasks::prune::{self, PruneConfig};
 use crate::tasks::registration::{self, RegistrationConfig, RegistrationStatus};
+use tokio::sync::watch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -40,6 +44,9 @@ pub enum AppError {
     /// A `[context]` setting that cannot work (the message names it).
     #[error("{0}")]
     Context(String),
+    /// A bad `[nudger]` setting, named.
+    #[error("{0}")]
+    Nudger(String),
     #[error("server failed: {0}")]
     Serve(String),
 }
@@ -59,6 +66,8 @@ pub struct AppState {
     pub registration: Option<Arc<RegistrationStatus>>,
     /// Context figures per session, kept by the context monitor (empty when it is off).
     pub context: Arc<ContextView>,
+    /// The idle nudger's per-session view (absent when it is off).
+    pub nudges: Option<watch::Receiver<NudgeViews>>,
 }
 
 impl AppState {
@@ -86,6 +95,7 @@ pub struct App {
     listener: tokio::net::TcpListener,
     /// `None` when `[context] enabled = false`.
     context_monitor: Option<MonitorConfig>,
+    nudger: Option<NudgerDeps>,
     _singletons: Singletons,
 }
 
@@ -148,6 +158,20 @@ impl App {
             &dedupe,
             config.settings.ledger.identity_window,
         );
+        // The nudger types into panes, so it runs only where typing is allowed (mux backend).
+        let nudger = if config.settings.nudger.enabled && config.backend == Backend::Mux {
+            let nudge_config = NudgerConfig::from_settings(&config.settings.nudger)
+                .map_err(|e| AppError::Nudger(e.to_string()))?;
+            Some(NudgerDeps::new(
+                gate.clone(),
+                store.clone(),
+                wake_dir.clone(),
+                registry_dir(&|name| env.get(name)),
+                nudge_config,
+            ))
+        } else {
+            None
+        };
         let deliverer = Deliverer::new(
             Spool::new(wake_dir),
             config.backend,
@@ -165,11 +189,13 @@ impl App {
             started_at: SystemTime::now(),
             registration: settings_registration.then(|| Arc::new(RegistrationStatus::new())),
             context: Arc::new(ContextView::new()),
+            nudges: nudger.as_ref().map(NudgerDeps::views),
         });
         Ok(App {
             state,
             listener,
             context_monitor,
+            nudger,
             _singletons: singletons,
         })
     }
@@ -206,6 +232,9 @@ impl App {
                 shutdown.child_token(),
             ))
         });
+        let nudger = self
+            .nudger
+            .map(|deps| tokio::spawn(nudger::run(deps, shutdown.child_token())));
         let router = crate::http::router(self.state.clone());
         let stop = shutdown.clone();
         axum::serve(self.listener, router)
@@ -214,6 +243,9 @@ impl App {
             .map_err(|e| AppError::Serve(e.to_string()))?;
         let _ = pruning.await;
         if let Some(task) = context {
+            let _ = task.await;
+        }
+        if let Some(task) = nudger {
             let _ = task.await;
         }
         // Registration unregisters our row within its own bounded budget.

@@ -184,7 +184,7 @@ fn record_hook(outcome: &HookOutcome) {
         cwd: outcome.cwd.clone(),
         transcript_path: outcome.transcript_path.clone(),
         pane: outcome.pane.as_ref().map(ToString::to_string),
-        last_hook_event: Some(outcome.event_name.clone()),
+        last_hook_event: Some(outcome.ledger_event.clone()),
         seen_at_ms: now_unix_ms(),
     };
     let recorded =

@@ -17,6 +17,7 @@ pub mod gate;
 pub mod http;
 pub mod launch;
 pub mod mux;
+pub mod nudge;
 pub mod pyjson;
 pub mod ratelimit;
 pub mod signature;

@@ -82,6 +82,11 @@ pub fn collect(app: &AppState) -> Vec<SessionStatus> {
     let gate = app.deliverer.gate();
     let wake_dir = app.deliverer.spool().wake_dir();
     let mapped = mapped_panes(wake_dir);
+    let nudges = app
+        .nudges
+        .as_ref()
+        .map(|views| views.borrow().clone())
+        .unwrap_or_default();
     let mut rows: BTreeMap<String, Option<SessionRow>> =
         mapped.keys().map(|k| (k.clone(), None)).collect();
     if let Some(store) = app.deliverer.store() {
@@ -124,13 +129,19 @@ pub fn collect(app: &AppState) -> Vec<SessionStatus> {
                 spool_lines,
                 spool_bytes,
                 context: app.context.json(&sid),
-                nudge: row.nudge.map(|n| {
-                    serde_json::json!({
-                        "unanswered": n.unanswered,
-                        "last_nudge_at": rfc3339_ms(n.last_nudge_ms),
-                        "acknowledged": n.acknowledged,
-                    })
-                }),
+                // The live nudger's view when it runs; else what the ledger last recorded.
+                nudge: nudges
+                    .get(&sid)
+                    .and_then(|view| serde_json::to_value(view).ok())
+                    .or_else(|| {
+                        row.nudge.map(|n| {
+                            serde_json::json!({
+                                "unanswered": n.unanswered,
+                                "last_nudge_at": rfc3339_ms(n.last_nudge_ms),
+                                "acknowledged": n.acknowledged,
+                            })
+                        })
+                    }),
                 session_id: sid,
             }
         })

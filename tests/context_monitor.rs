@@ -126,6 +126,7 @@ impl Rig {
             started_at: SystemTime::now(),
             registration: None,
             context: Arc::new(ContextView::new()),
+            nudges: None,
         });
         Ok(Rig {
             root,

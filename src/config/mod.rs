@@ -71,6 +71,7 @@ pub struct Settings {
     pub prune: PruneSettings,
     pub state: StateSettings,
     pub context: ContextSettings,
+    pub nudger: NudgerSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -124,6 +125,22 @@ pub struct PruneSettings {
     pub max_total_bytes: u64,
     #[serde(with = "humantime_serde")]
     pub interval: Duration,
+}
+
+/// `[nudger]`: the idle nudger (validated into `nudge::NudgerConfig`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct NudgerSettings {
+    pub enabled: bool,
+    #[serde(with = "humantime_serde")]
+    pub idle_after: Duration,
+    #[serde(with = "humantime_serde")]
+    pub poll_interval: Duration,
+    #[serde(with = "humantime_serde")]
+    pub base_cooldown: Duration,
+    #[serde(with = "humantime_serde")]
+    pub max_cooldown: Duration,
+    pub acknowledge_after: u32,
+    pub messages: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -327,6 +344,7 @@ pub fn load_settings(config_file: Option<&Path>, env: &dyn Env) -> Result<Settin
             .list_separator(",")
             .with_list_parse_key("bridge.allowed_hosts")
             .with_list_parse_key("mux.shells")
+            .with_list_parse_key("nudger.messages")
             .try_parsing(true)
             .source(Some(own_env)),
     );

@@ -53,6 +53,16 @@ pub async fn metrics(State(app): State<Arc<AppState>>) -> Response {
     );
     let _ = writeln!(text, "# TYPE wakebridge_spool_bytes gauge");
     let _ = writeln!(text, "wakebridge_spool_bytes {spool_bytes}");
+    let acknowledged = sessions
+        .iter()
+        .filter(|s| s.nudge.as_ref().is_some_and(|n| n["acknowledged"] == true))
+        .count();
+    let _ = writeln!(
+        text,
+        "# HELP wakebridge_sessions_acknowledged_idle Sessions the nudger has fallen silent for."
+    );
+    let _ = writeln!(text, "# TYPE wakebridge_sessions_acknowledged_idle gauge");
+    let _ = writeln!(text, "wakebridge_sessions_acknowledged_idle {acknowledged}");
     let contexts: Vec<(&str, f64)> = sessions
         .iter()
         .filter_map(|s| {

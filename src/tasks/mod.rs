@@ -2,5 +2,6 @@
 //! `run(.., shutdown: CancellationToken)` future that returns when shutdown is requested.
 
 pub mod context_monitor;
+pub mod nudger;
 pub mod prune;
 pub mod registration;

@@ -157,6 +157,9 @@ pub enum HookResult {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookOutcome {
     pub event_name: String,
+    /// `Notification:<notification_type>` for notifications (the nudger tells `idle_prompt`
+    /// from a permission prompt by it), else the event name: what the ledger records.
+    pub ledger_event: String,
     pub session_id: Option<String>,
     pub cwd: Option<String>,
     pub transcript_path: Option<String>,
@@ -178,8 +181,13 @@ pub fn perform(
     let action = action_for(input);
     let pane = detect_target(env);
     let session_id = resolve_session_id(input.session_id.as_deref(), env);
+    let ledger_event = match (&*input.event_name, &input.notification_type) {
+        ("Notification", Some(kind)) => format!("Notification:{kind}"),
+        _ => input.event_name.clone(),
+    };
     let mut outcome = HookOutcome {
         event_name: input.event_name.clone(),
+        ledger_event,
         session_id: session_id.clone(),
         cwd: input.cwd.clone(),
         transcript_path: input.transcript_path.clone(),

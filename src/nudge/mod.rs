@@ -1,0 +1,208 @@
+//! The idle nudger's pure parts and its settings: the backoff schedule (`schedule`), the idle
+//! decision from many signals (`signals`), Claude Code's session registry reader (`registry`),
+//! the validated [`NudgerConfig`] and the read-only [`NudgeView`] the status surfaces show. The
+//! polling loop that gathers signals and types nudges through the wake gate is
+//! `tasks::nudger`; this module runs no processes and types nothing.
+
+pub mod registry;
+pub mod schedule;
+pub mod signals;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::NudgerSettings;
+use crate::mux::{KeystrokeText, TextError};
+
+pub use schedule::{Next, NudgeCount, Schedule};
+pub use signals::{Movement, Observation, Verdict};
+
+/// How long after wakebridge's own typing pane output, hook events and transcript writes are
+/// taken as the echo of that typing (the text appearing, Claude's `UserPromptSubmit` and the
+/// transcript's user record, a one-line acknowledgement) rather than the session answering.
+/// Real work on a nudge runs a turn of API calls that outlasts it; an acknowledgement that ends
+/// within it does not reset the backoff, so an agent that only says "nothing left" is left alone
+/// sooner.
+pub const DEFAULT_ECHO_GRACE: Duration = Duration::from_secs(10);
+
+/// Shortest poll interval accepted: each poll forks one `tmux list-panes`, so a smaller value
+/// would cost CPU without detecting idleness any sooner in a way that matters.
+pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Why `[nudger]` cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum NudgeError {
+    #[error("nudger.messages is empty; give at least one message to type as a nudge")]
+    NoMessages,
+    #[error("nudger.messages[{index}] cannot be typed: {source}")]
+    BadMessage { index: usize, source: TextError },
+    #[error(
+        "nudger.poll_interval {got:?} is too short; use at least {MIN_POLL_INTERVAL:?} \
+         (WAKEBRIDGE_NUDGER__POLL_INTERVAL)"
+    )]
+    PollTooShort { got: Duration },
+    #[error("nudger.base_cooldown must be more than zero (WAKEBRIDGE_NUDGER__BASE_COOLDOWN)")]
+    ZeroBase,
+}
+
+/// `[nudger]`, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NudgerConfig {
+    pub enabled: bool,
+    /// Quiet time (no activity signal moved) before a session with a positive idle signal is
+    /// nudged.
+    pub idle_after: Duration,
+    pub poll_interval: Duration,
+    pub schedule: Schedule,
+    /// Typed in rotation: the n-th unanswered nudge of a series types `messages[n % len]`.
+    pub messages: Vec<KeystrokeText>,
+    /// See [`DEFAULT_ECHO_GRACE`].
+    pub echo_grace: Duration,
+}
+
+impl NudgerConfig {
+    pub fn from_settings(settings: &NudgerSettings) -> Result<Self, NudgeError> {
+        if settings.messages.is_empty() {
+            return Err(NudgeError::NoMessages);
+        }
+        let messages = settings
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(index, text)| {
+                KeystrokeText::new(text).map_err(|source| NudgeError::BadMessage { index, source })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if settings.poll_interval < MIN_POLL_INTERVAL {
+            return Err(NudgeError::PollTooShort {
+                got: settings.poll_interval,
+            });
+        }
+        if settings.base_cooldown.is_zero() {
+            return Err(NudgeError::ZeroBase);
+        }
+        Ok(Self {
+            enabled: settings.enabled,
+            idle_after: settings.idle_after,
+            poll_interval: settings.poll_interval,
+            schedule: Schedule {
+                base: settings.base_cooldown,
+                max: settings.max_cooldown,
+                acknowledge_after: settings.acknowledge_after,
+            },
+            messages,
+            echo_grace: DEFAULT_ECHO_GRACE,
+        })
+    }
+
+    /// The message for the nudge that follows `unanswered` unanswered ones.
+    pub fn message(&self, unanswered: u32) -> Option<&KeystrokeText> {
+        let len = self.messages.len();
+        if len == 0 {
+            return None;
+        }
+        self.messages
+            .get(usize::try_from(unanswered).unwrap_or(usize::MAX) % len)
+    }
+}
+
+/// What the nudger thinks of one session, for `/sessions`, `wakebridge status` and `/metrics`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NudgeView {
+    /// Nudges typed since the session last showed activity.
+    pub unanswered: u32,
+    /// Earliest time (unix ms) the next nudge may be typed; `None` when none is scheduled
+    /// (acknowledged, or nothing typed yet so a nudge may go once the session is idle).
+    pub next_nudge_at_ms: Option<i64>,
+    /// Left alone until it shows activity.
+    pub acknowledged: bool,
+    /// Since when nothing moved (unix ms), when the session currently looks idle.
+    pub idle_since_ms: Option<i64>,
+    /// Why the nudger did or did not nudge at its last poll (`busy: title: busy glyph`, ...).
+    pub last_reason: String,
+}
+
+/// Every watched session's view, replaced as a whole after each poll (cheap to clone).
+pub type NudgeViews = Arc<BTreeMap<String, NudgeView>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> NudgerSettings {
+        NudgerSettings {
+            enabled: true,
+            idle_after: Duration::from_secs(300),
+            poll_interval: Duration::from_secs(10),
+            base_cooldown: Duration::from_secs(90),
+            max_cooldown: Duration::from_secs(900),
+            acknowledge_after: 5,
+            messages: vec!["Please continue.".into(), "Still there?".into()],
+        }
+    }
+
+    #[test]
+    fn defaults_load_and_the_environment_overrides_durations_and_the_message_list() {
+        use std::collections::BTreeMap;
+        let defaults = crate::config::load_settings(None, &BTreeMap::new()).unwrap();
+        let config = NudgerConfig::from_settings(&defaults.nudger).unwrap();
+        assert!(config.enabled);
+        assert_eq!(config.idle_after, Duration::from_secs(300));
+        assert_eq!(config.poll_interval, Duration::from_secs(10));
+        assert_eq!(config.schedule.base, Duration::from_secs(90));
+        assert_eq!(config.schedule.max, Duration::from_secs(900));
+        assert_eq!(config.schedule.acknowledge_after, 5);
+        assert!(config.messages.len() >= 2);
+        let env: BTreeMap<String, String> = [
+            ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "10m"),
+            ("WAKEBRIDGE_NUDGER__ENABLED", "false"),
+            ("WAKEBRIDGE_NUDGER__MESSAGES", "Go on.,Keep at it."),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let settings = crate::config::load_settings(None, &env).unwrap();
+        let config = NudgerConfig::from_settings(&settings.nudger).unwrap();
+        assert!(!config.enabled);
+        assert_eq!(config.idle_after, Duration::from_secs(600));
+        let texts: Vec<&str> = config.messages.iter().map(KeystrokeText::as_str).collect();
+        assert_eq!(texts, ["Go on.", "Keep at it."]);
+    }
+
+    #[test]
+    fn valid_settings_become_a_config_and_messages_rotate() {
+        let config = NudgerConfig::from_settings(&settings()).unwrap();
+        assert_eq!(config.schedule.acknowledge_after, 5);
+        assert_eq!(config.message(0).unwrap().as_str(), "Please continue.");
+        assert_eq!(config.message(1).unwrap().as_str(), "Still there?");
+        assert_eq!(config.message(2).unwrap().as_str(), "Please continue.");
+    }
+
+    #[test]
+    fn refuses_untypable_or_missing_messages_and_silly_timings() {
+        let mut s = settings();
+        s.messages = vec![];
+        assert_eq!(NudgerConfig::from_settings(&s), Err(NudgeError::NoMessages));
+        for bad in ["1 continue", "", "line\nbreak", "-x", "ends;"] {
+            let mut s = settings();
+            s.messages = vec!["fine".into(), bad.into()];
+            assert!(
+                matches!(
+                    NudgerConfig::from_settings(&s),
+                    Err(NudgeError::BadMessage { index: 1, .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        let mut s = settings();
+        s.poll_interval = Duration::from_millis(5);
+        assert!(matches!(
+            NudgerConfig::from_settings(&s),
+            Err(NudgeError::PollTooShort { .. })
+        ));
+        let mut s = settings();
+        s.base_cooldown = Duration::ZERO;
+        assert_eq!(NudgerConfig::from_settings(&s), Err(NudgeError::ZeroBase));
+    }
+}

@@ -1,0 +1,243 @@
+//! Claude Code's live session registry: `<config dir>/sessions/<pid>.json`, one small JSON file
+//! per running interactive session, with `sessionId`, `pid` and `status` (`busy` / `idle` /
+//! `waiting`) plus `statusUpdatedAt`, deleted when the session exits (reference section 1.1;
+//! undocumented, present since about 2.1.139). The config dir is `$CLAUDE_CONFIG_DIR`, else
+//! `~/.claude`. This module finds the directory and reads it into session id → status; it never
+//! writes there, never reads the `<pid>.<hash>.key` peer-token files, and decides nothing.
+
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::signals::RegistryReading;
+
+/// Environment variable that moves Claude Code's config dir away from `~/.claude`.
+pub const CLAUDE_CONFIG_DIR_ENV: &str = "CLAUDE_CONFIG_DIR";
+/// The registry's directory inside the config dir.
+pub const SESSIONS_DIR: &str = "sessions";
+/// Largest registry file read: real ones are about 400 bytes; anything far larger is not ours.
+const MAX_FILE_BYTES: u64 = 64 * 1024;
+/// Most files looked at per read, so a directory filled by something else costs a bounded scan.
+const MAX_FILES: usize = 2048;
+
+/// A registry `status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegistryStatus {
+    Busy,
+    Idle,
+    /// A dialog, permission prompt or question is open.
+    Waiting,
+    Other(String),
+}
+
+impl RegistryStatus {
+    pub fn parse(text: &str) -> Self {
+        match text {
+            "busy" => Self::Busy,
+            "idle" => Self::Idle,
+            "waiting" => Self::Waiting,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+}
+
+/// Why the registry could not be read (a missing directory is not an error: no sessions).
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error(
+        "cannot list Claude Code's session registry {}: {source}; check the directory's \
+         permissions or set CLAUDE_CONFIG_DIR to the config dir Claude Code uses",
+        dir.display()
+    )]
+    List {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// `$CLAUDE_CONFIG_DIR/sessions`, else `$HOME/.claude/sessions`; `None` without either (or
+/// with a relative value, which would depend on the daemon's working directory).
+pub fn registry_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let config = match env(CLAUDE_CONFIG_DIR_ENV).filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env("HOME").filter(|v| !v.is_empty())?).join(".claude"),
+    };
+    config.is_absolute().then(|| config.join(SESSIONS_DIR))
+}
+
+/// One registry entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryEntry {
+    pub session_id: String,
+    pub pid: Option<u32>,
+    pub reading: RegistryReading,
+}
+
+/// Parses one registry file's text; `None` when it is not a registry entry.
+pub fn parse_entry(text: &str) -> Option<RegistryEntry> {
+    let value: Value = serde_json::from_str(text).ok()?;
+    let session_id = value.get("sessionId")?.as_str()?.to_owned();
+    let status = RegistryStatus::parse(value.get("status")?.as_str()?);
+    let updated_ms = value
+        .get("statusUpdatedAt")
+        .or_else(|| value.get("updatedAt"))
+        .and_then(Value::as_i64);
+    let pid = value
+        .get("pid")
+        .and_then(Value::as_u64)
+        .and_then(|p| u32::try_from(p).ok());
+    Some(RegistryEntry {
+        session_id,
+        pid,
+        reading: RegistryReading { status, updated_ms },
+    })
+}
+
+/// Reads every `<pid>.json` in `dir` into session id → reading, skipping entries whose process
+/// is gone (a crash leaves its file behind). Unreadable or foreign files are skipped quietly.
+/// When two live files name one session the newer status wins.
+pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, RegistryError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
+        Err(source) => {
+            return Err(RegistryError::List {
+                dir: dir.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut found: HashMap<String, RegistryReading> = HashMap::new();
+    for entry in entries.flatten().take(MAX_FILES) {
+        let name = entry.file_name();
+        let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+            continue;
+        };
+        let Ok(file_pid) = stem.parse::<u32>() else {
+            continue;
+        };
+        let Some(text) = read_small(&entry.path()) else {
+            continue;
+        };
+        let Some(parsed) = parse_entry(&text) else {
+            continue;
+        };
+        if !process_alive(parsed.pid.unwrap_or(file_pid)) {
+            continue;
+        }
+        let newer = found
+            .get(&parsed.session_id)
+            .is_none_or(|old| parsed.reading.updated_ms > old.updated_ms);
+        if newer {
+            found.insert(parsed.session_id, parsed.reading);
+        }
+    }
+    Ok(found)
+}
+
+/// The file's text if it is a regular file (no symlink followed) of at most `MAX_FILE_BYTES`.
+fn read_small(path: &Path) -> Option<String> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// Whether a process with this pid exists (signal 0 checks without sending anything; EPERM
+/// means it exists under another user).
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_dir_env_wins_over_home() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert_eq!(
+            registry_dir(&env(&[("HOME", "/h"), ("CLAUDE_CONFIG_DIR", "/c")])),
+            Some(PathBuf::from("/c/sessions"))
+        );
+        assert_eq!(
+            registry_dir(&env(&[("HOME", "/h"), ("CLAUDE_CONFIG_DIR", "")])),
+            Some(PathBuf::from("/h/.claude/sessions"))
+        );
+        assert_eq!(registry_dir(&env(&[("CLAUDE_CONFIG_DIR", "rel")])), None);
+        assert_eq!(registry_dir(&env(&[])), None);
+    }
+
+    #[test]
+    fn reads_live_entries_and_skips_dead_foreign_and_key_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let live = format!(
+            r#"{{"pid":{me},"sessionId":"s-live","status":"waiting","waitingFor":"dialog open","statusUpdatedAt":1700000000000}}"#
+        );
+        std::fs::write(dir.path().join(format!("{me}.json")), live).unwrap();
+        // A pid far above pid_max: no such process.
+        std::fs::write(
+            dir.path().join("999999999.json"),
+            r#"{"pid":999999999,"sessionId":"s-dead","status":"idle"}"#,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join(format!("{me}.abc.key")), "secret").unwrap();
+        std::fs::write(dir.path().join("notes.json"), r#"{"sessionId":"x"}"#).unwrap();
+        std::fs::write(dir.path().join("1.json"), "not json").unwrap();
+        let found = read_registry(dir.path()).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found["s-live"].status, RegistryStatus::Waiting);
+        assert_eq!(found["s-live"].updated_ms, Some(1_700_000_000_000));
+    }
+
+    #[test]
+    fn missing_directory_means_no_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            read_registry(&dir.path().join("absent"))
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn oversized_files_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let padding = " ".repeat(70 * 1024);
+        std::fs::write(
+            dir.path().join(format!("{me}.json")),
+            format!(r#"{{"pid":{me},"sessionId":"s","status":"idle"}}{padding}"#),
+        )
+        .unwrap();
+        assert!(read_registry(dir.path()).unwrap().is_empty());
+    }
+}

@@ -1,0 +1,776 @@
+//! The idle decision, pure: what one poll saw of a session ([`Observation`]), what that says
+//! about its state right now ([`classify`]), and whether anything moved since the last poll
+//! ([`Activity`]). A session is idle only when no activity signal moved for `idle_after` AND a
+//! positive idle signal holds (reference section 7: Gas City #733 nudged a thinking session
+//! because it trusted silence alone). This module reads no files and runs no processes: the
+//! nudger task gathers the raw readings and hands them in, with every time in unix milliseconds.
+//!
+//! Activity signals carry their own timestamps where they can (tmux `window_activity`, the hook
+//! `last_seen_ms`, the transcript mtime, the registry's `statusUpdatedAt`). A movement stamped
+//! within the grace window after wakebridge's own typing is the echo of that typing (the text
+//! appearing, Claude's `UserPromptSubmit`, a short acknowledgement) and does not count as the
+//! session answering; anything later does.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use super::registry::RegistryStatus;
+
+/// Claude Code's pane title while idle starts with this glyph (`✳ Claude Code`).
+pub const IDLE_TITLE_GLYPH: char = '\u{2733}';
+/// Title glyphs Claude Code alternates while busy (`◐`/`◑`), plus the other half-circle frames
+/// and braille spinners other builds and agents use.
+const BUSY_TITLE_GLYPHS: &[char] = &['\u{25d0}', '\u{25d1}', '\u{25d2}', '\u{25d3}'];
+/// First characters of Claude Code's in-screen spinner line (`✻ Tinkering…`), as collected by
+/// CCManager's detector.
+const SPINNER_GLYPHS: &[char] = &[
+    '✱', '✲', '✳', '✴', '✵', '✶', '✷', '✸', '✹', '✺', '✻', '✼', '✽', '✾', '✿', '❀', '❁', '❂', '❃',
+    '❇', '❈', '❉', '❊', '❋', '✢', '✣', '✤', '✥', '✦', '✧', '✨', '·', '•', '●', '○',
+];
+/// Lower-cased phrases that mean a dialog waits for a human: a permission prompt, a question,
+/// the trust dialog, the feedback survey (which takes digit keys).
+const DIALOG_PHRASES: &[&str] = &[
+    "do you want to",
+    "would you like to",
+    "how is claude doing",
+    "esc to cancel",
+    "yes, i trust this folder",
+    "yes, proceed",
+    "0: dismiss",
+];
+/// A footer that only shows while a turn runs.
+const BUSY_FOOTER: &str = "esc to interrupt";
+/// Shortest run of rule characters that counts as the prompt box's border.
+const MIN_RULE_CHARS: usize = 8;
+/// How far above the prompt line the box's top border may be.
+const RULE_SEARCH_LINES: usize = 3;
+
+/// What the pane title says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Title {
+    Idle,
+    Busy,
+    /// Anything else (including garbage seen right after start): neither idle nor busy.
+    Unknown,
+}
+
+/// Classifies a pane title by its first character.
+pub fn title_state(title: &str) -> Title {
+    match title.trim_start().chars().next() {
+        Some(IDLE_TITLE_GLYPH) => Title::Idle,
+        Some(c) if BUSY_TITLE_GLYPHS.contains(&c) || ('\u{2801}'..='\u{28ff}').contains(&c) => {
+            Title::Busy
+        }
+        _ => Title::Unknown,
+    }
+}
+
+/// What the last hook event recorded for the session says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookKind {
+    /// `Stop` / `StopFailure`: the turn ended.
+    TurnEnded,
+    /// `Notification` of type `idle_prompt`: the prompt has sat idle.
+    IdlePrompt,
+    /// A turn is running (`UserPromptSubmit`, tool use, subagents, compaction).
+    Working,
+    /// A `Notification` that a dialog waits for a human (`permission_prompt`, ...).
+    Waiting,
+    /// The session ended.
+    Ended,
+    /// Says nothing about idleness (`SessionStart`, other notifications, unknown events).
+    Neutral,
+}
+
+/// Reads a stored `last_hook_event`. A notification's type may follow the name after `:`,
+/// `(` or a space (`Notification:idle_prompt`); a bare `Notification` is neutral.
+pub fn hook_kind(event: &str) -> HookKind {
+    let event = event.trim();
+    let (name, detail) = match event.find([':', '(', ' ']) {
+        Some(at) => (
+            &event[..at],
+            event[at + 1..].trim().trim_end_matches(')').trim(),
+        ),
+        None => (event, ""),
+    };
+    match name {
+        "Stop" | "StopFailure" => HookKind::TurnEnded,
+        "UserPromptSubmit" | "PreToolUse" | "PostToolUse" | "PostToolUseFailure"
+        | "PostToolBatch" | "SubagentStart" | "PreCompact" => HookKind::Working,
+        "SessionEnd" => HookKind::Ended,
+        "Notification" => match detail {
+            "idle_prompt" => HookKind::IdlePrompt,
+            "permission_prompt"
+            | "elicitation_dialog"
+            | "elicitation_url_dialog"
+            | "agent_needs_input"
+            | "worker_permission_prompt" => HookKind::Waiting,
+            _ => HookKind::Neutral,
+        },
+        _ => HookKind::Neutral,
+    }
+}
+
+/// What a capture of the visible pane says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScreenReading {
+    /// Hash of the content lines (prompt box, footer and spinner left out).
+    pub hash: u64,
+    /// The dialog seen, if any (a phrase or "numbered options").
+    pub dialog: Option<String>,
+    /// A spinner line or the busy footer is on screen.
+    pub spinner: bool,
+}
+
+/// Reads a `capture-pane -p` text.
+pub fn read_screen(text: &str) -> ScreenReading {
+    let normalized = text.replace('\u{a0}', " ");
+    let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
+    let lower = normalized.to_lowercase();
+    let dialog = DIALOG_PHRASES
+        .iter()
+        .find(|phrase| lower.contains(*phrase))
+        .map(|phrase| (*phrase).to_owned())
+        .or_else(|| has_option_list(&lines).then(|| "numbered options".to_owned()));
+    let spinner = lines
+        .iter()
+        .any(|line| is_spinner_line(line) || line.to_lowercase().contains(BUSY_FOOTER));
+    let content_end = prompt_box_start(&lines);
+    let mut hasher = DefaultHasher::new();
+    let kept = lines[..content_end]
+        .iter()
+        .filter(|line| !is_spinner_line(line) && !line.to_lowercase().contains(BUSY_FOOTER));
+    let mut kept: Vec<&&str> = kept.collect();
+    while kept.last().is_some_and(|line| line.trim().is_empty()) {
+        kept.pop();
+    }
+    kept.hash(&mut hasher);
+    ScreenReading {
+        hash: hasher.finish(),
+        dialog,
+        spinner,
+    }
+}
+
+/// A selection cursor on a numbered option (`❯ 1. Yes`) with at least one more option line:
+/// Claude Code's permission and question dialogs. A numbered list in the agent's own output has
+/// no cursor, so it does not count.
+fn has_option_list(lines: &[&str]) -> bool {
+    let cursor = lines.iter().any(|line| {
+        line.trim_start()
+            .strip_prefix('❯')
+            .is_some_and(|rest| is_option(rest.trim_start()))
+    });
+    let options = lines
+        .iter()
+        .filter(|line| is_option(line.trim_start().trim_start_matches('❯').trim_start()))
+        .count();
+    cursor && options >= 2
+}
+
+/// `1. text` / `2) text`.
+fn is_option(text: &str) -> bool {
+    let mut chars = text.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_digit())
+        && matches!(chars.next(), Some('.' | ')'))
+        && matches!(chars.next(), Some(' '))
+}
+
+fn is_spinner_line(line: &str) -> bool {
+    let trimmed = line.trim_start();
+    let mut chars = trimmed.chars();
+    matches!(chars.next(), Some(c) if SPINNER_GLYPHS.contains(&c))
+        && chars.next() == Some(' ')
+        && trimmed.contains('\u{2026}')
+}
+
+fn is_rule(line: &str) -> bool {
+    let trimmed = line.trim();
+    trimmed.chars().count() >= MIN_RULE_CHARS
+        && trimmed.chars().all(|c| matches!(c, '─' | '━' | '═' | '-'))
+}
+
+/// Index where the prompt box (and the footer under it) begins: the border above the last
+/// `❯` / `>` prompt line, else that line; without a prompt line, the last rule; else the end.
+fn prompt_box_start(lines: &[&str]) -> usize {
+    let prompt = lines.iter().rposition(|line| {
+        let t = line.trim_start().trim_start_matches('│').trim_start();
+        t.starts_with('❯') || t.starts_with("> ") || t == ">"
+    });
+    match prompt {
+        Some(at) => {
+            let from = at.saturating_sub(RULE_SEARCH_LINES);
+            (from..at).rev().find(|&i| is_rule(lines[i])).unwrap_or(at)
+        }
+        None => lines
+            .iter()
+            .rposition(|l| is_rule(l))
+            .unwrap_or(lines.len()),
+    }
+}
+
+/// A transcript file's size and mtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    pub size: u64,
+    pub mtime_ms: i64,
+}
+
+/// The registry's view of a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryReading {
+    pub status: RegistryStatus,
+    /// `statusUpdatedAt`, unix ms.
+    pub updated_ms: Option<i64>,
+}
+
+/// Everything one poll saw of one session; `None` means the signal is not available (a zellij
+/// pane has no title, activity or screen; a session the hook never saw has no hook facts).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Observation {
+    /// A fresh `<sid>.busy` marker.
+    pub busy_marker: bool,
+    pub title: Option<Title>,
+    /// tmux `window_activity`, epoch seconds.
+    pub window_activity_s: Option<u64>,
+    /// Present only when the screen was captured this poll.
+    pub screen: Option<ScreenReading>,
+    pub transcript: Option<FileStamp>,
+    /// The last hook event and when the hook last reported (unix ms).
+    pub hook: Option<(HookKind, i64)>,
+    pub registry: Option<RegistryReading>,
+}
+
+/// The session's state according to one observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// A positive idle signal holds (and nothing says busy or blocked).
+    Idle(&'static str),
+    /// A turn runs.
+    Busy(&'static str),
+    /// A dialog or question waits for a human: typing would answer it.
+    Blocked(&'static str),
+    /// Nothing says idle.
+    Unknown(&'static str),
+}
+
+impl Verdict {
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Verdict::Idle(r) | Verdict::Busy(r) | Verdict::Blocked(r) | Verdict::Unknown(r) => r,
+        }
+    }
+}
+
+/// The state right now. Never idle: a fresh busy marker, registry `waiting`/`busy`, a dialog on
+/// screen, a busy title glyph or spinner, a permission notification. Idle needs one of: hook
+/// `Stop`/`StopFailure`/`idle_prompt`, registry `idle`, the `✳` title.
+pub fn classify(obs: &Observation) -> Verdict {
+    let registry = obs.registry.as_ref();
+    let registry_idle_after = |ms: i64| {
+        registry.is_some_and(|r| {
+            r.status == RegistryStatus::Idle && r.updated_ms.is_some_and(|at| at > ms)
+        })
+    };
+    if obs.busy_marker {
+        return Verdict::Busy("busy marker");
+    }
+    if registry.is_some_and(|r| r.status == RegistryStatus::Waiting) {
+        return Verdict::Blocked("registry: waiting");
+    }
+    if let Some(screen) = &obs.screen
+        && screen.dialog.is_some()
+    {
+        return Verdict::Blocked("dialog on screen");
+    }
+    if let Some((HookKind::Waiting, seen_ms)) = obs.hook
+        && !registry_idle_after(seen_ms)
+    {
+        return Verdict::Blocked("hook: dialog notification");
+    }
+    if obs.title == Some(Title::Busy) {
+        return Verdict::Busy("title: busy glyph");
+    }
+    if registry.is_some_and(|r| r.status == RegistryStatus::Busy) {
+        return Verdict::Busy("registry: busy");
+    }
+    if obs.screen.as_ref().is_some_and(|s| s.spinner) {
+        return Verdict::Busy("spinner on screen");
+    }
+    let current_idle = obs.title == Some(Title::Idle)
+        || registry.is_some_and(|r| r.status == RegistryStatus::Idle);
+    match obs.hook {
+        // Esc interrupts fire no hook: a current idle signal overrides a stale "working".
+        Some((HookKind::Working, _)) if !current_idle => {
+            return Verdict::Busy("hook: turn running");
+        }
+        Some((HookKind::Ended, _)) => return Verdict::Unknown("hook: session ended"),
+        Some((HookKind::TurnEnded, _)) => return Verdict::Idle("hook: turn ended"),
+        Some((HookKind::IdlePrompt, _)) => return Verdict::Idle("hook: idle prompt"),
+        _ => {}
+    }
+    if registry.is_some_and(|r| r.status == RegistryStatus::Idle) {
+        return Verdict::Idle("registry: idle");
+    }
+    if obs.title == Some(Title::Idle) {
+        return Verdict::Idle("title: idle glyph");
+    }
+    Verdict::Unknown("no idle signal")
+}
+
+/// What changed since the previous observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Movement {
+    Still,
+    /// Something moved, but only within the grace window after our own typing.
+    Ours,
+    /// The session did something: `signal` moved at `at_ms`.
+    Real {
+        signal: &'static str,
+        at_ms: i64,
+    },
+}
+
+/// The activity fingerprints of one session and since when it has been quiet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Activity {
+    window_activity_s: Option<u64>,
+    hook_seen_ms: Option<i64>,
+    transcript: Option<FileStamp>,
+    registry_ms: Option<i64>,
+    screen_hash: Option<u64>,
+    screen_at_ms: Option<i64>,
+    quiet_since_ms: i64,
+}
+
+impl Activity {
+    /// The first observation of a session at `now_ms`: it becomes the baseline and the session
+    /// counts as quiet from now on (nothing earlier was watched). If the session had been
+    /// nudged before (`restored_nudge_ms`, from the ledger), a timestamped signal newer than
+    /// that nudge plus the grace is activity that happened while nobody was watching.
+    pub fn first(
+        obs: &Observation,
+        now_ms: i64,
+        restored_nudge_ms: Option<i64>,
+        grace_ms: i64,
+    ) -> (Self, Movement) {
+        let mut activity = Activity {
+            window_activity_s: None,
+            hook_seen_ms: None,
+            transcript: None,
+            registry_ms: None,
+            screen_hash: None,
+            screen_at_ms: None,
+            quiet_since_ms: now_ms,
+        };
+        let movement = match restored_nudge_ms {
+            Some(nudged) => {
+                let moved = activity.absorb(obs, now_ms, None, grace_ms);
+                match moved {
+                    Movement::Real { at_ms, .. } if at_ms > nudged.saturating_add(grace_ms) => {
+                        moved
+                    }
+                    _ => Movement::Still,
+                }
+            }
+            None => {
+                activity.absorb(obs, now_ms, None, grace_ms);
+                Movement::Still
+            }
+        };
+        activity.quiet_since_ms = now_ms;
+        (activity, movement)
+    }
+
+    /// Compares `obs` with the previous fingerprints and keeps the new ones. `typed_ms` is when
+    /// wakebridge last typed into the pane.
+    pub fn observe(
+        &mut self,
+        obs: &Observation,
+        now_ms: i64,
+        typed_ms: Option<i64>,
+        grace_ms: i64,
+    ) -> Movement {
+        let movement = self.absorb(obs, now_ms, typed_ms, grace_ms);
+        if let Movement::Real { at_ms, .. } = movement {
+            self.quiet_since_ms = self.quiet_since_ms.max(at_ms.min(now_ms));
+        }
+        movement
+    }
+
+    /// Since when nothing real moved (unix ms).
+    pub fn quiet_since_ms(&self) -> i64 {
+        self.quiet_since_ms
+    }
+
+    fn absorb(
+        &mut self,
+        obs: &Observation,
+        now_ms: i64,
+        typed_ms: Option<i64>,
+        grace_ms: i64,
+    ) -> Movement {
+        // A timestamped movement is ours when it happened no later than grace after our typing.
+        let ours =
+            |at_ms: i64| typed_ms.is_some_and(|typed| at_ms <= typed.saturating_add(grace_ms));
+        let mut timed: Vec<(&'static str, i64)> = Vec::new();
+        let baseline_known = self.has_baseline();
+        if let Some(now) = obs.window_activity_s {
+            if self.window_activity_s.is_none_or(|before| now > before) {
+                let at = i64::try_from(now).unwrap_or(i64::MAX).saturating_mul(1000);
+                timed.push(("window activity", at));
+            }
+            self.window_activity_s = Some(now);
+        }
+        if let Some((_, seen)) = obs.hook {
+            if self.hook_seen_ms.is_none_or(|before| seen > before) {
+                timed.push(("hook event", seen));
+            }
+            self.hook_seen_ms = Some(seen);
+        }
+        if let Some(stamp) = obs.transcript {
+            if self.transcript != Some(stamp) {
+                timed.push(("transcript", stamp.mtime_ms));
+            }
+            self.transcript = Some(stamp);
+        }
+        if let Some(updated) = obs.registry.as_ref().and_then(|r| r.updated_ms) {
+            if self.registry_ms.is_none_or(|before| updated > before) {
+                timed.push(("registry status", updated));
+            }
+            self.registry_ms = Some(updated);
+        }
+        let mut screen_moved = None;
+        if let Some(screen) = &obs.screen {
+            if let (Some(before), Some(captured_at)) = (self.screen_hash, self.screen_at_ms)
+                && before != screen.hash
+            {
+                let typed_since = typed_ms.is_some_and(|typed| typed >= captured_at);
+                screen_moved = Some(typed_since);
+            }
+            self.screen_hash = Some(screen.hash);
+            self.screen_at_ms = Some(now_ms);
+        }
+        if !baseline_known && typed_ms.is_none() {
+            // Absorbing the baseline itself: the caller decides what a first reading means.
+            return timed.into_iter().max_by_key(|(_, at)| *at).map_or(
+                Movement::Still,
+                |(signal, at_ms)| Movement::Real { signal, at_ms },
+            );
+        }
+        let real = timed
+            .iter()
+            .filter(|(_, at)| !ours(*at))
+            .max_by_key(|(_, at)| *at)
+            .copied();
+        if let Some((signal, at_ms)) = real {
+            return Movement::Real { signal, at_ms };
+        }
+        if screen_moved == Some(false) {
+            return Movement::Real {
+                signal: "screen",
+                at_ms: now_ms,
+            };
+        }
+        if !timed.is_empty() || screen_moved.is_some() {
+            return Movement::Ours;
+        }
+        Movement::Still
+    }
+
+    fn has_baseline(&self) -> bool {
+        self.window_activity_s.is_some()
+            || self.hook_seen_ms.is_some()
+            || self.transcript.is_some()
+            || self.registry_ms.is_some()
+            || self.screen_hash.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GRACE: i64 = 10_000;
+
+    fn idle_tmux(activity_s: u64) -> Observation {
+        Observation {
+            title: Some(Title::Idle),
+            window_activity_s: Some(activity_s),
+            hook: Some((HookKind::TurnEnded, 1_000)),
+            ..Observation::default()
+        }
+    }
+
+    fn registry(status: RegistryStatus, updated_ms: i64) -> Option<RegistryReading> {
+        Some(RegistryReading {
+            status,
+            updated_ms: Some(updated_ms),
+        })
+    }
+
+    #[test]
+    fn titles_are_idle_busy_or_unknown() {
+        assert_eq!(title_state("\u{2733} Claude Code"), Title::Idle);
+        assert_eq!(title_state("\u{25d0} Claude Code"), Title::Busy);
+        assert_eq!(title_state("\u{25d1} Claude Code"), Title::Busy);
+        assert_eq!(title_state("\u{280b} agent"), Title::Busy);
+        assert_eq!(
+            title_state("Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA"),
+            Title::Unknown
+        );
+        assert_eq!(title_state("bash"), Title::Unknown);
+        assert_eq!(title_state(""), Title::Unknown);
+    }
+
+    #[test]
+    fn hook_events_are_read_with_notification_types() {
+        let table = [
+            ("Stop", HookKind::TurnEnded),
+            ("StopFailure", HookKind::TurnEnded),
+            ("UserPromptSubmit", HookKind::Working),
+            ("PreToolUse", HookKind::Working),
+            ("Notification:idle_prompt", HookKind::IdlePrompt),
+            ("Notification(idle_prompt)", HookKind::IdlePrompt),
+            ("Notification permission_prompt", HookKind::Waiting),
+            ("Notification", HookKind::Neutral),
+            ("Notification:auth_success", HookKind::Neutral),
+            ("SessionStart", HookKind::Neutral),
+            ("SessionEnd", HookKind::Ended),
+            ("", HookKind::Neutral),
+            ("Stopped", HookKind::Neutral),
+        ];
+        for (event, kind) in table {
+            assert_eq!(hook_kind(event), kind, "{event:?}");
+        }
+    }
+
+    #[test]
+    fn idle_needs_a_positive_signal_and_unknown_title_is_not_one() {
+        let silent = Observation {
+            title: Some(Title::Unknown),
+            window_activity_s: Some(5),
+            ..Observation::default()
+        };
+        assert!(matches!(classify(&silent), Verdict::Unknown(_)));
+        assert!(matches!(
+            classify(&Observation::default()),
+            Verdict::Unknown(_)
+        ));
+        for obs in [
+            Observation {
+                title: Some(Title::Idle),
+                ..Observation::default()
+            },
+            Observation {
+                hook: Some((HookKind::TurnEnded, 1)),
+                ..Observation::default()
+            },
+            Observation {
+                hook: Some((HookKind::IdlePrompt, 1)),
+                ..Observation::default()
+            },
+            Observation {
+                registry: registry(RegistryStatus::Idle, 1),
+                ..Observation::default()
+            },
+        ] {
+            assert!(matches!(classify(&obs), Verdict::Idle(_)), "{obs:?}");
+        }
+    }
+
+    #[test]
+    fn never_idle_signals_win_over_idle_ones() {
+        let base = idle_tmux(5);
+        let cases = [
+            Observation {
+                busy_marker: true,
+                ..base.clone()
+            },
+            Observation {
+                registry: registry(RegistryStatus::Waiting, 9),
+                ..base.clone()
+            },
+            Observation {
+                title: Some(Title::Busy),
+                ..base.clone()
+            },
+            Observation {
+                registry: registry(RegistryStatus::Busy, 9),
+                ..base.clone()
+            },
+            Observation {
+                screen: Some(read_screen(
+                    "Do you want to make this edit?\n❯ 1. Yes\n  2. No\n",
+                )),
+                ..base.clone()
+            },
+            Observation {
+                screen: Some(read_screen("✻ Tinkering… (esc to interrupt)\n")),
+                ..base.clone()
+            },
+            Observation {
+                hook: Some((HookKind::Waiting, 5)),
+                ..base.clone()
+            },
+        ];
+        for obs in cases {
+            assert!(
+                matches!(classify(&obs), Verdict::Busy(_) | Verdict::Blocked(_)),
+                "{obs:?} -> {:?}",
+                classify(&obs)
+            );
+        }
+    }
+
+    #[test]
+    fn a_running_turn_by_hook_yields_to_a_current_idle_signal() {
+        let working = Observation {
+            hook: Some((HookKind::Working, 5)),
+            ..Observation::default()
+        };
+        assert!(matches!(classify(&working), Verdict::Busy(_)));
+        let interrupted = Observation {
+            title: Some(Title::Idle),
+            ..working.clone()
+        };
+        assert_eq!(classify(&interrupted), Verdict::Idle("title: idle glyph"));
+        let permission_then_idle = Observation {
+            hook: Some((HookKind::Waiting, 5)),
+            registry: registry(RegistryStatus::Idle, 6),
+            ..Observation::default()
+        };
+        assert_eq!(
+            classify(&permission_then_idle),
+            Verdict::Idle("registry: idle")
+        );
+    }
+
+    #[test]
+    fn screen_hash_ignores_prompt_box_footer_and_spinner() {
+        let a =
+            "Done: added the endpoint.\n\n────────────\n❯\u{a0}\n────────────\n  ? for shortcuts\n";
+        let b = "Done: added the endpoint.\n\n────────────\n❯ half typed\n────────────\n  ⏸ plan mode\n";
+        let c = "Done: added the endpoint.\n✻ Pondering… (esc to interrupt)\n\n────────────\n❯ \n────────────\n";
+        let d = "Done: added the OTHER endpoint.\n\n────────────\n❯ \n────────────\n";
+        assert_eq!(read_screen(a).hash, read_screen(b).hash);
+        assert_eq!(read_screen(a).hash, read_screen(c).hash);
+        assert_ne!(read_screen(a).hash, read_screen(d).hash);
+        assert!(read_screen(c).spinner);
+        assert!(!read_screen(a).spinner);
+        assert_eq!(read_screen(a).dialog, None);
+    }
+
+    #[test]
+    fn dialogs_are_recognised_but_plain_numbered_output_is_not() {
+        for screen in [
+            "Bash command\n  rm -rf build\nDo you want to proceed?\n❯ 1. Yes\n  2. No\n",
+            "● How is Claude doing this session? (optional)\n  1: Bad    2: Fine   3: Good   0: Dismiss\n",
+            "Pick one\n❯ 1. Alpha\n  2. Beta\n",
+            "Quick safety check\n❯ No, exit\n  Yes, I trust this folder\n",
+        ] {
+            assert!(read_screen(screen).dialog.is_some(), "{screen}");
+        }
+        let summary = "Changes:\n1. Added a route\n2. Added a test\n\n──────────\n❯ \n──────────\n";
+        assert_eq!(read_screen(summary).dialog, None);
+    }
+
+    #[test]
+    fn activity_from_others_resets_the_quiet_clock() {
+        let (mut activity, first) = Activity::first(&idle_tmux(100), 200_000, None, GRACE);
+        assert_eq!(first, Movement::Still);
+        assert_eq!(activity.quiet_since_ms(), 200_000);
+        assert_eq!(
+            activity.observe(&idle_tmux(100), 210_000, None, GRACE),
+            Movement::Still
+        );
+        let moved = activity.observe(&idle_tmux(215), 220_000, None, GRACE);
+        assert_eq!(
+            moved,
+            Movement::Real {
+                signal: "window activity",
+                at_ms: 215_000
+            }
+        );
+        assert_eq!(activity.quiet_since_ms(), 215_000);
+    }
+
+    #[test]
+    fn our_own_typing_echo_is_not_activity_but_later_work_is() {
+        let (mut activity, _) = Activity::first(&idle_tmux(100), 200_000, None, GRACE);
+        let typed = Some(300_000);
+        // The echo of our keystrokes and Claude's UserPromptSubmit, within the grace.
+        let mut echo = idle_tmux(301);
+        echo.hook = Some((HookKind::Working, 300_500));
+        assert_eq!(
+            activity.observe(&echo, 305_000, typed, GRACE),
+            Movement::Ours
+        );
+        assert_eq!(activity.quiet_since_ms(), 200_000, "quiet clock untouched");
+        // The agent keeps working past the grace: that answers the nudge.
+        let work = idle_tmux(325);
+        assert!(matches!(
+            activity.observe(&work, 330_000, typed, GRACE),
+            Movement::Real { at_ms: 325_000, .. }
+        ));
+    }
+
+    #[test]
+    fn a_screen_change_spanning_our_typing_is_ours_otherwise_real() {
+        let screen = |text: &str| Observation {
+            screen: Some(read_screen(text)),
+            ..Observation::default()
+        };
+        let (mut activity, _) = Activity::first(&screen("one\n"), 100_000, None, GRACE);
+        assert_eq!(
+            activity.observe(&screen("two\n"), 200_000, Some(150_000), GRACE),
+            Movement::Ours
+        );
+        assert_eq!(
+            activity.observe(&screen("three\n"), 300_000, Some(150_000), GRACE),
+            Movement::Real {
+                signal: "screen",
+                at_ms: 300_000
+            }
+        );
+        assert_eq!(
+            activity.observe(&screen("three\n"), 400_000, None, GRACE),
+            Movement::Still
+        );
+    }
+
+    #[test]
+    fn transcript_growth_and_registry_updates_are_activity() {
+        let stamp = |size, mtime_ms| Observation {
+            transcript: Some(FileStamp { size, mtime_ms }),
+            registry: registry(RegistryStatus::Idle, 50_000),
+            ..Observation::default()
+        };
+        let (mut activity, _) = Activity::first(&stamp(10, 50_000), 100_000, None, GRACE);
+        assert!(matches!(
+            activity.observe(&stamp(20, 120_000), 130_000, None, GRACE),
+            Movement::Real {
+                signal: "transcript",
+                ..
+            }
+        ));
+        let mut registry_moved = stamp(20, 120_000);
+        registry_moved.registry = registry(RegistryStatus::Busy, 140_000);
+        assert!(matches!(
+            activity.observe(&registry_moved, 150_000, None, GRACE),
+            Movement::Real {
+                signal: "registry status",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn restored_sessions_count_activity_after_their_last_nudge() {
+        let obs = idle_tmux(500);
+        let (_, moved) = Activity::first(&obs, 600_000, Some(300_000), GRACE);
+        assert!(matches!(moved, Movement::Real { .. }));
+        let (activity, moved) = Activity::first(&obs, 600_000, Some(495_000), GRACE);
+        assert_eq!(moved, Movement::Still, "within grace of the restored nudge");
+        assert_eq!(activity.quiet_since_ms(), 600_000);
+    }
+}

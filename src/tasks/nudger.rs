@@ -1,0 +1,746 @@
+//! The idle nudger task: every `poll_interval` it reads the `panes.json` mapping, takes ONE
+//! `tmux list-panes -a` snapshot for all mapped tmux panes, reads Claude Code's session registry
+//! and the ledger's hook facts once, decides per session (`nudge::signals`), and types the next
+//! rotating message through the wake gate (`Gate::wake(.., Mode::Gated)`) into sessions that are
+//! idle and due under the backoff (`nudge::schedule`). A pane's screen is captured only for a
+//! session about to be nudged, to look for a dialog and a changed screen. Every nudge is recorded
+//! in the ledger (a `Delivery` from `Nudge` and the session's `NudgeState`), and the state is
+//! restored from there at start.
+//!
+//! zellij panes have no snapshot here (no per-pane title or activity that costs one process for
+//! all panes): for them the decision rests on the hook facts, the registry and the transcript.
+//!
+//! It owns the polling, the per-session bookkeeping and the [`NudgeView`]s it publishes; it does
+//! not own typing (the gate and the injector), the idle rules (`nudge::signals`) or the backoff
+//! arithmetic (`nudge::schedule`). All I/O goes through [`NudgerIo`], so the loop can be driven
+//! with tokio's paused clock and scripted signals.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::deadline::Deadline;
+use crate::gate::{Gate, GateOutcome, Mode};
+use crate::mux::{KeystrokeText, MuxError, PaneInfo, STEP_FLOOR};
+use crate::nudge::registry::{RegistryError, read_registry};
+use crate::nudge::signals::{
+    Activity, FileStamp, Movement, Observation, RegistryReading, Verdict, classify, hook_kind,
+    read_screen, title_state,
+};
+use crate::nudge::{Next, NudgeCount, NudgeView, NudgeViews, NudgerConfig};
+use crate::store::{Delivery, DeliverySource, NudgeState, Record, Store, now_unix_ms, unix_ms};
+use crate::target::PaneTarget;
+use crate::wake::panes::{PANES_FILE, parse_target};
+use crate::wake::reader::{PANES_READ_CAP_CHARS, PanesFile, read_panes_file};
+
+/// The `sender` of the nudger's ledger rows.
+pub const NUDGER_SENDER: &str = "wakebridge-nudger";
+
+/// Budget of the one `list-panes -a` per poll: it answers in milliseconds; a tmux server that
+/// takes longer is stuck, and the poll goes on without tmux signals rather than waiting.
+const SNAPSHOT_BUDGET: Duration = Duration::from_secs(2);
+
+/// Budget of one `capture-pane`, for the same reason.
+const CAPTURE_BUDGET: Duration = Duration::from_secs(2);
+
+/// Facts the `wakebridge hook` CLI recorded for a session, plus its transcript's stamp.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionFacts {
+    /// The last hook event name and when the hook last reported (unix ms).
+    pub hook: Option<(String, i64)>,
+    pub transcript: Option<FileStamp>,
+}
+
+/// Everything the loop reads from and does to the world.
+pub trait NudgerIo: Send + Sync {
+    /// Session id → pane, from `panes.json` (invalid entries left out).
+    fn mapping(&self) -> impl Future<Output = BTreeMap<String, PaneTarget>> + Send;
+    /// Every tmux pane, from ONE `list-panes -a`.
+    fn tmux_snapshot(
+        &self,
+    ) -> impl Future<Output = Result<HashMap<String, PaneInfo>, MuxError>> + Send;
+    /// The visible text of a tmux pane.
+    fn capture(&self, pane: &str) -> impl Future<Output = Result<String, MuxError>> + Send;
+    /// Hook facts and transcript stamps for the given sessions.
+    fn session_facts(
+        &self,
+        sessions: Vec<String>,
+    ) -> impl Future<Output = HashMap<String, SessionFacts>> + Send;
+    /// Claude Code's registry: session id → status.
+    fn registry(&self) -> impl Future<Output = HashMap<String, RegistryReading>> + Send;
+    /// A fresh busy marker.
+    fn busy(&self, sid: &str) -> bool;
+    /// When anything was last typed into the session's pane.
+    fn last_typed(&self, sid: &str) -> Option<Instant>;
+    /// Types `text` through the gate.
+    fn wake(&self, sid: &str, text: &KeystrokeText) -> impl Future<Output = GateOutcome> + Send;
+    /// Writes ledger records (failures are the implementation's to log).
+    fn record(&self, records: Vec<Record>) -> impl Future<Output = ()> + Send;
+    /// Nudge states kept in the ledger.
+    fn restore(&self) -> impl Future<Output = Vec<NudgeState>> + Send;
+    /// Wall clock, unix ms.
+    fn now_ms(&self) -> i64;
+}
+
+/// What `run` needs: the shared gate (and through it the injector and tmux), the ledger, the
+/// wake dir, the registry dir and the validated settings.
+pub struct NudgerDeps {
+    pub gate: Arc<Gate>,
+    pub store: Store,
+    pub wake_dir: PathBuf,
+    /// `nudge::registry::registry_dir(..)`; `None` reads no registry.
+    pub registry_dir: Option<PathBuf>,
+    pub config: NudgerConfig,
+    views: watch::Sender<NudgeViews>,
+}
+
+impl NudgerDeps {
+    pub fn new(
+        gate: Arc<Gate>,
+        store: Store,
+        wake_dir: PathBuf,
+        registry_dir: Option<PathBuf>,
+        config: NudgerConfig,
+    ) -> Self {
+        Self {
+            gate,
+            store,
+            wake_dir,
+            registry_dir,
+            config,
+            views: watch::Sender::new(NudgeViews::default()),
+        }
+    }
+
+    /// A read-only view of every watched session, updated after each poll.
+    pub fn views(&self) -> watch::Receiver<NudgeViews> {
+        self.views.subscribe()
+    }
+}
+
+/// The real world: panes.json, tmux through the gate's injector, the ledger, the registry.
+pub struct LiveIo {
+    gate: Arc<Gate>,
+    store: Store,
+    wake_dir: PathBuf,
+    registry_dir: Option<PathBuf>,
+    registry_warned: AtomicBool,
+    store_warned: AtomicBool,
+}
+
+impl LiveIo {
+    pub fn new(
+        gate: Arc<Gate>,
+        store: Store,
+        wake_dir: PathBuf,
+        registry_dir: Option<PathBuf>,
+    ) -> Self {
+        Self {
+            gate,
+            store,
+            wake_dir,
+            registry_dir,
+            registry_warned: AtomicBool::new(false),
+            store_warned: AtomicBool::new(false),
+        }
+    }
+
+    fn warn_store(&self, what: &str, error: &dyn std::fmt::Display) {
+        if !self.store_warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!("nudger: {what} failed: {error}; nudge state may not survive a restart");
+        } else {
+            tracing::debug!("nudger: {what} failed: {error}");
+        }
+    }
+}
+
+impl NudgerIo for LiveIo {
+    async fn mapping(&self) -> BTreeMap<String, PaneTarget> {
+        let path = self.wake_dir.join(PANES_FILE);
+        let file =
+            tokio::task::spawn_blocking(move || read_panes_file(&path, PANES_READ_CAP_CHARS))
+                .await
+                .unwrap_or_else(|e| PanesFile::Unexpected(e.to_string()));
+        // Problems with the file are reported by the gate's reader on its lookups.
+        let PanesFile::Parsed(serde_json::Value::Object(entries)) = file else {
+            return BTreeMap::new();
+        };
+        entries
+            .iter()
+            .filter_map(|(sid, value)| Some((sid.clone(), parse_target(value).ok()?)))
+            .collect()
+    }
+
+    async fn tmux_snapshot(&self) -> Result<HashMap<String, PaneInfo>, MuxError> {
+        self.gate
+            .injector()
+            .tmux()
+            .snapshot(Deadline::after(SNAPSHOT_BUDGET))
+            .await
+    }
+
+    async fn capture(&self, pane: &str) -> Result<String, MuxError> {
+        self.gate
+            .injector()
+            .tmux()
+            .capture(pane, Deadline::after(CAPTURE_BUDGET))
+            .await
+    }
+
+    async fn session_facts(&self, sessions: Vec<String>) -> HashMap<String, SessionFacts> {
+        let store = self.store.clone();
+        let rows = tokio::task::spawn_blocking(move || {
+            let mut facts = HashMap::new();
+            for sid in sessions {
+                let row = store.session(&sid)?;
+                let Some(row) = row else { continue };
+                let hook = row.last_hook_event.clone().zip(row.last_seen_ms);
+                let transcript = row
+                    .transcript_path
+                    .as_deref()
+                    .and_then(|p| std::fs::metadata(p).ok())
+                    .map(|meta| FileStamp {
+                        size: meta.len(),
+                        mtime_ms: meta.modified().map(unix_ms).unwrap_or(0),
+                    });
+                facts.insert(sid, SessionFacts { hook, transcript });
+            }
+            Ok::<_, crate::store::StoreError>(facts)
+        })
+        .await;
+        match rows {
+            Ok(Ok(facts)) => facts,
+            Ok(Err(error)) => {
+                self.warn_store("reading hook facts", &error);
+                HashMap::new()
+            }
+            Err(error) => {
+                self.warn_store("reading hook facts", &error);
+                HashMap::new()
+            }
+        }
+    }
+
+    async fn registry(&self) -> HashMap<String, RegistryReading> {
+        let Some(dir) = self.registry_dir.clone() else {
+            return HashMap::new();
+        };
+        let read = tokio::task::spawn_blocking(move || read_registry(&dir)).await;
+        match read {
+            Ok(Ok(found)) => {
+                self.registry_warned.store(false, Ordering::Relaxed);
+                found
+            }
+            Ok(Err(error)) => {
+                report_registry(&self.registry_warned, &error);
+                HashMap::new()
+            }
+            Err(_) => HashMap::new(),
+        }
+    }
+
+    fn busy(&self, sid: &str) -> bool {
+        self.gate.is_busy(sid)
+    }
+
+    fn last_typed(&self, sid: &str) -> Option<Instant> {
+        self.gate.last_typed(sid)
+    }
+
+    async fn wake(&self, sid: &str, text: &KeystrokeText) -> GateOutcome {
+        self.gate.wake(sid, text, Mode::Gated).await
+    }
+
+    async fn record(&self, records: Vec<Record>) {
+        for record in records {
+            if let Err(error) = self.store.record(record).await {
+                self.warn_store("recording a nudge", &error);
+            }
+        }
+    }
+
+    async fn restore(&self) -> Vec<NudgeState> {
+        let store = self.store.clone();
+        match tokio::task::spawn_blocking(move || store.sessions()).await {
+            Ok(Ok(rows)) => rows.into_iter().filter_map(|row| row.nudge).collect(),
+            Ok(Err(error)) => {
+                self.warn_store("restoring nudge state", &error);
+                Vec::new()
+            }
+            Err(error) => {
+                self.warn_store("restoring nudge state", &error);
+                Vec::new()
+            }
+        }
+    }
+
+    fn now_ms(&self) -> i64 {
+        now_unix_ms()
+    }
+}
+
+fn report_registry(warned: &AtomicBool, error: &RegistryError) {
+    if !warned.swap(true, Ordering::Relaxed) {
+        tracing::warn!("nudger: {error}; deciding without the registry");
+    }
+}
+
+/// One session's bookkeeping.
+#[derive(Debug, Default)]
+struct Tracked {
+    count: NudgeCount<Instant>,
+    acknowledged: bool,
+    activity: Option<Activity>,
+    /// After a gate refusal or failure, no new attempt before this.
+    retry_at: Option<Instant>,
+    /// The ledger's last nudge (unix ms) for a session restored at start, until first seen.
+    restored_nudge_ms: Option<i64>,
+    /// Unix ms of the last nudge (for the ledger row).
+    last_nudge_ms: Option<i64>,
+    /// What the last capture showed that stopped a nudge (a dialog, a spinner), while
+    /// `retry_at` holds the next look off.
+    screen_block: Option<String>,
+}
+
+/// The nudger: its settings, its I/O and what it knows about each session.
+pub struct Nudger<I> {
+    config: NudgerConfig,
+    io: I,
+    sessions: HashMap<String, Tracked>,
+    views: watch::Sender<NudgeViews>,
+    snapshot_warned: bool,
+}
+
+impl<I: NudgerIo> Nudger<I> {
+    pub fn new(config: NudgerConfig, io: I, views: watch::Sender<NudgeViews>) -> Self {
+        Self {
+            config,
+            io,
+            sessions: HashMap::new(),
+            views,
+            snapshot_warned: false,
+        }
+    }
+
+    pub fn io(&self) -> &I {
+        &self.io
+    }
+
+    /// Loads the nudge states the ledger kept, so a restart neither forgets an acknowledged
+    /// session nor restarts a backoff series from the beginning.
+    pub async fn restore(&mut self) {
+        let now = Instant::now();
+        let now_ms = self.io.now_ms();
+        for state in self.io.restore().await {
+            let last_nudge = state
+                .last_nudge_ms
+                .and_then(|ms| instant_at(now, now_ms, ms));
+            let tracked = Tracked {
+                count: NudgeCount {
+                    unanswered: state.unanswered,
+                    last_nudge,
+                },
+                acknowledged: state.acknowledged
+                    || self.config.schedule.acknowledged(state.unanswered),
+                restored_nudge_ms: state.last_nudge_ms,
+                last_nudge_ms: state.last_nudge_ms,
+                ..Tracked::default()
+            };
+            self.sessions.insert(state.session_id, tracked);
+        }
+    }
+
+    /// One poll over every mapped session.
+    pub async fn poll(&mut self) {
+        let mapping = self.io.mapping().await;
+        self.sessions
+            .retain(|sid, tracked| mapping.contains_key(sid) || tracked.activity.is_none());
+        let has_tmux = mapping
+            .values()
+            .any(|t| matches!(t, PaneTarget::Tmux { .. }));
+        let snapshot = if has_tmux {
+            match self.io.tmux_snapshot().await {
+                Ok(panes) => {
+                    self.snapshot_warned = false;
+                    Some(panes)
+                }
+                Err(error) => {
+                    if !self.snapshot_warned {
+                        tracing::warn!(
+                            "nudger: tmux list-panes failed ({error}); skipping tmux panes until it works"
+                        );
+                        self.snapshot_warned = true;
+                    }
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let facts = self
+            .io
+            .session_facts(mapping.keys().cloned().collect())
+            .await;
+        let registry = self.io.registry().await;
+        let mut views = BTreeMap::new();
+        for (sid, target) in &mapping {
+            let view = self
+                .consider(sid, target, snapshot.as_ref(), &facts, &registry)
+                .await;
+            views.insert(sid.clone(), view);
+        }
+        self.views.send_replace(Arc::new(views));
+    }
+
+    async fn consider(
+        &mut self,
+        sid: &str,
+        target: &PaneTarget,
+        snapshot: Option<&HashMap<String, PaneInfo>>,
+        facts: &HashMap<String, SessionFacts>,
+        registry: &HashMap<String, RegistryReading>,
+    ) -> NudgeView {
+        let now = Instant::now();
+        let now_ms = self.io.now_ms();
+        let grace_ms = millis(self.config.echo_grace);
+        let mut obs = Observation {
+            busy_marker: self.io.busy(sid),
+            ..Observation::default()
+        };
+        if let PaneTarget::Tmux { pane, .. } = target {
+            let Some(panes) = snapshot else {
+                return self.view(sid, now, now_ms, "tmux unavailable".into());
+            };
+            let Some(info) = panes.get(pane) else {
+                return self.view(sid, now, now_ms, "pane not found".into());
+            };
+            if info.dead {
+                return self.view(sid, now, now_ms, "pane dead".into());
+            }
+            obs.title = Some(title_state(&info.title));
+            obs.window_activity_s = info.window_activity;
+        }
+        if let Some(f) = facts.get(sid) {
+            obs.hook = f
+                .hook
+                .as_ref()
+                .map(|(event, seen)| (hook_kind(event), *seen));
+            obs.transcript = f.transcript;
+        }
+        obs.registry = registry.get(sid).cloned();
+        let typed_ms = self
+            .io
+            .last_typed(sid)
+            .map(|t| now_ms.saturating_sub(millis(now.saturating_duration_since(t))));
+
+        let movement = self.track(sid, &obs, now_ms, typed_ms, grace_ms);
+        if let Movement::Real { signal, .. } = movement {
+            self.answered(sid, signal).await;
+        }
+        let verdict = classify(&obs);
+        let Verdict::Idle(idle_reason) = verdict else {
+            return self.view(sid, now, now_ms, verdict_text(&verdict));
+        };
+        let tracked = self.sessions.entry(sid.to_owned()).or_default();
+        let quiet_since = tracked
+            .activity
+            .as_ref()
+            .map_or(now_ms, Activity::quiet_since_ms);
+        let quiet_for = Duration::from_millis(u64::try_from(now_ms - quiet_since).unwrap_or(0));
+        if tracked.acknowledged {
+            return self.view(sid, now, now_ms, "acknowledged idle".into());
+        }
+        if quiet_for < self.config.idle_after {
+            return self.view(
+                sid,
+                now,
+                now_ms,
+                format!("idle ({idle_reason}), quiet for {}s", quiet_for.as_secs()),
+            );
+        }
+        let next = self
+            .config
+            .schedule
+            .next(&tracked.count, self.io.last_typed(sid));
+        if tracked.retry_at.is_some_and(|at| at > now)
+            && let Some(seen) = &tracked.screen_block
+        {
+            let reason = format!("{seen}, looking again later");
+            return self.view(sid, now, now_ms, reason);
+        }
+        if !next.due(now) || tracked.retry_at.is_some_and(|at| at > now) {
+            return self.view(
+                sid,
+                now,
+                now_ms,
+                format!("idle ({idle_reason}), backing off"),
+            );
+        }
+
+        // About to type: look at the screen once, for a dialog or a change the cheap signals
+        // cannot show.
+        if let PaneTarget::Tmux { pane, .. } = target {
+            match self.io.capture(pane).await {
+                Ok(text) => obs.screen = Some(read_screen(&text)),
+                Err(error) => {
+                    tracing::debug!(session_id = sid, "nudger: capture-pane failed: {error}");
+                    return self.view(sid, now, now_ms, "screen unreadable".into());
+                }
+            }
+            let movement = self.track(sid, &obs, now_ms, typed_ms, grace_ms);
+            if let Movement::Real { signal, .. } = movement {
+                self.answered(sid, signal).await;
+                return self.view(sid, now, now_ms, format!("active ({signal})"));
+            }
+            let verdict = classify(&obs);
+            if !matches!(verdict, Verdict::Idle(_)) {
+                // Seen only on the screen (a dialog, a spinner): look again no sooner than a
+                // base gap, so a long-open dialog costs one capture per gap, not one per poll.
+                let base = self.config.schedule.base;
+                let reason = verdict_text(&verdict);
+                if let Some(tracked) = self.sessions.get_mut(sid) {
+                    tracked.retry_at = Some(now + base);
+                    tracked.screen_block = Some(reason.clone());
+                }
+                return self.view(sid, now, now_ms, reason);
+            }
+        }
+        self.nudge(sid).await;
+        self.view(
+            sid,
+            Instant::now(),
+            self.io.now_ms(),
+            format!("nudged ({idle_reason})"),
+        )
+    }
+
+    /// Feeds `obs` to the session's activity tracker.
+    fn track(
+        &mut self,
+        sid: &str,
+        obs: &Observation,
+        now_ms: i64,
+        typed_ms: Option<i64>,
+        grace_ms: i64,
+    ) -> Movement {
+        let tracked = self.sessions.entry(sid.to_owned()).or_default();
+        match &mut tracked.activity {
+            Some(activity) => activity.observe(obs, now_ms, typed_ms, grace_ms),
+            None => {
+                let (activity, movement) =
+                    Activity::first(obs, now_ms, tracked.restored_nudge_ms.take(), grace_ms);
+                tracked.activity = Some(activity);
+                movement
+            }
+        }
+    }
+
+    /// Real activity: forget the unanswered nudges.
+    async fn answered(&mut self, sid: &str, signal: &str) {
+        let tracked = self.sessions.entry(sid.to_owned()).or_default();
+        let had = tracked.count.reset();
+        let was_acknowledged = std::mem::replace(&mut tracked.acknowledged, false);
+        tracked.retry_at = None;
+        tracked.screen_block = None;
+        if was_acknowledged {
+            tracing::info!(
+                session_id = sid,
+                signal,
+                "session shows activity again; nudging resumes when it next stops"
+            );
+        } else if had {
+            tracing::debug!(session_id = sid, signal, "nudge answered; backoff reset");
+        }
+        if had || was_acknowledged {
+            let state = NudgeState {
+                session_id: sid.to_owned(),
+                unanswered: 0,
+                last_nudge_ms: tracked.last_nudge_ms,
+                acknowledged: false,
+            };
+            self.io.record(vec![Record::Nudge(state)]).await;
+        }
+    }
+
+    async fn nudge(&mut self, sid: &str) {
+        let unanswered = self
+            .sessions
+            .get(sid)
+            .map_or(0, |tracked| tracked.count.unanswered);
+        let Some(text) = self.config.message(unanswered).cloned() else {
+            return;
+        };
+        let outcome = self.io.wake(sid, &text).await;
+        let done_ms = self.io.now_ms();
+        let mut records = vec![Record::Delivery(Delivery {
+            at_ms: done_ms,
+            source: DeliverySource::Nudge,
+            identity: None,
+            event_id: None,
+            sender: NUDGER_SENDER.to_owned(),
+            target_session: sid.to_owned(),
+            action: outcome.action.as_str().to_owned(),
+            spool_us: None,
+            inject_us: (!outcome.inject_time.is_zero())
+                .then(|| u64::try_from(outcome.inject_time.as_micros()).unwrap_or(u64::MAX)),
+            error_kind: outcome.error_kind.map(str::to_owned),
+        })];
+        let schedule = self.config.schedule;
+        let base = schedule.base.max(STEP_FLOOR);
+        let tracked = self.sessions.entry(sid.to_owned()).or_default();
+        if outcome.action.woke() {
+            tracked.count.nudged(Instant::now());
+            tracked.last_nudge_ms = Some(done_ms);
+            tracked.retry_at = None;
+            tracked.screen_block = None;
+            let acknowledged = schedule.acknowledged(tracked.count.unanswered);
+            tracked.acknowledged = acknowledged;
+            tracing::info!(
+                session_id = sid,
+                unanswered = tracked.count.unanswered,
+                "nudged an idle session"
+            );
+            if acknowledged {
+                tracing::info!(
+                    session_id = sid,
+                    unanswered = tracked.count.unanswered,
+                    "session acknowledged idle: no more nudges until it shows activity"
+                );
+            }
+            records.push(Record::Nudge(NudgeState {
+                session_id: sid.to_owned(),
+                unanswered: tracked.count.unanswered,
+                last_nudge_ms: Some(done_ms),
+                acknowledged,
+            }));
+        } else {
+            // Refused (busy marker, cooldown, stale pane) or failed: try again no sooner than
+            // a base gap, so a broken pane costs one attempt per gap, not one per poll.
+            tracked.retry_at = Some(Instant::now() + base);
+            tracing::debug!(
+                session_id = sid,
+                action = outcome.action.as_str(),
+                "nudge not typed"
+            );
+        }
+        self.io.record(records).await;
+    }
+
+    fn view(&self, sid: &str, now: Instant, now_ms: i64, reason: String) -> NudgeView {
+        let Some(tracked) = self.sessions.get(sid) else {
+            return NudgeView {
+                unanswered: 0,
+                next_nudge_at_ms: None,
+                acknowledged: false,
+                idle_since_ms: None,
+                last_reason: reason,
+            };
+        };
+        let next_nudge_at_ms = match self
+            .config
+            .schedule
+            .next(&tracked.count, self.io.last_typed(sid))
+        {
+            Next::At(at) => Some(ms_at(now, now_ms, at)),
+            Next::Whenever | Next::Acknowledged => None,
+        };
+        let looks_idle = reason.starts_with("idle")
+            || reason.starts_with("nudged")
+            || reason.starts_with("acknowledged");
+        NudgeView {
+            unanswered: tracked.count.unanswered,
+            next_nudge_at_ms: next_nudge_at_ms.filter(|_| !tracked.acknowledged),
+            acknowledged: tracked.acknowledged,
+            idle_since_ms: looks_idle
+                .then(|| tracked.activity.as_ref().map(Activity::quiet_since_ms))
+                .flatten(),
+            last_reason: reason,
+        }
+    }
+}
+
+fn verdict_text(verdict: &Verdict) -> String {
+    match verdict {
+        Verdict::Idle(r) => format!("idle ({r})"),
+        Verdict::Busy(r) => format!("busy ({r})"),
+        Verdict::Blocked(r) => format!("blocked ({r})"),
+        Verdict::Unknown(r) => format!("unknown ({r})"),
+    }
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The monotonic instant of wall time `ms`, given that `now` is `now_ms`; `None` if it lies
+/// before the monotonic clock's origin. Future times map to `now`.
+fn instant_at(now: Instant, now_ms: i64, ms: i64) -> Option<Instant> {
+    let ago = u64::try_from(now_ms.saturating_sub(ms)).unwrap_or(0);
+    now.checked_sub(Duration::from_millis(ago))
+}
+
+/// The wall time (unix ms) of monotonic `at`, given that `now` is `now_ms`.
+fn ms_at(now: Instant, now_ms: i64, at: Instant) -> i64 {
+    if at >= now {
+        now_ms.saturating_add(millis(at - now))
+    } else {
+        now_ms.saturating_sub(millis(now - at))
+    }
+}
+
+/// Runs the nudger until `shutdown`: restores state, then polls every `poll_interval`. Returns
+/// at once when `[nudger] enabled = false`.
+pub async fn run(deps: NudgerDeps, shutdown: CancellationToken) {
+    if !deps.config.enabled {
+        tracing::info!("idle nudger disabled ([nudger] enabled = false)");
+        return;
+    }
+    let io = LiveIo::new(deps.gate, deps.store, deps.wake_dir, deps.registry_dir);
+    let nudger = Nudger::new(deps.config, io, deps.views);
+    run_with(nudger, shutdown).await;
+}
+
+/// The loop around any [`NudgerIo`] (tests drive it with scripted signals and a paused clock).
+pub async fn run_with<I: NudgerIo>(mut nudger: Nudger<I>, shutdown: CancellationToken) {
+    nudger.restore().await;
+    tracing::info!(
+        idle_after_s = nudger.config.idle_after.as_secs(),
+        poll_ms = millis(nudger.config.poll_interval),
+        "idle nudger started"
+    );
+    loop {
+        let next_poll = Instant::now() + nudger.config.poll_interval;
+        // A poll is never cut short: dropping it mid-injection could leave a nudge typed but
+        // not submitted. It is bounded by the snapshot, capture and injection budgets.
+        nudger.poll().await;
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            () = tokio::time::sleep_until(next_poll) => {}
+        }
+    }
+    tracing::debug!("idle nudger stopped");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wall_and_monotonic_times_convert_both_ways() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(5);
+        assert_eq!(ms_at(now, 10_000, later), 15_000);
+        let before = instant_at(now, 10_000, 7_000);
+        if let Some(before) = before {
+            assert_eq!(ms_at(now, 10_000, before), 7_000);
+        }
+        assert_eq!(instant_at(now, 10_000, 20_000), Some(now));
+    }
+}

@@ -1,0 +1,802 @@
+//! The idle nudger end to end: the loop on tokio's paused clock with scripted signals (exact
+//! backoff arithmetic), and the real thing against a private tmux server running a scripted
+//! stand-in for the Claude Code TUI (`tests/support/fake_agent.py`), the real gate, injector
+//! and SQLite ledger.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use wakebridge::deliver::Action;
+use wakebridge::gate::{Gate, GateOutcome};
+use wakebridge::mux::{Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
+use wakebridge::nudge::signals::RegistryReading;
+use wakebridge::nudge::{NudgeViews, NudgerConfig, Schedule};
+use wakebridge::store::{NudgeState, Record, Store};
+use wakebridge::target::PaneTarget;
+use wakebridge::tasks::nudger::{LiveIo, Nudger, NudgerIo, SessionFacts, run_with};
+
+// ---------------------------------------------------------------------------------------------
+// Paused clock, scripted signals.
+
+/// The scripted world: one tmux pane per session whose title, activity and hooks the test sets.
+#[derive(Default)]
+struct World {
+    panes: HashMap<String, PaneInfo>,
+    mapping: BTreeMap<String, PaneTarget>,
+    facts: HashMap<String, SessionFacts>,
+    busy: HashMap<String, bool>,
+    typed: HashMap<String, Instant>,
+    /// (session, seconds since start, text) of every nudge typed.
+    wakes: Vec<(String, u64, String)>,
+    records: Vec<Record>,
+    snapshots: u32,
+    captures: u32,
+    restore: Vec<NudgeState>,
+}
+
+#[derive(Clone)]
+struct FakeIo {
+    world: Arc<Mutex<World>>,
+    start: Instant,
+}
+
+const START_MS: i64 = 1_800_000_000_000;
+
+impl FakeIo {
+    fn new() -> Self {
+        Self {
+            world: Arc::new(Mutex::new(World::default())),
+            start: Instant::now(),
+        }
+    }
+
+    fn add_session(&self, sid: &str, title: &str) {
+        let mut w = self.world.lock().unwrap();
+        let pane = format!("%{}", w.panes.len());
+        w.panes.insert(
+            pane.clone(),
+            PaneInfo {
+                pane_id: pane.clone(),
+                dead: false,
+                current_command: "claude".into(),
+                pid: Some(1),
+                window_activity: Some(1_000),
+                title: title.into(),
+            },
+        );
+        w.mapping.insert(
+            sid.into(),
+            PaneTarget::Tmux {
+                pane,
+                session: None,
+            },
+        );
+    }
+
+    /// The session's window shows output now.
+    fn touch(&self, sid: &str) {
+        let now_s = u64::try_from(self.now_ms() / 1000).unwrap();
+        let mut w = self.world.lock().unwrap();
+        let pane = w.mapping[sid].pane().to_owned();
+        w.panes.get_mut(&pane).unwrap().window_activity = Some(now_s);
+    }
+
+    fn wake_times(&self, sid: &str) -> Vec<u64> {
+        let w = self.world.lock().unwrap();
+        w.wakes
+            .iter()
+            .filter(|(s, _, _)| s == sid)
+            .map(|(_, at, _)| *at)
+            .collect()
+    }
+}
+
+impl NudgerIo for FakeIo {
+    async fn mapping(&self) -> BTreeMap<String, PaneTarget> {
+        self.world.lock().unwrap().mapping.clone()
+    }
+    async fn tmux_snapshot(&self) -> Result<HashMap<String, PaneInfo>, MuxError> {
+        let mut w = self.world.lock().unwrap();
+        w.snapshots += 1;
+        Ok(w.panes.clone())
+    }
+    async fn capture(&self, _pane: &str) -> Result<String, MuxError> {
+        self.world.lock().unwrap().captures += 1;
+        Ok("done\n\n────────────\n❯ \n────────────\n".into())
+    }
+    async fn session_facts(&self, _sessions: Vec<String>) -> HashMap<String, SessionFacts> {
+        self.world.lock().unwrap().facts.clone()
+    }
+    async fn registry(&self) -> HashMap<String, RegistryReading> {
+        HashMap::new()
+    }
+    fn busy(&self, sid: &str) -> bool {
+        self.world
+            .lock()
+            .unwrap()
+            .busy
+            .get(sid)
+            .copied()
+            .unwrap_or(false)
+    }
+    fn last_typed(&self, sid: &str) -> Option<Instant> {
+        self.world.lock().unwrap().typed.get(sid).copied()
+    }
+    async fn wake(&self, sid: &str, text: &KeystrokeText) -> GateOutcome {
+        let at = Instant::now();
+        let mut w = self.world.lock().unwrap();
+        w.typed.insert(sid.into(), at);
+        let secs = (at - self.start).as_secs();
+        w.wakes.push((sid.into(), secs, text.as_str().into()));
+        // Our own keystrokes echo into the window, as they do in a real pane.
+        let pane = w.mapping[sid].pane().to_owned();
+        let now_s =
+            u64::try_from((START_MS + (at - self.start).as_millis() as i64) / 1000).unwrap();
+        w.panes.get_mut(&pane).unwrap().window_activity = Some(now_s);
+        GateOutcome {
+            action: Action::Tmux,
+            error_kind: None,
+            inject_time: Duration::from_millis(600),
+            target: Some(w.mapping[sid].clone()),
+        }
+    }
+    async fn record(&self, records: Vec<Record>) {
+        self.world.lock().unwrap().records.extend(records);
+    }
+    async fn restore(&self) -> Vec<NudgeState> {
+        self.world.lock().unwrap().restore.clone()
+    }
+    fn now_ms(&self) -> i64 {
+        START_MS + i64::try_from((Instant::now() - self.start).as_millis()).unwrap()
+    }
+}
+
+fn default_config() -> NudgerConfig {
+    NudgerConfig {
+        enabled: true,
+        idle_after: Duration::from_secs(300),
+        poll_interval: Duration::from_secs(10),
+        schedule: Schedule {
+            base: Duration::from_secs(90),
+            max: Duration::from_secs(900),
+            acknowledge_after: 5,
+        },
+        messages: vec![
+            KeystrokeText::new("Please continue.").unwrap(),
+            KeystrokeText::new("Anything left?").unwrap(),
+        ],
+        echo_grace: Duration::from_secs(10),
+    }
+}
+
+fn spawn_loop(
+    config: NudgerConfig,
+    io: FakeIo,
+) -> (CancellationToken, watch::Receiver<NudgeViews>) {
+    let (tx, rx) = watch::channel(NudgeViews::default());
+    let nudger = Nudger::new(config, io, tx);
+    let shutdown = CancellationToken::new();
+    tokio::spawn(run_with(nudger, shutdown.clone()));
+    (shutdown, rx)
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_idle_session_gets_doubling_gaps_then_falls_silent() {
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(3 * 3600)).await;
+    let times = io.wake_times("s1");
+    // First nudge after 5 min of quiet (polls every 10 s), then 90, 180, 360, 720 s apart.
+    assert_eq!(times.first(), Some(&300), "{times:?}");
+    let gaps: Vec<u64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(gaps, [90, 180, 360, 720], "{times:?}");
+    let view = views.borrow()["s1"].clone();
+    assert!(view.acknowledged && view.unanswered == 5, "{view:?}");
+    assert_eq!(view.next_nudge_at_ms, None);
+    let texts: Vec<String> = io
+        .world
+        .lock()
+        .unwrap()
+        .wakes
+        .iter()
+        .map(|w| w.2.clone())
+        .collect();
+    assert_eq!(
+        texts[..3],
+        ["Please continue.", "Anything left?", "Please continue."]
+    );
+    // Every nudge is in the ledger: one delivery and one state per nudge.
+    let records = io.world.lock().unwrap().records.clone();
+    let deliveries = records
+        .iter()
+        .filter(|r| matches!(r, Record::Delivery(_)))
+        .count();
+    assert_eq!(deliveries, 5);
+    assert!(matches!(
+        records.last(),
+        Some(Record::Nudge(NudgeState {
+            unanswered: 5,
+            acknowledged: true,
+            ..
+        }))
+    ));
+    shutdown.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_activity_resets_the_series_and_acknowledged_wakes_up() {
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    // Three nudges: 300, 390, 570.
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert_eq!(io.wake_times("s1"), [300, 390, 570]);
+    assert_eq!(views.borrow()["s1"].unanswered, 3);
+    // The agent works (output well after the grace), then stops again.
+    io.touch("s1");
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(
+        views.borrow()["s1"].unanswered,
+        0,
+        "activity answered the nudges"
+    );
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    let times = io.wake_times("s1");
+    // The next nudge comes after a fresh 5 min of quiet, and the series restarts at base.
+    assert_eq!(times[3], 900, "{times:?}");
+    assert_eq!(times[4] - times[3], 90, "{times:?}");
+    // Acknowledged sessions come back to life on activity.
+    tokio::time::sleep(Duration::from_secs(3 * 3600)).await;
+    assert!(views.borrow()["s1"].acknowledged);
+    let before = io.wake_times("s1").len();
+    io.touch("s1");
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert!(!views.borrow()["s1"].acknowledged);
+    // One nudge after a fresh 5 min of quiet; the next would be 90 s later.
+    tokio::time::sleep(Duration::from_secs(350)).await;
+    assert_eq!(io.wake_times("s1").len(), before + 1);
+    shutdown.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_busy_unknown_and_marked_sessions_are_never_nudged() {
+    let io = FakeIo::new();
+    io.add_session("busy-title", "\u{25d0} Claude Code");
+    io.add_session("unknown-title", "Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA");
+    io.add_session("marker", "\u{2733} Claude Code");
+    io.add_session("permission", "\u{2733} Claude Code");
+    io.add_session("control", "\u{2733} Claude Code");
+    {
+        let mut w = io.world.lock().unwrap();
+        w.busy.insert("marker".into(), true);
+        w.facts.insert(
+            "permission".into(),
+            SessionFacts {
+                hook: Some(("Notification:permission_prompt".into(), START_MS)),
+                transcript: None,
+            },
+        );
+    }
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    for sid in ["busy-title", "unknown-title", "marker", "permission"] {
+        assert!(io.wake_times(sid).is_empty(), "{sid} was nudged");
+    }
+    assert!(
+        !io.wake_times("control").is_empty(),
+        "the idle control session was not"
+    );
+    let v = views.borrow();
+    assert!(
+        v["busy-title"].last_reason.starts_with("busy"),
+        "{:?}",
+        v["busy-title"]
+    );
+    assert!(v["unknown-title"].last_reason.starts_with("unknown"));
+    assert!(v["permission"].last_reason.starts_with("blocked"));
+    drop(v);
+    // One snapshot per poll for all five sessions; captures only before the control's nudges.
+    let control_nudges = io.wake_times("control").len();
+    let w = io.world.lock().unwrap();
+    assert!(
+        (360..=361).contains(&w.snapshots),
+        "one list-panes per 10 s poll over an hour: {}",
+        w.snapshots
+    );
+    assert_eq!(w.captures as usize, control_nudges);
+    drop(w);
+    shutdown.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_restores_an_acknowledged_session_from_the_ledger() {
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    io.world.lock().unwrap().restore = vec![NudgeState {
+        session_id: "s1".into(),
+        unanswered: 5,
+        last_nudge_ms: Some(START_MS - 60_000),
+        acknowledged: true,
+    }];
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert!(io.wake_times("s1").is_empty());
+    assert!(views.borrow()["s1"].acknowledged);
+    shutdown.cancel();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real tmux, real gate, real ledger, a scripted agent TUI.
+
+fn fake_agent() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fake_agent.py")
+}
+
+/// A private tmux server, killed on drop.
+struct TmuxServer {
+    dir: tempfile::TempDir,
+    socket: PathBuf,
+    windows: u32,
+}
+
+impl TmuxServer {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("sock");
+        Self {
+            dir,
+            socket,
+            windows: 0,
+        }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("-f")
+            .arg("/dev/null")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "tmux {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    /// A new window running `command`; returns its pane id.
+    fn window(&mut self, command: &str) -> String {
+        let pane = if self.windows == 0 {
+            self.tmux(&[
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+                "-x",
+                "120",
+                "-y",
+                "30",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                command,
+            ])
+        } else {
+            self.tmux(&[
+                "new-window",
+                "-d",
+                "-t",
+                "t:",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                command,
+            ])
+        };
+        self.windows += 1;
+        pane
+    }
+
+    /// A fake agent in its own window; returns (pane, record file, control file).
+    fn agent(&mut self, name: &str, mode: &str) -> Agent {
+        let record = self.dir.path().join(format!("{name}.rec"));
+        let control = self.dir.path().join(format!("{name}.ctl"));
+        std::fs::write(&control, mode).unwrap();
+        let command = format!(
+            "python3 {} {} {}",
+            fake_agent().display(),
+            record.display(),
+            control.display()
+        );
+        let pane = self.window(&command);
+        Agent {
+            pane,
+            record,
+            control,
+        }
+    }
+}
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+    }
+}
+
+struct Agent {
+    pane: String,
+    record: PathBuf,
+    control: PathBuf,
+}
+
+impl Agent {
+    /// (unix seconds, text) of every line the agent received and submitted.
+    fn submits(&self) -> Vec<(f64, String)> {
+        let path = PathBuf::from(format!("{}.submits", self.record.display()));
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| {
+                let (at, text) = line.split_once('\t')?;
+                Some((at.parse().ok()?, text.to_owned()))
+            })
+            .collect()
+    }
+
+    fn set(&self, mode: &str) {
+        std::fs::write(&self.control, mode).unwrap();
+    }
+}
+
+struct Rig {
+    _wake: tempfile::TempDir,
+    wake_dir: PathBuf,
+    gate: Arc<Gate>,
+    store: Store,
+}
+
+fn rig(server: &TmuxServer, tmux_bin: Option<PathBuf>, sessions: &[(&str, &Agent)]) -> Rig {
+    let wake = tempfile::tempdir().unwrap();
+    let wake_dir = wake.path().to_path_buf();
+    let mapping: serde_json::Map<String, serde_json::Value> = sessions
+        .iter()
+        .map(|(sid, agent)| {
+            (
+                (*sid).to_owned(),
+                serde_json::json!({"mux": "tmux", "pane": agent.pane}),
+            )
+        })
+        .collect();
+    std::fs::write(
+        wake_dir.join("panes.json"),
+        serde_json::to_string(&mapping).unwrap(),
+    )
+    .unwrap();
+    let mux = MuxConfig {
+        tmux_socket: Some(server.socket.clone()),
+        tmux_bin: tmux_bin.unwrap_or_else(|| PathBuf::from("tmux")),
+        submit_delay: Duration::from_millis(100),
+        ..MuxConfig::default()
+    };
+    let injector = Arc::new(Injector::new(&mux));
+    let gate = Arc::new(Gate::new(
+        wake_dir.clone(),
+        3600.0,
+        Duration::ZERO,
+        injector,
+    ));
+    Rig {
+        _wake: wake,
+        wake_dir,
+        gate,
+        store: Store::open_in_memory().unwrap(),
+    }
+}
+
+fn fast_config(base_ms: u64, acknowledge_after: u32) -> NudgerConfig {
+    NudgerConfig {
+        enabled: true,
+        idle_after: Duration::from_secs(1),
+        poll_interval: Duration::from_millis(100),
+        schedule: Schedule {
+            base: Duration::from_millis(base_ms),
+            max: Duration::from_secs(30),
+            acknowledge_after,
+        },
+        messages: vec![
+            KeystrokeText::new("Keep going please.").unwrap(),
+            KeystrokeText::new("Anything left?").unwrap(),
+        ],
+        echo_grace: Duration::from_millis(500),
+    }
+}
+
+fn live_loop(
+    config: NudgerConfig,
+    rig: &Rig,
+) -> (
+    CancellationToken,
+    watch::Receiver<NudgeViews>,
+    tokio::task::JoinHandle<()>,
+) {
+    let io = LiveIo::new(
+        rig.gate.clone(),
+        rig.store.clone(),
+        rig.wake_dir.clone(),
+        None,
+    );
+    let (tx, rx) = watch::channel(NudgeViews::default());
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(run_with(Nudger::new(config, io, tx), shutdown.clone()));
+    (shutdown, rx, task)
+}
+
+/// Waits (real time, bounded) until `cond` holds.
+async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+#[tokio::test]
+async fn real_tmux_idle_agent_is_nudged_with_doubling_gaps_until_acknowledged() {
+    let mut server = TmuxServer::start();
+    let agent = server.agent("a", "idle");
+    let rig = rig(&server, None, &[("sid-a", &agent)]);
+    let started = unix_now();
+    let (shutdown, views, task) = live_loop(fast_config(1000, 3), &rig);
+    wait_for("three nudges", Duration::from_secs(20), || {
+        agent.submits().len() >= 3
+    })
+    .await;
+    // Nothing more once acknowledged, even though the nudges' own echo moved the window.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let submits = agent.submits();
+    assert_eq!(submits.len(), 3, "{submits:?}");
+    let texts: Vec<&str> = submits.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["Keep going please.", "Anything left?", "Keep going please."]
+    );
+    let first = submits[0].0 - started;
+    let gap1 = submits[1].0 - submits[0].0;
+    let gap2 = submits[2].0 - submits[1].0;
+    println!("first nudge after {first:.2}s, gaps {gap1:.2}s, {gap2:.2}s");
+    assert!(first >= 1.0, "first nudge only after idle_after ({first})");
+    assert!((0.9..1.8).contains(&gap1), "gap1 {gap1}");
+    assert!((1.9..2.8).contains(&gap2), "gap2 {gap2}");
+    let state = rig.store.nudge_state("sid-a").unwrap().unwrap();
+    assert_eq!((state.unanswered, state.acknowledged), (3, true));
+    assert!(views.borrow()["sid-a"].acknowledged);
+    let counts = rig.store.delivery_counts_by_action().unwrap();
+    assert_eq!(counts.get("tmux"), Some(&3), "{counts:?}");
+    // The record holds exactly the typed bytes: text, then a separate Enter.
+    let bytes = std::fs::read_to_string(&agent.record).unwrap();
+    assert_eq!(
+        bytes,
+        "Keep going please.\rAnything left?\rKeep going please.\r"
+    );
+    shutdown.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
+    let mut server = TmuxServer::start();
+    let agent = server.agent("a", "idle");
+    let rig = rig(&server, None, &[("sid-a", &agent)]);
+    let (shutdown, _views, task) = live_loop(fast_config(3000, 5), &rig);
+    wait_for("first nudge", Duration::from_secs(10), || {
+        !agent.submits().is_empty()
+    })
+    .await;
+    // Real output, well past the echo grace (window_activity has one-second resolution).
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    agent.set("work");
+    wait_for("second nudge", Duration::from_secs(15), || {
+        agent.submits().len() >= 2
+    })
+    .await;
+    let state = rig.store.nudge_state("sid-a").unwrap().unwrap();
+    assert_eq!(
+        state.unanswered, 1,
+        "the work answered the first nudge, so the second starts a new series"
+    );
+    shutdown.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn real_tmux_busy_dialog_and_marked_sessions_are_never_nudged() {
+    let mut server = TmuxServer::start();
+    let busy = server.agent("busy", "busy");
+    let dialog = server.agent("dialog", "dialog");
+    let marked = server.agent("marked", "idle");
+    let control = server.agent("control", "idle");
+    let rig = rig(
+        &server,
+        None,
+        &[
+            ("sid-busy", &busy),
+            ("sid-dialog", &dialog),
+            ("sid-marked", &marked),
+            ("sid-control", &control),
+        ],
+    );
+    wakebridge::wake::set_busy(&rig.wake_dir, "sid-marked").unwrap();
+    let (shutdown, views, task) = live_loop(fast_config(1000, 5), &rig);
+    wait_for("the control's nudges", Duration::from_secs(15), || {
+        control.submits().len() >= 2
+    })
+    .await;
+    for (name, agent) in [("busy", &busy), ("dialog", &dialog), ("marked", &marked)] {
+        assert!(agent.submits().is_empty(), "{name} was nudged");
+        let bytes = std::fs::read(&agent.record).unwrap_or_default();
+        assert!(bytes.is_empty(), "{name} received keystrokes: {bytes:?}");
+    }
+    let v = views.borrow().clone();
+    assert!(
+        v["sid-busy"].last_reason.starts_with("busy"),
+        "{:?}",
+        v["sid-busy"]
+    );
+    assert!(
+        v["sid-dialog"].last_reason.starts_with("blocked"),
+        "{:?}",
+        v["sid-dialog"]
+    );
+    assert!(
+        v["sid-marked"].last_reason.starts_with("busy"),
+        "{:?}",
+        v["sid-marked"]
+    );
+    shutdown.cancel();
+    task.await.unwrap();
+}
+
+/// Writes a tmux wrapper that logs each subcommand (argv[3], after `-S sock`) to `log`.
+fn counting_tmux(dir: &Path, log: &Path) -> PathBuf {
+    let real = Command::new("sh")
+        .args(["-c", "command -v tmux"])
+        .output()
+        .unwrap();
+    let real = String::from_utf8(real.stdout).unwrap().trim().to_owned();
+    let script = dir.join("tmux-counting");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$3\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+fn count_lines(log: &Path) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
+        *counts.entry(line.to_owned()).or_insert(0) += 1;
+    }
+    counts
+}
+
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage only writes into the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+fn self_cpu() -> Duration {
+    // SAFETY: as above.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+#[tokio::test]
+async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates() {
+    const PANES: usize = 100;
+    const POLLS: usize = 10;
+    let mut server = TmuxServer::start();
+    // 96 panes whose title says nothing (never candidates), 4 idle agents (candidates).
+    let mut agents = Vec::new();
+    for i in 0..4 {
+        agents.push((
+            format!("sid-idle-{i}"),
+            server.agent(&format!("a{i}"), "idle"),
+        ));
+    }
+    let mut sleepers = Vec::new();
+    for i in 4..PANES {
+        let pane = server.window("sleep 600");
+        sleepers.push((
+            format!("sid-quiet-{i}"),
+            Agent {
+                pane,
+                record: PathBuf::new(),
+                control: PathBuf::new(),
+            },
+        ));
+    }
+    let log = server.dir.path().join("tmux-calls.log");
+    let wrapper = counting_tmux(server.dir.path(), &log);
+    let all: Vec<(&str, &Agent)> = agents
+        .iter()
+        .chain(sleepers.iter())
+        .map(|(sid, a)| (sid.as_str(), a))
+        .collect();
+    let rig = rig(&server, Some(wrapper), &all);
+    let mut config = fast_config(60_000, 5);
+    config.idle_after = Duration::ZERO;
+    let io = LiveIo::new(
+        rig.gate.clone(),
+        rig.store.clone(),
+        rig.wake_dir.clone(),
+        None,
+    );
+    let (tx, views) = watch::channel(NudgeViews::default());
+    let mut nudger = Nudger::new(config, io, tx);
+    nudger.restore().await;
+    // Let the agents draw their idle title first.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // Poll 1 sees the four idle agents due: one capture each, then the gate types.
+    nudger.poll().await;
+    let first = count_lines(&log);
+    assert_eq!(first.get("list-panes"), Some(&1), "{first:?}");
+    assert_eq!(first.get("capture-pane"), Some(&4), "{first:?}");
+    assert_eq!(views.borrow().len(), PANES);
+    std::fs::remove_file(&log).unwrap();
+
+    // Later polls: everyone is busy, unknown or backing off: one list-panes, nothing else.
+    let cpu_before = children_cpu() + self_cpu();
+    let wall = std::time::Instant::now();
+    for _ in 0..POLLS {
+        nudger.poll().await;
+    }
+    let wall = wall.elapsed();
+    let cpu = children_cpu() + self_cpu() - cpu_before;
+    let later = count_lines(&log);
+    assert_eq!(later.get("list-panes"), Some(&POLLS), "{later:?}");
+    assert_eq!(later.values().sum::<usize>(), POLLS, "{later:?}");
+    println!(
+        "nudger poll over {PANES} mapped tmux panes: {} processes per poll, {:.1} ms wall and \
+         {:.1} ms CPU (daemon + children) per poll",
+        later.values().sum::<usize>() / POLLS,
+        wall.as_secs_f64() * 1000.0 / POLLS as f64,
+        cpu.as_secs_f64() * 1000.0 / POLLS as f64,
+    );
+    for (_, agent) in &agents {
+        assert_eq!(agent.submits().len(), 1);
+    }
+}
