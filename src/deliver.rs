@@ -240,7 +240,10 @@ impl Deliverer {
                 .then_some(outcome.inject_time.as_micros() as u64),
             error_kind: outcome.error_kind.map(str::to_string),
         };
-        if let Err(e) = store.record(Record::Delivery(delivery)).await {
+        // The delivery row is bookkeeping (the spool line is the durable record): it is queued
+        // for the next group commit and the answer does not wait for SQLite. A wake row is
+        // awaited below, because a restart must not reopen that session's cooldown.
+        if let Err(e) = store.record_queued(Record::Delivery(delivery)) {
             tracing::warn!(error = %e, "could not record a delivery in the ledger");
         }
         if outcome.action.woke()

@@ -297,6 +297,27 @@ impl Store {
         self.submit(Op::Record(record)).await.map(|_| ())
     }
 
+    /// Queues `record` without waiting for its commit (it is committed with the next batch, in
+    /// order with everything queued before and after it). For bookkeeping rows on the hot path;
+    /// if the queue is full, a task waits for room so nothing is dropped.
+    pub fn record_queued(&self, record: Record) -> Result<(), StoreError> {
+        let (ack, _ignored) = oneshot::channel();
+        match self.jobs()?.try_send(Job {
+            op: Op::Record(record),
+            ack,
+        }) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(job)) => {
+                let jobs = self.jobs()?.clone();
+                tokio::spawn(async move {
+                    let _ = jobs.send(job).await;
+                });
+                Ok(())
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(self.writer_gone()),
+        }
+    }
+
     /// `record` for synchronous callers (the `wakebridge hook` CLI). Refuses to run inside an
     /// async runtime, where it would block a worker thread.
     pub fn record_blocking(&self, record: Record) -> Result<(), StoreError> {

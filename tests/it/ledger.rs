@@ -100,20 +100,28 @@ async fn sessions_and_metrics_report_what_happened() {
     server.hook(event("s1", 1, "a"), &[]).await;
     server.hook(event("s1", 2, "b"), &[]).await;
     server.hook(event("s1", 2, "b"), &[]).await;
-    let sessions: serde_json::Value = server
-        .client
-        .get(server.url("/sessions"))
-        .send()
-        .await
-        .expect("req")
-        .json()
-        .await
-        .expect("json");
-    let s1 = sessions["sessions"]
-        .as_array()
-        .and_then(|a| a.iter().find(|s| s["session_id"] == "s1"))
-        .cloned()
-        .expect("s1 listed");
+    // Delivery rows are group-committed after the answer: give the writer a moment.
+    let mut s1 = serde_json::Value::Null;
+    for _ in 0..50 {
+        let sessions: serde_json::Value = server
+            .client
+            .get(server.url("/sessions"))
+            .send()
+            .await
+            .expect("req")
+            .json()
+            .await
+            .expect("json");
+        s1 = sessions["sessions"]
+            .as_array()
+            .and_then(|a| a.iter().find(|s| s["session_id"] == "s1"))
+            .cloned()
+            .expect("s1 listed");
+        if s1["last_action"] == "spool" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+    }
     assert_eq!(s1["spool_lines"], 2);
     assert_eq!(s1["state"], "unmapped");
     assert_eq!(s1["last_action"], "spool");
