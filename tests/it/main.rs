@@ -7,7 +7,10 @@ mod http_host;
 mod ledger;
 mod openapi;
 mod process;
+mod registration;
 mod spool_files;
+#[path = "../support/stub_bus.rs"]
+mod stub_bus;
 #[path = "../support/tmux_server.rs"]
 mod tmux_server;
 mod wake_path;

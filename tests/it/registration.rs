@@ -1,0 +1,93 @@
+//! Registration as `serve` runs it: the real app against a stub bus that speaks the real bus's
+//! wire. The bus is down at start, comes up, loses our row, and sees it removed at shutdown.
+
+use std::time::Duration;
+
+use crate::harness::TestServer;
+use crate::stub_bus::StubBus;
+
+const HOOK_URL: &str = "http://127.0.0.1:8082/hook";
+
+async fn health(server: &TestServer) -> serde_json::Value {
+    server
+        .client
+        .get(server.url("/health"))
+        .send()
+        .await
+        .expect("req")
+        .json()
+        .await
+        .expect("json")
+}
+
+/// Polls /health until `want(health)` holds, or fails after `limit`.
+async fn wait_health(
+    server: &TestServer,
+    limit: Duration,
+    want: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let h = health(server).await;
+        if want(&h) {
+            return h;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "health never matched: {h}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn registers_when_the_bus_comes_up_keeps_the_row_and_removes_it_at_shutdown() {
+    let mut bus = StubBus::start().await;
+    bus.stop().await;
+    let bus_url = bus.url();
+    let server = TestServer::start(&[
+        ("WAKEBRIDGE_REGISTRATION__ENABLED", "true"),
+        ("WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL", "200ms"),
+        ("AGENT_EVENT_BUS_URL", bus_url.as_str()),
+    ])
+    .await;
+    let h = health(&server).await;
+    assert_eq!(h["registered"], false, "{h}");
+    // A stale row at our URL (left by a SIGKILLed predecessor) and a row elsewhere.
+    bus.restart().await;
+    let stale = bus.insert_row(HOOK_URL, false);
+    let elsewhere = bus.insert_row("http://127.0.0.1:9999/hook", true);
+    let h = wait_health(&server, Duration::from_secs(10), |h| {
+        h["registered"] == true
+    })
+    .await;
+    let id = h["webhook_id"].as_i64().expect("webhook id");
+    assert!(h["last_verified_at"].is_string(), "{h}");
+    let ours = bus.rows_at(HOOK_URL);
+    assert_eq!(ours.len(), 1, "stale row swept, one fresh row");
+    assert_eq!((ours[0].webhook_id, ours[0].active), (id, true));
+    assert_ne!(id, stale);
+    assert_eq!(
+        bus.rows_at("http://127.0.0.1:9999/hook")[0].webhook_id,
+        elsewhere
+    );
+
+    // Someone deletes our row: the keeper notices and registers again.
+    assert!(bus.delete_row(id));
+    let h = wait_health(&server, Duration::from_secs(5), |h| {
+        h["registered"] == true && h["webhook_id"].as_i64() != Some(id)
+    })
+    .await;
+    assert_eq!(bus.rows_at(HOOK_URL).len(), 1, "{h}");
+
+    server.stop().await;
+    assert!(
+        bus.rows_at(HOOK_URL).is_empty(),
+        "row unregistered at shutdown"
+    );
+    assert_eq!(
+        bus.rows_at("http://127.0.0.1:9999/hook").len(),
+        1,
+        "other rows untouched"
+    );
+}
