@@ -51,6 +51,20 @@ pub enum AppError {
     Serve(String),
 }
 
+impl AppError {
+    /// 2 when a restart cannot help (the configuration or a file needs a human: a supervisor
+    /// should not retry), 1 when it may (the port or the singleton lock may be freed).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            AppError::WakeDir { .. }
+            | AppError::Ledger(_)
+            | AppError::Context(_)
+            | AppError::Nudger(_) => 2,
+            AppError::Singleton(_) | AppError::Bind { .. } | AppError::Serve(_) => 1,
+        }
+    }
+}
+
 /// Everything request handlers share.
 pub struct AppState {
     pub config: Config,

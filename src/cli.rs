@@ -220,7 +220,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             Err(e) => {
                 tracing::error!("{e}");
                 eprintln!("wakebridge: {e}");
-                return ExitCode::FAILURE;
+                return ExitCode::from(e.exit_code());
             }
         };
         let shutdown = CancellationToken::new();
