@@ -1,0 +1,203 @@
+//! Wake latency benchmark (prints figures; not a timed test): from the moment a `POST /hook`
+//! is sent to the moment the wake prompt's bytes, and then its Enter, arrive in a real tmux
+//! pane, through the real release binary.
+//!
+//!     cargo bench --bench wake_latency                 # 20 wakes, default submit delay (500 ms)
+//!     WB_BENCH_SUBMIT_DELAY=0ms cargo bench --bench wake_latency
+//!
+//! A private tmux server (`-S` in a temp dir) runs a recorder pane; the daemon maps one session
+//! to it with cooldown 0, so every event wakes.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use std::io::{Read, Write};
+
+fn tmux(socket: &Path, args: &[&str]) -> String {
+    let out = Command::new("tmux")
+        .arg("-S")
+        .arg(socket)
+        .args(args)
+        .output()
+        .expect("tmux");
+    assert!(
+        out.status.success(),
+        "tmux {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn post(port: u16, body: &str) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let request = format!(
+        "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("write");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, response)
+}
+
+fn wait_len(file: &Path, len: u64, limit: Duration) -> Option<Instant> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if std::fs::metadata(file)
+            .map(|m| m.len() >= len)
+            .unwrap_or(false)
+        {
+            return Some(Instant::now());
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    None
+}
+
+fn main() {
+    let rounds: usize = std::env::var("WB_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let submit_delay = std::env::var("WB_BENCH_SUBMIT_DELAY").unwrap_or_else(|_| "500ms".into());
+    let root = tempfile::tempdir().expect("tempdir");
+    let socket = root.path().join("tmux.sock");
+    let record = root.path().join("record");
+    tmux(
+        &socket,
+        &[
+            "new-session",
+            "-d",
+            "-s",
+            "bench",
+            "-x",
+            "120",
+            "-y",
+            "30",
+            "sleep 600",
+        ],
+    );
+    let pane = tmux(
+        &socket,
+        &[
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            &format!("stty raw -echo; exec cat > '{}'", record.display()),
+        ],
+    );
+    let ready = Instant::now();
+    while tmux(
+        &socket,
+        &[
+            "display-message",
+            "-p",
+            "-t",
+            &pane,
+            "#{pane_current_command}",
+        ],
+    ) != "cat"
+    {
+        assert!(
+            ready.elapsed() < Duration::from_secs(5),
+            "recorder did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let wake = root.path().join("wake");
+    std::fs::create_dir_all(&wake).expect("wake dir");
+    std::fs::write(
+        wake.join("panes.json"),
+        format!("{{\"bench\": {{\"mux\": \"tmux\", \"pane\": \"{pane}\"}}}}\n"),
+    )
+    .expect("panes.json");
+    std::fs::create_dir_all(root.path().join("run")).expect("run");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_wakebridge"))
+        .args([
+            "serve",
+            "--port",
+            &port.to_string(),
+            "--backend",
+            "mux",
+            "--cooldown",
+            "0",
+        ])
+        .env("AGENT_EVENT_BUS_WAKE_DIR", &wake)
+        .env("XDG_RUNTIME_DIR", root.path().join("run"))
+        .env("XDG_STATE_HOME", root.path().join("state"))
+        .env("XDG_CONFIG_HOME", root.path().join("config"))
+        .env("WAKEBRIDGE_REGISTRATION__ENABLED", "false")
+        .env("WAKEBRIDGE_NUDGER__ENABLED", "false")
+        .env("WAKEBRIDGE_MUX__TMUX_SOCKET", &socket)
+        .env("WAKEBRIDGE_MUX__SUBMIT_DELAY", &submit_delay)
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the release binary");
+    let up = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            up.elapsed() < Duration::from_secs(10),
+            "daemon did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let prompt_len =
+        "Check the event bus - a directed event arrived for this session.".len() as u64;
+    let (mut to_text, mut to_enter, mut to_answer) = (Vec::new(), Vec::new(), Vec::new());
+    let mut expected = 0u64;
+    for i in 0..rounds {
+        let body = format!(
+            r#"{{"event_id": {i}, "signal_level": "actionable", "channel": "session:bench", "timestamp": "t{i}"}}"#
+        );
+        // Post from a thread and watch the recorder here: the text lands before the answer.
+        let sent = Instant::now();
+        let poster = std::thread::spawn(move || {
+            let answer = post(port, &body);
+            (answer, Instant::now())
+        });
+        let text_at = wait_len(&record, expected + prompt_len, Duration::from_secs(5));
+        let enter_at = wait_len(&record, expected + prompt_len + 1, Duration::from_secs(5));
+        let ((status, response), answered) = poster.join().expect("poster");
+        assert_eq!(status, 200, "{response}");
+        assert!(response.contains("\"action\":\"tmux\""), "{response}");
+        let text_at = text_at.expect("prompt arrived");
+        let enter_at = enter_at.expect("enter arrived");
+        expected += prompt_len + 1;
+        to_text.push(text_at.duration_since(sent));
+        to_enter.push(enter_at.duration_since(sent));
+        to_answer.push(answered.duration_since(sent));
+    }
+    let median = |v: &mut Vec<Duration>| {
+        v.sort();
+        (
+            v[v.len() / 2].as_secs_f64() * 1000.0,
+            v[v.len() - 1].as_secs_f64() * 1000.0,
+        )
+    };
+    let (t50, tmax) = median(&mut to_text);
+    let (e50, emax) = median(&mut to_enter);
+    let (a50, amax) = median(&mut to_answer);
+    println!(
+        "wake_latency rounds={rounds} submit_delay={submit_delay}: request->text median {t50:.1} ms (max {tmax:.1}), request->Enter median {e50:.1} ms (max {emax:.1}), request->200 median {a50:.1} ms (max {amax:.1})"
+    );
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let _ = Command::new("tmux")
+        .arg("-S")
+        .arg(&socket)
+        .arg("kill-server")
+        .status();
+}
