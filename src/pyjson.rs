@@ -128,7 +128,7 @@ fn write_float_repr(value: f64, out: &mut String) {
 /// A JSON string with `ensure_ascii`: `"` and `\` escaped, the five short escapes, and every
 /// other character outside printable ASCII as `\uXXXX` (lowercase hex, surrogate pairs above
 /// U+FFFF), exactly as Python writes it.
-fn write_string(s: &str, out: &mut String) {
+pub fn write_string(s: &str, out: &mut String) {
     out.push('"');
     for c in s.chars() {
         match c {

@@ -3,7 +3,9 @@
 //! Nothing from an event payload or request can become one without passing these rules, and the
 //! backends accept nothing else. Which message to send when is decided elsewhere.
 
-use unicode_general_category::{GeneralCategory, get_general_category};
+// Typable = what Python calls printable: a plain space, or any assigned character that is not a
+// control, format, private-use, surrogate or separator code point (those render invisibly).
+use crate::wake::printable::is_printable_char;
 
 /// The wake prompt, byte for byte the reference bridge's (ASCII hyphen, trailing period).
 pub const WAKE_PROMPT: &str = "Check the event bus - a directed event arrived for this session.";
@@ -53,7 +55,11 @@ impl KeystrokeText {
         if chars > MAX_KEYSTROKE_CHARS {
             return Err(TextError::TooLong { chars });
         }
-        if let Some((at, found)) = text.chars().enumerate().find(|(_, c)| !is_typable(*c)) {
+        if let Some((at, found)) = text
+            .chars()
+            .enumerate()
+            .find(|(_, c)| !is_printable_char(*c))
+        {
             return Err(TextError::NotPrintable { found, at });
         }
         if first.is_ascii_digit() || first == '-' || first.is_whitespace() {
@@ -87,26 +93,6 @@ impl std::fmt::Display for KeystrokeText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
-}
-
-/// Printable: a plain space, or any assigned character that is neither a control/format/
-/// private-use/surrogate code point nor a line or paragraph separator nor an exotic space
-/// (those render invisibly and a reader could not tell what was typed).
-fn is_typable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    !matches!(
-        get_general_category(c),
-        GeneralCategory::Control
-            | GeneralCategory::Format
-            | GeneralCategory::Surrogate
-            | GeneralCategory::PrivateUse
-            | GeneralCategory::Unassigned
-            | GeneralCategory::LineSeparator
-            | GeneralCategory::ParagraphSeparator
-            | GeneralCategory::SpaceSeparator
-    )
 }
 
 #[cfg(test)]

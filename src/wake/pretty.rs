@@ -32,31 +32,6 @@ pub fn to_compact_ascii(value: &Value) -> String {
     out
 }
 
-/// Appends `s` as a JSON string literal with Python's `ensure_ascii` escaping.
-pub fn write_ascii_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            ' '..='~' => out.push(c),
-            _ => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    // Writing into a String cannot fail.
-                    let _ = write!(out, "\\u{unit:04x}");
-                }
-            }
-        }
-    }
-    out.push('"');
-}
-
 /// `indent` is `Some(level)` for the file layout (numbers in Python's rendering) and `None` for
 /// one line (numbers verbatim).
 fn write_value(
@@ -71,7 +46,7 @@ fn write_value(
         Value::Number(n) => {
             let _ = write!(out, "{n}");
         }
-        Value::String(s) => write_ascii_string(out, s),
+        Value::String(s) => crate::pyjson::write_string(s, out),
         Value::Array(items) => {
             if items.is_empty() {
                 out.push_str("[]");
@@ -103,7 +78,7 @@ fn write_value(
                     out.push(',');
                 }
                 newline(out, indent.map(|level| level + 1));
-                write_ascii_string(out, key);
+                crate::pyjson::write_string(key, out);
                 out.push_str(": ");
                 write_value(out, item, indent.map(|level| level + 1))?;
             }
