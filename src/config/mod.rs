@@ -386,7 +386,7 @@ pub fn default_state_dir(env: &dyn Env) -> PathBuf {
 /// The reference's default wake dir, `~/.claude/contrib/agent-event-bus/wake`.
 pub fn default_wake_dir(env: &dyn Env) -> PathBuf {
     let home = nonempty(env, "HOME").unwrap_or_else(|| "/".to_string());
-    Path::new(&home).join(".claude/contrib/agent-event-bus/wake")
+    Path::new(&home).join(crate::wake::dir::DEFAULT_WAKE_DIR_UNDER_HOME)
 }
 
 /// Picks flag > reference env > layered setting, remembering which one for error messages.
