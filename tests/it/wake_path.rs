@@ -256,3 +256,44 @@ async fn manual_wake_types_a_configured_message_by_name() {
     let want = b"Please continue with the task at hand.\r".to_vec();
     assert_eq!(read_when_settled(&file, want.len()), want);
 }
+
+/// A restart must not reopen a cooldown window, nor repeat a wake for a redelivered event.
+#[tokio::test]
+async fn restart_keeps_the_cooldown_and_the_delivered_identities() {
+    let tmux = TmuxServer::start();
+    let (pane, file) = recorder_pane(&tmux, "rec");
+    let server = mux_server(&tmux, &[]).await;
+    map(&server.wake_dir, "s1", &pane);
+    let first = event("s1", 1);
+    assert_eq!(server.hook(first.clone(), &[]).await.1["action"], "tmux");
+    assert_eq!(
+        read_when_settled(&file, expected_wake().len()),
+        expected_wake()
+    );
+    let root = server.stop().await;
+    let socket = tmux.socket().display().to_string();
+    let server = TestServer::start_in(
+        root,
+        &[
+            ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux"),
+            ("WAKEBRIDGE_MUX__TMUX_SOCKET", socket.as_str()),
+            ("WAKEBRIDGE_MUX__SUBMIT_DELAY", "100ms"),
+        ],
+        wakebridge::config::Flags::default(),
+    )
+    .await;
+    let (_, again) = server.hook(first, &[]).await;
+    assert_eq!(
+        (again["action"].as_str(), again["duplicate"].as_bool()),
+        (Some("tmux"), Some(true))
+    );
+    assert_eq!(
+        server.hook(event("s1", 2), &[]).await.1["action"],
+        "spool-cooldown"
+    );
+    assert_eq!(
+        read_when_settled(&file, expected_wake().len()),
+        expected_wake(),
+        "typed once in all"
+    );
+}
