@@ -114,3 +114,52 @@ async fn second_instance_exits_and_sigterm_stops_the_first_cleanly() {
         .expect("wait");
     assert!(status.success(), "{status:?}");
 }
+
+/// `wakebridge status` and `wakebridge wake` talk to a running daemon over HTTP.
+#[tokio::test]
+async fn status_and_wake_verbs_talk_to_the_daemon() {
+    let server = crate::harness::TestServer::start(&[]).await;
+    server.hook(crate::harness::DEFAULT_EVENT, &[]).await;
+    let url = format!("http://{}", server.addr);
+    let root = server.root.path().to_path_buf();
+    let (status, wake) = tokio::task::spawn_blocking(move || {
+        let status = binary(&root, &[])
+            .args(["status", "--url", &url])
+            .output()
+            .expect("status");
+        let wake = binary(&root, &[])
+            .args(["wake", "target-1", "--url", &url])
+            .output()
+            .expect("wake");
+        (status, wake)
+    })
+    .await
+    .expect("join");
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let table = String::from_utf8_lossy(&status.stdout);
+    let mut lines = table.lines();
+    assert!(
+        lines
+            .next()
+            .is_some_and(|h| h.starts_with("SESSION") && h.contains("LAST ACTION")),
+        "{table}"
+    );
+    assert!(
+        lines.any(|l| l.starts_with("target-1") && l.contains("unmapped") && l.contains("1 lines")),
+        "{table}"
+    );
+    assert!(
+        !table.contains('\x1b'),
+        "no colour when stdout is not a terminal"
+    );
+    // Nothing is mapped, so the wake is spooled-only: reported, and a non-zero exit.
+    assert_eq!(
+        String::from_utf8_lossy(&wake.stdout).trim(),
+        "target-1: spool-unmapped"
+    );
+    assert_eq!(wake.status.code(), Some(1));
+}
