@@ -56,6 +56,13 @@ pub struct Event {
 }
 
 /// The charset rule: `[A-Za-z0-9_-]{1,64}`, in full. It keeps ids safe as file names.
+///
+/// ```
+/// use wakebridge::event::is_safe_session_id;
+/// assert!(is_safe_session_id("067fd316-8cc7-5cb1-861f-4d9d67ba7ee8"));
+/// assert!(!is_safe_session_id("../../victim/x"));
+/// assert!(!is_safe_session_id(&"a".repeat(65)));
+/// ```
 pub fn is_safe_session_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= MAX_SESSION_ID_LEN

@@ -47,6 +47,11 @@ pub fn write_value(value: &Value, out: &mut String) -> Result<(), NotSerializabl
 }
 
 /// Python's rendering of a whole value.
+///
+/// ```
+/// let value: serde_json::Value = serde_json::from_str(r#"{"b":1.0,"a":"süß"}"#).unwrap();
+/// assert_eq!(wakebridge::pyjson::to_string(&value).unwrap(), r#"{"b": 1.0, "a": "s\u00fc\u00df"}"#);
+/// ```
 pub fn to_string(value: &Value) -> Result<String, NotSerializable> {
     let mut out = String::new();
     write_value(value, &mut out)?;
