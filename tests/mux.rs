@@ -438,7 +438,7 @@ async fn capture_returns_the_visible_text() {
     }
 }
 
-// ---- zellij, through a recording stand-in (zellij is not installed on this machine) ----
+// ---- zellij, through a recording stand-in (the exact argv; tests/zellij.rs runs a real one) ----
 
 const LIVE_SESSIONS: &str = "has:colon [Created 5m 2s ago] \nother [Created 1h ago] \n";
 const LIVE_PANES: &str = r#"[{"id":0,"is_plugin":false,"is_focused":true,"exited":false,"title":"claude"},{"id":0,"is_plugin":true,"exited":false}]"#;
@@ -523,7 +523,15 @@ async fn zellij_missing_session_is_stale_and_types_nothing() {
         ),
         "{err:?}"
     );
-    assert_eq!(stand_in.calls().len(), 1);
+    // Asked twice (a real zellij 0.45.1 under load sometimes leaves a live session out of one
+    // listing; see tests/zellij.rs), and nothing else.
+    assert_eq!(
+        stand_in.calls(),
+        vec![
+            argv(&["list-sessions", "-n"]),
+            argv(&["list-sessions", "-n"])
+        ]
+    );
 }
 
 #[tokio::test]
