@@ -4,17 +4,18 @@
 //! plus the directory when the file is new) before the caller answers the bus.
 //!
 //! fsync costs 0.2–0.8 ms here, so one fsync per request on a busy session would cap
-//! throughput. Appends are therefore group-committed per session: requests queue their line, one
-//! of them takes the session's flush turn, writes everything queued in one `write` under one lock
-//! and one fsync, and answers every request in the batch. Under load batches grow by themselves;
-//! an idle session pays one fsync for one line. Sessions flush independently, so a stuck drainer
-//! on one session never delays another.
+//! throughput. Appends are therefore group-committed per session: requests queue their line; one
+//! blocking thread at a time is the session's flusher, writes everything queued in one `write`
+//! under one lock and one fsync, answers every request in the batch, and loops while more is
+//! queued. Under load batches grow by themselves; an idle session pays one fsync for one line.
+//! Sessions flush independently, so a stuck drainer on one session never delays another.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -82,8 +83,10 @@ struct Pending {
 #[derive(Default)]
 struct SessionQueue {
     pending: Mutex<Vec<Pending>>,
-    /// Whoever holds this is the session's flusher.
-    flush_turn: tokio::sync::Mutex<()>,
+    /// Set while a blocking thread is this session's flusher. The flusher keeps draining the
+    /// queue until it finds it empty, so under load batches follow each other without a round
+    /// trip through the async runtime.
+    flushing: AtomicBool,
 }
 
 /// Appends spool lines for every session of one wake dir.
@@ -125,34 +128,13 @@ impl Spool {
             deadline,
             done,
         });
-        {
-            let _turn = queue.flush_turn.lock().await;
-            let batch = std::mem::take(&mut *lock(&queue.pending));
-            if !batch.is_empty() {
-                self.flush(sid, batch).await;
-            }
+        if !queue.flushing.swap(true, Ordering::SeqCst) {
+            let (dir, owned_sid) = (self.wake_dir.clone(), sid.to_string());
+            tokio::task::spawn_blocking(move || drain(&queue, &dir, &owned_sid));
         }
         answer
             .await
             .map_err(|_| SpoolError::WriterGone(sid.to_string()))?
-    }
-
-    async fn flush(&self, sid: &str, batch: Vec<Pending>) {
-        let deadline = batch.iter().map(|p| p.deadline).min_by_key(|d| d.instant());
-        let deadline = deadline.unwrap_or_else(|| Deadline::after(self.lock_budget));
-        let mut bytes = String::with_capacity(batch.iter().map(|p| p.line.len()).sum());
-        for p in &batch {
-            bytes.push_str(&p.line);
-        }
-        let (dir, owned_sid) = (self.wake_dir.clone(), sid.to_string());
-        let result = tokio::task::spawn_blocking(move || {
-            write_batch(&dir, &owned_sid, bytes.as_bytes(), deadline)
-        })
-        .await
-        .unwrap_or_else(|_| Err(SpoolError::WriterGone(sid.to_string())));
-        for p in batch {
-            let _ = p.done.send(result.clone());
-        }
     }
 
     fn queue(&self, sid: &str) -> Arc<SessionQueue> {
@@ -161,6 +143,45 @@ impl Spool {
             queues.retain(|_, q| Arc::strong_count(q) > 1);
         }
         queues.entry(sid.to_string()).or_default().clone()
+    }
+}
+
+/// The flusher: writes whatever is queued as one batch (one lock, one write, one fdatasync),
+/// answers every line in it, and goes on until the queue is empty.
+fn drain(queue: &SessionQueue, wake_dir: &Path, sid: &str) {
+    /// Hands the flusher role back even if a batch panics, so the session is never wedged.
+    struct Release<'a>(&'a AtomicBool);
+    impl Drop for Release<'_> {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::SeqCst);
+        }
+    }
+    let _release = Release(&queue.flushing);
+    loop {
+        let batch = std::mem::take(&mut *lock(&queue.pending));
+        if batch.is_empty() {
+            queue.flushing.store(false, Ordering::SeqCst);
+            // A line queued between the take and the store found `flushing` still set and
+            // left it to us: take the role back, unless another flusher already has.
+            if lock(&queue.pending).is_empty() || queue.flushing.swap(true, Ordering::SeqCst) {
+                return;
+            }
+            continue;
+        }
+        // The earliest request's deadline bounds the whole batch.
+        let deadline = batch
+            .iter()
+            .map(|p| p.deadline)
+            .min_by_key(|d| d.instant())
+            .unwrap_or_else(|| Deadline::after(LOCK_BUDGET));
+        let mut bytes = String::with_capacity(batch.iter().map(|p| p.line.len()).sum());
+        for p in &batch {
+            bytes.push_str(&p.line);
+        }
+        let result = write_batch(wake_dir, sid, bytes.as_bytes(), deadline);
+        for p in batch {
+            let _ = p.done.send(result.clone());
+        }
     }
 }
 
