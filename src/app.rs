@@ -115,28 +115,7 @@ pub struct App {
 
 impl App {
     pub async fn build(config: Config, env: &dyn Env) -> Result<App, AppError> {
-        let wake_err = |reason: String| AppError::WakeDir {
-            dir: config.wake_dir.clone(),
-            reason,
-        };
-        spool::prepare_wake_dir(&config.wake_dir).map_err(|e| wake_err(e.to_string()))?;
-        let wake_dir =
-            std::fs::canonicalize(&config.wake_dir).map_err(|e| wake_err(e.to_string()))?;
-        let singletons = singleton::acquire(env, &config.hook_url, &wake_dir)?;
-        if config.backend == Backend::Mux {
-            preflight_multiplexers();
-        }
-        let addr = SocketAddr::new(config.bind_addr(), config.port);
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| AppError::Bind {
-                addr,
-                reason: e.to_string(),
-            })?;
-        for warning in &config.warnings {
-            tracing::warn!("{warning}");
-        }
-        let settings_registration = config.settings.registration.enabled;
+        // Settings that can be wrong are checked before anything is locked, bound or opened.
         let context_monitor = if config.settings.context.enabled {
             let config_dirs = claude_config_dirs_from(
                 env.get("CLAUDE_CONFIG_DIR")
@@ -155,16 +134,47 @@ impl App {
         } else {
             None
         };
+        // The nudger types into panes, so it runs only where typing is allowed (mux backend).
+        let nudge_config = if config.settings.nudger.enabled && config.backend == Backend::Mux {
+            let checked = NudgerConfig::from_settings(&config.settings.nudger)
+                .map_err(|e| AppError::Nudger(e.to_string()))?;
+            Some(checked)
+        } else {
+            None
+        };
+        let wake_err = |reason: String| AppError::WakeDir {
+            dir: config.wake_dir.clone(),
+            reason,
+        };
+        spool::prepare_wake_dir(&config.wake_dir).map_err(|e| wake_err(e.to_string()))?;
+        let wake_dir =
+            std::fs::canonicalize(&config.wake_dir).map_err(|e| wake_err(e.to_string()))?;
+        let singletons = singleton::acquire(env, &config.hook_url, &wake_dir)?;
+        let mux = mux_config(&config);
+        if config.backend == Backend::Mux {
+            preflight_multiplexers(&mux);
+        }
+        let ledger_path = config.ledger_path(env);
+        let store = Store::open(&ledger_path).map_err(|e| AppError::Ledger(e.to_string()))?;
+        let addr = SocketAddr::new(config.bind_addr(), config.port);
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| AppError::Bind {
+                addr,
+                reason: e.to_string(),
+            })?;
+        for warning in &config.warnings {
+            tracing::warn!("{warning}");
+        }
+        let settings_registration = config.settings.registration.enabled;
         crate::telemetry::handle();
-        let injector = Arc::new(Injector::new(&mux_config(&config)));
+        let injector = Arc::new(Injector::new(&mux));
         let gate = Arc::new(Gate::new(
             wake_dir.clone(),
             config.busy_ttl,
             config.cooldown,
             injector,
         ));
-        let ledger_path = config.ledger_path(env);
-        let store = Store::open(&ledger_path).map_err(|e| AppError::Ledger(e.to_string()))?;
         let dedupe = Dedupe::new(config.settings.ledger.identity_window);
         restore_state(
             &store,
@@ -172,20 +182,15 @@ impl App {
             &dedupe,
             config.settings.ledger.identity_window,
         );
-        // The nudger types into panes, so it runs only where typing is allowed (mux backend).
-        let nudger = if config.settings.nudger.enabled && config.backend == Backend::Mux {
-            let nudge_config = NudgerConfig::from_settings(&config.settings.nudger)
-                .map_err(|e| AppError::Nudger(e.to_string()))?;
-            Some(NudgerDeps::new(
+        let nudger = nudge_config.map(|nudge_config| {
+            NudgerDeps::new(
                 gate.clone(),
                 store.clone(),
                 wake_dir.clone(),
                 registry_dir(&|name| env.get(name)),
                 nudge_config,
-            ))
-        } else {
-            None
-        };
+            )
+        });
         let deliverer = Deliverer::new(
             Spool::new(wake_dir),
             config.backend,
@@ -348,11 +353,8 @@ fn mux_config(config: &Config) -> MuxConfig {
 
 /// Warns (never refuses: a refusal would crash-loop under a supervisor) when no multiplexer is
 /// on PATH.
-fn preflight_multiplexers() {
-    let found: Vec<&str> = ["tmux", "zellij"]
-        .into_iter()
-        .filter(|bin| on_path(bin))
-        .collect();
+fn preflight_multiplexers(config: &MuxConfig) {
+    let found = crate::mux::preflight_for(config);
     if found.is_empty() {
         tracing::warn!(
             "none of tmux, zellij is on PATH: wakes will report spool-mux-failed; a supervisor's minimal PATH may be the cause (see deploy/)"
@@ -360,9 +362,4 @@ fn preflight_multiplexers() {
     } else {
         tracing::info!("Wake injection available via: {}", found.join(", "));
     }
-}
-
-fn on_path(bin: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(bin).is_file()))
 }
