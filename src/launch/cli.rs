@@ -12,9 +12,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::pretrust::{claude_config_home, claude_config_path};
+use super::pretrust::claude_config_path;
 use super::{DEFAULT_TIMEOUT, LaunchError, LaunchOptions, Launched, Mapping, Placement, launch};
 use crate::mux::{KeystrokeText, MuxConfig};
+use crate::nudge::registry::claude_config_home;
 use crate::wake::dir::resolve_wake_dir;
 
 /// The agent started when no command is given.

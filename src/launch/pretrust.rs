@@ -119,18 +119,6 @@ pub fn claude_config_path(env: &dyn Fn(&str) -> Option<String>) -> Result<PathBu
     Ok(main)
 }
 
-/// Where Claude Code keeps per-process registry files (`sessions/<pid>.json`):
-/// `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
-pub fn claude_config_home(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    match env("CLAUDE_CONFIG_DIR").filter(|dir| !dir.is_empty()) {
-        Some(dir) => Some(PathBuf::from(dir)).filter(|dir| dir.is_absolute()),
-        None => env("HOME")
-            .map(PathBuf::from)
-            .filter(|home| home.is_absolute())
-            .map(|home| home.join(".claude")),
-    }
-}
-
 /// Set `projects[folder].hasTrustDialogAccepted = true` in `config`, creating the file (mode
 /// 0600) if it does not exist. `folder` should be canonical (Claude Code keys projects by its
 /// real working directory).

@@ -62,11 +62,17 @@ pub enum RegistryError {
 /// `$CLAUDE_CONFIG_DIR/sessions`, else `$HOME/.claude/sessions`; `None` without either (or
 /// with a relative value, which would depend on the daemon's working directory).
 pub fn registry_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    claude_config_home(env).map(|home| home.join(SESSIONS_DIR))
+}
+
+/// Claude Code's own config dir: `$CLAUDE_CONFIG_DIR`, else `~/.claude`; `None` when neither
+/// gives an absolute path. The registry and the launcher's session lookup both live under it.
+pub fn claude_config_home(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     let config = match env(CLAUDE_CONFIG_DIR_ENV).filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(env("HOME").filter(|v| !v.is_empty())?).join(".claude"),
     };
-    config.is_absolute().then(|| config.join(SESSIONS_DIR))
+    config.is_absolute().then_some(config)
 }
 
 /// One registry entry.
