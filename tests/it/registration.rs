@@ -91,3 +91,37 @@ async fn registers_when_the_bus_comes_up_keeps_the_row_and_removes_it_at_shutdow
         "other rows untouched"
     );
 }
+
+/// A bus that answers 500s, then hangs, never touches `/hook`, and shutdown stays bounded.
+#[tokio::test]
+async fn a_broken_bus_never_slows_hook_and_shutdown_stays_bounded() {
+    let bus = StubBus::start().await;
+    bus.set_behaviour(crate::stub_bus::Behaviour::Status(500));
+    let bus_url = bus.url();
+    let server = TestServer::start(&[
+        ("WAKEBRIDGE_REGISTRATION__ENABLED", "true"),
+        ("AGENT_EVENT_BUS_URL", bus_url.as_str()),
+    ])
+    .await;
+    let body = |id: u32| {
+        crate::harness::DEFAULT_EVENT.replace(r#""event_id":1"#, &format!(r#""event_id":{id}"#))
+    };
+    let started = std::time::Instant::now();
+    assert_eq!(server.hook(body(1), &[]).await.0, 200);
+    bus.set_behaviour(crate::stub_bus::Behaviour::Hang);
+    tokio::time::sleep(Duration::from_millis(1500)).await; // let a registration attempt hang
+    assert_eq!(server.hook(body(2), &[]).await.0, 200);
+    assert_eq!(health(&server).await["registered"], false);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let stopping = std::time::Instant::now();
+    server.stop().await;
+    assert!(
+        stopping.elapsed() < Duration::from_secs(7),
+        "shutdown took {:?}",
+        stopping.elapsed()
+    );
+}
