@@ -526,6 +526,16 @@ pub fn resolve(flags: &Flags, env: &dyn Env) -> Result<Config, ConfigError> {
             )));
         }
     };
+    // Typing starts only when the submit delay and one call's floor still fit in the budget.
+    let max_delay = crate::mux::INJECT_BUDGET - crate::mux::STEP_FLOOR * 2;
+    if settings.mux.submit_delay > max_delay {
+        return Err(ConfigError::new(format!(
+            "mux.submit_delay = {:?} leaves no time to type within the {:?} injection budget: use at most {:?} (WAKEBRIDGE_MUX__SUBMIT_DELAY)",
+            settings.mux.submit_delay,
+            crate::mux::INJECT_BUDGET,
+            max_delay
+        )));
+    }
     for (name, text) in &settings.wake.messages {
         if text.trim().is_empty()
             || text.chars().any(char::is_control)

@@ -400,3 +400,15 @@ fn wake_messages_must_be_safe_to_type() {
             .contains("wake.messages.x")
     );
 }
+
+#[test]
+fn submit_delay_must_leave_time_to_type() {
+    assert!(resolve_env(&[("WAKEBRIDGE_MUX__SUBMIT_DELAY", "1500ms")]).is_ok());
+    let err = resolve_env(&[("WAKEBRIDGE_MUX__SUBMIT_DELAY", "2s")])
+        .expect_err("too long")
+        .0;
+    assert!(
+        err.contains("mux.submit_delay") && err.contains("WAKEBRIDGE_MUX__SUBMIT_DELAY"),
+        "{err}"
+    );
+}
