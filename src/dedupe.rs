@@ -4,7 +4,7 @@
 //! signed body harmless. Identities are remembered for a window (warmed from the ledger at
 //! start-up); a duplicate arriving while the original is still in flight waits for its answer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -13,8 +13,10 @@ use tokio::time::Instant;
 
 use crate::deliver::Action;
 
-/// Above this many remembered identities, expired ones are swept on insert.
-const SWEEP_ABOVE: usize = 65_536;
+/// Most identities remembered at once; beyond it the oldest are forgotten first. A bus retries
+/// within seconds, so the most recent quarter million events is far more than a redelivery needs,
+/// and memory stays bounded (~40 MiB) however fast events arrive.
+const MAX_REMEMBERED: usize = 262_144;
 
 enum Seen {
     /// Being delivered now; the sender publishes the action (or `None` if it failed).
@@ -43,18 +45,49 @@ pub struct Ticket {
 
 pub struct Dedupe {
     window: Duration,
-    seen: Mutex<HashMap<String, Seen>>,
+    seen: Mutex<Memory>,
+}
+
+/// Identities and, oldest first, when each was delivered: expiry and the cap pop from the front
+/// in amortised O(1) instead of scanning the map.
+#[derive(Default)]
+struct Memory {
+    map: HashMap<String, Seen>,
+    order: VecDeque<(String, Instant)>,
+}
+
+impl Memory {
+    fn remember(&mut self, identity: String, action: Action, at: Instant) {
+        self.order.push_back((identity.clone(), at));
+        self.map.insert(identity, Seen::Done { action, at });
+    }
+
+    /// Forgets what is older than `window`, and the oldest beyond the cap.
+    fn expire(&mut self, now: Instant, window: Duration) {
+        while let Some((identity, at)) = self.order.front() {
+            let expired = now.duration_since(*at) >= window;
+            if !expired && self.order.len() <= MAX_REMEMBERED {
+                break;
+            }
+            // Only forget the entry this record stands for (a later delivery may have replaced it).
+            if matches!(self.map.get(identity), Some(Seen::Done { at: current, .. }) if current == at)
+            {
+                self.map.remove(identity);
+            }
+            self.order.pop_front();
+        }
+    }
 }
 
 impl Dedupe {
     pub fn new(window: Duration) -> Self {
         Self {
             window,
-            seen: Mutex::new(HashMap::new()),
+            seen: Mutex::new(Memory::default()),
         }
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Seen>> {
+    fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -62,25 +95,24 @@ impl Dedupe {
     pub fn restore(&self, identity: String, action: Action, ago: Duration) {
         if ago < self.window {
             let at = Instant::now().checked_sub(ago).unwrap_or_else(Instant::now);
-            self.map().insert(identity, Seen::Done { action, at });
+            // Restored oldest first (the ledger's order), so `order` stays sorted.
+            self.memory().remember(identity, action, at);
         }
     }
 
     pub async fn begin(&self, identity: &str) -> Begin {
         let mut waiting = {
-            let mut map = self.map();
+            let mut memory = self.memory();
             let now = Instant::now();
-            if map.len() > SWEEP_ABOVE {
-                map.retain(|_, s| !matches!(s, Seen::Done { at, .. } if now.duration_since(*at) >= self.window));
-            }
-            match map.get(identity) {
+            memory.expire(now, self.window);
+            match memory.map.get(identity) {
                 Some(Seen::Done { action, at }) if now.duration_since(*at) < self.window => {
                     return Begin::Duplicate(*action);
                 }
                 Some(Seen::InFlight(rx)) => rx.clone(),
                 _ => {
                     let (done, rx) = watch::channel(None);
-                    map.insert(identity.to_string(), Seen::InFlight(rx));
+                    memory.map.insert(identity.to_string(), Seen::InFlight(rx));
                     return Begin::New(Ticket {
                         identity: identity.to_string(),
                         done,
@@ -100,19 +132,11 @@ impl Dedupe {
     /// Records the outcome: an action is remembered; `None` (the delivery failed, the bus will
     /// retry) forgets the identity so the retry is delivered afresh.
     pub fn finish(&self, ticket: Ticket, action: Option<Action>) {
-        let mut map = self.map();
+        let mut memory = self.memory();
         match action {
-            Some(action) => {
-                map.insert(
-                    ticket.identity,
-                    Seen::Done {
-                        action,
-                        at: Instant::now(),
-                    },
-                );
-            }
+            Some(action) => memory.remember(ticket.identity, action, Instant::now()),
             None => {
-                map.remove(&ticket.identity);
+                memory.map.remove(&ticket.identity);
             }
         }
         let _ = ticket.done.send(Some(action));
@@ -120,10 +144,7 @@ impl Dedupe {
 
     /// Forgets identities older than the window.
     pub fn expire(&self) {
-        let now = Instant::now();
-        self.map().retain(
-            |_, s| !matches!(s, Seen::Done { at, .. } if now.duration_since(*at) >= self.window),
-        );
+        self.memory().expire(Instant::now(), self.window);
     }
 }
 
@@ -166,6 +187,26 @@ mod tests {
         tokio::task::yield_now().await;
         d.finish(t, Some(Action::SpoolBusy));
         assert!(waiter.await.expect("join"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn memory_is_capped_oldest_first() {
+        let d = Dedupe::new(Duration::from_secs(3600));
+        for i in 0..MAX_REMEMBERED + 10 {
+            let Begin::New(t) = d.begin(&format!("id-{i}")).await else {
+                panic!("new")
+            };
+            d.finish(t, Some(Action::Spool));
+        }
+        d.expire();
+        let memory = d.memory();
+        assert_eq!(memory.map.len(), MAX_REMEMBERED);
+        assert!(!memory.map.contains_key("id-0"));
+        assert!(
+            memory
+                .map
+                .contains_key(&format!("id-{}", MAX_REMEMBERED + 9))
+        );
     }
 
     #[tokio::test(start_paused = true)]
