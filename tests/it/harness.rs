@@ -123,6 +123,17 @@ impl TestServer {
         (status, json)
     }
 
+    /// GETs `path` and returns the body as JSON.
+    pub async fn get_json(&self, path: &str) -> serde_json::Value {
+        let resp = self
+            .client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request");
+        resp.json().await.expect("JSON body")
+    }
+
     pub fn spool_lines(&self, sid: &str) -> Vec<String> {
         std::fs::read_to_string(self.wake_dir.join(format!("{sid}.jsonl")))
             .map(|t| t.lines().map(str::to_string).collect())

@@ -289,15 +289,7 @@ async fn signature_is_required_only_with_a_secret() {
 #[tokio::test]
 async fn health_tells_instances_apart() {
     let server = TestServer::start(&[]).await;
-    let body: serde_json::Value = server
-        .client
-        .get(server.url("/health"))
-        .send()
-        .await
-        .expect("req")
-        .json()
-        .await
-        .expect("json");
+    let body = server.get_json("/health").await;
     assert_eq!(body["status"], "ok");
     assert_eq!(body["pid"], std::process::id());
     assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));

@@ -103,15 +103,7 @@ async fn sessions_and_metrics_report_what_happened() {
     // Delivery rows are group-committed after the answer: give the writer a moment.
     let mut s1 = serde_json::Value::Null;
     for _ in 0..50 {
-        let sessions: serde_json::Value = server
-            .client
-            .get(server.url("/sessions"))
-            .send()
-            .await
-            .expect("req")
-            .json()
-            .await
-            .expect("json");
+        let sessions = server.get_json("/sessions").await;
         s1 = sessions["sessions"]
             .as_array()
             .and_then(|a| a.iter().find(|s| s["session_id"] == "s1"))

@@ -9,15 +9,7 @@ use crate::stub_bus::StubBus;
 const HOOK_URL: &str = "http://127.0.0.1:8082/hook";
 
 async fn health(server: &TestServer) -> serde_json::Value {
-    server
-        .client
-        .get(server.url("/health"))
-        .send()
-        .await
-        .expect("req")
-        .json()
-        .await
-        .expect("json")
+    server.get_json("/health").await
 }
 
 /// Polls /health until `want(health)` holds, or fails after `limit`.
