@@ -59,12 +59,22 @@ pub fn mapped_panes(wake_dir: &Path) -> BTreeMap<String, PaneTarget> {
     }
 }
 
-fn spool_depth(wake_dir: &Path, sid: &str) -> (Option<u64>, u64) {
+/// How much to find out about each spool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpoolDetail {
+    /// Size and line count (reads each spool; for `/sessions` and `wakebridge status`).
+    Lines,
+    /// Size only (one `stat` per spool; for `/metrics`, which is scraped often and must not
+    /// cost more as spools grow).
+    Bytes,
+}
+
+fn spool_depth(wake_dir: &Path, sid: &str, detail: SpoolDetail) -> (Option<u64>, u64) {
     let path = wake_dir.join(format!("{sid}.jsonl"));
     let Ok(meta) = std::fs::symlink_metadata(&path) else {
         return (Some(0), 0);
     };
-    if !meta.is_file() || meta.len() > COUNT_LINES_MAX_BYTES {
+    if detail == SpoolDetail::Bytes || !meta.is_file() || meta.len() > COUNT_LINES_MAX_BYTES {
         return (None, meta.len());
     }
     let lines = std::fs::read(&path)
@@ -73,12 +83,8 @@ fn spool_depth(wake_dir: &Path, sid: &str) -> (Option<u64>, u64) {
     (lines, meta.len())
 }
 
-fn pane_json(target: &PaneTarget) -> serde_json::Value {
-    crate::wake::entry_json(target)
-}
-
 /// Every known session, sorted by id.
-pub fn collect(app: &AppState) -> Vec<SessionStatus> {
+pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
     let gate = app.deliverer.gate();
     let wake_dir = app.deliverer.spool().wake_dir();
     let mapped = mapped_panes(wake_dir);
@@ -108,13 +114,13 @@ pub fn collect(app: &AppState) -> Vec<SessionStatus> {
                 (Some(_), true) => ("busy", "fresh busy marker: a turn is running"),
                 (Some(_), false) => ("idle", "no fresh busy marker"),
             };
-            let (spool_lines, spool_bytes) = spool_depth(wake_dir, &sid);
+            let (spool_lines, spool_bytes) = spool_depth(wake_dir, &sid, detail);
             let row = row.unwrap_or_else(|| SessionRow {
                 session_id: sid.clone(),
                 ..SessionRow::default()
             });
             SessionStatus {
-                pane: pane.map(pane_json),
+                pane: pane.map(crate::wake::entry_json),
                 state: state.into(),
                 reason: reason.into(),
                 cooldown_remaining_s: gate.cooldown().remaining(&sid).as_secs_f64(),

@@ -11,24 +11,24 @@ use serde_json::json;
 
 use super::ApiError;
 use crate::app::AppState;
-use crate::status::{self, SessionStatus};
+use crate::status::{self, SessionStatus, SpoolDetail};
 
-async fn snapshot(app: Arc<AppState>) -> Result<Vec<SessionStatus>, ApiError> {
+async fn snapshot(app: Arc<AppState>, detail: SpoolDetail) -> Result<Vec<SessionStatus>, ApiError> {
     // Reads panes.json, markers, spools and the ledger: keep it off the request threads.
-    tokio::task::spawn_blocking(move || status::collect(&app))
+    tokio::task::spawn_blocking(move || status::collect(&app, detail))
         .await
         .map_err(|_| ApiError::Unavailable("status collection failed".into()))
 }
 
 pub async fn sessions(State(app): State<Arc<AppState>>) -> Response {
-    match snapshot(app).await {
+    match snapshot(app, SpoolDetail::Lines).await {
         Ok(sessions) => Json(json!({ "sessions": sessions })).into_response(),
         Err(e) => e.into_response(),
     }
 }
 
 pub async fn metrics(State(app): State<Arc<AppState>>) -> Response {
-    let sessions = match snapshot(app).await {
+    let sessions = match snapshot(app, SpoolDetail::Bytes).await {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
