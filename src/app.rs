@@ -317,7 +317,7 @@ fn spawn_pruning(
 fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) {
     let now = now_unix_ms();
     let ago = |at_ms: i64| Duration::from_millis(now.saturating_sub(at_ms).max(0) as u64);
-    match store.identities_since(now - window.as_millis() as i64) {
+    match store.identities_since(now - window.as_millis() as i64, Dedupe::CAPACITY) {
         Ok(mut seen) => {
             // Oldest first, so the dedupe memory forgets in delivery order.
             seen.sort_by_key(|s| s.at_ms);

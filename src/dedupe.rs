@@ -96,6 +96,9 @@ impl Memory {
 }
 
 impl Dedupe {
+    /// Most identities remembered at once (the start-up warm-up reads no more than this).
+    pub const CAPACITY: usize = MAX_REMEMBERED;
+
     pub fn new(window: Duration) -> Self {
         Self {
             window,

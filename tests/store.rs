@@ -210,7 +210,9 @@ async fn state_survives_a_restart() {
     let store = Store::open(&path).expect("reopen");
     assert_eq!(store.last_wakes().expect("wakes")["s1"], now);
     assert!(store.known_session("s1").expect("known"));
-    let ids = store.identities_since(now - HOUR_MS).expect("identities");
+    let ids = store
+        .identities_since(now - HOUR_MS, 100)
+        .expect("identities");
     assert_eq!(ids.len(), 1);
     assert_eq!(
         (
@@ -265,7 +267,16 @@ async fn migrates_a_database_written_at_schema_one() {
         .expect("check")
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
+    let identity_index: i64 = Connection::open(&path)
+        .expect("check")
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'deliveries_by_identity'",
+            [],
+            |row| row.get(0),
+        )
+        .expect("sqlite_master");
+    assert_eq!(identity_index, 0, "migration 3 drops the identity index");
 }
 
 #[test]
@@ -399,13 +410,13 @@ async fn prunes_identities_outside_the_retention_window() {
     let cutoff = now - 24 * HOUR_MS;
     assert_eq!(
         store
-            .identities_since(now - 48 * HOUR_MS)
+            .identities_since(now - 48 * HOUR_MS, 100)
             .expect("all")
             .len(),
         2
     );
     assert_eq!(store.prune_older_than(cutoff).await.expect("prune"), 1);
-    let ids = store.identities_since(cutoff).expect("identities");
+    let ids = store.identities_since(cutoff, 100).expect("identities");
     assert_eq!(ids.len(), 1);
     assert_eq!(ids[0].identity, "recent");
     assert_eq!(
@@ -818,4 +829,48 @@ async fn prune_task_runs_every_interval_until_shutdown() {
         .await
         .expect("stops on shutdown")
         .expect("join");
+}
+
+#[tokio::test]
+async fn the_warm_up_reads_only_the_newest_deliveries_up_to_its_limit() {
+    let store = Store::open_in_memory().expect("open");
+    let now = now_unix_ms();
+    for i in 0..10 {
+        let identity = format!("id-{i}");
+        store
+            .record(Record::Delivery(delivery(
+                "s1",
+                "spool",
+                now - 1000 + i,
+                Some(&identity),
+            )))
+            .await
+            .expect("record");
+    }
+    // A redelivery of id-3 answered later: its newest row is the one that counts.
+    store
+        .record(Record::Delivery(delivery(
+            "s1",
+            "spool-busy",
+            now,
+            Some("id-3"),
+        )))
+        .await
+        .expect("record");
+    let ids = store
+        .identities_since(now - HOUR_MS, 4)
+        .expect("identities");
+    let names: Vec<_> = ids
+        .iter()
+        .map(|s| (s.identity.as_str(), s.action.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("id-3", "spool-busy"),
+            ("id-9", "spool"),
+            ("id-8", "spool"),
+            ("id-7", "spool")
+        ]
+    );
 }

@@ -368,9 +368,14 @@ impl Store {
             .map_or(0, |jobs| jobs.max_capacity() - jobs.capacity())
     }
 
-    /// For each event identity recorded at or after `since_ms`, its latest delivery.
-    pub fn identities_since(&self, since_ms: i64) -> Result<Vec<SeenIdentity>, StoreError> {
-        self.read(|conn| queries::identities_since(conn, since_ms))
+    /// For each event identity recorded at or after `since_ms`, its latest delivery, newest
+    /// first, reading at most `limit` deliveries (the newest ones).
+    pub fn identities_since(
+        &self,
+        since_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<SeenIdentity>, StoreError> {
+        self.read(|conn| queries::identities_since(conn, since_ms, limit))
     }
 
     /// Last successful wake per session, unix ms.

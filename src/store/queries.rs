@@ -119,13 +119,17 @@ pub(crate) fn known_session(conn: &Connection, session_id: &str) -> rusqlite::Re
 pub(crate) fn identities_since(
     conn: &Connection,
     since_ms: i64,
+    limit: usize,
 ) -> rusqlite::Result<Vec<SeenIdentity>> {
-    // SQLite takes the bare columns from the row holding max(id): the latest insert per identity.
+    // Newest first along the time index, stopping at `limit` rows: start-up cost is bounded by
+    // what the dedupe memory can hold, however busy the window was. Only the newest row of each
+    // identity is kept.
     let mut stmt = conn.prepare_cached(
-        "SELECT identity, action, target_session, at_ms, error_kind, max(id) FROM deliveries \
-         WHERE identity IS NOT NULL AND at_ms >= ?1 GROUP BY identity",
+        "SELECT identity, action, target_session, at_ms, error_kind FROM deliveries \
+         WHERE at_ms >= ?1 AND identity IS NOT NULL ORDER BY at_ms DESC, id DESC LIMIT ?2",
     )?;
-    let rows = stmt.query_map(params![since_ms], |row| {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = stmt.query_map(params![since_ms, limit], |row| {
         Ok(SeenIdentity {
             identity: row.get(0)?,
             action: row.get(1)?,
@@ -134,7 +138,15 @@ pub(crate) fn identities_since(
             error_kind: row.get(4)?,
         })
     })?;
-    rows.collect()
+    let mut seen = std::collections::HashSet::new();
+    let mut newest = Vec::new();
+    for row in rows {
+        let row = row?;
+        if seen.insert(row.identity.clone()) {
+            newest.push(row);
+        }
+    }
+    Ok(newest)
 }
 
 pub(crate) fn last_wakes(conn: &Connection) -> rusqlite::Result<HashMap<String, i64>> {

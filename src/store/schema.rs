@@ -25,6 +25,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(include_str!(
             "../../migrations/0002_wake_and_nudge_state.sql"
         )),
+        M::up(include_str!("../../migrations/0003_no_identity_index.sql")),
     ])
 });
 
@@ -37,7 +38,7 @@ pub fn migrations() -> &'static Migrations<'static> {
 /// by a newer wakebridge.
 pub fn latest_version() -> usize {
     // Kept in step with the list above by `latest_version_matches_migration_count`.
-    2
+    3
 }
 
 /// Settings for the single writer connection.
