@@ -36,6 +36,8 @@ pub enum AppError {
     WakeDir { dir: PathBuf, reason: String },
     #[error(transparent)]
     Singleton(#[from] SingletonError),
+    #[error("{0}")]
+    Spool(spool::OpenError),
     #[error("cannot listen on {addr}: {reason}; pick a free --port or stop whatever holds it")]
     Bind { addr: SocketAddr, reason: String },
     /// Names the file and what to do (the store's own message does both).
@@ -60,7 +62,11 @@ impl AppError {
             | AppError::Ledger(_)
             | AppError::Context(_)
             | AppError::Nudger(_) => 2,
-            AppError::Singleton(_) | AppError::Bind { .. } | AppError::Serve(_) => 1,
+            AppError::Spool(e) if !e.restart_may_help() => 2,
+            AppError::Singleton(_)
+            | AppError::Spool(_)
+            | AppError::Bind { .. }
+            | AppError::Serve(_) => 1,
         }
     }
 }
@@ -150,6 +156,12 @@ impl App {
         let wake_dir =
             std::fs::canonicalize(&config.wake_dir).map_err(|e| wake_err(e.to_string()))?;
         let singletons = singleton::acquire(env, &config.hook_url, &wake_dir)?;
+        // Before anything can append: a crash's journal is replayed here.
+        let spool_options = spool::SpoolOptions {
+            checkpoint_every: config.settings.spool.sync_interval,
+            ..spool::SpoolOptions::default()
+        };
+        let spool = Spool::open_with(wake_dir.clone(), spool_options).map_err(AppError::Spool)?;
         let mux = mux_config(&config);
         if config.backend == Backend::Mux {
             preflight_multiplexers(&mux);
@@ -192,7 +204,7 @@ impl App {
             )
         });
         let deliverer = Deliverer::new(
-            Spool::new(wake_dir),
+            spool,
             config.backend,
             config.scope,
             gate,
@@ -271,6 +283,9 @@ impl App {
         if let Some(task) = registration {
             let _ = task.await;
         }
+        // Sync every session file and empty the journal: the next start has nothing to replay.
+        let state = self.state.clone();
+        let _ = tokio::task::spawn_blocking(move || state.deliverer.spool().close()).await;
         tracing::info!("wakebridge stopped");
         Ok(())
     }

@@ -110,7 +110,7 @@ impl Rig {
         ));
         let store = Store::open(&root.path().join("ledger.db"))?;
         let deliverer = Deliverer::new(
-            Spool::new(wake_dir.clone()),
+            Spool::open(wake_dir.clone())?,
             Backend::Mux,
             Scope::All,
             gate,

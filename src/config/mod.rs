@@ -68,6 +68,7 @@ pub struct Settings {
     pub wake: WakeSettings,
     pub mux: MuxSettings,
     pub ledger: LedgerSettings,
+    pub spool: SpoolSettings,
     pub prune: PruneSettings,
     pub state: StateSettings,
     pub context: ContextSettings,
@@ -116,6 +117,12 @@ pub struct LedgerSettings {
     pub path: String,
     #[serde(with = "humantime_serde")]
     pub identity_window: Duration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct SpoolSettings {
+    #[serde(with = "humantime_serde")]
+    pub sync_interval: Duration,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -534,6 +541,12 @@ pub fn resolve(flags: &Flags, env: &dyn Env) -> Result<Config, ConfigError> {
             settings.mux.submit_delay,
             crate::mux::INJECT_BUDGET,
             max_delay
+        )));
+    }
+    let sync = settings.spool.sync_interval;
+    if sync < Duration::from_millis(10) || sync > Duration::from_secs(3600) {
+        return Err(ConfigError::new(format!(
+            "spool.sync_interval = {sync:?} is out of range: use between 10ms and 1h (WAKEBRIDGE_SPOOL__SYNC_INTERVAL)"
         )));
     }
     for (name, text) in &settings.wake.messages {

@@ -412,3 +412,23 @@ fn submit_delay_must_leave_time_to_type() {
         "{err}"
     );
 }
+
+#[test]
+fn spool_sync_interval_is_layered_and_bounded() {
+    let ok = resolve(
+        &Flags::default(),
+        &env(&[("WAKEBRIDGE_SPOOL__SYNC_INTERVAL", "250ms")]),
+    )
+    .expect("ok");
+    assert_eq!(ok.settings.spool.sync_interval, Duration::from_millis(250));
+    let zero = resolve(
+        &Flags::default(),
+        &env(&[("WAKEBRIDGE_SPOOL__SYNC_INTERVAL", "0s")]),
+    );
+    let message = zero.expect_err("zero refused").0;
+    assert!(message.contains("spool.sync_interval"), "{message}");
+    assert!(
+        message.contains("WAKEBRIDGE_SPOOL__SYNC_INTERVAL"),
+        "{message}"
+    );
+}

@@ -124,24 +124,37 @@ impl FailureLog {
     }
 }
 
-/// How long the writer lets records gather after the first one arrives. Delivery rows are not
-/// awaited by the request; awaited rows (wakes, the hook CLI) pay at most this much.
-const LINGER: std::time::Duration = std::time::Duration::from_millis(2);
+/// How long the writer lets queued records gather after the first one arrives. Every commit
+/// writes each page it touched to the WAL once, so under load a longer gathering means far
+/// fewer page writes (each busy session's index leaf is written once per commit, not once per
+/// row). Delivery rows are not awaited by the request, so this costs no answer any latency.
+const LINGER: Duration = Duration::from_millis(20);
+/// Check for new jobs this often while lingering; a job someone awaits (a wake that must survive
+/// a restart, the hook CLI) ends the gathering at the next check.
+const LINGER_STEP: Duration = Duration::from_millis(2);
 
 fn run(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, counters: &Counters, path: &Path) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut failures = FailureLog::default();
     while let Some(first) = jobs.blocking_recv() {
+        let until = Instant::now() + LINGER;
+        let mut awaited = !first.ack.is_closed();
         batch.push(first);
-        // Under load, waiting a moment lets many records share one commit and one wake-up of
-        // this thread, instead of a commit (and a context switch) per handful of records.
-        std::thread::sleep(LINGER);
-        // Everything that queued up while the previous commit ran goes into this one.
-        while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
+        loop {
+            while batch.len() < MAX_BATCH {
+                match jobs.try_recv() {
+                    Ok(job) => {
+                        awaited |= !job.ack.is_closed();
+                        batch.push(job);
+                    }
+                    Err(_) => break,
+                }
             }
+            let left = until.saturating_duration_since(Instant::now());
+            if awaited || batch.len() >= MAX_BATCH || left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(LINGER_STEP));
         }
         commit_batch(&mut conn, &mut batch, counters, path, &mut failures);
     }

@@ -1,6 +1,7 @@
 //! The integration suite: one binary, real servers on 127.0.0.1:0, real files, real processes,
 //! real tmux on private sockets.
 
+mod crash;
 mod harness;
 mod http_hook;
 mod http_host;

@@ -1,0 +1,170 @@
+//! One session's files in the wake dir, handled exactly as the drain contract expects:
+//! `<sid>.lock` taken with a non-blocking `flock(2)` before `<sid>.jsonl` is touched, symlinks
+//! refused, new files private, a tail torn by an earlier crash closed before our first line, and a
+//! failed write cut back so no partial line is ever left. Nothing here fsyncs session files:
+//! the journal makes appends durable and the checkpoint syncs the files later.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{self, Write};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::SpoolError;
+
+/// Mode of everything the spool creates.
+pub const FILE_MODE: u32 = 0o600;
+
+pub fn spool_path(wake_dir: &Path, sid: &str) -> PathBuf {
+    wake_dir.join(format!("{sid}.jsonl"))
+}
+
+pub fn io_error(sid: &str, path: &Path, e: io::Error) -> SpoolError {
+    SpoolError::Io {
+        sid: sid.to_string(),
+        path: path.to_path_buf(),
+        kind: e.kind(),
+        message: e.to_string(),
+    }
+}
+
+fn options() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    o.write(true)
+        .append(true)
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    o
+}
+
+/// A held `<sid>.lock`; released when dropped (closing the descriptor drops the flock).
+pub struct SessionLock(#[allow(dead_code)] File);
+
+/// Tries once to take `<sid>.lock`: `Ok(None)` while someone else (a drainer) holds it.
+pub fn try_lock(wake_dir: &Path, sid: &str) -> Result<Option<SessionLock>, SpoolError> {
+    let path = wake_dir.join(format!("{sid}.lock"));
+    let file = options()
+        .create(true)
+        .open(&path)
+        .map_err(|e| io_error(sid, &path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(SessionLock(file))),
+        Err(TryLockError::WouldBlock) => Ok(None),
+        Err(TryLockError::Error(e)) => Err(io_error(sid, &path, e)),
+    }
+}
+
+/// An open spool file and what we know of it.
+#[derive(Clone)]
+pub struct OpenSpool {
+    pub file: Arc<File>,
+    pub dev: u64,
+    pub ino: u64,
+    /// Where our last write ended: if the file still has this length, its tail is ours and whole.
+    pub end: u64,
+}
+
+/// Where one append went, for the journal and for undoing it.
+pub struct Appended {
+    pub spool: OpenSpool,
+    /// Length before the append (the undo point).
+    pub before: u64,
+    /// Offset of `bytes` in the file (after a newline closing a torn tail, if one was added).
+    pub offset: u64,
+    /// The file did not exist: its directory entry must be made durable too.
+    pub created: bool,
+}
+
+/// Appends `bytes` (whole lines) to `<sid>.jsonl`; the caller holds the session lock. `cached`
+/// is the file this session used last; it is reused while the path still names it (a drainer
+/// renames the spool away, under the same lock, to take it).
+pub fn append(
+    wake_dir: &Path,
+    sid: &str,
+    cached: Option<&OpenSpool>,
+    bytes: &[u8],
+) -> Result<Appended, SpoolError> {
+    let path = spool_path(wake_dir, sid);
+    let (spool, before, created) = match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.file_type().is_symlink() => return Err(SpoolError::Symlink(path)),
+        Ok(meta) => match cached {
+            Some(c) if (c.dev, c.ino) == (meta.dev(), meta.ino()) => (c.clone(), meta.len(), false),
+            _ => (open_existing(&path, sid)?, meta.len(), false),
+        },
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (create(&path, sid)?, 0, true),
+        Err(e) => return Err(io_error(sid, &path, e)),
+    };
+    // A tail torn by an earlier host crash would glue our first line onto it: start fresh.
+    let torn_tail = before > 0 && before != spool.end && {
+        let mut last = [0u8; 1];
+        spool.file.read_exact_at(&mut last, before - 1).is_ok() && last[0] != b'\n'
+    };
+    let mut file: &File = &spool.file;
+    let written = if torn_tail {
+        file.write_all(b"\n")
+    } else {
+        Ok(())
+    }
+    .and_then(|()| file.write_all(bytes));
+    if let Err(e) = written {
+        // Never leave a torn line: cut back to what was there (nobody else appends under the lock).
+        let _ = spool.file.set_len(before);
+        return Err(io_error(sid, &path, e));
+    }
+    let offset = before + u64::from(torn_tail);
+    let end = offset + bytes.len() as u64;
+    Ok(Appended {
+        spool: OpenSpool { end, ..spool },
+        before,
+        offset,
+        created,
+    })
+}
+
+impl Appended {
+    /// Takes the append back (the journal could not record it): the file is as it was.
+    pub fn undo(&self) {
+        let _ = self.spool.file.set_len(self.before);
+    }
+}
+
+fn open_existing(path: &Path, sid: &str) -> Result<OpenSpool, SpoolError> {
+    let file = options()
+        .read(true)
+        .open(path)
+        .map_err(|e| open_error(sid, path, e))?;
+    described(file, sid, path)
+}
+
+fn create(path: &Path, sid: &str) -> Result<OpenSpool, SpoolError> {
+    let file = options()
+        .read(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| open_error(sid, path, e))?;
+    described(file, sid, path)
+}
+
+fn described(file: File, sid: &str, path: &Path) -> Result<OpenSpool, SpoolError> {
+    let meta = file.metadata().map_err(|e| io_error(sid, path, e))?;
+    Ok(OpenSpool {
+        file: Arc::new(file),
+        dev: meta.dev(),
+        ino: meta.ino(),
+        end: u64::MAX,
+    })
+}
+
+/// `O_NOFOLLOW` answers a symlink swapped in after our `lstat` with ELOOP: still a symlink.
+fn open_error(sid: &str, path: &Path, e: io::Error) -> SpoolError {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        SpoolError::Symlink(path.to_path_buf())
+    } else {
+        io_error(sid, path, e)
+    }
+}
+
+/// Makes new directory entries in `dir` durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}

@@ -1,0 +1,129 @@
+//! Putting back what a host crash took: for each journal record past the last checkpoint, the
+//! session file it names is checked under the session lock and completed if its bytes are not
+//! all there. Records whose lines survived (every record after a plain process kill, since the
+//! page cache outlives the process) cost one `stat` and one read each and change nothing.
+
+use std::fs::File;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::SpoolError;
+use super::files::{self, io_error};
+use super::journal::Entry;
+use crate::deadline::Deadline;
+
+/// How long recovery waits for a drainer to release one session's lock.
+const LOCK_PATIENCE: Duration = Duration::from_secs(10);
+const LOCK_RETRY: Duration = Duration::from_millis(100);
+
+/// What recovery did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Restored {
+    /// Records checked.
+    pub records: usize,
+    /// Bytes written back into session files.
+    pub bytes: u64,
+}
+
+/// Makes sure every entry's bytes are in its session's files, in journal order.
+pub fn replay(wake_dir: &Path, entries: &[Entry]) -> Result<Restored, SpoolError> {
+    let mut restored = Restored::default();
+    for entry in entries {
+        let deadline = Deadline::after(LOCK_PATIENCE);
+        let _lock = loop {
+            if let Some(lock) = files::try_lock(wake_dir, &entry.sid)? {
+                break lock;
+            }
+            if deadline.expired() {
+                return Err(SpoolError::LockTimeout(entry.sid.clone()));
+            }
+            std::thread::sleep(LOCK_RETRY);
+        };
+        restored.records += 1;
+        restored.bytes += restore(wake_dir, entry)?;
+    }
+    Ok(restored)
+}
+
+/// Completes one entry; returns how many bytes it wrote.
+fn restore(wake_dir: &Path, entry: &Entry) -> Result<u64, SpoolError> {
+    let Some((path, file)) = find(wake_dir, entry)? else {
+        // The file is gone: a drainer took it and finished with it (it read our lines from
+        // the page cache before deleting it).
+        return Ok(0);
+    };
+    let len = file
+        .metadata()
+        .map_err(|e| io_error(&entry.sid, &path, e))?
+        .len();
+    let have = len
+        .saturating_sub(entry.offset)
+        .min(entry.bytes.len() as u64) as usize;
+    let mut present = vec![0u8; have];
+    file.read_exact_at(&mut present, entry.offset)
+        .map_err(|e| io_error(&entry.sid, &path, e))?;
+    if present == entry.bytes[..have] && len == entry.offset + have as u64 {
+        if have == entry.bytes.len() {
+            return Ok(0);
+        }
+        // A prefix survived: write the rest where it belongs, restoring the file exactly.
+        let missing = &entry.bytes[have..];
+        file.write_all_at(missing, len)
+            .and_then(|()| file.sync_data())
+            .map_err(|e| io_error(&entry.sid, &path, e))?;
+        return Ok(missing.len() as u64);
+    }
+    if present == entry.bytes[..have] && have == entry.bytes.len() {
+        // Whole, with more after it (another writer appended later).
+        return Ok(0);
+    }
+    // Something else sits where our lines were (zeros from a crash mid-writeback): never
+    // overwrite it, append the lines to the live spool instead.
+    let appended = files::append(wake_dir, &entry.sid, None, &entry.bytes)?;
+    appended
+        .spool
+        .file
+        .sync_data()
+        .map_err(|e| io_error(&entry.sid, &path, e))?;
+    if appended.created {
+        files::sync_dir(wake_dir).map_err(|e| io_error(&entry.sid, wake_dir, e))?;
+    }
+    Ok(entry.bytes.len() as u64)
+}
+
+/// The file the entry was written to: `<sid>.jsonl` if it is still that inode, else a sibling
+/// `<sid>.jsonl.*` a drainer renamed it to.
+fn find(wake_dir: &Path, entry: &Entry) -> Result<Option<(PathBuf, File)>, SpoolError> {
+    let live = files::spool_path(wake_dir, &entry.sid);
+    if let Some(found) = open_if_same(&live, entry)? {
+        return Ok(Some(found));
+    }
+    let prefix = format!("{}.jsonl", entry.sid);
+    let listing = std::fs::read_dir(wake_dir).map_err(|e| io_error(&entry.sid, wake_dir, e))?;
+    for path in listing.filter_map(Result::ok).map(|d| d.path()) {
+        let renamed = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.len() > prefix.len() && n.starts_with(&prefix));
+        if renamed && let Some(found) = open_if_same(&path, entry)? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
+}
+
+fn open_if_same(path: &Path, entry: &Entry) -> Result<Option<(PathBuf, File)>, SpoolError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() && (meta.dev(), meta.ino()) == (entry.dev, entry.ino) => {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(path)
+                .map_err(|e| io_error(&entry.sid, path, e))?;
+            Ok(Some((path.to_path_buf(), file)))
+        }
+        _ => Ok(None),
+    }
+}
