@@ -143,12 +143,11 @@ impl Spool {
         }
         let mut journal = opened.journal;
         if !opened.pending.is_empty() {
-            let restored = recover::replay(&wake_dir, &opened.pending).map_err(|source| {
-                OpenError::Recovery {
+            let restored = recover::replay(&wake_dir, &opened.pending, recover::LOCK_PATIENCE)
+                .map_err(|source| OpenError::Recovery {
                     journal: journal.path().to_path_buf(),
                     source,
-                }
-            })?;
+                })?;
             if restored.bytes > 0 {
                 tracing::warn!(
                     records = restored.records,
@@ -374,6 +373,10 @@ mod tests {
             .await
             .expect("append after rm");
         assert!(dir.join("t.jsonl").exists());
+        assert!(
+            dir.join(journal::FILE_NAME).exists(),
+            "a journal that vanished with its directory is started again"
+        );
         assert_eq!(std::fs::metadata(&dir).expect("stat").mode() & 0o777, 0o700);
     }
 }

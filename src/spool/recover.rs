@@ -14,7 +14,7 @@ use super::journal::Entry;
 use crate::deadline::Deadline;
 
 /// How long recovery waits for a drainer to release one session's lock.
-const LOCK_PATIENCE: Duration = Duration::from_secs(10);
+pub const LOCK_PATIENCE: Duration = Duration::from_secs(10);
 const LOCK_RETRY: Duration = Duration::from_millis(100);
 
 /// What recovery did.
@@ -27,10 +27,14 @@ pub struct Restored {
 }
 
 /// Makes sure every entry's bytes are in its session's files, in journal order.
-pub fn replay(wake_dir: &Path, entries: &[Entry]) -> Result<Restored, SpoolError> {
+pub fn replay(
+    wake_dir: &Path,
+    entries: &[Entry],
+    patience: Duration,
+) -> Result<Restored, SpoolError> {
     let mut restored = Restored::default();
     for entry in entries {
-        let deadline = Deadline::after(LOCK_PATIENCE);
+        let deadline = Deadline::after(patience);
         let _lock = loop {
             if let Some(lock) = files::try_lock(wake_dir, &entry.sid)? {
                 break lock;
@@ -125,5 +129,87 @@ fn open_if_same(path: &Path, entry: &Entry) -> Result<Option<(PathBuf, File)>, S
             Ok(Some((path.to_path_buf(), file)))
         }
         _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry_for(path: &Path, sid: &str, offset: u64, text: &str) -> Entry {
+        let meta = std::fs::metadata(path).expect("stat");
+        Entry {
+            sid: sid.into(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            offset,
+            bytes: text.as_bytes().to_vec(),
+        }
+    }
+
+    fn replay_now(dir: &Path, entries: &[Entry]) -> Restored {
+        replay(dir, entries, Duration::from_millis(300)).expect("replay")
+    }
+
+    #[test]
+    fn lines_already_in_place_are_left_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "one\ntwo\nthree\n").expect("seed");
+        let entries = [entry_for(&path, "s", 4, "two\n")];
+        assert_eq!(replay_now(dir.path(), &entries).bytes, 0);
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read"),
+            "one\ntwo\nthree\n"
+        );
+    }
+
+    #[test]
+    fn something_else_where_our_lines_were_is_kept_and_the_lines_appended() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.jsonl");
+        // Zeros where the lines should be: what a crash mid-writeback can leave.
+        std::fs::write(&path, "one\n\0\0\0\0").expect("seed");
+        let entries = [entry_for(&path, "s", 4, "two\n")];
+        assert_eq!(replay_now(dir.path(), &entries).bytes, 4);
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read"),
+            "one\n\0\0\0\0\ntwo\n",
+            "the torn tail is closed, nothing overwritten"
+        );
+    }
+
+    #[test]
+    fn a_file_a_drainer_took_and_deleted_gets_nothing_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "one\n").expect("seed");
+        let entries = [entry_for(&path, "s", 0, "one\n")];
+        let drained = dir.path().join("s.jsonl.work");
+        std::fs::rename(&path, &drained).expect("take");
+        // Keep the inode alive under another directory so its number is not reused.
+        let kept = dir.path().join("elsewhere");
+        std::fs::create_dir(&kept).expect("dir");
+        std::fs::rename(&drained, kept.join("x")).expect("move out");
+        assert_eq!(replay_now(dir.path(), &entries).bytes, 0);
+        assert!(
+            !path.exists(),
+            "no new spool with a line the drainer already had"
+        );
+    }
+
+    #[test]
+    fn a_held_lock_past_the_patience_fails_by_session() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "").expect("seed");
+        let entries = [entry_for(&path, "s", 0, "one\n")];
+        let held = File::create(dir.path().join("s.lock")).expect("lock");
+        held.lock().expect("flock");
+        let err = replay(dir.path(), &entries, Duration::from_millis(200)).expect_err("timeout");
+        assert_eq!(err, SpoolError::LockTimeout("s".into()));
+        held.unlock().expect("unlock");
+        assert_eq!(replay_now(dir.path(), &entries).bytes, 4);
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "one\n");
     }
 }
