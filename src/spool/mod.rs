@@ -361,6 +361,41 @@ mod tests {
             .expect("after unlock");
     }
 
+    /// Descriptors of this process still open on `path` (after it was deleted, too).
+    fn open_descriptors_on(path: &Path) -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .expect("fd dir")
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|target| {
+                target
+                    .to_string_lossy()
+                    .starts_with(&*path.to_string_lossy())
+            })
+            .count()
+    }
+
+    #[tokio::test]
+    async fn a_spool_a_drainer_took_and_deleted_is_let_go_after_a_sync_interval() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let options = SpoolOptions {
+            checkpoint_every: Duration::from_millis(50),
+            ..SpoolOptions::default()
+        };
+        let spool = Spool::open_with(tmp.path().to_path_buf(), options).expect("open");
+        spool.append("d", "{}\n".into()).await.expect("append");
+        let taken = tmp.path().join("d.jsonl.taken");
+        std::fs::rename(tmp.path().join("d.jsonl"), &taken).expect("drain");
+        std::fs::remove_file(&taken).expect("done with it");
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while open_descriptors_on(&taken) > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the deleted spool is still held open"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     #[tokio::test]
     async fn recreates_a_vanished_wake_dir_once() {
         let tmp = tempfile::tempdir().expect("tempdir");

@@ -17,7 +17,7 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -31,8 +31,9 @@ const LOCK_RETRY: Duration = Duration::from_millis(100);
 /// Most line bytes one round takes; the rest waits for the next round (which follows at once).
 /// Keeps any one round's journal record well inside the ring.
 const ROUND_BYTES: usize = (journal::CAPACITY / 4) as usize;
-/// Open spool files kept between rounds; beyond this the cache starts over.
-const MAX_CACHED: usize = 1024;
+/// Open spool files kept between rounds; beyond this the cache starts over. Well under the
+/// usual 1024-descriptor soft limit, which the listener's sockets share.
+const MAX_CACHED: usize = 256;
 
 /// One request's line, waiting for a round.
 pub struct Pending {
@@ -123,7 +124,11 @@ pub struct Writer {
     pub shared: Arc<Shared>,
     pub wake_dir: PathBuf,
     pub journal: Journal,
-    cache: HashMap<String, OpenSpool>,
+    /// Each recently written session's open spool file, and when it was last written. Files not
+    /// written for a sync interval are closed, so a spool a drainer took and deleted does not
+    /// keep its disk space (or a descriptor) alive here.
+    cache: HashMap<String, (OpenSpool, Instant)>,
+    last_sweep: Instant,
     /// Lines whose session lock a drainer holds, retried every `LOCK_RETRY` at least.
     deferred: Vec<Pending>,
     /// Lines past a round's byte budget, taken by the very next round.
@@ -147,6 +152,7 @@ impl Writer {
             wake_dir,
             journal,
             cache: HashMap::new(),
+            last_sweep: Instant::now(),
             deferred: Vec::new(),
             carried: Vec::new(),
             journal_failing: false,
@@ -190,7 +196,7 @@ impl Writer {
                 return None;
             }
             drop(queue);
-            self.move_head();
+            self.housekeeping();
             queue = lock(&self.shared.queue);
             if !queue.pending.is_empty() {
                 continue;
@@ -215,13 +221,19 @@ impl Writer {
     }
 
     /// Frees journal space the checkpointer has covered (one small synced write, about once
-    /// per checkpoint).
-    fn move_head(&mut self) {
+    /// per checkpoint), and closes spool files idle for a sync interval.
+    fn housekeeping(&mut self) {
         let synced = lock(&self.shared.checkpoint).synced_to;
         if synced > self.journal.head()
             && let Err(e) = self.journal.checkpoint(synced)
         {
             tracing::warn!(error = %e, "could not advance the spool journal; will retry");
+        }
+        let idle_after = self.shared.checkpoint_every;
+        if self.last_sweep.elapsed() >= idle_after {
+            self.cache
+                .retain(|_, (_, used)| used.elapsed() < idle_after);
+            self.last_sweep = Instant::now();
         }
     }
 
@@ -240,7 +252,7 @@ impl Writer {
     }
 
     fn round(&mut self, batch: Vec<Pending>) {
-        self.move_head();
+        self.housekeeping();
         let mut written = Vec::new();
         let mut entries = Vec::new();
         let mut room = ROUND_BYTES;
@@ -281,7 +293,8 @@ impl Writer {
                     continue;
                 }
             };
-            match files::append(&self.wake_dir, &sid, self.cache.get(&sid), &bytes) {
+            let cached = self.cache.get(&sid).map(|(spool, _)| spool);
+            match files::append(&self.wake_dir, &sid, cached, &bytes) {
                 Ok(appended) => {
                     room = room.saturating_sub(bytes.len());
                     entries.push(Entry {
@@ -320,7 +333,8 @@ impl Writer {
         }
         for (w, e) in written.into_iter().zip(entries) {
             if committed.is_ok() {
-                self.cache.insert(e.sid, w.appended.spool.clone());
+                self.cache
+                    .insert(e.sid, (w.appended.spool.clone(), Instant::now()));
             } else {
                 w.appended.undo();
                 self.cache.remove(&e.sid);
