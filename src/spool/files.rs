@@ -46,7 +46,7 @@ pub fn try_lock(wake_dir: &Path, sid: &str) -> Result<Option<SessionLock>, Spool
     let file = options()
         .create(true)
         .open(&path)
-        .map_err(|e| io_error(sid, &path, e))?;
+        .map_err(|e| open_error(sid, &path, e))?;
     match file.try_lock() {
         Ok(()) => Ok(Some(SessionLock(file))),
         Err(TryLockError::WouldBlock) => Ok(None),
@@ -122,9 +122,11 @@ pub fn append(
 }
 
 impl Appended {
-    /// Takes the append back (the journal could not record it): the file is as it was.
+    /// Takes the append back (the round could not be made durable): the file is as it was, on
+    /// disk too, so a crash cannot bring back a line whose request was refused.
     pub fn undo(&self) {
         let _ = self.spool.file.set_len(self.before);
+        let _ = self.spool.file.sync_data();
     }
 }
 

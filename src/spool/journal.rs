@@ -12,8 +12,11 @@
 //! header write leaves the other intact) hold the position of the oldest record still needed
 //! (`head`); records follow in a fixed-size data area addressed by an ever-growing log sequence
 //! number (`lsn`, the byte position as if the ring were unrolled). Each record carries its own
-//! lsn and a CRC, so a scan stops cleanly at a torn record or at a record left from an earlier
-//! lap. After the first lap every commit rewrites blocks the file already has, which on this
+//! lsn, the CRC of the record before it and a CRC of its own, so a scan stops cleanly at a torn
+//! record, at a record left from an earlier lap, and at records of a round whose write failed
+//! (the next round overwrote the start of it, and its later records no longer chain on). A round
+//! number, different for every attempt, keeps a retried round that happens to be byte-identical
+//! to a failed one from chaining onto the failed one's leftovers. After the first lap every commit rewrites blocks the file already has, which on this
 //! disk is one write instead of two (no size change to persist).
 
 use std::fs::{File, OpenOptions, TryLockError};
@@ -37,7 +40,7 @@ const DATA_START: u64 = 2 * SLOT;
 const HEADER_LEN: usize = 44;
 
 const RECORD_MAGIC: u32 = 0x5742_5231; // "WBR1"
-const RECORD_HEADER: u64 = 32;
+const RECORD_HEADER: u64 = 40;
 const KIND_LINES: u8 = 1;
 /// "The rest of this lap is unused; continue at the start of the data area."
 const KIND_WRAP: u8 = 2;
@@ -80,6 +83,10 @@ pub struct Journal {
     tail: u64,
     /// Counter of header writes; picks the slot and the newest header at recovery.
     seq: u64,
+    /// This append's round number (see the module doc); starts from the clock at each open.
+    round: u64,
+    /// CRC of the last record made durable: the next record's `prev`.
+    last_crc: u32,
     scratch: Vec<u8>,
 }
 
@@ -122,7 +129,7 @@ impl Journal {
                 set_aside: Some(aside),
             });
         };
-        let (pending, tail) = scan(&file, header.head).map_err(io)?;
+        let (pending, tail, last_crc) = scan(&file, header.head).map_err(io)?;
         Ok(Opened {
             journal: Journal {
                 file,
@@ -130,6 +137,8 @@ impl Journal {
                 head: header.head,
                 tail,
                 seq: header.seq,
+                round: first_round(),
+                last_crc,
                 scratch: Vec::new(),
             },
             pending,
@@ -156,6 +165,8 @@ impl Journal {
             head: tail,
             tail,
             seq: 0,
+            round: first_round(),
+            last_crc: 0,
             scratch: Vec::new(),
         };
         journal.checkpoint(tail)?;
@@ -183,10 +194,12 @@ impl Journal {
         self.tail
     }
 
-    /// True once the file has been unlinked (the wake dir removed by hand): records written to
-    /// it would not survive a crash, so the caller opens a new one.
-    pub fn unlinked(&self) -> bool {
-        self.file.metadata().map(|m| m.nlink() == 0).unwrap_or(true)
+    /// True once the file is no longer at its path (the wake dir removed or moved by hand): a
+    /// restart would not find records written to it, so the caller opens a new one.
+    pub fn lost(&self) -> bool {
+        let here = std::fs::symlink_metadata(&self.path);
+        let ours = self.file.metadata();
+        !matches!((here, ours), (Ok(h), Ok(o)) if (h.dev(), h.ino()) == (o.dev(), o.ino()))
     }
 
     /// Bytes `entries` would occupy from the current tail, wrap padding included.
@@ -211,9 +224,14 @@ impl Journal {
     /// error nothing is acknowledged and the tail does not move, so the next round overwrites
     /// whatever partial record this one left (its lsn or CRC would not match anyway).
     pub fn append(&mut self, entries: &[Entry]) -> Result<(), JournalError> {
+        let round = self.round;
+        // Every attempt gets its own number, failed ones included.
+        self.round = self.round.wrapping_add(1);
         let mut at = self.tail;
         let mut run_start = at;
+        let mut prev = self.last_crc;
         self.scratch.clear();
+        let mut payload = Vec::new();
         for e in entries {
             let size = record_size(e);
             let placed = place(at, size);
@@ -221,20 +239,33 @@ impl Journal {
                 // Not enough room left in this lap: mark the gap (if a header fits), write the
                 // run so far, and start a new run at the beginning of the data area.
                 if lap_remaining(at) >= RECORD_HEADER {
-                    encode(&mut self.scratch, at, KIND_WRAP, &[]);
+                    let marker = Record {
+                        lsn: at,
+                        kind: KIND_WRAP,
+                        round,
+                        prev,
+                    };
+                    prev = marker.encode(&mut self.scratch, &[]);
                 }
                 self.write_run(run_start)?;
                 at = placed - size;
                 run_start = at;
             }
-            let mut payload = Vec::with_capacity(record_size(e) as usize);
+            payload.clear();
             encode_entry(&mut payload, e);
-            encode(&mut self.scratch, at, KIND_LINES, &payload);
+            let record = Record {
+                lsn: at,
+                kind: KIND_LINES,
+                round,
+                prev,
+            };
+            prev = record.encode(&mut self.scratch, &payload);
             at = placed;
         }
         self.write_run(run_start)?;
         self.file.sync_data().map_err(|e| self.io(e))?;
         self.tail = at;
+        self.last_crc = prev;
         Ok(())
     }
 
@@ -346,25 +377,48 @@ fn decode_entry(payload: &[u8]) -> Option<Entry> {
     })
 }
 
-/// Record layout: magic u32 | kind u8 | 3 zero bytes | payload length u32 | lsn u64 | crc u32 |
-/// 8 zero bytes | payload | zero padding to a multiple of 8. The CRC covers the header (with
-/// the CRC field zero) and the payload.
-fn encode(out: &mut Vec<u8>, lsn: u64, kind: u8, payload: &[u8]) {
-    let start = out.len();
-    out.extend_from_slice(&RECORD_MAGIC.to_le_bytes());
-    out.extend_from_slice(&[kind, 0, 0, 0]);
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&lsn.to_le_bytes());
-    out.extend_from_slice(&[0; 12]);
-    out.extend_from_slice(payload);
-    let crc = crc32fast::hash(&out[start..]);
-    out[start + 20..start + 24].copy_from_slice(&crc.to_le_bytes());
-    let padded = start + ((out.len() - start) as u64).next_multiple_of(8) as usize;
-    out.resize(padded, 0);
+/// A record's header fields. Layout: magic u32 | kind u8 | 3 zero bytes | payload length u32 |
+/// lsn u64 | crc u32 | prev u32 | round u64 | 4 zero bytes | payload | zero padding to a
+/// multiple of 8. The CRC covers the header (with the CRC field zero) and the payload.
+struct Record {
+    lsn: u64,
+    kind: u8,
+    round: u64,
+    prev: u32,
 }
 
-/// Reads the record at `lsn`: its kind, payload and size, or `None` where the valid log ends.
-fn read_record(file: &File, lsn: u64) -> io::Result<Option<(u8, Vec<u8>, u64)>> {
+impl Record {
+    /// Appends the encoded record to `out`; returns its CRC.
+    fn encode(&self, out: &mut Vec<u8>, payload: &[u8]) -> u32 {
+        let start = out.len();
+        out.extend_from_slice(&RECORD_MAGIC.to_le_bytes());
+        out.extend_from_slice(&[self.kind, 0, 0, 0]);
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.lsn.to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&self.prev.to_le_bytes());
+        out.extend_from_slice(&self.round.to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(payload);
+        let crc = crc32fast::hash(&out[start..]);
+        out[start + 20..start + 24].copy_from_slice(&crc.to_le_bytes());
+        let padded = start + ((out.len() - start) as u64).next_multiple_of(8) as usize;
+        out.resize(padded, 0);
+        crc
+    }
+}
+
+/// A record read back: kind, payload, bytes it occupies, its CRC and its `prev`.
+struct ReadRecord {
+    kind: u8,
+    payload: Vec<u8>,
+    size: u64,
+    crc: u32,
+    prev: u32,
+}
+
+/// Reads the record at `lsn`, or `None` where the valid log ends.
+fn read_record(file: &File, lsn: u64) -> io::Result<Option<ReadRecord>> {
     let mut header = [0u8; RECORD_HEADER as usize];
     if !read_exact_or_eof(file, &mut header, physical(lsn))? {
         return Ok(None);
@@ -386,17 +440,25 @@ fn read_record(file: &File, lsn: u64) -> io::Result<Option<(u8, Vec<u8>, u64)>> 
         return Ok(None);
     }
     let stored_crc = u32_at(20);
+    let prev = u32_at(24);
     header[20..24].fill(0);
     let mut crc = crc32fast::Hasher::new();
     crc.update(&header);
     crc.update(&payload);
-    Ok((crc.finalize() == stored_crc).then_some((kind, payload, size)))
+    Ok((crc.finalize() == stored_crc).then_some(ReadRecord {
+        kind,
+        payload,
+        size,
+        crc: stored_crc,
+        prev,
+    }))
 }
 
-/// Every record from `head` on, and the lsn after the last one.
-fn scan(file: &File, head: u64) -> io::Result<(Vec<Entry>, u64)> {
+/// Every record from `head` on, the lsn after the last one, and the last one's CRC.
+fn scan(file: &File, head: u64) -> io::Result<(Vec<Entry>, u64, u32)> {
     let mut entries = Vec::new();
     let mut at = head;
+    let mut last_crc = None;
     loop {
         if lap_remaining(at) < RECORD_HEADER {
             at += lap_remaining(at);
@@ -404,19 +466,32 @@ fn scan(file: &File, head: u64) -> io::Result<(Vec<Entry>, u64)> {
         if at - head >= CAPACITY {
             break;
         }
-        match read_record(file, at)? {
-            Some((KIND_WRAP, _, _)) => at += lap_remaining(at),
-            Some((_, payload, size)) => match decode_entry(&payload) {
-                Some(entry) => {
-                    entries.push(entry);
-                    at += size;
-                }
-                None => break,
-            },
-            None => break,
+        let Some(record) = read_record(file, at)? else {
+            break;
+        };
+        // The first record after the head starts the chain; every later one must continue it.
+        if last_crc.is_some_and(|crc| crc != record.prev) {
+            break;
         }
+        if record.kind == KIND_WRAP {
+            at += lap_remaining(at);
+        } else {
+            let Some(entry) = decode_entry(&record.payload) else {
+                break;
+            };
+            entries.push(entry);
+            at += record.size;
+        }
+        last_crc = Some(record.crc);
     }
-    Ok((entries, at))
+    Ok((entries, at, last_crc.unwrap_or(0)))
+}
+
+/// A round number no earlier run used: the clock, in nanoseconds.
+fn first_round() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
 }
 
 fn read_exact_or_eof(file: &File, buf: &mut [u8], offset: u64) -> io::Result<bool> {
@@ -525,6 +600,28 @@ mod tests {
         drop(opened);
         let reopened = Journal::open(dir.path()).expect("reopen");
         assert_eq!(reopened.pending, [entry("a", 0, "one\n")]);
+    }
+
+    #[test]
+    fn records_of_a_failed_round_are_never_replayed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut opened = Journal::open(dir.path()).expect("open");
+        opened.journal.append(&[entry("a", 0, "one\n")]).expect("1");
+        // A round whose records reached the file but whose fsync failed: `append` returns the
+        // error with the tail and chain where they were, and its requests were refused.
+        let (tail, last_crc) = (opened.journal.tail, opened.journal.last_crc);
+        let failed = [entry("b", 0, "refused-1\n"), entry("c", 0, "refused-2\n")];
+        opened.journal.append(&failed).expect("written");
+        (opened.journal.tail, opened.journal.last_crc) = (tail, last_crc);
+        // The bus retries the first one: a byte-identical record at the same place.
+        opened.journal.append(&failed[..1]).expect("retry");
+        drop(opened);
+        let reopened = Journal::open(dir.path()).expect("reopen");
+        assert_eq!(
+            reopened.pending,
+            [entry("a", 0, "one\n"), entry("b", 0, "refused-1\n")],
+            "the failed round's second record must not come back"
+        );
     }
 
     #[test]

@@ -21,7 +21,6 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -58,6 +57,10 @@ pub enum SpoolError {
     },
     #[error("the spool writer for {0} stopped before answering")]
     WriterGone(String),
+    #[error(
+        "{bytes} bytes of spool lines for {sid} at once exceed the spool journal; nothing was written"
+    )]
+    TooLarge { sid: String, bytes: usize },
 }
 
 impl SpoolError {
@@ -73,6 +76,7 @@ impl SpoolError {
             } => "no-space",
             SpoolError::Io { .. } => "io",
             SpoolError::WriterGone(_) => "writer-gone",
+            SpoolError::TooLarge { .. } => "too-large",
         }
     }
 }
@@ -87,6 +91,16 @@ pub enum OpenError {
         journal: PathBuf,
         source: SpoolError,
     },
+    #[error(
+        "cannot restore spool lines for session {sid}: {} stayed locked for {}s (a stuck drainer?); stop whatever holds it and start wakebridge again",
+        lock.display(),
+        waited.as_secs()
+    )]
+    RecoveryLocked {
+        sid: String,
+        lock: PathBuf,
+        waited: Duration,
+    },
     #[error("cannot start the spool writer thread: {0}")]
     Thread(io::Error),
 }
@@ -96,11 +110,7 @@ impl OpenError {
     pub fn restart_may_help(&self) -> bool {
         matches!(
             self,
-            OpenError::Journal(JournalError::Busy(_))
-                | OpenError::Recovery {
-                    source: SpoolError::LockTimeout(_),
-                    ..
-                }
+            OpenError::Journal(JournalError::Busy(_)) | OpenError::RecoveryLocked { .. }
         )
     }
 }
@@ -143,10 +153,18 @@ impl Spool {
         }
         let mut journal = opened.journal;
         if !opened.pending.is_empty() {
+            let journal_path = journal.path().to_path_buf();
             let restored = recover::replay(&wake_dir, &opened.pending, recover::LOCK_PATIENCE)
-                .map_err(|source| OpenError::Recovery {
-                    journal: journal.path().to_path_buf(),
-                    source,
+                .map_err(|source| match source {
+                    SpoolError::LockTimeout(sid) => OpenError::RecoveryLocked {
+                        lock: wake_dir.join(format!("{sid}.lock")),
+                        sid,
+                        waited: recover::LOCK_PATIENCE,
+                    },
+                    source => OpenError::Recovery {
+                        journal: journal_path,
+                        source,
+                    },
                 })?;
             if restored.bytes > 0 {
                 tracing::warn!(
@@ -155,15 +173,21 @@ impl Spool {
                     "restored spool lines a crash had cut from the session files"
                 );
             }
+            if restored.gone + restored.foreign > 0 {
+                tracing::info!(
+                    gone = restored.gone,
+                    replaced = restored.foreign,
+                    "spool journal records whose file a drainer had already taken and deleted were skipped"
+                );
+            }
             journal.checkpoint(journal.tail())?;
         }
         let shared = Arc::new(Shared::new(options.checkpoint_every, journal.tail()));
         let checkpointer = {
             let shared = shared.clone();
-            let failing = Arc::new(AtomicBool::new(false));
             std::thread::Builder::new()
                 .name("wakebridge-spool-sync".into())
-                .spawn(move || writer::checkpointer(shared, failing))
+                .spawn(move || writer::checkpointer(shared))
                 .map_err(OpenError::Thread)?
         };
         let writer = Writer::new(shared.clone(), wake_dir.clone(), journal);
@@ -305,7 +329,7 @@ mod tests {
         ));
         assert!(matches!(
             spool.append("b", "{}\n".into()).await,
-            Err(SpoolError::Io { .. })
+            Err(SpoolError::Symlink(_))
         ));
         assert!(!outside.path().join("victim").exists());
         assert!(!outside.path().join("lockvictim").exists());
@@ -394,6 +418,37 @@ mod tests {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lines_waiting_for_a_drainer_keep_their_order_past_the_round_budget() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let spool = Arc::new(spool_in(tmp.path()));
+        let held = File::create(tmp.path().join("o.lock")).expect("lock file");
+        held.lock().expect("flock");
+        // Three 1.5 MiB lines: together more than one round takes.
+        let mut tasks = Vec::new();
+        for i in 0..3 {
+            let spool = spool.clone();
+            let line = format!("{{\"i\": {i}, \"p\": \"{}\"}}\n", "x".repeat(3 << 19));
+            tasks.push(tokio::spawn(async move { spool.append("o", line).await }));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        held.unlock().expect("unlock");
+        for t in tasks {
+            t.await.expect("join").expect("append");
+        }
+        let text = std::fs::read_to_string(tmp.path().join("o.jsonl")).expect("read");
+        let order: Vec<i64> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).expect("line")["i"]
+                    .as_i64()
+                    .expect("i")
+            })
+            .collect();
+        assert_eq!(order, [0, 1, 2]);
     }
 
     #[tokio::test]

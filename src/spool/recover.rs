@@ -1,17 +1,22 @@
 //! Putting back what a host crash took: for each journal record past the last checkpoint, the
 //! session file it names is checked under the session lock and completed if its bytes are not
 //! all there. Records whose lines survived (every record after a plain process kill, since the
-//! page cache outlives the process) cost one `stat` and one read each and change nothing.
+//! page cache outlives the process) cost one `stat` and one read each and change nothing but an
+//! fsync of their file. Files are found by inode, in the wake dir, under whatever `<sid>.jsonl*`
+//! name a drainer gave them; bytes that are not ours are never overwritten.
 
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use std::collections::HashMap;
+
 use super::SpoolError;
 use super::files::{self, io_error};
 use super::journal::Entry;
 use crate::deadline::Deadline;
+use crate::event::is_safe_session_id;
 
 /// How long recovery waits for a drainer to release one session's lock.
 pub const LOCK_PATIENCE: Duration = Duration::from_secs(10);
@@ -24,16 +29,27 @@ pub struct Restored {
     pub records: usize,
     /// Bytes written back into session files.
     pub bytes: u64,
+    /// Records whose file no longer exists (a drainer took and deleted it).
+    pub gone: usize,
+    /// Records whose inode now holds something else (its number was reused): left alone.
+    pub foreign: usize,
 }
 
-/// Makes sure every entry's bytes are in its session's files, in journal order.
+/// Makes sure every entry's bytes are in its session's files, in journal order, and that every
+/// file it found is on disk (after a plain process kill the lines are all there, but only in the
+/// page cache: the caller drops the records once this returns).
 pub fn replay(
     wake_dir: &Path,
     entries: &[Entry],
     patience: Duration,
 ) -> Result<Restored, SpoolError> {
     let mut restored = Restored::default();
+    let mut found: HashMap<u64, (PathBuf, File)> = HashMap::new();
     for entry in entries {
+        if !is_safe_session_id(&entry.sid) {
+            tracing::warn!(session_id = ?entry.sid, "skipping a spool journal record with an unsafe session id");
+            continue;
+        }
         let deadline = Deadline::after(patience);
         let _lock = loop {
             if let Some(lock) = files::try_lock(wake_dir, &entry.sid)? {
@@ -45,55 +61,69 @@ pub fn replay(
             std::thread::sleep(LOCK_RETRY);
         };
         restored.records += 1;
-        restored.bytes += restore(wake_dir, entry)?;
+        let Some((path, file)) = find(wake_dir, entry)? else {
+            // A drainer took the file and finished with it: it read our lines from the page
+            // cache before deleting it.
+            restored.gone += 1;
+            continue;
+        };
+        match restore(wake_dir, entry, &path, &file)? {
+            Some(bytes) => restored.bytes += bytes,
+            None => restored.foreign += 1,
+        }
+        found.entry(entry.ino).or_insert((path, file));
+    }
+    for (path, file) in found.values() {
+        file.sync_data().map_err(|e| io_error("-", path, e))?;
     }
     Ok(restored)
 }
 
-/// Completes one entry; returns how many bytes it wrote.
-fn restore(wake_dir: &Path, entry: &Entry) -> Result<u64, SpoolError> {
-    let Some((path, file)) = find(wake_dir, entry)? else {
-        // The file is gone: a drainer took it and finished with it (it read our lines from
-        // the page cache before deleting it).
-        return Ok(0);
-    };
-    let len = file
-        .metadata()
-        .map_err(|e| io_error(&entry.sid, &path, e))?
-        .len();
+/// Completes one entry in `file`; returns the bytes it wrote, or `None` when the place holds
+/// bytes that are not ours.
+fn restore(
+    wake_dir: &Path,
+    entry: &Entry,
+    path: &Path,
+    file: &File,
+) -> Result<Option<u64>, SpoolError> {
+    let err = |e| io_error(&entry.sid, path, e);
+    let len = file.metadata().map_err(err)?.len();
     let have = len
         .saturating_sub(entry.offset)
         .min(entry.bytes.len() as u64) as usize;
     let mut present = vec![0u8; have];
     file.read_exact_at(&mut present, entry.offset)
-        .map_err(|e| io_error(&entry.sid, &path, e))?;
-    if present == entry.bytes[..have] && len == entry.offset + have as u64 {
+        .map_err(err)?;
+    if present == entry.bytes[..have] {
         if have == entry.bytes.len() {
-            return Ok(0);
+            return Ok(Some(0));
         }
-        // A prefix survived: write the rest where it belongs, restoring the file exactly.
-        let missing = &entry.bytes[have..];
-        file.write_all_at(missing, len)
-            .and_then(|()| file.sync_data())
-            .map_err(|e| io_error(&entry.sid, &path, e))?;
-        return Ok(missing.len() as u64);
+        if len == entry.offset + have as u64 {
+            // The file ends inside our lines: write the rest where it belongs, restoring it
+            // exactly.
+            let missing = &entry.bytes[have..];
+            file.write_all_at(missing, len).map_err(err)?;
+            return Ok(Some(missing.len() as u64));
+        }
     }
-    if present == entry.bytes[..have] && have == entry.bytes.len() {
-        // Whole, with more after it (another writer appended later).
-        return Ok(0);
+    if present.iter().any(|&b| b != 0) {
+        // Other bytes where ours were: this inode number now belongs to another file.
+        return Ok(None);
     }
-    // Something else sits where our lines were (zeros from a crash mid-writeback): never
-    // overwrite it, append the lines to the live spool instead.
+    // Zeros (a crash mid-writeback) or a file cut short before our offset: never overwrite,
+    // append the lines to the live spool.
     let appended = files::append(wake_dir, &entry.sid, None, &entry.bytes)?;
+    let live = files::spool_path(wake_dir, &entry.sid);
     appended
         .spool
         .file
         .sync_data()
-        .map_err(|e| io_error(&entry.sid, &path, e))?;
+        .map_err(|e| io_error(&entry.sid, &live, e))?;
     if appended.created {
         files::sync_dir(wake_dir).map_err(|e| io_error(&entry.sid, wake_dir, e))?;
     }
-    Ok(entry.bytes.len() as u64)
+    Ok(Some(entry.bytes.len() as u64))
 }
 
 /// The file the entry was written to: `<sid>.jsonl` if it is still that inode, else a sibling
@@ -119,7 +149,9 @@ fn find(wake_dir: &Path, entry: &Entry) -> Result<Option<(PathBuf, File)>, Spool
 
 fn open_if_same(path: &Path, entry: &Entry) -> Result<Option<(PathBuf, File)>, SpoolError> {
     match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_file() && (meta.dev(), meta.ino()) == (entry.dev, entry.ino) => {
+        // By inode only: a device number can change from one boot to the next, and every file
+        // looked at here is in the journal's own directory.
+        Ok(meta) if meta.is_file() && meta.ino() == entry.ino => {
             let file = std::fs::OpenOptions::new()
                 .read(true)
                 .write(true)
@@ -176,6 +208,20 @@ mod tests {
             std::fs::read_to_string(&path).expect("read"),
             "one\n\0\0\0\0\ntwo\n",
             "the torn tail is closed, nothing overwritten"
+        );
+    }
+
+    #[test]
+    fn a_reused_inode_holding_other_lines_is_left_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "{\"someone\": \"else\"}\n").expect("seed");
+        let entries = [entry_for(&path, "s", 0, "{\"ours\": 1}\n")];
+        let restored = replay_now(dir.path(), &entries);
+        assert_eq!((restored.bytes, restored.foreign), (0, 1));
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read"),
+            "{\"someone\": \"else\"}\n"
         );
     }
 

@@ -15,7 +15,6 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -76,6 +75,8 @@ struct CheckpointState {
     synced_to: u64,
     /// The writer needs ring space now.
     urgent: bool,
+    /// A session file failed to sync: `synced_to` never moves again (see `checkpointer`).
+    failed: bool,
     closing: bool,
 }
 
@@ -173,8 +174,11 @@ impl Writer {
             self.shared.checkpoint_changed.notify_all();
         }
         let _ = checkpointer.join();
-        let dirty = std::mem::take(&mut lock(&self.shared.checkpoint).dirty);
-        let synced = dirty.values().all(|f| f.sync_data().is_ok());
+        let (dirty, failed) = {
+            let mut state = lock(&self.shared.checkpoint);
+            (std::mem::take(&mut state.dirty), state.failed)
+        };
+        let synced = !failed && dirty.values().all(|f| f.sync_data().is_ok());
         if synced && let Err(e) = self.journal.checkpoint(self.journal.tail()) {
             tracing::warn!(error = %e, "could not mark the spool journal empty at shutdown; the next start re-checks it");
         }
@@ -198,7 +202,7 @@ impl Writer {
             drop(queue);
             self.housekeeping();
             queue = lock(&self.shared.queue);
-            if !queue.pending.is_empty() {
+            if !queue.pending.is_empty() || queue.closing {
                 continue;
             }
             queue.writer_waiting = true;
@@ -237,20 +241,6 @@ impl Writer {
         }
     }
 
-    /// A journal failure as the spool error a request gets (the journal path named).
-    fn journal_error(&self, sid: &str, e: JournalError) -> SpoolError {
-        let kind = match &e {
-            JournalError::Io { source, .. } => source.kind(),
-            _ => std::io::ErrorKind::Other,
-        };
-        SpoolError::Io {
-            sid: sid.to_string(),
-            path: self.journal.path().to_path_buf(),
-            kind,
-            message: e.to_string(),
-        }
-    }
-
     fn round(&mut self, batch: Vec<Pending>) {
         self.housekeeping();
         let mut written = Vec::new();
@@ -258,30 +248,11 @@ impl Writer {
         let mut room = ROUND_BYTES;
         let mut recreated_dir = false;
         for (sid, mut group) in by_session(batch) {
-            // Lines beyond the round's byte budget go to the next round, which follows at once.
-            let take = group
-                .iter()
-                .scan(0, |total, p| {
-                    *total += p.line.len();
-                    Some(*total)
-                })
-                .take_while(|&total| total <= room)
-                .count();
-            let take = if take == 0 && room == ROUND_BYTES {
-                1
-            } else {
-                take
-            };
-            self.carried.extend(group.drain(take..));
-            if group.is_empty() {
+            if room == 0 {
+                self.carried.extend(group);
                 continue;
             }
-            let bytes: Vec<u8> = group.iter().flat_map(|p| p.line.bytes()).collect();
-            if !journal::holds(bytes.len()) {
-                let e = JournalError::TooLarge(bytes.len() as u64);
-                answer_all(group, &Err(self.journal_error(&sid, e)));
-                continue;
-            }
+            // The lock first: if a drainer holds it, every line of the session waits, in order.
             let taken = match self.lock_session(&sid, &mut recreated_dir) {
                 Ok(Some(lock)) => lock,
                 Ok(None) => {
@@ -293,6 +264,33 @@ impl Writer {
                     continue;
                 }
             };
+            // Lines beyond the round's byte budget go to the next round, which follows at once.
+            let fitting = group
+                .iter()
+                .scan(0, |total, p| {
+                    *total += p.line.len();
+                    Some(*total)
+                })
+                .take_while(|&total| total <= room)
+                .count();
+            let take = if fitting == 0 && room == ROUND_BYTES {
+                1
+            } else {
+                fitting
+            };
+            self.carried.extend(group.split_off(take));
+            if group.is_empty() {
+                continue;
+            }
+            let bytes: Vec<u8> = group.iter().flat_map(|p| p.line.bytes()).collect();
+            if !journal::holds(bytes.len()) {
+                let e = SpoolError::TooLarge {
+                    sid: sid.clone(),
+                    bytes: bytes.len(),
+                };
+                answer_all(group, &Err(e));
+                continue;
+            }
             let cached = self.cache.get(&sid).map(|(spool, _)| spool);
             match files::append(&self.wake_dir, &sid, cached, &bytes) {
                 Ok(appended) => {
@@ -404,8 +402,8 @@ impl Writer {
     }
 
     fn journal_round(&mut self, entries: &[Entry]) -> Result<(), JournalError> {
-        if self.journal.unlinked() {
-            // The wake dir was removed and recreated: a journal nobody can find would not help.
+        if self.journal.lost() {
+            // The wake dir was removed or moved: a journal a restart cannot find would not help.
             self.journal = Journal::open_fresh(&self.wake_dir, self.journal.tail())?;
         }
         let needed = self.journal.space_for(entries)?;
@@ -426,7 +424,7 @@ impl Writer {
         while !self.journal.fits(needed) {
             let mut state = lock(&self.shared.checkpoint);
             if state.synced_to <= self.journal.head() {
-                if deadline.expired() {
+                if deadline.expired() || state.failed {
                     return Err(JournalError::Full);
                 }
                 state.urgent = true;
@@ -471,8 +469,11 @@ fn by_session(batch: Vec<Pending>) -> Vec<(String, Vec<Pending>)> {
 }
 
 /// The checkpointer thread: syncs the session files the writer dirtied, then reports how far the
-/// journal is covered. A file that fails to sync stays dirty and is retried next pass.
-pub fn checkpointer(shared: Arc<Shared>, failing: Arc<AtomicBool>) {
+/// journal is covered. If a file fails to sync, nothing is reported again for the life of this
+/// process: Linux marks the pages clean after a failed writeback, so a retry could "succeed"
+/// without the data on disk. The journal then keeps every record (once its ring is full, rounds
+/// sync their own files), and the next start replays it.
+pub fn checkpointer(shared: Arc<Shared>) {
     let mut state = lock(&shared.checkpoint);
     loop {
         if state.closing {
@@ -489,32 +490,23 @@ pub fn checkpointer(shared: Arc<Shared>, failing: Arc<AtomicBool>) {
             }
         }
         state.urgent = false;
-        if state.dirty.is_empty() {
-            if state.synced_to < state.written_to {
-                state.synced_to = state.written_to;
-                shared.checkpoint_changed.notify_all();
-            }
+        if state.failed {
             continue;
         }
         let dirty = std::mem::take(&mut state.dirty);
         let upto = state.written_to;
         drop(state);
-        let mut failed = HashMap::new();
-        for (key, file) in dirty {
-            if let Err(e) = file.sync_data() {
-                if !failing.swap(true, Ordering::Relaxed) {
-                    tracing::error!(error = %e, "could not fsync a spool file; its journal records are kept until it can be");
-                }
-                failed.insert(key, file);
-            }
-        }
+        let failure = dirty.values().find_map(|file| file.sync_data().err());
         state = lock(&shared.checkpoint);
-        if failed.is_empty() {
-            failing.store(false, Ordering::Relaxed);
-            state.synced_to = upto;
-            shared.checkpoint_changed.notify_all();
-        } else {
-            state.dirty.extend(failed);
+        match failure {
+            None => {
+                state.synced_to = upto;
+                shared.checkpoint_changed.notify_all();
+            }
+            Some(e) => {
+                tracing::error!(error = %e, "could not fsync a spool file: the spool journal now keeps every record; restart wakebridge once the disk is healthy");
+                state.failed = true;
+            }
         }
     }
 }

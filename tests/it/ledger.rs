@@ -108,7 +108,7 @@ async fn sessions_and_metrics_report_what_happened() {
             .as_array()
             .and_then(|a| a.iter().find(|s| s["session_id"] == "s1"))
             .cloned()
-            .expect("s1 listed");
+            .unwrap_or_default();
         if s1["last_action"] == "spool" {
             break;
         }
