@@ -18,6 +18,9 @@ pub const HOOK_SECONDS: &str = "wakebridge_hook_duration_seconds";
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
+/// How often buffered histogram samples are folded into their buckets.
+const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Installs the recorder on first use and returns the handle that renders it.
 pub fn handle() -> &'static PrometheusHandle {
     HANDLE.get_or_init(|| {
@@ -29,6 +32,20 @@ pub fn handle() -> &'static PrometheusHandle {
             .map(|b| b.build_recorder())
             .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
         let handle = recorder.handle();
+        // The recorder keeps every histogram sample until upkeep folds it into the buckets; only
+        // a scrape would otherwise do that, so without a scraper memory grew with every request.
+        let upkeep = handle.clone();
+        let spawned = std::thread::Builder::new()
+            .name("wakebridge-metrics".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(UPKEEP_EVERY);
+                    upkeep.run_upkeep();
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start the metrics upkeep thread; /hook latency samples are folded in at each scrape only");
+        }
         if metrics::set_global_recorder(recorder).is_err() {
             tracing::warn!(
                 "a metrics recorder was already installed; /metrics shows only scrape-time gauges"
