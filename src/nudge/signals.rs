@@ -151,7 +151,7 @@ pub fn read_screen(text: &str) -> ScreenReading {
         hash: hasher.finish(),
         dialog,
         spinner,
-        draft: prompt_line(&lines).is_some_and(|input| is_draft(input)),
+        draft: prompt_line(&lines).is_some_and(is_draft),
     }
 }
 
