@@ -2,6 +2,8 @@
 //! that does it. Bus events, manual wakes, nudges and context warnings all come through here, in
 //! the reference's order: pane mapping (panes.json) → busy marker → cooldown (reserved before
 //! typing, rolled back on failure) → stale-pane guard and typing (in `mux`), under one budget.
+//! Beyond the reference, a tmux pane whose prompt already holds text (a human's draft) is
+//! treated like a busy one: `spool-busy`, nothing typed.
 //! Nothing here can fail a delivery: every outcome is an `Action`.
 
 use std::collections::HashMap;
@@ -177,6 +179,22 @@ impl Gate {
                 };
                 GateOutcome {
                     action,
+                    error_kind: None,
+                    inject_time,
+                    target: Some(target),
+                }
+            }
+            Err(InjectError::Occupied) => {
+                // Not a failure: someone is at the prompt. Like a fresh busy marker, the event
+                // waits in the spool and the cooldown is left for the real wake.
+                self.cooldown.roll_back(sid, reservation);
+                tracing::info!(
+                    session_id = sid,
+                    "{} has text at its prompt (a draft?); spooled only",
+                    short(sid)
+                );
+                GateOutcome {
+                    action: Action::SpoolBusy,
                     error_kind: None,
                     inject_time,
                     target: Some(target),

@@ -18,6 +18,7 @@ pub mod http;
 pub mod launch;
 pub mod mux;
 pub mod nudge;
+pub mod prompt_line;
 pub mod pyjson;
 pub mod ratelimit;
 pub mod signature;

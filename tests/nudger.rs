@@ -770,11 +770,12 @@ async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates
     // Let the agents draw their idle title first.
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    // Poll 1 sees the four idle agents due: one capture each, then the gate types.
+    // Poll 1 sees the four idle agents due: one capture each to classify them, then the gate
+    // types, after its guard's own capture (is the prompt empty right before typing?).
     nudger.poll().await;
     let first = count_lines(&log);
     assert_eq!(first.get("list-panes"), Some(&1), "{first:?}");
-    assert_eq!(first.get("capture-pane"), Some(&4), "{first:?}");
+    assert_eq!(first.get("capture-pane"), Some(&8), "{first:?}");
     assert_eq!(views.borrow().len(), PANES);
     std::fs::remove_file(&log).unwrap();
 

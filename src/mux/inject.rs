@@ -33,6 +33,9 @@ pub enum InjectError {
     /// The guard refused the pane; nothing was typed.
     #[error("pane is stale, nothing typed: {reason}")]
     StalePane { reason: StaleReason },
+    /// The input line already holds text (or a dialog's selection); nothing was typed.
+    #[error("the prompt already holds text, nothing typed")]
+    Occupied,
     /// Another injection into the same pane held it for the whole budget; nothing was typed.
     #[error("pane stayed busy with another injection for {}ms; nothing typed", waited.as_millis())]
     PaneBusy { waited: Duration },
@@ -47,6 +50,7 @@ impl InjectError {
     pub fn kind(&self) -> &'static str {
         match self {
             InjectError::StalePane { .. } => "stale",
+            InjectError::Occupied => "occupied",
             InjectError::PaneBusy { .. } => "pane-busy",
             InjectError::Failed(err) => err.kind(),
         }
@@ -160,8 +164,10 @@ pub async fn guarded_inject<M: Mux>(
     submit_delay: Duration,
     deadline: Deadline,
 ) -> Result<&'static str, InjectError> {
-    if let PaneState::Stale(reason) = mux.check_pane(pane, deadline).await? {
-        return Err(InjectError::StalePane { reason });
+    match mux.check_pane(pane, deadline).await? {
+        PaneState::Live => {}
+        PaneState::Stale(reason) => return Err(InjectError::StalePane { reason }),
+        PaneState::Occupied => return Err(InjectError::Occupied),
     }
     let left = deadline.remaining();
     if left < submit_delay + STEP_FLOOR {

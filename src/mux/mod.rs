@@ -125,6 +125,10 @@ impl fmt::Display for StaleReason {
 pub enum PaneState {
     Live,
     Stale(StaleReason),
+    /// The agent's input line already holds text (a human's draft, or a dialog's selection):
+    /// typing would add to it and submit both, or answer the dialog. tmux only (a zellij pane's
+    /// screen is not read).
+    Occupied,
 }
 
 /// A terminal multiplexer that can check a pane and type into it. Each method is one step of

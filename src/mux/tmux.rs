@@ -11,6 +11,7 @@ use super::process::{self, Invocation, MuxError};
 use super::text::KeystrokeText;
 use super::{Mux, MuxConfig, PaneState, StaleReason};
 use crate::deadline::Deadline;
+use crate::prompt_line;
 
 /// The guard's question to tmux: is the pane there, is its program alive, what runs in it. The
 /// command goes last: it is the only field that could contain the separator.
@@ -141,8 +142,8 @@ impl Mux for Tmux {
             }
             Err(err) => return Err(err),
         };
-        match answer {
-            GuardAnswer::Settled(state) => Ok(state),
+        let state = match answer {
+            GuardAnswer::Settled(state) => state,
             GuardAnswer::ShellInFront { tty, command } => {
                 let inv = Invocation::new(Path::new(PS_BIN), "ps (pane foreground group)")
                     .arg("-o")
@@ -151,12 +152,18 @@ impl Mux for Tmux {
                     .arg(tty);
                 let listing = process::run(&inv, deadline).await?.stdout;
                 if foreground_runs_non_shell(&listing, |c| self.is_shell(c)) {
-                    Ok(PaneState::Live)
+                    PaneState::Live
                 } else {
-                    Ok(PaneState::Stale(StaleReason::ShellInPane { command }))
+                    PaneState::Stale(StaleReason::ShellInPane { command })
                 }
             }
+        };
+        if state == PaneState::Live
+            && prompt_line::holds_draft(&self.capture(pane, deadline).await?)
+        {
+            return Ok(PaneState::Occupied);
         }
+        Ok(state)
     }
 
     async fn type_text(

@@ -151,22 +151,8 @@ pub fn read_screen(text: &str) -> ScreenReading {
         hash: hasher.finish(),
         dialog,
         spinner,
-        draft: prompt_line(&lines).is_some_and(is_draft),
+        draft: crate::prompt_line::holds_draft(&normalized),
     }
-}
-
-/// Placeholders Claude Code shows in an empty input line; a plain capture cannot tell their dim
-/// text from typed text, so they are recognised by wording.
-const PLACEHOLDERS: &[&str] = &["resend your message to try again"];
-
-/// Whether the text after the prompt glyph is something typed rather than empty or a
-/// placeholder (`Try "…"` suggestions included).
-fn is_draft(input: &str) -> bool {
-    let input = input.trim();
-    let lower = input.to_lowercase();
-    !input.is_empty()
-        && !lower.starts_with("try \"")
-        && !PLACEHOLDERS.iter().any(|p| lower.starts_with(p))
 }
 
 /// A selection cursor on a numbered option (`❯ 1. Yes`) with at least one more option line:
@@ -210,7 +196,9 @@ fn is_rule(line: &str) -> bool {
 /// Index where the prompt box (and the footer under it) begins: the border above the last
 /// `❯` / `>` prompt line, else that line; without a prompt line, the last rule; else the end.
 fn prompt_box_start(lines: &[&str]) -> usize {
-    let prompt = lines.iter().rposition(|line| prompt_input(line).is_some());
+    let prompt = lines
+        .iter()
+        .rposition(|line| crate::prompt_line::input(line).is_some());
     match prompt {
         Some(at) => {
             let from = at.saturating_sub(RULE_SEARCH_LINES);
@@ -221,20 +209,6 @@ fn prompt_box_start(lines: &[&str]) -> usize {
             .rposition(|l| is_rule(l))
             .unwrap_or(lines.len()),
     }
-}
-
-/// The text after the prompt glyph if `line` is a prompt line (`❯ …`, `> …`, boxed `│ > …`).
-fn prompt_input(line: &str) -> Option<&str> {
-    let t = line.trim_start().trim_start_matches('│').trim_start();
-    t.strip_prefix('❯')
-        .or_else(|| t.strip_prefix("> "))
-        .or_else(|| (t == ">").then_some(""))
-        .map(|rest| rest.trim_end_matches('│'))
-}
-
-/// The input of the last prompt line on screen.
-fn prompt_line<'a>(lines: &[&'a str]) -> Option<&'a str> {
-    lines.iter().rev().find_map(|line| prompt_input(line))
 }
 
 /// A transcript file's size and mtime.
@@ -693,20 +667,10 @@ mod tests {
     }
 
     #[test]
-    fn text_at_the_prompt_blocks_a_nudge_but_placeholders_do_not() {
+    fn text_at_the_prompt_blocks_a_nudge() {
         let screen = |input: &str| {
             format!("Done.\n\n────────────\n❯\u{a0}{input}\n────────────\n  ⏸ manual mode on\n")
         };
-        assert!(read_screen(&screen("second message")).draft);
-        assert!(read_screen("Done.\n│ > half a thought      │\n").draft);
-        for empty in [
-            "",
-            "   ",
-            "Resend your message to try again",
-            "Try \"fix lint errors\"",
-        ] {
-            assert!(!read_screen(&screen(empty)).draft, "{empty:?}");
-        }
         let mut obs = idle_tmux(100);
         obs.screen = Some(read_screen(&screen("my own words")));
         assert_eq!(classify(&obs), Verdict::Blocked("text typed at the prompt"));

@@ -91,6 +91,51 @@ async fn busy_marker_spools_without_typing_and_does_not_burn_the_cooldown() {
     );
 }
 
+/// A recorder pane that first draws an input line holding `input` (ASCII `> ` prompt, so the
+/// test does not depend on the server's locale).
+fn prompt_pane(server: &TmuxServer, name: &str, input: &str) -> (String, PathBuf) {
+    let file = server.dir().join(name);
+    let pane = server.new_pane(&format!(
+        "printf 'Done.\\n\\n> {input}\\n'; stty raw -echo; exec cat > '{}'",
+        file.display()
+    ));
+    server.wait_for(&pane, "#{pane_current_command}", "cat");
+    (pane, file)
+}
+
+#[tokio::test]
+async fn a_draft_at_the_prompt_is_never_typed_over() {
+    let tmux = TmuxServer::start();
+    let (drafting, draft_file) = prompt_pane(&tmux, "draft", "half a thought");
+    let (empty, empty_file) = prompt_pane(&tmux, "empty", "");
+    let server = mux_server(&tmux, &[]).await;
+    map(&server.wake_dir, "writer", &drafting);
+    map(&server.wake_dir, "idle", &empty);
+    assert_eq!(
+        server.hook(event("writer", 1), &[]).await.1["action"],
+        "spool-busy",
+        "a human's draft would be submitted with the wake text"
+    );
+    assert_eq!(server.hook(event("idle", 2), &[]).await.1["action"], "tmux");
+    assert_eq!(
+        read_when_settled(&empty_file, expected_wake().len()),
+        expected_wake()
+    );
+    assert_eq!(std::fs::read(&draft_file).expect("recorder"), b"");
+    // The cooldown was not spent on the held-back wake: once the draft is gone, it types.
+    tmux.tmux(&["send-keys", "-R", "-t", &drafting]);
+    tmux.tmux(&["clear-history", "-t", &drafting]);
+    assert_eq!(
+        server.hook(event("writer", 3), &[]).await.1["action"],
+        "tmux"
+    );
+    assert_eq!(
+        read_when_settled(&draft_file, expected_wake().len()),
+        expected_wake()
+    );
+    assert_eq!(server.spool_lines("writer").len(), 2);
+}
+
 #[tokio::test]
 async fn unmapped_and_stale_panes_type_nothing() {
     let tmux = TmuxServer::start();
