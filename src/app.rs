@@ -156,6 +156,7 @@ impl App {
         let wake_dir =
             std::fs::canonicalize(&config.wake_dir).map_err(|e| wake_err(e.to_string()))?;
         let singletons = singleton::acquire(env, &config.hook_url, &wake_dir)?;
+        raise_descriptor_limit();
         // Before anything can append: a crash's journal is replayed here.
         let spool_options = spool::SpoolOptions {
             checkpoint_every: config.settings.spool.sync_interval,
@@ -353,6 +354,29 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
             }
         }
         Err(e) => tracing::warn!(error = %e, "could not read recent wakes from the ledger"),
+    }
+}
+
+/// Lifts the soft limit on open descriptors to the hard one (as most servers do): every
+/// connection and every busy session's spool file holds one, and the usual soft limit of 1024
+/// would cap both long before the machine does.
+fn raise_descriptor_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: get/setrlimit read and write only the struct we pass.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            let wanted = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) != 0 {
+                tracing::debug!("could not raise the open-file limit; keeping {}", limit.rlim_cur);
+            }
+        }
     }
 }
 

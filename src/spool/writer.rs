@@ -30,9 +30,22 @@ const LOCK_RETRY: Duration = Duration::from_millis(100);
 /// Most line bytes one round takes; the rest waits for the next round (which follows at once).
 /// Keeps any one round's journal record well inside the ring.
 const ROUND_BYTES: usize = (journal::CAPACITY / 4) as usize;
-/// Open spool files kept between rounds; beyond this the cache starts over. Well under the
-/// usual 1024-descriptor soft limit, which the listener's sockets share.
-const MAX_CACHED: usize = 256;
+/// Open spool files kept between rounds, at most: a quarter of the descriptors this process may
+/// open (the listener's sockets and SQLite share the rest), and never more than 4096. Beyond it
+/// the cache starts over.
+fn max_cached() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we pass and nothing else.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
+    } else {
+        1024
+    };
+    (soft / 4).clamp(64, 4096)
+}
 
 /// One request's line, waiting for a round.
 pub struct Pending {
@@ -129,6 +142,7 @@ pub struct Writer {
     /// written for a sync interval are closed, so a spool a drainer took and deleted does not
     /// keep its disk space (or a descriptor) alive here.
     cache: HashMap<String, (OpenSpool, Instant)>,
+    max_cached: usize,
     last_sweep: Instant,
     /// Lines whose session lock a drainer holds, retried every `LOCK_RETRY` at least.
     deferred: Vec<Pending>,
@@ -153,6 +167,7 @@ impl Writer {
             wake_dir,
             journal,
             cache: HashMap::new(),
+            max_cached: max_cached(),
             last_sweep: Instant::now(),
             deferred: Vec::new(),
             carried: Vec::new(),
@@ -326,7 +341,7 @@ impl Writer {
             }
             checkpoint.written_to = self.journal.tail();
         }
-        if self.cache.len() > MAX_CACHED {
+        if self.cache.len() > self.max_cached {
             self.cache.clear();
         }
         for (w, e) in written.into_iter().zip(entries) {
