@@ -374,7 +374,10 @@ fn raise_descriptor_limit() {
                 rlim_max: limit.rlim_max,
             };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) != 0 {
-                tracing::debug!("could not raise the open-file limit; keeping {}", limit.rlim_cur);
+                tracing::debug!(
+                    "could not raise the open-file limit; keeping {}",
+                    limit.rlim_cur
+                );
             }
         }
     }

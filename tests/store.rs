@@ -267,7 +267,7 @@ async fn migrates_a_database_written_at_schema_one() {
         .expect("check")
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     let identity_index: i64 = Connection::open(&path)
         .expect("check")
         .query_row(
@@ -277,6 +277,18 @@ async fn migrates_a_database_written_at_schema_one() {
         )
         .expect("sqlite_master");
     assert_eq!(identity_index, 0, "migration 3 drops the identity index");
+    let target_index: i64 = Connection::open(&path)
+        .expect("check")
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'deliveries_by_target'",
+            [],
+            |row| row.get(0),
+        )
+        .expect("sqlite_master");
+    assert_eq!(
+        target_index, 0,
+        "migration 4 replaces the per-session index"
+    );
 }
 
 #[test]
@@ -873,4 +885,51 @@ async fn the_warm_up_reads_only_the_newest_deliveries_up_to_its_limit() {
             ("id-7", "spool")
         ]
     );
+}
+
+#[tokio::test]
+async fn a_session_whose_deliveries_are_all_pruned_is_forgotten() {
+    let store = Store::open_in_memory().expect("open");
+    let now = now_unix_ms();
+    store
+        .record(Record::Delivery(delivery(
+            "gone",
+            "spool",
+            now - 30 * HOUR_MS,
+            None,
+        )))
+        .await
+        .expect("old");
+    store
+        .record(Record::Delivery(delivery(
+            "kept",
+            "tmux",
+            now - 30 * HOUR_MS,
+            None,
+        )))
+        .await
+        .expect("old");
+    store
+        .record(Record::Delivery(delivery("kept", "spool-busy", now, None)))
+        .await
+        .expect("recent");
+    let listed = |store: &Store| -> Vec<String> {
+        store
+            .sessions()
+            .expect("sessions")
+            .into_iter()
+            .map(|r| r.session_id)
+            .collect()
+    };
+    assert_eq!(listed(&store), ["gone", "kept"]);
+    assert_eq!(
+        store
+            .prune_older_than(now - 24 * HOUR_MS)
+            .await
+            .expect("prune"),
+        2
+    );
+    assert_eq!(listed(&store), ["kept"]);
+    let kept = store.session("kept").expect("read").expect("listed");
+    assert_eq!(kept.last_action.as_deref(), Some("spool-busy"));
 }

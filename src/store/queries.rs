@@ -56,7 +56,7 @@ WITH ids (session_id) AS (
     SELECT session_id FROM sessions
     UNION SELECT session_id FROM wakes
     UNION SELECT session_id FROM nudges
-    UNION SELECT target_session FROM deliveries
+    UNION SELECT session_id FROM latest_deliveries
 )
 SELECT ids.session_id, s.cwd, s.transcript_path, s.pane, s.last_hook_event,
        s.first_seen_ms, s.last_seen_ms, d.at_ms, d.action, d.error_kind, w.last_wake_ms,
@@ -65,9 +65,8 @@ FROM ids
 LEFT JOIN sessions s ON s.session_id = ids.session_id
 LEFT JOIN wakes w ON w.session_id = ids.session_id
 LEFT JOIN nudges n ON n.session_id = ids.session_id
-LEFT JOIN deliveries d ON d.id = (
-    SELECT id FROM deliveries WHERE target_session = ids.session_id
-    ORDER BY at_ms DESC, id DESC LIMIT 1)
+LEFT JOIN latest_deliveries l ON l.session_id = ids.session_id
+LEFT JOIN deliveries d ON d.id = l.delivery_id
 WHERE ?1 IS NULL OR ids.session_id = ?1
 ORDER BY ids.session_id";
 

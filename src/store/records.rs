@@ -186,5 +186,14 @@ pub(crate) fn prune_deliveries(
              (SELECT id FROM deliveries WHERE at_ms < ?1 ORDER BY at_ms LIMIT ?2)",
         )?
         .execute(params![cutoff_ms, limit])?;
+    if deleted > 0 {
+        // A session whose latest delivery has gone has none left in the ledger: forget it, so
+        // the table does not grow with every session id ever seen.
+        conn.prepare_cached(
+            "DELETE FROM latest_deliveries WHERE NOT EXISTS \
+             (SELECT 1 FROM deliveries WHERE id = latest_deliveries.delivery_id)",
+        )?
+        .execute([])?;
+    }
     Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
 }

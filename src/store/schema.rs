@@ -26,6 +26,9 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
             "../../migrations/0002_wake_and_nudge_state.sql"
         )),
         M::up(include_str!("../../migrations/0003_no_identity_index.sql")),
+        M::up(include_str!(
+            "../../migrations/0004_latest_delivery_per_session.sql"
+        )),
     ])
 });
 
@@ -38,7 +41,7 @@ pub fn migrations() -> &'static Migrations<'static> {
 /// by a newer wakebridge.
 pub fn latest_version() -> usize {
     // Kept in step with the list above by `latest_version_matches_migration_count`.
-    3
+    4
 }
 
 /// Settings for the single writer connection.
