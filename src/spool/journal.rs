@@ -68,7 +68,7 @@ pub enum JournalError {
     #[error("{0} bytes of spool lines for one session exceed the journal ({CAPACITY} bytes)")]
     TooLarge(u64),
     #[error(
-        "the spool journal stayed full: session files could not be synced in time (see the error logged before)"
+        "the spool journal is full: the background fsync of session files has not caught up (or has failed: see the error logged then)"
     )]
     Full,
 }
