@@ -58,7 +58,8 @@ enum Command {
 pub struct WakeArgs {
     /// The bus session id to wake.
     session_id: String,
-    /// Skip the busy marker and the cooldown (never the pane mapping or the stale-pane guard).
+    /// Skip the busy marker and the cooldown (never the pane mapping, the stale-pane guard, or
+    /// the check for text already at the prompt).
     #[arg(long)]
     force: bool,
     /// Type this configured message ([wake.messages]) instead of the wake prompt.

@@ -33,12 +33,17 @@ const FAILURE_KINDS: [&str; 7] = [
     "output",
 ];
 
+/// After this many wakes in a row held back by text at the prompt, say so at WARN: text that sits
+/// there that long is probably not a draft.
+const OCCUPIED_WARN_AFTER: u32 = 3;
+
 /// How a wake should treat the idle gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// Respect busy markers and the cooldown (bus events, nudges, warnings).
     Gated,
-    /// Skip busy markers and the cooldown, never the mapping or the stale-pane guard.
+    /// Skip busy markers and the cooldown, never the mapping, the stale-pane guard or the check
+    /// for text already at the prompt.
     Forced,
 }
 
@@ -75,6 +80,8 @@ pub struct Gate {
     /// When each session was last typed into, by anything: the nudger spaces nudges by it and
     /// discounts the pane activity our own keystrokes cause.
     typed_at: Mutex<HashMap<String, Instant>>,
+    /// Wakes in a row held back by text at the session's prompt (cleared by a wake that types).
+    occupied: Mutex<HashMap<String, u32>>,
 }
 
 impl Gate {
@@ -92,6 +99,7 @@ impl Gate {
             injector,
             failures: Mutex::new(WarnOnce::new()),
             typed_at: Mutex::new(HashMap::new()),
+            occupied: Mutex::new(HashMap::new()),
         }
     }
 
@@ -168,6 +176,10 @@ impl Gate {
                     "Woke {} via {target}",
                     short(sid)
                 );
+                self.occupied
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(sid);
                 let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
                 for kind in FAILURE_KINDS {
                     failures.clear(&format!("{sid}:{kind}"));
@@ -188,11 +200,25 @@ impl Gate {
                 // Not a failure: someone is at the prompt. Like a fresh busy marker, the event
                 // waits in the spool and the cooldown is left for the real wake.
                 self.cooldown.roll_back(sid, reservation);
-                tracing::info!(
-                    session_id = sid,
-                    "{} has text at its prompt (a draft?); spooled only",
-                    short(sid)
-                );
+                let times = {
+                    let mut occupied = self.occupied.lock().unwrap_or_else(|e| e.into_inner());
+                    let times = occupied.entry(sid.to_string()).or_insert(0);
+                    *times += 1;
+                    *times
+                };
+                if times == OCCUPIED_WARN_AFTER {
+                    tracing::warn!(
+                        session_id = sid,
+                        "the prompt of {} has held text through {times} wakes in a row; if nobody is typing there, clear it (a placeholder wakebridge does not know reads as typed text)",
+                        short(sid)
+                    );
+                } else {
+                    tracing::info!(
+                        session_id = sid,
+                        "{} has text at its prompt (a draft?); spooled only",
+                        short(sid)
+                    );
+                }
                 GateOutcome {
                     action: Action::SpoolBusy,
                     error_kind: None,

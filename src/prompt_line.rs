@@ -21,11 +21,14 @@ pub fn input(line: &str) -> Option<&str> {
 /// Whether the last prompt line of `screen` holds text that is neither empty nor a placeholder.
 /// Without a recognisable prompt line the answer is no: this never invents a reason to wait.
 pub fn holds_draft(screen: &str) -> bool {
-    screen
-        .lines()
-        .rev()
-        .find_map(input)
-        .is_some_and(|text| is_draft(&text.replace('\u{a0}', " ")))
+    draft(screen).is_some()
+}
+
+/// The text on the last prompt line of `screen` (its first screen line, if it wraps), when it
+/// is neither empty nor a placeholder.
+pub fn draft(screen: &str) -> Option<String> {
+    let text = screen.lines().rev().find_map(input)?.replace('\u{a0}', " ");
+    is_draft(&text).then(|| text.trim().to_string())
 }
 
 fn is_draft(text: &str) -> bool {

@@ -167,7 +167,13 @@ pub async fn guarded_inject<M: Mux>(
     match mux.check_pane(pane, deadline).await? {
         PaneState::Live => {}
         PaneState::Stale(reason) => return Err(InjectError::StalePane { reason }),
-        PaneState::Occupied => return Err(InjectError::Occupied),
+        // The very text we are about to type, left unsubmitted by an earlier attempt whose
+        // Enter was lost: submit it instead of typing it again.
+        PaneState::Occupied { input } if text.as_str().starts_with(&input) => {
+            mux.submit(pane, deadline).await?;
+            return Ok(mux.name());
+        }
+        PaneState::Occupied { .. } => return Err(InjectError::Occupied),
     }
     let left = deadline.remaining();
     if left < submit_delay + STEP_FLOOR {

@@ -125,10 +125,12 @@ impl fmt::Display for StaleReason {
 pub enum PaneState {
     Live,
     Stale(StaleReason),
-    /// The agent's input line already holds text (a human's draft, or a dialog's selection):
-    /// typing would add to it and submit both, or answer the dialog. tmux only (a zellij pane's
-    /// screen is not read).
-    Occupied,
+    /// The agent's input line already holds `input` (a human's draft, a dialog's selection, or
+    /// a text of ours whose submit was lost): typing would add to it and submit both, or answer
+    /// the dialog. tmux only (a zellij pane's screen is not read).
+    Occupied {
+        input: String,
+    },
 }
 
 /// A terminal multiplexer that can check a pane and type into it. Each method is one step of

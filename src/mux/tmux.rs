@@ -159,9 +159,9 @@ impl Mux for Tmux {
             }
         };
         if state == PaneState::Live
-            && prompt_line::holds_draft(&self.capture(pane, deadline).await?)
+            && let Some(input) = prompt_line::draft(&self.capture(pane, deadline).await?)
         {
-            return Ok(PaneState::Occupied);
+            return Ok(PaneState::Occupied { input });
         }
         Ok(state)
     }

@@ -224,6 +224,20 @@ impl Journal {
     /// error nothing is acknowledged and the tail does not move, so the next round overwrites
     /// whatever partial record this one left (its lsn or CRC would not match anyway).
     pub fn append(&mut self, entries: &[Entry]) -> Result<(), JournalError> {
+        let result = self.write_round(entries);
+        if result.is_err() {
+            // Whatever of the round reached the file chains onto the last good record, so a
+            // later scan would take it for part of the log and put back lines whose requests
+            // were refused. Break it at its first record (best effort: the disk may be gone).
+            let _ = self
+                .file
+                .write_all_at(&[0; RECORD_HEADER as usize], physical(self.tail));
+            let _ = self.file.sync_data();
+        }
+        result
+    }
+
+    fn write_round(&mut self, entries: &[Entry]) -> Result<(), JournalError> {
         let round = self.round;
         // Every attempt gets its own number, failed ones included.
         self.round = self.round.wrapping_add(1);
@@ -622,6 +636,29 @@ mod tests {
             [entry("a", 0, "one\n"), entry("b", 0, "refused-1\n")],
             "the failed round's second record must not come back"
         );
+    }
+
+    #[test]
+    fn a_round_that_failed_at_the_tail_is_cut_off_for_a_later_scan() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut opened = Journal::open(dir.path()).expect("open");
+        opened.journal.append(&[entry("a", 0, "one\n")]).expect("1");
+        // A round whose records reached the file but whose fsync failed, with nothing after it.
+        let (tail, last_crc) = (opened.journal.tail, opened.journal.last_crc);
+        opened
+            .journal
+            .write_round(&[entry("b", 0, "refused\n")])
+            .expect("written");
+        (opened.journal.tail, opened.journal.last_crc) = (tail, last_crc);
+        // What `append` does on the way out of a failure.
+        opened
+            .journal
+            .file
+            .write_all_at(&[0; RECORD_HEADER as usize], physical(tail))
+            .expect("cut");
+        drop(opened);
+        let reopened = Journal::open(dir.path()).expect("reopen");
+        assert_eq!(reopened.pending, [entry("a", 0, "one\n")]);
     }
 
     #[test]

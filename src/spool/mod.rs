@@ -173,11 +173,16 @@ impl Spool {
                     "restored spool lines a crash had cut from the session files"
                 );
             }
-            if restored.gone + restored.foreign > 0 {
+            if restored.gone > 0 {
                 tracing::info!(
-                    gone = restored.gone,
-                    replaced = restored.foreign,
-                    "spool journal records whose file a drainer had already taken and deleted were skipped"
+                    records = restored.gone,
+                    "skipped spool journal records whose file a drainer had already taken and deleted"
+                );
+            }
+            if restored.foreign > 0 {
+                tracing::warn!(
+                    records = restored.foreign,
+                    "skipped spool journal records whose file now holds other lines (its inode number was reused)"
                 );
             }
             journal.checkpoint(journal.tail())?;

@@ -95,24 +95,30 @@ fn restore(
     let mut present = vec![0u8; have];
     file.read_exact_at(&mut present, entry.offset)
         .map_err(err)?;
-    if present == entry.bytes[..have] {
-        if have == entry.bytes.len() {
-            return Ok(Some(0));
-        }
-        if len == entry.offset + have as u64 {
-            // The file ends inside our lines: write the rest where it belongs, restoring it
-            // exactly.
-            let missing = &entry.bytes[have..];
-            file.write_all_at(missing, len).map_err(err)?;
-            return Ok(Some(missing.len() as u64));
-        }
-    }
-    if present.iter().any(|&b| b != 0) {
+    let ours_or_zero = present
+        .iter()
+        .zip(&entry.bytes)
+        .all(|(&on_disk, &mine)| on_disk == mine || on_disk == 0);
+    if !ours_or_zero {
         // Other bytes where ours were: this inode number now belongs to another file.
         return Ok(None);
     }
-    // Zeros (a crash mid-writeback) or a file cut short before our offset: never overwrite,
-    // append the lines to the live spool.
+    if len >= entry.offset {
+        // Our place is there (whole, cut short, or zeros where a writeback was lost): write our
+        // bytes over it. Even when they all read back, they are written again: after a failed
+        // writeback Linux keeps the pages readable but clean, and only a new write makes the
+        // fsync that follows put them on the disk.
+        file.write_all_at(&entry.bytes, entry.offset).map_err(err)?;
+        let restored = present
+            .iter()
+            .zip(&entry.bytes)
+            .filter(|(on_disk, mine)| on_disk != mine)
+            .count()
+            + (entry.bytes.len() - have);
+        return Ok(Some(restored as u64));
+    }
+    // The file ends before our offset (lines before ours were lost too): append to the live
+    // spool rather than leave a hole.
     let appended = files::append(wake_dir, &entry.sid, None, &entry.bytes)?;
     let live = files::spool_path(wake_dir, &entry.sid);
     appended
@@ -197,17 +203,27 @@ mod tests {
     }
 
     #[test]
-    fn something_else_where_our_lines_were_is_kept_and_the_lines_appended() {
+    fn zeros_where_our_lines_were_are_written_over_exactly() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("s.jsonl");
-        // Zeros where the lines should be: what a crash mid-writeback can leave.
-        std::fs::write(&path, "one\n\0\0\0\0").expect("seed");
+        // What a crash mid-writeback can leave: the size made it to disk, some data did not.
+        std::fs::write(&path, "one\ntw\0\0").expect("seed");
         let entries = [entry_for(&path, "s", 4, "two\n")];
-        assert_eq!(replay_now(dir.path(), &entries).bytes, 4);
+        assert_eq!(replay_now(dir.path(), &entries).bytes, 2);
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "one\ntwo\n");
+    }
+
+    #[test]
+    fn a_file_cut_before_our_offset_gets_the_lines_appended() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "one\ntwo\n").expect("seed");
+        let entries = [entry_for(&path, "s", 20, "three\n")];
+        std::fs::write(&path, "one\ntw").expect("cut");
+        assert_eq!(replay_now(dir.path(), &entries).bytes, 6);
         assert_eq!(
             std::fs::read_to_string(&path).expect("read"),
-            "one\n\0\0\0\0\ntwo\n",
-            "the torn tail is closed, nothing overwritten"
+            "one\ntw\nthree\n"
         );
     }
 

@@ -30,6 +30,8 @@ const LOCK_RETRY: Duration = Duration::from_millis(100);
 /// Most line bytes one round takes; the rest waits for the next round (which follows at once).
 /// Keeps any one round's journal record well inside the ring.
 const ROUND_BYTES: usize = (journal::CAPACITY / 4) as usize;
+/// Most sessions one round takes; the rest wait for the next round (which follows at once).
+const ROUND_SESSIONS: usize = 256;
 /// Open spool files kept between rounds, at most: a quarter of the descriptors this process may
 /// open (the listener's sockets and SQLite share the rest), and never more than 4096. Beyond it
 /// the cache starts over.
@@ -263,7 +265,8 @@ impl Writer {
         let mut room = ROUND_BYTES;
         let mut recreated_dir = false;
         for (sid, mut group) in by_session(batch) {
-            if room == 0 {
+            // Each session in the round holds two descriptors until it is durable.
+            if room == 0 || written.len() >= ROUND_SESSIONS {
                 self.carried.extend(group);
                 continue;
             }
@@ -506,6 +509,9 @@ pub fn checkpointer(shared: Arc<Shared>) {
         }
         state.urgent = false;
         if state.failed {
+            // Nothing will be synced again: let go of the files, or every drained spool would
+            // stay open (and on disk) here.
+            state.dirty.clear();
             continue;
         }
         let dirty = std::mem::take(&mut state.dirty);

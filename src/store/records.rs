@@ -180,20 +180,29 @@ pub(crate) fn prune_deliveries(
     cutoff_ms: i64,
     limit: u32,
 ) -> rusqlite::Result<u64> {
-    let deleted = conn
-        .prepare_cached(
+    let mut sessions = std::collections::BTreeSet::new();
+    let mut deleted = 0u64;
+    {
+        let mut stmt = conn.prepare_cached(
             "DELETE FROM deliveries WHERE id IN \
-             (SELECT id FROM deliveries WHERE at_ms < ?1 ORDER BY at_ms LIMIT ?2)",
-        )?
-        .execute(params![cutoff_ms, limit])?;
-    if deleted > 0 {
-        // A session whose latest delivery has gone has none left in the ledger: forget it, so
-        // the table does not grow with every session id ever seen.
-        conn.prepare_cached(
-            "DELETE FROM latest_deliveries WHERE NOT EXISTS \
-             (SELECT 1 FROM deliveries WHERE id = latest_deliveries.delivery_id)",
-        )?
-        .execute([])?;
+             (SELECT id FROM deliveries WHERE at_ms < ?1 ORDER BY at_ms LIMIT ?2) \
+             RETURNING target_session",
+        )?;
+        let mut rows = stmt.query(params![cutoff_ms, limit])?;
+        while let Some(row) = rows.next()? {
+            sessions.insert(row.get::<_, String>(0)?);
+            deleted += 1;
+        }
     }
-    Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+    // A session whose latest delivery went with them has none left in the ledger: forget it, so
+    // the table does not grow with every session id ever seen. Only the sessions touched here
+    // are looked at.
+    let mut forget = conn.prepare_cached(
+        "DELETE FROM latest_deliveries WHERE session_id = ?1 AND NOT EXISTS \
+         (SELECT 1 FROM deliveries WHERE id = latest_deliveries.delivery_id)",
+    )?;
+    for sid in &sessions {
+        forget.execute(params![sid])?;
+    }
+    Ok(deleted)
 }

@@ -137,6 +137,21 @@ async fn a_draft_at_the_prompt_is_never_typed_over() {
 }
 
 #[tokio::test]
+async fn our_own_unsubmitted_prompt_is_submitted_not_typed_twice() {
+    let tmux = TmuxServer::start();
+    // What an earlier wake whose Enter was lost leaves at the prompt.
+    let (pane, file) = prompt_pane(&tmux, "leftover", WAKE_PROMPT);
+    let server = mux_server(&tmux, &[]).await;
+    map(&server.wake_dir, "s1", &pane);
+    assert_eq!(server.hook(event("s1", 1), &[]).await.1["action"], "tmux");
+    assert_eq!(
+        read_when_settled(&file, 1),
+        b"\r",
+        "only Enter, no second copy"
+    );
+}
+
+#[tokio::test]
 async fn unmapped_and_stale_panes_type_nothing() {
     let tmux = TmuxServer::start();
     let server = mux_server(&tmux, &[]).await;
