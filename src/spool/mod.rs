@@ -456,6 +456,52 @@ mod tests {
         assert_eq!(order, [0, 1, 2]);
     }
 
+    /// User + system CPU time of this process so far.
+    fn cpu_time() -> Duration {
+        // SAFETY: getrusage fills the struct we pass.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+        let tv = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+        };
+        tv(usage.ru_utime) + tv(usage.ru_stime)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn closing_while_a_drainer_holds_a_lock_waits_without_spinning() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let options = SpoolOptions {
+            lock_budget: Duration::from_millis(400),
+            ..SpoolOptions::default()
+        };
+        let spool = Arc::new(Spool::open_with(tmp.path().to_path_buf(), options).expect("open"));
+        let held = File::create(tmp.path().join("h.lock")).expect("lock file");
+        held.lock().expect("flock");
+        let waiting = {
+            let spool = spool.clone();
+            tokio::spawn(async move { spool.append("h", "{}\n".into()).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let before = cpu_time();
+        let closer = spool.clone();
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            tokio::task::spawn_blocking(move || closer.close()),
+        )
+        .await
+        .expect("close returns once the waiting line's deadline passes")
+        .expect("close");
+        let spent = cpu_time() - before;
+        assert_eq!(
+            waiting.await.expect("join"),
+            Err(SpoolError::LockTimeout("h".into()))
+        );
+        assert!(
+            spent < Duration::from_millis(150),
+            "closing burnt {spent:?} of CPU"
+        );
+    }
+
     #[tokio::test]
     async fn recreates_a_vanished_wake_dir_once() {
         let tmp = tempfile::tempdir().expect("tempdir");

@@ -219,7 +219,8 @@ impl Writer {
             drop(queue);
             self.housekeeping();
             queue = lock(&self.shared.queue);
-            if !queue.pending.is_empty() || queue.closing {
+            // Closing with lines still waiting for a drainer: retry them at the usual pace.
+            if !queue.pending.is_empty() || (queue.closing && self.deferred.is_empty()) {
                 continue;
             }
             queue.writer_waiting = true;
