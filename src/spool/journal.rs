@@ -731,7 +731,8 @@ mod tests {
                 .write(true)
                 .open(dir.path().join(FILE_NAME))
                 .expect("raw");
-            file.write_all_at(&garbage, end + at).expect("scribble");
+            file.write_all_at(&garbage, end + at)
+                .unwrap_or_else(|e| panic!("scribbling at {}: {e}", end + at));
             let reopened = Journal::open(dir.path()).expect("reopen");
             proptest::prop_assert_eq!(reopened.pending, vec![entry("a", 0, "one\n")]);
         }
