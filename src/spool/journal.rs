@@ -328,12 +328,23 @@ fn open_locked(path: &Path) -> Result<File, JournalError> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .map_err(io)?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(TryLockError::WouldBlock) => Err(JournalError::Busy(path.to_path_buf())),
-        Err(TryLockError::Error(e)) => Err(io(e)),
+    // A process forked by another thread of the previous owner in this process (a tmux or ps
+    // call) holds a copy of its descriptor, and so the lock, until its exec: give that a moment.
+    let deadline = std::time::Instant::now() + BUSY_PATIENCE;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(TryLockError::WouldBlock) => return Err(JournalError::Busy(path.to_path_buf())),
+            Err(TryLockError::Error(e)) => return Err(io(e)),
+        }
     }
 }
+
+/// How long opening waits for the journal's lock before calling it owned by someone else.
+const BUSY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Whether one session's `len` bytes of lines fit in a record at all.
 pub fn holds(len: usize) -> bool {
