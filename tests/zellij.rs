@@ -188,11 +188,21 @@ impl ZellijWorld {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(&self.wrapper)
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("run zellij")
+        // ETXTBSY: another test thread's fork may still hold a copy of the descriptor that
+        // wrote the wrapper; it goes away at that child's exec.
+        for _ in 0..20 {
+            match Command::new(&self.wrapper)
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .output()
+            {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                other => return other.expect("run zellij"),
+            }
+        }
+        panic!("the zellij wrapper stayed busy (ETXTBSY)");
     }
 
     /// Run a zellij command that must succeed; returns stdout, trimmed.

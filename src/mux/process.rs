@@ -165,7 +165,7 @@ pub async fn run_for(inv: &Invocation, timeout: Duration) -> Result<Finished, Mu
         // Its own process group, so a timeout can kill whatever the child started too (a
         // wrapper script's `sleep`), not only the child itself.
         .process_group(0);
-    let mut child = command.spawn().map_err(|source| MuxError::Spawn {
+    let mut child = spawn_retrying_busy_text(&mut command).map_err(|source| MuxError::Spawn {
         label,
         program: inv.program.clone(),
         source,
@@ -288,6 +288,22 @@ impl GroupKiller {
 impl Drop for GroupKiller {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// Spawns `command`, retrying briefly on ETXTBSY: the program file is still open for writing
+/// somewhere, typically a copy of a descriptor a fork (in this or another process) holds until
+/// its own exec, or a package upgrade replacing the binary. Both pass in milliseconds.
+fn spawn_retrying_busy_text(command: &mut Command) -> io::Result<tokio::process::Child> {
+    let mut attempts = 0;
+    loop {
+        match command.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempts < 20 => {
+                attempts += 1;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
     }
 }
 
