@@ -431,18 +431,19 @@ mod tests {
         let spool = Arc::new(spool_in(tmp.path()));
         let held = File::create(tmp.path().join("o.lock")).expect("lock file");
         held.lock().expect("flock");
-        // Three 1.5 MiB lines: together more than one round takes.
-        let mut tasks = Vec::new();
-        for i in 0..3 {
-            let spool = spool.clone();
+        // Three 1.5 MiB lines, queued in this order (`join_all` polls them in order): together
+        // more than one round takes.
+        let appends = futures::future::join_all((0..3).map(|i| {
             let line = format!("{{\"i\": {i}, \"p\": \"{}\"}}\n", "x".repeat(3 << 19));
-            tasks.push(tokio::spawn(async move { spool.append("o", line).await }));
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(150)).await;
-        held.unlock().expect("unlock");
-        for t in tasks {
-            t.await.expect("join").expect("append");
+            spool.append("o", line)
+        }));
+        let release = async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            held.unlock().expect("unlock");
+        };
+        let (results, ()) = tokio::join!(appends, release);
+        for result in results {
+            result.expect("append");
         }
         let text = std::fs::read_to_string(tmp.path().join("o.jsonl")).expect("read");
         let order: Vec<i64> = text
