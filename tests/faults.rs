@@ -13,18 +13,17 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use harness::{ChildGuard, TestServer, binary, free_port, wait_healthy};
+use harness::{Daemon, TestServer};
 use serde_json::{Value, json};
 
 /// The bus gives a webhook 5 s; every answer under fault must come well inside it.
 const BUS_BUDGET: Duration = Duration::from_secs(5);
 /// How long a freshly spawned daemon may take to answer /health.
-const STARTUP_LIMIT: Duration = Duration::from_secs(10);
 /// Kill/restart rounds in the crash test.
 const KILL_ROUNDS: u64 = 5;
 /// Sessions the load spreads over, and concurrent clients posting.
@@ -101,62 +100,6 @@ fn spool_events(wake: &Path, sid: &str) -> Vec<Value> {
 }
 
 /// The real binary serving on its own port with stderr captured to a file.
-struct Daemon {
-    child: ChildGuard,
-    addr: String,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn spawn(root: &Path, extra_env: &[(&str, &str)], setup: Option<fn() -> i32>) -> Daemon {
-        std::fs::create_dir_all(root.join("run")).expect("run dir");
-        let port = free_port();
-        let log = root.join(format!("daemon-{port}.log"));
-        let mut cmd = binary(root, extra_env);
-        cmd.args(["serve", "--port", &port.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(&log).expect("log file"));
-        if let Some(setup) = setup {
-            // SAFETY: the hook only calls async-signal-safe libc functions (setrlimit, signal).
-            unsafe {
-                cmd.pre_exec(move || match setup() {
-                    0 => Ok(()),
-                    _ => Err(std::io::Error::last_os_error()),
-                });
-            }
-        }
-        let child = cmd.spawn().expect("spawn wakebridge");
-        Daemon {
-            child: ChildGuard(child),
-            addr: format!("127.0.0.1:{port}"),
-            log,
-        }
-    }
-
-    async fn wait_ready(&self, client: &reqwest::Client) {
-        assert!(
-            wait_healthy(
-                client,
-                &format!("http://{}/health", self.addr),
-                STARTUP_LIMIT
-            )
-            .await,
-            "daemon did not start; log:\n{}",
-            self.log_text()
-        );
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn sigkill(&mut self) {
-        let _ = self.child.0.kill();
-        let _ = self.child.0.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigkill_under_load_keeps_every_acknowledged_event_exactly_once_and_no_torn_line() {
     let root = tempfile::tempdir().expect("tempdir");

@@ -2,9 +2,7 @@
 //! line, and lines a host crash would have cut from a session file (simulated by truncating the
 //! file while the daemon is dead) are put back exactly, even in a file a drainer renamed.
 
-use std::time::Duration;
-
-use crate::harness::{ChildGuard, DEFAULT_EVENT, binary, free_port, wait_healthy};
+use crate::harness::{DEFAULT_EVENT, Daemon};
 
 /// No background fsync during the test, so every record is still in the journal at the kill.
 const NO_CHECKPOINT: (&str, &str) = ("WAKEBRIDGE_SPOOL__SYNC_INTERVAL", "1h");
@@ -15,63 +13,35 @@ fn event(sid: &str, i: usize) -> String {
         .replace(r#""event_id":1"#, &format!(r#""event_id":{i}"#))
 }
 
-struct Daemon {
-    child: ChildGuard,
-    port: u16,
-    client: reqwest::Client,
+async fn start(root: &std::path::Path, client: &reqwest::Client) -> Daemon {
+    let daemon = Daemon::spawn(root, &[NO_CHECKPOINT], None);
+    daemon.wait_ready(client).await;
+    daemon
 }
 
-impl Daemon {
-    async fn start(root: &std::path::Path) -> Daemon {
-        let port = free_port();
-        let child = binary(root, &[NO_CHECKPOINT])
-            .args(["serve", "--port", &port.to_string()])
-            .stderr(std::fs::File::create(root.join(format!("stderr-{port}"))).expect("log"))
-            .spawn()
-            .expect("spawn");
-        let daemon = Daemon {
-            child: ChildGuard(child),
-            port,
-            client: reqwest::Client::new(),
-        };
-        let health = format!("http://127.0.0.1:{port}/health");
-        assert!(wait_healthy(&daemon.client, &health, Duration::from_secs(10)).await);
-        daemon
-    }
-
-    async fn post(&self, body: String) -> u16 {
-        self.client
-            .post(format!("http://127.0.0.1:{}/hook", self.port))
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .expect("request")
-            .status()
-            .as_u16()
-    }
-
-    fn kill(mut self) {
-        self.child.0.kill().expect("SIGKILL");
-        self.child.0.wait().expect("reap");
-    }
-
-    fn stderr(&self, root: &std::path::Path) -> String {
-        std::fs::read_to_string(root.join(format!("stderr-{}", self.port))).unwrap_or_default()
-    }
+async fn post(client: &reqwest::Client, daemon: &Daemon, body: String) -> u16 {
+    client
+        .post(format!("http://{}/hook", daemon.addr))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("request")
+        .status()
+        .as_u16()
 }
 
 #[tokio::test]
 async fn sigkill_then_restart_loses_nothing_and_duplicates_nothing() {
     let root = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir_all(root.path().join("run")).expect("run");
     let wake = root.path().join("wake");
-    let daemon = Daemon::start(root.path()).await;
+    let client = reqwest::Client::new();
+    let mut daemon = start(root.path(), &client).await;
     for i in 0..20 {
-        assert_eq!(daemon.post(event("crash-a", i)).await, 200);
-        assert_eq!(daemon.post(event("crash-b", i)).await, 200);
+        assert_eq!(post(&client, &daemon, event("crash-a", i)).await, 200);
+        assert_eq!(post(&client, &daemon, event("crash-b", i)).await, 200);
     }
-    daemon.kill();
+    daemon.sigkill();
     let spool_a = wake.join("crash-a.jsonl");
     let spool_b = wake.join("crash-b.jsonl");
     let original_a = std::fs::read(&spool_a).expect("a");
@@ -103,7 +73,7 @@ async fn sigkill_then_restart_loses_nothing_and_duplicates_nothing() {
         .set_len(0)
         .expect("cut b");
 
-    let daemon = Daemon::start(root.path()).await;
+    let mut daemon = start(root.path(), &client).await;
     assert_eq!(
         std::fs::read(&spool_a).expect("a"),
         original_a,
@@ -115,18 +85,18 @@ async fn sigkill_then_restart_loses_nothing_and_duplicates_nothing() {
         "b restored in place"
     );
     assert!(!spool_b.exists(), "nothing appended twice to a new spool");
-    assert!(daemon.stderr(root.path()).contains("restored spool lines"));
+    assert!(daemon.log_text().contains("restored spool lines"));
 
     // A plain SIGKILL loses nothing (the page cache survives the process): the replay finds
     // every line in place and adds none.
     for i in 20..25 {
-        assert_eq!(daemon.post(event("crash-a", i)).await, 200);
+        assert_eq!(post(&client, &daemon, event("crash-a", i)).await, 200);
     }
-    daemon.kill();
+    daemon.sigkill();
     let before = std::fs::read(&spool_a).expect("a");
-    let daemon = Daemon::start(root.path()).await;
+    let daemon = start(root.path(), &client).await;
     let after = std::fs::read(&spool_a).expect("a");
     assert_eq!(after, before);
     assert_eq!(after.iter().filter(|&&b| b == b'\n').count(), 25);
-    assert!(!daemon.stderr(root.path()).contains("restored spool lines"));
+    assert!(!daemon.log_text().contains("restored spool lines"));
 }

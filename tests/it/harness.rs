@@ -2,9 +2,12 @@
 //! on an ephemeral port with private temp dirs, or as the real binary for process-level tests.
 
 use std::collections::BTreeMap;
+use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -227,4 +230,68 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("free port")
+}
+
+/// How long a spawned daemon may take to answer `/health`.
+const STARTUP_LIMIT: Duration = Duration::from_secs(10);
+
+/// The real binary as a child process, its stderr in a log file: for tests that kill it,
+/// restart it, or limit it before exec.
+pub struct Daemon {
+    pub child: ChildGuard,
+    /// `127.0.0.1:<port>`.
+    pub addr: String,
+    pub log: PathBuf,
+}
+
+impl Daemon {
+    /// Starts `serve` on a free port; `setup` runs in the child before exec (async-signal-safe
+    /// calls only).
+    pub fn spawn(root: &Path, extra_env: &[(&str, &str)], setup: Option<fn() -> i32>) -> Daemon {
+        std::fs::create_dir_all(root.join("run")).expect("run dir");
+        let port = free_port();
+        let log = root.join(format!("daemon-{port}.log"));
+        let mut cmd = binary(root, extra_env);
+        cmd.args(["serve", "--port", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(&log).expect("log file"));
+        if let Some(setup) = setup {
+            // SAFETY: the hook only calls async-signal-safe libc functions (setrlimit, signal).
+            unsafe {
+                cmd.pre_exec(move || match setup() {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                });
+            }
+        }
+        let child = cmd.spawn().expect("spawn wakebridge");
+        Daemon {
+            child: ChildGuard(child),
+            addr: format!("127.0.0.1:{port}"),
+            log,
+        }
+    }
+
+    pub async fn wait_ready(&self, client: &reqwest::Client) {
+        assert!(
+            wait_healthy(
+                client,
+                &format!("http://{}/health", self.addr),
+                STARTUP_LIMIT
+            )
+            .await,
+            "daemon did not start; log:\n{}",
+            self.log_text()
+        );
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn sigkill(&mut self) {
+        let _ = self.child.0.kill();
+        let _ = self.child.0.wait();
+    }
 }
