@@ -605,5 +605,15 @@ impl Config {
     }
 }
 
+/// A fixed environment as the `&dyn Fn` lookup the path helpers take, for unit tests.
+#[cfg(test)]
+pub(crate) fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+    let map: BTreeMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
 #[cfg(test)]
 mod tests;

@@ -271,8 +271,8 @@ fn placement(socket: Option<&std::path::Path>, env: &dyn Fn(&str) -> Option<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::env_of;
     use clap::Parser;
-    use std::collections::HashMap;
 
     #[derive(Parser)]
     struct Wrapper {
@@ -284,14 +284,6 @@ mod tests {
         Wrapper::try_parse_from(std::iter::once("launch").chain(argv.iter().copied()))
             .unwrap()
             .args
-    }
-
-    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| map.get(name).cloned()
     }
 
     #[test]

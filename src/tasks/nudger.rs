@@ -152,6 +152,26 @@ impl LiveIo {
         }
     }
 
+    /// Runs a ledger read on a blocking thread; a failure (of the read or of the thread) is
+    /// warned about once and reads as `None`.
+    async fn read_ledger<T: Send + 'static>(
+        &self,
+        what: &str,
+        read: impl FnOnce() -> Result<T, crate::store::StoreError> + Send + 'static,
+    ) -> Option<T> {
+        match tokio::task::spawn_blocking(read).await {
+            Ok(Ok(value)) => Some(value),
+            Ok(Err(error)) => {
+                self.warn_store(what, &error);
+                None
+            }
+            Err(error) => {
+                self.warn_store(what, &error);
+                None
+            }
+        }
+    }
+
     fn warn_store(&self, what: &str, error: &dyn std::fmt::Display) {
         if !self.store_warned.swap(true, Ordering::Relaxed) {
             tracing::warn!("nudger: {what} failed: {error}; nudge state may not survive a restart");
@@ -196,7 +216,7 @@ impl NudgerIo for LiveIo {
 
     async fn session_facts(&self, sessions: Vec<String>) -> HashMap<String, SessionFacts> {
         let store = self.store.clone();
-        let rows = tokio::task::spawn_blocking(move || {
+        self.read_ledger("reading hook facts", move || {
             let mut facts = HashMap::new();
             for sid in sessions {
                 let row = store.session(&sid)?;
@@ -212,20 +232,10 @@ impl NudgerIo for LiveIo {
                     });
                 facts.insert(sid, SessionFacts { hook, transcript });
             }
-            Ok::<_, crate::store::StoreError>(facts)
+            Ok(facts)
         })
-        .await;
-        match rows {
-            Ok(Ok(facts)) => facts,
-            Ok(Err(error)) => {
-                self.warn_store("reading hook facts", &error);
-                HashMap::new()
-            }
-            Err(error) => {
-                self.warn_store("reading hook facts", &error);
-                HashMap::new()
-            }
-        }
+        .await
+        .unwrap_or_default()
     }
 
     async fn registry(&self) -> HashMap<String, RegistryReading> {
@@ -268,17 +278,10 @@ impl NudgerIo for LiveIo {
 
     async fn restore(&self) -> Vec<NudgeState> {
         let store = self.store.clone();
-        match tokio::task::spawn_blocking(move || store.sessions()).await {
-            Ok(Ok(rows)) => rows.into_iter().filter_map(|row| row.nudge).collect(),
-            Ok(Err(error)) => {
-                self.warn_store("restoring nudge state", &error);
-                Vec::new()
-            }
-            Err(error) => {
-                self.warn_store("restoring nudge state", &error);
-                Vec::new()
-            }
-        }
+        self.read_ledger("restoring nudge state", move || store.sessions())
+            .await
+            .map(|rows| rows.into_iter().filter_map(|row| row.nudge).collect())
+            .unwrap_or_default()
     }
 
     fn now_ms(&self) -> i64 {
