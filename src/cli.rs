@@ -135,6 +135,7 @@ impl ServeArgs {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
+    crate::logging::ensure_standard_descriptors();
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Serve(args)) => serve(args),
@@ -191,7 +192,7 @@ fn record_hook(outcome: &HookOutcome) {
     let recorded =
         Store::open(&ledger).and_then(|store| store.record_blocking(Record::SessionSeen(seen)));
     if let Err(e) = recorded {
-        eprintln!("wakebridge hook: could not record the session in the ledger: {e}");
+        crate::errln!("wakebridge hook: could not record the session in the ledger: {e}");
     }
 }
 
@@ -200,27 +201,27 @@ fn serve(args: ServeArgs) -> ExitCode {
     let config = match config::resolve(&args.flags(), &env) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("wakebridge: {e}");
+            crate::errln!("wakebridge: {e}");
             return ExitCode::from(2);
         }
     };
-    init_logging(config.debug);
+    crate::logging::init(config.debug);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("wakebridge: cannot start the async runtime: {e}");
+            crate::errln!("wakebridge: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         let app = match App::build(config, &env).await {
             Ok(app) => app,
             Err(e) => {
                 tracing::error!("{e}");
-                eprintln!("wakebridge: {e}");
+                crate::errln!("wakebridge: {e}");
                 return ExitCode::from(e.exit_code());
             }
         };
@@ -229,11 +230,13 @@ fn serve(args: ServeArgs) -> ExitCode {
         match app.run(shutdown).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("wakebridge: {e}");
+                crate::errln!("wakebridge: {e}");
                 ExitCode::FAILURE
             }
         }
-    })
+    });
+    crate::logging::flush(crate::logging::FLUSH_BUDGET);
+    code
 }
 
 /// SIGTERM (supervisors) and SIGINT (a terminal) both mean a graceful stop.
@@ -251,20 +254,4 @@ async fn stop_on_signal(shutdown: CancellationToken) {
         _ = int.recv() => tracing::info!("SIGINT: shutting down"),
     }
     shutdown.cancel();
-}
-
-/// Logs go to stderr (launchd/systemd capture it). `DEV_MODE` turns on debug; otherwise
-/// `RUST_LOG` decides, defaulting to info.
-pub fn init_logging(debug: bool) {
-    use tracing_subscriber::EnvFilter;
-    let filter = if debug {
-        EnvFilter::new("debug")
-    } else {
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
 }

@@ -69,7 +69,7 @@ pub fn wake(session_id: &str, force: bool, message: Option<&str>, url: Option<&s
     match call(reqwest::Method::POST, &format!("{base}/wake"), Some(body)) {
         Ok((200, answer)) => {
             let action = answer["action"].as_str().unwrap_or("?");
-            println!("{session_id}: {action}");
+            crate::outln!("{session_id}: {action}");
             if matches!(action, "tmux" | "zellij") {
                 ExitCode::SUCCESS
             } else {
@@ -77,14 +77,14 @@ pub fn wake(session_id: &str, force: bool, message: Option<&str>, url: Option<&s
             }
         }
         Ok((status, answer)) => {
-            eprintln!(
+            crate::errln!(
                 "wakebridge wake: {status}: {}",
                 answer["error"].as_str().unwrap_or("unexpected answer")
             );
             ExitCode::from(2)
         }
         Err(e) => {
-            eprintln!("wakebridge wake: {e}");
+            crate::errln!("wakebridge wake: {e}");
             ExitCode::from(2)
         }
     }
@@ -96,7 +96,7 @@ pub fn status(json_out: bool, url: Option<&str>) -> ExitCode {
     match call(reqwest::Method::GET, &format!("{base}/sessions"), None) {
         Ok((200, answer)) => {
             if json_out {
-                println!(
+                crate::outln!(
                     "{}",
                     serde_json::to_string_pretty(&answer).unwrap_or_default()
                 );
@@ -111,14 +111,14 @@ pub fn status(json_out: bool, url: Option<&str>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok((status, answer)) => {
-            eprintln!(
+            crate::errln!(
                 "wakebridge status: {status}: {}",
                 answer["error"].as_str().unwrap_or("unexpected answer")
             );
             ExitCode::from(2)
         }
         Err(e) => {
-            eprintln!("wakebridge status: {e}");
+            crate::errln!("wakebridge status: {e}");
             ExitCode::from(2)
         }
     }

@@ -16,6 +16,7 @@ pub mod event;
 pub mod gate;
 pub mod http;
 pub mod launch;
+pub mod logging;
 pub mod mux;
 pub mod nudge;
 pub mod prompt_line;

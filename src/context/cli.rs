@@ -70,7 +70,7 @@ pub fn run_statusline(args: &StatuslineArgs, state_dir: &Path) -> ExitCode {
         && let Err(err) = write_feed(state_dir, feed)
     {
         // stderr is not shown in the status bar; it helps whoever runs the command by hand.
-        eprintln!("wakebridge statusline: {err}");
+        crate::errln!("wakebridge statusline: {err}");
     }
     let activity = match (&args.wake_dir, &feed) {
         (Some(dir), Some(feed)) => Some(marker_activity(
@@ -93,14 +93,14 @@ pub fn run_context(args: &ContextArgs, state_dir: &Path) -> ExitCode {
     let resolver = match WindowResolver::new([], args.default_window) {
         Ok(r) => r,
         Err(err) => {
-            eprintln!("wakebridge context: {err}");
+            crate::errln!("wakebridge context: {err}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
     if let Some(sid) = &args.session
         && !valid_session_id(sid)
     {
-        eprintln!(
+        crate::errln!(
             "wakebridge context: session id {sid:?} is not valid; expected letters, digits, '-' or '_'"
         );
         return ExitCode::from(EXIT_USAGE);
@@ -130,7 +130,7 @@ pub fn run_context(args: &ContextArgs, state_dir: &Path) -> ExitCode {
             let mut follower = TranscriptFollower::new(path);
             match follower.poll() {
                 Ok(outcome) if outcome.event == super::follow::PollEvent::Missing => {
-                    eprintln!(
+                    crate::errln!(
                         "wakebridge context: transcript {} does not exist (Claude Code creates it at the first prompt)",
                         path.display()
                     );
@@ -138,14 +138,14 @@ pub fn run_context(args: &ContextArgs, state_dir: &Path) -> ExitCode {
                 }
                 Ok(_) => follower.current().cloned(),
                 Err(err) => {
-                    eprintln!("wakebridge context: {err}");
+                    crate::errln!("wakebridge context: {err}");
                     return ExitCode::from(EXIT_NOT_FOUND);
                 }
             }
         }
         None if feed.is_some() => None,
         None => {
-            eprintln!(
+            crate::errln!(
                 "wakebridge context: no transcript found for session {:?}; pass --transcript PATH or check CLAUDE_CONFIG_DIR",
                 session_id.as_deref().unwrap_or("")
             );

@@ -96,7 +96,7 @@ pub fn run(args: LaunchArgs) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("wakebridge launch: cannot start the async runtime: {e}");
+            crate::errln!("wakebridge launch: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };

@@ -163,3 +163,120 @@ async fn status_and_wake_verbs_talk_to_the_daemon() {
     );
     assert_eq!(wake.status.code(), Some(1));
 }
+
+/// How long SIGTERM may take to stop a daemon with nothing in flight (registration is off in
+/// tests, so nothing waits for a bus).
+const STOP_BOUND: Duration = Duration::from_secs(5);
+
+/// Where the daemon's stderr goes in each case of the logging test.
+enum Stderr {
+    /// A pipe whose reader read the first line and went away (`serve 2>&1 | head -1`).
+    Broken,
+    /// A pipe whose reader never reads: full once 64 KiB of log are written.
+    Full,
+    Closed,
+    DevFull,
+}
+
+/// Starts the daemon with `stderr`, makes it log (debug, a few thousand lines), sends SIGTERM
+/// and returns how it ended and how long the stop took.
+async fn stop_with_stderr(stderr: Stderr) -> (std::process::ExitStatus, Duration) {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+
+    let root = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(root.path().join("run")).expect("run");
+    let port = free_port().to_string();
+    let mut cmd = binary(root.path(), &[("DEV_MODE", "1")]);
+    cmd.args(["serve", "--port", &port])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null());
+    let mut reader = None;
+    match stderr {
+        Stderr::Broken | Stderr::Full => {
+            let (r, w) = std::io::pipe().expect("pipe");
+            cmd.stderr(w);
+            reader = Some(r);
+        }
+        Stderr::Closed => {
+            // SAFETY: close(2) is async-signal-safe; it runs in the child between fork and exec.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::close(2);
+                    Ok(())
+                });
+            }
+        }
+        Stderr::DevFull => {
+            let full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .expect("/dev/full");
+            cmd.stderr(full);
+        }
+    }
+    let child = ChildGuard(cmd.spawn().expect("spawn"));
+    drop(cmd);
+    if let (Stderr::Broken, Some(mut r)) = (&stderr, reader.take()) {
+        let mut first = [0u8; 64];
+        let _ = r.read(&mut first).expect("the daemon logs at start");
+        drop(r);
+    }
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    assert!(wait_healthy(&client, &format!("{base}/health"), Duration::from_secs(10)).await);
+    // Debug logging names each spooled event's id: with 4 KiB ids, 100 deliveries write far
+    // more than a pipe holds.
+    let long_id = "i".repeat(4096);
+    for i in 0..100 {
+        let body = crate::harness::DEFAULT_EVENT
+            .replace(r#""event_id":1"#, &format!(r#""event_id":"{long_id}-{i}""#));
+        let answer = client
+            .post(format!("{base}/hook"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(
+            answer.status(),
+            200,
+            "the daemon keeps serving while its log is stuck"
+        );
+    }
+    let started = std::time::Instant::now();
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) };
+    let mut child = child;
+    let status = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + STOP_BOUND * 2;
+        loop {
+            if let Some(status) = child.0.try_wait().expect("wait") {
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+    .await
+    .expect("join")
+    .expect("the daemon stops after SIGTERM");
+    drop(reader);
+    (status, started.elapsed())
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_daemon_whatever_became_of_its_stderr() {
+    for (name, stderr) in [
+        ("a broken pipe", Stderr::Broken),
+        ("a full pipe", Stderr::Full),
+        ("a closed stderr", Stderr::Closed),
+        ("/dev/full", Stderr::DevFull),
+    ] {
+        let (status, took) = stop_with_stderr(stderr).await;
+        assert_eq!(status.code(), Some(0), "with {name}: {status:?}");
+        assert!(took < STOP_BOUND, "with {name} the stop took {took:?}");
+    }
+}

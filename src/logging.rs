@@ -1,0 +1,173 @@
+//! Where log lines go, and the promise that writing them never stops the daemon: not a closed
+//! stderr, not a reader that went away (`serve 2>&1 | head`, a journald restart), not a pipe
+//! nobody drains, not `/dev/full`.
+//!
+//! Lines are formatted by `tracing-subscriber` on the thread that logs and handed to one writer
+//! thread through a bounded queue; a full queue drops the line (and counts it) instead of
+//! blocking, and the writer ignores every write error. The standard descriptors are made valid
+//! first, so a daemon started with stderr closed never finds a database or a socket on fd 2.
+//! The `outln!`/`errln!` macros are the CLI verbs' `println!`/`eprintln!` without the panic on
+//! a broken pipe.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::MakeWriter;
+
+/// Lines waiting for the writer thread, at most. A burst beyond it (a stuck reader) is dropped:
+/// the daemon must keep answering the bus whatever happens to its log.
+const QUEUE_LINES: usize = 4096;
+/// How long `flush` waits at shutdown for queued lines to be written: enough for a healthy
+/// reader, short enough that a stuck one cannot delay a supervisor's stop.
+pub const FLUSH_BUDGET: Duration = Duration::from_millis(500);
+
+/// `println!` that never panics: a closed or broken stdout is not worth dying for.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that never panics (see `outln!`).
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// Makes descriptors 0, 1 and 2 valid (`/dev/null` in place of a closed one). Call before
+/// anything opens a file: a process started with `2>&-` would otherwise get its first file as
+/// fd 2, and every log line would be written into it.
+pub fn ensure_standard_descriptors() {
+    for fd in 0..=2 {
+        // SAFETY: fcntl(F_GETFD) only queries the descriptor table.
+        let closed = unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF);
+        if closed {
+            // open(2) returns the lowest free descriptor: the one that was closed. The result
+            // is deliberately kept open for the life of the process.
+            // SAFETY: a NUL-terminated literal path; the flags are plain constants.
+            unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+        }
+    }
+}
+
+/// The queue between the threads that log and the one that writes.
+struct Sink {
+    lines: SyncSender<Vec<u8>>,
+    /// Lines queued and not yet written (or given up on).
+    queued: Arc<AtomicUsize>,
+    dropped: AtomicU64,
+}
+
+static SINK: OnceLock<Sink> = OnceLock::new();
+
+/// Installs the global subscriber: lines to stderr, colour only on a terminal. `debug` (DEV_MODE)
+/// turns on debug; otherwise `RUST_LOG` decides, defaulting to info. A second call does nothing.
+pub fn init(debug: bool) {
+    let filter = if debug {
+        EnvFilter::new("debug")
+    } else {
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
+    };
+    let Some(sink) = sink() else {
+        return;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(sink)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .log_internal_errors(false)
+        .try_init();
+}
+
+/// The process's sink, started on first use; `None` if its thread cannot be started (logging
+/// is then off, which is better than not starting).
+fn sink() -> Option<&'static Sink> {
+    if let Some(sink) = SINK.get() {
+        return Some(sink);
+    }
+    let (lines, rx) = mpsc::sync_channel::<Vec<u8>>(QUEUE_LINES);
+    let queued = Arc::new(AtomicUsize::new(0));
+    let written = queued.clone();
+    std::thread::Builder::new()
+        .name("wakebridge-log".into())
+        .spawn(move || {
+            let mut stderr = std::io::stderr();
+            for line in rx {
+                // Errors are ignored on purpose: see the module doc.
+                let _ = stderr.write_all(&line);
+                written.fetch_sub(1, Ordering::Release);
+            }
+        })
+        .ok()?;
+    Some(SINK.get_or_init(|| Sink {
+        lines,
+        queued,
+        dropped: AtomicU64::new(0),
+    }))
+}
+
+impl Sink {
+    fn send(&self, line: &[u8]) {
+        self.queued.fetch_add(1, Ordering::Acquire);
+        match self.lines.try_send(line.to_vec()) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.queued.fetch_sub(1, Ordering::Release);
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Waits up to `budget` for queued lines to be written (at shutdown, so the last lines are not
+/// lost with a healthy reader). Returns whether everything was written.
+pub fn flush(budget: Duration) -> bool {
+    let Some(sink) = SINK.get() else {
+        return true;
+    };
+    let deadline = Instant::now() + budget;
+    while sink.queued.load(Ordering::Acquire) > 0 {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
+/// Log lines dropped because the reader did not keep up (or the writer thread is gone).
+pub fn dropped_lines() -> u64 {
+    SINK.get().map_or(0, |s| s.dropped.load(Ordering::Relaxed))
+}
+
+/// One event's bytes: `tracing-subscriber` formats a whole line and writes it at once.
+pub struct LineWriter(&'static Sink);
+
+impl Write for LineWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.send(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for &'static Sink {
+    type Writer = LineWriter;
+
+    fn make_writer(&'a self) -> LineWriter {
+        LineWriter(self)
+    }
+}
