@@ -131,7 +131,7 @@ impl App {
             );
             let monitor = MonitorConfig::from_settings(
                 &config.settings.context,
-                config.state_dir(env),
+                config.paths.state_dir.clone(),
                 config_dirs,
                 config.backend == Backend::Mux,
             )
@@ -149,26 +149,33 @@ impl App {
             None
         };
         let wake_err = |reason: String| AppError::WakeDir {
-            dir: config.wake_dir.clone(),
+            dir: config.paths.wake_dir.clone(),
             reason,
         };
-        spool::prepare_wake_dir(&config.wake_dir).map_err(|e| wake_err(e.to_string()))?;
+        spool::prepare_wake_dir(&config.paths.wake_dir).map_err(|e| wake_err(e.to_string()))?;
         let wake_dir =
-            std::fs::canonicalize(&config.wake_dir).map_err(|e| wake_err(e.to_string()))?;
+            std::fs::canonicalize(&config.paths.wake_dir).map_err(|e| wake_err(e.to_string()))?;
         let singletons = singleton::acquire(env, &config.hook_url, &wake_dir)?;
         raise_descriptor_limit();
-        // Before anything can append: a crash's journal is replayed here.
+        // Before anything can append: what a crash cut from the spools is put back here.
         let spool_options = spool::SpoolOptions {
             checkpoint_every: config.settings.spool.sync_interval,
             ..spool::SpoolOptions::default()
         };
-        let spool = Spool::open_with(wake_dir.clone(), spool_options).map_err(AppError::Spool)?;
-        let mux = mux_config(&config);
+        let store =
+            Store::open(&config.paths.ledger).map_err(|e| AppError::Ledger(e.to_string()))?;
+        let spool = {
+            // Recovery reads and syncs files and waits for the ledger: off the async workers.
+            let (dir, store) = (wake_dir.clone(), store.clone());
+            tokio::task::spawn_blocking(move || Spool::open_with(dir, store, spool_options))
+                .await
+                .map_err(|e| AppError::Serve(format!("the spool's recovery stopped: {e}")))?
+                .map_err(AppError::Spool)?
+        };
+        let mux = MuxConfig::from_settings(&config.settings.mux);
         if config.backend == Backend::Mux {
             preflight_multiplexers(&mux);
         }
-        let ledger_path = config.ledger_path(env);
-        let store = Store::open(&ledger_path).map_err(|e| AppError::Ledger(e.to_string()))?;
         let addr = SocketAddr::new(config.bind_addr(), config.port);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -204,14 +211,7 @@ impl App {
                 nudge_config,
             )
         });
-        let deliverer = Deliverer::new(
-            spool,
-            config.backend,
-            config.scope,
-            gate,
-            Some(store),
-            dedupe,
-        );
+        let deliverer = Deliverer::new(spool, config.backend, config.scope, gate, store, dedupe);
         let state = Arc::new(AppState {
             config,
             deliverer,
@@ -284,7 +284,7 @@ impl App {
         if let Some(task) = registration {
             let _ = task.await;
         }
-        // Sync every session file and empty the journal: the next start has nothing to replay.
+        // Sync every session file and clear the ledger's pending rounds: nothing to replay next.
         let state = self.state.clone();
         let _ = tokio::task::spawn_blocking(move || state.deliverer.spool().close()).await;
         tracing::info!("wakebridge stopped");
@@ -313,13 +313,11 @@ fn spawn_pruning(
                 _ = shutdown.cancelled() => break,
                 _ = tick.tick() => {
                     state.deliverer.dedupe().expire();
-                    if let Some(store) = state.deliverer.store() {
-                        let cutoff = now_unix_ms() - window.as_millis() as i64;
-                        match store.prune_older_than(cutoff).await {
-                            Ok(0) => {}
-                            Ok(n) => tracing::info!(rows = n, "pruned ledger rows older than the identity window"),
-                            Err(e) => tracing::warn!(error = %e, "could not prune the ledger"),
-                        }
+                    let cutoff = now_unix_ms() - window.as_millis() as i64;
+                    match state.deliverer.store().prune_older_than(cutoff).await {
+                        Ok(0) => {}
+                        Ok(n) => tracing::info!(rows = n, "pruned ledger rows older than the identity window"),
+                        Err(e) => tracing::warn!(error = %e, "could not prune the ledger"),
                     }
                 }
             }
@@ -380,18 +378,6 @@ fn raise_descriptor_limit() {
                 );
             }
         }
-    }
-}
-
-fn mux_config(config: &Config) -> MuxConfig {
-    let m = &config.settings.mux;
-    let socket = m.tmux_socket.trim();
-    MuxConfig {
-        tmux_bin: PathBuf::from(m.tmux_bin.trim()),
-        zellij_bin: PathBuf::from(m.zellij_bin.trim()),
-        tmux_socket: (!socket.is_empty()).then(|| PathBuf::from(socket)),
-        shells: m.shells.clone(),
-        submit_delay: m.submit_delay,
     }
 }
 

@@ -2,6 +2,7 @@
 //! the Python bridge) and the verbs sessions and operators use. Parsing only; each verb's work
 //! lives in its own module.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
@@ -26,6 +27,10 @@ use crate::wake::hook::{HookArgs, HookOutcome, run_hook};
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// TOML config file, for every verb (default: $XDG_CONFIG_HOME/wakebridge/config.toml when
+    /// it exists)
+    #[arg(long, global = true, value_name = "PATH")]
+    config: Option<std::path::PathBuf>,
     /// With no subcommand, run the daemon (flags as the Python bridge's).
     #[command(flatten)]
     serve: ServeArgs,
@@ -84,9 +89,6 @@ pub struct StatusArgs {
 /// `--help`, and so flag and environment errors read alike.
 #[derive(Debug, Args, Default)]
 pub struct ServeArgs {
-    /// TOML config file (default: $XDG_CONFIG_HOME/wakebridge/config.toml when it exists).
-    #[arg(long, value_name = "PATH")]
-    config: Option<std::path::PathBuf>,
     /// Listener port [env: AGENT_EVENT_BUS_BRIDGE_PORT] [default: 8082]
     #[arg(long)]
     port: Option<String>,
@@ -117,9 +119,9 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    fn flags(self) -> Flags {
+    fn flags(self, config: Option<std::path::PathBuf>) -> Flags {
         Flags {
-            config: self.config,
+            config,
             port: self.port,
             backend: self.backend,
             cooldown: self.cooldown,
@@ -137,49 +139,85 @@ impl ServeArgs {
 pub fn main() -> ExitCode {
     crate::logging::ensure_standard_descriptors();
     let cli = Cli::parse();
+    // Every verb reads the configuration `serve` reads: defaults < file < environment < flags.
+    let flags = |wake_dir: Option<&Path>| Flags {
+        config: cli.config.clone(),
+        wake_dir: wake_dir.map(|dir| dir.to_string_lossy().into_owned()),
+        ..Flags::default()
+    };
+    let resolved = |wake_dir: Option<&Path>| config::resolve(&flags(wake_dir), &ProcessEnv);
     match cli.command {
-        Some(Command::Serve(args)) => serve(args),
-        None => serve(cli.serve),
-        Some(Command::Panes(command)) => run_panes(&command),
-        Some(Command::WakeState(args)) => run_wake_state(&args),
-        Some(Command::Hook(args)) => run_hook(&args, record_hook),
-        Some(Command::Wake(args)) => client::wake(
-            &args.session_id,
-            args.force,
-            args.message.as_deref(),
-            args.url.as_deref(),
-        ),
-        Some(Command::Status(args)) => client::status(args.json, args.url.as_deref()),
-        Some(Command::Context(args)) => run_context(&args, &state_dir()),
-        Some(Command::Statusline(args)) => run_statusline(&args, &state_dir()),
-        Some(Command::Launch(args)) => crate::launch::cli::run(args),
+        Some(Command::Serve(args)) => serve(args.flags(cli.config.clone())),
+        None => serve(cli.serve.flags(cli.config.clone())),
+        Some(Command::Panes(command)) => with_config(resolved(command.wake_dir()), |c| {
+            run_panes(&command, &c.paths.wake_dir)
+        }),
+        Some(Command::WakeState(args)) => {
+            with_config(resolved(args.session.wake_dir.as_deref()), |c| {
+                run_wake_state(&args, &c.paths.wake_dir)
+            })
+        }
+        Some(Command::Hook(args)) => {
+            // A hook never fails the agent: a configuration error is reported and the hook skipped.
+            let config = resolved(args.wake_dir.as_deref()).map_err(|e| e.to_string());
+            let wake_dir = config
+                .as_ref()
+                .map(|c| c.paths.wake_dir.clone())
+                .map_err(Clone::clone);
+            let ledger = config.map(|c| c.paths.ledger).ok();
+            run_hook(&args, wake_dir, move |outcome| {
+                record_hook(ledger.as_deref(), outcome)
+            })
+        }
+        Some(Command::Wake(args)) => with_config(resolved(None), |c| {
+            client::wake(
+                c,
+                &args.session_id,
+                args.force,
+                args.message.as_deref(),
+                args.url.as_deref(),
+            )
+        }),
+        Some(Command::Status(args)) => with_config(resolved(None), |c| {
+            client::status(c, args.json, args.url.as_deref())
+        }),
+        Some(Command::Context(args)) => with_config(resolved(None), |c| run_context(&args, c)),
+        Some(Command::Statusline(args)) => {
+            // The status bar shows whatever the line says, so even a bad configuration gets one.
+            match resolved(args.wake_dir.as_deref()) {
+                Ok(c) => run_statusline(&args, &c),
+                Err(e) => {
+                    crate::errln!("wakebridge statusline: {e}");
+                    crate::outln!("{}", crate::context::statusline::UNKNOWN_LINE);
+                    ExitCode::SUCCESS
+                }
+            }
+        }
+        Some(Command::Launch(args)) => with_config(resolved(args.wake_dir.as_deref()), |c| {
+            crate::launch::cli::run(args, c)
+        }),
     }
 }
 
-/// The state dir as configured (defaults < file < env), for the verbs that share it with serve.
-fn state_dir() -> std::path::PathBuf {
-    let env = ProcessEnv;
-    match config::load_settings(None, &env) {
-        Ok(settings) if !settings.state.dir.trim().is_empty() => settings.state.dir.trim().into(),
-        _ => config::default_state_dir(&env),
+/// Runs `verb` with the resolved configuration, or says what is wrong with it (exit 2).
+fn with_config(
+    config: Result<config::Config, config::ConfigError>,
+    verb: impl FnOnce(&config::Config) -> ExitCode,
+) -> ExitCode {
+    match config {
+        Ok(config) => verb(&config),
+        Err(e) => {
+            crate::errln!("wakebridge: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 
 /// Records what a hook saw in the ledger, so the daemon knows the session (scope = local), its
 /// transcript and its last hook event (for the nudger). Never fails the hook.
-fn record_hook(outcome: &HookOutcome) {
-    let Some(session_id) = outcome.session_id.clone() else {
+fn record_hook(ledger: Option<&Path>, outcome: &HookOutcome) {
+    let (Some(ledger), Some(session_id)) = (ledger, outcome.session_id.clone()) else {
         return;
-    };
-    let env = ProcessEnv;
-    let ledger = match config::load_settings(None, &env) {
-        Ok(settings) if !settings.ledger.path.trim().is_empty() => {
-            settings.ledger.path.trim().into()
-        }
-        Ok(settings) if !settings.state.dir.trim().is_empty() => {
-            std::path::Path::new(settings.state.dir.trim()).join("wakebridge.db")
-        }
-        _ => config::default_state_dir(&env).join("wakebridge.db"),
     };
     let seen = SessionSeen {
         session_id,
@@ -190,15 +228,15 @@ fn record_hook(outcome: &HookOutcome) {
         seen_at_ms: now_unix_ms(),
     };
     let recorded =
-        Store::open(&ledger).and_then(|store| store.record_blocking(Record::SessionSeen(seen)));
+        Store::open(ledger).and_then(|store| store.record_blocking(Record::SessionSeen(seen)));
     if let Err(e) = recorded {
         crate::errln!("wakebridge hook: could not record the session in the ledger: {e}");
     }
 }
 
-fn serve(args: ServeArgs) -> ExitCode {
+fn serve(flags: Flags) -> ExitCode {
     let env = ProcessEnv;
-    let config = match config::resolve(&args.flags(), &env) {
+    let config = match config::resolve(&flags, &env) {
         Ok(c) => c,
         Err(e) => {
             crate::errln!("wakebridge: {e}");

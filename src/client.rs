@@ -8,34 +8,34 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::config::{self, Flags, ProcessEnv, SECRET_ENV};
+use crate::config::Config;
 use crate::status::{SessionStatus, render_table};
 
 /// How long a CLI call may wait for the daemon (a wake takes at most ~2.25 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `http://<host>:<port>` of the local daemon, from the configuration `serve` would use.
-fn daemon_url(explicit: Option<&str>) -> String {
+fn daemon_url(config: &Config, explicit: Option<&str>) -> String {
     if let Some(url) = explicit {
         return url.trim_end_matches('/').to_string();
     }
-    match config::resolve(&Flags::default(), &ProcessEnv) {
-        Ok(c) => {
-            let ip = c.bind_addr();
-            let host = if ip.is_unspecified() {
-                "127.0.0.1".to_string()
-            } else if ip.is_ipv6() {
-                format!("[{ip}]")
-            } else {
-                ip.to_string()
-            };
-            format!("http://{host}:{}", c.port)
-        }
-        Err(_) => "http://127.0.0.1:8082".to_string(),
-    }
+    let ip = config.bind_addr();
+    let host = if ip.is_unspecified() {
+        "127.0.0.1".to_string()
+    } else if ip.is_ipv6() {
+        format!("[{ip}]")
+    } else {
+        ip.to_string()
+    };
+    format!("http://{host}:{}", config.port)
 }
 
-fn call(method: reqwest::Method, url: &str, body: Option<Value>) -> Result<(u16, Value), String> {
+fn call(
+    config: &Config,
+    method: reqwest::Method,
+    url: &str,
+    body: Option<Value>,
+) -> Result<(u16, Value), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -43,8 +43,8 @@ fn call(method: reqwest::Method, url: &str, body: Option<Value>) -> Result<(u16,
     runtime.block_on(async {
         let client = reqwest::Client::builder().timeout(CALL_TIMEOUT).build().map_err(|e| e.to_string())?;
         let mut request = client.request(method, url);
-        if let Some(secret) = std::env::var(SECRET_ENV).ok().filter(|s| !s.is_empty()) {
-            request = request.bearer_auth(secret);
+        if let Some(secret) = &config.secret {
+            request = request.bearer_auth(secret.expose());
         }
         if let Some(body) = body {
             request = request.json(&body);
@@ -60,13 +60,24 @@ fn call(method: reqwest::Method, url: &str, body: Option<Value>) -> Result<(u16,
 }
 
 /// `wakebridge wake SESSION_ID [--force] [--message NAME]`.
-pub fn wake(session_id: &str, force: bool, message: Option<&str>, url: Option<&str>) -> ExitCode {
+pub fn wake(
+    config: &Config,
+    session_id: &str,
+    force: bool,
+    message: Option<&str>,
+    url: Option<&str>,
+) -> ExitCode {
     let mut body = json!({"session_id": session_id, "force": force});
     if let Some(name) = message {
         body["message"] = json!(name);
     }
-    let base = daemon_url(url);
-    match call(reqwest::Method::POST, &format!("{base}/wake"), Some(body)) {
+    let base = daemon_url(config, url);
+    match call(
+        config,
+        reqwest::Method::POST,
+        &format!("{base}/wake"),
+        Some(body),
+    ) {
         Ok((200, answer)) => {
             let action = answer["action"].as_str().unwrap_or("?");
             crate::outln!("{session_id}: {action}");
@@ -91,9 +102,14 @@ pub fn wake(session_id: &str, force: bool, message: Option<&str>, url: Option<&s
 }
 
 /// `wakebridge status [--json]`.
-pub fn status(json_out: bool, url: Option<&str>) -> ExitCode {
-    let base = daemon_url(url);
-    match call(reqwest::Method::GET, &format!("{base}/sessions"), None) {
+pub fn status(config: &Config, json_out: bool, url: Option<&str>) -> ExitCode {
+    let base = daemon_url(config, url);
+    match call(
+        config,
+        reqwest::Method::GET,
+        &format!("{base}/sessions"),
+        None,
+    ) {
         Ok((200, answer)) => {
             if json_out {
                 crate::outln!(
@@ -104,10 +120,8 @@ pub fn status(json_out: bool, url: Option<&str>) -> ExitCode {
             }
             let sessions: Vec<SessionStatus> =
                 serde_json::from_value(answer["sessions"].clone()).unwrap_or_default();
-            print!(
-                "{}",
-                render_table(&sessions, std::io::stdout().is_terminal())
-            );
+            let table = render_table(&sessions, std::io::stdout().is_terminal());
+            crate::outln!("{}", table.trim_end_matches('\n'));
             ExitCode::SUCCESS
         }
         Ok((status, answer)) => {

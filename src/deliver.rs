@@ -13,7 +13,7 @@ use crate::dedupe::{Begin, Dedupe};
 use crate::event::Event;
 use crate::gate::{Gate, GateOutcome, Mode};
 use crate::mux::KeystrokeText;
-use crate::spool::{Spool, SpoolError};
+use crate::spool::{DeliveryId, Spool, SpoolError};
 use crate::store::{Delivery, DeliverySource, Record, Store, now_unix_ms};
 
 /// What happened to a delivered event; the strings are the reference's `action` values.
@@ -88,7 +88,7 @@ pub struct Deliverer {
     backend: Backend,
     scope: Scope,
     gate: Arc<Gate>,
-    store: Option<Store>,
+    store: Store,
     dedupe: Dedupe,
     first_spool_logged: AtomicBool,
 }
@@ -99,7 +99,7 @@ impl Deliverer {
         backend: Backend,
         scope: Scope,
         gate: Arc<Gate>,
-        store: Option<Store>,
+        store: Store,
         dedupe: Dedupe,
     ) -> Self {
         Self {
@@ -121,8 +121,8 @@ impl Deliverer {
         &self.gate
     }
 
-    pub fn store(&self) -> Option<&Store> {
-        self.store.as_ref()
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
     pub fn dedupe(&self) -> &Dedupe {
@@ -132,9 +132,7 @@ impl Deliverer {
     /// A session this machine knows: seen by `wakebridge hook`, mapped in panes.json, or with a
     /// spool already.
     pub fn is_local(&self, sid: &str) -> bool {
-        self.store
-            .as_ref()
-            .is_some_and(|s| s.known_session(sid).unwrap_or(false))
+        self.store.known_session(sid).unwrap_or(false)
             || self.gate.lookup(sid).is_some()
             || self.spool.wake_dir().join(format!("{sid}.jsonl")).exists()
     }
@@ -160,10 +158,25 @@ impl Deliverer {
             }
         };
         let started = Instant::now();
-        if let Err(e) = self.spool.append(&event.target, event.line.clone()).await {
-            self.dedupe.finish(ticket, None);
-            return Err(e);
-        }
+        // Recorded with the line, in one durable commit: after any crash, a line in the spool
+        // has its identity in the ledger. The action is provisional until the gate answers.
+        let row = delivery_row(
+            DeliverySource::Hook,
+            Some(&event),
+            &event.target,
+            Action::Spool,
+        );
+        let delivery_id = match self
+            .spool
+            .append(&event.target, event.line.clone(), row.clone())
+            .await
+        {
+            Ok(id) => id,
+            Err(e) => {
+                self.dedupe.finish(ticket, None);
+                return Err(e);
+            }
+        };
         let spool_time = started.elapsed();
         let event_id = event.event_id.as_deref().unwrap_or("-");
         if !self.first_spool_logged.swap(true, Ordering::Relaxed) {
@@ -185,15 +198,9 @@ impl Deliverer {
                     .await
             }
         };
+        self.record_outcome(delivery_id, row, &outcome, spool_time)
+            .await;
         self.dedupe.finish(ticket, Some(outcome.action));
-        self.record(
-            DeliverySource::Hook,
-            Some(&event),
-            &event.target,
-            &outcome,
-            Some(spool_time),
-        )
-        .await;
         Ok(Outcome::Delivered(Delivered {
             action: outcome.action,
             session_id: event.target,
@@ -204,8 +211,7 @@ impl Deliverer {
     /// A manual wake (`POST /wake`): the same gate, nothing spooled, recorded like an event.
     pub async fn manual_wake(&self, sid: &str, text: &KeystrokeText, mode: Mode) -> Delivered {
         let outcome = self.gate.wake(sid, text, mode).await;
-        self.record(DeliverySource::Wake, None, sid, &outcome, None)
-            .await;
+        self.record(DeliverySource::Wake, sid, &outcome).await;
         Delivered {
             action: outcome.action,
             session_id: sid.to_string(),
@@ -213,50 +219,104 @@ impl Deliverer {
         }
     }
 
-    /// Writes the outcome to the ledger. A ledger failure is logged, never fatal: the event is
-    /// already durable in its spool.
-    pub async fn record(
+    /// Records the gate's answer for a delivery whose row went in with its spool line. The
+    /// answer to the bus waits for it, so a redelivery after a crash gets the same answer; a
+    /// spooled-only event (the spool backend) already has its final action. Without a row (the
+    /// ledger could not take the spool round) the whole row is recorded now.
+    async fn record_outcome(
         &self,
-        source: DeliverySource,
-        event: Option<&Event>,
-        sid: &str,
+        delivery_id: DeliveryId,
+        row: Delivery,
+        outcome: &GateOutcome,
+        spool_time: Duration,
+    ) {
+        let Some(delivery_id) = delivery_id else {
+            return self.record_row(row, outcome, Some(spool_time)).await;
+        };
+        if outcome.action == Action::Spool {
+            return;
+        }
+        let mut records = vec![Record::Outcome {
+            delivery_id,
+            action: outcome.action.as_str().to_string(),
+            spool_us: Some(micros(spool_time)),
+            inject_us: inject_us(outcome),
+            error_kind: outcome.error_kind.map(str::to_string),
+        }];
+        records.extend(wake_record(&row.target_session, outcome));
+        if let Err(e) = self.store.record_all(records).await {
+            tracing::warn!(error = %e, "could not record a delivery's outcome in the ledger");
+        }
+    }
+
+    /// Records a wake typed outside a bus event (`POST /wake`, a context warning).
+    pub async fn record(&self, source: DeliverySource, sid: &str, outcome: &GateOutcome) {
+        let row = delivery_row(source, None, sid, outcome.action);
+        self.record_row(row, outcome, None).await;
+    }
+
+    /// Writes an outcome that has no row yet. A ledger failure is logged, never fatal. The
+    /// delivery row is bookkeeping, queued for the next group commit without waiting; a wake row
+    /// is awaited, because a restart must not reopen that session's cooldown.
+    async fn record_row(
+        &self,
+        mut row: Delivery,
         outcome: &GateOutcome,
         spool_time: Option<Duration>,
     ) {
-        let Some(store) = &self.store else { return };
-        let at_ms = now_unix_ms();
-        let delivery = Delivery {
-            at_ms,
-            source,
-            identity: event.map(|e| e.identity.clone()),
-            event_id: event.and_then(|e| e.event_id.clone()),
-            sender: event
-                .and_then(|e| e.sender.clone())
-                .unwrap_or_else(|| source.as_str().to_string()),
-            target_session: sid.to_string(),
-            action: outcome.action.as_str().to_string(),
-            spool_us: spool_time.map(|t| t.as_micros() as u64),
-            inject_us: (!outcome.inject_time.is_zero())
-                .then_some(outcome.inject_time.as_micros() as u64),
-            error_kind: outcome.error_kind.map(str::to_string),
-        };
-        // The delivery row is bookkeeping (the spool line is the durable record): it is queued
-        // for the next group commit and the answer does not wait for SQLite. A wake row is
-        // awaited below, because a restart must not reopen that session's cooldown.
-        if let Err(e) = store.record_queued(Record::Delivery(delivery)) {
+        row.action = outcome.action.as_str().to_string();
+        row.spool_us = spool_time.map(micros);
+        row.inject_us = inject_us(outcome);
+        row.error_kind = outcome.error_kind.map(str::to_string);
+        let wake = wake_record(&row.target_session, outcome);
+        if let Err(e) = self.store.record_queued(Record::Delivery(row)) {
             tracing::warn!(error = %e, "could not record a delivery in the ledger");
         }
-        if outcome.action.woke()
-            && let Err(e) = store
-                .record(Record::Wake {
-                    session_id: sid.to_string(),
-                    at_ms,
-                })
-                .await
+        if let Some(wake) = wake
+            && let Err(e) = self.store.record(wake).await
         {
             tracing::warn!(error = %e, "could not record a wake in the ledger");
         }
     }
+}
+
+/// A delivery row as it starts: who, what, for whom, and the action so far.
+fn delivery_row(
+    source: DeliverySource,
+    event: Option<&Event>,
+    sid: &str,
+    action: Action,
+) -> Delivery {
+    Delivery {
+        at_ms: now_unix_ms(),
+        source,
+        identity: event.map(|e| e.identity.clone()),
+        event_id: event.and_then(|e| e.event_id.clone()),
+        sender: event
+            .and_then(|e| e.sender.clone())
+            .unwrap_or_else(|| source.as_str().to_string()),
+        target_session: sid.to_string(),
+        action: action.as_str().to_string(),
+        spool_us: None,
+        inject_us: None,
+        error_kind: None,
+    }
+}
+
+/// The cooldown's start, when keystrokes reached the pane.
+fn wake_record(sid: &str, outcome: &GateOutcome) -> Option<Record> {
+    outcome.action.woke().then(|| Record::Wake {
+        session_id: sid.to_string(),
+        at_ms: now_unix_ms(),
+    })
+}
+
+fn inject_us(outcome: &GateOutcome) -> Option<u64> {
+    (!outcome.inject_time.is_zero()).then(|| micros(outcome.inject_time))
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// The first 8 characters of a session id, as the reference's log lines show it.

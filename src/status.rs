@@ -95,15 +95,13 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
         .unwrap_or_default();
     let mut rows: BTreeMap<String, Option<SessionRow>> =
         mapped.keys().map(|k| (k.clone(), None)).collect();
-    if let Some(store) = app.deliverer.store() {
-        match store.sessions() {
-            Ok(sessions) => {
-                for row in sessions {
-                    rows.insert(row.session_id.clone(), Some(row));
-                }
+    match app.deliverer.store().sessions() {
+        Ok(sessions) => {
+            for row in sessions {
+                rows.insert(row.session_id.clone(), Some(row));
             }
-            Err(e) => tracing::warn!(error = %e, "could not read sessions from the ledger"),
         }
+        Err(e) => tracing::warn!(error = %e, "could not read sessions from the ledger"),
     }
     rows.into_iter()
         .map(|(sid, row)| {

@@ -96,9 +96,9 @@ impl Rig {
         let root = tempfile::tempdir()?;
         let env = test_env(root.path(), &[]);
         let config: Config = config::resolve(&Flags::default(), &env)?;
-        let wake_dir = config.wake_dir.clone();
+        let wake_dir = config.paths.wake_dir.clone();
         spool::prepare_wake_dir(&wake_dir)?;
-        let state_dir = config.state_dir(&env);
+        let state_dir = config.paths.state_dir.clone();
         let claude_dir = root.path().join("claude");
         std::fs::create_dir_all(claude_dir.join("projects").join("-work-proj"))?;
         let injector = Arc::new(Injector::new(&mux));
@@ -110,11 +110,11 @@ impl Rig {
         ));
         let store = Store::open(&root.path().join("ledger.db"))?;
         let deliverer = Deliverer::new(
-            Spool::open(wake_dir.clone())?,
+            Spool::open(wake_dir.clone(), store.clone())?,
             Backend::Mux,
             Scope::All,
             gate,
-            Some(store),
+            store,
             Dedupe::new(Duration::from_secs(60)),
         );
         let app = Arc::new(AppState {
@@ -281,7 +281,7 @@ async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
     })
     .await?;
 
-    let store = rig.app.deliverer.store().ok_or("no store")?.clone();
+    let store = rig.app.deliverer.store().clone();
     wait_until("ledger rows", || {
         store.delivery_counts_by_action().is_ok_and(|c| {
             c.get("tmux") == Some(&3) && c.get("spool-busy") == Some(&1) && c.len() == 2
@@ -306,7 +306,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
         .join(format!("{SID}.jsonl"));
     std::fs::create_dir_all(transcript.parent().ok_or("no parent")?)?;
     append(&transcript, &assistant(100_000))?;
-    let store = rig.app.deliverer.store().ok_or("no store")?.clone();
+    let store = rig.app.deliverer.store().clone();
     store
         .record(Record::SessionSeen(SessionSeen {
             session_id: SID.into(),
@@ -434,7 +434,7 @@ async fn serve_reports_context_in_sessions_and_metrics() -> TestResult {
     )?;
     config.port = 0;
     wake::set_entry(
-        &config.wake_dir,
+        &config.paths.wake_dir,
         SID,
         &PaneTarget::Tmux {
             pane: "%99".into(),

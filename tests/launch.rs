@@ -433,8 +433,23 @@ async fn cli_prints_the_documented_json() {
         command: case.fake(&[]),
         ..LaunchArgs::default()
     };
+    // The configuration the CLI resolves: its wake dir is the flag's.
+    let config = wakebridge::config::resolve(
+        &wakebridge::config::Flags {
+            wake_dir: Some(case.path("wake").display().to_string()),
+            ..Default::default()
+        },
+        &std::collections::BTreeMap::from([
+            ("HOME".to_string(), case.path("home").display().to_string()),
+            (
+                "XDG_CONFIG_HOME".to_string(),
+                case.path("xdg-config").display().to_string(),
+            ),
+        ]),
+    )
+    .expect("config");
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = run_with(args, &env, &mut out, &mut err).await;
+    let code = run_with(args, &config, &env, &mut out, &mut err).await;
     let stderr = String::from_utf8_lossy(&err);
     assert_eq!(code, 0, "{stderr}");
     let json: Value = serde_json::from_slice(&out).expect("one JSON object");

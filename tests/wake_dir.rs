@@ -801,7 +801,8 @@ fn session(wake: &Path, sid: Option<&str>) -> SessionArgs {
 
 fn run(command: &PanesCommand, env: &dyn Fn(&str) -> Option<String>) -> (CliStatus, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let status = execute_panes(command, env, &mut out, &mut err);
+    let wake_dir = command.wake_dir().expect("every test names its wake dir");
+    let status = execute_panes(command, wake_dir, env, &mut out, &mut err);
     (status, String::from_utf8_lossy(&out).into_owned())
 }
 
@@ -909,16 +910,16 @@ fn panes_clear_and_wake_state_round_trip() {
     };
     let mut err = Vec::new();
     assert_eq!(
-        execute_wake_state(&state(WakeState::Busy), &env, &mut err),
+        execute_wake_state(&state(WakeState::Busy), &wake, &env, &mut err),
         CliStatus::Success
     );
     assert!(is_busy(&wake, "sid-1", f64::INFINITY));
     assert_eq!(
-        execute_wake_state(&state(WakeState::Idle), &env, &mut err),
+        execute_wake_state(&state(WakeState::Idle), &wake, &env, &mut err),
         CliStatus::Success
     );
     assert!(!is_busy(&wake, "sid-1", f64::INFINITY));
-    execute_wake_state(&state(WakeState::Busy), &env, &mut err);
+    execute_wake_state(&state(WakeState::Busy), &wake, &env, &mut err);
     let clear = PanesClearArgs {
         session: session(&wake, Some("sid-1")),
         keep_pane_entries: false,
@@ -935,7 +936,7 @@ fn panes_clear_and_wake_state_round_trip() {
         session: session(&wake, None),
     };
     assert_eq!(
-        execute_wake_state(&no_id, &env_from(&[]), &mut err),
+        execute_wake_state(&no_id, &wake, &env_from(&[]), &mut err),
         CliStatus::Usage
     );
 }

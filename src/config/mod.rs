@@ -4,7 +4,9 @@
 //! advisory warnings, Host allowlist). Everything here is pure: it reads an environment and
 //! flags handed to it and returns a validated `Config` or one `ConfigError` line.
 
+pub mod duration;
 pub mod hosts;
+mod names;
 mod topology;
 
 use std::collections::BTreeMap;
@@ -92,7 +94,7 @@ pub struct BridgeSettings {
 #[derive(Debug, Clone, Deserialize)]
 pub struct RegistrationSettings {
     pub enabled: bool,
-    #[serde(with = "humantime_serde")]
+    #[serde(deserialize_with = "duration::deserialize")]
     pub keep_interval: Duration,
 }
 
@@ -108,29 +110,29 @@ pub struct MuxSettings {
     pub zellij_bin: String,
     pub tmux_socket: String,
     pub shells: Vec<String>,
-    #[serde(with = "humantime_serde")]
+    #[serde(deserialize_with = "duration::deserialize")]
     pub submit_delay: Duration,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct LedgerSettings {
     pub path: String,
-    #[serde(with = "humantime_serde")]
+    #[serde(deserialize_with = "duration::deserialize")]
     pub identity_window: Duration,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct SpoolSettings {
-    #[serde(with = "humantime_serde")]
+    #[serde(deserialize_with = "duration::deserialize")]
     pub sync_interval: Duration,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct PruneSettings {
-    #[serde(with = "humantime_serde")]
+    #[serde(deserialize_with = "duration::deserialize")]
     pub max_age: Duration,
     pub max_total_bytes: u64,
-    #[serde(with = "humantime_serde")]
+    #[serde(deserialize_with = "duration::deserialize")]
     pub interval: Duration,
 }
 
@@ -138,13 +140,13 @@ pub struct PruneSettings {
 #[derive(Debug, Clone, Deserialize)]
 pub struct NudgerSettings {
     pub enabled: bool,
-    #[serde(with = "humantime_serde")]
+    #[serde(deserialize_with = "duration::deserialize")]
     pub idle_after: Duration,
-    #[serde(with = "humantime_serde")]
+    #[serde(deserialize_with = "duration::deserialize")]
     pub poll_interval: Duration,
-    #[serde(with = "humantime_serde")]
+    #[serde(deserialize_with = "duration::deserialize")]
     pub base_cooldown: Duration,
-    #[serde(with = "humantime_serde")]
+    #[serde(deserialize_with = "duration::deserialize")]
     pub max_cooldown: Duration,
     pub acknowledge_after: u32,
     pub messages: Vec<String>,
@@ -161,10 +163,10 @@ pub struct ContextSettings {
     pub enabled: bool,
     /// Type threshold warnings into mapped panes (mux backend only); false only monitors.
     pub warnings: bool,
-    #[serde(with = "humantime_serde")]
+    #[serde(deserialize_with = "duration::deserialize")]
     pub poll_interval: Duration,
     pub default_window: u64,
-    #[serde(with = "humantime_serde")]
+    #[serde(deserialize_with = "duration::deserialize")]
     pub feed_max_age: Duration,
     /// Empty means off.
     pub latest_state_file: String,
@@ -265,7 +267,82 @@ impl Source {
     }
 }
 
-/// The validated configuration `serve` runs with.
+/// Every path wakebridge uses, resolved once (defaults < file < env < flags), absolute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    /// The Python bridge's wake dir: spools, panes.json, busy markers.
+    pub wake_dir: PathBuf,
+    /// Context state files and the status-line feed.
+    pub state_dir: PathBuf,
+    /// The SQLite ledger.
+    pub ledger: PathBuf,
+    /// The TOML file that was read, if any.
+    pub config_file: Option<PathBuf>,
+}
+
+impl Paths {
+    fn resolve(
+        flags: &Flags,
+        env: &dyn Env,
+        settings: &Settings,
+        config_file: Option<PathBuf>,
+    ) -> Result<Paths, ConfigError> {
+        let (wake_s, origin) = pick(&flags.wake_dir, env, &WAKE_DIR, &settings.bridge.wake_dir);
+        let wake_dir = match wake_s.trim() {
+            "" => home(env)
+                .map(|h| h.join(crate::wake::dir::DEFAULT_WAKE_DIR_UNDER_HOME))
+                .ok_or_else(|| {
+                    ConfigError::new(format!(
+                        "HOME is not an absolute path, so the default wake dir is unknown: set one ({})",
+                        WAKE_DIR.names()
+                    ))
+                })?,
+            set => absolute(set, &origin, &WAKE_DIR.names())?,
+        };
+        let state_dir = match settings.state.dir.trim() {
+            "" => default_state_dir(env).ok_or_else(|| {
+                ConfigError::new(
+                    "no place for wakebridge's state (the ledger, context files): neither \
+                     XDG_STATE_HOME nor HOME is an absolute directory; set one, or [state] dir \
+                     (WAKEBRIDGE_STATE__DIR)",
+                )
+            })?,
+            set => absolute(set, "state.dir", "WAKEBRIDGE_STATE__DIR")?,
+        };
+        let ledger = match settings.ledger.path.trim() {
+            "" => state_dir.join(crate::store::DB_FILE_NAME),
+            set => absolute(set, "ledger.path", "WAKEBRIDGE_LEDGER__PATH")?,
+        };
+        Ok(Paths {
+            wake_dir,
+            state_dir,
+            ledger,
+            config_file,
+        })
+    }
+}
+
+/// `$HOME`, when it is an absolute path.
+fn home(env: &dyn Env) -> Option<PathBuf> {
+    nonempty(env, "HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+}
+
+/// A path setting: hooks and the daemon run from many working directories, so only an absolute
+/// path means the same file to all of them.
+fn absolute(value: &str, origin: &str, names: &str) -> Result<PathBuf, ConfigError> {
+    let path = PathBuf::from(value);
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err(ConfigError::new(format!(
+            "{origin}={value:?} is relative: give an absolute path ({names})"
+        )))
+    }
+}
+
+/// The validated configuration every verb runs with.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub port: u16,
@@ -273,7 +350,7 @@ pub struct Config {
     pub cooldown: Duration,
     /// Seconds; may be infinite (markers never expire).
     pub busy_ttl: f64,
-    pub wake_dir: PathBuf,
+    pub paths: Paths,
     pub bus_url: String,
     pub hook_url: String,
     pub topology: Topology,
@@ -317,8 +394,17 @@ fn nonempty(env: &dyn Env, name: &str) -> Option<String> {
     env.get(name).filter(|v| !v.trim().is_empty())
 }
 
-/// Layers defaults < file < `WAKEBRIDGE_*` env into `Settings`.
+/// Layers defaults < file < `WAKEBRIDGE_*` env into `Settings`. A key of the file or a
+/// `WAKEBRIDGE_*` variable that names no setting is refused (with the nearest valid name).
 pub fn load_settings(config_file: Option<&Path>, env: &dyn Env) -> Result<Settings, ConfigError> {
+    Ok(load(config_file, env)?.0)
+}
+
+/// `load_settings`, and the file that was read (if any).
+fn load(
+    config_file: Option<&Path>,
+    env: &dyn Env,
+) -> Result<(Settings, Option<PathBuf>), ConfigError> {
     let mut builder = config::Config::builder().add_source(config::File::from_str(
         DEFAULT_TOML,
         config::FileFormat::Toml,
@@ -336,14 +422,24 @@ pub fn load_settings(config_file: Option<&Path>, env: &dyn Env) -> Result<Settin
         None => default_config_file(env).filter(|p| p.is_file()),
     };
     if let Some(path) = &user_file {
-        builder =
-            builder.add_source(config::File::from(path.as_path()).format(config::FileFormat::Toml));
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::new(format!("cannot read {}: {e}", path.display())))?;
+        let table: toml::Table = toml::from_str(&text).map_err(|e| {
+            ConfigError::new(format!(
+                "{} is not valid TOML: {}",
+                path.display(),
+                e.to_string().trim_end().replace('\n', " ")
+            ))
+        })?;
+        names::check_file(path, &table)?;
+        builder = builder.add_source(config::File::from_str(&text, config::FileFormat::Toml));
     }
     let own_env: std::collections::HashMap<String, String> = env
         .vars()
         .into_iter()
         .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
         .collect();
+    names::check_env(own_env.keys().map(String::as_str))?;
     builder = builder.add_source(
         config::Environment::with_prefix(ENV_PREFIX)
             .prefix_separator("_")
@@ -358,9 +454,10 @@ pub fn load_settings(config_file: Option<&Path>, env: &dyn Env) -> Result<Settin
     let layered = builder
         .build()
         .map_err(|e| describe_config_error(e, user_file.as_deref()))?;
-    layered
+    let settings = layered
         .try_deserialize::<Settings>()
-        .map_err(|e| describe_config_error(e, user_file.as_deref()))
+        .map_err(|e| describe_config_error(e, user_file.as_deref()))?;
+    Ok((settings, user_file))
 }
 
 fn describe_config_error(err: config::ConfigError, file: Option<&Path>) -> ConfigError {
@@ -381,19 +478,14 @@ pub fn default_config_file(env: &dyn Env) -> Option<PathBuf> {
     Some(base.join("wakebridge").join("config.toml"))
 }
 
-/// `$XDG_STATE_HOME/wakebridge`, else `~/.local/state/wakebridge`.
-pub fn default_state_dir(env: &dyn Env) -> PathBuf {
+/// `$XDG_STATE_HOME/wakebridge`, else `~/.local/state/wakebridge`. Per the XDG spec an empty
+/// or relative `XDG_STATE_HOME` is ignored.
+fn default_state_dir(env: &dyn Env) -> Option<PathBuf> {
     nonempty(env, "XDG_STATE_HOME")
         .map(PathBuf::from)
-        .or_else(|| nonempty(env, "HOME").map(|h| Path::new(&h).join(".local/state")))
-        .unwrap_or_else(|| PathBuf::from("/tmp"))
-        .join("wakebridge")
-}
-
-/// The reference's default wake dir, `~/.claude/contrib/agent-event-bus/wake`.
-pub fn default_wake_dir(env: &dyn Env) -> PathBuf {
-    let home = nonempty(env, "HOME").unwrap_or_else(|| "/".to_string());
-    Path::new(&home).join(crate::wake::dir::DEFAULT_WAKE_DIR_UNDER_HOME)
+        .filter(|p| p.is_absolute())
+        .or_else(|| home(env).map(|h| h.join(".local/state")))
+        .map(|dir| dir.join(crate::store::STATE_DIR_NAME))
 }
 
 /// Picks flag > reference env > layered setting, remembering which one for error messages.
@@ -451,9 +543,30 @@ fn parse_seconds(
     }
 }
 
+/// A seconds setting (cooldown, busy TTL): the reference's variables and flags take plain
+/// seconds, as the Python bridge does (`30s` is refused there); wakebridge's own settings take
+/// any duration form. `inf` is allowed where it means "never expires".
+fn seconds_from(
+    value: &str,
+    origin: &str,
+    source: &Source,
+    allow_inf: bool,
+) -> Result<f64, ConfigError> {
+    if origin != source.key {
+        return parse_seconds(value, origin, &source.names(), allow_inf);
+    }
+    let v = value.trim();
+    if allow_inf && matches!(v.to_ascii_lowercase().as_str(), "inf" | "+inf" | "infinity") {
+        return Ok(f64::INFINITY);
+    }
+    duration::parse(v)
+        .map(|d| d.as_secs_f64())
+        .map_err(|e| ConfigError::new(format!("{origin}: {e} ({})", source.names())))
+}
+
 /// Builds and validates the whole configuration.
 pub fn resolve(flags: &Flags, env: &dyn Env) -> Result<Config, ConfigError> {
-    let settings = load_settings(flags.config.as_deref(), env)?;
+    let (settings, config_file) = load(flags.config.as_deref(), env)?;
     let b = &settings.bridge;
 
     let (port_s, origin) = pick(&flags.port, env, &PORT, &b.port);
@@ -468,29 +581,12 @@ pub fn resolve(flags: &Flags, env: &dyn Env) -> Result<Config, ConfigError> {
     })?;
 
     let (cooldown_s, origin) = pick(&flags.cooldown, env, &COOLDOWN, &b.cooldown);
-    let cooldown = Duration::from_secs_f64(parse_seconds(
-        &cooldown_s,
-        &origin,
-        &COOLDOWN.names(),
-        false,
-    )?);
+    let cooldown = Duration::from_secs_f64(seconds_from(&cooldown_s, &origin, &COOLDOWN, false)?);
 
     let (ttl_s, origin) = pick(&flags.busy_ttl, env, &BUSY_TTL, &b.busy_ttl);
-    let busy_ttl = parse_seconds(&ttl_s, &origin, &BUSY_TTL.names(), true)?;
+    let busy_ttl = seconds_from(&ttl_s, &origin, &BUSY_TTL, true)?;
 
-    let (wake_s, origin) = pick(&flags.wake_dir, env, &WAKE_DIR, &b.wake_dir);
-    let wake_dir = if wake_s.trim().is_empty() {
-        default_wake_dir(env)
-    } else {
-        let p = PathBuf::from(wake_s.trim());
-        if !p.is_absolute() {
-            return Err(ConfigError::new(format!(
-                "{origin}={wake_s:?} is relative: give an absolute wake dir ({})",
-                WAKE_DIR.names()
-            )));
-        }
-        p
-    };
+    let paths = Paths::resolve(flags, env, &settings, config_file)?;
 
     let (bus_url, origin) = pick(&flags.bus_url, env, &BUS_URL, &b.bus_url);
     let bus_url = bus_url.trim().to_string();
@@ -566,7 +662,7 @@ pub fn resolve(flags: &Flags, env: &dyn Env) -> Result<Config, ConfigError> {
         backend,
         cooldown,
         busy_ttl,
-        wake_dir,
+        paths,
         bus_url,
         hook_url,
         topology,
@@ -579,26 +675,6 @@ pub fn resolve(flags: &Flags, env: &dyn Env) -> Result<Config, ConfigError> {
 }
 
 impl Config {
-    /// The state directory (context state files, status-line feed, default ledger).
-    pub fn state_dir(&self, env: &dyn Env) -> PathBuf {
-        let dir = self.settings.state.dir.trim();
-        if dir.is_empty() {
-            default_state_dir(env)
-        } else {
-            PathBuf::from(dir)
-        }
-    }
-
-    /// The ledger file.
-    pub fn ledger_path(&self, env: &dyn Env) -> PathBuf {
-        let path = self.settings.ledger.path.trim();
-        if path.is_empty() {
-            self.state_dir(env).join("wakebridge.db")
-        } else {
-            PathBuf::from(path)
-        }
-    }
-
     /// The address the listener binds.
     pub fn bind_addr(&self) -> IpAddr {
         self.topology.bind

@@ -36,7 +36,7 @@ fn defaults_match_the_reference_except_the_backend() {
     assert_eq!(c.cooldown, Duration::from_secs(30));
     assert_eq!(c.busy_ttl, 3600.0);
     assert_eq!(
-        c.wake_dir,
+        c.paths.wake_dir,
         PathBuf::from("/home/tester/.claude/contrib/agent-event-bus/wake")
     );
     assert_eq!(c.bus_url, "http://127.0.0.1:8080/mcp");
@@ -177,7 +177,11 @@ fn user_file_sits_between_defaults_and_env() {
 fn wake_dir_must_be_absolute_and_empty_means_default() {
     assert!(err(&[("AGENT_EVENT_BUS_WAKE_DIR", "wake")]).contains("--wake-dir"));
     let c = resolve_env(&[("AGENT_EVENT_BUS_WAKE_DIR", "")]).expect("ok");
-    assert!(c.wake_dir.ends_with(".claude/contrib/agent-event-bus/wake"));
+    assert!(
+        c.paths
+            .wake_dir
+            .ends_with(".claude/contrib/agent-event-bus/wake")
+    );
 }
 
 #[test]
@@ -431,4 +435,136 @@ fn spool_sync_interval_is_layered_and_bounded() {
         message.contains("WAKEBRIDGE_SPOOL__SYNC_INTERVAL"),
         "{message}"
     );
+}
+
+#[test]
+fn state_dir_and_ledger_follow_xdg_then_home_and_are_refused_without_either() {
+    let paths = |pairs: &[(&str, &str)]| resolve_env(pairs).map(|c| c.paths);
+    let p = paths(&[("XDG_STATE_HOME", "/x/state")]).expect("ok");
+    assert_eq!(p.ledger, PathBuf::from("/x/state/wakebridge/wakebridge.db"));
+    let p = paths(&[]).expect("ok");
+    assert_eq!(
+        p.ledger,
+        PathBuf::from("/home/tester/.local/state/wakebridge/wakebridge.db")
+    );
+    for bad in ["", "relative/state"] {
+        let p = paths(&[("XDG_STATE_HOME", bad)]).expect("ok");
+        assert_eq!(
+            p.state_dir,
+            PathBuf::from("/home/tester/.local/state/wakebridge")
+        );
+    }
+    let e = resolve(
+        &Flags::default(),
+        &BTreeMap::from([
+            (
+                "XDG_CONFIG_HOME".to_string(),
+                "/nonexistent-wakebridge-test".to_string(),
+            ),
+            ("AGENT_EVENT_BUS_WAKE_DIR".to_string(), "/w".to_string()),
+        ]),
+    )
+    .expect_err("no HOME, no XDG_STATE_HOME");
+    assert!(
+        e.0.contains("XDG_STATE_HOME") && e.0.contains("HOME"),
+        "{e}"
+    );
+    let p = paths(&[("WAKEBRIDGE_LEDGER__PATH", "/elsewhere/l.db")]).expect("ok");
+    assert_eq!(p.ledger, PathBuf::from("/elsewhere/l.db"));
+    let e = err(&[("WAKEBRIDGE_STATE__DIR", "rel")]);
+    assert!(
+        e.contains("relative") && e.contains("WAKEBRIDGE_STATE__DIR"),
+        "{e}"
+    );
+}
+
+#[test]
+fn wake_dir_flag_beats_reference_env_beats_own_env_beats_file_beats_default() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let file = root.path().join("c.toml");
+    std::fs::write(&file, "[bridge]\nwake_dir = \"/from/file\"\n").expect("file");
+    let with_file = |f: &mut Flags| f.config = Some(file.clone());
+    let wake = |flags: Flags, pairs: &[(&str, &str)]| {
+        resolve(&flags, &env(pairs)).expect("valid").paths.wake_dir
+    };
+    assert_eq!(wake(flags(with_file), &[]), PathBuf::from("/from/file"));
+    assert_eq!(
+        wake(
+            flags(with_file),
+            &[("WAKEBRIDGE_BRIDGE__WAKE_DIR", "/own/env")]
+        ),
+        PathBuf::from("/own/env")
+    );
+    assert_eq!(
+        wake(
+            flags(with_file),
+            &[
+                ("WAKEBRIDGE_BRIDGE__WAKE_DIR", "/own/env"),
+                ("AGENT_EVENT_BUS_WAKE_DIR", "/reference/env")
+            ]
+        ),
+        PathBuf::from("/reference/env")
+    );
+    let flag = |f: &mut Flags| {
+        f.config = Some(file.clone());
+        f.wake_dir = Some("/flag".into());
+    };
+    assert_eq!(
+        wake(
+            flags(flag),
+            &[("AGENT_EVENT_BUS_WAKE_DIR", "/reference/env")]
+        ),
+        PathBuf::from("/flag")
+    );
+    // An empty reference variable means the default, as in the Python CLI.
+    assert_eq!(
+        wake(Flags::default(), &[("AGENT_EVENT_BUS_WAKE_DIR", "")]),
+        PathBuf::from("/home/tester/.claude/contrib/agent-event-bus/wake")
+    );
+    let e = err(&[("AGENT_EVENT_BUS_WAKE_DIR", "wake")]);
+    assert!(e.contains("relative") && e.contains("--wake-dir"), "{e}");
+    let e = resolve(
+        &Flags::default(),
+        &BTreeMap::from([
+            (
+                "XDG_CONFIG_HOME".to_string(),
+                "/nonexistent-wakebridge-test".to_string(),
+            ),
+            ("XDG_STATE_HOME".to_string(), "/s".to_string()),
+        ]),
+    )
+    .expect_err("no HOME");
+    assert!(e.0.contains("HOME") && e.0.contains("--wake-dir"), "{e}");
+}
+
+#[test]
+fn unknown_file_keys_and_variables_are_refused_with_the_nearest_name() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let file = root.path().join("c.toml");
+    std::fs::write(&file, "[nudger]\nidle_aftr = \"1m\"\n").expect("file");
+    let e = resolve(&flags(|f| f.config = Some(file.clone())), &env(&[])).expect_err("refused");
+    assert!(e.0.contains("did you mean `nudger.idle_after`"), "{e}");
+    let e = err(&[("WAKEBRIDGE_NUDGER__IDLE_AFTR", "1m")]);
+    assert!(
+        e.contains("did you mean WAKEBRIDGE_NUDGER__IDLE_AFTER"),
+        "{e}"
+    );
+}
+
+#[test]
+fn durations_take_seconds_or_units_and_say_so_when_wrong() {
+    let c = resolve_env(&[
+        ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "30"),
+        ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "2s"),
+        ("WAKEBRIDGE_BRIDGE__COOLDOWN", "1m"),
+    ])
+    .expect("valid");
+    assert_eq!(c.settings.nudger.idle_after, Duration::from_secs(30));
+    assert_eq!(c.settings.nudger.poll_interval, Duration::from_secs(2));
+    assert_eq!(c.cooldown, Duration::from_secs(60));
+    let e = err(&[("WAKEBRIDGE_NUDGER__IDLE_AFTER", "soon")]);
+    assert!(e.contains("idle_after") && e.contains("90s"), "{e}");
+    // The reference's own variable keeps the reference's rule: plain seconds.
+    let e = err(&[("AGENT_EVENT_BUS_BRIDGE_COOLDOWN", "30s")]);
+    assert!(e.contains("COOLDOWN"), "{e}");
 }

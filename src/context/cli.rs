@@ -1,8 +1,9 @@
 //! The `wakebridge statusline` and `wakebridge context` verbs.
 //!
 //! This module owns their arguments (clap `Args` types the top-level CLI embeds) and their
-//! `run(args, state_dir) -> ExitCode` functions: thin I/O shells over `statusline`, `follow` and
-//! `figures`. It does not own the top-level command enum or where the state dir comes from.
+//! `run(args, config) -> ExitCode` functions: thin I/O shells over `statusline`, `follow` and
+//! `figures`, with every default from the configuration `serve` uses (a flag overrides it). It
+//! does not own the top-level command enum.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -13,11 +14,11 @@ use clap::Args;
 
 use super::follow::{TranscriptFollower, find_transcript};
 use super::statusline::{
-    DEFAULT_BUSY_TTL, marker_activity, parse_statusline, read_bounded, read_feed, render_line,
-    unix_now, write_feed,
+    marker_activity, parse_statusline, read_bounded, read_feed, render_line, unix_now, write_feed,
 };
-use super::window::{DEFAULT_CONTEXT_WINDOW, WindowResolver};
+use super::window::WindowResolver;
 use super::{ContextReport, figures, valid_session_id};
+use crate::config::Config;
 
 /// Exit code when the transcript cannot be found or read.
 const EXIT_NOT_FOUND: u8 = 1;
@@ -27,12 +28,13 @@ const EXIT_USAGE: u8 = 2;
 /// `wakebridge statusline`: a Claude Code statusLine command.
 #[derive(Debug, Clone, Args)]
 pub struct StatuslineArgs {
-    /// Wake dir holding `<session_id>.busy` markers; when given, the line also says idle or busy.
+    /// Wake dir holding `<session_id>.busy` markers [default: the configuration's]
     #[arg(long)]
     pub wake_dir: Option<PathBuf>,
-    /// Age after which a busy marker no longer counts (seconds, as the bridge's --busy-ttl).
-    #[arg(long, default_value_t = DEFAULT_BUSY_TTL.as_secs())]
-    pub busy_ttl: u64,
+    /// Age after which a busy marker no longer counts, in seconds [default: the configuration's
+    /// busy_ttl]
+    #[arg(long)]
+    pub busy_ttl: Option<u64>,
 }
 
 /// `wakebridge context`: print a session's context figures.
@@ -47,17 +49,18 @@ pub struct ContextArgs {
     /// Print JSON instead of a sentence.
     #[arg(long)]
     pub json: bool,
-    /// Window for models nothing else identifies.
-    #[arg(long, default_value_t = DEFAULT_CONTEXT_WINDOW)]
-    pub default_window: u64,
-    /// How old a status-line feed may be and still be preferred.
-    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
-    pub feed_max_age: Duration,
+    /// Window for models nothing else identifies [default: context.default_window]
+    #[arg(long)]
+    pub default_window: Option<u64>,
+    /// How old a status-line feed may be and still be preferred [default: context.feed_max_age]
+    #[arg(long, value_parser = crate::config::duration::parse)]
+    pub feed_max_age: Option<Duration>,
 }
 
 /// Runs `wakebridge statusline`: always prints a line and exits 0 (a failing statusLine command
 /// would only blank Claude Code's status bar).
-pub fn run_statusline(args: &StatuslineArgs, state_dir: &Path) -> ExitCode {
+pub fn run_statusline(args: &StatuslineArgs, config: &Config) -> ExitCode {
+    let state_dir = &config.paths.state_dir;
     let stdin = std::io::stdin();
     // Run by hand on a terminal there is no payload; do not wait for one.
     let input = if stdin.is_terminal() {
@@ -72,14 +75,13 @@ pub fn run_statusline(args: &StatuslineArgs, state_dir: &Path) -> ExitCode {
         // stderr is not shown in the status bar; it helps whoever runs the command by hand.
         crate::errln!("wakebridge statusline: {err}");
     }
-    let activity = match (&args.wake_dir, &feed) {
-        (Some(dir), Some(feed)) => Some(marker_activity(
-            dir,
-            &feed.session_id,
-            Duration::from_secs(args.busy_ttl),
-        )),
-        _ => None,
-    };
+    let busy_ttl = args.busy_ttl.map_or_else(
+        || Duration::try_from_secs_f64(config.busy_ttl).unwrap_or(Duration::MAX),
+        Duration::from_secs,
+    );
+    let activity = feed
+        .as_ref()
+        .map(|feed| marker_activity(&config.paths.wake_dir, &feed.session_id, busy_ttl));
     let line = render_line(feed.as_ref(), activity);
     let mut out = std::io::stdout().lock();
     // A closed stdout leaves nobody to tell.
@@ -89,8 +91,13 @@ pub fn run_statusline(args: &StatuslineArgs, state_dir: &Path) -> ExitCode {
 }
 
 /// Runs `wakebridge context`.
-pub fn run_context(args: &ContextArgs, state_dir: &Path) -> ExitCode {
-    let resolver = match WindowResolver::new([], args.default_window) {
+pub fn run_context(args: &ContextArgs, config: &Config) -> ExitCode {
+    let settings = &config.settings.context;
+    let state_dir = &config.paths.state_dir;
+    let default_window = args.default_window.unwrap_or(settings.default_window);
+    let feed_max_age = args.feed_max_age.unwrap_or(settings.feed_max_age);
+    let models = settings.models.iter().map(|(k, v)| (k.as_str(), *v));
+    let resolver = match WindowResolver::new(models, default_window) {
         Ok(r) => r,
         Err(err) => {
             crate::errln!("wakebridge context: {err}");
@@ -115,7 +122,7 @@ pub fn run_context(args: &ContextArgs, state_dir: &Path) -> ExitCode {
     });
     let feed = session_id
         .as_deref()
-        .and_then(|sid| read_feed(state_dir, sid, args.feed_max_age));
+        .and_then(|sid| read_feed(state_dir, sid, feed_max_age));
     let hint = args
         .transcript
         .clone()
@@ -184,7 +191,6 @@ fn describe(r: &ContextReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::statusline::DEFAULT_FEED_MAX_AGE;
     use clap::Parser;
 
     #[derive(Parser)]
@@ -198,6 +204,8 @@ mod tests {
         assert!(Wrap::try_parse_from(["x"]).is_err());
         assert!(Wrap::try_parse_from(["x", "--session", "abc"]).is_ok());
         let w = Wrap::try_parse_from(["x", "--transcript", "/t.jsonl", "--json"]);
-        assert!(w.is_ok_and(|w| w.context.json && w.context.feed_max_age == DEFAULT_FEED_MAX_AGE));
+        assert!(w.is_ok_and(|w| w.context.json && w.context.feed_max_age.is_none()));
+        let w = Wrap::try_parse_from(["x", "--session", "a", "--feed-max-age", "90"]);
+        assert!(w.is_ok_and(|w| w.context.feed_max_age == Some(Duration::from_secs(90))));
     }
 }

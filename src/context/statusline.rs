@@ -22,14 +22,8 @@ use super::window::percent;
 pub const FEED_SUBDIR: &str = "feed";
 /// Most bytes read from stdin: real payloads are ~2 KB; this bounds a runaway writer.
 pub const MAX_STATUSLINE_INPUT: u64 = 256 * 1024;
-/// How long a feed counts as fresh by default: Claude Code re-runs the command on every token
-/// usage change, so an older feed describes a session that has been quiet (the transcript is
-/// then just as good).
-pub const DEFAULT_FEED_MAX_AGE: Duration = Duration::from_secs(120);
 /// A feed stamped this far in the future (clock stepped back) is still accepted.
 const FUTURE_SLACK_SECS: u64 = 5;
-/// Default busy-marker TTL, as in the Python bridge (`--busy-ttl` 3600 s).
-pub const DEFAULT_BUSY_TTL: Duration = Duration::from_secs(3600);
 /// What the line shows when no percentage is known.
 pub const UNKNOWN_LINE: &str = "ctx ?";
 /// Separator between the line's parts.
@@ -306,17 +300,17 @@ mod tests {
     fn marker_age_decides_activity() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         assert_eq!(
-            marker_activity(dir.path(), "s", DEFAULT_BUSY_TTL),
+            marker_activity(dir.path(), "s", Duration::from_secs(3600)),
             Activity::Idle
         );
         let marker = std::fs::File::create(dir.path().join("s.busy"))?;
         assert_eq!(
-            marker_activity(dir.path(), "s", DEFAULT_BUSY_TTL),
+            marker_activity(dir.path(), "s", Duration::from_secs(3600)),
             Activity::Busy
         );
         marker.set_modified(SystemTime::now() - Duration::from_secs(7200))?;
         assert_eq!(
-            marker_activity(dir.path(), "s", DEFAULT_BUSY_TTL),
+            marker_activity(dir.path(), "s", Duration::from_secs(3600)),
             Activity::Idle
         );
         Ok(())

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use super::pretrust::claude_config_path;
 use super::{DEFAULT_TIMEOUT, LaunchError, LaunchOptions, Launched, Mapping, Placement, launch};
+use crate::config::Config;
 use crate::mux::{KeystrokeText, MuxConfig};
 use crate::nudge::registry::claude_config_home;
-use crate::wake::dir::resolve_wake_dir;
 
 /// The agent started when no command is given.
 pub const DEFAULT_COMMAND: &str = "claude";
@@ -45,28 +45,17 @@ pub struct LaunchArgs {
     /// Seconds the agent gets to reach its idle prompt [default: 90]
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
-    /// Wake dir for the panes.json mapping [default: $AGENT_EVENT_BUS_WAKE_DIR, then
-    /// ~/.claude/contrib/agent-event-bus/wake]
+    /// Wake dir for the panes.json mapping [default: the configuration's, as `serve` uses it]
     #[arg(long, value_name = "DIR")]
     pub wake_dir: Option<PathBuf>,
     /// The agent's session id, if known (otherwise read from Claude Code's session registry)
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
-    /// tmux server socket (-S) [env: WAKEBRIDGE_MUX__TMUX_SOCKET]
-    #[arg(
-        long,
-        value_name = "PATH",
-        env = "WAKEBRIDGE_MUX__TMUX_SOCKET",
-        hide_env = true
-    )]
+    /// tmux server socket (-S) [default: mux.tmux_socket]
+    #[arg(long, value_name = "PATH")]
     pub tmux_socket: Option<PathBuf>,
-    /// tmux binary [env: WAKEBRIDGE_MUX__TMUX_BIN] [default: tmux]
-    #[arg(
-        long,
-        value_name = "PATH",
-        env = "WAKEBRIDGE_MUX__TMUX_BIN",
-        hide_env = true
-    )]
+    /// tmux binary [default: mux.tmux_bin]
+    #[arg(long, value_name = "PATH")]
     pub tmux_bin: Option<PathBuf>,
     /// The agent and its arguments [default: claude]
     #[arg(last = true, value_name = "COMMAND")]
@@ -89,7 +78,7 @@ pub enum LaunchCliError {
 }
 
 /// Entry point of the verb.
-pub fn run(args: LaunchArgs) -> ExitCode {
+pub fn run(args: LaunchArgs, config: &Config) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -103,6 +92,7 @@ pub fn run(args: LaunchArgs) -> ExitCode {
     let env = |name: &str| std::env::var(name).ok();
     let code = runtime.block_on(run_with(
         args,
+        config,
         &env,
         &mut std::io::stdout(),
         &mut std::io::stderr(),
@@ -113,12 +103,13 @@ pub fn run(args: LaunchArgs) -> ExitCode {
 /// [`run`] with the environment and output streams given; returns the exit status.
 pub async fn run_with(
     args: LaunchArgs,
+    config: &Config,
     env: &dyn Fn(&str) -> Option<String>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
     let json = args.json;
-    let (opts, notes) = match options_from(args, env) {
+    let (opts, notes) = match options_from(args, config, env) {
         Ok(made) => made,
         Err(e) => {
             let _ = writeln!(err, "wakebridge launch: {e}");
@@ -189,12 +180,13 @@ fn report(launched: &Launched, json: bool, out: &mut dyn Write, err: &mut dyn Wr
     let _ = writeln!(err, "wakebridge launch: {mapping}");
 }
 
-/// Flags + environment → options, plus notes worth telling the user.
+/// Flags + configuration + environment → options, plus notes worth telling the user.
 pub fn options_from(
     args: LaunchArgs,
+    config: &Config,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(LaunchOptions, Vec<String>), LaunchCliError> {
-    let mut notes = Vec::new();
+    let notes = Vec::new();
     let prompt = args.prompt.as_deref().map(KeystrokeText::new).transpose()?;
     let timeout = match args.timeout {
         None => DEFAULT_TIMEOUT,
@@ -222,21 +214,15 @@ pub fn options_from(
     } else {
         None
     };
-    let wake_dir = match resolve_wake_dir(args.wake_dir.as_deref(), env) {
-        Ok(dir) => Some(dir),
-        Err(e) => {
-            notes.push(format!("{e}; the pane mapping will be skipped"));
-            None
-        }
-    };
-    let placement = placement(args.tmux_socket.as_deref(), env);
-    let mut mux = MuxConfig {
-        tmux_socket: args.tmux_socket.filter(|s| !s.as_os_str().is_empty()),
-        ..MuxConfig::default()
-    };
+    let mut mux = MuxConfig::from_settings(&config.settings.mux);
+    if let Some(socket) = args.tmux_socket {
+        mux.tmux_socket = (!socket.as_os_str().is_empty()).then_some(socket);
+    }
     if let Some(bin) = args.tmux_bin.filter(|b| !b.as_os_str().is_empty()) {
         mux.tmux_bin = bin;
     }
+    let placement = placement(mux.tmux_socket.as_deref(), env);
+    let wake_dir = Some(config.paths.wake_dir.clone());
     Ok((
         LaunchOptions {
             cwd,
@@ -274,6 +260,19 @@ mod tests {
     use crate::config::env_of;
     use clap::Parser;
 
+    /// The configuration `serve` would resolve in an environment of these pairs.
+    fn config(pairs: &[(&str, &str)]) -> Config {
+        let mut env: std::collections::BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        env.insert(
+            "XDG_CONFIG_HOME".into(),
+            "/nonexistent-wakebridge-test".into(),
+        );
+        crate::config::resolve(&crate::config::Flags::default(), &env).expect("config")
+    }
+
     #[derive(Parser)]
     struct Wrapper {
         #[command(flatten)]
@@ -288,8 +287,10 @@ mod tests {
 
     #[test]
     fn defaults_are_claude_in_a_new_session() {
-        let env = env_of(&[("HOME", "/home/u")]);
-        let (opts, _) = options_from(parse(&["--cwd", "/tmp"]), &env).unwrap();
+        let pairs = &[("HOME", "/home/u")];
+        let env = env_of(pairs);
+        let cfg = config(pairs);
+        let (opts, _) = options_from(parse(&["--cwd", "/tmp"]), &cfg, &env).unwrap();
         assert_eq!(opts.command, ["claude"]);
         assert_eq!(opts.timeout, DEFAULT_TIMEOUT);
         assert_eq!(opts.placement, Placement::NewSession);
@@ -305,7 +306,9 @@ mod tests {
 
     #[test]
     fn command_after_double_dash_and_pre_trust_path() {
-        let env = env_of(&[("HOME", "/home/u"), ("CLAUDE_CONFIG_DIR", "/cfg")]);
+        let pairs = &[("HOME", "/home/u"), ("CLAUDE_CONFIG_DIR", "/cfg")];
+        let env = env_of(pairs);
+        let cfg = config(pairs);
         let args = parse(&[
             "--pre-trust",
             "--timeout",
@@ -315,7 +318,7 @@ mod tests {
             "--model",
             "x",
         ]);
-        let (opts, _) = options_from(args, &env).unwrap();
+        let (opts, _) = options_from(args, &cfg, &env).unwrap();
         assert_eq!(opts.command, ["claude", "--model", "x"]);
         assert_eq!(opts.pre_trust, Some(PathBuf::from("/cfg/.claude.json")));
         assert_eq!(opts.claude_home, Some(PathBuf::from("/cfg")));
@@ -324,19 +327,23 @@ mod tests {
 
     #[test]
     fn inside_tmux_a_window_unless_another_server() {
-        let env = env_of(&[("HOME", "/h"), ("TMUX", "/tmp/tmux-0/default,17361,0")]);
-        let (opts, _) = options_from(parse(&[]), &env).unwrap();
+        let pairs = &[("HOME", "/h"), ("TMUX", "/tmp/tmux-0/default,17361,0")];
+        let env = env_of(pairs);
+        let cfg = config(pairs);
+        let (opts, _) = options_from(parse(&[]), &cfg, &env).unwrap();
         assert_eq!(opts.placement, Placement::NewWindow { target: None });
-        let (opts, _) = options_from(parse(&["--tmux-socket", "/tmp/other"]), &env).unwrap();
+        let (opts, _) = options_from(parse(&["--tmux-socket", "/tmp/other"]), &cfg, &env).unwrap();
         assert_eq!(opts.placement, Placement::NewSession);
         let (opts, _) =
-            options_from(parse(&["--tmux-socket", "/tmp/tmux-0/default"]), &env).unwrap();
+            options_from(parse(&["--tmux-socket", "/tmp/tmux-0/default"]), &cfg, &env).unwrap();
         assert_eq!(opts.placement, Placement::NewWindow { target: None });
     }
 
     #[test]
     fn bad_prompt_timeout_and_session_id_are_usage_errors() {
-        let env = env_of(&[("HOME", "/h")]);
+        let pairs = &[("HOME", "/h")];
+        let env = env_of(pairs);
+        let cfg = config(pairs);
         for argv in [
             &["--prompt", "1 start with a digit"][..],
             &["--prompt", "two\nlines"],
@@ -344,15 +351,17 @@ mod tests {
             &["--timeout=-3"],
             &["--session-id", ""],
         ] {
-            assert!(options_from(parse(argv), &env).is_err(), "{argv:?}");
+            assert!(options_from(parse(argv), &cfg, &env).is_err(), "{argv:?}");
         }
     }
 
     #[tokio::test]
     async fn usage_errors_exit_2_before_anything_starts() {
-        let env = env_of(&[("HOME", "/h")]);
+        let pairs = &[("HOME", "/h")];
+        let env = env_of(pairs);
+        let cfg = config(pairs);
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = run_with(parse(&["--timeout", "nan"]), &env, &mut out, &mut err).await;
+        let code = run_with(parse(&["--timeout", "nan"]), &cfg, &env, &mut out, &mut err).await;
         assert_eq!(code, 2);
         assert!(out.is_empty());
         assert!(String::from_utf8_lossy(&err).contains("--timeout"));

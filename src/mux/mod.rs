@@ -68,6 +68,20 @@ pub struct MuxConfig {
     pub submit_delay: Duration,
 }
 
+impl MuxConfig {
+    /// The `[mux]` settings as the backends use them (a blank socket is tmux's default server).
+    pub fn from_settings(m: &crate::config::MuxSettings) -> Self {
+        let socket = m.tmux_socket.trim();
+        MuxConfig {
+            tmux_bin: PathBuf::from(m.tmux_bin.trim()),
+            zellij_bin: PathBuf::from(m.zellij_bin.trim()),
+            tmux_socket: (!socket.is_empty()).then(|| PathBuf::from(socket)),
+            shells: m.shells.clone(),
+            submit_delay: m.submit_delay,
+        }
+    }
+}
+
 impl Default for MuxConfig {
     fn default() -> Self {
         Self {

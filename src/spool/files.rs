@@ -1,8 +1,10 @@
 //! One session's files in the wake dir, handled exactly as the drain contract expects:
 //! `<sid>.lock` taken with a non-blocking `flock(2)` before `<sid>.jsonl` is touched, symlinks
 //! refused, new files private, a tail torn by an earlier crash closed before our first line, and a
-//! failed write cut back so no partial line is ever left. Nothing here fsyncs session files:
-//! the journal makes appends durable and the checkpoint syncs the files later.
+//! failed write cut back so no partial line is ever left. An append is two steps, so that the
+//! ledger can record where the bytes go before they are written: `prepare` opens the file and
+//! finds the offset, `write` puts the bytes there. Nothing here fsyncs session files: the
+//! ledger's round record makes appends durable and the checkpoint syncs the files later.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Write};
@@ -64,26 +66,27 @@ pub struct OpenSpool {
     pub end: u64,
 }
 
-/// Where one append went, for the journal and for undoing it.
-pub struct Appended {
+/// A session file ready for an append: where the bytes will go, and how to take them back.
+pub struct Prepared {
     pub spool: OpenSpool,
     /// Length before the append (the undo point).
     pub before: u64,
-    /// Offset of `bytes` in the file (after a newline closing a torn tail, if one was added).
+    /// Offset the bytes will have (after a newline closing a torn tail, if one is needed).
     pub offset: u64,
+    /// The tail is torn (an earlier crash, not ours): a newline goes first.
+    torn_tail: bool,
     /// The file did not exist: its directory entry must be made durable too.
     pub created: bool,
 }
 
-/// Appends `bytes` (whole lines) to `<sid>.jsonl`; the caller holds the session lock. `cached`
-/// is the file this session used last; it is reused while the path still names it (a drainer
-/// renames the spool away, under the same lock, to take it).
-pub fn append(
+/// Opens (creating if needed) `<sid>.jsonl` for an append; the caller holds the session lock.
+/// `cached` is the file this session used last; it is reused while the path still names it (a
+/// drainer renames the spool away, under the same lock, to take it).
+pub fn prepare(
     wake_dir: &Path,
     sid: &str,
     cached: Option<&OpenSpool>,
-    bytes: &[u8],
-) -> Result<Appended, SpoolError> {
+) -> Result<Prepared, SpoolError> {
     let path = spool_path(wake_dir, sid);
     let (spool, before, created) = match std::fs::symlink_metadata(&path) {
         Ok(meta) if meta.file_type().is_symlink() => return Err(SpoolError::Symlink(path)),
@@ -94,40 +97,55 @@ pub fn append(
         Err(e) if e.kind() == io::ErrorKind::NotFound => (create(&path, sid)?, 0, true),
         Err(e) => return Err(io_error(sid, &path, e)),
     };
-    // A tail torn by an earlier host crash would glue our first line onto it: start fresh.
+    // A tail torn by an earlier crash would glue our first line onto it: start fresh.
     let torn_tail = before > 0 && before != spool.end && {
         let mut last = [0u8; 1];
         spool.file.read_exact_at(&mut last, before - 1).is_ok() && last[0] != b'\n'
     };
-    let mut file: &File = &spool.file;
-    let written = if torn_tail {
-        file.write_all(b"\n")
-    } else {
-        Ok(())
-    }
-    .and_then(|()| file.write_all(bytes));
-    if let Err(e) = written {
-        // Never leave a torn line: cut back to what was there (nobody else appends under the lock).
-        let _ = spool.file.set_len(before);
-        return Err(io_error(sid, &path, e));
-    }
-    let offset = before + u64::from(torn_tail);
-    let end = offset + bytes.len() as u64;
-    Ok(Appended {
-        spool: OpenSpool { end, ..spool },
+    Ok(Prepared {
+        spool,
         before,
-        offset,
+        offset: before + u64::from(torn_tail),
+        torn_tail,
         created,
     })
 }
 
-impl Appended {
-    /// Takes the append back (the round could not be made durable): the file is as it was, on
-    /// disk too, so a crash cannot bring back a line whose request was refused.
+impl Prepared {
+    /// Appends `bytes` (whole lines) at `offset`. On failure the file is cut back to what was
+    /// there, so no partial line is left (nobody else appends under the lock). Returns the file
+    /// with its new end.
+    pub fn write(&self, wake_dir: &Path, sid: &str, bytes: &[u8]) -> Result<OpenSpool, SpoolError> {
+        let mut file: &File = &self.spool.file;
+        let written = if self.torn_tail {
+            file.write_all(b"\n")
+        } else {
+            Ok(())
+        }
+        .and_then(|()| file.write_all(bytes));
+        if let Err(e) = written {
+            self.undo();
+            return Err(io_error(sid, &spool_path(wake_dir, sid), e));
+        }
+        Ok(OpenSpool {
+            end: self.offset + bytes.len() as u64,
+            ..self.spool.clone()
+        })
+    }
+
+    /// Takes the append back: the file is as it was, on disk too, so a crash cannot bring back
+    /// part of a line whose request was refused.
     pub fn undo(&self) {
         let _ = self.spool.file.set_len(self.before);
         let _ = self.spool.file.sync_data();
     }
+}
+
+/// `prepare` then `write`: an append nobody records first (recovery's own).
+pub fn append(wake_dir: &Path, sid: &str, bytes: &[u8]) -> Result<Prepared, SpoolError> {
+    let prepared = prepare(wake_dir, sid, None)?;
+    prepared.write(wake_dir, sid, bytes)?;
+    Ok(prepared)
 }
 
 fn open_existing(path: &Path, sid: &str) -> Result<OpenSpool, SpoolError> {

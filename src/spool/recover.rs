@@ -1,9 +1,10 @@
-//! Putting back what a host crash took: for each journal record past the last checkpoint, the
+//! Putting back what a crash took: for each spool round the ledger still holds as pending, the
 //! session file it names is checked under the session lock and completed if its bytes are not
-//! all there. Records whose lines survived (every record after a plain process kill, since the
-//! page cache outlives the process) cost one `stat` and one read each and change nothing but an
-//! fsync of their file. Files are found by inode, in the wake dir, under whatever `<sid>.jsonl*`
-//! name a drainer gave them; bytes that are not ours are never overwritten.
+//! all there (a process killed in the middle of writing a line leaves part of it; a host crash
+//! can lose whatever was only in the page cache). Rounds whose lines survived cost one `stat`
+//! and one read each and change nothing but an fsync of their file. Files are found by inode,
+//! in the wake dir, under whatever `<sid>.jsonl*` name a drainer gave them; bytes that are not
+//! ours are never overwritten.
 
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
@@ -14,9 +15,9 @@ use std::collections::HashMap;
 
 use super::SpoolError;
 use super::files::{self, io_error};
-use super::journal::Entry;
 use crate::deadline::Deadline;
 use crate::event::is_safe_session_id;
+use crate::store::PendingBytes as Entry;
 
 /// How long recovery waits for a drainer to release one session's lock.
 pub const LOCK_PATIENCE: Duration = Duration::from_secs(10);
@@ -25,7 +26,7 @@ const LOCK_RETRY: Duration = Duration::from_millis(100);
 /// What recovery did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Restored {
-    /// Records checked.
+    /// Rounds checked.
     pub records: usize,
     /// Bytes written back into session files.
     pub bytes: u64,
@@ -35,7 +36,7 @@ pub struct Restored {
     pub foreign: usize,
 }
 
-/// Makes sure every entry's bytes are in its session's files, in journal order, and that every
+/// Makes sure every entry's bytes are in its session's files, in ledger order, and that every
 /// file it found is on disk (after a plain process kill the lines are all there, but only in the
 /// page cache: the caller drops the records once this returns).
 pub fn replay(
@@ -46,17 +47,17 @@ pub fn replay(
     let mut restored = Restored::default();
     let mut found: HashMap<u64, (PathBuf, File)> = HashMap::new();
     for entry in entries {
-        if !is_safe_session_id(&entry.sid) {
-            tracing::warn!(session_id = ?entry.sid, "skipping a spool journal record with an unsafe session id");
+        if !is_safe_session_id(&entry.session_id) {
+            tracing::warn!(session_id = ?entry.session_id, "skipping a pending spool round with an unsafe session id");
             continue;
         }
         let deadline = Deadline::after(patience);
         let _lock = loop {
-            if let Some(lock) = files::try_lock(wake_dir, &entry.sid)? {
+            if let Some(lock) = files::try_lock(wake_dir, &entry.session_id)? {
                 break lock;
             }
             if deadline.expired() {
-                return Err(SpoolError::LockTimeout(entry.sid.clone()));
+                return Err(SpoolError::LockTimeout(entry.session_id.clone()));
             }
             std::thread::sleep(LOCK_RETRY);
         };
@@ -71,7 +72,7 @@ pub fn replay(
             Some(bytes) => restored.bytes += bytes,
             None => restored.foreign += 1,
         }
-        found.entry(entry.ino).or_insert((path, file));
+        found.entry(entry.inode).or_insert((path, file));
     }
     for (path, file) in found.values() {
         file.sync_data().map_err(|e| io_error("-", path, e))?;
@@ -87,7 +88,7 @@ fn restore(
     path: &Path,
     file: &File,
 ) -> Result<Option<u64>, SpoolError> {
-    let err = |e| io_error(&entry.sid, path, e);
+    let err = |e| io_error(&entry.session_id, path, e);
     let len = file.metadata().map_err(err)?.len();
     let have = len
         .saturating_sub(entry.offset)
@@ -119,15 +120,15 @@ fn restore(
     }
     // The file ends before our offset (lines before ours were lost too): append to the live
     // spool rather than leave a hole.
-    let appended = files::append(wake_dir, &entry.sid, None, &entry.bytes)?;
-    let live = files::spool_path(wake_dir, &entry.sid);
+    let appended = files::append(wake_dir, &entry.session_id, &entry.bytes)?;
+    let live = files::spool_path(wake_dir, &entry.session_id);
     appended
         .spool
         .file
         .sync_data()
-        .map_err(|e| io_error(&entry.sid, &live, e))?;
+        .map_err(|e| io_error(&entry.session_id, &live, e))?;
     if appended.created {
-        files::sync_dir(wake_dir).map_err(|e| io_error(&entry.sid, wake_dir, e))?;
+        files::sync_dir(wake_dir).map_err(|e| io_error(&entry.session_id, wake_dir, e))?;
     }
     Ok(Some(entry.bytes.len() as u64))
 }
@@ -135,12 +136,13 @@ fn restore(
 /// The file the entry was written to: `<sid>.jsonl` if it is still that inode, else a sibling
 /// `<sid>.jsonl.*` a drainer renamed it to.
 fn find(wake_dir: &Path, entry: &Entry) -> Result<Option<(PathBuf, File)>, SpoolError> {
-    let live = files::spool_path(wake_dir, &entry.sid);
+    let live = files::spool_path(wake_dir, &entry.session_id);
     if let Some(found) = open_if_same(&live, entry)? {
         return Ok(Some(found));
     }
-    let prefix = format!("{}.jsonl", entry.sid);
-    let listing = std::fs::read_dir(wake_dir).map_err(|e| io_error(&entry.sid, wake_dir, e))?;
+    let prefix = format!("{}.jsonl", entry.session_id);
+    let listing =
+        std::fs::read_dir(wake_dir).map_err(|e| io_error(&entry.session_id, wake_dir, e))?;
     for path in listing.filter_map(Result::ok).map(|d| d.path()) {
         let renamed = path
             .file_name()
@@ -156,14 +158,14 @@ fn find(wake_dir: &Path, entry: &Entry) -> Result<Option<(PathBuf, File)>, Spool
 fn open_if_same(path: &Path, entry: &Entry) -> Result<Option<(PathBuf, File)>, SpoolError> {
     match std::fs::symlink_metadata(path) {
         // By inode only: a device number can change from one boot to the next, and every file
-        // looked at here is in the journal's own directory.
-        Ok(meta) if meta.is_file() && meta.ino() == entry.ino => {
+        // looked at here is in the wake dir the round was written to.
+        Ok(meta) if meta.is_file() && meta.ino() == entry.inode => {
             let file = std::fs::OpenOptions::new()
                 .read(true)
                 .write(true)
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(path)
-                .map_err(|e| io_error(&entry.sid, path, e))?;
+                .map_err(|e| io_error(&entry.session_id, path, e))?;
             Ok(Some((path.to_path_buf(), file)))
         }
         _ => Ok(None),
@@ -177,9 +179,8 @@ mod tests {
     fn entry_for(path: &Path, sid: &str, offset: u64, text: &str) -> Entry {
         let meta = std::fs::metadata(path).expect("stat");
         Entry {
-            sid: sid.into(),
-            dev: meta.dev(),
-            ino: meta.ino(),
+            session_id: sid.into(),
+            inode: meta.ino(),
             offset,
             bytes: text.as_bytes().to_vec(),
         }

@@ -1,16 +1,16 @@
 //! The two threads behind `Spool::append`.
 //!
-//! The writer takes every line queued since its last round, whatever the session: under each
-//! session's lock it appends that session's lines to `<sid>.jsonl` (page cache only), then
-//! records the whole round in the journal with one fdatasync, releases the locks and answers
-//! every request. Under load rounds follow each other back to back and grow by themselves; an
-//! idle daemon pays one fdatasync for one line. A session whose lock a drainer holds is retried
-//! each round (at least every 100 ms) until its requests' deadlines pass, without holding up
-//! anyone else.
+//! The writer takes every line queued since its last round, whatever the session. Under each
+//! session's lock it opens the session file and finds where the lines will go; it commits the
+//! whole round to the ledger (`Store::commit_round`: one transaction with an fsync, holding each
+//! session's bytes and every event's delivery row); then it writes the lines to the files (page
+//! cache only), releases the locks and answers every request. Under load rounds follow each other
+//! back to back and grow by themselves; an idle daemon pays one commit for one line. A session
+//! whose lock a drainer holds is retried each round (at least every 100 ms) until its requests'
+//! deadlines pass, without holding up anyone else.
 //!
-//! The checkpointer fsyncs the session files written since its last pass (about once a second,
-//! or at once when the ring is getting full) and reports how far the journal is covered; the
-//! writer then moves the journal's head, freeing that space.
+//! The checkpointer fsyncs the session files written since its last pass (about once a second)
+//! and then tells the ledger their pending bytes are no longer needed.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -20,16 +20,17 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use super::files::{self, Appended, OpenSpool, SessionLock, io_error};
-use super::journal::{self, Entry, Journal, JournalError};
+use super::files::{self, OpenSpool, Prepared, SessionLock, io_error};
 use super::{SpoolError, prepare_wake_dir};
 use crate::deadline::Deadline;
+use crate::store::{Delivery, PendingBytes, RoundIds, SpoolRound, Store};
 
 /// Pause between attempts on a lock a drainer holds (the reference's 0.1 s).
 const LOCK_RETRY: Duration = Duration::from_millis(100);
 /// Most line bytes one round takes; the rest waits for the next round (which follows at once).
-/// Keeps any one round's journal record well inside the ring.
-const ROUND_BYTES: usize = (journal::CAPACITY / 4) as usize;
+/// Bounds one commit's size (and so its latency for everyone in it): a few of the largest lines
+/// (a 1 MiB body re-serialised with `\uXXXX` escapes is ~3 MiB).
+const ROUND_BYTES: usize = 4 << 20;
 /// Most sessions one round takes; the rest wait for the next round (which follows at once).
 const ROUND_SESSIONS: usize = 256;
 /// Open spool files kept between rounds, at most: a quarter of the descriptors this process may
@@ -49,16 +50,22 @@ fn max_cached() -> usize {
     (soft / 4).clamp(64, 4096)
 }
 
+/// The ledger row of an appended line, or `None` when the ledger could not take the round (the
+/// line is durable all the same: its file was fsynced instead).
+pub type DeliveryId = Option<i64>;
+
 /// One request's line, waiting for a round.
 pub struct Pending {
     pub sid: String,
     pub line: String,
+    /// Its delivery row, written with the round (the event's identity, a provisional action).
+    pub delivery: Delivery,
     pub deadline: Deadline,
-    pub done: oneshot::Sender<Result<(), SpoolError>>,
+    pub done: oneshot::Sender<Result<DeliveryId, SpoolError>>,
 }
 
 impl Pending {
-    fn answer(self, result: Result<(), SpoolError>) {
+    fn answer(self, result: Result<DeliveryId, SpoolError>) {
         let _ = self.done.send(result);
     }
 }
@@ -84,13 +91,9 @@ struct Queue {
 struct CheckpointState {
     /// Session files written since the checkpointer's last pass, by (device, inode).
     dirty: HashMap<(u64, u64), Arc<File>>,
-    /// The journal tail after the round that last added to `dirty`.
-    written_to: u64,
-    /// Every record before this lsn describes bytes in files that are synced.
-    synced_to: u64,
-    /// The writer needs ring space now.
-    urgent: bool,
-    /// A session file failed to sync: `synced_to` never moves again (see `checkpointer`).
+    /// The newest pending row whose bytes are in `dirty` files (or earlier, synced ones).
+    written_to: i64,
+    /// A session file failed to sync: pending rows are kept from then on (see `checkpointer`).
     failed: bool,
     closing: bool,
 }
@@ -101,32 +104,28 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub fn new(checkpoint_every: Duration, journal_tail: u64) -> Self {
+    pub fn new(checkpoint_every: Duration) -> Self {
         Self {
             queue: Mutex::default(),
             queued: Condvar::new(),
-            checkpoint: Mutex::new(CheckpointState {
-                written_to: journal_tail,
-                synced_to: journal_tail,
-                ..CheckpointState::default()
-            }),
+            checkpoint: Mutex::default(),
             checkpoint_changed: Condvar::new(),
             checkpoint_every,
         }
     }
 
-    /// Queues a line for the next round; `false` once the spool is closing.
-    pub fn push(&self, pending: Pending) -> Result<(), Pending> {
+    /// Queues a line for the next round; `false` (the line dropped) once the spool is closing.
+    pub fn push(&self, pending: Pending) -> bool {
         let mut queue = lock(&self.queue);
         if queue.closing {
-            return Err(pending);
+            return false;
         }
         queue.pending.push(pending);
         if queue.writer_waiting {
             queue.writer_waiting = false;
             self.queued.notify_one();
         }
-        Ok(())
+        true
     }
 
     pub fn close(&self) {
@@ -137,9 +136,11 @@ impl Shared {
 
 /// The writer thread's own state.
 pub struct Writer {
-    pub shared: Arc<Shared>,
-    pub wake_dir: PathBuf,
-    pub journal: Journal,
+    shared: Arc<Shared>,
+    wake_dir: PathBuf,
+    /// The wake dir as the ledger keys its pending rows.
+    wake_key: String,
+    store: Store,
     /// Each recently written session's open spool file, and when it was last written. Files not
     /// written for a sync interval are closed, so a spool a drainer took and deleted does not
     /// keep its disk space (or a descriptor) alive here.
@@ -150,40 +151,40 @@ pub struct Writer {
     deferred: Vec<Pending>,
     /// Lines past a round's byte budget, taken by the very next round.
     carried: Vec<Pending>,
-    /// The last round fell back to syncing session files (logged once per episode).
-    journal_failing: bool,
+    /// The last round could not be recorded in the ledger (logged once per episode).
+    ledger_failing: bool,
 }
 
-/// A session's share of a round that reached its file.
-struct Written {
+/// A session's share of a round: locked, its file prepared, not yet written.
+struct Share {
+    sid: String,
     pending: Vec<Pending>,
-    appended: Appended,
-    /// Held until the round is durable, so a drainer never takes a line that is not.
-    lock: SessionLock,
+    bytes: Vec<u8>,
+    prepared: Prepared,
+    /// Held until the round is answered, so a drainer never takes a line that is not durable.
+    _lock: SessionLock,
 }
 
 impl Writer {
-    pub fn new(shared: Arc<Shared>, wake_dir: PathBuf, journal: Journal) -> Self {
+    pub fn new(shared: Arc<Shared>, wake_dir: PathBuf, wake_key: String, store: Store) -> Self {
         Self {
             shared,
             wake_dir,
-            journal,
+            wake_key,
+            store,
             cache: HashMap::new(),
             max_cached: max_cached(),
             last_sweep: Instant::now(),
             deferred: Vec::new(),
             carried: Vec::new(),
-            journal_failing: false,
+            ledger_failing: false,
         }
     }
 
-    /// Runs rounds until the spool closes and everything queued is answered, then leaves the
-    /// journal empty (every session file synced).
+    /// Runs rounds until the spool closes and everything queued is answered, then syncs every
+    /// file written and tells the ledger nothing is pending.
     pub fn run(mut self, checkpointer: std::thread::JoinHandle<()>) {
-        loop {
-            let Some(batch) = self.next_batch() else {
-                break;
-            };
+        while let Some(batch) = self.next_batch() {
             self.round(batch);
         }
         {
@@ -191,13 +192,17 @@ impl Writer {
             self.shared.checkpoint_changed.notify_all();
         }
         let _ = checkpointer.join();
-        let (dirty, failed) = {
+        let (dirty, failed, written_to) = {
             let mut state = lock(&self.shared.checkpoint);
-            (std::mem::take(&mut state.dirty), state.failed)
+            (
+                std::mem::take(&mut state.dirty),
+                state.failed,
+                state.written_to,
+            )
         };
         let synced = !failed && dirty.values().all(|f| f.sync_data().is_ok());
-        if synced && let Err(e) = self.journal.checkpoint(self.journal.tail()) {
-            tracing::warn!(error = %e, "could not mark the spool journal empty at shutdown; the next start re-checks it");
+        if synced && let Err(e) = self.store.spool_synced(&self.wake_key, written_to) {
+            tracing::warn!(error = %e, "could not clear the spool's pending rows at shutdown; the next start re-checks them");
         }
     }
 
@@ -217,7 +222,7 @@ impl Writer {
                 return None;
             }
             drop(queue);
-            self.housekeeping();
+            self.close_idle_files();
             queue = lock(&self.shared.queue);
             // Closing with lines still waiting for a drainer: retry them at the usual pace.
             if !queue.pending.is_empty() || (queue.closing && self.deferred.is_empty()) {
@@ -242,15 +247,8 @@ impl Writer {
         }
     }
 
-    /// Frees journal space the checkpointer has covered (one small synced write, about once
-    /// per checkpoint), and closes spool files idle for a sync interval.
-    fn housekeeping(&mut self) {
-        let synced = lock(&self.shared.checkpoint).synced_to;
-        if synced > self.journal.head()
-            && let Err(e) = self.journal.checkpoint(synced)
-        {
-            tracing::warn!(error = %e, "could not advance the spool journal; will retry");
-        }
+    /// Closes spool files not written for a sync interval.
+    fn close_idle_files(&mut self) {
         let idle_after = self.shared.checkpoint_every;
         if self.last_sweep.elapsed() >= idle_after {
             self.cache
@@ -260,19 +258,58 @@ impl Writer {
     }
 
     fn round(&mut self, batch: Vec<Pending>) {
-        self.housekeeping();
-        let mut written = Vec::new();
-        let mut entries = Vec::new();
+        self.close_idle_files();
+        let shares = self.take_shares(batch);
+        if shares.is_empty() {
+            return;
+        }
+        // A new file's directory entry is durable before the ledger names it.
+        if shares.iter().any(|s| s.prepared.created)
+            && let Err(e) = files::sync_dir(&self.wake_dir)
+        {
+            let e = io_error(&shares[0].sid, &self.wake_dir, e);
+            for share in shares {
+                share.prepared.undo();
+                answer_all(share.pending, &Err(e.clone()));
+            }
+            return;
+        }
+        let (round, deliveries) = self.round_record(&shares);
+        match self.store.commit_round(round) {
+            Ok(ids) => {
+                if self.ledger_failing {
+                    tracing::info!("the ledger records spool rounds again");
+                    self.ledger_failing = false;
+                }
+                self.write_recorded(shares, ids, deliveries);
+            }
+            Err(e) => {
+                if !self.ledger_failing {
+                    tracing::warn!(error = %e, "the ledger cannot record spool rounds; syncing session files one by one until it can (a redelivery after a crash may then be spooled twice)");
+                    self.ledger_failing = true;
+                }
+                self.write_synced(shares);
+            }
+        }
+        if self.cache.len() > self.max_cached {
+            self.cache.clear();
+        }
+    }
+
+    /// Groups the batch by session, takes each session's lock and prepares its file, within the
+    /// round's byte and session budgets (the rest is carried to the next round).
+    fn take_shares(&mut self, batch: Vec<Pending>) -> Vec<Share> {
+        let mut shares = Vec::new();
         let mut room = ROUND_BYTES;
         let mut recreated_dir = false;
         for (sid, mut group) in by_session(batch) {
-            // Each session in the round holds two descriptors until it is durable.
-            if room == 0 || written.len() >= ROUND_SESSIONS {
+            // Each session in the round holds two descriptors until it is answered.
+            if room == 0 || shares.len() >= ROUND_SESSIONS {
                 self.carried.extend(group);
                 continue;
             }
             // The lock first: if a drainer holds it, every line of the session waits, in order.
-            let taken = match self.lock_session(&sid, &mut recreated_dir) {
+            let lock = match self.lock_session(&sid, &mut recreated_dir) {
                 Ok(Some(lock)) => lock,
                 Ok(None) => {
                     self.still_locked(&sid, group);
@@ -301,64 +338,118 @@ impl Writer {
             if group.is_empty() {
                 continue;
             }
-            let bytes: Vec<u8> = group.iter().flat_map(|p| p.line.bytes()).collect();
-            if !journal::holds(bytes.len()) {
-                let e = SpoolError::TooLarge {
-                    sid: sid.clone(),
-                    bytes: bytes.len(),
-                };
-                answer_all(group, &Err(e));
-                continue;
-            }
             let cached = self.cache.get(&sid).map(|(spool, _)| spool);
-            match files::append(&self.wake_dir, &sid, cached, &bytes) {
-                Ok(appended) => {
+            match files::prepare(&self.wake_dir, &sid, cached) {
+                Ok(prepared) => {
+                    let bytes: Vec<u8> = group.iter().flat_map(|p| p.line.bytes()).collect();
                     room = room.saturating_sub(bytes.len());
-                    entries.push(Entry {
+                    shares.push(Share {
                         sid,
-                        dev: appended.spool.dev,
-                        ino: appended.spool.ino,
-                        offset: appended.offset,
-                        bytes,
-                    });
-                    written.push(Written {
                         pending: group,
-                        appended,
-                        lock: taken,
+                        bytes,
+                        prepared,
+                        _lock: lock,
                     });
                 }
                 Err(e) => answer_all(group, &Err(e)),
             }
         }
-        if written.is_empty() {
-            return;
+        shares
+    }
+
+    /// The round's ledger record, and how many delivery rows each share has.
+    fn round_record(&self, shares: &[Share]) -> (SpoolRound, Vec<usize>) {
+        let sessions = shares
+            .iter()
+            .map(|s| {
+                let pending = PendingBytes {
+                    session_id: s.sid.clone(),
+                    inode: s.prepared.spool.ino,
+                    offset: s.prepared.offset,
+                    bytes: s.bytes.clone(),
+                };
+                (
+                    pending,
+                    s.pending.iter().map(|p| p.delivery.clone()).collect(),
+                )
+            })
+            .collect();
+        let counts = shares.iter().map(|s| s.pending.len()).collect();
+        let round = SpoolRound {
+            wake_dir: self.wake_key.clone(),
+            sessions,
+        };
+        (round, counts)
+    }
+
+    /// The round is recorded: writes each share to its file and answers with its rows. A share
+    /// that cannot be written is cut back and taken out of the ledger again.
+    fn write_recorded(&mut self, shares: Vec<Share>, ids: Vec<RoundIds>, counts: Vec<usize>) {
+        let mut written_to = None;
+        for ((share, ids), count) in shares.into_iter().zip(ids).zip(counts) {
+            debug_assert_eq!(ids.deliveries.len(), count);
+            match share
+                .prepared
+                .write(&self.wake_dir, &share.sid, &share.bytes)
+            {
+                Ok(spool) => {
+                    written_to = written_to.max(Some(ids.pending));
+                    self.mark_dirty(&spool);
+                    self.cache
+                        .insert(share.sid.clone(), (spool, Instant::now()));
+                    for (p, id) in share.pending.into_iter().zip(ids.deliveries) {
+                        p.answer(Ok(Some(id)));
+                    }
+                }
+                Err(e) => {
+                    self.cache.remove(&share.sid);
+                    if let Err(forget) = self.store.forget_share(&share.sid, ids) {
+                        tracing::warn!(error = %forget, session_id = %share.sid, "could not take a refused spool append out of the ledger; a restart may add its lines after all");
+                    }
+                    answer_all(share.pending, &Err(e));
+                }
+            }
         }
-        let committed = self.commit(&written, &entries);
-        if committed.is_ok() {
+        if let Some(upto) = written_to {
             let mut checkpoint = lock(&self.shared.checkpoint);
-            for w in &written {
-                let spool = &w.appended.spool;
-                checkpoint
-                    .dirty
-                    .entry((spool.dev, spool.ino))
-                    .or_insert_with(|| spool.file.clone());
+            checkpoint.written_to = checkpoint.written_to.max(upto);
+        }
+    }
+
+    /// The ledger could not take the round: each share is written and fsynced by itself.
+    fn write_synced(&mut self, shares: Vec<Share>) {
+        for share in shares {
+            let path = files::spool_path(&self.wake_dir, &share.sid);
+            let written = share
+                .prepared
+                .write(&self.wake_dir, &share.sid, &share.bytes)
+                .and_then(|spool| {
+                    spool
+                        .file
+                        .sync_data()
+                        .map(|()| spool)
+                        .map_err(|e| io_error(&share.sid, &path, e))
+                });
+            match written {
+                Ok(spool) => {
+                    self.cache
+                        .insert(share.sid.clone(), (spool, Instant::now()));
+                    answer_all(share.pending, &Ok(None));
+                }
+                Err(e) => {
+                    share.prepared.undo();
+                    self.cache.remove(&share.sid);
+                    answer_all(share.pending, &Err(e));
+                }
             }
-            checkpoint.written_to = self.journal.tail();
         }
-        if self.cache.len() > self.max_cached {
-            self.cache.clear();
-        }
-        for (w, e) in written.into_iter().zip(entries) {
-            if committed.is_ok() {
-                self.cache
-                    .insert(e.sid, (w.appended.spool.clone(), Instant::now()));
-            } else {
-                w.appended.undo();
-                self.cache.remove(&e.sid);
-            }
-            drop(w.lock);
-            answer_all(w.pending, &committed);
-        }
+    }
+
+    fn mark_dirty(&self, spool: &OpenSpool) {
+        lock(&self.shared.checkpoint)
+            .dirty
+            .entry((spool.dev, spool.ino))
+            .or_insert_with(|| spool.file.clone());
     }
 
     /// Takes `<sid>.lock` once. The wake dir vanishing (an `rm -rf` by hand) is repaired once
@@ -392,80 +483,9 @@ impl Writer {
             }
         }
     }
-
-    /// Makes a round durable: new directory entries, then the journal record of every append.
-    /// When the journal cannot take the round (no space left on the disk, a file size limit,
-    /// an I/O error, or a checkpointer that cannot keep up), each session file is fsynced
-    /// instead: slower, equally durable, and nothing of it needs replaying.
-    fn commit(&mut self, written: &[Written], entries: &[Entry]) -> Result<(), SpoolError> {
-        let sid = &entries[0].sid;
-        if written.iter().any(|w| w.appended.created) {
-            files::sync_dir(&self.wake_dir).map_err(|e| io_error(sid, &self.wake_dir, e))?;
-        }
-        let journaled = self.journal_round(entries);
-        let Err(e) = journaled else { return Ok(()) };
-        if !self.journal_failing {
-            tracing::warn!(error = %e, "the spool journal is unavailable; syncing session files one by one until it works again");
-            self.journal_failing = true;
-        }
-        for (w, entry) in written.iter().zip(entries) {
-            w.appended.spool.file.sync_data().map_err(|e| {
-                io_error(
-                    &entry.sid,
-                    &files::spool_path(&self.wake_dir, &entry.sid),
-                    e,
-                )
-            })?;
-        }
-        Ok(())
-    }
-
-    fn journal_round(&mut self, entries: &[Entry]) -> Result<(), JournalError> {
-        if self.journal.lost() {
-            // The wake dir was removed or moved: a journal a restart cannot find would not help.
-            self.journal = Journal::open_fresh(&self.wake_dir, self.journal.tail())?;
-        }
-        let needed = self.journal.space_for(entries)?;
-        self.wait_for_space(needed)?;
-        self.journal.append(entries)?;
-        if self.journal_failing {
-            tracing::info!("the spool journal works again");
-            self.journal_failing = false;
-        }
-        Ok(())
-    }
-
-    /// Waits (briefly) until the ring has `needed` free bytes, asking the checkpointer to hurry.
-    /// A pass of the checkpointer takes milliseconds; if it cannot free the space in
-    /// `LOCK_RETRY`, the round syncs its files itself instead of waiting longer.
-    fn wait_for_space(&mut self, needed: u64) -> Result<(), JournalError> {
-        let deadline = Deadline::after(LOCK_RETRY);
-        while !self.journal.fits(needed) {
-            let mut state = lock(&self.shared.checkpoint);
-            if state.synced_to <= self.journal.head() {
-                if deadline.expired() || state.failed {
-                    return Err(JournalError::Full);
-                }
-                state.urgent = true;
-                self.shared.checkpoint_changed.notify_all();
-                let (guard, _) = self
-                    .shared
-                    .checkpoint_changed
-                    .wait_timeout(state, deadline.remaining())
-                    .unwrap_or_else(|e| e.into_inner());
-                state = guard;
-            }
-            let synced = state.synced_to;
-            drop(state);
-            if synced > self.journal.head() {
-                self.journal.checkpoint(synced)?;
-            }
-        }
-        Ok(())
-    }
 }
 
-fn answer_all(group: Vec<Pending>, result: &Result<(), SpoolError>) {
+fn answer_all(group: Vec<Pending>, result: &Result<DeliveryId, SpoolError>) {
     for p in group {
         p.answer(result.clone());
     }
@@ -487,46 +507,47 @@ fn by_session(batch: Vec<Pending>) -> Vec<(String, Vec<Pending>)> {
     groups
 }
 
-/// The checkpointer thread: syncs the session files the writer dirtied, then reports how far the
-/// journal is covered. If a file fails to sync, nothing is reported again for the life of this
-/// process: Linux marks the pages clean after a failed writeback, so a retry could "succeed"
-/// without the data on disk. The journal then keeps every record (once its ring is full, rounds
-/// sync their own files), and the next start replays it.
-pub fn checkpointer(shared: Arc<Shared>) {
+/// The checkpointer thread: syncs the session files the writer dirtied, then tells the ledger
+/// their pending bytes are no longer needed. If a file fails to sync, pending rows are kept for
+/// the life of this process: Linux marks the pages clean after a failed writeback, so a retry
+/// could "succeed" without the data on disk; the next start replays them.
+pub fn checkpointer(shared: Arc<Shared>, store: Store, wake_key: String) {
     let mut state = lock(&shared.checkpoint);
     loop {
         if state.closing {
             return;
         }
-        if !state.urgent {
-            let (guard, _) = shared
-                .checkpoint_changed
-                .wait_timeout(state, shared.checkpoint_every)
-                .unwrap_or_else(|e| e.into_inner());
-            state = guard;
-            if state.closing {
-                return;
-            }
+        let (guard, _) = shared
+            .checkpoint_changed
+            .wait_timeout(state, shared.checkpoint_every)
+            .unwrap_or_else(|e| e.into_inner());
+        state = guard;
+        if state.closing {
+            return;
         }
-        state.urgent = false;
         if state.failed {
             // Nothing will be synced again: let go of the files, or every drained spool would
             // stay open (and on disk) here.
             state.dirty.clear();
             continue;
         }
+        if state.dirty.is_empty() {
+            continue;
+        }
         let dirty = std::mem::take(&mut state.dirty);
         let upto = state.written_to;
         drop(state);
         let failure = dirty.values().find_map(|file| file.sync_data().err());
-        state = lock(&shared.checkpoint);
         match failure {
             None => {
-                state.synced_to = upto;
-                shared.checkpoint_changed.notify_all();
+                if let Err(e) = store.spool_synced(&wake_key, upto) {
+                    tracing::warn!(error = %e, "could not clear synced spool rows from the ledger; will retry");
+                }
+                state = lock(&shared.checkpoint);
             }
             Some(e) => {
-                tracing::error!(error = %e, "could not fsync a spool file: the spool journal now keeps every record; restart wakebridge once the disk is healthy");
+                tracing::error!(error = %e, "could not fsync a spool file: the ledger now keeps every spool round until a restart replays it; restart wakebridge once the disk is healthy");
+                state = lock(&shared.checkpoint);
                 state.failed = true;
             }
         }

@@ -21,20 +21,24 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::{DirBuilder, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
-pub use paths::{DB_FILE_NAME, STATE_DIR_NAME, db_path_from};
+pub use paths::{DB_FILE_NAME, STATE_DIR_NAME};
 pub use queries::{SeenIdentity, SessionRow};
-pub use records::{Delivery, DeliverySource, NudgeState, Record, SessionSeen};
+pub use records::{
+    Delivery, DeliverySource, NudgeState, PendingBytes, Record, RoundIds, SessionSeen, SpoolRound,
+};
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT};
 pub use writer::{MAX_BATCH, WriteStats};
 
-use writer::{Counters, Job, Op};
+use writer::{Ack, Applied, Counters, Job, Op};
 
 /// How long delivery rows (and so event identities) are kept by default: the bus retries within
 /// minutes, so a day covers every redelivery with a wide margin while keeping the table small.
@@ -60,11 +64,6 @@ const FILE_MODE: u32 = 0o600;
 /// What went wrong with the ledger, and what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error(
-        "no place for the wakebridge database: neither XDG_STATE_HOME nor HOME is an absolute \
-         directory; set one of them or pass an explicit database path"
-    )]
-    NoStateDir,
     #[error("cannot create the database directory {}: {source}; check its parent's permissions", dir.display())]
     CreateDir {
         dir: PathBuf,
@@ -141,11 +140,6 @@ pub enum StoreError {
     },
     #[error("the ledger writer for {} has stopped; restart wakebridge", path.display())]
     WriterGone { path: PathBuf },
-    #[error(
-        "record_blocking was called inside an async runtime, where blocking would stall it; \
-         use `record(..).await` there"
-    )]
-    BlockingInAsync,
 }
 
 impl StoreError {
@@ -170,12 +164,6 @@ impl StoreError {
             },
         }
     }
-}
-
-/// `$XDG_STATE_HOME/wakebridge/wakebridge.db`, else `~/.local/state/wakebridge/wakebridge.db`.
-pub fn default_db_path() -> Result<PathBuf, StoreError> {
-    db_path_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
-        .ok_or(StoreError::NoStateDir)
 }
 
 /// The current wall-clock time in unix milliseconds (the ledger's time unit).
@@ -208,7 +196,9 @@ impl std::fmt::Debug for Store {
 struct Inner {
     path: PathBuf,
     /// `None` only while dropping, so the writer sees the channel close.
-    jobs: Option<mpsc::Sender<Job>>,
+    jobs: Option<SyncSender<Job>>,
+    /// Jobs sent and not yet taken by the writer.
+    queued: Arc<AtomicUsize>,
     writer: Option<JoinHandle<()>>,
     readers: Mutex<Vec<Connection>>,
     counters: Arc<Counters>,
@@ -270,14 +260,22 @@ impl Store {
         conn: Connection,
         scratch: Option<tempfile::TempDir>,
     ) -> Result<Store, StoreError> {
-        let (jobs, queue) = mpsc::channel(WRITE_QUEUE_CAPACITY);
+        let (jobs, queue) = std::sync::mpsc::sync_channel(WRITE_QUEUE_CAPACITY);
         let counters = Arc::new(Counters::default());
-        let writer = writer::spawn(conn, queue, Arc::clone(&counters), path.clone())
-            .map_err(StoreError::SpawnWriter)?;
+        let queued = Arc::new(AtomicUsize::new(0));
+        let writer = writer::spawn(
+            conn,
+            queue,
+            Arc::clone(&queued),
+            Arc::clone(&counters),
+            path.clone(),
+        )
+        .map_err(StoreError::SpawnWriter)?;
         Ok(Store {
             inner: Arc::new(Inner {
                 path,
                 jobs: Some(jobs),
+                queued,
                 writer: Some(writer),
                 readers: Mutex::new(Vec::with_capacity(READ_POOL_SIZE)),
                 counters,
@@ -294,46 +292,71 @@ impl Store {
     /// Writes `record`; resolves once the transaction containing it has committed. Dropping
     /// the future after the record was queued does not cancel the write, only the answer.
     pub async fn record(&self, record: Record) -> Result<(), StoreError> {
-        self.submit(Op::Record(record)).await.map(|_| ())
+        self.submit(Op::Records(vec![record])).await.map(drop)
+    }
+
+    /// Writes `records` in one transaction, all or none; resolves once it has committed.
+    pub async fn record_all(&self, records: Vec<Record>) -> Result<(), StoreError> {
+        self.submit(Op::Records(records)).await.map(drop)
     }
 
     /// Queues `record` without waiting for its commit (it is committed with the next batch, in
     /// order with everything queued before and after it). For bookkeeping rows on the hot path;
-    /// if the queue is full, a task waits for room so nothing is dropped.
+    /// if the queue is full, a blocking task waits for room so nothing is dropped.
     pub fn record_queued(&self, record: Record) -> Result<(), StoreError> {
         let (ack, _ignored) = oneshot::channel();
-        match self.jobs()?.try_send(Job {
-            op: Op::Record(record),
-            ack,
-        }) {
-            Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Full(job)) => {
-                let jobs = self.jobs()?.clone();
-                tokio::spawn(async move {
-                    let _ = jobs.send(job).await;
-                });
+        let job = Job {
+            op: Op::Records(vec![record]),
+            ack: Ack::Task(ack),
+        };
+        match self.try_send(job)? {
+            None => Ok(()),
+            Some(job) => {
+                let store = self.clone();
+                tokio::task::spawn_blocking(move || store.send_blocking(job));
                 Ok(())
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(self.writer_gone()),
         }
     }
 
-    /// `record` for synchronous callers (the `wakebridge hook` CLI). Refuses to run inside an
-    /// async runtime, where it would block a worker thread.
+    /// `record` for synchronous callers (the `wakebridge hook` CLI); never from an async task.
     pub fn record_blocking(&self, record: Record) -> Result<(), StoreError> {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            return Err(StoreError::BlockingInAsync);
+        self.submit_blocking(Op::Records(vec![record])).map(drop)
+    }
+
+    /// Commits a spool round's write-ahead record with an fsync and returns its row ids. For
+    /// the spool's writer thread (it blocks until the commit is on disk).
+    pub fn commit_round(&self, round: SpoolRound) -> Result<Vec<RoundIds>, StoreError> {
+        match self.submit_blocking(Op::SpoolRound(round))? {
+            Applied::Round(ids) => Ok(ids),
+            Applied::Rows(_) => Ok(Vec::new()),
         }
-        let (ack, done) = oneshot::channel();
-        let job = Job {
-            op: Op::Record(record),
-            ack,
-        };
-        let jobs = self.jobs()?;
-        jobs.blocking_send(job).map_err(|_| self.writer_gone())?;
-        done.blocking_recv()
-            .map_err(|_| self.writer_gone())?
-            .map(|_| ())
+    }
+
+    /// Forgets the pending spool bytes of `wake_dir` up to row `upto`, once their files are
+    /// synced (blocking, for the spool's threads). Returns how many rows went.
+    pub fn spool_synced(&self, wake_dir: &str, upto: i64) -> Result<u64, StoreError> {
+        self.submit_blocking(Op::SpoolSynced {
+            wake_dir: wake_dir.to_string(),
+            upto,
+        })
+        .map(Applied::rows)
+    }
+
+    /// Takes back one session's share of a committed round whose bytes could not be written
+    /// (blocking, for the spool's writer thread).
+    pub fn forget_share(&self, session_id: &str, ids: RoundIds) -> Result<u64, StoreError> {
+        self.submit_blocking(Op::SpoolForget {
+            session_id: session_id.to_string(),
+            ids,
+        })
+        .map(Applied::rows)
+    }
+
+    /// Pending spool bytes of `wake_dir` (rounds whose files are not known to be synced),
+    /// oldest first, each with its row id.
+    pub fn pending_spool(&self, wake_dir: &str) -> Result<Vec<(i64, PendingBytes)>, StoreError> {
+        self.read(|conn| queries::pending_spool(conn, wake_dir))
     }
 
     /// Deletes deliveries recorded before `cutoff_ms` (unix ms), in chunks so the hot path is
@@ -347,7 +370,8 @@ impl Store {
                     cutoff_ms,
                     limit: PRUNE_CHUNK_ROWS,
                 })
-                .await?;
+                .await?
+                .rows();
             total += deleted;
             if deleted < u64::from(PRUNE_CHUNK_ROWS) {
                 return Ok(total);
@@ -362,10 +386,7 @@ impl Store {
 
     /// Writes waiting for the writer right now.
     pub fn queued_writes(&self) -> usize {
-        self.inner
-            .jobs
-            .as_ref()
-            .map_or(0, |jobs| jobs.max_capacity() - jobs.capacity())
+        self.inner.queued.load(Ordering::Relaxed)
     }
 
     /// For each event identity recorded at or after `since_ms`, its latest delivery, newest
@@ -409,16 +430,56 @@ impl Store {
         self.read(queries::delivery_counts_by_action)
     }
 
-    async fn submit(&self, op: Op) -> Result<u64, StoreError> {
+    async fn submit(&self, op: Op) -> Result<Applied, StoreError> {
         let (ack, done) = oneshot::channel();
-        self.jobs()?
-            .send(Job { op, ack })
-            .await
-            .map_err(|_| self.writer_gone())?;
+        let ack = Ack::Task(ack);
+        if let Some(job) = self.try_send(Job { op, ack })? {
+            // The queue is full (a stuck disk): wait for room off the async workers.
+            let store = self.clone();
+            tokio::task::spawn_blocking(move || store.send_blocking(job))
+                .await
+                .map_err(|_| self.writer_gone())??;
+        }
         done.await.map_err(|_| self.writer_gone())?
     }
 
-    fn jobs(&self) -> Result<&mpsc::Sender<Job>, StoreError> {
+    /// Sends `op` and waits for its commit, blocking the calling thread (never call it from an
+    /// async task: it would stall a runtime worker).
+    fn submit_blocking(&self, op: Op) -> Result<Applied, StoreError> {
+        let (ack, done) = std::sync::mpsc::sync_channel(1);
+        let ack = Ack::Thread(ack);
+        self.send_blocking(Job { op, ack })?;
+        done.recv().map_err(|_| self.writer_gone())?
+    }
+
+    /// Queues `job` if there is room; gives it back when the queue is full.
+    fn try_send(&self, job: Job) -> Result<Option<Job>, StoreError> {
+        let jobs = self.jobs()?;
+        self.inner.queued.fetch_add(1, Ordering::Relaxed);
+        match jobs.try_send(job) {
+            Ok(()) => Ok(None),
+            Err(TrySendError::Full(job)) => {
+                self.inner.queued.fetch_sub(1, Ordering::Relaxed);
+                Ok(Some(job))
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                self.inner.queued.fetch_sub(1, Ordering::Relaxed);
+                Err(self.writer_gone())
+            }
+        }
+    }
+
+    /// Queues `job`, waiting for room.
+    fn send_blocking(&self, job: Job) -> Result<(), StoreError> {
+        let jobs = self.jobs()?;
+        self.inner.queued.fetch_add(1, Ordering::Relaxed);
+        jobs.send(job).map_err(|_| {
+            self.inner.queued.fetch_sub(1, Ordering::Relaxed);
+            self.writer_gone()
+        })
+    }
+
+    fn jobs(&self) -> Result<&SyncSender<Job>, StoreError> {
         self.inner.jobs.as_ref().ok_or_else(|| self.writer_gone())
     }
 

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::records::NudgeState;
+use super::records::{NudgeState, PendingBytes};
 
 /// The latest delivery of one event identity inside the look-back window, used to warm the
 /// in-memory dedupe map at start-up so a redelivery after a restart gets the same answer.
@@ -179,5 +179,27 @@ pub(crate) fn delivery_counts_by_action(
     let mut stmt =
         conn.prepare_cached("SELECT action, count(*) FROM deliveries GROUP BY action")?;
     let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    rows.collect()
+}
+
+pub(crate) fn pending_spool(
+    conn: &Connection,
+    wake_dir: &str,
+) -> rusqlite::Result<Vec<(i64, PendingBytes)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, session_id, inode, file_offset, bytes FROM spool_pending \
+         WHERE wake_dir = ?1 ORDER BY id",
+    )?;
+    let rows = stmt.query_map(params![wake_dir], |row| {
+        Ok((
+            row.get(0)?,
+            PendingBytes {
+                session_id: row.get(1)?,
+                inode: u64::try_from(row.get::<_, i64>(2)?).unwrap_or(0),
+                offset: u64::try_from(row.get::<_, i64>(3)?).unwrap_or(0),
+                bytes: row.get(4)?,
+            },
+        ))
+    })?;
     rows.collect()
 }

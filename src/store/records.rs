@@ -87,10 +87,46 @@ pub struct NudgeState {
     pub acknowledged: bool,
 }
 
+/// One session's share of a spool round: `bytes` (whole lines) go into the session file with
+/// inode `inode`, at `offset`. Recorded before the bytes are written (see `SpoolRound`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingBytes {
+    pub session_id: String,
+    pub inode: u64,
+    pub offset: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// The write-ahead record of one round of spool appends, committed durably (fsync) before any
+/// of its bytes reach a session file: each session's bytes, with the delivery rows (and so the
+/// event identities) of the lines they hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpoolRound {
+    /// The wake dir, canonical: the key a restart replays by.
+    pub wake_dir: String,
+    pub sessions: Vec<(PendingBytes, Vec<Delivery>)>,
+}
+
+/// The row ids a committed round got: per session, its pending row and its deliveries in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundIds {
+    pub pending: i64,
+    pub deliveries: Vec<i64>,
+}
+
 /// Everything that can be written through `Store::record`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Delivery(Delivery),
+    /// What became of a delivery recorded with its spool round (with the provisional action
+    /// `spool`): the gate's answer, once known.
+    Outcome {
+        delivery_id: i64,
+        action: String,
+        spool_us: Option<u64>,
+        inject_us: Option<u64>,
+        error_kind: Option<String>,
+    },
     SessionSeen(SessionSeen),
     Nudge(NudgeState),
     /// A successful wake of `session_id` at `at_ms` (the cooldown starts here). The stored
@@ -106,26 +142,117 @@ fn micros(value: Option<u64>) -> Option<i64> {
     value.map(|us| i64::try_from(us).unwrap_or(i64::MAX))
 }
 
+fn insert_delivery(conn: &Connection, d: &Delivery) -> rusqlite::Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO deliveries (at_ms, source, identity, event_id, sender, \
+         target_session, action, spool_us, inject_us, error_kind) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        d.at_ms,
+        d.source.as_str(),
+        d.identity,
+        d.event_id,
+        d.sender,
+        d.target_session,
+        d.action,
+        micros(d.spool_us),
+        micros(d.inject_us),
+        d.error_kind,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Writes a spool round's record; the caller owns the (durable) transaction.
+pub(crate) fn apply_round(
+    conn: &Connection,
+    round: &SpoolRound,
+) -> rusqlite::Result<Vec<RoundIds>> {
+    let mut ids = Vec::with_capacity(round.sessions.len());
+    for (pending, deliveries) in &round.sessions {
+        conn.prepare_cached(
+            "INSERT INTO spool_pending (wake_dir, session_id, inode, file_offset, bytes) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![
+            round.wake_dir,
+            pending.session_id,
+            i64::try_from(pending.inode).unwrap_or(i64::MAX),
+            i64::try_from(pending.offset).unwrap_or(i64::MAX),
+            pending.bytes,
+        ])?;
+        let pending_id = conn.last_insert_rowid();
+        let deliveries = deliveries
+            .iter()
+            .map(|d| insert_delivery(conn, d))
+            .collect::<rusqlite::Result<_>>()?;
+        ids.push(RoundIds {
+            pending: pending_id,
+            deliveries,
+        });
+    }
+    Ok(ids)
+}
+
+/// Forgets pending spool bytes of `wake_dir` up to row `upto` (their files are synced).
+pub(crate) fn spool_synced(conn: &Connection, wake_dir: &str, upto: i64) -> rusqlite::Result<u64> {
+    let deleted = conn
+        .prepare_cached("DELETE FROM spool_pending WHERE wake_dir = ?1 AND id <= ?2")?
+        .execute(params![wake_dir, upto])?;
+    Ok(deleted as u64)
+}
+
+/// Takes back one session's share of a round whose bytes could not be written: its events were
+/// refused, so their identities must not make a retry look like a redelivery.
+pub(crate) fn forget_share(
+    conn: &Connection,
+    session_id: &str,
+    ids: &RoundIds,
+) -> rusqlite::Result<u64> {
+    let mut deleted = conn
+        .prepare_cached("DELETE FROM spool_pending WHERE id = ?1")?
+        .execute(params![ids.pending])?;
+    let mut stmt = conn.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?;
+    for id in &ids.deliveries {
+        deleted += stmt.execute(params![id])?;
+    }
+    forget_latest_if_gone(conn, session_id)?;
+    Ok(deleted as u64)
+}
+
+/// Drops `session_id` from `latest_deliveries` when the delivery it points to was deleted.
+fn forget_latest_if_gone(conn: &Connection, session_id: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "DELETE FROM latest_deliveries WHERE session_id = ?1 AND NOT EXISTS \
+         (SELECT 1 FROM deliveries WHERE id = latest_deliveries.delivery_id)",
+    )?
+    .execute(params![session_id])?;
+    Ok(())
+}
+
 /// Writes one record with cached statements; the caller owns the transaction.
 pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
     match record {
         Record::Delivery(d) => {
+            insert_delivery(conn, d)?;
+        }
+        Record::Outcome {
+            delivery_id,
+            action,
+            spool_us,
+            inject_us,
+            error_kind,
+        } => {
             conn.prepare_cached(
-                "INSERT INTO deliveries (at_ms, source, identity, event_id, sender, \
-                 target_session, action, spool_us, inject_us, error_kind) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "UPDATE deliveries SET action = ?2, spool_us = ?3, inject_us = ?4, \
+                 error_kind = ?5 WHERE id = ?1",
             )?
             .execute(params![
-                d.at_ms,
-                d.source.as_str(),
-                d.identity,
-                d.event_id,
-                d.sender,
-                d.target_session,
-                d.action,
-                micros(d.spool_us),
-                micros(d.inject_us),
-                d.error_kind,
+                delivery_id,
+                action,
+                micros(*spool_us),
+                micros(*inject_us),
+                error_kind,
             ])?;
         }
         Record::SessionSeen(s) => {
@@ -197,12 +324,8 @@ pub(crate) fn prune_deliveries(
     // A session whose latest delivery went with them has none left in the ledger: forget it, so
     // the table does not grow with every session id ever seen. Only the sessions touched here
     // are looked at.
-    let mut forget = conn.prepare_cached(
-        "DELETE FROM latest_deliveries WHERE session_id = ?1 AND NOT EXISTS \
-         (SELECT 1 FROM deliveries WHERE id = latest_deliveries.delivery_id)",
-    )?;
     for sid in &sessions {
-        forget.execute(params![sid])?;
+        forget_latest_if_gone(conn, sid)?;
     }
     Ok(deleted)
 }

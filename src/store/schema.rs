@@ -29,6 +29,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(include_str!(
             "../../migrations/0004_latest_delivery_per_session.sql"
         )),
+        M::up(include_str!("../../migrations/0005_spool_pending.sql")),
     ])
 });
 
@@ -41,7 +42,7 @@ pub fn migrations() -> &'static Migrations<'static> {
 /// by a newer wakebridge.
 pub fn latest_version() -> usize {
     // Kept in step with the list above by `latest_version_matches_migration_count`.
-    4
+    5
 }
 
 /// Settings for the single writer connection.
@@ -51,7 +52,9 @@ pub fn latest_version() -> usize {
 /// ordering: a committed transaction survives the process being killed (SIGKILL, OOM, panic)
 /// because its pages are already in the WAL file in the kernel's page cache; only a host crash or
 /// power loss can lose the last few commits. That is the right trade for a ledger written on
-/// the webhook hot path (the spool, not the ledger, is the durable copy of each event).
+/// the webhook hot path. The one exception is a spool round (`Op::SpoolRound`): it is the
+/// write-ahead record of spool lines, so its commit runs with `synchronous = FULL` (see
+/// `writer::commit_batch`).
 pub fn configure_writer(conn: &Connection) -> rusqlite::Result<String> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;

@@ -5,15 +5,16 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, TransactionBehavior};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::StoreError;
-use super::records::{self, Record};
+use super::records::{self, Record, RoundIds, SpoolRound};
 
 /// Most jobs folded into one transaction. Bounds how long the first caller of a very large
 /// burst waits for its ack; at ~2 µs per insert a full batch still commits within a few ms.
@@ -26,19 +27,73 @@ const FAILURE_WARN_EVERY: Duration = Duration::from_secs(60);
 /// What a job asks the writer to do.
 #[derive(Debug)]
 pub(crate) enum Op {
-    Record(Record),
+    /// Records written together, in order, all or none.
+    Records(Vec<Record>),
     /// Delete up to `limit` deliveries older than `cutoff_ms`.
-    PruneDeliveries {
-        cutoff_ms: i64,
-        limit: u32,
-    },
+    PruneDeliveries { cutoff_ms: i64, limit: u32 },
+    /// A spool round's write-ahead record: committed with an fsync.
+    SpoolRound(SpoolRound),
+    /// Forget the pending spool bytes of `wake_dir` up to row `upto`: their files are synced.
+    SpoolSynced { wake_dir: String, upto: i64 },
+    /// Take back one session's share of a committed round (its bytes could not be written).
+    SpoolForget { session_id: String, ids: RoundIds },
 }
 
-/// One queued write and where to send its outcome (rows affected, or the error).
+impl Op {
+    /// Whether the commit holding this job must reach the disk before it is acknowledged.
+    fn needs_fsync(&self) -> bool {
+        matches!(self, Op::SpoolRound(_))
+    }
+}
+
+/// What a committed job did.
+#[derive(Debug)]
+pub(crate) enum Applied {
+    /// Rows affected.
+    Rows(u64),
+    /// A spool round's new row ids, per session.
+    Round(Vec<RoundIds>),
+}
+
+impl Applied {
+    pub(crate) fn rows(self) -> u64 {
+        match self {
+            Applied::Rows(rows) => rows,
+            Applied::Round(ids) => ids.len() as u64,
+        }
+    }
+}
+
+/// Where a job's outcome goes: a task awaiting it, or a thread blocked on it.
+#[derive(Debug)]
+pub(crate) enum Ack {
+    Task(oneshot::Sender<Result<Applied, StoreError>>),
+    Thread(std::sync::mpsc::SyncSender<Result<Applied, StoreError>>),
+}
+
+impl Ack {
+    /// Whether someone waits for the outcome (a queued bookkeeping row's answer is dropped).
+    fn awaited(&self) -> bool {
+        match self {
+            Ack::Task(tx) => !tx.is_closed(),
+            Ack::Thread(_) => true,
+        }
+    }
+
+    fn send(self, outcome: Result<Applied, StoreError>) {
+        // A caller that stopped waiting needs no answer.
+        match self {
+            Ack::Task(tx) => drop(tx.send(outcome)),
+            Ack::Thread(tx) => drop(tx.send(outcome)),
+        }
+    }
+}
+
+/// One queued write and where to send its outcome.
 #[derive(Debug)]
 pub(crate) struct Job {
     pub op: Op,
-    pub ack: oneshot::Sender<Result<u64, StoreError>>,
+    pub ack: Ack,
 }
 
 /// Counters the writer keeps for `Store::write_stats` (and metrics).
@@ -84,15 +139,17 @@ impl Counters {
 }
 
 /// Starts the writer thread. It ends when every sender is gone and the queue is drained.
+/// `queued` counts jobs sent and not yet taken (the senders increment it).
 pub(crate) fn spawn(
     conn: Connection,
-    jobs: mpsc::Receiver<Job>,
+    jobs: Receiver<Job>,
+    queued: Arc<AtomicUsize>,
     counters: Arc<Counters>,
     path: PathBuf,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("wakebridge-store-writer".into())
-        .spawn(move || run(conn, jobs, &counters, &path))
+        .spawn(move || run(conn, &jobs, &queued, &counters, &path))
 }
 
 /// Rate limit for failure warnings: repeats are counted and reported with the next warning.
@@ -127,34 +184,50 @@ impl FailureLog {
 /// How long the writer lets queued records gather after the first one arrives. Every commit
 /// writes each page it touched to the WAL once, so under load a longer gathering means far
 /// fewer page writes (each busy session's index leaf is written once per commit, not once per
-/// row). Delivery rows are not awaited by the request, so this costs no answer any latency.
+/// row). Only rows nobody awaits linger: a job someone awaits (a spool round, a wake that must
+/// survive a restart, the hook CLI) ends the gathering the moment it arrives.
 const LINGER: Duration = Duration::from_millis(20);
-/// Check for new jobs this often while lingering; a job someone awaits (a wake that must survive
-/// a restart, the hook CLI) ends the gathering at the next check.
-const LINGER_STEP: Duration = Duration::from_millis(2);
 
-fn run(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, counters: &Counters, path: &Path) {
+fn run(
+    mut conn: Connection,
+    jobs: &Receiver<Job>,
+    queued: &AtomicUsize,
+    counters: &Counters,
+    path: &Path,
+) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut failures = FailureLog::default();
-    while let Some(first) = jobs.blocking_recv() {
+    let mut full_sync = false;
+    let take = |job: Job, batch: &mut Vec<Job>| {
+        queued.fetch_sub(1, Ordering::Relaxed);
+        let awaited = job.ack.awaited();
+        batch.push(job);
+        awaited
+    };
+    while let Ok(first) = jobs.recv() {
         let until = Instant::now() + LINGER;
-        let mut awaited = !first.ack.is_closed();
-        batch.push(first);
-        loop {
-            while batch.len() < MAX_BATCH {
-                match jobs.try_recv() {
-                    Ok(job) => {
-                        awaited |= !job.ack.is_closed();
-                        batch.push(job);
-                    }
-                    Err(_) => break,
+        let mut awaited = take(first, &mut batch);
+        while batch.len() < MAX_BATCH {
+            let next = if awaited {
+                jobs.try_recv().map_err(|_| RecvTimeoutError::Timeout)
+            } else {
+                jobs.recv_timeout(until.saturating_duration_since(Instant::now()))
+            };
+            match next {
+                Ok(job) => awaited |= take(job, &mut batch),
+                Err(_) => break,
+            }
+        }
+        let wants_full = batch.iter().any(|job| job.op.needs_fsync());
+        if wants_full != full_sync {
+            let level = if wants_full { "FULL" } else { "NORMAL" };
+            match conn.pragma_update(None, "synchronous", level) {
+                Ok(()) => full_sync = wants_full,
+                Err(err) => {
+                    fail_all(&mut batch, err, path, &mut failures);
+                    continue;
                 }
             }
-            let left = until.saturating_duration_since(Instant::now());
-            if awaited || batch.len() >= MAX_BATCH || left.is_zero() {
-                break;
-            }
-            std::thread::sleep(left.min(LINGER_STEP));
         }
         commit_batch(&mut conn, &mut batch, counters, path, &mut failures);
     }
@@ -184,32 +257,43 @@ fn commit_batch(
         Ok(()) => {
             counters.committed(batch.len(), started.elapsed());
             for (job, outcome) in batch.drain(..).zip(outcomes) {
-                let outcome = outcome.map_err(|err| StoreError::write(path, err));
-                // A caller that stopped waiting (its future was dropped) needs no answer.
-                let _ = job.ack.send(outcome);
+                job.ack
+                    .send(outcome.map_err(|err| StoreError::write(path, err)));
             }
         }
         Err(err) => fail_all(batch, err, path, failures),
     }
 }
 
-fn apply_in_savepoint(tx: &mut rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<u64> {
+fn apply_in_savepoint(tx: &mut rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Applied> {
     let savepoint = tx.savepoint()?;
-    let affected = match op {
-        Op::Record(record) => records::apply(&savepoint, record).map(|()| 1)?,
+    let applied = match op {
+        Op::Records(records) => {
+            for record in records {
+                records::apply(&savepoint, record)?;
+            }
+            Applied::Rows(records.len() as u64)
+        }
         Op::PruneDeliveries { cutoff_ms, limit } => {
-            records::prune_deliveries(&savepoint, *cutoff_ms, *limit)?
+            Applied::Rows(records::prune_deliveries(&savepoint, *cutoff_ms, *limit)?)
+        }
+        Op::SpoolRound(round) => Applied::Round(records::apply_round(&savepoint, round)?),
+        Op::SpoolSynced { wake_dir, upto } => {
+            Applied::Rows(records::spool_synced(&savepoint, wake_dir, *upto)?)
+        }
+        Op::SpoolForget { session_id, ids } => {
+            Applied::Rows(records::forget_share(&savepoint, session_id, ids)?)
         }
     };
     savepoint.commit()?;
-    Ok(affected)
+    Ok(applied)
 }
 
 fn fail_all(batch: &mut Vec<Job>, err: rusqlite::Error, path: &Path, failures: &mut FailureLog) {
     failures.failed(path, &err, batch.len());
     let shared = Arc::new(err);
     for job in batch.drain(..) {
-        let _ = job.ack.send(Err(StoreError::Write {
+        job.ack.send(Err(StoreError::Write {
             path: path.to_path_buf(),
             source: Arc::clone(&shared),
         }));

@@ -219,8 +219,8 @@ impl Monitor {
         let wake_dir = app.deliverer.spool().wake_dir();
         let mapped: Vec<String> = crate::status::mapped_panes(wake_dir).into_keys().collect();
         let mut ledger_ok = true;
-        let ledger: Vec<Candidate> = match app.deliverer.store().map(|s| s.sessions()) {
-            Some(Ok(rows)) => rows
+        let ledger: Vec<Candidate> = match app.deliverer.store().sessions() {
+            Ok(rows) => rows
                 .into_iter()
                 .map(|row| Candidate {
                     transcript_hint: row
@@ -231,14 +231,13 @@ impl Monitor {
                     session_id: row.session_id,
                 })
                 .collect(),
-            Some(Err(e)) => {
+            Err(e) => {
                 ledger_ok = false;
                 if self.warned.first("ledger") {
                     tracing::warn!(error = %e, "context monitor cannot read sessions from the ledger; following mapped sessions only");
                 }
                 Vec::new()
             }
-            None => Vec::new(),
         };
         if ledger_ok {
             self.warned.clear("ledger");
@@ -409,7 +408,7 @@ impl Monitor {
         let key = (due.level.name.clone(), outcome.action);
         if step == WarningStep::Delivered || t.last_recorded.as_ref() != Some(&key) {
             app.deliverer
-                .record(DeliverySource::Context, None, sid, &outcome, None)
+                .record(DeliverySource::Context, sid, &outcome)
                 .await;
             t.last_recorded = Some(key);
         }

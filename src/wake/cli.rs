@@ -8,7 +8,6 @@
 
 use crate::target::PaneTarget;
 use crate::wake::detect::detect_target;
-use crate::wake::dir::resolve_wake_dir;
 use crate::wake::markers::{MarkerError, clear_busy, set_busy};
 use crate::wake::panes::parse_target;
 use crate::wake::writer::{ClearOutcome, PanesWriteError, SetOutcome, clear_entry, set_entry};
@@ -52,7 +51,7 @@ pub struct SessionArgs {
     /// Bus session id [default: $AGENT_EVENT_BUS_SESSION_ID, then $CLAUDE_CODE_SESSION_ID]
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
-    /// Wake dir [default: $AGENT_EVENT_BUS_WAKE_DIR, then ~/.claude/contrib/agent-event-bus/wake]
+    /// Wake dir [default: the configuration's, as `serve` uses it]
     #[arg(long, value_name = "DIR")]
     pub wake_dir: Option<PathBuf>,
 }
@@ -138,10 +137,21 @@ pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-/// `panes set|clear` against the real environment, stdout and stderr.
-pub fn run_panes(command: &PanesCommand) -> ExitCode {
+impl PanesCommand {
+    /// The `--wake-dir` given, for the configuration to layer over its own.
+    pub fn wake_dir(&self) -> Option<&Path> {
+        match self {
+            PanesCommand::Set(args) => args.session.wake_dir.as_deref(),
+            PanesCommand::Clear(args) => args.session.wake_dir.as_deref(),
+        }
+    }
+}
+
+/// `panes set|clear` on `wake_dir` against the real environment, stdout and stderr.
+pub fn run_panes(command: &PanesCommand, wake_dir: &Path) -> ExitCode {
     let status = execute_panes(
         command,
+        wake_dir,
         &process_env,
         &mut std::io::stdout().lock(),
         &mut std::io::stderr().lock(),
@@ -149,21 +159,23 @@ pub fn run_panes(command: &PanesCommand) -> ExitCode {
     status.into()
 }
 
-/// `wake-state busy|idle` against the real environment and stderr.
-pub fn run_wake_state(args: &WakeStateArgs) -> ExitCode {
-    execute_wake_state(args, &process_env, &mut std::io::stderr().lock()).into()
+/// `wake-state busy|idle` on `wake_dir` against the real environment and stderr.
+pub fn run_wake_state(args: &WakeStateArgs, wake_dir: &Path) -> ExitCode {
+    execute_wake_state(args, wake_dir, &process_env, &mut std::io::stderr().lock()).into()
 }
 
-/// `panes set|clear` with injected environment and output (what tests drive).
+/// `panes set|clear` with injected environment and output (what tests drive). `wake_dir` is the
+/// configuration's (with `--wake-dir` layered on top by the caller).
 pub fn execute_panes(
     command: &PanesCommand,
+    wake_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> CliStatus {
     let result = match command {
-        PanesCommand::Set(args) => panes_set(args, env, out),
-        PanesCommand::Clear(args) => panes_clear(args, env, out),
+        PanesCommand::Set(args) => panes_set(args, wake_dir, env, out),
+        PanesCommand::Clear(args) => panes_clear(args, wake_dir, env, out),
     };
     finish(result, err)
 }
@@ -172,14 +184,15 @@ pub fn execute_panes(
 /// end up in the agent's context.
 pub fn execute_wake_state(
     args: &WakeStateArgs,
+    wake_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
     err: &mut dyn Write,
 ) -> CliStatus {
     let result = (|| {
-        let (session_id, wake_dir) = session_and_dir(&args.session, env)?;
+        let session_id = session_id(&args.session, env)?;
         match args.state {
-            WakeState::Busy => set_busy(&wake_dir, &session_id),
-            WakeState::Idle => clear_busy(&wake_dir, &session_id),
+            WakeState::Busy => set_busy(wake_dir, &session_id),
+            WakeState::Idle => clear_busy(wake_dir, &session_id),
         }
         .map_err(marker_failure)
     })();
@@ -199,11 +212,8 @@ fn finish(result: Result<(), Failed>, err: &mut dyn Write) -> CliStatus {
     }
 }
 
-fn session_and_dir(
-    args: &SessionArgs,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<(String, PathBuf), Failed> {
-    let session_id = resolve_session_id(args.session_id.as_deref(), env).ok_or_else(|| {
+fn session_id(args: &SessionArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<String, Failed> {
+    resolve_session_id(args.session_id.as_deref(), env).ok_or_else(|| {
         Failed(
             CliStatus::Usage,
             format!(
@@ -211,10 +221,7 @@ fn session_and_dir(
                 SESSION_ID_ENVS[0], SESSION_ID_ENVS[1]
             ),
         )
-    })?;
-    let wake_dir = resolve_wake_dir(args.wake_dir.as_deref(), env)
-        .map_err(|e| Failed(CliStatus::Usage, e.to_string()))?;
-    Ok((session_id, wake_dir))
+    })
 }
 
 fn marker_failure(error: MarkerError) -> Failed {
@@ -257,15 +264,16 @@ pub fn explicit_target(args: &PanesSetArgs) -> Option<Result<PaneTarget, String>
 
 fn panes_set(
     args: &PanesSetArgs,
+    wake_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
     out: &mut dyn Write,
 ) -> Result<(), Failed> {
-    let (session_id, wake_dir) = session_and_dir(&args.session, env)?;
+    let session_id = session_id(&args.session, env)?;
     let explicit = explicit_target(args)
         .transpose()
         .map_err(|message| Failed(CliStatus::Usage, message))?;
     if !args.keep_wake_state {
-        clear_marker_first(&wake_dir, &session_id)?;
+        clear_marker_first(wake_dir, &session_id)?;
     }
     let Some(target) = explicit.or_else(|| detect_target(env)) else {
         print(
@@ -276,24 +284,25 @@ fn panes_set(
         );
         return Ok(());
     };
-    let outcome = set_entry(&wake_dir, &session_id, &target).map_err(write_failure)?;
+    let outcome = set_entry(wake_dir, &session_id, &target).map_err(write_failure)?;
     print(out, args.json, &outcome.to_json(), || set_text(&outcome));
     Ok(())
 }
 
 fn panes_clear(
     args: &PanesClearArgs,
+    wake_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
     out: &mut dyn Write,
 ) -> Result<(), Failed> {
-    let (session_id, wake_dir) = session_and_dir(&args.session, env)?;
-    clear_marker_first(&wake_dir, &session_id)?;
+    let session_id = session_id(&args.session, env)?;
+    clear_marker_first(wake_dir, &session_id)?;
     let also_pane = if args.keep_pane_entries {
         None
     } else {
         detect_target(env)
     };
-    let outcome = clear_entry(&wake_dir, &session_id, also_pane.as_ref()).map_err(write_failure)?;
+    let outcome = clear_entry(wake_dir, &session_id, also_pane.as_ref()).map_err(write_failure)?;
     print(out, args.json, &outcome.to_json(), || clear_text(&outcome));
     Ok(())
 }

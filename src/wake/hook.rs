@@ -11,7 +11,6 @@
 use crate::target::PaneTarget;
 use crate::wake::cli::resolve_session_id;
 use crate::wake::detect::detect_target;
-use crate::wake::dir::resolve_wake_dir;
 use crate::wake::markers::{MarkerError, clear_busy, set_busy};
 use crate::wake::writer::{clear_entry, set_entry};
 use serde_json::{Value, json};
@@ -56,7 +55,7 @@ pub struct HookArgs {
     /// Print the Claude Code settings.json snippet that wires every relevant hook event here
     #[arg(long)]
     pub print_settings: bool,
-    /// Wake dir [default: $AGENT_EVENT_BUS_WAKE_DIR, then ~/.claude/contrib/agent-event-bus/wake]
+    /// Wake dir [default: the configuration's, as `serve` uses it]
     #[arg(long, value_name = "DIR")]
     pub wake_dir: Option<PathBuf>,
 }
@@ -307,10 +306,14 @@ pub fn settings_text() -> String {
     text
 }
 
-/// `wakebridge hook` against the real stdin, environment and stderr. Always exits 0.
-/// `record` gets every outcome (the CLI records it in the ledger), on the action thread and
-/// inside the same overall budget.
-pub fn run_hook(args: &HookArgs, record: fn(&HookOutcome)) -> ExitCode {
+/// `wakebridge hook` against the real stdin, environment and stderr, on `wake_dir` (the
+/// configuration's, or why there is none). Always exits 0. `record` gets every outcome (the CLI
+/// records it in the ledger), on the action thread and inside the same overall budget.
+pub fn run_hook(
+    args: &HookArgs,
+    wake_dir: Result<PathBuf, String>,
+    record: impl FnOnce(&HookOutcome) + Send + 'static,
+) -> ExitCode {
     if args.print_settings {
         let _ = std::io::stdout()
             .lock()
@@ -331,10 +334,10 @@ pub fn run_hook(args: &HookArgs, record: fn(&HookOutcome)) -> ExitCode {
         }
     };
     let env = crate::wake::cli::process_env;
-    let wake_dir = match resolve_wake_dir(args.wake_dir.as_deref(), &env) {
+    let wake_dir = match wake_dir {
         Ok(dir) => dir,
         Err(e) => {
-            report(&e.to_string());
+            report(&e);
             return ExitCode::SUCCESS;
         }
     };

@@ -18,10 +18,7 @@ pub mod warn_once;
 pub mod writer;
 
 pub use detect::detect_target;
-pub use dir::{
-    WAKE_DIR_ENV, WakeDirError, default_wake_dir, ensure_wake_dir, resolve_wake_dir,
-    wake_dir_from_env,
-};
+pub use dir::ensure_wake_dir;
 pub use markers::{MarkerError, clear_busy, is_busy, set_busy};
 pub use panes::{InvalidTarget, PANES_FILE, PANES_LOCK_FILE, entry_json, parse_target};
 pub use printable::{is_printable, is_valid_string};

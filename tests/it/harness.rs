@@ -78,7 +78,7 @@ impl TestServer {
         }
         let mut config = config::resolve(&flags, &env).expect("test config is valid");
         config.port = 0;
-        let wake_dir = config.wake_dir.clone();
+        let wake_dir = config.paths.wake_dir.clone();
         let app = App::build(config, &env).await.expect("app builds");
         let addr = app.local_addr();
         let shutdown = CancellationToken::new();

@@ -1,0 +1,76 @@
+//! Durations as every wakebridge setting takes them: a number of seconds (`30`, `0.5`) or a
+//! number with a unit (`"30s"`, `"500ms"`, `"15m"`, `"7days"`), from the TOML file or the
+//! environment alike. The reference bridge's own variables and flags keep their own rule
+//! (plain seconds) in `config::resolve`.
+
+use std::time::Duration;
+
+use serde::de::{self, Deserializer, Visitor};
+
+/// What an error says a duration may look like.
+pub const FORMS: &str =
+    "a number of seconds (90, 0.5) or a number with a unit (90s, 500ms, 15m, 2h, 7days)";
+
+/// Parses a duration from text: plain seconds, or humantime's forms.
+pub fn parse(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if let Ok(seconds) = text.parse::<f64>() {
+        return seconds_of(seconds);
+    }
+    humantime::parse_duration(text)
+        .map_err(|e| format!("{text:?} is not a duration ({e}): use {FORMS}"))
+}
+
+fn seconds_of(seconds: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("{seconds} is not a duration: use {FORMS}, not negative or infinite"))
+}
+
+/// `#[serde(deserialize_with = "duration::deserialize")]` for every duration setting.
+pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    struct Seconds;
+    impl Visitor<'_> for Seconds {
+        type Value = Duration;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(FORMS)
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
+            Ok(Duration::from_secs(v))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
+            u64::try_from(v)
+                .map(Duration::from_secs)
+                .map_err(|_| E::custom(format!("{v} is not a duration: use {FORMS}, not negative")))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
+            seconds_of(v).map_err(E::custom)
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
+            parse(v).map_err(E::custom)
+        }
+    }
+    deserializer.deserialize_any(Seconds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_and_units_both_work() {
+        assert_eq!(parse("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse(" 15m "), Ok(Duration::from_secs(900)));
+        assert_eq!(parse("7days"), Ok(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse("500ms"), Ok(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn errors_say_which_forms_work() {
+        for bad in ["soon", "-5", "inf", "5 parsecs"] {
+            let e = parse(bad).expect_err(bad);
+            assert!(e.contains("90s") && e.contains("seconds"), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! Which setting names exist, and a "did you mean" for the ones that do not. The names are read
+//! from `config/default.toml` (it lists every setting), so this list cannot fall out of step
+//! with the settings; only the tables whose keys are the user's own (named messages, model
+//! windows) are named here. A misspelt key would otherwise be ignored without a word, and the
+//! setting the user meant would silently keep its default.
+
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use super::{ConfigError, DEFAULT_TOML, ENV_PREFIX};
+
+/// Tables whose keys the user chooses: any key below them is a setting.
+const OPEN_TABLES: [&str; 2] = ["wake.messages", "context.models"];
+
+/// Every setting in `config/default.toml`, as `section.key` paths, plus the tables above.
+static KNOWN: LazyLock<Known> = LazyLock::new(|| {
+    let table: toml::Table = toml::from_str(DEFAULT_TOML).unwrap_or_default();
+    let mut known = Known::default();
+    known.collect("", &table);
+    known
+});
+
+#[derive(Default)]
+struct Known {
+    settings: BTreeSet<String>,
+    tables: BTreeSet<String>,
+}
+
+impl Known {
+    fn collect(&mut self, prefix: &str, table: &toml::Table) {
+        for (key, value) in table {
+            let path = join(prefix, key);
+            match value {
+                toml::Value::Table(inner) if !OPEN_TABLES.contains(&path.as_str()) => {
+                    self.tables.insert(path.clone());
+                    self.collect(&path, inner);
+                }
+                _ => {
+                    self.settings.insert(path);
+                }
+            }
+        }
+        for open in OPEN_TABLES {
+            self.tables.insert(open.to_string());
+        }
+    }
+
+    /// Whether `path` names a setting (or a key of an open table).
+    fn is_setting(&self, path: &str) -> bool {
+        self.settings.contains(path)
+            || OPEN_TABLES.iter().any(|open| {
+                path.strip_prefix(open)
+                    .is_some_and(|rest| rest.starts_with('.'))
+            })
+    }
+}
+
+fn join(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+/// Refuses a key of the user's TOML file that names no setting, with the nearest valid name.
+pub fn check_file(file: &std::path::Path, table: &toml::Table) -> Result<(), ConfigError> {
+    check_table(file, "", table)
+}
+
+fn check_table(
+    file: &std::path::Path,
+    prefix: &str,
+    table: &toml::Table,
+) -> Result<(), ConfigError> {
+    let known = &*KNOWN;
+    for (key, value) in table {
+        let path = join(prefix, key);
+        if known.is_setting(&path) {
+            continue;
+        }
+        match value {
+            toml::Value::Table(inner) if known.tables.contains(&path) => {
+                check_table(file, &path, inner)?;
+            }
+            // A section given a plain value: the settings' own parser names the problem.
+            _ if known.tables.contains(&path) => {}
+            toml::Value::Table(_) => {
+                let hint = nearest(&path, known.tables.iter().map(String::as_str))
+                    .map(|t| format!("; did you mean [{t}]?"))
+                    .unwrap_or_default();
+                return Err(ConfigError::new(format!(
+                    "{}: unknown section [{path}]{hint} (config/default.toml lists every section)",
+                    file.display()
+                )));
+            }
+            _ => {
+                let hint = nearest(&path, known.settings.iter().map(String::as_str))
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                return Err(ConfigError::new(format!(
+                    "{}: unknown setting `{path}`{hint} (config/default.toml lists every setting)",
+                    file.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The setting a `WAKEBRIDGE_<SECTION>__<KEY>` variable names (`section.key`), lowercased.
+fn setting_of(var: &str) -> Option<String> {
+    let rest = var.strip_prefix(ENV_PREFIX)?.strip_prefix('_')?;
+    Some(
+        rest.split("__")
+            .collect::<Vec<_>>()
+            .join(".")
+            .to_ascii_lowercase(),
+    )
+}
+
+/// The variable that sets `path`.
+fn variable_of(path: &str) -> String {
+    format!(
+        "{ENV_PREFIX}_{}",
+        path.replace('.', "__").to_ascii_uppercase()
+    )
+}
+
+/// Refuses a `WAKEBRIDGE_*` variable that names no setting, with the nearest valid one.
+pub fn check_env<'a>(vars: impl IntoIterator<Item = &'a str>) -> Result<(), ConfigError> {
+    let known = &*KNOWN;
+    for var in vars {
+        let Some(path) = setting_of(var) else {
+            continue;
+        };
+        if known.is_setting(&path) {
+            continue;
+        }
+        let hint = nearest(&path, known.settings.iter().map(String::as_str))
+            .map(|s| format!("; did you mean {}?", variable_of(s)))
+            .unwrap_or_default();
+        return Err(ConfigError::new(format!(
+            "environment variable {var} names no setting{hint} (the form is \
+             {ENV_PREFIX}_<SECTION>__<KEY>, for the keys in config/default.toml)"
+        )));
+    }
+    Ok(())
+}
+
+/// The candidate closest to `name`, if it is close enough to be what was meant: a small edit
+/// distance over the whole path, or the same key in another section.
+fn nearest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let leaf = |path: &str| path.rsplit('.').next().unwrap_or(path).to_string();
+    let wanted_leaf = leaf(name);
+    let mut best: Option<(usize, &str)> = None;
+    for candidate in candidates {
+        let distance = if leaf(candidate) == wanted_leaf {
+            // The right key in the wrong section: as close as one slip.
+            1
+        } else {
+            edit_distance(name, candidate)
+        };
+        if best.is_none_or(|(d, _)| distance < d) {
+            best = Some((distance, candidate));
+        }
+    }
+    let allowed = (name.len() / 4).max(2);
+    best.filter(|&(d, _)| d <= allowed).map(|(_, c)| c)
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substituted = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substituted.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn check(text: &str) -> Result<(), String> {
+        let table: toml::Table = toml::from_str(text).expect("toml");
+        check_file(Path::new("/cfg.toml"), &table).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn every_default_setting_is_known_and_the_default_file_passes() {
+        let table: toml::Table = toml::from_str(DEFAULT_TOML).expect("default toml");
+        check_file(Path::new("default.toml"), &table).expect("the defaults name only settings");
+        assert!(KNOWN.settings.contains("nudger.idle_after"));
+        assert!(
+            KNOWN
+                .settings
+                .contains("context.thresholds.wrap_up.percent")
+        );
+    }
+
+    #[test]
+    fn a_misspelt_key_or_section_is_refused_with_the_nearest_name() {
+        let e = check("[nudger]\nidle_aftr = \"1m\"\n").expect_err("refused");
+        assert!(
+            e.contains("`nudger.idle_aftr`") && e.contains("did you mean `nudger.idle_after`?"),
+            "{e}"
+        );
+        let e = check("[nudgr]\nidle_after = \"1m\"\n").expect_err("refused");
+        assert!(
+            e.contains("[nudgr]") && e.contains("did you mean [nudger]?"),
+            "{e}"
+        );
+        let e = check("[bridge]\nidle_after = \"1m\"\n").expect_err("refused");
+        assert!(e.contains("did you mean `nudger.idle_after`?"), "{e}");
+        let e = check("[bridge]\nzzzzzz = 1\n").expect_err("refused");
+        assert!(!e.contains("did you mean"), "nothing is close: {e}");
+    }
+
+    #[test]
+    fn open_tables_take_any_key() {
+        check("[wake.messages]\nmine = \"Carry on.\"\n[context.models]\n\"my-model\" = 5\n")
+            .expect("user-chosen keys");
+    }
+
+    #[test]
+    fn variables_must_name_a_setting() {
+        check_env([
+            "WAKEBRIDGE_BRIDGE__PORT",
+            "WAKEBRIDGE_NUDGER__IDLE_AFTER",
+            "HOME",
+        ])
+        .expect("known");
+        check_env(["WAKEBRIDGE_WAKE__MESSAGES__MINE"]).expect("open table");
+        let e = check_env(["WAKEBRIDGE_NUDGER__IDLE_AFTR"])
+            .expect_err("refused")
+            .0;
+        assert!(
+            e.contains("did you mean WAKEBRIDGE_NUDGER__IDLE_AFTER?"),
+            "{e}"
+        );
+        let e = check_env(["WAKEBRIDGE_PORT"]).expect_err("refused").0;
+        assert!(e.contains("did you mean WAKEBRIDGE_BRIDGE__PORT?"), "{e}");
+    }
+
+    #[test]
+    fn edit_distance_counts_single_character_edits() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
+    }
+}
