@@ -303,6 +303,7 @@ fn spawn_pruning(
     prune.max_total_bytes = settings.max_total_bytes;
     prune.interval = settings.interval;
     let interval = settings.interval;
+    let max_age = settings.max_age;
     let window = state.config.settings.ledger.identity_window;
     let state = state.clone();
     tokio::spawn(async move {
@@ -319,11 +320,54 @@ fn spawn_pruning(
                         Ok(n) => tracing::info!(rows = n, "pruned ledger rows older than the identity window"),
                         Err(e) => tracing::warn!(error = %e, "could not prune the ledger"),
                     }
+                    forget_dropped_sessions(&state, max_age).await;
                 }
             }
         }
         let _ = spools.await;
     })
+}
+
+/// Sessions gone for `max_age` (the spools' age limit) and no longer mapped to a pane: their
+/// ledger rows and their state files go, so neither grows with every session ever seen.
+async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
+    let wake_dir = state.deliverer.spool().wake_dir();
+    let mapped: Vec<String> = crate::status::mapped_panes(wake_dir).into_keys().collect();
+    let cutoff = now_unix_ms() - i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
+    match state
+        .deliverer
+        .store()
+        .forget_sessions_before(cutoff, mapped)
+        .await
+    {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(
+            sessions = n,
+            "forgot sessions not seen for the spools' age limit"
+        ),
+        Err(e) => tracing::warn!(error = %e, "could not forget old sessions in the ledger"),
+    }
+    let state_dir = state.config.paths.state_dir.clone();
+    let removed = tokio::task::spawn_blocking(move || {
+        let now = SystemTime::now();
+        let context = state_dir.join(crate::context::statefile::CONTEXT_SUBDIR);
+        let feed = state_dir.join(crate::context::statusline::FEED_SUBDIR);
+        let mut removed =
+            prune::prune_old_files(&context, now, max_age, crate::context::valid_session_id);
+        removed.extend(prune::prune_old_files(&feed, now, max_age, |name| {
+            name.strip_suffix(".json")
+                .is_some_and(crate::context::valid_session_id)
+        }));
+        removed.len()
+    })
+    .await
+    .unwrap_or(0);
+    if removed > 0 {
+        tracing::info!(
+            files = removed,
+            "pruned state files of sessions gone for the spools' age limit"
+        );
+    }
 }
 
 /// Reads back what must survive a restart: recent event identities (so a redelivery is still

@@ -731,15 +731,15 @@ const CLAUDE_START_TIMEOUT: Duration = Duration::from_secs(60);
 /// hardest moment found: an immediate Enter was lost there) and checks, through a
 /// `UserPromptSubmit` hook, that the prompt was submitted. Opt-in because it needs the binary:
 /// `npm install @anthropic-ai/claude-code` into a scratch dir, then
-/// `WAKEBRIDGE_TEST_CLAUDE_BIN=<dir>/node_modules/@anthropic-ai/claude-code/bin/claude.exe
-/// cargo test --test mux real_claude -- --ignored`. `WAKEBRIDGE_TEST_SUBMIT_DELAY_MS` overrides
+/// `WB_TEST_CLAUDE_BIN=<dir>/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+/// cargo test --test mux real_claude -- --ignored`. `WB_TEST_SUBMIT_DELAY_MS` overrides
 /// the submit delay to measure others. No network is needed: the submit is seen by the hook
 /// before any API call, which then fails offline.
 #[tokio::test]
-#[ignore = "needs a Claude Code binary in WAKEBRIDGE_TEST_CLAUDE_BIN"]
+#[ignore = "needs a Claude Code binary in WB_TEST_CLAUDE_BIN"]
 async fn real_claude_code_submits_the_wake_prompt() {
-    let Some(claude) = std::env::var_os("WAKEBRIDGE_TEST_CLAUDE_BIN") else {
-        panic!("set WAKEBRIDGE_TEST_CLAUDE_BIN to the claude binary");
+    let Some(claude) = std::env::var_os("WB_TEST_CLAUDE_BIN") else {
+        panic!("set WB_TEST_CLAUDE_BIN to the claude binary");
     };
     let server = TmuxServer::start();
     let home = server.dir().join("home");
@@ -771,7 +771,7 @@ async fn real_claude_code_submits_the_wake_prompt() {
     );
 
     let mut config = server.config();
-    if let Some(ms) = std::env::var("WAKEBRIDGE_TEST_SUBMIT_DELAY_MS")
+    if let Some(ms) = std::env::var("WB_TEST_SUBMIT_DELAY_MS")
         .ok()
         .and_then(|v| v.parse().ok())
     {

@@ -941,3 +941,109 @@ async fn a_session_whose_deliveries_are_all_pruned_is_forgotten() {
     let kept = store.session("kept").expect("read").expect("listed");
     assert_eq!(kept.last_action.as_deref(), Some("spool-busy"));
 }
+
+#[tokio::test]
+async fn sessions_gone_past_the_cutoff_are_forgotten_unless_still_mapped() {
+    let store = Store::open_in_memory().expect("open");
+    let old = 1_000;
+    let recent = 50 * HOUR_MS;
+    let nudge = |sid: &str, at: Option<i64>| {
+        Record::Nudge(NudgeState {
+            session_id: sid.into(),
+            unanswered: 5,
+            last_nudge_ms: at,
+            acknowledged: true,
+        })
+    };
+    store
+        .record_all(vec![
+            // Gone: every trace is old.
+            Record::SessionSeen(seen("gone", old)),
+            Record::Wake {
+                session_id: "gone".into(),
+                at_ms: old,
+            },
+            nudge("gone", Some(old)),
+            // Seen long ago, but nudged recently: still around.
+            Record::SessionSeen(seen("nudged", old)),
+            nudge("nudged", Some(recent)),
+            // Old, but its pane is still mapped.
+            Record::SessionSeen(seen("mapped", old)),
+            Record::Wake {
+                session_id: "only-a-wake".into(),
+                at_ms: old,
+            },
+            Record::SessionSeen(seen("active", recent)),
+        ])
+        .await
+        .expect("record");
+    let forgotten = store
+        .forget_sessions_before(10 * HOUR_MS, vec!["mapped".into()])
+        .await
+        .expect("forget");
+    assert_eq!(forgotten, 2, "gone and only-a-wake");
+    let left: Vec<String> = store
+        .sessions()
+        .expect("sessions")
+        .into_iter()
+        .map(|s| s.session_id)
+        .collect();
+    assert_eq!(left, ["active", "mapped", "nudged"]);
+    assert_eq!(store.nudge_state("gone").expect("read"), None);
+    assert!(!store.last_wakes().expect("wakes").contains_key("gone"));
+}
+
+#[test]
+fn a_spool_round_is_pending_until_synced_and_a_refused_share_can_be_taken_back() {
+    use wakebridge::store::{PendingBytes, SpoolRound};
+    let store = Store::open_in_memory().expect("open");
+    let share = |sid: &str, bytes: &str| PendingBytes {
+        session_id: sid.into(),
+        inode: 7,
+        offset: 100,
+        bytes: bytes.as_bytes().to_vec(),
+    };
+    let round = SpoolRound {
+        wake_dir: "/wake".into(),
+        sessions: vec![
+            (
+                share("a", "{\"a\": 1}\n{\"a\": 2}\n"),
+                vec![delivery("a", "spool", 1, Some("id-a1")), delivery("a", "spool", 2, Some("id-a2"))],
+            ),
+            (share("b", "{\"b\": 1}\n"), vec![delivery("b", "spool", 3, Some("id-b1"))]),
+        ],
+    };
+    let ids = store.commit_round(round).expect("commit");
+    assert_eq!(ids.len(), 2);
+    assert_eq!(ids[0].deliveries.len(), 2);
+    assert_eq!(ids[0].pending, ids[1].pending, "one pending row per round");
+    let pending = store.pending_spool("/wake").expect("read");
+    let shares: Vec<(String, String)> = pending
+        .iter()
+        .map(|(_, p)| (p.session_id.clone(), String::from_utf8(p.bytes.clone()).unwrap()))
+        .collect();
+    assert_eq!(
+        shares,
+        [("a".into(), "{\"a\": 1}\n{\"a\": 2}\n".into()), ("b".into(), "{\"b\": 1}\n".into())]
+    );
+    assert!(store.pending_spool("/elsewhere").expect("read").is_empty());
+    // b's bytes could not be written: its share and its deliveries go, a's stay.
+    store.forget_share("b", ids[1].clone()).expect("forget");
+    let pending = store.pending_spool("/wake").expect("read");
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].1.session_id, "a");
+    let identities: Vec<String> = store
+        .identities_since(0, 10)
+        .expect("identities")
+        .into_iter()
+        .map(|s| s.identity)
+        .collect();
+    assert!(identities.contains(&"id-a1".to_string()) && !identities.contains(&"id-b1".to_string()));
+    assert_eq!(store.spool_synced("/wake", ids[0].pending).expect("synced"), 1);
+    assert!(store.pending_spool("/wake").expect("read").is_empty());
+    assert_eq!(
+        store.session("a").expect("a").and_then(|s| s.last_delivery_ms),
+        Some(2),
+        "the latest delivery of a session is kept without a trigger"
+    );
+}

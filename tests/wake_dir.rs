@@ -1029,6 +1029,29 @@ fn hook_falls_back_to_env_session_id_and_skips_without_one() {
 }
 
 #[test]
+fn hook_prefers_the_bus_session_id_over_the_payload_and_the_payload_over_claude_code() {
+    let (_root, wake) = wake_dir();
+    let mut input = hook("UserPromptSubmit");
+    input.session_id = Some("from-payload".into());
+    let both = env_from(&[
+        ("AGENT_EVENT_BUS_SESSION_ID", "bus-1"),
+        ("CLAUDE_CODE_SESSION_ID", "cc-1"),
+    ]);
+    let outcome = perform(&input, &wake, &both);
+    assert_eq!(outcome.session_id.as_deref(), Some("bus-1"));
+    assert!(is_busy(&wake, "bus-1", 60.0) && !is_busy(&wake, "from-payload", 60.0));
+    let claude_only = env_from(&[
+        ("AGENT_EVENT_BUS_SESSION_ID", ""),
+        ("CLAUDE_CODE_SESSION_ID", "cc-1"),
+    ]);
+    let outcome = perform(&input, &wake, &claude_only);
+    assert_eq!(outcome.session_id.as_deref(), Some("from-payload"));
+    input.session_id = None;
+    let outcome = perform(&input, &wake, &claude_only);
+    assert_eq!(outcome.session_id.as_deref(), Some("cc-1"));
+}
+
+#[test]
 fn hook_session_start_outside_a_multiplexer_skips() {
     let (_root, wake) = wake_dir();
     let outcome = perform(&hook("SessionStart"), &wake, &env_from(&[]));

@@ -3,7 +3,7 @@
 //! (no startup tips, no release notes, `/bin/sh` panes), a pane running a raw-mode recorder,
 //! and the real [`Injector`] (and, once, the real daemon over HTTP) typing into it. The stand-in
 //! tests in tests/mux.rs pin the argv; these prove that the real zellij agrees with it. Every
-//! test skips with a note when no zellij binary is found ($WAKEBRIDGE_TEST_ZELLIJ, then PATH,
+//! test skips with a note when no zellij binary is found ($WB_TEST_ZELLIJ, then PATH,
 //! then /opt/zellij/bin/zellij); `.ci/run` installs one when missing.
 
 #[allow(dead_code)]
@@ -34,7 +34,7 @@ use harness::{DEFAULT_EVENT, TestServer};
 const OPT_ZELLIJ: &str = "/opt/zellij/bin/zellij";
 
 /// The environment variable that names a zellij binary explicitly (takes precedence).
-const ZELLIJ_ENV: &str = "WAKEBRIDGE_TEST_ZELLIJ";
+const ZELLIJ_ENV: &str = "WB_TEST_ZELLIJ";
 
 /// The first zellij with `action list-panes` and `--pane-id` on every action (0.44.0).
 const MIN_VERSION: (u64, u64) = (0, 44);
@@ -53,7 +53,7 @@ const SUBMIT_DELAY: Duration = Duration::from_millis(100);
 
 /// Marks every process started for one test (wrapper env, inherited by the zellij server and
 /// its panes), so cleanup kills exactly those and nothing else.
-const MARKER_VAR: &str = "WAKEBRIDGE_ZELLIJ_TEST";
+const MARKER_VAR: &str = "WB_ZELLIJ_TEST";
 
 /// The configuration every test session gets: nothing may pop up over the panes, and panes run
 /// a plain shell whatever the user's SHELL is.

@@ -324,12 +324,41 @@ fn write_backup(config: &Path, bytes: &[u8]) -> Result<PathBuf, PreTrustError> {
             let _ = fs::remove_file(&path);
             return Err(backup_err(err));
         }
+        forget_old_backups(config);
         return Ok(path);
     }
     Err(PreTrustError::Backup {
         path: PathBuf::from(base),
         source: std::io::Error::other("too many backups with the same timestamp"),
     })
+}
+
+/// Backups of one config file kept: a pre-trust per launch would otherwise leave a copy of the
+/// whole file behind each time, for ever.
+pub const KEPT_BACKUPS: usize = 5;
+
+/// Deletes all but the `KEPT_BACKUPS` newest backups of `config` (regular files only).
+fn forget_old_backups(config: &Path) {
+    let (Some(dir), Some(name)) = (config.parent(), config.file_name()) else {
+        return;
+    };
+    let prefix = format!("{}{BACKUP_INFIX}", name.to_string_lossy());
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut backups: Vec<(SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter_map(|e| {
+            let meta = e.metadata().ok().filter(|m| m.file_type().is_file())?;
+            Some((meta.modified().ok()?, e.path()))
+        })
+        .collect();
+    backups.sort();
+    let surplus = backups.len().saturating_sub(KEPT_BACKUPS);
+    for (_, path) in backups.into_iter().take(surplus) {
+        let _ = fs::remove_file(path);
+    }
 }
 
 /// Write `bytes` to a temp file beside `config` with `mode`, then rename it over `config` only
@@ -564,5 +593,29 @@ mod tests {
             pre_trust(&config, Path::new("rel")),
             Err(PreTrustError::BadFolder(_))
         ));
+    }
+
+    #[test]
+    fn only_the_newest_backups_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(".claude.json");
+        for n in 0..KEPT_BACKUPS + 3 {
+            fs::write(&config, format!("{{\"n\": {n}}}")).unwrap();
+            write_backup(&config, format!("{{\"n\": {n}}}").as_bytes()).unwrap();
+        }
+        let backups: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(BACKUP_INFIX))
+            .collect();
+        assert_eq!(backups.len(), KEPT_BACKUPS, "{backups:?}");
+        let newest = format!("{{\"n\": {}}}", KEPT_BACKUPS + 2);
+        assert!(
+            backups
+                .iter()
+                .any(|b| fs::read_to_string(dir.path().join(b)).unwrap() == newest),
+            "the newest backup survives"
+        );
     }
 }

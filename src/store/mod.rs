@@ -379,6 +379,19 @@ impl Store {
         }
     }
 
+    /// Forgets sessions with no trace (hook seen, wake, nudge) since `cutoff_ms` (unix ms) that
+    /// are not in `keep` (still mapped to a pane), so the session tables do not grow with every
+    /// session ever seen. Returns how many went.
+    pub async fn forget_sessions_before(
+        &self,
+        cutoff_ms: i64,
+        keep: Vec<String>,
+    ) -> Result<u64, StoreError> {
+        self.submit(Op::ForgetSessions { cutoff_ms, keep })
+            .await
+            .map(Applied::rows)
+    }
+
     /// What the writer has done so far (commits, jobs, time spent committing).
     pub fn write_stats(&self) -> WriteStats {
         self.inner.counters.snapshot()

@@ -187,19 +187,18 @@ pub(crate) fn pending_spool(
     wake_dir: &str,
 ) -> rusqlite::Result<Vec<(i64, PendingBytes)>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT id, session_id, inode, file_offset, bytes FROM spool_pending \
-         WHERE wake_dir = ?1 ORDER BY id",
+        "SELECT id, shares, bytes FROM spool_pending WHERE wake_dir = ?1 ORDER BY id",
     )?;
     let rows = stmt.query_map(params![wake_dir], |row| {
-        Ok((
-            row.get(0)?,
-            PendingBytes {
-                session_id: row.get(1)?,
-                inode: u64::try_from(row.get::<_, i64>(2)?).unwrap_or(0),
-                offset: u64::try_from(row.get::<_, i64>(3)?).unwrap_or(0),
-                bytes: row.get(4)?,
-            },
-        ))
+        let id: i64 = row.get(0)?;
+        let shares: String = row.get(1)?;
+        let bytes: Vec<u8> = row.get(2)?;
+        Ok((id, super::records::unpack_round(&shares, &bytes)))
     })?;
-    rows.collect()
+    let mut pending = Vec::new();
+    for row in rows {
+        let (id, shares) = row?;
+        pending.extend(shares.into_iter().map(|share| (id, share)));
+    }
+    Ok(pending)
 }

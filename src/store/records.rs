@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 /// Which part of wakebridge produced a delivery row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,12 +107,17 @@ pub struct SpoolRound {
     pub sessions: Vec<(PendingBytes, Vec<Delivery>)>,
 }
 
-/// The row ids a committed round got: per session, its pending row and its deliveries in order.
+/// The row ids a committed round got, per session: the round's pending row and the session's
+/// deliveries in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoundIds {
     pub pending: i64,
     pub deliveries: Vec<i64>,
 }
+
+/// One session's entry in a pending row's `shares`: session, inode, file offset, and where its
+/// bytes are in the row's `bytes` (start, length).
+type Share = (String, u64, u64, usize, usize);
 
 /// Everything that can be written through `Store::record`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,35 +168,74 @@ fn insert_delivery(conn: &Connection, d: &Delivery) -> rusqlite::Result<i64> {
     Ok(conn.last_insert_rowid())
 }
 
-/// Writes a spool round's record; the caller owns the (durable) transaction.
+/// Points `latest_deliveries` at delivery `id` of `session` (at `at_ms`) unless a later one is
+/// there already. Once per session per commit, not per row: with a busy session every row
+/// would rewrite the same page.
+fn note_latest(conn: &Connection, session: &str, id: i64, at_ms: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO latest_deliveries (session_id, delivery_id, at_ms) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (session_id) DO UPDATE \
+         SET delivery_id = excluded.delivery_id, at_ms = excluded.at_ms \
+         WHERE excluded.at_ms >= latest_deliveries.at_ms",
+    )?
+    .execute(params![session, id, at_ms])?;
+    Ok(())
+}
+
+/// Writes a spool round's record; the caller owns the (durable) transaction. One pending row
+/// holds every session's bytes: a round of many sessions costs one insert, not one per session.
 pub(crate) fn apply_round(
     conn: &Connection,
     round: &SpoolRound,
 ) -> rusqlite::Result<Vec<RoundIds>> {
+    let mut shares: Vec<Share> = Vec::with_capacity(round.sessions.len());
+    let mut bytes = Vec::with_capacity(round.sessions.iter().map(|(p, _)| p.bytes.len()).sum());
+    for (pending, _) in &round.sessions {
+        shares.push((
+            pending.session_id.clone(),
+            pending.inode,
+            pending.offset,
+            bytes.len(),
+            pending.bytes.len(),
+        ));
+        bytes.extend_from_slice(&pending.bytes);
+    }
+    let shares = serde_json::to_string(&shares)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
+    conn.prepare_cached("INSERT INTO spool_pending (wake_dir, shares, bytes) VALUES (?1, ?2, ?3)")?
+        .execute(params![round.wake_dir, shares, bytes])?;
+    let pending = conn.last_insert_rowid();
     let mut ids = Vec::with_capacity(round.sessions.len());
-    for (pending, deliveries) in &round.sessions {
-        conn.prepare_cached(
-            "INSERT INTO spool_pending (wake_dir, session_id, inode, file_offset, bytes) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![
-            round.wake_dir,
-            pending.session_id,
-            i64::try_from(pending.inode).unwrap_or(i64::MAX),
-            i64::try_from(pending.offset).unwrap_or(i64::MAX),
-            pending.bytes,
-        ])?;
-        let pending_id = conn.last_insert_rowid();
-        let deliveries = deliveries
+    for (_, rows) in &round.sessions {
+        let deliveries: Vec<i64> = rows
             .iter()
             .map(|d| insert_delivery(conn, d))
             .collect::<rusqlite::Result<_>>()?;
+        if let (Some(&id), Some(last)) = (deliveries.last(), rows.last()) {
+            note_latest(conn, &last.target_session, id, last.at_ms)?;
+        }
         ids.push(RoundIds {
-            pending: pending_id,
+            pending,
             deliveries,
         });
     }
     Ok(ids)
+}
+
+/// The sessions' shares of a pending row, as `PendingBytes`.
+pub(crate) fn unpack_round(shares: &str, bytes: &[u8]) -> Vec<PendingBytes> {
+    let shares: Vec<Share> = serde_json::from_str(shares).unwrap_or_default();
+    shares
+        .into_iter()
+        .filter_map(|(session_id, inode, offset, start, len)| {
+            Some(PendingBytes {
+                session_id,
+                inode,
+                offset,
+                bytes: bytes.get(start..start.checked_add(len)?)?.to_vec(),
+            })
+        })
+        .collect()
 }
 
 /// Forgets pending spool bytes of `wake_dir` up to row `upto` (their files are synced).
@@ -203,15 +247,32 @@ pub(crate) fn spool_synced(conn: &Connection, wake_dir: &str, upto: i64) -> rusq
 }
 
 /// Takes back one session's share of a round whose bytes could not be written: its events were
-/// refused, so their identities must not make a retry look like a redelivery.
+/// refused, so neither a restart may append them nor their identities make a retry look like a
+/// redelivery.
 pub(crate) fn forget_share(
     conn: &Connection,
     session_id: &str,
     ids: &RoundIds,
 ) -> rusqlite::Result<u64> {
-    let mut deleted = conn
-        .prepare_cached("DELETE FROM spool_pending WHERE id = ?1")?
-        .execute(params![ids.pending])?;
+    let shares: Option<String> = conn
+        .prepare_cached("SELECT shares FROM spool_pending WHERE id = ?1")?
+        .query_row(params![ids.pending], |row| row.get(0))
+        .optional()?;
+    let mut deleted = 0;
+    if let Some(shares) = shares {
+        let mut shares: Vec<Share> = serde_json::from_str(&shares).unwrap_or_default();
+        shares.retain(|share| share.0 != session_id);
+        if shares.is_empty() {
+            deleted += conn
+                .prepare_cached("DELETE FROM spool_pending WHERE id = ?1")?
+                .execute(params![ids.pending])?;
+        } else {
+            let shares = serde_json::to_string(&shares)
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
+            conn.prepare_cached("UPDATE spool_pending SET shares = ?2 WHERE id = ?1")?
+                .execute(params![ids.pending, shares])?;
+        }
+    }
     let mut stmt = conn.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?;
     for id in &ids.deliveries {
         deleted += stmt.execute(params![id])?;
@@ -234,7 +295,8 @@ fn forget_latest_if_gone(conn: &Connection, session_id: &str) -> rusqlite::Resul
 pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
     match record {
         Record::Delivery(d) => {
-            insert_delivery(conn, d)?;
+            let id = insert_delivery(conn, d)?;
+            note_latest(conn, &d.target_session, id, d.at_ms)?;
         }
         Record::Outcome {
             delivery_id,
@@ -328,4 +390,35 @@ pub(crate) fn prune_deliveries(
         forget_latest_if_gone(conn, sid)?;
     }
     Ok(deleted)
+}
+
+/// Forgets sessions whose every trace (hook seen, wake, nudge) is older than `cutoff_ms`, except
+/// those in `keep` (still mapped to a pane): their rows in `sessions`, `wakes` and `nudges` go.
+/// Returns how many sessions were forgotten.
+pub(crate) fn forget_sessions(
+    conn: &Connection,
+    cutoff_ms: i64,
+    keep: &[String],
+) -> rusqlite::Result<u64> {
+    let keep = serde_json::to_string(keep).unwrap_or_else(|_| "[]".into());
+    let dropped: Vec<String> = {
+        let mut stmt = conn.prepare_cached(
+            "SELECT session_id FROM ( \
+                 SELECT session_id, last_seen_ms AS at FROM sessions \
+                 UNION ALL SELECT session_id, last_wake_ms FROM wakes \
+                 UNION ALL SELECT session_id, coalesce(last_nudge_ms, 0) FROM nudges) \
+             WHERE session_id NOT IN (SELECT value FROM json_each(?2)) \
+             GROUP BY session_id HAVING max(at) < ?1",
+        )?;
+        let rows = stmt.query_map(params![cutoff_ms, keep], |row| row.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for table in ["sessions", "wakes", "nudges"] {
+        let mut stmt =
+            conn.prepare_cached(&format!("DELETE FROM {table} WHERE session_id = ?1"))?;
+        for sid in &dropped {
+            stmt.execute(params![sid])?;
+        }
+    }
+    Ok(dropped.len() as u64)
 }

@@ -53,8 +53,8 @@ pub fn latest_version() -> usize {
 /// because its pages are already in the WAL file in the kernel's page cache; only a host crash or
 /// power loss can lose the last few commits. That is the right trade for a ledger written on
 /// the webhook hot path. The one exception is a spool round (`Op::SpoolRound`): it is the
-/// write-ahead record of spool lines, so its commit runs with `synchronous = FULL` (see
-/// `writer::commit_batch`).
+/// write-ahead record of spool lines, so its commit is followed by an fdatasync of the WAL (see
+/// `writer::Wal`).
 pub fn configure_writer(conn: &Connection) -> rusqlite::Result<String> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;

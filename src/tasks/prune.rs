@@ -351,6 +351,40 @@ fn open_lock(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Deletes the regular files directly in `dir` whose name `is_ours` accepts and whose mtime is
+/// older than `max_age` (symlinks and directories are never touched; a missing dir is empty).
+/// For the per-session state files the context monitor and the status line leave behind.
+pub fn prune_old_files(
+    dir: &Path,
+    now: SystemTime,
+    max_age: Duration,
+    is_ours: impl Fn(&str) -> bool,
+) -> Vec<Removed> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_str().is_some_and(&is_ours) {
+            continue;
+        }
+        // DirEntry::metadata is lstat: a symlink reports itself and is skipped.
+        let Ok(meta) = entry.metadata() else { continue };
+        let Ok(mtime) = meta.modified() else { continue };
+        let age = age_at(now, mtime);
+        if meta.file_type().is_file() && age > max_age && std::fs::remove_file(entry.path()).is_ok()
+        {
+            removed.push(Removed {
+                path: entry.path(),
+                size: meta.len(),
+                age,
+            });
+        }
+    }
+    removed
+}
+
 /// Prunes now and then every `config.interval` until `shutdown` is cancelled. Each round runs
 /// on the blocking pool; a failed round is logged and the next one tries again.
 pub async fn run(config: PruneConfig, shutdown: CancellationToken) {
@@ -379,6 +413,40 @@ pub async fn run(config: PruneConfig, shutdown: CancellationToken) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn old_files_that_are_ours_go_and_nothing_else() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let now = SystemTime::now();
+        let old = now - Duration::from_secs(3600);
+        for name in ["old-a", "young-b", "other.txt"] {
+            std::fs::write(dir.path().join(name), "x").expect("write");
+        }
+        std::os::unix::fs::symlink(dir.path().join("old-a"), dir.path().join("link-c"))
+            .expect("symlink");
+        for name in ["old-a", "other.txt"] {
+            File::options()
+                .write(true)
+                .open(dir.path().join(name))
+                .and_then(|f| f.set_modified(old))
+                .expect("age");
+        }
+        let removed = prune_old_files(dir.path(), now, Duration::from_secs(60), |n| {
+            !n.ends_with(".txt")
+        });
+        let names: Vec<_> = removed
+            .iter()
+            .map(|r| r.path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["old-a"]);
+        assert!(dir.path().join("young-b").exists() && dir.path().join("other.txt").exists());
+        assert!(
+            dir.path().join("link-c").symlink_metadata().is_ok(),
+            "a symlink is never removed"
+        );
+        assert!(
+            prune_old_files(&dir.path().join("missing"), now, Duration::ZERO, |_| true).is_empty()
+        );
+    }
 
     const DAY: Duration = Duration::from_secs(24 * 60 * 60);
 

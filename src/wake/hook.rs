@@ -9,7 +9,6 @@
 //! `--print-settings` prints the `settings.json` snippet that wires it (deploy/claude-hooks.json).
 
 use crate::target::PaneTarget;
-use crate::wake::cli::resolve_session_id;
 use crate::wake::detect::detect_target;
 use crate::wake::markers::{MarkerError, clear_busy, set_busy};
 use crate::wake::writer::{clear_entry, set_entry};
@@ -170,8 +169,23 @@ pub struct HookOutcome {
     pub unmapped: Vec<String>,
 }
 
-/// Performs the action for `input` against `wake_dir`. The session id is the payload's, then
-/// the `panes` CLI's environment fallbacks; the pane comes from `env`.
+/// The session a hook acts for: `AGENT_EVENT_BUS_SESSION_ID` when set (the reference CLI's rule:
+/// the explicit, tool-agnostic knob wins, so a session registered on the bus under its own id
+/// keeps it), else the payload's `session_id`, else `CLAUDE_CODE_SESSION_ID`. Empty values fall
+/// through.
+pub fn hook_session_id(
+    payload: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let [bus, claude] = crate::wake::cli::SESSION_ID_ENVS;
+    [env(bus), payload.map(str::to_owned), env(claude)]
+        .into_iter()
+        .flatten()
+        .find(|id| !id.is_empty())
+}
+
+/// Performs the action for `input` against `wake_dir`; the session id is `hook_session_id`'s,
+/// the pane comes from `env`.
 pub fn perform(
     input: &HookInput,
     wake_dir: &Path,
@@ -179,7 +193,7 @@ pub fn perform(
 ) -> HookOutcome {
     let action = action_for(input);
     let pane = detect_target(env);
-    let session_id = resolve_session_id(input.session_id.as_deref(), env);
+    let session_id = hook_session_id(input.session_id.as_deref(), env);
     let ledger_event = match (&*input.event_name, &input.notification_type) {
         ("Notification", Some(kind)) => format!("Notification:{kind}"),
         _ => input.event_name.clone(),
