@@ -21,8 +21,7 @@ use crate::wake::hook::{HookArgs, HookOutcome, run_hook};
 #[command(
     name = "wakebridge",
     version,
-    about = "Keeps AI coding agent sessions working: wakes, nudges and context warnings for Claude Code in tmux/zellij",
-    args_conflicts_with_subcommands = true
+    about = "Keeps AI coding agent sessions working: wakes, nudges and context warnings for Claude Code in tmux/zellij"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -119,6 +118,34 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// Whether any of the flags was given.
+    fn given(&self) -> bool {
+        let Self {
+            port,
+            backend,
+            cooldown,
+            busy_ttl,
+            wake_dir,
+            bus_url,
+            hook_url,
+            bind,
+            allowed_hosts,
+        } = self;
+        [
+            port,
+            backend,
+            cooldown,
+            busy_ttl,
+            wake_dir,
+            bus_url,
+            hook_url,
+            bind,
+            allowed_hosts,
+        ]
+        .iter()
+        .any(|flag| flag.is_some())
+    }
+
     fn flags(self, config: Option<std::path::PathBuf>) -> Flags {
         Flags {
             config,
@@ -139,6 +166,13 @@ impl ServeArgs {
 pub fn main() -> ExitCode {
     crate::logging::ensure_standard_descriptors();
     let cli = Cli::parse();
+    if cli.command.is_some() && cli.serve.given() {
+        // `wakebridge --port 9 status` would otherwise drop the flag without a word.
+        crate::errln!(
+            "wakebridge: the daemon's flags (--port, --backend, ...) go with `serve` or with no subcommand; only --config goes before a subcommand"
+        );
+        return ExitCode::from(2);
+    }
     // Every verb reads the configuration `serve` reads: defaults < file < environment < flags.
     let flags = |wake_dir: Option<&Path>| Flags {
         config: cli.config.clone(),
@@ -219,6 +253,9 @@ fn record_hook(ledger: Option<&Path>, outcome: &HookOutcome) {
     let (Some(ledger), Some(session_id)) = (ledger, outcome.session_id.clone()) else {
         return;
     };
+    if outcome.nothing_new {
+        return;
+    }
     let seen = SessionSeen {
         session_id,
         cwd: outcome.cwd.clone(),
@@ -227,8 +264,7 @@ fn record_hook(ledger: Option<&Path>, outcome: &HookOutcome) {
         last_hook_event: Some(outcome.ledger_event.clone()),
         seen_at_ms: now_unix_ms(),
     };
-    let recorded =
-        Store::open(ledger).and_then(|store| store.record_blocking(Record::SessionSeen(seen)));
+    let recorded = Store::record_once(ledger, Record::SessionSeen(seen));
     if let Err(e) = recorded {
         crate::errln!("wakebridge hook: could not record the session in the ledger: {e}");
     }

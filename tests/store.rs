@@ -1008,9 +1008,15 @@ fn a_spool_round_is_pending_until_synced_and_a_refused_share_can_be_taken_back()
         sessions: vec![
             (
                 share("a", "{\"a\": 1}\n{\"a\": 2}\n"),
-                vec![delivery("a", "spool", 1, Some("id-a1")), delivery("a", "spool", 2, Some("id-a2"))],
+                vec![
+                    delivery("a", "spool", 1, Some("id-a1")),
+                    delivery("a", "spool", 2, Some("id-a2")),
+                ],
             ),
-            (share("b", "{\"b\": 1}\n"), vec![delivery("b", "spool", 3, Some("id-b1"))]),
+            (
+                share("b", "{\"b\": 1}\n"),
+                vec![delivery("b", "spool", 3, Some("id-b1"))],
+            ),
         ],
     };
     let ids = store.commit_round(round).expect("commit");
@@ -1020,11 +1026,19 @@ fn a_spool_round_is_pending_until_synced_and_a_refused_share_can_be_taken_back()
     let pending = store.pending_spool("/wake").expect("read");
     let shares: Vec<(String, String)> = pending
         .iter()
-        .map(|(_, p)| (p.session_id.clone(), String::from_utf8(p.bytes.clone()).unwrap()))
+        .map(|(_, p)| {
+            (
+                p.session_id.clone(),
+                String::from_utf8(p.bytes.clone()).unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         shares,
-        [("a".into(), "{\"a\": 1}\n{\"a\": 2}\n".into()), ("b".into(), "{\"b\": 1}\n".into())]
+        [
+            ("a".into(), "{\"a\": 1}\n{\"a\": 2}\n".into()),
+            ("b".into(), "{\"b\": 1}\n".into())
+        ]
     );
     assert!(store.pending_spool("/elsewhere").expect("read").is_empty());
     // b's bytes could not be written: its share and its deliveries go, a's stay.
@@ -1038,11 +1052,19 @@ fn a_spool_round_is_pending_until_synced_and_a_refused_share_can_be_taken_back()
         .into_iter()
         .map(|s| s.identity)
         .collect();
-    assert!(identities.contains(&"id-a1".to_string()) && !identities.contains(&"id-b1".to_string()));
-    assert_eq!(store.spool_synced("/wake", ids[0].pending).expect("synced"), 1);
+    assert!(
+        identities.contains(&"id-a1".to_string()) && !identities.contains(&"id-b1".to_string())
+    );
+    assert_eq!(
+        store.spool_synced("/wake", ids[0].pending).expect("synced"),
+        1
+    );
     assert!(store.pending_spool("/wake").expect("read").is_empty());
     assert_eq!(
-        store.session("a").expect("a").and_then(|s| s.last_delivery_ms),
+        store
+            .session("a")
+            .expect("a")
+            .and_then(|s| s.last_delivery_ms),
         Some(2),
         "the latest delivery of a session is kept without a trigger"
     );

@@ -6,6 +6,7 @@
 
 pub mod duration;
 pub mod hosts;
+mod layers;
 mod names;
 mod topology;
 
@@ -79,9 +80,12 @@ pub struct Settings {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct BridgeSettings {
+    #[serde(deserialize_with = "text")]
     pub port: String,
     pub backend: String,
+    #[serde(deserialize_with = "text")]
     pub cooldown: String,
+    #[serde(deserialize_with = "text")]
     pub busy_ttl: String,
     pub wake_dir: String,
     pub bus_url: String,
@@ -188,6 +192,23 @@ pub struct ContextThresholdSettings {
 pub struct ContextLevelSettings {
     pub percent: f64,
     pub message: String,
+}
+
+/// A setting validated later by the reference's own rules (a port, seconds), written in the file
+/// as a number or as text.
+fn text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Text(String),
+        Integer(i64),
+        Float(f64),
+    }
+    Ok(match Written::deserialize(deserializer)? {
+        Written::Text(text) => text,
+        Written::Integer(n) => n.to_string(),
+        Written::Float(x) => x.to_string(),
+    })
 }
 
 /// The reference bridge's flags, as given on the command line (unparsed, so that a bad value is
@@ -405,10 +426,6 @@ fn load(
     config_file: Option<&Path>,
     env: &dyn Env,
 ) -> Result<(Settings, Option<PathBuf>), ConfigError> {
-    let mut builder = config::Config::builder().add_source(config::File::from_str(
-        DEFAULT_TOML,
-        config::FileFormat::Toml,
-    ));
     let user_file = match config_file {
         Some(path) => {
             if !path.is_file() {
@@ -421,53 +438,39 @@ fn load(
         }
         None => default_config_file(env).filter(|p| p.is_file()),
     };
+    let mut table = layers::defaults().clone();
     if let Some(path) = &user_file {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError::new(format!("cannot read {}: {e}", path.display())))?;
-        let table: toml::Table = toml::from_str(&text).map_err(|e| {
+        let file: toml::Table = toml::from_str(&text).map_err(|e| {
             ConfigError::new(format!(
                 "{} is not valid TOML: {}",
                 path.display(),
                 e.to_string().trim_end().replace('\n', " ")
             ))
         })?;
-        names::check_file(path, &table)?;
-        builder = builder.add_source(config::File::from_str(&text, config::FileFormat::Toml));
+        names::check_file(path, &file)?;
+        layers::merge(&mut table, file);
     }
-    let own_env: std::collections::HashMap<String, String> = env
-        .vars()
-        .into_iter()
-        .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
+    let vars = env.vars();
+    let own: Vec<(&str, &str)> = vars
+        .iter()
+        .filter(|(k, _)| k.starts_with(ENV_PREFIX) && k[ENV_PREFIX.len()..].starts_with('_'))
+        .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    names::check_env(own_env.keys().map(String::as_str))?;
-    builder = builder.add_source(
-        config::Environment::with_prefix(ENV_PREFIX)
-            .prefix_separator("_")
-            .separator("__")
-            .list_separator(",")
-            .with_list_parse_key("bridge.allowed_hosts")
-            .with_list_parse_key("mux.shells")
-            .with_list_parse_key("nudger.messages")
-            .try_parsing(true)
-            .source(Some(own_env)),
-    );
-    let layered = builder
-        .build()
-        .map_err(|e| describe_config_error(e, user_file.as_deref()))?;
-    let settings = layered
-        .try_deserialize::<Settings>()
-        .map_err(|e| describe_config_error(e, user_file.as_deref()))?;
+    names::check_env(own.iter().map(|(k, _)| *k))?;
+    layers::apply_env(&mut table, own)?;
+    let settings = Settings::deserialize(table).map_err(|e| {
+        let place = user_file.as_deref().map_or_else(
+            || "the environment".to_string(),
+            |f| format!("{} or the environment", f.display()),
+        );
+        ConfigError::new(format!(
+            "bad setting in {place}: {}; fix the value (every key, its type and default are in config/default.toml; env form WAKEBRIDGE_<SECTION>__<KEY>)",
+            e.to_string().trim_end().replace('\n', " ")
+        ))
+    })?;
     Ok((settings, user_file))
-}
-
-fn describe_config_error(err: config::ConfigError, file: Option<&Path>) -> ConfigError {
-    let place = file.map_or_else(
-        || "the environment".to_string(),
-        |f| format!("{} or the environment", f.display()),
-    );
-    ConfigError::new(format!(
-        "bad setting in {place}: {err}; fix the value (every key, its type and default are in config/default.toml; env form WAKEBRIDGE_<SECTION>__<KEY>)"
-    ))
 }
 
 /// `$XDG_CONFIG_HOME/wakebridge/config.toml`, else `~/.config/wakebridge/config.toml`.

@@ -7,16 +7,15 @@
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
-use super::{ConfigError, DEFAULT_TOML, ENV_PREFIX};
+use super::{ConfigError, ENV_PREFIX};
 
 /// Tables whose keys the user chooses: any key below them is a setting.
 const OPEN_TABLES: [&str; 2] = ["wake.messages", "context.models"];
 
 /// Every setting in `config/default.toml`, as `section.key` paths, plus the tables above.
 static KNOWN: LazyLock<Known> = LazyLock::new(|| {
-    let table: toml::Table = toml::from_str(DEFAULT_TOML).unwrap_or_default();
     let mut known = Known::default();
-    known.collect("", &table);
+    known.collect("", super::layers::defaults());
     known
 });
 
@@ -197,7 +196,7 @@ mod tests {
 
     #[test]
     fn every_default_setting_is_known_and_the_default_file_passes() {
-        let table: toml::Table = toml::from_str(DEFAULT_TOML).expect("default toml");
+        let table: toml::Table = toml::from_str(super::super::DEFAULT_TOML).expect("default toml");
         check_file(Path::new("default.toml"), &table).expect("the defaults name only settings");
         assert!(KNOWN.settings.contains("nudger.idle_after"));
         assert!(

@@ -568,3 +568,9 @@ fn durations_take_seconds_or_units_and_say_so_when_wrong() {
     let e = err(&[("AGENT_EVENT_BUS_BRIDGE_COOLDOWN", "30s")]);
     assert!(e.contains("COOLDOWN"), "{e}");
 }
+
+#[test]
+fn a_variable_of_the_wrong_type_is_refused_naming_the_setting() {
+    let e = err(&[("WAKEBRIDGE_PRUNE__MAX_TOTAL_BYTES", "lots")]);
+    assert!(e.contains("max_total_bytes"), "{e}");
+}

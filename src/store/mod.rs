@@ -233,6 +233,22 @@ impl Store {
         Self::start(path.to_path_buf(), conn, None)
     }
 
+    /// Writes one record with a connection of its own and returns once it is committed: for a
+    /// short-lived process (the `wakebridge hook` CLI, run on every tool call), so no writer
+    /// thread and no integrity check. A ledger that is missing, not ours or at another schema
+    /// version goes through `Store::open` (which creates, migrates or refuses it) instead.
+    pub fn record_once(path: &Path, record: Record) -> Result<(), StoreError> {
+        let Some(mut conn) = open_current(path) else {
+            return Store::open(path)?.record_blocking(record);
+        };
+        let write = |source| StoreError::write(path, source);
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(write)?;
+        records::apply(&tx, &record).map_err(write)?;
+        tx.commit().map_err(write)
+    }
+
     /// A throwaway ledger for tests: a real file in a private directory on /dev/shm (tmpfs, so
     /// in memory) when available, else in the system temp dir, deleted when the store is
     /// dropped. A file rather than SQLite's `:memory:` so the writer and the readers are real
@@ -649,6 +665,40 @@ fn check_integrity(conn: &Connection, path: &Path) -> Result<(), StoreError> {
         path: path.to_path_buf(),
         problems: problems.join("; ").replace('\n', " "),
     })
+}
+
+/// A write connection to an existing ledger of this build's schema, set up for one quick write
+/// (WAL is a property of the file; NORMAL sync as the writer uses), or `None` for anything
+/// else.
+fn open_current(path: &Path) -> Option<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .ok()?;
+    conn.busy_timeout(BUSY_TIMEOUT).ok()?;
+    let (application_id, version): (i32, i64) = conn
+        .query_row(
+            "SELECT application_id, user_version FROM pragma_application_id, pragma_user_version",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .ok()?;
+    let current = application_id == APPLICATION_ID
+        && usize::try_from(version).is_ok_and(|v| v == schema::latest_version());
+    if !current {
+        return None;
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL").ok()?;
+    // When no daemon holds the ledger open, closing would checkpoint the WAL into the file and
+    // delete it (two fsyncs), and the next hook would create and sync a new one: per tool call.
+    // The daemon (or the next writer) checkpoints as usual.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )
+    .ok()?;
+    Some(conn)
 }
 
 /// Read connections are opened read-only: a bug in a query can never write.

@@ -14,6 +14,7 @@ use crate::wake::markers::{MarkerError, clear_busy, set_busy};
 use crate::wake::writer::{clear_entry, set_entry};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc;
@@ -47,6 +48,10 @@ pub const WIRED_EVENTS: [(&str, &str); 7] = [
 pub const IDLE_PROMPT: &str = "idle_prompt";
 /// SessionStart source that fires mid-turn (after an automatic compaction).
 pub const SOURCE_COMPACT: &str = "compact";
+/// A PreToolUse whose session was marked busy this recently is not recorded in the ledger
+/// again: the marker's fresh mtime already says the turn is alive, and Claude Code runs this
+/// hook on every tool call, so the hook must cost next to nothing there.
+pub const LEDGER_REFRESH: Duration = Duration::from_secs(30);
 
 /// `wakebridge hook [--print-settings] [--wake-dir DIR]`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -167,6 +172,9 @@ pub struct HookOutcome {
     pub result: HookResult,
     /// Ids unmapped as a side effect (evicted on SessionStart, removed on SessionEnd).
     pub unmapped: Vec<String>,
+    /// The ledger already has what this event says (a PreToolUse within `LEDGER_REFRESH` of the
+    /// last busy mark): nothing to record.
+    pub nothing_new: bool,
 }
 
 /// The session a hook acts for: `AGENT_EVENT_BUS_SESSION_ID` when set (the reference CLI's rule:
@@ -208,6 +216,7 @@ pub fn perform(
         action,
         result: HookResult::Done,
         unmapped: Vec::new(),
+        nothing_new: false,
     };
     if action == HookAction::Ignore {
         outcome.result = HookResult::Skipped(format!("event {} not handled", input.event_name));
@@ -220,6 +229,12 @@ pub fn perform(
     let failed = |e: &dyn std::fmt::Display| HookResult::Failed(e.to_string());
     outcome.result = match action {
         HookAction::MarkBusy => {
+            outcome.nothing_new = input.event_name == "PreToolUse"
+                && crate::wake::markers::is_busy(
+                    wake_dir,
+                    &session_id,
+                    LEDGER_REFRESH.as_secs_f64(),
+                );
             set_busy(wake_dir, &session_id).map_or_else(|e| failed(&e), |()| HookResult::Done)
         }
         HookAction::MarkIdle => {
@@ -266,30 +281,45 @@ fn clear_marker(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> {
     }
 }
 
-/// Reads `reader` to EOF on a helper thread, giving up after `budget` or past `cap` bytes. A
-/// stuck reader is abandoned, not joined: the process exits soon after anyway.
+/// Reads `reader` to EOF, giving up after `budget` or past `cap` bytes: it waits for data with
+/// poll(2), so a writer that never closes the pipe cannot hold the agent up (and no thread is
+/// needed to abandon it).
 pub fn read_bounded(
-    reader: impl Read + Send + 'static,
+    mut reader: impl Read + AsFd,
     cap: usize,
     budget: Duration,
 ) -> Result<Vec<u8>, HookInputError> {
-    let (sender, receiver) = mpsc::channel();
-    let spawned = std::thread::Builder::new()
-        .name("hook-stdin".into())
-        .spawn(move || {
-            let mut bytes = Vec::new();
-            let limit = u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1);
-            let result = reader.take(limit).read_to_end(&mut bytes).map(|_| bytes);
-            let _ = sender.send(result);
-        });
-    if let Err(e) = spawned {
-        return Err(HookInputError::Read(e.to_string()));
-    }
-    match receiver.recv_timeout(budget) {
-        Ok(Ok(bytes)) if bytes.len() > cap => Err(HookInputError::TooLarge { limit: cap }),
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(e)) => Err(HookInputError::Read(e.to_string())),
-        Err(_) => Err(HookInputError::Timeout(budget)),
+    let deadline = Instant::now() + budget;
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut poll = libc::pollfd {
+            fd: reader.as_fd().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let millis = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd for a descriptor we hold.
+        match unsafe { libc::poll(&mut poll, 1, millis) } {
+            0 => return Err(HookInputError::Timeout(budget)),
+            -1 if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {
+                continue;
+            }
+            -1 => {
+                return Err(HookInputError::Read(
+                    std::io::Error::last_os_error().to_string(),
+                ));
+            }
+            _ => {}
+        }
+        match reader.read(&mut chunk) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) if bytes.len() + n > cap => return Err(HookInputError::TooLarge { limit: cap }),
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(HookInputError::Read(e.to_string())),
+        }
     }
 }
 
@@ -355,7 +385,19 @@ pub fn run_hook(
             return ExitCode::SUCCESS;
         }
     };
-    // The writer's flock has no timeout; a helper thread lets the agent go on regardless.
+    if matches!(
+        action_for(&input),
+        HookAction::MarkBusy | HookAction::MarkIdle | HookAction::Ignore
+    ) {
+        // A marker only: nothing here can block, so no helper thread is needed.
+        let outcome = perform(&input, &wake_dir, &env);
+        record(&outcome);
+        if let HookResult::Failed(message) = &outcome.result {
+            report(&format!("{} failed: {message}", outcome.event_name));
+        }
+        return ExitCode::SUCCESS;
+    }
+    // panes.json's flock has no timeout; a helper thread lets the agent go on regardless.
     let (sender, receiver) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("hook-action".into())
@@ -498,13 +540,20 @@ mod tests {
         }
     }
 
+    /// A pipe holding `bytes`, its writer closed.
+    fn piped(bytes: &[u8]) -> std::io::PipeReader {
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        writer.write_all(bytes).unwrap();
+        reader
+    }
+
     #[test]
     fn bounded_read_stops_at_the_cap_and_the_budget() {
-        let bytes = read_bounded(std::io::Cursor::new(b"abc".to_vec()), 3, HOOK_STDIN_BUDGET);
+        let bytes = read_bounded(piped(b"abc"), 3, HOOK_STDIN_BUDGET);
         assert_eq!(bytes, Ok(b"abc".to_vec()));
-        let over = read_bounded(std::io::Cursor::new(b"abcd".to_vec()), 3, HOOK_STDIN_BUDGET);
+        let over = read_bounded(piped(b"abcd"), 3, HOOK_STDIN_BUDGET);
         assert_eq!(over, Err(HookInputError::TooLarge { limit: 3 }));
-        let endless = std::io::repeat(b'x');
+        let endless = std::fs::File::open("/dev/zero").unwrap();
         let over = read_bounded(endless, 16, HOOK_STDIN_BUDGET);
         assert_eq!(over, Err(HookInputError::TooLarge { limit: 16 }));
     }

@@ -1,0 +1,171 @@
+//! The layering of wakebridge's own settings, before validation: the built-in defaults
+//! (`config/default.toml`) < the user's TOML file < `WAKEBRIDGE_<SECTION>__<KEY>` variables,
+//! merged into one TOML table that becomes `Settings`. A variable's text is read as the type the
+//! default has (a number, a boolean, a comma-separated list, text), so `WAKEBRIDGE_PRUNE__
+//! MAX_TOTAL_BYTES=abc` is refused by name. Every CLI process resolves this (the hook on each
+//! tool call), so it is one parse of each file and a few table operations.
+
+use std::sync::LazyLock;
+
+use super::{ConfigError, DEFAULT_TOML, ENV_PREFIX};
+
+/// `config/default.toml`, parsed once.
+static DEFAULTS: LazyLock<toml::Table> =
+    LazyLock::new(|| toml::from_str(DEFAULT_TOML).unwrap_or_default());
+
+/// The built-in defaults as a table.
+pub fn defaults() -> &'static toml::Table {
+    &DEFAULTS
+}
+
+/// Lays `over` on `base`: tables merge key by key, anything else replaces.
+pub fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(base)), toml::Value::Table(over)) => merge(base, over),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+/// Sets every `WAKEBRIDGE_<SECTION>__<KEY>` of `vars` in `table` (names were checked before).
+pub fn apply_env<'a>(
+    table: &mut toml::Table,
+    vars: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<(), ConfigError> {
+    for (name, text) in vars {
+        let Some(path) = name
+            .strip_prefix(ENV_PREFIX)
+            .and_then(|rest| rest.strip_prefix('_'))
+        else {
+            continue;
+        };
+        let path: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
+        let value = typed(name, text, like(&path))?;
+        set(table, &path, value);
+    }
+    Ok(())
+}
+
+/// The default value of `path`, or for a key of a table the user fills (named messages, model
+/// windows) one of that table's default entries: what a variable's text should become.
+fn like(path: &[String]) -> Option<&'static toml::Value> {
+    let (last, parents) = path.split_last()?;
+    let mut table = defaults();
+    for key in parents {
+        table = table.get(key)?.as_table()?;
+    }
+    table.get(last).or_else(|| table.values().next())
+}
+
+/// `text` as the type of `like` (text when there is no default to go by). A number that does
+/// not parse stays text: the settings read a few numbers as text on purpose (the port and the
+/// seconds the reference's own rules check, durations with a unit), and the rest refuse it by
+/// name when the table becomes `Settings`.
+fn typed(name: &str, text: &str, like: Option<&toml::Value>) -> Result<toml::Value, ConfigError> {
+    let refuse = |what: &str| ConfigError::new(format!("{name}={text:?} is not {what}"));
+    let trimmed = text.trim();
+    Ok(match like {
+        Some(toml::Value::Integer(_)) => trimmed.parse().map_or_else(
+            |_| toml::Value::String(text.to_string()),
+            toml::Value::Integer,
+        ),
+        Some(toml::Value::Float(_)) => trimmed.parse().map_or_else(
+            |_| toml::Value::String(text.to_string()),
+            toml::Value::Float,
+        ),
+        Some(toml::Value::Boolean(_)) => toml::Value::Boolean(match trimmed {
+            "true" | "1" => true,
+            "false" | "0" => false,
+            _ => return Err(refuse("true or false")),
+        }),
+        Some(toml::Value::Array(_)) => toml::Value::Array(
+            text.split(',')
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(|item| toml::Value::String(item.to_string()))
+                .collect(),
+        ),
+        _ => toml::Value::String(text.to_string()),
+    })
+}
+
+fn set(table: &mut toml::Table, path: &[String], value: toml::Value) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut table = table;
+    for key in parents {
+        let entry = table
+            .entry(key.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !entry.is_table() {
+            *entry = toml::Value::Table(toml::Table::new());
+        }
+        let toml::Value::Table(inner) = entry else {
+            return;
+        };
+        table = inner;
+    }
+    table.insert(last.clone(), value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_overrides_key_by_key_and_variables_come_last() {
+        let mut table = defaults().clone();
+        let file: toml::Table = toml::from_str("[nudger]\nidle_after = \"1m\"\n").expect("toml");
+        merge(&mut table, file);
+        apply_env(
+            &mut table,
+            [
+                ("WAKEBRIDGE_NUDGER__ACKNOWLEDGE_AFTER", "7"),
+                ("WAKEBRIDGE_MUX__SHELLS", "bash, zsh,"),
+                ("WAKEBRIDGE_CONTEXT__ENABLED", "false"),
+                ("WAKEBRIDGE_CONTEXT__MODELS__MY_MODEL", "5000"),
+                ("WAKEBRIDGE_WAKE__MESSAGES__MINE", "Carry on."),
+            ],
+        )
+        .expect("valid");
+        let nudger = table["nudger"].as_table().expect("section");
+        assert_eq!(nudger["idle_after"].as_str(), Some("1m"));
+        assert_eq!(nudger["acknowledge_after"].as_integer(), Some(7));
+        assert_eq!(
+            nudger["base_cooldown"].as_str(),
+            Some("90s"),
+            "untouched keys stay"
+        );
+        let shells: Vec<_> = table["mux"]["shells"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter_map(toml::Value::as_str)
+            .collect();
+        assert_eq!(shells, ["bash", "zsh"]);
+        assert_eq!(table["context"]["enabled"].as_bool(), Some(false));
+        assert_eq!(
+            table["context"]["models"]["my_model"].as_integer(),
+            Some(5000)
+        );
+        assert_eq!(
+            table["wake"]["messages"]["mine"].as_str(),
+            Some("Carry on.")
+        );
+    }
+
+    #[test]
+    fn a_boolean_variable_that_is_not_one_is_refused_by_name() {
+        let mut table = defaults().clone();
+        let e =
+            apply_env(&mut table, [("WAKEBRIDGE_CONTEXT__ENABLED", "maybe")]).expect_err("refused");
+        assert!(
+            e.0.contains("WAKEBRIDGE_CONTEXT__ENABLED") && e.0.contains("true or false"),
+            "{e}"
+        );
+    }
+}
