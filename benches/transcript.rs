@@ -14,8 +14,8 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use wakebridge::claude::transcript::context_of;
 use wakebridge::context::follow::TranscriptFollower;
-use wakebridge::transcript::context_of;
 
 /// Size of the large transcript: the "multi-GB history" case, scaled to fit a test machine.
 const LARGE_BYTES: u64 = 1 << 30;

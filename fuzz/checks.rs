@@ -10,16 +10,16 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use serde_json::Value;
-use wakebridge::config::hosts::{HostAllowlist, canonical_entry, canonical_host};
-use wakebridge::event::{self, EventError, MAX_SESSION_ID_LEN, Triage, is_safe_session_id};
-use wakebridge::target::PaneTarget;
-use wakebridge::wake::hook::{
+use wakebridge::cli::hook::{
     HOOK_STDIN_CAP_BYTES, HookAction, HookInputError, action_for, parse_hook_input,
 };
-use wakebridge::wake::printable::is_valid_string;
-use wakebridge::wake::reader::{NoticeLevel, PanesFile, Resolution, read_panes_file, resolve};
-use wakebridge::wake::warn_once::WarnOnce;
-use wakebridge::wake::{PANES_READ_CAP_CHARS, entry_json, parse_target};
+use wakebridge::config::hosts::{HostAllowlist, canonical_entry, canonical_host};
+use wakebridge::wakedir::printable::is_valid_string;
+use wakebridge::wakedir::reader::{NoticeLevel, PanesFile, Resolution, read_panes_file, resolve};
+use wakebridge::wakedir::target::PaneTarget;
+use wakebridge::wakedir::warn_once::WarnOnce;
+use wakebridge::wakedir::{PANES_READ_CAP_CHARS, entry_json, parse_target};
+use wakebridge::wire::event::{self, EventError, MAX_SESSION_ID_LEN, Triage, is_safe_session_id};
 
 /// The `session:` channel prefix the bus uses for DMs.
 const SESSION_PREFIX: &str = "session:";

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use stub_bus::{Behaviour, StubBus};
 use tokio_util::sync::CancellationToken;
-use wakebridge::bus::{ACCEPT_BOTH, BusClient, BusError};
-use wakebridge::tasks::registration::{
+use wakebridge::bus::registration::{
     self, RegistrationConfig, RegistrationStatus, SHUTDOWN_BUDGET,
 };
+use wakebridge::bus::{ACCEPT_BOTH, BusClient, BusError};
 
 /// Keeper period for tests: short enough to keep the suite quick, long enough that a listing
 /// (a few ms) never overlaps the next.

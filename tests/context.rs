@@ -6,12 +6,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use wakebridge::claude::transcript::{ContextReading, ReadingSource};
 use wakebridge::context::follow::{
     ChangeWatcher, FollowLimits, PollEvent, TranscriptFollower, find_transcript_in,
 };
 use wakebridge::context::window::{WindowResolver, WindowSource};
 use wakebridge::context::{UsageSource, figures};
-use wakebridge::transcript::{ContextReading, ReadingSource};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 

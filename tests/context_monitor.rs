@@ -21,16 +21,16 @@ use wakebridge::config::{self, Backend, Config, Flags, Scope};
 use wakebridge::context::monitor::ContextView;
 use wakebridge::context::statefile::read_state;
 use wakebridge::context::statusline::{Feed, FeedUsage, unix_now, write_feed};
-use wakebridge::dedupe::Dedupe;
-use wakebridge::deliver::Deliverer;
-use wakebridge::gate::Gate;
+use wakebridge::context::task::{self as context_monitor, MonitorConfig};
+use wakebridge::delivery::Deliverer;
+use wakebridge::delivery::dedupe::Dedupe;
+use wakebridge::delivery::gate::Gate;
 use wakebridge::mux::{Injector, MuxConfig};
-use wakebridge::ratelimit::RateLimiter;
 use wakebridge::spool::{self, Spool};
 use wakebridge::store::{Record, SessionSeen, Store, now_unix_ms};
-use wakebridge::target::PaneTarget;
-use wakebridge::tasks::context_monitor::{self, MonitorConfig};
-use wakebridge::wake;
+use wakebridge::telemetry::ratelimit::RateLimiter;
+use wakebridge::wakedir;
+use wakebridge::wakedir::target::PaneTarget;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -226,7 +226,7 @@ async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
         submit_delay: Duration::from_millis(100),
         ..server.config()
     })?;
-    wake::set_entry(
+    wakedir::set_entry(
         &rig.wake_dir,
         SID,
         &PaneTarget::Tmux {
@@ -260,7 +260,7 @@ async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
     wait_until("checkpoint typed", || recorded(&record) == both).await?;
 
     // A compaction re-arms both levels; the next crossing comes while a turn runs.
-    wake::set_busy(&rig.wake_dir, SID)?;
+    wakedir::set_busy(&rig.wake_dir, SID)?;
     append(&transcript, &compact_boundary(20_000))?;
     wait_until("compaction seen", || {
         rig.context()["percent"].as_f64() == Some(10.0)
@@ -274,7 +274,7 @@ async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
     tokio::time::sleep(QUIET).await;
     assert_eq!(recorded(&record), both, "nothing typed over a running turn");
 
-    wake::clear_busy(&rig.wake_dir, SID)?;
+    wakedir::clear_busy(&rig.wake_dir, SID)?;
     let all = both.clone() + &wrap_up(77);
     wait_until("deferred wrap-up typed once idle", || {
         recorded(&record) == all
@@ -378,7 +378,7 @@ async fn transcript_change_is_picked_up_before_the_next_poll() -> TestResult {
     let mut rig = Rig::new(MuxConfig::default())?;
     let transcript = rig.transcript();
     append(&transcript, &assistant(20_000))?;
-    wake::set_entry(
+    wakedir::set_entry(
         &rig.wake_dir,
         SID,
         &PaneTarget::Tmux {
@@ -433,7 +433,7 @@ async fn serve_reports_context_in_sessions_and_metrics() -> TestResult {
         &env,
     )?;
     config.port = 0;
-    wake::set_entry(
+    wakedir::set_entry(
         &config.paths.wake_dir,
         SID,
         &PaneTarget::Tmux {

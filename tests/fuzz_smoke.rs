@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use wakebridge::config::hosts::{HostAllowlist, canonical_entry, canonical_host};
-use wakebridge::event::{Triage, is_safe_session_id, triage};
-use wakebridge::wake::printable::{is_printable, is_printable_char, is_valid_string};
+use wakebridge::wakedir::printable::{is_printable, is_printable_char, is_valid_string};
+use wakebridge::wire::event::{Triage, is_safe_session_id, triage};
 
 /// Mutated inputs per target by default: enough to reach the odd paths of each parser in a few
 /// seconds of a debug build.
@@ -397,6 +397,6 @@ proptest! {
 fn checks_has_overflow(body: &Value) -> bool {
     matches!(
         triage(&serde_json::to_vec(body).unwrap_or_default()),
-        Err(wakebridge::event::EventError::NotSerializable)
+        Err(wakebridge::wire::event::EventError::NotSerializable)
     )
 }

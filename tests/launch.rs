@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wakebridge::launch::cli::{LaunchArgs, run_with};
+use wakebridge::cli::launch::{LaunchArgs, run_with};
 use wakebridge::launch::screens::Passed;
 use wakebridge::launch::{LaunchError, LaunchOptions, Launched, Mapping, Placement, launch};
 use wakebridge::mux::{KeystrokeText, MuxConfig};

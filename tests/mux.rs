@@ -16,7 +16,7 @@ use wakebridge::mux::{
     INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, MuxError, STEP_FLOOR,
     StaleReason, WAKE_PROMPT,
 };
-use wakebridge::target::PaneTarget;
+use wakebridge::wakedir::target::PaneTarget;
 
 /// Scheduling slack allowed on top of a budget in wall-clock assertions (2 shared cores).
 const SLACK: Duration = Duration::from_millis(400);

@@ -13,14 +13,14 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use wakebridge::deliver::Action;
-use wakebridge::gate::{Gate, GateOutcome};
+use wakebridge::delivery::Action;
+use wakebridge::delivery::gate::{Gate, GateOutcome};
 use wakebridge::mux::{Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
 use wakebridge::nudge::signals::RegistryReading;
+use wakebridge::nudge::task::{LiveIo, Nudger, NudgerIo, SessionFacts, run_with};
 use wakebridge::nudge::{NudgeViews, NudgerConfig, Schedule};
 use wakebridge::store::{NudgeState, Record, Store};
-use wakebridge::target::PaneTarget;
-use wakebridge::tasks::nudger::{LiveIo, Nudger, NudgerIo, SessionFacts, run_with};
+use wakebridge::wakedir::target::PaneTarget;
 
 // ---------------------------------------------------------------------------------------------
 // Paused clock, scripted signals.
@@ -646,7 +646,7 @@ async fn real_tmux_busy_dialog_and_marked_sessions_are_never_nudged() {
             ("sid-control", &control),
         ],
     );
-    wakebridge::wake::set_busy(&rig.wake_dir, "sid-marked").unwrap();
+    wakebridge::wakedir::set_busy(&rig.wake_dir, "sid-marked").unwrap();
     let (shutdown, views, task) = live_loop(fast_config(1000, 5), &rig);
     wait_for("the control's nudges", Duration::from_secs(15), || {
         control.submits().len() >= 2

@@ -8,10 +8,10 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant, SystemTime};
 
 use rusqlite::Connection;
+use wakebridge::spool::prune::{self, PruneConfig};
 use wakebridge::store::{
     Delivery, DeliverySource, NudgeState, Record, SessionSeen, Store, StoreError, now_unix_ms,
 };
-use wakebridge::tasks::prune::{self, PruneConfig};
 
 const HOUR_MS: i64 = 60 * 60 * 1000;
 /// Upper bound on waiting for another thread or process to reach a state in these tests.

@@ -11,15 +11,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
-use wakebridge::target::PaneTarget;
-use wakebridge::wake::cli::{
+use wakebridge::cli::hook::{HookAction, HookInput, HookResult, perform, read_bounded};
+use wakebridge::cli::session::{
     CliStatus, MuxKind, PanesClearArgs, PanesCommand, PanesSetArgs, SessionArgs, WakeState,
     WakeStateArgs, execute_panes, execute_wake_state,
 };
-use wakebridge::wake::hook::{HookAction, HookInput, HookResult, perform, read_bounded};
-use wakebridge::wake::markers::{marker_path, set_busy};
-use wakebridge::wake::reader::{Condition, NoticeLevel, Resolution};
-use wakebridge::wake::{PanesReader, PanesWriteError, clear_busy, clear_entry, is_busy, set_entry};
+use wakebridge::wakedir::markers::{marker_path, set_busy};
+use wakebridge::wakedir::reader::{Condition, NoticeLevel, Resolution};
+use wakebridge::wakedir::target::PaneTarget;
+use wakebridge::wakedir::{
+    PanesReader, PanesWriteError, clear_busy, clear_entry, is_busy, set_entry,
+};
 
 /// How long a read of a planted FIFO may take before the test calls it a hang.
 const HANG_LIMIT: Duration = Duration::from_secs(5);

@@ -26,7 +26,7 @@ use wakebridge::deadline::Deadline;
 use wakebridge::mux::{
     INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, StaleReason, WAKE_PROMPT,
 };
-use wakebridge::target::PaneTarget;
+use wakebridge::wakedir::target::PaneTarget;
 
 use harness::{DEFAULT_EVENT, TestServer};
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::signature::Secret;
+use crate::wire::signature::Secret;
 pub use hosts::HostAllowlist;
 pub use topology::Topology;
 
@@ -311,7 +311,7 @@ impl Paths {
         let (wake_s, origin) = pick(&flags.wake_dir, env, &WAKE_DIR, &settings.bridge.wake_dir);
         let wake_dir = match wake_s.trim() {
             "" => home(env)
-                .map(|h| h.join(crate::wake::dir::DEFAULT_WAKE_DIR_UNDER_HOME))
+                .map(|h| h.join(crate::wakedir::dir::DEFAULT_WAKE_DIR_UNDER_HOME))
                 .ok_or_else(|| {
                     ConfigError::new(format!(
                         "HOME is not an absolute path, so the default wake dir is unknown: set one ({})",

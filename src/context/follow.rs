@@ -7,7 +7,7 @@
 //! re-tail), a partial last line (kept until its newline arrives) and a file that does not exist
 //! yet. `find_transcript` locates `<config_dir>/projects/*/<session_id>.jsonl`. `ChangeWatcher`
 //! turns notify events into wake-ups with a polling fallback. Parsing and the context rule live
-//! in `crate::transcript`; percentages in `context::window`.
+//! in `crate::claude::transcript`; percentages in `context::window`.
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -16,7 +16,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::transcript::{ContextReading, ContextTracker};
+use crate::claude::transcript::{ContextReading, ContextTracker};
 
 use super::valid_session_id;
 

@@ -1,16 +1,16 @@
 //! The context monitor's building blocks: how full each Claude Code session's context window is.
 //!
-//! This module owns combining a transcript reading (`crate::transcript`, followed incrementally
+//! This module owns combining a transcript reading (`crate::claude::transcript`, followed incrementally
 //! by `follow`), the status-line feed (`statusline`) and the window rules (`window`) into one set
 //! of figures, plus warning thresholds (`thresholds`), state files (`statefile`) and the two CLI
 //! verbs (`cli`). It does not schedule anything or type into panes: the daemon's context task
 //! drives these pieces and the wake gate decides delivery.
 
-pub mod cli;
 pub mod follow;
 pub mod monitor;
 pub mod statefile;
 pub mod statusline;
+pub mod task;
 pub mod thresholds;
 pub mod window;
 
@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::transcript::ContextReading;
+use crate::claude::transcript::ContextReading;
 use statusline::Feed;
 use window::{WindowResolver, WindowSource, percent};
 
@@ -89,8 +89,10 @@ pub fn figures(
         .map(|used| (used, UsageSource::Statusline));
     let from_transcript = reading.map(|r| {
         let source = match r.source {
-            crate::transcript::ReadingSource::Assistant => UsageSource::Assistant,
-            crate::transcript::ReadingSource::CompactBoundary => UsageSource::CompactBoundary,
+            crate::claude::transcript::ReadingSource::Assistant => UsageSource::Assistant,
+            crate::claude::transcript::ReadingSource::CompactBoundary => {
+                UsageSource::CompactBoundary
+            }
         };
         (r.used_tokens, source)
     });
@@ -142,7 +144,7 @@ impl ContextReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::ReadingSource;
+    use crate::claude::transcript::ReadingSource;
 
     #[test]
     fn session_ids_are_plain_names() {

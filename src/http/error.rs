@@ -6,8 +6,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::event::EventError;
 use crate::spool::SpoolError;
+use crate::wire::event::EventError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {

@@ -14,10 +14,10 @@ use serde_json::json;
 use super::ApiError;
 use super::guards::{read_body, require_json};
 use crate::app::AppState;
-use crate::deliver::{Delivered, Outcome};
-use crate::event::{self, Triage};
-use crate::signature::SIGNATURE_HEADER;
+use crate::delivery::{Delivered, Outcome};
 use crate::warn_limited;
+use crate::wire::event::{self, Triage};
+use crate::wire::signature::SIGNATURE_HEADER;
 
 /// Bodies above this are parsed on a blocking thread so one large event cannot stall the
 /// request loop for everyone else.

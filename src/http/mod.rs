@@ -7,6 +7,7 @@ mod guards;
 mod health;
 mod hook;
 mod sessions;
+pub mod status;
 mod wake;
 
 use std::sync::Arc;

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::ApiError;
 use crate::app::AppState;
-use crate::status::{self, SessionStatus, SpoolDetail};
+use crate::http::status::{self, SessionStatus, SpoolDetail};
 
 async fn snapshot(app: Arc<AppState>, detail: SpoolDetail) -> Result<Vec<SessionStatus>, ApiError> {
     // Reads panes.json, markers, spools and the ledger: keep it off the request threads.

@@ -15,9 +15,9 @@ use super::ApiError;
 use super::guards::{read_body, require_json};
 use super::hook::delivered_json;
 use crate::app::AppState;
-use crate::event::is_safe_session_id;
-use crate::gate::Mode;
+use crate::delivery::gate::Mode;
 use crate::mux::KeystrokeText;
+use crate::wire::event::is_safe_session_id;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -11,8 +11,6 @@
 //! (those stop the launch and leave the pane for a human), and types the first prompt only as a
 //! validated [`KeystrokeText`] through the shared [`Injector`].
 
-pub mod cli;
-pub mod pretrust;
 pub mod screens;
 
 use std::collections::{HashMap, VecDeque};
@@ -22,13 +20,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use crate::claude::trust::{PreTrustError, PreTrusted};
 use crate::deadline::Deadline;
 use crate::mux::process::{self, Invocation};
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, MuxError};
-use crate::target::PaneTarget;
-use crate::wake::printable::is_valid_string;
-use crate::wake::writer::set_entry;
-use pretrust::{PreTrustError, PreTrusted};
+use crate::wakedir::printable::is_valid_string;
+use crate::wakedir::target::PaneTarget;
+use crate::wakedir::writer::set_entry;
 use screens::{Driver, Halt, Key, Passed, Screen, Step};
 
 /// How long the agent gets to reach its idle prompt. Claude Code offline shows a blank pane for
@@ -235,7 +233,7 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
         });
     }
     let pre_trusted = match &opts.pre_trust {
-        Some(config) => Some(pretrust::pre_trust(config, &cwd)?),
+        Some(config) => Some(crate::claude::trust::pre_trust(config, &cwd)?),
         None => None,
     };
     let tmux = TmuxCalls::new(&opts.mux);

@@ -16,7 +16,7 @@ use super::tmux::Tmux;
 use super::zellij::{Zellij, ZellijPane};
 use super::{Mux, MuxConfig, PaneState, StaleReason};
 use crate::deadline::Deadline;
-use crate::target::PaneTarget;
+use crate::wakedir::target::PaneTarget;
 
 /// A line that was typed and submitted.
 #[derive(Debug, Clone, PartialEq, Eq)]

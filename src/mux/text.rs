@@ -5,7 +5,7 @@
 
 // Typable = what Python calls printable: a plain space, or any assigned character that is not a
 // control, format, private-use, surrogate or separator code point (those render invisibly).
-use crate::wake::printable::is_printable_char;
+use crate::wakedir::printable::is_printable_char;
 
 /// The wake prompt, byte for byte the reference bridge's (ASCII hyphen, trailing period).
 pub const WAKE_PROMPT: &str = "Check the event bus - a directed event arrived for this session.";

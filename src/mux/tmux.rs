@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use super::process::{self, Invocation, MuxError};
 use super::text::KeystrokeText;
 use super::{Mux, MuxConfig, PaneState, StaleReason};
+use crate::claude::screen;
 use crate::deadline::Deadline;
-use crate::prompt_line;
 
 /// The guard's question to tmux: is the pane there, is its program alive, what runs in it. The
 /// command goes last: it is the only field that could contain the separator.
@@ -159,7 +159,7 @@ impl Mux for Tmux {
             }
         };
         if state == PaneState::Live
-            && let Some(input) = prompt_line::draft(&self.capture(pane, deadline).await?)
+            && let Some(input) = screen::draft(&self.capture(pane, deadline).await?)
         {
             return Ok(PaneState::Occupied { input });
         }

@@ -4,9 +4,9 @@
 //! polling loop that gathers signals and types nudges through the wake gate is
 //! `tasks::nudger`; this module runs no processes and types nothing.
 
-pub mod registry;
 pub mod schedule;
 pub mod signals;
+pub mod task;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

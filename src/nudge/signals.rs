@@ -13,7 +13,7 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use super::registry::RegistryStatus;
+use crate::claude::registry::RegistryStatus;
 
 /// Claude Code's pane title while idle starts with this glyph (`✳ Claude Code`).
 pub const IDLE_TITLE_GLYPH: char = '\u{2733}';
@@ -151,7 +151,7 @@ pub fn read_screen(text: &str) -> ScreenReading {
         hash: hasher.finish(),
         dialog,
         spinner,
-        draft: crate::prompt_line::holds_draft(&normalized),
+        draft: crate::claude::screen::holds_draft(&normalized),
     }
 }
 
@@ -198,7 +198,7 @@ fn is_rule(line: &str) -> bool {
 fn prompt_box_start(lines: &[&str]) -> usize {
     let prompt = lines
         .iter()
-        .rposition(|line| crate::prompt_line::input(line).is_some());
+        .rposition(|line| crate::claude::screen::input(line).is_some());
     match prompt {
         Some(at) => {
             let from = at.saturating_sub(RULE_SEARCH_LINES);

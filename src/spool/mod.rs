@@ -17,6 +17,7 @@
 //! per-session file protocol, `writer` the two threads.
 
 mod files;
+pub mod prune;
 mod recover;
 mod writer;
 
@@ -29,8 +30,8 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::deadline::Deadline;
-use crate::event::is_safe_session_id;
 use crate::store::{Delivery, PendingBytes, Store, StoreError};
+use crate::wire::event::is_safe_session_id;
 pub use writer::DeliveryId;
 use writer::{Pending, Shared, Writer};
 
@@ -270,7 +271,7 @@ fn restore(wake_dir: &Path, entries: &[PendingBytes]) -> Result<(), OpenError> {
 }
 
 /// Creates the wake dir if needed and narrows it to 0700 (the one rule all writers share).
-pub use crate::wake::ensure_wake_dir as prepare_wake_dir;
+pub use crate::wakedir::ensure_wake_dir as prepare_wake_dir;
 
 #[cfg(test)]
 mod tests {

@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use super::SpoolError;
 use super::files::{self, io_error};
 use crate::deadline::Deadline;
-use crate::event::is_safe_session_id;
 use crate::store::PendingBytes as Entry;
+use crate::wire::event::is_safe_session_id;
 
 /// How long recovery waits for a drainer to release one session's lock.
 pub const LOCK_PATIENCE: Duration = Duration::from_secs(10);

@@ -1,7 +1,7 @@
 //! `POST /hook` end to end: every row of the reference's check order and its status code.
 
 use serde_json::json;
-use wakebridge::signature::Secret;
+use wakebridge::wire::signature::Secret;
 
 use crate::harness::{DEFAULT_EVENT, TestServer, raw_request, status_of};
 

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use wakebridge::config::Flags;
-use wakebridge::signature::Secret;
+use wakebridge::wire::signature::Secret;
 
 use crate::harness::{DEFAULT_EVENT, TestServer, raw_request, status_of};
 

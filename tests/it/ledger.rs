@@ -83,11 +83,11 @@ async fn local_scope_ignores_unknown_sessions_and_touches_nothing() {
         "{:?}",
         server.wake_files()
     );
-    let target = wakebridge::target::PaneTarget::Tmux {
+    let target = wakebridge::wakedir::target::PaneTarget::Tmux {
         pane: "%1".into(),
         session: None,
     };
-    wakebridge::wake::set_entry(&server.wake_dir, "mine", &target).expect("map");
+    wakebridge::wakedir::set_entry(&server.wake_dir, "mine", &target).expect("map");
     assert_eq!(
         server.hook(event("mine", 2, "t"), &[]).await.1["status"],
         "delivered"

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use wakebridge::mux::WAKE_PROMPT;
-use wakebridge::target::PaneTarget;
+use wakebridge::wakedir::target::PaneTarget;
 
 use crate::harness::{DEFAULT_EVENT, TestServer};
 use crate::tmux_server::{TmuxServer, read_when_settled};
@@ -25,7 +25,7 @@ fn map(wake_dir: &Path, sid: &str, pane: &str) {
         pane: pane.into(),
         session: None,
     };
-    wakebridge::wake::set_entry(wake_dir, sid, &target).expect("map pane");
+    wakebridge::wakedir::set_entry(wake_dir, sid, &target).expect("map pane");
 }
 
 fn event(sid: &str, id: u32) -> String {
@@ -78,12 +78,12 @@ async fn busy_marker_spools_without_typing_and_does_not_burn_the_cooldown() {
     let (pane, file) = recorder_pane(&tmux, "rec");
     let server = mux_server(&tmux, &[]).await;
     map(&server.wake_dir, "s1", &pane);
-    wakebridge::wake::set_busy(&server.wake_dir, "s1").expect("busy");
+    wakebridge::wakedir::set_busy(&server.wake_dir, "s1").expect("busy");
     assert_eq!(
         server.hook(event("s1", 1), &[]).await.1["action"],
         "spool-busy"
     );
-    wakebridge::wake::clear_busy(&server.wake_dir, "s1").expect("idle");
+    wakebridge::wakedir::clear_busy(&server.wake_dir, "s1").expect("idle");
     assert_eq!(server.hook(event("s1", 2), &[]).await.1["action"], "tmux");
     assert_eq!(
         read_when_settled(&file, expected_wake().len()),
@@ -270,7 +270,7 @@ async fn manual_wake_goes_through_the_same_gate() {
         400
     );
 
-    wakebridge::wake::set_busy(&server.wake_dir, "s1").expect("busy");
+    wakebridge::wakedir::set_busy(&server.wake_dir, "s1").expect("busy");
     assert_eq!(
         wake(json!({"session_id": "s1"}), Some(secret), None)
             .await

@@ -2,6 +2,7 @@
 //! listener, start the background tasks, serve until shutdown, then stop everything in order.
 //! `App::build` is what tests call too, so they run exactly what users run.
 
+pub mod singleton;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,23 +12,23 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::bus::registration::{self, RegistrationConfig, RegistrationStatus};
+use crate::claude::registry::registry_dir;
 use crate::config::{Backend, Config, Env};
 use crate::context::follow::claude_config_dirs_from;
 use crate::context::monitor::ContextView;
-use crate::dedupe::Dedupe;
-use crate::deliver::{Action, Deliverer};
-use crate::gate::Gate;
+use crate::context::task::{self as context_monitor, MonitorConfig};
+use crate::delivery::dedupe::Dedupe;
+use crate::delivery::gate::Gate;
+use crate::delivery::{Action, Deliverer};
 use crate::mux::{Injector, MuxConfig};
-use crate::nudge::registry::registry_dir;
+use crate::nudge::task::{self as nudger, NudgerDeps};
 use crate::nudge::{NudgeViews, NudgerConfig};
-use crate::ratelimit::RateLimiter;
-use crate::singleton::{self, SingletonError, Singletons};
+use crate::spool::prune::{self, PruneConfig};
 use crate::spool::{self, Spool};
 use crate::store::{Store, now_unix_ms};
-use crate::tasks::context_monitor::{self, MonitorConfig};
-use crate::tasks::nudger::{self, NudgerDeps};
-use crate::tasks::prune::{self, PruneConfig};
-use crate::tasks::registration::{self, RegistrationConfig, RegistrationStatus};
+use crate::telemetry::ratelimit::RateLimiter;
+use singleton::{SingletonError, Singletons};
 use tokio::sync::watch;
 
 #[derive(Debug, thiserror::Error)]
@@ -332,7 +333,9 @@ fn spawn_pruning(
 /// ledger rows and their state files go, so neither grows with every session ever seen.
 async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
     let wake_dir = state.deliverer.spool().wake_dir();
-    let mapped: Vec<String> = crate::status::mapped_panes(wake_dir).into_keys().collect();
+    let mapped: Vec<String> = crate::http::status::mapped_panes(wake_dir)
+        .into_keys()
+        .collect();
     let cutoff = now_unix_ms() - i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
     match state
         .deliverer

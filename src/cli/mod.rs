@@ -2,6 +2,11 @@
 //! the Python bridge) and the verbs sessions and operators use. Parsing only; each verb's work
 //! lives in its own module.
 
+pub mod client;
+pub mod context;
+pub mod hook;
+pub mod launch;
+pub mod session;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -9,13 +14,12 @@ use clap::{Args, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
-use crate::client;
+use crate::cli::context::{ContextArgs, StatuslineArgs, run_context, run_statusline};
+use crate::cli::hook::{HookArgs, HookOutcome, run_hook};
+use crate::cli::launch::LaunchArgs;
+use crate::cli::session::{PanesCommand, WakeStateArgs, run_panes, run_wake_state};
 use crate::config::{self, Flags, ProcessEnv};
-use crate::context::cli::{ContextArgs, StatuslineArgs, run_context, run_statusline};
-use crate::launch::cli::LaunchArgs;
 use crate::store::{Record, SessionSeen, Store, now_unix_ms};
-use crate::wake::cli::{PanesCommand, WakeStateArgs, run_panes, run_wake_state};
-use crate::wake::hook::{HookArgs, HookOutcome, run_hook};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -164,7 +168,7 @@ impl ServeArgs {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    crate::logging::ensure_standard_descriptors();
+    crate::telemetry::logging::ensure_standard_descriptors();
     let cli = Cli::parse();
     if cli.command.is_some() && cli.serve.given() {
         // `wakebridge --port 9 status` would otherwise drop the flag without a word.
@@ -228,7 +232,7 @@ pub fn main() -> ExitCode {
             }
         }
         Some(Command::Launch(args)) => with_config(resolved(args.wake_dir.as_deref()), |c| {
-            crate::launch::cli::run(args, c)
+            crate::cli::launch::run(args, c)
         }),
     }
 }
@@ -279,7 +283,7 @@ fn serve(flags: Flags) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    crate::logging::init(config.debug);
+    crate::telemetry::logging::init(config.debug);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -309,7 +313,7 @@ fn serve(flags: Flags) -> ExitCode {
             }
         }
     });
-    crate::logging::flush(crate::logging::FLUSH_BUDGET);
+    crate::telemetry::logging::flush(crate::telemetry::logging::FLUSH_BUDGET);
     code
 }
 

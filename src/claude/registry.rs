@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::signals::RegistryReading;
+use crate::nudge::signals::RegistryReading;
 
 /// Environment variable that moves Claude Code's config dir away from `~/.claude`.
 pub const CLAUDE_CONFIG_DIR_ENV: &str = "CLAUDE_CONFIG_DIR";

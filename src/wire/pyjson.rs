@@ -50,7 +50,7 @@ pub fn write_value(value: &Value, out: &mut String) -> Result<(), NotSerializabl
 ///
 /// ```
 /// let value: serde_json::Value = serde_json::from_str(r#"{"b":1.0,"a":"süß"}"#).unwrap();
-/// assert_eq!(wakebridge::pyjson::to_string(&value).unwrap(), r#"{"b": 1.0, "a": "s\u00fc\u00df"}"#);
+/// assert_eq!(wakebridge::wire::pyjson::to_string(&value).unwrap(), r#"{"b": 1.0, "a": "s\u00fc\u00df"}"#);
 /// ```
 pub fn to_string(value: &Value) -> Result<String, NotSerializable> {
     let mut out = String::new();

@@ -2,6 +2,8 @@
 //! things happen (deliveries by action, rejections by reason, errors by kind), a latency
 //! histogram for `/hook`, and gauges computed at scrape time from the session status.
 
+pub mod logging;
+pub mod ratelimit;
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};

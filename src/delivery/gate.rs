@@ -13,14 +13,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::cooldown::Cooldown;
 use crate::deadline::Deadline;
-use crate::deliver::{Action, short};
+use crate::delivery::cooldown::Cooldown;
+use crate::delivery::{Action, short};
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
-use crate::target::PaneTarget;
-use crate::wake::markers;
-use crate::wake::reader::PanesReader;
-use crate::wake::warn_once::WarnOnce;
+use crate::wakedir::markers;
+use crate::wakedir::reader::PanesReader;
+use crate::wakedir::target::PaneTarget;
+use crate::wakedir::warn_once::WarnOnce;
 
 /// Every failure kind `InjectError::kind` can report, so a success can re-arm them all.
 const FAILURE_KINDS: [&str; 7] = [

@@ -26,19 +26,19 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::claude::registry::{RegistryError, read_registry};
 use crate::deadline::Deadline;
-use crate::gate::{Gate, GateOutcome, Mode};
+use crate::delivery::gate::{Gate, GateOutcome, Mode};
 use crate::mux::{KeystrokeText, MuxError, PaneInfo, STEP_FLOOR};
-use crate::nudge::registry::{RegistryError, read_registry};
 use crate::nudge::signals::{
     Activity, FileStamp, Movement, Observation, RegistryReading, Verdict, classify, hook_kind,
     read_screen, title_state,
 };
 use crate::nudge::{Next, NudgeCount, NudgeView, NudgeViews, NudgerConfig};
 use crate::store::{Delivery, DeliverySource, NudgeState, Record, Store, now_unix_ms, unix_ms};
-use crate::target::PaneTarget;
-use crate::wake::panes::{PANES_FILE, parse_target};
-use crate::wake::reader::{PANES_READ_CAP_CHARS, PanesFile, read_panes_file};
+use crate::wakedir::panes::{PANES_FILE, parse_target};
+use crate::wakedir::reader::{PANES_READ_CAP_CHARS, PanesFile, read_panes_file};
+use crate::wakedir::target::PaneTarget;
 
 /// The `sender` of the nudger's ledger rows.
 pub const NUDGER_SENDER: &str = "wakebridge-nudger";

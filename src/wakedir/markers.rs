@@ -7,7 +7,7 @@
 //! (clock stepped back) gives a negative age and reads as busy: the safe direction, since a busy
 //! session is only spooled, never typed into.
 
-use crate::wake::dir::ensure_wake_dir;
+use crate::wakedir::dir::ensure_wake_dir;
 use std::fs::{File, OpenOptions, Permissions};
 use std::io::ErrorKind;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};

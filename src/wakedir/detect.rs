@@ -3,8 +3,8 @@
 //! Outside any multiplexer the answer is `None`, which writers turn into "no entry at all" rather
 //! than an empty one (an empty entry would warn and ask an operator to repair a working setup).
 
-use crate::target::PaneTarget;
-use crate::wake::printable::is_valid_string;
+use crate::wakedir::printable::is_valid_string;
+use crate::wakedir::target::PaneTarget;
 
 pub const TMUX_PANE_ENV: &str = "TMUX_PANE";
 pub const ZELLIJ_PANE_ENV: &str = "ZELLIJ_PANE_ID";

@@ -2,13 +2,13 @@
 //! `json.dumps(indent=2, sort_keys=True, ensure_ascii=True, allow_nan=False)`): two-space indent,
 //! keys sorted by code point at every level, `","` at line ends and `": "` after keys, every
 //! character outside printable ASCII written as a `\uXXXX` escape (surrogate pairs above
-//! U+FFFF), and numbers in Python's rendering (`crate::pyjson`). It also gives a one-line ASCII
+//! U+FFFF), and numbers in Python's rendering (`crate::wire::pyjson`). It also gives a one-line ASCII
 //! form used to quote untrusted values in log lines, so a bidi override or an escape sequence from
 //! a damaged file never reaches an operator's terminal. It owns the layout only; what goes into
-//! the file is `wake::writer`'s business. (`crate::pyjson` is the one-line spool form, which
+//! the file is `wake::writer`'s business. (`crate::wire::pyjson` is the one-line spool form, which
 //! keeps key order and so cannot serve here.)
 
-use crate::pyjson::NotSerializable;
+use crate::wire::pyjson::NotSerializable;
 use serde_json::Value;
 use std::fmt::Write as _;
 
@@ -42,11 +42,13 @@ fn write_value(
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(_) if indent.is_some() => out.push_str(&crate::pyjson::to_string(value)?),
+        Value::Number(_) if indent.is_some() => {
+            out.push_str(&crate::wire::pyjson::to_string(value)?)
+        }
         Value::Number(n) => {
             let _ = write!(out, "{n}");
         }
-        Value::String(s) => crate::pyjson::write_string(s, out),
+        Value::String(s) => crate::wire::pyjson::write_string(s, out),
         Value::Array(items) => {
             if items.is_empty() {
                 out.push_str("[]");
@@ -78,7 +80,7 @@ fn write_value(
                     out.push(',');
                 }
                 newline(out, indent.map(|level| level + 1));
-                crate::pyjson::write_string(key, out);
+                crate::wire::pyjson::write_string(key, out);
                 out.push_str(": ");
                 write_value(out, item, indent.map(|level| level + 1))?;
             }

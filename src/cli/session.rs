@@ -6,11 +6,11 @@
 //! shapes, output and exit codes; the file work is `wake::writer` and `wake::markers`. The lead
 //! wires these types into the top-level clap enum.
 
-use crate::target::PaneTarget;
-use crate::wake::detect::detect_target;
-use crate::wake::markers::{MarkerError, clear_busy, set_busy};
-use crate::wake::panes::parse_target;
-use crate::wake::writer::{ClearOutcome, PanesWriteError, SetOutcome, clear_entry, set_entry};
+use crate::wakedir::detect::detect_target;
+use crate::wakedir::markers::{MarkerError, clear_busy, set_busy};
+use crate::wakedir::panes::parse_target;
+use crate::wakedir::target::PaneTarget;
+use crate::wakedir::writer::{ClearOutcome, PanesWriteError, SetOutcome, clear_entry, set_entry};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -2,6 +2,9 @@
 //! line durably, then (mux backend) decide whether and how to wake the session. It owns the
 //! `action` vocabulary the bus-facing answer uses.
 
+pub mod cooldown;
+pub mod dedupe;
+pub mod gate;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -9,12 +12,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::config::{Backend, Scope};
-use crate::dedupe::{Begin, Dedupe};
-use crate::event::Event;
-use crate::gate::{Gate, GateOutcome, Mode};
+use crate::delivery::dedupe::{Begin, Dedupe};
+use crate::delivery::gate::{Gate, GateOutcome, Mode};
 use crate::mux::KeystrokeText;
 use crate::spool::{DeliveryId, Spool, SpoolError};
 use crate::store::{Delivery, DeliverySource, Record, Store, now_unix_ms};
+use crate::wire::event::Event;
 
 /// What happened to a delivered event; the strings are the reference's `action` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -30,11 +30,11 @@ use crate::context::statusline::{FEED_SUBDIR, read_feed, unix_now};
 use crate::context::thresholds::{Level, SessionThresholds, ThresholdError, Thresholds};
 use crate::context::window::{WindowError, WindowResolver};
 use crate::context::{ContextFigures, figures};
-use crate::deliver::short;
-use crate::gate::Mode;
+use crate::delivery::gate::Mode;
+use crate::delivery::short;
 use crate::mux::{KeystrokeText, TextError};
 use crate::store::{DeliverySource, now_unix_ms};
-use crate::wake::warn_once::WarnOnce;
+use crate::wakedir::warn_once::WarnOnce;
 
 /// Most sessions followed at once: far above what one machine runs, and a bound on memory and
 /// per-poll work if the ledger holds many sessions.
@@ -150,7 +150,7 @@ struct Tracked {
     written: Option<StateStamp>,
     /// The (level, action) last written to the ledger, so a warning deferred poll after poll
     /// leaves one row per kind of deferral, not one per poll.
-    last_recorded: Option<(String, crate::deliver::Action)>,
+    last_recorded: Option<(String, crate::delivery::Action)>,
     last_warning: Option<(String, SystemTime)>,
 }
 
@@ -217,7 +217,9 @@ impl Monitor {
     /// Refreshes the set of followed sessions from the ledger and panes.json.
     fn discover(&mut self, app: &AppState) {
         let wake_dir = app.deliverer.spool().wake_dir();
-        let mapped: Vec<String> = crate::status::mapped_panes(wake_dir).into_keys().collect();
+        let mapped: Vec<String> = crate::http::status::mapped_panes(wake_dir)
+            .into_keys()
+            .collect();
         let mut ledger_ok = true;
         let ledger: Vec<Candidate> = match app.deliverer.store().sessions() {
             Ok(rows) => rows

@@ -9,11 +9,11 @@
 //! error aborts before the file is touched: treating a transient EMFILE as "empty" would wipe
 //! every other session's entry.
 
-use crate::target::PaneTarget;
-use crate::wake::dir::ensure_wake_dir;
-use crate::wake::markers::{MarkerError, clear_busy};
-use crate::wake::panes::{InvalidTarget, PANES_FILE, PANES_LOCK_FILE, entry_json, parse_target};
-use crate::wake::pretty::to_pretty_ascii;
+use crate::wakedir::dir::ensure_wake_dir;
+use crate::wakedir::markers::{MarkerError, clear_busy};
+use crate::wakedir::panes::{InvalidTarget, PANES_FILE, PANES_LOCK_FILE, entry_json, parse_target};
+use crate::wakedir::pretty::to_pretty_ascii;
+use crate::wakedir::target::PaneTarget;
 use serde_json::{Map, Value, json};
 use std::fs::{File, OpenOptions, Permissions};
 use std::io::{ErrorKind, Read, Write};
@@ -65,7 +65,7 @@ pub enum PanesWriteError {
         "cannot serialise panes.json: {0}; aborted without writing (remove the entry holding \
          that number)"
     )]
-    NotSerializable(#[from] crate::pyjson::NotSerializable),
+    NotSerializable(#[from] crate::wire::pyjson::NotSerializable),
     #[error("cannot write {path}: {source}; the previous file is unchanged")]
     Write {
         path: PathBuf,

@@ -7,6 +7,7 @@
 //! says whether the bus was unreachable, answered an HTTP error, reported a tool error, refused
 //! in-band, or sent something we cannot use.
 
+pub mod registration;
 use std::time::Duration;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE};

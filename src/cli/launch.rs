@@ -12,11 +12,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::pretrust::claude_config_path;
-use super::{DEFAULT_TIMEOUT, LaunchError, LaunchOptions, Launched, Mapping, Placement, launch};
+use crate::claude::registry::claude_config_home;
+use crate::claude::trust::claude_config_path;
 use crate::config::Config;
+use crate::launch::{
+    DEFAULT_TIMEOUT, LaunchError, LaunchOptions, Launched, Mapping, Placement, launch,
+};
 use crate::mux::{KeystrokeText, MuxConfig};
-use crate::nudge::registry::claude_config_home;
 
 /// The agent started when no command is given.
 pub const DEFAULT_COMMAND: &str = "claude";
@@ -72,7 +74,7 @@ pub enum LaunchCliError {
     #[error("--cwd: cannot determine the current directory: {0}")]
     NoCwd(std::io::Error),
     #[error("--pre-trust: {0}")]
-    PreTrust(#[from] super::pretrust::PreTrustError),
+    PreTrust(#[from] crate::claude::trust::PreTrustError),
     #[error("--session-id must be non-empty and printable")]
     SessionId,
 }
@@ -196,7 +198,7 @@ pub fn options_from(
         Some(secs) => return Err(LaunchCliError::Timeout(secs)),
     };
     if let Some(id) = &args.session_id
-        && !crate::wake::printable::is_valid_string(id)
+        && !crate::wakedir::printable::is_valid_string(id)
     {
         return Err(LaunchCliError::SessionId);
     }

@@ -6,7 +6,7 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::pyjson;
+use crate::wire::pyjson;
 
 /// Longest session id the bridge accepts; the id becomes a file name.
 pub const MAX_SESSION_ID_LEN: usize = 64;
@@ -58,7 +58,7 @@ pub struct Event {
 /// The charset rule: `[A-Za-z0-9_-]{1,64}`, in full. It keeps ids safe as file names.
 ///
 /// ```
-/// use wakebridge::event::is_safe_session_id;
+/// use wakebridge::wire::event::is_safe_session_id;
 /// assert!(is_safe_session_id("067fd316-8cc7-5cb1-861f-4d9d67ba7ee8"));
 /// assert!(!is_safe_session_id("../../victim/x"));
 /// assert!(!is_safe_session_id(&"a".repeat(65)));

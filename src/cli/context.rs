@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::follow::{TranscriptFollower, find_transcript};
-use super::statusline::{
+use crate::config::Config;
+use crate::context::follow::{TranscriptFollower, find_transcript};
+use crate::context::statusline::{
     marker_activity, parse_statusline, read_bounded, read_feed, render_line, unix_now, write_feed,
 };
-use super::window::WindowResolver;
-use super::{ContextReport, figures, valid_session_id};
-use crate::config::Config;
+use crate::context::window::WindowResolver;
+use crate::context::{ContextReport, figures, valid_session_id};
 
 /// Exit code when the transcript cannot be found or read.
 const EXIT_NOT_FOUND: u8 = 1;
@@ -136,7 +136,7 @@ pub fn run_context(args: &ContextArgs, config: &Config) -> ExitCode {
         Some(path) => {
             let mut follower = TranscriptFollower::new(path);
             match follower.poll() {
-                Ok(outcome) if outcome.event == super::follow::PollEvent::Missing => {
+                Ok(outcome) if outcome.event == crate::context::follow::PollEvent::Missing => {
                     crate::errln!(
                         "wakebridge context: transcript {} does not exist (Claude Code creates it at the first prompt)",
                         path.display()

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::app::AppState;
 use crate::store::SessionRow;
-use crate::target::PaneTarget;
-use crate::wake::reader::{PanesFile, read_panes_file};
-use crate::wake::{PANES_FILE, PANES_READ_CAP_CHARS, parse_target};
+use crate::wakedir::reader::{PanesFile, read_panes_file};
+use crate::wakedir::target::PaneTarget;
+use crate::wakedir::{PANES_FILE, PANES_READ_CAP_CHARS, parse_target};
 
 /// Spools bigger than this are not read to count lines; the size alone is reported.
 const COUNT_LINES_MAX_BYTES: u64 = 64 << 20;
@@ -118,7 +118,7 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
                 ..SessionRow::default()
             });
             SessionStatus {
-                pane: pane.map(crate::wake::entry_json),
+                pane: pane.map(crate::wakedir::entry_json),
                 state: state.into(),
                 reason: reason.into(),
                 cooldown_remaining_s: gate.cooldown().remaining(&sid).as_secs_f64(),

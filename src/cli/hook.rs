@@ -8,10 +8,10 @@
 //! and the event → action table; the file work is `wake::writer` and `wake::markers`.
 //! `--print-settings` prints the `settings.json` snippet that wires it (deploy/claude-hooks.json).
 
-use crate::target::PaneTarget;
-use crate::wake::detect::detect_target;
-use crate::wake::markers::{MarkerError, clear_busy, set_busy};
-use crate::wake::writer::{clear_entry, set_entry};
+use crate::wakedir::detect::detect_target;
+use crate::wakedir::markers::{MarkerError, clear_busy, set_busy};
+use crate::wakedir::target::PaneTarget;
+use crate::wakedir::writer::{clear_entry, set_entry};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
@@ -185,7 +185,7 @@ pub fn hook_session_id(
     payload: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<String> {
-    let [bus, claude] = crate::wake::cli::SESSION_ID_ENVS;
+    let [bus, claude] = crate::cli::session::SESSION_ID_ENVS;
     [env(bus), payload.map(str::to_owned), env(claude)]
         .into_iter()
         .flatten()
@@ -230,7 +230,7 @@ pub fn perform(
     outcome.result = match action {
         HookAction::MarkBusy => {
             outcome.nothing_new = input.event_name == "PreToolUse"
-                && crate::wake::markers::is_busy(
+                && crate::wakedir::markers::is_busy(
                     wake_dir,
                     &session_id,
                     LEDGER_REFRESH.as_secs_f64(),
@@ -248,7 +248,7 @@ pub fn perform(
             };
             match (cleared, pane) {
                 (Err(e), _) => failed(&e),
-                (Ok(()), None) => HookResult::Skipped(crate::wake::cli::SKIPPED_NO_MUX.into()),
+                (Ok(()), None) => HookResult::Skipped(crate::cli::session::SKIPPED_NO_MUX.into()),
                 (Ok(()), Some(pane)) => match set_entry(wake_dir, &session_id, &pane) {
                     Ok(set) => {
                         outcome.unmapped = set.evicted;
@@ -377,7 +377,7 @@ pub fn run_hook(
             return ExitCode::SUCCESS;
         }
     };
-    let env = crate::wake::cli::process_env;
+    let env = crate::cli::session::process_env;
     let wake_dir = match wake_dir {
         Ok(dir) => dir,
         Err(e) => {

@@ -5,15 +5,14 @@
 //! It does not spool events, type into panes or decide cooldowns; the bridge's wake gate composes
 //! these pieces with the multiplexer backends.
 
-pub mod cli;
 pub mod detect;
 pub mod dir;
-pub mod hook;
 pub mod markers;
 pub mod panes;
 pub mod pretty;
 pub mod printable;
 pub mod reader;
+pub mod target;
 pub mod warn_once;
 pub mod writer;
 

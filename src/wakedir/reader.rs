@@ -7,9 +7,9 @@
 //!
 //! The read is blocking file I/O; async callers run it on a blocking thread.
 
-use crate::target::PaneTarget;
-use crate::wake::panes::{PANES_FILE, parse_target};
-use crate::wake::warn_once::WarnOnce;
+use crate::wakedir::panes::{PANES_FILE, parse_target};
+use crate::wakedir::target::PaneTarget;
+use crate::wakedir::warn_once::WarnOnce;
 use serde_json::Value;
 use std::fs::OpenOptions;
 use std::io::{ErrorKind, Read};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::status::{SessionStatus, render_table};
+use crate::http::status::{SessionStatus, render_table};
 
 /// How long a CLI call may wait for the daemon (a wake takes at most ~2.25 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);

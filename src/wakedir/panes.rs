@@ -8,9 +8,9 @@
 //! such as `"zellij:name:0"` is not a shape: zellij session names may contain `:`, so it is read
 //! as a (garbage) tmux pane id that tmux will reject loudly.
 
-use crate::target::PaneTarget;
-use crate::wake::pretty::to_compact_ascii;
-use crate::wake::printable::is_valid_string;
+use crate::wakedir::pretty::to_compact_ascii;
+use crate::wakedir::printable::is_valid_string;
+use crate::wakedir::target::PaneTarget;
 use serde_json::{Map, Value};
 
 /// File name of the session → pane mapping inside the wake dir.
