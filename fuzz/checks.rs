@@ -14,10 +14,10 @@ use wakebridge::cli::hook::{
     HOOK_STDIN_CAP_BYTES, HookAction, HookInputError, action_for, parse_hook_input,
 };
 use wakebridge::config::hosts::{HostAllowlist, canonical_entry, canonical_host};
+use wakebridge::telemetry::warn::Warnings;
 use wakebridge::wakedir::printable::is_valid_string;
 use wakebridge::wakedir::reader::{NoticeLevel, PanesFile, Resolution, read_panes_file, resolve};
 use wakebridge::wakedir::target::PaneTarget;
-use wakebridge::wakedir::warn_once::WarnOnce;
 use wakebridge::wakedir::{PANES_READ_CAP_CHARS, entry_json, parse_target};
 use wakebridge::wire::event::{self, EventError, MAX_SESSION_ID_LEN, Triage, is_safe_session_id};
 
@@ -142,10 +142,10 @@ pub fn panes_reader(bytes: &[u8]) {
         if let PanesFile::Parsed(Value::Object(map)) = &file {
             ids.extend(map.keys().take(MAX_KEYS_RESOLVED).cloned());
         }
-        let mut warned = WarnOnce::new();
+        let warned = Warnings::default();
         for sid in &ids {
-            let first = resolve(&mut warned, &file, sid);
-            let second = resolve(&mut warned, &file, sid);
+            let first = resolve(&warned, &file, sid);
+            let second = resolve(&warned, &file, sid);
             match (&first, &second) {
                 (Resolution::Mapped(a), Resolution::Mapped(b)) => {
                     assert_eq!(a, b);

@@ -28,7 +28,7 @@ use wakebridge::delivery::gate::Gate;
 use wakebridge::mux::{Injector, MuxConfig};
 use wakebridge::spool::{self, Spool};
 use wakebridge::store::{Record, SessionSeen, Store, now_unix_ms};
-use wakebridge::telemetry::ratelimit::RateLimiter;
+use wakebridge::telemetry::warn::Warnings;
 use wakebridge::wakedir;
 use wakebridge::wakedir::target::PaneTarget;
 
@@ -120,8 +120,8 @@ impl Rig {
         let app = Arc::new(AppState {
             config,
             deliverer,
-            rejections: RateLimiter::default(),
-            unsafe_ids: RateLimiter::default(),
+            rejections: Warnings::default(),
+            unsafe_ids: Warnings::default(),
             level_notice_armed: AtomicBool::new(true),
             started_at: SystemTime::now(),
             registration: None,

@@ -27,7 +27,7 @@ use crate::nudge::{NudgeViews, NudgerConfig};
 use crate::spool::prune::{self, PruneConfig};
 use crate::spool::{self, Spool};
 use crate::store::{Store, now_unix_ms};
-use crate::telemetry::ratelimit::RateLimiter;
+use crate::telemetry::warn::Warnings;
 use singleton::{SingletonError, Singletons};
 use tokio::sync::watch;
 
@@ -77,9 +77,9 @@ pub struct AppState {
     pub config: Config,
     pub deliverer: Deliverer,
     /// One WARNING per rejection reason per minute.
-    pub rejections: RateLimiter,
+    pub rejections: Warnings,
     /// One WARNING per minute for unsafe session ids, whatever the id.
-    pub unsafe_ids: RateLimiter,
+    pub unsafe_ids: Warnings,
     /// Whether the next event without a `signal_level` should be reported at INFO.
     pub level_notice_armed: AtomicBool,
     pub started_at: SystemTime,
@@ -216,8 +216,8 @@ impl App {
         let state = Arc::new(AppState {
             config,
             deliverer,
-            rejections: RateLimiter::default(),
-            unsafe_ids: RateLimiter::default(),
+            rejections: Warnings::default(),
+            unsafe_ids: Warnings::default(),
             level_notice_armed: AtomicBool::new(true),
             started_at: SystemTime::now(),
             registration: settings_registration.then(|| Arc::new(RegistrationStatus::new())),

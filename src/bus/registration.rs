@@ -9,7 +9,6 @@
 //! process. It does not own the HTTP listener, the `/health` route, or the singleton locks that
 //! keep two bridges off one hook URL; it never panics and never exits the process.
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
@@ -21,6 +20,7 @@ use url::{Host, Url};
 
 use crate::bus::{BusClient, BusError, SESSION_CHANNEL, WebhookRow};
 use crate::deadline::Deadline;
+use crate::telemetry::warn::Warnings;
 
 /// How often the keeper re-lists the bus: a deleted or paused row is noticed within a minute,
 /// for one cheap (~5 ms) call per minute.
@@ -241,9 +241,9 @@ struct Keeper {
 
 impl Keeper {
     async fn keep(&self) {
-        let mut warned_lookalikes = HashSet::new();
+        let warned_lookalikes = Warnings::default();
         'register: loop {
-            let Some(id) = self.register_with_retry(&mut warned_lookalikes).await else {
+            let Some(id) = self.register_with_retry(&warned_lookalikes).await else {
                 return;
             };
             self.status.record_verified(id);
@@ -257,9 +257,7 @@ impl Keeper {
                 if !self.pause(wait).await {
                     return;
                 }
-                let Some(checked) = self
-                    .cancellable(self.check(id, &mut warned_lookalikes))
-                    .await
+                let Some(checked) = self.cancellable(self.check(id, &warned_lookalikes)).await
                 else {
                     return;
                 };
@@ -300,7 +298,7 @@ impl Keeper {
     }
 
     /// Sweeps and registers until it works; `None` once shutdown interrupts it.
-    async fn register_with_retry(&self, warned: &mut HashSet<String>) -> Option<i64> {
+    async fn register_with_retry(&self, warned: &Warnings) -> Option<i64> {
         let mut failures: u32 = 0;
         loop {
             if self.shutdown.is_cancelled() {
@@ -332,7 +330,7 @@ impl Keeper {
 
     /// One sweep-then-register. The sweep stops at shutdown; a register request already sent
     /// is given the shutdown budget to answer, so the row it may have created can be removed.
-    async fn attempt(&self, warned: &mut HashSet<String>) -> Result<i64, RegistrationError> {
+    async fn attempt(&self, warned: &Warnings) -> Result<i64, RegistrationError> {
         let rows = self
             .cancellable(self.client.list_webhooks())
             .await
@@ -368,7 +366,7 @@ impl Keeper {
 
     /// Lists the bus and says what became of our row. Other rows at our exact URL are
     /// duplicates that would double-deliver, so they are removed as the start-up sweep would.
-    async fn check(&self, id: i64, warned: &mut HashSet<String>) -> Result<RowState, BusError> {
+    async fn check(&self, id: i64, warned: &Warnings) -> Result<RowState, BusError> {
         let rows = self.client.list_webhooks().await?;
         self.warn_about_lookalikes(&rows, warned);
         for stale in self.rows_at_our_url(&rows, Some(id)) {
@@ -394,7 +392,7 @@ impl Keeper {
             .collect()
     }
 
-    fn warn_about_lookalikes(&self, rows: &[WebhookRow], warned: &mut HashSet<String>) {
+    fn warn_about_lookalikes(&self, rows: &[WebhookRow], warned: &Warnings) {
         let Some(hook_url) = &self.hook_url else {
             return;
         };
@@ -402,7 +400,7 @@ impl Keeper {
             let (Some(id), Some(url)) = (row.webhook_id, row.url.as_deref()) else {
                 continue;
             };
-            if !looks_like_ours(hook_url, url) || !warned.insert(url.to_owned()) {
+            if !looks_like_ours(hook_url, url) || !warned.first(url) {
                 continue;
             }
             warn!(

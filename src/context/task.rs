@@ -34,7 +34,7 @@ use crate::delivery::gate::Mode;
 use crate::delivery::short;
 use crate::mux::{KeystrokeText, TextError};
 use crate::store::{DeliverySource, now_unix_ms};
-use crate::wakedir::warn_once::WarnOnce;
+use crate::telemetry::warn::Warnings;
 
 /// Most sessions followed at once: far above what one machine runs, and a bound on memory and
 /// per-poll work if the ledger holds many sessions.
@@ -190,7 +190,7 @@ struct Monitor {
     sessions: HashMap<String, Tracked>,
     watched: HashSet<PathBuf>,
     latest: Option<String>,
-    warned: WarnOnce,
+    warned: Warnings,
 }
 
 fn plausible_transcript(path: &Path) -> bool {
@@ -206,7 +206,7 @@ impl Monitor {
             sessions: HashMap::new(),
             watched: HashSet::new(),
             latest: None,
-            warned: WarnOnce::new(),
+            warned: Warnings::default(),
         }
     }
 

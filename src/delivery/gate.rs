@@ -17,21 +17,10 @@ use crate::deadline::Deadline;
 use crate::delivery::cooldown::Cooldown;
 use crate::delivery::{Action, short};
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
+use crate::telemetry::warn::Warnings;
 use crate::wakedir::markers;
 use crate::wakedir::reader::PanesReader;
 use crate::wakedir::target::PaneTarget;
-use crate::wakedir::warn_once::WarnOnce;
-
-/// Every failure kind `InjectError::kind` can report, so a success can re-arm them all.
-const FAILURE_KINDS: [&str; 7] = [
-    "stale",
-    "pane-busy",
-    "spawn",
-    "timeout",
-    "exit",
-    "io",
-    "output",
-];
 
 /// After this many wakes in a row held back by text at the prompt, say so at WARN: text that sits
 /// there that long is probably not a draft.
@@ -76,7 +65,7 @@ pub struct Gate {
     cooldown: Cooldown,
     injector: Arc<Injector>,
     /// Warn once per (session, failure kind); a success re-arms that session's keys.
-    failures: Mutex<WarnOnce>,
+    failures: Warnings,
     /// When each session was last typed into, by anything: the nudger spaces nudges by it and
     /// discounts the pane activity our own keystrokes cause.
     typed_at: Mutex<HashMap<String, Instant>>,
@@ -97,7 +86,7 @@ impl Gate {
             busy_ttl,
             cooldown: Cooldown::new(cooldown),
             injector,
-            failures: Mutex::new(WarnOnce::new()),
+            failures: Warnings::default(),
             typed_at: Mutex::new(HashMap::new()),
             occupied: Mutex::new(HashMap::new()),
         }
@@ -180,10 +169,7 @@ impl Gate {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(sid);
-                let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-                for kind in FAILURE_KINDS {
-                    failures.clear(&format!("{sid}:{kind}"));
-                }
+                self.failures.clear_prefix(&format!("{sid}:"));
                 let action = if injected.mux == "zellij" {
                     Action::Zellij
                 } else {
@@ -230,11 +216,7 @@ impl Gate {
                 self.cooldown.roll_back(sid, reservation);
                 let kind = error.kind();
                 crate::telemetry::error(kind);
-                let first = self
-                    .failures
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .first(&format!("{sid}:{kind}"));
+                let first = self.failures.first(&format!("{sid}:{kind}"));
                 if first {
                     tracing::warn!(
                         session_id = sid,

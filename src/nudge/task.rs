@@ -19,14 +19,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::claude::registry::{RegistryError, read_registry};
+use crate::claude::registry::read_registry;
 use crate::deadline::Deadline;
 use crate::delivery::gate::{Gate, GateOutcome, Mode};
 use crate::mux::{KeystrokeText, MuxError, PaneInfo, STEP_FLOOR};
@@ -36,6 +35,7 @@ use crate::nudge::signals::{
 };
 use crate::nudge::{Next, NudgeCount, NudgeView, NudgeViews, NudgerConfig};
 use crate::store::{Delivery, DeliverySource, NudgeState, Record, Store, now_unix_ms, unix_ms};
+use crate::telemetry::warn::Warnings;
 use crate::wakedir::panes::{PANES_FILE, parse_target};
 use crate::wakedir::reader::{PANES_READ_CAP_CHARS, PanesFile, read_panes_file};
 use crate::wakedir::target::PaneTarget;
@@ -131,8 +131,8 @@ pub struct LiveIo {
     store: Store,
     wake_dir: PathBuf,
     registry_dir: Option<PathBuf>,
-    registry_warned: AtomicBool,
-    store_warned: AtomicBool,
+    /// The registry and ledger failures warned about (each once, until it works again).
+    warned: Warnings,
 }
 
 impl LiveIo {
@@ -147,8 +147,7 @@ impl LiveIo {
             store,
             wake_dir,
             registry_dir,
-            registry_warned: AtomicBool::new(false),
-            store_warned: AtomicBool::new(false),
+            warned: Warnings::default(),
         }
     }
 
@@ -173,7 +172,7 @@ impl LiveIo {
     }
 
     fn warn_store(&self, what: &str, error: &dyn std::fmt::Display) {
-        if !self.store_warned.swap(true, Ordering::Relaxed) {
+        if self.warned.first("ledger") {
             tracing::warn!("nudger: {what} failed: {error}; nudge state may not survive a restart");
         } else {
             tracing::debug!("nudger: {what} failed: {error}");
@@ -245,11 +244,13 @@ impl NudgerIo for LiveIo {
         let read = tokio::task::spawn_blocking(move || read_registry(&dir)).await;
         match read {
             Ok(Ok(found)) => {
-                self.registry_warned.store(false, Ordering::Relaxed);
+                self.warned.clear("registry");
                 found
             }
             Ok(Err(error)) => {
-                report_registry(&self.registry_warned, &error);
+                if self.warned.first("registry") {
+                    tracing::warn!("nudger: {error}; deciding without the registry");
+                }
                 HashMap::new()
             }
             Err(_) => HashMap::new(),
@@ -286,12 +287,6 @@ impl NudgerIo for LiveIo {
 
     fn now_ms(&self) -> i64 {
         now_unix_ms()
-    }
-}
-
-fn report_registry(warned: &AtomicBool, error: &RegistryError) {
-    if !warned.swap(true, Ordering::Relaxed) {
-        tracing::warn!("nudger: {error}; deciding without the registry");
     }
 }
 

@@ -3,7 +3,7 @@
 //! histogram for `/hook`, and gauges computed at scrape time from the session status.
 
 pub mod logging;
-pub mod ratelimit;
+pub mod warn;
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};

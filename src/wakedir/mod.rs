@@ -13,7 +13,6 @@ pub mod pretty;
 pub mod printable;
 pub mod reader;
 pub mod target;
-pub mod warn_once;
 pub mod writer;
 
 pub use detect::detect_target;
@@ -22,5 +21,4 @@ pub use markers::{MarkerError, clear_busy, is_busy, set_busy};
 pub use panes::{InvalidTarget, PANES_FILE, PANES_LOCK_FILE, entry_json, parse_target};
 pub use printable::{is_printable, is_valid_string};
 pub use reader::{PANES_READ_CAP_CHARS, PanesReader, Resolution};
-pub use warn_once::{WARN_KEY_CAP, WarnOnce};
 pub use writer::{ClearOutcome, PanesWriteError, SetOutcome, clear_entry, set_entry};

@@ -7,16 +7,15 @@
 //!
 //! The read is blocking file I/O; async callers run it on a blocking thread.
 
+use crate::telemetry::warn::Warnings;
 use crate::wakedir::panes::{PANES_FILE, parse_target};
 use crate::wakedir::target::PaneTarget;
-use crate::wakedir::warn_once::WarnOnce;
 use serde_json::Value;
 use std::fs::OpenOptions;
 use std::io::{ErrorKind, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
 
 /// Most characters of `panes.json` read (the reference's cap): a few thousand sessions' entries,
 /// while a runaway or hostile file costs at most a bounded read. A longer file is cut there, so
@@ -118,7 +117,7 @@ impl Resolution {
 
 /// Applies the reference's warn-once and re-arm rules to one read of the file for `session_id`.
 /// Pure: the same inputs always give the same answer and the same change to `warned`.
-pub fn resolve(warned: &mut WarnOnce, file: &PanesFile, session_id: &str) -> Resolution {
+pub fn resolve(warned: &Warnings, file: &PanesFile, session_id: &str) -> Resolution {
     let bad_key = Condition::BadPaneValue.key(session_id);
     let parse_key = Condition::ParseError.key(session_id);
     let value = match file {
@@ -177,7 +176,7 @@ pub fn resolve(warned: &mut WarnOnce, file: &PanesFile, session_id: &str) -> Res
     }
 }
 
-fn fail(warned: &mut WarnOnce, condition: Condition, session_id: &str, detail: &str) -> Resolution {
+fn fail(warned: &Warnings, condition: Condition, session_id: &str, detail: &str) -> Resolution {
     let level = if warned.first(&condition.key(session_id)) {
         NoticeLevel::Warn
     } else {
@@ -263,7 +262,7 @@ fn decode_capped(bytes: &[u8], cap_chars: usize) -> Result<&str, String> {
 pub struct PanesReader {
     path: PathBuf,
     read_cap_chars: usize,
-    warned: Mutex<WarnOnce>,
+    warned: Warnings,
 }
 
 impl PanesReader {
@@ -272,7 +271,7 @@ impl PanesReader {
         Self {
             path: wake_dir.join(PANES_FILE),
             read_cap_chars: PANES_READ_CAP_CHARS,
-            warned: Mutex::new(WarnOnce::new()),
+            warned: Warnings::default(),
         }
     }
 
@@ -284,7 +283,7 @@ impl PanesReader {
 
     /// Remembers at most `cap` warned conditions (tests lower it).
     pub fn with_warn_cap(mut self, cap: usize) -> Self {
-        self.warned = Mutex::new(WarnOnce::with_cap(cap));
+        self.warned = Warnings::with_cap(cap);
         self
     }
 
@@ -303,20 +302,14 @@ impl PanesReader {
             read_panes_file(&self.path, self.read_cap_chars)
         }))
         .unwrap_or_else(|_| PanesFile::Unexpected("reading panes.json panicked".into()));
-        let resolution = {
-            let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
-            resolve(&mut warned, &file, session_id)
-        };
+        let resolution = resolve(&self.warned, &file, session_id);
         log_resolution(&self.path, session_id, &resolution);
         resolution
     }
 
     /// How many warned conditions are remembered right now.
     pub fn warned_len(&self) -> usize {
-        self.warned
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.warned.len()
     }
 }
 
@@ -385,7 +378,7 @@ mod tests {
         }
     }
 
-    fn warn_count(warned: &mut WarnOnce, steps: &[(&PanesFile, &str)]) -> usize {
+    fn warn_count(warned: &Warnings, steps: &[(&PanesFile, &str)]) -> usize {
         steps
             .iter()
             .filter(|(file, sid)| level(&resolve(warned, file, sid)) == Some(NoticeLevel::Warn))
@@ -395,17 +388,17 @@ mod tests {
     #[test]
     fn not_an_object_read_rearms_the_read_keys() {
         // 11.2 item 64: directory, list, directory -> three warnings.
-        let mut warned = WarnOnce::new();
+        let warned = Warnings::default();
         let dir = PanesFile::Unreadable("Is a directory".into());
         let list = parsed(json!(["not", "an", "object"]));
         let steps = [(&dir, "t"), (&list, "t"), (&dir, "t")];
-        assert_eq!(warn_count(&mut warned, &steps), 3);
+        assert_eq!(warn_count(&warned, &steps), 3);
     }
 
     #[test]
     fn unparseable_warns_once_and_rearms_on_health_or_missing_file() {
         // 11.2 item 65.
-        let mut warned = WarnOnce::new();
+        let warned = Warnings::default();
         let broken = PanesFile::Unparseable("x".into());
         let healthy = parsed(json!({}));
         let unreadable = PanesFile::Unreadable("dir".into());
@@ -419,7 +412,7 @@ mod tests {
             &unreadable,
         ]
         .iter()
-        .map(|file| level(&resolve(&mut warned, file, "t")))
+        .map(|file| level(&resolve(&warned, file, "t")))
         .collect();
         use NoticeLevel::*;
         assert_eq!(
@@ -439,23 +432,23 @@ mod tests {
     #[test]
     fn unexpected_failure_warns_then_debugs_until_a_healthy_read() {
         // 11.2 item 66.
-        let mut warned = WarnOnce::new();
+        let warned = Warnings::default();
         let odd = PanesFile::Unexpected("boom".into());
         let healthy = parsed(json!({"target-1": "%0"}));
         assert_eq!(
-            level(&resolve(&mut warned, &odd, "target-1")),
+            level(&resolve(&warned, &odd, "target-1")),
             Some(NoticeLevel::Warn)
         );
         assert_eq!(
-            level(&resolve(&mut warned, &odd, "target-1")),
+            level(&resolve(&warned, &odd, "target-1")),
             Some(NoticeLevel::Debug)
         );
         assert!(matches!(
-            resolve(&mut warned, &healthy, "target-1"),
+            resolve(&warned, &healthy, "target-1"),
             Resolution::Mapped(_)
         ));
         assert_eq!(
-            level(&resolve(&mut warned, &odd, "target-1")),
+            level(&resolve(&warned, &odd, "target-1")),
             Some(NoticeLevel::Warn)
         );
     }
@@ -463,7 +456,7 @@ mod tests {
     #[test]
     fn bad_values_warn_once_per_session_and_rearm_when_absent_or_file_missing() {
         // 11.2 item 67.
-        let mut warned = WarnOnce::new();
+        let warned = Warnings::default();
         let null = parsed(json!({"target-1": null}));
         let zero = parsed(json!({"target-1": 0}));
         let empty = parsed(json!({"target-1": ""}));
@@ -473,21 +466,17 @@ mod tests {
             (&zero, "target-1"),
             (&empty, "target-1"),
         ];
-        assert_eq!(warn_count(&mut warned, &steps), 1);
+        assert_eq!(warn_count(&warned, &steps), 1);
         let steps = [(&absent, "target-1"), (&null, "target-1")];
-        assert_eq!(warn_count(&mut warned, &steps), 1);
+        assert_eq!(warn_count(&warned, &steps), 1);
         let steps = [(&PanesFile::Missing, "target-1"), (&zero, "target-1")];
-        assert_eq!(warn_count(&mut warned, &steps), 1);
+        assert_eq!(warn_count(&warned, &steps), 1);
     }
 
     #[test]
     fn bad_value_reason_quotes_the_value() {
-        let mut warned = WarnOnce::new();
-        match resolve(
-            &mut warned,
-            &parsed(json!({"target-1": "%0\u{0}"})),
-            "target-1",
-        ) {
+        let warned = Warnings::default();
+        match resolve(&warned, &parsed(json!({"target-1": "%0\u{0}"})), "target-1") {
             Resolution::Failed {
                 condition: Condition::BadPaneValue,
                 detail,
@@ -500,12 +489,12 @@ mod tests {
     #[test]
     fn interleaved_sessions_do_not_rearm_each_other() {
         // 11.2 item 69.
-        let mut warned = WarnOnce::new();
+        let warned = Warnings::default();
         let file = parsed(json!({"target-1": null, "target-2": "%2"}));
         let mut warnings = 0;
         for _ in 0..3 {
             for sid in ["target-1", "other-session", "target-2"] {
-                let resolution = resolve(&mut warned, &file, sid);
+                let resolution = resolve(&warned, &file, sid);
                 if sid == "target-2" {
                     assert!(matches!(resolution, Resolution::Mapped(_)));
                 }
@@ -520,11 +509,11 @@ mod tests {
     #[test]
     fn warn_cap_bounds_the_per_session_keys() {
         // 11.2 item 70 with the cap at 2.
-        let mut warned = WarnOnce::with_cap(2);
+        let warned = Warnings::with_cap(2);
         let file = parsed(json!({"s1": null, "s2": null, "s3": null}));
         let mut warnings = 0;
         for sid in ["s1", "s2", "s3", "s1"] {
-            if level(&resolve(&mut warned, &file, sid)) == Some(NoticeLevel::Warn) {
+            if level(&resolve(&warned, &file, sid)) == Some(NoticeLevel::Warn) {
                 warnings += 1;
             }
             assert!(warned.len() <= 2);

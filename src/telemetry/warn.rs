@@ -1,0 +1,161 @@
+//! The one "have I warned about this already?" mechanism: the first occurrence of a condition is a
+//! WARNING and repeats are debug lines, either until the caller re-arms the condition (`first`,
+//! `clear`: a broken `panes.json` warns again once it was healthy in between) or once per window
+//! (`first_in`: one rejection warning per reason per minute, the reference's rule). Keys are
+//! conditions chosen by the caller; the set is capped and emptied wholesale when full, so a
+//! publisher that varies session ids cannot grow it without bound (an occasional repeated
+//! warning, never silence).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Most distinct keys remembered before the set is emptied (the reference's cap).
+pub const WARN_KEY_CAP: usize = 256;
+/// The reference's window for rejection warnings: one per reason per minute.
+pub const WARN_WINDOW: Duration = Duration::from_secs(60);
+
+/// Conditions that have had their warning, and when.
+#[derive(Debug)]
+pub struct Warnings {
+    seen: Mutex<HashMap<String, Instant>>,
+    cap: usize,
+}
+
+impl Default for Warnings {
+    fn default() -> Self {
+        Self::with_cap(WARN_KEY_CAP)
+    }
+}
+
+impl Warnings {
+    /// A set holding at most `cap` keys (at least one, so a key can always be remembered).
+    pub fn with_cap(cap: usize) -> Self {
+        Self {
+            seen: Mutex::new(HashMap::new()),
+            cap: cap.max(1),
+        }
+    }
+
+    /// Whether this occurrence of `key` deserves the WARNING: the first since it was cleared.
+    pub fn first(&self, key: &str) -> bool {
+        self.due(key, None)
+    }
+
+    /// Whether this occurrence of `key` deserves the WARNING: the first within `window`.
+    pub fn first_in(&self, key: &str, window: Duration) -> bool {
+        self.due(key, Some(window))
+    }
+
+    fn due(&self, key: &str, window: Option<Duration>) -> bool {
+        let now = Instant::now();
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = seen.get(key)
+            && window.is_none_or(|w| now.duration_since(*at) < w)
+        {
+            return false;
+        }
+        if seen.len() >= self.cap && !seen.contains_key(key) {
+            seen.clear();
+        }
+        seen.insert(key.to_owned(), now);
+        true
+    }
+
+    /// Re-arms `key`: its next occurrence warns again.
+    pub fn clear(&self, key: &str) {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+    }
+
+    /// Re-arms every key that starts with `prefix` (all of one session's conditions).
+    pub fn clear_prefix(&self, prefix: &str) {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|key, _| !key.starts_with(prefix));
+    }
+
+    pub fn contains(&self, key: &str) -> bool {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Logs at WARN when `$warnings.first_in($key, WARN_WINDOW)`, else at DEBUG.
+#[macro_export]
+macro_rules! warn_limited {
+    ($warnings:expr, $key:expr, $($arg:tt)+) => {
+        if $warnings.first_in($key, $crate::telemetry::warn::WARN_WINDOW) {
+            tracing::warn!($($arg)+);
+        } else {
+            tracing::debug!($($arg)+);
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warns_once_until_cleared() {
+        let warned = Warnings::default();
+        assert!(warned.first("unparseable"));
+        assert!(!warned.first("unparseable"));
+        assert!(warned.first("unreadable"), "keys are per condition");
+        warned.clear("unparseable");
+        assert!(warned.first("unparseable"));
+        assert!(warned.first("s1:timeout") && warned.first("s1:exit") && warned.first("s2:exit"));
+        warned.clear_prefix("s1:");
+        assert!(warned.first("s1:timeout") && warned.first("s1:exit") && !warned.first("s2:exit"));
+    }
+
+    #[test]
+    fn full_set_is_cleared_wholesale_and_never_exceeds_the_cap() {
+        let warned = Warnings::with_cap(2);
+        let warnings: Vec<bool> = ["s1", "s2", "s3", "s1"]
+            .iter()
+            .map(|key| {
+                let warn = warned.first(key);
+                assert!(warned.len() <= 2);
+                warn
+            })
+            .collect();
+        assert_eq!(warnings, [true, true, true, true]);
+        assert!(warned.contains("s3") && warned.contains("s1") && !warned.contains("s2"));
+    }
+
+    #[test]
+    fn zero_cap_still_remembers_one_key() {
+        let warned = Warnings::with_cap(0);
+        assert!(warned.first("a"));
+        assert!(!warned.first("a"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn warns_once_per_window_per_key() {
+        let limiter = Warnings::default();
+        assert!(limiter.first_in("host", WARN_WINDOW));
+        assert!(!limiter.first_in("host", WARN_WINDOW));
+        assert!(limiter.first_in("content-type", WARN_WINDOW));
+        tokio::time::advance(Duration::from_secs(59)).await;
+        assert!(!limiter.first_in("host", WARN_WINDOW));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(limiter.first_in("host", WARN_WINDOW));
+    }
+}
