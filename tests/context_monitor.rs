@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 
 use tmux_server::TmuxServer;
 use tokio_util::sync::CancellationToken;
-use wakebridge::app::{App, AppState};
+use wakebridge::app::App;
 use wakebridge::config::{self, Backend, Config, Flags, Scope};
 use wakebridge::context::monitor::ContextView;
 use wakebridge::context::statefile::read_state;
@@ -25,6 +25,7 @@ use wakebridge::context::task::{self as context_monitor, MonitorConfig};
 use wakebridge::delivery::Deliverer;
 use wakebridge::delivery::dedupe::Dedupe;
 use wakebridge::delivery::gate::Gate;
+use wakebridge::http::AppState;
 use wakebridge::mux::{Injector, MuxConfig};
 use wakebridge::spool::{self, Spool};
 use wakebridge::store::{Record, SessionSeen, Store, now_unix_ms};

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
 
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::registration::{self, RegistrationConfig, RegistrationStatus};
@@ -21,15 +20,15 @@ use crate::context::task::{self as context_monitor, MonitorConfig};
 use crate::delivery::dedupe::Dedupe;
 use crate::delivery::gate::Gate;
 use crate::delivery::{Action, Deliverer};
+use crate::http::AppState;
 use crate::mux::{Injector, MuxConfig};
+use crate::nudge::NudgerConfig;
 use crate::nudge::task::{self as nudger, NudgerDeps};
-use crate::nudge::{NudgeViews, NudgerConfig};
 use crate::spool::prune::{self, PruneConfig};
 use crate::spool::{self, Spool};
 use crate::store::{Store, now_unix_ms};
 use crate::telemetry::warn::Warnings;
 use singleton::{SingletonError, Singletons};
-use tokio::sync::watch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -69,44 +68,6 @@ impl AppError {
             | AppError::Bind { .. }
             | AppError::Serve(_) => 1,
         }
-    }
-}
-
-/// Everything request handlers share.
-pub struct AppState {
-    pub config: Config,
-    pub deliverer: Deliverer,
-    /// One WARNING per rejection reason per minute.
-    pub rejections: Warnings,
-    /// One WARNING per minute for unsafe session ids, whatever the id.
-    pub unsafe_ids: Warnings,
-    /// Whether the next event without a `signal_level` should be reported at INFO.
-    pub level_notice_armed: AtomicBool,
-    pub started_at: SystemTime,
-    /// Present when registration with the bus is enabled.
-    pub registration: Option<Arc<RegistrationStatus>>,
-    /// Context figures per session, kept by the context monitor (empty when it is off).
-    pub context: Arc<ContextView>,
-    /// The idle nudger's per-session view (absent when it is off).
-    pub nudges: Option<watch::Receiver<NudgeViews>>,
-}
-
-impl AppState {
-    pub fn started_at_rfc3339(&self) -> String {
-        humantime::format_rfc3339_seconds(self.started_at).to_string()
-    }
-
-    /// The registration fields of `/health`: `registered` reflects the last verification.
-    pub fn registration_json(&self) -> Option<Value> {
-        let snapshot = self.registration.as_ref()?.snapshot();
-        let verified = snapshot
-            .last_verified_at
-            .map(|t| humantime::format_rfc3339_seconds(t).to_string());
-        Some(json!({
-            "registered": snapshot.registered,
-            "webhook_id": snapshot.webhook_id,
-            "last_verified_at": verified,
-        }))
     }
 }
 

@@ -169,6 +169,19 @@ mod tests {
         BTreeMap::from([("XDG_RUNTIME_DIR".to_string(), dir.display().to_string())])
     }
 
+    /// `acquire` once the locks just released are free: a child another test thread forks in
+    /// that moment holds a copy of the descriptor (and so the flock) until it execs.
+    fn acquire_when_free(env: &dyn Env, url: &str, wake: &Path) -> Singletons {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        loop {
+            match acquire(env, url, wake) {
+                Ok(held) => return held,
+                Err(e) if std::time::Instant::now() > deadline => panic!("still held: {e}"),
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+    }
+
     #[test]
     fn second_holder_is_refused_and_release_frees_it() {
         let runtime = tempfile::tempdir().expect("tempdir");
@@ -187,11 +200,10 @@ mod tests {
             acquire(&env, "http://127.0.0.1:9099/hook", wake.path()).expect_err("same wake dir");
         assert!(err.to_string().contains("wake dir"));
         // The hook lock taken before the wake-dir refusal was released again.
-        let distinct =
-            acquire(&env, "http://127.0.0.1:9099/hook", other_wake.path()).expect("distinct");
+        let distinct = acquire_when_free(&env, "http://127.0.0.1:9099/hook", other_wake.path());
         drop(first);
         drop(distinct);
-        acquire(&env, url, wake.path()).expect("after release");
+        acquire_when_free(&env, url, wake.path());
     }
 
     #[test]

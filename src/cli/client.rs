@@ -11,6 +11,32 @@ use serde_json::{Value, json};
 use crate::config::Config;
 use crate::http::status::{SessionStatus, render_table};
 
+#[derive(Debug, clap::Args)]
+pub struct WakeArgs {
+    /// The bus session id to wake.
+    session_id: String,
+    /// Skip the busy marker and the cooldown (never the pane mapping, the stale-pane guard, or
+    /// the check for text already at the prompt).
+    #[arg(long)]
+    force: bool,
+    /// Type this configured message ([wake.messages]) instead of the wake prompt.
+    #[arg(long, value_name = "NAME")]
+    message: Option<String>,
+    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
+    #[arg(long)]
+    url: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// Print the raw JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
+    #[arg(long)]
+    url: Option<String>,
+}
+
 /// How long a CLI call may wait for the daemon (a wake takes at most ~2.25 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -60,18 +86,13 @@ fn call(
 }
 
 /// `wakebridge wake SESSION_ID [--force] [--message NAME]`.
-pub fn wake(
-    config: &Config,
-    session_id: &str,
-    force: bool,
-    message: Option<&str>,
-    url: Option<&str>,
-) -> ExitCode {
-    let mut body = json!({"session_id": session_id, "force": force});
-    if let Some(name) = message {
+pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
+    let session_id = &args.session_id;
+    let mut body = json!({"session_id": session_id, "force": args.force});
+    if let Some(name) = &args.message {
         body["message"] = json!(name);
     }
-    let base = daemon_url(config, url);
+    let base = daemon_url(config, args.url.as_deref());
     match call(
         config,
         reqwest::Method::POST,
@@ -102,8 +123,8 @@ pub fn wake(
 }
 
 /// `wakebridge status [--json]`.
-pub fn status(config: &Config, json_out: bool, url: Option<&str>) -> ExitCode {
-    let base = daemon_url(config, url);
+pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
+    let base = daemon_url(config, args.url.as_deref());
     match call(
         config,
         reqwest::Method::GET,
@@ -111,7 +132,7 @@ pub fn status(config: &Config, json_out: bool, url: Option<&str>) -> ExitCode {
         None,
     ) {
         Ok((200, answer)) => {
-            if json_out {
+            if args.json {
                 crate::outln!(
                     "{}",
                     serde_json::to_string_pretty(&answer).unwrap_or_default()

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::context::follow::{TranscriptFollower, find_transcript};
 use crate::context::statusline::{
     marker_activity, parse_statusline, read_bounded, read_feed, render_line, unix_now, write_feed,
@@ -59,7 +59,16 @@ pub struct ContextArgs {
 
 /// Runs `wakebridge statusline`: always prints a line and exits 0 (a failing statusLine command
 /// would only blank Claude Code's status bar).
-pub fn run_statusline(args: &StatuslineArgs, config: &Config) -> ExitCode {
+pub fn run_statusline(args: &StatuslineArgs, config: Result<Config, ConfigError>) -> ExitCode {
+    // The status bar shows whatever the line says, so even a bad configuration gets one.
+    let config = match config {
+        Ok(config) => config,
+        Err(e) => {
+            crate::errln!("wakebridge statusline: {e}");
+            crate::outln!("{}", crate::context::statusline::UNKNOWN_LINE);
+            return ExitCode::SUCCESS;
+        }
+    };
     let state_dir = &config.paths.state_dir;
     let stdin = std::io::stdin();
     // Run by hand on a terminal there is no payload; do not wait for one.

@@ -8,6 +8,8 @@
 //! and the event → action table; the file work is `wake::writer` and `wake::markers`.
 //! `--print-settings` prints the `settings.json` snippet that wires it (deploy/claude-hooks.json).
 
+use crate::config::{Config, ConfigError};
+use crate::store::{Record, SessionSeen, Store, now_unix_ms};
 use crate::wakedir::detect::detect_target;
 use crate::wakedir::markers::{MarkerError, clear_busy, set_busy};
 use crate::wakedir::target::PaneTarget;
@@ -422,6 +424,41 @@ pub fn run_hook(
         )),
     }
     ExitCode::SUCCESS
+}
+
+/// `wakebridge hook` with the configuration (or why there is none): the hook's work on the
+/// configured wake dir, recorded in the configured ledger. Always exits 0.
+pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
+    let (wake_dir, ledger) = match config {
+        Ok(c) => (Ok(c.paths.wake_dir), Some(c.paths.ledger)),
+        Err(e) => (Err(e.to_string()), None),
+    };
+    run_hook(args, wake_dir, move |outcome| {
+        record(ledger.as_deref(), outcome)
+    })
+}
+
+/// Records what a hook saw in the ledger, so the daemon knows the session (scope = local), its
+/// transcript and its last hook event (for the nudger). Never fails the hook.
+fn record(ledger: Option<&Path>, outcome: &HookOutcome) {
+    let (Some(ledger), Some(session_id)) = (ledger, outcome.session_id.clone()) else {
+        return;
+    };
+    if outcome.nothing_new {
+        return;
+    }
+    let seen = SessionSeen {
+        session_id,
+        cwd: outcome.cwd.clone(),
+        transcript_path: outcome.transcript_path.clone(),
+        pane: outcome.pane.as_ref().map(ToString::to_string),
+        last_hook_event: Some(outcome.ledger_event.clone()),
+        seen_at_ms: now_unix_ms(),
+    };
+    let recorded = Store::record_once(ledger, Record::SessionSeen(seen));
+    if let Err(e) = recorded {
+        crate::errln!("wakebridge hook: could not record the session in the ledger: {e}");
+    }
 }
 
 #[cfg(test)]

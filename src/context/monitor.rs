@@ -13,7 +13,7 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 
 use super::ContextFigures;
-use crate::delivery::Action;
+use crate::delivery::action::Action;
 
 /// Seconds per minute: state files are refreshed at most once per minute while unchanged.
 const SECS_PER_MINUTE: u64 = 60;

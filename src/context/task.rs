@@ -21,7 +21,6 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::AppState;
 use crate::config::ContextSettings;
 use crate::context::follow::{ChangeWatcher, PollEvent, TranscriptFollower, find_transcript_in};
 use crate::context::monitor::{Candidate, ContextStatus, StateStamp, WarningStep, select_sessions};
@@ -32,6 +31,7 @@ use crate::context::window::{WindowError, WindowResolver};
 use crate::context::{ContextFigures, figures};
 use crate::delivery::gate::Mode;
 use crate::delivery::short;
+use crate::http::AppState;
 use crate::mux::{KeystrokeText, TextError};
 use crate::store::{DeliverySource, now_unix_ms};
 use crate::telemetry::warn::Warnings;
@@ -150,7 +150,7 @@ struct Tracked {
     written: Option<StateStamp>,
     /// The (level, action) last written to the ledger, so a warning deferred poll after poll
     /// leaves one row per kind of deferral, not one per poll.
-    last_recorded: Option<(String, crate::delivery::Action)>,
+    last_recorded: Option<(String, crate::delivery::action::Action)>,
     last_warning: Option<(String, SystemTime)>,
 }
 

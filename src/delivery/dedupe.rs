@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use sha2::{Digest, Sha256};
 
-use crate::delivery::Action;
+use crate::delivery::action::Action;
 
 /// Most identities remembered at once; beyond it the oldest are forgotten first. The bus retries
 /// within 1.5 s (errors) or ~17 s (timeouts); 65 536 events cover that even at a flood of 3 800

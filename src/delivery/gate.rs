@@ -14,8 +14,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::deadline::Deadline;
+use crate::delivery::action::Action;
 use crate::delivery::cooldown::Cooldown;
-use crate::delivery::{Action, short};
+use crate::delivery::short;
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::markers;

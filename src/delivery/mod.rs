@@ -2,9 +2,12 @@
 //! line durably, then (mux backend) decide whether and how to wake the session. It owns the
 //! `action` vocabulary the bus-facing answer uses.
 
+pub mod action;
 pub mod cooldown;
 pub mod dedupe;
 pub mod gate;
+
+pub use action::Action;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -18,55 +21,6 @@ use crate::mux::KeystrokeText;
 use crate::spool::{DeliveryId, Spool, SpoolError};
 use crate::store::{Delivery, DeliverySource, Record, Store, now_unix_ms};
 use crate::wire::event::Event;
-
-/// What happened to a delivered event; the strings are the reference's `action` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Action {
-    Spool,
-    Tmux,
-    Zellij,
-    SpoolUnmapped,
-    SpoolBusy,
-    SpoolCooldown,
-    SpoolMuxFailed,
-    /// Beyond the reference: the mapped pane no longer runs the session; nothing was typed.
-    SpoolStalePane,
-}
-
-impl Action {
-    pub const ALL: [Action; 8] = [
-        Action::Spool,
-        Action::Tmux,
-        Action::Zellij,
-        Action::SpoolUnmapped,
-        Action::SpoolBusy,
-        Action::SpoolCooldown,
-        Action::SpoolMuxFailed,
-        Action::SpoolStalePane,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Spool => "spool",
-            Action::Tmux => "tmux",
-            Action::Zellij => "zellij",
-            Action::SpoolUnmapped => "spool-unmapped",
-            Action::SpoolBusy => "spool-busy",
-            Action::SpoolCooldown => "spool-cooldown",
-            Action::SpoolMuxFailed => "spool-mux-failed",
-            Action::SpoolStalePane => "spool-stale-pane",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Action> {
-        Action::ALL.into_iter().find(|a| a.as_str() == s)
-    }
-
-    /// Whether keystrokes reached the pane.
-    pub fn woke(self) -> bool {
-        matches!(self, Action::Tmux | Action::Zellij)
-    }
-}
 
 /// The answer for one delivered event.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 
 use super::ApiError;
 use super::error::RejectReason;
-use crate::app::AppState;
+use crate::http::AppState;
 use crate::warn_limited;
 
 /// Largest body accepted: exactly 1 MiB passes, one byte more is 413.

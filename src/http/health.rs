@@ -7,7 +7,7 @@ use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
 
-use crate::app::AppState;
+use crate::http::AppState;
 
 pub async fn health(State(app): State<Arc<AppState>>) -> Json<Value> {
     let mut body = json!({

@@ -13,8 +13,8 @@ use serde_json::json;
 
 use super::ApiError;
 use super::guards::{read_body, require_json};
-use crate::app::AppState;
 use crate::delivery::{Delivered, Outcome};
+use crate::http::AppState;
 use crate::warn_limited;
 use crate::wire::event::{self, Triage};
 use crate::wire::signature::SIGNATURE_HEADER;

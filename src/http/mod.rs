@@ -7,6 +7,7 @@ mod guards;
 mod health;
 mod hook;
 mod sessions;
+pub mod state;
 pub mod status;
 mod wake;
 
@@ -16,9 +17,9 @@ use axum::Router;
 use axum::middleware;
 use axum::routing::{get, post};
 
-use crate::app::AppState;
 pub use error::ApiError;
 pub use guards::MAX_BODY_BYTES;
+pub use state::AppState;
 
 /// Every route the daemon serves, as (method, path); `openapi.yaml` must list exactly these.
 pub const ROUTES: &[(&str, &str)] = &[

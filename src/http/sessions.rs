@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::ApiError;
-use crate::app::AppState;
+use crate::http::AppState;
 use crate::http::status::{self, SessionStatus, SpoolDetail};
 
 async fn snapshot(app: Arc<AppState>, detail: SpoolDetail) -> Result<Vec<SessionStatus>, ApiError> {

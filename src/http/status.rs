@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::app::AppState;
+use crate::http::AppState;
 use crate::store::SessionRow;
 use crate::wakedir::reader::{PanesFile, read_panes_file};
 use crate::wakedir::target::PaneTarget;

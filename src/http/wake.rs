@@ -14,8 +14,8 @@ use serde::Deserialize;
 use super::ApiError;
 use super::guards::{read_body, require_json};
 use super::hook::delivered_json;
-use crate::app::AppState;
 use crate::delivery::gate::Mode;
+use crate::http::AppState;
 use crate::mux::KeystrokeText;
 use crate::wire::event::is_safe_session_id;
 

@@ -1,0 +1,55 @@
+//! What every request handler shares: the configuration, the delivery pipeline, the rejection
+//! warnings, and the read-only views the background features publish (registration, context
+//! figures, nudge state).
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::bus::registration::RegistrationStatus;
+use crate::config::Config;
+use crate::context::monitor::ContextView;
+use crate::delivery::Deliverer;
+use crate::nudge::NudgeViews;
+use crate::telemetry::warn::Warnings;
+
+/// Everything request handlers share.
+pub struct AppState {
+    pub config: Config,
+    pub deliverer: Deliverer,
+    /// One WARNING per rejection reason per minute.
+    pub rejections: Warnings,
+    /// One WARNING per minute for unsafe session ids, whatever the id.
+    pub unsafe_ids: Warnings,
+    /// Whether the next event without a `signal_level` should be reported at INFO.
+    pub level_notice_armed: AtomicBool,
+    pub started_at: SystemTime,
+    /// Present when registration with the bus is enabled.
+    pub registration: Option<Arc<RegistrationStatus>>,
+    /// Context figures per session, kept by the context monitor (empty when it is off).
+    pub context: Arc<ContextView>,
+    /// The idle nudger's per-session view (absent when it is off).
+    pub nudges: Option<watch::Receiver<NudgeViews>>,
+}
+
+impl AppState {
+    pub fn started_at_rfc3339(&self) -> String {
+        humantime::format_rfc3339_seconds(self.started_at).to_string()
+    }
+
+    /// The registration fields of `/health`: `registered` reflects the last verification.
+    pub fn registration_json(&self) -> Option<Value> {
+        let snapshot = self.registration.as_ref()?.snapshot();
+        let verified = snapshot
+            .last_verified_at
+            .map(|t| humantime::format_rfc3339_seconds(t).to_string());
+        Some(json!({
+            "registered": snapshot.registered,
+            "webhook_id": snapshot.webhook_id,
+            "last_verified_at": verified,
+        }))
+    }
+}
