@@ -608,7 +608,9 @@ async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
     let mut server = TmuxServer::start();
     let agent = server.agent("a", "idle");
     let rig = rig(&server, None, &[("sid-a", &agent)]);
-    let (shutdown, _views, task) = live_loop(fast_config(3000, 5), &rig);
+    // The second nudge is due 8 s after the first: the work (2 s after it) has 6 s to be seen
+    // however loaded the machine is (3 s of slack was not always enough).
+    let (shutdown, _views, task) = live_loop(fast_config(8000, 5), &rig);
     wait_for("first nudge", Duration::from_secs(10), || {
         !agent.submits().is_empty()
     })
