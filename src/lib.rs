@@ -10,6 +10,7 @@ pub mod config;
 pub mod context;
 pub mod deadline;
 pub mod delivery;
+pub mod env;
 pub mod http;
 pub mod launch;
 pub mod mux;

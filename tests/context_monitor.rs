@@ -66,7 +66,7 @@ fn append(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 /// A private environment for `config::resolve` and `App::build`.
-fn test_env(root: &Path, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+fn test_env(root: &Path, extra: &[(&str, &str)]) -> wakebridge::env::Env {
     let mut env = BTreeMap::new();
     let at = |p: &str| root.join(p).display().to_string();
     env.insert("HOME".into(), at("home"));
@@ -78,7 +78,7 @@ fn test_env(root: &Path, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
     for (k, v) in extra {
         env.insert((*k).into(), (*v).into());
     }
-    env
+    wakebridge::env::Env::from(env)
 }
 
 /// The monitor task over directly built gate, ledger and deliverer (as `App::build` builds them).

@@ -422,7 +422,7 @@ async fn new_window_placement_uses_the_named_session() {
 async fn cli_prints_the_documented_json() {
     let case = Case::new();
     let home = case.path("home").display().to_string();
-    let env = move |name: &str| (name == "HOME").then(|| home.clone());
+    let env = wakebridge::env::Env::from_pairs([("HOME", home)]);
     let args = LaunchArgs {
         cwd: Some(case.path("project")),
         json: true,
@@ -439,10 +439,10 @@ async fn cli_prints_the_documented_json() {
             wake_dir: Some(case.path("wake").display().to_string()),
             ..Default::default()
         },
-        &std::collections::BTreeMap::from([
-            ("HOME".to_string(), case.path("home").display().to_string()),
+        &wakebridge::env::Env::from_pairs([
+            ("HOME", case.path("home").display().to_string()),
             (
-                "XDG_CONFIG_HOME".to_string(),
+                "XDG_CONFIG_HOME",
                 case.path("xdg-config").display().to_string(),
             ),
         ]),

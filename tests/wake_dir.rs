@@ -781,17 +781,8 @@ fn unusable_markers_read_as_idle() {
 // CLI verbs
 // ---------------------------------------------------------------------------------------------
 
-fn env_from(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let pairs: Vec<(String, String)> = pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    move |name| {
-        pairs
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.clone())
-    }
+fn env_from(pairs: &[(&str, &str)]) -> wakebridge::env::Env {
+    wakebridge::env::Env::from_pairs(pairs.iter().copied())
 }
 
 fn session(wake: &Path, sid: Option<&str>) -> SessionArgs {
@@ -801,7 +792,7 @@ fn session(wake: &Path, sid: Option<&str>) -> SessionArgs {
     }
 }
 
-fn run(command: &PanesCommand, env: &dyn Fn(&str) -> Option<String>) -> (CliStatus, String) {
+fn run(command: &PanesCommand, env: &wakebridge::env::Env) -> (CliStatus, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let wake_dir = command.wake_dir().expect("every test names its wake dir");
     let status = execute_panes(command, wake_dir, env, &mut out, &mut err);

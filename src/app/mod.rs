@@ -12,9 +12,8 @@ use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::registration::{self, RegistrationConfig, RegistrationStatus};
-use crate::claude::registry::registry_dir;
+use crate::claude::home::ClaudeHome;
 use crate::config::{Backend, Config, Env};
-use crate::context::follow::claude_config_dirs_from;
 use crate::context::monitor::ContextView;
 use crate::context::task::{self as context_monitor, MonitorConfig};
 use crate::delivery::dedupe::Dedupe;
@@ -82,15 +81,10 @@ pub struct App {
 }
 
 impl App {
-    pub async fn build(config: Config, env: &dyn Env) -> Result<App, AppError> {
+    pub async fn build(config: Config, env: &Env) -> Result<App, AppError> {
         // Settings that can be wrong are checked before anything is locked, bound or opened.
         let context_monitor = if config.settings.context.enabled {
-            let config_dirs = claude_config_dirs_from(
-                env.get("CLAUDE_CONFIG_DIR")
-                    .map(std::ffi::OsString::from)
-                    .as_deref(),
-                env.get("HOME").map(PathBuf::from).as_deref(),
-            );
+            let config_dirs = config.paths.claude.iter().map(|c| c.dir.clone()).collect();
             let monitor = MonitorConfig::from_settings(
                 &config.settings.context,
                 config.paths.state_dir.clone(),
@@ -136,7 +130,7 @@ impl App {
         };
         let mux = MuxConfig::from_settings(&config.settings.mux);
         if config.backend == Backend::Mux {
-            preflight_multiplexers(&mux);
+            preflight_multiplexers(&mux, env);
         }
         let addr = SocketAddr::new(config.bind_addr(), config.port);
         let listener = tokio::net::TcpListener::bind(addr)
@@ -169,7 +163,7 @@ impl App {
                 gate.clone(),
                 store.clone(),
                 wake_dir.clone(),
-                registry_dir(&|name| env.get(name)),
+                config.paths.claude.as_ref().ok().map(ClaudeHome::sessions),
                 nudge_config,
             )
         });
@@ -391,8 +385,8 @@ fn raise_descriptor_limit() {
 
 /// Warns (never refuses: a refusal would crash-loop under a supervisor) when no multiplexer is
 /// on PATH.
-fn preflight_multiplexers(config: &MuxConfig) {
-    let found = crate::mux::preflight_for(config);
+fn preflight_multiplexers(config: &MuxConfig, env: &Env) {
+    let found = crate::mux::preflight_for(config, env);
     if found.is_empty() {
         tracing::warn!(
             "none of tmux, zellij is on PATH: wakes will report spool-mux-failed; a supervisor's minimal PATH may be the cause (see deploy/)"

@@ -48,7 +48,7 @@ pub struct Singletons {
 }
 
 /// `($XDG_RUNTIME_DIR or the temp dir)/agent-event-bus-bridge-<uid>`.
-pub fn lock_dir(env: &dyn Env) -> PathBuf {
+pub fn lock_dir(env: &Env) -> PathBuf {
     let base = env
         .get("XDG_RUNTIME_DIR")
         .filter(|v| !v.is_empty())
@@ -61,7 +61,7 @@ pub fn lock_dir(env: &dyn Env) -> PathBuf {
 
 /// Python's `tempfile.gettempdir()`: TMPDIR, TEMP, TMP, then /tmp, /var/tmp, /usr/tmp, the first
 /// that is a writable directory.
-fn python_tempdir(env: &dyn Env) -> PathBuf {
+fn python_tempdir(env: &Env) -> PathBuf {
     let candidates = ["TMPDIR", "TEMP", "TMP"]
         .iter()
         .filter_map(|name| env.get(name).filter(|v| !v.is_empty()))
@@ -76,17 +76,13 @@ fn python_tempdir(env: &dyn Env) -> PathBuf {
     PathBuf::from("/tmp")
 }
 
-pub fn hook_lock_path(env: &dyn Env, hook_url: &str) -> PathBuf {
+pub fn hook_lock_path(env: &Env, hook_url: &str) -> PathBuf {
     let digest = hex::encode(Sha256::digest(hook_url.as_bytes()));
     lock_dir(env).join(format!("hook.{}.lock", &digest[..HOOK_HASH_CHARS]))
 }
 
 /// Takes the hook-URL lock, then the wake-dir lock (the first is released if the second fails).
-pub fn acquire(
-    env: &dyn Env,
-    hook_url: &str,
-    wake_dir: &Path,
-) -> Result<Singletons, SingletonError> {
+pub fn acquire(env: &Env, hook_url: &str, wake_dir: &Path) -> Result<Singletons, SingletonError> {
     let dir = lock_dir(env);
     prepare_lock_dir(&dir)?;
     let hook_lock_path = hook_lock_path(env, hook_url);
@@ -163,15 +159,14 @@ fn lock_file(path: &Path) -> Result<Option<File>, SingletonError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
-    fn env_with_runtime(dir: &Path) -> BTreeMap<String, String> {
-        BTreeMap::from([("XDG_RUNTIME_DIR".to_string(), dir.display().to_string())])
+    fn env_with_runtime(dir: &Path) -> Env {
+        Env::from_pairs([("XDG_RUNTIME_DIR", dir.display().to_string())])
     }
 
     /// `acquire` once the locks just released are free: a child another test thread forks in
     /// that moment holds a copy of the descriptor (and so the flock) until it execs.
-    fn acquire_when_free(env: &dyn Env, url: &str, wake: &Path) -> Singletons {
+    fn acquire_when_free(env: &Env, url: &str, wake: &Path) -> Singletons {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
         loop {
             match acquire(env, url, wake) {
@@ -208,7 +203,7 @@ mod tests {
 
     #[test]
     fn lock_paths_match_the_python_bridge() {
-        let env = BTreeMap::from([("XDG_RUNTIME_DIR".to_string(), "/run/user/1000".to_string())]);
+        let env = Env::from_pairs([("XDG_RUNTIME_DIR", "/run/user/1000")]);
         let path = hook_lock_path(&env, "http://127.0.0.1:8082/hook");
         let name = path.file_name().and_then(|n| n.to_str()).expect("name");
         let uid = unsafe { libc::getuid() };

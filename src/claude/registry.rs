@@ -1,9 +1,9 @@
 //! Claude Code's live session registry: `<config dir>/sessions/<pid>.json`, one small JSON file
 //! per running interactive session, with `sessionId`, `pid` and `status` (`busy` / `idle` /
 //! `waiting`) plus `statusUpdatedAt`, deleted when the session exits (reference section 1.1;
-//! undocumented, present since about 2.1.139). The config dir is `$CLAUDE_CONFIG_DIR`, else
-//! `~/.claude`. This module finds the directory and reads it into session id → status; it never
-//! writes there, never reads the `<pid>.<hash>.key` peer-token files, and decides nothing.
+//! undocumented, present since about 2.1.139), in the directory `claude::home` names. This
+//! module reads it into session id → status; it never writes there, never reads the
+//! `<pid>.<hash>.key` peer-token files, and decides nothing.
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
@@ -15,10 +15,6 @@ use serde_json::Value;
 
 use crate::nudge::signals::RegistryReading;
 
-/// Environment variable that moves Claude Code's config dir away from `~/.claude`.
-pub const CLAUDE_CONFIG_DIR_ENV: &str = "CLAUDE_CONFIG_DIR";
-/// The registry's directory inside the config dir.
-pub const SESSIONS_DIR: &str = "sessions";
 /// Largest registry file read: real ones are about 400 bytes; anything far larger is not ours.
 const MAX_FILE_BYTES: u64 = 64 * 1024;
 /// Most files looked at per read, so a directory filled by something else costs a bounded scan.
@@ -57,22 +53,6 @@ pub enum RegistryError {
         dir: PathBuf,
         source: std::io::Error,
     },
-}
-
-/// `$CLAUDE_CONFIG_DIR/sessions`, else `$HOME/.claude/sessions`; `None` without either (or
-/// with a relative value, which would depend on the daemon's working directory).
-pub fn registry_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    claude_config_home(env).map(|home| home.join(SESSIONS_DIR))
-}
-
-/// Claude Code's own config dir: `$CLAUDE_CONFIG_DIR`, else `~/.claude`; `None` when neither
-/// gives an absolute path. The registry and the launcher's session lookup both live under it.
-pub fn claude_config_home(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    let config = match env(CLAUDE_CONFIG_DIR_ENV).filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env("HOME").filter(|v| !v.is_empty())?).join(".claude"),
-    };
-    config.is_absolute().then_some(config)
 }
 
 /// One registry entry.
@@ -178,28 +158,6 @@ fn process_alive(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn config_dir_env_wins_over_home() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| (*v).to_owned())
-            }
-        };
-        assert_eq!(
-            registry_dir(&env(&[("HOME", "/h"), ("CLAUDE_CONFIG_DIR", "/c")])),
-            Some(PathBuf::from("/c/sessions"))
-        );
-        assert_eq!(
-            registry_dir(&env(&[("HOME", "/h"), ("CLAUDE_CONFIG_DIR", "")])),
-            Some(PathBuf::from("/h/.claude/sessions"))
-        );
-        assert_eq!(registry_dir(&env(&[("CLAUDE_CONFIG_DIR", "rel")])), None);
-        assert_eq!(registry_dir(&env(&[])), None);
-    }
 
     #[test]
     fn reads_live_entries_and_skips_dead_foreign_and_key_files() {

@@ -34,12 +34,8 @@ const MAX_BACKUP_SUFFIX: u32 = 100;
 /// Why the folder could not be marked trusted. The config file is unchanged on every variant.
 #[derive(Debug, thiserror::Error)]
 pub enum PreTrustError {
-    #[error("HOME is not set to an absolute path, so ~/.claude.json is unknown; set HOME")]
-    NoHome,
-    #[error(
-        "CLAUDE_CONFIG_DIR is {0:?}, not an absolute path; set it to an absolute path or unset it"
-    )]
-    RelativeConfigDir(String),
+    #[error(transparent)]
+    Home(#[from] crate::claude::home::HomeError),
     #[error("the folder to trust must be an absolute UTF-8 path, got {0:?}")]
     BadFolder(PathBuf),
     #[error("cannot read {path}: {source}; nothing was changed")]
@@ -84,39 +80,6 @@ pub struct PreTrusted {
     pub backup: Option<PathBuf>,
     /// The folder was already trusted: nothing was written.
     pub already_trusted: bool,
-}
-
-/// The global config file Claude Code reads, as its 2.1.332 binary resolves it: `.claude.json`
-/// in `$CLAUDE_CONFIG_DIR` when that is set, else in `$HOME`; except that a non-empty legacy
-/// `.config.json` in the config home (`$CLAUDE_CONFIG_DIR`, else `~/.claude`) wins while the
-/// main file is missing or empty. (mieubrisse/agenc#30 reports installs that read `~/.claude.json`
-/// despite CLAUDE_CONFIG_DIR; launching with that variable set is the caller's promise.)
-pub fn claude_config_path(env: &dyn Fn(&str) -> Option<String>) -> Result<PathBuf, PreTrustError> {
-    let home = || {
-        env("HOME")
-            .map(PathBuf::from)
-            .filter(|home| home.is_absolute())
-            .ok_or(PreTrustError::NoHome)
-    };
-    let (config_home, main) = match env("CLAUDE_CONFIG_DIR").filter(|dir| !dir.is_empty()) {
-        Some(dir) => {
-            let dir = PathBuf::from(&dir);
-            if !dir.is_absolute() {
-                return Err(PreTrustError::RelativeConfigDir(dir.display().to_string()));
-            }
-            (dir.clone(), dir.join(".claude.json"))
-        }
-        None => {
-            let home = home()?;
-            (home.join(".claude"), home.join(".claude.json"))
-        }
-    };
-    let non_empty_file = |path: &Path| fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0);
-    let legacy = config_home.join(".config.json");
-    if non_empty_file(&legacy) && !non_empty_file(&main) {
-        return Ok(legacy);
-    }
-    Ok(main)
 }
 
 /// Set `projects[folder].hasTrustDialogAccepted = true` in `config`, creating the file (mode
@@ -433,50 +396,6 @@ fn replace_if_unchanged(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::env_of;
-
-    #[test]
-    fn config_path_is_home_or_config_dir() {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().to_str().unwrap();
-        assert_eq!(
-            claude_config_path(&env_of(&[("HOME", home)])).unwrap(),
-            dir.path().join(".claude.json")
-        );
-        let cfg = dir.path().join("cfg");
-        assert_eq!(
-            claude_config_path(&env_of(&[
-                ("HOME", home),
-                ("CLAUDE_CONFIG_DIR", cfg.to_str().unwrap())
-            ]))
-            .unwrap(),
-            cfg.join(".claude.json")
-        );
-        assert!(matches!(
-            claude_config_path(&env_of(&[("CLAUDE_CONFIG_DIR", "rel")])),
-            Err(PreTrustError::RelativeConfigDir(_))
-        ));
-        assert!(matches!(
-            claude_config_path(&env_of(&[])),
-            Err(PreTrustError::NoHome)
-        ));
-    }
-
-    #[test]
-    fn legacy_config_json_wins_only_while_the_main_file_is_missing() {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().to_str().unwrap();
-        fs::create_dir(dir.path().join(".claude")).unwrap();
-        let legacy = dir.path().join(".claude/.config.json");
-        fs::write(&legacy, "{}").unwrap();
-        let env = env_of(&[("HOME", home)]);
-        assert_eq!(claude_config_path(&env).unwrap(), legacy);
-        fs::write(dir.path().join(".claude.json"), "{}").unwrap();
-        assert_eq!(
-            claude_config_path(&env).unwrap(),
-            dir.path().join(".claude.json")
-        );
-    }
 
     #[test]
     fn keeps_other_keys_and_order_and_exact_numbers() {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::config::{Config, ConfigError};
-use crate::context::follow::{TranscriptFollower, find_transcript};
+use crate::context::follow::{TranscriptFollower, find_transcript_in};
 use crate::context::statusline::{
     marker_activity, parse_statusline, read_bounded, read_feed, render_line, unix_now, write_feed,
 };
@@ -138,7 +138,10 @@ pub fn run_context(args: &ContextArgs, config: &Config) -> ExitCode {
         .or_else(|| feed.as_ref().and_then(|f| f.transcript_path.clone()));
     let transcript = match (&args.transcript, &session_id) {
         (Some(path), _) => Some(path.clone()),
-        (None, Some(sid)) => find_transcript(sid, hint.as_deref()),
+        (None, Some(sid)) => {
+            let dirs: Vec<PathBuf> = config.paths.claude.iter().map(|c| c.dir.clone()).collect();
+            find_transcript_in(&dirs, sid, hint.as_deref())
+        }
         (None, None) => None,
     };
     let reading = match &transcript {

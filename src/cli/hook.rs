@@ -9,6 +9,7 @@
 //! `--print-settings` prints the `settings.json` snippet that wires it (deploy/claude-hooks.json).
 
 use crate::config::{Config, ConfigError};
+use crate::env::Env;
 use crate::store::{Record, SessionSeen, Store, now_unix_ms};
 use crate::wakedir::detect::detect_target;
 use crate::wakedir::markers::{MarkerError, clear_busy, set_busy};
@@ -183,12 +184,9 @@ pub struct HookOutcome {
 /// the explicit, tool-agnostic knob wins, so a session registered on the bus under its own id
 /// keeps it), else the payload's `session_id`, else `CLAUDE_CODE_SESSION_ID`. Empty values fall
 /// through.
-pub fn hook_session_id(
-    payload: Option<&str>,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Option<String> {
+pub fn hook_session_id(payload: Option<&str>, env: &Env) -> Option<String> {
     let [bus, claude] = crate::cli::session::SESSION_ID_ENVS;
-    [env(bus), payload.map(str::to_owned), env(claude)]
+    [env.get(bus), payload.map(str::to_owned), env.get(claude)]
         .into_iter()
         .flatten()
         .find(|id| !id.is_empty())
@@ -196,11 +194,7 @@ pub fn hook_session_id(
 
 /// Performs the action for `input` against `wake_dir`; the session id is `hook_session_id`'s,
 /// the pane comes from `env`.
-pub fn perform(
-    input: &HookInput,
-    wake_dir: &Path,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> HookOutcome {
+pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
     let action = action_for(input);
     let pane = detect_target(env);
     let session_id = hook_session_id(input.session_id.as_deref(), env);
@@ -379,7 +373,7 @@ pub fn run_hook(
             return ExitCode::SUCCESS;
         }
     };
-    let env = crate::cli::session::process_env;
+    let env = Env::process();
     let wake_dir = match wake_dir {
         Ok(dir) => dir,
         Err(e) => {

@@ -12,9 +12,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::claude::registry::claude_config_home;
-use crate::claude::trust::claude_config_path;
+use crate::claude::trust::PreTrustError;
 use crate::config::Config;
+use crate::env::Env;
 use crate::launch::{
     DEFAULT_TIMEOUT, LaunchError, LaunchOptions, Launched, Mapping, Placement, launch,
 };
@@ -91,7 +91,7 @@ pub fn run(args: LaunchArgs, config: &Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let env = |name: &str| std::env::var(name).ok();
+    let env = Env::process();
     let code = runtime.block_on(run_with(
         args,
         config,
@@ -106,7 +106,7 @@ pub fn run(args: LaunchArgs, config: &Config) -> ExitCode {
 pub async fn run_with(
     args: LaunchArgs,
     config: &Config,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &Env,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
@@ -186,7 +186,7 @@ fn report(launched: &Launched, json: bool, out: &mut dyn Write, err: &mut dyn Wr
 pub fn options_from(
     args: LaunchArgs,
     config: &Config,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &Env,
 ) -> Result<(LaunchOptions, Vec<String>), LaunchCliError> {
     let notes = Vec::new();
     let prompt = args.prompt.as_deref().map(KeystrokeText::new).transpose()?;
@@ -212,7 +212,14 @@ pub fn options_from(
         args.command
     };
     let pre_trust = if args.pre_trust {
-        Some(claude_config_path(env)?)
+        Some(
+            config
+                .paths
+                .claude
+                .clone()
+                .map_err(PreTrustError::from)?
+                .state_file_in_use(),
+        )
     } else {
         None
     };
@@ -235,7 +242,7 @@ pub fn options_from(
             timeout,
             wake_dir,
             session_id: args.session_id,
-            claude_home: claude_config_home(env),
+            claude_home: config.paths.claude.as_ref().ok().map(|c| c.dir.clone()),
             placement,
             mux,
         },
@@ -245,8 +252,8 @@ pub fn options_from(
 
 /// Inside tmux (`$TMUX` set) a new window of the caller's session, unless another server was
 /// asked for; otherwise a new detached session.
-fn placement(socket: Option<&std::path::Path>, env: &dyn Fn(&str) -> Option<String>) -> Placement {
-    let Some(tmux) = env("TMUX").filter(|v| !v.is_empty()) else {
+fn placement(socket: Option<&std::path::Path>, env: &Env) -> Placement {
+    let Some(tmux) = env.nonempty("TMUX") else {
         return Placement::NewSession;
     };
     let own_socket = tmux.split(',').next().unwrap_or("");
@@ -259,19 +266,15 @@ fn placement(socket: Option<&std::path::Path>, env: &dyn Fn(&str) -> Option<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::env_of;
     use clap::Parser;
+
+    fn env_of(pairs: &[(&str, &str)]) -> Env {
+        Env::from_pairs(pairs.iter().copied())
+    }
 
     /// The configuration `serve` would resolve in an environment of these pairs.
     fn config(pairs: &[(&str, &str)]) -> Config {
-        let mut env: std::collections::BTreeMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        env.insert(
-            "XDG_CONFIG_HOME".into(),
-            "/nonexistent-wakebridge-test".into(),
-        );
+        let env = env_of(pairs).with("XDG_CONFIG_HOME", "/nonexistent-wakebridge-test");
         crate::config::resolve(&crate::config::Flags::default(), &env).expect("config")
     }
 

@@ -14,7 +14,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::{self, Flags, ProcessEnv};
+use crate::config::{self, Flags};
+use crate::env::Env;
 use client::{StatusArgs, WakeArgs};
 use context::{ContextArgs, StatuslineArgs, run_context, run_statusline};
 use hook::HookArgs;
@@ -80,7 +81,7 @@ pub fn main() -> ExitCode {
         wake_dir: wake_dir.map(|dir| dir.to_string_lossy().into_owned()),
         ..Flags::default()
     };
-    let resolved = |wake_dir: Option<&Path>| config::resolve(&flags(wake_dir), &ProcessEnv);
+    let resolved = |wake_dir: Option<&Path>| config::resolve(&flags(wake_dir), &Env::process());
     match cli.command {
         Some(Command::Serve(args)) => serve::serve(args.flags(cli.config.clone())),
         None => serve::serve(cli.serve.flags(cli.config.clone())),

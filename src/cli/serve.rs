@@ -7,7 +7,8 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
-use crate::config::{self, Flags, ProcessEnv};
+use crate::config::{self, Flags};
+use crate::env::Env;
 
 /// Flags of `serve`. Values are parsed after clap so that a bad environment value never breaks
 /// `--help`, and so flag and environment errors read alike.
@@ -88,7 +89,7 @@ impl ServeArgs {
 }
 
 pub fn serve(flags: Flags) -> ExitCode {
-    let env = ProcessEnv;
+    let env = Env::process();
     let config = match config::resolve(&flags, &env) {
         Ok(c) => c,
         Err(e) => {

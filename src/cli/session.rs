@@ -6,6 +6,7 @@
 //! shapes, output and exit codes; the file work is `wake::writer` and `wake::markers`. The lead
 //! wires these types into the top-level clap enum.
 
+use crate::env::Env;
 use crate::wakedir::detect::detect_target;
 use crate::wakedir::markers::{MarkerError, clear_busy, set_busy};
 use crate::wakedir::panes::parse_target;
@@ -122,19 +123,11 @@ pub struct WakeStateArgs {
 }
 
 /// The first non-empty of `--session-id`, `AGENT_EVENT_BUS_SESSION_ID`, `CLAUDE_CODE_SESSION_ID`.
-pub fn resolve_session_id(
-    flag: Option<&str>,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Option<String> {
+pub fn resolve_session_id(flag: Option<&str>, env: &Env) -> Option<String> {
     flag.map(str::to_owned)
         .into_iter()
-        .chain(SESSION_ID_ENVS.iter().filter_map(|name| env(name)))
+        .chain(SESSION_ID_ENVS.iter().filter_map(|name| env.get(name)))
         .find(|id| !id.is_empty())
-}
-
-/// The process's environment variable, as the `env` argument of the execute functions wants it.
-pub fn process_env(name: &str) -> Option<String> {
-    std::env::var(name).ok()
 }
 
 impl PanesCommand {
@@ -152,7 +145,7 @@ pub fn run_panes(command: &PanesCommand, wake_dir: &Path) -> ExitCode {
     let status = execute_panes(
         command,
         wake_dir,
-        &process_env,
+        &Env::process(),
         &mut std::io::stdout().lock(),
         &mut std::io::stderr().lock(),
     );
@@ -161,7 +154,13 @@ pub fn run_panes(command: &PanesCommand, wake_dir: &Path) -> ExitCode {
 
 /// `wake-state busy|idle` on `wake_dir` against the real environment and stderr.
 pub fn run_wake_state(args: &WakeStateArgs, wake_dir: &Path) -> ExitCode {
-    execute_wake_state(args, wake_dir, &process_env, &mut std::io::stderr().lock()).into()
+    execute_wake_state(
+        args,
+        wake_dir,
+        &Env::process(),
+        &mut std::io::stderr().lock(),
+    )
+    .into()
 }
 
 /// `panes set|clear` with injected environment and output (what tests drive). `wake_dir` is the
@@ -169,7 +168,7 @@ pub fn run_wake_state(args: &WakeStateArgs, wake_dir: &Path) -> ExitCode {
 pub fn execute_panes(
     command: &PanesCommand,
     wake_dir: &Path,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &Env,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> CliStatus {
@@ -185,7 +184,7 @@ pub fn execute_panes(
 pub fn execute_wake_state(
     args: &WakeStateArgs,
     wake_dir: &Path,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &Env,
     err: &mut dyn Write,
 ) -> CliStatus {
     let result = (|| {
@@ -212,7 +211,7 @@ fn finish(result: Result<(), Failed>, err: &mut dyn Write) -> CliStatus {
     }
 }
 
-fn session_id(args: &SessionArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<String, Failed> {
+fn session_id(args: &SessionArgs, env: &Env) -> Result<String, Failed> {
     resolve_session_id(args.session_id.as_deref(), env).ok_or_else(|| {
         Failed(
             CliStatus::Usage,
@@ -265,7 +264,7 @@ pub fn explicit_target(args: &PanesSetArgs) -> Option<Result<PaneTarget, String>
 fn panes_set(
     args: &PanesSetArgs,
     wake_dir: &Path,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &Env,
     out: &mut dyn Write,
 ) -> Result<(), Failed> {
     let session_id = session_id(&args.session, env)?;
@@ -292,7 +291,7 @@ fn panes_set(
 fn panes_clear(
     args: &PanesClearArgs,
     wake_dir: &Path,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &Env,
     out: &mut dyn Write,
 ) -> Result<(), Failed> {
     let session_id = session_id(&args.session, env)?;
@@ -350,17 +349,16 @@ mod tests {
 
     #[test]
     fn session_id_falls_through_empty_values() {
-        let env = |name: &str| match name {
-            "AGENT_EVENT_BUS_SESSION_ID" => Some(String::new()),
-            "CLAUDE_CODE_SESSION_ID" => Some("cc-session".into()),
-            _ => None,
-        };
+        let env = Env::from_pairs([
+            ("AGENT_EVENT_BUS_SESSION_ID", ""),
+            ("CLAUDE_CODE_SESSION_ID", "cc-session"),
+        ]);
         assert_eq!(
             resolve_session_id(Some(""), &env),
             Some("cc-session".into())
         );
         assert_eq!(resolve_session_id(Some("flag"), &env), Some("flag".into()));
-        assert_eq!(resolve_session_id(None, &|_: &str| None), None);
+        assert_eq!(resolve_session_id(None, &Env::empty()), None);
     }
 
     #[test]

@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::claude::home::{ClaudeHome, HomeError};
+pub use crate::env::Env;
 use crate::wire::signature::Secret;
 pub use hosts::HostAllowlist;
 pub use topology::Topology;
@@ -299,12 +301,15 @@ pub struct Paths {
     pub ledger: PathBuf,
     /// The TOML file that was read, if any.
     pub config_file: Option<PathBuf>,
+    /// Claude Code's config dir and state file, as Claude Code started in this environment
+    /// finds them (or why they are unknown).
+    pub claude: Result<ClaudeHome, HomeError>,
 }
 
 impl Paths {
     fn resolve(
         flags: &Flags,
-        env: &dyn Env,
+        env: &Env,
         settings: &Settings,
         config_file: Option<PathBuf>,
     ) -> Result<Paths, ConfigError> {
@@ -339,15 +344,14 @@ impl Paths {
             state_dir,
             ledger,
             config_file,
+            claude: ClaudeHome::locate(env),
         })
     }
 }
 
 /// `$HOME`, when it is an absolute path.
-fn home(env: &dyn Env) -> Option<PathBuf> {
-    nonempty(env, "HOME")
-        .map(PathBuf::from)
-        .filter(|h| h.is_absolute())
+fn home(env: &Env) -> Option<PathBuf> {
+    env.absolute_path("HOME")
 }
 
 /// A path setting: hooks and the daemon run from many working directories, so only an absolute
@@ -383,49 +387,14 @@ pub struct Config {
     pub warnings: Vec<String>,
 }
 
-/// The environment as a lookup, so tests need not touch the process environment.
-pub trait Env {
-    fn get(&self, name: &str) -> Option<String>;
-    fn vars(&self) -> Vec<(String, String)>;
-}
-
-/// The real process environment.
-pub struct ProcessEnv;
-
-impl Env for ProcessEnv {
-    fn get(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok()
-    }
-    fn vars(&self) -> Vec<(String, String)> {
-        std::env::vars().collect()
-    }
-}
-
-impl Env for BTreeMap<String, String> {
-    fn get(&self, name: &str) -> Option<String> {
-        BTreeMap::get(self, name).cloned()
-    }
-    fn vars(&self) -> Vec<(String, String)> {
-        self.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
-    }
-}
-
-/// Reads a reference variable; empty values fall back to the default, as in the reference.
-fn nonempty(env: &dyn Env, name: &str) -> Option<String> {
-    env.get(name).filter(|v| !v.trim().is_empty())
-}
-
 /// Layers defaults < file < `WAKEBRIDGE_*` env into `Settings`. A key of the file or a
 /// `WAKEBRIDGE_*` variable that names no setting is refused (with the nearest valid name).
-pub fn load_settings(config_file: Option<&Path>, env: &dyn Env) -> Result<Settings, ConfigError> {
+pub fn load_settings(config_file: Option<&Path>, env: &Env) -> Result<Settings, ConfigError> {
     Ok(load(config_file, env)?.0)
 }
 
 /// `load_settings`, and the file that was read (if any).
-fn load(
-    config_file: Option<&Path>,
-    env: &dyn Env,
-) -> Result<(Settings, Option<PathBuf>), ConfigError> {
+fn load(config_file: Option<&Path>, env: &Env) -> Result<(Settings, Option<PathBuf>), ConfigError> {
     let user_file = match config_file {
         Some(path) => {
             if !path.is_file() {
@@ -474,17 +443,18 @@ fn load(
 }
 
 /// `$XDG_CONFIG_HOME/wakebridge/config.toml`, else `~/.config/wakebridge/config.toml`.
-pub fn default_config_file(env: &dyn Env) -> Option<PathBuf> {
-    let base = nonempty(env, "XDG_CONFIG_HOME")
+pub fn default_config_file(env: &Env) -> Option<PathBuf> {
+    let base = env
+        .nonempty("XDG_CONFIG_HOME")
         .map(PathBuf::from)
-        .or_else(|| nonempty(env, "HOME").map(|h| Path::new(&h).join(".config")))?;
+        .or_else(|| env.nonempty("HOME").map(|h| Path::new(&h).join(".config")))?;
     Some(base.join("wakebridge").join("config.toml"))
 }
 
 /// `$XDG_STATE_HOME/wakebridge`, else `~/.local/state/wakebridge`. Per the XDG spec an empty
 /// or relative `XDG_STATE_HOME` is ignored.
-fn default_state_dir(env: &dyn Env) -> Option<PathBuf> {
-    nonempty(env, "XDG_STATE_HOME")
+fn default_state_dir(env: &Env) -> Option<PathBuf> {
+    env.nonempty("XDG_STATE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| home(env).map(|h| h.join(".local/state")))
@@ -492,11 +462,11 @@ fn default_state_dir(env: &dyn Env) -> Option<PathBuf> {
 }
 
 /// Picks flag > reference env > layered setting, remembering which one for error messages.
-fn pick(flag: &Option<String>, env: &dyn Env, source: &Source, layered: &str) -> (String, String) {
+fn pick(flag: &Option<String>, env: &Env, source: &Source, layered: &str) -> (String, String) {
     if let Some(v) = flag {
         return (v.clone(), source.flag.to_string());
     }
-    if let Some(v) = nonempty(env, source.env) {
+    if let Some(v) = env.nonempty(source.env) {
         return (v, source.env.to_string());
     }
     (layered.to_string(), source.key.to_string())
@@ -568,7 +538,7 @@ fn seconds_from(
 }
 
 /// Builds and validates the whole configuration.
-pub fn resolve(flags: &Flags, env: &dyn Env) -> Result<Config, ConfigError> {
+pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
     let (settings, config_file) = load(flags.config.as_deref(), env)?;
     let b = &settings.bridge;
 
@@ -600,7 +570,7 @@ pub fn resolve(flags: &Flags, env: &dyn Env) -> Result<Config, ConfigError> {
         hook_s.trim().to_string()
     };
     let (bind_s, bind_origin) = pick(&flags.bind, env, &BIND, &b.bind);
-    let allowed_raw: Vec<String> = match (&flags.allowed_hosts, nonempty(env, ALLOWED_HOSTS.env)) {
+    let allowed_raw: Vec<String> = match (&flags.allowed_hosts, env.nonempty(ALLOWED_HOSTS.env)) {
         (Some(v), _) => v.split(',').map(str::to_string).collect(),
         (None, Some(v)) => v.split(',').map(str::to_string).collect(),
         (None, None) => b.allowed_hosts.clone(),
@@ -682,16 +652,6 @@ impl Config {
     pub fn bind_addr(&self) -> IpAddr {
         self.topology.bind
     }
-}
-
-/// A fixed environment as the `&dyn Fn` lookup the path helpers take, for unit tests.
-#[cfg(test)]
-pub(crate) fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
-    let map: BTreeMap<String, String> = pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    move |name| map.get(name).cloned()
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 use super::*;
 use std::collections::BTreeMap;
 
-fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+fn env(pairs: &[(&str, &str)]) -> Env {
     let mut map: BTreeMap<String, String> = pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -11,7 +11,7 @@ fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .or_insert_with(|| "/nonexistent-wakebridge-test".into());
     map.entry("HOME".into())
         .or_insert_with(|| "/home/tester".into());
-    map
+    Env::from(map)
 }
 
 fn resolve_env(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
@@ -456,7 +456,7 @@ fn state_dir_and_ledger_follow_xdg_then_home_and_are_refused_without_either() {
     }
     let e = resolve(
         &Flags::default(),
-        &BTreeMap::from([
+        &Env::from_pairs([
             (
                 "XDG_CONFIG_HOME".to_string(),
                 "/nonexistent-wakebridge-test".to_string(),
@@ -525,7 +525,7 @@ fn wake_dir_flag_beats_reference_env_beats_own_env_beats_file_beats_default() {
     assert!(e.contains("relative") && e.contains("--wake-dir"), "{e}");
     let e = resolve(
         &Flags::default(),
-        &BTreeMap::from([
+        &Env::from_pairs([
             (
                 "XDG_CONFIG_HOME".to_string(),
                 "/nonexistent-wakebridge-test".to_string(),

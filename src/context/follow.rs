@@ -384,50 +384,13 @@ impl TranscriptFollower {
     }
 }
 
-/// Claude Code config directories: each entry of `$CLAUDE_CONFIG_DIR` (comma-separated) if set
-/// and non-empty, else `~/.claude` and `~/.config/claude`.
-pub fn claude_config_dirs() -> Vec<PathBuf> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    claude_config_dirs_from(
-        std::env::var_os("CLAUDE_CONFIG_DIR").as_deref(),
-        home.as_deref(),
-    )
-}
-
-/// `claude_config_dirs` with the environment passed in.
-pub fn claude_config_dirs_from(
-    config_dir_env: Option<&OsStr>,
-    home: Option<&Path>,
-) -> Vec<PathBuf> {
-    if let Some(value) = config_dir_env.and_then(OsStr::to_str) {
-        let dirs: Vec<PathBuf> = value
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
-            .collect();
-        if !dirs.is_empty() {
-            return dirs;
-        }
-    }
-    match home {
-        Some(home) => vec![home.join(".claude"), home.join(".config").join("claude")],
-        None => Vec::new(),
-    }
-}
-
 fn is_under_subagents(path: &Path) -> bool {
     path.components()
         .any(|c| c.as_os_str() == OsStr::new(SUBAGENTS_DIR))
 }
 
 /// The transcript of `session_id`: the hinted path if it is an existing main transcript, else
-/// `<config_dir>/projects/*/<session_id>.jsonl` over `claude_config_dirs()` (newest if several).
-pub fn find_transcript(session_id: &str, hinted_path: Option<&Path>) -> Option<PathBuf> {
-    find_transcript_in(&claude_config_dirs(), session_id, hinted_path)
-}
-
-/// `find_transcript` over explicit config dirs.
+/// `<config_dir>/projects/*/<session_id>.jsonl` over `config_dirs` (newest if several).
 pub fn find_transcript_in(
     config_dirs: &[PathBuf],
     session_id: &str,
@@ -521,21 +484,6 @@ impl ChangeWatcher {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn config_dirs_from_env_list_or_home() {
-        let dirs = claude_config_dirs_from(Some(OsStr::new("/a, /b ,,")), Some(Path::new("/h")));
-        assert_eq!(dirs, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
-        let dirs = claude_config_dirs_from(Some(OsStr::new("")), Some(Path::new("/h")));
-        assert_eq!(
-            dirs,
-            vec![
-                PathBuf::from("/h/.claude"),
-                PathBuf::from("/h/.config/claude")
-            ]
-        );
-        assert!(claude_config_dirs_from(None, None).is_empty());
-    }
 
     #[test]
     fn splitter_keeps_partial_line_until_newline() {

@@ -540,11 +540,9 @@ pub async fn run(app: Arc<AppState>, config: MonitorConfig, shutdown: Cancellati
 mod tests {
     use super::*;
     use crate::config::load_settings;
-    use std::collections::BTreeMap;
 
     fn settings() -> ContextSettings {
-        let env: BTreeMap<String, String> = BTreeMap::new();
-        match load_settings(None, &env) {
+        match load_settings(None, &crate::env::Env::empty()) {
             Ok(s) => s.context,
             Err(e) => panic!("built-in defaults must load: {e}"),
         }

@@ -180,18 +180,13 @@ pub trait Mux: Send + Sync {
     ) -> impl Future<Output = Result<(), MuxError>> + Send;
 }
 
-/// Which of tmux and zellij are on the daemon's PATH, for the startup INFO/WARN (reference 7.6).
-pub fn preflight() -> Vec<&'static str> {
-    preflight_for(&MuxConfig::default())
-}
-
-/// Like [`preflight`], for configured binaries: an explicit path is checked as is, a bare name
-/// is searched on PATH.
-pub fn preflight_for(config: &MuxConfig) -> Vec<&'static str> {
-    let path = env::var_os("PATH").unwrap_or_default();
+/// Which of the configured tmux and zellij would start, for the startup INFO/WARN (reference
+/// 7.6): an explicit path is checked as is, a bare name is searched on the daemon's PATH.
+pub fn preflight_for(config: &MuxConfig, env: &crate::env::Env) -> Vec<&'static str> {
+    let path = env.get("PATH").unwrap_or_default();
     [("tmux", &config.tmux_bin), ("zellij", &config.zellij_bin)]
         .into_iter()
-        .filter(|(_, bin)| resolves(bin, &path))
+        .filter(|(_, bin)| resolves(bin, OsStr::new(&path)))
         .map(|(name, _)| name)
         .collect()
 }

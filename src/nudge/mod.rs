@@ -144,8 +144,8 @@ mod tests {
 
     #[test]
     fn defaults_load_and_the_environment_overrides_durations_and_the_message_list() {
-        use std::collections::BTreeMap;
-        let defaults = crate::config::load_settings(None, &BTreeMap::new()).unwrap();
+        use crate::env::Env;
+        let defaults = crate::config::load_settings(None, &Env::empty()).unwrap();
         let config = NudgerConfig::from_settings(&defaults.nudger).unwrap();
         assert!(config.enabled);
         assert_eq!(config.idle_after, Duration::from_secs(300));
@@ -154,14 +154,11 @@ mod tests {
         assert_eq!(config.schedule.max, Duration::from_secs(900));
         assert_eq!(config.schedule.acknowledge_after, 5);
         assert!(config.messages.len() >= 2);
-        let env: BTreeMap<String, String> = [
+        let env = Env::from_pairs([
             ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "10m"),
             ("WAKEBRIDGE_NUDGER__ENABLED", "false"),
             ("WAKEBRIDGE_NUDGER__MESSAGES", "Go on.,Keep at it."),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+        ]);
         let settings = crate::config::load_settings(None, &env).unwrap();
         let config = NudgerConfig::from_settings(&settings.nudger).unwrap();
         assert!(!config.enabled);

@@ -3,6 +3,7 @@
 //! Outside any multiplexer the answer is `None`, which writers turn into "no entry at all" rather
 //! than an empty one (an empty entry would warn and ask an operator to repair a working setup).
 
+use crate::env::Env;
 use crate::wakedir::printable::is_valid_string;
 use crate::wakedir::target::PaneTarget;
 
@@ -11,8 +12,8 @@ pub const ZELLIJ_PANE_ENV: &str = "ZELLIJ_PANE_ID";
 pub const ZELLIJ_SESSION_ENV: &str = "ZELLIJ_SESSION_NAME";
 
 /// The pane named by `env`; empty or non-printable values, and half a zellij pair, give `None`.
-pub fn detect_target(env: impl Fn(&str) -> Option<String>) -> Option<PaneTarget> {
-    let valid = |name: &str| env(name).filter(|value| is_valid_string(value));
+pub fn detect_target(env: &Env) -> Option<PaneTarget> {
+    let valid = |name: &str| env.get(name).filter(|value| is_valid_string(value));
     if let Some(pane) = valid(TMUX_PANE_ENV) {
         return Some(PaneTarget::Tmux {
             pane,
@@ -30,12 +31,7 @@ mod tests {
     use super::*;
 
     fn detect(pairs: &[(&str, &str)]) -> Option<PaneTarget> {
-        detect_target(|name| {
-            pairs
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| value.to_string())
-        })
+        detect_target(&Env::from_pairs(pairs.iter().copied()))
     }
 
     #[test]

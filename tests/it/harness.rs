@@ -72,7 +72,7 @@ impl TestServer {
         mut flags: Flags,
     ) -> TestServer {
         std::fs::create_dir_all(root.path().join("run")).expect("run dir");
-        let env = test_env(root.path(), extra_env);
+        let env = wakebridge::env::Env::from(test_env(root.path(), extra_env));
         if flags.port.is_none() {
             flags.port = Some("8082".into());
         }

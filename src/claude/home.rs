@@ -1,0 +1,126 @@
+//! Where Claude Code keeps its things, with one meaning of `CLAUDE_CONFIG_DIR`, the one Claude
+//! Code itself has: when it is set (to an absolute path) it replaces `~/.claude`, and the global
+//! state file `.claude.json` moves into it; otherwise the directory is `~/.claude` and the state
+//! file is `~/.claude.json`, beside it. Under the directory: the session registry (`sessions/`)
+//! and the transcripts (`projects/<encoded cwd>/<session id>.jsonl`). A relative value is
+//! refused: it would point somewhere else in every working directory. (ccusage reads a
+//! comma-separated list and `~/.config/claude` too; Claude Code does neither.)
+
+use std::path::{Path, PathBuf};
+
+use crate::env::Env;
+
+/// The variable that moves Claude Code's config dir away from `~/.claude`.
+pub const CONFIG_DIR_ENV: &str = "CLAUDE_CONFIG_DIR";
+/// The registry's directory inside the config dir.
+pub const SESSIONS_DIR: &str = "sessions";
+/// The transcripts' directory inside the config dir.
+pub const PROJECTS_DIR: &str = "projects";
+
+/// Why Claude Code's config dir is unknown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HomeError {
+    #[error("HOME is not set to an absolute path, so ~/.claude is unknown; set HOME")]
+    NoHome,
+    #[error(
+        "CLAUDE_CONFIG_DIR is {0:?}, not an absolute path; set it to an absolute path or unset it"
+    )]
+    RelativeConfigDir(String),
+}
+
+/// Claude Code's config dir and its global state file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaudeHome {
+    /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+    pub dir: PathBuf,
+    /// `<dir>/.claude.json` when `CLAUDE_CONFIG_DIR` is set, else `~/.claude.json`.
+    pub state_file: PathBuf,
+}
+
+impl ClaudeHome {
+    /// Where Claude Code, started with `env`, keeps its things.
+    pub fn locate(env: &Env) -> Result<ClaudeHome, HomeError> {
+        if let Some(dir) = env.nonempty(CONFIG_DIR_ENV) {
+            let dir = PathBuf::from(dir);
+            if !dir.is_absolute() {
+                return Err(HomeError::RelativeConfigDir(dir.display().to_string()));
+            }
+            let state_file = dir.join(".claude.json");
+            return Ok(ClaudeHome { dir, state_file });
+        }
+        let home = env.absolute_path("HOME").ok_or(HomeError::NoHome)?;
+        Ok(ClaudeHome {
+            dir: home.join(".claude"),
+            state_file: home.join(".claude.json"),
+        })
+    }
+
+    /// The live session registry, `<dir>/sessions`.
+    pub fn sessions(&self) -> PathBuf {
+        self.dir.join(SESSIONS_DIR)
+    }
+
+    /// The transcripts, `<dir>/projects`.
+    pub fn projects(&self) -> PathBuf {
+        self.dir.join(PROJECTS_DIR)
+    }
+
+    /// The state file Claude Code reads, as its 2.1.332 binary resolves it: `state_file`, except
+    /// that a non-empty legacy `<dir>/.config.json` wins while the main file is missing or
+    /// empty. (mieubrisse/agenc#30 reports installs that read `~/.claude.json` despite
+    /// CLAUDE_CONFIG_DIR; launching with that variable set is the caller's promise.)
+    pub fn state_file_in_use(&self) -> PathBuf {
+        let non_empty_file =
+            |path: &Path| std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0);
+        let legacy = self.dir.join(".config.json");
+        if non_empty_file(&legacy) && !non_empty_file(&self.state_file) {
+            legacy
+        } else {
+            self.state_file.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_dir_replaces_dot_claude_and_takes_the_state_file_with_it() {
+        let home = ClaudeHome::locate(&Env::from_pairs([("HOME", "/home/u")])).unwrap();
+        assert_eq!(home.dir, PathBuf::from("/home/u/.claude"));
+        assert_eq!(home.state_file, PathBuf::from("/home/u/.claude.json"));
+        assert_eq!(home.sessions(), PathBuf::from("/home/u/.claude/sessions"));
+        let moved = ClaudeHome::locate(&Env::from_pairs([
+            ("HOME", "/home/u"),
+            (CONFIG_DIR_ENV, "/cfg"),
+        ]))
+        .unwrap();
+        assert_eq!(moved.dir, PathBuf::from("/cfg"));
+        assert_eq!(moved.state_file, PathBuf::from("/cfg/.claude.json"));
+        assert_eq!(moved.projects(), PathBuf::from("/cfg/projects"));
+    }
+
+    #[test]
+    fn relative_or_missing_places_are_refused_and_empty_means_unset() {
+        assert_eq!(
+            ClaudeHome::locate(&Env::from_pairs([(CONFIG_DIR_ENV, "rel")])),
+            Err(HomeError::RelativeConfigDir("rel".into()))
+        );
+        assert_eq!(ClaudeHome::locate(&Env::empty()), Err(HomeError::NoHome));
+        let empty = ClaudeHome::locate(&Env::from_pairs([("HOME", "/h"), (CONFIG_DIR_ENV, "")]));
+        assert_eq!(empty.map(|h| h.dir), Ok(PathBuf::from("/h/.claude")));
+    }
+
+    #[test]
+    fn a_legacy_state_file_wins_while_the_main_one_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env::from_pairs([(CONFIG_DIR_ENV, dir.path().to_str().unwrap())]);
+        let home = ClaudeHome::locate(&env).unwrap();
+        assert_eq!(home.state_file_in_use(), dir.path().join(".claude.json"));
+        std::fs::write(dir.path().join(".config.json"), "{}").unwrap();
+        assert_eq!(home.state_file_in_use(), dir.path().join(".config.json"));
+        std::fs::write(dir.path().join(".claude.json"), "{}").unwrap();
+        assert_eq!(home.state_file_in_use(), dir.path().join(".claude.json"));
+    }
+}

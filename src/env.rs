@@ -1,0 +1,108 @@
+//! The one environment lookup. Every module that reads a variable (`HOME`, `TMUX_PANE`,
+//! `CLAUDE_CONFIG_DIR`, `WAKEBRIDGE_*`, ...) asks an `Env`: the process's own variables in
+//! production, a fixed set in tests, so no test touches the process environment and no module
+//! reads it behind the others' backs.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The process environment, or a fixed set of variables.
+#[derive(Debug, Clone)]
+pub struct Env {
+    /// `None`: the process's own variables.
+    fixed: Option<BTreeMap<String, String>>,
+}
+
+impl Env {
+    /// The process's variables, read at each lookup.
+    pub fn process() -> Env {
+        Env { fixed: None }
+    }
+
+    /// No variables at all.
+    pub fn empty() -> Env {
+        Env {
+            fixed: Some(BTreeMap::new()),
+        }
+    }
+
+    /// Exactly these variables and no others.
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Env {
+        Env {
+            fixed: Some(
+                pairs
+                    .into_iter()
+                    .map(|(k, v)| (k.into(), v.into()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The variable's value, if it is set (and valid Unicode).
+    pub fn get(&self, name: &str) -> Option<String> {
+        match &self.fixed {
+            Some(vars) => vars.get(name).cloned(),
+            None => std::env::var(name).ok(),
+        }
+    }
+
+    /// The variable's value when it is set to something other than blanks: the reference's rule
+    /// that an empty value means "not set".
+    pub fn nonempty(&self, name: &str) -> Option<String> {
+        self.get(name).filter(|v| !v.trim().is_empty())
+    }
+
+    /// The variable as a path when it is an absolute one (a relative path would mean something
+    /// else in every working directory the hooks and the daemon run from).
+    pub fn absolute_path(&self, name: &str) -> Option<PathBuf> {
+        self.nonempty(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    }
+
+    /// Every variable, sorted by name.
+    pub fn vars(&self) -> Vec<(String, String)> {
+        match &self.fixed {
+            Some(vars) => vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            None => {
+                let mut vars: Vec<_> = std::env::vars().collect();
+                vars.sort();
+                vars
+            }
+        }
+    }
+
+    /// A copy with `name` set to `value` (tests and child environments).
+    pub fn with(mut self, name: &str, value: &str) -> Env {
+        let mut vars: BTreeMap<String, String> = self.vars().into_iter().collect();
+        vars.insert(name.to_string(), value.to_string());
+        self.fixed = Some(vars);
+        self
+    }
+}
+
+impl From<BTreeMap<String, String>> for Env {
+    fn from(vars: BTreeMap<String, String>) -> Env {
+        Env { fixed: Some(vars) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fixed_set_is_all_there_is() {
+        let env = Env::from_pairs([("HOME", "/home/u"), ("EMPTY", "  "), ("REL", "a/b")]);
+        assert_eq!(env.get("HOME").as_deref(), Some("/home/u"));
+        assert_eq!(env.get("PATH"), None);
+        assert_eq!(env.nonempty("EMPTY"), None);
+        assert_eq!(env.absolute_path("HOME"), Some(PathBuf::from("/home/u")));
+        assert_eq!(env.absolute_path("REL"), None);
+        let more = env.with("X", "1");
+        assert_eq!(more.get("X").as_deref(), Some("1"));
+        assert_eq!(more.vars().len(), 4);
+    }
+}
