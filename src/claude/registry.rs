@@ -14,9 +14,12 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::nudge::signals::RegistryReading;
+use crate::wakedir::printable::is_valid_string;
 
 /// Largest registry file read: real ones are about 400 bytes; anything far larger is not ours.
 const MAX_FILE_BYTES: u64 = 64 * 1024;
+/// Longest session id taken from a registry file.
+const MAX_SESSION_ID_CHARS: usize = 200;
 /// Most files looked at per read, so a directory filled by something else costs a bounded scan.
 const MAX_FILES: usize = 2048;
 
@@ -125,6 +128,16 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
     Ok(found)
 }
 
+/// The session id in `<dir>/<pid>.json`, if that file is there and names a plausible one
+/// (printable, at most [`MAX_SESSION_ID_CHARS`]; Claude Code's are 36-character UUIDs). Only
+/// `sessionId` is needed: the launcher asks right after start-up.
+pub fn session_of_pid(dir: &Path, pid: u32) -> Option<String> {
+    let text = read_small(&dir.join(format!("{pid}.json")))?;
+    let value: Value = serde_json::from_str(&text).ok()?;
+    let id = value.get("sessionId")?.as_str()?;
+    (is_valid_string(id) && id.chars().count() <= MAX_SESSION_ID_CHARS).then(|| id.to_owned())
+}
+
 /// The file's text if it is a regular file (no symlink followed) of at most `MAX_FILE_BYTES`.
 fn read_small(path: &Path) -> Option<String> {
     let file = OpenOptions::new()
@@ -190,6 +203,23 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_pid_s_session_id_must_be_printable() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("1.json"),
+            r#"{"pid":1,"sessionId":"ac3ea6be-3f07"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            session_of_pid(dir.path(), 1).as_deref(),
+            Some("ac3ea6be-3f07")
+        );
+        std::fs::write(dir.path().join("2.json"), "{\"sessionId\":\"a\\u001bb\"}").unwrap();
+        assert_eq!(session_of_pid(dir.path(), 2), None);
+        assert_eq!(session_of_pid(dir.path(), 3), None);
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! The launcher: start an agent (Claude Code by default) in a new tmux session (or a new window
 //! of the caller's session), get it past its first-run screens without a human, and hand back
-//! the pane. It owns the tmux side of a launch (creating the pane with remain-on-exit so a
-//! failed start can still be read, polling `capture-pane`, pressing Enter/Down/Up, removing what
-//! it created when the start failed), learning the new session's id from Claude Code's process
-//! registry, writing the `panes.json` mapping, and typing a first prompt once the agent is idle.
-//! Which key to press on which screen is [`screens`]'s pure decision; editing Claude Code's
-//! config to pre-trust a folder is [`pretrust`]'s; argument parsing and output are [`cli`]'s.
+//! the pane. It owns the sequence of a launch: create the pane, poll it, press the key
+//! [`screens`] decides on, remove what it created when the start failed (a human-needed screen
+//! is left up), learn the new session's id from Claude Code's process registry, write the
+//! `panes.json` mapping, and type a first prompt once the agent is idle. The tmux calls
+//! themselves are [`crate::mux::tmux::create`]'s; editing Claude Code's config to pre-trust a
+//! folder is [`crate::claude::trust`]'s; argument parsing and output are [`crate::cli::launch`]'s.
 //!
 //! It never presses Escape, a digit or text on a dialog, never approves an API key or a login
 //! (those stop the launch and leave the pane for a human), and types the first prompt only as a
@@ -13,21 +13,22 @@
 
 pub mod screens;
 
-use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use crate::claude::registry;
 use crate::claude::trust::{PreTrustError, PreTrusted};
 use crate::deadline::Deadline;
-use crate::mux::process::{self, Invocation};
-use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, MuxError};
-use crate::wakedir::printable::is_valid_string;
+use crate::mux::tmux::create::{self, NewPane, Probe, shell_quote};
+use crate::mux::{
+    INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, MuxError, Tmux, ps,
+};
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::set_entry;
-use screens::{Driver, Halt, Key, Passed, Screen, Step};
+use screens::{Driver, Halt, Passed, Screen, Step};
 
 /// How long the agent gets to reach its idle prompt. Claude Code offline shows a blank pane for
 /// 15-20 s after the trust dialog (remote settings time out) and about 20 s on a pre-trusted
@@ -57,21 +58,12 @@ pub const REGISTRY_WAIT: Duration = Duration::from_secs(3);
 /// Deepest process tree walked from the pane's first process to find the agent (shell →
 /// wrapper → env → claude is already deep).
 const MAX_TREE_DEPTH: usize = 6;
-/// Largest registry file read: the real one is a few hundred bytes.
-const MAX_REGISTRY_BYTES: u64 = 64 * 1024;
-/// Longest session id accepted from the registry (Claude Code's are 36-character UUIDs).
-const MAX_SESSION_ID_CHARS: usize = 200;
 /// Session names tried when the default name is taken: `name`, `name-2`, ... `name-N`.
 const MAX_NAME_ATTEMPTS: u32 = 20;
 /// Longest generated session name; tmux accepts more, but people type these.
 const MAX_DEFAULT_NAME_CHARS: usize = 40;
-/// What `tmux new-session/new-window -P` prints about the new pane.
-const CREATED_FORMAT: &str =
-    "#{pane_id}\t#{session_name}\t#{session_id}\t#{window_id}\t#{pane_pid}";
 /// How Anthropic API keys start; words containing it are masked in quoted screens.
 const KEY_PREFIX: &str = "sk-ant-";
-/// What each poll asks about the pane before capturing it.
-const PROBE_FORMAT: &str = "#{pane_dead}\t#{pane_dead_status}";
 
 /// Where the new pane goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,24 +228,24 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
         Some(config) => Some(crate::claude::trust::pre_trust(config, &cwd)?),
         None => None,
     };
-    let tmux = TmuxCalls::new(&opts.mux);
-    let created = tmux.create(opts, &cwd, &argv).await?;
+    let tmux = Tmux::new(&opts.mux);
+    let created = create(&tmux, opts, &cwd, &argv).await?;
     let passed = match drive(&tmux, &created, opts.timeout).await {
         Ok(passed) => passed,
         Err(failure) => {
             if matches!(failure, LaunchError::HumanNeeded { .. }) {
-                tmux.restore_exit_behaviour(&created).await;
+                restore_exit_behaviour(&tmux, &created).await;
             } else {
-                tmux.remove(&created, &opts.placement).await;
+                remove(&tmux, &created, &opts.placement).await;
             }
             return Err(failure);
         }
     };
-    tmux.restore_exit_behaviour(&created).await;
+    restore_exit_behaviour(&tmux, &created).await;
     let session_id = match &opts.session_id {
         Some(id) => Some(id.clone()),
         None => match &opts.claude_home {
-            Some(home) => learn_session_id(&tmux, home, created.pid).await,
+            Some(home) => learn_session_id(home, created.pid).await,
             None => None,
         },
     };
@@ -296,8 +288,8 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
 
 /// Poll the pane until the driver says ready, or the launch fails.
 async fn drive(
-    tmux: &TmuxCalls,
-    created: &Created,
+    tmux: &Tmux,
+    created: &NewPane,
     timeout: Duration,
 ) -> Result<Vec<Passed>, LaunchError> {
     let started = Instant::now();
@@ -309,9 +301,9 @@ async fn drive(
         source,
     };
     loop {
-        let probe = match tmux.probe(&created.pane).await {
+        let probe = match tmux.probe(&created.pane, tmux_call()).await {
             Ok(probe) => probe,
-            Err(err) if is_missing_target(&err) => {
+            Err(err) if create::is_missing_target(&err) => {
                 return Err(LaunchError::Exited {
                     why: "its pane disappeared".into(),
                     screen: tidy_screen(&last_screen),
@@ -322,10 +314,10 @@ async fn drive(
         if probe.dead {
             let status = match probe.status {
                 Some(status) => status,
-                None => tmux.wait_for_exit_status(&created.pane).await,
+                None => wait_for_exit_status(tmux, &created.pane).await,
             };
             let screen = tmux
-                .capture_with_history(&created.pane)
+                .capture_history(&created.pane, DEAD_PANE_HISTORY, tmux_call())
                 .await
                 .unwrap_or(probe.screen);
             return Err(LaunchError::Exited {
@@ -336,7 +328,10 @@ async fn drive(
         last_screen = probe.screen;
         match driver.step(started.elapsed(), &last_screen) {
             Step::Wait => {}
-            Step::Press(key) => tmux.key(&created.pane, key).await.map_err(tmux_err)?,
+            Step::Press(key) => tmux
+                .press(&created.pane, key, tmux_call())
+                .await
+                .map_err(tmux_err)?,
             Step::Ready => return Ok(driver.passed().to_vec()),
             Step::Halt(halt) => return Err(halted(halt, tmux, created, &last_screen)),
         }
@@ -351,7 +346,7 @@ async fn drive(
     }
 }
 
-fn halted(halt: Halt, tmux: &TmuxCalls, created: &Created, screen: &str) -> LaunchError {
+fn halted(halt: Halt, tmux: &Tmux, created: &NewPane, screen: &str) -> LaunchError {
     let screen = tidy_screen(screen);
     match halt {
         Halt::HumanNeeded(kind) => LaunchError::HumanNeeded {
@@ -365,7 +360,7 @@ fn halted(halt: Halt, tmux: &TmuxCalls, created: &Created, screen: &str) -> Laun
                 }
             },
             pane: created.pane.clone(),
-            attach: tmux.attach_hint(&created.session_name),
+            attach: tmux.attach_command(&created.session_name),
             screen,
         },
         Halt::Exited(kind) => LaunchError::Exited {
@@ -454,10 +449,6 @@ fn tmux_command_args(command: &[String]) -> Result<Vec<String>, LaunchError> {
         .collect())
 }
 
-fn shell_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
-}
-
 /// Default session name: `<program>-<folder>`, restricted to letters, digits, `-` and `_`.
 fn default_session_name(command: &[String], cwd: &Path) -> String {
     let program = command
@@ -486,355 +477,128 @@ fn default_session_name(command: &[String], cwd: &Path) -> String {
         .collect()
 }
 
-fn is_missing_target(err: &MuxError) -> bool {
-    err.stderr()
-        .is_some_and(|stderr| stderr.contains("can't find") || stderr.contains("no server running"))
+/// The budget of one tmux call.
+fn tmux_call() -> Deadline {
+    Deadline::after(TMUX_CALL_BUDGET)
 }
 
-/// The pane a launch created.
-#[derive(Debug, Clone)]
-struct Created {
-    pane: String,
-    session_name: String,
-    session_id: String,
-    window_id: String,
-    pid: Option<u32>,
-}
-
-struct Probe {
-    /// The pane's program has exited (its terminal closed).
-    dead: bool,
-    /// `exit status N` once tmux has reaped it, which can lag the terminal closing a little.
-    status: Option<String>,
-    screen: String,
-}
-
-/// The tmux calls of a launch, all under one binary and socket.
-struct TmuxCalls {
-    bin: PathBuf,
-    socket: Option<PathBuf>,
-}
-
-impl TmuxCalls {
-    fn new(mux: &MuxConfig) -> Self {
-        Self {
-            bin: mux.tmux_bin.clone(),
-            socket: mux.tmux_socket.clone(),
-        }
+/// Create the launch's pane: a new session (trying `name-2`, `name-3`, ... while a default
+/// name is taken) or a new window.
+async fn create(
+    tmux: &Tmux,
+    opts: &LaunchOptions,
+    cwd: &Path,
+    argv: &[String],
+) -> Result<NewPane, LaunchError> {
+    if let Placement::NewWindow { target } = &opts.placement {
+        return tmux
+            .new_window(
+                target.as_deref(),
+                opts.name.as_deref(),
+                cwd,
+                argv,
+                tmux_call(),
+            )
+            .await
+            .map_err(|source| LaunchError::Create {
+                what: "window",
+                source,
+            });
     }
-
-    fn command(&self, label: &'static str) -> Invocation {
-        let inv = Invocation::new(&self.bin, label);
-        match &self.socket {
-            Some(socket) => inv.arg("-S").arg(socket),
-            None => inv,
-        }
-    }
-
-    async fn run(&self, inv: &Invocation) -> Result<String, MuxError> {
-        Ok(process::run(inv, Deadline::after(TMUX_CALL_BUDGET))
-            .await?
-            .stdout)
-    }
-
-    fn attach_hint(&self, session: &str) -> String {
-        let socket = self
-            .socket
-            .as_ref()
-            .map(|s| format!(" -S {}", shell_quote(&s.to_string_lossy())))
-            .unwrap_or_default();
-        format!("tmux{socket} attach -t {}", shell_quote(session))
-    }
-
-    async fn create(
-        &self,
-        opts: &LaunchOptions,
-        cwd: &Path,
-        argv: &[String],
-    ) -> Result<Created, LaunchError> {
-        match &opts.placement {
-            Placement::NewSession => {
-                let (base, explicit) = match &opts.name {
-                    Some(name) => (name.clone(), true),
-                    None => (default_session_name(&opts.command, cwd), false),
-                };
-                let attempts = if explicit { 1 } else { MAX_NAME_ATTEMPTS };
-                let mut last_err = None;
-                for n in 1..=attempts {
-                    let name = if n == 1 {
-                        base.clone()
-                    } else {
-                        format!("{base}-{n}")
-                    };
-                    match self.new_session(&name, cwd, argv).await {
-                        Ok(created) => return Ok(created),
-                        Err(err)
-                            if !explicit
-                                && err
-                                    .stderr()
-                                    .is_some_and(|s| s.contains("duplicate session")) =>
-                        {
-                            last_err = Some(err);
-                        }
-                        Err(source) => {
-                            return Err(LaunchError::Create {
-                                what: "session",
-                                source,
-                            });
-                        }
-                    }
-                }
-                Err(LaunchError::Create {
-                    what: "session",
-                    source: last_err.unwrap_or(MuxError::Output {
-                        label: "tmux new-session",
-                        detail: "no session name was free".into(),
-                    }),
-                })
-            }
-            Placement::NewWindow { target } => self
-                .new_window(target.as_deref(), opts.name.as_deref(), cwd, argv)
-                .await
-                .map_err(|source| LaunchError::Create {
-                    what: "window",
-                    source,
-                }),
-        }
-    }
-
-    async fn new_session(
-        &self,
-        name: &str,
-        cwd: &Path,
-        argv: &[String],
-    ) -> Result<Created, MuxError> {
-        let mut inv = self
-            .command("tmux new-session")
-            .arg("new-session")
-            .arg("-d")
-            .arg("-P")
-            .arg("-F")
-            .arg(CREATED_FORMAT)
-            .arg("-s")
-            .arg(name)
-            .arg("-c")
-            .arg(cwd)
-            .arg("-x")
-            .arg(SESSION_WIDTH.to_string())
-            .arg("-y")
-            .arg(SESSION_HEIGHT.to_string())
-            .arg("--");
-        for arg in argv {
-            inv = inv.arg(arg);
-        }
-        // Chained in the same tmux command so it applies to the new window before the agent can
-        // exit: a dead pane stays readable instead of vanishing with its last screen.
-        inv = inv
-            .arg(";")
-            .arg("set-option")
-            .arg("-w")
-            .arg("remain-on-exit")
-            .arg("on");
-        parse_created(&self.run(&inv).await?)
-    }
-
-    async fn new_window(
-        &self,
-        target: Option<&str>,
-        name: Option<&str>,
-        cwd: &Path,
-        argv: &[String],
-    ) -> Result<Created, MuxError> {
-        let mut inv = self
-            .command("tmux new-window")
-            .arg("new-window")
-            .arg("-d")
-            .arg("-P")
-            .arg("-F")
-            .arg(CREATED_FORMAT);
-        if let Some(target) = target {
-            // A trailing ':' makes it a session target: the window goes to its next free index.
-            inv = inv.arg("-t").arg(format!("{target}:"));
-        }
-        if let Some(name) = name {
-            inv = inv.arg("-n").arg(name);
-        }
-        inv = inv.arg("-c").arg(cwd).arg("--");
-        for arg in argv {
-            inv = inv.arg(arg);
-        }
-        let created = parse_created(&self.run(&inv).await?)?;
-        // A background window is not the "current" one a chained command would reach, so this
-        // is a separate call; an agent that exits within these milliseconds reads as a vanished
-        // pane instead of a dead one.
-        let set = self
-            .command("tmux set-option")
-            .arg("set-option")
-            .arg("-w")
-            .arg("-t")
-            .arg(&created.window_id)
-            .arg("remain-on-exit")
-            .arg("on");
-        self.run(&set).await?;
-        Ok(created)
-    }
-
-    /// Dead or alive, and the visible screen, in one tmux call.
-    async fn probe(&self, pane: &str) -> Result<Probe, MuxError> {
-        let inv = self
-            .command("tmux capture-pane")
-            .arg("display-message")
-            .arg("-p")
-            .arg("-t")
-            .arg(pane)
-            .arg(PROBE_FORMAT)
-            .arg(";")
-            .arg("capture-pane")
-            .arg("-p")
-            .arg("-t")
-            .arg(pane);
-        let out = self.run(&inv).await?;
-        let (head, screen) = out.split_once('\n').unwrap_or((out.as_str(), ""));
-        let (dead, status) = head.split_once('\t').unwrap_or((head, ""));
-        let status = status.trim();
-        Ok(Probe {
-            dead: dead.trim() == "1",
-            status: (!status.is_empty()).then(|| format!("exit status {status}")),
-            screen: screen.to_owned(),
-        })
-    }
-
-    /// The exit status of a dead pane, waiting up to [`EXIT_STATUS_WAIT`] for tmux to reap it.
-    async fn wait_for_exit_status(&self, pane: &str) -> String {
-        let deadline = Deadline::after(EXIT_STATUS_WAIT);
-        loop {
-            if let Ok(Probe {
-                status: Some(status),
-                ..
-            }) = self.probe(pane).await
-            {
-                return status;
-            }
-            if deadline.expired() {
-                return "it exited".into();
-            }
-            tokio::time::sleep(EXIT_STATUS_POLL).await;
-        }
-    }
-
-    async fn capture_with_history(&self, pane: &str) -> Result<String, MuxError> {
-        let inv = self
-            .command("tmux capture-pane")
-            .arg("capture-pane")
-            .arg("-p")
-            .arg("-S")
-            .arg(format!("-{DEAD_PANE_HISTORY}"))
-            .arg("-t")
-            .arg(pane);
-        self.run(&inv).await
-    }
-
-    async fn key(&self, pane: &str, key: Key) -> Result<(), MuxError> {
-        let inv = self
-            .command("tmux send-keys")
-            .arg("send-keys")
-            .arg("-t")
-            .arg(pane)
-            .arg(key.tmux_name());
-        self.run(&inv).await.map(drop)
-    }
-
-    /// Drop the launch's remain-on-exit, so the agent's window closes when it exits later, as
-    /// any other window of the server does. Best effort: a lingering dead pane is only untidy
-    /// (the wake gate treats it as stale).
-    async fn restore_exit_behaviour(&self, created: &Created) {
-        let inv = self
-            .command("tmux set-option")
-            .arg("set-option")
-            .arg("-w")
-            .arg("-u")
-            .arg("-t")
-            .arg(&created.window_id)
-            .arg("remain-on-exit");
-        if let Err(err) = self.run(&inv).await {
-            tracing::debug!(pane = %created.pane, error = %err, "could not unset remain-on-exit");
-        }
-    }
-
-    /// Remove what the launch created; best effort (it may already be gone).
-    async fn remove(&self, created: &Created, placement: &Placement) {
-        let inv = match placement {
-            Placement::NewSession => self
-                .command("tmux kill-session")
-                .arg("kill-session")
-                .arg("-t")
-                .arg(&created.session_id),
-            Placement::NewWindow { .. } => self
-                .command("tmux kill-window")
-                .arg("kill-window")
-                .arg("-t")
-                .arg(&created.window_id),
+    let (base, explicit) = match &opts.name {
+        Some(name) => (name.clone(), true),
+        None => (default_session_name(&opts.command, cwd), false),
+    };
+    let attempts = if explicit { 1 } else { MAX_NAME_ATTEMPTS };
+    let mut last_err = None;
+    for n in 1..=attempts {
+        let name = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
         };
-        if let Err(err) = self.run(&inv).await {
-            tracing::debug!(pane = %created.pane, error = %err, "could not remove the failed launch's window");
+        let size = (SESSION_WIDTH, SESSION_HEIGHT);
+        match tmux.new_session(&name, cwd, size, argv, tmux_call()).await {
+            Ok(created) => return Ok(created),
+            Err(err)
+                if !explicit
+                    && err
+                        .stderr()
+                        .is_some_and(|s| s.contains("duplicate session")) =>
+            {
+                last_err = Some(err);
+            }
+            Err(source) => {
+                return Err(LaunchError::Create {
+                    what: "session",
+                    source,
+                });
+            }
         }
     }
+    Err(LaunchError::Create {
+        what: "session",
+        source: last_err.unwrap_or(MuxError::Output {
+            label: "tmux new-session",
+            detail: "no session name was free".into(),
+        }),
+    })
+}
 
-    /// Pid → parent pid for every process, from `ps` (portable across Linux and macOS).
-    async fn process_parents(&self) -> Result<HashMap<u32, u32>, MuxError> {
-        let inv = Invocation::new(Path::new("ps"), "ps")
-            .arg("-A")
-            .arg("-o")
-            .arg("pid=")
-            .arg("-o")
-            .arg("ppid=");
-        let out = self.run(&inv).await?;
-        Ok(out
-            .lines()
-            .filter_map(|line| {
-                let mut fields = line.split_whitespace();
-                let pid = fields.next()?.parse().ok()?;
-                let ppid = fields.next()?.parse().ok()?;
-                Some((pid, ppid))
-            })
-            .collect())
+/// The exit status of a dead pane, waiting up to [`EXIT_STATUS_WAIT`] for tmux to reap it.
+async fn wait_for_exit_status(tmux: &Tmux, pane: &str) -> String {
+    let deadline = Deadline::after(EXIT_STATUS_WAIT);
+    loop {
+        if let Ok(Probe {
+            status: Some(status),
+            ..
+        }) = tmux.probe(pane, tmux_call()).await
+        {
+            return status;
+        }
+        if deadline.expired() {
+            return "it exited".into();
+        }
+        tokio::time::sleep(EXIT_STATUS_POLL).await;
     }
 }
 
-fn parse_created(stdout: &str) -> Result<Created, MuxError> {
-    let line = stdout.lines().next().unwrap_or("");
-    let fields: Vec<&str> = line.split('\t').collect();
-    match fields.as_slice() {
-        [pane, session_name, session_id, window_id, pid] if pane.starts_with('%') => Ok(Created {
-            pane: (*pane).to_owned(),
-            session_name: (*session_name).to_owned(),
-            session_id: (*session_id).to_owned(),
-            window_id: (*window_id).to_owned(),
-            pid: pid.parse().ok(),
-        }),
-        _ => Err(MuxError::Output {
-            label: "tmux new-session",
-            detail: format!("expected the new pane's ids, got {line:?}"),
-        }),
+/// Drop the launch's remain-on-exit, so the agent's window closes when it exits later, as any
+/// other window of the server does. Best effort: a lingering dead pane is only untidy (the wake
+/// gate treats it as stale).
+async fn restore_exit_behaviour(tmux: &Tmux, created: &NewPane) {
+    if let Err(err) = tmux
+        .keep_dead_pane(&created.window_id, false, tmux_call())
+        .await
+    {
+        tracing::debug!(pane = %created.pane, error = %err, "could not unset remain-on-exit");
+    }
+}
+
+/// Remove what the launch created; best effort (it may already be gone).
+async fn remove(tmux: &Tmux, created: &NewPane, placement: &Placement) {
+    let removed = match placement {
+        Placement::NewSession => tmux.kill(&created.session_id, false, tmux_call()).await,
+        Placement::NewWindow { .. } => tmux.kill(&created.window_id, true, tmux_call()).await,
+    };
+    if let Err(err) = removed {
+        tracing::debug!(pane = %created.pane, error = %err, "could not remove the failed launch's window");
     }
 }
 
 /// The session id from Claude Code's `sessions/<pid>.json` of any process in the pane's tree,
 /// waiting up to [`REGISTRY_WAIT`] for the file.
-async fn learn_session_id(
-    tmux: &TmuxCalls,
-    claude_home: &Path,
-    pane_pid: Option<u32>,
-) -> Option<String> {
+async fn learn_session_id(claude_home: &Path, pane_pid: Option<u32>) -> Option<String> {
     let root = pane_pid?;
     let registry = claude_home.join("sessions");
     let deadline = Deadline::after(REGISTRY_WAIT);
     loop {
-        if let Ok(parents) = tmux.process_parents().await {
-            for pid in process_tree(root, &parents) {
-                if let Some(id) = read_registry(&registry.join(format!("{pid}.json"))) {
-                    return Some(id);
-                }
+        if let Ok(parents) = ps::parents(tmux_call()).await {
+            let found = ps::tree(root, &parents, MAX_TREE_DEPTH)
+                .into_iter()
+                .find_map(|pid| registry::session_of_pid(&registry, pid));
+            if found.is_some() {
+                return found;
             }
         }
         if deadline.expired() {
@@ -842,40 +606,6 @@ async fn learn_session_id(
         }
         tokio::time::sleep(POLL_INTERVAL).await;
     }
-}
-
-/// `root` and its descendants, breadth first, at most [`MAX_TREE_DEPTH`] levels down.
-fn process_tree(root: u32, parents: &HashMap<u32, u32>) -> Vec<u32> {
-    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-    for (&pid, &ppid) in parents {
-        if pid != ppid {
-            children.entry(ppid).or_default().push(pid);
-        }
-    }
-    let mut out = Vec::new();
-    let mut queue = VecDeque::from([(root, 0usize)]);
-    while let Some((pid, depth)) = queue.pop_front() {
-        out.push(pid);
-        if depth < MAX_TREE_DEPTH
-            && let Some(kids) = children.get(&pid)
-        {
-            let mut kids = kids.clone();
-            kids.sort_unstable();
-            queue.extend(kids.into_iter().map(|kid| (kid, depth + 1)));
-        }
-    }
-    out
-}
-
-/// The `sessionId` of one registry file, if it is there and plausible.
-fn read_registry(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).ok()?;
-    let mut bytes = Vec::new();
-    file.take(MAX_REGISTRY_BYTES).read_to_end(&mut bytes).ok()?;
-    let value: Value = serde_json::from_slice(&bytes).ok()?;
-    let id = value.get("sessionId")?.as_str()?;
-    (is_valid_string(id) && id.chars().count() <= MAX_SESSION_ID_CHARS).then(|| id.to_owned())
 }
 
 #[cfg(test)]
@@ -919,41 +649,6 @@ mod tests {
             tidy_screen(" ANTHROPIC_API_KEY: sk-ant-...abcdefghij0123456789"),
             " ANTHROPIC_API_KEY: sk-ant-[masked]"
         );
-    }
-
-    #[test]
-    fn created_line_parses() {
-        let created = parse_created("%3\tclaude-x\t$1\t@2\t4242\n").unwrap();
-        assert_eq!(created.pane, "%3");
-        assert_eq!(created.session_id, "$1");
-        assert_eq!(created.window_id, "@2");
-        assert_eq!(created.pid, Some(4242));
-        assert!(parse_created("garbage").is_err());
-    }
-
-    #[test]
-    fn process_tree_walks_descendants_only() {
-        let parents = HashMap::from([(10, 1), (11, 10), (12, 11), (20, 1), (13, 10)]);
-        assert_eq!(process_tree(10, &parents), [10, 11, 13, 12]);
-        // A self-parented entry (pid 0 on some systems) does not loop.
-        let looped = HashMap::from([(0, 0), (5, 0)]);
-        assert_eq!(process_tree(0, &looped), [0, 5]);
-    }
-
-    #[test]
-    fn registry_ids_must_be_printable() {
-        let dir = tempfile::tempdir().unwrap();
-        let good = dir.path().join("1.json");
-        std::fs::write(
-            &good,
-            r#"{"pid":1,"sessionId":"ac3ea6be-3f07","status":"idle"}"#,
-        )
-        .unwrap();
-        assert_eq!(read_registry(&good).as_deref(), Some("ac3ea6be-3f07"));
-        let bad = dir.path().join("2.json");
-        std::fs::write(&bad, "{\"sessionId\":\"a\\u001bb\"}").unwrap();
-        assert_eq!(read_registry(&bad), None);
-        assert_eq!(read_registry(&dir.path().join("none.json")), None);
     }
 
     #[test]

@@ -13,6 +13,8 @@
 
 use std::time::Duration;
 
+use crate::mux::Key;
+
 /// The selection marker Claude Code draws in front of the focused menu option and at the start
 /// of its input line.
 pub const CURSOR: char = '\u{276f}';
@@ -215,26 +217,6 @@ fn is_prompt_line(line: &str) -> bool {
 fn is_rule(line: &str) -> bool {
     let line = line.trim();
     line.chars().count() >= MIN_RULE_CHARS && line.chars().all(|c| c == RULE_CHAR)
-}
-
-/// A key the launcher may press. There is deliberately no Escape (it declines the trust dialog
-/// and interrupts a turn) and no digit (digits answer menus and surveys).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Key {
-    Enter,
-    Down,
-    Up,
-}
-
-impl Key {
-    /// The tmux key name.
-    pub fn tmux_name(self) -> &'static str {
-        match self {
-            Key::Enter => "Enter",
-            Key::Down => "Down",
-            Key::Up => "Up",
-        }
-    }
 }
 
 /// Why the driver gave up.

@@ -8,6 +8,7 @@
 
 pub mod inject;
 pub mod process;
+pub mod ps;
 pub mod text;
 pub mod tmux;
 pub mod zellij;
@@ -51,6 +52,37 @@ pub const DEFAULT_SUBMIT_DELAY: Duration = Duration::from_millis(500);
 pub const DEFAULT_SHELLS: &[&str] = &[
     "bash", "zsh", "sh", "fish", "dash", "ksh", "tcsh", "csh", "nu",
 ];
+
+/// A key pressed by name (never text): the submit after typed text, and what the launcher
+/// answers first-run screens with. There is deliberately no Escape (it declines the trust
+/// dialog and interrupts a turn) and no digit (digits answer menus and surveys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    Enter,
+    Down,
+    Up,
+}
+
+impl Key {
+    /// The key's name for `tmux send-keys`. `Enter`, not `C-m`: newer tmux/Claude Code pairs
+    /// submit only on the named key.
+    pub fn tmux_name(self) -> &'static str {
+        match self {
+            Key::Enter => "Enter",
+            Key::Down => "Down",
+            Key::Up => "Up",
+        }
+    }
+
+    /// The step's name in errors.
+    pub fn label(self) -> &'static str {
+        match self {
+            Key::Enter => "tmux send-keys Enter",
+            Key::Down => "tmux send-keys Down",
+            Key::Up => "tmux send-keys Up",
+        }
+    }
+}
 
 /// How to reach the multiplexers.
 #[derive(Debug, Clone, PartialEq, Eq)]

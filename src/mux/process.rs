@@ -136,6 +136,12 @@ impl Invocation {
         self.args.push(arg.into());
         self
     }
+
+    /// Append each of `args` as one argv element.
+    pub fn args(mut self, args: impl IntoIterator<Item = impl Into<OsString>>) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
 }
 
 /// What a successful call printed.

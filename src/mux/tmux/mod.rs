@@ -2,26 +2,23 @@
 //! named `Enter`), and the two read-only views the nudger needs (one `list-panes -a` snapshot of
 //! every pane, and `capture-pane` of one pane's visible area). It builds argv and reads tmux's
 //! answers; running them under a deadline is `process`'s job, and deciding when to type is the
-//! caller's.
+//! caller's. Creating and driving a new pane for the launcher is [`create`]'s.
+
+pub mod create;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::process::{self, Invocation, MuxError};
+use super::ps::PS_BIN;
 use super::text::KeystrokeText;
-use super::{Mux, MuxConfig, PaneState, StaleReason};
+use super::{Key, Mux, MuxConfig, PaneState, StaleReason};
 use crate::claude::screen;
 use crate::deadline::Deadline;
 
 /// The guard's question to tmux: is the pane there, is its program alive, what runs in it. The
 /// command goes last: it is the only field that could contain the separator.
 const GUARD_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_tty}\t#{pane_current_command}";
-
-/// `ps` lists the processes on a pane's terminal when tmux reports a shell in front: tmux names
-/// only the foreground process group's leader, so a wrapper (`sh -c 'claude; exec sleep 1d'`,
-/// no job control) reads as `sh` while the agent runs inside its group. Resolved on PATH; the
-/// same `-o tpgid=,pgid=,comm= -t <tty>` works with procps (Linux) and BSD ps (macOS).
-const PS_BIN: &str = "ps";
 
 /// One line per pane for [`Tmux::snapshot`]. The title goes last: it is set by the program in
 /// the pane and may contain the separator, so it takes whatever is left of the line.
@@ -145,6 +142,10 @@ impl Mux for Tmux {
         let state = match answer {
             GuardAnswer::Settled(state) => state,
             GuardAnswer::ShellInFront { tty, command } => {
+                // tmux names only the foreground process group's leader, so a wrapper (`sh -c
+                // 'claude; exec sleep 1d'`, no job control) reads as `sh` while the agent runs
+                // inside its group. The same `-o tpgid=,pgid=,comm= -t <tty>` works with procps
+                // (Linux) and BSD ps (macOS).
                 let inv = Invocation::new(Path::new(PS_BIN), "ps (pane foreground group)")
                     .arg("-o")
                     .arg("tpgid=,pgid=,comm=")
@@ -185,14 +186,7 @@ impl Mux for Tmux {
     }
 
     async fn submit(&self, pane: &str, deadline: Deadline) -> Result<(), MuxError> {
-        // The named key, not `C-m`: newer tmux/Claude Code pairs submit only on `Enter`.
-        let inv = self
-            .command("tmux send-keys Enter")
-            .arg("send-keys")
-            .arg("-t")
-            .arg(pane)
-            .arg("Enter");
-        process::run(&inv, deadline).await.map(drop)
+        self.press(pane, Key::Enter, deadline).await
     }
 }
 

@@ -1,0 +1,272 @@
+//! The tmux calls that bring a new agent pane up for the launcher: create a detached session or
+//! a background window with `remain-on-exit` on (so an agent that dies at start leaves its last
+//! screen readable), probe it (dead or alive, and the visible screen, in one call), read a dead
+//! pane's scrollback, press one navigation key, drop `remain-on-exit` again, and remove what was
+//! created when the start failed. Which key to press when is the launcher's decision.
+
+use std::path::Path;
+
+use super::{Tmux, names_missing_target};
+use crate::deadline::Deadline;
+use crate::mux::Key;
+use crate::mux::process::{self, MuxError};
+
+/// What `tmux new-session/new-window -P` prints about the new pane.
+const CREATED_FORMAT: &str =
+    "#{pane_id}\t#{session_name}\t#{session_id}\t#{window_id}\t#{pane_pid}";
+/// What a probe asks about the pane before capturing it.
+const PROBE_FORMAT: &str = "#{pane_dead}\t#{pane_dead_status}";
+
+/// The pane a `new-session` or `new-window` created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPane {
+    /// `%N`.
+    pub pane: String,
+    pub session_name: String,
+    /// `$N`.
+    pub session_id: String,
+    /// `@N`.
+    pub window_id: String,
+    /// The pane's first process.
+    pub pid: Option<u32>,
+}
+
+/// One look at a pane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// The pane's program has exited (its terminal closed).
+    pub dead: bool,
+    /// `exit status N` once tmux has reaped it, which can lag the terminal closing a little.
+    pub status: Option<String>,
+    /// The visible area as plain text.
+    pub screen: String,
+}
+
+impl Tmux {
+    /// A detached session `name` of `width`×`height` in `cwd` running `argv`, with
+    /// remain-on-exit on. `argv` is passed as tmux reads it (one element goes through `sh -c`).
+    pub async fn new_session(
+        &self,
+        name: &str,
+        cwd: &Path,
+        (width, height): (u16, u16),
+        argv: &[String],
+        deadline: Deadline,
+    ) -> Result<NewPane, MuxError> {
+        let inv = self
+            .command("tmux new-session")
+            .arg("new-session")
+            .arg("-d")
+            .arg("-P")
+            .arg("-F")
+            .arg(CREATED_FORMAT)
+            .arg("-s")
+            .arg(name)
+            .arg("-c")
+            .arg(cwd)
+            .arg("-x")
+            .arg(width.to_string())
+            .arg("-y")
+            .arg(height.to_string())
+            .arg("--")
+            .args(argv)
+            // Chained in the same tmux command so it applies to the new window before the
+            // agent can exit: a dead pane stays readable instead of vanishing with its screen.
+            .arg(";")
+            .arg("set-option")
+            .arg("-w")
+            .arg("remain-on-exit")
+            .arg("on");
+        parse_created(&process::run(&inv, deadline).await?.stdout)
+    }
+
+    /// A background window named `name` in session `session` (the caller's own when `None`,
+    /// from inside tmux) in `cwd` running `argv`, with remain-on-exit on.
+    pub async fn new_window(
+        &self,
+        session: Option<&str>,
+        name: Option<&str>,
+        cwd: &Path,
+        argv: &[String],
+        deadline: Deadline,
+    ) -> Result<NewPane, MuxError> {
+        let mut inv = self
+            .command("tmux new-window")
+            .arg("new-window")
+            .arg("-d")
+            .arg("-P")
+            .arg("-F")
+            .arg(CREATED_FORMAT);
+        if let Some(session) = session {
+            // A trailing ':' makes it a session target: the window goes to its next free index.
+            inv = inv.arg("-t").arg(format!("{session}:"));
+        }
+        if let Some(name) = name {
+            inv = inv.arg("-n").arg(name);
+        }
+        inv = inv.arg("-c").arg(cwd).arg("--").args(argv);
+        let created = parse_created(&process::run(&inv, deadline).await?.stdout)?;
+        // A background window is not the "current" one a chained command would reach, so this
+        // is a separate call; an agent that exits within these milliseconds reads as a vanished
+        // pane instead of a dead one.
+        self.keep_dead_pane(&created.window_id, true, deadline)
+            .await?;
+        Ok(created)
+    }
+
+    /// Dead or alive, and the visible screen, in one tmux call.
+    pub async fn probe(&self, pane: &str, deadline: Deadline) -> Result<Probe, MuxError> {
+        let inv = self
+            .command("tmux capture-pane")
+            .arg("display-message")
+            .arg("-p")
+            .arg("-t")
+            .arg(pane)
+            .arg(PROBE_FORMAT)
+            .arg(";")
+            .arg("capture-pane")
+            .arg("-p")
+            .arg("-t")
+            .arg(pane);
+        let out = process::run(&inv, deadline).await?.stdout;
+        let (head, screen) = out.split_once('\n').unwrap_or((out.as_str(), ""));
+        let (dead, status) = head.split_once('\t').unwrap_or((head, ""));
+        let status = status.trim();
+        Ok(Probe {
+            dead: dead.trim() == "1",
+            status: (!status.is_empty()).then(|| format!("exit status {status}")),
+            screen: screen.to_owned(),
+        })
+    }
+
+    /// The visible area and up to `lines` of scrollback above it.
+    pub async fn capture_history(
+        &self,
+        pane: &str,
+        lines: u32,
+        deadline: Deadline,
+    ) -> Result<String, MuxError> {
+        let inv = self
+            .command("tmux capture-pane")
+            .arg("capture-pane")
+            .arg("-p")
+            .arg("-S")
+            .arg(format!("-{lines}"))
+            .arg("-t")
+            .arg(pane);
+        Ok(process::run(&inv, deadline).await?.stdout)
+    }
+
+    /// Press one named key in `pane`.
+    pub async fn press(&self, pane: &str, key: Key, deadline: Deadline) -> Result<(), MuxError> {
+        let inv = self
+            .command(key.label())
+            .arg("send-keys")
+            .arg("-t")
+            .arg(pane)
+            .arg(key.tmux_name());
+        process::run(&inv, deadline).await.map(drop)
+    }
+
+    /// Keep the window's panes after their program exits (`true`), or go back to the server's
+    /// own `remain-on-exit` (`false`, the option unset).
+    pub async fn keep_dead_pane(
+        &self,
+        window: &str,
+        keep: bool,
+        deadline: Deadline,
+    ) -> Result<(), MuxError> {
+        let inv = self
+            .command("tmux set-option")
+            .arg("set-option")
+            .arg("-w")
+            .arg(if keep { "-t" } else { "-ut" })
+            .arg(window)
+            .arg("remain-on-exit");
+        let inv = if keep { inv.arg("on") } else { inv };
+        process::run(&inv, deadline).await.map(drop)
+    }
+
+    /// Kill a session (`$N` or a name) or, with `window`, one window (`@N`).
+    pub async fn kill(
+        &self,
+        target: &str,
+        window: bool,
+        deadline: Deadline,
+    ) -> Result<(), MuxError> {
+        let (label, verb) = if window {
+            ("tmux kill-window", "kill-window")
+        } else {
+            ("tmux kill-session", "kill-session")
+        };
+        let inv = self.command(label).arg(verb).arg("-t").arg(target);
+        process::run(&inv, deadline).await.map(drop)
+    }
+
+    /// The command a person runs to look at `session` on this server.
+    pub fn attach_command(&self, session: &str) -> String {
+        let socket = self
+            .socket
+            .as_ref()
+            .map(|s| format!(" -S {}", shell_quote(&s.to_string_lossy())))
+            .unwrap_or_default();
+        format!("tmux{socket} attach -t {}", shell_quote(session))
+    }
+}
+
+/// Whether tmux failed because the pane (or its whole server) is gone.
+pub fn is_missing_target(err: &MuxError) -> bool {
+    err.stderr().is_some_and(names_missing_target)
+}
+
+/// `word` quoted for a POSIX shell.
+pub fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+fn parse_created(stdout: &str) -> Result<NewPane, MuxError> {
+    let line = stdout.lines().next().unwrap_or("");
+    let fields: Vec<&str> = line.split('\t').collect();
+    match fields.as_slice() {
+        [pane, session_name, session_id, window_id, pid] if pane.starts_with('%') => Ok(NewPane {
+            pane: (*pane).to_owned(),
+            session_name: (*session_name).to_owned(),
+            session_id: (*session_id).to_owned(),
+            window_id: (*window_id).to_owned(),
+            pid: pid.parse().ok(),
+        }),
+        _ => Err(MuxError::Output {
+            label: "tmux new-session",
+            detail: format!("expected the new pane's ids, got {line:?}"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn created_line_parses() {
+        let pane = parse_created("%7\twork\t$2\t@5\t4242\n").unwrap();
+        assert_eq!(pane.pane, "%7");
+        assert_eq!(pane.session_name, "work");
+        assert_eq!(pane.session_id, "$2");
+        assert_eq!(pane.window_id, "@5");
+        assert_eq!(pane.pid, Some(4242));
+        assert!(parse_created("no pane here\n").is_err());
+    }
+
+    #[test]
+    fn attach_command_quotes_the_socket_and_session() {
+        let tmux = Tmux {
+            bin: "tmux".into(),
+            socket: Some("/tmp/a b/sock".into()),
+            shells: Vec::new(),
+        };
+        assert_eq!(
+            tmux.attach_command("it's"),
+            r"tmux -S '/tmp/a b/sock' attach -t 'it'\''s'"
+        );
+    }
+}
