@@ -10,9 +10,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use serde_json::Value;
-use wakebridge::cli::hook::{
-    HOOK_STDIN_CAP_BYTES, HookAction, HookInputError, action_for, parse_hook_input,
-};
+use wakebridge::claude::hooks::{HOOK_STDIN_CAP_BYTES, HookInputError, parse_hook_input};
+use wakebridge::cli::hook::{HookAction, action_for};
 use wakebridge::config::hosts::{HostAllowlist, canonical_entry, canonical_host};
 use wakebridge::telemetry::warn::Warnings;
 use wakebridge::wakedir::printable::is_valid_string;

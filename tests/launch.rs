@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wakebridge::cli::launch::{LaunchArgs, run_with};
-use wakebridge::launch::screens::Passed;
+use wakebridge::launch::Passed;
 use wakebridge::launch::{LaunchError, LaunchOptions, Launched, Mapping, Placement, launch};
 use wakebridge::mux::{KeystrokeText, MuxConfig};
 

@@ -13,10 +13,10 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use wakebridge::claude::registry::RegistryReading;
 use wakebridge::delivery::Action;
 use wakebridge::delivery::gate::{Gate, GateOutcome};
 use wakebridge::mux::{Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
-use wakebridge::nudge::signals::RegistryReading;
 use wakebridge::nudge::task::{LiveIo, Nudger, NudgerIo, SessionFacts, run_with};
 use wakebridge::nudge::{NudgeViews, NudgerConfig, Schedule};
 use wakebridge::store::{NudgeState, Record, Store};

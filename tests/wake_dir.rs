@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
-use wakebridge::cli::hook::{HookAction, HookInput, HookResult, perform, read_bounded};
+use wakebridge::claude::hooks::HookInput;
+use wakebridge::cli::hook::{HookAction, HookResult, perform, read_bounded};
 use wakebridge::cli::session::{
     CliStatus, MuxKind, PanesClearArgs, PanesCommand, PanesSetArgs, SessionArgs, WakeState,
     WakeStateArgs, execute_panes, execute_wake_state,

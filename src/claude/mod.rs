@@ -1,7 +1,11 @@
-//! Everything wakebridge knows about Claude Code as it really is: its session registry,
-//! transcript records, what its screen shows (the input line), and the trust flag in its config.
+//! Everything wakebridge knows about Claude Code as it really is, in one place so that every
+//! feature reads it the same way: where its config lives ([`home`]), its live session registry
+//! ([`registry`]), its hook payloads and events ([`hooks`]), its transcript records
+//! ([`transcript`]), what its screen shows ([`screen`]), and the trust flag in its config
+//! ([`trust`]). Nothing here decides what to do about what it reads.
 
 pub mod home;
+pub mod hooks;
 pub mod registry;
 pub mod screen;
 pub mod transcript;

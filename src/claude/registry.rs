@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::nudge::signals::RegistryReading;
 use crate::wakedir::printable::is_valid_string;
 
 /// Largest registry file read: real ones are about 400 bytes; anything far larger is not ours.
@@ -42,6 +41,14 @@ impl RegistryStatus {
             other => Self::Other(other.to_owned()),
         }
     }
+}
+
+/// The registry's view of a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryReading {
+    pub status: RegistryStatus,
+    /// `statusUpdatedAt`, unix ms.
+    pub updated_ms: Option<i64>,
 }
 
 /// Why the registry could not be read (a missing directory is not an error: no sessions).

@@ -4,10 +4,15 @@
 //! PreToolUse mark the session busy, Stop, StopFailure and Notification(idle_prompt) mark it
 //! idle, SessionEnd unmaps it. It must never block or fail the agent: it always exits 0 within a
 //! short budget, reports problems on stderr only, and prints nothing on stdout (SessionStart and
-//! UserPromptSubmit stdout is added to the model's context). It owns the hook payload parsing
-//! and the event → action table; the file work is `wake::writer` and `wake::markers`.
+//! UserPromptSubmit stdout is added to the model's context). It owns the event → action table;
+//! the payload and the event names are `claude::hooks`'s, the file work `wakedir::writer`'s and
+//! `wakedir::markers`'s.
 //! `--print-settings` prints the `settings.json` snippet that wires it (deploy/claude-hooks.json).
 
+use crate::claude::hooks::{
+    HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, SOURCE_COMPACT, WIRED_EVENTS,
+    parse_hook_input,
+};
 use crate::config::{Config, ConfigError};
 use crate::env::Env;
 use crate::store::{Record, SessionSeen, Store, now_unix_ms};
@@ -23,9 +28,6 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// Largest hook payload read (1 MiB): lifecycle payloads are a few hundred bytes; a PreToolUse
-/// carrying a huge file write is skipped rather than buffered without bound.
-pub const HOOK_STDIN_CAP_BYTES: usize = 1024 * 1024;
 /// Longest wait for stdin to reach EOF: Claude Code writes the payload and closes the pipe at
 /// once, so a slower stdin means something is wrong and the agent must not wait on it.
 pub const HOOK_STDIN_BUDGET: Duration = Duration::from_secs(2);
@@ -36,21 +38,6 @@ pub const HOOK_TOTAL_BUDGET: Duration = Duration::from_secs(5);
 pub const SETTINGS_HOOK_TIMEOUT_SECS: u64 = 10;
 /// The command the settings snippet runs.
 pub const HOOK_COMMAND: &str = "wakebridge hook";
-/// `(event, matcher)` pairs the settings snippet wires; the matcher narrows Notification to the
-/// only type that means idle.
-pub const WIRED_EVENTS: [(&str, &str); 7] = [
-    ("SessionStart", ""),
-    ("UserPromptSubmit", ""),
-    ("PreToolUse", ""),
-    ("Stop", ""),
-    ("StopFailure", ""),
-    ("Notification", IDLE_PROMPT),
-    ("SessionEnd", ""),
-];
-/// The Notification type Claude Code sends once the prompt has sat idle.
-pub const IDLE_PROMPT: &str = "idle_prompt";
-/// SessionStart source that fires mid-turn (after an automatic compaction).
-pub const SOURCE_COMPACT: &str = "compact";
 /// A PreToolUse whose session was marked busy this recently is not recorded in the ledger
 /// again: the marker's fresh mtime already says the turn is alive, and Claude Code runs this
 /// hook on every tool call, so the hook must cost next to nothing there.
@@ -65,59 +52,6 @@ pub struct HookArgs {
     /// Wake dir [default: the configuration's, as `serve` uses it]
     #[arg(long, value_name = "DIR")]
     pub wake_dir: Option<PathBuf>,
-}
-
-/// The fields of a Claude Code hook payload this command uses; everything else is ignored.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HookInput {
-    pub event_name: String,
-    pub session_id: Option<String>,
-    pub cwd: Option<String>,
-    pub transcript_path: Option<String>,
-    /// SessionStart: `startup|resume|clear|compact|fork`.
-    pub source: Option<String>,
-    /// Notification: `idle_prompt`, `permission_prompt`, ...
-    pub notification_type: Option<String>,
-}
-
-/// Why stdin did not yield a usable hook payload.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HookInputError {
-    #[error("hook input is larger than {limit} bytes; skipped")]
-    TooLarge { limit: usize },
-    #[error("hook input did not reach end of file within {0:?}; skipped")]
-    Timeout(Duration),
-    #[error("cannot read hook input: {0}")]
-    Read(String),
-    #[error("hook input is not JSON: {0}")]
-    NotJson(String),
-    #[error("hook input is not a JSON object")]
-    NotObject,
-    #[error("hook input has no string hook_event_name; is this run as a Claude Code hook?")]
-    MissingEventName,
-}
-
-/// Parses a hook payload. Never panics, whatever the bytes.
-pub fn parse_hook_input(bytes: &[u8]) -> Result<HookInput, HookInputError> {
-    if bytes.len() > HOOK_STDIN_CAP_BYTES {
-        return Err(HookInputError::TooLarge {
-            limit: HOOK_STDIN_CAP_BYTES,
-        });
-    }
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| HookInputError::NotJson(e.to_string()))?;
-    let Value::Object(object) = value else {
-        return Err(HookInputError::NotObject);
-    };
-    let text = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_owned);
-    Ok(HookInput {
-        event_name: text("hook_event_name").ok_or(HookInputError::MissingEventName)?,
-        session_id: text("session_id"),
-        cwd: text("cwd"),
-        transcript_path: text("transcript_path"),
-        source: text("source"),
-        notification_type: text("notification_type"),
-    })
 }
 
 /// What a hook event does to the wake dir.
@@ -198,10 +132,7 @@ pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
     let action = action_for(input);
     let pane = detect_target(env);
     let session_id = hook_session_id(input.session_id.as_deref(), env);
-    let ledger_event = match (&*input.event_name, &input.notification_type) {
-        ("Notification", Some(kind)) => format!("Notification:{kind}"),
-        _ => input.event_name.clone(),
-    };
+    let ledger_event = input.recorded_event();
     let mut outcome = HookOutcome {
         event_name: input.event_name.clone(),
         ledger_event,
@@ -465,47 +396,6 @@ mod tests {
             event_name: event.into(),
             ..Default::default()
         }
-    }
-
-    #[test]
-    fn parses_a_real_payload() {
-        let payload = br#"{"session_id":"ac3e","transcript_path":"/t.jsonl","cwd":"/p","hook_event_name":"SessionStart","source":"startup","model":"m"}"#;
-        let parsed = parse_hook_input(payload).unwrap();
-        assert_eq!(parsed.event_name, "SessionStart");
-        assert_eq!(parsed.session_id.as_deref(), Some("ac3e"));
-        assert_eq!(parsed.cwd.as_deref(), Some("/p"));
-        assert_eq!(parsed.transcript_path.as_deref(), Some("/t.jsonl"));
-        assert_eq!(parsed.source.as_deref(), Some("startup"));
-    }
-
-    #[test]
-    fn rejects_what_is_not_a_hook_payload() {
-        assert!(matches!(
-            parse_hook_input(b""),
-            Err(HookInputError::NotJson(_))
-        ));
-        assert_eq!(parse_hook_input(b"[1]"), Err(HookInputError::NotObject));
-        assert_eq!(
-            parse_hook_input(b"{}"),
-            Err(HookInputError::MissingEventName)
-        );
-        assert_eq!(
-            parse_hook_input(br#"{"hook_event_name": 5}"#),
-            Err(HookInputError::MissingEventName)
-        );
-        let huge = vec![b' '; HOOK_STDIN_CAP_BYTES + 1];
-        assert!(matches!(
-            parse_hook_input(&huge),
-            Err(HookInputError::TooLarge { .. })
-        ));
-    }
-
-    #[test]
-    fn non_string_fields_are_treated_as_absent() {
-        let parsed =
-            parse_hook_input(br#"{"hook_event_name":"Stop","session_id":7,"cwd":null}"#).unwrap();
-        assert_eq!(parsed.session_id, None);
-        assert_eq!(parsed.cwd, None);
     }
 
     #[test]

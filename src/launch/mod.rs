@@ -1,7 +1,7 @@
 //! The launcher: start an agent (Claude Code by default) in a new tmux session (or a new window
 //! of the caller's session), get it past its first-run screens without a human, and hand back
 //! the pane. It owns the sequence of a launch: create the pane, poll it, press the key
-//! [`screens`] decides on, remove what it created when the start failed (a human-needed screen
+//! [`driver`] decides on, remove what it created when the start failed (a human-needed screen
 //! is left up), learn the new session's id from Claude Code's process registry, write the
 //! `panes.json` mapping, and type a first prompt once the agent is idle. The tmux calls
 //! themselves are [`crate::mux::tmux::create`]'s; editing Claude Code's config to pre-trust a
@@ -11,7 +11,7 @@
 //! (those stop the launch and leave the pane for a human), and types the first prompt only as a
 //! validated [`KeystrokeText`] through the shared [`Injector`].
 
-pub mod screens;
+pub mod driver;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::claude::registry;
+use crate::claude::screen::first_run::Screen;
 use crate::claude::trust::{PreTrustError, PreTrusted};
 use crate::deadline::Deadline;
 use crate::mux::tmux::create::{self, NewPane, Probe, shell_quote};
@@ -28,7 +29,8 @@ use crate::mux::{
 };
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::set_entry;
-use screens::{Driver, Halt, Passed, Screen, Step};
+pub use driver::Passed;
+use driver::{Driver, Halt, Step};
 
 /// How long the agent gets to reach its idle prompt. Claude Code offline shows a blank pane for
 /// 15-20 s after the trust dialog (remote settings time out) and about 20 s on a pre-trusted
@@ -193,7 +195,7 @@ pub enum LaunchError {
     #[error(
         "the trust dialog's selection did not move to \"Yes\" after {} presses, so nothing was \
          confirmed; its window was removed. Last screen:\n{screen}",
-        screens::MAX_SELECTION_MOVES
+        driver::MAX_SELECTION_MOVES
     )]
     CannotSelectYes { screen: String },
     #[error("the agent in pane {pane} is ready but the first prompt could not be typed: {source}")]

@@ -11,219 +11,15 @@
 //! appearing, Claude's `UserPromptSubmit`, a short acknowledgement) and does not count as the
 //! session answering; anything later does.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
-
-use crate::claude::registry::RegistryStatus;
-
-/// Claude Code's pane title while idle starts with this glyph (`✳ Claude Code`).
-pub const IDLE_TITLE_GLYPH: char = '\u{2733}';
-/// Title glyphs Claude Code alternates while busy (`◐`/`◑`), plus the other half-circle frames
-/// and braille spinners other builds and agents use.
-const BUSY_TITLE_GLYPHS: &[char] = &['\u{25d0}', '\u{25d1}', '\u{25d2}', '\u{25d3}'];
-/// First characters of Claude Code's in-screen spinner line (`✻ Tinkering…`), as collected by
-/// CCManager's detector.
-const SPINNER_GLYPHS: &[char] = &[
-    '✱', '✲', '✳', '✴', '✵', '✶', '✷', '✸', '✹', '✺', '✻', '✼', '✽', '✾', '✿', '❀', '❁', '❂', '❃',
-    '❇', '❈', '❉', '❊', '❋', '✢', '✣', '✤', '✥', '✦', '✧', '✨', '·', '•', '●', '○',
-];
-/// Lower-cased phrases that mean a dialog waits for a human: a permission prompt, a question,
-/// the trust dialog, the feedback survey (which takes digit keys).
-const DIALOG_PHRASES: &[&str] = &[
-    "do you want to",
-    "would you like to",
-    "how is claude doing",
-    "esc to cancel",
-    "yes, i trust this folder",
-    "yes, proceed",
-    "0: dismiss",
-];
-/// A footer that only shows while a turn runs.
-const BUSY_FOOTER: &str = "esc to interrupt";
-/// Shortest run of rule characters that counts as the prompt box's border.
-const MIN_RULE_CHARS: usize = 8;
-/// How far above the prompt line the box's top border may be.
-const RULE_SEARCH_LINES: usize = 3;
-
-/// What the pane title says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Title {
-    Idle,
-    Busy,
-    /// Anything else (including garbage seen right after start): neither idle nor busy.
-    Unknown,
-}
-
-/// Classifies a pane title by its first character.
-pub fn title_state(title: &str) -> Title {
-    match title.trim_start().chars().next() {
-        Some(IDLE_TITLE_GLYPH) => Title::Idle,
-        Some(c) if BUSY_TITLE_GLYPHS.contains(&c) || ('\u{2801}'..='\u{28ff}').contains(&c) => {
-            Title::Busy
-        }
-        _ => Title::Unknown,
-    }
-}
-
-/// What the last hook event recorded for the session says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookKind {
-    /// `Stop` / `StopFailure`: the turn ended.
-    TurnEnded,
-    /// `Notification` of type `idle_prompt`: the prompt has sat idle.
-    IdlePrompt,
-    /// A turn is running (`UserPromptSubmit`, tool use, subagents, compaction).
-    Working,
-    /// A `Notification` that a dialog waits for a human (`permission_prompt`, ...).
-    Waiting,
-    /// The session ended.
-    Ended,
-    /// Says nothing about idleness (`SessionStart`, other notifications, unknown events).
-    Neutral,
-}
-
-/// Reads a stored `last_hook_event`. A notification's type may follow the name after `:`,
-/// `(` or a space (`Notification:idle_prompt`); a bare `Notification` is neutral.
-pub fn hook_kind(event: &str) -> HookKind {
-    let event = event.trim();
-    let (name, detail) = match event.find([':', '(', ' ']) {
-        Some(at) => (
-            &event[..at],
-            event[at + 1..].trim().trim_end_matches(')').trim(),
-        ),
-        None => (event, ""),
-    };
-    match name {
-        "Stop" | "StopFailure" => HookKind::TurnEnded,
-        "UserPromptSubmit" | "PreToolUse" | "PostToolUse" | "PostToolUseFailure"
-        | "PostToolBatch" | "SubagentStart" | "PreCompact" => HookKind::Working,
-        "SessionEnd" => HookKind::Ended,
-        "Notification" => match detail {
-            "idle_prompt" => HookKind::IdlePrompt,
-            "permission_prompt"
-            | "elicitation_dialog"
-            | "elicitation_url_dialog"
-            | "agent_needs_input"
-            | "worker_permission_prompt" => HookKind::Waiting,
-            _ => HookKind::Neutral,
-        },
-        _ => HookKind::Neutral,
-    }
-}
-
-/// What a capture of the visible pane says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScreenReading {
-    /// Hash of the content lines (prompt box, footer and spinner left out).
-    pub hash: u64,
-    /// The dialog seen, if any (a phrase or "numbered options").
-    pub dialog: Option<String>,
-    /// A spinner line or the busy footer is on screen.
-    pub spinner: bool,
-    /// The input line holds text (a human's draft, or an earlier nudge that was never
-    /// submitted): typing now would add to it and submit both.
-    pub draft: bool,
-}
-
-/// Reads a `capture-pane -p` text.
-pub fn read_screen(text: &str) -> ScreenReading {
-    let normalized = text.replace('\u{a0}', " ");
-    let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
-    let lower = normalized.to_lowercase();
-    let dialog = DIALOG_PHRASES
-        .iter()
-        .find(|phrase| lower.contains(*phrase))
-        .map(|phrase| (*phrase).to_owned())
-        .or_else(|| has_option_list(&lines).then(|| "numbered options".to_owned()));
-    let spinner = lines
-        .iter()
-        .any(|line| is_spinner_line(line) || line.to_lowercase().contains(BUSY_FOOTER));
-    let content_end = prompt_box_start(&lines);
-    let mut hasher = DefaultHasher::new();
-    let kept = lines[..content_end]
-        .iter()
-        .filter(|line| !is_spinner_line(line) && !line.to_lowercase().contains(BUSY_FOOTER));
-    let mut kept: Vec<&&str> = kept.collect();
-    while kept.last().is_some_and(|line| line.trim().is_empty()) {
-        kept.pop();
-    }
-    kept.hash(&mut hasher);
-    ScreenReading {
-        hash: hasher.finish(),
-        dialog,
-        spinner,
-        draft: crate::claude::screen::holds_draft(&normalized),
-    }
-}
-
-/// A selection cursor on a numbered option (`❯ 1. Yes`) with at least one more option line:
-/// Claude Code's permission and question dialogs. A numbered list in the agent's own output has
-/// no cursor, so it does not count.
-fn has_option_list(lines: &[&str]) -> bool {
-    let cursor = lines.iter().any(|line| {
-        line.trim_start()
-            .strip_prefix('❯')
-            .is_some_and(|rest| is_option(rest.trim_start()))
-    });
-    let options = lines
-        .iter()
-        .filter(|line| is_option(line.trim_start().trim_start_matches('❯').trim_start()))
-        .count();
-    cursor && options >= 2
-}
-
-/// `1. text` / `2) text`.
-fn is_option(text: &str) -> bool {
-    let mut chars = text.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_digit())
-        && matches!(chars.next(), Some('.' | ')'))
-        && matches!(chars.next(), Some(' '))
-}
-
-fn is_spinner_line(line: &str) -> bool {
-    let trimmed = line.trim_start();
-    let mut chars = trimmed.chars();
-    matches!(chars.next(), Some(c) if SPINNER_GLYPHS.contains(&c))
-        && chars.next() == Some(' ')
-        && trimmed.contains('\u{2026}')
-}
-
-fn is_rule(line: &str) -> bool {
-    let trimmed = line.trim();
-    trimmed.chars().count() >= MIN_RULE_CHARS
-        && trimmed.chars().all(|c| matches!(c, '─' | '━' | '═' | '-'))
-}
-
-/// Index where the prompt box (and the footer under it) begins: the border above the last
-/// `❯` / `>` prompt line, else that line; without a prompt line, the last rule; else the end.
-fn prompt_box_start(lines: &[&str]) -> usize {
-    let prompt = lines
-        .iter()
-        .rposition(|line| crate::claude::screen::input(line).is_some());
-    match prompt {
-        Some(at) => {
-            let from = at.saturating_sub(RULE_SEARCH_LINES);
-            (from..at).rev().find(|&i| is_rule(lines[i])).unwrap_or(at)
-        }
-        None => lines
-            .iter()
-            .rposition(|l| is_rule(l))
-            .unwrap_or(lines.len()),
-    }
-}
+use crate::claude::hooks::HookKind;
+use crate::claude::registry::{RegistryReading, RegistryStatus};
+use crate::claude::screen::{ScreenReading, Title};
 
 /// A transcript file's size and mtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {
     pub size: u64,
     pub mtime_ms: i64,
-}
-
-/// The registry's view of a session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegistryReading {
-    pub status: RegistryStatus,
-    /// `statusUpdatedAt`, unix ms.
-    pub updated_ms: Option<i64>,
 }
 
 /// Everything one poll saw of one session; `None` means the signal is not available (a zellij
@@ -515,42 +311,6 @@ mod tests {
     }
 
     #[test]
-    fn titles_are_idle_busy_or_unknown() {
-        assert_eq!(title_state("\u{2733} Claude Code"), Title::Idle);
-        assert_eq!(title_state("\u{25d0} Claude Code"), Title::Busy);
-        assert_eq!(title_state("\u{25d1} Claude Code"), Title::Busy);
-        assert_eq!(title_state("\u{280b} agent"), Title::Busy);
-        assert_eq!(
-            title_state("Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA"),
-            Title::Unknown
-        );
-        assert_eq!(title_state("bash"), Title::Unknown);
-        assert_eq!(title_state(""), Title::Unknown);
-    }
-
-    #[test]
-    fn hook_events_are_read_with_notification_types() {
-        let table = [
-            ("Stop", HookKind::TurnEnded),
-            ("StopFailure", HookKind::TurnEnded),
-            ("UserPromptSubmit", HookKind::Working),
-            ("PreToolUse", HookKind::Working),
-            ("Notification:idle_prompt", HookKind::IdlePrompt),
-            ("Notification(idle_prompt)", HookKind::IdlePrompt),
-            ("Notification permission_prompt", HookKind::Waiting),
-            ("Notification", HookKind::Neutral),
-            ("Notification:auth_success", HookKind::Neutral),
-            ("SessionStart", HookKind::Neutral),
-            ("SessionEnd", HookKind::Ended),
-            ("", HookKind::Neutral),
-            ("Stopped", HookKind::Neutral),
-        ];
-        for (event, kind) in table {
-            assert_eq!(hook_kind(event), kind, "{event:?}");
-        }
-    }
-
-    #[test]
     fn idle_needs_a_positive_signal_and_unknown_title_is_not_one() {
         let silent = Observation {
             title: Some(Title::Unknown),
@@ -605,13 +365,15 @@ mod tests {
                 ..base.clone()
             },
             Observation {
-                screen: Some(read_screen(
+                screen: Some(crate::claude::screen::read(
                     "Do you want to make this edit?\n❯ 1. Yes\n  2. No\n",
                 )),
                 ..base.clone()
             },
             Observation {
-                screen: Some(read_screen("✻ Tinkering… (esc to interrupt)\n")),
+                screen: Some(crate::claude::screen::read(
+                    "✻ Tinkering… (esc to interrupt)\n",
+                )),
                 ..base.clone()
             },
             Observation {
@@ -652,44 +414,15 @@ mod tests {
     }
 
     #[test]
-    fn screen_hash_ignores_prompt_box_footer_and_spinner() {
-        let a =
-            "Done: added the endpoint.\n\n────────────\n❯\u{a0}\n────────────\n  ? for shortcuts\n";
-        let b = "Done: added the endpoint.\n\n────────────\n❯ half typed\n────────────\n  ⏸ plan mode\n";
-        let c = "Done: added the endpoint.\n✻ Pondering… (esc to interrupt)\n\n────────────\n❯ \n────────────\n";
-        let d = "Done: added the OTHER endpoint.\n\n────────────\n❯ \n────────────\n";
-        assert_eq!(read_screen(a).hash, read_screen(b).hash);
-        assert_eq!(read_screen(a).hash, read_screen(c).hash);
-        assert_ne!(read_screen(a).hash, read_screen(d).hash);
-        assert!(read_screen(c).spinner);
-        assert!(!read_screen(a).spinner);
-        assert_eq!(read_screen(a).dialog, None);
-    }
-
-    #[test]
     fn text_at_the_prompt_blocks_a_nudge() {
         let screen = |input: &str| {
             format!("Done.\n\n────────────\n❯\u{a0}{input}\n────────────\n  ⏸ manual mode on\n")
         };
         let mut obs = idle_tmux(100);
-        obs.screen = Some(read_screen(&screen("my own words")));
+        obs.screen = Some(crate::claude::screen::read(&screen("my own words")));
         assert_eq!(classify(&obs), Verdict::Blocked("text typed at the prompt"));
-        obs.screen = Some(read_screen(&screen("")));
+        obs.screen = Some(crate::claude::screen::read(&screen("")));
         assert!(matches!(classify(&obs), Verdict::Idle(_)));
-    }
-
-    #[test]
-    fn dialogs_are_recognised_but_plain_numbered_output_is_not() {
-        for screen in [
-            "Bash command\n  rm -rf build\nDo you want to proceed?\n❯ 1. Yes\n  2. No\n",
-            "● How is Claude doing this session? (optional)\n  1: Bad    2: Fine   3: Good   0: Dismiss\n",
-            "Pick one\n❯ 1. Alpha\n  2. Beta\n",
-            "Quick safety check\n❯ No, exit\n  Yes, I trust this folder\n",
-        ] {
-            assert!(read_screen(screen).dialog.is_some(), "{screen}");
-        }
-        let summary = "Changes:\n1. Added a route\n2. Added a test\n\n──────────\n❯ \n──────────\n";
-        assert_eq!(read_screen(summary).dialog, None);
     }
 
     #[test]
@@ -735,7 +468,7 @@ mod tests {
     #[test]
     fn a_screen_change_spanning_our_typing_is_ours_otherwise_real() {
         let screen = |text: &str| Observation {
-            screen: Some(read_screen(text)),
+            screen: Some(crate::claude::screen::read(text)),
             ..Observation::default()
         };
         let (mut activity, _) = Activity::first(&screen("one\n"), 100_000, None, GRACE);

@@ -25,14 +25,13 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::claude::registry::read_registry;
+use crate::claude::hooks::HookKind;
+use crate::claude::registry::{RegistryReading, read_registry};
+use crate::claude::screen;
 use crate::deadline::Deadline;
 use crate::delivery::gate::{Gate, GateOutcome, Mode};
 use crate::mux::{KeystrokeText, MuxError, PaneInfo, STEP_FLOOR};
-use crate::nudge::signals::{
-    Activity, FileStamp, Movement, Observation, RegistryReading, Verdict, classify, hook_kind,
-    read_screen, title_state,
-};
+use crate::nudge::signals::{Activity, FileStamp, Movement, Observation, Verdict, classify};
 use crate::nudge::{Next, NudgeCount, NudgeView, NudgeViews, NudgerConfig};
 use crate::store::{Delivery, DeliverySource, NudgeState, Record, Store, now_unix_ms, unix_ms};
 use crate::telemetry::warn::Warnings;
@@ -422,14 +421,14 @@ impl<I: NudgerIo> Nudger<I> {
             if info.dead {
                 return self.view(sid, now, now_ms, "pane dead".into());
             }
-            obs.title = Some(title_state(&info.title));
+            obs.title = Some(screen::title_state(&info.title));
             obs.window_activity_s = info.window_activity;
         }
         if let Some(f) = facts.get(sid) {
             obs.hook = f
                 .hook
                 .as_ref()
-                .map(|(event, seen)| (hook_kind(event), *seen));
+                .map(|(event, seen)| (HookKind::of_recorded(event), *seen));
             obs.transcript = f.transcript;
         }
         obs.registry = registry.get(sid).cloned();
@@ -486,7 +485,7 @@ impl<I: NudgerIo> Nudger<I> {
         // cannot show.
         if let PaneTarget::Tmux { pane, .. } = target {
             match self.io.capture(pane).await {
-                Ok(text) => obs.screen = Some(read_screen(&text)),
+                Ok(text) => obs.screen = Some(screen::read(&text)),
                 Err(error) => {
                     tracing::debug!(session_id = sid, "nudger: capture-pane failed: {error}");
                     return self.view(sid, now, now_ms, "screen unreadable".into());

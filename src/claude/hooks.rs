@@ -1,0 +1,227 @@
+//! Claude Code's hooks as wakebridge hears them: the payload fields it reads from a hook's
+//! stdin ([`HookInput`]), the events and notification types by name, what each says about the
+//! session's turn ([`HookKind`]), the events the settings snippet wires, and the spelling the
+//! ledger keeps an event under (`Notification:<type>`), which the nudger reads back. What the
+//! hook command *does* on each event is `cli::hook`'s table; this module only names and reads.
+
+use serde_json::Value;
+use std::time::Duration;
+
+/// Largest hook payload accepted (1 MiB): lifecycle payloads are a few hundred bytes; a
+/// PreToolUse carrying a huge file write is skipped rather than buffered without bound.
+pub const HOOK_STDIN_CAP_BYTES: usize = 1024 * 1024;
+/// The Notification type Claude Code sends once the prompt has sat idle.
+pub const IDLE_PROMPT: &str = "idle_prompt";
+/// SessionStart source that fires mid-turn (after an automatic compaction).
+pub const SOURCE_COMPACT: &str = "compact";
+/// `(event, matcher)` pairs the settings snippet wires; the matcher narrows Notification to the
+/// only type that means idle.
+pub const WIRED_EVENTS: [(&str, &str); 7] = [
+    ("SessionStart", ""),
+    ("UserPromptSubmit", ""),
+    ("PreToolUse", ""),
+    ("Stop", ""),
+    ("StopFailure", ""),
+    ("Notification", IDLE_PROMPT),
+    ("SessionEnd", ""),
+];
+
+/// The fields of a hook payload wakebridge uses; everything else is ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HookInput {
+    pub event_name: String,
+    pub session_id: Option<String>,
+    pub cwd: Option<String>,
+    pub transcript_path: Option<String>,
+    /// SessionStart: `startup|resume|clear|compact|fork`.
+    pub source: Option<String>,
+    /// Notification: `idle_prompt`, `permission_prompt`, ...
+    pub notification_type: Option<String>,
+}
+
+impl HookInput {
+    /// The event as the ledger records it: `Notification:<notification_type>` for a
+    /// notification (the nudger tells `idle_prompt` from a permission prompt by it), else the
+    /// event name. [`HookKind::of_recorded`] reads it back.
+    pub fn recorded_event(&self) -> String {
+        match (&*self.event_name, &self.notification_type) {
+            ("Notification", Some(kind)) => format!("Notification:{kind}"),
+            _ => self.event_name.clone(),
+        }
+    }
+}
+
+/// Why stdin did not yield a usable hook payload.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HookInputError {
+    #[error("hook input is larger than {limit} bytes; skipped")]
+    TooLarge { limit: usize },
+    #[error("hook input did not reach end of file within {0:?}; skipped")]
+    Timeout(Duration),
+    #[error("cannot read hook input: {0}")]
+    Read(String),
+    #[error("hook input is not JSON: {0}")]
+    NotJson(String),
+    #[error("hook input is not a JSON object")]
+    NotObject,
+    #[error("hook input has no string hook_event_name; is this run as a Claude Code hook?")]
+    MissingEventName,
+}
+
+/// Parses a hook payload. Never panics, whatever the bytes.
+pub fn parse_hook_input(bytes: &[u8]) -> Result<HookInput, HookInputError> {
+    if bytes.len() > HOOK_STDIN_CAP_BYTES {
+        return Err(HookInputError::TooLarge {
+            limit: HOOK_STDIN_CAP_BYTES,
+        });
+    }
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| HookInputError::NotJson(e.to_string()))?;
+    let Value::Object(object) = value else {
+        return Err(HookInputError::NotObject);
+    };
+    let text = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_owned);
+    Ok(HookInput {
+        event_name: text("hook_event_name").ok_or(HookInputError::MissingEventName)?,
+        session_id: text("session_id"),
+        cwd: text("cwd"),
+        transcript_path: text("transcript_path"),
+        source: text("source"),
+        notification_type: text("notification_type"),
+    })
+}
+
+/// What a hook event says about the session's turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookKind {
+    /// `Stop` / `StopFailure`: the turn ended.
+    TurnEnded,
+    /// `Notification` of type `idle_prompt`: the prompt has sat idle.
+    IdlePrompt,
+    /// A turn is running (`UserPromptSubmit`, tool use, subagents, compaction).
+    Working,
+    /// A `Notification` that a dialog waits for a human (`permission_prompt`, ...).
+    Waiting,
+    /// The session ended.
+    Ended,
+    /// Says nothing about idleness (`SessionStart`, other notifications, unknown events).
+    Neutral,
+}
+
+impl HookKind {
+    /// Reads an event as the ledger recorded it. A notification's type may follow the name
+    /// after `:`, `(` or a space (`Notification:idle_prompt`); a bare `Notification` is neutral.
+    pub fn of_recorded(event: &str) -> HookKind {
+        let event = event.trim();
+        let (name, detail) = match event.find([':', '(', ' ']) {
+            Some(at) => (
+                &event[..at],
+                event[at + 1..].trim().trim_end_matches(')').trim(),
+            ),
+            None => (event, ""),
+        };
+        match name {
+            "Stop" | "StopFailure" => HookKind::TurnEnded,
+            "UserPromptSubmit" | "PreToolUse" | "PostToolUse" | "PostToolUseFailure"
+            | "PostToolBatch" | "SubagentStart" | "PreCompact" => HookKind::Working,
+            "SessionEnd" => HookKind::Ended,
+            "Notification" => match detail {
+                IDLE_PROMPT => HookKind::IdlePrompt,
+                "permission_prompt"
+                | "elicitation_dialog"
+                | "elicitation_url_dialog"
+                | "agent_needs_input"
+                | "worker_permission_prompt" => HookKind::Waiting,
+                _ => HookKind::Neutral,
+            },
+            _ => HookKind::Neutral,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_real_payload() {
+        let payload = br#"{"session_id":"ac3e","transcript_path":"/t.jsonl","cwd":"/p","hook_event_name":"SessionStart","source":"startup","model":"m"}"#;
+        let parsed = parse_hook_input(payload).unwrap();
+        assert_eq!(parsed.event_name, "SessionStart");
+        assert_eq!(parsed.session_id.as_deref(), Some("ac3e"));
+        assert_eq!(parsed.cwd.as_deref(), Some("/p"));
+        assert_eq!(parsed.transcript_path.as_deref(), Some("/t.jsonl"));
+        assert_eq!(parsed.source.as_deref(), Some("startup"));
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_hook_payload() {
+        assert!(matches!(
+            parse_hook_input(b""),
+            Err(HookInputError::NotJson(_))
+        ));
+        assert_eq!(parse_hook_input(b"[1]"), Err(HookInputError::NotObject));
+        assert_eq!(
+            parse_hook_input(b"{}"),
+            Err(HookInputError::MissingEventName)
+        );
+        assert_eq!(
+            parse_hook_input(br#"{"hook_event_name": 5}"#),
+            Err(HookInputError::MissingEventName)
+        );
+        let huge = vec![b' '; HOOK_STDIN_CAP_BYTES + 1];
+        assert!(matches!(
+            parse_hook_input(&huge),
+            Err(HookInputError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn non_string_fields_are_treated_as_absent() {
+        let parsed =
+            parse_hook_input(br#"{"hook_event_name":"Stop","session_id":7,"cwd":null}"#).unwrap();
+        assert_eq!(parsed.session_id, None);
+        assert_eq!(parsed.cwd, None);
+    }
+
+    #[test]
+    fn a_recorded_event_reads_back_as_what_it_was() {
+        let notification = |kind: &str| HookInput {
+            event_name: "Notification".into(),
+            notification_type: Some(kind.into()),
+            ..HookInput::default()
+        };
+        let idle = notification(IDLE_PROMPT).recorded_event();
+        assert_eq!(idle, "Notification:idle_prompt");
+        assert_eq!(HookKind::of_recorded(&idle), HookKind::IdlePrompt);
+        let permission = notification("permission_prompt").recorded_event();
+        assert_eq!(HookKind::of_recorded(&permission), HookKind::Waiting);
+        let stop = HookInput {
+            event_name: "Stop".into(),
+            ..HookInput::default()
+        };
+        assert_eq!(stop.recorded_event(), "Stop");
+    }
+
+    #[test]
+    fn hook_events_are_read_with_notification_types() {
+        let table = [
+            ("Stop", HookKind::TurnEnded),
+            ("StopFailure", HookKind::TurnEnded),
+            ("UserPromptSubmit", HookKind::Working),
+            ("PreToolUse", HookKind::Working),
+            ("Notification:idle_prompt", HookKind::IdlePrompt),
+            ("Notification(idle_prompt)", HookKind::IdlePrompt),
+            ("Notification permission_prompt", HookKind::Waiting),
+            ("Notification", HookKind::Neutral),
+            ("Notification:auth_success", HookKind::Neutral),
+            ("SessionStart", HookKind::Neutral),
+            ("SessionEnd", HookKind::Ended),
+            ("", HookKind::Neutral),
+            ("Stopped", HookKind::Neutral),
+        ];
+        for (event, kind) in table {
+            assert_eq!(HookKind::of_recorded(event), kind, "{event:?}");
+        }
+    }
+}

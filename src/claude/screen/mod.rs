@@ -1,0 +1,298 @@
+//! Claude Code's screen as a plain capture shows it (no escape sequences), read once for every
+//! caller: the input line and whether it holds a draft, the box's rules, the busy footer and
+//! spinner, dialogs and numbered menus, and the pane title. The idle nudger reads a capture
+//! through [`read`], the tmux guard asks [`draft`] so that nothing is typed on top of a
+//! human's words (the reference bridge's lesson 20: the draft would be submitted with the wake
+//! text appended), and the launcher names first-run screens with [`first_run::classify`].
+//!
+//! The glyphs and phrases here are facts about Claude Code's UI (2.0.x to 2.1.332), not guesses
+//! at its intent; a screen nothing here recognises reads as nothing in particular.
+
+pub mod first_run;
+#[cfg(test)]
+pub mod fixtures;
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+/// The marker in front of the focused menu option and at the start of the input line.
+pub const CURSOR: char = '\u{276f}';
+/// The no-break space Claude Code draws after [`CURSOR`] on its input line (2.1.332).
+pub const NBSP: char = '\u{a0}';
+/// The footer that shows only while a turn runs (2.1.332): the input box is drawn then too.
+pub const BUSY_FOOTER: &str = "esc to interrupt";
+/// Claude Code's pane title while idle starts with this glyph (`✳ Claude Code`).
+pub const IDLE_TITLE_GLYPH: char = '\u{2733}';
+/// Title glyphs Claude Code alternates while busy (`◐`/`◑`), plus the other half-circle frames;
+/// braille spinners (U+2801..U+28FF) count too.
+const BUSY_TITLE_GLYPHS: &[char] = &['\u{25d0}', '\u{25d1}', '\u{25d2}', '\u{25d3}'];
+/// First characters of the in-screen spinner line (`✻ Tinkering…`), as collected by
+/// CCManager's detector.
+const SPINNER_GLYPHS: &[char] = &[
+    '✱', '✲', '✳', '✴', '✵', '✶', '✷', '✸', '✹', '✺', '✻', '✼', '✽', '✾', '✿', '❀', '❁', '❂', '❃',
+    '❇', '❈', '❉', '❊', '❋', '✢', '✣', '✤', '✥', '✦', '✧', '✨', '·', '•', '●', '○',
+];
+/// Lower-cased phrases that mean a dialog waits for a human: a permission prompt, a question,
+/// the trust dialog, the feedback survey (which takes digit keys).
+const DIALOG_PHRASES: &[&str] = &[
+    "do you want to",
+    "would you like to",
+    "how is claude doing",
+    "esc to cancel",
+    "yes, i trust this folder",
+    "yes, proceed",
+    "0: dismiss",
+];
+/// Characters the input box's horizontal rules are drawn with.
+const RULE_CHARS: &[char] = &['─', '━', '═'];
+/// Shortest run of [`RULE_CHARS`] taken as a rule: the box spans the pane, so even a narrow
+/// pane draws far more, while a stray box-drawing glyph in text does not.
+const MIN_RULE_CHARS: usize = 8;
+/// How far above the prompt line the box's top rule may be.
+const RULE_SEARCH_LINES: usize = 3;
+/// Placeholders Claude Code shows in an empty input line; a plain capture cannot tell their dim
+/// text from typed text, so they are recognised by wording (lower case).
+const PLACEHOLDERS: &[&str] = &["resend your message to try again", "try \""];
+
+/// What the pane title says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Title {
+    Idle,
+    Busy,
+    /// Anything else (including garbage seen right after start): neither idle nor busy.
+    Unknown,
+}
+
+/// Classifies a pane title by its first character.
+pub fn title_state(title: &str) -> Title {
+    match title.trim_start().chars().next() {
+        Some(IDLE_TITLE_GLYPH) => Title::Idle,
+        Some(c) if BUSY_TITLE_GLYPHS.contains(&c) || ('\u{2801}'..='\u{28ff}').contains(&c) => {
+            Title::Busy
+        }
+        _ => Title::Unknown,
+    }
+}
+
+/// What a capture says to the idle nudger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScreenReading {
+    /// Hash of the content lines (input box, footer and spinner left out), to see the agent's
+    /// output move between polls.
+    pub hash: u64,
+    /// The dialog seen, if any (a phrase or "numbered options").
+    pub dialog: Option<String>,
+    /// A spinner line or the busy footer is on screen.
+    pub spinner: bool,
+    /// The input line holds text (a human's draft, or an earlier nudge that was never
+    /// submitted): typing now would add to it and submit both.
+    pub draft: bool,
+}
+
+/// Reads a `capture-pane -p` text for the nudger.
+pub fn read(text: &str) -> ScreenReading {
+    let normalized = normalize(text);
+    let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
+    let lower = normalized.to_lowercase();
+    let dialog = DIALOG_PHRASES
+        .iter()
+        .find(|phrase| lower.contains(*phrase))
+        .map(|phrase| (*phrase).to_owned())
+        .or_else(|| has_option_list(&lines).then(|| "numbered options".to_owned()));
+    let is_busy_line =
+        |line: &str| is_spinner_line(line) || line.to_lowercase().contains(BUSY_FOOTER);
+    let spinner = lines.iter().any(|line| is_busy_line(line));
+    let mut kept: Vec<&&str> = lines[..input_box_start(&lines)]
+        .iter()
+        .filter(|line| !is_busy_line(line))
+        .collect();
+    while kept.last().is_some_and(|line| line.trim().is_empty()) {
+        kept.pop();
+    }
+    let mut hasher = DefaultHasher::new();
+    kept.hash(&mut hasher);
+    ScreenReading {
+        hash: hasher.finish(),
+        dialog,
+        spinner,
+        draft: holds_draft(&normalized),
+    }
+}
+
+/// NBSP becomes a space and the typographic apostrophe a plain one, so phrases match however
+/// the UI spaced or quoted them.
+pub fn normalize(screen: &str) -> String {
+    screen
+        .chars()
+        .map(|c| match c {
+            NBSP => ' ',
+            '\u{2019}' => '\'',
+            other => other,
+        })
+        .collect()
+}
+
+/// The text after the prompt glyph if `line` is a prompt line (`❯ …`, `> …`, boxed `│ > … │`).
+/// A no-break space after the glyph counts as a space.
+pub fn input(line: &str) -> Option<&str> {
+    let t = line.trim_start().trim_start_matches('│').trim_start();
+    let rest = t
+        .strip_prefix(CURSOR)
+        .or_else(|| t.strip_prefix("> "))
+        .or_else(|| t.strip_prefix(">\u{a0}"))
+        .or_else(|| (t.trim_end() == ">").then_some(""))?;
+    Some(rest.trim_end().trim_end_matches('│'))
+}
+
+/// Whether the last prompt line of `screen` holds text that is neither empty nor a placeholder.
+/// Without a recognisable prompt line the answer is no: this never invents a reason to wait.
+pub fn holds_draft(screen: &str) -> bool {
+    draft(screen).is_some()
+}
+
+/// The text on the last prompt line of `screen` (its first screen line, if it wraps), when it
+/// is neither empty nor a placeholder.
+pub fn draft(screen: &str) -> Option<String> {
+    let text = screen.lines().rev().find_map(input)?.replace(NBSP, " ");
+    let text = text.trim();
+    let lower = text.to_lowercase();
+    (!text.is_empty() && !PLACEHOLDERS.iter().any(|p| lower.starts_with(p)))
+        .then(|| text.to_owned())
+}
+
+/// A horizontal rule of the input box.
+pub fn is_rule(line: &str) -> bool {
+    let line = line.trim();
+    line.chars().count() >= MIN_RULE_CHARS && line.chars().all(|c| RULE_CHARS.contains(&c))
+}
+
+/// Index where the input box (and the footer under it) begins: the rule above the last prompt
+/// line, else that line; without a prompt line, the last rule; else the end.
+fn input_box_start(lines: &[&str]) -> usize {
+    match lines.iter().rposition(|line| input(line).is_some()) {
+        Some(at) => {
+            let from = at.saturating_sub(RULE_SEARCH_LINES);
+            (from..at).rev().find(|&i| is_rule(lines[i])).unwrap_or(at)
+        }
+        None => lines
+            .iter()
+            .rposition(|l| is_rule(l))
+            .unwrap_or(lines.len()),
+    }
+}
+
+/// A menu line without its indentation and selection marker: `❯ 1. Yes` → `1. Yes`.
+pub fn option_label(line: &str) -> &str {
+    line.trim_start().trim_start_matches(CURSOR).trim_start()
+}
+
+/// A selection cursor on a numbered option (`❯ 1. Yes`) with at least one more option line:
+/// Claude Code's permission and question dialogs. A numbered list in the agent's own output has
+/// no cursor, so it does not count.
+fn has_option_list(lines: &[&str]) -> bool {
+    let cursor = lines.iter().any(|line| {
+        line.trim_start()
+            .strip_prefix(CURSOR)
+            .is_some_and(|rest| is_option(rest.trim_start()))
+    });
+    let options = lines
+        .iter()
+        .filter(|line| is_option(option_label(line)))
+        .count();
+    cursor && options >= 2
+}
+
+/// `1. text` / `2) text`.
+fn is_option(text: &str) -> bool {
+    let mut chars = text.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_digit())
+        && matches!(chars.next(), Some('.' | ')'))
+        && matches!(chars.next(), Some(' '))
+}
+
+fn is_spinner_line(line: &str) -> bool {
+    let trimmed = line.trim_start();
+    let mut chars = trimmed.chars();
+    matches!(chars.next(), Some(c) if SPINNER_GLYPHS.contains(&c))
+        && chars.next() == Some(' ')
+        && trimmed.contains('\u{2026}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn boxed(input: &str) -> String {
+        format!("Done.\n\n────────────\n❯\u{a0}{input}\n────────────\n  ⏸ manual mode on\n")
+    }
+
+    #[test]
+    fn typed_text_is_a_draft_in_either_prompt_style() {
+        assert!(holds_draft(&boxed("second message")));
+        assert!(holds_draft("Done.\n│ > half a thought      │\n"));
+        assert!(holds_draft("> plain old prompt\n"));
+    }
+
+    #[test]
+    fn empty_lines_placeholders_and_missing_prompts_are_not() {
+        for empty in [
+            "",
+            "   ",
+            "Resend your message to try again",
+            "Try \"fix lint errors\"",
+        ] {
+            assert!(!holds_draft(&boxed(empty)), "{empty:?}");
+        }
+        assert!(!holds_draft("Done.\n│ >                    │\n"));
+        assert!(!holds_draft("just output, no prompt here\n"));
+    }
+
+    #[test]
+    fn only_the_last_prompt_line_counts() {
+        // The transcript above echoes earlier prompts as `❯ hello`; the input box is last.
+        let screen = "❯ hello\n\n● Hi!\n\n────────────\n❯ \n────────────\n";
+        assert!(!holds_draft(screen));
+    }
+
+    #[test]
+    fn titles_are_idle_busy_or_unknown() {
+        assert_eq!(title_state("\u{2733} Claude Code"), Title::Idle);
+        assert_eq!(title_state("\u{25d0} Claude Code"), Title::Busy);
+        assert_eq!(title_state("\u{25d1} Claude Code"), Title::Busy);
+        assert_eq!(title_state("\u{280b} agent"), Title::Busy);
+        assert_eq!(
+            title_state("Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA"),
+            Title::Unknown
+        );
+        assert_eq!(title_state("bash"), Title::Unknown);
+        assert_eq!(title_state(""), Title::Unknown);
+    }
+
+    #[test]
+    fn screen_hash_ignores_prompt_box_footer_and_spinner() {
+        let a =
+            "Done: added the endpoint.\n\n────────────\n❯\u{a0}\n────────────\n  ? for shortcuts\n";
+        let b = "Done: added the endpoint.\n\n────────────\n❯ half typed\n────────────\n  ⏸ plan mode\n";
+        let c = "Done: added the endpoint.\n✻ Pondering… (esc to interrupt)\n\n────────────\n❯ \n────────────\n";
+        let d = "Done: added the OTHER endpoint.\n\n────────────\n❯ \n────────────\n";
+        assert_eq!(read(a).hash, read(b).hash);
+        assert_eq!(read(a).hash, read(c).hash);
+        assert_ne!(read(a).hash, read(d).hash);
+        assert!(read(c).spinner);
+        assert!(!read(a).spinner);
+        assert_eq!(read(a).dialog, None);
+    }
+
+    #[test]
+    fn dialogs_are_recognised_but_plain_numbered_output_is_not() {
+        for screen in [
+            "Bash command\n  rm -rf build\nDo you want to proceed?\n❯ 1. Yes\n  2. No\n",
+            "● How is Claude doing this session? (optional)\n  1: Bad    2: Fine   3: Good   0: Dismiss\n",
+            "Pick one\n❯ 1. Alpha\n  2. Beta\n",
+            "Quick safety check\n❯ No, exit\n  Yes, I trust this folder\n",
+        ] {
+            assert!(read(screen).dialog.is_some(), "{screen}");
+        }
+        let summary = "Changes:\n1. Added a route\n2. Added a test\n\n──────────\n❯ \n──────────\n";
+        assert_eq!(read(summary).dialog, None);
+    }
+}
