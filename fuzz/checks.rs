@@ -18,7 +18,8 @@ use wakebridge::wakedir::printable::is_valid_string;
 use wakebridge::wakedir::reader::{NoticeLevel, PanesFile, Resolution, read_panes_file, resolve};
 use wakebridge::wakedir::target::PaneTarget;
 use wakebridge::wakedir::{PANES_READ_CAP_CHARS, entry_json, parse_target};
-use wakebridge::wire::event::{self, EventError, MAX_SESSION_ID_LEN, Triage, is_safe_session_id};
+use wakebridge::wire::event::{self, EventError, Triage};
+use wakebridge::wire::session_id::{MAX_SESSION_ID_LEN, SessionId};
 
 /// The `session:` channel prefix the bus uses for DMs.
 const SESSION_PREFIX: &str = "session:";
@@ -69,7 +70,7 @@ pub fn event_triage(body: &[u8]) {
                         .strip_prefix(SESSION_PREFIX)
                         .expect("unsafe channel is a session channel");
                     assert!(
-                        !is_safe_session_id(id),
+                        !SessionId::is_valid(id),
                         "safe id reported as unsafe: {id:?}"
                     );
                 }
@@ -285,7 +286,7 @@ pub fn host_allowlist(bytes: &[u8]) {
 
 /// A delivered target must be usable as a file name inside the wake dir and nowhere else.
 fn assert_target_is_a_safe_file_name(target: &str) {
-    assert!(is_safe_session_id(target), "unsafe target {target:?}");
+    assert!(SessionId::is_valid(target), "unsafe target {target:?}");
     assert!(!target.is_empty() && target.len() <= MAX_SESSION_ID_LEN);
     assert!(
         target

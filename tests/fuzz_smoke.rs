@@ -17,7 +17,8 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use wakebridge::config::hosts::{HostAllowlist, canonical_entry, canonical_host};
 use wakebridge::wakedir::printable::{is_printable, is_printable_char, is_valid_string};
-use wakebridge::wire::event::{Triage, is_safe_session_id, triage};
+use wakebridge::wire::event::{Triage, triage};
+use wakebridge::wire::session_id::SessionId;
 
 /// Mutated inputs per target by default: enough to reach the odd paths of each parser in a few
 /// seconds of a debug build.
@@ -383,12 +384,12 @@ proptest! {
         let bytes = serde_json::to_vec(&body).expect("serialisable");
         checks::event_triage(&bytes);
         if let Ok(Triage::Deliver(event)) = triage(&bytes) {
-            prop_assert!(is_safe_session_id(&event.target));
+            prop_assert!(SessionId::is_valid(&event.target));
             prop_assert_eq!(format!("session:{}", event.target), channel);
             let reread: Value = serde_json::from_str(event.line.trim_end_matches('\n')).expect("line parses");
             prop_assert!(checks::same_json(&reread, &body));
         } else if level == json!("actionable") {
-            let safe = channel.strip_prefix("session:").is_some_and(is_safe_session_id);
+            let safe = channel.strip_prefix("session:").is_some_and(SessionId::is_valid);
             prop_assert!(!safe || checks_has_overflow(&body), "safe channel {channel:?} not delivered");
         }
     }

@@ -310,11 +310,15 @@ async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
         let now = SystemTime::now();
         let context = state_dir.join(crate::context::statefile::CONTEXT_SUBDIR);
         let feed = state_dir.join(crate::context::statusline::FEED_SUBDIR);
-        let mut removed =
-            prune::prune_old_files(&context, now, max_age, crate::context::valid_session_id);
+        let mut removed = prune::prune_old_files(
+            &context,
+            now,
+            max_age,
+            crate::wire::session_id::SessionId::is_valid,
+        );
         removed.extend(prune::prune_old_files(&feed, now, max_age, |name| {
             name.strip_suffix(".json")
-                .is_some_and(crate::context::valid_session_id)
+                .is_some_and(crate::wire::session_id::SessionId::is_valid)
         }));
         removed.len()
     })

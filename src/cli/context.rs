@@ -18,7 +18,8 @@ use crate::context::statusline::{
     marker_activity, parse_statusline, read_bounded, read_feed, render_line, unix_now, write_feed,
 };
 use crate::context::window::WindowResolver;
-use crate::context::{ContextReport, figures, valid_session_id};
+use crate::context::{ContextReport, figures};
+use crate::wire::session_id::SessionId;
 
 /// Exit code when the transcript cannot be found or read.
 const EXIT_NOT_FOUND: u8 = 1;
@@ -114,7 +115,7 @@ pub fn run_context(args: &ContextArgs, config: &Config) -> ExitCode {
         }
     };
     if let Some(sid) = &args.session
-        && !valid_session_id(sid)
+        && !SessionId::is_valid(sid)
     {
         crate::errln!(
             "wakebridge context: session id {sid:?} is not valid; expected letters, digits, '-' or '_'"
@@ -126,7 +127,7 @@ pub fn run_context(args: &ContextArgs, config: &Config) -> ExitCode {
             .as_deref()
             .and_then(Path::file_stem)
             .and_then(|s| s.to_str())
-            .filter(|s| valid_session_id(s))
+            .filter(|s| SessionId::is_valid(s))
             .map(str::to_owned)
     });
     let feed = session_id

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use crate::claude::transcript::{ContextReading, ContextTracker};
 
-use super::valid_session_id;
+use crate::wire::session_id::SessionId;
 
 /// First tail window: a few hundred KB holds the last several turns of a typical transcript.
 pub const INITIAL_TAIL_BYTES: u64 = 256 * 1024;
@@ -402,7 +402,7 @@ pub fn find_transcript_in(
     {
         return Some(hint.to_owned());
     }
-    if !valid_session_id(session_id) {
+    if !SessionId::is_valid(session_id) {
         return None;
     }
     let file_name = format!("{session_id}.{TRANSCRIPT_EXT}");

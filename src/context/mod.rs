@@ -22,19 +22,6 @@ use crate::claude::transcript::ContextReading;
 use statusline::Feed;
 use window::{WindowResolver, WindowSource, percent};
 
-/// Longest session id accepted as a file name component (UUIDs are 36).
-const MAX_SESSION_ID_LEN: usize = 128;
-
-/// Whether `session_id` is safe to use as one file name: non-empty, bounded, only ASCII letters,
-/// digits, `-` and `_`, so it can never name a path outside its directory.
-pub fn valid_session_id(session_id: &str) -> bool {
-    !session_id.is_empty()
-        && session_id.len() <= MAX_SESSION_ID_LEN
-        && session_id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
 /// Where the used-token figure came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UsageSource {
@@ -145,14 +132,6 @@ impl ContextReport {
 mod tests {
     use super::*;
     use crate::claude::transcript::ReadingSource;
-
-    #[test]
-    fn session_ids_are_plain_names() {
-        assert!(valid_session_id("ac3ea6be-3f07-449d-ba6d-fe455f4016dc"));
-        for bad in ["", ".", "..", "a/b", "a b", "é", &"x".repeat(129)] {
-            assert!(!valid_session_id(bad), "{bad:?}");
-        }
-    }
 
     #[test]
     fn transcript_reading_with_table_window() {

@@ -196,7 +196,7 @@ pub fn select_sessions(
     }
     let mut all: Vec<(bool, Candidate)> = by_id
         .into_values()
-        .filter(|(_, c)| super::valid_session_id(&c.session_id))
+        .filter(|(_, c)| crate::wire::session_id::SessionId::is_valid(&c.session_id))
         .collect();
     all.sort_by(|(am, a), (bm, b)| {
         bm.cmp(am)

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use super::valid_session_id;
+use crate::wire::session_id::SessionId;
 
 /// Sub-directory of the state dir holding one file per session.
 pub const CONTEXT_SUBDIR: &str = "context";
@@ -82,7 +82,7 @@ fn ensure_dir(dir: &Path) -> Result<(), StateFileError> {
 
 /// Path of a session's state file.
 pub fn state_path(state_dir: &Path, session_id: &str) -> Result<PathBuf, StateFileError> {
-    if !valid_session_id(session_id) {
+    if !SessionId::is_valid(session_id) {
         return Err(StateFileError::BadSessionId(session_id.to_owned()));
     }
     Ok(state_dir.join(CONTEXT_SUBDIR).join(session_id))

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::statefile::{StateFileError, atomic_write};
-use super::valid_session_id;
 use super::window::percent;
+use crate::wire::session_id::SessionId;
 
 /// Sub-directory of the state dir holding one feed file per session.
 pub const FEED_SUBDIR: &str = "feed";
@@ -156,7 +156,7 @@ pub fn parse_statusline(bytes: &[u8], now: u64) -> Option<Feed> {
 
 /// Path of a session's feed file.
 pub fn feed_path(state_dir: &Path, session_id: &str) -> Result<PathBuf, StatuslineError> {
-    if !valid_session_id(session_id) {
+    if !SessionId::is_valid(session_id) {
         return Err(StatuslineError::BadSessionId(session_id.to_owned()));
     }
     Ok(state_dir
@@ -201,7 +201,7 @@ pub fn read_feed_at(
 /// Busy if `<wake_dir>/<session_id>.busy` exists and its mtime is younger than `ttl` (a future
 /// mtime counts as busy, as in the Python bridge). Anything unreadable reads as idle.
 pub fn marker_activity(wake_dir: &Path, session_id: &str, ttl: Duration) -> Activity {
-    if !valid_session_id(session_id) {
+    if !SessionId::is_valid(session_id) {
         return Activity::Idle;
     }
     let marker = wake_dir.join(format!("{session_id}.busy"));

@@ -30,11 +30,11 @@ use crate::context::thresholds::{Level, SessionThresholds, ThresholdError, Thres
 use crate::context::window::{WindowError, WindowResolver};
 use crate::context::{ContextFigures, figures};
 use crate::delivery::gate::Mode;
-use crate::delivery::short;
 use crate::http::AppState;
 use crate::mux::{KeystrokeText, TextError};
 use crate::store::{DeliverySource, now_unix_ms};
 use crate::telemetry::warn::Warnings;
+use crate::wire::session_id::short;
 
 /// Most sessions followed at once: far above what one machine runs, and a bound on memory and
 /// per-poll work if the ledger holds many sessions.

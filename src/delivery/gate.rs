@@ -16,12 +16,12 @@ use tokio::time::Instant;
 use crate::deadline::Deadline;
 use crate::delivery::action::Action;
 use crate::delivery::cooldown::Cooldown;
-use crate::delivery::short;
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::markers;
 use crate::wakedir::reader::PanesReader;
 use crate::wakedir::target::PaneTarget;
+use crate::wire::session_id::short;
 
 /// After this many wakes in a row held back by text at the prompt, say so at WARN: text that sits
 /// there that long is probably not a draft.

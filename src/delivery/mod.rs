@@ -21,6 +21,7 @@ use crate::mux::KeystrokeText;
 use crate::spool::{DeliveryId, Spool, SpoolError};
 use crate::store::{Delivery, DeliverySource, Record, Store, now_unix_ms};
 use crate::wire::event::Event;
+use crate::wire::session_id::{SessionId, short};
 
 /// The answer for one delivered event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,7 +108,7 @@ impl Deliverer {
                     tracing::info!(session_id = %event.target, action = action.as_str(), "redelivery of an event already delivered; nothing appended or typed");
                     return Ok(Outcome::Delivered(Delivered {
                         action,
-                        session_id: event.target,
+                        session_id: event.target.into(),
                         duplicate: true,
                     }));
                 }
@@ -160,13 +161,18 @@ impl Deliverer {
         self.dedupe.finish(ticket, Some(outcome.action));
         Ok(Outcome::Delivered(Delivered {
             action: outcome.action,
-            session_id: event.target,
+            session_id: event.target.into(),
             duplicate: false,
         }))
     }
 
     /// A manual wake (`POST /wake`): the same gate, nothing spooled, recorded like an event.
-    pub async fn manual_wake(&self, sid: &str, text: &KeystrokeText, mode: Mode) -> Delivered {
+    pub async fn manual_wake(
+        &self,
+        sid: &SessionId,
+        text: &KeystrokeText,
+        mode: Mode,
+    ) -> Delivered {
         let outcome = self.gate.wake(sid, text, mode).await;
         self.record(DeliverySource::Wake, sid, &outcome).await;
         Delivered {
@@ -274,10 +280,4 @@ fn inject_us(outcome: &GateOutcome) -> Option<u64> {
 
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
-}
-
-/// The first 8 characters of a session id, as the reference's log lines show it.
-pub fn short(sid: &str) -> String {
-    let head: String = sid.chars().take(8).collect();
-    format!("{head}...")
 }

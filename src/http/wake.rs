@@ -17,7 +17,7 @@ use super::hook::delivered_json;
 use crate::delivery::gate::Mode;
 use crate::http::AppState;
 use crate::mux::KeystrokeText;
-use crate::wire::event::is_safe_session_id;
+use crate::wire::session_id::SessionId;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,11 +54,11 @@ async fn handle(app: &AppState, headers: &HeaderMap, body: Body) -> Result<Respo
             "expected {{\"session_id\": \"...\", \"force\": false, \"message\": \"<name>\"}}: {e}"
         ))
     })?;
-    if !is_safe_session_id(&request.session_id) {
+    let Some(session_id) = SessionId::parse(&request.session_id) else {
         return Err(ApiError::BadRequest(
             "session_id must match [A-Za-z0-9_-]{1,64}".into(),
         ));
-    }
+    };
     let text = match &request.message {
         None => KeystrokeText::wake_prompt(),
         Some(name) => {
@@ -80,9 +80,6 @@ async fn handle(app: &AppState, headers: &HeaderMap, body: Body) -> Result<Respo
     } else {
         Mode::Gated
     };
-    let delivered = app
-        .deliverer
-        .manual_wake(&request.session_id, &text, mode)
-        .await;
+    let delivered = app.deliverer.manual_wake(&session_id, &text, mode).await;
     Ok(delivered_json(&delivered))
 }

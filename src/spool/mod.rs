@@ -31,7 +31,7 @@ use tokio::sync::oneshot;
 
 use crate::deadline::Deadline;
 use crate::store::{Delivery, PendingBytes, Store, StoreError};
-use crate::wire::event::is_safe_session_id;
+use crate::wire::session_id::SessionId;
 pub use writer::DeliveryId;
 use writer::{Pending, Shared, Writer};
 
@@ -46,8 +46,6 @@ pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 pub enum SpoolError {
     #[error("spool file {0} is a symlink; remove it so the bridge can append")]
     Symlink(PathBuf),
-    #[error("session id {0:?} would escape the wake dir")]
-    EscapesWakeDir(String),
     #[error("Could not lock spool for {0} within 2s (stuck drainer?)")]
     LockTimeout(String),
     #[error("spool I/O for {sid} failed at {path}: {message}")]
@@ -66,7 +64,6 @@ impl SpoolError {
     pub fn kind(&self) -> &'static str {
         match self {
             SpoolError::Symlink(_) => "symlink",
-            SpoolError::EscapesWakeDir(_) => "escape",
             SpoolError::LockTimeout(_) => "lock-timeout",
             SpoolError::Io {
                 kind: io::ErrorKind::StorageFull,
@@ -182,13 +179,10 @@ impl Spool {
     /// returns once both are durable: the delivery's row id (see `DeliveryId`).
     pub async fn append(
         &self,
-        sid: &str,
+        sid: &SessionId,
         line: String,
         delivery: Delivery,
     ) -> Result<DeliveryId, SpoolError> {
-        if !is_safe_session_id(sid) {
-            return Err(SpoolError::EscapesWakeDir(sid.to_string()));
-        }
         let (done, answer) = oneshot::channel();
         let pending = Pending {
             sid: sid.to_string(),
@@ -289,6 +283,10 @@ mod tests {
     }
 
     /// The delivery row a line is recorded with.
+    fn sid(id: &str) -> SessionId {
+        SessionId::parse(id).expect("a valid session id")
+    }
+
     fn row(sid: &str) -> Delivery {
         Delivery {
             at_ms: crate::store::now_unix_ms(),
@@ -309,11 +307,11 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         let spool = spool_in(tmp.path());
         spool
-            .append("t", "{\"a\": 1}\n".into(), row("t"))
+            .append(&sid("t"), "{\"a\": 1}\n".into(), row("t"))
             .await
             .expect("append");
         spool
-            .append("t", "{\"a\": 2}\n".into(), row("t"))
+            .append(&sid("t"), "{\"a\": 2}\n".into(), row("t"))
             .await
             .expect("append");
         let text = std::fs::read_to_string(tmp.path().join("t.jsonl")).expect("read");
@@ -336,7 +334,7 @@ mod tests {
             .map(|i| {
                 let spool = spool.clone();
                 let line = format!("{{\"i\": {i}, \"p\": \"{payload}\"}}\n");
-                tokio::spawn(async move { spool.append("t", line, row("t")).await })
+                tokio::spawn(async move { spool.append(&sid("t"), line, row("t")).await })
             })
             .collect();
         for t in tasks {
@@ -365,11 +363,11 @@ mod tests {
             .expect("symlink");
         let spool = spool_in(tmp.path());
         assert!(matches!(
-            spool.append("a", "{}\n".into(), row("a")).await,
+            spool.append(&sid("a"), "{}\n".into(), row("a")).await,
             Err(SpoolError::Symlink(_))
         ));
         assert!(matches!(
-            spool.append("b", "{}\n".into(), row("b")).await,
+            spool.append(&sid("b"), "{}\n".into(), row("b")).await,
             Err(SpoolError::Symlink(_))
         ));
         assert!(!outside.path().join("victim").exists());
@@ -382,24 +380,11 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         std::fs::write(tmp.path().join("t.jsonl"), "{\"a\": 1}\n{\"torn\": ").expect("seed");
         spool_in(tmp.path())
-            .append("t", "{\"b\": 2}\n".into(), row("t"))
+            .append(&sid("t"), "{\"b\": 2}\n".into(), row("t"))
             .await
             .expect("append");
         let text = std::fs::read_to_string(tmp.path().join("t.jsonl")).expect("read");
         assert_eq!(text, "{\"a\": 1}\n{\"torn\": \n{\"b\": 2}\n");
-    }
-
-    #[tokio::test]
-    async fn unsafe_ids_never_reach_the_file_system() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let spool = spool_in(&tmp.path().join("wake"));
-        assert!(matches!(
-            spool
-                .append("../escape", "{}\n".into(), row("../escape"))
-                .await,
-            Err(SpoolError::EscapesWakeDir(_))
-        ));
-        assert!(!tmp.path().join("escape.jsonl").exists());
     }
 
     #[tokio::test]
@@ -413,9 +398,10 @@ mod tests {
         let held = File::create(tmp.path().join("a.lock")).expect("lock file");
         held.lock().expect("flock");
         let started = std::time::Instant::now();
+        let (sid_a, sid_b) = (sid("a"), sid("b"));
         let (a, b) = tokio::join!(
-            spool.append("a", "{}\n".into(), row("a")),
-            spool.append("b", "{}\n".into(), row("b"))
+            spool.append(&sid_a, "{}\n".into(), row("a")),
+            spool.append(&sid_b, "{}\n".into(), row("b"))
         );
         assert_eq!(a, Err(SpoolError::LockTimeout("a".into())));
         assert!(b.is_ok());
@@ -423,7 +409,7 @@ mod tests {
         assert!(!tmp.path().join("a.jsonl").exists());
         held.unlock().expect("unlock");
         spool
-            .append("a", "{}\n".into(), row("a"))
+            .append(&sid("a"), "{}\n".into(), row("a"))
             .await
             .expect("after unlock");
     }
@@ -450,7 +436,7 @@ mod tests {
         };
         let spool = Spool::open_with(tmp.path().to_path_buf(), ledger(), options).expect("open");
         spool
-            .append("d", "{}\n".into(), row("d"))
+            .append(&sid("d"), "{}\n".into(), row("d"))
             .await
             .expect("append");
         let taken = tmp.path().join("d.jsonl.taken");
@@ -474,9 +460,10 @@ mod tests {
         held.lock().expect("flock");
         // Three 1.5 MiB lines, queued in this order (`join_all` polls them in order): together
         // more than one round takes.
+        let o = sid("o");
         let appends = futures::future::join_all((0..3).map(|i| {
             let line = format!("{{\"i\": {i}, \"p\": \"{}\"}}\n", "x".repeat(3 << 19));
-            spool.append("o", line, row("o"))
+            spool.append(&o, line, row("o"))
         }));
         let release = async {
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -511,7 +498,7 @@ mod tests {
         held.lock().expect("flock");
         let waiting = {
             let spool = spool.clone();
-            tokio::spawn(async move { spool.append("h", "{}\n".into(), row("h")).await })
+            tokio::spawn(async move { spool.append(&sid("h"), "{}\n".into(), row("h")).await })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         let closer = spool.clone();
@@ -536,7 +523,7 @@ mod tests {
         let spool = spool_in(&dir);
         std::fs::remove_dir_all(&dir).expect("rm -rf");
         spool
-            .append("t", "{}\n".into(), row("t"))
+            .append(&sid("t"), "{}\n".into(), row("t"))
             .await
             .expect("append after rm");
         assert!(dir.join("t.jsonl").exists());

@@ -17,7 +17,7 @@ use super::SpoolError;
 use super::files::{self, io_error};
 use crate::deadline::Deadline;
 use crate::store::PendingBytes as Entry;
-use crate::wire::event::is_safe_session_id;
+use crate::wire::session_id::SessionId;
 
 /// How long recovery waits for a drainer to release one session's lock.
 pub const LOCK_PATIENCE: Duration = Duration::from_secs(10);
@@ -47,7 +47,7 @@ pub fn replay(
     let mut restored = Restored::default();
     let mut found: HashMap<u64, (PathBuf, File)> = HashMap::new();
     for entry in entries {
-        if !is_safe_session_id(&entry.session_id) {
+        if !SessionId::is_valid(&entry.session_id) {
             tracing::warn!(session_id = ?entry.session_id, "skipping a pending spool round with an unsafe session id");
             continue;
         }

@@ -7,9 +7,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::wire::pyjson;
+use crate::wire::session_id::SessionId;
 
-/// Longest session id the bridge accepts; the id becomes a file name.
-pub const MAX_SESSION_ID_LEN: usize = 64;
 /// The only level that wakes anything.
 const ACTIONABLE: &str = "actionable";
 /// DMs are addressed to `session:<target id>`.
@@ -44,7 +43,7 @@ pub enum Triage {
 /// An actionable event for one target session, ready to spool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
-    pub target: String,
+    pub target: SessionId,
     /// `event_id` as text, for logs and the ledger (absent on minimal bodies).
     pub event_id: Option<String>,
     /// The sender's `session_id`.
@@ -53,22 +52,6 @@ pub struct Event {
     pub line: String,
     /// Hex SHA-256 of the body bytes: the same for every redelivery of this event.
     pub identity: String,
-}
-
-/// The charset rule: `[A-Za-z0-9_-]{1,64}`, in full. It keeps ids safe as file names.
-///
-/// ```
-/// use wakebridge::wire::event::is_safe_session_id;
-/// assert!(is_safe_session_id("067fd316-8cc7-5cb1-861f-4d9d67ba7ee8"));
-/// assert!(!is_safe_session_id("../../victim/x"));
-/// assert!(!is_safe_session_id(&"a".repeat(65)));
-/// ```
-pub fn is_safe_session_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= MAX_SESSION_ID_LEN
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Parses and classifies a webhook body.
@@ -92,11 +75,11 @@ pub fn triage(body: &[u8]) -> Result<Triage, EventError> {
             unsafe_channel: None,
         });
     };
-    if !is_safe_session_id(target) {
+    let Some(target) = SessionId::parse(target) else {
         return Ok(Triage::NoTarget {
             unsafe_channel: Some(channel.clone()),
         });
-    }
+    };
     let mut line = pyjson::to_string(&value).map_err(|_| EventError::NotSerializable)?;
     line.push('\n');
     let text = |key: &str| match map.get(key) {
@@ -105,7 +88,7 @@ pub fn triage(body: &[u8]) -> Result<Triage, EventError> {
         _ => None,
     };
     Ok(Triage::Deliver(Event {
-        target: target.to_string(),
+        target,
         event_id: text("event_id"),
         sender: text("session_id"),
         line,
@@ -211,14 +194,6 @@ mod tests {
                 "{id}"
             );
         }
-    }
-
-    #[test]
-    fn ids_up_to_64_safe_characters_are_accepted() {
-        assert!(is_safe_session_id("067fd316-8cc7-5cb1-861f-4d9d67ba7ee8"));
-        assert!(is_safe_session_id("brave_trex-2"));
-        assert!(is_safe_session_id(&"a".repeat(64)));
-        assert!(!is_safe_session_id(&"a".repeat(65)));
     }
 
     #[test]
