@@ -4,8 +4,8 @@
 //! non-blocking `flock(2)`s held for the life of the process, taken before the listener binds
 //! and before registration sweeps the bus.
 
-use std::fs::{File, OpenOptions, TryLockError};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::fs::File;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -104,7 +104,10 @@ pub fn acquire(env: &Env, hook_url: &str, wake_dir: &Path) -> Result<Singletons,
 /// Created 0700 if missing; an existing one must be a real directory of ours with no group or
 /// other bits (never adopted blindly: a planted dir would let another user hold our lock).
 fn prepare_lock_dir(dir: &Path) -> Result<(), SingletonError> {
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+    match std::fs::DirBuilder::new()
+        .mode(crate::private_fs::DIR_MODE)
+        .create(dir)
+    {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => {
@@ -135,25 +138,10 @@ fn prepare_lock_dir(dir: &Path) -> Result<(), SingletonError> {
 
 /// `Ok(None)` when another process holds the lock.
 fn lock_file(path: &Path) -> Result<Option<File>, SingletonError> {
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| SingletonError::Open {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
-    match file.try_lock() {
-        Ok(()) => Ok(Some(file)),
-        Err(TryLockError::WouldBlock) => Ok(None),
-        Err(TryLockError::Error(e)) => Err(SingletonError::Open {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        }),
-    }
+    crate::private_fs::try_lock(path).map_err(|e| SingletonError::Open {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })
 }
 
 #[cfg(test)]

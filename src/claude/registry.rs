@@ -6,9 +6,7 @@
 //! `<pid>.<hash>.key` peer-token files, and decides nothing.
 
 use std::collections::HashMap;
-use std::fs::OpenOptions;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -147,11 +145,7 @@ pub fn session_of_pid(dir: &Path, pid: u32) -> Option<String> {
 
 /// The file's text if it is a regular file (no symlink followed) of at most `MAX_FILE_BYTES`.
 fn read_small(path: &Path) -> Option<String> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
+    let file = crate::private_fs::open_read(path).ok()?;
     let meta = file.metadata().ok()?;
     if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
         return None;

@@ -16,6 +16,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
+// A config this creates and every backup are owner-only: the file holds account identifiers.
+use crate::private_fs::FILE_MODE;
+
 /// The key Claude Code sets when the trust dialog is accepted for a folder.
 pub const TRUST_KEY: &str = "hasTrustDialogAccepted";
 /// Infix of backup copies: `~/.claude.json.wakebridge-backup.<unix seconds>`.
@@ -23,8 +26,6 @@ pub const BACKUP_INFIX: &str = ".wakebridge-backup.";
 /// Largest config read. Real files hold onboarding state and a few keys per project, far below
 /// this; a bigger file is refused rather than read into memory.
 pub const MAX_CONFIG_BYTES: u64 = 64 * 1024 * 1024;
-/// Mode of a config file this creates and of every backup: the file holds account identifiers.
-pub const PRIVATE_MODE: u32 = 0o600;
 /// Read-modify-write attempts when another process rewrites the file meanwhile: the first
 /// attempt and one retry, as a second collision means a writer is busy and a human should wait.
 const ATTEMPTS: u32 = 2;
@@ -126,7 +127,7 @@ pub fn pre_trust(config: &Path, folder: &Path) -> Result<PreTrusted, PreTrustErr
             Some(read) => Some(write_backup(&config, &read.bytes)?),
             None => None,
         };
-        let mode = before.as_ref().map_or(PRIVATE_MODE, |read| read.stamp.mode);
+        let mode = before.as_ref().map_or(FILE_MODE, |read| read.stamp.mode);
         match replace_if_unchanged(
             &config,
             text.as_bytes(),
@@ -275,7 +276,7 @@ fn write_backup(config: &Path, bytes: &[u8]) -> Result<PathBuf, PreTrustError> {
         let mut file = match OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(PRIVATE_MODE)
+            .mode(FILE_MODE)
             .open(&path)
         {
             Ok(file) => file,
@@ -359,7 +360,7 @@ fn replace_if_unchanged(
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(PRIVATE_MODE)
+            .mode(FILE_MODE)
             .open(&temp)?;
         file.write_all(bytes)?;
         // The mode after creation: umask does not apply to set_permissions.
@@ -465,7 +466,7 @@ mod tests {
         assert_eq!(value["projects"]["/p"][TRUST_KEY], Value::Bool(true));
         assert_eq!(
             fs::metadata(&config).unwrap().permissions().mode() & 0o777,
-            PRIVATE_MODE
+            FILE_MODE
         );
     }
 

@@ -6,19 +6,13 @@
 //! directory, mode 0600, synced, then renamed over the target, so a reader never sees half a
 //! file. It does not decide when to write (the monitor does).
 
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::private_fs;
 use crate::wire::session_id::SessionId;
 
 /// Sub-directory of the state dir holding one file per session.
 pub const CONTEXT_SUBDIR: &str = "context";
-
-/// Mode of directories we create: the files say what the user is working on.
-const DIR_MODE: u32 = 0o700;
-/// Mode of files we write: readable by the user only.
-const FILE_MODE: u32 = 0o600;
 
 /// Errors writing or reading state files.
 #[derive(Debug, thiserror::Error)]
@@ -48,36 +42,14 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), StateFileError> {
         .ok_or_else(|| StateFileError::NoParent {
             path: path.to_owned(),
         })?;
-    ensure_dir(dir)?;
-    let write_err = |source| StateFileError::Write {
+    private_fs::create_dir(dir).map_err(|source| StateFileError::CreateDir {
+        path: dir.to_owned(),
+        source,
+    })?;
+    private_fs::replace(path, bytes, ".wakebridge.").map_err(|source| StateFileError::Write {
         path: path.to_owned(),
         source,
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".wakebridge.")
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(FILE_MODE))
-        .tempfile_in(dir)
-        .map_err(write_err)?;
-    tmp.write_all(bytes).map_err(write_err)?;
-    // Without this a crash right after the rename can leave an empty file on some filesystems.
-    tmp.as_file().sync_data().map_err(write_err)?;
-    tmp.persist(path).map_err(|e| write_err(e.error))?;
-    Ok(())
-}
-
-fn ensure_dir(dir: &Path) -> Result<(), StateFileError> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(DIR_MODE)
-        .create(dir)
-        .map_err(|source| StateFileError::CreateDir {
-            path: dir.to_owned(),
-            source,
-        })
+    })
 }
 
 /// Path of a session's state file.

@@ -6,16 +6,14 @@
 //! finds the offset, `write` puts the bytes there. Nothing here fsyncs session files: the
 //! ledger's round record makes appends durable and the checkpoint syncs the files later.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::SpoolError;
-
-/// Mode of everything the spool creates.
-pub const FILE_MODE: u32 = 0o600;
+use crate::private_fs;
 
 pub fn spool_path(wake_dir: &Path, sid: &str) -> PathBuf {
     wake_dir.join(format!("{sid}.jsonl"))
@@ -30,30 +28,15 @@ pub fn io_error(sid: &str, path: &Path, e: io::Error) -> SpoolError {
     }
 }
 
-fn options() -> OpenOptions {
-    let mut o = OpenOptions::new();
-    o.write(true)
-        .append(true)
-        .mode(FILE_MODE)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
-    o
-}
-
 /// A held `<sid>.lock`; released when dropped (closing the descriptor drops the flock).
 pub struct SessionLock(#[allow(dead_code)] File);
 
 /// Tries once to take `<sid>.lock`: `Ok(None)` while someone else (a drainer) holds it.
 pub fn try_lock(wake_dir: &Path, sid: &str) -> Result<Option<SessionLock>, SpoolError> {
     let path = wake_dir.join(format!("{sid}.lock"));
-    let file = options()
-        .create(true)
-        .open(&path)
-        .map_err(|e| open_error(sid, &path, e))?;
-    match file.try_lock() {
-        Ok(()) => Ok(Some(SessionLock(file))),
-        Err(TryLockError::WouldBlock) => Ok(None),
-        Err(TryLockError::Error(e)) => Err(io_error(sid, &path, e)),
-    }
+    private_fs::try_lock(&path)
+        .map(|held| held.map(SessionLock))
+        .map_err(|e| open_error(sid, &path, e))
 }
 
 /// An open spool file and what we know of it.
@@ -149,16 +132,18 @@ pub fn append(wake_dir: &Path, sid: &str, bytes: &[u8]) -> Result<Prepared, Spoo
 }
 
 fn open_existing(path: &Path, sid: &str) -> Result<OpenSpool, SpoolError> {
-    let file = options()
+    let file = private_fs::options()
         .read(true)
+        .append(true)
         .open(path)
         .map_err(|e| open_error(sid, path, e))?;
     described(file, sid, path)
 }
 
 fn create(path: &Path, sid: &str) -> Result<OpenSpool, SpoolError> {
-    let file = options()
+    let file = private_fs::options()
         .read(true)
+        .append(true)
         .create_new(true)
         .open(path)
         .map_err(|e| open_error(sid, path, e))?;

@@ -12,13 +12,13 @@
 //! it is only removed once it is older than the age limit (a stale claim), never for the cap.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use tokio_util::sync::CancellationToken;
+
+use crate::wire::session_id::SessionId;
 
 /// Spool files untouched this long are deleted: a week is far past any drainer's backlog and any
 /// bus retry, and long enough to read a session's history after a long weekend.
@@ -32,12 +32,6 @@ pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
 /// Time between pruning rounds: growth is slow (bounded by the bus's publish rate) and a round
 /// costs one directory scan, so ten minutes is responsive without being busy.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10 * 60);
-
-/// Longest session id the spool accepts (the bridge's own charset rule, reference 4.2).
-pub const MAX_SID_LEN: usize = 64;
-
-/// Create mode of a lock file we have to create, as the drain contract asks (reference 6.4/6.5).
-const LOCK_FILE_MODE: u32 = 0o600;
 
 /// Suffix of a live spool file.
 const SPOOL_SUFFIX: &str = "jsonl";
@@ -118,18 +112,10 @@ pub enum PruneError {
     Remove { path: PathBuf, source: io::Error },
 }
 
-/// True for a session id the spool may use: 1 to 64 of `[A-Za-z0-9_-]`.
-pub fn valid_sid(sid: &str) -> bool {
-    (1..=MAX_SID_LEN).contains(&sid.len())
-        && sid
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
 /// Recognises `<sid>.jsonl` and `<sid>.jsonl.<suffix>`; everything else is not ours to touch.
 pub fn classify_name(name: &str) -> Option<(&str, SpoolKind)> {
     let (sid, rest) = name.split_once('.')?;
-    if !valid_sid(sid) {
+    if !SessionId::is_valid(sid) {
         return None;
     }
     if rest == SPOOL_SUFFIX {
@@ -269,20 +255,16 @@ fn remove_live(wake_dir: &Path, file: &SpoolFile) -> Result<Outcome, PruneError>
         return Ok(Outcome::Changed);
     };
     let lock_path = wake_dir.join(format!("{sid}.lock"));
-    let lock = open_lock(&lock_path).map_err(|source| PruneError::Lock {
-        path: lock_path.clone(),
-        source,
-    })?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => return Ok(Outcome::Locked),
-        Err(std::fs::TryLockError::Error(source)) => {
+    let lock = match crate::private_fs::try_lock(&lock_path) {
+        Ok(Some(lock)) => lock,
+        Ok(None) => return Ok(Outcome::Locked),
+        Err(source) => {
             return Err(PruneError::Lock {
                 path: lock_path,
                 source,
             });
         }
-    }
+    };
     // Under the lock nobody can append or claim; re-check that we saw the file's last state.
     let outcome = match current_state(&file.path)? {
         Some((size, mtime)) if size == file.size && mtime == file.mtime => {
@@ -338,17 +320,6 @@ fn remove(file: &SpoolFile, now: SystemTime) -> Result<Outcome, PruneError> {
             source,
         }),
     }
-}
-
-/// Opens (creating 0600 if absent, as the drain contract does) a spool lock without following
-/// a symlink: a symlinked lock fails with ELOOP instead of locking some other file.
-fn open_lock(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(LOCK_FILE_MODE)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
 }
 
 /// Deletes the regular files directly in `dir` whose name `is_ours` accepts and whose mtime is
@@ -413,6 +384,8 @@ pub async fn run(config: PruneConfig, shutdown: CancellationToken) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::session_id::MAX_SESSION_ID_LEN;
+    use std::fs::File;
     #[test]
     fn old_files_that_are_ours_go_and_nothing_else() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -601,7 +574,7 @@ mod tests {
         ] {
             assert_eq!(classify_name(other), None, "{other}");
         }
-        let longest = "x".repeat(MAX_SID_LEN);
+        let longest = "x".repeat(MAX_SESSION_ID_LEN);
         assert!(classify_name(&format!("{longest}.jsonl")).is_some());
         assert!(classify_name(&format!("{longest}x.jsonl")).is_none());
     }
@@ -631,8 +604,7 @@ mod tests {
         let path = dir.path().join("s1.jsonl");
         std::fs::write(&path, b"{}\n").expect("write");
         let meta = std::fs::metadata(&path).expect("stat");
-        let holder = open_lock(&dir.path().join("s1.lock")).expect("lock file");
-        holder.lock().expect("flock");
+        let holder = crate::private_fs::lock(&dir.path().join("s1.lock")).expect("flock");
         let scanned = SpoolFile {
             path: path.clone(),
             size: meta.len(),

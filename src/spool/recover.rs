@@ -7,7 +7,7 @@
 //! ours are never overwritten.
 
 use std::fs::File;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -160,10 +160,9 @@ fn open_if_same(path: &Path, entry: &Entry) -> Result<Option<(PathBuf, File)>, S
         // By inode only: a device number can change from one boot to the next, and every file
         // looked at here is in the wake dir the round was written to.
         Ok(meta) if meta.is_file() && meta.ino() == entry.inode => {
-            let file = std::fs::OpenOptions::new()
+            let file = crate::private_fs::options()
                 .read(true)
                 .write(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(path)
                 .map_err(|e| io_error(&entry.session_id, path, e))?;
             Ok(Some((path.to_path_buf(), file)))

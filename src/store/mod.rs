@@ -18,8 +18,8 @@ mod schema;
 mod writer;
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{DirBuilder, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
@@ -29,6 +29,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::oneshot;
+
+use crate::private_fs;
 
 pub use paths::{DB_FILE_NAME, STATE_DIR_NAME};
 pub use queries::{SeenIdentity, SessionRow};
@@ -55,11 +57,6 @@ pub const READ_POOL_SIZE: usize = 4;
 /// Rows deleted per transaction by `prune_older_than`, so a large prune never holds the write
 /// lock long enough to delay hot-path records noticeably (a few ms per chunk).
 pub const PRUNE_CHUNK_ROWS: u32 = 5000;
-
-/// Mode of directories `open` creates: the ledger names sessions and paths of this user only.
-const DIR_MODE: u32 = 0o700;
-/// Mode of the database file (SQLite gives its -wal and -shm files the same mode).
-const FILE_MODE: u32 = 0o600;
 
 /// What went wrong with the ledger, and what to do about it.
 #[derive(Debug, thiserror::Error)]
@@ -553,24 +550,22 @@ impl Store {
     }
 }
 
-/// Creates the parent directories (0700) and the file (0600) if missing; never truncates.
+/// Creates the parent directories (0700) and the file (0600; SQLite gives its -wal and -shm
+/// files the same mode) if missing; never truncates. A symlinked ledger is followed, as SQLite
+/// follows it: the ledger's place is the user's choice.
 fn create_file(path: &Path) -> Result<(), StoreError> {
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        DirBuilder::new()
-            .recursive(true)
-            .mode(DIR_MODE)
-            .create(dir)
-            .map_err(|source| StoreError::CreateDir {
-                dir: dir.to_path_buf(),
-                source,
-            })?;
+        private_fs::create_dir(dir).map_err(|source| StoreError::CreateDir {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
     }
     OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
-        .mode(FILE_MODE)
+        .mode(private_fs::FILE_MODE)
         .open(path)
         .map(drop)
         .map_err(|source| StoreError::CreateFile {

@@ -3,16 +3,11 @@
 //! writer performs (the dir holds full event payloads, so its mode is asserted on every write
 //! rather than trusted from creation). It does not lay out the files inside.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// The default wake dir relative to `$HOME`, shared with the Python bridge and CLI.
 pub const DEFAULT_WAKE_DIR_UNDER_HOME: &str = ".claude/contrib/agent-event-bus/wake";
-/// Wake dir mode: owner only.
-pub const WAKE_DIR_MODE: u32 = 0o700;
-
 /// `mkdir -p` the wake dir and narrow it to 0700, whatever mode it had.
 pub fn ensure_wake_dir(wake_dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(wake_dir)?;
-    std::fs::set_permissions(wake_dir, std::fs::Permissions::from_mode(WAKE_DIR_MODE))
+    crate::private_fs::ensure_dir(wake_dir)
 }

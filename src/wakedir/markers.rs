@@ -7,17 +7,16 @@
 //! (clock stepped back) gives a negative age and reads as busy: the safe direction, since a busy
 //! session is only spooled, never typed into.
 
+use crate::private_fs;
 use crate::wakedir::dir::ensure_wake_dir;
-use std::fs::{File, OpenOptions, Permissions};
+use std::fs::Permissions;
 use std::io::ErrorKind;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 /// Marker suffix; deliberately outside the `<sid>.jsonl*` glob that spool pruning may sweep.
 pub const BUSY_SUFFIX: &str = ".busy";
-/// Marker file mode: owner only, like everything else in the wake dir.
-const MARKER_MODE: u32 = 0o600;
 /// Longest session id that still fits a file name (255 bytes on Linux) with the suffix.
 const MAX_SESSION_ID_BYTES: usize = 255 - BUSY_SUFFIX.len();
 
@@ -72,14 +71,12 @@ pub fn set_busy(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> {
         path: path.clone(),
         source,
     };
-    let file: File = OpenOptions::new()
+    let file = private_fs::options()
         .write(true)
         .create(true)
-        .mode(MARKER_MODE)
-        .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .map_err(write_err)?;
-    file.set_permissions(Permissions::from_mode(MARKER_MODE))
+    file.set_permissions(Permissions::from_mode(private_fs::FILE_MODE))
         .map_err(write_err)?;
     // Opening an existing file does not bump its mtime, and the mtime is the freshness signal.
     file.set_modified(SystemTime::now()).map_err(write_err)?;

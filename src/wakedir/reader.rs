@@ -11,9 +11,7 @@ use crate::telemetry::warn::Warnings;
 use crate::wakedir::panes::{PANES_FILE, parse_target};
 use crate::wakedir::target::PaneTarget;
 use serde_json::Value;
-use std::fs::OpenOptions;
 use std::io::{ErrorKind, Read};
-use std::os::unix::fs::OpenOptionsExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
@@ -203,10 +201,7 @@ fn json_kind(value: &Value) -> &'static str {
 /// Reads `path` the way the reference reader does: no-follow (a symlink is ELOOP), non-blocking
 /// (a FIFO with or without a writer returns at once), at most `cap_chars` characters, UTF-8.
 pub fn read_panes_file(path: &Path, cap_chars: usize) -> PanesFile {
-    let opened = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path);
+    let opened = crate::private_fs::open_read(path);
     let file = match opened {
         Ok(file) => file,
         Err(err) if err.kind() == ErrorKind::NotFound => return PanesFile::Missing,

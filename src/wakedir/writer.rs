@@ -9,26 +9,23 @@
 //! error aborts before the file is touched: treating a transient EMFILE as "empty" would wipe
 //! every other session's entry.
 
+use crate::private_fs;
 use crate::wakedir::dir::ensure_wake_dir;
 use crate::wakedir::markers::{MarkerError, clear_busy};
 use crate::wakedir::panes::{InvalidTarget, PANES_FILE, PANES_LOCK_FILE, entry_json, parse_target};
 use crate::wakedir::pretty::to_pretty_ascii;
 use crate::wakedir::target::PaneTarget;
 use serde_json::{Map, Value, json};
-use std::fs::{File, OpenOptions, Permissions};
-use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::fs::File;
+use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
-/// Mode of `panes.json`, its temp file and `panes.lock`: owner only.
-const PANES_FILE_MODE: u32 = 0o600;
 /// Largest `panes.json` the writer will read back (16 MiB): far beyond any real mapping (the
 /// reader gives up at 262,144 characters), but bounded so a hostile file cannot exhaust memory
 /// while the lock is held. A larger file aborts the write instead of being silently dropped.
 const MAX_PANES_FILE_BYTES: u64 = 16 * 1024 * 1024;
-/// Temp file name parts: hidden, and outside every glob the bridge reads.
+/// Temp file name prefix: hidden, and (with its `.tmp` suffix) outside every glob the bridge reads.
 const TEMP_PREFIX: &str = ".panes.";
-const TEMP_SUFFIX: &str = ".tmp";
 
 /// Why a write was refused or aborted. On every variant `panes.json` is left as it was.
 #[derive(Debug, thiserror::Error)]
@@ -214,23 +211,9 @@ fn lock_panes(wake_dir: &Path) -> Result<PanesLock, PanesWriteError> {
         path: path.clone(),
         source,
     };
-    // O_NOFOLLOW: a planted symlink must not make us create or lock a file elsewhere.
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .mode(PANES_FILE_MODE)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)
-        .map_err(lock_err)?;
     // Blocking and without a timeout, like the reference: writers are short and always finish.
-    loop {
-        match file.lock() {
-            Ok(()) => return Ok(PanesLock { _file: file }),
-            Err(err) if err.kind() == ErrorKind::Interrupted => continue,
-            Err(err) => return Err(lock_err(err)),
-        }
-    }
+    let file = private_fs::lock(&path).map_err(lock_err)?;
+    Ok(PanesLock { _file: file })
 }
 
 /// The current mapping for a read-modify-write: missing or damaged content is `{}`, any other
@@ -243,11 +226,7 @@ fn read_for_update(wake_dir: &Path) -> Result<Map<String, Value>, PanesWriteErro
     };
     // Non-blocking so a planted FIFO cannot hang a writer that holds the lock; no-follow so a
     // planted symlink is reported rather than read through.
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&path)
-    {
+    let file = match private_fs::open_read(&path) {
         Ok(file) => file,
         Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Map::new()),
         Err(err) => return Err(read_err(err)),
@@ -278,19 +257,7 @@ fn write_atomic(wake_dir: &Path, panes: &Map<String, Value>) -> Result<(), Panes
     };
     let mut text = to_pretty_ascii(&Value::Object(panes.clone()))?;
     text.push('\n');
-    let mut temp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .suffix(TEMP_SUFFIX)
-        .tempfile_in(wake_dir)
-        .map_err(write_err)?;
-    temp.write_all(text.as_bytes()).map_err(write_err)?;
-    temp.as_file()
-        .set_permissions(Permissions::from_mode(PANES_FILE_MODE))
-        .map_err(write_err)?;
-    temp.as_file().sync_all().map_err(write_err)?;
-    // On failure the returned error owns the temp file, and dropping it deletes the file.
-    temp.persist(&path).map_err(|err| write_err(err.error))?;
-    Ok(())
+    private_fs::replace(&path, text.as_bytes(), TEMP_PREFIX).map_err(write_err)
 }
 
 fn clear_markers(wake_dir: &Path, session_ids: &[String]) {

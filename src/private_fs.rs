@@ -1,0 +1,174 @@
+//! The file-system rules for wakebridge's own files (the wake dir's spools, locks, markers and
+//! `panes.json`, the singleton locks, the state dir's files), in one place: directories are
+//! created 0700 and files 0600 whatever the umask (they hold full event payloads); nothing is
+//! opened through a symlink (a planted link fails with ELOOP instead of redirecting a write or
+//! a lock); reads never block on a planted FIFO; descriptors never leak into the multiplexer
+//! children; a replaced file is written beside its target, synced and renamed over it, so a
+//! reader sees the old file or the new one and never half of either; a lock is an `flock(2)` on
+//! a lock file, released when the returned `File` is dropped.
+
+use std::fs::{DirBuilder, File, OpenOptions, Permissions, TryLockError};
+use std::io::{self, ErrorKind, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+/// Mode of every file wakebridge creates: owner only.
+pub const FILE_MODE: u32 = 0o600;
+/// Mode of every directory wakebridge creates: owner only.
+pub const DIR_MODE: u32 = 0o700;
+
+/// `mkdir -p dir`, then narrow it to [`DIR_MODE`] whatever mode it had: the mode is asserted on
+/// every write rather than trusted from creation.
+pub fn ensure_dir(dir: &Path) -> io::Result<()> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)?;
+    std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
+}
+
+/// `mkdir -p dir` with [`DIR_MODE`] for what it creates, leaving an existing directory's mode
+/// alone (a directory the user shares on purpose, like the ledger's).
+pub fn create_dir(dir: &Path) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir)
+}
+
+/// Options every open of our files starts from: created [`FILE_MODE`], no symlink followed
+/// (ELOOP instead), close-on-exec. The caller adds read, write, append, create.
+pub fn options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    options
+}
+
+/// Opens for reading without following a symlink or blocking on a FIFO.
+pub fn open_read(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Opens a lock file for [`try_lock`] and [`lock`], creating it if missing.
+fn open_lock(path: &Path) -> io::Result<File> {
+    options().append(true).create(true).open(path)
+}
+
+/// Tries once to take the exclusive lock on `path` (created [`FILE_MODE`] if missing):
+/// `Ok(None)` while another descriptor holds it.
+pub fn try_lock(path: &Path) -> io::Result<Option<File>> {
+    let file = open_lock(path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(TryLockError::WouldBlock) => Ok(None),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
+}
+
+/// Waits for the exclusive lock on `path` (created [`FILE_MODE`] if missing), with no timeout:
+/// for locks whose holders are short and always finish.
+pub fn lock(path: &Path) -> io::Result<File> {
+    let file = open_lock(path)?;
+    loop {
+        match file.lock() {
+            Ok(()) => return Ok(file),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Replaces `path` with `bytes`: a `<temp_prefix>*.tmp` file in the same directory (so the
+/// rename is atomic), [`FILE_MODE`], synced, renamed over `path`. On any failure the temp file
+/// is removed and `path` is untouched.
+pub fn replace(path: &Path, bytes: &[u8], temp_prefix: &str) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut temp = tempfile::Builder::new()
+        .prefix(temp_prefix)
+        .suffix(".tmp")
+        .permissions(Permissions::from_mode(FILE_MODE))
+        .tempfile_in(dir)?;
+    temp.write_all(bytes)?;
+    // set_permissions, not only the create mode: umask does not apply to it.
+    temp.as_file()
+        .set_permissions(Permissions::from_mode(FILE_MODE))?;
+    // Without this a crash right after the rename can leave an empty file on some filesystems.
+    temp.as_file().sync_all()?;
+    // On failure the returned error owns the temp file, and dropping it deletes the file.
+    temp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::symlink_metadata(path).unwrap().mode() & 0o777
+    }
+
+    #[test]
+    fn dirs_and_files_are_owner_only_whatever_they_were() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a/b");
+        ensure_dir(&dir).unwrap();
+        assert_eq!(mode(&dir), DIR_MODE);
+        std::fs::set_permissions(&dir, Permissions::from_mode(0o755)).unwrap();
+        ensure_dir(&dir).unwrap();
+        assert_eq!(mode(&dir), DIR_MODE);
+        let file = dir.join("f");
+        replace(&file, b"one", ".f.").unwrap();
+        assert_eq!(mode(&file), FILE_MODE);
+        assert_eq!(std::fs::read(&file).unwrap(), b"one");
+        replace(&file, b"two", ".f.").unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"two");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temp file is left behind");
+    }
+
+    #[test]
+    fn symlinks_are_never_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        for opened in [
+            open_read(&link).map(drop),
+            options().read(true).write(true).open(&link).map(drop),
+            options().append(true).create(true).open(&link).map(drop),
+            try_lock(&link).map(drop),
+            lock(&link).map(drop),
+        ] {
+            assert_eq!(opened.unwrap_err().raw_os_error(), Some(libc::ELOOP));
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
+
+    #[test]
+    fn a_fifo_does_not_block_a_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(open_read(&fifo).is_ok());
+    }
+
+    #[test]
+    fn a_held_lock_is_refused_until_released() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("x.lock");
+        let held = try_lock(&path).unwrap().expect("free");
+        assert_eq!(mode(&path), FILE_MODE);
+        assert!(try_lock(&path).unwrap().is_none());
+        drop(held);
+        assert!(try_lock(&path).unwrap().is_some());
+    }
+}
