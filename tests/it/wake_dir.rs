@@ -122,12 +122,21 @@ impl Drop for ChildGuard {
     }
 }
 
-/// Re-runs this test binary with only `test_name` selected and `envs` set.
+/// Re-runs this test binary with only `test_name` (a test of this module) selected and `envs`
+/// set.
 fn spawn_self(test_name: &str, envs: &[(&str, &str)]) -> ChildGuard {
     let exe = std::env::current_exe().expect("current test executable");
+    // libtest names a test by its path below the crate root: `wake_dir::<name>`.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let test_name = format!("{module}::{test_name}");
     let mut command = Command::new(exe);
     command
-        .args([test_name, "--exact", "--test-threads=1", "--nocapture"])
+        .args([
+            test_name.as_str(),
+            "--exact",
+            "--test-threads=1",
+            "--nocapture",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     for (key, value) in envs {

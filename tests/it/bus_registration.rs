@@ -2,20 +2,18 @@
 //! wire (real HTTP on a loopback socket). Schedules use real time because the bus is a real
 //! socket peer; the keeper runs with a short keep interval so these stay fast.
 
-#[path = "support/stub_bus.rs"]
-mod stub_bus;
-
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use stub_bus::{Behaviour, StubBus};
 use tokio_util::sync::CancellationToken;
 use wakebridge::bus::registration::{
     self, RegistrationConfig, RegistrationStatus, SHUTDOWN_BUDGET,
 };
 use wakebridge::bus::{ACCEPT_BOTH, BusClient, BusError};
+
+use crate::stub_bus::{Behaviour, StubBus};
 
 /// Keeper period for tests: short enough to keep the suite quick, long enough that a listing
 /// (a few ms) never overlaps the next.
@@ -564,8 +562,8 @@ async fn shutdown_before_start_makes_no_call() {
 
 // ---------------------------------------------------------------- supervision files
 
-const PLIST: &str = include_str!("../deploy/wakebridge.plist");
-const UNIT: &str = include_str!("../deploy/wakebridge.service");
+const PLIST: &str = include_str!("../../deploy/wakebridge.plist");
+const UNIT: &str = include_str!("../../deploy/wakebridge.service");
 
 /// A minimal well-formedness check: every element closes in order, comments hold no `--`.
 /// Enough to catch a hand-edit slip in a plist; not a general XML parser.

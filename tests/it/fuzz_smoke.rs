@@ -8,7 +8,7 @@
 //! number of mutated inputs per target.
 
 #[allow(dead_code)]
-#[path = "../fuzz/checks.rs"]
+#[path = "../../fuzz/checks.rs"]
 mod checks;
 
 use std::path::{Path, PathBuf};

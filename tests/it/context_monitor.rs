@@ -3,9 +3,6 @@
 //! whose pane records every keystroke the wake gate types. Every server and task a test starts
 //! is stopped by a Drop guard.
 
-#[path = "support/tmux_server.rs"]
-mod tmux_server;
-
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -14,7 +11,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
 
-use tmux_server::TmuxServer;
 use tokio_util::sync::CancellationToken;
 use wakebridge::app::{App, AppState};
 use wakebridge::config::{self, Backend, Config, Flags, Scope};
@@ -31,6 +27,8 @@ use wakebridge::store::{Record, SessionSeen, Store, now_unix_ms};
 use wakebridge::telemetry::ratelimit::RateLimiter;
 use wakebridge::wakedir;
 use wakebridge::wakedir::target::PaneTarget;
+
+use crate::tmux_server::TmuxServer;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 

@@ -6,12 +6,6 @@
 //! test skips with a note when no zellij binary is found ($WB_TEST_ZELLIJ, then PATH,
 //! then /opt/zellij/bin/zellij); `.ci/run` installs one when missing.
 
-#[allow(dead_code)]
-#[path = "it/harness.rs"]
-mod harness;
-#[path = "support/tmux_server.rs"]
-mod tmux_server;
-
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -21,14 +15,14 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tmux_server::read_when_settled;
 use wakebridge::deadline::Deadline;
 use wakebridge::mux::{
     INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, StaleReason, WAKE_PROMPT,
 };
 use wakebridge::wakedir::target::PaneTarget;
 
-use harness::{DEFAULT_EVENT, TestServer};
+use crate::harness::{DEFAULT_EVENT, TestServer};
+use crate::tmux_server::read_when_settled;
 
 /// Where `cargo install --locked zellij --root /opt/zellij` puts the binary on dev machines.
 const OPT_ZELLIJ: &str = "/opt/zellij/bin/zellij";

@@ -1,22 +1,18 @@
 //! The mux module against a real tmux server on a private socket (one per test, killed by a
 //! Drop guard) and against recording stand-in binaries for zellij and for tmux failure modes.
 
-#[path = "support/stand_in.rs"]
-mod stand_in;
-#[path = "support/tmux_server.rs"]
-mod tmux_server;
-
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use stand_in::{StandInBuilder, Step, process_is_running};
-use tmux_server::{TmuxServer, read_when_settled};
 use wakebridge::deadline::Deadline;
 use wakebridge::mux::{
     INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, MuxError, STEP_FLOOR,
     StaleReason, WAKE_PROMPT,
 };
 use wakebridge::wakedir::target::PaneTarget;
+
+use crate::stand_in::{StandInBuilder, Step, process_is_running};
+use crate::tmux_server::{TmuxServer, read_when_settled};
 
 /// Scheduling slack allowed on top of a budget in wall-clock assertions (2 shared cores).
 const SLACK: Duration = Duration::from_millis(400);

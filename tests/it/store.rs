@@ -239,7 +239,7 @@ async fn migrates_a_database_written_at_schema_one() {
         let conn = Connection::open(&path).expect("create old db");
         conn.execute_batch("PRAGMA journal_mode = WAL;")
             .expect("wal");
-        conn.execute_batch(include_str!("../migrations/0001_ledger.sql"))
+        conn.execute_batch(include_str!("../../migrations/0001_ledger.sql"))
             .expect("schema 1");
         conn.execute_batch(
             "PRAGMA user_version = 1;

@@ -4,10 +4,6 @@
 //! Each test is bounded well under 30 s and its guards stop every process, tmux server and
 //! mount it started, pass or fail.
 
-#[allow(dead_code)]
-#[path = "it/harness.rs"]
-mod harness;
-
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
@@ -18,8 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use harness::{Daemon, TestServer};
 use serde_json::{Value, json};
+
+use crate::harness::{Daemon, TestServer};
 
 /// The bus gives a webhook 5 s; every answer under fault must come well inside it.
 const BUS_BUDGET: Duration = Duration::from_secs(5);
