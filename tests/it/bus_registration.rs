@@ -13,7 +13,7 @@ use wakebridge::bus::registration::{
 };
 use wakebridge::bus::{ACCEPT_BOTH, BusClient, BusError};
 
-use crate::stub_bus::{Behaviour, StubBus};
+use crate::common::stub_bus::{Behaviour, StubBus};
 
 /// Keeper period for tests: short enough to keep the suite quick, long enough that a listing
 /// (a few ms) never overlaps the next.

@@ -28,7 +28,7 @@ use wakebridge::telemetry::ratelimit::RateLimiter;
 use wakebridge::wakedir;
 use wakebridge::wakedir::target::PaneTarget;
 
-use crate::tmux_server::TmuxServer;
+use crate::common::tmux::TmuxServer;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 

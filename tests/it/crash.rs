@@ -2,7 +2,7 @@
 //! line, and lines a host crash would have cut from a session file (simulated by truncating the
 //! file while the daemon is dead) are put back exactly, even in a file a drainer renamed.
 
-use crate::harness::{DEFAULT_EVENT, Daemon};
+use crate::common::harness::{DEFAULT_EVENT, Daemon};
 
 /// No background fsync during the test, so every round is still pending in the ledger at the kill.
 const NO_CHECKPOINT: (&str, &str) = ("WAKEBRIDGE_SPOOL__SYNC_INTERVAL", "1h");

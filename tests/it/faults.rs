@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::harness::{Daemon, TestServer};
+use crate::common::harness::{Daemon, TestServer};
 
 /// The bus gives a webhook 5 s; every answer under fault must come well inside it.
 const BUS_BUDGET: Duration = Duration::from_secs(5);

@@ -3,7 +3,7 @@
 use serde_json::json;
 use wakebridge::wire::signature::Secret;
 
-use crate::harness::{DEFAULT_EVENT, TestServer, raw_request, status_of};
+use crate::common::harness::{DEFAULT_EVENT, TestServer, raw_request, status_of};
 
 #[tokio::test]
 async fn default_event_is_spooled_once_with_the_python_line() {

@@ -5,7 +5,7 @@ use serde_json::json;
 use wakebridge::config::Flags;
 use wakebridge::wire::signature::Secret;
 
-use crate::harness::{DEFAULT_EVENT, TestServer, raw_request, status_of};
+use crate::common::harness::{DEFAULT_EVENT, TestServer, raw_request, status_of};
 
 async fn send(
     server: &TestServer,

@@ -1,5 +1,5 @@
 //! The launcher against a real tmux server on a private socket and a scripted stand-in for
-//! Claude Code's first-run TUI (`tests/support/fake_claude.py`, which records every byte it
+//! Claude Code's first-run TUI (`tests/it/common/fake_claude.py`, which records every byte it
 //! receives): every first-run screen passed in each trust-dialog wording, the screens it must
 //! leave to a human, agents that exit or never get ready, the first prompt, pre-trust, and the
 //! CLI's JSON. Where a real `claude` is on PATH the same launch runs against it too (offline,
@@ -15,7 +15,9 @@ use wakebridge::launch::screens::Passed;
 use wakebridge::launch::{LaunchError, LaunchOptions, Launched, Mapping, Placement, launch};
 use wakebridge::mux::{KeystrokeText, MuxConfig};
 
-const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/fake_claude.py");
+use crate::common;
+
+const FAKE: &str = common::FAKE_CLAUDE;
 /// Session id the fake writes into its registry file.
 const FAKE_SESSION_ID: &str = "00000000-fake-4000-8000-000000000000";
 /// Ready-timeout for the fake: it is ready in about 3 s, so this only bounds a broken run.

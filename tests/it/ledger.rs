@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::harness::{DEFAULT_EVENT, TestServer};
+use crate::common::harness::{DEFAULT_EVENT, TestServer};
 use wakebridge::config::Flags;
 
 fn event(sid: &str, id: u32, timestamp: &str) -> String {

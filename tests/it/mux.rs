@@ -11,8 +11,8 @@ use wakebridge::mux::{
 };
 use wakebridge::wakedir::target::PaneTarget;
 
-use crate::stand_in::{StandInBuilder, Step, process_is_running};
-use crate::tmux_server::{TmuxServer, read_when_settled};
+use crate::common::stand_in::{StandInBuilder, Step, process_is_running};
+use crate::common::tmux::{TmuxServer, read_when_settled};
 
 /// Scheduling slack allowed on top of a budget in wall-clock assertions (2 shared cores).
 const SLACK: Duration = Duration::from_millis(400);

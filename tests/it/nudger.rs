@@ -1,6 +1,6 @@
 //! The idle nudger end to end: the loop on tokio's paused clock with scripted signals (exact
 //! backoff arithmetic), and the real thing against a private tmux server running a scripted
-//! stand-in for the Claude Code TUI (`tests/support/fake_agent.py`), the real gate, injector
+//! stand-in for the Claude Code TUI (`tests/it/common/fake_agent.py`), the real gate, injector
 //! and SQLite ledger.
 
 use std::collections::{BTreeMap, HashMap};
@@ -21,6 +21,8 @@ use wakebridge::nudge::task::{LiveIo, Nudger, NudgerIo, SessionFacts, run_with};
 use wakebridge::nudge::{NudgeViews, NudgerConfig, Schedule};
 use wakebridge::store::{NudgeState, Record, Store};
 use wakebridge::wakedir::target::PaneTarget;
+
+use crate::common;
 
 // ---------------------------------------------------------------------------------------------
 // Paused clock, scripted signals.
@@ -337,7 +339,7 @@ async fn paused_clock_restores_an_acknowledged_session_from_the_ledger() {
 // Real tmux, real gate, real ledger, a scripted agent TUI.
 
 fn fake_agent() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fake_agent.py")
+    PathBuf::from(common::FAKE_AGENT)
 }
 
 /// A private tmux server, killed on drop.

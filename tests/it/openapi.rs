@@ -45,7 +45,7 @@ fn spec_and_router_agree() {
 /// `ROUTES` itself must be true: every listed route is served (not a 404).
 #[tokio::test]
 async fn every_listed_route_is_served() {
-    let server = crate::harness::TestServer::start(&[]).await;
+    let server = crate::common::harness::TestServer::start(&[]).await;
     for (method, path) in wakebridge::http::ROUTES {
         let method =
             reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).expect("method");

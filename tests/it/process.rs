@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::harness::{ChildGuard, binary, free_port, wait_healthy};
+use crate::common::harness::{ChildGuard, binary, free_port, wait_healthy};
 
 #[test]
 fn bad_values_exit_2_with_one_line_and_help_still_works() {
@@ -118,8 +118,10 @@ async fn second_instance_exits_and_sigterm_stops_the_first_cleanly() {
 /// `wakebridge status` and `wakebridge wake` talk to a running daemon over HTTP.
 #[tokio::test]
 async fn status_and_wake_verbs_talk_to_the_daemon() {
-    let server = crate::harness::TestServer::start(&[]).await;
-    server.hook(crate::harness::DEFAULT_EVENT, &[]).await;
+    let server = crate::common::harness::TestServer::start(&[]).await;
+    server
+        .hook(crate::common::harness::DEFAULT_EVENT, &[])
+        .await;
     let url = format!("http://{}", server.addr);
     let root = server.root.path().to_path_buf();
     let (status, wake) = tokio::task::spawn_blocking(move || {
@@ -229,7 +231,7 @@ async fn stop_with_stderr(stderr: Stderr) -> (std::process::ExitStatus, Duration
     // more than a pipe holds.
     let long_id = "i".repeat(4096);
     for i in 0..100 {
-        let body = crate::harness::DEFAULT_EVENT
+        let body = crate::common::harness::DEFAULT_EVENT
             .replace(r#""event_id":1"#, &format!(r#""event_id":"{long_id}-{i}""#));
         let answer = client
             .post(format!("{base}/hook"))

@@ -4,7 +4,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 
-use crate::harness::{ChildGuard, DEFAULT_EVENT, TestServer};
+use crate::common::harness::{ChildGuard, DEFAULT_EVENT, TestServer};
 
 fn event_for(sid: &str, i: usize) -> String {
     DEFAULT_EVENT

@@ -8,8 +8,8 @@ use serde_json::json;
 use wakebridge::mux::WAKE_PROMPT;
 use wakebridge::wakedir::target::PaneTarget;
 
-use crate::harness::{DEFAULT_EVENT, TestServer};
-use crate::tmux_server::{TmuxServer, read_when_settled};
+use crate::common::harness::{DEFAULT_EVENT, TestServer};
+use crate::common::tmux::{TmuxServer, read_when_settled};
 
 /// A pane whose program records every byte it receives (raw mode, so Enter arrives as `\r`).
 fn recorder_pane(server: &TmuxServer, name: &str) -> (String, PathBuf) {

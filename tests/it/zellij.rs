@@ -21,8 +21,8 @@ use wakebridge::mux::{
 };
 use wakebridge::wakedir::target::PaneTarget;
 
-use crate::harness::{DEFAULT_EVENT, TestServer};
-use crate::tmux_server::read_when_settled;
+use crate::common::harness::{DEFAULT_EVENT, TestServer};
+use crate::common::tmux::read_when_settled;
 
 /// Where `cargo install --locked zellij --root /opt/zellij` puts the binary on dev machines.
 const OPT_ZELLIJ: &str = "/opt/zellij/bin/zellij";

@@ -2,7 +2,6 @@
 //! code under test as `tmux_bin`/`zellij_bin`, that appends its argv to a log file and then
 //! answers each subcommand as the test scripted (print, fail with stderr, be slow, hang).
 //! Needed for zellij (not installed here) and for failure modes a real tmux will not produce.
-#![allow(dead_code)]
 
 use std::fmt::Write as _;
 use std::os::unix::fs::PermissionsExt;

@@ -1,7 +1,6 @@
 //! Starting the real daemon for a test: in-process through `App::build` (the code `serve` runs)
 //! on an ephemeral port with private temp dirs, or as the real binary for process-level tests.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -14,6 +13,8 @@ use tokio_util::sync::CancellationToken;
 use wakebridge::app::App;
 use wakebridge::config::{self, Flags};
 
+use super::env::test_env;
+
 /// A running daemon; stopped when dropped.
 pub struct TestServer {
     pub addr: SocketAddr,
@@ -25,35 +26,6 @@ pub struct TestServer {
 }
 
 pub const DEFAULT_EVENT: &str = r#"{"event_id":1,"event_type":"help_needed","payload":"need a review","session_id":"sender-1","timestamp":"2026-08-08T00:00:00","channel":"session:target-1","correlation_id":null,"signal_level":"actionable"}"#;
-
-/// A private environment: its own HOME, runtime dir (singleton locks) and wake dir.
-pub fn test_env(root: &Path, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    env.insert("HOME".into(), root.join("home").display().to_string());
-    env.insert(
-        "XDG_CONFIG_HOME".into(),
-        root.join("config").display().to_string(),
-    );
-    env.insert(
-        "XDG_STATE_HOME".into(),
-        root.join("state").display().to_string(),
-    );
-    env.insert(
-        "XDG_RUNTIME_DIR".into(),
-        root.join("run").display().to_string(),
-    );
-    env.insert(
-        "AGENT_EVENT_BUS_WAKE_DIR".into(),
-        root.join("wake").display().to_string(),
-    );
-    env.insert("AGENT_EVENT_BUS_BRIDGE_BACKEND".into(), "spool".into());
-    // Tests that want a bus start a stub bus and turn this back on.
-    env.insert("WAKEBRIDGE_REGISTRATION__ENABLED".into(), "false".into());
-    for (k, v) in extra {
-        env.insert(k.to_string(), v.to_string());
-    }
-    env
-}
 
 impl TestServer {
     pub async fn start(extra_env: &[(&str, &str)]) -> TestServer {

@@ -1,7 +1,6 @@
 //! A private tmux server for one test: its own socket in a temp dir (never the user's server),
 //! killed when the guard drops. Includes helpers to open panes running given commands and to
 //! wait for what tmux reports about them.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
