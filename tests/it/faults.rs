@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::common::harness::{Daemon, TestServer};
+use crate::common::tmux::TmuxServer;
 
 /// The bus gives a webhook 5 s; every answer under fault must come well inside it.
 const BUS_BUDGET: Duration = Duration::from_secs(5);
@@ -409,77 +410,6 @@ async fn hanging_multiplexer_answers_within_budget_and_its_children_are_killed()
     );
 }
 
-/// A private tmux server; SIGCONTed, killed and its socket removed on drop.
-struct TmuxServer {
-    socket: PathBuf,
-    pid: i32,
-}
-
-impl TmuxServer {
-    fn tmux(&self) -> Command {
-        let mut cmd = Command::new("tmux");
-        cmd.arg("-S").arg(&self.socket);
-        cmd
-    }
-
-    fn start(socket: PathBuf) -> Option<TmuxServer> {
-        let started = Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
-            .args([
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-                "-s",
-                "fault",
-                "-x",
-                "80",
-                "-y",
-                "24",
-                "sleep 600",
-            ])
-            .status()
-            .ok()?;
-        if !started.success() {
-            return None;
-        }
-        let mut server = TmuxServer { socket, pid: 0 };
-        let out = server
-            .tmux()
-            .args(["display-message", "-p", "#{pid}"])
-            .output()
-            .ok()?;
-        server.pid = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
-        Some(server)
-    }
-
-    fn pane(&self) -> String {
-        let out = self
-            .tmux()
-            .args(["list-panes", "-t", "fault", "-F", "#{pane_id}"])
-            .output()
-            .expect("list-panes");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-
-    fn signal(&self, signal: i32) {
-        // SAFETY: kill(2) on the tmux server this test started.
-        unsafe { libc::kill(self.pid, signal) };
-    }
-}
-
-impl Drop for TmuxServer {
-    fn drop(&mut self) {
-        if self.pid > 0 {
-            self.signal(libc::SIGCONT);
-            let _ = self.tmux().arg("kill-server").output();
-            self.signal(libc::SIGKILL);
-        }
-        let _ = std::fs::remove_file(&self.socket);
-    }
-}
-
 /// Processes whose command line mentions `needle` (our tmux clients carry the socket path).
 fn processes_mentioning(needle: &str) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -501,10 +431,9 @@ async fn stopped_tmux_server_fails_the_wake_inside_the_budget() {
         eprintln!("tmux not installed; skipping");
         return;
     }
-    let sock_dir = tempfile::tempdir().expect("tempdir");
-    let socket = sock_dir.path().join("fault.sock");
-    let tmux = TmuxServer::start(socket.clone()).expect("private tmux server starts");
-    let pane = tmux.pane();
+    let tmux = TmuxServer::start();
+    let socket = tmux.socket().to_path_buf();
+    let pane = tmux.keeper_pane();
     assert!(pane.starts_with('%'), "pane id {pane:?}");
     let server = TestServer::start(&[
         ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux"),
@@ -539,7 +468,7 @@ async fn stopped_tmux_server_fails_the_wake_inside_the_budget() {
     let socket_text = socket.display().to_string();
     let clients: Vec<_> = processes_mentioning(&socket_text)
         .into_iter()
-        .filter(|&p| p != tmux.pid)
+        .filter(|&p| p != tmux.pid())
         .collect();
     assert!(clients.is_empty(), "tmux clients left behind: {clients:?}");
 }

@@ -6,16 +6,16 @@
 //! throw-away HOME, dummy pre-approved API key).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wakebridge::cli::launch::{LaunchArgs, run_with};
 use wakebridge::launch::screens::Passed;
 use wakebridge::launch::{LaunchError, LaunchOptions, Launched, Mapping, Placement, launch};
-use wakebridge::mux::{KeystrokeText, MuxConfig};
+use wakebridge::mux::KeystrokeText;
 
 use crate::common;
+use crate::common::tmux::TmuxServer;
 
 const FAKE: &str = common::FAKE_CLAUDE;
 /// Session id the fake writes into its registry file.
@@ -24,68 +24,6 @@ const FAKE_SESSION_ID: &str = "00000000-fake-4000-8000-000000000000";
 const FAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long to wait for the fake to log something the launcher already sent.
 const EVENT_WAIT: Duration = Duration::from_secs(5);
-
-/// A private tmux server (its own socket in a temp dir, no user config) with a keeper session,
-/// killed on drop.
-struct TmuxServer {
-    _dir: tempfile::TempDir,
-    socket: PathBuf,
-}
-
-impl TmuxServer {
-    fn start() -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let socket = dir.path().join("tmux.sock");
-        let server = Self { _dir: dir, socket };
-        let status = Command::new("tmux")
-            .arg("-S")
-            .arg(&server.socket)
-            .args(["-f", "/dev/null", "new-session", "-d", "-s", "keeper"])
-            .status()
-            .expect("tmux runs");
-        assert!(status.success(), "private tmux server started");
-        server
-    }
-
-    fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn mux(&self) -> MuxConfig {
-        MuxConfig {
-            tmux_socket: Some(self.socket.clone()),
-            ..MuxConfig::default()
-        }
-    }
-
-    fn pane_exists(&self, pane: &str) -> bool {
-        self.tmux(&["list-panes", "-a", "-F", "#{pane_id}"])
-            .lines()
-            .any(|line| line == pane)
-    }
-
-    fn pane_count(&self) -> usize {
-        self.tmux(&["list-panes", "-a", "-F", "#{pane_id}"])
-            .lines()
-            .count()
-    }
-}
-
-impl Drop for TmuxServer {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .output();
-    }
-}
 
 /// One launch's world: a server, a project folder, the fake's record and event files, a wake
 /// dir and a Claude config home for the registry.
@@ -136,7 +74,7 @@ impl Case {
             session_id: None,
             claude_home: Some(self.path("home/.claude")),
             placement: Placement::NewSession,
-            mux: self.server.mux(),
+            mux: self.server.config(),
         }
     }
 
@@ -431,7 +369,7 @@ async fn cli_prints_the_documented_json() {
         timeout: Some(FAKE_TIMEOUT.as_secs_f64()),
         wake_dir: Some(case.path("wake")),
         session_id: Some("given-session".into()),
-        tmux_socket: Some(case.server.socket.clone()),
+        tmux_socket: Some(case.server.socket().to_path_buf()),
         command: case.fake(&[]),
         ..LaunchArgs::default()
     };

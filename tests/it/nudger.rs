@@ -4,8 +4,7 @@
 //! and SQLite ledger.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -23,6 +22,7 @@ use wakebridge::store::{NudgeState, Record, Store};
 use wakebridge::wakedir::target::PaneTarget;
 
 use crate::common;
+use crate::common::tmux::{TmuxServer, count_lines};
 
 // ---------------------------------------------------------------------------------------------
 // Paused clock, scripted signals.
@@ -342,97 +342,22 @@ fn fake_agent() -> PathBuf {
     PathBuf::from(common::FAKE_AGENT)
 }
 
-/// A private tmux server, killed on drop.
-struct TmuxServer {
-    dir: tempfile::TempDir,
-    socket: PathBuf,
-    windows: u32,
-}
-
-impl TmuxServer {
-    fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("sock");
-        Self {
-            dir,
-            socket,
-            windows: 0,
-        }
-    }
-
-    fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("-f")
-            .arg("/dev/null")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "tmux {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    }
-
-    /// A new window running `command`; returns its pane id.
-    fn window(&mut self, command: &str) -> String {
-        let pane = if self.windows == 0 {
-            self.tmux(&[
-                "new-session",
-                "-d",
-                "-s",
-                "t",
-                "-x",
-                "120",
-                "-y",
-                "30",
-                "-P",
-                "-F",
-                "#{pane_id}",
-                command,
-            ])
-        } else {
-            self.tmux(&[
-                "new-window",
-                "-d",
-                "-t",
-                "t:",
-                "-P",
-                "-F",
-                "#{pane_id}",
-                command,
-            ])
-        };
-        self.windows += 1;
-        pane
-    }
-
-    /// A fake agent in its own window; returns (pane, record file, control file).
-    fn agent(&mut self, name: &str, mode: &str) -> Agent {
-        let record = self.dir.path().join(format!("{name}.rec"));
-        let control = self.dir.path().join(format!("{name}.ctl"));
-        std::fs::write(&control, mode).unwrap();
-        let command = format!(
-            "python3 {} {} {}",
-            fake_agent().display(),
-            record.display(),
-            control.display()
-        );
-        let pane = self.window(&command);
-        Agent {
-            pane,
-            record,
-            control,
-        }
-    }
-}
-
-impl Drop for TmuxServer {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .output();
+/// A fake agent in its own window of `server`; returns its pane, record file and control file.
+fn spawn_agent(server: &TmuxServer, name: &str, mode: &str) -> Agent {
+    let record = server.dir().join(format!("{name}.rec"));
+    let control = server.dir().join(format!("{name}.ctl"));
+    std::fs::write(&control, mode).unwrap();
+    let command = format!(
+        "python3 {} {} {}",
+        fake_agent().display(),
+        record.display(),
+        control.display()
+    );
+    let pane = server.new_pane(&command);
+    Agent {
+        pane,
+        record,
+        control,
     }
 }
 
@@ -486,7 +411,7 @@ fn rig(server: &TmuxServer, tmux_bin: Option<PathBuf>, sessions: &[(&str, &Agent
     )
     .unwrap();
     let mux = MuxConfig {
-        tmux_socket: Some(server.socket.clone()),
+        tmux_socket: Some(server.socket().to_path_buf()),
         tmux_bin: tmux_bin.unwrap_or_else(|| PathBuf::from("tmux")),
         submit_delay: Duration::from_millis(100),
         ..MuxConfig::default()
@@ -565,8 +490,8 @@ fn unix_now() -> f64 {
 
 #[tokio::test]
 async fn real_tmux_idle_agent_is_nudged_with_doubling_gaps_until_acknowledged() {
-    let mut server = TmuxServer::start();
-    let agent = server.agent("a", "idle");
+    let server = TmuxServer::start();
+    let agent = spawn_agent(&server, "a", "idle");
     let rig = rig(&server, None, &[("sid-a", &agent)]);
     let started = unix_now();
     let (shutdown, views, task) = live_loop(fast_config(1000, 3), &rig);
@@ -607,8 +532,8 @@ async fn real_tmux_idle_agent_is_nudged_with_doubling_gaps_until_acknowledged() 
 
 #[tokio::test]
 async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
-    let mut server = TmuxServer::start();
-    let agent = server.agent("a", "idle");
+    let server = TmuxServer::start();
+    let agent = spawn_agent(&server, "a", "idle");
     let rig = rig(&server, None, &[("sid-a", &agent)]);
     let (shutdown, _views, task) = live_loop(fast_config(3000, 5), &rig);
     wait_for("first nudge", Duration::from_secs(10), || {
@@ -633,11 +558,11 @@ async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
 
 #[tokio::test]
 async fn real_tmux_busy_dialog_and_marked_sessions_are_never_nudged() {
-    let mut server = TmuxServer::start();
-    let busy = server.agent("busy", "busy");
-    let dialog = server.agent("dialog", "dialog");
-    let marked = server.agent("marked", "idle");
-    let control = server.agent("control", "idle");
+    let server = TmuxServer::start();
+    let busy = spawn_agent(&server, "busy", "busy");
+    let dialog = spawn_agent(&server, "dialog", "dialog");
+    let marked = spawn_agent(&server, "marked", "idle");
+    let control = spawn_agent(&server, "control", "idle");
     let rig = rig(
         &server,
         None,
@@ -679,36 +604,6 @@ async fn real_tmux_busy_dialog_and_marked_sessions_are_never_nudged() {
     task.await.unwrap();
 }
 
-/// Writes a tmux wrapper that logs each subcommand (argv[3], after `-S sock`) to `log`.
-fn counting_tmux(dir: &Path, log: &Path) -> PathBuf {
-    let real = Command::new("sh")
-        .args(["-c", "command -v tmux"])
-        .output()
-        .unwrap();
-    let real = String::from_utf8(real.stdout).unwrap().trim().to_owned();
-    let script = dir.join("tmux-counting");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\necho \"$3\" >> '{}'\nexec '{}' \"$@\"\n",
-            log.display(),
-            real
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    script
-}
-
-fn count_lines(log: &Path) -> HashMap<String, usize> {
-    let mut counts = HashMap::new();
-    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
-        *counts.entry(line.to_owned()).or_insert(0) += 1;
-    }
-    counts
-}
-
 fn children_cpu() -> Duration {
     // SAFETY: getrusage only writes into the struct it is given.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -729,18 +624,18 @@ fn self_cpu() -> Duration {
 async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates() {
     const PANES: usize = 100;
     const POLLS: usize = 10;
-    let mut server = TmuxServer::start();
+    let server = TmuxServer::start();
     // 96 panes whose title says nothing (never candidates), 4 idle agents (candidates).
     let mut agents = Vec::new();
     for i in 0..4 {
         agents.push((
             format!("sid-idle-{i}"),
-            server.agent(&format!("a{i}"), "idle"),
+            spawn_agent(&server, &format!("a{i}"), "idle"),
         ));
     }
     let mut sleepers = Vec::new();
     for i in 4..PANES {
-        let pane = server.window("sleep 600");
+        let pane = server.new_pane("sleep 600");
         sleepers.push((
             format!("sid-quiet-{i}"),
             Agent {
@@ -750,8 +645,8 @@ async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates
             },
         ));
     }
-    let log = server.dir.path().join("tmux-calls.log");
-    let wrapper = counting_tmux(server.dir.path(), &log);
+    let log = server.dir().join("tmux-calls.log");
+    let wrapper = server.counting_tmux(&log);
     let all: Vec<(&str, &Agent)> = agents
         .iter()
         .chain(sleepers.iter())

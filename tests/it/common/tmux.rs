@@ -1,7 +1,13 @@
-//! A private tmux server for one test: its own socket in a temp dir (never the user's server),
-//! killed when the guard drops. Includes helpers to open panes running given commands and to
-//! wait for what tmux reports about them.
+//! A private tmux server for one test: its own socket in a temp dir and no config file (every
+//! call is `tmux -S <socket> -f /dev/null`, so never the user's server nor their tmux.conf),
+//! with a keeper session so the server stays up while panes come and go. Killed when the guard
+//! drops, pass or fail: SIGCONT first (a test may have stopped it), `kill-server`, then SIGKILL
+//! if the server process is still there. Includes helpers to open windows running given
+//! commands, wait for what tmux reports about them, count panes, signal the server process, and
+//! wrap the tmux binary so a test can count the subcommands the code under test runs.
 
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -12,31 +18,44 @@ use wakebridge::mux::MuxConfig;
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
 const POLL_EVERY: Duration = Duration::from_millis(20);
 
+/// The session that keeps the server up: one window running `sleep 600`.
+pub const KEEPER: &str = "keeper";
+
 pub struct TmuxServer {
     dir: tempfile::TempDir,
     socket: PathBuf,
+    /// The server process (0 until it is known).
+    pid: i32,
 }
 
 impl TmuxServer {
-    /// Start a server with one placeholder session so it stays up while panes come and go.
+    /// Start a server with the keeper session (120x30, so are the windows opened in it).
     pub fn start() -> Self {
         let dir = tempfile::Builder::new()
             .prefix("wb-tmux-")
             .tempdir()
             .expect("temp dir");
         let socket = dir.path().join("sock");
-        let server = Self { dir, socket };
+        let mut server = Self {
+            dir,
+            socket,
+            pid: 0,
+        };
         server.tmux(&[
             "new-session",
             "-d",
             "-s",
-            "base",
+            KEEPER,
             "-x",
             "120",
             "-y",
             "30",
             "sleep 600",
         ]);
+        let pid = server.tmux(&["display-message", "-p", "#{pid}"]);
+        server.pid = pid
+            .parse()
+            .unwrap_or_else(|e| panic!("tmux server pid {pid:?}: {e}"));
         server
     }
 
@@ -44,8 +63,14 @@ impl TmuxServer {
         &self.socket
     }
 
+    /// The server's temp dir (holds the socket; tests put their files here too).
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The tmux server process.
+    pub fn pid(&self) -> i32 {
+        self.pid
     }
 
     /// A mux configuration aimed at this server.
@@ -60,6 +85,7 @@ impl TmuxServer {
         Command::new("tmux")
             .arg("-S")
             .arg(&self.socket)
+            .args(["-f", "/dev/null"])
             .args(args)
             .env_remove("TMUX")
             .output()
@@ -77,9 +103,19 @@ impl TmuxServer {
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
-    /// Open a window running `command` (through the default shell) and return its pane id.
+    /// Open a window in the keeper session running `command` (through the default shell) and
+    /// return its pane id.
     pub fn new_pane(&self, command: &str) -> String {
-        self.tmux(&["new-window", "-d", "-P", "-F", "#{pane_id}", command])
+        self.tmux(&[
+            "new-window",
+            "-d",
+            "-t",
+            &format!("{KEEPER}:"),
+            "-P",
+            "-F",
+            "#{pane_id}",
+            command,
+        ])
     }
 
     /// Like [`Self::new_pane`], starting in `dir`.
@@ -88,6 +124,8 @@ impl TmuxServer {
         self.tmux(&[
             "new-window",
             "-d",
+            "-t",
+            &format!("{KEEPER}:"),
             "-P",
             "-F",
             "#{pane_id}",
@@ -95,6 +133,28 @@ impl TmuxServer {
             &dir,
             command,
         ])
+    }
+
+    /// The keeper session's pane (it runs `sleep 600`).
+    pub fn keeper_pane(&self) -> String {
+        self.tmux(&["list-panes", "-t", KEEPER, "-F", "#{pane_id}"])
+    }
+
+    /// The id of every pane on the server, in every session.
+    pub fn pane_ids(&self) -> Vec<String> {
+        self.tmux(&["list-panes", "-a", "-F", "#{pane_id}"])
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    pub fn pane_exists(&self, pane: &str) -> bool {
+        self.pane_ids().iter().any(|id| id == pane)
+    }
+
+    /// Panes on the server, the keeper's included.
+    pub fn pane_count(&self) -> usize {
+        self.pane_ids().len()
     }
 
     /// One format value of one pane.
@@ -117,12 +177,66 @@ impl TmuxServer {
             std::thread::sleep(POLL_EVERY);
         }
     }
+
+    /// Send `signal` to the server process (SIGSTOP to freeze it; the drop SIGCONTs it).
+    pub fn signal(&self, signal: i32) {
+        if self.pid > 0 {
+            // SAFETY: kill(2) on the tmux server this guard started.
+            unsafe { libc::kill(self.pid, signal) };
+        }
+    }
+
+    /// Whether the server process is still there (the pid checked against our socket, so a
+    /// reused pid is never taken for it).
+    fn server_alive(&self) -> bool {
+        let socket = self.socket.to_string_lossy();
+        self.pid > 0
+            && std::fs::read(format!("/proc/{}/cmdline", self.pid))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(socket.as_ref()))
+    }
+
+    /// Writes a tmux wrapper into the server's dir that logs each subcommand (argv[3], after
+    /// `-S sock`) to `log`, then runs the real tmux; give it to the code under test as
+    /// `tmux_bin` and read the counts with [`count_lines`].
+    pub fn counting_tmux(&self, log: &Path) -> PathBuf {
+        let real = Command::new("sh")
+            .args(["-c", "command -v tmux"])
+            .output()
+            .unwrap();
+        let real = String::from_utf8(real.stdout).unwrap().trim().to_owned();
+        let script = self.dir().join("tmux-counting");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\necho \"$3\" >> '{}'\nexec '{}' \"$@\"\n",
+                log.display(),
+                real
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        script
+    }
 }
 
 impl Drop for TmuxServer {
     fn drop(&mut self) {
+        self.signal(libc::SIGCONT);
         let _ = self.run(&["kill-server"]);
+        if self.server_alive() {
+            self.signal(libc::SIGKILL);
+        }
     }
+}
+
+/// How many times each line occurs in a [`TmuxServer::counting_tmux`] log: calls per
+/// subcommand.
+pub fn count_lines(log: &Path) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
+        *counts.entry(line.to_owned()).or_insert(0) += 1;
+    }
+    counts
 }
 
 /// Wait until `file` holds at least `len` bytes (or the settle timeout passes), then a little
