@@ -13,6 +13,7 @@ use wakebridge::bus::registration::{
 };
 use wakebridge::bus::{ACCEPT_BOTH, BusClient, BusError};
 
+use crate::common;
 use crate::common::stub_bus::{Behaviour, StubBus};
 
 /// Keeper period for tests: short enough to keep the suite quick, long enough that a listing
@@ -67,12 +68,8 @@ impl Write for Logs {
     }
 }
 
-async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !condition() {
-        assert!(started.elapsed() < PATIENCE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+async fn eventually(what: &str, condition: impl FnMut() -> bool) {
+    common::eventually(what, PATIENCE, Duration::from_millis(10), condition).await;
 }
 
 /// A keeper running against `bus`, stopped (and awaited) by `stop` or on drop.

@@ -13,7 +13,7 @@ use wakebridge::context::follow::{
 use wakebridge::context::window::{WindowResolver, WindowSource};
 use wakebridge::context::{UsageSource, figures};
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
+use crate::common::{TestResult, append};
 
 const SID: &str = "3f0c9a52-8d1e-4c7b-9a44-2b6f1e0d7c11";
 
@@ -56,11 +56,6 @@ fn write_lines(path: &Path, lines: &[String], ending: &str) -> std::io::Result<(
         body.push_str(ending);
     }
     std::fs::write(path, body)
-}
-
-fn append(path: &Path, text: &str) -> std::io::Result<()> {
-    let mut f = OpenOptions::new().append(true).create(true).open(path)?;
-    f.write_all(text.as_bytes())
 }
 
 /// Follows `lines` written to a fresh file and returns the reading after one poll.

@@ -3,9 +3,6 @@
 //! whose pane records every keystroke the wake gate types. Every server and task a test starts
 //! is stopped by a Drop guard.
 
-use std::collections::BTreeMap;
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -28,9 +25,9 @@ use wakebridge::telemetry::ratelimit::RateLimiter;
 use wakebridge::wakedir;
 use wakebridge::wakedir::target::PaneTarget;
 
+use crate::common::env::test_env;
 use crate::common::tmux::TmuxServer;
-
-type TestResult = Result<(), Box<dyn std::error::Error>>;
+use crate::common::{TestResult, append};
 
 const SID: &str = "3f0c9a52-8d1e-4c7b-9a44-2b6f1e0d7c11";
 /// A 200k-window model in the built-in table: tokens / 2000 is the percentage.
@@ -57,27 +54,6 @@ fn compact_boundary(post: u64) -> String {
     ) + "\n"
 }
 
-fn append(path: &Path, text: &str) -> std::io::Result<()> {
-    let mut f = OpenOptions::new().append(true).create(true).open(path)?;
-    f.write_all(text.as_bytes())
-}
-
-/// A private environment for `config::resolve` and `App::build`.
-fn test_env(root: &Path, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    let at = |p: &str| root.join(p).display().to_string();
-    env.insert("HOME".into(), at("home"));
-    env.insert("XDG_CONFIG_HOME".into(), at("config"));
-    env.insert("XDG_STATE_HOME".into(), at("state"));
-    env.insert("XDG_RUNTIME_DIR".into(), at("run"));
-    env.insert("AGENT_EVENT_BUS_WAKE_DIR".into(), at("wake"));
-    env.insert("WAKEBRIDGE_REGISTRATION__ENABLED".into(), "false".into());
-    for (k, v) in extra {
-        env.insert((*k).into(), (*v).into());
-    }
-    env
-}
-
 /// The monitor task over directly built gate, ledger and deliverer (as `App::build` builds them).
 struct Rig {
     root: tempfile::TempDir,
@@ -92,7 +68,8 @@ struct Rig {
 impl Rig {
     fn new(mux: MuxConfig) -> Result<Rig, Box<dyn std::error::Error>> {
         let root = tempfile::tempdir()?;
-        let env = test_env(root.path(), &[]);
+        // The monitor types its warnings, as it does with the (default) mux backend.
+        let env = test_env(root.path(), &[("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux")]);
         let config: Config = config::resolve(&Flags::default(), &env)?;
         let wake_dir = config.paths.wake_dir.clone();
         spool::prepare_wake_dir(&wake_dir)?;

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::harness::{Daemon, TestServer};
+use crate::common::harness::{Daemon, TestServer, post_hook as post};
+use crate::common::process::process_is_running;
 use crate::common::tmux::TmuxServer;
 
 /// The bus gives a webhook 5 s; every answer under fault must come well inside it.
@@ -51,25 +52,6 @@ fn body(sid: &str, event_id: u64, payload_len: usize) -> String {
         "signal_level": "actionable",
     })
     .to_string()
-}
-
-async fn post(client: &reqwest::Client, addr: &str, body: String) -> (u16, Value, Duration) {
-    let started = Instant::now();
-    let resp = client
-        .post(format!("http://{addr}/hook"))
-        .header("content-type", "application/json")
-        .body(body)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await;
-    match resp {
-        Ok(resp) => {
-            let status = resp.status().as_u16();
-            let json = resp.json().await.unwrap_or(Value::Null);
-            (status, json, started.elapsed())
-        }
-        Err(_) => (0, Value::Null, started.elapsed()),
-    }
 }
 
 /// Every line of `sid`'s spool, each parsed; panics on a torn or unparseable line.
@@ -308,24 +290,13 @@ fn recorded_pids(file: &Path) -> Vec<i32> {
         .collect()
 }
 
-/// Whether `pid` is a running (not zombie) process.
-fn is_running(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
-        Err(_) => false,
-    }
-}
-
 /// Kills every recorded pid still alive (only reached when the test already failed).
 struct PidsGuard(PathBuf);
 
 impl Drop for PidsGuard {
     fn drop(&mut self) {
         for pid in recorded_pids(&self.0) {
-            if is_running(pid) {
+            if process_is_running(pid) {
                 // SAFETY: kill(2) on a pid our stand-in script recorded.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
@@ -400,10 +371,13 @@ async fn hanging_multiplexer_answers_within_budget_and_its_children_are_killed()
     assert!(recorded.len() >= 4, "stand-ins never ran: {recorded:?}");
     // Killing is synchronous with the timeout, but the orphaned sleeper's exit is not: poll.
     let deadline = Instant::now() + Duration::from_secs(2);
-    while recorded.iter().any(|&p| is_running(p)) && Instant::now() < deadline {
+    while recorded.iter().any(|&p| process_is_running(p)) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let alive: Vec<_> = recorded.into_iter().filter(|&p| is_running(p)).collect();
+    let alive: Vec<_> = recorded
+        .into_iter()
+        .filter(|&p| process_is_running(p))
+        .collect();
     assert!(
         alive.is_empty(),
         "stand-in processes left running: {alive:?}"
@@ -420,7 +394,7 @@ fn processes_mentioning(needle: &str) -> Vec<i32> {
         .filter(|&pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
                 .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
-                && is_running(pid)
+                && process_is_running(pid)
         })
         .collect()
 }

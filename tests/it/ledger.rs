@@ -3,14 +3,11 @@
 
 use serde_json::json;
 
-use crate::common::harness::{DEFAULT_EVENT, TestServer};
+use crate::common::harness::{TestServer, event_for};
 use wakebridge::config::Flags;
 
 fn event(sid: &str, id: u32, timestamp: &str) -> String {
-    DEFAULT_EVENT
-        .replace("session:target-1", &format!("session:{sid}"))
-        .replace(r#""event_id":1"#, &format!(r#""event_id":{id}"#))
-        .replace("2026-08-08T00:00:00", timestamp)
+    event_for(sid, id).replace("2026-08-08T00:00:00", timestamp)
 }
 
 #[tokio::test]

@@ -9,35 +9,14 @@ use wakebridge::mux::{
     INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, MuxError, STEP_FLOOR,
     StaleReason, WAKE_PROMPT,
 };
-use wakebridge::wakedir::target::PaneTarget;
 
-use crate::common::stand_in::{StandInBuilder, Step, process_is_running};
-use crate::common::tmux::{TmuxServer, read_when_settled};
+use crate::common::process::process_is_running;
+use crate::common::stand_in::{StandInBuilder, Step};
+use crate::common::tmux::{TmuxServer, read_when_settled, recorder_pane};
+use crate::common::{tmux_target, zellij_target};
 
 /// Scheduling slack allowed on top of a budget in wall-clock assertions (2 shared cores).
 const SLACK: Duration = Duration::from_millis(400);
-
-fn tmux_target(pane: &str) -> PaneTarget {
-    PaneTarget::Tmux {
-        pane: pane.to_owned(),
-        session: None,
-    }
-}
-
-fn zellij_target(session: &str, pane: &str) -> PaneTarget {
-    PaneTarget::Zellij {
-        pane: pane.to_owned(),
-        session: session.to_owned(),
-    }
-}
-
-/// A pane whose program puts the terminal in raw mode and records every byte it receives.
-fn recorder_pane(server: &TmuxServer, name: &str) -> (String, PathBuf) {
-    let file = server.dir().join(name);
-    let pane = server.new_pane(&format!("stty raw -echo; exec cat > '{}'", file.display()));
-    server.wait_for(&pane, "#{pane_current_command}", "cat");
-    (pane, file)
-}
 
 fn fast_config(server: &TmuxServer) -> MuxConfig {
     MuxConfig {

@@ -470,15 +470,8 @@ fn live_loop(
 }
 
 /// Waits (real time, bounded) until `cond` holds.
-async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + limit;
-    while !cond() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+async fn wait_for(what: &str, limit: Duration, cond: impl FnMut() -> bool) {
+    common::eventually(what, limit, Duration::from_millis(50), cond).await;
 }
 
 fn unix_now() -> f64 {

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use crate::common::harness::{ChildGuard, binary, free_port, wait_healthy};
+use crate::common::harness::{binary, free_port, wait_healthy};
+use crate::common::process::ChildGuard;
 
 #[test]
 fn bad_values_exit_2_with_one_line_and_help_still_works() {
@@ -86,7 +87,7 @@ async fn second_instance_exits_and_sigterm_stops_the_first_cleanly() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn");
-    let mut first = ChildGuard(first);
+    let mut first = ChildGuard::new(first);
     let client = reqwest::Client::new();
     assert!(
         wait_healthy(
@@ -217,7 +218,7 @@ async fn stop_with_stderr(stderr: Stderr) -> (std::process::ExitStatus, Duration
             cmd.stderr(full);
         }
     }
-    let child = ChildGuard(cmd.spawn().expect("spawn"));
+    let child = ChildGuard::new(cmd.spawn().expect("spawn"));
     drop(cmd);
     if let (Stderr::Broken, Some(mut r)) = (&stderr, reader.take()) {
         let mut first = [0u8; 64];

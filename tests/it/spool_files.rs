@@ -4,13 +4,8 @@
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 
-use crate::common::harness::{ChildGuard, DEFAULT_EVENT, TestServer};
-
-fn event_for(sid: &str, i: usize) -> String {
-    DEFAULT_EVENT
-        .replace("session:target-1", &format!("session:{sid}"))
-        .replace(r#""event_id":1"#, &format!(r#""event_id":{i}"#))
-}
+use crate::common::harness::{DEFAULT_EVENT, TestServer, event_for};
+use crate::common::process::ChildGuard;
 
 #[tokio::test]
 async fn files_are_private() {
@@ -42,7 +37,7 @@ async fn lock_held_by_another_process_is_500_after_the_deadline_and_others_flow(
         .args(["sleep", "30"])
         .spawn()
         .expect("flock");
-    let _guard = ChildGuard(child);
+    let _guard = ChildGuard::new(child);
     while !lock.exists() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -120,7 +115,7 @@ for i in range(200):
         eprintln!("python3 not available; skipping");
         return;
     };
-    let mut guard = ChildGuard(child);
+    let mut guard = ChildGuard::new(child);
     let sends = (0..200).map(|i| server.hook(event_for("shared", i), &[]));
     for (status, _) in futures::future::join_all(sends).await {
         assert_eq!(status, 200);

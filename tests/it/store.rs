@@ -4,7 +4,7 @@
 use std::fs::{self, File};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use rusqlite::Connection;
@@ -12,6 +12,9 @@ use wakebridge::spool::prune::{self, PruneConfig};
 use wakebridge::store::{
     Delivery, DeliverySource, NudgeState, Record, SessionSeen, Store, StoreError, now_unix_ms,
 };
+
+use crate::common;
+use crate::common::process::ChildGuard;
 
 const HOUR_MS: i64 = 60 * 60 * 1000;
 /// Upper bound on waiting for another thread or process to reach a state in these tests.
@@ -51,12 +54,8 @@ fn count_rows(path: &Path, table: &str) -> i64 {
     .expect("count")
 }
 
-async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !condition() {
-        assert!(started.elapsed() < SETTLE, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+async fn wait_until(what: &str, condition: impl FnMut() -> bool) {
+    common::eventually(what, SETTLE, Duration::from_millis(2), condition).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -632,7 +631,9 @@ fn config(dir: &Path, max_total_bytes: u64) -> PruneConfig {
 }
 
 /// A child process holding a flock(2); killed and reaped on drop.
-struct LockHolder(Child);
+struct LockHolder {
+    _child: ChildGuard,
+}
 
 impl LockHolder {
     fn hold(lock: &Path) -> Self {
@@ -644,7 +645,9 @@ impl LockHolder {
             .args(["sleep", "60"])
             .spawn()
             .expect("spawn flock (util-linux)");
-        let holder = LockHolder(child);
+        let holder = LockHolder {
+            _child: ChildGuard::new(child),
+        };
         let started = Instant::now();
         loop {
             let probe = File::options()
@@ -660,13 +663,6 @@ impl LockHolder {
             assert!(started.elapsed() < SETTLE, "child never took the lock");
             std::thread::sleep(Duration::from_millis(5));
         }
-    }
-}
-
-impl Drop for LockHolder {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

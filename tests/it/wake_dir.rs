@@ -8,7 +8,7 @@ use std::fs::{self, File};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 use wakebridge::cli::hook::{HookAction, HookInput, HookResult, perform, read_bounded};
@@ -22,6 +22,8 @@ use wakebridge::wakedir::target::PaneTarget;
 use wakebridge::wakedir::{
     PanesReader, PanesWriteError, clear_busy, clear_entry, is_busy, set_entry,
 };
+
+use crate::common::process::ChildGuard;
 
 /// How long a read of a planted FIFO may take before the test calls it a hang.
 const HANG_LIMIT: Duration = Duration::from_secs(5);
@@ -112,16 +114,6 @@ fn set_mtime(path: &Path, when: SystemTime) {
         .expect("set mtime");
 }
 
-/// Kills and reaps a child process when the test ends, however it ends.
-struct ChildGuard(Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Re-runs this test binary with only `test_name` (a test of this module) selected and `envs`
 /// set.
 fn spawn_self(test_name: &str, envs: &[(&str, &str)]) -> ChildGuard {
@@ -142,7 +134,7 @@ fn spawn_self(test_name: &str, envs: &[(&str, &str)]) -> ChildGuard {
     for (key, value) in envs {
         command.env(key, value);
     }
-    ChildGuard(command.spawn().expect("spawn child test process"))
+    ChildGuard::new(command.spawn().expect("spawn child test process"))
 }
 
 fn wait_success(mut child: ChildGuard) {

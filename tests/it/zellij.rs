@@ -23,6 +23,7 @@ use wakebridge::wakedir::target::PaneTarget;
 
 use crate::common::harness::{DEFAULT_EVENT, TestServer};
 use crate::common::tmux::read_when_settled;
+use crate::common::zellij_target;
 
 /// Where `cargo install --locked zellij --root /opt/zellij` puts the binary on dev machines.
 const OPT_ZELLIJ: &str = "/opt/zellij/bin/zellij";
@@ -331,13 +332,6 @@ impl Drop for ZellijWorld {
             }
             std::thread::sleep(POLL_EVERY);
         }
-    }
-}
-
-fn zellij_target(session: &str, pane: &str) -> PaneTarget {
-    PaneTarget::Zellij {
-        pane: pane.to_owned(),
-        session: session.to_owned(),
     }
 }
 

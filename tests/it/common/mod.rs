@@ -6,9 +6,16 @@
 
 pub mod env;
 pub mod harness;
+pub mod process;
 pub mod stand_in;
 pub mod stub_bus;
 pub mod tmux;
+
+use std::io::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use wakebridge::wakedir::target::PaneTarget;
 
 /// A scripted stand-in for the Claude Code TUI (prompt box, idle/busy titles, a permission
 /// dialog), for the nudger's real-tmux tests.
@@ -19,3 +26,46 @@ pub const FAKE_CLAUDE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/it/common/fake_claude.py"
 );
+
+/// What tests that report failures with `?` return.
+pub type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Polls `done` every `every` (sleeping on the test's runtime) until it holds; fails the test
+/// once `limit` of real time has passed.
+pub async fn eventually(
+    what: &str,
+    limit: Duration,
+    every: Duration,
+    mut done: impl FnMut() -> bool,
+) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "timed out waiting for {what}");
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// Appends `text` to `path`, creating it: how a transcript grows.
+pub fn append(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)?;
+    f.write_all(text.as_bytes())
+}
+
+/// A tmux pane, with no session named.
+pub fn tmux_target(pane: &str) -> PaneTarget {
+    PaneTarget::Tmux {
+        pane: pane.to_owned(),
+        session: None,
+    }
+}
+
+/// A pane in a zellij session.
+pub fn zellij_target(session: &str, pane: &str) -> PaneTarget {
+    PaneTarget::Zellij {
+        pane: pane.to_owned(),
+        session: session.to_owned(),
+    }
+}

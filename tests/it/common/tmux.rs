@@ -239,6 +239,15 @@ pub fn count_lines(log: &Path) -> HashMap<String, usize> {
     counts
 }
 
+/// A pane whose program puts the terminal in raw mode and records every byte it receives (so
+/// Enter arrives as `\r`); returns the pane and the recording.
+pub fn recorder_pane(server: &TmuxServer, name: &str) -> (String, PathBuf) {
+    let file = server.dir().join(name);
+    let pane = server.new_pane(&format!("stty raw -echo; exec cat > '{}'", file.display()));
+    server.wait_for(&pane, "#{pane_current_command}", "cat");
+    (pane, file)
+}
+
 /// Wait until `file` holds at least `len` bytes (or the settle timeout passes), then a little
 /// longer so that anything arriving late is caught too; returns the content.
 pub fn read_when_settled(file: &Path, len: usize) -> Vec<u8> {
