@@ -25,6 +25,7 @@ use wakebridge::telemetry::ratelimit::RateLimiter;
 use wakebridge::wakedir;
 use wakebridge::wakedir::target::PaneTarget;
 
+use crate::common;
 use crate::common::env::test_env;
 use crate::common::tmux::TmuxServer;
 use crate::common::{TestResult, append};
@@ -190,6 +191,7 @@ fn checkpoint(pct: u32) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
+    common::arm_test_timeout();
     let server = TmuxServer::start();
     let record = server.dir().join("typed");
     let pane = server.new_pane(&format!(
@@ -272,6 +274,7 @@ async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> TestResult {
+    common::arm_test_timeout();
     let mut rig = Rig::new(MuxConfig::default())?;
     // Reported by the hook at a path outside the config dirs: only the ledger can name it.
     let transcript = rig
@@ -349,6 +352,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transcript_change_is_picked_up_before_the_next_poll() -> TestResult {
+    common::arm_test_timeout();
     let slow_poll = Duration::from_secs(30);
     let mut rig = Rig::new(MuxConfig::default())?;
     let transcript = rig.transcript();
@@ -385,6 +389,7 @@ async fn transcript_change_is_picked_up_before_the_next_poll() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_reports_context_in_sessions_and_metrics() -> TestResult {
+    common::arm_test_timeout();
     let root = tempfile::tempdir()?;
     std::fs::create_dir_all(root.path().join("run"))?;
     let claude = root.path().join("claude");

@@ -2,6 +2,7 @@
 //! line, and lines a host crash would have cut from a session file (simulated by truncating the
 //! file while the daemon is dead) are put back exactly, even in a file a drainer renamed.
 
+use crate::common;
 use crate::common::harness::{Daemon, event_for, post_hook};
 
 /// No background fsync during the test, so every round is still pending in the ledger at the kill.
@@ -21,6 +22,7 @@ async fn post(client: &reqwest::Client, daemon: &Daemon, body: String) -> u16 {
 
 #[tokio::test]
 async fn sigkill_then_restart_loses_nothing_and_duplicates_nothing() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     let wake = root.path().join("wake");
     let client = reqwest::Client::new();

@@ -16,8 +16,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::common;
 use crate::common::harness::{Daemon, TestServer, post_hook as post};
 use crate::common::process::process_is_running;
+use crate::common::timeout::{OnTimeout, on_timeout};
 use crate::common::tmux::TmuxServer;
 
 /// The bus gives a webhook 5 s; every answer under fault must come well inside it.
@@ -126,6 +128,7 @@ fn new_spool_ids(wake: &Path, sid: &str, checked: &mut u64) -> Vec<u64> {
 /// answer, `duplicate: true`, nothing appended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigkill_under_load_again_and_again_loses_nothing_and_spools_no_retry_twice() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     let wake = root.path().join("wake");
     let client = reqwest::Client::new();
@@ -319,6 +322,7 @@ fn write_stand_in(dir: &Path, name: &str, pids: &Path) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hanging_multiplexer_answers_within_budget_and_its_children_are_killed() {
+    common::arm_test_timeout();
     let bin_dir = tempfile::tempdir().expect("tempdir");
     let pids = bin_dir.path().join("pids");
     let _reap = PidsGuard(pids.clone());
@@ -401,6 +405,7 @@ fn processes_mentioning(needle: &str) -> Vec<i32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopped_tmux_server_fails_the_wake_inside_the_budget() {
+    common::arm_test_timeout();
     if Command::new("tmux").arg("-V").output().is_err() {
         eprintln!("tmux not installed; skipping");
         return;
@@ -447,8 +452,11 @@ async fn stopped_tmux_server_fails_the_wake_inside_the_budget() {
     assert!(clients.is_empty(), "tmux clients left behind: {clients:?}");
 }
 
-/// A tmpfs mounted for the test; lazily unmounted on drop.
-struct Mount(PathBuf);
+/// A tmpfs mounted for the test; lazily unmounted on drop (or if the test times out).
+struct Mount {
+    at: PathBuf,
+    _unmount: OnTimeout,
+}
 
 impl Mount {
     fn tmpfs(at: &Path, options: &str) -> Result<Mount, String> {
@@ -459,7 +467,15 @@ impl Mount {
             .output()
             .map_err(|e| e.to_string())?;
         if out.status.success() {
-            Ok(Mount(at.to_path_buf()))
+            let at = at.to_path_buf();
+            let cleanup = {
+                let at = at.clone();
+                on_timeout(move || unmount(&at))
+            };
+            Ok(Mount {
+                at,
+                _unmount: cleanup,
+            })
         } else {
             Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
         }
@@ -468,8 +484,12 @@ impl Mount {
 
 impl Drop for Mount {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        unmount(&self.at);
     }
+}
+
+fn unmount(at: &Path) {
+    let _ = Command::new("umount").arg("-l").arg(at).status();
 }
 
 /// Fills the file system holding `dir` with one file; returns its path.
@@ -484,6 +504,7 @@ fn fill(dir: &Path) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_file_system_answers_500_tears_nothing_and_recovers() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     let wake = root.path().join("wake");
     let mount = match Mount::tmpfs(&wake, SMALL_FS) {
@@ -498,7 +519,7 @@ async fn full_file_system_answers_500_tears_nothing_and_recovers() {
     daemon.wait_ready(&client).await;
     let (status, _, _) = post(&client, &daemon.addr, body("full", 1, 10)).await;
     assert_eq!(status, 200);
-    let filler = fill(&mount.0);
+    let filler = fill(&mount.at);
     for (id, sid) in [(2, "full"), (3, "full-new")] {
         let (status, answer, elapsed) =
             post(&client, &daemon.addr, body(sid, id, BIG_PAYLOAD)).await;
@@ -550,6 +571,7 @@ fn limit_file_size() -> i32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_size_limit_answers_500_tears_nothing_and_recovers_after_a_drain() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     let wake = root.path().join("wake");
     let client = reqwest::Client::new();
@@ -607,6 +629,7 @@ async fn file_size_limit_answers_500_tears_nothing_and_recovers_after_a_drain() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stuck_drainer_fails_only_its_session_after_the_lock_budget() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let lock_path = server.wake_dir.join("stuck.lock");
     // Its own process group: the lock fd is inherited by `sleep`, so the whole group must die

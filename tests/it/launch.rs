@@ -125,6 +125,7 @@ fn assert_mapped(case: &Case, launched: &Launched, session_id: &str) {
 
 #[tokio::test]
 async fn passes_every_first_run_screen_of_the_current_wording() {
+    common::arm_test_timeout();
     let case = Case::new();
     let launched = launch(&case.options(case.fake(&["--wording", "current"])))
         .await
@@ -171,6 +172,7 @@ async fn passes_every_first_run_screen_of_the_current_wording() {
 
 #[tokio::test]
 async fn passes_both_older_numbered_wordings_with_enter_alone() {
+    common::arm_test_timeout();
     for wording in ["numbered-trust", "numbered-proceed"] {
         let case = Case::new();
         let launched = launch(&case.options(case.fake(&["--wording", wording])))
@@ -184,6 +186,7 @@ async fn passes_both_older_numbered_wordings_with_enter_alone() {
 
 #[tokio::test]
 async fn refuses_the_api_key_screen_and_leaves_it_to_a_human() {
+    common::arm_test_timeout();
     let case = Case::new();
     let err = launch(&case.options(case.fake(&["--api-key"])))
         .await
@@ -203,6 +206,7 @@ async fn refuses_the_api_key_screen_and_leaves_it_to_a_human() {
 
 #[tokio::test]
 async fn an_agent_that_exits_fails_with_its_last_screen_and_is_removed() {
+    common::arm_test_timeout();
     let case = Case::new();
     let command = ["sh", "-c", "echo 'fatal: no such model'; sleep 0.3; exit 7"]
         .map(String::from)
@@ -224,6 +228,7 @@ async fn an_agent_that_exits_fails_with_its_last_screen_and_is_removed() {
 
 #[tokio::test]
 async fn a_connectivity_failure_is_an_exit_not_a_success() {
+    common::arm_test_timeout();
     let case = Case::new();
     let err = launch(&case.options(case.fake(&["--connect-fail"])))
         .await
@@ -238,6 +243,7 @@ async fn a_connectivity_failure_is_an_exit_not_a_success() {
 
 #[tokio::test]
 async fn a_never_ready_agent_times_out_with_its_screen() {
+    common::arm_test_timeout();
     let case = Case::new();
     let mut opts = case.options(case.fake(&["--never-ready"]));
     opts.timeout = Duration::from_secs(6);
@@ -260,6 +266,7 @@ async fn a_never_ready_agent_times_out_with_its_screen() {
 
 #[tokio::test]
 async fn the_first_prompt_is_typed_once_after_ready() {
+    common::arm_test_timeout();
     let case = Case::new();
     let mut opts = case.options(case.fake(&[]));
     let prompt = "Read the README and summarise it.";
@@ -286,6 +293,7 @@ async fn the_first_prompt_is_typed_once_after_ready() {
 
 #[tokio::test]
 async fn pre_trust_writes_the_config_safely_and_skips_the_dialog() {
+    common::arm_test_timeout();
     let case = Case::new();
     let config = case.path("home/.claude.json");
     let original = r#"{"userID":"abc","numStartups":3,"projects":{"/elsewhere":{"allowedTools":[]}},"customApiKeyResponses":{"approved":["x"],"rejected":[]}}"#;
@@ -326,6 +334,7 @@ async fn pre_trust_writes_the_config_safely_and_skips_the_dialog() {
 
 #[tokio::test]
 async fn pre_trust_refuses_a_config_that_is_not_json_and_starts_nothing() {
+    common::arm_test_timeout();
     let case = Case::new();
     let config = case.path("home/.claude.json");
     std::fs::write(&config, "{\"half\": ").expect("config");
@@ -340,6 +349,7 @@ async fn pre_trust_refuses_a_config_that_is_not_json_and_starts_nothing() {
 
 #[tokio::test]
 async fn new_window_placement_uses_the_named_session() {
+    common::arm_test_timeout();
     let case = Case::new();
     let mut opts = case.options(case.fake(&[]));
     opts.placement = Placement::NewWindow {
@@ -360,6 +370,7 @@ async fn new_window_placement_uses_the_named_session() {
 
 #[tokio::test]
 async fn cli_prints_the_documented_json() {
+    common::arm_test_timeout();
     let case = Case::new();
     let home = case.path("home").display().to_string();
     let env = move |name: &str| (name == "HOME").then(|| home.clone());
@@ -447,6 +458,7 @@ fn real_case(claude: &Path) -> (Case, LaunchOptions) {
 
 #[tokio::test]
 async fn real_claude_code_passes_its_first_run_and_is_mapped() {
+    common::arm_test_timeout();
     let Some(claude) = real_claude() else {
         eprintln!("skipped: no `claude` on PATH");
         return;
@@ -474,6 +486,7 @@ async fn real_claude_code_passes_its_first_run_and_is_mapped() {
 
 #[tokio::test]
 async fn real_claude_code_shows_no_trust_dialog_after_pre_trust() {
+    common::arm_test_timeout();
     let Some(claude) = real_claude() else {
         eprintln!("skipped: no `claude` on PATH");
         return;

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use crate::common;
 use crate::common::harness::{TestServer, event_for};
 use wakebridge::config::Flags;
 
@@ -12,6 +13,7 @@ fn event(sid: &str, id: u32, timestamp: &str) -> String {
 
 #[tokio::test]
 async fn the_bus_retry_pattern_spools_once_and_survives_a_restart() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let body = event("s1", 7, "2026-11-30T10:00:00.000001");
     let first = server.hook(body.clone(), &[]).await;
@@ -53,6 +55,7 @@ async fn the_bus_retry_pattern_spools_once_and_survives_a_restart() {
 
 #[tokio::test]
 async fn a_short_identity_window_forgets() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[("WAKEBRIDGE_LEDGER__IDENTITY_WINDOW", "300ms")]).await;
     let body = event("s1", 1, "2026-11-30T10:00:00");
     server.hook(body.clone(), &[]).await;
@@ -63,6 +66,7 @@ async fn a_short_identity_window_forgets() {
 
 #[tokio::test]
 async fn local_scope_ignores_unknown_sessions_and_touches_nothing() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[("WAKEBRIDGE_BRIDGE__SCOPE", "local")]).await;
     let (status, body) = server.hook(event("stranger", 1, "t"), &[]).await;
     assert_eq!(
@@ -93,6 +97,7 @@ async fn local_scope_ignores_unknown_sessions_and_touches_nothing() {
 
 #[tokio::test]
 async fn sessions_and_metrics_report_what_happened() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     server.hook(event("s1", 1, "a"), &[]).await;
     server.hook(event("s1", 2, "b"), &[]).await;

@@ -191,6 +191,7 @@ fn spawn_loop(
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_idle_session_gets_doubling_gaps_then_falls_silent() {
+    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("s1", "\u{2733} Claude Code");
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
@@ -235,6 +236,7 @@ async fn paused_clock_idle_session_gets_doubling_gaps_then_falls_silent() {
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_activity_resets_the_series_and_acknowledged_wakes_up() {
+    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("s1", "\u{2733} Claude Code");
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
@@ -270,6 +272,7 @@ async fn paused_clock_activity_resets_the_series_and_acknowledged_wakes_up() {
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_busy_unknown_and_marked_sessions_are_never_nudged() {
+    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("busy-title", "\u{25d0} Claude Code");
     io.add_session("unknown-title", "Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA");
@@ -320,6 +323,7 @@ async fn paused_clock_busy_unknown_and_marked_sessions_are_never_nudged() {
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_restores_an_acknowledged_session_from_the_ledger() {
+    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("s1", "\u{2733} Claude Code");
     io.world.lock().unwrap().restore = vec![NudgeState {
@@ -483,6 +487,7 @@ fn unix_now() -> f64 {
 
 #[tokio::test]
 async fn real_tmux_idle_agent_is_nudged_with_doubling_gaps_until_acknowledged() {
+    common::arm_test_timeout();
     let server = TmuxServer::start();
     let agent = spawn_agent(&server, "a", "idle");
     let rig = rig(&server, None, &[("sid-a", &agent)]);
@@ -525,6 +530,7 @@ async fn real_tmux_idle_agent_is_nudged_with_doubling_gaps_until_acknowledged() 
 
 #[tokio::test]
 async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
+    common::arm_test_timeout();
     let server = TmuxServer::start();
     let agent = spawn_agent(&server, "a", "idle");
     let rig = rig(&server, None, &[("sid-a", &agent)]);
@@ -551,6 +557,7 @@ async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
 
 #[tokio::test]
 async fn real_tmux_busy_dialog_and_marked_sessions_are_never_nudged() {
+    common::arm_test_timeout();
     let server = TmuxServer::start();
     let busy = spawn_agent(&server, "busy", "busy");
     let dialog = spawn_agent(&server, "dialog", "dialog");
@@ -615,6 +622,7 @@ fn self_cpu() -> Duration {
 
 #[tokio::test]
 async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates() {
+    common::arm_test_timeout();
     const PANES: usize = 100;
     const POLLS: usize = 10;
     let server = TmuxServer::start();

@@ -3,11 +3,13 @@
 
 use std::time::Duration;
 
+use crate::common;
 use crate::common::harness::{binary, free_port, wait_healthy};
 use crate::common::process::ChildGuard;
 
 #[test]
 fn bad_values_exit_2_with_one_line_and_help_still_works() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     let out = binary(root.path(), &[("AGENT_EVENT_BUS_BRIDGE_PORT", "eight")])
         .arg("serve")
@@ -57,6 +59,7 @@ fn bad_values_exit_2_with_one_line_and_help_still_works() {
 
 #[test]
 fn unpreparable_wake_dir_names_the_setting() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(root.path().join("run")).expect("run");
     let file = root.path().join("afile");
@@ -79,6 +82,7 @@ fn unpreparable_wake_dir_names_the_setting() {
 
 #[tokio::test]
 async fn second_instance_exits_and_sigterm_stops_the_first_cleanly() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(root.path().join("run")).expect("run");
     let port = free_port().to_string();
@@ -119,6 +123,7 @@ async fn second_instance_exits_and_sigterm_stops_the_first_cleanly() {
 /// `wakebridge status` and `wakebridge wake` talk to a running daemon over HTTP.
 #[tokio::test]
 async fn status_and_wake_verbs_talk_to_the_daemon() {
+    common::arm_test_timeout();
     let server = crate::common::harness::TestServer::start(&[]).await;
     server
         .hook(crate::common::harness::DEFAULT_EVENT, &[])
@@ -272,6 +277,7 @@ async fn stop_with_stderr(stderr: Stderr) -> (std::process::ExitStatus, Duration
 
 #[tokio::test]
 async fn sigterm_stops_the_daemon_whatever_became_of_its_stderr() {
+    common::arm_test_timeout();
     for (name, stderr) in [
         ("a broken pipe", Stderr::Broken),
         ("a full pipe", Stderr::Full),

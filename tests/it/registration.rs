@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::common;
 use crate::common::harness::TestServer;
 use crate::common::stub_bus::StubBus;
 
@@ -34,6 +35,7 @@ async fn wait_health(
 
 #[tokio::test]
 async fn registers_when_the_bus_comes_up_keeps_the_row_and_removes_it_at_shutdown() {
+    common::arm_test_timeout();
     let mut bus = StubBus::start().await;
     bus.stop().await;
     let bus_url = bus.url();
@@ -87,6 +89,7 @@ async fn registers_when_the_bus_comes_up_keeps_the_row_and_removes_it_at_shutdow
 /// A bus that answers 500s, then hangs, never touches `/hook`, and shutdown stays bounded.
 #[tokio::test]
 async fn a_broken_bus_never_slows_hook_and_shutdown_stays_bounded() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.set_behaviour(crate::common::stub_bus::Behaviour::Status(500));
     let bus_url = bus.url();

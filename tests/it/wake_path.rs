@@ -8,6 +8,7 @@ use serde_json::json;
 use wakebridge::mux::WAKE_PROMPT;
 use wakebridge::wakedir::target::PaneTarget;
 
+use crate::common;
 use crate::common::harness::{TestServer, event_for};
 use crate::common::tmux::{TmuxServer, read_when_settled, recorder_pane};
 
@@ -37,6 +38,7 @@ fn expected_wake() -> Vec<u8> {
 
 #[tokio::test]
 async fn idle_mapped_session_gets_the_prompt_once_and_cooldown_spools_the_next() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let server = mux_server(&tmux, &[]).await;
@@ -60,6 +62,7 @@ async fn idle_mapped_session_gets_the_prompt_once_and_cooldown_spools_the_next()
 
 #[tokio::test]
 async fn busy_marker_spools_without_typing_and_does_not_burn_the_cooldown() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let server = mux_server(&tmux, &[]).await;
@@ -94,6 +97,7 @@ fn prompt_pane(server: &TmuxServer, name: &str, input: &str) -> (String, PathBuf
 
 #[tokio::test]
 async fn a_draft_at_the_prompt_is_never_typed_over() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (drafting, draft_file) = prompt_pane(&tmux, "draft", "half a thought");
     let (empty, empty_file) = prompt_pane(&tmux, "empty", "");
@@ -130,6 +134,7 @@ async fn a_draft_at_the_prompt_is_never_typed_over() {
 
 #[tokio::test]
 async fn our_own_unsubmitted_prompt_is_submitted_not_typed_twice() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     // What an earlier wake whose Enter was lost leaves at the prompt.
     let (pane, file) = prompt_pane(&tmux, "leftover", WAKE_PROMPT);
@@ -148,6 +153,7 @@ async fn our_own_unsubmitted_prompt_is_submitted_not_typed_twice() {
 
 #[tokio::test]
 async fn unmapped_and_stale_panes_type_nothing() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = mux_server(&tmux, &[]).await;
     assert_eq!(
@@ -174,6 +180,7 @@ async fn unmapped_and_stale_panes_type_nothing() {
 
 #[tokio::test]
 async fn hung_multiplexer_answers_well_inside_five_seconds() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, _) = recorder_pane(&tmux, "rec");
     let hang = tmux.dir().join("hung-tmux");
@@ -200,6 +207,7 @@ async fn hung_multiplexer_answers_well_inside_five_seconds() {
 
 #[tokio::test]
 async fn manual_wake_goes_through_the_same_gate() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let secret = "s3cret";
@@ -293,6 +301,7 @@ async fn manual_wake_goes_through_the_same_gate() {
 
 #[tokio::test]
 async fn manual_wake_types_a_configured_message_by_name() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let server = mux_server(&tmux, &[]).await;
@@ -315,6 +324,7 @@ async fn manual_wake_types_a_configured_message_by_name() {
 /// A restart must not reopen a cooldown window, nor repeat a wake for a redelivered event.
 #[tokio::test]
 async fn restart_keeps_the_cooldown_and_the_delivered_identities() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let server = mux_server(&tmux, &[]).await;

@@ -21,7 +21,9 @@ use wakebridge::mux::{
 };
 use wakebridge::wakedir::target::PaneTarget;
 
+use crate::common;
 use crate::common::harness::{DEFAULT_EVENT, TestServer};
+use crate::common::timeout::{OnTimeout, on_timeout};
 use crate::common::tmux::read_when_settled;
 use crate::common::zellij_target;
 
@@ -110,6 +112,8 @@ struct ZellijWorld {
     wrapper: PathBuf,
     /// Held for the world's life: see [`ONE_WORLD_AT_A_TIME`].
     _turn: MutexGuard<'static, ()>,
+    /// Kills the world's sessions and processes if the test times out (no drop then).
+    _on_timeout: OnTimeout,
 }
 
 /// One zellij world at a time in this binary. Eight servers starting at once (each compiling
@@ -163,10 +167,24 @@ impl ZellijWorld {
         std::fs::write(&wrapper, script).expect("wrapper");
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
             .expect("chmod wrapper");
+        let on_timeout = {
+            let (wrapper, root) = (wrapper.clone(), root.to_path_buf());
+            on_timeout(move || {
+                let _ = Command::new(&wrapper)
+                    .args(["kill-all-sessions", "--yes"])
+                    .stdin(std::process::Stdio::null())
+                    .output();
+                for pid in processes_marked_with(&root) {
+                    // SAFETY: kill(2) has no memory effects; the pid carries this world's marker.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            })
+        };
         Self {
             dir,
             wrapper,
             _turn: turn,
+            _on_timeout: on_timeout,
         }
     }
 
@@ -297,22 +315,27 @@ impl ZellijWorld {
 
     /// Every live process started through this world's wrapper (found by its marker).
     fn own_processes(&self) -> Vec<i32> {
-        let mut marker = OsString::from(MARKER_VAR);
-        marker.push("=");
-        marker.push(self.dir());
-        let marker = marker.into_encoded_bytes();
-        let Ok(procs) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        procs
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/environ"))
-                    .map(|env| env.split(|b| *b == 0).any(|var| var == marker.as_slice()))
-                    .unwrap_or(false)
-            })
-            .collect()
+        processes_marked_with(self.dir())
     }
+}
+
+/// Every live process whose environment carries the marker of the world in `dir`.
+fn processes_marked_with(dir: &Path) -> Vec<i32> {
+    let mut marker = OsString::from(MARKER_VAR);
+    marker.push("=");
+    marker.push(dir);
+    let marker = marker.into_encoded_bytes();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|b| *b == 0).any(|var| var == marker.as_slice()))
+                .unwrap_or(false)
+        })
+        .collect()
 }
 
 impl Drop for ZellijWorld {
@@ -364,6 +387,7 @@ fn assert_stale(outcome: Result<&'static str, InjectError>, want: &StaleReason) 
 
 #[tokio::test]
 async fn real_zellij_gets_the_wake_prompt_then_one_carriage_return() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_gets_the_wake_prompt") else {
         return;
     };
@@ -390,6 +414,7 @@ async fn real_zellij_gets_the_wake_prompt_then_one_carriage_return() {
 
 #[tokio::test]
 async fn real_zellij_accepts_the_pane_id_with_and_without_its_prefix() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_accepts_the_pane_id_with_and_without") else {
         return;
     };
@@ -412,6 +437,7 @@ async fn real_zellij_accepts_the_pane_id_with_and_without_its_prefix() {
 
 #[tokio::test]
 async fn real_zellij_without_any_server_is_session_missing() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_without_any_server") else {
         return;
     };
@@ -429,6 +455,7 @@ async fn real_zellij_without_any_server_is_session_missing() {
 
 #[tokio::test]
 async fn real_zellij_missing_session_is_stale_and_types_nothing() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_missing_session_is_stale") else {
         return;
     };
@@ -450,6 +477,7 @@ async fn real_zellij_missing_session_is_stale_and_types_nothing() {
 
 #[tokio::test]
 async fn real_zellij_missing_pane_is_stale_and_types_nothing() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_missing_pane_is_stale") else {
         return;
     };
@@ -467,6 +495,7 @@ async fn real_zellij_missing_pane_is_stale_and_types_nothing() {
 
 #[tokio::test]
 async fn real_zellij_exited_pane_is_stale() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_exited_pane_is_stale") else {
         return;
     };
@@ -484,6 +513,7 @@ async fn real_zellij_exited_pane_is_stale() {
 
 #[tokio::test]
 async fn real_zellij_session_gone_after_the_listing_is_session_missing() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_session_gone_after_the_listing") else {
         return;
     };
@@ -532,6 +562,7 @@ async fn real_zellij_session_gone_after_the_listing_is_session_missing() {
 
 #[tokio::test]
 async fn real_daemon_wakes_a_session_mapped_to_a_real_zellij_pane() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_daemon_wakes_a_session_mapped_to_a_real_zellij") else {
         return;
     };

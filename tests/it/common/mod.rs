@@ -1,15 +1,27 @@
 //! What the integration tests share: the daemon in process and as the real binary
-//! ([`harness`]), its private environment ([`env`]), one private tmux server type ([`tmux`]),
-//! the stub agent-event-bus ([`stub_bus`]), recording stand-ins for multiplexer binaries
-//! ([`stand_in`]), and the scripted agent TUIs the tests run in tmux panes (`fake_agent.py`,
-//! `fake_claude.py`, next to this file).
+//! ([`harness`]), its private environment ([`env`]), guards for the processes a test starts
+//! ([`process`]), one private tmux server type ([`tmux`]), the stub agent-event-bus
+//! ([`stub_bus`]), recording stand-ins for multiplexer binaries ([`stand_in`]), the scripted
+//! agent TUIs the tests run in tmux panes (`fake_agent.py`, `fake_claude.py`, next to this
+//! file), and the per-test time bound ([`timeout`]).
+//!
+//! Every test is bounded: its first statement is `common::arm_test_timeout();` (add it to
+//! every new test, `#[test]`, `#[tokio::test]` and `proptest!` alike). A test still running
+//! after [`timeout::TEST_TIMEOUT`], 180 s, fails the run: a watchdog thread names it and every
+//! other test still running on stderr, stops the tmux servers, zellij worlds, mounts and child
+//! processes the tests started, and exits with status 101. The slowest test today takes about
+//! 40 s (the SIGKILL loop in faults.rs); the longest deliberate wait is the launcher's 120 s for
+//! a real Claude Code to get ready, which the bound leaves room for.
 
 pub mod env;
 pub mod harness;
 pub mod process;
 pub mod stand_in;
 pub mod stub_bus;
+pub mod timeout;
 pub mod tmux;
+
+pub use timeout::arm_test_timeout;
 
 use std::io::Write as _;
 use std::path::Path;

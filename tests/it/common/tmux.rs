@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use wakebridge::mux::MuxConfig;
 
+use super::timeout::{OnTimeout, on_timeout};
+
 /// How long a helper waits for tmux to report an expected pane state before failing the test.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
 const POLL_EVERY: Duration = Duration::from_millis(20);
@@ -26,6 +28,8 @@ pub struct TmuxServer {
     socket: PathBuf,
     /// The server process (0 until it is known).
     pid: i32,
+    /// Stops the server if the test times out (this guard then never drops).
+    _on_timeout: Option<OnTimeout>,
 }
 
 impl TmuxServer {
@@ -40,6 +44,7 @@ impl TmuxServer {
             dir,
             socket,
             pid: 0,
+            _on_timeout: None,
         };
         server.tmux(&[
             "new-session",
@@ -56,6 +61,8 @@ impl TmuxServer {
         server.pid = pid
             .parse()
             .unwrap_or_else(|e| panic!("tmux server pid {pid:?}: {e}"));
+        let (socket, pid) = (server.socket.clone(), server.pid);
+        server._on_timeout = Some(on_timeout(move || stop_server(&socket, pid)));
         server
     }
 
@@ -82,12 +89,8 @@ impl TmuxServer {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(["-f", "/dev/null"])
+        tmux_command(&self.socket)
             .args(args)
-            .env_remove("TMUX")
             .output()
             .expect("run tmux")
     }
@@ -180,19 +183,7 @@ impl TmuxServer {
 
     /// Send `signal` to the server process (SIGSTOP to freeze it; the drop SIGCONTs it).
     pub fn signal(&self, signal: i32) {
-        if self.pid > 0 {
-            // SAFETY: kill(2) on the tmux server this guard started.
-            unsafe { libc::kill(self.pid, signal) };
-        }
-    }
-
-    /// Whether the server process is still there (the pid checked against our socket, so a
-    /// reused pid is never taken for it).
-    fn server_alive(&self) -> bool {
-        let socket = self.socket.to_string_lossy();
-        self.pid > 0
-            && std::fs::read(format!("/proc/{}/cmdline", self.pid))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(socket.as_ref()))
+        signal_server(self.pid, signal);
     }
 
     /// Writes a tmux wrapper into the server's dir that logs each subcommand (argv[3], after
@@ -221,12 +212,53 @@ impl TmuxServer {
 
 impl Drop for TmuxServer {
     fn drop(&mut self) {
-        self.signal(libc::SIGCONT);
-        let _ = self.run(&["kill-server"]);
-        if self.server_alive() {
-            self.signal(libc::SIGKILL);
-        }
+        stop_server(&self.socket, self.pid);
     }
+}
+
+/// `tmux -S <socket> -f /dev/null`, outside any tmux session.
+fn tmux_command(socket: &Path) -> Command {
+    let mut command = Command::new("tmux");
+    command
+        .arg("-S")
+        .arg(socket)
+        .args(["-f", "/dev/null"])
+        .env_remove("TMUX");
+    command
+}
+
+fn signal_server(pid: i32, signal: i32) {
+    if pid > 0 {
+        // SAFETY: kill(2) on the tmux server a TmuxServer started.
+        unsafe { libc::kill(pid, signal) };
+    }
+}
+
+/// How long a server may take to exit after `kill-server` before it gets SIGKILL.
+const EXIT_PATIENCE: Duration = Duration::from_secs(2);
+
+/// SIGCONT (it may be stopped), `kill-server`, then SIGKILL if the server process is still
+/// there after [`EXIT_PATIENCE`].
+fn stop_server(socket: &Path, pid: i32) {
+    signal_server(pid, libc::SIGCONT);
+    let _ = tmux_command(socket).arg("kill-server").output();
+    let start = Instant::now();
+    while server_alive(socket, pid) {
+        if start.elapsed() > EXIT_PATIENCE {
+            signal_server(pid, libc::SIGKILL);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether the tmux server `pid` still runs: checked against the socket in its command line
+/// (empty once it is a zombie), so a reused pid is never taken for it.
+fn server_alive(socket: &Path, pid: i32) -> bool {
+    let socket = socket.to_string_lossy();
+    pid > 0
+        && std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(socket.as_ref()))
 }
 
 /// How many times each line occurs in a [`TmuxServer::counting_tmux`] log: calls per
