@@ -428,7 +428,7 @@ async fn capture_returns_the_visible_text() {
     }
 }
 
-// ---- zellij, through a recording stand-in (the exact argv; tests/zellij.rs runs a real one) ----
+// ---- zellij, through a recording stand-in (the exact argv; tests/it/zellij.rs runs a real one) ----
 
 const LIVE_SESSIONS: &str = "has:colon [Created 5m 2s ago] \nother [Created 1h ago] \n";
 const LIVE_PANES: &str = r#"[{"id":0,"is_plugin":false,"is_focused":true,"exited":false,"title":"claude"},{"id":0,"is_plugin":true,"exited":false}]"#;
@@ -516,7 +516,7 @@ async fn zellij_missing_session_is_stale_and_types_nothing() {
         "{err:?}"
     );
     // Asked twice (a real zellij 0.45.1 under load sometimes leaves a live session out of one
-    // listing; see tests/zellij.rs), and nothing else.
+    // listing; see tests/it/zellij.rs), and nothing else.
     assert_eq!(
         stand_in.calls(),
         vec![
@@ -730,7 +730,7 @@ const CLAUDE_START_TIMEOUT: Duration = Duration::from_secs(60);
 /// `UserPromptSubmit` hook, that the prompt was submitted. Opt-in because it needs the binary:
 /// `npm install @anthropic-ai/claude-code` into a scratch dir, then
 /// `WB_TEST_CLAUDE_BIN=<dir>/node_modules/@anthropic-ai/claude-code/bin/claude.exe
-/// cargo test --test mux real_claude -- --ignored`. `WB_TEST_SUBMIT_DELAY_MS` overrides
+/// cargo test --test it mux::real_claude -- --ignored`. `WB_TEST_SUBMIT_DELAY_MS` overrides
 /// the submit delay to measure others. No network is needed: the submit is seen by the hook
 /// before any API call, which then fails offline.
 #[tokio::test]

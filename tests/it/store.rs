@@ -568,7 +568,7 @@ fn record_blocking_works_without_a_runtime_and_on_a_runtime_blocking_thread() {
     assert!(store.known_session("x").expect("known"));
 }
 
-/// Figures for the report: `cargo test --test store -- --ignored --nocapture`.
+/// Figures for the report: `cargo test --test it store:: -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "measurement, prints figures"]
 async fn measure_group_commit_with_16_callers() {

@@ -2,7 +2,7 @@
 //! detached session per test on a private socket dir with a private HOME, XDG dirs and config
 //! (no startup tips, no release notes, `/bin/sh` panes), a pane running a raw-mode recorder,
 //! and the real [`Injector`] (and, once, the real daemon over HTTP) typing into it. The stand-in
-//! tests in tests/mux.rs pin the argv; these prove that the real zellij agrees with it. Every
+//! tests in tests/it/mux.rs pin the argv; these prove that the real zellij agrees with it. Every
 //! test skips with a note when no zellij binary is found ($WB_TEST_ZELLIJ, then PATH,
 //! then /opt/zellij/bin/zellij); `.ci/run` installs one when missing.
 
