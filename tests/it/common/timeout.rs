@@ -123,7 +123,7 @@ fn watch() {
         if !running.iter().any(|(_, took)| *took > TEST_TIMEOUT) {
             continue;
         }
-        running.sort_by(|a, b| b.1.cmp(&a.1));
+        running.sort_by_key(|(_, took)| std::cmp::Reverse(*took));
         let list: Vec<String> = running
             .iter()
             .map(|(name, took)| format!("{name} ({} s)", took.as_secs()))
