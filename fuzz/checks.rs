@@ -1,6 +1,6 @@
 //! The bodies of the fuzz targets, as plain functions over bytes, shared by two runners: the
 //! libFuzzer binaries in `fuzz/fuzz_targets/` (nightly, `cargo fuzz run <target>`) and the
-//! stable in-suite smoke test `tests/fuzz_smoke.rs` (corpus replay plus mutated inputs), which
+//! stable in-suite smoke test `tests/it/fuzz_smoke.rs` (corpus replay plus mutated inputs), which
 //! include this file with `#[path]`. Each function feeds one input to one parser of untrusted
 //! bytes and asserts invariants beyond "did not panic": a panic here is a finding.
 //!

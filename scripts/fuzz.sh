@@ -6,7 +6,7 @@
 # Needs a nightly toolchain and cargo-fuzz (`rustup toolchain install nightly`,
 # `cargo install cargo-fuzz`). Nightly may not be installable on an offline machine or a
 # restricted CI; when it is missing this script says so and exits 0, because the stable test
-# suite already covers the same code: tests/fuzz_smoke.rs replays every seed in fuzz/corpus/
+# suite already covers the same code: tests/it/fuzz_smoke.rs replays every seed in fuzz/corpus/
 # and a few thousand mutated inputs through the very same check functions (fuzz/checks.rs) the
 # fuzz targets call, plus property tests. What only this script adds is coverage-guided search
 # (and AddressSanitizer) over hours instead of seconds.
@@ -25,7 +25,7 @@ fi
 
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
     echo "fuzz.sh: no nightly toolchain (rustup toolchain install nightly); skipping." >&2
-    echo "fuzz.sh: tests/fuzz_smoke.rs (cargo test --test fuzz_smoke) covers the same checks on stable." >&2
+    echo "fuzz.sh: tests/it/fuzz_smoke.rs (cargo test --test it fuzz_smoke::) covers the same checks on stable." >&2
     exit 0
 fi
 if ! cargo +nightly fuzz --help >/dev/null 2>&1; then

@@ -1,5 +1,5 @@
 //! libFuzzer target for the webhook body parser (`event::triage`).
-//! The body and its invariants are `checks::event_triage`, shared with tests/fuzz_smoke.rs.
+//! The body and its invariants are `checks::event_triage`, shared with tests/it/fuzz_smoke.rs.
 #![no_main]
 
 #[allow(dead_code)]

@@ -1,5 +1,5 @@
 //! libFuzzer target for the Claude Code hook-stdin parser (`parse_hook_input` + `action_for`).
-//! The body and its invariants are `checks::hook_input`, shared with tests/fuzz_smoke.rs.
+//! The body and its invariants are `checks::hook_input`, shared with tests/it/fuzz_smoke.rs.
 #![no_main]
 
 #[allow(dead_code)]

@@ -1,5 +1,5 @@
 //! libFuzzer target for the Host canonicaliser and allowlist (`canonical_host`, `canonical_entry`, `HostAllowlist`).
-//! The body and its invariants are `checks::host_allowlist`, shared with tests/fuzz_smoke.rs.
+//! The body and its invariants are `checks::host_allowlist`, shared with tests/it/fuzz_smoke.rs.
 #![no_main]
 
 #[allow(dead_code)]

@@ -1,5 +1,5 @@
 //! libFuzzer target for the panes.json reader (`read_panes_file` + `resolve`, through a real file).
-//! The body and its invariants are `checks::panes_reader`, shared with tests/fuzz_smoke.rs.
+//! The body and its invariants are `checks::panes_reader`, shared with tests/it/fuzz_smoke.rs.
 #![no_main]
 
 #[allow(dead_code)]

@@ -2,16 +2,11 @@
 //! line, and lines a host crash would have cut from a session file (simulated by truncating the
 //! file while the daemon is dead) are put back exactly, even in a file a drainer renamed.
 
-use crate::harness::{DEFAULT_EVENT, Daemon};
+use crate::common;
+use crate::common::harness::{Daemon, event_for, post_hook};
 
 /// No background fsync during the test, so every round is still pending in the ledger at the kill.
 const NO_CHECKPOINT: (&str, &str) = ("WAKEBRIDGE_SPOOL__SYNC_INTERVAL", "1h");
-
-fn event(sid: &str, i: usize) -> String {
-    DEFAULT_EVENT
-        .replace("session:target-1", &format!("session:{sid}"))
-        .replace(r#""event_id":1"#, &format!(r#""event_id":{i}"#))
-}
 
 async fn start(root: &std::path::Path, client: &reqwest::Client) -> Daemon {
     let daemon = Daemon::spawn(root, &[NO_CHECKPOINT], None);
@@ -20,26 +15,21 @@ async fn start(root: &std::path::Path, client: &reqwest::Client) -> Daemon {
 }
 
 async fn post(client: &reqwest::Client, daemon: &Daemon, body: String) -> u16 {
-    client
-        .post(format!("http://{}/hook", daemon.addr))
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .expect("request")
-        .status()
-        .as_u16()
+    let (status, answer, _) = post_hook(client, &daemon.addr, body).await;
+    assert_ne!(status, 0, "request: {answer}");
+    status
 }
 
 #[tokio::test]
 async fn sigkill_then_restart_loses_nothing_and_duplicates_nothing() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     let wake = root.path().join("wake");
     let client = reqwest::Client::new();
     let mut daemon = start(root.path(), &client).await;
     for i in 0..20 {
-        assert_eq!(post(&client, &daemon, event("crash-a", i)).await, 200);
-        assert_eq!(post(&client, &daemon, event("crash-b", i)).await, 200);
+        assert_eq!(post(&client, &daemon, event_for("crash-a", i)).await, 200);
+        assert_eq!(post(&client, &daemon, event_for("crash-b", i)).await, 200);
     }
     daemon.sigkill();
     let spool_a = wake.join("crash-a.jsonl");
@@ -89,7 +79,7 @@ async fn sigkill_then_restart_loses_nothing_and_duplicates_nothing() {
     // A plain SIGKILL loses nothing (the page cache survives the process): the replay finds
     // every line in place and adds none.
     for i in 20..25 {
-        assert_eq!(post(&client, &daemon, event("crash-a", i)).await, 200);
+        assert_eq!(post(&client, &daemon, event_for("crash-a", i)).await, 200);
     }
     daemon.sigkill();
     let before = std::fs::read(&spool_a).expect("a");

@@ -3,18 +3,17 @@
 
 use serde_json::json;
 
-use crate::harness::{DEFAULT_EVENT, TestServer};
+use crate::common;
+use crate::common::harness::{TestServer, event_for};
 use wakebridge::config::Flags;
 
 fn event(sid: &str, id: u32, timestamp: &str) -> String {
-    DEFAULT_EVENT
-        .replace("session:target-1", &format!("session:{sid}"))
-        .replace(r#""event_id":1"#, &format!(r#""event_id":{id}"#))
-        .replace("2026-08-08T00:00:00", timestamp)
+    event_for(sid, id).replace("2026-08-08T00:00:00", timestamp)
 }
 
 #[tokio::test]
 async fn the_bus_retry_pattern_spools_once_and_survives_a_restart() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let body = event("s1", 7, "2026-11-30T10:00:00.000001");
     let first = server.hook(body.clone(), &[]).await;
@@ -56,6 +55,7 @@ async fn the_bus_retry_pattern_spools_once_and_survives_a_restart() {
 
 #[tokio::test]
 async fn a_short_identity_window_forgets() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[("WAKEBRIDGE_LEDGER__IDENTITY_WINDOW", "300ms")]).await;
     let body = event("s1", 1, "2026-11-30T10:00:00");
     server.hook(body.clone(), &[]).await;
@@ -66,6 +66,7 @@ async fn a_short_identity_window_forgets() {
 
 #[tokio::test]
 async fn local_scope_ignores_unknown_sessions_and_touches_nothing() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[("WAKEBRIDGE_BRIDGE__SCOPE", "local")]).await;
     let (status, body) = server.hook(event("stranger", 1, "t"), &[]).await;
     assert_eq!(
@@ -96,6 +97,7 @@ async fn local_scope_ignores_unknown_sessions_and_touches_nothing() {
 
 #[tokio::test]
 async fn sessions_and_metrics_report_what_happened() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     server.hook(event("s1", 1, "a"), &[]).await;
     server.hook(event("s1", 2, "b"), &[]).await;

@@ -2,6 +2,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::common;
+
 /// (method, path) pairs under `paths:`, read from the two-space / four-space indentation the
 /// spec uses (a YAML parser would be a dependency for one test).
 fn spec_routes(spec: &str) -> BTreeSet<(String, String)> {
@@ -31,6 +33,7 @@ fn spec_routes(spec: &str) -> BTreeSet<(String, String)> {
 
 #[test]
 fn spec_and_router_agree() {
+    common::arm_test_timeout();
     let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml"))
         .expect("openapi.yaml");
     let documented = spec_routes(&spec);
@@ -45,7 +48,8 @@ fn spec_and_router_agree() {
 /// `ROUTES` itself must be true: every listed route is served (not a 404).
 #[tokio::test]
 async fn every_listed_route_is_served() {
-    let server = crate::harness::TestServer::start(&[]).await;
+    common::arm_test_timeout();
+    let server = crate::common::harness::TestServer::start(&[]).await;
     for (method, path) in wakebridge::http::ROUTES {
         let method =
             reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).expect("method");

@@ -3,10 +3,13 @@
 
 use std::time::Duration;
 
-use crate::harness::{ChildGuard, binary, free_port, wait_healthy};
+use crate::common;
+use crate::common::harness::{binary, free_port, wait_healthy};
+use crate::common::process::ChildGuard;
 
 #[test]
 fn bad_values_exit_2_with_one_line_and_help_still_works() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     let out = binary(root.path(), &[("AGENT_EVENT_BUS_BRIDGE_PORT", "eight")])
         .arg("serve")
@@ -56,6 +59,7 @@ fn bad_values_exit_2_with_one_line_and_help_still_works() {
 
 #[test]
 fn unpreparable_wake_dir_names_the_setting() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(root.path().join("run")).expect("run");
     let file = root.path().join("afile");
@@ -78,6 +82,7 @@ fn unpreparable_wake_dir_names_the_setting() {
 
 #[tokio::test]
 async fn second_instance_exits_and_sigterm_stops_the_first_cleanly() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(root.path().join("run")).expect("run");
     let port = free_port().to_string();
@@ -86,7 +91,7 @@ async fn second_instance_exits_and_sigterm_stops_the_first_cleanly() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn");
-    let mut first = ChildGuard(first);
+    let mut first = ChildGuard::new(first);
     let client = reqwest::Client::new();
     assert!(
         wait_healthy(
@@ -118,8 +123,11 @@ async fn second_instance_exits_and_sigterm_stops_the_first_cleanly() {
 /// `wakebridge status` and `wakebridge wake` talk to a running daemon over HTTP.
 #[tokio::test]
 async fn status_and_wake_verbs_talk_to_the_daemon() {
-    let server = crate::harness::TestServer::start(&[]).await;
-    server.hook(crate::harness::DEFAULT_EVENT, &[]).await;
+    common::arm_test_timeout();
+    let server = crate::common::harness::TestServer::start(&[]).await;
+    server
+        .hook(crate::common::harness::DEFAULT_EVENT, &[])
+        .await;
     let url = format!("http://{}", server.addr);
     let root = server.root.path().to_path_buf();
     let (status, wake) = tokio::task::spawn_blocking(move || {
@@ -215,7 +223,7 @@ async fn stop_with_stderr(stderr: Stderr) -> (std::process::ExitStatus, Duration
             cmd.stderr(full);
         }
     }
-    let child = ChildGuard(cmd.spawn().expect("spawn"));
+    let child = ChildGuard::new(cmd.spawn().expect("spawn"));
     drop(cmd);
     if let (Stderr::Broken, Some(mut r)) = (&stderr, reader.take()) {
         let mut first = [0u8; 64];
@@ -229,7 +237,7 @@ async fn stop_with_stderr(stderr: Stderr) -> (std::process::ExitStatus, Duration
     // more than a pipe holds.
     let long_id = "i".repeat(4096);
     for i in 0..100 {
-        let body = crate::harness::DEFAULT_EVENT
+        let body = crate::common::harness::DEFAULT_EVENT
             .replace(r#""event_id":1"#, &format!(r#""event_id":"{long_id}-{i}""#));
         let answer = client
             .post(format!("{base}/hook"))
@@ -269,6 +277,7 @@ async fn stop_with_stderr(stderr: Stderr) -> (std::process::ExitStatus, Duration
 
 #[tokio::test]
 async fn sigterm_stops_the_daemon_whatever_became_of_its_stderr() {
+    common::arm_test_timeout();
     for (name, stderr) in [
         ("a broken pipe", Stderr::Broken),
         ("a full pipe", Stderr::Full),

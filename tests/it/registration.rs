@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use crate::harness::TestServer;
-use crate::stub_bus::StubBus;
+use crate::common;
+use crate::common::harness::TestServer;
+use crate::common::stub_bus::StubBus;
 
 const HOOK_URL: &str = "http://127.0.0.1:8082/hook";
 
@@ -34,6 +35,7 @@ async fn wait_health(
 
 #[tokio::test]
 async fn registers_when_the_bus_comes_up_keeps_the_row_and_removes_it_at_shutdown() {
+    common::arm_test_timeout();
     let mut bus = StubBus::start().await;
     bus.stop().await;
     let bus_url = bus.url();
@@ -87,8 +89,9 @@ async fn registers_when_the_bus_comes_up_keeps_the_row_and_removes_it_at_shutdow
 /// A bus that answers 500s, then hangs, never touches `/hook`, and shutdown stays bounded.
 #[tokio::test]
 async fn a_broken_bus_never_slows_hook_and_shutdown_stays_bounded() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
-    bus.set_behaviour(crate::stub_bus::Behaviour::Status(500));
+    bus.set_behaviour(crate::common::stub_bus::Behaviour::Status(500));
     let bus_url = bus.url();
     let server = TestServer::start(&[
         ("WAKEBRIDGE_REGISTRATION__ENABLED", "true"),
@@ -96,11 +99,12 @@ async fn a_broken_bus_never_slows_hook_and_shutdown_stays_bounded() {
     ])
     .await;
     let body = |id: u32| {
-        crate::harness::DEFAULT_EVENT.replace(r#""event_id":1"#, &format!(r#""event_id":{id}"#))
+        crate::common::harness::DEFAULT_EVENT
+            .replace(r#""event_id":1"#, &format!(r#""event_id":{id}"#))
     };
     let started = std::time::Instant::now();
     assert_eq!(server.hook(body(1), &[]).await.0, 200);
-    bus.set_behaviour(crate::stub_bus::Behaviour::Hang);
+    bus.set_behaviour(crate::common::stub_bus::Behaviour::Hang);
     tokio::time::sleep(Duration::from_millis(1500)).await; // let a registration attempt hang
     assert_eq!(server.hook(body(2), &[]).await.0, 200);
     assert_eq!(health(&server).await["registered"], false);

@@ -4,16 +4,13 @@
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 
-use crate::harness::{ChildGuard, DEFAULT_EVENT, TestServer};
-
-fn event_for(sid: &str, i: usize) -> String {
-    DEFAULT_EVENT
-        .replace("session:target-1", &format!("session:{sid}"))
-        .replace(r#""event_id":1"#, &format!(r#""event_id":{i}"#))
-}
+use crate::common;
+use crate::common::harness::{DEFAULT_EVENT, TestServer, event_for};
+use crate::common::process::ChildGuard;
 
 #[tokio::test]
 async fn files_are_private() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     assert_eq!(server.hook(DEFAULT_EVENT, &[]).await.0, 200);
     assert_eq!(
@@ -34,6 +31,7 @@ async fn files_are_private() {
 
 #[tokio::test]
 async fn lock_held_by_another_process_is_500_after_the_deadline_and_others_flow() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let lock = server.wake_dir.join("stuck.lock");
     // A real drainer stand-in: util-linux flock holding the session's lock in another process.
@@ -42,7 +40,7 @@ async fn lock_held_by_another_process_is_500_after_the_deadline_and_others_flow(
         .args(["sleep", "30"])
         .spawn()
         .expect("flock");
-    let _guard = ChildGuard(child);
+    let _guard = ChildGuard::new(child);
     while !lock.exists() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -74,6 +72,7 @@ async fn lock_held_by_another_process_is_500_after_the_deadline_and_others_flow(
 
 #[tokio::test]
 async fn symlinked_spool_is_refused_and_target_untouched() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let victim = server.root.path().join("victim");
     std::os::unix::fs::symlink(&victim, server.wake_dir.join("target-1.jsonl")).expect("symlink");
@@ -83,6 +82,7 @@ async fn symlinked_spool_is_refused_and_target_untouched() {
 
 #[tokio::test]
 async fn vanished_wake_dir_is_recreated() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     assert_eq!(server.hook(DEFAULT_EVENT, &[]).await.0, 200);
     std::fs::remove_dir_all(&server.wake_dir).expect("rm -rf");
@@ -98,6 +98,7 @@ async fn vanished_wake_dir_is_recreated() {
 /// reference's tools do) while the daemon appends under load: no line is lost or torn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_from_another_process_interleave_without_tearing() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let wake = server.wake_dir.clone();
     let script = r#"
@@ -120,7 +121,7 @@ for i in range(200):
         eprintln!("python3 not available; skipping");
         return;
     };
-    let mut guard = ChildGuard(child);
+    let mut guard = ChildGuard::new(child);
     let sends = (0..200).map(|i| server.hook(event_for("shared", i), &[]));
     for (status, _) in futures::future::join_all(sends).await {
         assert_eq!(status, 200);

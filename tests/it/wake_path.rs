@@ -8,16 +8,9 @@ use serde_json::json;
 use wakebridge::mux::WAKE_PROMPT;
 use wakebridge::wakedir::target::PaneTarget;
 
-use crate::harness::{DEFAULT_EVENT, TestServer};
-use crate::tmux_server::{TmuxServer, read_when_settled};
-
-/// A pane whose program records every byte it receives (raw mode, so Enter arrives as `\r`).
-fn recorder_pane(server: &TmuxServer, name: &str) -> (String, PathBuf) {
-    let file = server.dir().join(name);
-    let pane = server.new_pane(&format!("stty raw -echo; exec cat > '{}'", file.display()));
-    server.wait_for(&pane, "#{pane_current_command}", "cat");
-    (pane, file)
-}
+use crate::common;
+use crate::common::harness::{TestServer, event_for};
+use crate::common::tmux::{TmuxServer, read_when_settled, recorder_pane};
 
 fn map(wake_dir: &Path, sid: &str, pane: &str) {
     std::fs::create_dir_all(wake_dir).expect("wake dir");
@@ -26,12 +19,6 @@ fn map(wake_dir: &Path, sid: &str, pane: &str) {
         session: None,
     };
     wakebridge::wakedir::set_entry(wake_dir, sid, &target).expect("map pane");
-}
-
-fn event(sid: &str, id: u32) -> String {
-    DEFAULT_EVENT
-        .replace("session:target-1", &format!("session:{sid}"))
-        .replace(r#""event_id":1"#, &format!(r#""event_id":{id}"#))
 }
 
 async fn mux_server(tmux: &TmuxServer, extra: &[(&str, &str)]) -> TestServer {
@@ -51,11 +38,12 @@ fn expected_wake() -> Vec<u8> {
 
 #[tokio::test]
 async fn idle_mapped_session_gets_the_prompt_once_and_cooldown_spools_the_next() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let server = mux_server(&tmux, &[]).await;
     map(&server.wake_dir, "s1", &pane);
-    let (status, body) = server.hook(event("s1", 1), &[]).await;
+    let (status, body) = server.hook(event_for("s1", 1), &[]).await;
     assert_eq!(
         (status, body),
         (
@@ -63,7 +51,7 @@ async fn idle_mapped_session_gets_the_prompt_once_and_cooldown_spools_the_next()
             json!({"status": "delivered", "action": "tmux", "session_id": "s1"})
         )
     );
-    let (_, body) = server.hook(event("s1", 2), &[]).await;
+    let (_, body) = server.hook(event_for("s1", 2), &[]).await;
     assert_eq!(body["action"], "spool-cooldown");
     assert_eq!(
         read_when_settled(&file, expected_wake().len()),
@@ -74,17 +62,21 @@ async fn idle_mapped_session_gets_the_prompt_once_and_cooldown_spools_the_next()
 
 #[tokio::test]
 async fn busy_marker_spools_without_typing_and_does_not_burn_the_cooldown() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let server = mux_server(&tmux, &[]).await;
     map(&server.wake_dir, "s1", &pane);
     wakebridge::wakedir::set_busy(&server.wake_dir, "s1").expect("busy");
     assert_eq!(
-        server.hook(event("s1", 1), &[]).await.1["action"],
+        server.hook(event_for("s1", 1), &[]).await.1["action"],
         "spool-busy"
     );
     wakebridge::wakedir::clear_busy(&server.wake_dir, "s1").expect("idle");
-    assert_eq!(server.hook(event("s1", 2), &[]).await.1["action"], "tmux");
+    assert_eq!(
+        server.hook(event_for("s1", 2), &[]).await.1["action"],
+        "tmux"
+    );
     assert_eq!(
         read_when_settled(&file, expected_wake().len()),
         expected_wake()
@@ -105,6 +97,7 @@ fn prompt_pane(server: &TmuxServer, name: &str, input: &str) -> (String, PathBuf
 
 #[tokio::test]
 async fn a_draft_at_the_prompt_is_never_typed_over() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (drafting, draft_file) = prompt_pane(&tmux, "draft", "half a thought");
     let (empty, empty_file) = prompt_pane(&tmux, "empty", "");
@@ -112,11 +105,14 @@ async fn a_draft_at_the_prompt_is_never_typed_over() {
     map(&server.wake_dir, "writer", &drafting);
     map(&server.wake_dir, "idle", &empty);
     assert_eq!(
-        server.hook(event("writer", 1), &[]).await.1["action"],
+        server.hook(event_for("writer", 1), &[]).await.1["action"],
         "spool-busy",
         "a human's draft would be submitted with the wake text"
     );
-    assert_eq!(server.hook(event("idle", 2), &[]).await.1["action"], "tmux");
+    assert_eq!(
+        server.hook(event_for("idle", 2), &[]).await.1["action"],
+        "tmux"
+    );
     assert_eq!(
         read_when_settled(&empty_file, expected_wake().len()),
         expected_wake()
@@ -126,7 +122,7 @@ async fn a_draft_at_the_prompt_is_never_typed_over() {
     tmux.tmux(&["send-keys", "-R", "-t", &drafting]);
     tmux.tmux(&["clear-history", "-t", &drafting]);
     assert_eq!(
-        server.hook(event("writer", 3), &[]).await.1["action"],
+        server.hook(event_for("writer", 3), &[]).await.1["action"],
         "tmux"
     );
     assert_eq!(
@@ -138,12 +134,16 @@ async fn a_draft_at_the_prompt_is_never_typed_over() {
 
 #[tokio::test]
 async fn our_own_unsubmitted_prompt_is_submitted_not_typed_twice() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     // What an earlier wake whose Enter was lost leaves at the prompt.
     let (pane, file) = prompt_pane(&tmux, "leftover", WAKE_PROMPT);
     let server = mux_server(&tmux, &[]).await;
     map(&server.wake_dir, "s1", &pane);
-    assert_eq!(server.hook(event("s1", 1), &[]).await.1["action"], "tmux");
+    assert_eq!(
+        server.hook(event_for("s1", 1), &[]).await.1["action"],
+        "tmux"
+    );
     assert_eq!(
         read_when_settled(&file, 1),
         b"\r",
@@ -153,10 +153,11 @@ async fn our_own_unsubmitted_prompt_is_submitted_not_typed_twice() {
 
 #[tokio::test]
 async fn unmapped_and_stale_panes_type_nothing() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = mux_server(&tmux, &[]).await;
     assert_eq!(
-        server.hook(event("nobody", 1), &[]).await.1["action"],
+        server.hook(event_for("nobody", 1), &[]).await.1["action"],
         "spool-unmapped"
     );
     // The agent's pane fell back to a shell (the session is gone): never type into it.
@@ -164,12 +165,12 @@ async fn unmapped_and_stale_panes_type_nothing() {
     tmux.wait_for(&shell, "#{pane_current_command}", "bash");
     map(&server.wake_dir, "gone", &shell);
     assert_eq!(
-        server.hook(event("gone", 2), &[]).await.1["action"],
+        server.hook(event_for("gone", 2), &[]).await.1["action"],
         "spool-stale-pane"
     );
     map(&server.wake_dir, "missing", "%999");
     assert_eq!(
-        server.hook(event("missing", 3), &[]).await.1["action"],
+        server.hook(event_for("missing", 3), &[]).await.1["action"],
         "spool-stale-pane"
     );
     let screen = tmux.tmux(&["capture-pane", "-p", "-t", &shell]);
@@ -179,6 +180,7 @@ async fn unmapped_and_stale_panes_type_nothing() {
 
 #[tokio::test]
 async fn hung_multiplexer_answers_well_inside_five_seconds() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, _) = recorder_pane(&tmux, "rec");
     let hang = tmux.dir().join("hung-tmux");
@@ -189,7 +191,7 @@ async fn hung_multiplexer_answers_well_inside_five_seconds() {
     let server = mux_server(&tmux, &[("WAKEBRIDGE_MUX__TMUX_BIN", bin.as_str())]).await;
     map(&server.wake_dir, "s1", &pane);
     let started = Instant::now();
-    let (status, body) = server.hook(event("s1", 1), &[]).await;
+    let (status, body) = server.hook(event_for("s1", 1), &[]).await;
     let took = started.elapsed();
     assert_eq!(status, 200);
     assert!(
@@ -205,6 +207,7 @@ async fn hung_multiplexer_answers_well_inside_five_seconds() {
 
 #[tokio::test]
 async fn manual_wake_goes_through_the_same_gate() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let secret = "s3cret";
@@ -298,6 +301,7 @@ async fn manual_wake_goes_through_the_same_gate() {
 
 #[tokio::test]
 async fn manual_wake_types_a_configured_message_by_name() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let server = mux_server(&tmux, &[]).await;
@@ -320,11 +324,12 @@ async fn manual_wake_types_a_configured_message_by_name() {
 /// A restart must not reopen a cooldown window, nor repeat a wake for a redelivered event.
 #[tokio::test]
 async fn restart_keeps_the_cooldown_and_the_delivered_identities() {
+    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let server = mux_server(&tmux, &[]).await;
     map(&server.wake_dir, "s1", &pane);
-    let first = event("s1", 1);
+    let first = event_for("s1", 1);
     assert_eq!(server.hook(first.clone(), &[]).await.1["action"], "tmux");
     assert_eq!(
         read_when_settled(&file, expected_wake().len()),
@@ -348,7 +353,7 @@ async fn restart_keeps_the_cooldown_and_the_delivered_identities() {
         (Some("tmux"), Some(true))
     );
     assert_eq!(
-        server.hook(event("s1", 2), &[]).await.1["action"],
+        server.hook(event_for("s1", 2), &[]).await.1["action"],
         "spool-cooldown"
     );
     assert_eq!(

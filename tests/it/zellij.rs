@@ -2,15 +2,9 @@
 //! detached session per test on a private socket dir with a private HOME, XDG dirs and config
 //! (no startup tips, no release notes, `/bin/sh` panes), a pane running a raw-mode recorder,
 //! and the real [`Injector`] (and, once, the real daemon over HTTP) typing into it. The stand-in
-//! tests in tests/mux.rs pin the argv; these prove that the real zellij agrees with it. Every
+//! tests in tests/it/mux.rs pin the argv; these prove that the real zellij agrees with it. Every
 //! test skips with a note when no zellij binary is found ($WB_TEST_ZELLIJ, then PATH,
 //! then /opt/zellij/bin/zellij); `.ci/run` installs one when missing.
-
-#[allow(dead_code)]
-#[path = "it/harness.rs"]
-mod harness;
-#[path = "support/tmux_server.rs"]
-mod tmux_server;
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
@@ -21,14 +15,17 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tmux_server::read_when_settled;
 use wakebridge::deadline::Deadline;
 use wakebridge::mux::{
     INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, StaleReason, WAKE_PROMPT,
 };
 use wakebridge::wakedir::target::PaneTarget;
 
-use harness::{DEFAULT_EVENT, TestServer};
+use crate::common;
+use crate::common::harness::{DEFAULT_EVENT, TestServer};
+use crate::common::timeout::{OnTimeout, on_timeout};
+use crate::common::tmux::read_when_settled;
+use crate::common::zellij_target;
 
 /// Where `cargo install --locked zellij --root /opt/zellij` puts the binary on dev machines.
 const OPT_ZELLIJ: &str = "/opt/zellij/bin/zellij";
@@ -115,6 +112,8 @@ struct ZellijWorld {
     wrapper: PathBuf,
     /// Held for the world's life: see [`ONE_WORLD_AT_A_TIME`].
     _turn: MutexGuard<'static, ()>,
+    /// Kills the world's sessions and processes if the test times out (no drop then).
+    _on_timeout: OnTimeout,
 }
 
 /// One zellij world at a time in this binary. Eight servers starting at once (each compiling
@@ -168,10 +167,24 @@ impl ZellijWorld {
         std::fs::write(&wrapper, script).expect("wrapper");
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
             .expect("chmod wrapper");
+        let on_timeout = {
+            let (wrapper, root) = (wrapper.clone(), root.to_path_buf());
+            on_timeout(move || {
+                let _ = Command::new(&wrapper)
+                    .args(["kill-all-sessions", "--yes"])
+                    .stdin(std::process::Stdio::null())
+                    .output();
+                for pid in processes_marked_with(&root) {
+                    // SAFETY: kill(2) has no memory effects; the pid carries this world's marker.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            })
+        };
         Self {
             dir,
             wrapper,
             _turn: turn,
+            _on_timeout: on_timeout,
         }
     }
 
@@ -302,22 +315,27 @@ impl ZellijWorld {
 
     /// Every live process started through this world's wrapper (found by its marker).
     fn own_processes(&self) -> Vec<i32> {
-        let mut marker = OsString::from(MARKER_VAR);
-        marker.push("=");
-        marker.push(self.dir());
-        let marker = marker.into_encoded_bytes();
-        let Ok(procs) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        procs
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/environ"))
-                    .map(|env| env.split(|b| *b == 0).any(|var| var == marker.as_slice()))
-                    .unwrap_or(false)
-            })
-            .collect()
+        processes_marked_with(self.dir())
     }
+}
+
+/// Every live process whose environment carries the marker of the world in `dir`.
+fn processes_marked_with(dir: &Path) -> Vec<i32> {
+    let mut marker = OsString::from(MARKER_VAR);
+    marker.push("=");
+    marker.push(dir);
+    let marker = marker.into_encoded_bytes();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|b| *b == 0).any(|var| var == marker.as_slice()))
+                .unwrap_or(false)
+        })
+        .collect()
 }
 
 impl Drop for ZellijWorld {
@@ -337,13 +355,6 @@ impl Drop for ZellijWorld {
             }
             std::thread::sleep(POLL_EVERY);
         }
-    }
-}
-
-fn zellij_target(session: &str, pane: &str) -> PaneTarget {
-    PaneTarget::Zellij {
-        pane: pane.to_owned(),
-        session: session.to_owned(),
     }
 }
 
@@ -376,6 +387,7 @@ fn assert_stale(outcome: Result<&'static str, InjectError>, want: &StaleReason) 
 
 #[tokio::test]
 async fn real_zellij_gets_the_wake_prompt_then_one_carriage_return() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_gets_the_wake_prompt") else {
         return;
     };
@@ -402,6 +414,7 @@ async fn real_zellij_gets_the_wake_prompt_then_one_carriage_return() {
 
 #[tokio::test]
 async fn real_zellij_accepts_the_pane_id_with_and_without_its_prefix() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_accepts_the_pane_id_with_and_without") else {
         return;
     };
@@ -424,6 +437,7 @@ async fn real_zellij_accepts_the_pane_id_with_and_without_its_prefix() {
 
 #[tokio::test]
 async fn real_zellij_without_any_server_is_session_missing() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_without_any_server") else {
         return;
     };
@@ -441,6 +455,7 @@ async fn real_zellij_without_any_server_is_session_missing() {
 
 #[tokio::test]
 async fn real_zellij_missing_session_is_stale_and_types_nothing() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_missing_session_is_stale") else {
         return;
     };
@@ -462,6 +477,7 @@ async fn real_zellij_missing_session_is_stale_and_types_nothing() {
 
 #[tokio::test]
 async fn real_zellij_missing_pane_is_stale_and_types_nothing() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_missing_pane_is_stale") else {
         return;
     };
@@ -479,6 +495,7 @@ async fn real_zellij_missing_pane_is_stale_and_types_nothing() {
 
 #[tokio::test]
 async fn real_zellij_exited_pane_is_stale() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_exited_pane_is_stale") else {
         return;
     };
@@ -496,6 +513,7 @@ async fn real_zellij_exited_pane_is_stale() {
 
 #[tokio::test]
 async fn real_zellij_session_gone_after_the_listing_is_session_missing() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_session_gone_after_the_listing") else {
         return;
     };
@@ -544,6 +562,7 @@ async fn real_zellij_session_gone_after_the_listing_is_session_missing() {
 
 #[tokio::test]
 async fn real_daemon_wakes_a_session_mapped_to_a_real_zellij_pane() {
+    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_daemon_wakes_a_session_mapped_to_a_real_zellij") else {
         return;
     };

@@ -4,10 +4,6 @@
 //! Each test is bounded well under 30 s and its guards stop every process, tmux server and
 //! mount it started, pass or fail.
 
-#[allow(dead_code)]
-#[path = "it/harness.rs"]
-mod harness;
-
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
@@ -18,8 +14,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use harness::{Daemon, TestServer};
 use serde_json::{Value, json};
+
+use crate::common;
+use crate::common::harness::{Daemon, TestServer, post_hook as post};
+use crate::common::process::process_is_running;
+use crate::common::timeout::{OnTimeout, on_timeout};
+use crate::common::tmux::TmuxServer;
 
 /// The bus gives a webhook 5 s; every answer under fault must come well inside it.
 const BUS_BUDGET: Duration = Duration::from_secs(5);
@@ -53,25 +54,6 @@ fn body(sid: &str, event_id: u64, payload_len: usize) -> String {
         "signal_level": "actionable",
     })
     .to_string()
-}
-
-async fn post(client: &reqwest::Client, addr: &str, body: String) -> (u16, Value, Duration) {
-    let started = Instant::now();
-    let resp = client
-        .post(format!("http://{addr}/hook"))
-        .header("content-type", "application/json")
-        .body(body)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await;
-    match resp {
-        Ok(resp) => {
-            let status = resp.status().as_u16();
-            let json = resp.json().await.unwrap_or(Value::Null);
-            (status, json, started.elapsed())
-        }
-        Err(_) => (0, Value::Null, started.elapsed()),
-    }
 }
 
 /// Every line of `sid`'s spool, each parsed; panics on a torn or unparseable line.
@@ -146,6 +128,7 @@ fn new_spool_ids(wake: &Path, sid: &str, checked: &mut u64) -> Vec<u64> {
 /// answer, `duplicate: true`, nothing appended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigkill_under_load_again_and_again_loses_nothing_and_spools_no_retry_twice() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     let wake = root.path().join("wake");
     let client = reqwest::Client::new();
@@ -310,24 +293,13 @@ fn recorded_pids(file: &Path) -> Vec<i32> {
         .collect()
 }
 
-/// Whether `pid` is a running (not zombie) process.
-fn is_running(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
-        Err(_) => false,
-    }
-}
-
 /// Kills every recorded pid still alive (only reached when the test already failed).
 struct PidsGuard(PathBuf);
 
 impl Drop for PidsGuard {
     fn drop(&mut self) {
         for pid in recorded_pids(&self.0) {
-            if is_running(pid) {
+            if process_is_running(pid) {
                 // SAFETY: kill(2) on a pid our stand-in script recorded.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
@@ -350,6 +322,7 @@ fn write_stand_in(dir: &Path, name: &str, pids: &Path) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hanging_multiplexer_answers_within_budget_and_its_children_are_killed() {
+    common::arm_test_timeout();
     let bin_dir = tempfile::tempdir().expect("tempdir");
     let pids = bin_dir.path().join("pids");
     let _reap = PidsGuard(pids.clone());
@@ -402,85 +375,17 @@ async fn hanging_multiplexer_answers_within_budget_and_its_children_are_killed()
     assert!(recorded.len() >= 4, "stand-ins never ran: {recorded:?}");
     // Killing is synchronous with the timeout, but the orphaned sleeper's exit is not: poll.
     let deadline = Instant::now() + Duration::from_secs(2);
-    while recorded.iter().any(|&p| is_running(p)) && Instant::now() < deadline {
+    while recorded.iter().any(|&p| process_is_running(p)) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let alive: Vec<_> = recorded.into_iter().filter(|&p| is_running(p)).collect();
+    let alive: Vec<_> = recorded
+        .into_iter()
+        .filter(|&p| process_is_running(p))
+        .collect();
     assert!(
         alive.is_empty(),
         "stand-in processes left running: {alive:?}"
     );
-}
-
-/// A private tmux server; SIGCONTed, killed and its socket removed on drop.
-struct TmuxServer {
-    socket: PathBuf,
-    pid: i32,
-}
-
-impl TmuxServer {
-    fn tmux(&self) -> Command {
-        let mut cmd = Command::new("tmux");
-        cmd.arg("-S").arg(&self.socket);
-        cmd
-    }
-
-    fn start(socket: PathBuf) -> Option<TmuxServer> {
-        let started = Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
-            .args([
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-                "-s",
-                "fault",
-                "-x",
-                "80",
-                "-y",
-                "24",
-                "sleep 600",
-            ])
-            .status()
-            .ok()?;
-        if !started.success() {
-            return None;
-        }
-        let mut server = TmuxServer { socket, pid: 0 };
-        let out = server
-            .tmux()
-            .args(["display-message", "-p", "#{pid}"])
-            .output()
-            .ok()?;
-        server.pid = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
-        Some(server)
-    }
-
-    fn pane(&self) -> String {
-        let out = self
-            .tmux()
-            .args(["list-panes", "-t", "fault", "-F", "#{pane_id}"])
-            .output()
-            .expect("list-panes");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-
-    fn signal(&self, signal: i32) {
-        // SAFETY: kill(2) on the tmux server this test started.
-        unsafe { libc::kill(self.pid, signal) };
-    }
-}
-
-impl Drop for TmuxServer {
-    fn drop(&mut self) {
-        if self.pid > 0 {
-            self.signal(libc::SIGCONT);
-            let _ = self.tmux().arg("kill-server").output();
-            self.signal(libc::SIGKILL);
-        }
-        let _ = std::fs::remove_file(&self.socket);
-    }
 }
 
 /// Processes whose command line mentions `needle` (our tmux clients carry the socket path).
@@ -493,21 +398,21 @@ fn processes_mentioning(needle: &str) -> Vec<i32> {
         .filter(|&pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
                 .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
-                && is_running(pid)
+                && process_is_running(pid)
         })
         .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopped_tmux_server_fails_the_wake_inside_the_budget() {
+    common::arm_test_timeout();
     if Command::new("tmux").arg("-V").output().is_err() {
         eprintln!("tmux not installed; skipping");
         return;
     }
-    let sock_dir = tempfile::tempdir().expect("tempdir");
-    let socket = sock_dir.path().join("fault.sock");
-    let tmux = TmuxServer::start(socket.clone()).expect("private tmux server starts");
-    let pane = tmux.pane();
+    let tmux = TmuxServer::start();
+    let socket = tmux.socket().to_path_buf();
+    let pane = tmux.keeper_pane();
     assert!(pane.starts_with('%'), "pane id {pane:?}");
     let server = TestServer::start(&[
         ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux"),
@@ -542,13 +447,16 @@ async fn stopped_tmux_server_fails_the_wake_inside_the_budget() {
     let socket_text = socket.display().to_string();
     let clients: Vec<_> = processes_mentioning(&socket_text)
         .into_iter()
-        .filter(|&p| p != tmux.pid)
+        .filter(|&p| p != tmux.pid())
         .collect();
     assert!(clients.is_empty(), "tmux clients left behind: {clients:?}");
 }
 
-/// A tmpfs mounted for the test; lazily unmounted on drop.
-struct Mount(PathBuf);
+/// A tmpfs mounted for the test; lazily unmounted on drop (or if the test times out).
+struct Mount {
+    at: PathBuf,
+    _unmount: OnTimeout,
+}
 
 impl Mount {
     fn tmpfs(at: &Path, options: &str) -> Result<Mount, String> {
@@ -559,7 +467,15 @@ impl Mount {
             .output()
             .map_err(|e| e.to_string())?;
         if out.status.success() {
-            Ok(Mount(at.to_path_buf()))
+            let at = at.to_path_buf();
+            let cleanup = {
+                let at = at.clone();
+                on_timeout(move || unmount(&at))
+            };
+            Ok(Mount {
+                at,
+                _unmount: cleanup,
+            })
         } else {
             Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
         }
@@ -568,8 +484,12 @@ impl Mount {
 
 impl Drop for Mount {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        unmount(&self.at);
     }
+}
+
+fn unmount(at: &Path) {
+    let _ = Command::new("umount").arg("-l").arg(at).status();
 }
 
 /// Fills the file system holding `dir` with one file; returns its path.
@@ -584,6 +504,7 @@ fn fill(dir: &Path) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_file_system_answers_500_tears_nothing_and_recovers() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     let wake = root.path().join("wake");
     let mount = match Mount::tmpfs(&wake, SMALL_FS) {
@@ -598,7 +519,7 @@ async fn full_file_system_answers_500_tears_nothing_and_recovers() {
     daemon.wait_ready(&client).await;
     let (status, _, _) = post(&client, &daemon.addr, body("full", 1, 10)).await;
     assert_eq!(status, 200);
-    let filler = fill(&mount.0);
+    let filler = fill(&mount.at);
     for (id, sid) in [(2, "full"), (3, "full-new")] {
         let (status, answer, elapsed) =
             post(&client, &daemon.addr, body(sid, id, BIG_PAYLOAD)).await;
@@ -650,6 +571,7 @@ fn limit_file_size() -> i32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_size_limit_answers_500_tears_nothing_and_recovers_after_a_drain() {
+    common::arm_test_timeout();
     let root = tempfile::tempdir().expect("tempdir");
     let wake = root.path().join("wake");
     let client = reqwest::Client::new();
@@ -707,6 +629,7 @@ async fn file_size_limit_answers_500_tears_nothing_and_recovers_after_a_drain() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stuck_drainer_fails_only_its_session_after_the_lock_budget() {
+    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let lock_path = server.wake_dir.join("stuck.lock");
     // Its own process group: the lock fd is inherited by `sleep`, so the whole group must die

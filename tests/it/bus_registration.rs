@@ -2,20 +2,19 @@
 //! wire (real HTTP on a loopback socket). Schedules use real time because the bus is a real
 //! socket peer; the keeper runs with a short keep interval so these stay fast.
 
-#[path = "support/stub_bus.rs"]
-mod stub_bus;
-
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use stub_bus::{Behaviour, StubBus};
 use tokio_util::sync::CancellationToken;
 use wakebridge::bus::registration::{
     self, RegistrationConfig, RegistrationStatus, SHUTDOWN_BUDGET,
 };
 use wakebridge::bus::{ACCEPT_BOTH, BusClient, BusError};
+
+use crate::common;
+use crate::common::stub_bus::{Behaviour, StubBus};
 
 /// Keeper period for tests: short enough to keep the suite quick, long enough that a listing
 /// (a few ms) never overlaps the next.
@@ -69,12 +68,8 @@ impl Write for Logs {
     }
 }
 
-async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !condition() {
-        assert!(started.elapsed() < PATIENCE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+async fn eventually(what: &str, condition: impl FnMut() -> bool) {
+    common::eventually(what, PATIENCE, Duration::from_millis(10), condition).await;
 }
 
 /// A keeper running against `bus`, stopped (and awaited) by `stop` or on drop.
@@ -135,6 +130,7 @@ impl Drop for Running {
 
 #[tokio::test]
 async fn client_sends_both_accept_types_where_one_gets_406() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_webhooks","arguments":{}}}"#;
     let single = reqwest::Client::new()
@@ -162,6 +158,7 @@ async fn client_sends_both_accept_types_where_one_gets_406() {
 
 #[tokio::test]
 async fn listing_unwraps_rows_newest_first_with_their_active_flags() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let active = bus.insert_row("http://127.0.0.1:1/hoök", true);
     let paused = bus.insert_row("http://127.0.0.1:2/hook", false);
@@ -182,6 +179,7 @@ async fn listing_unwraps_rows_newest_first_with_their_active_flags() {
 
 #[tokio::test]
 async fn listing_skips_elements_that_are_not_objects() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.script(
         "list_webhooks",
@@ -195,6 +193,7 @@ async fn listing_skips_elements_that_are_not_objects() {
 
 #[tokio::test]
 async fn listing_that_is_not_a_list_is_an_error() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.script("list_webhooks", json!({}));
     let client = BusClient::new(&bus.url()).expect("valid url");
@@ -205,6 +204,7 @@ async fn listing_that_is_not_a_list_is_an_error() {
 
 #[tokio::test]
 async fn register_sends_the_secret_only_when_set() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let client = BusClient::new(&bus.url()).expect("valid url");
     let first = client
@@ -227,6 +227,7 @@ async fn register_sends_the_secret_only_when_set() {
 
 #[tokio::test]
 async fn register_without_a_webhook_id_is_an_error() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.script("register_webhook", json!({}));
     let client = BusClient::new(&bus.url()).expect("valid url");
@@ -239,6 +240,7 @@ async fn register_without_a_webhook_id_is_an_error() {
 
 #[tokio::test]
 async fn unregister_of_a_missing_row_counts_as_removed() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let id = bus.insert_row(HOOK_URL, true);
     let client = BusClient::new(&bus.url()).expect("valid url");
@@ -252,6 +254,7 @@ async fn unregister_of_a_missing_row_counts_as_removed() {
 
 #[tokio::test]
 async fn unregister_with_an_unexpected_result_is_an_error() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.script("unregister_webhook", json!({}));
     bus.script(
@@ -269,6 +272,7 @@ async fn unregister_with_an_unexpected_result_is_an_error() {
 
 #[tokio::test]
 async fn unknown_tool_is_a_tool_error() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let client = BusClient::new(&bus.url()).expect("valid url");
     let err = client
@@ -285,6 +289,7 @@ async fn unknown_tool_is_a_tool_error() {
 
 #[tokio::test]
 async fn stopped_bus_is_unreachable_not_unusable() {
+    common::arm_test_timeout();
     let mut bus = StubBus::start().await;
     bus.stop().await;
     let client = BusClient::new(&bus.url()).expect("valid url");
@@ -297,6 +302,7 @@ async fn stopped_bus_is_unreachable_not_unusable() {
 
 #[tokio::test]
 async fn hung_bus_is_unreachable_after_the_call_timeout() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.set_behaviour(Behaviour::Hang);
     let client =
@@ -309,6 +315,7 @@ async fn hung_bus_is_unreachable_after_the_call_timeout() {
 
 #[tokio::test]
 async fn http_error_status_is_its_own_error() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.set_behaviour(Behaviour::Status(500));
     let client = BusClient::new(&bus.url()).expect("valid url");
@@ -320,6 +327,7 @@ async fn http_error_status_is_its_own_error() {
 
 #[tokio::test]
 async fn replies_without_a_usable_data_line_are_unusable() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let client = BusClient::new(&bus.url()).expect("valid url");
     for body in [
@@ -338,6 +346,7 @@ async fn replies_without_a_usable_data_line_are_unusable() {
 
 #[tokio::test]
 async fn lf_only_streams_and_bare_data_fields_are_read() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.set_behaviour(Behaviour::RawBody(
         "event: message\ndata:{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"structuredContent\":{\"result\":[]}}}\n\n"
@@ -351,6 +360,7 @@ async fn lf_only_streams_and_bare_data_fields_are_read() {
 
 #[tokio::test]
 async fn registers_once_the_bus_comes_up() {
+    common::arm_test_timeout();
     let (logs, _guard) = Logs::capture();
     let mut bus = StubBus::start().await;
     bus.stop().await;
@@ -376,6 +386,7 @@ async fn registers_once_the_bus_comes_up() {
 
 #[tokio::test]
 async fn startup_sweeps_active_and_paused_rows_at_our_url_only() {
+    common::arm_test_timeout();
     let (logs, _guard) = Logs::capture();
     let bus = StubBus::start().await;
     let stale_active = bus.insert_row(HOOK_URL, true);
@@ -414,6 +425,7 @@ async fn startup_sweeps_active_and_paused_rows_at_our_url_only() {
 
 #[tokio::test]
 async fn deleted_row_is_registered_again_within_one_keeper_period() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
     let first = keeper.registered_id().await;
@@ -435,6 +447,7 @@ async fn deleted_row_is_registered_again_within_one_keeper_period() {
 
 #[tokio::test]
 async fn status_reads_false_until_the_deleted_row_is_back() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
     let first = keeper.registered_id().await;
@@ -452,6 +465,7 @@ async fn status_reads_false_until_the_deleted_row_is_back() {
 
 #[tokio::test]
 async fn paused_row_is_replaced_by_an_active_one() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
     let first = keeper.registered_id().await;
@@ -468,6 +482,7 @@ async fn paused_row_is_replaced_by_an_active_one() {
 
 #[tokio::test]
 async fn status_follows_the_bus_going_down_and_coming_back() {
+    common::arm_test_timeout();
     let mut bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
     let id = keeper.registered_id().await;
@@ -485,6 +500,7 @@ async fn status_follows_the_bus_going_down_and_coming_back() {
 
 #[tokio::test]
 async fn shutdown_unregisters_our_row() {
+    common::arm_test_timeout();
     let (logs, _guard) = Logs::capture();
     let bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
@@ -506,6 +522,7 @@ async fn shutdown_unregisters_our_row() {
 
 #[tokio::test]
 async fn shutdown_is_bounded_when_the_bus_hangs() {
+    common::arm_test_timeout();
     let (logs, _guard) = Logs::capture();
     let bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
@@ -524,6 +541,7 @@ async fn shutdown_is_bounded_when_the_bus_hangs() {
 
 #[tokio::test]
 async fn shutdown_does_not_wait_for_a_hung_start_up_listing() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.set_behaviour(Behaviour::Hang);
     let keeper = Running::start(&bus.url());
@@ -538,6 +556,7 @@ async fn shutdown_does_not_wait_for_a_hung_start_up_listing() {
 
 #[tokio::test]
 async fn shutdown_while_the_bus_is_down_warns_and_returns() {
+    common::arm_test_timeout();
     let (logs, _guard) = Logs::capture();
     let mut bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
@@ -552,6 +571,7 @@ async fn shutdown_while_the_bus_is_down_warns_and_returns() {
 
 #[tokio::test]
 async fn shutdown_before_start_makes_no_call() {
+    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let shutdown = CancellationToken::new();
     shutdown.cancel();
@@ -564,8 +584,8 @@ async fn shutdown_before_start_makes_no_call() {
 
 // ---------------------------------------------------------------- supervision files
 
-const PLIST: &str = include_str!("../deploy/wakebridge.plist");
-const UNIT: &str = include_str!("../deploy/wakebridge.service");
+const PLIST: &str = include_str!("../../deploy/wakebridge.plist");
+const UNIT: &str = include_str!("../../deploy/wakebridge.service");
 
 /// A minimal well-formedness check: every element closes in order, comments hold no `--`.
 /// Enough to catch a hand-edit slip in a plist; not a general XML parser.
@@ -615,6 +635,7 @@ fn check_xml_nesting(xml: &str) -> Result<Vec<String>, String> {
 
 #[test]
 fn xml_check_rejects_misnested_plists() {
+    common::arm_test_timeout();
     assert!(check_xml_nesting("<plist><dict></plist></dict>").is_err());
     assert!(check_xml_nesting("<plist><dict>").is_err());
     assert!(check_xml_nesting("<!-- a -- b --><plist/>").is_err());
@@ -623,6 +644,7 @@ fn xml_check_rejects_misnested_plists() {
 
 #[test]
 fn launch_agent_plist_is_well_formed() {
+    common::arm_test_timeout();
     let elements = check_xml_nesting(PLIST).expect("well-formed plist");
     assert_eq!(elements.first().map(String::as_str), Some("plist"));
 }
@@ -636,6 +658,7 @@ fn have(program: &str) -> bool {
 
 #[test]
 fn launch_agent_plist_parses_as_a_property_list() {
+    common::arm_test_timeout();
     if !have("python3") {
         eprintln!("skipped: python3 (plistlib) is not installed");
         return;
@@ -676,6 +699,7 @@ fn launch_agent_plist_parses_as_a_property_list() {
 
 #[test]
 fn systemd_unit_runs_serve_with_restart_on_failure() {
+    common::arm_test_timeout();
     let lines: Vec<&str> = UNIT.lines().map(str::trim).collect();
     for expected in [
         "ExecStart=%h/.cargo/bin/wakebridge serve --backend mux",
@@ -690,6 +714,7 @@ fn systemd_unit_runs_serve_with_restart_on_failure() {
 
 #[test]
 fn systemd_unit_passes_systemd_analyze_verify() {
+    common::arm_test_timeout();
     if !have("systemd-analyze") {
         eprintln!("skipped: systemd-analyze is not installed");
         return;

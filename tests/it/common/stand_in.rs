@@ -2,7 +2,6 @@
 //! code under test as `tmux_bin`/`zellij_bin`, that appends its argv to a log file and then
 //! answers each subcommand as the test scripted (print, fail with stderr, be slow, hang).
 //! Needed for zellij (not installed here) and for failure modes a real tmux will not produce.
-#![allow(dead_code)]
 
 use std::fmt::Write as _;
 use std::os::unix::fs::PermissionsExt;
@@ -110,15 +109,4 @@ impl StandIn {
 /// Single-quote for /bin/sh.
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-/// Running means present in /proc and not a zombie.
-pub fn process_is_running(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-    }
 }

@@ -4,7 +4,7 @@
 use std::fs::{self, File};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use rusqlite::Connection;
@@ -12,6 +12,9 @@ use wakebridge::spool::prune::{self, PruneConfig};
 use wakebridge::store::{
     Delivery, DeliverySource, NudgeState, Record, SessionSeen, Store, StoreError, now_unix_ms,
 };
+
+use crate::common;
+use crate::common::process::ChildGuard;
 
 const HOUR_MS: i64 = 60 * 60 * 1000;
 /// Upper bound on waiting for another thread or process to reach a state in these tests.
@@ -51,12 +54,8 @@ fn count_rows(path: &Path, table: &str) -> i64 {
     .expect("count")
 }
 
-async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !condition() {
-        assert!(started.elapsed() < SETTLE, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+async fn wait_until(what: &str, condition: impl FnMut() -> bool) {
+    common::eventually(what, SETTLE, Duration::from_millis(2), condition).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -64,6 +63,7 @@ async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
 
 #[tokio::test]
 async fn acked_records_are_visible_from_another_connection() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("ledger.db");
     let store = Store::open(&path).expect("open");
@@ -81,6 +81,7 @@ async fn acked_records_are_visible_from_another_connection() {
 
 #[tokio::test]
 async fn queued_callers_are_acked_only_after_their_shared_commit() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("ledger.db");
     let store = Store::open(&path).expect("open");
@@ -130,6 +131,7 @@ async fn queued_callers_are_acked_only_after_their_shared_commit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hundred_concurrent_callers_are_all_acked() {
+    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     let callers: Vec<_> = (0..100)
         .map(|i| {
@@ -153,6 +155,7 @@ async fn hundred_concurrent_callers_are_all_acked() {
 
 #[tokio::test]
 async fn a_failing_record_fails_only_its_own_caller() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("ledger.db");
     let store = Store::open(&path).expect("open");
@@ -177,6 +180,7 @@ async fn a_failing_record_fails_only_its_own_caller() {
 
 #[tokio::test]
 async fn state_survives_a_restart() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state").join("wakebridge.db");
     let now = now_unix_ms();
@@ -232,6 +236,7 @@ async fn state_survives_a_restart() {
 
 #[tokio::test]
 async fn migrates_a_database_written_at_schema_one() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("old.db");
     {
@@ -239,7 +244,7 @@ async fn migrates_a_database_written_at_schema_one() {
         let conn = Connection::open(&path).expect("create old db");
         conn.execute_batch("PRAGMA journal_mode = WAL;")
             .expect("wal");
-        conn.execute_batch(include_str!("../migrations/0001_ledger.sql"))
+        conn.execute_batch(include_str!("../../migrations/0001_ledger.sql"))
             .expect("schema 1");
         conn.execute_batch(
             "PRAGMA user_version = 1;
@@ -293,6 +298,7 @@ async fn migrates_a_database_written_at_schema_one() {
 
 #[test]
 fn refuses_a_corrupt_file_and_names_it() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("wakebridge.db");
     let garbage: Vec<u8> = (0..8192_u32).map(|i| (i * 7 % 251) as u8).collect();
@@ -311,6 +317,7 @@ fn refuses_a_corrupt_file_and_names_it() {
 
 #[tokio::test]
 async fn refuses_a_ledger_with_damaged_pages() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("wakebridge.db");
     {
@@ -348,6 +355,7 @@ async fn refuses_a_ledger_with_damaged_pages() {
 
 #[test]
 fn refuses_a_database_from_a_newer_wakebridge() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("wakebridge.db");
     drop(Store::open(&path).expect("create"));
@@ -361,6 +369,7 @@ fn refuses_a_database_from_a_newer_wakebridge() {
 
 #[test]
 fn refuses_another_programs_database() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("other.db");
     Connection::open(&path)
@@ -374,6 +383,7 @@ fn refuses_another_programs_database() {
 
 #[tokio::test]
 async fn recreates_a_deleted_file_with_private_modes() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let state = dir.path().join("a").join("b");
     let path = state.join("wakebridge.db");
@@ -407,6 +417,7 @@ async fn recreates_a_deleted_file_with_private_modes() {
 
 #[tokio::test]
 async fn prunes_identities_outside_the_retention_window() {
+    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     let now = now_unix_ms();
     for (at, identity, action) in [
@@ -443,6 +454,7 @@ async fn prunes_identities_outside_the_retention_window() {
 
 #[tokio::test]
 async fn session_seen_upserts_keep_known_fields() {
+    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     store
         .record(Record::SessionSeen(seen("s1", 1_000)))
@@ -476,6 +488,7 @@ async fn session_seen_upserts_keep_known_fields() {
 
 #[tokio::test]
 async fn sessions_join_hook_facts_last_delivery_wake_and_nudges() {
+    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     store
         .record(Record::SessionSeen(seen("local", 10)))
@@ -533,6 +546,7 @@ async fn sessions_join_hook_facts_last_delivery_wake_and_nudges() {
 
 #[test]
 fn record_blocking_works_without_a_runtime_and_on_a_runtime_blocking_thread() {
+    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     store
         .record_blocking(Record::SessionSeen(seen("cli", 1)))
@@ -554,10 +568,11 @@ fn record_blocking_works_without_a_runtime_and_on_a_runtime_blocking_thread() {
     assert!(store.known_session("x").expect("known"));
 }
 
-/// Figures for the report: `cargo test --test store -- --ignored --nocapture`.
+/// Figures for the report: `cargo test --test it store:: -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "measurement, prints figures"]
 async fn measure_group_commit_with_16_callers() {
+    common::arm_test_timeout();
     const CALLERS: i64 = 16;
     const PER_CALLER: i64 = 2_000;
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir on disk");
@@ -632,7 +647,9 @@ fn config(dir: &Path, max_total_bytes: u64) -> PruneConfig {
 }
 
 /// A child process holding a flock(2); killed and reaped on drop.
-struct LockHolder(Child);
+struct LockHolder {
+    _child: ChildGuard,
+}
 
 impl LockHolder {
     fn hold(lock: &Path) -> Self {
@@ -644,7 +661,9 @@ impl LockHolder {
             .args(["sleep", "60"])
             .spawn()
             .expect("spawn flock (util-linux)");
-        let holder = LockHolder(child);
+        let holder = LockHolder {
+            _child: ChildGuard::new(child),
+        };
         let started = Instant::now();
         loop {
             let probe = File::options()
@@ -663,15 +682,9 @@ impl LockHolder {
     }
 }
 
-impl Drop for LockHolder {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn prune_keeps_young_files_under_the_cap() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     write_aged(&dir.path().join("s1.jsonl"), 100, DAY);
     write_aged(
@@ -687,6 +700,7 @@ fn prune_keeps_young_files_under_the_cap() {
 
 #[test]
 fn prune_never_touches_locks_markers_panes_or_subdirectories() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let old = 30 * DAY;
     let others = [
@@ -721,6 +735,7 @@ fn prune_never_touches_locks_markers_panes_or_subdirectories() {
 
 #[test]
 fn prune_cap_removes_oldest_live_spools_first() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     write_aged(
         &dir.path().join("oldest.jsonl"),
@@ -751,6 +766,7 @@ fn prune_cap_removes_oldest_live_spools_first() {
 
 #[test]
 fn prune_removes_stale_claims_but_never_fresh_ones_for_the_cap() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let stale = dir.path().join("s1.jsonl.draining.77-1.0");
     let fresh = dir.path().join("s2.jsonl.draining.88-2.0");
@@ -767,6 +783,7 @@ fn prune_removes_stale_claims_but_never_fresh_ones_for_the_cap() {
 
 #[test]
 fn prune_skips_a_spool_whose_lock_another_process_holds() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let spool = dir.path().join("s1.jsonl");
     write_aged(&spool, 10, 30 * DAY);
@@ -782,6 +799,7 @@ fn prune_skips_a_spool_whose_lock_another_process_holds() {
 
 #[test]
 fn prune_ignores_symlinked_spool_files() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let outside = tempfile::tempdir().expect("outside");
     let target = outside.path().join("precious.jsonl");
@@ -799,6 +817,7 @@ fn prune_ignores_symlinked_spool_files() {
 
 #[test]
 fn prune_refuses_to_lock_through_a_symlinked_lock_file() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let outside = tempfile::tempdir().expect("outside");
     let spool = dir.path().join("s1.jsonl");
@@ -814,6 +833,7 @@ fn prune_refuses_to_lock_through_a_symlinked_lock_file() {
 
 #[test]
 fn prune_of_a_missing_wake_dir_is_a_quiet_no_op() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let report = prune::prune_once(&config(&dir.path().join("absent"), 0), SystemTime::now())
         .expect("round");
@@ -822,6 +842,7 @@ fn prune_of_a_missing_wake_dir_is_a_quiet_no_op() {
 
 #[tokio::test(start_paused = true)]
 async fn prune_task_runs_every_interval_until_shutdown() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().expect("tempdir");
     let first = dir.path().join("s1.jsonl");
     write_aged(&first, 10, 30 * DAY);
@@ -853,6 +874,7 @@ async fn prune_task_runs_every_interval_until_shutdown() {
 
 #[tokio::test]
 async fn the_warm_up_reads_only_the_newest_deliveries_up_to_its_limit() {
+    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     let now = now_unix_ms();
     for i in 0..10 {
@@ -897,6 +919,7 @@ async fn the_warm_up_reads_only_the_newest_deliveries_up_to_its_limit() {
 
 #[tokio::test]
 async fn a_session_whose_deliveries_are_all_pruned_is_forgotten() {
+    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     let now = now_unix_ms();
     store
@@ -944,6 +967,7 @@ async fn a_session_whose_deliveries_are_all_pruned_is_forgotten() {
 
 #[tokio::test]
 async fn sessions_gone_past_the_cutoff_are_forgotten_unless_still_mapped() {
+    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     let old = 1_000;
     let recent = 50 * HOUR_MS;
@@ -995,6 +1019,7 @@ async fn sessions_gone_past_the_cutoff_are_forgotten_unless_still_mapped() {
 
 #[test]
 fn a_spool_round_is_pending_until_synced_and_a_refused_share_can_be_taken_back() {
+    common::arm_test_timeout();
     use wakebridge::store::{PendingBytes, SpoolRound};
     let store = Store::open_in_memory().expect("open");
     let share = |sid: &str, bytes: &str| PendingBytes {

@@ -1,18 +1,20 @@
 //! Starting the real daemon for a test: in-process through `App::build` (the code `serve` runs)
 //! on an ephemeral port with private temp dirs, or as the real binary for process-level tests.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use wakebridge::app::App;
 use wakebridge::config::{self, Flags};
+
+use super::env::test_env;
+use super::process::ChildGuard;
 
 /// A running daemon; stopped when dropped.
 pub struct TestServer {
@@ -26,33 +28,40 @@ pub struct TestServer {
 
 pub const DEFAULT_EVENT: &str = r#"{"event_id":1,"event_type":"help_needed","payload":"need a review","session_id":"sender-1","timestamp":"2026-08-08T00:00:00","channel":"session:target-1","correlation_id":null,"signal_level":"actionable"}"#;
 
-/// A private environment: its own HOME, runtime dir (singleton locks) and wake dir.
-pub fn test_env(root: &Path, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    env.insert("HOME".into(), root.join("home").display().to_string());
-    env.insert(
-        "XDG_CONFIG_HOME".into(),
-        root.join("config").display().to_string(),
-    );
-    env.insert(
-        "XDG_STATE_HOME".into(),
-        root.join("state").display().to_string(),
-    );
-    env.insert(
-        "XDG_RUNTIME_DIR".into(),
-        root.join("run").display().to_string(),
-    );
-    env.insert(
-        "AGENT_EVENT_BUS_WAKE_DIR".into(),
-        root.join("wake").display().to_string(),
-    );
-    env.insert("AGENT_EVENT_BUS_BRIDGE_BACKEND".into(), "spool".into());
-    // Tests that want a bus start a stub bus and turn this back on.
-    env.insert("WAKEBRIDGE_REGISTRATION__ENABLED".into(), "false".into());
-    for (k, v) in extra {
-        env.insert(k.to_string(), v.to_string());
+/// [`DEFAULT_EVENT`] for session `sid` with event id `id`.
+pub fn event_for(sid: &str, id: impl std::fmt::Display) -> String {
+    DEFAULT_EVENT
+        .replace("session:target-1", &format!("session:{sid}"))
+        .replace(r#""event_id":1"#, &format!(r#""event_id":{id}"#))
+}
+
+/// POSTs `body` to `http://<addr>/hook` (at most 10 s): the status, the body as JSON and how long
+/// the answer took. Status 0 means no answer (a killed daemon): the JSON is then the error text.
+pub async fn post_hook(
+    client: &reqwest::Client,
+    addr: &str,
+    body: String,
+) -> (u16, serde_json::Value, Duration) {
+    let started = Instant::now();
+    let resp = client
+        .post(format!("http://{addr}/hook"))
+        .header("content-type", "application/json")
+        .body(body)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await;
+    match resp {
+        Ok(resp) => {
+            let status = resp.status().as_u16();
+            let json = resp.json().await.unwrap_or(serde_json::Value::Null);
+            (status, json, started.elapsed())
+        }
+        Err(e) => (
+            0,
+            serde_json::Value::String(e.to_string()),
+            started.elapsed(),
+        ),
     }
-    env
 }
 
 impl TestServer {
@@ -198,16 +207,6 @@ pub fn binary(root: &Path, extra_env: &[(&str, &str)]) -> std::process::Command 
     cmd
 }
 
-/// Kills and reaps a child when dropped, so a failing test leaves no daemon behind.
-pub struct ChildGuard(pub std::process::Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Polls `url` until it answers or `timeout` passes.
 pub async fn wait_healthy(client: &reqwest::Client, url: &str, timeout: Duration) -> bool {
     let deadline = tokio::time::Instant::now() + timeout;
@@ -267,7 +266,7 @@ impl Daemon {
         }
         let child = cmd.spawn().expect("spawn wakebridge");
         Daemon {
-            child: ChildGuard(child),
+            child: ChildGuard::new(child),
             addr: format!("127.0.0.1:{port}"),
             log,
         }

@@ -1,89 +1,29 @@
 //! The launcher against a real tmux server on a private socket and a scripted stand-in for
-//! Claude Code's first-run TUI (`tests/support/fake_claude.py`, which records every byte it
+//! Claude Code's first-run TUI (`tests/it/common/fake_claude.py`, which records every byte it
 //! receives): every first-run screen passed in each trust-dialog wording, the screens it must
 //! leave to a human, agents that exit or never get ready, the first prompt, pre-trust, and the
 //! CLI's JSON. Where a real `claude` is on PATH the same launch runs against it too (offline,
 //! throw-away HOME, dummy pre-approved API key).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wakebridge::cli::launch::{LaunchArgs, run_with};
 use wakebridge::launch::Passed;
 use wakebridge::launch::{LaunchError, LaunchOptions, Launched, Mapping, Placement, launch};
-use wakebridge::mux::{KeystrokeText, MuxConfig};
+use wakebridge::mux::KeystrokeText;
 
-const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/fake_claude.py");
+use crate::common;
+use crate::common::tmux::TmuxServer;
+
+const FAKE: &str = common::FAKE_CLAUDE;
 /// Session id the fake writes into its registry file.
 const FAKE_SESSION_ID: &str = "00000000-fake-4000-8000-000000000000";
 /// Ready-timeout for the fake: it is ready in about 3 s, so this only bounds a broken run.
 const FAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long to wait for the fake to log something the launcher already sent.
 const EVENT_WAIT: Duration = Duration::from_secs(5);
-
-/// A private tmux server (its own socket in a temp dir, no user config) with a keeper session,
-/// killed on drop.
-struct TmuxServer {
-    _dir: tempfile::TempDir,
-    socket: PathBuf,
-}
-
-impl TmuxServer {
-    fn start() -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let socket = dir.path().join("tmux.sock");
-        let server = Self { _dir: dir, socket };
-        let status = Command::new("tmux")
-            .arg("-S")
-            .arg(&server.socket)
-            .args(["-f", "/dev/null", "new-session", "-d", "-s", "keeper"])
-            .status()
-            .expect("tmux runs");
-        assert!(status.success(), "private tmux server started");
-        server
-    }
-
-    fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn mux(&self) -> MuxConfig {
-        MuxConfig {
-            tmux_socket: Some(self.socket.clone()),
-            ..MuxConfig::default()
-        }
-    }
-
-    fn pane_exists(&self, pane: &str) -> bool {
-        self.tmux(&["list-panes", "-a", "-F", "#{pane_id}"])
-            .lines()
-            .any(|line| line == pane)
-    }
-
-    fn pane_count(&self) -> usize {
-        self.tmux(&["list-panes", "-a", "-F", "#{pane_id}"])
-            .lines()
-            .count()
-    }
-}
-
-impl Drop for TmuxServer {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .output();
-    }
-}
 
 /// One launch's world: a server, a project folder, the fake's record and event files, a wake
 /// dir and a Claude config home for the registry.
@@ -134,7 +74,7 @@ impl Case {
             session_id: None,
             claude_home: Some(self.path("home/.claude")),
             placement: Placement::NewSession,
-            mux: self.server.mux(),
+            mux: self.server.config(),
         }
     }
 
@@ -185,6 +125,7 @@ fn assert_mapped(case: &Case, launched: &Launched, session_id: &str) {
 
 #[tokio::test]
 async fn passes_every_first_run_screen_of_the_current_wording() {
+    common::arm_test_timeout();
     let case = Case::new();
     let launched = launch(&case.options(case.fake(&["--wording", "current"])))
         .await
@@ -231,6 +172,7 @@ async fn passes_every_first_run_screen_of_the_current_wording() {
 
 #[tokio::test]
 async fn passes_both_older_numbered_wordings_with_enter_alone() {
+    common::arm_test_timeout();
     for wording in ["numbered-trust", "numbered-proceed"] {
         let case = Case::new();
         let launched = launch(&case.options(case.fake(&["--wording", wording])))
@@ -244,6 +186,7 @@ async fn passes_both_older_numbered_wordings_with_enter_alone() {
 
 #[tokio::test]
 async fn refuses_the_api_key_screen_and_leaves_it_to_a_human() {
+    common::arm_test_timeout();
     let case = Case::new();
     let err = launch(&case.options(case.fake(&["--api-key"])))
         .await
@@ -263,6 +206,7 @@ async fn refuses_the_api_key_screen_and_leaves_it_to_a_human() {
 
 #[tokio::test]
 async fn an_agent_that_exits_fails_with_its_last_screen_and_is_removed() {
+    common::arm_test_timeout();
     let case = Case::new();
     let command = ["sh", "-c", "echo 'fatal: no such model'; sleep 0.3; exit 7"]
         .map(String::from)
@@ -284,6 +228,7 @@ async fn an_agent_that_exits_fails_with_its_last_screen_and_is_removed() {
 
 #[tokio::test]
 async fn a_connectivity_failure_is_an_exit_not_a_success() {
+    common::arm_test_timeout();
     let case = Case::new();
     let err = launch(&case.options(case.fake(&["--connect-fail"])))
         .await
@@ -298,6 +243,7 @@ async fn a_connectivity_failure_is_an_exit_not_a_success() {
 
 #[tokio::test]
 async fn a_never_ready_agent_times_out_with_its_screen() {
+    common::arm_test_timeout();
     let case = Case::new();
     let mut opts = case.options(case.fake(&["--never-ready"]));
     opts.timeout = Duration::from_secs(6);
@@ -320,6 +266,7 @@ async fn a_never_ready_agent_times_out_with_its_screen() {
 
 #[tokio::test]
 async fn the_first_prompt_is_typed_once_after_ready() {
+    common::arm_test_timeout();
     let case = Case::new();
     let mut opts = case.options(case.fake(&[]));
     let prompt = "Read the README and summarise it.";
@@ -346,6 +293,7 @@ async fn the_first_prompt_is_typed_once_after_ready() {
 
 #[tokio::test]
 async fn pre_trust_writes_the_config_safely_and_skips_the_dialog() {
+    common::arm_test_timeout();
     let case = Case::new();
     let config = case.path("home/.claude.json");
     let original = r#"{"userID":"abc","numStartups":3,"projects":{"/elsewhere":{"allowedTools":[]}},"customApiKeyResponses":{"approved":["x"],"rejected":[]}}"#;
@@ -386,6 +334,7 @@ async fn pre_trust_writes_the_config_safely_and_skips_the_dialog() {
 
 #[tokio::test]
 async fn pre_trust_refuses_a_config_that_is_not_json_and_starts_nothing() {
+    common::arm_test_timeout();
     let case = Case::new();
     let config = case.path("home/.claude.json");
     std::fs::write(&config, "{\"half\": ").expect("config");
@@ -400,6 +349,7 @@ async fn pre_trust_refuses_a_config_that_is_not_json_and_starts_nothing() {
 
 #[tokio::test]
 async fn new_window_placement_uses_the_named_session() {
+    common::arm_test_timeout();
     let case = Case::new();
     let mut opts = case.options(case.fake(&[]));
     opts.placement = Placement::NewWindow {
@@ -420,6 +370,7 @@ async fn new_window_placement_uses_the_named_session() {
 
 #[tokio::test]
 async fn cli_prints_the_documented_json() {
+    common::arm_test_timeout();
     let case = Case::new();
     let home = case.path("home").display().to_string();
     let env = wakebridge::env::Env::from_pairs([("HOME", home)]);
@@ -429,7 +380,7 @@ async fn cli_prints_the_documented_json() {
         timeout: Some(FAKE_TIMEOUT.as_secs_f64()),
         wake_dir: Some(case.path("wake")),
         session_id: Some("given-session".into()),
-        tmux_socket: Some(case.server.socket.clone()),
+        tmux_socket: Some(case.server.socket().to_path_buf()),
         command: case.fake(&[]),
         ..LaunchArgs::default()
     };
@@ -507,6 +458,7 @@ fn real_case(claude: &Path) -> (Case, LaunchOptions) {
 
 #[tokio::test]
 async fn real_claude_code_passes_its_first_run_and_is_mapped() {
+    common::arm_test_timeout();
     let Some(claude) = real_claude() else {
         eprintln!("skipped: no `claude` on PATH");
         return;
@@ -534,6 +486,7 @@ async fn real_claude_code_passes_its_first_run_and_is_mapped() {
 
 #[tokio::test]
 async fn real_claude_code_shows_no_trust_dialog_after_pre_trust() {
+    common::arm_test_timeout();
     let Some(claude) = real_claude() else {
         eprintln!("skipped: no `claude` on PATH");
         return;

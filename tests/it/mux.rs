@@ -1,47 +1,23 @@
 //! The mux module against a real tmux server on a private socket (one per test, killed by a
 //! Drop guard) and against recording stand-in binaries for zellij and for tmux failure modes.
 
-#[path = "support/stand_in.rs"]
-mod stand_in;
-#[path = "support/tmux_server.rs"]
-mod tmux_server;
-
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use stand_in::{StandInBuilder, Step, process_is_running};
-use tmux_server::{TmuxServer, read_when_settled};
 use wakebridge::deadline::Deadline;
 use wakebridge::mux::{
     INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, MuxError, STEP_FLOOR,
     StaleReason, WAKE_PROMPT,
 };
-use wakebridge::wakedir::target::PaneTarget;
+
+use crate::common;
+use crate::common::process::process_is_running;
+use crate::common::stand_in::{StandInBuilder, Step};
+use crate::common::tmux::{TmuxServer, read_when_settled, recorder_pane};
+use crate::common::{tmux_target, zellij_target};
 
 /// Scheduling slack allowed on top of a budget in wall-clock assertions (2 shared cores).
 const SLACK: Duration = Duration::from_millis(400);
-
-fn tmux_target(pane: &str) -> PaneTarget {
-    PaneTarget::Tmux {
-        pane: pane.to_owned(),
-        session: None,
-    }
-}
-
-fn zellij_target(session: &str, pane: &str) -> PaneTarget {
-    PaneTarget::Zellij {
-        pane: pane.to_owned(),
-        session: session.to_owned(),
-    }
-}
-
-/// A pane whose program puts the terminal in raw mode and records every byte it receives.
-fn recorder_pane(server: &TmuxServer, name: &str) -> (String, PathBuf) {
-    let file = server.dir().join(name);
-    let pane = server.new_pane(&format!("stty raw -echo; exec cat > '{}'", file.display()));
-    server.wait_for(&pane, "#{pane_current_command}", "cat");
-    (pane, file)
-}
 
 fn fast_config(server: &TmuxServer) -> MuxConfig {
     MuxConfig {
@@ -52,6 +28,7 @@ fn fast_config(server: &TmuxServer) -> MuxConfig {
 
 #[tokio::test]
 async fn types_the_prompt_then_one_carriage_return_into_a_live_pane() {
+    common::arm_test_timeout();
     let server = TmuxServer::start();
     let (pane, file) = recorder_pane(&server, "rec");
     let injector = Injector::new(&fast_config(&server));
@@ -75,6 +52,7 @@ async fn types_the_prompt_then_one_carriage_return_into_a_live_pane() {
 
 #[tokio::test]
 async fn types_quotes_hashes_and_unicode_literally() {
+    common::arm_test_timeout();
     let server = TmuxServer::start();
     let (pane, file) = recorder_pane(&server, "rec");
     let injector = Injector::new(&fast_config(&server));
@@ -95,6 +73,7 @@ async fn types_quotes_hashes_and_unicode_literally() {
 
 #[tokio::test]
 async fn refuses_a_dead_pane_and_types_nothing() {
+    common::arm_test_timeout();
     let server = TmuxServer::start();
     server.tmux(&["set-option", "-g", "remain-on-exit", "on"]);
     let pane = server.new_pane("true");
@@ -124,6 +103,7 @@ async fn refuses_a_dead_pane_and_types_nothing() {
 
 #[tokio::test]
 async fn refuses_a_pane_that_fell_back_to_a_shell_and_types_nothing() {
+    common::arm_test_timeout();
     let server = TmuxServer::start();
     // The agent is gone and an interactive shell owns the pane: a wake typed here would run
     // as a shell command.
@@ -158,6 +138,7 @@ async fn refuses_a_pane_that_fell_back_to_a_shell_and_types_nothing() {
 
 #[tokio::test]
 async fn types_into_an_agent_run_by_a_wrapper_shell() {
+    common::arm_test_timeout();
     // `sh -c 'agent; exec sleep'` keeps the shell as the group leader, so tmux reports `bash`
     // while the agent (here the recorder) runs in the foreground group: that pane is live.
     let server = TmuxServer::start();
@@ -195,6 +176,7 @@ async fn types_into_an_agent_run_by_a_wrapper_shell() {
 
 #[tokio::test]
 async fn refuses_a_missing_pane() {
+    common::arm_test_timeout();
     let server = TmuxServer::start();
     let injector = Injector::new(&fast_config(&server));
 
@@ -220,6 +202,7 @@ async fn refuses_a_missing_pane() {
 
 #[tokio::test]
 async fn a_server_that_is_gone_makes_the_pane_stale() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
     let config = MuxConfig {
         tmux_socket: Some(dir.path().join("no-server")),
@@ -238,6 +221,7 @@ async fn a_server_that_is_gone_makes_the_pane_stale() {
 
 #[tokio::test]
 async fn concurrent_injects_into_one_pane_never_interleave() {
+    common::arm_test_timeout();
     let server = TmuxServer::start();
     let (pane, file) = recorder_pane(&server, "rec");
     // A long pause between text and Enter gives the second caller every chance to cut in.
@@ -265,6 +249,7 @@ async fn concurrent_injects_into_one_pane_never_interleave() {
 
 #[tokio::test]
 async fn a_hung_tmux_is_killed_within_the_budget() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
     let stand_in = StandInBuilder::new("tmux")
         .on("display-message", Step::Hang)
@@ -309,6 +294,7 @@ async fn a_hung_tmux_is_killed_within_the_budget() {
 
 #[tokio::test]
 async fn a_missing_binary_is_a_spawn_failure() {
+    common::arm_test_timeout();
     let injector = Injector::new(&MuxConfig {
         tmux_bin: PathBuf::from("/nonexistent/wakebridge-test/tmux"),
         ..MuxConfig::default()
@@ -330,6 +316,7 @@ async fn a_missing_binary_is_a_spawn_failure() {
 
 #[tokio::test]
 async fn a_failing_multiplexer_stderr_is_carried_collapsed_and_cut() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
     let noise = "x".repeat(600);
     let stand_in = StandInBuilder::new("tmux")
@@ -368,6 +355,7 @@ async fn a_failing_multiplexer_stderr_is_carried_collapsed_and_cut() {
 
 #[tokio::test]
 async fn snapshot_reports_every_pane_in_one_call() {
+    common::arm_test_timeout();
     let server = TmuxServer::start();
     server.tmux(&["set-option", "-g", "remain-on-exit", "on"]);
     let (live, _) = recorder_pane(&server, "rec");
@@ -405,6 +393,7 @@ async fn snapshot_reports_every_pane_in_one_call() {
 
 #[tokio::test]
 async fn snapshot_of_no_server_is_empty() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
     let injector = Injector::new(&MuxConfig {
         tmux_socket: Some(dir.path().join("none")),
@@ -420,6 +409,7 @@ async fn snapshot_of_no_server_is_empty() {
 
 #[tokio::test]
 async fn capture_returns_the_visible_text() {
+    common::arm_test_timeout();
     let server = TmuxServer::start();
     let pane = server.new_pane("printf 'hello-capture'; exec sleep 30");
     let injector = Injector::new(&server.config());
@@ -438,7 +428,7 @@ async fn capture_returns_the_visible_text() {
     }
 }
 
-// ---- zellij, through a recording stand-in (the exact argv; tests/zellij.rs runs a real one) ----
+// ---- zellij, through a recording stand-in (the exact argv; tests/it/zellij.rs runs a real one) ----
 
 const LIVE_SESSIONS: &str = "has:colon [Created 5m 2s ago] \nother [Created 1h ago] \n";
 const LIVE_PANES: &str = r#"[{"id":0,"is_plugin":false,"is_focused":true,"exited":false,"title":"claude"},{"id":0,"is_plugin":true,"exited":false}]"#;
@@ -457,6 +447,7 @@ fn argv(items: &[&str]) -> Vec<String> {
 
 #[tokio::test]
 async fn zellij_checks_then_writes_chars_then_a_carriage_return() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
     let stand_in = StandInBuilder::new("zellij")
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
@@ -494,6 +485,7 @@ async fn zellij_checks_then_writes_chars_then_a_carriage_return() {
 
 #[tokio::test]
 async fn zellij_missing_session_is_stale_and_types_nothing() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
     let stand_in = StandInBuilder::new("zellij")
         .on(
@@ -524,7 +516,7 @@ async fn zellij_missing_session_is_stale_and_types_nothing() {
         "{err:?}"
     );
     // Asked twice (a real zellij 0.45.1 under load sometimes leaves a live session out of one
-    // listing; see tests/zellij.rs), and nothing else.
+    // listing; see tests/it/zellij.rs), and nothing else.
     assert_eq!(
         stand_in.calls(),
         vec![
@@ -536,6 +528,7 @@ async fn zellij_missing_session_is_stale_and_types_nothing() {
 
 #[tokio::test]
 async fn zellij_exited_or_unlisted_session_is_stale() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
     let stand_in = StandInBuilder::new("zellij")
         .on(
@@ -572,6 +565,7 @@ async fn zellij_exited_or_unlisted_session_is_stale() {
 
 #[tokio::test]
 async fn zellij_missing_or_exited_pane_is_stale_and_types_nothing() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
     let stand_in = StandInBuilder::new("zellij")
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
@@ -609,6 +603,7 @@ async fn zellij_missing_or_exited_pane_is_stale_and_types_nothing() {
 
 #[tokio::test]
 async fn zellij_without_list_panes_falls_back_to_the_session_check() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
     let stand_in = StandInBuilder::new("zellij")
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
@@ -634,6 +629,7 @@ async fn zellij_without_list_panes_falls_back_to_the_session_check() {
 
 #[tokio::test]
 async fn zellij_failed_submit_is_failed_with_its_stderr() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
     let stand_in = StandInBuilder::new("zellij")
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
@@ -665,6 +661,7 @@ async fn zellij_failed_submit_is_failed_with_its_stderr() {
 
 #[tokio::test]
 async fn zellij_hang_is_a_timeout_within_the_budget() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
     let stand_in = StandInBuilder::new("zellij")
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
@@ -696,6 +693,7 @@ async fn zellij_hang_is_a_timeout_within_the_budget() {
 
 #[tokio::test]
 async fn two_slow_calls_stay_within_the_budget_plus_one_floor() {
+    common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
     // write-chars uses most of the budget; the submit then only gets its floor and is cut.
     let stand_in = StandInBuilder::new("zellij")
@@ -732,12 +730,13 @@ const CLAUDE_START_TIMEOUT: Duration = Duration::from_secs(60);
 /// `UserPromptSubmit` hook, that the prompt was submitted. Opt-in because it needs the binary:
 /// `npm install @anthropic-ai/claude-code` into a scratch dir, then
 /// `WB_TEST_CLAUDE_BIN=<dir>/node_modules/@anthropic-ai/claude-code/bin/claude.exe
-/// cargo test --test mux real_claude -- --ignored`. `WB_TEST_SUBMIT_DELAY_MS` overrides
+/// cargo test --test it mux::real_claude -- --ignored`. `WB_TEST_SUBMIT_DELAY_MS` overrides
 /// the submit delay to measure others. No network is needed: the submit is seen by the hook
 /// before any API call, which then fails offline.
 #[tokio::test]
 #[ignore = "needs a Claude Code binary in WB_TEST_CLAUDE_BIN"]
 async fn real_claude_code_submits_the_wake_prompt() {
+    common::arm_test_timeout();
     let Some(claude) = std::env::var_os("WB_TEST_CLAUDE_BIN") else {
         panic!("set WB_TEST_CLAUDE_BIN to the claude binary");
     };

@@ -8,10 +8,6 @@
 //! again on the same port, edit rows behind the client's back, queue canned tool results, or make
 //! it answer 500s, garbage, or nothing at all. It is hand-written over `TcpStream` (not axum) so
 //! that stopping it really drops every open keep-alive connection, as a dying bus would.
-//!
-//! Use it from a test binary with `#[path = "support/stub_bus.rs"] mod stub_bus;`.
-
-#![allow(dead_code)] // each test binary uses a different part of it
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -113,10 +109,6 @@ impl StubBus {
     /// The MCP endpoint, `http://127.0.0.1:<port>/mcp`.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
     }
 
     pub fn addr(&self) -> SocketAddr {

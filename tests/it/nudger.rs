@@ -1,11 +1,10 @@
 //! The idle nudger end to end: the loop on tokio's paused clock with scripted signals (exact
 //! backoff arithmetic), and the real thing against a private tmux server running a scripted
-//! stand-in for the Claude Code TUI (`tests/support/fake_agent.py`), the real gate, injector
+//! stand-in for the Claude Code TUI (`tests/it/common/fake_agent.py`), the real gate, injector
 //! and SQLite ledger.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -21,6 +20,9 @@ use wakebridge::nudge::task::{LiveIo, Nudger, NudgerIo, SessionFacts, run_with};
 use wakebridge::nudge::{NudgeViews, NudgerConfig, Schedule};
 use wakebridge::store::{NudgeState, Record, Store};
 use wakebridge::wakedir::target::PaneTarget;
+
+use crate::common;
+use crate::common::tmux::{TmuxServer, count_lines};
 
 // ---------------------------------------------------------------------------------------------
 // Paused clock, scripted signals.
@@ -189,6 +191,7 @@ fn spawn_loop(
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_idle_session_gets_doubling_gaps_then_falls_silent() {
+    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("s1", "\u{2733} Claude Code");
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
@@ -233,6 +236,7 @@ async fn paused_clock_idle_session_gets_doubling_gaps_then_falls_silent() {
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_activity_resets_the_series_and_acknowledged_wakes_up() {
+    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("s1", "\u{2733} Claude Code");
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
@@ -268,6 +272,7 @@ async fn paused_clock_activity_resets_the_series_and_acknowledged_wakes_up() {
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_busy_unknown_and_marked_sessions_are_never_nudged() {
+    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("busy-title", "\u{25d0} Claude Code");
     io.add_session("unknown-title", "Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA");
@@ -318,6 +323,7 @@ async fn paused_clock_busy_unknown_and_marked_sessions_are_never_nudged() {
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_restores_an_acknowledged_session_from_the_ledger() {
+    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("s1", "\u{2733} Claude Code");
     io.world.lock().unwrap().restore = vec![NudgeState {
@@ -337,100 +343,25 @@ async fn paused_clock_restores_an_acknowledged_session_from_the_ledger() {
 // Real tmux, real gate, real ledger, a scripted agent TUI.
 
 fn fake_agent() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fake_agent.py")
+    PathBuf::from(common::FAKE_AGENT)
 }
 
-/// A private tmux server, killed on drop.
-struct TmuxServer {
-    dir: tempfile::TempDir,
-    socket: PathBuf,
-    windows: u32,
-}
-
-impl TmuxServer {
-    fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("sock");
-        Self {
-            dir,
-            socket,
-            windows: 0,
-        }
-    }
-
-    fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("-f")
-            .arg("/dev/null")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "tmux {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    }
-
-    /// A new window running `command`; returns its pane id.
-    fn window(&mut self, command: &str) -> String {
-        let pane = if self.windows == 0 {
-            self.tmux(&[
-                "new-session",
-                "-d",
-                "-s",
-                "t",
-                "-x",
-                "120",
-                "-y",
-                "30",
-                "-P",
-                "-F",
-                "#{pane_id}",
-                command,
-            ])
-        } else {
-            self.tmux(&[
-                "new-window",
-                "-d",
-                "-t",
-                "t:",
-                "-P",
-                "-F",
-                "#{pane_id}",
-                command,
-            ])
-        };
-        self.windows += 1;
-        pane
-    }
-
-    /// A fake agent in its own window; returns (pane, record file, control file).
-    fn agent(&mut self, name: &str, mode: &str) -> Agent {
-        let record = self.dir.path().join(format!("{name}.rec"));
-        let control = self.dir.path().join(format!("{name}.ctl"));
-        std::fs::write(&control, mode).unwrap();
-        let command = format!(
-            "python3 {} {} {}",
-            fake_agent().display(),
-            record.display(),
-            control.display()
-        );
-        let pane = self.window(&command);
-        Agent {
-            pane,
-            record,
-            control,
-        }
-    }
-}
-
-impl Drop for TmuxServer {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .output();
+/// A fake agent in its own window of `server`; returns its pane, record file and control file.
+fn spawn_agent(server: &TmuxServer, name: &str, mode: &str) -> Agent {
+    let record = server.dir().join(format!("{name}.rec"));
+    let control = server.dir().join(format!("{name}.ctl"));
+    std::fs::write(&control, mode).unwrap();
+    let command = format!(
+        "python3 {} {} {}",
+        fake_agent().display(),
+        record.display(),
+        control.display()
+    );
+    let pane = server.new_pane(&command);
+    Agent {
+        pane,
+        record,
+        control,
     }
 }
 
@@ -484,7 +415,7 @@ fn rig(server: &TmuxServer, tmux_bin: Option<PathBuf>, sessions: &[(&str, &Agent
     )
     .unwrap();
     let mux = MuxConfig {
-        tmux_socket: Some(server.socket.clone()),
+        tmux_socket: Some(server.socket().to_path_buf()),
         tmux_bin: tmux_bin.unwrap_or_else(|| PathBuf::from("tmux")),
         submit_delay: Duration::from_millis(100),
         ..MuxConfig::default()
@@ -543,15 +474,8 @@ fn live_loop(
 }
 
 /// Waits (real time, bounded) until `cond` holds.
-async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + limit;
-    while !cond() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+async fn wait_for(what: &str, limit: Duration, cond: impl FnMut() -> bool) {
+    common::eventually(what, limit, Duration::from_millis(50), cond).await;
 }
 
 fn unix_now() -> f64 {
@@ -563,8 +487,9 @@ fn unix_now() -> f64 {
 
 #[tokio::test]
 async fn real_tmux_idle_agent_is_nudged_with_doubling_gaps_until_acknowledged() {
-    let mut server = TmuxServer::start();
-    let agent = server.agent("a", "idle");
+    common::arm_test_timeout();
+    let server = TmuxServer::start();
+    let agent = spawn_agent(&server, "a", "idle");
     let rig = rig(&server, None, &[("sid-a", &agent)]);
     let started = unix_now();
     let (shutdown, views, task) = live_loop(fast_config(1000, 3), &rig);
@@ -605,8 +530,9 @@ async fn real_tmux_idle_agent_is_nudged_with_doubling_gaps_until_acknowledged() 
 
 #[tokio::test]
 async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
-    let mut server = TmuxServer::start();
-    let agent = server.agent("a", "idle");
+    common::arm_test_timeout();
+    let server = TmuxServer::start();
+    let agent = spawn_agent(&server, "a", "idle");
     let rig = rig(&server, None, &[("sid-a", &agent)]);
     // The second nudge is due 8 s after the first: the work (2 s after it) has 6 s to be seen
     // however loaded the machine is (3 s of slack was not always enough).
@@ -633,11 +559,12 @@ async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
 
 #[tokio::test]
 async fn real_tmux_busy_dialog_and_marked_sessions_are_never_nudged() {
-    let mut server = TmuxServer::start();
-    let busy = server.agent("busy", "busy");
-    let dialog = server.agent("dialog", "dialog");
-    let marked = server.agent("marked", "idle");
-    let control = server.agent("control", "idle");
+    common::arm_test_timeout();
+    let server = TmuxServer::start();
+    let busy = spawn_agent(&server, "busy", "busy");
+    let dialog = spawn_agent(&server, "dialog", "dialog");
+    let marked = spawn_agent(&server, "marked", "idle");
+    let control = spawn_agent(&server, "control", "idle");
     let rig = rig(
         &server,
         None,
@@ -679,36 +606,6 @@ async fn real_tmux_busy_dialog_and_marked_sessions_are_never_nudged() {
     task.await.unwrap();
 }
 
-/// Writes a tmux wrapper that logs each subcommand (argv[3], after `-S sock`) to `log`.
-fn counting_tmux(dir: &Path, log: &Path) -> PathBuf {
-    let real = Command::new("sh")
-        .args(["-c", "command -v tmux"])
-        .output()
-        .unwrap();
-    let real = String::from_utf8(real.stdout).unwrap().trim().to_owned();
-    let script = dir.join("tmux-counting");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\necho \"$3\" >> '{}'\nexec '{}' \"$@\"\n",
-            log.display(),
-            real
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    script
-}
-
-fn count_lines(log: &Path) -> HashMap<String, usize> {
-    let mut counts = HashMap::new();
-    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
-        *counts.entry(line.to_owned()).or_insert(0) += 1;
-    }
-    counts
-}
-
 fn children_cpu() -> Duration {
     // SAFETY: getrusage only writes into the struct it is given.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -727,20 +624,21 @@ fn self_cpu() -> Duration {
 
 #[tokio::test]
 async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates() {
+    common::arm_test_timeout();
     const PANES: usize = 100;
     const POLLS: usize = 10;
-    let mut server = TmuxServer::start();
+    let server = TmuxServer::start();
     // 96 panes whose title says nothing (never candidates), 4 idle agents (candidates).
     let mut agents = Vec::new();
     for i in 0..4 {
         agents.push((
             format!("sid-idle-{i}"),
-            server.agent(&format!("a{i}"), "idle"),
+            spawn_agent(&server, &format!("a{i}"), "idle"),
         ));
     }
     let mut sleepers = Vec::new();
     for i in 4..PANES {
-        let pane = server.window("sleep 600");
+        let pane = server.new_pane("sleep 600");
         sleepers.push((
             format!("sid-quiet-{i}"),
             Agent {
@@ -750,8 +648,8 @@ async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates
             },
         ));
     }
-    let log = server.dir.path().join("tmux-calls.log");
-    let wrapper = counting_tmux(server.dir.path(), &log);
+    let log = server.dir().join("tmux-calls.log");
+    let wrapper = server.counting_tmux(&log);
     let all: Vec<(&str, &Agent)> = agents
         .iter()
         .chain(sleepers.iter())

@@ -3,18 +3,11 @@
 //! whose pane records every keystroke the wake gate types. Every server and task a test starts
 //! is stopped by a Drop guard.
 
-#[path = "support/tmux_server.rs"]
-mod tmux_server;
-
-use std::collections::BTreeMap;
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
 
-use tmux_server::TmuxServer;
 use tokio_util::sync::CancellationToken;
 use wakebridge::app::App;
 use wakebridge::config::{self, Backend, Config, Flags, Scope};
@@ -25,6 +18,7 @@ use wakebridge::context::task::{self as context_monitor, MonitorConfig};
 use wakebridge::delivery::Deliverer;
 use wakebridge::delivery::dedupe::Dedupe;
 use wakebridge::delivery::gate::Gate;
+use wakebridge::env::Env;
 use wakebridge::http::AppState;
 use wakebridge::mux::{Injector, MuxConfig};
 use wakebridge::spool::{self, Spool};
@@ -33,7 +27,10 @@ use wakebridge::telemetry::warn::Warnings;
 use wakebridge::wakedir;
 use wakebridge::wakedir::target::PaneTarget;
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
+use crate::common;
+use crate::common::env::test_env;
+use crate::common::tmux::TmuxServer;
+use crate::common::{TestResult, append};
 
 const SID: &str = "3f0c9a52-8d1e-4c7b-9a44-2b6f1e0d7c11";
 /// A 200k-window model in the built-in table: tokens / 2000 is the percentage.
@@ -60,27 +57,6 @@ fn compact_boundary(post: u64) -> String {
     ) + "\n"
 }
 
-fn append(path: &Path, text: &str) -> std::io::Result<()> {
-    let mut f = OpenOptions::new().append(true).create(true).open(path)?;
-    f.write_all(text.as_bytes())
-}
-
-/// A private environment for `config::resolve` and `App::build`.
-fn test_env(root: &Path, extra: &[(&str, &str)]) -> wakebridge::env::Env {
-    let mut env = BTreeMap::new();
-    let at = |p: &str| root.join(p).display().to_string();
-    env.insert("HOME".into(), at("home"));
-    env.insert("XDG_CONFIG_HOME".into(), at("config"));
-    env.insert("XDG_STATE_HOME".into(), at("state"));
-    env.insert("XDG_RUNTIME_DIR".into(), at("run"));
-    env.insert("AGENT_EVENT_BUS_WAKE_DIR".into(), at("wake"));
-    env.insert("WAKEBRIDGE_REGISTRATION__ENABLED".into(), "false".into());
-    for (k, v) in extra {
-        env.insert((*k).into(), (*v).into());
-    }
-    wakebridge::env::Env::from(env)
-}
-
 /// The monitor task over directly built gate, ledger and deliverer (as `App::build` builds them).
 struct Rig {
     root: tempfile::TempDir,
@@ -95,7 +71,11 @@ struct Rig {
 impl Rig {
     fn new(mux: MuxConfig) -> Result<Rig, Box<dyn std::error::Error>> {
         let root = tempfile::tempdir()?;
-        let env = test_env(root.path(), &[]);
+        // The monitor types its warnings, as it does with the (default) mux backend.
+        let env = Env::from(test_env(
+            root.path(),
+            &[("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux")],
+        ));
         let config: Config = config::resolve(&Flags::default(), &env)?;
         let wake_dir = config.paths.wake_dir.clone();
         spool::prepare_wake_dir(&wake_dir)?;
@@ -216,6 +196,7 @@ fn checkpoint(pct: u32) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
+    common::arm_test_timeout();
     let server = TmuxServer::start();
     let record = server.dir().join("typed");
     let pane = server.new_pane(&format!(
@@ -298,6 +279,7 @@ async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> TestResult {
+    common::arm_test_timeout();
     let mut rig = Rig::new(MuxConfig::default())?;
     // Reported by the hook at a path outside the config dirs: only the ledger can name it.
     let transcript = rig
@@ -375,6 +357,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transcript_change_is_picked_up_before_the_next_poll() -> TestResult {
+    common::arm_test_timeout();
     let slow_poll = Duration::from_secs(30);
     let mut rig = Rig::new(MuxConfig::default())?;
     let transcript = rig.transcript();
@@ -411,6 +394,7 @@ async fn transcript_change_is_picked_up_before_the_next_poll() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_reports_context_in_sessions_and_metrics() -> TestResult {
+    common::arm_test_timeout();
     let root = tempfile::tempdir()?;
     std::fs::create_dir_all(root.path().join("run"))?;
     let claude = root.path().join("claude");
@@ -418,14 +402,14 @@ async fn serve_reports_context_in_sessions_and_metrics() -> TestResult {
     std::fs::create_dir_all(&project)?;
     append(&project.join(format!("{SID}.jsonl")), &assistant(130_000))?;
     let claude_s = claude.display().to_string();
-    let env = test_env(
+    let env = Env::from(test_env(
         root.path(),
         &[
             ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "spool"),
             ("CLAUDE_CONFIG_DIR", &claude_s),
             ("WAKEBRIDGE_CONTEXT__POLL_INTERVAL", "100ms"),
         ],
-    );
+    ));
     let mut config = config::resolve(
         &Flags {
             port: Some("8082".into()),

@@ -1,0 +1,83 @@
+//! What the integration tests share: the daemon in process and as the real binary
+//! ([`harness`]), its private environment ([`env`]), guards for the processes a test starts
+//! ([`process`]), one private tmux server type ([`tmux`]), the stub agent-event-bus
+//! ([`stub_bus`]), recording stand-ins for multiplexer binaries ([`stand_in`]), the scripted
+//! agent TUIs the tests run in tmux panes (`fake_agent.py`, `fake_claude.py`, next to this
+//! file), and the per-test time bound ([`timeout`]).
+//!
+//! Every test is bounded: its first statement is `common::arm_test_timeout();` (add it to
+//! every new test, `#[test]`, `#[tokio::test]` and `proptest!` alike). A test still running
+//! after [`timeout::TEST_TIMEOUT`], 180 s, fails the run: a watchdog thread names it and every
+//! other test still running on stderr, stops the tmux servers, zellij worlds, mounts and child
+//! processes the tests started, and exits with status 101. The slowest test today takes about
+//! 40 s (the SIGKILL loop in faults.rs); the longest deliberate wait is the launcher's 120 s for
+//! a real Claude Code to get ready, which the bound leaves room for.
+
+pub mod env;
+pub mod harness;
+pub mod process;
+pub mod stand_in;
+pub mod stub_bus;
+pub mod timeout;
+pub mod tmux;
+
+pub use timeout::arm_test_timeout;
+
+use std::io::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use wakebridge::wakedir::target::PaneTarget;
+
+/// A scripted stand-in for the Claude Code TUI (prompt box, idle/busy titles, a permission
+/// dialog), for the nudger's real-tmux tests.
+pub const FAKE_AGENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/common/fake_agent.py");
+
+/// A scripted stand-in for Claude Code's first-run screens, for the launcher's tests.
+pub const FAKE_CLAUDE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/it/common/fake_claude.py"
+);
+
+/// What tests that report failures with `?` return.
+pub type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Polls `done` every `every` (sleeping on the test's runtime) until it holds; fails the test
+/// once `limit` of real time has passed.
+pub async fn eventually(
+    what: &str,
+    limit: Duration,
+    every: Duration,
+    mut done: impl FnMut() -> bool,
+) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "timed out waiting for {what}");
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// Appends `text` to `path`, creating it: how a transcript grows.
+pub fn append(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)?;
+    f.write_all(text.as_bytes())
+}
+
+/// A tmux pane, with no session named.
+pub fn tmux_target(pane: &str) -> PaneTarget {
+    PaneTarget::Tmux {
+        pane: pane.to_owned(),
+        session: None,
+    }
+}
+
+/// A pane in a zellij session.
+pub fn zellij_target(session: &str, pane: &str) -> PaneTarget {
+    PaneTarget::Zellij {
+        pane: pane.to_owned(),
+        session: session.to_owned(),
+    }
+}
