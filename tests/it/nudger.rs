@@ -537,18 +537,24 @@ async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
     // The second nudge is due 8 s after the first: the work (2 s after it) has 6 s to be seen
     // however loaded the machine is (3 s of slack was not always enough).
     let (shutdown, _views, task) = live_loop(fast_config(8000, 5), &rig);
-    wait_for("first nudge", Duration::from_secs(10), || {
-        !agent.submits().is_empty()
+    // The ledger records a nudge after its keys are typed, so the agent sees a submit before
+    // the state reaches the store: wait for the record, not the keystrokes.
+    let recorded = || rig.store.nudge_state("sid-a").unwrap();
+    wait_for("first nudge recorded", Duration::from_secs(10), || {
+        recorded().is_some_and(|state| state.unanswered == 1)
     })
     .await;
+    let first_at = recorded().and_then(|state| state.last_nudge_ms);
+    assert_eq!(agent.submits().len(), 1);
     // Real output, well past the echo grace (window_activity has one-second resolution).
     tokio::time::sleep(Duration::from_millis(2000)).await;
     agent.set("work");
-    wait_for("second nudge", Duration::from_secs(15), || {
-        agent.submits().len() >= 2
+    wait_for("second nudge recorded", Duration::from_secs(15), || {
+        recorded().is_some_and(|state| state.last_nudge_ms != first_at)
     })
     .await;
-    let state = rig.store.nudge_state("sid-a").unwrap().unwrap();
+    assert_eq!(agent.submits().len(), 2);
+    let state = recorded().unwrap();
     assert_eq!(
         state.unanswered, 1,
         "the work answered the first nudge, so the second starts a new series"
