@@ -254,10 +254,7 @@ fn spawn_pruning(
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     let settings = &state.config.settings.prune;
-    let mut prune = PruneConfig::new(state.deliverer.spool().wake_dir().to_path_buf());
-    prune.max_age = settings.max_age;
-    prune.max_total_bytes = settings.max_total_bytes;
-    prune.interval = settings.interval;
+    let prune = PruneConfig::new(state.deliverer.spool().wake_dir().to_path_buf(), settings);
     let interval = settings.interval;
     let max_age = settings.max_age;
     let window = state.config.settings.ledger.identity_window;
@@ -308,8 +305,8 @@ async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
     let state_dir = state.config.paths.state_dir.clone();
     let removed = tokio::task::spawn_blocking(move || {
         let now = SystemTime::now();
-        let context = state_dir.join(crate::context::statefile::CONTEXT_SUBDIR);
-        let feed = state_dir.join(crate::context::statusline::FEED_SUBDIR);
+        let context = crate::context::statefile::states_dir(&state_dir);
+        let feed = crate::context::statusline::feed_dir(&state_dir);
         let mut removed = prune::prune_old_files(
             &context,
             now,

@@ -22,10 +22,6 @@ use crate::bus::{BusClient, BusError, SESSION_CHANNEL, WebhookRow};
 use crate::deadline::Deadline;
 use crate::telemetry::warn::Warnings;
 
-/// How often the keeper re-lists the bus: a deleted or paused row is noticed within a minute,
-/// for one cheap (~5 ms) call per minute.
-pub const DEFAULT_KEEP_INTERVAL: Duration = Duration::from_secs(60);
-
 /// First retry delay after a failed bus call: long enough not to spin on a bus that is still
 /// starting, short enough that a boot race costs about a second.
 pub const BACKOFF_FIRST: Duration = Duration::from_secs(1);
@@ -161,13 +157,13 @@ pub struct RegistrationConfig {
 }
 
 impl RegistrationConfig {
-    /// A config with the default keep interval.
+    /// A config with the default keep interval (`[registration] keep_interval`).
     pub fn new(bus_url: &str, hook_url: &str, secret: Option<&str>) -> Self {
         Self {
             bus_url: bus_url.to_owned(),
             hook_url: hook_url.to_owned(),
             secret: secret.map(str::to_owned),
-            keep_interval: DEFAULT_KEEP_INTERVAL,
+            keep_interval: crate::config::defaults().registration.keep_interval,
         }
     }
 }

@@ -15,13 +15,9 @@ use std::time::Duration;
 use crate::claude::trust::PreTrustError;
 use crate::config::Config;
 use crate::env::Env;
-use crate::launch::{
-    DEFAULT_TIMEOUT, LaunchError, LaunchOptions, Launched, Mapping, Placement, launch,
-};
+use crate::launch::{LaunchError, LaunchOptions, Launched, Mapping, Placement, launch};
 use crate::mux::{KeystrokeText, MuxConfig};
 
-/// The agent started when no command is given.
-pub const DEFAULT_COMMAND: &str = "claude";
 /// Exit status for bad arguments, as the other verbs use.
 const USAGE_EXIT: u8 = 2;
 
@@ -59,7 +55,7 @@ pub struct LaunchArgs {
     /// tmux binary [default: mux.tmux_bin]
     #[arg(long, value_name = "PATH")]
     pub tmux_bin: Option<PathBuf>,
-    /// The agent and its arguments [default: claude]
+    /// The agent and its arguments [default: `[launch] command`, "claude"]
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
@@ -71,6 +67,14 @@ pub enum LaunchCliError {
     Prompt(#[from] crate::mux::TextError),
     #[error("--timeout must be a positive number of seconds, got {0}")]
     Timeout(f64),
+    #[error(
+        "launch.timeout is 0; give the agent time to reach its prompt, e.g. \"90s\" (WAKEBRIDGE_LAUNCH__TIMEOUT)"
+    )]
+    ZeroTimeout,
+    #[error(
+        "launch.command is empty; give the agent to start, e.g. [\"claude\"] (WAKEBRIDGE_LAUNCH__COMMAND), or put it after --"
+    )]
+    NoCommand,
     #[error("--cwd: cannot determine the current directory: {0}")]
     NoCwd(std::io::Error),
     #[error("--pre-trust: {0}")]
@@ -191,7 +195,10 @@ pub fn options_from(
     let notes = Vec::new();
     let prompt = args.prompt.as_deref().map(KeystrokeText::new).transpose()?;
     let timeout = match args.timeout {
-        None => DEFAULT_TIMEOUT,
+        None if config.settings.launch.timeout.is_zero() => {
+            return Err(LaunchCliError::ZeroTimeout);
+        }
+        None => config.settings.launch.timeout,
         Some(secs) if secs.is_finite() && secs > 0.0 => {
             Duration::try_from_secs_f64(secs).map_err(|_| LaunchCliError::Timeout(secs))?
         }
@@ -207,10 +214,13 @@ pub fn options_from(
         None => std::env::current_dir().map_err(LaunchCliError::NoCwd)?,
     };
     let command = if args.command.is_empty() {
-        vec![DEFAULT_COMMAND.to_owned()]
+        config.settings.launch.command.clone()
     } else {
         args.command
     };
+    if command.is_empty() {
+        return Err(LaunchCliError::NoCommand);
+    }
     let pre_trust = if args.pre_trust {
         Some(
             config
@@ -297,7 +307,7 @@ mod tests {
         let cfg = config(pairs);
         let (opts, _) = options_from(parse(&["--cwd", "/tmp"]), &cfg, &env).unwrap();
         assert_eq!(opts.command, ["claude"]);
-        assert_eq!(opts.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(opts.timeout, Duration::from_secs(90));
         assert_eq!(opts.placement, Placement::NewSession);
         assert_eq!(opts.pre_trust, None);
         assert_eq!(opts.claude_home, Some(PathBuf::from("/home/u/.claude")));
@@ -357,6 +367,41 @@ mod tests {
             &["--session-id", ""],
         ] {
             assert!(options_from(parse(argv), &cfg, &env).is_err(), "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn the_launch_section_sets_the_command_and_timeout_and_refuses_none() {
+        let pairs = &[
+            ("HOME", "/h"),
+            ("WAKEBRIDGE_LAUNCH__COMMAND", "claude,--model,opus"),
+            ("WAKEBRIDGE_LAUNCH__TIMEOUT", "2m"),
+        ];
+        let env = env_of(pairs);
+        let (opts, _) = options_from(parse(&[]), &config(pairs), &env).unwrap();
+        assert_eq!(opts.command, ["claude", "--model", "opus"]);
+        assert_eq!(opts.timeout, Duration::from_secs(120));
+        // Flags win over the section.
+        let (opts, _) = options_from(
+            parse(&["--timeout", "5", "--", "agent"]),
+            &config(pairs),
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            (opts.command, opts.timeout),
+            (vec!["agent".to_owned()], Duration::from_secs(5))
+        );
+        for (pair, says) in [
+            (
+                ("WAKEBRIDGE_LAUNCH__COMMAND", ""),
+                "launch.command is empty",
+            ),
+            (("WAKEBRIDGE_LAUNCH__TIMEOUT", "0"), "launch.timeout is 0"),
+        ] {
+            let pairs = &[("HOME", "/h"), pair];
+            let err = options_from(parse(&[]), &config(pairs), &env_of(pairs)).unwrap_err();
+            assert!(err.to_string().starts_with(says), "{err}");
         }
     }
 

@@ -26,6 +26,17 @@ pub use topology::Topology;
 /// The built-in defaults: the same file operators read as documentation.
 pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
 
+/// Every setting at its default, as `config/default.toml` gives it: the one place a default
+/// lives. Modules whose settings are not passed in (a unit test, a tool run outside `serve`)
+/// start from these instead of keeping their own copies.
+pub fn defaults() -> &'static Settings {
+    static DEFAULTS: std::sync::LazyLock<Settings> = std::sync::LazyLock::new(|| {
+        Settings::deserialize(layers::defaults().clone())
+            .expect("config/default.toml holds every setting (config::tests checks it parses)")
+    });
+    &DEFAULTS
+}
+
 /// Prefix of wakebridge's own environment variables (`WAKEBRIDGE_<SECTION>__<KEY>`).
 const ENV_PREFIX: &str = "WAKEBRIDGE";
 
@@ -78,6 +89,7 @@ pub struct Settings {
     pub state: StateSettings,
     pub context: ContextSettings,
     pub nudger: NudgerSettings,
+    pub launch: LaunchSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -156,6 +168,14 @@ pub struct NudgerSettings {
     pub max_cooldown: Duration,
     pub acknowledge_after: u32,
     pub messages: Vec<String>,
+}
+
+/// `[launch]`: what `wakebridge launch` starts and how long it waits for the idle prompt.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LaunchSettings {
+    pub command: Vec<String>,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub timeout: Duration,
 }
 
 #[derive(Debug, Clone, Deserialize)]

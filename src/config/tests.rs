@@ -574,3 +574,21 @@ fn a_variable_of_the_wrong_type_is_refused_naming_the_setting() {
     let e = err(&[("WAKEBRIDGE_PRUNE__MAX_TOTAL_BYTES", "lots")]);
     assert!(e.contains("max_total_bytes"), "{e}");
 }
+
+#[test]
+fn the_built_in_defaults_are_every_setting_and_what_modules_start_from() {
+    // config::defaults() must parse (it is the only copy of every default); modules' Default
+    // impls read it, so they agree with what `serve` resolves with no file and no env.
+    let d = super::defaults();
+    let resolved = resolve_env(&[]).expect("defaults are valid");
+    assert_eq!(d.launch.command, ["claude"]);
+    assert_eq!(d.launch.timeout, Duration::from_secs(90));
+    assert_eq!(d.mux.submit_delay, resolved.settings.mux.submit_delay);
+    let mux = crate::mux::MuxConfig::default();
+    assert_eq!(mux.submit_delay, Duration::from_millis(500));
+    assert_eq!(mux.shells, resolved.settings.mux.shells);
+    assert_eq!(
+        crate::spool::SpoolOptions::default().checkpoint_every,
+        resolved.settings.spool.sync_interval
+    );
+}

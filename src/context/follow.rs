@@ -30,8 +30,6 @@ pub const MAX_TAIL_BYTES: u64 = 64 * 1024 * 1024;
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// Bytes read per system call: large enough to amortise calls, small enough to bound memory.
 const READ_CHUNK_BYTES: usize = 1024 * 1024;
-/// How often to poll when change notification is unavailable or silent.
-pub const DEFAULT_POLL_FALLBACK: Duration = Duration::from_secs(10);
 /// File name part Claude Code uses for subagent transcripts, which never describe the session.
 const SUBAGENTS_DIR: &str = "subagents";
 /// Transcript file extension.

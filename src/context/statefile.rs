@@ -12,7 +12,12 @@ use crate::private_fs;
 use crate::wire::session_id::SessionId;
 
 /// Sub-directory of the state dir holding one file per session.
-pub const CONTEXT_SUBDIR: &str = "context";
+const CONTEXT_SUBDIR: &str = "context";
+
+/// The directory of the per-session state files under `state_dir`.
+pub fn states_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join(CONTEXT_SUBDIR)
+}
 
 /// Errors writing or reading state files.
 #[derive(Debug, thiserror::Error)]
@@ -57,7 +62,7 @@ pub fn state_path(state_dir: &Path, session_id: &str) -> Result<PathBuf, StateFi
     if !SessionId::is_valid(session_id) {
         return Err(StateFileError::BadSessionId(session_id.to_owned()));
     }
-    Ok(state_dir.join(CONTEXT_SUBDIR).join(session_id))
+    Ok(states_dir(state_dir).join(session_id))
 }
 
 /// The file content for a percentage at a time.

@@ -19,7 +19,12 @@ use super::window::percent;
 use crate::wire::session_id::SessionId;
 
 /// Sub-directory of the state dir holding one feed file per session.
-pub const FEED_SUBDIR: &str = "feed";
+const FEED_SUBDIR: &str = "feed";
+
+/// The directory of the per-session feed files under `state_dir`.
+pub fn feed_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join(FEED_SUBDIR)
+}
 /// Most bytes read from stdin: real payloads are ~2 KB; this bounds a runaway writer.
 pub const MAX_STATUSLINE_INPUT: u64 = 256 * 1024;
 /// A feed stamped this far in the future (clock stepped back) is still accepted.
@@ -159,9 +164,7 @@ pub fn feed_path(state_dir: &Path, session_id: &str) -> Result<PathBuf, Statusli
     if !SessionId::is_valid(session_id) {
         return Err(StatuslineError::BadSessionId(session_id.to_owned()));
     }
-    Ok(state_dir
-        .join(FEED_SUBDIR)
-        .join(format!("{session_id}.json")))
+    Ok(feed_dir(state_dir).join(format!("{session_id}.json")))
 }
 
 /// Writes the feed file atomically.

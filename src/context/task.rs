@@ -25,7 +25,7 @@ use crate::config::ContextSettings;
 use crate::context::follow::{ChangeWatcher, PollEvent, TranscriptFollower, find_transcript_in};
 use crate::context::monitor::{Candidate, ContextStatus, StateStamp, WarningStep, select_sessions};
 use crate::context::statefile::write_state;
-use crate::context::statusline::{FEED_SUBDIR, read_feed, unix_now};
+use crate::context::statusline::{feed_dir, read_feed, unix_now};
 use crate::context::thresholds::{Level, SessionThresholds, ThresholdError, Thresholds};
 use crate::context::window::{WindowError, WindowResolver};
 use crate::context::{ContextFigures, figures};
@@ -95,19 +95,7 @@ impl MonitorConfig {
             s.models.iter().map(|(k, v)| (k.as_str(), *v)),
             s.default_window,
         )?;
-        let levels = vec![
-            Level::new(
-                "wrap-up",
-                s.thresholds.wrap_up.percent,
-                &s.thresholds.wrap_up.message,
-            ),
-            Level::new(
-                "checkpoint",
-                s.thresholds.checkpoint.percent,
-                &s.thresholds.checkpoint.message,
-            ),
-        ];
-        let thresholds = Thresholds::new(levels)?;
+        let thresholds = Thresholds::from_settings(&s.thresholds)?;
         for level in thresholds.levels() {
             KeystrokeText::new(&level.render(SAMPLE_PERCENT)).map_err(|source| {
                 MonitorError::Message {
@@ -211,7 +199,7 @@ impl Monitor {
     }
 
     fn feed_dir(&self) -> PathBuf {
-        self.config.state_dir.join(FEED_SUBDIR)
+        feed_dir(&self.config.state_dir)
     }
 
     /// Refreshes the set of followed sessions from the ledger and panes.json.

@@ -8,18 +8,10 @@
 //!
 //! Rewinding (resending a level that was delivered but seemingly ignored) is not implemented.
 
-/// Default first level: time to finish the current step.
-pub const DEFAULT_WRAP_UP_PERCENT: f64 = 75.0;
-/// Default second level: leaves room for a checkpoint before Claude Code's own auto-compaction.
-pub const DEFAULT_CHECKPOINT_PERCENT: f64 = 85.0;
+use crate::config::{ContextLevelSettings, ContextThresholdSettings};
 
 /// Placeholder in templates replaced by the current percentage (rounded to an integer).
 pub const PCT_PLACEHOLDER: &str = "{pct}";
-
-/// Default message of the wrap-up level.
-pub const DEFAULT_WRAP_UP_TEMPLATE: &str = "Context window is {pct}% full. Wrap up the current step soon and keep brief notes of where you are.";
-/// Default message of the checkpoint level.
-pub const DEFAULT_CHECKPOINT_TEMPLATE: &str = "Context window is {pct}% full. Checkpoint now: write down the state of your work and the next steps so they survive a compaction.";
 
 /// Errors in threshold configuration.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -76,21 +68,29 @@ pub struct Thresholds {
 }
 
 impl Default for Thresholds {
+    /// The `[context.thresholds]` defaults of `config/default.toml`.
     fn default() -> Self {
         Self {
-            levels: vec![
-                Level::new("wrap-up", DEFAULT_WRAP_UP_PERCENT, DEFAULT_WRAP_UP_TEMPLATE),
-                Level::new(
-                    "checkpoint",
-                    DEFAULT_CHECKPOINT_PERCENT,
-                    DEFAULT_CHECKPOINT_TEMPLATE,
-                ),
-            ],
+            levels: levels_of(&crate::config::defaults().context.thresholds),
         }
     }
 }
 
+/// The two levels `[context.thresholds]` describes, lowest first.
+fn levels_of(settings: &ContextThresholdSettings) -> Vec<Level> {
+    let level = |name, s: &ContextLevelSettings| Level::new(name, s.percent, &s.message);
+    vec![
+        level("wrap-up", &settings.wrap_up),
+        level("checkpoint", &settings.checkpoint),
+    ]
+}
+
 impl Thresholds {
+    /// Validates the levels `[context.thresholds]` describes.
+    pub fn from_settings(settings: &ContextThresholdSettings) -> Result<Self, ThresholdError> {
+        Self::new(levels_of(settings))
+    }
+
     /// Validates levels: each in (0, 100], strictly increasing, non-empty template.
     pub fn new(levels: Vec<Level>) -> Result<Self, ThresholdError> {
         for level in &levels {
@@ -284,7 +284,7 @@ mod tests {
         let (_, text) = s
             .due_message()
             .unwrap_or_else(|| (Level::new("x", 1.0, "x"), String::new()));
-        assert!(text.starts_with("Context window is 76% full."), "{text}");
+        assert!(text.starts_with("Context is 76% full:"), "{text}");
         assert_eq!(render_template("{pct}/{pct}", f64::NAN), "?/?");
     }
 

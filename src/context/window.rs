@@ -2,35 +2,17 @@
 //!
 //! This module owns deciding how many tokens a session's context window holds, and saying which
 //! rule decided: a fresh status-line feed (Claude Code's own figure), a `[1m]` suffix on the model
-//! id, a model table (built in, overridable), or a configured default. It also turns used tokens
+//! id, the `[context.models]` table, or a configured default. It also turns used tokens
 //! into a 0-100 percentage with one decimal. It reads no files: the caller passes the feed's
 //! window (already checked for freshness) and the model id.
 
 use std::collections::BTreeMap;
-
-/// Claude Code's classic window and the fallback every known tool uses for an unknown model.
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
 
 /// The window of the 1M-token model variants.
 pub const ONE_MILLION_WINDOW: u64 = 1_000_000;
 
 /// The model-id suffix Claude Code uses for the 1M-context variant of a model (`claude-opus-4-6[1m]`).
 pub const ONE_MILLION_SUFFIX: &str = "[1m]";
-
-/// Model-id prefix -> window, longest prefix wins. 1M entries follow ccusage's overrides and the
-/// window Claude Code 2.1.332 reported for opus-5-5; family entries make the source say
-/// "model-table" for known 200k models instead of falling to "default".
-pub const DEFAULT_MODEL_WINDOWS: &[(&str, u64)] = &[
-    ("claude-opus-5-5", ONE_MILLION_WINDOW),
-    ("claude-opus-4-8", ONE_MILLION_WINDOW),
-    ("claude-opus-4-7", ONE_MILLION_WINDOW),
-    ("claude-opus-4-6", ONE_MILLION_WINDOW),
-    ("claude-sonnet-4-6", ONE_MILLION_WINDOW),
-    ("claude-opus-4", DEFAULT_CONTEXT_WINDOW),
-    ("claude-sonnet-4", DEFAULT_CONTEXT_WINDOW),
-    ("claude-haiku-4", DEFAULT_CONTEXT_WINDOW),
-    ("claude-3", DEFAULT_CONTEXT_WINDOW),
-];
 
 /// Errors of this module: only configuration can be wrong here.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -68,7 +50,7 @@ pub struct WindowSize {
     pub source: WindowSource,
 }
 
-/// Decides window sizes from the built-in table, overrides and a default.
+/// Decides window sizes from the model table and a default.
 #[derive(Debug, Clone)]
 pub struct WindowResolver {
     /// Lower-cased prefix -> tokens; overrides already merged over the defaults.
@@ -77,22 +59,21 @@ pub struct WindowResolver {
 }
 
 impl Default for WindowResolver {
+    /// The `[context]` model table and default window of `config/default.toml`.
     fn default() -> Self {
+        let settings = &crate::config::defaults().context;
         Self {
-            table: DEFAULT_MODEL_WINDOWS
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), *v))
-                .collect(),
-            default_window: DEFAULT_CONTEXT_WINDOW,
+            table: settings.models.clone(),
+            default_window: settings.default_window,
         }
     }
 }
 
 impl WindowResolver {
-    /// The built-in table with `overrides` (prefix -> tokens) laid over it and `default_window`
-    /// for models nothing matches.
+    /// The model table `models` (prefix -> tokens, from `[context.models]`) and
+    /// `default_window` for models nothing matches.
     pub fn new<'a>(
-        overrides: impl IntoIterator<Item = (&'a str, u64)>,
+        models: impl IntoIterator<Item = (&'a str, u64)>,
         default_window: u64,
     ) -> Result<Self, WindowError> {
         if default_window == 0 {
@@ -102,9 +83,9 @@ impl WindowResolver {
         }
         let mut resolver = Self {
             default_window,
-            ..Self::default()
+            table: BTreeMap::new(),
         };
-        for (prefix, tokens) in overrides {
+        for (prefix, tokens) in models {
             if tokens == 0 {
                 return Err(WindowError::ZeroWindow {
                     what: format!("model prefix {prefix:?}"),

@@ -32,10 +32,6 @@ use crate::wakedir::writer::set_entry;
 pub use driver::Passed;
 use driver::{Driver, Halt, Step};
 
-/// How long the agent gets to reach its idle prompt. Claude Code offline shows a blank pane for
-/// 15-20 s after the trust dialog (remote settings time out) and about 20 s on a pre-trusted
-/// start; a slow machine or network doubles that, and 90 s still fails a hung start in time.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(90);
 /// Pause between captures: fast enough that a dialog is answered within a second of its settle
 /// time, slow enough that the forks (one tmux call per poll) cost nothing.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(250);

@@ -35,24 +35,6 @@ pub use zellij::{Zellij, ZellijPane};
 /// because the budget ran out between the two keystroke calls.
 pub const INJECT_BUDGET: Duration = Duration::from_secs(2);
 
-/// Pause between typing the text and pressing Enter, measured against the real Claude Code
-/// TUI (2.1.197, native binary) in tmux 3.3a, with a `UserPromptSubmit` hook as the witness:
-/// - text and `Enter` in ONE `send-keys` call (the reference bridge's argv): never submitted
-///   (0/5); the text stays in the input box.
-/// - separate `Enter` at an idle prompt: submitted even with no pause (10/10).
-/// - separate `Enter` the moment the prompt first renders (the hard case): no pause 2/7,
-///   100 ms 4/6, 250-300 ms 6/6, 500 ms 10/10, 1 s 2/2 (`real_claude_code_...` in
-///   tests/mux.rs to re-measure).
-///
-/// 500 ms is twice the shortest pause that always worked, and costs nothing against a 2 s budget.
-pub const DEFAULT_SUBMIT_DELAY: Duration = Duration::from_millis(500);
-
-/// Shell names that mean "the agent is gone and the pane fell back to a prompt": typing a wake
-/// there would run it as a shell command.
-pub const DEFAULT_SHELLS: &[&str] = &[
-    "bash", "zsh", "sh", "fish", "dash", "ksh", "tcsh", "csh", "nu",
-];
-
 /// A key pressed by name (never text): the submit after typed text, and what the launcher
 /// answers first-run screens with. There is deliberately no Escape (it declines the trust
 /// dialog and interrupts a turn) and no digit (digits answer menus and surveys).
@@ -94,9 +76,21 @@ pub struct MuxConfig {
     /// tmux server socket, passed as `-S path`. `None` reaches tmux's default server for the
     /// daemon's uid, as the reference bridge does.
     pub tmux_socket: Option<PathBuf>,
-    /// Foreground process names that mark a pane as a bare shell (stale).
+    /// Foreground process names that mean "the agent is gone and the pane fell back to a
+    /// prompt": typing a wake there would run it as a shell command.
     pub shells: Vec<String>,
-    /// See [`DEFAULT_SUBMIT_DELAY`].
+    /// Pause between typing the text and pressing Enter. The default (`config/default.toml`,
+    /// 500 ms) was measured against the real Claude Code TUI (2.1.197, native binary) in tmux
+    /// 3.3a, with a `UserPromptSubmit` hook as the witness:
+    /// - text and `Enter` in ONE `send-keys` call (the reference bridge's argv): never submitted
+    ///   (0/5); the text stays in the input box.
+    /// - separate `Enter` at an idle prompt: submitted even with no pause (10/10).
+    /// - separate `Enter` the moment the prompt first renders (the hard case): no pause 2/7,
+    ///   100 ms 4/6, 250-300 ms 6/6, 500 ms 10/10, 1 s 2/2 (`real_claude_code_...` in
+    ///   tests/it/mux.rs to re-measure).
+    ///
+    /// 500 ms is twice the shortest pause that always worked, and costs nothing against a 2 s
+    /// budget.
     pub submit_delay: Duration,
 }
 
@@ -115,14 +109,9 @@ impl MuxConfig {
 }
 
 impl Default for MuxConfig {
+    /// The `[mux]` defaults of `config/default.toml`.
     fn default() -> Self {
-        Self {
-            tmux_bin: PathBuf::from("tmux"),
-            zellij_bin: PathBuf::from("zellij"),
-            tmux_socket: None,
-            shells: DEFAULT_SHELLS.iter().map(|s| (*s).to_owned()).collect(),
-            submit_delay: DEFAULT_SUBMIT_DELAY,
-        }
+        Self::from_settings(&crate::config::defaults().mux)
     }
 }
 

@@ -24,7 +24,7 @@ pub use signals::{Movement, Observation, Verdict};
 /// Real work on a nudge runs a turn of API calls that outlasts it; an acknowledgement that ends
 /// within it does not reset the backoff, so an agent that only says "nothing left" is left alone
 /// sooner.
-pub const DEFAULT_ECHO_GRACE: Duration = Duration::from_secs(10);
+pub const ECHO_GRACE: Duration = Duration::from_secs(10);
 
 /// Shortest poll interval accepted: each poll forks one `tmux list-panes`, so a smaller value
 /// would cost CPU without detecting idleness any sooner in a way that matters.
@@ -57,7 +57,7 @@ pub struct NudgerConfig {
     pub schedule: Schedule,
     /// Typed in rotation: the n-th unanswered nudge of a series types `messages[n % len]`.
     pub messages: Vec<KeystrokeText>,
-    /// See [`DEFAULT_ECHO_GRACE`].
+    /// See [`ECHO_GRACE`].
     pub echo_grace: Duration,
 }
 
@@ -92,7 +92,7 @@ impl NudgerConfig {
                 acknowledge_after: settings.acknowledge_after,
             },
             messages,
-            echo_grace: DEFAULT_ECHO_GRACE,
+            echo_grace: ECHO_GRACE,
         })
     }
 

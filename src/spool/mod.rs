@@ -38,9 +38,6 @@ use writer::{Pending, Shared, Writer};
 /// How long an append may wait for a drainer to release `<sid>.lock`. Together with the
 /// injection budget it must stay well under the bus's 5 s timeout.
 pub const LOCK_BUDGET: Duration = Duration::from_secs(2);
-/// How often session files are fsynced so their pending bytes can be dropped from the ledger: the
-/// most a recovery has to re-check, and the most page-cache-only data the ledger covers.
-pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum SpoolError {
@@ -110,6 +107,9 @@ impl OpenError {
 #[derive(Debug, Clone, Copy)]
 pub struct SpoolOptions {
     pub lock_budget: Duration,
+    /// How often session files are fsynced so their pending bytes can be dropped from the
+    /// ledger: the most a recovery has to re-check, and the most page-cache-only data the
+    /// ledger covers (`[spool] sync_interval`).
     pub checkpoint_every: Duration,
 }
 
@@ -117,7 +117,7 @@ impl Default for SpoolOptions {
     fn default() -> Self {
         Self {
             lock_budget: LOCK_BUDGET,
-            checkpoint_every: CHECKPOINT_EVERY,
+            checkpoint_every: crate::config::defaults().spool.sync_interval,
         }
     }
 }

@@ -20,19 +20,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::wire::session_id::SessionId;
 
-/// Spool files untouched this long are deleted: a week is far past any drainer's backlog and any
-/// bus retry, and long enough to read a session's history after a long weekend.
-pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
-
-/// Ceiling on the total size of spool files; above it the oldest live spools go first. 256 MiB
-/// holds hundreds of thousands of typical events yet bounds what an id-inventing publisher
-/// (reference 10.4) can make us store.
-pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
-
-/// Time between pruning rounds: growth is slow (bounded by the bus's publish rate) and a round
-/// costs one directory scan, so ten minutes is responsive without being busy.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10 * 60);
-
 /// Suffix of a live spool file.
 const SPOOL_SUFFIX: &str = "jsonl";
 
@@ -64,13 +51,13 @@ pub struct PruneConfig {
 }
 
 impl PruneConfig {
-    /// Defaults for everything but the directory.
-    pub fn new(wake_dir: PathBuf) -> Self {
+    /// The `[prune]` settings for the spools of `wake_dir`.
+    pub fn new(wake_dir: PathBuf, settings: &crate::config::PruneSettings) -> Self {
         Self {
             wake_dir,
-            max_age: DEFAULT_MAX_AGE,
-            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
-            interval: DEFAULT_INTERVAL,
+            max_age: settings.max_age,
+            max_total_bytes: settings.max_total_bytes,
+            interval: settings.interval,
         }
     }
 }

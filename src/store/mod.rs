@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::oneshot;
@@ -41,10 +41,6 @@ pub use schema::{APPLICATION_ID, BUSY_TIMEOUT};
 pub use writer::{MAX_BATCH, WriteStats};
 
 use writer::{Ack, Applied, Counters, Job, Op};
-
-/// How long delivery rows (and so event identities) are kept by default: the bus retries within
-/// minutes, so a day covers every redelivery with a wide margin while keeping the table small.
-pub const DEFAULT_IDENTITY_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Writes that may wait in the queue before `record` waits for room. A burst larger than this is
 /// far beyond any real bus rate; the bound keeps a stuck disk from growing memory without limit.
@@ -374,7 +370,7 @@ impl Store {
 
     /// Deletes deliveries recorded before `cutoff_ms` (unix ms), in chunks so the hot path is
     /// never held up for long. Returns how many rows went. Compute the cutoff from
-    /// `DEFAULT_IDENTITY_RETENTION` or the configured window.
+    /// `[ledger] identity_window`.
     pub async fn prune_older_than(&self, cutoff_ms: i64) -> Result<u64, StoreError> {
         let mut total = 0;
         loop {

@@ -642,7 +642,7 @@ fn write_aged(path: &Path, bytes: usize, age: Duration) {
 fn config(dir: &Path, max_total_bytes: u64) -> PruneConfig {
     PruneConfig {
         max_total_bytes,
-        ..PruneConfig::new(dir.to_path_buf())
+        ..PruneConfig::new(dir.to_path_buf(), &wakebridge::config::defaults().prune)
     }
 }
 
