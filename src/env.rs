@@ -1,5 +1,5 @@
 //! The one environment lookup. Every module that reads a variable (`HOME`, `TMUX_PANE`,
-//! `CLAUDE_CONFIG_DIR`, `WAKEBRIDGE_*`, ...) asks an `Env`: the process's own variables in
+//! Claude Code's config dir, `WAKEBRIDGE_*`, ...) asks an `Env`: the process's own variables in
 //! production, a fixed set in tests, so no test touches the process environment and no module
 //! reads it behind the others' backs.
 

@@ -54,8 +54,9 @@ pub struct RegistryReading {
 pub enum RegistryError {
     #[error(
         "cannot list Claude Code's session registry {}: {source}; check the directory's \
-         permissions or set CLAUDE_CONFIG_DIR to the config dir Claude Code uses",
-        dir.display()
+         permissions or set {} to the config dir Claude Code uses",
+        dir.display(),
+        crate::claude::home::CONFIG_DIR_ENV
     )]
     List {
         dir: PathBuf,

@@ -166,8 +166,9 @@ pub fn run_context(args: &ContextArgs, config: &Config) -> ExitCode {
         None if feed.is_some() => None,
         None => {
             crate::errln!(
-                "wakebridge context: no transcript found for session {:?}; pass --transcript PATH or check CLAUDE_CONFIG_DIR",
-                session_id.as_deref().unwrap_or("")
+                "wakebridge context: no transcript found for session {:?}; pass --transcript PATH or check {}",
+                session_id.as_deref().unwrap_or(""),
+                crate::claude::home::CONFIG_DIR_ENV
             );
             return ExitCode::from(EXIT_NOT_FOUND);
         }

@@ -40,7 +40,7 @@ pub struct LaunchArgs {
     /// answering the trust dialog
     #[arg(long)]
     pub pre_trust: bool,
-    /// Seconds the agent gets to reach its idle prompt [default: 90]
+    /// Seconds the agent gets to reach its idle prompt [default: launch.timeout, 90s]
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
     /// Wake dir for the panes.json mapping [default: the configuration's, as `serve` uses it]
@@ -55,7 +55,7 @@ pub struct LaunchArgs {
     /// tmux binary [default: mux.tmux_bin]
     #[arg(long, value_name = "PATH")]
     pub tmux_bin: Option<PathBuf>,
-    /// The agent and its arguments [default: `[launch] command`, "claude"]
+    /// The agent and its arguments [default: launch.command, claude]
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
@@ -321,7 +321,7 @@ mod tests {
 
     #[test]
     fn command_after_double_dash_and_pre_trust_path() {
-        let pairs = &[("HOME", "/home/u"), ("CLAUDE_CONFIG_DIR", "/cfg")];
+        let pairs = &[("HOME", "/home/u"), (crate::claude::home::CONFIG_DIR_ENV, "/cfg")];
         let env = env_of(pairs);
         let cfg = config(pairs);
         let args = parse(&[

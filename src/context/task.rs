@@ -75,7 +75,7 @@ pub struct MonitorConfig {
     pub thresholds: Thresholds,
     /// Whether warnings are typed (setting on and the mux backend in use).
     pub warnings: bool,
-    /// Claude Code config dirs searched for transcripts (`$CLAUDE_CONFIG_DIR` or the defaults).
+    /// Claude Code config dirs searched for transcripts (`claude::home`'s one answer).
     pub config_dirs: Vec<PathBuf>,
 }
 
