@@ -1,6 +1,58 @@
 //! wakebridge keeps AI coding agent sessions working unattended: it wakes idle sessions when a
 //! bus message arrives for them, nudges sessions that stopped, and warns sessions whose context
-//! window is filling up. See `docs/design.md` for the map of how the modules fit together.
+//! window is filling up.
+//!
+//! # Layout
+//!
+//! Four groups, and dependencies point down the list: the edges use the features, the features
+//! use the delivery pipeline, the pipeline uses the leaves. Within a group, a module uses only
+//! the modules listed after it. Every module's own `//!` paragraph says what it owns and what it
+//! does not; `docs/design.md` has the same map file by file.
+//!
+//! ```text
+//! edges: where work starts
+//!   main.rs        the binary: calls cli::main, nothing else
+//!   cli/           clap types and dispatch; one file per verb family: serve, session (panes,
+//!                  wake-state), hook, client (wake, status), context (context, statusline), launch
+//!   app/           App::build(Config, &Env) and App::run: singleton locks, listener, background
+//!                  tasks, ordered shutdown (singleton.rs: the Python bridge's lock paths)
+//!   http/          router and ROUTES; guards (Host, JSON, size); error.rs (the one status
+//!                  mapping); state.rs (AppState); status.rs (/sessions and `wakebridge status`);
+//!                  one file per route family: hook, wake, health, sessions
+//! features: what wakebridge does besides delivering (tasks app starts; the launcher, run by cli)
+//!   bus/           the agent-event-bus MCP client; registration.rs (the keeper task)
+//!   context/       context-window figures: follow, window, thresholds, statefile, statusline,
+//!                  monitor (no scheduling); task.rs (the monitor inside serve)
+//!   nudge/         the idle nudger: schedule, signals (pure), NudgerConfig; task.rs (the loop)
+//!   launch/        starting an agent in tmux: mod.rs (the sequence), driver.rs (which key, pure)
+//! pipeline: one path from an event to a pane
+//!   delivery/      Deliverer: scope, dedupe, spool, gate, ledger row; action.rs (the `action`
+//!                  vocabulary), dedupe.rs, cooldown.rs, gate.rs (the one decision to type)
+//!   spool/         the drain-compatible per-session spool: files, writer, recover; prune.rs
+//!                  (a task)
+//!   store/         the SQLite ledger: schema, the group-commit writer thread, records, queries
+//!   mux/           the one way to type into a pane: inject (Injector, per-pane lock), tmux/
+//!                  (create.rs: the launcher's calls), zellij, process (argv under a Deadline), ps,
+//!                  text (KeystrokeText)
+//! leaves: vocabularies and helpers that know nothing of the groups above
+//!   config/        defaults (config/default.toml) < file < env < flags into a validated Config:
+//!                  layers, names, duration, topology, hosts; tests.rs
+//!   claude/        Claude Code as it is: home, registry, hooks, transcript, screen/ (first_run.rs,
+//!                  fixtures.rs for tests), trust
+//!   wakedir/       the wake dir shared with the Python bridge: panes, reader, writer, markers,
+//!                  target, detect, dir, pretty, printable
+//!   wire/          what the bus sends: event, session_id, signature, pyjson
+//!   telemetry/     Prometheus metrics; logging.rs (the log writer thread, outln!/errln!); warn.rs
+//!   deadline.rs    one monotonic budget per unit of work
+//!   env.rs         the one environment lookup
+//!   private_fs.rs  0600/0700 modes, no-follow opens, flock, write-temp-then-rename
+//! ```
+//!
+//! Where the tree still goes against that direction: `context::task` takes `http::AppState` and
+//! calls `http::status::mapped_panes` (a feature reaching up to an edge); `config` reads
+//! `mux::INJECT_BUDGET` and `mux::STEP_FLOOR` to bound `mux.submit_delay` while
+//! `mux::MuxConfig::from_settings` reads `config::MuxSettings` (a cycle); and `config` takes the
+//! ledger's file names from `store`.
 
 pub mod app;
 pub mod bus;
