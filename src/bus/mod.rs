@@ -3,7 +3,7 @@
 //! (`list_webhooks`, `register_webhook`, `unregister_webhook`).
 //!
 //! It owns the wire shape only. It does not decide when to register, sweep or retry (that is
-//! `tasks::registration`), and it never exits the process: every failure is a [`BusError`] that
+//! `bus::registration`), and it never exits the process: every failure is a [`BusError`] that
 //! says whether the bus was unreachable, answered an HTTP error, reported a tool error, refused
 //! in-band, or sent something we cannot use.
 

@@ -135,7 +135,7 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
 }
 
 /// The session id in `<dir>/<pid>.json`, if that file is there and names a plausible one
-/// (printable, at most [`MAX_SESSION_ID_CHARS`]; Claude Code's are 36-character UUIDs). Only
+/// (printable, at most `MAX_SESSION_ID_CHARS`; Claude Code's are 36-character UUIDs). Only
 /// `sessionId` is needed: the launcher asks right after start-up.
 pub fn session_of_pid(dir: &Path, pid: u32) -> Option<String> {
     let text = read_small(&dir.join(format!("{pid}.json")))?;

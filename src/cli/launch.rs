@@ -1,8 +1,7 @@
 //! `wakebridge launch`: flags, their environment fallbacks, output and exit codes. It turns
 //! arguments plus the environment into [`LaunchOptions`] (where the pane goes, which tmux server,
 //! which Claude Code config to pre-trust, which wake dir to map in), runs [`launch`], and prints
-//! the pane id (or JSON). The launch itself is [`super`]'s; the lead wires [`LaunchArgs`] into
-//! the top-level command enum and calls [`run`].
+//! the pane id (or JSON). The launch itself is `crate::launch`'s.
 //!
 //! Exit codes: 0 ready; 1 the agent failed to start, exited or timed out; 2 bad arguments or a
 //! refused pre-trust; 3 a human must answer a screen (API key, login) in the pane left running.
@@ -321,7 +320,10 @@ mod tests {
 
     #[test]
     fn command_after_double_dash_and_pre_trust_path() {
-        let pairs = &[("HOME", "/home/u"), (crate::claude::home::CONFIG_DIR_ENV, "/cfg")];
+        let pairs = &[
+            ("HOME", "/home/u"),
+            (crate::claude::home::CONFIG_DIR_ENV, "/cfg"),
+        ];
         let env = env_of(pairs);
         let cfg = config(pairs);
         let args = parse(&[

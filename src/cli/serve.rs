@@ -32,7 +32,7 @@ pub struct ServeArgs {
     /// The bus's MCP URL [env: AGENT_EVENT_BUS_URL] [default: http://127.0.0.1:8080/mcp]
     #[arg(long = "bus-url")]
     bus_url: Option<String>,
-    /// URL the bus POSTs to [env: AGENT_EVENT_BUS_BRIDGE_HOOK_URL] [default: http://127.0.0.1:<port>/hook]
+    /// URL the bus POSTs to [env: AGENT_EVENT_BUS_BRIDGE_HOOK_URL] [default: http://127.0.0.1:PORT/hook]
     #[arg(long = "hook-url")]
     hook_url: Option<String>,
     /// Listen address, an IP or localhost [env: AGENT_EVENT_BUS_BRIDGE_BIND] [default: derived from the hook URL]

@@ -3,8 +3,7 @@
 //! `AGENT_EVENT_BUS_SESSION_ID`, then `CLAUDE_CODE_SESSION_ID` (empty values fall through); exit 2
 //! for a missing session id or an invalid target; both `panes` verbs remove the session's busy
 //! marker first, because a lifecycle boundary proves no turn is in flight. It owns argument
-//! shapes, output and exit codes; the file work is `wake::writer` and `wake::markers`. The lead
-//! wires these types into the top-level clap enum.
+//! shapes, output and exit codes; the file work is `wakedir::writer` and `wakedir::markers`.
 
 use crate::env::Env;
 use crate::wakedir::detect::detect_target;

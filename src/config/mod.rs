@@ -76,7 +76,7 @@ pub enum Scope {
     Local,
 }
 
-/// Settings as layered by the `config` crate, before validation. Field names are the TOML keys.
+/// Settings as layered by `config::layers`, before validation. Field names are the TOML keys.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Settings {
     pub bridge: BridgeSettings,
@@ -183,7 +183,7 @@ pub struct StateSettings {
     pub dir: String,
 }
 
-/// `[context]`: the context monitor inside `serve` (validated by `tasks::context_monitor`).
+/// `[context]`: the context monitor inside `serve` (validated by `context::task::MonitorConfig`).
 #[derive(Debug, Clone, Deserialize)]
 pub struct ContextSettings {
     pub enabled: bool,

@@ -5,7 +5,7 @@
 //! a multi-GB history is never read whole), then reads only appended bytes on every `poll()`. It
 //! survives truncation and rewrites (re-tail), replacement of the file (new inode: re-open and
 //! re-tail), a partial last line (kept until its newline arrives) and a file that does not exist
-//! yet. `find_transcript` locates `<config_dir>/projects/*/<session_id>.jsonl`. `ChangeWatcher`
+//! yet. `find_transcript_in` locates `<config_dir>/projects/*/<session_id>.jsonl`. `ChangeWatcher`
 //! turns notify events into wake-ups with a polling fallback. Parsing and the context rule live
 //! in `crate::claude::transcript`; percentages in `context::window`.
 

@@ -3,7 +3,7 @@
 //! This module owns combining a transcript reading (`crate::claude::transcript`, followed incrementally
 //! by `follow`), the status-line feed (`statusline`) and the window rules (`window`) into one set
 //! of figures, plus warning thresholds (`thresholds`), state files (`statefile`) and the two CLI
-//! verbs (`cli`). It does not schedule anything or type into panes: the daemon's context task
+//! verbs (`cli::context`). It does not schedule anything or type into panes: the daemon's context task
 //! drives these pieces and the wake gate decides delivery.
 
 pub mod follow;

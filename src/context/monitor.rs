@@ -1,4 +1,4 @@
-//! The pure side of the context monitor task (`tasks::context_monitor`).
+//! The pure side of the context monitor task (`context::task`).
 //!
 //! This module owns the shared read-only view the HTTP and status code read (`ContextView` of
 //! `ContextStatus` per session), the rule for when a state file is worth rewriting

@@ -73,7 +73,7 @@ pub enum Placement {
     NewWindow { target: Option<String> },
 }
 
-/// Everything a launch needs; [`cli`] fills it from flags and the environment.
+/// Everything a launch needs; `cli::launch` fills it from flags and the environment.
 #[derive(Debug, Clone)]
 pub struct LaunchOptions {
     /// Absolute working directory of the agent.

@@ -3,7 +3,7 @@
 //! a pane id that does not exist (0.45.1; a missing session is an exit 1), so the guard (session
 //! listed and running, pane listed and not exited) is the only thing standing between a stale
 //! mapping and typing into nothing or into the wrong place. Argv building and output reading
-//! live here; running is `process`'s job. tests/zellij.rs checks all of it against a real zellij.
+//! live here; running is `process`'s job. tests/it/zellij.rs checks all of it against a real zellij.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,8 +1,8 @@
 //! The idle nudger's pure parts and its settings: the backoff schedule (`schedule`), the idle
-//! decision from many signals (`signals`), Claude Code's session registry reader (`registry`),
-//! the validated [`NudgerConfig`] and the read-only [`NudgeView`] the status surfaces show. The
-//! polling loop that gathers signals and types nudges through the wake gate is
-//! `tasks::nudger`; this module runs no processes and types nothing.
+//! decision from many signals (`signals`), the validated [`NudgerConfig`] and the read-only
+//! [`NudgeView`] the status surfaces show, plus the polling loop (`task`) that gathers the
+//! signals (Claude Code's registry through `claude::registry`) and types nudges through the wake
+//! gate. Only `task` runs processes or types.
 
 pub mod schedule;
 pub mod signals;

@@ -94,7 +94,7 @@ pub struct NudgerDeps {
     pub gate: Arc<Gate>,
     pub store: Store,
     pub wake_dir: PathBuf,
-    /// `nudge::registry::registry_dir(..)`; `None` reads no registry.
+    /// Claude Code's `sessions/` dir (`claude::home::ClaudeHome::sessions`); `None` reads no registry.
     pub registry_dir: Option<PathBuf>,
     pub config: NudgerConfig,
     views: watch::Sender<NudgeViews>,

@@ -1,7 +1,7 @@
 //! Busy (turn-state) markers: `<wake_dir>/<sid>.busy`, a zero-byte file whose mtime says when
 //! the session was last seen mid-turn. Session hooks write and clear them; the bridge only asks
 //! `is_busy`. This module owns the marker file and its ageing test; it does not decide what the
-//! TTL is (configuration) or when a hook marks a session (`wake::hook`).
+//! TTL is (configuration) or when a hook marks a session (`cli::hook`).
 //!
 //! The age is wall clock, not monotonic, because another process wrote the mtime. A future mtime
 //! (clock stepped back) gives a negative age and reads as busy: the safe direction, since a busy

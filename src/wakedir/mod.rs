@@ -1,7 +1,7 @@
 //! The wake dir contract shared with the Python agent-event-bus bridge and CLI: the
 //! `panes.json` session → pane mapping (its value rules, the bridge's reader, the hooks' writer),
 //! the `<sid>.busy` turn-state markers, the wake dir's location and modes, pane detection from the
-//! environment, and the `panes` / `wake-state` / `hook` command-line verbs that session hooks run.
+//! environment. The `panes` / `wake-state` / `hook` verbs that session hooks run are `cli`'s.
 //! It does not spool events, type into panes or decide cooldowns; the bridge's wake gate composes
 //! these pieces with the multiplexer backends.
 

@@ -1,5 +1,5 @@
-//! The `panes.json` value contract shared by the reader (`wake::reader`) and the writer
-//! (`wake::writer`): which JSON values name a pane (`parse_target`) and how a pane is written
+//! The `panes.json` value contract shared by the reader (`wakedir::reader`) and the writer
+//! (`wakedir::writer`): which JSON values name a pane (`parse_target`) and how a pane is written
 //! back (`entry_json`). Both sides run the same validation, so a writer change that the reader
 //! would reject fails here first. It does no I/O and owns no file layout beyond the names.
 //!

@@ -5,7 +5,7 @@
 //! U+FFFF), and numbers in Python's rendering (`crate::wire::pyjson`). It also gives a one-line ASCII
 //! form used to quote untrusted values in log lines, so a bidi override or an escape sequence from
 //! a damaged file never reaches an operator's terminal. It owns the layout only; what goes into
-//! the file is `wake::writer`'s business. (`crate::wire::pyjson` is the one-line spool form, which
+//! the file is `wakedir::writer`'s business. (`crate::wire::pyjson` is the one-line spool form, which
 //! keeps key order and so cannot serve here.)
 
 use crate::wire::pyjson::NotSerializable;

@@ -1,6 +1,6 @@
 //! Python's `str.isprintable()`, replicated exactly: the test every pane id and multiplexer
 //! session name in `panes.json` must pass before it may become a multiplexer argument. It owns
-//! only the character test; which strings must pass it is decided by `wake::panes`.
+//! only the character test; which strings must pass it is decided by `wakedir::panes`.
 //!
 //! Python calls a character printable unless its Unicode general category is Cc (control), Cf
 //! (format), Cs (surrogate), Co (private use), Cn (unassigned), Zl (line separator), Zp (paragraph

@@ -1,5 +1,5 @@
 //! Where a session lives: the multiplexer pane a wake is typed into. This is the value type
-//! shared by the `panes.json` reader and writer (`wake::panes`) and the injectors (`mux`); the
+//! shared by the `panes.json` reader and writer (`wakedir::panes`) and the injectors (`mux`); the
 //! validation rules for its strings live with the panes reader, not here.
 
 use std::fmt;

@@ -2,7 +2,7 @@
 //! read-modify-write under a blocking `flock(2)` on the sibling `panes.lock`, replaced atomically
 //! by rename from a 0600 temp file in the wake dir itself. It owns entry insertion, eviction of
 //! stale entries on the same pane, and removing the busy markers of every id it unmaps. It does
-//! not decide which session or pane to write (`wake::cli`, `wake::hook`).
+//! not decide which session or pane to write (`cli::session`, `cli::hook`).
 //!
 //! Failure policy: only damaged *content* (not UTF-8, not JSON, not an object) reads as `{}` and
 //! is replaced; the writer holding the lock is the one party that can repair it. Any other I/O
