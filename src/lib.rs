@@ -67,7 +67,7 @@ pub mod http;
 pub mod launch;
 pub mod mux;
 pub mod nudge;
-pub mod private_fs;
+pub(crate) mod private_fs;
 pub mod spool;
 pub mod store;
 pub mod telemetry;

@@ -2,7 +2,7 @@
 //! listener, start the background tasks, serve until shutdown, then stop everything in order.
 //! `App::build` is what tests call too, so they run exactly what users run.
 
-pub mod singleton;
+pub(crate) mod singleton;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;

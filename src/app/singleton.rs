@@ -44,7 +44,6 @@ pub enum SingletonError {
 pub struct Singletons {
     _hook: File,
     _wake_dir: File,
-    pub hook_lock_path: PathBuf,
 }
 
 /// `($XDG_RUNTIME_DIR or the temp dir)/agent-event-bus-bridge-<uid>`.
@@ -88,7 +87,7 @@ pub fn acquire(env: &Env, hook_url: &str, wake_dir: &Path) -> Result<Singletons,
     let hook_lock_path = hook_lock_path(env, hook_url);
     let hook = lock_file(&hook_lock_path)?.ok_or_else(|| SingletonError::HookTaken {
         url: hook_url.to_string(),
-        lock: hook_lock_path.clone(),
+        lock: hook_lock_path,
     })?;
     let wake_lock = wake_dir.join(WAKE_DIR_LOCK);
     let wake = lock_file(&wake_lock)?.ok_or_else(|| SingletonError::WakeDirTaken {
@@ -97,7 +96,6 @@ pub fn acquire(env: &Env, hook_url: &str, wake_dir: &Path) -> Result<Singletons,
     Ok(Singletons {
         _hook: hook,
         _wake_dir: wake,
-        hook_lock_path,
     })
 }
 

@@ -4,9 +4,9 @@
 //! ([`transcript`]), what its screen shows ([`screen`]), and the trust flag in its config
 //! ([`trust`]). Nothing here decides what to do about what it reads.
 
-pub mod home;
+pub(crate) mod home;
 pub mod hooks;
 pub mod registry;
-pub mod screen;
+pub(crate) mod screen;
 pub mod transcript;
-pub mod trust;
+pub(crate) mod trust;

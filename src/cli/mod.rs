@@ -2,11 +2,11 @@
 //! the Python bridge) and the verbs sessions and operators use. Parsing only; each verb's work
 //! lives in its own module.
 
-pub mod client;
-pub mod context;
+pub(crate) mod client;
+pub(crate) mod context;
 pub mod hook;
 pub mod launch;
-pub mod serve;
+pub(crate) mod serve;
 pub mod session;
 
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! advisory warnings, Host allowlist). Everything here is pure: it reads an environment and
 //! flags handed to it and returns a validated `Config` or one `ConfigError` line.
 
-pub mod duration;
+pub(crate) mod duration;
 pub mod hosts;
 mod layers;
 mod names;

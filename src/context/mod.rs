@@ -11,7 +11,7 @@ pub mod monitor;
 pub mod statefile;
 pub mod statusline;
 pub mod task;
-pub mod thresholds;
+pub(crate) mod thresholds;
 pub mod window;
 
 use std::path::PathBuf;

@@ -204,11 +204,6 @@ impl SessionThresholds {
             state.pending = false;
         }
     }
-
-    /// The latest percentage observed.
-    pub fn last_percent(&self) -> Option<f64> {
-        self.last_percent
-    }
 }
 
 #[cfg(test)]

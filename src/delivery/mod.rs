@@ -2,8 +2,8 @@
 //! line durably, then (mux backend) decide whether and how to wake the session. It owns the
 //! `action` vocabulary the bus-facing answer uses.
 
-pub mod action;
-pub mod cooldown;
+pub(crate) mod action;
+pub(crate) mod cooldown;
 pub mod dedupe;
 pub mod gate;
 

@@ -7,8 +7,8 @@ mod guards;
 mod health;
 mod hook;
 mod sessions;
-pub mod state;
-pub mod status;
+pub(crate) mod state;
+pub(crate) mod status;
 mod wake;
 
 use std::sync::Arc;

@@ -53,6 +53,16 @@ pub async fn metrics(State(app): State<Arc<AppState>>) -> Response {
     );
     let _ = writeln!(text, "# TYPE wakebridge_spool_bytes gauge");
     let _ = writeln!(text, "wakebridge_spool_bytes {spool_bytes}");
+    let _ = writeln!(
+        text,
+        "# HELP wakebridge_log_lines_dropped_total Log lines dropped because stderr's reader did not keep up."
+    );
+    let _ = writeln!(text, "# TYPE wakebridge_log_lines_dropped_total counter");
+    let _ = writeln!(
+        text,
+        "wakebridge_log_lines_dropped_total {}",
+        crate::telemetry::logging::dropped_lines()
+    );
     let acknowledged = sessions
         .iter()
         .filter(|s| s.nudge.as_ref().is_some_and(|n| n["acknowledged"] == true))

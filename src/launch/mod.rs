@@ -11,7 +11,7 @@
 //! (those stop the launch and leave the pane for a human), and types the first prompt only as a
 //! validated [`KeystrokeText`] through the shared [`Injector`].
 
-pub mod driver;
+pub(crate) mod driver;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

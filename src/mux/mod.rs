@@ -6,12 +6,12 @@
 //! [`process`]. This module does not decide *whether* a session should be woken (busy markers,
 //! cooldowns, idle detection): callers do that before calling it.
 
-pub mod inject;
-pub mod process;
-pub mod ps;
-pub mod text;
-pub mod tmux;
-pub mod zellij;
+pub(crate) mod inject;
+pub(crate) mod process;
+pub(crate) mod ps;
+pub(crate) mod text;
+pub(crate) mod tmux;
+pub(crate) mod zellij;
 
 use std::env;
 use std::ffi::OsStr;

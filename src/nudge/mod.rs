@@ -4,8 +4,8 @@
 //! signals (Claude Code's registry through `claude::registry`) and types nudges through the wake
 //! gate. Only `task` runs processes or types.
 
-pub mod schedule;
-pub mod signals;
+pub(crate) mod schedule;
+pub(crate) mod signals;
 pub mod task;
 
 use std::collections::BTreeMap;

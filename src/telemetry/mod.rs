@@ -2,7 +2,7 @@
 //! things happen (deliveries by action, rejections by reason, errors by kind), a latency
 //! histogram for `/hook`, and gauges computed at scrape time from the session status.
 
-pub mod logging;
+pub(crate) mod logging;
 pub mod warn;
 use std::sync::OnceLock;
 

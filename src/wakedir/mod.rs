@@ -5,15 +5,15 @@
 //! It does not spool events, type into panes or decide cooldowns; the bridge's wake gate composes
 //! these pieces with the multiplexer backends.
 
-pub mod detect;
-pub mod dir;
+pub(crate) mod detect;
+pub(crate) mod dir;
 pub mod markers;
-pub mod panes;
-pub mod pretty;
+pub(crate) mod panes;
+pub(crate) mod pretty;
 pub mod printable;
 pub mod reader;
 pub mod target;
-pub mod writer;
+pub(crate) mod writer;
 
 pub use detect::detect_target;
 pub use dir::ensure_wake_dir;

@@ -3,6 +3,6 @@
 //! Python-identical JSON the spool line is written in.
 
 pub mod event;
-pub mod pyjson;
+pub(crate) mod pyjson;
 pub mod session_id;
 pub mod signature;

@@ -8,7 +8,7 @@
 //! The glyphs and phrases here are facts about Claude Code's UI (2.0.x to 2.1.332), not guesses
 //! at its intent; a screen nothing here recognises reads as nothing in particular.
 
-pub mod first_run;
+pub(crate) mod first_run;
 #[cfg(test)]
 pub mod fixtures;
 

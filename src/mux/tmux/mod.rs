@@ -4,7 +4,7 @@
 //! answers; running them under a deadline is `process`'s job, and deciding when to type is the
 //! caller's. Creating and driving a new pane for the launcher is [`create`]'s.
 
-pub mod create;
+pub(crate) mod create;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
