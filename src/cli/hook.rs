@@ -19,7 +19,7 @@ use crate::store::{Record, SessionSeen, Store, now_unix_ms};
 use crate::wakedir::detect::detect_target;
 use crate::wakedir::markers::{MarkerError, clear_busy, set_busy};
 use crate::wakedir::target::PaneTarget;
-use crate::wakedir::writer::{clear_entry, set_entry};
+use crate::wakedir::writer::{PanesWriteError, clear_entry, set_entry};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
@@ -85,16 +85,25 @@ pub fn action_for(input: &HookInput) -> HookAction {
 }
 
 /// How the action went.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum HookResult {
     Done,
     /// Nothing to do (no session id, no multiplexer, an event not handled).
     Skipped(String),
-    Failed(String),
+    Failed(HookError),
+}
+
+/// Why a hook's action failed: its marker or its `panes.json` write.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    #[error(transparent)]
+    Marker(#[from] MarkerError),
+    #[error(transparent)]
+    Panes(#[from] PanesWriteError),
 }
 
 /// One hook invocation, for the caller to log or record in the ledger.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct HookOutcome {
     pub event_name: String,
     /// `Notification:<notification_type>` for notifications (the nudger tells `idle_prompt`
@@ -153,7 +162,6 @@ pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
         outcome.result = HookResult::Skipped("no session id in the payload or environment".into());
         return outcome;
     };
-    let failed = |e: &dyn std::fmt::Display| HookResult::Failed(e.to_string());
     outcome.result = match action {
         HookAction::MarkBusy => {
             outcome.nothing_new = input.event_name == "PreToolUse"
@@ -162,11 +170,11 @@ pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
                     &session_id,
                     LEDGER_REFRESH.as_secs_f64(),
                 );
-            set_busy(wake_dir, &session_id).map_or_else(|e| failed(&e), |()| HookResult::Done)
+            set_busy(wake_dir, &session_id)
+                .map_or_else(|e| HookResult::Failed(e.into()), |()| HookResult::Done)
         }
-        HookAction::MarkIdle => {
-            clear_marker(wake_dir, &session_id).map_or_else(|e| failed(&e), |()| HookResult::Done)
-        }
+        HookAction::MarkIdle => clear_marker(wake_dir, &session_id)
+            .map_or_else(|e| HookResult::Failed(e.into()), |()| HookResult::Done),
         HookAction::MapPane { keep_wake_state } => {
             let cleared = if keep_wake_state {
                 Ok(())
@@ -174,25 +182,25 @@ pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
                 clear_marker(wake_dir, &session_id)
             };
             match (cleared, pane) {
-                (Err(e), _) => failed(&e),
+                (Err(e), _) => HookResult::Failed(e.into()),
                 (Ok(()), None) => HookResult::Skipped(crate::cli::session::SKIPPED_NO_MUX.into()),
                 (Ok(()), Some(pane)) => match set_entry(wake_dir, &session_id, &pane) {
                     Ok(set) => {
                         outcome.unmapped = set.evicted;
                         HookResult::Done
                     }
-                    Err(e) => failed(&e),
+                    Err(e) => HookResult::Failed(e.into()),
                 },
             }
         }
         HookAction::ClearPane => match clear_marker(wake_dir, &session_id) {
-            Err(e) => failed(&e),
+            Err(e) => HookResult::Failed(e.into()),
             Ok(()) => match clear_entry(wake_dir, &session_id, pane.as_ref()) {
                 Ok(cleared) => {
                     outcome.unmapped = cleared.removed;
                     HookResult::Done
                 }
-                Err(e) => failed(&e),
+                Err(e) => HookResult::Failed(e.into()),
             },
         },
         HookAction::Ignore => HookResult::Skipped(String::new()),
