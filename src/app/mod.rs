@@ -15,41 +15,52 @@ use crate::bus::registration::{self, RegistrationConfig, RegistrationStatus};
 use crate::claude::home::ClaudeHome;
 use crate::config::{Backend, Config, Env};
 use crate::context::monitor::ContextView;
-use crate::context::task::{self as context_monitor, MonitorConfig};
+use crate::context::task::{self as context_monitor, MonitorConfig, MonitorError};
 use crate::delivery::dedupe::Dedupe;
 use crate::delivery::gate::Gate;
 use crate::delivery::{Action, Deliverer};
 use crate::http::AppState;
 use crate::mux::{Injector, MuxConfig};
-use crate::nudge::NudgerConfig;
 use crate::nudge::task::{self as nudger, NudgerDeps};
+use crate::nudge::{NudgeError, NudgerConfig};
 use crate::spool::prune::{self, PruneConfig};
 use crate::spool::{self, Spool};
-use crate::store::{Store, now_unix_ms};
+use crate::store::{Store, StoreError, now_unix_ms};
 use crate::telemetry::warn::Warnings;
 use singleton::{SingletonError, Singletons};
 
+/// Why `serve` could not start or stopped. Each module's error says what to fix, so most
+/// variants show it unchanged.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
-    #[error("cannot prepare wake dir {dir} (--wake-dir / AGENT_EVENT_BUS_WAKE_DIR): {reason}")]
-    WakeDir { dir: PathBuf, reason: String },
+    #[error("cannot prepare wake dir {dir} (--wake-dir / AGENT_EVENT_BUS_WAKE_DIR): {source}")]
+    WakeDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Singleton(#[from] SingletonError),
-    #[error("{0}")]
+    #[error(transparent)]
     Spool(spool::OpenError),
-    #[error("cannot listen on {addr}: {reason}; pick a free --port or stop whatever holds it")]
-    Bind { addr: SocketAddr, reason: String },
+    #[error("cannot listen on {addr}: {source}; pick a free --port or stop whatever holds it")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
     /// Names the file and what to do (the store's own message does both).
-    #[error("{0}")]
-    Ledger(String),
+    #[error(transparent)]
+    Ledger(#[from] StoreError),
     /// A `[context]` setting that cannot work (the message names it).
-    #[error("{0}")]
-    Context(String),
+    #[error(transparent)]
+    Context(#[from] MonitorError),
     /// A bad `[nudger]` setting, named.
-    #[error("{0}")]
-    Nudger(String),
+    #[error(transparent)]
+    Nudger(#[from] NudgeError),
+    /// The spool's recovery thread panicked or was cancelled.
+    #[error("server failed: the spool's recovery stopped: {0}")]
+    Recovery(#[source] tokio::task::JoinError),
     #[error("server failed: {0}")]
-    Serve(String),
+    Serve(#[source] std::io::Error),
 }
 
 impl AppError {
@@ -65,6 +76,7 @@ impl AppError {
             AppError::Singleton(_)
             | AppError::Spool(_)
             | AppError::Bind { .. }
+            | AppError::Recovery(_)
             | AppError::Serve(_) => 1,
         }
     }
@@ -85,32 +97,27 @@ impl App {
         // Settings that can be wrong are checked before anything is locked, bound or opened.
         let context_monitor = if config.settings.context.enabled {
             let config_dirs = config.paths.claude.iter().map(|c| c.dir.clone()).collect();
-            let monitor = MonitorConfig::from_settings(
+            Some(MonitorConfig::from_settings(
                 &config.settings.context,
                 config.paths.state_dir.clone(),
                 config_dirs,
                 config.backend == Backend::Mux,
-            )
-            .map_err(|e| AppError::Context(e.to_string()))?;
-            Some(monitor)
+            )?)
         } else {
             None
         };
         // The nudger types into panes, so it runs only where typing is allowed (mux backend).
         let nudge_config = if config.settings.nudger.enabled && config.backend == Backend::Mux {
-            let checked = NudgerConfig::from_settings(&config.settings.nudger)
-                .map_err(|e| AppError::Nudger(e.to_string()))?;
-            Some(checked)
+            Some(NudgerConfig::from_settings(&config.settings.nudger)?)
         } else {
             None
         };
-        let wake_err = |reason: String| AppError::WakeDir {
+        let wake_err = |source| AppError::WakeDir {
             dir: config.paths.wake_dir.clone(),
-            reason,
+            source,
         };
-        spool::prepare_wake_dir(&config.paths.wake_dir).map_err(|e| wake_err(e.to_string()))?;
-        let wake_dir =
-            std::fs::canonicalize(&config.paths.wake_dir).map_err(|e| wake_err(e.to_string()))?;
+        spool::prepare_wake_dir(&config.paths.wake_dir).map_err(wake_err)?;
+        let wake_dir = std::fs::canonicalize(&config.paths.wake_dir).map_err(wake_err)?;
         let singletons = singleton::acquire(env, &config.hook_url, &wake_dir)?;
         raise_descriptor_limit();
         // Before anything can append: what a crash cut from the spools is put back here.
@@ -118,14 +125,13 @@ impl App {
             checkpoint_every: config.settings.spool.sync_interval,
             ..spool::SpoolOptions::default()
         };
-        let store =
-            Store::open(&config.paths.ledger).map_err(|e| AppError::Ledger(e.to_string()))?;
+        let store = Store::open(&config.paths.ledger)?;
         let spool = {
             // Recovery reads and syncs files and waits for the ledger: off the async workers.
             let (dir, store) = (wake_dir.clone(), store.clone());
             tokio::task::spawn_blocking(move || Spool::open_with(dir, store, spool_options))
                 .await
-                .map_err(|e| AppError::Serve(format!("the spool's recovery stopped: {e}")))?
+                .map_err(AppError::Recovery)?
                 .map_err(AppError::Spool)?
         };
         let mux = MuxConfig::from_settings(&config.settings.mux);
@@ -135,10 +141,7 @@ impl App {
         let addr = SocketAddr::new(config.bind_addr(), config.port);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
-            .map_err(|e| AppError::Bind {
-                addr,
-                reason: e.to_string(),
-            })?;
+            .map_err(|source| AppError::Bind { addr, source })?;
         for warning in &config.warnings {
             tracing::warn!("{warning}");
         }
@@ -228,7 +231,7 @@ impl App {
         axum::serve(self.listener, router)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await
-            .map_err(|e| AppError::Serve(e.to_string()))?;
+            .map_err(AppError::Serve)?;
         let _ = pruning.await;
         if let Some(task) = context {
             let _ = task.await;

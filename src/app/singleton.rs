@@ -17,7 +17,7 @@ pub const WAKE_DIR_LOCK: &str = "bridge.singleton.lock";
 /// How many hex characters of sha256(hook URL) name the hook lock (the reference's 16).
 const HOOK_HASH_CHARS: usize = 16;
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum SingletonError {
     #[error(
         "Another bridge (wakebridge or agent-event-bus-bridge) is already registered for hook URL {url} (lock {lock}); stop it, or give this one another --port and --hook-url"
@@ -27,16 +27,22 @@ pub enum SingletonError {
         "Another bridge (wakebridge or agent-event-bus-bridge) is already running on wake dir {dir}; stop it, or give this one another --wake-dir"
     )]
     WakeDirTaken { dir: PathBuf },
-    #[error("Cannot create bridge lock dir {dir}: {reason}")]
-    LockDir { dir: PathBuf, reason: String },
+    #[error("Cannot create bridge lock dir {dir}: {source}")]
+    LockDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
     #[error("bridge lock dir {dir} is not a directory (a symlink or a file?); remove it")]
     LockDirNotDir { dir: PathBuf },
     #[error(
         "bridge lock dir {dir} is group/world-accessible or not ours; remove it or chmod 700 it"
     )]
     LockDirUnsafe { dir: PathBuf },
-    #[error("Cannot open bridge lock {path}: {reason}")]
-    Open { path: PathBuf, reason: String },
+    #[error("Cannot open bridge lock {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// Both locks, released when dropped.
@@ -108,16 +114,16 @@ fn prepare_lock_dir(dir: &Path) -> Result<(), SingletonError> {
     {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => {
+        Err(source) => {
             return Err(SingletonError::LockDir {
                 dir: dir.to_path_buf(),
-                reason: e.to_string(),
+                source,
             });
         }
     }
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| SingletonError::LockDir {
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| SingletonError::LockDir {
         dir: dir.to_path_buf(),
-        reason: e.to_string(),
+        source,
     })?;
     if !meta.file_type().is_dir() {
         return Err(SingletonError::LockDirNotDir {
@@ -136,9 +142,9 @@ fn prepare_lock_dir(dir: &Path) -> Result<(), SingletonError> {
 
 /// `Ok(None)` when another process holds the lock.
 fn lock_file(path: &Path) -> Result<Option<File>, SingletonError> {
-    crate::private_fs::try_lock(path).map_err(|e| SingletonError::Open {
+    crate::private_fs::try_lock(path).map_err(|source| SingletonError::Open {
         path: path.to_path_buf(),
-        reason: e.to_string(),
+        source,
     })
 }
 

@@ -37,10 +37,14 @@ const MAX_ERROR_BODY_CHARS: usize = 300;
 /// What went wrong talking to the bus, told apart so callers can log the right remedy.
 #[derive(Debug, thiserror::Error)]
 pub enum BusError {
-    #[error("invalid bus URL {url:?}: {reason}; expected http(s)://host[:port]/mcp")]
-    InvalidUrl { url: String, reason: String },
+    #[error("invalid bus URL {url:?}: {problem}; expected http(s)://host[:port]/mcp")]
+    InvalidUrl {
+        url: String,
+        #[source]
+        problem: UrlProblem,
+    },
     #[error("could not build the HTTP client for the bus: {0}")]
-    Client(String),
+    Client(#[source] reqwest::Error),
     #[error("bus not reachable at {url}: {detail}; is agent-event-bus running?")]
     Unreachable { url: String, detail: String },
     #[error("bus at {url} answered HTTP {status} to {tool}: {body}")]
@@ -56,6 +60,17 @@ pub enum BusError {
     Refused { tool: String, error: String },
     #[error("unusable reply from bus tool {tool}: {reason}")]
     Unusable { tool: String, reason: String },
+}
+
+/// What is wrong with a bus URL.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlProblem {
+    #[error(transparent)]
+    Parse(#[from] url::ParseError),
+    #[error("scheme {0:?} is not http or https")]
+    Scheme(String),
+    #[error("no host")]
+    NoHost,
 }
 
 impl BusError {
@@ -114,24 +129,21 @@ impl BusClient {
 
     /// As [`BusClient::new`] with another per-call budget.
     pub fn with_timeout(url: &str, timeout: Duration) -> Result<Self, BusError> {
-        let invalid = |reason: String| BusError::InvalidUrl {
+        let invalid = |problem| BusError::InvalidUrl {
             url: url.to_owned(),
-            reason,
+            problem,
         };
-        let parsed = reqwest::Url::parse(url).map_err(|e| invalid(e.to_string()))?;
+        let parsed = reqwest::Url::parse(url).map_err(|e| invalid(e.into()))?;
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(invalid(format!(
-                "scheme {:?} is not http or https",
-                parsed.scheme()
-            )));
+            return Err(invalid(UrlProblem::Scheme(parsed.scheme().to_owned())));
         }
         if parsed.host_str().is_none_or(str::is_empty) {
-            return Err(invalid("no host".to_owned()));
+            return Err(invalid(UrlProblem::NoHost));
         }
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .build()
-            .map_err(|e| BusError::Client(e.to_string()))?;
+            .map_err(BusError::Client)?;
         Ok(Self { url: parsed, http })
     }
 

@@ -47,10 +47,13 @@ pub enum PreTrustError {
     #[error("{path} is larger than {MAX_CONFIG_BYTES} bytes; refusing to rewrite it")]
     TooLarge { path: PathBuf },
     #[error(
-        "{path} is not valid JSON ({detail}); refusing to overwrite it. Fix or move the file, or \
+        "{path} is not valid JSON ({source}); refusing to overwrite it. Fix or move the file, or \
          launch without --pre-trust and let the launcher answer the trust dialog"
     )]
-    NotJson { path: PathBuf, detail: String },
+    NotJson {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
     #[error("{path}: {what} is not a JSON object; refusing to overwrite it")]
     NotAnObject { path: PathBuf, what: String },
     #[error("cannot write the backup {path}: {source}; nothing was changed")]
@@ -222,9 +225,9 @@ fn parse_root(config: &Path, bytes: &[u8]) -> Result<Map<String, Value>, PreTrus
             path: config.to_owned(),
             what: "the top level".into(),
         }),
-        Err(err) => Err(PreTrustError::NotJson {
+        Err(source) => Err(PreTrustError::NotJson {
             path: config.to_owned(),
-            detail: err.to_string(),
+            source,
         }),
     }
 }

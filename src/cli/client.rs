@@ -56,18 +56,35 @@ fn daemon_url(config: &Config, explicit: Option<&str>) -> String {
     format!("http://{host}:{}", config.port)
 }
 
+/// Why a call got no answer from the daemon.
+#[derive(Debug, thiserror::Error)]
+enum CallError {
+    #[error(transparent)]
+    Runtime(std::io::Error),
+    #[error(transparent)]
+    Client(reqwest::Error),
+    #[error(
+        "cannot reach the wakebridge daemon at {url}: {source}; is `wakebridge serve` running? \
+         (--url to point elsewhere)"
+    )]
+    Unreachable { url: String, source: reqwest::Error },
+}
+
 fn call(
     config: &Config,
     method: reqwest::Method,
     url: &str,
     body: Option<Value>,
-) -> Result<(u16, Value), String> {
+) -> Result<(u16, Value), CallError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(CallError::Runtime)?;
     runtime.block_on(async {
-        let client = reqwest::Client::builder().timeout(CALL_TIMEOUT).build().map_err(|e| e.to_string())?;
+        let client = reqwest::Client::builder()
+            .timeout(CALL_TIMEOUT)
+            .build()
+            .map_err(CallError::Client)?;
         let mut request = client.request(method, url);
         if let Some(secret) = &config.secret {
             request = request.bearer_auth(secret.expose());
@@ -78,7 +95,10 @@ fn call(
         let response = request
             .send()
             .await
-            .map_err(|e| format!("cannot reach the wakebridge daemon at {url}: {e}; is `wakebridge serve` running? (--url to point elsewhere)"))?;
+            .map_err(|source| CallError::Unreachable {
+                url: url.to_string(),
+                source,
+            })?;
         let status = response.status().as_u16();
         let value = response.json::<Value>().await.unwrap_or(Value::Null);
         Ok((status, value))

@@ -19,7 +19,7 @@ use crate::store::{Record, SessionSeen, Store, now_unix_ms};
 use crate::wakedir::detect::detect_target;
 use crate::wakedir::markers::{MarkerError, clear_busy, set_busy};
 use crate::wakedir::target::PaneTarget;
-use crate::wakedir::writer::{clear_entry, set_entry};
+use crate::wakedir::writer::{PanesWriteError, clear_entry, set_entry};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
@@ -85,16 +85,25 @@ pub fn action_for(input: &HookInput) -> HookAction {
 }
 
 /// How the action went.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum HookResult {
     Done,
     /// Nothing to do (no session id, no multiplexer, an event not handled).
     Skipped(String),
-    Failed(String),
+    Failed(HookError),
+}
+
+/// Why a hook's action failed: its marker or its `panes.json` write.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    #[error(transparent)]
+    Marker(#[from] MarkerError),
+    #[error(transparent)]
+    Panes(#[from] PanesWriteError),
 }
 
 /// One hook invocation, for the caller to log or record in the ledger.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct HookOutcome {
     pub event_name: String,
     /// `Notification:<notification_type>` for notifications (the nudger tells `idle_prompt`
@@ -153,7 +162,6 @@ pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
         outcome.result = HookResult::Skipped("no session id in the payload or environment".into());
         return outcome;
     };
-    let failed = |e: &dyn std::fmt::Display| HookResult::Failed(e.to_string());
     outcome.result = match action {
         HookAction::MarkBusy => {
             outcome.nothing_new = input.event_name == "PreToolUse"
@@ -162,11 +170,11 @@ pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
                     &session_id,
                     LEDGER_REFRESH.as_secs_f64(),
                 );
-            set_busy(wake_dir, &session_id).map_or_else(|e| failed(&e), |()| HookResult::Done)
+            set_busy(wake_dir, &session_id)
+                .map_or_else(|e| HookResult::Failed(e.into()), |()| HookResult::Done)
         }
-        HookAction::MarkIdle => {
-            clear_marker(wake_dir, &session_id).map_or_else(|e| failed(&e), |()| HookResult::Done)
-        }
+        HookAction::MarkIdle => clear_marker(wake_dir, &session_id)
+            .map_or_else(|e| HookResult::Failed(e.into()), |()| HookResult::Done),
         HookAction::MapPane { keep_wake_state } => {
             let cleared = if keep_wake_state {
                 Ok(())
@@ -174,25 +182,25 @@ pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
                 clear_marker(wake_dir, &session_id)
             };
             match (cleared, pane) {
-                (Err(e), _) => failed(&e),
+                (Err(e), _) => HookResult::Failed(e.into()),
                 (Ok(()), None) => HookResult::Skipped(crate::cli::session::SKIPPED_NO_MUX.into()),
                 (Ok(()), Some(pane)) => match set_entry(wake_dir, &session_id, &pane) {
                     Ok(set) => {
                         outcome.unmapped = set.evicted;
                         HookResult::Done
                     }
-                    Err(e) => failed(&e),
+                    Err(e) => HookResult::Failed(e.into()),
                 },
             }
         }
         HookAction::ClearPane => match clear_marker(wake_dir, &session_id) {
-            Err(e) => failed(&e),
+            Err(e) => HookResult::Failed(e.into()),
             Ok(()) => match clear_entry(wake_dir, &session_id, pane.as_ref()) {
                 Ok(cleared) => {
                     outcome.unmapped = cleared.removed;
                     HookResult::Done
                 }
-                Err(e) => failed(&e),
+                Err(e) => HookResult::Failed(e.into()),
             },
         },
         HookAction::Ignore => HookResult::Skipped(String::new()),
@@ -234,9 +242,7 @@ pub fn read_bounded(
                 continue;
             }
             -1 => {
-                return Err(HookInputError::Read(
-                    std::io::Error::last_os_error().to_string(),
-                ));
+                return Err(HookInputError::Read(std::io::Error::last_os_error()));
             }
             _ => {}
         }
@@ -245,7 +251,7 @@ pub fn read_bounded(
             Ok(n) if bytes.len() + n > cap => return Err(HookInputError::TooLarge { limit: cap }),
             Ok(n) => bytes.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(HookInputError::Read(e.to_string())),
+            Err(e) => return Err(HookInputError::Read(e)),
         }
     }
 }
@@ -282,7 +288,7 @@ pub fn settings_text() -> String {
 /// records it in the ledger), on the action thread and inside the same overall budget.
 pub fn run_hook(
     args: &HookArgs,
-    wake_dir: Result<PathBuf, String>,
+    wake_dir: Result<PathBuf, ConfigError>,
     record: impl FnOnce(&HookOutcome) + Send + 'static,
 ) -> ExitCode {
     if args.print_settings {
@@ -308,7 +314,7 @@ pub fn run_hook(
     let wake_dir = match wake_dir {
         Ok(dir) => dir,
         Err(e) => {
-            report(&e);
+            report(&e.to_string());
             return ExitCode::SUCCESS;
         }
     };
@@ -356,7 +362,7 @@ pub fn run_hook(
 pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
     let (wake_dir, ledger) = match config {
         Ok(c) => (Ok(c.paths.wake_dir), Some(c.paths.ledger)),
-        Err(e) => (Err(e.to_string()), None),
+        Err(e) => (Err(e), None),
     };
     run_hook(args, wake_dir, move |outcome| {
         record(ledger.as_deref(), outcome)
@@ -471,12 +477,12 @@ mod tests {
     #[test]
     fn bounded_read_stops_at_the_cap_and_the_budget() {
         let bytes = read_bounded(piped(b"abc"), 3, HOOK_STDIN_BUDGET);
-        assert_eq!(bytes, Ok(b"abc".to_vec()));
+        assert_eq!(bytes.expect("within the cap"), b"abc");
         let over = read_bounded(piped(b"abcd"), 3, HOOK_STDIN_BUDGET);
-        assert_eq!(over, Err(HookInputError::TooLarge { limit: 3 }));
+        assert!(matches!(over, Err(HookInputError::TooLarge { limit: 3 })));
         let endless = std::fs::File::open("/dev/zero").unwrap();
         let over = read_bounded(endless, 16, HOOK_STDIN_BUDGET);
-        assert_eq!(over, Err(HookInputError::TooLarge { limit: 16 }));
+        assert!(matches!(over, Err(HookInputError::TooLarge { limit: 16 })));
     }
 
     proptest! {

@@ -8,7 +8,7 @@
 use crate::env::Env;
 use crate::wakedir::detect::detect_target;
 use crate::wakedir::markers::{MarkerError, clear_busy, set_busy};
-use crate::wakedir::panes::parse_target;
+use crate::wakedir::panes::{InvalidTarget, parse_target};
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::{ClearOutcome, PanesWriteError, SetOutcome, clear_entry, set_entry};
 use serde_json::{Value, json};
@@ -248,7 +248,7 @@ fn clear_marker_first(wake_dir: &Path, session_id: &str) -> Result<(), Failed> {
 }
 
 /// The explicit `--mux/--pane/--mux-session` target, validated exactly like a file entry.
-pub fn explicit_target(args: &PanesSetArgs) -> Option<Result<PaneTarget, String>> {
+pub fn explicit_target(args: &PanesSetArgs) -> Option<Result<PaneTarget, InvalidTarget>> {
     let mux = args.mux?;
     let mut value = json!({
         "mux": match mux { MuxKind::Tmux => "tmux", MuxKind::Zellij => "zellij" },
@@ -257,7 +257,7 @@ pub fn explicit_target(args: &PanesSetArgs) -> Option<Result<PaneTarget, String>
     if let (Some(session), Value::Object(map)) = (&args.mux_session, &mut value) {
         map.insert("session".into(), Value::String(session.clone()));
     }
-    Some(parse_target(&value).map_err(|invalid| format!("Invalid target: {invalid}")))
+    Some(parse_target(&value))
 }
 
 fn panes_set(
@@ -269,7 +269,7 @@ fn panes_set(
     let session_id = session_id(&args.session, env)?;
     let explicit = explicit_target(args)
         .transpose()
-        .map_err(|message| Failed(CliStatus::Usage, message))?;
+        .map_err(|invalid| Failed(CliStatus::Usage, format!("Invalid target: {invalid}")))?;
     if !args.keep_wake_state {
         clear_marker_first(wake_dir, &session_id)?;
     }
@@ -388,8 +388,12 @@ mod tests {
             pane: Some("0".into()),
             ..Default::default()
         };
-        let message = explicit_target(&args).unwrap().unwrap_err();
-        assert!(message.starts_with("Invalid target:") && message.contains("session name"));
+        let invalid = explicit_target(&args).unwrap().unwrap_err();
+        assert!(
+            matches!(invalid, InvalidTarget::MissingZellijSession(_)),
+            "{invalid}"
+        );
+        assert!(invalid.to_string().contains("session name"), "{invalid}");
     }
 
     #[test]

@@ -11,19 +11,32 @@ use serde::de::{self, Deserializer, Visitor};
 pub const FORMS: &str =
     "a number of seconds (90, 0.5) or a number with a unit (90s, 500ms, 15m, 2h, 7days)";
 
+/// Why a text or a number is not a duration.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DurationError {
+    #[error("{text:?} is not a duration ({source}): use {FORMS}")]
+    Unparsed {
+        text: String,
+        source: humantime::DurationError,
+    },
+    #[error("{0} is not a duration: use {FORMS}, not negative or infinite")]
+    Seconds(f64),
+}
+
 /// Parses a duration from text: plain seconds, or humantime's forms.
-pub fn parse(text: &str) -> Result<Duration, String> {
+pub fn parse(text: &str) -> Result<Duration, DurationError> {
     let text = text.trim();
     if let Ok(seconds) = text.parse::<f64>() {
         return seconds_of(seconds);
     }
-    humantime::parse_duration(text)
-        .map_err(|e| format!("{text:?} is not a duration ({e}): use {FORMS}"))
+    humantime::parse_duration(text).map_err(|source| DurationError::Unparsed {
+        text: text.to_string(),
+        source,
+    })
 }
 
-fn seconds_of(seconds: f64) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|_| format!("{seconds} is not a duration: use {FORMS}, not negative or infinite"))
+fn seconds_of(seconds: f64) -> Result<Duration, DurationError> {
+    Duration::try_from_secs_f64(seconds).map_err(|_| DurationError::Seconds(seconds))
 }
 
 /// `#[serde(deserialize_with = "duration::deserialize")]` for every duration setting.
@@ -69,7 +82,7 @@ mod tests {
     #[test]
     fn errors_say_which_forms_work() {
         for bad in ["soon", "-5", "inf", "5 parsecs"] {
-            let e = parse(bad).expect_err(bad);
+            let e = parse(bad).expect_err(bad).to_string();
             assert!(e.contains("90s") && e.contains("seconds"), "{bad}: {e}");
         }
     }

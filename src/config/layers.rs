@@ -65,7 +65,6 @@ fn like(path: &[String]) -> Option<&'static toml::Value> {
 /// seconds the reference's own rules check, durations with a unit), and the rest refuse it by
 /// name when the table becomes `Settings`.
 fn typed(name: &str, text: &str, like: Option<&toml::Value>) -> Result<toml::Value, ConfigError> {
-    let refuse = |what: &str| ConfigError::new(format!("{name}={text:?} is not {what}"));
     let trimmed = text.trim();
     Ok(match like {
         Some(toml::Value::Integer(_)) => trimmed.parse().map_or_else(
@@ -79,7 +78,7 @@ fn typed(name: &str, text: &str, like: Option<&toml::Value>) -> Result<toml::Val
         Some(toml::Value::Boolean(_)) => toml::Value::Boolean(match trimmed {
             "true" | "1" => true,
             "false" | "0" => false,
-            _ => return Err(refuse("true or false")),
+            _ => return Err(super::bad_value(name, text, "is not true or false".into())),
         }),
         Some(toml::Value::Array(_)) => toml::Value::Array(
             text.split(',')
@@ -164,7 +163,8 @@ mod tests {
         let e =
             apply_env(&mut table, [("WAKEBRIDGE_CONTEXT__ENABLED", "maybe")]).expect_err("refused");
         assert!(
-            e.0.contains("WAKEBRIDGE_CONTEXT__ENABLED") && e.0.contains("true or false"),
+            e.to_string().contains("WAKEBRIDGE_CONTEXT__ENABLED")
+                && e.to_string().contains("true or false"),
             "{e}"
         );
     }

@@ -21,7 +21,7 @@ use crate::claude::home::{ClaudeHome, HomeError};
 pub use crate::env::Env;
 use crate::wire::signature::Secret;
 pub use hosts::HostAllowlist;
-pub use topology::Topology;
+pub use topology::{Topology, UrlProblem};
 
 /// The built-in defaults: the same file operators read as documentation.
 pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
@@ -40,15 +40,159 @@ pub fn defaults() -> &'static Settings {
 /// Prefix of wakebridge's own environment variables (`WAKEBRIDGE_<SECTION>__<KEY>`).
 const ENV_PREFIX: &str = "WAKEBRIDGE";
 
-/// One line naming the setting that is wrong and how to fix it.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
+/// Why the configuration cannot be used: one line naming what is wrong and how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "--config {}: no such file; give the path of a TOML file (see config/default.toml)",
+        path.display()
+    )]
+    NoFile { path: PathBuf },
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is not valid TOML: {}", path.display(), one_line(source))]
+    Toml {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    /// A section of the user's file that is not one of ours; `nearest` is the did-you-mean.
+    #[error(
+        "{}: unknown section [{section}]{} (config/default.toml lists every section)",
+        file.display(), did_you_mean(nearest, "[", "]")
+    )]
+    UnknownSection {
+        file: PathBuf,
+        section: String,
+        nearest: Option<String>,
+    },
+    #[error(
+        "{}: unknown setting `{setting}`{} (config/default.toml lists every setting)",
+        file.display(), did_you_mean(nearest, "`", "`")
+    )]
+    UnknownSetting {
+        file: PathBuf,
+        setting: String,
+        nearest: Option<String>,
+    },
+    /// A `WAKEBRIDGE_*` variable that names no setting; `nearest` is the variable meant.
+    #[error(
+        "environment variable {var} names no setting{} (the form is {}_<SECTION>__<KEY>, \
+         for the keys in config/default.toml)",
+        did_you_mean(nearest, "", ""),
+        ENV_PREFIX
+    )]
+    UnknownVariable {
+        var: String,
+        nearest: Option<String>,
+    },
+    /// The layered table does not fit `Settings` (a wrong type, a bad duration); `file` is the
+    /// user's file, if one was read.
+    #[error(
+        "bad setting in {}: {}; fix the value (every key, its type and default are in \
+         config/default.toml; env form WAKEBRIDGE_<SECTION>__<KEY>)",
+        file.as_ref().map_or_else(
+            || "the environment".to_string(),
+            |f| format!("{} or the environment", f.display())
+        ),
+        one_line(source)
+    )]
+    BadSetting {
+        file: Option<PathBuf>,
+        source: toml::de::Error,
+    },
+    /// A value that cannot be used, as given (`origin` is the flag, variable or key), and what
+    /// to give instead.
+    #[error("{origin}={value:?} {reason}")]
+    BadValue {
+        origin: String,
+        value: String,
+        reason: String,
+    },
+    /// A wakebridge duration setting that does not parse (`names` lists where it can be set).
+    #[error("{origin}: {source} ({names})")]
+    Duration {
+        origin: String,
+        names: String,
+        source: duration::DurationError,
+    },
+    #[error(
+        "{origin}={value:?} is not a usable {what}: {problem}; give an http:// or https:// URL \
+         with a host name, e.g. http://127.0.0.1:8080/mcp"
+    )]
+    Url {
+        origin: String,
+        value: String,
+        what: &'static str,
+        #[source]
+        problem: UrlProblem,
+    },
+    /// Paths are shared by processes started in many working directories.
+    #[error("{origin}={value:?} is relative: give an absolute path ({names})")]
+    Relative {
+        origin: String,
+        value: String,
+        names: String,
+    },
+    #[error(
+        "HOME is not an absolute path, so the default wake dir is unknown: set one ({})",
+        WAKE_DIR.names()
+    )]
+    NoHome,
+    #[error(
+        "no place for wakebridge's state (the ledger, context files): neither XDG_STATE_HOME \
+         nor HOME is an absolute directory; set one, or [state] dir (WAKEBRIDGE_STATE__DIR)"
+    )]
+    NoStateDir,
+    #[error(
+        "the bus at {bus_url} is remote but the hook URL {hook_url} is loopback: the bus would \
+         POST to itself. Set --hook-url / AGENT_EVENT_BUS_BRIDGE_HOOK_URL to an address the bus \
+         can reach (and set AGENT_EVENT_BUS_BRIDGE_SECRET)"
+    )]
+    HookUnreachable { bus_url: String, hook_url: String },
+    #[error(
+        "the listener is reachable off this machine (bind {bind}, hook URL {hook_url}) but no \
+         secret is set: set AGENT_EVENT_BUS_BRIDGE_SECRET to the webhook's shared secret, or \
+         bind and advertise loopback only"
+    )]
+    NoSecret { bind: IpAddr, hook_url: String },
+    #[error(
+        "allowed host {entry:?} has no hostname: list host names or IP literals, comma-separated \
+         (--allowed-hosts / AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS)"
+    )]
+    EmptyAllowedHost { entry: String },
+    #[error(
+        "mux.submit_delay = {delay:?} leaves no time to type within the {:?} injection budget: \
+         use at most {max:?} (WAKEBRIDGE_MUX__SUBMIT_DELAY)",
+        crate::mux::INJECT_BUDGET
+    )]
+    SubmitDelay { delay: Duration, max: Duration },
+    #[error(
+        "spool.sync_interval = {0:?} is out of range: use between 10ms and 1h \
+         (WAKEBRIDGE_SPOOL__SYNC_INTERVAL)"
+    )]
+    SyncInterval(Duration),
+    /// The text is typed into a prompt, where a control character or a leading digit would do
+    /// something else (submit early, pick a menu option).
+    #[error(
+        "wake.messages.{0} must be one line of printable text that does not start with a digit"
+    )]
+    WakeMessage(String),
+}
 
-impl ConfigError {
-    fn new(msg: impl Into<String>) -> Self {
-        Self(msg.into())
-    }
+/// A parser's message, which may span lines (TOML's caret diagram), as part of one line.
+fn one_line(error: &dyn std::fmt::Display) -> String {
+    error.to_string().trim_end().replace('\n', " ")
+}
+
+/// `; did you mean <nearest>?`, or nothing when no name is close.
+fn did_you_mean(nearest: &Option<String>, open: &str, close: &str) -> String {
+    nearest
+        .as_ref()
+        .map(|name| format!("; did you mean {open}{name}{close}?"))
+        .unwrap_or_default()
 }
 
 /// Which way a delivery ends: appended only, or appended and woken through a multiplexer.
@@ -337,22 +481,11 @@ impl Paths {
         let wake_dir = match wake_s.trim() {
             "" => home(env)
                 .map(|h| h.join(crate::wakedir::dir::DEFAULT_WAKE_DIR_UNDER_HOME))
-                .ok_or_else(|| {
-                    ConfigError::new(format!(
-                        "HOME is not an absolute path, so the default wake dir is unknown: set one ({})",
-                        WAKE_DIR.names()
-                    ))
-                })?,
+                .ok_or(ConfigError::NoHome)?,
             set => absolute(set, &origin, &WAKE_DIR.names())?,
         };
         let state_dir = match settings.state.dir.trim() {
-            "" => default_state_dir(env).ok_or_else(|| {
-                ConfigError::new(
-                    "no place for wakebridge's state (the ledger, context files): neither \
-                     XDG_STATE_HOME nor HOME is an absolute directory; set one, or [state] dir \
-                     (WAKEBRIDGE_STATE__DIR)",
-                )
-            })?,
+            "" => default_state_dir(env).ok_or(ConfigError::NoStateDir)?,
             set => absolute(set, "state.dir", "WAKEBRIDGE_STATE__DIR")?,
         };
         let ledger = match settings.ledger.path.trim() {
@@ -381,9 +514,11 @@ fn absolute(value: &str, origin: &str, names: &str) -> Result<PathBuf, ConfigErr
     if path.is_absolute() {
         Ok(path)
     } else {
-        Err(ConfigError::new(format!(
-            "{origin}={value:?} is relative: give an absolute path ({names})"
-        )))
+        Err(ConfigError::Relative {
+            origin: origin.to_string(),
+            value: value.to_string(),
+            names: names.to_string(),
+        })
     }
 }
 
@@ -418,10 +553,9 @@ fn load(config_file: Option<&Path>, env: &Env) -> Result<(Settings, Option<PathB
     let user_file = match config_file {
         Some(path) => {
             if !path.is_file() {
-                return Err(ConfigError::new(format!(
-                    "--config {}: no such file; give the path of a TOML file (see config/default.toml)",
-                    path.display()
-                )));
+                return Err(ConfigError::NoFile {
+                    path: path.to_path_buf(),
+                });
             }
             Some(path.to_path_buf())
         }
@@ -429,14 +563,13 @@ fn load(config_file: Option<&Path>, env: &Env) -> Result<(Settings, Option<PathB
     };
     let mut table = layers::defaults().clone();
     if let Some(path) = &user_file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::new(format!("cannot read {}: {e}", path.display())))?;
-        let file: toml::Table = toml::from_str(&text).map_err(|e| {
-            ConfigError::new(format!(
-                "{} is not valid TOML: {}",
-                path.display(),
-                e.to_string().trim_end().replace('\n', " ")
-            ))
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let file: toml::Table = toml::from_str(&text).map_err(|source| ConfigError::Toml {
+            path: path.clone(),
+            source,
         })?;
         names::check_file(path, &file)?;
         layers::merge(&mut table, file);
@@ -449,15 +582,9 @@ fn load(config_file: Option<&Path>, env: &Env) -> Result<(Settings, Option<PathB
         .collect();
     names::check_env(own.iter().map(|(k, _)| *k))?;
     layers::apply_env(&mut table, own)?;
-    let settings = Settings::deserialize(table).map_err(|e| {
-        let place = user_file.as_deref().map_or_else(
-            || "the environment".to_string(),
-            |f| format!("{} or the environment", f.display()),
-        );
-        ConfigError::new(format!(
-            "bad setting in {place}: {}; fix the value (every key, its type and default are in config/default.toml; env form WAKEBRIDGE_<SECTION>__<KEY>)",
-            e.to_string().trim_end().replace('\n', " ")
-        ))
+    let settings = Settings::deserialize(table).map_err(|source| ConfigError::BadSetting {
+        file: user_file.clone(),
+        source,
     })?;
     Ok((settings, user_file))
 }
@@ -481,6 +608,14 @@ fn default_state_dir(env: &Env) -> Option<PathBuf> {
         .map(|dir| dir.join(crate::store::STATE_DIR_NAME))
 }
 
+fn bad_value(origin: &str, value: &str, reason: String) -> ConfigError {
+    ConfigError::BadValue {
+        origin: origin.to_string(),
+        value: value.to_string(),
+        reason,
+    }
+}
+
 /// Picks flag > reference env > layered setting, remembering which one for error messages.
 fn pick(flag: &Option<String>, env: &Env, source: &Source, layered: &str) -> (String, String) {
     if let Some(v) = flag {
@@ -495,10 +630,14 @@ fn pick(flag: &Option<String>, env: &Env, source: &Source, layered: &str) -> (St
 fn parse_port(value: &str, origin: &str) -> Result<u16, ConfigError> {
     match value.trim().parse::<u32>() {
         Ok(p) if (1..=65535).contains(&p) => Ok(p as u16),
-        _ => Err(ConfigError::new(format!(
-            "{origin}={value:?} is not a port: use an integer from 1 to 65535 ({})",
-            PORT.names()
-        ))),
+        _ => Err(bad_value(
+            origin,
+            value,
+            format!(
+                "is not a port: use an integer from 1 to 65535 ({})",
+                PORT.names()
+            ),
+        )),
     }
 }
 
@@ -519,20 +658,17 @@ fn parse_seconds(
     } else {
         "a finite number of seconds >= 0"
     };
+    let refuse = |reason: String| Err(bad_value(origin, value, reason));
     match parsed {
-        Some(x) if x.is_nan() => Err(ConfigError::new(format!(
-            "{origin}={value:?} is NaN: use {hint} ({names})"
-        ))),
-        Some(x) if x < 0.0 => Err(ConfigError::new(format!(
-            "{origin}={value:?} is negative: use {hint} ({names})"
-        ))),
-        Some(x) if x.is_infinite() && !allow_inf => Err(ConfigError::new(format!(
-            "{origin}={value:?} is infinite: use {hint} ({names})"
-        ))),
+        Some(x) if x.is_nan() => refuse(format!("is NaN: use {hint} ({names})")),
+        Some(x) if x < 0.0 => refuse(format!("is negative: use {hint} ({names})")),
+        Some(x) if x.is_infinite() && !allow_inf => {
+            refuse(format!("is infinite: use {hint} ({names})"))
+        }
         Some(x) => Ok(x),
-        None => Err(ConfigError::new(format!(
-            "{origin}={value:?} is not a number: use {hint}, without a unit ({names})"
-        ))),
+        None => refuse(format!(
+            "is not a number: use {hint}, without a unit ({names})"
+        )),
     }
 }
 
@@ -554,7 +690,11 @@ fn seconds_from(
     }
     duration::parse(v)
         .map(|d| d.as_secs_f64())
-        .map_err(|e| ConfigError::new(format!("{origin}: {e} ({})", source.names())))
+        .map_err(|e| ConfigError::Duration {
+            origin: origin.to_string(),
+            names: source.names(),
+            source: e,
+        })
 }
 
 /// Builds and validates the whole configuration.
@@ -567,10 +707,14 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
 
     let (backend_s, origin) = pick(&flags.backend, env, &BACKEND, &b.backend);
     let backend = Backend::parse(backend_s.trim()).ok_or_else(|| {
-        ConfigError::new(format!(
-            "{origin}={backend_s:?} is not a backend: use mux (alias tmux) or spool ({})",
-            BACKEND.names()
-        ))
+        bad_value(
+            &origin,
+            &backend_s,
+            format!(
+                "is not a backend: use mux (alias tmux) or spool ({})",
+                BACKEND.names()
+            ),
+        )
     })?;
 
     let (cooldown_s, origin) = pick(&flags.cooldown, env, &COOLDOWN, &b.cooldown);
@@ -617,35 +761,31 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
         "all" => Scope::All,
         "local" => Scope::Local,
         other => {
-            return Err(ConfigError::new(format!(
-                "bridge.scope={other:?} is not a scope: use \"all\" or \"local\" (WAKEBRIDGE_BRIDGE__SCOPE)"
-            )));
+            return Err(bad_value(
+                "bridge.scope",
+                other,
+                "is not a scope: use \"all\" or \"local\" (WAKEBRIDGE_BRIDGE__SCOPE)".into(),
+            ));
         }
     };
     // Typing starts only when the submit delay and one call's floor still fit in the budget.
     let max_delay = crate::mux::INJECT_BUDGET - crate::mux::STEP_FLOOR * 2;
     if settings.mux.submit_delay > max_delay {
-        return Err(ConfigError::new(format!(
-            "mux.submit_delay = {:?} leaves no time to type within the {:?} injection budget: use at most {:?} (WAKEBRIDGE_MUX__SUBMIT_DELAY)",
-            settings.mux.submit_delay,
-            crate::mux::INJECT_BUDGET,
-            max_delay
-        )));
+        return Err(ConfigError::SubmitDelay {
+            delay: settings.mux.submit_delay,
+            max: max_delay,
+        });
     }
     let sync = settings.spool.sync_interval;
     if sync < Duration::from_millis(10) || sync > Duration::from_secs(3600) {
-        return Err(ConfigError::new(format!(
-            "spool.sync_interval = {sync:?} is out of range: use between 10ms and 1h (WAKEBRIDGE_SPOOL__SYNC_INTERVAL)"
-        )));
+        return Err(ConfigError::SyncInterval(sync));
     }
     for (name, text) in &settings.wake.messages {
         if text.trim().is_empty()
             || text.chars().any(char::is_control)
             || text.starts_with(|c: char| c.is_ascii_digit())
         {
-            return Err(ConfigError::new(format!(
-                "wake.messages.{name} must be one line of printable text that does not start with a digit"
-            )));
+            return Err(ConfigError::WakeMessage(name.clone()));
         }
     }
 

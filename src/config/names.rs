@@ -85,22 +85,20 @@ fn check_table(
             // A section given a plain value: the settings' own parser names the problem.
             _ if known.tables.contains(&path) => {}
             toml::Value::Table(_) => {
-                let hint = nearest(&path, known.tables.iter().map(String::as_str))
-                    .map(|t| format!("; did you mean [{t}]?"))
-                    .unwrap_or_default();
-                return Err(ConfigError::new(format!(
-                    "{}: unknown section [{path}]{hint} (config/default.toml lists every section)",
-                    file.display()
-                )));
+                return Err(ConfigError::UnknownSection {
+                    file: file.to_path_buf(),
+                    nearest: nearest(&path, known.tables.iter().map(String::as_str))
+                        .map(str::to_string),
+                    section: path,
+                });
             }
             _ => {
-                let hint = nearest(&path, known.settings.iter().map(String::as_str))
-                    .map(|s| format!("; did you mean `{s}`?"))
-                    .unwrap_or_default();
-                return Err(ConfigError::new(format!(
-                    "{}: unknown setting `{path}`{hint} (config/default.toml lists every setting)",
-                    file.display()
-                )));
+                return Err(ConfigError::UnknownSetting {
+                    file: file.to_path_buf(),
+                    nearest: nearest(&path, known.settings.iter().map(String::as_str))
+                        .map(str::to_string),
+                    setting: path,
+                });
             }
         }
     }
@@ -136,13 +134,10 @@ pub fn check_env<'a>(vars: impl IntoIterator<Item = &'a str>) -> Result<(), Conf
         if known.is_setting(&path) {
             continue;
         }
-        let hint = nearest(&path, known.settings.iter().map(String::as_str))
-            .map(|s| format!("; did you mean {}?", variable_of(s)))
-            .unwrap_or_default();
-        return Err(ConfigError::new(format!(
-            "environment variable {var} names no setting{hint} (the form is \
-             {ENV_PREFIX}_<SECTION>__<KEY>, for the keys in config/default.toml)"
-        )));
+        return Err(ConfigError::UnknownVariable {
+            var: var.to_string(),
+            nearest: nearest(&path, known.settings.iter().map(String::as_str)).map(variable_of),
+        });
     }
     Ok(())
 }
@@ -191,7 +186,7 @@ mod tests {
 
     fn check(text: &str) -> Result<(), String> {
         let table: toml::Table = toml::from_str(text).expect("toml");
-        check_file(Path::new("/cfg.toml"), &table).map_err(|e| e.0)
+        check_file(Path::new("/cfg.toml"), &table).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -241,12 +236,14 @@ mod tests {
         check_env(["WAKEBRIDGE_WAKE__MESSAGES__MINE"]).expect("open table");
         let e = check_env(["WAKEBRIDGE_NUDGER__IDLE_AFTR"])
             .expect_err("refused")
-            .0;
+            .to_string();
         assert!(
             e.contains("did you mean WAKEBRIDGE_NUDGER__IDLE_AFTER?"),
             "{e}"
         );
-        let e = check_env(["WAKEBRIDGE_PORT"]).expect_err("refused").0;
+        let e = check_env(["WAKEBRIDGE_PORT"])
+            .expect_err("refused")
+            .to_string();
         assert!(e.contains("did you mean WAKEBRIDGE_BRIDGE__PORT?"), "{e}");
     }
 

@@ -25,7 +25,9 @@ fn flags(f: impl FnOnce(&mut Flags)) -> Flags {
 }
 
 fn err(pairs: &[(&str, &str)]) -> String {
-    resolve_env(pairs).expect_err("should be refused").0
+    resolve_env(pairs)
+        .expect_err("should be refused")
+        .to_string()
 }
 
 #[test]
@@ -106,7 +108,7 @@ fn bad_numbers_name_their_setting() {
     assert!(
         resolve(&f, &env(&[]))
             .expect_err("bad flag")
-            .0
+            .to_string()
             .contains("--port")
     );
 }
@@ -151,7 +153,11 @@ fn wakebridge_env_reaches_every_section_and_lists() {
         &Flags::default(),
         &env(&[("WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL", "soon")]),
     );
-    assert!(bad.expect_err("bad duration").0.contains("keep_interval"));
+    assert!(
+        bad.expect_err("bad duration")
+            .to_string()
+            .contains("keep_interval")
+    );
 }
 
 #[test]
@@ -168,7 +174,7 @@ fn user_file_sits_between_defaults_and_env() {
     assert!(
         resolve(&missing, &env(&[]))
             .expect_err("missing")
-            .0
+            .to_string()
             .contains("--config")
     );
 }
@@ -400,7 +406,7 @@ fn wake_messages_must_be_safe_to_type() {
     let bad = resolve_env(&[("WAKEBRIDGE_WAKE__MESSAGES__X", "1. pick the first option")]);
     assert!(
         bad.expect_err("leading digit")
-            .0
+            .to_string()
             .contains("wake.messages.x")
     );
 }
@@ -410,7 +416,7 @@ fn submit_delay_must_leave_time_to_type() {
     assert!(resolve_env(&[("WAKEBRIDGE_MUX__SUBMIT_DELAY", "1500ms")]).is_ok());
     let err = resolve_env(&[("WAKEBRIDGE_MUX__SUBMIT_DELAY", "2s")])
         .expect_err("too long")
-        .0;
+        .to_string();
     assert!(
         err.contains("mux.submit_delay") && err.contains("WAKEBRIDGE_MUX__SUBMIT_DELAY"),
         "{err}"
@@ -429,7 +435,7 @@ fn spool_sync_interval_is_layered_and_bounded() {
         &Flags::default(),
         &env(&[("WAKEBRIDGE_SPOOL__SYNC_INTERVAL", "0s")]),
     );
-    let message = zero.expect_err("zero refused").0;
+    let message = zero.expect_err("zero refused").to_string();
     assert!(message.contains("spool.sync_interval"), "{message}");
     assert!(
         message.contains("WAKEBRIDGE_SPOOL__SYNC_INTERVAL"),
@@ -466,7 +472,7 @@ fn state_dir_and_ledger_follow_xdg_then_home_and_are_refused_without_either() {
     )
     .expect_err("no HOME, no XDG_STATE_HOME");
     assert!(
-        e.0.contains("XDG_STATE_HOME") && e.0.contains("HOME"),
+        e.to_string().contains("XDG_STATE_HOME") && e.to_string().contains("HOME"),
         "{e}"
     );
     let p = paths(&[("WAKEBRIDGE_LEDGER__PATH", "/elsewhere/l.db")]).expect("ok");
@@ -534,7 +540,10 @@ fn wake_dir_flag_beats_reference_env_beats_own_env_beats_file_beats_default() {
         ]),
     )
     .expect_err("no HOME");
-    assert!(e.0.contains("HOME") && e.0.contains("--wake-dir"), "{e}");
+    assert!(
+        e.to_string().contains("HOME") && e.to_string().contains("--wake-dir"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -543,7 +552,10 @@ fn unknown_file_keys_and_variables_are_refused_with_the_nearest_name() {
     let file = root.path().join("c.toml");
     std::fs::write(&file, "[nudger]\nidle_aftr = \"1m\"\n").expect("file");
     let e = resolve(&flags(|f| f.config = Some(file.clone())), &env(&[])).expect_err("refused");
-    assert!(e.0.contains("did you mean `nudger.idle_after`"), "{e}");
+    assert!(
+        e.to_string().contains("did you mean `nudger.idle_after`"),
+        "{e}"
+    );
     let e = err(&[("WAKEBRIDGE_NUDGER__IDLE_AFTR", "1m")]);
     assert!(
         e.contains("did you mean WAKEBRIDGE_NUDGER__IDLE_AFTER"),

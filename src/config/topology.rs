@@ -37,6 +37,23 @@ pub struct Topology {
     pub warnings: Vec<String>,
 }
 
+/// Why a bus or hook URL cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlProblem {
+    #[error("unbalanced '['")]
+    UnbalancedBracket,
+    #[error("no host name")]
+    NoHost,
+    #[error("bad port")]
+    BadPort,
+    #[error("no scheme")]
+    NoScheme,
+    #[error("scheme {0:?} is not http or https")]
+    Scheme(String),
+    #[error(transparent)]
+    Parse(url::ParseError),
+}
+
 /// A parsed http(s) URL's host, as the rules need it.
 struct UrlHost {
     host: String,
@@ -46,41 +63,44 @@ struct UrlHost {
     https: bool,
 }
 
-fn parse_http_url(raw: &str, origin: &str, what: &str) -> Result<UrlHost, ConfigError> {
-    let fail = |why: &str| {
-        ConfigError(format!(
-            "{origin}={raw:?} is not a usable {what}: {why}; give an http:// or https:// URL with a host name, e.g. http://127.0.0.1:8080/mcp"
-        ))
+fn parse_http_url(raw: &str, origin: &str, what: &'static str) -> Result<UrlHost, ConfigError> {
+    let fail = |problem| ConfigError::Url {
+        origin: origin.to_string(),
+        value: raw.to_string(),
+        what,
+        problem,
     };
     if raw.contains('[') && !raw.contains(']') {
-        return Err(fail("unbalanced '['"));
+        return Err(fail(UrlProblem::UnbalancedBracket));
     }
     // `url` would read `http:///mcp` as host `mcp`; Python sees no host at all.
     if let Some((_, authority)) = raw.split_once("://")
         && (authority.is_empty() || authority.starts_with(['/', '?', '#']))
     {
-        return Err(fail("no host name"));
+        return Err(fail(UrlProblem::NoHost));
     }
-    let url = Url::parse(raw).map_err(|e| match e {
-        url::ParseError::InvalidPort => fail("bad port"),
-        url::ParseError::EmptyHost => fail("no host name"),
-        url::ParseError::RelativeUrlWithoutBase => fail("no scheme"),
-        other => fail(&other.to_string()),
+    let url = Url::parse(raw).map_err(|e| {
+        fail(match e {
+            url::ParseError::InvalidPort => UrlProblem::BadPort,
+            url::ParseError::EmptyHost => UrlProblem::NoHost,
+            url::ParseError::RelativeUrlWithoutBase => UrlProblem::NoScheme,
+            other => UrlProblem::Parse(other),
+        })
     })?;
     let https = match url.scheme() {
         "http" => false,
         "https" => true,
-        other => return Err(fail(&format!("scheme {other:?} is not http or https"))),
+        other => return Err(fail(UrlProblem::Scheme(other.to_string()))),
     };
     let (host, ip) = match url.host() {
         Some(Host::Domain(d)) if !d.is_empty() => (d.to_ascii_lowercase(), None),
         Some(Host::Ipv4(a)) => (a.to_string(), Some(IpAddr::V4(a))),
         Some(Host::Ipv6(a)) => (a.to_string(), Some(IpAddr::V6(a))),
-        _ => return Err(fail("no host name")),
+        _ => return Err(fail(UrlProblem::NoHost)),
     };
     let port = url
         .port_or_known_default()
-        .ok_or_else(|| fail("bad port"))?;
+        .ok_or_else(|| fail(UrlProblem::BadPort))?;
     Ok(UrlHost {
         host,
         ip,
@@ -110,10 +130,10 @@ pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
     let bus_loopback = is_loopback(&bus.host, bus.ip);
 
     if !bus_loopback && hook_loopback {
-        return Err(ConfigError(format!(
-            "the bus at {} is remote but the hook URL {} is loopback: the bus would POST to itself. Set --hook-url / AGENT_EVENT_BUS_BRIDGE_HOOK_URL to an address the bus can reach (and set AGENT_EVENT_BUS_BRIDGE_SECRET)",
-            i.bus_url, i.hook_url
-        )));
+        return Err(ConfigError::HookUnreachable {
+            bus_url: i.bus_url.to_string(),
+            hook_url: i.hook_url.to_string(),
+        });
     }
 
     let (bind, pinned) = if i.bind.is_empty() {
@@ -127,29 +147,32 @@ pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
         (IpAddr::V4(Ipv4Addr::LOCALHOST), true)
     } else {
         let ip = i.bind.parse::<IpAddr>().map_err(|_| {
-            ConfigError(format!(
-                "{}={:?} is not an IP address: give an IP literal such as 127.0.0.1, 0.0.0.0 or ::1, or exactly localhost, without a port (--bind / AGENT_EVENT_BUS_BRIDGE_BIND)",
-                i.bind_origin, i.bind
-            ))
+            super::bad_value(
+                i.bind_origin,
+                i.bind,
+                "is not an IP address: give an IP literal such as 127.0.0.1, 0.0.0.0 or ::1, or \
+                 exactly localhost, without a port (--bind / AGENT_EVENT_BUS_BRIDGE_BIND)"
+                    .into(),
+            )
         })?;
         (ip, true)
     };
 
     let exposed = !bind.is_loopback() || !hook_loopback;
     if exposed && !i.has_secret {
-        return Err(ConfigError(format!(
-            "the listener is reachable off this machine (bind {bind}, hook URL {}) but no secret is set: set AGENT_EVENT_BUS_BRIDGE_SECRET to the webhook's shared secret, or bind and advertise loopback only",
-            i.hook_url
-        )));
+        return Err(ConfigError::NoSecret {
+            bind,
+            hook_url: i.hook_url.to_string(),
+        });
     }
 
     let mut extra = Vec::new();
     for entry in i.allowed_hosts {
         if let Some(canon) = canonical_entry(entry) {
             if canon.is_empty() {
-                return Err(ConfigError(format!(
-                    "allowed host {entry:?} has no hostname: list host names or IP literals, comma-separated (--allowed-hosts / AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS)"
-                )));
+                return Err(ConfigError::EmptyAllowedHost {
+                    entry: entry.clone(),
+                });
             }
             extra.push(canon);
         }

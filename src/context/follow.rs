@@ -45,8 +45,16 @@ pub enum FollowError {
     },
     #[error("transcript path {0} is not a regular file; point at the session's .jsonl file")]
     NotAFile(PathBuf),
-    #[error("cannot watch {path} for changes: {reason}; polling continues instead")]
-    Watch { path: PathBuf, reason: String },
+    #[error(
+        "cannot watch {path} for changes: no change notification backend; polling continues \
+         instead"
+    )]
+    NoWatcher { path: PathBuf },
+    #[error("cannot watch {path} for changes: {source}; polling continues instead")]
+    Watch {
+        path: PathBuf,
+        source: notify::Error,
+    },
 }
 
 /// Tail-window and line bounds of a follower.
@@ -450,16 +458,15 @@ impl ChangeWatcher {
     pub fn watch_dir(&mut self, dir: &Path) -> Result<(), FollowError> {
         use notify::Watcher as _;
         let Some(watcher) = self.watcher.as_mut() else {
-            return Err(FollowError::Watch {
+            return Err(FollowError::NoWatcher {
                 path: dir.to_owned(),
-                reason: "no change notification backend".into(),
             });
         };
         watcher
             .watch(dir, notify::RecursiveMode::NonRecursive)
-            .map_err(|e| FollowError::Watch {
+            .map_err(|source| FollowError::Watch {
                 path: dir.to_owned(),
-                reason: e.to_string(),
+                source,
             })
     }
 

@@ -28,7 +28,7 @@ use crate::mux::{
     INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, MuxError, Tmux, ps,
 };
 use crate::wakedir::target::PaneTarget;
-use crate::wakedir::writer::set_entry;
+use crate::wakedir::writer::{PanesWriteError, set_entry};
 pub use driver::Passed;
 use driver::{Driver, Halt, Step};
 
@@ -101,18 +101,18 @@ pub struct LaunchOptions {
 }
 
 /// Whether the pane mapping was written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Mapping {
     Written,
     /// No session id was given or found; the SessionStart hook maps the session when it runs.
     NoSessionId,
     /// No wake dir was configured.
     NoWakeDir,
-    Failed(String),
+    Failed(PanesWriteError),
 }
 
 /// A launched, ready agent.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Launched {
     /// tmux pane id, `%N`.
     pub pane: String,
@@ -139,7 +139,7 @@ impl Launched {
             "cwd": self.cwd.to_string_lossy(),
             "command": self.command,
             "screens_passed": self.screens_passed.iter().map(|s| s.name()).collect::<Vec<_>>(),
-            "mapped": self.mapping == Mapping::Written,
+            "mapped": matches!(self.mapping, Mapping::Written),
             "pre_trusted": self.pre_trusted.is_some(),
             "prompt_typed": self.prompt_typed,
         });
@@ -256,7 +256,7 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
         (Some(_), None) => Mapping::NoSessionId,
         (Some(dir), Some(id)) => match set_entry(dir, id, &target) {
             Ok(_) => Mapping::Written,
-            Err(err) => Mapping::Failed(err.to_string()),
+            Err(err) => Mapping::Failed(err),
         },
     };
     let mut prompt_typed = false;

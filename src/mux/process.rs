@@ -76,6 +76,13 @@ pub enum MuxError {
     /// The call succeeded but printed something this program cannot read.
     #[error("{label} printed unexpected output: {detail}")]
     Output { label: &'static str, detail: String },
+    /// The call printed JSON that is not the shape this program reads.
+    #[error("{label} printed unexpected output: not the expected {expected}: {source}")]
+    Json {
+        label: &'static str,
+        expected: &'static str,
+        source: serde_json::Error,
+    },
     /// The budget was spent before the keystrokes could start; nothing was typed.
     #[error(
         "the injection budget was spent before typing could start ({}ms left); nothing was typed",
@@ -100,7 +107,7 @@ impl MuxError {
             MuxError::Timeout { .. } | MuxError::BudgetSpent { .. } => "timeout",
             MuxError::Exit { .. } => "exit",
             MuxError::Io { .. } => "io",
-            MuxError::Output { .. } => "output",
+            MuxError::Output { .. } | MuxError::Json { .. } => "output",
         }
     }
 

@@ -238,9 +238,10 @@ fn classify_pane(json: &str, pane: &str) -> Result<PaneState, MuxError> {
             detail: format!("{pane:?} is not a zellij pane id (N, terminal_N or plugin_N)"),
         }));
     };
-    let listed: Vec<ListedPane> = serde_json::from_str(json).map_err(|e| MuxError::Output {
+    let listed: Vec<ListedPane> = serde_json::from_str(json).map_err(|source| MuxError::Json {
         label: "zellij action list-panes",
-        detail: format!("not the expected JSON pane list: {e}"),
+        expected: "JSON pane list",
+        source,
     })?;
     match listed
         .iter()

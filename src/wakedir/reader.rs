@@ -225,7 +225,7 @@ pub fn read_panes_file(path: &Path, cap_chars: usize) -> PanesFile {
     }
     let text = match decode_capped(&bytes, cap_chars) {
         Ok(text) => text,
-        Err(detail) => return PanesFile::Unparseable(detail),
+        Err(err) => return PanesFile::Unparseable(format!("not UTF-8: {err}")),
     };
     match serde_json::from_str::<Value>(text) {
         Ok(value) => PanesFile::Parsed(value),
@@ -235,13 +235,13 @@ pub fn read_panes_file(path: &Path, cap_chars: usize) -> PanesFile {
 
 /// The first `cap_chars` characters of `bytes` as UTF-8. Bytes past the cap are never judged,
 /// as when Python reads a character count from a text stream.
-fn decode_capped(bytes: &[u8], cap_chars: usize) -> Result<&str, String> {
+fn decode_capped(bytes: &[u8], cap_chars: usize) -> Result<&str, std::str::Utf8Error> {
     let valid = match std::str::from_utf8(bytes) {
         Ok(text) => text,
         Err(err) => {
             let prefix = std::str::from_utf8(&bytes[..err.valid_up_to()]).unwrap_or_default();
             if prefix.chars().count() < cap_chars {
-                return Err(format!("not UTF-8: {err}"));
+                return Err(err);
             }
             prefix
         }

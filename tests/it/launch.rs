@@ -118,7 +118,11 @@ fn assert_no_escape(record: &[u8]) {
 }
 
 fn assert_mapped(case: &Case, launched: &Launched, session_id: &str) {
-    assert_eq!(launched.mapping, Mapping::Written);
+    assert!(
+        matches!(launched.mapping, Mapping::Written),
+        "{:?}",
+        launched.mapping
+    );
     let panes = case.panes_json();
     assert_eq!(panes[session_id]["pane"], launched.pane.as_str(), "{panes}");
 }

@@ -1002,7 +1002,11 @@ fn hook_events_drive_the_wake_dir() {
         ..hook("SessionStart")
     };
     let outcome = perform(&start, &wake, &env);
-    assert_eq!(outcome.result, HookResult::Done);
+    assert!(
+        matches!(outcome.result, HookResult::Done),
+        "{:?}",
+        outcome.result
+    );
     assert_eq!(outcome.pane, Some(tmux("%5")));
     assert_eq!(outcome.cwd.as_deref(), Some("/p"));
     assert_eq!(PanesReader::new(&wake).lookup("cc-1"), Some(tmux("%5")));
