@@ -27,15 +27,6 @@ pub const SYNTHETIC_MODEL: &str = "<synthetic>";
 /// tool results, attachments, snapshots).
 const INTERESTING_NEEDLES: [&str; 2] = ["assistant", "compact_boundary"];
 
-/// Errors of this module. Parsing itself never fails (bad lines are skipped); this exists for
-/// callers that want to say why a line was not usable.
-#[derive(Debug, thiserror::Error)]
-pub enum TranscriptError {
-    /// The line is not a JSON object this module understands.
-    #[error("transcript line is not a usable JSON record ({0}); it is skipped")]
-    Unusable(String),
-}
-
 /// Token counts from `message.usage`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
