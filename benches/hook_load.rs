@@ -10,6 +10,9 @@
 //! Knobs (environment): WB_BENCH_CONNS, WB_BENCH_SECS, WB_BENCH_SESSIONS, WB_BENCH_BACKEND
 //! (spool | mux; mux with no panes.json measures the unmapped gate too).
 
+// A benchmark stops on the first failure: unwrapping is how it says so.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -100,7 +103,7 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
         return 0.0;
     }
     let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx] as f64 / 1000.0
+    f64::from(sorted[idx]) / 1000.0
 }
 
 fn rss_kib(pid: u32) -> u64 {
@@ -199,7 +202,7 @@ fn main() {
 fn count_lines(wake: &Path) -> u64 {
     std::fs::read_dir(wake)
         .map(|d| {
-            d.filter_map(|e| e.ok())
+            d.filter_map(std::result::Result::ok)
                 .filter(|e| e.file_name().to_string_lossy().ends_with(".jsonl"))
                 .map(|e| {
                     std::fs::read(e.path())

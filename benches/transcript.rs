@@ -9,6 +9,9 @@
 //! Files are generated in a temp dir (deleted afterwards) from a repeated block, so generation
 //! runs at disk-write speed.
 
+// A benchmark stops on the first failure: unwrapping is how it says so.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::Path;

@@ -8,6 +8,9 @@
 //! A private tmux server (`-S` in a temp dir) runs a recorder pane; the daemon maps one session
 //! to it with cooldown 0, so every event wakes.
 
+// A benchmark stops on the first failure: unwrapping is how it says so.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -210,7 +210,10 @@ impl App {
             let mut reg = RegistrationConfig::new(
                 &config.bus_url,
                 &config.hook_url,
-                config.secret.as_ref().map(|s| s.expose()),
+                config
+                    .secret
+                    .as_ref()
+                    .map(super::wire::signature::Secret::expose),
             );
             reg.keep_interval = config.settings.registration.keep_interval;
             tokio::spawn(registration::run(reg, status, shutdown.child_token()))
@@ -348,7 +351,7 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
             }
         }
         Err(e) => {
-            tracing::warn!(error = %e, "could not read recent event identities from the ledger")
+            tracing::warn!(error = %e, "could not read recent event identities from the ledger");
         }
     }
     match store.last_wakes() {

@@ -198,6 +198,7 @@ mod tests {
         let env = Env::from_pairs([("XDG_RUNTIME_DIR", "/run/user/1000")]);
         let path = hook_lock_path(&env, "http://127.0.0.1:8082/hook");
         let name = path.file_name().and_then(|n| n.to_str()).expect("name");
+        // SAFETY: getuid takes nothing and cannot fail.
         let uid = unsafe { libc::getuid() };
         assert!(path.starts_with(format!("/run/user/1000/agent-event-bus-bridge-{uid}")));
         // sha256("http://127.0.0.1:8082/hook")[:16], computed independently with sha256sum.

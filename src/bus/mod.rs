@@ -538,7 +538,7 @@ mod tests {
             "content":[{"text":"Unknown tool: 'nope'","type":"text"}],"isError":true}});
         match unwrap_tool_result("nope", envelope) {
             Err(BusError::ToolError { message, .. }) => {
-                assert_eq!(message, "Unknown tool: 'nope'")
+                assert_eq!(message, "Unknown tool: 'nope'");
             }
             other => panic!("expected a tool error, got {other:?}"),
         }

@@ -365,7 +365,7 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
         Err(e) => (Err(e), None),
     };
     run_hook(args, wake_dir, move |outcome| {
-        record(ledger.as_deref(), outcome)
+        record(ledger.as_deref(), outcome);
     })
 }
 

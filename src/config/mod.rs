@@ -30,6 +30,8 @@ pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
 /// lives. Modules whose settings are not passed in (a unit test, a tool run outside `serve`)
 /// start from these instead of keeping their own copies.
 pub fn defaults() -> &'static Settings {
+    // The file is compiled in and a unit test parses it, so this cannot fail at run time.
+    #[allow(clippy::expect_used)]
     static DEFAULTS: std::sync::LazyLock<Settings> = std::sync::LazyLock::new(|| {
         Settings::deserialize(layers::defaults().clone())
             .expect("config/default.toml holds every setting (config::tests checks it parses)")

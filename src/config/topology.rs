@@ -177,7 +177,10 @@ pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
             extra.push(canon);
         }
     }
-    let mut names: Vec<String> = LOOPBACK_NAMES.iter().map(|s| s.to_string()).collect();
+    let mut names: Vec<String> = LOOPBACK_NAMES
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
     names.push(hook.host.clone());
     if !is_wildcard(bind) {
         names.push(bind.to_string());

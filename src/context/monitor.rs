@@ -65,7 +65,9 @@ impl ContextView {
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, ContextStatus>> {
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub fn get(&self, session_id: &str) -> Option<ContextStatus> {

@@ -258,7 +258,11 @@ impl Monitor {
         let path = find_transcript_in(&config.config_dirs, sid, hint.as_deref())
             .or_else(|| hint.filter(|p| plausible_transcript(p)));
         let Some(path) = path else { return };
-        if t.follower.as_ref().map(|f| f.path()) != Some(path.as_path()) {
+        if t.follower
+            .as_ref()
+            .map(super::follow::TranscriptFollower::path)
+            != Some(path.as_path())
+        {
             tracing::debug!(session_id = sid, transcript = %path.display(), "following transcript");
             t.follower = Some(TranscriptFollower::new(path));
             t.last_event = None;

@@ -36,7 +36,9 @@ impl Cooldown {
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, u64)>> {
-        self.last_wake.lock().unwrap_or_else(|e| e.into_inner())
+        self.last_wake
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn stamp(&self) -> (Instant, u64) {

@@ -107,7 +107,9 @@ impl Dedupe {
     }
 
     fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
-        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Remembers an identity delivered `ago` before now (from the ledger).

@@ -110,7 +110,7 @@ impl Gate {
     pub fn last_typed(&self, sid: &str) -> Option<Instant> {
         self.typed_at
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(sid)
             .copied()
     }
@@ -157,7 +157,7 @@ impl Gate {
             Ok(injected) => {
                 self.typed_at
                     .lock()
-                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .insert(sid.to_string(), Instant::now());
                 tracing::info!(
                     session_id = sid,
@@ -168,7 +168,7 @@ impl Gate {
                 );
                 self.occupied
                     .lock()
-                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .remove(sid);
                 self.failures.clear_prefix(&format!("{sid}:"));
                 let action = if injected.mux == "zellij" {
@@ -188,7 +188,10 @@ impl Gate {
                 // waits in the spool and the cooldown is left for the real wake.
                 self.cooldown.roll_back(sid, reservation);
                 let times = {
-                    let mut occupied = self.occupied.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut occupied = self
+                        .occupied
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
                     let times = occupied.entry(sid.to_string()).or_insert(0);
                     *times += 1;
                     *times

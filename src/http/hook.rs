@@ -47,7 +47,12 @@ async fn handle(app: &AppState, headers: &HeaderMap, body: Body) -> Result<Respo
     require_json(headers)?;
     let bytes = read_body(headers, body).await?;
     if let Some(secret) = &app.config.secret
-        && !secret.verify(&bytes, headers.get(SIGNATURE_HEADER).map(|v| v.as_bytes()))
+        && !secret.verify(
+            &bytes,
+            headers
+                .get(SIGNATURE_HEADER)
+                .map(reqwest::header::HeaderValue::as_bytes),
+        )
     {
         return Err(ApiError::BadSignature);
     }

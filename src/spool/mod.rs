@@ -203,7 +203,11 @@ impl Spool {
     /// rows, so the next start has nothing to re-check. Later appends fail with `WriterGone`.
     pub fn close(&self) {
         self.shared.close();
-        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
         if let Some(writer) = writer
             && writer.join().is_err()
         {

@@ -100,7 +100,7 @@ struct CheckpointState {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Poisoning only means a thread panicked mid-update; the state is still usable.
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Shared {
@@ -238,7 +238,7 @@ impl Writer {
                 .shared
                 .queued
                 .wait_timeout(queue, wait)
-                .unwrap_or_else(|e| e.into_inner());
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             queue = guard;
             queue.writer_waiting = false;
             if timeout.timed_out() && !self.deferred.is_empty() {
@@ -520,7 +520,7 @@ pub fn checkpointer(shared: Arc<Shared>, store: Store, wake_key: String) {
         let (guard, _) = shared
             .checkpoint_changed
             .wait_timeout(state, shared.checkpoint_every)
-            .unwrap_or_else(|e| e.into_inner());
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         state = guard;
         if state.closing {
             return;

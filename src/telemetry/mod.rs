@@ -31,7 +31,7 @@ pub fn handle() -> &'static PrometheusHandle {
                 metrics_exporter_prometheus::Matcher::Full(HOOK_SECONDS.into()),
                 &HOOK_BUCKETS,
             )
-            .map(|b| b.build_recorder())
+            .map(metrics_exporter_prometheus::PrometheusBuilder::build_recorder)
             .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
         let handle = recorder.handle();
         // The recorder keeps every histogram sample until upkeep folds it into the buckets; only

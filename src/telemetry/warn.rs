@@ -51,7 +51,10 @@ impl Warnings {
 
     fn due(&self, key: &str, window: Option<Duration>) -> bool {
         let now = Instant::now();
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(at) = seen.get(key)
             && window.is_none_or(|w| now.duration_since(*at) < w)
         {
@@ -68,7 +71,7 @@ impl Warnings {
     pub fn clear(&self, key: &str) {
         self.seen
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(key);
     }
 
@@ -76,19 +79,22 @@ impl Warnings {
     pub fn clear_prefix(&self, prefix: &str) {
         self.seen
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .retain(|key, _| !key.starts_with(prefix));
     }
 
     pub fn contains(&self, key: &str) -> bool {
         self.seen
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .contains_key(key)
     }
 
     pub fn len(&self) -> usize {
-        self.seen.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
     }
 
     pub fn is_empty(&self) -> bool {

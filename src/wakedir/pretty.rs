@@ -43,7 +43,7 @@ fn write_value(
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(_) if indent.is_some() => {
-            out.push_str(&crate::wire::pyjson::to_string(value)?)
+            out.push_str(&crate::wire::pyjson::to_string(value)?);
         }
         Value::Number(n) => {
             let _ = write!(out, "{n}");

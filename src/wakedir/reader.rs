@@ -349,10 +349,10 @@ fn log_resolution(path: &Path, session_id: &str, resolution: &Resolution) {
     let key = condition.key(session_id);
     match level {
         NoticeLevel::Warn => {
-            tracing::warn!(session_id, %path, key, reason = detail, "{message}")
+            tracing::warn!(session_id, %path, key, reason = detail, "{message}");
         }
         NoticeLevel::Debug => {
-            tracing::debug!(session_id, %path, key, reason = detail, "{message}")
+            tracing::debug!(session_id, %path, key, reason = detail, "{message}");
         }
     }
 }

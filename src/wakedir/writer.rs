@@ -268,10 +268,10 @@ fn clear_markers(wake_dir: &Path, session_ids: &[String]) {
                 tracing::debug!(
                     session_id,
                     "unmapped id cannot name a marker; none to remove"
-                )
+                );
             }
             Err(err) => {
-                tracing::warn!(session_id, error = %err, "cannot remove busy marker of unmapped session")
+                tracing::warn!(session_id, error = %err, "cannot remove busy marker of unmapped session");
             }
         }
     }

@@ -46,12 +46,8 @@ pub fn write_value(value: &Value, out: &mut String) -> Result<(), NotSerializabl
     Ok(())
 }
 
-/// Python's rendering of a whole value.
-///
-/// ```
-/// let value: serde_json::Value = serde_json::from_str(r#"{"b":1.0,"a":"süß"}"#).unwrap();
-/// assert_eq!(wakebridge::wire::pyjson::to_string(&value).unwrap(), r#"{"b": 1.0, "a": "s\u00fc\u00df"}"#);
-/// ```
+/// Python's rendering of a whole value: `{"b":1.0,"a":"süß"}` becomes
+/// `{"b": 1.0, "a": "s\u00fc\u00df"}` (key order kept, ASCII-escaped, Python's separators).
 pub fn to_string(value: &Value) -> Result<String, NotSerializable> {
     let mut out = String::new();
     write_value(value, &mut out)?;
@@ -159,6 +155,15 @@ pub fn write_string(s: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_whole_value_keeps_key_order_escapes_and_separators() {
+        let value: Value = serde_json::from_str(r#"{"b":1.0,"a":"süß"}"#).unwrap();
+        assert_eq!(
+            to_string(&value).unwrap(),
+            r#"{"b": 1.0, "a": "s\u00fc\u00df"}"#
+        );
+    }
 
     fn py(json: &str) -> String {
         to_string(&serde_json::from_str(json).expect("test JSON parses")).expect("serialisable")

@@ -46,7 +46,11 @@ impl Logs {
     }
 
     fn text(&self) -> String {
-        let bytes = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let bytes = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
@@ -59,7 +63,7 @@ impl Write for Logs {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .extend_from_slice(buf);
         Ok(buf.len())
     }
@@ -400,7 +404,7 @@ async fn startup_sweeps_active_and_paused_rows_at_our_url_only() {
     left.sort_unstable();
     assert_eq!(left, vec![elsewhere, old_port, id]);
     let mut removed: Vec<_> = bus.calls_of("unregister_webhook");
-    removed.sort_by_key(|v| v.to_string());
+    removed.sort_by_key(std::string::ToString::to_string);
     assert_eq!(
         removed,
         vec![

@@ -146,7 +146,10 @@ async fn sessions_and_metrics_report_what_happened() {
         "{text}"
     );
     assert!(text.contains("wakebridge_spool_bytes "), "{text}");
-    assert!(text.contains("\nwakebridge_log_lines_dropped_total 0\n"), "{text}");
+    assert!(
+        text.contains("\nwakebridge_log_lines_dropped_total 0\n"),
+        "{text}"
+    );
 }
 
 /// Every line is a comment (`# HELP`/`# TYPE`), blank, or `name{labels} value`.

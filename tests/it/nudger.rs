@@ -613,16 +613,18 @@ async fn real_tmux_busy_dialog_and_marked_sessions_are_never_nudged() {
 }
 
 fn children_cpu() -> Duration {
-    // SAFETY: getrusage only writes into the struct it is given.
+    // SAFETY: rusage is plain integers, for which all-zero is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes into the struct it is given.
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 fn self_cpu() -> Duration {
-    // SAFETY: as above.
+    // SAFETY: as above: all-zero is a valid rusage.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes into the struct it is given.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
     tv(usage.ru_utime) + tv(usage.ru_stime)

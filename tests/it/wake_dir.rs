@@ -97,7 +97,7 @@ fn failed_condition(resolution: &Resolution) -> Option<(Condition, NoticeLevel)>
 fn temp_files(wake: &Path) -> Vec<String> {
     fs::read_dir(wake)
         .expect("list wake dir")
-        .filter_map(|entry| entry.ok())
+        .filter_map(std::result::Result::ok)
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
         .filter(|name| name.ends_with(".tmp"))
         .collect()

@@ -156,7 +156,7 @@ impl TestServer {
     pub fn wake_files(&self) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(&self.wake_dir)
             .map(|d| {
-                d.filter_map(|e| e.ok())
+                d.filter_map(std::result::Result::ok)
                     .map(|e| e.file_name().to_string_lossy().into_owned())
                     .collect()
             })

@@ -232,7 +232,7 @@ impl Drop for StubBus {
 fn lock(state: &Mutex<BusState>) -> MutexGuard<'_, BusState> {
     state
         .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn created_at(id: i64) -> String {
