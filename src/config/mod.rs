@@ -5,12 +5,13 @@
 //! flags handed to it and returns a validated `Config` or one `ConfigError` line.
 
 pub(crate) mod duration;
+mod error;
 pub mod hosts;
 mod layers;
 mod names;
+mod settings;
 mod topology;
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,7 +21,13 @@ use serde::Deserialize;
 use crate::claude::home::{ClaudeHome, HomeError};
 pub use crate::env::Env;
 use crate::wire::signature::Secret;
+pub use error::ConfigError;
 pub use hosts::HostAllowlist;
+pub use settings::{
+    BridgeSettings, ContextLevelSettings, ContextSettings, ContextThresholdSettings,
+    LaunchSettings, LedgerSettings, MuxSettings, NudgerSettings, PruneSettings,
+    RegistrationSettings, Settings, SpoolSettings, StateSettings, WakeSettings,
+};
 pub use topology::{Topology, UrlProblem};
 
 /// The built-in defaults: the same file operators read as documentation.
@@ -41,161 +48,6 @@ pub fn defaults() -> &'static Settings {
 
 /// Prefix of wakebridge's own environment variables (`WAKEBRIDGE_<SECTION>__<KEY>`).
 const ENV_PREFIX: &str = "WAKEBRIDGE";
-
-/// Why the configuration cannot be used: one line naming what is wrong and how to fix it.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error(
-        "--config {}: no such file; give the path of a TOML file (see config/default.toml)",
-        path.display()
-    )]
-    NoFile { path: PathBuf },
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{} is not valid TOML: {}", path.display(), one_line(source))]
-    Toml {
-        path: PathBuf,
-        source: toml::de::Error,
-    },
-    /// A section of the user's file that is not one of ours; `nearest` is the did-you-mean.
-    #[error(
-        "{}: unknown section [{section}]{} (config/default.toml lists every section)",
-        file.display(), did_you_mean(nearest, "[", "]")
-    )]
-    UnknownSection {
-        file: PathBuf,
-        section: String,
-        nearest: Option<String>,
-    },
-    #[error(
-        "{}: unknown setting `{setting}`{} (config/default.toml lists every setting)",
-        file.display(), did_you_mean(nearest, "`", "`")
-    )]
-    UnknownSetting {
-        file: PathBuf,
-        setting: String,
-        nearest: Option<String>,
-    },
-    /// A `WAKEBRIDGE_*` variable that names no setting; `nearest` is the variable meant.
-    #[error(
-        "environment variable {var} names no setting{} (the form is {}_<SECTION>__<KEY>, \
-         for the keys in config/default.toml)",
-        did_you_mean(nearest, "", ""),
-        ENV_PREFIX
-    )]
-    UnknownVariable {
-        var: String,
-        nearest: Option<String>,
-    },
-    /// The layered table does not fit `Settings` (a wrong type, a bad duration); `file` is the
-    /// user's file, if one was read.
-    #[error(
-        "bad setting in {}: {}; fix the value (every key, its type and default are in \
-         config/default.toml; env form WAKEBRIDGE_<SECTION>__<KEY>)",
-        file.as_ref().map_or_else(
-            || "the environment".to_string(),
-            |f| format!("{} or the environment", f.display())
-        ),
-        one_line(source)
-    )]
-    BadSetting {
-        file: Option<PathBuf>,
-        source: toml::de::Error,
-    },
-    /// A value that cannot be used, as given (`origin` is the flag, variable or key), and what
-    /// to give instead.
-    #[error("{origin}={value:?} {reason}")]
-    BadValue {
-        origin: String,
-        value: String,
-        reason: String,
-    },
-    /// A wakebridge duration setting that does not parse (`names` lists where it can be set).
-    #[error("{origin}: {source} ({names})")]
-    Duration {
-        origin: String,
-        names: String,
-        source: duration::DurationError,
-    },
-    #[error(
-        "{origin}={value:?} is not a usable {what}: {problem}; give an http:// or https:// URL \
-         with a host name, e.g. http://127.0.0.1:8080/mcp"
-    )]
-    Url {
-        origin: String,
-        value: String,
-        what: &'static str,
-        #[source]
-        problem: UrlProblem,
-    },
-    /// Paths are shared by processes started in many working directories.
-    #[error("{origin}={value:?} is relative: give an absolute path ({names})")]
-    Relative {
-        origin: String,
-        value: String,
-        names: String,
-    },
-    #[error(
-        "HOME is not an absolute path, so the default wake dir is unknown: set one ({})",
-        WAKE_DIR.names()
-    )]
-    NoHome,
-    #[error(
-        "no place for wakebridge's state (the ledger, context files): neither XDG_STATE_HOME \
-         nor HOME is an absolute directory; set one, or [state] dir (WAKEBRIDGE_STATE__DIR)"
-    )]
-    NoStateDir,
-    #[error(
-        "the bus at {bus_url} is remote but the hook URL {hook_url} is loopback: the bus would \
-         POST to itself. Set --hook-url / AGENT_EVENT_BUS_BRIDGE_HOOK_URL to an address the bus \
-         can reach (and set AGENT_EVENT_BUS_BRIDGE_SECRET)"
-    )]
-    HookUnreachable { bus_url: String, hook_url: String },
-    #[error(
-        "the listener is reachable off this machine (bind {bind}, hook URL {hook_url}) but no \
-         secret is set: set AGENT_EVENT_BUS_BRIDGE_SECRET to the webhook's shared secret, or \
-         bind and advertise loopback only"
-    )]
-    NoSecret { bind: IpAddr, hook_url: String },
-    #[error(
-        "allowed host {entry:?} has no hostname: list host names or IP literals, comma-separated \
-         (--allowed-hosts / AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS)"
-    )]
-    EmptyAllowedHost { entry: String },
-    #[error(
-        "mux.submit_delay = {delay:?} leaves no time to type within the {:?} injection budget: \
-         use at most {max:?} (WAKEBRIDGE_MUX__SUBMIT_DELAY)",
-        crate::mux::INJECT_BUDGET
-    )]
-    SubmitDelay { delay: Duration, max: Duration },
-    #[error(
-        "spool.sync_interval = {0:?} is out of range: use between 10ms and 1h \
-         (WAKEBRIDGE_SPOOL__SYNC_INTERVAL)"
-    )]
-    SyncInterval(Duration),
-    /// The text is typed into a prompt, where a control character or a leading digit would do
-    /// something else (submit early, pick a menu option).
-    #[error(
-        "wake.messages.{0} must be one line of printable text that does not start with a digit"
-    )]
-    WakeMessage(String),
-}
-
-/// A parser's message, which may span lines (TOML's caret diagram), as part of one line.
-fn one_line(error: &dyn std::fmt::Display) -> String {
-    error.to_string().trim_end().replace('\n', " ")
-}
-
-/// `; did you mean <nearest>?`, or nothing when no name is close.
-fn did_you_mean(nearest: &Option<String>, open: &str, close: &str) -> String {
-    nearest
-        .as_ref()
-        .map(|name| format!("; did you mean {open}{name}{close}?"))
-        .unwrap_or_default()
-}
 
 /// Which way a delivery ends: appended only, or appended and woken through a multiplexer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,163 +74,6 @@ pub enum Scope {
     Local,
 }
 
-/// Settings as layered by `config::layers`, before validation. Field names are the TOML keys.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Settings {
-    pub bridge: BridgeSettings,
-    pub registration: RegistrationSettings,
-    pub wake: WakeSettings,
-    pub mux: MuxSettings,
-    pub ledger: LedgerSettings,
-    pub spool: SpoolSettings,
-    pub prune: PruneSettings,
-    pub state: StateSettings,
-    pub context: ContextSettings,
-    pub nudger: NudgerSettings,
-    pub launch: LaunchSettings,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct BridgeSettings {
-    #[serde(deserialize_with = "text")]
-    pub port: String,
-    pub backend: String,
-    #[serde(deserialize_with = "text")]
-    pub cooldown: String,
-    #[serde(deserialize_with = "text")]
-    pub busy_ttl: String,
-    pub wake_dir: String,
-    pub bus_url: String,
-    pub hook_url: String,
-    pub bind: String,
-    pub allowed_hosts: Vec<String>,
-    pub scope: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct RegistrationSettings {
-    pub enabled: bool,
-    #[serde(deserialize_with = "duration::deserialize")]
-    pub keep_interval: Duration,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct WakeSettings {
-    #[serde(default)]
-    pub messages: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct MuxSettings {
-    pub tmux_bin: String,
-    pub zellij_bin: String,
-    pub tmux_socket: String,
-    pub shells: Vec<String>,
-    #[serde(deserialize_with = "duration::deserialize")]
-    pub submit_delay: Duration,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct LedgerSettings {
-    pub path: String,
-    #[serde(deserialize_with = "duration::deserialize")]
-    pub identity_window: Duration,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct SpoolSettings {
-    #[serde(deserialize_with = "duration::deserialize")]
-    pub sync_interval: Duration,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct PruneSettings {
-    #[serde(deserialize_with = "duration::deserialize")]
-    pub max_age: Duration,
-    pub max_total_bytes: u64,
-    #[serde(deserialize_with = "duration::deserialize")]
-    pub interval: Duration,
-}
-
-/// `[nudger]`: the idle nudger (validated into `nudge::NudgerConfig`).
-#[derive(Debug, Clone, Deserialize)]
-pub struct NudgerSettings {
-    pub enabled: bool,
-    #[serde(deserialize_with = "duration::deserialize")]
-    pub idle_after: Duration,
-    #[serde(deserialize_with = "duration::deserialize")]
-    pub poll_interval: Duration,
-    #[serde(deserialize_with = "duration::deserialize")]
-    pub base_cooldown: Duration,
-    #[serde(deserialize_with = "duration::deserialize")]
-    pub max_cooldown: Duration,
-    pub acknowledge_after: u32,
-    pub messages: Vec<String>,
-}
-
-/// `[launch]`: what `wakebridge launch` starts and how long it waits for the idle prompt.
-#[derive(Debug, Clone, Deserialize)]
-pub struct LaunchSettings {
-    pub command: Vec<String>,
-    #[serde(deserialize_with = "duration::deserialize")]
-    pub timeout: Duration,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct StateSettings {
-    pub dir: String,
-}
-
-/// `[context]`: the context monitor inside `serve` (validated by `context::task::MonitorConfig`).
-#[derive(Debug, Clone, Deserialize)]
-pub struct ContextSettings {
-    pub enabled: bool,
-    /// Type threshold warnings into mapped panes (mux backend only); false only monitors.
-    pub warnings: bool,
-    #[serde(deserialize_with = "duration::deserialize")]
-    pub poll_interval: Duration,
-    pub default_window: u64,
-    #[serde(deserialize_with = "duration::deserialize")]
-    pub feed_max_age: Duration,
-    /// Empty means off.
-    pub latest_state_file: String,
-    pub thresholds: ContextThresholdSettings,
-    /// Model-id prefix -> context window in tokens, laid over the built-in table.
-    #[serde(default)]
-    pub models: BTreeMap<String, u64>,
-}
-
-/// `[context.thresholds]`: the two warning levels.
-#[derive(Debug, Clone, Deserialize)]
-pub struct ContextThresholdSettings {
-    pub wrap_up: ContextLevelSettings,
-    pub checkpoint: ContextLevelSettings,
-}
-
-/// One warning level: the percentage that triggers it and the text typed (`{pct}` replaced).
-#[derive(Debug, Clone, Deserialize)]
-pub struct ContextLevelSettings {
-    pub percent: f64,
-    pub message: String,
-}
-
-/// A setting validated later by the reference's own rules (a port, seconds), written in the file
-/// as a number or as text.
-fn text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Written {
-        Text(String),
-        Integer(i64),
-        Float(f64),
-    }
-    Ok(match Written::deserialize(deserializer)? {
-        Written::Text(text) => text,
-        Written::Integer(n) => n.to_string(),
-        Written::Float(x) => x.to_string(),
-    })
-}
-
 /// The reference bridge's flags, as given on the command line (unparsed, so that a bad value is
 /// reported in the same words as a bad environment variable and `--help` never depends on them).
 #[derive(Debug, Clone, Default)]
@@ -402,55 +97,43 @@ struct Source {
     key: &'static str,
 }
 
-const PORT: Source = Source {
-    flag: "--port",
-    env: "AGENT_EVENT_BUS_BRIDGE_PORT",
-    key: "bridge.port",
-};
-const BACKEND: Source = Source {
-    flag: "--backend",
-    env: "AGENT_EVENT_BUS_BRIDGE_BACKEND",
-    key: "bridge.backend",
-};
-const COOLDOWN: Source = Source {
-    flag: "--cooldown",
-    env: "AGENT_EVENT_BUS_BRIDGE_COOLDOWN",
-    key: "bridge.cooldown",
-};
-const BUSY_TTL: Source = Source {
-    flag: "--busy-ttl",
-    env: "AGENT_EVENT_BUS_BRIDGE_BUSY_TTL",
-    key: "bridge.busy_ttl",
-};
-const WAKE_DIR: Source = Source {
-    flag: "--wake-dir",
-    env: "AGENT_EVENT_BUS_WAKE_DIR",
-    key: "bridge.wake_dir",
-};
-const BUS_URL: Source = Source {
-    flag: "--bus-url",
-    env: "AGENT_EVENT_BUS_URL",
-    key: "bridge.bus_url",
-};
-const HOOK_URL: Source = Source {
-    flag: "--hook-url",
-    env: "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
-    key: "bridge.hook_url",
-};
-const BIND: Source = Source {
-    flag: "--bind",
-    env: "AGENT_EVENT_BUS_BRIDGE_BIND",
-    key: "bridge.bind",
-};
-const ALLOWED_HOSTS: Source = Source {
-    flag: "--allowed-hosts",
-    env: "AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS",
-    key: "bridge.allowed_hosts",
-};
+const PORT: Source = Source::new("--port", "AGENT_EVENT_BUS_BRIDGE_PORT", "bridge.port");
+const BACKEND: Source = Source::new(
+    "--backend",
+    "AGENT_EVENT_BUS_BRIDGE_BACKEND",
+    "bridge.backend",
+);
+const COOLDOWN: Source = Source::new(
+    "--cooldown",
+    "AGENT_EVENT_BUS_BRIDGE_COOLDOWN",
+    "bridge.cooldown",
+);
+const BUSY_TTL: Source = Source::new(
+    "--busy-ttl",
+    "AGENT_EVENT_BUS_BRIDGE_BUSY_TTL",
+    "bridge.busy_ttl",
+);
+const WAKE_DIR: Source = Source::new("--wake-dir", "AGENT_EVENT_BUS_WAKE_DIR", "bridge.wake_dir");
+const BUS_URL: Source = Source::new("--bus-url", "AGENT_EVENT_BUS_URL", "bridge.bus_url");
+const HOOK_URL: Source = Source::new(
+    "--hook-url",
+    "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
+    "bridge.hook_url",
+);
+const BIND: Source = Source::new("--bind", "AGENT_EVENT_BUS_BRIDGE_BIND", "bridge.bind");
+const ALLOWED_HOSTS: Source = Source::new(
+    "--allowed-hosts",
+    "AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS",
+    "bridge.allowed_hosts",
+);
 /// Env only, so the secret never shows in `ps`.
 pub const SECRET_ENV: &str = "AGENT_EVENT_BUS_BRIDGE_SECRET";
 
 impl Source {
+    const fn new(flag: &'static str, env: &'static str, key: &'static str) -> Self {
+        Self { flag, env, key }
+    }
+
     fn names(&self) -> String {
         format!("{} / {} / {}", self.flag, self.env, self.key)
     }

@@ -1,0 +1,167 @@
+//! The typed shape of `config/default.toml`: one struct per section, deserialised from the
+//! layered table with no serde defaults, so a key missing from the built-in file fails every
+//! resolve instead of silently taking a second default here.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::duration;
+
+/// Settings as layered by `config::layers`, before validation. Field names are the TOML keys.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Settings {
+    pub bridge: BridgeSettings,
+    pub registration: RegistrationSettings,
+    pub wake: WakeSettings,
+    pub mux: MuxSettings,
+    pub ledger: LedgerSettings,
+    pub spool: SpoolSettings,
+    pub prune: PruneSettings,
+    pub state: StateSettings,
+    pub context: ContextSettings,
+    pub nudger: NudgerSettings,
+    pub launch: LaunchSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct BridgeSettings {
+    #[serde(deserialize_with = "text")]
+    pub port: String,
+    pub backend: String,
+    #[serde(deserialize_with = "text")]
+    pub cooldown: String,
+    #[serde(deserialize_with = "text")]
+    pub busy_ttl: String,
+    pub wake_dir: String,
+    pub bus_url: String,
+    pub hook_url: String,
+    pub bind: String,
+    pub allowed_hosts: Vec<String>,
+    pub scope: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RegistrationSettings {
+    pub enabled: bool,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub keep_interval: Duration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct WakeSettings {
+    #[serde(default)]
+    pub messages: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct MuxSettings {
+    pub tmux_bin: String,
+    pub zellij_bin: String,
+    pub tmux_socket: String,
+    pub shells: Vec<String>,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub submit_delay: Duration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LedgerSettings {
+    pub path: String,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub identity_window: Duration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct SpoolSettings {
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub sync_interval: Duration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PruneSettings {
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub max_age: Duration,
+    pub max_total_bytes: u64,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub interval: Duration,
+}
+
+/// `[nudger]`: the idle nudger (validated into `nudge::NudgerConfig`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct NudgerSettings {
+    pub enabled: bool,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub idle_after: Duration,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub poll_interval: Duration,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub base_cooldown: Duration,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub max_cooldown: Duration,
+    pub acknowledge_after: u32,
+    pub messages: Vec<String>,
+}
+
+/// `[launch]`: what `wakebridge launch` starts and how long it waits for the idle prompt.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LaunchSettings {
+    pub command: Vec<String>,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct StateSettings {
+    pub dir: String,
+}
+
+/// `[context]`: the context monitor inside `serve` (validated by `context::task::MonitorConfig`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ContextSettings {
+    pub enabled: bool,
+    /// Type threshold warnings into mapped panes (mux backend only); false only monitors.
+    pub warnings: bool,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub poll_interval: Duration,
+    pub default_window: u64,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub feed_max_age: Duration,
+    /// Empty means off.
+    pub latest_state_file: String,
+    pub thresholds: ContextThresholdSettings,
+    /// Model-id prefix -> context window in tokens, laid over the built-in table.
+    #[serde(default)]
+    pub models: BTreeMap<String, u64>,
+}
+
+/// `[context.thresholds]`: the two warning levels.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ContextThresholdSettings {
+    pub wrap_up: ContextLevelSettings,
+    pub checkpoint: ContextLevelSettings,
+}
+
+/// One warning level: the percentage that triggers it and the text typed (`{pct}` replaced).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ContextLevelSettings {
+    pub percent: f64,
+    pub message: String,
+}
+
+/// A setting validated later by the reference's own rules (a port, seconds), written in the file
+/// as a number or as text.
+fn text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Text(String),
+        Integer(i64),
+        Float(f64),
+    }
+    Ok(match Written::deserialize(deserializer)? {
+        Written::Text(text) => text,
+        Written::Integer(n) => n.to_string(),
+        Written::Float(x) => x.to_string(),
+    })
+}
