@@ -4,6 +4,7 @@
 //! signals (Claude Code's registry through `claude::registry`) and types nudges through the wake
 //! gate. Only `task` runs processes or types.
 
+pub(crate) mod io;
 pub(crate) mod schedule;
 pub(crate) mod signals;
 pub mod task;

@@ -1,0 +1,272 @@
+//! Everything the nudger reads and writes, behind [`NudgerIo`]: the pane mapping, one tmux
+//! snapshot per poll, a pane's screen, the ledger's hook facts and nudge state, Claude Code's
+//! session registry, busy markers and the wake gate. [`LiveIo`] is the real one; tests drive
+//! the loop (`nudge::task`) with a scripted one on tokio's paused clock.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::claude::registry::{RegistryReading, read_registry};
+use crate::deadline::Deadline;
+use crate::delivery::gate::{Gate, GateOutcome, Mode};
+use crate::mux::{KeystrokeText, MuxError, PaneInfo};
+use crate::nudge::signals::FileStamp;
+use crate::nudge::{NudgeViews, NudgerConfig};
+use crate::store::{NudgeState, Record, Store, now_unix_ms, unix_ms};
+use crate::telemetry::warn::Warnings;
+use crate::wakedir::panes::{PANES_FILE, parse_target};
+use crate::wakedir::reader::{PANES_READ_CAP_CHARS, PanesFile, read_panes_file};
+use crate::wakedir::target::PaneTarget;
+
+/// Budget of the one `list-panes -a` per poll: it answers in milliseconds; a tmux server that
+/// takes longer is stuck, and the poll goes on without tmux signals rather than waiting.
+const SNAPSHOT_BUDGET: Duration = Duration::from_secs(2);
+
+/// Budget of one `capture-pane`, for the same reason.
+const CAPTURE_BUDGET: Duration = Duration::from_secs(2);
+
+/// Facts the `wakebridge hook` CLI recorded for a session, plus its transcript's stamp.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionFacts {
+    /// The last hook event name and when the hook last reported (unix ms).
+    pub hook: Option<(String, i64)>,
+    pub transcript: Option<FileStamp>,
+}
+
+/// Everything the loop reads from and does to the world.
+pub trait NudgerIo: Send + Sync {
+    /// Session id → pane, from `panes.json` (invalid entries left out).
+    fn mapping(&self) -> impl Future<Output = BTreeMap<String, PaneTarget>> + Send;
+    /// Every tmux pane, from ONE `list-panes -a`.
+    fn tmux_snapshot(
+        &self,
+    ) -> impl Future<Output = Result<HashMap<String, PaneInfo>, MuxError>> + Send;
+    /// The visible text of a tmux pane.
+    fn capture(&self, pane: &str) -> impl Future<Output = Result<String, MuxError>> + Send;
+    /// Hook facts and transcript stamps for the given sessions.
+    fn session_facts(
+        &self,
+        sessions: Vec<String>,
+    ) -> impl Future<Output = HashMap<String, SessionFacts>> + Send;
+    /// Claude Code's registry: session id → status.
+    fn registry(&self) -> impl Future<Output = HashMap<String, RegistryReading>> + Send;
+    /// A fresh busy marker.
+    fn busy(&self, sid: &str) -> bool;
+    /// When anything was last typed into the session's pane.
+    fn last_typed(&self, sid: &str) -> Option<Instant>;
+    /// Types `text` through the gate.
+    fn wake(&self, sid: &str, text: &KeystrokeText) -> impl Future<Output = GateOutcome> + Send;
+    /// Writes ledger records (failures are the implementation's to log).
+    fn record(&self, records: Vec<Record>) -> impl Future<Output = ()> + Send;
+    /// Nudge states kept in the ledger.
+    fn restore(&self) -> impl Future<Output = Vec<NudgeState>> + Send;
+    /// Wall clock, unix ms.
+    fn now_ms(&self) -> i64;
+}
+
+/// What `run` needs: the shared gate (and through it the injector and tmux), the ledger, the
+/// wake dir, the registry dir and the validated settings.
+pub struct NudgerDeps {
+    pub gate: Arc<Gate>,
+    pub store: Store,
+    pub wake_dir: PathBuf,
+    /// Claude Code's `sessions/` dir (`claude::home::ClaudeHome::sessions`); `None` reads no registry.
+    pub registry_dir: Option<PathBuf>,
+    pub config: NudgerConfig,
+    pub(super) views: watch::Sender<NudgeViews>,
+}
+
+impl NudgerDeps {
+    pub fn new(
+        gate: Arc<Gate>,
+        store: Store,
+        wake_dir: PathBuf,
+        registry_dir: Option<PathBuf>,
+        config: NudgerConfig,
+    ) -> Self {
+        Self {
+            gate,
+            store,
+            wake_dir,
+            registry_dir,
+            config,
+            views: watch::Sender::new(NudgeViews::default()),
+        }
+    }
+
+    /// A read-only view of every watched session, updated after each poll.
+    pub fn views(&self) -> watch::Receiver<NudgeViews> {
+        self.views.subscribe()
+    }
+}
+
+/// The real world: panes.json, tmux through the gate's injector, the ledger, the registry.
+pub struct LiveIo {
+    gate: Arc<Gate>,
+    store: Store,
+    wake_dir: PathBuf,
+    registry_dir: Option<PathBuf>,
+    /// The registry and ledger failures warned about (each once, until it works again).
+    warned: Warnings,
+}
+
+impl LiveIo {
+    pub fn new(
+        gate: Arc<Gate>,
+        store: Store,
+        wake_dir: PathBuf,
+        registry_dir: Option<PathBuf>,
+    ) -> Self {
+        Self {
+            gate,
+            store,
+            wake_dir,
+            registry_dir,
+            warned: Warnings::default(),
+        }
+    }
+
+    /// Runs a ledger read on a blocking thread; a failure (of the read or of the thread) is
+    /// warned about once and reads as `None`.
+    async fn read_ledger<T: Send + 'static>(
+        &self,
+        what: &str,
+        read: impl FnOnce() -> Result<T, crate::store::StoreError> + Send + 'static,
+    ) -> Option<T> {
+        match tokio::task::spawn_blocking(read).await {
+            Ok(Ok(value)) => Some(value),
+            Ok(Err(error)) => {
+                self.warn_store(what, &error);
+                None
+            }
+            Err(error) => {
+                self.warn_store(what, &error);
+                None
+            }
+        }
+    }
+
+    fn warn_store(&self, what: &str, error: &dyn std::fmt::Display) {
+        if self.warned.first("ledger") {
+            tracing::warn!("nudger: {what} failed: {error}; nudge state may not survive a restart");
+        } else {
+            tracing::debug!("nudger: {what} failed: {error}");
+        }
+    }
+}
+
+impl NudgerIo for LiveIo {
+    async fn mapping(&self) -> BTreeMap<String, PaneTarget> {
+        let path = self.wake_dir.join(PANES_FILE);
+        let file =
+            tokio::task::spawn_blocking(move || read_panes_file(&path, PANES_READ_CAP_CHARS))
+                .await
+                .unwrap_or_else(|e| PanesFile::Unexpected(e.to_string()));
+        // Problems with the file are reported by the gate's reader on its lookups.
+        let PanesFile::Parsed(serde_json::Value::Object(entries)) = file else {
+            return BTreeMap::new();
+        };
+        entries
+            .iter()
+            .filter_map(|(sid, value)| Some((sid.clone(), parse_target(value).ok()?)))
+            .collect()
+    }
+
+    async fn tmux_snapshot(&self) -> Result<HashMap<String, PaneInfo>, MuxError> {
+        self.gate
+            .injector()
+            .tmux()
+            .snapshot(Deadline::after(SNAPSHOT_BUDGET))
+            .await
+    }
+
+    async fn capture(&self, pane: &str) -> Result<String, MuxError> {
+        self.gate
+            .injector()
+            .tmux()
+            .capture(pane, Deadline::after(CAPTURE_BUDGET))
+            .await
+    }
+
+    async fn session_facts(&self, sessions: Vec<String>) -> HashMap<String, SessionFacts> {
+        let store = self.store.clone();
+        self.read_ledger("reading hook facts", move || {
+            let mut facts = HashMap::new();
+            for sid in sessions {
+                let row = store.session(&sid)?;
+                let Some(row) = row else { continue };
+                let hook = row.last_hook_event.clone().zip(row.last_seen_ms);
+                let transcript = row
+                    .transcript_path
+                    .as_deref()
+                    .and_then(|p| std::fs::metadata(p).ok())
+                    .map(|meta| FileStamp {
+                        size: meta.len(),
+                        mtime_ms: meta.modified().map(unix_ms).unwrap_or(0),
+                    });
+                facts.insert(sid, SessionFacts { hook, transcript });
+            }
+            Ok(facts)
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    async fn registry(&self) -> HashMap<String, RegistryReading> {
+        let Some(dir) = self.registry_dir.clone() else {
+            return HashMap::new();
+        };
+        let read = tokio::task::spawn_blocking(move || read_registry(&dir)).await;
+        match read {
+            Ok(Ok(found)) => {
+                self.warned.clear("registry");
+                found
+            }
+            Ok(Err(error)) => {
+                if self.warned.first("registry") {
+                    tracing::warn!("nudger: {error}; deciding without the registry");
+                }
+                HashMap::new()
+            }
+            Err(_) => HashMap::new(),
+        }
+    }
+
+    fn busy(&self, sid: &str) -> bool {
+        self.gate.is_busy(sid)
+    }
+
+    fn last_typed(&self, sid: &str) -> Option<Instant> {
+        self.gate.last_typed(sid)
+    }
+
+    async fn wake(&self, sid: &str, text: &KeystrokeText) -> GateOutcome {
+        self.gate.wake(sid, text, Mode::Gated).await
+    }
+
+    async fn record(&self, records: Vec<Record>) {
+        for record in records {
+            if let Err(error) = self.store.record(record).await {
+                self.warn_store("recording a nudge", &error);
+            }
+        }
+    }
+
+    async fn restore(&self) -> Vec<NudgeState> {
+        let store = self.store.clone();
+        self.read_ledger("restoring nudge state", move || store.sessions())
+            .await
+            .map(|rows| rows.into_iter().filter_map(|row| row.nudge).collect())
+            .unwrap_or_default()
+    }
+
+    fn now_ms(&self) -> i64 {
+        now_unix_ms()
+    }
+}
