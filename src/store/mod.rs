@@ -11,6 +11,8 @@
 //! the writer never blocks them. Read methods are synchronous, indexed and quick (well under a
 //! millisecond on a pruned ledger); call them from `spawn_blocking` if a table may be large.
 
+mod error;
+mod open;
 mod paths;
 mod queries;
 mod records;
@@ -18,8 +20,6 @@ mod schema;
 mod writer;
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
@@ -27,10 +27,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, ErrorCode, OpenFlags};
+use rusqlite::Connection;
 use tokio::sync::oneshot;
-
-use crate::private_fs;
 
 pub use paths::{DB_FILE_NAME, STATE_DIR_NAME};
 pub use queries::{SeenIdentity, SessionRow};
@@ -40,6 +38,8 @@ pub use records::{
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT};
 pub use writer::{MAX_BATCH, WriteStats};
 
+pub use error::StoreError;
+use open::{create_file, open_current, open_reader, open_writer};
 use writer::{Ack, Applied, Counters, Job, Op};
 
 /// Writes that may wait in the queue before `record` waits for room. A burst larger than this is
@@ -53,111 +53,6 @@ pub const READ_POOL_SIZE: usize = 4;
 /// Rows deleted per transaction by `prune_older_than`, so a large prune never holds the write
 /// lock long enough to delay hot-path records noticeably (a few ms per chunk).
 pub const PRUNE_CHUNK_ROWS: u32 = 5000;
-
-/// What went wrong with the ledger, and what to do about it.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("cannot create the database directory {}: {source}; check its parent's permissions", dir.display())]
-    CreateDir {
-        dir: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("cannot create or open the database file {}: {source}; check the path and its permissions", path.display())]
-    CreateFile {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error(
-        "the wakebridge database {} is corrupt or not a database ({source}); it was left \
-         untouched: move it aside (e.g. `mv {} {}`, with its -wal and -shm files) and start \
-         again to get a fresh ledger",
-        path.display(), path.display(), paths::aside_name(path).display()
-    )]
-    Corrupt {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-    #[error(
-        "the wakebridge database {} is damaged (integrity check: {problems}); it was left \
-         untouched: move it aside (e.g. `mv {} {}`, with its -wal and -shm files) and start \
-         again to get a fresh ledger",
-        path.display(), path.display(), paths::aside_name(path).display()
-    )]
-    Damaged { path: PathBuf, problems: String },
-    #[error(
-        "{} is an SQLite database of another program (application_id {application_id}), not a \
-         wakebridge ledger; it was left untouched: point wakebridge at another path or move the \
-         file away",
-        path.display()
-    )]
-    NotALedger { path: PathBuf, application_id: i32 },
-    #[error(
-        "the wakebridge database {} has schema version {found}, newer than this build knows \
-         ({supported}); run the newer wakebridge, or move the file aside to start a fresh ledger",
-        path.display()
-    )]
-    TooNew {
-        path: PathBuf,
-        found: i64,
-        supported: usize,
-    },
-    #[error(
-        "the wakebridge database {} cannot use WAL journaling (journal_mode stayed {mode:?}); \
-         put it on a local filesystem",
-        path.display()
-    )]
-    WalUnavailable { path: PathBuf, mode: String },
-    #[error("cannot open the wakebridge database {}: {source}", path.display())]
-    Open {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-    #[error("cannot migrate the wakebridge database {}: {source}; it was left at its previous schema", path.display())]
-    Migrate {
-        path: PathBuf,
-        source: rusqlite_migration::Error,
-    },
-    #[error("cannot start the ledger writer thread: {0}")]
-    SpawnWriter(std::io::Error),
-    #[error("cannot make a scratch directory for a temporary ledger: {0}")]
-    Scratch(std::io::Error),
-    #[error("writing to the wakebridge database {} failed: {source}", path.display())]
-    Write {
-        path: PathBuf,
-        source: Arc<rusqlite::Error>,
-    },
-    #[error("reading the wakebridge database {} failed: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-    #[error("the ledger writer for {} has stopped; restart wakebridge", path.display())]
-    WriterGone { path: PathBuf },
-}
-
-impl StoreError {
-    pub(crate) fn write(path: &Path, source: rusqlite::Error) -> Self {
-        Self::Write {
-            path: path.to_path_buf(),
-            source: Arc::new(source),
-        }
-    }
-
-    /// Open-time SQLite errors: a file that is not a database, or is damaged, gets the
-    /// "move it aside" error; anything else is reported as is.
-    fn at_open(path: &Path, source: rusqlite::Error) -> Self {
-        match source.sqlite_error_code() {
-            Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => Self::Corrupt {
-                path: path.to_path_buf(),
-                source,
-            },
-            _ => Self::Open {
-                path: path.to_path_buf(),
-                source,
-            },
-        }
-    }
-}
 
 /// The current wall-clock time in unix milliseconds (the ledger's time unit).
 pub fn now_unix_ms() -> i64 {
@@ -544,160 +439,4 @@ impl Store {
         }
         result
     }
-}
-
-/// Creates the parent directories (0700) and the file (0600; SQLite gives its -wal and -shm
-/// files the same mode) if missing; never truncates. A symlinked ledger is followed, as SQLite
-/// follows it: the ledger's place is the user's choice.
-fn create_file(path: &Path) -> Result<(), StoreError> {
-    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        private_fs::create_dir(dir).map_err(|source| StoreError::CreateDir {
-            dir: dir.to_path_buf(),
-            source,
-        })?;
-    }
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(private_fs::FILE_MODE)
-        .open(path)
-        .map(drop)
-        .map_err(|source| StoreError::CreateFile {
-            path: path.to_path_buf(),
-            source,
-        })
-}
-
-/// Opens the write connection: checks the file is ours (before changing anything in it),
-/// switches it to WAL, then migrates.
-fn open_writer(path: &Path) -> Result<Connection, StoreError> {
-    let at_open = |source| StoreError::at_open(path, source);
-    let mut conn = Connection::open(path).map_err(at_open)?;
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(at_open)?;
-    if let schema::FileIdentity::Foreign { application_id } =
-        schema::identify(&conn).map_err(at_open)?
-    {
-        return Err(StoreError::NotALedger {
-            path: path.to_path_buf(),
-            application_id,
-        });
-    }
-    let found: i64 = conn
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .map_err(at_open)?;
-    let supported = schema::latest_version();
-    if usize::try_from(found).map_or(true, |found| found > supported) {
-        return Err(StoreError::TooNew {
-            path: path.to_path_buf(),
-            found,
-            supported,
-        });
-    }
-    let mode = schema::configure_writer(&conn).map_err(at_open)?;
-    if !mode.eq_ignore_ascii_case("wal") {
-        return Err(StoreError::WalUnavailable {
-            path: path.to_path_buf(),
-            mode,
-        });
-    }
-    if let Err(source) = schema::migrations().to_latest(&mut conn) {
-        // Another process (the hook CLI) may have migrated the same file at the same moment;
-        // its success is ours too.
-        let migrated_meanwhile = schema::migrations()
-            .pending_migrations(&conn)
-            .is_ok_and(|pending| pending == 0);
-        if !migrated_meanwhile {
-            return Err(migrate_error(path, source));
-        }
-    }
-    check_integrity(&conn, path)?;
-    Ok(conn)
-}
-
-fn migrate_error(path: &Path, source: rusqlite_migration::Error) -> StoreError {
-    match source {
-        rusqlite_migration::Error::RusqliteError { err, .. }
-            if matches!(
-                err.sqlite_error_code(),
-                Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
-            ) =>
-        {
-            StoreError::Corrupt {
-                path: path.to_path_buf(),
-                source: err,
-            }
-        }
-        source => StoreError::Migrate {
-            path: path.to_path_buf(),
-            source,
-        },
-    }
-}
-
-/// `PRAGMA quick_check`: finds damaged pages and indexes at start-up, when refusing is cheap
-/// and clear, instead of as failed writes later. It reads every page once; on a ledger pruned
-/// to a day of deliveries that is milliseconds.
-fn check_integrity(conn: &Connection, path: &Path) -> Result<(), StoreError> {
-    /// Problems worth listing in the error; the first few say enough.
-    const PROBLEMS_SHOWN: u32 = 3;
-    let mut stmt = conn
-        .prepare(&format!("PRAGMA quick_check({PROBLEMS_SHOWN})"))
-        .map_err(|source| StoreError::at_open(path, source))?;
-    let problems = stmt
-        .query_map([], |row| row.get::<_, String>(0))
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
-        .map_err(|source| StoreError::at_open(path, source))?;
-    if problems.len() == 1 && problems[0] == "ok" {
-        return Ok(());
-    }
-    Err(StoreError::Damaged {
-        path: path.to_path_buf(),
-        problems: problems.join("; ").replace('\n', " "),
-    })
-}
-
-/// A write connection to an existing ledger of this build's schema, set up for one quick write
-/// (WAL is a property of the file; NORMAL sync as the writer uses), or `None` for anything
-/// else.
-fn open_current(path: &Path) -> Option<Connection> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .ok()?;
-    conn.busy_timeout(BUSY_TIMEOUT).ok()?;
-    let (application_id, version): (i32, i64) = conn
-        .query_row(
-            "SELECT application_id, user_version FROM pragma_application_id, pragma_user_version",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .ok()?;
-    let current = application_id == APPLICATION_ID
-        && usize::try_from(version).is_ok_and(|v| v == schema::latest_version());
-    if !current {
-        return None;
-    }
-    conn.pragma_update(None, "synchronous", "NORMAL").ok()?;
-    // When no daemon holds the ledger open, closing would checkpoint the WAL into the file and
-    // delete it (two fsyncs), and the next hook would create and sync a new one: per tool call.
-    // The daemon (or the next writer) checkpoints as usual.
-    conn.set_db_config(
-        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-        true,
-    )
-    .ok()?;
-    Some(conn)
-}
-
-/// Read connections are opened read-only: a bug in a query can never write.
-fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    schema::configure_reader(&conn)?;
-    Ok(conn)
 }

@@ -1,0 +1,169 @@
+//! Opening the ledger file: directories and modes, the writer connection (WAL, migrations,
+//! refusing a corrupt or foreign file), the hook's fast single-connection path, and read-only
+//! connections.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+use super::StoreError;
+use super::schema::{self, APPLICATION_ID, BUSY_TIMEOUT};
+use crate::private_fs;
+
+/// Creates the parent directories (0700) and the file (0600; SQLite gives its -wal and -shm
+/// files the same mode) if missing; never truncates. A symlinked ledger is followed, as SQLite
+/// follows it: the ledger's place is the user's choice.
+pub(super) fn create_file(path: &Path) -> Result<(), StoreError> {
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        private_fs::create_dir(dir).map_err(|source| StoreError::CreateDir {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(private_fs::FILE_MODE)
+        .open(path)
+        .map(drop)
+        .map_err(|source| StoreError::CreateFile {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Opens the write connection: checks the file is ours (before changing anything in it),
+/// switches it to WAL, then migrates.
+pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
+    let at_open = |source| StoreError::at_open(path, source);
+    let mut conn = Connection::open(path).map_err(at_open)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(at_open)?;
+    if let schema::FileIdentity::Foreign { application_id } =
+        schema::identify(&conn).map_err(at_open)?
+    {
+        return Err(StoreError::NotALedger {
+            path: path.to_path_buf(),
+            application_id,
+        });
+    }
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(at_open)?;
+    let supported = schema::latest_version();
+    if usize::try_from(found).map_or(true, |found| found > supported) {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            supported,
+        });
+    }
+    let mode = schema::configure_writer(&conn).map_err(at_open)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::WalUnavailable {
+            path: path.to_path_buf(),
+            mode,
+        });
+    }
+    if let Err(source) = schema::migrations().to_latest(&mut conn) {
+        // Another process (the hook CLI) may have migrated the same file at the same moment;
+        // its success is ours too.
+        let migrated_meanwhile = schema::migrations()
+            .pending_migrations(&conn)
+            .is_ok_and(|pending| pending == 0);
+        if !migrated_meanwhile {
+            return Err(migrate_error(path, source));
+        }
+    }
+    check_integrity(&conn, path)?;
+    Ok(conn)
+}
+
+fn migrate_error(path: &Path, source: rusqlite_migration::Error) -> StoreError {
+    match source {
+        rusqlite_migration::Error::RusqliteError { err, .. }
+            if matches!(
+                err.sqlite_error_code(),
+                Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
+            ) =>
+        {
+            StoreError::Corrupt {
+                path: path.to_path_buf(),
+                source: err,
+            }
+        }
+        source => StoreError::Migrate {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// `PRAGMA quick_check`: finds damaged pages and indexes at start-up, when refusing is cheap
+/// and clear, instead of as failed writes later. It reads every page once; on a ledger pruned
+/// to a day of deliveries that is milliseconds.
+fn check_integrity(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    /// Problems worth listing in the error; the first few say enough.
+    const PROBLEMS_SHOWN: u32 = 3;
+    let mut stmt = conn
+        .prepare(&format!("PRAGMA quick_check({PROBLEMS_SHOWN})"))
+        .map_err(|source| StoreError::at_open(path, source))?;
+    let problems = stmt
+        .query_map([], |row| row.get::<_, String>(0))
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+        .map_err(|source| StoreError::at_open(path, source))?;
+    if problems.len() == 1 && problems[0] == "ok" {
+        return Ok(());
+    }
+    Err(StoreError::Damaged {
+        path: path.to_path_buf(),
+        problems: problems.join("; ").replace('\n', " "),
+    })
+}
+
+/// A write connection to an existing ledger of this build's schema, set up for one quick write
+/// (WAL is a property of the file; NORMAL sync as the writer uses), or `None` for anything
+/// else.
+pub(super) fn open_current(path: &Path) -> Option<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .ok()?;
+    conn.busy_timeout(BUSY_TIMEOUT).ok()?;
+    let (application_id, version): (i32, i64) = conn
+        .query_row(
+            "SELECT application_id, user_version FROM pragma_application_id, pragma_user_version",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .ok()?;
+    let current = application_id == APPLICATION_ID
+        && usize::try_from(version).is_ok_and(|v| v == schema::latest_version());
+    if !current {
+        return None;
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL").ok()?;
+    // When no daemon holds the ledger open, closing would checkpoint the WAL into the file and
+    // delete it (two fsyncs), and the next hook would create and sync a new one: per tool call.
+    // The daemon (or the next writer) checkpoints as usual.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )
+    .ok()?;
+    Some(conn)
+}
+
+/// Read connections are opened read-only: a bug in a query can never write.
+pub(super) fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    schema::configure_reader(&conn)?;
+    Ok(conn)
+}
