@@ -40,10 +40,6 @@ impl SessionId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
-
-    pub fn into_string(self) -> String {
-        self.0
-    }
 }
 
 impl Deref for SessionId {
