@@ -73,16 +73,14 @@ pub trait NudgerIo: Send + Sync {
 /// What `run` needs: the shared gate (and through it the injector and tmux), the ledger, the
 /// wake dir, the registry dir and the validated settings.
 pub struct NudgerDeps {
-    pub gate: Arc<Gate>,
-    pub store: Store,
-    pub wake_dir: PathBuf,
-    /// Claude Code's `sessions/` dir (`claude::home::ClaudeHome::sessions`); `None` reads no registry.
-    pub registry_dir: Option<PathBuf>,
+    pub(super) io: LiveIo,
     pub config: NudgerConfig,
     pub(super) views: watch::Sender<NudgeViews>,
 }
 
 impl NudgerDeps {
+    /// `registry_dir` is Claude Code's `sessions/` dir (`claude::home::ClaudeHome::sessions`);
+    /// `None` reads no registry.
     pub fn new(
         gate: Arc<Gate>,
         store: Store,
@@ -91,10 +89,7 @@ impl NudgerDeps {
         config: NudgerConfig,
     ) -> Self {
         Self {
-            gate,
-            store,
-            wake_dir,
-            registry_dir,
+            io: LiveIo::new(gate, store, wake_dir, registry_dir),
             config,
             views: watch::Sender::new(NudgeViews::default()),
         }

@@ -447,8 +447,7 @@ pub async fn run(deps: NudgerDeps, shutdown: CancellationToken) {
         tracing::info!("idle nudger disabled ([nudger] enabled = false)");
         return;
     }
-    let io = LiveIo::new(deps.gate, deps.store, deps.wake_dir, deps.registry_dir);
-    let nudger = Nudger::new(deps.config, io, deps.views);
+    let nudger = Nudger::new(deps.config, deps.io, deps.views);
     run_with(nudger, shutdown).await;
 }
 
