@@ -98,13 +98,6 @@ pub enum Resolution {
 }
 
 impl Resolution {
-    pub fn target(&self) -> Option<&PaneTarget> {
-        match self {
-            Resolution::Mapped(target) => Some(target),
-            _ => None,
-        }
-    }
-
     pub fn into_target(self) -> Option<PaneTarget> {
         match self {
             Resolution::Mapped(target) => Some(target),
