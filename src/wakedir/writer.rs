@@ -200,20 +200,12 @@ fn rewrite(
     Ok(removed)
 }
 
-/// Holds the exclusive `flock(2)` on `panes.lock` until dropped (closing the file releases it).
-struct PanesLock {
-    _file: File,
-}
-
-fn lock_panes(wake_dir: &Path) -> Result<PanesLock, PanesWriteError> {
+/// The open `panes.lock`, holding the exclusive `flock(2)` until dropped (closing the file
+/// releases it).
+fn lock_panes(wake_dir: &Path) -> Result<File, PanesWriteError> {
     let path = wake_dir.join(PANES_LOCK_FILE);
-    let lock_err = |source| PanesWriteError::Lock {
-        path: path.clone(),
-        source,
-    };
     // Blocking and without a timeout, like the reference: writers are short and always finish.
-    let file = private_fs::lock(&path).map_err(lock_err)?;
-    Ok(PanesLock { _file: file })
+    private_fs::lock(&path).map_err(|source| PanesWriteError::Lock { path, source })
 }
 
 /// The current mapping for a read-modify-write: missing or damaged content is `{}`, any other
