@@ -79,6 +79,20 @@ impl BusError {
     pub fn is_unreachable(&self) -> bool {
         matches!(self, BusError::Unreachable { .. })
     }
+
+    fn refused(tool: &str, error: String) -> Self {
+        BusError::Refused {
+            tool: tool.to_owned(),
+            error,
+        }
+    }
+
+    fn unusable(tool: &str, reason: String) -> Self {
+        BusError::Unusable {
+            tool: tool.to_owned(),
+            reason,
+        }
+    }
 }
 
 /// One row of `list_webhooks`, read leniently: a missing or oddly typed field becomes `None`
@@ -180,10 +194,8 @@ impl BusClient {
             });
         }
         let data = self.read_first_data_line(name, &mut response).await?;
-        let envelope: Value = serde_json::from_str(&data).map_err(|e| BusError::Unusable {
-            tool: name.to_owned(),
-            reason: format!("data line is not JSON ({e})"),
-        })?;
+        let envelope: Value = serde_json::from_str(&data)
+            .map_err(|e| BusError::unusable(name, format!("data line is not JSON ({e})")))?;
         unwrap_tool_result(name, envelope)
     }
 
@@ -196,15 +208,12 @@ impl BusClient {
             Value::Array(items) => Ok(items.iter().filter_map(WebhookRow::from_value).collect()),
             other => {
                 if let Some(error) = in_band_error(&other) {
-                    return Err(BusError::Refused {
-                        tool: TOOL.to_owned(),
-                        error,
-                    });
+                    return Err(BusError::refused(TOOL, error));
                 }
-                Err(BusError::Unusable {
-                    tool: TOOL.to_owned(),
-                    reason: format!("expected a list of webhooks, got {}", kind_of(&other)),
-                })
+                Err(BusError::unusable(
+                    TOOL,
+                    format!("expected a list of webhooks, got {}", kind_of(&other)),
+                ))
             }
         }
     }
@@ -228,15 +237,12 @@ impl BusClient {
             return Ok(id);
         }
         if let Some(error) = in_band_error(&result) {
-            return Err(BusError::Refused {
-                tool: TOOL.to_owned(),
-                error,
-            });
+            return Err(BusError::refused(TOOL, error));
         }
-        Err(BusError::Unusable {
-            tool: TOOL.to_owned(),
-            reason: format!("no webhook_id in {}", clip(&result.to_string())),
-        })
+        Err(BusError::unusable(
+            TOOL,
+            format!("no webhook_id in {}", clip(&result.to_string())),
+        ))
     }
 
     /// Removes webhook `id`. An id the bus no longer knows counts as removed.
@@ -248,14 +254,14 @@ impl BusClient {
         }
         match result.get("error").and_then(Value::as_str) {
             Some(WEBHOOK_NOT_FOUND) => Ok(()),
-            Some(error) => Err(BusError::Refused {
-                tool: TOOL.to_owned(),
-                error: format!("unexpected result for #{id}: {error}"),
-            }),
-            None => Err(BusError::Unusable {
-                tool: TOOL.to_owned(),
-                reason: format!("unexpected result for #{id}: {}", clip(&result.to_string())),
-            }),
+            Some(error) => Err(BusError::refused(
+                TOOL,
+                format!("unexpected result for #{id}: {error}"),
+            )),
+            None => Err(BusError::unusable(
+                TOOL,
+                format!("unexpected result for #{id}: {}", clip(&result.to_string())),
+            )),
         }
     }
 
@@ -271,10 +277,7 @@ impl BusClient {
                 detail,
             }
         } else {
-            BusError::Unusable {
-                tool: tool.to_owned(),
-                reason: format!("request failed: {}", error_chain(e)),
-            }
+            BusError::unusable(tool, format!("request failed: {}", error_chain(e)))
         }
     }
 
@@ -285,10 +288,7 @@ impl BusClient {
         tool: &str,
         response: &mut reqwest::Response,
     ) -> Result<String, BusError> {
-        let unusable = |reason: String| BusError::Unusable {
-            tool: tool.to_owned(),
-            reason,
-        };
+        let unusable = |reason| BusError::unusable(tool, reason);
         let mut buffer: Vec<u8> = Vec::new();
         loop {
             let chunk = response.chunk().await.map_err(|e| {
@@ -343,10 +343,7 @@ pub fn first_data_line(sse: &str) -> Option<&str> {
 /// `isError` results are [`BusError::ToolError`]; a JSON-RPC error object or a missing result is
 /// [`BusError::Unusable`].
 pub fn unwrap_tool_result(tool: &str, envelope: Value) -> Result<Value, BusError> {
-    let unusable = |reason: String| BusError::Unusable {
-        tool: tool.to_owned(),
-        reason,
-    };
+    let unusable = |reason| BusError::unusable(tool, reason);
     let Value::Object(mut envelope) = envelope else {
         return Err(unusable(format!(
             "expected a JSON-RPC object, got {}",

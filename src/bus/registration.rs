@@ -82,22 +82,14 @@ pub struct RegistrationSnapshot {
 }
 
 /// Shared registration state: written by the keeper, read by `/health` without waiting.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct RegistrationStatus {
     state: watch::Sender<RegistrationSnapshot>,
 }
 
-impl Default for RegistrationStatus {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl RegistrationStatus {
     pub fn new() -> Self {
-        Self {
-            state: watch::Sender::new(RegistrationSnapshot::default()),
-        }
+        Self::default()
     }
 
     /// A copy of the current state.
@@ -111,11 +103,6 @@ impl RegistrationStatus {
 
     pub fn webhook_id(&self) -> Option<i64> {
         self.state.borrow().webhook_id
-    }
-
-    /// A receiver that wakes on every change (for tests and anything that wants to wait).
-    pub fn subscribe(&self) -> watch::Receiver<RegistrationSnapshot> {
-        self.state.subscribe()
     }
 
     fn record_verified(&self, id: i64) {

@@ -70,7 +70,32 @@ enum CallError {
     Unreachable { url: String, source: reqwest::Error },
 }
 
+/// Calls the daemon and returns its 200 answer; anything else is printed as `wakebridge <verb>:
+/// ...` and is `None` (the caller exits 2).
 fn call(
+    config: &Config,
+    verb: &str,
+    method: reqwest::Method,
+    url: &str,
+    body: Option<Value>,
+) -> Option<Value> {
+    match request(config, method, url, body) {
+        Ok((200, answer)) => Some(answer),
+        Ok((status, answer)) => {
+            crate::errln!(
+                "wakebridge {verb}: {status}: {}",
+                answer["error"].as_str().unwrap_or("unexpected answer")
+            );
+            None
+        }
+        Err(e) => {
+            crate::errln!("wakebridge {verb}: {e}");
+            None
+        }
+    }
+}
+
+fn request(
     config: &Config,
     method: reqwest::Method,
     url: &str,
@@ -112,69 +137,35 @@ pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
     if let Some(name) = &args.message {
         body["message"] = json!(name);
     }
-    let base = daemon_url(config, args.url.as_deref());
-    match call(
-        config,
-        reqwest::Method::POST,
-        &format!("{base}/wake"),
-        Some(body),
-    ) {
-        Ok((200, answer)) => {
-            let action = answer["action"].as_str().unwrap_or("?");
-            crate::outln!("{session_id}: {action}");
-            if matches!(action, "tmux" | "zellij") {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            }
-        }
-        Ok((status, answer)) => {
-            crate::errln!(
-                "wakebridge wake: {status}: {}",
-                answer["error"].as_str().unwrap_or("unexpected answer")
-            );
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            crate::errln!("wakebridge wake: {e}");
-            ExitCode::from(2)
-        }
+    let url = format!("{}/wake", daemon_url(config, args.url.as_deref()));
+    let Some(answer) = call(config, "wake", reqwest::Method::POST, &url, Some(body)) else {
+        return ExitCode::from(2);
+    };
+    let action = answer["action"].as_str().unwrap_or("?");
+    crate::outln!("{session_id}: {action}");
+    if matches!(action, "tmux" | "zellij") {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 
 /// `wakebridge status [--json]`.
 pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
-    let base = daemon_url(config, args.url.as_deref());
-    match call(
-        config,
-        reqwest::Method::GET,
-        &format!("{base}/sessions"),
-        None,
-    ) {
-        Ok((200, answer)) => {
-            if args.json {
-                crate::outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&answer).unwrap_or_default()
-                );
-                return ExitCode::SUCCESS;
-            }
-            let sessions: Vec<SessionStatus> =
-                serde_json::from_value(answer["sessions"].clone()).unwrap_or_default();
-            let table = render_table(&sessions, std::io::stdout().is_terminal());
-            crate::outln!("{}", table.trim_end_matches('\n'));
-            ExitCode::SUCCESS
-        }
-        Ok((status, answer)) => {
-            crate::errln!(
-                "wakebridge status: {status}: {}",
-                answer["error"].as_str().unwrap_or("unexpected answer")
-            );
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            crate::errln!("wakebridge status: {e}");
-            ExitCode::from(2)
-        }
+    let url = format!("{}/sessions", daemon_url(config, args.url.as_deref()));
+    let Some(answer) = call(config, "status", reqwest::Method::GET, &url, None) else {
+        return ExitCode::from(2);
+    };
+    if args.json {
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&answer).unwrap_or_default()
+        );
+        return ExitCode::SUCCESS;
     }
+    let sessions: Vec<SessionStatus> =
+        serde_json::from_value(answer["sessions"].clone()).unwrap_or_default();
+    let table = render_table(&sessions, std::io::stdout().is_terminal());
+    crate::outln!("{}", table.trim_end_matches('\n'));
+    ExitCode::SUCCESS
 }

@@ -17,7 +17,7 @@ use crate::config::{Config, ConfigError};
 use crate::env::Env;
 use crate::store::{Record, SessionSeen, Store, now_unix_ms};
 use crate::wakedir::detect::detect_target;
-use crate::wakedir::markers::{MarkerError, clear_busy, set_busy};
+use crate::wakedir::markers::{MarkerError, clear_busy_if_any, set_busy};
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::{PanesWriteError, clear_entry, set_entry};
 use serde_json::{Value, json};
@@ -162,58 +162,39 @@ pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
         outcome.result = HookResult::Skipped("no session id in the payload or environment".into());
         return outcome;
     };
-    outcome.result = match action {
-        HookAction::MarkBusy => {
-            outcome.nothing_new = input.event_name == "PreToolUse"
-                && crate::wakedir::markers::is_busy(
-                    wake_dir,
-                    &session_id,
-                    LEDGER_REFRESH.as_secs_f64(),
-                );
-            set_busy(wake_dir, &session_id)
-                .map_or_else(|e| HookResult::Failed(e.into()), |()| HookResult::Done)
-        }
-        HookAction::MarkIdle => clear_marker(wake_dir, &session_id)
-            .map_or_else(|e| HookResult::Failed(e.into()), |()| HookResult::Done),
-        HookAction::MapPane { keep_wake_state } => {
-            let cleared = if keep_wake_state {
-                Ok(())
-            } else {
-                clear_marker(wake_dir, &session_id)
-            };
-            match (cleared, pane) {
-                (Err(e), _) => HookResult::Failed(e.into()),
-                (Ok(()), None) => HookResult::Skipped(crate::cli::session::SKIPPED_NO_MUX.into()),
-                (Ok(()), Some(pane)) => match set_entry(wake_dir, &session_id, &pane) {
-                    Ok(set) => {
-                        outcome.unmapped = set.evicted;
-                        HookResult::Done
-                    }
-                    Err(e) => HookResult::Failed(e.into()),
-                },
+    let act = || -> Result<HookResult, HookError> {
+        match action {
+            HookAction::MarkBusy => {
+                outcome.nothing_new = input.event_name == "PreToolUse"
+                    && crate::wakedir::markers::is_busy(
+                        wake_dir,
+                        &session_id,
+                        LEDGER_REFRESH.as_secs_f64(),
+                    );
+                set_busy(wake_dir, &session_id)?;
             }
-        }
-        HookAction::ClearPane => match clear_marker(wake_dir, &session_id) {
-            Err(e) => HookResult::Failed(e.into()),
-            Ok(()) => match clear_entry(wake_dir, &session_id, pane.as_ref()) {
-                Ok(cleared) => {
-                    outcome.unmapped = cleared.removed;
-                    HookResult::Done
+            HookAction::MarkIdle => clear_busy_if_any(wake_dir, &session_id)?,
+            HookAction::MapPane { keep_wake_state } => {
+                if !keep_wake_state {
+                    clear_busy_if_any(wake_dir, &session_id)?;
                 }
-                Err(e) => HookResult::Failed(e.into()),
-            },
-        },
-        HookAction::Ignore => HookResult::Skipped(String::new()),
+                let Some(pane) = pane else {
+                    return Ok(HookResult::Skipped(
+                        crate::cli::session::SKIPPED_NO_MUX.into(),
+                    ));
+                };
+                outcome.unmapped = set_entry(wake_dir, &session_id, &pane)?.evicted;
+            }
+            HookAction::ClearPane => {
+                clear_busy_if_any(wake_dir, &session_id)?;
+                outcome.unmapped = clear_entry(wake_dir, &session_id, pane.as_ref())?.removed;
+            }
+            HookAction::Ignore => return Ok(HookResult::Skipped(String::new())),
+        }
+        Ok(HookResult::Done)
     };
+    outcome.result = act().unwrap_or_else(HookResult::Failed);
     outcome
-}
-
-/// Clears the marker; an id that cannot name a marker file has none to clear.
-fn clear_marker(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> {
-    match clear_busy(wake_dir, session_id) {
-        Err(MarkerError::UnsafeSessionId(_)) => Ok(()),
-        other => other,
-    }
 }
 
 /// Reads `reader` to EOF, giving up after `budget` or past `cap` bytes: it waits for data with
@@ -302,20 +283,20 @@ pub fn run_hook(
         let _ = writeln!(std::io::stderr().lock(), "wakebridge hook: {message}");
     };
     let input = read_bounded(std::io::stdin(), HOOK_STDIN_CAP_BYTES, HOOK_STDIN_BUDGET)
-        .and_then(|bytes| parse_hook_input(&bytes));
-    let input = match input {
-        Ok(input) => input,
-        Err(e) => {
-            report(&e.to_string());
+        .and_then(|bytes| parse_hook_input(&bytes))
+        .map_err(|e| e.to_string());
+    let ready = input.and_then(|input| Ok((input, wake_dir.map_err(|e| e.to_string())?)));
+    let (input, wake_dir) = match ready {
+        Ok(ready) => ready,
+        Err(message) => {
+            report(&message);
             return ExitCode::SUCCESS;
         }
     };
     let env = Env::process();
-    let wake_dir = match wake_dir {
-        Ok(dir) => dir,
-        Err(e) => {
-            report(&e.to_string());
-            return ExitCode::SUCCESS;
+    let report_failure = |outcome: &HookOutcome| {
+        if let HookResult::Failed(message) = &outcome.result {
+            report(&format!("{} failed: {message}", outcome.event_name));
         }
     };
     if matches!(
@@ -325,9 +306,7 @@ pub fn run_hook(
         // A marker only: nothing here can block, so no helper thread is needed.
         let outcome = perform(&input, &wake_dir, &env);
         record(&outcome);
-        if let HookResult::Failed(message) = &outcome.result {
-            report(&format!("{} failed: {message}", outcome.event_name));
-        }
+        report_failure(&outcome);
         return ExitCode::SUCCESS;
     }
     // panes.json's flock has no timeout; a helper thread lets the agent go on regardless.
@@ -345,11 +324,7 @@ pub fn run_hook(
     }
     let left = HOOK_TOTAL_BUDGET.saturating_sub(started.elapsed());
     match receiver.recv_timeout(left) {
-        Ok(outcome) => {
-            if let HookResult::Failed(message) = &outcome.result {
-                report(&format!("{} failed: {message}", outcome.event_name));
-            }
-        }
+        Ok(outcome) => report_failure(&outcome),
         Err(_) => report(&format!(
             "gave up after {HOOK_TOTAL_BUDGET:?} (is panes.lock held by a stuck process?)"
         )),

@@ -114,16 +114,13 @@ pub async fn run_with(
     err: &mut dyn Write,
 ) -> u8 {
     let json = args.json;
-    let (opts, notes) = match options_from(args, config, env) {
-        Ok(made) => made,
+    let opts = match options_from(args, config, env) {
+        Ok(opts) => opts,
         Err(e) => {
             let _ = writeln!(err, "wakebridge launch: {e}");
             return USAGE_EXIT;
         }
     };
-    for note in notes {
-        let _ = writeln!(err, "wakebridge launch: {note}");
-    }
     match launch(&opts).await {
         Ok(launched) => {
             report(&launched, json, out, err);
@@ -185,13 +182,12 @@ fn report(launched: &Launched, json: bool, out: &mut dyn Write, err: &mut dyn Wr
     let _ = writeln!(err, "wakebridge launch: {mapping}");
 }
 
-/// Flags + configuration + environment → options, plus notes worth telling the user.
+/// Flags + configuration + environment → options.
 pub fn options_from(
     args: LaunchArgs,
     config: &Config,
     env: &Env,
-) -> Result<(LaunchOptions, Vec<String>), LaunchCliError> {
-    let notes = Vec::new();
+) -> Result<LaunchOptions, LaunchCliError> {
     let prompt = args.prompt.as_deref().map(KeystrokeText::new).transpose()?;
     let timeout = match args.timeout {
         None if config.settings.launch.timeout.is_zero() => {
@@ -241,22 +237,19 @@ pub fn options_from(
     }
     let placement = placement(mux.tmux_socket.as_deref(), env);
     let wake_dir = Some(config.paths.wake_dir.clone());
-    Ok((
-        LaunchOptions {
-            cwd,
-            name: args.name,
-            command,
-            prompt,
-            pre_trust,
-            timeout,
-            wake_dir,
-            session_id: args.session_id,
-            claude_home: config.paths.claude.as_ref().ok().map(|c| c.dir.clone()),
-            placement,
-            mux,
-        },
-        notes,
-    ))
+    Ok(LaunchOptions {
+        cwd,
+        name: args.name,
+        command,
+        prompt,
+        pre_trust,
+        timeout,
+        wake_dir,
+        session_id: args.session_id,
+        claude_home: config.paths.claude.as_ref().ok().map(|c| c.dir.clone()),
+        placement,
+        mux,
+    })
 }
 
 /// Inside tmux (`$TMUX` set) a new window of the caller's session, unless another server was
@@ -304,7 +297,7 @@ mod tests {
         let pairs = &[("HOME", "/home/u")];
         let env = env_of(pairs);
         let cfg = config(pairs);
-        let (opts, _) = options_from(parse(&["--cwd", "/tmp"]), &cfg, &env).unwrap();
+        let opts = options_from(parse(&["--cwd", "/tmp"]), &cfg, &env).unwrap();
         assert_eq!(opts.command, ["claude"]);
         assert_eq!(opts.timeout, Duration::from_secs(90));
         assert_eq!(opts.placement, Placement::NewSession);
@@ -335,7 +328,7 @@ mod tests {
             "--model",
             "x",
         ]);
-        let (opts, _) = options_from(args, &cfg, &env).unwrap();
+        let opts = options_from(args, &cfg, &env).unwrap();
         assert_eq!(opts.command, ["claude", "--model", "x"]);
         assert_eq!(opts.pre_trust, Some(PathBuf::from("/cfg/.claude.json")));
         assert_eq!(opts.claude_home, Some(PathBuf::from("/cfg")));
@@ -347,11 +340,11 @@ mod tests {
         let pairs = &[("HOME", "/h"), ("TMUX", "/tmp/tmux-0/default,17361,0")];
         let env = env_of(pairs);
         let cfg = config(pairs);
-        let (opts, _) = options_from(parse(&[]), &cfg, &env).unwrap();
+        let opts = options_from(parse(&[]), &cfg, &env).unwrap();
         assert_eq!(opts.placement, Placement::NewWindow { target: None });
-        let (opts, _) = options_from(parse(&["--tmux-socket", "/tmp/other"]), &cfg, &env).unwrap();
+        let opts = options_from(parse(&["--tmux-socket", "/tmp/other"]), &cfg, &env).unwrap();
         assert_eq!(opts.placement, Placement::NewSession);
-        let (opts, _) =
+        let opts =
             options_from(parse(&["--tmux-socket", "/tmp/tmux-0/default"]), &cfg, &env).unwrap();
         assert_eq!(opts.placement, Placement::NewWindow { target: None });
     }
@@ -380,11 +373,11 @@ mod tests {
             ("WAKEBRIDGE_LAUNCH__TIMEOUT", "2m"),
         ];
         let env = env_of(pairs);
-        let (opts, _) = options_from(parse(&[]), &config(pairs), &env).unwrap();
+        let opts = options_from(parse(&[]), &config(pairs), &env).unwrap();
         assert_eq!(opts.command, ["claude", "--model", "opus"]);
         assert_eq!(opts.timeout, Duration::from_secs(120));
         // Flags win over the section.
-        let (opts, _) = options_from(
+        let opts = options_from(
             parse(&["--timeout", "5", "--", "agent"]),
             &config(pairs),
             &env,

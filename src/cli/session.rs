@@ -7,7 +7,7 @@
 
 use crate::env::Env;
 use crate::wakedir::detect::detect_target;
-use crate::wakedir::markers::{MarkerError, clear_busy, set_busy};
+use crate::wakedir::markers::{MarkerError, clear_busy, clear_busy_if_any, set_busy};
 use crate::wakedir::panes::{InvalidTarget, parse_target};
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::{ClearOutcome, PanesWriteError, SetOutcome, clear_entry, set_entry};
@@ -23,25 +23,16 @@ pub const SKIPPED_NO_MUX: &str = "no multiplexer detected";
 
 /// How a verb ended, as an exit code: 0 done (or skipped), 1 failed, 2 usage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum CliStatus {
-    Success,
-    Failure,
-    Usage,
-}
-
-impl CliStatus {
-    pub fn code(self) -> u8 {
-        match self {
-            CliStatus::Success => 0,
-            CliStatus::Failure => 1,
-            CliStatus::Usage => 2,
-        }
-    }
+    Success = 0,
+    Failure = 1,
+    Usage = 2,
 }
 
 impl From<CliStatus> for ExitCode {
     fn from(status: CliStatus) -> Self {
-        ExitCode::from(status.code())
+        ExitCode::from(status as u8)
     }
 }
 
@@ -141,14 +132,14 @@ impl PanesCommand {
 
 /// `panes set|clear` on `wake_dir` against the real environment, stdout and stderr.
 pub fn run_panes(command: &PanesCommand, wake_dir: &Path) -> ExitCode {
-    let status = execute_panes(
+    execute_panes(
         command,
         wake_dir,
         &Env::process(),
         &mut std::io::stdout().lock(),
         &mut std::io::stderr().lock(),
-    );
-    status.into()
+    )
+    .into()
 }
 
 /// `wake-state busy|idle` on `wake_dir` against the real environment and stderr.
@@ -238,15 +229,6 @@ fn write_failure(error: PanesWriteError) -> Failed {
     Failed(status, error.to_string())
 }
 
-/// Removes the session's marker before a lifecycle change. An id that cannot name a marker file
-/// cannot have one, so there is nothing to remove.
-fn clear_marker_first(wake_dir: &Path, session_id: &str) -> Result<(), Failed> {
-    match clear_busy(wake_dir, session_id) {
-        Ok(()) | Err(MarkerError::UnsafeSessionId(_)) => Ok(()),
-        Err(error) => Err(marker_failure(error)),
-    }
-}
-
 /// The explicit `--mux/--pane/--mux-session` target, validated exactly like a file entry.
 pub fn explicit_target(args: &PanesSetArgs) -> Option<Result<PaneTarget, InvalidTarget>> {
     let mux = args.mux?;
@@ -270,8 +252,9 @@ fn panes_set(
     let explicit = explicit_target(args)
         .transpose()
         .map_err(|invalid| Failed(CliStatus::Usage, format!("Invalid target: {invalid}")))?;
+    // A lifecycle boundary proves no turn is in flight: the marker goes first.
     if !args.keep_wake_state {
-        clear_marker_first(wake_dir, &session_id)?;
+        clear_busy_if_any(wake_dir, &session_id).map_err(marker_failure)?;
     }
     let Some(target) = explicit.or_else(|| detect_target(env)) else {
         print(
@@ -294,7 +277,7 @@ fn panes_clear(
     out: &mut dyn Write,
 ) -> Result<(), Failed> {
     let session_id = session_id(&args.session, env)?;
-    clear_marker_first(wake_dir, &session_id)?;
+    clear_busy_if_any(wake_dir, &session_id).map_err(marker_failure)?;
     let also_pane = if args.keep_pane_entries {
         None
     } else {

@@ -31,14 +31,8 @@ impl Cooldown {
         }
     }
 
-    pub fn window(&self) -> Duration {
-        self.window
-    }
-
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, u64)>> {
-        self.last_wake
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        super::lock(&self.last_wake)
     }
 
     fn stamp(&self) -> (Instant, u64) {
@@ -98,14 +92,6 @@ impl Cooldown {
             })
             .unwrap_or(Duration::ZERO)
     }
-
-    pub fn len(&self) -> usize {
-        self.map().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 #[cfg(test)]
@@ -151,7 +137,7 @@ mod tests {
         c.reserve("t1");
         tokio::time::advance(Duration::from_secs(35)).await;
         c.reserve("t2");
-        assert_eq!(c.len(), 1, "t1's entry was pruned");
+        assert_eq!(c.map().len(), 1, "t1's entry was pruned");
     }
 
     #[tokio::test(start_paused = true)]

@@ -107,9 +107,7 @@ impl Dedupe {
     }
 
     fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
-        self.seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        super::lock(&self.seen)
     }
 
     /// Remembers an identity delivered `ago` before now (from the ledger).

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use crate::deadline::Deadline;
 use crate::delivery::action::Action;
 use crate::delivery::cooldown::Cooldown;
+use crate::delivery::lock;
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::markers;
@@ -49,7 +50,7 @@ pub struct GateOutcome {
 }
 
 impl GateOutcome {
-    fn skipped(action: Action, target: Option<PaneTarget>) -> Self {
+    pub(crate) fn skipped(action: Action, target: Option<PaneTarget>) -> Self {
         Self {
             action,
             error_kind: None,
@@ -108,11 +109,7 @@ impl Gate {
 
     /// When wakebridge last typed into `sid`'s pane (wake, nudge or warning), if ever.
     pub fn last_typed(&self, sid: &str) -> Option<Instant> {
-        self.typed_at
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(sid)
-            .copied()
+        lock(&self.typed_at).get(sid).copied()
     }
 
     /// Whether a fresh busy marker says a turn is running.
@@ -153,12 +150,9 @@ impl Gate {
             .inject(&target, text, Deadline::after(INJECT_BUDGET))
             .await;
         let inject_time = started.elapsed();
-        match result {
+        let (action, error_kind) = match result {
             Ok(injected) => {
-                self.typed_at
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .insert(sid.to_string(), Instant::now());
+                lock(&self.typed_at).insert(sid.to_string(), Instant::now());
                 tracing::info!(
                     session_id = sid,
                     mux = injected.mux,
@@ -166,32 +160,21 @@ impl Gate {
                     "Woke {} via {target}",
                     short(sid)
                 );
-                self.occupied
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .remove(sid);
+                lock(&self.occupied).remove(sid);
                 self.failures.clear_prefix(&format!("{sid}:"));
                 let action = if injected.mux == "zellij" {
                     Action::Zellij
                 } else {
                     Action::Tmux
                 };
-                GateOutcome {
-                    action,
-                    error_kind: None,
-                    inject_time,
-                    target: Some(target),
-                }
+                (action, None)
             }
             Err(InjectError::Occupied) => {
                 // Not a failure: someone is at the prompt. Like a fresh busy marker, the event
                 // waits in the spool and the cooldown is left for the real wake.
                 self.cooldown.roll_back(sid, reservation);
                 let times = {
-                    let mut occupied = self
-                        .occupied
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut occupied = lock(&self.occupied);
                     let times = occupied.entry(sid.to_string()).or_insert(0);
                     *times += 1;
                     *times
@@ -209,12 +192,7 @@ impl Gate {
                         short(sid)
                     );
                 }
-                GateOutcome {
-                    action: Action::SpoolBusy,
-                    error_kind: None,
-                    inject_time,
-                    target: Some(target),
-                }
+                (Action::SpoolBusy, None)
             }
             Err(error) => {
                 self.cooldown.roll_back(sid, reservation);
@@ -240,13 +218,14 @@ impl Gate {
                     InjectError::StalePane { .. } => Action::SpoolStalePane,
                     _ => Action::SpoolMuxFailed,
                 };
-                GateOutcome {
-                    action,
-                    error_kind: Some(kind),
-                    inject_time,
-                    target: Some(target),
-                }
+                (action, Some(kind))
             }
+        };
+        GateOutcome {
+            action,
+            error_kind,
+            inject_time,
+            target: Some(target),
         }
     }
 }

@@ -143,12 +143,7 @@ impl Deliverer {
             tracing::debug!(event_id, session_id = %event.target, "spooled event");
         }
         let outcome = match self.backend {
-            Backend::Spool => GateOutcome {
-                action: Action::Spool,
-                error_kind: None,
-                inject_time: Duration::ZERO,
-                target: None,
-            },
+            Backend::Spool => GateOutcome::skipped(Action::Spool, None),
             // Only the fixed prompt is ever typed: nothing from the event reaches the pane.
             Backend::Mux => {
                 self.gate
@@ -280,4 +275,11 @@ fn inject_us(outcome: &GateOutcome) -> Option<u64> {
 
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Poisoning only means a thread panicked mid-update; the state is still usable.
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

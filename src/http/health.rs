@@ -10,17 +10,20 @@ use serde_json::{Value, json};
 use crate::http::AppState;
 
 pub async fn health(State(app): State<Arc<AppState>>) -> Json<Value> {
+    let rfc3339 = |at| humantime::format_rfc3339_seconds(at).to_string();
     let mut body = json!({
         "status": "ok",
         "service": "wakebridge",
         "version": env!("CARGO_PKG_VERSION"),
         "pid": std::process::id(),
-        "started_at": app.started_at_rfc3339(),
+        "started_at": rfc3339(app.started_at),
     });
-    if let Some(reg) = app.registration_json()
-        && let (Value::Object(target), Value::Object(extra)) = (&mut body, reg)
-    {
-        target.extend(extra);
+    // Only with registration enabled; `registered` reflects the last verification.
+    if let Some(registration) = &app.registration {
+        let snapshot = registration.snapshot();
+        body["registered"] = json!(snapshot.registered);
+        body["webhook_id"] = json!(snapshot.webhook_id);
+        body["last_verified_at"] = json!(snapshot.last_verified_at.map(rfc3339));
     }
     Json(body)
 }

@@ -25,22 +25,15 @@ const INLINE_PARSE_MAX: usize = 64 * 1024;
 
 pub async fn hook(State(app): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
     let started = std::time::Instant::now();
-    let response = answer(&app, &headers, body).await;
+    let response = handle(&app, &headers, body).await.unwrap_or_else(|error| {
+        if let ApiError::Spool(e) = &error {
+            tracing::error!(error = %e, kind = e.kind(), "spooling failed; answering 500 so the bus retries");
+            crate::telemetry::error(e.kind());
+        }
+        error.into_response()
+    });
     crate::telemetry::hook_latency(started.elapsed().as_secs_f64());
     response
-}
-
-async fn answer(app: &AppState, headers: &HeaderMap, body: Body) -> Response {
-    match handle(app, headers, body).await {
-        Ok(response) => response,
-        Err(error) => {
-            if let ApiError::Spool(e) = &error {
-                tracing::error!(error = %e, kind = e.kind(), "spooling failed; answering 500 so the bus retries");
-                crate::telemetry::error(e.kind());
-            }
-            error.into_response()
-        }
-    }
 }
 
 async fn handle(app: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {

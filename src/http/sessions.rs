@@ -20,18 +20,13 @@ async fn snapshot(app: Arc<AppState>, detail: SpoolDetail) -> Result<Vec<Session
         .map_err(|_| ApiError::Unavailable("status collection failed".into()))
 }
 
-pub async fn sessions(State(app): State<Arc<AppState>>) -> Response {
-    match snapshot(app, SpoolDetail::Lines).await {
-        Ok(sessions) => Json(json!({ "sessions": sessions })).into_response(),
-        Err(e) => e.into_response(),
-    }
+pub async fn sessions(State(app): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    let sessions = snapshot(app, SpoolDetail::Lines).await?;
+    Ok(Json(json!({ "sessions": sessions })).into_response())
 }
 
-pub async fn metrics(State(app): State<Arc<AppState>>) -> Response {
-    let sessions = match snapshot(app, SpoolDetail::Bytes).await {
-        Ok(s) => s,
-        Err(e) => return e.into_response(),
-    };
+pub async fn metrics(State(app): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    let sessions = snapshot(app, SpoolDetail::Bytes).await?;
     let mut text = crate::telemetry::handle().render();
     let mut by_state = std::collections::BTreeMap::<&str, u64>::new();
     for s in &sessions {
@@ -95,5 +90,5 @@ pub async fn metrics(State(app): State<Arc<AppState>>) -> Response {
             );
         }
     }
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }

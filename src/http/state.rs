@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
-use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::bus::registration::RegistrationStatus;
@@ -33,23 +32,4 @@ pub struct AppState {
     pub context: Arc<ContextView>,
     /// The idle nudger's per-session view (absent when it is off).
     pub nudges: Option<watch::Receiver<NudgeViews>>,
-}
-
-impl AppState {
-    pub fn started_at_rfc3339(&self) -> String {
-        humantime::format_rfc3339_seconds(self.started_at).to_string()
-    }
-
-    /// The registration fields of `/health`: `registered` reflects the last verification.
-    pub fn registration_json(&self) -> Option<Value> {
-        let snapshot = self.registration.as_ref()?.snapshot();
-        let verified = snapshot
-            .last_verified_at
-            .map(|t| humantime::format_rfc3339_seconds(t).to_string());
-        Some(json!({
-            "registered": snapshot.registered,
-            "webhook_id": snapshot.webhook_id,
-            "last_verified_at": verified,
-        }))
-    }
 }

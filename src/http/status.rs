@@ -215,20 +215,20 @@ pub fn render_table(sessions: &[SessionStatus], color: bool) -> String {
         .collect();
     let mut out = String::new();
     for row in &table {
-        let mut line = String::new();
-        for (c, cell) in row.iter().enumerate() {
-            let padded = format!("{cell:<width$}", width = widths[c]);
-            let shown = if color && c == 1 {
-                colour_state(cell, &padded)
-            } else {
-                padded
-            };
-            line.push_str(&shown);
-            if c + 1 < row.len() {
-                line.push_str("  ");
-            }
-        }
-        out.push_str(line.trim_end());
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, width))| {
+                let padded = format!("{cell:<width$}");
+                if color && c == 1 {
+                    colour_state(cell, &padded)
+                } else {
+                    padded
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
     out

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 
 use super::ApiError;
@@ -30,16 +30,13 @@ struct WakeRequest {
     message: Option<String>,
 }
 
-pub async fn wake(State(app): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
-    match handle(&app, &headers, body).await {
-        Ok(response) => response,
-        Err(error) => error.into_response(),
-    }
-}
-
-async fn handle(app: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
-    require_json(headers)?;
-    let bytes = read_body(headers, body).await?;
+pub async fn wake(
+    State(app): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    require_json(&headers)?;
+    let bytes = read_body(&headers, body).await?;
     if let Some(secret) = &app.config.secret {
         let token = headers
             .get(header::AUTHORIZATION)

@@ -57,23 +57,15 @@ impl InjectError {
     }
 }
 
-/// Lock-map key: tmux pane ids are server-wide, so the informational session is left out; a
-/// zellij pane id means something only inside its session.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum PaneKey {
-    Tmux(String),
-    Zellij { session: String, pane: String },
-}
-
-impl From<&PaneTarget> for PaneKey {
-    fn from(target: &PaneTarget) -> Self {
-        match target {
-            PaneTarget::Tmux { pane, .. } => PaneKey::Tmux(pane.clone()),
-            PaneTarget::Zellij { pane, session } => PaneKey::Zellij {
-                session: session.clone(),
-                pane: pane.clone(),
-            },
-        }
+/// Lock-map key: the target itself, minus a tmux pane's informational session (tmux pane ids are
+/// server-wide; a zellij pane id means something only inside its session).
+fn lock_key(target: &PaneTarget) -> PaneTarget {
+    match target {
+        PaneTarget::Tmux { pane, .. } => PaneTarget::Tmux {
+            pane: pane.clone(),
+            session: None,
+        },
+        zellij @ PaneTarget::Zellij { .. } => zellij.clone(),
     }
 }
 
@@ -85,7 +77,7 @@ pub struct Injector {
     tmux: Tmux,
     zellij: Zellij,
     submit_delay: Duration,
-    locks: StdMutex<HashMap<PaneKey, Arc<Mutex<()>>>>,
+    locks: StdMutex<HashMap<PaneTarget, Arc<Mutex<()>>>>,
 }
 
 impl Injector {
@@ -142,7 +134,7 @@ impl Injector {
             // Forget locks nobody holds or waits for, so the map does not grow with every pane
             // ever seen. Under the map's mutex no one can be cloning one meanwhile.
             locks.retain(|_, lock| Arc::strong_count(lock) > 1);
-            Arc::clone(locks.entry(PaneKey::from(target)).or_default())
+            Arc::clone(locks.entry(lock_key(target)).or_default())
         };
         let waiting_since = Instant::now();
         tokio::time::timeout_at(deadline.instant(), lock.lock_owned())

@@ -15,7 +15,6 @@ pub(crate) mod zellij;
 
 use std::env;
 use std::ffi::OsStr;
-use std::fmt;
 use std::future::Future;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -116,43 +115,28 @@ impl Default for MuxConfig {
 }
 
 /// Why a pane must not be typed into.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StaleReason {
     /// The multiplexer does not know the pane (closed, or its server is gone).
+    #[error("the pane does not exist")]
     PaneMissing,
     /// The pane's program exited; the pane is only kept for its output.
+    #[error("the pane's program has exited")]
     PaneDead,
     /// Only shells run in the pane's foreground process group (tmux): the agent is gone and a
     /// prompt would run the text as a command. A wrapper shell whose group still runs the agent
     /// does not count.
+    #[error("the pane is a shell ({command}), the session is gone")]
     ShellInPane { command: String },
     /// No zellij session of that name.
+    #[error("no zellij session named {session:?}")]
     SessionMissing { session: String },
     /// The zellij session exited and is only resurrectable.
+    #[error("zellij session {session:?} has exited")]
     SessionExited { session: String },
     /// The multiplexer's answer about the pane could not be read.
+    #[error("could not tell what runs in the pane: {detail}")]
     Unreadable { detail: String },
-}
-
-impl fmt::Display for StaleReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StaleReason::PaneMissing => f.write_str("the pane does not exist"),
-            StaleReason::PaneDead => f.write_str("the pane's program has exited"),
-            StaleReason::ShellInPane { command } => {
-                write!(f, "the pane is a shell ({command}), the session is gone")
-            }
-            StaleReason::SessionMissing { session } => {
-                write!(f, "no zellij session named {session:?}")
-            }
-            StaleReason::SessionExited { session } => {
-                write!(f, "zellij session {session:?} has exited")
-            }
-            StaleReason::Unreadable { detail } => {
-                write!(f, "could not tell what runs in the pane: {detail}")
-            }
-        }
-    }
 }
 
 /// The guard's verdict on a pane.

@@ -203,42 +203,37 @@ pub async fn run_for(inv: &Invocation, timeout: Duration) -> Result<Finished, Mu
         Ok::<_, io::Error>((out?, err?, status?))
     })
     .await;
-
-    match collected {
-        Err(_elapsed) => {
+    let collected = match collected {
+        Ok(result) => result.map_err(|source| MuxError::Io { label, source }),
+        Err(_elapsed) => Err(MuxError::Timeout {
+            label,
+            after: timeout,
+        }),
+    };
+    let (out, err, status) = match collected {
+        Ok(done) => done,
+        Err(e) => {
             group.kill();
             // Reap it so no zombie is left; SIGKILL makes this quick.
             let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
             group.disarm();
-            Err(MuxError::Timeout {
-                label,
-                after: timeout,
-            })
+            return Err(e);
         }
-        Ok(Err(source)) => {
-            group.kill();
-            let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
-            group.disarm();
-            Err(MuxError::Io { label, source })
-        }
-        Ok(Ok((out, err, status))) => {
-            // Reaped by `wait`: the pid may be reused from here on, so never signal it again.
-            group.disarm();
-            let stderr = summarise_stderr(&err);
-            if status.success() {
-                Ok(Finished {
-                    stdout: String::from_utf8_lossy(&out).into_owned(),
-                    stderr,
-                })
-            } else {
-                Err(MuxError::Exit {
-                    label,
-                    status: describe_status(status),
-                    stderr,
-                })
-            }
-        }
+    };
+    // Reaped by `wait`: the pid may be reused from here on, so never signal it again.
+    group.disarm();
+    let stderr = summarise_stderr(&err);
+    if !status.success() {
+        return Err(MuxError::Exit {
+            label,
+            status: describe_status(status),
+            stderr,
+        });
     }
+    Ok(Finished {
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr,
+    })
 }
 
 /// Read a pipe to its end, keeping at most `cap` bytes and discarding the rest, so a chatty

@@ -12,12 +12,7 @@ pub const PS_BIN: &str = "ps";
 
 /// Pid → parent pid for every process.
 pub async fn parents(deadline: Deadline) -> Result<HashMap<u32, u32>, MuxError> {
-    let inv = Invocation::new(Path::new(PS_BIN), "ps")
-        .arg("-A")
-        .arg("-o")
-        .arg("pid=")
-        .arg("-o")
-        .arg("ppid=");
+    let inv = Invocation::new(Path::new(PS_BIN), "ps").args(["-A", "-o", "pid=", "-o", "ppid="]);
     let out = process::run(&inv, deadline).await?.stdout;
     Ok(out
         .lines()

@@ -75,11 +75,7 @@ impl Zellij {
 
     /// `zellij --session <S> action ...`; the session is one argv element whatever it contains.
     fn action(&self, label: &'static str, session: &str, action: &str) -> Invocation {
-        Invocation::new(&self.bin, label)
-            .arg("--session")
-            .arg(session)
-            .arg("action")
-            .arg(action)
+        Invocation::new(&self.bin, label).args(["--session", session, "action", action])
     }
 
     async fn session_state(
@@ -87,9 +83,7 @@ impl Zellij {
         session: &str,
         deadline: Deadline,
     ) -> Result<PaneState, MuxError> {
-        let inv = Invocation::new(&self.bin, "zellij list-sessions")
-            .arg("list-sessions")
-            .arg("-n");
+        let inv = Invocation::new(&self.bin, "zellij list-sessions").args(["list-sessions", "-n"]);
         let mut state = PaneState::Live;
         for _ in 0..LISTING_ATTEMPTS {
             let listing = match process::run(&inv, deadline).await {

@@ -93,19 +93,24 @@ pub fn clear_busy(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> 
     }
 }
 
-/// Seconds since the marker was written (negative for a future mtime), or `None` when there is
-/// no usable marker (missing, unsafe id, or any stat error).
-pub fn marker_age_secs(wake_dir: &Path, session_id: &str) -> Option<f64> {
-    let path = marker_path(wake_dir, session_id).ok()?;
-    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
-    Some(age_secs(SystemTime::now(), modified))
+/// As [`clear_busy`], except that an id which cannot name a marker file has none to clear, so
+/// it is success too (the lifecycle verbs clear whatever id they are given).
+pub fn clear_busy_if_any(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> {
+    match clear_busy(wake_dir, session_id) {
+        Err(MarkerError::UnsafeSessionId(_)) => Ok(()),
+        other => other,
+    }
 }
 
-/// Whether the session is mid-turn: a marker younger than `ttl_secs`. Missing or unreadable
-/// markers are idle, so a delivery is never failed and a session never wedged; `ttl_secs` may
-/// be `f64::INFINITY` (a marker never expires) or 0 (only a future-dated marker still gates).
+/// Whether the session is mid-turn: a marker younger than `ttl_secs` (its age is negative for a
+/// future mtime). Missing or unreadable markers (unsafe id, any stat error) are idle, so a
+/// delivery is never failed and a session never wedged; `ttl_secs` may be `f64::INFINITY` (a
+/// marker never expires) or 0 (only a future-dated marker still gates).
 pub fn is_busy(wake_dir: &Path, session_id: &str, ttl_secs: f64) -> bool {
-    marker_age_secs(wake_dir, session_id).is_some_and(|age| busy_at_age(age, ttl_secs))
+    let modified = marker_path(wake_dir, session_id)
+        .ok()
+        .and_then(|path| std::fs::metadata(path).ok()?.modified().ok());
+    modified.is_some_and(|then| busy_at_age(age_secs(SystemTime::now(), then), ttl_secs))
 }
 
 /// The ageing rule on its own: busy iff `age < ttl` (so a NaN TTL is never busy).

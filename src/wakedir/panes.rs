@@ -11,7 +11,7 @@
 use crate::wakedir::pretty::to_compact_ascii;
 use crate::wakedir::printable::is_valid_string;
 use crate::wakedir::target::PaneTarget;
-use serde_json::{Map, Value};
+use serde_json::{Value, json};
 
 /// File name of the session → pane mapping inside the wake dir.
 pub const PANES_FILE: &str = "panes.json";
@@ -94,17 +94,15 @@ pub fn parse_target(value: &Value) -> Result<PaneTarget, InvalidTarget> {
 
 /// The object the writer stores for `target`: `mux` and `pane`, plus `session` only when present.
 pub fn entry_json(target: &PaneTarget) -> Value {
-    let mut entry = Map::new();
-    entry.insert("mux".into(), Value::String(target.mux_name().into()));
-    entry.insert("pane".into(), Value::String(target.pane().into()));
+    let mut entry = json!({ "mux": target.mux_name(), "pane": target.pane() });
     let session = match target {
         PaneTarget::Tmux { session, .. } => session.as_deref(),
         PaneTarget::Zellij { session, .. } => Some(session.as_str()),
     };
     if let Some(session) = session {
-        entry.insert("session".into(), Value::String(session.into()));
+        entry["session"] = json!(session);
     }
-    Value::Object(entry)
+    entry
 }
 
 /// Quotes a (possibly missing) value for a message: ASCII-escaped JSON, `missing` when absent.

@@ -98,13 +98,6 @@ pub enum Resolution {
 }
 
 impl Resolution {
-    pub fn target(&self) -> Option<&PaneTarget> {
-        match self {
-            Resolution::Mapped(target) => Some(target),
-            _ => None,
-        }
-    }
-
     pub fn into_target(self) -> Option<PaneTarget> {
         match self {
             Resolution::Mapped(target) => Some(target),
@@ -116,26 +109,22 @@ impl Resolution {
 /// Applies the reference's warn-once and re-arm rules to one read of the file for `session_id`.
 /// Pure: the same inputs always give the same answer and the same change to `warned`.
 pub fn resolve(warned: &Warnings, file: &PanesFile, session_id: &str) -> Resolution {
-    let bad_key = Condition::BadPaneValue.key(session_id);
-    let parse_key = Condition::ParseError.key(session_id);
+    let fail = |condition, detail: &str| fail(warned, condition, session_id, detail);
+    let rearm_entry = || {
+        warned.clear(&Condition::BadPaneValue.key(session_id));
+        warned.clear(&Condition::ParseError.key(session_id));
+    };
     let value = match file {
         PanesFile::Missing => {
             for key in FILE_KEYS {
                 warned.clear(key);
             }
-            warned.clear(&bad_key);
-            warned.clear(&parse_key);
+            rearm_entry();
             return Resolution::FileMissing;
         }
-        PanesFile::Unreadable(detail) => {
-            return fail(warned, Condition::Unreadable, session_id, detail);
-        }
-        PanesFile::Unparseable(detail) => {
-            return fail(warned, Condition::Unparseable, session_id, detail);
-        }
-        PanesFile::Unexpected(detail) => {
-            return fail(warned, Condition::Unexpected, session_id, detail);
-        }
+        PanesFile::Unreadable(detail) => return fail(Condition::Unreadable, detail),
+        PanesFile::Unparseable(detail) => return fail(Condition::Unparseable, detail),
+        PanesFile::Unexpected(detail) => return fail(Condition::Unexpected, detail),
         PanesFile::Parsed(value) => value,
     };
     // Any successful parse re-arms the read-level keys, whatever shape the data has.
@@ -144,33 +133,21 @@ pub fn resolve(warned: &Warnings, file: &PanesFile, session_id: &str) -> Resolut
     warned.clear(KEY_UNEXPECTED);
     let Some(object) = value.as_object() else {
         let detail = format!("top level is {}, not an object", json_kind(value));
-        return fail(warned, Condition::NotAnObject, session_id, &detail);
+        return fail(Condition::NotAnObject, &detail);
     };
     warned.clear(KEY_NOT_AN_OBJECT);
     // Key membership, not value: `{"sid": null}` is present-but-bad, not absent.
     let Some(entry) = object.get(session_id) else {
-        warned.clear(&bad_key);
-        warned.clear(&parse_key);
+        rearm_entry();
         return Resolution::SessionAbsent;
     };
     match catch_unwind(|| parse_target(entry)) {
         Ok(Ok(target)) => {
-            warned.clear(&bad_key);
-            warned.clear(&parse_key);
+            rearm_entry();
             Resolution::Mapped(target)
         }
-        Ok(Err(invalid)) => fail(
-            warned,
-            Condition::BadPaneValue,
-            session_id,
-            &invalid.to_string(),
-        ),
-        Err(_) => fail(
-            warned,
-            Condition::ParseError,
-            session_id,
-            "validating the entry panicked",
-        ),
+        Ok(Err(invalid)) => fail(Condition::BadPaneValue, &invalid.to_string()),
+        Err(_) => fail(Condition::ParseError, "validating the entry panicked"),
     }
 }
 

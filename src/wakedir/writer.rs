@@ -121,29 +121,11 @@ pub fn set_entry(
     let entry = entry_json(target);
     // The writer never writes what the reader would reject.
     let entry_target = parse_target(&entry)?;
-    ensure_wake_dir(wake_dir).map_err(|source| PanesWriteError::WakeDir {
-        path: wake_dir.to_owned(),
-        source,
-    })?;
-    let evicted = {
-        let _lock = lock_panes(wake_dir)?;
-        let mut panes = read_for_update(wake_dir)?;
-        let evicted: Vec<String> = panes
-            .iter()
-            .filter(|(sid, value)| {
-                sid.as_str() != session_id && parse_target(value).as_ref() == Ok(&entry_target)
-            })
-            .map(|(sid, _)| sid.clone())
-            .collect();
-        for sid in &evicted {
-            panes.remove(sid);
-        }
-        panes.insert(session_id.to_owned(), entry);
-        write_atomic(wake_dir, &panes)?;
-        evicted
-    };
-    // After unlock: marker removal never extends the time other writers wait.
-    clear_markers(wake_dir, &evicted);
+    let evicted = rewrite(
+        wake_dir,
+        |sid, value| sid != session_id && parse_target(value).as_ref() == Ok(&entry_target),
+        Some((session_id, entry)),
+    )?;
     Ok(SetOutcome {
         session_id: session_id.to_owned(),
         entry: entry_target,
@@ -159,16 +141,37 @@ pub fn clear_entry(
     session_id: &str,
     also_pane: Option<&PaneTarget>,
 ) -> Result<ClearOutcome, PanesWriteError> {
-    let panes_path = wake_dir.join(PANES_FILE);
-    if let Err(err) = std::fs::symlink_metadata(&panes_path)
-        && err.kind() == ErrorKind::NotFound
-    {
-        return Ok(ClearOutcome {
-            session_id: session_id.to_owned(),
-            removed: Vec::new(),
-            existed: false,
-        });
-    }
+    let existed = !matches!(
+        std::fs::symlink_metadata(wake_dir.join(PANES_FILE)),
+        Err(err) if err.kind() == ErrorKind::NotFound
+    );
+    let removed = if existed {
+        rewrite(
+            wake_dir,
+            |sid, value| {
+                sid == session_id
+                    || also_pane.is_some_and(|pane| parse_target(value).as_ref() == Ok(pane))
+            },
+            None,
+        )?
+    } else {
+        Vec::new()
+    };
+    Ok(ClearOutcome {
+        session_id: session_id.to_owned(),
+        removed,
+        existed,
+    })
+}
+
+/// The read-modify-write both verbs share: under the lock, removes every entry `unmap` picks
+/// (in file order), adds `insert`, and rewrites the file when either changed something. Returns
+/// the unmapped ids, whose busy markers are removed after the unlock.
+fn rewrite(
+    wake_dir: &Path,
+    unmap: impl Fn(&str, &Value) -> bool,
+    insert: Option<(&str, Value)>,
+) -> Result<Vec<String>, PanesWriteError> {
     ensure_wake_dir(wake_dir).map_err(|source| PanesWriteError::WakeDir {
         path: wake_dir.to_owned(),
         source,
@@ -178,42 +181,31 @@ pub fn clear_entry(
         let mut panes = read_for_update(wake_dir)?;
         let removed: Vec<String> = panes
             .iter()
-            .filter(|(sid, value)| {
-                sid.as_str() == session_id
-                    || also_pane.is_some_and(|pane| parse_target(value).as_ref() == Ok(pane))
-            })
+            .filter(|(sid, value)| unmap(sid, value))
             .map(|(sid, _)| sid.clone())
             .collect();
-        if !removed.is_empty() {
-            for sid in &removed {
-                panes.remove(sid);
+        for sid in &removed {
+            panes.remove(sid);
+        }
+        if insert.is_some() || !removed.is_empty() {
+            if let Some((sid, entry)) = insert {
+                panes.insert(sid.to_owned(), entry);
             }
             write_atomic(wake_dir, &panes)?;
         }
         removed
     };
+    // After unlock: marker removal never extends the time other writers wait.
     clear_markers(wake_dir, &removed);
-    Ok(ClearOutcome {
-        session_id: session_id.to_owned(),
-        removed,
-        existed: true,
-    })
+    Ok(removed)
 }
 
-/// Holds the exclusive `flock(2)` on `panes.lock` until dropped (closing the file releases it).
-struct PanesLock {
-    _file: File,
-}
-
-fn lock_panes(wake_dir: &Path) -> Result<PanesLock, PanesWriteError> {
+/// The open `panes.lock`, holding the exclusive `flock(2)` until dropped (closing the file
+/// releases it).
+fn lock_panes(wake_dir: &Path) -> Result<File, PanesWriteError> {
     let path = wake_dir.join(PANES_LOCK_FILE);
-    let lock_err = |source| PanesWriteError::Lock {
-        path: path.clone(),
-        source,
-    };
     // Blocking and without a timeout, like the reference: writers are short and always finish.
-    let file = private_fs::lock(&path).map_err(lock_err)?;
-    Ok(PanesLock { _file: file })
+    private_fs::lock(&path).map_err(|source| PanesWriteError::Lock { path, source })
 }
 
 /// The current mapping for a read-modify-write: missing or damaged content is `{}`, any other

@@ -55,14 +55,8 @@ impl Tmux {
     ) -> Result<NewPane, MuxError> {
         let inv = self
             .command("tmux new-session")
-            .arg("new-session")
-            .arg("-d")
-            .arg("-P")
-            .arg("-F")
-            .arg(CREATED_FORMAT)
-            .arg("-s")
-            .arg(name)
-            .arg("-c")
+            .args(["new-session", "-d", "-P", "-F", CREATED_FORMAT])
+            .args(["-s", name, "-c"])
             .arg(cwd)
             .arg("-x")
             .arg(width.to_string())
@@ -72,11 +66,7 @@ impl Tmux {
             .args(argv)
             // Chained in the same tmux command so it applies to the new window before the
             // agent can exit: a dead pane stays readable instead of vanishing with its screen.
-            .arg(";")
-            .arg("set-option")
-            .arg("-w")
-            .arg("remain-on-exit")
-            .arg("on");
+            .args([";", "set-option", "-w", "remain-on-exit", "on"]);
         parse_created(&process::run(&inv, deadline).await?.stdout)
     }
 
@@ -90,13 +80,9 @@ impl Tmux {
         argv: &[String],
         deadline: Deadline,
     ) -> Result<NewPane, MuxError> {
-        let mut inv = self
-            .command("tmux new-window")
-            .arg("new-window")
-            .arg("-d")
-            .arg("-P")
-            .arg("-F")
-            .arg(CREATED_FORMAT);
+        let mut inv =
+            self.command("tmux new-window")
+                .args(["new-window", "-d", "-P", "-F", CREATED_FORMAT]);
         if let Some(session) = session {
             // A trailing ':' makes it a session target: the window goes to its next free index.
             inv = inv.arg("-t").arg(format!("{session}:"));
@@ -118,16 +104,8 @@ impl Tmux {
     pub async fn probe(&self, pane: &str, deadline: Deadline) -> Result<Probe, MuxError> {
         let inv = self
             .command("tmux capture-pane")
-            .arg("display-message")
-            .arg("-p")
-            .arg("-t")
-            .arg(pane)
-            .arg(PROBE_FORMAT)
-            .arg(";")
-            .arg("capture-pane")
-            .arg("-p")
-            .arg("-t")
-            .arg(pane);
+            .args(["display-message", "-p", "-t", pane, PROBE_FORMAT])
+            .args([";", "capture-pane", "-p", "-t", pane]);
         let out = process::run(&inv, deadline).await?.stdout;
         let (head, screen) = out.split_once('\n').unwrap_or((out.as_str(), ""));
         let (dead, status) = head.split_once('\t').unwrap_or((head, ""));
@@ -148,12 +126,9 @@ impl Tmux {
     ) -> Result<String, MuxError> {
         let inv = self
             .command("tmux capture-pane")
-            .arg("capture-pane")
-            .arg("-p")
-            .arg("-S")
+            .args(["capture-pane", "-p", "-S"])
             .arg(format!("-{lines}"))
-            .arg("-t")
-            .arg(pane);
+            .args(["-t", pane]);
         Ok(process::run(&inv, deadline).await?.stdout)
     }
 
@@ -161,9 +136,7 @@ impl Tmux {
     pub async fn press(&self, pane: &str, key: Key, deadline: Deadline) -> Result<(), MuxError> {
         let inv = self
             .command(key.label())
-            .arg("send-keys")
-            .arg("-t")
-            .arg(pane)
+            .args(["send-keys", "-t", pane])
             .arg(key.tmux_name());
         process::run(&inv, deadline).await.map(drop)
     }
@@ -176,13 +149,13 @@ impl Tmux {
         keep: bool,
         deadline: Deadline,
     ) -> Result<(), MuxError> {
-        let inv = self
-            .command("tmux set-option")
-            .arg("set-option")
-            .arg("-w")
-            .arg(if keep { "-t" } else { "-ut" })
-            .arg(window)
-            .arg("remain-on-exit");
+        let inv = self.command("tmux set-option").args([
+            "set-option",
+            "-w",
+            if keep { "-t" } else { "-ut" },
+            window,
+            "remain-on-exit",
+        ]);
         let inv = if keep { inv.arg("on") } else { inv };
         process::run(&inv, deadline).await.map(drop)
     }

@@ -87,10 +87,7 @@ impl Tmux {
     ) -> Result<HashMap<String, PaneInfo>, MuxError> {
         let inv = self
             .command("tmux list-panes")
-            .arg("list-panes")
-            .arg("-a")
-            .arg("-F")
-            .arg(SNAPSHOT_FORMAT);
+            .args(["list-panes", "-a", "-F", SNAPSHOT_FORMAT]);
         match process::run(&inv, deadline).await {
             Ok(done) => Ok(parse_snapshot(&done.stdout)),
             Err(MuxError::Exit { ref stderr, .. }) if names_missing_target(stderr) => {
@@ -104,10 +101,7 @@ impl Tmux {
     pub async fn capture(&self, pane: &str, deadline: Deadline) -> Result<String, MuxError> {
         let inv = self
             .command("tmux capture-pane")
-            .arg("capture-pane")
-            .arg("-p")
-            .arg("-t")
-            .arg(pane);
+            .args(["capture-pane", "-p", "-t", pane]);
         Ok(process::run(&inv, deadline).await?.stdout)
     }
 
@@ -127,10 +121,7 @@ impl Mux for Tmux {
     async fn check_pane(&self, pane: &str, deadline: Deadline) -> Result<PaneState, MuxError> {
         let inv = self
             .command("tmux display-message")
-            .arg("display-message")
-            .arg("-p")
-            .arg("-t")
-            .arg(pane)
+            .args(["display-message", "-p", "-t", pane])
             .arg(GUARD_FORMAT);
         let answer = match process::run(&inv, deadline).await {
             Ok(done) => classify_guard(pane, &done.stdout, |c| self.is_shell(c)),
@@ -147,9 +138,7 @@ impl Mux for Tmux {
                 // inside its group. The same `-o tpgid=,pgid=,comm= -t <tty>` works with procps
                 // (Linux) and BSD ps (macOS).
                 let inv = Invocation::new(Path::new(PS_BIN), "ps (pane foreground group)")
-                    .arg("-o")
-                    .arg("tpgid=,pgid=,comm=")
-                    .arg("-t")
+                    .args(["-o", "tpgid=,pgid=,comm=", "-t"])
                     .arg(tty);
                 let listing = process::run(&inv, deadline).await?.stdout;
                 if foreground_runs_non_shell(&listing, |c| self.is_shell(c)) {
@@ -175,13 +164,9 @@ impl Mux for Tmux {
     ) -> Result<(), MuxError> {
         // `-l`: every character is typed literally, never read as a key name. The text cannot
         // start with '-' or end with ';' (KeystrokeText), so tmux cannot misparse it.
-        let inv = self
-            .command("tmux send-keys -l")
-            .arg("send-keys")
-            .arg("-t")
-            .arg(pane)
-            .arg("-l")
-            .arg(text.as_str());
+        let inv =
+            self.command("tmux send-keys -l")
+                .args(["send-keys", "-t", pane, "-l", text.as_str()]);
         process::run(&inv, deadline).await.map(drop)
     }
 
