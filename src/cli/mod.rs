@@ -20,7 +20,6 @@ use client::{StatusArgs, WakeArgs};
 use context::{ContextArgs, StatuslineArgs, run_context, run_statusline};
 use hook::HookArgs;
 use launch::LaunchArgs;
-use serve::ServeArgs;
 use session::{PanesCommand, WakeStateArgs, run_panes, run_wake_state};
 
 #[derive(Debug, Parser)]
@@ -38,13 +37,13 @@ pub struct Cli {
     config: Option<std::path::PathBuf>,
     /// With no subcommand, run the daemon (flags as the Python bridge's).
     #[command(flatten)]
-    serve: ServeArgs,
+    serve: Flags,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the daemon: receive bus webhooks, spool them, wake idle sessions.
-    Serve(ServeArgs),
+    Serve(Flags),
     /// Map (set) or unmap (clear) this session's pane in panes.json.
     #[command(subcommand)]
     Panes(PanesCommand),
@@ -68,7 +67,7 @@ enum Command {
 pub fn main() -> ExitCode {
     crate::telemetry::logging::ensure_standard_descriptors();
     let cli = Cli::parse();
-    if cli.command.is_some() && cli.serve.given() {
+    if cli.command.is_some() && cli.serve != Flags::default() {
         // `wakebridge --port 9 status` would otherwise drop the flag without a word.
         crate::errln!(
             "wakebridge: the daemon's flags (--port, --backend, ...) go with `serve` or with no subcommand; only --config goes before a subcommand"
@@ -83,8 +82,14 @@ pub fn main() -> ExitCode {
     };
     let resolved = |wake_dir: Option<&Path>| config::resolve(&flags(wake_dir), &Env::process());
     match cli.command {
-        Some(Command::Serve(args)) => serve::serve(args.flags(cli.config.clone())),
-        None => serve::serve(cli.serve.flags(cli.config.clone())),
+        Some(Command::Serve(args)) => serve::serve(Flags {
+            config: cli.config.clone(),
+            ..args
+        }),
+        None => serve::serve(Flags {
+            config: cli.config.clone(),
+            ..cli.serve
+        }),
         Some(Command::Panes(command)) => with_config(resolved(command.wake_dir()), |c| {
             run_panes(&command, &c.paths.wake_dir)
         }),

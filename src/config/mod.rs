@@ -74,19 +74,39 @@ pub enum Scope {
     Local,
 }
 
-/// The reference bridge's flags, as given on the command line (unparsed, so that a bad value is
-/// reported in the same words as a bad environment variable and `--help` never depends on them).
-#[derive(Debug, Clone, Default)]
+/// The reference bridge's flags (`wakebridge serve`), as given on the command line: unparsed, so
+/// that a bad value is reported in the same words as a bad environment variable and `--help`
+/// never depends on them. `config` is the global `--config`, set by the dispatcher.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct Flags {
+    #[arg(skip)]
     pub config: Option<PathBuf>,
+    /// Listener port [env: AGENT_EVENT_BUS_BRIDGE_PORT] [default: 8082]
+    #[arg(long)]
     pub port: Option<String>,
+    /// mux (alias tmux) or spool [env: AGENT_EVENT_BUS_BRIDGE_BACKEND] [default: mux]
+    #[arg(long)]
     pub backend: Option<String>,
+    /// Seconds between wakes of one session [env: AGENT_EVENT_BUS_BRIDGE_COOLDOWN] [default: 30]
+    #[arg(long)]
     pub cooldown: Option<String>,
+    /// Seconds a busy marker stays fresh; 0 ignores markers, inf never expires [env: AGENT_EVENT_BUS_BRIDGE_BUSY_TTL] [default: 3600]
+    #[arg(long = "busy-ttl")]
     pub busy_ttl: Option<String>,
+    /// Wake dir [env: AGENT_EVENT_BUS_WAKE_DIR] [default: ~/.claude/contrib/agent-event-bus/wake]
+    #[arg(long = "wake-dir")]
     pub wake_dir: Option<String>,
+    /// The bus's MCP URL [env: AGENT_EVENT_BUS_URL] [default: http://127.0.0.1:8080/mcp]
+    #[arg(long = "bus-url")]
     pub bus_url: Option<String>,
+    /// URL the bus POSTs to [env: AGENT_EVENT_BUS_BRIDGE_HOOK_URL] [default: http://127.0.0.1:PORT/hook]
+    #[arg(long = "hook-url")]
     pub hook_url: Option<String>,
+    /// Listen address, an IP or localhost [env: AGENT_EVENT_BUS_BRIDGE_BIND] [default: derived from the hook URL]
+    #[arg(long)]
     pub bind: Option<String>,
+    /// Extra Host values to accept, comma-separated [env: AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS]
+    #[arg(long = "allowed-hosts")]
     pub allowed_hosts: Option<String>,
 }
 
