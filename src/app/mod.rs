@@ -178,7 +178,7 @@ impl App {
             unsafe_ids: Warnings::default(),
             level_notice_armed: AtomicBool::new(true),
             started_at: SystemTime::now(),
-            registration: settings_registration.then(|| Arc::new(RegistrationStatus::new())),
+            registration: settings_registration.then(|| Arc::new(RegistrationStatus::default())),
             context: Arc::new(ContextView::new()),
             nudges: nudger.as_ref().map(NudgerDeps::views),
         });

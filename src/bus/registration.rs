@@ -88,10 +88,6 @@ pub struct RegistrationStatus {
 }
 
 impl RegistrationStatus {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// A copy of the current state.
     pub fn snapshot(&self) -> RegistrationSnapshot {
         self.state.borrow().clone()
@@ -501,7 +497,7 @@ mod tests {
 
     #[test]
     fn status_hands_the_id_over_once() {
-        let status = RegistrationStatus::new();
+        let status = RegistrationStatus::default();
         status.record_verified(42);
         let snap = status.snapshot();
         assert!(snap.registered);

@@ -91,7 +91,7 @@ impl Running {
     }
 
     fn start_with(config: RegistrationConfig, shutdown: CancellationToken) -> Self {
-        let status = Arc::new(RegistrationStatus::new());
+        let status = Arc::new(RegistrationStatus::default());
         let task = tokio::spawn(registration::run(
             config,
             Arc::clone(&status),
