@@ -73,3 +73,11 @@ pub mod store;
 pub mod telemetry;
 pub mod wakedir;
 pub mod wire;
+
+/// Locks `mutex` through poisoning: that only means a thread panicked mid-update; the state is
+/// still usable.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::ContextFigures;
 use crate::delivery::action::Action;
+use crate::lock;
 
 /// Seconds per minute: state files are refreshed at most once per minute while unchanged.
 const SECS_PER_MINUTE: u64 = 60;
@@ -64,36 +65,32 @@ impl ContextView {
         Self::default()
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, ContextStatus>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     pub fn get(&self, session_id: &str) -> Option<ContextStatus> {
-        self.map().get(session_id).cloned()
+        lock(&self.sessions).get(session_id).cloned()
     }
 
     /// The session's `context` JSON, if the monitor follows it.
     pub fn json(&self, session_id: &str) -> Option<Value> {
-        self.map().get(session_id).map(ContextStatus::to_json)
+        lock(&self.sessions)
+            .get(session_id)
+            .map(ContextStatus::to_json)
     }
 
     /// All statuses, sorted by session id.
     pub fn snapshot(&self) -> BTreeMap<String, ContextStatus> {
-        self.map()
+        lock(&self.sessions)
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
     }
 
     pub fn set(&self, session_id: &str, status: ContextStatus) {
-        self.map().insert(session_id.to_owned(), status);
+        lock(&self.sessions).insert(session_id.to_owned(), status);
     }
 
     /// Forgets every session `keep` rejects.
     pub fn retain(&self, mut keep: impl FnMut(&str) -> bool) {
-        self.map().retain(|sid, _| keep(sid));
+        lock(&self.sessions).retain(|sid, _| keep(sid));
     }
 }
 

@@ -32,7 +32,7 @@ impl Cooldown {
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, u64)>> {
-        super::lock(&self.last_wake)
+        crate::lock(&self.last_wake)
     }
 
     fn stamp(&self) -> (Instant, u64) {

@@ -107,7 +107,7 @@ impl Dedupe {
     }
 
     fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
-        super::lock(&self.seen)
+        crate::lock(&self.seen)
     }
 
     /// Remembers an identity delivered `ago` before now (from the ledger).

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use crate::deadline::Deadline;
 use crate::delivery::action::Action;
 use crate::delivery::cooldown::Cooldown;
-use crate::delivery::lock;
+use crate::lock;
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::markers;

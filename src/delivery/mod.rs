@@ -276,10 +276,3 @@ fn inject_us(outcome: &GateOutcome) -> Option<u64> {
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
-
-/// Poisoning only means a thread panicked mid-update; the state is still usable.
-fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}

@@ -203,11 +203,7 @@ impl Spool {
     /// rows, so the next start has nothing to re-check. Later appends fail with `WriterGone`.
     pub fn close(&self) {
         self.shared.close();
-        let writer = self
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
+        let writer = crate::lock(&self.writer).take();
         if let Some(writer) = writer
             && writer.join().is_err()
         {

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
@@ -23,6 +23,7 @@ use tokio::sync::oneshot;
 use super::files::{self, OpenSpool, Prepared, SessionLock, io_error};
 use super::{SpoolError, prepare_wake_dir};
 use crate::deadline::Deadline;
+use crate::lock;
 use crate::store::{Delivery, PendingBytes, RoundIds, SpoolRound, Store};
 
 /// Pause between attempts on a lock a drainer holds (the reference's 0.1 s).
@@ -96,11 +97,6 @@ struct CheckpointState {
     /// A session file failed to sync: pending rows are kept from then on (see `checkpointer`).
     failed: bool,
     closing: bool,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Poisoning only means a thread panicked mid-update; the state is still usable.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Shared {

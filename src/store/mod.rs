@@ -412,12 +412,7 @@ impl Store {
         query: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
         let path = &self.inner.path;
-        let pooled = self
-            .inner
-            .readers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
+        let pooled = crate::lock(&self.inner.readers).pop();
         let conn = match pooled {
             Some(conn) => conn,
             None => open_reader(path).map_err(|source| StoreError::Read {
@@ -429,11 +424,7 @@ impl Store {
             path: path.clone(),
             source,
         });
-        let mut pool = self
-            .inner
-            .readers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut pool = crate::lock(&self.inner.readers);
         if pool.len() < READ_POOL_SIZE {
             pool.push(conn);
         }

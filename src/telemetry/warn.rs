@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::lock;
+
 /// Most distinct keys remembered before the set is emptied (the reference's cap).
 pub const WARN_KEY_CAP: usize = 256;
 /// The reference's window for rejection warnings: one per reason per minute.
@@ -51,10 +53,7 @@ impl Warnings {
 
     fn due(&self, key: &str, window: Option<Duration>) -> bool {
         let now = Instant::now();
-        let mut seen = self
-            .seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut seen = lock(&self.seen);
         if let Some(at) = seen.get(key)
             && window.is_none_or(|w| now.duration_since(*at) < w)
         {
@@ -69,32 +68,20 @@ impl Warnings {
 
     /// Re-arms `key`: its next occurrence warns again.
     pub fn clear(&self, key: &str) {
-        self.seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(key);
+        lock(&self.seen).remove(key);
     }
 
     /// Re-arms every key that starts with `prefix` (all of one session's conditions).
     pub fn clear_prefix(&self, prefix: &str) {
-        self.seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .retain(|key, _| !key.starts_with(prefix));
+        lock(&self.seen).retain(|key, _| !key.starts_with(prefix));
     }
 
     pub fn contains(&self, key: &str) -> bool {
-        self.seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains_key(key)
+        lock(&self.seen).contains_key(key)
     }
 
     pub fn len(&self) -> usize {
-        self.seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
+        lock(&self.seen).len()
     }
 
     pub fn is_empty(&self) -> bool {
