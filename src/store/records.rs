@@ -2,8 +2,6 @@
 //! record types and their insert/upsert statements; it does not own transactions or batching
 //! (the writer thread does) nor any reads.
 
-use std::fmt;
-
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// Which part of wakebridge produced a delivery row.
@@ -28,12 +26,6 @@ impl DeliverySource {
             Self::Nudge => "nudge",
             Self::Context => "context",
         }
-    }
-}
-
-impl fmt::Display for DeliverySource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
