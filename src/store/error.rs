@@ -5,8 +5,6 @@ use std::sync::Arc;
 
 use rusqlite::ErrorCode;
 
-use super::paths;
-
 /// What went wrong with the ledger, and what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -22,9 +20,9 @@ pub enum StoreError {
     },
     #[error(
         "the wakebridge database {} is corrupt or not a database ({source}); it was left \
-         untouched: move it aside (e.g. `mv {} {}`, with its -wal and -shm files) and start \
+         untouched: move it aside (e.g. `mv {} {}.corrupt`, with its -wal and -shm files) and start \
          again to get a fresh ledger",
-        path.display(), path.display(), paths::aside_name(path).display()
+        path.display(), path.display(), path.display()
     )]
     Corrupt {
         path: PathBuf,
@@ -32,9 +30,9 @@ pub enum StoreError {
     },
     #[error(
         "the wakebridge database {} is damaged (integrity check: {problems}); it was left \
-         untouched: move it aside (e.g. `mv {} {}`, with its -wal and -shm files) and start \
+         untouched: move it aside (e.g. `mv {} {}.corrupt`, with its -wal and -shm files) and start \
          again to get a fresh ledger",
-        path.display(), path.display(), paths::aside_name(path).display()
+        path.display(), path.display(), path.display()
     )]
     Damaged { path: PathBuf, problems: String },
     #[error(

@@ -13,7 +13,6 @@
 
 mod error;
 mod open;
-mod paths;
 mod queries;
 mod records;
 mod schema;
@@ -30,7 +29,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-pub use paths::{DB_FILE_NAME, STATE_DIR_NAME};
 pub use queries::{SeenIdentity, SessionRow};
 pub use records::{
     Delivery, DeliverySource, NudgeState, PendingBytes, Record, RoundIds, SessionSeen, SpoolRound,
@@ -41,6 +39,12 @@ pub use writer::{MAX_BATCH, WriteStats};
 pub use error::StoreError;
 use open::{create_file, open_current, open_reader, open_writer};
 use writer::{Ack, Applied, Counters, Job, Op};
+
+/// Directory under the state home that holds wakebridge's files (where the state home is, is
+/// the configuration's business: `config::Paths`).
+pub const STATE_DIR_NAME: &str = "wakebridge";
+/// The ledger's file name.
+pub const DB_FILE_NAME: &str = "wakebridge.db";
 
 /// Writes that may wait in the queue before `record` waits for room. A burst larger than this is
 /// far beyond any real bus rate; the bound keeps a stuck disk from growing memory without limit.
