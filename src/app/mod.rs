@@ -197,10 +197,6 @@ impl App {
             .unwrap_or_else(|_| SocketAddr::new(self.state.config.bind_addr(), 0))
     }
 
-    pub fn state(&self) -> Arc<AppState> {
-        self.state.clone()
-    }
-
     /// Serves until `shutdown` is cancelled, then lets in-flight requests finish.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), AppError> {
         let addr = self.local_addr();

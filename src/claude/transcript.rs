@@ -183,15 +183,6 @@ pub enum ReadingSource {
     CompactBoundary,
 }
 
-impl ReadingSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReadingSource::Assistant => "assistant",
-            ReadingSource::CompactBoundary => "compact-boundary",
-        }
-    }
-}
-
 /// The current context usage as far as the records fed so far tell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextReading {

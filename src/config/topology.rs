@@ -29,8 +29,6 @@ pub(super) struct Inputs<'a> {
 #[derive(Debug, Clone)]
 pub struct Topology {
     pub bind: IpAddr,
-    /// Whether `--bind` pinned the address (otherwise it was derived from the hook URL).
-    pub bind_pinned: bool,
     pub allowlist: HostAllowlist,
     /// Extra allowlist entries exactly as canonicalised from `--allowed-hosts`.
     pub allowed_extra: Vec<String>,
@@ -190,7 +188,6 @@ pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
     let warnings = warnings(&i, &hook, hook_loopback, bind, pinned);
     Ok(Topology {
         bind,
-        bind_pinned: pinned,
         allowlist: HostAllowlist::new(names),
         allowed_extra: extra,
         warnings,

@@ -65,23 +65,11 @@ impl ContextView {
         Self::default()
     }
 
-    pub fn get(&self, session_id: &str) -> Option<ContextStatus> {
-        lock(&self.sessions).get(session_id).cloned()
-    }
-
     /// The session's `context` JSON, if the monitor follows it.
     pub fn json(&self, session_id: &str) -> Option<Value> {
         lock(&self.sessions)
             .get(session_id)
             .map(ContextStatus::to_json)
-    }
-
-    /// All statuses, sorted by session id.
-    pub fn snapshot(&self) -> BTreeMap<String, ContextStatus> {
-        lock(&self.sessions)
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
     }
 
     pub fn set(&self, session_id: &str, status: ContextStatus) {

@@ -52,14 +52,6 @@ pub enum Verdict {
     Unknown(&'static str),
 }
 
-impl Verdict {
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Verdict::Idle(r) | Verdict::Busy(r) | Verdict::Blocked(r) | Verdict::Unknown(r) => r,
-        }
-    }
-}
-
 /// The state right now. Never idle: a fresh busy marker, registry `waiting`/`busy`, a dialog on
 /// screen, a busy title glyph or spinner, a permission notification. Idle needs one of: hook
 /// `Stop`/`StopFailure`/`idle_prompt`, registry `idle`, the `✳` title.

@@ -74,10 +74,6 @@ impl<I: NudgerIo> Nudger<I> {
         }
     }
 
-    pub fn io(&self) -> &I {
-        &self.io
-    }
-
     /// Loads the nudge states the ledger kept, so a restart neither forgets an acknowledged
     /// session nor restarts a backoff series from the beginning.
     pub async fn restore(&mut self) {
