@@ -179,7 +179,7 @@ impl App {
             level_notice_armed: AtomicBool::new(true),
             started_at: SystemTime::now(),
             registration: settings_registration.then(|| Arc::new(RegistrationStatus::default())),
-            context: Arc::new(ContextView::new()),
+            context: Arc::new(ContextView::default()),
             nudges: nudger.as_ref().map(NudgerDeps::views),
         });
         Ok(App {

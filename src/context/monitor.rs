@@ -61,10 +61,6 @@ pub struct ContextView {
 }
 
 impl ContextView {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// The session's `context` JSON, if the monitor follows it.
     pub fn json(&self, session_id: &str) -> Option<Value> {
         lock(&self.sessions)
@@ -254,7 +250,7 @@ mod tests {
 
     #[test]
     fn view_json_has_the_status_fields() {
-        let view = ContextView::new();
+        let view = ContextView::default();
         let figures = ContextFigures {
             model: Some("claude-sonnet-4-5".into()),
             used_tokens: Some(150_000),

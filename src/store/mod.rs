@@ -217,14 +217,11 @@ impl Store {
             op: Op::Records(vec![record]),
             ack: Ack::Task(ack),
         };
-        match self.try_send(job)? {
-            None => Ok(()),
-            Some(job) => {
-                let store = self.clone();
-                tokio::task::spawn_blocking(move || store.send_blocking(job));
-                Ok(())
-            }
+        if let Some(job) = self.try_send(job)? {
+            let store = self.clone();
+            tokio::task::spawn_blocking(move || store.send_blocking(job));
         }
+        Ok(())
     }
 
     /// `record` for synchronous callers (the `wakebridge hook` CLI); never from an async task.

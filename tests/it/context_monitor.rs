@@ -106,7 +106,7 @@ impl Rig {
             level_notice_armed: AtomicBool::new(true),
             started_at: SystemTime::now(),
             registration: None,
-            context: Arc::new(ContextView::new()),
+            context: Arc::new(ContextView::default()),
             nudges: None,
         });
         Ok(Rig {
