@@ -202,10 +202,6 @@ pub struct ContextTracker {
 }
 
 impl ContextTracker {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// Takes one record (found at byte `offset` of the file) into account. Returns whether the
     /// current reading changed.
     pub fn feed(&mut self, record: &Record, offset: u64) -> bool {
@@ -295,7 +291,7 @@ impl ContextTracker {
 /// Convenience for a whole transcript held in memory: the reading after every complete line
 /// (and a final line without a newline, if it parses).
 pub fn context_of(bytes: &[u8]) -> Option<ContextReading> {
-    let mut tracker = ContextTracker::new();
+    let mut tracker = ContextTracker::default();
     let consumed = tracker.feed_lines(bytes, 0);
     if let Some(rest) = bytes.get(consumed..) {
         tracker.feed_line(rest, consumed as u64);
@@ -359,7 +355,7 @@ mod tests {
 
     #[test]
     fn compact_boundary_resets_to_post_tokens_and_keeps_model() {
-        let mut t = ContextTracker::new();
+        let mut t = ContextTracker::default();
         t.feed_line(
             assistant("claude-opus-4-6[1m]", 10, 0, 90_000).as_bytes(),
             0,
@@ -383,7 +379,7 @@ mod tests {
     #[test]
     fn feed_lines_reports_bytes_up_to_last_newline() {
         let text = format!("{}\n{}", assistant("m", 1, 0, 0), assistant("m", 2, 0, 0));
-        let mut t = ContextTracker::new();
+        let mut t = ContextTracker::default();
         let consumed = t.feed_lines(text.as_bytes(), 0);
         assert_eq!(consumed, text.find('\n').map(|i| i + 1).unwrap_or(0));
         assert_eq!(t.current().map(|r| r.used_tokens), Some(1));
@@ -404,8 +400,8 @@ mod tests {
         ];
         for n in 0..=lines.len() {
             for split in 0..=n {
-                let mut whole = ContextTracker::new();
-                let (mut early, mut late) = (ContextTracker::new(), ContextTracker::new());
+                let mut whole = ContextTracker::default();
+                let (mut early, mut late) = (ContextTracker::default(), ContextTracker::default());
                 for (i, line) in lines.iter().take(n).enumerate() {
                     whole.feed_line(line.as_bytes(), i as u64);
                     let part = if i < split { &mut early } else { &mut late };

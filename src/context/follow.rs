@@ -191,7 +191,7 @@ impl TranscriptFollower {
             open: None,
             offset: 0,
             splitter: LineSplitter::default(),
-            tracker: ContextTracker::new(),
+            tracker: ContextTracker::default(),
         }
     }
 
@@ -355,7 +355,7 @@ impl TranscriptFollower {
         let mut total = 0u64;
         // Bytes from `region_end` to `len` have been parsed into `later`.
         let mut region_end = len;
-        let mut later = ContextTracker::new();
+        let mut later = ContextTracker::default();
         self.splitter = LineSplitter::default();
         self.offset = len;
         loop {
@@ -365,7 +365,7 @@ impl TranscriptFollower {
                 discarding: start > 0,
                 ..LineSplitter::default()
             };
-            let mut tracker = ContextTracker::new();
+            let mut tracker = ContextTracker::default();
             let read = self.read_range(start, region_end, &mut splitter, &mut tracker)?;
             total += read;
             if region_end == len {
@@ -493,7 +493,7 @@ mod tests {
     #[test]
     fn splitter_keeps_partial_line_until_newline() {
         let mut s = LineSplitter::default();
-        let mut t = ContextTracker::new();
+        let mut t = ContextTracker::default();
         let line = br#"{"type":"assistant","message":{"model":"m","usage":{"input_tokens":7}}}"#;
         let (a, b) = line.split_at(20);
         s.push(a, 0, 1024, &mut t);
@@ -507,7 +507,7 @@ mod tests {
     #[test]
     fn splitter_drops_overlong_line() {
         let mut s = LineSplitter::default();
-        let mut t = ContextTracker::new();
+        let mut t = ContextTracker::default();
         s.push(&[b'x'; 100], 0, 10, &mut t);
         assert!(s.discarding);
         s.push(b"yy\n", 100, 10, &mut t);

@@ -105,10 +105,6 @@ pub struct Driver {
 }
 
 impl Driver {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// The first-run screens answered so far, in order.
     pub fn passed(&self) -> &[Passed] {
         &self.passed
@@ -203,7 +199,7 @@ mod tests {
 
     #[test]
     fn driver_passes_the_current_first_run_sequence() {
-        let mut driver = Driver::new();
+        let mut driver = Driver::default();
         let ready = ready_with_nbsp();
         let script: [(f64, &str, Step); 13] = [
             (0.0, "", Step::Wait),
@@ -235,7 +231,7 @@ mod tests {
 
     #[test]
     fn driver_presses_enter_at_once_on_a_numbered_dialog_after_settling() {
-        let mut driver = Driver::new();
+        let mut driver = Driver::default();
         assert_eq!(driver.step(secs(0.0), TRUST_NUMBERED_PROCEED), Step::Wait);
         assert_eq!(
             driver.step(secs(0.5), TRUST_NUMBERED_PROCEED),
@@ -245,7 +241,7 @@ mod tests {
 
     #[test]
     fn driver_resends_a_dropped_move_then_gives_up() {
-        let mut driver = Driver::new();
+        let mut driver = Driver::default();
         assert_eq!(driver.step(secs(0.0), TRUST_CURRENT_NO), Step::Wait);
         assert_eq!(
             driver.step(secs(0.5), TRUST_CURRENT_NO),
@@ -271,13 +267,13 @@ mod tests {
     #[test]
     fn driver_halts_on_human_screens_without_a_key() {
         for screen in [API_KEY, LOGIN] {
-            let mut driver = Driver::new();
+            let mut driver = Driver::default();
             assert!(matches!(
                 driver.step(secs(0.0), screen),
                 Step::Halt(Halt::HumanNeeded(_))
             ));
         }
-        let mut driver = Driver::new();
+        let mut driver = Driver::default();
         assert_eq!(
             driver.step(secs(0.0), DECLINED_D1),
             Step::Halt(Halt::Exited(Screen::Declined))
@@ -286,7 +282,7 @@ mod tests {
 
     #[test]
     fn driver_needs_two_ready_captures() {
-        let mut driver = Driver::new();
+        let mut driver = Driver::default();
         let ready = ready_with_nbsp();
         assert_eq!(driver.step(secs(0.0), &ready), Step::Wait);
         assert_eq!(driver.step(secs(0.25), ""), Step::Wait);
@@ -300,7 +296,7 @@ mod tests {
         #[test]
         fn driver_never_enters_on_no(steps in prop::collection::vec((0u64..2000, 0usize..3), 1..60)) {
             let captures = [TRUST_CURRENT_NO, TRUST_CURRENT_YES, ""];
-            let mut driver = Driver::new();
+            let mut driver = Driver::default();
             let mut at = Duration::ZERO;
             let mut dialog_since: Option<Duration> = None;
             for (gap_ms, which) in steps {

@@ -292,7 +292,7 @@ async fn drive(
 ) -> Result<Vec<Passed>, LaunchError> {
     let started = Instant::now();
     let deadline = Deadline::after(timeout);
-    let mut driver = Driver::new();
+    let mut driver = Driver::default();
     let mut last_screen = String::new();
     let tmux_err = |source| LaunchError::Tmux {
         pane: created.pane.clone(),
