@@ -412,19 +412,16 @@ impl Store {
         &self,
         query: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
-        let path = &self.inner.path;
+        let read_err = |source| StoreError::Read {
+            path: self.inner.path.clone(),
+            source,
+        };
         let pooled = crate::lock(&self.inner.readers).pop();
         let conn = match pooled {
             Some(conn) => conn,
-            None => open_reader(path).map_err(|source| StoreError::Read {
-                path: path.clone(),
-                source,
-            })?,
+            None => open_reader(&self.inner.path).map_err(read_err)?,
         };
-        let result = query(&conn).map_err(|source| StoreError::Read {
-            path: path.clone(),
-            source,
-        });
+        let result = query(&conn).map_err(read_err);
         let mut pool = crate::lock(&self.inner.readers);
         if pool.len() < READ_POOL_SIZE {
             pool.push(conn);
