@@ -124,16 +124,12 @@ fn usage_from(value: &Value) -> Option<Usage> {
     })
 }
 
-/// Strips one trailing `\n` and then one trailing `\r` (CRLF files), and surrounding blanks.
-fn trim_line(line: &[u8]) -> &[u8] {
-    line.trim_ascii()
-}
-
 /// Parses one transcript line (with or without its line ending). Returns `None` for blank,
 /// malformed, non-UTF-8 or truncated lines and for every record type other than `assistant` and
 /// `system/compact_boundary`. Never panics, whatever the bytes.
 pub fn parse_record(line: &[u8]) -> Option<Record> {
-    let line = trim_line(line);
+    // Drops the line ending (`\n` or CRLF) and surrounding blanks.
+    let line = line.trim_ascii();
     if line.first() != Some(&b'{') {
         return None;
     }

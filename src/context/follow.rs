@@ -390,7 +390,7 @@ impl TranscriptFollower {
     }
 }
 
-fn is_under_subagents(path: &Path) -> bool {
+pub(crate) fn is_under_subagents(path: &Path) -> bool {
     path.components()
         .any(|c| c.as_os_str() == OsStr::new(SUBAGENTS_DIR))
 }

@@ -184,7 +184,7 @@ struct Monitor {
 fn plausible_transcript(path: &Path) -> bool {
     path.is_absolute()
         && path.extension().is_some_and(|e| e == "jsonl")
-        && !path.components().any(|c| c.as_os_str() == "subagents")
+        && !super::follow::is_under_subagents(path)
 }
 
 impl Monitor {
