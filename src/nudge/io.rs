@@ -135,16 +135,11 @@ impl LiveIo {
         read: impl FnOnce() -> Result<T, crate::store::StoreError> + Send + 'static,
     ) -> Option<T> {
         match tokio::task::spawn_blocking(read).await {
-            Ok(Ok(value)) => Some(value),
-            Ok(Err(error)) => {
-                self.warn_store(what, &error);
-                None
-            }
-            Err(error) => {
-                self.warn_store(what, &error);
-                None
-            }
+            Ok(Ok(value)) => return Some(value),
+            Ok(Err(error)) => self.warn_store(what, &error),
+            Err(error) => self.warn_store(what, &error),
         }
+        None
     }
 
     fn warn_store(&self, what: &str, error: &dyn std::fmt::Display) {

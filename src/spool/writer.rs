@@ -390,7 +390,10 @@ impl Writer {
             {
                 Ok(spool) => {
                     written_to = written_to.max(Some(ids.pending));
-                    self.mark_dirty(&spool);
+                    lock(&self.shared.checkpoint)
+                        .dirty
+                        .entry((spool.dev, spool.ino))
+                        .or_insert_with(|| spool.file.clone());
                     self.cache
                         .insert(share.sid.clone(), (spool, Instant::now()));
                     for (p, id) in share.pending.into_iter().zip(ids.deliveries) {
@@ -439,13 +442,6 @@ impl Writer {
                 }
             }
         }
-    }
-
-    fn mark_dirty(&self, spool: &OpenSpool) {
-        lock(&self.shared.checkpoint)
-            .dirty
-            .entry((spool.dev, spool.ino))
-            .or_insert_with(|| spool.file.clone());
     }
 
     /// Takes `<sid>.lock` once. The wake dir vanishing (an `rm -rf` by hand) is repaired once
