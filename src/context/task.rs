@@ -157,10 +157,6 @@ impl Tracked {
         }
     }
 
-    fn needs_locating(&self) -> bool {
-        self.follower.is_none() || self.last_event == Some(PollEvent::Missing)
-    }
-
     fn status(&self) -> Option<ContextStatus> {
         Some(ContextStatus {
             figures: self.figures.clone()?,
@@ -279,7 +275,7 @@ impl Monitor {
         let config = &self.config;
         for (sid, t) in &mut self.sessions {
             let feed = read_feed(&config.state_dir, sid, config.feed_max_age);
-            if full && t.needs_locating() {
+            if full && (t.follower.is_none() || t.last_event == Some(PollEvent::Missing)) {
                 Self::locate(
                     config,
                     sid,

@@ -41,13 +41,6 @@ pub(crate) enum Op {
     SpoolForget { session_id: String, ids: RoundIds },
 }
 
-impl Op {
-    /// Whether the commit holding this job must reach the disk before it is acknowledged.
-    fn needs_fsync(&self) -> bool {
-        matches!(self, Op::SpoolRound(_))
-    }
-}
-
 /// What a committed job did.
 #[derive(Debug)]
 pub(crate) enum Applied {
@@ -220,7 +213,8 @@ fn run(
                 Err(_) => break,
             }
         }
-        let durable = batch.iter().any(|job| job.op.needs_fsync());
+        // A commit holding a spool round must reach the disk before it is acknowledged.
+        let durable = batch.iter().any(|job| matches!(job.op, Op::SpoolRound(_)));
         commit_batch(
             &mut conn,
             &mut batch,
