@@ -107,11 +107,9 @@ impl App {
             None
         };
         // The nudger types into panes, so it runs only where typing is allowed (mux backend).
-        let nudge_config = if config.settings.nudger.enabled && config.backend == Backend::Mux {
-            Some(NudgerConfig::from_settings(&config.settings.nudger)?)
-        } else {
-            None
-        };
+        let nudge_config = (config.settings.nudger.enabled && config.backend == Backend::Mux)
+            .then(|| NudgerConfig::from_settings(&config.settings.nudger))
+            .transpose()?;
         let wake_err = |source| AppError::WakeDir {
             dir: config.paths.wake_dir.clone(),
             source,

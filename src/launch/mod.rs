@@ -240,12 +240,10 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
         }
     };
     restore_exit_behaviour(&tmux, &created).await;
-    let session_id = match &opts.session_id {
-        Some(id) => Some(id.clone()),
-        None => match &opts.claude_home {
-            Some(home) => learn_session_id(home, created.pid).await,
-            None => None,
-        },
+    let session_id = match (&opts.session_id, &opts.claude_home) {
+        (Some(id), _) => Some(id.clone()),
+        (None, Some(home)) => learn_session_id(home, created.pid).await,
+        (None, None) => None,
     };
     let target = PaneTarget::Tmux {
         pane: created.pane.clone(),
@@ -400,9 +398,6 @@ fn tidy_screen(screen: &str) -> String {
 
 /// Replace every word that looks like an Anthropic key (`sk-ant-...`) with a mask.
 fn mask_keys(line: &str) -> String {
-    if !line.contains(KEY_PREFIX) {
-        return line.to_owned();
-    }
     line.split(' ')
         .map(|word| {
             if word.contains(KEY_PREFIX) {
