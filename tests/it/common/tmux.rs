@@ -109,33 +109,20 @@ impl TmuxServer {
     /// Open a window in the keeper session running `command` (through the default shell) and
     /// return its pane id.
     pub fn new_pane(&self, command: &str) -> String {
-        self.tmux(&[
-            "new-window",
-            "-d",
-            "-t",
-            &format!("{KEEPER}:"),
-            "-P",
-            "-F",
-            "#{pane_id}",
-            command,
-        ])
+        self.new_window(&[], command)
     }
 
     /// Like [`Self::new_pane`], starting in `dir`.
     pub fn new_pane_in(&self, dir: &Path, command: &str) -> String {
-        let dir = dir.to_string_lossy();
-        self.tmux(&[
-            "new-window",
-            "-d",
-            "-t",
-            &format!("{KEEPER}:"),
-            "-P",
-            "-F",
-            "#{pane_id}",
-            "-c",
-            &dir,
-            command,
-        ])
+        self.new_window(&["-c", &dir.to_string_lossy()], command)
+    }
+
+    fn new_window(&self, options: &[&str], command: &str) -> String {
+        let target = format!("{KEEPER}:");
+        let mut args = vec!["new-window", "-d", "-t", &target, "-P", "-F", "#{pane_id}"];
+        args.extend_from_slice(options);
+        args.push(command);
+        self.tmux(&args)
     }
 
     /// The keeper session's pane (it runs `sleep 600`).
