@@ -47,12 +47,6 @@
 //!   env.rs         the one environment lookup
 //!   private_fs.rs  0600/0700 modes, no-follow opens, flock, write-temp-then-rename
 //! ```
-//!
-//! Where the tree still goes against that direction: `context::task` takes `http::AppState` and
-//! calls `http::status::mapped_panes` (a feature reaching up to an edge); `config` reads
-//! `mux::INJECT_BUDGET` and `mux::STEP_FLOOR` to bound `mux.submit_delay` while
-//! `mux::MuxConfig::from_settings` reads `config::MuxSettings` (a cycle); and `config` takes the
-//! ledger's file names from `store`.
 
 pub mod app;
 pub mod bus;

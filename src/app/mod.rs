@@ -27,6 +27,7 @@ use crate::spool::prune::{self, PruneConfig};
 use crate::spool::{self, Spool};
 use crate::store::{Store, StoreError, now_unix_ms};
 use crate::telemetry::warn::Warnings;
+use crate::wakedir::reader::mapped_panes;
 use singleton::{SingletonError, Singletons};
 
 /// Why `serve` could not start or stopped. Each module's error says what to fix, so most
@@ -171,7 +172,7 @@ impl App {
         let deliverer = Deliverer::new(spool, config.backend, config.scope, gate, store, dedupe);
         let state = Arc::new(AppState {
             config,
-            deliverer,
+            deliverer: Arc::new(deliverer),
             rejections: Warnings::default(),
             unsafe_ids: Warnings::default(),
             level_notice_armed: AtomicBool::new(true),
@@ -215,7 +216,8 @@ impl App {
         let pruning = spawn_pruning(&self.state, shutdown.child_token());
         let context = self.context_monitor.map(|monitor| {
             tokio::spawn(context_monitor::run(
-                self.state.clone(),
+                self.state.deliverer.clone(),
+                self.state.context.clone(),
                 monitor,
                 shutdown.child_token(),
             ))
@@ -285,9 +287,7 @@ fn spawn_pruning(
 /// ledger rows and their state files go, so neither grows with every session ever seen.
 async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
     let wake_dir = state.deliverer.spool().wake_dir();
-    let mapped: Vec<String> = crate::http::status::mapped_panes(wake_dir)
-        .into_keys()
-        .collect();
+    let mapped: Vec<String> = mapped_panes(wake_dir).into_keys().collect();
     let cutoff = now_unix_ms() - i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
     match state
         .deliverer

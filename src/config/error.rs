@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{ENV_PREFIX, UrlProblem, WAKE_DIR, duration};
+use super::{ENV_PREFIX, MAX_SUBMIT_DELAY, UrlProblem, WAKE_DIR, duration};
 
 /// Why the configuration cannot be used: one line naming what is wrong and how to fix it.
 #[derive(Debug, thiserror::Error)]
@@ -131,11 +131,10 @@ pub enum ConfigError {
     )]
     EmptyAllowedHost { entry: String },
     #[error(
-        "mux.submit_delay = {delay:?} leaves no time to type within the {:?} injection budget: \
-         use at most {max:?} (WAKEBRIDGE_MUX__SUBMIT_DELAY)",
-        crate::mux::INJECT_BUDGET
+        "mux.submit_delay = {0:?} leaves no time to type within the injection budget: use at \
+         most {MAX_SUBMIT_DELAY:?} (WAKEBRIDGE_MUX__SUBMIT_DELAY)"
     )]
-    SubmitDelay { delay: Duration, max: Duration },
+    SubmitDelay(Duration),
     #[error(
         "spool.sync_interval = {0:?} is out of range: use between 10ms and 1h \
          (WAKEBRIDGE_SPOOL__SYNC_INTERVAL)"

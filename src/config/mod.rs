@@ -148,6 +148,9 @@ const ALLOWED_HOSTS: Source = Source::new(
 );
 /// Env only, so the secret never shows in `ps`.
 pub const SECRET_ENV: &str = "AGENT_EVENT_BUS_BRIDGE_SECRET";
+/// Longest `mux.submit_delay`: the 2 s injection budget less two 250 ms step floors, so typing
+/// still starts inside the budget (a test in `mux` keeps it in step with those constants).
+pub const MAX_SUBMIT_DELAY: Duration = Duration::from_millis(1500);
 
 impl Source {
     const fn new(flag: &'static str, env: &'static str, key: &'static str) -> Self {
@@ -194,7 +197,7 @@ impl Paths {
             set => absolute(set, "state.dir", "WAKEBRIDGE_STATE__DIR")?,
         };
         let ledger = match settings.ledger.path.trim() {
-            "" => state_dir.join(crate::store::DB_FILE_NAME),
+            "" => state_dir.join("wakebridge.db"),
             set => absolute(set, "ledger.path", "WAKEBRIDGE_LEDGER__PATH")?,
         };
         Ok(Paths {
@@ -310,7 +313,7 @@ fn default_state_dir(env: &Env) -> Option<PathBuf> {
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| home(env).map(|h| h.join(".local/state")))
-        .map(|dir| dir.join(crate::store::STATE_DIR_NAME))
+        .map(|dir| dir.join("wakebridge"))
 }
 
 fn bad_value(origin: &str, value: &str, reason: String) -> ConfigError {
@@ -473,13 +476,8 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
             ));
         }
     };
-    // Typing starts only when the submit delay and one call's floor still fit in the budget.
-    let max_delay = crate::mux::INJECT_BUDGET - crate::mux::STEP_FLOOR * 2;
-    if settings.mux.submit_delay > max_delay {
-        return Err(ConfigError::SubmitDelay {
-            delay: settings.mux.submit_delay,
-            max: max_delay,
-        });
+    if settings.mux.submit_delay > MAX_SUBMIT_DELAY {
+        return Err(ConfigError::SubmitDelay(settings.mux.submit_delay));
     }
     let sync = settings.spool.sync_interval;
     if sync < Duration::from_millis(10) || sync > Duration::from_secs(3600) {

@@ -23,17 +23,20 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ContextSettings;
 use crate::context::follow::{ChangeWatcher, PollEvent, TranscriptFollower, find_transcript_in};
-use crate::context::monitor::{Candidate, ContextStatus, StateStamp, WarningStep, select_sessions};
+use crate::context::monitor::{
+    Candidate, ContextStatus, ContextView, StateStamp, WarningStep, select_sessions,
+};
 use crate::context::statefile::write_state;
 use crate::context::statusline::{feed_dir, read_feed, unix_now};
 use crate::context::thresholds::{Level, SessionThresholds, ThresholdError, Thresholds};
 use crate::context::window::{WindowError, WindowResolver};
 use crate::context::{ContextFigures, figures};
+use crate::delivery::Deliverer;
 use crate::delivery::gate::Mode;
-use crate::http::AppState;
 use crate::mux::{KeystrokeText, TextError};
 use crate::store::{DeliverySource, now_unix_ms};
 use crate::telemetry::warn::Warnings;
+use crate::wakedir::reader::mapped_panes;
 use crate::wire::session_id::short;
 
 /// Most sessions followed at once: far above what one machine runs, and a bound on memory and
@@ -199,13 +202,12 @@ impl Monitor {
     }
 
     /// Refreshes the set of followed sessions from the ledger and panes.json.
-    fn discover(&mut self, app: &AppState) {
-        let wake_dir = app.deliverer.spool().wake_dir();
-        let mapped: Vec<String> = crate::http::status::mapped_panes(wake_dir)
+    fn discover(&mut self, deliverer: &Deliverer, view: &ContextView) {
+        let mapped: Vec<String> = mapped_panes(deliverer.spool().wake_dir())
             .into_keys()
             .collect();
         let mut ledger_ok = true;
-        let ledger: Vec<Candidate> = match app.deliverer.store().sessions() {
+        let ledger: Vec<Candidate> = match deliverer.store().sessions() {
             Ok(rows) => rows
                 .into_iter()
                 .map(|row| Candidate {
@@ -233,7 +235,7 @@ impl Monitor {
         if ledger_ok {
             let keep: HashSet<&str> = selected.iter().map(|c| c.session_id.as_str()).collect();
             self.sessions.retain(|sid, _| keep.contains(sid.as_str()));
-            app.context.retain(|sid| keep.contains(sid));
+            view.retain(|sid| keep.contains(sid));
         }
         for c in selected {
             let tracked = self
@@ -267,9 +269,9 @@ impl Monitor {
 
     /// One pass over every session: read what is new, update figures, thresholds, state files
     /// and the view. Returns the warnings due now. Blocking I/O: run off the async threads.
-    fn scan(&mut self, app: &AppState, full: bool) -> Vec<DueWarning> {
+    fn scan(&mut self, deliverer: &Deliverer, view: &ContextView, full: bool) -> Vec<DueWarning> {
         if full {
-            self.discover(app);
+            self.discover(deliverer, view);
         }
         let now_unix = unix_now();
         let config = &self.config;
@@ -318,7 +320,7 @@ impl Monitor {
         self.write_state_files(now_unix);
         for (sid, t) in &self.sessions {
             if let Some(status) = t.status() {
-                app.context.set(sid, status);
+                view.set(sid, status);
             }
         }
         if !self.config.warnings {
@@ -379,7 +381,7 @@ impl Monitor {
     }
 
     /// Offers one due warning to the gate and records what happened.
-    async fn deliver(&mut self, app: &AppState, due: DueWarning) {
+    async fn deliver(&mut self, deliverer: &Deliverer, view: &ContextView, due: DueWarning) {
         let sid = due.session_id.as_str();
         let text = match KeystrokeText::new(&due.text) {
             Ok(text) => text,
@@ -390,14 +392,14 @@ impl Monitor {
                 return;
             }
         };
-        let outcome = app.deliverer.gate().wake(sid, &text, Mode::Gated).await;
+        let outcome = deliverer.gate().wake(sid, &text, Mode::Gated).await;
         let Some(t) = self.sessions.get_mut(sid) else {
             return;
         };
         let step = WarningStep::of(outcome.action);
         let key = (due.level.name.clone(), outcome.action);
         if step == WarningStep::Delivered || t.last_recorded.as_ref() != Some(&key) {
-            app.deliverer
+            deliverer
                 .record(DeliverySource::Context, sid, &outcome)
                 .await;
             t.last_recorded = Some(key);
@@ -425,7 +427,7 @@ impl Monitor {
             WarningStep::Unmapped => {}
         }
         if let Some(status) = t.status() {
-            app.context.set(sid, status);
+            view.set(sid, status);
         }
     }
 
@@ -458,7 +460,12 @@ impl Monitor {
 }
 
 /// Runs the context monitor until `shutdown` is cancelled. See the module docs.
-pub async fn run(app: Arc<AppState>, config: MonitorConfig, shutdown: CancellationToken) {
+pub async fn run(
+    deliverer: Arc<Deliverer>,
+    view: Arc<ContextView>,
+    config: MonitorConfig,
+    shutdown: CancellationToken,
+) {
     tracing::info!(
         poll_interval_ms = config.poll_interval.as_millis() as u64,
         warnings = config.warnings,
@@ -474,9 +481,9 @@ pub async fn run(app: Arc<AppState>, config: MonitorConfig, shutdown: Cancellati
         if full {
             next_full = Instant::now() + poll_interval;
         }
-        let scan_app = app.clone();
+        let (scan_deliverer, scan_view) = (deliverer.clone(), view.clone());
         let scanned = tokio::task::spawn_blocking(move || {
-            let due = monitor.scan(&scan_app, full);
+            let due = monitor.scan(&scan_deliverer, &scan_view, full);
             (monitor, due)
         })
         .await;
@@ -494,7 +501,7 @@ pub async fn run(app: Arc<AppState>, config: MonitorConfig, shutdown: Cancellati
             if shutdown.is_cancelled() {
                 return;
             }
-            monitor.deliver(&app, warning).await;
+            monitor.deliver(&deliverer, &view, warning).await;
         }
         for dir in monitor.unwatched_dirs() {
             match watcher.watch_dir(&dir) {

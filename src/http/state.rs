@@ -18,7 +18,7 @@ use crate::telemetry::warn::Warnings;
 /// Everything request handlers share.
 pub struct AppState {
     pub config: Config,
-    pub deliverer: Deliverer,
+    pub deliverer: Arc<Deliverer>,
     /// One WARNING per rejection reason per minute.
     pub rejections: Warnings,
     /// One WARNING per minute for unsafe session ids, whatever the id.

@@ -9,9 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::http::AppState;
 use crate::store::SessionRow;
-use crate::wakedir::reader::{PanesFile, read_panes_file};
-use crate::wakedir::target::PaneTarget;
-use crate::wakedir::{PANES_FILE, PANES_READ_CAP_CHARS, parse_target};
+use crate::wakedir::reader::mapped_panes;
 
 /// Spools bigger than this are not read to count lines; the size alone is reported.
 const COUNT_LINES_MAX_BYTES: u64 = 64 << 20;
@@ -46,17 +44,6 @@ fn rfc3339_ms(ms: Option<i64>) -> Option<String> {
     let ms = u64::try_from(ms?).ok()?;
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
     Some(humantime::format_rfc3339_seconds(at).to_string())
-}
-
-/// The session ids panes.json maps, with their targets (invalid entries left out).
-pub fn mapped_panes(wake_dir: &Path) -> BTreeMap<String, PaneTarget> {
-    match read_panes_file(&wake_dir.join(PANES_FILE), PANES_READ_CAP_CHARS) {
-        PanesFile::Parsed(serde_json::Value::Object(map)) => map
-            .iter()
-            .filter_map(|(sid, v)| parse_target(v).ok().map(|t| (sid.clone(), t)))
-            .collect(),
-        _ => BTreeMap::new(),
-    }
 }
 
 /// How much to find out about each spool.

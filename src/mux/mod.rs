@@ -222,6 +222,10 @@ mod tests {
         assert!(config.shells.iter().any(|s| s == "nu"));
         assert_eq!(config.shells.len(), 9);
         assert!(config.submit_delay + STEP_FLOOR < INJECT_BUDGET);
+        assert_eq!(
+            crate::config::MAX_SUBMIT_DELAY,
+            INJECT_BUDGET - STEP_FLOOR * 2
+        );
     }
 
     #[test]

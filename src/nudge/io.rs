@@ -20,8 +20,7 @@ use crate::nudge::signals::FileStamp;
 use crate::nudge::{NudgeViews, NudgerConfig};
 use crate::store::{NudgeState, Record, Store, now_unix_ms, unix_ms};
 use crate::telemetry::warn::Warnings;
-use crate::wakedir::panes::{PANES_FILE, parse_target};
-use crate::wakedir::reader::{PANES_READ_CAP_CHARS, PanesFile, read_panes_file};
+use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
 
 /// Budget of the one `list-panes -a` per poll: it answers in milliseconds; a tmux server that
@@ -153,19 +152,10 @@ impl LiveIo {
 
 impl NudgerIo for LiveIo {
     async fn mapping(&self) -> BTreeMap<String, PaneTarget> {
-        let path = self.wake_dir.join(PANES_FILE);
-        let file =
-            tokio::task::spawn_blocking(move || read_panes_file(&path, PANES_READ_CAP_CHARS))
-                .await
-                .unwrap_or_else(|e| PanesFile::Unexpected(e.to_string()));
-        // Problems with the file are reported by the gate's reader on its lookups.
-        let PanesFile::Parsed(serde_json::Value::Object(entries)) = file else {
-            return BTreeMap::new();
-        };
-        entries
-            .iter()
-            .filter_map(|(sid, value)| Some((sid.clone(), parse_target(value).ok()?)))
-            .collect()
+        let dir = self.wake_dir.clone();
+        tokio::task::spawn_blocking(move || mapped_panes(&dir))
+            .await
+            .unwrap_or_default()
     }
 
     async fn tmux_snapshot(&self) -> Result<HashMap<String, PaneInfo>, MuxError> {

@@ -40,12 +40,6 @@ pub use error::StoreError;
 use open::{create_file, open_current, open_reader, open_writer};
 use writer::{Ack, Applied, Counters, Job, Op};
 
-/// Directory under the state home that holds wakebridge's files (where the state home is, is
-/// the configuration's business: `config::Paths`).
-pub const STATE_DIR_NAME: &str = "wakebridge";
-/// The ledger's file name.
-pub const DB_FILE_NAME: &str = "wakebridge.db";
-
 /// Writes that may wait in the queue before `record` waits for room. A burst larger than this is
 /// far beyond any real bus rate; the bound keeps a stuck disk from growing memory without limit.
 pub const WRITE_QUEUE_CAPACITY: usize = 4096;
@@ -157,7 +151,7 @@ impl Store {
             .tempdir_in(SHM)
             .or_else(|_| builder.tempdir())
             .map_err(StoreError::Scratch)?;
-        let path = scratch.path().join(DB_FILE_NAME);
+        let path = scratch.path().join("wakebridge.db");
         create_file(&path)?;
         let conn = open_writer(&path)?;
         Self::start(path, conn, Some(scratch))

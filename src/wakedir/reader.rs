@@ -11,6 +11,7 @@ use crate::telemetry::warn::Warnings;
 use crate::wakedir::panes::{PANES_FILE, parse_target};
 use crate::wakedir::target::PaneTarget;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -172,6 +173,18 @@ fn json_kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// The session ids panes.json maps, with their targets (invalid entries left out; problems with
+/// the file are reported by the gate's reader on its lookups).
+pub fn mapped_panes(wake_dir: &Path) -> BTreeMap<String, PaneTarget> {
+    match read_panes_file(&wake_dir.join(PANES_FILE), PANES_READ_CAP_CHARS) {
+        PanesFile::Parsed(serde_json::Value::Object(map)) => map
+            .iter()
+            .filter_map(|(sid, v)| parse_target(v).ok().map(|t| (sid.clone(), t)))
+            .collect(),
+        _ => BTreeMap::new(),
     }
 }
 

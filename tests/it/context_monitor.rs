@@ -5,8 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use wakebridge::app::App;
@@ -19,11 +18,9 @@ use wakebridge::delivery::Deliverer;
 use wakebridge::delivery::dedupe::Dedupe;
 use wakebridge::delivery::gate::Gate;
 use wakebridge::env::Env;
-use wakebridge::http::AppState;
 use wakebridge::mux::{Injector, MuxConfig};
 use wakebridge::spool::{self, Spool};
 use wakebridge::store::{Record, SessionSeen, Store, now_unix_ms};
-use wakebridge::telemetry::warn::Warnings;
 use wakebridge::wakedir;
 use wakebridge::wakedir::target::PaneTarget;
 
@@ -63,7 +60,9 @@ struct Rig {
     wake_dir: PathBuf,
     state_dir: PathBuf,
     claude_dir: PathBuf,
-    app: Arc<AppState>,
+    config: Config,
+    deliverer: Arc<Deliverer>,
+    view: Arc<ContextView>,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -98,23 +97,14 @@ impl Rig {
             store,
             Dedupe::new(Duration::from_secs(60)),
         );
-        let app = Arc::new(AppState {
-            config,
-            deliverer,
-            rejections: Warnings::default(),
-            unsafe_ids: Warnings::default(),
-            level_notice_armed: AtomicBool::new(true),
-            started_at: SystemTime::now(),
-            registration: None,
-            context: Arc::new(ContextView::default()),
-            nudges: None,
-        });
         Ok(Rig {
             root,
             wake_dir,
             state_dir,
             claude_dir,
-            app,
+            config,
+            deliverer: Arc::new(deliverer),
+            view: Arc::default(),
             shutdown: CancellationToken::new(),
             task: None,
         })
@@ -136,7 +126,7 @@ impl Rig {
     }
 
     fn start_polling_every(&mut self, poll: Duration) -> TestResult {
-        let mut settings = self.app.config.settings.context.clone();
+        let mut settings = self.config.settings.context.clone();
         settings.poll_interval = poll;
         settings.latest_state_file = self.latest_file().display().to_string();
         let monitor = MonitorConfig::from_settings(
@@ -146,7 +136,8 @@ impl Rig {
             true,
         )?;
         self.task = Some(tokio::spawn(context_monitor::run(
-            self.app.clone(),
+            self.deliverer.clone(),
+            self.view.clone(),
             monitor,
             self.shutdown.clone(),
         )));
@@ -154,7 +145,7 @@ impl Rig {
     }
 
     fn context(&self) -> serde_json::Value {
-        self.app.context.json(SID).unwrap_or_default()
+        self.view.json(SID).unwrap_or_default()
     }
 
     async fn stop(&mut self) {
@@ -263,7 +254,7 @@ async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
     })
     .await?;
 
-    let store = rig.app.deliverer.store().clone();
+    let store = rig.deliverer.store().clone();
     wait_until("ledger rows", || {
         store.delivery_counts_by_action().is_ok_and(|c| {
             c.get("tmux") == Some(&3) && c.get("spool-busy") == Some(&1) && c.len() == 2
@@ -289,7 +280,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
         .join(format!("{SID}.jsonl"));
     std::fs::create_dir_all(transcript.parent().ok_or("no parent")?)?;
     append(&transcript, &assistant(100_000))?;
-    let store = rig.app.deliverer.store().clone();
+    let store = rig.deliverer.store().clone();
     store
         .record(Record::SessionSeen(SessionSeen {
             session_id: SID.into(),

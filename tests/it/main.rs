@@ -16,6 +16,7 @@ mod fuzz_smoke;
 mod http_hook;
 mod http_host;
 mod launch;
+mod layout;
 mod ledger;
 mod mux;
 mod nudger;
