@@ -107,9 +107,10 @@ impl App {
         } else {
             None
         };
-        // The nudger types into panes, so it runs only where typing is allowed (mux backend).
-        let nudge_config = (config.settings.nudger.enabled && config.backend == Backend::Mux)
-            .then(|| NudgerConfig::from_settings(&config.settings.nudger))
+        // The nudger types into panes (nudges, owed wakes), so it runs only where typing is
+        // allowed (mux backend); `[nudger] enabled = false` turns off its nudges only.
+        let nudge_config = (config.backend == Backend::Mux)
+            .then(|| NudgerConfig::from_settings(&config.settings.nudger, &config.settings.wake))
             .transpose()?;
         let wake_err = |source| AppError::WakeDir {
             dir: config.paths.wake_dir.clone(),

@@ -37,6 +37,8 @@ pub struct HookInput {
     pub source: Option<String>,
     /// Notification: `idle_prompt`, `permission_prompt`, ...
     pub notification_type: Option<String>,
+    /// Stop: Claude Code is already going on because a Stop hook blocked the last stop.
+    pub stop_hook_active: bool,
 }
 
 impl HookInput {
@@ -87,7 +89,15 @@ pub fn parse_hook_input(bytes: &[u8]) -> Result<HookInput, HookInputError> {
         transcript_path: text("transcript_path"),
         source: text("source"),
         notification_type: text("notification_type"),
+        stop_hook_active: object.get("stop_hook_active").and_then(Value::as_bool) == Some(true),
     })
+}
+
+/// A Stop hook's answer that keeps Claude Code going with `reason` as its next instruction
+/// instead of ending the turn (it counts towards Claude Code's cap of consecutive blocks,
+/// `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`, 8 by default).
+pub fn keep_going(reason: &str) -> String {
+    serde_json::json!({ "decision": "block", "reason": reason }).to_string()
 }
 
 /// What a hook event says about the session's turn.

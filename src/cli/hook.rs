@@ -2,20 +2,24 @@
 //! stdin and keeps the wake dir in step with the session's lifecycle: SessionStart maps the pane
 //! (keeping the busy marker on `source=compact`, which fires mid-turn), UserPromptSubmit and
 //! PreToolUse mark the session busy, Stop, StopFailure and Notification(idle_prompt) mark it
-//! idle, SessionEnd unmaps it. It must never block or fail the agent: it always exits 0 within a
-//! short budget, reports problems on stderr only, and prints nothing on stdout (SessionStart and
-//! UserPromptSubmit stdout is added to the model's context). It owns the event → action table;
+//! idle, SessionEnd unmaps it. A Stop of a session that is owed a wake (a bus event arrived
+//! while it worked) pays it: the hook answers Claude Code with the wake prompt as its reason to
+//! go on, and the session stays busy; nothing is typed. It must never block or fail the agent:
+//! it always exits 0 within a short budget, reports problems on stderr only, and prints nothing
+//! else on stdout (SessionStart and UserPromptSubmit stdout is added to the model's context).
+//! It owns the event → action table;
 //! the payload and the event names are `claude::hooks`'s, the file work `wakedir::writer`'s and
 //! `wakedir::markers`'s.
 //! `--print-settings` prints the `settings.json` snippet that wires it (deploy/claude-hooks.json).
 
 use crate::claude::hooks::{
     HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, SOURCE_COMPACT, WIRED_EVENTS,
-    parse_hook_input,
+    keep_going, parse_hook_input,
 };
 use crate::config::{Config, ConfigError};
 use crate::env::Env;
-use crate::store::{Record, SessionSeen, Store, now_unix_ms};
+use crate::mux::WAKE_PROMPT;
+use crate::store::{Payment, Record, SessionSeen, Store, now_unix_ms};
 use crate::wakedir::detect::detect_target;
 use crate::wakedir::markers::{MarkerError, clear_busy_if_any, set_busy};
 use crate::wakedir::target::PaneTarget;
@@ -138,7 +142,11 @@ pub fn hook_session_id(payload: Option<&str>, env: &Env) -> Option<String> {
 /// Performs the action for `input` against `wake_dir`; the session id is `hook_session_id`'s,
 /// the pane comes from `env`.
 pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
-    let action = action_for(input);
+    perform_as(action_for(input), input, wake_dir, env)
+}
+
+/// [`perform`] with the action decided by the caller (a paying Stop keeps the session busy).
+fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
     let pane = detect_target(env);
     let session_id = hook_session_id(input.session_id.as_deref(), env);
     let ledger_event = input.recorded_event();
@@ -264,13 +272,47 @@ pub fn settings_text() -> String {
     text
 }
 
+/// On a Stop of a session that is owed a wake, pays it by answering Claude Code with the wake
+/// prompt (and how many events arrived, never what they say) as its reason to go on. Not when
+/// Claude Code already goes on because a Stop hook blocked (`stop_hook_active`): blocks in a row
+/// would loop and end at Claude Code's block cap; the daemon types that wake once the session
+/// is idle instead. The payment is committed only once the answer is written. Returns whether
+/// the turn goes on.
+fn pay_on_stop(input: &HookInput, env: &Env, ledger: Option<&Path>) -> bool {
+    if input.event_name != "Stop" || input.stop_hook_active {
+        return false;
+    }
+    let (Some(ledger), Some(sid)) = (ledger, hook_session_id(input.session_id.as_deref(), env))
+    else {
+        return false;
+    };
+    let paid = Store::pay_once(ledger, &sid, Payment::Hook, |events| {
+        let plural = if events == 1 { "" } else { "s" };
+        let reason = format!(
+            "{WAKE_PROMPT} ({events} directed event{plural} arrived while you were working.)"
+        );
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", keep_going(&reason))
+            .and_then(|()| out.flush())
+            .is_ok()
+    });
+    match paid {
+        Ok(events) => events > 0,
+        Err(e) => {
+            crate::errln!("wakebridge hook: could not pay the owed wake: {e}");
+            false
+        }
+    }
+}
+
 /// `wakebridge hook` against the real stdin, environment and stderr, on `wake_dir` (the
-/// configuration's, or why there is none). Always exits 0. `record` gets every outcome (the CLI
-/// records it in the ledger), on the action thread and inside the same overall budget.
+/// configuration's, or why there is none) and `ledger` (where the session is recorded, and what
+/// it is owed). Always exits 0. Every outcome is recorded in the ledger, on the action thread
+/// and inside the same overall budget.
 pub fn run_hook(
     args: &HookArgs,
     wake_dir: Result<PathBuf, ConfigError>,
-    record: impl FnOnce(&HookOutcome) + Send + 'static,
+    ledger: Option<PathBuf>,
 ) -> ExitCode {
     if args.print_settings {
         let _ = std::io::stdout()
@@ -294,18 +336,23 @@ pub fn run_hook(
         }
     };
     let env = Env::process();
+    let action = if pay_on_stop(&input, &env, ledger.as_deref()) {
+        HookAction::MarkBusy
+    } else {
+        action_for(&input)
+    };
     let report_failure = |outcome: &HookOutcome| {
         if let HookResult::Failed(message) = &outcome.result {
             report(&format!("{} failed: {message}", outcome.event_name));
         }
     };
     if matches!(
-        action_for(&input),
+        action,
         HookAction::MarkBusy | HookAction::MarkIdle | HookAction::Ignore
     ) {
         // A marker only: nothing here can block, so no helper thread is needed.
-        let outcome = perform(&input, &wake_dir, &env);
-        record(&outcome);
+        let outcome = perform_as(action, &input, &wake_dir, &env);
+        record(ledger.as_deref(), &outcome);
         report_failure(&outcome);
         return ExitCode::SUCCESS;
     }
@@ -314,8 +361,8 @@ pub fn run_hook(
     let spawned = std::thread::Builder::new()
         .name("hook-action".into())
         .spawn(move || {
-            let outcome = perform(&input, &wake_dir, &env);
-            record(&outcome);
+            let outcome = perform_as(action, &input, &wake_dir, &env);
+            record(ledger.as_deref(), &outcome);
             let _ = sender.send(outcome);
         });
     if let Err(e) = spawned {
@@ -339,9 +386,7 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
         Ok(c) => (Ok(c.paths.wake_dir), Some(c.paths.ledger)),
         Err(e) => (Err(e), None),
     };
-    run_hook(args, wake_dir, move |outcome| {
-        record(ledger.as_deref(), outcome);
-    })
+    run_hook(args, wake_dir, ledger)
 }
 
 /// Records what a hook saw in the ledger, so the daemon knows the session (scope = local), its

@@ -51,6 +51,8 @@ pub struct RegistrationSettings {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct WakeSettings {
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub owed_after: Duration,
     #[serde(default)]
     pub messages: BTreeMap<String, String>,
 }

@@ -49,4 +49,18 @@ impl Action {
     pub fn woke(self) -> bool {
         matches!(self, Action::Tmux | Action::Zellij)
     }
+
+    /// Whether a bus event answered so is owed a wake: its pane is known but the wake was not
+    /// typed and submitted (a turn running, a draft or menu at the prompt, the cooldown, a
+    /// failure). Not `spool` (the spool backend never types) nor `spool-unmapped` (no pane
+    /// here; the events of other machines' sessions arrive so).
+    pub fn owes(self) -> bool {
+        matches!(
+            self,
+            Action::SpoolBusy
+                | Action::SpoolCooldown
+                | Action::SpoolMuxFailed
+                | Action::SpoolStalePane
+        )
+    }
 }

@@ -2,8 +2,9 @@
 //! that does it. Bus events, manual wakes, nudges and context warnings all come through here, in
 //! the reference's order: pane mapping (panes.json) → busy marker → cooldown (reserved before
 //! typing, rolled back on failure) → stale-pane guard and typing (in `mux`), under one budget.
-//! Beyond the reference, a tmux pane whose prompt already holds text (a human's draft) is
-//! treated like a busy one: `spool-busy`, nothing typed.
+//! Beyond the reference, a tmux pane whose prompt already holds text (a human's draft), that is
+//! in copy mode or shows a menu is treated like a busy one: `spool-busy`, nothing typed (and
+//! the event is owed a wake).
 //! Nothing here can fail a delivery: every outcome is an `Action`.
 
 use std::collections::HashMap;
@@ -36,6 +37,10 @@ pub enum Mode {
     /// Skip busy markers and the cooldown, never the mapping, the stale-pane guard or the check
     /// for text already at the prompt.
     Forced,
+    /// Skip the busy marker, keep the cooldown: the caller saw the session idle by its own
+    /// signals although the marker says a turn runs (an Esc interrupt fires no hook, so its
+    /// marker stays).
+    SeenIdle,
 }
 
 /// What the gate did.
@@ -132,7 +137,7 @@ impl Gate {
         }
         let reservation = match mode {
             Mode::Forced => self.cooldown.force(sid),
-            Mode::Gated => match self.cooldown.reserve(sid) {
+            Mode::Gated | Mode::SeenIdle => match self.cooldown.reserve(sid) {
                 Some(r) => r,
                 None => {
                     tracing::debug!(
@@ -169,9 +174,10 @@ impl Gate {
                 };
                 (action, None)
             }
-            Err(InjectError::Occupied) => {
-                // Not a failure: someone is at the prompt. Like a fresh busy marker, the event
-                // waits in the spool and the cooldown is left for the real wake.
+            Err(held @ (InjectError::Occupied | InjectError::Held(_))) => {
+                // Not a failure: someone is at the prompt, scrolling, or in a menu. Like a fresh
+                // busy marker, the event waits in the spool (owed) and the cooldown is left for
+                // the real wake.
                 self.cooldown.roll_back(sid, reservation);
                 let times = {
                     let mut occupied = lock(&self.occupied);
@@ -182,15 +188,11 @@ impl Gate {
                 if times == OCCUPIED_WARN_AFTER {
                     tracing::warn!(
                         session_id = sid,
-                        "the prompt of {} has held text through {times} wakes in a row; if nobody is typing there, clear it (a placeholder wakebridge does not know reads as typed text)",
+                        "{} has been held through {times} wakes in a row ({held}); if nobody is there, clear its prompt or leave the menu or copy mode (a placeholder wakebridge does not know reads as typed text)",
                         short(sid)
                     );
                 } else {
-                    tracing::info!(
-                        session_id = sid,
-                        "{} has text at its prompt (a draft?); spooled only",
-                        short(sid)
-                    );
+                    tracing::info!(session_id = sid, "{}: {held}; spooled only", short(sid));
                 }
                 (Action::SpoolBusy, None)
             }

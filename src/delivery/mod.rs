@@ -17,9 +17,9 @@ use tokio::time::Instant;
 use crate::config::{Backend, Scope};
 use crate::delivery::dedupe::{Begin, Dedupe};
 use crate::delivery::gate::{Gate, GateOutcome, Mode};
-use crate::mux::KeystrokeText;
+use crate::mux::{KeystrokeText, WAKE_PROMPT};
 use crate::spool::{DeliveryId, Spool, SpoolError};
-use crate::store::{Delivery, DeliverySource, Record, Store, now_unix_ms};
+use crate::store::{Delivery, DeliverySource, Payment, Record, Store, now_unix_ms};
 use crate::wire::event::Event;
 use crate::wire::session_id::{SessionId, short};
 
@@ -162,6 +162,7 @@ impl Deliverer {
     }
 
     /// A manual wake (`POST /wake`): the same gate, nothing spooled, recorded like an event.
+    /// The wake prompt, typed and submitted, pays what the session is owed.
     pub async fn manual_wake(
         &self,
         sid: &SessionId,
@@ -170,6 +171,12 @@ impl Deliverer {
     ) -> Delivered {
         let outcome = self.gate.wake(sid, text, mode).await;
         self.record(DeliverySource::Wake, sid, &outcome).await;
+        if text.as_str() == WAKE_PROMPT
+            && let Some(paid) = payment(sid, &outcome)
+            && let Err(e) = self.store.record(paid).await
+        {
+            tracing::warn!(error = %e, "could not record an owed wake as paid in the ledger");
+        }
         Delivered {
             action: outcome.action,
             session_id: sid.to_string(),
@@ -200,8 +207,10 @@ impl Deliverer {
             spool_us: Some(micros(spool_time)),
             inject_us: inject_us(outcome),
             error_kind: outcome.error_kind.map(str::to_string),
+            owed: outcome.action.owes(),
         }];
         records.extend(wake_record(&row.target_session, outcome));
+        records.extend(payment(&row.target_session, outcome));
         if let Err(e) = self.store.record_all(records).await {
             tracing::warn!(error = %e, "could not record a delivery's outcome in the ledger");
         }
@@ -226,12 +235,17 @@ impl Deliverer {
         row.spool_us = spool_time.map(micros);
         row.inject_us = inject_us(outcome);
         row.error_kind = outcome.error_kind.map(str::to_string);
+        row.owed = row.source == DeliverySource::Hook && outcome.action.owes();
         let wake = wake_record(&row.target_session, outcome);
+        let paid = (row.source == DeliverySource::Hook)
+            .then(|| payment(&row.target_session, outcome))
+            .flatten();
         if let Err(e) = self.store.record_queued(Record::Delivery(row)) {
             tracing::warn!(error = %e, "could not record a delivery in the ledger");
         }
-        if let Some(wake) = wake
-            && let Err(e) = self.store.record(wake).await
+        let awaited: Vec<Record> = wake.into_iter().chain(paid).collect();
+        if !awaited.is_empty()
+            && let Err(e) = self.store.record_all(awaited).await
         {
             tracing::warn!(error = %e, "could not record a wake in the ledger");
         }
@@ -258,7 +272,18 @@ fn delivery_row(
         spool_us: None,
         inject_us: None,
         error_kind: None,
+        owed: false,
     }
+}
+
+/// A bus event's wake typed and submitted pays everything its session was owed until now
+/// (the agent reads the bus, where those events already are).
+fn payment(sid: &str, outcome: &GateOutcome) -> Option<Record> {
+    outcome.action.woke().then(|| Record::Pay {
+        session_id: sid.to_string(),
+        up_to_ms: now_unix_ms(),
+        how: Payment::Typed,
+    })
 }
 
 /// The cooldown's start, when keystrokes reached the pane.

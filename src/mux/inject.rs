@@ -1,7 +1,8 @@
 //! The front door for typing into a pane: [`Injector::inject`] serialises everything typed into
 //! one pane behind one async lock, runs the stale-pane guard and the keystroke steps of the
-//! right backend, and spends one budget across them. It owns the budget arithmetic and the lock
-//! map; the backends own their argv, `process` owns running it.
+//! right backend, and spends one budget across them. It owns the budget arithmetic, the lock
+//! map and the submit's confirmation (the prompt line read back through `claude::screen`); the
+//! backends own their argv, `process` owns running it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
@@ -15,6 +16,7 @@ use super::text::KeystrokeText;
 use super::tmux::Tmux;
 use super::zellij::{Zellij, ZellijPane};
 use super::{Mux, MuxConfig, PaneState, StaleReason};
+use crate::claude::screen::{self, PASTE_MARKER};
 use crate::deadline::Deadline;
 use crate::wakedir::target::PaneTarget;
 
@@ -36,6 +38,12 @@ pub enum InjectError {
     /// The input line already holds text (or a dialog's selection); nothing was typed.
     #[error("the prompt already holds text, nothing typed")]
     Occupied,
+    /// Copy mode or a menu holds the pane; nothing was typed.
+    #[error("{0} holds the pane, nothing typed")]
+    Held(&'static str),
+    /// The text was typed and Enter pressed twice, and it is still on the prompt line.
+    #[error("typed, but still on the prompt line after a second Enter: not submitted")]
+    Unsubmitted,
     /// Another injection into the same pane held it for the whole budget; nothing was typed.
     #[error("pane stayed busy with another injection for {}ms; nothing typed", waited.as_millis())]
     PaneBusy { waited: Duration },
@@ -51,6 +59,8 @@ impl InjectError {
         match self {
             InjectError::StalePane { .. } => "stale",
             InjectError::Occupied => "occupied",
+            InjectError::Held(_) => "held",
+            InjectError::Unsubmitted => "unsubmitted",
             InjectError::PaneBusy { .. } => "pane-busy",
             InjectError::Failed(err) => err.kind(),
         }
@@ -95,8 +105,9 @@ impl Injector {
         &self.tmux
     }
 
-    /// Check the pane, type `text`, wait the submit delay, press Enter, all within `deadline`
-    /// (the submit may overrun it by at most [`STEP_FLOOR`]) and under the pane's lock.
+    /// Check the pane, type `text`, press Enter once it shows, confirm the submit, all within
+    /// `deadline` (the submit and its confirmation may overrun it by at most [`STEP_FLOOR`] plus
+    /// two [`CONFIRM_WAIT`]s) and under the pane's lock.
     pub async fn inject(
         &self,
         target: &PaneTarget,
@@ -145,10 +156,19 @@ impl Injector {
     }
 }
 
-/// Guard, type, pause, submit. Typing starts only if the rest of the budget can hold the
-/// typing call's floor and the submit delay, and the typing call is given the budget minus that
-/// delay; so the submit starts by the deadline at the latest and the whole injection ends within
-/// the budget plus one [`STEP_FLOOR`]. Returns the backend's name.
+/// How long the prompt line is watched after an Enter for the text to leave it, before one more
+/// Enter (and after that one, before giving up): Claude Code clears the line within a frame or
+/// two of taking the submit, and an Enter it dropped is not taken later.
+pub const CONFIRM_WAIT: Duration = Duration::from_millis(300);
+/// Gap between two reads of the prompt line.
+const READ_GAP: Duration = Duration::from_millis(10);
+
+/// Guard, type, submit once the text shows, confirm. Typing starts only if the rest of the
+/// budget can hold the typing call's floor and the submit delay, and the typing call is given
+/// the budget minus that delay; so the submit starts by the deadline at the latest. Enter goes as
+/// soon as the text shows on the prompt line, or after the submit delay where the screen cannot
+/// be read or shows no prompt line (then the submit cannot be confirmed either, and is taken
+/// as done, as it always was). Returns the backend's name.
 pub async fn guarded_inject<M: Mux>(
     mux: &M,
     pane: &M::Pane,
@@ -159,10 +179,12 @@ pub async fn guarded_inject<M: Mux>(
     match mux.check_pane(pane, deadline).await? {
         PaneState::Live => {}
         PaneState::Stale(reason) => return Err(InjectError::StalePane { reason }),
+        PaneState::Held(what) => return Err(InjectError::Held(what)),
         // The very text we are about to type, left unsubmitted by an earlier attempt whose
         // Enter was lost: submit it instead of typing it again.
         PaneState::Occupied { input } if text.as_str().starts_with(&input) => {
             mux.submit(pane, deadline).await?;
+            confirm_submitted(mux, pane, text).await?;
             return Ok(mux.name());
         }
         PaneState::Occupied { .. } => return Err(InjectError::Occupied),
@@ -173,9 +195,76 @@ pub async fn guarded_inject<M: Mux>(
     }
     mux.type_text(pane, text, Deadline::after(left - submit_delay))
         .await?;
-    tokio::time::sleep(submit_delay).await;
+    let shown = watch_prompt(mux, pane, submit_delay, |input| shows_all(text, input)).await;
     mux.submit(pane, deadline).await?;
+    if shown == Some(true) {
+        confirm_submitted(mux, pane, text).await?;
+    }
     Ok(mux.name())
+}
+
+/// After an Enter: the text must leave the prompt line within [`CONFIRM_WAIT`]; if it does not,
+/// one more Enter, and the same wait. A screen that cannot be read says nothing either way.
+async fn confirm_submitted<M: Mux>(
+    mux: &M,
+    pane: &M::Pane,
+    text: &KeystrokeText,
+) -> Result<(), InjectError> {
+    for again in [true, false] {
+        let gone = watch_prompt(mux, pane, CONFIRM_WAIT, |input| !still_holds(text, input)).await;
+        if gone != Some(false) {
+            return Ok(());
+        }
+        if again {
+            tracing::debug!("the typed text is still on the prompt line; pressing Enter again");
+            mux.submit(pane, Deadline::after(STEP_FLOOR)).await?;
+        }
+    }
+    Err(InjectError::Unsubmitted)
+}
+
+/// Reads the prompt line every [`READ_GAP`] until `wanted` holds for it (`Some(true)`) or
+/// `within` has passed (`Some(false)`). `None`, after sleeping out `within`, when the screen
+/// cannot be read or shows no prompt line at all.
+async fn watch_prompt<M: Mux>(
+    mux: &M,
+    pane: &M::Pane,
+    within: Duration,
+    wanted: impl Fn(Option<&str>) -> bool,
+) -> Option<bool> {
+    let until = Deadline::after(within);
+    loop {
+        let read = mux.screen(pane, until).await;
+        let screen = match read {
+            Ok(Some(screen)) if screen.lines().any(|line| screen::input(line).is_some()) => screen,
+            _ => {
+                tokio::time::sleep_until(until.instant()).await;
+                return None;
+            }
+        };
+        if wanted(screen::draft(&screen).as_deref()) {
+            return Some(true);
+        }
+        if until.remaining() <= READ_GAP {
+            return Some(false);
+        }
+        tokio::time::sleep(READ_GAP).await;
+    }
+}
+
+/// The prompt line shows the whole of `text`: all of it, or (wrapped) its first line, ending
+/// where a word ends.
+fn shows_all(text: &KeystrokeText, input: Option<&str>) -> bool {
+    let text = text.as_str();
+    input.is_some_and(|shown| {
+        text.strip_prefix(shown)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+    })
+}
+
+/// The prompt line still holds (part of) `text`, or the marker of it taken as a paste.
+fn still_holds(text: &KeystrokeText, input: Option<&str>) -> bool {
+    input.is_some_and(|shown| text.as_str().starts_with(shown) || shown.starts_with(PASTE_MARKER))
 }
 
 #[cfg(test)]
@@ -184,10 +273,15 @@ mod tests {
     use std::sync::Mutex as StdMutex;
 
     /// A backend that records the steps and the budget each got, sleeping `step` per call.
+    /// With `readable`, its screen is an input box whose line shows what was typed, and an
+    /// Enter clears it unless `dropped_enters` says to drop it.
     struct Scripted {
         stale: Option<StaleReason>,
         step: Duration,
         calls: StdMutex<Vec<(&'static str, Duration)>>,
+        readable: bool,
+        input: StdMutex<String>,
+        dropped_enters: StdMutex<u32>,
     }
 
     impl Scripted {
@@ -196,6 +290,17 @@ mod tests {
                 stale: None,
                 step,
                 calls: StdMutex::new(Vec::new()),
+                readable: false,
+                input: StdMutex::new(String::new()),
+                dropped_enters: StdMutex::new(0),
+            }
+        }
+
+        fn readable(step: Duration, dropped_enters: u32) -> Self {
+            Self {
+                readable: true,
+                dropped_enters: StdMutex::new(dropped_enters),
+                ..Self::new(step)
             }
         }
 
@@ -233,13 +338,28 @@ mod tests {
         async fn type_text(
             &self,
             _: &str,
-            _: &KeystrokeText,
+            text: &KeystrokeText,
             deadline: Deadline,
         ) -> Result<(), MuxError> {
-            self.call("type", deadline).await
+            self.call("type", deadline).await?;
+            text.as_str().clone_into(&mut self.input.lock().unwrap());
+            Ok(())
+        }
+        async fn screen(&self, _: &str, _: Deadline) -> Result<Option<String>, MuxError> {
+            let input = self.input.lock().unwrap().clone();
+            Ok(self
+                .readable
+                .then(|| format!("done\n──────────\n❯\u{a0}{input}\n──────────\n")))
         }
         async fn submit(&self, _: &str, deadline: Deadline) -> Result<(), MuxError> {
-            self.call("submit", deadline).await
+            self.call("submit", deadline).await?;
+            let mut dropped = self.dropped_enters.lock().unwrap();
+            if *dropped > 0 {
+                *dropped -= 1;
+            } else {
+                self.input.lock().unwrap().clear();
+            }
+            Ok(())
         }
     }
 
@@ -312,6 +432,64 @@ mod tests {
         assert_eq!(mux.names(), ["guard", "type", "submit"]);
         assert_eq!(start.elapsed(), Duration::from_millis(530));
     }
+
+    async fn inject_into(mux: &Scripted) -> Result<&'static str, InjectError> {
+        let deadline = Deadline::after(Duration::from_secs(2));
+        guarded_inject(mux, "%1", &KeystrokeText::wake_prompt(), DELAY, deadline).await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn enter_goes_as_soon_as_the_text_shows_and_its_submit_is_confirmed() {
+        let mux = Scripted::readable(Duration::from_millis(10), 0);
+        let start = Instant::now();
+        assert_eq!(inject_into(&mux).await.unwrap(), "scripted");
+        assert_eq!(mux.names(), ["guard", "type", "submit"]);
+        // Guard, type, submit: no submit delay waited.
+        assert_eq!(start.elapsed(), Duration::from_millis(30));
+        assert!(mux.input.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_dropped_enter_is_pressed_once_more_after_the_confirm_wait() {
+        let mux = Scripted::readable(Duration::from_millis(10), 1);
+        let start = Instant::now();
+        assert_eq!(inject_into(&mux).await.unwrap(), "scripted");
+        assert_eq!(mux.names(), ["guard", "type", "submit", "submit"]);
+        // The second Enter goes one confirm wait (to within one read gap) after the first.
+        let elapsed = start.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(40) + CONFIRM_WAIT - READ_GAP,
+            "{elapsed:?}"
+        );
+        assert!(
+            elapsed <= Duration::from_millis(40) + CONFIRM_WAIT,
+            "{elapsed:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn text_that_stays_after_two_enters_is_reported_unsubmitted() {
+        let mux = Scripted::readable(Duration::from_millis(10), 2);
+        let err = inject_into(&mux).await.unwrap_err();
+        assert_eq!(err.kind(), "unsubmitted");
+        assert_eq!(mux.names(), ["guard", "type", "submit", "submit"]);
+    }
+
+    #[test]
+    fn the_prompt_line_shows_all_of_a_text_or_its_first_wrapped_line() {
+        let text = KeystrokeText::wake_prompt();
+        assert!(shows_all(&text, Some(WAKE_PROMPT_FOR_TESTS)));
+        assert!(shows_all(&text, Some("Check the event bus - a directed")));
+        assert!(!shows_all(&text, Some("Check the event bus - a direc")));
+        assert!(!shows_all(&text, Some("a draft of someone else")));
+        assert!(!shows_all(&text, None));
+        assert!(still_holds(&text, Some("Check the")));
+        assert!(still_holds(&text, Some("[Pasted text #1 +0 lines]")));
+        assert!(!still_holds(&text, None));
+        assert!(!still_holds(&text, Some("a draft of someone else")));
+    }
+
+    const WAKE_PROMPT_FOR_TESTS: &str = super::super::WAKE_PROMPT;
 
     #[tokio::test(start_paused = true)]
     async fn stale_pane_types_nothing() {

@@ -1,8 +1,9 @@
 //! The one way wakebridge types into a pane. Wakes, nudges and context warnings all go through
 //! [`Injector::inject`]: it takes the pane's lock, asks the multiplexer whether the pane still
-//! holds a live agent (the stale-pane guard), types a validated [`KeystrokeText`], waits
-//! [`MuxConfig::submit_delay`], and submits with a separate Enter, all inside one
-//! [`Deadline`]. tmux and zellij are the two [`Mux`] backends; every subprocess runs through
+//! holds a live agent (the stale-pane guard), types a validated [`KeystrokeText`], presses a
+//! separate Enter as soon as the text shows on the prompt line (at the latest after
+//! [`MuxConfig::submit_delay`]), and reads the prompt line back to confirm the submit, all
+//! inside one [`Deadline`]. tmux and zellij are the two [`Mux`] backends; every subprocess runs through
 //! [`process`]. This module does not decide *whether* a session should be woken (busy markers,
 //! cooldowns, idle detection): callers do that before calling it.
 
@@ -78,8 +79,10 @@ pub struct MuxConfig {
     /// Foreground process names that mean "the agent is gone and the pane fell back to a
     /// prompt": typing a wake there would run it as a shell command.
     pub shells: Vec<String>,
-    /// Pause between typing the text and pressing Enter. The default (`config/default.toml`,
-    /// 500 ms) was measured against the real Claude Code TUI (2.1.197, native binary) in tmux
+    /// Longest pause between typing the text and pressing Enter: Enter goes as soon as the text
+    /// shows on the prompt line, and the whole pause is waited only where the screen cannot be
+    /// read (zellij) or shows no prompt line. The default (`config/default.toml`, 500 ms) was
+    /// measured against the real Claude Code TUI (2.1.197, native binary) in tmux
     /// 3.3a, with a `UserPromptSubmit` hook as the witness:
     /// - text and `Enter` in ONE `send-keys` call (the reference bridge's argv): never submitted
     ///   (0/5); the text stays in the input box.
@@ -88,8 +91,8 @@ pub struct MuxConfig {
     ///   100 ms 4/6, 250-300 ms 6/6, 500 ms 10/10, 1 s 2/2 (`real_claude_code_...` in
     ///   tests/it/mux.rs to re-measure).
     ///
-    /// 500 ms is twice the shortest pause that always worked, and costs nothing against a 2 s
-    /// budget.
+    /// 500 ms is twice the shortest pause that always worked. The hard case is also why the
+    /// submit is read back and repeated once (`inject`).
     pub submit_delay: Duration,
 }
 
@@ -150,6 +153,9 @@ pub enum PaneState {
     Occupied {
         input: String,
     },
+    /// Something other than the input line holds the pane: tmux copy mode (someone is
+    /// scrolling; keys would drive the copy cursor) or a menu or dialog (keys would answer it).
+    Held(&'static str),
 }
 
 /// A terminal multiplexer that can check a pane and type into it. Each method is one step of
@@ -168,6 +174,13 @@ pub trait Mux: Send + Sync {
         pane: &Self::Pane,
         deadline: Deadline,
     ) -> impl Future<Output = Result<PaneState, MuxError>> + Send;
+
+    /// The pane's visible screen as plain text, `None` where this multiplexer cannot read it.
+    fn screen(
+        &self,
+        pane: &Self::Pane,
+        deadline: Deadline,
+    ) -> impl Future<Output = Result<Option<String>, MuxError>> + Send;
 
     /// Type `text` literally, without submitting it.
     fn type_text(

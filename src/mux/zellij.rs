@@ -161,6 +161,12 @@ impl Mux for Zellij {
         }
     }
 
+    /// Not read: one more zellij process per read would slow every wake (and `dump-screen -p`
+    /// needs zellij 0.44), so zellij waits the full submit delay and its submit is unconfirmed.
+    async fn screen(&self, _: &ZellijPane, _: Deadline) -> Result<Option<String>, MuxError> {
+        Ok(None)
+    }
+
     async fn type_text(
         &self,
         target: &ZellijPane,

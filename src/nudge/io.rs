@@ -1,5 +1,5 @@
 //! Everything the nudger reads and writes, behind [`NudgerIo`]: the pane mapping, one tmux
-//! snapshot per poll, a pane's screen, the ledger's hook facts and nudge state, Claude Code's
+//! snapshot per poll, a pane's screen, the ledger's hook facts, owed wakes and nudge state, Claude Code's
 //! session registry, busy markers and the wake gate. [`LiveIo`] is the real one; tests drive
 //! the loop (`nudge::task`) with a scripted one on tokio's paused clock.
 
@@ -18,7 +18,7 @@ use crate::delivery::gate::{Gate, GateOutcome, Mode};
 use crate::mux::{KeystrokeText, MuxError, PaneInfo};
 use crate::nudge::signals::FileStamp;
 use crate::nudge::{NudgeViews, NudgerConfig};
-use crate::store::{NudgeState, Record, Store, now_unix_ms, unix_ms};
+use crate::store::{NudgeState, Owed, Record, Store, now_unix_ms, unix_ms};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
@@ -30,12 +30,15 @@ const SNAPSHOT_BUDGET: Duration = Duration::from_secs(2);
 /// Budget of one `capture-pane`, for the same reason.
 const CAPTURE_BUDGET: Duration = Duration::from_secs(2);
 
-/// Facts the `wakebridge hook` CLI recorded for a session, plus its transcript's stamp.
+/// Facts the ledger holds for a session (from the `wakebridge hook` CLI and the deliveries),
+/// plus its transcript's stamp.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionFacts {
     /// The last hook event name and when the hook last reported (unix ms).
     pub hook: Option<(String, i64)>,
     pub transcript: Option<FileStamp>,
+    /// Bus events whose wake is owed.
+    pub owed: Option<Owed>,
 }
 
 /// Everything the loop reads from and does to the world.
@@ -60,7 +63,12 @@ pub trait NudgerIo: Send + Sync {
     /// When anything was last typed into the session's pane.
     fn last_typed(&self, sid: &str) -> Option<Instant>;
     /// Types `text` through the gate.
-    fn wake(&self, sid: &str, text: &KeystrokeText) -> impl Future<Output = GateOutcome> + Send;
+    fn wake(
+        &self,
+        sid: &str,
+        text: &KeystrokeText,
+        mode: Mode,
+    ) -> impl Future<Output = GateOutcome> + Send;
     /// Writes ledger records (failures are the implementation's to log).
     fn record(&self, records: Vec<Record>) -> impl Future<Output = ()> + Send;
     /// Nudge states kept in the ledger.
@@ -190,7 +198,15 @@ impl NudgerIo for LiveIo {
                         size: meta.len(),
                         mtime_ms: meta.modified().map(unix_ms).unwrap_or(0),
                     });
-                facts.insert(sid, SessionFacts { hook, transcript });
+                let owed = row.owed;
+                facts.insert(
+                    sid,
+                    SessionFacts {
+                        hook,
+                        transcript,
+                        owed,
+                    },
+                );
             }
             Ok(facts)
         })
@@ -226,8 +242,8 @@ impl NudgerIo for LiveIo {
         self.gate.last_typed(sid)
     }
 
-    async fn wake(&self, sid: &str, text: &KeystrokeText) -> GateOutcome {
-        self.gate.wake(sid, text, Mode::Gated).await
+    async fn wake(&self, sid: &str, text: &KeystrokeText, mode: Mode) -> GateOutcome {
+        self.gate.wake(sid, text, mode).await
     }
 
     async fn record(&self, records: Vec<Record>) {

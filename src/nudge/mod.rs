@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::NudgerSettings;
+use crate::config::{NudgerSettings, WakeSettings};
 use crate::mux::{KeystrokeText, TextError};
 
 pub use schedule::{Next, NudgeCount, Schedule};
@@ -47,9 +47,10 @@ pub enum NudgeError {
     ZeroBase,
 }
 
-/// `[nudger]`, validated.
+/// `[nudger]` (and `[wake] owed_after`), validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NudgerConfig {
+    /// Whether nudges are typed. Owed wakes are paid either way.
     pub enabled: bool,
     /// Quiet time (no activity signal moved) before a session with a positive idle signal is
     /// nudged.
@@ -60,10 +61,15 @@ pub struct NudgerConfig {
     pub messages: Vec<KeystrokeText>,
     /// See [`ECHO_GRACE`].
     pub echo_grace: Duration,
+    /// Quiet time after which an idle session that is owed a wake gets the wake prompt typed.
+    pub owed_after: Duration,
 }
 
 impl NudgerConfig {
-    pub fn from_settings(settings: &NudgerSettings) -> Result<Self, NudgeError> {
+    pub fn from_settings(
+        settings: &NudgerSettings,
+        wake: &WakeSettings,
+    ) -> Result<Self, NudgeError> {
         if settings.messages.is_empty() {
             return Err(NudgeError::NoMessages);
         }
@@ -94,6 +100,7 @@ impl NudgerConfig {
             },
             messages,
             echo_grace: ECHO_GRACE,
+            owed_after: wake.owed_after,
         })
     }
 
@@ -143,11 +150,15 @@ mod tests {
         }
     }
 
+    fn wake() -> WakeSettings {
+        crate::config::defaults().wake.clone()
+    }
+
     #[test]
     fn defaults_load_and_the_environment_overrides_durations_and_the_message_list() {
         use crate::env::Env;
         let defaults = crate::config::load_settings(None, &Env::empty()).unwrap();
-        let config = NudgerConfig::from_settings(&defaults.nudger).unwrap();
+        let config = NudgerConfig::from_settings(&defaults.nudger, &defaults.wake).unwrap();
         assert!(config.enabled);
         assert_eq!(config.idle_after, Duration::from_secs(300));
         assert_eq!(config.poll_interval, Duration::from_secs(10));
@@ -155,13 +166,14 @@ mod tests {
         assert_eq!(config.schedule.max, Duration::from_secs(900));
         assert_eq!(config.schedule.acknowledge_after, 5);
         assert!(config.messages.len() >= 2);
+        assert_eq!(config.owed_after, Duration::from_secs(10));
         let env = Env::from_pairs([
             ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "10m"),
             ("WAKEBRIDGE_NUDGER__ENABLED", "false"),
             ("WAKEBRIDGE_NUDGER__MESSAGES", "Go on.,Keep at it."),
         ]);
         let settings = crate::config::load_settings(None, &env).unwrap();
-        let config = NudgerConfig::from_settings(&settings.nudger).unwrap();
+        let config = NudgerConfig::from_settings(&settings.nudger, &settings.wake).unwrap();
         assert!(!config.enabled);
         assert_eq!(config.idle_after, Duration::from_secs(600));
         let texts: Vec<&str> = config.messages.iter().map(KeystrokeText::as_str).collect();
@@ -170,7 +182,7 @@ mod tests {
 
     #[test]
     fn valid_settings_become_a_config_and_messages_rotate() {
-        let config = NudgerConfig::from_settings(&settings()).unwrap();
+        let config = NudgerConfig::from_settings(&settings(), &wake()).unwrap();
         assert_eq!(config.schedule.acknowledge_after, 5);
         assert_eq!(config.message(0).unwrap().as_str(), "Please continue.");
         assert_eq!(config.message(1).unwrap().as_str(), "Still there?");
@@ -181,13 +193,16 @@ mod tests {
     fn refuses_untypable_or_missing_messages_and_silly_timings() {
         let mut s = settings();
         s.messages = vec![];
-        assert_eq!(NudgerConfig::from_settings(&s), Err(NudgeError::NoMessages));
+        assert_eq!(
+            NudgerConfig::from_settings(&s, &wake()),
+            Err(NudgeError::NoMessages)
+        );
         for bad in ["1 continue", "", "line\nbreak", "-x", "ends;"] {
             let mut s = settings();
             s.messages = vec!["fine".into(), bad.into()];
             assert!(
                 matches!(
-                    NudgerConfig::from_settings(&s),
+                    NudgerConfig::from_settings(&s, &wake()),
                     Err(NudgeError::BadMessage { index: 1, .. })
                 ),
                 "{bad:?}"
@@ -196,11 +211,14 @@ mod tests {
         let mut s = settings();
         s.poll_interval = Duration::from_millis(5);
         assert!(matches!(
-            NudgerConfig::from_settings(&s),
+            NudgerConfig::from_settings(&s, &wake()),
             Err(NudgeError::PollTooShort { .. })
         ));
         let mut s = settings();
         s.base_cooldown = Duration::ZERO;
-        assert_eq!(NudgerConfig::from_settings(&s), Err(NudgeError::ZeroBase));
+        assert_eq!(
+            NudgerConfig::from_settings(&s, &wake()),
+            Err(NudgeError::ZeroBase)
+        );
     }
 }

@@ -7,6 +7,12 @@
 //! in the ledger (a `Delivery` from `Nudge` and the session's `NudgeState`), and the state is
 //! restored from there at start.
 //!
+//! It also pays owed wakes the session's own Stop hook did not (an Esc interrupt fires no hook;
+//! sessions wired without hooks): a session the ledger says is owed a wake gets the wake prompt
+//! typed once it has looked idle for `owed_after`, whatever its nudge backoff, and the poll runs
+//! every [`OWED_POLL`] while anything is owed. `[nudger] enabled = false` stops the nudges, not
+//! this.
+//!
 //! zellij panes have no snapshot here (no per-pane title or activity that costs one process for
 //! all panes): for them the decision rests on the hook facts, the registry and the transcript.
 //!
@@ -24,18 +30,27 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::claude::hooks::HookKind;
-use crate::claude::registry::RegistryReading;
-use crate::claude::screen;
-use crate::mux::{PaneInfo, STEP_FLOOR};
+use crate::claude::registry::{RegistryReading, RegistryStatus};
+use crate::claude::screen::{self, Title};
+use crate::delivery::gate::Mode;
+use crate::mux::{KeystrokeText, PaneInfo, STEP_FLOOR};
 use crate::nudge::signals::{Activity, Movement, Observation, Verdict, classify};
 use crate::nudge::{Next, NudgeCount, NudgeView, NudgeViews, NudgerConfig};
-use crate::store::{Delivery, DeliverySource, NudgeState, Record};
+use crate::store::{Delivery, DeliverySource, NudgeState, Owed, Payment, Record};
 use crate::wakedir::target::PaneTarget;
 
 pub use super::io::{LiveIo, NudgerDeps, NudgerIo, SessionFacts};
 
 /// The `sender` of the nudger's ledger rows.
 pub const NUDGER_SENDER: &str = "wakebridge-nudger";
+/// The `sender` of the rows of owed wakes it types.
+pub const OWED_SENDER: &str = "wakebridge-owed";
+/// Poll interval while any session is owed a wake: `owed_after` is seconds, so a wake is typed
+/// within a second of it (one `list-panes` a second, only while something is owed).
+pub const OWED_POLL: Duration = Duration::from_secs(1);
+/// After an owed wake the gate did not type (cooldown, a draft or menu, a failure), the next
+/// try waits this long.
+const OWED_RETRY: Duration = Duration::from_secs(2);
 
 /// One session's bookkeeping.
 #[derive(Debug, Default)]
@@ -52,6 +67,8 @@ struct Tracked {
     /// What the last capture showed that stopped a nudge (a dialog, a spinner), while
     /// `retry_at` holds the next look off.
     screen_block: Option<String>,
+    /// After an owed wake was not typed, no new attempt before this.
+    owed_retry_at: Option<Instant>,
 }
 
 /// The nudger: its settings, its I/O and what it knows about each session.
@@ -61,6 +78,8 @@ pub struct Nudger<I> {
     sessions: HashMap<String, Tracked>,
     views: watch::Sender<NudgeViews>,
     snapshot_warned: bool,
+    /// Some mapped session was owed a wake at the last poll.
+    owes_any: bool,
 }
 
 impl<I: NudgerIo> Nudger<I> {
@@ -71,6 +90,7 @@ impl<I: NudgerIo> Nudger<I> {
             sessions: HashMap::new(),
             views,
             snapshot_warned: false,
+            owes_any: false,
         }
     }
 
@@ -130,6 +150,7 @@ impl<I: NudgerIo> Nudger<I> {
             .session_facts(mapping.keys().cloned().collect())
             .await;
         let registry = self.io.registry().await;
+        self.owes_any = facts.values().any(|f| f.owed.is_some());
         let mut views = BTreeMap::new();
         for (sid, target) in &mapping {
             let view = self
@@ -168,6 +189,7 @@ impl<I: NudgerIo> Nudger<I> {
             obs.title = Some(screen::title_state(&info.title));
             obs.window_activity_s = info.window_activity;
         }
+        let owed = facts.get(sid).and_then(|f| f.owed);
         if let Some(f) = facts.get(sid) {
             obs.hook = f
                 .hook
@@ -185,10 +207,23 @@ impl<I: NudgerIo> Nudger<I> {
         if let Movement::Real { signal, .. } = movement {
             self.answered(sid, signal).await;
         }
+        if let Some(owed) = owed
+            && let Some(view) = self.pay_owed(sid, &obs, owed, now, now_ms).await
+        {
+            return view;
+        }
         let verdict = classify(&obs);
         let Verdict::Idle(idle_reason) = verdict else {
             return self.view(sid, now, now_ms, verdict_text(&verdict));
         };
+        if !self.config.enabled {
+            return self.view(
+                sid,
+                now,
+                now_ms,
+                format!("idle ({idle_reason}), nudges off"),
+            );
+        }
         let tracked = self.sessions.entry(sid.to_owned()).or_default();
         let quiet_since = tracked
             .activity
@@ -262,6 +297,92 @@ impl<I: NudgerIo> Nudger<I> {
         )
     }
 
+    /// Types the wake prompt into a session that is owed one once it has looked idle for
+    /// `owed_after`. A busy marker contradicted by a current idle signal (the title's idle
+    /// glyph, the registry's idle) counts as stale here: an Esc interrupt fires no hook, so its
+    /// marker stays. `None` when the session does not look idle: the nudge path reports it.
+    async fn pay_owed(
+        &mut self,
+        sid: &str,
+        obs: &Observation,
+        owed: Owed,
+        now: Instant,
+        now_ms: i64,
+    ) -> Option<NudgeView> {
+        let idle_now = obs.title == Some(Title::Idle)
+            || obs
+                .registry
+                .as_ref()
+                .is_some_and(|r| r.status == RegistryStatus::Idle);
+        let stale_marker = obs.busy_marker && idle_now;
+        let seen = Observation {
+            busy_marker: obs.busy_marker && !stale_marker,
+            ..obs.clone()
+        };
+        let Verdict::Idle(idle_reason) = classify(&seen) else {
+            return None;
+        };
+        let tracked = self.sessions.entry(sid.to_owned()).or_default();
+        let quiet_since = tracked
+            .activity
+            .as_ref()
+            .map_or(now_ms, Activity::quiet_since_ms);
+        let quiet_for = Duration::from_millis(u64::try_from(now_ms - quiet_since).unwrap_or(0));
+        let events = owed.events;
+        if quiet_for < self.config.owed_after || tracked.owed_retry_at.is_some_and(|at| at > now) {
+            let reason = format!("idle ({idle_reason}), owed {events} event(s)");
+            return Some(self.view(sid, now, now_ms, reason));
+        }
+        let mode = if stale_marker {
+            Mode::SeenIdle
+        } else {
+            Mode::Gated
+        };
+        let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
+        let done_ms = self.io.now_ms();
+        let mut records = vec![Record::Delivery(Delivery {
+            at_ms: done_ms,
+            source: DeliverySource::Wake,
+            identity: None,
+            event_id: None,
+            sender: OWED_SENDER.to_owned(),
+            target_session: sid.to_owned(),
+            action: outcome.action.as_str().to_owned(),
+            spool_us: None,
+            inject_us: (!outcome.inject_time.is_zero())
+                .then(|| u64::try_from(outcome.inject_time.as_micros()).unwrap_or(u64::MAX)),
+            error_kind: outcome.error_kind.map(str::to_owned),
+            owed: false,
+        })];
+        let reason = if outcome.action.woke() {
+            tracing::info!(
+                session_id = sid,
+                events,
+                "typed the owed wake of an idle session"
+            );
+            records.push(Record::Wake {
+                session_id: sid.to_owned(),
+                at_ms: done_ms,
+            });
+            records.push(Record::Pay {
+                session_id: sid.to_owned(),
+                up_to_ms: done_ms,
+                how: Payment::Typed,
+            });
+            format!("paid an owed wake of {events} event(s) ({idle_reason})")
+        } else {
+            if let Some(tracked) = self.sessions.get_mut(sid) {
+                tracked.owed_retry_at = Some(Instant::now() + OWED_RETRY);
+            }
+            format!(
+                "owed {events} event(s), wake not typed ({})",
+                outcome.action.as_str()
+            )
+        };
+        self.io.record(records).await;
+        Some(self.view(sid, Instant::now(), self.io.now_ms(), reason))
+    }
+
     /// Feeds `obs` to the session's activity tracker.
     fn track(
         &mut self,
@@ -318,7 +439,7 @@ impl<I: NudgerIo> Nudger<I> {
         let Some(text) = self.config.message(unanswered).cloned() else {
             return;
         };
-        let outcome = self.io.wake(sid, &text).await;
+        let outcome = self.io.wake(sid, &text, Mode::Gated).await;
         let done_ms = self.io.now_ms();
         let mut records = vec![Record::Delivery(Delivery {
             at_ms: done_ms,
@@ -332,6 +453,7 @@ impl<I: NudgerIo> Nudger<I> {
             inject_us: (!outcome.inject_time.is_zero())
                 .then(|| u64::try_from(outcome.inject_time.as_micros()).unwrap_or(u64::MAX)),
             error_kind: outcome.error_kind.map(str::to_owned),
+            owed: false,
         })];
         let schedule = self.config.schedule;
         let base = schedule.base.max(STEP_FLOOR);
@@ -394,6 +516,7 @@ impl<I: NudgerIo> Nudger<I> {
         };
         let looks_idle = reason.starts_with("idle")
             || reason.starts_with("nudged")
+            || reason.starts_with("owed")
             || reason.starts_with("acknowledged");
         NudgeView {
             unanswered: tracked.count.unanswered,
@@ -436,12 +559,11 @@ fn ms_at(now: Instant, now_ms: i64, at: Instant) -> i64 {
     }
 }
 
-/// Runs the nudger until `shutdown`: restores state, then polls every `poll_interval`. Returns
-/// at once when `[nudger] enabled = false`.
+/// Runs the nudger until `shutdown`: restores state, then polls every `poll_interval` (every
+/// [`OWED_POLL`] while a wake is owed).
 pub async fn run(deps: NudgerDeps, shutdown: CancellationToken) {
     if !deps.config.enabled {
-        tracing::info!("idle nudger disabled ([nudger] enabled = false)");
-        return;
+        tracing::info!("nudges off ([nudger] enabled = false); owed wakes are still typed");
     }
     let nudger = Nudger::new(deps.config, deps.io, deps.views);
     run_with(nudger, shutdown).await;
@@ -456,10 +578,16 @@ pub async fn run_with<I: NudgerIo>(mut nudger: Nudger<I>, shutdown: Cancellation
         "idle nudger started"
     );
     loop {
-        let next_poll = Instant::now() + nudger.config.poll_interval;
+        let started = Instant::now();
         // A poll is never cut short: dropping it mid-injection could leave a nudge typed but
         // not submitted. It is bounded by the snapshot, capture and injection budgets.
         nudger.poll().await;
+        let interval = if nudger.owes_any {
+            nudger.config.poll_interval.min(OWED_POLL)
+        } else {
+            nudger.config.poll_interval
+        };
+        let next_poll = started + interval;
         tokio::select! {
             () = shutdown.cancelled() => break,
             () = tokio::time::sleep_until(next_poll) => {}

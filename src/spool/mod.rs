@@ -299,6 +299,7 @@ mod tests {
             spool_us: None,
             inject_us: None,
             error_kind: None,
+            owed: false,
         }
     }
 

@@ -1,5 +1,5 @@
 //! wakebridge's memory: an embedded SQLite ledger of deliveries, sessions seen by the hook,
-//! last wakes (cooldown) and nudge state, kept across restarts. This module owns opening the
+//! last wakes (cooldown), nudge state and owed wakes, kept across restarts. This module owns opening the
 //! file (directories, modes, WAL, migrations, refusing corrupt or foreign files), the group-commit
 //! write path and the read queries. It does not decide what to record or what the records mean
 //! (the bridge, nudger and context monitor do) and it never touches the spool.
@@ -29,9 +29,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-pub use queries::{SeenIdentity, SessionRow};
+pub use queries::{Owed, Paid, SeenIdentity, SessionRow};
 pub use records::{
-    Delivery, DeliverySource, NudgeState, PendingBytes, Record, RoundIds, SessionSeen, SpoolRound,
+    Delivery, DeliverySource, NudgeState, Payment, PendingBytes, Record, RoundIds, SessionSeen,
+    SpoolRound,
 };
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT};
 pub use writer::{MAX_BATCH, WriteStats};
@@ -133,6 +134,32 @@ impl Store {
             .map_err(write)?;
         records::apply(&tx, &record).map_err(write)?;
         tx.commit().map_err(write)
+    }
+
+    /// Pays `session_id`'s owed events (all of them, up to now) with a connection of its own,
+    /// for the `wakebridge hook` CLI: `deliver` gets how many were owed (none: it is not
+    /// called) and says whether it delivered the wake; only then is the payment committed, so
+    /// a wake that could not be handed over stays owed. Returns how many were paid. A ledger
+    /// that is not there yet owes nothing.
+    pub fn pay_once(
+        path: &Path,
+        session_id: &str,
+        how: Payment,
+        deliver: impl FnOnce(u64) -> bool,
+    ) -> Result<u64, StoreError> {
+        let Some(mut conn) = open_current(path) else {
+            return Ok(0);
+        };
+        let write = |source| StoreError::write(path, source);
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(write)?;
+        let owed = records::pay(&tx, session_id, now_unix_ms(), how).map_err(write)?;
+        if owed == 0 || !deliver(owed) {
+            return Ok(0);
+        }
+        tx.commit().map_err(write)?;
+        Ok(owed)
     }
 
     /// A throwaway ledger for tests: a real file in a private directory on /dev/shm (tmpfs, so
@@ -335,6 +362,16 @@ impl Store {
     /// The nudger's stored state for a session.
     pub fn nudge_state(&self, session_id: &str) -> Result<Option<NudgeState>, StoreError> {
         self.read(|conn| queries::nudge_state(conn, session_id))
+    }
+
+    /// Every session with owed events.
+    pub fn owed(&self) -> Result<HashMap<String, Owed>, StoreError> {
+        self.read(queries::owed)
+    }
+
+    /// Owed-wake payments so far, summed over sessions: (by hook, by typing).
+    pub fn payments(&self) -> Result<(u64, u64), StoreError> {
+        self.read(queries::payments)
     }
 
     /// Deliveries still in the ledger, counted by `action`.

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::records::{NudgeState, PendingBytes};
+use super::records::{NudgeState, Payment, PendingBytes};
 
 /// The latest delivery of one event identity inside the look-back window, used to warm the
 /// in-memory dedupe map at start-up so a redelivery after a restart gets the same answer.
@@ -40,6 +40,28 @@ pub struct SessionRow {
     pub last_wake_ms: Option<i64>,
     /// The idle nudger's state, if it ever recorded any.
     pub nudge: Option<NudgeState>,
+    /// Bus events whose wake is owed, if any.
+    pub owed: Option<Owed>,
+    /// How the session's owed wakes were paid so far, if ever.
+    pub paid: Option<Paid>,
+}
+
+/// What a session is owed: events whose wake was not typed and submitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owed {
+    pub events: u32,
+    /// When the oldest of them arrived (unix ms).
+    pub since_ms: i64,
+}
+
+/// How a session's owed wakes were paid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Paid {
+    pub last_ms: i64,
+    pub last_how: Payment,
+    pub last_events: u32,
+    pub by_hook: u64,
+    pub by_typing: u64,
 }
 
 impl SessionRow {
@@ -57,16 +79,21 @@ WITH ids (session_id) AS (
     UNION SELECT session_id FROM wakes
     UNION SELECT session_id FROM nudges
     UNION SELECT session_id FROM latest_deliveries
+    UNION SELECT session_id FROM owed_payments
 )
 SELECT ids.session_id, s.cwd, s.transcript_path, s.pane, s.last_hook_event,
        s.first_seen_ms, s.last_seen_ms, d.at_ms, d.action, d.error_kind, w.last_wake_ms,
-       n.unanswered, n.last_nudge_ms, n.acknowledged
+       n.unanswered, n.last_nudge_ms, n.acknowledged,
+       (SELECT count(*) FROM deliveries o WHERE o.target_session = ids.session_id AND o.owed = 1),
+       (SELECT min(at_ms) FROM deliveries o WHERE o.target_session = ids.session_id AND o.owed = 1),
+       p.last_paid_ms, p.last_how, p.last_events, p.by_hook, p.by_typing
 FROM ids
 LEFT JOIN sessions s ON s.session_id = ids.session_id
 LEFT JOIN wakes w ON w.session_id = ids.session_id
 LEFT JOIN nudges n ON n.session_id = ids.session_id
 LEFT JOIN latest_deliveries l ON l.session_id = ids.session_id
 LEFT JOIN deliveries d ON d.id = l.delivery_id
+LEFT JOIN owed_payments p ON p.session_id = ids.session_id
 WHERE ?1 IS NULL OR ids.session_id = ?1
 ORDER BY ids.session_id";
 
@@ -79,6 +106,23 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
             unanswered,
             last_nudge_ms: row.get(12)?,
             acknowledged: row.get(13)?,
+        }),
+        None => None,
+    };
+    let owed = match (row.get::<_, u32>(14)?, row.get::<_, Option<i64>>(15)?) {
+        (events @ 1.., Some(since_ms)) => Some(Owed { events, since_ms }),
+        _ => None,
+    };
+    let paid = match row.get::<_, Option<i64>>(16)? {
+        Some(last_ms) => Some(Paid {
+            last_ms,
+            last_how: match row.get::<_, String>(17)?.as_str() {
+                "hook" => Payment::Hook,
+                _ => Payment::Typed,
+            },
+            last_events: row.get(18)?,
+            by_hook: row.get(19)?,
+            by_typing: row.get(20)?,
         }),
         None => None,
     };
@@ -95,6 +139,8 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         last_error_kind: row.get(9)?,
         last_wake_ms: row.get(10)?,
         nudge,
+        owed,
+        paid,
     })
 }
 
@@ -201,4 +247,28 @@ pub(crate) fn pending_spool(
         pending.extend(shares.into_iter().map(|share| (id, share)));
     }
     Ok(pending)
+}
+
+/// Every session with owed events.
+pub(crate) fn owed(conn: &Connection) -> rusqlite::Result<HashMap<String, Owed>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT target_session, count(*), min(at_ms) FROM deliveries WHERE owed = 1 \
+         GROUP BY target_session",
+    )?;
+    let rows = stmt.query_map([], |row| {
+        let owed = Owed {
+            events: row.get(1)?,
+            since_ms: row.get(2)?,
+        };
+        Ok((row.get(0)?, owed))
+    })?;
+    rows.collect()
+}
+
+/// Owed-wake payments over every session, by how they were paid.
+pub(crate) fn payments(conn: &Connection) -> rusqlite::Result<(u64, u64)> {
+    conn.prepare_cached(
+        "SELECT coalesce(sum(by_hook), 0), coalesce(sum(by_typing), 0) FROM owed_payments",
+    )?
+    .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
 }

@@ -51,6 +51,27 @@ pub struct Delivery {
     pub inject_us: Option<u64>,
     /// Short machine-readable failure kind, if something failed.
     pub error_kind: Option<String>,
+    /// A bus event whose wake was not typed and submitted: a wake owes it (see [`Payment`]).
+    pub owed: bool,
+}
+
+/// How a session's owed wakes were paid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payment {
+    /// The session's Stop hook kept Claude Code going with the wake prompt.
+    Hook,
+    /// A wake prompt was typed and submitted into its pane.
+    Typed,
+}
+
+impl Payment {
+    /// The stored spelling, also the `how` label of the metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Payment::Hook => "hook",
+            Payment::Typed => "typed",
+        }
+    }
 }
 
 /// A Claude Code hook reported this session (upsert: a `None` field keeps the stored value).
@@ -123,6 +144,7 @@ pub enum Record {
         spool_us: Option<u64>,
         inject_us: Option<u64>,
         error_kind: Option<String>,
+        owed: bool,
     },
     SessionSeen(SessionSeen),
     Nudge(NudgeState),
@@ -131,6 +153,12 @@ pub enum Record {
     Wake {
         session_id: String,
         at_ms: i64,
+    },
+    /// `session_id`'s owed events recorded up to `up_to_ms` are paid, `how`.
+    Pay {
+        session_id: String,
+        up_to_ms: i64,
+        how: Payment,
     },
 }
 
@@ -142,8 +170,8 @@ fn micros(value: Option<u64>) -> Option<i64> {
 fn insert_delivery(conn: &Connection, d: &Delivery) -> rusqlite::Result<i64> {
     conn.prepare_cached(
         "INSERT INTO deliveries (at_ms, source, identity, event_id, sender, \
-         target_session, action, spool_us, inject_us, error_kind) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         target_session, action, spool_us, inject_us, error_kind, owed) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         d.at_ms,
@@ -156,6 +184,7 @@ fn insert_delivery(conn: &Connection, d: &Delivery) -> rusqlite::Result<i64> {
         micros(d.spool_us),
         micros(d.inject_us),
         d.error_kind,
+        d.owed,
     ])?;
     Ok(conn.last_insert_rowid())
 }
@@ -296,10 +325,11 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             spool_us,
             inject_us,
             error_kind,
+            owed,
         } => {
             conn.prepare_cached(
                 "UPDATE deliveries SET action = ?2, spool_us = ?3, inject_us = ?4, \
-                 error_kind = ?5 WHERE id = ?1",
+                 error_kind = ?5, owed = ?6 WHERE id = ?1",
             )?
             .execute(params![
                 delivery_id,
@@ -307,6 +337,7 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
                 micros(*spool_us),
                 micros(*inject_us),
                 error_kind,
+                owed,
             ])?;
         }
         Record::SessionSeen(s) => {
@@ -351,11 +382,52 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             )?
             .execute(params![session_id, at_ms])?;
         }
+        Record::Pay {
+            session_id,
+            up_to_ms,
+            how,
+        } => {
+            pay(conn, session_id, *up_to_ms, *how)?;
+        }
     }
     Ok(())
 }
 
-/// Deletes up to `limit` deliveries older than `cutoff_ms`; returns how many.
+/// Pays `session_id`'s owed events recorded up to `up_to_ms` and notes how; returns how many
+/// were owed. One statement clears them, so two payers (the hook CLI and the daemon) can never
+/// both pay the same events.
+pub(crate) fn pay(
+    conn: &Connection,
+    session_id: &str,
+    up_to_ms: i64,
+    how: Payment,
+) -> rusqlite::Result<u64> {
+    let paid = conn
+        .prepare_cached(
+            "UPDATE deliveries SET owed = 0 \
+             WHERE target_session = ?1 AND owed = 1 AND at_ms <= ?2",
+        )?
+        .execute(params![session_id, up_to_ms])? as u64;
+    if paid > 0 {
+        conn.prepare_cached(
+            "INSERT INTO owed_payments (session_id, last_paid_ms, last_how, last_events, \
+             by_hook, by_typing) VALUES (?1, ?2, ?3, ?4, ?5 = 'hook', ?5 = 'typed') \
+             ON CONFLICT (session_id) DO UPDATE SET last_paid_ms = excluded.last_paid_ms, \
+             last_how = excluded.last_how, last_events = excluded.last_events, \
+             by_hook = by_hook + excluded.by_hook, by_typing = by_typing + excluded.by_typing",
+        )?
+        .execute(params![
+            session_id,
+            super::now_unix_ms(),
+            how.as_str(),
+            paid
+        ])?;
+    }
+    Ok(paid)
+}
+
+/// Deletes up to `limit` deliveries older than `cutoff_ms`; returns how many. Owed events stay
+/// until they are paid or their session is forgotten.
 pub(crate) fn prune_deliveries(
     conn: &Connection,
     cutoff_ms: i64,
@@ -366,7 +438,7 @@ pub(crate) fn prune_deliveries(
     {
         let mut stmt = conn.prepare_cached(
             "DELETE FROM deliveries WHERE id IN \
-             (SELECT id FROM deliveries WHERE at_ms < ?1 ORDER BY at_ms LIMIT ?2) \
+             (SELECT id FROM deliveries WHERE at_ms < ?1 AND owed = 0 ORDER BY at_ms LIMIT ?2) \
              RETURNING target_session",
         )?;
         let mut rows = stmt.query(params![cutoff_ms, limit])?;
@@ -384,9 +456,10 @@ pub(crate) fn prune_deliveries(
     Ok(deleted)
 }
 
-/// Forgets sessions whose every trace (hook seen, wake, nudge) is older than `cutoff_ms`, except
-/// those in `keep` (still mapped to a pane): their rows in `sessions`, `wakes` and `nudges` go.
-/// Returns how many sessions were forgotten.
+/// Forgets sessions whose every trace (hook seen, wake, nudge, owed event) is older than
+/// `cutoff_ms`, except those in `keep` (still mapped to a pane): their rows in `sessions`,
+/// `wakes`, `nudges` and `owed_payments` go, and what they were owed is written off (pruned
+/// with the deliveries). Returns how many sessions were forgotten.
 pub(crate) fn forget_sessions(
     conn: &Connection,
     cutoff_ms: i64,
@@ -398,16 +471,20 @@ pub(crate) fn forget_sessions(
             "SELECT session_id FROM ( \
                  SELECT session_id, last_seen_ms AS at FROM sessions \
                  UNION ALL SELECT session_id, last_wake_ms FROM wakes \
-                 UNION ALL SELECT session_id, coalesce(last_nudge_ms, 0) FROM nudges) \
+                 UNION ALL SELECT session_id, coalesce(last_nudge_ms, 0) FROM nudges \
+                 UNION ALL SELECT target_session, at_ms FROM deliveries WHERE owed = 1) \
              WHERE session_id NOT IN (SELECT value FROM json_each(?2)) \
              GROUP BY session_id HAVING max(at) < ?1",
         )?;
         let rows = stmt.query_map(params![cutoff_ms, keep], |row| row.get(0))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
-    for table in ["sessions", "wakes", "nudges"] {
-        let mut stmt =
-            conn.prepare_cached(&format!("DELETE FROM {table} WHERE session_id = ?1"))?;
+    let mut statements = ["sessions", "wakes", "nudges", "owed_payments"]
+        .map(|table| format!("DELETE FROM {table} WHERE session_id = ?1"))
+        .to_vec();
+    statements.push("UPDATE deliveries SET owed = 0 WHERE target_session = ?1 AND owed = 1".into());
+    for sql in statements {
+        let mut stmt = conn.prepare_cached(&sql)?;
         for sid in &dropped {
             stmt.execute(params![sid])?;
         }

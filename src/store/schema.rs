@@ -30,6 +30,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
             "../../migrations/0004_latest_delivery_per_session.sql"
         )),
         M::up(include_str!("../../migrations/0005_spool_pending.sql")),
+        M::up(include_str!("../../migrations/0006_owed_wakes.sql")),
     ])
 });
 
@@ -42,7 +43,7 @@ pub fn migrations() -> &'static Migrations<'static> {
 /// by a newer wakebridge.
 pub fn latest_version() -> usize {
     // Kept in step with the list above by `latest_version_matches_migration_count`.
-    5
+    6
 }
 
 /// Settings for the single writer connection.

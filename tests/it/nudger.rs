@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use wakebridge::claude::registry::RegistryReading;
 use wakebridge::delivery::Action;
-use wakebridge::delivery::gate::{Gate, GateOutcome};
+use wakebridge::delivery::gate::{Gate, GateOutcome, Mode};
 use wakebridge::mux::{Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
 use wakebridge::nudge::task::{LiveIo, Nudger, NudgerIo, SessionFacts, run_with};
 use wakebridge::nudge::{NudgeViews, NudgerConfig, Schedule};
@@ -22,6 +22,7 @@ use wakebridge::store::{NudgeState, Record, Store};
 use wakebridge::wakedir::target::PaneTarget;
 
 use crate::common;
+use crate::common::agent::Agent;
 use crate::common::tmux::{TmuxServer, count_lines};
 
 // ---------------------------------------------------------------------------------------------
@@ -131,7 +132,7 @@ impl NudgerIo for FakeIo {
     fn last_typed(&self, sid: &str) -> Option<Instant> {
         self.world.lock().unwrap().typed.get(sid).copied()
     }
-    async fn wake(&self, sid: &str, text: &KeystrokeText) -> GateOutcome {
+    async fn wake(&self, sid: &str, text: &KeystrokeText, _mode: Mode) -> GateOutcome {
         let at = Instant::now();
         let mut w = self.world.lock().unwrap();
         w.typed.insert(sid.into(), at);
@@ -175,6 +176,7 @@ fn default_config() -> NudgerConfig {
             KeystrokeText::new("Anything left?").unwrap(),
         ],
         echo_grace: Duration::from_secs(10),
+        owed_after: Duration::from_secs(10),
     }
 }
 
@@ -286,7 +288,7 @@ async fn paused_clock_busy_unknown_and_marked_sessions_are_never_nudged() {
             "permission".into(),
             SessionFacts {
                 hook: Some(("Notification:permission_prompt".into(), START_MS)),
-                transcript: None,
+                ..SessionFacts::default()
             },
         );
     }
@@ -341,54 +343,6 @@ async fn paused_clock_restores_an_acknowledged_session_from_the_ledger() {
 
 // ---------------------------------------------------------------------------------------------
 // Real tmux, real gate, real ledger, a scripted agent TUI.
-
-fn fake_agent() -> PathBuf {
-    PathBuf::from(common::FAKE_AGENT)
-}
-
-/// A fake agent in its own window of `server`; returns its pane, record file and control file.
-fn spawn_agent(server: &TmuxServer, name: &str, mode: &str) -> Agent {
-    let record = server.dir().join(format!("{name}.rec"));
-    let control = server.dir().join(format!("{name}.ctl"));
-    std::fs::write(&control, mode).unwrap();
-    let command = format!(
-        "python3 {} {} {}",
-        fake_agent().display(),
-        record.display(),
-        control.display()
-    );
-    let pane = server.new_pane(&command);
-    Agent {
-        pane,
-        record,
-        control,
-    }
-}
-
-struct Agent {
-    pane: String,
-    record: PathBuf,
-    control: PathBuf,
-}
-
-impl Agent {
-    /// (unix seconds, text) of every line the agent received and submitted.
-    fn submits(&self) -> Vec<(f64, String)> {
-        let path = PathBuf::from(format!("{}.submits", self.record.display()));
-        std::fs::read_to_string(path)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| {
-                let (at, text) = line.split_once('\t')?;
-                Some((at.parse().ok()?, text.to_owned()))
-            })
-            .collect()
-    }
-
-    fn set(&self, mode: &str) {
-        std::fs::write(&self.control, mode).unwrap();
-    }
-}
 
 struct Rig {
     _wake: tempfile::TempDir,
@@ -450,6 +404,7 @@ fn fast_config(base_ms: u64, acknowledge_after: u32) -> NudgerConfig {
             KeystrokeText::new("Anything left?").unwrap(),
         ],
         echo_grace: Duration::from_millis(500),
+        owed_after: Duration::from_millis(500),
     }
 }
 
@@ -489,7 +444,7 @@ fn unix_now() -> f64 {
 async fn real_tmux_idle_agent_is_nudged_with_doubling_gaps_until_acknowledged() {
     common::arm_test_timeout();
     let server = TmuxServer::start();
-    let agent = spawn_agent(&server, "a", "idle");
+    let agent = Agent::spawn(&server, "a", "idle");
     let rig = rig(&server, None, &[("sid-a", &agent)]);
     let started = unix_now();
     let (shutdown, views, task) = live_loop(fast_config(1000, 3), &rig);
@@ -532,7 +487,7 @@ async fn real_tmux_idle_agent_is_nudged_with_doubling_gaps_until_acknowledged() 
 async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
     common::arm_test_timeout();
     let server = TmuxServer::start();
-    let agent = spawn_agent(&server, "a", "idle");
+    let agent = Agent::spawn(&server, "a", "idle");
     let rig = rig(&server, None, &[("sid-a", &agent)]);
     // The second nudge is due 8 s after the first: the work (2 s after it) has 6 s to be seen
     // however loaded the machine is (3 s of slack was not always enough).
@@ -567,10 +522,10 @@ async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
 async fn real_tmux_busy_dialog_and_marked_sessions_are_never_nudged() {
     common::arm_test_timeout();
     let server = TmuxServer::start();
-    let busy = spawn_agent(&server, "busy", "busy");
-    let dialog = spawn_agent(&server, "dialog", "dialog");
-    let marked = spawn_agent(&server, "marked", "idle");
-    let control = spawn_agent(&server, "control", "idle");
+    let busy = Agent::spawn(&server, "busy", "busy");
+    let dialog = Agent::spawn(&server, "dialog", "dialog");
+    let marked = Agent::spawn(&server, "marked", "idle");
+    let control = Agent::spawn(&server, "control", "idle");
     let rig = rig(
         &server,
         None,
@@ -641,7 +596,7 @@ async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates
     for i in 0..4 {
         agents.push((
             format!("sid-idle-{i}"),
-            spawn_agent(&server, &format!("a{i}"), "idle"),
+            Agent::spawn(&server, &format!("a{i}"), "idle"),
         ));
     }
     let mut sleepers = Vec::new();
@@ -679,11 +634,13 @@ async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     // Poll 1 sees the four idle agents due: one capture each to classify them, then the gate
-    // types, after its guard's own capture (is the prompt empty right before typing?).
+    // types, after its guard's own capture (is the prompt empty right before typing?), and
+    // reads the prompt line twice: the text showing (Enter now), then gone (submitted).
     nudger.poll().await;
     let first = count_lines(&log);
     assert_eq!(first.get("list-panes"), Some(&1), "{first:?}");
-    assert_eq!(first.get("capture-pane"), Some(&8), "{first:?}");
+    assert_eq!(first.get("capture-pane"), Some(&16), "{first:?}");
+    assert_eq!(first.get("send-keys"), Some(&8), "{first:?}");
     assert_eq!(views.borrow().len(), PANES);
     std::fs::remove_file(&log).unwrap();
 

@@ -32,6 +32,7 @@ fn delivery(target: &str, action: &str, at_ms: i64, identity: Option<&str>) -> D
         spool_us: Some(120),
         inject_us: None,
         error_kind: None,
+        owed: false,
     }
 }
 
@@ -272,7 +273,7 @@ async fn migrates_a_database_written_at_schema_one() {
         .expect("check")
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     let identity_index: i64 = Connection::open(&path)
         .expect("check")
         .query_row(

@@ -9,6 +9,7 @@ use wakebridge::mux::WAKE_PROMPT;
 use wakebridge::wakedir::target::PaneTarget;
 
 use crate::common;
+use crate::common::agent::Agent;
 use crate::common::harness::{TestServer, event_for};
 use crate::common::tmux::{TmuxServer, read_when_settled, recorder_pane};
 
@@ -137,18 +138,29 @@ async fn our_own_unsubmitted_prompt_is_submitted_not_typed_twice() {
     common::arm_test_timeout();
     let tmux = TmuxServer::start();
     // What an earlier wake whose Enter was lost leaves at the prompt.
-    let (pane, file) = prompt_pane(&tmux, "leftover", WAKE_PROMPT);
+    let agent = Agent::spawn_with(&tmux, "leftover", "idle", &[], Some(WAKE_PROMPT));
     let server = mux_server(&tmux, &[]).await;
-    map(&server.wake_dir, "s1", &pane);
+    map(&server.wake_dir, "s1", &agent.pane);
+    common::eventually(
+        "the leftover on the prompt line",
+        Duration::from_secs(5),
+        Duration::from_millis(20),
+        || {
+            tmux.tmux(&["capture-pane", "-p", "-t", &agent.pane])
+                .contains(WAKE_PROMPT)
+        },
+    )
+    .await;
     assert_eq!(
         server.hook(event_for("s1", 1), &[]).await.1["action"],
         "tmux"
     );
     assert_eq!(
-        read_when_settled(&file, 1),
+        read_when_settled(&agent.record, 1),
         b"\r",
         "only Enter, no second copy"
     );
+    assert_eq!(agent.submitted(), [WAKE_PROMPT]);
 }
 
 #[tokio::test]

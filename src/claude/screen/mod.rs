@@ -1,9 +1,11 @@
 //! Claude Code's screen as a plain capture shows it (no escape sequences), read once for every
 //! caller: the input line and whether it holds a draft, the box's rules, the busy footer and
 //! spinner, dialogs and numbered menus, and the pane title. The idle nudger reads a capture
-//! through [`read`], the tmux guard asks [`draft`] so that nothing is typed on top of a
-//! human's words (the reference bridge's lesson 20: the draft would be submitted with the wake
-//! text appended), and the launcher names first-run screens with [`first_run::classify`].
+//! through [`read`], the tmux guard asks [`draft`] and [`modal`] so that nothing is typed on top
+//! of a human's words (the reference bridge's lesson 20: the draft would be submitted with the
+//! wake text appended) or into a menu, the injector reads [`draft`] back to see its text arrive
+//! and leave the prompt line, and the launcher names first-run screens with
+//! [`first_run::classify`].
 //!
 //! The glyphs and phrases here are facts about Claude Code's UI (2.0.x to 2.1.332), not guesses
 //! at its intent; a screen nothing here recognises reads as nothing in particular.
@@ -31,17 +33,20 @@ const SPINNER_GLYPHS: &[char] = &[
     '✱', '✲', '✳', '✴', '✵', '✶', '✷', '✸', '✹', '✺', '✻', '✼', '✽', '✾', '✿', '❀', '❁', '❂', '❃',
     '❇', '❈', '❉', '❊', '❋', '✢', '✣', '✤', '✥', '✦', '✧', '✨', '·', '•', '●', '○',
 ];
-/// Lower-cased phrases that mean a dialog waits for a human: a permission prompt, a question,
-/// the trust dialog, the feedback survey (which takes digit keys).
-const DIALOG_PHRASES: &[&str] = &[
-    "do you want to",
-    "would you like to",
-    "how is claude doing",
+/// Lower-cased phrases only a dialog that takes keys shows: the permission dialog's footer, the
+/// feedback survey's choices, the trust dialog's answers.
+const MODAL_PHRASES: &[&str] = &[
     "esc to cancel",
+    "0: dismiss",
     "yes, i trust this folder",
     "yes, proceed",
-    "0: dismiss",
 ];
+/// Lower-cased phrases of a question waiting for a human, in a dialog or in the agent's own
+/// words: the nudger does not nudge over them. Typing a wake there is fine (that question is
+/// exactly when a message should reach the agent), so [`modal`] leaves them out.
+const QUESTION_PHRASES: &[&str] = &["do you want to", "would you like to", "how is claude doing"];
+/// What Claude Code shows in the input line instead of a long text it took for a paste.
+pub const PASTE_MARKER: &str = "[Pasted text";
 /// Characters the input box's horizontal rules are drawn with.
 const RULE_CHARS: &[char] = &['─', '━', '═'];
 /// Shortest run of [`RULE_CHARS`] taken as a rule: the box spans the pane, so even a narrow
@@ -93,11 +98,12 @@ pub fn read(text: &str) -> ScreenReading {
     let normalized = normalize(text);
     let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
     let lower = normalized.to_lowercase();
-    let dialog = DIALOG_PHRASES
+    let dialog = QUESTION_PHRASES
         .iter()
-        .find(|phrase| lower.contains(*phrase))
-        .map(|phrase| (*phrase).to_owned())
-        .or_else(|| has_option_list(&lines).then(|| "numbered options".to_owned()));
+        .copied()
+        .find(|phrase| lower.contains(phrase))
+        .or_else(|| modal_in(&lower, &lines))
+        .map(str::to_owned);
     let is_busy_line =
         |line: &str| is_spinner_line(line) || line.to_lowercase().contains(BUSY_FOOTER);
     let spinner = lines.iter().any(|line| is_busy_line(line));
@@ -157,6 +163,22 @@ pub fn draft(screen: &str) -> Option<String> {
     let lower = text.to_lowercase();
     (!text.is_empty() && !PLACEHOLDERS.iter().any(|p| lower.starts_with(p)))
         .then(|| text.to_owned())
+}
+
+/// The menu or dialog that holds the screen, if any: a selection cursor on a numbered option,
+/// or a phrase only such a dialog shows. Typing there would pick an option or answer it.
+pub fn modal(screen: &str) -> Option<&'static str> {
+    let normalized = normalize(screen);
+    let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
+    modal_in(&normalized.to_lowercase(), &lines)
+}
+
+fn modal_in(lower: &str, lines: &[&str]) -> Option<&'static str> {
+    MODAL_PHRASES
+        .iter()
+        .copied()
+        .find(|phrase| lower.contains(phrase))
+        .or_else(|| has_option_list(lines).then_some("numbered options"))
 }
 
 /// A horizontal rule of the input box.
@@ -294,5 +316,20 @@ mod tests {
         }
         let summary = "Changes:\n1. Added a route\n2. Added a test\n\n──────────\n❯ \n──────────\n";
         assert_eq!(read(summary).dialog, None);
+    }
+
+    #[test]
+    fn menus_hold_the_screen_but_an_agents_question_does_not() {
+        for screen in [
+            "Bash command\n  rm -rf build\nDo you want to proceed?\n❯ 1. Yes\n  2. No\n",
+            "● How is Claude doing this session? (optional)\n  1: Bad    2: Fine   3: Good   0: Dismiss\n",
+            "Quick safety check\n❯ No, exit\n  Yes, I trust this folder\n",
+            "Edit file\n  Esc to cancel · Tab to amend\n",
+        ] {
+            assert!(modal(screen).is_some(), "{screen}");
+        }
+        let question = "● Do you want to keep the old API? Would you like to see a diff?\n\n──────────\n❯ \n──────────\n";
+        assert_eq!(modal(question), None);
+        assert_eq!(modal(&boxed("")), None);
     }
 }

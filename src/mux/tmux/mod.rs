@@ -16,9 +16,10 @@ use super::{Key, Mux, MuxConfig, PaneState, StaleReason};
 use crate::claude::screen;
 use crate::deadline::Deadline;
 
-/// The guard's question to tmux: is the pane there, is its program alive, what runs in it. The
-/// command goes last: it is the only field that could contain the separator.
-const GUARD_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_tty}\t#{pane_current_command}";
+/// The guard's question to tmux: is the pane there, is its program alive, is it in copy mode,
+/// what runs in it. The command goes last: it is the only field that could contain the separator.
+const GUARD_FORMAT: &str =
+    "#{pane_id}\t#{pane_dead}\t#{pane_in_mode}\t#{pane_tty}\t#{pane_current_command}";
 
 /// One line per pane for [`Tmux::snapshot`]. The title goes last: it is set by the program in
 /// the pane and may contain the separator, so it takes whatever is left of the line.
@@ -148,12 +149,18 @@ impl Mux for Tmux {
                 }
             }
         };
-        if state == PaneState::Live
-            && let Some(input) = screen::draft(&self.capture(pane, deadline).await?)
-        {
-            return Ok(PaneState::Occupied { input });
+        if state != PaneState::Live {
+            return Ok(state);
         }
-        Ok(state)
+        let capture = self.capture(pane, deadline).await?;
+        if let Some(menu) = screen::modal(&capture) {
+            return Ok(PaneState::Held(menu));
+        }
+        Ok(screen::draft(&capture).map_or(PaneState::Live, |input| PaneState::Occupied { input }))
+    }
+
+    async fn screen(&self, pane: &str, deadline: Deadline) -> Result<Option<String>, MuxError> {
+        self.capture(pane, deadline).await.map(Some)
     }
 
     async fn type_text(
@@ -196,10 +203,14 @@ enum GuardAnswer {
 /// stale: typing into a pane we cannot describe is worse than skipping one wake.
 fn classify_guard(target: &str, stdout: &str, is_shell: impl Fn(&str) -> bool) -> GuardAnswer {
     let line = stdout.lines().next().unwrap_or("");
-    let mut fields = line.splitn(4, '\t');
-    let (Some(pane_id), Some(dead), Some(tty), Some(command)) =
-        (fields.next(), fields.next(), fields.next(), fields.next())
-    else {
+    let mut fields = line.splitn(5, '\t');
+    let (Some(pane_id), Some(dead), Some(in_mode), Some(tty), Some(command)) = (
+        fields.next(),
+        fields.next(),
+        fields.next(),
+        fields.next(),
+        fields.next(),
+    ) else {
         return GuardAnswer::Settled(PaneState::Stale(StaleReason::Unreadable {
             detail: format!("tmux answered {line:?}"),
         }));
@@ -209,6 +220,9 @@ fn classify_guard(target: &str, stdout: &str, is_shell: impl Fn(&str) -> bool) -
     }
     if dead != "0" {
         return GuardAnswer::Settled(PaneState::Stale(StaleReason::PaneDead));
+    }
+    if in_mode != "0" {
+        return GuardAnswer::Settled(PaneState::Held("copy mode"));
     }
     if is_shell(command) {
         let command = command_name(command).to_owned();
@@ -288,7 +302,7 @@ mod tests {
     #[test]
     fn guard_accepts_a_live_agent_pane() {
         assert_eq!(
-            classify_guard("%3", "%3\t0\t/dev/pts/1\tclaude\n", shells),
+            classify_guard("%3", "%3\t0\t0\t/dev/pts/1\tclaude\n", shells),
             settled(PaneState::Live)
         );
     }
@@ -296,8 +310,16 @@ mod tests {
     #[test]
     fn guard_refuses_dead_pane() {
         assert_eq!(
-            classify_guard("%3", "%3\t1\t/dev/pts/1\tclaude\n", shells),
+            classify_guard("%3", "%3\t1\t0\t/dev/pts/1\tclaude\n", shells),
             settled(PaneState::Stale(StaleReason::PaneDead))
+        );
+    }
+
+    #[test]
+    fn guard_holds_off_a_pane_in_copy_mode() {
+        assert_eq!(
+            classify_guard("%3", "%3\t0\t1\t/dev/pts/1\tclaude\n", shells),
+            settled(PaneState::Held("copy mode"))
         );
     }
 
@@ -305,7 +327,7 @@ mod tests {
     fn guard_looks_into_the_group_when_a_shell_is_in_front() {
         for command in ["bash", "-zsh", "/bin/sh"] {
             assert_eq!(
-                classify_guard("%3", &format!("%3\t0\t/dev/pts/1\t{command}\n"), shells),
+                classify_guard("%3", &format!("%3\t0\t0\t/dev/pts/1\t{command}\n"), shells),
                 GuardAnswer::ShellInFront {
                     tty: "/dev/pts/1".into(),
                     command: command_name(command).into()
@@ -332,7 +354,7 @@ mod tests {
 
     #[test]
     fn guard_treats_an_empty_or_other_pane_as_missing() {
-        for answer in ["\t\t\t\n", "%4\t0\t/dev/pts/1\tclaude\n"] {
+        for answer in ["\t\t\t\t\n", "%4\t0\t0\t/dev/pts/1\tclaude\n"] {
             assert_eq!(
                 classify_guard("%3", answer, shells),
                 settled(PaneState::Stale(StaleReason::PaneMissing)),
@@ -341,7 +363,7 @@ mod tests {
         }
         // A non-%N target (session:window.pane) resolves to whatever pane id tmux reports.
         assert_eq!(
-            classify_guard("work:1.0", "%4\t0\t/dev/pts/1\tclaude\n", shells),
+            classify_guard("work:1.0", "%4\t0\t0\t/dev/pts/1\tclaude\n", shells),
             settled(PaneState::Live)
         );
     }

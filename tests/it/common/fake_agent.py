@@ -10,12 +10,22 @@ The mode is read from the control file (polled every 50 ms), one word per line:
   busy    a spinner line and a busy title, redrawn every 300 ms
   dialog  a permission dialog with a numbered option list, idle title, no further output
   work    print one line of output (activity), then behave as idle
+  deaf    like idle, but Enter is ignored (the text stays on the prompt line)
+  deaf1   like idle, but the next Enter is ignored
 
-Usage: fake_agent.py RECORD CONTROL
+With FAKE_AGENT_HOOK set (a shell command) it fires Claude Code's hooks the way Claude Code
+does, with a JSON payload on stdin for session FAKE_AGENT_SESSION: UserPromptSubmit when a line
+is submitted, Stop when a turn ends (the mode leaves "busy"). A Stop answered with
+{"decision":"block","reason":...} goes on like Claude Code: the reason is recorded as a submit
+(prefixed "[stop hook] ") and the next Stop says stop_hook_active.
+
+Usage: fake_agent.py RECORD CONTROL [TYPED]   (TYPED: text already on the prompt line)
 """
 
+import json
 import os
 import select
+import subprocess
 import sys
 import termios
 import time
@@ -25,11 +35,24 @@ SPINNER = ["◐", "◑"]
 RULE = "─" * 40
 
 
+def fire(event, **fields):
+    """Runs the hook command like Claude Code: payload on stdin, stdout read back."""
+    command = os.environ.get("FAKE_AGENT_HOOK")
+    if not command:
+        return ""
+    payload = {"session_id": os.environ.get("FAKE_AGENT_SESSION", ""), "cwd": os.getcwd(),
+               "transcript_path": "", "hook_event_name": event}
+    payload.update(fields)
+    done = subprocess.run(command, shell=True, input=json.dumps(payload).encode(),
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=10)
+    return done.stdout.decode("utf-8", "replace")
+
+
 def main():
     record_path, control_path = sys.argv[1], sys.argv[2]
     out = sys.stdout
     history = ["fake agent ready"]
-    typed = ""
+    typed = sys.argv[3] if len(sys.argv) > 3 else ""
     mode = "idle"
     last_control = None
     frame = 0
@@ -64,12 +87,27 @@ def main():
                     control = ""
                 if control != last_control:
                     last_control = control
+                    was = mode
                     if control == "work":
                         history.append("did some work at %.3f" % time.time())
                         mode = "idle"
-                    elif control in ("idle", "busy", "dialog"):
+                    elif control in ("idle", "busy", "dialog", "deaf", "deaf1"):
                         mode = control
                     draw()
+                    active = False
+                    while was == "busy" and mode != "busy":
+                        answer = fire("Stop", stop_hook_active=active)
+                        try:
+                            reason = json.loads(answer).get("reason") if answer.strip() else None
+                        except ValueError:
+                            reason = None
+                        if not reason:
+                            break
+                        with open(record_path + ".submits", "a") as s:
+                            s.write("%.3f\t[stop hook] %s\n" % (time.time(), reason))
+                        history.append("[stop hook] " + reason)
+                        draw()
+                        active = True
                 if mode == "busy" and time.time() >= next_spin:
                     frame += 1
                     next_spin = time.time() + 0.3
@@ -83,9 +121,14 @@ def main():
                 record.write(data)
                 for ch in data.decode("utf-8", "replace"):
                     if ch in "\r\n":
+                        if mode in ("deaf", "deaf1"):
+                            if mode == "deaf1":
+                                mode = "idle"
+                            continue
                         with open(record_path + ".submits", "a") as s:
                             s.write("%.3f\t%s\n" % (time.time(), typed))
                         history.append("> " + typed)
+                        fire("UserPromptSubmit", prompt=typed)
                         typed = ""
                     elif ch.isprintable():
                         typed += ch

@@ -13,6 +13,7 @@
 //! 40 s (the SIGKILL loop in faults.rs); the longest deliberate wait is the launcher's 120 s for
 //! a real Claude Code to get ready, which the bound leaves room for.
 
+pub mod agent;
 pub mod env;
 pub mod harness;
 pub mod process;
