@@ -1,12 +1,17 @@
 //! Wake latency benchmark (prints figures; not a timed test): from the moment a `POST /hook`
-//! is sent to the moment the wake prompt's bytes, and then its Enter, arrive in a real tmux
-//! pane, through the real release binary.
+//! is sent to the moment the wake prompt's bytes arrive in a real tmux pane, the moment the TUI
+//! there takes the Enter (submitted), and the moment the bus gets its answer, through the real
+//! release binary.
 //!
-//!     cargo bench --bench wake_latency                 # 20 wakes, default submit delay (500 ms)
-//!     WB_BENCH_SUBMIT_DELAY=0ms cargo bench --bench wake_latency
+//!     cargo bench --bench wake_latency                 # 50 wakes, default submit delay (500 ms)
+//!     WB_BENCH_ROUNDS=200 cargo bench --bench wake_latency
+//!     WB_BENCH_TUI=recorder cargo bench --bench wake_latency   # a pane with no prompt line
 //!
-//! A private tmux server (`-S` in a temp dir) runs a recorder pane; the daemon maps one session
-//! to it with cooldown 0, so every event wakes.
+//! A private tmux server (`-S` in a temp dir) runs the scripted agent TUI of the tests
+//! (`tests/it/common/fake_agent.py`: an input box with a `❯` prompt line, like Claude Code's), or
+//! with `WB_BENCH_TUI=recorder` a raw `cat`, whose screen shows no prompt line, so the injector
+//! waits the whole submit delay and cannot confirm; the daemon maps one session to it with
+//! cooldown 0, so every event wakes.
 
 // A benchmark stops on the first failure: unwrapping is how it says so.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -63,11 +68,36 @@ fn wait_len(file: &Path, len: u64, limit: Duration) -> Option<Instant> {
     None
 }
 
+/// Unix seconds (the agent stamps its submits with Python's `time.time()`).
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The submit stamps the agent wrote, once there are `count`.
+fn wait_submits(file: &Path, count: usize, limit: Duration) -> Option<Vec<f64>> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        let stamps: Vec<f64> = std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split('\t').next()?.parse().ok())
+            .collect();
+        if stamps.len() >= count {
+            return Some(stamps);
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    None
+}
+
 fn main() {
     let rounds: usize = std::env::var("WB_BENCH_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(20);
+        .unwrap_or(50);
+    let recorder = std::env::var("WB_BENCH_TUI").is_ok_and(|v| v == "recorder");
     let submit_delay = std::env::var("WB_BENCH_SUBMIT_DELAY").unwrap_or_else(|_| "500ms".into());
     let root = tempfile::tempdir().expect("tempdir");
     let socket = root.path().join("tmux.sock");
@@ -86,35 +116,50 @@ fn main() {
             "sleep 600",
         ],
     );
+    let control = root.path().join("control");
+    std::fs::write(&control, "idle").expect("control");
+    let command = if recorder {
+        format!("stty raw -echo; exec cat > '{}'", record.display())
+    } else {
+        format!(
+            "exec python3 '{}/tests/it/common/fake_agent.py' '{}' '{}'",
+            env!("CARGO_MANIFEST_DIR"),
+            record.display(),
+            control.display()
+        )
+    };
     let pane = tmux(
         &socket,
-        &[
-            "new-window",
-            "-d",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            &format!("stty raw -echo; exec cat > '{}'", record.display()),
-        ],
+        &["new-window", "-d", "-P", "-F", "#{pane_id}", &command],
     );
     let ready = Instant::now();
-    while tmux(
-        &socket,
-        &[
-            "display-message",
-            "-p",
-            "-t",
-            &pane,
-            "#{pane_current_command}",
-        ],
-    ) != "cat"
+    let started = |screen: &str| {
+        if recorder {
+            true
+        } else {
+            screen.contains('\u{276f}')
+        }
+    };
+    while !started(&tmux(&socket, &["capture-pane", "-p", "-t", &pane]))
+        || (recorder
+            && tmux(
+                &socket,
+                &[
+                    "display-message",
+                    "-p",
+                    "-t",
+                    &pane,
+                    "#{pane_current_command}",
+                ],
+            ) != "cat")
     {
         assert!(
             ready.elapsed() < Duration::from_secs(5),
-            "recorder did not start"
+            "the pane's program did not start"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    let submits = root.path().join("record.submits");
     let wake = root.path().join("wake");
     std::fs::create_dir_all(&wake).expect("wake dir");
     std::fs::write(
@@ -160,6 +205,7 @@ fn main() {
     let prompt_len =
         "Check the event bus - a directed event arrived for this session.".len() as u64;
     let (mut to_text, mut to_enter, mut to_answer) = (Vec::new(), Vec::new(), Vec::new());
+    let mut to_submitted = Vec::new();
     let mut expected = 0u64;
     for i in 0..rounds {
         let body = format!(
@@ -167,34 +213,46 @@ fn main() {
         );
         // Post from a thread and watch the recorder here: the text lands before the answer.
         let sent = Instant::now();
+        let sent_unix = unix_now();
         let poster = std::thread::spawn(move || {
             let answer = post(port, &body);
             (answer, Instant::now())
         });
         let text_at = wait_len(&record, expected + prompt_len, Duration::from_secs(5));
         let enter_at = wait_len(&record, expected + prompt_len + 1, Duration::from_secs(5));
+        let submitted = (!recorder)
+            .then(|| wait_submits(&submits, i + 1, Duration::from_secs(5)).expect("submitted"));
         let ((status, response), answered) = poster.join().expect("poster");
         assert_eq!(status, 200, "{response}");
         assert!(response.contains("\"action\":\"tmux\""), "{response}");
         let text_at = text_at.expect("prompt arrived");
         let enter_at = enter_at.expect("enter arrived");
-        expected += prompt_len + 1;
+        // Whatever arrived (a second Enter, when the first was not taken) counts as this round's.
+        expected = std::fs::metadata(&record).map_or(expected + prompt_len + 1, |m| m.len());
         to_text.push(text_at.duration_since(sent));
         to_enter.push(enter_at.duration_since(sent));
         to_answer.push(answered.duration_since(sent));
+        if let Some(stamps) = submitted {
+            to_submitted.push(Duration::from_secs_f64((stamps[i] - sent_unix).max(0.0)));
+        }
+        // The next event after the TUI has redrawn its empty prompt.
+        std::thread::sleep(Duration::from_millis(20));
     }
-    let median = |v: &mut Vec<Duration>| {
+    let percentiles = |v: &mut Vec<Duration>| {
+        if v.is_empty() {
+            return "-".to_string();
+        }
         v.sort();
-        (
-            v[v.len() / 2].as_secs_f64() * 1000.0,
-            v[v.len() - 1].as_secs_f64() * 1000.0,
-        )
+        let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1000.0;
+        format!("p50 {:.1} ms, p99 {:.1} ms", at(0.5), at(0.99))
     };
-    let (t50, tmax) = median(&mut to_text);
-    let (e50, emax) = median(&mut to_enter);
-    let (a50, amax) = median(&mut to_answer);
+    let tui = if recorder { "recorder" } else { "scripted TUI" };
     println!(
-        "wake_latency rounds={rounds} submit_delay={submit_delay}: request->text median {t50:.1} ms (max {tmax:.1}), request->Enter median {e50:.1} ms (max {emax:.1}), request->200 median {a50:.1} ms (max {amax:.1})"
+        "wake_latency rounds={rounds} submit_delay={submit_delay} pane={tui}: request->text {}; request->first Enter {}; request->submitted {}; request->200 {}",
+        percentiles(&mut to_text),
+        percentiles(&mut to_enter),
+        percentiles(&mut to_submitted),
+        percentiles(&mut to_answer),
     );
     let _ = daemon.kill();
     let _ = daemon.wait();

@@ -68,6 +68,40 @@ pub async fn metrics(State(app): State<Arc<AppState>>) -> Result<Response, ApiEr
     );
     let _ = writeln!(text, "# TYPE wakebridge_sessions_acknowledged_idle gauge");
     let _ = writeln!(text, "wakebridge_sessions_acknowledged_idle {acknowledged}");
+    let owed: Vec<u64> = sessions
+        .iter()
+        .filter_map(|s| s.owed.as_ref()?["events"].as_u64())
+        .collect();
+    let _ = writeln!(
+        text,
+        "# HELP wakebridge_owed_sessions Sessions with bus events waiting for a wake."
+    );
+    let _ = writeln!(text, "# TYPE wakebridge_owed_sessions gauge");
+    let _ = writeln!(text, "wakebridge_owed_sessions {}", owed.len());
+    let _ = writeln!(
+        text,
+        "# HELP wakebridge_owed_events Bus events waiting for a wake."
+    );
+    let _ = writeln!(text, "# TYPE wakebridge_owed_events gauge");
+    let _ = writeln!(text, "wakebridge_owed_events {}", owed.iter().sum::<u64>());
+    let paid = |key: &str| -> u64 {
+        sessions
+            .iter()
+            .filter_map(|s| s.paid.as_ref()?[key].as_u64())
+            .sum()
+    };
+    let _ = writeln!(
+        text,
+        "# HELP wakebridge_owed_wakes_paid_total Owed wakes paid, by how: the Stop hook or typing."
+    );
+    let _ = writeln!(text, "# TYPE wakebridge_owed_wakes_paid_total counter");
+    for (how, key) in [("hook", "by_hook"), ("typed", "by_typing")] {
+        let _ = writeln!(
+            text,
+            "wakebridge_owed_wakes_paid_total{{how=\"{how}\"}} {}",
+            paid(key)
+        );
+    }
     let contexts: Vec<(&str, f64)> = sessions
         .iter()
         .filter_map(|s| {

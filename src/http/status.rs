@@ -38,6 +38,11 @@ pub struct SessionStatus {
     pub context: Option<serde_json::Value>,
     /// Filled by the idle nudger when it runs.
     pub nudge: Option<serde_json::Value>,
+    /// `{"events", "since"}` while bus events wait for a wake (see "Owed wakes" in the README).
+    pub owed: Option<serde_json::Value>,
+    /// How owed wakes were paid: `{"last_at", "last_how", "last_events", "by_hook",
+    /// "by_typing"}` (`how` is `hook` or `typed`), once any was.
+    pub paid: Option<serde_json::Value>,
 }
 
 fn rfc3339_ms(ms: Option<i64>) -> Option<String> {
@@ -133,6 +138,18 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
                             })
                         })
                     }),
+                owed: row.owed.map(|o| {
+                    serde_json::json!({"events": o.events, "since": rfc3339_ms(Some(o.since_ms))})
+                }),
+                paid: row.paid.map(|p| {
+                    serde_json::json!({
+                        "last_at": rfc3339_ms(Some(p.last_ms)),
+                        "last_how": p.last_how.as_str(),
+                        "last_events": p.last_events,
+                        "by_hook": p.by_hook,
+                        "by_typing": p.by_typing,
+                    })
+                }),
                 session_id: sid,
             }
         })
@@ -153,8 +170,9 @@ pub fn render_table(sessions: &[SessionStatus], color: bool) -> String {
         "SPOOL",
         "CONTEXT",
         "NUDGES",
+        "OWED",
     ];
-    let mut table: Vec<[String; 8]> = vec![header.map(String::from)];
+    let mut table: Vec<[String; 9]> = vec![header.map(String::from)];
     for s in sessions {
         let pane = s.pane.as_ref().map_or("-".to_string(), |p| {
             format!(
@@ -180,6 +198,10 @@ pub fn render_table(sessions: &[SessionStatus], color: bool) -> String {
                 count.to_string()
             }
         });
+        let owed = s
+            .owed
+            .as_ref()
+            .map_or("-".into(), |o| o["events"].to_string());
         table.push([
             s.session_id.clone(),
             s.state.clone(),
@@ -189,9 +211,10 @@ pub fn render_table(sessions: &[SessionStatus], color: bool) -> String {
             spool,
             context,
             nudges,
+            owed,
         ]);
     }
-    let widths: Vec<usize> = (0..8)
+    let widths: Vec<usize> = (0..9)
         .map(|c| {
             table
                 .iter()
@@ -254,6 +277,8 @@ mod tests {
             spool_bytes: 300,
             context: Some(serde_json::json!({"percent": 42.4})),
             nudge: Some(serde_json::json!({"unanswered": 5, "acknowledged": true})),
+            owed: (state == "busy").then(|| serde_json::json!({"events": 2, "since": "x"})),
+            paid: None,
         }
     }
 
@@ -270,7 +295,8 @@ mod tests {
                 && lines[1].contains("3 lines")
                 && lines[1].contains("42%")
         );
-        assert!(lines[1].ends_with("5 (ack idle)"));
+        assert!(lines[1].ends_with("5 (ack idle)  -"));
+        assert!(lines[2].ends_with("5 (ack idle)  2"), "{}", lines[2]);
         assert!(!plain.contains('\x1b'));
         assert!(render_table(&rows, true).contains("\x1b[32m"));
     }

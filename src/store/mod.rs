@@ -364,16 +364,6 @@ impl Store {
         self.read(|conn| queries::nudge_state(conn, session_id))
     }
 
-    /// Every session with owed events.
-    pub fn owed(&self) -> Result<HashMap<String, Owed>, StoreError> {
-        self.read(queries::owed)
-    }
-
-    /// Owed-wake payments so far, summed over sessions: (by hook, by typing).
-    pub fn payments(&self) -> Result<(u64, u64), StoreError> {
-        self.read(queries::payments)
-    }
-
     /// Deliveries still in the ledger, counted by `action`.
     pub fn delivery_counts_by_action(&self) -> Result<BTreeMap<String, u64>, StoreError> {
         self.read(queries::delivery_counts_by_action)

@@ -248,27 +248,3 @@ pub(crate) fn pending_spool(
     }
     Ok(pending)
 }
-
-/// Every session with owed events.
-pub(crate) fn owed(conn: &Connection) -> rusqlite::Result<HashMap<String, Owed>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT target_session, count(*), min(at_ms) FROM deliveries WHERE owed = 1 \
-         GROUP BY target_session",
-    )?;
-    let rows = stmt.query_map([], |row| {
-        let owed = Owed {
-            events: row.get(1)?,
-            since_ms: row.get(2)?,
-        };
-        Ok((row.get(0)?, owed))
-    })?;
-    rows.collect()
-}
-
-/// Owed-wake payments over every session, by how they were paid.
-pub(crate) fn payments(conn: &Connection) -> rusqlite::Result<(u64, u64)> {
-    conn.prepare_cached(
-        "SELECT coalesce(sum(by_hook), 0), coalesce(sum(by_typing), 0) FROM owed_payments",
-    )?
-    .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
-}

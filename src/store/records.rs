@@ -411,7 +411,7 @@ pub(crate) fn pay(
     if paid > 0 {
         conn.prepare_cached(
             "INSERT INTO owed_payments (session_id, last_paid_ms, last_how, last_events, \
-             by_hook, by_typing) VALUES (?1, ?2, ?3, ?4, ?5 = 'hook', ?5 = 'typed') \
+             by_hook, by_typing) VALUES (?1, ?2, ?3, ?4, ?3 = 'hook', ?3 = 'typed') \
              ON CONFLICT (session_id) DO UPDATE SET last_paid_ms = excluded.last_paid_ms, \
              last_how = excluded.last_how, last_events = excluded.last_events, \
              by_hook = by_hook + excluded.by_hook, by_typing = by_typing + excluded.by_typing",

@@ -21,6 +21,7 @@ mod ledger;
 mod mux;
 mod nudger;
 mod openapi;
+mod owed;
 mod process;
 mod registration;
 mod spool_files;

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant, SystemTime};
 use rusqlite::Connection;
 use wakebridge::spool::prune::{self, PruneConfig};
 use wakebridge::store::{
-    Delivery, DeliverySource, NudgeState, Record, SessionSeen, Store, StoreError, now_unix_ms,
+    Delivery, DeliverySource, NudgeState, Payment, Record, SessionSeen, Store, StoreError,
+    now_unix_ms,
 };
 
 use crate::common;
@@ -451,6 +452,117 @@ async fn prunes_identities_outside_the_retention_window() {
     assert_eq!(counts.get("tmux"), None);
     assert_eq!(counts["spool-busy"], 1);
     assert_eq!(store.prune_older_than(cutoff).await.expect("again"), 0);
+}
+
+fn owed(target: &str, at_ms: i64) -> Delivery {
+    Delivery {
+        owed: true,
+        ..delivery(target, "spool-busy", at_ms, None)
+    }
+}
+
+#[tokio::test]
+async fn owed_events_are_paid_once_up_to_the_wake_and_outlive_pruning() {
+    common::arm_test_timeout();
+    let store = Store::open_in_memory().expect("open");
+    let now = now_unix_ms();
+    for at in [now - 25 * HOUR_MS, now - 2000, now - 1000] {
+        store
+            .record(Record::Delivery(owed("s1", at)))
+            .await
+            .expect("owe");
+    }
+    store
+        .record(Record::Delivery(owed("s2", now)))
+        .await
+        .expect("owe");
+    // Events older than the retention window are pruned, owed ones are not.
+    assert_eq!(
+        store
+            .prune_older_than(now - 24 * HOUR_MS)
+            .await
+            .expect("prune"),
+        0
+    );
+    let owed_s1 = store
+        .session("s1")
+        .expect("read")
+        .expect("row")
+        .owed
+        .expect("owed");
+    assert_eq!((owed_s1.events, owed_s1.since_ms), (3, now - 25 * HOUR_MS));
+
+    // A typed wake pays what arrived up to it, not what came after.
+    let pay = |up_to_ms| Record::Pay {
+        session_id: "s1".into(),
+        up_to_ms,
+        how: Payment::Typed,
+    };
+    store.record(pay(now - 1500)).await.expect("pay");
+    let row = store.session("s1").expect("read").expect("row");
+    assert_eq!(row.owed.map(|o| o.events), Some(1));
+    let paid = row.paid.expect("paid");
+    assert_eq!(
+        (
+            paid.last_how,
+            paid.last_events,
+            paid.by_typing,
+            paid.by_hook
+        ),
+        (Payment::Typed, 2, 1, 0)
+    );
+
+    // The hook's payment is committed only if its answer was handed over.
+    let path = store.path().to_path_buf();
+    assert_eq!(
+        Store::pay_once(&path, "s1", Payment::Hook, |_| false).expect("pay"),
+        0
+    );
+    assert_eq!(
+        store
+            .session("s1")
+            .expect("read")
+            .expect("row")
+            .owed
+            .map(|o| o.events),
+        Some(1)
+    );
+    let mut told = 0;
+    let paid = Store::pay_once(&path, "s1", Payment::Hook, |n| {
+        told = n;
+        true
+    });
+    assert_eq!((paid.expect("pay"), told), (1, 1));
+    // Nothing is paid twice, and a session with nothing owed is not asked to deliver.
+    assert_eq!(
+        Store::pay_once(&path, "s1", Payment::Hook, |_| panic!("nothing owed")).expect("pay"),
+        0
+    );
+    store.record(pay(now)).await.expect("pay nothing");
+    let row = store.session("s1").expect("read").expect("row");
+    assert_eq!(row.owed, None);
+    let paid = row.paid.expect("paid");
+    assert_eq!(
+        (paid.last_how, paid.by_typing, paid.by_hook),
+        (Payment::Hook, 1, 1)
+    );
+    assert_eq!(
+        store
+            .session("s2")
+            .expect("read")
+            .expect("row")
+            .owed
+            .map(|o| o.events),
+        Some(1)
+    );
+    // Paid events are pruned with the rest.
+    assert_eq!(
+        store
+            .prune_older_than(now - 24 * HOUR_MS)
+            .await
+            .expect("prune"),
+        1
+    );
 }
 
 #[tokio::test]

@@ -49,6 +49,19 @@ impl Agent {
             command += &format!(" {}", quoted(typed));
         }
         let pane = server.new_pane(&command);
+        // Ready once it has drawn its prompt line: keys sent before that would reach it while
+        // it starts up, not as a TUI would take them.
+        let started = std::time::Instant::now();
+        while !server
+            .tmux(&["capture-pane", "-p", "-t", &pane])
+            .contains('\u{276f}')
+        {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "the fake agent in {pane} never drew its prompt"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         Agent {
             pane,
             record,

@@ -15,7 +15,7 @@ The mode is read from the control file (polled every 50 ms), one word per line:
 
 With FAKE_AGENT_HOOK set (a shell command) it fires Claude Code's hooks the way Claude Code
 does, with a JSON payload on stdin for session FAKE_AGENT_SESSION: UserPromptSubmit when a line
-is submitted, Stop when a turn ends (the mode leaves "busy"). A Stop answered with
+is submitted, Stop when a turn ends (the mode leaves "busy"); each call is logged to RECORD.hooks. A Stop answered with
 {"decision":"block","reason":...} goes on like Claude Code: the reason is recorded as a submit
 (prefixed "[stop hook] ") and the next Stop says stop_hook_active.
 
@@ -35,8 +35,9 @@ SPINNER = ["◐", "◑"]
 RULE = "─" * 40
 
 
-def fire(event, **fields):
-    """Runs the hook command like Claude Code: payload on stdin, stdout read back."""
+def fire(log_path, event, **fields):
+    """Runs the hook command like Claude Code: payload on stdin, stdout read back. What it was
+    given and what it answered (and said on stderr) is appended to log_path."""
     command = os.environ.get("FAKE_AGENT_HOOK")
     if not command:
         return ""
@@ -44,7 +45,9 @@ def fire(event, **fields):
                "transcript_path": "", "hook_event_name": event}
     payload.update(fields)
     done = subprocess.run(command, shell=True, input=json.dumps(payload).encode(),
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=10)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+    with open(log_path, "a") as log:
+        log.write("%.3f\t%s\t%r\t%r\n" % (time.time(), json.dumps(payload), done.stdout, done.stderr))
     return done.stdout.decode("utf-8", "replace")
 
 
@@ -77,6 +80,14 @@ def main():
         out.flush()
 
     try:
+        # The first frame already shows the starting mode (no idle title for a moment).
+        try:
+            with open(control_path) as f:
+                first = f.read().strip()
+            if first in ("idle", "busy", "dialog", "deaf", "deaf1"):
+                mode = last_control = first
+        except OSError:
+            pass
         draw()
         with open(record_path, "ab", buffering=0) as record:
             while True:
@@ -96,7 +107,7 @@ def main():
                     draw()
                     active = False
                     while was == "busy" and mode != "busy":
-                        answer = fire("Stop", stop_hook_active=active)
+                        answer = fire(record_path + ".hooks", "Stop", stop_hook_active=active)
                         try:
                             reason = json.loads(answer).get("reason") if answer.strip() else None
                         except ValueError:
@@ -128,7 +139,7 @@ def main():
                         with open(record_path + ".submits", "a") as s:
                             s.write("%.3f\t%s\n" % (time.time(), typed))
                         history.append("> " + typed)
-                        fire("UserPromptSubmit", prompt=typed)
+                        fire(record_path + ".hooks", "UserPromptSubmit", prompt=typed)
                         typed = ""
                     elif ch.isprintable():
                         typed += ch

@@ -1,0 +1,318 @@
+//! Owed wakes end to end: the daemon in process over real HTTP, a real tmux server on a private
+//! socket, the scripted agent TUI firing the real `wakebridge hook` binary as Claude Code fires
+//! its hooks, busy markers, panes.json and the SQLite ledger on disk. A bus event that cannot be
+//! typed now is owed; it is paid exactly once, by the Stop hook's answer or by typing once the
+//! session is idle.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+use wakebridge::mux::WAKE_PROMPT;
+use wakebridge::wakedir::target::PaneTarget;
+
+use crate::common;
+use crate::common::agent::Agent;
+use crate::common::env::test_env;
+use crate::common::harness::{TestServer, event_for};
+use crate::common::tmux::TmuxServer;
+
+/// Longest wait for something the daemon or the agent should do within a few polls.
+const WAIT: Duration = Duration::from_secs(10);
+/// How long "nothing more happens" is watched: many nudger polls.
+const QUIET: Duration = Duration::from_millis(2500);
+const SID: &str = "owed-session";
+
+fn daemon_env(tmux: &TmuxServer) -> Vec<(&'static str, String)> {
+    vec![
+        ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux".into()),
+        ("AGENT_EVENT_BUS_BRIDGE_COOLDOWN", "0".into()),
+        (
+            "WAKEBRIDGE_MUX__TMUX_SOCKET",
+            tmux.socket().display().to_string(),
+        ),
+        ("WAKEBRIDGE_MUX__SUBMIT_DELAY", "100ms".into()),
+        ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "200ms".into()),
+        ("WAKEBRIDGE_WAKE__OWED_AFTER", "500ms".into()),
+        ("WAKEBRIDGE_CONTEXT__ENABLED", "false".into()),
+    ]
+}
+
+async fn start_daemon(
+    tmux: &TmuxServer,
+    root: Option<std::sync::Arc<tempfile::TempDir>>,
+) -> TestServer {
+    let env = daemon_env(tmux);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    match root {
+        Some(root) => TestServer::start_in(root, &env, Default::default()).await,
+        None => TestServer::start(&env).await,
+    }
+}
+
+/// The agent's environment: the daemon's private HOME, state and wake dir (so `wakebridge hook`
+/// finds the same ledger), and, with `hooks`, the hook command it fires.
+fn agent_env(root: &Path, hooks: bool) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = test_env(root, &[]).into_iter().collect();
+    env.push(("FAKE_AGENT_SESSION".into(), SID.into()));
+    if hooks {
+        let hook = format!("{} hook", env!("CARGO_BIN_EXE_wakebridge"));
+        env.push(("FAKE_AGENT_HOOK".into(), hook));
+    }
+    env
+}
+
+fn spawn_agent(tmux: &TmuxServer, server: &TestServer, mode: &str, hooks: bool) -> Agent {
+    let env = agent_env(server.root.path(), hooks);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let agent = Agent::spawn_with(tmux, "agent", mode, &env, None);
+    let target = PaneTarget::Tmux {
+        pane: agent.pane.clone(),
+        session: None,
+    };
+    wakebridge::wakedir::set_entry(&server.wake_dir, SID, &target).expect("map pane");
+    agent
+}
+
+async fn session(server: &TestServer) -> Value {
+    let body = server.get_json("/sessions").await;
+    body["sessions"]
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["session_id"] == SID).cloned())
+        .unwrap_or(Value::Null)
+}
+
+/// Waits until the session's status JSON satisfies `done`.
+async fn session_until(server: &TestServer, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let started = std::time::Instant::now();
+    loop {
+        let status = session(server).await;
+        if done(&status) {
+            return status;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "timed out waiting for {what}: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn typed_wakes(agent: &Agent) -> usize {
+    agent
+        .submitted()
+        .iter()
+        .filter(|t| *t == WAKE_PROMPT)
+        .count()
+}
+
+#[tokio::test]
+async fn a_dm_during_a_turn_is_paid_by_the_stop_hook_when_the_turn_ends_exactly_once() {
+    common::arm_test_timeout();
+    let tmux = TmuxServer::start();
+    let server = start_daemon(&tmux, None).await;
+    let agent = spawn_agent(&tmux, &server, "busy", true);
+    wakebridge::wakedir::set_busy(&server.wake_dir, SID).expect("busy");
+    for id in [1, 2] {
+        let (_, body) = server.hook(event_for(SID, id), &[]).await;
+        assert_eq!(body["action"], "spool-busy");
+    }
+    let owed = session_until(&server, "two owed events", |s| s["owed"]["events"] == 2).await;
+    assert!(owed["paid"].is_null(), "{owed}");
+
+    // The turn ends: the Stop hook keeps Claude going with the wake prompt; nothing is typed.
+    agent.set("idle");
+    let paid = session_until(&server, "the hook's payment", |s| {
+        s["paid"]["last_how"] == "hook"
+    })
+    .await;
+    assert!(paid["owed"].is_null(), "{paid}");
+    assert_eq!(paid["paid"]["by_hook"], 1);
+    assert_eq!(paid["paid"]["last_events"], 2);
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        agent.submitted(),
+        [format!(
+            "[stop hook] {WAKE_PROMPT} (2 directed events arrived while you were working.)"
+        )],
+        "paid once, by the hook's answer, with the count and never the payload"
+    );
+    assert_eq!(
+        std::fs::read(&agent.record).expect("record"),
+        b"",
+        "nothing typed"
+    );
+    let metrics = reqwest::get(server.url("/metrics")).await.expect("metrics");
+    let metrics = metrics.text().await.expect("text");
+    assert!(
+        metrics.contains("wakebridge_owed_wakes_paid_total{how=\"hook\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("wakebridge_owed_sessions 0"), "{metrics}");
+}
+
+#[tokio::test]
+async fn a_stop_that_already_goes_on_is_not_blocked_again_and_the_daemon_types_the_wake() {
+    common::arm_test_timeout();
+    let tmux = TmuxServer::start();
+    let server = start_daemon(&tmux, None).await;
+    let agent = spawn_agent(&tmux, &server, "idle", false);
+    wakebridge::wakedir::set_busy(&server.wake_dir, SID).expect("busy");
+    assert_eq!(
+        server.hook(event_for(SID, 1), &[]).await.1["action"],
+        "spool-busy"
+    );
+    // A Stop with stop_hook_active (Claude Code already going on for a hook) is left alone.
+    let payload =
+        format!(r#"{{"hook_event_name":"Stop","session_id":"{SID}","stop_hook_active":true}}"#);
+    let out = common::harness::binary(server.root.path(), &[])
+        .arg("hook")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(payload.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("wakebridge hook");
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "no block answer");
+    // The hook cleared the marker (the turn ended): the daemon types the owed wake, once.
+    let paid = session_until(&server, "a typed payment", |s| {
+        s["paid"]["last_how"] == "typed"
+    })
+    .await;
+    assert!(paid["owed"].is_null(), "{paid}");
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(typed_wakes(&agent), 1, "{:?}", agent.submitted());
+}
+
+#[tokio::test]
+async fn without_hooks_an_owed_wake_is_typed_once_the_session_looks_idle() {
+    common::arm_test_timeout();
+    let tmux = TmuxServer::start();
+    let server = start_daemon(&tmux, None).await;
+    let agent = spawn_agent(&tmux, &server, "busy", false);
+    // A marker left by a turn that was interrupted with Esc (no hook clears it).
+    wakebridge::wakedir::set_busy(&server.wake_dir, SID).expect("busy");
+    assert_eq!(
+        server.hook(event_for(SID, 1), &[]).await.1["action"],
+        "spool-busy"
+    );
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        typed_wakes(&agent),
+        0,
+        "nothing typed while the title spins"
+    );
+    assert_eq!(session(&server).await["owed"]["events"], 1);
+
+    agent.set("idle");
+    let paid = session_until(&server, "a typed payment", |s| {
+        s["paid"]["last_how"] == "typed"
+    })
+    .await;
+    assert!(paid["owed"].is_null(), "{paid}");
+    assert_eq!(paid["paid"]["by_typing"], 1);
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(typed_wakes(&agent), 1, "{:?}", agent.submitted());
+}
+
+#[tokio::test]
+async fn an_owed_wake_survives_a_daemon_restart() {
+    common::arm_test_timeout();
+    let tmux = TmuxServer::start();
+    let server = start_daemon(&tmux, None).await;
+    let agent = spawn_agent(&tmux, &server, "busy", false);
+    wakebridge::wakedir::set_busy(&server.wake_dir, SID).expect("busy");
+    assert_eq!(
+        server.hook(event_for(SID, 1), &[]).await.1["action"],
+        "spool-busy"
+    );
+    let root = server.stop().await;
+
+    agent.set("idle");
+    let server = start_daemon(&tmux, Some(root)).await;
+    session_until(&server, "a typed payment", |s| {
+        s["paid"]["last_how"] == "typed"
+    })
+    .await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(typed_wakes(&agent), 1, "{:?}", agent.submitted());
+}
+
+#[tokio::test]
+async fn an_enter_that_does_not_submit_is_pressed_again_then_reported_and_stays_owed() {
+    common::arm_test_timeout();
+    let tmux = TmuxServer::start();
+    let server = start_daemon(&tmux, None).await;
+    let agent = spawn_agent(&tmux, &server, "deaf1", false);
+    // The first Enter is lost; the second submits.
+    assert_eq!(
+        server.hook(event_for(SID, 1), &[]).await.1["action"],
+        "tmux"
+    );
+    assert_eq!(agent.submitted(), [WAKE_PROMPT]);
+    assert_eq!(
+        std::fs::read(&agent.record).expect("record"),
+        format!("{WAKE_PROMPT}\r\r").as_bytes()
+    );
+
+    // No Enter submits: reported as a failure, and the event stays owed.
+    agent.set("deaf");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (_, body) = server.hook(event_for(SID, 2), &[]).await;
+    assert_eq!(body["action"], "spool-mux-failed");
+    let status = session(&server).await;
+    assert_eq!(status["last_error_kind"], "unsubmitted", "{status}");
+    assert_eq!(status["owed"]["events"], 1, "{status}");
+    // Once the agent takes Enter again, the owed wake goes through (its text is already on
+    // the prompt line: submitted, not typed a second time).
+    agent.set("idle");
+    session_until(&server, "a typed payment", |s| s["owed"].is_null()).await;
+    assert_eq!(agent.submitted(), [WAKE_PROMPT, WAKE_PROMPT]);
+}
+
+#[tokio::test]
+async fn copy_mode_and_menus_hold_typing_back_until_they_are_gone() {
+    common::arm_test_timeout();
+    let tmux = TmuxServer::start();
+    let server = start_daemon(&tmux, None).await;
+    let agent = spawn_agent(&tmux, &server, "idle", false);
+    tmux.tmux(&["copy-mode", "-t", &agent.pane]);
+    assert_eq!(
+        server.hook(event_for(SID, 1), &[]).await.1["action"],
+        "spool-busy"
+    );
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        std::fs::read(&agent.record).expect("record"),
+        b"",
+        "nothing typed in copy mode"
+    );
+    tmux.tmux(&["send-keys", "-t", &agent.pane, "-X", "cancel"]);
+    session_until(&server, "the owed wake typed", |s| s["owed"].is_null()).await;
+    assert_eq!(agent.submitted(), [WAKE_PROMPT]);
+
+    agent.set("dialog");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        server.hook(event_for(SID, 2), &[]).await.1["action"],
+        "spool-busy"
+    );
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        agent.submitted(),
+        [WAKE_PROMPT],
+        "nothing typed into the menu"
+    );
+    assert_eq!(session(&server).await["owed"]["events"], 1);
+    agent.set("idle");
+    session_until(&server, "the owed wake typed", |s| s["owed"].is_null()).await;
+    assert_eq!(agent.submitted(), [WAKE_PROMPT, WAKE_PROMPT]);
+}
