@@ -6,12 +6,14 @@
 //!     cargo bench --bench wake_latency                 # 50 wakes, default submit delay (500 ms)
 //!     WB_BENCH_ROUNDS=200 cargo bench --bench wake_latency
 //!     WB_BENCH_TUI=recorder cargo bench --bench wake_latency   # a pane with no prompt line
+//!     WB_BENCH_TUI=claude cargo bench --bench wake_latency     # the real Claude Code, offline
 //!
 //! A private tmux server (`-S` in a temp dir) runs the scripted agent TUI of the tests
 //! (`tests/it/common/fake_agent.py`: an input box with a `❯` prompt line, like Claude Code's), or
 //! with `WB_BENCH_TUI=recorder` a raw `cat`, whose screen shows no prompt line, so the injector
-//! waits the whole submit delay and cannot confirm; the daemon maps one session to it with
-//! cooldown 0, so every event wakes.
+//! waits the whole submit delay and cannot confirm, or with `WB_BENCH_TUI=claude` the real
+//! Claude Code (on PATH), offline, whose own hooks stamp each submit; the daemon maps one
+//! session to it with cooldown 0, so every event wakes.
 
 // A benchmark stops on the first failure: unwrapping is how it says so.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -92,16 +94,64 @@ fn wait_submits(file: &Path, count: usize, limit: Duration) -> Option<Vec<f64>> 
     None
 }
 
+/// The real Claude Code (`claude` on PATH), offline, in a throw-away HOME: a pre-approved dummy
+/// key, the folder trusted, no API retries (each turn fails at once), and hooks that stamp each
+/// submit (`UserPromptSubmit`) and each turn's end (`Stop`, `StopFailure`).
+fn claude_command(root: &Path, submits: &Path, ends: &Path) -> String {
+    let claude = std::env::var_os("PATH")
+        .and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join("claude"))
+                .find(|c| c.is_file())
+        })
+        .expect("WB_BENCH_TUI=claude needs `claude` on PATH");
+    let home = root.join("home");
+    let work = root.join("work");
+    std::fs::create_dir_all(home.join(".claude")).expect("home");
+    std::fs::create_dir_all(&work).expect("work");
+    let key = "sk-ant-api03-wakebridge-bench-key-0123456789abcdefghij";
+    let work_key = std::fs::canonicalize(&work)
+        .expect("work")
+        .display()
+        .to_string();
+    let state = serde_json::json!({
+        "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
+        "hasCompletedOnboarding": true,
+        "projects": {work_key: {"hasTrustDialogAccepted": true}},
+    });
+    std::fs::write(home.join(".claude.json"), state.to_string()).expect("state");
+    let stamp = |file: &Path| {
+        serde_json::json!([{"hooks": [{"type": "command",
+            "command": format!("date +%s.%N >> '{}'", file.display())}]}])
+    };
+    let settings = serde_json::json!({"hooks": {
+        "UserPromptSubmit": stamp(submits), "Stop": stamp(ends), "StopFailure": stamp(ends),
+    }});
+    std::fs::write(home.join(".claude/settings.json"), settings.to_string()).expect("settings");
+    format!(
+        "cd '{}' && exec env -i HOME='{}' TERM=xterm-256color PATH=/usr/bin:/bin \
+         ANTHROPIC_API_KEY={key} CLAUDE_CODE_MAX_RETRIES=0 '{}'",
+        work.display(),
+        home.display(),
+        claude.display()
+    )
+}
+
 fn main() {
     let rounds: usize = std::env::var("WB_BENCH_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(50);
-    let recorder = std::env::var("WB_BENCH_TUI").is_ok_and(|v| v == "recorder");
+    let tui = std::env::var("WB_BENCH_TUI").unwrap_or_else(|_| "scripted".into());
+    let (recorder, claude) = (tui == "recorder", tui == "claude");
     let submit_delay = std::env::var("WB_BENCH_SUBMIT_DELAY").unwrap_or_else(|_| "500ms".into());
     let root = tempfile::tempdir().expect("tempdir");
     let socket = root.path().join("tmux.sock");
     let record = root.path().join("record");
+    // The scripted TUI stamps its submits here; Claude Code's hooks do the same (and its turn
+    // ends are stamped in `record.ends`).
+    let submits = root.path().join("record.submits");
+    let ends = root.path().join("record.ends");
     tmux(
         &socket,
         &[
@@ -120,6 +170,8 @@ fn main() {
     std::fs::write(&control, "idle").expect("control");
     let command = if recorder {
         format!("stty raw -echo; exec cat > '{}'", record.display())
+    } else if claude {
+        claude_command(root.path(), &submits, &ends)
     } else {
         format!(
             "exec python3 '{}/tests/it/common/fake_agent.py' '{}' '{}'",
@@ -133,12 +185,10 @@ fn main() {
         &["new-window", "-d", "-P", "-F", "#{pane_id}", &command],
     );
     let ready = Instant::now();
-    let started = |screen: &str| {
-        if recorder {
-            true
-        } else {
-            screen.contains('\u{276f}')
-        }
+    let started = |screen: &str| match tui.as_str() {
+        "recorder" => true,
+        "claude" => screen.contains("for shortcuts"),
+        _ => screen.contains('\u{276f}'),
     };
     while !started(&tmux(&socket, &["capture-pane", "-p", "-t", &pane]))
         || (recorder
@@ -154,12 +204,15 @@ fn main() {
             ) != "cat")
     {
         assert!(
-            ready.elapsed() < Duration::from_secs(5),
+            ready.elapsed() < Duration::from_secs(90),
             "the pane's program did not start"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let submits = root.path().join("record.submits");
+    if claude {
+        // Past its start-up (remote settings time out offline, then the prompt settles).
+        std::thread::sleep(Duration::from_secs(3));
+    }
     let wake = root.path().join("wake");
     std::fs::create_dir_all(&wake).expect("wake dir");
     std::fs::write(
@@ -218,25 +271,31 @@ fn main() {
             let answer = post(port, &body);
             (answer, Instant::now())
         });
-        let text_at = wait_len(&record, expected + prompt_len, Duration::from_secs(5));
-        let enter_at = wait_len(&record, expected + prompt_len + 1, Duration::from_secs(5));
+        if !claude {
+            let text_at = wait_len(&record, expected + prompt_len, Duration::from_secs(5));
+            let enter_at = wait_len(&record, expected + prompt_len + 1, Duration::from_secs(5));
+            to_text.push(text_at.expect("prompt arrived").duration_since(sent));
+            to_enter.push(enter_at.expect("enter arrived").duration_since(sent));
+        }
         let submitted = (!recorder)
             .then(|| wait_submits(&submits, i + 1, Duration::from_secs(5)).expect("submitted"));
         let ((status, response), answered) = poster.join().expect("poster");
         assert_eq!(status, 200, "{response}");
         assert!(response.contains("\"action\":\"tmux\""), "{response}");
-        let text_at = text_at.expect("prompt arrived");
-        let enter_at = enter_at.expect("enter arrived");
         // Whatever arrived (a second Enter, when the first was not taken) counts as this round's.
         expected = std::fs::metadata(&record).map_or(expected + prompt_len + 1, |m| m.len());
-        to_text.push(text_at.duration_since(sent));
-        to_enter.push(enter_at.duration_since(sent));
         to_answer.push(answered.duration_since(sent));
         if let Some(stamps) = submitted {
             to_submitted.push(Duration::from_secs_f64((stamps[i] - sent_unix).max(0.0)));
         }
-        // The next event after the TUI has redrawn its empty prompt.
-        std::thread::sleep(Duration::from_millis(20));
+        if claude {
+            // Offline, each wake's turn fails at once; the next wake goes to the idle prompt.
+            wait_submits(&ends, i + 1, Duration::from_secs(60)).expect("the turn ended");
+            std::thread::sleep(Duration::from_millis(500));
+        } else {
+            // The next event after the TUI has redrawn its empty prompt.
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
     let percentiles = |v: &mut Vec<Duration>| {
         if v.is_empty() {
@@ -246,7 +305,6 @@ fn main() {
         let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1000.0;
         format!("p50 {:.1} ms, p99 {:.1} ms", at(0.5), at(0.99))
     };
-    let tui = if recorder { "recorder" } else { "scripted TUI" };
     println!(
         "wake_latency rounds={rounds} submit_delay={submit_delay} pane={tui}: request->text {}; request->first Enter {}; request->submitted {}; request->200 {}",
         percentiles(&mut to_text),

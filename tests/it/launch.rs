@@ -423,15 +423,9 @@ async fn cli_prints_the_documented_json() {
     assert!(stderr.contains("mapped session given-session"), "{stderr}");
 }
 
-/// The real Claude Code, when installed: a throw-away HOME with a pre-approved dummy key (so
-/// no login or key screen), launched offline-tolerant (it sits on a blank screen for up to
-/// ~20 s while remote settings time out).
-fn real_claude() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("claude"))
-        .find(|candidate| candidate.is_file())
-}
+// The real Claude Code, when installed (`common::real_claude`): a throw-away HOME with a
+// pre-approved dummy key (so no login or key screen), launched offline-tolerant (it sits on a
+// blank screen for up to ~20 s while remote settings time out).
 
 const DUMMY_KEY: &str = "sk-ant-api03-wakebridge-test-dummy-key-0123456789abcdefghij";
 const REAL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -463,7 +457,7 @@ fn real_case(claude: &Path) -> (Case, LaunchOptions) {
 #[tokio::test]
 async fn real_claude_code_passes_its_first_run_and_is_mapped() {
     common::arm_test_timeout();
-    let Some(claude) = real_claude() else {
+    let Some(claude) = common::real_claude() else {
         eprintln!("skipped: no `claude` on PATH");
         return;
     };
@@ -491,7 +485,7 @@ async fn real_claude_code_passes_its_first_run_and_is_mapped() {
 #[tokio::test]
 async fn real_claude_code_shows_no_trust_dialog_after_pre_trust() {
     common::arm_test_timeout();
-    let Some(claude) = real_claude() else {
+    let Some(claude) = common::real_claude() else {
         eprintln!("skipped: no `claude` on PATH");
         return;
     };

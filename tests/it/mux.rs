@@ -725,20 +725,18 @@ async fn two_slow_calls_stay_within_the_budget_plus_one_floor() {
 /// How long Claude Code may take to reach its prompt from a cold start.
 const CLAUDE_START_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Types the wake prompt into a real Claude Code TUI the moment its prompt first renders (the
-/// hardest moment found: an immediate Enter was lost there) and checks, through a
-/// `UserPromptSubmit` hook, that the prompt was submitted. Opt-in because it needs the binary:
-/// `npm install @anthropic-ai/claude-code` into a scratch dir, then
-/// `WB_TEST_CLAUDE_BIN=<dir>/node_modules/@anthropic-ai/claude-code/bin/claude.exe
-/// cargo test --test it mux::real_claude -- --ignored`. `WB_TEST_SUBMIT_DELAY_MS` overrides
-/// the submit delay to measure others. No network is needed: the submit is seen by the hook
-/// before any API call, which then fails offline.
+/// Types the wake prompt into the real Claude Code TUI (on PATH; `.ci/run` installs it) the
+/// moment its prompt first renders (the hardest moment found: an immediate Enter was lost there)
+/// and checks, through a `UserPromptSubmit` hook, that the prompt was submitted, once.
+/// `WB_TEST_SUBMIT_DELAY_MS` overrides the submit delay (the longest wait for the text to show)
+/// to measure others. No network is needed: the submit is seen by the hook before any API
+/// call, which then fails offline.
 #[tokio::test]
-#[ignore = "needs a Claude Code binary in WB_TEST_CLAUDE_BIN"]
 async fn real_claude_code_submits_the_wake_prompt() {
     common::arm_test_timeout();
-    let Some(claude) = std::env::var_os("WB_TEST_CLAUDE_BIN") else {
-        panic!("set WB_TEST_CLAUDE_BIN to the claude binary");
+    let Some(claude) = common::real_claude() else {
+        eprintln!("skipped: no `claude` on PATH");
+        return;
     };
     let server = TmuxServer::start();
     let home = server.dir().join("home");
@@ -765,7 +763,7 @@ async fn real_claude_code_submits_the_wake_prompt() {
             "env -i HOME='{}' TERM=xterm-256color PATH=/usr/bin:/bin ANTHROPIC_API_KEY={key} '{}'; \
              exec sleep 600",
             home.display(),
-            PathBuf::from(claude).display()
+            claude.display()
         ),
     );
 
@@ -794,6 +792,7 @@ async fn real_claude_code_submits_the_wake_prompt() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
+    let typed = Instant::now();
     injector
         .inject(
             &tmux_target(&pane),
@@ -802,6 +801,7 @@ async fn real_claude_code_submits_the_wake_prompt() {
         )
         .await
         .expect("inject");
+    eprintln!("typed and confirmed in {:?}", typed.elapsed());
 
     let submitted = read_when_settled(&hook_log, "submitted".len());
     let screen = injector

@@ -316,3 +316,147 @@ async fn copy_mode_and_menus_hold_typing_back_until_they_are_gone() {
     session_until(&server, "the owed wake typed", |s| s["owed"].is_null()).await;
     assert_eq!(agent.submitted(), [WAKE_PROMPT, WAKE_PROMPT]);
 }
+
+/// The real Claude Code (on PATH; `.ci/run` installs it from npm), offline, with wakebridge's
+/// hooks wired the way `wakebridge hook --print-settings` says: launched in a pane, mapped by
+/// its own SessionStart hook; a DM arrives while a turn runs (its API calls fail and retry
+/// offline) and is owed; when the turn ends (offline it ends in StopFailure, which cannot keep
+/// Claude Code going) the daemon types the owed wake prompt, and Claude Code submits it, once.
+#[tokio::test]
+async fn real_claude_code_gets_the_wake_owed_from_its_turn_once_the_turn_ends() {
+    common::arm_test_timeout();
+    let Some(claude) = common::real_claude() else {
+        eprintln!("skipped: no `claude` on PATH");
+        return;
+    };
+    let tmux = TmuxServer::start();
+    let server = start_daemon(&tmux, None).await;
+    let root = server.root.path();
+    let home = root.join("home");
+    let work = root.join("work");
+    let hook_log = root.join("hooks.log");
+    std::fs::create_dir_all(home.join(".claude")).expect("home");
+    std::fs::create_dir_all(&work).expect("work");
+    let key = "sk-ant-api03-wakebridge-test-key-0123456789abcdefghij";
+    let work_key = std::fs::canonicalize(&work)
+        .expect("work")
+        .display()
+        .to_string();
+    let state = serde_json::json!({
+        "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
+        "hasCompletedOnboarding": true,
+        "projects": {work_key: {"hasTrustDialogAccepted": true}},
+    });
+    std::fs::write(home.join(".claude.json"), state.to_string()).expect("state");
+    // Every hook payload is logged on its way to the real `wakebridge hook`.
+    let hook = format!(
+        "tee -a '{}' | '{}' hook",
+        hook_log.display(),
+        env!("CARGO_BIN_EXE_wakebridge")
+    );
+    let settings = wakebridge::cli::hook::settings_json(&hook);
+    std::fs::write(home.join(".claude/settings.json"), settings.to_string()).expect("settings");
+    let mut env: Vec<String> = test_env(root, &[])
+        .into_iter()
+        .map(|(k, v)| format!("{k}='{v}'"))
+        .collect();
+    env.extend([
+        "TERM=xterm-256color".into(),
+        "PATH=/usr/bin:/bin".into(),
+        format!("ANTHROPIC_API_KEY={key}"),
+        // Offline, a few retries keep the turn running for seconds, not minutes.
+        "CLAUDE_CODE_MAX_RETRIES=4".into(),
+        "TMUX=\"$TMUX\"".into(),
+        "TMUX_PANE=\"$TMUX_PANE\"".into(),
+    ]);
+    let pane = tmux.new_pane_in(
+        &work,
+        &format!(
+            "env -i {} '{}'; exec sleep 600",
+            env.join(" "),
+            claude.display()
+        ),
+    );
+    let hooks = || std::fs::read_to_string(&hook_log).unwrap_or_default();
+    let screen = || tmux.tmux(&["capture-pane", "-p", "-t", &pane]);
+    common::eventually(
+        "its prompt",
+        Duration::from_secs(90),
+        Duration::from_millis(100),
+        || screen().contains("for shortcuts"),
+    )
+    .await;
+    // Mapped by its own SessionStart hook.
+    let mapped_sid = || {
+        let text = std::fs::read_to_string(server.wake_dir.join("panes.json")).ok()?;
+        let panes: serde_json::Map<String, Value> = serde_json::from_str(&text).ok()?;
+        panes
+            .into_iter()
+            .find(|(_, v)| v["pane"] == pane.as_str())
+            .map(|(sid, _)| sid)
+    };
+    let started = std::time::Instant::now();
+    let sid = loop {
+        if let Some(sid) = mapped_sid() {
+            break sid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "SessionStart did not map {pane}:\n{}",
+            hooks()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let sid = sid.as_str();
+
+    // A human starts a turn; a DM arrives while it runs.
+    tmux.tmux(&["send-keys", "-t", &pane, "-l", "hello"]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tmux.tmux(&["send-keys", "-t", &pane, "Enter"]);
+    common::eventually(
+        "the turn to start",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        || hooks().contains("\"UserPromptSubmit\""),
+    )
+    .await;
+    let (_, body) = server.hook(event_for(sid, 1), &[]).await;
+    assert_eq!(body["action"], "spool-busy", "{}", screen());
+
+    // The turn ends in StopFailure offline; the daemon then types the owed wake.
+    let status = server.get_json("/sessions").await;
+    let find = |status: &Value| {
+        status["sessions"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["session_id"] == sid).cloned())
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(find(&status)["owed"]["events"], 1, "{status}");
+    let started = std::time::Instant::now();
+    loop {
+        let status = find(&server.get_json("/sessions").await);
+        if status["paid"]["last_how"] == "typed" {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "no typed payment: {status}\n{}\n{}",
+            screen(),
+            hooks()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(hooks().contains("\"StopFailure\""), "{}", hooks());
+    common::eventually(
+        "the wake prompt submitted",
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        || hooks().contains(&format!("\"prompt\":\"{WAKE_PROMPT}\"")),
+    )
+    .await;
+    tokio::time::sleep(QUIET).await;
+    let submitted = hooks()
+        .matches(&format!("\"prompt\":\"{WAKE_PROMPT}\""))
+        .count();
+    assert_eq!(submitted, 1, "typed once:\n{}", hooks());
+}

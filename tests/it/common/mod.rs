@@ -25,7 +25,7 @@ pub mod tmux;
 pub use timeout::arm_test_timeout;
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use wakebridge::wakedir::target::PaneTarget;
@@ -81,4 +81,13 @@ pub fn zellij_target(session: &str, pane: &str) -> PaneTarget {
         pane: pane.to_owned(),
         session: session.to_owned(),
     }
+}
+
+/// The real Claude Code on PATH (`.ci/run` installs it from npm), if any: the tests that need
+/// it skip with a note without it.
+pub fn real_claude() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("claude"))
+        .find(|candidate| candidate.is_file())
 }
