@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::claude::hooks::HookKind;
 use crate::claude::registry::{RegistryReading, RegistryStatus};
 use crate::claude::screen::{self, Title};
-use crate::delivery::gate::Mode;
+use crate::delivery::gate::{GateOutcome, Mode};
 use crate::mux::{KeystrokeText, PaneInfo, STEP_FLOOR};
 use crate::nudge::signals::{Activity, Movement, Observation, Verdict, classify};
 use crate::nudge::{Next, NudgeCount, NudgeView, NudgeViews, NudgerConfig};
@@ -69,6 +69,17 @@ struct Tracked {
     screen_block: Option<String>,
     /// After an owed wake was not typed, no new attempt before this.
     owed_retry_at: Option<Instant>,
+}
+
+impl Tracked {
+    /// How long nothing has moved, as of `now_ms` (nothing yet observed: zero).
+    fn quiet_for(&self, now_ms: i64) -> Duration {
+        let since = self
+            .activity
+            .as_ref()
+            .map_or(now_ms, Activity::quiet_since_ms);
+        Duration::from_millis(u64::try_from(now_ms - since).unwrap_or(0))
+    }
 }
 
 /// The nudger: its settings, its I/O and what it knows about each session.
@@ -225,11 +236,7 @@ impl<I: NudgerIo> Nudger<I> {
             );
         }
         let tracked = self.sessions.entry(sid.to_owned()).or_default();
-        let quiet_since = tracked
-            .activity
-            .as_ref()
-            .map_or(now_ms, Activity::quiet_since_ms);
-        let quiet_for = Duration::from_millis(u64::try_from(now_ms - quiet_since).unwrap_or(0));
+        let quiet_for = tracked.quiet_for(now_ms);
         if tracked.acknowledged {
             return self.view(sid, now, now_ms, "acknowledged idle".into());
         }
@@ -323,11 +330,7 @@ impl<I: NudgerIo> Nudger<I> {
             return None;
         };
         let tracked = self.sessions.entry(sid.to_owned()).or_default();
-        let quiet_since = tracked
-            .activity
-            .as_ref()
-            .map_or(now_ms, Activity::quiet_since_ms);
-        let quiet_for = Duration::from_millis(u64::try_from(now_ms - quiet_since).unwrap_or(0));
+        let quiet_for = tracked.quiet_for(now_ms);
         let events = owed.events;
         if quiet_for < self.config.owed_after || tracked.owed_retry_at.is_some_and(|at| at > now) {
             let reason = format!("idle ({idle_reason}), owed {events} event(s)");
@@ -340,20 +343,13 @@ impl<I: NudgerIo> Nudger<I> {
         };
         let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
         let done_ms = self.io.now_ms();
-        let mut records = vec![Record::Delivery(Delivery {
-            at_ms: done_ms,
-            source: DeliverySource::Wake,
-            identity: None,
-            event_id: None,
-            sender: OWED_SENDER.to_owned(),
-            target_session: sid.to_owned(),
-            action: outcome.action.as_str().to_owned(),
-            spool_us: None,
-            inject_us: (!outcome.inject_time.is_zero())
-                .then(|| u64::try_from(outcome.inject_time.as_micros()).unwrap_or(u64::MAX)),
-            error_kind: outcome.error_kind.map(str::to_owned),
-            owed: false,
-        })];
+        let mut records = vec![typed_row(
+            DeliverySource::Wake,
+            OWED_SENDER,
+            sid,
+            done_ms,
+            &outcome,
+        )];
         let reason = if outcome.action.woke() {
             tracing::info!(
                 session_id = sid,
@@ -441,20 +437,13 @@ impl<I: NudgerIo> Nudger<I> {
         };
         let outcome = self.io.wake(sid, &text, Mode::Gated).await;
         let done_ms = self.io.now_ms();
-        let mut records = vec![Record::Delivery(Delivery {
-            at_ms: done_ms,
-            source: DeliverySource::Nudge,
-            identity: None,
-            event_id: None,
-            sender: NUDGER_SENDER.to_owned(),
-            target_session: sid.to_owned(),
-            action: outcome.action.as_str().to_owned(),
-            spool_us: None,
-            inject_us: (!outcome.inject_time.is_zero())
-                .then(|| u64::try_from(outcome.inject_time.as_micros()).unwrap_or(u64::MAX)),
-            error_kind: outcome.error_kind.map(str::to_owned),
-            owed: false,
-        })];
+        let mut records = vec![typed_row(
+            DeliverySource::Nudge,
+            NUDGER_SENDER,
+            sid,
+            done_ms,
+            &outcome,
+        )];
         let schedule = self.config.schedule;
         let base = schedule.base.max(STEP_FLOOR);
         let tracked = self.sessions.entry(sid.to_owned()).or_default();
@@ -528,6 +517,30 @@ impl<I: NudgerIo> Nudger<I> {
             last_reason: reason,
         }
     }
+}
+
+/// The ledger row of what the loop typed (or tried to) at `at_ms`.
+fn typed_row(
+    source: DeliverySource,
+    sender: &str,
+    sid: &str,
+    at_ms: i64,
+    outcome: &GateOutcome,
+) -> Record {
+    Record::Delivery(Delivery {
+        at_ms,
+        source,
+        identity: None,
+        event_id: None,
+        sender: sender.to_owned(),
+        target_session: sid.to_owned(),
+        action: outcome.action.as_str().to_owned(),
+        spool_us: None,
+        inject_us: (!outcome.inject_time.is_zero())
+            .then(|| u64::try_from(outcome.inject_time.as_micros()).unwrap_or(u64::MAX)),
+        error_kind: outcome.error_kind.map(str::to_owned),
+        owed: false,
+    })
 }
 
 fn verdict_text(verdict: &Verdict) -> String {

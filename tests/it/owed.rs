@@ -98,6 +98,25 @@ async fn session_until(server: &TestServer, what: &str, done: impl Fn(&Value) ->
     }
 }
 
+/// A DM for the session while its busy marker says a turn runs: answered `spool-busy`, owed.
+async fn dm_while_busy(server: &TestServer, id: u32) {
+    wakebridge::wakedir::set_busy(&server.wake_dir, SID).expect("busy");
+    let (_, body) = server.hook(event_for(SID, id), &[]).await;
+    assert_eq!(body["action"], "spool-busy");
+}
+
+/// Waits until the session's owed wake was paid by typing, then checks it was typed once.
+async fn paid_by_typing_once(server: &TestServer, agent: &Agent) -> Value {
+    let paid = session_until(server, "a typed payment", |s| {
+        s["paid"]["last_how"] == "typed"
+    })
+    .await;
+    assert!(paid["owed"].is_null(), "{paid}");
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(typed_wakes(agent), 1, "{:?}", agent.submitted());
+    paid
+}
+
 fn typed_wakes(agent: &Agent) -> usize {
     agent
         .submitted()
@@ -112,10 +131,8 @@ async fn a_dm_during_a_turn_is_paid_by_the_stop_hook_when_the_turn_ends_exactly_
     let tmux = TmuxServer::start();
     let server = start_daemon(&tmux, None).await;
     let agent = spawn_agent(&tmux, &server, "busy", true);
-    wakebridge::wakedir::set_busy(&server.wake_dir, SID).expect("busy");
     for id in [1, 2] {
-        let (_, body) = server.hook(event_for(SID, id), &[]).await;
-        assert_eq!(body["action"], "spool-busy");
+        dm_while_busy(&server, id).await;
     }
     let owed = session_until(&server, "two owed events", |s| s["owed"]["events"] == 2).await;
     assert!(owed["paid"].is_null(), "{owed}");
@@ -157,11 +174,7 @@ async fn a_stop_that_already_goes_on_is_not_blocked_again_and_the_daemon_types_t
     let tmux = TmuxServer::start();
     let server = start_daemon(&tmux, None).await;
     let agent = spawn_agent(&tmux, &server, "idle", false);
-    wakebridge::wakedir::set_busy(&server.wake_dir, SID).expect("busy");
-    assert_eq!(
-        server.hook(event_for(SID, 1), &[]).await.1["action"],
-        "spool-busy"
-    );
+    dm_while_busy(&server, 1).await;
     // A Stop with stop_hook_active (Claude Code already going on for a hook) is left alone.
     let payload =
         format!(r#"{{"hook_event_name":"Stop","session_id":"{SID}","stop_hook_active":true}}"#);
@@ -183,13 +196,7 @@ async fn a_stop_that_already_goes_on_is_not_blocked_again_and_the_daemon_types_t
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "", "no block answer");
     // The hook cleared the marker (the turn ended): the daemon types the owed wake, once.
-    let paid = session_until(&server, "a typed payment", |s| {
-        s["paid"]["last_how"] == "typed"
-    })
-    .await;
-    assert!(paid["owed"].is_null(), "{paid}");
-    tokio::time::sleep(QUIET).await;
-    assert_eq!(typed_wakes(&agent), 1, "{:?}", agent.submitted());
+    paid_by_typing_once(&server, &agent).await;
 }
 
 #[tokio::test]
@@ -199,11 +206,7 @@ async fn without_hooks_an_owed_wake_is_typed_once_the_session_looks_idle() {
     let server = start_daemon(&tmux, None).await;
     let agent = spawn_agent(&tmux, &server, "busy", false);
     // A marker left by a turn that was interrupted with Esc (no hook clears it).
-    wakebridge::wakedir::set_busy(&server.wake_dir, SID).expect("busy");
-    assert_eq!(
-        server.hook(event_for(SID, 1), &[]).await.1["action"],
-        "spool-busy"
-    );
+    dm_while_busy(&server, 1).await;
     tokio::time::sleep(QUIET).await;
     assert_eq!(
         typed_wakes(&agent),
@@ -213,14 +216,8 @@ async fn without_hooks_an_owed_wake_is_typed_once_the_session_looks_idle() {
     assert_eq!(session(&server).await["owed"]["events"], 1);
 
     agent.set("idle");
-    let paid = session_until(&server, "a typed payment", |s| {
-        s["paid"]["last_how"] == "typed"
-    })
-    .await;
-    assert!(paid["owed"].is_null(), "{paid}");
+    let paid = paid_by_typing_once(&server, &agent).await;
     assert_eq!(paid["paid"]["by_typing"], 1);
-    tokio::time::sleep(QUIET).await;
-    assert_eq!(typed_wakes(&agent), 1, "{:?}", agent.submitted());
 }
 
 #[tokio::test]
@@ -229,21 +226,12 @@ async fn an_owed_wake_survives_a_daemon_restart() {
     let tmux = TmuxServer::start();
     let server = start_daemon(&tmux, None).await;
     let agent = spawn_agent(&tmux, &server, "busy", false);
-    wakebridge::wakedir::set_busy(&server.wake_dir, SID).expect("busy");
-    assert_eq!(
-        server.hook(event_for(SID, 1), &[]).await.1["action"],
-        "spool-busy"
-    );
+    dm_while_busy(&server, 1).await;
     let root = server.stop().await;
 
     agent.set("idle");
     let server = start_daemon(&tmux, Some(root)).await;
-    session_until(&server, "a typed payment", |s| {
-        s["paid"]["last_how"] == "typed"
-    })
-    .await;
-    tokio::time::sleep(QUIET).await;
-    assert_eq!(typed_wakes(&agent), 1, "{:?}", agent.submitted());
+    paid_by_typing_once(&server, &agent).await;
 }
 
 #[tokio::test]
