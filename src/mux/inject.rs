@@ -176,7 +176,13 @@ pub async fn guarded_inject<M: Mux>(
     submit_delay: Duration,
     deadline: Deadline,
 ) -> Result<&'static str, InjectError> {
-    match mux.check_pane(pane, deadline).await? {
+    let mut state = mux.check_pane(pane, deadline).await?;
+    if state == PaneState::Live
+        && let Some(screen) = mux.screen(pane, deadline).await?
+    {
+        state = screen_state(&screen);
+    }
+    match state {
         PaneState::Live => {}
         PaneState::Stale(reason) => return Err(InjectError::StalePane { reason }),
         PaneState::Held(what) => return Err(InjectError::Held(what)),
@@ -201,6 +207,15 @@ pub async fn guarded_inject<M: Mux>(
         confirm_submitted(mux, pane, text).await?;
     }
     Ok(mux.name())
+}
+
+/// What the screen of a live pane says: a menu or dialog holds it, its prompt line holds text
+/// (typing would add to it and submit both), or it is free.
+fn screen_state(screen: &str) -> PaneState {
+    if let Some(menu) = screen::modal(screen) {
+        return PaneState::Held(menu);
+    }
+    screen::draft(screen).map_or(PaneState::Live, |input| PaneState::Occupied { input })
 }
 
 /// After an Enter: the text must leave the prompt line within [`CONFIRM_WAIT`]; if it does not,

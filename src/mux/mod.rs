@@ -149,7 +149,7 @@ pub enum PaneState {
     Stale(StaleReason),
     /// The agent's input line already holds `input` (a human's draft, a dialog's selection, or
     /// a text of ours whose submit was lost): typing would add to it and submit both, or answer
-    /// the dialog. tmux only (a zellij pane's screen is not read).
+    /// the dialog.
     Occupied {
         input: String,
     },

@@ -1,5 +1,6 @@
-//! zellij as a backend: the stale-pane guard and typing a line into one pane of one session
-//! (`action write-chars -p`, then `action write -p <pane> 13`). zellij's actions exit 0 against
+//! zellij as a backend: the stale-pane guard, typing a line into one pane of one session
+//! (`action write-chars -p`, then `action write -p <pane> 13`), and the pane's screen
+//! (`action dump-screen -p`) for the draft and menu checks and the submit's read-back. zellij's actions exit 0 against
 //! a pane id that does not exist (0.45.1; a missing session is an exit 1), so the guard (session
 //! listed and running, pane listed and not exited) is the only thing standing between a stale
 //! mapping and typing into nothing or into the wrong place. Argv building and output reading
@@ -63,6 +64,8 @@ pub struct Zellij {
     bin: PathBuf,
     /// Set once `list-panes` was found missing, so the fallback is logged once, not per wake.
     warned_no_list_panes: AtomicBool,
+    /// Set once `dump-screen -p` was found missing: screens are not read again.
+    no_dump_screen: AtomicBool,
 }
 
 impl Zellij {
@@ -70,6 +73,7 @@ impl Zellij {
         Self {
             bin: config.zellij_bin.clone(),
             warned_no_list_panes: AtomicBool::new(false),
+            no_dump_screen: AtomicBool::new(false),
         }
     }
 
@@ -161,10 +165,37 @@ impl Mux for Zellij {
         }
     }
 
-    /// Not read: one more zellij process per read would slow every wake (and `dump-screen -p`
-    /// needs zellij 0.44), so zellij waits the full submit delay and its submit is unconfirmed.
-    async fn screen(&self, _: &ZellijPane, _: Deadline) -> Result<Option<String>, MuxError> {
-        Ok(None)
+    /// `dump-screen -p` of the pane (zellij 0.44+); an older zellij without it reads as
+    /// unreadable, so Enter follows the whole submit delay and is not confirmed there.
+    async fn screen(
+        &self,
+        target: &ZellijPane,
+        deadline: Deadline,
+    ) -> Result<Option<String>, MuxError> {
+        if self.no_dump_screen.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let inv = self
+            .action("zellij action dump-screen", &target.session, "dump-screen")
+            .arg("-p")
+            .arg(&target.pane);
+        match process::run(&inv, deadline).await {
+            Ok(done) => Ok(Some(done.stdout)),
+            Err(MuxError::Exit { ref stderr, .. })
+                if UNSUPPORTED_MARKERS.iter().any(|m| stderr.contains(m)) =>
+            {
+                if !self.no_dump_screen.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        zellij_stderr = %stderr,
+                        "zellij cannot dump a pane's screen (`action dump-screen -p` needs 0.44+): \
+                         wakes wait the whole submit delay and are not confirmed, and drafts and \
+                         menus are not seen"
+                    );
+                }
+                Ok(None)
+            }
+            Err(err) => Err(err),
+        }
     }
 
     async fn type_text(

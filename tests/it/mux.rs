@@ -469,6 +469,8 @@ async fn zellij_checks_then_writes_chars_then_a_carriage_return() {
         vec![
             argv(&["list-sessions", "-n"]),
             argv(&["--session", "has:colon", "action", "list-panes", "--json"]),
+            // The screen, for a draft or a menu (this one shows no prompt line at all)...
+            argv(&["--session", "has:colon", "action", "dump-screen", "-p", "0"]),
             argv(&[
                 "--session",
                 "has:colon",
@@ -478,6 +480,8 @@ async fn zellij_checks_then_writes_chars_then_a_carriage_return() {
                 "0",
                 WAKE_PROMPT
             ]),
+            // ...and again for the text: no prompt line, so Enter after the submit delay.
+            argv(&["--session", "has:colon", "action", "dump-screen", "-p", "0"]),
             argv(&["--session", "has:colon", "action", "write", "-p", "0", "13"]),
         ]
     );
@@ -624,7 +628,8 @@ async fn zellij_without_list_panes_falls_back_to_the_session_check() {
         )
         .await
         .expect("falls back and types");
-    assert_eq!(stand_in.calls().len(), 4);
+    // list-sessions, list-panes, dump-screen, write-chars, dump-screen, write.
+    assert_eq!(stand_in.calls().len(), 6);
 }
 
 #[tokio::test]
@@ -655,8 +660,8 @@ async fn zellij_failed_submit_is_failed_with_its_stderr() {
     assert_eq!(err.kind(), "exit");
     assert!(err.to_string().contains("which wasn't expected"), "{err}");
     let calls = stand_in.calls();
-    assert_eq!(calls.len(), 4);
-    assert_eq!(calls[2][3], "write-chars");
+    assert_eq!(calls.len(), 6);
+    assert_eq!(calls[3][3], "write-chars");
 }
 
 #[tokio::test]
@@ -684,7 +689,7 @@ async fn zellij_hang_is_a_timeout_within_the_budget() {
     assert!(took <= INJECT_BUDGET + SLACK, "took {took:?}");
     assert_eq!(
         stand_in.calls().len(),
-        3,
+        4,
         "no submit after a failed write-chars"
     );
     let (child, _) = stand_in.hang_pids().expect("pids");
@@ -715,7 +720,7 @@ async fn two_slow_calls_stay_within_the_budget_plus_one_floor() {
     let took = start.elapsed();
 
     assert_eq!(err.kind(), "timeout", "{err:?}");
-    assert_eq!(stand_in.calls().len(), 4, "the submit was attempted");
+    assert_eq!(stand_in.calls().len(), 6, "the submit was attempted");
     assert!(took > INJECT_BUDGET, "the submit got its floor: {took:?}");
     assert!(took <= INJECT_BUDGET + STEP_FLOOR + SLACK, "took {took:?}");
 }

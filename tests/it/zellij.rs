@@ -313,6 +313,26 @@ impl ZellijWorld {
         }
     }
 
+    /// The scripted agent TUI (`fake_agent.py`) in mode `mode` with `typed` on its prompt line;
+    /// returns its pane and record file once its prompt is on screen.
+    fn agent(&self, session: &str, name: &str, mode: &str, typed: &str) -> (String, PathBuf) {
+        let record = self.dir().join(format!("{name}.rec"));
+        let control = self.dir().join(format!("{name}.ctl"));
+        std::fs::write(&control, mode).expect("control");
+        let command = format!(
+            "exec python3 '{}' '{}' '{}' '{typed}'",
+            common::FAKE_AGENT,
+            record.display(),
+            control.display()
+        );
+        let pane = self.run_pane(session, name, &command);
+        self.wait_until(&format!("agent {name} draws its prompt"), || {
+            let out = self.run(&["--session", session, "action", "dump-screen", "-p", &pane]);
+            String::from_utf8_lossy(&out.stdout).contains('\u{276f}')
+        });
+        (pane, record)
+    }
+
     /// Every live process started through this world's wrapper (found by its marker).
     fn own_processes(&self) -> Vec<i32> {
         processes_marked_with(self.dir())
@@ -410,6 +430,41 @@ async fn real_zellij_gets_the_wake_prompt_then_one_carriage_return() {
         "real zellij injection (4 calls + {SUBMIT_DELAY:?} submit delay) took {:?}",
         done.elapsed
     );
+}
+
+#[tokio::test]
+async fn real_zellij_screen_is_read_back_a_lost_enter_is_repeated_and_a_draft_is_left_alone() {
+    common::arm_test_timeout();
+    let Some(bin) = zellij_or_skip("real_zellij_screen_is_read_back") else {
+        return;
+    };
+    let world = ZellijWorld::new(&bin);
+    let session = world.start_session();
+    // The agent drops the first Enter: the read-back sees the text still there and presses
+    // Enter once more.
+    let (deaf, deaf_record) = world.agent(&session, "deaf", "deaf1", "");
+    assert_eq!(
+        inject(&world, &zellij_target(&session, &deaf))
+            .await
+            .expect("inject"),
+        "zellij"
+    );
+    assert_eq!(
+        recorded(&deaf_record, expected_wake().len() + 1),
+        format!("{WAKE_PROMPT}\r\r")
+    );
+    let submits =
+        std::fs::read_to_string(deaf_record.with_extension("rec.submits")).expect("submits");
+    assert_eq!(submits.lines().count(), 1, "{submits}");
+    assert!(
+        submits.ends_with(&format!("\t{WAKE_PROMPT}\n")),
+        "{submits}"
+    );
+    // Someone's draft on the prompt line: nothing typed.
+    let (draft, draft_record) = world.agent(&session, "draft", "idle", "half a thought");
+    let held = inject(&world, &zellij_target(&session, &draft)).await;
+    assert!(matches!(held, Err(InjectError::Occupied)), "{held:?}");
+    assert_eq!(recorded(&draft_record, 1), "");
 }
 
 #[tokio::test]

@@ -13,7 +13,6 @@ use super::process::{self, Invocation, MuxError};
 use super::ps::PS_BIN;
 use super::text::KeystrokeText;
 use super::{Key, Mux, MuxConfig, PaneState, StaleReason};
-use crate::claude::screen;
 use crate::deadline::Deadline;
 
 /// The guard's question to tmux: is the pane there, is its program alive, is it in copy mode,
@@ -149,14 +148,7 @@ impl Mux for Tmux {
                 }
             }
         };
-        if state != PaneState::Live {
-            return Ok(state);
-        }
-        let capture = self.capture(pane, deadline).await?;
-        if let Some(menu) = screen::modal(&capture) {
-            return Ok(PaneState::Held(menu));
-        }
-        Ok(screen::draft(&capture).map_or(PaneState::Live, |input| PaneState::Occupied { input }))
+        Ok(state)
     }
 
     async fn screen(&self, pane: &str, deadline: Deadline) -> Result<Option<String>, MuxError> {
