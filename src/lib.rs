@@ -23,7 +23,8 @@
 //!   bus/           the agent-event-bus MCP client; registration.rs (the keeper task)
 //!   context/       context-window figures: follow, window, thresholds, statefile, statusline,
 //!                  monitor (no scheduling); task.rs (the monitor inside serve)
-//!   nudge/         the idle nudger: schedule, signals (pure), NudgerConfig; task.rs (the loop)
+//!   nudge/         the idle nudger: schedule, signals (pure), NudgerConfig; task.rs (the loop,
+//!                  which also types owed wakes no Stop hook paid)
 //!   launch/        starting an agent in tmux: mod.rs (the sequence), driver.rs (which key, pure)
 //! pipeline: one path from an event to a pane
 //!   delivery/      Deliverer: scope, dedupe, spool, gate, ledger row; action.rs (the `action`

@@ -434,15 +434,7 @@ mod tests {
     async fn runs_guard_type_pause_submit_in_order() {
         let mux = Scripted::new(Duration::from_millis(10));
         let start = Instant::now();
-        let name = guarded_inject(
-            &mux,
-            "%1",
-            &KeystrokeText::wake_prompt(),
-            DELAY,
-            Deadline::after(Duration::from_secs(2)),
-        )
-        .await
-        .unwrap();
+        let name = inject_into(&mux).await.unwrap();
         assert_eq!(name, "scripted");
         assert_eq!(mux.names(), ["guard", "type", "submit"]);
         assert_eq!(start.elapsed(), Duration::from_millis(530));
@@ -510,15 +502,7 @@ mod tests {
     async fn stale_pane_types_nothing() {
         let mut mux = Scripted::new(Duration::from_millis(10));
         mux.stale = Some(StaleReason::PaneDead);
-        let err = guarded_inject(
-            &mux,
-            "%1",
-            &KeystrokeText::wake_prompt(),
-            DELAY,
-            Deadline::after(Duration::from_secs(2)),
-        )
-        .await
-        .unwrap_err();
+        let err = inject_into(&mux).await.unwrap_err();
         assert_eq!(err.kind(), "stale");
         assert_eq!(mux.names(), ["guard"]);
     }
@@ -527,15 +511,7 @@ mod tests {
     async fn slow_guard_leaves_no_room_so_nothing_is_typed() {
         let mux = Scripted::new(Duration::from_millis(1800));
         let start = Instant::now();
-        let err = guarded_inject(
-            &mux,
-            "%1",
-            &KeystrokeText::wake_prompt(),
-            DELAY,
-            Deadline::after(Duration::from_secs(2)),
-        )
-        .await
-        .unwrap_err();
+        let err = inject_into(&mux).await.unwrap_err();
         assert_eq!(err.kind(), "timeout");
         assert!(matches!(
             err,
@@ -552,14 +528,7 @@ mod tests {
         for step_ms in [100, 400, 700, 900, 1200, 1300, 2500] {
             let mux = Scripted::new(Duration::from_millis(step_ms));
             let start = Instant::now();
-            let _ = guarded_inject(
-                &mux,
-                "%1",
-                &KeystrokeText::wake_prompt(),
-                DELAY,
-                Deadline::after(Duration::from_secs(2)),
-            )
-            .await;
+            let _ = inject_into(&mux).await;
             let took = start.elapsed();
             assert!(
                 took <= Duration::from_millis(2250),
@@ -571,14 +540,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_submit_gets_only_what_typing_left_but_at_least_the_floor() {
         let mux = Scripted::new(Duration::from_millis(600));
-        let outcome = guarded_inject(
-            &mux,
-            "%1",
-            &KeystrokeText::wake_prompt(),
-            DELAY,
-            Deadline::after(Duration::from_secs(2)),
-        )
-        .await;
+        let outcome = inject_into(&mux).await;
         // The 0.6 s submit does not fit its 0.3 s: it times out, after the text was typed.
         assert_eq!(outcome.unwrap_err().kind(), "timeout");
         let calls = mux.calls.lock().unwrap().clone();
