@@ -78,6 +78,8 @@ pub struct Gate {
     typed_at: Mutex<HashMap<String, Instant>>,
     /// Wakes in a row held back by text at the session's prompt (cleared by a wake that types).
     occupied: Mutex<HashMap<String, u32>>,
+    /// Rung when a bus event became owed a wake, so the nudger's loop looks at once.
+    owed: tokio::sync::Notify,
 }
 
 impl Gate {
@@ -96,7 +98,18 @@ impl Gate {
             failures: Warnings::default(),
             typed_at: Mutex::new(HashMap::new()),
             occupied: Mutex::new(HashMap::new()),
+            owed: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Says that an event just became owed a wake (recorded in the ledger).
+    pub fn note_owed(&self) {
+        self.owed.notify_one();
+    }
+
+    /// Resolves at the next [`Gate::note_owed`] (at once if one came since the last call).
+    pub async fn owed_noted(&self) {
+        self.owed.notified().await;
     }
 
     pub fn cooldown(&self) -> &Cooldown {

@@ -153,6 +153,9 @@ impl Deliverer {
         };
         self.record_outcome(delivery_id, row, &outcome, spool_time)
             .await;
+        if outcome.action.owes() {
+            self.gate.note_owed();
+        }
         self.dedupe.finish(ticket, Some(outcome.action));
         Ok(Outcome::Delivered(Delivered {
             action: outcome.action,

@@ -73,6 +73,8 @@ pub trait NudgerIo: Send + Sync {
     fn record(&self, records: Vec<Record>) -> impl Future<Output = ()> + Send;
     /// Nudge states kept in the ledger.
     fn restore(&self) -> impl Future<Output = Vec<NudgeState>> + Send;
+    /// Resolves when a bus event became owed a wake since the last call.
+    fn owed_noted(&self) -> impl Future<Output = ()> + Send;
     /// Wall clock, unix ms.
     fn now_ms(&self) -> i64;
 }
@@ -260,6 +262,10 @@ impl NudgerIo for LiveIo {
             .await
             .map(|rows| rows.into_iter().filter_map(|row| row.nudge).collect())
             .unwrap_or_default()
+    }
+
+    async fn owed_noted(&self) {
+        self.gate.owed_noted().await;
     }
 
     fn now_ms(&self) -> i64 {

@@ -573,7 +573,7 @@ fn ms_at(now: Instant, now_ms: i64, at: Instant) -> i64 {
 }
 
 /// Runs the nudger until `shutdown`: restores state, then polls every `poll_interval` (every
-/// [`OWED_POLL`] while a wake is owed).
+/// [`OWED_POLL`] while a wake is owed, and at once when an event becomes owed).
 pub async fn run(deps: NudgerDeps, shutdown: CancellationToken) {
     if !deps.config.enabled {
         tracing::info!("nudges off ([nudger] enabled = false); owed wakes are still typed");
@@ -604,6 +604,8 @@ pub async fn run_with<I: NudgerIo>(mut nudger: Nudger<I>, shutdown: Cancellation
         tokio::select! {
             () = shutdown.cancelled() => break,
             () = tokio::time::sleep_until(next_poll) => {}
+            // A new owed event: poll now, and then every OWED_POLL.
+            () = nudger.io.owed_noted() => {}
         }
     }
     tracing::debug!("idle nudger stopped");

@@ -156,6 +156,9 @@ impl NudgerIo for FakeIo {
     async fn restore(&self) -> Vec<NudgeState> {
         self.world.lock().unwrap().restore.clone()
     }
+    async fn owed_noted(&self) {
+        std::future::pending().await
+    }
     fn now_ms(&self) -> i64 {
         START_MS + i64::try_from((Instant::now() - self.start).as_millis()).unwrap()
     }

@@ -23,6 +23,8 @@ const WAIT: Duration = Duration::from_secs(10);
 const QUIET: Duration = Duration::from_millis(2500);
 const SID: &str = "owed-session";
 
+/// The daemon's settings: the default nudger poll (10 s), so the owed wakes here are found by
+/// the gate's note and the one-second polls while something is owed.
 fn daemon_env(tmux: &TmuxServer) -> Vec<(&'static str, String)> {
     vec![
         ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux".into()),
@@ -32,7 +34,6 @@ fn daemon_env(tmux: &TmuxServer) -> Vec<(&'static str, String)> {
             tmux.socket().display().to_string(),
         ),
         ("WAKEBRIDGE_MUX__SUBMIT_DELAY", "100ms".into()),
-        ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "200ms".into()),
         ("WAKEBRIDGE_WAKE__OWED_AFTER", "500ms".into()),
         ("WAKEBRIDGE_CONTEXT__ENABLED", "false".into()),
     ]
