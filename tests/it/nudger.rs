@@ -157,7 +157,7 @@ impl NudgerIo for FakeIo {
         self.world.lock().unwrap().restore.clone()
     }
     async fn owed_noted(&self) {
-        std::future::pending().await
+        std::future::pending::<()>().await;
     }
     fn now_ms(&self) -> i64 {
         START_MS + i64::try_from((Instant::now() - self.start).as_millis()).unwrap()
