@@ -5,6 +5,7 @@
 //! backends own their argv, `process` owns running it.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::Duration;
 
@@ -166,9 +167,9 @@ const READ_GAP: Duration = Duration::from_millis(10);
 /// Guard, type, submit once the text shows, confirm. Typing starts only if the rest of the
 /// budget can hold the typing call's floor and the submit delay, and the typing call is given
 /// the budget minus that delay; so the submit starts by the deadline at the latest. Enter goes as
-/// soon as the text shows on the prompt line, or after the submit delay where the screen cannot
-/// be read or shows no prompt line (then the submit cannot be confirmed either, and is taken
-/// as done, as it always was). Returns the backend's name.
+/// soon as the text shows on the prompt line, else after the submit delay, and is confirmed
+/// wherever a prompt line can be read; where the screen cannot be read or shows no prompt line
+/// it cannot be, and is taken as done, as it always was. Returns the backend's name.
 pub async fn guarded_inject<M: Mux>(
     mux: &M,
     pane: &M::Pane,
@@ -190,7 +191,7 @@ pub async fn guarded_inject<M: Mux>(
         // Enter was lost: submit it instead of typing it again.
         PaneState::Occupied { input } if text.as_str().starts_with(&input) => {
             mux.submit(pane, deadline).await?;
-            confirm_submitted(mux, pane, text).await?;
+            confirm_submitted(mux, pane, text, true).await?;
             return Ok(mux.name());
         }
         PaneState::Occupied { .. } => return Err(InjectError::Occupied),
@@ -203,8 +204,10 @@ pub async fn guarded_inject<M: Mux>(
         .await?;
     let shown = watch_prompt(mux, pane, submit_delay, |input| shows_all(text, input)).await;
     mux.submit(pane, deadline).await?;
-    if shown == Some(true) {
-        confirm_submitted(mux, pane, text).await?;
+    // Confirmed wherever a prompt line can be read, also when the text had not shown yet (a
+    // slow TUI): it may show only now, and must then leave.
+    if let Some(shown) = shown {
+        confirm_submitted(mux, pane, text, shown).await?;
     }
     Ok(mux.name())
 }
@@ -219,15 +222,25 @@ fn screen_state(screen: &str) -> PaneState {
 }
 
 /// After an Enter: the text must leave the prompt line within [`CONFIRM_WAIT`]; if it does not,
-/// one more Enter, and the same wait. A screen that cannot be read says nothing either way.
+/// one more Enter, and the same wait. It has left once a read without it follows one with it
+/// (`seen`: the text already showed before the Enter); a text never seen in the wait (taken at
+/// once, or a TUI too slow to tell) and a screen that cannot be read say nothing either way.
 async fn confirm_submitted<M: Mux>(
     mux: &M,
     pane: &M::Pane,
     text: &KeystrokeText,
+    seen: bool,
 ) -> Result<(), InjectError> {
+    // Read and set only by this task, but the future must be Send.
+    let seen = std::sync::atomic::AtomicBool::new(seen);
     for again in [true, false] {
-        let gone = watch_prompt(mux, pane, CONFIRM_WAIT, |input| !still_holds(text, input)).await;
-        if gone != Some(false) {
+        let gone = watch_prompt(mux, pane, CONFIRM_WAIT, |input| {
+            let holds = still_holds(text, input);
+            let was_seen = seen.fetch_or(holds, Ordering::Relaxed) || holds;
+            was_seen && !holds
+        })
+        .await;
+        if gone != Some(false) || !seen.load(Ordering::Relaxed) {
             return Ok(());
         }
         if again {
@@ -297,6 +310,9 @@ mod tests {
         readable: bool,
         input: StdMutex<String>,
         dropped_enters: StdMutex<u32>,
+        /// How long typed text takes to show on the screen (a slow TUI).
+        echo_delay: Duration,
+        typed_at: StdMutex<Option<Instant>>,
     }
 
     impl Scripted {
@@ -308,6 +324,8 @@ mod tests {
                 readable: false,
                 input: StdMutex::new(String::new()),
                 dropped_enters: StdMutex::new(0),
+                echo_delay: Duration::ZERO,
+                typed_at: StdMutex::new(None),
             }
         }
 
@@ -358,10 +376,20 @@ mod tests {
         ) -> Result<(), MuxError> {
             self.call("type", deadline).await?;
             text.as_str().clone_into(&mut self.input.lock().unwrap());
+            *self.typed_at.lock().unwrap() = Some(Instant::now());
             Ok(())
         }
         async fn screen(&self, _: &str, _: Deadline) -> Result<Option<String>, MuxError> {
-            let input = self.input.lock().unwrap().clone();
+            let echoed = self
+                .typed_at
+                .lock()
+                .unwrap()
+                .is_none_or(|at| at.elapsed() >= self.echo_delay);
+            let input = if echoed {
+                self.input.lock().unwrap().clone()
+            } else {
+                String::new()
+            };
             Ok(self
                 .readable
                 .then(|| format!("done\n──────────\n❯\u{a0}{input}\n──────────\n")))
@@ -472,6 +500,19 @@ mod tests {
             elapsed <= Duration::from_millis(40) + CONFIRM_WAIT,
             "{elapsed:?}"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_tui_that_shows_the_text_late_still_gets_its_submit_confirmed() {
+        let mux = Scripted {
+            echo_delay: DELAY + Duration::from_millis(100),
+            ..Scripted::readable(Duration::from_millis(10), 1)
+        };
+        assert_eq!(inject_into(&mux).await.unwrap(), "scripted");
+        // The text showed only after the first Enter (which was lost), and then stayed: one
+        // more Enter.
+        assert_eq!(mux.names(), ["guard", "type", "submit", "submit"]);
+        assert!(mux.input.lock().unwrap().is_empty());
     }
 
     #[tokio::test(start_paused = true)]
