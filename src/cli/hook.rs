@@ -7,9 +7,8 @@
 //! go on, and the session stays busy; nothing is typed. It must never block or fail the agent:
 //! it always exits 0 within a short budget, reports problems on stderr only, and prints nothing
 //! else on stdout (SessionStart and UserPromptSubmit stdout is added to the model's context).
-//! It owns the event → action table;
-//! the payload and the event names are `claude::hooks`'s, the file work `wakedir::writer`'s and
-//! `wakedir::markers`'s.
+//! It owns the event → action table; the payload and the event names are `claude::hooks`'s,
+//! the file work `wakedir::writer`'s and `wakedir::markers`'s, the payment `store`'s.
 //! `--print-settings` prints the `settings.json` snippet that wires it (deploy/claude-hooks.json).
 
 use crate::claude::hooks::{
