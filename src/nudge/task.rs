@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::claude::hooks::HookKind;
 use crate::claude::registry::{RegistryReading, RegistryStatus};
 use crate::claude::screen::{self, Title};
+use crate::delivery::Action;
 use crate::delivery::gate::{GateOutcome, Mode};
 use crate::mux::{KeystrokeText, PaneInfo, STEP_FLOOR};
 use crate::nudge::signals::{Activity, Movement, Observation, Verdict, classify};
@@ -69,6 +70,9 @@ struct Tracked {
     screen_block: Option<String>,
     /// After an owed wake was not typed, no new attempt before this.
     owed_retry_at: Option<Instant>,
+    /// The action of the last owed wake not typed, so a draft left for an hour records one row,
+    /// not one per attempt.
+    owed_refused: Option<Action>,
 }
 
 impl Tracked {
@@ -343,14 +347,20 @@ impl<I: NudgerIo> Nudger<I> {
         };
         let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
         let done_ms = self.io.now_ms();
-        let mut records = vec![typed_row(
-            DeliverySource::Wake,
-            OWED_SENDER,
-            sid,
-            done_ms,
-            &outcome,
-        )];
+        let tracked = self.sessions.entry(sid.to_owned()).or_default();
+        let refused = (!outcome.action.woke()).then_some(outcome.action);
+        let mut records = Vec::new();
+        if refused.is_none() || std::mem::replace(&mut tracked.owed_refused, refused) != refused {
+            records.push(typed_row(
+                DeliverySource::Wake,
+                OWED_SENDER,
+                sid,
+                done_ms,
+                &outcome,
+            ));
+        }
         let reason = if outcome.action.woke() {
+            tracked.owed_refused = None;
             tracing::info!(
                 session_id = sid,
                 events,
@@ -367,9 +377,7 @@ impl<I: NudgerIo> Nudger<I> {
             });
             format!("paid an owed wake of {events} event(s) ({idle_reason})")
         } else {
-            if let Some(tracked) = self.sessions.get_mut(sid) {
-                tracked.owed_retry_at = Some(Instant::now() + OWED_RETRY);
-            }
+            tracked.owed_retry_at = Some(Instant::now() + OWED_RETRY);
             format!(
                 "owed {events} event(s), wake not typed ({})",
                 outcome.action.as_str()

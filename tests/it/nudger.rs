@@ -16,9 +16,9 @@ use wakebridge::claude::registry::RegistryReading;
 use wakebridge::delivery::Action;
 use wakebridge::delivery::gate::{Gate, GateOutcome, Mode};
 use wakebridge::mux::{Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
-use wakebridge::nudge::task::{LiveIo, Nudger, NudgerIo, SessionFacts, run_with};
+use wakebridge::nudge::task::{LiveIo, Nudger, NudgerIo, OWED_SENDER, SessionFacts, run_with};
 use wakebridge::nudge::{NudgeViews, NudgerConfig, Schedule};
-use wakebridge::store::{NudgeState, Record, Store};
+use wakebridge::store::{NudgeState, Owed, Payment, Record, Store};
 use wakebridge::wakedir::target::PaneTarget;
 
 use crate::common;
@@ -42,6 +42,8 @@ struct World {
     snapshots: u32,
     captures: u32,
     restore: Vec<NudgeState>,
+    /// Sessions whose wakes the gate refuses with this action (nothing typed).
+    refuse: HashMap<String, Action>,
 }
 
 #[derive(Clone)]
@@ -135,9 +137,17 @@ impl NudgerIo for FakeIo {
     async fn wake(&self, sid: &str, text: &KeystrokeText, _mode: Mode) -> GateOutcome {
         let at = Instant::now();
         let mut w = self.world.lock().unwrap();
-        w.typed.insert(sid.into(), at);
         let secs = (at - self.start).as_secs();
         w.wakes.push((sid.into(), secs, text.as_str().into()));
+        if let Some(&action) = w.refuse.get(sid) {
+            return GateOutcome {
+                action,
+                error_kind: None,
+                inject_time: Duration::ZERO,
+                target: Some(w.mapping[sid].clone()),
+            };
+        }
+        w.typed.insert(sid.into(), at);
         // Our own keystrokes echo into the window, as they do in a real pane.
         let pane = w.mapping[sid].pane().to_owned();
         let now_s =
@@ -151,7 +161,16 @@ impl NudgerIo for FakeIo {
         }
     }
     async fn record(&self, records: Vec<Record>) {
-        self.world.lock().unwrap().records.extend(records);
+        let mut w = self.world.lock().unwrap();
+        for record in &records {
+            // A payment clears what the ledger says the session is owed.
+            if let Record::Pay { session_id, .. } = record
+                && let Some(facts) = w.facts.get_mut(session_id)
+            {
+                facts.owed = None;
+            }
+        }
+        w.records.extend(records);
     }
     async fn restore(&self) -> Vec<NudgeState> {
         self.world.lock().unwrap().restore.clone()
@@ -181,6 +200,80 @@ fn default_config() -> NudgerConfig {
         echo_grace: Duration::from_secs(10),
         owed_after: Duration::from_secs(10),
     }
+}
+
+/// The rows of owed wakes the loop recorded for `sid`, by action.
+fn owed_rows(io: &FakeIo, sid: &str) -> Vec<String> {
+    io.world
+        .lock()
+        .unwrap()
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Delivery(d) if d.target_session == sid && d.sender == OWED_SENDER => {
+                Some(d.action.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_owed_wake_waits_out_a_refusal_with_one_row_then_is_typed_and_paid_once() {
+    common::arm_test_timeout();
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    {
+        let mut w = io.world.lock().unwrap();
+        let owed = Owed {
+            events: 2,
+            since_ms: START_MS,
+        };
+        w.facts.insert(
+            "s1".into(),
+            SessionFacts {
+                owed: Some(owed),
+                ..SessionFacts::default()
+            },
+        );
+        // A draft at the prompt, say: the gate refuses every attempt.
+        w.refuse.insert("s1".into(), Action::SpoolBusy);
+    }
+    let (shutdown, _views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let attempts = io.wake_times("s1");
+    // Quiet for owed_after (10 s), then a try every 2 s (the 1 s polls while owed).
+    assert!(attempts.first().is_some_and(|&t| t >= 10), "{attempts:?}");
+    assert!(attempts.len() >= 15, "{attempts:?}");
+    assert_eq!(
+        owed_rows(&io, "s1"),
+        ["spool-busy"],
+        "one row for the streak"
+    );
+
+    io.world.lock().unwrap().refuse.clear();
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(owed_rows(&io, "s1"), ["spool-busy", "tmux"]);
+    let pays = io
+        .world
+        .lock()
+        .unwrap()
+        .records
+        .iter()
+        .filter(|r| {
+            matches!(
+                r,
+                Record::Pay {
+                    how: Payment::Typed,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(pays, 1, "paid once");
+    // Typed once, then nothing more: nothing is owed any longer.
+    assert_eq!(io.wake_times("s1").len(), attempts.len() + 1);
+    shutdown.cancel();
 }
 
 fn spawn_loop(
