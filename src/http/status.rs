@@ -38,7 +38,8 @@ pub struct SessionStatus {
     pub context: Option<serde_json::Value>,
     /// Filled by the idle nudger when it runs.
     pub nudge: Option<serde_json::Value>,
-    /// `{"events", "since"}` while bus events wait for a wake (README: "How a message reaches a session").
+    /// `{"events", "since"}` while bus events wait for a wake (README: "How a message reaches a
+    /// session").
     pub owed: Option<serde_json::Value>,
     /// How owed wakes were paid: `{"last_at", "last_how", "last_events", "by_hook",
     /// "by_typing"}` (`how` is `hook` or `typed`), once any was.
