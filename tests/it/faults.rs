@@ -444,24 +444,30 @@ async fn stopped_tmux_server_fails_the_wake_inside_the_budget() {
     assert_eq!(answer["action"], "spool-mux-failed", "{answer}");
     assert!(elapsed < BUS_BUDGET, "answered after {elapsed:?}");
     assert_eq!(spool_events(&server.wake_dir, "frozen").len(), 1);
-    // No client may be left hanging. One may still be finishing: the failed wake is owed, so
-    // the nudger's loop looks at once (its `list-panes` then answers, the server running again).
+    // No client may be left hanging. While the failed wake is owed the nudger's loop runs a
+    // short `list-panes` every second, so look once the daemon has stopped (a call it drops
+    // takes its process group with it), allowing a moment for the last one to exit.
+    server.stop().await;
     let socket_text = socket.display().to_string();
-    let clients = || -> Vec<i32> {
+    let clients = || -> Vec<String> {
         processes_mentioning(&socket_text)
             .into_iter()
             .filter(|&p| p != tmux.pid())
+            .map(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                format!(
+                    "{pid}: {}",
+                    String::from_utf8_lossy(&cmdline).replace('\0', " ")
+                )
+            })
             .collect()
     };
     let settled = Instant::now();
-    while !clients().is_empty() && settled.elapsed() < Duration::from_secs(3) {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    while !clients().is_empty() && settled.elapsed() < Duration::from_secs(1) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(
-        clients().is_empty(),
-        "tmux clients left behind: {:?}",
-        clients()
-    );
+    let left = clients();
+    assert!(left.is_empty(), "tmux clients left behind: {left:?}");
 }
 
 /// A tmpfs mounted for the test; lazily unmounted on drop (or if the test times out).
