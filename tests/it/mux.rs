@@ -747,21 +747,11 @@ async fn real_claude_code_submits_the_wake_prompt() {
     let home = server.dir().join("home");
     let work = server.dir().join("work");
     let hook_log = server.dir().join("submits.log");
-    std::fs::create_dir_all(home.join(".claude")).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    let key = "sk-ant-api03-wakebridge-test-key-0123456789abcdefghij";
-    // Pre-approve the dummy key (its last 20 characters) and pre-trust the folder, so no
-    // first-run screen stands between the start and the prompt.
-    let state = serde_json::json!({
-        "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
-        "hasCompletedOnboarding": true,
-        "projects": {work.to_string_lossy(): {"hasTrustDialogAccepted": true}},
-    });
-    std::fs::write(home.join(".claude.json"), state.to_string()).unwrap();
     let settings = serde_json::json!({"hooks": {"UserPromptSubmit": [{"hooks": [
         {"type": "command", "command": format!("echo submitted >> '{}'", hook_log.display())}
     ]}]}});
-    std::fs::write(home.join(".claude/settings.json"), settings.to_string()).unwrap();
+    common::claude_home(&home, &work, &settings);
+    let key = common::CLAUDE_TEST_KEY;
     let pane = server.new_pane_in(
         &work,
         &format!(

@@ -324,27 +324,14 @@ async fn real_claude_code_gets_the_wake_owed_from_its_turn_once_the_turn_ends() 
     let home = root.join("home");
     let work = root.join("work");
     let hook_log = root.join("hooks.log");
-    std::fs::create_dir_all(home.join(".claude")).expect("home");
-    std::fs::create_dir_all(&work).expect("work");
-    let key = "sk-ant-api03-wakebridge-test-key-0123456789abcdefghij";
-    let work_key = std::fs::canonicalize(&work)
-        .expect("work")
-        .display()
-        .to_string();
-    let state = serde_json::json!({
-        "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
-        "hasCompletedOnboarding": true,
-        "projects": {work_key: {"hasTrustDialogAccepted": true}},
-    });
-    std::fs::write(home.join(".claude.json"), state.to_string()).expect("state");
     // Every hook payload is logged on its way to the real `wakebridge hook`.
     let hook = format!(
         "tee -a '{}' | '{}' hook",
         hook_log.display(),
         env!("CARGO_BIN_EXE_wakebridge")
     );
-    let settings = wakebridge::cli::hook::settings_json(&hook);
-    std::fs::write(home.join(".claude/settings.json"), settings.to_string()).expect("settings");
+    common::claude_home(&home, &work, &wakebridge::cli::hook::settings_json(&hook));
+    let key = common::CLAUDE_TEST_KEY;
     let mut env: Vec<String> = test_env(root, &[])
         .into_iter()
         .map(|(k, v)| format!("{k}='{v}'"))

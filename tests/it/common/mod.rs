@@ -91,3 +91,23 @@ pub fn real_claude() -> Option<PathBuf> {
         .map(|dir| dir.join("claude"))
         .find(|candidate| candidate.is_file())
 }
+
+/// The dummy API key the real-Claude tests start Claude Code with (offline, never sent).
+pub const CLAUDE_TEST_KEY: &str = "sk-ant-api03-wakebridge-test-key-0123456789abcdefghij";
+
+/// A throw-away Claude Code home at `home` for starting it in `work` with no first-run screen:
+/// [`CLAUDE_TEST_KEY`] pre-approved (its last 20 characters), onboarding done, `work` trusted,
+/// and `settings` as `.claude/settings.json`.
+pub fn claude_home(home: &Path, work: &Path, settings: &serde_json::Value) {
+    std::fs::create_dir_all(home.join(".claude")).expect("home");
+    std::fs::create_dir_all(work).expect("work");
+    let work = std::fs::canonicalize(work).expect("work");
+    let key = CLAUDE_TEST_KEY;
+    let state = serde_json::json!({
+        "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
+        "hasCompletedOnboarding": true,
+        "projects": {work.to_string_lossy(): {"hasTrustDialogAccepted": true}},
+    });
+    std::fs::write(home.join(".claude.json"), state.to_string()).expect("state");
+    std::fs::write(home.join(".claude/settings.json"), settings.to_string()).expect("settings");
+}
