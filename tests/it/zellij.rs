@@ -257,17 +257,36 @@ impl ZellijWorld {
     /// sometimes exits 0 from `run` without printing the id (the reply is lost the same way as
     /// in `list-sessions`, see `LISTING_ATTEMPTS` in src/mux/zellij.rs).
     fn run_pane(&self, session: &str, name: &str, command: &str) -> String {
-        let printed = self.zellij(&[
-            "--session",
-            session,
-            "run",
-            "--name",
-            name,
-            "--",
-            "sh",
-            "-c",
-            command,
-        ]);
+        // Right after its creation a listed session can still answer `run` with "There is no
+        // active session!" (0.45.1, under load): wait until it takes the command.
+        let mut answer = None;
+        self.wait_until(&format!("session {session} takes `run`"), || {
+            let out = self.run(&[
+                "--session",
+                session,
+                "run",
+                "--name",
+                name,
+                "--",
+                "sh",
+                "-c",
+                command,
+            ]);
+            let taken = out.status.success()
+                || !String::from_utf8_lossy(&out.stderr).contains("There is no active session");
+            if taken {
+                answer = Some(out);
+            }
+            taken
+        });
+        let out = answer.expect("run answered");
+        assert!(
+            out.status.success(),
+            "zellij run failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let printed = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         let mut id = None;
         self.wait_until(&format!("pane {name} is listed"), || {
             id = self
