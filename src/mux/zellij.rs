@@ -8,10 +8,11 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::process::{self, Invocation, MuxError};
+use super::process::{self, Finished, Invocation, MuxError};
 use super::text::KeystrokeText;
 use super::{Mux, MuxConfig, PaneState, StaleReason};
 use crate::deadline::Deadline;
@@ -43,9 +44,15 @@ const NO_SERVER_MARKER: &str = "There is no active session";
 /// empty answer is believed. zellij 0.45.1 under load sometimes loses a server's reply (the
 /// server closes the connection before the reply is flushed): a live session left out of
 /// `list-sessions` (1 listing in ~1,300 with 8 fresh servers on 2 cores), `list-panes`
-/// printing nothing with exit 0. Both calls only read, so asking again is safe, and a second
-/// ~10 ms call makes a false "stale" or a failed wake about a million times rarer.
-const LISTING_ATTEMPTS: usize = 2;
+/// printing nothing with exit 0, or answering "There is no active session!" for the session
+/// `list-sessions` has just listed (its client's liveness probe lost the same way). Losses come
+/// in bursts while the machine is loaded, so the asks are [`LISTING_PAUSE`] apart rather than
+/// back to back; both calls only read, so asking again is safe.
+const LISTING_ATTEMPTS: usize = 3;
+
+/// The pause before asking a listing again: long enough for a busy server to catch up, short
+/// against the inject budget (two pauses are 1/25 of it).
+const LISTING_PAUSE: Duration = Duration::from_millis(20);
 
 /// The carriage return `write` sends, in zellij's decimal byte notation.
 const CARRIAGE_RETURN: &str = "13";
@@ -88,24 +95,23 @@ impl Zellij {
         deadline: Deadline,
     ) -> Result<PaneState, MuxError> {
         let inv = Invocation::new(&self.bin, "zellij list-sessions").args(["list-sessions", "-n"]);
-        let mut state = PaneState::Live;
-        for _ in 0..LISTING_ATTEMPTS {
-            let listing = match process::run(&inv, deadline).await {
-                Ok(done) => done.stdout,
-                Err(MuxError::Exit { ref stderr, .. }) if stderr.contains(NO_SESSIONS_MARKER) => {
-                    String::new()
-                }
-                Err(err) => return Err(err),
-            };
-            state = classify_session(&listing, session);
-            let unlisted = matches!(state, PaneState::Stale(StaleReason::SessionMissing { .. }));
-            if !unlisted {
-                break;
+        let answer = ask_until_believed(&inv, deadline, |answer| match answer {
+            Ok(done) => !listed(&done.stdout, session),
+            Err(MuxError::Exit { stderr, .. }) => stderr.contains(NO_SESSIONS_MARKER),
+            Err(_) => false,
+        })
+        .await;
+        match answer {
+            Ok(done) => Ok(classify_session(&done.stdout, session)),
+            Err(MuxError::Exit { ref stderr, .. }) if stderr.contains(NO_SESSIONS_MARKER) => {
+                Ok(classify_session("", session))
             }
+            Err(err) => Err(err),
         }
-        Ok(state)
     }
 
+    /// Only asked once `list-sessions` has listed the session as running, so an empty answer or
+    /// a "session not there" contradicts it and is asked again before it is believed.
     async fn pane_state(
         &self,
         target: &ZellijPane,
@@ -114,14 +120,12 @@ impl Zellij {
         let inv = self
             .action("zellij action list-panes", &target.session, "list-panes")
             .arg("--json");
-        let mut answer = process::run(&inv, deadline).await;
-        for _ in 1..LISTING_ATTEMPTS {
-            match &answer {
-                Ok(done) if done.stdout.trim().is_empty() => {}
-                _ => break,
-            }
-            answer = process::run(&inv, deadline).await;
-        }
+        let answer = ask_until_believed(&inv, deadline, |answer| match answer {
+            Ok(done) => done.stdout.trim().is_empty(),
+            Err(MuxError::Exit { stderr, .. }) => session_gone(stderr, &target.session),
+            Err(_) => false,
+        })
+        .await;
         match answer {
             Ok(done) => classify_pane(&done.stdout, &target.pane),
             // The session ended between the listing and this call.
@@ -145,6 +149,24 @@ impl Zellij {
             Err(err) => Err(err),
         }
     }
+}
+
+/// Run a read-only call (a listing, a screen dump) up to [`LISTING_ATTEMPTS`] times while `doubtful` says its answer
+/// may be a lost reply (see there), and return the last answer.
+async fn ask_until_believed(
+    inv: &Invocation,
+    deadline: Deadline,
+    doubtful: impl Fn(&Result<Finished, MuxError>) -> bool,
+) -> Result<Finished, MuxError> {
+    let mut answer = process::run(inv, deadline).await;
+    for _ in 1..LISTING_ATTEMPTS {
+        if !doubtful(&answer) || deadline.remaining() <= LISTING_PAUSE {
+            break;
+        }
+        tokio::time::sleep(LISTING_PAUSE).await;
+        answer = process::run(inv, deadline).await;
+    }
+    answer
 }
 
 impl Mux for Zellij {
@@ -179,7 +201,11 @@ impl Mux for Zellij {
             .action("zellij action dump-screen", &target.session, "dump-screen")
             .arg("-p")
             .arg(&target.pane);
-        match process::run(&inv, deadline).await {
+        let answer = ask_until_believed(&inv, deadline, |answer| {
+            matches!(answer, Err(MuxError::Exit { stderr, .. }) if session_gone(stderr, &target.session))
+        })
+        .await;
+        match answer {
             Ok(done) => Ok(Some(done.stdout)),
             Err(MuxError::Exit { ref stderr, .. })
                 if UNSUPPORTED_MARKERS.iter().any(|m| stderr.contains(m)) =>
@@ -243,6 +269,14 @@ fn classify_session(listing: &str, session: &str) -> PaneState {
     PaneState::Stale(StaleReason::SessionMissing {
         session: session.to_owned(),
     })
+}
+
+/// Is `session` in the listing at all (running or exited)?
+fn listed(listing: &str, session: &str) -> bool {
+    !matches!(
+        classify_session(listing, session),
+        PaneState::Stale(StaleReason::SessionMissing { .. })
+    )
 }
 
 /// Does an action's stderr say that the session is not there? zellij 0.45.1 answers an action
