@@ -110,7 +110,10 @@ impl App {
         // The nudger types into panes (nudges, owed wakes), so it runs only where typing is
         // allowed (mux backend); `[nudger] enabled = false` turns off its nudges only.
         let nudge_config = (config.backend == Backend::Mux)
-            .then(|| NudgerConfig::from_settings(&config.settings.nudger, &config.settings.wake))
+            .then(|| {
+                let s = &config.settings;
+                NudgerConfig::from_settings(&s.nudger, &s.wake, &s.limits)
+            })
             .transpose()?;
         let wake_err = |source| AppError::WakeDir {
             dir: config.paths.wake_dir.clone(),
@@ -153,6 +156,7 @@ impl App {
             config.busy_ttl,
             config.cooldown,
             injector,
+            config.settings.limits.enabled.then(|| store.clone()),
         ));
         let dedupe = Dedupe::new(config.settings.ledger.identity_window);
         restore_state(

@@ -14,15 +14,21 @@ pub const HOOK_STDIN_CAP_BYTES: usize = 1024 * 1024;
 pub const IDLE_PROMPT: &str = "idle_prompt";
 /// SessionStart source that fires mid-turn (after an automatic compaction).
 pub const SOURCE_COMPACT: &str = "compact";
+/// Notification type: Claude Code's own "continue automatically at usage limit" resumed the
+/// session.
+pub const QUOTA_AUTO_RESUMED: &str = "quota_auto_resume_fired";
+/// The Notification matcher the settings snippet wires (a regex over `notification_type`): the
+/// type that means idle and the one that means resumed from a usage limit.
+pub const NOTIFICATION_MATCHER: &str = "idle_prompt|quota_auto_resume_fired";
 /// `(event, matcher)` pairs the settings snippet wires; the matcher narrows Notification to the
-/// only type that means idle.
+/// types wakebridge acts on.
 pub const WIRED_EVENTS: [(&str, &str); 7] = [
     ("SessionStart", ""),
     ("UserPromptSubmit", ""),
     ("PreToolUse", ""),
     ("Stop", ""),
     ("StopFailure", ""),
-    ("Notification", IDLE_PROMPT),
+    ("Notification", NOTIFICATION_MATCHER),
     ("SessionEnd", ""),
 ];
 
@@ -39,6 +45,10 @@ pub struct HookInput {
     pub notification_type: Option<String>,
     /// Stop: Claude Code is already going on because a Stop hook blocked the last stop.
     pub stop_hook_active: bool,
+    /// StopFailure: the API error's kind (`rate_limit`, `server_error`, ...).
+    pub error: Option<String>,
+    /// Stop and StopFailure: the turn's last assistant text (a limit's notice, for a limit).
+    pub last_assistant_message: Option<String>,
 }
 
 impl HookInput {
@@ -90,6 +100,8 @@ pub fn parse_hook_input(bytes: &[u8]) -> Result<HookInput, HookInputError> {
         source: text("source"),
         notification_type: text("notification_type"),
         stop_hook_active: object.get("stop_hook_active").and_then(Value::as_bool) == Some(true),
+        error: text("error"),
+        last_assistant_message: text("last_assistant_message"),
     })
 }
 
@@ -136,6 +148,7 @@ impl HookKind {
             "SessionEnd" => HookKind::Ended,
             "Notification" => match detail {
                 IDLE_PROMPT => HookKind::IdlePrompt,
+                QUOTA_AUTO_RESUMED => HookKind::Working,
                 "permission_prompt"
                 | "elicitation_dialog"
                 | "elicitation_url_dialog"

@@ -6,6 +6,7 @@
 
 pub(crate) mod home;
 pub mod hooks;
+pub mod limits;
 pub mod registry;
 pub(crate) mod screen;
 pub mod transcript;

@@ -18,6 +18,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::limits::{self, Notice};
+
 /// The model string Claude Code writes on records it invents itself (API errors, interrupts);
 /// their usage is all zeros and says nothing about the context.
 pub const SYNTHETIC_MODEL: &str = "<synthetic>";
@@ -190,11 +192,22 @@ pub struct ContextReading {
     pub source: ReadingSource,
 }
 
+/// A usage-limit notice the transcript ends on: no real response came after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitRecord {
+    pub notice: Notice,
+    /// The record's timestamp (unix ms), which its reset is relative to.
+    pub at_ms: Option<i64>,
+    pub offset: u64,
+}
+
 /// Incremental context computation: feed records in file order, ask `current()` at any time.
+/// It also keeps the usage-limit notice the records end on, if any ([`ContextTracker::limit`]).
 #[derive(Debug, Clone, Default)]
 pub struct ContextTracker {
     current: Option<ContextReading>,
     last_model: Option<String>,
+    limit: Option<LimitRecord>,
 }
 
 impl ContextTracker {
@@ -203,6 +216,8 @@ impl ContextTracker {
     pub fn feed(&mut self, record: &Record, offset: u64) -> bool {
         let next = match record {
             Record::Assistant(a) if a.qualifies() => {
+                // A real response: whatever limit came before has lifted.
+                self.limit = None;
                 if a.model.is_some() {
                     self.last_model.clone_from(&a.model);
                 }
@@ -231,6 +246,14 @@ impl ContextTracker {
 
     /// Parses and feeds one line; unusable lines are ignored. Returns whether the reading changed.
     pub fn feed_line(&mut self, line: &[u8], offset: u64) -> bool {
+        if let Some((notice, at_ms)) = limits::in_transcript_line(line) {
+            self.limit = Some(LimitRecord {
+                notice,
+                at_ms,
+                offset,
+            });
+            return false;
+        }
         match parse_record(line) {
             Some(record) => self.feed(&record, offset),
             None => false,
@@ -258,6 +281,11 @@ impl ContextTracker {
     /// The tracker that feeding `self`'s records and then `later`'s would have produced. Lets a
     /// backwards search parse an earlier region after a later one without re-reading the later.
     pub fn followed_by(self, later: ContextTracker) -> ContextTracker {
+        let limit = match later.limit {
+            Some(limit) => Some(limit),
+            None if later.current.is_some() => None,
+            None => self.limit,
+        };
         let current = match later.current {
             Some(mut reading) => {
                 if reading.model.is_none() {
@@ -270,7 +298,13 @@ impl ContextTracker {
         ContextTracker {
             current,
             last_model: later.last_model.or(self.last_model),
+            limit,
         }
+    }
+
+    /// The usage-limit notice the records fed so far end on (no real response after it).
+    pub fn limit(&self) -> Option<&LimitRecord> {
+        self.limit.as_ref()
     }
 
     /// The newest reading, if any qualifying record has been fed.

@@ -12,13 +12,14 @@
 //! `--print-settings` prints the `settings.json` snippet that wires it (deploy/claude-hooks.json).
 
 use crate::claude::hooks::{
-    HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, SOURCE_COMPACT, WIRED_EVENTS,
-    keep_going, parse_hook_input,
+    HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, QUOTA_AUTO_RESUMED,
+    SOURCE_COMPACT, WIRED_EVENTS, keep_going, parse_hook_input,
 };
+use crate::claude::limits;
 use crate::config::{Config, ConfigError};
 use crate::env::Env;
 use crate::mux::WAKE_PROMPT;
-use crate::store::{Payment, Record, SessionSeen, Store, now_unix_ms};
+use crate::store::{LimitSeen, LimitSource, Payment, Record, SessionSeen, Store, now_unix_ms};
 use crate::wakedir::detect::detect_target;
 use crate::wakedir::markers::{MarkerError, clear_busy_if_any, set_busy};
 use crate::wakedir::target::PaneTarget;
@@ -351,7 +352,7 @@ pub fn run_hook(
     ) {
         // A marker only: nothing here can block, so no helper thread is needed.
         let outcome = perform_as(action, &input, &wake_dir, &env);
-        record(ledger.as_deref(), &outcome);
+        record(ledger.as_deref(), &outcome, &input);
         report_failure(&outcome);
         return ExitCode::SUCCESS;
     }
@@ -361,7 +362,7 @@ pub fn run_hook(
         .name("hook-action".into())
         .spawn(move || {
             let outcome = perform_as(action, &input, &wake_dir, &env);
-            record(ledger.as_deref(), &outcome);
+            record(ledger.as_deref(), &outcome, &input);
             let _ = sender.send(outcome);
         });
     if let Err(e) = spawned {
@@ -389,26 +390,58 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
 }
 
 /// Records what a hook saw in the ledger, so the daemon knows the session (scope = local), its
-/// transcript and its last hook event (for the nudger). Never fails the hook.
-fn record(ledger: Option<&Path>, outcome: &HookOutcome) {
+/// transcript and its last hook event (for the nudger), with what it says about a usage limit
+/// (see [`limit_record`]), in one commit. Never fails the hook.
+fn record(ledger: Option<&Path>, outcome: &HookOutcome, input: &HookInput) {
     let (Some(ledger), Some(session_id)) = (ledger, outcome.session_id.clone()) else {
         return;
     };
     if outcome.nothing_new {
         return;
     }
+    let now_ms = now_unix_ms();
+    let limit = limit_record(input, &session_id, now_ms);
     let seen = SessionSeen {
         session_id,
         cwd: outcome.cwd.clone(),
         transcript_path: outcome.transcript_path.clone(),
         pane: outcome.pane.as_ref().map(ToString::to_string),
         last_hook_event: Some(outcome.ledger_event.clone()),
-        seen_at_ms: now_unix_ms(),
+        seen_at_ms: now_ms,
     };
-    let recorded = Store::record_once(ledger, Record::SessionSeen(seen));
-    if let Err(e) = recorded {
+    let batch = std::iter::once(Record::SessionSeen(seen))
+        .chain(limit)
+        .collect();
+    if let Err(e) = Store::record_once(ledger, batch) {
         crate::errln!("wakebridge hook: could not record the session in the ledger: {e}");
     }
+}
+
+/// What a hook event says about a usage limit: a `StopFailure` of a rate limit with Claude
+/// Code's notice is one (its reset read in this machine's zone); a tool call, a turn that ended
+/// normally and Claude Code's own auto-resume mean the API answers again, so a limit is lifted.
+/// A prompt submitted is not such a sign: the resume message itself is one.
+fn limit_record(input: &HookInput, session_id: &str, now_ms: i64) -> Option<Record> {
+    let lifted = match input.event_name.as_str() {
+        "PreToolUse" | "Stop" => true,
+        "Notification" => input.notification_type.as_deref() == Some(QUOTA_AUTO_RESUMED),
+        _ => false,
+    };
+    if lifted {
+        return Some(Record::LimitLifted {
+            session_id: session_id.to_owned(),
+        });
+    }
+    let notice = limits::in_stop_failure(
+        input.error.as_deref(),
+        input.last_assistant_message.as_deref(),
+    )?;
+    Some(Record::Limited(LimitSeen::of_notice(
+        session_id,
+        notice,
+        LimitSource::Hook,
+        now_ms,
+    )))
 }
 
 #[cfg(test)]
@@ -477,7 +510,12 @@ mod tests {
             let entry = &settings["hooks"][event][0];
             assert_eq!(entry["hooks"][0]["command"], HOOK_COMMAND, "{event}");
             let mut probe = input(event);
-            probe.notification_type = (!matcher.is_empty()).then(|| matcher.to_string());
+            // The first type a matcher names moves the wake state; the others (Claude Code's
+            // own resume at a usage limit) only lift a limit in the ledger.
+            probe.notification_type = matcher
+                .split('|')
+                .find(|m| !m.is_empty())
+                .map(str::to_owned);
             assert_ne!(
                 action_for(&probe),
                 HookAction::Ignore,

@@ -25,7 +25,7 @@ pub use error::ConfigError;
 pub use hosts::HostAllowlist;
 pub use settings::{
     BridgeSettings, ContextLevelSettings, ContextSettings, ContextThresholdSettings,
-    LaunchSettings, LedgerSettings, MuxSettings, NudgerSettings, PruneSettings,
+    LaunchSettings, LedgerSettings, LimitSettings, MuxSettings, NudgerSettings, PruneSettings,
     RegistrationSettings, Settings, SpoolSettings, StateSettings, WakeSettings,
 };
 pub use topology::{Topology, UrlProblem};

@@ -22,7 +22,20 @@ pub struct Settings {
     pub state: StateSettings,
     pub context: ContextSettings,
     pub nudger: NudgerSettings,
+    pub limits: LimitSettings,
     pub launch: LaunchSettings,
+}
+
+/// `[limits]`: holding sessions at a usage limit and resuming them at its reset (validated by
+/// `nudge::LimitsConfig`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct LimitSettings {
+    pub enabled: bool,
+    pub resume: bool,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub resume_grace: Duration,
+    pub resume_message: String,
+    pub max_tries: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -16,7 +16,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::claude::transcript::{ContextReading, ContextTracker};
+use crate::claude::transcript::{ContextReading, ContextTracker, LimitRecord};
 
 use crate::wire::session_id::SessionId;
 
@@ -202,6 +202,11 @@ impl TranscriptFollower {
     /// The current context reading, if any record has decided one.
     pub fn current(&self) -> Option<&ContextReading> {
         self.tracker.current()
+    }
+
+    /// The usage-limit notice the transcript ends on, if any.
+    pub fn limit(&self) -> Option<&LimitRecord> {
+        self.tracker.limit()
     }
 
     /// The byte offset up to which the file has been consumed.

@@ -167,6 +167,7 @@ mod tests {
             exceeds_200k_tokens: None,
             transcript_path: None,
             timestamp: 0,
+            limit: None,
         };
         let f = figures(Some(&reading), Some(&feed), &WindowResolver::default());
         assert_eq!(

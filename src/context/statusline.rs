@@ -4,7 +4,8 @@
 //! Claude Code pipes into a statusLine command (bounded, tolerant), keeping the context figures
 //! in a per-session feed file `<state_dir>/feed/<session_id>.json` (written atomically) that the
 //! daemon prefers while fresh (`read_feed`), and rendering the one short line Claude Code shows
-//! (`ctx 42% · idle`). It never fails visibly: any input yields a line, at worst `ctx ?`. It does
+//! (`ctx 42% · idle`, with `· 5-hour limit hit, resets 15:00, in 1h 12m` while its
+//! `rate_limits` say a window is used up). It never fails visibly: any input yields a line, at worst `ctx ?`. It does
 //! not compute anything from transcripts.
 
 use std::io::Read;
@@ -16,6 +17,8 @@ use serde_json::Value;
 
 use super::statefile::{StateFileError, atomic_write};
 use super::window::percent;
+use crate::claude::limits::{self, describe_reset};
+use crate::store::now_unix_ms;
 use crate::wire::session_id::SessionId;
 
 /// Sub-directory of the state dir holding one feed file per session.
@@ -64,6 +67,18 @@ pub struct Feed {
     pub transcript_path: Option<PathBuf>,
     /// Unix seconds when the status line ran.
     pub timestamp: u64,
+    /// A `rate_limits` window that is used up (subscribers only).
+    #[serde(default)]
+    pub limit: Option<FeedLimit>,
+}
+
+/// A used-up usage-limit window of the status line's `rate_limits`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedLimit {
+    /// `5-hour limit` or `weekly limit`.
+    pub kind: String,
+    /// Unix ms, when the feed gives it.
+    pub resets_at_ms: Option<i64>,
 }
 
 impl Feed {
@@ -156,6 +171,12 @@ pub fn parse_statusline(bytes: &[u8], now: u64) -> Option<Feed> {
             .filter(|p| !p.is_empty())
             .map(PathBuf::from),
         timestamp: now,
+        limit: v.get("rate_limits").and_then(limits::in_statusline).map(
+            |(notice, resets_at_ms)| FeedLimit {
+                kind: notice.kind,
+                resets_at_ms,
+            },
+        ),
     })
 }
 
@@ -226,6 +247,12 @@ pub fn render_line(feed: Option<&Feed>, activity: Option<Activity>) -> String {
     if let Some(a) = activity {
         line.push_str(SEPARATOR);
         line.push_str(a.as_str());
+    }
+    if let Some(limit) = feed.and_then(|f| f.limit.as_ref()) {
+        line.push_str(SEPARATOR);
+        let local = jiff::tz::TimeZone::system();
+        let reset = describe_reset(limit.resets_at_ms, now_unix_ms(), &local);
+        line.push_str(&format!("{} hit, {reset}", limit.kind));
     }
     line
 }

@@ -27,14 +27,14 @@ use crate::context::monitor::{
     Candidate, ContextStatus, ContextView, StateStamp, WarningStep, select_sessions,
 };
 use crate::context::statefile::write_state;
-use crate::context::statusline::{feed_dir, read_feed, unix_now};
+use crate::context::statusline::{Feed, feed_dir, read_feed, unix_now};
 use crate::context::thresholds::{Level, SessionThresholds, ThresholdError, Thresholds};
 use crate::context::window::{WindowError, WindowResolver};
 use crate::context::{ContextFigures, figures};
 use crate::delivery::Deliverer;
 use crate::delivery::gate::Mode;
 use crate::mux::{KeystrokeText, TextError};
-use crate::store::{DeliverySource, now_unix_ms};
+use crate::store::{DeliverySource, LimitSeen, LimitSource, Record, now_unix_ms};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use crate::wire::session_id::short;
@@ -143,6 +143,9 @@ struct Tracked {
     /// leaves one row per kind of deferral, not one per poll.
     last_recorded: Option<(String, crate::delivery::action::Action)>,
     last_warning: Option<(String, SystemTime)>,
+    /// The usage limit last recorded from this session's transcript (its offset) and feed (its
+    /// reset), so each is recorded once.
+    limit_recorded: (Option<u64>, Option<i64>),
 }
 
 impl Tracked {
@@ -154,6 +157,7 @@ impl Tracked {
             thresholds: SessionThresholds::new(thresholds),
             figures: None,
             active_at: None,
+            limit_recorded: (None, None),
             written: None,
             last_recorded: None,
             last_warning: None,
@@ -310,6 +314,11 @@ impl Monitor {
                 active_at = active_at.max(Some(stamped));
             }
             t.active_at = active_at;
+            for limit in limits_seen(sid, t, feed.as_ref()) {
+                if let Err(e) = deliverer.store().record_queued(Record::Limited(limit)) {
+                    tracing::warn!(error = %e, "could not record a usage limit in the ledger");
+                }
+            }
             let reading = t.follower.as_ref().and_then(|f| f.current());
             let figures = figures(reading, feed.as_ref(), &config.resolver);
             if let Some(pct) = figures.percent {
@@ -529,6 +538,39 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Usage limits `t`'s transcript and status-line feed report that were not recorded yet: the
+/// notice the transcript ends on (its reset read from the record's own time; a reset already
+/// past is history), and a used-up `rate_limits` window of the feed.
+fn limits_seen(sid: &str, t: &mut Tracked, feed: Option<&Feed>) -> Vec<LimitSeen> {
+    let now_ms = now_unix_ms();
+    let mut seen = Vec::new();
+    if let Some(limit) = t.follower.as_ref().and_then(|f| f.limit())
+        && t.limit_recorded.0 != Some(limit.offset)
+    {
+        t.limit_recorded.0 = Some(limit.offset);
+        let at_ms = limit.at_ms.unwrap_or(now_ms);
+        let found = LimitSeen::of_notice(sid, limit.notice.clone(), LimitSource::Transcript, at_ms);
+        if found.resets_at_ms.is_none_or(|at| at > now_ms) {
+            seen.push(found);
+        }
+    }
+    if let Some(limit) = feed.and_then(|f| f.limit.as_ref())
+        && t.limit_recorded.1 != limit.resets_at_ms
+        && limit.resets_at_ms.is_none_or(|at| at > now_ms)
+    {
+        t.limit_recorded.1 = limit.resets_at_ms;
+        seen.push(LimitSeen {
+            session_id: sid.to_owned(),
+            kind: limit.kind.clone(),
+            resets_text: None,
+            resets_at_ms: limit.resets_at_ms,
+            how: LimitSource::Statusline,
+            at_ms: now_ms,
+        });
+    }
+    seen
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 //! typing, rolled back on failure) → stale-pane guard and typing (in `mux`), under one budget.
 //! Beyond the reference, a tmux pane whose prompt already holds text (a human's draft), that is
 //! in copy mode or shows a menu is treated like a busy one: `spool-busy`, nothing typed (and
-//! the event is owed a wake).
+//! the event is owed a wake). So is a session held at a usage limit: the ledger has its limit,
+//! or the screen's latest word is a limit's notice (then recorded in the ledger); only the
+//! resumer's message ([`Mode::Resume`]) is typed then.
 //! Nothing here can fail a delivery: every outcome is an `Action`.
 
 use std::collections::HashMap;
@@ -14,11 +16,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::claude::limits::{self, Notice};
 use crate::deadline::Deadline;
 use crate::delivery::action::Action;
 use crate::delivery::cooldown::Cooldown;
 use crate::lock;
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
+use crate::store::{Limit, LimitSeen, LimitSource, Record, Store, now_unix_ms};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::markers;
 use crate::wakedir::reader::PanesReader;
@@ -41,6 +45,8 @@ pub enum Mode {
     /// signals although the marker says a turn runs (an Esc interrupt fires no hook, so its
     /// marker stays).
     SeenIdle,
+    /// The resume message at a usage limit's reset: like `SeenIdle`, and through the hold.
+    Resume,
 }
 
 /// What the gate did.
@@ -80,6 +86,8 @@ pub struct Gate {
     occupied: Mutex<HashMap<String, u32>>,
     /// Rung when a bus event became owed a wake, so the nudger's loop looks at once.
     owed: tokio::sync::Notify,
+    /// The ledger that holds sessions at their usage limits; `None`: `[limits] enabled = false`.
+    limits: Option<Store>,
 }
 
 impl Gate {
@@ -88,6 +96,7 @@ impl Gate {
         busy_ttl: f64,
         cooldown: Duration,
         injector: Arc<Injector>,
+        limits: Option<Store>,
     ) -> Self {
         Self {
             panes: PanesReader::new(&wake_dir),
@@ -99,7 +108,14 @@ impl Gate {
             typed_at: Mutex::new(HashMap::new()),
             occupied: Mutex::new(HashMap::new()),
             owed: tokio::sync::Notify::new(),
+            limits,
         }
+    }
+
+    /// The usage limit `sid` is held at, if limits are on and the ledger has one (a ledger that
+    /// cannot be read holds nothing: the screen check still stands).
+    pub fn held_at(&self, sid: &str) -> Option<Limit> {
+        self.limits.as_ref()?.limit(sid).ok().flatten()
     }
 
     /// Says that an event just became owed a wake (recorded in the ledger).
@@ -141,6 +157,16 @@ impl Gate {
             tracing::debug!(session_id = sid, "no pane mapped; spooled only");
             return GateOutcome::skipped(Action::SpoolUnmapped, None);
         };
+        if mode != Mode::Resume
+            && let Some(limit) = self.held_at(sid)
+        {
+            tracing::debug!(
+                session_id = sid,
+                kind = limit.kind,
+                "session held at its usage limit; spooled only"
+            );
+            return GateOutcome::skipped(Action::SpoolBusy, Some(target));
+        }
         if mode == Mode::Gated && self.is_busy(sid) {
             tracing::debug!(
                 session_id = sid,
@@ -150,7 +176,7 @@ impl Gate {
         }
         let reservation = match mode {
             Mode::Forced => self.cooldown.force(sid),
-            Mode::Gated | Mode::SeenIdle => match self.cooldown.reserve(sid) {
+            Mode::Gated | Mode::SeenIdle | Mode::Resume => match self.cooldown.reserve(sid) {
                 Some(r) => r,
                 None => {
                     tracing::debug!(
@@ -209,6 +235,18 @@ impl Gate {
                 }
                 (Action::SpoolBusy, None)
             }
+            Err(InjectError::Limited(notice)) => {
+                self.cooldown.roll_back(sid, reservation);
+                tracing::info!(
+                    session_id = sid,
+                    kind = notice.kind,
+                    resets = notice.resets.as_deref().unwrap_or("?"),
+                    "{} is at its usage limit (seen on its screen); held, spooled only",
+                    short(sid)
+                );
+                self.note_limit(sid, notice).await;
+                (Action::SpoolBusy, None)
+            }
             Err(error) => {
                 self.cooldown.roll_back(sid, reservation);
                 let kind = error.kind();
@@ -241,6 +279,36 @@ impl Gate {
             error_kind,
             inject_time,
             target: Some(target),
+        }
+    }
+
+    /// Picks the limit menu's wait option if the menu is on `sid`'s screen (`Ok(false)`: it is
+    /// not). The resumer's first step at a reset.
+    pub async fn dismiss_limit_menu(&self, sid: &str) -> Result<bool, InjectError> {
+        let Some(target) = self.panes.lookup(sid) else {
+            return Ok(false);
+        };
+        self.injector
+            .pick(&target, limits::wait_option, Deadline::after(INJECT_BUDGET))
+            .await
+    }
+
+    /// `sid`'s screen, if its pane is mapped, live and readable.
+    pub async fn screen(&self, sid: &str) -> Option<String> {
+        let target = self.panes.lookup(sid)?;
+        self.injector
+            .screen(&target, Deadline::after(INJECT_BUDGET))
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// Records a limit seen on `sid`'s screen.
+    async fn note_limit(&self, sid: &str, notice: Notice) {
+        let Some(store) = &self.limits else { return };
+        let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_unix_ms());
+        if let Err(e) = store.record(Record::Limited(seen)).await {
+            tracing::warn!(error = %e, "could not record a usage limit in the ledger");
         }
     }
 }

@@ -102,6 +102,13 @@ pub async fn metrics(State(app): State<Arc<AppState>>) -> Result<Response, ApiEr
             paid(key)
         );
     }
+    let limited = sessions.iter().filter(|s| s.limit.is_some()).count();
+    let _ = writeln!(
+        text,
+        "# HELP wakebridge_limited_sessions Sessions held at a usage limit until it resets."
+    );
+    let _ = writeln!(text, "# TYPE wakebridge_limited_sessions gauge");
+    let _ = writeln!(text, "wakebridge_limited_sessions {limited}");
     let contexts: Vec<(&str, f64)> = sessions
         .iter()
         .filter_map(|s| {

@@ -7,8 +7,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use jiff::tz::TimeZone;
+
+use crate::claude::limits::describe_reset;
 use crate::http::AppState;
-use crate::store::SessionRow;
+use crate::store::{Limit, SessionRow, now_unix_ms};
 use crate::wakedir::reader::mapped_panes;
 
 /// Spools bigger than this are not read to count lines; the size alone is reported.
@@ -44,6 +47,9 @@ pub struct SessionStatus {
     /// How owed wakes were paid: `{"last_at", "last_how", "last_events", "by_hook",
     /// "by_typing"}` (`how` is `hook` or `typed`), once any was.
     pub paid: Option<serde_json::Value>,
+    /// The usage limit the session is held at: `{"kind", "resets_at", "resets_text",
+    /// "seen_how", "since", "tries", "gave_up", "shown"}` (`shown`: `resets 15:00, in 1h 12m`).
+    pub limit: Option<serde_json::Value>,
 }
 
 fn rfc3339_ms(ms: Option<i64>) -> Option<String> {
@@ -96,14 +102,24 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
         }
         Err(e) => tracing::warn!(error = %e, "could not read sessions from the ledger"),
     }
+    let now_ms = now_unix_ms();
+    let local = TimeZone::system();
     rows.into_iter()
         .map(|(sid, row)| {
             let pane = mapped.get(&sid);
             let busy = gate.is_busy(&sid);
-            let (state, reason) = match (pane, busy) {
-                (None, _) => ("unmapped", "no pane in panes.json; events are spooled only"),
-                (Some(_), true) => ("busy", "fresh busy marker: a turn is running"),
-                (Some(_), false) => ("idle", "no fresh busy marker"),
+            let limit = row.as_ref().and_then(|r| r.limit.clone());
+            let (state, reason) = match (pane, busy, &limit) {
+                (None, _, _) => ("unmapped", "no pane in panes.json; events are spooled only"),
+                (Some(_), _, Some(l)) if l.gave_up => (
+                    "limited",
+                    "at its usage limit; resumes ran out, held until it shows life",
+                ),
+                (Some(_), _, Some(_)) => {
+                    ("limited", "at its usage limit: held, resumed at the reset")
+                }
+                (Some(_), true, None) => ("busy", "fresh busy marker: a turn is running"),
+                (Some(_), false, None) => ("idle", "no fresh busy marker"),
             };
             let (spool_lines, spool_bytes) = spool_depth(wake_dir, &sid, detail);
             let row = row.unwrap_or_else(|| SessionRow {
@@ -151,11 +167,28 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
                         "by_typing": p.by_typing,
                     })
                 }),
+                limit: limit.map(|l| limit_json(&l, now_ms, &local)),
                 session_id: sid,
             }
         })
         .collect()
 }
+
+fn limit_json(limit: &Limit, now_ms: i64, local: &TimeZone) -> serde_json::Value {
+    serde_json::json!({
+        "kind": limit.kind,
+        "resets_at": rfc3339_ms(limit.resets_at_ms),
+        "resets_text": limit.resets_text,
+        "seen_how": limit.how.as_str(),
+        "since": rfc3339_ms(Some(limit.since_ms)),
+        "tries": limit.tries,
+        "gave_up": limit.gave_up,
+        "shown": describe_reset(limit.resets_at_ms, now_ms, local),
+    })
+}
+
+/// Columns of the `wakebridge status` table.
+const COLUMNS: usize = 10;
 
 /// A readable table of `sessions`; `color` adds ANSI colour to the state column.
 pub fn render_table(sessions: &[SessionStatus], color: bool) -> String {
@@ -172,8 +205,9 @@ pub fn render_table(sessions: &[SessionStatus], color: bool) -> String {
         "CONTEXT",
         "NUDGES",
         "OWED",
+        "LIMIT",
     ];
-    let mut table: Vec<[String; 9]> = vec![header.map(String::from)];
+    let mut table: Vec<[String; COLUMNS]> = vec![header.map(String::from)];
     for s in sessions {
         let pane = s.pane.as_ref().map_or("-".to_string(), |p| {
             format!(
@@ -203,6 +237,14 @@ pub fn render_table(sessions: &[SessionStatus], color: bool) -> String {
             .owed
             .as_ref()
             .map_or("-".into(), |o| o["events"].to_string());
+        let limit = s.limit.as_ref().map_or("-".into(), |l| {
+            let shown = l["shown"].as_str().unwrap_or("?");
+            if l["gave_up"].as_bool() == Some(true) {
+                format!("{shown} (gave up)")
+            } else {
+                shown.to_owned()
+            }
+        });
         table.push([
             s.session_id.clone(),
             s.state.clone(),
@@ -213,9 +255,10 @@ pub fn render_table(sessions: &[SessionStatus], color: bool) -> String {
             context,
             nudges,
             owed,
+            limit,
         ]);
     }
-    let widths: Vec<usize> = (0..9)
+    let widths: Vec<usize> = (0..COLUMNS)
         .map(|c| {
             table
                 .iter()
@@ -250,6 +293,7 @@ fn colour_state(state: &str, padded: &str) -> String {
         "idle" => "32",
         "busy" => "33",
         "unmapped" => "2",
+        "limited" => "31",
         _ => return padded.to_string(),
     };
     format!("\x1b[{code}m{padded}\x1b[0m")
@@ -280,6 +324,8 @@ mod tests {
             nudge: Some(serde_json::json!({"unanswered": 5, "acknowledged": true})),
             owed: (state == "busy").then(|| serde_json::json!({"events": 2, "since": "x"})),
             paid: None,
+            limit: (state == "limited")
+                .then(|| serde_json::json!({"shown": "resets 15:00, in 1h 12m", "gave_up": false})),
         }
     }
 
@@ -296,8 +342,17 @@ mod tests {
                 && lines[1].contains("3 lines")
                 && lines[1].contains("42%")
         );
-        assert!(lines[1].ends_with("5 (ack idle)  -"));
-        assert!(lines[2].ends_with("5 (ack idle)  2"), "{}", lines[2]);
+        assert!(lines[1].ends_with("5 (ack idle)  -     -"), "{}", lines[1]);
+        assert!(lines[2].ends_with("5 (ack idle)  2     -"), "{}", lines[2]);
+        let limited = render_table(&[status("lim", "limited")], false);
+        assert!(
+            limited
+                .lines()
+                .nth(1)
+                .unwrap()
+                .ends_with("-     resets 15:00, in 1h 12m"),
+            "{limited}"
+        );
         assert!(!plain.contains('\x1b'));
         assert!(render_table(&rows, true).contains("\x1b[32m"));
     }

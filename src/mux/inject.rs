@@ -17,6 +17,7 @@ use super::text::KeystrokeText;
 use super::tmux::Tmux;
 use super::zellij::{Zellij, ZellijPane};
 use super::{Mux, MuxConfig, PaneState, StaleReason};
+use crate::claude::limits::{self, Notice};
 use crate::claude::screen::{self, PASTE_MARKER};
 use crate::deadline::Deadline;
 use crate::wakedir::target::PaneTarget;
@@ -42,6 +43,10 @@ pub enum InjectError {
     /// Copy mode or a menu holds the pane; nothing was typed.
     #[error("{0} holds the pane, nothing typed")]
     Held(&'static str),
+    /// A usage limit's notice is the screen's latest word; nothing was typed (only the resume
+    /// message is typed over it).
+    #[error("the session is at its {} (resets {}), nothing typed", .0.kind, .0.resets.as_deref().unwrap_or("at a time not shown"))]
+    Limited(Notice),
     /// The text was typed and Enter pressed twice, and it is still on the prompt line.
     #[error("typed, but still on the prompt line after a second Enter: not submitted")]
     Unsubmitted,
@@ -61,6 +66,7 @@ impl InjectError {
             InjectError::StalePane { .. } => "stale",
             InjectError::Occupied => "occupied",
             InjectError::Held(_) => "held",
+            InjectError::Limited(_) => "limited",
             InjectError::Unsubmitted => "unsubmitted",
             InjectError::PaneBusy { .. } => "pane-busy",
             InjectError::Failed(err) => err.kind(),
@@ -135,6 +141,53 @@ impl Injector {
         })
     }
 
+    /// The pane's screen once the guard has found it live (`None`: this multiplexer cannot read
+    /// it), under the pane's lock.
+    pub async fn screen(
+        &self,
+        target: &PaneTarget,
+        deadline: Deadline,
+    ) -> Result<Option<String>, InjectError> {
+        let _held = self.lock_pane(target, deadline).await?;
+        match target {
+            PaneTarget::Tmux { pane, .. } => {
+                guarded_screen(&self.tmux, pane.as_str(), deadline).await
+            }
+            PaneTarget::Zellij { pane, session } => {
+                let pane = ZellijPane {
+                    session: session.clone(),
+                    pane: pane.clone(),
+                };
+                guarded_screen(&self.zellij, &pane, deadline).await
+            }
+        }
+    }
+
+    /// Picks a menu option: `locate` finds it on the screen and gives its number, which is
+    /// typed (no Enter: Claude Code's menus act on the digit), and the screen is read until
+    /// `locate` no longer finds it. `Ok(false)`: the option is not on the screen, nothing
+    /// typed. A menu still open after [`CONFIRM_WAIT`] is [`InjectError::Unsubmitted`].
+    pub async fn pick(
+        &self,
+        target: &PaneTarget,
+        locate: fn(&str) -> Option<u8>,
+        deadline: Deadline,
+    ) -> Result<bool, InjectError> {
+        let _held = self.lock_pane(target, deadline).await?;
+        match target {
+            PaneTarget::Tmux { pane, .. } => {
+                guarded_pick(&self.tmux, pane.as_str(), locate, deadline).await
+            }
+            PaneTarget::Zellij { pane, session } => {
+                let pane = ZellijPane {
+                    session: session.clone(),
+                    pane: pane.clone(),
+                };
+                guarded_pick(&self.zellij, &pane, locate, deadline).await
+            }
+        }
+    }
+
     /// Wait for the pane's lock, but no longer than the deadline.
     async fn lock_pane(
         &self,
@@ -181,6 +234,11 @@ pub async fn guarded_inject<M: Mux>(
     if state == PaneState::Live
         && let Some(screen) = mux.screen(pane, deadline).await?
     {
+        if !text.resumes_a_limit()
+            && let Some(notice) = limits::on_screen(&screen)
+        {
+            return Err(InjectError::Limited(notice));
+        }
         state = screen_state(&screen);
     }
     match state {
@@ -210,6 +268,45 @@ pub async fn guarded_inject<M: Mux>(
         confirm_submitted(mux, pane, text, shown).await?;
     }
     Ok(mux.name())
+}
+
+/// The stale-pane guard, then the screen.
+async fn guarded_screen<M: Mux>(
+    mux: &M,
+    pane: &M::Pane,
+    deadline: Deadline,
+) -> Result<Option<String>, InjectError> {
+    match mux.check_pane(pane, deadline).await? {
+        PaneState::Stale(reason) => Err(InjectError::StalePane { reason }),
+        _ => Ok(mux.screen(pane, deadline).await?),
+    }
+}
+
+/// [`Injector::pick`] on one backend.
+async fn guarded_pick<M: Mux>(
+    mux: &M,
+    pane: &M::Pane,
+    locate: fn(&str) -> Option<u8>,
+    deadline: Deadline,
+) -> Result<bool, InjectError> {
+    let Some(number) = guarded_screen(mux, pane, deadline)
+        .await?
+        .as_deref()
+        .and_then(locate)
+    else {
+        return Ok(false);
+    };
+    mux.type_text(pane, &KeystrokeText::option_number(number), deadline)
+        .await?;
+    let until = Deadline::after(CONFIRM_WAIT);
+    loop {
+        tokio::time::sleep(READ_GAP).await;
+        match mux.screen(pane, until).await {
+            Ok(Some(screen)) if locate(&screen).is_none() => return Ok(true),
+            _ if until.remaining() <= READ_GAP => return Err(InjectError::Unsubmitted),
+            _ => {}
+        }
+    }
 }
 
 /// What the screen of a live pane says: a menu or dialog holds it, its prompt line holds text

@@ -1,5 +1,6 @@
-//! The only text wakebridge will ever type into a pane: the fixed wake prompt and operator-
-//! configured messages (nudges, context warnings), validated once into a [`KeystrokeText`].
+//! The only text wakebridge will ever type into a pane: the fixed wake prompt, operator-
+//! configured messages (nudges, context warnings, the resume message at a usage limit's reset),
+//! validated once into a [`KeystrokeText`], and the number of a menu option located on screen.
 //! Nothing from an event payload or request can become one without passing these rules, and the
 //! backends accept nothing else. Which message to send when is decided elsewhere.
 
@@ -46,7 +47,12 @@ pub enum TextError {
 /// by tmux and zellij) or whitespace, not ending with `;` (a tmux command separator) or
 /// whitespace.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct KeystrokeText(String);
+pub struct KeystrokeText {
+    text: String,
+    /// The resume message: the one text typed while a usage-limit notice is the screen's latest
+    /// word (everything else is held back by it).
+    resumes: bool,
+}
 
 impl KeystrokeText {
     pub fn new(text: &str) -> Result<Self, TextError> {
@@ -70,28 +76,53 @@ impl KeystrokeText {
         {
             return Err(TextError::BadEnd { found: last });
         }
-        Ok(Self(text.to_owned()))
+        Ok(Self {
+            text: text.to_owned(),
+            resumes: false,
+        })
+    }
+
+    /// A resume message (same rules as [`KeystrokeText::new`]), typed over a limit's notice.
+    pub fn resume(text: &str) -> Result<Self, TextError> {
+        Self::new(text).map(|t| Self { resumes: true, ..t })
     }
 
     /// The fixed wake prompt.
     pub fn wake_prompt() -> Self {
-        Self(WAKE_PROMPT.to_owned())
+        Self {
+            text: WAKE_PROMPT.to_owned(),
+            resumes: false,
+        }
+    }
+
+    /// The number of a menu option, for `Injector::pick`, the one caller that located it on
+    /// the screen first: the only way a digit is ever typed.
+    pub(crate) fn option_number(number: u8) -> Self {
+        Self {
+            text: number.to_string(),
+            resumes: true,
+        }
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
+    }
+
+    /// Whether this text may be typed while a usage-limit notice is on screen.
+    pub fn resumes_a_limit(&self) -> bool {
+        self.resumes
     }
 }
 
 impl AsRef<str> for KeystrokeText {
     fn as_ref(&self) -> &str {
-        &self.0
+        &self.text
     }
 }
 
 impl std::fmt::Display for KeystrokeText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 

@@ -1,5 +1,5 @@
 //! Everything the nudger reads and writes, behind [`NudgerIo`]: the pane mapping, one tmux
-//! snapshot per poll, a pane's screen, the ledger's hook facts, owed wakes and nudge state, Claude Code's
+//! snapshot per poll, a pane's screen, the ledger's hook facts, owed wakes, usage limits and nudge state, Claude Code's
 //! session registry, busy markers and the wake gate. [`LiveIo`] is the real one; tests drive
 //! the loop (`nudge::task`) with a scripted one on tokio's paused clock.
 
@@ -15,10 +15,10 @@ use tokio::time::Instant;
 use crate::claude::registry::{RegistryReading, read_registry};
 use crate::deadline::Deadline;
 use crate::delivery::gate::{Gate, GateOutcome, Mode};
-use crate::mux::{KeystrokeText, MuxError, PaneInfo};
+use crate::mux::{InjectError, KeystrokeText, MuxError, PaneInfo};
 use crate::nudge::signals::FileStamp;
 use crate::nudge::{NudgeViews, NudgerConfig};
-use crate::store::{NudgeState, Owed, Record, Store, now_unix_ms, unix_ms};
+use crate::store::{Limit, NudgeState, Owed, Record, Store, now_unix_ms, unix_ms};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
@@ -39,6 +39,8 @@ pub struct SessionFacts {
     pub transcript: Option<FileStamp>,
     /// Bus events whose wake is owed.
     pub owed: Option<Owed>,
+    /// The usage limit the session is held at.
+    pub limit: Option<Limit>,
 }
 
 /// Everything the loop reads from and does to the world.
@@ -69,6 +71,13 @@ pub trait NudgerIo: Send + Sync {
         text: &KeystrokeText,
         mode: Mode,
     ) -> impl Future<Output = GateOutcome> + Send;
+    /// The session's screen, if its pane is mapped, live and readable (any multiplexer).
+    fn screen(&self, sid: &str) -> impl Future<Output = Option<String>> + Send;
+    /// Picks the limit menu's wait option if it is on the session's screen.
+    fn dismiss_limit_menu(
+        &self,
+        sid: &str,
+    ) -> impl Future<Output = Result<bool, InjectError>> + Send;
     /// Writes ledger records (failures are the implementation's to log).
     fn record(&self, records: Vec<Record>) -> impl Future<Output = ()> + Send;
     /// Nudge states kept in the ledger.
@@ -200,13 +209,13 @@ impl NudgerIo for LiveIo {
                         size: meta.len(),
                         mtime_ms: meta.modified().map(unix_ms).unwrap_or(0),
                     });
-                let owed = row.owed;
                 facts.insert(
                     sid,
                     SessionFacts {
                         hook,
                         transcript,
-                        owed,
+                        owed: row.owed,
+                        limit: row.limit,
                     },
                 );
             }
@@ -246,6 +255,14 @@ impl NudgerIo for LiveIo {
 
     async fn wake(&self, sid: &str, text: &KeystrokeText, mode: Mode) -> GateOutcome {
         self.gate.wake(sid, text, mode).await
+    }
+
+    async fn screen(&self, sid: &str) -> Option<String> {
+        self.gate.screen(sid).await
+    }
+
+    async fn dismiss_limit_menu(&self, sid: &str) -> Result<bool, InjectError> {
+        self.gate.dismiss_limit_menu(sid).await
     }
 
     async fn record(&self, records: Vec<Record>) {

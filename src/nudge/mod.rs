@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{NudgerSettings, WakeSettings};
+use crate::config::{LimitSettings, NudgerSettings, WakeSettings};
 use crate::mux::{KeystrokeText, TextError};
 
 pub use schedule::{Next, NudgeCount, Schedule};
@@ -45,6 +45,41 @@ pub enum NudgeError {
     PollTooShort { got: Duration },
     #[error("nudger.base_cooldown must be more than zero (WAKEBRIDGE_NUDGER__BASE_COOLDOWN)")]
     ZeroBase,
+    #[error("limits.resume_message cannot be typed: {0} (WAKEBRIDGE_LIMITS__RESUME_MESSAGE)")]
+    BadResumeMessage(TextError),
+    #[error("limits.max_tries must be at least 1 (WAKEBRIDGE_LIMITS__MAX_TRIES)")]
+    NoTries,
+}
+
+/// `[limits]`, validated: the hold and the resume at a usage limit's reset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitsConfig {
+    /// Whether limits are looked for and held at all.
+    pub enabled: bool,
+    /// Whether the resume message is typed at the reset (false: held until the session shows
+    /// life on its own).
+    pub resume: bool,
+    /// After the reset time shown, before resuming.
+    pub grace: Duration,
+    pub message: KeystrokeText,
+    /// Resumes per limit before giving up.
+    pub max_tries: u32,
+}
+
+impl LimitsConfig {
+    pub fn from_settings(settings: &LimitSettings) -> Result<Self, NudgeError> {
+        if settings.max_tries == 0 {
+            return Err(NudgeError::NoTries);
+        }
+        Ok(Self {
+            enabled: settings.enabled,
+            resume: settings.resume,
+            grace: settings.resume_grace,
+            message: KeystrokeText::resume(&settings.resume_message)
+                .map_err(NudgeError::BadResumeMessage)?,
+            max_tries: settings.max_tries,
+        })
+    }
 }
 
 /// `[nudger]` (and `[wake] owed_after`), validated.
@@ -63,12 +98,14 @@ pub struct NudgerConfig {
     pub echo_grace: Duration,
     /// Quiet time after which an idle session that is owed a wake gets the wake prompt typed.
     pub owed_after: Duration,
+    pub limits: LimitsConfig,
 }
 
 impl NudgerConfig {
     pub fn from_settings(
         settings: &NudgerSettings,
         wake: &WakeSettings,
+        limits: &LimitSettings,
     ) -> Result<Self, NudgeError> {
         if settings.messages.is_empty() {
             return Err(NudgeError::NoMessages);
@@ -101,6 +138,7 @@ impl NudgerConfig {
             messages,
             echo_grace: ECHO_GRACE,
             owed_after: wake.owed_after,
+            limits: LimitsConfig::from_settings(limits)?,
         })
     }
 
@@ -154,11 +192,17 @@ mod tests {
         crate::config::defaults().wake.clone()
     }
 
+    fn limits() -> LimitSettings {
+        crate::config::defaults().limits.clone()
+    }
+
     #[test]
     fn defaults_load_and_the_environment_overrides_durations_and_the_message_list() {
         use crate::env::Env;
         let defaults = crate::config::load_settings(None, &Env::empty()).unwrap();
-        let config = NudgerConfig::from_settings(&defaults.nudger, &defaults.wake).unwrap();
+        let config =
+            NudgerConfig::from_settings(&defaults.nudger, &defaults.wake, &defaults.limits)
+                .unwrap();
         assert!(config.enabled);
         assert_eq!(config.idle_after, Duration::from_secs(300));
         assert_eq!(config.poll_interval, Duration::from_secs(10));
@@ -173,7 +217,9 @@ mod tests {
             ("WAKEBRIDGE_NUDGER__MESSAGES", "Go on.,Keep at it."),
         ]);
         let settings = crate::config::load_settings(None, &env).unwrap();
-        let config = NudgerConfig::from_settings(&settings.nudger, &settings.wake).unwrap();
+        let config =
+            NudgerConfig::from_settings(&settings.nudger, &settings.wake, &settings.limits)
+                .unwrap();
         assert!(!config.enabled);
         assert_eq!(config.idle_after, Duration::from_secs(600));
         let texts: Vec<&str> = config.messages.iter().map(KeystrokeText::as_str).collect();
@@ -182,7 +228,7 @@ mod tests {
 
     #[test]
     fn valid_settings_become_a_config_and_messages_rotate() {
-        let config = NudgerConfig::from_settings(&settings(), &wake()).unwrap();
+        let config = NudgerConfig::from_settings(&settings(), &wake(), &limits()).unwrap();
         assert_eq!(config.schedule.acknowledge_after, 5);
         assert_eq!(config.message(0).unwrap().as_str(), "Please continue.");
         assert_eq!(config.message(1).unwrap().as_str(), "Still there?");
@@ -194,7 +240,7 @@ mod tests {
         let mut s = settings();
         s.messages = vec![];
         assert_eq!(
-            NudgerConfig::from_settings(&s, &wake()),
+            NudgerConfig::from_settings(&s, &wake(), &limits()),
             Err(NudgeError::NoMessages)
         );
         for bad in ["1 continue", "", "line\nbreak", "-x", "ends;"] {
@@ -202,7 +248,7 @@ mod tests {
             s.messages = vec!["fine".into(), bad.into()];
             assert!(
                 matches!(
-                    NudgerConfig::from_settings(&s, &wake()),
+                    NudgerConfig::from_settings(&s, &wake(), &limits()),
                     Err(NudgeError::BadMessage { index: 1, .. })
                 ),
                 "{bad:?}"
@@ -211,13 +257,13 @@ mod tests {
         let mut s = settings();
         s.poll_interval = Duration::from_millis(5);
         assert!(matches!(
-            NudgerConfig::from_settings(&s, &wake()),
+            NudgerConfig::from_settings(&s, &wake(), &limits()),
             Err(NudgeError::PollTooShort { .. })
         ));
         let mut s = settings();
         s.base_cooldown = Duration::ZERO;
         assert_eq!(
-            NudgerConfig::from_settings(&s, &wake()),
+            NudgerConfig::from_settings(&s, &wake(), &limits()),
             Err(NudgeError::ZeroBase)
         );
     }

@@ -11,7 +11,8 @@
 //! sessions wired without hooks): a session the ledger says is owed a wake gets the wake prompt
 //! typed once it has looked idle for `owed_after`, whatever its nudge backoff, and the poll runs
 //! every [`OWED_POLL`] while anything is owed. `[nudger] enabled = false` stops the nudges, not
-//! this.
+//! this. A session held at a usage limit gets neither: `resume` waits for the reset and resumes
+//! it, and the loop wakes for that reset.
 //!
 //! zellij panes have no snapshot here (no per-pane title or activity that costs one process for
 //! all panes): for them the decision rests on the hook facts, the registry and the transcript.
@@ -30,6 +31,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::claude::hooks::HookKind;
+use crate::claude::limits;
 use crate::claude::registry::{RegistryReading, RegistryStatus};
 use crate::claude::screen::{self, Title};
 use crate::delivery::Action;
@@ -37,10 +39,15 @@ use crate::delivery::gate::{GateOutcome, Mode};
 use crate::mux::{KeystrokeText, PaneInfo, STEP_FLOOR};
 use crate::nudge::signals::{Activity, Movement, Observation, Verdict, classify};
 use crate::nudge::{Next, NudgeCount, NudgeView, NudgeViews, NudgerConfig};
-use crate::store::{Delivery, DeliverySource, NudgeState, Owed, Payment, Record};
+use crate::store::{
+    Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Owed, Payment, Record,
+};
 use crate::wakedir::target::PaneTarget;
 
+mod resume;
+
 pub use super::io::{LiveIo, NudgerDeps, NudgerIo, SessionFacts};
+pub use resume::RESUME_SENDER;
 
 /// The `sender` of the nudger's ledger rows.
 pub const NUDGER_SENDER: &str = "wakebridge-nudger";
@@ -73,6 +80,8 @@ struct Tracked {
     /// The action of the last owed wake not typed, so a draft left for an hour records one row,
     /// not one per attempt.
     owed_refused: Option<Action>,
+    /// After a resume at a usage limit's reset could not be typed, no new attempt before this.
+    resume_retry_at: Option<Instant>,
 }
 
 impl Tracked {
@@ -95,6 +104,8 @@ pub struct Nudger<I> {
     snapshot_warned: bool,
     /// Some mapped session was owed a wake at the last poll.
     owes_any: bool,
+    /// The earliest resume (or look after one) due after the last poll, unix ms.
+    resume_due_ms: Option<i64>,
 }
 
 impl<I: NudgerIo> Nudger<I> {
@@ -106,6 +117,7 @@ impl<I: NudgerIo> Nudger<I> {
             views,
             snapshot_warned: false,
             owes_any: false,
+            resume_due_ms: None,
         }
     }
 
@@ -166,6 +178,7 @@ impl<I: NudgerIo> Nudger<I> {
             .await;
         let registry = self.io.registry().await;
         self.owes_any = facts.values().any(|f| f.owed.is_some());
+        self.resume_due_ms = None;
         let mut views = BTreeMap::new();
         for (sid, target) in &mapping {
             let view = self
@@ -222,6 +235,11 @@ impl<I: NudgerIo> Nudger<I> {
         if let Movement::Real { signal, .. } = movement {
             self.answered(sid, signal).await;
         }
+        if self.config.limits.enabled
+            && let Some(limit) = facts.get(sid).and_then(|f| f.limit.clone())
+        {
+            return self.held_at_limit(sid, &obs, limit, now, now_ms).await;
+        }
         if let Some(owed) = owed
             && let Some(view) = self.pay_owed(sid, &obs, owed, now, now_ms).await
         {
@@ -275,7 +293,22 @@ impl<I: NudgerIo> Nudger<I> {
         // cannot show.
         if let PaneTarget::Tmux { pane, .. } = target {
             match self.io.capture(pane).await {
-                Ok(text) => obs.screen = Some(screen::read(&text)),
+                Ok(text) => {
+                    if self.config.limits.enabled
+                        && let Some(notice) = limits::on_screen(&text)
+                    {
+                        // Not a dialog to wait out: a limit, held from now on.
+                        let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_ms);
+                        tracing::info!(
+                            session_id = sid,
+                            kind = seen.kind,
+                            "at its usage limit (seen on its screen); held"
+                        );
+                        self.io.record(vec![Record::Limited(seen)]).await;
+                        return self.view(sid, now, now_ms, "limited (seen on screen)".into());
+                    }
+                    obs.screen = Some(screen::read(&text));
+                }
                 Err(error) => {
                     tracing::debug!(session_id = sid, "nudger: capture-pane failed: {error}");
                     return self.view(sid, now, now_ms, "screen unreadable".into());
@@ -603,11 +636,15 @@ pub async fn run_with<I: NudgerIo>(mut nudger: Nudger<I>, shutdown: Cancellation
         // A poll is never cut short: dropping it mid-injection could leave a nudge typed but
         // not submitted. It is bounded by the snapshot, capture and injection budgets.
         nudger.poll().await;
-        let interval = if nudger.owes_any {
+        let mut interval = if nudger.owes_any {
             nudger.config.poll_interval.min(OWED_POLL)
         } else {
             nudger.config.poll_interval
         };
+        if let Some(due_ms) = nudger.resume_due_ms {
+            let until_due = u64::try_from(due_ms - nudger.io.now_ms()).unwrap_or(0);
+            interval = interval.min(Duration::from_millis(until_due).max(STEP_FLOOR));
+        }
         let next_poll = started + interval;
         tokio::select! {
             () = shutdown.cancelled() => break,

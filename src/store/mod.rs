@@ -29,10 +29,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-pub use queries::{Owed, Paid, SeenIdentity, SessionRow};
+pub use queries::{Limit, Owed, Paid, SeenIdentity, SessionRow};
 pub use records::{
-    Delivery, DeliverySource, NudgeState, Payment, PendingBytes, Record, RoundIds, SessionSeen,
-    SpoolRound,
+    Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, PendingBytes, Record,
+    RoundIds, SessionSeen, SpoolRound,
 };
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT};
 pub use writer::{MAX_BATCH, WriteStats};
@@ -120,19 +120,24 @@ impl Store {
         Self::start(path.to_path_buf(), conn, None)
     }
 
-    /// Writes one record with a connection of its own and returns once it is committed: for a
-    /// short-lived process (the `wakebridge hook` CLI, run on every tool call), so no writer
-    /// thread and no integrity check. A ledger that is missing, not ours or at another schema
-    /// version goes through `Store::open` (which creates, migrates or refuses it) instead.
-    pub fn record_once(path: &Path, record: Record) -> Result<(), StoreError> {
+    /// Writes `batch` in one transaction with a connection of its own and returns once they
+    /// are committed: for a short-lived process (the `wakebridge hook` CLI, run on every tool
+    /// call), so no writer thread and no integrity check. A ledger that is missing, not ours or
+    /// at another schema version goes through `Store::open` (which creates, migrates or refuses
+    /// it) instead.
+    pub fn record_once(path: &Path, batch: Vec<Record>) -> Result<(), StoreError> {
         let Some(mut conn) = open_current(path) else {
-            return Store::open(path)?.record_blocking(record);
+            return Store::open(path)?
+                .submit_blocking(Op::Records(batch))
+                .map(drop);
         };
         let write = |source| StoreError::write(path, source);
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(write)?;
-        records::apply(&tx, &record).map_err(write)?;
+        for record in &batch {
+            records::apply(&tx, record).map_err(write)?;
+        }
         tx.commit().map_err(write)
     }
 
@@ -357,6 +362,11 @@ impl Store {
     /// True when the `wakebridge hook` CLI has reported this session.
     pub fn known_session(&self, session_id: &str) -> Result<bool, StoreError> {
         self.read(|conn| queries::known_session(conn, session_id))
+    }
+
+    /// The usage limit `session_id` is held at, if any (the gate asks before every wake).
+    pub fn limit(&self, session_id: &str) -> Result<Option<Limit>, StoreError> {
+        self.read(|conn| queries::limit(conn, session_id))
     }
 
     /// The nudger's stored state for a session.

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::records::{NudgeState, Payment, PendingBytes};
+use super::records::{LimitSource, NudgeState, Payment, PendingBytes};
 
 /// The latest delivery of one event identity inside the look-back window, used to warm the
 /// in-memory dedupe map at start-up so a redelivery after a restart gets the same answer.
@@ -44,6 +44,22 @@ pub struct SessionRow {
     pub owed: Option<Owed>,
     /// How the session's owed wakes were paid so far, if ever.
     pub paid: Option<Paid>,
+    /// The usage limit the session is held at, if any.
+    pub limit: Option<Limit>,
+}
+
+/// A usage limit a session is held at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limit {
+    pub kind: String,
+    pub resets_text: Option<String>,
+    pub resets_at_ms: Option<i64>,
+    pub how: LimitSource,
+    pub since_ms: i64,
+    /// Resume messages typed for it so far, and when the last one was.
+    pub tries: u32,
+    pub last_try_ms: Option<i64>,
+    pub gave_up: bool,
 }
 
 /// What a session is owed: events whose wake was not typed and submitted.
@@ -80,13 +96,16 @@ WITH ids (session_id) AS (
     UNION SELECT session_id FROM nudges
     UNION SELECT session_id FROM latest_deliveries
     UNION SELECT session_id FROM owed_payments
+    UNION SELECT session_id FROM limits
 )
 SELECT ids.session_id, s.cwd, s.transcript_path, s.pane, s.last_hook_event,
        s.first_seen_ms, s.last_seen_ms, d.at_ms, d.action, d.error_kind, w.last_wake_ms,
        n.unanswered, n.last_nudge_ms, n.acknowledged,
        (SELECT count(*) FROM deliveries o WHERE o.target_session = ids.session_id AND o.owed = 1),
        (SELECT min(at_ms) FROM deliveries o WHERE o.target_session = ids.session_id AND o.owed = 1),
-       p.last_paid_ms, p.last_how, p.last_events, p.by_hook, p.by_typing
+       p.last_paid_ms, p.last_how, p.last_events, p.by_hook, p.by_typing,
+       m.kind, m.resets_text, m.resets_at_ms, m.seen_how, m.since_ms, m.tries, m.last_try_ms,
+       m.gave_up
 FROM ids
 LEFT JOIN sessions s ON s.session_id = ids.session_id
 LEFT JOIN wakes w ON w.session_id = ids.session_id
@@ -94,6 +113,7 @@ LEFT JOIN nudges n ON n.session_id = ids.session_id
 LEFT JOIN latest_deliveries l ON l.session_id = ids.session_id
 LEFT JOIN deliveries d ON d.id = l.delivery_id
 LEFT JOIN owed_payments p ON p.session_id = ids.session_id
+LEFT JOIN limits m ON m.session_id = ids.session_id
 WHERE ?1 IS NULL OR ids.session_id = ?1
 ORDER BY ids.session_id";
 
@@ -126,6 +146,19 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         }),
         None => None,
     };
+    let limit = match row.get::<_, Option<String>>(21)? {
+        Some(kind) => Some(Limit {
+            kind,
+            resets_text: row.get(22)?,
+            resets_at_ms: row.get(23)?,
+            how: LimitSource::parse(&row.get::<_, String>(24)?),
+            since_ms: row.get(25)?,
+            tries: row.get(26)?,
+            last_try_ms: row.get(27)?,
+            gave_up: row.get(28)?,
+        }),
+        None => None,
+    };
     Ok(SessionRow {
         session_id,
         cwd: row.get(1)?,
@@ -141,7 +174,28 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         nudge,
         owed,
         paid,
+        limit,
     })
+}
+
+pub(crate) fn limit(conn: &Connection, session_id: &str) -> rusqlite::Result<Option<Limit>> {
+    conn.prepare_cached(
+        "SELECT kind, resets_text, resets_at_ms, seen_how, since_ms, tries, last_try_ms, gave_up \
+         FROM limits WHERE session_id = ?1",
+    )?
+    .query_row(params![session_id], |row| {
+        Ok(Limit {
+            kind: row.get(0)?,
+            resets_text: row.get(1)?,
+            resets_at_ms: row.get(2)?,
+            how: LimitSource::parse(&row.get::<_, String>(3)?),
+            since_ms: row.get(4)?,
+            tries: row.get(5)?,
+            last_try_ms: row.get(6)?,
+            gave_up: row.get(7)?,
+        })
+    })
+    .optional()
 }
 
 pub(crate) fn sessions(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {

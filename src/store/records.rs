@@ -2,6 +2,7 @@
 //! record types and their insert/upsert statements; it does not own transactions or batching
 //! (the writer thread does) nor any reads.
 
+use crate::claude::limits::Notice;
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// Which part of wakebridge produced a delivery row.
@@ -160,6 +161,81 @@ pub enum Record {
         up_to_ms: i64,
         how: Payment,
     },
+    /// `session_id` is at a usage limit (upsert: a limit seen again keeps its tries; a reset
+    /// not known this time keeps the one known).
+    Limited(LimitSeen),
+    /// A resume message was typed at `at_ms` for `session_id`'s limit.
+    ResumeTried {
+        session_id: String,
+        at_ms: i64,
+    },
+    /// The resumes of `session_id`'s limit ran out: held, never typed into again until it
+    /// shows life.
+    ResumeGaveUp {
+        session_id: String,
+    },
+    /// `session_id` is no longer held at a limit.
+    LimitLifted {
+        session_id: String,
+    },
+}
+
+/// How a usage limit was seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitSource {
+    Screen,
+    Transcript,
+    Hook,
+    Statusline,
+}
+
+impl LimitSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitSource::Screen => "screen",
+            LimitSource::Transcript => "transcript",
+            LimitSource::Hook => "hook",
+            LimitSource::Statusline => "statusline",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Self {
+        match text {
+            "screen" => LimitSource::Screen,
+            "transcript" => LimitSource::Transcript,
+            "hook" => LimitSource::Hook,
+            _ => LimitSource::Statusline,
+        }
+    }
+}
+
+/// A usage limit as one signal reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitSeen {
+    pub session_id: String,
+    /// `session limit`, `weekly limit`, ...
+    pub kind: String,
+    /// The reset as Claude Code wrote it, if it did.
+    pub resets_text: Option<String>,
+    /// The reset, unix ms, if known.
+    pub resets_at_ms: Option<i64>,
+    pub how: LimitSource,
+    pub at_ms: i64,
+}
+
+impl LimitSeen {
+    /// `notice`, written (or seen) `how` at `now_ms`, its reset read from then in this machine's
+    /// zone.
+    pub fn of_notice(session_id: &str, notice: Notice, how: LimitSource, now_ms: i64) -> Self {
+        Self {
+            session_id: session_id.to_owned(),
+            resets_at_ms: notice.resets_at_ms(now_ms, &jiff::tz::TimeZone::system()),
+            kind: notice.kind,
+            resets_text: notice.resets,
+            how,
+            at_ms: now_ms,
+        }
+    }
 }
 
 /// Microseconds as SQLite's signed integer; durations beyond 292 000 years saturate.
@@ -389,6 +465,43 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
         } => {
             pay(conn, session_id, *up_to_ms, *how)?;
         }
+        Record::Limited(l) => {
+            // A notice with another reset text is a new reset (after a resume that met the
+            // limit again); the same text read again changes nothing.
+            conn.prepare_cached(
+                "INSERT INTO limits (session_id, kind, resets_text, resets_at_ms, seen_how, \
+                 since_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+                 ON CONFLICT (session_id) DO UPDATE SET kind = excluded.kind, \
+                 resets_at_ms = CASE WHEN excluded.resets_at_ms IS NULL \
+                     OR (excluded.resets_text IS NOT NULL \
+                         AND excluded.resets_text IS resets_text) \
+                     THEN resets_at_ms ELSE excluded.resets_at_ms END, \
+                 resets_text = coalesce(excluded.resets_text, resets_text), \
+                 seen_how = excluded.seen_how",
+            )?
+            .execute(params![
+                l.session_id,
+                l.kind,
+                l.resets_text,
+                l.resets_at_ms,
+                l.how.as_str(),
+                l.at_ms,
+            ])?;
+        }
+        Record::ResumeTried { session_id, at_ms } => {
+            conn.prepare_cached(
+                "UPDATE limits SET tries = tries + 1, last_try_ms = ?2 WHERE session_id = ?1",
+            )?
+            .execute(params![session_id, at_ms])?;
+        }
+        Record::ResumeGaveUp { session_id } => {
+            conn.prepare_cached("UPDATE limits SET gave_up = 1 WHERE session_id = ?1")?
+                .execute(params![session_id])?;
+        }
+        Record::LimitLifted { session_id } => {
+            conn.prepare_cached("DELETE FROM limits WHERE session_id = ?1")?
+                .execute(params![session_id])?;
+        }
     }
     Ok(())
 }
@@ -472,14 +585,15 @@ pub(crate) fn forget_sessions(
                  SELECT session_id, last_seen_ms AS at FROM sessions \
                  UNION ALL SELECT session_id, last_wake_ms FROM wakes \
                  UNION ALL SELECT session_id, coalesce(last_nudge_ms, 0) FROM nudges \
-                 UNION ALL SELECT target_session, at_ms FROM deliveries WHERE owed = 1) \
+                 UNION ALL SELECT target_session, at_ms FROM deliveries WHERE owed = 1 \
+                 UNION ALL SELECT session_id, max(since_ms, coalesce(last_try_ms, 0)) FROM limits) \
              WHERE session_id NOT IN (SELECT value FROM json_each(?2)) \
              GROUP BY session_id HAVING max(at) < ?1",
         )?;
         let rows = stmt.query_map(params![cutoff_ms, keep], |row| row.get(0))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
-    let mut statements = ["sessions", "wakes", "nudges", "owed_payments"]
+    let mut statements = ["sessions", "wakes", "nudges", "owed_payments", "limits"]
         .map(|table| format!("DELETE FROM {table} WHERE session_id = ?1"))
         .to_vec();
     statements.push("UPDATE deliveries SET owed = 0 WHERE target_session = ?1 AND owed = 1".into());

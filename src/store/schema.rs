@@ -31,6 +31,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         )),
         M::up(include_str!("../../migrations/0005_spool_pending.sql")),
         M::up(include_str!("../../migrations/0006_owed_wakes.sql")),
+        M::up(include_str!("../../migrations/0007_usage_limits.sql")),
     ])
 });
 
@@ -43,7 +44,7 @@ pub fn migrations() -> &'static Migrations<'static> {
 /// by a newer wakebridge.
 pub fn latest_version() -> usize {
     // Kept in step with the list above by `latest_version_matches_migration_count`.
-    6
+    7
 }
 
 /// Settings for the single writer connection.

@@ -17,6 +17,7 @@ pub const DELIVERIES: &str = "wakebridge_deliveries_total";
 pub const REJECTIONS: &str = "wakebridge_rejections_total";
 pub const ERRORS: &str = "wakebridge_errors_total";
 pub const HOOK_SECONDS: &str = "wakebridge_hook_duration_seconds";
+pub const LIMIT_RESUMES: &str = "wakebridge_limit_resumes_total";
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -67,6 +68,11 @@ pub fn rejected(reason: &'static str) {
 
 pub fn error(kind: &'static str) {
     metrics::counter!(ERRORS, "kind" => kind).increment(1);
+}
+
+/// A step of the resume at a usage limit's reset: `typed`, `not-typed`, `gave-up`, `lifted`.
+pub fn limit_resume(outcome: &'static str) {
+    metrics::counter!(LIMIT_RESUMES, "outcome" => outcome).increment(1);
 }
 
 pub fn hook_latency(seconds: f64) {

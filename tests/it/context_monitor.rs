@@ -87,6 +87,7 @@ impl Rig {
             config.busy_ttl,
             Duration::ZERO,
             injector,
+            None,
         ));
         let store = Store::open(&root.path().join("ledger.db"))?;
         let deliverer = Deliverer::new(
@@ -321,6 +322,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
         exceeds_200k_tokens: Some(true),
         transcript_path: None,
         timestamp: unix_now(),
+        limit: None,
     };
     write_feed(&rig.state_dir, &feed)?;
     wait_until("feed figure", || {

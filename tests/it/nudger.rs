@@ -15,10 +15,10 @@ use tokio_util::sync::CancellationToken;
 use wakebridge::claude::registry::RegistryReading;
 use wakebridge::delivery::Action;
 use wakebridge::delivery::gate::{Gate, GateOutcome, Mode};
-use wakebridge::mux::{Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
+use wakebridge::mux::{InjectError, Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
 use wakebridge::nudge::task::{LiveIo, Nudger, NudgerIo, OWED_SENDER, SessionFacts, run_with};
-use wakebridge::nudge::{NudgeViews, NudgerConfig, Schedule};
-use wakebridge::store::{NudgeState, Owed, Payment, Record, Store};
+use wakebridge::nudge::{LimitsConfig, NudgeViews, NudgerConfig, Schedule};
+use wakebridge::store::{Limit, LimitSource, NudgeState, Owed, Payment, Record, Store};
 use wakebridge::wakedir::target::PaneTarget;
 
 use crate::common;
@@ -44,7 +44,14 @@ struct World {
     restore: Vec<NudgeState>,
     /// Sessions whose wakes the gate refuses with this action (nothing typed).
     refuse: HashMap<String, Action>,
+    /// What a session's screen shows (the idle prompt when not set).
+    screens: HashMap<String, String>,
+    /// Sessions whose limit menu was dismissed, in order.
+    menu_picks: Vec<String>,
 }
+
+/// The idle prompt, as the fake's capture shows it.
+const IDLE_SCREEN: &str = "done\n\n────────────\n❯ \n────────────\n";
 
 #[derive(Clone)]
 struct FakeIo {
@@ -112,9 +119,39 @@ impl NudgerIo for FakeIo {
         w.snapshots += 1;
         Ok(w.panes.clone())
     }
-    async fn capture(&self, _pane: &str) -> Result<String, MuxError> {
-        self.world.lock().unwrap().captures += 1;
-        Ok("done\n\n────────────\n❯ \n────────────\n".into())
+    async fn capture(&self, pane: &str) -> Result<String, MuxError> {
+        let mut w = self.world.lock().unwrap();
+        w.captures += 1;
+        let sid = w
+            .mapping
+            .iter()
+            .find(|(_, t)| t.pane() == pane)
+            .map(|(s, _)| s.clone());
+        Ok(sid
+            .and_then(|sid| w.screens.get(&sid).cloned())
+            .unwrap_or_else(|| IDLE_SCREEN.into()))
+    }
+    async fn screen(&self, sid: &str) -> Option<String> {
+        let w = self.world.lock().unwrap();
+        Some(
+            w.screens
+                .get(sid)
+                .cloned()
+                .unwrap_or_else(|| IDLE_SCREEN.into()),
+        )
+    }
+    async fn dismiss_limit_menu(&self, sid: &str) -> Result<bool, InjectError> {
+        let mut w = self.world.lock().unwrap();
+        w.menu_picks.push(sid.into());
+        // The menu goes; the notice stays the screen's latest word.
+        if let Some(screen) = w.screens.get_mut(sid) {
+            *screen = screen
+                .lines()
+                .filter(|l| !l.contains(". Stop and wait") && !l.contains(". Upgrade"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+        }
+        Ok(true)
     }
     async fn session_facts(&self, _sessions: Vec<String>) -> HashMap<String, SessionFacts> {
         self.world.lock().unwrap().facts.clone()
@@ -148,6 +185,11 @@ impl NudgerIo for FakeIo {
             };
         }
         w.typed.insert(sid.into(), at);
+        // A resume is taken: the prompt echoes above a reply, the notice scrolls up.
+        if text.resumes_a_limit() {
+            let screen = format!("❯ {text}\n● Picking up where I left off\n{IDLE_SCREEN}");
+            w.screens.insert(sid.into(), screen);
+        }
         // Our own keystrokes echo into the window, as they do in a real pane.
         let pane = w.mapping[sid].pane().to_owned();
         let now_s =
@@ -163,11 +205,53 @@ impl NudgerIo for FakeIo {
     async fn record(&self, records: Vec<Record>) {
         let mut w = self.world.lock().unwrap();
         for record in &records {
-            // A payment clears what the ledger says the session is owed.
-            if let Record::Pay { session_id, .. } = record
-                && let Some(facts) = w.facts.get_mut(session_id)
-            {
-                facts.owed = None;
+            // What the ledger would now say about the session (store tests pin the SQL).
+            match record {
+                Record::Pay { session_id, .. } => {
+                    if let Some(facts) = w.facts.get_mut(session_id) {
+                        facts.owed = None;
+                    }
+                }
+                Record::Limited(seen) => {
+                    let facts = w.facts.entry(seen.session_id.clone()).or_default();
+                    let kept = facts.limit.take();
+                    let same_text = seen.resets_text.is_some()
+                        && kept
+                            .as_ref()
+                            .is_some_and(|k| k.resets_text == seen.resets_text);
+                    facts.limit = Some(Limit {
+                        kind: seen.kind.clone(),
+                        resets_text: seen.resets_text.clone(),
+                        resets_at_ms: match (&kept, same_text) {
+                            (Some(k), true) => k.resets_at_ms,
+                            _ => seen.resets_at_ms,
+                        },
+                        how: seen.how,
+                        since_ms: kept.as_ref().map_or(seen.at_ms, |k| k.since_ms),
+                        tries: kept.as_ref().map_or(0, |k| k.tries),
+                        last_try_ms: kept.as_ref().and_then(|k| k.last_try_ms),
+                        gave_up: kept.as_ref().is_some_and(|k| k.gave_up),
+                    });
+                }
+                Record::ResumeTried { session_id, at_ms } => {
+                    if let Some(limit) = w.facts.get_mut(session_id).and_then(|f| f.limit.as_mut())
+                    {
+                        limit.tries += 1;
+                        limit.last_try_ms = Some(*at_ms);
+                    }
+                }
+                Record::ResumeGaveUp { session_id } => {
+                    if let Some(limit) = w.facts.get_mut(session_id).and_then(|f| f.limit.as_mut())
+                    {
+                        limit.gave_up = true;
+                    }
+                }
+                Record::LimitLifted { session_id } => {
+                    if let Some(facts) = w.facts.get_mut(session_id) {
+                        facts.limit = None;
+                    }
+                }
+                _ => {}
             }
         }
         w.records.extend(records);
@@ -199,7 +283,13 @@ fn default_config() -> NudgerConfig {
         ],
         echo_grace: Duration::from_secs(10),
         owed_after: Duration::from_secs(10),
+        limits: limits_config(),
     }
+}
+
+/// `[limits]` as shipped: resume at the reset + 60 s, `continue`, 3 tries.
+fn limits_config() -> LimitsConfig {
+    LimitsConfig::from_settings(&wakebridge::config::defaults().limits).unwrap()
 }
 
 /// The rows of owed wakes the loop recorded for `sid`, by action.
@@ -285,6 +375,191 @@ fn spawn_loop(
     let shutdown = CancellationToken::new();
     tokio::spawn(run_with(nudger, shutdown.clone()));
     (shutdown, rx)
+}
+
+/// A session's screen with a limit notice as its latest word (and the limit menu, if `menu`).
+fn limit_screen(resets: &str, menu: bool) -> String {
+    let menu = if menu {
+        "What do you want to do?\n❯ 1. Stop and wait for limit to reset\n  2. Upgrade your plan\n"
+    } else {
+        ""
+    };
+    format!(
+        "● Working on the parser\n  ⎿  You've hit your session limit · resets {resets}\n{menu}\n\
+         ────────────\n❯ \n────────────\n"
+    )
+}
+
+/// `sid` held at its session limit, seen by the hook at the start, resetting in `minutes`.
+fn limited(io: &FakeIo, sid: &str, minutes: i64, menu: bool) {
+    let resets = format!("in {minutes}m");
+    let mut w = io.world.lock().unwrap();
+    w.screens.insert(sid.into(), limit_screen(&resets, menu));
+    w.facts.entry(sid.into()).or_default().limit = Some(Limit {
+        kind: "session limit".into(),
+        resets_text: Some(resets),
+        resets_at_ms: Some(START_MS + minutes * 60_000),
+        how: LimitSource::Hook,
+        since_ms: START_MS,
+        tries: 0,
+        last_try_ms: None,
+        gave_up: false,
+    });
+}
+
+/// (seconds since start, text) of everything typed into `sid`.
+fn typed_texts(io: &FakeIo, sid: &str) -> Vec<(u64, String)> {
+    let w = io.world.lock().unwrap();
+    w.wakes
+        .iter()
+        .filter(|(s, _, _)| s == sid)
+        .map(|(_, at, text)| (*at, text.clone()))
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_a_limited_session_is_held_resumed_at_each_reset_then_given_up_on() {
+    common::arm_test_timeout();
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    limited(&io, "s1", 10, true);
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+
+    // Idle for far longer than idle_after (5 min): held, so nothing typed until reset + 60 s.
+    tokio::time::sleep(Duration::from_secs(10 * 60 + 59)).await;
+    assert_eq!(typed_texts(&io, "s1"), []);
+    let view = views.borrow()["s1"].clone();
+    assert!(
+        view.last_reason
+            .starts_with("limited (session limit) · reset passed"),
+        "{view:?}"
+    );
+    assert_eq!(
+        view.unanswered, 0,
+        "the backoff does not advance while held"
+    );
+
+    // The reset: the menu is dismissed by its wait option, then `continue` typed, once.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(typed_texts(&io, "s1"), [(660, "continue".to_string())]);
+    assert_eq!(io.world.lock().unwrap().menu_picks, ["s1"]);
+
+    // It met the limit again and shows the next reset, read after the 30 s settle (t = 690):
+    // waited for, then resumed again at 690 + 20 min + 60 s.
+    set_screen(&io, "s1", &limit_screen("in 20m", false));
+    tokio::time::sleep(Duration::from_secs(1900 - 662)).await;
+    assert_eq!(typed_texts(&io, "s1").len(), 1);
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    let texts = typed_texts(&io, "s1");
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!((1950..=1960).contains(&texts[1].0), "{texts:?}");
+
+    // Again: the third and last try, then once more at the limit, and it gives up.
+    set_screen(&io, "s1", &limit_screen("in 5m", false));
+    // Set before the settle look at 2340 + 30 s: the third try met the limit again too.
+    tokio::time::sleep(Duration::from_secs(2345 - 1961)).await;
+    let texts = typed_texts(&io, "s1");
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    set_screen(&io, "s1", &limit_screen("in 7m", false));
+    tokio::time::sleep(Duration::from_secs(3 * 3600)).await;
+    let texts = typed_texts(&io, "s1");
+    assert_eq!(texts.len(), 3, "three tries, then nothing: {texts:?}");
+    assert!(texts.iter().all(|(_, t)| t == "continue"), "{texts:?}");
+    let limit = io.world.lock().unwrap().facts["s1"].limit.clone().unwrap();
+    assert!(limit.gave_up && limit.tries == 3, "{limit:?}");
+    assert!(
+        views.borrow()["s1"]
+            .last_reason
+            .contains("gave up after 3 resumes")
+    );
+    shutdown.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_a_resume_that_works_lifts_the_hold_and_one_that_meets_the_same_reset_waits() {
+    common::arm_test_timeout();
+    let io = FakeIo::new();
+    io.add_session("ok", "\u{2733} Claude Code");
+    limited(&io, "ok", 1, false);
+    io.add_session("same", "\u{2733} Claude Code");
+    limited(&io, "same", 1, false);
+    let (shutdown, _views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(125)).await;
+    assert_eq!(typed_texts(&io, "ok").len(), 1);
+    assert_eq!(typed_texts(&io, "same").len(), 1);
+    // `same` shows the very notice it showed before, as its latest word again: no new reset,
+    // so the next try waits 5 min, not the 30 s settle.
+    set_screen(&io, "same", &limit_screen("in 1m", false));
+    tokio::time::sleep(Duration::from_secs(4 * 60)).await;
+    assert!(
+        io.world.lock().unwrap().facts["ok"].limit.is_none(),
+        "lifted once working"
+    );
+    assert_eq!(typed_texts(&io, "same").len(), 1);
+    tokio::time::sleep(Duration::from_secs(2 * 60)).await;
+    let texts = typed_texts(&io, "same");
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!((420..=430).contains(&texts[1].0), "{texts:?}");
+    shutdown.cancel();
+}
+
+fn set_screen(io: &FakeIo, sid: &str, screen: &str) {
+    io.world
+        .lock()
+        .unwrap()
+        .screens
+        .insert(sid.into(), screen.into());
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_a_session_resumed_on_its_own_or_working_or_with_resume_off_gets_nothing() {
+    common::arm_test_timeout();
+    let io = FakeIo::new();
+    // Resumed by Claude Code's own auto-continue: the notice is no longer the latest word.
+    io.add_session("auto", "\u{2733} Claude Code");
+    limited(&io, "auto", 2, false);
+    // Working at the reset (a busy marker): not typed into.
+    io.add_session("busy", "\u{2733} Claude Code");
+    limited(&io, "busy", 2, false);
+    io.world.lock().unwrap().busy.insert("busy".into(), true);
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    io.world.lock().unwrap().screens.remove("auto");
+    tokio::time::sleep(Duration::from_secs(3 * 60)).await;
+    assert_eq!(typed_texts(&io, "auto"), []);
+    assert_eq!(typed_texts(&io, "busy"), []);
+    assert!(
+        io.world.lock().unwrap().facts["auto"].limit.is_none(),
+        "hold lifted"
+    );
+    assert!(
+        views.borrow()["busy"].last_reason.contains("working again"),
+        "{:?}",
+        views.borrow()["busy"]
+    );
+    // Lifted, `auto` is an idle session like any other: the nudger takes it from here.
+    tokio::time::sleep(Duration::from_secs(10 * 60)).await;
+    assert!(
+        typed_texts(&io, "auto")
+            .iter()
+            .all(|(_, t)| t != "continue"),
+        "{:?}",
+        typed_texts(&io, "auto")
+    );
+    assert!(!typed_texts(&io, "auto").is_empty(), "nudged once lifted");
+    shutdown.cancel();
+
+    // `resume = false`: held for good, never typed into.
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    limited(&io, "s1", 1, true);
+    let mut config = default_config();
+    config.limits.resume = false;
+    let (shutdown, views) = spawn_loop(config, io.clone());
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(typed_texts(&io, "s1"), []);
+    assert!(views.borrow()["s1"].last_reason.ends_with("resume off"));
+    shutdown.cancel();
 }
 
 #[tokio::test(start_paused = true)]
@@ -476,6 +751,7 @@ fn rig(server: &TmuxServer, tmux_bin: Option<PathBuf>, sessions: &[(&str, &Agent
         3600.0,
         Duration::ZERO,
         injector,
+        None,
     ));
     Rig {
         _wake: wake,
@@ -501,6 +777,7 @@ fn fast_config(base_ms: u64, acknowledge_after: u32) -> NudgerConfig {
         ],
         echo_grace: Duration::from_millis(500),
         owed_after: Duration::from_millis(500),
+        limits: limits_config(),
     }
 }
 

@@ -189,7 +189,7 @@ pub fn is_rule(line: &str) -> bool {
 
 /// Index where the input box (and the footer under it) begins: the rule above the last prompt
 /// line, else that line; without a prompt line, the last rule; else the end.
-fn input_box_start(lines: &[&str]) -> usize {
+pub(crate) fn input_box_start(lines: &[&str]) -> usize {
     match lines.iter().rposition(|line| input(line).is_some()) {
         Some(at) => {
             let from = at.saturating_sub(RULE_SEARCH_LINES);

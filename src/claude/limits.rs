@@ -1,0 +1,551 @@
+//! Claude Code's usage limits as it shows them, read the same way from every signal: the
+//! notice it prints (`You've hit your session limit · resets 3pm (Europe/London)`) on the
+//! screen, in a transcript's API-error record and in a `StopFailure` hook's last message; the
+//! status line feed's `rate_limits`; the limit menu's "Stop and wait for limit to reset"
+//! option; and the reset time in every form Claude Code 2.1.197 writes it (`3pm`, `3:45pm`,
+//! `Dec 3, 3pm`, `Jan 2, 2027, 3pm`, each with or without `(Zone/Name)`, `15:00`, `in 2h 5m`).
+//! A warning (`You've used 90% of …`, `Approaching …`) and a transient 429 without a notice are
+//! not limits. Pure: nothing here reads a file or decides what to do about a limit.
+
+use jiff::civil::{Date, DateTime, Time};
+use jiff::tz::TimeZone;
+use jiff::{Timestamp, ToSpan};
+use serde_json::Value;
+
+use super::screen::{self, CURSOR};
+
+/// How a notice opens (after [`screen::normalize`]: a plain apostrophe).
+const NOTICE_OPENINGS: &[&str] = &["You've hit your ", "You've reached your "];
+/// The older form: `5-hour limit reached ∙ resets 3pm`.
+const REACHED: &str = " limit reached";
+/// What separates the kind from the reset in a notice (U+00B7, or U+2219 in the older form).
+const SEPARATORS: &[char] = &['\u{b7}', '\u{2219}'];
+/// The limit menu's option that waits for the reset (2.1.197; the menu's `cancel`).
+pub const WAIT_OPTION: &str = "Stop and wait for limit to reset";
+/// A clock time this far in the past still means today: the notice was read a moment after the
+/// reset, not a day early.
+const PAST_SLACK_MINUTES: i64 = 5;
+/// The status line's windows, as the kind a notice would name.
+const STATUSLINE_WINDOWS: &[(&str, &str)] =
+    &[("five_hour", "5-hour limit"), ("seven_day", "weekly limit")];
+
+/// A usage limit as Claude Code announced it: which limit, and when it resets as written
+/// (`None`: the notice gives no time, e.g. a monthly spend limit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// `session limit`, `weekly limit`, `Opus limit`, `5-hour limit`, ...
+    pub kind: String,
+    /// The reset as shown (`3pm (Europe/London)`, `in 2h 5m`), for display and to tell a new
+    /// notice from the same one read again.
+    pub resets: Option<String>,
+}
+
+impl Notice {
+    /// The reset as unix ms, read at `now_ms` in `local` (the zone Claude Code shows times in
+    /// when the notice names none).
+    pub fn resets_at_ms(&self, now_ms: i64, local: &TimeZone) -> Option<i64> {
+        parse_reset(self.resets.as_deref()?, now_ms, local)
+    }
+}
+
+/// The notice in one line or message, if it has one.
+pub fn notice(text: &str) -> Option<Notice> {
+    let text = screen::normalize(text);
+    if let Some((at, opening)) = NOTICE_OPENINGS
+        .iter()
+        .find_map(|o| text.find(o).map(|at| (at, o)))
+    {
+        let rest = &text[at + opening.len()..];
+        let (kind, resets) = match rest.split_once(SEPARATORS) {
+            Some((kind, after)) => (kind, resets_part(after)),
+            None => (rest.trim_end_matches(['.', ' ']), None),
+        };
+        let kind = kind.trim();
+        return kind.ends_with("limit").then(|| Notice {
+            kind: kind.to_owned(),
+            resets,
+        });
+    }
+    let at = text.find(REACHED)?;
+    let kind = format!("{} limit", text[..at].split_whitespace().last()?);
+    let resets = text[at + REACHED.len()..]
+        .split_once(SEPARATORS)
+        .and_then(|(_, after)| resets_part(after));
+    Some(Notice { kind, resets })
+}
+
+/// `resets 3pm (Europe/London) · /upgrade …` → `3pm (Europe/London)`.
+fn resets_part(after: &str) -> Option<String> {
+    let reset = after.trim_start().strip_prefix("resets ")?;
+    let reset = reset.split(SEPARATORS).next()?.trim();
+    (!reset.is_empty()).then(|| reset.to_owned())
+}
+
+/// The notice that is the screen's latest word: the last notice above the input box with no
+/// message after it (a `●` reply, or a prompt the agent took, `❯ continue`). One that scrolled
+/// up behind newer work is history, not a limit. Only the limit menu and blank lines may
+/// follow it.
+pub fn on_screen(text: &str) -> Option<Notice> {
+    let normalized = screen::normalize(text);
+    let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
+    let end = screen::input_box_start(&lines);
+    let (at, found) = lines[..end]
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(at, line)| notice(line).map(|n| (at, n)))?;
+    let later_message = lines[at + 1..end].iter().any(|line| {
+        let t = line.trim_start();
+        t.starts_with('●')
+            || t.strip_prefix(CURSOR)
+                .or_else(|| t.strip_prefix('>'))
+                .is_some_and(|rest| {
+                    let rest = rest.trim_start();
+                    !rest.is_empty() && !rest.starts_with(|c: char| c.is_ascii_digit())
+                })
+    });
+    (!later_message).then_some(found)
+}
+
+/// The number of the limit menu's wait option, if the menu is on the screen: the one option to
+/// pick, located by its label (never a blind Enter or digit).
+pub fn wait_option(text: &str) -> Option<u8> {
+    screen::normalize(text).lines().find_map(|line| {
+        let label = screen::option_label(line);
+        let (number, rest) = label.split_once(['.', ')'])?;
+        (rest.trim() == WAIT_OPTION)
+            .then(|| number.parse().ok())
+            .flatten()
+    })
+}
+
+/// The notice of a transcript record, with the record's `timestamp` (unix ms; the moment its
+/// reset is relative to): a main-chain API-error record of a rate limit (`isApiErrorMessage`,
+/// with `apiErrorStatus` 429 or `error: "rate_limit"`) whose text is a limit notice. A 429
+/// without one (an overloaded retry) is not a limit.
+pub fn in_transcript_line(line: &[u8]) -> Option<(Notice, Option<i64>)> {
+    // Cheap pre-filter: nearly every line is not an API error.
+    if !line.windows(17).any(|w| w == b"isApiErrorMessage") {
+        return None;
+    }
+    let record: Value = serde_json::from_slice(line).ok()?;
+    let is_error = record.get("isApiErrorMessage") == Some(&Value::Bool(true));
+    let sidechain = record.get("isSidechain") == Some(&Value::Bool(true));
+    let rate_limited = record.get("apiErrorStatus").and_then(Value::as_u64) == Some(429)
+        || record.get("error").and_then(Value::as_str) == Some("rate_limit");
+    if !is_error || sidechain || !rate_limited {
+        return None;
+    }
+    let content = record.pointer("/message/content")?;
+    let texts: Vec<&str> = match content {
+        Value::String(text) => vec![text],
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => return None,
+    };
+    let at_ms = record
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .and_then(|t| t.parse::<Timestamp>().ok())
+        .map(Timestamp::as_millisecond);
+    texts.into_iter().find_map(notice).map(|n| (n, at_ms))
+}
+
+/// The notice of a `StopFailure` hook (`error: "rate_limit"`, the notice in
+/// `last_assistant_message`).
+pub fn in_stop_failure(error: Option<&str>, last_message: Option<&str>) -> Option<Notice> {
+    (error == Some("rate_limit"))
+        .then(|| last_message.and_then(notice))
+        .flatten()
+}
+
+/// A window of the status line's `rate_limits` that is used up (`used_percentage` ≥ 100), with
+/// its reset (unix ms; `resets_at` in seconds or ms, or an RFC 3339 time).
+pub fn in_statusline(rate_limits: &Value) -> Option<(Notice, Option<i64>)> {
+    STATUSLINE_WINDOWS.iter().find_map(|(key, kind)| {
+        let window = rate_limits.get(key)?;
+        let used = window.get("used_percentage").and_then(Value::as_f64)?;
+        if used < 100.0 {
+            return None;
+        }
+        let resets_at = window.get("resets_at").and_then(|v| match v {
+            Value::Number(n) => n
+                .as_f64()
+                .map(|x| if x < 1e11 { x * 1000.0 } else { x } as i64),
+            Value::String(s) => s.parse::<Timestamp>().ok().map(Timestamp::as_millisecond),
+            _ => None,
+        });
+        let notice = Notice {
+            kind: (*kind).to_owned(),
+            resets: None,
+        };
+        Some((notice, resets_at))
+    })
+}
+
+/// A reset as Claude Code writes it, as unix ms, read at `now_ms`; `local` is the zone of a
+/// time without one. A clock time without a date is the next one (a time up to
+/// [`PAST_SLACK_MINUTES`] ago still counts as today's).
+pub fn parse_reset(text: &str, now_ms: i64, local: &TimeZone) -> Option<i64> {
+    let text = text.replace(['\u{a0}', '\u{202f}'], " ");
+    let text = text.trim();
+    if let Some(relative) = text.strip_prefix("in ") {
+        return now_ms.checked_add(relative_ms(relative)?);
+    }
+    let (when, zone) = match text.rsplit_once(" (") {
+        Some((when, zone)) => {
+            let name = zone.strip_suffix(')')?;
+            (when, TimeZone::get(name).unwrap_or_else(|_| local.clone()))
+        }
+        None => (text, local.clone()),
+    };
+    let now = Timestamp::from_millisecond(now_ms)
+        .ok()?
+        .to_zoned_datetime(zone.clone());
+    let parts: Vec<&str> = when.split(", ").map(str::trim).collect();
+    let (date, clock) = match parts.as_slice() {
+        [clock] => (None, *clock),
+        [month_day, clock] => (Some(month_day_in(month_day, now.year())?), *clock),
+        [month_day, year, clock] => (Some(month_day_in(month_day, year.parse().ok()?)?), *clock),
+        _ => return None,
+    };
+    let time = clock_time(clock)?;
+    let at = |day: Date| {
+        zone.to_timestamp(DateTime::from_parts(day, time))
+            .ok()
+            .map(Timestamp::as_millisecond)
+    };
+    match date {
+        Some(day) => at(day),
+        None => {
+            let today = at(now.date())?;
+            if today >= now_ms - PAST_SLACK_MINUTES * 60_000 {
+                Some(today)
+            } else {
+                at(now.date().checked_add(1.day()).ok()?)
+            }
+        }
+    }
+}
+
+/// How wakebridge shows a reset at `now_ms`: `resets 15:00, in 1h 12m` (the clock in `local`,
+/// with the date when it is not today), `reset passed 3m ago`, or `reset time unknown`.
+pub fn describe_reset(resets_at_ms: Option<i64>, now_ms: i64, local: &TimeZone) -> String {
+    let Some(at) = resets_at_ms.and_then(|ms| Timestamp::from_millisecond(ms).ok()) else {
+        return "reset time unknown".to_owned();
+    };
+    let span = |ms: i64| {
+        let minutes = ms / 60_000;
+        match (minutes / 1440, minutes % 1440 / 60, minutes % 60) {
+            (0, 0, 0) => format!("{}s", ms / 1000),
+            (0, 0, m) => format!("{m}m"),
+            (0, h, m) => format!("{h}h {m}m"),
+            (d, h, _) => format!("{d}d {h}h"),
+        }
+    };
+    if at.as_millisecond() <= now_ms {
+        return format!("reset passed {} ago", span(now_ms - at.as_millisecond()));
+    }
+    let zoned = at.to_zoned_datetime(local.clone());
+    let today = Timestamp::from_millisecond(now_ms)
+        .map(|now| now.to_zoned_datetime(local.clone()).date())
+        .ok();
+    let clock = if today == Some(zoned.date()) {
+        zoned.strftime("%H:%M").to_string()
+    } else {
+        zoned.strftime("%b %-d %H:%M").to_string()
+    };
+    format!("resets {clock}, in {}", span(at.as_millisecond() - now_ms))
+}
+
+/// `2h 5m`, `1d 2h 3m`, `5m 30s`, `45s`, `1.5s` as milliseconds.
+fn relative_ms(text: &str) -> Option<i64> {
+    let mut total = 0.0;
+    for part in text.split_whitespace() {
+        let unit_at = part.find(|c: char| c.is_ascii_alphabetic())?;
+        let (number, unit) = part.split_at(unit_at);
+        let number: f64 = number.parse().ok()?;
+        let unit_ms = match unit {
+            "d" => 86_400_000.0,
+            "h" => 3_600_000.0,
+            "m" => 60_000.0,
+            "s" => 1_000.0,
+            _ => return None,
+        };
+        total += number * unit_ms;
+    }
+    (total > 0.0 && total.is_finite()).then_some(total as i64)
+}
+
+/// `Dec 3` in `year`.
+fn month_day_in(text: &str, year: i16) -> Option<Date> {
+    const MONTHS: [&str; 12] = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ];
+    let (month, day) = text.split_once(' ')?;
+    let month = month.get(..3)?.to_lowercase();
+    let month = MONTHS.iter().position(|m| *m == month)? + 1;
+    Date::new(year, i8::try_from(month).ok()?, day.trim().parse().ok()?).ok()
+}
+
+/// `3pm`, `3:45pm`, `3 PM`, `12am`, `15:00`.
+fn clock_time(text: &str) -> Option<Time> {
+    let lower = text.trim().to_lowercase();
+    let (digits, meridiem) = if let Some(d) = lower.strip_suffix("am") {
+        (d.trim_end(), Some(false))
+    } else if let Some(d) = lower.strip_suffix("pm") {
+        (d.trim_end(), Some(true))
+    } else {
+        (lower.as_str(), None)
+    };
+    let (hour, minute) = match digits.split_once(':') {
+        Some((h, m)) if m.len() == 2 => (h.parse::<i8>().ok()?, m.parse::<i8>().ok()?),
+        None if meridiem.is_some() => (digits.parse::<i8>().ok()?, 0),
+        _ => return None,
+    };
+    let hour = match meridiem {
+        Some(pm) if (1..=12).contains(&hour) => hour % 12 + if pm { 12 } else { 0 },
+        Some(_) => return None,
+        None => hour,
+    };
+    Time::new(hour, minute, 0, 0).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn utc() -> TimeZone {
+        TimeZone::UTC
+    }
+
+    /// Unix ms of an RFC 3339 time.
+    fn ms(text: &str) -> i64 {
+        text.parse::<Timestamp>().unwrap().as_millisecond()
+    }
+
+    #[test]
+    fn notices_in_every_form_claude_code_writes_them() {
+        // The strings of the 2.1.197 binary: `You've hit your ${kind}${" · resets " + when}`.
+        let cases = [
+            (
+                "You've hit your session limit · resets 3pm (Europe/London)",
+                "session limit",
+                Some("3pm (Europe/London)"),
+            ),
+            (
+                "  ⎿  You\u{2019}ve hit your weekly limit · resets Dec 3, 3:45pm",
+                "weekly limit",
+                Some("Dec 3, 3:45pm"),
+            ),
+            (
+                "You've hit your Opus limit · resets 15:00",
+                "Opus limit",
+                Some("15:00"),
+            ),
+            (
+                "You've hit your fast limit · resets in 2h 5m",
+                "fast limit",
+                Some("in 2h 5m"),
+            ),
+            (
+                "You've hit your monthly spend limit.",
+                "monthly spend limit",
+                None,
+            ),
+            (
+                "You've reached your org's monthly usage limit · resets Jan 1, 2027, 12am (UTC) · contact your admin",
+                "org's monthly usage limit",
+                Some("Jan 1, 2027, 12am (UTC)"),
+            ),
+            (
+                "5-hour limit reached ∙ resets 3pm",
+                "5-hour limit",
+                Some("3pm"),
+            ),
+        ];
+        for (text, kind, resets) in cases {
+            let found = notice(text).unwrap_or_else(|| panic!("no notice in {text:?}"));
+            assert_eq!(found.kind, kind, "{text}");
+            assert_eq!(found.resets.as_deref(), resets, "{text}");
+        }
+    }
+
+    #[test]
+    fn warnings_and_other_text_are_not_limits() {
+        for text in [
+            "You've used 90% of your session limit · resets 3pm",
+            "Approaching usage limit · resets 3pm",
+            "You've hit your stride today",
+            "API Error: 429 rate_limit_error: Overloaded",
+            "",
+        ] {
+            assert_eq!(notice(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn clock_times_are_the_next_occurrence_in_their_zone() {
+        let now = ms("2026-12-01T14:00:00Z");
+        let at = |text: &str| parse_reset(text, now, &utc());
+        assert_eq!(at("3pm"), Some(ms("2026-12-01T15:00:00Z")));
+        assert_eq!(at("3:45pm"), Some(ms("2026-12-01T15:45:00Z")));
+        assert_eq!(at("3\u{202f}PM"), Some(ms("2026-12-01T15:00:00Z")));
+        assert_eq!(at("15:00"), Some(ms("2026-12-01T15:00:00Z")));
+        // Earlier than now: tomorrow (day rollover), unless just past.
+        assert_eq!(at("9am"), Some(ms("2026-12-02T09:00:00Z")));
+        assert_eq!(at("12am"), Some(ms("2026-12-02T00:00:00Z")));
+        assert_eq!(at("1:57pm"), Some(ms("2026-12-01T13:57:00Z")));
+        // A zone of its own: 3pm in New York (UTC-5 in December) is 20:00 UTC.
+        assert_eq!(
+            at("3pm (America/New_York)"),
+            Some(ms("2026-12-01T20:00:00Z"))
+        );
+        // The daemon's own zone for a time without one.
+        let tokyo = TimeZone::get("Asia/Tokyo").unwrap();
+        assert_eq!(
+            parse_reset("11pm", now, &tokyo),
+            Some(ms("2026-12-01T14:00:00Z"))
+        );
+        // Across midnight in the named zone: 1am in Tokyo is 16:00 UTC today.
+        assert_eq!(at("1am (Asia/Tokyo)"), Some(ms("2026-12-01T16:00:00Z")));
+    }
+
+    #[test]
+    fn dates_years_and_relative_resets() {
+        let now = ms("2026-12-30T10:00:00Z");
+        let at = |text: &str| parse_reset(text, now, &utc());
+        assert_eq!(at("Dec 31, 3pm"), Some(ms("2026-12-31T15:00:00Z")));
+        assert_eq!(
+            at("Jan 2, 2027, 3:30pm (UTC)"),
+            Some(ms("2027-01-02T15:30:00Z"))
+        );
+        assert_eq!(at("in 2h 5m"), Some(now + 7_500_000));
+        assert_eq!(at("in 1d 2h 3m"), Some(now + 93_780_000));
+        assert_eq!(at("in 45s"), Some(now + 45_000));
+        for bad in [
+            "",
+            "soon",
+            "in",
+            "in 5x",
+            "25:00",
+            "13pm",
+            "Foo 3, 3pm",
+            "3pm (",
+            "0am",
+        ] {
+            assert_eq!(at(bad), None, "{bad:?}");
+        }
+        // An unknown zone name falls back to the daemon's zone rather than losing the time.
+        assert_eq!(at("3pm (Mars/Olympus)"), Some(ms("2026-12-30T15:00:00Z")));
+    }
+
+    #[test]
+    fn resets_are_described_with_the_clock_and_what_is_left() {
+        let now = ms("2026-12-01T13:48:00Z");
+        let show = |at: Option<&str>| describe_reset(at.map(ms), now, &utc());
+        assert_eq!(
+            show(Some("2026-12-01T15:00:00Z")),
+            "resets 15:00, in 1h 12m"
+        );
+        assert_eq!(show(Some("2026-12-01T13:55:00Z")), "resets 13:55, in 7m");
+        assert_eq!(
+            show(Some("2026-12-03T09:00:00Z")),
+            "resets Dec 3 09:00, in 1d 19h"
+        );
+        assert_eq!(show(Some("2026-12-01T13:45:00Z")), "reset passed 3m ago");
+        assert_eq!(show(Some("2026-12-01T13:47:20Z")), "reset passed 40s ago");
+        assert_eq!(show(None), "reset time unknown");
+    }
+
+    #[test]
+    fn only_the_screens_latest_word_is_a_limit() {
+        let limited = "● Working on it\n\
+                       ⎿  You've hit your session limit · resets 3pm (UTC)\n\
+                       \n\
+                       ─────────────\n\
+                       ❯ \n\
+                       ─────────────\n";
+        assert_eq!(
+            on_screen(limited).map(|n| n.kind),
+            Some("session limit".into())
+        );
+        let resumed = "⎿  You've hit your session limit · resets 3pm (UTC)\n\
+                       ❯ continue\n\
+                       ● Picking up where I left off\n\
+                       ─────────────\n\
+                       ❯ \n\
+                       ─────────────\n";
+        assert_eq!(on_screen(resumed), None);
+        let menu = "⎿  You've hit your session limit · resets 3pm\n\
+                    What do you want to do?\n\
+                    ❯ 1. Stop and wait for limit to reset\n\
+                    \u{20}\u{20}2. Upgrade your plan\n";
+        assert!(on_screen(menu).is_some());
+        assert_eq!(wait_option(menu), Some(1));
+        let last = "  1. Upgrade your plan\n❯ 2. Stop and wait for limit to reset\n";
+        assert_eq!(wait_option(last), Some(2));
+        assert_eq!(wait_option("❯ 1. Yes\n  2. No\n"), None);
+    }
+
+    #[test]
+    fn transcript_records_of_a_limit_and_of_a_transient_429() {
+        let limit = json!({
+            "type": "assistant", "isApiErrorMessage": true, "apiErrorStatus": 429,
+            "timestamp": "2026-12-01T13:00:00.000Z",
+            "error": "rate_limit",
+            "message": {"model": "<synthetic>", "role": "assistant",
+                        "content": [{"type": "text", "text": "You've hit your session limit · resets 3pm"}]}
+        });
+        let line = serde_json::to_vec(&limit).unwrap();
+        let (notice, at_ms) = in_transcript_line(&line).unwrap();
+        assert_eq!(notice.resets.as_deref(), Some("3pm"));
+        assert_eq!(at_ms, Some(ms("2026-12-01T13:00:00Z")));
+        let transient = json!({
+            "type": "assistant", "isApiErrorMessage": true, "apiErrorStatus": 429,
+            "message": {"content": [{"type": "text", "text": "API Error: Repeated 529 Overloaded errors"}]}
+        });
+        assert_eq!(
+            in_transcript_line(&serde_json::to_vec(&transient).unwrap()),
+            None
+        );
+        let sidechain = json!({"isApiErrorMessage": true, "isSidechain": true, "error": "rate_limit",
+            "message": {"content": "You've hit your session limit · resets 3pm"}});
+        assert_eq!(
+            in_transcript_line(&serde_json::to_vec(&sidechain).unwrap()),
+            None
+        );
+        assert_eq!(in_transcript_line(b"{\"type\":\"user\"}"), None);
+        assert_eq!(in_transcript_line(b"isApiErrorMessage not json"), None);
+    }
+
+    #[test]
+    fn stop_failure_and_status_line_feeds() {
+        let text = "You've hit your weekly limit · resets Dec 3, 3pm";
+        assert!(in_stop_failure(Some("rate_limit"), Some(text)).is_some());
+        assert_eq!(in_stop_failure(Some("server_error"), Some(text)), None);
+        assert_eq!(
+            in_stop_failure(Some("rate_limit"), Some("API Error: 429")),
+            None
+        );
+
+        let feed = json!({"five_hour": {"used_percentage": 42.0, "resets_at": 1_800_000_000},
+                          "seven_day": {"used_percentage": 100, "resets_at": 1_800_000_000}});
+        let (notice, resets) = in_statusline(&feed).unwrap();
+        assert_eq!(notice.kind, "weekly limit");
+        assert_eq!(resets, Some(1_800_000_000_000));
+        let iso =
+            json!({"five_hour": {"used_percentage": 100.0, "resets_at": "2026-12-01T15:00:00Z"}});
+        assert_eq!(
+            in_statusline(&iso).unwrap().1,
+            Some(ms("2026-12-01T15:00:00Z"))
+        );
+        assert_eq!(
+            in_statusline(&json!({"five_hour": {"used_percentage": 99.9}})),
+            None
+        );
+    }
+}
