@@ -339,6 +339,37 @@ mod tests {
         )
     }
 
+    const LIMIT: &str = r#"{"type":"assistant","isApiErrorMessage":true,"error":"rate_limit","timestamp":"2026-12-01T13:00:00Z","message":{"model":"<synthetic>","content":[{"type":"text","text":"You've hit your session limit · resets 3pm"}]}}"#;
+
+    #[test]
+    fn the_limit_the_records_end_on_is_kept_until_a_real_response_follows() {
+        let mut tracker = ContextTracker::default();
+        tracker.feed_line(assistant("claude-opus-4-1", 10, 0, 0).as_bytes(), 0);
+        tracker.feed_line(LIMIT.as_bytes(), 100);
+        let limit = tracker.limit().expect("a limit").clone();
+        assert_eq!(
+            (limit.offset, limit.notice.kind.as_str()),
+            (100, "session limit")
+        );
+        assert!(limit.at_ms.is_some());
+        // The limit record says nothing about the context.
+        assert_eq!(tracker.current().map(|c| c.used_tokens), Some(10));
+        // A backwards search that read the limit first keeps it unless later text answered.
+        let earlier = ContextTracker::default();
+        assert!(
+            earlier
+                .clone()
+                .followed_by(tracker.clone())
+                .limit()
+                .is_some()
+        );
+        let mut answered = ContextTracker::default();
+        answered.feed_line(assistant("claude-opus-4-1", 20, 0, 0).as_bytes(), 200);
+        assert!(tracker.clone().followed_by(answered).limit().is_none());
+        tracker.feed_line(assistant("claude-opus-4-1", 30, 0, 0).as_bytes(), 300);
+        assert!(tracker.limit().is_none());
+    }
+
     #[test]
     fn sums_input_and_both_cache_counts_but_not_output() {
         let r = parse_record(assistant("claude-x", 4, 2150, 18420).as_bytes());

@@ -457,6 +457,42 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_limit_stop_failure_is_a_limit_and_signs_of_work_lift_it() {
+        let failure = HookInput {
+            error: Some("rate_limit".into()),
+            last_assistant_message: Some("You've hit your session limit · resets in 2h".into()),
+            ..input("StopFailure")
+        };
+        let Some(Record::Limited(seen)) = limit_record(&failure, "s", 1_000) else {
+            panic!("no limit");
+        };
+        assert_eq!(seen.resets_at_ms, Some(1_000 + 7_200_000));
+        assert_eq!((seen.how, seen.at_ms), (LimitSource::Hook, 1_000));
+        // A transient 429 (no notice) and another error are not limits.
+        let transient = HookInput {
+            last_assistant_message: Some("API Error: 429 overloaded".into()),
+            ..failure.clone()
+        };
+        assert_eq!(limit_record(&transient, "s", 1_000), None);
+        for lifting in ["PreToolUse", "Stop"] {
+            assert!(matches!(
+                limit_record(&input(lifting), "s", 1),
+                Some(Record::LimitLifted { .. })
+            ));
+        }
+        let resumed = HookInput {
+            notification_type: Some(QUOTA_AUTO_RESUMED.into()),
+            ..input("Notification")
+        };
+        assert!(matches!(
+            limit_record(&resumed, "s", 1),
+            Some(Record::LimitLifted { .. })
+        ));
+        // The resume message itself submits a prompt: no sign the limit lifted.
+        assert_eq!(limit_record(&input("UserPromptSubmit"), "s", 1), None);
+    }
+
+    #[test]
     fn event_table() {
         let start = |source: &str| HookInput {
             source: Some(source.into()),

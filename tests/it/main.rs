@@ -18,6 +18,7 @@ mod http_host;
 mod launch;
 mod layout;
 mod ledger;
+mod limits;
 mod mux;
 mod nudger;
 mod openapi;

@@ -21,11 +21,11 @@ use crate::common::tmux::TmuxServer;
 const WAIT: Duration = Duration::from_secs(10);
 /// How long "nothing more happens" is watched: many nudger polls.
 const QUIET: Duration = Duration::from_millis(2500);
-const SID: &str = "owed-session";
+pub(crate) const SID: &str = "owed-session";
 
 /// The daemon's settings: the default nudger poll (10 s), so the owed wakes here are found by
 /// the gate's note and the one-second polls while something is owed.
-fn daemon_env(tmux: &TmuxServer) -> Vec<(&'static str, String)> {
+pub(crate) fn daemon_env(tmux: &TmuxServer) -> Vec<(&'static str, String)> {
     vec![
         ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux".into()),
         ("AGENT_EVENT_BUS_BRIDGE_COOLDOWN", "0".into()),
@@ -43,7 +43,17 @@ async fn start_daemon(
     tmux: &TmuxServer,
     root: Option<std::sync::Arc<tempfile::TempDir>>,
 ) -> TestServer {
-    let env = daemon_env(tmux);
+    start_daemon_with(tmux, root, &[]).await
+}
+
+/// [`start_daemon`] with `extra` settings laid over [`daemon_env`]'s.
+pub(crate) async fn start_daemon_with(
+    tmux: &TmuxServer,
+    root: Option<std::sync::Arc<tempfile::TempDir>>,
+    extra: &[(&'static str, &str)],
+) -> TestServer {
+    let mut env = daemon_env(tmux);
+    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     match root {
         Some(root) => TestServer::start_in(root, &env, Default::default()).await,
@@ -63,7 +73,12 @@ fn agent_env(root: &Path, hooks: bool) -> Vec<(String, String)> {
     env
 }
 
-fn spawn_agent(tmux: &TmuxServer, server: &TestServer, mode: &str, hooks: bool) -> Agent {
+pub(crate) fn spawn_agent(
+    tmux: &TmuxServer,
+    server: &TestServer,
+    mode: &str,
+    hooks: bool,
+) -> Agent {
     let env = agent_env(server.root.path(), hooks);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let agent = Agent::spawn_with(tmux, "agent", mode, &env, None);
@@ -75,7 +90,7 @@ fn spawn_agent(tmux: &TmuxServer, server: &TestServer, mode: &str, hooks: bool) 
     agent
 }
 
-async fn session(server: &TestServer) -> Value {
+pub(crate) async fn session(server: &TestServer) -> Value {
     let body = server.get_json("/sessions").await;
     body["sessions"]
         .as_array()
@@ -84,7 +99,11 @@ async fn session(server: &TestServer) -> Value {
 }
 
 /// Waits until the session's status JSON satisfies `done`.
-async fn session_until(server: &TestServer, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn session_until(
+    server: &TestServer,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let started = std::time::Instant::now();
     loop {
         let status = session(server).await;

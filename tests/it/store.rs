@@ -10,8 +10,8 @@ use std::time::{Duration, Instant, SystemTime};
 use rusqlite::Connection;
 use wakebridge::spool::prune::{self, PruneConfig};
 use wakebridge::store::{
-    Delivery, DeliverySource, NudgeState, Payment, Record, SessionSeen, Store, StoreError,
-    now_unix_ms,
+    Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record, SessionSeen,
+    Store, StoreError, now_unix_ms,
 };
 
 use crate::common;
@@ -274,7 +274,7 @@ async fn migrates_a_database_written_at_schema_one() {
         .expect("check")
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
     let identity_index: i64 = Connection::open(&path)
         .expect("check")
         .query_row(
@@ -1206,4 +1206,82 @@ fn a_spool_round_is_pending_until_synced_and_a_refused_share_can_be_taken_back()
         Some(2),
         "the latest delivery of a session is kept without a trigger"
     );
+}
+
+#[tokio::test]
+async fn a_usage_limit_keeps_its_reset_and_tries_until_a_new_notice_and_goes_when_lifted() {
+    common::arm_test_timeout();
+    let store = Store::open_in_memory().expect("store");
+    let seen = |text: &str, resets_at_ms: i64, how: LimitSource, at_ms: i64| {
+        Record::Limited(LimitSeen {
+            session_id: "lim".into(),
+            kind: "session limit".into(),
+            resets_text: Some(text.into()),
+            resets_at_ms: Some(resets_at_ms),
+            how,
+            at_ms,
+        })
+    };
+    let limit = || store.limit("lim").expect("read").expect("a limit");
+    store
+        .record(seen("3pm", 5_000, LimitSource::Hook, 1_000))
+        .await
+        .expect("record");
+    assert_eq!(limit().resets_at_ms, Some(5_000));
+    assert_eq!(limit().how, LimitSource::Hook);
+    // The same notice read again later (a day's rollover would move a bare "3pm"): kept.
+    store
+        .record(seen("3pm", 90_000, LimitSource::Screen, 2_000))
+        .await
+        .expect("record");
+    assert_eq!(limit().resets_at_ms, Some(5_000));
+    assert_eq!(limit().since_ms, 1_000);
+    store
+        .record(Record::ResumeTried {
+            session_id: "lim".into(),
+            at_ms: 6_000,
+        })
+        .await
+        .expect("record");
+    // A new notice (the limit met again): the new reset, the tries kept.
+    store
+        .record(seen("8pm", 20_000, LimitSource::Screen, 7_000))
+        .await
+        .expect("record");
+    let now = limit();
+    assert_eq!(
+        (now.resets_at_ms, now.resets_text.as_deref(), now.tries),
+        (Some(20_000), Some("8pm"), 1)
+    );
+    assert_eq!(now.last_try_ms, Some(6_000));
+    store
+        .record(Record::ResumeGaveUp {
+            session_id: "lim".into(),
+        })
+        .await
+        .expect("record");
+    assert!(limit().gave_up);
+    let row = store.session("lim").expect("read").expect("row");
+    assert_eq!(row.limit, Some(limit()));
+    store
+        .record(Record::LimitLifted {
+            session_id: "lim".into(),
+        })
+        .await
+        .expect("record");
+    assert_eq!(store.limit("lim").expect("read"), None);
+
+    // A limit of a session gone past the cutoff is forgotten with it.
+    store
+        .record(seen("3pm", 5_000, LimitSource::Hook, 1_000))
+        .await
+        .expect("record");
+    assert_eq!(
+        store
+            .forget_sessions_before(2_000, Vec::new())
+            .await
+            .expect("forget"),
+        1
+    );
+    assert_eq!(store.limit("lim").expect("read"), None);
 }

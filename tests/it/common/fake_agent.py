@@ -12,6 +12,11 @@ The mode is read from the control file (polled every 50 ms), one word per line:
   work    print one line of output (activity), then behave as idle
   deaf    like idle, but Enter is ignored (the text stays on the prompt line)
   deaf1   like idle, but the next Enter is ignored
+  limit WHEN  the turn ends at a usage limit: Claude Code's notice ("You've hit your session
+          limit · resets WHEN") and its limit menu; StopFailure(rate_limit) fires. A digit picks
+          a menu option, an Enter picks the highlighted one; both close the menu and are
+          recorded as submits "[menu] 1" / "[menu] enter"; other keys are ignored meanwhile
+  resumed Claude Code's own auto-continue: a reply line, Notification(quota_auto_resume_fired)
 
 With FAKE_AGENT_HOOK set (a shell command) it fires Claude Code's hooks the way Claude Code
 does, with a JSON payload on stdin for session FAKE_AGENT_SESSION: UserPromptSubmit when a line
@@ -74,6 +79,9 @@ def main():
             lines.append("✻ Working… (esc to interrupt)" + "." * (frame % 3))
         if mode == "dialog":
             lines += ["Do you want to proceed?", "❯ 1. Yes", "  2. No"]
+        if mode == "menu":
+            lines += ["What do you want to do?", "❯ 1. Stop and wait for limit to reset",
+                      "  2. Upgrade your plan"]
         lines += ["", RULE, "❯\u00a0" + typed, RULE, "  ? for shortcuts"]
         out.write("\r\n".join(lines))
         title(("%s Fake Agent" % SPINNER[frame % 2]) if mode == "busy" else "✳ Fake Agent")
@@ -99,14 +107,29 @@ def main():
                 if control != last_control:
                     last_control = control
                     was = mode
+                    hit_limit = control.startswith("limit ")
                     if control == "work":
                         history.append("did some work at %.3f" % time.time())
                         mode = "idle"
+                    elif hit_limit:
+                        notice = "You\u2019ve hit your session limit \u00b7 resets " + control[6:]
+                        history.append("  \u23bf  " + notice)
+                        mode = "menu"
+                        draw()
+                        fire(record_path + ".hooks", "StopFailure", error="rate_limit",
+                             last_assistant_message=notice)
+                    elif control == "resumed":
+                        history.append("\u25cf Resumed on my own at %.3f" % time.time())
+                        mode = "idle"
+                        draw()
+                        fire(record_path + ".hooks", "Notification",
+                             notification_type="quota_auto_resume_fired",
+                             message="Resumed at usage limit reset")
                     elif control in ("idle", "busy", "dialog", "deaf", "deaf1"):
                         mode = control
                     draw()
                     active = False
-                    while was == "busy" and mode != "busy":
+                    while was == "busy" and mode != "busy" and not hit_limit:
                         answer = fire(record_path + ".hooks", "Stop", stop_hook_active=active)
                         try:
                             reason = json.loads(answer).get("reason") if answer.strip() else None
@@ -131,6 +154,13 @@ def main():
                     return
                 record.write(data)
                 for ch in data.decode("utf-8", "replace"):
+                    if mode == "menu":
+                        picked = ch if ch.isdigit() else "enter" if ch in "\r\n" else None
+                        if picked:
+                            with open(record_path + ".submits", "a") as s:
+                                s.write("%.3f\t[menu] %s\n" % (time.time(), picked))
+                            mode = "idle"
+                        continue
                     if ch in "\r\n":
                         if mode in ("deaf", "deaf1"):
                             if mode == "deaf1":

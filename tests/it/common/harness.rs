@@ -146,6 +146,17 @@ impl TestServer {
         resp.json().await.expect("JSON body")
     }
 
+    /// GETs `path` and returns the body as text.
+    pub async fn get_text(&self, path: &str) -> String {
+        let resp = self
+            .client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request");
+        resp.text().await.expect("text body")
+    }
+
     pub fn spool_lines(&self, sid: &str) -> Vec<String> {
         std::fs::read_to_string(self.wake_dir.join(format!("{sid}.jsonl")))
             .map(|t| t.lines().map(str::to_string).collect())

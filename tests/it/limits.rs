@@ -1,0 +1,187 @@
+//! Usage limits end to end: the daemon in process over real HTTP, a real tmux server on a
+//! private socket, the scripted agent TUI (`common/fake_agent.py`) showing Claude Code's real
+//! notice and limit menu and firing the real `wakebridge hook` binary (`StopFailure` with
+//! `rate_limit`, the notice as its last message), and the SQLite ledger on disk. Held while
+//! limited (a DM is spooled and owed, nothing typed, across a daemon restart); at the reset the
+//! menu is dismissed by its wait option and `continue` typed once; a session that resumed on its
+//! own gets nothing. The pure parts are `claude::limits`'s tests; the resume's arithmetic is
+//! tests/it/nudger.rs's (paused clock).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use wakebridge::mux::WAKE_PROMPT;
+
+use crate::common;
+use crate::common::harness::event_for;
+use crate::common::tmux::TmuxServer;
+use crate::owed::{SID, session, session_until, spawn_agent, start_daemon_with};
+
+/// Fast polls and a one-second grace, so a reset a few seconds away is resumed within the test.
+const LIMIT_ENV: &[(&str, &str)] = &[
+    ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "200ms"),
+    ("WAKEBRIDGE_LIMITS__RESUME_GRACE", "1s"),
+];
+
+/// How long "nothing is typed" is watched.
+const QUIET: Duration = Duration::from_secs(2);
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[tokio::test]
+async fn a_limited_session_is_held_across_a_restart_then_resumed_once_through_its_menu() {
+    common::arm_test_timeout();
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, None, LIMIT_ENV).await;
+    let agent = spawn_agent(&tmux, &server, "busy", true);
+    let limited_at = unix_now();
+    agent.set("limit in 8s");
+    let status = session_until(&server, "the limit in the ledger", |s| {
+        s["state"] == "limited"
+    })
+    .await;
+    assert_eq!(status["limit"]["kind"], "session limit", "{status}");
+    assert_eq!(status["limit"]["seen_how"], "hook", "{status}");
+    assert!(
+        status["limit"]["shown"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("resets ")),
+        "{status}"
+    );
+
+    // Held: a DM is spooled and owed, nothing typed into the notice or the menu.
+    let (_, body) = server.hook(event_for(SID, 1), &[]).await;
+    assert_eq!(body["action"], "spool-busy");
+    let metrics = server.get_text("/metrics").await;
+    assert!(
+        metrics.contains("wakebridge_limited_sessions 1"),
+        "{metrics}"
+    );
+
+    // A restart in the middle keeps the limit (and what is owed).
+    let root = server.stop().await;
+    let server = start_daemon_with(&tmux, Some(root), LIMIT_ENV).await;
+    assert_eq!(session(&server).await["state"], "limited");
+    assert_eq!(session(&server).await["owed"]["events"], 1);
+
+    let resumed = session_until(&server, "the resume", |s| s["limit"]["tries"] == 1).await;
+    let submits = agent.submits();
+    let texts: Vec<&str> = submits.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(texts, ["[menu] 1", "continue"], "{resumed}");
+    assert!(
+        submits[1].0 >= limited_at + 8.0 + 1.0 - 0.5,
+        "typed before reset + grace: {submits:?}"
+    );
+
+    // The resumed turn runs and ends normally: the Stop hook lifts the hold and pays the DM.
+    agent.set("busy");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    agent.set("idle");
+    let after = session_until(&server, "the hold lifted", |s| s["limit"].is_null()).await;
+    assert_eq!(after["paid"]["last_how"], "hook", "{after}");
+    tokio::time::sleep(QUIET).await;
+    let texts: Vec<String> = agent.submitted();
+    assert_eq!(
+        texts.iter().filter(|t| *t == "continue").count(),
+        1,
+        "{texts:?}"
+    );
+    assert!(
+        !texts
+            .iter()
+            .any(|t| t == "[menu] enter" || t == WAKE_PROMPT),
+        "{texts:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_session_that_resumed_on_its_own_gets_nothing_typed() {
+    common::arm_test_timeout();
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, None, LIMIT_ENV).await;
+    let agent = spawn_agent(&tmux, &server, "busy", true);
+    agent.set("limit in 3s");
+    session_until(&server, "the limit", |s| s["state"] == "limited").await;
+    // The menu is still open when Claude Code's own auto-continue takes over.
+    agent.set("resumed");
+    session_until(&server, "the hold lifted", |s| s["limit"].is_null()).await;
+    tokio::time::sleep(Duration::from_secs(3) + QUIET).await;
+    assert_eq!(agent.submitted(), Vec::<String>::new());
+    assert_ne!(session(&server).await["state"], "limited");
+}
+
+#[tokio::test]
+async fn a_notice_seen_only_on_the_screen_holds_the_session_and_is_recorded() {
+    common::arm_test_timeout();
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(
+        &tmux,
+        None,
+        &[("WAKEBRIDGE_LIMITS__RESUME", "false"), LIMIT_ENV[0]],
+    )
+    .await;
+    // No hooks: the notice reaches wakebridge only through the screen, read before typing.
+    let agent = spawn_agent(&tmux, &server, "busy", false);
+    agent.set("limit 3pm (Europe/London)");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, body) = server.hook(event_for(SID, 1), &[]).await;
+    assert_eq!(body["action"], "spool-busy");
+    let status = session_until(&server, "the limit from the screen", |s| {
+        s["limit"]["seen_how"] == "screen"
+    })
+    .await;
+    assert_eq!(status["limit"]["resets_text"], "3pm (Europe/London)");
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        std::fs::read(&agent.record).expect("record"),
+        b"",
+        "nothing typed, not even into the menu (resume = false)"
+    );
+}
+
+/// The installed Claude Code (on PATH; `.ci/run` installs it from npm) still writes its notices,
+/// resets, menu and notifications the way `claude::limits` reads them: the fragments of its
+/// binary each reader depends on, and the notice they compose, parsed.
+#[test]
+fn the_installed_claude_code_writes_what_claude_limits_reads() {
+    let Some(bin) = common::real_claude() else {
+        eprintln!("skipping: no claude on PATH (.ci/run installs @anthropic-ai/claude-code)");
+        return;
+    };
+    for fragment in [
+        // The notice: `You've hit your ${kind}${" · resets " + when}` (U+00B7 escaped).
+        "`You've hit your ${",
+        " \\xB7 resets ${",
+        // The reset within a day: en-US hour, minutes only when not :00, then "3pm".
+        "toLocaleTimeString(\"en-US\",{hour:\"numeric\",minute:",
+        ".replace(/ ([AP]M)/i",
+        // Further out: month and day first.
+        "{month:\"short\",day:\"numeric\",hour:",
+        // The menu's wait option and the hook's error (`quota_auto_resume_fired`, read too,
+        // arrived after 2.1.197 with Claude Code's own auto-continue).
+        "Stop and wait for limit to reset",
+        "\"rate_limit\"",
+        // The status line's windows.
+        "five_hour",
+        "seven_day",
+    ] {
+        // grep: a 245 MB binary is searched in a fraction of a second, not read into a test.
+        let found = std::process::Command::new("grep")
+            .args(["-a", "-F", "-q", "-e", fragment])
+            .arg(&bin)
+            .status()
+            .expect("grep");
+        assert!(
+            found.success(),
+            "{} no longer contains {fragment:?}: Claude Code changed how it shows a usage limit",
+            bin.display()
+        );
+    }
+    let composed = "You\u{2019}ve hit your session limit \u{b7} resets 3:45pm (Europe/London)";
+    let notice = wakebridge::claude::limits::notice(composed).expect("the notice parses");
+    assert_eq!(notice.kind, "session limit");
+    assert_eq!(notice.resets.as_deref(), Some("3:45pm (Europe/London)"));
+}
