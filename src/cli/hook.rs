@@ -4,7 +4,10 @@
 //! PreToolUse mark the session busy, Stop, StopFailure and Notification(idle_prompt) mark it
 //! idle, SessionEnd unmaps it. A Stop of a session that is owed a wake (a bus event arrived
 //! while it worked) pays it: the hook answers Claude Code with the wake prompt as its reason to
-//! go on, and the session stays busy; nothing is typed. It must never block or fail the agent:
+//! go on, and the session stays busy; nothing is typed. A `StopFailure` of a rate limit with
+//! Claude Code's notice records the usage limit in the ledger; a tool call, a normal Stop and
+//! Claude Code's own resume at the limit (`quota_auto_resume_fired`) lift it, in the same commit
+//! as the session's record. It must never block or fail the agent:
 //! it always exits 0 within a short budget, reports problems on stderr only, and prints nothing
 //! else on stdout (SessionStart and UserPromptSubmit stdout is added to the model's context).
 //! It owns the event → action table; the payload and the event names are `claude::hooks`'s,
