@@ -86,7 +86,8 @@ pub struct Gate {
     occupied: Mutex<HashMap<String, u32>>,
     /// Rung when a bus event became owed a wake, so the nudger's loop looks at once.
     owed: tokio::sync::Notify,
-    /// The ledger that holds sessions at their usage limits; `None`: `[limits] enabled = false`.
+    /// The ledger that holds sessions at their usage limits; `None`: `[limits] enabled = false`
+    /// (then not even a notice on screen holds a wake back).
     limits: Option<Store>,
 }
 
@@ -189,6 +190,13 @@ impl Gate {
             },
         };
         let started = Instant::now();
+        let unheld;
+        let text = if self.limits.is_none() {
+            unheld = text.clone().over_limits();
+            &unheld
+        } else {
+            text
+        };
         let result = self
             .injector
             .inject(&target, text, Deadline::after(INJECT_BUDGET))

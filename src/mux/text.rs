@@ -87,6 +87,14 @@ impl KeystrokeText {
         Self::new(text).map(|t| Self { resumes: true, ..t })
     }
 
+    /// This text, typed over a limit's notice too (`[limits] enabled = false`: no hold at all).
+    pub fn over_limits(self) -> Self {
+        Self {
+            resumes: true,
+            ..self
+        }
+    }
+
     /// The fixed wake prompt.
     pub fn wake_prompt() -> Self {
         Self {

@@ -147,16 +147,7 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         None => None,
     };
     let limit = match row.get::<_, Option<String>>(21)? {
-        Some(kind) => Some(Limit {
-            kind,
-            resets_text: row.get(22)?,
-            resets_at_ms: row.get(23)?,
-            how: LimitSource::parse(&row.get::<_, String>(24)?),
-            since_ms: row.get(25)?,
-            tries: row.get(26)?,
-            last_try_ms: row.get(27)?,
-            gave_up: row.get(28)?,
-        }),
+        Some(_) => Some(limit_at(row, 21)?),
         None => None,
     };
     Ok(SessionRow {
@@ -183,19 +174,23 @@ pub(crate) fn limit(conn: &Connection, session_id: &str) -> rusqlite::Result<Opt
         "SELECT kind, resets_text, resets_at_ms, seen_how, since_ms, tries, last_try_ms, gave_up \
          FROM limits WHERE session_id = ?1",
     )?
-    .query_row(params![session_id], |row| {
-        Ok(Limit {
-            kind: row.get(0)?,
-            resets_text: row.get(1)?,
-            resets_at_ms: row.get(2)?,
-            how: LimitSource::parse(&row.get::<_, String>(3)?),
-            since_ms: row.get(4)?,
-            tries: row.get(5)?,
-            last_try_ms: row.get(6)?,
-            gave_up: row.get(7)?,
-        })
-    })
+    .query_row(params![session_id], |row| limit_at(row, 0))
     .optional()
+}
+
+/// A `Limit` from the `limits` columns (kind, resets_text, resets_at_ms, seen_how, since_ms,
+/// tries, last_try_ms, gave_up) starting at column `at`.
+fn limit_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Limit> {
+    Ok(Limit {
+        kind: row.get(at)?,
+        resets_text: row.get(at + 1)?,
+        resets_at_ms: row.get(at + 2)?,
+        how: LimitSource::parse(&row.get::<_, String>(at + 3)?),
+        since_ms: row.get(at + 4)?,
+        tries: row.get(at + 5)?,
+        last_try_ms: row.get(at + 6)?,
+        gave_up: row.get(at + 7)?,
+    })
 }
 
 pub(crate) fn sessions(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {

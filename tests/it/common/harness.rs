@@ -137,13 +137,7 @@ impl TestServer {
 
     /// GETs `path` and returns the body as JSON.
     pub async fn get_json(&self, path: &str) -> serde_json::Value {
-        let resp = self
-            .client
-            .get(self.url(path))
-            .send()
-            .await
-            .expect("request");
-        resp.json().await.expect("JSON body")
+        serde_json::from_str(&self.get_text(path).await).expect("JSON body")
     }
 
     /// GETs `path` and returns the body as text.
