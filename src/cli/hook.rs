@@ -311,11 +311,13 @@ fn pay_on_stop(input: &HookInput, env: &Env, ledger: Option<&Path>) -> bool {
 /// `wakebridge hook` against the real stdin, environment and stderr, on `wake_dir` (the
 /// configuration's, or why there is none) and `ledger` (where the session is recorded, and what
 /// it is owed). Always exits 0. Every outcome is recorded in the ledger, on the action thread
-/// and inside the same overall budget.
+/// and inside the same overall budget; usage limits only with `track_limits` (`[limits]
+/// enabled`).
 pub fn run_hook(
     args: &HookArgs,
     wake_dir: Result<PathBuf, ConfigError>,
     ledger: Option<PathBuf>,
+    track_limits: bool,
 ) -> ExitCode {
     if args.print_settings {
         let _ = std::io::stdout()
@@ -355,7 +357,7 @@ pub fn run_hook(
     ) {
         // A marker only: nothing here can block, so no helper thread is needed.
         let outcome = perform_as(action, &input, &wake_dir, &env);
-        record(ledger.as_deref(), &outcome, &input);
+        record(ledger.as_deref(), &outcome, &input, track_limits);
         report_failure(&outcome);
         return ExitCode::SUCCESS;
     }
@@ -365,7 +367,7 @@ pub fn run_hook(
         .name("hook-action".into())
         .spawn(move || {
             let outcome = perform_as(action, &input, &wake_dir, &env);
-            record(ledger.as_deref(), &outcome, &input);
+            record(ledger.as_deref(), &outcome, &input, track_limits);
             let _ = sender.send(outcome);
         });
     if let Err(e) = spawned {
@@ -385,17 +387,21 @@ pub fn run_hook(
 /// `wakebridge hook` with the configuration (or why there is none): the hook's work on the
 /// configured wake dir, recorded in the configured ledger. Always exits 0.
 pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
-    let (wake_dir, ledger) = match config {
-        Ok(c) => (Ok(c.paths.wake_dir), Some(c.paths.ledger)),
-        Err(e) => (Err(e), None),
+    let (wake_dir, ledger, limits) = match config {
+        Ok(c) => (
+            Ok(c.paths.wake_dir),
+            Some(c.paths.ledger),
+            c.settings.limits.enabled,
+        ),
+        Err(e) => (Err(e), None, false),
     };
-    run_hook(args, wake_dir, ledger)
+    run_hook(args, wake_dir, ledger, limits)
 }
 
 /// Records what a hook saw in the ledger, so the daemon knows the session (scope = local), its
 /// transcript and its last hook event (for the nudger), with what it says about a usage limit
 /// (see [`limit_record`]), in one commit. Never fails the hook.
-fn record(ledger: Option<&Path>, outcome: &HookOutcome, input: &HookInput) {
+fn record(ledger: Option<&Path>, outcome: &HookOutcome, input: &HookInput, limits: bool) {
     let (Some(ledger), Some(session_id)) = (ledger, outcome.session_id.clone()) else {
         return;
     };
@@ -403,7 +409,9 @@ fn record(ledger: Option<&Path>, outcome: &HookOutcome, input: &HookInput) {
         return;
     }
     let now_ms = now_unix_ms();
-    let limit = limit_record(input, &session_id, now_ms);
+    let limit = limits
+        .then(|| limit_record(input, &session_id, now_ms))
+        .flatten();
     let seen = SessionSeen {
         session_id,
         cwd: outcome.cwd.clone(),

@@ -285,6 +285,37 @@ mod tests {
     }
 
     #[test]
+    fn a_used_up_rate_limit_window_is_kept_and_shown() {
+        let resets_s = now_unix_ms() / 1000 + 2 * 3600 + 30;
+        let payload = AFTER_RESPONSE.replace(
+            r#""exceeds_200k_tokens":true"#,
+            &format!(
+                r#""exceeds_200k_tokens":true,"rate_limits":{{"five_hour":{{"used_percentage":100,"resets_at":{resets_s}}}}}"#
+            ),
+        );
+        let feed = parse_statusline(payload.as_bytes(), 100);
+        let limit = feed.as_ref().and_then(|f| f.limit.clone());
+        assert_eq!(
+            limit,
+            Some(FeedLimit {
+                kind: "5-hour limit".into(),
+                resets_at_ms: Some(resets_s * 1000),
+            })
+        );
+        let line = render_line(feed.as_ref(), Some(Activity::Idle));
+        assert!(
+            line.starts_with("ctx 42% · idle · 5-hour limit hit, resets "),
+            "{line}"
+        );
+        assert!(line.ends_with(", in 2h 0m"), "{line}");
+        // A window not used up says nothing.
+        assert_eq!(
+            parse_statusline(AFTER_RESPONSE.as_bytes(), 1).and_then(|f| f.limit),
+            None
+        );
+    }
+
+    #[test]
     fn payload_before_first_response_is_unknown() {
         let before = r#"{"session_id":"s1","model":{"id":"m"},"context_window":{"context_window_size":1000000,"current_usage":null,"used_percentage":null}}"#;
         let feed = parse_statusline(before.as_bytes(), 1);

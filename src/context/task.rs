@@ -314,7 +314,11 @@ impl Monitor {
                 active_at = active_at.max(Some(stamped));
             }
             t.active_at = active_at;
-            for limit in limits_seen(sid, t, feed.as_ref()) {
+            let limits = deliverer.gate().limits_enabled();
+            for limit in limits
+                .then(|| limits_seen(sid, t, feed.as_ref()))
+                .unwrap_or_default()
+            {
                 if let Err(e) = deliverer.store().record_queued(Record::Limited(limit)) {
                     tracing::warn!(error = %e, "could not record a usage limit in the ledger");
                 }

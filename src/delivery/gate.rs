@@ -113,6 +113,11 @@ impl Gate {
         }
     }
 
+    /// Whether usage limits are looked for and held (`[limits] enabled`).
+    pub fn limits_enabled(&self) -> bool {
+        self.limits.is_some()
+    }
+
     /// The usage limit `sid` is held at, if limits are on and the ledger has one (a ledger that
     /// cannot be read holds nothing: the screen check still stands).
     pub fn held_at(&self, sid: &str) -> Option<Limit> {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 use wakebridge::app::App;
@@ -20,7 +20,7 @@ use wakebridge::delivery::gate::Gate;
 use wakebridge::env::Env;
 use wakebridge::mux::{Injector, MuxConfig};
 use wakebridge::spool::{self, Spool};
-use wakebridge::store::{Record, SessionSeen, Store, now_unix_ms};
+use wakebridge::store::{LimitSource, Record, SessionSeen, Store, now_unix_ms};
 use wakebridge::wakedir;
 use wakebridge::wakedir::target::PaneTarget;
 
@@ -82,14 +82,14 @@ impl Rig {
         let claude_dir = root.path().join("claude");
         std::fs::create_dir_all(claude_dir.join("projects").join("-work-proj"))?;
         let injector = Arc::new(Injector::new(&mux));
+        let store = Store::open(&root.path().join("ledger.db"))?;
         let gate = Arc::new(Gate::new(
             wake_dir.clone(),
             config.busy_ttl,
             Duration::ZERO,
             injector,
-            None,
+            Some(store.clone()),
         ));
-        let store = Store::open(&root.path().join("ledger.db"))?;
         let deliverer = Deliverer::new(
             Spool::open(wake_dir.clone(), store.clone())?,
             Backend::Mux,
@@ -344,6 +344,57 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
         rig.context()["percent"].as_f64() == Some(50.0)
     })
     .await?;
+    rig.stop().await;
+    Ok(())
+}
+
+/// A transcript's API-error record of a usage limit, written at `at` (RFC 3339).
+fn limit_record(at: &str, resets: &str) -> String {
+    format!(
+        r#"{{"isSidechain":false,"type":"assistant","isApiErrorMessage":true,"apiErrorStatus":429,"error":"rate_limit","timestamp":"{at}","message":{{"model":"<synthetic>","role":"assistant","content":[{{"type":"text","text":"You've hit your session limit · resets {resets}"}}]}}}}"#
+    ) + "\n"
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_the_transcript_ends_on_is_recorded_once_and_an_old_one_is_not() -> TestResult {
+    common::arm_test_timeout();
+    let mut rig = Rig::new(MuxConfig::default())?;
+    // Yesterday's limit, long reset: history, not a limit.
+    append(&rig.transcript(), &assistant(100_000))?;
+    append(
+        &rig.transcript(),
+        &limit_record("2026-01-01T10:00:00Z", "in 5h"),
+    )?;
+    let store = rig.deliverer.store().clone();
+    store
+        .record(Record::SessionSeen(SessionSeen {
+            session_id: SID.into(),
+            cwd: Some("/work/proj".into()),
+            transcript_path: Some(rig.transcript().display().to_string()),
+            pane: None,
+            last_hook_event: Some("StopFailure".into()),
+            seen_at_ms: now_unix_ms(),
+        }))
+        .await?;
+    rig.start()?;
+    wait_until("the transcript read", || {
+        rig.context()["used_tokens"].as_u64() == Some(100_000)
+    })
+    .await?;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(store.limit(SID)?, None, "a reset long past is history");
+
+    // A limit written now, with its reset two hours after the record's own time.
+    let now = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+    append(&rig.transcript(), &limit_record(&now, "in 2h"))?;
+    wait_until("the limit in the ledger", || {
+        store.limit(SID).ok().flatten().is_some()
+    })
+    .await?;
+    let limit = store.limit(SID)?.ok_or("no limit")?;
+    assert_eq!(limit.how, LimitSource::Transcript);
+    let left = limit.resets_at_ms.ok_or("no reset")? - now_unix_ms();
+    assert!((7_100_000..=7_200_000).contains(&left), "{left} ms left");
     rig.stop().await;
     Ok(())
 }
