@@ -314,11 +314,12 @@ impl Monitor {
                 active_at = active_at.max(Some(stamped));
             }
             t.active_at = active_at;
-            let limits = deliverer.gate().limits_enabled();
-            for limit in limits
-                .then(|| limits_seen(sid, t, feed.as_ref()))
-                .unwrap_or_default()
-            {
+            let seen = if deliverer.gate().limits_enabled() {
+                limits_seen(sid, t, feed.as_ref())
+            } else {
+                Vec::new()
+            };
+            for limit in seen {
                 if let Err(e) = deliverer.store().record_queued(Record::Limited(limit)) {
                     tracing::warn!(error = %e, "could not record a usage limit in the ledger");
                 }
