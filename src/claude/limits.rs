@@ -7,9 +7,9 @@
 //! A warning (`You've used 90% of …`, `Approaching …`) and a transient 429 without a notice are
 //! not limits. Pure: nothing here reads a file or decides what to do about a limit.
 
+use jiff::Timestamp;
 use jiff::civil::{Date, DateTime, Time};
 use jiff::tz::TimeZone;
-use jiff::{Timestamp, ToSpan};
 use serde_json::Value;
 
 use super::screen::{self, CURSOR};
@@ -18,13 +18,22 @@ use super::screen::{self, CURSOR};
 const NOTICE_OPENINGS: &[&str] = &["You've hit your ", "You've reached your "];
 /// The older form: `5-hour limit reached ∙ resets 3pm`.
 const REACHED: &str = " limit reached";
+/// What Claude Code draws in front of a message line: the result glyph and the reply bullet.
+const MESSAGE_GLYPHS: &[char] = &['\u{23bf}', '\u{25cf}'];
+/// Limits whose notice names no reset (the spend cap; an organisation's monthly limit).
+const NO_RESET_KINDS: &[&str] = &["spend limit", "monthly"];
 /// What separates the kind from the reset in a notice (U+00B7, or U+2219 in the older form).
 const SEPARATORS: &[char] = &['\u{b7}', '\u{2219}'];
 /// The limit menu's option that waits for the reset (2.1.197; the menu's `cancel`).
 pub const WAIT_OPTION: &str = "Stop and wait for limit to reset";
-/// A clock time this far in the past still means today: the notice was read a moment after the
-/// reset, not a day early.
-const PAST_SLACK_MINUTES: i64 = 5;
+/// For a notice read as it was written (a hook, a transcript record, the screen right after a
+/// resume): a clock time this far in the past still means today's, read a moment after it.
+pub const WRITTEN_NOW: i64 = 5 * 60_000;
+/// For a notice found on a screen, written at a moment not known: Claude Code writes a time
+/// without a date only for a reset within a day, so one that passed within the last day is
+/// taken as passed (a resume that meets the limit again costs one try; the other reading
+/// could cost a day).
+pub const WRITTEN_EARLIER: i64 = 24 * 3_600_000;
 /// The status line's windows, as the kind a notice would name.
 const STATUSLINE_WINDOWS: &[(&str, &str)] =
     &[("five_hour", "5-hour limit"), ("seven_day", "weekly limit")];
@@ -42,36 +51,41 @@ pub struct Notice {
 
 impl Notice {
     /// The reset as unix ms, read at `now_ms` in `local` (the zone Claude Code shows times in
-    /// when the notice names none).
-    pub fn resets_at_ms(&self, now_ms: i64, local: &TimeZone) -> Option<i64> {
-        parse_reset(self.resets.as_deref()?, now_ms, local)
+    /// when the notice names none), a time up to `past_ms` ago taken as passed rather than as
+    /// the next day's ([`WRITTEN_NOW`], [`WRITTEN_EARLIER`]).
+    pub fn resets_at_ms(&self, now_ms: i64, past_ms: i64, local: &TimeZone) -> Option<i64> {
+        parse_reset(self.resets.as_deref()?, now_ms, past_ms, local)
     }
 }
 
-/// The notice in one line or message, if it has one.
+/// The notice a line or message starts with, if it is one. Only a notice's own opening counts
+/// (after the glyphs Claude Code draws in front of a message, `⎿` and `●`), and it must name a
+/// reset or be one of the limits that give none (a monthly spend or usage limit): an agent's
+/// sentence that happens to say "you've hit your rate limit" is not Claude Code's notice.
 pub fn notice(text: &str) -> Option<Notice> {
     let text = screen::normalize(text);
-    if let Some((at, opening)) = NOTICE_OPENINGS
-        .iter()
-        .find_map(|o| text.find(o).map(|at| (at, o)))
-    {
-        let rest = &text[at + opening.len()..];
+    let text = text.trim_start_matches(|c: char| c.is_whitespace() || MESSAGE_GLYPHS.contains(&c));
+    if let Some(rest) = NOTICE_OPENINGS.iter().find_map(|o| text.strip_prefix(o)) {
         let (kind, resets) = match rest.split_once(SEPARATORS) {
             Some((kind, after)) => (kind, resets_part(after)),
             None => (rest.trim_end_matches(['.', ' ']), None),
         };
         let kind = kind.trim();
-        return kind.ends_with("limit").then(|| Notice {
+        let without_reset = NO_RESET_KINDS.iter().any(|k| kind.contains(k));
+        return (kind.ends_with("limit") && (resets.is_some() || without_reset)).then(|| Notice {
             kind: kind.to_owned(),
             resets,
         });
     }
-    let at = text.find(REACHED)?;
-    let kind = format!("{} limit", text[..at].split_whitespace().last()?);
-    let resets = text[at + REACHED.len()..]
+    // The older form: one word, then ` limit reached ∙ resets …`.
+    let (word, rest) = text.split_once(REACHED)?;
+    let resets = rest
         .split_once(SEPARATORS)
-        .and_then(|(_, after)| resets_part(after));
-    Some(Notice { kind, resets })
+        .and_then(|(_, after)| resets_part(after))?;
+    (!word.is_empty() && !word.contains(char::is_whitespace)).then(|| Notice {
+        kind: format!("{word} limit"),
+        resets: Some(resets),
+    })
 }
 
 /// `resets 3pm (Europe/London) · /upgrade …` → `3pm (Europe/London)`.
@@ -107,10 +121,16 @@ pub fn on_screen(text: &str) -> Option<Notice> {
     (!later_message).then_some(found)
 }
 
-/// The number of the limit menu's wait option, if the menu is on the screen: the one option to
-/// pick, located by its label (never a blind Enter or digit).
+/// The number of the limit menu's wait option, if the menu is on the screen (a selection cursor
+/// on its option list, as `screen` reads menus): the one option to pick, located by its label
+/// (never a blind Enter or digit). The same words in plain output are not a menu.
 pub fn wait_option(text: &str) -> Option<u8> {
-    screen::normalize(text).lines().find_map(|line| {
+    let text = screen::normalize(text);
+    let lines: Vec<&str> = text.lines().collect();
+    if !screen::cursor_on_option(&lines) {
+        return None;
+    }
+    lines.iter().find_map(|line| {
         let label = screen::option_label(line);
         let (number, rest) = label.split_once(['.', ')'])?;
         (rest.trim() == WAIT_OPTION)
@@ -186,9 +206,9 @@ pub fn in_statusline(rate_limits: &Value) -> Option<(Notice, Option<i64>)> {
 }
 
 /// A reset as Claude Code writes it, as unix ms, read at `now_ms`; `local` is the zone of a
-/// time without one. A clock time without a date is the next one (a time up to
-/// [`PAST_SLACK_MINUTES`] ago still counts as today's).
-pub fn parse_reset(text: &str, now_ms: i64, local: &TimeZone) -> Option<i64> {
+/// time without one. A time without a date (or a date without a year) is its occurrence
+/// nearest to now that lies no more than `past_ms` back: with [`WRITTEN_NOW`] the next one.
+pub fn parse_reset(text: &str, now_ms: i64, past_ms: i64, local: &TimeZone) -> Option<i64> {
     let text = text.replace(['\u{a0}', '\u{202f}'], " ");
     let text = text.trim();
     if let Some(relative) = text.strip_prefix("in ") {
@@ -205,28 +225,45 @@ pub fn parse_reset(text: &str, now_ms: i64, local: &TimeZone) -> Option<i64> {
         .ok()?
         .to_zoned_datetime(zone.clone());
     let parts: Vec<&str> = when.split(", ").map(str::trim).collect();
-    let (date, clock) = match parts.as_slice() {
-        [clock] => (None, *clock),
-        [month_day, clock] => (Some(month_day_in(month_day, now.year())?), *clock),
-        [month_day, year, clock] => (Some(month_day_in(month_day, year.parse().ok()?)?), *clock),
-        _ => return None,
-    };
-    let time = clock_time(clock)?;
-    let at = |day: Date| {
+    let at = |day: Date, time: Time| {
         zone.to_timestamp(DateTime::from_parts(day, time))
             .ok()
             .map(Timestamp::as_millisecond)
     };
-    match date {
-        Some(day) => at(day),
-        None => {
-            let today = at(now.date())?;
-            if today >= now_ms - PAST_SLACK_MINUTES * 60_000 {
-                Some(today)
-            } else {
-                at(now.date().checked_add(1.day()).ok()?)
-            }
+    let not_before = now_ms.saturating_sub(past_ms);
+    // The occurrence nearest to now that is not further back than `past_ms`.
+    let next = |candidates: Vec<Option<i64>>| {
+        candidates
+            .into_iter()
+            .flatten()
+            .filter(|&ms| ms >= not_before)
+            .min_by_key(|&ms| ms.abs_diff(now_ms))
+    };
+    match parts.as_slice() {
+        [clock] => {
+            let time = clock_time(clock)?;
+            let today = now.date();
+            next(vec![
+                today.yesterday().ok().and_then(|d| at(d, time)),
+                at(today, time),
+                today.tomorrow().ok().and_then(|d| at(d, time)),
+            ])
         }
+        [month_day, clock] => {
+            let time = clock_time(clock)?;
+            let year = now.year();
+            next(
+                [year - 1, year, year + 1]
+                    .into_iter()
+                    .map(|y| month_day_in(month_day, y).and_then(|d| at(d, time)))
+                    .collect(),
+            )
+        }
+        [month_day, year, clock] => at(
+            month_day_in(month_day, year.parse().ok()?)?,
+            clock_time(clock)?,
+        ),
+        _ => None,
     }
 }
 
@@ -377,6 +414,11 @@ mod tests {
     #[test]
     fn warnings_and_other_text_are_not_limits() {
         for text in [
+            // An agent's own words, even at a line's start, name no reset.
+            "You've hit your API rate limit.",
+            "The connection pool limit reached 100 in the load test",
+            "● I think you've hit your session limit · resets 3pm",
+            "  so the worker limit reached · resets nothing",
             "You've used 90% of your session limit · resets 3pm",
             "Approaching usage limit · resets 3pm",
             "You've hit your stride today",
@@ -390,7 +432,7 @@ mod tests {
     #[test]
     fn clock_times_are_the_next_occurrence_in_their_zone() {
         let now = ms("2026-12-01T14:00:00Z");
-        let at = |text: &str| parse_reset(text, now, &utc());
+        let at = |text: &str| parse_reset(text, now, WRITTEN_NOW, &utc());
         assert_eq!(at("3pm"), Some(ms("2026-12-01T15:00:00Z")));
         assert_eq!(at("3:45pm"), Some(ms("2026-12-01T15:45:00Z")));
         assert_eq!(at("3\u{202f}PM"), Some(ms("2026-12-01T15:00:00Z")));
@@ -407,18 +449,36 @@ mod tests {
         // The daemon's own zone for a time without one.
         let tokyo = TimeZone::get("Asia/Tokyo").unwrap();
         assert_eq!(
-            parse_reset("11pm", now, &tokyo),
+            parse_reset("11pm", now, WRITTEN_NOW, &tokyo),
             Some(ms("2026-12-01T14:00:00Z"))
         );
         // Across midnight in the named zone: 1am in Tokyo is 16:00 UTC today.
         assert_eq!(at("1am (Asia/Tokyo)"), Some(ms("2026-12-01T16:00:00Z")));
+        // Found on a screen, written a while ago: the nearest, so a time that passed today has
+        // passed (resuming now costs a try at worst; tomorrow's would cost the day).
+        let seen = |text: &str| parse_reset(text, now, WRITTEN_EARLIER, &utc());
+        assert_eq!(seen("9am"), Some(ms("2026-12-01T09:00:00Z")));
+        assert_eq!(seen("3pm"), Some(ms("2026-12-01T15:00:00Z")));
+        assert_eq!(seen("11pm"), Some(ms("2026-12-01T23:00:00Z")));
     }
 
     #[test]
     fn dates_years_and_relative_resets() {
         let now = ms("2026-12-30T10:00:00Z");
-        let at = |text: &str| parse_reset(text, now, &utc());
+        let at = |text: &str| parse_reset(text, now, WRITTEN_NOW, &utc());
         assert_eq!(at("Dec 31, 3pm"), Some(ms("2026-12-31T15:00:00Z")));
+        // Without a year across the new year: the next one.
+        assert_eq!(at("Jan 2, 3pm"), Some(ms("2027-01-02T15:00:00Z")));
+        let january = ms("2027-01-02T10:00:00Z");
+        assert_eq!(
+            parse_reset("Dec 31, 3pm", january, WRITTEN_EARLIER, &utc()),
+            Some(ms("2027-12-31T15:00:00Z")),
+            "a day and more ago is not a reset that passed"
+        );
+        assert_eq!(
+            parse_reset("Jan 1, 3pm", january, WRITTEN_EARLIER, &utc()),
+            Some(ms("2027-01-01T15:00:00Z"))
+        );
         assert_eq!(
             at("Jan 2, 2027, 3:30pm (UTC)"),
             Some(ms("2027-01-02T15:30:00Z"))
@@ -489,6 +549,13 @@ mod tests {
         let last = "  1. Upgrade your plan\n❯ 2. Stop and wait for limit to reset\n";
         assert_eq!(wait_option(last), Some(2));
         assert_eq!(wait_option("❯ 1. Yes\n  2. No\n"), None);
+        // The words in plain output, with no menu cursor, are not a menu.
+        assert_eq!(wait_option("  1. Stop and wait for limit to reset\n"), None);
+        // A menu of one option still is.
+        assert_eq!(
+            wait_option("❯ 1. Stop and wait for limit to reset\n"),
+            Some(1)
+        );
     }
 
     #[test]

@@ -452,6 +452,7 @@ fn limit_record(input: &HookInput, session_id: &str, now_ms: i64) -> Option<Reco
         notice,
         LimitSource::Hook,
         now_ms,
+        true,
     )))
 }
 

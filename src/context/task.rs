@@ -319,8 +319,8 @@ impl Monitor {
             } else {
                 Vec::new()
             };
-            for limit in seen {
-                if let Err(e) = deliverer.store().record_queued(Record::Limited(limit)) {
+            for record in seen {
+                if let Err(e) = deliverer.store().record_queued(record) {
                     tracing::warn!(error = %e, "could not record a usage limit in the ledger");
                 }
             }
@@ -545,35 +545,42 @@ pub async fn run(
     }
 }
 
-/// Usage limits `t`'s transcript and status-line feed report that were not recorded yet: the
-/// notice the transcript ends on (its reset read from the record's own time; a reset already
-/// past is history), and a used-up `rate_limits` window of the feed.
-fn limits_seen(sid: &str, t: &mut Tracked, feed: Option<&Feed>) -> Vec<LimitSeen> {
+/// What `t`'s transcript and status-line feed say about a usage limit that was not recorded
+/// yet: the notice the transcript ends on (its reset read from the record's own time; a reset
+/// already past is history), a real response after the notice recorded from it (the API answers
+/// again: the limit is lifted, however it was first seen), and a used-up `rate_limits` window of
+/// the feed.
+fn limits_seen(sid: &str, t: &mut Tracked, feed: Option<&Feed>) -> Vec<Record> {
     let now_ms = now_unix_ms();
     let mut seen = Vec::new();
-    if let Some(limit) = t.follower.as_ref().and_then(|f| f.limit())
-        && t.limit_recorded.0 != Some(limit.offset)
-    {
-        t.limit_recorded.0 = Some(limit.offset);
-        let at_ms = limit.at_ms.unwrap_or(now_ms);
-        let found = LimitSeen::of_notice(sid, limit.notice.clone(), LimitSource::Transcript, at_ms);
-        if found.resets_at_ms.is_none_or(|at| at > now_ms) {
-            seen.push(found);
+    match t.follower.as_ref().and_then(|f| f.limit()) {
+        Some(limit) if t.limit_recorded.0 != Some(limit.offset) => {
+            t.limit_recorded.0 = Some(limit.offset);
+            let at_ms = limit.at_ms.unwrap_or(now_ms);
+            let notice = limit.notice.clone();
+            let found = LimitSeen::of_notice(sid, notice, LimitSource::Transcript, at_ms, true);
+            if found.resets_at_ms.is_none_or(|at| at > now_ms) {
+                seen.push(Record::Limited(found));
+            }
         }
+        None if t.limit_recorded.0.take().is_some() => seen.push(Record::LimitLifted {
+            session_id: sid.to_owned(),
+        }),
+        _ => {}
     }
     if let Some(limit) = feed.and_then(|f| f.limit.as_ref())
         && t.limit_recorded.1 != limit.resets_at_ms
         && limit.resets_at_ms.is_none_or(|at| at > now_ms)
     {
         t.limit_recorded.1 = limit.resets_at_ms;
-        seen.push(LimitSeen {
+        seen.push(Record::Limited(LimitSeen {
             session_id: sid.to_owned(),
             kind: limit.kind.clone(),
             resets_text: None,
             resets_at_ms: limit.resets_at_ms,
             how: LimitSource::Statusline,
             at_ms: now_ms,
-        });
+        }));
     }
     seen
 }

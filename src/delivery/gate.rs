@@ -45,7 +45,8 @@ pub enum Mode {
     /// signals although the marker says a turn runs (an Esc interrupt fires no hook, so its
     /// marker stays).
     SeenIdle,
-    /// The resume message at a usage limit's reset: like `SeenIdle`, and through the hold.
+    /// The resume message at a usage limit's reset: like `Gated` (a fresh busy marker means a
+    /// turn already runs), and through the hold.
     Resume,
 }
 
@@ -173,7 +174,7 @@ impl Gate {
             );
             return GateOutcome::skipped(Action::SpoolBusy, Some(target));
         }
-        if mode == Mode::Gated && self.is_busy(sid) {
+        if matches!(mode, Mode::Gated | Mode::Resume) && self.is_busy(sid) {
             tracing::debug!(
                 session_id = sid,
                 "session busy (fresh marker); spooled only"
@@ -319,7 +320,7 @@ impl Gate {
     /// Records a limit seen on `sid`'s screen.
     async fn note_limit(&self, sid: &str, notice: Notice) {
         let Some(store) = &self.limits else { return };
-        let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_unix_ms());
+        let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_unix_ms(), false);
         if let Err(e) = store.record(Record::Limited(seen)).await {
             tracing::warn!(error = %e, "could not record a usage limit in the ledger");
         }

@@ -108,7 +108,11 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
         .map(|(sid, row)| {
             let pane = mapped.get(&sid);
             let busy = gate.is_busy(&sid);
-            let limit = row.as_ref().and_then(|r| r.limit.clone());
+            // Rows left from before `[limits] enabled = false` hold nothing now.
+            let limit = row
+                .as_ref()
+                .and_then(|r| r.limit.clone())
+                .filter(|_| gate.limits_enabled());
             let (state, reason) = match (pane, busy, &limit) {
                 (None, _, _) => ("unmapped", "no pane in panes.json; events are spooled only"),
                 (Some(_), _, Some(l)) if l.gave_up => (

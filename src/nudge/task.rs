@@ -82,6 +82,10 @@ struct Tracked {
     owed_refused: Option<Action>,
     /// After a resume at a usage limit's reset could not be typed, no new attempt before this.
     resume_retry_at: Option<Instant>,
+    /// The action of the last resume not typed (one row per refusal streak, as for owed wakes).
+    resume_refused: Option<Action>,
+    /// While held at a limit: when to look at the screen next (unix ms).
+    limit_look_ms: Option<i64>,
 }
 
 impl Tracked {
@@ -177,7 +181,11 @@ impl<I: NudgerIo> Nudger<I> {
             .session_facts(mapping.keys().cloned().collect())
             .await;
         let registry = self.io.registry().await;
-        self.owes_any = facts.values().any(|f| f.owed.is_some());
+        // A held session's owed events wait for its reset: no reason to poll every second.
+        let limits = self.config.limits.enabled;
+        self.owes_any = facts
+            .values()
+            .any(|f| f.owed.is_some() && !(limits && f.limit.is_some()));
         self.resume_due_ms = None;
         let mut views = BTreeMap::new();
         for (sid, target) in &mapping {
@@ -298,7 +306,8 @@ impl<I: NudgerIo> Nudger<I> {
                         && let Some(notice) = limits::on_screen(&text)
                     {
                         // Not a dialog to wait out: a limit, held from now on.
-                        let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_ms);
+                        let seen =
+                            LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_ms, false);
                         tracing::info!(
                             session_id = sid,
                             kind = seen.kind,
@@ -636,16 +645,18 @@ pub async fn run_with<I: NudgerIo>(mut nudger: Nudger<I>, shutdown: Cancellation
         // A poll is never cut short: dropping it mid-injection could leave a nudge typed but
         // not submitted. It is bounded by the snapshot, capture and injection budgets.
         nudger.poll().await;
-        let mut interval = if nudger.owes_any {
+        let interval = if nudger.owes_any {
             nudger.config.poll_interval.min(OWED_POLL)
         } else {
             nudger.config.poll_interval
         };
+        let mut next_poll = started + interval;
         if let Some(due_ms) = nudger.resume_due_ms {
+            // Measured from now (the poll took a while), not from the poll's start.
             let until_due = u64::try_from(due_ms - nudger.io.now_ms()).unwrap_or(0);
-            interval = interval.min(Duration::from_millis(until_due).max(STEP_FLOOR));
+            next_poll =
+                next_poll.min(Instant::now() + Duration::from_millis(until_due).max(STEP_FLOOR));
         }
-        let next_poll = started + interval;
         tokio::select! {
             () = shutdown.cancelled() => break,
             () = tokio::time::sleep_until(next_poll) => {}

@@ -2,7 +2,7 @@
 //! record types and their insert/upsert statements; it does not own transactions or batching
 //! (the writer thread does) nor any reads.
 
-use crate::claude::limits::Notice;
+use crate::claude::limits::{Notice, WRITTEN_EARLIER, WRITTEN_NOW};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// Which part of wakebridge produced a delivery row.
@@ -224,12 +224,25 @@ pub struct LimitSeen {
 }
 
 impl LimitSeen {
-    /// `notice`, written (or seen) `how` at `now_ms`, its reset read from then in this machine's
-    /// zone.
-    pub fn of_notice(session_id: &str, notice: Notice, how: LimitSource, now_ms: i64) -> Self {
+    /// `notice`, seen `how` at `now_ms`, its reset read from then in this machine's zone. A
+    /// notice found on a screen may have been written a while before ([`WRITTEN_EARLIER`]);
+    /// `written_now` says it was not (a hook, a transcript record at its own time, the screen
+    /// right after a resume).
+    pub fn of_notice(
+        session_id: &str,
+        notice: Notice,
+        how: LimitSource,
+        now_ms: i64,
+        written_now: bool,
+    ) -> Self {
+        let past_ms = if written_now {
+            WRITTEN_NOW
+        } else {
+            WRITTEN_EARLIER
+        };
         Self {
             session_id: session_id.to_owned(),
-            resets_at_ms: notice.resets_at_ms(now_ms, &jiff::tz::TimeZone::system()),
+            resets_at_ms: notice.resets_at_ms(now_ms, past_ms, &jiff::tz::TimeZone::system()),
             kind: notice.kind,
             resets_text: notice.resets,
             how,
@@ -465,29 +478,7 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
         } => {
             pay(conn, session_id, *up_to_ms, *how)?;
         }
-        Record::Limited(l) => {
-            // A notice with another reset text is a new reset (after a resume that met the
-            // limit again); the same text read again changes nothing.
-            conn.prepare_cached(
-                "INSERT INTO limits (session_id, kind, resets_text, resets_at_ms, seen_how, \
-                 since_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-                 ON CONFLICT (session_id) DO UPDATE SET kind = excluded.kind, \
-                 resets_at_ms = CASE WHEN excluded.resets_at_ms IS NULL \
-                     OR (excluded.resets_text IS NOT NULL \
-                         AND excluded.resets_text IS resets_text) \
-                     THEN resets_at_ms ELSE excluded.resets_at_ms END, \
-                 resets_text = coalesce(excluded.resets_text, resets_text), \
-                 seen_how = excluded.seen_how",
-            )?
-            .execute(params![
-                l.session_id,
-                l.kind,
-                l.resets_text,
-                l.resets_at_ms,
-                l.how.as_str(),
-                l.at_ms,
-            ])?;
-        }
+        Record::Limited(seen) => upsert_limit(conn, seen)?,
         Record::ResumeTried { session_id, at_ms } => {
             conn.prepare_cached(
                 "UPDATE limits SET tries = tries + 1, last_try_ms = ?2 WHERE session_id = ?1",
@@ -503,6 +494,54 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
                 .execute(params![session_id])?;
         }
     }
+    Ok(())
+}
+
+/// Records a limit seen. A notice with another reset than the one kept (a reset given, with
+/// another text) is a new reset: after a resume that met the limit again the tries go on, and a
+/// limit given up on starts a new series. The same notice read again changes nothing but how it
+/// was last seen: a bare `3pm` re-read later must not move the reset first recorded.
+fn upsert_limit(conn: &Connection, seen: &LimitSeen) -> rusqlite::Result<()> {
+    let kept: Option<(Option<String>, bool)> = conn
+        .prepare_cached("SELECT resets_text, gave_up FROM limits WHERE session_id = ?1")?
+        .query_row(params![seen.session_id], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .optional()?;
+    let Some((kept_text, gave_up)) = kept else {
+        conn.prepare_cached(
+            "INSERT INTO limits (session_id, kind, resets_text, resets_at_ms, seen_how, since_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![
+            seen.session_id,
+            seen.kind,
+            seen.resets_text,
+            seen.resets_at_ms,
+            seen.how.as_str(),
+            seen.at_ms,
+        ])?;
+        return Ok(());
+    };
+    let same_text = seen.resets_text.is_some() && seen.resets_text == kept_text;
+    let new_reset = seen.resets_at_ms.is_some() && !same_text;
+    let new_series = new_reset && gave_up;
+    conn.prepare_cached(
+        "UPDATE limits SET kind = ?2, seen_how = ?5, resets_text = coalesce(?3, resets_text), \
+         resets_at_ms = iif(?7, ?4, resets_at_ms), gave_up = iif(?7, 0, gave_up), \
+         since_ms = iif(?8, ?6, since_ms), tries = iif(?8, 0, tries), \
+         last_try_ms = iif(?8, NULL, last_try_ms) WHERE session_id = ?1",
+    )?
+    .execute(params![
+        seen.session_id,
+        seen.kind,
+        seen.resets_text,
+        seen.resets_at_ms,
+        seen.how.as_str(),
+        seen.at_ms,
+        new_reset,
+        new_series,
+    ])?;
     Ok(())
 }
 

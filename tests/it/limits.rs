@@ -155,13 +155,14 @@ fn the_installed_claude_code_writes_what_claude_limits_reads() {
         // The notice: `You've hit your ${kind}${" · resets " + when}` (U+00B7 escaped).
         "`You've hit your ${",
         " \\xB7 resets ${",
-        // The reset within a day: en-US hour, minutes only when not :00, then "3pm".
+        // The reset within a day: en-US hour, minutes only when not :00, then "3pm" (2.1.197
+        // replaces " PM", 2.1.332 " PM" or "\u202fPM").
         "toLocaleTimeString(\"en-US\",{hour:\"numeric\",minute:",
-        ".replace(/ ([AP]M)/i",
+        "([AP]M)/i",
         // Further out: month and day first.
         "{month:\"short\",day:\"numeric\",hour:",
-        // The menu's wait option and the hook's error (`quota_auto_resume_fired`, read too,
-        // arrived after 2.1.197 with Claude Code's own auto-continue).
+        // The menu's wait option and the hook's error (`quota_auto_resume_fired`, read too, is
+        // in 2.1.332, not yet in 2.1.197).
         "Stop and wait for limit to reset",
         "\"rate_limit\"",
         // The status line's windows.

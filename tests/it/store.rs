@@ -1263,6 +1263,27 @@ async fn a_usage_limit_keeps_its_reset_and_tries_until_a_new_notice_and_goes_whe
     assert!(limit().gave_up);
     let row = store.session("lim").expect("read").expect("row");
     assert_eq!(row.limit, Some(limit()));
+    // The same notice again keeps it given up; a new reset starts a new series of tries.
+    store
+        .record(seen("8pm", 99_000, LimitSource::Screen, 8_000))
+        .await
+        .expect("record");
+    assert!(limit().gave_up && limit().tries == 1);
+    store
+        .record(seen("in 5h", 40_000, LimitSource::Hook, 9_000))
+        .await
+        .expect("record");
+    let fresh = limit();
+    assert_eq!(
+        (
+            fresh.gave_up,
+            fresh.tries,
+            fresh.last_try_ms,
+            fresh.since_ms
+        ),
+        (false, 0, None, 9_000)
+    );
+    assert_eq!(fresh.resets_at_ms, Some(40_000));
     store
         .record(Record::LimitLifted {
             session_id: "lim".into(),

@@ -211,16 +211,21 @@ pub fn option_label(line: &str) -> &str {
 /// Claude Code's permission and question dialogs. A numbered list in the agent's own output has
 /// no cursor, so it does not count.
 fn has_option_list(lines: &[&str]) -> bool {
-    let cursor = lines.iter().any(|line| {
-        line.trim_start()
-            .strip_prefix(CURSOR)
-            .is_some_and(|rest| is_option(rest.trim_start()))
-    });
+    let cursor = cursor_on_option(lines);
     let options = lines
         .iter()
         .filter(|line| is_option(option_label(line)))
         .count();
     cursor && options >= 2
+}
+
+/// A selection cursor on a numbered option (`❯ 1. Yes`): a menu that takes keys is open.
+pub(crate) fn cursor_on_option(lines: &[&str]) -> bool {
+    lines.iter().any(|line| {
+        line.trim_start()
+            .strip_prefix(CURSOR)
+            .is_some_and(|rest| is_option(rest.trim_start()))
+    })
 }
 
 /// `1. text` / `2) text`.

@@ -4,13 +4,15 @@
 //! that pane and still shows the limit: the limit menu's wait option is picked if the menu is
 //! open, the resume message is typed and its submit confirmed. A session that met the limit
 //! again waits for the next reset shown; after `max_tries` resumes it is given up on (held
-//! until it shows life, and said so in the log and in status). It owns that sequence; reading
-//! notices is `claude::limits`'s, typing the gate's.
+//! until it shows life, and said so in the log and in status). While held, the screen is looked
+//! at every [`LOOK_EVERY_MS`]: a notice no longer there (someone resumed it, or Claude Code did)
+//! lifts the hold even where no hook reports it. It owns that sequence; reading notices is
+//! `claude::limits`'s, typing the gate's.
 
 use tokio::time::Instant;
 
 use super::{Nudger, OWED_RETRY, typed_row};
-use crate::claude::limits::{self, describe_reset};
+use crate::claude::limits::{self, WRITTEN_NOW, describe_reset};
 use crate::delivery::gate::Mode;
 use crate::nudge::NudgeView;
 use crate::nudge::io::NudgerIo;
@@ -27,6 +29,11 @@ pub(crate) const RESUME_SETTLE_MS: i64 = 30_000;
 /// After a resume that met the limit again without a new reset time (the same one shown, or
 /// none), how long before the next try: the server's reset may lag the time it showed.
 pub(crate) const RESUME_AGAIN_MS: i64 = 5 * 60_000;
+
+/// How often a held session's screen is read to see whether the notice is still its latest
+/// word (one capture a minute per limited session), and how long after the limit was first
+/// recorded the first look waits (the notice may be drawn after the hook that reported it).
+pub(crate) const LOOK_EVERY_MS: i64 = 60_000;
 
 impl<I: NudgerIo> Nudger<I> {
     /// What to do about `sid`, held at `limit`: wait, resume, or give up. Always answers with the
@@ -46,42 +53,31 @@ impl<I: NudgerIo> Nudger<I> {
             describe_reset(limit.resets_at_ms, now_ms, &local)
         );
         let config = self.config.limits.clone();
-        if limit.gave_up {
-            let reason = format!("{shown}; gave up after {} resumes", limit.tries);
-            return self.view(sid, now, now_ms, reason);
-        }
-        let Some(resets_at) = limit.resets_at_ms else {
-            return self.view(sid, now, now_ms, shown);
-        };
         let grace_ms = i64::try_from(config.grace.as_millis()).unwrap_or(i64::MAX);
-        let due_ms = resets_at.saturating_add(grace_ms);
+        let due_ms = limit
+            .resets_at_ms
+            .filter(|_| config.resume && !limit.gave_up)
+            .map(|at| at.saturating_add(grace_ms));
         let after_try = |gap: i64| {
             limit
                 .last_try_ms
                 .map_or(i64::MIN, |at| at.saturating_add(gap))
         };
         let (settled_ms, again_ms) = (after_try(RESUME_SETTLE_MS), after_try(RESUME_AGAIN_MS));
-        let settling = now_ms < settled_ms;
-        let resume = config.resume;
-        if resume {
+        let retry_at = self.sessions.get(sid).and_then(|t| t.resume_retry_at);
+        if let Some(due_ms) = due_ms {
             for at in [due_ms, settled_ms, again_ms] {
                 if at > now_ms {
                     self.note_resume_due(at);
                 }
             }
         }
-        let retrying = self
-            .sessions
-            .get(sid)
-            .and_then(|t| t.resume_retry_at)
-            .is_some_and(|at| at > now);
-        if now_ms < due_ms || !resume || settling || retrying {
-            let reason = if resume {
-                shown
-            } else {
-                format!("{shown}; resume off")
-            };
-            return self.view(sid, now, now_ms, reason);
+        let waiting = match due_ms {
+            None => true,
+            Some(due_ms) => now_ms < due_ms || now_ms < settled_ms,
+        } || retry_at.is_some_and(|at| at > now);
+        if waiting {
+            return self.look_while_held(sid, &limit, shown, now, now_ms).await;
         }
         if let Verdict::Busy(why) = classify(obs) {
             // Claude Code's own auto-continue, or someone typed: its hooks lift the hold.
@@ -89,33 +85,30 @@ impl<I: NudgerIo> Nudger<I> {
             return self.view(sid, now, now_ms, reason);
         }
         let Some(screen) = self.io.screen(sid).await else {
-            self.retry_resume_later(sid);
-            return self.view(sid, now, now_ms, format!("{shown}; screen unreadable"));
+            // Without the screen there is no telling whether it still shows the limit.
+            self.retry_resume_in(sid, LOOK_EVERY_MS);
+            return self.view(
+                sid,
+                now,
+                now_ms,
+                format!("{shown}; screen unreadable, not resumed"),
+            );
         };
         let notice = limits::on_screen(&screen);
         let menu = limits::wait_option(&screen).is_some();
         if notice.is_none() && !menu {
-            tracing::info!(
-                session_id = sid,
-                "the usage limit is no longer on the session's screen; hold lifted"
-            );
-            crate::telemetry::limit_resume("lifted");
-            self.io
-                .record(vec![Record::LimitLifted {
-                    session_id: sid.to_owned(),
-                }])
-                .await;
-            return self.view(sid, now, now_ms, "limit no longer shown".into());
+            return self.lift(sid, now, now_ms).await;
         }
-        if let Some(notice) = notice
+        // After a resume, a notice with another reset is the limit met again, written just now.
+        if limit.tries > 0
+            && let Some(notice) = notice
             && notice.resets.is_some()
             && notice.resets != limit.resets_text
             && notice
-                .resets_at_ms(now_ms, &local)
+                .resets_at_ms(now_ms, WRITTEN_NOW, &local)
                 .is_some_and(|at| at > now_ms)
         {
-            // It met the limit again and says when it lifts next: wait for that.
-            let next = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_ms);
+            let next = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_ms, true);
             tracing::info!(
                 session_id = sid,
                 resets = next.resets_text.as_deref().unwrap_or("?"),
@@ -147,34 +140,100 @@ impl<I: NudgerIo> Nudger<I> {
         self.resume(sid, &shown, menu, limit.tries).await
     }
 
-    /// Dismisses the limit menu (if open) and types the resume message.
+    /// While waiting: every [`LOOK_EVERY_MS`], whether the notice is still the screen's latest
+    /// word (no hook reports a human's or Claude Code's own resume of a session without hooks).
+    async fn look_while_held(
+        &mut self,
+        sid: &str,
+        limit: &Limit,
+        shown: String,
+        now: Instant,
+        now_ms: i64,
+    ) -> NudgeView {
+        let resume = self.config.limits.resume;
+        let reason = match () {
+            () if limit.gave_up => format!("{shown}; gave up after {} resumes", limit.tries),
+            () if !resume => format!("{shown}; resume off"),
+            () => shown,
+        };
+        let tracked = self.sessions.entry(sid.to_owned()).or_default();
+        let look_at = tracked
+            .limit_look_ms
+            .unwrap_or(limit.since_ms.saturating_add(LOOK_EVERY_MS));
+        if now_ms < look_at {
+            return self.view(sid, now, now_ms, reason);
+        }
+        tracked.limit_look_ms = Some(now_ms.saturating_add(LOOK_EVERY_MS));
+        let gone =
+            self.io.screen(sid).await.is_some_and(|s| {
+                limits::on_screen(&s).is_none() && limits::wait_option(&s).is_none()
+            });
+        if gone {
+            return self.lift(sid, now, now_ms).await;
+        }
+        self.view(sid, now, now_ms, reason)
+    }
+
+    /// The notice is gone from the screen: the hold ends, and the nudger takes it from here.
+    async fn lift(&mut self, sid: &str, now: Instant, now_ms: i64) -> NudgeView {
+        tracing::info!(
+            session_id = sid,
+            "the usage limit is no longer on the session's screen; hold lifted"
+        );
+        crate::telemetry::limit_resume("lifted");
+        if let Some(tracked) = self.sessions.get_mut(sid) {
+            tracked.limit_look_ms = None;
+            tracked.resume_refused = None;
+        }
+        self.io
+            .record(vec![Record::LimitLifted {
+                session_id: sid.to_owned(),
+            }])
+            .await;
+        self.view(sid, now, now_ms, "limit no longer shown".into())
+    }
+
+    /// Dismisses the limit menu (if open) and types the resume message. A menu that would not
+    /// close counts as a try, so `max_tries` bounds the digits typed too.
     async fn resume(&mut self, sid: &str, shown: &str, menu: bool, tries: u32) -> NudgeView {
-        if menu {
-            match self.io.dismiss_limit_menu(sid).await {
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::info!(
-                        session_id = sid,
-                        "could not dismiss the limit menu: {error}"
-                    );
-                    self.retry_resume_later(sid);
-                    crate::telemetry::limit_resume("not-typed");
-                    let reason = format!("{shown}; limit menu not dismissed ({})", error.kind());
-                    return self.view(sid, Instant::now(), self.io.now_ms(), reason);
-                }
-            }
+        if menu && let Err(error) = self.io.dismiss_limit_menu(sid).await {
+            tracing::info!(
+                session_id = sid,
+                "could not dismiss the limit menu: {error}"
+            );
+            crate::telemetry::limit_resume("not-typed");
+            self.retry_resume_in(sid, RESUME_SETTLE_MS);
+            let done_ms = self.io.now_ms();
+            self.io
+                .record(vec![Record::ResumeTried {
+                    session_id: sid.to_owned(),
+                    at_ms: done_ms,
+                }])
+                .await;
+            let reason = format!("{shown}; limit menu not dismissed ({})", error.kind());
+            return self.view(sid, Instant::now(), done_ms, reason);
         }
         let message = self.config.limits.message.clone();
         let outcome = self.io.wake(sid, &message, Mode::Resume).await;
         let done_ms = self.io.now_ms();
-        let mut records = vec![typed_row(
-            DeliverySource::Wake,
-            RESUME_SENDER,
-            sid,
-            done_ms,
-            &outcome,
-        )];
+        let tracked = self.sessions.entry(sid.to_owned()).or_default();
+        let refused = (!outcome.action.woke()).then_some(outcome.action);
+        // A refusal streak (a draft left at the prompt, say) records one row, not one per try.
+        let mut records = Vec::new();
+        if refused.is_none() || std::mem::replace(&mut tracked.resume_refused, refused) != refused {
+            if refused.is_some() {
+                crate::telemetry::limit_resume("not-typed");
+            }
+            records.push(typed_row(
+                DeliverySource::Wake,
+                RESUME_SENDER,
+                sid,
+                done_ms,
+                &outcome,
+            ));
+        }
         let reason = if outcome.action.woke() {
+            tracked.resume_refused = None;
             tracing::info!(
                 session_id = sid,
                 try_number = tries + 1,
@@ -191,19 +250,20 @@ impl<I: NudgerIo> Nudger<I> {
             });
             format!("resumed at the reset (try {})", tries + 1)
         } else {
-            self.retry_resume_later(sid);
-            crate::telemetry::limit_resume("not-typed");
-            format!("{shown}; resume not typed ({})", outcome.action.as_str())
+            let action = outcome.action.as_str();
+            self.retry_resume_in(sid, i64::try_from(OWED_RETRY.as_millis()).unwrap_or(0));
+            format!("{shown}; resume not typed ({action})")
         };
         self.io.record(records).await;
         self.view(sid, Instant::now(), self.io.now_ms(), reason)
     }
 
-    fn retry_resume_later(&mut self, sid: &str) {
+    fn retry_resume_in(&mut self, sid: &str, ms: i64) {
+        let wait = std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0));
         self.sessions
             .entry(sid.to_owned())
             .or_default()
-            .resume_retry_at = Some(Instant::now() + OWED_RETRY);
+            .resume_retry_at = Some(Instant::now() + wait);
     }
 
     /// Keeps the earliest resume due this poll, so the loop wakes for it.
