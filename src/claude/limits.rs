@@ -20,6 +20,11 @@ const NOTICE_OPENINGS: &[&str] = &["You've hit your ", "You've reached your "];
 const REACHED: &str = " limit reached";
 /// What Claude Code draws in front of a message line: the result glyph and the reply bullet.
 const MESSAGE_GLYPHS: &[char] = &['\u{23bf}', '\u{25cf}'];
+/// Lines Claude Code draws under a notice as part of it (2.1.332: `● Usage limit reached · set
+/// to continue automatically at 8:39pm`): not a reply after it.
+const NOTICE_FOLLOWERS: &[&str] = &["Usage limit reached"];
+/// The footer of Claude Code's own auto-continue, lower-cased.
+const AUTO_CONTINUE: &str = "continuing automatically at";
 /// Limits whose notice names no reset (the spend cap; an organisation's monthly limit).
 const NO_RESET_KINDS: &[&str] = &["spend limit", "monthly"];
 /// What separates the kind from the reset in a notice (U+00B7, or U+2219 in the older form).
@@ -110,6 +115,10 @@ pub fn on_screen(text: &str) -> Option<Notice> {
         .find_map(|(at, line)| notice(line).map(|n| (at, n)))?;
     let later_message = lines[at + 1..end].iter().any(|line| {
         let t = line.trim_start();
+        let text = t.trim_start_matches(|c: char| c.is_whitespace() || MESSAGE_GLYPHS.contains(&c));
+        if NOTICE_FOLLOWERS.iter().any(|f| text.starts_with(f)) {
+            return false;
+        }
         t.starts_with('●')
             || t.strip_prefix(CURSOR)
                 .or_else(|| t.strip_prefix('>'))
@@ -119,6 +128,18 @@ pub fn on_screen(text: &str) -> Option<Notice> {
                 })
     });
     (!later_message).then_some(found)
+}
+
+/// `screen` without the footer of Claude Code's own auto-continue at a limit (2.1.332:
+/// `Continuing automatically at 8:39pm · Esc to cancel`). Its "Esc to cancel" reads as a dialog,
+/// but it is no menu: the prompt above it takes keys as always. A resume typed once that time
+/// has passed (the auto-continue did not fire) must not be held back by it.
+pub fn without_auto_continue(screen: &str) -> String {
+    screen
+        .lines()
+        .filter(|line| !line.to_lowercase().contains(AUTO_CONTINUE))
+        .map(|line| format!("{line}\n"))
+        .collect()
 }
 
 /// The number of the limit menu's wait option, if the menu is on the screen (a selection cursor
@@ -139,11 +160,21 @@ pub fn wait_option(text: &str) -> Option<u8> {
     })
 }
 
-/// The notice of a transcript record, with the record's `timestamp` (unix ms; the moment its
-/// reset is relative to): a main-chain API-error record of a rate limit (`isApiErrorMessage`,
-/// with `apiErrorStatus` 429 or `error: "rate_limit"`) whose text is a limit notice. A 429
-/// without one (an overloaded retry) is not a limit.
-pub fn in_transcript_line(line: &[u8]) -> Option<(Notice, Option<i64>)> {
+/// A transcript's API-error record of a usage limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptNotice {
+    pub notice: Notice,
+    /// The record's `timestamp` (unix ms): the moment the notice's reset is relative to.
+    pub at_ms: Option<i64>,
+    /// The exact reset, when the record carries it (2.1.332: `quotaLimits.resetsAt`, seconds).
+    pub resets_at_ms: Option<i64>,
+}
+
+/// The notice of a transcript record: a main-chain API-error record of a rate limit
+/// (`isApiErrorMessage`, with `apiErrorStatus` 429 or `error: "rate_limit"`) whose text is a
+/// limit notice. A 429 without one (an API-key account's rate limit, an overloaded retry) is
+/// not a limit.
+pub fn in_transcript_line(line: &[u8]) -> Option<TranscriptNotice> {
     // Cheap pre-filter: nearly every line is not an API error.
     if !line.windows(17).any(|w| w == b"isApiErrorMessage") {
         return None;
@@ -170,7 +201,21 @@ pub fn in_transcript_line(line: &[u8]) -> Option<(Notice, Option<i64>)> {
         .and_then(Value::as_str)
         .and_then(|t| t.parse::<Timestamp>().ok())
         .map(Timestamp::as_millisecond);
-    texts.into_iter().find_map(notice).map(|n| (n, at_ms))
+    let resets_at_ms = [
+        "/quotaLimits/resetsAt",
+        "/apiErrorParams/rate_limit_info/resetsAt",
+    ]
+    .iter()
+    .find_map(|at| record.pointer(at).and_then(Value::as_i64))
+    .and_then(|s| s.checked_mul(1000));
+    texts
+        .into_iter()
+        .find_map(notice)
+        .map(|notice| TranscriptNotice {
+            notice,
+            at_ms,
+            resets_at_ms,
+        })
 }
 
 /// The notice of a `StopFailure` hook (`error: "rate_limit"`, the notice in
@@ -533,6 +578,21 @@ mod tests {
             on_screen(limited).map(|n| n.kind),
             Some("session limit".into())
         );
+        // Claude Code 2.1.332 at a real 5-hour limit (its own auto-continue on), as captured.
+        let real = "❯ hello\n\
+                    \u{20} ⎿  You've hit your 5-hour limit · resets 8:39pm (UTC)\n\
+                    ● Usage limit reached · set to continue automatically at 8:39pm\n\
+                    ─────────────\n\
+                    ❯ \n\
+                    ─────────────\n\
+                    \u{20} ⚠ Usage limit reached · limit resets 8:39pm\n\
+                    \u{20}   Continuing automatically at 8:39pm · Esc to cancel\n";
+        let found = on_screen(real).expect("the real notice");
+        assert_eq!(found.kind, "5-hour limit");
+        assert_eq!(found.resets.as_deref(), Some("8:39pm (UTC)"));
+        // Its auto-continue footer reads as a dialog; without it, the screen is the prompt's.
+        assert!(screen::modal(real).is_some());
+        assert_eq!(screen::modal(&without_auto_continue(real)), None);
         let resumed = "⎿  You've hit your session limit · resets 3pm (UTC)\n\
                        ❯ continue\n\
                        ● Picking up where I left off\n\
@@ -568,9 +628,26 @@ mod tests {
                         "content": [{"type": "text", "text": "You've hit your session limit · resets 3pm"}]}
         });
         let line = serde_json::to_vec(&limit).unwrap();
-        let (notice, at_ms) = in_transcript_line(&line).unwrap();
-        assert_eq!(notice.resets.as_deref(), Some("3pm"));
-        assert_eq!(at_ms, Some(ms("2026-12-01T13:00:00Z")));
+        let found = in_transcript_line(&line).unwrap();
+        assert_eq!(found.notice.resets.as_deref(), Some("3pm"));
+        assert_eq!(found.at_ms, Some(ms("2026-12-01T13:00:00Z")));
+        assert_eq!(found.resets_at_ms, None);
+        // 2.1.332 writes the exact reset too (the fields as it wrote them at a real limit).
+        let exact = json!({
+            "type": "assistant", "isApiErrorMessage": true, "apiErrorStatus": 429,
+            "error": "rate_limit", "apiError": "usage_limit_reached",
+            "quotaLimits": {"status": "rejected", "resetsAt": 1_796_157_575, "rateLimitType": "five_hour"},
+            "message": {"content": [{"type": "text", "text": "You've hit your 5-hour limit · resets 8:39pm (UTC)"}]}
+        });
+        let found = in_transcript_line(&serde_json::to_vec(&exact).unwrap()).unwrap();
+        assert_eq!(found.resets_at_ms, Some(1_796_157_575_000));
+        // An API-key account's 429, as 2.1.332 wrote it: no notice, not a limit.
+        let api_key = json!({"isApiErrorMessage": true, "apiErrorStatus": 429, "error": "rate_limit",
+            "message": {"content": [{"type": "text", "text": "API Error: Request rejected (429) · This request would exceed your account's rate limit. Please try again later."}]}});
+        assert_eq!(
+            in_transcript_line(&serde_json::to_vec(&api_key).unwrap()),
+            None
+        );
         let transient = json!({
             "type": "assistant", "isApiErrorMessage": true, "apiErrorStatus": 429,
             "message": {"content": [{"type": "text", "text": "API Error: Repeated 529 Overloaded errors"}]}

@@ -18,7 +18,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::limits::{self, Notice};
+use super::limits::{self, TranscriptNotice};
 
 /// The model string Claude Code writes on records it invents itself (API errors, interrupts);
 /// their usage is all zeros and says nothing about the context.
@@ -192,12 +192,10 @@ pub struct ContextReading {
     pub source: ReadingSource,
 }
 
-/// A usage-limit notice the transcript ends on: no real response came after it.
+/// A usage-limit notice the transcript ends on (no real response came after it), and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LimitRecord {
-    pub notice: Notice,
-    /// The record's timestamp (unix ms), which its reset is relative to.
-    pub at_ms: Option<i64>,
+    pub found: TranscriptNotice,
     pub offset: u64,
 }
 
@@ -246,12 +244,8 @@ impl ContextTracker {
 
     /// Parses and feeds one line; unusable lines are ignored. Returns whether the reading changed.
     pub fn feed_line(&mut self, line: &[u8], offset: u64) -> bool {
-        if let Some((notice, at_ms)) = limits::in_transcript_line(line) {
-            self.limit = Some(LimitRecord {
-                notice,
-                at_ms,
-                offset,
-            });
+        if let Some(found) = limits::in_transcript_line(line) {
+            self.limit = Some(LimitRecord { found, offset });
             return false;
         }
         match parse_record(line) {
@@ -348,10 +342,10 @@ mod tests {
         tracker.feed_line(LIMIT.as_bytes(), 100);
         let limit = tracker.limit().expect("a limit").clone();
         assert_eq!(
-            (limit.offset, limit.notice.kind.as_str()),
+            (limit.offset, limit.found.notice.kind.as_str()),
             (100, "session limit")
         );
-        assert!(limit.at_ms.is_some());
+        assert!(limit.found.at_ms.is_some());
         // The limit record says nothing about the context.
         assert_eq!(tracker.current().map(|c| c.used_tokens), Some(10));
         // A backwards search that read the limit first keeps it unless later text answered.

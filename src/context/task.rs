@@ -556,9 +556,11 @@ fn limits_seen(sid: &str, t: &mut Tracked, feed: Option<&Feed>) -> Vec<Record> {
     match t.follower.as_ref().and_then(|f| f.limit()) {
         Some(limit) if t.limit_recorded.0 != Some(limit.offset) => {
             t.limit_recorded.0 = Some(limit.offset);
-            let at_ms = limit.at_ms.unwrap_or(now_ms);
-            let notice = limit.notice.clone();
-            let found = LimitSeen::of_notice(sid, notice, LimitSource::Transcript, at_ms, true);
+            let at_ms = limit.found.at_ms.unwrap_or(now_ms);
+            let notice = limit.found.notice.clone();
+            let mut found = LimitSeen::of_notice(sid, notice, LimitSource::Transcript, at_ms, true);
+            // The record's exact reset, where it has one, over the minute its text shows.
+            found.resets_at_ms = limit.found.resets_at_ms.or(found.resets_at_ms);
             if found.resets_at_ms.is_none_or(|at| at > now_ms) {
                 seen.push(Record::Limited(found));
             }

@@ -234,12 +234,14 @@ pub async fn guarded_inject<M: Mux>(
     if state == PaneState::Live
         && let Some(screen) = mux.screen(pane, deadline).await?
     {
-        if !text.resumes_a_limit()
-            && let Some(notice) = limits::on_screen(&screen)
-        {
-            return Err(InjectError::Limited(notice));
+        if !text.resumes_a_limit() {
+            if let Some(notice) = limits::on_screen(&screen) {
+                return Err(InjectError::Limited(notice));
+            }
+            state = screen_state(&screen);
+        } else {
+            state = screen_state(&limits::without_auto_continue(&screen));
         }
-        state = screen_state(&screen);
     }
     match state {
         PaneState::Live => {}

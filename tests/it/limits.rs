@@ -186,3 +186,191 @@ fn the_installed_claude_code_writes_what_claude_limits_reads() {
     assert_eq!(notice.kind, "session limit");
     assert_eq!(notice.resets.as_deref(), Some("3:45pm (Europe/London)"));
 }
+
+/// A stand-in for Anthropic's API that answers every request the way it answers a subscriber at
+/// the 5-hour limit: 429 `rate_limit_error` with the unified rate-limit headers Claude Code reads
+/// (`rejected`, the reset). Other methods (the start-up `HEAD /api/hello`) get 200 `{}`.
+async fn api_at_its_limit(resets_at_s: u64) -> std::net::SocketAddr {
+    use axum::http::{Method, StatusCode, header};
+    use axum::response::IntoResponse;
+    let answer = move |method: Method| async move {
+        if method != Method::POST {
+            return (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                "{}",
+            )
+                .into_response();
+        }
+        let reset = resets_at_s.to_string();
+        let headers = [
+            ("anthropic-ratelimit-unified-status", "rejected".to_owned()),
+            ("anthropic-ratelimit-unified-reset", reset.clone()),
+            ("anthropic-ratelimit-unified-5h-reset", reset),
+            (
+                "anthropic-ratelimit-unified-representative-claim",
+                "five_hour".into(),
+            ),
+            ("anthropic-ratelimit-unified-5h-utilization", "1.0".into()),
+            ("x-should-retry", "false".into()),
+        ];
+        let mut response = (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::CONTENT_TYPE, "application/json")],
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your account's rate limit."}}"#,
+        )
+            .into_response();
+        for (name, value) in headers {
+            response
+                .headers_mut()
+                .insert(name, value.parse().expect("header value"));
+        }
+        response
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let app = axum::Router::new().fallback(answer);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+/// The real Claude Code (on PATH; `.ci/run` installs it from npm) signed in as a subscriber (a
+/// dummy OAuth token) against [`api_at_its_limit`], with wakebridge's hooks: its first turn
+/// meets the 5-hour limit for real. It draws its own notice and `StopFailure` reports it; the
+/// daemon holds the session (a DM is spooled and owed) and types nothing into it.
+#[tokio::test]
+async fn real_claude_code_at_its_usage_limit_is_held_and_nothing_is_typed() {
+    common::arm_test_timeout();
+    let Some(claude) = common::real_claude() else {
+        eprintln!("skipped: no `claude` on PATH");
+        return;
+    };
+    let resets_at_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+        + 2 * 3600;
+    let api = api_at_its_limit(resets_at_s).await;
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, None, LIMIT_ENV).await;
+    let root = server.root.path();
+    let (home, work, hook_log) = (root.join("home"), root.join("work"), root.join("hooks.log"));
+    let hook = format!(
+        "tee -a '{}' | '{}' hook",
+        hook_log.display(),
+        env!("CARGO_BIN_EXE_wakebridge")
+    );
+    common::claude_home(&home, &work, &wakebridge::cli::hook::settings_json(&hook));
+    let mut env: Vec<String> = crate::common::env::test_env(root, &[])
+        .into_iter()
+        .map(|(k, v)| format!("{k}='{v}'"))
+        .collect();
+    env.extend([
+        "TERM=xterm-256color".into(),
+        "PATH=/usr/bin:/bin".into(),
+        "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-wakebridge-test-token".into(),
+        format!("ANTHROPIC_BASE_URL=http://{api}"),
+        "CLAUDE_CODE_MAX_RETRIES=0".into(),
+        "TMUX=\"$TMUX\"".into(),
+        "TMUX_PANE=\"$TMUX_PANE\"".into(),
+    ]);
+    let pane = tmux.new_pane_in(
+        &work,
+        &format!(
+            "env -i {} '{}'; exec sleep 600",
+            env.join(" "),
+            claude.display()
+        ),
+    );
+    let hooks = || std::fs::read_to_string(&hook_log).unwrap_or_default();
+    let screen = || tmux.tmux(&["capture-pane", "-p", "-t", &pane]);
+    common::eventually(
+        "mapped by its SessionStart hook",
+        Duration::from_secs(90),
+        Duration::from_millis(100),
+        || {
+            std::fs::read_to_string(server.wake_dir.join("panes.json"))
+                .is_ok_and(|p| p.contains(&pane))
+        },
+    )
+    .await;
+    let panes: serde_json::Map<String, serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(server.wake_dir.join("panes.json")).expect("panes.json"),
+    )
+    .expect("panes.json is JSON");
+    let sid = panes
+        .into_iter()
+        .find(|(_, v)| v["pane"] == pane.as_str())
+        .map(|(sid, _)| sid)
+        .expect("the session's id");
+    common::eventually(
+        "its prompt",
+        Duration::from_secs(60),
+        Duration::from_millis(100),
+        || screen().contains('\u{276f}'),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tmux.tmux(&["send-keys", "-t", &pane, "-l", "hello"]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tmux.tmux(&["send-keys", "-t", &pane, "Enter"]);
+
+    let limited = |s: &serde_json::Value| s["state"] == "limited";
+    let started = std::time::Instant::now();
+    let status = loop {
+        let all = server.get_json("/sessions").await;
+        let status = all["sessions"]
+            .as_array()
+            .and_then(|a| a.iter().find(|s| s["session_id"] == sid.as_str()).cloned())
+            .unwrap_or_default();
+        if limited(&status) {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "never limited: {status}\n{}\n{}",
+            screen(),
+            hooks()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // 2.1.197 calls this limit "session limit", 2.1.332 "5-hour limit".
+    let kind = status["limit"]["kind"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        ["5-hour limit", "session limit"].contains(&kind.as_str()),
+        "{status}"
+    );
+    // Drawn around the time its StopFailure hook ran, not necessarily before.
+    let notice = format!("You've hit your {kind}");
+    common::eventually(
+        "its notice on screen",
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        || screen().contains(&notice),
+    )
+    .await;
+    assert!(hooks().contains("\"StopFailure\""), "{}", hooks());
+    // The reset as its notice shows it (to the minute), from whichever signal came first.
+    let resets_at = status["limit"]["resets_at"].as_str().expect("a reset");
+    let resets_at: SystemTime = humantime::parse_rfc3339(resets_at).expect("RFC 3339");
+    let shown = resets_at
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs();
+    assert!(shown.abs_diff(resets_at_s) <= 60, "{status}");
+
+    let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
+    assert_eq!(body["action"], "spool-busy", "{}", screen());
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        hooks().matches("\"UserPromptSubmit\"").count(),
+        1,
+        "only the human's prompt was submitted:\n{}",
+        hooks()
+    );
+}
