@@ -311,11 +311,16 @@ async fn guarded_pick<M: Mux>(
     }
 }
 
-/// What the screen of a live pane says: a menu or dialog holds it, its prompt line holds text
-/// (typing would add to it and submit both), or it is free.
+/// What the screen of a live pane says: a menu or dialog or a running turn holds it, its prompt
+/// line holds text (typing would add to it and submit both), or it is free.
 fn screen_state(screen: &str) -> PaneState {
     if let Some(menu) = screen::modal(screen) {
         return PaneState::Held(menu);
+    }
+    // The busy marker's hook may not have run yet (it fires as the turn starts, and a hook
+    // process takes milliseconds); the screen already shows it.
+    if screen::turn_running(screen) {
+        return PaneState::Held("a running turn");
     }
     screen::draft(screen).map_or(PaneState::Live, |input| PaneState::Occupied { input })
 }

@@ -408,11 +408,16 @@ async fn real_claude_code_gets_the_wake_owed_from_its_turn_once_the_turn_ends() 
     tmux.tmux(&["send-keys", "-t", &pane, "-l", "hello"]);
     tokio::time::sleep(Duration::from_millis(500)).await;
     tmux.tmux(&["send-keys", "-t", &pane, "Enter"]);
+    // Its hook marks the session busy: the hook log (written by `tee` on the way in) can show
+    // the event a few milliseconds before the marker is there.
     common::eventually(
         "the turn to start",
         Duration::from_secs(10),
         Duration::from_millis(20),
-        || hooks().contains("\"UserPromptSubmit\""),
+        || {
+            hooks().contains("\"UserPromptSubmit\"")
+                && wakebridge::wakedir::is_busy(&server.wake_dir, sid, 3600.0)
+        },
     )
     .await;
     let (_, body) = server.hook(event_for(sid, 1), &[]).await;

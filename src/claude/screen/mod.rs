@@ -104,8 +104,6 @@ pub fn read(text: &str) -> ScreenReading {
         .find(|phrase| lower.contains(phrase))
         .or_else(|| modal_in(&lower, &lines))
         .map(str::to_owned);
-    let is_busy_line =
-        |line: &str| is_spinner_line(line) || line.to_lowercase().contains(BUSY_FOOTER);
     let spinner = lines.iter().any(|line| is_busy_line(line));
     let mut kept: Vec<&&str> = lines[..input_box_start(&lines)]
         .iter()
@@ -122,6 +120,29 @@ pub fn read(text: &str) -> ScreenReading {
         spinner,
         draft: holds_draft(&normalized),
     }
+}
+
+/// Whether `screen` shows a turn running: the footer only a running turn has (`esc to
+/// interrupt`) under the input box, or a spinner line (`✻ Working…`) right above it. Keys typed
+/// now would be queued behind the turn, not read when it ends. Only those two places count: a
+/// reply further up may well start with `●` and contain an ellipsis.
+pub fn turn_running(screen: &str) -> bool {
+    let normalized = normalize(screen);
+    let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
+    let start = input_box_start(&lines);
+    let footer = lines[start..]
+        .iter()
+        .any(|line| line.to_lowercase().contains(BUSY_FOOTER));
+    let above = &lines[start.saturating_sub(RULE_SEARCH_LINES)..start];
+    // `●` opens a reply (it is among the glyphs CCManager collected, not a spinner here).
+    footer
+        || above
+            .iter()
+            .any(|line| is_spinner_line(line) && !line.trim_start().starts_with('●'))
+}
+
+fn is_busy_line(line: &str) -> bool {
+    is_spinner_line(line) || line.to_lowercase().contains(BUSY_FOOTER)
 }
 
 /// NBSP becomes a space and the typographic apostrophe a plain one, so phrases match however
@@ -278,6 +299,22 @@ mod tests {
         // The transcript above echoes earlier prompts as `❯ hello`; the input box is last.
         let screen = "❯ hello\n\n● Hi!\n\n────────────\n❯ \n────────────\n";
         assert!(!holds_draft(screen));
+    }
+
+    #[test]
+    fn a_running_turn_shows_under_or_right_above_the_input_box_only() {
+        let box_ = "────────────\n❯ \n────────────\n";
+        // 2.1.332 mid-turn, as captured: the spinner above, the footer below.
+        let running =
+            format!("❯ hello\n\n✢ Inferring…\n\n{box_}  ⏸ manual mode on · esc to interrupt\n");
+        assert!(turn_running(&running));
+        assert!(turn_running(&format!("✻ Working…\n\n{box_}")));
+        // A finished reply with an ellipsis, further up, is no running turn.
+        let done = format!(
+            "● Let me check the logs… done.\n\nAll tests pass.\n\nMore text.\n\n{box_}  ? for shortcuts\n"
+        );
+        assert!(!turn_running(&done));
+        assert!(!turn_running(&format!("● Let me know…\n\n{box_}")));
     }
 
     #[test]
