@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use wakebridge::mux::WAKE_PROMPT;
 
 use crate::common;
+use crate::common::claude::RealClaude;
 use crate::common::harness::event_for;
 use crate::common::tmux::TmuxServer;
 use crate::owed::{SID, session, session_until, spawn_agent, start_daemon_with};
@@ -255,67 +256,16 @@ async fn real_claude_code_at_its_usage_limit_is_held_and_nothing_is_typed() {
     let api = api_at_its_limit(resets_at_s).await;
     let tmux = TmuxServer::start();
     let server = start_daemon_with(&tmux, None, LIMIT_ENV).await;
-    let root = server.root.path();
-    let (home, work, hook_log) = (root.join("home"), root.join("work"), root.join("hooks.log"));
-    let hook = format!(
-        "tee -a '{}' | '{}' hook",
-        hook_log.display(),
-        env!("CARGO_BIN_EXE_wakebridge")
-    );
-    common::claude_home(&home, &work, &wakebridge::cli::hook::settings_json(&hook));
-    let mut env: Vec<String> = crate::common::env::test_env(root, &[])
-        .into_iter()
-        .map(|(k, v)| format!("{k}='{v}'"))
-        .collect();
-    env.extend([
-        "TERM=xterm-256color".into(),
-        "PATH=/usr/bin:/bin".into(),
+    let env = [
         "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-wakebridge-test-token".into(),
         format!("ANTHROPIC_BASE_URL=http://{api}"),
         "CLAUDE_CODE_MAX_RETRIES=0".into(),
-        "TMUX=\"$TMUX\"".into(),
-        "TMUX_PANE=\"$TMUX_PANE\"".into(),
-    ]);
-    let pane = tmux.new_pane_in(
-        &work,
-        &format!(
-            "env -i {} '{}'; exec sleep 600",
-            env.join(" "),
-            claude.display()
-        ),
-    );
-    let hooks = || std::fs::read_to_string(&hook_log).unwrap_or_default();
-    let screen = || tmux.tmux(&["capture-pane", "-p", "-t", &pane]);
-    common::eventually(
-        "mapped by its SessionStart hook",
-        Duration::from_secs(90),
-        Duration::from_millis(100),
-        || {
-            std::fs::read_to_string(server.wake_dir.join("panes.json"))
-                .is_ok_and(|p| p.contains(&pane))
-        },
-    )
-    .await;
-    let panes: serde_json::Map<String, serde_json::Value> = serde_json::from_str(
-        &std::fs::read_to_string(server.wake_dir.join("panes.json")).expect("panes.json"),
-    )
-    .expect("panes.json is JSON");
-    let sid = panes
-        .into_iter()
-        .find(|(_, v)| v["pane"] == pane.as_str())
-        .map(|(sid, _)| sid)
-        .expect("the session's id");
-    common::eventually(
-        "its prompt",
-        Duration::from_secs(60),
-        Duration::from_millis(100),
-        || screen().contains('\u{276f}'),
-    )
-    .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    tmux.tmux(&["send-keys", "-t", &pane, "-l", "hello"]);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    tmux.tmux(&["send-keys", "-t", &pane, "Enter"]);
+    ];
+    let claude = RealClaude::start(&claude, &tmux, &server, &env).await;
+    let hooks = || claude.hooks();
+    let screen = || claude.screen(&tmux);
+    let sid = claude.sid.clone();
+    claude.submit(&tmux, "hello").await;
 
     let limited = |s: &serde_json::Value| s["state"] == "limited";
     let started = std::time::Instant::now();

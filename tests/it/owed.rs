@@ -13,6 +13,7 @@ use wakebridge::wakedir::target::PaneTarget;
 
 use crate::common;
 use crate::common::agent::Agent;
+use crate::common::claude::RealClaude;
 use crate::common::env::test_env;
 use crate::common::harness::{TestServer, event_for};
 use crate::common::tmux::TmuxServer;
@@ -339,75 +340,18 @@ async fn real_claude_code_gets_the_wake_owed_from_its_turn_once_the_turn_ends() 
     };
     let tmux = TmuxServer::start();
     let server = start_daemon(&tmux, None).await;
-    let root = server.root.path();
-    let home = root.join("home");
-    let work = root.join("work");
-    let hook_log = root.join("hooks.log");
-    // Every hook payload is logged on its way to the real `wakebridge hook`.
-    let hook = format!(
-        "tee -a '{}' | '{}' hook",
-        hook_log.display(),
-        env!("CARGO_BIN_EXE_wakebridge")
-    );
-    common::claude_home(&home, &work, &wakebridge::cli::hook::settings_json(&hook));
-    let key = common::CLAUDE_TEST_KEY;
-    let mut env: Vec<String> = test_env(root, &[])
-        .into_iter()
-        .map(|(k, v)| format!("{k}='{v}'"))
-        .collect();
-    env.extend([
-        "TERM=xterm-256color".into(),
-        "PATH=/usr/bin:/bin".into(),
-        format!("ANTHROPIC_API_KEY={key}"),
+    let env = [
+        format!("ANTHROPIC_API_KEY={}", common::CLAUDE_TEST_KEY),
         // Offline, a few retries keep the turn running for seconds, not minutes.
         "CLAUDE_CODE_MAX_RETRIES=4".into(),
-        "TMUX=\"$TMUX\"".into(),
-        "TMUX_PANE=\"$TMUX_PANE\"".into(),
-    ]);
-    let pane = tmux.new_pane_in(
-        &work,
-        &format!(
-            "env -i {} '{}'; exec sleep 600",
-            env.join(" "),
-            claude.display()
-        ),
-    );
-    let hooks = || std::fs::read_to_string(&hook_log).unwrap_or_default();
-    let screen = || tmux.tmux(&["capture-pane", "-p", "-t", &pane]);
-    common::eventually(
-        "its prompt",
-        Duration::from_secs(90),
-        Duration::from_millis(100),
-        || screen().contains("for shortcuts"),
-    )
-    .await;
-    // Mapped by its own SessionStart hook.
-    let mapped_sid = || {
-        let text = std::fs::read_to_string(server.wake_dir.join("panes.json")).ok()?;
-        let panes: serde_json::Map<String, Value> = serde_json::from_str(&text).ok()?;
-        panes
-            .into_iter()
-            .find(|(_, v)| v["pane"] == pane.as_str())
-            .map(|(sid, _)| sid)
-    };
-    let started = std::time::Instant::now();
-    let sid = loop {
-        if let Some(sid) = mapped_sid() {
-            break sid;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "SessionStart did not map {pane}:\n{}",
-            hooks()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    let sid = sid.as_str();
+    ];
+    let claude = RealClaude::start(&claude, &tmux, &server, &env).await;
+    let hooks = || claude.hooks();
+    let screen = || claude.screen(&tmux);
+    let sid = claude.sid.as_str();
 
     // A human starts a turn; a DM arrives while it runs.
-    tmux.tmux(&["send-keys", "-t", &pane, "-l", "hello"]);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    tmux.tmux(&["send-keys", "-t", &pane, "Enter"]);
+    claude.submit(&tmux, "hello").await;
     // Its hook marks the session busy: the hook log (written by `tee` on the way in) can show
     // the event a few milliseconds before the marker is there.
     common::eventually(

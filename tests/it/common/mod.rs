@@ -14,6 +14,7 @@
 //! a real Claude Code to get ready, which the bound leaves room for.
 
 pub mod agent;
+pub mod claude;
 pub mod env;
 pub mod harness;
 pub mod process;

@@ -1,0 +1,106 @@
+//! The real Claude Code in a pane of a private tmux server, wired to the test daemon the way a
+//! user wires it: `wakebridge hook --print-settings`'s hooks (each payload also logged on its
+//! way in), the daemon's private HOME, state and wake dir, a pre-approved start
+//! ([`super::claude_home`]), and the caller's auth and API settings.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::harness::TestServer;
+use super::tmux::TmuxServer;
+
+/// A started Claude Code: its pane, the session id its SessionStart hook mapped, the hook log.
+pub struct RealClaude {
+    pub pane: String,
+    pub sid: String,
+    pub hook_log: PathBuf,
+}
+
+impl RealClaude {
+    /// Starts `claude` in a new pane with `env` (`KEY=value` words, e.g. the API key) and waits
+    /// until its SessionStart hook has mapped the pane and its prompt is drawn.
+    pub async fn start(
+        claude: &Path,
+        tmux: &TmuxServer,
+        server: &TestServer,
+        env: &[String],
+    ) -> RealClaude {
+        let root = server.root.path();
+        let (home, work, hook_log) = (root.join("home"), root.join("work"), root.join("hooks.log"));
+        let hook = format!(
+            "tee -a '{}' | '{}' hook",
+            hook_log.display(),
+            env!("CARGO_BIN_EXE_wakebridge")
+        );
+        super::claude_home(&home, &work, &wakebridge::cli::hook::settings_json(&hook));
+        let mut words: Vec<String> = super::env::test_env(root, &[])
+            .into_iter()
+            .map(|(k, v)| format!("{k}='{v}'"))
+            .collect();
+        words.extend([
+            "TERM=xterm-256color".into(),
+            "PATH=/usr/bin:/bin".into(),
+            "TMUX=\"$TMUX\"".into(),
+            "TMUX_PANE=\"$TMUX_PANE\"".into(),
+        ]);
+        words.extend(env.iter().cloned());
+        let pane = tmux.new_pane_in(
+            &work,
+            &format!(
+                "env -i {} '{}'; exec sleep 600",
+                words.join(" "),
+                claude.display()
+            ),
+        );
+        let panes = server.wake_dir.join("panes.json");
+        let mapped = || {
+            let text = std::fs::read_to_string(&panes).ok()?;
+            let panes: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&text).ok()?;
+            panes
+                .into_iter()
+                .find(|(_, v)| v["pane"] == pane.as_str())
+                .map(|(sid, _)| sid)
+        };
+        let mut sid = None;
+        super::eventually(
+            "mapped by its SessionStart hook",
+            Duration::from_secs(90),
+            Duration::from_millis(100),
+            || {
+                sid = mapped();
+                sid.is_some()
+            },
+        )
+        .await;
+        let started = RealClaude {
+            pane,
+            sid: sid.unwrap_or_default(),
+            hook_log,
+        };
+        super::eventually(
+            "its prompt",
+            Duration::from_secs(60),
+            Duration::from_millis(100),
+            || started.screen(tmux).contains('\u{276f}'),
+        )
+        .await;
+        started
+    }
+
+    /// Every hook payload so far.
+    pub fn hooks(&self) -> String {
+        std::fs::read_to_string(&self.hook_log).unwrap_or_default()
+    }
+
+    pub fn screen(&self, tmux: &TmuxServer) -> String {
+        tmux.tmux(&["capture-pane", "-p", "-t", &self.pane])
+    }
+
+    /// Types `text` the way a person does, then Enter.
+    pub async fn submit(&self, tmux: &TmuxServer, text: &str) {
+        tmux.tmux(&["send-keys", "-t", &self.pane, "-l", text]);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        tmux.tmux(&["send-keys", "-t", &self.pane, "Enter"]);
+    }
+}
