@@ -40,6 +40,10 @@ const MIN_VERSION: (u64, u64) = (0, 44);
 /// plugins into the private cache) or a pane to start its program, on 2 shared cores.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Longest one zellij call of the tests may take (see `ZellijWorld::run`); a session's start
+/// answers within seconds even while its plugins compile.
+const CALL_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// How long a cleanup waits for killed zellij processes to disappear.
 const KILL_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -200,20 +204,36 @@ impl ZellijWorld {
         }
     }
 
+    /// One zellij call, bounded by [`CALL_TIMEOUT`]: zellij 0.45.1's client can wait for ever
+    /// for a reply its server lost under load (seen once in a fresh-clone run: a test held past
+    /// the suite's 180 s bound). A call that runs out is killed and reads as failed, so the
+    /// waits around it ask again, as the daemon's own bounded calls do.
     fn run(&self, args: &[&str]) -> Output {
         // ETXTBSY: another test thread's fork may still hold a copy of the descriptor that
         // wrote the wrapper; it goes away at that child's exec.
         for _ in 0..20 {
-            match Command::new(&self.wrapper)
+            let spawned = Command::new(&self.wrapper)
                 .args(args)
                 .stdin(std::process::Stdio::null())
-                .output()
-            {
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn();
+            let mut child = match spawned {
                 Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
                     std::thread::sleep(Duration::from_millis(10));
+                    continue;
                 }
-                other => return other.expect("run zellij"),
+                other => other.expect("run zellij"),
+            };
+            let started = Instant::now();
+            while child.try_wait().expect("wait for zellij").is_none() {
+                if started.elapsed() > CALL_TIMEOUT {
+                    let _ = child.kill();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
             }
+            return child.wait_with_output().expect("zellij output");
         }
         panic!("the zellij wrapper stayed busy (ETXTBSY)");
     }
