@@ -390,9 +390,8 @@ impl<I: NudgerIo> Nudger<I> {
         let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
         let done_ms = self.io.now_ms();
         let tracked = self.sessions.entry(sid.to_owned()).or_default();
-        let refused = (!outcome.action.woke()).then_some(outcome.action);
         let mut records = Vec::new();
-        if refused.is_none() || std::mem::replace(&mut tracked.owed_refused, refused) != refused {
+        if row_due(&mut tracked.owed_refused, &outcome) {
             records.push(typed_row(
                 DeliverySource::Wake,
                 OWED_SENDER,
@@ -402,7 +401,6 @@ impl<I: NudgerIo> Nudger<I> {
             ));
         }
         let reason = if outcome.action.woke() {
-            tracked.owed_refused = None;
             tracing::info!(
                 session_id = sid,
                 events,
@@ -567,6 +565,14 @@ impl<I: NudgerIo> Nudger<I> {
             last_reason: reason,
         }
     }
+}
+
+/// Whether an attempt to type gets a ledger row: every one that typed, and the first of a
+/// streak of refusals with the same action (a draft left for an hour records one row, not one
+/// per attempt). `last_refused` keeps the streak's action; typing ends the streak.
+fn row_due(last_refused: &mut Option<Action>, outcome: &GateOutcome) -> bool {
+    let refused = (!outcome.action.woke()).then_some(outcome.action);
+    std::mem::replace(last_refused, refused) != refused || refused.is_none()
 }
 
 /// The ledger row of what the loop typed (or tried to) at `at_ms`.

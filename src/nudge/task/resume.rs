@@ -11,7 +11,7 @@
 
 use tokio::time::Instant;
 
-use super::{Nudger, OWED_RETRY, typed_row};
+use super::{Nudger, OWED_RETRY, row_due, typed_row};
 use crate::claude::limits::{self, WRITTEN_NOW, describe_reset};
 use crate::delivery::gate::Mode;
 use crate::nudge::NudgeView;
@@ -217,11 +217,9 @@ impl<I: NudgerIo> Nudger<I> {
         let outcome = self.io.wake(sid, &message, Mode::Resume).await;
         let done_ms = self.io.now_ms();
         let tracked = self.sessions.entry(sid.to_owned()).or_default();
-        let refused = (!outcome.action.woke()).then_some(outcome.action);
-        // A refusal streak (a draft left at the prompt, say) records one row, not one per try.
         let mut records = Vec::new();
-        if refused.is_none() || std::mem::replace(&mut tracked.resume_refused, refused) != refused {
-            if refused.is_some() {
+        if row_due(&mut tracked.resume_refused, &outcome) {
+            if !outcome.action.woke() {
                 crate::telemetry::limit_resume("not-typed");
             }
             records.push(typed_row(
@@ -233,7 +231,6 @@ impl<I: NudgerIo> Nudger<I> {
             ));
         }
         let reason = if outcome.action.woke() {
-            tracked.resume_refused = None;
             tracing::info!(
                 session_id = sid,
                 try_number = tries + 1,
