@@ -24,7 +24,9 @@
 //!   context/       context-window figures: follow, window, thresholds, statefile, statusline,
 //!                  monitor (no scheduling); task.rs (the monitor inside serve)
 //!   nudge/         the idle nudger: schedule, signals (pure), NudgerConfig; task.rs (the loop,
-//!                  which also types owed wakes no Stop hook paid)
+//!                  which also types owed wakes no Stop hook paid, resumes sessions at a usage
+//!                  limit's reset and performs rewinds)
+//!   rewind/        rewinds: RewindConfig and the pure decisions (when due, a cleared screen)
 //!   launch/        starting an agent in tmux: mod.rs (the sequence), driver.rs (which key, pure)
 //! pipeline: one path from an event to a pane
 //!   delivery/      Deliverer: scope, dedupe, spool, gate, ledger row; action.rs (the `action`
@@ -63,6 +65,7 @@ pub mod launch;
 pub mod mux;
 pub mod nudge;
 pub(crate) mod private_fs;
+pub mod rewind;
 pub mod spool;
 pub mod store;
 pub mod telemetry;

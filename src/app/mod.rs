@@ -98,12 +98,14 @@ impl App {
         // Settings that can be wrong are checked before anything is locked, bound or opened.
         let context_monitor = if config.settings.context.enabled {
             let config_dirs = config.paths.claude.iter().map(|c| c.dir.clone()).collect();
-            Some(MonitorConfig::from_settings(
+            let mut monitor = MonitorConfig::from_settings(
                 &config.settings.context,
                 config.paths.state_dir.clone(),
                 config_dirs,
                 config.backend == Backend::Mux,
-            )?)
+            )?;
+            monitor.auto_rewind = config.settings.rewind.auto;
+            Some(monitor)
         } else {
             None
         };
@@ -112,7 +114,7 @@ impl App {
         let nudge_config = (config.backend == Backend::Mux)
             .then(|| {
                 let s = &config.settings;
-                NudgerConfig::from_settings(&s.nudger, &s.wake, &s.limits)
+                NudgerConfig::from_settings(&s.nudger, &s.wake, &s.limits, &s.rewind)
             })
             .transpose()?;
         let wake_err = |source| AppError::WakeDir {
@@ -156,7 +158,8 @@ impl App {
             config.busy_ttl,
             config.cooldown,
             injector,
-            config.settings.limits.enabled.then(|| store.clone()),
+            store.clone(),
+            config.settings.limits.enabled,
         ));
         let dedupe = Dedupe::new(config.settings.ledger.identity_window);
         restore_state(

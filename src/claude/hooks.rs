@@ -14,6 +14,9 @@ pub const HOOK_STDIN_CAP_BYTES: usize = 1024 * 1024;
 pub const IDLE_PROMPT: &str = "idle_prompt";
 /// SessionStart source that fires mid-turn (after an automatic compaction).
 pub const SOURCE_COMPACT: &str = "compact";
+/// SessionStart's source after `/clear` (the same agent in the same pane, under a new session
+/// id), and the reason of the SessionEnd of the id it gives up, which fires just before.
+pub const SOURCE_CLEAR: &str = "clear";
 /// Notification type: Claude Code's own "continue automatically at usage limit" resumed the
 /// session.
 pub const QUOTA_AUTO_RESUMED: &str = "quota_auto_resume_fired";
@@ -41,6 +44,8 @@ pub struct HookInput {
     pub transcript_path: Option<String>,
     /// SessionStart: `startup|resume|clear|compact|fork`.
     pub source: Option<String>,
+    /// SessionEnd: `clear|resume|logout|prompt_input_exit|other`.
+    pub reason: Option<String>,
     /// Notification: `idle_prompt`, `permission_prompt`, ...
     pub notification_type: Option<String>,
     /// Stop: Claude Code is already going on because a Stop hook blocked the last stop.
@@ -98,6 +103,7 @@ pub fn parse_hook_input(bytes: &[u8]) -> Result<HookInput, HookInputError> {
         cwd: text("cwd"),
         transcript_path: text("transcript_path"),
         source: text("source"),
+        reason: text("reason"),
         notification_type: text("notification_type"),
         stop_hook_active: object.get("stop_hook_active").and_then(Value::as_bool) == Some(true),
         error: text("error"),

@@ -1,5 +1,5 @@
-//! The CLI verbs that talk to a running daemon over HTTP (`wakebridge wake`, `wakebridge
-//! status`): where the daemon listens (from the same configuration `serve` reads), the bearer
+//! The CLI verbs that talk to a running daemon over HTTP (`wakebridge wake`, `rewind`,
+//! `status`): where the daemon listens (from the same configuration `serve` reads), the bearer
 //! secret, and turning answers into exit codes and text.
 
 use std::io::IsTerminal;
@@ -22,6 +22,17 @@ pub struct WakeArgs {
     /// Type this configured message ([wake.messages]) instead of the wake prompt.
     #[arg(long, value_name = "NAME")]
     message: Option<String>,
+    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
+    #[arg(long)]
+    url: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RewindArgs {
+    /// The session to rewind [default: $AGENT_EVENT_BUS_SESSION_ID, then $CLAUDE_CODE_SESSION_ID,
+    /// as inside the session]
+    #[arg(long, value_name = "ID")]
+    session_id: Option<String>,
     /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
     #[arg(long)]
     url: Option<String>,
@@ -148,6 +159,33 @@ pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// `wakebridge rewind [--session-id ID]`: asks the daemon for a rewind and returns at once.
+pub fn rewind(config: &Config, args: &RewindArgs) -> ExitCode {
+    let env = crate::env::Env::process();
+    let Some(session_id) =
+        crate::cli::session::resolve_session_id(args.session_id.as_deref(), &env)
+    else {
+        crate::errln!(
+            "wakebridge rewind: no session id: pass --session-id, or run it inside the session \
+             (AGENT_EVENT_BUS_SESSION_ID or CLAUDE_CODE_SESSION_ID)"
+        );
+        return ExitCode::from(2);
+    };
+    let url = format!("{}/rewind", daemon_url(config, args.url.as_deref()));
+    let body = json!({"session_id": session_id});
+    let Some(answer) = call(config, "rewind", reqwest::Method::POST, &url, Some(body)) else {
+        return ExitCode::from(2);
+    };
+    let current = answer["session_id"].as_str().unwrap_or(&session_id);
+    match answer["status"].as_str() {
+        Some("already-asked") => crate::outln!("{current}: a rewind is already waiting"),
+        _ => crate::outln!(
+            "{current}: rewind asked for; at its next idle moment: /clear, then the re-hydration prompt"
+        ),
+    }
+    ExitCode::SUCCESS
 }
 
 /// `wakebridge status [--json]`.

@@ -2,12 +2,13 @@
 //! stdin and keeps the wake dir in step with the session's lifecycle: SessionStart maps the pane
 //! (keeping the busy marker on `source=compact`, which fires mid-turn), UserPromptSubmit and
 //! PreToolUse mark the session busy, Stop, StopFailure and Notification(idle_prompt) mark it
-//! idle, SessionEnd unmaps it. A Stop of a session that is owed a wake (a bus event arrived
+//! idle, SessionEnd unmaps it (not at a `/clear`: the agent stays, under a new id). A Stop of a session that is owed a wake (a bus event arrived
 //! while it worked) pays it: the hook answers Claude Code with the wake prompt as its reason to
 //! go on, and the session stays busy; nothing is typed. A `StopFailure` of a rate limit with
 //! Claude Code's notice records the usage limit in the ledger; a tool call, a normal Stop and
 //! Claude Code's own resume at the limit (`quota_auto_resume_fired`) lift it, in the same commit
-//! as the session's record. It must never block or fail the agent:
+//! as the session's record. A SessionStart after `/clear` records the id the pane gave up as
+//! renamed to the new one, so messages to it still arrive. It must never block or fail the agent:
 //! it always exits 0 within a short budget, reports problems on stderr only, and prints nothing
 //! else on stdout (SessionStart and UserPromptSubmit stdout is added to the model's context).
 //! It owns the event → action table; the payload and the event names are `claude::hooks`'s,
@@ -15,7 +16,7 @@
 //! `--print-settings` prints the `settings.json` snippet that wires it (deploy/claude-hooks.json).
 
 use crate::claude::hooks::{
-    HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, QUOTA_AUTO_RESUMED,
+    HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, QUOTA_AUTO_RESUMED, SOURCE_CLEAR,
     SOURCE_COMPACT, WIRED_EVENTS, keep_going, parse_hook_input,
 };
 use crate::claude::limits;
@@ -86,6 +87,9 @@ pub fn action_for(input: &HookInput) -> HookAction {
         "Notification" if input.notification_type.as_deref() == Some(IDLE_PROMPT) => {
             HookAction::MarkIdle
         }
+        // The old id's end at a `/clear`: the agent stays in its pane, and the SessionStart that
+        // follows maps it under its new id (recording the old one as renamed).
+        "SessionEnd" if input.reason.as_deref() == Some(SOURCE_CLEAR) => HookAction::MarkIdle,
         "SessionEnd" => HookAction::ClearPane,
         _ => HookAction::Ignore,
     }
@@ -400,7 +404,8 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
 
 /// Records what a hook saw in the ledger, so the daemon knows the session (scope = local), its
 /// transcript and its last hook event (for the nudger), with what it says about a usage limit
-/// (see [`limit_record`]), in one commit. Never fails the hook.
+/// (see [`limit_record`]) and, after a `/clear`, the ids it gave up in its pane (see
+/// [`renames`]), in one commit. Never fails the hook.
 fn record(ledger: Option<&Path>, outcome: &HookOutcome, input: &HookInput, limits: bool) {
     let (Some(ledger), Some(session_id)) = (ledger, outcome.session_id.clone()) else {
         return;
@@ -420,12 +425,37 @@ fn record(ledger: Option<&Path>, outcome: &HookOutcome, input: &HookInput, limit
         last_hook_event: Some(outcome.ledger_event.clone()),
         seen_at_ms: now_ms,
     };
+    let renamed = renames(outcome, input, now_ms);
     let batch = std::iter::once(Record::SessionSeen(seen))
         .chain(limit)
+        .chain(renamed)
         .collect();
     if let Err(e) = Store::record_once(ledger, batch) {
         crate::errln!("wakebridge hook: could not record the session in the ledger: {e}");
     }
+}
+
+/// A `SessionStart` after `/clear` maps the pane under the session's new id and unmaps the old
+/// one: the same agent, so the old id (which the bus and the session's peers still use) is
+/// recorded as renamed. Any other start in a pane (a new agent) renames nothing.
+fn renames(outcome: &HookOutcome, input: &HookInput, now_ms: i64) -> Vec<Record> {
+    let (Some(new_id), Some(pane)) = (&outcome.session_id, &outcome.pane) else {
+        return Vec::new();
+    };
+    if outcome.event_name != "SessionStart" || input.source.as_deref() != Some(SOURCE_CLEAR) {
+        return Vec::new();
+    }
+    outcome
+        .unmapped
+        .iter()
+        .filter(|old_id| *old_id != new_id)
+        .map(|old_id| Record::Renamed {
+            old_id: old_id.clone(),
+            new_id: new_id.clone(),
+            pane: pane.to_string(),
+            at_ms: now_ms,
+        })
+        .collect()
 }
 
 /// What a hook event says about a usage limit: a `StopFailure` of a rate limit with Claude
@@ -527,6 +557,11 @@ mod tests {
         assert_eq!(action_for(&input("Stop")), HookAction::MarkIdle);
         assert_eq!(action_for(&input("StopFailure")), HookAction::MarkIdle);
         assert_eq!(action_for(&input("SessionEnd")), HookAction::ClearPane);
+        let cleared = HookInput {
+            reason: Some("clear".into()),
+            ..input("SessionEnd")
+        };
+        assert_eq!(action_for(&cleared), HookAction::MarkIdle);
         let notification = |kind: &str| HookInput {
             notification_type: Some(kind.into()),
             ..input("Notification")

@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 
 use crate::config::{self, Flags};
 use crate::env::Env;
-use client::{StatusArgs, WakeArgs};
+use client::{RewindArgs, StatusArgs, WakeArgs};
 use context::{ContextArgs, StatuslineArgs, run_context, run_statusline};
 use hook::HookArgs;
 use launch::LaunchArgs;
@@ -53,6 +53,9 @@ enum Command {
     Hook(HookArgs),
     /// Ask the running daemon to wake a session (POST /wake).
     Wake(WakeArgs),
+    /// Ask the running daemon for a clean context window for this session (POST /rewind):
+    /// `/clear` and the re-hydration prompt at its next idle moment.
+    Rewind(RewindArgs),
     /// Show every known session (GET /sessions) as a table.
     Status(StatusArgs),
     /// Print how full a session's context window is.
@@ -101,6 +104,7 @@ pub fn main() -> ExitCode {
         // A hook never fails the agent: a configuration error is reported and the hook skipped.
         Some(Command::Hook(args)) => hook::run(&args, resolved(args.wake_dir.as_deref())),
         Some(Command::Wake(args)) => with_config(resolved(None), |c| client::wake(c, &args)),
+        Some(Command::Rewind(args)) => with_config(resolved(None), |c| client::rewind(c, &args)),
         Some(Command::Status(args)) => with_config(resolved(None), |c| client::status(c, &args)),
         Some(Command::Context(args)) => with_config(resolved(None), |c| run_context(&args, c)),
         Some(Command::Statusline(args)) => {

@@ -26,7 +26,7 @@ pub use hosts::HostAllowlist;
 pub use settings::{
     BridgeSettings, ContextLevelSettings, ContextSettings, ContextThresholdSettings,
     LaunchSettings, LedgerSettings, LimitSettings, MuxSettings, NudgerSettings, PruneSettings,
-    RegistrationSettings, Settings, SpoolSettings, StateSettings, WakeSettings,
+    RegistrationSettings, RewindSettings, Settings, SpoolSettings, StateSettings, WakeSettings,
 };
 pub use topology::{Topology, UrlProblem};
 

@@ -23,7 +23,20 @@ pub struct Settings {
     pub context: ContextSettings,
     pub nudger: NudgerSettings,
     pub limits: LimitSettings,
+    pub rewind: RewindSettings,
     pub launch: LaunchSettings,
+}
+
+/// `[rewind]`: a clean context window by `/clear` and a re-hydration prompt (validated by
+/// `rewind::RewindConfig`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RewindSettings {
+    pub auto: bool,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub after: Duration,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub min_gap: Duration,
+    pub message: String,
 }
 
 /// `[limits]`: holding sessions at a usage limit and resuming them at its reset (validated by

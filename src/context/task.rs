@@ -9,9 +9,10 @@
 //! per-session state file (and the optional "latest" file), publishes a `ContextView` for
 //! `/sessions`, `wakebridge status` and `/metrics`, and types due threshold warnings through the
 //! wake gate (`Mode::Gated`: never over a running turn, never inside the cooldown). A warning the
-//! gate does not type now stays due and is retried at the next poll. Rewinding (re-sending a
-//! delivered warning that seems ignored) is off. It does not parse transcripts, decide windows or
-//! decide whether a pane may be typed into.
+//! gate does not type now stays due and is retried at the next poll. With `[rewind] auto`, the
+//! checkpoint warning typed also asks for a rewind (once per crossing: a level fires again only
+//! after usage fell below it); the nudger performs it. It does not parse transcripts, decide
+//! windows or decide whether a pane may be typed into.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -34,7 +35,7 @@ use crate::context::{ContextFigures, figures};
 use crate::delivery::Deliverer;
 use crate::delivery::gate::Mode;
 use crate::mux::{KeystrokeText, TextError};
-use crate::store::{DeliverySource, LimitSeen, LimitSource, Record, now_unix_ms};
+use crate::store::{DeliverySource, LimitSeen, LimitSource, Record, RewindWhy, now_unix_ms};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use crate::wire::session_id::short;
@@ -80,6 +81,9 @@ pub struct MonitorConfig {
     pub warnings: bool,
     /// Claude Code config dirs searched for transcripts (`claude::home`'s one answer).
     pub config_dirs: Vec<PathBuf>,
+    /// `[rewind] auto`: a checkpoint warning typed also asks for an automatic rewind, which
+    /// the nudger performs once the session has been idle for `[rewind] after`.
+    pub auto_rewind: bool,
 }
 
 impl MonitorConfig {
@@ -117,6 +121,7 @@ impl MonitorConfig {
             thresholds,
             warnings: s.warnings && can_type,
             config_dirs,
+            auto_rewind: false,
         })
     }
 }
@@ -421,6 +426,17 @@ impl Monitor {
         match step {
             WarningStep::Delivered => {
                 t.thresholds.delivered(&due.level);
+                let top = self.config.thresholds.levels().last() == Some(&due.level);
+                if self.config.auto_rewind && top {
+                    let asked = Record::RewindAsked {
+                        session_id: sid.to_owned(),
+                        why: RewindWhy::Auto,
+                        at_ms: now_unix_ms(),
+                    };
+                    if let Err(e) = deliverer.store().record(asked).await {
+                        tracing::warn!(error = %e, "could not record an automatic rewind in the ledger");
+                    }
+                }
                 t.last_warning = Some((due.level.name.clone(), SystemTime::now()));
                 t.last_recorded = None;
                 tracing::info!(

@@ -6,7 +6,8 @@
 //! in copy mode or shows a menu is treated like a busy one: `spool-busy`, nothing typed (and
 //! the event is owed a wake). So is a session held at a usage limit: the ledger has its limit,
 //! or the screen's latest word is a limit's notice (then recorded in the ledger); only the
-//! resumer's message ([`Mode::Resume`]) is typed then.
+//! resumer's message ([`Mode::Resume`]) is typed then. It also answers which id a session goes
+//! by now ([`Gate::current_id`]: the id given up at a `/clear` still reaches the pane).
 //! Nothing here can fail a delivery: every outcome is an `Action`.
 
 use std::collections::HashMap;
@@ -72,6 +73,13 @@ impl GateOutcome {
     }
 }
 
+/// A session id as the gate will act on it: the id it goes by now, and its pane if mapped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved<'a> {
+    pub session_id: std::borrow::Cow<'a, str>,
+    pub target: Option<PaneTarget>,
+}
+
 pub struct Gate {
     wake_dir: PathBuf,
     panes: PanesReader,
@@ -87,9 +95,10 @@ pub struct Gate {
     occupied: Mutex<HashMap<String, u32>>,
     /// Rung when a bus event became owed a wake, so the nudger's loop looks at once.
     owed: tokio::sync::Notify,
-    /// The ledger that holds sessions at their usage limits; `None`: `[limits] enabled = false`
-    /// (then not even a notice on screen holds a wake back).
-    limits: Option<Store>,
+    /// The ledger: the usage limits sessions are held at, and the ids given up at a `/clear`.
+    store: Store,
+    /// `[limits] enabled`; false: not even a notice on screen holds a wake back.
+    hold_limits: bool,
 }
 
 impl Gate {
@@ -98,7 +107,8 @@ impl Gate {
         busy_ttl: f64,
         cooldown: Duration,
         injector: Arc<Injector>,
-        limits: Option<Store>,
+        store: Store,
+        hold_limits: bool,
     ) -> Self {
         Self {
             panes: PanesReader::new(&wake_dir),
@@ -110,19 +120,49 @@ impl Gate {
             typed_at: Mutex::new(HashMap::new()),
             occupied: Mutex::new(HashMap::new()),
             owed: tokio::sync::Notify::new(),
-            limits,
+            store,
+            hold_limits,
         }
     }
 
     /// Whether usage limits are looked for and held (`[limits] enabled`).
     pub fn limits_enabled(&self) -> bool {
-        self.limits.is_some()
+        self.hold_limits
     }
 
     /// The usage limit `sid` is held at, if limits are on and the ledger has one (a ledger that
     /// cannot be read holds nothing: the screen check still stands).
     pub fn held_at(&self, sid: &str) -> Option<Limit> {
-        self.limits.as_ref()?.limit(sid).ok().flatten()
+        if !self.hold_limits {
+            return None;
+        }
+        self.store.limit(sid).ok().flatten()
+    }
+
+    /// The id `sid` goes by now and its pane: itself, unless it is not mapped and was given up
+    /// at a `/clear` for an id still mapped to the same pane (the agent that had it still runs
+    /// there). The bus and a session's peers keep using the id they know; everything done for
+    /// it (typing, markers, cooldown, owed events) is done for the current one.
+    pub fn resolve<'a>(&self, sid: &'a str) -> Resolved<'a> {
+        if let Some(target) = self.panes.lookup(sid) {
+            return Resolved {
+                session_id: sid.into(),
+                target: Some(target),
+            };
+        }
+        if let Ok(Some((newest, pane))) = self.store.successor(sid)
+            && let Some(target) = self.panes.lookup(&newest)
+            && target.to_string() == pane
+        {
+            return Resolved {
+                session_id: newest.into(),
+                target: Some(target),
+            };
+        }
+        Resolved {
+            session_id: sid.into(),
+            target: None,
+        }
     }
 
     /// Says that an event just became owed a wake (recorded in the ledger).
@@ -158,9 +198,20 @@ impl Gate {
         markers::is_busy(&self.wake_dir, sid, self.busy_ttl)
     }
 
-    /// Types `text` into `sid`'s pane if the gate allows it.
+    /// Types `text` into `sid`'s pane (of the id it goes by now) if the gate allows it.
     pub async fn wake(&self, sid: &str, text: &KeystrokeText, mode: Mode) -> GateOutcome {
-        let Some(target) = self.panes.lookup(sid) else {
+        self.wake_resolved(&self.resolve(sid), text, mode).await
+    }
+
+    /// [`Gate::wake`] for a session already resolved.
+    pub async fn wake_resolved(
+        &self,
+        resolved: &Resolved<'_>,
+        text: &KeystrokeText,
+        mode: Mode,
+    ) -> GateOutcome {
+        let sid: &str = &resolved.session_id;
+        let Some(target) = resolved.target.clone() else {
             tracing::debug!(session_id = sid, "no pane mapped; spooled only");
             return GateOutcome::skipped(Action::SpoolUnmapped, None);
         };
@@ -197,7 +248,7 @@ impl Gate {
         };
         let started = Instant::now();
         let unheld;
-        let text = if self.limits.is_none() {
+        let text = if !self.hold_limits {
             unheld = text.clone().over_limits();
             &unheld
         } else {
@@ -319,9 +370,11 @@ impl Gate {
 
     /// Records a limit seen on `sid`'s screen.
     async fn note_limit(&self, sid: &str, notice: Notice) {
-        let Some(store) = &self.limits else { return };
+        if !self.hold_limits {
+            return;
+        }
         let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_unix_ms(), false);
-        if let Err(e) = store.record(Record::Limited(seen)).await {
+        if let Err(e) = self.store.record(Record::Limited(seen)).await {
             tracing::warn!(error = %e, "could not record a usage limit in the ledger");
         }
     }

@@ -91,7 +91,7 @@ impl Deliverer {
     /// spool already.
     pub fn is_local(&self, sid: &str) -> bool {
         self.store.known_session(sid).unwrap_or(false)
-            || self.gate.lookup(sid).is_some()
+            || self.gate.resolve(sid).target.is_some()
             || self.spool.wake_dir().join(format!("{sid}.jsonl")).exists()
     }
 
@@ -116,12 +116,15 @@ impl Deliverer {
             }
         };
         let started = Instant::now();
+        // The spool keeps the id the bus used; the row, what is owed and the wake go to the id
+        // the session goes by now (after a `/clear`, the pane's new one).
+        let resolved = self.gate.resolve(&event.target);
         // Recorded with the line, in one durable commit: after any crash, a line in the spool
         // has its identity in the ledger. The action is provisional until the gate answers.
         let row = delivery_row(
             DeliverySource::Hook,
             Some(&event),
-            &event.target,
+            &resolved.session_id,
             Action::Spool,
         );
         let delivery_id = match self
@@ -147,7 +150,7 @@ impl Deliverer {
             // Only the fixed prompt is ever typed: nothing from the event reaches the pane.
             Backend::Mux => {
                 self.gate
-                    .wake(&event.target, &KeystrokeText::wake_prompt(), Mode::Gated)
+                    .wake_resolved(&resolved, &KeystrokeText::wake_prompt(), Mode::Gated)
                     .await
             }
         };
@@ -172,7 +175,9 @@ impl Deliverer {
         text: &KeystrokeText,
         mode: Mode,
     ) -> Delivered {
-        let outcome = self.gate.wake(sid, text, mode).await;
+        let resolved = self.gate.resolve(sid);
+        let outcome = self.gate.wake_resolved(&resolved, text, mode).await;
+        let sid: &str = &resolved.session_id;
         self.record(DeliverySource::Wake, sid, &outcome).await;
         if text.as_str() == WAKE_PROMPT
             && let Some(paid) = payment(sid, &outcome)

@@ -1,6 +1,7 @@
 //! Request guards shared by the POST routes: the Host allowlist (DNS-rebinding defence, ahead
 //! of routing), the JSON content type (a browser's no-cors fetch cannot send it), and the body
-//! size cap checked on the declared length and again while streaming.
+//! size cap checked on the declared length and again while streaming, and the bearer secret of
+//! the operators' routes.
 
 use std::sync::Arc;
 
@@ -98,4 +99,25 @@ pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<axum::body::By
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(ApiError::TooLarge),
         Err(_) => Err(ApiError::Disconnected),
     }
+}
+
+/// The body of an operator's request (`/wake`, `/rewind`): JSON, within the size cap, and with
+/// `Authorization: Bearer <secret>` when a secret is configured.
+pub async fn operator_body(
+    app: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<axum::body::Bytes, ApiError> {
+    require_json(headers)?;
+    let bytes = read_body(headers, body).await?;
+    if let Some(secret) = &app.config.secret {
+        let token = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+            .unwrap_or_default();
+        if !secret.matches_token(token) {
+            return Err(ApiError::BadBearer);
+        }
+    }
+    Ok(bytes)
 }

@@ -6,6 +6,7 @@ mod error;
 mod guards;
 mod health;
 mod hook;
+mod rewind;
 mod sessions;
 pub(crate) mod state;
 pub(crate) mod status;
@@ -26,6 +27,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/hook"),
     ("get", "/health"),
     ("post", "/wake"),
+    ("post", "/rewind"),
     ("get", "/sessions"),
     ("get", "/metrics"),
 ];
@@ -35,6 +37,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/hook", post(hook::hook))
         .route("/health", get(health::health))
         .route("/wake", post(wake::wake))
+        .route("/rewind", post(rewind::rewind))
         .route("/sessions", get(sessions::sessions))
         .route("/metrics", get(sessions::metrics))
         .fallback(|| async { ApiError::NotFound })

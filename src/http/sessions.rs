@@ -12,6 +12,7 @@ use serde_json::json;
 use super::ApiError;
 use crate::http::AppState;
 use crate::http::status::{self, SessionStatus, SpoolDetail};
+use crate::store::RewindOutcome;
 
 async fn snapshot(app: Arc<AppState>, detail: SpoolDetail) -> Result<Vec<SessionStatus>, ApiError> {
     // Reads panes.json, markers, spools and the ledger: keep it off the request threads.
@@ -26,6 +27,7 @@ pub async fn sessions(State(app): State<Arc<AppState>>) -> Result<Response, ApiE
 }
 
 pub async fn metrics(State(app): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    let app_store = app.deliverer.store().clone();
     let sessions = snapshot(app, SpoolDetail::Bytes).await?;
     let mut text = crate::telemetry::handle().render();
     let mut by_state = std::collections::BTreeMap::<&str, u64>::new();
@@ -109,6 +111,38 @@ pub async fn metrics(State(app): State<Arc<AppState>>) -> Result<Response, ApiEr
     );
     let _ = writeln!(text, "# TYPE wakebridge_limited_sessions gauge");
     let _ = writeln!(text, "wakebridge_limited_sessions {limited}");
+    let rewinds = {
+        let store = app_store.clone();
+        tokio::task::spawn_blocking(move || store.rewinds())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default()
+    };
+    let _ = writeln!(
+        text,
+        "# HELP wakebridge_rewinds_total Rewinds (a /clear and the re-hydration prompt) by how they ended."
+    );
+    let _ = writeln!(text, "# TYPE wakebridge_rewinds_total counter");
+    for outcome in RewindOutcome::ALL {
+        let count = rewinds
+            .rows
+            .iter()
+            .filter(|r| r.outcome == Some(outcome))
+            .count();
+        let _ = writeln!(
+            text,
+            "wakebridge_rewinds_total{{outcome=\"{}\"}} {count}",
+            outcome.as_str()
+        );
+    }
+    let waiting = rewinds.rows.iter().filter(|r| r.outcome.is_none()).count();
+    let _ = writeln!(
+        text,
+        "# HELP wakebridge_rewinds_waiting Rewinds asked for and not performed yet."
+    );
+    let _ = writeln!(text, "# TYPE wakebridge_rewinds_waiting gauge");
+    let _ = writeln!(text, "wakebridge_rewinds_waiting {waiting}");
     let contexts: Vec<(&str, f64)> = sessions
         .iter()
         .filter_map(|s| {

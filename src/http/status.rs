@@ -11,7 +11,7 @@ use jiff::tz::TimeZone;
 
 use crate::claude::limits::describe_reset;
 use crate::http::AppState;
-use crate::store::{Limit, SessionRow, now_unix_ms};
+use crate::store::{Limit, RewindFacts, RewindOutcome, Rewinds, SessionRow, now_unix_ms};
 use crate::wakedir::reader::mapped_panes;
 
 /// Spools bigger than this are not read to count lines; the size alone is reported.
@@ -50,6 +50,11 @@ pub struct SessionStatus {
     /// The usage limit the session is held at: `{"kind", "resets_at", "resets_text",
     /// "seen_how", "since", "tries", "gave_up", "shown"}` (`shown`: `resets 15:00, in 1h 12m`).
     pub limit: Option<serde_json::Value>,
+    /// Its rewinds, once it has had one asked or an id before a `/clear`: `{"performed",
+    /// "last_at", "last_why", "last_outcome", "waiting", "formerly", "shown"}` (`shown`:
+    /// `rewound 2×, last 14:02`).
+    #[serde(default)]
+    pub rewind: Option<serde_json::Value>,
 }
 
 fn rfc3339_ms(ms: Option<i64>) -> Option<String> {
@@ -102,6 +107,12 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
         }
         Err(e) => tracing::warn!(error = %e, "could not read sessions from the ledger"),
     }
+    let rewinds = app.deliverer.store().rewinds().unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "could not read rewinds from the ledger");
+        Rewinds::default()
+    });
+    // An id given up at a `/clear` shows as part of the session that has the pane now.
+    rows.retain(|sid, _| mapped.contains_key(sid) || !rewinds.renamed(sid));
     let now_ms = now_unix_ms();
     let local = TimeZone::system();
     rows.into_iter()
@@ -172,6 +183,7 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
                     })
                 }),
                 limit: limit.map(|l| limit_json(&l, now_ms, &local)),
+                rewind: rewind_json(&rewinds.facts(&sid), &local),
                 session_id: sid,
             }
         })
@@ -191,8 +203,39 @@ fn limit_json(limit: &Limit, now_ms: i64, local: &TimeZone) -> serde_json::Value
     })
 }
 
+fn rewind_json(facts: &RewindFacts, local: &TimeZone) -> Option<serde_json::Value> {
+    if facts.pending.is_none() && facts.last.is_none() && facts.formerly.is_empty() {
+        return None;
+    }
+    let last_at = facts.last.as_ref().and_then(|r| r.done_ms);
+    let clock = last_at
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .map(|at| {
+            at.to_zoned_datetime(local.clone())
+                .strftime("%H:%M")
+                .to_string()
+        });
+    let mut shown = match (facts.performed, clock) {
+        (0, _) => "not rewound yet".to_owned(),
+        (n, Some(clock)) => format!("rewound {n}\u{d7}, last {clock}"),
+        (n, None) => format!("rewound {n}\u{d7}"),
+    };
+    if let Some(waiting) = &facts.pending {
+        shown.push_str(&format!(" ({} rewind waiting)", waiting.why.as_str()));
+    }
+    Some(serde_json::json!({
+        "performed": facts.performed,
+        "last_at": rfc3339_ms(last_at),
+        "last_why": facts.last.as_ref().map(|r| r.why.as_str()),
+        "last_outcome": facts.last.as_ref().and_then(|r| r.outcome).map(RewindOutcome::as_str),
+        "waiting": facts.pending.as_ref().map(|r| r.why.as_str()),
+        "formerly": facts.formerly,
+        "shown": shown,
+    }))
+}
+
 /// Columns of the `wakebridge status` table.
-const COLUMNS: usize = 10;
+const COLUMNS: usize = 11;
 
 /// A readable table of `sessions`; `color` adds ANSI colour to the state column.
 pub fn render_table(sessions: &[SessionStatus], color: bool) -> String {
@@ -210,6 +253,7 @@ pub fn render_table(sessions: &[SessionStatus], color: bool) -> String {
         "NUDGES",
         "OWED",
         "LIMIT",
+        "REWINDS",
     ];
     let mut table: Vec<[String; COLUMNS]> = vec![header.map(String::from)];
     for s in sessions {
@@ -249,6 +293,12 @@ pub fn render_table(sessions: &[SessionStatus], color: bool) -> String {
                 shown.to_owned()
             }
         });
+        let rewind = s
+            .rewind
+            .as_ref()
+            .and_then(|r| r["shown"].as_str())
+            .unwrap_or("-")
+            .to_owned();
         table.push([
             s.session_id.clone(),
             s.state.clone(),
@@ -260,6 +310,7 @@ pub fn render_table(sessions: &[SessionStatus], color: bool) -> String {
             nudges,
             owed,
             limit,
+            rewind,
         ]);
     }
     let widths: Vec<usize> = (0..COLUMNS)
@@ -330,6 +381,8 @@ mod tests {
             paid: None,
             limit: (state == "limited")
                 .then(|| serde_json::json!({"shown": "resets 15:00, in 1h 12m", "gave_up": false})),
+            rewind: (state == "idle")
+                .then(|| serde_json::json!({"shown": "rewound 2\u{d7}, last 14:02"})),
         }
     }
 
@@ -346,15 +399,23 @@ mod tests {
                 && lines[1].contains("3 lines")
                 && lines[1].contains("42%")
         );
-        assert!(lines[1].ends_with("5 (ack idle)  -     -"), "{}", lines[1]);
-        assert!(lines[2].ends_with("5 (ack idle)  2     -"), "{}", lines[2]);
+        assert!(
+            lines[1].ends_with("5 (ack idle)  -     -      rewound 2\u{d7}, last 14:02"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].ends_with("5 (ack idle)  2     -      -"),
+            "{}",
+            lines[2]
+        );
         let limited = render_table(&[status("lim", "limited")], false);
         assert!(
             limited
                 .lines()
                 .nth(1)
                 .unwrap()
-                .ends_with("-     resets 15:00, in 1h 12m"),
+                .ends_with("-     resets 15:00, in 1h 12m  -"),
             "{limited}"
         );
         assert!(!plain.contains('\x1b'));

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::Deserialize;
 
 use super::ApiError;
-use super::guards::{read_body, require_json};
+use super::guards::operator_body;
 use super::hook::delivered_json;
 use crate::delivery::gate::Mode;
 use crate::http::AppState;
@@ -35,17 +35,7 @@ pub async fn wake(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    require_json(&headers)?;
-    let bytes = read_body(&headers, body).await?;
-    if let Some(secret) = &app.config.secret {
-        let token = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
-            .unwrap_or_default();
-        if !secret.matches_token(token) {
-            return Err(ApiError::BadBearer);
-        }
-    }
+    let bytes = operator_body(&app, &headers, body).await?;
     let request: WakeRequest = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::BadRequest(format!(
             "expected {{\"session_id\": \"...\", \"force\": false, \"message\": \"<name>\"}}: {e}"

@@ -1,5 +1,6 @@
 //! Everything the nudger reads and writes, behind [`NudgerIo`]: the pane mapping, one tmux
-//! snapshot per poll, a pane's screen, the ledger's hook facts, owed wakes, usage limits and nudge state, Claude Code's
+//! snapshot per poll, a pane's screen, the ledger's hook facts, owed wakes, usage limits,
+//! rewinds and nudge state, Claude Code's
 //! session registry, busy markers and the wake gate. [`LiveIo`] is the real one; tests drive
 //! the loop (`nudge::task`) with a scripted one on tokio's paused clock.
 
@@ -18,7 +19,7 @@ use crate::delivery::gate::{Gate, GateOutcome, Mode};
 use crate::mux::{InjectError, KeystrokeText, MuxError, PaneInfo};
 use crate::nudge::signals::FileStamp;
 use crate::nudge::{NudgeViews, NudgerConfig};
-use crate::store::{Limit, NudgeState, Owed, Record, Store, now_unix_ms, unix_ms};
+use crate::store::{Limit, NudgeState, Owed, Record, RewindFacts, Store, now_unix_ms, unix_ms};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
@@ -41,6 +42,8 @@ pub struct SessionFacts {
     pub owed: Option<Owed>,
     /// The usage limit the session is held at.
     pub limit: Option<Limit>,
+    /// Its rewinds: one waiting, those done, the ids it had before.
+    pub rewind: RewindFacts,
 }
 
 /// Everything the loop reads from and does to the world.
@@ -197,9 +200,22 @@ impl NudgerIo for LiveIo {
         let store = self.store.clone();
         self.read_ledger("reading hook facts", move || {
             let mut facts = HashMap::new();
+            let rewinds = store.rewinds()?;
             for sid in sessions {
+                let rewind = rewinds.facts(&sid);
                 let row = store.session(&sid)?;
-                let Some(row) = row else { continue };
+                let Some(row) = row else {
+                    if rewind.pending.is_some() {
+                        facts.insert(
+                            sid,
+                            SessionFacts {
+                                rewind,
+                                ..SessionFacts::default()
+                            },
+                        );
+                    }
+                    continue;
+                };
                 let hook = row.last_hook_event.clone().zip(row.last_seen_ms);
                 let transcript = row
                     .transcript_path
@@ -216,6 +232,7 @@ impl NudgerIo for LiveIo {
                         transcript,
                         owed: row.owed,
                         limit: row.limit,
+                        rewind,
                     },
                 );
             }

@@ -1,4 +1,5 @@
-//! The idle nudger's pure parts and its settings: the backoff schedule (`schedule`), the idle
+//! The idle nudger's pure parts and its settings (with `[limits]` and `[rewind]`, whose steps
+//! run in its loop): the backoff schedule (`schedule`), the idle
 //! decision from many signals (`signals`), the validated [`NudgerConfig`] and the read-only
 //! [`NudgeView`] the status surfaces show, plus the polling loop (`task`) that gathers the
 //! signals (Claude Code's registry through `claude::registry`) and types nudges through the wake
@@ -13,8 +14,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{LimitSettings, NudgerSettings, WakeSettings};
+use crate::config::{LimitSettings, NudgerSettings, RewindSettings, WakeSettings};
 use crate::mux::{KeystrokeText, TextError};
+use crate::rewind::{RewindConfig, RewindError};
 
 pub use schedule::{Next, NudgeCount, Schedule};
 pub use signals::{Movement, Observation, Verdict};
@@ -49,6 +51,8 @@ pub enum NudgeError {
     BadResumeMessage(TextError),
     #[error("limits.max_tries must be at least 1 (WAKEBRIDGE_LIMITS__MAX_TRIES)")]
     NoTries,
+    #[error(transparent)]
+    Rewind(#[from] RewindError),
 }
 
 /// `[limits]`, validated: the hold and the resume at a usage limit's reset.
@@ -99,6 +103,7 @@ pub struct NudgerConfig {
     /// Quiet time after which an idle session that is owed a wake gets the wake prompt typed.
     pub owed_after: Duration,
     pub limits: LimitsConfig,
+    pub rewind: RewindConfig,
 }
 
 impl NudgerConfig {
@@ -106,6 +111,7 @@ impl NudgerConfig {
         settings: &NudgerSettings,
         wake: &WakeSettings,
         limits: &LimitSettings,
+        rewind: &RewindSettings,
     ) -> Result<Self, NudgeError> {
         if settings.messages.is_empty() {
             return Err(NudgeError::NoMessages);
@@ -139,6 +145,7 @@ impl NudgerConfig {
             echo_grace: ECHO_GRACE,
             owed_after: wake.owed_after,
             limits: LimitsConfig::from_settings(limits)?,
+            rewind: RewindConfig::from_settings(rewind)?,
         })
     }
 
@@ -196,13 +203,21 @@ mod tests {
         crate::config::defaults().limits.clone()
     }
 
+    fn rewind() -> RewindSettings {
+        crate::config::defaults().rewind.clone()
+    }
+
     #[test]
     fn defaults_load_and_the_environment_overrides_durations_and_the_message_list() {
         use crate::env::Env;
         let defaults = crate::config::load_settings(None, &Env::empty()).unwrap();
-        let config =
-            NudgerConfig::from_settings(&defaults.nudger, &defaults.wake, &defaults.limits)
-                .unwrap();
+        let config = NudgerConfig::from_settings(
+            &defaults.nudger,
+            &defaults.wake,
+            &defaults.limits,
+            &defaults.rewind,
+        )
+        .unwrap();
         assert!(config.enabled);
         assert_eq!(config.idle_after, Duration::from_secs(300));
         assert_eq!(config.poll_interval, Duration::from_secs(10));
@@ -217,9 +232,13 @@ mod tests {
             ("WAKEBRIDGE_NUDGER__MESSAGES", "Go on.,Keep at it."),
         ]);
         let settings = crate::config::load_settings(None, &env).unwrap();
-        let config =
-            NudgerConfig::from_settings(&settings.nudger, &settings.wake, &settings.limits)
-                .unwrap();
+        let config = NudgerConfig::from_settings(
+            &settings.nudger,
+            &settings.wake,
+            &settings.limits,
+            &settings.rewind,
+        )
+        .unwrap();
         assert!(!config.enabled);
         assert_eq!(config.idle_after, Duration::from_secs(600));
         let texts: Vec<&str> = config.messages.iter().map(KeystrokeText::as_str).collect();
@@ -228,7 +247,8 @@ mod tests {
 
     #[test]
     fn valid_settings_become_a_config_and_messages_rotate() {
-        let config = NudgerConfig::from_settings(&settings(), &wake(), &limits()).unwrap();
+        let config =
+            NudgerConfig::from_settings(&settings(), &wake(), &limits(), &rewind()).unwrap();
         assert_eq!(config.schedule.acknowledge_after, 5);
         assert_eq!(config.message(0).unwrap().as_str(), "Please continue.");
         assert_eq!(config.message(1).unwrap().as_str(), "Still there?");
@@ -240,7 +260,7 @@ mod tests {
         let mut s = settings();
         s.messages = vec![];
         assert_eq!(
-            NudgerConfig::from_settings(&s, &wake(), &limits()),
+            NudgerConfig::from_settings(&s, &wake(), &limits(), &rewind()),
             Err(NudgeError::NoMessages)
         );
         for bad in ["1 continue", "", "line\nbreak", "-x", "ends;"] {
@@ -248,7 +268,7 @@ mod tests {
             s.messages = vec!["fine".into(), bad.into()];
             assert!(
                 matches!(
-                    NudgerConfig::from_settings(&s, &wake(), &limits()),
+                    NudgerConfig::from_settings(&s, &wake(), &limits(), &rewind()),
                     Err(NudgeError::BadMessage { index: 1, .. })
                 ),
                 "{bad:?}"
@@ -257,13 +277,13 @@ mod tests {
         let mut s = settings();
         s.poll_interval = Duration::from_millis(5);
         assert!(matches!(
-            NudgerConfig::from_settings(&s, &wake(), &limits()),
+            NudgerConfig::from_settings(&s, &wake(), &limits(), &rewind()),
             Err(NudgeError::PollTooShort { .. })
         ));
         let mut s = settings();
         s.base_cooldown = Duration::ZERO;
         assert_eq!(
-            NudgerConfig::from_settings(&s, &wake(), &limits()),
+            NudgerConfig::from_settings(&s, &wake(), &limits(), &rewind()),
             Err(NudgeError::ZeroBase)
         );
     }

@@ -12,7 +12,8 @@
 //! typed once it has looked idle for `owed_after`, whatever its nudge backoff, and the poll runs
 //! every [`OWED_POLL`] while anything is owed. `[nudger] enabled = false` stops the nudges, not
 //! this. A session held at a usage limit gets neither: `resume` waits for the reset and resumes
-//! it, and the loop wakes for that reset.
+//! it, and the loop wakes for that reset. A session with a rewind waiting gets it at its next
+//! idle moment (`rewind`), after what it is owed and instead of a nudge.
 //!
 //! zellij panes have no snapshot here (no per-pane title or activity that costs one process for
 //! all panes): for them the decision rests on the hook facts, the registry and the transcript.
@@ -45,9 +46,11 @@ use crate::store::{
 use crate::wakedir::target::PaneTarget;
 
 mod resume;
+mod rewind;
 
 pub use super::io::{LiveIo, NudgerDeps, NudgerIo, SessionFacts};
 pub use resume::RESUME_SENDER;
+pub use rewind::REWIND_SENDER;
 
 /// The `sender` of the nudger's ledger rows.
 pub const NUDGER_SENDER: &str = "wakebridge-nudger";
@@ -86,6 +89,8 @@ struct Tracked {
     resume_refused: Option<Action>,
     /// While held at a limit: when to look at the screen next (unix ms).
     limit_look_ms: Option<i64>,
+    /// After a `/clear` the gate did not type, no new attempt before this.
+    rewind_retry_at: Option<Instant>,
 }
 
 impl Tracked {
@@ -250,6 +255,11 @@ impl<I: NudgerIo> Nudger<I> {
         }
         if let Some(owed) = owed
             && let Some(view) = self.pay_owed(sid, &obs, owed, now, now_ms).await
+        {
+            return view;
+        }
+        if let Some(rewind) = facts.get(sid).map(|f| &f.rewind)
+            && let Some(view) = self.rewind_step(sid, &obs, rewind, now, now_ms).await
         {
             return view;
         }

@@ -1,5 +1,6 @@
 //! wakebridge's memory: an embedded SQLite ledger of deliveries, sessions seen by the hook,
-//! last wakes (cooldown), nudge state and owed wakes, kept across restarts. This module owns opening the
+//! last wakes (cooldown), nudge state, owed wakes, usage limits, rewinds and the ids a session
+//! had before a `/clear`, kept across restarts. This module owns opening the
 //! file (directories, modes, WAL, migrations, refusing corrupt or foreign files), the group-commit
 //! write path and the read queries. It does not decide what to record or what the records mean
 //! (the bridge, nudger and context monitor do) and it never touches the spool.
@@ -29,10 +30,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-pub use queries::{Limit, Owed, Paid, SeenIdentity, SessionRow};
+pub use queries::{
+    Alias, Limit, Owed, Paid, RewindFacts, RewindRow, Rewinds, SeenIdentity, SessionRow,
+};
 pub use records::{
     Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, PendingBytes, Record,
-    RoundIds, SessionSeen, SpoolRound,
+    RewindOutcome, RewindWhy, RoundIds, SessionSeen, SpoolRound,
 };
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT};
 pub use writer::{MAX_BATCH, WriteStats};
@@ -367,6 +370,17 @@ impl Store {
     /// The usage limit `session_id` is held at, if any (the gate asks before every wake).
     pub fn limit(&self, session_id: &str) -> Result<Option<Limit>, StoreError> {
         self.read(|conn| queries::limit(conn, session_id))
+    }
+
+    /// The id `session_id` goes by now and the pane it was given up in, if it was renamed (a
+    /// `/clear`); see `queries::successor`.
+    pub fn successor(&self, session_id: &str) -> Result<Option<(String, String)>, StoreError> {
+        self.read(|conn| queries::successor(conn, session_id))
+    }
+
+    /// Every rename and rewind.
+    pub fn rewinds(&self) -> Result<Rewinds, StoreError> {
+        self.read(queries::rewinds)
     }
 
     /// The nudger's stored state for a session.

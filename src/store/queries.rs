@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::records::{LimitSource, NudgeState, Payment, PendingBytes};
+use super::records::{LimitSource, NudgeState, Payment, PendingBytes, RewindOutcome, RewindWhy};
 
 /// The latest delivery of one event identity inside the look-back window, used to warm the
 /// in-memory dedupe map at start-up so a redelivery after a restart gets the same answer.
@@ -296,4 +296,167 @@ pub(crate) fn pending_spool(
         pending.extend(shares.into_iter().map(|share| (id, share)));
     }
     Ok(pending)
+}
+
+/// Most renames followed from an id to the one its pane runs now: far more `/clear`s than a
+/// message would wait through, and a bound should the table ever hold a loop.
+const MAX_RENAMES: usize = 64;
+
+/// The id `session_id` is known by now, and the pane that id was given up in, following its
+/// renames (`None`: it was never renamed). Whether that pane still runs the newest id is the
+/// caller's to check against `panes.json`.
+pub(crate) fn successor(
+    conn: &Connection,
+    session_id: &str,
+) -> rusqlite::Result<Option<(String, String)>> {
+    let mut stmt = conn.prepare_cached("SELECT new_id, pane FROM aliases WHERE old_id = ?1")?;
+    let mut found: Option<(String, String)> = None;
+    for _ in 0..MAX_RENAMES {
+        let from = found.as_ref().map_or(session_id, |(id, _)| id.as_str());
+        match stmt
+            .query_row(params![from], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()?
+        {
+            Some(next) => found = Some(next),
+            None => break,
+        }
+    }
+    Ok(found)
+}
+
+/// One rewind, asked for or done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewindRow {
+    /// The id the session had when it was asked.
+    pub session_id: String,
+    pub why: RewindWhy,
+    pub asked_ms: i64,
+    pub done_ms: Option<i64>,
+    /// `None` while it waits.
+    pub outcome: Option<RewindOutcome>,
+    pub new_id: Option<String>,
+    pub detail: Option<String>,
+}
+
+/// One rename: `old_id` became `new_id` in `pane` at `at_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alias {
+    pub old_id: String,
+    pub new_id: String,
+    pub pane: String,
+    pub at_ms: i64,
+}
+
+/// Every rename and rewind the ledger holds (both tables stay small: a row per `/clear`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rewinds {
+    pub aliases: Vec<Alias>,
+    /// Oldest first.
+    pub rows: Vec<RewindRow>,
+}
+
+/// What the ledger knows of one session's rewinds, across the ids it had.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RewindFacts {
+    /// The ids the session had before, newest first.
+    pub formerly: Vec<String>,
+    /// The rewind waiting to be performed, if any.
+    pub pending: Option<RewindRow>,
+    /// Rewinds and restarts performed (outcome `done` or `not-typed`: the window was cleared).
+    pub performed: u32,
+    /// The last one that ended, whatever its outcome.
+    pub last: Option<RewindRow>,
+    /// When the last one performed ended (unix ms).
+    pub last_performed_ms: Option<i64>,
+}
+
+impl Rewinds {
+    /// `session_id`'s facts: its own rows and those of every id it had before.
+    pub fn facts(&self, session_id: &str) -> RewindFacts {
+        let formerly = self.formerly(session_id);
+        let mine =
+            |row: &&RewindRow| row.session_id == session_id || formerly.contains(&row.session_id);
+        let rows: Vec<&RewindRow> = self.rows.iter().filter(mine).collect();
+        let performed: Vec<&&RewindRow> = rows
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.outcome,
+                    Some(RewindOutcome::Done | RewindOutcome::NotTyped)
+                )
+            })
+            .collect();
+        RewindFacts {
+            pending: rows
+                .iter()
+                .find(|r| r.outcome.is_none())
+                .map(|r| (*r).clone()),
+            performed: u32::try_from(performed.len()).unwrap_or(u32::MAX),
+            last_performed_ms: performed.iter().filter_map(|r| r.done_ms).max(),
+            last: rows
+                .iter()
+                .filter(|r| r.outcome.is_some())
+                .max_by_key(|r| r.done_ms)
+                .map(|r| (*r).clone()),
+            formerly,
+        }
+    }
+
+    /// The ids `session_id` had before, newest first (bounded like [`successor`]).
+    pub fn formerly(&self, session_id: &str) -> Vec<String> {
+        let mut ids: Vec<String> = Vec::new();
+        let mut at = session_id;
+        for _ in 0..MAX_RENAMES {
+            let Some(alias) = self
+                .aliases
+                .iter()
+                .filter(|a| a.new_id == at && a.old_id != session_id && !ids.contains(&a.old_id))
+                .max_by_key(|a| a.at_ms)
+            else {
+                break;
+            };
+            ids.push(alias.old_id.clone());
+            at = &alias.old_id;
+        }
+        ids
+    }
+
+    /// Whether `session_id` was given up for another id.
+    pub fn renamed(&self, session_id: &str) -> bool {
+        self.aliases.iter().any(|a| a.old_id == session_id)
+    }
+}
+
+pub(crate) fn rewinds(conn: &Connection) -> rusqlite::Result<Rewinds> {
+    let aliases = conn
+        .prepare_cached("SELECT old_id, new_id, pane, at_ms FROM aliases")?
+        .query_map([], |row| {
+            Ok(Alias {
+                old_id: row.get(0)?,
+                new_id: row.get(1)?,
+                pane: row.get(2)?,
+                at_ms: row.get(3)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let rows = conn
+        .prepare_cached(
+            "SELECT session_id, why, asked_ms, done_ms, outcome, new_id, detail FROM rewinds \
+             ORDER BY id",
+        )?
+        .query_map([], |row| {
+            Ok(RewindRow {
+                session_id: row.get(0)?,
+                why: RewindWhy::parse(&row.get::<_, String>(1)?),
+                asked_ms: row.get(2)?,
+                done_ms: row.get(3)?,
+                outcome: row
+                    .get::<_, Option<String>>(4)?
+                    .map(|o| RewindOutcome::parse(&o)),
+                new_id: row.get(5)?,
+                detail: row.get(6)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(Rewinds { aliases, rows })
 }

@@ -178,6 +178,96 @@ pub enum Record {
     LimitLifted {
         session_id: String,
     },
+    /// The agent in `pane` gave up `old_id` for `new_id` (a `/clear`): a message to `old_id`
+    /// now reaches `new_id` there, and what `old_id` was owed and the limit it was held at go
+    /// with it.
+    Renamed {
+        old_id: String,
+        new_id: String,
+        pane: String,
+        at_ms: i64,
+    },
+    /// A rewind of `session_id` was asked for. At most one waits per session: asking again
+    /// changes nothing.
+    RewindAsked {
+        session_id: String,
+        why: RewindWhy,
+        at_ms: i64,
+    },
+    /// The rewind waiting for `session_id` ended `outcome`; `new_id` is the id the session has
+    /// after it.
+    RewindEnded {
+        session_id: String,
+        outcome: RewindOutcome,
+        new_id: Option<String>,
+        detail: Option<String>,
+        at_ms: i64,
+    },
+}
+
+/// Why a session was rewound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RewindWhy {
+    /// The agent (or someone for it) asked: `wakebridge rewind`, `POST /rewind`.
+    Asked,
+    /// `[rewind] auto`: past the checkpoint threshold, told to checkpoint, then idle.
+    Auto,
+}
+
+impl RewindWhy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RewindWhy::Asked => "asked",
+            RewindWhy::Auto => "auto",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Self {
+        match text {
+            "auto" => RewindWhy::Auto,
+            _ => RewindWhy::Asked,
+        }
+    }
+}
+
+/// How a rewind ended (the stored spelling is also the metrics' `outcome` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RewindOutcome {
+    /// Cleared and the re-hydration prompt delivered.
+    Done,
+    /// Cleared, but the re-hydration prompt could not be typed.
+    NotTyped,
+    /// Nothing was cleared: `/clear` was not taken, or the fresh prompt never showed.
+    Failed,
+    /// Not performed: too soon after the last one, or the session went away.
+    Skipped,
+}
+
+impl RewindOutcome {
+    pub const ALL: [RewindOutcome; 4] = [
+        RewindOutcome::Done,
+        RewindOutcome::NotTyped,
+        RewindOutcome::Failed,
+        RewindOutcome::Skipped,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RewindOutcome::Done => "done",
+            RewindOutcome::NotTyped => "not-typed",
+            RewindOutcome::Failed => "failed",
+            RewindOutcome::Skipped => "skipped",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Self {
+        match text {
+            "done" => RewindOutcome::Done,
+            "not-typed" => RewindOutcome::NotTyped,
+            "failed" => RewindOutcome::Failed,
+            _ => RewindOutcome::Skipped,
+        }
+    }
 }
 
 /// How a usage limit was seen.
@@ -493,7 +583,68 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             conn.prepare_cached("DELETE FROM limits WHERE session_id = ?1")?
                 .execute(params![session_id])?;
         }
+        Record::Renamed {
+            old_id,
+            new_id,
+            pane,
+            at_ms,
+        } => rename(conn, old_id, new_id, pane, *at_ms)?,
+        Record::RewindAsked {
+            session_id,
+            why,
+            at_ms,
+        } => {
+            conn.prepare_cached(
+                "INSERT INTO rewinds (session_id, why, asked_ms) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (session_id) WHERE outcome IS NULL DO NOTHING",
+            )?
+            .execute(params![session_id, why.as_str(), at_ms])?;
+        }
+        Record::RewindEnded {
+            session_id,
+            outcome,
+            new_id,
+            detail,
+            at_ms,
+        } => {
+            conn.prepare_cached(
+                "UPDATE rewinds SET outcome = ?2, new_id = ?3, detail = ?4, done_ms = ?5 \
+                 WHERE session_id = ?1 AND outcome IS NULL",
+            )?
+            .execute(params![session_id, outcome.as_str(), new_id, detail, at_ms])?;
+        }
     }
+    Ok(())
+}
+
+/// Records that `old_id` is now `new_id` in `pane`. The owed events and the limit are the
+/// agent's, not the id's: they move to the new id, so its Stop hook pays them and its hold
+/// stands. A rename back to an id the chain already holds (a pane re-mapped to its old id)
+/// drops that id's alias, so the chain never loops.
+fn rename(
+    conn: &Connection,
+    old_id: &str,
+    new_id: &str,
+    pane: &str,
+    at_ms: i64,
+) -> rusqlite::Result<()> {
+    if old_id == new_id {
+        return Ok(());
+    }
+    conn.prepare_cached("DELETE FROM aliases WHERE old_id = ?1")?
+        .execute(params![new_id])?;
+    conn.prepare_cached(
+        "INSERT INTO aliases (old_id, new_id, pane, at_ms) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (old_id) DO UPDATE SET new_id = excluded.new_id, pane = excluded.pane, \
+         at_ms = excluded.at_ms",
+    )?
+    .execute(params![old_id, new_id, pane, at_ms])?;
+    conn.prepare_cached(
+        "UPDATE deliveries SET target_session = ?2 WHERE target_session = ?1 AND owed = 1",
+    )?
+    .execute(params![old_id, new_id])?;
+    conn.prepare_cached("UPDATE OR IGNORE limits SET session_id = ?2 WHERE session_id = ?1")?
+        .execute(params![old_id, new_id])?;
     Ok(())
 }
 
@@ -608,10 +759,10 @@ pub(crate) fn prune_deliveries(
     Ok(deleted)
 }
 
-/// Forgets sessions whose every trace (hook seen, wake, nudge, owed event) is older than
-/// `cutoff_ms`, except those in `keep` (still mapped to a pane): their rows in `sessions`,
-/// `wakes`, `nudges` and `owed_payments` go, and what they were owed is written off (pruned
-/// with the deliveries). Returns how many sessions were forgotten.
+/// Forgets sessions whose every trace (hook seen, wake, nudge, owed event, limit, rewind) is
+/// older than `cutoff_ms`, except those in `keep` (still mapped to a pane): their rows in
+/// `sessions`, `wakes`, `nudges`, `owed_payments`, `limits`, `rewinds` and `aliases` go, and
+/// what they were owed is written off (pruned with the deliveries). Returns how many sessions were forgotten.
 pub(crate) fn forget_sessions(
     conn: &Connection,
     cutoff_ms: i64,
@@ -625,17 +776,26 @@ pub(crate) fn forget_sessions(
                  UNION ALL SELECT session_id, last_wake_ms FROM wakes \
                  UNION ALL SELECT session_id, coalesce(last_nudge_ms, 0) FROM nudges \
                  UNION ALL SELECT target_session, at_ms FROM deliveries WHERE owed = 1 \
-                 UNION ALL SELECT session_id, max(since_ms, coalesce(last_try_ms, 0)) FROM limits) \
+                 UNION ALL SELECT session_id, max(since_ms, coalesce(last_try_ms, 0)) FROM limits \
+                 UNION ALL SELECT session_id, coalesce(done_ms, asked_ms) FROM rewinds) \
              WHERE session_id NOT IN (SELECT value FROM json_each(?2)) \
              GROUP BY session_id HAVING max(at) < ?1",
         )?;
         let rows = stmt.query_map(params![cutoff_ms, keep], |row| row.get(0))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
-    let mut statements = ["sessions", "wakes", "nudges", "owed_payments", "limits"]
-        .map(|table| format!("DELETE FROM {table} WHERE session_id = ?1"))
-        .to_vec();
+    let mut statements = [
+        "sessions",
+        "wakes",
+        "nudges",
+        "owed_payments",
+        "limits",
+        "rewinds",
+    ]
+    .map(|table| format!("DELETE FROM {table} WHERE session_id = ?1"))
+    .to_vec();
     statements.push("UPDATE deliveries SET owed = 0 WHERE target_session = ?1 AND owed = 1".into());
+    statements.push("DELETE FROM aliases WHERE old_id = ?1 OR new_id = ?1".into());
     for sql in statements {
         let mut stmt = conn.prepare_cached(&sql)?;
         for sid in &dropped {

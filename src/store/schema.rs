@@ -32,6 +32,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(include_str!("../../migrations/0005_spool_pending.sql")),
         M::up(include_str!("../../migrations/0006_owed_wakes.sql")),
         M::up(include_str!("../../migrations/0007_usage_limits.sql")),
+        M::up(include_str!("../../migrations/0008_rewinds.sql")),
     ])
 });
 
@@ -44,7 +45,7 @@ pub fn migrations() -> &'static Migrations<'static> {
 /// by a newer wakebridge.
 pub fn latest_version() -> usize {
     // Kept in step with the list above by `latest_version_matches_migration_count`.
-    7
+    8
 }
 
 /// Settings for the single writer connection.

@@ -88,7 +88,8 @@ impl Rig {
             config.busy_ttl,
             Duration::ZERO,
             injector,
-            Some(store.clone()),
+            store.clone(),
+            true,
         ));
         let deliverer = Deliverer::new(
             Spool::open(wake_dir.clone(), store.clone())?,

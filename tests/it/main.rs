@@ -25,6 +25,7 @@ mod openapi;
 mod owed;
 mod process;
 mod registration;
+mod rewind;
 mod spool_files;
 mod store;
 mod wake_dir;

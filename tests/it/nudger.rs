@@ -284,12 +284,18 @@ fn default_config() -> NudgerConfig {
         echo_grace: Duration::from_secs(10),
         owed_after: Duration::from_secs(10),
         limits: limits_config(),
+        rewind: rewind_config(),
     }
 }
 
 /// `[limits]` as shipped: resume at the reset + 60 s, `continue`, 3 tries.
 fn limits_config() -> LimitsConfig {
     LimitsConfig::from_settings(&wakebridge::config::defaults().limits).unwrap()
+}
+
+/// `[rewind]` as shipped.
+fn rewind_config() -> wakebridge::rewind::RewindConfig {
+    wakebridge::rewind::RewindConfig::from_settings(&wakebridge::config::defaults().rewind).unwrap()
 }
 
 /// The rows of owed wakes the loop recorded for `sid`, by action.
@@ -784,18 +790,20 @@ fn rig(server: &TmuxServer, tmux_bin: Option<PathBuf>, sessions: &[(&str, &Agent
         ..MuxConfig::default()
     };
     let injector = Arc::new(Injector::new(&mux));
+    let store = Store::open_in_memory().unwrap();
     let gate = Arc::new(Gate::new(
         wake_dir.clone(),
         3600.0,
         Duration::ZERO,
         injector,
-        None,
+        store.clone(),
+        false,
     ));
     Rig {
         _wake: wake,
         wake_dir,
         gate,
-        store: Store::open_in_memory().unwrap(),
+        store,
     }
 }
 
@@ -816,6 +824,7 @@ fn fast_config(base_ms: u64, acknowledge_after: u32) -> NudgerConfig {
         echo_grace: Duration::from_millis(500),
         owed_after: Duration::from_millis(500),
         limits: limits_config(),
+        rewind: rewind_config(),
     }
 }
 

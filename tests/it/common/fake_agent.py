@@ -18,6 +18,11 @@ The mode is read from the control file (polled every 50 ms), one word per line:
           recorded as submits "[menu] 1" / "[menu] enter"; other keys are ignored meanwhile
   resumed Claude Code's own auto-continue: a reply line, Notification(quota_auto_resume_fired)
 
+A submitted "/clear" is Claude Code's: no UserPromptSubmit, the screen is emptied, and the
+session goes on under a new id (a fresh uuid): SessionEnd with reason "clear" for the old id,
+then SessionStart with source "clear" for the new one;
+the hooks it fires from then on carry the new id. The new id is appended to RECORD.ids.
+
 With FAKE_AGENT_HOOK set (a shell command) it fires Claude Code's hooks the way Claude Code
 does, with a JSON payload on stdin for session FAKE_AGENT_SESSION: UserPromptSubmit when a line
 is submitted, Stop when a turn ends (the mode leaves "busy"); each call is logged to RECORD.hooks. A Stop answered with
@@ -29,6 +34,7 @@ Usage: fake_agent.py RECORD CONTROL [TYPED]   (TYPED: text already on the prompt
 
 import json
 import os
+import uuid
 import select
 import subprocess
 import sys
@@ -168,6 +174,17 @@ def main():
                             continue
                         with open(record_path + ".submits", "a") as s:
                             s.write("%.3f\t%s\n" % (time.time(), typed))
+                        if typed.strip() == "/clear":
+                            typed = ""
+                            history = ["fake agent ready"]
+                            draw()
+                            new_id = str(uuid.uuid4())
+                            with open(record_path + ".ids", "a") as ids:
+                                ids.write(new_id + "\n")
+                            fire(record_path + ".hooks", "SessionEnd", reason="clear")
+                            os.environ["FAKE_AGENT_SESSION"] = new_id
+                            fire(record_path + ".hooks", "SessionStart", source="clear")
+                            continue
                         history.append("> " + typed)
                         fire(record_path + ".hooks", "UserPromptSubmit", prompt=typed)
                         typed = ""

@@ -1,0 +1,88 @@
+//! `POST /rewind`: a session asks for a clean context window (`wakebridge rewind`). It only
+//! records the request and answers at once; the nudger performs it at the session's next idle
+//! moment (`nudge::task::rewind`). The session is named by any id it has had: one given up at a
+//! `/clear` names the agent that runs in its pane now. Same auth as `/wake`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::ApiError;
+use super::guards::operator_body;
+use crate::http::AppState;
+use crate::store::{Record, RewindWhy, now_unix_ms};
+use crate::wire::session_id::SessionId;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RewindRequest {
+    session_id: String,
+}
+
+pub async fn rewind(
+    State(app): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let bytes = operator_body(&app, &headers, body).await?;
+    let request: RewindRequest = serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::BadRequest(format!("expected {{\"session_id\": \"...\"}}: {e}")))?;
+    let Some(asked) = SessionId::parse(&request.session_id) else {
+        return Err(ApiError::BadRequest(
+            "session_id must match [A-Za-z0-9_-]{1,64}".into(),
+        ));
+    };
+    if app.nudges.is_none() {
+        return Err(ApiError::BadRequest(
+            "rewinds are performed by the nudger, which runs only with the mux backend \
+             (--backend mux)"
+                .into(),
+        ));
+    }
+    let (app, asked) = (app.clone(), asked.to_string());
+    let answer = tokio::task::spawn_blocking(move || ask(&app, &asked))
+        .await
+        .map_err(|_| ApiError::Unavailable("recording the rewind failed".into()))??;
+    Ok(Json(answer).into_response())
+}
+
+/// Records the rewind for the id `asked` goes by now, unless one already waits.
+fn ask(app: &AppState, asked: &str) -> Result<serde_json::Value, ApiError> {
+    let deliverer = &app.deliverer;
+    let resolved = deliverer.gate().resolve(asked);
+    let sid = resolved.session_id.into_owned();
+    if resolved.target.is_none() {
+        return Err(ApiError::BadRequest(format!(
+            "session {asked} has no pane in panes.json, so there is nothing to rewind; map it \
+             (its SessionStart hook, or `wakebridge panes set`) first"
+        )));
+    }
+    let store = deliverer.store();
+    let unreadable = |e: crate::store::StoreError| {
+        tracing::warn!(error = %e, "could not read or record a rewind in the ledger");
+        ApiError::Unavailable("the ledger is not available; see the wakebridge log".into())
+    };
+    let waiting = store.rewinds().map_err(unreadable)?.facts(&sid).pending;
+    let status = if waiting.is_some() {
+        "already-asked"
+    } else {
+        let record = Record::RewindAsked {
+            session_id: sid.clone(),
+            why: RewindWhy::Asked,
+            at_ms: now_unix_ms(),
+        };
+        store.record_blocking(record).map_err(unreadable)?;
+        tracing::info!(
+            session_id = sid.as_str(),
+            "rewind asked for; done at its next idle moment"
+        );
+        "asked"
+    };
+    Ok(json!({"session_id": sid, "status": status}))
+}

@@ -1,0 +1,246 @@
+//! The nudger's step for a session with a rewind waiting: once it is idle long enough
+//! (`rewind::due`), `/clear` is typed through the gate (so never over a running turn, a draft,
+//! a dialog or a limit's notice), the fresh prompt is awaited, and the re-hydration message is
+//! typed once into whatever id the pane runs now. The new id comes from the `SessionStart`
+//! hook of `source = "clear"`, which maps the pane under it (and records the old id as renamed,
+//! so the bus's messages to it still arrive); without that hook a fresh, empty prompt on the
+//! screen is taken as the clear done. Every step is in the ledger:
+//! the rows of what was typed, and how the rewind ended.
+//!
+//! It owns that sequence; when a rewind is due and what a cleared screen is are `rewind`'s,
+//! typing the gate's.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{Nudger, OWED_RETRY, typed_row};
+use crate::delivery::Action;
+use crate::delivery::gate::Mode;
+use crate::nudge::NudgeView;
+use crate::nudge::io::NudgerIo;
+use crate::nudge::signals::{Observation, Verdict, classify};
+use crate::rewind::{self, CLEAR_WAIT, CLEARED_WITHOUT_HOOK, Due, RewindConfig};
+use crate::store::{DeliverySource, Record, RewindFacts, RewindOutcome, RewindRow};
+
+/// The `sender` of the rows of what a rewind typed (`/clear`, the re-hydration message).
+pub const REWIND_SENDER: &str = "wakebridge-rewind";
+
+/// Gap between two looks for the cleared session.
+const CLEAR_LOOK_EVERY: Duration = Duration::from_millis(200);
+
+impl<I: NudgerIo> Nudger<I> {
+    /// The waiting rewind of `sid`, if any and the session looks idle: `None` leaves the
+    /// session to the nudge path (no rewind, or not idle).
+    pub(super) async fn rewind_step(
+        &mut self,
+        sid: &str,
+        obs: &Observation,
+        facts: &RewindFacts,
+        now: Instant,
+        now_ms: i64,
+    ) -> Option<NudgeView> {
+        let pending = facts.pending.as_ref()?;
+        let Verdict::Idle(idle_reason) = classify(obs) else {
+            return None;
+        };
+        let tracked = self.sessions.entry(sid.to_owned()).or_default();
+        let idle_for = tracked.quiet_for(now_ms);
+        if tracked.rewind_retry_at.is_some_and(|at| at > now) {
+            let reason = format!("idle ({idle_reason}), rewind waiting");
+            return Some(self.view(sid, now, now_ms, reason));
+        }
+        let why = pending.why.as_str();
+        match rewind::due(
+            pending,
+            idle_for,
+            self.config.owed_after,
+            facts.last_performed_ms,
+            now_ms,
+            &self.config.rewind,
+        ) {
+            Due::Wait => {
+                let reason = format!("idle ({idle_reason}), rewind ({why}) due once settled");
+                Some(self.view(sid, now, now_ms, reason))
+            }
+            Due::Skip(detail) => {
+                tracing::info!(session_id = sid, "automatic rewind skipped: {detail}");
+                self.end_rewind(pending, RewindOutcome::Skipped, None, Some(detail))
+                    .await;
+                Some(self.view(sid, now, now_ms, format!("rewind ({why}) skipped")))
+            }
+            Due::Now => Some(self.clear_and_rehydrate(sid, pending).await),
+        }
+    }
+
+    /// `/clear`, the fresh prompt, the message. A session renamed since the rewind was asked
+    /// for (the daemon stopped between the clear and the message, or someone cleared it by
+    /// hand) only gets the message.
+    async fn clear_and_rehydrate(&mut self, sid: &str, pending: &RewindRow) -> NudgeView {
+        let mut new_id = None;
+        if pending.session_id == sid {
+            let before = self.io.mapping().await.get(sid).map(ToString::to_string);
+            let outcome = self.io.wake(sid, &RewindConfig::clear(), Mode::Gated).await;
+            let done_ms = self.io.now_ms();
+            let mut records = vec![typed_row(
+                DeliverySource::Wake,
+                REWIND_SENDER,
+                sid,
+                done_ms,
+                &outcome,
+            )];
+            if !outcome.action.woke() {
+                self.io.record(records).await;
+                let action = outcome.action.as_str();
+                if matches!(outcome.action, Action::SpoolBusy | Action::SpoolCooldown) {
+                    // A turn, a draft, a dialog or the cooldown: the next idle moment.
+                    self.retry_rewind_in(OWED_RETRY, sid);
+                    let reason = format!("rewind waiting (/clear not typed: {action})");
+                    return self.view(sid, Instant::now(), done_ms, reason);
+                }
+                let detail = format!(
+                    "/clear not typed: {action}{}",
+                    outcome
+                        .error_kind
+                        .map(|k| format!(" ({k})"))
+                        .unwrap_or_default()
+                );
+                tracing::warn!(session_id = sid, "rewind failed: {detail}");
+                self.end_rewind(pending, RewindOutcome::Failed, None, Some(detail))
+                    .await;
+                return self.view(sid, Instant::now(), done_ms, "rewind failed".into());
+            }
+            records.push(Record::Wake {
+                session_id: sid.to_owned(),
+                at_ms: done_ms,
+            });
+            self.io.record(records).await;
+            match self.await_cleared(sid, before.as_deref()).await {
+                Some(renamed) => new_id = renamed,
+                None => {
+                    let detail = "no fresh prompt after /clear".to_owned();
+                    tracing::warn!(session_id = sid, "rewind failed: {detail}");
+                    self.end_rewind(pending, RewindOutcome::Failed, None, Some(detail))
+                        .await;
+                    let done_ms = self.io.now_ms();
+                    return self.view(sid, Instant::now(), done_ms, "rewind failed".into());
+                }
+            }
+        }
+        let into = new_id.clone().unwrap_or_else(|| sid.to_owned());
+        let outcome = self.rehydrate(&into).await;
+        let view_id = into.clone();
+        let reason = if outcome {
+            tracing::info!(
+                session_id = sid,
+                new_session_id = into.as_str(),
+                why = pending.why.as_str(),
+                "rewound a session: /clear, then the re-hydration prompt"
+            );
+            self.end_rewind(pending, RewindOutcome::Done, Some(into), None)
+                .await;
+            format!("rewound ({})", pending.why.as_str())
+        } else {
+            tracing::warn!(
+                session_id = sid,
+                "rewound, but the re-hydration prompt could not be typed"
+            );
+            let detail = Some("the re-hydration prompt was not typed".to_owned());
+            self.end_rewind(pending, RewindOutcome::NotTyped, Some(into), detail)
+                .await;
+            "rewound, prompt not typed".to_owned()
+        };
+        self.view(&view_id, Instant::now(), self.io.now_ms(), reason)
+    }
+
+    /// Waits (up to [`CLEAR_WAIT`]) for the clear to show: the pane mapped under another id
+    /// (`Some(Some(new_id))`, the SessionStart hook's doing), or, after
+    /// [`CLEARED_WITHOUT_HOOK`], a fresh empty prompt on the screen (`Some(None)`). `pane` is
+    /// the session's pane as it was mapped before the clear.
+    async fn await_cleared(&self, sid: &str, pane: Option<&str>) -> Option<Option<String>> {
+        let started = Instant::now();
+        loop {
+            tokio::time::sleep(CLEAR_LOOK_EVERY).await;
+            let mapping = self.io.mapping().await;
+            if let Some(pane) = pane
+                && let Some((new_id, _)) = mapping
+                    .iter()
+                    .find(|(id, target)| id.as_str() != sid && target.to_string() == pane)
+            {
+                return Some(Some(new_id.clone()));
+            }
+            if started.elapsed() >= CLEARED_WITHOUT_HOOK
+                && mapping.contains_key(sid)
+                && self
+                    .io
+                    .screen(sid)
+                    .await
+                    .is_some_and(|screen| rewind::cleared(&screen))
+            {
+                return Some(None);
+            }
+            if started.elapsed() >= CLEAR_WAIT {
+                return None;
+            }
+        }
+    }
+
+    /// Types the re-hydration message into `sid` once (the cooldown `/clear` started is no
+    /// reason to wait, nor the busy marker a clear leaves behind), retrying while the fresh
+    /// screen is still being drawn; true once it was typed and submitted.
+    pub(super) async fn rehydrate(&mut self, sid: &str) -> bool {
+        let message = self.config.rewind.message.clone();
+        let started = Instant::now();
+        loop {
+            let outcome = self.io.wake(sid, &message, Mode::Forced).await;
+            let done_ms = self.io.now_ms();
+            let typed = outcome.action.woke();
+            let mut records = vec![typed_row(
+                DeliverySource::Wake,
+                REWIND_SENDER,
+                sid,
+                done_ms,
+                &outcome,
+            )];
+            if typed {
+                records.push(Record::Wake {
+                    session_id: sid.to_owned(),
+                    at_ms: done_ms,
+                });
+            }
+            let again = outcome.action == Action::SpoolBusy && started.elapsed() < CLEAR_WAIT;
+            if typed || !again {
+                self.io.record(records).await;
+                return typed;
+            }
+            tokio::time::sleep(CLEAR_LOOK_EVERY).await;
+        }
+    }
+
+    /// Records how the rewind asked for `pending.session_id` ended.
+    pub(super) async fn end_rewind(
+        &mut self,
+        pending: &RewindRow,
+        outcome: RewindOutcome,
+        new_id: Option<String>,
+        detail: Option<String>,
+    ) {
+        let at_ms = self.io.now_ms();
+        self.io
+            .record(vec![Record::RewindEnded {
+                session_id: pending.session_id.clone(),
+                outcome,
+                new_id,
+                detail,
+                at_ms,
+            }])
+            .await;
+    }
+
+    fn retry_rewind_in(&mut self, wait: Duration, sid: &str) {
+        self.sessions
+            .entry(sid.to_owned())
+            .or_default()
+            .rewind_retry_at = Some(Instant::now() + wait);
+    }
+}

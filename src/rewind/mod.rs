@@ -1,0 +1,203 @@
+//! Rewinds: a clean context window before the old one runs out. A session is rewound when it
+//! asks (`wakebridge rewind`, `POST /rewind`) or, with `[rewind] auto`, when it crossed the
+//! checkpoint threshold, was told to checkpoint, and then stayed idle: at its next idle moment
+//! `/clear` is typed, the fresh prompt awaited (and the `SessionStart` of `source = "clear"`
+//! where hooks are wired, which also says the new session id), and the re-hydration message
+//! typed once, confirmed.
+//!
+//! This module owns the validated `[rewind]` settings ([`RewindConfig`]) and the pure decisions:
+//! when a waiting rewind is due ([`due`]) and whether a screen shows the fresh prompt after
+//! `/clear` ([`cleared`]). The nudger's loop performs them (`nudge::task::rewind`), because it
+//! is what watches every session for its idle moments; the ledger keeps the record
+//! (`store::Record::RewindAsked` / `RewindEnded` / `Renamed`).
+
+use std::time::Duration;
+
+use crate::claude::screen;
+use crate::config::RewindSettings;
+use crate::mux::{KeystrokeText, TextError};
+use crate::store::{RewindRow, RewindWhy};
+
+/// The command that empties Claude Code's context window (local: no API call, works offline).
+pub const CLEAR_COMMAND: &str = "/clear";
+
+/// Longest wait after `/clear` for the fresh prompt (and for the hook that maps the pane under
+/// the new id). Claude Code clears within a second; its SessionStart hooks may take seconds.
+pub const CLEAR_WAIT: Duration = Duration::from_secs(20);
+
+/// After `/clear` was taken, how long a screen that already looks fresh is trusted without the
+/// `SessionStart` hook having mapped the new id (early-2026 builds sometimes did not fire it,
+/// and a session without hooks never does).
+pub const CLEARED_WITHOUT_HOOK: Duration = Duration::from_secs(3);
+
+/// Why `[rewind]` cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RewindError {
+    #[error("rewind.message cannot be typed: {0} (WAKEBRIDGE_REWIND__MESSAGE)")]
+    BadMessage(TextError),
+    #[error("rewind.after must be more than zero (WAKEBRIDGE_REWIND__AFTER)")]
+    ZeroAfter,
+}
+
+/// `[rewind]`, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewindConfig {
+    /// Rewind sessions past the checkpoint threshold on its own.
+    pub auto: bool,
+    /// Idle time after the checkpoint warning before an automatic rewind.
+    pub after: Duration,
+    /// Shortest time between two automatic rewinds of one session.
+    pub min_gap: Duration,
+    /// The re-hydration prompt typed into the fresh context.
+    pub message: KeystrokeText,
+}
+
+impl RewindConfig {
+    pub fn from_settings(settings: &RewindSettings) -> Result<Self, RewindError> {
+        if settings.after.is_zero() {
+            return Err(RewindError::ZeroAfter);
+        }
+        Ok(Self {
+            auto: settings.auto,
+            after: settings.after,
+            min_gap: settings.min_gap,
+            message: KeystrokeText::new(&settings.message).map_err(RewindError::BadMessage)?,
+        })
+    }
+
+    /// `/clear`, as keystrokes.
+    pub fn clear() -> KeystrokeText {
+        KeystrokeText::new(CLEAR_COMMAND).unwrap_or_else(|_| KeystrokeText::wake_prompt())
+    }
+}
+
+/// What to do about a waiting rewind now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Due {
+    /// Not yet: the session has not been idle long enough.
+    Wait,
+    /// Perform it.
+    Now,
+    /// Drop it (an automatic rewind too soon after the last one), and why.
+    Skip(String),
+}
+
+/// Whether `pending` is due for a session idle for `idle_for`: one it asked for once it has
+/// settled (`settle`, the quiet time owed wakes wait too), an automatic one after
+/// [`RewindConfig::after`] and never within [`RewindConfig::min_gap`] of the last rewind
+/// performed (`last_done_ms`).
+pub fn due(
+    pending: &RewindRow,
+    idle_for: Duration,
+    settle: Duration,
+    last_done_ms: Option<i64>,
+    now_ms: i64,
+    config: &RewindConfig,
+) -> Due {
+    match pending.why {
+        RewindWhy::Asked if idle_for >= settle => Due::Now,
+        RewindWhy::Auto => {
+            let gap_ms = i64::try_from(config.min_gap.as_millis()).unwrap_or(i64::MAX);
+            if let Some(last) = last_done_ms
+                && now_ms.saturating_sub(last) < gap_ms
+            {
+                let ago = Duration::from_millis(u64::try_from(now_ms - last).unwrap_or(0));
+                return Due::Skip(format!(
+                    "the last rewind was {}s ago, within rewind.min_gap",
+                    ago.as_secs()
+                ));
+            }
+            if idle_for >= config.after {
+                Due::Now
+            } else {
+                Due::Wait
+            }
+        }
+        RewindWhy::Asked => Due::Wait,
+    }
+}
+
+/// Whether a screen shows Claude Code's fresh, empty prompt: an input line with nothing on it
+/// and nothing holding the pane (no dialog, menu or running turn).
+pub fn cleared(text: &str) -> bool {
+    text.lines().any(|line| screen::input(line).is_some())
+        && screen::draft(text).is_none()
+        && screen::modal(text).is_none()
+        && !screen::turn_running(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> RewindConfig {
+        RewindConfig::from_settings(&crate::config::defaults().rewind).unwrap()
+    }
+
+    fn row(why: RewindWhy) -> RewindRow {
+        RewindRow {
+            session_id: "s".into(),
+            why,
+            asked_ms: 0,
+            done_ms: None,
+            outcome: None,
+            new_id: None,
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn the_defaults_validate_and_an_untypable_message_is_refused() {
+        let c = config();
+        assert!(!c.auto);
+        assert_eq!(c.after, Duration::from_secs(120));
+        assert_eq!(c.min_gap, Duration::from_secs(1800));
+        assert!(c.message.as_str().starts_with("You were rewound"));
+        assert_eq!(RewindConfig::clear().as_str(), "/clear");
+        let mut s = crate::config::defaults().rewind.clone();
+        s.message = "1. go".into();
+        assert!(matches!(
+            RewindConfig::from_settings(&s),
+            Err(RewindError::BadMessage(_))
+        ));
+        s.message = "fine".into();
+        s.after = Duration::ZERO;
+        assert_eq!(RewindConfig::from_settings(&s), Err(RewindError::ZeroAfter));
+    }
+
+    #[test]
+    fn asked_rewinds_wait_to_settle_and_automatic_ones_for_after_and_the_gap() {
+        let c = config();
+        let settle = Duration::from_secs(10);
+        let asked = row(RewindWhy::Asked);
+        assert_eq!(
+            due(&asked, Duration::from_secs(9), settle, None, 0, &c),
+            Due::Wait
+        );
+        assert_eq!(due(&asked, settle, settle, None, 0, &c), Due::Now);
+        // An asked rewind ignores the gap: the agent knows it checkpointed.
+        assert_eq!(due(&asked, settle, settle, Some(0), 1, &c), Due::Now);
+        let auto = row(RewindWhy::Auto);
+        let now = 10_000_000;
+        assert_eq!(due(&auto, settle, settle, None, now, &c), Due::Wait);
+        assert_eq!(due(&auto, c.after, settle, None, now, &c), Due::Now);
+        let recent = Some(now - 60_000);
+        assert!(matches!(
+            due(&auto, c.after, settle, recent, now, &c),
+            Due::Skip(why) if why.contains("60s ago")
+        ));
+        let long_ago = Some(now - 1_800_000);
+        assert_eq!(due(&auto, c.after, settle, long_ago, now, &c), Due::Now);
+    }
+
+    #[test]
+    fn only_an_empty_prompt_that_nothing_holds_is_a_cleared_screen() {
+        let fresh = " ▐▛███▜▌   Claude Code\n\n❯ /clear\n  ⎿  (no content)\n\n────\n❯ \n────\n  ? for shortcuts";
+        assert!(cleared(fresh));
+        assert!(!cleared("────\n❯ /clear\n────\n"));
+        assert!(!cleared("no prompt at all"));
+        assert!(!cleared(
+            "Do you want to proceed?\n❯ 1. Yes\n  2. No\n────\n❯ \n────"
+        ));
+    }
+}
