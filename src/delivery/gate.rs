@@ -183,11 +183,6 @@ impl Gate {
         &self.injector
     }
 
-    /// The session's pane, if mapped (warnings for a broken panes.json are the reader's).
-    pub fn lookup(&self, sid: &str) -> Option<PaneTarget> {
-        self.panes.lookup(sid)
-    }
-
     /// When wakebridge last typed into `sid`'s pane (wake, nudge or warning), if ever.
     pub fn last_typed(&self, sid: &str) -> Option<Instant> {
         lock(&self.typed_at).get(sid).copied()

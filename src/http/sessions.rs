@@ -27,7 +27,7 @@ pub async fn sessions(State(app): State<Arc<AppState>>) -> Result<Response, ApiE
 }
 
 pub async fn metrics(State(app): State<Arc<AppState>>) -> Result<Response, ApiError> {
-    let app_store = app.deliverer.store().clone();
+    let store = app.deliverer.store().clone();
     let sessions = snapshot(app, SpoolDetail::Bytes).await?;
     let mut text = crate::telemetry::handle().render();
     let mut by_state = std::collections::BTreeMap::<&str, u64>::new();
@@ -111,32 +111,25 @@ pub async fn metrics(State(app): State<Arc<AppState>>) -> Result<Response, ApiEr
     );
     let _ = writeln!(text, "# TYPE wakebridge_limited_sessions gauge");
     let _ = writeln!(text, "wakebridge_limited_sessions {limited}");
-    let rewinds = {
-        let store = app_store.clone();
-        tokio::task::spawn_blocking(move || store.rewinds())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default()
-    };
+    let rewinds = tokio::task::spawn_blocking(move || store.rewind_counts())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
     let _ = writeln!(
         text,
         "# HELP wakebridge_rewinds_total Rewinds (a /clear and the re-hydration prompt) by how they ended."
     );
     let _ = writeln!(text, "# TYPE wakebridge_rewinds_total counter");
     for outcome in RewindOutcome::ALL {
-        let count = rewinds
-            .rows
-            .iter()
-            .filter(|r| r.outcome == Some(outcome))
-            .count();
         let _ = writeln!(
             text,
-            "wakebridge_rewinds_total{{outcome=\"{}\"}} {count}",
-            outcome.as_str()
+            "wakebridge_rewinds_total{{outcome=\"{}\"}} {}",
+            outcome.as_str(),
+            rewinds.get(&Some(outcome)).copied().unwrap_or(0)
         );
     }
-    let waiting = rewinds.rows.iter().filter(|r| r.outcome.is_none()).count();
+    let waiting = rewinds.get(&None).copied().unwrap_or(0);
     let _ = writeln!(
         text,
         "# HELP wakebridge_rewinds_waiting Rewinds asked for and not performed yet."

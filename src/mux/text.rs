@@ -1,5 +1,6 @@
-//! The only text wakebridge will ever type into a pane: the fixed wake prompt, operator-
-//! configured messages (nudges, context warnings, the resume message at a usage limit's reset),
+//! The only text wakebridge will ever type into a pane: the fixed wake prompt, `/clear`,
+//! operator-configured messages (nudges, context warnings, the resume message at a usage
+//! limit's reset, the re-hydration prompt after a rewind),
 //! validated once into a [`KeystrokeText`], and the number of a menu option located on screen.
 //! Nothing from an event payload or request can become one without passing these rules, and the
 //! backends accept nothing else. Which message to send when is decided elsewhere.
@@ -10,6 +11,9 @@ use crate::wakedir::printable::is_printable_char;
 
 /// The wake prompt, byte for byte the reference bridge's (ASCII hyphen, trailing period).
 pub const WAKE_PROMPT: &str = "Check the event bus - a directed event arrived for this session.";
+
+/// Claude Code's command that empties the context window, typed by a rewind.
+pub const CLEAR_COMMAND: &str = "/clear";
 
 /// Longest text accepted, in characters. A nudge or warning is one sentence or two; long text
 /// arriving in one burst is what terminal UIs treat as a paste, where the submit gets lost.
@@ -99,6 +103,15 @@ impl KeystrokeText {
     pub fn wake_prompt() -> Self {
         Self {
             text: WAKE_PROMPT.to_owned(),
+            resumes: false,
+        }
+    }
+
+    /// Claude Code's `/clear`, the first step of a rewind: a fixed local command (it makes no
+    /// API call and empties the context window).
+    pub fn clear() -> Self {
+        Self {
+            text: CLEAR_COMMAND.to_owned(),
             resumes: false,
         }
     }

@@ -204,18 +204,7 @@ impl NudgerIo for LiveIo {
             for sid in sessions {
                 let rewind = rewinds.facts(&sid);
                 let row = store.session(&sid)?;
-                let Some(row) = row else {
-                    if rewind.pending.is_some() {
-                        facts.insert(
-                            sid,
-                            SessionFacts {
-                                rewind,
-                                ..SessionFacts::default()
-                            },
-                        );
-                    }
-                    continue;
-                };
+                let Some(row) = row else { continue };
                 let hook = row.last_hook_event.clone().zip(row.last_seen_ms);
                 let transcript = row
                     .transcript_path

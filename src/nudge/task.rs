@@ -400,26 +400,18 @@ impl<I: NudgerIo> Nudger<I> {
         let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
         let done_ms = self.io.now_ms();
         let tracked = self.sessions.entry(sid.to_owned()).or_default();
-        let mut records = Vec::new();
-        if row_due(&mut tracked.owed_refused, &outcome) {
-            records.push(typed_row(
-                DeliverySource::Wake,
-                OWED_SENDER,
-                sid,
-                done_ms,
-                &outcome,
-            ));
-        }
+        // A wake typed always ends a refusal streak, so its rows (with the wake) are due.
+        let mut records = if row_due(&mut tracked.owed_refused, &outcome) {
+            typed_records(OWED_SENDER, sid, done_ms, &outcome)
+        } else {
+            Vec::new()
+        };
         let reason = if outcome.action.woke() {
             tracing::info!(
                 session_id = sid,
                 events,
                 "typed the owed wake of an idle session"
             );
-            records.push(Record::Wake {
-                session_id: sid.to_owned(),
-                at_ms: done_ms,
-            });
             records.push(Record::Pay {
                 session_id: sid.to_owned(),
                 up_to_ms: done_ms,
@@ -583,6 +575,19 @@ impl<I: NudgerIo> Nudger<I> {
 fn row_due(last_refused: &mut Option<Action>, outcome: &GateOutcome) -> bool {
     let refused = (!outcome.action.woke()).then_some(outcome.action);
     std::mem::replace(last_refused, refused) != refused || refused.is_none()
+}
+
+/// The ledger rows of what the loop typed (or tried to) at `at_ms`: the delivery row, and the
+/// session's wake (the cooldown's start) when keystrokes reached the pane.
+fn typed_records(sender: &str, sid: &str, at_ms: i64, outcome: &GateOutcome) -> Vec<Record> {
+    let mut records = vec![typed_row(DeliverySource::Wake, sender, sid, at_ms, outcome)];
+    if outcome.action.woke() {
+        records.push(Record::Wake {
+            session_id: sid.to_owned(),
+            at_ms,
+        });
+    }
+    records
 }
 
 /// The ledger row of what the loop typed (or tried to) at `at_ms`.

@@ -18,9 +18,6 @@ use crate::config::RewindSettings;
 use crate::mux::{KeystrokeText, TextError};
 use crate::store::{RewindRow, RewindWhy};
 
-/// The command that empties Claude Code's context window (local: no API call, works offline).
-pub const CLEAR_COMMAND: &str = "/clear";
-
 /// Longest wait after `/clear` for the fresh prompt (and for the hook that maps the pane under
 /// the new id). Claude Code clears within a second; its SessionStart hooks may take seconds.
 pub const CLEAR_WAIT: Duration = Duration::from_secs(20);
@@ -63,11 +60,6 @@ impl RewindConfig {
             min_gap: settings.min_gap,
             message: KeystrokeText::new(&settings.message).map_err(RewindError::BadMessage)?,
         })
-    }
-
-    /// `/clear`, as keystrokes.
-    pub fn clear() -> KeystrokeText {
-        KeystrokeText::new(CLEAR_COMMAND).unwrap_or_else(|_| KeystrokeText::wake_prompt())
     }
 }
 
@@ -153,7 +145,7 @@ mod tests {
         assert_eq!(c.after, Duration::from_secs(120));
         assert_eq!(c.min_gap, Duration::from_secs(1800));
         assert!(c.message.as_str().starts_with("You were rewound"));
-        assert_eq!(RewindConfig::clear().as_str(), "/clear");
+        assert_eq!(KeystrokeText::clear().as_str(), "/clear");
         let mut s = crate::config::defaults().rewind.clone();
         s.message = "1. go".into();
         assert!(matches!(

@@ -378,6 +378,11 @@ impl Store {
         self.read(|conn| queries::successor(conn, session_id))
     }
 
+    /// Rewinds by outcome (`None`: still waiting), for `/metrics`.
+    pub fn rewind_counts(&self) -> Result<HashMap<Option<RewindOutcome>, u64>, StoreError> {
+        self.read(queries::rewind_counts)
+    }
+
     /// Every rename and rewind.
     pub fn rewinds(&self) -> Result<Rewinds, StoreError> {
         self.read(queries::rewinds)

@@ -97,6 +97,7 @@ WITH ids (session_id) AS (
     UNION SELECT session_id FROM latest_deliveries
     UNION SELECT session_id FROM owed_payments
     UNION SELECT session_id FROM limits
+    UNION SELECT session_id FROM rewinds WHERE outcome IS NULL
 )
 SELECT ids.session_id, s.cwd, s.transcript_path, s.pane, s.last_hook_event,
        s.first_seen_ms, s.last_seen_ms, d.at_ms, d.action, d.error_kind, w.last_wake_ms,
@@ -425,6 +426,18 @@ impl Rewinds {
     pub fn renamed(&self, session_id: &str) -> bool {
         self.aliases.iter().any(|a| a.old_id == session_id)
     }
+}
+
+/// Rewinds by outcome (`None`: still waiting).
+pub(crate) fn rewind_counts(
+    conn: &Connection,
+) -> rusqlite::Result<HashMap<Option<RewindOutcome>, u64>> {
+    let mut stmt = conn.prepare_cached("SELECT outcome, count(*) FROM rewinds GROUP BY outcome")?;
+    let rows = stmt.query_map([], |row| {
+        let outcome: Option<String> = row.get(0)?;
+        Ok((outcome.map(|o| RewindOutcome::parse(&o)), row.get(1)?))
+    })?;
+    rows.collect()
 }
 
 pub(crate) fn rewinds(conn: &Connection) -> rusqlite::Result<Rewinds> {

@@ -11,13 +11,13 @@
 
 use tokio::time::Instant;
 
-use super::{Nudger, OWED_RETRY, row_due, typed_row};
+use super::{Nudger, OWED_RETRY, row_due, typed_records};
 use crate::claude::limits::{self, WRITTEN_NOW, describe_reset};
 use crate::delivery::gate::Mode;
 use crate::nudge::NudgeView;
 use crate::nudge::io::NudgerIo;
 use crate::nudge::signals::{Observation, Verdict, classify};
-use crate::store::{DeliverySource, Limit, LimitSeen, LimitSource, Record};
+use crate::store::{Limit, LimitSeen, LimitSource, Record};
 
 /// The `sender` of the rows of resume messages it types.
 pub const RESUME_SENDER: &str = "wakebridge-resume";
@@ -222,13 +222,7 @@ impl<I: NudgerIo> Nudger<I> {
             if !outcome.action.woke() {
                 crate::telemetry::limit_resume("not-typed");
             }
-            records.push(typed_row(
-                DeliverySource::Wake,
-                RESUME_SENDER,
-                sid,
-                done_ms,
-                &outcome,
-            ));
+            records = typed_records(RESUME_SENDER, sid, done_ms, &outcome);
         }
         let reason = if outcome.action.woke() {
             tracing::info!(
@@ -238,10 +232,6 @@ impl<I: NudgerIo> Nudger<I> {
             );
             crate::telemetry::limit_resume("typed");
             records.push(Record::ResumeTried {
-                session_id: sid.to_owned(),
-                at_ms: done_ms,
-            });
-            records.push(Record::Wake {
                 session_id: sid.to_owned(),
                 at_ms: done_ms,
             });

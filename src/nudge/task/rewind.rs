@@ -14,14 +14,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Nudger, OWED_RETRY, typed_row};
+use super::{Nudger, OWED_RETRY, typed_records};
 use crate::delivery::Action;
 use crate::delivery::gate::Mode;
 use crate::nudge::NudgeView;
 use crate::nudge::io::NudgerIo;
 use crate::nudge::signals::{Observation, Verdict, classify};
-use crate::rewind::{self, CLEAR_WAIT, CLEARED_WITHOUT_HOOK, Due, RewindConfig};
-use crate::store::{DeliverySource, Record, RewindFacts, RewindOutcome, RewindRow};
+use crate::mux::KeystrokeText;
+use crate::rewind::{self, CLEAR_WAIT, CLEARED_WITHOUT_HOOK, Due};
+use crate::store::{Record, RewindFacts, RewindOutcome, RewindRow};
 
 /// The `sender` of the rows of what a rewind typed (`/clear`, the re-hydration message).
 pub const REWIND_SENDER: &str = "wakebridge-rewind";
@@ -80,17 +81,12 @@ impl<I: NudgerIo> Nudger<I> {
         let mut new_id = None;
         if pending.session_id == sid {
             let before = self.io.mapping().await.get(sid).map(ToString::to_string);
-            let outcome = self.io.wake(sid, &RewindConfig::clear(), Mode::Gated).await;
+            let outcome = self.io.wake(sid, &KeystrokeText::clear(), Mode::Gated).await;
             let done_ms = self.io.now_ms();
-            let mut records = vec![typed_row(
-                DeliverySource::Wake,
-                REWIND_SENDER,
-                sid,
-                done_ms,
-                &outcome,
-            )];
+            self.io
+                .record(typed_records(REWIND_SENDER, sid, done_ms, &outcome))
+                .await;
             if !outcome.action.woke() {
-                self.io.record(records).await;
                 let action = outcome.action.as_str();
                 if matches!(outcome.action, Action::SpoolBusy | Action::SpoolCooldown) {
                     // A turn, a draft, a dialog or the cooldown: the next idle moment.
@@ -110,11 +106,6 @@ impl<I: NudgerIo> Nudger<I> {
                     .await;
                 return self.view(sid, Instant::now(), done_ms, "rewind failed".into());
             }
-            records.push(Record::Wake {
-                session_id: sid.to_owned(),
-                at_ms: done_ms,
-            });
-            self.io.record(records).await;
             match self.await_cleared(sid, before.as_deref()).await {
                 Some(renamed) => new_id = renamed,
                 None => {
@@ -193,24 +184,13 @@ impl<I: NudgerIo> Nudger<I> {
         let started = Instant::now();
         loop {
             let outcome = self.io.wake(sid, &message, Mode::Forced).await;
-            let done_ms = self.io.now_ms();
             let typed = outcome.action.woke();
-            let mut records = vec![typed_row(
-                DeliverySource::Wake,
-                REWIND_SENDER,
-                sid,
-                done_ms,
-                &outcome,
-            )];
-            if typed {
-                records.push(Record::Wake {
-                    session_id: sid.to_owned(),
-                    at_ms: done_ms,
-                });
-            }
             let again = outcome.action == Action::SpoolBusy && started.elapsed() < CLEAR_WAIT;
             if typed || !again {
-                self.io.record(records).await;
+                let done_ms = self.io.now_ms();
+                self.io
+                    .record(typed_records(REWIND_SENDER, sid, done_ms, &outcome))
+                    .await;
                 return typed;
             }
             tokio::time::sleep(CLEAR_LOOK_EVERY).await;
