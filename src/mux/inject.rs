@@ -357,7 +357,9 @@ async fn confirm_submitted<M: Mux>(
 
 /// Reads the prompt line every [`READ_GAP`] until `wanted` holds for it (`Some(true)`) or
 /// `within` has passed (`Some(false)`). `None`, after sleeping out `within`, when the screen
-/// cannot be read or shows no prompt line at all.
+/// shows no prompt line at all or cannot be read. A read that failed is tried again while the
+/// window lasts: one lost reply (zellij's client under load) must not end the watch, or a
+/// dropped Enter would be taken for a submit.
 async fn watch_prompt<M: Mux>(
     mux: &M,
     pane: &M::Pane,
@@ -369,6 +371,10 @@ async fn watch_prompt<M: Mux>(
         let read = mux.screen(pane, until).await;
         let screen = match read {
             Ok(Some(screen)) if screen.lines().any(|line| screen::input(line).is_some()) => screen,
+            Err(_) if until.remaining() > READ_GAP => {
+                tokio::time::sleep(READ_GAP).await;
+                continue;
+            }
             _ => {
                 tokio::time::sleep_until(until.instant()).await;
                 return None;
@@ -417,6 +423,9 @@ mod tests {
         /// How long typed text takes to show on the screen (a slow TUI).
         echo_delay: Duration,
         typed_at: StdMutex<Option<Instant>>,
+        /// Reads after an Enter that fail, as zellij's do when its client loses the reply.
+        lost_reads: StdMutex<u32>,
+        entered: std::sync::atomic::AtomicBool,
     }
 
     impl Scripted {
@@ -430,6 +439,8 @@ mod tests {
                 dropped_enters: StdMutex::new(0),
                 echo_delay: Duration::ZERO,
                 typed_at: StdMutex::new(None),
+                lost_reads: StdMutex::new(0),
+                entered: std::sync::atomic::AtomicBool::new(false),
             }
         }
 
@@ -484,6 +495,15 @@ mod tests {
             Ok(())
         }
         async fn screen(&self, _: &str, _: Deadline) -> Result<Option<String>, MuxError> {
+            let mut lost = self.lost_reads.lock().unwrap();
+            if self.entered.load(Ordering::Relaxed) && *lost > 0 {
+                *lost -= 1;
+                return Err(MuxError::Timeout {
+                    label: "screen",
+                    after: STEP_FLOOR,
+                });
+            }
+            drop(lost);
             let echoed = self
                 .typed_at
                 .lock()
@@ -500,6 +520,7 @@ mod tests {
         }
         async fn submit(&self, _: &str, deadline: Deadline) -> Result<(), MuxError> {
             self.call("submit", deadline).await?;
+            self.entered.store(true, Ordering::Relaxed);
             let mut dropped = self.dropped_enters.lock().unwrap();
             if *dropped > 0 {
                 *dropped -= 1;
@@ -604,6 +625,19 @@ mod tests {
             elapsed <= Duration::from_millis(40) + CONFIRM_WAIT,
             "{elapsed:?}"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_lost_after_a_dropped_enter_does_not_pass_for_a_submit() {
+        let mux = Scripted {
+            lost_reads: StdMutex::new(2),
+            ..Scripted::readable(Duration::from_millis(10), 1)
+        };
+        assert_eq!(inject_into(&mux).await.unwrap(), "scripted");
+        // The reads after the first Enter failed twice; the next one still saw the text: one
+        // more Enter, and then it was gone.
+        assert_eq!(mux.names(), ["guard", "type", "submit", "submit"]);
+        assert!(mux.input.lock().unwrap().is_empty());
     }
 
     #[tokio::test(start_paused = true)]

@@ -17,10 +17,10 @@ use tokio::time::Instant;
 use super::{Nudger, OWED_RETRY, typed_records};
 use crate::delivery::Action;
 use crate::delivery::gate::Mode;
+use crate::mux::KeystrokeText;
 use crate::nudge::NudgeView;
 use crate::nudge::io::NudgerIo;
 use crate::nudge::signals::{Observation, Verdict, classify};
-use crate::mux::KeystrokeText;
 use crate::rewind::{self, CLEAR_WAIT, CLEARED_WITHOUT_HOOK, Due};
 use crate::store::{Record, RewindFacts, RewindOutcome, RewindRow};
 
@@ -81,7 +81,10 @@ impl<I: NudgerIo> Nudger<I> {
         let mut new_id = None;
         if pending.session_id == sid {
             let before = self.io.mapping().await.get(sid).map(ToString::to_string);
-            let outcome = self.io.wake(sid, &KeystrokeText::clear(), Mode::Gated).await;
+            let outcome = self
+                .io
+                .wake(sid, &KeystrokeText::clear(), Mode::Gated)
+                .await;
             let done_ms = self.io.now_ms();
             self.io
                 .record(typed_records(REWIND_SENDER, sid, done_ms, &outcome))
