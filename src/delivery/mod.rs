@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use crate::config::{Backend, Scope};
 use crate::delivery::dedupe::{Begin, Dedupe};
-use crate::delivery::gate::{Gate, GateOutcome, Mode};
+use crate::delivery::gate::{Gate, GateOutcome, Mode, Resolved};
 use crate::mux::{KeystrokeText, WAKE_PROMPT};
 use crate::spool::{DeliveryId, Spool, SpoolError};
 use crate::store::{Delivery, DeliverySource, Payment, Record, Store, now_unix_ms};
@@ -117,8 +117,15 @@ impl Deliverer {
         };
         let started = Instant::now();
         // The spool keeps the id the bus used; the row, what is owed and the wake go to the id
-        // the session goes by now (after a `/clear`, the pane's new one).
-        let resolved = self.gate.resolve(&event.target);
+        // the session goes by now (after a `/clear`, the pane's new one). The spool backend types
+        // nothing, so it reads neither panes.json nor the renames.
+        let resolved = match self.backend {
+            Backend::Spool => Resolved {
+                session_id: event.target.as_str().into(),
+                target: None,
+            },
+            Backend::Mux => self.gate.resolve(&event.target),
+        };
         // Recorded with the line, in one durable commit: after any crash, a line in the spool
         // has its identity in the ledger. The action is provisional until the gate answers.
         let row = delivery_row(
