@@ -7,7 +7,7 @@
 //! the event is owed a wake). So is a session held at a usage limit: the ledger has its limit,
 //! or the screen's latest word is a limit's notice (then recorded in the ledger); only the
 //! resumer's message ([`Mode::Resume`]) is typed then. It also answers which id a session goes
-//! by now ([`Gate::current_id`]: the id given up at a `/clear` still reaches the pane).
+//! by now ([`Gate::resolve`]: the id given up at a `/clear` still reaches the pane).
 //! Nothing here can fail a delivery: every outcome is an `Action`.
 
 use std::collections::HashMap;

@@ -259,7 +259,9 @@ impl<I: NudgerIo> Nudger<I> {
             return view;
         }
         if let Some(rewind) = facts.get(sid).map(|f| &f.rewind)
-            && let Some(view) = self.rewind_step(sid, &obs, rewind, now, now_ms).await
+            && let Some(view) = self
+                .rewind_step(sid, target, &obs, rewind, now, now_ms)
+                .await
         {
             return view;
         }

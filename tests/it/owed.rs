@@ -18,8 +18,9 @@ use crate::common::env::test_env;
 use crate::common::harness::{TestServer, event_for};
 use crate::common::tmux::TmuxServer;
 
-/// Longest wait for something the daemon or the agent should do within a few polls.
-const WAIT: Duration = Duration::from_secs(10);
+/// Longest wait for something the daemon or the agent should do within a few polls (or, for
+/// the real Claude Code, within a `/clear` and a prompt on a loaded machine).
+const WAIT: Duration = Duration::from_secs(15);
 /// How long "nothing more happens" is watched: many nudger polls.
 const QUIET: Duration = Duration::from_millis(2500);
 pub(crate) const SID: &str = "owed-session";
@@ -105,15 +106,28 @@ pub(crate) async fn session_until(
     what: &str,
     done: impl Fn(&Value) -> bool,
 ) -> Value {
+    any_session_until(server, what, |s| s["session_id"] == SID && done(s)).await
+}
+
+/// Waits until some session in `/sessions` satisfies `done` (a rewound one goes by a new id),
+/// and returns it.
+pub(crate) async fn any_session_until(
+    server: &TestServer,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let started = std::time::Instant::now();
     loop {
-        let status = session(server).await;
-        if done(&status) {
-            return status;
+        let body = server.get_json("/sessions").await;
+        if let Some(found) = body["sessions"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| done(s)).cloned())
+        {
+            return found;
         }
         assert!(
             started.elapsed() < WAIT,
-            "timed out waiting for {what}: {status}"
+            "timed out waiting for {what}: {body}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

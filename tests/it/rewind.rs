@@ -15,7 +15,7 @@ use crate::common;
 use crate::common::claude::RealClaude;
 use crate::common::harness::{TestServer, event_for};
 use crate::common::tmux::TmuxServer;
-use crate::owed::{SID, session, session_until, spawn_agent, start_daemon_with};
+use crate::owed::{SID, any_session_until, session, session_until, spawn_agent, start_daemon_with};
 
 /// Fast polls, so an idle moment is seen within a fraction of a second.
 const FAST: &[(&str, &str)] = &[("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "200ms")];
@@ -46,29 +46,6 @@ fn new_ids(record: &Path) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
-}
-
-/// Waits until some session in `/sessions` satisfies `done`, and returns it.
-async fn any_session_until(
-    server: &TestServer,
-    what: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let started = std::time::Instant::now();
-    loop {
-        let body = server.get_json("/sessions").await;
-        if let Some(found) = body["sessions"]
-            .as_array()
-            .and_then(|all| all.iter().find(|s| done(s)).cloned())
-        {
-            return found;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "timed out waiting for {what}: {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]

@@ -23,6 +23,7 @@ use crate::nudge::io::NudgerIo;
 use crate::nudge::signals::{Observation, Verdict, classify};
 use crate::rewind::{self, CLEAR_WAIT, CLEARED_WITHOUT_HOOK, Due};
 use crate::store::{Record, RewindFacts, RewindOutcome, RewindRow};
+use crate::wakedir::target::PaneTarget;
 
 /// The `sender` of the rows of what a rewind typed (`/clear`, the re-hydration message).
 pub const REWIND_SENDER: &str = "wakebridge-rewind";
@@ -36,6 +37,7 @@ impl<I: NudgerIo> Nudger<I> {
     pub(super) async fn rewind_step(
         &mut self,
         sid: &str,
+        target: &PaneTarget,
         obs: &Observation,
         facts: &RewindFacts,
         now: Instant,
@@ -70,17 +72,21 @@ impl<I: NudgerIo> Nudger<I> {
                     .await;
                 Some(self.view(sid, now, now_ms, format!("rewind ({why}) skipped")))
             }
-            Due::Now => Some(self.clear_and_rehydrate(sid, pending).await),
+            Due::Now => Some(self.clear_and_rehydrate(sid, target, pending).await),
         }
     }
 
     /// `/clear`, the fresh prompt, the message. A session renamed since the rewind was asked
     /// for (the daemon stopped between the clear and the message, or someone cleared it by
     /// hand) only gets the message.
-    async fn clear_and_rehydrate(&mut self, sid: &str, pending: &RewindRow) -> NudgeView {
+    async fn clear_and_rehydrate(
+        &mut self,
+        sid: &str,
+        target: &PaneTarget,
+        pending: &RewindRow,
+    ) -> NudgeView {
         let mut new_id = None;
         if pending.session_id == sid {
-            let before = self.io.mapping().await.get(sid).map(ToString::to_string);
             let outcome = self
                 .io
                 .wake(sid, &KeystrokeText::clear(), Mode::Gated)
@@ -109,7 +115,7 @@ impl<I: NudgerIo> Nudger<I> {
                     .await;
                 return self.view(sid, Instant::now(), done_ms, "rewind failed".into());
             }
-            match self.await_cleared(sid, before.as_deref()).await {
+            match self.await_cleared(sid, target).await {
                 Some(renamed) => new_id = renamed,
                 None => {
                     let detail = "no fresh prompt after /clear".to_owned();
@@ -121,10 +127,8 @@ impl<I: NudgerIo> Nudger<I> {
                 }
             }
         }
-        let into = new_id.clone().unwrap_or_else(|| sid.to_owned());
-        let outcome = self.rehydrate(&into).await;
-        let view_id = into.clone();
-        let reason = if outcome {
+        let into = new_id.unwrap_or_else(|| sid.to_owned());
+        let reason = if self.rehydrate(&into).await {
             tracing::info!(
                 session_id = sid,
                 new_session_id = into.as_str(),
@@ -144,22 +148,21 @@ impl<I: NudgerIo> Nudger<I> {
                 .await;
             "rewound, prompt not typed".to_owned()
         };
-        self.view(&view_id, Instant::now(), self.io.now_ms(), reason)
+        self.view(sid, Instant::now(), self.io.now_ms(), reason)
     }
 
     /// Waits (up to [`CLEAR_WAIT`]) for the clear to show: the pane mapped under another id
     /// (`Some(Some(new_id))`, the SessionStart hook's doing), or, after
     /// [`CLEARED_WITHOUT_HOOK`], a fresh empty prompt on the screen (`Some(None)`). `pane` is
     /// the session's pane as it was mapped before the clear.
-    async fn await_cleared(&self, sid: &str, pane: Option<&str>) -> Option<Option<String>> {
-        let started = Instant::now();
+    async fn await_cleared(&self, sid: &str, pane: &PaneTarget) -> Option<Option<String>> {
+        let (started, pane) = (Instant::now(), pane.to_string());
         loop {
             tokio::time::sleep(CLEAR_LOOK_EVERY).await;
             let mapping = self.io.mapping().await;
-            if let Some(pane) = pane
-                && let Some((new_id, _)) = mapping
-                    .iter()
-                    .find(|(id, target)| id.as_str() != sid && target.to_string() == pane)
+            if let Some((new_id, _)) = mapping
+                .iter()
+                .find(|(id, target)| id.as_str() != sid && target.to_string() == pane)
             {
                 return Some(Some(new_id.clone()));
             }
