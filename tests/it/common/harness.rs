@@ -88,7 +88,21 @@ impl TestServer {
         let mut config = config::resolve(&flags, &env).expect("test config is valid");
         config.port = 0;
         let wake_dir = config.paths.wake_dir.clone();
-        let app = App::build(config, &env).await.expect("app builds");
+        // Right after a `stop`, a child another test thread is forking holds a copy of the
+        // released locks' descriptors until it execs: wait for them to be free, as a restarted
+        // daemon (a new process, no such copies) finds them.
+        let freed_by = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        let app = loop {
+            match App::build(config.clone(), &env).await {
+                Ok(app) => break app,
+                Err(wakebridge::app::AppError::Singleton(_))
+                    if std::time::Instant::now() < freed_by =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("app builds: {e}"),
+            }
+        };
         let addr = app.local_addr();
         let shutdown = CancellationToken::new();
         let task = Some(tokio::spawn(app.run(shutdown.clone())));
