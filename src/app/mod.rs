@@ -3,6 +3,7 @@
 //! `App::build` is what tests call too, so they run exactly what users run.
 
 pub(crate) mod singleton;
+use crate::rewind::restart::RestartSettings;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -175,6 +176,12 @@ impl App {
                 wake_dir.clone(),
                 config.paths.claude.as_ref().ok().map(ClaudeHome::sessions),
                 nudge_config,
+                RestartSettings {
+                    command: config.settings.launch.command.clone(),
+                    timeout: config.settings.launch.timeout,
+                    claude_home: config.paths.claude.as_ref().ok().map(|c| c.dir.clone()),
+                    mux: mux.clone(),
+                },
             )
         });
         let deliverer = Deliverer::new(spool, config.backend, config.scope, gate, store, dedupe);

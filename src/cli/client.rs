@@ -33,6 +33,10 @@ pub struct RewindArgs {
     /// as inside the session]
     #[arg(long, value_name = "ID")]
     session_id: Option<String>,
+    /// Start the agent again in its pane (first-run screens passed, the re-hydration prompt as
+    /// its first prompt) instead of `/clear`; revives an agent whose pane or tmux server died
+    #[arg(long)]
+    restart: bool,
     /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
     #[arg(long)]
     url: Option<String>,
@@ -174,13 +178,16 @@ pub fn rewind(config: &Config, args: &RewindArgs) -> ExitCode {
         return ExitCode::from(2);
     };
     let url = format!("{}/rewind", daemon_url(config, args.url.as_deref()));
-    let body = json!({"session_id": session_id});
+    let body = json!({"session_id": session_id, "restart": args.restart});
     let Some(answer) = call(config, "rewind", reqwest::Method::POST, &url, Some(body)) else {
         return ExitCode::from(2);
     };
     let current = answer["session_id"].as_str().unwrap_or(&session_id);
     match answer["status"].as_str() {
         Some("already-asked") => crate::outln!("{current}: a rewind is already waiting"),
+        _ if args.restart => crate::outln!(
+            "{current}: restart asked for; at its next idle moment the agent is started again in its pane"
+        ),
         _ => crate::outln!(
             "{current}: rewind asked for; at its next idle moment: /clear, then the re-hydration prompt"
         ),

@@ -1,7 +1,9 @@
 //! `POST /rewind`: a session asks for a clean context window (`wakebridge rewind`). It only
 //! records the request and answers at once; the nudger performs it at the session's next idle
 //! moment (`nudge::task::rewind`). The session is named by any id it has had: one given up at a
-//! `/clear` names the agent that runs in its pane now. Same auth as `/wake`.
+//! `/clear` names the agent that runs in its pane now. `restart: true` asks for the agent to be
+//! started again instead (a dead pane too: it is revived at the nudger's next poll). Same auth
+//! as `/wake`.
 
 use std::sync::Arc;
 
@@ -23,6 +25,9 @@ use crate::wire::session_id::SessionId;
 #[serde(deny_unknown_fields)]
 struct RewindRequest {
     session_id: String,
+    /// Start the agent again in its pane instead of `/clear`.
+    #[serde(default)]
+    restart: bool,
 }
 
 pub async fn rewind(
@@ -31,8 +36,11 @@ pub async fn rewind(
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = operator_body(&app, &headers, body).await?;
-    let request: RewindRequest = serde_json::from_slice(&bytes)
-        .map_err(|e| ApiError::BadRequest(format!("expected {{\"session_id\": \"...\"}}: {e}")))?;
+    let request: RewindRequest = serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "expected {{\"session_id\": \"...\", \"restart\": false}}: {e}"
+        ))
+    })?;
     let Some(asked) = SessionId::parse(&request.session_id) else {
         return Err(ApiError::BadRequest(
             "session_id must match [A-Za-z0-9_-]{1,64}".into(),
@@ -45,15 +53,20 @@ pub async fn rewind(
                 .into(),
         ));
     }
+    let why = if request.restart {
+        RewindWhy::Restart
+    } else {
+        RewindWhy::Asked
+    };
     let (app, asked) = (app.clone(), asked.to_string());
-    let answer = tokio::task::spawn_blocking(move || ask(&app, &asked))
+    let answer = tokio::task::spawn_blocking(move || ask(&app, &asked, why))
         .await
         .map_err(|_| ApiError::Unavailable("recording the rewind failed".into()))??;
     Ok(Json(answer).into_response())
 }
 
 /// Records the rewind for the id `asked` goes by now, unless one already waits.
-fn ask(app: &AppState, asked: &str) -> Result<serde_json::Value, ApiError> {
+fn ask(app: &AppState, asked: &str, why: RewindWhy) -> Result<serde_json::Value, ApiError> {
     let deliverer = &app.deliverer;
     let resolved = deliverer.gate().resolve(asked);
     let sid = resolved.session_id.into_owned();
@@ -74,12 +87,13 @@ fn ask(app: &AppState, asked: &str) -> Result<serde_json::Value, ApiError> {
     } else {
         let record = Record::RewindAsked {
             session_id: sid.clone(),
-            why: RewindWhy::Asked,
+            why,
             at_ms: now_unix_ms(),
         };
         store.record_blocking(record).map_err(unreadable)?;
         tracing::info!(
             session_id = sid.as_str(),
+            why = why.as_str(),
             "rewind asked for; done at its next idle moment"
         );
         "asked"

@@ -71,6 +71,9 @@ pub enum Placement {
     /// A new background window in an existing session: the caller's own (`target: None`, when
     /// running inside tmux) or the named one. `--name` names the window.
     NewWindow { target: Option<String> },
+    /// In an existing pane (`%N`), replacing what runs there: a restart. A failed start leaves
+    /// the pane (dead, its last screen readable) for a human; it is not the launcher's to remove.
+    Respawn { pane: String },
 }
 
 /// Everything a launch needs; `cli::launch` fills it from flags and the environment.
@@ -483,6 +486,15 @@ async fn create(
     cwd: &Path,
     argv: &[String],
 ) -> Result<NewPane, LaunchError> {
+    if let Placement::Respawn { pane } = &opts.placement {
+        return tmux
+            .respawn(pane, cwd, argv, tmux_call())
+            .await
+            .map_err(|source| LaunchError::Create {
+                what: "pane",
+                source,
+            });
+    }
     if let Placement::NewWindow { target } = &opts.placement {
         return tmux
             .new_window(
@@ -573,6 +585,7 @@ async fn remove(tmux: &Tmux, created: &NewPane, placement: &Placement) {
     let removed = match placement {
         Placement::NewSession => tmux.kill(&created.session_id, false, tmux_call()).await,
         Placement::NewWindow { .. } => tmux.kill(&created.window_id, true, tmux_call()).await,
+        Placement::Respawn { .. } => return,
     };
     if let Err(err) = removed {
         tracing::debug!(pane = %created.pane, error = %err, "could not remove the failed launch's window");

@@ -19,6 +19,7 @@ use crate::delivery::gate::{Gate, GateOutcome, Mode};
 use crate::mux::{InjectError, KeystrokeText, MuxError, PaneInfo};
 use crate::nudge::signals::FileStamp;
 use crate::nudge::{NudgeViews, NudgerConfig};
+use crate::rewind::restart::{Restart, RestartSettings};
 use crate::store::{Limit, NudgeState, Owed, Record, RewindFacts, Store, now_unix_ms, unix_ms};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
@@ -81,6 +82,8 @@ pub trait NudgerIo: Send + Sync {
         &self,
         sid: &str,
     ) -> impl Future<Output = Result<bool, InjectError>> + Send;
+    /// Starts `restart` in the background (it records how it ended in the ledger itself).
+    fn restart(&self, restart: Restart) -> impl Future<Output = ()> + Send;
     /// Writes ledger records (failures are the implementation's to log).
     fn record(&self, records: Vec<Record>) -> impl Future<Output = ()> + Send;
     /// Nudge states kept in the ledger.
@@ -108,9 +111,10 @@ impl NudgerDeps {
         wake_dir: PathBuf,
         registry_dir: Option<PathBuf>,
         config: NudgerConfig,
+        restarts: RestartSettings,
     ) -> Self {
         Self {
-            io: LiveIo::new(gate, store, wake_dir, registry_dir),
+            io: LiveIo::new(gate, store, wake_dir, registry_dir, restarts),
             config,
             views: watch::Sender::new(NudgeViews::default()),
         }
@@ -128,6 +132,7 @@ pub struct LiveIo {
     store: Store,
     wake_dir: PathBuf,
     registry_dir: Option<PathBuf>,
+    restarts: RestartSettings,
     /// The registry and ledger failures warned about (each once, until it works again).
     warned: Warnings,
 }
@@ -138,12 +143,14 @@ impl LiveIo {
         store: Store,
         wake_dir: PathBuf,
         registry_dir: Option<PathBuf>,
+        restarts: RestartSettings,
     ) -> Self {
         Self {
             gate,
             store,
             wake_dir,
             registry_dir,
+            restarts,
             warned: Warnings::default(),
         }
     }
@@ -269,6 +276,16 @@ impl NudgerIo for LiveIo {
 
     async fn dismiss_limit_menu(&self, sid: &str) -> Result<bool, InjectError> {
         self.gate.dismiss_limit_menu(sid).await
+    }
+
+    async fn restart(&self, restart: Restart) {
+        let (settings, store) = (self.restarts.clone(), self.store.clone());
+        tokio::spawn(crate::rewind::restart::perform(
+            restart,
+            settings,
+            store,
+            self.wake_dir.clone(),
+        ));
     }
 
     async fn record(&self, records: Vec<Record>) {

@@ -41,7 +41,7 @@ use crate::mux::{KeystrokeText, PaneInfo, STEP_FLOOR};
 use crate::nudge::signals::{Activity, Movement, Observation, Verdict, classify};
 use crate::nudge::{Next, NudgeCount, NudgeView, NudgeViews, NudgerConfig};
 use crate::store::{
-    Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Owed, Payment, Record,
+    Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Owed, Payment, Record, RewindWhy,
 };
 use crate::wakedir::target::PaneTarget;
 
@@ -91,6 +91,8 @@ struct Tracked {
     limit_look_ms: Option<i64>,
     /// After a `/clear` the gate did not type, no new attempt before this.
     rewind_retry_at: Option<Instant>,
+    /// A restart was started and has not recorded its end yet.
+    restarting: bool,
 }
 
 impl Tracked {
@@ -218,17 +220,27 @@ impl<I: NudgerIo> Nudger<I> {
             ..Observation::default()
         };
         if let PaneTarget::Tmux { pane, .. } = target {
-            let Some(panes) = snapshot else {
-                return self.view(sid, now, now_ms, "tmux unavailable".into());
+            // An agent that is gone cannot wait for an idle moment: a restart revives it now.
+            let info = snapshot.and_then(|panes| panes.get(pane));
+            let gone = match (snapshot, info) {
+                (None, _) => Some(("tmux unavailable", false)),
+                (Some(_), None) => Some(("pane not found", false)),
+                (_, Some(info)) if info.dead => Some(("pane dead", true)),
+                _ => None,
             };
-            let Some(info) = panes.get(pane) else {
-                return self.view(sid, now, now_ms, "pane not found".into());
-            };
-            if info.dead {
-                return self.view(sid, now, now_ms, "pane dead".into());
+            if let Some((why, in_place)) = gone {
+                let reason = match facts.get(sid).and_then(|f| f.rewind.pending.as_ref()) {
+                    Some(pending) if pending.why == RewindWhy::Restart => {
+                        self.begin_restart(sid, target, pending, in_place).await
+                    }
+                    _ => why.to_owned(),
+                };
+                return self.view(sid, now, now_ms, reason);
             }
-            obs.title = Some(screen::title_state(&info.title));
-            obs.window_activity_s = info.window_activity;
+            if let Some(info) = info {
+                obs.title = Some(screen::title_state(&info.title));
+                obs.window_activity_s = info.window_activity;
+            }
         }
         let owed = facts.get(sid).and_then(|f| f.owed);
         if let Some(f) = facts.get(sid) {

@@ -3,13 +3,17 @@
 //! checkpoint threshold, was told to checkpoint, and then stayed idle: at its next idle moment
 //! `/clear` is typed, the fresh prompt awaited (and the `SessionStart` of `source = "clear"`
 //! where hooks are wired, which also says the new session id), and the re-hydration message
-//! typed once, confirmed.
+//! typed once, confirmed. A restart (`--restart`) starts the agent again in its pane through
+//! the launcher instead, with the message as its first prompt; an agent whose pane or tmux
+//! server died is started in a new one, resuming its conversation where its transcript is.
 //!
 //! This module owns the validated `[rewind]` settings ([`RewindConfig`]) and the pure decisions:
 //! when a waiting rewind is due ([`due`]) and whether a screen shows the fresh prompt after
-//! `/clear` ([`cleared`]). The nudger's loop performs them (`nudge::task::rewind`), because it
+//! `/clear` ([`cleared`]); `restart` performs a restart through the launcher. The nudger's loop performs them (`nudge::task::rewind`), because it
 //! is what watches every session for its idle moments; the ledger keeps the record
 //! (`store::Record::RewindAsked` / `RewindEnded` / `Renamed`).
+
+pub mod restart;
 
 use std::time::Duration;
 
@@ -87,7 +91,7 @@ pub fn due(
     config: &RewindConfig,
 ) -> Due {
     match pending.why {
-        RewindWhy::Asked if idle_for >= settle => Due::Now,
+        RewindWhy::Asked | RewindWhy::Restart if idle_for >= settle => Due::Now,
         RewindWhy::Auto => {
             let gap_ms = i64::try_from(config.min_gap.as_millis()).unwrap_or(i64::MAX);
             if let Some(last) = last_done_ms
@@ -105,7 +109,7 @@ pub fn due(
                 Due::Wait
             }
         }
-        RewindWhy::Asked => Due::Wait,
+        RewindWhy::Asked | RewindWhy::Restart => Due::Wait,
     }
 }
 
@@ -180,6 +184,12 @@ mod tests {
         ));
         let long_ago = Some(now - 1_800_000);
         assert_eq!(due(&auto, c.after, settle, long_ago, now, &c), Due::Now);
+        let restart = row(RewindWhy::Restart);
+        assert_eq!(due(&restart, settle, settle, recent, now, &c), Due::Now);
+        assert_eq!(
+            due(&restart, Duration::ZERO, settle, None, 0, &c),
+            Due::Wait
+        );
     }
 
     #[test]

@@ -212,6 +212,9 @@ pub enum RewindWhy {
     Asked,
     /// `[rewind] auto`: past the checkpoint threshold, told to checkpoint, then idle.
     Auto,
+    /// `wakebridge rewind --restart`: the agent started again in its pane (or, its pane or
+    /// tmux server gone, in a new one).
+    Restart,
 }
 
 impl RewindWhy {
@@ -219,12 +222,14 @@ impl RewindWhy {
         match self {
             RewindWhy::Asked => "asked",
             RewindWhy::Auto => "auto",
+            RewindWhy::Restart => "restart",
         }
     }
 
     pub(crate) fn parse(text: &str) -> Self {
         match text {
             "auto" => RewindWhy::Auto,
+            "restart" => RewindWhy::Restart,
             _ => RewindWhy::Asked,
         }
     }
@@ -233,11 +238,12 @@ impl RewindWhy {
 /// How a rewind ended (the stored spelling is also the metrics' `outcome` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RewindOutcome {
-    /// Cleared and the re-hydration prompt delivered.
+    /// Cleared (or restarted) and the re-hydration prompt delivered.
     Done,
-    /// Cleared, but the re-hydration prompt could not be typed.
+    /// Cleared (or restarted), but the re-hydration prompt could not be typed.
     NotTyped,
-    /// Nothing was cleared: `/clear` was not taken, or the fresh prompt never showed.
+    /// Nothing was cleared: `/clear` was not taken, the fresh prompt never showed, or the
+    /// restart did not start.
     Failed,
     /// Not performed: too soon after the last one, or the session went away.
     Skipped,

@@ -18,7 +18,10 @@ use wakebridge::delivery::gate::{Gate, GateOutcome, Mode};
 use wakebridge::mux::{InjectError, Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
 use wakebridge::nudge::task::{LiveIo, Nudger, NudgerIo, OWED_SENDER, SessionFacts, run_with};
 use wakebridge::nudge::{LimitsConfig, NudgeViews, NudgerConfig, Schedule};
-use wakebridge::store::{Limit, LimitSource, NudgeState, Owed, Payment, Record, Store};
+use wakebridge::rewind::restart::{Restart, RestartSettings};
+use wakebridge::store::{
+    Limit, LimitSource, NudgeState, Owed, Payment, Record, RewindRow, RewindWhy, Store,
+};
 use wakebridge::wakedir::target::PaneTarget;
 
 use crate::common;
@@ -48,6 +51,8 @@ struct World {
     screens: HashMap<String, String>,
     /// Sessions whose limit menu was dismissed, in order.
     menu_picks: Vec<String>,
+    /// Restarts started, in order.
+    restarts: Vec<Restart>,
 }
 
 /// The idle prompt, as the fake's capture shows it.
@@ -139,6 +144,9 @@ impl NudgerIo for FakeIo {
                 .cloned()
                 .unwrap_or_else(|| IDLE_SCREEN.into()),
         )
+    }
+    async fn restart(&self, restart: Restart) {
+        self.world.lock().unwrap().restarts.push(restart);
     }
     async fn dismiss_limit_menu(&self, sid: &str) -> Result<bool, InjectError> {
         let mut w = self.world.lock().unwrap();
@@ -291,6 +299,16 @@ fn default_config() -> NudgerConfig {
 /// `[limits]` as shipped: resume at the reset + 60 s, `continue`, 3 tries.
 fn limits_config() -> LimitsConfig {
     LimitsConfig::from_settings(&wakebridge::config::defaults().limits).unwrap()
+}
+
+/// How the live loops here would restart an agent (none of their tests asks for one).
+fn restart_settings() -> RestartSettings {
+    RestartSettings {
+        command: vec!["claude".into()],
+        timeout: Duration::from_secs(90),
+        claude_home: None,
+        mux: MuxConfig::default(),
+    }
 }
 
 /// `[rewind]` as shipped.
@@ -841,6 +859,7 @@ fn live_loop(
         rig.store.clone(),
         rig.wake_dir.clone(),
         None,
+        restart_settings(),
     );
     let (tx, rx) = watch::channel(NudgeViews::default());
     let shutdown = CancellationToken::new();
@@ -1046,6 +1065,7 @@ async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates
         rig.store.clone(),
         rig.wake_dir.clone(),
         None,
+        restart_settings(),
     );
     let (tx, views) = watch::channel(NudgeViews::default());
     let mut nudger = Nudger::new(config, io, tx);
@@ -1088,4 +1108,79 @@ async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates
     for (_, agent) in &agents {
         assert_eq!(agent.submits().len(), 1);
     }
+}
+
+/// A restart waiting for `sid`, as `POST /rewind {"restart": true}` records it.
+fn restart_asked(io: &FakeIo, sid: &str) {
+    let mut w = io.world.lock().unwrap();
+    w.facts.entry(sid.into()).or_default().rewind.pending = Some(RewindRow {
+        session_id: sid.into(),
+        why: RewindWhy::Restart,
+        asked_ms: START_MS,
+        done_ms: None,
+        outcome: None,
+        new_id: None,
+        detail: None,
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_a_restart_revives_a_dead_or_vanished_pane_at_once_and_waits_for_idle_otherwise()
+ {
+    common::arm_test_timeout();
+    let io = FakeIo::new();
+    io.add_session("dead", "\u{2733} Claude Code");
+    io.add_session("gone", "\u{2733} Claude Code");
+    io.add_session("live", "\u{25d0} Claude Code");
+    for sid in ["dead", "gone", "live"] {
+        restart_asked(&io, sid);
+    }
+    {
+        let mut w = io.world.lock().unwrap();
+        w.panes.get_mut("%0").unwrap().dead = true;
+        w.panes.remove("%1");
+    }
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    // Several polls: each gone agent is started again once, the busy one not at all.
+    tokio::time::sleep(Duration::from_secs(35)).await;
+    let started = |io: &FakeIo| -> Vec<(String, bool)> {
+        let w = io.world.lock().unwrap();
+        w.restarts
+            .iter()
+            .map(|r| (r.session_id.clone(), r.in_place))
+            .collect()
+    };
+    assert_eq!(
+        started(&io),
+        [("dead".to_owned(), true), ("gone".to_owned(), false)]
+    );
+    assert_eq!(views.borrow()["dead"].last_reason, "restarting");
+    assert!(
+        views.borrow()["live"].last_reason.starts_with("busy"),
+        "{:?}",
+        views.borrow()["live"]
+    );
+    // The busy one settles into idle: restarted in its pane, with the re-hydration prompt.
+    io.world.lock().unwrap().panes.get_mut("%2").unwrap().title = "\u{2733} Claude Code".into();
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    assert_eq!(started(&io).len(), 3, "{:?}", started(&io));
+    let w = io.world.lock().unwrap();
+    let live = &w.restarts[2];
+    assert_eq!((live.session_id.as_str(), live.in_place), ("live", true));
+    assert!(live.message.as_str().starts_with("You were rewound"));
+    assert_eq!(
+        typed_texts_locked(&w, "live"),
+        Vec::<String>::new(),
+        "nothing typed by the loop"
+    );
+    drop(w);
+    shutdown.cancel();
+}
+
+fn typed_texts_locked(w: &World, sid: &str) -> Vec<String> {
+    w.wakes
+        .iter()
+        .filter(|(s, _, _)| s == sid)
+        .map(|(_, _, text)| text.clone())
+        .collect()
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::common;
+use crate::common::agent::Agent;
 use crate::common::claude::RealClaude;
 use crate::common::harness::{TestServer, event_for};
 use crate::common::tmux::TmuxServer;
@@ -29,9 +30,17 @@ fn message() -> String {
 }
 
 async fn ask(server: &TestServer, sid: &str) -> (u16, Value) {
+    post_rewind(server, json!({"session_id": sid})).await
+}
+
+async fn ask_restart(server: &TestServer, sid: &str) -> (u16, Value) {
+    post_rewind(server, json!({"session_id": sid, "restart": true})).await
+}
+
+async fn post_rewind(server: &TestServer, body: Value) -> (u16, Value) {
     let response = reqwest::Client::new()
         .post(server.url("/rewind"))
-        .json(&json!({"session_id": sid}))
+        .json(&body)
         .send()
         .await
         .expect("POST /rewind");
@@ -222,6 +231,102 @@ async fn auto_mode_rewinds_a_session_told_to_checkpoint_once_it_stays_idle() {
     assert_eq!(agent.submitted(), submitted);
 }
 
+/// The daemon's settings for a restart: `[launch] command` is the scripted agent, recording
+/// into `name`'s files (so the agent started again is told apart from the one it replaces).
+fn restart_env(tmux: &TmuxServer, name: &str) -> (Agent, String) {
+    let (record, control) = (
+        tmux.dir().join(format!("{name}.rec")),
+        tmux.dir().join(format!("{name}.ctl")),
+    );
+    std::fs::write(&control, "idle").expect("control file");
+    let command = [
+        "python3",
+        common::FAKE_AGENT,
+        &record.display().to_string(),
+        &control.display().to_string(),
+    ]
+    .join(",");
+    let restarted = Agent {
+        pane: String::new(),
+        record,
+        control,
+    };
+    (restarted, command)
+}
+
+/// The agent ends a turn, so its hooks report its working directory (a restart starts there).
+async fn end_a_turn(agent: &Agent, server: &TestServer) {
+    agent.set("busy");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    agent.set("idle");
+    session_until(server, "the turn over", |s| s["cwd"].is_string()).await;
+}
+
+#[tokio::test]
+async fn a_restart_starts_the_agent_again_in_its_pane_with_the_rehydration_prompt() {
+    common::arm_test_timeout();
+    let tmux = TmuxServer::start();
+    let (restarted, command) = restart_env(&tmux, "again");
+    let server = start_daemon_with(
+        &tmux,
+        None,
+        &[FAST[0], ("WAKEBRIDGE_LAUNCH__COMMAND", command.as_str())],
+    )
+    .await;
+    let agent = spawn_agent(&tmux, &server, "idle", true);
+    end_a_turn(&agent, &server).await;
+    let (status, body) = ask_restart(&server, SID).await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (200, Some("asked")),
+        "{body}"
+    );
+    let done = session_until(&server, "the restart done", |s| {
+        s["rewind"]["performed"] == 1
+    })
+    .await;
+    assert_eq!(done["rewind"]["last_why"], "restart", "{done}");
+    assert_eq!(done["rewind"]["last_outcome"], "done", "{done}");
+    // The same pane runs a new agent, which got the message as its first prompt; the old one
+    // got nothing typed (no `/clear`).
+    assert_eq!(done["pane"]["pane"], agent.pane.as_str(), "{done}");
+    assert_eq!(restarted.submitted(), [message()]);
+    assert_eq!(agent.submitted(), Vec::<String>::new());
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(restarted.submitted().len(), 1, "typed once");
+}
+
+#[tokio::test]
+async fn a_restart_revives_an_agent_whose_pane_is_gone() {
+    common::arm_test_timeout();
+    let tmux = TmuxServer::start();
+    let (restarted, command) = restart_env(&tmux, "revived");
+    let server = start_daemon_with(
+        &tmux,
+        None,
+        &[FAST[0], ("WAKEBRIDGE_LAUNCH__COMMAND", command.as_str())],
+    )
+    .await;
+    let agent = spawn_agent(&tmux, &server, "idle", true);
+    end_a_turn(&agent, &server).await;
+    tmux.tmux(&["kill-pane", "-t", &agent.pane]);
+    let (status, _) = ask_restart(&server, SID).await;
+    assert_eq!(status, 200);
+    let done = session_until(&server, "the revival", |s| s["rewind"]["performed"] == 1).await;
+    assert_eq!(done["rewind"]["last_outcome"], "done", "{done}");
+    let pane = done["pane"]["pane"].as_str().unwrap_or_default().to_owned();
+    assert!(!pane.is_empty() && pane != agent.pane, "a new pane: {done}");
+    assert_eq!(restarted.submitted(), [message()]);
+    // The bus's id reaches the new pane.
+    tokio::time::sleep(QUIET).await;
+    let (_, woke) = server.hook(event_for(SID, 1), &[]).await;
+    assert_eq!(woke["action"], "tmux", "{woke}");
+    assert_eq!(
+        restarted.submitted().last().map(String::as_str),
+        Some(wakebridge::mux::WAKE_PROMPT)
+    );
+}
+
 #[tokio::test]
 async fn the_real_claude_code_is_cleared_and_rehydrated_and_its_new_session_followed() {
     common::arm_test_timeout();
@@ -297,4 +402,98 @@ async fn the_real_claude_code_is_cleared_and_rehydrated_and_its_new_session_foll
     })
     .await;
     assert!(followed["context"].is_object(), "{followed}");
+}
+
+/// The real Claude Code, restarted: the launcher starts it again in its pane (its own HOME, as
+/// the first start had), Claude Code's registry gives the new session id, which takes over the
+/// old id's address; the re-hydration prompt is its first prompt.
+#[tokio::test]
+async fn the_real_claude_code_is_restarted_in_its_pane_and_keeps_its_address() {
+    common::arm_test_timeout();
+    let Some(claude) = common::real_claude() else {
+        eprintln!("skipped: no `claude` on PATH");
+        return;
+    };
+    let tmux = TmuxServer::start();
+    let root = std::sync::Arc::new(tempfile::tempdir().expect("tempdir"));
+    let api = [
+        format!("ANTHROPIC_API_KEY={}", common::CLAUDE_TEST_KEY),
+        "ANTHROPIC_BASE_URL=http://127.0.0.1:9".to_owned(),
+    ];
+    // What `[launch] command` starts: Claude Code with the test's private environment (tmux
+    // gives the pane its TMUX_PANE, which the hooks map it by).
+    let mut command = vec!["env".to_owned()];
+    command.extend(
+        common::env::test_env(root.path(), &[])
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}")),
+    );
+    command.extend(api.iter().cloned());
+    command.extend([
+        "TERM=xterm-256color".to_owned(),
+        claude.display().to_string(),
+    ]);
+    let command = command.join(",");
+    let server = start_daemon_with(
+        &tmux,
+        Some(root),
+        &[FAST[0], ("WAKEBRIDGE_LAUNCH__COMMAND", command.as_str())],
+    )
+    .await;
+    let claude = RealClaude::start(&claude, &tmux, &server, &api).await;
+    let old = claude.sid.clone();
+    let (status, body) = ask_restart(&server, &old).await;
+    assert_eq!(status, 200, "{body}");
+    // A start takes Claude Code seconds (the launcher allows `[launch] timeout`, 90 s).
+    let started = std::time::Instant::now();
+    let restarted = loop {
+        let body = server.get_json("/sessions").await;
+        let done = body["sessions"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["rewind"]["performed"] == 1).cloned());
+        if let Some(done) = done {
+            break done;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "no restart: {body}\n{}",
+            claude.screen(&tmux)
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(restarted["rewind"]["last_outcome"], "done", "{restarted}");
+    let new_id = restarted["session_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_ne!(new_id, old, "{restarted}");
+    assert_eq!(restarted["rewind"]["formerly"], json!([old]), "{restarted}");
+    assert_eq!(
+        restarted["pane"]["pane"],
+        claude.pane.as_str(),
+        "{restarted}"
+    );
+    // The re-hydration prompt is in Claude Code's own history, under the new session.
+    let history_file = server.root.path().join("home/.claude/history.jsonl");
+    common::eventually(
+        "the prompt in Claude Code's history",
+        Duration::from_secs(10),
+        Duration::from_millis(100),
+        || {
+            std::fs::read_to_string(&history_file)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .any(|v| v["display"] == message().as_str() && v["sessionId"] == new_id.as_str())
+        },
+    )
+    .await;
+    // The bus's old id still names this agent.
+    let (_, answer) = server.hook(event_for(&old, 1), &[]).await;
+    assert_ne!(answer["action"], "spool-unmapped", "{answer}");
+    let after = any_session_until(&server, "the DM under the new id", |s| {
+        s["session_id"] == new_id.as_str() && s["last_delivery_at"].is_string()
+    })
+    .await;
+    assert!(after["last_action"].is_string(), "{after}");
 }

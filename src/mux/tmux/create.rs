@@ -1,5 +1,5 @@
 //! The tmux calls that bring a new agent pane up for the launcher: create a detached session or
-//! a background window with `remain-on-exit` on (so an agent that dies at start leaves its last
+//! a background window, or start an agent again in its own pane, with `remain-on-exit` on (so an agent that dies at start leaves its last
 //! screen readable), probe it (dead or alive, and the visible screen, in one call), read a dead
 //! pane's scrollback, press one navigation key, drop `remain-on-exit` again, and remove what was
 //! created when the start failed. Which key to press when is the launcher's decision.
@@ -98,6 +98,25 @@ impl Tmux {
         self.keep_dead_pane(&created.window_id, true, deadline)
             .await?;
         Ok(created)
+    }
+
+    /// Starts `argv` in `pane` again, in `cwd`, killing what runs there (`respawn-pane -k`: the
+    /// pane, its id and its place in the window are kept), with remain-on-exit on.
+    pub async fn respawn(
+        &self,
+        pane: &str,
+        cwd: &Path,
+        argv: &[String],
+        deadline: Deadline,
+    ) -> Result<NewPane, MuxError> {
+        let inv = self
+            .command("tmux respawn-pane")
+            .args(["respawn-pane", "-k", "-t", pane, "-c"])
+            .arg(cwd)
+            .args(argv)
+            .args([";", "set-option", "-w", "-t", pane, "remain-on-exit", "on"])
+            .args([";", "display-message", "-p", "-t", pane, CREATED_FORMAT]);
+        parse_created(&process::run(&inv, deadline).await?.stdout)
     }
 
     /// Dead or alive, and the visible screen, in one tmux call.

@@ -4,7 +4,9 @@
 //! typed once into whatever id the pane runs now. The new id comes from the `SessionStart`
 //! hook of `source = "clear"`, which maps the pane under it (and records the old id as renamed,
 //! so the bus's messages to it still arrive); without that hook a fresh, empty prompt on the
-//! screen is taken as the clear done. Every step is in the ledger:
+//! screen is taken as the clear done. A restart is started in the background
+//! (`rewind::restart`), at the idle moment, or at once for an agent whose pane or server is
+//! gone. Every step is in the ledger:
 //! the rows of what was typed, and how the rewind ended.
 //!
 //! It owns that sequence; when a rewind is due and what a cleared screen is are `rewind`'s,
@@ -21,8 +23,9 @@ use crate::mux::KeystrokeText;
 use crate::nudge::NudgeView;
 use crate::nudge::io::NudgerIo;
 use crate::nudge::signals::{Observation, Verdict, classify};
+use crate::rewind::restart::Restart;
 use crate::rewind::{self, CLEAR_WAIT, CLEARED_WITHOUT_HOOK, Due};
-use crate::store::{Record, RewindFacts, RewindOutcome, RewindRow};
+use crate::store::{Record, RewindFacts, RewindOutcome, RewindRow, RewindWhy};
 use crate::wakedir::target::PaneTarget;
 
 /// The `sender` of the rows of what a rewind typed (`/clear`, the re-hydration message).
@@ -43,7 +46,13 @@ impl<I: NudgerIo> Nudger<I> {
         now: Instant,
         now_ms: i64,
     ) -> Option<NudgeView> {
-        let pending = facts.pending.as_ref()?;
+        let Some(pending) = facts.pending.as_ref() else {
+            // A restart that was running has recorded its end.
+            if let Some(tracked) = self.sessions.get_mut(sid) {
+                tracked.restarting = false;
+            }
+            return None;
+        };
         let Verdict::Idle(idle_reason) = classify(obs) else {
             return None;
         };
@@ -72,8 +81,37 @@ impl<I: NudgerIo> Nudger<I> {
                     .await;
                 Some(self.view(sid, now, now_ms, format!("rewind ({why}) skipped")))
             }
+            Due::Now if pending.why == RewindWhy::Restart => {
+                let reason = self.begin_restart(sid, target, pending, true).await;
+                Some(self.view(sid, now, now_ms, reason))
+            }
             Due::Now => Some(self.clear_and_rehydrate(sid, target, pending).await),
         }
+    }
+
+    /// Starts the restart waiting for `sid` in the background, once (`in_place`: its pane is
+    /// there, alive or dead); says so for the session's view.
+    pub(super) async fn begin_restart(
+        &mut self,
+        sid: &str,
+        target: &PaneTarget,
+        pending: &RewindRow,
+        in_place: bool,
+    ) -> String {
+        let tracked = self.sessions.entry(sid.to_owned()).or_default();
+        if std::mem::replace(&mut tracked.restarting, true) {
+            return "restarting".into();
+        }
+        tracing::info!(session_id = sid, in_place, "restarting the session's agent");
+        let restart = Restart {
+            session_id: sid.to_owned(),
+            asked_as: pending.session_id.clone(),
+            pane: target.clone(),
+            in_place,
+            message: self.config.rewind.message.clone(),
+        };
+        self.io.restart(restart).await;
+        "restarting".into()
     }
 
     /// `/clear`, the fresh prompt, the message. A session renamed since the rewind was asked

@@ -1,0 +1,205 @@
+//! A restart (`wakebridge rewind --restart`): the agent is started again through the launcher,
+//! which passes its first-run screens, maps the pane and types the re-hydration prompt as its
+//! first prompt. In place (`respawn-pane -k`, the pane kept) when the pane is there, alive or
+//! dead; in a new tmux session when the pane or its server is gone, resuming the conversation
+//! (`claude --resume <id>`) when its transcript is still there. The new session id (from Claude
+//! Code's registry) takes over the old one's address as after a `/clear`; without one the old id
+//! is mapped to the pane. How it went is recorded in the ledger.
+//!
+//! It owns that sequence; starting an agent is `launch`'s, when to restart the nudger's.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::launch::{self, LaunchError, LaunchOptions, Mapping, Placement};
+use crate::mux::{KeystrokeText, MuxConfig};
+use crate::store::{Record, RewindOutcome, Store, now_unix_ms};
+use crate::wakedir::target::PaneTarget;
+use crate::wakedir::writer::{clear_entry, set_entry};
+
+/// How a restart starts the agent: `[launch] command` and `timeout`, Claude Code's config dir
+/// (to learn the new session id) and the multiplexer settings.
+#[derive(Debug, Clone)]
+pub struct RestartSettings {
+    pub command: Vec<String>,
+    pub timeout: Duration,
+    pub claude_home: Option<PathBuf>,
+    pub mux: MuxConfig,
+}
+
+/// One restart to perform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restart {
+    /// The id the session goes by now.
+    pub session_id: String,
+    /// The id the rewind was asked for (its ledger row's).
+    pub asked_as: String,
+    /// Where it ran.
+    pub pane: PaneTarget,
+    /// The pane is there (alive or dead): start the agent in it. Otherwise in a new session.
+    pub in_place: bool,
+    pub message: KeystrokeText,
+}
+
+/// Performs `restart` and records how it ended; never fails (the ledger row says what happened).
+pub async fn perform(restart: Restart, settings: RestartSettings, store: Store, wake_dir: PathBuf) {
+    let sid = restart.session_id.clone();
+    let (outcome, new_id, detail, renamed) =
+        match start(&restart, &settings, &store, &wake_dir).await {
+            Ok((new_id, typed, pane)) => {
+                let renamed = (new_id != sid).then(|| Record::Renamed {
+                    old_id: sid.clone(),
+                    new_id: new_id.clone(),
+                    pane,
+                    at_ms: now_unix_ms(),
+                });
+                let outcome = if typed {
+                    RewindOutcome::Done
+                } else {
+                    RewindOutcome::NotTyped
+                };
+                (outcome, Some(new_id), None, renamed)
+            }
+            Err(detail) => (RewindOutcome::Failed, None, Some(detail), None),
+        };
+    match outcome {
+        RewindOutcome::Failed => tracing::warn!(
+            session_id = sid.as_str(),
+            "restart failed: {}",
+            detail.as_deref().unwrap_or("?")
+        ),
+        _ => tracing::info!(
+            session_id = sid.as_str(),
+            new_session_id = new_id.as_deref().unwrap_or("?"),
+            in_place = restart.in_place,
+            "restarted a session"
+        ),
+    }
+    let ended = Record::RewindEnded {
+        session_id: restart.asked_as.clone(),
+        outcome,
+        new_id,
+        detail,
+        at_ms: now_unix_ms(),
+    };
+    let records = renamed.into_iter().chain([ended]).collect();
+    if let Err(e) = store.record_all(records).await {
+        tracing::warn!(error = %e, "could not record a restart in the ledger");
+    }
+}
+
+/// Starts the agent; `(the id it goes by now, whether the prompt was typed, its pane as text)`,
+/// or why it did not start.
+async fn start(
+    restart: &Restart,
+    settings: &RestartSettings,
+    store: &Store,
+    wake_dir: &Path,
+) -> Result<(String, bool, String), String> {
+    let sid = restart.session_id.clone();
+    let row = {
+        let (store, sid) = (store.clone(), sid.clone());
+        tokio::task::spawn_blocking(move || store.session(&sid))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?
+    };
+    let row = row.unwrap_or_default();
+    let cwd = row.cwd.map(PathBuf::from).ok_or_else(|| {
+        "no working directory known for the session (its hooks never reported one)".to_owned()
+    })?;
+    let resume = !restart.in_place
+        && row
+            .transcript_path
+            .as_deref()
+            .is_some_and(|p| Path::new(p).is_file());
+    let placement = match &restart.pane {
+        PaneTarget::Tmux { pane, .. } if restart.in_place => {
+            Placement::Respawn { pane: pane.clone() }
+        }
+        PaneTarget::Tmux { .. } => Placement::NewSession,
+        PaneTarget::Zellij { .. } => {
+            return Err("restarting an agent in a zellij pane is not supported".into());
+        }
+    };
+    let opts = LaunchOptions {
+        cwd,
+        name: None,
+        command: command(
+            &settings.command,
+            resume.then_some(restart.asked_as.as_str()),
+        ),
+        prompt: Some(restart.message.clone()),
+        pre_trust: None,
+        timeout: settings.timeout,
+        wake_dir: Some(wake_dir.to_owned()),
+        session_id: None,
+        claude_home: settings.claude_home.clone(),
+        placement,
+        mux: settings.mux.clone(),
+    };
+    let (launched_pane, learned, typed) = match launch::launch(&opts).await {
+        Ok(launched) => {
+            let learned = match launched.mapping {
+                Mapping::Written => launched.session_id,
+                _ => None,
+            };
+            (launched.pane, learned, launched.prompt_typed)
+        }
+        // Started and ready, but the prompt did not go in: a restart all the same.
+        Err(LaunchError::Prompt { pane, .. }) => (pane, None, false),
+        Err(error) => return Err(error.to_string()),
+    };
+    let pane = PaneTarget::Tmux {
+        pane: launched_pane,
+        session: None,
+    };
+    let current = match learned {
+        Some(id) => {
+            // A new pane: the old id's entry would still name the one that died.
+            clear_entry(wake_dir, &sid, None).map_err(|e| e.to_string())?;
+            id
+        }
+        None => {
+            // No new id known: the old one names the agent in its (new) pane.
+            set_entry(wake_dir, &sid, &pane).map_err(|e| e.to_string())?;
+            sid
+        }
+    };
+    Ok((current, typed, pane.to_string()))
+}
+
+/// `[launch] command`, with `--resume <id>` when reviving Claude Code's conversation `resume`
+/// (only for a command that runs `claude` itself: another program would not know the flag).
+fn command(configured: &[String], resume: Option<&str>) -> Vec<String> {
+    let mut argv = configured.to_vec();
+    let runs_claude = configured
+        .first()
+        .and_then(|program| Path::new(program).file_name())
+        .is_some_and(|name| name == "claude");
+    if let Some(id) = resume.filter(|_| runs_claude) {
+        argv.extend(["--resume".to_owned(), id.to_owned()]);
+    }
+    argv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_claude_itself_is_told_to_resume() {
+        let claude = vec![
+            "/usr/bin/claude".to_owned(),
+            "--model".to_owned(),
+            "x".to_owned(),
+        ];
+        assert_eq!(
+            command(&claude, Some("abc")),
+            ["/usr/bin/claude", "--model", "x", "--resume", "abc"]
+        );
+        assert_eq!(command(&claude, None), claude);
+        let other = vec!["python3".to_owned(), "agent.py".to_owned()];
+        assert_eq!(command(&other, Some("abc")), other);
+    }
+}
