@@ -52,7 +52,7 @@ pub struct StatusArgs {
     url: Option<String>,
 }
 
-/// How long a CLI call may wait for the daemon (a wake takes at most ~2.25 s).
+/// How long a CLI call may wait for the daemon (a wake takes at most ~3.6 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `http://<host>:<port>` of the local daemon, from the configuration `serve` would use.

@@ -71,7 +71,7 @@ pub enum HookAction {
     },
     MarkBusy,
     MarkIdle,
-    /// `panes clear` (with this pane's other entries).
+    /// `panes clear` of this session's entry (not the pane's other entries).
     ClearPane,
     Ignore,
 }
@@ -202,7 +202,10 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
             }
             HookAction::ClearPane => {
                 clear_busy_if_any(wake_dir, &session_id)?;
-                outcome.unmapped = clear_entry(wake_dir, &session_id, pane.as_ref())?.removed;
+                // Its own entry only: an agent killed in its pane (a restart's respawn) runs this
+                // hook while, or after, its successor maps the pane, and that entry must stay.
+                // Stale neighbours on the pane go when the next SessionStart maps it.
+                outcome.unmapped = clear_entry(wake_dir, &session_id, None)?.removed;
             }
             HookAction::Ignore => return Ok(HookResult::Skipped(String::new())),
         }

@@ -114,7 +114,7 @@ impl Injector {
 
     /// Check the pane, type `text`, press Enter once it shows, confirm the submit, all within
     /// `deadline` (the submit and its confirmation may overrun it by at most [`STEP_FLOOR`] plus
-    /// two [`CONFIRM_WAIT`]s) and under the pane's lock.
+    /// [`CONFIRM_WAIT`] and [`LAST_CONFIRM_WAIT`]) and under the pane's lock.
     pub async fn inject(
         &self,
         target: &PaneTarget,
@@ -211,9 +211,15 @@ impl Injector {
 }
 
 /// How long the prompt line is watched after an Enter for the text to leave it, before one more
-/// Enter (and after that one, before giving up): Claude Code clears the line within a frame or
-/// two of taking the submit, and an Enter it dropped is not taken later.
+/// Enter: Claude Code clears the line within a frame or two of taking the submit, and an Enter
+/// it dropped is not taken later.
 pub const CONFIRM_WAIT: Duration = Duration::from_millis(300);
+/// How long the line is watched after that second Enter before the text counts as not
+/// submitted: longer, because on a loaded machine Claude Code can take the submit (running its
+/// UserPromptSubmit hooks first) and redraw well after [`CONFIRM_WAIT`], and waiting types
+/// nothing more. A real Claude Code 2.1.197 under the test suite's load took longer than two
+/// 300 ms waits.
+pub const LAST_CONFIRM_WAIT: Duration = Duration::from_secs(1);
 /// Gap between two reads of the prompt line.
 const READ_GAP: Duration = Duration::from_millis(10);
 
@@ -326,7 +332,7 @@ fn screen_state(screen: &str) -> PaneState {
 }
 
 /// After an Enter: the text must leave the prompt line within [`CONFIRM_WAIT`]; if it does not,
-/// one more Enter, and the same wait. It has left once a read without it follows one with it
+/// one more Enter, and [`LAST_CONFIRM_WAIT`]. It has left once a read without it follows one with it
 /// (`seen`: the text already showed before the Enter); a text never seen in the wait (taken at
 /// once, or a TUI too slow to tell) and a screen that cannot be read say nothing either way.
 async fn confirm_submitted<M: Mux>(
@@ -337,8 +343,8 @@ async fn confirm_submitted<M: Mux>(
 ) -> Result<(), InjectError> {
     // Read and set only by this task, but the future must be Send.
     let seen = std::sync::atomic::AtomicBool::new(seen);
-    for again in [true, false] {
-        let gone = watch_prompt(mux, pane, CONFIRM_WAIT, |input| {
+    for (again, within) in [(true, CONFIRM_WAIT), (false, LAST_CONFIRM_WAIT)] {
+        let gone = watch_prompt(mux, pane, within, |input| {
             let holds = still_holds(text, input);
             let was_seen = seen.fetch_or(holds, Ordering::Relaxed) || holds;
             was_seen && !holds
