@@ -427,7 +427,13 @@ impl Monitor {
             WarningStep::Delivered => {
                 t.thresholds.delivered(&due.level);
                 let top = self.config.thresholds.levels().last() == Some(&due.level);
-                if self.config.auto_rewind && top {
+                let waiting = || {
+                    deliverer
+                        .store()
+                        .rewinds()
+                        .is_ok_and(|r| r.facts(sid).pending.is_some())
+                };
+                if self.config.auto_rewind && top && !waiting() {
                     let asked = Record::RewindAsked {
                         session_id: sid.to_owned(),
                         why: RewindWhy::Auto,

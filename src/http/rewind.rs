@@ -19,6 +19,7 @@ use super::ApiError;
 use super::guards::operator_body;
 use crate::http::AppState;
 use crate::store::{Record, RewindWhy, now_unix_ms};
+use crate::wakedir::target::PaneTarget;
 use crate::wire::session_id::SessionId;
 
 #[derive(Debug, Deserialize)]
@@ -70,6 +71,14 @@ fn ask(app: &AppState, asked: &str, why: RewindWhy) -> Result<serde_json::Value,
     let deliverer = &app.deliverer;
     let resolved = deliverer.gate().resolve(asked);
     let sid = resolved.session_id.into_owned();
+    if why == RewindWhy::Restart
+        && let Some(PaneTarget::Zellij { .. }) = &resolved.target
+    {
+        return Err(ApiError::BadRequest(format!(
+            "session {asked} runs in a zellij pane, and restarts are tmux only; ask for a rewind \
+             (without restart) instead"
+        )));
+    }
     if resolved.target.is_none() {
         return Err(ApiError::BadRequest(format!(
             "session {asked} has no pane in panes.json, so there is nothing to rewind; map it \

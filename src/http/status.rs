@@ -228,6 +228,7 @@ fn rewind_json(facts: &RewindFacts, local: &TimeZone) -> Option<serde_json::Valu
         "last_at": rfc3339_ms(last_at),
         "last_why": facts.last.as_ref().map(|r| r.why.as_str()),
         "last_outcome": facts.last.as_ref().and_then(|r| r.outcome).map(RewindOutcome::as_str),
+        "last_detail": facts.last.as_ref().and_then(|r| r.detail.clone()),
         "waiting": facts.pending.as_ref().map(|r| r.why.as_str()),
         "formerly": facts.formerly,
         "shown": shown,

@@ -183,17 +183,20 @@ pub enum LaunchError {
         screen: String,
     },
     #[error(
-        "the agent exited before it was ready ({why}); its window was removed. Last screen:\n{screen}"
+        "the agent exited before it was ready ({why}); the window the launch created was removed \
+         (a pane it restarted is left). Last screen:\n{screen}"
     )]
     Exited { why: String, screen: String },
     #[error(
-        "the agent was not ready within {}s; its window was removed. Last screen:\n{screen}",
+        "the agent was not ready within {}s; the window the launch created was removed (a pane it \
+         restarted is left). Last screen:\n{screen}",
         after.as_secs()
     )]
     NotReady { after: Duration, screen: String },
     #[error(
         "the trust dialog's selection did not move to \"Yes\" after {} presses, so nothing was \
-         confirmed; its window was removed. Last screen:\n{screen}",
+         confirmed; the window the launch created was removed (a pane it restarted is left). Last \
+         screen:\n{screen}",
         driver::MAX_SELECTION_MOVES
     )]
     CannotSelectYes { screen: String },
@@ -235,22 +238,24 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
         Ok(passed) => passed,
         Err(failure) => {
             if matches!(failure, LaunchError::HumanNeeded { .. }) {
-                restore_exit_behaviour(&tmux, &created).await;
+                restore_exit_behaviour(&tmux, &created, &opts.placement).await;
             } else {
                 remove(&tmux, &created, &opts.placement).await;
             }
             return Err(failure);
         }
     };
-    restore_exit_behaviour(&tmux, &created).await;
+    restore_exit_behaviour(&tmux, &created, &opts.placement).await;
     let session_id = match (&opts.session_id, &opts.claude_home) {
         (Some(id), _) => Some(id.clone()),
         (None, Some(home)) => learn_session_id(home, created.pid).await,
         (None, None) => None,
     };
+    // As the SessionStart hook maps it (tmux pane ids are server-wide; the session name is only
+    // informational): entries for one pane must be equal for a later mapping to replace them.
     let target = PaneTarget::Tmux {
         pane: created.pane.clone(),
-        session: Some(created.session_name.clone()),
+        session: None,
     };
     let mapping = match (&opts.wake_dir, &session_id) {
         (None, _) => Mapping::NoWakeDir,
@@ -571,11 +576,13 @@ async fn wait_for_exit_status(tmux: &Tmux, pane: &str) -> String {
 /// Drop the launch's remain-on-exit, so the agent's window closes when it exits later, as any
 /// other window of the server does. Best effort: a lingering dead pane is only untidy (the wake
 /// gate treats it as stale).
-async fn restore_exit_behaviour(tmux: &Tmux, created: &NewPane) {
-    if let Err(err) = tmux
-        .keep_dead_pane(&created.window_id, false, tmux_call())
-        .await
-    {
+async fn restore_exit_behaviour(tmux: &Tmux, created: &NewPane, placement: &Placement) {
+    // A respawned pane's option was set on the pane alone, not on someone's window.
+    let target = match placement {
+        Placement::Respawn { pane } => pane,
+        _ => &created.window_id,
+    };
+    if let Err(err) = tmux.keep_dead_pane(target, false, tmux_call()).await {
         tracing::debug!(pane = %created.pane, error = %err, "could not unset remain-on-exit");
     }
 }

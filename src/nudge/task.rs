@@ -23,7 +23,7 @@
 //! arithmetic (`nudge::schedule`). All I/O goes through [`NudgerIo`] (`nudge::io`), so the loop
 //! can be driven with tokio's paused clock and scripted signals.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -91,8 +91,6 @@ struct Tracked {
     limit_look_ms: Option<i64>,
     /// After a `/clear` the gate did not type, no new attempt before this.
     rewind_retry_at: Option<Instant>,
-    /// A restart was started and has not recorded its end yet.
-    restarting: bool,
 }
 
 impl Tracked {
@@ -117,6 +115,11 @@ pub struct Nudger<I> {
     owes_any: bool,
     /// The earliest resume (or look after one) due after the last poll, unix ms.
     resume_due_ms: Option<i64>,
+    /// The rewinds (asked for as, asked at) this loop has performed or started: never twice,
+    /// even while the ledger still shows one waiting (a restart running, a record that failed).
+    rewinds_taken: HashSet<(String, i64)>,
+    /// The last snapshot failed because the tmux server is gone (not merely slow).
+    tmux_gone: bool,
 }
 
 impl<I: NudgerIo> Nudger<I> {
@@ -129,6 +132,8 @@ impl<I: NudgerIo> Nudger<I> {
             snapshot_warned: false,
             owes_any: false,
             resume_due_ms: None,
+            rewinds_taken: HashSet::new(),
+            tmux_gone: false,
         }
     }
 
@@ -164,6 +169,7 @@ impl<I: NudgerIo> Nudger<I> {
         let has_tmux = mapping
             .values()
             .any(|t| matches!(t, PaneTarget::Tmux { .. }));
+        self.tmux_gone = false;
         let snapshot = if has_tmux {
             match self.io.tmux_snapshot().await {
                 Ok(panes) => {
@@ -171,6 +177,7 @@ impl<I: NudgerIo> Nudger<I> {
                     Some(panes)
                 }
                 Err(error) => {
+                    self.tmux_gone = crate::mux::tmux::create::is_missing_target(&error);
                     if !self.snapshot_warned {
                         tracing::warn!(
                             "nudger: tmux list-panes failed ({error}); skipping tmux panes until it works"
@@ -221,16 +228,22 @@ impl<I: NudgerIo> Nudger<I> {
         };
         if let PaneTarget::Tmux { pane, .. } = target {
             // An agent that is gone cannot wait for an idle moment: a restart revives it now.
+            // (why, where a restart would start it: in its pane, elsewhere, or not at all while
+            // tmux merely did not answer; a second agent on the same conversation is worse).
             let info = snapshot.and_then(|panes| panes.get(pane));
             let gone = match (snapshot, info) {
-                (None, _) => Some(("tmux unavailable", false)),
-                (Some(_), None) => Some(("pane not found", false)),
-                (_, Some(info)) if info.dead => Some(("pane dead", true)),
+                (None, _) if self.tmux_gone => Some(("tmux server gone", Some(false))),
+                (None, _) => Some(("tmux unavailable", None)),
+                (Some(_), None) => Some(("pane not found", Some(false))),
+                (_, Some(info)) if info.dead => Some(("pane dead", Some(true))),
                 _ => None,
             };
-            if let Some((why, in_place)) = gone {
-                let reason = match facts.get(sid).and_then(|f| f.rewind.pending.as_ref()) {
-                    Some(pending) if pending.why == RewindWhy::Restart => {
+            if let Some((why, revive)) = gone {
+                let reason = match (
+                    revive,
+                    facts.get(sid).and_then(|f| f.rewind.pending.as_ref()),
+                ) {
+                    (Some(in_place), Some(pending)) if pending.why == RewindWhy::Restart => {
                         self.begin_restart(sid, target, pending, in_place).await
                     }
                     _ => why.to_owned(),

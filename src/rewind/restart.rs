@@ -11,9 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::launch::{self, LaunchError, LaunchOptions, Mapping, Placement};
+use crate::launch::{self, LaunchError, LaunchOptions, Placement};
 use crate::mux::{KeystrokeText, MuxConfig};
 use crate::store::{Record, RewindOutcome, Store, now_unix_ms};
+use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::{clear_entry, set_entry};
 
@@ -125,10 +126,7 @@ async fn start(
     let opts = LaunchOptions {
         cwd,
         name: None,
-        command: command(
-            &settings.command,
-            resume.then_some(restart.asked_as.as_str()),
-        ),
+        command: command(&settings.command, resume.then_some(sid.as_str())),
         prompt: Some(restart.message.clone()),
         pre_trust: None,
         timeout: settings.timeout,
@@ -138,35 +136,35 @@ async fn start(
         placement,
         mux: settings.mux.clone(),
     };
-    let (launched_pane, learned, typed) = match launch::launch(&opts).await {
-        Ok(launched) => {
-            let learned = match launched.mapping {
-                Mapping::Written => launched.session_id,
-                _ => None,
-            };
-            (launched.pane, learned, launched.prompt_typed)
-        }
+    let (launched_pane, typed) = match launch::launch(&opts).await {
+        Ok(launched) => (launched.pane, launched.prompt_typed),
         // Started and ready, but the prompt did not go in: a restart all the same.
-        Err(LaunchError::Prompt { pane, .. }) => (pane, None, false),
+        Err(LaunchError::Prompt { pane, .. }) => (pane, false),
         Err(error) => return Err(error.to_string()),
     };
     let pane = PaneTarget::Tmux {
         pane: launched_pane,
         session: None,
     };
-    let current = match learned {
+    // The new agent's id, as the launcher (from Claude Code's registry) or its SessionStart hook
+    // mapped it to the pane; without one, the old id names the agent in its pane.
+    let shown = pane.to_string();
+    let mapped = mapped_panes(wake_dir)
+        .into_iter()
+        .find(|(id, target)| *id != sid && target.to_string() == shown)
+        .map(|(id, _)| id);
+    let current = match mapped {
         Some(id) => {
             // A new pane: the old id's entry would still name the one that died.
             clear_entry(wake_dir, &sid, None).map_err(|e| e.to_string())?;
             id
         }
         None => {
-            // No new id known: the old one names the agent in its (new) pane.
             set_entry(wake_dir, &sid, &pane).map_err(|e| e.to_string())?;
             sid
         }
     };
-    Ok((current, typed, pane.to_string()))
+    Ok((current, typed, shown))
 }
 
 /// `[launch] command`, with `--resume <id>` when reviving Claude Code's conversation `resume`

@@ -702,6 +702,29 @@ fn upsert_limit(conn: &Connection, seen: &LimitSeen) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// `dropped` without the ids given up at a `/clear` for a session that stays: the bus may still
+/// use such an id, and its rename (and its rewinds) are how it reaches that session.
+fn still_named(conn: &Connection, dropped: Vec<String>) -> rusqlite::Result<Vec<String>> {
+    let renamed: std::collections::HashMap<String, String> = conn
+        .prepare_cached("SELECT old_id, new_id FROM aliases")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let gone: std::collections::HashSet<&str> = dropped.iter().map(String::as_str).collect();
+    // The id at the end of `id`'s renames (the one its session goes by now) stays.
+    let stays = |id: &str| {
+        let mut at = id;
+        // Bounded as `queries::successor` is: a loop in the table cannot hang the prune.
+        for _ in 0..64 {
+            match renamed.get(at) {
+                Some(next) => at = next,
+                None => break,
+            }
+        }
+        at != id && !gone.contains(at)
+    };
+    Ok(dropped.iter().filter(|id| !stays(id)).cloned().collect())
+}
+
 /// Pays `session_id`'s owed events recorded up to `up_to_ms` and notes how; returns how many
 /// were owed. One statement clears them, so two payers (the hook CLI and the daemon) can never
 /// both pay the same events.
@@ -790,6 +813,7 @@ pub(crate) fn forget_sessions(
         let rows = stmt.query_map(params![cutoff_ms, keep], |row| row.get(0))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
+    let dropped = still_named(conn, dropped)?;
     let mut statements = [
         "sessions",
         "wakes",

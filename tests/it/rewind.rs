@@ -382,7 +382,7 @@ async fn the_real_claude_code_is_cleared_and_rehydrated_and_its_new_session_foll
     };
     common::eventually(
         "both in Claude Code's history",
-        Duration::from_secs(10),
+        Duration::from_secs(30),
         Duration::from_millis(100),
         || typed().len() >= 2,
     )
@@ -473,18 +473,22 @@ async fn the_real_claude_code_is_restarted_in_its_pane_and_keeps_its_address() {
         claude.pane.as_str(),
         "{restarted}"
     );
-    // The re-hydration prompt is in Claude Code's own history, under the new session.
-    let history_file = server.root.path().join("home/.claude/history.jsonl");
+    // Claude Code took the re-hydration prompt as the new session's first prompt (its own
+    // UserPromptSubmit hook says so; 2.1.197 writes history.jsonl seconds later under load).
     common::eventually(
-        "the prompt in Claude Code's history",
-        Duration::from_secs(10),
+        "the prompt submitted to the new session",
+        Duration::from_secs(30),
         Duration::from_millis(100),
         || {
-            std::fs::read_to_string(&history_file)
-                .unwrap_or_default()
+            claude
+                .hooks()
                 .lines()
                 .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .any(|v| v["display"] == message().as_str() && v["sessionId"] == new_id.as_str())
+                .any(|h| {
+                    h["hook_event_name"] == "UserPromptSubmit"
+                        && h["prompt"] == message().as_str()
+                        && h["session_id"] == new_id.as_str()
+                })
         },
     )
     .await;

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant, SystemTime};
 use rusqlite::Connection;
 use wakebridge::spool::prune::{self, PruneConfig};
 use wakebridge::store::{
-    Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record, SessionSeen,
-    Store, StoreError, now_unix_ms,
+    Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record, RewindOutcome,
+    RewindWhy, SessionSeen, Store, StoreError, now_unix_ms,
 };
 
 use crate::common;
@@ -1305,4 +1305,108 @@ async fn a_usage_limit_keeps_its_reset_and_tries_until_a_new_notice_and_goes_whe
         1
     );
     assert_eq!(store.limit("lim").expect("read"), None);
+}
+
+#[tokio::test]
+async fn a_rename_moves_what_is_owed_follows_chains_and_outlives_the_old_ids_traces() {
+    common::arm_test_timeout();
+    let store = Store::open_in_memory().expect("open");
+    let owed = Delivery {
+        owed: true,
+        ..delivery("old", "spool-busy", 1_000, Some("e1"))
+    };
+    store
+        .record_all(vec![
+            Record::SessionSeen(seen("old", 1_000)),
+            Record::Delivery(owed),
+            Record::RewindAsked {
+                session_id: "old".into(),
+                why: RewindWhy::Asked,
+                at_ms: 1_100,
+            },
+            // A second ask while one waits changes nothing.
+            Record::RewindAsked {
+                session_id: "old".into(),
+                why: RewindWhy::Auto,
+                at_ms: 1_200,
+            },
+        ])
+        .await
+        .expect("record");
+    store
+        .record_all(vec![
+            Record::Renamed {
+                old_id: "old".into(),
+                new_id: "mid".into(),
+                pane: "tmux pane %3".into(),
+                at_ms: 2_000,
+            },
+            Record::Renamed {
+                old_id: "mid".into(),
+                new_id: "new".into(),
+                pane: "tmux pane %3".into(),
+                at_ms: 3_000,
+            },
+            Record::SessionSeen(seen("new", 3_000)),
+        ])
+        .await
+        .expect("record");
+    assert_eq!(
+        store.successor("old").expect("read"),
+        Some(("new".into(), "tmux pane %3".into()))
+    );
+    assert_eq!(store.successor("new").expect("read"), None);
+    // What the old id was owed went to the id after it (then stayed: the second rename moved
+    // it on too).
+    assert_eq!(
+        store
+            .session("new")
+            .expect("read")
+            .expect("row")
+            .owed
+            .map(|o| o.events),
+        Some(1)
+    );
+    let rewinds = store.rewinds().expect("read");
+    let facts = rewinds.facts("new");
+    assert_eq!(facts.formerly, ["mid", "old"]);
+    let waiting = facts.pending.expect("the ask from before the renames");
+    assert_eq!(
+        (waiting.session_id.as_str(), waiting.why),
+        ("old", RewindWhy::Asked)
+    );
+    assert!(rewinds.renamed("old") && rewinds.renamed("mid") && !rewinds.renamed("new"));
+    store
+        .record(Record::RewindEnded {
+            session_id: "old".into(),
+            outcome: RewindOutcome::Done,
+            new_id: Some("new".into()),
+            detail: None,
+            at_ms: 3_500,
+        })
+        .await
+        .expect("record");
+    let facts = store.rewinds().expect("read").facts("new");
+    assert_eq!((facts.performed, facts.last_performed_ms), (1, Some(3_500)));
+    assert!(facts.pending.is_none());
+    let counts = store.rewind_counts().expect("read");
+    assert_eq!(counts.get(&Some(RewindOutcome::Done)), Some(&1));
+
+    // Long after: the old ids' traces are old, but "new" is still mapped, so the renames that
+    // reach it (and their rewinds) stay; once "new" is forgotten, they go with it.
+    store
+        .forget_sessions_before(100_000, vec!["new".into()])
+        .await
+        .expect("forget");
+    assert_eq!(
+        store.successor("old").expect("read"),
+        Some(("new".into(), "tmux pane %3".into()))
+    );
+    assert_eq!(store.rewinds().expect("read").facts("new").performed, 1);
+    store
+        .forget_sessions_before(100_000, Vec::new())
+        .await
+        .expect("forget");
+    assert_eq!(store.successor("old").expect("read"), None);
+    assert_eq!(store.rewinds().expect("read"), Default::default());
 }

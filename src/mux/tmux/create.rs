@@ -114,7 +114,7 @@ impl Tmux {
             .args(["respawn-pane", "-k", "-t", pane, "-c"])
             .arg(cwd)
             .args(argv)
-            .args([";", "set-option", "-w", "-t", pane, "remain-on-exit", "on"])
+            .args([";", "set-option", "-p", "-t", pane, "remain-on-exit", "on"])
             .args([";", "display-message", "-p", "-t", pane, CREATED_FORMAT]);
         parse_created(&process::run(&inv, deadline).await?.stdout)
     }
@@ -160,19 +160,21 @@ impl Tmux {
         process::run(&inv, deadline).await.map(drop)
     }
 
-    /// Keep the window's panes after their program exits (`true`), or go back to the server's
-    /// own `remain-on-exit` (`false`, the option unset).
+    /// Keep the window's panes (a window id, `@N`) or the one pane (`%N`, a respawned pane in
+    /// someone's window) after their program exits (`true`), or go back to the inherited
+    /// `remain-on-exit` (`false`, the option unset).
     pub async fn keep_dead_pane(
         &self,
-        window: &str,
+        target: &str,
         keep: bool,
         deadline: Deadline,
     ) -> Result<(), MuxError> {
+        let scope = if target.starts_with('%') { "-p" } else { "-w" };
         let inv = self.command("tmux set-option").args([
             "set-option",
-            "-w",
+            scope,
             if keep { "-t" } else { "-ut" },
-            window,
+            target,
             "remain-on-exit",
         ]);
         let inv = if keep { inv.arg("on") } else { inv };

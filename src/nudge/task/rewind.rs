@@ -12,6 +12,7 @@
 //! It owns that sequence; when a rewind is due and what a cleared screen is are `rewind`'s,
 //! typing the gate's.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -46,13 +47,10 @@ impl<I: NudgerIo> Nudger<I> {
         now: Instant,
         now_ms: i64,
     ) -> Option<NudgeView> {
-        let Some(pending) = facts.pending.as_ref() else {
-            // A restart that was running has recorded its end.
-            if let Some(tracked) = self.sessions.get_mut(sid) {
-                tracked.restarting = false;
-            }
-            return None;
-        };
+        let pending = facts
+            .pending
+            .as_ref()
+            .filter(|p| !self.rewinds_taken.contains(&taken(p)))?;
         let Verdict::Idle(idle_reason) = classify(obs) else {
             return None;
         };
@@ -98,8 +96,7 @@ impl<I: NudgerIo> Nudger<I> {
         pending: &RewindRow,
         in_place: bool,
     ) -> String {
-        let tracked = self.sessions.entry(sid.to_owned()).or_default();
-        if std::mem::replace(&mut tracked.restarting, true) {
+        if !self.rewinds_taken.insert(taken(pending)) {
             return "restarting".into();
         }
         tracing::info!(session_id = sid, in_place, "restarting the session's agent");
@@ -125,6 +122,16 @@ impl<I: NudgerIo> Nudger<I> {
     ) -> NudgeView {
         let mut new_id = None;
         if pending.session_id == sid {
+            // Whoever is on the pane now is not the id the clear gives it.
+            let pane = target.to_string();
+            let before: HashSet<String> = self
+                .io
+                .mapping()
+                .await
+                .into_iter()
+                .filter(|(_, t)| t.to_string() == pane)
+                .map(|(id, _)| id)
+                .collect();
             let outcome = self
                 .io
                 .wake(sid, &KeystrokeText::clear(), Mode::Gated)
@@ -133,7 +140,11 @@ impl<I: NudgerIo> Nudger<I> {
             self.io
                 .record(typed_records(REWIND_SENDER, sid, done_ms, &outcome))
                 .await;
-            if !outcome.action.woke() {
+            // Claude Code runs its SessionEnd and SessionStart hooks before it redraws the
+            // prompt, so a `/clear` it took can look unsubmitted to the injector's short wait:
+            // whether it was is the clear's to show.
+            let unconfirmed = outcome.error_kind == Some("unsubmitted");
+            if !outcome.action.woke() && !unconfirmed {
                 let action = outcome.action.as_str();
                 if matches!(outcome.action, Action::SpoolBusy | Action::SpoolCooldown) {
                     // A turn, a draft, a dialog or the cooldown: the next idle moment.
@@ -153,7 +164,7 @@ impl<I: NudgerIo> Nudger<I> {
                     .await;
                 return self.view(sid, Instant::now(), done_ms, "rewind failed".into());
             }
-            match self.await_cleared(sid, target).await {
+            match self.await_cleared(sid, &pane, &before).await {
                 Some(renamed) => new_id = renamed,
                 None => {
                     let detail = "no fresh prompt after /clear".to_owned();
@@ -192,15 +203,20 @@ impl<I: NudgerIo> Nudger<I> {
     /// Waits (up to [`CLEAR_WAIT`]) for the clear to show: the pane mapped under another id
     /// (`Some(Some(new_id))`, the SessionStart hook's doing), or, after
     /// [`CLEARED_WITHOUT_HOOK`], a fresh empty prompt on the screen (`Some(None)`). `pane` is
-    /// the session's pane as it was mapped before the clear.
-    async fn await_cleared(&self, sid: &str, pane: &PaneTarget) -> Option<Option<String>> {
-        let (started, pane) = (Instant::now(), pane.to_string());
+    /// the session's pane; `before`, the ids mapped to it before the clear.
+    async fn await_cleared(
+        &self,
+        sid: &str,
+        pane: &str,
+        before: &HashSet<String>,
+    ) -> Option<Option<String>> {
+        let started = Instant::now();
         loop {
             tokio::time::sleep(CLEAR_LOOK_EVERY).await;
             let mapping = self.io.mapping().await;
             if let Some((new_id, _)) = mapping
                 .iter()
-                .find(|(id, target)| id.as_str() != sid && target.to_string() == pane)
+                .find(|(id, target)| !before.contains(*id) && target.to_string() == pane)
             {
                 return Some(Some(new_id.clone()));
             }
@@ -241,7 +257,8 @@ impl<I: NudgerIo> Nudger<I> {
         }
     }
 
-    /// Records how the rewind asked for `pending.session_id` ended.
+    /// Records how the rewind asked for `pending.session_id` ended (and remembers it as taken,
+    /// should the record not go in).
     pub(super) async fn end_rewind(
         &mut self,
         pending: &RewindRow,
@@ -249,6 +266,7 @@ impl<I: NudgerIo> Nudger<I> {
         new_id: Option<String>,
         detail: Option<String>,
     ) {
+        self.rewinds_taken.insert(taken(pending));
         let at_ms = self.io.now_ms();
         self.io
             .record(vec![Record::RewindEnded {
@@ -267,4 +285,9 @@ impl<I: NudgerIo> Nudger<I> {
             .or_default()
             .rewind_retry_at = Some(Instant::now() + wait);
     }
+}
+
+/// A rewind's key in [`Nudger::rewinds_taken`]: the id it was asked for and when.
+fn taken(pending: &RewindRow) -> (String, i64) {
+    (pending.session_id.clone(), pending.asked_ms)
 }
