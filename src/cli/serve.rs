@@ -18,7 +18,7 @@ pub fn serve(flags: Flags) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    crate::telemetry::logging::init(config.debug);
+    crate::telemetry::logging::init(config.debug, &env);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

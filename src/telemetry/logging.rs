@@ -6,6 +6,8 @@
 //! thread through a bounded queue; a full queue drops the line (and counts it) instead of
 //! blocking, and the writer ignores every write error. The standard descriptors are made valid
 //! first, so a daemon started with stderr closed never finds a database or a socket on fd 2.
+//! Under systemd, when stderr is the journal's stream, lines carry their level as a syslog
+//! priority (`<4>` for a warning) and no timestamp of their own, since the journal adds one.
 //! The `outln!`/`errln!` macros are the CLI verbs' `println!`/`eprintln!` without the panic on
 //! a broken pipe.
 
@@ -15,8 +17,17 @@ use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::EnvFilter;
-use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::fmt::format::{Format, Writer};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter};
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::env::Env;
+
+/// What systemd sets to `<device>:<inode>` of the stream it connects a service's stdout and
+/// stderr to when they go to the journal.
+const JOURNAL_STREAM_ENV: &str = "JOURNAL_STREAM";
 
 /// Lines waiting for the writer thread, at most. A burst beyond it (a stuck reader) is dropped:
 /// the daemon must keep answering the bus whatever happens to its log.
@@ -70,9 +81,10 @@ struct Sink {
 
 static SINK: OnceLock<Sink> = OnceLock::new();
 
-/// Installs the global subscriber: lines to stderr, colour only on a terminal. `debug` (DEV_MODE)
-/// turns on debug; otherwise `RUST_LOG` decides, defaulting to info. A second call does nothing.
-pub fn init(debug: bool) {
+/// Installs the global subscriber: lines to stderr, colour only on a terminal, the journal's
+/// format when stderr is the journal. `debug` (DEV_MODE) turns on debug; otherwise `RUST_LOG`
+/// decides, defaulting to info. A second call does nothing.
+pub fn init(debug: bool, env: &Env) {
     let filter = if debug {
         EnvFilter::new("debug")
     } else {
@@ -81,12 +93,78 @@ pub fn init(debug: bool) {
     let Some(sink) = sink() else {
         return;
     };
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(sink)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .log_internal_errors(false)
-        .try_init();
+        .log_internal_errors(false);
+    let _ = if stderr_is_journal(env) {
+        builder
+            .with_ansi(false)
+            .event_format(Journald(Format::default().without_time()))
+            .try_init()
+    } else {
+        builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init()
+    };
+}
+
+/// Whether fd 2 is the stream `JOURNAL_STREAM` names. Comparing the device and inode, not just
+/// the variable's presence, matters: a process whose stderr was redirected (`serve 2>log`
+/// from a shell inside a systemd service) inherits the variable but not the stream.
+fn stderr_is_journal(env: &Env) -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let Some(named) = env
+        .get(JOURNAL_STREAM_ENV)
+        .as_deref()
+        .and_then(parse_stream)
+    else {
+        return false;
+    };
+    // A duplicate of fd 2, so it can be stat'ed as a File and closed without closing stderr.
+    let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    std::fs::File::from(fd)
+        .metadata()
+        .is_ok_and(|m| (m.dev(), m.ino()) == named)
+}
+
+/// `<device>:<inode>`, both decimal, as systemd writes `JOURNAL_STREAM`.
+fn parse_stream(value: &str) -> Option<(u64, u64)> {
+    let (dev, ino) = value.trim().split_once(':')?;
+    Some((dev.parse().ok()?, ino.parse().ok()?))
+}
+
+/// The syslog priority journald reads from a `<N>` line prefix.
+fn priority(level: Level) -> u8 {
+    match level {
+        Level::ERROR => 3,
+        Level::WARN => 4,
+        Level::INFO => 6,
+        Level::DEBUG | Level::TRACE => 7,
+    }
+}
+
+/// Formats an event as `inner` does, behind its level's `<N>` priority prefix.
+struct Journald<F>(F);
+
+impl<S, N, F> FormatEvent<S, N> for Journald<F>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+    F: FormatEvent<S, N>,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> std::fmt::Result {
+        write!(writer, "<{}>", priority(*event.metadata().level()))?;
+        self.0.format_event(ctx, writer, event)
+    }
 }
 
 /// The process's sink, started on first use; `None` if its thread cannot be started (logging
@@ -169,5 +247,69 @@ impl<'a> MakeWriter<'a> for &'static Sink {
 
     fn make_writer(&'a self) -> LineWriter {
         LineWriter(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn journal_lines_carry_the_priority_and_no_timestamp() {
+        let buffer = Buffer::default();
+        let out = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || out.clone())
+            .with_ansi(false)
+            .event_format(Journald(Format::default().without_time()))
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(session_id = "abc", "a warning");
+            tracing::error!("an error");
+            tracing::info!("news");
+        });
+        let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[0].starts_with("<4> WARN "), "{text}");
+        assert!(lines[0].contains("a warning session_id=\"abc\""), "{text}");
+        assert!(lines[1].starts_with("<3>ERROR "), "{text}");
+        assert!(lines[2].starts_with("<6> INFO "), "{text}");
+    }
+
+    #[test]
+    fn journal_stream_is_the_device_and_inode() {
+        assert_eq!(parse_stream("8:1234"), Some((8, 1234)));
+        assert_eq!(parse_stream(" 8:1234\n"), Some((8, 1234)));
+        assert_eq!(parse_stream("8"), None);
+        assert_eq!(parse_stream("x:1"), None);
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::MetadataExt;
+        let fd = std::io::stderr().as_fd().try_clone_to_owned().unwrap();
+        let m = std::fs::File::from(fd).metadata().unwrap();
+        let ours = format!("{}:{}", m.dev(), m.ino());
+        let with = |value: &str| Env::from_pairs([(JOURNAL_STREAM_ENV, value)]);
+        assert!(stderr_is_journal(&with(&ours)));
+        // The variable alone is not enough: a stream fd 2 is not.
+        assert!(!stderr_is_journal(&with(&format!(
+            "{}:{}",
+            m.dev(),
+            m.ino() + 1
+        ))));
+        assert!(!stderr_is_journal(&Env::empty()));
     }
 }
