@@ -153,6 +153,11 @@ impl App {
         }
         let settings_registration = config.settings.registration.enabled;
         crate::telemetry::handle();
+        crate::telemetry::start_at_zero(crate::telemetry::KnownLabels {
+            actions: Action::ALL.map(Action::as_str),
+            reasons: crate::http::ApiError::REASONS,
+            error_kinds: crate::mux::InjectError::kinds().chain(spool::SpoolError::KINDS),
+        });
         let injector = Arc::new(Injector::new(&mux));
         let gate = Arc::new(Gate::new(
             wake_dir.clone(),

@@ -57,7 +57,25 @@ impl ApiError {
         }
     }
 
-    /// Stable reason for the rejection log and the metrics label.
+    /// Every value `reason` can take.
+    pub const REASONS: [&'static str; 14] = [
+        "host",
+        "not-found",
+        "method",
+        "content-type",
+        "too-large",
+        "disconnect",
+        "bad-signature",
+        "bad-bearer",
+        "invalid-json",
+        "not-object",
+        "not-serializable",
+        "bad-request",
+        "spool",
+        "unavailable",
+    ];
+
+    /// Stable reason for the rejection log and the metrics label (short kebab-case).
     pub fn reason(&self) -> &'static str {
         match self {
             ApiError::Host(_) => "host",
@@ -66,14 +84,12 @@ impl ApiError {
             ApiError::ContentType => "content-type",
             ApiError::TooLarge => "too-large",
             ApiError::Disconnected => "disconnect",
-            ApiError::BadSignature => "bad signature",
-            ApiError::BadBearer => "bad bearer",
-            ApiError::Event(EventError::InvalidJson) => "invalid JSON",
-            ApiError::Event(EventError::NotObject) => "expected a JSON object",
-            ApiError::Event(EventError::NotSerializable) => {
-                "payload not serializable to a spool line"
-            }
-            ApiError::BadRequest(_) => "bad request",
+            ApiError::BadSignature => "bad-signature",
+            ApiError::BadBearer => "bad-bearer",
+            ApiError::Event(EventError::InvalidJson) => "invalid-json",
+            ApiError::Event(EventError::NotObject) => "not-object",
+            ApiError::Event(EventError::NotSerializable) => "not-serializable",
+            ApiError::BadRequest(_) => "bad-request",
             ApiError::Spool(_) => "spool",
             ApiError::Unavailable(_) => "unavailable",
         }
@@ -101,3 +117,36 @@ impl IntoResponse for ApiError {
 /// Marks a response as a rejection, for the log layer (`guards::log_rejections`).
 #[derive(Clone, Copy)]
 pub struct RejectReason(pub &'static str);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_is_listed_and_kebab_case() {
+        let all = [
+            ApiError::Host("h".into()),
+            ApiError::NotFound,
+            ApiError::MethodNotAllowed,
+            ApiError::ContentType,
+            ApiError::TooLarge,
+            ApiError::Disconnected,
+            ApiError::BadSignature,
+            ApiError::BadBearer,
+            ApiError::Event(EventError::InvalidJson),
+            ApiError::Event(EventError::NotObject),
+            ApiError::Event(EventError::NotSerializable),
+            ApiError::BadRequest("b".into()),
+            ApiError::Spool(SpoolError::WriterGone("s".into())),
+            ApiError::Unavailable("u".into()),
+        ];
+        let reasons: Vec<&str> = all.iter().map(ApiError::reason).collect();
+        assert_eq!(reasons, ApiError::REASONS);
+        for reason in reasons {
+            assert!(
+                reason.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'),
+                "{reason}"
+            );
+        }
+    }
+}

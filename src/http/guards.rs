@@ -110,14 +110,32 @@ pub async fn operator_body(
 ) -> Result<axum::body::Bytes, ApiError> {
     require_json(headers)?;
     let bytes = read_body(headers, body).await?;
-    if let Some(secret) = &app.config.secret {
-        let token = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
-            .unwrap_or_default();
-        if !secret.matches_token(token) {
-            return Err(ApiError::BadBearer);
-        }
-    }
+    require_bearer(app, headers)?;
     Ok(bytes)
+}
+
+/// `Authorization: Bearer <secret>`, when a secret is configured.
+fn require_bearer(app: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(secret) = &app.config.secret else {
+        return Ok(());
+    };
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+        .unwrap_or_default();
+    if secret.matches_token(token) {
+        Ok(())
+    } else {
+        Err(ApiError::BadBearer)
+    }
+}
+
+/// The fleet's reads (`/sessions`, `/metrics`) show session ids, working directories and pane
+/// names: with a secret set and a listener other hosts can reach, they need the bearer too.
+/// On loopback they stay open, so `curl` and a local Prometheus need nothing.
+pub fn require_reader(app: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    if app.config.topology.bind.is_loopback() {
+        return Ok(());
+    }
+    require_bearer(app, headers)
 }

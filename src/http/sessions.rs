@@ -1,15 +1,18 @@
-//! `GET /sessions` (every known session as JSON) and `GET /metrics` (Prometheus text).
+//! `GET /sessions` (every known session as JSON) and `GET /metrics` (Prometheus text: the
+//! recorder's counters and the gauges computed here at scrape time, none labelled per session).
+//! Both need the bearer beyond loopback (`guards::require_reader`).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::header;
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::ApiError;
+use super::guards::require_reader;
 use crate::http::AppState;
 use crate::http::status::{self, SessionStatus, SpoolDetail};
 use crate::store::RewindOutcome;
@@ -21,142 +24,209 @@ async fn snapshot(app: Arc<AppState>, detail: SpoolDetail) -> Result<Vec<Session
         .map_err(|_| ApiError::Unavailable("status collection failed".into()))
 }
 
-pub async fn sessions(State(app): State<Arc<AppState>>) -> Result<Response, ApiError> {
+pub async fn sessions(
+    State(app): State<Arc<AppState>>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    require_reader(&app, &headers)?;
     let sessions = snapshot(app, SpoolDetail::Lines).await?;
     Ok(Json(json!({ "sessions": sessions })).into_response())
 }
 
-pub async fn metrics(State(app): State<Arc<AppState>>) -> Result<Response, ApiError> {
+pub async fn metrics(
+    State(app): State<Arc<AppState>>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    require_reader(&app, &headers)?;
     let store = app.deliverer.store().clone();
+    let registered = app
+        .registration
+        .as_ref()
+        .is_some_and(|r| r.snapshot().registered);
+    let started_at = app.started_at;
+    let thresholds = app.config.settings.context.thresholds.clone();
     let sessions = snapshot(app, SpoolDetail::Bytes).await?;
+    let rewinds = tokio::task::spawn_blocking(move || store.rewind_counts())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
     let mut text = crate::telemetry::handle().render();
+    let mut out = Exposition(&mut text);
+
+    out.family(
+        "wakebridge_build_info",
+        "gauge",
+        "Always 1; the version in its label.",
+    );
+    out.sample(
+        "wakebridge_build_info",
+        &[("version", env!("CARGO_PKG_VERSION"))],
+        1,
+    );
+    let started = started_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    out.gauge(
+        "wakebridge_start_time_seconds",
+        "When this daemon started, in Unix seconds.",
+        started,
+    );
+    out.gauge(
+        "wakebridge_bus_registered",
+        "1 while the last check found our webhook row on the bus (0 also with registration off).",
+        u64::from(registered),
+    );
+
     let mut by_state = std::collections::BTreeMap::<&str, u64>::new();
     for s in &sessions {
         *by_state.entry(s.state.as_str()).or_default() += 1;
     }
-    let _ = writeln!(text, "# HELP wakebridge_sessions Known sessions by state.");
-    let _ = writeln!(text, "# TYPE wakebridge_sessions gauge");
+    out.family("wakebridge_sessions", "gauge", "Known sessions by state.");
     for state in ["idle", "busy", "unmapped"] {
-        let _ = writeln!(
-            text,
-            "wakebridge_sessions{{state=\"{state}\"}} {}",
-            by_state.get(state).copied().unwrap_or(0)
-        );
+        let count = by_state.get(state).copied().unwrap_or(0);
+        out.sample("wakebridge_sessions", &[("state", state)], count);
     }
     let spool_bytes: u64 = sessions.iter().map(|s| s.spool_bytes).sum();
-    let _ = writeln!(
-        text,
-        "# HELP wakebridge_spool_bytes Bytes in all spool files."
+    out.gauge(
+        "wakebridge_spool_bytes",
+        "Bytes in all spool files.",
+        spool_bytes,
     );
-    let _ = writeln!(text, "# TYPE wakebridge_spool_bytes gauge");
-    let _ = writeln!(text, "wakebridge_spool_bytes {spool_bytes}");
-    let _ = writeln!(
-        text,
-        "# HELP wakebridge_log_lines_dropped_total Log lines dropped because stderr's reader did not keep up."
-    );
-    let _ = writeln!(text, "# TYPE wakebridge_log_lines_dropped_total counter");
-    let _ = writeln!(
-        text,
-        "wakebridge_log_lines_dropped_total {}",
-        crate::telemetry::logging::dropped_lines()
+    out.counter(
+        "wakebridge_log_lines_dropped_total",
+        "Log lines dropped because stderr's reader did not keep up.",
+        crate::telemetry::logging::dropped_lines(),
     );
     let acknowledged = sessions
         .iter()
         .filter(|s| s.nudge.as_ref().is_some_and(|n| n["acknowledged"] == true))
         .count();
-    let _ = writeln!(
-        text,
-        "# HELP wakebridge_sessions_acknowledged_idle Sessions the nudger has fallen silent for."
+    out.gauge(
+        "wakebridge_sessions_acknowledged_idle",
+        "Sessions the nudger has fallen silent for.",
+        acknowledged as u64,
     );
-    let _ = writeln!(text, "# TYPE wakebridge_sessions_acknowledged_idle gauge");
-    let _ = writeln!(text, "wakebridge_sessions_acknowledged_idle {acknowledged}");
+
     let owed: Vec<u64> = sessions
         .iter()
         .filter_map(|s| s.owed.as_ref()?["events"].as_u64())
         .collect();
-    let _ = writeln!(
-        text,
-        "# HELP wakebridge_owed_sessions Sessions with bus events waiting for a wake."
+    out.gauge(
+        "wakebridge_owed_sessions",
+        "Sessions with bus events waiting for a wake.",
+        owed.len() as u64,
     );
-    let _ = writeln!(text, "# TYPE wakebridge_owed_sessions gauge");
-    let _ = writeln!(text, "wakebridge_owed_sessions {}", owed.len());
-    let _ = writeln!(
-        text,
-        "# HELP wakebridge_owed_events Bus events waiting for a wake."
+    out.gauge(
+        "wakebridge_owed_events",
+        "Bus events waiting for a wake.",
+        owed.iter().sum(),
     );
-    let _ = writeln!(text, "# TYPE wakebridge_owed_events gauge");
-    let _ = writeln!(text, "wakebridge_owed_events {}", owed.iter().sum::<u64>());
     let paid = |key: &str| -> u64 {
         sessions
             .iter()
             .filter_map(|s| s.paid.as_ref()?[key].as_u64())
             .sum()
     };
-    let _ = writeln!(
-        text,
-        "# HELP wakebridge_owed_wakes_paid_total Owed wakes paid, by how: the Stop hook or typing."
+    out.family(
+        "wakebridge_owed_wakes_paid_total",
+        "counter",
+        "Owed wakes paid, by how: the Stop hook or typing.",
     );
-    let _ = writeln!(text, "# TYPE wakebridge_owed_wakes_paid_total counter");
     for (how, key) in [("hook", "by_hook"), ("typed", "by_typing")] {
-        let _ = writeln!(
-            text,
-            "wakebridge_owed_wakes_paid_total{{how=\"{how}\"}} {}",
-            paid(key)
+        out.sample(
+            "wakebridge_owed_wakes_paid_total",
+            &[("how", how)],
+            paid(key),
         );
     }
     let limited = sessions.iter().filter(|s| s.limit.is_some()).count();
-    let _ = writeln!(
-        text,
-        "# HELP wakebridge_limited_sessions Sessions held at a usage limit until it resets."
+    out.gauge(
+        "wakebridge_limited_sessions",
+        "Sessions held at a usage limit until it resets.",
+        limited as u64,
     );
-    let _ = writeln!(text, "# TYPE wakebridge_limited_sessions gauge");
-    let _ = writeln!(text, "wakebridge_limited_sessions {limited}");
-    let rewinds = tokio::task::spawn_blocking(move || store.rewind_counts())
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .unwrap_or_default();
-    let _ = writeln!(
-        text,
-        "# HELP wakebridge_rewinds_total Rewinds (a /clear and the re-hydration prompt) by how they ended."
+
+    out.family(
+        "wakebridge_rewinds_total",
+        "counter",
+        "Rewinds (a /clear and the re-hydration prompt) by how they ended.",
     );
-    let _ = writeln!(text, "# TYPE wakebridge_rewinds_total counter");
     for outcome in RewindOutcome::ALL {
-        let _ = writeln!(
-            text,
-            "wakebridge_rewinds_total{{outcome=\"{}\"}} {}",
-            outcome.as_str(),
-            rewinds.get(&Some(outcome)).copied().unwrap_or(0)
+        let count = rewinds.get(&Some(outcome)).copied().unwrap_or(0);
+        out.sample(
+            "wakebridge_rewinds_total",
+            &[("outcome", outcome.as_str())],
+            count,
         );
     }
-    let waiting = rewinds.get(&None).copied().unwrap_or(0);
-    let _ = writeln!(
-        text,
-        "# HELP wakebridge_rewinds_waiting Rewinds asked for and not performed yet."
+    out.gauge(
+        "wakebridge_rewinds_waiting",
+        "Rewinds asked for and not performed yet.",
+        rewinds.get(&None).copied().unwrap_or(0),
     );
-    let _ = writeln!(text, "# TYPE wakebridge_rewinds_waiting gauge");
-    let _ = writeln!(text, "wakebridge_rewinds_waiting {waiting}");
-    let contexts: Vec<(&str, f64)> = sessions
+
+    // Per-session percentages would be a label per session id, a set without bound: the
+    // fleet's fullest window and how many sessions are past each warning say what to act on.
+    let percents: Vec<f64> = sessions
         .iter()
-        .filter_map(|s| {
-            Some((
-                s.session_id.as_str(),
-                s.context.as_ref()?["percent"].as_f64()?,
-            ))
-        })
+        .filter_map(|s| s.context.as_ref()?["percent"].as_f64())
         .collect();
-    if !contexts.is_empty() {
-        let _ = writeln!(
-            text,
-            "# HELP wakebridge_context_percent Context window used, per session."
-        );
-        let _ = writeln!(text, "# TYPE wakebridge_context_percent gauge");
-        for (sid, pct) in contexts {
-            let _ = writeln!(
-                text,
-                "wakebridge_context_percent{{session_id=\"{sid}\"}} {pct}"
-            );
-        }
-    }
+    out.family(
+        "wakebridge_context_percent_max",
+        "gauge",
+        "The fullest context window among the sessions, in percent.",
+    );
+    let max = percents.iter().copied().fold(0.0, f64::max);
+    let _ = writeln!(out.0, "wakebridge_context_percent_max {max}");
+    out.family(
+        "wakebridge_context_sessions",
+        "gauge",
+        "Sessions with context figures, by the highest warning level their window is past.",
+    );
+    let (wrap_up, checkpoint) = (thresholds.wrap_up.percent, thresholds.checkpoint.percent);
+    let past =
+        |from: f64, below: f64| percents.iter().filter(|&&p| p >= from && p < below).count() as u64;
+    out.sample(
+        "wakebridge_context_sessions",
+        &[("level", "below")],
+        past(f64::MIN, wrap_up),
+    );
+    out.sample(
+        "wakebridge_context_sessions",
+        &[("level", "wrap-up")],
+        past(wrap_up, checkpoint),
+    );
+    out.sample(
+        "wakebridge_context_sessions",
+        &[("level", "checkpoint")],
+        past(checkpoint, f64::MAX),
+    );
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
+}
+
+/// Prometheus text lines for the series computed at scrape time. Label values are fixed short
+/// words (never ids or paths), so nothing needs escaping.
+struct Exposition<'a>(&'a mut String);
+
+impl Exposition<'_> {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.0, "# HELP {name} {help}");
+        let _ = writeln!(self.0, "# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: u64) {
+        let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+        let _ = writeln!(self.0, "{name}{{{}}} {value}", labels.join(","));
+    }
+
+    fn gauge(&mut self, name: &str, help: &str, value: u64) {
+        self.family(name, "gauge", help);
+        let _ = writeln!(self.0, "{name} {value}");
+    }
+
+    fn counter(&mut self, name: &str, help: &str, value: u64) {
+        self.family(name, "counter", help);
+        let _ = writeln!(self.0, "{name} {value}");
+    }
 }

@@ -59,6 +59,20 @@ pub enum InjectError {
 }
 
 impl InjectError {
+    /// Every value `kind` can take: the injector's own and the multiplexer's.
+    pub fn kinds() -> impl Iterator<Item = &'static str> {
+        [
+            "stale",
+            "occupied",
+            "held",
+            "limited",
+            "unsubmitted",
+            "pane-busy",
+        ]
+        .into_iter()
+        .chain(MuxError::KINDS)
+    }
+
     /// A stable short name for warn-once keys and metric labels: `stale`, `pane-busy`, or the
     /// multiplexer error's kind (`spawn`, `timeout`, `exit`, `io`, `output`).
     pub fn kind(&self) -> &'static str {
@@ -415,6 +429,32 @@ fn still_holds(text: &KeystrokeText, input: Option<&str>) -> bool {
 mod tests {
     use super::*;
     use std::sync::Mutex as StdMutex;
+
+    #[test]
+    fn every_kind_is_listed() {
+        let all = [
+            InjectError::StalePane {
+                reason: StaleReason::PaneMissing,
+            },
+            InjectError::Occupied,
+            InjectError::Held("copy mode"),
+            InjectError::Limited(Notice {
+                kind: "session limit".into(),
+                resets: None,
+            }),
+            InjectError::Unsubmitted,
+            InjectError::PaneBusy {
+                waited: Duration::ZERO,
+            },
+            InjectError::Failed(MuxError::BudgetSpent {
+                left: Duration::ZERO,
+            }),
+        ];
+        let listed: Vec<&str> = InjectError::kinds().collect();
+        for error in &all {
+            assert!(listed.contains(&error.kind()), "{}", error.kind());
+        }
+    }
 
     /// A backend that records the steps and the budget each got, sleeping `step` per call.
     /// With `readable`, its screen is an input box whose line shows what was typed, and an

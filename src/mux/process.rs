@@ -101,6 +101,9 @@ fn stderr_suffix(stderr: &str) -> String {
 
 impl MuxError {
     /// A stable short name for warn-once keys and metric labels.
+    /// Every value `kind` can take.
+    pub const KINDS: [&'static str; 5] = ["spawn", "timeout", "exit", "io", "output"];
+
     pub fn kind(&self) -> &'static str {
         match self {
             MuxError::Spawn { .. } => "spawn",
@@ -360,6 +363,9 @@ mod tests {
             left: Duration::ZERO,
         };
         assert_eq!(spent.kind(), "timeout");
+        for kind in [spawn.kind(), exit.kind(), spent.kind()] {
+            assert!(MuxError::KINDS.contains(&kind), "{kind}");
+        }
     }
 
     #[tokio::test]

@@ -57,6 +57,10 @@ pub enum SpoolError {
 }
 
 impl SpoolError {
+    /// Every value `kind` can take.
+    pub const KINDS: [&'static str; 5] =
+        ["symlink", "lock-timeout", "no-space", "io", "writer-gone"];
+
     /// A stable short name for metrics and the ledger.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -269,6 +273,25 @@ pub use crate::wakedir::ensure_wake_dir as prepare_wake_dir;
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_kind_is_listed() {
+        let io = |kind| SpoolError::Io {
+            sid: "s".into(),
+            path: "p".into(),
+            kind,
+            message: String::new(),
+        };
+        let all = [
+            SpoolError::Symlink("p".into()),
+            SpoolError::LockTimeout("s".into()),
+            io(io::ErrorKind::StorageFull),
+            io(io::ErrorKind::Other),
+            SpoolError::WriterGone("s".into()),
+        ];
+        let kinds: Vec<&str> = all.iter().map(SpoolError::kind).collect();
+        assert_eq!(kinds, SpoolError::KINDS);
+    }
+
     use super::*;
     use std::fs::File;
     use std::os::unix::fs::MetadataExt;

@@ -70,9 +70,75 @@ pub fn error(kind: &'static str) {
     metrics::counter!(ERRORS, "kind" => kind).increment(1);
 }
 
-/// A step of the resume at a usage limit's reset: `typed`, `not-typed`, `gave-up`, `lifted`.
-pub fn limit_resume(outcome: &'static str) {
-    metrics::counter!(LIMIT_RESUMES, "outcome" => outcome).increment(1);
+/// How one step of the resume at a usage limit's reset went: the `outcome` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitResume {
+    /// The resume message was typed and submitted.
+    Typed,
+    /// It could not be typed this time (a turn, a draft, a failure); it is tried again.
+    NotTyped,
+    /// Tried the maximum number of times; the session stays held until it shows life.
+    GaveUp,
+    /// The limit was seen lifted (the session worked again) before the resume.
+    Lifted,
+}
+
+impl LimitResume {
+    pub const ALL: [LimitResume; 4] = [
+        LimitResume::Typed,
+        LimitResume::NotTyped,
+        LimitResume::GaveUp,
+        LimitResume::Lifted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitResume::Typed => "typed",
+            LimitResume::NotTyped => "not-typed",
+            LimitResume::GaveUp => "gave-up",
+            LimitResume::Lifted => "lifted",
+        }
+    }
+}
+
+pub fn limit_resume(outcome: LimitResume) {
+    metrics::counter!(LIMIT_RESUMES, "outcome" => outcome.as_str()).increment(1);
+}
+
+/// Every value each labelled counter can take, from the modules that own them.
+pub struct KnownLabels<A, R, K> {
+    /// `action` of deliveries.
+    pub actions: A,
+    /// `reason` of rejections.
+    pub reasons: R,
+    /// `kind` of errors.
+    pub error_kinds: K,
+}
+
+/// Makes every counter series exist at 0 from the start, so `rate()` and `increase()` see a
+/// series's first event (one born at its first increment hides it) and a dashboard shows
+/// zeros rather than "no data". Call once, after `handle()`.
+pub fn start_at_zero<A, R, K>(known: KnownLabels<A, R, K>)
+where
+    A: IntoIterator<Item = &'static str>,
+    R: IntoIterator<Item = &'static str>,
+    K: IntoIterator<Item = &'static str>,
+{
+    for action in known.actions {
+        for duplicate in ["true", "false"] {
+            metrics::counter!(DELIVERIES, "action" => action, "duplicate" => duplicate)
+                .increment(0);
+        }
+    }
+    for reason in known.reasons {
+        metrics::counter!(REJECTIONS, "reason" => reason).increment(0);
+    }
+    for kind in known.error_kinds {
+        metrics::counter!(ERRORS, "kind" => kind).increment(0);
+    }
+    for outcome in LimitResume::ALL {
+        metrics::counter!(LIMIT_RESUMES, "outcome" => outcome.as_str()).increment(0);
+    }
 }
 
 pub fn hook_latency(seconds: f64) {

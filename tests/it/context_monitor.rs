@@ -506,11 +506,16 @@ async fn serve_reports_context_in_sessions_and_metrics() -> TestResult {
         .await?
         .text()
         .await?;
-    let line = format!("wakebridge_context_percent{{session_id=\"{SID}\"}} 65");
     assert!(
         metrics
             .lines()
-            .any(|l| l == line || l == format!("{line}.0")),
+            .any(|l| l == "wakebridge_context_percent_max 65"),
+        "{metrics}"
+    );
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "wakebridge_context_sessions{level=\"below\"} 1"),
         "{metrics}"
     );
     let state = root.path().join("state").join("wakebridge");

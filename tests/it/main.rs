@@ -21,6 +21,7 @@ mod ledger;
 mod limits;
 mod mux;
 mod nudger;
+mod observability;
 mod openapi;
 mod owed;
 mod process;

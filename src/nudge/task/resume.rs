@@ -18,6 +18,7 @@ use crate::nudge::NudgeView;
 use crate::nudge::io::NudgerIo;
 use crate::nudge::signals::{Observation, Verdict, classify};
 use crate::store::{Limit, LimitSeen, LimitSource, Record};
+use crate::telemetry::LimitResume;
 
 /// The `sender` of the rows of resume messages it types.
 pub const RESUME_SENDER: &str = "wakebridge-resume";
@@ -124,7 +125,7 @@ impl<I: NudgerIo> Nudger<I> {
                 "still at its usage limit after {} resumes; giving up (held until it shows life)",
                 limit.tries
             );
-            crate::telemetry::limit_resume("gave-up");
+            crate::telemetry::limit_resume(LimitResume::GaveUp);
             self.io
                 .record(vec![Record::ResumeGaveUp {
                     session_id: sid.to_owned(),
@@ -180,7 +181,7 @@ impl<I: NudgerIo> Nudger<I> {
             session_id = sid,
             "the usage limit is no longer on the session's screen; hold lifted"
         );
-        crate::telemetry::limit_resume("lifted");
+        crate::telemetry::limit_resume(LimitResume::Lifted);
         if let Some(tracked) = self.sessions.get_mut(sid) {
             tracked.limit_look_ms = None;
             tracked.resume_refused = None;
@@ -201,7 +202,7 @@ impl<I: NudgerIo> Nudger<I> {
                 session_id = sid,
                 "could not dismiss the limit menu: {error}"
             );
-            crate::telemetry::limit_resume("not-typed");
+            crate::telemetry::limit_resume(LimitResume::NotTyped);
             self.retry_resume_in(sid, RESUME_SETTLE_MS);
             let done_ms = self.io.now_ms();
             self.io
@@ -220,7 +221,7 @@ impl<I: NudgerIo> Nudger<I> {
         let mut records = Vec::new();
         if row_due(&mut tracked.resume_refused, &outcome) {
             if !outcome.action.woke() {
-                crate::telemetry::limit_resume("not-typed");
+                crate::telemetry::limit_resume(LimitResume::NotTyped);
             }
             records = typed_records(RESUME_SENDER, sid, done_ms, &outcome);
         }
@@ -230,7 +231,7 @@ impl<I: NudgerIo> Nudger<I> {
                 try_number = tries + 1,
                 "resumed a session at its usage limit's reset"
             );
-            crate::telemetry::limit_resume("typed");
+            crate::telemetry::limit_resume(LimitResume::Typed);
             records.push(Record::ResumeTried {
                 session_id: sid.to_owned(),
                 at_ms: done_ms,
