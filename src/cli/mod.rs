@@ -6,6 +6,7 @@ pub(crate) mod client;
 pub(crate) mod context;
 pub mod hook;
 pub mod launch;
+pub(crate) mod manual;
 pub(crate) mod serve;
 pub mod session;
 
@@ -20,6 +21,7 @@ use client::{RewindArgs, StatusArgs, WakeArgs};
 use context::{ContextArgs, StatuslineArgs, run_context, run_statusline};
 use hook::HookArgs;
 use launch::LaunchArgs;
+use manual::{CompletionsArgs, ManArgs};
 use session::{PanesCommand, WakeStateArgs, run_panes, run_wake_state};
 
 #[derive(Debug, Parser)]
@@ -64,6 +66,10 @@ enum Command {
     Statusline(StatuslineArgs),
     /// Start an agent (default `claude`) in a new tmux pane and get it past its first-run screens.
     Launch(LaunchArgs),
+    /// Print shell completions for bash, zsh, fish, elvish or powershell.
+    Completions(CompletionsArgs),
+    /// Print the man page (or write one per verb with --out-dir).
+    Man(ManArgs),
 }
 
 /// Entry point of the binary.
@@ -113,6 +119,8 @@ pub fn main() -> ExitCode {
         Some(Command::Launch(args)) => with_config(resolved(args.wake_dir.as_deref()), |c| {
             crate::cli::launch::run(args, c)
         }),
+        Some(Command::Completions(args)) => manual::completions(&args),
+        Some(Command::Man(args)) => manual::man(&args),
     }
 }
 

@@ -19,6 +19,7 @@ mod launch;
 mod layout;
 mod ledger;
 mod limits;
+mod manual;
 mod mux;
 mod nudger;
 mod observability;
