@@ -9,6 +9,7 @@ pub mod launch;
 pub(crate) mod manual;
 pub(crate) mod serve;
 pub mod session;
+pub(crate) mod show_config;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -23,6 +24,7 @@ use hook::HookArgs;
 use launch::LaunchArgs;
 use manual::{CompletionsArgs, ManArgs};
 use session::{PanesCommand, WakeStateArgs, run_panes, run_wake_state};
+use show_config::ConfigArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -66,6 +68,9 @@ enum Command {
     Statusline(StatuslineArgs),
     /// Start an agent (default `claude`) in a new tmux pane and get it past its first-run screens.
     Launch(LaunchArgs),
+    /// Print the effective configuration and where each value came from; --check only
+    /// validates it (exit 0 or 2), e.g. as a supervisor's ExecStartPre.
+    Config(ConfigArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell.
     Completions(CompletionsArgs),
     /// Print the man page (or write one per verb with --out-dir).
@@ -119,6 +124,16 @@ pub fn main() -> ExitCode {
         Some(Command::Launch(args)) => with_config(resolved(args.wake_dir.as_deref()), |c| {
             crate::cli::launch::run(args, c)
         }),
+        Some(Command::Config(args)) => show_config::run(
+            &ConfigArgs {
+                serve: Flags {
+                    config: cli.config.clone(),
+                    ..args.serve.clone()
+                },
+                ..args.clone()
+            },
+            &Env::process(),
+        ),
         Some(Command::Completions(args)) => manual::completions(&args),
         Some(Command::Man(args)) => manual::man(&args),
     }

@@ -6,6 +6,7 @@
 
 pub(crate) mod duration;
 mod error;
+pub mod explain;
 pub mod hosts;
 mod layers;
 mod names;
@@ -152,6 +153,22 @@ pub const SECRET_ENV: &str = "AGENT_EVENT_BUS_BRIDGE_SECRET";
 /// still starts inside the budget (a test in `mux` keeps it in step with those constants).
 pub const MAX_SUBMIT_DELAY: Duration = Duration::from_millis(1500);
 
+/// The reference's settings, each with the flag given for it (if any): the values a flag or a
+/// reference variable can set over the layered ones.
+fn reference_sources(flags: &Flags) -> [(&'static Source, Option<&str>); 9] {
+    [
+        (&PORT, flags.port.as_deref()),
+        (&BACKEND, flags.backend.as_deref()),
+        (&COOLDOWN, flags.cooldown.as_deref()),
+        (&BUSY_TTL, flags.busy_ttl.as_deref()),
+        (&WAKE_DIR, flags.wake_dir.as_deref()),
+        (&BUS_URL, flags.bus_url.as_deref()),
+        (&HOOK_URL, flags.hook_url.as_deref()),
+        (&BIND, flags.bind.as_deref()),
+        (&ALLOWED_HOSTS, flags.allowed_hosts.as_deref()),
+    ]
+}
+
 impl Source {
     const fn new(flag: &'static str, env: &'static str, key: &'static str) -> Self {
         Self { flag, env, key }
@@ -258,6 +275,20 @@ pub fn load_settings(config_file: Option<&Path>, env: &Env) -> Result<Settings, 
 
 /// `load_settings`, and the file that was read (if any).
 fn load(config_file: Option<&Path>, env: &Env) -> Result<(Settings, Option<PathBuf>), ConfigError> {
+    let (table, user_file) = layered(config_file, env)?;
+    let settings = Settings::deserialize(table).map_err(|source| ConfigError::BadSetting {
+        file: user_file.clone(),
+        source,
+    })?;
+    Ok((settings, user_file))
+}
+
+/// The settings' layers merged into one table (defaults < file < `WAKEBRIDGE_*`), before they
+/// are typed, and the file that was read (if any).
+fn layered(
+    config_file: Option<&Path>,
+    env: &Env,
+) -> Result<(toml::Table, Option<PathBuf>), ConfigError> {
     let user_file = match config_file {
         Some(path) => {
             if !path.is_file() {
@@ -271,16 +302,7 @@ fn load(config_file: Option<&Path>, env: &Env) -> Result<(Settings, Option<PathB
     };
     let mut table = layers::defaults().clone();
     if let Some(path) = &user_file {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.clone(),
-            source,
-        })?;
-        let file: toml::Table = toml::from_str(&text).map_err(|source| ConfigError::Toml {
-            path: path.clone(),
-            source,
-        })?;
-        names::check_file(path, &file)?;
-        layers::merge(&mut table, file);
+        layers::merge(&mut table, read_file(path)?);
     }
     let vars = env.vars();
     let own: Vec<(&str, &str)> = vars
@@ -290,11 +312,21 @@ fn load(config_file: Option<&Path>, env: &Env) -> Result<(Settings, Option<PathB
         .collect();
     names::check_env(own.iter().map(|(k, _)| *k))?;
     layers::apply_env(&mut table, own)?;
-    let settings = Settings::deserialize(table).map_err(|source| ConfigError::BadSetting {
-        file: user_file.clone(),
+    Ok((table, user_file))
+}
+
+/// The user's TOML file as a table, every key checked against the known settings.
+fn read_file(path: &Path) -> Result<toml::Table, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
         source,
     })?;
-    Ok((settings, user_file))
+    let file: toml::Table = toml::from_str(&text).map_err(|source| ConfigError::Toml {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    names::check_file(path, &file)?;
+    Ok(file)
 }
 
 /// `$XDG_CONFIG_HOME/wakebridge/config.toml`, else `~/.config/wakebridge/config.toml`.

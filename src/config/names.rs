@@ -117,7 +117,7 @@ fn setting_of(var: &str) -> Option<String> {
 }
 
 /// The variable that sets `path`.
-fn variable_of(path: &str) -> String {
+pub(super) fn variable_of(path: &str) -> String {
     format!(
         "{ENV_PREFIX}_{}",
         path.replace('.', "__").to_ascii_uppercase()

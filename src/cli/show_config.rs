@@ -1,0 +1,84 @@
+//! `wakebridge config [--check]`: the effective configuration with where each value came from,
+//! or (`--check`) only whether it is valid, for a supervisor's `ExecStartPre` or before a
+//! restart. It takes `serve`'s flags so it checks exactly what `serve` would run with.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::config::explain::explain;
+use crate::config::{self, Flags};
+use crate::env::Env;
+
+/// `wakebridge config [--check] [serve's flags]`.
+#[derive(Debug, Clone, Args)]
+pub struct ConfigArgs {
+    /// Only validate: print OK and any warnings (exit 0), or what is wrong (exit 2)
+    #[arg(long)]
+    pub check: bool,
+    #[command(flatten)]
+    pub serve: Flags,
+}
+
+pub fn run(args: &ConfigArgs, env: &Env) -> ExitCode {
+    if args.check {
+        return match config::resolve(&args.serve, env) {
+            Ok(config) => {
+                let file = config
+                    .paths
+                    .config_file
+                    .as_ref()
+                    .map_or("no file".to_string(), |p| p.display().to_string());
+                crate::outln!("wakebridge config: OK ({file})");
+                for warning in &config.warnings {
+                    crate::outln!("warning: {warning}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                crate::errln!("wakebridge config: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let explained = match explain(&args.serve, env) {
+        Ok(explained) => explained,
+        Err(e) => {
+            crate::errln!("wakebridge config: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match &explained.file {
+        Some(file) => crate::outln!("# file: {}", file.display()),
+        None => crate::outln!(
+            "# file: none ({} does not exist; --config to name one)",
+            config::default_config_file(env)
+                .map_or("~/.config/wakebridge/config.toml".into(), |p| p
+                    .display()
+                    .to_string())
+        ),
+    }
+    let width = explained
+        .settings
+        .iter()
+        .map(|s| s.key.len() + s.value.len())
+        .filter(|w| *w < 60)
+        .max()
+        .unwrap_or(0);
+    for setting in &explained.settings {
+        let line = format!("{} = {}", setting.key, setting.value);
+        crate::outln!("{line:<pad$}  # {}", setting.origin, pad = width + 3);
+    }
+    // Not settings: commented, so the output still reads as a TOML file.
+    match explained.secret_from {
+        Some(variable) => crate::outln!("# secret: set (from {variable})"),
+        None => crate::outln!("# secret: not set"),
+    }
+    for (what, value) in &explained.derived {
+        crate::outln!("# {what}: {value}");
+    }
+    for warning in &explained.config.warnings {
+        crate::outln!("# warning: {warning}");
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,229 @@
+//! `wakebridge config`'s answer: every effective setting with the layer it came from (the
+//! built-in default, the user's file, a variable, a flag), and the paths and addresses derived
+//! from them. Only a configuration that resolves is explained, so what is shown is what `serve`
+//! would run with; the secret is shown as set or not, never its value.
+
+use std::path::PathBuf;
+
+use super::{Config, ConfigError, Env, Flags, SECRET_ENV, layered, names, read_file};
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// `config/default.toml`, built in.
+    Default,
+    /// The user's TOML file.
+    File,
+    /// An environment variable, by name.
+    Env(String),
+    /// A command-line flag.
+    Flag(&'static str),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Default => f.write_str("default"),
+            Origin::File => f.write_str("file"),
+            Origin::Env(name) => write!(f, "env {name}"),
+            Origin::Flag(flag) => write!(f, "flag {flag}"),
+        }
+    }
+}
+
+/// One setting: its dotted key, its value as TOML, and its origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    pub key: String,
+    pub value: String,
+    pub origin: Origin,
+}
+
+/// The effective configuration, explained.
+#[derive(Debug)]
+pub struct Explained {
+    /// The validated configuration itself.
+    pub config: Config,
+    /// The TOML file that was read, if any.
+    pub file: Option<PathBuf>,
+    /// Every setting, by key.
+    pub settings: Vec<Setting>,
+    /// Where the secret came from (never its value), if one is set.
+    pub secret_from: Option<&'static str>,
+    /// What the settings lead to: the paths and addresses `serve` would use.
+    pub derived: Vec<(&'static str, String)>,
+}
+
+/// Resolves the configuration as `serve` would and says where each value came from.
+pub fn explain(flags: &Flags, env: &Env) -> Result<Explained, ConfigError> {
+    let config = super::resolve(flags, env)?;
+    let (merged, file) = layered(flags.config.as_deref(), env)?;
+    let from_file = file.as_deref().map(read_file).transpose()?;
+    let mut settings = Vec::new();
+    leaves("", &merged, &mut |key, value| {
+        let variable = names::variable_of(&key);
+        let origin = if env.get(&variable).is_some() {
+            Origin::Env(variable)
+        } else if from_file
+            .as_ref()
+            .is_some_and(|t| lookup(t, &key).is_some())
+        {
+            Origin::File
+        } else {
+            Origin::Default
+        };
+        settings.push(Setting {
+            key,
+            value: value.to_string(),
+            origin,
+        });
+    });
+    // The reference's settings: its flag, then its own variable, beat the layered value.
+    for (source, flag) in super::reference_sources(flags) {
+        let over = match (flag, env.nonempty(source.env)) {
+            (Some(value), _) => (value.to_string(), Origin::Flag(source.flag)),
+            (None, Some(value)) => (value, Origin::Env(source.env.to_string())),
+            (None, None) => continue,
+        };
+        if let Some(setting) = settings.iter_mut().find(|s| s.key == source.key) {
+            setting.value = toml::Value::String(over.0).to_string();
+            setting.origin = over.1;
+        }
+    }
+    let paths = &config.paths;
+    let claude_dir = match &paths.claude {
+        Ok(home) => home.dir.display().to_string(),
+        Err(e) => format!("unknown: {e}"),
+    };
+    let derived = vec![
+        ("wake dir", paths.wake_dir.display().to_string()),
+        ("state dir", paths.state_dir.display().to_string()),
+        ("ledger", paths.ledger.display().to_string()),
+        ("Claude Code dir", claude_dir),
+        (
+            "listens on",
+            format!("{}:{}", config.bind_addr(), config.port),
+        ),
+        ("hook URL", config.hook_url.clone()),
+    ];
+    let secret_from = config.secret.as_ref().map(|_| SECRET_ENV);
+    Ok(Explained {
+        config,
+        file,
+        settings,
+        secret_from,
+        derived,
+    })
+}
+
+/// Calls `each` with every leaf of `table` as a dotted key and its value.
+fn leaves(prefix: &str, table: &toml::Table, each: &mut dyn FnMut(String, &toml::Value)) {
+    for (key, value) in table {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match value {
+            toml::Value::Table(inner) => leaves(&path, inner, each),
+            value => each(path, value),
+        }
+    }
+}
+
+/// The value at a dotted key.
+fn lookup<'a>(table: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
+    let mut parts = key.split('.');
+    let mut value = table.get(parts.next()?)?;
+    for part in parts {
+        value = value.as_table()?.get(part)?;
+    }
+    Some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin_of<'a>(explained: &'a Explained, key: &str) -> &'a Setting {
+        explained
+            .settings
+            .iter()
+            .find(|s| s.key == key)
+            .unwrap_or_else(|| panic!("no {key}"))
+    }
+
+    #[test]
+    fn each_value_names_the_layer_it_came_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(
+            &file,
+            "[nudger]\nidle_after = \"7m\"\n[bridge]\ncooldown = 45\n",
+        )
+        .unwrap();
+        let env = Env::from_pairs([
+            ("HOME", dir.path().to_str().unwrap()),
+            ("WAKEBRIDGE_NUDGER__ACKNOWLEDGE_AFTER", "5"),
+            ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "spool"),
+            ("AGENT_EVENT_BUS_BRIDGE_SECRET", "hush"),
+        ]);
+        let flags = Flags {
+            config: Some(file.clone()),
+            port: Some("9001".into()),
+            ..Flags::default()
+        };
+        let explained = explain(&flags, &env).unwrap();
+        assert_eq!(explained.file.as_deref(), Some(file.as_path()));
+        let idle = origin_of(&explained, "nudger.idle_after");
+        assert_eq!(
+            (idle.value.as_str(), &idle.origin),
+            ("\"7m\"", &Origin::File)
+        );
+        let cooldown = origin_of(&explained, "bridge.cooldown");
+        assert_eq!(
+            (cooldown.value.as_str(), &cooldown.origin),
+            ("45", &Origin::File)
+        );
+        let max = origin_of(&explained, "nudger.acknowledge_after");
+        assert_eq!(
+            max.origin,
+            Origin::Env("WAKEBRIDGE_NUDGER__ACKNOWLEDGE_AFTER".into())
+        );
+        assert_eq!(max.value, "5");
+        let backend = origin_of(&explained, "bridge.backend");
+        assert_eq!(
+            (backend.value.as_str(), &backend.origin),
+            (
+                "\"spool\"",
+                &Origin::Env("AGENT_EVENT_BUS_BRIDGE_BACKEND".into())
+            )
+        );
+        let port = origin_of(&explained, "bridge.port");
+        assert_eq!(
+            (port.value.as_str(), &port.origin),
+            ("\"9001\"", &Origin::Flag("--port"))
+        );
+        assert_eq!(
+            origin_of(&explained, "mux.submit_delay").origin,
+            Origin::Default
+        );
+        assert_eq!(explained.secret_from, Some(SECRET_ENV));
+        assert!(
+            explained.settings.iter().all(|s| !s.value.contains("hush")),
+            "the secret is never shown"
+        );
+        assert!(
+            explained
+                .derived
+                .contains(&("listens on", "127.0.0.1:9001".into()))
+        );
+    }
+
+    #[test]
+    fn a_configuration_that_does_not_resolve_is_not_explained() {
+        let env = Env::from_pairs([("HOME", "/tmp"), ("AGENT_EVENT_BUS_BRIDGE_PORT", "0")]);
+        let e = explain(&Flags::default(), &env).unwrap_err();
+        assert!(e.to_string().contains("AGENT_EVENT_BUS_BRIDGE_PORT"), "{e}");
+    }
+}
