@@ -56,7 +56,7 @@ pub struct StatusArgs {
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `http://<host>:<port>` of the local daemon, from the configuration `serve` would use.
-fn daemon_url(config: &Config, explicit: Option<&str>) -> String {
+pub(super) fn daemon_url(config: &Config, explicit: Option<&str>) -> String {
     if let Some(url) = explicit {
         return url.trim_end_matches('/').to_string();
     }
@@ -73,7 +73,7 @@ fn daemon_url(config: &Config, explicit: Option<&str>) -> String {
 
 /// Why a call got no answer from the daemon.
 #[derive(Debug, thiserror::Error)]
-enum CallError {
+pub(super) enum CallError {
     #[error(transparent)]
     Runtime(std::io::Error),
     #[error(transparent)]
@@ -110,7 +110,7 @@ fn call(
     }
 }
 
-fn request(
+pub(super) fn request(
     config: &Config,
     method: reqwest::Method,
     url: &str,

@@ -4,6 +4,7 @@
 
 pub(crate) mod client;
 pub(crate) mod context;
+pub(crate) mod doctor;
 pub mod hook;
 pub mod launch;
 pub(crate) mod manual;
@@ -68,6 +69,9 @@ enum Command {
     Statusline(StatuslineArgs),
     /// Start an agent (default `claude`) in a new tmux pane and get it past its first-run screens.
     Launch(LaunchArgs),
+    /// Check every link a wake needs, one line each with the fix; exit 0 only when a wake
+    /// would work.
+    Doctor(doctor::DoctorArgs),
     /// Print the effective configuration and where each value came from; --check only
     /// validates it (exit 0 or 2), e.g. as a supervisor's ExecStartPre.
     Config(ConfigArgs),
@@ -124,6 +128,7 @@ pub fn main() -> ExitCode {
         Some(Command::Launch(args)) => with_config(resolved(args.wake_dir.as_deref()), |c| {
             crate::cli::launch::run(args, c)
         }),
+        Some(Command::Doctor(args)) => with_config(resolved(None), |c| doctor::run(c, &args)),
         Some(Command::Config(args)) => show_config::run(
             &ConfigArgs {
                 serve: Flags {

@@ -1,5 +1,5 @@
 //! `GET`/`HEAD /health`: liveness plus what an installer needs to tell two instances apart
-//! (pid, version, start time) and whether our webhook row was there at the last verification.
+//! (pid, version, start time, the config file it read) and whether our webhook row was there at the last verification.
 
 use std::sync::Arc;
 
@@ -17,6 +17,12 @@ pub async fn health(State(app): State<Arc<AppState>>) -> Json<Value> {
         "version": env!("CARGO_PKG_VERSION"),
         "pid": std::process::id(),
         "started_at": rfc3339(app.started_at),
+        "config_file": app.config.paths.config_file,
+        "bus_url": app.config.bus_url,
+        "backend": match app.config.backend {
+            crate::config::Backend::Mux => "mux",
+            crate::config::Backend::Spool => "spool",
+        },
     });
     // Only with registration enabled; `registered` reflects the last verification.
     if let Some(registration) = &app.registration {

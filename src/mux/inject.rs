@@ -155,6 +155,24 @@ impl Injector {
         })
     }
 
+    /// The guard's verdict on the pane, typing nothing (for `doctor`).
+    pub async fn check(
+        &self,
+        target: &PaneTarget,
+        deadline: Deadline,
+    ) -> Result<PaneState, MuxError> {
+        match target {
+            PaneTarget::Tmux { pane, .. } => self.tmux.check_pane(pane.as_str(), deadline).await,
+            PaneTarget::Zellij { pane, session } => {
+                let pane = ZellijPane {
+                    session: session.clone(),
+                    pane: pane.clone(),
+                };
+                self.zellij.check_pane(&pane, deadline).await
+            }
+        }
+    }
+
     /// The pane's screen once the guard has found it live (`None`: this multiplexer cannot read
     /// it), under the pane's lock.
     pub async fn screen(

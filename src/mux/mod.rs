@@ -210,7 +210,7 @@ pub fn preflight_for(config: &MuxConfig, env: &crate::env::Env) -> Vec<&'static 
 }
 
 /// Would `bin` start: an executable file at that path, or, for a bare name, in a PATH entry.
-fn resolves(bin: &Path, path: &OsStr) -> bool {
+pub fn resolves(bin: &Path, path: &OsStr) -> bool {
     if bin.components().count() > 1 || bin.is_absolute() {
         return is_executable(bin);
     }

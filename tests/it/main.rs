@@ -12,6 +12,7 @@ mod config_verb;
 mod context;
 mod context_monitor;
 mod crash;
+mod doctor;
 mod faults;
 mod fuzz_smoke;
 mod http_hook;

@@ -70,9 +70,11 @@ impl Tmux {
         }
     }
 
-    /// `tmux [-S socket]`, ready for the subcommand.
+    /// `tmux -u [-S socket]`, ready for the subcommand. `-u` because without a UTF-8 locale
+    /// (launchd gives a daemon no LANG) tmux prints every non-printable byte of a format, the
+    /// tab separators included, as `_`, and no pane could be read.
     fn command(&self, label: &'static str) -> Invocation {
-        let inv = Invocation::new(&self.bin, label);
+        let inv = Invocation::new(&self.bin, label).arg("-u");
         match &self.socket {
             Some(socket) => inv.arg("-S").arg(socket),
             None => inv,

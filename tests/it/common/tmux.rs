@@ -186,7 +186,9 @@ impl TmuxServer {
         std::fs::write(
             &script,
             format!(
-                "#!/bin/sh\necho \"$3\" >> '{}'\nexec '{}' \"$@\"\n",
+                // The subcommand is the first word that is neither an option nor the value
+                // of -S/-L/-f (wakebridge runs `tmux -u -S <socket> <subcommand> ...`).
+                "#!/bin/sh\nsub=; value=\nfor a in \"$@\"; do\n  if [ -n \"$value\" ]; then value=; continue; fi\n  case \"$a\" in -S|-L|-f) value=1 ;; -*) ;; *) sub=$a; break ;; esac\ndone\necho \"$sub\" >> '{}'\nexec '{}' \"$@\"\n",
                 log.display(),
                 real
             ),

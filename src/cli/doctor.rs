@@ -1,0 +1,767 @@
+//! `wakebridge doctor`: walks every link a wake needs, in the order a wake uses them, and prints
+//! one line per link with the fix when it is broken. The links: the hooks wired in Claude Code's
+//! settings and the binary they run, the daemon answering (its version and config file), its
+//! bus registration, panes.json mapping sessions, each mapped pane live with an agent in it,
+//! tmux/zellij on the daemon's own PATH, Claude Code installed and past its first-run screens,
+//! and what waits (owed wakes, sessions at a usage limit). Exit 0 only when a wake would work:
+//! no link failed. Each check is a plain function over what was read, so the verdicts are unit
+//! tested; only [`run`] does I/O.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use super::client::{daemon_url, request};
+use crate::claude::home::ClaudeHome;
+use crate::claude::hooks::WIRED_EVENTS;
+use crate::config::{Backend, Config};
+use crate::deadline::Deadline;
+use crate::env::Env;
+use crate::mux::{Injector, MuxConfig, PaneState, preflight_for, resolves};
+use crate::wakedir::PANES_FILE;
+use crate::wakedir::reader::mapped_panes;
+use crate::wakedir::target::PaneTarget;
+
+/// Budget for each mapped pane's check: one `tmux display-message` (or zellij call) normally
+/// answers in milliseconds; a hung multiplexer must not hang the doctor.
+const PANE_CHECK_BUDGET: Duration = Duration::from_secs(3);
+/// How old the daemon's last sight of its webhook row may be: the keeper looks every minute, so
+/// three minutes means it has missed two checks.
+const VERIFIED_WITHIN: Duration = Duration::from_secs(180);
+/// How long `claude --version` may take (a cold npm start is ~1 s).
+const VERSION_BUDGET: Duration = Duration::from_secs(10);
+
+/// How a link stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Ok,
+    /// Works, but something deserves a look; does not fail the doctor.
+    Warn,
+    /// A wake would not work until this is fixed.
+    Fail,
+}
+
+/// One printed line: the link, what was found, and the fix when it is not OK.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub link: &'static str,
+    pub verdict: Verdict,
+    pub found: String,
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn ok(link: &'static str, found: impl Into<String>) -> Check {
+        Check {
+            link,
+            verdict: Verdict::Ok,
+            found: found.into(),
+            fix: None,
+        }
+    }
+
+    fn warn(link: &'static str, found: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            link,
+            verdict: Verdict::Warn,
+            found: found.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    fn fail(link: &'static str, found: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            link,
+            verdict: Verdict::Fail,
+            found: found.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+/// `wakebridge doctor`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DoctorArgs {
+    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
+    #[arg(long)]
+    url: Option<String>,
+}
+
+pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
+    let env = Env::process();
+    let checks = examine(config, &env, args.url.as_deref());
+    for check in &checks {
+        let tag = match check.verdict {
+            Verdict::Ok => "ok  ",
+            Verdict::Warn => "warn",
+            Verdict::Fail => "FAIL",
+        };
+        crate::outln!("{tag}  {:<12} {}", check.link, check.found);
+        if let Some(fix) = &check.fix {
+            crate::outln!("      {:<12} fix: {fix}", "");
+        }
+    }
+    let failed = checks.iter().filter(|c| c.verdict == Verdict::Fail).count();
+    if failed == 0 {
+        crate::outln!("a wake would work");
+        ExitCode::SUCCESS
+    } else {
+        crate::outln!("a wake would not work: {failed} link(s) to fix, first one first");
+        ExitCode::FAILURE
+    }
+}
+
+/// Every check, in the order a wake depends on them.
+fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let home = config.paths.claude.as_ref();
+    let settings_file = home.map(|h| h.dir.join("settings.json"));
+    match &settings_file {
+        Ok(file) => {
+            let settings = read_json(file);
+            checks.push(hooks_check(file, &settings));
+            checks.extend(binary_check(&settings, env));
+        }
+        Err(e) => checks.push(Check::fail(
+            "hooks",
+            format!("Claude Code's config dir is unknown: {e}"),
+            "set HOME (or CLAUDE_CONFIG_DIR) as Claude Code sees it",
+        )),
+    }
+
+    let base = daemon_url(config, url);
+    let health = request(
+        config,
+        reqwest::Method::GET,
+        &format!("{base}/health"),
+        None,
+    );
+    let health = match health {
+        Ok((200, body)) => Some(body),
+        Ok((status, body)) => {
+            checks.push(Check::fail(
+                "daemon",
+                format!("{base}/health answered {status}: {body}"),
+                "is something else listening on that port? see `wakebridge config`",
+            ));
+            None
+        }
+        Err(e) => {
+            checks.push(Check::fail(
+                "daemon",
+                format!("not answering at {base} ({})", root_cause(&e)),
+                "wakebridge service install (or run `wakebridge serve`)",
+            ));
+            None
+        }
+    };
+    if let Some(health) = &health {
+        checks.push(daemon_check(&health_facts(health), config));
+        let bus_url = health["bus_url"].as_str().unwrap_or(&config.bus_url);
+        checks.push(bus_check(health, SystemTime::now(), bus_url));
+    }
+
+    // The daemon's backend is the one that counts; this shell's when the daemon is not up.
+    let backend = match health.as_ref().and_then(|h| h["backend"].as_str()) {
+        Some(name) => Backend::parse(name).unwrap_or(config.backend),
+        None => config.backend,
+    };
+    if backend == Backend::Spool {
+        checks.push(Check::fail(
+            "backend",
+            "spool: events are only appended, nothing is ever typed into a pane",
+            "run the daemon with --backend mux (the default)",
+        ));
+    }
+    let mapped = mapped_panes(&config.paths.wake_dir);
+    let panes_file = config.paths.wake_dir.join(PANES_FILE);
+    checks.push(mapping_check(&panes_file, mapped.len()));
+    if !mapped.is_empty() {
+        let mux = MuxConfig::from_settings(&config.settings.mux);
+        checks.extend(pane_checks(&mux, &mapped));
+        let daemon_env = health
+            .as_ref()
+            .and_then(|h| h["pid"].as_u64())
+            .and_then(|pid| process_env(pid as u32));
+        checks.push(multiplexer_check(&mux, &mapped, env, daemon_env.as_ref()));
+    }
+
+    if let Ok(home) = home {
+        checks.push(claude_check(config, home, env));
+    }
+    if let Ok((200, sessions)) = request(
+        config,
+        reqwest::Method::GET,
+        &format!("{base}/sessions"),
+        None,
+    ) {
+        checks.extend(waiting_checks(&sessions));
+    }
+    checks
+}
+
+/// The innermost cause of an error: "Connection refused (os error 111)" rather than the
+/// wrappers' "error sending request for url".
+fn root_cause(error: &dyn std::error::Error) -> String {
+    let mut cause = error;
+    while let Some(inner) = cause.source() {
+        cause = inner;
+    }
+    cause.to_string()
+}
+
+/// The settings file as JSON: `Ok(None)` when it does not exist.
+fn read_json(path: &Path) -> Result<Option<Value>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| format!("{} is not JSON ({e})", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// The wakebridge hook command wired for each event, from a settings file's `hooks`.
+fn wired_commands(settings: &Value) -> BTreeMap<String, String> {
+    let mut wired = BTreeMap::new();
+    let Some(hooks) = settings["hooks"].as_object() else {
+        return wired;
+    };
+    for (event, groups) in hooks {
+        let commands = groups
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|group| group["hooks"].as_array().into_iter().flatten())
+            .filter_map(|hook| hook["command"].as_str());
+        if let Some(command) = commands.into_iter().find(|c| runs_wakebridge_hook(c)) {
+            wired.insert(event.clone(), command.to_string());
+        }
+    }
+    wired
+}
+
+/// Whether a hook command runs `wakebridge hook` (by any path to the binary).
+fn runs_wakebridge_hook(command: &str) -> bool {
+    let mut words = command.split_whitespace();
+    let program = words.next().unwrap_or_default().trim_matches(['"', '\'']);
+    Path::new(program)
+        .file_name()
+        .is_some_and(|name| name == "wakebridge")
+        && words.next() == Some("hook")
+}
+
+fn hooks_check(file: &Path, settings: &Result<Option<Value>, String>) -> Check {
+    const FIX: &str = "wakebridge claude install";
+    let settings = match settings {
+        Ok(Some(settings)) => settings,
+        Ok(None) => {
+            return Check::fail("hooks", format!("{} does not exist", file.display()), FIX);
+        }
+        Err(e) => {
+            return Check::fail(
+                "hooks",
+                e.clone(),
+                "fix the file, then wakebridge claude install",
+            );
+        }
+    };
+    let wired = wired_commands(settings);
+    let missing: Vec<&str> = WIRED_EVENTS
+        .iter()
+        .map(|(event, _)| *event)
+        .filter(|event| !wired.contains_key(*event))
+        .collect();
+    if missing.is_empty() {
+        Check::ok(
+            "hooks",
+            format!(
+                "all {} events wired in {}",
+                WIRED_EVENTS.len(),
+                file.display()
+            ),
+        )
+    } else {
+        Check::fail(
+            "hooks",
+            format!("{} not wired in {}", missing.join(", "), file.display()),
+            FIX,
+        )
+    }
+}
+
+/// Each wired hook's program starts: an absolute path that is an executable, or a bare name on
+/// PATH (Claude Code runs hooks with the PATH it was started with, as this shell's). Nothing to
+/// say without hooks: the hooks line already failed.
+fn binary_check(settings: &Result<Option<Value>, String>, env: &Env) -> Option<Check> {
+    let Ok(Some(settings)) = settings else {
+        return None;
+    };
+    let path = env.get("PATH").unwrap_or_default();
+    let programs: std::collections::BTreeSet<String> = wired_commands(settings)
+        .values()
+        .filter_map(|c| c.split_whitespace().next())
+        .map(|p| p.trim_matches(['"', '\'']).to_string())
+        .collect();
+    let broken: Vec<&String> = programs
+        .iter()
+        .filter(|p| !resolves(Path::new(p.as_str()), std::ffi::OsStr::new(&path)))
+        .collect();
+    if programs.is_empty() {
+        return None;
+    }
+    Some(match broken.first() {
+        None => Check::ok(
+            "binary",
+            programs.iter().cloned().collect::<Vec<_>>().join(", "),
+        ),
+        Some(program) => Check::fail(
+            "binary",
+            format!("the hooks run {program}, which does not start from this PATH"),
+            "wakebridge claude install (it writes the absolute path of the binary you run it with)",
+        ),
+    })
+}
+
+/// What `/health` says about the instance.
+struct HealthFacts {
+    pid: u64,
+    version: String,
+    config_file: Option<PathBuf>,
+}
+
+fn health_facts(health: &Value) -> HealthFacts {
+    HealthFacts {
+        pid: health["pid"].as_u64().unwrap_or(0),
+        version: health["version"].as_str().unwrap_or("?").to_string(),
+        config_file: health["config_file"].as_str().map(PathBuf::from),
+    }
+}
+
+fn daemon_check(facts: &HealthFacts, config: &Config) -> Check {
+    let file =
+        |f: Option<&Path>| f.map_or("no config file".to_string(), |f| f.display().to_string());
+    let found = format!(
+        "pid {}, version {}, {}",
+        facts.pid,
+        facts.version,
+        file(facts.config_file.as_deref())
+    );
+    let ours = env!("CARGO_PKG_VERSION");
+    if facts.version != ours {
+        return Check::warn(
+            "daemon",
+            format!("{found}; this binary is {ours}"),
+            "restart the daemon so it runs this version (wakebridge service install)",
+        );
+    }
+    if facts.config_file != config.paths.config_file {
+        return Check::warn(
+            "daemon",
+            format!(
+                "{found}; this shell resolves {}",
+                file(config.paths.config_file.as_deref())
+            ),
+            "start the daemon with the same --config (or XDG_CONFIG_HOME) as your shell",
+        );
+    }
+    Check::ok("daemon", found)
+}
+
+fn bus_check(health: &Value, now: SystemTime, bus_url: &str) -> Check {
+    let Some(registered) = health["registered"].as_bool() else {
+        return Check::warn(
+            "bus",
+            "registration is off ([registration] enabled = false)",
+            "register the hook URL with the bus yourself, or turn registration on",
+        );
+    };
+    if !registered {
+        return Check::fail(
+            "bus",
+            format!("not registered with the bus at {bus_url}"),
+            "start the bus (agent-event-bus), check --bus-url; the daemon retries by itself",
+        );
+    }
+    let verified = health["last_verified_at"]
+        .as_str()
+        .and_then(|t| humantime::parse_rfc3339(t).ok());
+    let age = verified.and_then(|at| now.duration_since(at).ok());
+    match age {
+        Some(age) if age <= VERIFIED_WITHIN => Check::ok(
+            "bus",
+            format!(
+                "registered (webhook {}), verified {}s ago",
+                health["webhook_id"],
+                age.as_secs()
+            ),
+        ),
+        _ => Check::warn(
+            "bus",
+            "registered, but not verified in the last 3 minutes",
+            "is the bus hung? see the daemon's log",
+        ),
+    }
+}
+
+fn mapping_check(panes_file: &Path, mapped: usize) -> Check {
+    if mapped == 0 {
+        Check::fail(
+            "panes.json",
+            format!("no session mapped in {}", panes_file.display()),
+            "start Claude Code inside tmux with the hooks installed (SessionStart maps its pane), or `wakebridge launch`",
+        )
+    } else {
+        Check::ok("panes.json", format!("{mapped} session(s) mapped"))
+    }
+}
+
+/// The guard's verdict on each mapped pane; at least one live pane means a wake can land.
+fn pane_checks(mux: &MuxConfig, mapped: &BTreeMap<String, PaneTarget>) -> Vec<Check> {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return vec![Check::warn(
+            "panes",
+            "cannot start a runtime to check them",
+            "run the doctor again",
+        )];
+    };
+    let injector = Injector::new(mux);
+    let states: Vec<(&String, &PaneTarget, Result<PaneState, String>)> = runtime.block_on(async {
+        let mut states = Vec::new();
+        for (sid, target) in mapped {
+            let state = injector
+                .check(target, Deadline::after(PANE_CHECK_BUDGET))
+                .await
+                .map_err(|e| e.to_string());
+            states.push((sid, target, state));
+        }
+        states
+    });
+    let live = states
+        .iter()
+        .filter(|(_, _, s)| !matches!(s, Ok(PaneState::Stale(_)) | Err(_)))
+        .count();
+    let mut checks: Vec<Check> = states
+        .iter()
+        .filter_map(|(sid, target, state)| {
+            let problem = match state {
+                Ok(PaneState::Stale(reason)) => reason.to_string(),
+                Err(e) => e.clone(),
+                Ok(_) => return None,
+            };
+            Some(Check::warn(
+                "panes",
+                format!("{} in {target}: {problem}", short(sid)),
+                "nothing is typed there; it is unmapped when the session ends (or `wakebridge panes clear`)",
+            ))
+        })
+        .collect();
+    let summary = format!(
+        "{live} of {} mapped pane(s) live with an agent",
+        states.len()
+    );
+    checks.insert(
+        0,
+        if live > 0 {
+            Check::ok("panes", summary)
+        } else {
+            Check::fail(
+                "panes",
+                summary,
+                "start the agent again in tmux (or `wakebridge rewind --restart`)",
+            )
+        },
+    );
+    checks
+}
+
+/// The multiplexers the mapped panes need, found on the daemon's PATH (read from its process
+/// where the system allows, else this shell's), and the same tmux server directory.
+fn multiplexer_check(
+    mux: &MuxConfig,
+    mapped: &BTreeMap<String, PaneTarget>,
+    env: &Env,
+    daemon_env: Option<&Env>,
+) -> Check {
+    let (seen_by, daemon) = match daemon_env {
+        Some(daemon) => ("the daemon's", daemon),
+        None => ("this shell's (the daemon's is unreadable)", env),
+    };
+    let found = preflight_for(mux, daemon);
+    let needed: Vec<&str> = ["tmux", "zellij"]
+        .into_iter()
+        .filter(|name| {
+            mapped.values().any(|t| match t {
+                PaneTarget::Tmux { .. } => *name == "tmux",
+                PaneTarget::Zellij { .. } => *name == "zellij",
+            })
+        })
+        .collect();
+    if let Some(missing) = needed.iter().find(|n| !found.contains(n)) {
+        return Check::fail(
+            "multiplexer",
+            format!(
+                "{missing} is not on {seen_by} PATH ({})",
+                daemon.get("PATH").unwrap_or_default()
+            ),
+            "wakebridge service install (its PATH finds tmux and zellij where you have them)",
+        );
+    }
+    if daemon_env.is_some() && mux.tmux_socket.is_none() {
+        let dir = |e: &Env| e.nonempty("TMUX_TMPDIR");
+        if dir(daemon) != dir(env) {
+            return Check::fail(
+                "multiplexer",
+                format!(
+                    "the daemon's TMUX_TMPDIR is {:?}, this shell's {:?}: it talks to another tmux server",
+                    dir(daemon),
+                    dir(env)
+                ),
+                "give the daemon the same TMUX_TMPDIR, or set [mux] tmux_socket",
+            );
+        }
+    }
+    Check::ok(
+        "multiplexer",
+        format!("{} on {seen_by} PATH", needed.join(" and ")),
+    )
+}
+
+/// A process's environment, from `/proc/<pid>/environ` (Linux, same user); `None` elsewhere.
+fn process_env(pid: u32) -> Option<Env> {
+    let bytes = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let pairs = bytes.split(|b| *b == 0).filter_map(|entry| {
+        let text = std::str::from_utf8(entry).ok()?;
+        let (name, value) = text.split_once('=')?;
+        Some((name.to_string(), value.to_string()))
+    });
+    Some(Env::from_pairs(pairs))
+}
+
+/// Claude Code as `[launch] command` names it: its version, and whether its first-run screens
+/// were passed (`hasCompletedOnboarding` in the state file it reads).
+fn claude_check(config: &Config, home: &ClaudeHome, env: &Env) -> Check {
+    let program = config
+        .settings
+        .launch
+        .command
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "claude".into());
+    let version = version_of(&program, env);
+    let Some(version) = version else {
+        return Check::warn(
+            "claude",
+            format!("`{program} --version` did not answer from this PATH"),
+            "install Claude Code (npm install -g @anthropic-ai/claude-code), or set [launch] command",
+        );
+    };
+    let state = home.state_file_in_use();
+    let onboarded = read_json(&state)
+        .ok()
+        .flatten()
+        .is_some_and(|v| v["hasCompletedOnboarding"] == true);
+    if onboarded {
+        Check::ok("claude", format!("{version}, first-run screens passed"))
+    } else {
+        Check::warn(
+            "claude",
+            format!(
+                "{version}, first-run screens not passed ({})",
+                state.display()
+            ),
+            "`wakebridge launch` passes them, or start claude once by hand",
+        )
+    }
+}
+
+fn version_of(program: &str, env: &Env) -> Option<String> {
+    let path = env.get("PATH").unwrap_or_default();
+    if !resolves(Path::new(program), std::ffi::OsStr::new(&path)) {
+        return None;
+    }
+    let mut child = std::process::Command::new(program)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = std::time::Instant::now() + VERSION_BUDGET;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+    Some(out.trim().to_string()).filter(|v| !v.is_empty())
+}
+
+/// What waits: owed wakes and sessions held at a usage limit. Never a failure: both resolve
+/// by themselves (the turn ends, the limit resets).
+fn waiting_checks(sessions: &Value) -> Vec<Check> {
+    let sessions = sessions["sessions"].as_array().cloned().unwrap_or_default();
+    let owed: u64 = sessions
+        .iter()
+        .filter_map(|s| s["owed"]["events"].as_u64())
+        .sum();
+    let owing = sessions
+        .iter()
+        .filter(|s| s["owed"]["events"].as_u64() > Some(0))
+        .count();
+    let limited: Vec<String> = sessions
+        .iter()
+        .filter(|s| !s["limit"].is_null())
+        .map(|s| {
+            format!(
+                "{} (resets {})",
+                short(s["session_id"].as_str().unwrap_or("?")),
+                s["limit"]["shown"]
+                    .as_str()
+                    .unwrap_or("at a time not shown")
+            )
+        })
+        .collect();
+    let mut checks = vec![if owed == 0 {
+        Check::ok("owed", "no wake owed")
+    } else {
+        Check::ok(
+            "owed",
+            format!("{owed} event(s) owed to {owing} session(s), paid when their turns end"),
+        )
+    }];
+    checks.push(if limited.is_empty() {
+        Check::ok("limits", "no session at a usage limit")
+    } else {
+        Check::ok(
+            "limits",
+            format!("held until the reset: {}", limited.join(", ")),
+        )
+    });
+    checks
+}
+
+/// The first 8 characters of a session id, as `status` shows it.
+fn short(sid: &str) -> &str {
+    sid.get(..8).unwrap_or(sid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn wired(events: &[&str], command: &str) -> Value {
+        let mut hooks = serde_json::Map::new();
+        for event in events {
+            hooks.insert(
+                (*event).into(),
+                json!([{"matcher": "", "hooks": [{"type": "command", "command": command}]}]),
+            );
+        }
+        json!({ "hooks": hooks })
+    }
+
+    #[test]
+    fn hooks_are_wired_only_when_every_event_runs_wakebridge_hook() {
+        let all: Vec<&str> = WIRED_EVENTS.iter().map(|(e, _)| *e).collect();
+        let file = Path::new("/h/.claude/settings.json");
+        let full = hooks_check(file, &Ok(Some(wired(&all, "/opt/bin/wakebridge hook"))));
+        assert_eq!(full.verdict, Verdict::Ok, "{full:?}");
+        let partial = hooks_check(file, &Ok(Some(wired(&all[..5], "wakebridge hook"))));
+        assert_eq!(partial.verdict, Verdict::Fail);
+        assert!(partial.found.contains("SessionEnd"), "{partial:?}");
+        assert!(partial.fix.as_deref().unwrap().contains("claude install"));
+        let other = hooks_check(file, &Ok(Some(wired(&all, "wakebridge-other hook"))));
+        assert_eq!(other.verdict, Verdict::Fail);
+        let missing = hooks_check(file, &Ok(None));
+        assert!(missing.found.contains("does not exist"), "{missing:?}");
+    }
+
+    #[test]
+    fn the_binary_must_start_from_the_hooks_path() {
+        let all: Vec<&str> = WIRED_EVENTS.iter().map(|(e, _)| *e).collect();
+        let env = Env::from_pairs([("PATH", "/nonexistent")]);
+        let check = |command: &str| binary_check(&Ok(Some(wired(&all, command))), &env);
+        let gone = check("/nonexistent/wakebridge hook").unwrap();
+        assert_eq!(gone.verdict, Verdict::Fail, "{gone:?}");
+        let bare = check("wakebridge hook").unwrap();
+        assert_eq!(bare.verdict, Verdict::Fail, "{bare:?}");
+        let here = check(&format!("{} hook", env!("CARGO_MANIFEST_DIR"))).map(|c| c.verdict);
+        assert_eq!(
+            here, None,
+            "a directory named like the binary is not a hook"
+        );
+        assert_eq!(check("/bin/sh hook"), None, "not a wakebridge hook at all");
+    }
+
+    #[test]
+    fn the_bus_check_reads_registration_and_its_age() {
+        let now = SystemTime::now();
+        let at = |ago: u64| {
+            humantime::format_rfc3339_seconds(now - Duration::from_secs(ago)).to_string()
+        };
+        let fresh = json!({"registered": true, "webhook_id": 4, "last_verified_at": at(30)});
+        assert_eq!(bus_check(&fresh, now, "u").verdict, Verdict::Ok);
+        let stale = json!({"registered": true, "webhook_id": 4, "last_verified_at": at(600)});
+        assert_eq!(bus_check(&stale, now, "u").verdict, Verdict::Warn);
+        let lost = json!({"registered": false});
+        let lost = bus_check(&lost, now, "http://bus/mcp");
+        assert_eq!(lost.verdict, Verdict::Fail);
+        assert!(lost.found.contains("http://bus/mcp"));
+        assert_eq!(bus_check(&json!({}), now, "u").verdict, Verdict::Warn);
+    }
+
+    #[test]
+    fn a_multiplexer_missing_from_the_daemons_path_fails() {
+        let mapped = BTreeMap::from([(
+            "s1".to_string(),
+            PaneTarget::Tmux {
+                pane: "%1".into(),
+                session: None,
+            },
+        )]);
+        let mux = MuxConfig::default();
+        let daemon = Env::from_pairs([("PATH", "/nonexistent")]);
+        let shell = Env::from_pairs([("PATH", "/usr/bin:/bin")]);
+        let check = multiplexer_check(&mux, &mapped, &shell, Some(&daemon));
+        assert_eq!(check.verdict, Verdict::Fail, "{check:?}");
+        assert!(
+            check.found.contains("tmux is not on the daemon's PATH"),
+            "{check:?}"
+        );
+    }
+
+    #[test]
+    fn waiting_sessions_are_reported_not_failed() {
+        let sessions = json!({"sessions": [
+            {"session_id": "0123456789", "owed": {"events": 2}, "limit": null},
+            {"session_id": "abcdefghij", "limit": {"shown": "3pm"}},
+        ]});
+        let checks = waiting_checks(&sessions);
+        assert!(checks.iter().all(|c| c.verdict == Verdict::Ok));
+        assert!(
+            checks[0].found.contains("2 event(s) owed to 1 session(s)"),
+            "{checks:?}"
+        );
+        assert!(
+            checks[1].found.contains("abcdefgh (resets 3pm)"),
+            "{checks:?}"
+        );
+    }
+}

@@ -1,0 +1,253 @@
+//! `wakebridge doctor` from the real binary against a real daemon, a real tmux server on a
+//! private socket and Claude Code settings on a throwaway HOME: a healthy setup passes (exit 0),
+//! and each broken link in turn fails it, naming that link and its fix.
+
+use std::process::Output;
+
+use serde_json::Value;
+use wakebridge::wakedir::target::PaneTarget;
+
+use crate::common::harness::{Daemon, binary, free_port};
+use crate::common::tmux::TmuxServer;
+
+const BIN: &str = env!("CARGO_BIN_EXE_wakebridge");
+const SID: &str = "d0c70f00-0000-4000-8000-000000000001";
+
+/// A machine as a user would have it: hooks installed, Claude Code onboarded, one session
+/// mapped to a pane with an agent (a `sleep`, which is not a shell) in it.
+struct Setup {
+    root: tempfile::TempDir,
+    tmux: TmuxServer,
+    socket: String,
+    pane: String,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let root = tempfile::tempdir().unwrap();
+        let tmux = TmuxServer::start();
+        let socket = tmux.socket().display().to_string();
+        let pane = tmux.new_pane("sleep 600");
+        let setup = Setup {
+            root,
+            tmux,
+            socket,
+            pane,
+        };
+        setup.write_settings(&setup.hooks_settings(None));
+        let home = setup.home();
+        std::fs::write(
+            home.join(".claude.json"),
+            r#"{"hasCompletedOnboarding": true}"#,
+        )
+        .unwrap();
+        let wake_dir = setup.root.path().join("wake");
+        std::fs::create_dir_all(&wake_dir).unwrap();
+        let target = PaneTarget::Tmux {
+            pane: setup.pane.clone(),
+            session: None,
+        };
+        wakebridge::wakedir::set_entry(&wake_dir, SID, &target).unwrap();
+        setup
+    }
+
+    fn home(&self) -> std::path::PathBuf {
+        self.root.path().join("home")
+    }
+
+    /// The snippet `hook --print-settings` prints, run by this binary's absolute path, without
+    /// the `drop` event.
+    fn hooks_settings(&self, drop: Option<&str>) -> Value {
+        let out = std::process::Command::new(BIN)
+            .args(["hook", "--print-settings"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout)
+            .unwrap()
+            .replace("\"wakebridge hook\"", &format!("\"{BIN} hook\""));
+        let mut settings: Value = serde_json::from_str(&text).unwrap();
+        if let Some(event) = drop {
+            settings["hooks"].as_object_mut().unwrap().remove(event);
+        }
+        settings
+    }
+
+    fn write_settings(&self, settings: &Value) {
+        let dir = self.home().join(".claude");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    }
+
+    fn env<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut env = vec![
+            ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux"),
+            ("WAKEBRIDGE_MUX__TMUX_SOCKET", self.socket.as_str()),
+        ];
+        env.extend_from_slice(extra);
+        env
+    }
+
+    async fn daemon(&self, extra: &[(&str, &str)]) -> Daemon {
+        let daemon = Daemon::spawn(self.root.path(), &self.env(extra), None);
+        daemon.wait_ready(&reqwest::Client::new()).await;
+        daemon
+    }
+
+    fn doctor(&self, daemon_addr: &str) -> Output {
+        binary(self.root.path(), &self.env(&[]))
+            .args(["doctor", "--url", &format!("http://{daemon_addr}")])
+            .output()
+            .unwrap()
+    }
+}
+
+/// The doctor's lines for `link`, and its exit code.
+fn verdict(out: &Output, link: &str) -> (Option<i32>, String) {
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mine: Vec<&str> = text
+        .lines()
+        .skip_while(|l| l.split_whitespace().nth(1) != Some(link))
+        .take(2)
+        .collect();
+    (out.status.code(), mine.join("\n"))
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn a_healthy_setup_passes() {
+    crate::common::arm_test_timeout();
+    let setup = Setup::new();
+    let daemon = setup.daemon(&[]).await;
+    let out = setup.doctor(&daemon.addr);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.ends_with("a wake would work\n"), "{text}");
+    for link in [
+        "hooks",
+        "binary",
+        "daemon",
+        "panes.json",
+        "panes",
+        "multiplexer",
+    ] {
+        let (_, line) = verdict(&out, link);
+        assert!(line.starts_with("ok "), "{link}: {line}\n{text}");
+    }
+    assert!(text.contains("1 of 1 mapped pane(s) live"), "{text}");
+    assert!(text.contains("tmux on the daemon's PATH"), "{text}");
+    // Registration is off in the harness: said, not failed.
+    let (_, bus) = verdict(&out, "bus");
+    assert!(
+        bus.starts_with("warn") && bus.contains("registration is off"),
+        "{bus}"
+    );
+}
+
+#[tokio::test]
+async fn each_broken_link_fails_by_name_with_its_fix() {
+    crate::common::arm_test_timeout();
+    let setup = Setup::new();
+
+    // Hooks: an event missing from the settings.
+    setup.write_settings(&setup.hooks_settings(Some("Stop")));
+    let daemon = setup.daemon(&[]).await;
+    let (code, line) = verdict(&setup.doctor(&daemon.addr), "hooks");
+    assert_eq!(code, Some(1));
+    assert!(
+        line.starts_with("FAIL") && line.contains("Stop not wired"),
+        "{line}"
+    );
+    assert!(line.contains("fix: wakebridge claude install"), "{line}");
+    setup.write_settings(&setup.hooks_settings(None));
+
+    // The mapped pane is gone.
+    let spare = setup.tmux.new_pane("sleep 600");
+    setup.tmux.tmux(&["kill-pane", "-t", &setup.pane]);
+    let (code, line) = verdict(&setup.doctor(&daemon.addr), "panes");
+    assert_eq!(code, Some(1));
+    assert!(
+        line.starts_with("FAIL") && line.contains("0 of 1"),
+        "{line}"
+    );
+    let target = PaneTarget::Tmux {
+        pane: spare,
+        session: None,
+    };
+    let wake_dir = setup.root.path().join("wake");
+    wakebridge::wakedir::set_entry(&wake_dir, SID, &target).unwrap();
+    assert_eq!(setup.doctor(&daemon.addr).status.code(), Some(0));
+
+    // Nothing mapped.
+    let panes = wake_dir.join("panes.json");
+    let mapped = std::fs::read(&panes).unwrap();
+    std::fs::write(&panes, "{}").unwrap();
+    let (code, line) = verdict(&setup.doctor(&daemon.addr), "panes.json");
+    assert_eq!(code, Some(1));
+    assert!(
+        line.contains("no session mapped") && line.contains("fix:"),
+        "{line}"
+    );
+    std::fs::write(&panes, mapped).unwrap();
+    drop(daemon);
+
+    // No daemon.
+    let nobody = format!("127.0.0.1:{}", free_port());
+    let (code, line) = verdict(&setup.doctor(&nobody), "daemon");
+    assert_eq!(code, Some(1));
+    assert!(
+        line.starts_with("FAIL") && line.contains("not answering"),
+        "{line}"
+    );
+    assert!(line.contains("wakebridge service install"), "{line}");
+
+    // A daemon whose PATH has no tmux (a unit without the user's PATH).
+    let blind = setup.daemon(&[("PATH", "/nonexistent")]).await;
+    let (code, line) = verdict(&setup.doctor(&blind.addr), "multiplexer");
+    assert_eq!(code, Some(1));
+    assert!(line.contains("tmux is not on the daemon's PATH"), "{line}");
+    drop(blind);
+
+    // A daemon that only spools.
+    let spooler = setup
+        .daemon(&[("AGENT_EVENT_BUS_BRIDGE_BACKEND", "spool")])
+        .await;
+    let (code, line) = verdict(&setup.doctor(&spooler.addr), "backend");
+    assert_eq!(code, Some(1));
+    assert!(
+        line.contains("nothing is ever typed") && line.contains("--backend mux"),
+        "{line}"
+    );
+    drop(spooler);
+
+    // Registration on, the bus not there.
+    let bus = format!("http://127.0.0.1:{}/mcp", free_port());
+    let lonely = setup
+        .daemon(&[
+            ("WAKEBRIDGE_REGISTRATION__ENABLED", "true"),
+            ("AGENT_EVENT_BUS_URL", bus.as_str()),
+        ])
+        .await;
+    let (code, line) = verdict(&setup.doctor(&lonely.addr), "bus");
+    assert_eq!(code, Some(1));
+    assert!(line.starts_with("FAIL") && line.contains(&bus), "{line}");
+}
+
+#[test]
+fn doctor_without_home_names_it() {
+    crate::common::arm_test_timeout();
+    let root = tempfile::tempdir().unwrap();
+    let out = binary(root.path(), &[])
+        .env_remove("HOME")
+        .args(["doctor", "--url", "http://127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let (_, hooks) = verdict(&out, "hooks");
+    assert!(
+        hooks.starts_with("FAIL") && hooks.contains("set HOME"),
+        "{hooks}"
+    );
+}
