@@ -2,6 +2,7 @@
 //! the Python bridge) and the verbs sessions and operators use. Parsing only; each verb's work
 //! lives in its own module.
 
+pub(crate) mod claude;
 pub(crate) mod client;
 pub(crate) mod context;
 pub mod hook;
@@ -16,6 +17,7 @@ use clap::{Parser, Subcommand};
 
 use crate::config::{self, Flags};
 use crate::env::Env;
+use claude::ClaudeCommand;
 use client::{RewindArgs, StatusArgs, WakeArgs};
 use context::{ContextArgs, StatuslineArgs, run_context, run_statusline};
 use hook::HookArgs;
@@ -64,6 +66,10 @@ enum Command {
     Statusline(StatuslineArgs),
     /// Start an agent (default `claude`) in a new tmux pane and get it past its first-run screens.
     Launch(LaunchArgs),
+    /// Wire Claude Code to this binary in its settings.json (`install`), or take it out again
+    /// (`uninstall`).
+    #[command(subcommand)]
+    Claude(ClaudeCommand),
 }
 
 /// Entry point of the binary.
@@ -113,6 +119,8 @@ pub fn main() -> ExitCode {
         Some(Command::Launch(args)) => with_config(resolved(args.wake_dir.as_deref()), |c| {
             crate::cli::launch::run(args, c)
         }),
+        // No configuration needed: the settings file is where Claude Code's environment says.
+        Some(Command::Claude(command)) => claude::run(&command, &Env::process()),
     }
 }
 
