@@ -89,7 +89,12 @@ pub fn replace(path: &Path, bytes: &[u8], temp_prefix: &str) -> io::Result<()> {
 
 /// [`replace`] with the new file given `mode` instead of [`FILE_MODE`]: for a file that is the
 /// user's (Claude Code's settings), whose mode is theirs to keep.
-pub fn replace_with_mode(path: &Path, bytes: &[u8], temp_prefix: &str, mode: u32) -> io::Result<()> {
+pub fn replace_with_mode(
+    path: &Path,
+    bytes: &[u8],
+    temp_prefix: &str,
+    mode: u32,
+) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|dir| !dir.as_os_str().is_empty())
@@ -101,7 +106,8 @@ pub fn replace_with_mode(path: &Path, bytes: &[u8], temp_prefix: &str, mode: u32
         .tempfile_in(dir)?;
     temp.write_all(bytes)?;
     // set_permissions, not only the create mode: umask does not apply to it.
-    temp.as_file().set_permissions(Permissions::from_mode(mode))?;
+    temp.as_file()
+        .set_permissions(Permissions::from_mode(mode))?;
     // Without this a crash right after the rename can leave an empty file on some filesystems.
     temp.as_file().sync_all()?;
     // On failure the returned error owns the temp file, and dropping it deletes the file.

@@ -186,7 +186,9 @@ pub fn uninstall(current: &[u8], exe: &str, created: &Created) -> Result<Uninsta
     if let Some(line) = root.get_mut("statusLine") {
         let line = statusline_mut(line)?;
         match ours.recognise(line, Kind::Statusline) {
-            Some(Recognised { wrapped: Some(theirs) }) => {
+            Some(Recognised {
+                wrapped: Some(theirs),
+            }) => {
                 line.insert("command".into(), Value::String(theirs));
             }
             Some(Recognised { wrapped: None }) => {
@@ -244,12 +246,13 @@ fn parse(current: Option<&[u8]>) -> Result<Map<String, Value>, SettingsError> {
     if blank {
         return Ok(Map::new());
     }
-    let value: Value =
-        serde_json::from_slice(current.unwrap_or_default()).map_err(|e| SettingsError::NotJson {
+    let value: Value = serde_json::from_slice(current.unwrap_or_default()).map_err(|e| {
+        SettingsError::NotJson {
             message: without_position(&e),
             line: e.line(),
             column: e.column(),
-        })?;
+        }
+    })?;
     let Value::Object(mut root) = value else {
         return Err(SettingsError::RootNotObject {
             found: kind_of(&value),
@@ -643,7 +646,10 @@ mod tests {
         );
         assert_eq!(v["statusLine"]["padding"], 1);
         assert_eq!(v["statusLine"]["refreshInterval"], 5);
-        assert_eq!(install(Some(text.as_bytes()), EXE).unwrap(), Install::Unchanged);
+        assert_eq!(
+            install(Some(text.as_bytes()), EXE).unwrap(),
+            Install::Unchanged
+        );
         // Uninstall puts the user's command back as it was.
         let back = uninstalled(&text, &created);
         assert_eq!(value(&back), value(mine));
@@ -694,7 +700,13 @@ mod tests {
             Uninstall::NothingOurs
         );
         assert!(!has_anything_ours(b"{}", EXE).unwrap());
-        assert!(has_anything_ours(br#"{"statusLine": {"type": "command", "command": "wakebridge statusline"}}"#, EXE).unwrap());
+        assert!(
+            has_anything_ours(
+                br#"{"statusLine": {"type": "command", "command": "wakebridge statusline"}}"#,
+                EXE
+            )
+            .unwrap()
+        );
         // A command that only mentions wakebridge is not ours.
         let tee = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "tee -a log | wakebridge hook"}]}]}}"#;
         assert!(!has_anything_ours(tee.as_bytes(), EXE).unwrap());

@@ -145,11 +145,12 @@ impl Target {
     fn locate(env: &Env) -> Result<Target, ClaudeError> {
         let path = ClaudeHome::locate(env)?.dir.join(SETTINGS_FILE);
         let file = match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(&path)
-                .map_err(|source| ClaudeError::Link {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                std::fs::canonicalize(&path).map_err(|source| ClaudeError::Link {
                     path: path.clone(),
                     source,
-                })?,
+                })?
+            }
             _ => path,
         };
         Ok(Target { file })
@@ -302,20 +303,21 @@ fn install(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
         path: target.file.clone(),
         source,
     };
-    let (bytes, created, had_ours) = match settings::install(current_bytes, &exe).map_err(refused)? {
-        Install::Unchanged => {
-            crate::outln!(
-                "wakebridge is already installed in {} (as {exe}); nothing changed",
-                target.file.display()
-            );
-            return Ok(());
-        }
-        Install::Changed {
-            bytes,
-            created,
-            had_ours,
-        } => (bytes, created, had_ours),
-    };
+    let (bytes, created, had_ours) =
+        match settings::install(current_bytes, &exe).map_err(refused)? {
+            Install::Unchanged => {
+                crate::outln!(
+                    "wakebridge is already installed in {} (as {exe}); nothing changed",
+                    target.file.display()
+                );
+                return Ok(());
+            }
+            Install::Changed {
+                bytes,
+                created,
+                had_ours,
+            } => (bytes, created, had_ours),
+        };
     print_diff(&diff(&target.file, current_bytes, Some(&bytes)));
     if dry_run {
         crate::outln!("dry run: {} not changed", target.file.display());
@@ -486,7 +488,10 @@ mod tests {
     #[test]
     fn a_diff_names_a_new_file_as_from_nothing() {
         let text = diff(Path::new("/h/.claude/settings.json"), None, Some(b"{}\n"));
-        assert!(text.starts_with("--- /dev/null\n+++ /h/.claude/settings.json\n"), "{text}");
+        assert!(
+            text.starts_with("--- /dev/null\n+++ /h/.claude/settings.json\n"),
+            "{text}"
+        );
         assert!(text.contains("+{}"));
     }
 

@@ -18,22 +18,18 @@ use clap::Args;
 use crate::config::{Config, ConfigError};
 use crate::context::follow::{TranscriptFollower, find_transcript_in};
 use crate::context::statusline::{
-    marker_activity, parse_statusline, read_bounded, read_feed, render_line, unix_now, write_feed,
-    wrapped_line,
+    WRAPPED_BUDGET, marker_activity, parse_statusline, read_bounded, read_feed, render_line,
+    unix_now, wrapped_line, write_feed,
 };
-use crate::deadline::Deadline;
 use crate::context::window::WindowResolver;
 use crate::context::{ContextReport, figures};
+use crate::deadline::Deadline;
 use crate::wire::session_id::SessionId;
 
 /// Exit code when the transcript cannot be found or read.
 const EXIT_NOT_FOUND: u8 = 1;
 /// Exit code for arguments that cannot work (bad session id, zero window).
 const EXIT_USAGE: u8 = 2;
-/// How long the user's own status-line command (`--wrap`) may run: a cold `npx ccstatusline`
-/// starts in about a second, and Claude Code's status bar must never wait on a hung one. Past
-/// it the command and everything it started are killed and our line is shown alone.
-pub const WRAPPED_BUDGET: Duration = Duration::from_secs(2);
 /// Most bytes kept of the wrapped command's output: a status line is a few hundred.
 const WRAPPED_OUTPUT_CAP: u64 = 64 * 1024;
 
@@ -85,7 +81,10 @@ pub fn run_statusline(args: &StatuslineArgs, config: Result<Config, ConfigError>
         read_bounded(stdin.lock())
     };
     // The user's command runs while our line is worked out.
-    let wrapped = args.wrap.as_deref().and_then(|command| Wrapped::start(command, &input));
+    let wrapped = args
+        .wrap
+        .as_deref()
+        .and_then(|command| Wrapped::start(command, &input));
     let line = our_line(args, config, &input);
     let line = match wrapped {
         Some(wrapped) => wrapped_line(wrapped.finish(&deadline).as_deref(), &line),

@@ -35,6 +35,11 @@ pub const MAX_STATUSLINE_INPUT: u64 = 256 * 1024;
 const FUTURE_SLACK_SECS: u64 = 5;
 /// What the line shows when no percentage is known.
 pub const UNKNOWN_LINE: &str = "ctx ?";
+/// How long the user's own status-line command (`statusline --wrap`) may run: a cold `npx
+/// ccstatusline` starts in about a second, and Claude Code's status bar must never wait on a
+/// hung one. Past it the command and everything it started are killed and our line is shown
+/// alone.
+pub const WRAPPED_BUDGET: Duration = Duration::from_secs(2);
 /// Separator between the line's parts.
 const SEPARATOR: &str = " · ";
 
@@ -299,8 +304,14 @@ mod tests {
 
     #[test]
     fn a_wrapped_line_keeps_theirs_and_adds_ours() {
-        assert_eq!(wrapped_line(Some(b"Opus | main\n"), "ctx 4%"), "Opus | main · ctx 4%");
-        assert_eq!(wrapped_line(Some(b"one\ntwo\r\n"), "ctx ?"), "one\ntwo · ctx ?");
+        assert_eq!(
+            wrapped_line(Some(b"Opus | main\n"), "ctx 4%"),
+            "Opus | main · ctx 4%"
+        );
+        assert_eq!(
+            wrapped_line(Some(b"one\ntwo\r\n"), "ctx ?"),
+            "one\ntwo · ctx ?"
+        );
         assert_eq!(
             wrapped_line(Some(b"\x1b[32mgreen"), "ctx ?"),
             "\x1b[32mgreen\x1b[0m · ctx ?"

@@ -8,6 +8,7 @@
 mod common;
 
 mod bus_registration;
+mod claude_install;
 mod context;
 mod context_monitor;
 mod crash;
