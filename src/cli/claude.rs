@@ -330,10 +330,8 @@ fn install(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
     };
     let mode = current.as_ref().map_or(NEW_FILE_MODE, |(_, mode)| *mode);
     target.write(&bytes, mode)?;
-    // An update of an untouched install keeps what that install would have put back.
-    let untouched = previous
-        .filter(|record| current_bytes.is_some_and(|old| digest(old) == record.written_sha256));
-    let record = match (had_ours, untouched) {
+    let record = match (had_ours, previous) {
+        // A first install: what it would put back is what was there.
         (false, _) => Record {
             written_sha256: digest(&bytes),
             restore: backup
@@ -341,11 +339,22 @@ fn install(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
                 .map_or(Restore::NoFile, |file| Restore::Backup { file }),
             created,
         },
-        (true, Some(record)) => Record {
-            written_sha256: digest(&bytes),
-            restore: record.restore,
-            created: merged(record.created, created),
-        },
+        // An update keeps what the first install created; what it puts back byte for byte
+        // only while the file was untouched since (else edits made since would be lost).
+        (true, Some(record)) => {
+            let untouched = current_bytes.is_some_and(|old| digest(old) == record.written_sha256);
+            Record {
+                written_sha256: digest(&bytes),
+                restore: if untouched {
+                    record.restore
+                } else {
+                    Restore::Unknown
+                },
+                created: merged(record.created, created),
+            }
+        }
+        // Wired by hand before: the file before this run had wakebridge in it, so putting it
+        // back would not take wakebridge out; uninstall removes ours instead.
         (true, None) => Record {
             written_sha256: digest(&bytes),
             restore: Restore::Unknown,

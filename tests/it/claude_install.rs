@@ -494,3 +494,41 @@ async fn the_real_claude_code_runs_the_installed_hooks_and_status_line() {
     )
     .await;
 }
+
+#[test]
+fn a_moved_binary_updates_its_entries_and_uninstall_still_restores_exactly() {
+    common::arm_test_timeout();
+    let machine = Machine::with(USERS_OWN);
+    machine.ok(&["install"]);
+    // The same binary at a new place with a space in it (a hard link: no 170 MB copy).
+    let moved_dir = machine.root.path().join("new place");
+    std::fs::create_dir_all(&moved_dir).expect("dir");
+    let moved = moved_dir.join("wakebridge");
+    std::fs::hard_link(EXE, &moved).expect("link the binary");
+    let run_moved = |verb: &str| {
+        let out = Command::new(&moved)
+            .args(["claude", verb])
+            .env_clear()
+            .envs(machine.env())
+            .output()
+            .expect("run the moved binary");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run_moved("install");
+    let settings = machine.value();
+    let quoted = format!("'{}' hook", moved.display());
+    for (event, _) in WIRED_EVENTS {
+        let ours: Vec<String> = commands(&settings, event)
+            .into_iter()
+            .filter(|c| c.contains("wakebridge"))
+            .collect();
+        assert_eq!(ours, [quoted.clone()], "{event}");
+    }
+    assert_eq!(commands(&settings, "Stop")[0], "say done");
+    run_moved("uninstall");
+    assert_eq!(machine.bytes().as_deref(), Some(USERS_OWN.as_bytes()));
+}
