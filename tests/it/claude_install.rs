@@ -526,7 +526,7 @@ fn a_moved_binary_updates_its_entries_and_uninstall_still_restores_exactly() {
             .into_iter()
             .filter(|c| c.contains("wakebridge"))
             .collect();
-        assert_eq!(ours, [quoted.clone()], "{event}");
+        assert_eq!(ours, std::slice::from_ref(&quoted), "{event}");
     }
     assert_eq!(commands(&settings, "Stop")[0], "say done");
     run_moved("uninstall");
