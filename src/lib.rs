@@ -13,7 +13,8 @@
 //! edges: where work starts
 //!   main.rs        the binary: calls cli::main, nothing else
 //!   cli/           clap types and dispatch; one file per verb family: serve, session (panes,
-//!                  wake-state), hook, client (wake, status), context (context, statusline), launch
+//!                  wake-state), hook, client (wake, status), context (context, statusline), launch,
+//!                  and claude (install, uninstall)
 //!   app/           App::build(Config, &Env) and App::run: singleton locks, listener, background
 //!                  tasks, ordered shutdown (singleton.rs: the Python bridge's lock paths)
 //!   http/          router and ROUTES; guards (Host, JSON, size); error.rs (the one status
@@ -41,7 +42,7 @@
 //!   config/        defaults (config/default.toml) < file < env < flags into a validated Config:
 //!                  layers, names, duration, topology, hosts; tests.rs
 //!   claude/        Claude Code as it is: home, registry, hooks, transcript, screen/ (first_run.rs,
-//!                  fixtures.rs for tests), trust
+//!                  fixtures.rs for tests), trust, settings (install's merge of settings.json)
 //!   wakedir/       the wake dir shared with the Python bridge: panes, reader, writer, markers,
 //!                  target, detect, dir, pretty, printable
 //!   wire/          what the bus sends: event, session_id, signature, pyjson

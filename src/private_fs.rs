@@ -84,6 +84,17 @@ pub fn lock(path: &Path) -> io::Result<File> {
 /// rename is atomic), [`FILE_MODE`], synced, renamed over `path`. On any failure the temp file
 /// is removed and `path` is untouched.
 pub fn replace(path: &Path, bytes: &[u8], temp_prefix: &str) -> io::Result<()> {
+    replace_with_mode(path, bytes, temp_prefix, FILE_MODE)
+}
+
+/// [`replace`] with the new file given `mode` instead of [`FILE_MODE`]: for a file that is the
+/// user's (Claude Code's settings), whose mode is theirs to keep.
+pub fn replace_with_mode(
+    path: &Path,
+    bytes: &[u8],
+    temp_prefix: &str,
+    mode: u32,
+) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|dir| !dir.as_os_str().is_empty())
@@ -91,12 +102,12 @@ pub fn replace(path: &Path, bytes: &[u8], temp_prefix: &str) -> io::Result<()> {
     let mut temp = tempfile::Builder::new()
         .prefix(temp_prefix)
         .suffix(".tmp")
-        .permissions(Permissions::from_mode(FILE_MODE))
+        .permissions(Permissions::from_mode(mode))
         .tempfile_in(dir)?;
     temp.write_all(bytes)?;
     // set_permissions, not only the create mode: umask does not apply to it.
     temp.as_file()
-        .set_permissions(Permissions::from_mode(FILE_MODE))?;
+        .set_permissions(Permissions::from_mode(mode))?;
     // Without this a crash right after the rename can leave an empty file on some filesystems.
     temp.as_file().sync_all()?;
     // On failure the returned error owns the temp file, and dropping it deletes the file.

@@ -23,6 +23,9 @@ pub const QUOTA_AUTO_RESUMED: &str = "quota_auto_resume_fired";
 /// The Notification matcher the settings snippet wires (a regex over `notification_type`): the
 /// type that means idle and the one that means resumed from a usage limit.
 pub const NOTIFICATION_MATCHER: &str = "idle_prompt|quota_auto_resume_fired";
+/// `timeout` (seconds) written into the settings for each hook command: well over the hook's
+/// own 5 s budget, so Claude Code never has to kill it.
+pub const SETTINGS_HOOK_TIMEOUT_SECS: u64 = 10;
 /// `(event, matcher)` pairs the settings snippet wires; the matcher narrows Notification to the
 /// types wakebridge acts on.
 pub const WIRED_EVENTS: [(&str, &str); 7] = [

@@ -2,12 +2,15 @@
 //!
 //! This module owns their arguments (clap `Args` types the top-level CLI embeds) and their
 //! `run(args, config) -> ExitCode` functions: thin I/O shells over `statusline`, `follow` and
-//! `figures`, with every default from the configuration `serve` uses (a flag overrides it). It
-//! does not own the top-level command enum.
+//! `figures`, with every default from the configuration `serve` uses (a flag overrides it), and
+//! `statusline --wrap`'s running of the user's own status-line command (same input, a deadline,
+//! its process group killed past it). It does not own the top-level command enum.
 
-use std::io::{IsTerminal, Write};
+use std::io::{IsTerminal, Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::process::{ExitCode, Stdio};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use clap::Args;
@@ -15,16 +18,20 @@ use clap::Args;
 use crate::config::{Config, ConfigError};
 use crate::context::follow::{TranscriptFollower, find_transcript_in};
 use crate::context::statusline::{
-    marker_activity, parse_statusline, read_bounded, read_feed, render_line, unix_now, write_feed,
+    WRAPPED_BUDGET, marker_activity, parse_statusline, read_bounded, read_feed, render_line,
+    unix_now, wrapped_line, write_feed,
 };
 use crate::context::window::WindowResolver;
 use crate::context::{ContextReport, figures};
+use crate::deadline::Deadline;
 use crate::wire::session_id::SessionId;
 
 /// Exit code when the transcript cannot be found or read.
 const EXIT_NOT_FOUND: u8 = 1;
 /// Exit code for arguments that cannot work (bad session id, zero window).
 const EXIT_USAGE: u8 = 2;
+/// Most bytes kept of the wrapped command's output: a status line is a few hundred.
+const WRAPPED_OUTPUT_CAP: u64 = 64 * 1024;
 
 /// `wakebridge statusline`: a Claude Code statusLine command.
 #[derive(Debug, Clone, Args)]
@@ -36,6 +43,10 @@ pub struct StatuslineArgs {
     /// busy_ttl]
     #[arg(long)]
     pub busy_ttl: Option<u64>,
+    /// The user's own status-line command (run with `sh -c` on the same input, under a short
+    /// deadline): its output is printed first and wakebridge's line added to it
+    #[arg(long, value_name = "COMMAND")]
+    pub wrap: Option<String>,
 }
 
 /// `wakebridge context`: print a session's context figures.
@@ -61,16 +72,7 @@ pub struct ContextArgs {
 /// Runs `wakebridge statusline`: always prints a line and exits 0 (a failing statusLine command
 /// would only blank Claude Code's status bar).
 pub fn run_statusline(args: &StatuslineArgs, config: Result<Config, ConfigError>) -> ExitCode {
-    // The status bar shows whatever the line says, so even a bad configuration gets one.
-    let config = match config {
-        Ok(config) => config,
-        Err(e) => {
-            crate::errln!("wakebridge statusline: {e}");
-            crate::outln!("{}", crate::context::statusline::UNKNOWN_LINE);
-            return ExitCode::SUCCESS;
-        }
-    };
-    let state_dir = &config.paths.state_dir;
+    let deadline = Deadline::after(WRAPPED_BUDGET);
     let stdin = std::io::stdin();
     // Run by hand on a terminal there is no payload; do not wait for one.
     let input = if stdin.is_terminal() {
@@ -78,7 +80,106 @@ pub fn run_statusline(args: &StatuslineArgs, config: Result<Config, ConfigError>
     } else {
         read_bounded(stdin.lock())
     };
-    let feed = parse_statusline(&input, unix_now());
+    // The user's command runs while our line is worked out.
+    let wrapped = args
+        .wrap
+        .as_deref()
+        .and_then(|command| Wrapped::start(command, &input));
+    let line = our_line(args, config, &input);
+    let line = match wrapped {
+        Some(wrapped) => wrapped_line(wrapped.finish(&deadline).as_deref(), &line),
+        None => line,
+    };
+    let mut out = std::io::stdout().lock();
+    // A closed stdout leaves nobody to tell.
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+    ExitCode::SUCCESS
+}
+
+/// The user's status-line command, started on the status line's input.
+struct Wrapped {
+    /// Its process group (it leads one of its own), for the kill.
+    pid: u32,
+    /// Its output once it exited 0, `None` once it failed.
+    done: mpsc::Receiver<Option<Vec<u8>>>,
+}
+
+impl Wrapped {
+    /// Starts `sh -c command` in its own process group with `input` on its stdin; `None` (and a
+    /// word on stderr) when it cannot start.
+    fn start(command: &str, input: &[u8]) -> Option<Wrapped> {
+        let spawned = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                crate::errln!("wakebridge statusline: cannot run the wrapped command: {e}");
+                return None;
+            }
+        };
+        let pid = child.id();
+        if let Some(mut stdin) = child.stdin.take() {
+            let input = input.to_vec();
+            // A command that never reads its stdin must not hold us up: written aside, and
+            // the pipe closed once written (or broken by its exit).
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(&input);
+            });
+        }
+        let stdout = child.stdout.take();
+        let (sender, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            if let Some(stdout) = stdout {
+                let _ = stdout.take(WRAPPED_OUTPUT_CAP).read_to_end(&mut out);
+            }
+            let succeeded = child.wait().is_ok_and(|status| status.success());
+            let _ = sender.send(succeeded.then_some(out));
+        });
+        Some(Wrapped { pid, done })
+    }
+
+    /// Its output, waited for until `deadline`; past it the command's process group is killed
+    /// and there is none.
+    fn finish(self, deadline: &Deadline) -> Option<Vec<u8>> {
+        match self.done.recv_timeout(deadline.remaining()) {
+            Ok(output) => output,
+            Err(_) => {
+                if let Ok(group) = i32::try_from(self.pid) {
+                    // SAFETY: kill(2) takes no pointers; a negative pid signals that process
+                    // group. The child leads its own (process_group(0)) and only the reader
+                    // thread reaps it, after its output ends; a reap in the instant since the
+                    // timeout leaves an id no new group can have taken that fast.
+                    unsafe { libc::kill(-group, libc::SIGKILL) };
+                }
+                crate::errln!(
+                    "wakebridge statusline: the wrapped command did not finish within {}ms and was killed; showing wakebridge's line alone",
+                    WRAPPED_BUDGET.as_millis()
+                );
+                None
+            }
+        }
+    }
+}
+
+/// wakebridge's own line for `input`, feeding the daemon on the way.
+fn our_line(args: &StatuslineArgs, config: Result<Config, ConfigError>, input: &[u8]) -> String {
+    // The status bar shows whatever the line says, so even a bad configuration gets one.
+    let config = match config {
+        Ok(config) => config,
+        Err(e) => {
+            crate::errln!("wakebridge statusline: {e}");
+            return crate::context::statusline::UNKNOWN_LINE.to_owned();
+        }
+    };
+    let state_dir = &config.paths.state_dir;
+    let feed = parse_statusline(input, unix_now());
     if let Some(feed) = &feed
         && let Err(err) = write_feed(state_dir, feed)
     {
@@ -92,12 +193,7 @@ pub fn run_statusline(args: &StatuslineArgs, config: Result<Config, ConfigError>
     let activity = feed
         .as_ref()
         .map(|feed| marker_activity(&config.paths.wake_dir, &feed.session_id, busy_ttl));
-    let line = render_line(feed.as_ref(), activity);
-    let mut out = std::io::stdout().lock();
-    // A closed stdout leaves nobody to tell.
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
-    ExitCode::SUCCESS
+    render_line(feed.as_ref(), activity)
 }
 
 /// Runs `wakebridge context`.

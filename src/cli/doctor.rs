@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::client::{daemon_url, request};
 use crate::claude::home::ClaudeHome;
 use crate::claude::hooks::WIRED_EVENTS;
+use crate::claude::settings::{self, SETTINGS_FILE, Wired};
 use crate::config::{Backend, Config};
 use crate::deadline::Deadline;
 use crate::env::Env;
@@ -118,12 +119,12 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
 fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
     let mut checks = Vec::new();
     let home = config.paths.claude.as_ref();
-    let settings_file = home.map(|h| h.dir.join("settings.json"));
+    let settings_file = home.map(|h| h.dir.join(SETTINGS_FILE));
     match &settings_file {
         Ok(file) => {
-            let settings = read_json(file);
-            checks.push(hooks_check(file, &settings));
-            checks.extend(binary_check(&settings, env));
+            let wired = read_wired(file);
+            checks.push(hooks_check(file, &wired));
+            checks.extend(binary_check(&wired, env));
         }
         Err(e) => checks.push(Check::fail(
             "hooks",
@@ -224,40 +225,21 @@ fn read_json(path: &Path) -> Result<Option<Value>, String> {
     }
 }
 
-/// The wakebridge hook command wired for each event, from a settings file's `hooks`.
-fn wired_commands(settings: &Value) -> BTreeMap<String, String> {
-    let mut wired = BTreeMap::new();
-    let Some(hooks) = settings["hooks"].as_object() else {
-        return wired;
-    };
-    for (event, groups) in hooks {
-        let commands = groups
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|group| group["hooks"].as_array().into_iter().flatten())
-            .filter_map(|hook| hook["command"].as_str());
-        if let Some(command) = commands.into_iter().find(|c| runs_wakebridge_hook(c)) {
-            wired.insert(event.clone(), command.to_string());
-        }
+/// The settings file's wiring: `Ok(None)` when the file does not exist.
+fn read_wired(path: &Path) -> Result<Option<Wired>, String> {
+    match std::fs::read(path) {
+        Ok(bytes) => settings::wired(&bytes)
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
     }
-    wired
 }
 
-/// Whether a hook command runs `wakebridge hook` (by any path to the binary).
-fn runs_wakebridge_hook(command: &str) -> bool {
-    let mut words = command.split_whitespace();
-    let program = words.next().unwrap_or_default().trim_matches(['"', '\'']);
-    Path::new(program)
-        .file_name()
-        .is_some_and(|name| name == "wakebridge")
-        && words.next() == Some("hook")
-}
-
-fn hooks_check(file: &Path, settings: &Result<Option<Value>, String>) -> Check {
+fn hooks_check(file: &Path, wired: &Result<Option<Wired>, String>) -> Check {
     const FIX: &str = "wakebridge claude install";
-    let settings = match settings {
-        Ok(Some(settings)) => settings,
+    let wired = match wired {
+        Ok(Some(wired)) => wired,
         Ok(None) => {
             return Check::fail("hooks", format!("{} does not exist", file.display()), FIX);
         }
@@ -269,26 +251,30 @@ fn hooks_check(file: &Path, settings: &Result<Option<Value>, String>) -> Check {
             );
         }
     };
-    let wired = wired_commands(settings);
     let missing: Vec<&str> = WIRED_EVENTS
         .iter()
         .map(|(event, _)| *event)
-        .filter(|event| !wired.contains_key(*event))
+        .filter(|event| !wired.hooks.contains_key(*event))
         .collect();
-    if missing.is_empty() {
-        Check::ok(
-            "hooks",
-            format!(
-                "all {} events wired in {}",
-                WIRED_EVENTS.len(),
-                file.display()
-            ),
-        )
-    } else {
-        Check::fail(
+    if !missing.is_empty() {
+        return Check::fail(
             "hooks",
             format!("{} not wired in {}", missing.join(", "), file.display()),
             FIX,
+        );
+    }
+    let found = format!(
+        "all {} events wired in {}",
+        WIRED_EVENTS.len(),
+        file.display()
+    );
+    if wired.statusline {
+        Check::ok("hooks", format!("{found}, and the status line"))
+    } else {
+        Check::warn(
+            "hooks",
+            format!("{found}; the status line is not wakebridge's"),
+            "wakebridge claude install (it wraps a status line you already have)",
         )
     }
 }
@@ -296,27 +282,26 @@ fn hooks_check(file: &Path, settings: &Result<Option<Value>, String>) -> Check {
 /// Each wired hook's program starts: an absolute path that is an executable, or a bare name on
 /// PATH (Claude Code runs hooks with the PATH it was started with, as this shell's). Nothing to
 /// say without hooks: the hooks line already failed.
-fn binary_check(settings: &Result<Option<Value>, String>, env: &Env) -> Option<Check> {
-    let Ok(Some(settings)) = settings else {
+fn binary_check(wired: &Result<Option<Wired>, String>, env: &Env) -> Option<Check> {
+    let Ok(Some(wired)) = wired else {
         return None;
     };
     let path = env.get("PATH").unwrap_or_default();
-    let programs: std::collections::BTreeSet<String> = wired_commands(settings)
-        .values()
-        .filter_map(|c| c.split_whitespace().next())
-        .map(|p| p.trim_matches(['"', '\'']).to_string())
-        .collect();
-    let broken: Vec<&String> = programs
-        .iter()
-        .filter(|p| !resolves(Path::new(p.as_str()), std::ffi::OsStr::new(&path)))
-        .collect();
+    let programs: std::collections::BTreeSet<&String> = wired.hooks.values().collect();
     if programs.is_empty() {
         return None;
     }
-    Some(match broken.first() {
+    let broken = programs
+        .iter()
+        .find(|p| !resolves(Path::new(p.as_str()), std::ffi::OsStr::new(&path)));
+    Some(match broken {
         None => Check::ok(
             "binary",
-            programs.iter().cloned().collect::<Vec<_>>().join(", "),
+            programs
+                .iter()
+                .map(|p| p.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
         ),
         Some(program) => Check::fail(
             "binary",
@@ -666,7 +651,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn wired(events: &[&str], command: &str) -> Value {
+    fn wired(events: &[&str], command: &str) -> Result<Option<Wired>, String> {
         let mut hooks = serde_json::Map::new();
         for event in events {
             hooks.insert(
@@ -674,20 +659,26 @@ mod tests {
                 json!([{"matcher": "", "hooks": [{"type": "command", "command": command}]}]),
             );
         }
-        json!({ "hooks": hooks })
+        let bytes = json!({ "hooks": hooks }).to_string();
+        Ok(Some(settings::wired(bytes.as_bytes()).unwrap()))
     }
 
     #[test]
     fn hooks_are_wired_only_when_every_event_runs_wakebridge_hook() {
         let all: Vec<&str> = WIRED_EVENTS.iter().map(|(e, _)| *e).collect();
         let file = Path::new("/h/.claude/settings.json");
-        let full = hooks_check(file, &Ok(Some(wired(&all, "/opt/bin/wakebridge hook"))));
-        assert_eq!(full.verdict, Verdict::Ok, "{full:?}");
-        let partial = hooks_check(file, &Ok(Some(wired(&all[..5], "wakebridge hook"))));
+        let full = hooks_check(file, &wired(&all, "/opt/bin/wakebridge hook"));
+        assert_eq!(
+            full.verdict,
+            Verdict::Warn,
+            "no status line of ours: {full:?}"
+        );
+        assert!(full.found.starts_with("all 7 events wired"), "{full:?}");
+        let partial = hooks_check(file, &wired(&all[..5], "wakebridge hook"));
         assert_eq!(partial.verdict, Verdict::Fail);
         assert!(partial.found.contains("SessionEnd"), "{partial:?}");
         assert!(partial.fix.as_deref().unwrap().contains("claude install"));
-        let other = hooks_check(file, &Ok(Some(wired(&all, "wakebridge-other hook"))));
+        let other = hooks_check(file, &wired(&all, "wakebridge-other hook"));
         assert_eq!(other.verdict, Verdict::Fail);
         let missing = hooks_check(file, &Ok(None));
         assert!(missing.found.contains("does not exist"), "{missing:?}");
@@ -697,7 +688,7 @@ mod tests {
     fn the_binary_must_start_from_the_hooks_path() {
         let all: Vec<&str> = WIRED_EVENTS.iter().map(|(e, _)| *e).collect();
         let env = Env::from_pairs([("PATH", "/nonexistent")]);
-        let check = |command: &str| binary_check(&Ok(Some(wired(&all, command))), &env);
+        let check = |command: &str| binary_check(&wired(&all, command), &env);
         let gone = check("/nonexistent/wakebridge hook").unwrap();
         assert_eq!(gone.verdict, Verdict::Fail, "{gone:?}");
         let bare = check("wakebridge hook").unwrap();

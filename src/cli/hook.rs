@@ -43,7 +43,7 @@ pub const HOOK_STDIN_BUDGET: Duration = Duration::from_secs(2);
 /// the settings snippet, so Claude Code never has to kill it.
 pub const HOOK_TOTAL_BUDGET: Duration = Duration::from_secs(5);
 /// `timeout` (seconds) written into the settings snippet for each hook command.
-pub const SETTINGS_HOOK_TIMEOUT_SECS: u64 = 10;
+pub use crate::claude::hooks::SETTINGS_HOOK_TIMEOUT_SECS;
 /// The command the settings snippet runs.
 pub const HOOK_COMMAND: &str = "wakebridge hook";
 /// A PreToolUse whose session was marked busy this recently is not recorded in the ledger

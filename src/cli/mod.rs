@@ -2,6 +2,7 @@
 //! the Python bridge) and the verbs sessions and operators use. Parsing only; each verb's work
 //! lives in its own module.
 
+pub(crate) mod claude;
 pub(crate) mod client;
 pub(crate) mod context;
 pub(crate) mod doctor;
@@ -19,6 +20,7 @@ use clap::{Parser, Subcommand};
 
 use crate::config::{self, Flags};
 use crate::env::Env;
+use claude::ClaudeCommand;
 use client::{RewindArgs, StatusArgs, WakeArgs};
 use context::{ContextArgs, StatuslineArgs, run_context, run_statusline};
 use hook::HookArgs;
@@ -79,6 +81,10 @@ enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (or write one per verb with --out-dir).
     Man(ManArgs),
+    /// Wire Claude Code to this binary in its settings.json (`install`), or take it out again
+    /// (`uninstall`).
+    #[command(subcommand)]
+    Claude(ClaudeCommand),
 }
 
 /// Entry point of the binary.
@@ -141,6 +147,8 @@ pub fn main() -> ExitCode {
         ),
         Some(Command::Completions(args)) => manual::completions(&args),
         Some(Command::Man(args)) => manual::man(&args),
+        // No configuration needed: the settings file is where Claude Code's environment says.
+        Some(Command::Claude(command)) => claude::run(&command, &Env::process()),
     }
 }
 

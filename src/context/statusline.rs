@@ -5,8 +5,9 @@
 //! in a per-session feed file `<state_dir>/feed/<session_id>.json` (written atomically) that the
 //! daemon prefers while fresh (`read_feed`), and rendering the one short line Claude Code shows
 //! (`ctx 42% · idle`, with `· 5-hour limit hit, resets 15:00, in 1h 12m` while its
-//! `rate_limits` say a window is used up). It never fails visibly: any input yields a line, at worst `ctx ?`. It does
-//! not compute anything from transcripts.
+//! `rate_limits` say a window is used up), after the user's own status line when wakebridge
+//! wraps one (`wrapped_line`). It never fails visibly: any input yields a line, at worst
+//! `ctx ?`. It does not compute anything from transcripts.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,11 @@ pub const MAX_STATUSLINE_INPUT: u64 = 256 * 1024;
 const FUTURE_SLACK_SECS: u64 = 5;
 /// What the line shows when no percentage is known.
 pub const UNKNOWN_LINE: &str = "ctx ?";
+/// How long the user's own status-line command (`statusline --wrap`) may run: a cold `npx
+/// ccstatusline` starts in about a second, and Claude Code's status bar must never wait on a
+/// hung one. Past it the command and everything it started are killed and our line is shown
+/// alone.
+pub const WRAPPED_BUDGET: Duration = Duration::from_secs(2);
 /// Separator between the line's parts.
 const SEPARATOR: &str = " · ";
 
@@ -257,6 +263,31 @@ pub fn render_line(feed: Option<&Feed>, activity: Option<Activity>) -> String {
     line
 }
 
+/// The line when wakebridge wraps the user's own status-line command: their output as printed
+/// (every line of it; a trailing newline dropped), our line added to its last line, with the
+/// terminal's colours reset first when theirs used any. Their output absent (the command
+/// failed, timed out or printed nothing) leaves ours alone.
+pub fn wrapped_line(theirs: Option<&[u8]>, ours: &str) -> String {
+    let theirs = theirs.map(String::from_utf8_lossy);
+    let theirs = theirs.as_deref().map(|t| t.trim_end_matches(['\n', '\r']));
+    match theirs {
+        Some(theirs) if !theirs.trim().is_empty() => {
+            let reset = if theirs.contains(ANSI_ESCAPE) {
+                ANSI_RESET
+            } else {
+                ""
+            };
+            format!("{theirs}{reset}{SEPARATOR}{ours}")
+        }
+        _ => ours.to_owned(),
+    }
+}
+
+/// The escape character that starts every terminal colour sequence.
+const ANSI_ESCAPE: char = '\u{1b}';
+/// SGR reset: our segment is not shown in whatever colour the user's line ended with.
+const ANSI_RESET: &str = "\u{1b}[0m";
+
 /// Reads at most `MAX_STATUSLINE_INPUT` bytes from `input`.
 pub fn read_bounded(input: impl Read) -> Vec<u8> {
     let mut buf = Vec::new();
@@ -270,6 +301,25 @@ mod tests {
     use super::*;
 
     const AFTER_RESPONSE: &str = r#"{"session_id":"ac3ea6be-3f07-449d-ba6d-fe455f4016dc","transcript_path":"/h/.claude/projects/-p/ac3ea6be-3f07-449d-ba6d-fe455f4016dc.jsonl","model":{"id":"claude-opus-5-5","display_name":"Opus 5.5"},"context_window":{"total_input_tokens":420000,"total_output_tokens":10,"context_window_size":1000000,"current_usage":{"input_tokens":10,"output_tokens":5,"cache_creation_input_tokens":19990,"cache_read_input_tokens":400000},"used_percentage":42,"remaining_percentage":58},"exceeds_200k_tokens":true}"#;
+
+    #[test]
+    fn a_wrapped_line_keeps_theirs_and_adds_ours() {
+        assert_eq!(
+            wrapped_line(Some(b"Opus | main\n"), "ctx 4%"),
+            "Opus | main · ctx 4%"
+        );
+        assert_eq!(
+            wrapped_line(Some(b"one\ntwo\r\n"), "ctx ?"),
+            "one\ntwo · ctx ?"
+        );
+        assert_eq!(
+            wrapped_line(Some(b"\x1b[32mgreen"), "ctx ?"),
+            "\x1b[32mgreen\x1b[0m · ctx ?"
+        );
+        for nothing in [None, Some(&b""[..]), Some(&b" \n"[..])] {
+            assert_eq!(wrapped_line(nothing, "ctx ?"), "ctx ?");
+        }
+    }
 
     #[test]
     fn parses_payload_after_a_response() {

@@ -10,7 +10,6 @@ use wakebridge::wakedir::target::PaneTarget;
 use crate::common::harness::{Daemon, binary, free_port};
 use crate::common::tmux::TmuxServer;
 
-const BIN: &str = env!("CARGO_BIN_EXE_wakebridge");
 const SID: &str = "d0c70f00-0000-4000-8000-000000000001";
 
 /// A machine as a user would have it: hooks installed, Claude Code onboarded, one session
@@ -34,7 +33,7 @@ impl Setup {
             socket,
             pane,
         };
-        setup.write_settings(&setup.hooks_settings(None));
+        setup.install();
         let home = setup.home();
         std::fs::write(
             home.join(".claude.json"),
@@ -55,27 +54,25 @@ impl Setup {
         self.root.path().join("home")
     }
 
-    /// The snippet `hook --print-settings` prints, run by this binary's absolute path, without
-    /// the `drop` event.
-    fn hooks_settings(&self, drop: Option<&str>) -> Value {
-        let out = std::process::Command::new(BIN)
-            .args(["hook", "--print-settings"])
+    /// `wakebridge claude install`, as a user sets it up.
+    fn install(&self) {
+        let out = binary(self.root.path(), &[])
+            .args(["claude", "install"])
             .output()
             .unwrap();
-        let text = String::from_utf8(out.stdout)
-            .unwrap()
-            .replace("\"wakebridge hook\"", &format!("\"{BIN} hook\""));
-        let mut settings: Value = serde_json::from_str(&text).unwrap();
-        if let Some(event) = drop {
-            settings["hooks"].as_object_mut().unwrap().remove(event);
-        }
-        settings
+        assert!(out.status.success(), "{out:?}");
     }
 
-    fn write_settings(&self, settings: &Value) {
-        let dir = self.home().join(".claude");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    fn settings_file(&self) -> std::path::PathBuf {
+        self.home().join(".claude").join("settings.json")
+    }
+
+    /// Takes `event`'s hooks out of the installed settings.
+    fn unwire(&self, event: &str) {
+        let text = std::fs::read_to_string(self.settings_file()).unwrap();
+        let mut settings: Value = serde_json::from_str(&text).unwrap();
+        settings["hooks"].as_object_mut().unwrap().remove(event);
+        std::fs::write(self.settings_file(), settings.to_string()).unwrap();
     }
 
     fn env<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
@@ -152,7 +149,7 @@ async fn each_broken_link_fails_by_name_with_its_fix() {
     let setup = Setup::new();
 
     // Hooks: an event missing from the settings.
-    setup.write_settings(&setup.hooks_settings(Some("Stop")));
+    setup.unwire("Stop");
     let daemon = setup.daemon(&[]).await;
     let (code, line) = verdict(&setup.doctor(&daemon.addr), "hooks");
     assert_eq!(code, Some(1));
@@ -161,7 +158,7 @@ async fn each_broken_link_fails_by_name_with_its_fix() {
         "{line}"
     );
     assert!(line.contains("fix: wakebridge claude install"), "{line}");
-    setup.write_settings(&setup.hooks_settings(None));
+    setup.install();
 
     // The mapped pane is gone.
     let spare = setup.tmux.new_pane("sleep 600");

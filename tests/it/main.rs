@@ -8,6 +8,7 @@
 mod common;
 
 mod bus_registration;
+mod claude_install;
 mod config_verb;
 mod context;
 mod context_monitor;
