@@ -7,6 +7,7 @@ pub(crate) mod context;
 pub mod hook;
 pub mod launch;
 pub(crate) mod serve;
+pub mod service;
 pub mod session;
 
 use std::path::Path;
@@ -64,6 +65,9 @@ enum Command {
     Statusline(StatuslineArgs),
     /// Start an agent (default `claude`) in a new tmux pane and get it past its first-run screens.
     Launch(LaunchArgs),
+    /// Run the daemon under launchd or systemd: install, uninstall, status.
+    #[command(subcommand)]
+    Service(service::ServiceCommand),
 }
 
 /// Entry point of the binary.
@@ -112,6 +116,9 @@ pub fn main() -> ExitCode {
         }
         Some(Command::Launch(args)) => with_config(resolved(args.wake_dir.as_deref()), |c| {
             crate::cli::launch::run(args, c)
+        }),
+        Some(Command::Service(command)) => with_config(resolved(None), |c| {
+            service::run(&command, c, cli.config.as_deref())
         }),
     }
 }

@@ -135,7 +135,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = file(dir.path(), "s3cret\n", 0o644);
         let e = read(&path).unwrap_err().to_string();
-        assert!(e.contains("chmod 600") && e.contains(&path.display().to_string()), "{e}");
+        assert!(
+            e.contains("chmod 600") && e.contains(&path.display().to_string()),
+            "{e}"
+        );
         assert!(e.contains("644"), "{e}");
         let path = file(dir.path(), "s3cret", 0o660);
         assert!(matches!(read(&path), Err(SecretFileError::Shared { .. })));
@@ -150,6 +153,9 @@ mod tests {
             Err(SecretFileError::NotAFile { .. })
         ));
         let path = file(dir.path(), &"x".repeat(5000), 0o600);
-        assert!(matches!(read(&path), Err(SecretFileError::NotASecret { .. })));
+        assert!(matches!(
+            read(&path),
+            Err(SecretFileError::NotASecret { .. })
+        ));
     }
 }
