@@ -614,7 +614,7 @@ fn the_secret_comes_from_the_env_else_the_secret_file() {
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let path = file.display().to_string();
     let c = resolve_env(&[("WAKEBRIDGE_BRIDGE__SECRET_FILE", &path)]).expect("valid");
-    assert_eq!(c.secret.as_ref().map(|s| s.expose()), Some("from-file"));
+    assert_eq!(c.secret.as_ref().map(Secret::expose), Some("from-file"));
     // The reference variable wins, and the file is then not read at all (even a bad one).
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let c = resolve_env(&[
@@ -622,7 +622,7 @@ fn the_secret_comes_from_the_env_else_the_secret_file() {
         (SECRET_ENV, "from-env"),
     ])
     .expect("valid");
-    assert_eq!(c.secret.as_ref().map(|s| s.expose()), Some("from-env"));
+    assert_eq!(c.secret.as_ref().map(Secret::expose), Some("from-env"));
     let e = err(&[("WAKEBRIDGE_BRIDGE__SECRET_FILE", &path)]);
     assert!(e.contains("chmod 600") && e.contains(&path), "{e}");
     let e = err(&[("WAKEBRIDGE_BRIDGE__SECRET_FILE", "relative/secret")]);

@@ -49,10 +49,11 @@ impl Manager {
     pub fn new(platform: Platform) -> Manager {
         match platform {
             Platform::Systemd => Manager::Systemd,
-            // SAFETY: getuid cannot fail and touches no memory.
-            Platform::Launchd => Manager::Launchd {
-                uid: unsafe { libc::getuid() },
-            },
+            Platform::Launchd => {
+                // SAFETY: getuid cannot fail and touches no memory.
+                let uid = unsafe { libc::getuid() };
+                Manager::Launchd { uid }
+            }
         }
     }
 
