@@ -235,14 +235,17 @@ pub fn systemd_state(text: &str) -> State {
     }
 }
 
-/// `launchctl print` output as a [`State`]: its `state = ...` and `pid = N` lines (the first of
-/// each: nested blocks come later and have their own).
+/// `launchctl print` output as a [`State`]: the service's own `state = ...` and `pid = N`
+/// lines, one tab in (nested blocks, such as endpoints and the arguments, are indented further
+/// and may have their own).
 pub fn launchd_state(text: &str) -> State {
     let field = |name: &str| {
-        text.lines().find_map(|line| {
-            let (key, value) = line.trim().split_once('=')?;
-            (key.trim() == name).then(|| value.trim().to_string())
-        })
+        text.lines()
+            .filter(|line| line.starts_with('\t') && !line.starts_with("\t\t"))
+            .find_map(|line| {
+                let (key, value) = line.trim().split_once('=')?;
+                (key.trim() == name).then(|| value.trim().to_string())
+            })
     };
     State {
         loaded: true,
@@ -283,7 +286,7 @@ mod tests {
 
     #[test]
     fn launchd_print_gives_the_outer_state_and_pid() {
-        let text = "gui/501/dev.wakebridge = {\n\tactive count = 1\n\tpath = /Users/u/Library/LaunchAgents/dev.wakebridge.plist\n\tstate = running\n\n\tprogram = /bin/sh\n\tpid = 812\n\tlast exit code = (never exited)\n\tendpoints = {\n\t\tpid = 1\n\t}\n}\n";
+        let text = "gui/501/dev.wakebridge = {\n\tendpoints = {\n\t\tpid = 1\n\t}\n\tactive count = 1\n\tpath = /Users/u/Library/LaunchAgents/dev.wakebridge.plist\n\tstate = running\n\n\tprogram = /bin/sh\n\tpid = 812\n\tlast exit code = (never exited)\n\tendpoints = {\n\t\tpid = 1\n\t}\n}\n";
         let s = launchd_state(text);
         assert_eq!(s.state, "running");
         assert_eq!(s.pid, Some(812));

@@ -355,10 +355,10 @@ fn install(
         SecretPlan::Write(path, value) => {
             let line = format!("{value}\n");
             let done = write(path, &line)?;
-            let what = if done == Written::Unchanged {
-                "unchanged"
-            } else {
-                "written, 0600"
+            let what = match done {
+                Written::Unchanged => "unchanged",
+                Written::New => "written, 0600",
+                Written::Replaced => "written, 0600; it held something else before",
             };
             crate::outln!(
                 "secret: {} ({what}); the service file names it, it does not hold it",
