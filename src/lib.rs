@@ -14,7 +14,8 @@
 //!   main.rs        the binary: calls cli::main, nothing else
 //!   cli/           clap types and dispatch; one file per verb family: serve, session (panes,
 //!                  wake-state), hook, client (wake, status), context (context, statusline), launch,
-//!                  and claude (install, uninstall)
+//!                  and claude (install, uninstall), doctor, show_config, manual (completions,
+//!                  man), service/ (install, uninstall, status: render.rs pure, manager.rs)
 //!   app/           App::build(Config, &Env) and App::run: singleton locks, listener, background
 //!                  tasks, ordered shutdown (singleton.rs: the Python bridge's lock paths)
 //!   http/          router and ROUTES; guards (Host, JSON, size); error.rs (the one status
@@ -40,7 +41,7 @@
 //!                  text (KeystrokeText)
 //! leaves: vocabularies and helpers that know nothing of the groups above
 //!   config/        defaults (config/default.toml) < file < env < flags into a validated Config:
-//!                  layers, names, duration, topology, hosts; tests.rs
+//!                  layers, names, duration, topology, hosts, secret (secret_file); tests.rs
 //!   claude/        Claude Code as it is: home, registry, hooks, transcript, screen/ (first_run.rs,
 //!                  fixtures.rs for tests), trust, settings (install's merge of settings.json)
 //!   wakedir/       the wake dir shared with the Python bridge: panes, reader, writer, markers,

@@ -10,6 +10,7 @@ pub mod hook;
 pub mod launch;
 pub(crate) mod manual;
 pub(crate) mod serve;
+pub mod service;
 pub mod session;
 pub(crate) mod show_config;
 
@@ -85,6 +86,9 @@ enum Command {
     /// (`uninstall`).
     #[command(subcommand)]
     Claude(ClaudeCommand),
+    /// Run the daemon under launchd or systemd: install, uninstall, status.
+    #[command(subcommand)]
+    Service(service::ServiceCommand),
 }
 
 /// Entry point of the binary.
@@ -149,6 +153,9 @@ pub fn main() -> ExitCode {
         Some(Command::Man(args)) => manual::man(&args),
         // No configuration needed: the settings file is where Claude Code's environment says.
         Some(Command::Claude(command)) => claude::run(&command, &Env::process()),
+        Some(Command::Service(command)) => with_config(resolved(None), |c| {
+            service::run(&command, c, cli.config.as_deref())
+        }),
     }
 }
 

@@ -146,6 +146,9 @@ pub enum ConfigError {
         "wake.messages.{0} must be one line of printable text that does not start with a digit"
     )]
     WakeMessage(String),
+    /// `[bridge] secret_file` names a file that cannot be used (missing, shared, empty).
+    #[error(transparent)]
+    SecretFile(#[from] super::secret::SecretFileError),
 }
 
 /// A parser's message, which may span lines (TOML's caret diagram), as part of one line.

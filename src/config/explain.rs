@@ -106,7 +106,13 @@ pub fn explain(flags: &Flags, env: &Env) -> Result<Explained, ConfigError> {
         ),
         ("hook URL", config.hook_url.clone()),
     ];
-    let secret_from = config.secret.as_ref().map(|_| SECRET_ENV);
+    let secret_from = config.secret.as_ref().map(|_| {
+        if env.get(SECRET_ENV).is_some_and(|s| !s.is_empty()) {
+            SECRET_ENV
+        } else {
+            "bridge.secret_file"
+        }
+    });
     Ok(Explained {
         config,
         file,

@@ -10,6 +10,7 @@ pub mod explain;
 pub mod hosts;
 mod layers;
 mod names;
+pub mod secret;
 mod settings;
 mod topology;
 
@@ -147,7 +148,7 @@ const ALLOWED_HOSTS: Source = Source::new(
     "AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS",
     "bridge.allowed_hosts",
 );
-/// Env only, so the secret never shows in `ps`.
+/// Env only, so the secret never shows in `ps` (or `[bridge] secret_file`, which this wins over).
 pub const SECRET_ENV: &str = "AGENT_EVENT_BUS_BRIDGE_SECRET";
 /// Longest `mux.submit_delay`: the 2 s injection budget less two 250 ms step floors, so typing
 /// still starts inside the budget (a test in `mux` keeps it in step with those constants).
@@ -480,10 +481,17 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
         (None, None) => b.allowed_hosts.clone(),
     };
 
-    let secret = env
-        .get(SECRET_ENV)
-        .filter(|s| !s.is_empty())
-        .map(Secret::new);
+    // The reference variable wins; the file is read only without it.
+    let secret = match env.get(SECRET_ENV).filter(|s| !s.is_empty()) {
+        Some(value) => Some(Secret::new(value)),
+        None => match b.secret_file.trim() {
+            "" => None,
+            set => {
+                let path = absolute(set, "bridge.secret_file", "WAKEBRIDGE_BRIDGE__SECRET_FILE")?;
+                Some(secret::read(&path)?)
+            }
+        },
+    };
 
     let topology = topology::derive(topology::Inputs {
         port,

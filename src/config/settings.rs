@@ -65,6 +65,7 @@ pub struct BridgeSettings {
     pub hook_url: String,
     pub bind: String,
     pub allowed_hosts: Vec<String>,
+    pub secret_file: String,
     pub scope: String,
 }
 

@@ -604,3 +604,27 @@ fn the_built_in_defaults_are_every_setting_and_what_modules_start_from() {
         resolved.settings.spool.sync_interval
     );
 }
+
+#[test]
+fn the_secret_comes_from_the_env_else_the_secret_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("secret");
+    std::fs::write(&file, "from-file\n").expect("write");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let path = file.display().to_string();
+    let c = resolve_env(&[("WAKEBRIDGE_BRIDGE__SECRET_FILE", &path)]).expect("valid");
+    assert_eq!(c.secret.as_ref().map(Secret::expose), Some("from-file"));
+    // The reference variable wins, and the file is then not read at all (even a bad one).
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let c = resolve_env(&[
+        ("WAKEBRIDGE_BRIDGE__SECRET_FILE", &path),
+        (SECRET_ENV, "from-env"),
+    ])
+    .expect("valid");
+    assert_eq!(c.secret.as_ref().map(Secret::expose), Some("from-env"));
+    let e = err(&[("WAKEBRIDGE_BRIDGE__SECRET_FILE", &path)]);
+    assert!(e.contains("chmod 600") && e.contains(&path), "{e}");
+    let e = err(&[("WAKEBRIDGE_BRIDGE__SECRET_FILE", "relative/secret")]);
+    assert!(e.contains("absolute"), "{e}");
+}

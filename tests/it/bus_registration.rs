@@ -685,16 +685,25 @@ fn launch_agent_plist_parses_as_a_property_list() {
     let output = child.wait_with_output().expect("python3 ran");
     assert!(output.status.success(), "plistlib refused the plist");
     let parsed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    // The wrapper script that maps exit 2 to 0 (tests/it/service.rs runs it).
+    let script = parsed["ProgramArguments"][2].as_str().unwrap_or_default();
+    assert!(
+        script.contains(r#"if [ "$status" -eq 2 ]; then exit 0; fi"#),
+        "{script}"
+    );
     assert_eq!(
         parsed,
         json!({
             "Label": "dev.wakebridge",
-            "ProgramArguments": ["__HOME__/.cargo/bin/wakebridge", "serve", "--backend", "mux"],
+            "ProgramArguments": ["/bin/sh", "-c", script, "__HOME__/.cargo/bin/wakebridge", "serve"],
             "RunAtLoad": true,
-            "KeepAlive": true,
+            "KeepAlive": {"SuccessfulExit": false},
             "ThrottleInterval": 10,
             "ProcessType": "Background",
-            "EnvironmentVariables": {"PATH": "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin"},
+            "EnvironmentVariables": {
+                "PATH": "__HOME__/.cargo/bin:/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin",
+                "HOME": "__HOME__",
+            },
             "StandardOutPath": "__HOME__/Library/Logs/wakebridge/wakebridge.log",
             "StandardErrorPath": "__HOME__/Library/Logs/wakebridge/wakebridge.err",
         })
@@ -706,8 +715,9 @@ fn systemd_unit_runs_serve_with_restart_on_failure() {
     common::arm_test_timeout();
     let lines: Vec<&str> = UNIT.lines().map(str::trim).collect();
     for expected in [
-        "ExecStart=%h/.cargo/bin/wakebridge serve --backend mux",
-        "Environment=PATH=/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin",
+        "ExecStart=%h/.cargo/bin/wakebridge serve",
+        "Environment=PATH=%h/.cargo/bin:/opt/homebrew/bin:/home/linuxbrew/.linuxbrew/bin:%h/.linuxbrew/bin:/usr/local/bin:/usr/bin:/bin",
+        "RestartPreventExitStatus=2",
         "Restart=on-failure",
         "RestartSec=10",
         "WantedBy=default.target",

@@ -31,6 +31,7 @@ mod owed;
 mod process;
 mod registration;
 mod rewind;
+mod service;
 mod spool_files;
 mod store;
 mod wake_dir;

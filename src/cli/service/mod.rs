@@ -1,0 +1,712 @@
+//! `wakebridge service install|uninstall|status`: the daemon under the user's service manager
+//! (a launchd LaunchAgent on macOS, a systemd user unit on Linux) in one command. Install
+//! renders the file from `deploy/` (`render.rs`, pure), writes it atomically, puts the secret in
+//! a 0600 file the unit only names, loads it through the manager (`manager.rs`) and waits until
+//! the new instance, known by its pid, answers `/health`. Exit codes: 0 done (or nothing to do),
+//! 1 the manager failed or the service does not answer, 2 a problem found before anything was
+//! loaded (no home, a bad secret file, a file that cannot be written).
+
+mod manager;
+pub mod render;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::config::{self, Config, SECRET_ENV};
+use crate::deadline::Deadline;
+use crate::env::Env;
+use manager::{Manager, State};
+use render::{LAUNCHD_LABEL, Platform, SYSTEMD_UNIT, Spec};
+
+/// How long install waits, by default, for the new instance to answer `/health`: a start takes
+/// well under a second, but a restart first waits out the old instance's stop (up to 5 s
+/// unregistering from the bus) and launchd may throttle a relaunch by 10 s.
+const DEFAULT_WAIT: &str = "30s";
+/// How often install polls the manager and `/health` while waiting.
+const POLL_INTERVAL: Duration = Duration::from_millis(200);
+/// Longest one `/health` request may take; the daemon answers in milliseconds.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long `ps` may take when telling whether `/health`'s pid is the service's child.
+const PS_BUDGET: Duration = Duration::from_secs(5);
+/// How long install waits for launchd to let go of the old job after `bootout` before
+/// `bootstrap` (which fails while the label is still loaded).
+const BOOTOUT_WAIT: Duration = Duration::from_secs(15);
+/// The programs whose directories come first on the daemon's PATH: the multiplexers it types
+/// through, and the agent `wakebridge launch` and restarts start (`[launch] command`).
+const PATH_PROGRAMS: [&str; 3] = ["tmux", "zellij", "claude"];
+/// The secret file `install` writes, under the config directory (`~/.config/wakebridge/`).
+const SECRET_FILE_NAME: &str = "secret";
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ServiceCommand {
+    /// Write the service file (launchd LaunchAgent or systemd user unit), load it, and wait
+    /// until the new daemon answers /health.
+    Install(InstallArgs),
+    /// Stop and unload the service and remove its file (the secret file is kept).
+    Uninstall(PlatformArg),
+    /// Whether the service is installed, loaded and answering.
+    Status(PlatformArg),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PlatformArg {
+    /// The service manager [default: launchd on macOS, systemd elsewhere]
+    #[arg(long, value_enum)]
+    platform: Option<Platform>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    #[command(flatten)]
+    platform: PlatformArg,
+    /// Print the file and the commands, and change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// How long to wait for the new instance to answer /health.
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_WAIT)]
+    wait: String,
+}
+
+/// Why a service verb stopped.
+#[derive(Debug, thiserror::Error)]
+enum ServiceError {
+    #[error(
+        "HOME is not set to an absolute path, so the service file's place is unknown: set HOME"
+    )]
+    NoHome,
+    #[error("cannot tell where this wakebridge binary is ({0}); run it by its path")]
+    NoExe(std::io::Error),
+    #[error("--config {}: {source}; give a file that exists", path.display())]
+    ConfigPath {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--wait {value:?}: {source} (e.g. 30s, 2m)")]
+    Wait {
+        value: String,
+        source: config::duration::DurationError,
+    },
+    #[error(transparent)]
+    Render(#[from] render::RenderError),
+    #[error("{e} (the secret file install would use; fix it or remove it, then install again)")]
+    Secret { e: config::secret::SecretFileError },
+    #[error("cannot write {}: {source}; check the directory's owner and permissions", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot remove {}: {source}; remove it yourself", path.display())]
+    Remove {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}; is the service manager running for this user?")]
+    Manager(crate::mux::process::MuxError),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+impl ServiceError {
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            ServiceError::Manager(_) | ServiceError::Runtime(_) => ExitCode::FAILURE,
+            _ => ExitCode::from(2),
+        }
+    }
+}
+
+/// `wakebridge service ...`; `config_flag` is the global `--config`, when given.
+pub fn run(command: &ServiceCommand, config: &Config, config_flag: Option<&Path>) -> ExitCode {
+    let env = Env::process();
+    let result = match command {
+        ServiceCommand::Install(args) => install(args, config, config_flag, &env),
+        ServiceCommand::Uninstall(args) => uninstall(platform(args), &env),
+        ServiceCommand::Status(args) => status(platform(args), config, &env),
+    };
+    result.unwrap_or_else(|e| {
+        crate::errln!("wakebridge service: {e}");
+        e.exit_code()
+    })
+}
+
+fn platform(arg: &PlatformArg) -> Platform {
+    arg.platform.unwrap_or_else(Platform::native)
+}
+
+/// Where a platform's files go.
+struct Locations {
+    home: PathBuf,
+    /// The unit or plist.
+    file: PathBuf,
+    /// launchd's log files' directory (systemd logs to the journal).
+    log_dir: PathBuf,
+    /// The secret file install writes when none is configured.
+    default_secret: PathBuf,
+}
+
+impl Locations {
+    fn of(platform: Platform, env: &Env) -> Result<Locations, ServiceError> {
+        let home = env.absolute_path("HOME").ok_or(ServiceError::NoHome)?;
+        let config_home = env
+            .absolute_path("XDG_CONFIG_HOME")
+            .unwrap_or_else(|| home.join(".config"));
+        let file = match platform {
+            Platform::Systemd => config_home.join("systemd/user").join(SYSTEMD_UNIT),
+            Platform::Launchd => home
+                .join("Library/LaunchAgents")
+                .join(format!("{LAUNCHD_LABEL}.plist")),
+        };
+        Ok(Locations {
+            log_dir: home.join("Library/Logs/wakebridge"),
+            default_secret: config_home.join("wakebridge").join(SECRET_FILE_NAME),
+            file,
+            home,
+        })
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ServiceError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ServiceError::Runtime)
+}
+
+/// One command line as a person would type it.
+fn shown(argv: &[String]) -> String {
+    argv.iter()
+        .map(|w| {
+            if w.is_empty()
+                || w.chars()
+                    .any(|c| !(c.is_ascii_alphanumeric() || "-_./=:@%+".contains(c)))
+            {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            } else {
+                w.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Which secret file the daemon will read, and what install does about it.
+enum SecretPlan {
+    None,
+    /// Write the installer's `AGENT_EVENT_BUS_BRIDGE_SECRET` to this file (unless it holds it).
+    Write(PathBuf, String),
+    /// Use this file as it is (configured, or left by an earlier install).
+    Keep(PathBuf),
+}
+
+impl SecretPlan {
+    fn of(config: &Config, env: &Env, locations: &Locations) -> Result<SecretPlan, ServiceError> {
+        let configured = Some(config.settings.bridge.secret_file.trim())
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from);
+        if let Some(secret) = env.get(SECRET_ENV).filter(|s| !s.is_empty()) {
+            let file = configured.unwrap_or_else(|| locations.default_secret.clone());
+            return Ok(SecretPlan::Write(file, secret));
+        }
+        if let Some(file) = configured {
+            // resolve() already read it (no env secret), so it is usable.
+            return Ok(SecretPlan::Keep(file));
+        }
+        let file = locations.default_secret.clone();
+        if file.exists() {
+            // Left by an earlier install: dropping it silently would turn signature checks off.
+            config::secret::read(&file).map_err(|e| ServiceError::Secret { e })?;
+            return Ok(SecretPlan::Keep(file));
+        }
+        Ok(SecretPlan::None)
+    }
+
+    fn file(&self) -> Option<&Path> {
+        match self {
+            SecretPlan::None => None,
+            SecretPlan::Write(file, _) | SecretPlan::Keep(file) => Some(file),
+        }
+    }
+}
+
+/// What writing a file did.
+#[derive(Debug, PartialEq, Eq)]
+enum Written {
+    New,
+    Replaced,
+    Unchanged,
+}
+
+impl Written {
+    fn of(path: &Path, text: &str) -> Written {
+        match std::fs::read_to_string(path) {
+            Ok(old) if old == text => Written::Unchanged,
+            Ok(_) => Written::Replaced,
+            Err(_) if path.exists() => Written::Replaced,
+            Err(_) => Written::New,
+        }
+    }
+}
+
+/// Writes `text` to `path` (0600, atomically, its directory created) unless it is there already.
+fn write(path: &Path, text: &str) -> Result<Written, ServiceError> {
+    let written = Written::of(path, text);
+    if written == Written::Unchanged {
+        return Ok(written);
+    }
+    let error = |source| ServiceError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        crate::private_fs::create_dir(dir).map_err(error)?;
+    }
+    crate::private_fs::replace(path, text.as_bytes(), ".wakebridge-install.").map_err(error)?;
+    Ok(written)
+}
+
+/// The directories `PATH_PROGRAMS` are found in on the installer's `PATH`.
+fn found_dirs(env: &Env) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = env.get("PATH").unwrap_or_default();
+    PATH_PROGRAMS
+        .iter()
+        .filter_map(|program| {
+            std::env::split_paths(&path).find(|dir| {
+                std::fs::metadata(dir.join(program))
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+        })
+        .collect()
+}
+
+fn install(
+    args: &InstallArgs,
+    config: &Config,
+    config_flag: Option<&Path>,
+    env: &Env,
+) -> Result<ExitCode, ServiceError> {
+    let platform = platform(&args.platform);
+    let wait = config::duration::parse(&args.wait).map_err(|source| ServiceError::Wait {
+        value: args.wait.clone(),
+        source,
+    })?;
+    let locations = Locations::of(platform, env)?;
+    let exe = std::env::current_exe().map_err(ServiceError::NoExe)?;
+    let config_path = config_flag
+        .map(|path| {
+            std::fs::canonicalize(path).map_err(|source| ServiceError::ConfigPath {
+                path: path.to_path_buf(),
+                source,
+            })
+        })
+        .transpose()?;
+    let secret = SecretPlan::of(config, env, &locations)?;
+    let spec = Spec {
+        exe,
+        config: config_path,
+        path: render::daemon_path(&found_dirs(env), &locations.home),
+        env: render::daemon_env(&env.vars(), secret.file()),
+        home: locations.home.clone(),
+    };
+    let text = render::render(platform, &spec)?;
+    let manager = Manager::new(platform);
+    let rt = runtime()?;
+    let before = rt.block_on(manager.state());
+    let running = before.as_ref().is_ok_and(|s| match manager {
+        Manager::Systemd => s.state.starts_with("active") || s.state.starts_with("activating"),
+        Manager::Launchd { .. } => s.loaded,
+    });
+    let commands = manager.load_commands(&locations.file, running);
+    let file = locations.file.display();
+
+    if args.dry_run {
+        let what = match Written::of(&locations.file, &text) {
+            Written::New => "new",
+            Written::Replaced => "replacing the file there",
+            Written::Unchanged => "the same as the file there",
+        };
+        crate::outln!("would write {file} ({what}):");
+        crate::outln!("{}", text.trim_end());
+        match &secret {
+            SecretPlan::Write(path, _) => crate::outln!(
+                "would write the secret ({SECRET_ENV}) to {} (0600); the file above only names it",
+                path.display()
+            ),
+            SecretPlan::Keep(path) => {
+                crate::outln!("would keep using the secret file {}", path.display());
+            }
+            SecretPlan::None => crate::outln!("no secret ({SECRET_ENV} is not set)"),
+        }
+        if platform == Platform::Launchd {
+            crate::outln!("would create {}", locations.log_dir.display());
+        }
+        if let Err(e) = &before {
+            crate::outln!("(cannot ask the service manager, so assuming it is not loaded: {e})");
+        }
+        crate::outln!("would run:");
+        for command in &commands {
+            crate::outln!("  {}", shown(command));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    match &secret {
+        SecretPlan::Write(path, value) => {
+            let line = format!("{value}\n");
+            let done = write(path, &line)?;
+            let what = match done {
+                Written::Unchanged => "unchanged",
+                Written::New => "written, 0600",
+                Written::Replaced => "written, 0600; it held something else before",
+            };
+            crate::outln!(
+                "secret: {} ({what}); the service file names it, it does not hold it",
+                path.display()
+            );
+        }
+        SecretPlan::Keep(path) => crate::outln!("secret: {} (kept as it is)", path.display()),
+        SecretPlan::None => {}
+    }
+    if platform == Platform::Launchd {
+        crate::private_fs::create_dir(&locations.log_dir).map_err(|source| {
+            ServiceError::Write {
+                path: locations.log_dir.clone(),
+                source,
+            }
+        })?;
+    }
+    match write(&locations.file, &text)? {
+        Written::New => crate::outln!("wrote {file}"),
+        Written::Replaced => crate::outln!("wrote {file} (replaced the different file there)"),
+        Written::Unchanged => crate::outln!("{file} is already this file"),
+    }
+    rt.block_on(async {
+        for command in &commands {
+            manager::run(command).await.map_err(ServiceError::Manager)?;
+            crate::outln!("ran: {}", shown(command));
+            if matches!(manager, Manager::Launchd { .. })
+                && command.get(1).is_some_and(|w| w == "bootout")
+            {
+                await_unloaded(&manager).await;
+            }
+        }
+        let url = daemon_url(config);
+        let deadline = Deadline::after(wait);
+        match await_new_instance(&manager, &url, deadline).await {
+            Ok(health) => {
+                crate::outln!(
+                    "wakebridge {} is running as pid {} ({url}/health); bus registration: {}",
+                    health.version,
+                    health.pid,
+                    health.registered_words()
+                );
+                crate::outln!("logs: {}", manager.log_hint(&locations.log_dir));
+                if platform == Platform::Systemd {
+                    crate::outln!(
+                        "to keep it running while you are logged out and start it at boot: \
+                         loginctl enable-linger \"$USER\""
+                    );
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(why) => {
+                crate::errln!(
+                    "wakebridge service: the new instance did not answer {url}/health within \
+                     {}: {why}",
+                    humantime::format_duration(wait)
+                );
+                crate::errln!(
+                    "its last log lines ({}):",
+                    manager.log_hint(&locations.log_dir)
+                );
+                match manager.last_log_lines(&locations.log_dir).await {
+                    Ok(lines) if !lines.trim().is_empty() => {
+                        for line in lines.lines() {
+                            crate::errln!("  {line}");
+                        }
+                    }
+                    Ok(_) => crate::errln!("  (none)"),
+                    Err(e) => crate::errln!("  (cannot read them: {e})"),
+                }
+                Ok(ExitCode::FAILURE)
+            }
+        }
+    })
+}
+
+/// Waits (at most [`BOOTOUT_WAIT`]) until launchd no longer has the job.
+async fn await_unloaded(manager: &Manager) {
+    let deadline = Deadline::after(BOOTOUT_WAIT);
+    while !deadline.expired() {
+        match manager.state().await {
+            Ok(state) if state.loaded => tokio::time::sleep(POLL_INTERVAL).await,
+            _ => return,
+        }
+    }
+}
+
+/// What `/health` said.
+#[derive(Debug, Clone)]
+struct Health {
+    pid: u32,
+    version: String,
+    /// `None`: registration is off (the field is absent).
+    registered: Option<bool>,
+}
+
+impl Health {
+    fn registered_words(&self) -> &'static str {
+        match self.registered {
+            Some(true) => "registered",
+            Some(false) => "not registered yet (it retries; see the logs if it stays so)",
+            None => "off",
+        }
+    }
+}
+
+/// `http://<host>:<port>` of the daemon the configuration describes.
+fn daemon_url(config: &Config) -> String {
+    let ip = config.bind_addr();
+    let host = if ip.is_unspecified() {
+        "127.0.0.1".to_string()
+    } else if ip.is_ipv6() {
+        format!("[{ip}]")
+    } else {
+        ip.to_string()
+    };
+    format!("http://{host}:{}", config.port)
+}
+
+async fn health(url: &str) -> Result<Health, String> {
+    let client = reqwest::Client::builder()
+        .timeout(HEALTH_TIMEOUT)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let answer = client
+        .get(format!("{url}/health"))
+        .send()
+        .await
+        .map_err(|e| format!("no answer at {url}/health ({e})"))?;
+    let body: serde_json::Value = answer
+        .json()
+        .await
+        .map_err(|e| format!("{url}/health did not answer JSON ({e})"))?;
+    let pid = body["pid"]
+        .as_u64()
+        .and_then(|p| u32::try_from(p).ok())
+        .ok_or_else(|| format!("{url}/health names no pid: is that wakebridge?"))?;
+    Ok(Health {
+        pid,
+        version: body["version"].as_str().unwrap_or("?").to_string(),
+        registered: body["registered"].as_bool(),
+    })
+}
+
+/// Whether `pid` is the service's process or its child (launchd runs wakebridge under the
+/// `/bin/sh` that maps exit 2, so launchd's pid is the shell's).
+async fn is_service(pid: u32, service_pid: u32) -> bool {
+    if pid == service_pid {
+        return true;
+    }
+    crate::mux::ps::parents(Deadline::after(PS_BUDGET))
+        .await
+        .is_ok_and(|parents| parents.get(&pid) == Some(&service_pid))
+}
+
+/// Polls the manager and `/health` until `/health` answers from the service's own process:
+/// right after a restart the old instance may still be answering, so a pid is what tells them
+/// apart. The error says what was seen last.
+async fn await_new_instance(
+    manager: &Manager,
+    url: &str,
+    deadline: Deadline,
+) -> Result<Health, String> {
+    loop {
+        let seen = match manager.state().await {
+            Err(e) => format!("cannot ask the service manager: {e}"),
+            Ok(State {
+                pid: None, state, ..
+            }) => {
+                format!("the service manager reports no running process (state: {state})")
+            }
+            Ok(State { pid: Some(pid), .. }) => match health(url).await {
+                Ok(h) if is_service(h.pid, pid).await => return Ok(h),
+                Ok(h) => format!(
+                    "{url}/health answers from pid {}, not the service's pid {pid} (another \
+                     instance holds the port?)",
+                    h.pid
+                ),
+                Err(e) => format!("the service runs as pid {pid}, but {e}"),
+            },
+        };
+        if deadline.expired() {
+            return Err(seen);
+        }
+        tokio::time::sleep(POLL_INTERVAL.min(deadline.remaining())).await;
+    }
+}
+
+fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceError> {
+    let locations = Locations::of(platform, env)?;
+    let file = &locations.file;
+    if !file.exists() {
+        crate::outln!(
+            "no wakebridge service is installed ({} does not exist); nothing to do",
+            file.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let manager = Manager::new(platform);
+    let rt = runtime()?;
+    rt.block_on(async {
+        let loaded = match manager {
+            // `disable --now` of a unit that is not running is fine.
+            Manager::Systemd => true,
+            Manager::Launchd { .. } => manager.state().await.is_ok_and(|s| s.loaded),
+        };
+        if loaded {
+            for command in manager.unload_commands() {
+                manager::run(&command)
+                    .await
+                    .map_err(ServiceError::Manager)?;
+                crate::outln!("ran: {}", shown(&command));
+            }
+        }
+        std::fs::remove_file(file).map_err(|source| ServiceError::Remove {
+            path: file.clone(),
+            source,
+        })?;
+        crate::outln!("removed {}", file.display());
+        for command in manager.after_removal() {
+            manager::run(&command)
+                .await
+                .map_err(ServiceError::Manager)?;
+            crate::outln!("ran: {}", shown(&command));
+        }
+        Ok::<_, ServiceError>(())
+    })?;
+    let configured = config::load_settings(None, env)
+        .ok()
+        .map(|s| s.bridge.secret_file)
+        .filter(|s| !s.trim().is_empty())
+        .map(PathBuf::from);
+    for secret in [Some(locations.default_secret.clone()), configured]
+        .into_iter()
+        .flatten()
+    {
+        if secret.exists() {
+            crate::outln!(
+                "kept the secret file {} (remove it yourself if no longer needed)",
+                secret.display()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status(platform: Platform, config: &Config, env: &Env) -> Result<ExitCode, ServiceError> {
+    let locations = Locations::of(platform, env)?;
+    let installed = locations.file.exists();
+    let manager = Manager::new(platform);
+    let url = daemon_url(config);
+    let rt = runtime()?;
+    let (state, answer) = rt.block_on(async { (manager.state().await, health(&url).await) });
+    let kind = match platform {
+        Platform::Systemd => "systemd user unit",
+        Platform::Launchd => "launchd agent",
+    };
+    if installed {
+        crate::outln!("service: {kind} installed at {}", locations.file.display());
+    } else {
+        crate::outln!(
+            "service: no {kind} installed ({} does not exist)",
+            locations.file.display()
+        );
+    }
+    let service_pid = match &state {
+        Ok(s) if s.loaded || s.pid.is_some() => {
+            let pid = s
+                .pid
+                .map_or_else(|| "no process".to_string(), |p| format!("pid {p}"));
+            crate::outln!("manager: loaded, {}, {pid}", s.state);
+            s.pid
+        }
+        Ok(_) => {
+            crate::outln!("manager: not loaded");
+            None
+        }
+        Err(e) => {
+            crate::outln!("manager: cannot ask it: {e}");
+            None
+        }
+    };
+    let serving = match (&answer, service_pid) {
+        (Ok(h), Some(pid)) if rt.block_on(is_service(h.pid, pid)) => {
+            crate::outln!(
+                "daemon: wakebridge {} answering at {url} as pid {}; bus registration: {}",
+                h.version,
+                h.pid,
+                h.registered_words()
+            );
+            true
+        }
+        (Ok(h), _) => {
+            crate::outln!(
+                "daemon: wakebridge {} answering at {url} as pid {}, which is not the service's process",
+                h.version,
+                h.pid
+            );
+            false
+        }
+        (Err(e), _) => {
+            crate::outln!("daemon: {e}");
+            false
+        }
+    };
+    if installed && !serving {
+        crate::outln!("logs: {}", manager.log_hint(&locations.log_dir));
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_shown_as_they_would_be_typed() {
+        let argv: Vec<String> = ["launchctl", "bootstrap", "gui/501", "/Users/a b/x.plist"]
+            .iter()
+            .map(|s| (*s).to_string())
+            .collect();
+        assert_eq!(
+            shown(&argv),
+            "launchctl bootstrap gui/501 '/Users/a b/x.plist'"
+        );
+    }
+
+    #[test]
+    fn locations_follow_home_and_xdg_config_home() {
+        let env = Env::from_pairs([("HOME", "/home/u"), ("XDG_CONFIG_HOME", "/cfg")]);
+        let l = Locations::of(Platform::Systemd, &env).unwrap();
+        assert_eq!(l.file, Path::new("/cfg/systemd/user/wakebridge.service"));
+        assert_eq!(l.default_secret, Path::new("/cfg/wakebridge/secret"));
+        let env = Env::from_pairs([("HOME", "/Users/u"), ("XDG_CONFIG_HOME", "relative")]);
+        let l = Locations::of(Platform::Launchd, &env).unwrap();
+        assert_eq!(
+            l.file,
+            Path::new("/Users/u/Library/LaunchAgents/dev.wakebridge.plist")
+        );
+        assert_eq!(l.log_dir, Path::new("/Users/u/Library/Logs/wakebridge"));
+        assert_eq!(
+            l.default_secret,
+            Path::new("/Users/u/.config/wakebridge/secret")
+        );
+        assert!(matches!(
+            Locations::of(Platform::Systemd, &Env::empty()),
+            Err(ServiceError::NoHome)
+        ));
+    }
+}

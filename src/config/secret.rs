@@ -1,0 +1,161 @@
+//! The webhook secret read from a file (`[bridge] secret_file`): how a supervisor's unit or
+//! plist names the secret without holding it. The file must be the user's alone (no group or
+//! other permission bits), a regular file, and not empty; anything else is refused with the
+//! file's name and the fix, because a secret others can read is no secret and an empty one
+//! would silently turn signature checks off. `AGENT_EVENT_BUS_BRIDGE_SECRET` wins over the file
+//! (the Python bridge's variable, and the reference variables win everywhere else too).
+
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::wire::signature::Secret;
+
+/// Permission bits that must be clear: group and others, any of read, write, execute.
+const SHARED_BITS: u32 = 0o077;
+
+/// Longest secret file read: a shared HMAC secret is tens of bytes; a bigger file is not one.
+const MAX_SECRET_BYTES: u64 = 4096;
+
+/// Why the secret file cannot be used; each names the file and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretFileError {
+    #[error(
+        "secret file {} (bridge.secret_file / WAKEBRIDGE_BRIDGE__SECRET_FILE): {source}; create \
+         it with the webhook's shared secret and `chmod 600` it, or unset the setting",
+        path.display()
+    )]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "secret file {} is readable by others (mode {mode:03o}): run `chmod 600 {}` \
+         (bridge.secret_file / WAKEBRIDGE_BRIDGE__SECRET_FILE)",
+        path.display(), path.display()
+    )]
+    Shared { path: PathBuf, mode: u32 },
+    #[error(
+        "secret file {} is not a regular file: point bridge.secret_file / \
+         WAKEBRIDGE_BRIDGE__SECRET_FILE at a file holding the secret (chmod 600)",
+        path.display()
+    )]
+    NotAFile { path: PathBuf },
+    #[error(
+        "secret file {} is empty: write the webhook's shared secret into it (one line, \
+         chmod 600), or unset bridge.secret_file / WAKEBRIDGE_BRIDGE__SECRET_FILE",
+        path.display()
+    )]
+    Empty { path: PathBuf },
+    #[error(
+        "secret file {} is larger than {MAX_SECRET_BYTES} bytes or not text: it should hold \
+         only the webhook's shared secret, on one line",
+        path.display()
+    )]
+    NotASecret { path: PathBuf },
+}
+
+/// Reads the secret from `path`: the file's text without its trailing line ending.
+pub fn read(path: &Path) -> Result<Secret, SecretFileError> {
+    let open_error = |source| SecretFileError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    // O_NONBLOCK: a FIFO planted at the path must not hang the start; it is refused below.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(open_error)?;
+    // The mode of what was opened, not of the path, so a swap after the check changes nothing.
+    let meta = file.metadata().map_err(open_error)?;
+    if !meta.is_file() {
+        return Err(SecretFileError::NotAFile {
+            path: path.to_path_buf(),
+        });
+    }
+    let mode = meta.mode() & 0o777;
+    if mode & SHARED_BITS != 0 {
+        return Err(SecretFileError::Shared {
+            path: path.to_path_buf(),
+            mode,
+        });
+    }
+    let mut text = String::new();
+    let read = (&mut file)
+        .take(MAX_SECRET_BYTES + 1)
+        .read_to_string(&mut text);
+    match read {
+        Ok(n) if (n as u64) <= MAX_SECRET_BYTES => {}
+        Ok(_) => {
+            return Err(SecretFileError::NotASecret {
+                path: path.to_path_buf(),
+            });
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(SecretFileError::NotASecret {
+                path: path.to_path_buf(),
+            });
+        }
+        Err(e) => return Err(open_error(e)),
+    }
+    let secret = text.trim_end_matches(['\n', '\r']);
+    if secret.trim().is_empty() {
+        return Err(SecretFileError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(Secret::new(secret))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::Permissions;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn file(dir: &Path, text: &str, mode: u32) -> PathBuf {
+        let path = dir.join("secret");
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, Permissions::from_mode(mode)).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_private_file_gives_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file(dir.path(), "s3cret\n", 0o600);
+        assert_eq!(read(&path).unwrap().expose(), "s3cret");
+        let path = file(dir.path(), "with inner space\r\n", 0o400);
+        assert_eq!(read(&path).unwrap().expose(), "with inner space");
+    }
+
+    #[test]
+    fn shared_missing_empty_and_odd_files_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file(dir.path(), "s3cret\n", 0o644);
+        let e = read(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("chmod 600") && e.contains(&path.display().to_string()),
+            "{e}"
+        );
+        assert!(e.contains("644"), "{e}");
+        let path = file(dir.path(), "s3cret", 0o660);
+        assert!(matches!(read(&path), Err(SecretFileError::Shared { .. })));
+        let path = file(dir.path(), "\n", 0o600);
+        let e = read(&path).unwrap_err();
+        assert!(matches!(e, SecretFileError::Empty { .. }), "{e}");
+        let missing = dir.path().join("none");
+        let e = read(&missing).unwrap_err().to_string();
+        assert!(e.contains("none") && e.contains("chmod 600"), "{e}");
+        assert!(matches!(
+            read(dir.path()),
+            Err(SecretFileError::NotAFile { .. })
+        ));
+        let path = file(dir.path(), &"x".repeat(5000), 0o600);
+        assert!(matches!(
+            read(&path),
+            Err(SecretFileError::NotASecret { .. })
+        ));
+    }
+}
