@@ -34,6 +34,12 @@ pub enum ApiError {
     /// A manual wake named something that is not a session id, or a message that does not exist.
     #[error("{0}")]
     BadRequest(String),
+    /// An operator's request named a session the daemon does not know.
+    #[error("{0}")]
+    UnknownSession(String),
+    /// An operator's request that would undo what a live session relies on.
+    #[error("{0}")]
+    Conflict(String),
     #[error("spool failed: {0}")]
     Spool(#[from] SpoolError),
     #[error("service unavailable: {0}")]
@@ -44,7 +50,8 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Host(_) => StatusCode::MISDIRECTED_REQUEST,
-            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::NotFound | ApiError::UnknownSession(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::ContentType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -74,6 +81,8 @@ impl ApiError {
                 "payload not serializable to a spool line"
             }
             ApiError::BadRequest(_) => "bad request",
+            ApiError::UnknownSession(_) => "unknown session",
+            ApiError::Conflict(_) => "conflict",
             ApiError::Spool(_) => "spool",
             ApiError::Unavailable(_) => "unavailable",
         }
