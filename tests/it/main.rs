@@ -27,6 +27,7 @@ mod process;
 mod registration;
 mod rewind;
 mod spool_files;
+mod status;
 mod store;
 mod wake_dir;
 mod wake_path;
