@@ -143,7 +143,8 @@ async fn status_shows_every_hooked_session_at_a_glance_within_100_columns() {
         "{working}"
     );
     assert!(
-        working.contains("  working  ") && working.contains("ago"),
+        working.contains("  working  ")
+            && (working.contains("s ago  ") || working.contains("  now  ")),
         "{working}"
     );
     let idle = line(&IDLE[..8]);
@@ -299,4 +300,37 @@ async fn watch_redraws_without_ansi_into_a_pipe_and_exits_0_on_ctrl_c() {
         seen.iter().any(|l| l.starts_with(&WORKING[..8])),
         "{seen:?}"
     );
+}
+
+#[tokio::test]
+async fn rewind_takes_a_unique_prefix_of_a_mapped_session() {
+    common::arm_test_timeout();
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The mux backend (rewinds need the nudger) on a tmux socket nobody serves: the rewind is
+    // only recorded here.
+    let socket = dir.path().join("no-tmux.sock").display().to_string();
+    let server = TestServer::start(&[
+        ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux"),
+        ("WAKEBRIDGE_MUX__TMUX_SOCKET", &socket),
+        ("WAKEBRIDGE_CONTEXT__ENABLED", "false"),
+    ])
+    .await;
+    // A pane of its own for each (one pane maps one id).
+    for (sid, pane) in [(WORKING, "%21"), (IDLE, "%22")] {
+        let target = wakebridge::wakedir::target::PaneTarget::Tmux {
+            pane: pane.into(),
+            session: None,
+        };
+        wakebridge::wakedir::set_entry(&server.wake_dir, sid, &target).expect("map");
+    }
+    let out = cli(&server, &["rewind", "--session-id", "a1b2f"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with(&format!("{IDLE}: rewind asked for")),
+        "{}",
+        stdout(&out)
+    );
+    let ambiguous = cli(&server, &["rewind", "--session-id", "a1b2"]).await;
+    assert_eq!(ambiguous.status.code(), Some(2));
+    assert!(stderr(&ambiguous).contains("type more characters"));
 }
