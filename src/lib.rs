@@ -13,14 +13,15 @@
 //! edges: where work starts
 //!   main.rs        the binary: calls cli::main, nothing else
 //!   cli/           clap types and dispatch; one file per verb family: serve, session (panes,
-//!                  wake-state), hook, client (wake, status), context (context, statusline), launch,
-//!                  and claude (install, uninstall), doctor, show_config, manual (completions,
-//!                  man), service/ (install, uninstall, status: render.rs pure, manager.rs)
+//!                  wake-state), hook, client (wake, rewind, status, forget), context (context,
+//!                  statusline), launch, claude (install, uninstall), doctor, show_config, manual
+//!                  (completions, man), service/ (install, uninstall, status: render.rs pure,
+//!                  manager.rs); glance (the status view) and prefix (ids), both pure
 //!   app/           App::build(Config, &Env) and App::run: singleton locks, listener, background
 //!                  tasks, ordered shutdown (singleton.rs: the Python bridge's lock paths)
 //!   http/          router and ROUTES; guards (Host, JSON, size); error.rs (the one status
 //!                  mapping); state.rs (AppState); status.rs (/sessions and `wakebridge status`);
-//!                  one file per route family: hook, wake, health, sessions
+//!                  one file per route family: hook, wake, rewind, forget, health, sessions
 //! features: what wakebridge does besides delivering (tasks app starts; the launcher, run by cli)
 //!   bus/           the agent-event-bus MCP client; registration.rs (the keeper task)
 //!   context/       context-window figures: follow, window, thresholds, statefile, statusline,

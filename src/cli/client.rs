@@ -1,19 +1,23 @@
 //! The CLI verbs that talk to a running daemon over HTTP (`wakebridge wake`, `rewind`,
-//! `status`): where the daemon listens (from the same configuration `serve` reads), the bearer
-//! secret, and turning answers into exit codes and text.
+//! `status`, `forget`): where the daemon listens (from the same configuration `serve` reads),
+//! the bearer secret, a typed id prefix resolved against the daemon's sessions, `status`'s
+//! terminal handling (width, `--watch` redraws, Ctrl-C), and turning answers into exit codes and
+//! text. The glance itself is rendered by `glance.rs`.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::cli::glance::{self, View};
+use crate::cli::prefix;
 use crate::config::Config;
-use crate::http::status::{SessionStatus, render_table};
+use crate::http::status::SessionStatus;
 
 #[derive(Debug, clap::Args)]
 pub struct WakeArgs {
-    /// The bus session id to wake.
+    /// The session to wake: its bus session id, or any unique prefix of it (as `status` shows).
     session_id: String,
     /// Skip the busy marker and the cooldown (never the pane mapping, the stale-pane guard, or
     /// the check for text already at the prompt).
@@ -29,8 +33,8 @@ pub struct WakeArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct RewindArgs {
-    /// The session to rewind [default: $AGENT_EVENT_BUS_SESSION_ID, then $CLAUDE_CODE_SESSION_ID,
-    /// as inside the session]
+    /// The session to rewind, or any unique prefix of its id [default:
+    /// $AGENT_EVENT_BUS_SESSION_ID, then $CLAUDE_CODE_SESSION_ID, as inside the session]
     #[arg(long, value_name = "ID")]
     session_id: Option<String>,
     /// Start the agent again in its pane (first-run screens passed, the re-hydration prompt as
@@ -44,13 +48,44 @@ pub struct RewindArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
-    /// Print the raw JSON instead of a table.
+    /// Print the daemon's /sessions answer (JSON) instead of the table.
     #[arg(long)]
     json: bool,
+    /// Include every ended session (SessionEnd seen, or no pane and quiet for a day); by
+    /// default an ended session leaves the view an hour after its last activity.
+    #[arg(long)]
+    all: bool,
+    /// Redraw every 2 s until Ctrl-C.
+    #[arg(long)]
+    watch: bool,
     /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
     #[arg(long)]
     url: Option<String>,
 }
+
+#[derive(Debug, clap::Args)]
+pub struct ForgetArgs {
+    /// The session to forget: its id or any unique prefix of it.
+    session_id: String,
+    /// Forget it even though panes.json maps it to a pane, and unmap it: for an agent whose pane
+    /// died without its SessionEnd hook.
+    #[arg(long)]
+    force: bool,
+    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
+    #[arg(long)]
+    url: Option<String>,
+}
+
+/// How often `status --watch` redraws: a glance a person reads, not a monitor; each redraw
+/// costs the daemon one /sessions collection (a read of every spool).
+const WATCH_EVERY: Duration = Duration::from_secs(2);
+
+/// Narrowest layout `status` attempts on a terminal narrower than this: below it the lines
+/// are cut rather than squeezed further.
+const MIN_WIDTH: usize = 40;
+
+/// Moves the cursor home and clears the screen (ANSI), before each `--watch` frame on a terminal.
+const CLEAR_SCREEN: &str = "\x1b[H\x1b[2J";
 
 /// How long a CLI call may wait for the daemon (a wake takes at most ~3.6 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -120,39 +155,74 @@ pub(super) fn request(
         .enable_all()
         .build()
         .map_err(CallError::Runtime)?;
-    runtime.block_on(async {
-        let client = reqwest::Client::builder()
-            .timeout(CALL_TIMEOUT)
-            .build()
-            .map_err(CallError::Client)?;
-        let mut request = client.request(method, url);
-        if let Some(secret) = &config.secret {
-            request = request.bearer_auth(secret.expose());
+    runtime.block_on(request_async(config, method, url, body))
+}
+
+async fn request_async(
+    config: &Config,
+    method: reqwest::Method,
+    url: &str,
+    body: Option<Value>,
+) -> Result<(u16, Value), CallError> {
+    let client = reqwest::Client::builder()
+        .timeout(CALL_TIMEOUT)
+        .build()
+        .map_err(CallError::Client)?;
+    let mut request = client.request(method, url);
+    if let Some(secret) = &config.secret {
+        request = request.bearer_auth(secret.expose());
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request
+        .send()
+        .await
+        .map_err(|source| CallError::Unreachable {
+            url: url.to_string(),
+            source,
+        })?;
+    let status = response.status().as_u16();
+    let value = response.json::<Value>().await.unwrap_or(Value::Null);
+    Ok((status, value))
+}
+
+/// The one place a user's session id is resolved: a full id as given, else the session the
+/// daemon knows whose id it starts (`prefix::resolve`); `None` once the reason is printed as
+/// `wakebridge <verb>: ...`.
+fn resolve_id(config: &Config, verb: &str, base: &str, given: &str) -> Option<String> {
+    if prefix::is_full_id(given) {
+        return Some(given.to_owned());
+    }
+    let answer = call(
+        config,
+        verb,
+        reqwest::Method::GET,
+        &format!("{base}/sessions"),
+        None,
+    )?;
+    let sessions: Vec<SessionStatus> =
+        serde_json::from_value(answer["sessions"].clone()).unwrap_or_default();
+    match prefix::resolve(given, &glance::known_ids(&sessions)) {
+        Ok(id) => Some(id),
+        Err(e) => {
+            crate::errln!("wakebridge {verb}: {e}");
+            None
         }
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|source| CallError::Unreachable {
-                url: url.to_string(),
-                source,
-            })?;
-        let status = response.status().as_u16();
-        let value = response.json::<Value>().await.unwrap_or(Value::Null);
-        Ok((status, value))
-    })
+    }
 }
 
 /// `wakebridge wake SESSION_ID [--force] [--message NAME]`.
 pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
-    let session_id = &args.session_id;
+    let base = daemon_url(config, args.url.as_deref());
+    let Some(session_id) = resolve_id(config, "wake", &base, &args.session_id) else {
+        return ExitCode::from(2);
+    };
     let mut body = json!({"session_id": session_id, "force": args.force});
     if let Some(name) = &args.message {
         body["message"] = json!(name);
     }
-    let url = format!("{}/wake", daemon_url(config, args.url.as_deref()));
+    let url = format!("{base}/wake");
     let Some(answer) = call(config, "wake", reqwest::Method::POST, &url, Some(body)) else {
         return ExitCode::from(2);
     };
@@ -177,7 +247,16 @@ pub fn rewind(config: &Config, args: &RewindArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     };
-    let url = format!("{}/rewind", daemon_url(config, args.url.as_deref()));
+    let base = daemon_url(config, args.url.as_deref());
+    // Only an id the user typed is a prefix; the session's own id (the environment) is whole.
+    let session_id = match &args.session_id {
+        Some(given) => match resolve_id(config, "rewind", &base, given) {
+            Some(id) => id,
+            None => return ExitCode::from(2),
+        },
+        None => session_id,
+    };
+    let url = format!("{base}/rewind");
     let body = json!({"session_id": session_id, "restart": args.restart});
     let Some(answer) = call(config, "rewind", reqwest::Method::POST, &url, Some(body)) else {
         return ExitCode::from(2);
@@ -195,22 +274,138 @@ pub fn rewind(config: &Config, args: &RewindArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `wakebridge status [--json]`.
-pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
-    let url = format!("{}/sessions", daemon_url(config, args.url.as_deref()));
-    let Some(answer) = call(config, "status", reqwest::Method::GET, &url, None) else {
+/// `wakebridge forget ID [--force]`: the daemon drops the session from its ledger and views.
+pub fn forget(config: &Config, args: &ForgetArgs) -> ExitCode {
+    let base = daemon_url(config, args.url.as_deref());
+    let Some(session_id) = resolve_id(config, "forget", &base, &args.session_id) else {
         return ExitCode::from(2);
     };
+    let body = json!({"session_id": session_id, "force": args.force});
+    let url = format!("{base}/forget");
+    let Some(answer) = call(config, "forget", reqwest::Method::POST, &url, Some(body)) else {
+        return ExitCode::from(2);
+    };
+    if answer["unmapped"].as_bool() == Some(true) {
+        crate::outln!("{session_id}: forgotten, and unmapped from panes.json");
+    } else {
+        crate::outln!("{session_id}: forgotten");
+    }
+    ExitCode::SUCCESS
+}
+
+/// `wakebridge status [--all] [--watch] [--json]`.
+pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
+    let base = daemon_url(config, args.url.as_deref());
+    let terminal = std::io::stdout().is_terminal();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            crate::errln!("wakebridge status: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if !args.watch {
+        return match runtime.block_on(frame(config, args, &base, terminal)) {
+            Ok(text) => {
+                crate::outln!("{}", text.trim_end_matches('\n'));
+                ExitCode::SUCCESS
+            }
+            Err(message) => {
+                crate::errln!("wakebridge status: {message}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    runtime.block_on(async {
+        let redraw = async {
+            loop {
+                let text = frame(config, args, &base, terminal)
+                    .await
+                    .unwrap_or_else(|message| format!("wakebridge status: {message}\n"));
+                // On a terminal each frame replaces the last; into a pipe, frames follow each
+                // other with a blank line between.
+                let text = if terminal {
+                    format!("{CLEAR_SCREEN}{text}")
+                } else {
+                    format!("{text}\n")
+                };
+                let mut out = std::io::stdout().lock();
+                if out
+                    .write_all(text.as_bytes())
+                    .and_then(|()| out.flush())
+                    .is_err()
+                {
+                    // Nobody reads any more (a closed pipe): done.
+                    return;
+                }
+                drop(out);
+                tokio::time::sleep(WATCH_EVERY).await;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = redraw => {}
+        }
+    });
+    ExitCode::SUCCESS
+}
+
+/// One screenful: the /sessions answer (as JSON with `--json`, else the glance with the /health
+/// header) or why there is none.
+async fn frame(
+    config: &Config,
+    args: &StatusArgs,
+    base: &str,
+    terminal: bool,
+) -> Result<String, String> {
+    let url = format!("{base}/sessions");
+    let answer = match request_async(config, reqwest::Method::GET, &url, None).await {
+        Ok((200, answer)) => answer,
+        Ok((code, answer)) => {
+            return Err(format!(
+                "{code}: {}",
+                answer["error"].as_str().unwrap_or("unexpected answer")
+            ));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     if args.json {
-        crate::outln!(
-            "{}",
+        return Ok(format!(
+            "{}\n",
             serde_json::to_string_pretty(&answer).unwrap_or_default()
-        );
-        return ExitCode::SUCCESS;
+        ));
     }
     let sessions: Vec<SessionStatus> =
         serde_json::from_value(answer["sessions"].clone()).unwrap_or_default();
-    let table = render_table(&sessions, std::io::stdout().is_terminal());
-    crate::outln!("{}", table.trim_end_matches('\n'));
-    ExitCode::SUCCESS
+    let health = match request_async(
+        config,
+        reqwest::Method::GET,
+        &format!("{base}/health"),
+        None,
+    )
+    .await
+    {
+        Ok((200, health)) => Some(health),
+        _ => None,
+    };
+    let view = View {
+        now: jiff::Timestamp::now(),
+        width: width(terminal),
+        all: args.all,
+        color: terminal,
+        tz: jiff::tz::TimeZone::system(),
+    };
+    Ok(glance::render(&sessions, health.as_ref(), &view))
+}
+
+/// The terminal's width when stdout is one, else [`glance::DEFAULT_WIDTH`].
+fn width(terminal: bool) -> usize {
+    let columns = terminal
+        .then(|| terminal_size::terminal_size_of(std::io::stdout()))
+        .flatten()
+        .map(|(terminal_size::Width(w), _)| usize::from(w));
+    columns.map_or(glance::DEFAULT_WIDTH, |w| w.max(MIN_WIDTH))
 }

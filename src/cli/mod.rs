@@ -6,9 +6,11 @@ pub(crate) mod claude;
 pub(crate) mod client;
 pub(crate) mod context;
 pub(crate) mod doctor;
+pub(crate) mod glance;
 pub mod hook;
 pub mod launch;
 pub(crate) mod manual;
+pub(crate) mod prefix;
 pub(crate) mod serve;
 pub mod service;
 pub mod session;
@@ -22,7 +24,7 @@ use clap::{Parser, Subcommand};
 use crate::config::{self, Flags};
 use crate::env::Env;
 use claude::ClaudeCommand;
-use client::{RewindArgs, StatusArgs, WakeArgs};
+use client::{ForgetArgs, RewindArgs, StatusArgs, WakeArgs};
 use context::{ContextArgs, StatuslineArgs, run_context, run_statusline};
 use hook::HookArgs;
 use launch::LaunchArgs;
@@ -64,8 +66,10 @@ enum Command {
     /// Ask the running daemon for a clean context window for this session (POST /rewind):
     /// `/clear` and the re-hydration prompt at its next idle moment.
     Rewind(RewindArgs),
-    /// Show every known session (GET /sessions) as a table.
+    /// Every session at a glance (GET /sessions, GET /health): state, context, next nudge.
     Status(StatusArgs),
+    /// Drop one session from the daemon's ledger and views (POST /forget).
+    Forget(ForgetArgs),
     /// Print how full a session's context window is.
     Context(ContextArgs),
     /// Claude Code status-line command: hands context figures to the daemon, prints one line.
@@ -131,6 +135,7 @@ pub fn main() -> ExitCode {
         Some(Command::Wake(args)) => with_config(resolved(None), |c| client::wake(c, &args)),
         Some(Command::Rewind(args)) => with_config(resolved(None), |c| client::rewind(c, &args)),
         Some(Command::Status(args)) => with_config(resolved(None), |c| client::status(c, &args)),
+        Some(Command::Forget(args)) => with_config(resolved(None), |c| client::forget(c, &args)),
         Some(Command::Context(args)) => with_config(resolved(None), |c| run_context(&args, c)),
         Some(Command::Statusline(args)) => {
             run_statusline(&args, resolved(args.wake_dir.as_deref()))

@@ -34,6 +34,12 @@ pub enum ApiError {
     /// A manual wake named something that is not a session id, or a message that does not exist.
     #[error("{0}")]
     BadRequest(String),
+    /// An operator's request named a session the daemon does not know.
+    #[error("{0}")]
+    UnknownSession(String),
+    /// An operator's request that would undo what a live session relies on.
+    #[error("{0}")]
+    Conflict(String),
     #[error("spool failed: {0}")]
     Spool(#[from] SpoolError),
     #[error("service unavailable: {0}")]
@@ -44,7 +50,8 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Host(_) => StatusCode::MISDIRECTED_REQUEST,
-            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::NotFound | ApiError::UnknownSession(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::ContentType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -58,7 +65,7 @@ impl ApiError {
     }
 
     /// Every value `reason` can take.
-    pub const REASONS: [&'static str; 14] = [
+    pub const REASONS: [&'static str; 16] = [
         "host",
         "not-found",
         "method",
@@ -71,6 +78,8 @@ impl ApiError {
         "not-object",
         "not-serializable",
         "bad-request",
+        "unknown-session",
+        "conflict",
         "spool",
         "unavailable",
     ];
@@ -90,6 +99,8 @@ impl ApiError {
             ApiError::Event(EventError::NotObject) => "not-object",
             ApiError::Event(EventError::NotSerializable) => "not-serializable",
             ApiError::BadRequest(_) => "bad-request",
+            ApiError::UnknownSession(_) => "unknown-session",
+            ApiError::Conflict(_) => "conflict",
             ApiError::Spool(_) => "spool",
             ApiError::Unavailable(_) => "unavailable",
         }
@@ -137,6 +148,8 @@ mod tests {
             ApiError::Event(EventError::NotObject),
             ApiError::Event(EventError::NotSerializable),
             ApiError::BadRequest("b".into()),
+            ApiError::UnknownSession("s".into()),
+            ApiError::Conflict("c".into()),
             ApiError::Spool(SpoolError::WriterGone("s".into())),
             ApiError::Unavailable("u".into()),
         ];

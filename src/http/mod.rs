@@ -3,6 +3,7 @@
 //! two in step.
 
 mod error;
+mod forget;
 mod guards;
 mod health;
 mod hook;
@@ -28,6 +29,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/health"),
     ("post", "/wake"),
     ("post", "/rewind"),
+    ("post", "/forget"),
     ("get", "/sessions"),
     ("get", "/metrics"),
 ];
@@ -38,6 +40,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/health", get(health::health))
         .route("/wake", post(wake::wake))
         .route("/rewind", post(rewind::rewind))
+        .route("/forget", post(forget::forget))
         .route("/sessions", get(sessions::sessions))
         .route("/metrics", get(sessions::metrics))
         .fallback(|| async { ApiError::NotFound })

@@ -326,6 +326,17 @@ impl Store {
             .map(Applied::rows)
     }
 
+    /// Forgets `session_id` (and the ids it had before a `/clear`) whatever its age, for an
+    /// operator's `wakebridge forget`: it leaves `/sessions` until it is seen again. Returns how
+    /// many of those ids the ledger knew (0: none).
+    pub async fn forget_session(&self, session_id: &str) -> Result<u64, StoreError> {
+        self.submit(Op::ForgetSession {
+            session_id: session_id.to_owned(),
+        })
+        .await
+        .map(Applied::rows)
+    }
+
     /// What the writer has done so far (commits, jobs, time spent committing).
     pub fn write_stats(&self) -> WriteStats {
         self.inner.counters.snapshot()

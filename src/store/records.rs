@@ -814,6 +814,67 @@ pub(crate) fn forget_sessions(
         rows.collect::<rusqlite::Result<_>>()?
     };
     let dropped = still_named(conn, dropped)?;
+    forget_ids(conn, &dropped)?;
+    Ok(dropped.len() as u64)
+}
+
+/// Forgets one session on an operator's word (`wakebridge forget`), whatever its age: the rows
+/// [`forget_sessions`] removes, for `session_id` and every id it had before a `/clear` (they
+/// are the same session: status lists them as one), and its latest-delivery row, so it leaves
+/// `/sessions` (its deliveries stay until the identity window prunes them: a redelivered event
+/// must still be known). Returns how many of those ids the ledger knew; 0 means none.
+pub(crate) fn forget_session(conn: &Connection, session_id: &str) -> rusqlite::Result<u64> {
+    let renamed: Vec<(String, String)> = conn
+        .prepare_cached("SELECT old_id, new_id FROM aliases")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let ids = formerly_and_self(&renamed, session_id);
+    let mut known = 0;
+    {
+        let mut stmt = conn.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM wakes WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM nudges WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM latest_deliveries WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM owed_payments WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM limits WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM rewinds WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM aliases WHERE old_id = ?1 OR new_id = ?1)",
+        )?;
+        for id in &ids {
+            if stmt.query_row(params![id], |row| row.get::<_, bool>(0))? {
+                known += 1;
+            }
+        }
+    }
+    forget_ids(conn, &ids)?;
+    let mut stmt = conn.prepare_cached("DELETE FROM latest_deliveries WHERE session_id = ?1")?;
+    for id in &ids {
+        stmt.execute(params![id])?;
+    }
+    Ok(known)
+}
+
+/// `id` and every id whose renames (old → new, at each `/clear`) lead to it.
+fn formerly_and_self(renamed: &[(String, String)], id: &str) -> Vec<String> {
+    let mut ids = vec![id.to_owned()];
+    let mut at = 0;
+    // Bounded as `queries::successor` is: a loop in the table cannot hang the forget.
+    while at < ids.len() && ids.len() < 64 {
+        let current = ids[at].clone();
+        for (old, new) in renamed {
+            if *new == current && !ids.contains(old) {
+                ids.push(old.clone());
+            }
+        }
+        at += 1;
+    }
+    ids
+}
+
+/// Removes every row naming one of `dropped` from the per-session tables and writes off what
+/// they were owed.
+fn forget_ids(conn: &Connection, dropped: &[String]) -> rusqlite::Result<()> {
     let mut statements = [
         "sessions",
         "wakes",
@@ -828,9 +889,9 @@ pub(crate) fn forget_sessions(
     statements.push("DELETE FROM aliases WHERE old_id = ?1 OR new_id = ?1".into());
     for sql in statements {
         let mut stmt = conn.prepare_cached(&sql)?;
-        for sid in &dropped {
+        for sid in dropped {
             stmt.execute(params![sid])?;
         }
     }
-    Ok(dropped.len() as u64)
+    Ok(())
 }

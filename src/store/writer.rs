@@ -33,6 +33,8 @@ pub(crate) enum Op {
     PruneDeliveries { cutoff_ms: i64, limit: u32 },
     /// Forget sessions with no trace since `cutoff_ms`, except those in `keep`.
     ForgetSessions { cutoff_ms: i64, keep: Vec<String> },
+    /// Forget one session and the ids it had before a `/clear`, whatever their age.
+    ForgetSession { session_id: String },
     /// A spool round's write-ahead record: committed with an fsync.
     SpoolRound(SpoolRound),
     /// Forget the pending spool bytes of `wake_dir` up to row `upto`: their files are synced.
@@ -338,6 +340,9 @@ fn apply(conn: &Connection, op: &Op) -> rusqlite::Result<Applied> {
         }
         Op::ForgetSessions { cutoff_ms, keep } => {
             Applied::Rows(records::forget_sessions(conn, *cutoff_ms, keep)?)
+        }
+        Op::ForgetSession { session_id } => {
+            Applied::Rows(records::forget_session(conn, session_id)?)
         }
         Op::SpoolRound(round) => Applied::Round(records::apply_round(conn, round)?),
         Op::SpoolSynced { wake_dir, upto } => {

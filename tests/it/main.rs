@@ -33,6 +33,7 @@ mod registration;
 mod rewind;
 mod service;
 mod spool_files;
+mod status;
 mod store;
 mod wake_dir;
 mod wake_path;

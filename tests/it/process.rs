@@ -151,13 +151,17 @@ async fn status_and_wake_verbs_talk_to_the_daemon() {
     let table = String::from_utf8_lossy(&status.stdout);
     let mut lines = table.lines();
     assert!(
-        lines
-            .next()
-            .is_some_and(|h| h.starts_with("SESSION") && h.contains("LAST ACTION")),
+        lines.next().is_some_and(|h| h.starts_with("wakebridge ")),
         "{table}"
     );
     assert!(
-        lines.any(|l| l.starts_with("target-1") && l.contains("unmapped") && l.contains("1 lines")),
+        lines
+            .next()
+            .is_some_and(|h| h.starts_with("SESSION") && h.contains("STATE")),
+        "{table}"
+    );
+    assert!(
+        lines.any(|l| l.starts_with("target-1") && l.contains("no pane")),
         "{table}"
     );
     assert!(

@@ -1410,3 +1410,50 @@ async fn a_rename_moves_what_is_owed_follows_chains_and_outlives_the_old_ids_tra
     assert_eq!(store.successor("old").expect("read"), None);
     assert_eq!(store.rewinds().expect("read"), Default::default());
 }
+
+/// `wakebridge forget`: one session goes whatever its age, with the ids it had before a
+/// `/clear` and its latest delivery (so `/sessions` no longer lists it), and nobody else.
+#[tokio::test]
+async fn forgetting_one_session_takes_its_former_ids_and_nothing_else() {
+    common::arm_test_timeout();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(&dir.path().join("ledger.sqlite3")).expect("open");
+    let now = now_unix_ms();
+    let mut owed = delivery("old", "spool-busy", now, Some("id-owed"));
+    owed.owed = true;
+    store
+        .record_all(vec![
+            Record::SessionSeen(seen("old", now)),
+            Record::Delivery(owed),
+            Record::Renamed {
+                old_id: "old".into(),
+                new_id: "new".into(),
+                pane: "tmux pane %3".into(),
+                at_ms: now,
+            },
+            Record::SessionSeen(seen("new", now)),
+            Record::Delivery(delivery("new", "tmux", now, Some("id-new"))),
+            Record::SessionSeen(seen("other", now)),
+        ])
+        .await
+        .expect("record");
+    let ids = |store: &Store| -> Vec<String> {
+        store
+            .sessions()
+            .expect("read")
+            .into_iter()
+            .map(|s| s.session_id)
+            .collect()
+    };
+    assert_eq!(ids(&store), ["new", "old", "other"]);
+    assert_eq!(store.forget_session("nobody").await.expect("forget"), 0);
+    assert_eq!(store.forget_session("new").await.expect("forget"), 2);
+    assert_eq!(ids(&store), ["other"], "fresh traces do not keep it");
+    assert_eq!(store.successor("old").expect("read"), None);
+    assert_eq!(store.forget_session("new").await.expect("forget"), 0);
+    // Its deliveries stay for the identity window: a redelivered event is still known.
+    assert_eq!(
+        count_rows(&dir.path().join("ledger.sqlite3"), "deliveries"),
+        2
+    );
+}

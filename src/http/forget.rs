@@ -1,0 +1,99 @@
+//! `POST /forget`: an operator drops one session from the daemon's views (`wakebridge forget`):
+//! its ledger rows, through the store's writer (`Store::forget_session`, the rows pruning
+//! removes for sessions long gone), and, with `force`, its panes.json mapping. An unknown
+//! session is 404. A mapped one is refused (409) without `force`: the mapping is how the gate,
+//! the nudger and the hook reach its agent, a running agent's next hook would write it back, and
+//! status lists every mapped session anyway; `force` is for a mapping a dead pane left behind
+//! (no `SessionEnd` ran). Same body shape and bearer as `/wake` and `/rewind`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::ApiError;
+use super::guards::operator_body;
+use crate::http::AppState;
+use crate::wakedir::reader::mapped_panes;
+use crate::wire::session_id::SessionId;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForgetRequest {
+    session_id: String,
+    /// Unmap it from panes.json too, when it is mapped.
+    #[serde(default)]
+    force: bool,
+}
+
+pub async fn forget(
+    State(app): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let bytes = operator_body(&app, &headers, body).await?;
+    let request: ForgetRequest = serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "expected {{\"session_id\": \"...\", \"force\": false}}: {e}"
+        ))
+    })?;
+    let Some(sid) = SessionId::parse(&request.session_id) else {
+        return Err(ApiError::BadRequest(
+            "session_id must match [A-Za-z0-9_-]{1,64}".into(),
+        ));
+    };
+    let sid = sid.to_string();
+    let wake_dir = app.deliverer.spool().wake_dir().to_path_buf();
+    let (unmap_sid, force) = (sid.clone(), request.force);
+    // panes.json is read and rewritten under its lock: keep it off the request threads.
+    let unmapped = tokio::task::spawn_blocking(move || unmap(&wake_dir, &unmap_sid, force))
+        .await
+        .map_err(|_| ApiError::Unavailable("reading panes.json failed".into()))??;
+    let known = app
+        .deliverer
+        .store()
+        .forget_session(&sid)
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, "could not forget a session in the ledger");
+            ApiError::Unavailable("the ledger is not available; see the wakebridge log".into())
+        })?;
+    if known == 0 && !unmapped {
+        return Err(ApiError::UnknownSession(format!(
+            "no session {sid} in the ledger or panes.json; `wakebridge status --all` lists them"
+        )));
+    }
+    tracing::info!(
+        session_id = sid.as_str(),
+        unmapped,
+        "forgot a session on an operator's request"
+    );
+    Ok(
+        Json(json!({"session_id": sid, "status": "forgotten", "unmapped": unmapped}))
+            .into_response(),
+    )
+}
+
+/// Refuses a mapped session without `force`; with it, unmaps it. True when it was unmapped.
+fn unmap(wake_dir: &std::path::Path, sid: &str, force: bool) -> Result<bool, ApiError> {
+    let Some(target) = mapped_panes(wake_dir).remove(sid) else {
+        return Ok(false);
+    };
+    if !force {
+        return Err(ApiError::Conflict(format!(
+            "session {sid} is mapped to {target} in panes.json, so its agent may still run (its \
+             next hook would bring it back); end the agent first, or pass force \
+             (`wakebridge forget {sid} --force`) to unmap and forget it"
+        )));
+    }
+    crate::wakedir::clear_entry(wake_dir, sid, None).map_err(|e| {
+        tracing::warn!(error = %e, "could not unmap a session being forgotten");
+        ApiError::Unavailable(format!("could not unmap {sid} from panes.json: {e}"))
+    })?;
+    Ok(true)
+}

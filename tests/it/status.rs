@@ -1,0 +1,336 @@
+//! `wakebridge status`, `forget` and id prefixes against a real daemon (in process, real HTTP)
+//! whose sessions came from the real `wakebridge hook` binary fed Claude Code's payloads, as an
+//! agent's hooks would, with the ledger and panes.json on disk.
+
+use std::io::{BufRead, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use unicode_width::UnicodeWidthStr;
+
+use crate::common;
+use crate::common::harness::{TestServer, binary, event_for};
+
+/// Three agents, as UUIDs: two share their first block's first four digits.
+const WORKING: &str = "a1b2c3d4-1111-4000-8000-000000000001";
+const IDLE: &str = "a1b2ffee-2222-4000-8000-000000000002";
+const ENDED: &str = "c0ffee00-3333-4000-8000-000000000003";
+
+/// Runs `wakebridge hook` with `payload` on stdin, in tmux pane `pane` when given.
+fn hook(root: &Path, payload: &str, pane: Option<&str>) {
+    let mut cmd = binary(root, &[]);
+    if let Some(pane) = pane {
+        cmd.env("TMUX_PANE", pane);
+    }
+    let mut child = cmd
+        .arg("hook")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("wakebridge hook");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(payload.as_bytes())
+        .expect("payload");
+    assert!(
+        child.wait().expect("wait").success(),
+        "hook failed: {payload}"
+    );
+}
+
+fn event(name: &str, sid: &str, project: &str) -> String {
+    format!(
+        r#"{{"hook_event_name":"{name}","session_id":"{sid}","cwd":"/home/me/src/{project}","transcript_path":"/home/me/.claude/projects/p/{sid}.jsonl"}}"#
+    )
+}
+
+/// Three sessions through their hooks: one mid-turn, one whose turn ended, one that ended.
+fn three_agents(root: &Path) {
+    hook(
+        root,
+        &event("SessionStart", WORKING, "wakebridge"),
+        Some("%11"),
+    );
+    hook(
+        root,
+        &event("UserPromptSubmit", WORKING, "wakebridge"),
+        Some("%11"),
+    );
+    hook(
+        root,
+        &event("SessionStart", IDLE, "a-project-with-a-long-long-name"),
+        Some("%12"),
+    );
+    hook(
+        root,
+        &event("Stop", IDLE, "a-project-with-a-long-long-name"),
+        Some("%12"),
+    );
+    hook(root, &event("SessionStart", ENDED, "docs"), Some("%13"));
+    hook(root, &event("SessionEnd", ENDED, "docs"), Some("%13"));
+}
+
+async fn cli(server: &TestServer, args: &[&str]) -> Output {
+    let root = server.root.path().to_path_buf();
+    let mut args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    args.extend(["--url".into(), format!("http://{}", server.addr)]);
+    tokio::task::spawn_blocking(move || binary(&root, &[]).args(&args).output().expect("run"))
+        .await
+        .expect("join")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+async fn session_ids(server: &TestServer) -> Vec<String> {
+    let body = server.get_json("/sessions").await;
+    body["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .map(|s| s["session_id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn status_shows_every_hooked_session_at_a_glance_within_100_columns() {
+    common::arm_test_timeout();
+    let server = TestServer::start(&[]).await;
+    let root = server.root.path().to_path_buf();
+    tokio::task::spawn_blocking(move || three_agents(&root))
+        .await
+        .expect("hooks");
+    let out = cli(&server, &["status"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in text.lines() {
+        assert!(line.width() <= 100, "{} columns: {line}", line.width());
+    }
+    assert!(!text.contains('\x1b'), "no ANSI into a pipe: {text:?}");
+    let mut lines = text.lines();
+    let header = lines.next().expect("header");
+    assert!(
+        header.starts_with(&format!(
+            "wakebridge {} \u{b7} pid ",
+            env!("CARGO_PKG_VERSION")
+        )) && header.contains(" \u{b7} up ")
+            && header.contains("bus: registration off")
+            && header.ends_with("3 sessions"),
+        "{header}"
+    );
+    assert!(
+        lines
+            .next()
+            .expect("columns")
+            .starts_with("SESSION   PROJECT")
+    );
+    let line = |id: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{id}  ")))
+            .unwrap_or_else(|| panic!("no {id} in\n{text}"))
+            .to_owned()
+    };
+    let working = line(&WORKING[..8]);
+    assert!(
+        working.contains("  wakebridge  ") && working.contains("  %11  "),
+        "{working}"
+    );
+    assert!(
+        working.contains("  working  ")
+            && (working.contains("s ago  ") || working.contains("  now  ")),
+        "{working}"
+    );
+    let idle = line(&IDLE[..8]);
+    assert!(
+        idle.contains("  idle  ") && idle.contains("\u{2026}"),
+        "{idle}"
+    );
+    // Ended a moment ago: still in view, at the end.
+    let ended = line(&ENDED[..8]);
+    assert!(
+        ended.contains("  docs  ") && ended.contains("  ended  "),
+        "{ended}"
+    );
+    assert!(text.trim_end().ends_with(&ended));
+    // `--json` is the daemon's body unchanged.
+    let json = cli(&server, &["status", "--json"]).await;
+    let printed: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    let body = server.get_json("/sessions").await;
+    assert_eq!(printed["sessions"].as_array().map(Vec::len), Some(3));
+    assert_eq!(
+        printed["sessions"][0]["session_id"],
+        body["sessions"][0]["session_id"]
+    );
+}
+
+#[tokio::test]
+async fn forget_drops_a_session_once_and_refuses_a_mapped_one_without_force() {
+    common::arm_test_timeout();
+    let server = TestServer::start(&[]).await;
+    let root = server.root.path().to_path_buf();
+    tokio::task::spawn_blocking(move || three_agents(&root))
+        .await
+        .expect("hooks");
+    // By a prefix: the ended one goes.
+    let out = cli(&server, &["forget", "c0ff"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), format!("{ENDED}: forgotten"));
+    assert!(!session_ids(&server).await.contains(&ENDED.to_owned()));
+    // The second time the prefix names nothing, and the full id is the daemon's 404.
+    let again = cli(&server, &["forget", "c0ff"]).await;
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        stderr(&again)
+            .contains("no session starts with \"c0ff\"; `wakebridge status --all` lists them"),
+        "{}",
+        stderr(&again)
+    );
+    let full = cli(&server, &["forget", ENDED]).await;
+    assert_eq!(full.status.code(), Some(2));
+    assert!(
+        stderr(&full).contains("404: no session"),
+        "{}",
+        stderr(&full)
+    );
+    let raw = server
+        .client
+        .post(server.url("/forget"))
+        .json(&serde_json::json!({"session_id": ENDED}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(raw.status().as_u16(), 404);
+    // A mapped one is refused (409) until --force, which unmaps it too.
+    let refused = cli(&server, &["forget", &WORKING[..8]]).await;
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains(
+            "409: session a1b2c3d4-1111-4000-8000-000000000001 is mapped to tmux pane %11"
+        ),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(session_ids(&server).await.contains(&WORKING.to_owned()));
+    let forced = cli(&server, &["forget", &WORKING[..8], "--force"]).await;
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_eq!(
+        stdout(&forced).trim(),
+        format!("{WORKING}: forgotten, and unmapped from panes.json")
+    );
+    assert_eq!(session_ids(&server).await, [IDLE.to_owned()]);
+    let panes = std::fs::read_to_string(server.wake_dir.join("panes.json")).expect("panes.json");
+    assert!(!panes.contains(WORKING) && panes.contains(IDLE), "{panes}");
+}
+
+#[tokio::test]
+async fn wake_takes_a_unique_prefix_and_names_an_ambiguous_one() {
+    common::arm_test_timeout();
+    let server = TestServer::start(&[]).await;
+    for (sid, id) in [(WORKING, 1), (IDLE, 2)] {
+        let (status, _) = server.hook(event_for(sid, id), &[]).await;
+        assert_eq!(status, 200);
+    }
+    let woke = cli(&server, &["wake", "a1b2c"]).await;
+    assert_eq!(
+        stdout(&woke).trim(),
+        format!("{WORKING}: spool-unmapped"),
+        "{}",
+        stderr(&woke)
+    );
+    let ambiguous = cli(&server, &["wake", "a1b2"]).await;
+    assert_eq!(ambiguous.status.code(), Some(2));
+    assert!(
+        stderr(&ambiguous)
+            .contains("\"a1b2\" matches a1b2c3d4\u{2026}, a1b2ffee\u{2026}; type more characters"),
+        "{}",
+        stderr(&ambiguous)
+    );
+    let none = cli(&server, &["wake", "zz"]).await;
+    assert_eq!(none.status.code(), Some(2));
+    assert!(stderr(&none).contains("no session starts with \"zz\""));
+    // A full id the daemon never saw goes to /wake unchanged.
+    let unknown = "deadbeef-0000-4000-8000-00000000000f";
+    let full = cli(&server, &["wake", unknown]).await;
+    assert_eq!(
+        stdout(&full).trim(),
+        format!("{unknown}: spool-unmapped"),
+        "{}",
+        stderr(&full)
+    );
+}
+
+#[tokio::test]
+async fn watch_redraws_without_ansi_into_a_pipe_and_exits_0_on_ctrl_c() {
+    common::arm_test_timeout();
+    let server = TestServer::start(&[]).await;
+    server.hook(event_for(WORKING, 1), &[]).await;
+    let root = server.root.path().to_path_buf();
+    let url = format!("http://{}", server.addr);
+    let (status, seen) = tokio::task::spawn_blocking(move || {
+        let mut child = binary(&root, &[])
+            .args(["status", "--watch", "--url", &url])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("status --watch");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut seen = Vec::new();
+        // Two frames: the header line twice.
+        let mut headers = 0;
+        while headers < 2 {
+            let line = lines.next().expect("a frame line").expect("utf8");
+            headers += usize::from(line.starts_with("wakebridge "));
+            seen.push(line);
+        }
+        // SAFETY: plain kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        (child.wait().expect("wait"), seen)
+    })
+    .await
+    .expect("join");
+    assert_eq!(status.code(), Some(0), "{seen:?}");
+    assert!(seen.iter().all(|l| !l.contains('\x1b')), "{seen:?}");
+    assert!(
+        seen.iter().any(|l| l.starts_with(&WORKING[..8])),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test]
+async fn rewind_takes_a_unique_prefix_of_a_mapped_session() {
+    common::arm_test_timeout();
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The mux backend (rewinds need the nudger) on a tmux socket nobody serves: the rewind is
+    // only recorded here.
+    let socket = dir.path().join("no-tmux.sock").display().to_string();
+    let server = TestServer::start(&[
+        ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux"),
+        ("WAKEBRIDGE_MUX__TMUX_SOCKET", &socket),
+        ("WAKEBRIDGE_CONTEXT__ENABLED", "false"),
+    ])
+    .await;
+    // A pane of its own for each (one pane maps one id).
+    for (sid, pane) in [(WORKING, "%21"), (IDLE, "%22")] {
+        let target = wakebridge::wakedir::target::PaneTarget::Tmux {
+            pane: pane.into(),
+            session: None,
+        };
+        wakebridge::wakedir::set_entry(&server.wake_dir, sid, &target).expect("map");
+    }
+    let out = cli(&server, &["rewind", "--session-id", "a1b2f"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with(&format!("{IDLE}: rewind asked for")),
+        "{}",
+        stdout(&out)
+    );
+    let ambiguous = cli(&server, &["rewind", "--session-id", "a1b2"]).await;
+    assert_eq!(ambiguous.status.code(), Some(2));
+    assert!(stderr(&ambiguous).contains("type more characters"));
+}
