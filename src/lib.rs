@@ -23,6 +23,8 @@
 //!                  mapping); state.rs (AppState); status.rs (/sessions and `wakebridge status`);
 //!                  one file per route family: hook, wake, rewind, forget, health, sessions
 //! features: what wakebridge does besides delivering (tasks app starts; the launcher, run by cli)
+//!   notify/        telling a human: NotifyConfig, the rate limit and the words (pure); task.rs
+//!                  (the sender: webhook POST, bus event)
 //!   bus/           the agent-event-bus MCP client; registration.rs (the keeper task)
 //!   context/       context-window figures: follow, window, thresholds, statefile, statusline,
 //!                  monitor (no scheduling); task.rs (the monitor inside serve)
@@ -66,6 +68,7 @@ pub mod env;
 pub mod http;
 pub mod launch;
 pub mod mux;
+pub mod notify;
 pub mod nudge;
 pub(crate) mod private_fs;
 pub mod rewind;

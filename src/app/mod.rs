@@ -22,11 +22,13 @@ use crate::delivery::gate::Gate;
 use crate::delivery::{Action, Deliverer};
 use crate::http::AppState;
 use crate::mux::{Injector, MuxConfig};
+use crate::notify::{NotifyConfig, NotifyError};
 use crate::nudge::task::{self as nudger, NudgerDeps};
 use crate::nudge::{NudgeError, NudgerConfig};
 use crate::spool::prune::{self, PruneConfig};
 use crate::spool::{self, Spool};
 use crate::store::{Store, StoreError, now_unix_ms};
+use crate::telemetry::notice::{Notice, Notices};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use singleton::{SingletonError, Singletons};
@@ -58,6 +60,9 @@ pub enum AppError {
     /// A bad `[nudger]` setting, named.
     #[error(transparent)]
     Nudger(#[from] NudgeError),
+    /// A bad `[notify]` setting, named.
+    #[error(transparent)]
+    Notify(#[from] NotifyError),
     /// The spool's recovery thread panicked or was cancelled.
     #[error("server failed: the spool's recovery stopped: {0}")]
     Recovery(#[source] tokio::task::JoinError),
@@ -73,7 +78,8 @@ impl AppError {
             AppError::WakeDir { .. }
             | AppError::Ledger(_)
             | AppError::Context(_)
-            | AppError::Nudger(_) => 2,
+            | AppError::Nudger(_)
+            | AppError::Notify(_) => 2,
             AppError::Spool(e) if !e.restart_may_help() => 2,
             AppError::Singleton(_)
             | AppError::Spool(_)
@@ -91,12 +97,15 @@ pub struct App {
     /// `None` when `[context] enabled = false`.
     context_monitor: Option<MonitorConfig>,
     nudger: Option<NudgerDeps>,
+    /// `None` when `[notify]` sends nothing.
+    notify: Option<(NotifyConfig, tokio::sync::mpsc::Receiver<Notice>)>,
     _singletons: Singletons,
 }
 
 impl App {
     pub async fn build(config: Config, env: &Env) -> Result<App, AppError> {
         // Settings that can be wrong are checked before anything is locked, bound or opened.
+        let notify = NotifyConfig::from_settings(&config.settings.notify)?;
         let context_monitor = if config.settings.context.enabled {
             let config_dirs = config.paths.claude.iter().map(|c| c.dir.clone()).collect();
             let mut monitor = MonitorConfig::from_settings(
@@ -159,14 +168,24 @@ impl App {
             error_kinds: crate::mux::InjectError::kinds().chain(spool::SpoolError::KINDS),
         });
         let injector = Arc::new(Injector::new(&mux));
-        let gate = Arc::new(Gate::new(
-            wake_dir.clone(),
-            config.busy_ttl,
-            config.cooldown,
-            injector,
-            store.clone(),
-            config.settings.limits.enabled,
-        ));
+        let (notices, notify) = match notify {
+            Some(notify) => {
+                let (notices, queue) = Notices::channel();
+                (notices, Some((notify, queue)))
+            }
+            None => (Notices::off(), None),
+        };
+        let gate = Arc::new(
+            Gate::new(
+                wake_dir.clone(),
+                config.busy_ttl,
+                config.cooldown,
+                injector,
+                store.clone(),
+                config.settings.limits.enabled,
+            )
+            .with_notices(notices),
+        );
         let dedupe = Dedupe::new(config.settings.ledger.identity_window);
         restore_state(
             &store,
@@ -206,6 +225,7 @@ impl App {
             listener,
             context_monitor,
             nudger,
+            notify,
             _singletons: singletons,
         })
     }
@@ -245,6 +265,15 @@ impl App {
         let nudger = self
             .nudger
             .map(|deps| tokio::spawn(nudger::run(deps, shutdown.child_token())));
+        let notify = self.notify.map(|(config, queue)| {
+            tokio::spawn(crate::notify::task::run(
+                config,
+                self.state.config.bus_url.clone(),
+                self.state.deliverer.store().clone(),
+                queue,
+                shutdown.child_token(),
+            ))
+        });
         let router = crate::http::router(self.state.clone());
         let stop = shutdown.clone();
         axum::serve(self.listener, router)
@@ -256,6 +285,9 @@ impl App {
             let _ = task.await;
         }
         if let Some(task) = nudger {
+            let _ = task.await;
+        }
+        if let Some(task) = notify {
             let _ = task.await;
         }
         // Registration unregisters our row within its own bounded budget.

@@ -27,8 +27,9 @@ pub use error::ConfigError;
 pub use hosts::HostAllowlist;
 pub use settings::{
     BridgeSettings, ContextLevelSettings, ContextSettings, ContextThresholdSettings,
-    LaunchSettings, LedgerSettings, LimitSettings, MuxSettings, NudgerSettings, PruneSettings,
-    RegistrationSettings, RewindSettings, Settings, SpoolSettings, StateSettings, WakeSettings,
+    LaunchSettings, LedgerSettings, LimitSettings, MuxSettings, NotifySettings, NudgerSettings,
+    PruneSettings, RegistrationSettings, RewindSettings, Settings, SpoolSettings, StateSettings,
+    WakeSettings,
 };
 pub use topology::{Topology, UrlProblem};
 

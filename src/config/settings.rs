@@ -25,6 +25,18 @@ pub struct Settings {
     pub limits: LimitSettings,
     pub rewind: RewindSettings,
     pub launch: LaunchSettings,
+    pub notify: NotifySettings,
+}
+
+/// `[notify]`: push messages for a human (validated by `notify::NotifyConfig`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct NotifySettings {
+    pub url: String,
+    pub format: String,
+    pub bus: bool,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub min_gap: Duration,
+    pub max_per_hour: u32,
 }
 
 /// `[rewind]`: a clean context window by `/clear` and a re-hydration prompt (validated by

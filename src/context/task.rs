@@ -36,6 +36,7 @@ use crate::delivery::Deliverer;
 use crate::delivery::gate::Mode;
 use crate::mux::{KeystrokeText, TextError};
 use crate::store::{DeliverySource, LimitSeen, LimitSource, Record, RewindWhy, now_unix_ms};
+use crate::telemetry::notice::{Notice, NoticeKind};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use crate::wire::session_id::short;
@@ -433,6 +434,13 @@ impl Monitor {
                         .rewinds()
                         .is_ok_and(|r| r.facts(sid).pending.is_some())
                 };
+                if top {
+                    deliverer.gate().notices().send(Notice::new(
+                        sid,
+                        NoticeKind::Checkpoint,
+                        format!("past {}%", due.level.percent),
+                    ));
+                }
                 if self.config.auto_rewind && top && !waiting() {
                     let asked = Record::RewindAsked {
                         session_id: sid.to_owned(),

@@ -24,6 +24,7 @@ use crate::delivery::cooldown::Cooldown;
 use crate::lock;
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
 use crate::store::{Limit, LimitSeen, LimitSource, Record, Store, now_unix_ms};
+use crate::telemetry::notice::{self, NoticeKind, Notices};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::markers;
 use crate::wakedir::reader::PanesReader;
@@ -99,7 +100,15 @@ pub struct Gate {
     store: Store,
     /// `[limits] enabled`; false: not even a notice on screen holds a wake back.
     hold_limits: bool,
+    /// Wakes in a row that failed (cleared by one that types), for the notice at the third.
+    failed: Mutex<HashMap<String, u32>>,
+    /// Where notices for a human go (`[notify]`); off unless the daemon sends them.
+    notices: Notices,
 }
+
+/// Failed wakes in a row after which a human is told (`[notify]`): one failure is often a
+/// moment (a pane mid-redraw); three mean the session needs someone.
+pub const FAILURES_NOTIFIED: u32 = 3;
 
 impl Gate {
     pub fn new(
@@ -122,7 +131,20 @@ impl Gate {
             owed: tokio::sync::Notify::new(),
             store,
             hold_limits,
+            failed: Mutex::new(HashMap::new()),
+            notices: Notices::off(),
         }
+    }
+
+    /// The gate with notices for a human going to `notices`.
+    pub fn with_notices(mut self, notices: Notices) -> Self {
+        self.notices = notices;
+        self
+    }
+
+    /// Where the features hand their notices for a human.
+    pub fn notices(&self) -> &Notices {
+        &self.notices
     }
 
     /// Whether usage limits are looked for and held (`[limits] enabled`).
@@ -265,6 +287,7 @@ impl Gate {
                     short(sid)
                 );
                 lock(&self.occupied).remove(sid);
+                lock(&self.failed).remove(sid);
                 self.failures.clear_prefix(&format!("{sid}:"));
                 let action = if injected.mux == "zellij" {
                     Action::Zellij
@@ -326,6 +349,19 @@ impl Gate {
                         "Wake injection failed for {} ({error}); spooled only",
                         short(sid)
                     );
+                }
+                let in_a_row = {
+                    let mut failed = lock(&self.failed);
+                    let times = failed.entry(sid.to_string()).or_insert(0);
+                    *times += 1;
+                    *times
+                };
+                if in_a_row == FAILURES_NOTIFIED {
+                    self.notices.send(notice::Notice::new(
+                        sid,
+                        NoticeKind::WakeFailing,
+                        format!("last: {error}"),
+                    ));
                 }
                 let action = match error {
                     InjectError::StalePane { .. } => Action::SpoolStalePane,

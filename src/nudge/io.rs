@@ -21,6 +21,7 @@ use crate::nudge::signals::FileStamp;
 use crate::nudge::{NudgeViews, NudgerConfig};
 use crate::rewind::restart::{Restart, RestartSettings};
 use crate::store::{Limit, NudgeState, Owed, Record, RewindFacts, Store, now_unix_ms, unix_ms};
+use crate::telemetry::notice::Notice;
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
@@ -92,6 +93,10 @@ pub trait NudgerIo: Send + Sync {
     fn owed_noted(&self) -> impl Future<Output = ()> + Send;
     /// Wall clock, unix ms.
     fn now_ms(&self) -> i64;
+    /// Tells a human (`[notify]`), if the daemon does; never waits.
+    fn notify(&self, notice: Notice) {
+        let _ = notice;
+    }
 }
 
 /// What `run` needs: the shared gate (and through it the injector and tmux), the ledger, the
@@ -286,6 +291,10 @@ impl NudgerIo for LiveIo {
             store,
             self.wake_dir.clone(),
         ));
+    }
+
+    fn notify(&self, notice: Notice) {
+        self.gate.notices().send(notice);
     }
 
     async fn record(&self, records: Vec<Record>) {

@@ -43,6 +43,7 @@ use crate::nudge::{Next, NudgeCount, NudgeView, NudgeViews, NudgerConfig};
 use crate::store::{
     Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Owed, Payment, Record, RewindWhy,
 };
+use crate::telemetry::notice::{Notice, NoticeKind};
 use crate::wakedir::target::PaneTarget;
 
 mod resume;
@@ -120,6 +121,8 @@ pub struct Nudger<I> {
     rewinds_taken: HashSet<(String, i64)>,
     /// The last snapshot failed because the tmux server is gone (not merely slow).
     tmux_gone: bool,
+    /// The limits (session, since) a human was told about in this run.
+    limits_told: HashSet<(String, i64)>,
 }
 
 impl<I: NudgerIo> Nudger<I> {
@@ -134,6 +137,7 @@ impl<I: NudgerIo> Nudger<I> {
             resume_due_ms: None,
             rewinds_taken: HashSet::new(),
             tmux_gone: false,
+            limits_told: HashSet::new(),
         }
     }
 
@@ -542,6 +546,11 @@ impl<I: NudgerIo> Nudger<I> {
                     unanswered = tracked.count.unanswered,
                     "session acknowledged idle: no more nudges until it shows activity"
                 );
+                self.io.notify(Notice::new(
+                    sid,
+                    NoticeKind::AcknowledgedIdle,
+                    format!("{} nudges unanswered", tracked.count.unanswered),
+                ));
             }
             records.push(Record::Nudge(NudgeState {
                 session_id: sid.to_owned(),

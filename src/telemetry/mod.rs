@@ -3,6 +3,7 @@
 //! histogram for `/hook`, and gauges computed at scrape time from the session status.
 
 pub(crate) mod logging;
+pub mod notice;
 pub mod warn;
 use std::sync::OnceLock;
 
@@ -18,6 +19,7 @@ pub const REJECTIONS: &str = "wakebridge_rejections_total";
 pub const ERRORS: &str = "wakebridge_errors_total";
 pub const HOOK_SECONDS: &str = "wakebridge_hook_duration_seconds";
 pub const LIMIT_RESUMES: &str = "wakebridge_limit_resumes_total";
+pub const NOTICES: &str = "wakebridge_notices_total";
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -139,6 +141,14 @@ where
     for outcome in LimitResume::ALL {
         metrics::counter!(LIMIT_RESUMES, "outcome" => outcome.as_str()).increment(0);
     }
+    for outcome in notice::NoticeOutcome::ALL {
+        metrics::counter!(NOTICES, "outcome" => outcome.as_str()).increment(0);
+    }
+}
+
+/// A notice for a human went out, was held back or was lost.
+pub fn notice_outcome(outcome: notice::NoticeOutcome) {
+    metrics::counter!(NOTICES, "outcome" => outcome.as_str()).increment(1);
 }
 
 pub fn hook_latency(seconds: f64) {

@@ -24,6 +24,7 @@ mod ledger;
 mod limits;
 mod manual;
 mod mux;
+mod notify;
 mod nudger;
 mod observability;
 mod openapi;

@@ -22,6 +22,7 @@ use wakebridge::rewind::restart::{Restart, RestartSettings};
 use wakebridge::store::{
     Limit, LimitSource, NudgeState, Owed, Payment, Record, RewindRow, RewindWhy, Store,
 };
+use wakebridge::telemetry::notice::{Notice, NoticeKind};
 use wakebridge::wakedir::target::PaneTarget;
 
 use crate::common;
@@ -53,6 +54,8 @@ struct World {
     menu_picks: Vec<String>,
     /// Restarts started, in order.
     restarts: Vec<Restart>,
+    /// Notices for a human, in order.
+    notices: Vec<Notice>,
 }
 
 /// The idle prompt, as the fake's capture shows it.
@@ -273,6 +276,19 @@ impl NudgerIo for FakeIo {
     fn now_ms(&self) -> i64 {
         START_MS + i64::try_from((Instant::now() - self.start).as_millis()).unwrap()
     }
+    fn notify(&self, notice: Notice) {
+        self.world.lock().unwrap().notices.push(notice);
+    }
+}
+
+/// The kinds of the notices told about `sid`, in order.
+fn notices(io: &FakeIo, sid: &str) -> Vec<NoticeKind> {
+    let w = io.world.lock().unwrap();
+    w.notices
+        .iter()
+        .filter(|n| n.session_id == sid)
+        .map(|n| n.kind)
+        .collect()
 }
 
 fn default_config() -> NudgerConfig {
@@ -511,6 +527,11 @@ async fn paused_clock_a_resume_that_works_lifts_the_hold_and_one_that_meets_the_
     tokio::time::sleep(Duration::from_secs(125)).await;
     assert_eq!(typed_texts(&io, "ok").len(), 1);
     assert_eq!(typed_texts(&io, "same").len(), 1);
+    // Told once when held (however many polls see it held), once when resumed.
+    assert_eq!(
+        notices(&io, "ok"),
+        [NoticeKind::UsageLimit, NoticeKind::Resumed]
+    );
     // `same` shows the very notice it showed before, as its latest word again: no new reset,
     // so the next try waits 5 min, not the 30 s settle.
     set_screen(&io, "same", &limit_screen("in 1m", false));
@@ -639,6 +660,7 @@ async fn paused_clock_idle_session_gets_doubling_gaps_then_falls_silent() {
     let view = views.borrow()["s1"].clone();
     assert!(view.acknowledged && view.unanswered == 5, "{view:?}");
     assert_eq!(view.next_nudge_at_ms, None);
+    assert_eq!(notices(&io, "s1"), [NoticeKind::AcknowledgedIdle]);
     let texts: Vec<String> = io
         .world
         .lock()

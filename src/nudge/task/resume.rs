@@ -19,6 +19,7 @@ use crate::nudge::io::NudgerIo;
 use crate::nudge::signals::{Observation, Verdict, classify};
 use crate::store::{Limit, LimitSeen, LimitSource, Record};
 use crate::telemetry::LimitResume;
+use crate::telemetry::notice::{Notice, NoticeKind};
 
 /// The `sender` of the rows of resume messages it types.
 pub const RESUME_SENDER: &str = "wakebridge-resume";
@@ -48,11 +49,15 @@ impl<I: NudgerIo> Nudger<I> {
         now_ms: i64,
     ) -> NudgeView {
         let local = jiff::tz::TimeZone::system();
-        let shown = format!(
-            "limited ({}) · {}",
-            limit.kind,
-            describe_reset(limit.resets_at_ms, now_ms, &local)
-        );
+        let reset = describe_reset(limit.resets_at_ms, now_ms, &local);
+        let shown = format!("limited ({}) · {reset}", limit.kind);
+        if self.limits_told.insert((sid.to_owned(), limit.since_ms)) {
+            self.io.notify(Notice::new(
+                sid,
+                NoticeKind::UsageLimit,
+                format!("{}, {reset}", limit.kind),
+            ));
+        }
         let config = self.config.limits.clone();
         let grace_ms = i64::try_from(config.grace.as_millis()).unwrap_or(i64::MAX);
         let due_ms = limit
@@ -232,6 +237,11 @@ impl<I: NudgerIo> Nudger<I> {
                 "resumed a session at its usage limit's reset"
             );
             crate::telemetry::limit_resume(LimitResume::Typed);
+            self.io.notify(Notice::new(
+                sid,
+                NoticeKind::Resumed,
+                format!("try {}", tries + 1),
+            ));
             records.push(Record::ResumeTried {
                 session_id: sid.to_owned(),
                 at_ms: done_ms,

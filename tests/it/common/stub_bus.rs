@@ -561,6 +561,7 @@ fn call_tool(state: &Mutex<BusState>, name: &str, arguments: Value) -> Value {
                 ),
             }
         }
+        "publish_event" => tool_result(json!({"event_id": state.calls.len(), "success": true})),
         other => tool_error(&format!("Unknown tool: '{other}'")),
     }
 }

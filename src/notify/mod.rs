@@ -1,0 +1,247 @@
+//! Telling a human (`[notify]`): which notices go out and in what words. It owns the settings'
+//! validation ([`NotifyConfig`]), the rate limit ([`RateLimit`]: one notice of a kind per
+//! session within `min_gap`, at most `max_per_hour` in all) and the message
+//! ([`message`]); all of it pure. Sending them (a webhook POST, a bus event) is [`task`]'s. The
+//! notices themselves come from the features through `telemetry::notice`.
+
+pub mod task;
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use crate::config::NotifySettings;
+use crate::telemetry::notice::{Notice, NoticeKind};
+
+/// The window `max_per_hour` counts over.
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// How a webhook takes the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The text as the body, `Title` and `Tags` headers (ntfy and friends).
+    Plain,
+    /// `{"text": "..."}` (Slack-compatible incoming webhooks).
+    Json,
+}
+
+/// `[notify]`, validated.
+#[derive(Debug, Clone)]
+pub struct NotifyConfig {
+    pub url: Option<url::Url>,
+    pub format: Format,
+    pub bus: bool,
+    pub min_gap: Duration,
+    pub max_per_hour: u32,
+}
+
+/// A `[notify]` setting that cannot work.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum NotifyError {
+    #[error(
+        "notify.url {url:?} is not an http(s) URL ({problem}); set it to a webhook such as \
+         https://ntfy.sh/<topic>, or empty to turn notifications off (WAKEBRIDGE_NOTIFY__URL)"
+    )]
+    Url { url: String, problem: String },
+    #[error(
+        "notify.format {0:?} is not a format: use \"plain\" or \"json\" (WAKEBRIDGE_NOTIFY__FORMAT)"
+    )]
+    Format(String),
+    #[error(
+        "notify.max_per_hour is 0, so nothing would ever be sent: use 1 or more, or empty notify.url and bus = false to turn notifications off"
+    )]
+    NoneAllowed,
+}
+
+impl NotifyConfig {
+    /// The settings as the sender uses them; `Ok(None)` when notifications are off.
+    pub fn from_settings(s: &NotifySettings) -> Result<Option<NotifyConfig>, NotifyError> {
+        let url = match s.url.trim() {
+            "" => None,
+            text => {
+                let bad = |problem: String| NotifyError::Url {
+                    url: text.to_owned(),
+                    problem,
+                };
+                let url = url::Url::parse(text).map_err(|e| bad(e.to_string()))?;
+                if !matches!(url.scheme(), "http" | "https") {
+                    return Err(bad(format!("scheme {}", url.scheme())));
+                }
+                Some(url)
+            }
+        };
+        let format = match s.format.trim() {
+            "plain" => Format::Plain,
+            "json" => Format::Json,
+            other => return Err(NotifyError::Format(other.to_owned())),
+        };
+        if url.is_none() && !s.bus {
+            return Ok(None);
+        }
+        if s.max_per_hour == 0 {
+            return Err(NotifyError::NoneAllowed);
+        }
+        Ok(Some(NotifyConfig {
+            url,
+            format,
+            bus: s.bus,
+            min_gap: s.min_gap,
+            max_per_hour: s.max_per_hour,
+        }))
+    }
+}
+
+/// Which notices may go out now.
+#[derive(Debug)]
+pub struct RateLimit {
+    min_gap: Duration,
+    max_per_hour: usize,
+    last: HashMap<(String, NoticeKind), Instant>,
+    sent: VecDeque<Instant>,
+}
+
+impl RateLimit {
+    pub fn new(min_gap: Duration, max_per_hour: u32) -> RateLimit {
+        RateLimit {
+            min_gap,
+            max_per_hour: max_per_hour as usize,
+            last: HashMap::new(),
+            sent: VecDeque::new(),
+        }
+    }
+
+    /// Whether `notice` may go out at `now`; if so it is counted as sent.
+    pub fn admit(&mut self, notice: &Notice, now: Instant) -> bool {
+        while self
+            .sent
+            .front()
+            .is_some_and(|at| now.duration_since(*at) >= HOUR)
+        {
+            self.sent.pop_front();
+        }
+        let key = (notice.session_id.clone(), notice.kind);
+        let too_soon = self
+            .last
+            .get(&key)
+            .is_some_and(|at| now.duration_since(*at) < self.min_gap);
+        if too_soon || self.sent.len() >= self.max_per_hour {
+            return false;
+        }
+        self.last.insert(key, now);
+        self.sent.push_back(now);
+        // Forget sessions whose gap has long passed, so the map does not grow with every id.
+        let gap = self.min_gap;
+        self.last
+            .retain(|_, at| now.duration_since(*at) < gap.max(HOUR));
+        true
+    }
+}
+
+/// The message's title and text: the session by its short id and project, what happened, and
+/// the detail (wakebridge's own words: never a bus event's payload).
+pub fn message(notice: &Notice, project: Option<&str>) -> (String, String) {
+    let short = notice.session_id.get(..8).unwrap_or(&notice.session_id);
+    let who = match project {
+        Some(project) => format!("{short} ({project})"),
+        None => short.to_owned(),
+    };
+    let what = match notice.kind {
+        NoticeKind::AcknowledgedIdle => "stopped answering nudges; left alone until it shows life",
+        NoticeKind::UsageLimit => "hit its usage limit; held until it resets",
+        NoticeKind::Checkpoint => "reached the checkpoint threshold of its context window",
+        NoticeKind::Resumed => "was resumed after its usage limit reset",
+        NoticeKind::WakeFailing => "could not be woken three times in a row",
+    };
+    let title = format!("wakebridge: {who}");
+    let text = if notice.detail.is_empty() {
+        format!("{who} {what}")
+    } else {
+        format!("{who} {what} ({})", notice.detail)
+    };
+    (title, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(url: &str, format: &str, bus: bool, max: u32) -> NotifySettings {
+        NotifySettings {
+            url: url.into(),
+            format: format.into(),
+            bus,
+            min_gap: Duration::from_secs(900),
+            max_per_hour: max,
+        }
+    }
+
+    #[test]
+    fn settings_turn_it_on_off_or_say_what_is_wrong() {
+        assert!(
+            NotifyConfig::from_settings(&settings("", "plain", false, 20))
+                .unwrap()
+                .is_none()
+        );
+        let on = NotifyConfig::from_settings(&settings("https://ntfy.sh/t", "json", false, 20))
+            .unwrap()
+            .unwrap();
+        assert_eq!(on.format, Format::Json);
+        assert!(
+            NotifyConfig::from_settings(&settings("", "plain", true, 20))
+                .unwrap()
+                .is_some_and(|c| c.url.is_none() && c.bus)
+        );
+        let e = NotifyConfig::from_settings(&settings("ftp://x", "plain", false, 20)).unwrap_err();
+        assert!(e.to_string().contains("WAKEBRIDGE_NOTIFY__URL"), "{e}");
+        assert!(NotifyConfig::from_settings(&settings("not a url", "plain", false, 20)).is_err());
+        assert_eq!(
+            NotifyConfig::from_settings(&settings("http://h/", "xml", false, 20)).unwrap_err(),
+            NotifyError::Format("xml".into())
+        );
+        assert_eq!(
+            NotifyConfig::from_settings(&settings("http://h/", "plain", false, 0)).unwrap_err(),
+            NotifyError::NoneAllowed
+        );
+    }
+
+    #[test]
+    fn one_notice_of_a_kind_per_session_per_gap_and_a_cap_an_hour() {
+        let mut limit = RateLimit::new(Duration::from_secs(900), 3);
+        let t0 = Instant::now();
+        let n = |sid: &str, kind| Notice::new(sid, kind, "");
+        assert!(limit.admit(&n("a", NoticeKind::UsageLimit), t0));
+        assert!(!limit.admit(
+            &n("a", NoticeKind::UsageLimit),
+            t0 + Duration::from_secs(60)
+        ));
+        assert!(limit.admit(&n("a", NoticeKind::Resumed), t0 + Duration::from_secs(61)));
+        assert!(limit.admit(
+            &n("b", NoticeKind::UsageLimit),
+            t0 + Duration::from_secs(62)
+        ));
+        // The cap: three in the hour already.
+        assert!(!limit.admit(
+            &n("c", NoticeKind::Checkpoint),
+            t0 + Duration::from_secs(63)
+        ));
+        // An hour on, room again, and the gap has passed.
+        let later = t0 + Duration::from_secs(3601);
+        assert!(limit.admit(&n("a", NoticeKind::UsageLimit), later));
+    }
+
+    #[test]
+    fn the_message_is_our_words_with_the_short_id_and_project() {
+        let notice = Notice::new(
+            "067fd316-8cc7-5cb1-861f-4d9d67ba7ee8",
+            NoticeKind::UsageLimit,
+            "resets 3pm",
+        );
+        let (title, text) = message(&notice, Some("wakebridge"));
+        assert_eq!(title, "wakebridge: 067fd316 (wakebridge)");
+        assert_eq!(
+            text,
+            "067fd316 (wakebridge) hit its usage limit; held until it resets (resets 3pm)"
+        );
+        let (_, bare) = message(&Notice::new("short", NoticeKind::WakeFailing, ""), None);
+        assert_eq!(bare, "short could not be woken three times in a row");
+    }
+}

@@ -1,0 +1,123 @@
+//! Notices for a human: the moments worth a push message (a session fell silent, hit its usage
+//! limit, reached the checkpoint threshold, was resumed, or could not be woken three times in a
+//! row) as the features that see them report them. [`Notices`] is the cheap handle they hold;
+//! it never blocks and does nothing when notifications are off. Sending, rate limiting and the
+//! words of the message are `notify`'s. A notice carries only wakebridge's own facts (ids,
+//! levels, times, error kinds), never a bus event's payload.
+
+use tokio::sync::mpsc;
+
+/// Notices queued for the sender, at most; beyond that they are dropped (and counted), since a
+/// stuck webhook must never hold a wake.
+const QUEUE: usize = 256;
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NoticeKind {
+    /// The nudger gave up on the session until it shows life.
+    AcknowledgedIdle,
+    /// The session is held at a usage limit.
+    UsageLimit,
+    /// The context window passed the checkpoint threshold.
+    Checkpoint,
+    /// The session was resumed after its usage limit reset.
+    Resumed,
+    /// Wakes failed for the session this many times in a row.
+    WakeFailing,
+}
+
+impl NoticeKind {
+    pub const ALL: [NoticeKind; 5] = [
+        NoticeKind::AcknowledgedIdle,
+        NoticeKind::UsageLimit,
+        NoticeKind::Checkpoint,
+        NoticeKind::Resumed,
+        NoticeKind::WakeFailing,
+    ];
+
+    /// The kebab-case name, in metrics labels and in the message's tag.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoticeKind::AcknowledgedIdle => "acknowledged-idle",
+            NoticeKind::UsageLimit => "usage-limit",
+            NoticeKind::Checkpoint => "checkpoint",
+            NoticeKind::Resumed => "resumed",
+            NoticeKind::WakeFailing => "wake-failing",
+        }
+    }
+}
+
+/// One notice: the session, what happened, and a short detail of our own words (a reset time,
+/// a percentage, an error kind).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub session_id: String,
+    pub kind: NoticeKind,
+    pub detail: String,
+}
+
+impl Notice {
+    pub fn new(session_id: &str, kind: NoticeKind, detail: impl Into<String>) -> Notice {
+        Notice {
+            session_id: session_id.to_owned(),
+            kind,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// Where features hand notices; a clone shares the queue. `Notices::off()` drops everything.
+#[derive(Debug, Clone, Default)]
+pub struct Notices(Option<mpsc::Sender<Notice>>);
+
+impl Notices {
+    /// Notifications off.
+    pub fn off() -> Notices {
+        Notices(None)
+    }
+
+    /// A handle and the queue it feeds.
+    pub fn channel() -> (Notices, mpsc::Receiver<Notice>) {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        (Notices(Some(tx)), rx)
+    }
+
+    /// Queues `notice` without waiting; a full or closed queue drops it.
+    pub fn send(&self, notice: Notice) {
+        if let Some(tx) = &self.0
+            && tx.try_send(notice).is_err()
+        {
+            super::notice_outcome(NoticeOutcome::Dropped);
+        }
+    }
+}
+
+/// How a notice ended: the `outcome` label of `wakebridge_notices_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeOutcome {
+    Sent,
+    /// Within the rate limit's gap, or past its hourly cap.
+    Limited,
+    /// The webhook or the bus did not take it.
+    Failed,
+    /// The queue was full.
+    Dropped,
+}
+
+impl NoticeOutcome {
+    pub const ALL: [NoticeOutcome; 4] = [
+        NoticeOutcome::Sent,
+        NoticeOutcome::Limited,
+        NoticeOutcome::Failed,
+        NoticeOutcome::Dropped,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoticeOutcome::Sent => "sent",
+            NoticeOutcome::Limited => "limited",
+            NoticeOutcome::Failed => "failed",
+            NoticeOutcome::Dropped => "dropped",
+        }
+    }
+}
