@@ -264,8 +264,8 @@ impl Target {
 }
 
 /// The running binary's absolute path, as a settings.json command names it.
-fn exe() -> Result<String, ClaudeError> {
-    let exe = std::env::current_exe().map_err(ClaudeError::Exe)?;
+fn exe(env: &Env) -> Result<String, ClaudeError> {
+    let exe = super::own_binary(env).map_err(ClaudeError::Exe)?;
     exe.to_str()
         .map(str::to_owned)
         .ok_or(ClaudeError::ExeNotUtf8(exe))
@@ -296,7 +296,7 @@ fn print_diff(text: &str) {
 
 fn install(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
     let target = Target::locate(env)?;
-    let exe = exe()?;
+    let exe = exe(env)?;
     let current = target.read()?;
     let current_bytes = current.as_ref().map(|(bytes, _)| bytes.as_slice());
     let refused = |source| ClaudeError::Refused {
@@ -393,7 +393,7 @@ fn uninstall(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
         );
         return Ok(());
     };
-    let exe = exe()?;
+    let exe = exe(env)?;
     let record = target.record();
     let untouched = record
         .as_ref()

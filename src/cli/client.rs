@@ -91,7 +91,7 @@ const CLEAR_SCREEN: &str = "\x1b[H\x1b[2J";
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `http://<host>:<port>` of the local daemon, from the configuration `serve` would use.
-pub(super) fn daemon_url(config: &Config, explicit: Option<&str>) -> String {
+pub(crate) fn daemon_url(config: &Config, explicit: Option<&str>) -> String {
     if let Some(url) = explicit {
         return url.trim_end_matches('/').to_string();
     }

@@ -158,10 +158,28 @@ pub fn main() -> ExitCode {
         Some(Command::Man(args)) => manual::man(&args),
         // No configuration needed: the settings file is where Claude Code's environment says.
         Some(Command::Claude(command)) => claude::run(&command, &Env::process()),
-        Some(Command::Service(command)) => with_config(resolved(None), |c| {
-            service::run(&command, c, cli.config.as_deref())
-        }),
+        Some(Command::Service(command)) => {
+            service::run(&command, resolved(None), cli.config.as_deref())
+        }
     }
+}
+
+/// The path to write where Claude Code's hooks and the service manager will start this binary:
+/// the `wakebridge` that PATH finds first when it is this very file (a Homebrew, Linuxbrew or
+/// Nix link outlives an upgrade, while `current_exe` names the versioned file behind it, which
+/// the next cleanup deletes), else `current_exe`.
+pub(crate) fn own_binary(env: &Env) -> std::io::Result<std::path::PathBuf> {
+    let exe = std::env::current_exe()?;
+    let real = std::fs::canonicalize(&exe).unwrap_or_else(|_| exe.clone());
+    let path = env.get("PATH").unwrap_or_default();
+    let first = std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join("wakebridge"))
+        .find(|candidate| candidate.is_file());
+    Ok(match first {
+        Some(found) if std::fs::canonicalize(&found).is_ok_and(|f| f == real) => found,
+        _ => exe,
+    })
 }
 
 /// Runs `verb` with the resolved configuration, or says what is wrong with it (exit 2).

@@ -31,7 +31,9 @@ pub fn is_full_id(id: &str) -> bool {
 }
 
 /// The id `given` names among `known`: itself when it is known or a full id, else the one known
-/// id it starts.
+/// full id it starts. Only full ids (the ones `status` shortens) are completed: a bus session
+/// may be named anything (`rawtest-1`), and `rawtest-1` must not become a known `rawtest-10`;
+/// so a given id that is not a prefix of a UUID goes to the daemon as typed.
 pub fn resolve(given: &str, known: &[&str]) -> Result<String, PrefixError> {
     if known.contains(&given) || is_full_id(given) {
         return Ok(given.to_owned());
@@ -39,11 +41,13 @@ pub fn resolve(given: &str, known: &[&str]) -> Result<String, PrefixError> {
     let mut matches: Vec<&str> = known
         .iter()
         .copied()
-        .filter(|id| !given.is_empty() && id.starts_with(given))
+        .filter(|id| is_full_id(id) && !given.is_empty() && id.starts_with(given))
         .collect();
     matches.sort_unstable();
     matches.dedup();
+    let uuid_like = given.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
     match matches.as_slice() {
+        [] if !uuid_like => Ok(given.to_owned()),
         [] => Err(PrefixError::NoMatch {
             given: given.to_owned(),
         }),
@@ -75,7 +79,6 @@ pub fn resolve(given: &str, known: &[&str]) -> Result<String, PrefixError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::glance::MIN_ID_CHARS;
 
     const A: &str = "a1b2c3d4-0000-4000-8000-000000000001";
     const B: &str = "a1b2ffee-0000-4000-8000-000000000002";
@@ -104,11 +107,11 @@ mod tests {
 
     #[test]
     fn no_match_says_where_to_look() {
-        let err = resolve("zz", &[A, B]).unwrap_err();
-        assert_eq!(err, PrefixError::NoMatch { given: "zz".into() });
+        let err = resolve("ee", &[A, B]).unwrap_err();
+        assert_eq!(err, PrefixError::NoMatch { given: "ee".into() });
         assert_eq!(
             err.to_string(),
-            "no session starts with \"zz\"; `wakebridge status --all` lists them"
+            "no session starts with \"ee\"; `wakebridge status --all` lists them"
         );
         assert!(matches!(
             resolve("", &[A]),
@@ -127,12 +130,23 @@ mod tests {
             err.to_string(),
             "\"a1b2\" matches a1b2c3d4\u{2026}, a1b2ffee\u{2026}; type more characters"
         );
-        let many: Vec<String> = (0..8).map(|i| format!("same-prefix-{i}")).collect();
+        let many: Vec<String> = (0..8)
+            .map(|i| format!("5a3e000{i}-0000-4000-8000-000000000000"))
+            .collect();
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
-        let err = resolve("same", &many).unwrap_err().to_string();
-        assert!(err.contains("same-prefix-0, same-prefix-1"), "{err}");
+        let err = resolve("5a3e", &many).unwrap_err().to_string();
+        assert!(err.contains("5a3e0000\u{2026}, 5a3e0001\u{2026}"), "{err}");
         assert!(err.contains("and 3 more"), "{err}");
-        assert!(MIN_ID_CHARS <= "same-prefix-0".len());
+    }
+
+    #[test]
+    fn a_bus_name_that_is_no_uuid_prefix_goes_as_typed() {
+        // Never completed to another session: the daemon answers for the name itself.
+        let known = ["rawtest-10", A];
+        assert_eq!(resolve("rawtest-1", &known).unwrap(), "rawtest-1");
+        assert_eq!(resolve("deploy-bot", &known).unwrap(), "deploy-bot");
+        // Known non-UUID names are still themselves.
+        assert_eq!(resolve("rawtest-10", &known).unwrap(), "rawtest-10");
     }
 
     #[test]

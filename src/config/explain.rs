@@ -60,20 +60,20 @@ pub fn explain(flags: &Flags, env: &Env) -> Result<Explained, ConfigError> {
     let (merged, file) = layered(flags.config.as_deref(), env)?;
     let from_file = file.as_deref().map(read_file).transpose()?;
     let mut settings = Vec::new();
-    leaves("", &merged, &mut |key, value| {
-        let variable = names::variable_of(&key);
+    leaves(&[], &merged, &mut |parts, value| {
+        let variable = names::variable_of(&parts.join("."));
         let origin = if env.get(&variable).is_some() {
             Origin::Env(variable)
         } else if from_file
             .as_ref()
-            .is_some_and(|t| lookup(t, &key).is_some())
+            .is_some_and(|t| lookup(t, parts).is_some())
         {
             Origin::File
         } else {
             Origin::Default
         };
         settings.push(Setting {
-            key,
+            key: toml_key(parts),
             value: value.to_string(),
             origin,
         });
@@ -86,7 +86,14 @@ pub fn explain(flags: &Flags, env: &Env) -> Result<Explained, ConfigError> {
             (None, None) => continue,
         };
         if let Some(setting) = settings.iter_mut().find(|s| s.key == source.key) {
-            setting.value = toml::Value::String(over.0).to_string();
+            // As the file would take it: the host list is an array there, the rest text.
+            setting.value = if source.key == "bridge.allowed_hosts" {
+                let hosts = over.0.split(',').map(str::trim).filter(|h| !h.is_empty());
+                toml::Value::Array(hosts.map(|h| toml::Value::String(h.into())).collect())
+                    .to_string()
+            } else {
+                toml::Value::String(over.0).to_string()
+            };
             setting.origin = over.1;
         }
     }
@@ -122,29 +129,48 @@ pub fn explain(flags: &Flags, env: &Env) -> Result<Explained, ConfigError> {
     })
 }
 
-/// Calls `each` with every leaf of `table` as a dotted key and its value.
-fn leaves(prefix: &str, table: &toml::Table, each: &mut dyn FnMut(String, &toml::Value)) {
+/// Calls `each` with every leaf of `table`: its key's parts and its value.
+fn leaves(prefix: &[String], table: &toml::Table, each: &mut dyn FnMut(&[String], &toml::Value)) {
     for (key, value) in table {
-        let path = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}.{key}")
-        };
+        let mut path = prefix.to_vec();
+        path.push(key.clone());
         match value {
             toml::Value::Table(inner) => leaves(&path, inner, each),
-            value => each(path, value),
+            value => each(&path, value),
         }
     }
 }
 
-/// The value at a dotted key.
-fn lookup<'a>(table: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
-    let mut parts = key.split('.');
-    let mut value = table.get(parts.next()?)?;
-    for part in parts {
+/// The value at a key's parts.
+fn lookup<'a>(table: &'a toml::Table, parts: &[String]) -> Option<&'a toml::Value> {
+    let (first, rest) = parts.split_first()?;
+    let mut value = table.get(first)?;
+    for part in rest {
         value = value.as_table()?.get(part)?;
     }
     Some(value)
+}
+
+/// A dotted TOML key: each part bare where TOML allows it, quoted otherwise (a model id with a
+/// dot, a message name with a space), so the line reads back as the same key.
+fn toml_key(parts: &[String]) -> String {
+    let bare = |part: &str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    parts
+        .iter()
+        .map(|part| {
+            if bare(part) {
+                part.clone()
+            } else {
+                toml::Value::String(part.clone()).to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 #[cfg(test)]
@@ -224,6 +250,19 @@ mod tests {
                 .derived
                 .contains(&("listens on", "127.0.0.1:9001".into()))
         );
+    }
+
+    #[test]
+    fn keys_that_are_not_bare_are_quoted() {
+        let parts = |p: &[&str]| p.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
+        assert_eq!(toml_key(&parts(&["bridge", "port"])), "bridge.port");
+        assert_eq!(
+            toml_key(&parts(&["context", "models", "claude-3.5-sonnet"])),
+            "context.models.\"claude-3.5-sonnet\""
+        );
+        let line = format!("{} = 1", toml_key(&parts(&["wake", "messages", "a b"])));
+        let read: toml::Table = toml::from_str(&line).unwrap();
+        assert!(read["wake"]["messages"].get("a b").is_some(), "{line}");
     }
 
     #[test]

@@ -482,16 +482,20 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
         (None, None) => b.allowed_hosts.clone(),
     };
 
-    // The reference variable wins; the file is read only without it.
-    let secret = match env.get(SECRET_ENV).filter(|s| !s.is_empty()) {
-        Some(value) => Some(Secret::new(value)),
-        None => match b.secret_file.trim() {
-            "" => None,
-            set => {
-                let path = absolute(set, "bridge.secret_file", "WAKEBRIDGE_BRIDGE__SECRET_FILE")?;
-                Some(secret::read(&path)?)
-            }
-        },
+    // The reference variable wins; the file is read only without it. Its path must be absolute
+    // either way: `service install` writes the secret there for a daemon that runs elsewhere.
+    let secret_file = match b.secret_file.trim() {
+        "" => None,
+        set => Some(absolute(
+            set,
+            "bridge.secret_file",
+            "WAKEBRIDGE_BRIDGE__SECRET_FILE",
+        )?),
+    };
+    let secret = match (env.get(SECRET_ENV).filter(|s| !s.is_empty()), secret_file) {
+        (Some(value), _) => Some(Secret::new(value)),
+        (None, Some(path)) => Some(secret::read(&path)?),
+        (None, None) => None,
     };
 
     let topology = topology::derive(topology::Inputs {

@@ -627,4 +627,10 @@ fn the_secret_comes_from_the_env_else_the_secret_file() {
     assert!(e.contains("chmod 600") && e.contains(&path), "{e}");
     let e = err(&[("WAKEBRIDGE_BRIDGE__SECRET_FILE", "relative/secret")]);
     assert!(e.contains("absolute"), "{e}");
+    // Relative is refused with the variable set too: `service install` writes the file there.
+    let e = err(&[
+        ("WAKEBRIDGE_BRIDGE__SECRET_FILE", "relative/secret"),
+        (SECRET_ENV, "from-env"),
+    ]);
+    assert!(e.contains("absolute"), "{e}");
 }

@@ -117,17 +117,24 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
+        let reject = RejectReason {
+            reason: self.reason(),
+            message: message.clone(),
+        };
         let mut response = (self.status(), Json(json!({ "error": message }))).into_response();
-        response
-            .extensions_mut()
-            .insert(RejectReason(self.reason()));
+        response.extensions_mut().insert(reject);
         response
     }
 }
 
-/// Marks a response as a rejection, for the log layer (`guards::log_rejections`).
-#[derive(Clone, Copy)]
-pub struct RejectReason(pub &'static str);
+/// Marks a response as a rejection, for the log layer (`guards::log_rejections`): the stable
+/// kebab-case reason (the metric's label, the rate limit's key) and the body's `error` text,
+/// which the log line says as the Python bridge's does.
+#[derive(Clone)]
+pub struct RejectReason {
+    pub reason: &'static str,
+    pub message: String,
+}
 
 #[cfg(test)]
 mod tests {

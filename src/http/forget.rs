@@ -49,11 +49,22 @@ pub async fn forget(
     };
     let sid = sid.to_string();
     let wake_dir = app.deliverer.spool().wake_dir().to_path_buf();
-    let (unmap_sid, force) = (sid.clone(), request.force);
-    // panes.json is read and rewritten under its lock: keep it off the request threads.
-    let unmapped = tokio::task::spawn_blocking(move || unmap(&wake_dir, &unmap_sid, force))
+    // Refused before anything changes; the ledger is forgotten first and the mapping last, so a
+    // ledger that fails leaves the session as it was, mapped and known.
+    let dir = wake_dir.clone();
+    let check_sid = sid.clone();
+    let mapped = tokio::task::spawn_blocking(move || mapped_panes(&dir).remove(&check_sid))
         .await
-        .map_err(|_| ApiError::Unavailable("reading panes.json failed".into()))??;
+        .map_err(|_| ApiError::Unavailable("reading panes.json failed".into()))?;
+    if let Some(target) = &mapped
+        && !request.force
+    {
+        return Err(ApiError::Conflict(format!(
+            "session {sid} is mapped to {target} in panes.json, so its agent may still run (its \
+             next hook would bring it back); end the agent first, or pass force \
+             (`wakebridge forget {sid} --force`) to unmap and forget it"
+        )));
+    }
     let known = app
         .deliverer
         .store()
@@ -63,6 +74,22 @@ pub async fn forget(
             tracing::warn!(error = %e, "could not forget a session in the ledger");
             ApiError::Unavailable("the ledger is not available; see the wakebridge log".into())
         })?;
+    let unmapped = mapped.is_some();
+    if unmapped {
+        // panes.json is rewritten under its lock: keep it off the request threads.
+        let unmap_sid = sid.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::wakedir::clear_entry(&wake_dir, &unmap_sid, None)
+        })
+        .await
+        .map_err(|_| ApiError::Unavailable("rewriting panes.json failed".into()))?
+        .map_err(|e| {
+            tracing::warn!(error = %e, "could not unmap a session being forgotten");
+            ApiError::Unavailable(format!(
+                "forgotten, but could not unmap {sid} from panes.json: {e}"
+            ))
+        })?;
+    }
     if known == 0 && !unmapped {
         return Err(ApiError::UnknownSession(format!(
             "no session {sid} in the ledger or panes.json; `wakebridge status --all` lists them"
@@ -77,23 +104,4 @@ pub async fn forget(
         Json(json!({"session_id": sid, "status": "forgotten", "unmapped": unmapped}))
             .into_response(),
     )
-}
-
-/// Refuses a mapped session without `force`; with it, unmaps it. True when it was unmapped.
-fn unmap(wake_dir: &std::path::Path, sid: &str, force: bool) -> Result<bool, ApiError> {
-    let Some(target) = mapped_panes(wake_dir).remove(sid) else {
-        return Ok(false);
-    };
-    if !force {
-        return Err(ApiError::Conflict(format!(
-            "session {sid} is mapped to {target} in panes.json, so its agent may still run (its \
-             next hook would bring it back); end the agent first, or pass force \
-             (`wakebridge forget {sid} --force`) to unmap and forget it"
-        )));
-    }
-    crate::wakedir::clear_entry(wake_dir, sid, None).map_err(|e| {
-        tracing::warn!(error = %e, "could not unmap a session being forgotten");
-        ApiError::Unavailable(format!("could not unmap {sid} from panes.json: {e}"))
-    })?;
-    Ok(true)
 }

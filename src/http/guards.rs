@@ -53,14 +53,15 @@ pub async fn log_rejections(
 ) -> Response {
     let path = request.uri().path().to_string();
     let response = next.run(request).await;
-    if let Some(reason) = response.extensions().get::<RejectReason>() {
-        crate::telemetry::rejected(reason.0);
+    if let Some(reject) = response.extensions().get::<RejectReason>() {
+        let reason = reject.reason;
+        crate::telemetry::rejected(reason);
         // The Host guard logs its own rejection with the allowlist and the fix.
-        if reason.0 == "host" {
+        if reason == "host" {
             return response;
         }
         let status = response.status().as_u16();
-        warn_limited!(app.rejections, reason.0, path = %path, status, reason = reason.0, "rejected request: {}", reason.0);
+        warn_limited!(app.rejections, reason, path = %path, status, reason, "rejected request: {}", reject.message);
     }
     response
 }

@@ -500,8 +500,10 @@ fn a_moved_binary_updates_its_entries_and_uninstall_still_restores_exactly() {
     common::arm_test_timeout();
     let machine = Machine::with(USERS_OWN);
     machine.ok(&["install"]);
-    // The same binary at a new place with a space in it (a hard link: no 170 MB copy).
-    let moved_dir = machine.root.path().join("new place");
+    // The same binary at a new place with a space in it (a hard link: no 170 MB copy, and so
+    // on the target dir's file system, which a tmpfs /tmp is not).
+    let target_tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
+    let moved_dir = target_tmp.path().join("new place");
     std::fs::create_dir_all(&moved_dir).expect("dir");
     let moved = moved_dir.join("wakebridge");
     std::fs::hard_link(EXE, &moved).expect("link the binary");
@@ -531,4 +533,54 @@ fn a_moved_binary_updates_its_entries_and_uninstall_still_restores_exactly() {
     assert_eq!(commands(&settings, "Stop")[0], "say done");
     run_moved("uninstall");
     assert_eq!(machine.bytes().as_deref(), Some(USERS_OWN.as_bytes()));
+}
+
+#[test]
+fn the_path_written_is_the_link_path_finds_not_the_versioned_file_behind_it() {
+    common::arm_test_timeout();
+    // As Homebrew or Nix install it: bin/wakebridge, a link to a versioned file.
+    let machine = Machine::new();
+    let bin = machine.root.path().join("brew/bin");
+    std::fs::create_dir_all(&bin).expect("bin dir");
+    let link = bin.join("wakebridge");
+    std::os::unix::fs::symlink(EXE, &link).expect("link");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = machine
+        .command(&["claude", "install"])
+        .env("PATH", &path)
+        .output()
+        .expect("install");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let settings = machine.value();
+    let hook = format!("{} hook", link.display());
+    assert_eq!(commands(&settings, "Stop"), [hook]);
+    // A wakebridge first on PATH that is another binary is not taken for this one.
+    let other = machine.root.path().join("other/bin");
+    std::fs::create_dir_all(&other).expect("dir");
+    std::fs::write(other.join("wakebridge"), "#!/bin/sh\n").expect("other binary");
+    let machine = Machine::new();
+    let path = format!(
+        "{}:{}",
+        other.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = machine
+        .command(&["claude", "install"])
+        .env("PATH", &path)
+        .output()
+        .expect("install");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(commands(&machine.value(), "Stop"), [our_hook()]);
 }

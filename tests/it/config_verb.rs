@@ -26,6 +26,12 @@ fn config_shows_each_origin_and_reads_back_as_the_same_configuration() {
     let env = [
         ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "7m"),
         ("AGENT_EVENT_BUS_BRIDGE_SECRET", "do-not-print-me"),
+        // A list in a variable; an array in the file.
+        (
+            "AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS",
+            "proxy.example,10.0.0.5:8082",
+        ),
+        ("WAKEBRIDGE_CONTEXT__MODELS__CLAUDE_X", "300000"),
     ];
     let first = run(root.path(), &env, &["config", "--port", "9011"]);
     assert!(first.status.success(), "{first:?}");
@@ -51,6 +57,10 @@ fn config_shows_each_origin_and_reads_back_as_the_same_configuration() {
         )
     );
     assert_eq!(origin("bridge.port").1, "flag --port");
+    assert_eq!(
+        origin("bridge.allowed_hosts").0,
+        "bridge.allowed_hosts = [\"proxy.example\", \"10.0.0.5:8082\"]"
+    );
     assert_eq!(origin("nudger.poll_interval").1, "default");
 
     // The output is a TOML file: given back as --config, every value is the same, now from it.

@@ -252,9 +252,17 @@ async fn wake_takes_a_unique_prefix_and_names_an_ambiguous_one() {
         "{}",
         stderr(&ambiguous)
     );
-    let none = cli(&server, &["wake", "zz"]).await;
+    let none = cli(&server, &["wake", "ee"]).await;
     assert_eq!(none.status.code(), Some(2));
-    assert!(stderr(&none).contains("no session starts with \"zz\""));
+    assert!(stderr(&none).contains("no session starts with \"ee\""));
+    // A bus name that is no UUID's prefix goes to /wake as typed, never completed to another.
+    let named = cli(&server, &["wake", "deploy-bot"]).await;
+    assert_eq!(
+        stdout(&named).trim(),
+        "deploy-bot: spool-unmapped",
+        "{}",
+        stderr(&named)
+    );
     // A full id the daemon never saw goes to /wake unchanged.
     let unknown = "deadbeef-0000-4000-8000-00000000000f";
     let full = cli(&server, &["wake", unknown]).await;

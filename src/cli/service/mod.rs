@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::config::{self, Config, SECRET_ENV};
+use crate::cli::client::daemon_url;
+use crate::config::{self, Config, ConfigError, SECRET_ENV};
 use crate::deadline::Deadline;
 use crate::env::Env;
 use manager::{Manager, State};
@@ -117,12 +118,23 @@ impl ServiceError {
 }
 
 /// `wakebridge service ...`; `config_flag` is the global `--config`, when given.
-pub fn run(command: &ServiceCommand, config: &Config, config_flag: Option<&Path>) -> ExitCode {
+/// Runs a `service` verb. Only `install` needs the configuration to resolve: `uninstall` and
+/// `status` must work precisely when it does not (a secret file gone, a bad setting: what the
+/// daemon's exit 2 reports).
+pub fn run(
+    command: &ServiceCommand,
+    config: Result<Config, ConfigError>,
+    config_flag: Option<&Path>,
+) -> ExitCode {
     let env = Env::process();
-    let result = match command {
-        ServiceCommand::Install(args) => install(args, config, config_flag, &env),
-        ServiceCommand::Uninstall(args) => uninstall(platform(args), &env),
-        ServiceCommand::Status(args) => status(platform(args), config, &env),
+    let result = match (command, &config) {
+        (ServiceCommand::Install(args), Ok(config)) => install(args, config, config_flag, &env),
+        (ServiceCommand::Install(_), Err(e)) => {
+            crate::errln!("wakebridge service: {e}");
+            return ExitCode::from(2);
+        }
+        (ServiceCommand::Uninstall(args), _) => uninstall(platform(args), &env),
+        (ServiceCommand::Status(args), config) => status(platform(args), config.as_ref(), &env),
     };
     result.unwrap_or_else(|e| {
         crate::errln!("wakebridge service: {e}");
@@ -133,6 +145,10 @@ pub fn run(command: &ServiceCommand, config: &Config, config_flag: Option<&Path>
 fn platform(arg: &PlatformArg) -> Platform {
     arg.platform.unwrap_or_else(Platform::native)
 }
+
+/// Where `status` looks for the daemon when the configuration does not resolve: the default
+/// listener.
+const DEFAULT_URL: &str = "http://127.0.0.1:8082";
 
 /// Where a platform's files go.
 struct Locations {
@@ -292,7 +308,7 @@ fn install(
         source,
     })?;
     let locations = Locations::of(platform, env)?;
-    let exe = std::env::current_exe().map_err(ServiceError::NoExe)?;
+    let exe = crate::cli::own_binary(env).map_err(ServiceError::NoExe)?;
     let config_path = config_flag
         .map(|path| {
             std::fs::canonicalize(path).map_err(|source| ServiceError::ConfigPath {
@@ -391,7 +407,7 @@ fn install(
                 await_unloaded(&manager).await;
             }
         }
-        let url = daemon_url(config);
+        let url = daemon_url(config, None);
         let deadline = Deadline::after(wait);
         match await_new_instance(&manager, &url, deadline).await {
             Ok(health) => {
@@ -466,18 +482,6 @@ impl Health {
 }
 
 /// `http://<host>:<port>` of the daemon the configuration describes.
-fn daemon_url(config: &Config) -> String {
-    let ip = config.bind_addr();
-    let host = if ip.is_unspecified() {
-        "127.0.0.1".to_string()
-    } else if ip.is_ipv6() {
-        format!("[{ip}]")
-    } else {
-        ip.to_string()
-    };
-    format!("http://{host}:{}", config.port)
-}
-
 async fn health(url: &str) -> Result<Health, String> {
     let client = reqwest::Client::builder()
         .timeout(HEALTH_TIMEOUT)
@@ -605,11 +609,21 @@ fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn status(platform: Platform, config: &Config, env: &Env) -> Result<ExitCode, ServiceError> {
+fn status(
+    platform: Platform,
+    config: Result<&Config, &ConfigError>,
+    env: &Env,
+) -> Result<ExitCode, ServiceError> {
     let locations = Locations::of(platform, env)?;
     let installed = locations.file.exists();
     let manager = Manager::new(platform);
-    let url = daemon_url(config);
+    let url = match config {
+        Ok(config) => daemon_url(config, None),
+        Err(e) => {
+            crate::outln!("config: {e}");
+            DEFAULT_URL.to_string()
+        }
+    };
     let rt = runtime()?;
     let (state, answer) = rt.block_on(async { (manager.state().await, health(&url).await) });
     let kind = match platform {
