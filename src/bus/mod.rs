@@ -13,6 +13,8 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{Map, Value, json};
 
+use crate::wire::json_kind;
+
 /// Per-call budget, the reference bridge's: a healthy bus answers in ~5 ms, so 10 s only ever
 /// expires on a hung bus, and a single call can never hold a caller for longer than that.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -212,7 +214,7 @@ impl BusClient {
                 }
                 Err(BusError::unusable(
                     TOOL,
-                    format!("expected a list of webhooks, got {}", kind_of(&other)),
+                    format!("expected a list of webhooks, got {}", json_kind(&other)),
                 ))
             }
         }
@@ -347,7 +349,7 @@ pub fn unwrap_tool_result(tool: &str, envelope: Value) -> Result<Value, BusError
     let Value::Object(mut envelope) = envelope else {
         return Err(unusable(format!(
             "expected a JSON-RPC object, got {}",
-            kind_of(&envelope)
+            json_kind(&envelope)
         )));
     };
     if let Some(error) = envelope.get("error") {
@@ -429,17 +431,6 @@ fn content_texts(result: &Map<String, Value>) -> String {
                 .join("\n")
         })
         .unwrap_or_default()
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
 }
 
 fn clip(text: &str) -> String {

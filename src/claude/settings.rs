@@ -13,6 +13,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::wire::json_kind;
+
 use super::hooks::{SETTINGS_HOOK_TIMEOUT_SECS, WIRED_EVENTS};
 
 /// The settings file's name inside Claude Code's config dir.
@@ -285,7 +287,7 @@ fn parse(current: Option<&[u8]>) -> Result<Map<String, Value>, SettingsError> {
     })?;
     let Value::Object(mut root) = value else {
         return Err(SettingsError::RootNotObject {
-            found: kind_of(&value),
+            found: json_kind(&value),
         });
     };
     if root.contains_key("hooks") {
@@ -312,7 +314,7 @@ fn check_groups(event: &str, groups: &Value) -> Result<(), SettingsError> {
     let Value::Array(list) = groups else {
         return Err(SettingsError::EventNotArray {
             event: event.to_owned(),
-            found: kind_of(groups),
+            found: json_kind(groups),
         });
     };
     for (index, group) in list.iter().enumerate() {
@@ -322,16 +324,16 @@ fn check_groups(event: &str, groups: &Value) -> Result<(), SettingsError> {
             detail,
         };
         let Value::Object(group) = group else {
-            return Err(shape(format!("it is {}", kind_of(group))));
+            return Err(shape(format!("it is {}", json_kind(group))));
         };
         let Some(Value::Array(entries)) = group.get("hooks") else {
-            let found = group.get("hooks").map_or("missing", kind_of);
+            let found = group.get("hooks").map_or("missing", json_kind);
             return Err(shape(format!("its \"hooks\" is {found}")));
         };
         if let Some((at, entry)) = entries.iter().enumerate().find(|(_, e)| !e.is_object()) {
             return Err(shape(format!(
                 "its \"hooks\"[{at}] is {}, not an object",
-                kind_of(entry)
+                json_kind(entry)
             )));
         }
     }
@@ -342,7 +344,7 @@ fn hooks_mut(root: &mut Map<String, Value>) -> Result<&mut Map<String, Value>, S
     match root.get_mut("hooks") {
         Some(Value::Object(hooks)) => Ok(hooks),
         Some(other) => Err(SettingsError::HooksNotObject {
-            found: kind_of(other),
+            found: json_kind(other),
         }),
         // Callers check the key first; an absent one reads as not an object all the same.
         None => Err(SettingsError::HooksNotObject { found: "missing" }),
@@ -359,7 +361,7 @@ fn statusline_mut(line: &mut Value) -> Result<&mut Map<String, Value>, SettingsE
             (_, Some(Value::String(_))) => Some("an object without \"type\": \"command\"".into()),
             _ => Some("an object without a string \"command\"".into()),
         },
-        other => Some(kind_of(other).to_owned()),
+        other => Some(json_kind(other).to_owned()),
     };
     match (found, line) {
         (None, Value::Object(map)) => Ok(map),
@@ -399,17 +401,6 @@ fn has_ours(root: &Map<String, Value>, ours: &Ours) -> bool {
             })
         });
     line || hook
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// The text Claude Code itself writes: 2-space indentation and a trailing newline.

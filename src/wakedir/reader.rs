@@ -11,6 +11,8 @@ use crate::telemetry::warn::Warnings;
 use crate::wakedir::panes::{PANES_FILE, parse_target};
 use crate::wakedir::target::PaneTarget;
 use serde_json::Value;
+
+use crate::wire::json_kind;
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -162,17 +164,6 @@ fn fail(warned: &Warnings, condition: Condition, session_id: &str, detail: &str)
         condition,
         level,
         detail: detail.to_owned(),
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
