@@ -21,6 +21,7 @@ use wakebridge::env::Env;
 use wakebridge::mux::{Injector, MuxConfig};
 use wakebridge::spool::{self, Spool};
 use wakebridge::store::{LimitSource, Record, SessionSeen, Store, now_unix_ms};
+use wakebridge::telemetry::notice::{Notice, NoticeKind, Notices};
 use wakebridge::wakedir;
 use wakebridge::wakedir::target::PaneTarget;
 
@@ -65,6 +66,8 @@ struct Rig {
     view: Arc<ContextView>,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// The notices for a human the gate was handed.
+    notices: tokio::sync::mpsc::Receiver<Notice>,
 }
 
 impl Rig {
@@ -83,14 +86,18 @@ impl Rig {
         std::fs::create_dir_all(claude_dir.join("projects").join("-work-proj"))?;
         let injector = Arc::new(Injector::new(&mux));
         let store = Store::open(&root.path().join("ledger.db"))?;
-        let gate = Arc::new(Gate::new(
-            wake_dir.clone(),
-            config.busy_ttl,
-            Duration::ZERO,
-            injector,
-            store.clone(),
-            true,
-        ));
+        let (notices, queue) = Notices::channel();
+        let gate = Arc::new(
+            Gate::new(
+                wake_dir.clone(),
+                config.busy_ttl,
+                Duration::ZERO,
+                injector,
+                store.clone(),
+                true,
+            )
+            .with_notices(notices),
+        );
         let deliverer = Deliverer::new(
             Spool::open(wake_dir.clone(), store.clone())?,
             Backend::Mux,
@@ -109,6 +116,7 @@ impl Rig {
             view: Arc::default(),
             shutdown: CancellationToken::new(),
             task: None,
+            notices: queue,
         })
     }
 
@@ -233,6 +241,20 @@ async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
     append(&transcript, &assistant(172_000))?;
     let both = wrap_up(76) + &checkpoint(86);
     wait_until("checkpoint typed", || recorded(&record) == both).await?;
+    // A human is told at the checkpoint (only there: the wrap-up before it told nobody).
+    let mut told = Vec::new();
+    wait_until("the checkpoint notice", || {
+        while let Ok(notice) = rig.notices.try_recv() {
+            told.push(notice);
+        }
+        !told.is_empty()
+    })
+    .await?;
+    assert_eq!(
+        told.iter().map(|n| n.kind).collect::<Vec<_>>(),
+        [NoticeKind::Checkpoint]
+    );
+    assert_eq!(told[0].session_id, SID);
 
     // A compaction re-arms both levels; the next crossing comes while a turn runs.
     wakedir::set_busy(&rig.wake_dir, SID)?;

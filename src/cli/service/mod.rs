@@ -329,10 +329,16 @@ fn install(
     let manager = Manager::new(platform);
     let rt = runtime()?;
     let before = rt.block_on(manager.state());
-    let running = before.as_ref().is_ok_and(|s| match manager {
-        Manager::Systemd => s.state.starts_with("active") || s.state.starts_with("activating"),
-        Manager::Launchd { .. } => s.loaded,
-    });
+    let running = match (&before, &manager) {
+        (Ok(s), Manager::Systemd) => {
+            s.state.starts_with("active") || s.state.starts_with("activating")
+        }
+        (Ok(s), Manager::Launchd { .. }) => s.loaded,
+        // Unknown: systemd's restart starts a stopped unit too, and never leaves an old instance
+        // answering for the new one; launchd's bootout of a label not loaded would fail.
+        (Err(_), Manager::Systemd) => true,
+        (Err(_), Manager::Launchd { .. }) => false,
+    };
     let commands = manager.load_commands(&locations.file, running);
     let file = locations.file.display();
 
