@@ -190,7 +190,7 @@ async fn request_async(
 /// The one place a user's session id is resolved: a full id as given, else the session the
 /// daemon knows whose id it starts (`prefix::resolve`); `None` once the reason is printed as
 /// `wakebridge <verb>: ...`.
-fn resolve_id(config: &Config, verb: &str, base: &str, given: &str) -> Option<String> {
+pub(crate) fn resolve_id(config: &Config, verb: &str, base: &str, given: &str) -> Option<String> {
     if prefix::is_full_id(given) {
         return Some(given.to_owned());
     }

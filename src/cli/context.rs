@@ -52,7 +52,8 @@ pub struct StatuslineArgs {
 /// `wakebridge context`: print a session's context figures.
 #[derive(Debug, Clone, Args)]
 pub struct ContextArgs {
-    /// Session id; its transcript is looked up under the Claude Code config dirs.
+    /// Session id, or a unique prefix of one (as `status` shows it); its transcript is looked up
+    /// under the Claude Code config dirs.
     #[arg(long, required_unless_present = "transcript")]
     pub session: Option<String>,
     /// Transcript file to read (takes precedence over the lookup).
@@ -67,6 +68,9 @@ pub struct ContextArgs {
     /// How old a status-line feed may be and still be preferred [default: context.feed_max_age]
     #[arg(long, value_parser = crate::config::duration::parse)]
     pub feed_max_age: Option<Duration>,
+    /// The daemon's base URL, asked when --session is a prefix [default: from the configuration]
+    #[arg(long)]
+    pub url: Option<String>,
 }
 
 /// Runs `wakebridge statusline`: always prints a line and exits 0 (a failing statusLine command
@@ -218,7 +222,23 @@ pub fn run_context(args: &ContextArgs, config: &Config) -> ExitCode {
         );
         return ExitCode::from(EXIT_USAGE);
     }
-    let session_id = args.session.clone().or_else(|| {
+    let dirs: Vec<PathBuf> = config.paths.claude.iter().map(|c| c.dir.clone()).collect();
+    // A prefix (as `status` shows ids) names its session through the daemon; a full id, or one
+    // whose transcript is here, needs no daemon at all.
+    let session = match &args.session {
+        Some(sid)
+            if !crate::cli::prefix::is_full_id(sid)
+                && find_transcript_in(&dirs, sid, None).is_none() =>
+        {
+            let base = crate::cli::client::daemon_url(config, args.url.as_deref());
+            match crate::cli::client::resolve_id(config, "context", &base, sid) {
+                Some(id) => Some(id),
+                None => return ExitCode::from(EXIT_USAGE),
+            }
+        }
+        other => other.clone(),
+    };
+    let session_id = session.or_else(|| {
         args.transcript
             .as_deref()
             .and_then(Path::file_stem)
@@ -235,10 +255,7 @@ pub fn run_context(args: &ContextArgs, config: &Config) -> ExitCode {
         .or_else(|| feed.as_ref().and_then(|f| f.transcript_path.clone()));
     let transcript = match (&args.transcript, &session_id) {
         (Some(path), _) => Some(path.clone()),
-        (None, Some(sid)) => {
-            let dirs: Vec<PathBuf> = config.paths.claude.iter().map(|c| c.dir.clone()).collect();
-            find_transcript_in(&dirs, sid, hint.as_deref())
-        }
+        (None, Some(sid)) => find_transcript_in(&dirs, sid, hint.as_deref()),
         (None, None) => None,
     };
     let reading = match &transcript {

@@ -342,3 +342,48 @@ async fn rewind_takes_a_unique_prefix_of_a_mapped_session() {
     assert_eq!(ambiguous.status.code(), Some(2));
     assert!(stderr(&ambiguous).contains("type more characters"));
 }
+
+#[tokio::test]
+async fn context_takes_a_prefix_through_the_daemon_and_a_full_id_without_it() {
+    common::arm_test_timeout();
+    let server = TestServer::start(&[]).await;
+    let root = server.root.path();
+    three_agents(root);
+    let project = root.join("home/.claude/projects/-home-me-src-wakebridge");
+    std::fs::create_dir_all(&project).expect("projects dir");
+    let usage = format!(
+        r#"{{"type":"assistant","sessionId":"{WORKING}","requestId":"r","message":{{"id":"m","role":"assistant","model":"claude-sonnet-4-5","usage":{{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":99990,"output_tokens":5}}}},"uuid":"a","timestamp":"2026-11-30T09:00:02.100Z"}}"#
+    );
+    std::fs::write(project.join(format!("{WORKING}.jsonl")), usage + "\n").expect("transcript");
+    let by_prefix = cli(&server, &["context", "--session", "a1b2c", "--json"]).await;
+    assert!(by_prefix.status.success(), "{}", stderr(&by_prefix));
+    let figures: serde_json::Value = serde_json::from_str(&stdout(&by_prefix)).expect("JSON");
+    assert_eq!(figures["session_id"], WORKING, "{figures}");
+    assert_eq!(figures["used_tokens"], 100_000, "{figures}");
+    let ambiguous = cli(&server, &["context", "--session", "a1b2"]).await;
+    assert_eq!(ambiguous.status.code(), Some(2));
+    assert!(
+        stderr(&ambiguous).contains("type more characters"),
+        "{}",
+        stderr(&ambiguous)
+    );
+    // A full id needs no daemon: pointed at nothing, it still reads the transcript.
+    let offline = tokio::task::spawn_blocking({
+        let root = root.to_path_buf();
+        move || {
+            binary(&root, &[])
+                .args([
+                    "context",
+                    "--session",
+                    WORKING,
+                    "--url",
+                    "http://127.0.0.1:9",
+                ])
+                .output()
+                .expect("run")
+        }
+    })
+    .await
+    .expect("join");
+    assert!(offline.status.success(), "{}", stderr(&offline));
+}
