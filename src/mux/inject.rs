@@ -269,9 +269,13 @@ pub async fn guarded_inject<M: Mux>(
     deadline: Deadline,
 ) -> Result<&'static str, InjectError> {
     let mut state = mux.check_pane(pane, deadline).await?;
+    // Whether the pane showed a prompt line before the typing: then a read without one is a
+    // glitch to read past, not a screen to give up on.
+    let mut prompt_shown = false;
     if state == PaneState::Live
         && let Some(screen) = mux.screen(pane, deadline).await?
     {
+        prompt_shown = shows_prompt_line(&screen);
         if !text.resumes_a_limit() {
             if let Some(notice) = limits::on_screen(&screen) {
                 return Err(InjectError::Limited(notice));
@@ -300,7 +304,10 @@ pub async fn guarded_inject<M: Mux>(
     }
     mux.type_text(pane, text, Deadline::after(left - submit_delay))
         .await?;
-    let shown = watch_prompt(mux, pane, submit_delay, |input| shows_all(text, input)).await;
+    let shown = watch_prompt(mux, pane, submit_delay, prompt_shown, |input| {
+        shows_all(text, input)
+    })
+    .await;
     mux.submit(pane, deadline).await?;
     // Confirmed wherever a prompt line can be read, also when the text had not shown yet (a
     // slow TUI): it may show only now, and must then leave.
@@ -376,7 +383,7 @@ async fn confirm_submitted<M: Mux>(
     // Read and set only by this task, but the future must be Send.
     let seen = std::sync::atomic::AtomicBool::new(seen);
     for (again, within) in [(true, CONFIRM_WAIT), (false, LAST_CONFIRM_WAIT)] {
-        let gone = watch_prompt(mux, pane, within, |input| {
+        let gone = watch_prompt(mux, pane, within, true, |input| {
             let holds = still_holds(text, input);
             let was_seen = seen.fetch_or(holds, Ordering::Relaxed) || holds;
             was_seen && !holds
@@ -395,37 +402,44 @@ async fn confirm_submitted<M: Mux>(
 
 /// Reads the prompt line every [`READ_GAP`] until `wanted` holds for it (`Some(true)`) or
 /// `within` has passed (`Some(false)`). `None`, after sleeping out `within`, when the screen
-/// shows no prompt line at all or cannot be read. A read that failed is tried again while the
-/// window lasts: one lost reply (zellij's client under load) must not end the watch, or a
-/// dropped Enter would be taken for a submit.
+/// cannot be read or shows no prompt line (a dialog took it, or this TUI has none): nothing
+/// either way. A read that failed is tried again while the window lasts, and so is one without a
+/// prompt line where the pane is known to show one (`prompt_shown`): a lost reply (zellij's
+/// client under load) or a frame caught mid-redraw must not end the watch, or a dropped Enter
+/// would be taken for a submit. The last read decides.
 async fn watch_prompt<M: Mux>(
     mux: &M,
     pane: &M::Pane,
     within: Duration,
+    prompt_shown: bool,
     wanted: impl Fn(Option<&str>) -> bool,
 ) -> Option<bool> {
     let until = Deadline::after(within);
     loop {
-        let read = mux.screen(pane, until).await;
-        let screen = match read {
-            Ok(Some(screen)) if screen.lines().any(|line| screen::input(line).is_some()) => screen,
-            Err(_) if until.remaining() > READ_GAP => {
-                tokio::time::sleep(READ_GAP).await;
-                continue;
+        let prompt = match mux.screen(pane, until).await {
+            Ok(Some(screen)) if shows_prompt_line(&screen) => {
+                if wanted(screen::draft(&screen).as_deref()) {
+                    return Some(true);
+                }
+                true
             }
-            _ => {
+            Err(_) => false,
+            Ok(Some(_)) if prompt_shown => false,
+            Ok(_) => {
                 tokio::time::sleep_until(until.instant()).await;
                 return None;
             }
         };
-        if wanted(screen::draft(&screen).as_deref()) {
-            return Some(true);
-        }
         if until.remaining() <= READ_GAP {
-            return Some(false);
+            return prompt.then_some(false);
         }
         tokio::time::sleep(READ_GAP).await;
     }
+}
+
+/// Whether `screen` has a line Claude Code's prompt could be on.
+fn shows_prompt_line(screen: &str) -> bool {
+    screen.lines().any(|line| screen::input(line).is_some())
 }
 
 /// The prompt line shows the whole of `text`: all of it, or (wrapped) its first line, ending
@@ -489,6 +503,11 @@ mod tests {
         typed_at: StdMutex<Option<Instant>>,
         /// Reads after an Enter that fail, as zellij's do when its client loses the reply.
         lost_reads: StdMutex<u32>,
+        /// Reads after the typing that show no prompt line: an empty dump (zellij losing the
+        /// reply) or a frame caught mid-redraw.
+        blank_reads: StdMutex<u32>,
+        /// From the first Enter on, the screen shows no prompt line (something took it over).
+        promptless_after_enter: bool,
         entered: std::sync::atomic::AtomicBool,
     }
 
@@ -504,6 +523,8 @@ mod tests {
                 echo_delay: Duration::ZERO,
                 typed_at: StdMutex::new(None),
                 lost_reads: StdMutex::new(0),
+                blank_reads: StdMutex::new(0),
+                promptless_after_enter: false,
                 entered: std::sync::atomic::AtomicBool::new(false),
             }
         }
@@ -568,6 +589,15 @@ mod tests {
                 });
             }
             drop(lost);
+            let mut blank = self.blank_reads.lock().unwrap();
+            if self.typed_at.lock().unwrap().is_some() && *blank > 0 {
+                *blank -= 1;
+                return Ok(Some(String::new()));
+            }
+            drop(blank);
+            if self.promptless_after_enter && self.entered.load(Ordering::Relaxed) {
+                return Ok(Some("Loading the session…\n".into()));
+            }
             let echoed = self
                 .typed_at
                 .lock()
@@ -702,6 +732,31 @@ mod tests {
         // more Enter, and then it was gone.
         assert_eq!(mux.names(), ["guard", "type", "submit", "submit"]);
         assert!(mux.input.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn blank_reads_around_a_dropped_enter_do_not_pass_for_a_submit() {
+        let mux = Scripted {
+            blank_reads: StdMutex::new(3),
+            ..Scripted::readable(Duration::from_millis(10), 1)
+        };
+        assert_eq!(inject_into(&mux).await.unwrap(), "scripted");
+        // Three empty screens after the typing (before and after the first Enter), then the
+        // text still there: one more Enter, and then it was gone.
+        assert_eq!(mux.names(), ["guard", "type", "submit", "submit"]);
+        assert!(mux.input.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_screen_that_keeps_showing_no_prompt_line_gets_no_second_enter() {
+        // Something took the screen over after the Enter: with no prompt line to read there is
+        // nothing to confirm, and an Enter could answer whatever it is, so none more goes.
+        let mux = Scripted {
+            promptless_after_enter: true,
+            ..Scripted::readable(Duration::from_millis(10), 1)
+        };
+        assert_eq!(inject_into(&mux).await.unwrap(), "scripted");
+        assert_eq!(mux.names(), ["guard", "type", "submit"]);
     }
 
     #[tokio::test(start_paused = true)]

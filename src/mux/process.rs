@@ -114,6 +114,12 @@ impl MuxError {
         }
     }
 
+    /// Whether the call ran and exited with `code`, saying nothing on stderr.
+    pub fn is_silent_exit(&self, code: i32) -> bool {
+        matches!(self, MuxError::Exit { status, stderr, .. }
+            if stderr.is_empty() && *status == format!("exit status {code}"))
+    }
+
     /// The multiplexer's own words (whitespace-collapsed, cut), when it said anything.
     pub fn stderr(&self) -> Option<&str> {
         match self {
@@ -366,6 +372,21 @@ mod tests {
         for kind in [spawn.kind(), exit.kind(), spent.kind()] {
             assert!(MuxError::KINDS.contains(&kind), "{kind}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_silent_exit_is_told_from_one_that_says_why() {
+        let run = |script: &str| {
+            let inv = Invocation::new(Path::new("/bin/sh"), "sh").args(["-c", script]);
+            async move { run_for(&inv, Duration::from_secs(5)).await.unwrap_err() }
+        };
+        assert!(run("exit 1").await.is_silent_exit(1));
+        assert!(!run("exit 2").await.is_silent_exit(1));
+        assert!(
+            !run("echo 'no such tty' >&2; exit 1")
+                .await
+                .is_silent_exit(1)
+        );
     }
 
     #[tokio::test]

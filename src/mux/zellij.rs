@@ -201,8 +201,11 @@ impl Mux for Zellij {
             .action("zellij action dump-screen", &target.session, "dump-screen")
             .arg("-p")
             .arg(&target.pane);
-        let answer = ask_until_believed(&inv, deadline, |answer| {
-            matches!(answer, Err(MuxError::Exit { stderr, .. }) if session_gone(stderr, &target.session))
+        // A live pane's dump holds at least its rows' line ends: an empty one is a lost reply.
+        let answer = ask_until_believed(&inv, deadline, |answer| match answer {
+            Ok(done) => done.stdout.is_empty(),
+            Err(MuxError::Exit { stderr, .. }) => session_gone(stderr, &target.session),
+            Err(_) => false,
         })
         .await;
         match answer {

@@ -433,6 +433,15 @@ async fn capture_returns_the_visible_text() {
 const LIVE_SESSIONS: &str = "has:colon [Created 5m 2s ago] \nother [Created 1h ago] \n";
 const LIVE_PANES: &str = r#"[{"id":0,"is_plugin":false,"is_focused":true,"exited":false,"title":"claude"},{"id":0,"is_plugin":true,"exited":false}]"#;
 
+/// What zellij dumps of a pane with nothing drawn: its rows' line ends (never nothing: an empty
+/// dump is a lost reply, asked again).
+const BLANK_SCREEN: &str = "\n\n\n";
+
+/// A stand-in zellij whose panes show a blank screen.
+fn zellij_stand_in() -> StandInBuilder {
+    StandInBuilder::new("zellij").on("dump-screen", Step::Print(BLANK_SCREEN.into()))
+}
+
 fn zellij_injector(bin: &std::path::Path) -> Injector {
     Injector::new(&MuxConfig {
         zellij_bin: bin.to_path_buf(),
@@ -449,7 +458,7 @@ fn argv(items: &[&str]) -> Vec<String> {
 async fn zellij_checks_then_writes_chars_then_a_carriage_return() {
     common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
-    let stand_in = StandInBuilder::new("zellij")
+    let stand_in = zellij_stand_in()
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
         .on("list-panes", Step::Print(LIVE_PANES.into()))
         .write(dir.path());
@@ -491,7 +500,7 @@ async fn zellij_checks_then_writes_chars_then_a_carriage_return() {
 async fn zellij_missing_session_is_stale_and_types_nothing() {
     common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
-    let stand_in = StandInBuilder::new("zellij")
+    let stand_in = zellij_stand_in()
         .on(
             "list-sessions",
             Step::Fail {
@@ -528,7 +537,7 @@ async fn zellij_missing_session_is_stale_and_types_nothing() {
 async fn zellij_exited_or_unlisted_session_is_stale() {
     common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
-    let stand_in = StandInBuilder::new("zellij")
+    let stand_in = zellij_stand_in()
         .on(
             "list-sessions",
             Step::Print(
@@ -565,7 +574,7 @@ async fn zellij_exited_or_unlisted_session_is_stale() {
 async fn zellij_missing_or_exited_pane_is_stale_and_types_nothing() {
     common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
-    let stand_in = StandInBuilder::new("zellij")
+    let stand_in = zellij_stand_in()
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
         .on(
             "list-panes",
@@ -603,7 +612,7 @@ async fn zellij_missing_or_exited_pane_is_stale_and_types_nothing() {
 async fn zellij_without_list_panes_falls_back_to_the_session_check() {
     common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
-    let stand_in = StandInBuilder::new("zellij")
+    let stand_in = zellij_stand_in()
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
         .on(
             "list-panes",
@@ -630,7 +639,7 @@ async fn zellij_without_list_panes_falls_back_to_the_session_check() {
 async fn zellij_failed_submit_is_failed_with_its_stderr() {
     common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
-    let stand_in = StandInBuilder::new("zellij")
+    let stand_in = zellij_stand_in()
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
         .on("list-panes", Step::Print(LIVE_PANES.into()))
         .on(
@@ -662,7 +671,7 @@ async fn zellij_failed_submit_is_failed_with_its_stderr() {
 async fn zellij_hang_is_a_timeout_within_the_budget() {
     common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
-    let stand_in = StandInBuilder::new("zellij")
+    let stand_in = zellij_stand_in()
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
         .on("list-panes", Step::Print(LIVE_PANES.into()))
         .on("write-chars", Step::Hang)
@@ -695,7 +704,7 @@ async fn two_slow_calls_stay_within_the_budget_plus_one_floor() {
     common::arm_test_timeout();
     let dir = tempfile::tempdir().unwrap();
     // write-chars uses most of the budget; the submit then only gets its floor and is cut.
-    let stand_in = StandInBuilder::new("zellij")
+    let stand_in = zellij_stand_in()
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
         .on("list-panes", Step::Print(LIVE_PANES.into()))
         .on("write-chars", Step::Slow(1.7))

@@ -487,7 +487,8 @@ impl Health {
     }
 }
 
-/// `http://<host>:<port>` of the daemon the configuration describes.
+/// What `/health` at `url` says, without the bearer: it needs none, and `service status` and
+/// `uninstall` ask it while the configuration (and so the secret) may not resolve.
 async fn health(url: &str) -> Result<Health, String> {
     let client = reqwest::Client::builder()
         .timeout(HEALTH_TIMEOUT)
