@@ -22,7 +22,7 @@ use crate::deadline::Deadline;
 use crate::delivery::action::Action;
 use crate::delivery::cooldown::Cooldown;
 use crate::lock;
-use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
+use crate::mux::{INJECT_BUDGET, InjectError, Injected, Injector, KeystrokeText};
 use crate::store::{Limit, LimitSeen, LimitSource, Record, Store, now_unix_ms};
 use crate::telemetry::notice::{self, NoticeKind, Notices};
 use crate::telemetry::warn::Warnings;
@@ -271,11 +271,28 @@ impl Gate {
         } else {
             text
         };
+        let idle_before = !self.is_busy(sid);
         let result = self
             .injector
             .inject(&target, text, Deadline::after(INJECT_BUDGET))
             .await;
         let inject_time = started.elapsed();
+        let result = match result {
+            // The text stayed on the prompt line through both confirm waits, yet the session's
+            // hook marked a turn started meanwhile: the Enter was taken, and the TUI (running
+            // its UserPromptSubmit hooks first, on a loaded machine) had not redrawn yet.
+            Err(InjectError::Unsubmitted) if idle_before && self.is_busy(sid) => {
+                tracing::debug!(
+                    session_id = sid,
+                    "the prompt line still showed the text, but the busy marker says the turn started"
+                );
+                Ok(Injected {
+                    mux: target.mux_name(),
+                    elapsed: inject_time,
+                })
+            }
+            other => other,
+        };
         let (action, error_kind) = match result {
             Ok(injected) => {
                 lock(&self.typed_at).insert(sid.to_string(), Instant::now());

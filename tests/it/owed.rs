@@ -302,6 +302,35 @@ async fn an_enter_that_does_not_submit_is_pressed_again_then_reported_and_stays_
 }
 
 #[tokio::test]
+async fn a_submit_the_screen_shows_only_after_its_hook_still_counts_as_typed() {
+    common::arm_test_timeout();
+    let tmux = TmuxServer::start();
+    let server = start_daemon(&tmux, None).await;
+    // Like Claude Code on a loaded machine: the prompt is taken and its UserPromptSubmit hook
+    // runs (marking the turn busy) before the screen is redrawn, here for longer than the
+    // injector's confirm waits.
+    let mut env = agent_env(server.root.path(), true);
+    for (key, value) in &mut env {
+        if key == "FAKE_AGENT_HOOK" {
+            value.push_str("; sleep 2");
+        }
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let agent = Agent::spawn_with(&tmux, "agent", "idle", &env, None);
+    let target = PaneTarget::Tmux {
+        pane: agent.pane.clone(),
+        session: None,
+    };
+    wakebridge::wakedir::set_entry(&server.wake_dir, SID, &target).expect("map pane");
+
+    let (_, body) = server.hook(event_for(SID, 1), &[]).await;
+    assert_eq!(body["action"], "tmux", "{body}");
+    let status = session(&server).await;
+    assert!(status["owed"].is_null(), "{status}");
+    assert_eq!(typed_wakes(&agent), 1, "{:?}", agent.submitted());
+}
+
+#[tokio::test]
 async fn copy_mode_and_menus_hold_typing_back_until_they_are_gone() {
     common::arm_test_timeout();
     let tmux = TmuxServer::start();
