@@ -145,8 +145,8 @@ impl Mux for Tmux {
                 let listing = match process::run(&inv, deadline).await {
                     Ok(done) => done.stdout,
                     // ps (procps and BSD) exits 1, saying nothing, when no process has that
-                    // terminal (seen once under the test suite's load, the shell tmux named
-                    // gone by then): no agent is in front either.
+                    // terminal (seen once under the test suite's load, cause not found): then
+                    // no agent is in front either.
                     Err(err) if err.is_silent_exit(1) => String::new(),
                     Err(err) => return Err(err),
                 };
