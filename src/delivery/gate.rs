@@ -242,7 +242,8 @@ impl Gate {
             );
             return GateOutcome::skipped(Action::SpoolBusy, Some(target));
         }
-        if matches!(mode, Mode::Gated | Mode::Resume) && self.is_busy(sid) {
+        let busy_before = self.is_busy(sid);
+        if matches!(mode, Mode::Gated | Mode::Resume) && busy_before {
             tracing::debug!(
                 session_id = sid,
                 "session busy (fresh marker); spooled only"
@@ -271,7 +272,6 @@ impl Gate {
         } else {
             text
         };
-        let idle_before = !self.is_busy(sid);
         let result = self
             .injector
             .inject(&target, text, Deadline::after(INJECT_BUDGET))
@@ -281,7 +281,7 @@ impl Gate {
             // The text stayed on the prompt line through both confirm waits, yet the session's
             // hook marked a turn started meanwhile: the Enter was taken, and the TUI (running
             // its UserPromptSubmit hooks first, on a loaded machine) had not redrawn yet.
-            Err(InjectError::Unsubmitted) if idle_before && self.is_busy(sid) => {
+            Err(InjectError::Unsubmitted) if !busy_before && self.is_busy(sid) => {
                 tracing::debug!(
                     session_id = sid,
                     "the prompt line still showed the text, but the busy marker says the turn started"

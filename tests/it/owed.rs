@@ -81,7 +81,16 @@ pub(crate) fn spawn_agent(
     mode: &str,
     hooks: bool,
 ) -> Agent {
-    let env = agent_env(server.root.path(), hooks);
+    spawn_agent_in(tmux, server, mode, &agent_env(server.root.path(), hooks))
+}
+
+/// [`spawn_agent`] with the agent's environment as given.
+fn spawn_agent_in(
+    tmux: &TmuxServer,
+    server: &TestServer,
+    mode: &str,
+    env: &[(String, String)],
+) -> Agent {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let agent = Agent::spawn_with(tmux, "agent", mode, &env, None);
     let target = PaneTarget::Tmux {
@@ -315,13 +324,7 @@ async fn a_submit_the_screen_shows_only_after_its_hook_still_counts_as_typed() {
             value.push_str("; sleep 2");
         }
     }
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let agent = Agent::spawn_with(&tmux, "agent", "idle", &env, None);
-    let target = PaneTarget::Tmux {
-        pane: agent.pane.clone(),
-        session: None,
-    };
-    wakebridge::wakedir::set_entry(&server.wake_dir, SID, &target).expect("map pane");
+    let agent = spawn_agent_in(&tmux, &server, "idle", &env);
 
     let (_, body) = server.hook(event_for(SID, 1), &[]).await;
     assert_eq!(body["action"], "tmux", "{body}");
