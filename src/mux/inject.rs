@@ -273,8 +273,16 @@ pub async fn guarded_inject<M: Mux>(
     // glitch to read past, not a screen to give up on.
     let mut prompt_shown = false;
     if state == PaneState::Live
-        && let Some(screen) = mux.screen(pane, deadline).await?
+        && let Some(mut screen) = mux.screen(pane, deadline).await?
     {
+        if !shows_prompt_line(&screen) {
+            // A frame caught mid-redraw (cleared, not drawn yet) hides a draft or a menu as
+            // well as the prompt line: look once more before typing into it.
+            tokio::time::sleep(READ_GAP).await;
+            if let Some(again) = mux.screen(pane, deadline).await? {
+                screen = again;
+            }
+        }
         prompt_shown = shows_prompt_line(&screen);
         if !text.resumes_a_limit() {
             if let Some(notice) = limits::on_screen(&screen) {
@@ -506,6 +514,8 @@ mod tests {
         /// Reads after the typing that show no prompt line: an empty dump (zellij losing the
         /// reply) or a frame caught mid-redraw.
         blank_reads: StdMutex<u32>,
+        /// Reads before the typing that show no prompt line (a frame caught mid-redraw).
+        blank_reads_before_typing: StdMutex<u32>,
         /// From the first Enter on, the screen shows no prompt line (something took it over).
         promptless_after_enter: bool,
         entered: std::sync::atomic::AtomicBool,
@@ -524,6 +534,7 @@ mod tests {
                 typed_at: StdMutex::new(None),
                 lost_reads: StdMutex::new(0),
                 blank_reads: StdMutex::new(0),
+                blank_reads_before_typing: StdMutex::new(0),
                 promptless_after_enter: false,
                 entered: std::sync::atomic::AtomicBool::new(false),
             }
@@ -589,8 +600,15 @@ mod tests {
                 });
             }
             drop(lost);
+            let typed = self.typed_at.lock().unwrap().is_some();
+            let mut before = self.blank_reads_before_typing.lock().unwrap();
+            if !typed && *before > 0 {
+                *before -= 1;
+                return Ok(Some(String::new()));
+            }
+            drop(before);
             let mut blank = self.blank_reads.lock().unwrap();
-            if self.typed_at.lock().unwrap().is_some() && *blank > 0 {
+            if typed && *blank > 0 {
                 *blank -= 1;
                 return Ok(Some(String::new()));
             }
@@ -740,6 +758,19 @@ mod tests {
             assert_eq!(mux.names(), ["guard", "type", "submit", "submit"]);
             assert!(mux.input.lock().unwrap().is_empty());
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_frame_caught_mid_redraw_before_typing_is_read_again() {
+        // An earlier attempt left the text unsubmitted; the first look catches a cleared frame.
+        let mux = Scripted {
+            blank_reads_before_typing: StdMutex::new(1),
+            ..Scripted::readable(Duration::from_millis(10), 0)
+        };
+        *mux.input.lock().unwrap() = KeystrokeText::wake_prompt().as_str().to_owned();
+        assert_eq!(inject_into(&mux).await.unwrap(), "scripted");
+        // Submitted as it stood, not typed a second time after it.
+        assert_eq!(mux.names(), ["guard", "submit"]);
     }
 
     #[tokio::test(start_paused = true)]

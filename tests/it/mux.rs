@@ -478,7 +478,9 @@ async fn zellij_checks_then_writes_chars_then_a_carriage_return() {
         vec![
             argv(&["list-sessions", "-n"]),
             argv(&["--session", "has:colon", "action", "list-panes", "--json"]),
-            // The screen, for a draft or a menu (this one shows no prompt line at all)...
+            // The screen, for a draft or a menu; this one shows no prompt line at all, so once
+            // more (a frame caught mid-redraw shows none either)...
+            argv(&["--session", "has:colon", "action", "dump-screen", "-p", "0"]),
             argv(&["--session", "has:colon", "action", "dump-screen", "-p", "0"]),
             argv(&[
                 "--session",
@@ -631,8 +633,8 @@ async fn zellij_without_list_panes_falls_back_to_the_session_check() {
         )
         .await
         .expect("falls back and types");
-    // list-sessions, list-panes, dump-screen, write-chars, dump-screen, write.
-    assert_eq!(stand_in.calls().len(), 6);
+    // list-sessions, list-panes, dump-screen twice, write-chars, dump-screen, write.
+    assert_eq!(stand_in.calls().len(), 7);
 }
 
 #[tokio::test]
@@ -663,8 +665,8 @@ async fn zellij_failed_submit_is_failed_with_its_stderr() {
     assert_eq!(err.kind(), "exit");
     assert!(err.to_string().contains("which wasn't expected"), "{err}");
     let calls = stand_in.calls();
-    assert_eq!(calls.len(), 6);
-    assert_eq!(calls[3][3], "write-chars");
+    assert_eq!(calls.len(), 7);
+    assert_eq!(calls[4][3], "write-chars");
 }
 
 #[tokio::test]
@@ -692,7 +694,7 @@ async fn zellij_hang_is_a_timeout_within_the_budget() {
     assert!(took <= INJECT_BUDGET + SLACK, "took {took:?}");
     assert_eq!(
         stand_in.calls().len(),
-        4,
+        5,
         "no submit after a failed write-chars"
     );
     let (child, _) = stand_in.hang_pids().expect("pids");
@@ -723,7 +725,7 @@ async fn two_slow_calls_stay_within_the_budget_plus_one_floor() {
     let took = start.elapsed();
 
     assert_eq!(err.kind(), "timeout", "{err:?}");
-    assert_eq!(stand_in.calls().len(), 6, "the submit was attempted");
+    assert_eq!(stand_in.calls().len(), 7, "the submit was attempted");
     assert!(took > INJECT_BUDGET, "the submit got its floor: {took:?}");
     assert!(took <= INJECT_BUDGET + STEP_FLOOR + SLACK, "took {took:?}");
 }
