@@ -139,6 +139,14 @@ pub enum HookKind {
 }
 
 impl HookKind {
+    /// Whether a new event of this kind is the session showing life: a turn running or ending.
+    /// An idle notification (`idle_prompt`, fired a minute after every turn), a dialog's
+    /// notification and the session's end report it waiting or gone, and a neutral event says
+    /// nothing: none of them answers a nudge or restarts a nudge series.
+    pub fn shows_life(self) -> bool {
+        matches!(self, HookKind::Working | HookKind::TurnEnded)
+    }
+
     /// Reads an event as the ledger recorded it. A notification's type may follow the name
     /// after `:`, `(` or a space (`Notification:idle_prompt`); a bare `Notification` is neutral.
     pub fn of_recorded(event: &str) -> HookKind {

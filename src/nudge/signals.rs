@@ -9,7 +9,8 @@
 //! `last_seen_ms`, the transcript mtime, the registry's `statusUpdatedAt`). A movement stamped
 //! within the grace window after wakebridge's own typing is the echo of that typing (the text
 //! appearing, Claude's `UserPromptSubmit`, a short acknowledgement) and does not count as the
-//! session answering; anything later does.
+//! session answering; anything later does, except a hook event that reports the session waiting
+//! (`idle_prompt`, a dialog's notification: `HookKind::shows_life`), which is idleness, not life.
 
 use crate::claude::hooks::HookKind;
 use crate::claude::registry::{RegistryReading, RegistryStatus};
@@ -208,15 +209,19 @@ impl Activity {
             |at_ms: i64| typed_ms.is_some_and(|typed| at_ms <= typed.saturating_add(grace_ms));
         let mut timed: Vec<(&'static str, i64)> = Vec::new();
         let baseline_known = self.has_baseline();
+        // A session whose hooks report shows its life through them; its pane's output is no
+        // sign of it: Claude Code redraws by itself while idle (a footer hint drawn after a turn
+        // and erased seconds later, the idle notification's redraw).
+        let pane_shows_life = obs.hook.is_none();
         if let Some(now) = obs.window_activity_s {
-            if self.window_activity_s.is_none_or(|before| now > before) {
+            if self.window_activity_s.is_none_or(|before| now > before) && pane_shows_life {
                 let at = i64::try_from(now).unwrap_or(i64::MAX).saturating_mul(1000);
                 timed.push(("window activity", at));
             }
             self.window_activity_s = Some(now);
         }
-        if let Some((_, seen)) = obs.hook {
-            if self.hook_seen_ms.is_none_or(|before| seen > before) {
+        if let Some((kind, seen)) = obs.hook {
+            if self.hook_seen_ms.is_none_or(|before| seen > before) && kind.shows_life() {
                 timed.push(("hook event", seen));
             }
             self.hook_seen_ms = Some(seen);
@@ -237,6 +242,7 @@ impl Activity {
         if let Some(screen) = &obs.screen {
             if let (Some(before), Some(captured_at)) = (self.screen_hash, self.screen_at_ms)
                 && before != screen.hash
+                && pane_shows_life
             {
                 let typed_since = typed_ms.is_some_and(|typed| typed >= captured_at);
                 screen_moved = Some(typed_since);
@@ -286,11 +292,11 @@ mod tests {
 
     const GRACE: i64 = 10_000;
 
+    /// An idle session without hooks: its pane's output is all there is to see life by.
     fn idle_tmux(activity_s: u64) -> Observation {
         Observation {
             title: Some(Title::Idle),
             window_activity_s: Some(activity_s),
-            hook: Some((HookKind::TurnEnded, 1_000)),
             ..Observation::default()
         }
     }
@@ -454,6 +460,66 @@ mod tests {
         assert!(matches!(
             activity.observe(&work, 330_000, typed, GRACE),
             Movement::Real { at_ms: 325_000, .. }
+        ));
+    }
+
+    #[test]
+    fn an_idle_or_dialog_notification_after_the_grace_is_no_sign_of_life() {
+        let (mut activity, _) = Activity::first(&idle_tmux(100), 200_000, None, GRACE);
+        let typed = Some(300_000);
+        // A minute after the nudge's turn ended: Claude Code reports its prompt idle.
+        for (kind, at_ms) in [
+            (HookKind::IdlePrompt, 360_000),
+            (HookKind::Waiting, 420_000),
+        ] {
+            let mut waiting = idle_tmux(100);
+            waiting.hook = Some((kind, at_ms));
+            assert_eq!(
+                activity.observe(&waiting, at_ms + 500, typed, GRACE),
+                Movement::Still,
+                "{kind:?}"
+            );
+        }
+        assert_eq!(activity.quiet_since_ms(), 200_000, "quiet clock untouched");
+        // A turn running after that is life.
+        let mut working = idle_tmux(100);
+        working.hook = Some((HookKind::Working, 480_000));
+        assert_eq!(
+            activity.observe(&working, 480_500, typed, GRACE),
+            Movement::Real {
+                signal: "hook event",
+                at_ms: 480_000
+            }
+        );
+    }
+
+    #[test]
+    fn a_hooked_sessions_pane_output_is_no_sign_of_life_but_its_hooks_are() {
+        let hooked = |activity_s: u64, screen: &str, hook_ms: i64| Observation {
+            title: Some(Title::Idle),
+            window_activity_s: Some(activity_s),
+            screen: Some(crate::claude::screen::read(screen)),
+            hook: Some((HookKind::TurnEnded, hook_ms)),
+            ..Observation::default()
+        };
+        let (mut activity, _) = Activity::first(&hooked(100, "one\n", 1_000), 200_000, None, GRACE);
+        // Claude Code erasing a footer hint on its own, long after our typing.
+        assert_eq!(
+            activity.observe(&hooked(330, "two\n", 1_000), 331_000, Some(300_000), GRACE),
+            Movement::Still
+        );
+        assert_eq!(activity.quiet_since_ms(), 200_000, "quiet clock untouched");
+        assert!(matches!(
+            activity.observe(
+                &hooked(340, "two\n", 340_000),
+                341_000,
+                Some(300_000),
+                GRACE
+            ),
+            Movement::Real {
+                signal: "hook event",
+                at_ms: 340_000
+            }
         ));
     }
 

@@ -1206,3 +1206,71 @@ fn typed_texts_locked(w: &World, sid: &str) -> Vec<String> {
         .map(|(_, _, text)| text.clone())
         .collect()
 }
+
+/// Issue 28, part 1, with the real Claude Code through real turns (the scripted model): its
+/// `idle_prompt` notification, fired a while after every turn ends (here 12 s, past the echo
+/// grace and before the next nudge is due), reports the session waiting. It is no sign of life:
+/// the backoff grows and the session falls silent after `acknowledge_after` nudges, each told to
+/// the model once.
+#[tokio::test]
+async fn real_claude_code_idle_notifications_do_not_restart_the_nudge_series() {
+    common::arm_test_timeout();
+    let Some(claude) = common::real_claude() else {
+        eprintln!("skipped: no `claude` on PATH");
+        return;
+    };
+    let model = common::model::Model::start().await;
+    let tmux = TmuxServer::start();
+    let server = crate::owed::start_daemon_with(
+        &tmux,
+        None,
+        &[
+            ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "1s"),
+            ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "500ms"),
+            ("WAKEBRIDGE_NUDGER__BASE_COOLDOWN", "16s"),
+            ("WAKEBRIDGE_NUDGER__MAX_COOLDOWN", "64s"),
+            ("WAKEBRIDGE_NUDGER__ACKNOWLEDGE_AFTER", "3"),
+        ],
+    )
+    .await;
+    let global = serde_json::json!({"messageIdleNotifThresholdMs": 12_000});
+    let session = common::claude::RealClaude::start_with(
+        &claude,
+        &tmux,
+        &server,
+        &model.claude_env(),
+        &global,
+    )
+    .await;
+    let sid = session.sid.clone();
+    // A session with nothing to do: each nudge is answered with a line and nothing else.
+    let messages = &wakebridge::config::defaults().nudger.messages;
+    for message in messages {
+        model.on(message, common::model::Reply::text("Nothing left to do."));
+    }
+    session.submit(&tmux, "hello").await;
+    let context = || format!("{}\n{}", model.transcript(), session.hooks());
+    let status = server
+        .session_until(
+            &sid,
+            "acknowledged idle",
+            Duration::from_secs(150),
+            |s| s["nudge"]["acknowledged"] == true,
+            context,
+        )
+        .await;
+    assert_eq!(status["nudge"]["unanswered"], 3, "{status}");
+    let idle_notifications = session.hooks().matches("\"idle_prompt\"").count();
+    assert!(
+        idle_notifications >= 2,
+        "the notifications this is about fired between the nudges: {}",
+        context()
+    );
+    // Quiet from here: more idle notifications, no more nudges.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(messages.len(), 3, "one nudge of each default message");
+    for message in messages {
+        assert_eq!(model.told(message), 1, "{message}: {}", context());
+    }
+    assert_eq!(model.told("hello"), 1, "{}", context());
+}

@@ -25,6 +25,18 @@ impl RealClaude {
         server: &TestServer,
         env: &[String],
     ) -> RealClaude {
+        Self::start_with(claude, tmux, server, env, &serde_json::json!({})).await
+    }
+
+    /// [`RealClaude::start`] with `global`'s keys in `.claude.json` and the Bash tool allowed
+    /// (a scripted model's tool calls then run without a permission dialog).
+    pub async fn start_with(
+        claude: &Path,
+        tmux: &TmuxServer,
+        server: &TestServer,
+        env: &[String],
+        global: &serde_json::Value,
+    ) -> RealClaude {
         let root = server.root.path();
         let (home, work, hook_log) = (root.join("home"), root.join("work"), root.join("hooks.log"));
         let hook = format!(
@@ -32,7 +44,9 @@ impl RealClaude {
             hook_log.display(),
             env!("CARGO_BIN_EXE_wakebridge")
         );
-        super::claude_home(&home, &work, &wakebridge::cli::hook::settings_json(&hook));
+        let mut settings = wakebridge::cli::hook::settings_json(&hook);
+        settings["permissions"] = serde_json::json!({"allow": ["Bash"]});
+        super::claude_home_with(&home, &work, &settings, global);
         let mut words: Vec<String> = super::env::test_env(root, &[])
             .into_iter()
             .map(|(k, v)| format!("{k}='{v}'"))

@@ -165,6 +165,40 @@ impl TestServer {
         resp.text().await.expect("text body")
     }
 
+    /// `sid`'s entry in `/sessions` (`Null` while the daemon does not know it).
+    pub async fn session(&self, sid: &str) -> serde_json::Value {
+        let body = self.get_json("/sessions").await;
+        body["sessions"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["session_id"] == sid).cloned())
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Waits up to `limit` until `sid`'s entry in `/sessions` satisfies `done`; returns it.
+    /// `context` (the screen, a model's transcript) is added to the failure message.
+    pub async fn session_until(
+        &self,
+        sid: &str,
+        what: &str,
+        limit: std::time::Duration,
+        done: impl Fn(&serde_json::Value) -> bool,
+        context: impl Fn() -> String,
+    ) -> serde_json::Value {
+        let started = std::time::Instant::now();
+        loop {
+            let status = self.session(sid).await;
+            if done(&status) {
+                return status;
+            }
+            assert!(
+                started.elapsed() < limit,
+                "timed out waiting for {what}: {status}\n{}",
+                context()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+
     pub fn spool_lines(&self, sid: &str) -> Vec<String> {
         std::fs::read_to_string(self.wake_dir.join(format!("{sid}.jsonl")))
             .map(|t| t.lines().map(str::to_string).collect())

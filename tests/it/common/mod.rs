@@ -17,6 +17,7 @@ pub mod agent;
 pub mod claude;
 pub mod env;
 pub mod harness;
+pub mod model;
 pub mod process;
 pub mod stand_in;
 pub mod stub_bus;
@@ -100,15 +101,29 @@ pub const CLAUDE_TEST_KEY: &str = "sk-ant-api03-wakebridge-test-key-0123456789ab
 /// [`CLAUDE_TEST_KEY`] pre-approved (its last 20 characters), onboarding done, `work` trusted,
 /// and `settings` as `.claude/settings.json`.
 pub fn claude_home(home: &Path, work: &Path, settings: &serde_json::Value) {
+    claude_home_with(home, work, settings, &serde_json::json!({}));
+}
+
+/// [`claude_home`] with `global`'s keys added to `.claude.json` (e.g.
+/// `messageIdleNotifThresholdMs`, how soon an idle prompt fires its `idle_prompt` notification).
+pub fn claude_home_with(
+    home: &Path,
+    work: &Path,
+    settings: &serde_json::Value,
+    global: &serde_json::Value,
+) {
     std::fs::create_dir_all(home.join(".claude")).expect("home");
     std::fs::create_dir_all(work).expect("work");
     let work = std::fs::canonicalize(work).expect("work");
     let key = CLAUDE_TEST_KEY;
-    let state = serde_json::json!({
+    let mut state = serde_json::json!({
         "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
         "hasCompletedOnboarding": true,
         "projects": {work.to_string_lossy(): {"hasTrustDialogAccepted": true}},
     });
+    if let (Some(state), Some(global)) = (state.as_object_mut(), global.as_object()) {
+        state.extend(global.clone());
+    }
     std::fs::write(home.join(".claude.json"), state.to_string()).expect("state");
     std::fs::write(home.join(".claude/settings.json"), settings.to_string()).expect("settings");
 }
