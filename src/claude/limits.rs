@@ -23,8 +23,16 @@ const MESSAGE_GLYPHS: &[char] = &['\u{23bf}', '\u{25cf}'];
 /// Lines Claude Code draws under a notice as part of it (2.1.332: `● Usage limit reached · set
 /// to continue automatically at 8:39pm`): not a reply after it.
 const NOTICE_FOLLOWERS: &[&str] = &["Usage limit reached"];
-/// The footer of Claude Code's own auto-continue, lower-cased.
-const AUTO_CONTINUE: &str = "continuing automatically at";
+/// How the footer of Claude Code's own auto-continue opens, lower-cased (2.1.332: `Continuing
+/// automatically at 8:39pm · Esc to cancel` until the reset, `Continuing automatically when it
+/// resets` without a time, `Continuing shortly · Esc to cancel` from the reset until it fires,
+/// 30–90 s later).
+const AUTO_CONTINUE_FOOTER: &str = "continuing ";
+/// What closes that footer, lower-cased.
+const AUTO_CONTINUE_CANCEL: &str = "esc to cancel";
+/// The footer once the reset passed without the auto-continue firing (2.1.332's `stale` phase:
+/// `Your usage limit has reset` over `Press enter to continue`), lower-cased.
+const AUTO_CONTINUE_STALE: &str = "your usage limit has reset";
 /// Limits whose notice names no reset (the spend cap; an organisation's monthly limit).
 const NO_RESET_KINDS: &[&str] = &["spend limit", "monthly"];
 /// What separates the kind from the reset in a notice (U+00B7, or U+2219 in the older form).
@@ -34,6 +42,11 @@ pub const WAIT_OPTION: &str = "Stop and wait for limit to reset";
 /// For a notice read as it was written (a hook, a transcript record, the screen right after a
 /// resume): a clock time this far in the past still means today's, read a moment after it.
 pub const WRITTEN_NOW: i64 = 5 * 60_000;
+/// A notice shows its reset to the minute (`resets 9:16am`, the seconds cut off): the limit
+/// lifts at some second of that minute, so the reset taken from a notice is the minute's last
+/// millisecond ([`Notice::lifts_by_ms`]). A resume timed by it never meets a limit that has not lifted yet; an exact
+/// reset (a transcript record's `resetsAt`) replaces it where there is one.
+pub const TO_THE_MINUTE_MS: i64 = 59_999;
 /// For a notice found on a screen, written at a moment not known: Claude Code writes a time
 /// without a date only for a reset within a day, so one that passed within the last day is
 /// taken as passed (a resume that meets the limit again costs one try; the other reading
@@ -60,6 +73,19 @@ impl Notice {
     /// the next day's ([`WRITTEN_NOW`], [`WRITTEN_EARLIER`]).
     pub fn resets_at_ms(&self, now_ms: i64, past_ms: i64, local: &TimeZone) -> Option<i64> {
         parse_reset(self.resets.as_deref()?, now_ms, past_ms, local)
+    }
+
+    /// The latest moment the limit may lift, as [`Notice::resets_at_ms`] reads it: the last
+    /// millisecond of the minute the notice shows ([`TO_THE_MINUTE_MS`]), or of the second for
+    /// a relative reset given in seconds (`in 40s`).
+    pub fn lifts_by_ms(&self, now_ms: i64, past_ms: i64, local: &TimeZone) -> Option<i64> {
+        let text = self.resets.as_deref()?;
+        let in_seconds = text.trim().starts_with("in ") && text.trim_end().ends_with('s');
+        let slack = if in_seconds { 999 } else { TO_THE_MINUTE_MS };
+        Some(
+            self.resets_at_ms(now_ms, past_ms, local)?
+                .saturating_add(slack),
+        )
     }
 }
 
@@ -130,14 +156,42 @@ pub fn on_screen(text: &str) -> Option<Notice> {
     (!later_message).then_some(found)
 }
 
-/// `screen` without the footer of Claude Code's own auto-continue at a limit (2.1.332:
-/// `Continuing automatically at 8:39pm · Esc to cancel`). Its "Esc to cancel" reads as a dialog,
-/// but it is no menu: the prompt above it takes keys as always. A resume typed once that time
-/// has passed (the auto-continue did not fire) must not be held back by it.
+/// What Claude Code's own auto-continue at a usage limit (2.1.234+, on unless
+/// `autoContinueAtUsageLimit` is false) says on the screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutoContinue {
+    /// Armed: it will continue the session by itself at the reset, or shortly after it.
+    Armed,
+    /// The reset passed and it did not continue: it waits for a prompt (`Press enter`).
+    Stale,
+}
+
+/// Claude Code's auto-continue as its footer shows it, if it does.
+pub fn auto_continue(screen: &str) -> Option<AutoContinue> {
+    screen.lines().find_map(|line| {
+        let line = line.trim().to_lowercase();
+        if is_auto_continue_footer(&line) {
+            Some(AutoContinue::Armed)
+        } else if line.contains(AUTO_CONTINUE_STALE) {
+            Some(AutoContinue::Stale)
+        } else {
+            None
+        }
+    })
+}
+
+fn is_auto_continue_footer(lower: &str) -> bool {
+    lower.starts_with(AUTO_CONTINUE_FOOTER) && lower.contains(AUTO_CONTINUE_CANCEL)
+}
+
+/// `screen` without the footer of Claude Code's own auto-continue at a limit (every wording of
+/// [`AUTO_CONTINUE_FOOTER`]). Its "Esc to cancel" reads as a dialog, but it is no menu: the
+/// prompt above it takes keys as always, and a prompt typed there takes the continue over. A
+/// resume typed once the auto-continue was given its time must not be held back by it.
 pub fn without_auto_continue(screen: &str) -> String {
     screen
         .lines()
-        .filter(|line| !line.to_lowercase().contains(AUTO_CONTINUE))
+        .filter(|line| !is_auto_continue_footer(&line.trim().to_lowercase()))
         .map(|line| format!("{line}\n"))
         .collect()
 }
@@ -567,6 +621,27 @@ mod tests {
     }
 
     #[test]
+    fn a_notices_reset_lifts_by_the_end_of_the_minute_it_shows() {
+        let utc = TimeZone::UTC;
+        let now = 1_796_000_000_000; // 2026-12-01 16:53:20 UTC
+        let at = |text: &str| Notice {
+            kind: "5-hour limit".into(),
+            resets: Some(text.into()),
+        };
+        let shown = at("5:16pm (UTC)").resets_at_ms(now, WRITTEN_NOW, &utc);
+        let by = at("5:16pm (UTC)").lifts_by_ms(now, WRITTEN_NOW, &utc);
+        assert_eq!(by, shown.map(|ms| ms + TO_THE_MINUTE_MS));
+        assert_eq!(
+            at("in 40s").lifts_by_ms(now, WRITTEN_NOW, &utc),
+            Some(now + 40_999)
+        );
+        assert_eq!(
+            at("in 2h 5m").lifts_by_ms(now, WRITTEN_NOW, &utc),
+            Some(now + 7_500_000 + TO_THE_MINUTE_MS)
+        );
+    }
+
+    #[test]
     fn only_the_screens_latest_word_is_a_limit() {
         let limited = "● Working on it\n\
                        ⎿  You've hit your session limit · resets 3pm (UTC)\n\
@@ -593,6 +668,20 @@ mod tests {
         // Its auto-continue footer reads as a dialog; without it, the screen is the prompt's.
         assert!(screen::modal(real).is_some());
         assert_eq!(screen::modal(&without_auto_continue(real)), None);
+        assert_eq!(auto_continue(real), Some(AutoContinue::Armed));
+        // From the reset until it fires, 2.1.332 says "shortly": still armed, still no dialog.
+        let shortly = real.replace("Continuing automatically at 8:39pm", "Continuing shortly");
+        assert_eq!(auto_continue(&shortly), Some(AutoContinue::Armed));
+        assert_eq!(screen::modal(&without_auto_continue(&shortly)), None);
+        let without_time = real.replace("at 8:39pm · Esc", "when it resets · Esc");
+        assert_eq!(auto_continue(&without_time), Some(AutoContinue::Armed));
+        let stale = "❯ \n─────────────\n  Your usage limit has reset\n  Press enter to continue\n";
+        assert_eq!(auto_continue(stale), Some(AutoContinue::Stale));
+        assert_eq!(auto_continue(limited), None);
+        // A permission dialog's "Esc to cancel" is no auto-continue and stays a dialog.
+        let dialog = "Do you want to proceed?\n❯ 1. Yes\n  2. No\nEsc to cancel\n";
+        assert_eq!(auto_continue(dialog), None);
+        assert!(screen::modal(&without_auto_continue(dialog)).is_some());
         let resumed = "⎿  You've hit your session limit · resets 3pm (UTC)\n\
                        ❯ continue\n\
                        ● Picking up where I left off\n\

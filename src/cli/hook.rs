@@ -511,7 +511,11 @@ mod tests {
         let Some(Record::Limited(seen)) = limit_record(&failure, "s", 1_000) else {
             panic!("no limit");
         };
-        assert_eq!(seen.resets_at_ms, Some(1_000 + 7_200_000));
+        assert_eq!(
+            seen.resets_at_ms,
+            Some(1_000 + 7_200_000 + crate::claude::limits::TO_THE_MINUTE_MS),
+            "the end of the minute it shows"
+        );
         assert_eq!((seen.how, seen.at_ms), (LimitSource::Hook, 1_000));
         // A transient 429 (no notice) and another error are not limits.
         let transient = HookInput {

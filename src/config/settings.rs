@@ -59,6 +59,8 @@ pub struct LimitSettings {
     pub resume: bool,
     #[serde(deserialize_with = "duration::deserialize")]
     pub resume_grace: Duration,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub auto_continue_wait: Duration,
     pub resume_message: String,
     pub max_tries: u32,
 }

@@ -588,9 +588,9 @@ fn limits_seen(sid: &str, t: &mut Tracked, feed: Option<&Feed>) -> Vec<Record> {
             t.limit_recorded.0 = Some(limit.offset);
             let at_ms = limit.found.at_ms.unwrap_or(now_ms);
             let notice = limit.found.notice.clone();
-            let mut found = LimitSeen::of_notice(sid, notice, LimitSource::Transcript, at_ms, true);
             // The record's exact reset, where it has one, over the minute its text shows.
-            found.resets_at_ms = limit.found.resets_at_ms.or(found.resets_at_ms);
+            let found = LimitSeen::of_notice(sid, notice, LimitSource::Transcript, at_ms, true)
+                .with_exact_reset(limit.found.resets_at_ms);
             if found.resets_at_ms.is_none_or(|at| at > now_ms) {
                 seen.push(Record::Limited(found));
             }
@@ -610,6 +610,7 @@ fn limits_seen(sid: &str, t: &mut Tracked, feed: Option<&Feed>) -> Vec<Record> {
             kind: limit.kind.clone(),
             resets_text: None,
             resets_at_ms: limit.resets_at_ms,
+            resets_exact: limit.resets_at_ms.is_some(),
             how: LimitSource::Statusline,
             at_ms: now_ms,
         }));

@@ -65,6 +65,8 @@ pub struct LimitsConfig {
     pub resume: bool,
     /// After the reset time shown, before resuming.
     pub grace: Duration,
+    /// After the reset, how long a session whose own auto-continue is armed is left to it.
+    pub auto_continue_wait: Duration,
     pub message: KeystrokeText,
     /// Resumes per limit before giving up.
     pub max_tries: u32,
@@ -79,6 +81,7 @@ impl LimitsConfig {
             enabled: settings.enabled,
             resume: settings.resume,
             grace: settings.resume_grace,
+            auto_continue_wait: settings.auto_continue_wait,
             message: KeystrokeText::resume(&settings.resume_message)
                 .map_err(NudgeError::BadResumeMessage)?,
             max_tries: settings.max_tries,

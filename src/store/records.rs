@@ -315,12 +315,16 @@ pub struct LimitSeen {
     pub resets_text: Option<String>,
     /// The reset, unix ms, if known.
     pub resets_at_ms: Option<i64>,
+    /// `resets_at_ms` is to the second (a transcript record's `resetsAt`, the status line's
+    /// `rate_limits`), not read from a notice's minute.
+    pub resets_exact: bool,
     pub how: LimitSource,
     pub at_ms: i64,
 }
 
 impl LimitSeen {
-    /// `notice`, seen `how` at `now_ms`, its reset read from then in this machine's zone. A
+    /// `notice`, seen `how` at `now_ms`, its reset read from then in this machine's zone (the
+    /// latest moment of the minute it shows: `Notice::lifts_by_ms`). A
     /// notice found on a screen may have been written a while before ([`WRITTEN_EARLIER`]);
     /// `written_now` says it was not (a hook, a transcript record at its own time, the screen
     /// right after a resume).
@@ -338,12 +342,23 @@ impl LimitSeen {
         };
         Self {
             session_id: session_id.to_owned(),
-            resets_at_ms: notice.resets_at_ms(now_ms, past_ms, &jiff::tz::TimeZone::system()),
+            resets_at_ms: notice.lifts_by_ms(now_ms, past_ms, &jiff::tz::TimeZone::system()),
             kind: notice.kind,
             resets_text: notice.resets,
+            resets_exact: false,
             how,
             at_ms: now_ms,
         }
+    }
+
+    /// This limit with its reset to the second, `exact_ms`, where one is known: it replaces
+    /// the minute the notice shows.
+    pub fn with_exact_reset(mut self, exact_ms: Option<i64>) -> Self {
+        if let Some(at) = exact_ms {
+            self.resets_at_ms = Some(at);
+            self.resets_exact = true;
+        }
+        self
     }
 }
 
@@ -657,24 +672,29 @@ fn rename(
 /// Records a limit seen. A notice with another reset than the one kept (a reset given, with
 /// another text) is a new reset: after a resume that met the limit again the tries go on, and a
 /// limit given up on starts a new series. The same notice read again changes nothing but how it
-/// was last seen: a bare `3pm` re-read later must not move the reset first recorded.
+/// was last seen: a bare `3pm` re-read later must not move the reset first recorded. The same
+/// limit seen with its reset to the second, where only the minute was kept, takes that reset
+/// and nothing else: the most exact reset wins, whichever signal came first.
 fn upsert_limit(conn: &Connection, seen: &LimitSeen) -> rusqlite::Result<()> {
-    let kept: Option<(Option<String>, bool)> = conn
-        .prepare_cached("SELECT resets_text, gave_up FROM limits WHERE session_id = ?1")?
+    let kept: Option<(Option<String>, bool, bool)> = conn
+        .prepare_cached(
+            "SELECT resets_text, gave_up, resets_exact FROM limits WHERE session_id = ?1",
+        )?
         .query_row(params![seen.session_id], |row| {
-            Ok((row.get(0)?, row.get(1)?))
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
         })
         .optional()?;
-    let Some((kept_text, gave_up)) = kept else {
+    let Some((kept_text, gave_up, kept_exact)) = kept else {
         conn.prepare_cached(
-            "INSERT INTO limits (session_id, kind, resets_text, resets_at_ms, seen_how, since_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO limits (session_id, kind, resets_text, resets_at_ms, resets_exact, \
+             seen_how, since_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
         .execute(params![
             seen.session_id,
             seen.kind,
             seen.resets_text,
             seen.resets_at_ms,
+            seen.resets_exact,
             seen.how.as_str(),
             seen.at_ms,
         ])?;
@@ -682,10 +702,12 @@ fn upsert_limit(conn: &Connection, seen: &LimitSeen) -> rusqlite::Result<()> {
     };
     let same_text = seen.resets_text.is_some() && seen.resets_text == kept_text;
     let new_reset = seen.resets_at_ms.is_some() && !same_text;
+    let more_exact = same_text && seen.resets_exact && !kept_exact;
     let new_series = new_reset && gave_up;
     conn.prepare_cached(
         "UPDATE limits SET kind = ?2, seen_how = ?5, resets_text = coalesce(?3, resets_text), \
-         resets_at_ms = iif(?7, ?4, resets_at_ms), gave_up = iif(?7, 0, gave_up), \
+         resets_at_ms = iif(?7 OR ?9, ?4, resets_at_ms), \
+         resets_exact = iif(?7 OR ?9, ?10, resets_exact), gave_up = iif(?7, 0, gave_up), \
          since_ms = iif(?8, ?6, since_ms), tries = iif(?8, 0, tries), \
          last_try_ms = iif(?8, NULL, last_try_ms) WHERE session_id = ?1",
     )?
@@ -698,6 +720,8 @@ fn upsert_limit(conn: &Connection, seen: &LimitSeen) -> rusqlite::Result<()> {
         seen.at_ms,
         new_reset,
         new_series,
+        more_exact,
+        seen.resets_exact,
     ])?;
     Ok(())
 }

@@ -33,6 +33,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(include_str!("../../migrations/0006_owed_wakes.sql")),
         M::up(include_str!("../../migrations/0007_usage_limits.sql")),
         M::up(include_str!("../../migrations/0008_rewinds.sql")),
+        M::up(include_str!("../../migrations/0009_exact_resets.sql")),
     ])
 });
 
@@ -45,7 +46,7 @@ pub fn migrations() -> &'static Migrations<'static> {
 /// by a newer wakebridge.
 pub fn latest_version() -> usize {
     // Kept in step with the list above by `latest_version_matches_migration_count`.
-    8
+    9
 }
 
 /// Settings for the single writer connection.

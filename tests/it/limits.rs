@@ -324,3 +324,164 @@ async fn real_claude_code_at_its_usage_limit_is_held_and_nothing_is_typed() {
         hooks()
     );
 }
+
+/// The real Claude Code signed in as a subscriber against the scripted model, with the hooks
+/// wired and the context monitor on (it reads the transcript's exact reset); `jitter_ms` is the
+/// delay Claude Code's own auto-continue draws from after the reset (its feature flag's
+/// `jitterMinMs`/`jitterMaxMs`, 30–90 s by default), seeded into its flag cache.
+async fn limited_real_claude(
+    claude: &std::path::Path,
+    tmux: &TmuxServer,
+    model: &common::model::Model,
+    jitter_ms: (u64, u64),
+    extra: &[(&'static str, &str)],
+) -> (crate::common::harness::TestServer, RealClaude) {
+    let mut env = vec![
+        ("WAKEBRIDGE_CONTEXT__ENABLED", "true"),
+        ("WAKEBRIDGE_CONTEXT__POLL_INTERVAL", "500ms"),
+    ];
+    env.extend_from_slice(LIMIT_ENV);
+    env.extend_from_slice(extra);
+    let server = start_daemon_with(tmux, None, &env).await;
+    let global = serde_json::json!({"cachedGrowthBookFeatures": {"tengu_marble_heron": {
+        "jitterMinMs": jitter_ms.0, "jitterMaxMs": jitter_ms.1}}});
+    let session = RealClaude::start_with(claude, tmux, &server, &model.claude_env(), &global).await;
+    (server, session)
+}
+
+/// The prompts the session's `UserPromptSubmit` hook saw, in order.
+fn prompts(session: &RealClaude) -> Vec<String> {
+    session
+        .hooks()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|hook| hook["hook_event_name"] == "UserPromptSubmit")
+        .filter_map(|hook| hook["prompt"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The start of the prompt Claude Code 2.1.332's own auto-continue submits.
+const AUTO_CONTINUE_PROMPT: &str = "Your claude.ai usage limit has reset.";
+
+/// Issue 28, parts 2 and 3, through the real Claude Code: its first turn meets the 5-hour
+/// limit of the scripted model. The `StopFailure` hook's notice gives the reset to the minute,
+/// the transcript's record to the second: the exact one is kept, whichever came first. Its own
+/// auto-continue is armed (the default): wakebridge types nothing at reset + grace, Claude Code
+/// continues by itself, the hold lifts, and the model was told to continue once.
+#[tokio::test]
+async fn real_claude_code_that_continues_by_itself_at_the_reset_gets_nothing_typed() {
+    common::arm_test_timeout();
+    let Some(claude) = common::real_claude() else {
+        eprintln!("skipped: no `claude` on PATH");
+        return;
+    };
+    let model = common::model::Model::start().await;
+    let tmux = TmuxServer::start();
+    // A reset that is not on a minute, so the minute and the exact second differ.
+    let mut resets_at_s = common::model::unix_in(Duration::from_secs(12));
+    if resets_at_s.is_multiple_of(60) {
+        resets_at_s += 7;
+    }
+    model.limit_until(resets_at_s);
+    let (server, session) = limited_real_claude(&claude, &tmux, &model, (1_000, 2_000), &[]).await;
+    let sid = session.sid.clone();
+    session.submit(&tmux, "hello").await;
+    let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));
+    let status = server
+        .session_until(
+            &sid,
+            "the exact reset",
+            Duration::from_secs(30),
+            |s| {
+                s["limit"]["resets_at"]
+                    .as_str()
+                    .and_then(|at| humantime::parse_rfc3339(at).ok())
+                    .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
+                    .is_some_and(|at| at.as_secs() == resets_at_s)
+            },
+            context,
+        )
+        .await;
+    assert_eq!(status["state"], "limited", "{status}");
+    // Claude Code continues by itself; the hold lifts; nothing of ours was typed.
+    server
+        .session_until(
+            &sid,
+            "the hold lifted",
+            Duration::from_secs(90),
+            |s| s["limit"].is_null(),
+            context,
+        )
+        .await;
+    common::eventually(
+        "the continued turn answered",
+        Duration::from_secs(20),
+        Duration::from_millis(100),
+        || model.answered(200) >= 1,
+    )
+    .await;
+    tokio::time::sleep(QUIET).await;
+    let prompts = prompts(&session);
+    assert_eq!(prompts.len(), 2, "{prompts:?}\n{}", context());
+    assert_eq!(prompts[0], "hello");
+    assert!(prompts[1].starts_with(AUTO_CONTINUE_PROMPT), "{prompts:?}");
+    assert_eq!(model.told(AUTO_CONTINUE_PROMPT), 1, "{}", context());
+    assert!(session.hooks().contains("quota_auto_resume_fired"));
+}
+
+/// Issue 28, part 3, the other case: Claude Code's auto-continue is armed but does not fire
+/// (its jitter here is ten minutes; in the field, a detached tmux or several sessions at once).
+/// Its footer reads `Continuing shortly · Esc to cancel` from the reset on; that is no dialog.
+/// wakebridge gives it `auto_continue_wait`, then types the resume once through the footer; the
+/// model is told `continue` once, answers, and the hold lifts.
+#[tokio::test]
+async fn real_claude_code_whose_auto_continue_does_not_fire_is_resumed_once_after_the_wait() {
+    common::arm_test_timeout();
+    let Some(claude) = common::real_claude() else {
+        eprintln!("skipped: no `claude` on PATH");
+        return;
+    };
+    let model = common::model::Model::start().await;
+    let tmux = TmuxServer::start();
+    model.limit_until(common::model::unix_in(Duration::from_secs(10)));
+    let (server, session) = limited_real_claude(
+        &claude,
+        &tmux,
+        &model,
+        (600_000, 600_000),
+        &[("WAKEBRIDGE_LIMITS__AUTO_CONTINUE_WAIT", "5s")],
+    )
+    .await;
+    let sid = session.sid.clone();
+    session.submit(&tmux, "hello").await;
+    let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));
+    server
+        .session_until(
+            &sid,
+            "limited",
+            Duration::from_secs(30),
+            |s| s["state"] == "limited",
+            context,
+        )
+        .await;
+    common::eventually(
+        "the footer after the reset",
+        Duration::from_secs(30),
+        Duration::from_millis(200),
+        || session.screen(&tmux).contains("Continuing shortly"),
+    )
+    .await;
+    server
+        .session_until(
+            &sid,
+            "the hold lifted after the resume",
+            Duration::from_secs(60),
+            |s| s["limit"].is_null(),
+            context,
+        )
+        .await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(prompts(&session), ["hello", "continue"], "{}", context());
+    assert_eq!(model.told("continue"), 1, "{}", context());
+    assert_eq!(model.told(AUTO_CONTINUE_PROMPT), 0, "{}", context());
+}

@@ -485,19 +485,19 @@ async fn paused_clock_a_limited_session_is_held_resumed_at_each_reset_then_given
     assert_eq!(io.world.lock().unwrap().menu_picks, ["s1"]);
 
     // It met the limit again and shows the next reset, read after the 30 s settle (t = 690):
-    // waited for, then resumed again at 690 + 20 min + 60 s.
+    // waited for, then resumed again at 690 + 20 min (to the end of that minute) + 60 s.
     set_screen(&io, "s1", &limit_screen("in 20m", false));
-    tokio::time::sleep(Duration::from_secs(1900 - 662)).await;
+    tokio::time::sleep(Duration::from_secs(2000 - 662)).await;
     assert_eq!(typed_texts(&io, "s1").len(), 1);
-    tokio::time::sleep(Duration::from_secs(61)).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
     let texts = typed_texts(&io, "s1");
     assert_eq!(texts.len(), 2, "{texts:?}");
-    assert!((1950..=1960).contains(&texts[1].0), "{texts:?}");
+    assert!((2000..=2020).contains(&texts[1].0), "{texts:?}");
 
     // Again: the third and last try, then once more at the limit, and it gives up.
+    // Set before the settle look 30 s after it: the third try met the limit again too.
     set_screen(&io, "s1", &limit_screen("in 5m", false));
-    // Set before the settle look at 2340 + 30 s: the third try met the limit again too.
-    tokio::time::sleep(Duration::from_secs(2345 - 1961)).await;
+    tokio::time::sleep(Duration::from_secs(2480 - 2030)).await;
     let texts = typed_texts(&io, "s1");
     assert_eq!(texts.len(), 3, "{texts:?}");
     set_screen(&io, "s1", &limit_screen("in 7m", false));
@@ -512,6 +512,76 @@ async fn paused_clock_a_limited_session_is_held_resumed_at_each_reset_then_given
             .last_reason
             .contains("gave up after 3 resumes")
     );
+    shutdown.cancel();
+}
+
+/// `screen` with Claude Code's own auto-continue footer under its input box (`shortly`: the
+/// wording from the reset until it fires).
+fn with_auto_continue(screen: &str, shortly: bool) -> String {
+    let when = if shortly {
+        "shortly"
+    } else {
+        "automatically at 3pm"
+    };
+    format!(
+        "{screen}  ⚠ Usage limit reached · limit resets 3pm\n    Continuing {when} · Esc to cancel\n"
+    )
+}
+
+/// Issue 28, part 3: a session whose own auto-continue is armed is left to it after the reset
+/// (nothing typed at reset + grace); the hold lifts when it fires. One it left waiting ("shortly"
+/// long past its 30–90 s) is resumed once `auto_continue_wait` after the reset, through the
+/// footer's "Esc to cancel" (no dialog).
+#[tokio::test(start_paused = true)]
+async fn paused_clock_claude_codes_own_auto_continue_is_left_to_it_and_stepped_in_for_when_it_did_not()
+ {
+    common::arm_test_timeout();
+    let io = FakeIo::new();
+    for sid in ["fires", "stuck"] {
+        io.add_session(sid, "\u{2733} Claude Code");
+        limited(&io, sid, 1, false);
+        set_screen(
+            &io,
+            sid,
+            &with_auto_continue(&limit_screen("in 1m", false), false),
+        );
+    }
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    // Past the reset (60 s) and the grace (60 s): armed, "shortly", left alone.
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    for sid in ["fires", "stuck"] {
+        set_screen(
+            &io,
+            sid,
+            &with_auto_continue(&limit_screen("in 1m", false), true),
+        );
+    }
+    tokio::time::sleep(Duration::from_secs(65)).await;
+    assert_eq!(typed_texts(&io, "fires"), []);
+    assert_eq!(typed_texts(&io, "stuck"), []);
+    let view = views.borrow()["stuck"].clone();
+    assert!(
+        view.last_reason
+            .ends_with("Claude Code continues it itself, watching"),
+        "{view:?}"
+    );
+    // One fires (its hook lifts the hold); the other is still "shortly" at reset + 2 min.
+    io.world
+        .lock()
+        .unwrap()
+        .facts
+        .get_mut("fires")
+        .unwrap()
+        .limit = None;
+    tokio::time::sleep(Duration::from_secs(120 + 60 - 126 + 2)).await;
+    assert_eq!(typed_texts(&io, "fires"), []);
+    let stuck = typed_texts(&io, "stuck");
+    assert_eq!(
+        stuck.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>(),
+        ["continue"],
+        "{stuck:?}"
+    );
+    assert!((180..=182).contains(&stuck[0].0), "{stuck:?}");
     shutdown.cancel();
 }
 

@@ -274,7 +274,7 @@ async fn migrates_a_database_written_at_schema_one() {
         .expect("check")
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     let identity_index: i64 = Connection::open(&path)
         .expect("check")
         .query_row(
@@ -1208,6 +1208,68 @@ fn a_spool_round_is_pending_until_synced_and_a_refused_share_can_be_taken_back()
     );
 }
 
+/// Issue 28, part 2: the hook's notice (`resets 9:16am`, to the minute) recorded first, then the
+/// transcript's record of the same limit with its exact `resetsAt` (09:16:22): the exact reset
+/// wins, and a later read of the minute does not move it back. Only the reset changes.
+#[tokio::test]
+async fn the_most_exact_reset_of_a_limit_wins_whichever_came_first() {
+    common::arm_test_timeout();
+    let store = Store::open_in_memory().expect("store");
+    let minute = 1_796_000_160_000; // 9:16:00
+    let exact = minute + 22_000; // 9:16:22
+    let seen = |how: LimitSource, resets_at_ms: i64, resets_exact: bool, at_ms: i64| {
+        Record::Limited(LimitSeen {
+            session_id: "lim".into(),
+            kind: "5-hour limit".into(),
+            resets_text: Some("9:16am".into()),
+            resets_at_ms: Some(resets_at_ms),
+            resets_exact,
+            how,
+            at_ms,
+        })
+    };
+    let limit = || store.limit("lim").expect("read").expect("a limit");
+    for record in [
+        seen(LimitSource::Hook, minute, false, 1_000),
+        Record::ResumeTried {
+            session_id: "lim".into(),
+            at_ms: 1_500,
+        },
+        seen(LimitSource::Transcript, exact, true, 2_000),
+    ] {
+        store.record(record).await.expect("record");
+    }
+    let kept = limit();
+    assert_eq!(kept.resets_at_ms, Some(exact), "{kept:?}");
+    assert_eq!(
+        (kept.since_ms, kept.tries),
+        (1_000, 1),
+        "the same limit: {kept:?}"
+    );
+    // The minute read again (the screen, the hook): the exact reset stays.
+    store
+        .record(seen(LimitSource::Screen, minute, false, 3_000))
+        .await
+        .expect("record");
+    assert_eq!(limit().resets_at_ms, Some(exact));
+    // And the other order: the exact reset first is never replaced by the minute.
+    store
+        .record(Record::LimitLifted {
+            session_id: "lim".into(),
+        })
+        .await
+        .expect("record");
+    store
+        .record(seen(LimitSource::Transcript, exact, true, 4_000))
+        .await
+        .expect("record");
+    store
+        .record(seen(LimitSource::Hook, minute, false, 5_000))
+        .await
+        .expect("record");
+    assert_eq!(limit().resets_at_ms, Some(exact));
+}
+
 #[tokio::test]
 async fn a_usage_limit_keeps_its_reset_and_tries_until_a_new_notice_and_goes_when_lifted() {
     common::arm_test_timeout();
@@ -1218,6 +1280,7 @@ async fn a_usage_limit_keeps_its_reset_and_tries_until_a_new_notice_and_goes_whe
             kind: "session limit".into(),
             resets_text: Some(text.into()),
             resets_at_ms: Some(resets_at_ms),
+            resets_exact: false,
             how,
             at_ms,
         })

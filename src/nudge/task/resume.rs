@@ -6,13 +6,15 @@
 //! again waits for the next reset shown; after `max_tries` resumes it is given up on (held
 //! until it shows life, and said so in the log and in status). While held, the screen is looked
 //! at every [`LOOK_EVERY_MS`]: a notice no longer there (someone resumed it, or Claude Code did)
-//! lifts the hold even where no hook reports it. It owns that sequence; reading notices is
+//! lifts the hold even where no hook reports it. A session whose own auto-continue is armed
+//! (Claude Code 2.1.234+) is left to it for `[limits] auto_continue_wait` after the reset and
+//! resumed only if it did not continue by then. It owns that sequence; reading notices is
 //! `claude::limits`'s, typing the gate's.
 
 use tokio::time::Instant;
 
 use super::{Nudger, OWED_RETRY, row_due, typed_records};
-use crate::claude::limits::{self, WRITTEN_NOW, describe_reset};
+use crate::claude::limits::{self, AutoContinue, WRITTEN_NOW, describe_reset};
 use crate::delivery::gate::Mode;
 use crate::nudge::NudgeView;
 use crate::nudge::io::NudgerIo;
@@ -104,6 +106,19 @@ impl<I: NudgerIo> Nudger<I> {
         let menu = limits::wait_option(&screen).is_some();
         if notice.is_none() && !menu {
             return self.lift(sid, now, now_ms).await;
+        }
+        // Claude Code's own auto-continue is armed: it continues the session by itself shortly
+        // after the reset. A resume typed now would race it (or take it over): it is given its
+        // time, and the hold lifts when it fires (its `quota_auto_resume_fired` hook, the
+        // notice gone); only a session it left waiting is resumed here.
+        let wait_ms = i64::try_from(config.auto_continue_wait.as_millis()).unwrap_or(i64::MAX);
+        if limits::auto_continue(&screen) == Some(AutoContinue::Armed)
+            && let Some(until_ms) = limit.resets_at_ms.map(|at| at.saturating_add(wait_ms))
+            && now_ms < until_ms
+        {
+            self.note_resume_due(until_ms);
+            let reason = format!("{shown}; Claude Code continues it itself, watching");
+            return self.view(sid, now, now_ms, reason);
         }
         // After a resume, a notice with another reset is the limit met again, written just now.
         if limit.tries > 0
