@@ -148,6 +148,7 @@ async fn a_notice_seen_only_on_the_screen_holds_the_session_and_is_recorded() {
 /// binary each reader depends on, and the notice they compose, parsed.
 #[test]
 fn the_installed_claude_code_writes_what_claude_limits_reads() {
+    common::arm_test_timeout();
     let Some(bin) = common::real_claude() else {
         eprintln!("skipping: no claude on PATH (.ci/run installs @anthropic-ai/claude-code)");
         return;
