@@ -745,7 +745,7 @@ const CLAUDE_START_TIMEOUT: Duration = Duration::from_secs(60);
 async fn real_claude_code_submits_the_wake_prompt() {
     common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
-        eprintln!("skipped: no `claude` on PATH");
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let server = TmuxServer::start();
