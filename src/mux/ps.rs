@@ -1,5 +1,6 @@
 //! What `ps` says about processes, portably (procps on Linux, BSD ps on macOS): the process
-//! table as pid → parent pid, and a process's descendants. Resolved on PATH.
+//! table as pid → parent pid, a process's descendants, and the processes on one terminal with
+//! their groups and sessions. Resolved on PATH.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
@@ -23,6 +24,126 @@ pub async fn parents(deadline: Deadline) -> Result<HashMap<u32, u32>, MuxError> 
             Some((pid, ppid))
         })
         .collect())
+}
+
+/// One process on a terminal, as [`on_terminal`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalProcess {
+    pub pid: u32,
+    pub ppid: u32,
+    /// The foreground process group of the process's controlling terminal (none: ps printed
+    /// -1, the process has no terminal or the terminal no foreground group).
+    pub tpgid: Option<u32>,
+    pub pgid: u32,
+    /// The session id (its leader's pid), where this system's ps prints one.
+    pub sid: Option<u32>,
+    /// The process name (procps: at most 15 bytes; macOS: the executable's path).
+    pub command: String,
+}
+
+/// Which columns this system's ps can give for [`on_terminal`]. procps and FreeBSD print the
+/// session id as `sid`; macOS's ps has no `sid` keyword (`ps: sid: keyword not found`) and its
+/// `sess` is the kernel's session pointer, which it prints as 0 to anyone but root (Apple's
+/// adv_cmds `ps/keyword.c` declares it `KPTR`), so there the session is found by parentage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    WithSid,
+    WithoutSid,
+}
+
+const TERMINAL_LAYOUT: Layout = if cfg!(target_os = "macos") {
+    Layout::WithoutSid
+} else {
+    Layout::WithSid
+};
+
+impl Layout {
+    /// `-o` columns, the command last: it is the only one that may contain spaces.
+    fn columns(self) -> &'static str {
+        match self {
+            Layout::WithSid => "pid=,ppid=,tpgid=,pgid=,sid=,comm=",
+            Layout::WithoutSid => "pid=,ppid=,tpgid=,pgid=,comm=",
+        }
+    }
+}
+
+/// `ps -t <tty>`: every process whose controlling terminal is `tty` (a path such as
+/// `/dev/pts/3`), as ps printed it (for logs; read it with [`parse_terminal`]). Empty when no
+/// process has that terminal: ps (procps and BSD) then exits 1 saying nothing, as it does for
+/// a tmux pane whose first process has not taken its terminal yet.
+pub async fn on_terminal(tty: &str, deadline: Deadline) -> Result<String, MuxError> {
+    let inv = Invocation::new(Path::new(PS_BIN), "ps (processes on the pane's terminal)").args([
+        "-o",
+        TERMINAL_LAYOUT.columns(),
+        "-t",
+        tty,
+    ]);
+    match process::run(&inv, deadline).await {
+        Ok(done) => Ok(done.stdout),
+        Err(err) if err.is_silent_exit(1) => Ok(String::new()),
+        Err(err) => Err(err),
+    }
+}
+
+/// The rows of an [`on_terminal`] listing; a row that does not read is left out.
+pub fn parse_terminal(listing: &str) -> Vec<TerminalProcess> {
+    parse_terminal_as(listing, TERMINAL_LAYOUT)
+}
+
+fn parse_terminal_as(listing: &str, layout: Layout) -> Vec<TerminalProcess> {
+    listing
+        .lines()
+        .filter_map(|row| {
+            let mut cols = row.split_whitespace();
+            let pid = cols.next()?.parse().ok()?;
+            let ppid = cols.next()?.parse().ok()?;
+            let tpgid = cols.next()?.parse::<i64>().ok()?;
+            let pgid = cols.next()?.parse().ok()?;
+            let sid = match layout {
+                Layout::WithSid => Some(cols.next()?.parse().ok()?),
+                Layout::WithoutSid => None,
+            };
+            let tpgid = u32::try_from(tpgid).ok();
+            let command = cols.collect::<Vec<_>>().join(" ");
+            (!command.is_empty()).then_some(TerminalProcess {
+                pid,
+                ppid,
+                tpgid,
+                pgid,
+                sid,
+                command,
+            })
+        })
+        .collect()
+}
+
+/// The processes of `processes` that belong to the session `leader` leads: by session id where
+/// ps printed one, else (macOS) by descent from `leader` through processes of the same
+/// listing. Descent never admits another session's process (one that left the leader's
+/// session by `setsid` lost the terminal with it, so it is not on the listing), but misses a
+/// member whose parent exited; for the guard, missing one errs on the side of not typing.
+pub fn in_session(processes: &[TerminalProcess], leader: u32) -> Vec<&TerminalProcess> {
+    let parent: HashMap<u32, u32> = processes.iter().map(|p| (p.pid, p.ppid)).collect();
+    let descends = |mut pid: u32| {
+        // Bounded by the listing's length: a pid table with a loop cannot hang the walk.
+        for _ in 0..=processes.len() {
+            if pid == leader {
+                return true;
+            }
+            match parent.get(&pid) {
+                Some(&ppid) if ppid != pid => pid = ppid,
+                _ => return false,
+            }
+        }
+        false
+    };
+    processes
+        .iter()
+        .filter(|p| match p.sid {
+            Some(sid) => sid == leader,
+            None => descends(p.pid),
+        })
+        .collect()
 }
 
 /// `root` and its descendants, breadth first, at most `max_depth` levels down.
@@ -60,6 +181,101 @@ mod tests {
         // A self-parented entry (pid 0 on some systems) does not loop.
         let looped = HashMap::from([(0, 0), (5, 0)]);
         assert_eq!(tree(0, &looped, 6), [0, 5]);
+    }
+
+    fn row(
+        pid: u32,
+        ppid: u32,
+        tpgid: u32,
+        pgid: u32,
+        sid: Option<u32>,
+        command: &str,
+    ) -> TerminalProcess {
+        TerminalProcess {
+            pid,
+            ppid,
+            tpgid: Some(tpgid),
+            pgid,
+            sid,
+            command: command.to_owned(),
+        }
+    }
+
+    #[test]
+    fn terminal_rows_parse_in_both_layouts() {
+        let procps = "  4242  4200  4242  4242  4242 bash\n  4250  4242  4242  4242  4242 tmux: server\n\
+                      junk\n";
+        assert_eq!(
+            parse_terminal_as(procps, Layout::WithSid),
+            [
+                row(4242, 4200, 4242, 4242, Some(4242), "bash"),
+                row(4250, 4242, 4242, 4242, Some(4242), "tmux: server"),
+            ]
+        );
+        let macos = "  501     1   501   501 -zsh\n  520   501   520   520 /usr/local/bin/claude\n";
+        assert_eq!(
+            parse_terminal_as(macos, Layout::WithoutSid),
+            [
+                row(501, 1, 501, 501, None, "-zsh"),
+                row(520, 501, 520, 520, None, "/usr/local/bin/claude"),
+            ]
+        );
+        // A row without its command, or short of a column, is left out; -1 is no foreground.
+        assert!(parse_terminal_as("  1 2 3 4 5\n 1 2 3\n", Layout::WithSid).is_empty());
+        assert_eq!(
+            parse_terminal_as(" 9 1 -1 9 9 sleep\n", Layout::WithSid)[0].tpgid,
+            None
+        );
+    }
+
+    #[test]
+    fn session_members_by_id_or_by_descent() {
+        let pids = |rows: Vec<&TerminalProcess>| rows.iter().map(|p| p.pid).collect::<Vec<_>>();
+        // By id: a process of another session on the same terminal is out, whatever its
+        // parentage.
+        let with_sid = [
+            row(100, 1, 100, 100, Some(100), "bash"),
+            row(110, 100, 100, 100, Some(100), "claude"),
+            row(300, 100, 300, 300, Some(300), "claude"),
+        ];
+        assert_eq!(pids(in_session(&with_sid, 100)), [100, 110]);
+        // By descent (macOS): the leader, its children and theirs; not a stranger, and not a
+        // member whose parent is gone from the listing.
+        let without_sid = [
+            row(100, 1, 100, 100, None, "bash"),
+            row(110, 100, 100, 100, None, "sh"),
+            row(111, 110, 100, 100, None, "claude"),
+            row(300, 1, 300, 300, None, "claude"),
+            row(400, 399, 100, 100, None, "claude"),
+        ];
+        assert_eq!(pids(in_session(&without_sid, 100)), [100, 110, 111]);
+        // A loop in the parent links ends the walk.
+        let looped = [row(7, 8, 7, 7, None, "a"), row(8, 7, 7, 7, None, "b")];
+        assert!(in_session(&looped, 100).is_empty());
+    }
+
+    #[tokio::test]
+    async fn this_systems_ps_prints_the_terminal_columns() {
+        // The columns' spelling is per system: ask this one's ps about this process.
+        let inv = Invocation::new(Path::new(PS_BIN), "ps").args([
+            "-o",
+            TERMINAL_LAYOUT.columns(),
+            "-p",
+            &std::process::id().to_string(),
+        ]);
+        let out = process::run(&inv, Deadline::after(std::time::Duration::from_secs(5)))
+            .await
+            .unwrap()
+            .stdout;
+        let rows = parse_terminal(&out);
+        assert_eq!(rows.len(), 1, "{out:?}");
+        assert_eq!(rows[0].pid, std::process::id());
+        assert_eq!(rows[0].ppid, std::os::unix::process::parent_id());
+        if TERMINAL_LAYOUT == Layout::WithSid {
+            // SAFETY: getsid(0) only reads this process's session id.
+            let sid = unsafe { libc::getsid(0) };
+            assert_eq!(rows[0].sid, u32::try_from(sid).ok());
+        }
     }
 
     #[tokio::test]

@@ -664,7 +664,7 @@ fn have(program: &str) -> bool {
 fn launch_agent_plist_parses_as_a_property_list() {
     common::arm_test_timeout();
     if !have("python3") {
-        eprintln!("skipped: python3 (plistlib) is not installed");
+        common::skip_or_fail("python3 (plistlib) is not installed", common::GET_PYTHON3);
         return;
     }
     let mut child = std::process::Command::new("python3")
@@ -730,7 +730,10 @@ fn systemd_unit_runs_serve_with_restart_on_failure() {
 fn systemd_unit_passes_systemd_analyze_verify() {
     common::arm_test_timeout();
     if !have("systemd-analyze") {
-        eprintln!("skipped: systemd-analyze is not installed");
+        common::skip_or_fail(
+            "systemd-analyze is not installed",
+            "`apt-get install systemd` (.ci/run installs it)",
+        );
         return;
     }
     // verify insists the ExecStart binary exists, so point it at the one cargo just built.

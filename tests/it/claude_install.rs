@@ -445,7 +445,7 @@ fn a_hand_merged_snippet_is_updated_in_place_not_duplicated() {
 async fn the_real_claude_code_runs_the_installed_hooks_and_status_line() {
     common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
-        eprintln!("skipped: no `claude` on PATH");
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let tmux = common::tmux::TmuxServer::start();

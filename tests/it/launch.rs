@@ -458,7 +458,7 @@ fn real_case(claude: &Path) -> (Case, LaunchOptions) {
 async fn real_claude_code_passes_its_first_run_and_is_mapped() {
     common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
-        eprintln!("skipped: no `claude` on PATH");
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let (case, opts) = real_case(&claude);
@@ -486,7 +486,7 @@ async fn real_claude_code_passes_its_first_run_and_is_mapped() {
 async fn real_claude_code_shows_no_trust_dialog_after_pre_trust() {
     common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
-        eprintln!("skipped: no `claude` on PATH");
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let (case, mut opts) = real_case(&claude);

@@ -148,8 +148,9 @@ async fn a_notice_seen_only_on_the_screen_holds_the_session_and_is_recorded() {
 /// binary each reader depends on, and the notice they compose, parsed.
 #[test]
 fn the_installed_claude_code_writes_what_claude_limits_reads() {
+    common::arm_test_timeout();
     let Some(bin) = common::real_claude() else {
-        eprintln!("skipping: no claude on PATH (.ci/run installs @anthropic-ai/claude-code)");
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     for fragment in [
@@ -245,7 +246,7 @@ async fn api_at_its_limit(resets_at_s: u64) -> std::net::SocketAddr {
 async fn real_claude_code_at_its_usage_limit_is_held_and_nothing_is_typed() {
     common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
-        eprintln!("skipped: no `claude` on PATH");
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let resets_at_s = SystemTime::now()

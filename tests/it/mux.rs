@@ -108,7 +108,7 @@ async fn refuses_a_pane_that_fell_back_to_a_shell_and_types_nothing() {
     // The agent is gone and an interactive shell owns the pane: a wake typed here would run
     // as a shell command.
     let pane = server.new_pane("exec bash --norc --noprofile -i");
-    server.wait_for(&pane, "#{pane_current_command}", "bash");
+    server.wait_for_bash_prompt(&pane);
     let injector = Injector::new(&fast_config(&server));
 
     let err = injector
@@ -745,7 +745,7 @@ const CLAUDE_START_TIMEOUT: Duration = Duration::from_secs(60);
 async fn real_claude_code_submits_the_wake_prompt() {
     common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
-        eprintln!("skipped: no `claude` on PATH");
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let server = TmuxServer::start();

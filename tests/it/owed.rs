@@ -381,7 +381,7 @@ async fn copy_mode_and_menus_hold_typing_back_until_they_are_gone() {
 async fn real_claude_code_gets_the_wake_owed_from_its_turn_once_the_turn_ends() {
     common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
-        eprintln!("skipped: no `claude` on PATH");
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let tmux = TmuxServer::start();

@@ -331,7 +331,7 @@ async fn a_restart_revives_an_agent_whose_pane_is_gone() {
 async fn the_real_claude_code_is_cleared_and_rehydrated_and_its_new_session_followed() {
     common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
-        eprintln!("skipped: no `claude` on PATH");
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let tmux = TmuxServer::start();
@@ -411,7 +411,7 @@ async fn the_real_claude_code_is_cleared_and_rehydrated_and_its_new_session_foll
 async fn the_real_claude_code_is_restarted_in_its_pane_and_keeps_its_address() {
     common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
-        eprintln!("skipped: no `claude` on PATH");
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let tmux = TmuxServer::start();

@@ -231,9 +231,15 @@ async fn systemd_install_status_uninstall_against_a_recording_systemctl() {
         .lines()
         .find(|l| l.starts_with("Environment=\"PATH="))
         .unwrap();
-    if let Some(tmux_dir) = dir_of("tmux") {
-        let first = format!("Environment=\"PATH={}", tmux_dir.display());
-        assert!(path_line.starts_with(&first), "{path_line}");
+    match dir_of("tmux") {
+        Some(tmux_dir) => {
+            let first = format!("Environment=\"PATH={}", tmux_dir.display());
+            assert!(path_line.starts_with(&first), "{path_line}");
+        }
+        None => common::skip_or_fail(
+            "no tmux on PATH to check the unit's PATH against",
+            "`apt-get install tmux` (.ci/run installs it)",
+        ),
     }
     assert!(
         path_line.contains(&format!("{}/.cargo/bin:", home.display())),
@@ -247,7 +253,10 @@ async fn systemd_install_status_uninstall_against_a_recording_systemctl() {
     );
 
     match systemd_analyze(&unit) {
-        Err(why) => eprintln!("skipping systemd-analyze verify: {why}"),
+        Err(why) => common::skip_or_fail(
+            &format!("systemd-analyze verify cannot run: {why}"),
+            "`apt-get install systemd` (.ci/run installs it)",
+        ),
         Ok(verify) => {
             let said = format!("{}{}", text(&verify.stdout), text(&verify.stderr));
             assert!(verify.status.success(), "systemd-analyze verify:\n{said}");

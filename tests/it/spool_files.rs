@@ -118,7 +118,7 @@ for i in range(200):
         .arg(&wake)
         .spawn()
     else {
-        eprintln!("python3 not available; skipping");
+        common::skip_or_fail("python3 does not run", common::GET_PYTHON3);
         return;
     };
     let mut guard = ChildGuard::new(child);

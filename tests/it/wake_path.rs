@@ -174,7 +174,7 @@ async fn unmapped_and_stale_panes_type_nothing() {
     );
     // The agent's pane fell back to a shell (the session is gone): never type into it.
     let shell = tmux.new_pane("bash --norc --noprofile");
-    tmux.wait_for(&shell, "#{pane_current_command}", "bash");
+    tmux.wait_for_bash_prompt(&shell);
     map(&server.wake_dir, "gone", &shell);
     let answer = server.hook(event_for("gone", 2), &[]).await.1;
     // Seen once as `spool-mux-failed` in a fresh clone's first run (cause not known): the

@@ -3,8 +3,8 @@
 //! (no startup tips, no release notes, `/bin/sh` panes), a pane running a raw-mode recorder,
 //! and the real [`Injector`] (and, once, the real daemon over HTTP) typing into it. The stand-in
 //! tests in tests/it/mux.rs pin the argv; these prove that the real zellij agrees with it. Every
-//! test skips with a note when no zellij binary is found ($WB_TEST_ZELLIJ, then PATH,
-//! then /opt/zellij/bin/zellij); `.ci/run` installs one when missing.
+//! test skips with a note when no zellij 0.44+ binary is found ($WB_TEST_ZELLIJ, then PATH,
+//! then /opt/zellij/bin/zellij), and fails instead in CI, where `.ci/run` installs one.
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
@@ -61,7 +61,8 @@ const MARKER_VAR: &str = "WB_ZELLIJ_TEST";
 const CONFIG_KDL: &str = "show_startup_tips false\nshow_release_notes false\n\
                           default_shell \"/bin/sh\"\npane_frames false\n";
 
-/// The zellij binary to test against, or `None` (with a note on stderr) to skip.
+/// The zellij binary to test against, or `None` (with a note on stderr) to skip; in CI, no
+/// usable zellij fails the test ([`common::skip_or_fail`]).
 fn zellij_or_skip(test: &str) -> Option<PathBuf> {
     let explicit = std::env::var_os(ZELLIJ_ENV).map(PathBuf::from);
     let on_path = std::env::var_os("PATH").and_then(|path| {
@@ -74,19 +75,23 @@ fn zellij_or_skip(test: &str) -> Option<PathBuf> {
         .chain(on_path)
         .chain(Some(PathBuf::from(OPT_ZELLIJ)))
         .find(|p| is_executable(p));
+    let how = format!(
+        "set {ZELLIJ_ENV}, put zellij 0.44+ on PATH, or `cargo install --locked zellij --root \
+         /opt/zellij` (.ci/run installs it)"
+    );
     let Some(bin) = found else {
-        eprintln!(
-            "skipping {test}: no zellij binary (set {ZELLIJ_ENV}, put zellij on PATH, or \
-             `cargo install --locked zellij --root /opt/zellij`)"
-        );
+        common::skip_or_fail(&format!("{test}: no zellij binary"), &how);
         return None;
     };
     match version_of(&bin) {
         Some(v) if v >= MIN_VERSION => Some(bin),
         other => {
-            eprintln!(
-                "skipping {test}: {} is version {other:?}, these tests need 0.44+",
-                bin.display()
+            common::skip_or_fail(
+                &format!(
+                    "{test}: {} is version {other:?}, these tests need 0.44+",
+                    bin.display()
+                ),
+                &how,
             );
             None
         }

@@ -7,18 +7,19 @@
 pub(crate) mod create;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::process::{self, Invocation, MuxError};
-use super::ps::PS_BIN;
+use super::ps::{self, TerminalProcess};
 use super::text::KeystrokeText;
 use super::{Key, Mux, MuxConfig, PaneState, StaleReason};
 use crate::deadline::Deadline;
 
 /// The guard's question to tmux: is the pane there, is its program alive, is it in copy mode,
-/// what runs in it. The command goes last: it is the only field that could contain the separator.
-const GUARD_FORMAT: &str =
-    "#{pane_id}\t#{pane_dead}\t#{pane_in_mode}\t#{pane_tty}\t#{pane_current_command}";
+/// what runs in it (and on which terminal, in which session: the pane's first process leads
+/// it). The command goes last: it is the only field that could contain the separator.
+const GUARD_FORMAT: &str = "#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_in_mode}\t#{pane_tty}\t\
+                            #{pane_current_command}";
 
 /// One line per pane for [`Tmux::snapshot`]. The title goes last: it is set by the program in
 /// the pane and may contain the separator, so it takes whatever is left of the line.
@@ -134,26 +135,41 @@ impl Mux for Tmux {
         };
         let state = match answer {
             GuardAnswer::Settled(state) => state,
-            GuardAnswer::ShellInFront { tty, command } => {
+            GuardAnswer::ShellInFront {
+                pane_pid,
+                tty,
+                command,
+            } => {
                 // tmux names only the foreground process group's leader, so a wrapper (`sh -c
                 // 'claude; exec sleep 1d'`, no job control) reads as `sh` while the agent runs
-                // inside its group. The same `-o tpgid=,pgid=,comm= -t <tty>` works with procps
-                // (Linux) and BSD ps (macOS).
-                let inv = Invocation::new(Path::new(PS_BIN), "ps (pane foreground group)")
-                    .args(["-o", "tpgid=,pgid=,comm=", "-t"])
-                    .arg(tty);
-                let listing = match process::run(&inv, deadline).await {
-                    Ok(done) => done.stdout,
-                    // ps (procps and BSD) exits 1, saying nothing, when no process has that
-                    // terminal (seen once under the test suite's load, cause not found): then
-                    // no agent is in front either.
-                    Err(err) if err.is_silent_exit(1) => String::new(),
-                    Err(err) => return Err(err),
-                };
-                if foreground_runs_non_shell(&listing, |c| self.is_shell(c)) {
-                    PaneState::Live
-                } else {
-                    PaneState::Stale(StaleReason::ShellInPane { command })
+                // inside its group: look at the processes on the pane's terminal.
+                let listing = ps::on_terminal(&tty, deadline).await?;
+                let processes = ps::parse_terminal(&listing);
+                match agent_behind_shell(&processes, pane_pid, |c| self.is_shell(c)) {
+                    Some(agent) => {
+                        tracing::debug!(
+                            pane,
+                            pane_pid,
+                            tty,
+                            listing = ?listing.trim_end(),
+                            "stale-pane guard: tmux names {command} in front of pane {pane} \
+                             and {} (pid {}) runs in its group: live",
+                            agent.command,
+                            agent.pid
+                        );
+                        PaneState::Live
+                    }
+                    None => {
+                        tracing::info!(
+                            pane,
+                            pane_pid,
+                            tty,
+                            listing = ?listing.trim_end(),
+                            "stale-pane guard: tmux names {command} in front of pane {pane} \
+                             and no agent runs in its group: refusing to type into it"
+                        );
+                        PaneState::Stale(StaleReason::ShellInPane { command })
+                    }
                 }
             }
         };
@@ -193,6 +209,8 @@ enum GuardAnswer {
     Settled(PaneState),
     /// A shell leads the foreground group: look inside the group before calling it stale.
     ShellInFront {
+        /// The pane's first process: the leader of the pane's session.
+        pane_pid: u32,
         tty: String,
         command: String,
     },
@@ -204,8 +222,9 @@ enum GuardAnswer {
 /// stale: typing into a pane we cannot describe is worse than skipping one wake.
 fn classify_guard(target: &str, stdout: &str, is_shell: impl Fn(&str) -> bool) -> GuardAnswer {
     let line = stdout.lines().next().unwrap_or("");
-    let mut fields = line.splitn(5, '\t');
-    let (Some(pane_id), Some(dead), Some(in_mode), Some(tty), Some(command)) = (
+    let mut fields = line.splitn(6, '\t');
+    let (Some(pane_id), Some(pane_pid), Some(dead), Some(in_mode), Some(tty), Some(command)) = (
+        fields.next(),
         fields.next(),
         fields.next(),
         fields.next(),
@@ -230,7 +249,13 @@ fn classify_guard(target: &str, stdout: &str, is_shell: impl Fn(&str) -> bool) -
         if tty.is_empty() {
             return GuardAnswer::Settled(PaneState::Stale(StaleReason::ShellInPane { command }));
         }
+        let Ok(pane_pid) = pane_pid.parse() else {
+            return GuardAnswer::Settled(PaneState::Stale(StaleReason::Unreadable {
+                detail: format!("tmux gave no pid for the pane: {line:?}"),
+            }));
+        };
         return GuardAnswer::ShellInFront {
+            pane_pid,
             tty: tty.to_owned(),
             command,
         };
@@ -238,18 +263,25 @@ fn classify_guard(target: &str, stdout: &str, is_shell: impl Fn(&str) -> bool) -
     GuardAnswer::Settled(PaneState::Live)
 }
 
-/// From `ps -o tpgid=,pgid=,comm=` of a terminal: does any process of the terminal's foreground
-/// group run something other than a shell? Background jobs and a prompt plugin's daemons sit
-/// in their own groups and do not count.
-fn foreground_runs_non_shell(listing: &str, is_shell: impl Fn(&str) -> bool) -> bool {
-    listing.lines().any(|row| {
-        let mut cols = row.split_whitespace();
-        let (Some(tpgid), Some(pgid)) = (cols.next(), cols.next()) else {
-            return false;
-        };
-        let command = cols.collect::<Vec<_>>().join(" ");
-        tpgid == pgid && !command.is_empty() && !is_shell(&command)
-    })
+/// Of the processes on a pane's terminal, when tmux named a shell as its foreground: the one
+/// that runs something other than a shell inside that shell's group, if any. Only the pane's
+/// own session counts (its first process, `pane_pid`, leads it); background jobs and a prompt
+/// plugin's daemons sit in groups of their own and do not count either.
+///
+/// The group's leader never vouches: it is the process tmux named, a shell. When ps names it
+/// otherwise, the pane changed between the two looks, and what it changed from may be no agent
+/// at all: a pane's first process is tmux's own fork (`tmux: server`, session leader and
+/// foreground) until it runs the pane's command, and tmux, finding no process in front before
+/// the fork takes the terminal, names the pane's start command instead (`bash` for `exec bash
+/// -i`). A guard run in that moment typed a wake into the shell that started next.
+fn agent_behind_shell(
+    processes: &[TerminalProcess],
+    pane_pid: u32,
+    is_shell: impl Fn(&str) -> bool,
+) -> Option<&TerminalProcess> {
+    ps::in_session(processes, pane_pid)
+        .into_iter()
+        .find(|p| p.tpgid == Some(p.pgid) && p.pid != p.pgid && !is_shell(&p.command))
 }
 
 /// A process name as tmux may report it (`/bin/bash`, `-zsh` for a login shell) reduced to the
@@ -303,7 +335,7 @@ mod tests {
     #[test]
     fn guard_accepts_a_live_agent_pane() {
         assert_eq!(
-            classify_guard("%3", "%3\t0\t0\t/dev/pts/1\tclaude\n", shells),
+            classify_guard("%3", "%3\t4242\t0\t0\t/dev/pts/1\tclaude\n", shells),
             settled(PaneState::Live)
         );
     }
@@ -311,7 +343,7 @@ mod tests {
     #[test]
     fn guard_refuses_dead_pane() {
         assert_eq!(
-            classify_guard("%3", "%3\t1\t0\t/dev/pts/1\tclaude\n", shells),
+            classify_guard("%3", "%3\t\t1\t0\t/dev/pts/1\tclaude\n", shells),
             settled(PaneState::Stale(StaleReason::PaneDead))
         );
     }
@@ -319,7 +351,7 @@ mod tests {
     #[test]
     fn guard_holds_off_a_pane_in_copy_mode() {
         assert_eq!(
-            classify_guard("%3", "%3\t0\t1\t/dev/pts/1\tclaude\n", shells),
+            classify_guard("%3", "%3\t4242\t0\t1\t/dev/pts/1\tclaude\n", shells),
             settled(PaneState::Held("copy mode"))
         );
     }
@@ -328,8 +360,13 @@ mod tests {
     fn guard_looks_into_the_group_when_a_shell_is_in_front() {
         for command in ["bash", "-zsh", "/bin/sh"] {
             assert_eq!(
-                classify_guard("%3", &format!("%3\t0\t0\t/dev/pts/1\t{command}\n"), shells),
+                classify_guard(
+                    "%3",
+                    &format!("%3\t4242\t0\t0\t/dev/pts/1\t{command}\n"),
+                    shells
+                ),
                 GuardAnswer::ShellInFront {
+                    pane_pid: 4242,
                     tty: "/dev/pts/1".into(),
                     command: command_name(command).into()
                 },
@@ -339,23 +376,93 @@ mod tests {
     }
 
     #[test]
-    fn foreground_group_with_an_agent_is_live_and_a_lone_shell_is_not() {
-        // Wrapper shell running the agent in its own (foreground) group.
-        assert!(foreground_runs_non_shell(
-            " 100  100 bash\n 100  100 claude.exe\n",
-            shells
+    fn guard_without_a_pane_pid_cannot_look_into_the_group() {
+        assert!(matches!(
+            classify_guard("%3", "%3\t\t0\t0\t/dev/pts/1\tbash\n", shells),
+            GuardAnswer::Settled(PaneState::Stale(StaleReason::Unreadable { .. }))
         ));
+    }
+
+    /// `ps -o pid=,ppid=,tpgid=,pgid=,sid=,comm= -t <tty>` rows, as procps prints them.
+    fn listing(rows: &str) -> Vec<TerminalProcess> {
+        rows.lines()
+            .filter_map(|row| {
+                let cols: Vec<&str> = row.split_whitespace().collect();
+                let number = |i: usize| cols.get(i)?.parse().ok();
+                Some(TerminalProcess {
+                    pid: number(0)?,
+                    ppid: number(1)?,
+                    tpgid: number(2),
+                    pgid: number(3)?,
+                    sid: Some(number(4)?),
+                    command: cols.get(5..)?.join(" "),
+                })
+            })
+            .collect()
+    }
+
+    fn vouched(rows: &str) -> Option<u32> {
+        agent_behind_shell(&listing(rows), 100, shells).map(|p| p.pid)
+    }
+
+    #[test]
+    fn an_agent_inside_the_shells_group_is_live() {
+        // Wrapper shell (the pane's first process) running the agent in its foreground group.
+        assert_eq!(
+            vouched(" 100 1 100 100 100 bash\n 120 100 100 100 100 claude.exe\n"),
+            Some(120)
+        );
+        // The same agent after its wrapper's parent link is gone: the session still says.
+        assert_eq!(
+            vouched(" 100 1 100 100 100 bash\n 120 1 100 100 100 claude\n"),
+            Some(120)
+        );
+    }
+
+    #[test]
+    fn a_lone_shell_and_its_background_jobs_are_not() {
         // Interactive shell at its prompt; a background job in another group does not count.
-        assert!(!foreground_runs_non_shell(
-            " 200  200 bash\n 200  310 gitstatusd\n",
-            shells
-        ));
-        assert!(!foreground_runs_non_shell("", shells));
+        assert_eq!(
+            vouched(" 100 1 100 100 100 bash\n 310 100 100 310 100 gitstatusd\n"),
+            None
+        );
+        assert_eq!(vouched(""), None);
+    }
+
+    #[test]
+    fn another_sessions_process_on_the_terminal_never_vouches() {
+        // A process of another session leading the terminal's foreground group, and one
+        // inside it: neither speaks for the pane's session, whose shell is alone.
+        assert_eq!(
+            vouched(
+                " 100 1 300 100 100 bash\n 300 1 300 300 300 claude\n 301 300 300 300 300 node\n"
+            ),
+            None
+        );
+        // Each row's tpgid is its own terminal's: a process of an ended session on a reused
+        // terminal number would lead "its" foreground group.
+        assert_eq!(
+            vouched(" 100 1 100 100 100 bash\n 300 1 300 300 300 claude\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn the_group_leader_tmux_named_never_vouches() {
+        // A pane in its first moments: tmux named the start command (`bash`) because no
+        // process had the terminal yet; by the time ps looks, tmux's own fork has it, before
+        // it runs the command.
+        assert_eq!(vouched(" 100 42 100 100 100 tmux: server\n"), None);
+        // A leader that is no shell, whatever it is, with a shell beside it.
+        assert_eq!(
+            vouched(" 100 42 100 100 100 claude\n 105 100 100 100 100 bash\n"),
+            None
+        );
     }
 
     #[test]
     fn guard_treats_an_empty_or_other_pane_as_missing() {
-        for answer in ["\t\t\t\t\n", "%4\t0\t0\t/dev/pts/1\tclaude\n"] {
+        for answer in ["\t\t\t\t\t\n", "%4\t4242\t0\t0\t/dev/pts/1\tclaude\n"] {
             assert_eq!(
                 classify_guard("%3", answer, shells),
                 settled(PaneState::Stale(StaleReason::PaneMissing)),
@@ -364,7 +471,7 @@ mod tests {
         }
         // A non-%N target (session:window.pane) resolves to whatever pane id tmux reports.
         assert_eq!(
-            classify_guard("work:1.0", "%4\t0\t0\t/dev/pts/1\tclaude\n", shells),
+            classify_guard("work:1.0", "%4\t4242\t0\t0\t/dev/pts/1\tclaude\n", shells),
             settled(PaneState::Live)
         );
     }

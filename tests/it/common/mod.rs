@@ -85,8 +85,36 @@ pub fn zellij_target(session: &str, pane: &str) -> PaneTarget {
     }
 }
 
+/// Whether the tests run in CI: `CI` is `true` or `1`, as CI services and `.ci/run` set it.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// What a test does at the point where a real component it needs (`what`: what is missing)
+/// turns out to be absent: outside CI it prints a note and the caller returns (skips); in CI it
+/// fails the test, because `.ci/run` installs every such component and a skip there would
+/// pass a test that never ran. `how_to_get_it` says how to install it. Only for components
+/// `.ci/run` installs; a platform that refuses a feature (a tmpfs mount without the privilege)
+/// is a plain skip.
+pub fn skip_or_fail(what: &str, how_to_get_it: &str) {
+    assert!(
+        !in_ci(),
+        "{what}: in CI (CI={}) a missing component fails the test instead of skipping it; \
+         {how_to_get_it}",
+        std::env::var("CI").unwrap_or_default()
+    );
+    eprintln!("skipped: {what} ({how_to_get_it})");
+}
+
+/// How to get the Claude Code the real-Claude tests need, for [`skip_or_fail`].
+pub const GET_CLAUDE: &str = "install the tested version with `npm install -g \
+                              @anthropic-ai/claude-code@2.1.332` (.ci/run installs it)";
+
+/// How to get python3, for [`skip_or_fail`].
+pub const GET_PYTHON3: &str = "`apt-get install python3` (.ci/run installs it)";
+
 /// The real Claude Code on PATH (`.ci/run` installs it from npm), if any: the tests that need
-/// it skip with a note without it.
+/// it skip with a note without it, or fail in CI ([`skip_or_fail`]).
 pub fn real_claude() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)

@@ -168,6 +168,30 @@ impl TmuxServer {
         }
     }
 
+    /// Wait until `pane` shows the prompt of a `bash --norc` (`bash-5.2$`, `bash-5.2#` for
+    /// root) on its last line: the shell runs and reads its terminal. Waiting for
+    /// `#{pane_current_command}` to read `bash` is not that: until the pane's first process
+    /// takes its terminal, tmux answers from the pane's start command (`bash` for `exec bash
+    /// -i`), and after that, until the process runs the command, it names tmux's own fork.
+    pub fn wait_for_bash_prompt(&self, pane: &str) {
+        let start = Instant::now();
+        loop {
+            let screen = self.tmux(&["capture-pane", "-p", "-t", pane]);
+            let last = screen.lines().rev().find(|l| !l.trim().is_empty());
+            if last.is_some_and(|l| {
+                let l = l.trim_end();
+                l.starts_with("bash-") && (l.ends_with('$') || l.ends_with('#'))
+            }) {
+                return;
+            }
+            assert!(
+                start.elapsed() < SETTLE_TIMEOUT,
+                "pane {pane} never showed a bash prompt: {screen:?}"
+            );
+            std::thread::sleep(POLL_EVERY);
+        }
+    }
+
     /// Send `signal` to the server process (SIGSTOP to freeze it; the drop SIGCONTs it).
     pub fn signal(&self, signal: i32) {
         signal_server(self.pid, signal);
