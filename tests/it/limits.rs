@@ -373,7 +373,7 @@ const AUTO_CONTINUE_PROMPT: &str = "Your claude.ai usage limit has reset.";
 async fn real_claude_code_that_continues_by_itself_at_the_reset_gets_nothing_typed() {
     common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
-        eprintln!("skipped: no `claude` on PATH");
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let model = common::model::Model::start().await;
@@ -439,7 +439,7 @@ async fn real_claude_code_that_continues_by_itself_at_the_reset_gets_nothing_typ
 async fn real_claude_code_whose_auto_continue_does_not_fire_is_resumed_once_after_the_wait() {
     common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
-        eprintln!("skipped: no `claude` on PATH");
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let model = common::model::Model::start().await;

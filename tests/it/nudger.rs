@@ -1286,7 +1286,7 @@ fn typed_texts_locked(w: &World, sid: &str) -> Vec<String> {
 async fn real_claude_code_idle_notifications_do_not_restart_the_nudge_series() {
     common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
-        eprintln!("skipped: no `claude` on PATH");
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let model = common::model::Model::start().await;
