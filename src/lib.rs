@@ -28,9 +28,10 @@
 //!   bus/           the agent-event-bus MCP client; registration.rs (the keeper task)
 //!   context/       context-window figures: follow, window, thresholds, statefile, statusline,
 //!                  monitor (no scheduling); task.rs (the monitor inside serve)
-//!   nudge/         the idle nudger: schedule, signals (pure), NudgerConfig; task.rs (the loop,
-//!                  which also types owed wakes no Stop hook paid, resumes sessions at a usage
-//!                  limit's reset and performs rewinds)
+//!   session/       the session as the unit: state.rs (one value per session), decide.rs (the
+//!                  one pure decision), observe.rs (the signals and the idle rule), schedule.rs
+//!                  (the backoff); task.rs (the loop: nudges, owed wakes no Stop hook paid,
+//!                  resumes at a limit's reset, rewinds and restarts)
 //!   rewind/        rewinds: RewindConfig and the pure decisions (when due, a cleared screen)
 //!   launch/        starting an agent in tmux: mod.rs (the sequence), driver.rs (which key, pure)
 //! pipeline: one path from an event to a pane
@@ -43,6 +44,8 @@
 //!                  (create.rs: the launcher's calls), zellij, process (argv under a Deadline), ps,
 //!                  text (KeystrokeText)
 //! leaves: vocabularies and helpers that know nothing of the groups above
+//!   api.rs         the typed /health and /sessions views (SessionState: one state per
+//!                  session), served by the daemon, read by the client verbs
 //!   config/        defaults (config/default.toml) < file < env < flags into a validated Config:
 //!                  layers, names, duration, topology, hosts, secret (secret_file); tests.rs
 //!   claude/        Claude Code as it is: home, registry, hooks, transcript, screen/ (first_run.rs,
@@ -56,6 +59,7 @@
 //!   private_fs.rs  0600/0700 modes, no-follow opens, flock, write-temp-then-rename
 //! ```
 
+pub mod api;
 pub mod app;
 pub mod bus;
 pub mod claude;
@@ -69,9 +73,9 @@ pub mod http;
 pub mod launch;
 pub mod mux;
 pub mod notify;
-pub mod nudge;
 pub(crate) mod private_fs;
 pub mod rewind;
+pub mod session;
 pub mod spool;
 pub mod store;
 pub mod telemetry;

@@ -23,8 +23,8 @@ use crate::delivery::{Action, Deliverer};
 use crate::http::AppState;
 use crate::mux::{Injector, MuxConfig};
 use crate::notify::{NotifyConfig, NotifyError};
-use crate::nudge::task::{self as nudger, NudgerDeps};
-use crate::nudge::{NudgeError, NudgerConfig};
+use crate::session::task::{self as keeper, NudgerDeps};
+use crate::session::{NudgeError, NudgerConfig};
 use crate::spool::prune::{self, PruneConfig};
 use crate::spool::{self, Spool};
 use crate::store::{Store, StoreError, now_unix_ms};
@@ -264,7 +264,7 @@ impl App {
         });
         let nudger = self
             .nudger
-            .map(|deps| tokio::spawn(nudger::run(deps, shutdown.child_token())));
+            .map(|deps| tokio::spawn(keeper::run(deps, shutdown.child_token())));
         let notify = self.notify.map(|(config, queue)| {
             tokio::spawn(crate::notify::task::run(
                 config,

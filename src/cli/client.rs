@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::api::{Health, Sessions};
 use crate::cli::glance::{self, View};
 use crate::cli::prefix;
 use crate::config::Config;
-use crate::http::status::SessionStatus;
 
 #[derive(Debug, clap::Args)]
 pub struct WakeArgs {
@@ -201,8 +201,13 @@ pub(crate) fn resolve_id(config: &Config, verb: &str, base: &str, given: &str) -
         &format!("{base}/sessions"),
         None,
     )?;
-    let sessions: Vec<SessionStatus> =
-        serde_json::from_value(answer["sessions"].clone()).unwrap_or_default();
+    let sessions = match serde_json::from_value::<Sessions>(answer) {
+        Ok(answer) => answer.sessions,
+        Err(e) => {
+            crate::errln!("wakebridge {verb}: {}", unreadable("/sessions", &e));
+            return None;
+        }
+    };
     match prefix::resolve(given, &glance::known_ids(&sessions)) {
         Ok(id) => Some(id),
         Err(e) => {
@@ -378,8 +383,9 @@ async fn frame(
             serde_json::to_string_pretty(&answer).unwrap_or_default()
         ));
     }
-    let sessions: Vec<SessionStatus> =
-        serde_json::from_value(answer["sessions"].clone()).unwrap_or_default();
+    let sessions = serde_json::from_value::<Sessions>(answer)
+        .map_err(|e| unreadable("/sessions", &e))?
+        .sessions;
     let health = match request_async(
         config,
         reqwest::Method::GET,
@@ -388,7 +394,7 @@ async fn frame(
     )
     .await
     {
-        Ok((200, health)) => Some(health),
+        Ok((200, health)) => serde_json::from_value::<Health>(health).ok(),
         _ => None,
     };
     let view = View {
@@ -399,6 +405,14 @@ async fn frame(
         tz: jiff::tz::TimeZone::system(),
     };
     Ok(glance::render(&sessions, health.as_ref(), &view))
+}
+
+/// Why a daemon's answer could not be read as the view this build knows.
+fn unreadable(route: &str, error: &serde_json::Error) -> String {
+    format!(
+        "the daemon's {route} answer does not read as this wakebridge's ({error}); is the \
+         running daemon another version? `wakebridge service status` says which"
+    )
 }
 
 /// The terminal's width when stdout is one, else [`glance::DEFAULT_WIDTH`].

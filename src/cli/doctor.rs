@@ -10,11 +10,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use super::client::{daemon_url, request};
+use crate::api::{Health, SessionStatus, Sessions};
 use crate::claude::home::ClaudeHome;
 use crate::claude::hooks::WIRED_EVENTS;
 use crate::claude::settings::{self, SETTINGS_FILE, Wired};
@@ -141,7 +142,17 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
         None,
     );
     let health = match health {
-        Ok((200, body)) => Some(body),
+        Ok((200, body)) => match serde_json::from_value::<Health>(body) {
+            Ok(health) => Some(health),
+            Err(e) => {
+                checks.push(Check::fail(
+                    "daemon",
+                    format!("{base}/health does not read as this wakebridge's ({e})"),
+                    "restart the daemon so it runs this version (wakebridge service install)",
+                ));
+                None
+            }
+        },
         Ok((status, body)) => {
             checks.push(Check::fail(
                 "daemon",
@@ -160,13 +171,13 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
         }
     };
     if let Some(health) = &health {
-        checks.push(daemon_check(&health_facts(health), config));
-        let bus_url = health["bus_url"].as_str().unwrap_or(&config.bus_url);
-        checks.push(bus_check(health, SystemTime::now(), bus_url));
+        checks.push(daemon_check(health, config));
+        let bus_url = health.bus_url.as_deref().unwrap_or(&config.bus_url);
+        checks.push(bus_check(health, jiff::Timestamp::now(), bus_url));
     }
 
     // The daemon's backend is the one that counts; this shell's when the daemon is not up.
-    let backend = match health.as_ref().and_then(|h| h["backend"].as_str()) {
+    let backend = match health.as_ref().and_then(|h| h.backend.as_deref()) {
         Some(name) => Backend::parse(name).unwrap_or(config.backend),
         None => config.backend,
     };
@@ -183,10 +194,7 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
     if !mapped.is_empty() {
         let mux = MuxConfig::from_settings(&config.settings.mux);
         checks.extend(pane_checks(&mux, &mapped));
-        let daemon_env = health
-            .as_ref()
-            .and_then(|h| h["pid"].as_u64())
-            .and_then(|pid| process_env(pid as u32));
+        let daemon_env = health.as_ref().and_then(|h| process_env(h.pid));
         checks.push(multiplexer_check(&mux, &mapped, env, daemon_env.as_ref()));
     }
 
@@ -198,8 +206,9 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
         reqwest::Method::GET,
         &format!("{base}/sessions"),
         None,
-    ) {
-        checks.extend(waiting_checks(&sessions));
+    ) && let Ok(sessions) = serde_json::from_value::<Sessions>(sessions)
+    {
+        checks.extend(waiting_checks(&sessions.sessions));
     }
     checks
 }
@@ -311,39 +320,25 @@ fn binary_check(wired: &Result<Option<Wired>, String>, env: &Env) -> Option<Chec
     })
 }
 
-/// What `/health` says about the instance.
-struct HealthFacts {
-    pid: u64,
-    version: String,
-    config_file: Option<PathBuf>,
-}
-
-fn health_facts(health: &Value) -> HealthFacts {
-    HealthFacts {
-        pid: health["pid"].as_u64().unwrap_or(0),
-        version: health["version"].as_str().unwrap_or("?").to_string(),
-        config_file: health["config_file"].as_str().map(PathBuf::from),
-    }
-}
-
-fn daemon_check(facts: &HealthFacts, config: &Config) -> Check {
+fn daemon_check(health: &Health, config: &Config) -> Check {
     let file =
         |f: Option<&Path>| f.map_or("no config file".to_string(), |f| f.display().to_string());
+    let config_file = health.config_file.value().map(PathBuf::as_path);
     let found = format!(
         "pid {}, version {}, {}",
-        facts.pid,
-        facts.version,
-        file(facts.config_file.as_deref())
+        health.pid,
+        health.version,
+        file(config_file)
     );
     let ours = env!("CARGO_PKG_VERSION");
-    if facts.version != ours {
+    if health.version != ours {
         return Check::warn(
             "daemon",
             format!("{found}; this binary is {ours}"),
             "restart the daemon so it runs this version (wakebridge service install)",
         );
     }
-    if facts.config_file != config.paths.config_file {
+    if config_file != config.paths.config_file.as_deref() {
         return Check::warn(
             "daemon",
             format!(
@@ -356,8 +351,8 @@ fn daemon_check(facts: &HealthFacts, config: &Config) -> Check {
     Check::ok("daemon", found)
 }
 
-fn bus_check(health: &Value, now: SystemTime, bus_url: &str) -> Check {
-    let Some(registered) = health["registered"].as_bool() else {
+fn bus_check(health: &Health, now: jiff::Timestamp, bus_url: &str) -> Check {
+    let Some(registered) = health.registered else {
         return Check::warn(
             "bus",
             "registration is off ([registration] enabled = false)",
@@ -371,16 +366,20 @@ fn bus_check(health: &Value, now: SystemTime, bus_url: &str) -> Check {
             "start the bus (agent-event-bus), check --bus-url; the daemon retries by itself",
         );
     }
-    let verified = health["last_verified_at"]
-        .as_str()
-        .and_then(|t| humantime::parse_rfc3339(t).ok());
-    let age = verified.and_then(|at| now.duration_since(at).ok());
+    let age = health
+        .last_verified_at
+        .value()
+        .and_then(|at| u64::try_from(now.as_second() - at.as_second()).ok())
+        .map(std::time::Duration::from_secs);
     match age {
         Some(age) if age <= VERIFIED_WITHIN => Check::ok(
             "bus",
             format!(
                 "registered (webhook {}), verified {}s ago",
-                health["webhook_id"],
+                health
+                    .webhook_id
+                    .value()
+                    .map_or("unknown".to_string(), ToString::to_string),
                 age.as_secs()
             ),
         ),
@@ -599,27 +598,17 @@ fn version_of(program: &str, env: &Env) -> Option<String> {
 
 /// What waits: owed wakes and sessions held at a usage limit. Never a failure: both resolve
 /// by themselves (the turn ends, the limit resets).
-fn waiting_checks(sessions: &Value) -> Vec<Check> {
-    let sessions = sessions["sessions"].as_array().cloned().unwrap_or_default();
+fn waiting_checks(sessions: &[SessionStatus]) -> Vec<Check> {
     let owed: u64 = sessions
         .iter()
-        .filter_map(|s| s["owed"]["events"].as_u64())
+        .filter_map(|s| Some(s.owed.as_ref()?.events))
         .sum();
-    let owing = sessions
-        .iter()
-        .filter(|s| s["owed"]["events"].as_u64() > Some(0))
-        .count();
+    let owing = sessions.iter().filter(|s| s.owed.is_some()).count();
     let limited: Vec<String> = sessions
         .iter()
-        .filter(|s| !s["limit"].is_null())
-        .map(|s| {
-            format!(
-                "{} (resets {})",
-                short(s["session_id"].as_str().unwrap_or("?")),
-                s["limit"]["shown"]
-                    .as_str()
-                    .unwrap_or("at a time not shown")
-            )
+        .filter_map(|s| {
+            let limit = s.limit.as_ref()?;
+            Some(format!("{} ({})", short(&s.session_id), limit.shown))
         })
         .collect();
     let mut checks = vec![if owed == 0 {
@@ -649,6 +638,7 @@ fn short(sid: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::Shown;
     use serde_json::json;
 
     fn wired(events: &[&str], command: &str) -> Result<Option<Wired>, String> {
@@ -703,19 +693,32 @@ mod tests {
 
     #[test]
     fn the_bus_check_reads_registration_and_its_age() {
-        let now = SystemTime::now();
-        let at = |ago: u64| {
-            humantime::format_rfc3339_seconds(now - Duration::from_secs(ago)).to_string()
+        let now = jiff::Timestamp::now();
+        let health = |registered: Option<bool>, ago: Option<i64>| Health {
+            status: "ok".into(),
+            service: "wakebridge".into(),
+            version: "1".into(),
+            pid: 1,
+            started_at: now,
+            config_file: Shown::Hidden,
+            bus_url: None,
+            backend: None,
+            registered,
+            webhook_id: Shown::Value(Some(4)),
+            last_verified_at: Shown::Value(ago.map(|s| now - jiff::SignedDuration::from_secs(s))),
         };
-        let fresh = json!({"registered": true, "webhook_id": 4, "last_verified_at": at(30)});
-        assert_eq!(bus_check(&fresh, now, "u").verdict, Verdict::Ok);
-        let stale = json!({"registered": true, "webhook_id": 4, "last_verified_at": at(600)});
+        let fresh = bus_check(&health(Some(true), Some(30)), now, "u");
+        assert_eq!(fresh.verdict, Verdict::Ok);
+        assert!(fresh.found.contains("webhook 4"), "{fresh:?}");
+        let stale = health(Some(true), Some(600));
         assert_eq!(bus_check(&stale, now, "u").verdict, Verdict::Warn);
-        let lost = json!({"registered": false});
-        let lost = bus_check(&lost, now, "http://bus/mcp");
+        let lost = bus_check(&health(Some(false), None), now, "http://bus/mcp");
         assert_eq!(lost.verdict, Verdict::Fail);
         assert!(lost.found.contains("http://bus/mcp"));
-        assert_eq!(bus_check(&json!({}), now, "u").verdict, Verdict::Warn);
+        assert_eq!(
+            bus_check(&health(None, None), now, "u").verdict,
+            Verdict::Warn
+        );
     }
 
     #[test]
@@ -740,19 +743,33 @@ mod tests {
 
     #[test]
     fn waiting_sessions_are_reported_not_failed() {
-        let sessions = json!({"sessions": [
-            {"session_id": "0123456789", "owed": {"events": 2}, "limit": null},
-            {"session_id": "abcdefghij", "limit": {"shown": "3pm"}},
-        ]});
-        let checks = waiting_checks(&sessions);
+        let sessions: Sessions = serde_json::from_value(json!({"sessions": [
+            status_json("0123456789", json!({"events": 2, "since": "2026-12-01T12:00:00Z"}), Value::Null),
+            status_json("abcdefghij", Value::Null, json!({"kind": "5-hour limit",
+                "resets_at": null, "resets_text": "3pm", "seen_how": "hook",
+                "since": "2026-12-01T12:00:00Z", "tries": 0, "gave_up": false,
+                "shown": "resets 15:00, in 2h"})),
+        ]}))
+        .unwrap();
+        let checks = waiting_checks(&sessions.sessions);
         assert!(checks.iter().all(|c| c.verdict == Verdict::Ok));
         assert!(
             checks[0].found.contains("2 event(s) owed to 1 session(s)"),
             "{checks:?}"
         );
         assert!(
-            checks[1].found.contains("abcdefgh (resets 3pm)"),
+            checks[1].found.contains("abcdefgh (resets 15:00, in 2h)"),
             "{checks:?}"
         );
+    }
+
+    /// A `/sessions` entry as the daemon writes it, with `owed` and `limit`.
+    fn status_json(id: &str, owed: Value, limit: Value) -> Value {
+        json!({"session_id": id, "pane": null, "state": "idle", "reason": "",
+            "cooldown_remaining_s": 0.0, "last_wake_at": null, "last_action": null,
+            "last_delivery_at": null, "last_error_kind": null, "last_hook_event": null,
+            "last_seen_at": null, "cwd": null, "transcript_path": null, "spool_lines": 0,
+            "spool_bytes": 0, "context": null, "nudge": null, "owed": owed, "paid": null,
+            "limit": limit, "rewind": null})
     }
 }

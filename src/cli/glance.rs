@@ -2,17 +2,16 @@
 //! (short ids, the project and tmux session, one state word, a context bar, relative times, the
 //! next nudge or resume) within a given width. Pure: the sessions, the health answer, the clock
 //! and the width in, a `String` out; the verb's HTTP and terminal handling live in `client.rs`.
-//! It decides what "ended" means for the view (`ended`) and which sessions a view shows.
+//! The daemon decides each session's state; this decides only which sessions a view shows
+//! (an ended one for [`ENDED_SHOWN_FOR`]) and how to say it.
 
 use std::cmp::Reverse;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use serde_json::Value;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use crate::claude::hooks::HookKind;
-use crate::http::status::SessionStatus;
+use crate::api::{Health, SessionState, SessionStatus};
 
 /// The width the table is laid out for when the terminal's is not known (a pipe, a file): a
 /// glance must fit a split terminal or a narrow window without wrapping.
@@ -21,12 +20,6 @@ pub const DEFAULT_WIDTH: usize = 100;
 /// Fewest characters of a session id shown: Claude Code's ids are UUIDs, whose first block is
 /// 8 hex digits; fewer would collide often among a handful of sessions and read like noise.
 pub const MIN_ID_CHARS: usize = 8;
-
-/// An unmapped session with no trace (hook, delivery, wake) for this long is ended even without
-/// a `SessionEnd`: an agent killed with its pane (or a bus-only id) fires no hook, and a day
-/// without a single event means nobody is working there (the nudger polls idle ones every few
-/// minutes, a working one fires hooks every tool call).
-pub const QUIET_ENDED_AFTER: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// How long an ended session stays in the default view: long enough to notice that an agent
 /// stopped (and why), short enough that yesterday's sessions do not crowd today's. `--all`
@@ -52,152 +45,63 @@ pub struct View {
     pub tz: TimeZone,
 }
 
-/// One session's state as a person reads it, most pressing first.
-#[derive(Debug, Clone, PartialEq)]
-pub enum State {
-    /// `SessionEnd` seen (and unmapped), or unmapped and quiet for [`QUIET_ENDED_AFTER`].
-    Ended,
-    /// Not mapped in panes.json: its events are spooled only.
-    NoPane,
-    /// Held at a usage limit until its reset.
-    Limited {
-        until: Option<Timestamp>,
-        gave_up: bool,
-    },
-    /// A permission prompt or another dialog waits for a human.
-    Dialog,
-    /// Text sits at the prompt (a human's draft): nothing is typed over it.
-    Draft,
-    /// Bus events wait for a wake.
-    Owed(u64),
-    /// A turn runs.
-    Working,
-    /// The nudger has given up on it until it shows activity.
-    Acknowledged,
-    Idle,
-}
-
-impl State {
-    fn label(&self, view: &View) -> String {
-        match self {
-            State::Ended => "ended".into(),
-            State::NoPane => "no pane".into(),
-            State::Limited { gave_up: true, .. } => "limited, gave up".into(),
-            State::Limited {
-                until: Some(at), ..
-            } => format!("limited until {}", clock(*at, view)),
-            State::Limited { until: None, .. } => "limited".into(),
-            State::Dialog => "waiting on a dialog".into(),
-            State::Draft => "draft at the prompt".into(),
-            State::Owed(n) => format!("owed {n}"),
-            State::Working => "working".into(),
-            State::Acknowledged => "acknowledged idle".into(),
-            State::Idle => "idle".into(),
-        }
-    }
-
-    /// The ANSI colour of its label.
-    fn colour(&self) -> &'static str {
-        match self {
-            State::Working => "33",
-            State::Idle | State::Acknowledged => "32",
-            State::Dialog | State::Draft | State::Owed(_) => "35",
-            State::Limited { .. } => "31",
-            State::Ended | State::NoPane => "2",
-        }
+/// The state column: the daemon's state in a person's words, with the detail that matters for
+/// it (when a limit resets, how many events are owed).
+pub fn label(s: &SessionStatus, view: &View) -> String {
+    match s.state {
+        SessionState::Ended => "ended".into(),
+        SessionState::NoPane => "no pane".into(),
+        SessionState::Limited => match &s.limit {
+            Some(limit) if limit.gave_up => "limited, gave up".into(),
+            Some(limit) => match limit.resets_at {
+                Some(at) => format!("limited until {}", clock(at, view)),
+                None => "limited".into(),
+            },
+            None => "limited".into(),
+        },
+        SessionState::Dialog => "waiting on a dialog".into(),
+        SessionState::Draft => "draft at the prompt".into(),
+        SessionState::Rewinding => "rewinding".into(),
+        SessionState::Owed => format!("owed {}", s.owed.as_ref().map_or(0, |o| o.events)),
+        SessionState::Working => "working".into(),
+        SessionState::AcknowledgedIdle => "acknowledged idle".into(),
+        SessionState::Nudged => "nudged".into(),
+        SessionState::Idle => "idle".into(),
     }
 }
 
-fn parse_time(value: Option<&str>) -> Option<Timestamp> {
-    value?.parse().ok()
-}
-
-fn json_time(value: &Value) -> Option<Timestamp> {
-    parse_time(value.as_str())
+/// The ANSI colour of a state's label.
+fn colour(state: SessionState) -> &'static str {
+    match state {
+        SessionState::Working => "33",
+        SessionState::Idle | SessionState::Nudged | SessionState::AcknowledgedIdle => "32",
+        SessionState::Dialog
+        | SessionState::Draft
+        | SessionState::Owed
+        | SessionState::Rewinding => "35",
+        SessionState::Limited => "31",
+        SessionState::Ended | SessionState::NoPane => "2",
+    }
 }
 
 /// The latest sign of life the ledger recorded: a hook, a delivery, a wake, a payment, a rewind.
 pub fn last_activity(s: &SessionStatus) -> Option<Timestamp> {
-    let mut times = vec![
-        parse_time(s.last_seen_at.as_deref()),
-        parse_time(s.last_delivery_at.as_deref()),
-        parse_time(s.last_wake_at.as_deref()),
-    ];
-    if let Some(paid) = &s.paid {
-        times.push(json_time(&paid["last_at"]));
-    }
-    if let Some(rewind) = &s.rewind {
-        times.push(json_time(&rewind["last_at"]));
-    }
-    times.into_iter().flatten().max()
-}
-
-/// Whether the session is over as far as the view can tell: it has no pane, owes nothing, and
-/// either said so (`SessionEnd`) or has been quiet for [`QUIET_ENDED_AFTER`].
-pub fn ended(s: &SessionStatus, now: Timestamp) -> bool {
-    if s.pane.is_some() || s.owed.is_some() {
-        return false;
-    }
-    let said_so = s
-        .last_hook_event
-        .as_deref()
-        .is_some_and(|e| HookKind::of_recorded(e) == HookKind::Ended);
-    said_so || older_than(last_activity(s), now, QUIET_ENDED_AFTER)
+    [
+        s.last_seen_at,
+        s.last_delivery_at,
+        s.last_wake_at,
+        s.paid.as_ref().map(|p| p.last_at),
+        s.rewind.as_ref().and_then(|r| r.last_at),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
 }
 
 /// True when `at` is unknown or more than `age` before `now`.
 fn older_than(at: Option<Timestamp>, now: Timestamp, age: std::time::Duration) -> bool {
     let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
     at.is_none_or(|at| now.as_millisecond().saturating_sub(at.as_millisecond()) > age_ms)
-}
-
-/// The session's state, from what `/sessions` says (see [`State`] for the order).
-pub fn state(s: &SessionStatus, now: Timestamp) -> State {
-    if ended(s, now) {
-        return State::Ended;
-    }
-    if s.pane.is_none() {
-        return State::NoPane;
-    }
-    if let Some(limit) = &s.limit {
-        return State::Limited {
-            until: json_time(&limit["resets_at"]),
-            gave_up: limit["gave_up"].as_bool() == Some(true),
-        };
-    }
-    let nudge_reason = s
-        .nudge
-        .as_ref()
-        .and_then(|n| n["last_reason"].as_str())
-        .unwrap_or_default();
-    // A permission prompt fires a Notification hook while the turn's busy marker stands; the
-    // next tool call's hook replaces it once answered.
-    let dialog_hook = s
-        .last_hook_event
-        .as_deref()
-        .is_some_and(|e| HookKind::of_recorded(e) == HookKind::Waiting);
-    if dialog_hook
-        || (nudge_reason.starts_with("blocked (")
-            && (nudge_reason.contains("dialog") || nudge_reason.contains("waiting")))
-    {
-        return State::Dialog;
-    }
-    if nudge_reason.starts_with("blocked (text typed") {
-        return State::Draft;
-    }
-    if let Some(events) = s.owed.as_ref().and_then(|o| o["events"].as_u64()) {
-        return State::Owed(events);
-    }
-    if s.state == "busy"
-        || nudge_reason.starts_with("busy (")
-        || nudge_reason.starts_with("active (")
-    {
-        return State::Working;
-    }
-    if s.nudge.as_ref().and_then(|n| n["acknowledged"].as_bool()) == Some(true) {
-        return State::Acknowledged;
-    }
-    State::Idle
 }
 
 /// `3m ago`, `in 2h`, `now`: the distance from `now` in at most two units.
@@ -272,8 +176,8 @@ pub fn short_ids<'a>(ids: &[&'a str], among: &[&str]) -> Vec<&'a str> {
 pub fn known_ids(sessions: &[SessionStatus]) -> Vec<&str> {
     let mut ids: Vec<&str> = sessions.iter().map(|s| s.session_id.as_str()).collect();
     for s in sessions {
-        if let Some(formerly) = s.rewind.as_ref().and_then(|r| r["formerly"].as_array()) {
-            ids.extend(formerly.iter().filter_map(Value::as_str));
+        if let Some(rewind) = &s.rewind {
+            ids.extend(rewind.formerly.iter().map(String::as_str));
         }
     }
     ids
@@ -337,42 +241,45 @@ fn mux_session(s: &SessionStatus) -> String {
     let Some(pane) = &s.pane else {
         return "-".into();
     };
-    let name = pane["session"].as_str().filter(|n| !n.is_empty());
-    match (pane["mux"].as_str(), name, pane["pane"].as_str()) {
-        (Some("zellij"), Some(session), _) => format!("zellij:{session}"),
-        (_, Some(session), _) => session.to_owned(),
-        (_, None, Some(pane)) => pane.to_owned(),
-        _ => "?".into(),
+    match (
+        pane.mux.as_str(),
+        pane.session.as_deref().filter(|n| !n.is_empty()),
+    ) {
+        ("zellij", Some(session)) => format!("zellij:{session}"),
+        (_, Some(session)) => session.to_owned(),
+        (_, None) => pane.pane.clone(),
     }
 }
 
 /// What happens next: a resume at a limit's reset, a waiting rewind, an owed wake, a nudge.
-fn next(s: &SessionStatus, state: &State, view: &View) -> String {
-    match state {
-        State::Ended | State::NoPane => return "-".into(),
-        State::Limited { gave_up: true, .. } => return "waits for activity".into(),
-        State::Limited {
-            until: Some(at), ..
-        } => return format!("resume {}", relative(*at, view.now)),
+fn next(s: &SessionStatus, view: &View) -> String {
+    match (s.state, &s.limit) {
+        (SessionState::Ended | SessionState::NoPane, _) => return "-".into(),
+        (SessionState::Limited, Some(limit)) if limit.gave_up => {
+            return "waits for activity".into();
+        }
+        (SessionState::Limited, Some(limit)) => {
+            if let Some(at) = limit.resets_at {
+                return format!("resume {}", relative(at, view.now));
+            }
+        }
         _ => {}
     }
-    if let Some(why) = s.rewind.as_ref().and_then(|r| r["waiting"].as_str()) {
+    if let Some(why) = s.rewind.as_ref().and_then(|r| r.waiting.as_deref()) {
         return match why {
             "restart" => "restart waiting".into(),
             _ => "rewind waiting".into(),
         };
     }
-    match state {
-        State::Owed(_) if s.state == "busy" => return "wake at turn end".into(),
-        State::Owed(_) => return "wake when idle".into(),
-        _ => {}
+    let nudge = s.nudge.as_ref();
+    if s.state == SessionState::Owed {
+        // The loop says since when it has been idle only while it looks idle.
+        return match nudge.and_then(|n| n.idle_since) {
+            Some(_) => "wake when idle".into(),
+            None => "wake at turn end".into(),
+        };
     }
-    let nudge_at = s
-        .nudge
-        .as_ref()
-        .and_then(|n| n["next_nudge_at_ms"].as_i64())
-        .and_then(|ms| Timestamp::from_millisecond(ms).ok());
-    match nudge_at {
+    match nudge.and_then(|n| n.next_nudge_at) {
         Some(at) if at <= view.now => "nudge due".into(),
         Some(at) => format!("nudge {}", relative(at, view.now)),
         None => "-".into(),
@@ -381,29 +288,22 @@ fn next(s: &SessionStatus, state: &State, view: &View) -> String {
 
 /// The header: the daemon's version and pid, its uptime and whether it is registered with the
 /// bus, and how many sessions the view shows.
-fn header(health: Option<&Value>, view: &View, shown: usize, hidden: usize) -> String {
+fn header(health: Option<&Health>, view: &View, shown: usize, hidden: usize) -> String {
     let mut parts = Vec::new();
     match health {
         Some(h) => {
+            parts.push(format!("wakebridge {}", h.version));
+            parts.push(format!("pid {}", h.pid));
+            let up = view
+                .now
+                .as_millisecond()
+                .saturating_sub(h.started_at.as_millisecond());
             parts.push(format!(
-                "wakebridge {}",
-                h["version"].as_str().unwrap_or("?")
+                "up {}",
+                span(u64::try_from(up / 1000).unwrap_or(0))
             ));
-            if let Some(pid) = h["pid"].as_u64() {
-                parts.push(format!("pid {pid}"));
-            }
-            if let Some(started) = json_time(&h["started_at"]) {
-                let up = view
-                    .now
-                    .as_millisecond()
-                    .saturating_sub(started.as_millisecond());
-                parts.push(format!(
-                    "up {}",
-                    span(u64::try_from(up / 1000).unwrap_or(0))
-                ));
-            }
             parts.push(
-                match h["registered"].as_bool() {
+                match h.registered {
                     Some(true) => "bus: registered",
                     Some(false) => "bus: not registered",
                     None => "bus: registration off",
@@ -423,25 +323,21 @@ fn header(health: Option<&Value>, view: &View, shown: usize, hidden: usize) -> S
 
 /// The sessions a view shows, in the order it shows them: live ones by id, then ended ones
 /// (only those that ended within [`ENDED_SHOWN_FOR`] unless `all`), most recent first.
-pub fn shown<'a>(
-    sessions: &'a [SessionStatus],
-    view: &View,
-) -> (Vec<(&'a SessionStatus, State)>, usize) {
+pub fn shown<'a>(sessions: &'a [SessionStatus], view: &View) -> (Vec<&'a SessionStatus>, usize) {
     let mut live = Vec::new();
     let mut over = Vec::new();
     let mut hidden = 0;
     for s in sessions {
-        let state = state(s, view.now);
-        if state != State::Ended {
-            live.push((s, state));
+        if s.state != SessionState::Ended {
+            live.push(s);
         } else if view.all || !older_than(last_activity(s), view.now, ENDED_SHOWN_FOR) {
-            over.push((s, state));
+            over.push(s);
         } else {
             hidden += 1;
         }
     }
-    live.sort_by(|a, b| a.0.session_id.cmp(&b.0.session_id));
-    over.sort_by_key(|(s, _)| Reverse(last_activity(s)));
+    live.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+    over.sort_by_key(|s| Reverse(last_activity(s)));
     live.extend(over);
     (live, hidden)
 }
@@ -461,7 +357,7 @@ const COLUMNS: [(&str, usize, usize, u8); 7] = [
 
 /// The whole glance: a header line, then one line per shown session, every line at most
 /// `view.width` columns wide (display width); nothing wraps, long cells end in `…`.
-pub fn render(sessions: &[SessionStatus], health: Option<&Value>, view: &View) -> String {
+pub fn render(sessions: &[SessionStatus], health: Option<&Health>, view: &View) -> String {
     let (rows, hidden) = shown(sessions, view);
     let mut out = cut(&header(health, view, rows.len(), hidden), view.width);
     out.push('\n');
@@ -475,34 +371,34 @@ pub fn render(sessions: &[SessionStatus], health: Option<&Value>, view: &View) -
         out.push('\n');
         return out;
     }
-    let ids: Vec<&str> = rows.iter().map(|(s, _)| s.session_id.as_str()).collect();
+    let ids: Vec<&str> = rows.iter().map(|s| s.session_id.as_str()).collect();
     let short = short_ids(&ids, &known_ids(sessions));
     let cells: Vec<[String; 7]> = rows
         .iter()
         .zip(&short)
-        .map(|((s, state), id)| {
+        .map(|(s, id)| {
             let context = s
                 .context
                 .as_ref()
-                .and_then(|c| c["percent"].as_f64())
+                .and_then(|c| c.percent)
                 .map_or("-".into(), bar);
             let active = last_activity(s).map_or("-".into(), |at| relative(at, view.now));
             [
                 (*id).to_owned(),
                 project(s),
                 mux_session(s),
-                state.label(view),
+                label(s, view),
                 context,
                 active,
-                next(s, state, view),
+                next(s, view),
             ]
         })
         .collect();
     let widths = widths(&cells, view.width);
     let head = COLUMNS.map(|(name, ..)| name.to_owned());
     out.push_str(&line(&head, &widths, view, None));
-    for (row, (_, state)) in cells.iter().zip(&rows) {
-        out.push_str(&line(row, &widths, view, Some(state)));
+    for (row, s) in cells.iter().zip(&rows) {
+        out.push_str(&line(row, &widths, view, Some(s.state)));
     }
     out
 }
@@ -528,7 +424,12 @@ fn widths(cells: &[[String; 7]], width: usize) -> [usize; 7] {
     widths
 }
 
-fn line(cells: &[String; 7], widths: &[usize; 7], view: &View, state: Option<&State>) -> String {
+fn line(
+    cells: &[String; 7],
+    widths: &[usize; 7],
+    view: &View,
+    state: Option<SessionState>,
+) -> String {
     let mut parts = Vec::new();
     for (c, (cell, width)) in cells.iter().zip(widths).enumerate() {
         let padded = if c + 1 == cells.len() {
@@ -548,7 +449,7 @@ fn line(cells: &[String; 7], widths: &[usize; 7], view: &View, state: Option<&St
             text = format!(
                 "{}\x1b[{}m{}\x1b[0m{}",
                 &text[..at],
-                state.colour(),
+                colour(state),
                 &text[at..end],
                 &text[end..]
             );
@@ -573,7 +474,7 @@ fn byte_at(text: &str, column: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::api::{self, Shown};
 
     /// 2026-12-01T12:00:00Z, the fixture's "now".
     const NOW_S: i64 = 1_796_126_400;
@@ -582,9 +483,9 @@ mod tests {
         Timestamp::from_second(NOW_S).unwrap()
     }
 
-    /// `secs` from now as `/sessions` writes times.
-    fn at(secs: i64) -> String {
-        Timestamp::from_second(NOW_S + secs).unwrap().to_string()
+    /// `secs` from now.
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(NOW_S + secs).unwrap()
     }
 
     fn view(width: usize) -> View {
@@ -597,12 +498,59 @@ mod tests {
         }
     }
 
+    fn pane(session: &str) -> Option<api::Pane> {
+        Some(api::Pane {
+            mux: "tmux".into(),
+            pane: "%3".into(),
+            session: Some(session.into()),
+        })
+    }
+
+    fn context(percent: f64) -> Option<api::Context> {
+        Some(api::Context {
+            percent: Some(percent),
+            used_tokens: None,
+            context_window: 200_000,
+            model: None,
+            source: "default".into(),
+            usage_source: None,
+            transcript: None,
+            updated_at: None,
+            pending_warning: None,
+            last_warning: None,
+            last_warning_at: None,
+        })
+    }
+
+    fn nudge(unanswered: u32, acknowledged: bool, next_in: Option<i64>) -> Option<api::Nudge> {
+        Some(api::Nudge {
+            unanswered,
+            last_nudge_at: None,
+            next_nudge_at: next_in.map(at),
+            acknowledged,
+            idle_since: Some(at(-600)),
+        })
+    }
+
+    fn limit(resets_in: i64, gave_up: bool) -> Option<api::Limit> {
+        Some(api::Limit {
+            kind: "5-hour limit".into(),
+            resets_at: Some(at(resets_in)),
+            resets_text: None,
+            seen_how: "hook".into(),
+            since: at(-600),
+            tries: 0,
+            gave_up,
+            shown: "resets 14:00, in 2h".into(),
+        })
+    }
+
     /// A mapped, idle session seen a minute ago.
     fn session(id: &str) -> SessionStatus {
         SessionStatus {
             session_id: id.into(),
-            pane: Some(json!({"mux": "tmux", "pane": "%3", "session": "agents"})),
-            state: "idle".into(),
+            pane: pane("agents"),
+            state: SessionState::Idle,
             reason: String::new(),
             cooldown_remaining_s: 0.0,
             last_wake_at: None,
@@ -624,56 +572,81 @@ mod tests {
         }
     }
 
-    /// One session in every state the glance tells apart, each with an id of its own.
+    /// `session(id)` in `state`.
+    fn in_state(id: &str, state: SessionState) -> SessionStatus {
+        SessionStatus {
+            state,
+            ..session(id)
+        }
+    }
+
+    /// One session in every state, each with an id of its own.
     fn fixture() -> Vec<SessionStatus> {
-        let mut working = session("a1b2c3d4-0000-4000-8000-000000000001");
-        working.state = "busy".into();
-        working.last_hook_event = Some("UserPromptSubmit".into());
+        let mut working = in_state(
+            "a1b2c3d4-0000-4000-8000-000000000001",
+            SessionState::Working,
+        );
         working.last_seen_at = Some(at(-5));
-        working.context = Some(json!({"percent": 62.4}));
-        let mut idle = session("a1b2ffee-0000-4000-8000-000000000002");
-        idle.nudge = Some(json!({"unanswered": 1, "acknowledged": false,
-            "next_nudge_at_ms": (NOW_S + 240) * 1000, "last_reason": "idle (hook: turn ended), backing off"}));
-        idle.context = Some(json!({"percent": 100.0}));
-        let mut dialog = session("b0000000-0000-4000-8000-000000000003");
-        dialog.state = "busy".into();
-        dialog.last_hook_event = Some("Notification:permission_prompt".into());
-        let mut draft = session("b1000000-0000-4000-8000-000000000004");
-        draft.nudge = Some(json!({"unanswered": 0, "acknowledged": false,
-            "last_reason": "blocked (text typed at the prompt)"}));
-        let mut limited = session("c0000000-0000-4000-8000-000000000005");
-        limited.limit = Some(json!({"resets_at": at(2 * 3600), "gave_up": false,
-            "shown": "resets 14:00, in 2h"}));
-        let mut gave_up = session("c1000000-0000-4000-8000-000000000006");
-        gave_up.limit = Some(json!({"resets_at": at(-600), "gave_up": true}));
-        let mut owed = session("d0000000-0000-4000-8000-000000000007");
-        owed.owed = Some(json!({"events": 3, "since": at(-120)}));
-        let mut acknowledged = session("d1000000-0000-4000-8000-000000000008");
-        acknowledged.nudge = Some(json!({"unanswered": 5, "acknowledged": true,
-            "last_reason": "acknowledged idle"}));
-        let mut no_pane = session("e0000000-0000-4000-8000-000000000009");
+        working.context = context(62.4);
+        let mut nudged = in_state("a1b2ffee-0000-4000-8000-000000000002", SessionState::Nudged);
+        nudged.nudge = nudge(1, false, Some(240));
+        nudged.context = context(100.0);
+        let dialog = in_state("b0000000-0000-4000-8000-000000000003", SessionState::Dialog);
+        let draft = in_state("b1000000-0000-4000-8000-000000000004", SessionState::Draft);
+        let mut limited = in_state(
+            "c0000000-0000-4000-8000-000000000005",
+            SessionState::Limited,
+        );
+        limited.limit = limit(2 * 3600, false);
+        let mut gave_up = in_state(
+            "c1000000-0000-4000-8000-000000000006",
+            SessionState::Limited,
+        );
+        gave_up.limit = limit(-600, true);
+        let mut owed = in_state("d0000000-0000-4000-8000-000000000007", SessionState::Owed);
+        owed.owed = Some(api::Owed {
+            events: 3,
+            since: at(-120),
+        });
+        owed.nudge = nudge(0, false, None);
+        let mut acknowledged = in_state(
+            "d1000000-0000-4000-8000-000000000008",
+            SessionState::AcknowledgedIdle,
+        );
+        acknowledged.nudge = nudge(5, true, None);
+        let mut no_pane = in_state("e0000000-0000-4000-8000-000000000009", SessionState::NoPane);
         no_pane.pane = None;
         no_pane.cwd = None;
         no_pane.last_hook_event = None;
         no_pane.last_seen_at = None;
         no_pane.last_delivery_at = Some(at(-30));
-        let mut just_ended = session("f0000000-0000-4000-8000-00000000000a");
+        let mut just_ended = in_state("f0000000-0000-4000-8000-00000000000a", SessionState::Ended);
         just_ended.pane = None;
-        just_ended.last_hook_event = Some("SessionEnd".into());
         just_ended.last_seen_at = Some(at(-300));
-        let mut long_ended = session("f1000000-0000-4000-8000-00000000000b");
+        let mut long_ended = in_state("f1000000-0000-4000-8000-00000000000b", SessionState::Ended);
         long_ended.pane = None;
-        long_ended.last_hook_event = Some("SessionEnd".into());
         long_ended.last_seen_at = Some(at(-3 * 3600));
-        let mut gone_quiet = session("f2000000-0000-4000-8000-00000000000c");
+        let mut gone_quiet = in_state("f2000000-0000-4000-8000-00000000000c", SessionState::Ended);
         gone_quiet.pane = None;
-        gone_quiet.last_hook_event = Some("Stop".into());
         gone_quiet.last_seen_at = Some(at(-2 * 86_400));
-        let mut rewinding = session("a9000000-0000-4000-8000-00000000000d");
-        rewinding.rewind = Some(json!({"waiting": "asked", "formerly": ["99999999-old"]}));
+        let mut rewinding = in_state(
+            "a9000000-0000-4000-8000-00000000000d",
+            SessionState::Rewinding,
+        );
+        rewinding.rewind = Some(api::Rewind {
+            performed: 0,
+            last_at: None,
+            last_why: None,
+            last_outcome: None,
+            last_detail: None,
+            waiting: Some("asked".into()),
+            formerly: vec!["99999999-old".into()],
+            shown: "not rewound yet (asked rewind waiting)".into(),
+        });
+        let idle = in_state("a1b2aaaa-0000-4000-8000-00000000000e", SessionState::Idle);
         vec![
             working,
-            idle,
+            nudged,
             dialog,
             draft,
             limited,
@@ -685,7 +658,24 @@ mod tests {
             long_ended,
             gone_quiet,
             rewinding,
+            idle,
         ]
+    }
+
+    fn health() -> Health {
+        Health {
+            status: "ok".into(),
+            service: "wakebridge".into(),
+            version: "0.1.0".into(),
+            pid: 4242,
+            started_at: at(-3 * 3600 - 720),
+            config_file: Shown::Hidden,
+            bus_url: None,
+            backend: None,
+            registered: Some(true),
+            webhook_id: Shown::Hidden,
+            last_verified_at: Shown::Hidden,
+        }
     }
 
     fn line_of<'a>(text: &'a str, id_prefix: &str) -> &'a str {
@@ -699,7 +689,8 @@ mod tests {
         let text = render(&fixture(), None, &view(DEFAULT_WIDTH));
         let cases = [
             ("a1b2c3d4 ", "working"),
-            ("a1b2ffee ", "idle"),
+            ("a1b2ffee ", "nudged"),
+            ("a1b2aaaa ", "idle"),
             ("b0000000 ", "waiting on a dialog"),
             ("b1000000 ", "draft at the prompt"),
             ("c0000000 ", "limited until 14:00"),
@@ -708,7 +699,7 @@ mod tests {
             ("d1000000 ", "acknowledged idle"),
             ("e0000000 ", "no pane"),
             ("f0000000 ", "ended"),
-            ("a9000000 ", "idle"),
+            ("a9000000 ", "rewinding"),
         ];
         for (id, state) in cases {
             let line = line_of(&text, id);
@@ -754,7 +745,7 @@ mod tests {
             text.lines()
                 .next()
                 .unwrap()
-                .ends_with("11 sessions, 2 ended hidden (--all)")
+                .ends_with("12 sessions, 2 ended hidden (--all)")
         );
         let all = render(
             &sessions,
@@ -775,14 +766,7 @@ mod tests {
             &order[order.len() - 3..],
             ["f0000000", "f1000000", "f2000000"]
         );
-        assert!(all.lines().next().unwrap().ends_with("13 sessions"));
-        // An unmapped session with owed events or recent activity is not over.
-        assert!(!ended(&sessions[8], now()));
-        let mut owed_unmapped = sessions[12].clone();
-        owed_unmapped.pane = None;
-        owed_unmapped.last_seen_at = Some(at(-3 * 86_400));
-        owed_unmapped.owed = Some(json!({"events": 1}));
-        assert!(!ended(&owed_unmapped, now()));
+        assert!(all.lines().next().unwrap().ends_with("14 sessions"));
     }
 
     #[test]
@@ -790,11 +774,8 @@ mod tests {
         let mut sessions = fixture();
         sessions[0].cwd = Some("/srv/a-project-with-a-very-long-name-indeed-and-more".into());
         sessions[1].cwd = Some("/srv/\u{65e5}\u{672c}\u{8a9e}\u{306e}\u{30d7}\u{30ed}\u{30b8}\u{30a7}\u{30af}\u{30c8}\u{540d}\u{524d}".into());
-        sessions[2].pane = Some(
-            json!({"mux": "tmux", "pane": "%1", "session": "a-tmux-session-name-that-goes-on"}),
-        );
-        let health = json!({"version": "0.1.0", "pid": 4242, "started_at": at(-3 * 3600 - 720),
-            "registered": true});
+        sessions[2].pane = pane("a-tmux-session-name-that-goes-on");
+        let health = health();
         for width in [DEFAULT_WIDTH, 80, 60, 40, 20] {
             for all in [false, true] {
                 let text = render(&sessions, Some(&health), &View { all, ..view(width) });
@@ -815,7 +796,7 @@ mod tests {
         );
         assert_eq!(
             text.lines().next().unwrap(),
-            "wakebridge 0.1.0 \u{b7} pid 4242 \u{b7} up 3h 12m \u{b7} bus: registered \u{b7} 11 sessions, 2 ended hidden (--all)"
+            "wakebridge 0.1.0 \u{b7} pid 4242 \u{b7} up 3h 12m \u{b7} bus: registered \u{b7} 12 sessions, 2 ended hidden (--all)"
         );
         assert_eq!(
             text.lines().nth(1).unwrap(),
@@ -890,9 +871,8 @@ mod tests {
     #[test]
     fn an_empty_view_says_why() {
         assert!(render(&[], None, &view(DEFAULT_WIDTH)).contains("no sessions known yet"));
-        let mut old = session("f1000000-0000-4000-8000-00000000000b");
+        let mut old = in_state("f1000000-0000-4000-8000-00000000000b", SessionState::Ended);
         old.pane = None;
-        old.last_hook_event = Some("SessionEnd".into());
         old.last_seen_at = Some(at(-3 * 3600));
         let text = render(&[old], None, &view(DEFAULT_WIDTH));
         assert!(

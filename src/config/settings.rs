@@ -52,7 +52,7 @@ pub struct RewindSettings {
 }
 
 /// `[limits]`: holding sessions at a usage limit and resuming them at its reset (validated by
-/// `nudge::LimitsConfig`).
+/// `session::LimitsConfig`).
 #[derive(Debug, Clone, Deserialize)]
 pub struct LimitSettings {
     pub enabled: bool,
@@ -130,7 +130,7 @@ pub struct PruneSettings {
     pub interval: Duration,
 }
 
-/// `[nudger]`: the idle nudger (validated into `nudge::NudgerConfig`).
+/// `[nudger]`: the idle nudger (validated into `session::NudgerConfig`).
 #[derive(Debug, Clone, Deserialize)]
 pub struct NudgerSettings {
     pub enabled: bool,

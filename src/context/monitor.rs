@@ -10,9 +10,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use serde_json::{Value, json};
-
 use super::ContextFigures;
+use crate::api;
 use crate::delivery::action::Action;
 use crate::lock;
 
@@ -34,23 +33,23 @@ pub struct ContextStatus {
 }
 
 impl ContextStatus {
-    /// The `context` object of `/sessions` and `wakebridge status`.
-    pub fn to_json(&self) -> Value {
+    /// The `context` of `/sessions` and `wakebridge status`.
+    pub fn view(&self) -> api::Context {
         let f = &self.figures;
-        let at = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
-        json!({
-            "percent": f.percent,
-            "used_tokens": f.used_tokens,
-            "context_window": f.context_window,
-            "model": f.model,
-            "source": f.window_source.as_str(),
-            "usage_source": f.usage_source.map(super::UsageSource::as_str),
-            "transcript": self.transcript.as_ref().map(|p| p.display().to_string()),
-            "updated_at": self.updated_at.map(at),
-            "pending_warning": self.pending_warning,
-            "last_warning": self.last_warning.as_ref().map(|(level, _)| level),
-            "last_warning_at": self.last_warning.as_ref().map(|(_, t)| at(*t)),
-        })
+        let at = api::at;
+        api::Context {
+            percent: f.percent,
+            used_tokens: f.used_tokens,
+            context_window: f.context_window,
+            model: f.model.clone(),
+            source: f.window_source.as_str().to_owned(),
+            usage_source: f.usage_source.map(|u| u.as_str().to_owned()),
+            transcript: self.transcript.as_ref().map(|p| p.display().to_string()),
+            updated_at: self.updated_at.and_then(at),
+            pending_warning: self.pending_warning.clone(),
+            last_warning: self.last_warning.as_ref().map(|(level, _)| level.clone()),
+            last_warning_at: self.last_warning.as_ref().and_then(|(_, t)| at(*t)),
+        }
     }
 }
 
@@ -61,11 +60,11 @@ pub struct ContextView {
 }
 
 impl ContextView {
-    /// The session's `context` JSON, if the monitor follows it.
-    pub fn json(&self, session_id: &str) -> Option<Value> {
+    /// The session's `context` view, if the monitor follows it.
+    pub fn status(&self, session_id: &str) -> Option<api::Context> {
         lock(&self.sessions)
             .get(session_id)
-            .map(ContextStatus::to_json)
+            .map(ContextStatus::view)
     }
 
     pub fn set(&self, session_id: &str, status: ContextStatus) {
@@ -269,15 +268,17 @@ mod tests {
                 last_warning: None,
             },
         );
-        let j = view.json("s1").unwrap_or_default();
-        assert_eq!(j["percent"].as_f64(), Some(75.0));
-        assert_eq!(j["used_tokens"].as_u64(), Some(150_000));
-        assert_eq!(j["context_window"].as_u64(), Some(200_000));
-        assert_eq!(j["source"], "model-table");
-        assert_eq!(j["usage_source"], "assistant");
-        assert_eq!(j["updated_at"], "1970-01-01T00:00:00Z");
-        assert_eq!(j["pending_warning"], "wrap-up");
+        let c = view.status("s1").expect("followed");
+        assert_eq!(c.percent, Some(75.0));
+        assert_eq!(c.used_tokens, Some(150_000));
+        assert_eq!(c.context_window, 200_000);
+        assert_eq!(c.source, "model-table");
+        assert_eq!(c.usage_source.as_deref(), Some("assistant"));
+        assert_eq!(c.updated_at, Some(jiff::Timestamp::UNIX_EPOCH));
+        assert_eq!(c.pending_warning.as_deref(), Some("wrap-up"));
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["updated_at"], "1970-01-01T00:00:00Z");
         view.retain(|sid| sid != "s1");
-        assert!(view.json("s1").is_none());
+        assert!(view.status("s1").is_none());
     }
 }

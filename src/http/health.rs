@@ -8,33 +8,41 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use serde_json::{Value, json};
+use jiff::Timestamp;
 
+use crate::api::{Health, Shown, at};
 use crate::http::AppState;
 
-pub async fn health(State(app): State<Arc<AppState>>, headers: HeaderMap) -> Json<Value> {
-    let rfc3339 = |at| humantime::format_rfc3339_seconds(at).to_string();
-    let mut body = json!({
-        "status": "ok",
-        "service": "wakebridge",
-        "version": env!("CARGO_PKG_VERSION"),
-        "pid": std::process::id(),
-        "started_at": rfc3339(app.started_at),
-    });
-    if super::guards::require_reader(&app, &headers).is_ok() {
-        body["config_file"] = json!(app.config.paths.config_file);
-        body["bus_url"] = json!(app.config.bus_url);
-        body["backend"] = json!(match app.config.backend {
-            crate::config::Backend::Mux => "mux",
-            crate::config::Backend::Spool => "spool",
-        });
-    }
+pub async fn health(State(app): State<Arc<AppState>>, headers: HeaderMap) -> Json<Health> {
+    let reader = super::guards::require_reader(&app, &headers).is_ok();
+    let config = &app.config;
     // Only with registration enabled; `registered` reflects the last verification.
-    if let Some(registration) = &app.registration {
-        let snapshot = registration.snapshot();
-        body["registered"] = json!(snapshot.registered);
-        body["webhook_id"] = json!(snapshot.webhook_id);
-        body["last_verified_at"] = json!(snapshot.last_verified_at.map(rfc3339));
-    }
-    Json(body)
+    let registration = app.registration.as_ref().map(|r| r.snapshot());
+    Json(Health {
+        status: "ok".into(),
+        service: "wakebridge".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        pid: std::process::id(),
+        started_at: at(app.started_at).unwrap_or(Timestamp::UNIX_EPOCH),
+        config_file: if reader {
+            Shown::Value(config.paths.config_file.clone())
+        } else {
+            Shown::Hidden
+        },
+        bus_url: reader.then(|| config.bus_url.clone()),
+        backend: reader.then(|| {
+            match config.backend {
+                crate::config::Backend::Mux => "mux",
+                crate::config::Backend::Spool => "spool",
+            }
+            .into()
+        }),
+        registered: registration.as_ref().map(|r| r.registered),
+        webhook_id: registration
+            .as_ref()
+            .map_or(Shown::Hidden, |r| Shown::Value(r.webhook_id)),
+        last_verified_at: registration.as_ref().map_or(Shown::Hidden, |r| {
+            Shown::Value(r.last_verified_at.and_then(at))
+        }),
+    })
 }

@@ -9,12 +9,13 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use strum::IntoEnumIterator;
 
 use super::ApiError;
 use super::guards::require_reader;
+use crate::api::{SessionState, SessionStatus, Sessions};
 use crate::http::AppState;
-use crate::http::status::{self, SessionStatus, SpoolDetail};
+use crate::http::status::{self, SpoolDetail};
 use crate::store::RewindOutcome;
 
 async fn snapshot(app: Arc<AppState>, detail: SpoolDetail) -> Result<Vec<SessionStatus>, ApiError> {
@@ -30,7 +31,7 @@ pub async fn sessions(
 ) -> Result<Response, ApiError> {
     require_reader(&app, &headers)?;
     let sessions = snapshot(app, SpoolDetail::Lines).await?;
-    Ok(Json(json!({ "sessions": sessions })).into_response())
+    Ok(Json(Sessions { sessions }).into_response())
 }
 
 pub async fn metrics(
@@ -78,14 +79,10 @@ pub async fn metrics(
         u64::from(registered),
     );
 
-    let mut by_state = std::collections::BTreeMap::<&str, u64>::new();
-    for s in &sessions {
-        *by_state.entry(s.state.as_str()).or_default() += 1;
-    }
     out.family("wakebridge_sessions", "gauge", "Known sessions by state.");
-    for state in ["idle", "busy", "unmapped"] {
-        let count = by_state.get(state).copied().unwrap_or(0);
-        out.sample("wakebridge_sessions", &[("state", state)], count);
+    for state in SessionState::iter() {
+        let count = sessions.iter().filter(|s| s.state == state).count() as u64;
+        out.sample("wakebridge_sessions", &[("state", state.as_str())], count);
     }
     let spool_bytes: u64 = sessions.iter().map(|s| s.spool_bytes).sum();
     out.gauge(
@@ -100,7 +97,7 @@ pub async fn metrics(
     );
     let acknowledged = sessions
         .iter()
-        .filter(|s| s.nudge.as_ref().is_some_and(|n| n["acknowledged"] == true))
+        .filter(|s| s.nudge.as_ref().is_some_and(|n| n.acknowledged))
         .count();
     out.gauge(
         "wakebridge_sessions_acknowledged_idle",
@@ -110,7 +107,7 @@ pub async fn metrics(
 
     let owed: Vec<u64> = sessions
         .iter()
-        .filter_map(|s| s.owed.as_ref()?["events"].as_u64())
+        .filter_map(|s| Some(s.owed.as_ref()?.events))
         .collect();
     out.gauge(
         "wakebridge_owed_sessions",
@@ -122,10 +119,11 @@ pub async fn metrics(
         "Bus events waiting for a wake.",
         owed.iter().sum(),
     );
-    let paid = |key: &str| -> u64 {
+    let paid = |hook: bool| -> u64 {
         sessions
             .iter()
-            .filter_map(|s| s.paid.as_ref()?[key].as_u64())
+            .filter_map(|s| s.paid.as_ref())
+            .map(|p| if hook { p.by_hook } else { p.by_typing })
             .sum()
     };
     out.family(
@@ -133,11 +131,11 @@ pub async fn metrics(
         "counter",
         "Owed wakes paid, by how: the Stop hook or typing.",
     );
-    for (how, key) in [("hook", "by_hook"), ("typed", "by_typing")] {
+    for (how, hook) in [("hook", true), ("typed", false)] {
         out.sample(
             "wakebridge_owed_wakes_paid_total",
             &[("how", how)],
-            paid(key),
+            paid(hook),
         );
     }
     let limited = sessions.iter().filter(|s| s.limit.is_some()).count();
@@ -170,7 +168,7 @@ pub async fn metrics(
     // fleet's fullest window and how many sessions are past each warning say what to act on.
     let percents: Vec<f64> = sessions
         .iter()
-        .filter_map(|s| s.context.as_ref()?["percent"].as_f64())
+        .filter_map(|s| s.context.as_ref()?.percent)
         .collect();
     out.family(
         "wakebridge_context_percent_max",

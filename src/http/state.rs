@@ -12,7 +12,7 @@ use crate::bus::registration::RegistrationStatus;
 use crate::config::Config;
 use crate::context::monitor::ContextView;
 use crate::delivery::Deliverer;
-use crate::nudge::NudgeViews;
+use crate::session::SessionViews;
 use crate::telemetry::warn::Warnings;
 
 /// Everything request handlers share.
@@ -31,5 +31,5 @@ pub struct AppState {
     /// Context figures per session, kept by the context monitor (empty when it is off).
     pub context: Arc<ContextView>,
     /// The idle nudger's per-session view (absent when it is off).
-    pub nudges: Option<watch::Receiver<NudgeViews>>,
+    pub nudges: Option<watch::Receiver<SessionViews>>,
 }

@@ -1,67 +1,32 @@
 //! What every known session looks like right now, for machines (`GET /sessions`) and humans
-//! (`wakebridge status`, which renders the same JSON: `cli::glance`). A session is known when
-//! the ledger has seen it (hook or delivery) or panes.json maps it.
+//! (`wakebridge status`, which renders the same typed view: `cli::glance`): the daemon's one
+//! answer to "what state is this session in" ([`state_of`]), from the session loop's last
+//! decision and the ledger's facts, and the rule for when a session has ended. A session is
+//! known when the ledger has seen it (hook or delivery) or panes.json maps it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-
-use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 use jiff::tz::TimeZone;
 
+use crate::api::{self, SessionState, SessionStatus, at_ms};
+use crate::claude::hooks::HookKind;
 use crate::claude::limits::describe_reset;
 use crate::http::AppState;
+use crate::session::SessionView;
 use crate::store::{Limit, RewindFacts, RewindOutcome, Rewinds, SessionRow, now_unix_ms};
 use crate::wakedir::reader::mapped_panes;
+use crate::wakedir::target::PaneTarget;
+
+/// An unmapped session with no trace (hook, delivery, wake) for this long has ended even
+/// without a `SessionEnd`: an agent killed with its pane (or a bus-only id) fires no hook, and a
+/// day without a single event means nobody is working there (the loop looks at idle ones every
+/// few minutes, a working one fires hooks every tool call).
+pub const QUIET_ENDED_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 /// Spools bigger than this are not read to count lines; the size alone is reported.
 const COUNT_LINES_MAX_BYTES: u64 = 64 << 20;
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SessionStatus {
-    pub session_id: String,
-    /// `{"mux","pane","session"?}` when panes.json maps the session.
-    pub pane: Option<serde_json::Value>,
-    /// `busy`, `idle`, `unmapped`.
-    pub state: String,
-    /// Why the state is what it is, in a few words.
-    pub reason: String,
-    pub cooldown_remaining_s: f64,
-    pub last_wake_at: Option<String>,
-    pub last_action: Option<String>,
-    pub last_delivery_at: Option<String>,
-    pub last_error_kind: Option<String>,
-    pub last_hook_event: Option<String>,
-    pub last_seen_at: Option<String>,
-    pub cwd: Option<String>,
-    pub transcript_path: Option<String>,
-    pub spool_lines: Option<u64>,
-    pub spool_bytes: u64,
-    /// Filled by the context monitor when it runs.
-    pub context: Option<serde_json::Value>,
-    /// Filled by the idle nudger when it runs.
-    pub nudge: Option<serde_json::Value>,
-    /// `{"events", "since"}` while bus events wait for a wake (README: "How a message reaches a
-    /// session").
-    pub owed: Option<serde_json::Value>,
-    /// How owed wakes were paid: `{"last_at", "last_how", "last_events", "by_hook",
-    /// "by_typing"}` (`how` is `hook` or `typed`), once any was.
-    pub paid: Option<serde_json::Value>,
-    /// The usage limit the session is held at: `{"kind", "resets_at", "resets_text",
-    /// "seen_how", "since", "tries", "gave_up", "shown"}` (`shown`: `resets 15:00, in 1h 12m`).
-    pub limit: Option<serde_json::Value>,
-    /// Its rewinds, once it has had one asked or an id before a `/clear`: `{"performed",
-    /// "last_at", "last_why", "last_outcome", "waiting", "formerly", "shown"}` (`shown`:
-    /// `rewound 2×, last 14:02`).
-    #[serde(default)]
-    pub rewind: Option<serde_json::Value>,
-}
-
-fn rfc3339_ms(ms: Option<i64>) -> Option<String> {
-    let ms = u64::try_from(ms?).ok()?;
-    let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
-    Some(humantime::format_rfc3339_seconds(at).to_string())
-}
 
 /// How much to find out about each spool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +57,7 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
     let gate = app.deliverer.gate();
     let wake_dir = app.deliverer.spool().wake_dir();
     let mapped = mapped_panes(wake_dir);
-    let nudges = app
+    let views = app
         .nudges
         .as_ref()
         .map(|views| views.borrow().clone())
@@ -118,92 +83,182 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
     rows.into_iter()
         .map(|(sid, row)| {
             let pane = mapped.get(&sid);
-            let busy = gate.is_busy(&sid);
-            // Rows left from before `[limits] enabled = false` hold nothing now.
-            let limit = row
-                .as_ref()
-                .and_then(|r| r.limit.clone())
-                .filter(|_| gate.limits_enabled());
-            let (state, reason) = match (pane, busy, &limit) {
-                (None, _, _) => ("unmapped", "no pane in panes.json; events are spooled only"),
-                (Some(_), _, Some(l)) if l.gave_up => (
-                    "limited",
-                    "at its usage limit; resumes ran out, held until it shows life",
-                ),
-                (Some(_), _, Some(_)) => {
-                    ("limited", "at its usage limit: held, resumed at the reset")
-                }
-                (Some(_), true, None) => ("busy", "fresh busy marker: a turn is running"),
-                (Some(_), false, None) => ("idle", "no fresh busy marker"),
-            };
-            let (spool_lines, spool_bytes) = spool_depth(wake_dir, &sid, detail);
             let row = row.unwrap_or_else(|| SessionRow {
                 session_id: sid.clone(),
                 ..SessionRow::default()
             });
+            // Rows left from before `[limits] enabled = false` hold nothing now.
+            let limit = row.limit.clone().filter(|_| gate.limits_enabled());
+            let (spool_lines, spool_bytes) = spool_depth(wake_dir, &sid, detail);
+            let view = views.get(&sid);
+            let facts = Facts {
+                mapped: pane.is_some(),
+                limit: limit.as_ref(),
+                owed: row.owed.is_some(),
+                busy_marker: gate.is_busy(&sid),
+                ended: ended(&row, pane.is_some(), now_ms),
+                view,
+            };
+            let (state, reason) = state_of(&facts);
             SessionStatus {
-                pane: pane.map(crate::wakedir::entry_json),
-                state: state.into(),
-                reason: reason.into(),
+                pane: pane.map(pane_of),
+                state,
+                reason,
                 cooldown_remaining_s: gate.cooldown().remaining(&sid).as_secs_f64(),
-                last_wake_at: rfc3339_ms(row.last_wake_ms),
+                last_wake_at: row.last_wake_ms.and_then(at_ms),
                 last_action: row.last_action,
-                last_delivery_at: rfc3339_ms(row.last_delivery_ms),
+                last_delivery_at: row.last_delivery_ms.and_then(at_ms),
                 last_error_kind: row.last_error_kind,
                 last_hook_event: row.last_hook_event,
-                last_seen_at: rfc3339_ms(row.last_seen_ms),
+                last_seen_at: row.last_seen_ms.and_then(at_ms),
                 cwd: row.cwd,
                 transcript_path: row.transcript_path,
                 spool_lines,
                 spool_bytes,
-                context: app.context.json(&sid),
-                // The live nudger's view when it runs; else what the ledger last recorded.
-                nudge: nudges
-                    .get(&sid)
-                    .and_then(|view| serde_json::to_value(view).ok())
-                    .or_else(|| {
-                        row.nudge.map(|n| {
-                            serde_json::json!({
-                                "unanswered": n.unanswered,
-                                "last_nudge_at": rfc3339_ms(n.last_nudge_ms),
-                                "acknowledged": n.acknowledged,
-                            })
-                        })
+                context: app.context.status(&sid),
+                // The loop's view when it runs; else what the ledger last recorded.
+                nudge: match view {
+                    Some(v) => Some(api::Nudge {
+                        unanswered: v.unanswered,
+                        last_nudge_at: v.last_nudge_ms.and_then(at_ms),
+                        next_nudge_at: v.next_nudge_at_ms.and_then(at_ms),
+                        acknowledged: v.acknowledged,
+                        idle_since: v.idle_since_ms.and_then(at_ms),
                     }),
-                owed: row.owed.map(|o| {
-                    serde_json::json!({"events": o.events, "since": rfc3339_ms(Some(o.since_ms))})
-                }),
-                paid: row.paid.map(|p| {
-                    serde_json::json!({
-                        "last_at": rfc3339_ms(Some(p.last_ms)),
-                        "last_how": p.last_how.as_str(),
-                        "last_events": p.last_events,
-                        "by_hook": p.by_hook,
-                        "by_typing": p.by_typing,
+                    None => row.nudge.map(|n| api::Nudge {
+                        unanswered: n.unanswered,
+                        last_nudge_at: n.last_nudge_ms.and_then(at_ms),
+                        next_nudge_at: None,
+                        acknowledged: n.acknowledged,
+                        idle_since: None,
+                    }),
+                },
+                owed: row.owed.and_then(|o| {
+                    Some(api::Owed {
+                        events: u64::from(o.events),
+                        since: at_ms(o.since_ms)?,
                     })
                 }),
-                limit: limit.map(|l| limit_json(&l, now_ms, &local)),
-                rewind: rewind_json(&rewinds.facts(&sid), &local),
+                paid: row.paid.and_then(|p| {
+                    Some(api::Paid {
+                        last_at: at_ms(p.last_ms)?,
+                        last_how: p.last_how.as_str().to_owned(),
+                        last_events: u64::from(p.last_events),
+                        by_hook: p.by_hook,
+                        by_typing: p.by_typing,
+                    })
+                }),
+                limit: limit.and_then(|l| limit_status(&l, now_ms, &local)),
+                rewind: rewind_status(&rewinds.facts(&sid), &local),
                 session_id: sid,
             }
         })
         .collect()
 }
 
-fn limit_json(limit: &Limit, now_ms: i64, local: &TimeZone) -> serde_json::Value {
-    serde_json::json!({
-        "kind": limit.kind,
-        "resets_at": rfc3339_ms(limit.resets_at_ms),
-        "resets_text": limit.resets_text,
-        "seen_how": limit.how.as_str(),
-        "since": rfc3339_ms(Some(limit.since_ms)),
-        "tries": limit.tries,
-        "gave_up": limit.gave_up,
-        "shown": describe_reset(limit.resets_at_ms, now_ms, local),
+/// What the daemon knows of a session that decides its one state.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    /// panes.json maps it.
+    pub mapped: bool,
+    pub limit: Option<&'a Limit>,
+    pub owed: bool,
+    /// A fresh busy marker.
+    pub busy_marker: bool,
+    pub ended: bool,
+    /// The session loop's last decision, once it has made one.
+    pub view: Option<&'a SessionView>,
+}
+
+/// The session's one state and why, most pressing first: ended, no pane, a usage limit, then
+/// what the session loop last decided (a dialog, a draft, a rewind, working, idle, nudged,
+/// acknowledged idle), with bus events waiting shown as owed unless something more pressing
+/// holds. Before the loop's first look, the busy marker decides working or idle.
+pub fn state_of(facts: &Facts) -> (SessionState, String) {
+    if facts.ended {
+        return (
+            SessionState::Ended,
+            "no pane, and ended or quiet for a day".into(),
+        );
+    }
+    if !facts.mapped {
+        return (
+            SessionState::NoPane,
+            "no pane in panes.json; events are spooled only".into(),
+        );
+    }
+    if let Some(limit) = facts.limit {
+        let reason = if limit.gave_up {
+            "at its usage limit; resumes ran out, held until it shows life"
+        } else {
+            "at its usage limit: held, resumed at the reset"
+        };
+        let reason = match facts.view {
+            Some(view) if view.state == SessionState::Limited => view.reason.clone(),
+            _ => reason.into(),
+        };
+        return (SessionState::Limited, reason);
+    }
+    let (decided, reason) = match facts.view {
+        // The loop decides limits only from the ledger's row, which is gone now.
+        Some(view) if view.state != SessionState::Limited => (view.state, view.reason.clone()),
+        _ if facts.busy_marker => (
+            SessionState::Working,
+            "fresh busy marker: a turn is running".into(),
+        ),
+        _ => (SessionState::Idle, "no fresh busy marker".into()),
+    };
+    if facts.owed && decided > SessionState::Owed {
+        return (SessionState::Owed, reason);
+    }
+    (decided, reason)
+}
+
+/// Whether a session is over: it has no pane, owes nothing, and either said so (`SessionEnd`)
+/// or has been quiet for [`QUIET_ENDED_AFTER`].
+fn ended(row: &SessionRow, mapped: bool, now_ms: i64) -> bool {
+    if mapped || row.owed.is_some() {
+        return false;
+    }
+    let said_so = row
+        .last_hook_event
+        .as_deref()
+        .is_some_and(|e| HookKind::of_recorded(e) == HookKind::Ended);
+    let last = [row.last_seen_ms, row.last_delivery_ms, row.last_wake_ms]
+        .into_iter()
+        .flatten()
+        .chain(row.paid.map(|p| p.last_ms))
+        .max();
+    let quiet_ms = i64::try_from(QUIET_ENDED_AFTER.as_millis()).unwrap_or(i64::MAX);
+    said_so || last.is_none_or(|at| now_ms.saturating_sub(at) > quiet_ms)
+}
+
+fn pane_of(target: &PaneTarget) -> api::Pane {
+    let session = match target {
+        PaneTarget::Tmux { session, .. } => session.clone(),
+        PaneTarget::Zellij { session, .. } => Some(session.clone()),
+    };
+    api::Pane {
+        mux: target.mux_name().to_owned(),
+        pane: target.pane().to_owned(),
+        session,
+    }
+}
+
+fn limit_status(limit: &Limit, now_ms: i64, local: &TimeZone) -> Option<api::Limit> {
+    Some(api::Limit {
+        kind: limit.kind.clone(),
+        resets_at: limit.resets_at_ms.and_then(at_ms),
+        resets_text: limit.resets_text.clone(),
+        seen_how: limit.how.as_str().to_owned(),
+        since: at_ms(limit.since_ms)?,
+        tries: limit.tries,
+        gave_up: limit.gave_up,
+        shown: describe_reset(limit.resets_at_ms, now_ms, local),
     })
 }
 
-fn rewind_json(facts: &RewindFacts, local: &TimeZone) -> Option<serde_json::Value> {
+fn rewind_status(facts: &RewindFacts, local: &TimeZone) -> Option<api::Rewind> {
     if facts.pending.is_none() && facts.last.is_none() && facts.formerly.is_empty() {
         return None;
     }
@@ -223,14 +278,143 @@ fn rewind_json(facts: &RewindFacts, local: &TimeZone) -> Option<serde_json::Valu
     if let Some(waiting) = &facts.pending {
         shown.push_str(&format!(" ({} rewind waiting)", waiting.why.as_str()));
     }
-    Some(serde_json::json!({
-        "performed": facts.performed,
-        "last_at": rfc3339_ms(last_at),
-        "last_why": facts.last.as_ref().map(|r| r.why.as_str()),
-        "last_outcome": facts.last.as_ref().and_then(|r| r.outcome).map(RewindOutcome::as_str),
-        "last_detail": facts.last.as_ref().and_then(|r| r.detail.clone()),
-        "waiting": facts.pending.as_ref().map(|r| r.why.as_str()),
-        "formerly": facts.formerly,
-        "shown": shown,
-    }))
+    Some(api::Rewind {
+        performed: facts.performed,
+        last_at: last_at.and_then(at_ms),
+        last_why: facts.last.as_ref().map(|r| r.why.as_str().to_owned()),
+        last_outcome: facts
+            .last
+            .as_ref()
+            .and_then(|r| r.outcome)
+            .map(|o| RewindOutcome::as_str(o).to_owned()),
+        last_detail: facts.last.as_ref().and_then(|r| r.detail.clone()),
+        waiting: facts.pending.as_ref().map(|r| r.why.as_str().to_owned()),
+        formerly: facts.formerly.clone(),
+        shown,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::LimitSource;
+
+    fn view(state: SessionState) -> SessionView {
+        SessionView {
+            state,
+            reason: "the loop's words".into(),
+            unanswered: 0,
+            last_nudge_ms: None,
+            next_nudge_at_ms: None,
+            acknowledged: false,
+            idle_since_ms: None,
+        }
+    }
+
+    fn facts(view: Option<&SessionView>) -> Facts<'_> {
+        Facts {
+            mapped: true,
+            limit: None,
+            owed: false,
+            busy_marker: false,
+            ended: false,
+            view,
+        }
+    }
+
+    #[test]
+    fn the_most_pressing_state_wins() {
+        let limit = Limit {
+            kind: "5-hour limit".into(),
+            resets_text: None,
+            resets_at_ms: None,
+            how: LimitSource::Hook,
+            since_ms: 0,
+            tries: 0,
+            last_try_ms: None,
+            gave_up: false,
+        };
+        let dialog = view(SessionState::Dialog);
+        let working = view(SessionState::Working);
+        let idle = view(SessionState::AcknowledgedIdle);
+        let state = |f: Facts| state_of(&f).0;
+        assert_eq!(
+            state(Facts {
+                ended: true,
+                mapped: false,
+                ..facts(None)
+            }),
+            SessionState::Ended
+        );
+        assert_eq!(
+            state(Facts {
+                mapped: false,
+                ..facts(Some(&working))
+            }),
+            SessionState::NoPane
+        );
+        assert_eq!(
+            state(Facts {
+                limit: Some(&limit),
+                ..facts(Some(&dialog))
+            }),
+            SessionState::Limited
+        );
+        // Owed shows over a running turn or an idle session, not over a dialog.
+        assert_eq!(
+            state(Facts {
+                owed: true,
+                ..facts(Some(&working))
+            }),
+            SessionState::Owed
+        );
+        assert_eq!(
+            state(Facts {
+                owed: true,
+                ..facts(Some(&idle))
+            }),
+            SessionState::Owed
+        );
+        assert_eq!(
+            state(Facts {
+                owed: true,
+                ..facts(Some(&dialog))
+            }),
+            SessionState::Dialog
+        );
+        assert_eq!(state(facts(Some(&idle))), SessionState::AcknowledgedIdle);
+        // Before the loop's first look, the busy marker decides.
+        assert_eq!(
+            state(Facts {
+                busy_marker: true,
+                ..facts(None)
+            }),
+            SessionState::Working
+        );
+        assert_eq!(state(facts(None)), SessionState::Idle);
+        assert_eq!(state_of(&facts(Some(&dialog))).1, "the loop's words");
+    }
+
+    #[test]
+    fn a_session_ends_by_saying_so_or_a_day_of_quiet_never_with_a_pane_or_owed_events() {
+        let now = 10 * 86_400_000;
+        let row = |event: &str, seen_ago_ms: i64| SessionRow {
+            session_id: "s".into(),
+            last_hook_event: Some(event.into()),
+            last_seen_ms: Some(now - seen_ago_ms),
+            ..SessionRow::default()
+        };
+        assert!(ended(&row("SessionEnd", 60_000), false, now));
+        assert!(!ended(&row("SessionEnd", 60_000), true, now), "mapped");
+        assert!(!ended(&row("Stop", 60_000), false, now));
+        assert!(ended(&row("Stop", 2 * 86_400_000), false, now));
+        let owed = SessionRow {
+            owed: Some(crate::store::Owed {
+                events: 1,
+                since_ms: 0,
+            }),
+            ..row("SessionEnd", 3 * 86_400_000)
+        };
+        assert!(!ended(&owed, false, now), "owed events wait for it");
+    }
 }

@@ -9,7 +9,7 @@
 //!
 //! This module owns the validated `[rewind]` settings ([`RewindConfig`]) and the pure decisions:
 //! when a waiting rewind is due ([`due`]) and whether a screen shows the fresh prompt after
-//! `/clear` ([`cleared`]); `restart` performs a restart through the launcher. The nudger's loop performs them (`nudge::task::rewind`), because it
+//! `/clear` ([`cleared`]); `restart` performs a restart through the launcher. The session loop performs them (`session::task::rewind`), because it
 //! is what watches every session for its idle moments; the ledger keeps the record
 //! (`store::Record::RewindAsked` / `RewindEnded` / `Renamed`).
 

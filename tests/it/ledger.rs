@@ -117,7 +117,7 @@ async fn sessions_and_metrics_report_what_happened() {
         tokio::time::sleep(std::time::Duration::from_millis(40)).await;
     }
     assert_eq!(s1["spool_lines"], 2);
-    assert_eq!(s1["state"], "unmapped");
+    assert_eq!(s1["state"], "no-pane");
     assert_eq!(s1["last_action"], "spool");
     let resp = server
         .client
@@ -141,10 +141,19 @@ async fn sessions_and_metrics_report_what_happened() {
         text.contains("wakebridge_hook_duration_seconds_bucket"),
         "{text}"
     );
-    assert!(
-        text.contains("wakebridge_sessions{state=\"unmapped\"}"),
-        "{text}"
-    );
+    // Every state is a sample from the start, at 0 when no session is in it.
+    for state in <wakebridge::api::SessionState as strum::IntoEnumIterator>::iter() {
+        let want = if state == wakebridge::api::SessionState::NoPane {
+            1
+        } else {
+            0
+        };
+        let sample = format!(
+            "wakebridge_sessions{{state=\"{}\"}} {want}\n",
+            state.as_str()
+        );
+        assert!(text.contains(&sample), "{sample}{text}");
+    }
     assert!(text.contains("wakebridge_spool_bytes "), "{text}");
     assert!(
         text.contains("\nwakebridge_log_lines_dropped_total 0\n"),

@@ -64,3 +64,25 @@ async fn every_listed_route_is_served() {
         assert_ne!(resp.status().as_u16(), 404, "{method} {path}");
     }
 }
+
+/// `openapi.yaml` lists exactly the session states the daemon has, in its order.
+#[test]
+fn the_spec_lists_every_session_state() {
+    common::arm_test_timeout();
+    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml"))
+        .expect("openapi.yaml");
+    let listed = spec
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("state:"))
+        .find_map(|l| l.trim_start().strip_prefix("enum: ["))
+        .expect("the state enum");
+    let listed: Vec<&str> = listed
+        .trim_end_matches(']')
+        .split(',')
+        .map(str::trim)
+        .collect();
+    let ours: Vec<&str> = <wakebridge::api::SessionState as strum::IntoEnumIterator>::iter()
+        .map(wakebridge::api::SessionState::as_str)
+        .collect();
+    assert_eq!(listed, ours);
+}

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::api::Health;
 use crate::cli::client::daemon_url;
 use crate::config::{self, Config, ConfigError, SECRET_ENV};
 use crate::deadline::Deadline;
@@ -421,7 +422,7 @@ fn install(
                     "wakebridge {} is running as pid {} ({url}/health); bus registration: {}",
                     health.version,
                     health.pid,
-                    health.registered_words()
+                    registered_words(&health)
                 );
                 crate::outln!("logs: {}", manager.log_hint(&locations.log_dir));
                 if platform == Platform::Systemd {
@@ -468,22 +469,12 @@ async fn await_unloaded(manager: &Manager) {
     }
 }
 
-/// What `/health` said.
-#[derive(Debug, Clone)]
-struct Health {
-    pid: u32,
-    version: String,
-    /// `None`: registration is off (the field is absent).
-    registered: Option<bool>,
-}
-
-impl Health {
-    fn registered_words(&self) -> &'static str {
-        match self.registered {
-            Some(true) => "registered",
-            Some(false) => "not registered yet (it retries; see the logs if it stays so)",
-            None => "off",
-        }
+/// How `/health`'s registration reads in a sentence.
+fn registered_words(health: &Health) -> &'static str {
+    match health.registered {
+        Some(true) => "registered",
+        Some(false) => "not registered yet (it retries; see the logs if it stays so)",
+        None => "off",
     }
 }
 
@@ -499,18 +490,8 @@ async fn health(url: &str) -> Result<Health, String> {
         .send()
         .await
         .map_err(|e| format!("no answer at {url}/health ({e})"))?;
-    let body: serde_json::Value = answer
-        .json()
-        .await
-        .map_err(|e| format!("{url}/health did not answer JSON ({e})"))?;
-    let pid = body["pid"]
-        .as_u64()
-        .and_then(|p| u32::try_from(p).ok())
-        .ok_or_else(|| format!("{url}/health names no pid: is that wakebridge?"))?;
-    Ok(Health {
-        pid,
-        version: body["version"].as_str().unwrap_or("?").to_string(),
-        registered: body["registered"].as_bool(),
+    answer.json::<Health>().await.map_err(|e| {
+        format!("{url}/health does not read as wakebridge's ({e}): is that wakebridge, and this version?")
     })
 }
 
@@ -668,7 +649,7 @@ fn status(
                 "daemon: wakebridge {} answering at {url} as pid {}; bus registration: {}",
                 h.version,
                 h.pid,
-                h.registered_words()
+                registered_words(h)
             );
             true
         }

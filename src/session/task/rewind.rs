@@ -1,5 +1,5 @@
-//! The nudger's step for a session with a rewind waiting: once it is idle long enough
-//! (`rewind::due`), `/clear` is typed through the gate (so never over a running turn, a draft,
+//! Performing a waiting rewind once `session::decide` found it due (`rewind::due`): `/clear`
+//! is typed through the gate (so never over a running turn, a draft,
 //! a dialog or a limit's notice), the fresh prompt is awaited, and the re-hydration message is
 //! typed once into whatever id the pane runs now. The new id comes from the `SessionStart`
 //! hook of `source = "clear"`, which maps the pane under it (and records the old id as renamed,
@@ -17,16 +17,17 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Nudger, OWED_RETRY, typed_records};
+use super::{Keeper, OWED_RETRY, taken_key, typed_records};
+use crate::api::SessionState;
 use crate::delivery::Action;
 use crate::delivery::gate::Mode;
 use crate::mux::KeystrokeText;
-use crate::nudge::NudgeView;
-use crate::nudge::io::NudgerIo;
-use crate::nudge::signals::{Observation, Verdict, classify};
 use crate::rewind::restart::Restart;
-use crate::rewind::{self, CLEAR_WAIT, CLEARED_WITHOUT_HOOK, Due};
-use crate::store::{Record, RewindFacts, RewindOutcome, RewindRow, RewindWhy};
+use crate::rewind::{self, CLEAR_WAIT, CLEARED_WITHOUT_HOOK};
+use crate::session::SessionView;
+use crate::session::io::SessionIo;
+use crate::session::state::Attempt;
+use crate::store::{Record, RewindOutcome, RewindRow};
 use crate::wakedir::target::PaneTarget;
 
 /// The `sender` of the rows of what a rewind typed (`/clear`, the re-hydration message).
@@ -35,56 +36,19 @@ pub const REWIND_SENDER: &str = "wakebridge-rewind";
 /// Gap between two looks for the cleared session.
 const CLEAR_LOOK_EVERY: Duration = Duration::from_millis(200);
 
-impl<I: NudgerIo> Nudger<I> {
-    /// The waiting rewind of `sid`, if any and the session looks idle: `None` leaves the
-    /// session to the nudge path (no rewind, or not idle).
-    pub(super) async fn rewind_step(
+impl<I: SessionIo> Keeper<I> {
+    /// Drops the waiting rewind (an automatic one too soon after the last), and says why.
+    pub(super) async fn skip_rewind(
         &mut self,
         sid: &str,
-        target: &PaneTarget,
-        obs: &Observation,
-        facts: &RewindFacts,
-        now: Instant,
-        now_ms: i64,
-    ) -> Option<NudgeView> {
-        let pending = facts
-            .pending
-            .as_ref()
-            .filter(|p| !self.rewinds_taken.contains(&taken(p)))?;
-        let Verdict::Idle(idle_reason) = classify(obs) else {
-            return None;
-        };
-        let tracked = self.sessions.entry(sid.to_owned()).or_default();
-        let idle_for = tracked.quiet_for(now_ms);
-        if tracked.rewind_retry_at.is_some_and(|at| at > now) {
-            let reason = format!("idle ({idle_reason}), rewind waiting");
-            return Some(self.view(sid, now, now_ms, reason));
-        }
-        let why = pending.why.as_str();
-        match rewind::due(
-            pending,
-            idle_for,
-            self.config.owed_after,
-            facts.last_performed_ms,
-            now_ms,
-            &self.config.rewind,
-        ) {
-            Due::Wait => {
-                let reason = format!("idle ({idle_reason}), rewind ({why}) due once settled");
-                Some(self.view(sid, now, now_ms, reason))
-            }
-            Due::Skip(detail) => {
-                tracing::info!(session_id = sid, "automatic rewind skipped: {detail}");
-                self.end_rewind(pending, RewindOutcome::Skipped, None, Some(detail))
-                    .await;
-                Some(self.view(sid, now, now_ms, format!("rewind ({why}) skipped")))
-            }
-            Due::Now if pending.why == RewindWhy::Restart => {
-                let reason = self.begin_restart(sid, target, pending, true).await;
-                Some(self.view(sid, now, now_ms, reason))
-            }
-            Due::Now => Some(self.clear_and_rehydrate(sid, target, pending).await),
-        }
+        pending: &RewindRow,
+        detail: String,
+    ) -> SessionView {
+        tracing::info!(session_id = sid, "automatic rewind skipped: {detail}");
+        self.end_rewind(pending, RewindOutcome::Skipped, None, Some(detail))
+            .await;
+        let reason = format!("rewind ({}) skipped", pending.why.as_str());
+        self.view(sid, SessionState::Idle, reason)
     }
 
     /// Starts the restart waiting for `sid` in the background, once (`in_place`: its pane is
@@ -95,9 +59,9 @@ impl<I: NudgerIo> Nudger<I> {
         target: &PaneTarget,
         pending: &RewindRow,
         in_place: bool,
-    ) -> String {
-        if !self.rewinds_taken.insert(taken(pending)) {
-            return "restarting".into();
+    ) -> SessionView {
+        if !self.rewinds_taken.insert(taken_key(pending)) {
+            return self.view(sid, SessionState::Rewinding, "restarting".into());
         }
         tracing::info!(session_id = sid, in_place, "restarting the session's agent");
         let restart = Restart {
@@ -108,18 +72,18 @@ impl<I: NudgerIo> Nudger<I> {
             message: self.config.rewind.message.clone(),
         };
         self.io.restart(restart).await;
-        "restarting".into()
+        self.view(sid, SessionState::Rewinding, "restarting".into())
     }
 
     /// `/clear`, the fresh prompt, the message. A session renamed since the rewind was asked
     /// for (the daemon stopped between the clear and the message, or someone cleared it by
     /// hand) only gets the message.
-    async fn clear_and_rehydrate(
+    pub(super) async fn clear_and_rehydrate(
         &mut self,
         sid: &str,
         target: &PaneTarget,
         pending: &RewindRow,
-    ) -> NudgeView {
+    ) -> SessionView {
         let mut new_id = None;
         if pending.session_id == sid {
             // Whoever is on the pane now is not the id the clear gives it.
@@ -148,9 +112,10 @@ impl<I: NudgerIo> Nudger<I> {
                 let action = outcome.action.as_str();
                 if matches!(outcome.action, Action::SpoolBusy | Action::SpoolCooldown) {
                     // A turn, a draft, a dialog or the cooldown: the next idle moment.
-                    self.retry_rewind_in(OWED_RETRY, sid);
+                    self.session(sid)
+                        .retry_in(Attempt::Rewind, Instant::now(), OWED_RETRY);
                     let reason = format!("rewind waiting (/clear not typed: {action})");
-                    return self.view(sid, Instant::now(), done_ms, reason);
+                    return self.view(sid, SessionState::Rewinding, reason);
                 }
                 let detail = format!(
                     "/clear not typed: {action}{}",
@@ -162,7 +127,7 @@ impl<I: NudgerIo> Nudger<I> {
                 tracing::warn!(session_id = sid, "rewind failed: {detail}");
                 self.end_rewind(pending, RewindOutcome::Failed, None, Some(detail))
                     .await;
-                return self.view(sid, Instant::now(), done_ms, "rewind failed".into());
+                return self.view(sid, SessionState::Idle, "rewind failed".into());
             }
             match self.await_cleared(sid, &pane, &before).await {
                 Some(renamed) => new_id = renamed,
@@ -171,13 +136,12 @@ impl<I: NudgerIo> Nudger<I> {
                     tracing::warn!(session_id = sid, "rewind failed: {detail}");
                     self.end_rewind(pending, RewindOutcome::Failed, None, Some(detail))
                         .await;
-                    let done_ms = self.io.now_ms();
-                    return self.view(sid, Instant::now(), done_ms, "rewind failed".into());
+                    return self.view(sid, SessionState::Idle, "rewind failed".into());
                 }
             }
         }
         let into = new_id.unwrap_or_else(|| sid.to_owned());
-        let reason = if self.rehydrate(&into).await {
+        let (state, reason) = if self.rehydrate(&into).await {
             tracing::info!(
                 session_id = sid,
                 new_session_id = into.as_str(),
@@ -186,7 +150,10 @@ impl<I: NudgerIo> Nudger<I> {
             );
             self.end_rewind(pending, RewindOutcome::Done, Some(into), None)
                 .await;
-            format!("rewound ({})", pending.why.as_str())
+            (
+                SessionState::Working,
+                format!("rewound ({})", pending.why.as_str()),
+            )
         } else {
             tracing::warn!(
                 session_id = sid,
@@ -195,9 +162,9 @@ impl<I: NudgerIo> Nudger<I> {
             let detail = Some("the re-hydration prompt was not typed".to_owned());
             self.end_rewind(pending, RewindOutcome::NotTyped, Some(into), detail)
                 .await;
-            "rewound, prompt not typed".to_owned()
+            (SessionState::Idle, "rewound, prompt not typed".to_owned())
         };
-        self.view(sid, Instant::now(), self.io.now_ms(), reason)
+        self.view(sid, state, reason)
     }
 
     /// Waits (up to [`CLEAR_WAIT`]) for the clear to show: the pane mapped under another id
@@ -266,7 +233,7 @@ impl<I: NudgerIo> Nudger<I> {
         new_id: Option<String>,
         detail: Option<String>,
     ) {
-        self.rewinds_taken.insert(taken(pending));
+        self.rewinds_taken.insert(taken_key(pending));
         let at_ms = self.io.now_ms();
         self.io
             .record(vec![Record::RewindEnded {
@@ -278,16 +245,4 @@ impl<I: NudgerIo> Nudger<I> {
             }])
             .await;
     }
-
-    fn retry_rewind_in(&mut self, wait: Duration, sid: &str) {
-        self.sessions
-            .entry(sid.to_owned())
-            .or_default()
-            .rewind_retry_at = Some(Instant::now() + wait);
-    }
-}
-
-/// A rewind's key in [`Nudger::rewinds_taken`]: the id it was asked for and when.
-fn taken(pending: &RewindRow) -> (String, i64) {
-    (pending.session_id.clone(), pending.asked_ms)
 }

@@ -1,25 +1,31 @@
-//! The idle nudger's pure parts and its settings (with `[limits]` and `[rewind]`, whose steps
-//! run in its loop): the backoff schedule (`schedule`), the idle
-//! decision from many signals (`signals`), the validated [`NudgerConfig`] and the read-only
-//! [`NudgeView`] the status surfaces show, plus the polling loop (`task`) that gathers the
-//! signals (Claude Code's registry through `claude::registry`) and types nudges through the wake
-//! gate. Only `task` runs processes or types.
+//! The session as the unit. Everything wakebridge does on its own initiative is about one
+//! session at a time: nudge it, pay what it is owed, hold it at a usage limit and resume it,
+//! rewind or restart it. Each known session has one value that owns its state ([`state::Session`]:
+//! backoff, quiet clock, retries, the last look), one pure decision turns that value and what one
+//! poll saw into the next step ([`decide::decide`]), and one loop ([`task`]) gathers the
+//! observations for every session at once and performs the steps through the wake gate. Also
+//! here: what a poll sees and the one idle rule ([`observe`]), the backoff arithmetic
+//! ([`schedule`]), the validated settings ([`NudgerConfig`], with `[limits]` and `[rewind]`) and
+//! the read-only [`SessionView`] the status surfaces show. Only `task` runs processes or types.
 
+pub mod decide;
 pub(crate) mod io;
+pub mod observe;
 pub(crate) mod schedule;
-pub(crate) mod signals;
+pub mod state;
 pub mod task;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::api::SessionState;
 use crate::config::{LimitSettings, NudgerSettings, RewindSettings, WakeSettings};
 use crate::mux::{KeystrokeText, TextError};
 use crate::rewind::{RewindConfig, RewindError};
 
+pub use observe::{Movement, Observation, Verdict};
 pub use schedule::{Next, NudgeCount, Schedule};
-pub use signals::{Movement, Observation, Verdict};
 
 /// How long after wakebridge's own typing pane output, hook events and transcript writes are
 /// taken as the echo of that typing (the text appearing, Claude's `UserPromptSubmit` and the
@@ -163,11 +169,17 @@ impl NudgerConfig {
     }
 }
 
-/// What the nudger thinks of one session, for `/sessions`, `wakebridge status` and `/metrics`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct NudgeView {
+/// What the loop last made of one session, for `/sessions`, `wakebridge status` and `/metrics`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionView {
+    /// Its state as the last decision left it.
+    pub state: SessionState,
+    /// Why, in a few words for a person (`busy (title: busy glyph)`, `nudged`, ...).
+    pub reason: String,
     /// Nudges typed since the session last showed activity.
     pub unanswered: u32,
+    /// When the last nudge was typed (unix ms).
+    pub last_nudge_ms: Option<i64>,
     /// Earliest time (unix ms) the next nudge may be typed; `None` when none is scheduled
     /// (acknowledged, or nothing typed yet so a nudge may go once the session is idle).
     pub next_nudge_at_ms: Option<i64>,
@@ -175,12 +187,10 @@ pub struct NudgeView {
     pub acknowledged: bool,
     /// Since when nothing moved (unix ms), when the session currently looks idle.
     pub idle_since_ms: Option<i64>,
-    /// Why the nudger did or did not nudge at its last poll (`busy: title: busy glyph`, ...).
-    pub last_reason: String,
 }
 
 /// Every watched session's view, replaced as a whole after each poll (cheap to clone).
-pub type NudgeViews = Arc<BTreeMap<String, NudgeView>>;
+pub type SessionViews = Arc<BTreeMap<String, SessionView>>;
 
 #[cfg(test)]
 mod tests {

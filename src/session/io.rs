@@ -1,8 +1,8 @@
-//! Everything the nudger reads and writes, behind [`NudgerIo`]: the pane mapping, one tmux
+//! Everything the session loop reads and writes, behind [`SessionIo`]: the pane mapping, one tmux
 //! snapshot per poll, a pane's screen, the ledger's hook facts, owed wakes, usage limits,
 //! rewinds and nudge state, Claude Code's
 //! session registry, busy markers and the wake gate. [`LiveIo`] is the real one; tests drive
-//! the loop (`nudge::task`) with a scripted one on tokio's paused clock.
+//! the loop (`session::task`) with a scripted one on tokio's paused clock.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -17,9 +17,9 @@ use crate::claude::registry::{RegistryReading, read_registry};
 use crate::deadline::Deadline;
 use crate::delivery::gate::{Gate, GateOutcome, Mode};
 use crate::mux::{InjectError, KeystrokeText, MuxError, PaneInfo};
-use crate::nudge::signals::FileStamp;
-use crate::nudge::{NudgeViews, NudgerConfig};
 use crate::rewind::restart::{Restart, RestartSettings};
+use crate::session::observe::FileStamp;
+use crate::session::{NudgerConfig, SessionViews};
 use crate::store::{Limit, NudgeState, Owed, Record, RewindFacts, Store, now_unix_ms, unix_ms};
 use crate::telemetry::notice::Notice;
 use crate::telemetry::warn::Warnings;
@@ -49,7 +49,7 @@ pub struct SessionFacts {
 }
 
 /// Everything the loop reads from and does to the world.
-pub trait NudgerIo: Send + Sync {
+pub trait SessionIo: Send + Sync {
     /// Session id → pane, from `panes.json` (invalid entries left out).
     fn mapping(&self) -> impl Future<Output = BTreeMap<String, PaneTarget>> + Send;
     /// Every tmux pane, from ONE `list-panes -a`.
@@ -104,7 +104,7 @@ pub trait NudgerIo: Send + Sync {
 pub struct NudgerDeps {
     pub(super) io: LiveIo,
     pub config: NudgerConfig,
-    pub(super) views: watch::Sender<NudgeViews>,
+    pub(super) views: watch::Sender<SessionViews>,
 }
 
 impl NudgerDeps {
@@ -121,12 +121,12 @@ impl NudgerDeps {
         Self {
             io: LiveIo::new(gate, store, wake_dir, registry_dir, restarts),
             config,
-            views: watch::Sender::new(NudgeViews::default()),
+            views: watch::Sender::new(SessionViews::default()),
         }
     }
 
     /// A read-only view of every watched session, updated after each poll.
-    pub fn views(&self) -> watch::Receiver<NudgeViews> {
+    pub fn views(&self) -> watch::Receiver<SessionViews> {
         self.views.subscribe()
     }
 }
@@ -184,7 +184,7 @@ impl LiveIo {
     }
 }
 
-impl NudgerIo for LiveIo {
+impl SessionIo for LiveIo {
     async fn mapping(&self) -> BTreeMap<String, PaneTarget> {
         let dir = self.wake_dir.clone();
         tokio::task::spawn_blocking(move || mapped_panes(&dir))

@@ -12,13 +12,14 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use wakebridge::api::SessionState;
 use wakebridge::claude::registry::RegistryReading;
 use wakebridge::delivery::Action;
 use wakebridge::delivery::gate::{Gate, GateOutcome, Mode};
 use wakebridge::mux::{InjectError, Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
-use wakebridge::nudge::task::{LiveIo, Nudger, NudgerIo, OWED_SENDER, SessionFacts, run_with};
-use wakebridge::nudge::{LimitsConfig, NudgeViews, NudgerConfig, Schedule};
 use wakebridge::rewind::restart::{Restart, RestartSettings};
+use wakebridge::session::task::{Keeper, LiveIo, OWED_SENDER, SessionFacts, SessionIo, run_with};
+use wakebridge::session::{LimitsConfig, NudgerConfig, Schedule, SessionViews};
 use wakebridge::store::{
     Limit, LimitSource, NudgeState, Owed, Payment, Record, RewindRow, RewindWhy, Store,
 };
@@ -118,7 +119,7 @@ impl FakeIo {
     }
 }
 
-impl NudgerIo for FakeIo {
+impl SessionIo for FakeIo {
     async fn mapping(&self) -> BTreeMap<String, PaneTarget> {
         self.world.lock().unwrap().mapping.clone()
     }
@@ -409,9 +410,9 @@ async fn paused_clock_owed_wake_waits_out_a_refusal_with_one_row_then_is_typed_a
 fn spawn_loop(
     config: NudgerConfig,
     io: FakeIo,
-) -> (CancellationToken, watch::Receiver<NudgeViews>) {
-    let (tx, rx) = watch::channel(NudgeViews::default());
-    let nudger = Nudger::new(config, io, tx);
+) -> (CancellationToken, watch::Receiver<SessionViews>) {
+    let (tx, rx) = watch::channel(SessionViews::default());
+    let nudger = Keeper::new(config, io, tx);
     let shutdown = CancellationToken::new();
     tokio::spawn(run_with(nudger, shutdown.clone()));
     (shutdown, rx)
@@ -470,7 +471,7 @@ async fn paused_clock_a_limited_session_is_held_resumed_at_each_reset_then_given
     assert_eq!(typed_texts(&io, "s1"), []);
     let view = views.borrow()["s1"].clone();
     assert!(
-        view.last_reason
+        view.reason
             .starts_with("limited (session limit) · reset passed"),
         "{view:?}"
     );
@@ -509,7 +510,7 @@ async fn paused_clock_a_limited_session_is_held_resumed_at_each_reset_then_given
     assert!(limit.gave_up && limit.tries == 3, "{limit:?}");
     assert!(
         views.borrow()["s1"]
-            .last_reason
+            .reason
             .contains("gave up after 3 resumes")
     );
     shutdown.cancel();
@@ -561,7 +562,7 @@ async fn paused_clock_claude_codes_own_auto_continue_is_left_to_it_and_stepped_i
     assert_eq!(typed_texts(&io, "stuck"), []);
     let view = views.borrow()["stuck"].clone();
     assert!(
-        view.last_reason
+        view.reason
             .ends_with("Claude Code continues it itself, watching"),
         "{view:?}"
     );
@@ -641,7 +642,7 @@ async fn paused_clock_a_limit_without_a_reset_is_looked_at_each_minute_and_lifts
     assert_eq!(typed_texts(&io, "spend"), []);
     assert!(
         views.borrow()["spend"]
-            .last_reason
+            .reason
             .contains("reset time unknown")
     );
     let snapshots = io.world.lock().unwrap().snapshots;
@@ -686,7 +687,7 @@ async fn paused_clock_a_session_resumed_on_its_own_or_working_or_with_resume_off
         "hold lifted"
     );
     assert!(
-        views.borrow()["busy"].last_reason.contains("working again"),
+        views.borrow()["busy"].reason.contains("working again"),
         "{:?}",
         views.borrow()["busy"]
     );
@@ -711,7 +712,7 @@ async fn paused_clock_a_session_resumed_on_its_own_or_working_or_with_resume_off
     let (shutdown, views) = spawn_loop(config, io.clone());
     tokio::time::sleep(Duration::from_secs(3600)).await;
     assert_eq!(typed_texts(&io, "s1"), []);
-    assert!(views.borrow()["s1"].last_reason.ends_with("resume off"));
+    assert!(views.borrow()["s1"].reason.ends_with("resume off"));
     shutdown.cancel();
 }
 
@@ -828,12 +829,13 @@ async fn paused_clock_busy_unknown_and_marked_sessions_are_never_nudged() {
     );
     let v = views.borrow();
     assert!(
-        v["busy-title"].last_reason.starts_with("busy"),
+        v["busy-title"].state == SessionState::Working,
         "{:?}",
         v["busy-title"]
     );
-    assert!(v["unknown-title"].last_reason.starts_with("unknown"));
-    assert!(v["permission"].last_reason.starts_with("blocked"));
+    assert_eq!(v["unknown-title"].state, SessionState::Idle);
+    assert!(v["unknown-title"].reason.starts_with("unknown"));
+    assert_eq!(v["permission"].state, SessionState::Dialog);
     drop(v);
     // One snapshot per poll for all five sessions; captures only before the control's nudges.
     let control_nudges = io.wake_times("control").len();
@@ -943,7 +945,7 @@ fn live_loop(
     rig: &Rig,
 ) -> (
     CancellationToken,
-    watch::Receiver<NudgeViews>,
+    watch::Receiver<SessionViews>,
     tokio::task::JoinHandle<()>,
 ) {
     let io = LiveIo::new(
@@ -953,9 +955,9 @@ fn live_loop(
         None,
         restart_settings(),
     );
-    let (tx, rx) = watch::channel(NudgeViews::default());
+    let (tx, rx) = watch::channel(SessionViews::default());
     let shutdown = CancellationToken::new();
-    let task = tokio::spawn(run_with(Nudger::new(config, io, tx), shutdown.clone()));
+    let task = tokio::spawn(run_with(Keeper::new(config, io, tx), shutdown.clone()));
     (shutdown, rx, task)
 }
 
@@ -1080,17 +1082,17 @@ async fn real_tmux_busy_dialog_and_marked_sessions_are_never_nudged() {
     }
     let v = views.borrow().clone();
     assert!(
-        v["sid-busy"].last_reason.starts_with("busy"),
+        v["sid-busy"].state == SessionState::Working,
         "{:?}",
         v["sid-busy"]
     );
     assert!(
-        v["sid-dialog"].last_reason.starts_with("blocked"),
+        v["sid-dialog"].state == SessionState::Dialog,
         "{:?}",
         v["sid-dialog"]
     );
     assert!(
-        v["sid-marked"].last_reason.starts_with("busy"),
+        v["sid-marked"].state == SessionState::Working,
         "{:?}",
         v["sid-marked"]
     );
@@ -1159,8 +1161,8 @@ async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates
         None,
         restart_settings(),
     );
-    let (tx, views) = watch::channel(NudgeViews::default());
-    let mut nudger = Nudger::new(config, io, tx);
+    let (tx, views) = watch::channel(SessionViews::default());
+    let mut nudger = Keeper::new(config, io, tx);
     nudger.restore().await;
     // Let the agents draw their idle title first.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -1246,9 +1248,10 @@ async fn paused_clock_a_restart_revives_a_dead_or_vanished_pane_at_once_and_wait
         started(&io),
         [("dead".to_owned(), true), ("gone".to_owned(), false)]
     );
-    assert_eq!(views.borrow()["dead"].last_reason, "restarting");
+    assert_eq!(views.borrow()["dead"].reason, "restarting");
+    assert_eq!(views.borrow()["dead"].state, SessionState::Rewinding);
     assert!(
-        views.borrow()["live"].last_reason.starts_with("busy"),
+        views.borrow()["live"].state == SessionState::Working,
         "{:?}",
         views.borrow()["live"]
     );

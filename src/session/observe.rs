@@ -12,6 +12,7 @@
 //! session answering; anything later does, except a hook event that reports the session waiting
 //! (`idle_prompt`, a dialog's notification: `HookKind::shows_life`), which is idleness, not life.
 
+use crate::api::SessionState;
 use crate::claude::hooks::HookKind;
 use crate::claude::registry::{RegistryReading, RegistryStatus};
 use crate::claude::screen::{ScreenReading, Title};
@@ -40,6 +41,30 @@ pub struct Observation {
     pub registry: Option<RegistryReading>,
 }
 
+impl Observation {
+    /// Whether a fresh busy marker is contradicted by a current idle signal (the title's idle
+    /// glyph, the registry's `idle`): an Esc interrupt fires no hook, so its marker stays for
+    /// the marker's whole lifetime. Only an owed wake reads the marker as stale then (a bus
+    /// event does not wait an hour); a nudge does not, since the marker is the one signal a
+    /// hook sets at the very start of a turn.
+    pub fn stale_marker(&self) -> bool {
+        let idle_now = self.title == Some(Title::Idle)
+            || self
+                .registry
+                .as_ref()
+                .is_some_and(|r| r.status == RegistryStatus::Idle);
+        self.busy_marker && idle_now
+    }
+
+    /// This observation without its busy marker when `drop_it`.
+    pub fn without_marker_if(&self, drop_it: bool) -> Observation {
+        Observation {
+            busy_marker: self.busy_marker && !drop_it,
+            ..self.clone()
+        }
+    }
+}
+
 /// The session's state according to one observation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -48,9 +73,35 @@ pub enum Verdict {
     /// A turn runs.
     Busy(&'static str),
     /// A dialog or question waits for a human: typing would answer it.
-    Blocked(&'static str),
+    Dialog(&'static str),
+    /// Text sits at the prompt (a human's draft): typing would submit it.
+    Draft,
     /// Nothing says idle.
     Unknown(&'static str),
+}
+
+impl Verdict {
+    /// The session's state as this verdict has it (unknown reads as idle: nothing says a turn
+    /// runs, and nothing is typed on it alone).
+    pub fn state(self) -> SessionState {
+        match self {
+            Verdict::Idle(_) | Verdict::Unknown(_) => SessionState::Idle,
+            Verdict::Busy(_) => SessionState::Working,
+            Verdict::Dialog(_) => SessionState::Dialog,
+            Verdict::Draft => SessionState::Draft,
+        }
+    }
+
+    /// The verdict in a few words, for a person (`busy: spinner on screen`).
+    pub fn describe(self) -> String {
+        match self {
+            Verdict::Idle(why) => format!("idle ({why})"),
+            Verdict::Busy(why) => format!("busy ({why})"),
+            Verdict::Dialog(why) => format!("waiting on a dialog ({why})"),
+            Verdict::Draft => "text typed at the prompt".into(),
+            Verdict::Unknown(why) => format!("unknown ({why})"),
+        }
+    }
 }
 
 /// The state right now. Never idle: a fresh busy marker, registry `waiting`/`busy`, a dialog on
@@ -67,20 +118,20 @@ pub fn classify(obs: &Observation) -> Verdict {
         return Verdict::Busy("busy marker");
     }
     if registry.is_some_and(|r| r.status == RegistryStatus::Waiting) {
-        return Verdict::Blocked("registry: waiting");
+        return Verdict::Dialog("registry: waiting");
     }
     if let Some(screen) = &obs.screen
         && screen.dialog.is_some()
     {
-        return Verdict::Blocked("dialog on screen");
+        return Verdict::Dialog("dialog on screen");
     }
     if obs.screen.as_ref().is_some_and(|s| s.draft) {
-        return Verdict::Blocked("text typed at the prompt");
+        return Verdict::Draft;
     }
     if let Some((HookKind::Waiting, seen_ms)) = obs.hook
         && !registry_idle_after(seen_ms)
     {
-        return Verdict::Blocked("hook: dialog notification");
+        return Verdict::Dialog("hook: dialog notification");
     }
     if obs.title == Some(Title::Busy) {
         return Verdict::Busy("title: busy glyph");
@@ -381,7 +432,10 @@ mod tests {
         ];
         for obs in cases {
             assert!(
-                matches!(classify(&obs), Verdict::Busy(_) | Verdict::Blocked(_)),
+                matches!(
+                    classify(&obs),
+                    Verdict::Busy(_) | Verdict::Dialog(_) | Verdict::Draft
+                ),
                 "{obs:?} -> {:?}",
                 classify(&obs)
             );
@@ -418,7 +472,7 @@ mod tests {
         };
         let mut obs = idle_tmux(100);
         obs.screen = Some(crate::claude::screen::read(&screen("my own words")));
-        assert_eq!(classify(&obs), Verdict::Blocked("text typed at the prompt"));
+        assert_eq!(classify(&obs), Verdict::Draft);
         obs.screen = Some(crate::claude::screen::read(&screen("")));
         assert!(matches!(classify(&obs), Verdict::Idle(_)));
     }

@@ -1,0 +1,320 @@
+//! The typed views the daemon serves and its own client verbs read back: `GET /health`
+//! ([`Health`]) and `GET /sessions` ([`Sessions`], one [`SessionStatus`] per session, with its one
+//! [`SessionState`]). One definition, serialised by the daemon and deserialised by `status`,
+//! `doctor`, `service` and `/metrics`, so no client parses a state back out of words and no
+//! field changes shape between the two ends. It owns the shapes; `http::status` and
+//! `http::health` fill them, `openapi.yaml` documents them (a test keeps the state list equal).
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use strum::{EnumIter, IntoStaticStr};
+
+/// A session's one state, most pressing first: the order `status` lists states in and the
+/// precedence the daemon decides by (a limited session with a dialog open is `limited`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    EnumIter,
+    IntoStaticStr,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+pub enum SessionState {
+    /// Over: no pane, nothing owed, and `SessionEnd` seen or no sign of life for a day.
+    Ended,
+    /// Not mapped in panes.json: its events are spooled only.
+    NoPane,
+    /// Held at a usage limit until it resets (nothing typed).
+    Limited,
+    /// A dialog or a question waits for a human.
+    Dialog,
+    /// Text sits at the prompt (a human's draft): nothing is typed over it.
+    Draft,
+    /// A rewind or restart was asked for and waits for, or is at, its moment.
+    Rewinding,
+    /// Bus events wait for a wake.
+    Owed,
+    /// A turn runs.
+    Working,
+    /// Nudged `acknowledge_after` times unanswered: left alone until it shows life.
+    AcknowledgedIdle,
+    /// Idle after a nudge; the backoff runs.
+    Nudged,
+    /// Idle, not nudged since it last showed life.
+    Idle,
+}
+
+impl SessionState {
+    /// The label `/metrics` and the state column use (`acknowledged-idle`).
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// `GET /health`: the Python bridge's fields (`status`, `registered` and its details) plus what
+/// tells two instances apart (`pid`, `version`, `started_at`); the configuration it runs with
+/// only where `/sessions` may be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Health {
+    pub status: String,
+    pub service: String,
+    pub version: String,
+    pub pid: u32,
+    pub started_at: Timestamp,
+    /// The TOML file the instance read (`null`: none); shown where `/sessions` would be.
+    #[serde(default, skip_serializing_if = "Shown::is_hidden")]
+    pub config_file: Shown<std::path::PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_url: Option<String>,
+    /// `mux` or `spool`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// Only with registration on: whether the last verification found our webhook row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registered: Option<bool>,
+    #[serde(default, skip_serializing_if = "Shown::is_hidden")]
+    pub webhook_id: Shown<i64>,
+    #[serde(default, skip_serializing_if = "Shown::is_hidden")]
+    pub last_verified_at: Shown<Timestamp>,
+}
+
+/// A field that is either left out of the body or present, possibly as `null`: `/health` shows
+/// `config_file: null` (no file read) to a reader who may see it, and nothing to one who may not.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Shown<T> {
+    #[default]
+    Hidden,
+    Value(Option<T>),
+}
+
+impl<T> Shown<T> {
+    fn is_hidden(&self) -> bool {
+        matches!(self, Shown::Hidden)
+    }
+
+    /// The value, when shown and not `null`.
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            Shown::Value(value) => value.as_ref(),
+            Shown::Hidden => None,
+        }
+    }
+}
+
+impl<T: Serialize> Serialize for Shown<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Shown::Value(value) => value.serialize(serializer),
+            Shown::Hidden => serializer.serialize_none(),
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Shown<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Option::<T>::deserialize(deserializer).map(Shown::Value)
+    }
+}
+
+/// `GET /sessions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sessions {
+    pub sessions: Vec<SessionStatus>,
+}
+
+/// Everything known about one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionStatus {
+    pub session_id: String,
+    /// Its pane, when panes.json maps it.
+    pub pane: Option<Pane>,
+    pub state: SessionState,
+    /// Why the state is what it is, in a few words, for a person.
+    pub reason: String,
+    pub cooldown_remaining_s: f64,
+    pub last_wake_at: Option<Timestamp>,
+    pub last_action: Option<String>,
+    pub last_delivery_at: Option<Timestamp>,
+    pub last_error_kind: Option<String>,
+    pub last_hook_event: Option<String>,
+    pub last_seen_at: Option<Timestamp>,
+    pub cwd: Option<String>,
+    pub transcript_path: Option<String>,
+    /// `None` for a spool too big to count (or when only sizes were asked for).
+    pub spool_lines: Option<u64>,
+    pub spool_bytes: u64,
+    /// Filled while the context monitor follows the session.
+    pub context: Option<Context>,
+    /// The nudger's bookkeeping, once it has any.
+    pub nudge: Option<Nudge>,
+    pub owed: Option<Owed>,
+    pub paid: Option<Paid>,
+    pub limit: Option<Limit>,
+    pub rewind: Option<Rewind>,
+}
+
+/// A pane as panes.json names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pane {
+    /// `tmux` or `zellij`.
+    pub mux: String,
+    pub pane: String,
+    /// The tmux session (when known) or the zellij session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+}
+
+/// How full the session's context window is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Context {
+    /// 0-100, one decimal; `None` until the session had a response.
+    pub percent: Option<f64>,
+    pub used_tokens: Option<u64>,
+    pub context_window: u64,
+    pub model: Option<String>,
+    /// Where the window size came from.
+    pub source: String,
+    /// Where the usage came from (`transcript`, `statusline`).
+    pub usage_source: Option<String>,
+    pub transcript: Option<String>,
+    pub updated_at: Option<Timestamp>,
+    /// The warning level waiting for the session's next idle moment.
+    pub pending_warning: Option<String>,
+    pub last_warning: Option<String>,
+    pub last_warning_at: Option<Timestamp>,
+}
+
+/// The nudger's bookkeeping for a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Nudge {
+    /// Nudges typed since the session last showed life.
+    pub unanswered: u32,
+    pub last_nudge_at: Option<Timestamp>,
+    /// The earliest the next nudge may go, while one is scheduled.
+    pub next_nudge_at: Option<Timestamp>,
+    /// Left alone until it shows life.
+    pub acknowledged: bool,
+    /// Since when nothing moved, while the session looks idle.
+    pub idle_since: Option<Timestamp>,
+}
+
+/// Bus events waiting for a wake.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owed {
+    pub events: u64,
+    /// Arrival of the oldest.
+    pub since: Timestamp,
+}
+
+/// How the session's owed wakes were paid.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paid {
+    pub last_at: Timestamp,
+    /// `hook` (the Stop hook's answer) or `typed`.
+    pub last_how: String,
+    pub last_events: u64,
+    pub by_hook: u64,
+    pub by_typing: u64,
+}
+
+/// The usage limit the session is held at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limit {
+    /// As Claude Code names it: `5-hour limit`, `weekly limit`, ...
+    pub kind: String,
+    pub resets_at: Option<Timestamp>,
+    /// The reset as Claude Code wrote it (`3pm (Europe/London)`).
+    pub resets_text: Option<String>,
+    /// `screen`, `transcript`, `hook` or `statusline`.
+    pub seen_how: String,
+    pub since: Timestamp,
+    /// Resume messages typed for this limit.
+    pub tries: u32,
+    /// The resumes ran out: held until the session shows life.
+    pub gave_up: bool,
+    /// `resets 15:00, in 1h 12m`.
+    pub shown: String,
+}
+
+/// The session's rewinds, counted across the ids it had.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rewind {
+    pub performed: u32,
+    pub last_at: Option<Timestamp>,
+    /// `asked`, `auto` or `restart`.
+    pub last_why: Option<String>,
+    /// `done`, `not-typed`, `failed` or `skipped`.
+    pub last_outcome: Option<String>,
+    pub last_detail: Option<String>,
+    /// The kind of a rewind asked for and not performed yet.
+    pub waiting: Option<String>,
+    /// The ids it had before, newest first: messages to them still reach it.
+    pub formerly: Vec<String>,
+    /// `rewound 2×, last 14:02`.
+    pub shown: String,
+}
+
+/// A wall-clock time in unix milliseconds as a [`Timestamp`], to the second (what the views
+/// show); `None` for a time outside the representable range.
+pub fn at_ms(ms: i64) -> Option<Timestamp> {
+    Timestamp::from_second(ms.div_euclid(1000)).ok()
+}
+
+/// A [`std::time::SystemTime`] as a [`Timestamp`], to the second.
+pub fn at(time: std::time::SystemTime) -> Option<Timestamp> {
+    let ts = Timestamp::try_from(time).ok()?;
+    Timestamp::from_second(ts.as_second()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strum::IntoEnumIterator;
+
+    #[test]
+    fn states_are_kebab_case_the_same_way_for_serde_and_labels() {
+        for state in SessionState::iter() {
+            let json = serde_json::to_value(state).unwrap();
+            assert_eq!(json, state.as_str(), "{state:?}");
+            let back: SessionState = serde_json::from_value(json).unwrap();
+            assert_eq!(back, state);
+        }
+        assert_eq!(SessionState::AcknowledgedIdle.as_str(), "acknowledged-idle");
+        assert_eq!(SessionState::NoPane.as_str(), "no-pane");
+    }
+
+    #[test]
+    fn health_hides_what_a_reader_may_not_see_and_shows_null_where_it_may() {
+        let health = Health {
+            status: "ok".into(),
+            service: "wakebridge".into(),
+            version: "1".into(),
+            pid: 7,
+            started_at: Timestamp::UNIX_EPOCH,
+            config_file: Shown::Hidden,
+            bus_url: None,
+            backend: None,
+            registered: None,
+            webhook_id: Shown::Hidden,
+            last_verified_at: Shown::Hidden,
+        };
+        let body = serde_json::to_value(&health).unwrap();
+        assert!(body.get("config_file").is_none() && body.get("registered").is_none());
+        let shown = Health {
+            config_file: Shown::Value(None),
+            ..health
+        };
+        let body = serde_json::to_value(&shown).unwrap();
+        assert!(body["config_file"].is_null() && body.get("config_file").is_some());
+        let back: Health = serde_json::from_value(body).unwrap();
+        assert_eq!(back, shown);
+    }
+}

@@ -1,0 +1,671 @@
+//! The one decision per session and poll, pure: the session's value ([`Session`]), what the poll
+//! saw of it ([`Seen`]) and the time in, the next [`Step`] out — wait (and in which state, and
+//! why), look at the screen first, nudge, pay an owed wake, hold or resume at a usage limit,
+//! lift the hold, give up, rewind or restart. The order is the precedence: a pane that is gone,
+//! then a usage limit (nothing else is typed into a held session), then owed wakes (whatever the
+//! nudge backoff), then a waiting rewind (instead of a nudge), then the nudge. The loop
+//! (`session::task`) gathers the observation, asks again with the screen when told to look, and
+//! performs the step; nothing here reads a file, runs a process or types.
+
+use std::time::Duration;
+
+use jiff::tz::TimeZone;
+use tokio::time::Instant;
+
+use crate::api::SessionState;
+use crate::claude::limits::{self, AutoContinue, Notice, WRITTEN_NOW, describe_reset};
+use crate::delivery::gate::Mode;
+use crate::rewind::{self, Due};
+use crate::session::NudgerConfig;
+use crate::session::observe::{Observation, Verdict, classify};
+use crate::session::state::{Attempt, Session};
+use crate::store::{Limit, Owed, RewindRow, RewindWhy};
+
+/// After a resume was typed, how long before the session is judged again: long enough for the
+/// turn it started to reach the API and fail again (a `StopFailure`, a new notice) or work.
+pub const RESUME_SETTLE_MS: i64 = 30_000;
+
+/// After a resume that met the limit again without a new reset time (the same one shown, or
+/// none), how long before the next try: the server's reset may lag the time it showed.
+pub const RESUME_AGAIN_MS: i64 = 5 * 60_000;
+
+/// How often a held session's screen is read to see whether the notice is still its latest
+/// word (one look a minute per limited session), and how long after the limit was first
+/// recorded the first look waits (the notice may be drawn after the hook that reported it).
+pub const LOOK_EVERY_MS: i64 = 60_000;
+
+/// The time of a decision: the monotonic clock (retries, the backoff), the wall clock (resets,
+/// quiet time; unix ms) and the zone a reset is shown in.
+#[derive(Debug, Clone)]
+pub struct Now {
+    pub at: Instant,
+    pub ms: i64,
+    pub local: TimeZone,
+}
+
+/// Where the session's pane stands this poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaneSeen {
+    Live,
+    /// Gone (`why`); a restart could revive it in its pane (`Some(true)`) or in a new one
+    /// (`Some(false)`), or not at all while tmux merely did not answer (`None`).
+    Gone {
+        why: &'static str,
+        revive: Option<bool>,
+    },
+}
+
+/// The session's screen, when a decision asked to look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen<'a> {
+    NotRead,
+    Unreadable,
+    Text(&'a str),
+}
+
+/// Why the decision wants the screen read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    /// About to nudge: a dialog, a limit or a changed screen the cheap signals cannot show.
+    BeforeNudge,
+    /// Held at a limit: is the notice still the screen's latest word (once a minute)?
+    WhileHeld,
+    /// The limit's reset passed: what does the screen show before a resume?
+    AtReset,
+}
+
+/// Everything one poll saw of a session, beside its [`Session`] value.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen<'a> {
+    pub pane: PaneSeen,
+    /// The signals (its `screen` filled when the screen was read this poll).
+    pub obs: &'a Observation,
+    pub screen: Screen<'a>,
+    /// A tmux pane: the nudge path looks at the screen first only there.
+    pub tmux: bool,
+    pub owed: Option<Owed>,
+    /// The usage limit it is held at (`None` too with `[limits] enabled = false`).
+    pub limit: Option<&'a Limit>,
+    /// A rewind waiting for it, and whether this loop already took it (performed or started).
+    pub rewind: Option<(&'a RewindRow, bool)>,
+    /// When the last rewind performed ended (unix ms).
+    pub rewind_last_done_ms: Option<i64>,
+    /// When anything was last typed into its pane.
+    pub last_typed: Option<Instant>,
+}
+
+/// What to do next for one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Nothing now: the session is in this state, for this reason.
+    Wait(SessionState, String),
+    /// As `Wait`, and poll again no later than this (unix ms).
+    WaitUntil(i64, SessionState, String),
+    /// No new `Attempt` for this long, then as `Wait`.
+    Later(Attempt, Duration, SessionState, String),
+    /// Read the screen, then decide again with it.
+    Look(Look),
+    /// Type the next nudge.
+    Nudge,
+    /// Type the wake prompt the session is owed, through the gate in this mode.
+    PayOwed(Mode),
+    /// A limit's notice is the screen's latest word: held from now on.
+    HeldFromScreen(Notice),
+    /// What only the screen showed stops the nudge (a dialog, a spinner): look again no sooner
+    /// than a base gap.
+    ScreenBlocked(Verdict),
+    /// Dismiss the limit menu (if open) and type the resume message.
+    Resume { menu: bool },
+    /// The notice is gone from the screen: the hold ends.
+    Lift,
+    /// A resume met the limit again, with the next reset shown.
+    MetAgain(Notice),
+    /// The resumes ran out: held until the session shows life.
+    GiveUp,
+    /// `/clear`, the fresh prompt, the re-hydration message.
+    Rewind,
+    /// The waiting rewind is dropped, and why.
+    SkipRewind(String),
+    /// Start the agent again through the launcher, in its pane or a new one.
+    Restart { in_place: bool },
+}
+
+/// The next step for `session`, given what the poll `seen` and the settings.
+pub fn decide(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> Step {
+    if let PaneSeen::Gone { why, revive } = seen.pane {
+        // An agent that is gone cannot wait for an idle moment: a restart revives it now.
+        return match (revive, seen.rewind) {
+            (Some(_), Some((pending, true))) if pending.why == RewindWhy::Restart => {
+                Step::Wait(SessionState::Rewinding, "restarting".into())
+            }
+            (Some(in_place), Some((pending, false))) if pending.why == RewindWhy::Restart => {
+                Step::Restart { in_place }
+            }
+            _ => Step::Wait(SessionState::NoPane, why.into()),
+        };
+    }
+    if let Some(limit) = seen.limit {
+        return held(session, seen, limit, config, now);
+    }
+    if let Some(owed) = seen.owed
+        && let Some(step) = pay_owed(session, seen, owed, config, now)
+    {
+        return step;
+    }
+    if let Some((pending, false)) = seen.rewind
+        && let Some(step) = rewind(session, seen, pending, config, now)
+    {
+        return step;
+    }
+    nudge(session, seen, config, now)
+}
+
+/// The earliest times after `now_ms` a held session's decision changes without a new signal
+/// (the resume due, the settle after a try, the next try): the loop wakes for them.
+pub fn resume_times(limit: &Limit, config: &NudgerConfig, now_ms: i64) -> Option<i64> {
+    let limits = &config.limits;
+    if !limits.resume || limit.gave_up {
+        return None;
+    }
+    let due = limit
+        .resets_at_ms
+        .map(|at| at.saturating_add(millis(limits.grace)))?;
+    let after_try = |gap: i64| limit.last_try_ms.map(|at| at.saturating_add(gap));
+    [
+        Some(due),
+        after_try(RESUME_SETTLE_MS),
+        after_try(RESUME_AGAIN_MS),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|at| *at > now_ms)
+    .min()
+}
+
+/// A session whose pane is live, its owed events waiting: pay them once it has been quiet for
+/// `owed_after`, whatever its nudge backoff. `None` when it does not look idle.
+fn pay_owed(
+    session: &Session,
+    seen: &Seen,
+    owed: Owed,
+    config: &NudgerConfig,
+    now: &Now,
+) -> Option<Step> {
+    // An Esc interrupt fires no hook, so its busy marker stays: a bus event does not wait the
+    // marker's hour when the session says it is idle.
+    let stale_marker = seen.obs.stale_marker();
+    let Verdict::Idle(why) = classify(&seen.obs.without_marker_if(stale_marker)) else {
+        return None;
+    };
+    if session.quiet_for(now.ms) < config.owed_after || session.waits(Attempt::Owed, now.at) {
+        let reason = format!("idle ({why}), owed {} event(s)", owed.events);
+        return Some(Step::Wait(SessionState::Owed, reason));
+    }
+    let mode = if stale_marker {
+        Mode::SeenIdle
+    } else {
+        Mode::Gated
+    };
+    Some(Step::PayOwed(mode))
+}
+
+/// A waiting rewind at the session's idle moment. `None` leaves it to the nudge path (not idle).
+fn rewind(
+    session: &Session,
+    seen: &Seen,
+    pending: &RewindRow,
+    config: &NudgerConfig,
+    now: &Now,
+) -> Option<Step> {
+    let Verdict::Idle(idle_why) = classify(seen.obs) else {
+        return None;
+    };
+    if session.waits(Attempt::Rewind, now.at) {
+        let reason = format!("idle ({idle_why}), rewind waiting");
+        return Some(Step::Wait(SessionState::Rewinding, reason));
+    }
+    let why = pending.why.as_str();
+    let idle_for = session.quiet_for(now.ms);
+    Some(
+        match rewind::due(
+            pending,
+            idle_for,
+            config.owed_after,
+            seen.rewind_last_done_ms,
+            now.ms,
+            &config.rewind,
+        ) {
+            Due::Wait => Step::Wait(
+                SessionState::Rewinding,
+                format!("idle ({idle_why}), rewind ({why}) due once settled"),
+            ),
+            Due::Skip(detail) => Step::SkipRewind(detail),
+            Due::Now if pending.why == RewindWhy::Restart => Step::Restart { in_place: true },
+            Due::Now => Step::Rewind,
+        },
+    )
+}
+
+/// The nudge path: idle (by the one rule), quiet for `idle_after`, due under the backoff, and
+/// nothing on the screen against it.
+fn nudge(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> Step {
+    let verdict = classify(seen.obs);
+    let Verdict::Idle(why) = verdict else {
+        return Step::Wait(verdict.state(), verdict.describe());
+    };
+    if !config.enabled {
+        return Step::Wait(SessionState::Idle, format!("idle ({why}), nudges off"));
+    }
+    if session.acknowledged {
+        return Step::Wait(SessionState::AcknowledgedIdle, "acknowledged idle".into());
+    }
+    let idle = if session.count.unanswered > 0 {
+        SessionState::Nudged
+    } else {
+        SessionState::Idle
+    };
+    let quiet_for = session.quiet_for(now.ms);
+    if quiet_for < config.idle_after {
+        let reason = format!("idle ({why}), quiet for {}s", quiet_for.as_secs());
+        return Step::Wait(idle, reason);
+    }
+    if session.waits(Attempt::Nudge, now.at) {
+        return match session.screen_block {
+            Some(block) => Step::Wait(
+                block.state(),
+                format!("{}, looking again later", block.describe()),
+            ),
+            None => Step::Wait(idle, format!("idle ({why}), backing off")),
+        };
+    }
+    if !config
+        .schedule
+        .next(&session.count, seen.last_typed)
+        .due(now.at)
+    {
+        return Step::Wait(idle, format!("idle ({why}), backing off"));
+    }
+    if seen.tmux {
+        match seen.screen {
+            Screen::NotRead => return Step::Look(Look::BeforeNudge),
+            Screen::Unreadable => return Step::Wait(idle, "screen unreadable".into()),
+            Screen::Text(text) => {
+                if config.limits.enabled
+                    && let Some(notice) = limits::on_screen(text)
+                {
+                    return Step::HeldFromScreen(notice);
+                }
+                let verdict = classify(seen.obs);
+                if !matches!(verdict, Verdict::Idle(_)) {
+                    return Step::ScreenBlocked(verdict);
+                }
+            }
+        }
+    }
+    Step::Nudge
+}
+
+/// A session held at `limit`: wait, look, resume, lift or give up. Nothing else is done for it.
+fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, now: &Now) -> Step {
+    let limits = &config.limits;
+    let reset = describe_reset(limit.resets_at_ms, now.ms, &now.local);
+    let shown = format!("limited ({}) · {reset}", limit.kind);
+    let due_ms = limit
+        .resets_at_ms
+        .filter(|_| limits.resume && !limit.gave_up)
+        .map(|at| at.saturating_add(millis(limits.grace)));
+    let after_try = |gap: i64| {
+        limit
+            .last_try_ms
+            .map_or(i64::MIN, |at| at.saturating_add(gap))
+    };
+    let (settled_ms, again_ms) = (after_try(RESUME_SETTLE_MS), after_try(RESUME_AGAIN_MS));
+    let waiting = due_ms.is_none_or(|due| now.ms < due)
+        || now.ms < settled_ms
+        || session.waits(Attempt::Resume, now.at);
+    if waiting {
+        // No hook reports a human's or Claude Code's own resume of a session without hooks:
+        // once a minute, whether the notice is still the screen's latest word.
+        let reason = match () {
+            () if limit.gave_up => format!("{shown}; gave up after {} resumes", limit.tries),
+            () if !limits.resume => format!("{shown}; resume off"),
+            () => shown,
+        };
+        let look_at = session
+            .limit_look_ms
+            .unwrap_or(limit.since_ms.saturating_add(LOOK_EVERY_MS));
+        return match seen.screen {
+            Screen::Text(text) if notice_gone(text) => Step::Lift,
+            Screen::NotRead if now.ms >= look_at => Step::Look(Look::WhileHeld),
+            _ => Step::Wait(SessionState::Limited, reason),
+        };
+    }
+    if let Verdict::Busy(why) = classify(seen.obs) {
+        // Claude Code's own auto-continue, or someone typed: its hooks lift the hold.
+        let reason = format!("{shown}; working again ({why}), not resumed");
+        return Step::Wait(SessionState::Limited, reason);
+    }
+    let text = match seen.screen {
+        Screen::NotRead => return Step::Look(Look::AtReset),
+        // Without the screen there is no telling whether it still shows the limit.
+        Screen::Unreadable => {
+            let reason = format!("{shown}; screen unreadable, not resumed");
+            let wait = Duration::from_millis(LOOK_EVERY_MS.unsigned_abs());
+            return Step::Later(Attempt::Resume, wait, SessionState::Limited, reason);
+        }
+        Screen::Text(text) => text,
+    };
+    let notice = limits::on_screen(text);
+    let menu = limits::wait_option(text).is_some();
+    if notice.is_none() && !menu {
+        return Step::Lift;
+    }
+    // Claude Code's own auto-continue is armed: it continues the session by itself shortly
+    // after the reset. A resume typed now would race it (or take it over): it is given its
+    // time, and the hold lifts when it fires (its `quota_auto_resume_fired` hook, the notice
+    // gone); only a session it left waiting is resumed here.
+    if limits::auto_continue(text) == Some(AutoContinue::Armed)
+        && let Some(until_ms) = limit
+            .resets_at_ms
+            .map(|at| at.saturating_add(millis(limits.auto_continue_wait)))
+        && now.ms < until_ms
+    {
+        let reason = format!("{shown}; Claude Code continues it itself, watching");
+        return Step::WaitUntil(until_ms, SessionState::Limited, reason);
+    }
+    // After a resume, a notice with another reset is the limit met again, written just now.
+    if limit.tries > 0
+        && let Some(notice) = notice
+        && notice.resets.is_some()
+        && notice.resets != limit.resets_text
+        && notice
+            .resets_at_ms(now.ms, WRITTEN_NOW, &now.local)
+            .is_some_and(|at| at > now.ms)
+    {
+        return Step::MetAgain(notice);
+    }
+    if limit.tries >= limits.max_tries {
+        return Step::GiveUp;
+    }
+    if now.ms < again_ms {
+        let reason = format!("{shown}; met the limit again, trying again soon");
+        return Step::Wait(SessionState::Limited, reason);
+    }
+    Step::Resume { menu }
+}
+
+/// Neither the notice nor the limit menu is on `screen` any more.
+fn notice_gone(screen: &str) -> bool {
+    limits::on_screen(screen).is_none() && limits::wait_option(screen).is_none()
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claude::hooks::HookKind;
+    use crate::claude::screen::Title;
+    use crate::store::LimitSource;
+
+    const NOW_MS: i64 = 1_800_000_000_000;
+
+    fn config() -> NudgerConfig {
+        let d = crate::config::defaults();
+        NudgerConfig::from_settings(&d.nudger, &d.wake, &d.limits, &d.rewind).unwrap()
+    }
+
+    fn now() -> Now {
+        Now {
+            at: Instant::now(),
+            ms: NOW_MS,
+            local: TimeZone::UTC,
+        }
+    }
+
+    /// An idle session (title and hook say so), quiet since `quiet_s` seconds ago.
+    fn idle(quiet_s: i64) -> (Session, Observation) {
+        let obs = Observation {
+            title: Some(Title::Idle),
+            hook: Some((HookKind::TurnEnded, 1)),
+            ..Observation::default()
+        };
+        let (activity, _) =
+            crate::session::observe::Activity::first(&obs, NOW_MS - quiet_s * 1000, None, 10_000);
+        let mut session = Session::default();
+        session.activity = Some(activity);
+        (session, obs)
+    }
+
+    fn seen<'a>(obs: &'a Observation) -> Seen<'a> {
+        Seen {
+            pane: PaneSeen::Live,
+            obs,
+            screen: Screen::NotRead,
+            tmux: true,
+            owed: None,
+            limit: None,
+            rewind: None,
+            rewind_last_done_ms: None,
+            last_typed: None,
+        }
+    }
+
+    fn limit(resets_in_ms: i64, tries: u32) -> Limit {
+        Limit {
+            kind: "5-hour limit".into(),
+            resets_text: Some("3pm (UTC)".into()),
+            resets_at_ms: Some(NOW_MS + resets_in_ms),
+            how: LimitSource::Hook,
+            since_ms: NOW_MS - 10_000,
+            tries,
+            last_try_ms: None,
+            gave_up: false,
+        }
+    }
+
+    const IDLE_SCREEN: &str = "done\n────────────\n❯ \n────────────\n";
+    const LIMIT_SCREEN: &str =
+        "⎿  You've hit your 5-hour limit · resets 3pm (UTC)\n────────────\n❯ \n────────────\n";
+
+    #[test]
+    fn an_idle_session_is_nudged_only_when_quiet_long_enough_and_after_a_look() {
+        let config = config();
+        let (session, obs) = idle(10);
+        let step = decide(&session, &seen(&obs), &config, &now());
+        assert!(
+            matches!(step, Step::Wait(SessionState::Idle, ref why) if why.contains("quiet for 10s")),
+            "{step:?}"
+        );
+        let (session, obs) = idle(600);
+        assert_eq!(
+            decide(&session, &seen(&obs), &config, &now()),
+            Step::Look(Look::BeforeNudge)
+        );
+        let mut with_screen = seen(&obs);
+        with_screen.screen = Screen::Text(IDLE_SCREEN);
+        assert_eq!(decide(&session, &with_screen, &config, &now()), Step::Nudge);
+        // A zellij pane is nudged without a look (nothing cheap to read it by).
+        let mut zellij = seen(&obs);
+        zellij.tmux = false;
+        assert_eq!(decide(&session, &zellij, &config, &now()), Step::Nudge);
+    }
+
+    #[test]
+    fn what_only_the_screen_shows_stops_a_nudge() {
+        let config = config();
+        let (session, mut obs) = idle(600);
+        let mut look = seen(&obs);
+        look.screen = Screen::Text(LIMIT_SCREEN);
+        assert!(matches!(
+            decide(&session, &look, &config, &now()),
+            Step::HeldFromScreen(_)
+        ));
+        obs.screen = Some(crate::claude::screen::read("❯ half a sentence\n"));
+        let mut drafted = seen(&obs);
+        drafted.screen = Screen::Text("❯ half a sentence\n");
+        // The draft is the verdict: nothing is typed.
+        let step = decide(&session, &drafted, &config, &now());
+        assert!(
+            matches!(
+                step,
+                Step::ScreenBlocked(_) | Step::Wait(SessionState::Draft, _)
+            ),
+            "{step:?}"
+        );
+    }
+
+    #[test]
+    fn the_states_of_a_session_that_is_not_idle() {
+        let config = config();
+        let (session, mut obs) = idle(600);
+        obs.busy_marker = true;
+        assert!(matches!(
+            decide(&session, &seen(&obs), &config, &now()),
+            Step::Wait(SessionState::Working, _)
+        ));
+        obs.busy_marker = false;
+        obs.hook = Some((HookKind::Waiting, 1));
+        assert!(matches!(
+            decide(&session, &seen(&obs), &config, &now()),
+            Step::Wait(SessionState::Dialog, _)
+        ));
+        let mut acknowledged = idle(600).0;
+        acknowledged.acknowledged = true;
+        let obs = idle(600).1;
+        assert_eq!(
+            decide(&acknowledged, &seen(&obs), &config, &now()),
+            Step::Wait(SessionState::AcknowledgedIdle, "acknowledged idle".into())
+        );
+    }
+
+    #[test]
+    fn owed_events_are_paid_once_settled_whatever_the_backoff_and_through_a_stale_marker() {
+        let config = config();
+        let (mut session, mut obs) = idle(600);
+        session.acknowledged = true;
+        let owed = Owed {
+            events: 2,
+            since_ms: NOW_MS,
+        };
+        let mut s = seen(&obs);
+        s.owed = Some(owed);
+        assert_eq!(
+            decide(&session, &s, &config, &now()),
+            Step::PayOwed(Mode::Gated)
+        );
+        // An Esc left the marker; the idle title says it is stale.
+        obs.busy_marker = true;
+        let mut s = seen(&obs);
+        s.owed = Some(owed);
+        assert_eq!(
+            decide(&session, &s, &config, &now()),
+            Step::PayOwed(Mode::SeenIdle)
+        );
+        let (quiet_briefly, obs) = idle(2);
+        let mut s = seen(&obs);
+        s.owed = Some(owed);
+        assert!(matches!(
+            decide(&quiet_briefly, &s, &config, &now()),
+            Step::Wait(SessionState::Owed, _)
+        ));
+    }
+
+    #[test]
+    fn a_held_session_waits_for_its_reset_looks_at_it_and_resumes_once() {
+        let config = config();
+        let (session, obs) = idle(600);
+        let held = limit(60_000, 0);
+        let mut s = seen(&obs);
+        s.limit = Some(&held);
+        // Before the reset: held; the first look waits a minute after the limit was seen.
+        assert!(matches!(
+            decide(&session, &s, &config, &now()),
+            Step::Wait(SessionState::Limited, _)
+        ));
+        let passed = limit(-61_000, 0);
+        s.limit = Some(&passed);
+        assert_eq!(
+            decide(&session, &s, &config, &now()),
+            Step::Look(Look::AtReset)
+        );
+        s.screen = Screen::Text(LIMIT_SCREEN);
+        assert_eq!(
+            decide(&session, &s, &config, &now()),
+            Step::Resume { menu: false }
+        );
+        s.screen = Screen::Text(IDLE_SCREEN);
+        assert_eq!(decide(&session, &s, &config, &now()), Step::Lift);
+        // Claude Code's own auto-continue armed: left to it for auto_continue_wait.
+        let armed = format!("{LIMIT_SCREEN}  Continuing shortly · Esc to cancel\n");
+        s.screen = Screen::Text(&armed);
+        assert!(matches!(
+            decide(&session, &s, &config, &now()),
+            Step::WaitUntil(_, SessionState::Limited, _)
+        ));
+        // Its tries spent: given up.
+        let spent = limit(-61_000, config.limits.max_tries);
+        s.limit = Some(&spent);
+        s.screen = Screen::Text(LIMIT_SCREEN);
+        assert_eq!(decide(&session, &s, &config, &now()), Step::GiveUp);
+    }
+
+    #[test]
+    fn a_gone_pane_is_restarted_when_a_restart_waits_and_shown_as_no_pane_otherwise() {
+        let config = config();
+        let (session, obs) = idle(600);
+        let restart = RewindRow {
+            session_id: "s".into(),
+            why: RewindWhy::Restart,
+            asked_ms: NOW_MS,
+            done_ms: None,
+            outcome: None,
+            new_id: None,
+            detail: None,
+        };
+        let mut s = seen(&obs);
+        s.pane = PaneSeen::Gone {
+            why: "pane dead",
+            revive: Some(true),
+        };
+        assert!(matches!(
+            decide(&session, &s, &config, &now()),
+            Step::Wait(SessionState::NoPane, _)
+        ));
+        s.rewind = Some((&restart, false));
+        assert_eq!(
+            decide(&session, &s, &config, &now()),
+            Step::Restart { in_place: true }
+        );
+        s.rewind = Some((&restart, true));
+        assert_eq!(
+            decide(&session, &s, &config, &now()),
+            Step::Wait(SessionState::Rewinding, "restarting".into())
+        );
+        // A rewind asked for waits for the idle moment, then is performed.
+        let asked = RewindRow {
+            why: RewindWhy::Asked,
+            ..restart
+        };
+        let mut s = seen(&obs);
+        s.rewind = Some((&asked, false));
+        assert_eq!(decide(&session, &s, &config, &now()), Step::Rewind);
+    }
+
+    #[test]
+    fn the_loop_wakes_for_a_held_sessions_next_decision() {
+        let config = config();
+        let held = limit(60_000, 0);
+        assert_eq!(
+            resume_times(&held, &config, NOW_MS),
+            Some(NOW_MS + 60_000 + 60_000)
+        );
+        let gave_up = Limit {
+            gave_up: true,
+            ..held
+        };
+        assert_eq!(resume_times(&gave_up, &config, NOW_MS), None);
+    }
+}

@@ -1,0 +1,179 @@
+//! One value per session: everything the loop knows about a session between two polls (its
+//! backoff, its quiet clock, when each kind of attempt may be tried again, the last look at its
+//! screen) and the state the last decision left it in. The ledger keeps what must outlive the
+//! daemon (owed events, the limit, rewinds, the nudge count); this keeps the rest. Pure: the loop
+//! changes it through these methods, the decision reads it.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::api::SessionState;
+use crate::delivery::Action;
+use crate::session::observe::{Activity, Verdict};
+use crate::session::schedule::{NudgeCount, Schedule};
+
+/// The kinds of text the loop types, each with its own retry clock after a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    Nudge,
+    /// The wake prompt a bus event is owed.
+    Owed,
+    /// The resume message at a usage limit's reset.
+    Resume,
+    /// A rewind's `/clear`.
+    Rewind,
+}
+
+/// One kind of attempt's retry clock.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tries {
+    /// No new attempt before this (after a refusal or a failure).
+    pub retry_at: Option<Instant>,
+    /// The action of the last attempt refused, so a streak of refusals with one action records
+    /// one ledger row (a draft left for an hour is one row, not one per poll).
+    pub refused: Option<Action>,
+}
+
+/// Everything the loop knows about one session.
+#[derive(Debug, Default)]
+pub struct Session {
+    /// Nudges unanswered since it last showed life, and when the last was typed.
+    pub count: NudgeCount<Instant>,
+    /// Left alone until it shows life.
+    pub acknowledged: bool,
+    /// Its activity fingerprints and quiet clock, once observed.
+    pub activity: Option<Activity>,
+    /// The ledger's last nudge (unix ms) for a session restored at start, until first seen.
+    pub restored_nudge_ms: Option<i64>,
+    /// The last nudge (unix ms), for the ledger row and the view.
+    pub last_nudge_ms: Option<i64>,
+    /// What the last look at the screen showed that stopped a nudge (a dialog, a spinner),
+    /// while the nudge's retry clock holds the next look off.
+    pub screen_block: Option<Verdict>,
+    /// While held at a limit: when to look at the screen next (unix ms).
+    pub limit_look_ms: Option<i64>,
+    /// The state and reason the last decision left it in.
+    pub state: Option<(SessionState, String)>,
+    tries: [Tries; 4],
+}
+
+impl Session {
+    /// A session restored from the ledger's nudge state.
+    pub fn restored(
+        unanswered: u32,
+        last_nudge: Option<(Instant, i64)>,
+        acknowledged: bool,
+        schedule: &Schedule,
+    ) -> Self {
+        Self {
+            count: NudgeCount {
+                unanswered,
+                last_nudge: last_nudge.map(|(at, _)| at),
+            },
+            acknowledged: acknowledged || schedule.acknowledged(unanswered),
+            restored_nudge_ms: last_nudge.map(|(_, ms)| ms),
+            last_nudge_ms: last_nudge.map(|(_, ms)| ms),
+            ..Self::default()
+        }
+    }
+
+    pub fn tries(&self, attempt: Attempt) -> &Tries {
+        &self.tries[attempt as usize]
+    }
+
+    pub fn tries_mut(&mut self, attempt: Attempt) -> &mut Tries {
+        &mut self.tries[attempt as usize]
+    }
+
+    /// Whether `attempt` must wait at `now` (a refusal's retry clock still runs).
+    pub fn waits(&self, attempt: Attempt, now: Instant) -> bool {
+        self.tries(attempt).retry_at.is_some_and(|at| at > now)
+    }
+
+    /// No new `attempt` before `now + wait`.
+    pub fn retry_in(&mut self, attempt: Attempt, now: Instant, wait: Duration) {
+        self.tries_mut(attempt).retry_at = Some(now + wait);
+    }
+
+    /// Whether the outcome `action` of an `attempt` gets a ledger row: every one that typed, and
+    /// the first of a streak of refusals with the same action. Typing ends the streak.
+    pub fn row_due(&mut self, attempt: Attempt, action: Action) -> bool {
+        let refused = (!action.woke()).then_some(action);
+        let tries = self.tries_mut(attempt);
+        std::mem::replace(&mut tries.refused, refused) != refused || refused.is_none()
+    }
+
+    /// How long nothing has moved, as of `now_ms` (nothing observed yet: zero).
+    pub fn quiet_for(&self, now_ms: i64) -> Duration {
+        let since = self
+            .activity
+            .as_ref()
+            .map_or(now_ms, Activity::quiet_since_ms);
+        Duration::from_millis(u64::try_from(now_ms - since).unwrap_or(0))
+    }
+
+    /// The session showed life: the unanswered nudges are forgotten and it may be nudged again
+    /// when it next stops. Returns (it had unanswered nudges, it was acknowledged).
+    pub fn answered(&mut self) -> (bool, bool) {
+        let had = self.count.reset();
+        let was_acknowledged = std::mem::replace(&mut self.acknowledged, false);
+        self.tries_mut(Attempt::Nudge).retry_at = None;
+        self.screen_block = None;
+        (had, was_acknowledged)
+    }
+
+    /// A nudge was typed at `at` (`at_ms`): one more unanswered. Returns whether that makes the
+    /// session acknowledged idle.
+    pub fn nudged(&mut self, at: Instant, at_ms: i64, schedule: &Schedule) -> bool {
+        self.count.nudged(at);
+        self.last_nudge_ms = Some(at_ms);
+        self.tries_mut(Attempt::Nudge).retry_at = None;
+        self.screen_block = None;
+        self.acknowledged = schedule.acknowledged(self.count.unanswered);
+        self.acknowledged
+    }
+
+    /// The limit it was held at lifted: nothing of the hold is left.
+    pub fn unheld(&mut self) {
+        self.limit_look_ms = None;
+        self.tries_mut(Attempt::Resume).refused = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_streak_records_one_row_and_typing_ends_it() {
+        let mut s = Session::default();
+        assert!(s.row_due(Attempt::Owed, Action::SpoolBusy));
+        assert!(!s.row_due(Attempt::Owed, Action::SpoolBusy));
+        assert!(s.row_due(Attempt::Owed, Action::SpoolCooldown));
+        // Each attempt kind keeps its own streak.
+        assert!(s.row_due(Attempt::Resume, Action::SpoolBusy));
+        assert!(s.row_due(Attempt::Owed, Action::Tmux));
+        assert!(s.row_due(Attempt::Owed, Action::Tmux));
+        assert!(s.row_due(Attempt::Owed, Action::SpoolBusy));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn answering_forgets_the_series_and_nudging_counts_to_acknowledged() {
+        let schedule = Schedule {
+            base: Duration::from_secs(90),
+            max: Duration::from_secs(900),
+            acknowledge_after: 2,
+        };
+        let mut s = Session::default();
+        let now = Instant::now();
+        assert!(!s.nudged(now, 1_000, &schedule));
+        assert!(s.nudged(now, 2_000, &schedule));
+        assert_eq!((s.count.unanswered, s.last_nudge_ms), (2, Some(2_000)));
+        s.retry_in(Attempt::Nudge, now, Duration::from_secs(5));
+        assert!(s.waits(Attempt::Nudge, now));
+        assert_eq!(s.answered(), (true, true));
+        assert!(!s.acknowledged && !s.waits(Attempt::Nudge, now));
+        assert_eq!(s.answered(), (false, false));
+    }
+}

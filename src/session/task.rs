@@ -1,0 +1,715 @@
+//! The loop that keeps every session: every `poll_interval` it reads the `panes.json` mapping,
+//! takes ONE `tmux list-panes -a` snapshot for all mapped tmux panes, reads Claude Code's
+//! session registry and the ledger's facts once, and for each session feeds what it saw to the
+//! session's value (its activity: a sign of life forgets the unanswered nudges), asks the one
+//! decision (`session::decide`) for the next step (reading the screen first when it says so)
+//! and performs it: a nudge, an owed wake, a resume at a usage limit's reset, a rewind or a
+//! restart, typed through the wake gate; holds, lifts and give-ups recorded in the ledger. It
+//! publishes each session's [`SessionView`] after every poll and restores the nudge states the
+//! ledger kept at start.
+//!
+//! One loop over a map, not a task per session: one snapshot, one registry read and one ledger
+//! read serve every session per poll, and what to do for a session never waits on another's
+//! I/O for long (each step is bounded by the gate's budget; a rewind's wait for the clear by
+//! `rewind::CLEAR_WAIT`). While anything is owed it polls every [`OWED_POLL`]; it wakes for the
+//! earliest resume due. zellij panes have no snapshot (no per-pane title or activity for one
+//! process): for them the decision rests on the hooks, the registry and the transcript.
+//!
+//! All I/O goes through [`SessionIo`] (`session::io`), so the loop can be driven with tokio's
+//! paused clock and scripted signals.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::tz::TimeZone;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::SessionState;
+use crate::claude::hooks::HookKind;
+use crate::claude::registry::RegistryReading;
+use crate::claude::screen;
+use crate::delivery::gate::{GateOutcome, Mode};
+use crate::mux::{KeystrokeText, PaneInfo, STEP_FLOOR};
+use crate::session::decide::{
+    LOOK_EVERY_MS, Look, Now, PaneSeen, Screen, Seen, Step, decide, resume_times,
+};
+use crate::session::observe::{Activity, Movement, Observation};
+use crate::session::state::{Attempt, Session};
+use crate::session::{Next, NudgerConfig, SessionView, SessionViews};
+use crate::store::{Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record};
+use crate::telemetry::notice::{Notice, NoticeKind};
+use crate::wakedir::target::PaneTarget;
+
+mod resume;
+mod rewind;
+
+pub use super::io::{LiveIo, NudgerDeps, SessionFacts, SessionIo};
+pub use resume::RESUME_SENDER;
+pub use rewind::REWIND_SENDER;
+
+/// The `sender` of the nudger's ledger rows.
+pub const NUDGER_SENDER: &str = "wakebridge-nudger";
+/// The `sender` of the rows of owed wakes it types.
+pub const OWED_SENDER: &str = "wakebridge-owed";
+/// Poll interval while any session is owed a wake: `owed_after` is seconds, so a wake is typed
+/// within a second of it (one `list-panes` a second, only while something is owed).
+pub const OWED_POLL: Duration = Duration::from_secs(1);
+/// After an owed wake (or a resume, or a `/clear`) the gate did not type (cooldown, a draft or
+/// menu, a failure), the next try waits this long.
+const OWED_RETRY: Duration = Duration::from_secs(2);
+
+/// The loop: its settings, its I/O and every session's value.
+pub struct Keeper<I> {
+    config: NudgerConfig,
+    io: I,
+    sessions: HashMap<String, Session>,
+    views: watch::Sender<SessionViews>,
+    snapshot_warned: bool,
+    /// Some mapped session was owed a wake at the last poll.
+    owes_any: bool,
+    /// The earliest time a held session's decision changes (a resume due), unix ms.
+    wake_at_ms: Option<i64>,
+    /// The rewinds (asked for as, asked at) this loop has performed or started: never twice,
+    /// even while the ledger still shows one waiting (a restart running, a record that failed).
+    rewinds_taken: HashSet<(String, i64)>,
+    /// The last snapshot failed because the tmux server is gone (not merely slow).
+    tmux_gone: bool,
+    /// The limits (session, since) a human was told about in this run.
+    limits_told: HashSet<(String, i64)>,
+}
+
+impl<I: SessionIo> Keeper<I> {
+    pub fn new(config: NudgerConfig, io: I, views: watch::Sender<SessionViews>) -> Self {
+        Self {
+            config,
+            io,
+            sessions: HashMap::new(),
+            views,
+            snapshot_warned: false,
+            owes_any: false,
+            wake_at_ms: None,
+            rewinds_taken: HashSet::new(),
+            tmux_gone: false,
+            limits_told: HashSet::new(),
+        }
+    }
+
+    /// Loads the nudge states the ledger kept, so a restart neither forgets an acknowledged
+    /// session nor restarts a backoff series from the beginning.
+    pub async fn restore(&mut self) {
+        let now = Instant::now();
+        let now_ms = self.io.now_ms();
+        for state in self.io.restore().await {
+            let last_nudge = state
+                .last_nudge_ms
+                .and_then(|ms| Some((instant_at(now, now_ms, ms)?, ms)));
+            let session = Session::restored(
+                state.unanswered,
+                last_nudge,
+                state.acknowledged,
+                &self.config.schedule,
+            );
+            self.sessions.insert(state.session_id, session);
+        }
+    }
+
+    /// One poll over every mapped session.
+    pub async fn poll(&mut self) {
+        let mapping = self.io.mapping().await;
+        self.sessions
+            .retain(|sid, session| mapping.contains_key(sid) || session.activity.is_none());
+        let has_tmux = mapping
+            .values()
+            .any(|t| matches!(t, PaneTarget::Tmux { .. }));
+        self.tmux_gone = false;
+        let snapshot = if has_tmux {
+            match self.io.tmux_snapshot().await {
+                Ok(panes) => {
+                    self.snapshot_warned = false;
+                    Some(panes)
+                }
+                Err(error) => {
+                    self.tmux_gone = crate::mux::tmux::create::is_missing_target(&error);
+                    if !self.snapshot_warned {
+                        tracing::warn!(
+                            "nudger: tmux list-panes failed ({error}); skipping tmux panes until it works"
+                        );
+                        self.snapshot_warned = true;
+                    }
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let facts = self
+            .io
+            .session_facts(mapping.keys().cloned().collect())
+            .await;
+        let registry = self.io.registry().await;
+        // A held session's owed events wait for its reset: no reason to poll every second.
+        let limits = self.config.limits.enabled;
+        self.owes_any = facts
+            .values()
+            .any(|f| f.owed.is_some() && !(limits && f.limit.is_some()));
+        self.wake_at_ms = None;
+        let local = TimeZone::system();
+        let mut views = BTreeMap::new();
+        for (sid, target) in &mapping {
+            let facts = facts.get(sid).cloned().unwrap_or_default();
+            let view = self
+                .consider(sid, target, snapshot.as_ref(), facts, &registry, &local)
+                .await;
+            views.insert(sid.clone(), view);
+        }
+        self.views.send_replace(Arc::new(views));
+    }
+
+    /// Observes one session, decides and performs its next step.
+    async fn consider(
+        &mut self,
+        sid: &str,
+        target: &PaneTarget,
+        snapshot: Option<&HashMap<String, PaneInfo>>,
+        facts: SessionFacts,
+        registry: &HashMap<String, RegistryReading>,
+        local: &TimeZone,
+    ) -> SessionView {
+        let now = Now {
+            at: Instant::now(),
+            ms: self.io.now_ms(),
+            local: local.clone(),
+        };
+        let mut obs = Observation {
+            busy_marker: self.io.busy(sid),
+            ..Observation::default()
+        };
+        let mut pane = PaneSeen::Live;
+        if let PaneTarget::Tmux { pane: id, .. } = target {
+            let info = snapshot.and_then(|panes| panes.get(id));
+            pane = match (snapshot, info) {
+                (None, _) if self.tmux_gone => PaneSeen::Gone {
+                    why: "tmux server gone",
+                    revive: Some(false),
+                },
+                (None, _) => PaneSeen::Gone {
+                    why: "tmux unavailable",
+                    revive: None,
+                },
+                (Some(_), None) => PaneSeen::Gone {
+                    why: "pane not found",
+                    revive: Some(false),
+                },
+                (_, Some(info)) if info.dead => PaneSeen::Gone {
+                    why: "pane dead",
+                    revive: Some(true),
+                },
+                (_, Some(_)) => PaneSeen::Live,
+            };
+            if let Some(info) = info {
+                obs.title = Some(screen::title_state(&info.title));
+                obs.window_activity_s = info.window_activity;
+            }
+        }
+        obs.hook = facts
+            .hook
+            .as_ref()
+            .map(|(event, seen)| (HookKind::of_recorded(event), *seen));
+        obs.transcript = facts.transcript;
+        obs.registry = registry.get(sid).cloned();
+        let typed_ms = self.typed_ms(sid, &now);
+        if pane == PaneSeen::Live
+            && let Movement::Real { signal, .. } = self.track(sid, &obs, now.ms, typed_ms)
+        {
+            self.answered(sid, signal).await;
+        }
+        let limit = facts.limit.clone().filter(|_| self.config.limits.enabled);
+        if let Some(limit) = &limit {
+            if self.limits_told.insert((sid.to_owned(), limit.since_ms)) {
+                let reset =
+                    crate::claude::limits::describe_reset(limit.resets_at_ms, now.ms, local);
+                self.io.notify(Notice::new(
+                    sid,
+                    NoticeKind::UsageLimit,
+                    format!("{}, {reset}", limit.kind),
+                ));
+            }
+            if let Some(at) = resume_times(limit, &self.config, now.ms) {
+                self.wake_at(at);
+            }
+        }
+        let pending = facts.rewind.pending.as_ref();
+        let taken = pending.is_some_and(|p| self.rewinds_taken.contains(&taken_key(p)));
+        let mut text: Option<String> = None;
+        let mut looked = false;
+        let step = loop {
+            let session = self.sessions.entry(sid.to_owned()).or_default();
+            let screen = match (&text, looked) {
+                (Some(text), _) => Screen::Text(text),
+                (None, true) => Screen::Unreadable,
+                (None, false) => Screen::NotRead,
+            };
+            let seen = Seen {
+                pane,
+                obs: &obs,
+                screen,
+                tmux: matches!(target, PaneTarget::Tmux { .. }),
+                owed: facts.owed,
+                limit: limit.as_ref(),
+                rewind: pending.map(|p| (p, taken)),
+                rewind_last_done_ms: facts.rewind.last_performed_ms,
+                last_typed: self.io.last_typed(sid),
+            };
+            let step = decide(session, &seen, &self.config, &now);
+            let Step::Look(look) = step else {
+                break step;
+            };
+            if looked {
+                // Decided to look twice: never (a screen read is only asked for once).
+                break Step::Wait(SessionState::Idle, "screen read twice".into());
+            }
+            looked = true;
+            if look == Look::WhileHeld {
+                session.limit_look_ms = Some(now.ms.saturating_add(LOOK_EVERY_MS));
+            }
+            text = self.look(sid, target, look).await;
+            if look == Look::BeforeNudge {
+                let Some(captured) = &text else { continue };
+                obs.screen = Some(screen::read(captured));
+                // The screen can show what the cheap signals cannot: a change since the last
+                // look is the session at work.
+                if let Movement::Real { signal, .. } = self.track(sid, &obs, now.ms, typed_ms) {
+                    self.answered(sid, signal).await;
+                    let reason = format!("active ({signal})");
+                    return self.view(sid, SessionState::Working, reason);
+                }
+            }
+        };
+        self.perform(sid, target, step, &facts, limit.as_ref(), local)
+            .await
+    }
+
+    /// Reads the screen a decision asked for: a tmux pane's by one `capture-pane` before a
+    /// nudge, any pane's through the gate while held at a limit.
+    async fn look(&self, sid: &str, target: &PaneTarget, look: Look) -> Option<String> {
+        match (look, target) {
+            (Look::BeforeNudge, PaneTarget::Tmux { pane, .. }) => {
+                match self.io.capture(pane).await {
+                    Ok(text) => Some(text),
+                    Err(error) => {
+                        tracing::debug!(session_id = sid, "nudger: capture-pane failed: {error}");
+                        None
+                    }
+                }
+            }
+            _ => self.io.screen(sid).await,
+        }
+    }
+
+    /// Performs `step` for `sid` and says what the session looks like after it.
+    async fn perform(
+        &mut self,
+        sid: &str,
+        target: &PaneTarget,
+        step: Step,
+        facts: &SessionFacts,
+        limit: Option<&crate::store::Limit>,
+        local: &TimeZone,
+    ) -> SessionView {
+        let now_at = Instant::now();
+        let pending = facts.rewind.pending.as_ref();
+        match step {
+            Step::Wait(state, reason) => self.view(sid, state, reason),
+            Step::WaitUntil(at_ms, state, reason) => {
+                self.wake_at(at_ms);
+                self.view(sid, state, reason)
+            }
+            Step::Later(attempt, wait, state, reason) => {
+                self.session(sid).retry_in(attempt, now_at, wait);
+                self.view(sid, state, reason)
+            }
+            Step::Look(_) => self.view(sid, SessionState::Idle, "screen read twice".into()),
+            Step::Nudge => self.nudge(sid).await,
+            Step::PayOwed(mode) => {
+                let events = facts.owed.map_or(0, |o| o.events);
+                self.pay_owed(sid, mode, events).await
+            }
+            Step::HeldFromScreen(notice) => {
+                // Not a dialog to wait out: a limit, held from now on.
+                let now_ms = self.io.now_ms();
+                let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_ms, false);
+                self.io.record(vec![Record::Limited(seen)]).await;
+                self.view(
+                    sid,
+                    SessionState::Limited,
+                    "limited (seen on screen)".into(),
+                )
+            }
+            Step::ScreenBlocked(verdict) => {
+                // Seen only on the screen (a dialog, a spinner): look again no sooner than a
+                // base gap, so a long-open dialog costs one capture per gap, not one per poll.
+                let base = self.config.schedule.base;
+                let session = self.session(sid);
+                session.retry_in(Attempt::Nudge, now_at, base);
+                session.screen_block = Some(verdict);
+                self.view(sid, verdict.state(), verdict.describe())
+            }
+            Step::Resume { menu } => {
+                let (shown, tries) = held_words(limit, self.io.now_ms(), local);
+                self.resume(sid, &shown, menu, tries).await
+            }
+            Step::Lift => self.lift(sid).await,
+            Step::MetAgain(notice) => {
+                let (shown, _) = held_words(limit, self.io.now_ms(), local);
+                self.met_again(sid, notice, shown).await
+            }
+            Step::GiveUp => {
+                let (shown, tries) = held_words(limit, self.io.now_ms(), local);
+                self.give_up(sid, shown, tries).await
+            }
+            Step::Rewind => match pending {
+                Some(pending) => self.clear_and_rehydrate(sid, target, pending).await,
+                None => self.view(sid, SessionState::Idle, "no rewind waiting".into()),
+            },
+            Step::SkipRewind(detail) => match pending {
+                Some(pending) => self.skip_rewind(sid, pending, detail).await,
+                None => self.view(sid, SessionState::Idle, "no rewind waiting".into()),
+            },
+            Step::Restart { in_place } => match pending {
+                Some(pending) => self.begin_restart(sid, target, pending, in_place).await,
+                None => self.view(sid, SessionState::Idle, "no restart waiting".into()),
+            },
+        }
+    }
+
+    /// When wakebridge last typed into `sid`, as unix ms.
+    fn typed_ms(&self, sid: &str, now: &Now) -> Option<i64> {
+        self.io.last_typed(sid).map(|t| {
+            now.ms
+                .saturating_sub(millis(now.at.saturating_duration_since(t)))
+        })
+    }
+
+    fn session(&mut self, sid: &str) -> &mut Session {
+        self.sessions.entry(sid.to_owned()).or_default()
+    }
+
+    /// Feeds `obs` to the session's activity tracker.
+    fn track(
+        &mut self,
+        sid: &str,
+        obs: &Observation,
+        now_ms: i64,
+        typed_ms: Option<i64>,
+    ) -> Movement {
+        let grace_ms = millis(self.config.echo_grace);
+        let session = self.session(sid);
+        match &mut session.activity {
+            Some(activity) => activity.observe(obs, now_ms, typed_ms, grace_ms),
+            None => {
+                let (activity, movement) =
+                    Activity::first(obs, now_ms, session.restored_nudge_ms.take(), grace_ms);
+                session.activity = Some(activity);
+                movement
+            }
+        }
+    }
+
+    /// Real activity: the unanswered nudges are forgotten (and the ledger told, if there were).
+    async fn answered(&mut self, sid: &str, signal: &str) {
+        let session = self.session(sid);
+        let (had, was_acknowledged) = session.answered();
+        let last_nudge_ms = session.last_nudge_ms;
+        if was_acknowledged {
+            tracing::info!(
+                session_id = sid,
+                signal,
+                "session shows activity again; nudging resumes when it next stops"
+            );
+        } else if had {
+            tracing::debug!(session_id = sid, signal, "nudge answered; backoff reset");
+        }
+        if had || was_acknowledged {
+            let state = NudgeState {
+                session_id: sid.to_owned(),
+                unanswered: 0,
+                last_nudge_ms,
+                acknowledged: false,
+            };
+            self.io.record(vec![Record::Nudge(state)]).await;
+        }
+    }
+
+    async fn nudge(&mut self, sid: &str) -> SessionView {
+        let unanswered = self.sessions.get(sid).map_or(0, |s| s.count.unanswered);
+        let Some(text) = self.config.message(unanswered).cloned() else {
+            return self.view(sid, SessionState::Idle, "no nudge message".into());
+        };
+        let outcome = self.io.wake(sid, &text, Mode::Gated).await;
+        let done_ms = self.io.now_ms();
+        let mut records = vec![typed_row(
+            DeliverySource::Nudge,
+            NUDGER_SENDER,
+            sid,
+            done_ms,
+            &outcome,
+        )];
+        let schedule = self.config.schedule;
+        if !outcome.action.woke() {
+            // Refused (busy marker, cooldown, stale pane) or failed: try again no sooner than
+            // a base gap, so a broken pane costs one attempt per gap, not one per poll.
+            let wait = schedule.base.max(STEP_FLOOR);
+            self.session(sid)
+                .retry_in(Attempt::Nudge, Instant::now(), wait);
+            let action = outcome.action.as_str();
+            tracing::debug!(session_id = sid, action, "nudge not typed");
+            self.io.record(records).await;
+            return self.view(
+                sid,
+                SessionState::Idle,
+                format!("nudge not typed ({action})"),
+            );
+        }
+        let session = self.session(sid);
+        let acknowledged = session.nudged(Instant::now(), done_ms, &schedule);
+        let unanswered = session.count.unanswered;
+        tracing::info!(session_id = sid, unanswered, "nudged an idle session");
+        if acknowledged {
+            tracing::info!(
+                session_id = sid,
+                unanswered,
+                "session acknowledged idle: no more nudges until it shows activity"
+            );
+            self.io.notify(Notice::new(
+                sid,
+                NoticeKind::AcknowledgedIdle,
+                format!("{unanswered} nudges unanswered"),
+            ));
+        }
+        records.push(Record::Nudge(NudgeState {
+            session_id: sid.to_owned(),
+            unanswered,
+            last_nudge_ms: Some(done_ms),
+            acknowledged,
+        }));
+        self.io.record(records).await;
+        let state = if acknowledged {
+            SessionState::AcknowledgedIdle
+        } else {
+            SessionState::Nudged
+        };
+        self.view(sid, state, "nudged".into())
+    }
+
+    /// Types the wake prompt into a session owed one.
+    async fn pay_owed(&mut self, sid: &str, mode: Mode, events: u32) -> SessionView {
+        let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
+        let done_ms = self.io.now_ms();
+        let session = self.session(sid);
+        // A wake typed always ends a refusal streak, so its rows (with the wake) are due.
+        let mut records = if session.row_due(Attempt::Owed, outcome.action) {
+            typed_records(OWED_SENDER, sid, done_ms, &outcome)
+        } else {
+            Vec::new()
+        };
+        let view = if outcome.action.woke() {
+            tracing::info!(
+                session_id = sid,
+                events,
+                "typed the owed wake of an idle session"
+            );
+            records.push(Record::Pay {
+                session_id: sid.to_owned(),
+                up_to_ms: done_ms,
+                how: Payment::Typed,
+            });
+            (
+                SessionState::Working,
+                format!("paid an owed wake of {events} event(s)"),
+            )
+        } else {
+            session.retry_in(Attempt::Owed, Instant::now(), OWED_RETRY);
+            let action = outcome.action.as_str();
+            let reason = format!("owed {events} event(s), wake not typed ({action})");
+            (SessionState::Owed, reason)
+        };
+        self.io.record(records).await;
+        self.view(sid, view.0, view.1)
+    }
+
+    /// Keeps the earliest time the loop must wake for.
+    fn wake_at(&mut self, at_ms: i64) {
+        self.wake_at_ms = Some(self.wake_at_ms.map_or(at_ms, |d| d.min(at_ms)));
+    }
+
+    /// The session's view in `state`, for `reason`; also kept as its last decided state.
+    fn view(&mut self, sid: &str, state: SessionState, reason: String) -> SessionView {
+        let now = Instant::now();
+        let now_ms = self.io.now_ms();
+        let last_typed = self.io.last_typed(sid);
+        let schedule = self.config.schedule;
+        let session = self.session(sid);
+        session.state = Some((state, reason.clone()));
+        let next_nudge_at_ms = match schedule.next(&session.count, last_typed) {
+            Next::At(at) => Some(ms_at(now, now_ms, at)),
+            Next::Whenever | Next::Acknowledged => None,
+        };
+        let looks_idle = matches!(
+            state,
+            SessionState::Idle
+                | SessionState::Nudged
+                | SessionState::AcknowledgedIdle
+                | SessionState::Owed
+        );
+        SessionView {
+            state,
+            reason,
+            unanswered: session.count.unanswered,
+            last_nudge_ms: session.last_nudge_ms,
+            next_nudge_at_ms: next_nudge_at_ms.filter(|_| !session.acknowledged),
+            acknowledged: session.acknowledged,
+            idle_since_ms: looks_idle
+                .then(|| session.activity.as_ref().map(Activity::quiet_since_ms))
+                .flatten(),
+        }
+    }
+}
+
+/// `limited (5-hour limit) · resets 15:00, in 1h 12m` and the tries so far, for a held
+/// session's view.
+fn held_words(limit: Option<&crate::store::Limit>, now_ms: i64, local: &TimeZone) -> (String, u32) {
+    limit.map_or_else(
+        || ("limited".to_owned(), 0),
+        |limit| {
+            let reset = crate::claude::limits::describe_reset(limit.resets_at_ms, now_ms, local);
+            (format!("limited ({}) · {reset}", limit.kind), limit.tries)
+        },
+    )
+}
+
+/// The ledger rows of what the loop typed (or tried to) at `at_ms`: the delivery row, and the
+/// session's wake (the cooldown's start) when keystrokes reached the pane.
+fn typed_records(sender: &str, sid: &str, at_ms: i64, outcome: &GateOutcome) -> Vec<Record> {
+    let mut records = vec![typed_row(DeliverySource::Wake, sender, sid, at_ms, outcome)];
+    if outcome.action.woke() {
+        records.push(Record::Wake {
+            session_id: sid.to_owned(),
+            at_ms,
+        });
+    }
+    records
+}
+
+/// The ledger row of what the loop typed (or tried to) at `at_ms`.
+fn typed_row(
+    source: DeliverySource,
+    sender: &str,
+    sid: &str,
+    at_ms: i64,
+    outcome: &GateOutcome,
+) -> Record {
+    Record::Delivery(Delivery {
+        at_ms,
+        source,
+        identity: None,
+        event_id: None,
+        sender: sender.to_owned(),
+        target_session: sid.to_owned(),
+        action: outcome.action.as_str().to_owned(),
+        spool_us: None,
+        inject_us: (!outcome.inject_time.is_zero())
+            .then(|| u64::try_from(outcome.inject_time.as_micros()).unwrap_or(u64::MAX)),
+        error_kind: outcome.error_kind.map(str::to_owned),
+        owed: false,
+    })
+}
+
+/// A rewind's key in [`Keeper::rewinds_taken`]: the id it was asked for and when.
+fn taken_key(pending: &crate::store::RewindRow) -> (String, i64) {
+    (pending.session_id.clone(), pending.asked_ms)
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The monotonic instant of wall time `ms`, given that `now` is `now_ms`; `None` if it lies
+/// before the monotonic clock's origin. Future times map to `now`.
+fn instant_at(now: Instant, now_ms: i64, ms: i64) -> Option<Instant> {
+    let ago = u64::try_from(now_ms.saturating_sub(ms)).unwrap_or(0);
+    now.checked_sub(Duration::from_millis(ago))
+}
+
+/// The wall time (unix ms) of monotonic `at`, given that `now` is `now_ms`.
+fn ms_at(now: Instant, now_ms: i64, at: Instant) -> i64 {
+    if at >= now {
+        now_ms.saturating_add(millis(at - now))
+    } else {
+        now_ms.saturating_sub(millis(now - at))
+    }
+}
+
+/// Runs the loop until `shutdown`: restores state, then polls every `poll_interval` (every
+/// [`OWED_POLL`] while a wake is owed, and at once when an event becomes owed).
+pub async fn run(deps: NudgerDeps, shutdown: CancellationToken) {
+    if !deps.config.enabled {
+        tracing::info!("nudges off ([nudger] enabled = false); owed wakes are still typed");
+    }
+    let keeper = Keeper::new(deps.config, deps.io, deps.views);
+    run_with(keeper, shutdown).await;
+}
+
+/// The loop around any [`SessionIo`] (tests drive it with scripted signals and a paused clock).
+pub async fn run_with<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToken) {
+    keeper.restore().await;
+    tracing::info!(
+        idle_after_s = keeper.config.idle_after.as_secs(),
+        poll_ms = millis(keeper.config.poll_interval),
+        "idle nudger started"
+    );
+    loop {
+        let started = Instant::now();
+        // A poll is never cut short: dropping it mid-injection could leave a nudge typed but
+        // not submitted. It is bounded by the snapshot, capture and injection budgets.
+        keeper.poll().await;
+        let interval = if keeper.owes_any {
+            keeper.config.poll_interval.min(OWED_POLL)
+        } else {
+            keeper.config.poll_interval
+        };
+        let mut next_poll = started + interval;
+        if let Some(due_ms) = keeper.wake_at_ms {
+            // Measured from now (the poll took a while), not from the poll's start.
+            let until_due = u64::try_from(due_ms - keeper.io.now_ms()).unwrap_or(0);
+            next_poll =
+                next_poll.min(Instant::now() + Duration::from_millis(until_due).max(STEP_FLOOR));
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            () = tokio::time::sleep_until(next_poll) => {}
+            // A new owed event: poll now, and then every OWED_POLL.
+            () = keeper.io.owed_noted() => {}
+        }
+    }
+    tracing::debug!("idle nudger stopped");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wall_and_monotonic_times_convert_both_ways() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(5);
+        assert_eq!(ms_at(now, 10_000, later), 15_000);
+        let before = instant_at(now, 10_000, 7_000);
+        if let Some(before) = before {
+            assert_eq!(ms_at(now, 10_000, before), 7_000);
+        }
+        assert_eq!(instant_at(now, 10_000, 20_000), Some(now));
+    }
+}

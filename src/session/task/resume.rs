@@ -1,0 +1,148 @@
+//! Performing the steps of a session held at a usage limit that type or record something: the
+//! resume at the reset (the limit menu's wait option picked first if the menu is open, the
+//! resume message typed and its submit confirmed by the gate), the hold lifted when the notice
+//! is gone, the limit met again after a resume, and giving up once `max_tries` resumes are
+//! spent. When each is due is `session::decide`'s; reading notices `claude::limits`'s; typing
+//! the gate's.
+
+use tokio::time::Instant;
+
+use super::{Keeper, OWED_RETRY, typed_records};
+use crate::api::SessionState;
+use crate::claude::limits::Notice;
+use crate::delivery::gate::Mode;
+use crate::session::SessionView;
+use crate::session::decide::RESUME_SETTLE_MS;
+use crate::session::io::SessionIo;
+use crate::session::state::Attempt;
+use crate::store::{LimitSeen, LimitSource, Record};
+use crate::telemetry::LimitResume;
+use crate::telemetry::notice::{Notice as HumanNotice, NoticeKind};
+
+/// The `sender` of the rows of resume messages it types.
+pub const RESUME_SENDER: &str = "wakebridge-resume";
+
+impl<I: SessionIo> Keeper<I> {
+    /// The notice is gone from the screen: the hold ends, and the nudge path takes it from here.
+    pub(super) async fn lift(&mut self, sid: &str) -> SessionView {
+        tracing::info!(
+            session_id = sid,
+            "the usage limit is no longer on the session's screen; hold lifted"
+        );
+        crate::telemetry::limit_resume(LimitResume::Lifted);
+        self.session(sid).unheld();
+        let lifted = Record::LimitLifted {
+            session_id: sid.to_owned(),
+        };
+        self.io.record(vec![lifted]).await;
+        self.view(sid, SessionState::Idle, "limit no longer shown".into())
+    }
+
+    /// A resume met the limit again and the screen shows its next reset: held for that one.
+    pub(super) async fn met_again(
+        &mut self,
+        sid: &str,
+        notice: Notice,
+        shown: String,
+    ) -> SessionView {
+        let now_ms = self.io.now_ms();
+        let next = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_ms, true);
+        tracing::info!(
+            session_id = sid,
+            resets = next.resets_text.as_deref().unwrap_or("?"),
+            "still at its usage limit; waiting for the next reset shown"
+        );
+        self.io.record(vec![Record::Limited(next)]).await;
+        self.view(
+            sid,
+            SessionState::Limited,
+            format!("{shown}; limit met again"),
+        )
+    }
+
+    /// The resumes ran out: held until it shows life, and said so.
+    pub(super) async fn give_up(&mut self, sid: &str, shown: String, tries: u32) -> SessionView {
+        tracing::warn!(
+            session_id = sid,
+            tries,
+            "still at its usage limit after {tries} resumes; giving up (held until it shows life)"
+        );
+        crate::telemetry::limit_resume(LimitResume::GaveUp);
+        let gave_up = Record::ResumeGaveUp {
+            session_id: sid.to_owned(),
+        };
+        self.io.record(vec![gave_up]).await;
+        let reason = format!("{shown}; gave up after {tries} resumes");
+        self.view(sid, SessionState::Limited, reason)
+    }
+
+    /// Dismisses the limit menu (if open) and types the resume message. A menu that would not
+    /// close counts as a try, so `max_tries` bounds the digits typed too.
+    pub(super) async fn resume(
+        &mut self,
+        sid: &str,
+        shown: &str,
+        menu: bool,
+        tries: u32,
+    ) -> SessionView {
+        let settle = std::time::Duration::from_millis(RESUME_SETTLE_MS.unsigned_abs());
+        if menu && let Err(error) = self.io.dismiss_limit_menu(sid).await {
+            tracing::info!(
+                session_id = sid,
+                "could not dismiss the limit menu: {error}"
+            );
+            crate::telemetry::limit_resume(LimitResume::NotTyped);
+            self.session(sid)
+                .retry_in(Attempt::Resume, Instant::now(), settle);
+            let tried = Record::ResumeTried {
+                session_id: sid.to_owned(),
+                at_ms: self.io.now_ms(),
+            };
+            self.io.record(vec![tried]).await;
+            let reason = format!("{shown}; limit menu not dismissed ({})", error.kind());
+            return self.view(sid, SessionState::Limited, reason);
+        }
+        let message = self.config.limits.message.clone();
+        let outcome = self.io.wake(sid, &message, Mode::Resume).await;
+        let done_ms = self.io.now_ms();
+        let session = self.session(sid);
+        let mut records = Vec::new();
+        if session.row_due(Attempt::Resume, outcome.action) {
+            if !outcome.action.woke() {
+                crate::telemetry::limit_resume(LimitResume::NotTyped);
+            }
+            records = typed_records(RESUME_SENDER, sid, done_ms, &outcome);
+        }
+        let (state, reason) = if outcome.action.woke() {
+            let try_number = tries + 1;
+            tracing::info!(
+                session_id = sid,
+                try_number,
+                "resumed a session at its usage limit's reset"
+            );
+            crate::telemetry::limit_resume(LimitResume::Typed);
+            self.io.notify(HumanNotice::new(
+                sid,
+                NoticeKind::Resumed,
+                format!("try {try_number}"),
+            ));
+            records.push(Record::ResumeTried {
+                session_id: sid.to_owned(),
+                at_ms: done_ms,
+            });
+            (
+                SessionState::Working,
+                format!("resumed at the reset (try {try_number})"),
+            )
+        } else {
+            session.retry_in(Attempt::Resume, Instant::now(), OWED_RETRY);
+            let action = outcome.action.as_str();
+            (
+                SessionState::Limited,
+                format!("{shown}; resume not typed ({action})"),
+            )
+        };
+        self.io.record(records).await;
+        self.view(sid, state, reason)
+    }
+}
