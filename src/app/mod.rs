@@ -381,23 +381,30 @@ async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
     }
 }
 
-/// Reads back what must survive a restart: recent event identities (so a redelivery is still
-/// recognised) and recent wakes (so a restart does not reopen a cooldown window).
+/// Reads back what must survive a restart: the event identities of the whole identity window
+/// (so every redelivery of an event answered 200 is still recognised) and recent wakes (so a
+/// restart does not reopen a cooldown window).
 fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) {
     let now = now_unix_ms();
     let ago = |at_ms: i64| Duration::from_millis(now.saturating_sub(at_ms).max(0) as u64);
-    match store.identities_since(now - window.as_millis() as i64, Dedupe::CAPACITY) {
-        Ok(mut seen) => {
-            // Oldest first, so the dedupe memory forgets in delivery order.
-            seen.sort_by_key(|s| s.at_ms);
-            for s in seen {
-                if let Some(action) = Action::parse(&s.action) {
-                    dedupe.restore(s.identity, action, ago(s.at_ms));
-                }
-            }
+    let started = std::time::Instant::now();
+    let since = now.saturating_sub(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
+    // Oldest first: a later delivery of the same identity replaces the earlier one.
+    let restored = store.each_identity_since(since, |seen| {
+        if let Some(action) = Action::parse(seen.action) {
+            dedupe.restore(seen.identity, action, ago(seen.at_ms));
         }
+    });
+    match restored {
+        Ok(0) => {}
+        Ok(rows) => tracing::info!(
+            rows,
+            remembered = dedupe.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "restored the event identities of the identity window from the ledger"
+        ),
         Err(e) => {
-            tracing::warn!(error = %e, "could not read recent event identities from the ledger");
+            tracing::warn!(error = %e, "could not read recent event identities from the ledger; a redelivery of an event delivered before this start may be appended again");
         }
     }
     match store.last_wakes() {

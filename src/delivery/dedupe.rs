@@ -1,10 +1,19 @@
 //! Recognising a redelivery. The bus retries a delivery it thinks failed with a byte-identical
 //! body, so an event's identity is the digest of its body (`Event::identity`): it survives a bus
 //! whose database was reset (ids restart from 1, timestamps do not repeat) and makes a replayed
-//! signed body harmless. Identities are remembered for a window (warmed from the ledger at
-//! start-up); a duplicate arriving while the original is still in flight waits for its answer.
+//! signed body harmless. An identity is remembered for the identity window from its delivery;
+//! at start-up the whole window is read back from the ledger (`restore`), so an event whose 200
+//! went out is recognised by every later instance until its window ends, however many came
+//! after it. A duplicate arriving while the original is still in flight waits for its answer.
+//!
+//! The memory is one hash map from a 128-bit key (the digest's first 16 bytes) to the
+//! identity's expiry and action packed in one `u64`: 24 bytes a slot, nothing allocated per
+//! identity, no second structure to order them. A lookup checks the expiry itself, so
+//! correctness never waits for a sweep; `expire` (on the prune interval) only gives the memory
+//! back. The cap is far above any real load; reaching it forgets the oldest sixteenth at once
+//! (a few passes over the map, once per that many deliveries) and warns, never silently.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -14,20 +23,55 @@ use tokio::time::Instant;
 use sha2::{Digest, Sha256};
 
 use crate::delivery::action::Action;
+use crate::telemetry::warn::Warnings;
+use crate::warn_limited;
 
-/// Most identities remembered at once; beyond it the oldest are forgotten first. The bus retries
-/// within 1.5 s (errors) or ~17 s (timeouts); 65 536 events cover that even at a flood of 3 800
-/// events/s (real DM traffic is a few per minute, so the whole 24 h window fits), and memory
-/// stays bounded (~10 MiB) however fast events arrive.
-const MAX_REMEMBERED: usize = 65_536;
+/// Most identities remembered at once. Real traffic is a few events a minute (thousands in a
+/// 24 h window); this holds a whole default window of a steady 10 events/s. It is 7/8 of 2^20,
+/// the most std's hash map keeps in 2^20 slots of 25 bytes (a 24-byte slot and its control
+/// byte): ~25 MiB when it first fills, paid only if it does. Forgetting leaves tombstones that
+/// can make the map double once (~50 MiB), never twice: the cap is half of what 2^21 slots
+/// hold, so the map then rehashes in place. (A cap of 2^20 reached 2^22 slots, ~100 MiB, in
+/// 200 rounds of fill-and-forget.)
+const MAX_REMEMBERED: usize = 917_504;
 
-enum Seen {
-    /// Being delivered now; the sender publishes the action (or `None` if it failed).
-    InFlight(watch::Receiver<Option<Option<Action>>>),
-    Done {
-        action: Action,
-        at: Instant,
-    },
+/// Reaching the cap forgets this share of the memory (the oldest): finding them takes three
+/// passes over the whole map (30–80 ms in a release build on the project's machine), so they
+/// run once per `MAX_REMEMBERED / EVICT_DIVISOR` (57 344) deliveries instead of on every one.
+const EVICT_DIVISOR: usize = 16;
+
+/// Slices of the remembered time span the eviction counts entries in, to find the oldest
+/// without sorting (or copying) the map: exactly the share is forgotten, oldest first to
+/// within 1/1024 of that span.
+const EVICT_BINS: usize = 1024;
+
+/// Low bits of a packed slot holding the action's index in `Action::ALL`.
+const ACTION_BITS: u32 = 8;
+
+/// Latest expiry a slot can hold (ms since the memory was created): ~2.3 million years.
+const MAX_EXPIRY_MS: u64 = u64::MAX >> ACTION_BITS;
+
+/// A remembered identity: when it expires (ms since `Dedupe::origin`) and its action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Slot(u64);
+
+impl Slot {
+    fn new(expires_ms: u64, action: Action) -> Self {
+        let index = Action::ALL
+            .iter()
+            .position(|a| *a == action)
+            .unwrap_or_default() as u64;
+        Slot((expires_ms.min(MAX_EXPIRY_MS) << ACTION_BITS) | index)
+    }
+
+    fn expires_ms(self) -> u64 {
+        self.0 >> ACTION_BITS
+    }
+
+    fn action(self) -> Action {
+        let index = (self.0 & ((1 << ACTION_BITS) - 1)) as usize;
+        Action::ALL.get(index).copied().unwrap_or(Action::Spool)
+    }
 }
 
 /// What `begin` found.
@@ -48,20 +92,26 @@ pub struct Ticket {
 
 pub struct Dedupe {
     window: Duration,
+    /// Time zero of every slot's expiry.
+    origin: Instant,
     seen: Mutex<Memory>,
+    /// The cap's warning, at most one a minute.
+    warnings: Warnings,
 }
 
-/// Identities and, oldest first, when each was delivered: expiry and the cap pop from the front
-/// in amortised O(1) instead of scanning the map.
 #[derive(Default)]
 struct Memory {
-    map: HashMap<Key, Seen>,
-    order: VecDeque<(Key, Instant)>,
+    /// Delivered identities, expired ones included until the next sweep.
+    done: HashMap<Key, Slot>,
+    /// Being delivered now; the sender publishes the action (or `None` if it failed). As many
+    /// as requests in flight.
+    in_flight: HashMap<Key, watch::Receiver<Option<Option<Action>>>>,
 }
 
-/// An identity as 32 raw bytes (the hex digest decoded): no allocation per entry, a third of the
-/// memory of the hex text.
-type Key = [u8; 32];
+/// An identity's first 16 raw bytes (of the hex digest, decoded). Not cryptographic strength
+/// but plenty for a lookup: two of a million identities share a 128-bit prefix with odds of
+/// ~10^-27, and a body made to collide costs ~2^64 digests.
+type Key = [u8; 16];
 
 fn key(identity: &str) -> Key {
     let mut raw = [0u8; 32];
@@ -69,40 +119,84 @@ fn key(identity: &str) -> Key {
         // Not a hex digest (never from `Event::identity`): digest it so it still has a key.
         raw = Sha256::digest(identity.as_bytes()).into();
     }
-    raw
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&raw[..16]);
+    key
 }
 
 impl Memory {
-    fn remember(&mut self, identity: Key, action: Action, at: Instant) {
-        self.order.push_back((identity, at));
-        self.map.insert(identity, Seen::Done { action, at });
+    /// Remembers `identity` until `expires_ms`. At the cap, first makes room: returns how many
+    /// identities still inside their window were forgotten for it (0 almost always).
+    fn remember(&mut self, identity: Key, slot: Slot, now_ms: u64) -> usize {
+        let forgotten = if self.done.len() >= MAX_REMEMBERED && !self.done.contains_key(&identity) {
+            self.make_room(now_ms)
+        } else {
+            0
+        };
+        self.done.insert(identity, slot);
+        forgotten
     }
 
-    /// Forgets what is older than `window`, and the oldest beyond the cap.
-    fn expire(&mut self, now: Instant, window: Duration) {
-        while let Some((identity, at)) = self.order.front() {
-            let expired = now.duration_since(*at) >= window;
-            if !expired && self.order.len() <= MAX_REMEMBERED {
+    /// Drops the expired, then, if that was not enough, the oldest until the map is at
+    /// `MAX_REMEMBERED - MAX_REMEMBERED / EVICT_DIVISOR`. Returns how many of the oldest went.
+    fn make_room(&mut self, now_ms: u64) -> usize {
+        // One pass drops the expired and finds the span of the others' expiries.
+        let (mut min, mut max) = (u64::MAX, 0);
+        self.done.retain(|_, slot| {
+            let expires = slot.expires_ms();
+            let live = expires > now_ms;
+            if live {
+                (min, max) = (min.min(expires), max.max(expires));
+            }
+            live
+        });
+        let keep = MAX_REMEMBERED - MAX_REMEMBERED / EVICT_DIVISOR;
+        let excess = self.done.len().saturating_sub(keep);
+        if excess == 0 {
+            return 0;
+        }
+        // Count the slots per slice of that span, find the slice where the oldest `excess`
+        // end, then drop everything before it and as many as needed from it.
+        let span = u128::from(max.saturating_sub(min)) + 1;
+        let bin =
+            |s: &Slot| (u128::from(s.expires_ms() - min) * EVICT_BINS as u128 / span) as usize;
+        let mut counts = vec![0usize; EVICT_BINS];
+        for slot in self.done.values() {
+            counts[bin(slot)] += 1;
+        }
+        let mut before = 0;
+        let mut cut = 0;
+        for (i, count) in counts.iter().enumerate() {
+            if before + count >= excess {
+                cut = i;
                 break;
             }
-            // Only forget the entry this record stands for (a later delivery may have replaced it).
-            if matches!(self.map.get(identity), Some(Seen::Done { at: current, .. }) if current == at)
-            {
-                self.map.remove(identity);
-            }
-            self.order.pop_front();
+            before += count;
         }
+        let mut from_cut = excess - before;
+        self.done.retain(|_, slot| match bin(slot).cmp(&cut) {
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Equal if from_cut > 0 => {
+                from_cut -= 1;
+                false
+            }
+            _ => true,
+        });
+        excess
+    }
+
+    fn drop_expired(&mut self, now_ms: u64) {
+        self.done.retain(|_, slot| slot.expires_ms() > now_ms);
     }
 }
 
 impl Dedupe {
-    /// Most identities remembered at once (the start-up warm-up reads no more than this).
-    pub const CAPACITY: usize = MAX_REMEMBERED;
-
     pub fn new(window: Duration) -> Self {
         Self {
             window,
+            origin: Instant::now(),
             seen: Mutex::new(Memory::default()),
+            warnings: Warnings::default(),
         }
     }
 
@@ -110,12 +204,19 @@ impl Dedupe {
         crate::lock(&self.seen)
     }
 
-    /// Remembers an identity delivered `ago` before now (from the ledger).
-    pub fn restore(&self, identity: String, action: Action, ago: Duration) {
-        if ago < self.window {
-            let at = Instant::now().checked_sub(ago).unwrap_or_else(Instant::now);
-            // Restored oldest first (the ledger's order), so `order` stays sorted.
-            self.memory().remember(key(&identity), action, at);
+    /// Milliseconds since `origin`.
+    fn now_ms(&self) -> u64 {
+        millis(self.origin.elapsed())
+    }
+
+    /// Remembers an identity delivered `ago` before now (from the ledger) for the rest of its
+    /// window. Restore oldest first: at the cap, the oldest are the ones forgotten.
+    pub fn restore(&self, identity: &str, action: Action, ago: Duration) {
+        if let Some(left) = self.window.checked_sub(ago).filter(|left| !left.is_zero()) {
+            let now = self.now_ms();
+            let slot = Slot::new(now.saturating_add(millis(left)), action);
+            let forgotten = self.memory().remember(key(identity), slot, now);
+            self.warn_if_full(forgotten);
         }
     }
 
@@ -123,16 +224,17 @@ impl Dedupe {
         let identity = key(identity);
         let mut waiting = {
             let mut memory = self.memory();
-            let now = Instant::now();
-            memory.expire(now, self.window);
-            match memory.map.get(&identity) {
-                Some(Seen::Done { action, at }) if now.duration_since(*at) < self.window => {
-                    return Begin::Duplicate(*action);
+            match memory.done.get(&identity) {
+                Some(slot) if slot.expires_ms() > self.now_ms() => {
+                    return Begin::Duplicate(slot.action());
                 }
-                Some(Seen::InFlight(rx)) => rx.clone(),
-                _ => {
+                _ => {}
+            }
+            match memory.in_flight.get(&identity) {
+                Some(rx) => rx.clone(),
+                None => {
                     let (done, rx) = watch::channel(None);
-                    memory.map.insert(identity, Seen::InFlight(rx));
+                    memory.in_flight.insert(identity, rx);
                     return Begin::New(Ticket { identity, done });
                 }
             }
@@ -146,23 +248,61 @@ impl Dedupe {
         }
     }
 
-    /// Records the outcome: an action is remembered; `None` (the delivery failed, the bus will
-    /// retry) forgets the identity so the retry is delivered afresh.
+    /// Records the outcome: an action is remembered for the window; `None` (the delivery
+    /// failed, the bus will retry) forgets the identity so the retry is delivered afresh.
     pub fn finish(&self, ticket: Ticket, action: Option<Action>) {
-        let mut memory = self.memory();
-        match action {
-            Some(action) => memory.remember(ticket.identity, action, Instant::now()),
-            None => {
-                memory.map.remove(&ticket.identity);
+        let forgotten = {
+            let mut memory = self.memory();
+            memory.in_flight.remove(&ticket.identity);
+            match action {
+                Some(action) => {
+                    let now = self.now_ms();
+                    let slot = Slot::new(now.saturating_add(millis(self.window)), action);
+                    memory.remember(ticket.identity, slot, now)
+                }
+                None => 0,
             }
-        }
+        };
         let _ = ticket.done.send(Some(action));
+        self.warn_if_full(forgotten);
     }
 
-    /// Forgets identities older than the window.
+    /// Forgets identities whose window has ended, and gives back the memory a flood left.
     pub fn expire(&self) {
-        self.memory().expire(Instant::now(), self.window);
+        let now = self.now_ms();
+        let mut memory = self.memory();
+        memory.drop_expired(now);
+        // A quarter full at most: shrink to twice what is left (std never shrinks by itself).
+        let done = &mut memory.done;
+        if done.capacity() > 4 * done.len().max(1024) {
+            done.shrink_to(2 * done.len());
+        }
     }
+
+    /// Identities remembered now (expired ones too, until the next sweep).
+    pub fn len(&self) -> usize {
+        self.memory().done.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn warn_if_full(&self, forgotten: usize) {
+        if forgotten > 0 {
+            warn_limited!(
+                self.warnings,
+                "dedupe-full",
+                forgotten,
+                cap = MAX_REMEMBERED,
+                "the dedupe memory is full ({MAX_REMEMBERED} event identities inside [ledger] identity_window): forgot the {forgotten} oldest, so a redelivery of one of them will be appended again; something floods /hook far beyond the bus's rate, or the window is too long for it"
+            );
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -177,7 +317,9 @@ mod tests {
         };
         d.finish(t, Some(Action::Tmux));
         assert!(matches!(d.begin("a").await, Begin::Duplicate(Action::Tmux)));
-        tokio::time::advance(Duration::from_secs(61)).await;
+        tokio::time::advance(Duration::from_secs(59)).await;
+        assert!(matches!(d.begin("a").await, Begin::Duplicate(Action::Tmux)));
+        tokio::time::advance(Duration::from_secs(1)).await;
         assert!(matches!(d.begin("a").await, Begin::New(_)));
     }
 
@@ -206,42 +348,124 @@ mod tests {
         assert!(waiter.await.expect("join"));
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn memory_is_capped_oldest_first() {
-        let d = Dedupe::new(Duration::from_secs(3600));
-        for i in 0..MAX_REMEMBERED + 10 {
-            let Begin::New(t) = d.begin(&format!("id-{i}")).await else {
-                panic!("new")
-            };
-            d.finish(t, Some(Action::Spool));
+    /// The memory claim in `MAX_REMEMBERED`'s comment rests on this.
+    #[test]
+    fn a_slot_is_24_bytes() {
+        assert_eq!(std::mem::size_of::<(Key, Slot)>(), 24);
+    }
+
+    #[test]
+    fn a_slot_keeps_every_action_and_its_expiry() {
+        for action in Action::ALL {
+            let slot = Slot::new(123_456_789, action);
+            assert_eq!((slot.action(), slot.expires_ms()), (action, 123_456_789));
         }
-        d.expire();
-        let memory = d.memory();
-        assert_eq!(memory.map.len(), MAX_REMEMBERED);
-        assert!(!memory.map.contains_key(&key("id-0")));
-        assert!(
-            memory
-                .map
-                .contains_key(&key(&format!("id-{}", MAX_REMEMBERED + 9)))
+        assert_eq!(
+            Slot::new(u64::MAX, Action::Zellij).expires_ms(),
+            MAX_EXPIRY_MS
         );
+    }
+
+    /// A hex digest whose key (its first 16 bytes) is `i`.
+    fn hex_identity(i: usize) -> String {
+        format!("{i:032x}{:032x}", 0)
+    }
+
+    /// The key of `hex_identity(i)`.
+    fn numbered(i: usize) -> Key {
+        (i as u128).to_be_bytes()
+    }
+
+    /// Fills `memory` up to the cap with keys `from..`, expiring at `expiry(key)`.
+    fn fill(memory: &mut Memory, from: usize, expiry: impl Fn(usize) -> u64) {
+        memory.done.reserve(MAX_REMEMBERED - memory.done.len());
+        for i in from..from + MAX_REMEMBERED - memory.done.len() {
+            memory
+                .done
+                .insert(numbered(i), Slot::new(expiry(i), Action::Spool));
+        }
+        assert_eq!(memory.done.len(), MAX_REMEMBERED);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_cap_forgets_the_oldest_sixteenth_at_once_and_warns() {
+        let d = Dedupe::new(Duration::from_secs(3600));
+        // Expiries ascending with the delivery order, as a window of real deliveries has them.
+        fill(&mut d.memory(), 0, |i| 1_000_000 + i as u64);
+        assert!(!d.warnings.contains("dedupe-full"));
+        d.restore(&hex_identity(MAX_REMEMBERED), Action::Tmux, Duration::ZERO);
+        assert!(d.warnings.contains("dedupe-full"));
+        let sixteenth = MAX_REMEMBERED / EVICT_DIVISOR;
+        let mut memory = d.memory();
+        assert_eq!(memory.done.len(), MAX_REMEMBERED - sixteenth + 1);
+        assert!(!memory.done.contains_key(&numbered(0)));
+        assert!(!memory.done.contains_key(&numbered(sixteenth - 1)));
+        assert!(memory.done.contains_key(&numbered(sixteenth)));
+        assert_eq!(
+            memory.done[&numbered(MAX_REMEMBERED)].action(),
+            Action::Tmux
+        );
+        // Room again for a sixteenth before the next pass.
+        for i in 1..sixteenth {
+            let slot = Slot::new(2_000_000, Action::Spool);
+            assert_eq!(memory.remember(numbered(MAX_REMEMBERED + i), slot, 0), 0);
+        }
+    }
+
+    #[test]
+    fn the_cap_drops_the_expired_first_and_cuts_exactly_among_equal_expiries() {
+        let mut memory = Memory::default();
+        // A third expired (expiry ≤ now): room without forgetting a live one.
+        let now = 5_000;
+        let third = MAX_REMEMBERED / 3;
+        fill(&mut memory, 0, |i| if i < third { now } else { now + 1 });
+        let live = Slot::new(now + 1, Action::Spool);
+        assert_eq!(memory.remember(numbered(usize::MAX), live, now), 0);
+        assert_eq!(memory.done.len(), MAX_REMEMBERED - third + 1);
+        // Full again, every expiry the same: the sixteenth is cut from the one slice.
+        fill(&mut memory, MAX_REMEMBERED, |_| now + 1);
+        let sixteenth = MAX_REMEMBERED / EVICT_DIVISOR;
+        assert_eq!(memory.remember(numbered(0), live, now), sixteenth);
+        assert_eq!(memory.done.len(), MAX_REMEMBERED - sixteenth + 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_sweep_gives_back_what_expired() {
+        let d = Dedupe::new(Duration::from_secs(60));
+        for i in 0..10_000 {
+            d.restore(&hex_identity(i), Action::Spool, Duration::from_secs(30));
+        }
+        d.restore("kept", Action::Tmux, Duration::ZERO);
+        tokio::time::advance(Duration::from_secs(31)).await;
+        d.expire();
+        assert_eq!(d.len(), 1);
+        assert!(d.memory().done.capacity() < 10_000);
+        assert!(matches!(
+            d.begin("kept").await,
+            Begin::Duplicate(Action::Tmux)
+        ));
     }
 
     #[test]
     fn hex_digests_decode_and_anything_else_is_digested() {
         let hex_id = "ab".repeat(32);
-        assert_eq!(key(&hex_id), [0xab; 32]);
+        assert_eq!(key(&hex_id), [0xab; 16]);
         assert_ne!(key("not hex"), key("not hex either"));
     }
 
     #[tokio::test(start_paused = true)]
-    async fn restored_identities_count() {
+    async fn restored_identities_count_for_the_rest_of_their_window() {
         let d = Dedupe::new(Duration::from_secs(60));
-        d.restore("old".into(), Action::Spool, Duration::from_secs(120));
-        d.restore("recent".into(), Action::Zellij, Duration::from_secs(10));
+        d.restore("old", Action::Spool, Duration::from_secs(120));
+        d.restore("edge", Action::Spool, Duration::from_secs(60));
+        d.restore("recent", Action::Zellij, Duration::from_secs(10));
         assert!(matches!(d.begin("old").await, Begin::New(_)));
+        assert!(matches!(d.begin("edge").await, Begin::New(_)));
         assert!(matches!(
             d.begin("recent").await,
             Begin::Duplicate(Action::Zellij)
         ));
+        tokio::time::advance(Duration::from_secs(50)).await;
+        assert!(matches!(d.begin("recent").await, Begin::New(_)));
     }
 }

@@ -347,14 +347,16 @@ impl Store {
         self.inner.queued.load(Ordering::Relaxed)
     }
 
-    /// For each event identity recorded at or after `since_ms`, its latest delivery, newest
-    /// first, reading at most `limit` deliveries (the newest ones).
-    pub fn identities_since(
+    /// Calls `each` with every delivery of an event identity recorded at or after `since_ms`,
+    /// oldest first (an identity delivered twice comes twice, its latest delivery last), and
+    /// returns how many there were. Streams the rows: the whole identity window is read at
+    /// start-up, however busy it was.
+    pub fn each_identity_since(
         &self,
         since_ms: i64,
-        limit: usize,
-    ) -> Result<Vec<SeenIdentity>, StoreError> {
-        self.read(|conn| queries::identities_since(conn, since_ms, limit))
+        mut each: impl FnMut(SeenIdentity<'_>),
+    ) -> Result<u64, StoreError> {
+        self.read(|conn| queries::each_identity_since(conn, since_ms, &mut each))
     }
 
     /// Last successful wake per session, unix ms.

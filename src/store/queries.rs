@@ -7,18 +7,14 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::records::{LimitSource, NudgeState, Payment, PendingBytes, RewindOutcome, RewindWhy};
 
-/// The latest delivery of one event identity inside the look-back window, used to warm the
-/// in-memory dedupe map at start-up so a redelivery after a restart gets the same answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SeenIdentity {
-    pub identity: String,
-    pub action: String,
-    /// The target session of that delivery.
-    pub session_id: String,
+/// One delivery of an event identity, as the start-up warm-up of the dedupe memory reads it
+/// (borrowed from the row: the whole window is read, and nothing is allocated per row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeenIdentity<'a> {
+    pub identity: &'a str,
+    pub action: &'a str,
     /// When it was recorded (unix ms), so the caller can expire it at the end of its window.
     pub at_ms: i64,
-    /// Set when that delivery failed; the caller decides whether a failure is worth repeating.
-    pub error_kind: Option<String>,
 }
 
 /// Everything the ledger knows about one session, for `status` and the nudger.
@@ -211,37 +207,28 @@ pub(crate) fn known_session(conn: &Connection, session_id: &str) -> rusqlite::Re
         .query_row(params![session_id], |row| row.get(0))
 }
 
-pub(crate) fn identities_since(
+pub(crate) fn each_identity_since(
     conn: &Connection,
     since_ms: i64,
-    limit: usize,
-) -> rusqlite::Result<Vec<SeenIdentity>> {
-    // Newest first along the time index, stopping at `limit` rows: start-up cost is bounded by
-    // what the dedupe memory can hold, however busy the window was. Only the newest row of each
-    // identity is kept.
+    each: &mut dyn FnMut(SeenIdentity<'_>),
+) -> rusqlite::Result<u64> {
+    // Oldest first along the time index (which holds the rowid, so `at_ms, id` needs no sort):
+    // a caller keeping the last row per identity keeps its latest delivery.
     let mut stmt = conn.prepare_cached(
-        "SELECT identity, action, target_session, at_ms, error_kind FROM deliveries \
-         WHERE at_ms >= ?1 AND identity IS NOT NULL ORDER BY at_ms DESC, id DESC LIMIT ?2",
+        "SELECT identity, action, at_ms FROM deliveries \
+         WHERE at_ms >= ?1 AND identity IS NOT NULL ORDER BY at_ms, id",
     )?;
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = stmt.query_map(params![since_ms, limit], |row| {
-        Ok(SeenIdentity {
-            identity: row.get(0)?,
-            action: row.get(1)?,
-            session_id: row.get(2)?,
-            at_ms: row.get(3)?,
-            error_kind: row.get(4)?,
-        })
-    })?;
-    let mut seen = std::collections::HashSet::new();
-    let mut newest = Vec::new();
-    for row in rows {
-        let row = row?;
-        if seen.insert(row.identity.clone()) {
-            newest.push(row);
-        }
+    let mut rows = stmt.query(params![since_ms])?;
+    let mut read = 0;
+    while let Some(row) = rows.next()? {
+        each(SeenIdentity {
+            identity: row.get_ref(0)?.as_str()?,
+            action: row.get_ref(1)?.as_str()?,
+            at_ms: row.get(2)?,
+        });
+        read += 1;
     }
-    Ok(newest)
+    Ok(read)
 }
 
 pub(crate) fn last_wakes(conn: &Connection) -> rusqlite::Result<HashMap<String, i64>> {

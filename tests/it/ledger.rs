@@ -1,11 +1,18 @@
 //! The ledger through the real server: redeliveries recognised (also across a restart), the
 //! cooldown surviving a restart, machine scoping, `/sessions` and `/metrics`.
 
+use std::time::Instant;
+
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 use crate::common;
-use crate::common::harness::{TestServer, event_for};
+use crate::common::harness::{TestServer, event_for, record_delivered};
 use wakebridge::config::Flags;
+
+/// More deliveries inside the identity window than the dedupe memory held before issue 28
+/// (65 536): a start-up that reads only the newest ones forgets the oldest.
+const MORE_THAN_THE_OLD_CAP: u64 = 70_000;
 
 fn event(sid: &str, id: u32, timestamp: &str) -> String {
     event_for(sid, id).replace("2026-08-08T00:00:00", timestamp)
@@ -51,6 +58,47 @@ async fn the_bus_retry_pattern_spools_once_and_survives_a_restart() {
     let server = TestServer::start_in(root, &[], Flags::default()).await;
     assert_eq!(server.hook(body, &[]).await.1["duplicate"], true);
     assert_eq!(server.spool_lines("s1").len(), 2);
+}
+
+/// Issue 28: every identity whose 200 went out inside the window is recognised by a later
+/// instance, however many there were. The later deliveries are written to the ledger directly,
+/// as a daemon records them (one row per event, the identity its body's digest).
+#[tokio::test]
+async fn a_restart_recognises_every_identity_of_the_window_however_many() {
+    common::arm_test_timeout();
+    let server = TestServer::start(&[]).await;
+    let oldest: Vec<String> = (1..=3)
+        .map(|id| event("s1", id, "2026-11-30T10:00:00"))
+        .collect();
+    for body in &oldest {
+        let (status, answer) = server.hook(body.clone(), &[]).await;
+        assert_eq!((status, answer.get("duplicate")), (200, None), "{answer}");
+    }
+    let root = server.stop().await;
+    let later = |i: u64| event("s2", 100 + i as u32, "2026-11-30T11:00:00");
+    let filled = Instant::now();
+    let identities = (0..MORE_THAN_THE_OLD_CAP).map(|i| hex::encode(Sha256::digest(later(i))));
+    record_delivered(root.path(), "s2", identities).await;
+    let filled = filled.elapsed();
+    let started = Instant::now();
+    let server = TestServer::start_in(root, &[], Flags::default()).await;
+    let started = started.elapsed();
+    let retries = oldest
+        .iter()
+        .cloned()
+        .chain([later(0), later(MORE_THAN_THE_OLD_CAP - 1)]);
+    for body in retries {
+        let (status, answer) = server.hook(body.clone(), &[]).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(
+            (&answer["action"], &answer["duplicate"]),
+            (&json!("spool"), &json!(true)),
+            "a retry of {body} after {MORE_THAN_THE_OLD_CAP} later deliveries and a restart: {answer}"
+        );
+    }
+    assert_eq!(server.spool_lines("s1").len(), oldest.len());
+    assert!(server.spool_lines("s2").is_empty(), "a retry was appended");
+    eprintln!("ledger filled in {filled:?}, restarted over it in {started:?}");
 }
 
 #[tokio::test]

@@ -56,6 +56,18 @@ fn count_rows(path: &Path, table: &str) -> i64 {
     .expect("count")
 }
 
+/// What the start-up warm-up reads since `since_ms`: (identity, action) of every delivery, in
+/// the order it reads them.
+fn identities_since(store: &Store, since_ms: i64) -> Vec<(String, String)> {
+    let mut seen = Vec::new();
+    store
+        .each_identity_since(since_ms, |s| {
+            seen.push((s.identity.to_owned(), s.action.to_owned()));
+        })
+        .expect("identities");
+    seen
+}
+
 async fn wait_until(what: &str, condition: impl FnMut() -> bool) {
     common::eventually(what, SETTLE, Duration::from_millis(2), condition).await;
 }
@@ -216,17 +228,9 @@ async fn state_survives_a_restart() {
     let store = Store::open(&path).expect("reopen");
     assert_eq!(store.last_wakes().expect("wakes")["s1"], now);
     assert!(store.known_session("s1").expect("known"));
-    let ids = store
-        .identities_since(now - HOUR_MS, 100)
-        .expect("identities");
-    assert_eq!(ids.len(), 1);
     assert_eq!(
-        (
-            ids[0].identity.as_str(),
-            ids[0].action.as_str(),
-            ids[0].session_id.as_str()
-        ),
-        ("abc", "tmux", "s1")
+        identities_since(&store, now - HOUR_MS),
+        [("abc".to_string(), "tmux".to_string())]
     );
     let row = store.session("s1").expect("session").expect("present");
     assert_eq!(row.last_action.as_deref(), Some("tmux"));
@@ -433,20 +437,14 @@ async fn prunes_identities_outside_the_retention_window() {
             .expect("record");
     }
     let cutoff = now - 24 * HOUR_MS;
-    assert_eq!(
-        store
-            .identities_since(now - 48 * HOUR_MS, 100)
-            .expect("all")
-            .len(),
-        2
-    );
+    assert_eq!(identities_since(&store, now - 48 * HOUR_MS).len(), 3);
     assert_eq!(store.prune_older_than(cutoff).await.expect("prune"), 1);
-    let ids = store.identities_since(cutoff, 100).expect("identities");
-    assert_eq!(ids.len(), 1);
-    assert_eq!(ids[0].identity, "recent");
+    let ids = identities_since(&store, cutoff);
+    assert_eq!(ids.len(), 2);
+    assert!(ids.iter().all(|(identity, _)| identity == "recent"));
     assert_eq!(
-        ids[0].action, "spool-cooldown",
-        "latest delivery of the identity"
+        ids[1].1, "spool-cooldown",
+        "the latest delivery of the identity comes last"
     );
     let counts = store.delivery_counts_by_action().expect("counts");
     assert_eq!(counts.get("tmux"), None);
@@ -986,7 +984,7 @@ async fn prune_task_runs_every_interval_until_shutdown() {
 }
 
 #[tokio::test]
-async fn the_warm_up_reads_only_the_newest_deliveries_up_to_its_limit() {
+async fn the_warm_up_reads_every_delivery_of_the_window_oldest_first() {
     common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     let now = now_unix_ms();
@@ -1002,7 +1000,7 @@ async fn the_warm_up_reads_only_the_newest_deliveries_up_to_its_limit() {
             .await
             .expect("record");
     }
-    // A redelivery of id-3 answered later: its newest row is the one that counts.
+    // A redelivery of id-3 answered later: its newest row comes last, so it is the one kept.
     store
         .record(Record::Delivery(delivery(
             "s1",
@@ -1012,22 +1010,22 @@ async fn the_warm_up_reads_only_the_newest_deliveries_up_to_its_limit() {
         )))
         .await
         .expect("record");
-    let ids = store
-        .identities_since(now - HOUR_MS, 4)
-        .expect("identities");
-    let names: Vec<_> = ids
-        .iter()
-        .map(|s| (s.identity.as_str(), s.action.as_str()))
+    // Before the window: not read.
+    store
+        .record(Record::Delivery(delivery(
+            "s1",
+            "tmux",
+            now - 2 * HOUR_MS,
+            Some("too-old"),
+        )))
+        .await
+        .expect("record");
+    let ids = identities_since(&store, now - HOUR_MS);
+    let mut expected: Vec<(String, String)> = (0..10)
+        .map(|i| (format!("id-{i}"), "spool".to_string()))
         .collect();
-    assert_eq!(
-        names,
-        [
-            ("id-3", "spool-busy"),
-            ("id-9", "spool"),
-            ("id-8", "spool"),
-            ("id-7", "spool")
-        ]
-    );
+    expected.push(("id-3".into(), "spool-busy".into()));
+    assert_eq!(ids, expected);
 }
 
 #[tokio::test]
@@ -1184,11 +1182,9 @@ fn a_spool_round_is_pending_until_synced_and_a_refused_share_can_be_taken_back()
     let pending = store.pending_spool("/wake").expect("read");
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].1.session_id, "a");
-    let identities: Vec<String> = store
-        .identities_since(0, 10)
-        .expect("identities")
+    let identities: Vec<String> = identities_since(&store, 0)
         .into_iter()
-        .map(|s| s.identity)
+        .map(|(identity, _)| identity)
         .collect();
     assert!(
         identities.contains(&"id-a1".to_string()) && !identities.contains(&"id-b1".to_string())

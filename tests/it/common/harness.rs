@@ -284,6 +284,43 @@ pub fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// The ledger a daemon started under `root` uses.
+pub fn ledger_of(root: &Path) -> PathBuf {
+    let env = wakebridge::env::Env::from(test_env(root, &[]));
+    config::resolve(&config::Flags::default(), &env)
+        .expect("test config is valid")
+        .paths
+        .ledger
+}
+
+/// Records, in one transaction, a delivery of a hook event to `sid` (action `spool`, now) for
+/// each of `identities` in the ledger of `root`, whose daemon must be stopped: the rows a
+/// daemon leaves after delivering that many events, written in seconds where posting them to
+/// a debug build takes minutes.
+pub async fn record_delivered(root: &Path, sid: &str, identities: impl Iterator<Item = String>) {
+    use wakebridge::store::{Delivery, DeliverySource, Record, Store, now_unix_ms};
+    let store = Store::open(&ledger_of(root)).expect("open the ledger");
+    let at_ms = now_unix_ms();
+    let rows = identities
+        .map(|identity| {
+            Record::Delivery(Delivery {
+                at_ms,
+                source: DeliverySource::Hook,
+                identity: Some(identity),
+                event_id: None,
+                sender: "sender-1".into(),
+                target_session: sid.into(),
+                action: "spool".into(),
+                spool_us: Some(100),
+                inject_us: None,
+                error_kind: None,
+                owed: false,
+            })
+        })
+        .collect();
+    store.record_all(rows).await.expect("record the deliveries");
+}
+
 /// How long a spawned daemon may take to answer `/health`.
 const STARTUP_LIMIT: Duration = Duration::from_secs(10);
 

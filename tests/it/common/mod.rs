@@ -10,8 +10,8 @@
 //! after [`timeout::TEST_TIMEOUT`], 180 s, fails the run: a watchdog thread names it and every
 //! other test still running on stderr, stops the tmux servers, zellij worlds, mounts and child
 //! processes the tests started, and exits with status 101. The slowest test today takes about
-//! 40 s (the SIGKILL loop in faults.rs); the longest deliberate wait is the launcher's 120 s for
-//! a real Claude Code to get ready, which the bound leaves room for.
+//! 65 s (the SIGKILL loop in faults.rs, on two busy cores); the longest deliberate wait is the
+//! launcher's 120 s for a real Claude Code to get ready, which the bound leaves room for.
 
 pub mod agent;
 pub mod claude;
