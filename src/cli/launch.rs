@@ -14,7 +14,10 @@ use std::time::Duration;
 use crate::claude::trust::PreTrustError;
 use crate::config::Config;
 use crate::env::Env;
-use crate::launch::{LaunchError, LaunchOptions, Launched, Mapping, Placement, launch};
+use crate::launch::{
+    LaunchDefaults, LaunchError, LaunchOptions, LaunchSettingsError, Launched, Mapping, Placement,
+    launch,
+};
 use crate::mux::{KeystrokeText, MuxConfig};
 
 /// Exit status for bad arguments, as the other verbs use.
@@ -66,14 +69,9 @@ pub enum LaunchCliError {
     Prompt(#[from] crate::mux::TextError),
     #[error("--timeout must be a positive number of seconds, got {0}")]
     Timeout(f64),
-    #[error(
-        "launch.timeout is 0; give the agent time to reach its prompt, e.g. \"90s\" (WAKEBRIDGE_LAUNCH__TIMEOUT)"
-    )]
-    ZeroTimeout,
-    #[error(
-        "launch.command is empty; give the agent to start, e.g. [\"claude\"] (WAKEBRIDGE_LAUNCH__COMMAND), or put it after --"
-    )]
-    NoCommand,
+    /// `[launch]`, used where no flag or `--` overrides it, in `serve`'s words.
+    #[error(transparent)]
+    Settings(#[from] LaunchSettingsError),
     #[error("--cwd: cannot determine the current directory: {0}")]
     NoCwd(std::io::Error),
     #[error("--pre-trust: {0}")]
@@ -190,10 +188,7 @@ pub fn options_from(
 ) -> Result<LaunchOptions, LaunchCliError> {
     let prompt = args.prompt.as_deref().map(KeystrokeText::new).transpose()?;
     let timeout = match args.timeout {
-        None if config.settings.launch.timeout.is_zero() => {
-            return Err(LaunchCliError::ZeroTimeout);
-        }
-        None => config.settings.launch.timeout,
+        None => LaunchDefaults::timeout(config.settings.launch.timeout)?,
         Some(secs) if secs.is_finite() && secs > 0.0 => {
             Duration::try_from_secs_f64(secs).map_err(|_| LaunchCliError::Timeout(secs))?
         }
@@ -209,13 +204,10 @@ pub fn options_from(
         None => std::env::current_dir().map_err(LaunchCliError::NoCwd)?,
     };
     let command = if args.command.is_empty() {
-        config.settings.launch.command.clone()
+        LaunchDefaults::command(&config.settings.launch.command)?
     } else {
         args.command
     };
-    if command.is_empty() {
-        return Err(LaunchCliError::NoCommand);
-    }
     let pre_trust = if args.pre_trust {
         Some(
             config
