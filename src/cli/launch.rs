@@ -49,7 +49,7 @@ pub struct LaunchArgs {
     #[arg(long, value_name = "DIR")]
     pub wake_dir: Option<PathBuf>,
     /// The agent's session id, if known (otherwise read from Claude Code's session registry)
-    #[arg(long, value_name = "ID")]
+    #[arg(long = "session", alias = "session-id", value_name = "ID")]
     pub session_id: Option<String>,
     /// tmux server socket (-S) [default: mux.tmux_socket]
     #[arg(long, value_name = "PATH")]
@@ -76,7 +76,7 @@ pub enum LaunchCliError {
     NoCwd(std::io::Error),
     #[error("--pre-trust: {0}")]
     PreTrust(#[from] crate::claude::trust::PreTrustError),
-    #[error("--session-id must be non-empty and printable")]
+    #[error("--session must be non-empty and printable")]
     SessionId,
 }
 
@@ -351,7 +351,7 @@ mod tests {
             &["--prompt", "two\nlines"],
             &["--timeout", "0"],
             &["--timeout=-3"],
-            &["--session-id", ""],
+            &["--session", ""],
         ] {
             assert!(options_from(parse(argv), &cfg, &env).is_err(), "{argv:?}");
         }
