@@ -17,8 +17,9 @@
 //!                  statusline), launch, claude (install, uninstall), doctor, show_config, manual
 //!                  (completions, man), service/ (install, uninstall, status: render.rs pure,
 //!                  manager.rs); glance (the status view) and prefix (ids), both pure
-//!   app/           App::build(Config, &Env) and App::run: singleton locks, listener, background
-//!                  tasks, ordered shutdown (singleton.rs: the Python bridge's lock paths)
+//!   app/           App::build(Validated, &Env) and App::run: singleton locks, listener, background
+//!                  tasks, ordered shutdown (singleton.rs: the Python bridge's lock paths;
+//!                  validated.rs: every feature's settings checked once, for serve and config)
 //!   http/          router and ROUTES; guards (Host, JSON, size); error.rs (the one status
 //!                  mapping); state.rs (AppState); status.rs (/sessions and `wakebridge status`);
 //!                  one file per route family: hook, wake, rewind, forget, health, sessions

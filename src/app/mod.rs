@@ -1,30 +1,33 @@
 //! Assembling and running `serve`: prepare the wake dir, take the singleton locks, bind the
 //! listener, start the background tasks, serve until shutdown, then stop everything in order.
-//! `App::build` is what tests call too, so they run exactly what users run.
+//! `App::build` is what tests call too, so they run exactly what users run. It takes settings
+//! already validated ([`Validated`], `validated.rs`: what `config --check` runs too), so
+//! nothing about the configuration is decided here.
 
 pub(crate) mod singleton;
+mod validated;
 use crate::rewind::restart::RestartSettings;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
+pub use validated::{SettingsError, Validated};
 
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::registration::{self, RegistrationConfig, RegistrationStatus};
 use crate::claude::home::ClaudeHome;
-use crate::config::{Backend, Config, Env};
+use crate::config::{Backend, Env};
 use crate::context::monitor::ContextView;
-use crate::context::task::{self as context_monitor, MonitorConfig, MonitorError};
+use crate::context::task::{self as context_monitor, MonitorConfig};
 use crate::delivery::dedupe::Dedupe;
 use crate::delivery::gate::Gate;
 use crate::delivery::{Action, Deliverer};
 use crate::http::AppState;
 use crate::mux::{Injector, MuxConfig};
-use crate::notify::{NotifyConfig, NotifyError};
+use crate::notify::NotifyConfig;
 use crate::session::task::{self as keeper, NudgerDeps};
-use crate::session::{NudgeError, NudgerConfig};
 use crate::spool::prune::{self, PruneConfig};
 use crate::spool::{self, Spool};
 use crate::store::{Store, StoreError, now_unix_ms};
@@ -54,15 +57,6 @@ pub enum AppError {
     /// Names the file and what to do (the store's own message does both).
     #[error(transparent)]
     Ledger(#[from] StoreError),
-    /// A `[context]` setting that cannot work (the message names it).
-    #[error(transparent)]
-    Context(#[from] MonitorError),
-    /// A bad `[nudger]` setting, named.
-    #[error(transparent)]
-    Nudger(#[from] NudgeError),
-    /// A bad `[notify]` setting, named.
-    #[error(transparent)]
-    Notify(#[from] NotifyError),
     /// The spool's recovery thread panicked or was cancelled.
     #[error("server failed: the spool's recovery stopped: {0}")]
     Recovery(#[source] tokio::task::JoinError),
@@ -75,11 +69,7 @@ impl AppError {
     /// should not retry), 1 when it may (the port or the singleton lock may be freed).
     pub fn exit_code(&self) -> u8 {
         match self {
-            AppError::WakeDir { .. }
-            | AppError::Ledger(_)
-            | AppError::Context(_)
-            | AppError::Nudger(_)
-            | AppError::Notify(_) => 2,
+            AppError::WakeDir { .. } | AppError::Ledger(_) => 2,
             AppError::Spool(e) if !e.restart_may_help() => 2,
             AppError::Singleton(_)
             | AppError::Spool(_)
@@ -103,30 +93,16 @@ pub struct App {
 }
 
 impl App {
-    pub async fn build(config: Config, env: &Env) -> Result<App, AppError> {
-        // Settings that can be wrong are checked before anything is locked, bound or opened.
-        let notify = NotifyConfig::from_settings(&config.settings.notify)?;
-        let context_monitor = if config.settings.context.enabled {
-            let config_dirs = config.paths.claude.iter().map(|c| c.dir.clone()).collect();
-            let mut monitor = MonitorConfig::from_settings(
-                &config.settings.context,
-                config.paths.state_dir.clone(),
-                config_dirs,
-                config.backend == Backend::Mux,
-            )?;
-            monitor.auto_rewind = config.settings.rewind.auto;
-            Some(monitor)
-        } else {
-            None
-        };
-        // The nudger types into panes (nudges, owed wakes), so it runs only where typing is
-        // allowed (mux backend); `[nudger] enabled = false` turns off its nudges only.
-        let nudge_config = (config.backend == Backend::Mux)
-            .then(|| {
-                let s = &config.settings;
-                NudgerConfig::from_settings(&s.nudger, &s.wake, &s.limits, &s.rewind)
-            })
-            .transpose()?;
+    /// Builds the daemon from settings [`Validated`] before (so a bad one was refused before
+    /// anything here is locked, bound or opened).
+    pub async fn build(settings: Validated, env: &Env) -> Result<App, AppError> {
+        let Validated {
+            config,
+            notify,
+            context: context_monitor,
+            nudger: nudge_config,
+            launch,
+        } = settings;
         let wake_err = |source| AppError::WakeDir {
             dir: config.paths.wake_dir.clone(),
             source,
@@ -201,8 +177,8 @@ impl App {
                 config.paths.claude.as_ref().ok().map(ClaudeHome::sessions),
                 nudge_config,
                 RestartSettings {
-                    command: config.settings.launch.command.clone(),
-                    timeout: config.settings.launch.timeout,
+                    command: launch.command,
+                    timeout: launch.timeout,
                     claude_home: config.paths.claude.as_ref().ok().map(|c| c.dir.clone()),
                     mux: mux.clone(),
                 },

@@ -35,7 +35,7 @@ pub struct WakeArgs {
 pub struct RewindArgs {
     /// The session to rewind, or any unique prefix of its id [default:
     /// $AGENT_EVENT_BUS_SESSION_ID, then $CLAUDE_CODE_SESSION_ID, as inside the session]
-    #[arg(long, value_name = "ID")]
+    #[arg(long = "session", alias = "session-id", value_name = "ID")]
     session_id: Option<String>,
     /// Start the agent again in its pane (first-run screens passed, the re-hydration prompt as
     /// its first prompt) instead of `/clear`; revives an agent whose pane or tmux server died
@@ -240,14 +240,14 @@ pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
     }
 }
 
-/// `wakebridge rewind [--session-id ID]`: asks the daemon for a rewind and returns at once.
+/// `wakebridge rewind [--session ID]`: asks the daemon for a rewind and returns at once.
 pub fn rewind(config: &Config, args: &RewindArgs) -> ExitCode {
     let env = crate::env::Env::process();
     let Some(session_id) =
         crate::cli::session::resolve_session_id(args.session_id.as_deref(), &env)
     else {
         crate::errln!(
-            "wakebridge rewind: no session id: pass --session-id, or run it inside the session \
+            "wakebridge rewind: no session id: pass --session, or run it inside the session \
              (AGENT_EVENT_BUS_SESSION_ID or CLAUDE_CODE_SESSION_ID)"
         );
         return ExitCode::from(2);

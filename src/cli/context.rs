@@ -54,7 +54,12 @@ pub struct StatuslineArgs {
 pub struct ContextArgs {
     /// Session id, or a unique prefix of one (as `status` shows it); its transcript is looked up
     /// under the Claude Code config dirs.
-    #[arg(long, required_unless_present = "transcript")]
+    #[arg(
+        long,
+        alias = "session-id",
+        value_name = "ID",
+        required_unless_present = "transcript"
+    )]
     pub session: Option<String>,
     /// Transcript file to read (takes precedence over the lookup).
     #[arg(long)]

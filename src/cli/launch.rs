@@ -14,7 +14,10 @@ use std::time::Duration;
 use crate::claude::trust::PreTrustError;
 use crate::config::Config;
 use crate::env::Env;
-use crate::launch::{LaunchError, LaunchOptions, Launched, Mapping, Placement, launch};
+use crate::launch::{
+    LaunchDefaults, LaunchError, LaunchOptions, LaunchSettingsError, Launched, Mapping, Placement,
+    launch,
+};
 use crate::mux::{KeystrokeText, MuxConfig};
 
 /// Exit status for bad arguments, as the other verbs use.
@@ -46,7 +49,7 @@ pub struct LaunchArgs {
     #[arg(long, value_name = "DIR")]
     pub wake_dir: Option<PathBuf>,
     /// The agent's session id, if known (otherwise read from Claude Code's session registry)
-    #[arg(long, value_name = "ID")]
+    #[arg(long = "session", alias = "session-id", value_name = "ID")]
     pub session_id: Option<String>,
     /// tmux server socket (-S) [default: mux.tmux_socket]
     #[arg(long, value_name = "PATH")]
@@ -66,19 +69,14 @@ pub enum LaunchCliError {
     Prompt(#[from] crate::mux::TextError),
     #[error("--timeout must be a positive number of seconds, got {0}")]
     Timeout(f64),
-    #[error(
-        "launch.timeout is 0; give the agent time to reach its prompt, e.g. \"90s\" (WAKEBRIDGE_LAUNCH__TIMEOUT)"
-    )]
-    ZeroTimeout,
-    #[error(
-        "launch.command is empty; give the agent to start, e.g. [\"claude\"] (WAKEBRIDGE_LAUNCH__COMMAND), or put it after --"
-    )]
-    NoCommand,
+    /// `[launch]`, used where no flag or `--` overrides it, in `serve`'s words.
+    #[error(transparent)]
+    Settings(#[from] LaunchSettingsError),
     #[error("--cwd: cannot determine the current directory: {0}")]
     NoCwd(std::io::Error),
     #[error("--pre-trust: {0}")]
     PreTrust(#[from] crate::claude::trust::PreTrustError),
-    #[error("--session-id must be non-empty and printable")]
+    #[error("--session must be non-empty and printable")]
     SessionId,
 }
 
@@ -190,10 +188,7 @@ pub fn options_from(
 ) -> Result<LaunchOptions, LaunchCliError> {
     let prompt = args.prompt.as_deref().map(KeystrokeText::new).transpose()?;
     let timeout = match args.timeout {
-        None if config.settings.launch.timeout.is_zero() => {
-            return Err(LaunchCliError::ZeroTimeout);
-        }
-        None => config.settings.launch.timeout,
+        None => LaunchDefaults::timeout(config.settings.launch.timeout)?,
         Some(secs) if secs.is_finite() && secs > 0.0 => {
             Duration::try_from_secs_f64(secs).map_err(|_| LaunchCliError::Timeout(secs))?
         }
@@ -209,13 +204,10 @@ pub fn options_from(
         None => std::env::current_dir().map_err(LaunchCliError::NoCwd)?,
     };
     let command = if args.command.is_empty() {
-        config.settings.launch.command.clone()
+        LaunchDefaults::command(&config.settings.launch.command)?
     } else {
         args.command
     };
-    if command.is_empty() {
-        return Err(LaunchCliError::NoCommand);
-    }
     let pre_trust = if args.pre_trust {
         Some(
             config
@@ -359,7 +351,7 @@ mod tests {
             &["--prompt", "two\nlines"],
             &["--timeout", "0"],
             &["--timeout=-3"],
-            &["--session-id", ""],
+            &["--session", ""],
         ] {
             assert!(options_from(parse(argv), &cfg, &env).is_err(), "{argv:?}");
         }

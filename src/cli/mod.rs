@@ -195,3 +195,71 @@ fn with_config(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// Every command under `cmd`, itself included, with its path of names.
+    fn every_command(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+        out.push((path.clone(), cmd.clone()));
+        for sub in cmd.get_subcommands() {
+            every_command(sub, format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn a_session_is_spelled_session_with_session_id_as_its_alias() {
+        let mut commands = Vec::new();
+        every_command(&Cli::command(), "wakebridge".into(), &mut commands);
+        let mut with_session = Vec::new();
+        for (path, cmd) in &commands {
+            for arg in cmd.get_arguments() {
+                assert_ne!(
+                    arg.get_long(),
+                    Some("session-id"),
+                    "{path}: spell it --session (alias session-id)"
+                );
+                if arg.get_long() == Some("session") {
+                    let aliases = arg.get_all_aliases().unwrap_or_default();
+                    assert!(aliases.contains(&"session-id"), "{path}: {aliases:?}");
+                    with_session.push(path.clone());
+                }
+            }
+        }
+        for verb in [
+            "panes set",
+            "panes clear",
+            "wake-state",
+            "rewind",
+            "context",
+            "launch",
+        ] {
+            let path = format!("wakebridge {verb}");
+            assert!(with_session.contains(&path), "{path}: {with_session:?}");
+        }
+    }
+
+    #[test]
+    fn both_spellings_name_the_same_session() {
+        for flag in ["--session", "--session-id"] {
+            let cli = Cli::try_parse_from(["wakebridge", "rewind", flag, "3b9e01"]);
+            let text = format!("{cli:?}");
+            assert!(
+                matches!(
+                    cli,
+                    Ok(Cli {
+                        command: Some(Command::Rewind(_)),
+                        ..
+                    })
+                ),
+                "{text}"
+            );
+            assert!(text.contains("\"3b9e01\""), "{text}");
+            let cli = Cli::try_parse_from(["wakebridge", "wake-state", "busy", flag, "s1"]);
+            assert!(format!("{cli:?}").contains("\"s1\""), "{cli:?}");
+        }
+    }
+}

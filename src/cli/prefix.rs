@@ -1,5 +1,5 @@
 //! Session ids as a person types them: any unique prefix of a known id names that session, for
-//! every verb that takes an id from a user (`wake`, `rewind --session-id`, `forget`, `context
+//! every verb that takes an id from a user (`wake`, `rewind --session`, `forget`, `context
 //! --session`). One pure decision ([`resolve`]) over the ids the daemon knows; the verbs fetch
 //! those (`/sessions`) and print its error. A full id (a UUID, as Claude Code's are) is passed
 //! through unchanged without asking the daemon, so `wakebridge wake <uuid>` keeps the Python

@@ -5,20 +5,22 @@ use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::app::App;
-use crate::config::{self, Flags};
+use crate::app::{App, Validated};
+use crate::config::Flags;
 use crate::env::Env;
 
 pub fn serve(flags: Flags) -> ExitCode {
     let env = Env::process();
-    let config = match config::resolve(&flags, &env) {
-        Ok(c) => c,
+    // Before logging starts, so a refusal is stderr's first line, word for word what
+    // `config --check` prints for the same file.
+    let settings = match Validated::resolve(&flags, &env) {
+        Ok(settings) => settings,
         Err(e) => {
             crate::errln!("wakebridge: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(e.exit_code());
         }
     };
-    crate::telemetry::logging::init(config.debug, &env);
+    crate::telemetry::logging::init(settings.config.debug, &env);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -30,7 +32,7 @@ pub fn serve(flags: Flags) -> ExitCode {
         }
     };
     let code = runtime.block_on(async move {
-        let app = match App::build(config, &env).await {
+        let app = match App::build(settings, &env).await {
             Ok(app) => app,
             Err(e) => {
                 tracing::error!("{e}");

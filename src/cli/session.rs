@@ -1,5 +1,6 @@
 //! The session-hook verbs `wakebridge panes set|clear` and `wakebridge wake-state busy|idle`,
-//! with the reference CLI's semantics: session id from `--session-id`, then
+//! with the reference CLI's semantics: session id from `--session` (the reference's
+//! `--session-id` is its alias), then
 //! `AGENT_EVENT_BUS_SESSION_ID`, then `CLAUDE_CODE_SESSION_ID` (empty values fall through); exit 2
 //! for a missing session id or an invalid target; both `panes` verbs remove the session's busy
 //! marker first, because a lifecycle boundary proves no turn is in flight. It owns argument
@@ -16,7 +17,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Session id variables, in the order they are consulted after `--session-id`.
+/// Session id variables, in the order they are consulted after `--session`.
 pub const SESSION_ID_ENVS: [&str; 2] = ["AGENT_EVENT_BUS_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
 /// What `panes set` reports when the process is in no multiplexer.
 pub const SKIPPED_NO_MUX: &str = "no multiplexer detected";
@@ -40,7 +41,8 @@ impl From<CliStatus> for ExitCode {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SessionArgs {
     /// Bus session id [default: $AGENT_EVENT_BUS_SESSION_ID, then $CLAUDE_CODE_SESSION_ID]
-    #[arg(long, value_name = "ID")]
+    // `--session` as every verb spells it; `--session-id`, the reference CLI's, still works.
+    #[arg(long = "session", alias = "session-id", value_name = "ID")]
     pub session_id: Option<String>,
     /// Wake dir [default: the configuration's, as `serve` uses it]
     #[arg(long, value_name = "DIR")]
@@ -112,7 +114,7 @@ pub struct WakeStateArgs {
     pub session: SessionArgs,
 }
 
-/// The first non-empty of `--session-id`, `AGENT_EVENT_BUS_SESSION_ID`, `CLAUDE_CODE_SESSION_ID`.
+/// The first non-empty of `--session`, `AGENT_EVENT_BUS_SESSION_ID`, `CLAUDE_CODE_SESSION_ID`.
 pub fn resolve_session_id(flag: Option<&str>, env: &Env) -> Option<String> {
     flag.map(str::to_owned)
         .into_iter()
@@ -206,7 +208,7 @@ fn session_id(args: &SessionArgs, env: &Env) -> Result<String, Failed> {
         Failed(
             CliStatus::Usage,
             format!(
-                "no session id: pass --session-id or set {} or {}",
+                "no session id: pass --session or set {} or {}",
                 SESSION_ID_ENVS[0], SESSION_ID_ENVS[1]
             ),
         )

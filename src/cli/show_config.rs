@@ -1,11 +1,13 @@
 //! `wakebridge config [--check]`: the effective configuration with where each value came from,
 //! or (`--check`) only whether it is valid, for a supervisor's `ExecStartPre` or before a
-//! restart. It takes `serve`'s flags so it checks exactly what `serve` would run with.
+//! restart. It takes `serve`'s flags and runs `serve`'s own check (`app::Validated::resolve`,
+//! every section), so it refuses exactly what `serve` refuses, with the same line and exit 2.
 
 use std::process::ExitCode;
 
 use clap::Args;
 
+use crate::app::Validated;
 use crate::config::explain::explain;
 use crate::config::{self, Flags};
 use crate::env::Env;
@@ -21,30 +23,32 @@ pub struct ConfigArgs {
 }
 
 pub fn run(args: &ConfigArgs, env: &Env) -> ExitCode {
+    // `serve`'s own decision, in its words (one line, exit 2): a configuration it would refuse
+    // is neither OK nor explained.
+    let settings = match Validated::resolve(&args.serve, env) {
+        Ok(settings) => settings,
+        Err(e) => {
+            crate::errln!("wakebridge: {e}");
+            return ExitCode::from(e.exit_code());
+        }
+    };
     if args.check {
-        return match config::resolve(&args.serve, env) {
-            Ok(config) => {
-                let file = config
-                    .paths
-                    .config_file
-                    .as_ref()
-                    .map_or("no file".to_string(), |p| p.display().to_string());
-                crate::outln!("wakebridge config: OK ({file})");
-                for warning in &config.warnings {
-                    crate::outln!("warning: {warning}");
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                crate::errln!("wakebridge config: {e}");
-                ExitCode::from(2)
-            }
-        };
+        let config = &settings.config;
+        let file = config
+            .paths
+            .config_file
+            .as_ref()
+            .map_or("no file".to_string(), |p| p.display().to_string());
+        crate::outln!("wakebridge config: OK ({file})");
+        for warning in &config.warnings {
+            crate::outln!("warning: {warning}");
+        }
+        return ExitCode::SUCCESS;
     }
     let explained = match explain(&args.serve, env) {
         Ok(explained) => explained,
         Err(e) => {
-            crate::errln!("wakebridge config: {e}");
+            crate::errln!("wakebridge: {e}");
             return ExitCode::from(2);
         }
     };

@@ -140,6 +140,14 @@ pub enum ConfigError {
          (WAKEBRIDGE_SPOOL__SYNC_INTERVAL)"
     )]
     SyncInterval(Duration),
+    /// A period a loop waits between rounds: at zero it would spin (or, for a tokio interval,
+    /// panic) instead of pausing.
+    #[error("{key} is 0; give a pause between rounds, e.g. {example} ({var})")]
+    ZeroInterval {
+        key: &'static str,
+        example: &'static str,
+        var: &'static str,
+    },
     /// The text is typed into a prompt, where a control character or a leading digit would do
     /// something else (submit early, pick a menu option).
     #[error(

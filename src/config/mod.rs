@@ -528,6 +528,24 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
     if sync < Duration::from_millis(10) || sync > Duration::from_secs(3600) {
         return Err(ConfigError::SyncInterval(sync));
     }
+    for (period, key, example, var) in [
+        (
+            settings.prune.interval,
+            "prune.interval",
+            "\"10m\"",
+            "WAKEBRIDGE_PRUNE__INTERVAL",
+        ),
+        (
+            settings.registration.keep_interval,
+            "registration.keep_interval",
+            "\"60s\"",
+            "WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL",
+        ),
+    ] {
+        if period.is_zero() {
+            return Err(ConfigError::ZeroInterval { key, example, var });
+        }
+    }
     for (name, text) in &settings.wake.messages {
         if text.trim().is_empty()
             || text.chars().any(char::is_control)

@@ -444,6 +444,24 @@ fn spool_sync_interval_is_layered_and_bounded() {
 }
 
 #[test]
+fn loop_periods_must_be_more_than_zero() {
+    // prune.interval feeds a tokio interval (which panics at zero) and a sleep; the keeper
+    // re-lists the bus every keep_interval: at zero both would spin.
+    for (var, key) in [
+        ("WAKEBRIDGE_PRUNE__INTERVAL", "prune.interval"),
+        (
+            "WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL",
+            "registration.keep_interval",
+        ),
+    ] {
+        let message = err(&[(var, "0")]);
+        assert!(message.starts_with(&format!("{key} is 0")), "{message}");
+        assert!(message.contains(var), "{message}");
+        assert!(resolve_env(&[(var, "1ms")]).is_ok(), "{var}");
+    }
+}
+
+#[test]
 fn state_dir_and_ledger_follow_xdg_then_home_and_are_refused_without_either() {
     let paths = |pairs: &[(&str, &str)]| resolve_env(pairs).map(|c| c.paths);
     let p = paths(&[("XDG_STATE_HOME", "/x/state")]).expect("ok");

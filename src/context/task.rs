@@ -62,7 +62,8 @@ pub enum MonitorError {
     PollInterval(Duration),
     #[error("context.default_window / context.models: {0}")]
     Window(#[from] WindowError),
-    #[error("context.thresholds: {0}")]
+    /// Names its `context.thresholds.<level>` key itself.
+    #[error(transparent)]
     Threshold(#[from] ThresholdError),
     #[error("context.thresholds.{level}.message cannot be typed: {source}")]
     Message { level: String, source: TextError },

@@ -13,17 +13,35 @@ use crate::config::{ContextLevelSettings, ContextThresholdSettings};
 /// Placeholder in templates replaced by the current percentage (rounded to an integer).
 pub const PCT_PLACEHOLDER: &str = "{pct}";
 
-/// Errors in threshold configuration.
+/// Errors in threshold configuration, each naming the `[context.thresholds.<level>]` key to fix
+/// (a level's name with `_` for `-`, as the file spells it).
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ThresholdError {
-    #[error("threshold {name:?} is {percent}%; give a percentage above 0 and at most 100")]
+    #[error(
+        "{}.percent = {percent} is out of range; give a percentage above 0 and at most 100",
+        key(name)
+    )]
     OutOfRange { name: String, percent: f64 },
     #[error(
-        "thresholds {lower:?} and {upper:?} are not strictly increasing; list levels from lowest to highest"
+        "{}.percent = {lower_percent} is not below {}.percent = {upper_percent}; each level \
+         must come at a higher percentage than the one before it (the messages would \
+         otherwise arrive in the wrong order)",
+        key(lower),
+        key(upper)
     )]
-    NotIncreasing { lower: String, upper: String },
-    #[error("threshold {name:?} has an empty message template; give the text to type")]
+    NotIncreasing {
+        lower: String,
+        lower_percent: f64,
+        upper: String,
+        upper_percent: f64,
+    },
+    #[error("{}.message is empty; give the text to type", key(name))]
     EmptyTemplate { name: String },
+}
+
+/// The settings key of a level: `wrap-up` is `context.thresholds.wrap_up`.
+fn key(name: &str) -> String {
+    format!("context.thresholds.{}", name.replace('-', "_"))
 }
 
 /// One warning level.
@@ -112,7 +130,9 @@ impl Thresholds {
             {
                 return Err(ThresholdError::NotIncreasing {
                     lower: lower.name.clone(),
+                    lower_percent: lower.percent,
                     upper: upper.name.clone(),
+                    upper_percent: upper.percent,
                 });
             }
         }

@@ -6,6 +6,8 @@
 //! `panes.json` mapping, and type a first prompt once the agent is idle. The tmux calls
 //! themselves are [`crate::mux::tmux::create`]'s; editing Claude Code's config to pre-trust a
 //! folder is [`crate::claude::trust`]'s; argument parsing and output are [`crate::cli::launch`]'s.
+//! The `[launch]` section, validated ([`LaunchDefaults`]), is here too: both `launch` and a
+//! restart inside `serve` start what it names.
 //!
 //! It never presses Escape, a digit or text on a dialog, never approves an API key or a login
 //! (those stop the launch and leave the pane for a human), and types the first prompt only as a
@@ -22,6 +24,7 @@ use tokio::time::Instant;
 use crate::claude::registry;
 use crate::claude::screen::first_run::Screen;
 use crate::claude::trust::{PreTrustError, PreTrusted};
+use crate::config::LaunchSettings;
 use crate::deadline::Deadline;
 use crate::mux::tmux::create::{self, NewPane, Probe, shell_quote};
 use crate::mux::{
@@ -62,6 +65,58 @@ const MAX_NAME_ATTEMPTS: u32 = 20;
 const MAX_DEFAULT_NAME_CHARS: usize = 40;
 /// How Anthropic API keys start; words containing it are masked in quoted screens.
 const KEY_PREFIX: &str = "sk-ant-";
+
+/// `[launch]`, validated: what `wakebridge launch` starts when no command follows `--`, and
+/// what a restart (`wakebridge rewind --restart`) starts inside `serve`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchDefaults {
+    /// The agent's argv; its first element names a program.
+    pub command: Vec<String>,
+    /// More than zero.
+    pub timeout: Duration,
+}
+
+/// A `[launch]` setting that cannot start anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchSettingsError {
+    #[error(
+        "launch.timeout is 0; give the agent time to reach its prompt, e.g. \"90s\" \
+         (WAKEBRIDGE_LAUNCH__TIMEOUT)"
+    )]
+    ZeroTimeout,
+    #[error(
+        "launch.command is empty; give the agent to start, e.g. [\"claude\"] \
+         (WAKEBRIDGE_LAUNCH__COMMAND; `wakebridge launch` also takes it after --)"
+    )]
+    NoCommand,
+}
+
+impl LaunchDefaults {
+    pub fn from_settings(settings: &LaunchSettings) -> Result<Self, LaunchSettingsError> {
+        Ok(Self {
+            command: Self::command(&settings.command)?,
+            timeout: Self::timeout(settings.timeout)?,
+        })
+    }
+
+    /// `launch.command`, refused when it names no program (an empty list, or a blank first
+    /// element tmux would fail to run).
+    pub fn command(command: &[String]) -> Result<Vec<String>, LaunchSettingsError> {
+        match command.first() {
+            Some(program) if !program.trim().is_empty() => Ok(command.to_vec()),
+            _ => Err(LaunchSettingsError::NoCommand),
+        }
+    }
+
+    /// `launch.timeout`, refused at zero: no agent is ready at once.
+    pub fn timeout(timeout: Duration) -> Result<Duration, LaunchSettingsError> {
+        if timeout.is_zero() {
+            Err(LaunchSettingsError::ZeroTimeout)
+        } else {
+            Ok(timeout)
+        }
+    }
+}
 
 /// Where the new pane goes.
 #[derive(Debug, Clone, PartialEq, Eq)]

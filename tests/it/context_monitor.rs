@@ -497,7 +497,7 @@ async fn serve_reports_context_in_sessions_and_metrics() -> TestResult {
             session: None,
         },
     )?;
-    let app = App::build(config, &env).await?;
+    let app = App::build(wakebridge::app::Validated::new(config)?, &env).await?;
     let addr = app.local_addr();
     let shutdown = CancellationToken::new();
     let _stop = shutdown.clone().drop_guard();

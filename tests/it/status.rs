@@ -331,13 +331,14 @@ async fn rewind_takes_a_unique_prefix_of_a_mapped_session() {
         };
         wakebridge::wakedir::set_entry(&server.wake_dir, sid, &target).expect("map");
     }
-    let out = cli(&server, &["rewind", "--session-id", "a1b2f"]).await;
+    let out = cli(&server, &["rewind", "--session", "a1b2f"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stdout(&out).starts_with(&format!("{IDLE}: rewind asked for")),
         "{}",
         stdout(&out)
     );
+    // The old spelling, kept as an alias so existing command lines still work.
     let ambiguous = cli(&server, &["rewind", "--session-id", "a1b2"]).await;
     assert_eq!(ambiguous.status.code(), Some(2));
     assert!(stderr(&ambiguous).contains("type more characters"));

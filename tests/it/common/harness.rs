@@ -93,7 +93,9 @@ impl TestServer {
         // daemon (a new process, no such copies) finds them.
         let freed_by = std::time::Instant::now() + std::time::Duration::from_secs(2);
         let app = loop {
-            match App::build(config.clone(), &env).await {
+            let settings = wakebridge::app::Validated::new(config.clone())
+                .unwrap_or_else(|e| panic!("test settings are valid: {e}"));
+            match App::build(settings, &env).await {
                 Ok(app) => break app,
                 Err(wakebridge::app::AppError::Singleton(_))
                     if std::time::Instant::now() < freed_by =>

@@ -1,0 +1,158 @@
+//! Every setting `serve` runs with, validated in one place before anything is locked, bound or
+//! opened. `config::resolve` checks what the configuration knows by itself (values, paths,
+//! durations, the network topology); [`Validated::new`] then turns the resolved `Config` into
+//! each feature's validated settings (`[notify]`, `[context]`, `[nudger]` with `[wake]`,
+//! `[limits]` and `[rewind]`, `[launch]`). [`Validated::resolve`] is both steps: `serve` and
+//! `config --check` call it and nothing else to decide whether a configuration is usable, so a
+//! file one refuses the other refuses too, in the same words.
+//!
+//! Every section is checked whether or not it is in use (`[context] enabled = false`, the
+//! spool backend, which runs no nudger): a value that cannot work is wrong before the day it
+//! is switched on, and a check that depends on the switches would pass a file that fails later.
+//!
+//! It lives in `app`, not in `config`, because `config` is a leaf that knows no feature.
+
+use crate::config::{self, Backend, Config, ConfigError, Env, Flags};
+use crate::context::task::{MonitorConfig, MonitorError};
+use crate::launch::{LaunchDefaults, LaunchSettingsError};
+use crate::notify::{NotifyConfig, NotifyError};
+use crate::session::{NudgeError, NudgerConfig};
+
+/// Why a configuration cannot be run: one line naming the setting and the fix (each module's
+/// error already says both, so every variant shows it unchanged).
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A `[context]` setting, named.
+    #[error(transparent)]
+    Context(#[from] MonitorError),
+    /// A `[nudger]`, `[limits]` or `[rewind]` setting, named.
+    #[error(transparent)]
+    Nudger(#[from] NudgeError),
+    /// A `[notify]` setting, named.
+    #[error(transparent)]
+    Notify(#[from] NotifyError),
+    /// A `[launch]` setting (a restart starts the agent with it), named.
+    #[error(transparent)]
+    Launch(#[from] LaunchSettingsError),
+}
+
+impl SettingsError {
+    /// Always 2: the configuration needs a human, so a supervisor should not retry.
+    pub fn exit_code(&self) -> u8 {
+        2
+    }
+}
+
+/// A configuration `serve` can run with, and what its features take from it.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    pub config: Config,
+    /// `None` when `[notify]` sends nothing.
+    pub notify: Option<NotifyConfig>,
+    /// `None` when `[context] enabled = false`.
+    pub context: Option<MonitorConfig>,
+    /// `None` with the spool backend: the nudger types into panes (nudges, owed wakes), so it
+    /// runs only where typing is allowed; `[nudger] enabled = false` turns off its nudges only.
+    pub nudger: Option<NudgerConfig>,
+    /// What a restart starts.
+    pub launch: LaunchDefaults,
+}
+
+impl Validated {
+    /// The configuration from flags and environment (`config::resolve`), then [`Validated::new`]:
+    /// everything `serve` checks before it binds, and all `config --check` checks.
+    pub fn resolve(flags: &Flags, env: &Env) -> Result<Validated, SettingsError> {
+        Validated::new(config::resolve(flags, env)?)
+    }
+
+    /// Validates every feature's settings of a resolved configuration.
+    pub fn new(config: Config) -> Result<Validated, SettingsError> {
+        let s = &config.settings;
+        let notify = NotifyConfig::from_settings(&s.notify)?;
+        let config_dirs = config.paths.claude.iter().map(|c| c.dir.clone()).collect();
+        let mut monitor = MonitorConfig::from_settings(
+            &s.context,
+            config.paths.state_dir.clone(),
+            config_dirs,
+            config.backend == Backend::Mux,
+        )?;
+        monitor.auto_rewind = s.rewind.auto;
+        let nudger = NudgerConfig::from_settings(&s.nudger, &s.wake, &s.limits, &s.rewind)?;
+        let launch = LaunchDefaults::from_settings(&s.launch)?;
+        let context = s.context.enabled.then_some(monitor);
+        let nudger = (config.backend == Backend::Mux).then_some(nudger);
+        Ok(Validated {
+            config,
+            notify,
+            context,
+            nudger,
+            launch,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolved(pairs: &[(&str, &str)]) -> Result<Validated, SettingsError> {
+        let mut map: std::collections::BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        map.entry("XDG_CONFIG_HOME".into())
+            .or_insert_with(|| "/nonexistent-wakebridge-test".into());
+        map.entry("HOME".into())
+            .or_insert_with(|| "/home/tester".into());
+        Validated::resolve(&Flags::default(), &Env::from(map))
+    }
+
+    #[test]
+    fn the_defaults_run_every_feature() {
+        let v = resolved(&[]).unwrap();
+        assert!(v.context.is_some() && v.nudger.is_some());
+        assert!(v.notify.is_none(), "notify is off by default");
+        assert_eq!(v.launch.command, ["claude"]);
+    }
+
+    #[test]
+    fn a_section_switched_off_is_still_checked() {
+        // Thresholds out of order with the monitor off; a bad nudger message with the spool
+        // backend, which runs no nudger.
+        let off = resolved(&[
+            ("WAKEBRIDGE_CONTEXT__ENABLED", "false"),
+            ("WAKEBRIDGE_CONTEXT__THRESHOLDS__WRAP_UP__PERCENT", "90"),
+        ]);
+        let message = off.unwrap_err().to_string();
+        assert!(message.starts_with("context.thresholds"), "{message}");
+        let spool = resolved(&[
+            ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "spool"),
+            ("WAKEBRIDGE_LIMITS__MAX_TRIES", "0"),
+        ]);
+        let message = spool.unwrap_err().to_string();
+        assert!(message.starts_with("limits.max_tries"), "{message}");
+        // Valid and off: checked, not run.
+        let v = resolved(&[
+            ("WAKEBRIDGE_CONTEXT__ENABLED", "false"),
+            ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "spool"),
+        ])
+        .unwrap();
+        assert!(v.context.is_none() && v.nudger.is_none());
+    }
+
+    #[test]
+    fn every_refusal_exits_2() {
+        for pairs in [
+            &[("AGENT_EVENT_BUS_BRIDGE_PORT", "0")][..],
+            &[("WAKEBRIDGE_NOTIFY__FORMAT", "xml")],
+            &[("WAKEBRIDGE_LAUNCH__TIMEOUT", "0")],
+            &[("WAKEBRIDGE_REWIND__AFTER", "0")],
+            &[("WAKEBRIDGE_CONTEXT__POLL_INTERVAL", "1ms")],
+        ] {
+            let e = resolved(pairs).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{e}");
+        }
+    }
+}
