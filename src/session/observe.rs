@@ -139,7 +139,7 @@ pub fn classify(obs: &Observation) -> Verdict {
     if registry.is_some_and(|r| r.status == RegistryStatus::Busy) {
         return Verdict::Busy("registry: busy");
     }
-    if obs.screen.as_ref().is_some_and(|s| s.spinner) {
+    if obs.screen.as_ref().is_some_and(|s| s.turn_running) {
         return Verdict::Busy("spinner on screen");
     }
     let current_idle = obs.title == Some(Title::Idle)

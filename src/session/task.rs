@@ -31,18 +31,19 @@ use crate::api::SessionState;
 use crate::claude::hooks::HookKind;
 use crate::claude::registry::RegistryReading;
 use crate::claude::screen;
-use crate::delivery::gate::{GateOutcome, Mode};
-use crate::mux::{KeystrokeText, PaneInfo, STEP_FLOOR};
+use crate::delivery::gate::GateOutcome;
+use crate::mux::{PaneInfo, STEP_FLOOR};
 use crate::session::decide::{
     LOOK_EVERY_MS, Look, Now, PaneSeen, Screen, Seen, Step, decide, resume_times,
 };
 use crate::session::observe::{Activity, Movement, Observation};
 use crate::session::state::{Attempt, Session};
 use crate::session::{Next, NudgerConfig, SessionView, SessionViews};
-use crate::store::{Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record};
+use crate::store::{Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Record};
 use crate::telemetry::notice::{Notice, NoticeKind};
 use crate::wakedir::target::PaneTarget;
 
+mod nudge;
 mod resume;
 mod rewind;
 
@@ -441,103 +442,6 @@ impl<I: SessionIo> Keeper<I> {
             };
             self.io.record(vec![Record::Nudge(state)]).await;
         }
-    }
-
-    async fn nudge(&mut self, sid: &str) -> SessionView {
-        let unanswered = self.sessions.get(sid).map_or(0, |s| s.count.unanswered);
-        let Some(text) = self.config.message(unanswered).cloned() else {
-            return self.view(sid, SessionState::Idle, "no nudge message".into());
-        };
-        let outcome = self.io.wake(sid, &text, Mode::Gated).await;
-        let done_ms = self.io.now_ms();
-        let mut records = vec![typed_row(
-            DeliverySource::Nudge,
-            NUDGER_SENDER,
-            sid,
-            done_ms,
-            &outcome,
-        )];
-        let schedule = self.config.schedule;
-        if !outcome.action.woke() {
-            // Refused (busy marker, cooldown, stale pane) or failed: try again no sooner than
-            // a base gap, so a broken pane costs one attempt per gap, not one per poll.
-            let wait = schedule.base.max(STEP_FLOOR);
-            self.session(sid)
-                .retry_in(Attempt::Nudge, Instant::now(), wait);
-            let action = outcome.action.as_str();
-            tracing::debug!(session_id = sid, action, "nudge not typed");
-            self.io.record(records).await;
-            return self.view(
-                sid,
-                SessionState::Idle,
-                format!("nudge not typed ({action})"),
-            );
-        }
-        let session = self.session(sid);
-        let acknowledged = session.nudged(Instant::now(), done_ms, &schedule);
-        let unanswered = session.count.unanswered;
-        tracing::info!(session_id = sid, unanswered, "nudged an idle session");
-        if acknowledged {
-            tracing::info!(
-                session_id = sid,
-                unanswered,
-                "session acknowledged idle: no more nudges until it shows activity"
-            );
-            self.io.notify(Notice::new(
-                sid,
-                NoticeKind::AcknowledgedIdle,
-                format!("{unanswered} nudges unanswered"),
-            ));
-        }
-        records.push(Record::Nudge(NudgeState {
-            session_id: sid.to_owned(),
-            unanswered,
-            last_nudge_ms: Some(done_ms),
-            acknowledged,
-        }));
-        self.io.record(records).await;
-        let state = if acknowledged {
-            SessionState::AcknowledgedIdle
-        } else {
-            SessionState::Nudged
-        };
-        self.view(sid, state, "nudged".into())
-    }
-
-    /// Types the wake prompt into a session owed one.
-    async fn pay_owed(&mut self, sid: &str, mode: Mode, events: u32) -> SessionView {
-        let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
-        let done_ms = self.io.now_ms();
-        let session = self.session(sid);
-        // A wake typed always ends a refusal streak, so its rows (with the wake) are due.
-        let mut records = if session.row_due(Attempt::Owed, outcome.action) {
-            typed_records(OWED_SENDER, sid, done_ms, &outcome)
-        } else {
-            Vec::new()
-        };
-        let view = if outcome.action.woke() {
-            tracing::info!(
-                session_id = sid,
-                events,
-                "typed the owed wake of an idle session"
-            );
-            records.push(Record::Pay {
-                session_id: sid.to_owned(),
-                up_to_ms: done_ms,
-                how: Payment::Typed,
-            });
-            (
-                SessionState::Working,
-                format!("paid an owed wake of {events} event(s)"),
-            )
-        } else {
-            session.retry_in(Attempt::Owed, Instant::now(), OWED_RETRY);
-            let action = outcome.action.as_str();
-            let reason = format!("owed {events} event(s), wake not typed ({action})");
-            (SessionState::Owed, reason)
-        };
-        self.io.record(records).await;
-        self.view(sid, view.0, view.1)
     }
 
     /// Keeps the earliest time the loop must wake for.

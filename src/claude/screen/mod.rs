@@ -78,22 +78,24 @@ pub fn title_state(title: &str) -> Title {
     }
 }
 
-/// What a capture says to the idle nudger.
+/// What a capture says, read once for every question asked of a screen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScreenReading {
     /// Hash of the content lines (input box, footer and spinner left out), to see the agent's
     /// output move between polls.
     pub hash: u64,
-    /// The dialog seen, if any (a phrase or "numbered options").
-    pub dialog: Option<String>,
-    /// A spinner line or the busy footer is on screen.
-    pub spinner: bool,
-    /// The input line holds text (a human's draft, or an earlier nudge that was never
-    /// submitted): typing now would add to it and submit both.
+    /// A dialog or menu that takes keys ([`modal`]), or a question waiting for a human
+    /// ([`QUESTION_PHRASES`]): the phrase or "numbered options" seen.
+    pub dialog: Option<&'static str>,
+    /// A turn runs ([`turn_running`]).
+    pub turn_running: bool,
+    /// The input line holds text ([`draft`]): a human's draft, or an earlier nudge that was
+    /// never submitted; typing now would add to it and submit both.
     pub draft: bool,
 }
 
-/// Reads a `capture-pane -p` text for the nudger.
+/// Reads a `capture-pane -p` text once: the same rules [`modal`], [`turn_running`] and
+/// [`draft`] apply on their own.
 pub fn read(text: &str) -> ScreenReading {
     let normalized = normalize(text);
     let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
@@ -102,9 +104,7 @@ pub fn read(text: &str) -> ScreenReading {
         .iter()
         .copied()
         .find(|phrase| lower.contains(phrase))
-        .or_else(|| modal_in(&lower, &lines))
-        .map(str::to_owned);
-    let spinner = lines.iter().any(|line| is_busy_line(line));
+        .or_else(|| modal_in(&lower, &lines));
     let mut kept: Vec<&&str> = lines[..input_box_start(&lines)]
         .iter()
         .filter(|line| !is_busy_line(line))
@@ -117,8 +117,8 @@ pub fn read(text: &str) -> ScreenReading {
     ScreenReading {
         hash: hasher.finish(),
         dialog,
-        spinner,
-        draft: holds_draft(&normalized),
+        turn_running: turn_running_in(&lines),
+        draft: draft(&normalized).is_some(),
     }
 }
 
@@ -129,7 +129,11 @@ pub fn read(text: &str) -> ScreenReading {
 pub fn turn_running(screen: &str) -> bool {
     let normalized = normalize(screen);
     let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
-    let start = input_box_start(&lines);
+    turn_running_in(&lines)
+}
+
+fn turn_running_in(lines: &[&str]) -> bool {
+    let start = input_box_start(lines);
     let footer = lines[start..]
         .iter()
         .any(|line| line.to_lowercase().contains(BUSY_FOOTER));
@@ -170,14 +174,9 @@ pub fn input(line: &str) -> Option<&str> {
     Some(rest.trim_end().trim_end_matches('│'))
 }
 
-/// Whether the last prompt line of `screen` holds text that is neither empty nor a placeholder.
-/// Without a recognisable prompt line the answer is no: this never invents a reason to wait.
-pub fn holds_draft(screen: &str) -> bool {
-    draft(screen).is_some()
-}
-
 /// The text on the last prompt line of `screen` (its first screen line, if it wraps), when it
-/// is neither empty nor a placeholder.
+/// is neither empty nor a placeholder. Without a recognisable prompt line there is none: this
+/// never invents a reason to wait.
 pub fn draft(screen: &str) -> Option<String> {
     let text = screen.lines().rev().find_map(input)?.replace(NBSP, " ");
     let text = text.trim();
@@ -275,9 +274,9 @@ mod tests {
 
     #[test]
     fn typed_text_is_a_draft_in_either_prompt_style() {
-        assert!(holds_draft(&boxed("second message")));
-        assert!(holds_draft("Done.\n│ > half a thought      │\n"));
-        assert!(holds_draft("> plain old prompt\n"));
+        assert!(draft(&boxed("second message")).is_some());
+        assert!(draft("Done.\n│ > half a thought      │\n").is_some());
+        assert!(draft("> plain old prompt\n").is_some());
     }
 
     #[test]
@@ -288,17 +287,17 @@ mod tests {
             "Resend your message to try again",
             "Try \"fix lint errors\"",
         ] {
-            assert!(!holds_draft(&boxed(empty)), "{empty:?}");
+            assert!(draft(&boxed(empty)).is_none(), "{empty:?}");
         }
-        assert!(!holds_draft("Done.\n│ >                    │\n"));
-        assert!(!holds_draft("just output, no prompt here\n"));
+        assert!(draft("Done.\n│ >                    │\n").is_none());
+        assert!(draft("just output, no prompt here\n").is_none());
     }
 
     #[test]
     fn only_the_last_prompt_line_counts() {
         // The transcript above echoes earlier prompts as `❯ hello`; the input box is last.
         let screen = "❯ hello\n\n● Hi!\n\n────────────\n❯ \n────────────\n";
-        assert!(!holds_draft(screen));
+        assert!(draft(screen).is_none());
     }
 
     #[test]
@@ -341,8 +340,8 @@ mod tests {
         assert_eq!(read(a).hash, read(b).hash);
         assert_eq!(read(a).hash, read(c).hash);
         assert_ne!(read(a).hash, read(d).hash);
-        assert!(read(c).spinner);
-        assert!(!read(a).spinner);
+        assert!(read(c).turn_running);
+        assert!(!read(a).turn_running);
         assert_eq!(read(a).dialog, None);
     }
 

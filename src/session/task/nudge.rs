@@ -1,0 +1,115 @@
+//! Performing the two steps that type on the session's behalf without a usage limit in the way:
+//! the next nudge of a series (its ledger rows, the backoff, acknowledged idle and the notice
+//! that says so) and the wake prompt a bus event is owed (one row per refusal streak, the
+//! payment). When each is due is `session::decide`'s; typing the gate's.
+
+use tokio::time::Instant;
+
+use super::{Keeper, NUDGER_SENDER, OWED_RETRY, OWED_SENDER, typed_records, typed_row};
+use crate::api::SessionState;
+use crate::delivery::gate::Mode;
+use crate::mux::{KeystrokeText, STEP_FLOOR};
+use crate::session::SessionView;
+use crate::session::io::SessionIo;
+use crate::session::state::Attempt;
+use crate::store::{DeliverySource, NudgeState, Payment, Record};
+use crate::telemetry::notice::{Notice, NoticeKind};
+
+impl<I: SessionIo> Keeper<I> {
+    pub(super) async fn nudge(&mut self, sid: &str) -> SessionView {
+        let unanswered = self.sessions.get(sid).map_or(0, |s| s.count.unanswered);
+        let Some(text) = self.config.message(unanswered).cloned() else {
+            return self.view(sid, SessionState::Idle, "no nudge message".into());
+        };
+        let outcome = self.io.wake(sid, &text, Mode::Gated).await;
+        let done_ms = self.io.now_ms();
+        let mut records = vec![typed_row(
+            DeliverySource::Nudge,
+            NUDGER_SENDER,
+            sid,
+            done_ms,
+            &outcome,
+        )];
+        let schedule = self.config.schedule;
+        if !outcome.action.woke() {
+            // Refused (busy marker, cooldown, stale pane) or failed: try again no sooner than
+            // a base gap, so a broken pane costs one attempt per gap, not one per poll.
+            let wait = schedule.base.max(STEP_FLOOR);
+            self.session(sid)
+                .retry_in(Attempt::Nudge, Instant::now(), wait);
+            let action = outcome.action.as_str();
+            tracing::debug!(session_id = sid, action, "nudge not typed");
+            self.io.record(records).await;
+            return self.view(
+                sid,
+                SessionState::Idle,
+                format!("nudge not typed ({action})"),
+            );
+        }
+        let session = self.session(sid);
+        let acknowledged = session.nudged(Instant::now(), done_ms, &schedule);
+        let unanswered = session.count.unanswered;
+        tracing::info!(session_id = sid, unanswered, "nudged an idle session");
+        if acknowledged {
+            tracing::info!(
+                session_id = sid,
+                unanswered,
+                "session acknowledged idle: no more nudges until it shows activity"
+            );
+            self.io.notify(Notice::new(
+                sid,
+                NoticeKind::AcknowledgedIdle,
+                format!("{unanswered} nudges unanswered"),
+            ));
+        }
+        records.push(Record::Nudge(NudgeState {
+            session_id: sid.to_owned(),
+            unanswered,
+            last_nudge_ms: Some(done_ms),
+            acknowledged,
+        }));
+        self.io.record(records).await;
+        let state = if acknowledged {
+            SessionState::AcknowledgedIdle
+        } else {
+            SessionState::Nudged
+        };
+        self.view(sid, state, "nudged".into())
+    }
+
+    /// Types the wake prompt into a session owed one.
+    pub(super) async fn pay_owed(&mut self, sid: &str, mode: Mode, events: u32) -> SessionView {
+        let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
+        let done_ms = self.io.now_ms();
+        let session = self.session(sid);
+        // A wake typed always ends a refusal streak, so its rows (with the wake) are due.
+        let mut records = if session.row_due(Attempt::Owed, outcome.action) {
+            typed_records(OWED_SENDER, sid, done_ms, &outcome)
+        } else {
+            Vec::new()
+        };
+        let view = if outcome.action.woke() {
+            tracing::info!(
+                session_id = sid,
+                events,
+                "typed the owed wake of an idle session"
+            );
+            records.push(Record::Pay {
+                session_id: sid.to_owned(),
+                up_to_ms: done_ms,
+                how: Payment::Typed,
+            });
+            (
+                SessionState::Working,
+                format!("paid an owed wake of {events} event(s)"),
+            )
+        } else {
+            session.retry_in(Attempt::Owed, Instant::now(), OWED_RETRY);
+            let action = outcome.action.as_str();
+            let reason = format!("owed {events} event(s), wake not typed ({action})");
+            (SessionState::Owed, reason)
+        };
+        self.io.record(records).await;
+        self.view(sid, view.0, view.1)
+    }
+}
