@@ -89,21 +89,28 @@ pub struct Gate {
     injector: Arc<Injector>,
     /// Warn once per (session, failure kind); a success re-arms that session's keys.
     failures: Warnings,
-    /// When each session was last typed into, by anything: the nudger spaces nudges by it and
-    /// discounts the pane activity our own keystrokes cause.
-    typed_at: Mutex<HashMap<String, Instant>>,
-    /// Wakes in a row held back by text at the session's prompt (cleared by a wake that types).
-    occupied: Mutex<HashMap<String, u32>>,
+    /// What the gate keeps of each session between wakes.
+    sessions: Mutex<HashMap<String, Typing>>,
     /// Rung when a bus event became owed a wake, so the nudger's loop looks at once.
     owed: tokio::sync::Notify,
     /// The ledger: the usage limits sessions are held at, and the ids given up at a `/clear`.
     store: Store,
     /// `[limits] enabled`; false: not even a notice on screen holds a wake back.
     hold_limits: bool,
-    /// Wakes in a row that failed (cleared by one that types), for the notice at the third.
-    failed: Mutex<HashMap<String, u32>>,
     /// Where notices for a human go (`[notify]`); off unless the daemon sends them.
     notices: Notices,
+}
+
+/// One session's typing as the gate saw it (a wake that types clears both streaks).
+#[derive(Debug, Default)]
+struct Typing {
+    /// When it was last typed into, by anything: the session loop spaces nudges by it and
+    /// discounts the pane activity our own keystrokes cause.
+    at: Option<Instant>,
+    /// Wakes in a row held back by text at its prompt.
+    occupied: u32,
+    /// Wakes in a row that failed, for the notice at the third.
+    failed: u32,
 }
 
 /// Failed wakes in a row after which a human is told (`[notify]`): one failure is often a
@@ -126,12 +133,10 @@ impl Gate {
             cooldown: Cooldown::new(cooldown),
             injector,
             failures: Warnings::default(),
-            typed_at: Mutex::new(HashMap::new()),
-            occupied: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(HashMap::new()),
             owed: tokio::sync::Notify::new(),
             store,
             hold_limits,
-            failed: Mutex::new(HashMap::new()),
             notices: Notices::off(),
         }
     }
@@ -207,7 +212,12 @@ impl Gate {
 
     /// When wakebridge last typed into `sid`'s pane (wake, nudge or warning), if ever.
     pub fn last_typed(&self, sid: &str) -> Option<Instant> {
-        lock(&self.typed_at).get(sid).copied()
+        lock(&self.sessions).get(sid).and_then(|t| t.at)
+    }
+
+    /// Changes what the gate keeps of `sid` and returns what `change` returns.
+    fn typing<T>(&self, sid: &str, change: impl FnOnce(&mut Typing) -> T) -> T {
+        change(lock(&self.sessions).entry(sid.to_owned()).or_default())
     }
 
     /// Whether a fresh busy marker says a turn is running.
@@ -295,7 +305,12 @@ impl Gate {
         };
         let (action, error_kind) = match result {
             Ok(injected) => {
-                lock(&self.typed_at).insert(sid.to_string(), Instant::now());
+                self.typing(sid, |t| {
+                    *t = Typing {
+                        at: Some(Instant::now()),
+                        ..Typing::default()
+                    }
+                });
                 tracing::info!(
                     session_id = sid,
                     mux = injected.mux,
@@ -303,8 +318,6 @@ impl Gate {
                     "Woke {} via {target}",
                     short(sid)
                 );
-                lock(&self.occupied).remove(sid);
-                lock(&self.failed).remove(sid);
                 self.failures.clear_prefix(&format!("{sid}:"));
                 let action = if injected.mux == "zellij" {
                     Action::Zellij
@@ -318,12 +331,10 @@ impl Gate {
                 // busy marker, the event waits in the spool (owed) and the cooldown is left for
                 // the real wake.
                 self.cooldown.roll_back(sid, reservation);
-                let times = {
-                    let mut occupied = lock(&self.occupied);
-                    let times = occupied.entry(sid.to_string()).or_insert(0);
-                    *times += 1;
-                    *times
-                };
+                let times = self.typing(sid, |t| {
+                    t.occupied += 1;
+                    t.occupied
+                });
                 if times == OCCUPIED_WARN_AFTER {
                     tracing::warn!(
                         session_id = sid,
@@ -367,12 +378,10 @@ impl Gate {
                         short(sid)
                     );
                 }
-                let in_a_row = {
-                    let mut failed = lock(&self.failed);
-                    let times = failed.entry(sid.to_string()).or_insert(0);
-                    *times += 1;
-                    *times
-                };
+                let in_a_row = self.typing(sid, |t| {
+                    t.failed += 1;
+                    t.failed
+                });
                 if in_a_row == FAILURES_NOTIFIED {
                     self.notices.send(notice::Notice::new(
                         sid,

@@ -114,20 +114,25 @@ pub enum Step {
     /// What only the screen showed stops the nudge (a dialog, a spinner): look again no sooner
     /// than a base gap.
     ScreenBlocked(Verdict),
-    /// Dismiss the limit menu (if open) and type the resume message.
-    Resume { menu: bool },
+    /// Dismiss the limit menu (if open) and type the resume message; `shown` says the limit
+    /// (`limited (5-hour limit) · resets 15:00`), `tries` how many resumes went before.
+    Resume {
+        menu: bool,
+        shown: String,
+        tries: u32,
+    },
     /// The notice is gone from the screen: the hold ends.
     Lift,
     /// A resume met the limit again, with the next reset shown.
-    MetAgain(Notice),
+    MetAgain(Notice, String),
     /// The resumes ran out: held until the session shows life.
-    GiveUp,
+    GiveUp { shown: String, tries: u32 },
     /// `/clear`, the fresh prompt, the re-hydration message.
-    Rewind,
+    Rewind(RewindRow),
     /// The waiting rewind is dropped, and why.
-    SkipRewind(String),
+    SkipRewind(RewindRow, String),
     /// Start the agent again through the launcher, in its pane or a new one.
-    Restart { in_place: bool },
+    Restart { pending: RewindRow, in_place: bool },
 }
 
 /// The next step for `session`, given what the poll `seen` and the settings.
@@ -139,7 +144,10 @@ pub fn decide(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) 
                 Step::Wait(SessionState::Rewinding, "restarting".into())
             }
             (Some(in_place), Some((pending, false))) if pending.why == RewindWhy::Restart => {
-                Step::Restart { in_place }
+                Step::Restart {
+                    pending: pending.clone(),
+                    in_place,
+                }
             }
             _ => Step::Wait(SessionState::NoPane, why.into()),
         };
@@ -239,9 +247,12 @@ fn rewind(
                 SessionState::Rewinding,
                 format!("idle ({idle_why}), rewind ({why}) due once settled"),
             ),
-            Due::Skip(detail) => Step::SkipRewind(detail),
-            Due::Now if pending.why == RewindWhy::Restart => Step::Restart { in_place: true },
-            Due::Now => Step::Rewind,
+            Due::Skip(detail) => Step::SkipRewind(pending.clone(), detail),
+            Due::Now if pending.why == RewindWhy::Restart => Step::Restart {
+                pending: pending.clone(),
+                in_place: true,
+            },
+            Due::Now => Step::Rewind(pending.clone()),
         },
     )
 }
@@ -382,16 +393,23 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, no
             .resets_at_ms(now.ms, WRITTEN_NOW, &now.local)
             .is_some_and(|at| at > now.ms)
     {
-        return Step::MetAgain(notice);
+        return Step::MetAgain(notice, shown);
     }
     if limit.tries >= limits.max_tries {
-        return Step::GiveUp;
+        return Step::GiveUp {
+            shown,
+            tries: limit.tries,
+        };
     }
     if now.ms < again_ms {
         let reason = format!("{shown}; met the limit again, trying again soon");
         return Step::Wait(SessionState::Limited, reason);
     }
-    Step::Resume { menu }
+    Step::Resume {
+        menu,
+        shown,
+        tries: limit.tries,
+    }
 }
 
 /// Neither the notice nor the limit menu is on `screen` any more.
@@ -592,10 +610,14 @@ mod tests {
             Step::Look(Look::AtReset)
         );
         s.screen = Screen::Text(LIMIT_SCREEN);
-        assert_eq!(
+        assert!(matches!(
             decide(&session, &s, &config, &now()),
-            Step::Resume { menu: false }
-        );
+            Step::Resume {
+                menu: false,
+                tries: 0,
+                ..
+            }
+        ));
         s.screen = Screen::Text(IDLE_SCREEN);
         assert_eq!(decide(&session, &s, &config, &now()), Step::Lift);
         // Claude Code's own auto-continue armed: left to it for auto_continue_wait.
@@ -609,7 +631,10 @@ mod tests {
         let spent = limit(-61_000, config.limits.max_tries);
         s.limit = Some(&spent);
         s.screen = Screen::Text(LIMIT_SCREEN);
-        assert_eq!(decide(&session, &s, &config, &now()), Step::GiveUp);
+        assert!(matches!(
+            decide(&session, &s, &config, &now()),
+            Step::GiveUp { tries: 3, .. }
+        ));
     }
 
     #[test]
@@ -635,10 +660,10 @@ mod tests {
             Step::Wait(SessionState::NoPane, _)
         ));
         s.rewind = Some((&restart, false));
-        assert_eq!(
+        assert!(matches!(
             decide(&session, &s, &config, &now()),
-            Step::Restart { in_place: true }
-        );
+            Step::Restart { in_place: true, .. }
+        ));
         s.rewind = Some((&restart, true));
         assert_eq!(
             decide(&session, &s, &config, &now()),
@@ -647,11 +672,14 @@ mod tests {
         // A rewind asked for waits for the idle moment, then is performed.
         let asked = RewindRow {
             why: RewindWhy::Asked,
-            ..restart
+            ..restart.clone()
         };
         let mut s = seen(&obs);
         s.rewind = Some((&asked, false));
-        assert_eq!(decide(&session, &s, &config, &now()), Step::Rewind);
+        assert_eq!(
+            decide(&session, &s, &config, &now()),
+            Step::Rewind(asked.clone())
+        );
     }
 
     #[test]

@@ -289,8 +289,7 @@ impl<I: SessionIo> Keeper<I> {
                 }
             }
         };
-        self.perform(sid, target, step, &facts, limit.as_ref(), local)
-            .await
+        self.perform(sid, target, step, &facts).await
     }
 
     /// Reads the screen a decision asked for: a tmux pane's by one `capture-pane` before a
@@ -317,11 +316,8 @@ impl<I: SessionIo> Keeper<I> {
         target: &PaneTarget,
         step: Step,
         facts: &SessionFacts,
-        limit: Option<&crate::store::Limit>,
-        local: &TimeZone,
     ) -> SessionView {
         let now_at = Instant::now();
-        let pending = facts.rewind.pending.as_ref();
         match step {
             Step::Wait(state, reason) => self.view(sid, state, reason),
             Step::WaitUntil(at_ms, state, reason) => {
@@ -358,31 +354,15 @@ impl<I: SessionIo> Keeper<I> {
                 session.screen_block = Some(verdict);
                 self.view(sid, verdict.state(), verdict.describe())
             }
-            Step::Resume { menu } => {
-                let (shown, tries) = held_words(limit, self.io.now_ms(), local);
-                self.resume(sid, &shown, menu, tries).await
-            }
+            Step::Resume { menu, shown, tries } => self.resume(sid, &shown, menu, tries).await,
             Step::Lift => self.lift(sid).await,
-            Step::MetAgain(notice) => {
-                let (shown, _) = held_words(limit, self.io.now_ms(), local);
-                self.met_again(sid, notice, shown).await
+            Step::MetAgain(notice, shown) => self.met_again(sid, notice, shown).await,
+            Step::GiveUp { shown, tries } => self.give_up(sid, shown, tries).await,
+            Step::Rewind(pending) => self.clear_and_rehydrate(sid, target, &pending).await,
+            Step::SkipRewind(pending, detail) => self.skip_rewind(sid, &pending, detail).await,
+            Step::Restart { pending, in_place } => {
+                self.begin_restart(sid, target, &pending, in_place).await
             }
-            Step::GiveUp => {
-                let (shown, tries) = held_words(limit, self.io.now_ms(), local);
-                self.give_up(sid, shown, tries).await
-            }
-            Step::Rewind => match pending {
-                Some(pending) => self.clear_and_rehydrate(sid, target, pending).await,
-                None => self.view(sid, SessionState::Idle, "no rewind waiting".into()),
-            },
-            Step::SkipRewind(detail) => match pending {
-                Some(pending) => self.skip_rewind(sid, pending, detail).await,
-                None => self.view(sid, SessionState::Idle, "no rewind waiting".into()),
-            },
-            Step::Restart { in_place } => match pending {
-                Some(pending) => self.begin_restart(sid, target, pending, in_place).await,
-                None => self.view(sid, SessionState::Idle, "no restart waiting".into()),
-            },
         }
     }
 
@@ -480,18 +460,6 @@ impl<I: SessionIo> Keeper<I> {
                 .flatten(),
         }
     }
-}
-
-/// `limited (5-hour limit) · resets 15:00, in 1h 12m` and the tries so far, for a held
-/// session's view.
-fn held_words(limit: Option<&crate::store::Limit>, now_ms: i64, local: &TimeZone) -> (String, u32) {
-    limit.map_or_else(
-        || ("limited".to_owned(), 0),
-        |limit| {
-            let reset = crate::claude::limits::describe_reset(limit.resets_at_ms, now_ms, local);
-            (format!("limited ({}) · {reset}", limit.kind), limit.tries)
-        },
-    )
 }
 
 /// The ledger rows of what the loop typed (or tried to) at `at_ms`: the delivery row, and the

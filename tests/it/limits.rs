@@ -378,14 +378,15 @@ async fn real_claude_code_that_continues_by_itself_at_the_reset_gets_nothing_typ
     };
     let model = common::model::Model::start().await;
     let tmux = TmuxServer::start();
-    // A reset that is not on a minute, so the minute and the exact second differ.
-    let mut resets_at_s = common::model::unix_in(Duration::from_secs(12));
+    let (server, session) = limited_real_claude(&claude, &tmux, &model, (1_000, 2_000), &[]).await;
+    let sid = session.sid.clone();
+    // A reset that is not on a minute, so the minute and the exact second differ; set once the
+    // session is up (its start may take a while on a loaded machine).
+    let mut resets_at_s = common::model::unix_in(Duration::from_secs(20));
     if resets_at_s.is_multiple_of(60) {
         resets_at_s += 7;
     }
     model.limit_until(resets_at_s);
-    let (server, session) = limited_real_claude(&claude, &tmux, &model, (1_000, 2_000), &[]).await;
-    let sid = session.sid.clone();
     session.submit(&tmux, "hello").await;
     let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));
     let status = server
@@ -444,7 +445,6 @@ async fn real_claude_code_whose_auto_continue_does_not_fire_is_resumed_once_afte
     };
     let model = common::model::Model::start().await;
     let tmux = TmuxServer::start();
-    model.limit_until(common::model::unix_in(Duration::from_secs(10)));
     let (server, session) = limited_real_claude(
         &claude,
         &tmux,
@@ -454,6 +454,7 @@ async fn real_claude_code_whose_auto_continue_does_not_fire_is_resumed_once_afte
     )
     .await;
     let sid = session.sid.clone();
+    model.limit_until(common::model::unix_in(Duration::from_secs(10)));
     session.submit(&tmux, "hello").await;
     let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));
     server
