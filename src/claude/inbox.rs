@@ -1,0 +1,339 @@
+//! Claude Code's per-session inbox (2.1.224+): a private Unix socket each interactive session
+//! binds (`<runtime dir>/cc-socks/<pid>.sock`) and exports to its hooks as
+//! `CLAUDE_CODE_MESSAGING_SOCKET`, with a token (`CLAUDE_CODE_MESSAGING_TOKEN`) and its pid
+//! (`CLAUDE_PID`). A line written there starts a turn in an idle session within a fraction of a
+//! second and reaches a busy one between tool calls, never touches a draft or answers a dialog,
+//! and needs no multiplexer (`../shared/reference/claude-code-inbox.md`, checked on 2.1.332).
+//!
+//! This module owns the wire and the checks before use: where a session's inbox is (its hook's
+//! environment, or the registry's `messagingSocketPath`), whether a path is one to trust (a
+//! socket owned by this user, not a symlink, in a directory only this user can enter, its
+//! process alive), and sending one message (`{"type":"auth"}`, then `{"type":"user"}`, then
+//! waiting for the session to close the connection, which it does once it took the lines:
+//! nothing is ever written back). Whether a message arrived is known from the session's own
+//! signals (its `UserPromptSubmit` hook), not from here.
+
+use std::io::ErrorKind;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::deadline::Deadline;
+use crate::env::Env;
+
+/// The hook environment's variables that say where a session's inbox is.
+pub const SOCKET_ENV: &str = "CLAUDE_CODE_MESSAGING_SOCKET";
+pub const TOKEN_ENV: &str = "CLAUDE_CODE_MESSAGING_TOKEN";
+pub const PID_ENV: &str = "CLAUDE_PID";
+
+/// Longest message Claude Code reads (a line of at most 1 MiB); the envelope takes some of it.
+pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024 - 4096;
+
+/// Longest token kept: Claude Code's are 32 hex digits.
+const MAX_TOKEN_CHARS: usize = 128;
+
+/// A session's inbox as it was announced.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Inbox {
+    pub socket: PathBuf,
+    /// Only classifies the sender on Linux and macOS (a message without it is delivered too);
+    /// never logged or shown.
+    pub token: Option<String>,
+    /// The session's process, when known.
+    pub pid: Option<u32>,
+}
+
+impl std::fmt::Debug for Inbox {
+    // The token stays out of every log line and error.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbox")
+            .field("socket", &self.socket)
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .field("pid", &self.pid)
+            .finish()
+    }
+}
+
+/// Why an inbox cannot be used (each says what to look at).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum InboxError {
+    #[error("no inbox socket at {0}: the session exited or never bound one")]
+    Gone(PathBuf),
+    #[error("{0} is a symlink, not the session's socket; not used")]
+    Symlink(PathBuf),
+    #[error("{0} is not a socket; not used")]
+    NotASocket(PathBuf),
+    #[error("{0} belongs to another user; not used")]
+    NotOurs(PathBuf),
+    #[error("{0} lies in a directory others can enter; not used")]
+    OpenDirectory(PathBuf),
+    #[error("the session's process {0} is gone")]
+    DeadProcess(u32),
+    #[error("the message is {0} bytes, over the inbox's line limit")]
+    TooLong(usize),
+    #[error("the inbox at {0} refused the connection (nobody listening)")]
+    Refused(PathBuf),
+    #[error("the inbox at {0} did not take the message within the budget")]
+    Timeout(PathBuf),
+    #[error("writing to the inbox at {path} failed: {error}")]
+    Io { path: PathBuf, error: String },
+}
+
+impl InboxError {
+    /// Short machine-readable kind (ledger rows, metrics).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Gone(_) => "inbox-gone",
+            Self::Symlink(_) | Self::NotASocket(_) | Self::NotOurs(_) | Self::OpenDirectory(_) => {
+                "inbox-untrusted"
+            }
+            Self::DeadProcess(_) => "inbox-dead",
+            Self::TooLong(_) => "inbox-too-long",
+            Self::Refused(_) => "inbox-refused",
+            Self::Timeout(_) => "inbox-timeout",
+            Self::Io { .. } => "inbox-io",
+        }
+    }
+}
+
+impl Inbox {
+    /// The inbox a hook's environment announces (every hook of a session that has one gets
+    /// it, `SessionStart` included); `None` without the socket variable.
+    pub fn from_hook_env(env: &Env) -> Option<Inbox> {
+        let socket = env.absolute_path(SOCKET_ENV)?;
+        let token = env
+            .nonempty(TOKEN_ENV)
+            .filter(|t| t.len() <= MAX_TOKEN_CHARS && t.chars().all(|c| c.is_ascii_hexdigit()));
+        let pid = env.nonempty(PID_ENV).and_then(|p| p.parse().ok());
+        Some(Inbox { socket, token, pid })
+    }
+
+    /// Whether this is a socket to send to: it exists, is a socket (not a symlink to one), is
+    /// owned by this user, lies in a directory no one else can enter, and its process (when
+    /// known) is alive. Claude Code makes its directory 0700 and the socket 0600.
+    pub fn check(&self) -> Result<(), InboxError> {
+        let path = &self.socket;
+        let meta = match std::fs::symlink_metadata(path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return Err(InboxError::Gone(path.clone()));
+            }
+            Err(e) => return Err(io_error(path, &e)),
+        };
+        if meta.file_type().is_symlink() {
+            return Err(InboxError::Symlink(path.clone()));
+        }
+        if !meta.file_type().is_socket() {
+            return Err(InboxError::NotASocket(path.clone()));
+        }
+        // SAFETY: getuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::getuid() };
+        if meta.uid() != uid {
+            return Err(InboxError::NotOurs(path.clone()));
+        }
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        let dir_meta = std::fs::symlink_metadata(dir).map_err(|e| io_error(dir, &e))?;
+        if dir_meta.uid() != uid || dir_meta.permissions().mode() & 0o077 != 0 {
+            return Err(InboxError::OpenDirectory(path.clone()));
+        }
+        if let Some(pid) = self.pid
+            && !process_alive(pid)
+        {
+            return Err(InboxError::DeadProcess(pid));
+        }
+        Ok(())
+    }
+
+    /// Sends `text` as one message (after checking the socket) and waits until the session
+    /// closed the connection, which it does once it read the lines; bounded by `deadline`.
+    pub async fn send(&self, text: &str, deadline: Deadline) -> Result<(), InboxError> {
+        if text.len() > MAX_MESSAGE_BYTES {
+            return Err(InboxError::TooLong(text.len()));
+        }
+        self.check()?;
+        let path = &self.socket;
+        let mut lines = String::new();
+        if let Some(token) = &self.token {
+            lines.push_str(&json!({"type": "auth", "token": token}).to_string());
+            lines.push('\n');
+        }
+        let message = json!({"type": "user", "message": {"role": "user", "content": text}});
+        lines.push_str(&message.to_string());
+        lines.push('\n');
+        let exchange = async {
+            let mut stream =
+                tokio::net::UnixStream::connect(path)
+                    .await
+                    .map_err(|e| match e.kind() {
+                        ErrorKind::ConnectionRefused => InboxError::Refused(path.clone()),
+                        ErrorKind::NotFound => InboxError::Gone(path.clone()),
+                        _ => io_error(path, &e),
+                    })?;
+            stream
+                .write_all(lines.as_bytes())
+                .await
+                .map_err(|e| io_error(path, &e))?;
+            stream.shutdown().await.map_err(|e| io_error(path, &e))?;
+            // Nothing is written back: the session closes its side once it took the lines.
+            let mut rest = [0u8; 256];
+            loop {
+                match stream.read(&mut rest).await {
+                    Ok(0) => return Ok(()),
+                    Ok(_) => {}
+                    Err(e) => return Err(io_error(path, &e)),
+                }
+            }
+        };
+        match tokio::time::timeout(deadline.remaining(), exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(InboxError::Timeout(path.clone())),
+        }
+    }
+}
+
+fn io_error(path: &Path, error: &std::io::Error) -> InboxError {
+    InboxError::Io {
+        path: path.to_path_buf(),
+        error: error.to_string(),
+    }
+}
+
+/// Whether process `pid` exists (signal 0 asks without sending anything).
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only checks that the process exists and may be signalled.
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    alive || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+    use std::time::Duration;
+
+    fn private_dir() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        dir
+    }
+
+    fn inbox(socket: PathBuf) -> Inbox {
+        Inbox {
+            socket,
+            token: Some("0123abcd".into()),
+            pid: Some(std::process::id()),
+        }
+    }
+
+    #[test]
+    fn the_hook_environment_announces_it_and_a_bad_token_is_left_out() {
+        let env = Env::from_pairs([
+            (SOCKET_ENV, "/tmp/cc-socks/42.sock"),
+            (TOKEN_ENV, "bd13574ef53ebc45f34cc69e0b0e6261"),
+            (PID_ENV, "42"),
+        ]);
+        let found = Inbox::from_hook_env(&env).unwrap();
+        assert_eq!(found.socket, PathBuf::from("/tmp/cc-socks/42.sock"));
+        assert_eq!(found.pid, Some(42));
+        assert!(found.token.is_some());
+        assert!(
+            !format!("{found:?}").contains("bd1357"),
+            "the token is never shown"
+        );
+        let odd = env
+            .with(TOKEN_ENV, "not hex; rm -rf")
+            .with(SOCKET_ENV, "relative.sock");
+        assert_eq!(
+            Inbox::from_hook_env(&odd),
+            None,
+            "a relative path is no inbox"
+        );
+        let odd = odd.with(SOCKET_ENV, "/s.sock");
+        assert_eq!(Inbox::from_hook_env(&odd).unwrap().token, None);
+    }
+
+    #[tokio::test]
+    async fn a_message_is_written_as_two_lines_and_taken_when_the_session_closes() {
+        let dir = private_dir();
+        let path = dir.path().join("1.sock");
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        let server = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut got = String::new();
+            stream.read_to_string(&mut got).await.unwrap();
+            got
+        });
+        inbox(path)
+            .send("Wake up.", Deadline::after(Duration::from_secs(5)))
+            .await
+            .unwrap();
+        let got = server.await.unwrap();
+        let lines: Vec<serde_json::Value> = got
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0], json!({"type": "auth", "token": "0123abcd"}));
+        assert_eq!(lines[1]["type"], "user");
+        assert_eq!(lines[1]["message"]["content"], "Wake up.");
+    }
+
+    #[tokio::test]
+    async fn every_failure_is_an_answer_within_the_budget() {
+        let dir = private_dir();
+        // Gone; a file that is no socket; a symlink to a socket; a socket nobody accepts on
+        // within the budget (bound, listening, never read: the connection waits).
+        let gone = dir.path().join("gone.sock");
+        assert!(matches!(
+            inbox(gone)
+                .send("x", Deadline::after(Duration::from_secs(1)))
+                .await,
+            Err(InboxError::Gone(_))
+        ));
+        let file = dir.path().join("file.sock");
+        std::fs::write(&file, "").unwrap();
+        assert!(matches!(
+            inbox(file).check(),
+            Err(InboxError::NotASocket(_))
+        ));
+        let real = dir.path().join("real.sock");
+        let _listener = tokio::net::UnixListener::bind(&real).unwrap();
+        let link = dir.path().join("link.sock");
+        symlink(&real, &link).unwrap();
+        assert!(matches!(inbox(link).check(), Err(InboxError::Symlink(_))));
+        let started = std::time::Instant::now();
+        let stuck = inbox(real.clone())
+            .send("x", Deadline::after(Duration::from_millis(300)))
+            .await;
+        assert!(matches!(stuck, Err(InboxError::Timeout(_))), "{stuck:?}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        let dead = Inbox {
+            pid: Some(i32::MAX as u32),
+            ..inbox(real)
+        };
+        assert!(matches!(dead.check(), Err(InboxError::DeadProcess(_))));
+        let long = "x".repeat(MAX_MESSAGE_BYTES + 1);
+        assert!(matches!(
+            inbox(dir.path().join("any.sock"))
+                .send(&long, Deadline::after(Duration::from_secs(1)))
+                .await,
+            Err(InboxError::TooLong(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_socket_in_a_directory_others_can_enter_is_not_used() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.path().join("1.sock");
+        let _listener = tokio::net::UnixListener::bind(&path).unwrap();
+        assert!(matches!(
+            inbox(path).check(),
+            Err(InboxError::OpenDirectory(_))
+        ));
+    }
+}
