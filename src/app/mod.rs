@@ -17,7 +17,6 @@ pub use validated::{SettingsError, Validated};
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::registration::{self, RegistrationConfig, RegistrationStatus};
-use crate::claude::home::ClaudeHome;
 use crate::config::{Backend, Env};
 use crate::context::monitor::ContextView;
 use crate::context::task::{self as context_monitor, MonitorConfig};
@@ -174,12 +173,12 @@ impl App {
                 gate.clone(),
                 store.clone(),
                 wake_dir.clone(),
-                config.paths.claude.as_ref().ok().map(ClaudeHome::sessions),
+                config.paths.claude.as_ref().ok().cloned(),
                 nudge_config,
                 RestartSettings {
                     command: launch.command,
                     timeout: launch.timeout,
-                    claude_home: config.paths.claude.as_ref().ok().map(|c| c.dir.clone()),
+                    claude_home: config.paths.claude.as_ref().ok().cloned(),
                     mux: mux.clone(),
                 },
             )

@@ -71,11 +71,11 @@ impl Validated {
     pub fn new(config: Config) -> Result<Validated, SettingsError> {
         let s = &config.settings;
         let notify = NotifyConfig::from_settings(&s.notify)?;
-        let config_dirs = config.paths.claude.iter().map(|c| c.dir.clone()).collect();
+        let homes = config.paths.claude.iter().cloned().collect();
         let mut monitor = MonitorConfig::from_settings(
             &s.context,
             config.paths.state_dir.clone(),
-            config_dirs,
+            homes,
             config.backend == Backend::Mux,
         )?;
         monitor.auto_rewind = s.rewind.auto;

@@ -55,6 +55,12 @@ impl ClaudeHome {
         })
     }
 
+    /// The config dir `dir` as `CLAUDE_CONFIG_DIR` would name it (the state file inside it).
+    pub fn at(dir: PathBuf) -> ClaudeHome {
+        let state_file = dir.join(".claude.json");
+        ClaudeHome { dir, state_file }
+    }
+
     /// The live session registry, `<dir>/sessions`.
     pub fn sessions(&self) -> PathBuf {
         self.dir.join(SESSIONS_DIR)

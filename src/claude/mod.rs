@@ -6,7 +6,7 @@
 //! claude install` edits it ([`settings`]), and the trust flag in its config ([`trust`]).
 //! Nothing here decides what to do about what it reads.
 
-pub(crate) mod home;
+pub mod home;
 pub mod hooks;
 pub mod inbox;
 pub mod limits;

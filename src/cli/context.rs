@@ -227,13 +227,13 @@ pub fn run_context(args: &ContextArgs, config: &Config) -> ExitCode {
         );
         return ExitCode::from(EXIT_USAGE);
     }
-    let dirs: Vec<PathBuf> = config.paths.claude.iter().map(|c| c.dir.clone()).collect();
+    let homes: Vec<_> = config.paths.claude.iter().cloned().collect();
     // A prefix (as `status` shows ids) names its session through the daemon; a full id, or one
     // whose transcript is here, needs no daemon at all.
     let session = match &args.session {
         Some(sid)
             if !crate::cli::prefix::is_full_id(sid)
-                && find_transcript_in(&dirs, sid, None).is_none() =>
+                && find_transcript_in(&homes, sid, None).is_none() =>
         {
             let base = crate::cli::client::daemon_url(config, args.url.as_deref());
             match crate::cli::client::resolve_id(config, "context", &base, sid) {
@@ -260,7 +260,7 @@ pub fn run_context(args: &ContextArgs, config: &Config) -> ExitCode {
         .or_else(|| feed.as_ref().and_then(|f| f.transcript_path.clone()));
     let transcript = match (&args.transcript, &session_id) {
         (Some(path), _) => Some(path.clone()),
-        (None, Some(sid)) => find_transcript_in(&dirs, sid, hint.as_deref()),
+        (None, Some(sid)) => find_transcript_in(&homes, sid, hint.as_deref()),
         (None, None) => None,
     };
     let reading = match &transcript {

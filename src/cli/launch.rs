@@ -238,7 +238,7 @@ pub fn options_from(
         timeout,
         wake_dir,
         session_id: args.session_id,
-        claude_home: config.paths.claude.as_ref().ok().map(|c| c.dir.clone()),
+        claude_home: config.paths.claude.as_ref().ok().cloned(),
         placement,
         mux,
     })
@@ -294,7 +294,10 @@ mod tests {
         assert_eq!(opts.timeout, Duration::from_secs(90));
         assert_eq!(opts.placement, Placement::NewSession);
         assert_eq!(opts.pre_trust, None);
-        assert_eq!(opts.claude_home, Some(PathBuf::from("/home/u/.claude")));
+        assert_eq!(
+            opts.claude_home.map(|h| h.dir),
+            Some(PathBuf::from("/home/u/.claude"))
+        );
         assert_eq!(
             opts.wake_dir,
             Some(PathBuf::from(
@@ -323,7 +326,7 @@ mod tests {
         let opts = options_from(args, &cfg, &env).unwrap();
         assert_eq!(opts.command, ["claude", "--model", "x"]);
         assert_eq!(opts.pre_trust, Some(PathBuf::from("/cfg/.claude.json")));
-        assert_eq!(opts.claude_home, Some(PathBuf::from("/cfg")));
+        assert_eq!(opts.claude_home.map(|h| h.dir), Some(PathBuf::from("/cfg")));
         assert_eq!(opts.timeout, Duration::from_millis(2500));
     }
 

@@ -9,6 +9,7 @@
 //! turns notify events into wake-ups with a polling fallback. Parsing and the context rule live
 //! in `crate::claude::transcript`; percentages in `context::window`.
 
+use crate::claude::home::ClaudeHome;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::ErrorKind;
@@ -401,9 +402,9 @@ pub(crate) fn is_under_subagents(path: &Path) -> bool {
 }
 
 /// The transcript of `session_id`: the hinted path if it is an existing main transcript, else
-/// `<config_dir>/projects/*/<session_id>.jsonl` over `config_dirs` (newest if several).
+/// `<config dir>/projects/*/<session_id>.jsonl` over `homes` (newest if several).
 pub fn find_transcript_in(
-    config_dirs: &[PathBuf],
+    homes: &[ClaudeHome],
     session_id: &str,
     hinted_path: Option<&Path>,
 ) -> Option<PathBuf> {
@@ -417,9 +418,9 @@ pub fn find_transcript_in(
         return None;
     }
     let file_name = format!("{session_id}.{TRANSCRIPT_EXT}");
-    config_dirs
+    homes
         .iter()
-        .filter_map(|dir| std::fs::read_dir(dir.join("projects")).ok())
+        .filter_map(|home| std::fs::read_dir(home.projects()).ok())
         .flat_map(|entries| entries.filter_map(Result::ok))
         .filter(|entry| entry.file_name() != OsStr::new(SUBAGENTS_DIR))
         .map(|entry| entry.path().join(&file_name))

@@ -22,6 +22,7 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::claude::home::ClaudeHome;
 use crate::config::ContextSettings;
 use crate::context::follow::{ChangeWatcher, PollEvent, TranscriptFollower, find_transcript_in};
 use crate::context::monitor::{
@@ -82,7 +83,7 @@ pub struct MonitorConfig {
     /// Whether warnings are typed (setting on and the mux backend in use).
     pub warnings: bool,
     /// Claude Code config dirs searched for transcripts (`claude::home`'s one answer).
-    pub config_dirs: Vec<PathBuf>,
+    pub homes: Vec<ClaudeHome>,
     /// `[rewind] auto`: a checkpoint warning typed also asks for an automatic rewind, which
     /// the nudger performs once the session has been idle for `[rewind] after`.
     pub auto_rewind: bool,
@@ -94,7 +95,7 @@ impl MonitorConfig {
     pub fn from_settings(
         s: &ContextSettings,
         state_dir: PathBuf,
-        config_dirs: Vec<PathBuf>,
+        homes: Vec<ClaudeHome>,
         can_type: bool,
     ) -> Result<Self, MonitorError> {
         if s.poll_interval < MIN_POLL_INTERVAL {
@@ -122,7 +123,7 @@ impl MonitorConfig {
             resolver,
             thresholds,
             warnings: s.warnings && can_type,
-            config_dirs,
+            homes,
             auto_rewind: false,
         })
     }
@@ -264,7 +265,7 @@ impl Monitor {
     /// Finds the session's transcript; keeps the follower when the path is unchanged.
     fn locate(config: &MonitorConfig, sid: &str, t: &mut Tracked, feed_hint: Option<PathBuf>) {
         let hint = t.hint.clone().or(feed_hint);
-        let path = find_transcript_in(&config.config_dirs, sid, hint.as_deref())
+        let path = find_transcript_in(&config.homes, sid, hint.as_deref())
             .or_else(|| hint.filter(|p| plausible_transcript(p)));
         let Some(path) = path else { return };
         if t.follower

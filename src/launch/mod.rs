@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use crate::claude::home::ClaudeHome;
 use crate::claude::registry;
 use crate::claude::screen::first_run::Screen;
 use crate::claude::trust::{PreTrustError, PreTrusted};
@@ -152,7 +153,7 @@ pub struct LaunchOptions {
     pub session_id: Option<String>,
     /// Claude Code's config home (`~/.claude`), to learn the session id from
     /// `sessions/<pid>.json`; `None` skips that.
-    pub claude_home: Option<PathBuf>,
+    pub claude_home: Option<ClaudeHome>,
     pub placement: Placement,
     /// tmux binary and socket (and the submit delay for the prompt).
     pub mux: MuxConfig,
@@ -656,9 +657,9 @@ async fn remove(tmux: &Tmux, created: &NewPane, placement: &Placement) {
 
 /// The session id from Claude Code's `sessions/<pid>.json` of any process in the pane's tree,
 /// waiting up to [`REGISTRY_WAIT`] for the file.
-async fn learn_session_id(claude_home: &Path, pane_pid: Option<u32>) -> Option<String> {
+async fn learn_session_id(claude_home: &ClaudeHome, pane_pid: Option<u32>) -> Option<String> {
     let root = pane_pid?;
-    let registry = claude_home.join("sessions");
+    let registry = claude_home.sessions();
     let deadline = Deadline::after(REGISTRY_WAIT);
     loop {
         if let Ok(parents) = ps::parents(tmux_call()).await {

@@ -24,7 +24,7 @@ use crate::wakedir::writer::{clear_entry, set_entry};
 pub struct RestartSettings {
     pub command: Vec<String>,
     pub timeout: Duration,
-    pub claude_home: Option<PathBuf>,
+    pub claude_home: Option<crate::claude::home::ClaudeHome>,
     pub mux: MuxConfig,
 }
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::claude::home::ClaudeHome;
 use crate::claude::registry::{RegistryReading, read_registry};
 use crate::deadline::Deadline;
 use crate::delivery::gate::{Gate, GateOutcome, Mode};
@@ -108,18 +109,17 @@ pub struct NudgerDeps {
 }
 
 impl NudgerDeps {
-    /// `registry_dir` is Claude Code's `sessions/` dir (`claude::home::ClaudeHome::sessions`);
-    /// `None` reads no registry.
+    /// `claude` is where Claude Code keeps its session registry; `None` reads no registry.
     pub fn new(
         gate: Arc<Gate>,
         store: Store,
         wake_dir: PathBuf,
-        registry_dir: Option<PathBuf>,
+        claude: Option<ClaudeHome>,
         config: NudgerConfig,
         restarts: RestartSettings,
     ) -> Self {
         Self {
-            io: LiveIo::new(gate, store, wake_dir, registry_dir, restarts),
+            io: LiveIo::new(gate, store, wake_dir, claude, restarts),
             config,
             views: watch::Sender::new(SessionViews::default()),
         }
@@ -136,7 +136,7 @@ pub struct LiveIo {
     gate: Arc<Gate>,
     store: Store,
     wake_dir: PathBuf,
-    registry_dir: Option<PathBuf>,
+    claude: Option<ClaudeHome>,
     restarts: RestartSettings,
     /// The registry and ledger failures warned about (each once, until it works again).
     warned: Warnings,
@@ -147,14 +147,14 @@ impl LiveIo {
         gate: Arc<Gate>,
         store: Store,
         wake_dir: PathBuf,
-        registry_dir: Option<PathBuf>,
+        claude: Option<ClaudeHome>,
         restarts: RestartSettings,
     ) -> Self {
         Self {
             gate,
             store,
             wake_dir,
-            registry_dir,
+            claude,
             restarts,
             warned: Warnings::default(),
         }
@@ -244,7 +244,7 @@ impl SessionIo for LiveIo {
     }
 
     async fn registry(&self) -> HashMap<String, RegistryReading> {
-        let Some(dir) = self.registry_dir.clone() else {
+        let Some(dir) = self.claude.as_ref().map(ClaudeHome::sessions) else {
             return HashMap::new();
         };
         let read = tokio::task::spawn_blocking(move || read_registry(&dir)).await;

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use wakebridge::claude::home::ClaudeHome;
 use wakebridge::claude::transcript::{ContextReading, ReadingSource};
 use wakebridge::context::follow::{
     ChangeWatcher, FollowLimits, PollEvent, TranscriptFollower, find_transcript_in,
@@ -488,7 +489,7 @@ fn finds_transcript_by_hint_then_under_config_dirs() -> TestResult {
         .join("subagents");
     std::fs::create_dir_all(&sub)?;
     std::fs::write(sub.join(format!("{SID}.jsonl")), "")?;
-    let dirs = vec![a.clone(), b.clone()];
+    let dirs = vec![ClaudeHome::at(a.clone()), ClaudeHome::at(b.clone())];
     assert_eq!(find_transcript_in(&dirs, SID, None), Some(found.clone()));
     let hint = make_transcript(home.path(), "elsewhere", "other")?;
     assert_eq!(find_transcript_in(&dirs, SID, Some(&hint)), Some(hint));

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 use wakebridge::app::App;
+use wakebridge::claude::home::ClaudeHome;
 use wakebridge::config::{self, Backend, Config, Flags, Scope};
 use wakebridge::context::monitor::ContextView;
 use wakebridge::context::statefile::read_state;
@@ -142,7 +143,7 @@ impl Rig {
         let monitor = MonitorConfig::from_settings(
             &settings,
             self.state_dir.clone(),
-            vec![self.claude_dir.clone()],
+            vec![ClaudeHome::at(self.claude_dir.clone())],
             true,
         )?;
         self.task = Some(tokio::spawn(context_monitor::run(

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use wakebridge::claude::home::ClaudeHome;
 use wakebridge::cli::launch::{LaunchArgs, run_with};
 use wakebridge::launch::Passed;
 use wakebridge::launch::{LaunchError, LaunchOptions, Launched, Mapping, Placement, launch};
@@ -72,7 +73,7 @@ impl Case {
             timeout: FAKE_TIMEOUT,
             wake_dir: Some(self.path("wake")),
             session_id: None,
-            claude_home: Some(self.path("home/.claude")),
+            claude_home: Some(ClaudeHome::at(self.path("home/.claude"))),
             placement: Placement::NewSession,
             mux: self.server.config(),
         }
