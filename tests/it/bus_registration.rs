@@ -73,7 +73,7 @@ impl Write for Logs {
 }
 
 async fn eventually(what: &str, condition: impl FnMut() -> bool) {
-    common::eventually(what, PATIENCE, Duration::from_millis(10), condition).await;
+    common::eventually(what, PATIENCE, condition).await;
 }
 
 /// A keeper running against `bus`, stopped (and awaited) by `stop` or on drop.
@@ -134,7 +134,6 @@ impl Drop for Running {
 
 #[tokio::test]
 async fn client_sends_both_accept_types_where_one_gets_406() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_webhooks","arguments":{}}}"#;
     let single = reqwest::Client::new()
@@ -162,7 +161,6 @@ async fn client_sends_both_accept_types_where_one_gets_406() {
 
 #[tokio::test]
 async fn listing_unwraps_rows_newest_first_with_their_active_flags() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let active = bus.insert_row("http://127.0.0.1:1/hoök", true);
     let paused = bus.insert_row("http://127.0.0.1:2/hook", false);
@@ -183,7 +181,6 @@ async fn listing_unwraps_rows_newest_first_with_their_active_flags() {
 
 #[tokio::test]
 async fn listing_skips_elements_that_are_not_objects() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.script(
         "list_webhooks",
@@ -197,7 +194,6 @@ async fn listing_skips_elements_that_are_not_objects() {
 
 #[tokio::test]
 async fn listing_that_is_not_a_list_is_an_error() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.script("list_webhooks", json!({}));
     let client = BusClient::new(&bus.url()).expect("valid url");
@@ -208,7 +204,6 @@ async fn listing_that_is_not_a_list_is_an_error() {
 
 #[tokio::test]
 async fn register_sends_the_secret_only_when_set() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let client = BusClient::new(&bus.url()).expect("valid url");
     let first = client
@@ -231,7 +226,6 @@ async fn register_sends_the_secret_only_when_set() {
 
 #[tokio::test]
 async fn register_without_a_webhook_id_is_an_error() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.script("register_webhook", json!({}));
     let client = BusClient::new(&bus.url()).expect("valid url");
@@ -244,7 +238,6 @@ async fn register_without_a_webhook_id_is_an_error() {
 
 #[tokio::test]
 async fn unregister_of_a_missing_row_counts_as_removed() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let id = bus.insert_row(HOOK_URL, true);
     let client = BusClient::new(&bus.url()).expect("valid url");
@@ -258,7 +251,6 @@ async fn unregister_of_a_missing_row_counts_as_removed() {
 
 #[tokio::test]
 async fn unregister_with_an_unexpected_result_is_an_error() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.script("unregister_webhook", json!({}));
     bus.script(
@@ -276,7 +268,6 @@ async fn unregister_with_an_unexpected_result_is_an_error() {
 
 #[tokio::test]
 async fn unknown_tool_is_a_tool_error() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let client = BusClient::new(&bus.url()).expect("valid url");
     let err = client
@@ -293,7 +284,6 @@ async fn unknown_tool_is_a_tool_error() {
 
 #[tokio::test]
 async fn stopped_bus_is_unreachable_not_unusable() {
-    common::arm_test_timeout();
     let mut bus = StubBus::start().await;
     bus.stop().await;
     let client = BusClient::new(&bus.url()).expect("valid url");
@@ -306,7 +296,6 @@ async fn stopped_bus_is_unreachable_not_unusable() {
 
 #[tokio::test]
 async fn hung_bus_is_unreachable_after_the_call_timeout() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.set_behaviour(Behaviour::Hang);
     let client =
@@ -319,7 +308,6 @@ async fn hung_bus_is_unreachable_after_the_call_timeout() {
 
 #[tokio::test]
 async fn http_error_status_is_its_own_error() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.set_behaviour(Behaviour::Status(500));
     let client = BusClient::new(&bus.url()).expect("valid url");
@@ -331,7 +319,6 @@ async fn http_error_status_is_its_own_error() {
 
 #[tokio::test]
 async fn replies_without_a_usable_data_line_are_unusable() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let client = BusClient::new(&bus.url()).expect("valid url");
     for body in [
@@ -350,7 +337,6 @@ async fn replies_without_a_usable_data_line_are_unusable() {
 
 #[tokio::test]
 async fn lf_only_streams_and_bare_data_fields_are_read() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.set_behaviour(Behaviour::RawBody(
         "event: message\ndata:{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"structuredContent\":{\"result\":[]}}}\n\n"
@@ -364,7 +350,6 @@ async fn lf_only_streams_and_bare_data_fields_are_read() {
 
 #[tokio::test]
 async fn registers_once_the_bus_comes_up() {
-    common::arm_test_timeout();
     let (logs, _guard) = Logs::capture();
     let mut bus = StubBus::start().await;
     bus.stop().await;
@@ -390,7 +375,6 @@ async fn registers_once_the_bus_comes_up() {
 
 #[tokio::test]
 async fn startup_sweeps_active_and_paused_rows_at_our_url_only() {
-    common::arm_test_timeout();
     let (logs, _guard) = Logs::capture();
     let bus = StubBus::start().await;
     let stale_active = bus.insert_row(HOOK_URL, true);
@@ -429,7 +413,6 @@ async fn startup_sweeps_active_and_paused_rows_at_our_url_only() {
 
 #[tokio::test]
 async fn deleted_row_is_registered_again_within_one_keeper_period() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
     let first = keeper.registered_id().await;
@@ -451,7 +434,6 @@ async fn deleted_row_is_registered_again_within_one_keeper_period() {
 
 #[tokio::test]
 async fn status_reads_false_until_the_deleted_row_is_back() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
     let first = keeper.registered_id().await;
@@ -469,7 +451,6 @@ async fn status_reads_false_until_the_deleted_row_is_back() {
 
 #[tokio::test]
 async fn paused_row_is_replaced_by_an_active_one() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
     let first = keeper.registered_id().await;
@@ -486,7 +467,6 @@ async fn paused_row_is_replaced_by_an_active_one() {
 
 #[tokio::test]
 async fn status_follows_the_bus_going_down_and_coming_back() {
-    common::arm_test_timeout();
     let mut bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
     let id = keeper.registered_id().await;
@@ -504,7 +484,6 @@ async fn status_follows_the_bus_going_down_and_coming_back() {
 
 #[tokio::test]
 async fn shutdown_unregisters_our_row() {
-    common::arm_test_timeout();
     let (logs, _guard) = Logs::capture();
     let bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
@@ -526,7 +505,6 @@ async fn shutdown_unregisters_our_row() {
 
 #[tokio::test]
 async fn shutdown_is_bounded_when_the_bus_hangs() {
-    common::arm_test_timeout();
     let (logs, _guard) = Logs::capture();
     let bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
@@ -545,7 +523,6 @@ async fn shutdown_is_bounded_when_the_bus_hangs() {
 
 #[tokio::test]
 async fn shutdown_does_not_wait_for_a_hung_start_up_listing() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     bus.set_behaviour(Behaviour::Hang);
     let keeper = Running::start(&bus.url());
@@ -560,7 +537,6 @@ async fn shutdown_does_not_wait_for_a_hung_start_up_listing() {
 
 #[tokio::test]
 async fn shutdown_while_the_bus_is_down_warns_and_returns() {
-    common::arm_test_timeout();
     let (logs, _guard) = Logs::capture();
     let mut bus = StubBus::start().await;
     let keeper = Running::start(&bus.url());
@@ -575,7 +551,6 @@ async fn shutdown_while_the_bus_is_down_warns_and_returns() {
 
 #[tokio::test]
 async fn shutdown_before_start_makes_no_call() {
-    common::arm_test_timeout();
     let bus = StubBus::start().await;
     let shutdown = CancellationToken::new();
     shutdown.cancel();
@@ -639,7 +614,6 @@ fn check_xml_nesting(xml: &str) -> Result<Vec<String>, String> {
 
 #[test]
 fn xml_check_rejects_misnested_plists() {
-    common::arm_test_timeout();
     assert!(check_xml_nesting("<plist><dict></plist></dict>").is_err());
     assert!(check_xml_nesting("<plist><dict>").is_err());
     assert!(check_xml_nesting("<!-- a -- b --><plist/>").is_err());
@@ -648,7 +622,6 @@ fn xml_check_rejects_misnested_plists() {
 
 #[test]
 fn launch_agent_plist_is_well_formed() {
-    common::arm_test_timeout();
     let elements = check_xml_nesting(PLIST).expect("well-formed plist");
     assert_eq!(elements.first().map(String::as_str), Some("plist"));
 }
@@ -662,7 +635,6 @@ fn have(program: &str) -> bool {
 
 #[test]
 fn launch_agent_plist_parses_as_a_property_list() {
-    common::arm_test_timeout();
     if !have("python3") {
         common::skip_or_fail("python3 (plistlib) is not installed", common::GET_PYTHON3);
         return;
@@ -712,7 +684,6 @@ fn launch_agent_plist_parses_as_a_property_list() {
 
 #[test]
 fn systemd_unit_runs_serve_with_restart_on_failure() {
-    common::arm_test_timeout();
     let lines: Vec<&str> = UNIT.lines().map(str::trim).collect();
     for expected in [
         "ExecStart=%h/.cargo/bin/wakebridge serve",
@@ -728,7 +699,6 @@ fn systemd_unit_runs_serve_with_restart_on_failure() {
 
 #[test]
 fn systemd_unit_passes_systemd_analyze_verify() {
-    common::arm_test_timeout();
     if !have("systemd-analyze") {
         common::skip_or_fail(
             "systemd-analyze is not installed",
@@ -737,7 +707,7 @@ fn systemd_unit_passes_systemd_analyze_verify() {
         return;
     }
     // verify insists the ExecStart binary exists, so point it at the one cargo just built.
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = common::tempdir();
     let path = dir.path().join("wakebridge.service");
     let unit = UNIT.replace("%h/.cargo/bin/wakebridge", env!("CARGO_BIN_EXE_wakebridge"));
     std::fs::write(&path, unit).expect("write unit");

@@ -44,14 +44,14 @@ struct Machine {
 
 impl Machine {
     fn new() -> Machine {
-        let root = tempfile::tempdir().expect("temp dir");
+        let root = common::tempdir();
         let dir = root.path().join("home/claude-config");
         Machine { root, dir }
     }
 
     /// A machine whose Claude Code config dir is the default one, `~/.claude`.
     fn at_home() -> Machine {
-        let root = tempfile::tempdir().expect("temp dir");
+        let root = common::tempdir();
         let dir = root.path().join("home/.claude");
         Machine { root, dir }
     }
@@ -190,7 +190,6 @@ fn assert_fully_installed(settings: &Value) {
 
 #[test]
 fn install_into_no_file_creates_it_and_uninstall_removes_it() {
-    common::arm_test_timeout();
     let machine = Machine::new();
     let out = machine.ok(&["install"]);
     assert!(out.contains("+++ ") && out.contains(&our_hook()), "{out}");
@@ -217,7 +216,6 @@ fn install_into_no_file_creates_it_and_uninstall_removes_it() {
 
 #[test]
 fn install_into_an_empty_object_and_back_byte_for_byte() {
-    common::arm_test_timeout();
     let machine = Machine::with("{}");
     machine.ok(&["install"]);
     assert_fully_installed(&machine.value());
@@ -229,7 +227,6 @@ fn install_into_an_empty_object_and_back_byte_for_byte() {
 
 #[test]
 fn the_users_own_hooks_and_keys_are_kept_in_order_and_restored_exactly() {
-    common::arm_test_timeout();
     let machine = Machine::with(USERS_OWN);
     std::fs::set_permissions(machine.settings(), std::fs::Permissions::from_mode(0o644))
         .expect("chmod");
@@ -269,7 +266,6 @@ fn the_users_own_hooks_and_keys_are_kept_in_order_and_restored_exactly() {
 
 #[test]
 fn uninstall_after_a_users_edit_keeps_the_edit() {
-    common::arm_test_timeout();
     let machine = Machine::with(USERS_OWN);
     machine.ok(&["install"]);
     let mut settings = machine.value();
@@ -296,7 +292,6 @@ fn uninstall_after_a_users_edit_keeps_the_edit() {
 
 #[test]
 fn a_custom_status_line_is_wrapped_and_both_lines_show() {
-    common::arm_test_timeout();
     let own = r#"{"statusLine": {"type": "command", "command": "read -r line; case \"$line\" in *Opus*) echo \"mine: Opus\";; *) echo \"mine: ?\";; esac", "padding": 2}}"#;
     let machine = Machine::with(own);
     machine.ok(&["install"]);
@@ -311,7 +306,6 @@ fn a_custom_status_line_is_wrapped_and_both_lines_show() {
 
 #[test]
 fn a_wrapped_status_line_that_hangs_is_cut_off() {
-    common::arm_test_timeout();
     let own = r#"{"statusLine": {"type": "command", "command": "echo partial; sleep 60"}}"#;
     let machine = Machine::with(own);
     machine.ok(&["install"]);
@@ -325,7 +319,6 @@ fn a_wrapped_status_line_that_hangs_is_cut_off() {
 
 #[test]
 fn a_file_with_comments_is_refused_and_left_alone() {
-    common::arm_test_timeout();
     let commented = "{\n  // my model\n  \"model\": \"opus\",\n}\n";
     let machine = Machine::with(commented);
     let before = machine.files();
@@ -347,7 +340,6 @@ fn a_file_with_comments_is_refused_and_left_alone() {
 
 #[test]
 fn a_dry_run_prints_the_diff_and_changes_nothing() {
-    common::arm_test_timeout();
     let machine = Machine::with(USERS_OWN);
     let out = machine.ok(&["install", "--dry-run"]);
     assert!(
@@ -375,7 +367,6 @@ fn a_dry_run_prints_the_diff_and_changes_nothing() {
 
 #[test]
 fn a_symlinked_settings_file_stays_a_link() {
-    common::arm_test_timeout();
     let machine = Machine::new();
     let dotfiles = machine.root.path().join("dotfiles");
     std::fs::create_dir_all(&dotfiles).expect("dotfiles");
@@ -397,7 +388,6 @@ fn a_symlinked_settings_file_stays_a_link() {
 /// `Path` of the config dir exists after an install into nothing (the harness's HOME does not).
 #[test]
 fn claude_config_dir_is_honoured() {
-    common::arm_test_timeout();
     let machine = Machine::new();
     machine.ok(&["install"]);
     assert!(machine.settings().is_file());
@@ -407,7 +397,6 @@ fn claude_config_dir_is_honoured() {
 
 #[test]
 fn a_hand_merged_snippet_is_updated_in_place_not_duplicated() {
-    common::arm_test_timeout();
     // What the README used to say: deploy/'s two snippets merged by hand.
     let mut by_hand: Value =
         serde_json::from_str(include_str!("../../deploy/claude-hooks.json")).expect("hooks");
@@ -443,7 +432,6 @@ fn a_hand_merged_snippet_is_updated_in_place_not_duplicated() {
 /// pane, and its status bar shows the user's line with ours added.
 #[tokio::test]
 async fn the_real_claude_code_runs_the_installed_hooks_and_status_line() {
-    common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
@@ -480,24 +468,19 @@ async fn the_real_claude_code_runs_the_installed_hooks_and_status_line() {
     common::eventually(
         "the installed SessionStart hook to map the pane",
         Duration::from_secs(90),
-        Duration::from_millis(100),
         || std::fs::read_to_string(&panes).is_ok_and(|text| text.contains(&pane)),
     )
     .await;
     let screen = || tmux.tmux(&["capture-pane", "-p", "-t", &pane]);
     // Claude Code draws its first screen (status bar included) well after the hook ran.
-    common::eventually(
-        "the wrapped status line",
-        Duration::from_secs(60),
-        Duration::from_millis(100),
-        || screen().contains("mine-line \u{b7} ctx"),
-    )
+    common::eventually("the wrapped status line", Duration::from_secs(60), || {
+        screen().contains("mine-line \u{b7} ctx")
+    })
     .await;
 }
 
 #[test]
 fn a_moved_binary_updates_its_entries_and_uninstall_still_restores_exactly() {
-    common::arm_test_timeout();
     let machine = Machine::with(USERS_OWN);
     machine.ok(&["install"]);
     // The same binary at a new place with a space in it (a hard link: no 170 MB copy, and so
@@ -537,7 +520,6 @@ fn a_moved_binary_updates_its_entries_and_uninstall_still_restores_exactly() {
 
 #[test]
 fn the_path_written_is_the_link_path_finds_not_the_versioned_file_behind_it() {
-    common::arm_test_timeout();
     // As Homebrew or Nix install it: bin/wakebridge, a link to a versioned file.
     let machine = Machine::new();
     let bin = machine.root.path().join("brew/bin");

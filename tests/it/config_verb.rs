@@ -2,6 +2,7 @@
 
 use std::process::Output;
 
+use crate::common;
 use crate::common::harness::binary;
 
 fn run(root: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> Output {
@@ -21,8 +22,7 @@ fn settings(stdout: &[u8]) -> Vec<(String, String)> {
 
 #[test]
 fn config_shows_each_origin_and_reads_back_as_the_same_configuration() {
-    crate::common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     let env = [
         ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "7m"),
         ("AGENT_EVENT_BUS_BRIDGE_SECRET", "do-not-print-me"),
@@ -87,8 +87,7 @@ fn config_shows_each_origin_and_reads_back_as_the_same_configuration() {
 
 #[test]
 fn config_check_names_what_is_wrong_and_exits_2() {
-    crate::common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     let bad_var = run(
         root.path(),
         &[("AGENT_EVENT_BUS_BRIDGE_PORT", "eighty")],
@@ -247,8 +246,7 @@ fn first_line(stderr: &[u8]) -> String {
 
 #[test]
 fn config_check_refuses_every_file_serve_refuses_in_its_words() {
-    crate::common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     // The mux backend, as users run it (the harness's default is spool).
     let env = [("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux")];
     for (i, bad) in BAD_FILES.iter().enumerate() {

@@ -65,7 +65,7 @@ fn reading_of(
     lines: &[String],
     ending: &str,
 ) -> Result<Option<ContextReading>, Box<dyn std::error::Error>> {
-    let dir = tempfile::tempdir()?;
+    let dir = common::tempdir();
     let path = dir.path().join(format!("{SID}.jsonl"));
     write_lines(&path, lines, ending)?;
     let mut follower = TranscriptFollower::new(&path);
@@ -80,7 +80,6 @@ fn used(reading: &Option<ContextReading>) -> Option<u64> {
 
 #[test]
 fn plain_usage_is_input_plus_cache_tokens_of_newest_assistant() -> TestResult {
-    common::arm_test_timeout();
     let r = reading_of(
         &[
             user("hi"),
@@ -100,7 +99,6 @@ fn plain_usage_is_input_plus_cache_tokens_of_newest_assistant() -> TestResult {
 
 #[test]
 fn streaming_duplicates_give_the_same_figure() -> TestResult {
-    common::arm_test_timeout();
     let line = assistant("claude-sonnet-4-5", 4, 2150, 18420);
     let r = reading_of(&[user("x"), line.clone(), line.clone(), line], "\n")?;
     assert_eq!(used(&r), Some(20_574));
@@ -109,7 +107,6 @@ fn streaming_duplicates_give_the_same_figure() -> TestResult {
 
 #[test]
 fn sidechain_records_newer_than_main_chain_are_ignored() -> TestResult {
-    common::arm_test_timeout();
     let r = reading_of(
         &[
             assistant("claude-opus-4-1", 5, 0, 50_000),
@@ -125,7 +122,6 @@ fn sidechain_records_newer_than_main_chain_are_ignored() -> TestResult {
 
 #[test]
 fn synthetic_api_error_as_last_line_is_skipped() -> TestResult {
-    common::arm_test_timeout();
     let r = reading_of(
         &[assistant("claude-opus-4-1", 1, 2, 30_000), api_error()],
         "\n",
@@ -136,7 +132,6 @@ fn synthetic_api_error_as_last_line_is_skipped() -> TestResult {
 
 #[test]
 fn compaction_boundary_resets_to_post_tokens() -> TestResult {
-    common::arm_test_timeout();
     // The reference walk-through: real usage, a sidechain, a boundary, a summary, an API error.
     let r = reading_of(
         &[
@@ -173,7 +168,6 @@ fn compaction_boundary_resets_to_post_tokens() -> TestResult {
 
 #[test]
 fn one_million_model_suffix_sets_the_window() -> TestResult {
-    common::arm_test_timeout();
     let r = reading_of(&[assistant("claude-sonnet-4-5[1m]", 0, 0, 250_000)], "\n")?;
     let f = figures(r.as_ref(), None, &WindowResolver::default());
     assert_eq!(
@@ -186,7 +180,6 @@ fn one_million_model_suffix_sets_the_window() -> TestResult {
 
 #[test]
 fn unknown_model_falls_back_to_default_window() -> TestResult {
-    common::arm_test_timeout();
     let r = reading_of(&[assistant("some-new-model-9", 0, 0, 150_000)], "\n")?;
     let f = figures(r.as_ref(), None, &WindowResolver::default());
     assert_eq!(
@@ -199,7 +192,6 @@ fn unknown_model_falls_back_to_default_window() -> TestResult {
 
 #[test]
 fn unknown_record_types_and_garbage_are_skipped() -> TestResult {
-    common::arm_test_timeout();
     let r = reading_of(
         &[
             assistant("claude-opus-4-1", 1, 1, 1),
@@ -218,8 +210,7 @@ fn unknown_record_types_and_garbage_are_skipped() -> TestResult {
 
 #[test]
 fn torn_last_line_is_not_read_until_completed() -> TestResult {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir()?;
+    let dir = common::tempdir();
     let path = dir.path().join("t.jsonl");
     let last = assistant("claude-opus-4-1", 0, 0, 90_000);
     let (head, tail) = last.split_at(last.len() / 2);
@@ -246,7 +237,6 @@ fn torn_last_line_is_not_read_until_completed() -> TestResult {
 
 #[test]
 fn empty_file_has_no_reading() -> TestResult {
-    common::arm_test_timeout();
     let r = reading_of(&[], "\n")?;
     assert_eq!(r, None);
     let f = figures(None, None, &WindowResolver::default());
@@ -256,7 +246,6 @@ fn empty_file_has_no_reading() -> TestResult {
 
 #[test]
 fn crlf_line_endings_are_tolerated() -> TestResult {
-    common::arm_test_timeout();
     let r = reading_of(
         &[
             user("x"),
@@ -271,8 +260,7 @@ fn crlf_line_endings_are_tolerated() -> TestResult {
 
 #[test]
 fn follower_reads_only_appended_bytes() -> TestResult {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir()?;
+    let dir = common::tempdir();
     let path = dir.path().join("grow.jsonl");
     write_lines(&path, &[assistant("claude-opus-4-1", 0, 0, 100)], "\n")?;
     let mut f = TranscriptFollower::new(&path);
@@ -299,8 +287,7 @@ fn follower_reads_only_appended_bytes() -> TestResult {
 
 #[test]
 fn follower_retails_after_truncation() -> TestResult {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir()?;
+    let dir = common::tempdir();
     let path = dir.path().join("trunc.jsonl");
     write_lines(
         &path,
@@ -322,8 +309,7 @@ fn follower_retails_after_truncation() -> TestResult {
 
 #[test]
 fn follower_notices_in_place_rewrite_that_grew_past_offset() -> TestResult {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir()?;
+    let dir = common::tempdir();
     let path = dir.path().join("rewrite.jsonl");
     write_lines(&path, &[assistant("claude-opus-4-1", 0, 0, 100)], "\n")?;
     let mut f = TranscriptFollower::new(&path);
@@ -350,8 +336,7 @@ fn follower_notices_in_place_rewrite_that_grew_past_offset() -> TestResult {
 
 #[test]
 fn follower_reopens_replaced_file() -> TestResult {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir()?;
+    let dir = common::tempdir();
     let path = dir.path().join("swap.jsonl");
     write_lines(&path, &[assistant("claude-opus-4-1", 0, 0, 100)], "\n")?;
     let mut f = TranscriptFollower::new(&path);
@@ -376,8 +361,7 @@ fn follower_reopens_replaced_file() -> TestResult {
 
 #[test]
 fn follower_waits_for_late_creation() -> TestResult {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir()?;
+    let dir = common::tempdir();
     let path = dir.path().join("late.jsonl");
     let mut f = TranscriptFollower::new(&path);
     assert_eq!(f.poll()?.event, PollEvent::Missing);
@@ -391,8 +375,7 @@ fn follower_waits_for_late_creation() -> TestResult {
 
 #[test]
 fn tail_window_grows_until_a_record_decides() -> TestResult {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir()?;
+    let dir = common::tempdir();
     let path = dir.path().join("big.jsonl");
     let mut lines = vec![assistant("claude-opus-4-1", 0, 0, 1234)];
     // ~100 KB of user turns after the last assistant record.
@@ -418,8 +401,7 @@ fn tail_window_grows_until_a_record_decides() -> TestResult {
 
 #[test]
 fn tail_reads_only_the_end_of_a_long_history() -> TestResult {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir()?;
+    let dir = common::tempdir();
     let path = dir.path().join("long.jsonl");
     let mut body = String::new();
     while body.len() < 4 << 20 {
@@ -438,8 +420,7 @@ fn tail_reads_only_the_end_of_a_long_history() -> TestResult {
 
 #[test]
 fn tail_gives_up_at_the_cap_then_follows_appends() -> TestResult {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir()?;
+    let dir = common::tempdir();
     let path = dir.path().join("capped.jsonl");
     let mut lines = vec![assistant("claude-opus-4-1", 0, 0, 5)];
     lines.extend((0..2000).map(|i| user(&format!("{i:0>80}"))));
@@ -476,8 +457,7 @@ fn make_transcript(config: &Path, project: &str, sid: &str) -> std::io::Result<P
 
 #[test]
 fn finds_transcript_by_hint_then_under_config_dirs() -> TestResult {
-    common::arm_test_timeout();
-    let home = tempfile::tempdir()?;
+    let home = common::tempdir();
     let a = home.path().join("a");
     let b = home.path().join("b");
     let found = make_transcript(&b, "-home-dev-proj", SID)?;
@@ -504,8 +484,7 @@ fn finds_transcript_by_hint_then_under_config_dirs() -> TestResult {
 
 #[tokio::test]
 async fn change_watcher_reports_writes_and_falls_back_to_ticks() -> TestResult {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir()?;
+    let dir = common::tempdir();
     let mut watcher = ChangeWatcher::new(Duration::from_millis(300));
     watcher.watch_dir(dir.path())?;
     let path = dir.path().join("w.jsonl");

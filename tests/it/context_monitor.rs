@@ -73,7 +73,7 @@ struct Rig {
 
 impl Rig {
     fn new(mux: MuxConfig) -> Result<Rig, Box<dyn std::error::Error>> {
-        let root = tempfile::tempdir()?;
+        let root = common::tempdir();
         // The monitor types its warnings, as it does with the (default) mux backend.
         let env = Env::from(test_env(
             root.path(),
@@ -176,14 +176,8 @@ impl Drop for Rig {
     }
 }
 
-async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) -> TestResult {
-    let start = std::time::Instant::now();
-    while !cond() {
-        if start.elapsed() > WAIT {
-            return Err(format!("timed out waiting for {what}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+async fn wait_until(what: &str, cond: impl FnMut() -> bool) -> TestResult {
+    common::eventually(what, WAIT, cond).await;
     Ok(())
 }
 
@@ -201,7 +195,6 @@ fn checkpoint(pct: u32) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
-    common::arm_test_timeout();
     let server = TmuxServer::start();
     let record = server.dir().join("typed");
     let pane = server.new_pane(&format!(
@@ -298,7 +291,6 @@ async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> TestResult {
-    common::arm_test_timeout();
     let mut rig = Rig::new(MuxConfig::default())?;
     // Reported by the hook at a path outside the config dirs: only the ledger can name it.
     let transcript = rig
@@ -384,7 +376,6 @@ fn limit_record(at: &str, resets: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_limit_the_transcript_ends_on_is_recorded_once_and_an_old_one_is_not() -> TestResult {
-    common::arm_test_timeout();
     let mut rig = Rig::new(MuxConfig::default())?;
     // Yesterday's limit, long reset: history, not a limit.
     append(&rig.transcript(), &assistant(100_000))?;
@@ -429,7 +420,6 @@ async fn a_limit_the_transcript_ends_on_is_recorded_once_and_an_old_one_is_not()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transcript_change_is_picked_up_before_the_next_poll() -> TestResult {
-    common::arm_test_timeout();
     let slow_poll = Duration::from_secs(30);
     let mut rig = Rig::new(MuxConfig::default())?;
     let transcript = rig.transcript();
@@ -466,8 +456,7 @@ async fn transcript_change_is_picked_up_before_the_next_poll() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_reports_context_in_sessions_and_metrics() -> TestResult {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir()?;
+    let root = common::tempdir();
     std::fs::create_dir_all(root.path().join("run"))?;
     let claude = root.path().join("claude");
     let project = claude.join("projects").join("-work-proj");
@@ -505,25 +494,22 @@ async fn serve_reports_context_in_sessions_and_metrics() -> TestResult {
     let served = tokio::spawn(app.run(shutdown.clone()));
     let client = reqwest::Client::new();
 
-    let start = std::time::Instant::now();
-    let session = loop {
+    let session = common::eventually_ok("context in /sessions", WAIT, async || {
         let body: serde_json::Value = client
             .get(format!("http://{addr}/sessions"))
             .send()
-            .await?
+            .await
+            .map_err(|e| e.to_string())?
             .json()
-            .await?;
-        let found = body["sessions"]
+            .await
+            .map_err(|e| e.to_string())?;
+        body["sessions"]
             .as_array()
-            .and_then(|s| s.iter().find(|s| s["session_id"] == SID).cloned());
-        if let Some(s) = found.filter(|s| s["context"]["percent"].is_number()) {
-            break s;
-        }
-        if start.elapsed() > WAIT {
-            return Err(format!("no context in /sessions: {body}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+            .and_then(|s| s.iter().find(|s| s["session_id"] == SID).cloned())
+            .filter(|s| s["context"]["percent"].is_number())
+            .ok_or(body)
+    })
+    .await;
     assert_eq!(session["context"]["percent"].as_f64(), Some(65.0));
     assert_eq!(session["context"]["used_tokens"].as_u64(), Some(130_000));
     assert_eq!(session["context"]["context_window"].as_u64(), Some(200_000));

@@ -22,8 +22,7 @@ async fn post(client: &reqwest::Client, daemon: &Daemon, body: String) -> u16 {
 
 #[tokio::test]
 async fn sigkill_then_restart_loses_nothing_and_duplicates_nothing() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().expect("tempdir");
+    let root = common::tempdir();
     let wake = root.path().join("wake");
     let client = reqwest::Client::new();
     let mut daemon = start(root.path(), &client).await;

@@ -7,6 +7,7 @@ use std::process::Output;
 use serde_json::Value;
 use wakebridge::wakedir::target::PaneTarget;
 
+use crate::common;
 use crate::common::harness::{Daemon, binary, free_port};
 use crate::common::tmux::TmuxServer;
 
@@ -23,7 +24,7 @@ struct Setup {
 
 impl Setup {
     fn new() -> Setup {
-        let root = tempfile::tempdir().unwrap();
+        let root = common::tempdir();
         let tmux = TmuxServer::start();
         let socket = tmux.socket().display().to_string();
         let pane = tmux.new_pane("sleep 600");
@@ -115,7 +116,6 @@ fn stdout(out: &Output) -> String {
 
 #[tokio::test]
 async fn a_healthy_setup_passes() {
-    crate::common::arm_test_timeout();
     let setup = Setup::new();
     let daemon = setup.daemon(&[]).await;
     let out = setup.doctor(&daemon.addr);
@@ -145,7 +145,6 @@ async fn a_healthy_setup_passes() {
 
 #[tokio::test]
 async fn each_broken_link_fails_by_name_with_its_fix() {
-    crate::common::arm_test_timeout();
     let setup = Setup::new();
 
     // Hooks: an event missing from the settings.
@@ -234,8 +233,7 @@ async fn each_broken_link_fails_by_name_with_its_fix() {
 
 #[test]
 fn doctor_without_home_names_it() {
-    crate::common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     let out = binary(root.path(), &[])
         .env_remove("HOME")
         .args(["doctor", "--url", "http://127.0.0.1:9"])

@@ -144,8 +144,7 @@ fn new_spool_ids(wake: &Path, sid: &str, checked: &mut u64) -> Vec<u64> {
 /// asked again for the last requests before every kill and the most recent ones (issue 28).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigkill_under_load_again_and_again_loses_nothing_and_spools_no_retry_twice() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().expect("tempdir");
+    let root = common::tempdir();
     let wake = root.path().join("wake");
     let client = reqwest::Client::new();
     let next_id = Arc::new(AtomicU64::new(1));
@@ -409,8 +408,7 @@ fn write_stand_in(dir: &Path, name: &str, pids: &Path) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hanging_multiplexer_answers_within_budget_and_its_children_are_killed() {
-    common::arm_test_timeout();
-    let bin_dir = tempfile::tempdir().expect("tempdir");
+    let bin_dir = common::tempdir();
     let pids = bin_dir.path().join("pids");
     let _reap = PidsGuard(pids.clone());
     let tmux = write_stand_in(bin_dir.path(), "tmux", &pids);
@@ -494,7 +492,6 @@ fn processes_mentioning(needle: &str) -> Vec<i32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopped_tmux_server_fails_the_wake_inside_the_budget() {
-    common::arm_test_timeout();
     if Command::new("tmux").arg("-V").output().is_err() {
         common::skip_or_fail(
             "tmux does not run",
@@ -614,8 +611,7 @@ fn fill(dir: &Path) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_file_system_answers_500_tears_nothing_and_recovers() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().expect("tempdir");
+    let root = common::tempdir();
     let wake = root.path().join("wake");
     let mount = match Mount::tmpfs(&wake, SMALL_FS) {
         Ok(mount) => mount,
@@ -683,8 +679,7 @@ fn limit_file_size() -> i32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_size_limit_answers_500_tears_nothing_and_recovers_after_a_drain() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().expect("tempdir");
+    let root = common::tempdir();
     let wake = root.path().join("wake");
     let client = reqwest::Client::new();
     let daemon = Daemon::spawn(root.path(), &[], Some(limit_file_size));
@@ -741,7 +736,6 @@ async fn file_size_limit_answers_500_tears_nothing_and_recovers_after_a_drain() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stuck_drainer_fails_only_its_session_after_the_lock_budget() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let lock_path = server.wake_dir.join("stuck.lock");
     // Its own process group: the lock fd is inherited by `sleep`, so the whole group must die

@@ -178,7 +178,6 @@ fn replay_and_mutate(name: &str, target: Target) {
 
 #[test]
 fn every_fuzz_target_survives_its_corpus_and_mutations() {
-    common::arm_test_timeout();
     for (name, target) in TARGETS {
         replay_and_mutate(name, *target);
     }
@@ -187,7 +186,6 @@ fn every_fuzz_target_survives_its_corpus_and_mutations() {
 
 #[test]
 fn every_fuzz_target_has_a_binary_and_a_corpus() {
-    common::arm_test_timeout();
     let manifest =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/Cargo.toml"))
             .expect("fuzz/Cargo.toml");
@@ -202,7 +200,6 @@ fn every_fuzz_target_has_a_binary_and_a_corpus() {
 
 #[test]
 fn the_real_bus_dm_is_delivered_with_its_own_bytes_as_the_line() {
-    common::arm_test_timeout();
     // The bus serialises with json.dumps, so the spool line is the body plus a newline.
     let seeds = corpus("event_triage");
     let (_, dm) = seeds
@@ -220,7 +217,6 @@ fn the_real_bus_dm_is_delivered_with_its_own_bytes_as_the_line() {
 
 #[test]
 fn printable_rule_agrees_with_python_isprintable() {
-    common::arm_test_timeout();
     // One python3 run prints a 0/1 per code point (surrogates included, as Python has them).
     let script = "import sys,unicodedata as u\n\
                   sys.stdout.write(u.unidata_version+'\\n')\n\
@@ -309,7 +305,6 @@ proptest! {
 
     #[test]
     fn canonical_host_is_a_fixed_point_of_itself(raw in any::<String>()) {
-        common::arm_test_timeout();
         let host = canonical_host(&raw);
         if !host.contains(':') && !host.starts_with('[') {
             prop_assert_eq!(canonical_host(&host), host.clone());
@@ -326,7 +321,6 @@ proptest! {
         v6 in any::<[u16; 8]>(),
         port in any::<u16>(),
     ) {
-        common::arm_test_timeout();
         prop_assert_eq!(canonical_host(&format!("{name}:{port}")), canonical_host(&name));
         let v4 = std::net::Ipv4Addr::from(v4);
         prop_assert_eq!(canonical_host(&format!("{v4}:{port}")), v4.to_string());
@@ -337,7 +331,6 @@ proptest! {
 
     #[test]
     fn every_ipv6_spelling_is_one_host(segs in any::<[u16; 8]>(), port in any::<u16>(), upper in any::<bool>()) {
-        common::arm_test_timeout();
         let ip = std::net::Ipv6Addr::from(segs);
         let padded = segs.iter().map(|s| format!("{s:04x}")).collect::<Vec<_>>().join(":");
         let bare = segs.iter().map(|s| format!("{s:x}")).collect::<Vec<_>>().join(":");
@@ -354,7 +347,6 @@ proptest! {
 
     #[test]
     fn empty_host_is_never_allowed(entries in prop::collection::vec(any::<String>(), 0..8), raw in any::<String>()) {
-        common::arm_test_timeout();
         let list = HostAllowlist::new(entries.iter().filter_map(|e| canonical_entry(e)));
         prop_assert!(!list.allows(""));
         prop_assert!(list.iter().all(|h| !h.is_empty()));
@@ -365,7 +357,6 @@ proptest! {
 
     #[test]
     fn printable_matches_the_category_definition_on_strings(s in any::<String>()) {
-        common::arm_test_timeout();
         use unicode_general_category::get_general_category;
         let by_definition = s.chars().all(|c| {
             c == ' ' || !["Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"]
@@ -377,7 +368,6 @@ proptest! {
 
     #[test]
     fn triage_never_panics_on_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
-        common::arm_test_timeout();
         checks::event_triage(&bytes);
     }
 
@@ -388,7 +378,6 @@ proptest! {
         level in prop_oneof![Just(json!("actionable")), Just(json!("info")), Just(Value::Null)],
         event_id in prop_oneof![any::<u32>().prop_map(|n| json!(n)), "[ -~]{0,12}".prop_map(Value::String)],
     ) {
-        common::arm_test_timeout();
         let body = json!({
             "event_id": event_id,
             "payload": payload,

@@ -3,12 +3,10 @@
 use serde_json::json;
 use wakebridge::wire::signature::Secret;
 
-use crate::common;
 use crate::common::harness::{DEFAULT_EVENT, TestServer, raw_request, status_of};
 
 #[tokio::test]
 async fn default_event_is_spooled_once_with_the_python_line() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let (status, body) = server.hook(DEFAULT_EVENT, &[]).await;
     assert_eq!(status, 200);
@@ -26,7 +24,6 @@ async fn default_event_is_spooled_once_with_the_python_line() {
 
 #[tokio::test]
 async fn filter_arms_answer_200_and_touch_nothing() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     for level in [
         r#""lifecycle""#,
@@ -79,7 +76,6 @@ async fn filter_arms_answer_200_and_touch_nothing() {
 
 #[tokio::test]
 async fn bad_json_and_shapes_are_400_and_write_nothing() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let deep = "[".repeat(300_000);
     let invalid: Vec<Vec<u8>> = vec![
@@ -124,7 +120,6 @@ async fn bad_json_and_shapes_are_400_and_write_nothing() {
 
 #[tokio::test]
 async fn routing_never_redirects() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let c = &server.client;
     let status = |r: reqwest::Response| r.status().as_u16();
@@ -165,7 +160,6 @@ async fn routing_never_redirects() {
 
 #[tokio::test]
 async fn content_type_must_be_json() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     for ct in [
         Some("text/plain;charset=UTF-8"),
@@ -197,7 +191,6 @@ async fn content_type_must_be_json() {
 
 #[tokio::test]
 async fn bodies_over_one_mebibyte_are_413_declared_or_streamed() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let big = format!(
         r#"{{"signal_level":"actionable","channel":"session:big","payload":"{}"}}"#,
@@ -231,7 +224,6 @@ async fn bodies_over_one_mebibyte_are_413_declared_or_streamed() {
 
 #[tokio::test]
 async fn client_disconnect_mid_body_is_400_and_writes_nothing() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let addr = server.addr;
     let request = b"POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"partial\":";
@@ -245,7 +237,6 @@ async fn client_disconnect_mid_body_is_400_and_writes_nothing() {
 
 #[tokio::test]
 async fn signature_is_required_only_with_a_secret() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[("AGENT_EVENT_BUS_BRIDGE_SECRET", "s3cret")]).await;
     let good = Secret::new("s3cret").sign(DEFAULT_EVENT.as_bytes());
     let wrong_key = Secret::new("other").sign(DEFAULT_EVENT.as_bytes());
@@ -297,7 +288,6 @@ async fn signature_is_required_only_with_a_secret() {
 
 #[tokio::test]
 async fn health_tells_instances_apart() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let body = server.get_json("/health").await;
     assert_eq!(body["status"], "ok");

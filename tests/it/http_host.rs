@@ -5,7 +5,6 @@ use serde_json::json;
 use wakebridge::config::Flags;
 use wakebridge::wire::signature::Secret;
 
-use crate::common;
 use crate::common::harness::{DEFAULT_EVENT, TestServer, raw_request, status_of};
 
 async fn send(
@@ -36,7 +35,6 @@ const JSON: (&str, &str) = ("Content-Type", "application/json");
 
 #[tokio::test]
 async fn loopback_spellings_pass_and_foreign_hosts_get_421_everywhere() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let hosts = [
         "127.0.0.1:8082",
@@ -87,7 +85,6 @@ async fn loopback_spellings_pass_and_foreign_hosts_get_421_everywhere() {
 
 #[tokio::test]
 async fn missing_host_header_is_421() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let addr = server.addr;
     let raw = b"GET /health HTTP/1.0\r\n\r\n";
@@ -100,7 +97,6 @@ async fn missing_host_header_is_421() {
 
 #[tokio::test]
 async fn hook_host_and_allowed_hosts_pass() {
-    common::arm_test_timeout();
     let secret = "s3cret";
     let server = TestServer::start(&[
         ("AGENT_EVENT_BUS_BRIDGE_SECRET", secret),
@@ -139,7 +135,6 @@ async fn hook_host_and_allowed_hosts_pass() {
 
 #[tokio::test]
 async fn pinned_bind_address_is_allowed() {
-    common::arm_test_timeout();
     let flags = Flags {
         bind: Some("127.0.0.3".into()),
         ..Flags::default()
@@ -158,7 +153,6 @@ async fn pinned_bind_address_is_allowed() {
 
 #[tokio::test]
 async fn rejection_body_names_the_host() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let resp = server
         .client

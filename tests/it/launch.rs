@@ -37,7 +37,7 @@ impl Case {
     fn new() -> Self {
         let case = Self {
             server: TmuxServer::start(),
-            root: tempfile::tempdir().expect("temp dir"),
+            root: common::tempdir(),
         };
         for dir in ["project", "home/.claude/sessions", "wake"] {
             std::fs::create_dir_all(case.root.path().join(dir)).expect("dirs");
@@ -130,7 +130,6 @@ fn assert_mapped(case: &Case, launched: &Launched, session_id: &str) {
 
 #[tokio::test]
 async fn passes_every_first_run_screen_of_the_current_wording() {
-    common::arm_test_timeout();
     let case = Case::new();
     let launched = launch(&case.options(case.fake(&["--wording", "current"])))
         .await
@@ -177,7 +176,6 @@ async fn passes_every_first_run_screen_of_the_current_wording() {
 
 #[tokio::test]
 async fn passes_both_older_numbered_wordings_with_enter_alone() {
-    common::arm_test_timeout();
     for wording in ["numbered-trust", "numbered-proceed"] {
         let case = Case::new();
         let launched = launch(&case.options(case.fake(&["--wording", wording])))
@@ -191,7 +189,6 @@ async fn passes_both_older_numbered_wordings_with_enter_alone() {
 
 #[tokio::test]
 async fn refuses_the_api_key_screen_and_leaves_it_to_a_human() {
-    common::arm_test_timeout();
     let case = Case::new();
     let err = launch(&case.options(case.fake(&["--api-key"])))
         .await
@@ -211,7 +208,6 @@ async fn refuses_the_api_key_screen_and_leaves_it_to_a_human() {
 
 #[tokio::test]
 async fn an_agent_that_exits_fails_with_its_last_screen_and_is_removed() {
-    common::arm_test_timeout();
     let case = Case::new();
     let command = ["sh", "-c", "echo 'fatal: no such model'; sleep 0.3; exit 7"]
         .map(String::from)
@@ -233,7 +229,6 @@ async fn an_agent_that_exits_fails_with_its_last_screen_and_is_removed() {
 
 #[tokio::test]
 async fn a_connectivity_failure_is_an_exit_not_a_success() {
-    common::arm_test_timeout();
     let case = Case::new();
     let err = launch(&case.options(case.fake(&["--connect-fail"])))
         .await
@@ -248,7 +243,6 @@ async fn a_connectivity_failure_is_an_exit_not_a_success() {
 
 #[tokio::test]
 async fn a_never_ready_agent_times_out_with_its_screen() {
-    common::arm_test_timeout();
     let case = Case::new();
     let mut opts = case.options(case.fake(&["--never-ready"]));
     opts.timeout = Duration::from_secs(6);
@@ -271,7 +265,6 @@ async fn a_never_ready_agent_times_out_with_its_screen() {
 
 #[tokio::test]
 async fn the_first_prompt_is_typed_once_after_ready() {
-    common::arm_test_timeout();
     let case = Case::new();
     let mut opts = case.options(case.fake(&[]));
     let prompt = "Read the README and summarise it.";
@@ -298,7 +291,6 @@ async fn the_first_prompt_is_typed_once_after_ready() {
 
 #[tokio::test]
 async fn pre_trust_writes_the_config_safely_and_skips_the_dialog() {
-    common::arm_test_timeout();
     let case = Case::new();
     let config = case.path("home/.claude.json");
     let original = r#"{"userID":"abc","numStartups":3,"projects":{"/elsewhere":{"allowedTools":[]}},"customApiKeyResponses":{"approved":["x"],"rejected":[]}}"#;
@@ -339,7 +331,6 @@ async fn pre_trust_writes_the_config_safely_and_skips_the_dialog() {
 
 #[tokio::test]
 async fn pre_trust_refuses_a_config_that_is_not_json_and_starts_nothing() {
-    common::arm_test_timeout();
     let case = Case::new();
     let config = case.path("home/.claude.json");
     std::fs::write(&config, "{\"half\": ").expect("config");
@@ -354,7 +345,6 @@ async fn pre_trust_refuses_a_config_that_is_not_json_and_starts_nothing() {
 
 #[tokio::test]
 async fn new_window_placement_uses_the_named_session() {
-    common::arm_test_timeout();
     let case = Case::new();
     let mut opts = case.options(case.fake(&[]));
     opts.placement = Placement::NewWindow {
@@ -375,7 +365,6 @@ async fn new_window_placement_uses_the_named_session() {
 
 #[tokio::test]
 async fn cli_prints_the_documented_json() {
-    common::arm_test_timeout();
     let case = Case::new();
     let home = case.path("home").display().to_string();
     let env = wakebridge::env::Env::from_pairs([("HOME", home)]);
@@ -457,7 +446,6 @@ fn real_case(claude: &Path) -> (Case, LaunchOptions) {
 
 #[tokio::test]
 async fn real_claude_code_passes_its_first_run_and_is_mapped() {
-    common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
@@ -485,7 +473,6 @@ async fn real_claude_code_passes_its_first_run_and_is_mapped() {
 
 #[tokio::test]
 async fn real_claude_code_shows_no_trust_dialog_after_pre_trust() {
-    common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;

@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common;
-
 /// The top-level modules in the order the map lists them (`cli/`, `deadline.rs`, ...).
 fn mapped_order(lib: &str) -> Vec<String> {
     let map = lib
@@ -58,7 +56,6 @@ fn production(path: &Path) -> String {
 
 #[test]
 fn no_module_imports_one_listed_before_it() {
-    common::arm_test_timeout();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let order = mapped_order(&std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs"));
     assert!(order.len() > 10, "layout map not found: {order:?}");

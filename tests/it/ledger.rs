@@ -6,7 +6,6 @@ use std::time::Instant;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::common;
 use crate::common::harness::{TestServer, event_for, record_delivered};
 use wakebridge::config::Flags;
 
@@ -20,7 +19,6 @@ fn event(sid: &str, id: u32, timestamp: &str) -> String {
 
 #[tokio::test]
 async fn the_bus_retry_pattern_spools_once_and_survives_a_restart() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let body = event("s1", 7, "2026-11-30T10:00:00.000001");
     let first = server.hook(body.clone(), &[]).await;
@@ -65,7 +63,6 @@ async fn the_bus_retry_pattern_spools_once_and_survives_a_restart() {
 /// as a daemon records them (one row per event, the identity its body's digest).
 #[tokio::test]
 async fn a_restart_recognises_every_identity_of_the_window_however_many() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let oldest: Vec<String> = (1..=3)
         .map(|id| event("s1", id, "2026-11-30T10:00:00"))
@@ -103,7 +100,6 @@ async fn a_restart_recognises_every_identity_of_the_window_however_many() {
 
 #[tokio::test]
 async fn a_short_identity_window_forgets() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[("WAKEBRIDGE_LEDGER__IDENTITY_WINDOW", "300ms")]).await;
     let body = event("s1", 1, "2026-11-30T10:00:00");
     server.hook(body.clone(), &[]).await;
@@ -114,7 +110,6 @@ async fn a_short_identity_window_forgets() {
 
 #[tokio::test]
 async fn local_scope_ignores_unknown_sessions_and_touches_nothing() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[("WAKEBRIDGE_BRIDGE__SCOPE", "local")]).await;
     let (status, body) = server.hook(event("stranger", 1, "t"), &[]).await;
     assert_eq!(
@@ -145,7 +140,6 @@ async fn local_scope_ignores_unknown_sessions_and_touches_nothing() {
 
 #[tokio::test]
 async fn sessions_and_metrics_report_what_happened() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     server.hook(event("s1", 1, "a"), &[]).await;
     server.hook(event("s1", 2, "b"), &[]).await;

@@ -14,8 +14,8 @@ use wakebridge::mux::WAKE_PROMPT;
 use crate::common;
 use crate::common::claude::RealClaude;
 use crate::common::harness::event_for;
+use crate::common::rig::{SID, session_until, spawn_agent, start_daemon_with};
 use crate::common::tmux::TmuxServer;
-use crate::owed::{SID, session, session_until, spawn_agent, start_daemon_with};
 
 /// Fast polls and a one-second grace, so a reset a few seconds away is resumed within the test.
 const LIMIT_ENV: &[(&str, &str)] = &[
@@ -34,7 +34,6 @@ fn unix_now() -> f64 {
 
 #[tokio::test]
 async fn a_limited_session_is_held_across_a_restart_then_resumed_once_through_its_menu() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = start_daemon_with(&tmux, None, LIMIT_ENV).await;
     let agent = spawn_agent(&tmux, &server, "busy", true);
@@ -65,8 +64,8 @@ async fn a_limited_session_is_held_across_a_restart_then_resumed_once_through_it
     // A restart in the middle keeps the limit (and what is owed).
     let root = server.stop().await;
     let server = start_daemon_with(&tmux, Some(root), LIMIT_ENV).await;
-    assert_eq!(session(&server).await["state"], "limited");
-    assert_eq!(session(&server).await["owed"]["events"], 1);
+    assert_eq!(server.session(SID).await["state"], "limited");
+    assert_eq!(server.session(SID).await["owed"]["events"], 1);
 
     let resumed = session_until(&server, "the resume", |s| s["limit"]["tries"] == 1).await;
     let submits = agent.submits();
@@ -100,7 +99,6 @@ async fn a_limited_session_is_held_across_a_restart_then_resumed_once_through_it
 
 #[tokio::test]
 async fn a_session_that_resumed_on_its_own_gets_nothing_typed() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = start_daemon_with(&tmux, None, LIMIT_ENV).await;
     let agent = spawn_agent(&tmux, &server, "busy", true);
@@ -111,12 +109,11 @@ async fn a_session_that_resumed_on_its_own_gets_nothing_typed() {
     session_until(&server, "the hold lifted", |s| s["limit"].is_null()).await;
     tokio::time::sleep(Duration::from_secs(3) + QUIET).await;
     assert_eq!(agent.submitted(), Vec::<String>::new());
-    assert_ne!(session(&server).await["state"], "limited");
+    assert_ne!(server.session(SID).await["state"], "limited");
 }
 
 #[tokio::test]
 async fn a_notice_seen_only_on_the_screen_holds_the_session_and_is_recorded() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = start_daemon_with(
         &tmux,
@@ -148,7 +145,6 @@ async fn a_notice_seen_only_on_the_screen_holds_the_session_and_is_recorded() {
 /// binary each reader depends on, and the notice they compose, parsed.
 #[test]
 fn the_installed_claude_code_writes_what_claude_limits_reads() {
-    common::arm_test_timeout();
     let Some(bin) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
@@ -244,7 +240,6 @@ async fn api_at_its_limit(resets_at_s: u64) -> std::net::SocketAddr {
 /// daemon holds the session (a DM is spooled and owed) and types nothing into it.
 #[tokio::test]
 async fn real_claude_code_at_its_usage_limit_is_held_and_nothing_is_typed() {
-    common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
@@ -298,12 +293,9 @@ async fn real_claude_code_at_its_usage_limit_is_held_and_nothing_is_typed() {
     );
     // Drawn around the time its StopFailure hook ran, not necessarily before.
     let notice = format!("You've hit your {kind}");
-    common::eventually(
-        "its notice on screen",
-        Duration::from_secs(10),
-        Duration::from_millis(50),
-        || screen().contains(&notice),
-    )
+    common::eventually("its notice on screen", Duration::from_secs(10), || {
+        screen().contains(&notice)
+    })
     .await;
     assert!(hooks().contains("\"StopFailure\""), "{}", hooks());
     // The reset as its notice shows it (to the minute), from whichever signal came first.
@@ -371,7 +363,6 @@ const AUTO_CONTINUE_PROMPT: &str = "Your claude.ai usage limit has reset.";
 /// continues by itself, the hold lifts, and the model was told to continue once.
 #[tokio::test]
 async fn real_claude_code_that_continues_by_itself_at_the_reset_gets_nothing_typed() {
-    common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
@@ -418,7 +409,6 @@ async fn real_claude_code_that_continues_by_itself_at_the_reset_gets_nothing_typ
     common::eventually(
         "the continued turn answered",
         Duration::from_secs(20),
-        Duration::from_millis(100),
         || model.answered(200) >= 1,
     )
     .await;
@@ -438,7 +428,6 @@ async fn real_claude_code_that_continues_by_itself_at_the_reset_gets_nothing_typ
 /// model is told `continue` once, answers, and the hold lifts.
 #[tokio::test]
 async fn real_claude_code_whose_auto_continue_does_not_fire_is_resumed_once_after_the_wait() {
-    common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
@@ -469,7 +458,6 @@ async fn real_claude_code_whose_auto_continue_does_not_fire_is_resumed_once_afte
     common::eventually(
         "the footer after the reset",
         Duration::from_secs(30),
-        Duration::from_millis(200),
         || session.screen(&tmux).contains("Continuing shortly"),
     )
     .await;

@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+use crate::common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_wakebridge");
 
 /// The verbs `wakebridge --help` lists, read from the binary itself.
@@ -26,7 +28,6 @@ fn verbs() -> Vec<String> {
 
 #[test]
 fn bash_completions_know_every_verb_and_parse() {
-    crate::common::arm_test_timeout();
     let out = Command::new(BIN)
         .args(["completions", "bash"])
         .output()
@@ -36,7 +37,7 @@ fn bash_completions_know_every_verb_and_parse() {
     for verb in verbs() {
         assert!(script.contains(&verb), "no {verb} in the completions");
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let path = dir.path().join("wakebridge.bash");
     std::fs::write(&path, &script).unwrap();
     let check = Command::new("bash").arg("-n").arg(&path).output().unwrap();
@@ -49,12 +50,11 @@ fn bash_completions_know_every_verb_and_parse() {
 
 #[test]
 fn man_pages_cover_every_verb() {
-    crate::common::arm_test_timeout();
     let page = Command::new(BIN).arg("man").output().unwrap();
     assert!(page.status.success());
     let page = String::from_utf8(page.stdout).unwrap();
     assert!(page.contains(".TH wakebridge 1"), "{page}");
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let out_dir = dir.path().join("man1");
     let written = Command::new(BIN)
         .arg("man")

@@ -28,7 +28,6 @@ fn fast_config(server: &TmuxServer) -> MuxConfig {
 
 #[tokio::test]
 async fn types_the_prompt_then_one_carriage_return_into_a_live_pane() {
-    common::arm_test_timeout();
     let server = TmuxServer::start();
     let (pane, file) = recorder_pane(&server, "rec");
     let injector = Injector::new(&fast_config(&server));
@@ -52,7 +51,6 @@ async fn types_the_prompt_then_one_carriage_return_into_a_live_pane() {
 
 #[tokio::test]
 async fn types_quotes_hashes_and_unicode_literally() {
-    common::arm_test_timeout();
     let server = TmuxServer::start();
     let (pane, file) = recorder_pane(&server, "rec");
     let injector = Injector::new(&fast_config(&server));
@@ -73,7 +71,6 @@ async fn types_quotes_hashes_and_unicode_literally() {
 
 #[tokio::test]
 async fn refuses_a_dead_pane_and_types_nothing() {
-    common::arm_test_timeout();
     let server = TmuxServer::start();
     server.tmux(&["set-option", "-g", "remain-on-exit", "on"]);
     let pane = server.new_pane("true");
@@ -103,7 +100,6 @@ async fn refuses_a_dead_pane_and_types_nothing() {
 
 #[tokio::test]
 async fn refuses_a_pane_that_fell_back_to_a_shell_and_types_nothing() {
-    common::arm_test_timeout();
     let server = TmuxServer::start();
     // The agent is gone and an interactive shell owns the pane: a wake typed here would run
     // as a shell command.
@@ -138,7 +134,6 @@ async fn refuses_a_pane_that_fell_back_to_a_shell_and_types_nothing() {
 
 #[tokio::test]
 async fn types_into_an_agent_run_by_a_wrapper_shell() {
-    common::arm_test_timeout();
     // `sh -c 'agent; exec sleep'` keeps the shell as the group leader, so tmux reports `bash`
     // while the agent (here the recorder) runs in the foreground group: that pane is live.
     let server = TmuxServer::start();
@@ -176,7 +171,6 @@ async fn types_into_an_agent_run_by_a_wrapper_shell() {
 
 #[tokio::test]
 async fn refuses_a_missing_pane() {
-    common::arm_test_timeout();
     let server = TmuxServer::start();
     let injector = Injector::new(&fast_config(&server));
 
@@ -202,8 +196,7 @@ async fn refuses_a_missing_pane() {
 
 #[tokio::test]
 async fn a_server_that_is_gone_makes_the_pane_stale() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let config = MuxConfig {
         tmux_socket: Some(dir.path().join("no-server")),
         ..MuxConfig::default()
@@ -221,7 +214,6 @@ async fn a_server_that_is_gone_makes_the_pane_stale() {
 
 #[tokio::test]
 async fn concurrent_injects_into_one_pane_never_interleave() {
-    common::arm_test_timeout();
     let server = TmuxServer::start();
     let (pane, file) = recorder_pane(&server, "rec");
     // A long pause between text and Enter gives the second caller every chance to cut in.
@@ -249,8 +241,7 @@ async fn concurrent_injects_into_one_pane_never_interleave() {
 
 #[tokio::test]
 async fn a_hung_tmux_is_killed_within_the_budget() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let stand_in = StandInBuilder::new("tmux")
         .on("display-message", Step::Hang)
         .write(dir.path());
@@ -294,7 +285,6 @@ async fn a_hung_tmux_is_killed_within_the_budget() {
 
 #[tokio::test]
 async fn a_missing_binary_is_a_spawn_failure() {
-    common::arm_test_timeout();
     let injector = Injector::new(&MuxConfig {
         tmux_bin: PathBuf::from("/nonexistent/wakebridge-test/tmux"),
         ..MuxConfig::default()
@@ -316,8 +306,7 @@ async fn a_missing_binary_is_a_spawn_failure() {
 
 #[tokio::test]
 async fn a_failing_multiplexer_stderr_is_carried_collapsed_and_cut() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let noise = "x".repeat(600);
     let stand_in = StandInBuilder::new("tmux")
         .on(
@@ -355,7 +344,6 @@ async fn a_failing_multiplexer_stderr_is_carried_collapsed_and_cut() {
 
 #[tokio::test]
 async fn snapshot_reports_every_pane_in_one_call() {
-    common::arm_test_timeout();
     let server = TmuxServer::start();
     server.tmux(&["set-option", "-g", "remain-on-exit", "on"]);
     let (live, _) = recorder_pane(&server, "rec");
@@ -393,8 +381,7 @@ async fn snapshot_reports_every_pane_in_one_call() {
 
 #[tokio::test]
 async fn snapshot_of_no_server_is_empty() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let injector = Injector::new(&MuxConfig {
         tmux_socket: Some(dir.path().join("none")),
         ..MuxConfig::default()
@@ -409,7 +396,6 @@ async fn snapshot_of_no_server_is_empty() {
 
 #[tokio::test]
 async fn capture_returns_the_visible_text() {
-    common::arm_test_timeout();
     let server = TmuxServer::start();
     let pane = server.new_pane("printf 'hello-capture'; exec sleep 30");
     let injector = Injector::new(&server.config());
@@ -456,8 +442,7 @@ fn argv(items: &[&str]) -> Vec<String> {
 
 #[tokio::test]
 async fn zellij_checks_then_writes_chars_then_a_carriage_return() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let stand_in = zellij_stand_in()
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
         .on("list-panes", Step::Print(LIVE_PANES.into()))
@@ -500,8 +485,7 @@ async fn zellij_checks_then_writes_chars_then_a_carriage_return() {
 
 #[tokio::test]
 async fn zellij_missing_session_is_stale_and_types_nothing() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let stand_in = zellij_stand_in()
         .on(
             "list-sessions",
@@ -537,8 +521,7 @@ async fn zellij_missing_session_is_stale_and_types_nothing() {
 
 #[tokio::test]
 async fn zellij_exited_or_unlisted_session_is_stale() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let stand_in = zellij_stand_in()
         .on(
             "list-sessions",
@@ -574,8 +557,7 @@ async fn zellij_exited_or_unlisted_session_is_stale() {
 
 #[tokio::test]
 async fn zellij_missing_or_exited_pane_is_stale_and_types_nothing() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let stand_in = zellij_stand_in()
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
         .on(
@@ -612,8 +594,7 @@ async fn zellij_missing_or_exited_pane_is_stale_and_types_nothing() {
 
 #[tokio::test]
 async fn zellij_without_list_panes_falls_back_to_the_session_check() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let stand_in = zellij_stand_in()
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
         .on(
@@ -639,8 +620,7 @@ async fn zellij_without_list_panes_falls_back_to_the_session_check() {
 
 #[tokio::test]
 async fn zellij_failed_submit_is_failed_with_its_stderr() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let stand_in = zellij_stand_in()
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
         .on("list-panes", Step::Print(LIVE_PANES.into()))
@@ -671,8 +651,7 @@ async fn zellij_failed_submit_is_failed_with_its_stderr() {
 
 #[tokio::test]
 async fn zellij_hang_is_a_timeout_within_the_budget() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let stand_in = zellij_stand_in()
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
         .on("list-panes", Step::Print(LIVE_PANES.into()))
@@ -703,8 +682,7 @@ async fn zellij_hang_is_a_timeout_within_the_budget() {
 
 #[tokio::test]
 async fn two_slow_calls_stay_within_the_budget_plus_one_floor() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     // write-chars uses most of the budget; the submit then only gets its floor and is cut.
     let stand_in = zellij_stand_in()
         .on("list-sessions", Step::Print(LIVE_SESSIONS.into()))
@@ -743,7 +721,6 @@ const CLAUDE_START_TIMEOUT: Duration = Duration::from_secs(60);
 /// call, which then fails offline.
 #[tokio::test]
 async fn real_claude_code_submits_the_wake_prompt() {
-    common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;

@@ -18,7 +18,6 @@ use crate::common::{self, eventually};
 const SID: &str = "0b1f1ed0-0000-4000-8000-00000000aaaa";
 const PAYLOAD: &str = "TOP-SECRET-DM-PAYLOAD";
 const WAIT: Duration = Duration::from_secs(10);
-const STEP: Duration = Duration::from_millis(50);
 
 /// What the receiver got: each request's headers and body.
 type Received = Arc<Mutex<Vec<(HeaderMap, String)>>>;
@@ -45,7 +44,7 @@ async fn receiver() -> (String, Received) {
 
 /// A daemon with `env`, the session mapped to a pane that no longer exists, and five DMs.
 async fn five_failed_wakes(env: &[(&str, &str)]) -> (tempfile::TempDir, Daemon, TmuxServer) {
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     let tmux = TmuxServer::start();
     let gone = tmux.new_pane("sleep 600");
     tmux.tmux(&["kill-pane", "-t", &gone]);
@@ -81,10 +80,9 @@ async fn five_failed_wakes(env: &[(&str, &str)]) -> (tempfile::TempDir, Daemon, 
 
 #[tokio::test]
 async fn the_third_failed_wake_in_a_row_tells_a_human_once_in_our_words() {
-    common::arm_test_timeout();
     let (url, got) = receiver().await;
     let (_root, _daemon, _tmux) = five_failed_wakes(&[("WAKEBRIDGE_NOTIFY__URL", &url)]).await;
-    eventually("the notice", WAIT, STEP, || !got.lock().unwrap().is_empty()).await;
+    eventually("the notice", WAIT, || !got.lock().unwrap().is_empty()).await;
     // Failures four and five are the same streak: nothing more.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let got = got.lock().unwrap().clone();
@@ -108,7 +106,6 @@ async fn the_third_failed_wake_in_a_row_tells_a_human_once_in_our_words() {
 
 #[tokio::test]
 async fn json_for_chat_webhooks_and_an_info_event_on_the_bus() {
-    common::arm_test_timeout();
     let (url, got) = receiver().await;
     let bus = StubBus::start().await;
     let bus_url = bus.url();
@@ -120,7 +117,7 @@ async fn json_for_chat_webhooks_and_an_info_event_on_the_bus() {
     ])
     .await;
     let published = || bus.calls_of("publish_event");
-    eventually("the notice and the bus event", WAIT, STEP, || {
+    eventually("the notice and the bus event", WAIT, || {
         !published().is_empty() && !got.lock().unwrap().is_empty()
     })
     .await;
@@ -150,8 +147,7 @@ async fn json_for_chat_webhooks_and_an_info_event_on_the_bus() {
 
 #[test]
 fn a_notify_setting_that_cannot_work_stops_the_start_with_its_name() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     std::fs::create_dir_all(root.path().join("run")).unwrap();
     let out = crate::common::harness::binary(
         root.path(),

@@ -16,8 +16,7 @@ const SECRET: &str = "s3cret";
 
 #[tokio::test]
 async fn a_fresh_daemon_shows_every_counter_at_zero_and_its_build() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     let daemon = Daemon::spawn(root.path(), &[], None);
     let client = reqwest::Client::new();
     daemon.wait_ready(&client).await;
@@ -87,8 +86,7 @@ async fn a_fresh_daemon_shows_every_counter_at_zero_and_its_build() {
 
 #[tokio::test]
 async fn under_the_journal_lines_carry_a_priority_and_no_timestamp() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     std::fs::create_dir_all(root.path().join("run")).unwrap();
     let log = root.path().join("journal.log");
     let stream = std::fs::File::create(&log).unwrap();
@@ -131,7 +129,6 @@ async fn under_the_journal_lines_carry_a_priority_and_no_timestamp() {
 
 #[tokio::test]
 async fn the_fleet_reads_need_the_secret_once_other_hosts_can_reach_them() {
-    common::arm_test_timeout();
     let open_to_all = Flags {
         bind: Some("0.0.0.0".into()),
         ..Flags::default()

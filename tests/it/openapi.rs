@@ -2,8 +2,6 @@
 
 use std::collections::BTreeSet;
 
-use crate::common;
-
 /// (method, path) pairs under `paths:`, read from the two-space / four-space indentation the
 /// spec uses (a YAML parser would be a dependency for one test).
 fn spec_routes(spec: &str) -> BTreeSet<(String, String)> {
@@ -33,7 +31,6 @@ fn spec_routes(spec: &str) -> BTreeSet<(String, String)> {
 
 #[test]
 fn spec_and_router_agree() {
-    common::arm_test_timeout();
     let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml"))
         .expect("openapi.yaml");
     let documented = spec_routes(&spec);
@@ -48,7 +45,6 @@ fn spec_and_router_agree() {
 /// `ROUTES` itself must be true: every listed route is served (not a 404).
 #[tokio::test]
 async fn every_listed_route_is_served() {
-    common::arm_test_timeout();
     let server = crate::common::harness::TestServer::start(&[]).await;
     for (method, path) in wakebridge::http::ROUTES {
         let method =
@@ -68,7 +64,6 @@ async fn every_listed_route_is_served() {
 /// `openapi.yaml` lists exactly the session states the daemon has, in its order.
 #[test]
 fn the_spec_lists_every_session_state() {
-    common::arm_test_timeout();
     let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml"))
         .expect("openapi.yaml");
     let listed = spec

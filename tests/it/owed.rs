@@ -4,144 +4,22 @@
 //! typed now is owed; it is paid exactly once, by the Stop hook's answer or by typing once the
 //! session is idle.
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
 use wakebridge::mux::WAKE_PROMPT;
-use wakebridge::wakedir::target::PaneTarget;
 
 use crate::common;
 use crate::common::agent::Agent;
 use crate::common::claude::RealClaude;
-use crate::common::env::test_env;
 use crate::common::harness::{TestServer, event_for};
+use crate::common::rig::{
+    SID, agent_env, session_until, spawn_agent, spawn_agent_in, start_daemon,
+};
 use crate::common::tmux::TmuxServer;
 
-/// Longest wait for something the daemon or the agent should do within a few polls (or, for
-/// the real Claude Code, within a `/clear` and a prompt on a loaded machine).
-const WAIT: Duration = Duration::from_secs(15);
 /// How long "nothing more happens" is watched: many nudger polls.
 const QUIET: Duration = Duration::from_millis(2500);
-pub(crate) const SID: &str = "owed-session";
-
-/// The daemon's settings: the default nudger poll (10 s), so the owed wakes here are found by
-/// the gate's note and the one-second polls while something is owed.
-pub(crate) fn daemon_env(tmux: &TmuxServer) -> Vec<(&'static str, String)> {
-    vec![
-        ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux".into()),
-        ("AGENT_EVENT_BUS_BRIDGE_COOLDOWN", "0".into()),
-        (
-            "WAKEBRIDGE_MUX__TMUX_SOCKET",
-            tmux.socket().display().to_string(),
-        ),
-        ("WAKEBRIDGE_MUX__SUBMIT_DELAY", "100ms".into()),
-        ("WAKEBRIDGE_WAKE__OWED_AFTER", "500ms".into()),
-        ("WAKEBRIDGE_CONTEXT__ENABLED", "false".into()),
-    ]
-}
-
-async fn start_daemon(
-    tmux: &TmuxServer,
-    root: Option<std::sync::Arc<tempfile::TempDir>>,
-) -> TestServer {
-    start_daemon_with(tmux, root, &[]).await
-}
-
-/// [`start_daemon`] with `extra` settings laid over [`daemon_env`]'s.
-pub(crate) async fn start_daemon_with(
-    tmux: &TmuxServer,
-    root: Option<std::sync::Arc<tempfile::TempDir>>,
-    extra: &[(&'static str, &str)],
-) -> TestServer {
-    let mut env = daemon_env(tmux);
-    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    match root {
-        Some(root) => TestServer::start_in(root, &env, Default::default()).await,
-        None => TestServer::start(&env).await,
-    }
-}
-
-/// The agent's environment: the daemon's private HOME, state and wake dir (so `wakebridge hook`
-/// finds the same ledger), and, with `hooks`, the hook command it fires.
-fn agent_env(root: &Path, hooks: bool) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = test_env(root, &[]).into_iter().collect();
-    env.push(("FAKE_AGENT_SESSION".into(), SID.into()));
-    if hooks {
-        let hook = format!("{} hook", env!("CARGO_BIN_EXE_wakebridge"));
-        env.push(("FAKE_AGENT_HOOK".into(), hook));
-    }
-    env
-}
-
-pub(crate) fn spawn_agent(
-    tmux: &TmuxServer,
-    server: &TestServer,
-    mode: &str,
-    hooks: bool,
-) -> Agent {
-    spawn_agent_in(tmux, server, mode, &agent_env(server.root.path(), hooks))
-}
-
-/// [`spawn_agent`] with the agent's environment as given.
-fn spawn_agent_in(
-    tmux: &TmuxServer,
-    server: &TestServer,
-    mode: &str,
-    env: &[(String, String)],
-) -> Agent {
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let agent = Agent::spawn_with(tmux, "agent", mode, &env, None);
-    let target = PaneTarget::Tmux {
-        pane: agent.pane.clone(),
-        session: None,
-    };
-    wakebridge::wakedir::set_entry(&server.wake_dir, SID, &target).expect("map pane");
-    agent
-}
-
-pub(crate) async fn session(server: &TestServer) -> Value {
-    let body = server.get_json("/sessions").await;
-    body["sessions"]
-        .as_array()
-        .and_then(|all| all.iter().find(|s| s["session_id"] == SID).cloned())
-        .unwrap_or(Value::Null)
-}
-
-/// Waits until the session's status JSON satisfies `done`.
-pub(crate) async fn session_until(
-    server: &TestServer,
-    what: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    any_session_until(server, what, |s| s["session_id"] == SID && done(s)).await
-}
-
-/// Waits until some session in `/sessions` satisfies `done` (a rewound one goes by a new id),
-/// and returns it.
-pub(crate) async fn any_session_until(
-    server: &TestServer,
-    what: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let started = std::time::Instant::now();
-    loop {
-        let body = server.get_json("/sessions").await;
-        if let Some(found) = body["sessions"]
-            .as_array()
-            .and_then(|all| all.iter().find(|s| done(s)).cloned())
-        {
-            return found;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "timed out waiting for {what}: {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// A DM for the session while its busy marker says a turn runs: answered `spool-busy`, owed.
 async fn dm_while_busy(server: &TestServer, id: u32) {
     wakebridge::wakedir::set_busy(&server.wake_dir, SID).expect("busy");
@@ -171,7 +49,6 @@ fn typed_wakes(agent: &Agent) -> usize {
 
 #[tokio::test]
 async fn a_dm_during_a_turn_is_paid_by_the_stop_hook_when_the_turn_ends_exactly_once() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = start_daemon(&tmux, None).await;
     let agent = spawn_agent(&tmux, &server, "busy", true);
@@ -214,7 +91,6 @@ async fn a_dm_during_a_turn_is_paid_by_the_stop_hook_when_the_turn_ends_exactly_
 
 #[tokio::test]
 async fn a_stop_that_already_goes_on_is_not_blocked_again_and_the_daemon_types_the_wake() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = start_daemon(&tmux, None).await;
     let agent = spawn_agent(&tmux, &server, "idle", false);
@@ -245,7 +121,6 @@ async fn a_stop_that_already_goes_on_is_not_blocked_again_and_the_daemon_types_t
 
 #[tokio::test]
 async fn without_hooks_an_owed_wake_is_typed_once_the_session_looks_idle() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = start_daemon(&tmux, None).await;
     let agent = spawn_agent(&tmux, &server, "busy", false);
@@ -257,7 +132,7 @@ async fn without_hooks_an_owed_wake_is_typed_once_the_session_looks_idle() {
         0,
         "nothing typed while the title spins"
     );
-    assert_eq!(session(&server).await["owed"]["events"], 1);
+    assert_eq!(server.session(SID).await["owed"]["events"], 1);
 
     agent.set("idle");
     let paid = paid_by_typing_once(&server, &agent).await;
@@ -266,7 +141,6 @@ async fn without_hooks_an_owed_wake_is_typed_once_the_session_looks_idle() {
 
 #[tokio::test]
 async fn an_owed_wake_survives_a_daemon_restart() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = start_daemon(&tmux, None).await;
     let agent = spawn_agent(&tmux, &server, "busy", false);
@@ -280,7 +154,6 @@ async fn an_owed_wake_survives_a_daemon_restart() {
 
 #[tokio::test]
 async fn an_enter_that_does_not_submit_is_pressed_again_then_reported_and_stays_owed() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = start_daemon(&tmux, None).await;
     let agent = spawn_agent(&tmux, &server, "deaf1", false);
@@ -300,7 +173,7 @@ async fn an_enter_that_does_not_submit_is_pressed_again_then_reported_and_stays_
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (_, body) = server.hook(event_for(SID, 2), &[]).await;
     assert_eq!(body["action"], "spool-mux-failed");
-    let status = session(&server).await;
+    let status = server.session(SID).await;
     assert_eq!(status["last_error_kind"], "unsubmitted", "{status}");
     assert_eq!(status["owed"]["events"], 1, "{status}");
     // Once the agent takes Enter again, the owed wake goes through (its text is already on
@@ -312,7 +185,6 @@ async fn an_enter_that_does_not_submit_is_pressed_again_then_reported_and_stays_
 
 #[tokio::test]
 async fn a_submit_the_screen_shows_only_after_its_hook_still_counts_as_typed() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = start_daemon(&tmux, None).await;
     // Like Claude Code on a loaded machine: the prompt is taken and its UserPromptSubmit hook
@@ -328,14 +200,13 @@ async fn a_submit_the_screen_shows_only_after_its_hook_still_counts_as_typed() {
 
     let (_, body) = server.hook(event_for(SID, 1), &[]).await;
     assert_eq!(body["action"], "tmux", "{body}");
-    let status = session(&server).await;
+    let status = server.session(SID).await;
     assert!(status["owed"].is_null(), "{status}");
     assert_eq!(typed_wakes(&agent), 1, "{:?}", agent.submitted());
 }
 
 #[tokio::test]
 async fn copy_mode_and_menus_hold_typing_back_until_they_are_gone() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = start_daemon(&tmux, None).await;
     let agent = spawn_agent(&tmux, &server, "idle", false);
@@ -366,7 +237,7 @@ async fn copy_mode_and_menus_hold_typing_back_until_they_are_gone() {
         [WAKE_PROMPT],
         "nothing typed into the menu"
     );
-    assert_eq!(session(&server).await["owed"]["events"], 1);
+    assert_eq!(server.session(SID).await["owed"]["events"], 1);
     agent.set("idle");
     session_until(&server, "the owed wake typed", |s| s["owed"].is_null()).await;
     assert_eq!(agent.submitted(), [WAKE_PROMPT, WAKE_PROMPT]);
@@ -379,7 +250,6 @@ async fn copy_mode_and_menus_hold_typing_back_until_they_are_gone() {
 /// Claude Code going) the daemon types the owed wake prompt, and Claude Code submits it, once.
 #[tokio::test]
 async fn real_claude_code_gets_the_wake_owed_from_its_turn_once_the_turn_ends() {
-    common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
@@ -400,15 +270,10 @@ async fn real_claude_code_gets_the_wake_owed_from_its_turn_once_the_turn_ends() 
     claude.submit(&tmux, "hello").await;
     // Its hook marks the session busy: the hook log (written by `tee` on the way in) can show
     // the event a few milliseconds before the marker is there.
-    common::eventually(
-        "the turn to start",
-        Duration::from_secs(10),
-        Duration::from_millis(20),
-        || {
-            hooks().contains("\"UserPromptSubmit\"")
-                && wakebridge::wakedir::is_busy(&server.wake_dir, sid, 3600.0)
-        },
-    )
+    common::eventually("the turn to start", Duration::from_secs(10), || {
+        hooks().contains("\"UserPromptSubmit\"")
+            && wakebridge::wakedir::is_busy(&server.wake_dir, sid, 3600.0)
+    })
     .await;
     let (_, body) = server.hook(event_for(sid, 1), &[]).await;
     assert_eq!(body["action"], "spool-busy", "{}", screen());
@@ -437,12 +302,9 @@ async fn real_claude_code_gets_the_wake_owed_from_its_turn_once_the_turn_ends() 
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert!(hooks().contains("\"StopFailure\""), "{}", hooks());
-    common::eventually(
-        "the wake prompt submitted",
-        Duration::from_secs(10),
-        Duration::from_millis(50),
-        || hooks().contains(&format!("\"prompt\":\"{WAKE_PROMPT}\"")),
-    )
+    common::eventually("the wake prompt submitted", Duration::from_secs(10), || {
+        hooks().contains(&format!("\"prompt\":\"{WAKE_PROMPT}\""))
+    })
     .await;
     tokio::time::sleep(QUIET).await;
     let submitted = hooks()

@@ -9,8 +9,7 @@ use crate::common::process::ChildGuard;
 
 #[test]
 fn bad_values_exit_2_with_one_line_and_help_still_works() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().expect("tempdir");
+    let root = common::tempdir();
     let out = binary(root.path(), &[("AGENT_EVENT_BUS_BRIDGE_PORT", "eight")])
         .arg("serve")
         .output()
@@ -59,8 +58,7 @@ fn bad_values_exit_2_with_one_line_and_help_still_works() {
 
 #[test]
 fn unpreparable_wake_dir_names_the_setting() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().expect("tempdir");
+    let root = common::tempdir();
     std::fs::create_dir_all(root.path().join("run")).expect("run");
     let file = root.path().join("afile");
     std::fs::write(&file, "x").expect("write");
@@ -82,8 +80,7 @@ fn unpreparable_wake_dir_names_the_setting() {
 
 #[tokio::test]
 async fn second_instance_exits_and_sigterm_stops_the_first_cleanly() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().expect("tempdir");
+    let root = common::tempdir();
     std::fs::create_dir_all(root.path().join("run")).expect("run");
     let port = free_port().to_string();
     let first = binary(root.path(), &[])
@@ -123,7 +120,6 @@ async fn second_instance_exits_and_sigterm_stops_the_first_cleanly() {
 /// `wakebridge status` and `wakebridge wake` talk to a running daemon over HTTP.
 #[tokio::test]
 async fn status_and_wake_verbs_talk_to_the_daemon() {
-    common::arm_test_timeout();
     let server = crate::common::harness::TestServer::start(&[]).await;
     server
         .hook(crate::common::harness::DEFAULT_EVENT, &[])
@@ -196,7 +192,7 @@ async fn stop_with_stderr(stderr: Stderr) -> (std::process::ExitStatus, Duration
     use std::io::Read;
     use std::os::unix::process::CommandExt;
 
-    let root = tempfile::tempdir().expect("tempdir");
+    let root = common::tempdir();
     std::fs::create_dir_all(root.path().join("run")).expect("run");
     let port = free_port().to_string();
     let mut cmd = binary(root.path(), &[("DEV_MODE", "1")]);
@@ -281,7 +277,6 @@ async fn stop_with_stderr(stderr: Stderr) -> (std::process::ExitStatus, Duration
 
 #[tokio::test]
 async fn sigterm_stops_the_daemon_whatever_became_of_its_stderr() {
-    common::arm_test_timeout();
     for (name, stderr) in [
         ("a broken pipe", Stderr::Broken),
         ("a full pipe", Stderr::Full),

@@ -15,8 +15,8 @@ use crate::common;
 use crate::common::agent::Agent;
 use crate::common::claude::RealClaude;
 use crate::common::harness::{TestServer, event_for};
+use crate::common::rig::{SID, any_session_until, session_until, spawn_agent, start_daemon_with};
 use crate::common::tmux::TmuxServer;
-use crate::owed::{SID, any_session_until, session, session_until, spawn_agent, start_daemon_with};
 
 /// Fast polls, so an idle moment is seen within a fraction of a second.
 const FAST: &[(&str, &str)] = &[("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "200ms")];
@@ -60,7 +60,6 @@ fn new_ids(record: &Path) -> Vec<String> {
 #[tokio::test]
 async fn an_asked_rewind_waits_for_idle_then_clears_and_rehydrates_once_and_the_old_id_still_wakes()
 {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = start_daemon_with(&tmux, None, FAST).await;
     let agent = spawn_agent(&tmux, &server, "busy", true);
@@ -73,7 +72,7 @@ async fn an_asked_rewind_waits_for_idle_then_clears_and_rehydrates_once_and_the_
     );
     let (_, again) = ask(&server, SID).await;
     assert_eq!(again["status"], "already-asked", "{again}");
-    assert_eq!(session(&server).await["rewind"]["waiting"], "asked");
+    assert_eq!(server.session(SID).await["rewind"]["waiting"], "asked");
     tokio::time::sleep(QUIET).await;
     assert_eq!(agent.submitted(), Vec::<String>::new());
 
@@ -102,7 +101,7 @@ async fn an_asked_rewind_waits_for_idle_then_clears_and_rehydrates_once_and_the_
         "{rewound}"
     );
     // The old id is no longer a session of its own.
-    assert_eq!(session(&server).await, Value::Null);
+    assert_eq!(server.session(SID).await, Value::Null);
 
     // The bus still knows the old id: once the re-hydrated turn ends, a DM to it wakes the
     // pane, recorded under the new id.
@@ -136,27 +135,21 @@ async fn an_asked_rewind_waits_for_idle_then_clears_and_rehydrates_once_and_the_
 
 #[tokio::test]
 async fn a_draft_or_a_usage_limit_holds_a_rewind_and_nothing_is_typed() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = start_daemon_with(&tmux, None, FAST).await;
     // A human's draft at the prompt: the rewind waits, nothing is typed into it.
     let agent = spawn_agent(&tmux, &server, "idle", true);
     tmux.tmux(&["send-keys", "-t", &agent.pane, "-l", "half a thought"]);
-    common::eventually(
-        "the draft on screen",
-        Duration::from_secs(5),
-        Duration::from_millis(50),
-        || {
-            tmux.tmux(&["capture-pane", "-p", "-t", &agent.pane])
-                .contains("half a thought")
-        },
-    )
+    common::eventually("the draft on screen", Duration::from_secs(5), || {
+        tmux.tmux(&["capture-pane", "-p", "-t", &agent.pane])
+            .contains("half a thought")
+    })
     .await;
     let (status, _) = ask(&server, SID).await;
     assert_eq!(status, 200);
     tokio::time::sleep(QUIET).await;
     assert_eq!(agent.submitted(), Vec::<String>::new());
-    assert_eq!(session(&server).await["rewind"]["waiting"], "asked");
+    assert_eq!(server.session(SID).await["rewind"]["waiting"], "asked");
 
     // The draft is sent by its author; then the session hits its usage limit: still held.
     agent.set("busy");
@@ -166,14 +159,13 @@ async fn a_draft_or_a_usage_limit_holds_a_rewind_and_nothing_is_typed() {
     tokio::time::sleep(QUIET).await;
     assert_eq!(agent.submitted(), ["half a thought".to_owned()]);
     assert!(new_ids(&agent.record).is_empty(), "no /clear while limited");
-    assert_eq!(session(&server).await["rewind"]["waiting"], "asked");
+    assert_eq!(server.session(SID).await["rewind"]["waiting"], "asked");
 }
 
 #[tokio::test]
 async fn auto_mode_rewinds_a_session_told_to_checkpoint_once_it_stays_idle() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
-    let root = std::sync::Arc::new(tempfile::tempdir().expect("tempdir"));
+    let root = std::sync::Arc::new(common::tempdir());
     let claude = root.path().join("claude");
     let project = claude.join("projects").join("-work-proj");
     std::fs::create_dir_all(&project).expect("project dir");
@@ -202,7 +194,6 @@ async fn auto_mode_rewinds_a_session_told_to_checkpoint_once_it_stays_idle() {
     common::eventually(
         "the checkpoint warning typed",
         Duration::from_secs(15),
-        Duration::from_millis(50),
         || agent.submitted().contains(&checkpoint),
     )
     .await;
@@ -264,7 +255,6 @@ async fn end_a_turn(agent: &Agent, server: &TestServer) {
 
 #[tokio::test]
 async fn a_restart_starts_the_agent_again_in_its_pane_with_the_rehydration_prompt() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (restarted, command) = restart_env(&tmux, "again");
     let server = start_daemon_with(
@@ -298,7 +288,6 @@ async fn a_restart_starts_the_agent_again_in_its_pane_with_the_rehydration_promp
 
 #[tokio::test]
 async fn a_restart_revives_an_agent_whose_pane_is_gone() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (restarted, command) = restart_env(&tmux, "revived");
     let server = start_daemon_with(
@@ -329,7 +318,6 @@ async fn a_restart_revives_an_agent_whose_pane_is_gone() {
 
 #[tokio::test]
 async fn the_real_claude_code_is_cleared_and_rehydrated_and_its_new_session_followed() {
-    common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
@@ -383,7 +371,6 @@ async fn the_real_claude_code_is_cleared_and_rehydrated_and_its_new_session_foll
     common::eventually(
         "both in Claude Code's history",
         Duration::from_secs(30),
-        Duration::from_millis(100),
         || typed().len() >= 2,
     )
     .await;
@@ -409,13 +396,12 @@ async fn the_real_claude_code_is_cleared_and_rehydrated_and_its_new_session_foll
 /// old id's address; the re-hydration prompt is its first prompt.
 #[tokio::test]
 async fn the_real_claude_code_is_restarted_in_its_pane_and_keeps_its_address() {
-    common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let tmux = TmuxServer::start();
-    let root = std::sync::Arc::new(tempfile::tempdir().expect("tempdir"));
+    let root = std::sync::Arc::new(common::tempdir());
     let api = [
         format!("ANTHROPIC_API_KEY={}", common::CLAUDE_TEST_KEY),
         "ANTHROPIC_BASE_URL=http://127.0.0.1:9".to_owned(),
@@ -478,7 +464,6 @@ async fn the_real_claude_code_is_restarted_in_its_pane_and_keeps_its_address() {
     common::eventually(
         "the prompt submitted to the new session",
         Duration::from_secs(30),
-        Duration::from_millis(100),
         || {
             claude
                 .hooks()

@@ -30,7 +30,7 @@ struct FakeManager {
 
 impl FakeManager {
     fn new(pid: u32) -> FakeManager {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = common::tempdir();
         let d = dir.path().display();
         std::fs::write(dir.path().join("pid"), pid.to_string()).unwrap();
         let systemctl = format!(
@@ -132,7 +132,7 @@ fn systemd_analyze(unit: &Path) -> Result<Output, String> {
         return Err("systemd-analyze does not run here".into());
     }
     // --user needs a runtime dir to set up its manager; a private one does.
-    let runtime = tempfile::tempdir().unwrap();
+    let runtime = common::tempdir();
     Ok(Command::new("systemd-analyze")
         .args(["verify", "--user"])
         .arg(unit)
@@ -157,8 +157,7 @@ fn parse_plist(path: &Path) -> Value {
 
 #[tokio::test]
 async fn systemd_install_status_uninstall_against_a_recording_systemctl() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     let daemon = Daemon::spawn(root.path(), &[], None);
     let client = reqwest::Client::new();
     daemon.wait_ready(&client).await;
@@ -358,8 +357,7 @@ async fn systemd_install_status_uninstall_against_a_recording_systemctl() {
 
 #[tokio::test]
 async fn install_fails_naming_the_problem_when_the_service_pid_never_answers() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     // The service manager's pid is a process that is not a wakebridge.
     let sleeper = ChildGuard::new(Command::new("sleep").arg("600").spawn().unwrap());
     let fake = FakeManager::new(sleeper.0.id());
@@ -424,8 +422,7 @@ async fn install_fails_naming_the_problem_when_the_service_pid_never_answers() {
 
 #[tokio::test]
 async fn launchd_install_writes_a_plist_launchd_can_read_and_bootstraps_it() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     let daemon = Daemon::spawn(root.path(), &[], None);
     daemon.wait_ready(&reqwest::Client::new()).await;
     let pid = daemon.child.0.id();
@@ -607,8 +604,7 @@ fn wrapped(root: &Path, extra: &[(&str, &str)]) -> Command {
 
 #[tokio::test]
 async fn the_launchd_wrapper_turns_exit_2_into_a_clean_exit_and_passes_sigterm_on() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     std::fs::create_dir_all(root.path().join("run")).unwrap();
     // Exit 2 (a bad setting): launchd must see a clean exit, so KeepAlive does not relaunch.
     let out = wrapped(
@@ -662,19 +658,15 @@ async fn the_launchd_wrapper_turns_exit_2_into_a_clean_exit_and_passes_sigterm_o
     .unwrap()
     .0;
     assert_eq!(status.code(), Some(0));
-    eventually(
-        "wakebridge to exit",
-        Duration::from_secs(10),
-        Duration::from_millis(20),
-        || !process_is_running(daemon_pid),
-    )
+    eventually("wakebridge to exit", Duration::from_secs(10), || {
+        !process_is_running(daemon_pid)
+    })
     .await;
 }
 
 #[tokio::test]
 async fn the_daemon_refuses_a_secret_file_others_can_read_or_an_empty_or_missing_one() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     std::fs::create_dir_all(root.path().join("run")).unwrap();
     let file = root.path().join("secret");
     let path = file.display().to_string();
@@ -710,8 +702,7 @@ async fn the_daemon_refuses_a_secret_file_others_can_read_or_an_empty_or_missing
 
 #[tokio::test]
 async fn a_daemon_with_a_secret_file_requires_the_signature() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     let file = root.path().join("secret");
     std::fs::write(&file, format!("{SECRET}\n")).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();

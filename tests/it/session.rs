@@ -351,7 +351,6 @@ fn owed_rows(io: &FakeIo, sid: &str) -> Vec<String> {
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_owed_wake_waits_out_a_refusal_with_one_row_then_is_typed_and_paid_once() {
-    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("s1", "\u{2733} Claude Code");
     {
@@ -460,7 +459,6 @@ fn typed_texts(io: &FakeIo, sid: &str) -> Vec<(u64, String)> {
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_a_limited_session_is_held_resumed_at_each_reset_then_given_up_on() {
-    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("s1", "\u{2733} Claude Code");
     limited(&io, "s1", 10, true);
@@ -536,7 +534,6 @@ fn with_auto_continue(screen: &str, shortly: bool) -> String {
 #[tokio::test(start_paused = true)]
 async fn paused_clock_claude_codes_own_auto_continue_is_left_to_it_and_stepped_in_for_when_it_did_not()
  {
-    common::arm_test_timeout();
     let io = FakeIo::new();
     for sid in ["fires", "stuck"] {
         io.add_session(sid, "\u{2733} Claude Code");
@@ -588,7 +585,6 @@ async fn paused_clock_claude_codes_own_auto_continue_is_left_to_it_and_stepped_i
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_a_resume_that_works_lifts_the_hold_and_one_that_meets_the_same_reset_waits() {
-    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("ok", "\u{2733} Claude Code");
     limited(&io, "ok", 1, false);
@@ -621,7 +617,6 @@ async fn paused_clock_a_resume_that_works_lifts_the_hold_and_one_that_meets_the_
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_a_limit_without_a_reset_is_looked_at_each_minute_and_lifts_when_gone() {
-    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("spend", "\u{2733} Claude Code");
     limited(&io, "spend", 1, false);
@@ -667,7 +662,6 @@ fn set_screen(io: &FakeIo, sid: &str, screen: &str) {
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_a_session_resumed_on_its_own_or_working_or_with_resume_off_gets_nothing() {
-    common::arm_test_timeout();
     let io = FakeIo::new();
     // Resumed by Claude Code's own auto-continue: the notice is no longer the latest word.
     io.add_session("auto", "\u{2733} Claude Code");
@@ -718,7 +712,6 @@ async fn paused_clock_a_session_resumed_on_its_own_or_working_or_with_resume_off
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_idle_session_gets_doubling_gaps_then_falls_silent() {
-    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("s1", "\u{2733} Claude Code");
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
@@ -764,7 +757,6 @@ async fn paused_clock_idle_session_gets_doubling_gaps_then_falls_silent() {
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_activity_resets_the_series_and_acknowledged_wakes_up() {
-    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("s1", "\u{2733} Claude Code");
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
@@ -800,7 +792,6 @@ async fn paused_clock_activity_resets_the_series_and_acknowledged_wakes_up() {
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_busy_unknown_and_marked_sessions_are_never_nudged() {
-    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("busy-title", "\u{25d0} Claude Code");
     io.add_session("unknown-title", "Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA");
@@ -852,7 +843,6 @@ async fn paused_clock_busy_unknown_and_marked_sessions_are_never_nudged() {
 
 #[tokio::test(start_paused = true)]
 async fn paused_clock_restores_an_acknowledged_session_from_the_ledger() {
-    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("s1", "\u{2733} Claude Code");
     io.world.lock().unwrap().restore = vec![NudgeState {
@@ -879,7 +869,7 @@ struct Rig {
 }
 
 fn rig(server: &TmuxServer, tmux_bin: Option<PathBuf>, sessions: &[(&str, &Agent)]) -> Rig {
-    let wake = tempfile::tempdir().unwrap();
+    let wake = common::tempdir();
     let wake_dir = wake.path().to_path_buf();
     let mapping: serde_json::Map<String, serde_json::Value> = sessions
         .iter()
@@ -963,7 +953,7 @@ fn live_loop(
 
 /// Waits (real time, bounded) until `cond` holds.
 async fn wait_for(what: &str, limit: Duration, cond: impl FnMut() -> bool) {
-    common::eventually(what, limit, Duration::from_millis(50), cond).await;
+    common::eventually(what, limit, cond).await;
 }
 
 fn unix_now() -> f64 {
@@ -975,7 +965,6 @@ fn unix_now() -> f64 {
 
 #[tokio::test]
 async fn real_tmux_idle_agent_is_nudged_with_doubling_gaps_until_acknowledged() {
-    common::arm_test_timeout();
     let server = TmuxServer::start();
     let agent = Agent::spawn(&server, "a", "idle");
     let rig = rig(&server, None, &[("sid-a", &agent)]);
@@ -1018,7 +1007,6 @@ async fn real_tmux_idle_agent_is_nudged_with_doubling_gaps_until_acknowledged() 
 
 #[tokio::test]
 async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
-    common::arm_test_timeout();
     let server = TmuxServer::start();
     let agent = Agent::spawn(&server, "a", "idle");
     let rig = rig(&server, None, &[("sid-a", &agent)]);
@@ -1053,7 +1041,6 @@ async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
 
 #[tokio::test]
 async fn real_tmux_busy_dialog_and_marked_sessions_are_never_nudged() {
-    common::arm_test_timeout();
     let server = TmuxServer::start();
     let busy = Agent::spawn(&server, "busy", "busy");
     let dialog = Agent::spawn(&server, "dialog", "dialog");
@@ -1120,7 +1107,6 @@ fn self_cpu() -> Duration {
 
 #[tokio::test]
 async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates() {
-    common::arm_test_timeout();
     const PANES: usize = 100;
     const POLLS: usize = 10;
     let server = TmuxServer::start();
@@ -1221,7 +1207,6 @@ fn restart_asked(io: &FakeIo, sid: &str) {
 #[tokio::test(start_paused = true)]
 async fn paused_clock_a_restart_revives_a_dead_or_vanished_pane_at_once_and_waits_for_idle_otherwise()
  {
-    common::arm_test_timeout();
     let io = FakeIo::new();
     io.add_session("dead", "\u{2733} Claude Code");
     io.add_session("gone", "\u{2733} Claude Code");
@@ -1287,14 +1272,13 @@ fn typed_texts_locked(w: &World, sid: &str) -> Vec<String> {
 /// the model once.
 #[tokio::test]
 async fn real_claude_code_idle_notifications_do_not_restart_the_nudge_series() {
-    common::arm_test_timeout();
     let Some(claude) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let model = common::model::Model::start().await;
     let tmux = TmuxServer::start();
-    let server = crate::owed::start_daemon_with(
+    let server = crate::common::rig::start_daemon_with(
         &tmux,
         None,
         &[

@@ -10,7 +10,6 @@ use crate::common::process::ChildGuard;
 
 #[tokio::test]
 async fn files_are_private() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     assert_eq!(server.hook(DEFAULT_EVENT, &[]).await.0, 200);
     assert_eq!(
@@ -31,7 +30,6 @@ async fn files_are_private() {
 
 #[tokio::test]
 async fn lock_held_by_another_process_is_500_after_the_deadline_and_others_flow() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let lock = server.wake_dir.join("stuck.lock");
     // A real drainer stand-in: util-linux flock holding the session's lock in another process.
@@ -72,7 +70,6 @@ async fn lock_held_by_another_process_is_500_after_the_deadline_and_others_flow(
 
 #[tokio::test]
 async fn symlinked_spool_is_refused_and_target_untouched() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let victim = server.root.path().join("victim");
     std::os::unix::fs::symlink(&victim, server.wake_dir.join("target-1.jsonl")).expect("symlink");
@@ -82,7 +79,6 @@ async fn symlinked_spool_is_refused_and_target_untouched() {
 
 #[tokio::test]
 async fn vanished_wake_dir_is_recreated() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     assert_eq!(server.hook(DEFAULT_EVENT, &[]).await.0, 200);
     std::fs::remove_dir_all(&server.wake_dir).expect("rm -rf");
@@ -98,7 +94,6 @@ async fn vanished_wake_dir_is_recreated() {
 /// reference's tools do) while the daemon appends under load: no line is lost or torn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_from_another_process_interleave_without_tearing() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let wake = server.wake_dir.clone();
     let script = r#"

@@ -101,7 +101,6 @@ async fn session_ids(server: &TestServer) -> Vec<String> {
 
 #[tokio::test]
 async fn status_shows_every_hooked_session_at_a_glance_within_100_columns() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let root = server.root.path().to_path_buf();
     tokio::task::spawn_blocking(move || three_agents(&root))
@@ -172,7 +171,6 @@ async fn status_shows_every_hooked_session_at_a_glance_within_100_columns() {
 
 #[tokio::test]
 async fn forget_drops_a_session_once_and_refuses_a_mapped_one_without_force() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let root = server.root.path().to_path_buf();
     tokio::task::spawn_blocking(move || three_agents(&root))
@@ -231,7 +229,6 @@ async fn forget_drops_a_session_once_and_refuses_a_mapped_one_without_force() {
 
 #[tokio::test]
 async fn wake_takes_a_unique_prefix_and_names_an_ambiguous_one() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     for (sid, id) in [(WORKING, 1), (IDLE, 2)] {
         let (status, _) = server.hook(event_for(sid, id), &[]).await;
@@ -276,7 +273,6 @@ async fn wake_takes_a_unique_prefix_and_names_an_ambiguous_one() {
 
 #[tokio::test]
 async fn watch_redraws_without_ansi_into_a_pipe_and_exits_0_on_ctrl_c() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     server.hook(event_for(WORKING, 1), &[]).await;
     let root = server.root.path().to_path_buf();
@@ -312,8 +308,7 @@ async fn watch_redraws_without_ansi_into_a_pipe_and_exits_0_on_ctrl_c() {
 
 #[tokio::test]
 async fn rewind_takes_a_unique_prefix_of_a_mapped_session() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     // The mux backend (rewinds need the nudger) on a tmux socket nobody serves: the rewind is
     // only recorded here.
     let socket = dir.path().join("no-tmux.sock").display().to_string();
@@ -346,7 +341,6 @@ async fn rewind_takes_a_unique_prefix_of_a_mapped_session() {
 
 #[tokio::test]
 async fn context_takes_a_prefix_through_the_daemon_and_a_full_id_without_it() {
-    common::arm_test_timeout();
     let server = TestServer::start(&[]).await;
     let root = server.root.path();
     three_agents(root);

@@ -69,7 +69,7 @@ fn identities_since(store: &Store, since_ms: i64) -> Vec<(String, String)> {
 }
 
 async fn wait_until(what: &str, condition: impl FnMut() -> bool) {
-    common::eventually(what, SETTLE, Duration::from_millis(2), condition).await;
+    common::eventually(what, SETTLE, condition).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -77,8 +77,7 @@ async fn wait_until(what: &str, condition: impl FnMut() -> bool) {
 
 #[tokio::test]
 async fn acked_records_are_visible_from_another_connection() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let path = dir.path().join("ledger.db");
     let store = Store::open(&path).expect("open");
     store
@@ -95,8 +94,7 @@ async fn acked_records_are_visible_from_another_connection() {
 
 #[tokio::test]
 async fn queued_callers_are_acked_only_after_their_shared_commit() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let path = dir.path().join("ledger.db");
     let store = Store::open(&path).expect("open");
     // Another process's write transaction (like the hook CLI's) holds the write lock.
@@ -145,7 +143,6 @@ async fn queued_callers_are_acked_only_after_their_shared_commit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hundred_concurrent_callers_are_all_acked() {
-    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     let callers: Vec<_> = (0..100)
         .map(|i| {
@@ -169,8 +166,7 @@ async fn hundred_concurrent_callers_are_all_acked() {
 
 #[tokio::test]
 async fn a_failing_record_fails_only_its_own_caller() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let path = dir.path().join("ledger.db");
     let store = Store::open(&path).expect("open");
     Connection::open(&path)
@@ -194,8 +190,7 @@ async fn a_failing_record_fails_only_its_own_caller() {
 
 #[tokio::test]
 async fn state_survives_a_restart() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let path = dir.path().join("state").join("wakebridge.db");
     let now = now_unix_ms();
     {
@@ -242,8 +237,7 @@ async fn state_survives_a_restart() {
 
 #[tokio::test]
 async fn migrates_a_database_written_at_schema_one() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let path = dir.path().join("old.db");
     {
         // What an older wakebridge that only knew migration 1 left on disk.
@@ -304,8 +298,7 @@ async fn migrates_a_database_written_at_schema_one() {
 
 #[test]
 fn refuses_a_corrupt_file_and_names_it() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let path = dir.path().join("wakebridge.db");
     let garbage: Vec<u8> = (0..8192_u32).map(|i| (i * 7 % 251) as u8).collect();
     fs::write(&path, &garbage).expect("garbage");
@@ -323,8 +316,7 @@ fn refuses_a_corrupt_file_and_names_it() {
 
 #[tokio::test]
 async fn refuses_a_ledger_with_damaged_pages() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let path = dir.path().join("wakebridge.db");
     {
         let store = Store::open(&path).expect("open");
@@ -361,8 +353,7 @@ async fn refuses_a_ledger_with_damaged_pages() {
 
 #[test]
 fn refuses_a_database_from_a_newer_wakebridge() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let path = dir.path().join("wakebridge.db");
     drop(Store::open(&path).expect("create"));
     Connection::open(&path)
@@ -375,8 +366,7 @@ fn refuses_a_database_from_a_newer_wakebridge() {
 
 #[test]
 fn refuses_another_programs_database() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let path = dir.path().join("other.db");
     Connection::open(&path)
         .expect("conn")
@@ -389,8 +379,7 @@ fn refuses_another_programs_database() {
 
 #[tokio::test]
 async fn recreates_a_deleted_file_with_private_modes() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let state = dir.path().join("a").join("b");
     let path = state.join("wakebridge.db");
     {
@@ -423,7 +412,6 @@ async fn recreates_a_deleted_file_with_private_modes() {
 
 #[tokio::test]
 async fn prunes_identities_outside_the_retention_window() {
-    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     let now = now_unix_ms();
     for (at, identity, action) in [
@@ -461,7 +449,6 @@ fn owed(target: &str, at_ms: i64) -> Delivery {
 
 #[tokio::test]
 async fn owed_events_are_paid_once_up_to_the_wake_and_outlive_pruning() {
-    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     let now = now_unix_ms();
     for at in [now - 25 * HOUR_MS, now - 2000, now - 1000] {
@@ -565,7 +552,6 @@ async fn owed_events_are_paid_once_up_to_the_wake_and_outlive_pruning() {
 
 #[tokio::test]
 async fn session_seen_upserts_keep_known_fields() {
-    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     store
         .record(Record::SessionSeen(seen("s1", 1_000)))
@@ -599,7 +585,6 @@ async fn session_seen_upserts_keep_known_fields() {
 
 #[tokio::test]
 async fn sessions_join_hook_facts_last_delivery_wake_and_nudges() {
-    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     store
         .record(Record::SessionSeen(seen("local", 10)))
@@ -657,7 +642,6 @@ async fn sessions_join_hook_facts_last_delivery_wake_and_nudges() {
 
 #[test]
 fn record_blocking_works_without_a_runtime_and_on_a_runtime_blocking_thread() {
-    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     store
         .record_blocking(Record::SessionSeen(seen("cli", 1)))
@@ -683,7 +667,6 @@ fn record_blocking_works_without_a_runtime_and_on_a_runtime_blocking_thread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "measurement, prints figures"]
 async fn measure_group_commit_with_16_callers() {
-    common::arm_test_timeout();
     const CALLERS: i64 = 16;
     const PER_CALLER: i64 = 2_000;
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir on disk");
@@ -795,8 +778,7 @@ impl LockHolder {
 
 #[test]
 fn prune_keeps_young_files_under_the_cap() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     write_aged(&dir.path().join("s1.jsonl"), 100, DAY);
     write_aged(
         &dir.path().join("s2.jsonl.draining.1-2.0"),
@@ -811,8 +793,7 @@ fn prune_keeps_young_files_under_the_cap() {
 
 #[test]
 fn prune_never_touches_locks_markers_panes_or_subdirectories() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let old = 30 * DAY;
     let others = [
         "s1.lock",
@@ -846,8 +827,7 @@ fn prune_never_touches_locks_markers_panes_or_subdirectories() {
 
 #[test]
 fn prune_cap_removes_oldest_live_spools_first() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     write_aged(
         &dir.path().join("oldest.jsonl"),
         400,
@@ -877,8 +857,7 @@ fn prune_cap_removes_oldest_live_spools_first() {
 
 #[test]
 fn prune_removes_stale_claims_but_never_fresh_ones_for_the_cap() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let stale = dir.path().join("s1.jsonl.draining.77-1.0");
     let fresh = dir.path().join("s2.jsonl.draining.88-2.0");
     write_aged(&stale, 10, 8 * DAY);
@@ -894,8 +873,7 @@ fn prune_removes_stale_claims_but_never_fresh_ones_for_the_cap() {
 
 #[test]
 fn prune_skips_a_spool_whose_lock_another_process_holds() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let spool = dir.path().join("s1.jsonl");
     write_aged(&spool, 10, 30 * DAY);
     let holder = LockHolder::hold(&dir.path().join("s1.lock"));
@@ -910,9 +888,8 @@ fn prune_skips_a_spool_whose_lock_another_process_holds() {
 
 #[test]
 fn prune_ignores_symlinked_spool_files() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let outside = tempfile::tempdir().expect("outside");
+    let dir = common::tempdir();
+    let outside = common::tempdir();
     let target = outside.path().join("precious.jsonl");
     write_aged(&target, 10, 30 * DAY);
     let link = dir.path().join("s1.jsonl");
@@ -928,9 +905,8 @@ fn prune_ignores_symlinked_spool_files() {
 
 #[test]
 fn prune_refuses_to_lock_through_a_symlinked_lock_file() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let outside = tempfile::tempdir().expect("outside");
+    let dir = common::tempdir();
+    let outside = common::tempdir();
     let spool = dir.path().join("s1.jsonl");
     write_aged(&spool, 10, 30 * DAY);
     let elsewhere = outside.path().join("not-a-lock");
@@ -944,8 +920,7 @@ fn prune_refuses_to_lock_through_a_symlinked_lock_file() {
 
 #[test]
 fn prune_of_a_missing_wake_dir_is_a_quiet_no_op() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let report = prune::prune_once(&config(&dir.path().join("absent"), 0), SystemTime::now())
         .expect("round");
     assert!(report.removed.is_empty());
@@ -953,8 +928,7 @@ fn prune_of_a_missing_wake_dir_is_a_quiet_no_op() {
 
 #[tokio::test(start_paused = true)]
 async fn prune_task_runs_every_interval_until_shutdown() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let first = dir.path().join("s1.jsonl");
     write_aged(&first, 10, 30 * DAY);
     let config = config(dir.path(), u64::MAX);
@@ -985,7 +959,6 @@ async fn prune_task_runs_every_interval_until_shutdown() {
 
 #[tokio::test]
 async fn the_warm_up_reads_every_delivery_of_the_window_oldest_first() {
-    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     let now = now_unix_ms();
     for i in 0..10 {
@@ -1030,7 +1003,6 @@ async fn the_warm_up_reads_every_delivery_of_the_window_oldest_first() {
 
 #[tokio::test]
 async fn a_session_whose_deliveries_are_all_pruned_is_forgotten() {
-    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     let now = now_unix_ms();
     store
@@ -1078,7 +1050,6 @@ async fn a_session_whose_deliveries_are_all_pruned_is_forgotten() {
 
 #[tokio::test]
 async fn sessions_gone_past_the_cutoff_are_forgotten_unless_still_mapped() {
-    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     let old = 1_000;
     let recent = 50 * HOUR_MS;
@@ -1130,7 +1101,6 @@ async fn sessions_gone_past_the_cutoff_are_forgotten_unless_still_mapped() {
 
 #[test]
 fn a_spool_round_is_pending_until_synced_and_a_refused_share_can_be_taken_back() {
-    common::arm_test_timeout();
     use wakebridge::store::{PendingBytes, SpoolRound};
     let store = Store::open_in_memory().expect("open");
     let share = |sid: &str, bytes: &str| PendingBytes {
@@ -1209,7 +1179,6 @@ fn a_spool_round_is_pending_until_synced_and_a_refused_share_can_be_taken_back()
 /// wins, and a later read of the minute does not move it back. Only the reset changes.
 #[tokio::test]
 async fn the_most_exact_reset_of_a_limit_wins_whichever_came_first() {
-    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("store");
     let minute = 1_796_000_160_000; // 9:16:00
     let exact = minute + 22_000; // 9:16:22
@@ -1268,7 +1237,6 @@ async fn the_most_exact_reset_of_a_limit_wins_whichever_came_first() {
 
 #[tokio::test]
 async fn a_usage_limit_keeps_its_reset_and_tries_until_a_new_notice_and_goes_when_lifted() {
-    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("store");
     let seen = |text: &str, resets_at_ms: i64, how: LimitSource, at_ms: i64| {
         Record::Limited(LimitSeen {
@@ -1368,7 +1336,6 @@ async fn a_usage_limit_keeps_its_reset_and_tries_until_a_new_notice_and_goes_whe
 
 #[tokio::test]
 async fn a_rename_moves_what_is_owed_follows_chains_and_outlives_the_old_ids_traces() {
-    common::arm_test_timeout();
     let store = Store::open_in_memory().expect("open");
     let owed = Delivery {
         owed: true,
@@ -1474,8 +1441,7 @@ async fn a_rename_moves_what_is_owed_follows_chains_and_outlives_the_old_ids_tra
 /// `/clear` and its latest delivery (so `/sessions` no longer lists it), and nobody else.
 #[tokio::test]
 async fn forgetting_one_session_takes_its_former_ids_and_nothing_else() {
-    common::arm_test_timeout();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::tempdir();
     let store = Store::open(&dir.path().join("ledger.sqlite3")).expect("open");
     let now = now_unix_ms();
     let mut owed = delivery("old", "spool-busy", now, Some("id-owed"));

@@ -53,7 +53,7 @@ fn zellij(pane: &str, session: &str) -> PaneTarget {
 }
 
 fn wake_dir() -> (tempfile::TempDir, PathBuf) {
-    let root = tempfile::tempdir().expect("temp dir");
+    let root = common::tempdir();
     let wake = root.path().join("wake");
     fs::create_dir(&wake).expect("wake dir");
     (root, wake)
@@ -155,7 +155,6 @@ fn wait_success(mut child: ChildGuard) {
 
 #[test]
 fn reads_tmux_zellij_and_legacy_entries() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     write_panes(
         &wake,
@@ -172,7 +171,6 @@ fn reads_tmux_zellij_and_legacy_entries() {
 
 #[test]
 fn missing_file_is_quietly_unmapped() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let reader = PanesReader::new(&wake);
     assert_eq!(reader.lookup_detailed("t"), Resolution::FileMissing);
@@ -182,7 +180,6 @@ fn missing_file_is_quietly_unmapped() {
 
 #[test]
 fn malformed_or_wrong_shape_files_are_unmapped() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let cases: [(&[u8], Condition); 7] = [
         (b"{broken", Condition::Unparseable),
@@ -207,7 +204,6 @@ fn malformed_or_wrong_shape_files_are_unmapped() {
 
 #[test]
 fn deeply_nested_json_is_unparseable_not_a_crash() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     write_panes(&wake, "[".repeat(100_000));
     let resolution = PanesReader::new(&wake).lookup_detailed("t");
@@ -219,7 +215,6 @@ fn deeply_nested_json_is_unparseable_not_a_crash() {
 
 #[test]
 fn bad_values_nul_and_control_characters_are_unmapped() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let values = [
         json!(null),
@@ -244,7 +239,6 @@ fn bad_values_nul_and_control_characters_are_unmapped() {
 
 #[test]
 fn symlinked_panes_file_is_not_followed() {
-    common::arm_test_timeout();
     let (root, wake) = wake_dir();
     let outside = root.path().join("outside.json");
     fs::write(&outside, r#"{"t": "%1"}"#).expect("outside");
@@ -258,7 +252,6 @@ fn symlinked_panes_file_is_not_followed() {
 
 #[test]
 fn fifo_without_a_writer_reads_as_unparseable_promptly() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     mkfifo(&wake.join("panes.json"));
     let resolution = lookup_within_limit(PanesReader::new(&wake), "t");
@@ -270,7 +263,6 @@ fn fifo_without_a_writer_reads_as_unparseable_promptly() {
 
 #[test]
 fn fifo_with_a_writer_attached_reads_as_unparseable_promptly() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let fifo = wake.join("panes.json");
     mkfifo(&fifo);
@@ -289,7 +281,6 @@ fn fifo_with_a_writer_attached_reads_as_unparseable_promptly() {
 
 #[test]
 fn directory_in_place_of_the_file_is_unreadable() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     fs::create_dir(wake.join("panes.json")).expect("dir");
     let resolution = PanesReader::new(&wake).lookup_detailed("t");
@@ -301,7 +292,6 @@ fn directory_in_place_of_the_file_is_unreadable() {
 
 #[test]
 fn file_over_the_read_cap_is_unmapped_and_one_within_it_is_read() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let small = r#"{"t": "%1"}"#;
     write_panes(&wake, small);
@@ -321,7 +311,6 @@ fn file_over_the_read_cap_is_unmapped_and_one_within_it_is_read() {
 
 #[test]
 fn cap_counts_characters_not_bytes() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let text = r#"{"t": "%1", "_note": "süßüßüß"}"#;
     write_panes(&wake, text);
@@ -331,7 +320,6 @@ fn cap_counts_characters_not_bytes() {
 
 #[test]
 fn warn_once_sequence_over_real_files() {
-    common::arm_test_timeout();
     // 11.2 items 64 and 65 against the real reader.
     let (_root, wake) = wake_dir();
     let reader = PanesReader::new(&wake);
@@ -374,7 +362,6 @@ fn warn_once_sequence_over_real_files() {
 
 #[test]
 fn warn_cap_bounds_remembered_conditions() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     write_panes(&wake, r#"{"s1": null, "s2": null, "s3": null}"#);
     let reader = PanesReader::new(&wake).with_warn_cap(2);
@@ -395,7 +382,6 @@ fn warn_cap_bounds_remembered_conditions() {
 
 #[test]
 fn set_keeps_other_sessions_and_the_reader_reads_what_the_writer_wrote() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     set_entry(&wake, "sid-1", &tmux("%1")).unwrap();
     set_entry(&wake, "sid-2", &zellij("0", "tenacious-lemur")).unwrap();
@@ -410,7 +396,6 @@ fn set_keeps_other_sessions_and_the_reader_reads_what_the_writer_wrote() {
 
 #[test]
 fn set_evicts_only_entries_on_the_same_pane() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     set_entry(&wake, "dead-session", &tmux("%3")).unwrap();
     let live = set_entry(&wake, "live-session", &tmux("%3")).unwrap();
@@ -456,7 +441,6 @@ fn set_evicts_only_entries_on_the_same_pane() {
 
 #[test]
 fn unparseable_neighbours_are_kept() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     write_panes(&wake, r#"{"broken": null, "_note": "caf\u00e9"}"#);
     let outcome = set_entry(&wake, "sid-1", &tmux("%1")).unwrap();
@@ -468,7 +452,6 @@ fn unparseable_neighbours_are_kept() {
 
 #[test]
 fn damaged_content_is_replaced() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     write_panes(&wake, "{not json");
     set_entry(&wake, "sid-1", &tmux("%1")).unwrap();
@@ -486,7 +469,6 @@ fn damaged_content_is_replaced() {
 
 #[test]
 fn file_bytes_are_ascii_sorted_and_indented_like_the_reference() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     set_entry(&wake, "sid-2", &tmux("%2")).unwrap();
     set_entry(&wake, "sid-1", &zellij("0", "süß-lemur")).unwrap();
@@ -504,7 +486,6 @@ fn file_bytes_are_ascii_sorted_and_indented_like_the_reference() {
 
 #[test]
 fn writer_refuses_a_target_the_reader_would_reject() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let error = set_entry(&wake, "sid-1", &tmux("%1\u{0}")).unwrap_err();
     assert!(matches!(error, PanesWriteError::InvalidTarget(_)));
@@ -513,7 +494,6 @@ fn writer_refuses_a_target_the_reader_would_reject() {
 
 #[test]
 fn clear_removes_the_session_and_entries_on_its_pane() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     set_entry(&wake, "sid-1", &tmux("%1")).unwrap();
     set_entry(&wake, "sid-2", &tmux("%2")).unwrap();
@@ -538,8 +518,7 @@ fn clear_removes_the_session_and_entries_on_its_pane() {
 
 #[test]
 fn clear_in_a_missing_dir_creates_nothing() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     let wake = root.path().join("never-made");
     let cleared = clear_entry(&wake, "sid-1", Some(&tmux("%1"))).unwrap();
     assert!(!cleared.existed && cleared.removed.is_empty());
@@ -548,7 +527,6 @@ fn clear_in_a_missing_dir_creates_nothing() {
 
 #[test]
 fn clear_without_a_match_does_not_rewrite_the_file() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     write_panes(&wake, "{\"sid-2\":\"%2\"}");
     let cleared = clear_entry(&wake, "sid-1", None).unwrap();
@@ -561,8 +539,7 @@ fn clear_without_a_match_does_not_rewrite_the_file() {
 
 #[test]
 fn modes_are_owner_only_even_under_umask_000_and_no_temp_files_remain() {
-    common::arm_test_timeout();
-    let root = tempfile::tempdir().unwrap();
+    let root = common::tempdir();
     let wake = root.path().join("wake");
     fs::create_dir(&wake).unwrap();
     fs::set_permissions(&wake, fs::Permissions::from_mode(0o755)).unwrap();
@@ -588,7 +565,6 @@ fn modes_are_owner_only_even_under_umask_000_and_no_temp_files_remain() {
 
 #[test]
 fn concurrent_writer_processes_lose_no_entry() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let dir = wake.to_str().unwrap().to_owned();
     let children: Vec<ChildGuard> = (0..WRITER_PROCESSES)
@@ -617,7 +593,6 @@ fn concurrent_writer_processes_lose_no_entry() {
 /// Child side of `concurrent_writer_processes_lose_no_entry`; does nothing in a normal run.
 #[test]
 fn child_writer_process() {
-    common::arm_test_timeout();
     let (Ok(dir), Ok(sid)) = (
         std::env::var(CHILD_WRITER_DIR),
         std::env::var(CHILD_WRITER_SID),
@@ -632,7 +607,6 @@ fn child_writer_process() {
 
 #[test]
 fn read_error_other_than_damage_aborts_without_wiping() {
-    common::arm_test_timeout();
     // A real EMFILE (reference 11.2 item 111): a child process lowers its descriptor limit so
     // panes.lock still opens but panes.json cannot. Root bypasses permission bits, so an
     // unreadable-by-mode file would not fail here; running out of descriptors fails for root too.
@@ -656,7 +630,6 @@ fn read_error_other_than_damage_aborts_without_wiping() {
 /// Child side of `read_error_other_than_damage_aborts_without_wiping`.
 #[test]
 fn child_emfile_writer_process() {
-    common::arm_test_timeout();
     let Ok(dir) = std::env::var(CHILD_EMFILE_DIR) else {
         return;
     };
@@ -689,7 +662,6 @@ fn child_emfile_writer_process() {
 
 #[test]
 fn directory_in_place_of_panes_json_aborts_the_writer_and_is_left_alone() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     fs::create_dir(wake.join("panes.json")).unwrap();
     fs::write(wake.join("panes.json").join("keep"), "x").unwrap();
@@ -701,7 +673,6 @@ fn directory_in_place_of_panes_json_aborts_the_writer_and_is_left_alone() {
 
 #[test]
 fn symlinked_lock_is_refused_and_its_target_never_created() {
-    common::arm_test_timeout();
     let (root, wake) = wake_dir();
     let outside = root.path().join("outside.lock");
     std::os::unix::fs::symlink(&outside, wake.join("panes.lock")).unwrap();
@@ -712,7 +683,6 @@ fn symlinked_lock_is_refused_and_its_target_never_created() {
 
 #[test]
 fn eviction_and_clear_remove_the_unmapped_sessions_markers() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     set_entry(&wake, "dead", &tmux("%3")).unwrap();
     set_busy(&wake, "dead").unwrap();
@@ -733,7 +703,6 @@ fn eviction_and_clear_remove_the_unmapped_sessions_markers() {
 
 #[test]
 fn hostile_keys_in_panes_json_never_reach_paths_outside_the_wake_dir() {
-    common::arm_test_timeout();
     let (root, wake) = wake_dir();
     let victim = root.path().join("victim.busy");
     fs::write(&victim, "").unwrap();
@@ -752,7 +721,6 @@ fn hostile_keys_in_panes_json_never_reach_paths_outside_the_wake_dir() {
 
 #[test]
 fn marker_set_clear_idempotent_and_per_session() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     assert!(!is_busy(&wake, "sid-1", 3600.0));
     set_busy(&wake, "sid-1").unwrap();
@@ -770,7 +738,6 @@ fn marker_set_clear_idempotent_and_per_session() {
 
 #[test]
 fn marker_ages_out_and_a_refresh_makes_it_busy_again() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     set_busy(&wake, "sid-1").unwrap();
     let path = marker_path(&wake, "sid-1").unwrap();
@@ -787,7 +754,6 @@ fn marker_ages_out_and_a_refresh_makes_it_busy_again() {
 
 #[test]
 fn ttl_zero_ignores_a_fresh_marker_but_a_future_one_still_gates() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     set_busy(&wake, "sid-1").unwrap();
     assert!(!is_busy(&wake, "sid-1", 0.0));
@@ -799,7 +765,6 @@ fn ttl_zero_ignores_a_fresh_marker_but_a_future_one_still_gates() {
 
 #[test]
 fn unusable_markers_read_as_idle() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     assert!(!is_busy(&wake, "../escape", f64::INFINITY));
     assert!(!is_busy(
@@ -847,7 +812,6 @@ fn set_json(wake: &Path, sid: Option<&str>) -> PanesSetArgs {
 
 #[test]
 fn panes_set_detects_zellij_and_prints_the_entry() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let env = env_from(&[
         ("ZELLIJ_PANE_ID", "0"),
@@ -865,7 +829,6 @@ fn panes_set_detects_zellij_and_prints_the_entry() {
 
 #[test]
 fn panes_set_outside_a_multiplexer_skips_but_still_clears_the_marker() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     set_busy(&wake, "sid-1").unwrap();
     let (status, out) = run(
@@ -880,7 +843,6 @@ fn panes_set_outside_a_multiplexer_skips_but_still_clears_the_marker() {
 
 #[test]
 fn panes_set_keep_wake_state_keeps_the_marker_and_maps() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     set_busy(&wake, "sid-1").unwrap();
     let mut args = set_json(&wake, Some("sid-1"));
@@ -893,7 +855,6 @@ fn panes_set_keep_wake_state_keeps_the_marker_and_maps() {
 
 #[test]
 fn panes_set_usage_errors_exit_2() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let mut zellij_without_session = set_json(&wake, Some("sid-1"));
     zellij_without_session.mux = Some(MuxKind::Zellij);
@@ -910,7 +871,6 @@ fn panes_set_usage_errors_exit_2() {
 
 #[test]
 fn panes_set_takes_the_claude_code_session_id_and_prints_text() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let env = env_from(&[
         ("CLAUDE_CODE_SESSION_ID", "cc-session"),
@@ -937,7 +897,6 @@ fn panes_set_takes_the_claude_code_session_id_and_prints_text() {
 
 #[test]
 fn panes_clear_and_wake_state_round_trip() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let env = env_from(&[("TMUX_PANE", "%3")]);
     run(&PanesCommand::Set(set_json(&wake, Some("sid-1"))), &env);
@@ -994,7 +953,6 @@ fn hook(event: &str) -> HookInput {
 
 #[test]
 fn hook_events_drive_the_wake_dir() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let env = env_from(&[("TMUX_PANE", "%5")]);
     let start = HookInput {
@@ -1059,7 +1017,6 @@ fn hook_events_drive_the_wake_dir() {
 
 #[test]
 fn hook_falls_back_to_env_session_id_and_skips_without_one() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let mut input = hook("UserPromptSubmit");
     input.session_id = None;
@@ -1073,7 +1030,6 @@ fn hook_falls_back_to_env_session_id_and_skips_without_one() {
 
 #[test]
 fn hook_prefers_the_bus_session_id_over_the_payload_and_the_payload_over_claude_code() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let mut input = hook("UserPromptSubmit");
     input.session_id = Some("from-payload".into());
@@ -1097,7 +1053,6 @@ fn hook_prefers_the_bus_session_id_over_the_payload_and_the_payload_over_claude_
 
 #[test]
 fn hook_session_start_outside_a_multiplexer_skips() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let outcome = perform(&hook("SessionStart"), &wake, &env_from(&[]));
     assert!(matches!(outcome.result, HookResult::Skipped(_)));
@@ -1106,7 +1061,6 @@ fn hook_session_start_outside_a_multiplexer_skips() {
 
 #[test]
 fn hook_stdin_that_never_ends_is_abandoned_within_the_budget() {
-    common::arm_test_timeout();
     let (reader, _writer_kept_open) = std::os::unix::net::UnixStream::pair().unwrap();
     let started = std::time::Instant::now();
     let result = read_bounded(reader, 1024, Duration::from_millis(200));
@@ -1116,7 +1070,6 @@ fn hook_stdin_that_never_ends_is_abandoned_within_the_budget() {
 
 #[test]
 fn hook_marker_write_failure_is_reported_not_raised() {
-    common::arm_test_timeout();
     let (_root, wake) = wake_dir();
     let file_as_dir = wake.join("file");
     fs::write(&file_as_dir, "").unwrap();

@@ -39,7 +39,6 @@ fn expected_wake() -> Vec<u8> {
 
 #[tokio::test]
 async fn idle_mapped_session_gets_the_prompt_once_and_cooldown_spools_the_next() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let server = mux_server(&tmux, &[]).await;
@@ -63,7 +62,6 @@ async fn idle_mapped_session_gets_the_prompt_once_and_cooldown_spools_the_next()
 
 #[tokio::test]
 async fn busy_marker_spools_without_typing_and_does_not_burn_the_cooldown() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let server = mux_server(&tmux, &[]).await;
@@ -98,7 +96,6 @@ fn prompt_pane(server: &TmuxServer, name: &str, input: &str) -> (String, PathBuf
 
 #[tokio::test]
 async fn a_draft_at_the_prompt_is_never_typed_over() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (drafting, draft_file) = prompt_pane(&tmux, "draft", "half a thought");
     let (empty, empty_file) = prompt_pane(&tmux, "empty", "");
@@ -135,7 +132,6 @@ async fn a_draft_at_the_prompt_is_never_typed_over() {
 
 #[tokio::test]
 async fn our_own_unsubmitted_prompt_is_submitted_not_typed_twice() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     // What an earlier wake whose Enter was lost leaves at the prompt.
     let agent = Agent::spawn_with(&tmux, "leftover", "idle", &[], Some(WAKE_PROMPT));
@@ -144,7 +140,6 @@ async fn our_own_unsubmitted_prompt_is_submitted_not_typed_twice() {
     common::eventually(
         "the leftover on the prompt line",
         Duration::from_secs(5),
-        Duration::from_millis(20),
         || {
             tmux.tmux(&["capture-pane", "-p", "-t", &agent.pane])
                 .contains(WAKE_PROMPT)
@@ -165,7 +160,6 @@ async fn our_own_unsubmitted_prompt_is_submitted_not_typed_twice() {
 
 #[tokio::test]
 async fn unmapped_and_stale_panes_type_nothing() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let server = mux_server(&tmux, &[]).await;
     assert_eq!(
@@ -193,7 +187,6 @@ async fn unmapped_and_stale_panes_type_nothing() {
 
 #[tokio::test]
 async fn hung_multiplexer_answers_well_inside_five_seconds() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, _) = recorder_pane(&tmux, "rec");
     let hang = tmux.dir().join("hung-tmux");
@@ -220,7 +213,6 @@ async fn hung_multiplexer_answers_well_inside_five_seconds() {
 
 #[tokio::test]
 async fn manual_wake_goes_through_the_same_gate() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let secret = "s3cret";
@@ -314,7 +306,6 @@ async fn manual_wake_goes_through_the_same_gate() {
 
 #[tokio::test]
 async fn manual_wake_types_a_configured_message_by_name() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let server = mux_server(&tmux, &[]).await;
@@ -337,7 +328,6 @@ async fn manual_wake_types_a_configured_message_by_name() {
 /// A restart must not reopen a cooldown window, nor repeat a wake for a redelivered event.
 #[tokio::test]
 async fn restart_keeps_the_cooldown_and_the_delivered_identities() {
-    common::arm_test_timeout();
     let tmux = TmuxServer::start();
     let (pane, file) = recorder_pane(&tmux, "rec");
     let server = mux_server(&tmux, &[]).await;

@@ -263,11 +263,15 @@ impl ZellijWorld {
             SESSIONS.fetch_add(1, Ordering::Relaxed)
         );
         self.zellij(&["attach", "--create-background", &name]);
-        self.wait_until(&format!("session {name} lists a terminal pane"), || {
-            self.panes(&name)
-                .iter()
-                .any(|p| p["is_plugin"] == json!(false))
-        });
+        common::eventually_blocking(
+            &format!("session {name} lists a terminal pane"),
+            START_TIMEOUT,
+            || {
+                self.panes(&name)
+                    .iter()
+                    .any(|p| p["is_plugin"] == json!(false))
+            },
+        );
         name
     }
 
@@ -285,25 +289,29 @@ impl ZellijWorld {
         // Right after its creation a listed session can still answer `run` with "There is no
         // active session!" (0.45.1, under load): wait until it takes the command.
         let mut answer = None;
-        self.wait_until(&format!("session {session} takes `run`"), || {
-            let out = self.run(&[
-                "--session",
-                session,
-                "run",
-                "--name",
-                name,
-                "--",
-                "sh",
-                "-c",
-                command,
-            ]);
-            let taken = out.status.success()
-                || !String::from_utf8_lossy(&out.stderr).contains("There is no active session");
-            if taken {
-                answer = Some(out);
-            }
-            taken
-        });
+        common::eventually_blocking(
+            &format!("session {session} takes `run`"),
+            START_TIMEOUT,
+            || {
+                let out = self.run(&[
+                    "--session",
+                    session,
+                    "run",
+                    "--name",
+                    name,
+                    "--",
+                    "sh",
+                    "-c",
+                    command,
+                ]);
+                let taken = out.status.success()
+                    || !String::from_utf8_lossy(&out.stderr).contains("There is no active session");
+                if taken {
+                    answer = Some(out);
+                }
+                taken
+            },
+        );
         let out = answer.expect("run answered");
         assert!(
             out.status.success(),
@@ -313,7 +321,7 @@ impl ZellijWorld {
         );
         let printed = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         let mut id = None;
-        self.wait_until(&format!("pane {name} is listed"), || {
+        common::eventually_blocking(&format!("pane {name} is listed"), START_TIMEOUT, || {
             id = self
                 .panes(session)
                 .iter()
@@ -345,16 +353,10 @@ impl ZellijWorld {
             name,
             &format!("stty raw -echo; exec cat > '{}'", file.display()),
         );
-        self.wait_until(&format!("recorder {name} starts"), || file.exists());
+        common::eventually_blocking(&format!("recorder {name} starts"), START_TIMEOUT, || {
+            file.exists()
+        });
         (pane, file)
-    }
-
-    fn wait_until(&self, what: &str, mut done: impl FnMut() -> bool) {
-        let start = Instant::now();
-        while !done() {
-            assert!(start.elapsed() < START_TIMEOUT, "timed out waiting: {what}");
-            std::thread::sleep(POLL_EVERY);
-        }
     }
 
     /// The scripted agent TUI (`fake_agent.py`) in mode `mode` with `typed` on its prompt line;
@@ -370,10 +372,14 @@ impl ZellijWorld {
             control.display()
         );
         let pane = self.run_pane(session, name, &command);
-        self.wait_until(&format!("agent {name} draws its prompt"), || {
-            let out = self.run(&["--session", session, "action", "dump-screen", "-p", &pane]);
-            String::from_utf8_lossy(&out.stdout).contains('\u{276f}')
-        });
+        common::eventually_blocking(
+            &format!("agent {name} draws its prompt"),
+            START_TIMEOUT,
+            || {
+                let out = self.run(&["--session", session, "action", "dump-screen", "-p", &pane]);
+                String::from_utf8_lossy(&out.stdout).contains('\u{276f}')
+            },
+        );
         (pane, record)
     }
 
@@ -451,7 +457,6 @@ fn assert_stale(outcome: Result<&'static str, InjectError>, want: &StaleReason) 
 
 #[tokio::test]
 async fn real_zellij_gets_the_wake_prompt_then_one_carriage_return() {
-    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_gets_the_wake_prompt") else {
         return;
     };
@@ -478,7 +483,6 @@ async fn real_zellij_gets_the_wake_prompt_then_one_carriage_return() {
 
 #[tokio::test]
 async fn real_zellij_screen_is_read_back_a_lost_enter_is_repeated_and_a_draft_is_left_alone() {
-    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_screen_is_read_back") else {
         return;
     };
@@ -513,7 +517,6 @@ async fn real_zellij_screen_is_read_back_a_lost_enter_is_repeated_and_a_draft_is
 
 #[tokio::test]
 async fn real_zellij_accepts_the_pane_id_with_and_without_its_prefix() {
-    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_accepts_the_pane_id_with_and_without") else {
         return;
     };
@@ -536,7 +539,6 @@ async fn real_zellij_accepts_the_pane_id_with_and_without_its_prefix() {
 
 #[tokio::test]
 async fn real_zellij_without_any_server_is_session_missing() {
-    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_without_any_server") else {
         return;
     };
@@ -554,7 +556,6 @@ async fn real_zellij_without_any_server_is_session_missing() {
 
 #[tokio::test]
 async fn real_zellij_missing_session_is_stale_and_types_nothing() {
-    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_missing_session_is_stale") else {
         return;
     };
@@ -576,7 +577,6 @@ async fn real_zellij_missing_session_is_stale_and_types_nothing() {
 
 #[tokio::test]
 async fn real_zellij_missing_pane_is_stale_and_types_nothing() {
-    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_missing_pane_is_stale") else {
         return;
     };
@@ -594,14 +594,13 @@ async fn real_zellij_missing_pane_is_stale_and_types_nothing() {
 
 #[tokio::test]
 async fn real_zellij_exited_pane_is_stale() {
-    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_exited_pane_is_stale") else {
         return;
     };
     let world = ZellijWorld::new(&bin);
     let session = world.start_session();
     let pane = world.run_pane(&session, "short-lived", "exit 3");
-    world.wait_until("the pane's program exits", || {
+    common::eventually_blocking("the pane's program exits", START_TIMEOUT, || {
         world.exited(&session, "short-lived")
     });
 
@@ -612,7 +611,6 @@ async fn real_zellij_exited_pane_is_stale() {
 
 #[tokio::test]
 async fn real_zellij_session_gone_after_the_listing_is_session_missing() {
-    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_zellij_session_gone_after_the_listing") else {
         return;
     };
@@ -661,7 +659,6 @@ async fn real_zellij_session_gone_after_the_listing_is_session_missing() {
 
 #[tokio::test]
 async fn real_daemon_wakes_a_session_mapped_to_a_real_zellij_pane() {
-    common::arm_test_timeout();
     let Some(bin) = zellij_or_skip("real_daemon_wakes_a_session_mapped_to_a_real_zellij") else {
         return;
     };

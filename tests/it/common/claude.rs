@@ -80,7 +80,6 @@ impl RealClaude {
         super::eventually(
             "mapped by its SessionStart hook",
             Duration::from_secs(90),
-            Duration::from_millis(100),
             || {
                 sid = mapped();
                 sid.is_some()
@@ -92,12 +91,9 @@ impl RealClaude {
             sid: sid.unwrap_or_default(),
             hook_log,
         };
-        super::eventually(
-            "its prompt",
-            Duration::from_secs(60),
-            Duration::from_millis(100),
-            || started.screen(tmux).contains('\u{276f}'),
-        )
+        super::eventually("its prompt", Duration::from_secs(60), || {
+            started.screen(tmux).contains('\u{276f}')
+        })
         .await;
         started
     }

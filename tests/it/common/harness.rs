@@ -80,6 +80,7 @@ impl TestServer {
         extra_env: &[(&str, &str)],
         mut flags: Flags,
     ) -> TestServer {
+        super::timeout::arm_test_timeout();
         std::fs::create_dir_all(root.path().join("run")).expect("run dir");
         let env = wakebridge::env::Env::from(test_env(root.path(), extra_env));
         if flags.port.is_none() {
@@ -186,19 +187,15 @@ impl TestServer {
         done: impl Fn(&serde_json::Value) -> bool,
         context: impl Fn() -> String,
     ) -> serde_json::Value {
-        let started = std::time::Instant::now();
-        loop {
+        super::eventually_ok(what, limit, async || {
             let status = self.session(sid).await;
             if done(&status) {
-                return status;
+                Ok(status)
+            } else {
+                Err(format!("{status}\n{}", context()))
             }
-            assert!(
-                started.elapsed() < limit,
-                "timed out waiting for {what}: {status}\n{}",
-                context()
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        }
+        })
+        .await
     }
 
     pub fn spool_lines(&self, sid: &str) -> Vec<String> {
@@ -253,6 +250,7 @@ pub fn status_of(response: &str) -> u16 {
 
 /// The real binary with a private environment (nothing inherited but PATH).
 pub fn binary(root: &Path, extra_env: &[(&str, &str)]) -> std::process::Command {
+    super::timeout::arm_test_timeout();
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_wakebridge"));
     cmd.env_clear();
     cmd.env("PATH", std::env::var_os("PATH").unwrap_or_default());
@@ -339,6 +337,7 @@ impl Daemon {
     /// Starts `serve` on a free port; `setup` runs in the child before exec (async-signal-safe
     /// calls only).
     pub fn spawn(root: &Path, extra_env: &[(&str, &str)], setup: Option<fn() -> i32>) -> Daemon {
+        super::timeout::arm_test_timeout();
         std::fs::create_dir_all(root.join("run")).expect("run dir");
         let port = free_port();
         let log = root.join(format!("daemon-{port}.log"));

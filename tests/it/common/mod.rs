@@ -5,13 +5,11 @@
 //! agent TUIs the tests run in tmux panes (`fake_agent.py`, `fake_claude.py`, next to this
 //! file), and the per-test time bound ([`timeout`]).
 //!
-//! Every test is bounded: its first statement is `common::arm_test_timeout();` (add it to
-//! every new test, `#[test]`, `#[tokio::test]` and `proptest!` alike). A test still running
-//! after [`timeout::TEST_TIMEOUT`], 180 s, fails the run: a watchdog thread names it and every
-//! other test still running on stderr, stops the tmux servers, zellij worlds, mounts and child
-//! processes the tests started, and exits with status 101. The slowest test today takes about
-//! 65 s (the SIGKILL loop in faults.rs, on two busy cores); the longest deliberate wait is the
-//! launcher's 120 s for a real Claude Code to get ready, which the bound leaves room for.
+//! Every test that makes something is bounded without a line of its own: the helpers here arm
+//! [`timeout::arm_test_timeout`] when they make a temporary directory, start a server, a daemon,
+//! a process or a wait, and a test still running [`timeout::TEST_TIMEOUT`] (180 s) after that
+//! fails the run, naming itself and every test still running, after stopping what the tests
+//! started. New tests get it by using [`tempdir`] rather than `tempfile::tempdir`.
 
 pub mod agent;
 pub mod claude;
@@ -19,12 +17,11 @@ pub mod env;
 pub mod harness;
 pub mod model;
 pub mod process;
+pub mod rig;
 pub mod stand_in;
 pub mod stub_bus;
 pub mod timeout;
 pub mod tmux;
-
-pub use timeout::arm_test_timeout;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -45,19 +42,57 @@ pub const FAKE_CLAUDE: &str = concat!(
 /// What tests that report failures with `?` return.
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-/// Polls `done` every `every` (sleeping on the test's runtime) until it holds; fails the test
-/// once `limit` of real time has passed.
-pub async fn eventually(
+/// How often [`eventually`] and its kin look again.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Polls `probe` until it returns `Ok` and returns the value; fails the test once `limit` of
+/// real time has passed (the wall clock: a paused tokio clock cannot stretch it), naming `what`
+/// and the last `Err` (what the probe saw instead). The one polling loop of the tests;
+/// [`eventually`] and [`eventually_blocking`] are it for a plain condition.
+pub async fn eventually_ok<T, E: std::fmt::Display>(
     what: &str,
     limit: Duration,
-    every: Duration,
-    mut done: impl FnMut() -> bool,
-) {
+    mut probe: impl AsyncFnMut() -> Result<T, E>,
+) -> T {
+    timeout::arm_test_timeout();
+    let started = Instant::now();
+    loop {
+        match probe().await {
+            Ok(found) => return found,
+            Err(saw) => assert!(
+                started.elapsed() < limit,
+                "timed out waiting for {what}; last saw: {saw}"
+            ),
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Waits until `done` holds, as [`eventually_ok`].
+pub async fn eventually(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    eventually_ok(
+        what,
+        limit,
+        async || if done() { Ok(()) } else { Err("false") },
+    )
+    .await
+}
+
+/// [`eventually`] for a test without a runtime: sleeps the thread between looks.
+pub fn eventually_blocking(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    timeout::arm_test_timeout();
     let started = Instant::now();
     while !done() {
         assert!(started.elapsed() < limit, "timed out waiting for {what}");
-        tokio::time::sleep(every).await;
+        std::thread::sleep(POLL);
     }
+}
+
+/// A private temporary directory for the test (removed when dropped); like every shared
+/// helper that starts or makes something, it arms the test's time bound.
+pub fn tempdir() -> tempfile::TempDir {
+    timeout::arm_test_timeout();
+    tempfile::tempdir().expect("create a temporary directory")
 }
 
 /// Appends `text` to `path`, creating it: how a transcript grows.

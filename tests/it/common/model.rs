@@ -81,6 +81,7 @@ pub struct Model {
 
 impl Model {
     pub async fn start() -> Model {
+        super::timeout::arm_test_timeout();
         let state: Arc<Mutex<State>> = Arc::default();
         let shared = state.clone();
         let app = axum::Router::new().fallback(

@@ -8,6 +8,7 @@ pub struct ChildGuard(pub Child);
 
 impl ChildGuard {
     pub fn new(child: Child) -> Self {
+        super::timeout::arm_test_timeout();
         Self(child)
     }
 }

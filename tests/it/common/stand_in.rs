@@ -52,6 +52,7 @@ impl StandInBuilder {
 
     /// Write the script into `dir`.
     pub fn write(self, dir: &Path) -> StandIn {
+        super::timeout::arm_test_timeout();
         let bin = dir.join(&self.name);
         let log = dir.join(format!("{}.log", self.name));
         let pids = dir.join(format!("{}.log.pids", self.name));

@@ -86,6 +86,7 @@ pub struct StubBus {
 impl StubBus {
     /// Starts a bus on a free loopback port.
     pub async fn start() -> Self {
+        super::timeout::arm_test_timeout();
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind a loopback port for the stub bus");

@@ -1,5 +1,5 @@
-//! The per-test time bound. Every test starts with `common::arm_test_timeout();`, which
-//! registers the test (by its thread's name: libtest names each test's thread after the test)
+//! The per-test time bound. The shared helpers call [`arm_test_timeout`], which registers the
+//! test (by its thread's name: libtest names each test's thread after the test)
 //! with one watchdog thread for the whole process; the registration goes when the test's thread
 //! ends, however the test ends. Real time is measured on the watchdog's own thread, so neither a
 //! test blocked in a system call or a std sleep, nor a tokio runtime on a paused clock, can hide
@@ -66,9 +66,19 @@ thread_local! {
     static ARMED: OnceCell<Armed> = const { OnceCell::new() };
 }
 
-/// Bounds the calling test by [`TEST_TIMEOUT`], from now until its thread ends; call it first
-/// thing in the test, on the test's own thread. Calling it again on that thread changes nothing.
+/// Bounds the calling test by [`TEST_TIMEOUT`], from now until its thread ends. The shared
+/// helpers call it (`common::tempdir`, the servers, the daemons, child processes, `eventually`),
+/// so a test is bounded from the first thing it makes; a test that makes nothing runs only its
+/// own code, in memory. Calling it again on that thread, or on a thread that is not a test's
+/// (a runtime's worker: libtest names a test's thread `module::test`), changes nothing.
 pub fn arm_test_timeout() {
+    let Some(name) = std::thread::current()
+        .name()
+        .filter(|name| name.contains("::"))
+        .map(str::to_owned)
+    else {
+        return;
+    };
     WATCHDOG.call_once(|| {
         std::thread::Builder::new()
             .name("test-timeout-watchdog".into())
@@ -78,10 +88,6 @@ pub fn arm_test_timeout() {
     ARMED.with(|armed| {
         armed.get_or_init(|| {
             let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-            let name = std::thread::current()
-                .name()
-                .unwrap_or("<unnamed test thread>")
-                .to_owned();
             lock(&RUNNING).insert(
                 id,
                 Running {
@@ -102,6 +108,7 @@ pub struct OnTimeout {
 }
 
 pub fn on_timeout(cleanup: impl Fn() + Send + 'static) -> OnTimeout {
+    arm_test_timeout();
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     lock(&CLEANUPS).insert(id, Box::new(cleanup));
     OnTimeout { id }

@@ -35,6 +35,7 @@ pub struct TmuxServer {
 impl TmuxServer {
     /// Start a server with the keeper session (120x30, so are the windows opened in it).
     pub fn start() -> Self {
+        super::timeout::arm_test_timeout();
         let dir = tempfile::Builder::new()
             .prefix("wb-tmux-")
             .tempdir()
