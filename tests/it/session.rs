@@ -72,6 +72,7 @@ const START_MS: i64 = 1_800_000_000_000;
 
 impl FakeIo {
     fn new() -> Self {
+        common::timeout::arm_test_timeout();
         Self {
             world: Arc::new(Mutex::new(World::default())),
             start: Instant::now(),

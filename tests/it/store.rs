@@ -68,6 +68,12 @@ fn identities_since(store: &Store, since_ms: i64) -> Vec<(String, String)> {
     seen
 }
 
+/// An in-memory ledger (its writer thread started, so the test is bounded).
+fn in_memory() -> Store {
+    common::timeout::arm_test_timeout();
+    Store::open_in_memory().expect("open an in-memory ledger")
+}
+
 async fn wait_until(what: &str, condition: impl FnMut() -> bool) {
     common::eventually(what, SETTLE, condition).await;
 }
@@ -143,7 +149,7 @@ async fn queued_callers_are_acked_only_after_their_shared_commit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hundred_concurrent_callers_are_all_acked() {
-    let store = Store::open_in_memory().expect("open");
+    let store = in_memory();
     let callers: Vec<_> = (0..100)
         .map(|i| {
             let store = store.clone();
@@ -412,7 +418,7 @@ async fn recreates_a_deleted_file_with_private_modes() {
 
 #[tokio::test]
 async fn prunes_identities_outside_the_retention_window() {
-    let store = Store::open_in_memory().expect("open");
+    let store = in_memory();
     let now = now_unix_ms();
     for (at, identity, action) in [
         (now - 25 * HOUR_MS, "old", "tmux"),
@@ -449,7 +455,7 @@ fn owed(target: &str, at_ms: i64) -> Delivery {
 
 #[tokio::test]
 async fn owed_events_are_paid_once_up_to_the_wake_and_outlive_pruning() {
-    let store = Store::open_in_memory().expect("open");
+    let store = in_memory();
     let now = now_unix_ms();
     for at in [now - 25 * HOUR_MS, now - 2000, now - 1000] {
         store
@@ -552,7 +558,7 @@ async fn owed_events_are_paid_once_up_to_the_wake_and_outlive_pruning() {
 
 #[tokio::test]
 async fn session_seen_upserts_keep_known_fields() {
-    let store = Store::open_in_memory().expect("open");
+    let store = in_memory();
     store
         .record(Record::SessionSeen(seen("s1", 1_000)))
         .await
@@ -585,7 +591,7 @@ async fn session_seen_upserts_keep_known_fields() {
 
 #[tokio::test]
 async fn sessions_join_hook_facts_last_delivery_wake_and_nudges() {
-    let store = Store::open_in_memory().expect("open");
+    let store = in_memory();
     store
         .record(Record::SessionSeen(seen("local", 10)))
         .await
@@ -642,7 +648,7 @@ async fn sessions_join_hook_facts_last_delivery_wake_and_nudges() {
 
 #[test]
 fn record_blocking_works_without_a_runtime_and_on_a_runtime_blocking_thread() {
-    let store = Store::open_in_memory().expect("open");
+    let store = in_memory();
     store
         .record_blocking(Record::SessionSeen(seen("cli", 1)))
         .expect("blocking record");
@@ -669,7 +675,10 @@ fn record_blocking_works_without_a_runtime_and_on_a_runtime_blocking_thread() {
 async fn measure_group_commit_with_16_callers() {
     const CALLERS: i64 = 16;
     const PER_CALLER: i64 = 2_000;
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir on disk");
+    let dir = {
+        common::timeout::arm_test_timeout();
+        tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir on disk")
+    };
     let store = Store::open(&dir.path().join("bench.db")).expect("open");
     let started = Instant::now();
     let callers: Vec<_> = (0..CALLERS)
@@ -959,7 +968,7 @@ async fn prune_task_runs_every_interval_until_shutdown() {
 
 #[tokio::test]
 async fn the_warm_up_reads_every_delivery_of_the_window_oldest_first() {
-    let store = Store::open_in_memory().expect("open");
+    let store = in_memory();
     let now = now_unix_ms();
     for i in 0..10 {
         let identity = format!("id-{i}");
@@ -1003,7 +1012,7 @@ async fn the_warm_up_reads_every_delivery_of_the_window_oldest_first() {
 
 #[tokio::test]
 async fn a_session_whose_deliveries_are_all_pruned_is_forgotten() {
-    let store = Store::open_in_memory().expect("open");
+    let store = in_memory();
     let now = now_unix_ms();
     store
         .record(Record::Delivery(delivery(
@@ -1050,7 +1059,7 @@ async fn a_session_whose_deliveries_are_all_pruned_is_forgotten() {
 
 #[tokio::test]
 async fn sessions_gone_past_the_cutoff_are_forgotten_unless_still_mapped() {
-    let store = Store::open_in_memory().expect("open");
+    let store = in_memory();
     let old = 1_000;
     let recent = 50 * HOUR_MS;
     let nudge = |sid: &str, at: Option<i64>| {
@@ -1102,7 +1111,7 @@ async fn sessions_gone_past_the_cutoff_are_forgotten_unless_still_mapped() {
 #[test]
 fn a_spool_round_is_pending_until_synced_and_a_refused_share_can_be_taken_back() {
     use wakebridge::store::{PendingBytes, SpoolRound};
-    let store = Store::open_in_memory().expect("open");
+    let store = in_memory();
     let share = |sid: &str, bytes: &str| PendingBytes {
         session_id: sid.into(),
         inode: 7,
@@ -1179,7 +1188,7 @@ fn a_spool_round_is_pending_until_synced_and_a_refused_share_can_be_taken_back()
 /// wins, and a later read of the minute does not move it back. Only the reset changes.
 #[tokio::test]
 async fn the_most_exact_reset_of_a_limit_wins_whichever_came_first() {
-    let store = Store::open_in_memory().expect("store");
+    let store = in_memory();
     let minute = 1_796_000_160_000; // 9:16:00
     let exact = minute + 22_000; // 9:16:22
     let seen = |how: LimitSource, resets_at_ms: i64, resets_exact: bool, at_ms: i64| {
@@ -1237,7 +1246,7 @@ async fn the_most_exact_reset_of_a_limit_wins_whichever_came_first() {
 
 #[tokio::test]
 async fn a_usage_limit_keeps_its_reset_and_tries_until_a_new_notice_and_goes_when_lifted() {
-    let store = Store::open_in_memory().expect("store");
+    let store = in_memory();
     let seen = |text: &str, resets_at_ms: i64, how: LimitSource, at_ms: i64| {
         Record::Limited(LimitSeen {
             session_id: "lim".into(),
@@ -1336,7 +1345,7 @@ async fn a_usage_limit_keeps_its_reset_and_tries_until_a_new_notice_and_goes_whe
 
 #[tokio::test]
 async fn a_rename_moves_what_is_owed_follows_chains_and_outlives_the_old_ids_traces() {
-    let store = Store::open_in_memory().expect("open");
+    let store = in_memory();
     let owed = Delivery {
         owed: true,
         ..delivery("old", "spool-busy", 1_000, Some("e1"))

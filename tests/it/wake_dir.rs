@@ -1061,6 +1061,8 @@ fn hook_session_start_outside_a_multiplexer_skips() {
 
 #[test]
 fn hook_stdin_that_never_ends_is_abandoned_within_the_budget() {
+    // Nothing here is made by a shared helper, and a hang is how this would fail.
+    common::timeout::arm_test_timeout();
     let (reader, _writer_kept_open) = std::os::unix::net::UnixStream::pair().unwrap();
     let started = std::time::Instant::now();
     let result = read_bounded(reader, 1024, Duration::from_millis(200));

@@ -151,6 +151,7 @@ pub const GET_PYTHON3: &str = "`apt-get install python3` (.ci/run installs it)";
 /// The real Claude Code on PATH (`.ci/run` installs it from npm), if any: the tests that need
 /// it skip with a note without it, or fail in CI ([`skip_or_fail`]).
 pub fn real_claude() -> Option<PathBuf> {
+    timeout::arm_test_timeout();
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join("claude"))
