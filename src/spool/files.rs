@@ -20,11 +20,15 @@ pub fn spool_path(wake_dir: &Path, sid: &str) -> PathBuf {
 }
 
 pub fn io_error(sid: &str, path: &Path, e: io::Error) -> SpoolError {
-    SpoolError::Io {
-        sid: sid.to_string(),
-        path: path.to_path_buf(),
-        kind: e.kind(),
-        message: e.to_string(),
+    let (sid, path, message) = (sid.to_string(), path.to_path_buf(), e.to_string());
+    match e.kind() {
+        io::ErrorKind::StorageFull => SpoolError::NoSpace { sid, path, message },
+        kind => SpoolError::Io {
+            sid,
+            path,
+            kind,
+            message,
+        },
     }
 }
 

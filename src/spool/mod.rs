@@ -39,12 +39,24 @@ use writer::{Pending, Shared, Writer};
 /// injection budget it must stay well under the bus's 5 s timeout.
 pub const LOCK_BUDGET: Duration = Duration::from_secs(2);
 
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+/// Why an append failed; its kebab-case variant name (`kind`) is the stable short name metrics
+/// and the ledger's `error_kind` use.
+#[derive(
+    Debug, Clone, thiserror::Error, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum SpoolError {
     #[error("spool file {0} is a symlink; remove it so the bridge can append")]
     Symlink(PathBuf),
     #[error("Could not lock spool for {0} within 2s (stuck drainer?)")]
     LockTimeout(String),
+    /// An I/O failure because the disk is full (`io::ErrorKind::StorageFull`).
+    #[error("spool I/O for {sid} failed at {path}: {message}")]
+    NoSpace {
+        sid: String,
+        path: PathBuf,
+        message: String,
+    },
     #[error("spool I/O for {sid} failed at {path}: {message}")]
     Io {
         sid: String,
@@ -58,21 +70,10 @@ pub enum SpoolError {
 
 impl SpoolError {
     /// Every value `kind` can take.
-    pub const KINDS: [&'static str; 5] =
-        ["symlink", "lock-timeout", "no-space", "io", "writer-gone"];
+    pub const KINDS: &[&str] = <Self as strum::VariantNames>::VARIANTS;
 
-    /// A stable short name for metrics and the ledger.
     pub fn kind(&self) -> &'static str {
-        match self {
-            SpoolError::Symlink(_) => "symlink",
-            SpoolError::LockTimeout(_) => "lock-timeout",
-            SpoolError::Io {
-                kind: io::ErrorKind::StorageFull,
-                ..
-            } => "no-space",
-            SpoolError::Io { .. } => "io",
-            SpoolError::WriterGone(_) => "writer-gone",
-        }
+        self.into()
     }
 }
 
@@ -275,12 +276,7 @@ pub use crate::wakedir::ensure_wake_dir as prepare_wake_dir;
 mod tests {
     #[test]
     fn every_kind_is_listed() {
-        let io = |kind| SpoolError::Io {
-            sid: "s".into(),
-            path: "p".into(),
-            kind,
-            message: String::new(),
-        };
+        let io = |kind| super::files::io_error("s", "p".as_ref(), io::Error::from(kind));
         let all = [
             SpoolError::Symlink("p".into()),
             SpoolError::LockTimeout("s".into()),

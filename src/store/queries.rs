@@ -133,10 +133,7 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     let paid = match row.get::<_, Option<i64>>(16)? {
         Some(last_ms) => Some(Paid {
             last_ms,
-            last_how: match row.get::<_, String>(17)?.as_str() {
-                "hook" => Payment::Hook,
-                _ => Payment::Typed,
-            },
+            last_how: row.get::<_, String>(17)?.parse().unwrap_or(Payment::Typed),
             last_events: row.get(18)?,
             by_hook: row.get(19)?,
             by_typing: row.get(20)?,
@@ -182,7 +179,10 @@ fn limit_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Limit> {
         kind: row.get(at)?,
         resets_text: row.get(at + 1)?,
         resets_at_ms: row.get(at + 2)?,
-        how: LimitSource::parse(&row.get::<_, String>(at + 3)?),
+        how: row
+            .get::<_, String>(at + 3)?
+            .parse()
+            .unwrap_or(LimitSource::Statusline),
         since_ms: row.get(at + 4)?,
         tries: row.get(at + 5)?,
         last_try_ms: row.get(at + 6)?,
@@ -422,7 +422,10 @@ pub(crate) fn rewind_counts(
     let mut stmt = conn.prepare_cached("SELECT outcome, count(*) FROM rewinds GROUP BY outcome")?;
     let rows = stmt.query_map([], |row| {
         let outcome: Option<String> = row.get(0)?;
-        Ok((outcome.map(|o| RewindOutcome::parse(&o)), row.get(1)?))
+        Ok((
+            outcome.map(|o| o.parse().unwrap_or(RewindOutcome::Skipped)),
+            row.get(1)?,
+        ))
     })?;
     rows.collect()
 }
@@ -447,12 +450,12 @@ pub(crate) fn rewinds(conn: &Connection) -> rusqlite::Result<Rewinds> {
         .query_map([], |row| {
             Ok(RewindRow {
                 session_id: row.get(0)?,
-                why: RewindWhy::parse(&row.get::<_, String>(1)?),
+                why: row.get::<_, String>(1)?.parse().unwrap_or(RewindWhy::Asked),
                 asked_ms: row.get(2)?,
                 done_ms: row.get(3)?,
                 outcome: row
                     .get::<_, Option<String>>(4)?
-                    .map(|o| RewindOutcome::parse(&o)),
+                    .map(|o| o.parse().unwrap_or(RewindOutcome::Skipped)),
                 new_id: row.get(5)?,
                 detail: row.get(6)?,
             })

@@ -5,8 +5,20 @@
 use crate::claude::limits::{Notice, WRITTEN_EARLIER, WRITTEN_NOW};
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// Which part of wakebridge produced a delivery row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which part of wakebridge produced a delivery row (stored as its kebab-case name, as the
+/// table's CHECK constraint lists them).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::EnumIter,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum DeliverySource {
     /// A webhook from the bus (`POST /hook`).
     Hook,
@@ -16,18 +28,6 @@ pub enum DeliverySource {
     Nudge,
     /// The context monitor's warnings.
     Context,
-}
-
-impl DeliverySource {
-    /// The stored spelling (the table's CHECK constraint lists the same four).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Hook => "hook",
-            Self::Wake => "wake",
-            Self::Nudge => "nudge",
-            Self::Context => "context",
-        }
-    }
 }
 
 /// One outcome: an event answered, a wake or nudge typed, a warning sent.
@@ -56,23 +56,24 @@ pub struct Delivery {
     pub owed: bool,
 }
 
-/// How a session's owed wakes were paid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a session's owed wakes were paid (the stored spelling is also the metrics' `how`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::EnumIter,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Payment {
     /// The session's Stop hook kept Claude Code going with the wake prompt.
     Hook,
     /// A wake prompt was typed and submitted into its pane.
     Typed,
-}
-
-impl Payment {
-    /// The stored spelling, also the `how` label of the metrics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Payment::Hook => "hook",
-            Payment::Typed => "typed",
-        }
-    }
 }
 
 /// A Claude Code hook reported this session (upsert: a `None` field keeps the stored value).
@@ -206,7 +207,18 @@ pub enum Record {
 }
 
 /// Why a session was rewound.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::EnumIter,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum RewindWhy {
     /// The agent (or someone for it) asked: `wakebridge rewind`, `POST /rewind`.
     Asked,
@@ -217,26 +229,19 @@ pub enum RewindWhy {
     Restart,
 }
 
-impl RewindWhy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RewindWhy::Asked => "asked",
-            RewindWhy::Auto => "auto",
-            RewindWhy::Restart => "restart",
-        }
-    }
-
-    pub(crate) fn parse(text: &str) -> Self {
-        match text {
-            "auto" => RewindWhy::Auto,
-            "restart" => RewindWhy::Restart,
-            _ => RewindWhy::Asked,
-        }
-    }
-}
-
 /// How a rewind ended (the stored spelling is also the metrics' `outcome` label).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::EnumIter,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum RewindOutcome {
     /// Cleared (or restarted) and the re-hydration prompt delivered.
     Done,
@@ -249,35 +254,19 @@ pub enum RewindOutcome {
     Skipped,
 }
 
-impl RewindOutcome {
-    pub const ALL: [RewindOutcome; 4] = [
-        RewindOutcome::Done,
-        RewindOutcome::NotTyped,
-        RewindOutcome::Failed,
-        RewindOutcome::Skipped,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RewindOutcome::Done => "done",
-            RewindOutcome::NotTyped => "not-typed",
-            RewindOutcome::Failed => "failed",
-            RewindOutcome::Skipped => "skipped",
-        }
-    }
-
-    pub(crate) fn parse(text: &str) -> Self {
-        match text {
-            "done" => RewindOutcome::Done,
-            "not-typed" => RewindOutcome::NotTyped,
-            "failed" => RewindOutcome::Failed,
-            _ => RewindOutcome::Skipped,
-        }
-    }
-}
-
 /// How a usage limit was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::EnumIter,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum LimitSource {
     Screen,
     Transcript,
@@ -285,25 +274,24 @@ pub enum LimitSource {
     Statusline,
 }
 
-impl LimitSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LimitSource::Screen => "screen",
-            LimitSource::Transcript => "transcript",
-            LimitSource::Hook => "hook",
-            LimitSource::Statusline => "statusline",
+/// Gives each enum stored as text an `as_str`: its stored spelling (strum's kebab-case name),
+/// which the migrations' CHECK constraints list and existing ledgers hold.
+macro_rules! stored_as_text {
+    ($($kind:ty),*) => {$(
+        impl $kind {
+            pub fn as_str(self) -> &'static str {
+                self.into()
+            }
         }
-    }
-
-    pub(crate) fn parse(text: &str) -> Self {
-        match text {
-            "screen" => LimitSource::Screen,
-            "transcript" => LimitSource::Transcript,
-            "hook" => LimitSource::Hook,
-            _ => LimitSource::Statusline,
-        }
-    }
+    )*};
 }
+stored_as_text!(
+    DeliverySource,
+    Payment,
+    RewindWhy,
+    RewindOutcome,
+    LimitSource
+);
 
 /// A usage limit as one signal reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
