@@ -1,20 +1,9 @@
 //! The durable per-session spool: `<wake_dir>/<sid>.jsonl`, one JSON line per delivered event,
-//! appended under a non-blocking `flock(2)` on the sibling `<sid>.lock` (retried to a 2 s
-//! deadline) exactly as the Python bridge's drain contract expects, and durable before the caller
-//! answers the bus.
-//!
-//! An fsync costs 0.2–0.8 ms here, so one per request, or even one per session per batch when
-//! many sessions are busy, cannot reach the throughput we want. Every request's line therefore
-//! goes to one writer thread, which takes the lines of all sessions queued since its last round
-//! and makes the whole round durable with one commit of the ledger (`Store::commit_round`): each
-//! session's bytes and where they go, with the delivery rows that carry the events' identities.
-//! Only then are the lines written to the session files (page cache). So a line that reached a
-//! spool file always has its identity in the ledger, and a redelivery is recognised after any
-//! crash. The session files are fsynced about once a second in the background, after which their
-//! pending bytes are dropped from the ledger. `Spool::open` puts back whatever a crash cut from
-//! the session files (`recover`) before anything new is appended: a line torn by a process
-//! killed mid-write, or lines a host crash took from the page cache. `files` owns the
-//! per-session file protocol, `writer` the two threads.
+//! appended under a non-blocking `flock(2)` on `<sid>.lock` exactly as the Python bridge's drain
+//! expects, and durable before the caller answers the bus. The ledger's round record is the
+//! write-ahead record ("The ledger is the spool's write-ahead record" in docs/design.md); `files`
+//! owns the per-session file protocol, `writer` the writer and checkpointer threads, `recover`
+//! what a crash cut from the files, `prune` the files' age and total size.
 
 mod files;
 pub mod prune;

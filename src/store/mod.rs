@@ -1,16 +1,9 @@
-//! wakebridge's memory: an embedded SQLite ledger of deliveries, sessions seen by the hook,
-//! last wakes (cooldown), nudge state, owed wakes, usage limits, rewinds and the ids a session
-//! had before a `/clear`, kept across restarts. This module owns opening the
-//! file (directories, modes, WAL, migrations, refusing corrupt or foreign files), the group-commit
-//! write path and the read queries. It does not decide what to record or what the records mean
-//! (the bridge, nudger and context monitor do) and it never touches the spool.
-//!
-//! Writes: one writer thread owns the write connection. `Store::record(..).await` queues a
-//! record and resolves only after the transaction holding it committed; everything queued while
-//! a commit runs goes into the next transaction, so many concurrent callers share one commit.
-//! Reads: a small pool of read-only connections; in WAL mode they never block the writer and
-//! the writer never blocks them. Read methods are synchronous, indexed and quick (well under a
-//! millisecond on a pruned ledger); call them from `spawn_blocking` if a table may be large.
+//! wakebridge's memory: an embedded SQLite ledger (deliveries, sessions seen, wakes, nudges,
+//! owed wakes, usage limits, rewinds and renames) kept across restarts. It owns opening the
+//! file, the group-commit write path and the reads; what to record is its callers' choice.
+//! Writes go to one writer thread: `record(..).await` resolves once the transaction holding it
+//! committed, and everything queued meanwhile shares the next commit. Reads use a small pool of
+//! read-only WAL connections that never block the writer; they are synchronous and indexed.
 
 mod error;
 mod forget;
@@ -39,8 +32,7 @@ pub use records::{
     RewindWhy, SessionSeen,
 };
 pub use rounds::{PendingBytes, RoundIds, SpoolRound};
-pub use schema::{APPLICATION_ID, BUSY_TIMEOUT};
-pub use writer::{MAX_BATCH, WriteStats};
+pub use writer::WriteStats;
 
 pub use error::StoreError;
 use open::{create_file, open_current, open_reader, open_writer};
@@ -72,19 +64,12 @@ pub fn unix_ms(at: SystemTime) -> i64 {
 
 /// A handle on the ledger. Cheap to clone; the writer thread stops (after committing what is
 /// queued) when the last clone is dropped, and that drop waits for it.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Store {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for Store {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
-            .field("path", &self.inner.path)
-            .finish_non_exhaustive()
-    }
-}
-
+#[derive(Debug)]
 struct Inner {
     path: PathBuf,
     /// `None` only while dropping, so the writer sees the channel close.

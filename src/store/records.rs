@@ -4,20 +4,11 @@
 
 use crate::claude::limits::{Notice, WRITTEN_EARLIER, WRITTEN_NOW};
 use rusqlite::{Connection, OptionalExtension, params};
+use strum::{EnumIter, EnumString, IntoStaticStr};
 
 /// Which part of wakebridge produced a delivery row (stored as its kebab-case name, as the
 /// table's CHECK constraint lists them).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::EnumIter,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
 #[strum(serialize_all = "kebab-case")]
 pub enum DeliverySource {
     /// A webhook from the bus (`POST /hook`).
@@ -57,17 +48,7 @@ pub struct Delivery {
 }
 
 /// How a session's owed wakes were paid (the stored spelling is also the metrics' `how`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::EnumIter,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
 #[strum(serialize_all = "kebab-case")]
 pub enum Payment {
     /// The session's Stop hook kept Claude Code going with the wake prompt.
@@ -175,17 +156,7 @@ pub enum Record {
 }
 
 /// Why a session was rewound.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::EnumIter,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
 #[strum(serialize_all = "kebab-case")]
 pub enum RewindWhy {
     /// The agent (or someone for it) asked: `wakebridge rewind`, `POST /rewind`.
@@ -198,17 +169,7 @@ pub enum RewindWhy {
 }
 
 /// How a rewind ended (the stored spelling is also the metrics' `outcome` label).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::EnumIter,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
 #[strum(serialize_all = "kebab-case")]
 pub enum RewindOutcome {
     /// Cleared (or restarted) and the re-hydration prompt delivered.
@@ -223,17 +184,7 @@ pub enum RewindOutcome {
 }
 
 /// How a usage limit was seen.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::EnumIter,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
 #[strum(serialize_all = "kebab-case")]
 pub enum LimitSource {
     Screen,
