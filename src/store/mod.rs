@@ -105,9 +105,7 @@ impl Store {
     /// database or is corrupt, another program's database, or one from a newer wakebridge is
     /// refused with an error naming the file and the fix; it is never recreated over.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        create_file(path)?;
-        let conn = open_writer(path)?;
-        Self::start(path.to_path_buf(), conn, None)
+        Self::start(path.to_path_buf(), None)
     }
 
     /// Writes `batch` in one transaction with a connection of its own and returns once they
@@ -164,26 +162,18 @@ impl Store {
     pub fn open_in_memory() -> Result<Store, StoreError> {
         /// tmpfs on Linux: the ledger then lives in memory.
         const SHM: &str = "/dev/shm";
-        let builder = {
-            let mut builder = tempfile::Builder::new();
-            builder.prefix("wakebridge-store-");
-            builder
-        };
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("wakebridge-store-");
         let scratch = builder
             .tempdir_in(SHM)
             .or_else(|_| builder.tempdir())
             .map_err(StoreError::Scratch)?;
-        let path = scratch.path().join("wakebridge.db");
-        create_file(&path)?;
-        let conn = open_writer(&path)?;
-        Self::start(path, conn, Some(scratch))
+        Self::start(scratch.path().join("wakebridge.db"), Some(scratch))
     }
 
-    fn start(
-        path: PathBuf,
-        conn: Connection,
-        scratch: Option<tempfile::TempDir>,
-    ) -> Result<Store, StoreError> {
+    fn start(path: PathBuf, scratch: Option<tempfile::TempDir>) -> Result<Store, StoreError> {
+        create_file(&path)?;
+        let conn = open_writer(&path)?;
         let (jobs, queue) = std::sync::mpsc::sync_channel(WRITE_QUEUE_CAPACITY);
         let counters = Arc::new(Counters::default());
         let queued = Arc::new(AtomicUsize::new(0));

@@ -1,5 +1,5 @@
-//! Read-side queries of the ledger and the row types they return. Each function takes a plain
-//! read connection; it does not own connections, pooling or any writes.
+//! Read-side queries of the ledger, as `Store` methods on a pooled read-only connection, and
+//! the row types they return. No writes.
 
 use std::collections::{BTreeMap, HashMap};
 
