@@ -67,7 +67,7 @@ fn still_named(conn: &Connection, dropped: Vec<String>) -> rusqlite::Result<Vec<
     // The id at the end of `id`'s renames (the one its session goes by now) stays.
     let stays = |id: &str| {
         let mut at = id;
-        // Bounded as `queries::successor` is: a loop in the table cannot hang the prune.
+        // Bounded as `Store::successor` is: a loop in the table cannot hang the prune.
         for _ in 0..64 {
             match renamed.get(at) {
                 Some(next) => at = next,
@@ -172,7 +172,7 @@ fn forget_session(conn: &Connection, session_id: &str) -> rusqlite::Result<u64> 
 fn formerly_and_self(renamed: &[(String, String)], id: &str) -> Vec<String> {
     let mut ids = vec![id.to_owned()];
     let mut at = 0;
-    // Bounded as `queries::successor` is: a loop in the table cannot hang the forget.
+    // Bounded as `Store::successor` is: a loop in the table cannot hang the forget.
     while at < ids.len() && ids.len() < 64 {
         let current = ids[at].clone();
         for (old, new) in renamed {

@@ -56,7 +56,7 @@ pub fn latest_version() -> usize {
 /// ordering: a committed transaction survives the process being killed (SIGKILL, OOM, panic)
 /// because its pages are already in the WAL file in the kernel's page cache; only a host crash or
 /// power loss can lose the last few commits. That is the right trade for a ledger written on
-/// the webhook hot path. The one exception is a spool round (`Op::SpoolRound`): it is the
+/// the webhook hot path. The one exception is a spool round (`Store::commit_round`): it is the
 /// write-ahead record of spool lines, so its commit is followed by an fdatasync of the WAL (see
 /// `writer::Wal`).
 pub fn configure_writer(conn: &Connection) -> rusqlite::Result<String> {
