@@ -140,7 +140,8 @@ impl App {
         crate::telemetry::start_at_zero(crate::telemetry::KnownLabels {
             actions: Action::ALL.map(Action::as_str),
             reasons: crate::http::ApiError::REASONS,
-            error_kinds: crate::mux::InjectError::kinds().chain(spool::SpoolError::KINDS),
+            error_kinds: crate::mux::InjectError::kinds()
+                .chain(spool::SpoolError::KINDS.iter().copied()),
         });
         let injector = Arc::new(Injector::new(&mux));
         let (notices, notify) = match notify {

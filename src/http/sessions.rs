@@ -150,7 +150,7 @@ pub async fn metrics(
         "counter",
         "Rewinds (a /clear and the re-hydration prompt) by how they ended.",
     );
-    for outcome in RewindOutcome::ALL {
+    for outcome in <RewindOutcome as strum::IntoEnumIterator>::iter() {
         let count = rewinds.get(&Some(outcome)).copied().unwrap_or(0);
         out.sample(
             "wakebridge_rewinds_total",

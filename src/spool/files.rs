@@ -1,10 +1,7 @@
-//! One session's files in the wake dir, handled exactly as the drain contract expects:
-//! `<sid>.lock` taken with a non-blocking `flock(2)` before `<sid>.jsonl` is touched, symlinks
-//! refused, new files private, a tail torn by an earlier crash closed before our first line, and a
-//! failed write cut back so no partial line is ever left. An append is two steps, so that the
-//! ledger can record where the bytes go before they are written: `prepare` opens the file and
-//! finds the offset, `write` puts the bytes there. Nothing here fsyncs session files: the
-//! ledger's round record makes appends durable and the checkpoint syncs the files later.
+//! One session's files in the wake dir, as the drain contract expects: `<sid>.lock` flocked
+//! before `<sid>.jsonl` is touched, symlinks refused, new files private, a torn tail closed
+//! before our first line, a failed write cut back. An append is `prepare` (open, find the
+//! offset, so the ledger can record it) then `write`; nothing here fsyncs session files.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -20,11 +17,15 @@ pub fn spool_path(wake_dir: &Path, sid: &str) -> PathBuf {
 }
 
 pub fn io_error(sid: &str, path: &Path, e: io::Error) -> SpoolError {
-    SpoolError::Io {
-        sid: sid.to_string(),
-        path: path.to_path_buf(),
-        kind: e.kind(),
-        message: e.to_string(),
+    let (sid, path, message) = (sid.to_string(), path.to_path_buf(), e.to_string());
+    match e.kind() {
+        io::ErrorKind::StorageFull => SpoolError::NoSpace { sid, path, message },
+        kind => SpoolError::Io {
+            sid,
+            path,
+            kind,
+            message,
+        },
     }
 }
 

@@ -1,20 +1,9 @@
 //! The durable per-session spool: `<wake_dir>/<sid>.jsonl`, one JSON line per delivered event,
-//! appended under a non-blocking `flock(2)` on the sibling `<sid>.lock` (retried to a 2 s
-//! deadline) exactly as the Python bridge's drain contract expects, and durable before the caller
-//! answers the bus.
-//!
-//! An fsync costs 0.2–0.8 ms here, so one per request, or even one per session per batch when
-//! many sessions are busy, cannot reach the throughput we want. Every request's line therefore
-//! goes to one writer thread, which takes the lines of all sessions queued since its last round
-//! and makes the whole round durable with one commit of the ledger (`Store::commit_round`): each
-//! session's bytes and where they go, with the delivery rows that carry the events' identities.
-//! Only then are the lines written to the session files (page cache). So a line that reached a
-//! spool file always has its identity in the ledger, and a redelivery is recognised after any
-//! crash. The session files are fsynced about once a second in the background, after which their
-//! pending bytes are dropped from the ledger. `Spool::open` puts back whatever a crash cut from
-//! the session files (`recover`) before anything new is appended: a line torn by a process
-//! killed mid-write, or lines a host crash took from the page cache. `files` owns the
-//! per-session file protocol, `writer` the two threads.
+//! appended under a non-blocking `flock(2)` on `<sid>.lock` exactly as the Python bridge's drain
+//! expects, and durable before the caller answers the bus. The ledger's round record is the
+//! write-ahead record ("The ledger is the spool's write-ahead record" in docs/design.md); `files`
+//! owns the per-session file protocol, `writer` the writer and checkpointer threads, `recover`
+//! what a crash cut from the files, `prune` the files' age and total size.
 
 mod files;
 pub mod prune;
@@ -39,12 +28,24 @@ use writer::{Pending, Shared, Writer};
 /// injection budget it must stay well under the bus's 5 s timeout.
 pub const LOCK_BUDGET: Duration = Duration::from_secs(2);
 
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+/// Why an append failed; its kebab-case variant name (`kind`) is the stable short name metrics
+/// and the ledger's `error_kind` use.
+#[derive(
+    Debug, Clone, thiserror::Error, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum SpoolError {
     #[error("spool file {0} is a symlink; remove it so the bridge can append")]
     Symlink(PathBuf),
     #[error("Could not lock spool for {0} within 2s (stuck drainer?)")]
     LockTimeout(String),
+    /// An I/O failure because the disk is full (`io::ErrorKind::StorageFull`).
+    #[error("spool I/O for {sid} failed at {path}: {message}")]
+    NoSpace {
+        sid: String,
+        path: PathBuf,
+        message: String,
+    },
     #[error("spool I/O for {sid} failed at {path}: {message}")]
     Io {
         sid: String,
@@ -58,21 +59,10 @@ pub enum SpoolError {
 
 impl SpoolError {
     /// Every value `kind` can take.
-    pub const KINDS: [&'static str; 5] =
-        ["symlink", "lock-timeout", "no-space", "io", "writer-gone"];
+    pub const KINDS: &[&str] = <Self as strum::VariantNames>::VARIANTS;
 
-    /// A stable short name for metrics and the ledger.
     pub fn kind(&self) -> &'static str {
-        match self {
-            SpoolError::Symlink(_) => "symlink",
-            SpoolError::LockTimeout(_) => "lock-timeout",
-            SpoolError::Io {
-                kind: io::ErrorKind::StorageFull,
-                ..
-            } => "no-space",
-            SpoolError::Io { .. } => "io",
-            SpoolError::WriterGone(_) => "writer-gone",
-        }
+        self.into()
     }
 }
 
@@ -275,12 +265,7 @@ pub use crate::wakedir::ensure_wake_dir as prepare_wake_dir;
 mod tests {
     #[test]
     fn every_kind_is_listed() {
-        let io = |kind| SpoolError::Io {
-            sid: "s".into(),
-            path: "p".into(),
-            kind,
-            message: String::new(),
-        };
+        let io = |kind| super::files::io_error("s", "p".as_ref(), io::Error::from(kind));
         let all = [
             SpoolError::Symlink("p".into()),
             SpoolError::LockTimeout("s".into()),

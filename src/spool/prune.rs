@@ -1,15 +1,8 @@
-//! Spool pruning: periodically deletes old `<sid>.jsonl` spool files and stale drainer claims
-//! (`<sid>.jsonl.*`) from the wake dir, and keeps their total size under a cap (reference 10.2:
-//! nothing else pruned them). It owns the choice of what to delete (a pure function) and the
-//! careful deletion around it; it never touches any other file in the wake dir (locks, busy
-//! markers, `panes.json`, singleton locks), never follows symlinks, never recurses, and never
-//! writes to a spool (appending is the bridge's job, draining a consumer's).
-//!
-//! Safety against the appender and drainers (reference 6.3, 6.4): a live `<sid>.jsonl` is only
-//! removed while holding the non-blocking `flock(2)` on `<sid>.lock` — the lock every appender
-//! and drainer takes — and only if its size and mtime are unchanged since the scan, so a line
-//! appended in between keeps the file. A claimed file belongs to the drainer that renamed it, so
-//! it is only removed once it is older than the age limit (a stale claim), never for the cap.
+//! Spool pruning: deletes old `<sid>.jsonl` spools and stale drainer claims (`<sid>.jsonl.*`)
+//! and keeps their total size under a cap (reference 10.2). A live spool is only removed under
+//! its `<sid>.lock` (the lock every appender and drainer takes) and only if its size and mtime
+//! are unchanged since the scan; a claim belongs to its drainer and goes only once older than
+//! the age limit. Nothing else in the wake dir is touched; no symlink is followed.
 
 use std::collections::HashMap;
 use std::io;

@@ -1,10 +1,7 @@
-//! Putting back what a crash took: for each spool round the ledger still holds as pending, the
-//! session file it names is checked under the session lock and completed if its bytes are not
-//! all there (a process killed in the middle of writing a line leaves part of it; a host crash
-//! can lose whatever was only in the page cache). Rounds whose lines survived cost one `stat`
-//! and one read each and change nothing but an fsync of their file. Files are found by inode,
-//! in the wake dir, under whatever `<sid>.jsonl*` name a drainer gave them; bytes that are not
-//! ours are never overwritten.
+//! Putting back what a crash took: each spool round the ledger still holds as pending is checked
+//! under the session lock in the file it names (found by inode, under whatever `<sid>.jsonl*`
+//! name a drainer gave it) and completed where its bytes are missing. Bytes that are not ours
+//! are never overwritten.
 
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};

@@ -1,16 +1,9 @@
-//! The two threads behind `Spool::append`.
-//!
-//! The writer takes every line queued since its last round, whatever the session. Under each
-//! session's lock it opens the session file and finds where the lines will go; it commits the
-//! whole round to the ledger (`Store::commit_round`: one transaction with an fsync, holding each
-//! session's bytes and every event's delivery row); then it writes the lines to the files (page
-//! cache only), releases the locks and answers every request. Under load rounds follow each other
-//! back to back and grow by themselves; an idle daemon pays one commit for one line. A session
-//! whose lock a drainer holds is retried each round (at least every 100 ms) until its requests'
-//! deadlines pass, without holding up anyone else.
-//!
-//! The checkpointer fsyncs the session files written since its last pass (about once a second)
-//! and then tells the ledger their pending bytes are no longer needed.
+//! The two threads behind `Spool::append`. The writer takes every line queued since its last
+//! round, whatever the session; under each session's lock it finds where the lines go, commits
+//! the round to the ledger (`Store::commit_round`, synced), writes the lines to the files (page
+//! cache), releases the locks and answers. A session whose lock a drainer holds is retried at
+//! least every 100 ms until its requests' deadlines pass. The checkpointer fsyncs the files
+//! written since its last pass and then drops their pending bytes from the ledger.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -177,29 +170,15 @@ impl Writer {
         }
     }
 
-    /// Runs rounds until the spool closes and everything queued is answered, then syncs every
-    /// file written and tells the ledger nothing is pending.
+    /// Runs rounds until the spool closes and everything queued is answered, then lets the
+    /// checkpointer make its last pass (every file written synced, nothing left pending).
     pub fn run(mut self, checkpointer: std::thread::JoinHandle<()>) {
         while let Some(batch) = self.next_batch() {
             self.round(batch);
         }
-        {
-            lock(&self.shared.checkpoint).closing = true;
-            self.shared.checkpoint_changed.notify_all();
-        }
+        lock(&self.shared.checkpoint).closing = true;
+        self.shared.checkpoint_changed.notify_all();
         let _ = checkpointer.join();
-        let (dirty, failed, written_to) = {
-            let mut state = lock(&self.shared.checkpoint);
-            (
-                std::mem::take(&mut state.dirty),
-                state.failed,
-                state.written_to,
-            )
-        };
-        let synced = !failed && dirty.values().all(|f| f.sync_data().is_ok());
-        if synced && let Err(e) = self.store.spool_synced(&self.wake_key, written_to) {
-            tracing::warn!(error = %e, "could not clear the spool's pending rows at shutdown; the next start re-checks them");
-        }
     }
 
     /// Waits for work: new lines, or a retry of lines whose lock was busy. `None` once closing
@@ -270,14 +249,13 @@ impl Writer {
             }
             return;
         }
-        let (round, deliveries) = self.round_record(&shares);
-        match self.store.commit_round(round) {
+        match self.store.commit_round(self.round_record(&shares)) {
             Ok(ids) => {
                 if self.ledger_failing {
                     tracing::info!("the ledger records spool rounds again");
                     self.ledger_failing = false;
                 }
-                self.write_recorded(shares, ids, deliveries);
+                self.write_recorded(shares, ids);
             }
             Err(e) => {
                 if !self.ledger_failing {
@@ -353,8 +331,8 @@ impl Writer {
         shares
     }
 
-    /// The round's ledger record, and how many delivery rows each share has.
-    fn round_record(&self, shares: &[Share]) -> (SpoolRound, Vec<usize>) {
+    /// The round's ledger record.
+    fn round_record(&self, shares: &[Share]) -> SpoolRound {
         let sessions = shares
             .iter()
             .map(|s| {
@@ -370,20 +348,17 @@ impl Writer {
                 )
             })
             .collect();
-        let counts = shares.iter().map(|s| s.pending.len()).collect();
-        let round = SpoolRound {
+        SpoolRound {
             wake_dir: self.wake_key.clone(),
             sessions,
-        };
-        (round, counts)
+        }
     }
 
     /// The round is recorded: writes each share to its file and answers with its rows. A share
     /// that cannot be written is cut back and taken out of the ledger again.
-    fn write_recorded(&mut self, shares: Vec<Share>, ids: Vec<RoundIds>, counts: Vec<usize>) {
+    fn write_recorded(&mut self, shares: Vec<Share>, ids: Vec<RoundIds>) {
         let mut written_to = None;
-        for ((share, ids), count) in shares.into_iter().zip(ids).zip(counts) {
-            debug_assert_eq!(ids.deliveries.len(), count);
+        for (share, ids) in shares.into_iter().zip(ids) {
             match share
                 .prepared
                 .write(&self.wake_dir, &share.sid, &share.bytes)
@@ -506,42 +481,39 @@ fn by_session(batch: Vec<Pending>) -> Vec<(String, Vec<Pending>)> {
 pub fn checkpointer(shared: Arc<Shared>, store: Store, wake_key: String) {
     let mut state = lock(&shared.checkpoint);
     loop {
-        if state.closing {
-            return;
+        if !state.closing {
+            state = shared
+                .checkpoint_changed
+                .wait_timeout(state, shared.checkpoint_every)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
         }
-        let (guard, _) = shared
-            .checkpoint_changed
-            .wait_timeout(state, shared.checkpoint_every)
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        state = guard;
-        if state.closing {
-            return;
-        }
+        // Closing: one last pass after the writer's last round, even with nothing dirty, so a
+        // clear that failed earlier is retried and the next start has nothing to re-check.
+        let closing = state.closing;
         if state.failed {
             // Nothing will be synced again: let go of the files, or every drained spool would
             // stay open (and on disk) here.
             state.dirty.clear();
-            continue;
-        }
-        if state.dirty.is_empty() {
-            continue;
-        }
-        let dirty = std::mem::take(&mut state.dirty);
-        let upto = state.written_to;
-        drop(state);
-        let failure = dirty.values().find_map(|file| file.sync_data().err());
-        match failure {
-            None => {
-                if let Err(e) = store.spool_synced(&wake_key, upto) {
-                    tracing::warn!(error = %e, "could not clear synced spool rows from the ledger; will retry");
+        } else if closing || !state.dirty.is_empty() {
+            let dirty = std::mem::take(&mut state.dirty);
+            let upto = state.written_to;
+            drop(state);
+            match dirty.values().find_map(|file| file.sync_data().err()) {
+                None => {
+                    if let Err(e) = store.spool_synced(&wake_key, upto) {
+                        tracing::warn!(error = %e, "could not clear synced spool rows from the ledger; will retry (at the latest, the next start re-checks them)");
+                    }
                 }
-                state = lock(&shared.checkpoint);
+                Some(e) => {
+                    tracing::error!(error = %e, "could not fsync a spool file: the ledger now keeps every spool round until a restart replays it; restart wakebridge once the disk is healthy");
+                    lock(&shared.checkpoint).failed = true;
+                }
             }
-            Some(e) => {
-                tracing::error!(error = %e, "could not fsync a spool file: the ledger now keeps every spool round until a restart replays it; restart wakebridge once the disk is healthy");
-                state = lock(&shared.checkpoint);
-                state.failed = true;
-            }
+            state = lock(&shared.checkpoint);
+        }
+        if closing {
+            return;
         }
     }
 }

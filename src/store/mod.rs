@@ -1,25 +1,19 @@
-//! wakebridge's memory: an embedded SQLite ledger of deliveries, sessions seen by the hook,
-//! last wakes (cooldown), nudge state, owed wakes, usage limits, rewinds and the ids a session
-//! had before a `/clear`, kept across restarts. This module owns opening the
-//! file (directories, modes, WAL, migrations, refusing corrupt or foreign files), the group-commit
-//! write path and the read queries. It does not decide what to record or what the records mean
-//! (the bridge, nudger and context monitor do) and it never touches the spool.
-//!
-//! Writes: one writer thread owns the write connection. `Store::record(..).await` queues a
-//! record and resolves only after the transaction holding it committed; everything queued while
-//! a commit runs goes into the next transaction, so many concurrent callers share one commit.
-//! Reads: a small pool of read-only connections; in WAL mode they never block the writer and
-//! the writer never blocks them. Read methods are synchronous, indexed and quick (well under a
-//! millisecond on a pruned ledger); call them from `spawn_blocking` if a table may be large.
+//! wakebridge's memory: an embedded SQLite ledger (deliveries, sessions seen, wakes, nudges,
+//! owed wakes, usage limits, rewinds and renames) kept across restarts. It owns opening the
+//! file, the group-commit write path and the reads; what to record is its callers' choice.
+//! Writes go to one writer thread: `record(..).await` resolves once the transaction holding it
+//! committed, and everything queued meanwhile shares the next commit. Reads use a small pool of
+//! read-only WAL connections that never block the writer; they are synchronous and indexed.
 
 mod error;
+mod forget;
 mod open;
 mod queries;
 mod records;
+mod rounds;
 mod schema;
 mod writer;
 
-use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
@@ -34,11 +28,11 @@ pub use queries::{
     Alias, Limit, Owed, Paid, RewindFacts, RewindRow, Rewinds, SeenIdentity, SessionRow,
 };
 pub use records::{
-    Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, PendingBytes, Record,
-    RewindOutcome, RewindWhy, RoundIds, SessionSeen, SpoolRound,
+    Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record, RewindOutcome,
+    RewindWhy, SessionSeen,
 };
-pub use schema::{APPLICATION_ID, BUSY_TIMEOUT};
-pub use writer::{MAX_BATCH, WriteStats};
+pub use rounds::{PendingBytes, RoundIds, SpoolRound};
+pub use writer::WriteStats;
 
 pub use error::StoreError;
 use open::{create_file, open_current, open_reader, open_writer};
@@ -70,19 +64,12 @@ pub fn unix_ms(at: SystemTime) -> i64 {
 
 /// A handle on the ledger. Cheap to clone; the writer thread stops (after committing what is
 /// queued) when the last clone is dropped, and that drop waits for it.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Store {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for Store {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
-            .field("path", &self.inner.path)
-            .finish_non_exhaustive()
-    }
-}
-
+#[derive(Debug)]
 struct Inner {
     path: PathBuf,
     /// `None` only while dropping, so the writer sees the channel close.
@@ -118,9 +105,7 @@ impl Store {
     /// database or is corrupt, another program's database, or one from a newer wakebridge is
     /// refused with an error naming the file and the fix; it is never recreated over.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        create_file(path)?;
-        let conn = open_writer(path)?;
-        Self::start(path.to_path_buf(), conn, None)
+        Self::start(path.to_path_buf(), None)
     }
 
     /// Writes `batch` in one transaction with a connection of its own and returns once they
@@ -131,7 +116,7 @@ impl Store {
     pub fn record_once(path: &Path, batch: Vec<Record>) -> Result<(), StoreError> {
         let Some(mut conn) = open_current(path) else {
             return Store::open(path)?
-                .submit_blocking(Op::Records(batch))
+                .submit_blocking(false, write_records(batch))
                 .map(drop);
         };
         let write = |source| StoreError::write(path, source);
@@ -177,26 +162,18 @@ impl Store {
     pub fn open_in_memory() -> Result<Store, StoreError> {
         /// tmpfs on Linux: the ledger then lives in memory.
         const SHM: &str = "/dev/shm";
-        let builder = {
-            let mut builder = tempfile::Builder::new();
-            builder.prefix("wakebridge-store-");
-            builder
-        };
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("wakebridge-store-");
         let scratch = builder
             .tempdir_in(SHM)
             .or_else(|_| builder.tempdir())
             .map_err(StoreError::Scratch)?;
-        let path = scratch.path().join("wakebridge.db");
-        create_file(&path)?;
-        let conn = open_writer(&path)?;
-        Self::start(path, conn, Some(scratch))
+        Self::start(scratch.path().join("wakebridge.db"), Some(scratch))
     }
 
-    fn start(
-        path: PathBuf,
-        conn: Connection,
-        scratch: Option<tempfile::TempDir>,
-    ) -> Result<Store, StoreError> {
+    fn start(path: PathBuf, scratch: Option<tempfile::TempDir>) -> Result<Store, StoreError> {
+        create_file(&path)?;
+        let conn = open_writer(&path)?;
         let (jobs, queue) = std::sync::mpsc::sync_channel(WRITE_QUEUE_CAPACITY);
         let counters = Arc::new(Counters::default());
         let queued = Arc::new(AtomicUsize::new(0));
@@ -229,12 +206,12 @@ impl Store {
     /// Writes `record`; resolves once the transaction containing it has committed. Dropping
     /// the future after the record was queued does not cancel the write, only the answer.
     pub async fn record(&self, record: Record) -> Result<(), StoreError> {
-        self.submit(Op::Records(vec![record])).await.map(drop)
+        self.submit(write_records(vec![record])).await.map(drop)
     }
 
     /// Writes `records` in one transaction, all or none; resolves once it has committed.
     pub async fn record_all(&self, records: Vec<Record>) -> Result<(), StoreError> {
-        self.submit(Op::Records(records)).await.map(drop)
+        self.submit(write_records(records)).await.map(drop)
     }
 
     /// Queues `record` without waiting for its commit (it is committed with the next batch, in
@@ -243,7 +220,8 @@ impl Store {
     pub fn record_queued(&self, record: Record) -> Result<(), StoreError> {
         let (ack, _ignored) = oneshot::channel();
         let job = Job {
-            op: Op::Records(vec![record]),
+            op: write_records(vec![record]),
+            durable: false,
             ack: Ack::Task(ack),
         };
         if let Some(job) = self.try_send(job)? {
@@ -255,86 +233,8 @@ impl Store {
 
     /// `record` for synchronous callers (the `wakebridge hook` CLI); never from an async task.
     pub fn record_blocking(&self, record: Record) -> Result<(), StoreError> {
-        self.submit_blocking(Op::Records(vec![record])).map(drop)
-    }
-
-    /// Commits a spool round's write-ahead record with an fsync and returns its row ids. For
-    /// the spool's writer thread (it blocks until the commit is on disk).
-    pub fn commit_round(&self, round: SpoolRound) -> Result<Vec<RoundIds>, StoreError> {
-        match self.submit_blocking(Op::SpoolRound(round))? {
-            Applied::Round(ids) => Ok(ids),
-            Applied::Rows(_) => Ok(Vec::new()),
-        }
-    }
-
-    /// Forgets the pending spool bytes of `wake_dir` up to row `upto`, once their files are
-    /// synced (blocking, for the spool's threads). Returns how many rows went.
-    pub fn spool_synced(&self, wake_dir: &str, upto: i64) -> Result<u64, StoreError> {
-        self.submit_blocking(Op::SpoolSynced {
-            wake_dir: wake_dir.to_string(),
-            upto,
-        })
-        .map(Applied::rows)
-    }
-
-    /// Takes back one session's share of a committed round whose bytes could not be written
-    /// (blocking, for the spool's writer thread).
-    pub fn forget_share(&self, session_id: &str, ids: RoundIds) -> Result<u64, StoreError> {
-        self.submit_blocking(Op::SpoolForget {
-            session_id: session_id.to_string(),
-            ids,
-        })
-        .map(Applied::rows)
-    }
-
-    /// Pending spool bytes of `wake_dir` (rounds whose files are not known to be synced),
-    /// oldest first, each with its row id.
-    pub fn pending_spool(&self, wake_dir: &str) -> Result<Vec<(i64, PendingBytes)>, StoreError> {
-        self.read(|conn| queries::pending_spool(conn, wake_dir))
-    }
-
-    /// Deletes deliveries recorded before `cutoff_ms` (unix ms), in chunks so the hot path is
-    /// never held up for long. Returns how many rows went. Compute the cutoff from
-    /// `[ledger] identity_window`.
-    pub async fn prune_older_than(&self, cutoff_ms: i64) -> Result<u64, StoreError> {
-        let mut total = 0;
-        loop {
-            let deleted = self
-                .submit(Op::PruneDeliveries {
-                    cutoff_ms,
-                    limit: PRUNE_CHUNK_ROWS,
-                })
-                .await?
-                .rows();
-            total += deleted;
-            if deleted < u64::from(PRUNE_CHUNK_ROWS) {
-                return Ok(total);
-            }
-        }
-    }
-
-    /// Forgets sessions with no trace (hook seen, wake, nudge) since `cutoff_ms` (unix ms) that
-    /// are not in `keep` (still mapped to a pane), so the session tables do not grow with every
-    /// session ever seen. Returns how many went.
-    pub async fn forget_sessions_before(
-        &self,
-        cutoff_ms: i64,
-        keep: Vec<String>,
-    ) -> Result<u64, StoreError> {
-        self.submit(Op::ForgetSessions { cutoff_ms, keep })
-            .await
-            .map(Applied::rows)
-    }
-
-    /// Forgets `session_id` (and the ids it had before a `/clear`) whatever its age, for an
-    /// operator's `wakebridge forget`: it leaves `/sessions` until it is seen again. Returns how
-    /// many of those ids the ledger knew (0: none).
-    pub async fn forget_session(&self, session_id: &str) -> Result<u64, StoreError> {
-        self.submit(Op::ForgetSession {
-            session_id: session_id.to_owned(),
-        })
-        .await
-        .map(Applied::rows)
+        self.submit_blocking(false, write_records(vec![record]))
+            .map(drop)
     }
 
     /// What the writer has done so far (commits, jobs, time spent committing).
@@ -347,74 +247,14 @@ impl Store {
         self.inner.queued.load(Ordering::Relaxed)
     }
 
-    /// Calls `each` with every delivery of an event identity recorded at or after `since_ms`,
-    /// oldest first (an identity delivered twice comes twice, its latest delivery last), and
-    /// returns how many there were. Streams the rows: the whole identity window is read at
-    /// start-up, however busy it was.
-    pub fn each_identity_since(
-        &self,
-        since_ms: i64,
-        mut each: impl FnMut(SeenIdentity<'_>),
-    ) -> Result<u64, StoreError> {
-        self.read(|conn| queries::each_identity_since(conn, since_ms, &mut each))
-    }
-
-    /// Last successful wake per session, unix ms.
-    pub fn last_wakes(&self) -> Result<HashMap<String, i64>, StoreError> {
-        self.read(queries::last_wakes)
-    }
-
-    /// Every session the ledger mentions, ordered by id, with hook facts, last delivery, last
-    /// wake and nudge state.
-    pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
-        self.read(queries::sessions)
-    }
-
-    /// One session's row, if the ledger mentions it at all.
-    pub fn session(&self, session_id: &str) -> Result<Option<SessionRow>, StoreError> {
-        self.read(|conn| queries::session(conn, session_id))
-    }
-
-    /// True when the `wakebridge hook` CLI has reported this session.
-    pub fn known_session(&self, session_id: &str) -> Result<bool, StoreError> {
-        self.read(|conn| queries::known_session(conn, session_id))
-    }
-
-    /// The usage limit `session_id` is held at, if any (the gate asks before every wake).
-    pub fn limit(&self, session_id: &str) -> Result<Option<Limit>, StoreError> {
-        self.read(|conn| queries::limit(conn, session_id))
-    }
-
-    /// The id `session_id` goes by now and the pane it was given up in, if it was renamed (a
-    /// `/clear`); see `queries::successor`.
-    pub fn successor(&self, session_id: &str) -> Result<Option<(String, String)>, StoreError> {
-        self.read(|conn| queries::successor(conn, session_id))
-    }
-
-    /// Rewinds by outcome (`None`: still waiting), for `/metrics`.
-    pub fn rewind_counts(&self) -> Result<HashMap<Option<RewindOutcome>, u64>, StoreError> {
-        self.read(queries::rewind_counts)
-    }
-
-    /// Every rename and rewind.
-    pub fn rewinds(&self) -> Result<Rewinds, StoreError> {
-        self.read(queries::rewinds)
-    }
-
-    /// The nudger's stored state for a session.
-    pub fn nudge_state(&self, session_id: &str) -> Result<Option<NudgeState>, StoreError> {
-        self.read(|conn| queries::nudge_state(conn, session_id))
-    }
-
-    /// Deliveries still in the ledger, counted by `action`.
-    pub fn delivery_counts_by_action(&self) -> Result<BTreeMap<String, u64>, StoreError> {
-        self.read(queries::delivery_counts_by_action)
-    }
-
     async fn submit(&self, op: Op) -> Result<Applied, StoreError> {
         let (ack, done) = oneshot::channel();
         let ack = Ack::Task(ack);
-        if let Some(job) = self.try_send(Job { op, ack })? {
+        if let Some(job) = self.try_send(Job {
+            op,
+            durable: false,
+            ack,
+        })? {
             // The queue is full (a stuck disk): wait for room off the async workers.
             let store = self.clone();
             tokio::task::spawn_blocking(move || store.send_blocking(job))
@@ -424,12 +264,12 @@ impl Store {
         done.await.map_err(|_| self.writer_gone())?
     }
 
-    /// Sends `op` and waits for its commit, blocking the calling thread (never call it from an
+    /// Sends `op` (`durable`: its commit is synced to disk first) and waits for its commit, blocking the calling thread (never call it from an
     /// async task: it would stall a runtime worker).
-    fn submit_blocking(&self, op: Op) -> Result<Applied, StoreError> {
+    fn submit_blocking(&self, durable: bool, op: Op) -> Result<Applied, StoreError> {
         let (ack, done) = std::sync::mpsc::sync_channel(1);
         let ack = Ack::Thread(ack);
-        self.send_blocking(Job { op, ack })?;
+        self.send_blocking(Job { op, durable, ack })?;
         done.recv().map_err(|_| self.writer_gone())?
     }
 
@@ -491,4 +331,14 @@ impl Store {
         }
         result
     }
+}
+
+/// The op writing `records` in order, all or none.
+fn write_records(records: Vec<Record>) -> Op {
+    Box::new(move |conn| {
+        for record in &records {
+            records::apply(conn, record)?;
+        }
+        Ok(Applied::Rows(records.len() as u64))
+    })
 }

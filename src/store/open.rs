@@ -42,9 +42,7 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     let at_open = |source| StoreError::at_open(path, source);
     let mut conn = Connection::open(path).map_err(at_open)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(at_open)?;
-    if let schema::FileIdentity::Foreign { application_id } =
-        schema::identify(&conn).map_err(at_open)?
-    {
+    if let Some(application_id) = schema::foreign_application_id(&conn).map_err(at_open)? {
         return Err(StoreError::NotALedger {
             path: path.to_path_buf(),
             application_id,

@@ -1,11 +1,12 @@
-//! Read-side queries of the ledger and the row types they return. Each function takes a plain
-//! read connection; it does not own connections, pooling or any writes.
+//! Read-side queries of the ledger, as `Store` methods on a pooled read-only connection, and
+//! the row types they return. No writes.
 
 use std::collections::{BTreeMap, HashMap};
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{OptionalExtension, Row, params};
 
-use super::records::{LimitSource, NudgeState, Payment, PendingBytes, RewindOutcome, RewindWhy};
+use super::records::{LimitSource, NudgeState, Payment, RewindOutcome, RewindWhy};
+use super::{Store, StoreError};
 
 /// One delivery of an event identity, as the start-up warm-up of the dedupe memory reads it
 /// (borrowed from the row: the whole window is read, and nothing is allocated per row).
@@ -133,10 +134,7 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     let paid = match row.get::<_, Option<i64>>(16)? {
         Some(last_ms) => Some(Paid {
             last_ms,
-            last_how: match row.get::<_, String>(17)?.as_str() {
-                "hook" => Payment::Hook,
-                _ => Payment::Typed,
-            },
+            last_how: row.get::<_, String>(17)?.parse().unwrap_or(Payment::Typed),
             last_events: row.get(18)?,
             by_hook: row.get(19)?,
             by_typing: row.get(20)?,
@@ -166,15 +164,6 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     })
 }
 
-pub(crate) fn limit(conn: &Connection, session_id: &str) -> rusqlite::Result<Option<Limit>> {
-    conn.prepare_cached(
-        "SELECT kind, resets_text, resets_at_ms, seen_how, since_ms, tries, last_try_ms, gave_up \
-         FROM limits WHERE session_id = ?1",
-    )?
-    .query_row(params![session_id], |row| limit_at(row, 0))
-    .optional()
-}
-
 /// A `Limit` from the `limits` columns (kind, resets_text, resets_at_ms, seen_how, since_ms,
 /// tries, last_try_ms, gave_up) starting at column `at`.
 fn limit_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Limit> {
@@ -182,7 +171,10 @@ fn limit_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Limit> {
         kind: row.get(at)?,
         resets_text: row.get(at + 1)?,
         resets_at_ms: row.get(at + 2)?,
-        how: LimitSource::parse(&row.get::<_, String>(at + 3)?),
+        how: row
+            .get::<_, String>(at + 3)?
+            .parse()
+            .unwrap_or(LimitSource::Statusline),
         since_ms: row.get(at + 4)?,
         tries: row.get(at + 5)?,
         last_try_ms: row.get(at + 6)?,
@@ -190,127 +182,9 @@ fn limit_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Limit> {
     })
 }
 
-pub(crate) fn sessions(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
-    let mut stmt = conn.prepare_cached(SESSIONS_SQL)?;
-    let rows = stmt.query_map(params![Option::<String>::None], session_row)?;
-    rows.collect()
-}
-
-pub(crate) fn session(conn: &Connection, session_id: &str) -> rusqlite::Result<Option<SessionRow>> {
-    conn.prepare_cached(SESSIONS_SQL)?
-        .query_row(params![session_id], session_row)
-        .optional()
-}
-
-pub(crate) fn known_session(conn: &Connection, session_id: &str) -> rusqlite::Result<bool> {
-    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1)")?
-        .query_row(params![session_id], |row| row.get(0))
-}
-
-pub(crate) fn each_identity_since(
-    conn: &Connection,
-    since_ms: i64,
-    each: &mut dyn FnMut(SeenIdentity<'_>),
-) -> rusqlite::Result<u64> {
-    // Oldest first along the time index (which holds the rowid, so `at_ms, id` needs no sort):
-    // a caller keeping the last row per identity keeps its latest delivery.
-    let mut stmt = conn.prepare_cached(
-        "SELECT identity, action, at_ms FROM deliveries \
-         WHERE at_ms >= ?1 AND identity IS NOT NULL ORDER BY at_ms, id",
-    )?;
-    let mut rows = stmt.query(params![since_ms])?;
-    let mut read = 0;
-    while let Some(row) = rows.next()? {
-        each(SeenIdentity {
-            identity: row.get_ref(0)?.as_str()?,
-            action: row.get_ref(1)?.as_str()?,
-            at_ms: row.get(2)?,
-        });
-        read += 1;
-    }
-    Ok(read)
-}
-
-pub(crate) fn last_wakes(conn: &Connection) -> rusqlite::Result<HashMap<String, i64>> {
-    let mut stmt = conn.prepare_cached("SELECT session_id, last_wake_ms FROM wakes")?;
-    let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
-    rows.collect()
-}
-
-pub(crate) fn nudge_state(
-    conn: &Connection,
-    session_id: &str,
-) -> rusqlite::Result<Option<NudgeState>> {
-    conn.prepare_cached(
-        "SELECT session_id, unanswered, last_nudge_ms, acknowledged FROM nudges \
-         WHERE session_id = ?1",
-    )?
-    .query_row(params![session_id], |row| {
-        Ok(NudgeState {
-            session_id: row.get(0)?,
-            unanswered: row.get(1)?,
-            last_nudge_ms: row.get(2)?,
-            acknowledged: row.get(3)?,
-        })
-    })
-    .optional()
-}
-
-pub(crate) fn delivery_counts_by_action(
-    conn: &Connection,
-) -> rusqlite::Result<BTreeMap<String, u64>> {
-    let mut stmt =
-        conn.prepare_cached("SELECT action, count(*) FROM deliveries GROUP BY action")?;
-    let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
-    rows.collect()
-}
-
-pub(crate) fn pending_spool(
-    conn: &Connection,
-    wake_dir: &str,
-) -> rusqlite::Result<Vec<(i64, PendingBytes)>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT id, shares, bytes FROM spool_pending WHERE wake_dir = ?1 ORDER BY id",
-    )?;
-    let rows = stmt.query_map(params![wake_dir], |row| {
-        let id: i64 = row.get(0)?;
-        let shares: String = row.get(1)?;
-        let bytes: Vec<u8> = row.get(2)?;
-        Ok((id, super::records::unpack_round(&shares, &bytes)))
-    })?;
-    let mut pending = Vec::new();
-    for row in rows {
-        let (id, shares) = row?;
-        pending.extend(shares.into_iter().map(|share| (id, share)));
-    }
-    Ok(pending)
-}
-
 /// Most renames followed from an id to the one its pane runs now: far more `/clear`s than a
 /// message would wait through, and a bound should the table ever hold a loop.
 const MAX_RENAMES: usize = 64;
-
-/// The id `session_id` is known by now, and the pane that id was given up in, following its
-/// renames (`None`: it was never renamed). Whether that pane still runs the newest id is the
-/// caller's to check against `panes.json`.
-pub(crate) fn successor(
-    conn: &Connection,
-    session_id: &str,
-) -> rusqlite::Result<Option<(String, String)>> {
-    let mut stmt = conn.prepare_cached("SELECT new_id, pane FROM aliases WHERE old_id = ?1")?;
-    let mut found: Option<(String, String)> = None;
-    for _ in 0..MAX_RENAMES {
-        let from = found.as_ref().map_or(session_id, |(id, _)| id.as_str());
-        match stmt
-            .query_row(params![from], |row| Ok((row.get(0)?, row.get(1)?)))
-            .optional()?
-        {
-            Some(next) => found = Some(next),
-            None => break,
-        }
-    }
-    Ok(found)
-}
 
 /// One rewind, asked for or done.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -390,7 +264,7 @@ impl Rewinds {
         }
     }
 
-    /// The ids `session_id` had before, newest first (bounded like [`successor`]).
+    /// The ids `session_id` had before, newest first (bounded like [`Store::successor`]).
     pub fn formerly(&self, session_id: &str) -> Vec<String> {
         let mut ids: Vec<String> = Vec::new();
         let mut at = session_id;
@@ -415,48 +289,182 @@ impl Rewinds {
     }
 }
 
-/// Rewinds by outcome (`None`: still waiting).
-pub(crate) fn rewind_counts(
-    conn: &Connection,
-) -> rusqlite::Result<HashMap<Option<RewindOutcome>, u64>> {
-    let mut stmt = conn.prepare_cached("SELECT outcome, count(*) FROM rewinds GROUP BY outcome")?;
-    let rows = stmt.query_map([], |row| {
-        let outcome: Option<String> = row.get(0)?;
-        Ok((outcome.map(|o| RewindOutcome::parse(&o)), row.get(1)?))
-    })?;
-    rows.collect()
-}
+impl Store {
+    /// Calls `each` with every delivery of an event identity recorded at or after `since_ms`,
+    /// oldest first (an identity delivered twice comes twice, its latest delivery last), and
+    /// returns how many there were. Streams the rows: the whole identity window is read at
+    /// start-up, however busy it was.
+    pub fn each_identity_since(
+        &self,
+        since_ms: i64,
+        mut each: impl FnMut(SeenIdentity<'_>),
+    ) -> Result<u64, StoreError> {
+        self.read(|conn| {
+            // Oldest first along the time index (which holds the rowid, so `at_ms, id` needs no
+            // sort): a caller keeping the last row per identity keeps its latest delivery.
+            let mut stmt = conn.prepare_cached(
+                "SELECT identity, action, at_ms FROM deliveries \
+                 WHERE at_ms >= ?1 AND identity IS NOT NULL ORDER BY at_ms, id",
+            )?;
+            let mut rows = stmt.query(params![since_ms])?;
+            let mut read = 0;
+            while let Some(row) = rows.next()? {
+                each(SeenIdentity {
+                    identity: row.get_ref(0)?.as_str()?,
+                    action: row.get_ref(1)?.as_str()?,
+                    at_ms: row.get(2)?,
+                });
+                read += 1;
+            }
+            Ok(read)
+        })
+    }
 
-pub(crate) fn rewinds(conn: &Connection) -> rusqlite::Result<Rewinds> {
-    let aliases = conn
-        .prepare_cached("SELECT old_id, new_id, pane, at_ms FROM aliases")?
-        .query_map([], |row| {
-            Ok(Alias {
-                old_id: row.get(0)?,
-                new_id: row.get(1)?,
-                pane: row.get(2)?,
-                at_ms: row.get(3)?,
+    /// Last successful wake per session, unix ms.
+    pub fn last_wakes(&self) -> Result<HashMap<String, i64>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached("SELECT session_id, last_wake_ms FROM wakes")?;
+            let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            rows.collect()
+        })
+    }
+
+    /// Every session the ledger mentions, ordered by id, with hook facts, last delivery, last
+    /// wake and nudge state.
+    pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(SESSIONS_SQL)?;
+            let rows = stmt.query_map(params![Option::<String>::None], session_row)?;
+            rows.collect()
+        })
+    }
+
+    /// One session's row, if the ledger mentions it at all.
+    pub fn session(&self, session_id: &str) -> Result<Option<SessionRow>, StoreError> {
+        self.read(|conn| {
+            conn.prepare_cached(SESSIONS_SQL)?
+                .query_row(params![session_id], session_row)
+                .optional()
+        })
+    }
+
+    /// True when the `wakebridge hook` CLI has reported this session.
+    pub fn known_session(&self, session_id: &str) -> Result<bool, StoreError> {
+        self.read(|conn| {
+            conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1)")?
+                .query_row(params![session_id], |row| row.get(0))
+        })
+    }
+
+    /// The usage limit `session_id` is held at, if any (the gate asks before every wake).
+    pub fn limit(&self, session_id: &str) -> Result<Option<Limit>, StoreError> {
+        self.read(|conn| {
+            conn.prepare_cached(
+                "SELECT kind, resets_text, resets_at_ms, seen_how, since_ms, tries, last_try_ms, \
+                 gave_up FROM limits WHERE session_id = ?1",
+            )?
+            .query_row(params![session_id], |row| limit_at(row, 0))
+            .optional()
+        })
+    }
+
+    /// The id `session_id` is known by now, and the pane that id was given up in, following its
+    /// renames (`None`: it was never renamed). Whether that pane still runs the newest id is
+    /// the caller's to check against `panes.json`.
+    pub fn successor(&self, session_id: &str) -> Result<Option<(String, String)>, StoreError> {
+        self.read(|conn| {
+            let mut stmt =
+                conn.prepare_cached("SELECT new_id, pane FROM aliases WHERE old_id = ?1")?;
+            let mut found: Option<(String, String)> = None;
+            for _ in 0..MAX_RENAMES {
+                let from = found.as_ref().map_or(session_id, |(id, _)| id.as_str());
+                match stmt
+                    .query_row(params![from], |row| Ok((row.get(0)?, row.get(1)?)))
+                    .optional()?
+                {
+                    Some(next) => found = Some(next),
+                    None => break,
+                }
+            }
+            Ok(found)
+        })
+    }
+
+    /// Rewinds by outcome (`None`: still waiting), for `/metrics`.
+    pub fn rewind_counts(&self) -> Result<HashMap<Option<RewindOutcome>, u64>, StoreError> {
+        self.read(|conn| {
+            let mut stmt =
+                conn.prepare_cached("SELECT outcome, count(*) FROM rewinds GROUP BY outcome")?;
+            let rows = stmt.query_map([], |row| {
+                let outcome: Option<String> = row.get(0)?;
+                let outcome = outcome.map(|o| o.parse().unwrap_or(RewindOutcome::Skipped));
+                Ok((outcome, row.get(1)?))
+            })?;
+            rows.collect()
+        })
+    }
+
+    /// Every rename and rewind.
+    pub fn rewinds(&self) -> Result<Rewinds, StoreError> {
+        self.read(|conn| {
+            let aliases = conn
+                .prepare_cached("SELECT old_id, new_id, pane, at_ms FROM aliases")?
+                .query_map([], |row| {
+                    Ok(Alias {
+                        old_id: row.get(0)?,
+                        new_id: row.get(1)?,
+                        pane: row.get(2)?,
+                        at_ms: row.get(3)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            let rows = conn
+                .prepare_cached(
+                    "SELECT session_id, why, asked_ms, done_ms, outcome, new_id, detail \
+                     FROM rewinds ORDER BY id",
+                )?
+                .query_map([], |row| {
+                    let outcome: Option<String> = row.get(4)?;
+                    Ok(RewindRow {
+                        session_id: row.get(0)?,
+                        why: row.get::<_, String>(1)?.parse().unwrap_or(RewindWhy::Asked),
+                        asked_ms: row.get(2)?,
+                        done_ms: row.get(3)?,
+                        outcome: outcome.map(|o| o.parse().unwrap_or(RewindOutcome::Skipped)),
+                        new_id: row.get(5)?,
+                        detail: row.get(6)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(Rewinds { aliases, rows })
+        })
+    }
+
+    /// The nudger's stored state for a session.
+    pub fn nudge_state(&self, session_id: &str) -> Result<Option<NudgeState>, StoreError> {
+        self.read(|conn| {
+            conn.prepare_cached(
+                "SELECT unanswered, last_nudge_ms, acknowledged FROM nudges WHERE session_id = ?1",
+            )?
+            .query_row(params![session_id], |row| {
+                Ok(NudgeState {
+                    session_id: session_id.to_owned(),
+                    unanswered: row.get(0)?,
+                    last_nudge_ms: row.get(1)?,
+                    acknowledged: row.get(2)?,
+                })
             })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    let rows = conn
-        .prepare_cached(
-            "SELECT session_id, why, asked_ms, done_ms, outcome, new_id, detail FROM rewinds \
-             ORDER BY id",
-        )?
-        .query_map([], |row| {
-            Ok(RewindRow {
-                session_id: row.get(0)?,
-                why: RewindWhy::parse(&row.get::<_, String>(1)?),
-                asked_ms: row.get(2)?,
-                done_ms: row.get(3)?,
-                outcome: row
-                    .get::<_, Option<String>>(4)?
-                    .map(|o| RewindOutcome::parse(&o)),
-                new_id: row.get(5)?,
-                detail: row.get(6)?,
-            })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(Rewinds { aliases, rows })
+            .optional()
+        })
+    }
+
+    /// Deliveries still in the ledger, counted by `action`.
+    pub fn delivery_counts_by_action(&self) -> Result<BTreeMap<String, u64>, StoreError> {
+        self.read(|conn| {
+            let mut stmt =
+                conn.prepare_cached("SELECT action, count(*) FROM deliveries GROUP BY action")?;
+            let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            rows.collect()
+        })
+    }
 }

@@ -4,9 +4,12 @@
 
 use crate::claude::limits::{Notice, WRITTEN_EARLIER, WRITTEN_NOW};
 use rusqlite::{Connection, OptionalExtension, params};
+use strum::{EnumIter, EnumString, IntoStaticStr};
 
-/// Which part of wakebridge produced a delivery row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which part of wakebridge produced a delivery row (stored as its kebab-case name, as the
+/// table's CHECK constraint lists them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
+#[strum(serialize_all = "kebab-case")]
 pub enum DeliverySource {
     /// A webhook from the bus (`POST /hook`).
     Hook,
@@ -16,18 +19,6 @@ pub enum DeliverySource {
     Nudge,
     /// The context monitor's warnings.
     Context,
-}
-
-impl DeliverySource {
-    /// The stored spelling (the table's CHECK constraint lists the same four).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Hook => "hook",
-            Self::Wake => "wake",
-            Self::Nudge => "nudge",
-            Self::Context => "context",
-        }
-    }
 }
 
 /// One outcome: an event answered, a wake or nudge typed, a warning sent.
@@ -56,23 +47,14 @@ pub struct Delivery {
     pub owed: bool,
 }
 
-/// How a session's owed wakes were paid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a session's owed wakes were paid (the stored spelling is also the metrics' `how`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Payment {
     /// The session's Stop hook kept Claude Code going with the wake prompt.
     Hook,
     /// A wake prompt was typed and submitted into its pane.
     Typed,
-}
-
-impl Payment {
-    /// The stored spelling, also the `how` label of the metrics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Payment::Hook => "hook",
-            Payment::Typed => "typed",
-        }
-    }
 }
 
 /// A Claude Code hook reported this session (upsert: a `None` field keeps the stored value).
@@ -100,38 +82,6 @@ pub struct NudgeState {
     /// The nudger has fallen silent for this session until it shows life again.
     pub acknowledged: bool,
 }
-
-/// One session's share of a spool round: `bytes` (whole lines) go into the session file with
-/// inode `inode`, at `offset`. Recorded before the bytes are written (see `SpoolRound`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingBytes {
-    pub session_id: String,
-    pub inode: u64,
-    pub offset: u64,
-    pub bytes: Vec<u8>,
-}
-
-/// The write-ahead record of one round of spool appends, committed durably (fsync) before any
-/// of its bytes reach a session file: each session's bytes, with the delivery rows (and so the
-/// event identities) of the lines they hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpoolRound {
-    /// The wake dir, canonical: the key a restart replays by.
-    pub wake_dir: String,
-    pub sessions: Vec<(PendingBytes, Vec<Delivery>)>,
-}
-
-/// The row ids a committed round got, per session: the round's pending row and the session's
-/// deliveries in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RoundIds {
-    pub pending: i64,
-    pub deliveries: Vec<i64>,
-}
-
-/// One session's entry in a pending row's `shares`: session, inode, file offset, and where its
-/// bytes are in the row's `bytes` (start, length).
-type Share = (String, u64, u64, usize, usize);
 
 /// Everything that can be written through `Store::record`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,7 +156,8 @@ pub enum Record {
 }
 
 /// Why a session was rewound.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
+#[strum(serialize_all = "kebab-case")]
 pub enum RewindWhy {
     /// The agent (or someone for it) asked: `wakebridge rewind`, `POST /rewind`.
     Asked,
@@ -217,26 +168,9 @@ pub enum RewindWhy {
     Restart,
 }
 
-impl RewindWhy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RewindWhy::Asked => "asked",
-            RewindWhy::Auto => "auto",
-            RewindWhy::Restart => "restart",
-        }
-    }
-
-    pub(crate) fn parse(text: &str) -> Self {
-        match text {
-            "auto" => RewindWhy::Auto,
-            "restart" => RewindWhy::Restart,
-            _ => RewindWhy::Asked,
-        }
-    }
-}
-
 /// How a rewind ended (the stored spelling is also the metrics' `outcome` label).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
+#[strum(serialize_all = "kebab-case")]
 pub enum RewindOutcome {
     /// Cleared (or restarted) and the re-hydration prompt delivered.
     Done,
@@ -249,35 +183,9 @@ pub enum RewindOutcome {
     Skipped,
 }
 
-impl RewindOutcome {
-    pub const ALL: [RewindOutcome; 4] = [
-        RewindOutcome::Done,
-        RewindOutcome::NotTyped,
-        RewindOutcome::Failed,
-        RewindOutcome::Skipped,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RewindOutcome::Done => "done",
-            RewindOutcome::NotTyped => "not-typed",
-            RewindOutcome::Failed => "failed",
-            RewindOutcome::Skipped => "skipped",
-        }
-    }
-
-    pub(crate) fn parse(text: &str) -> Self {
-        match text {
-            "done" => RewindOutcome::Done,
-            "not-typed" => RewindOutcome::NotTyped,
-            "failed" => RewindOutcome::Failed,
-            _ => RewindOutcome::Skipped,
-        }
-    }
-}
-
 /// How a usage limit was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
+#[strum(serialize_all = "kebab-case")]
 pub enum LimitSource {
     Screen,
     Transcript,
@@ -285,25 +193,24 @@ pub enum LimitSource {
     Statusline,
 }
 
-impl LimitSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LimitSource::Screen => "screen",
-            LimitSource::Transcript => "transcript",
-            LimitSource::Hook => "hook",
-            LimitSource::Statusline => "statusline",
+/// Gives each enum stored as text an `as_str`: its stored spelling (strum's kebab-case name),
+/// which the migrations' CHECK constraints list and existing ledgers hold.
+macro_rules! stored_as_text {
+    ($($kind:ty),*) => {$(
+        impl $kind {
+            pub fn as_str(self) -> &'static str {
+                self.into()
+            }
         }
-    }
-
-    pub(crate) fn parse(text: &str) -> Self {
-        match text {
-            "screen" => LimitSource::Screen,
-            "transcript" => LimitSource::Transcript,
-            "hook" => LimitSource::Hook,
-            _ => LimitSource::Statusline,
-        }
-    }
+    )*};
 }
+stored_as_text!(
+    DeliverySource,
+    Payment,
+    RewindWhy,
+    RewindOutcome,
+    LimitSource
+);
 
 /// A usage limit as one signal reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -367,7 +274,7 @@ fn micros(value: Option<u64>) -> Option<i64> {
     value.map(|us| i64::try_from(us).unwrap_or(i64::MAX))
 }
 
-fn insert_delivery(conn: &Connection, d: &Delivery) -> rusqlite::Result<i64> {
+pub(super) fn insert_delivery(conn: &Connection, d: &Delivery) -> rusqlite::Result<i64> {
     conn.prepare_cached(
         "INSERT INTO deliveries (at_ms, source, identity, event_id, sender, \
          target_session, action, spool_us, inject_us, error_kind, owed) \
@@ -392,7 +299,12 @@ fn insert_delivery(conn: &Connection, d: &Delivery) -> rusqlite::Result<i64> {
 /// Points `latest_deliveries` at delivery `id` of `session` (at `at_ms`) unless a later one is
 /// there already. Once per session per commit, not per row: with a busy session every row
 /// would rewrite the same page.
-fn note_latest(conn: &Connection, session: &str, id: i64, at_ms: i64) -> rusqlite::Result<()> {
+pub(super) fn note_latest(
+    conn: &Connection,
+    session: &str,
+    id: i64,
+    at_ms: i64,
+) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO latest_deliveries (session_id, delivery_id, at_ms) VALUES (?1, ?2, ?3) \
          ON CONFLICT (session_id) DO UPDATE \
@@ -400,115 +312,6 @@ fn note_latest(conn: &Connection, session: &str, id: i64, at_ms: i64) -> rusqlit
          WHERE excluded.at_ms >= latest_deliveries.at_ms",
     )?
     .execute(params![session, id, at_ms])?;
-    Ok(())
-}
-
-/// Writes a spool round's record; the caller owns the (durable) transaction. One pending row
-/// holds every session's bytes: a round of many sessions costs one insert, not one per session.
-pub(crate) fn apply_round(
-    conn: &Connection,
-    round: &SpoolRound,
-) -> rusqlite::Result<Vec<RoundIds>> {
-    let mut shares: Vec<Share> = Vec::with_capacity(round.sessions.len());
-    let mut bytes = Vec::with_capacity(round.sessions.iter().map(|(p, _)| p.bytes.len()).sum());
-    for (pending, _) in &round.sessions {
-        shares.push((
-            pending.session_id.clone(),
-            pending.inode,
-            pending.offset,
-            bytes.len(),
-            pending.bytes.len(),
-        ));
-        bytes.extend_from_slice(&pending.bytes);
-    }
-    let shares = serde_json::to_string(&shares)
-        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
-    conn.prepare_cached("INSERT INTO spool_pending (wake_dir, shares, bytes) VALUES (?1, ?2, ?3)")?
-        .execute(params![round.wake_dir, shares, bytes])?;
-    let pending = conn.last_insert_rowid();
-    let mut ids = Vec::with_capacity(round.sessions.len());
-    for (_, rows) in &round.sessions {
-        let deliveries: Vec<i64> = rows
-            .iter()
-            .map(|d| insert_delivery(conn, d))
-            .collect::<rusqlite::Result<_>>()?;
-        if let (Some(&id), Some(last)) = (deliveries.last(), rows.last()) {
-            note_latest(conn, &last.target_session, id, last.at_ms)?;
-        }
-        ids.push(RoundIds {
-            pending,
-            deliveries,
-        });
-    }
-    Ok(ids)
-}
-
-/// The sessions' shares of a pending row, as `PendingBytes`.
-pub(crate) fn unpack_round(shares: &str, bytes: &[u8]) -> Vec<PendingBytes> {
-    let shares: Vec<Share> = serde_json::from_str(shares).unwrap_or_default();
-    shares
-        .into_iter()
-        .filter_map(|(session_id, inode, offset, start, len)| {
-            Some(PendingBytes {
-                session_id,
-                inode,
-                offset,
-                bytes: bytes.get(start..start.checked_add(len)?)?.to_vec(),
-            })
-        })
-        .collect()
-}
-
-/// Forgets pending spool bytes of `wake_dir` up to row `upto` (their files are synced).
-pub(crate) fn spool_synced(conn: &Connection, wake_dir: &str, upto: i64) -> rusqlite::Result<u64> {
-    let deleted = conn
-        .prepare_cached("DELETE FROM spool_pending WHERE wake_dir = ?1 AND id <= ?2")?
-        .execute(params![wake_dir, upto])?;
-    Ok(deleted as u64)
-}
-
-/// Takes back one session's share of a round whose bytes could not be written: its events were
-/// refused, so neither a restart may append them nor their identities make a retry look like a
-/// redelivery.
-pub(crate) fn forget_share(
-    conn: &Connection,
-    session_id: &str,
-    ids: &RoundIds,
-) -> rusqlite::Result<u64> {
-    let shares: Option<String> = conn
-        .prepare_cached("SELECT shares FROM spool_pending WHERE id = ?1")?
-        .query_row(params![ids.pending], |row| row.get(0))
-        .optional()?;
-    let mut deleted = 0;
-    if let Some(shares) = shares {
-        let mut shares: Vec<Share> = serde_json::from_str(&shares).unwrap_or_default();
-        shares.retain(|share| share.0 != session_id);
-        if shares.is_empty() {
-            deleted += conn
-                .prepare_cached("DELETE FROM spool_pending WHERE id = ?1")?
-                .execute(params![ids.pending])?;
-        } else {
-            let shares = serde_json::to_string(&shares)
-                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
-            conn.prepare_cached("UPDATE spool_pending SET shares = ?2 WHERE id = ?1")?
-                .execute(params![ids.pending, shares])?;
-        }
-    }
-    let mut stmt = conn.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?;
-    for id in &ids.deliveries {
-        deleted += stmt.execute(params![id])?;
-    }
-    forget_latest_if_gone(conn, session_id)?;
-    Ok(deleted as u64)
-}
-
-/// Drops `session_id` from `latest_deliveries` when the delivery it points to was deleted.
-fn forget_latest_if_gone(conn: &Connection, session_id: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(
-        "DELETE FROM latest_deliveries WHERE session_id = ?1 AND NOT EXISTS \
-         (SELECT 1 FROM deliveries WHERE id = latest_deliveries.delivery_id)",
-    )?
-    .execute(params![session_id])?;
     Ok(())
 }
 
@@ -726,29 +529,6 @@ fn upsert_limit(conn: &Connection, seen: &LimitSeen) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// `dropped` without the ids given up at a `/clear` for a session that stays: the bus may still
-/// use such an id, and its rename (and its rewinds) are how it reaches that session.
-fn still_named(conn: &Connection, dropped: Vec<String>) -> rusqlite::Result<Vec<String>> {
-    let renamed: std::collections::HashMap<String, String> = conn
-        .prepare_cached("SELECT old_id, new_id FROM aliases")?
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    let gone: std::collections::HashSet<&str> = dropped.iter().map(String::as_str).collect();
-    // The id at the end of `id`'s renames (the one its session goes by now) stays.
-    let stays = |id: &str| {
-        let mut at = id;
-        // Bounded as `queries::successor` is: a loop in the table cannot hang the prune.
-        for _ in 0..64 {
-            match renamed.get(at) {
-                Some(next) => at = next,
-                None => break,
-            }
-        }
-        at != id && !gone.contains(at)
-    };
-    Ok(dropped.iter().filter(|id| !stays(id)).cloned().collect())
-}
-
 /// Pays `session_id`'s owed events recorded up to `up_to_ms` and notes how; returns how many
 /// were owed. One statement clears them, so two payers (the hook CLI and the daemon) can never
 /// both pay the same events.
@@ -780,142 +560,4 @@ pub(crate) fn pay(
         ])?;
     }
     Ok(paid)
-}
-
-/// Deletes up to `limit` deliveries older than `cutoff_ms`; returns how many. Owed events stay
-/// until they are paid or their session is forgotten.
-pub(crate) fn prune_deliveries(
-    conn: &Connection,
-    cutoff_ms: i64,
-    limit: u32,
-) -> rusqlite::Result<u64> {
-    let mut sessions = std::collections::BTreeSet::new();
-    let mut deleted = 0u64;
-    {
-        let mut stmt = conn.prepare_cached(
-            "DELETE FROM deliveries WHERE id IN \
-             (SELECT id FROM deliveries WHERE at_ms < ?1 AND owed = 0 ORDER BY at_ms LIMIT ?2) \
-             RETURNING target_session",
-        )?;
-        let mut rows = stmt.query(params![cutoff_ms, limit])?;
-        while let Some(row) = rows.next()? {
-            sessions.insert(row.get::<_, String>(0)?);
-            deleted += 1;
-        }
-    }
-    // A session whose latest delivery went with them has none left in the ledger: forget it, so
-    // the table does not grow with every session id ever seen. Only the sessions touched here
-    // are looked at.
-    for sid in &sessions {
-        forget_latest_if_gone(conn, sid)?;
-    }
-    Ok(deleted)
-}
-
-/// Forgets sessions whose every trace (hook seen, wake, nudge, owed event, limit, rewind) is
-/// older than `cutoff_ms`, except those in `keep` (still mapped to a pane): their rows in
-/// `sessions`, `wakes`, `nudges`, `owed_payments`, `limits`, `rewinds` and `aliases` go, and
-/// what they were owed is written off (pruned with the deliveries). Returns how many sessions were forgotten.
-pub(crate) fn forget_sessions(
-    conn: &Connection,
-    cutoff_ms: i64,
-    keep: &[String],
-) -> rusqlite::Result<u64> {
-    let keep = serde_json::to_string(keep).unwrap_or_else(|_| "[]".into());
-    let dropped: Vec<String> = {
-        let mut stmt = conn.prepare_cached(
-            "SELECT session_id FROM ( \
-                 SELECT session_id, last_seen_ms AS at FROM sessions \
-                 UNION ALL SELECT session_id, last_wake_ms FROM wakes \
-                 UNION ALL SELECT session_id, coalesce(last_nudge_ms, 0) FROM nudges \
-                 UNION ALL SELECT target_session, at_ms FROM deliveries WHERE owed = 1 \
-                 UNION ALL SELECT session_id, max(since_ms, coalesce(last_try_ms, 0)) FROM limits \
-                 UNION ALL SELECT session_id, coalesce(done_ms, asked_ms) FROM rewinds) \
-             WHERE session_id NOT IN (SELECT value FROM json_each(?2)) \
-             GROUP BY session_id HAVING max(at) < ?1",
-        )?;
-        let rows = stmt.query_map(params![cutoff_ms, keep], |row| row.get(0))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    let dropped = still_named(conn, dropped)?;
-    forget_ids(conn, &dropped)?;
-    Ok(dropped.len() as u64)
-}
-
-/// Forgets one session on an operator's word (`wakebridge forget`), whatever its age: the rows
-/// [`forget_sessions`] removes, for `session_id` and every id it had before a `/clear` (they
-/// are the same session: status lists them as one), and its latest-delivery row, so it leaves
-/// `/sessions` (its deliveries stay until the identity window prunes them: a redelivered event
-/// must still be known). Returns how many of those ids the ledger knew; 0 means none.
-pub(crate) fn forget_session(conn: &Connection, session_id: &str) -> rusqlite::Result<u64> {
-    let renamed: Vec<(String, String)> = conn
-        .prepare_cached("SELECT old_id, new_id FROM aliases")?
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    let ids = formerly_and_self(&renamed, session_id);
-    let mut known = 0;
-    {
-        let mut stmt = conn.prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1 \
-                 UNION ALL SELECT 1 FROM wakes WHERE session_id = ?1 \
-                 UNION ALL SELECT 1 FROM nudges WHERE session_id = ?1 \
-                 UNION ALL SELECT 1 FROM latest_deliveries WHERE session_id = ?1 \
-                 UNION ALL SELECT 1 FROM owed_payments WHERE session_id = ?1 \
-                 UNION ALL SELECT 1 FROM limits WHERE session_id = ?1 \
-                 UNION ALL SELECT 1 FROM rewinds WHERE session_id = ?1 \
-                 UNION ALL SELECT 1 FROM aliases WHERE old_id = ?1 OR new_id = ?1)",
-        )?;
-        for id in &ids {
-            if stmt.query_row(params![id], |row| row.get::<_, bool>(0))? {
-                known += 1;
-            }
-        }
-    }
-    forget_ids(conn, &ids)?;
-    let mut stmt = conn.prepare_cached("DELETE FROM latest_deliveries WHERE session_id = ?1")?;
-    for id in &ids {
-        stmt.execute(params![id])?;
-    }
-    Ok(known)
-}
-
-/// `id` and every id whose renames (old → new, at each `/clear`) lead to it.
-fn formerly_and_self(renamed: &[(String, String)], id: &str) -> Vec<String> {
-    let mut ids = vec![id.to_owned()];
-    let mut at = 0;
-    // Bounded as `queries::successor` is: a loop in the table cannot hang the forget.
-    while at < ids.len() && ids.len() < 64 {
-        let current = ids[at].clone();
-        for (old, new) in renamed {
-            if *new == current && !ids.contains(old) {
-                ids.push(old.clone());
-            }
-        }
-        at += 1;
-    }
-    ids
-}
-
-/// Removes every row naming one of `dropped` from the per-session tables and writes off what
-/// they were owed.
-fn forget_ids(conn: &Connection, dropped: &[String]) -> rusqlite::Result<()> {
-    let mut statements = [
-        "sessions",
-        "wakes",
-        "nudges",
-        "owed_payments",
-        "limits",
-        "rewinds",
-    ]
-    .map(|table| format!("DELETE FROM {table} WHERE session_id = ?1"))
-    .to_vec();
-    statements.push("UPDATE deliveries SET owed = 0 WHERE target_session = ?1 AND owed = 1".into());
-    statements.push("DELETE FROM aliases WHERE old_id = ?1 OR new_id = ?1".into());
-    for sql in statements {
-        let mut stmt = conn.prepare_cached(&sql)?;
-        for sid in dropped {
-            stmt.execute(params![sid])?;
-        }
-    }
-    Ok(())
 }

@@ -56,7 +56,7 @@ pub fn latest_version() -> usize {
 /// ordering: a committed transaction survives the process being killed (SIGKILL, OOM, panic)
 /// because its pages are already in the WAL file in the kernel's page cache; only a host crash or
 /// power loss can lose the last few commits. That is the right trade for a ledger written on
-/// the webhook hot path. The one exception is a spool round (`Op::SpoolRound`): it is the
+/// the webhook hot path. The one exception is a spool round (`Store::commit_round`): it is the
 /// write-ahead record of spool lines, so its commit is followed by an fdatasync of the WAL (see
 /// `writer::Wal`).
 pub fn configure_writer(conn: &Connection) -> rusqlite::Result<String> {
@@ -74,27 +74,14 @@ pub fn configure_reader(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// What is at the path before migrating: ours, empty (fresh), or somebody else's database.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileIdentity {
-    Ours,
-    Fresh,
-    Foreign { application_id: i32 },
-}
-
-/// Reads the header fields that identify the file. Fails with SQLITE_NOTADB on garbage.
-pub fn identify(conn: &Connection) -> rusqlite::Result<FileIdentity> {
+/// The `application_id` of a file that is somebody else's database, read before migrating;
+/// `None` for ours or an empty (fresh) file. Fails with SQLITE_NOTADB on garbage.
+pub fn foreign_application_id(conn: &Connection) -> rusqlite::Result<Option<i32>> {
     let application_id: i32 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
-    if application_id == APPLICATION_ID {
-        return Ok(FileIdentity::Ours);
-    }
     let objects: i64 =
         conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
-    if application_id == 0 && objects == 0 {
-        Ok(FileIdentity::Fresh)
-    } else {
-        Ok(FileIdentity::Foreign { application_id })
-    }
+    let ours_or_fresh = application_id == APPLICATION_ID || (application_id == 0 && objects == 0);
+    Ok((!ours_or_fresh).then_some(application_id))
 }
 
 #[cfg(test)]
@@ -119,18 +106,19 @@ mod tests {
     #[test]
     fn migration_one_marks_the_file_as_ours() {
         let mut conn = Connection::open_in_memory().expect("in-memory db");
-        assert_eq!(identify(&conn).expect("identify"), FileIdentity::Fresh);
+        assert_eq!(foreign_application_id(&conn).expect("identify"), None);
         migrations().to_version(&mut conn, 1).expect("migrate");
-        assert_eq!(identify(&conn).expect("identify"), FileIdentity::Ours);
+        let id: i32 = conn
+            .query_row("PRAGMA application_id", [], |row| row.get(0))
+            .expect("application_id");
+        assert_eq!(id, APPLICATION_ID);
+        assert_eq!(foreign_application_id(&conn).expect("identify"), None);
     }
 
     #[test]
     fn a_database_with_other_tables_is_foreign() {
         let conn = Connection::open_in_memory().expect("in-memory db");
         conn.execute_batch("CREATE TABLE t (x)").expect("create");
-        assert_eq!(
-            identify(&conn).expect("identify"),
-            FileIdentity::Foreign { application_id: 0 }
-        );
+        assert_eq!(foreign_application_id(&conn).expect("identify"), Some(0));
     }
 }

@@ -14,7 +14,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use super::StoreError;
-use super::records::{self, Record, RoundIds, SpoolRound};
+use super::rounds::RoundIds;
 
 /// Most jobs folded into one transaction. Bounds how long the first caller of a very large
 /// burst waits for its ack; at ~2 µs per insert a full batch still commits within a few ms.
@@ -24,27 +24,10 @@ pub const MAX_BATCH: usize = 1024;
 /// error, so the log only needs to show that (and how often) it keeps happening.
 const FAILURE_WARN_EVERY: Duration = Duration::from_secs(60);
 
-/// What a job asks the writer to do.
-#[derive(Debug)]
-pub(crate) enum Op {
-    /// Records written together, in order, all or none.
-    Records(Vec<Record>),
-    /// Delete up to `limit` deliveries older than `cutoff_ms`.
-    PruneDeliveries { cutoff_ms: i64, limit: u32 },
-    /// Forget sessions with no trace since `cutoff_ms`, except those in `keep`.
-    ForgetSessions { cutoff_ms: i64, keep: Vec<String> },
-    /// Forget one session and the ids it had before a `/clear`, whatever their age.
-    ForgetSession { session_id: String },
-    /// A spool round's write-ahead record: committed with an fsync.
-    SpoolRound(SpoolRound),
-    /// Forget the pending spool bytes of `wake_dir` up to row `upto`: their files are synced.
-    SpoolSynced { wake_dir: String, upto: i64 },
-    /// Take back one session's share of a committed round (its bytes could not be written).
-    SpoolForget { session_id: String, ids: RoundIds },
-}
+/// What a job does inside the batch's transaction (its own savepoint).
+pub(crate) type Op = Box<dyn FnOnce(&Connection) -> rusqlite::Result<Applied> + Send>;
 
 /// What a committed job did.
-#[derive(Debug)]
 pub(crate) enum Applied {
     /// Rows affected.
     Rows(u64),
@@ -62,7 +45,6 @@ impl Applied {
 }
 
 /// Where a job's outcome goes: a task awaiting it, or a thread blocked on it.
-#[derive(Debug)]
 pub(crate) enum Ack {
     Task(oneshot::Sender<Result<Applied, StoreError>>),
     Thread(std::sync::mpsc::SyncSender<Result<Applied, StoreError>>),
@@ -87,9 +69,10 @@ impl Ack {
 }
 
 /// One queued write and where to send its outcome.
-#[derive(Debug)]
 pub(crate) struct Job {
     pub op: Op,
+    /// Its commit must be on disk before it is acknowledged (a spool round).
+    pub durable: bool,
     pub ack: Ack,
 }
 
@@ -216,7 +199,7 @@ fn run(
             }
         }
         // A commit holding a spool round must reach the disk before it is acknowledged.
-        let durable = batch.iter().any(|job| matches!(job.op, Op::SpoolRound(_)));
+        let durable = batch.iter().any(|job| job.durable);
         commit_batch(
             &mut conn,
             &mut batch,
@@ -282,21 +265,27 @@ fn commit_batch(
     // of surfacing as SQLITE_BUSY_SNAPSHOT halfway through the batch.
     let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
-        Err(err) => return fail_all(batch, err, path, failures),
+        Err(err) => {
+            let acks = batch.drain(..).map(|job| job.ack).collect();
+            return fail_all(acks, err, path, failures);
+        }
     };
-    let mut outcomes = Vec::with_capacity(batch.len());
-    if let [job] = batch.as_slice() {
+    let (ops, acks): (Vec<Op>, Vec<Ack>) = batch.drain(..).map(|job| (job.op, job.ack)).unzip();
+    let mut outcomes = Vec::with_capacity(acks.len());
+    if ops.len() == 1 {
         // One job: the transaction itself is its savepoint (a failure rolls it all back).
-        match apply(&tx, &job.op) {
-            Ok(applied) => outcomes.push(Ok(applied)),
-            Err(err) => {
-                drop(tx);
-                return fail_all(batch, err, path, failures);
+        for op in ops {
+            match op(&tx) {
+                Ok(applied) => outcomes.push(Ok(applied)),
+                Err(err) => {
+                    drop(tx);
+                    return fail_all(acks, err, path, failures);
+                }
             }
         }
     } else {
-        for job in batch.iter() {
-            outcomes.push(apply_in_savepoint(&mut tx, &job.op));
+        for op in ops {
+            outcomes.push(apply_in_savepoint(&mut tx, op));
         }
     }
     let committed = tx.commit().and_then(|()| match durable {
@@ -310,55 +299,27 @@ fn commit_batch(
     });
     match committed {
         Ok(()) => {
-            counters.committed(batch.len(), started.elapsed());
-            for (job, outcome) in batch.drain(..).zip(outcomes) {
-                job.ack
-                    .send(outcome.map_err(|err| StoreError::write(path, err)));
+            counters.committed(acks.len(), started.elapsed());
+            for (ack, outcome) in acks.into_iter().zip(outcomes) {
+                ack.send(outcome.map_err(|err| StoreError::write(path, err)));
             }
         }
-        Err(err) => fail_all(batch, err, path, failures),
+        Err(err) => fail_all(acks, err, path, failures),
     }
 }
 
-fn apply_in_savepoint(tx: &mut rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Applied> {
+fn apply_in_savepoint(tx: &mut rusqlite::Transaction<'_>, op: Op) -> rusqlite::Result<Applied> {
     let savepoint = tx.savepoint()?;
-    let applied = apply(&savepoint, op)?;
+    let applied = op(&savepoint)?;
     savepoint.commit()?;
     Ok(applied)
 }
 
-fn apply(conn: &Connection, op: &Op) -> rusqlite::Result<Applied> {
-    Ok(match op {
-        Op::Records(records) => {
-            for record in records {
-                records::apply(conn, record)?;
-            }
-            Applied::Rows(records.len() as u64)
-        }
-        Op::PruneDeliveries { cutoff_ms, limit } => {
-            Applied::Rows(records::prune_deliveries(conn, *cutoff_ms, *limit)?)
-        }
-        Op::ForgetSessions { cutoff_ms, keep } => {
-            Applied::Rows(records::forget_sessions(conn, *cutoff_ms, keep)?)
-        }
-        Op::ForgetSession { session_id } => {
-            Applied::Rows(records::forget_session(conn, session_id)?)
-        }
-        Op::SpoolRound(round) => Applied::Round(records::apply_round(conn, round)?),
-        Op::SpoolSynced { wake_dir, upto } => {
-            Applied::Rows(records::spool_synced(conn, wake_dir, *upto)?)
-        }
-        Op::SpoolForget { session_id, ids } => {
-            Applied::Rows(records::forget_share(conn, session_id, ids)?)
-        }
-    })
-}
-
-fn fail_all(batch: &mut Vec<Job>, err: rusqlite::Error, path: &Path, failures: &mut FailureLog) {
-    failures.failed(path, &err, batch.len());
+fn fail_all(acks: Vec<Ack>, err: rusqlite::Error, path: &Path, failures: &mut FailureLog) {
+    failures.failed(path, &err, acks.len());
     let shared = Arc::new(err);
-    for job in batch.drain(..) {
-        job.ack.send(Err(StoreError::Write {
+    for ack in acks {
+        ack.send(Err(StoreError::Write {
             path: path.to_path_buf(),
             source: Arc::clone(&shared),
         }));

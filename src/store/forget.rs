@@ -1,0 +1,210 @@
+//! Forgetting: deliveries past the identity window, and sessions with no trace left (or on an
+//! operator's word) with every row naming them. Owns those deletes; when to run them is the
+//! daemon's choice.
+
+use rusqlite::{Connection, params};
+
+use super::rounds::forget_latest_if_gone;
+use super::writer::Applied;
+use super::{PRUNE_CHUNK_ROWS, Store, StoreError};
+
+impl Store {
+    /// Deletes deliveries recorded before `cutoff_ms` (unix ms), in chunks so the hot path is
+    /// never held up for long. Returns how many rows went. Compute the cutoff from
+    /// `[ledger] identity_window`.
+    pub async fn prune_older_than(&self, cutoff_ms: i64) -> Result<u64, StoreError> {
+        let mut total = 0;
+        loop {
+            let deleted = self
+                .submit(Box::new(move |conn| {
+                    prune_deliveries(conn, cutoff_ms, PRUNE_CHUNK_ROWS).map(Applied::Rows)
+                }))
+                .await?
+                .rows();
+            total += deleted;
+            if deleted < u64::from(PRUNE_CHUNK_ROWS) {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Forgets sessions with no trace (hook seen, wake, nudge) since `cutoff_ms` (unix ms) that
+    /// are not in `keep` (still mapped to a pane), so the session tables do not grow with every
+    /// session ever seen. Returns how many went.
+    pub async fn forget_sessions_before(
+        &self,
+        cutoff_ms: i64,
+        keep: Vec<String>,
+    ) -> Result<u64, StoreError> {
+        self.submit(Box::new(move |conn| {
+            forget_sessions(conn, cutoff_ms, &keep).map(Applied::Rows)
+        }))
+        .await
+        .map(Applied::rows)
+    }
+
+    /// Forgets `session_id` (and the ids it had before a `/clear`) whatever its age, for an
+    /// operator's `wakebridge forget`: it leaves `/sessions` until it is seen again. Returns how
+    /// many of those ids the ledger knew (0: none).
+    pub async fn forget_session(&self, session_id: &str) -> Result<u64, StoreError> {
+        let session_id = session_id.to_owned();
+        self.submit(Box::new(move |conn| {
+            forget_session(conn, &session_id).map(Applied::Rows)
+        }))
+        .await
+        .map(Applied::rows)
+    }
+}
+
+/// `dropped` without the ids given up at a `/clear` for a session that stays: the bus may still
+/// use such an id, and its rename (and its rewinds) are how it reaches that session.
+fn still_named(conn: &Connection, dropped: Vec<String>) -> rusqlite::Result<Vec<String>> {
+    let renamed: std::collections::HashMap<String, String> = conn
+        .prepare_cached("SELECT old_id, new_id FROM aliases")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let gone: std::collections::HashSet<&str> = dropped.iter().map(String::as_str).collect();
+    // The id at the end of `id`'s renames (the one its session goes by now) stays.
+    let stays = |id: &str| {
+        let mut at = id;
+        // Bounded as `Store::successor` is: a loop in the table cannot hang the prune.
+        for _ in 0..64 {
+            match renamed.get(at) {
+                Some(next) => at = next,
+                None => break,
+            }
+        }
+        at != id && !gone.contains(at)
+    };
+    Ok(dropped.iter().filter(|id| !stays(id)).cloned().collect())
+}
+
+/// Deletes up to `limit` deliveries older than `cutoff_ms`; returns how many. Owed events stay
+/// until they are paid or their session is forgotten.
+fn prune_deliveries(conn: &Connection, cutoff_ms: i64, limit: u32) -> rusqlite::Result<u64> {
+    let mut sessions = std::collections::BTreeSet::new();
+    let mut deleted = 0u64;
+    {
+        let mut stmt = conn.prepare_cached(
+            "DELETE FROM deliveries WHERE id IN \
+             (SELECT id FROM deliveries WHERE at_ms < ?1 AND owed = 0 ORDER BY at_ms LIMIT ?2) \
+             RETURNING target_session",
+        )?;
+        let mut rows = stmt.query(params![cutoff_ms, limit])?;
+        while let Some(row) = rows.next()? {
+            sessions.insert(row.get::<_, String>(0)?);
+            deleted += 1;
+        }
+    }
+    // A session whose latest delivery went with them has none left in the ledger: forget it, so
+    // the table does not grow with every session id ever seen. Only the sessions touched here
+    // are looked at.
+    for sid in &sessions {
+        forget_latest_if_gone(conn, sid)?;
+    }
+    Ok(deleted)
+}
+
+/// Forgets sessions whose every trace (hook seen, wake, nudge, owed event, limit, rewind) is
+/// older than `cutoff_ms`, except those in `keep` (still mapped to a pane): their rows in
+/// `sessions`, `wakes`, `nudges`, `owed_payments`, `limits`, `rewinds` and `aliases` go, and
+/// what they were owed is written off (pruned with the deliveries). Returns how many sessions were forgotten.
+fn forget_sessions(conn: &Connection, cutoff_ms: i64, keep: &[String]) -> rusqlite::Result<u64> {
+    let keep = serde_json::to_string(keep).unwrap_or_else(|_| "[]".into());
+    let dropped: Vec<String> = {
+        let mut stmt = conn.prepare_cached(
+            "SELECT session_id FROM ( \
+                 SELECT session_id, last_seen_ms AS at FROM sessions \
+                 UNION ALL SELECT session_id, last_wake_ms FROM wakes \
+                 UNION ALL SELECT session_id, coalesce(last_nudge_ms, 0) FROM nudges \
+                 UNION ALL SELECT target_session, at_ms FROM deliveries WHERE owed = 1 \
+                 UNION ALL SELECT session_id, max(since_ms, coalesce(last_try_ms, 0)) FROM limits \
+                 UNION ALL SELECT session_id, coalesce(done_ms, asked_ms) FROM rewinds) \
+             WHERE session_id NOT IN (SELECT value FROM json_each(?2)) \
+             GROUP BY session_id HAVING max(at) < ?1",
+        )?;
+        let rows = stmt.query_map(params![cutoff_ms, keep], |row| row.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let dropped = still_named(conn, dropped)?;
+    forget_ids(conn, &dropped)?;
+    Ok(dropped.len() as u64)
+}
+
+/// Forgets one session on an operator's word (`wakebridge forget`), whatever its age: the rows
+/// [`forget_sessions`] removes, for `session_id` and every id it had before a `/clear` (they
+/// are the same session: status lists them as one), and its latest-delivery row, so it leaves
+/// `/sessions` (its deliveries stay until the identity window prunes them: a redelivered event
+/// must still be known). Returns how many of those ids the ledger knew; 0 means none.
+fn forget_session(conn: &Connection, session_id: &str) -> rusqlite::Result<u64> {
+    let renamed: Vec<(String, String)> = conn
+        .prepare_cached("SELECT old_id, new_id FROM aliases")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let ids = formerly_and_self(&renamed, session_id);
+    let mut known = 0;
+    {
+        let mut stmt = conn.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM wakes WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM nudges WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM latest_deliveries WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM owed_payments WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM limits WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM rewinds WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM aliases WHERE old_id = ?1 OR new_id = ?1)",
+        )?;
+        for id in &ids {
+            if stmt.query_row(params![id], |row| row.get::<_, bool>(0))? {
+                known += 1;
+            }
+        }
+    }
+    forget_ids(conn, &ids)?;
+    let mut stmt = conn.prepare_cached("DELETE FROM latest_deliveries WHERE session_id = ?1")?;
+    for id in &ids {
+        stmt.execute(params![id])?;
+    }
+    Ok(known)
+}
+
+/// `id` and every id whose renames (old → new, at each `/clear`) lead to it.
+fn formerly_and_self(renamed: &[(String, String)], id: &str) -> Vec<String> {
+    let mut ids = vec![id.to_owned()];
+    let mut at = 0;
+    // Bounded as `Store::successor` is: a loop in the table cannot hang the forget.
+    while at < ids.len() && ids.len() < 64 {
+        let current = ids[at].clone();
+        for (old, new) in renamed {
+            if *new == current && !ids.contains(old) {
+                ids.push(old.clone());
+            }
+        }
+        at += 1;
+    }
+    ids
+}
+
+/// Removes every row naming one of `dropped` from the per-session tables and writes off what
+/// they were owed.
+fn forget_ids(conn: &Connection, dropped: &[String]) -> rusqlite::Result<()> {
+    let mut statements = [
+        "sessions",
+        "wakes",
+        "nudges",
+        "owed_payments",
+        "limits",
+        "rewinds",
+    ]
+    .map(|table| format!("DELETE FROM {table} WHERE session_id = ?1"))
+    .to_vec();
+    statements.push("UPDATE deliveries SET owed = 0 WHERE target_session = ?1 AND owed = 1".into());
+    statements.push("DELETE FROM aliases WHERE old_id = ?1 OR new_id = ?1".into());
+    for sql in statements {
+        let mut stmt = conn.prepare_cached(&sql)?;
+        for sid in dropped {
+            stmt.execute(params![sid])?;
+        }
+    }
+    Ok(())
+}
