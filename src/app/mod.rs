@@ -138,8 +138,8 @@ impl App {
         let settings_registration = config.settings.registration.enabled;
         crate::telemetry::handle();
         crate::telemetry::start_at_zero(crate::telemetry::KnownLabels {
-            actions: Action::ALL.map(Action::as_str),
-            reasons: crate::http::ApiError::REASONS,
+            actions: <Action as strum::IntoEnumIterator>::iter().map(Action::as_str),
+            reasons: crate::http::ApiError::reasons(),
             error_kinds: crate::mux::InjectError::kinds().chain(spool::SpoolError::KINDS),
         });
         let injector = Arc::new(Injector::new(&mux));
@@ -366,7 +366,7 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
     let since = now.saturating_sub(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
     // Oldest first: a later delivery of the same identity replaces the earlier one.
     let restored = store.each_identity_since(since, |seen| {
-        if let Some(action) = Action::parse(seen.action) {
+        if let Ok(action) = seen.action.parse::<Action>() {
             dedupe.restore(seen.identity, action, ago(seen.at_ms));
         }
     });

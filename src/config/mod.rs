@@ -53,25 +53,18 @@ pub fn defaults() -> &'static Settings {
 const ENV_PREFIX: &str = "WAKEBRIDGE";
 
 /// Which way a delivery ends: appended only, or appended and woken through a multiplexer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Backend {
     Spool,
+    /// `tmux` is the reference's legacy alias of `mux`.
+    #[strum(to_string = "mux", serialize = "tmux")]
     Mux,
 }
 
-impl Backend {
-    /// `tmux` is the reference's legacy alias of `mux`.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "spool" => Some(Self::Spool),
-            "mux" | "tmux" => Some(Self::Mux),
-            _ => None,
-        }
-    }
-}
-
 /// Which sessions' events this bridge acts on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString)]
+#[strum(serialize_all = "lowercase")]
 pub enum Scope {
     All,
     Local,
@@ -448,7 +441,7 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
     let port = parse_port(&port_s, &origin)?;
 
     let (backend_s, origin) = pick(&flags.backend, env, &BACKEND, &b.backend);
-    let backend = Backend::parse(backend_s.trim()).ok_or_else(|| {
+    let backend = backend_s.trim().parse::<Backend>().map_err(|_| {
         bad_value(
             &origin,
             &backend_s,
@@ -510,17 +503,13 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
         has_secret: secret.is_some(),
     })?;
 
-    let scope = match b.scope.trim() {
-        "all" => Scope::All,
-        "local" => Scope::Local,
-        other => {
-            return Err(bad_value(
-                "bridge.scope",
-                other,
-                "is not a scope: use \"all\" or \"local\" (WAKEBRIDGE_BRIDGE__SCOPE)".into(),
-            ));
-        }
-    };
+    let scope = b.scope.trim().parse::<Scope>().map_err(|_| {
+        bad_value(
+            "bridge.scope",
+            b.scope.trim(),
+            "is not a scope: use \"all\" or \"local\" (WAKEBRIDGE_BRIDGE__SCOPE)".into(),
+        )
+    })?;
     if settings.mux.submit_delay > MAX_SUBMIT_DELAY {
         return Err(ConfigError::SubmitDelay(settings.mux.submit_delay));
     }

@@ -45,7 +45,7 @@ const EVICT_DIVISOR: usize = 16;
 /// within 1/1024 of that span.
 const EVICT_BINS: usize = 1024;
 
-/// Low bits of a packed slot holding the action's index in `Action::ALL`.
+/// Low bits of a packed slot holding the action's discriminant.
 const ACTION_BITS: u32 = 8;
 
 /// Latest expiry a slot can hold (ms since the memory was created): ~2.3 million years.
@@ -57,11 +57,7 @@ struct Slot(u64);
 
 impl Slot {
     fn new(expires_ms: u64, action: Action) -> Self {
-        let index = Action::ALL
-            .iter()
-            .position(|a| *a == action)
-            .unwrap_or_default() as u64;
-        Slot((expires_ms.min(MAX_EXPIRY_MS) << ACTION_BITS) | index)
+        Slot((expires_ms.min(MAX_EXPIRY_MS) << ACTION_BITS) | action as u64)
     }
 
     fn expires_ms(self) -> u64 {
@@ -69,8 +65,7 @@ impl Slot {
     }
 
     fn action(self) -> Action {
-        let index = (self.0 & ((1 << ACTION_BITS) - 1)) as usize;
-        Action::ALL.get(index).copied().unwrap_or(Action::Spool)
+        Action::from_repr((self.0 & ((1 << ACTION_BITS) - 1)) as usize).unwrap_or(Action::Spool)
     }
 }
 
@@ -356,7 +351,7 @@ mod tests {
 
     #[test]
     fn a_slot_keeps_every_action_and_its_expiry() {
-        for action in Action::ALL {
+        for action in <Action as strum::IntoEnumIterator>::iter() {
             let slot = Slot::new(123_456_789, action);
             assert_eq!((slot.action(), slot.expires_ms()), (action, 123_456_789));
         }

@@ -30,13 +30,7 @@ pub async fn health(State(app): State<Arc<AppState>>, headers: HeaderMap) -> Jso
             Shown::Hidden
         },
         bus_url: reader.then(|| config.bus_url.clone()),
-        backend: reader.then(|| {
-            match config.backend {
-                crate::config::Backend::Mux => "mux",
-                crate::config::Backend::Spool => "spool",
-            }
-            .into()
-        }),
+        backend: reader.then(|| <&str>::from(config.backend).into()),
         registered: registration.as_ref().map(|r| r.registered),
         webhook_id: registration
             .as_ref()

@@ -16,7 +16,8 @@ use crate::telemetry::notice::{Notice, NoticeKind};
 const HOUR: Duration = Duration::from_secs(3600);
 
 /// How a webhook takes the message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString)]
+#[strum(serialize_all = "lowercase")]
 pub enum Format {
     /// The text as the body, `Title` and `Tags` headers (ntfy and friends).
     Plain,
@@ -69,11 +70,8 @@ impl NotifyConfig {
                 Some(url)
             }
         };
-        let format = match s.format.trim() {
-            "plain" => Format::Plain,
-            "json" => Format::Json,
-            other => return Err(NotifyError::Format(other.to_owned())),
-        };
+        let format = (s.format.trim().parse())
+            .map_err(|_| NotifyError::Format(s.format.trim().to_owned()))?;
         if url.is_none() && !s.bus {
             return Ok(None);
         }

@@ -8,6 +8,7 @@ pub mod warn;
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use strum::{EnumIter, IntoEnumIterator, IntoStaticStr};
 
 /// `/hook` latency buckets in seconds: the interesting range is well under the bus's 5 s.
 const HOOK_BUCKETS: [f64; 12] = [
@@ -73,7 +74,8 @@ pub fn error(kind: &'static str) {
 }
 
 /// How one step of the resume at a usage limit's reset went: the `outcome` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumIter, IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum LimitResume {
     /// The resume message was typed and submitted.
     Typed,
@@ -85,26 +87,8 @@ pub enum LimitResume {
     Lifted,
 }
 
-impl LimitResume {
-    pub const ALL: [LimitResume; 4] = [
-        LimitResume::Typed,
-        LimitResume::NotTyped,
-        LimitResume::GaveUp,
-        LimitResume::Lifted,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LimitResume::Typed => "typed",
-            LimitResume::NotTyped => "not-typed",
-            LimitResume::GaveUp => "gave-up",
-            LimitResume::Lifted => "lifted",
-        }
-    }
-}
-
 pub fn limit_resume(outcome: LimitResume) {
-    metrics::counter!(LIMIT_RESUMES, "outcome" => outcome.as_str()).increment(1);
+    metrics::counter!(LIMIT_RESUMES, "outcome" => <&str>::from(outcome)).increment(1);
 }
 
 /// Every value each labelled counter can take, from the modules that own them.
@@ -138,17 +122,17 @@ where
     for kind in known.error_kinds {
         metrics::counter!(ERRORS, "kind" => kind).increment(0);
     }
-    for outcome in LimitResume::ALL {
-        metrics::counter!(LIMIT_RESUMES, "outcome" => outcome.as_str()).increment(0);
+    for outcome in LimitResume::iter() {
+        metrics::counter!(LIMIT_RESUMES, "outcome" => <&str>::from(outcome)).increment(0);
     }
-    for outcome in notice::NoticeOutcome::ALL {
-        metrics::counter!(NOTICES, "outcome" => outcome.as_str()).increment(0);
+    for outcome in notice::NoticeOutcome::iter() {
+        metrics::counter!(NOTICES, "outcome" => <&str>::from(outcome)).increment(0);
     }
 }
 
 /// A notice for a human went out, was held back or was lost.
 pub fn notice_outcome(outcome: notice::NoticeOutcome) {
-    metrics::counter!(NOTICES, "outcome" => outcome.as_str()).increment(1);
+    metrics::counter!(NOTICES, "outcome" => <&str>::from(outcome)).increment(1);
 }
 
 pub fn hook_latency(seconds: f64) {

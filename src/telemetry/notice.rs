@@ -5,6 +5,7 @@
 //! words of the message are `notify`'s. A notice carries only wakebridge's own facts (ids,
 //! levels, times, error kinds), never a bus event's payload.
 
+use strum::{EnumIter, IntoStaticStr};
 use tokio::sync::mpsc;
 
 /// Notices queued for the sender, at most; beyond that they are dropped (and counted), since a
@@ -12,7 +13,8 @@ use tokio::sync::mpsc;
 const QUEUE: usize = 256;
 
 /// What happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, EnumIter, IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum NoticeKind {
     /// The nudger gave up on the session until it shows life.
     AcknowledgedIdle,
@@ -27,23 +29,9 @@ pub enum NoticeKind {
 }
 
 impl NoticeKind {
-    pub const ALL: [NoticeKind; 5] = [
-        NoticeKind::AcknowledgedIdle,
-        NoticeKind::UsageLimit,
-        NoticeKind::Checkpoint,
-        NoticeKind::Resumed,
-        NoticeKind::WakeFailing,
-    ];
-
     /// The kebab-case name, in metrics labels and in the message's tag.
     pub fn as_str(self) -> &'static str {
-        match self {
-            NoticeKind::AcknowledgedIdle => "acknowledged-idle",
-            NoticeKind::UsageLimit => "usage-limit",
-            NoticeKind::Checkpoint => "checkpoint",
-            NoticeKind::Resumed => "resumed",
-            NoticeKind::WakeFailing => "wake-failing",
-        }
+        self.into()
     }
 }
 
@@ -93,7 +81,8 @@ impl Notices {
 }
 
 /// How a notice ended: the `outcome` label of `wakebridge_notices_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumIter, IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum NoticeOutcome {
     Sent,
     /// Within the rate limit's gap, or past its hourly cap.
@@ -102,22 +91,4 @@ pub enum NoticeOutcome {
     Failed,
     /// The queue was full.
     Dropped,
-}
-
-impl NoticeOutcome {
-    pub const ALL: [NoticeOutcome; 4] = [
-        NoticeOutcome::Sent,
-        NoticeOutcome::Limited,
-        NoticeOutcome::Failed,
-        NoticeOutcome::Dropped,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NoticeOutcome::Sent => "sent",
-            NoticeOutcome::Limited => "limited",
-            NoticeOutcome::Failed => "failed",
-            NoticeOutcome::Dropped => "dropped",
-        }
-    }
 }

@@ -14,7 +14,9 @@ const ACTIONABLE: &str = "actionable";
 /// DMs are addressed to `session:<target id>`.
 const SESSION_PREFIX: &str = "session:";
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+/// Its kebab-case names are `/hook`'s rejection reasons (`invalid-json`, ...).
+#[derive(Debug, thiserror::Error, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
+#[strum(serialize_all = "kebab-case")]
 pub enum EventError {
     #[error("invalid JSON")]
     InvalidJson,
