@@ -17,10 +17,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::ApiError;
-use super::guards::operator_body;
+use super::guards::{operator_request, session_id};
 use crate::http::AppState;
 use crate::wakedir::reader::mapped_panes;
-use crate::wire::session_id::SessionId;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,17 +35,8 @@ pub async fn forget(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let bytes = operator_body(&app, &headers, body).await?;
-    let request: ForgetRequest = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "expected {{\"session_id\": \"...\", \"force\": false}}: {e}"
-        ))
-    })?;
-    let Some(sid) = SessionId::parse(&request.session_id) else {
-        return Err(ApiError::BadRequest(
-            "session_id must match [A-Za-z0-9_-]{1,64}".into(),
-        ));
-    };
+    let request: ForgetRequest = operator_request(&app, &headers, body, r#"{"session_id": "...", "force": false}"#).await?;
+    let sid = session_id(&request.session_id)?;
     let sid = sid.to_string();
     let wake_dir = app.deliverer.spool().wake_dir().to_path_buf();
     // Refused before anything changes; the ledger is forgotten first and the mapping last, so a

@@ -11,11 +11,13 @@ use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde::de::DeserializeOwned;
 
 use super::ApiError;
 use super::error::RejectReason;
 use crate::http::AppState;
 use crate::warn_limited;
+use crate::wire::session_id::SessionId;
 
 /// Largest body accepted: exactly 1 MiB passes, one byte more is 413.
 pub const MAX_BODY_BYTES: usize = 1_048_576;
@@ -102,17 +104,25 @@ pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<axum::body::By
     }
 }
 
-/// The body of an operator's request (`/wake`, `/rewind`): JSON, within the size cap, and with
-/// `Authorization: Bearer <secret>` when a secret is configured.
-pub async fn operator_body(
+/// An operator's request (`/wake`, `/rewind`, `/forget`): JSON within the size cap, with
+/// `Authorization: Bearer <secret>` when a secret is configured, parsed as `T`. `shape` is the
+/// body the 400 shows.
+pub async fn operator_request<T: DeserializeOwned>(
     app: &AppState,
     headers: &HeaderMap,
     body: Body,
-) -> Result<axum::body::Bytes, ApiError> {
+    shape: &str,
+) -> Result<T, ApiError> {
     require_json(headers)?;
     let bytes = read_body(headers, body).await?;
     require_bearer(app, headers)?;
-    Ok(bytes)
+    serde_json::from_slice(&bytes).map_err(|e| ApiError::BadRequest(format!("expected {shape}: {e}")))
+}
+
+/// The `session_id` of an operator's request, checked.
+pub fn session_id(id: &str) -> Result<SessionId, ApiError> {
+    SessionId::parse(id)
+        .ok_or_else(|| ApiError::BadRequest("session_id must match [A-Za-z0-9_-]{1,64}".into()))
 }
 
 /// `Authorization: Bearer <secret>`, when a secret is configured.

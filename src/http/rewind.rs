@@ -16,11 +16,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::ApiError;
-use super::guards::operator_body;
+use super::guards::{operator_request, session_id};
 use crate::http::AppState;
 use crate::store::{Record, RewindWhy, now_unix_ms};
 use crate::wakedir::target::PaneTarget;
-use crate::wire::session_id::SessionId;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,17 +35,8 @@ pub async fn rewind(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let bytes = operator_body(&app, &headers, body).await?;
-    let request: RewindRequest = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "expected {{\"session_id\": \"...\", \"restart\": false}}: {e}"
-        ))
-    })?;
-    let Some(asked) = SessionId::parse(&request.session_id) else {
-        return Err(ApiError::BadRequest(
-            "session_id must match [A-Za-z0-9_-]{1,64}".into(),
-        ));
-    };
+    let request: RewindRequest = operator_request(&app, &headers, body, r#"{"session_id": "...", "restart": false}"#).await?;
+    let asked = session_id(&request.session_id)?;
     if app.nudges.is_none() {
         return Err(ApiError::BadRequest(
             "rewinds are performed by the nudger, which runs only with the mux backend \

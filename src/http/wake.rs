@@ -12,12 +12,11 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::ApiError;
-use super::guards::operator_body;
+use super::guards::{operator_request, session_id};
 use super::hook::delivered_json;
 use crate::delivery::gate::Mode;
 use crate::http::AppState;
 use crate::mux::KeystrokeText;
-use crate::wire::session_id::SessionId;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,17 +34,8 @@ pub async fn wake(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let bytes = operator_body(&app, &headers, body).await?;
-    let request: WakeRequest = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "expected {{\"session_id\": \"...\", \"force\": false, \"message\": \"<name>\"}}: {e}"
-        ))
-    })?;
-    let Some(session_id) = SessionId::parse(&request.session_id) else {
-        return Err(ApiError::BadRequest(
-            "session_id must match [A-Za-z0-9_-]{1,64}".into(),
-        ));
-    };
+    let request: WakeRequest = operator_request(&app, &headers, body, r#"{"session_id": "...", "force": false, "message": "<name>"}"#).await?;
+    let session_id = session_id(&request.session_id)?;
     let text = match &request.message {
         None => KeystrokeText::wake_prompt(),
         Some(name) => {
