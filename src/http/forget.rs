@@ -35,7 +35,13 @@ pub async fn forget(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let request: ForgetRequest = operator_request(&app, &headers, body, r#"{"session_id": "...", "force": false}"#).await?;
+    let request: ForgetRequest = operator_request(
+        &app,
+        &headers,
+        body,
+        r#"{"session_id": "...", "force": false}"#,
+    )
+    .await?;
     let sid = session_id(&request.session_id)?;
     let sid = sid.to_string();
     let wake_dir = app.deliverer.spool().wake_dir().to_path_buf();

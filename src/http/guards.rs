@@ -116,7 +116,8 @@ pub async fn operator_request<T: DeserializeOwned>(
     require_json(headers)?;
     let bytes = read_body(headers, body).await?;
     require_bearer(app, headers)?;
-    serde_json::from_slice(&bytes).map_err(|e| ApiError::BadRequest(format!("expected {shape}: {e}")))
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::BadRequest(format!("expected {shape}: {e}")))
 }
 
 /// The `session_id` of an operator's request, checked.

@@ -35,7 +35,13 @@ pub async fn rewind(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let request: RewindRequest = operator_request(&app, &headers, body, r#"{"session_id": "...", "restart": false}"#).await?;
+    let request: RewindRequest = operator_request(
+        &app,
+        &headers,
+        body,
+        r#"{"session_id": "...", "restart": false}"#,
+    )
+    .await?;
     let asked = session_id(&request.session_id)?;
     if app.nudges.is_none() {
         return Err(ApiError::BadRequest(

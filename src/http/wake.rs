@@ -34,7 +34,13 @@ pub async fn wake(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let request: WakeRequest = operator_request(&app, &headers, body, r#"{"session_id": "...", "force": false, "message": "<name>"}"#).await?;
+    let request: WakeRequest = operator_request(
+        &app,
+        &headers,
+        body,
+        r#"{"session_id": "...", "force": false, "message": "<name>"}"#,
+    )
+    .await?;
     let session_id = session_id(&request.session_id)?;
     let text = match &request.message {
         None => KeystrokeText::wake_prompt(),
