@@ -21,6 +21,9 @@ use super::guards::{operator_request, session_id};
 use crate::http::AppState;
 use crate::wakedir::reader::mapped_panes;
 
+/// The body, as a 400 shows it.
+const SHAPE: &str = r#"{"session_id": "...", "force": false}"#;
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ForgetRequest {
@@ -35,13 +38,7 @@ pub async fn forget(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let request: ForgetRequest = operator_request(
-        &app,
-        &headers,
-        body,
-        r#"{"session_id": "...", "force": false}"#,
-    )
-    .await?;
+    let request: ForgetRequest = operator_request(&app, &headers, body, SHAPE).await?;
     let sid = session_id(&request.session_id)?;
     let sid = sid.to_string();
     let wake_dir = app.deliverer.spool().wake_dir().to_path_buf();

@@ -21,6 +21,9 @@ use crate::http::AppState;
 use crate::store::{Record, RewindWhy, now_unix_ms};
 use crate::wakedir::target::PaneTarget;
 
+/// The body, as a 400 shows it.
+const SHAPE: &str = r#"{"session_id": "...", "restart": false}"#;
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RewindRequest {
@@ -35,13 +38,7 @@ pub async fn rewind(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let request: RewindRequest = operator_request(
-        &app,
-        &headers,
-        body,
-        r#"{"session_id": "...", "restart": false}"#,
-    )
-    .await?;
+    let request: RewindRequest = operator_request(&app, &headers, body, SHAPE).await?;
     let asked = session_id(&request.session_id)?;
     if app.nudges.is_none() {
         return Err(ApiError::BadRequest(

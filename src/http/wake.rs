@@ -18,6 +18,9 @@ use crate::delivery::gate::Mode;
 use crate::http::AppState;
 use crate::mux::KeystrokeText;
 
+/// The body, as a 400 shows it.
+const SHAPE: &str = r#"{"session_id": "...", "force": false, "message": "<name>"}"#;
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WakeRequest {
@@ -34,13 +37,7 @@ pub async fn wake(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let request: WakeRequest = operator_request(
-        &app,
-        &headers,
-        body,
-        r#"{"session_id": "...", "force": false, "message": "<name>"}"#,
-    )
-    .await?;
+    let request: WakeRequest = operator_request(&app, &headers, body, SHAPE).await?;
     let session_id = session_id(&request.session_id)?;
     let text = match &request.message {
         None => KeystrokeText::wake_prompt(),
