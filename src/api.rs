@@ -1,9 +1,6 @@
-//! The typed views the daemon serves and its own client verbs read back: `GET /health`
-//! ([`Health`]) and `GET /sessions` ([`Sessions`], one [`SessionStatus`] per session, with its one
-//! [`SessionState`]). One definition, serialised by the daemon and deserialised by `status`,
-//! `doctor`, `service` and `/metrics`, so no client parses a state back out of words and no
-//! field changes shape between the two ends. It owns the shapes; `http::status` and
-//! `http::health` fill them, `openapi.yaml` documents them (a test keeps the state list equal).
+//! The typed `/health` and `/sessions` views, serialised by the daemon and read back by `status`,
+//! `doctor`, `service` and `/metrics`, so neither end parses states out of words. `openapi.yaml`
+//! documents them (a test keeps the state list equal).
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};

@@ -1,11 +1,6 @@
-//! The file-system rules for wakebridge's own files (the wake dir's spools, locks, markers and
-//! `panes.json`, the singleton locks, the state dir's files), in one place: directories are
-//! created 0700 and files 0600 whatever the umask (they hold full event payloads); nothing is
-//! opened through a symlink (a planted link fails with ELOOP instead of redirecting a write or
-//! a lock); reads never block on a planted FIFO; descriptors never leak into the multiplexer
-//! children; a replaced file is written beside its target, synced and renamed over it, so a
-//! reader sees the old file or the new one and never half of either; a lock is an `flock(2)` on
-//! a lock file, released when the returned `File` is dropped.
+//! The file-system rules for wakebridge's own files: directories 0700 and files 0600 whatever the
+//! umask, no symlink followed, no read blocked on a FIFO, no descriptor leaked to children, a file
+//! replaced by write-sync-rename, a lock an `flock(2)` released when its `File` drops.
 
 use std::fs::{DirBuilder, File, OpenOptions, Permissions, TryLockError};
 use std::io::{self, ErrorKind, Write};

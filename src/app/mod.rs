@@ -1,8 +1,5 @@
-//! Assembling and running `serve`: prepare the wake dir, take the singleton locks, bind the
-//! listener, start the background tasks, serve until shutdown, then stop everything in order.
-//! `App::build` is what tests call too, so they run exactly what users run. It takes settings
-//! already validated ([`Validated`], `validated.rs`: what `config --check` runs too), so
-//! nothing about the configuration is decided here.
+//! `serve`: prepare the wake dir, take the singleton locks, bind, start the background tasks,
+//! serve, then stop in order. Tests call `App::build` too, so they run what users run.
 
 pub(crate) mod singleton;
 mod validated;

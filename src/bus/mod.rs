@@ -1,11 +1,6 @@
-//! The agent-event-bus MCP client: one `tools/call` over stateless streamable HTTP, the rules for
-//! unwrapping the bus's replies, and typed wrappers for the three webhook tools the bridge uses
-//! (`list_webhooks`, `register_webhook`, `unregister_webhook`).
-//!
-//! It owns the wire shape only. It does not decide when to register, sweep or retry (that is
-//! `bus::registration`), and it never exits the process: every failure is a [`BusError`] that
-//! says whether the bus was unreachable, answered an HTTP error, reported a tool error, refused
-//! in-band, or sent something we cannot use.
+//! The agent-event-bus MCP client: one `tools/call` over streamable HTTP, unwrapping the bus's
+//! replies, and the three webhook tools. It owns the wire shape only; every failure is a
+//! [`BusError`] saying what kind it was.
 
 pub mod registration;
 use std::time::Duration;

@@ -1,13 +1,7 @@
-//! The registration keeper: keeps exactly one webhook row on the bus pointing at our hook URL,
-//! for as long as `serve` runs, and says truthfully whether it is there.
-//!
-//! At start it sweeps every row at our exact hook URL (paused rows included: a paused leftover
-//! would double-deliver once re-enabled), then registers, retrying every failure with a capped
-//! backoff. Then it re-lists the bus every `keep_interval`: a row that was deleted or paused is
-//! replaced, and `registered` follows what the last check saw (the reference bridge cached it
-//! forever). On shutdown it removes its row within a fixed budget, so a hung bus cannot hold the
-//! process. It does not own the HTTP listener, the `/health` route, or the singleton locks that
-//! keep two bridges off one hook URL; it never panics and never exits the process.
+//! The registration keeper: exactly one webhook row on the bus at our hook URL while `serve` runs.
+//! It sweeps rows at our exact URL (paused ones too), registers with a capped backoff, re-lists
+//! every `keep_interval` to replace a row deleted or paused, and removes it at shutdown within a
+//! fixed budget.
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};

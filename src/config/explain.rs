@@ -1,7 +1,5 @@
-//! `wakebridge config`'s answer: every effective setting with the layer it came from (the
-//! built-in default, the user's file, a variable, a flag), and the paths and addresses derived
-//! from them. Only a configuration that resolves is explained, so what is shown is what `serve`
-//! would run with; the secret is shown as set or not, never its value.
+//! `wakebridge config`: every effective setting with the layer it came from, and the paths and
+//! addresses derived from them. The secret is shown as set or not, never its value.
 
 use std::path::PathBuf;
 

@@ -1,6 +1,4 @@
-//! Host names as the Host guard sees them: the canonical form of an incoming `Host` header or an
-//! allowlist entry, and the allowlist itself. Pure functions; the guard middleware lives in
-//! `http::guards`.
+//! Host names as the Host guard compares them (canonical forms), and the allowlist.
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;

@@ -1,9 +1,5 @@
-//! The layering of wakebridge's own settings, before validation: the built-in defaults
-//! (`config/default.toml`) < the user's TOML file < `WAKEBRIDGE_<SECTION>__<KEY>` variables,
-//! merged into one TOML table that becomes `Settings`. A variable's text is read as the type the
-//! default has (a number, a boolean, a comma-separated list, text), so `WAKEBRIDGE_PRUNE__
-//! MAX_TOTAL_BYTES=abc` is refused by name. Every CLI process resolves this (the hook on each
-//! tool call), so it is one parse of each file and a few table operations.
+//! The layering of wakebridge's own settings into one TOML table: defaults < the user's file <
+//! `WAKEBRIDGE_<SECTION>__<KEY>` variables, each variable's text read as the type its default has.
 
 use std::sync::LazyLock;
 

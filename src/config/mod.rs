@@ -1,8 +1,6 @@
-//! Configuration of `wakebridge serve`: the layered settings (built-in defaults from
-//! `config/default.toml` < the user's TOML file < environment < flags), their validation, and
-//! the network topology rules inherited from the Python bridge (bind derivation, refusals,
-//! advisory warnings, Host allowlist). Everything here is pure: it reads an environment and
-//! flags handed to it and returns a validated `Config` or one `ConfigError` line.
+//! Configuration of `serve`: defaults (`config/default.toml`) < the user's TOML file < environment
+//! < flags, validated into a `Config`, with the Python bridge's network rules. Pure: it reads the
+//! environment and flags handed to it.
 
 pub(crate) mod duration;
 mod error;

@@ -1,8 +1,5 @@
-//! Which setting names exist, and a "did you mean" for the ones that do not. The names are read
-//! from `config/default.toml` (it lists every setting), so this list cannot fall out of step
-//! with the settings; only the tables whose keys are the user's own (named messages, model
-//! windows) are named here. A misspelt key would otherwise be ignored without a word, and the
-//! setting the user meant would silently keep its default.
+//! Which setting names exist (read from `config/default.toml`), and a "did you mean" for the ones
+//! that do not: a misspelt key would otherwise silently leave its setting at the default.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;

@@ -1,6 +1,5 @@
-//! The typed shape of `config/default.toml`: one struct per section, deserialised from the
-//! layered table with no serde defaults, so a key missing from the built-in file fails every
-//! resolve instead of silently taking a second default here.
+//! The typed shape of `config/default.toml`, one struct per section, with no serde defaults: a key
+//! missing from the built-in file fails every resolve instead of taking a second default here.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,7 +1,5 @@
-//! Network topology rules: which address the listener binds, which Host headers it answers, and
-//! which combinations of bus URL, hook URL, bind and secret are refused (a remote bus POSTing to
-//! its own loopback; a listener reachable off the machine without a secret) or only warned about.
-//! These are the Python bridge's rules; each refusal is a bug somebody shipped.
+//! The Python bridge's network rules: the address the listener binds, the Host names it answers,
+//! the combinations of bus URL, hook URL, bind and secret it refuses, and the ones it warns about.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

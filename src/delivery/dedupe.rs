@@ -1,17 +1,7 @@
-//! Recognising a redelivery. The bus retries a delivery it thinks failed with a byte-identical
-//! body, so an event's identity is the digest of its body (`Event::identity`): it survives a bus
-//! whose database was reset (ids restart from 1, timestamps do not repeat) and makes a replayed
-//! signed body harmless. An identity is remembered for the identity window from its delivery;
-//! at start-up the whole window is read back from the ledger (`restore`), so an event whose 200
-//! went out is recognised by every later instance until its window ends, however many came
-//! after it. A duplicate arriving while the original is still in flight waits for its answer.
-//!
-//! The memory is one hash map from a 128-bit key (the digest's first 16 bytes) to the
-//! identity's expiry and action packed in one `u64`: 24 bytes a slot, nothing allocated per
-//! identity, no second structure to order them. A lookup checks the expiry itself, so
-//! correctness never waits for a sweep; `expire` (on the prune interval) only gives the memory
-//! back. The cap is far above any real load; reaching it forgets the oldest sixteenth at once
-//! (a few passes over the map, once per that many deliveries) and warns, never silently.
+//! Recognising a redelivery. An event's identity is the digest of its body, which the bus repeats
+//! byte for byte; it is remembered for the identity window (restored from the ledger at start), and
+//! a duplicate arriving while the original is in flight waits for its answer. The memory packs an
+//! identity into a 24-byte slot; at its cap the oldest sixteenth is forgotten at once, with a warning.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

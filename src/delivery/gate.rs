@@ -1,14 +1,7 @@
 //! The wake gate: the one place that decides whether a pane may be typed into, and the one path
-//! that does it. Bus events, manual wakes, nudges and context warnings all come through here, in
-//! the reference's order: pane mapping (panes.json) → busy marker → cooldown (reserved before
-//! typing, rolled back on failure) → stale-pane guard and typing (in `mux`), under one budget.
-//! Beyond the reference, a tmux pane whose prompt already holds text (a human's draft), that is
-//! in copy mode or shows a menu is treated like a busy one: `spool-busy`, nothing typed (and
-//! the event is owed a wake). So is a session held at a usage limit: the ledger has its limit,
-//! or the screen's latest word is a limit's notice (then recorded in the ledger); only the
-//! resumer's message ([`Mode::Resume`]) is typed then. It also answers which id a session goes
-//! by now ([`Gate::resolve`]: the id given up at a `/clear` still reaches the pane).
-//! Nothing here can fail a delivery: every outcome is an `Action`.
+//! that types. In the reference's order: mapping → busy marker → cooldown → stale-pane guard and
+//! typing. Beyond it, a prompt holding text, copy mode, a menu or a usage limit hold a wake like a
+//! busy marker (`spool-busy`, owed). It also says which id a session goes by after a `/clear`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -1,6 +1,5 @@
-//! The delivery pipeline every actionable event goes through after the HTTP checks: spool the
-//! line durably, then (mux backend) decide whether and how to wake the session. It owns the
-//! `action` vocabulary the bus-facing answer uses.
+//! The delivery pipeline every actionable event takes after the HTTP checks: dedupe, spool the line
+//! durably, then (mux backend) let the gate decide whether to wake the session, and record it.
 
 pub(crate) mod action;
 pub(crate) mod cooldown;

@@ -1,10 +1,6 @@
-//! `POST /forget`: an operator drops one session from the daemon's views (`wakebridge forget`):
-//! its ledger rows, through the store's writer (`Store::forget_session`, the rows pruning
-//! removes for sessions long gone), and, with `force`, its panes.json mapping. An unknown
-//! session is 404. A mapped one is refused (409) without `force`: the mapping is how the gate,
-//! the nudger and the hook reach its agent, a running agent's next hook would write it back, and
-//! status lists every mapped session anyway; `force` is for a mapping a dead pane left behind
-//! (no `SessionEnd` ran). Same body shape and bearer as `/wake` and `/rewind`.
+//! `POST /forget`: drops a session's ledger rows and, with `force`, its panes.json mapping. A
+//! mapped session is refused (409) without `force`: its agent may still run and would write the
+//! mapping back.
 
 use std::sync::Arc;
 

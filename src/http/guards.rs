@@ -1,7 +1,5 @@
-//! Request guards shared by the POST routes: the Host allowlist (DNS-rebinding defence, ahead
-//! of routing), the JSON content type (a browser's no-cors fetch cannot send it), and the body
-//! size cap checked on the declared length and again while streaming, and the bearer secret of
-//! the operators' routes.
+//! Request guards: the Host allowlist (DNS rebinding, ahead of routing), the JSON content type, the
+//! body size cap, and the bearer secret of the operators' routes.
 
 use std::sync::Arc;
 

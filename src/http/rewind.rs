@@ -1,9 +1,5 @@
-//! `POST /rewind`: a session asks for a clean context window (`wakebridge rewind`). It only
-//! records the request and answers at once; the nudger performs it at the session's next idle
-//! moment (`session::task::rewind`). The session is named by any id it has had: one given up at a
-//! `/clear` names the agent that runs in its pane now. `restart: true` asks for the agent to be
-//! started again instead (a dead pane too: it is revived at the nudger's next poll). Same auth
-//! as `/wake`.
+//! `POST /rewind`: records a session's request for a clean context window (or, with `restart`, a
+//! restart); the nudger performs it at the session's next idle moment.
 
 use std::sync::Arc;
 

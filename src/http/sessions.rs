@@ -1,6 +1,5 @@
-//! `GET /sessions` (every known session as JSON) and `GET /metrics` (Prometheus text: the
-//! recorder's counters and the gauges computed here at scrape time, none labelled per session).
-//! Both need the bearer beyond loopback (`guards::require_reader`).
+//! `GET /sessions` (every known session) and `GET /metrics` (the recorder's counters and gauges
+//! computed at scrape time, none per session).
 
 use std::fmt::Write as _;
 use std::sync::Arc;

@@ -1,8 +1,6 @@
-//! What every known session looks like right now, for machines (`GET /sessions`) and humans
-//! (`wakebridge status`, which renders the same typed view: `cli::glance`): the daemon's one
-//! answer to "what state is this session in" ([`state_of`]), from the session loop's last
-//! decision and the ledger's facts, and the rule for when a session has ended. A session is
-//! known when the ledger has seen it (hook or delivery) or panes.json maps it.
+//! What every known session looks like now, for `GET /sessions` and `wakebridge status`: the
+//! daemon's one answer to "what state is this session in" ([`state_of`]) and when a session has
+//! ended. A session is known when the ledger has seen it or panes.json maps it.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,7 +1,5 @@
-//! `POST /wake`: a manual wake for curl and scripts. Same gate as a bus event (mapping,
-//! stale-pane guard, busy marker, cooldown; `force` skips only the last two), recorded in the
-//! ledger, answered in `/hook`'s shape. It types the fixed wake prompt or one of the operator's
-//! configured messages chosen by name: never text from the request.
+//! `POST /wake`: a manual wake through the same gate as a bus event (`force` skips the busy marker
+//! and the cooldown). It types the wake prompt or a configured message by name, never request text.
 
 use std::sync::Arc;
 

@@ -1,8 +1,5 @@
-//! Telling a human (`[notify]`): which notices go out and in what words. It owns the settings'
-//! validation ([`NotifyConfig`]), the rate limit ([`RateLimit`]: one notice of a kind per
-//! session within `min_gap`, at most `max_per_hour` in all) and the message
-//! ([`message`]); all of it pure. Sending them (a webhook POST, a bus event) is [`task`]'s. The
-//! notices themselves come from the features through `telemetry::notice`.
+//! Telling a human (`[notify]`): the settings ([`NotifyConfig`]), the rate limit ([`RateLimit`])
+//! and the words ([`message`]), all pure; [`task`] sends.
 
 pub mod task;
 

@@ -1,15 +1,7 @@
-//! Where log lines go, and the promise that writing them never stops the daemon: not a closed
-//! stderr, not a reader that went away (`serve 2>&1 | head`, a journald restart), not a pipe
-//! nobody drains, not `/dev/full`.
-//!
-//! Lines are formatted by `tracing-subscriber` on the thread that logs and handed to one writer
-//! thread through a bounded queue; a full queue drops the line (and counts it) instead of
-//! blocking, and the writer ignores every write error. The standard descriptors are made valid
-//! first, so a daemon started with stderr closed never finds a database or a socket on fd 2.
-//! Under systemd, when stderr is the journal's stream, lines carry their level as a syslog
-//! priority (`<4>` for a warning) and no timestamp of their own, since the journal adds one.
-//! The `outln!`/`errln!` macros are the CLI verbs' `println!`/`eprintln!` without the panic on
-//! a broken pipe.
+//! Where log lines go, without ever stopping the daemon: lines go through a bounded queue to one
+//! writer thread that drops (and counts) what does not fit and ignores write errors. Under
+//! systemd's journal, lines carry a `<N>` priority and no timestamp. `outln!`/`errln!` are
+//! `println!`/`eprintln!` without the panic on a broken pipe.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

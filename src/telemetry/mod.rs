@@ -1,6 +1,5 @@
-//! Prometheus metrics: one process-wide recorder (the `metrics` facade), counters recorded where
-//! things happen (deliveries by action, rejections by reason, errors by kind), a latency
-//! histogram for `/hook`, and gauges computed at scrape time from the session status.
+//! Prometheus metrics: the process-wide recorder, the counters recorded where things happen, and
+//! the `/hook` latency histogram.
 
 pub(crate) mod logging;
 pub mod notice;

@@ -1,9 +1,6 @@
-//! Notices for a human: the moments worth a push message (a session fell silent, hit its usage
-//! limit, reached the checkpoint threshold, was resumed, or could not be woken three times in a
-//! row) as the features that see them report them. [`Notices`] is the cheap handle they hold;
-//! it never blocks and does nothing when notifications are off. Sending, rate limiting and the
-//! words of the message are `notify`'s. A notice carries only wakebridge's own facts (ids,
-//! levels, times, error kinds), never a bus event's payload.
+//! Notices for a human (a session fell silent, hit its limit, reached the checkpoint, was
+//! resumed, cannot be woken): [`Notices`] is the handle features hold; it never blocks. Sending
+//! them is `notify`'s. A notice carries only wakebridge's own facts, never an event's payload.
 
 use strum::{EnumIter, IntoStaticStr};
 use tokio::sync::mpsc;

@@ -1,7 +1,5 @@
-//! The webhook event: parsing the body the bus POSTs (strict JSON: NaN, Infinity and deep
-//! nesting refused), the signal-level filter, the target session taken from a `session:<id>`
-//! channel, and the spool line the event becomes. The identity of an event (for recognising a
-//! redelivery) is the digest of its exact body bytes, which the bus repeats byte for byte.
+//! The webhook event: the body parsed strictly, the signal-level filter, the target from a
+//! `session:<id>` channel, the spool line, and its identity (the body's digest).
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};

@@ -1,8 +1,5 @@
-//! Serialising a JSON value exactly as Python's `json.dumps` does with its defaults
-//! (`", "` and `": "` separators, `ensure_ascii=True`, NaN/Infinity refused, floats in `repr`
-//! form), so a spool line is byte-for-byte the line the Python bridge writes and drainers written
-//! for it keep working. Keys keep the order they were received in (serde_json `preserve_order`);
-//! numbers keep their original text (`arbitrary_precision`) until they are formatted here.
+//! JSON exactly as Python's `json.dumps` writes it by default (separators, `ensure_ascii`, float
+//! `repr`), so a spool line is byte-for-byte the Python bridge's and its drainers keep working.
 
 use serde_json::{Number, Value};
 use std::fmt::Write as _;
