@@ -1,5 +1,5 @@
 //! Durations as wakebridge's settings take them: seconds (`30`, `0.5`) or a number with a unit
-//! (`"500ms"`, `"15m"`). The reference's own variables and flags keep plain seconds (`config::resolve`).
+//! (`"500ms"`, `"15m"`). The reference's own variables and flags keep plain seconds.
 
 use std::time::Duration;
 

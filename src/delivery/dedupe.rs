@@ -1,7 +1,8 @@
-//! Recognising a redelivery. An event's identity is the digest of its body, which the bus repeats
-//! byte for byte; it is remembered for the identity window (restored from the ledger at start), and
-//! a duplicate arriving while the original is in flight waits for its answer. The memory packs an
-//! identity into a 24-byte slot; at its cap the oldest sixteenth is forgotten at once, with a warning.
+//! Recognising a redelivery. An event's identity is the digest of its body, which the bus
+//! repeats byte for byte; it is remembered for the identity window (restored from the ledger at
+//! start), and a duplicate arriving while the original is in flight waits for its answer. The
+//! memory packs an identity into a 24-byte slot; at its cap the oldest sixteenth is forgotten
+//! at once, with a warning.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
