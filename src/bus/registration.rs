@@ -15,6 +15,7 @@ use url::{Host, Url};
 use crate::bus::{BusClient, BusError, SESSION_CHANNEL, WebhookRow};
 use crate::deadline::Deadline;
 use crate::telemetry::warn::Warnings;
+use crate::wire::signature::Secret;
 
 /// First retry delay after a failed bus call: long enough not to spin on a bus that is still
 /// starting, short enough that a boot race costs about a second.
@@ -122,14 +123,14 @@ impl RegistrationStatus {
 }
 
 /// Where to register and how often to check.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct RegistrationConfig {
     /// The bus MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
     pub bus_url: String,
     /// The URL registered, and the exact-match key of the sweep.
     pub hook_url: String,
     /// The HMAC secret the bus signs with; sent only when set.
-    pub secret: Option<String>,
+    pub secret: Option<Secret>,
     pub keep_interval: Duration,
 }
 
@@ -139,20 +140,9 @@ impl RegistrationConfig {
         Self {
             bus_url: bus_url.to_owned(),
             hook_url: hook_url.to_owned(),
-            secret: secret.map(str::to_owned),
+            secret: secret.map(Secret::new),
             keep_interval: crate::config::defaults().registration.keep_interval,
         }
-    }
-}
-
-impl std::fmt::Debug for RegistrationConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RegistrationConfig")
-            .field("bus_url", &self.bus_url)
-            .field("hook_url", &self.hook_url)
-            .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
-            .field("keep_interval", &self.keep_interval)
-            .finish()
     }
 }
 
@@ -321,7 +311,7 @@ impl Keeper {
         let register = self.client.register_webhook(
             &self.config.hook_url,
             SESSION_CHANNEL,
-            self.config.secret.as_deref(),
+            self.config.secret.as_ref().map(Secret::expose),
         );
         tokio::pin!(register);
         tokio::select! {
