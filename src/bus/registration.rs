@@ -88,14 +88,6 @@ impl RegistrationStatus {
         self.state.borrow().clone()
     }
 
-    pub fn registered(&self) -> bool {
-        self.state.borrow().registered
-    }
-
-    pub fn webhook_id(&self) -> Option<i64> {
-        self.state.borrow().webhook_id
-    }
-
     fn record_verified(&self, id: i64) {
         self.state.send_modify(|s| {
             s.registered = true;
@@ -489,7 +481,7 @@ mod tests {
         assert!(snap.last_verified_at.is_some());
         assert_eq!(status.take_id(), Some(42));
         assert_eq!(status.take_id(), None);
-        assert!(!status.registered());
+        assert!(!status.snapshot().registered);
     }
 
     #[test]

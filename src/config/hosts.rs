@@ -18,7 +18,7 @@ pub fn canonical_host(raw: &str) -> String {
         let cut = raw.rfind(':').map_or(raw, |i| &raw[..i]);
         cut.to_ascii_lowercase()
     };
-    canonical_ip_or(host)
+    host.parse::<IpAddr>().map_or(host, |ip| ip.to_string())
 }
 
 /// An allowlist entry as an operator writes it: a bare IP literal (IPv6 too) keeps its address;
@@ -32,13 +32,6 @@ pub fn canonical_entry(entry: &str) -> Option<String> {
         return Some(ip.to_string());
     }
     Some(canonical_host(trimmed))
-}
-
-fn canonical_ip_or(host: String) -> String {
-    match host.parse::<IpAddr>() {
-        Ok(ip) => ip.to_string(),
-        Err(_) => host,
-    }
 }
 
 /// The set of Host values the listener answers to.

@@ -318,7 +318,7 @@ fn read_file(path: &Path) -> Result<toml::Table, ConfigError> {
         path: path.to_path_buf(),
         source,
     })?;
-    names::check_file(path, &file)?;
+    names::check_file(path, "", &file)?;
     Ok(file)
 }
 

@@ -84,17 +84,13 @@ pub fn read(path: &Path) -> Result<Secret, SecretFileError> {
         .read_to_string(&mut text);
     match read {
         Ok(n) if (n as u64) <= MAX_SECRET_BYTES => {}
-        Ok(_) => {
+        Err(e) if e.kind() != std::io::ErrorKind::InvalidData => return Err(open_error(e)),
+        // Too long, or not text.
+        _ => {
             return Err(SecretFileError::NotASecret {
                 path: path.to_path_buf(),
             });
         }
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-            return Err(SecretFileError::NotASecret {
-                path: path.to_path_buf(),
-            });
-        }
-        Err(e) => return Err(open_error(e)),
     }
     let secret = text.trim_end_matches(['\n', '\r']);
     if secret.trim().is_empty() {

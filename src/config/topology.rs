@@ -115,10 +115,6 @@ fn is_loopback(host: &str, ip: Option<IpAddr>) -> bool {
     }
 }
 
-fn is_wildcard(ip: IpAddr) -> bool {
-    ip.is_unspecified()
-}
-
 pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
     let bus = parse_http_url(i.bus_url, i.bus_origin, "bus URL")?;
     let hook = parse_http_url(i.hook_url, i.hook_origin, "hook URL")?;
@@ -178,7 +174,7 @@ pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
         .map(std::string::ToString::to_string)
         .collect();
     names.push(hook.host.clone());
-    if !is_wildcard(bind) {
+    if !bind.is_unspecified() {
         names.push(bind.to_string());
     }
     names.extend(extra.iter().cloned());
@@ -225,7 +221,7 @@ fn warnings(
     }
     if pinned {
         match hook.ip {
-            _ if is_wildcard(bind) => {}
+            _ if bind.is_unspecified() => {}
             Some(hip)
                 if hook_loopback
                     && bind.is_loopback()
