@@ -32,8 +32,7 @@ use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use singleton::{SingletonError, Singletons};
 
-/// Why `serve` could not start or stopped. Each module's error says what to fix, so most
-/// variants show it unchanged.
+/// Why `serve` could not start or stopped; most variants show a module's own error.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error("cannot prepare wake dir {dir} (--wake-dir / AGENT_EVENT_BUS_WAKE_DIR): {source}")]
@@ -61,8 +60,7 @@ pub enum AppError {
 }
 
 impl AppError {
-    /// 2 when a restart cannot help (the configuration or a file needs a human: a supervisor
-    /// should not retry), 1 when it may (the port or the singleton lock may be freed).
+    /// 2 when a restart cannot help (a human must fix something), 1 when it may.
     pub fn exit_code(&self) -> u8 {
         match self {
             AppError::WakeDir { .. } | AppError::Ledger(_) => 2,
@@ -89,8 +87,7 @@ pub struct App {
 }
 
 impl App {
-    /// Builds the daemon from settings [`Validated`] before (so a bad one was refused before
-    /// anything here is locked, bound or opened).
+    /// Builds the daemon from settings already [`Validated`].
     pub async fn build(settings: Validated, env: &Env) -> Result<App, AppError> {
         let Validated {
             config,
@@ -307,8 +304,7 @@ fn spawn_pruning(
     })
 }
 
-/// Sessions gone for `max_age` (the spools' age limit) and no longer mapped to a pane: their
-/// ledger rows and their state files go, so neither grows with every session ever seen.
+/// Forgets the ledger rows and state files of sessions unmapped and gone for `max_age`.
 async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
     let wake_dir = state.deliverer.spool().wake_dir();
     let mapped: Vec<String> = mapped_panes(wake_dir).into_keys().collect();
@@ -353,9 +349,8 @@ async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
     }
 }
 
-/// Reads back what must survive a restart: the event identities of the whole identity window
-/// (so every redelivery of an event answered 200 is still recognised) and recent wakes (so a
-/// restart does not reopen a cooldown window).
+/// Reads back what must survive a restart: the identity window's event identities (so a
+/// redelivery is still recognised) and recent wakes (so no cooldown reopens).
 fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) {
     let now = now_unix_ms();
     let ago = |at_ms: i64| Duration::from_millis(now.saturating_sub(at_ms).max(0) as u64);
@@ -389,9 +384,8 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
     }
 }
 
-/// Lifts the soft limit on open descriptors to the hard one (as most servers do): every
-/// connection and every busy session's spool file holds one, and the usual soft limit of 1024
-/// would cap both long before the machine does.
+/// Lifts the soft limit on open descriptors to the hard one: connections and spool files each
+/// hold one, and the usual 1024 caps both long before the machine does.
 fn raise_descriptor_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -415,8 +409,7 @@ fn raise_descriptor_limit() {
     }
 }
 
-/// Warns (never refuses: a refusal would crash-loop under a supervisor) when no multiplexer is
-/// on PATH.
+/// Warns (a refusal would crash-loop under a supervisor) when no multiplexer is on PATH.
 fn preflight_multiplexers(config: &MuxConfig, env: &Env) {
     let found = crate::mux::preflight_for(config, env);
     if found.is_empty() {

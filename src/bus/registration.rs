@@ -17,16 +17,14 @@ use crate::deadline::Deadline;
 use crate::telemetry::warn::Warnings;
 use crate::wire::signature::Secret;
 
-/// First retry delay after a failed bus call: long enough not to spin on a bus that is still
-/// starting, short enough that a boot race costs about a second.
+/// First retry delay after a failed bus call: a boot race costs about a second.
 pub const BACKOFF_FIRST: Duration = Duration::from_secs(1);
 
 /// Longest retry delay: the reference bridge's cap, so a bus started late is found within 30 s.
 pub const BACKOFF_CAP: Duration = Duration::from_secs(30);
 
-/// Everything shutdown may spend on the bus (finishing an in-flight registration, then removing
-/// our row). Well under launchd's and systemd's stop timeouts, so a hung bus can only leak a row
-/// (the next start's sweep reclaims it), never hold the process.
+/// Everything shutdown may spend on the bus, well under the supervisors' stop timeouts: a hung
+/// bus can only leak a row (the next sweep reclaims it), never hold the process.
 pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(5);
 
 /// The retry delay after `attempt` consecutive failures (0-based): 1, 2, 4, 8, 16, 30, 30, ... s.
@@ -35,10 +33,8 @@ pub fn backoff(attempt: u32) -> Duration {
     BACKOFF_FIRST.saturating_mul(factor).min(BACKOFF_CAP)
 }
 
-/// True when `other` is not our hook URL but looks like an older registration of this bridge:
-/// same host and path on another port (a `--port` change), or the same port and path on another
-/// loopback alias (`localhost` vs `127.0.0.1`). Such rows are never swept, because they may
-/// belong to another bridge; the keeper only warns about them.
+/// True when `other` looks like an older registration of this bridge (another port, or another
+/// loopback alias): never swept, since another bridge may listen there; only warned about.
 pub fn looks_like_ours(hook_url: &Url, other: &str) -> bool {
     let Ok(other) = Url::parse(other) else {
         return false;
@@ -69,8 +65,7 @@ fn is_loopback(host: &Host<&str>) -> bool {
 pub struct RegistrationSnapshot {
     /// The last check (a registration, or a keeper listing) found our row present and active.
     pub registered: bool,
-    /// The id of the row we hold, if any (kept while the bus is unreachable, since the row most
-    /// likely still exists; dropped once the bus shows it gone).
+    /// The id of the row we hold, kept while the bus is unreachable.
     pub webhook_id: Option<i64>,
     /// Wall-clock time of the last check that found our row.
     pub last_verified_at: Option<SystemTime>,
@@ -185,8 +180,7 @@ pub async fn run(
 struct Keeper {
     client: BusClient,
     config: RegistrationConfig,
-    /// The hook URL parsed, for the look-alike check; `None` if it does not parse (then that
-    /// check is skipped; the exact-string sweep still works).
+    /// The hook URL parsed, for the look-alike check (skipped when it does not parse).
     hook_url: Option<Url>,
     status: Arc<RegistrationStatus>,
     shutdown: CancellationToken,
@@ -283,8 +277,8 @@ impl Keeper {
         }
     }
 
-    /// One sweep-then-register. The sweep stops at shutdown; a register request already sent
-    /// is given the shutdown budget to answer, so the row it may have created can be removed.
+    /// One sweep-then-register. A register already sent at shutdown gets the shutdown budget, so
+    /// the row it may have created can be removed.
     async fn attempt(&self, warned: &Warnings) -> Result<i64, RegistrationError> {
         let rows = self
             .cancellable(self.client.list_webhooks())
@@ -319,8 +313,7 @@ impl Keeper {
         }
     }
 
-    /// Lists the bus and says what became of our row. Other rows at our exact URL are
-    /// duplicates that would double-deliver, so they are removed as the start-up sweep would.
+    /// Lists the bus and says what became of our row, removing duplicates at our exact URL.
     async fn check(&self, id: i64, warned: &Warnings) -> Result<RowState, BusError> {
         let rows = self.client.list_webhooks().await?;
         self.warn_about_lookalikes(&rows, warned);

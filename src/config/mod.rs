@@ -34,11 +34,8 @@ pub use topology::{Topology, UrlProblem};
 /// The built-in defaults: the same file operators read as documentation.
 pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
 
-/// Every setting at its default, as `config/default.toml` gives it: the one place a default
-/// lives. Modules whose settings are not passed in (a unit test, a tool run outside `serve`)
-/// start from these instead of keeping their own copies.
+/// Every setting at its default (`config/default.toml`, the one place a default lives).
 pub fn defaults() -> &'static Settings {
-    // The file is compiled in and a unit test parses it, so this cannot fail at run time.
     #[allow(clippy::expect_used)]
     static DEFAULTS: std::sync::LazyLock<Settings> = std::sync::LazyLock::new(|| {
         Settings::deserialize(layers::defaults().clone())
@@ -225,8 +222,7 @@ fn home(env: &Env) -> Option<PathBuf> {
     env.absolute_path("HOME")
 }
 
-/// A path setting: hooks and the daemon run from many working directories, so only an absolute
-/// path means the same file to all of them.
+/// A path setting: only an absolute path means the same file in every working directory.
 fn absolute(value: &str, origin: &str, names: &str) -> Result<PathBuf, ConfigError> {
     let path = PathBuf::from(value);
     if path.is_absolute() {
@@ -260,8 +256,7 @@ pub struct Config {
     pub warnings: Vec<String>,
 }
 
-/// Layers defaults < file < `WAKEBRIDGE_*` env into `Settings`. A key of the file or a
-/// `WAKEBRIDGE_*` variable that names no setting is refused (with the nearest valid name).
+/// Layers defaults < file < `WAKEBRIDGE_*` env into `Settings`, refusing unknown names.
 pub fn load_settings(config_file: Option<&Path>, env: &Env) -> Result<Settings, ConfigError> {
     Ok(load(config_file, env)?.0)
 }
@@ -276,8 +271,7 @@ fn load(config_file: Option<&Path>, env: &Env) -> Result<(Settings, Option<PathB
     Ok((settings, user_file))
 }
 
-/// The settings' layers merged into one table (defaults < file < `WAKEBRIDGE_*`), before they
-/// are typed, and the file that was read (if any).
+/// The layers merged into one untyped table, and the file that was read (if any).
 fn layered(
     config_file: Option<&Path>,
     env: &Env,
@@ -331,8 +325,7 @@ pub fn default_config_file(env: &Env) -> Option<PathBuf> {
     Some(base.join("wakebridge").join("config.toml"))
 }
 
-/// `$XDG_STATE_HOME/wakebridge`, else `~/.local/state/wakebridge`. Per the XDG spec an empty
-/// or relative `XDG_STATE_HOME` is ignored.
+/// `$XDG_STATE_HOME/wakebridge` (absolute only, per XDG), else `~/.local/state/wakebridge`.
 fn default_state_dir(env: &Env) -> Option<PathBuf> {
     env.nonempty("XDG_STATE_HOME")
         .map(PathBuf::from)
@@ -473,8 +466,7 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
         (None, None) => b.allowed_hosts.clone(),
     };
 
-    // The reference variable wins; the file is read only without it. Its path must be absolute
-    // either way: `service install` writes the secret there for a daemon that runs elsewhere.
+    // The reference variable wins; the file's path must be absolute either way.
     let secret_file = match b.secret_file.trim() {
         "" => None,
         set => Some(absolute(
