@@ -12,8 +12,7 @@ pub const FILE_MODE: u32 = 0o600;
 /// Mode of every directory wakebridge creates: owner only.
 pub const DIR_MODE: u32 = 0o700;
 
-/// `mkdir -p dir`, then narrow it to [`DIR_MODE`] whatever mode it had: the mode is asserted on
-/// every write rather than trusted from creation.
+/// `mkdir -p dir`, then narrow it to [`DIR_MODE`] whatever mode it had.
 pub fn ensure_dir(dir: &Path) -> io::Result<()> {
     DirBuilder::new()
         .recursive(true)
@@ -22,14 +21,12 @@ pub fn ensure_dir(dir: &Path) -> io::Result<()> {
     std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
 }
 
-/// `mkdir -p dir` with [`DIR_MODE`] for what it creates, leaving an existing directory's mode
-/// alone (a directory the user shares on purpose, like the ledger's).
+/// `mkdir -p dir` with [`DIR_MODE`] for what it creates; an existing one keeps its mode.
 pub fn create_dir(dir: &Path) -> io::Result<()> {
     DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir)
 }
 
-/// Options every open of our files starts from: created [`FILE_MODE`], no symlink followed
-/// (ELOOP instead), close-on-exec. The caller adds read, write, append, create.
+/// Options every open of our files starts from: [`FILE_MODE`], no symlink, close-on-exec.
 pub fn options() -> OpenOptions {
     let mut options = OpenOptions::new();
     options
@@ -62,8 +59,7 @@ pub fn try_lock(path: &Path) -> io::Result<Option<File>> {
     }
 }
 
-/// Waits for the exclusive lock on `path` (created [`FILE_MODE`] if missing), with no timeout:
-/// for locks whose holders are short and always finish.
+/// Waits, without a timeout, for the exclusive lock on `path` (for short holders).
 pub fn lock(path: &Path) -> io::Result<File> {
     let file = open_lock(path)?;
     loop {

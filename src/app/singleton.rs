@@ -102,8 +102,8 @@ pub fn acquire(env: &Env, hook_url: &str, wake_dir: &Path) -> Result<Singletons,
     })
 }
 
-/// Created 0700 if missing; an existing one must be a real directory of ours with no group or
-/// other bits (never adopted blindly: a planted dir would let another user hold our lock).
+/// Created 0700 if missing; an existing one must be ours and private (a planted dir would let
+/// another user hold our lock).
 fn prepare_lock_dir(dir: &Path) -> Result<(), SingletonError> {
     match std::fs::DirBuilder::new()
         .mode(crate::private_fs::DIR_MODE)

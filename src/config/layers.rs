@@ -45,8 +45,7 @@ pub fn apply_env<'a>(
     Ok(())
 }
 
-/// The default value of `path`, or for a key of a table the user fills (named messages, model
-/// windows) one of that table's default entries: what a variable's text should become.
+/// The default of `path` (for a user-filled table, one of its entries): the type to read as.
 fn like(path: &[String]) -> Option<&'static toml::Value> {
     let (last, parents) = path.split_last()?;
     let mut table = defaults();
@@ -56,10 +55,8 @@ fn like(path: &[String]) -> Option<&'static toml::Value> {
     table.get(last).or_else(|| table.values().next())
 }
 
-/// `text` as the type of `like` (text when there is no default to go by). A number that does
-/// not parse stays text: the settings read a few numbers as text on purpose (the port and the
-/// seconds the reference's own rules check, durations with a unit), and the rest refuse it by
-/// name when the table becomes `Settings`.
+/// `text` as the type of `like`. A number that does not parse stays text: a few settings take
+/// text on purpose (the port, seconds, durations), the rest refuse it by name later.
 fn typed(name: &str, text: &str, like: Option<&toml::Value>) -> Result<toml::Value, ConfigError> {
     let trimmed = text.trim();
     Ok(match like {

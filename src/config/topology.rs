@@ -106,8 +106,7 @@ fn parse_http_url(raw: &str, origin: &str, what: &'static str) -> Result<UrlHost
     })
 }
 
-/// Loopback means an IP literal in 127.0.0.0/8 or ::1, or exactly the name `localhost`. No DNS:
-/// a name that resolves to loopback still counts as remote.
+/// A loopback IP literal or exactly `localhost` (no DNS: other names count as remote).
 fn is_loopback(host: &str, ip: Option<IpAddr>) -> bool {
     match ip {
         Some(ip) => ip.is_loopback(),

@@ -20,8 +20,7 @@ use crate::wire::session_id::SessionId;
 /// Largest body accepted: exactly 1 MiB passes, one byte more is 413.
 pub const MAX_BODY_BYTES: usize = 1_048_576;
 
-/// 421 for any Host outside the allowlist, on every path and method, before routing, so a
-/// foreign Host cannot even learn which routes exist.
+/// 421 for any Host outside the allowlist, before routing: a foreign Host learns no routes.
 pub async fn host_guard(
     State(app): State<Arc<AppState>>,
     request: Request,
@@ -84,8 +83,7 @@ pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-/// Reads the body under the cap: a declared length over the cap is refused before reading; a
-/// stream that grows past it is cut off mid-way; a client that goes away gets 400.
+/// Reads the body under the cap, declared or streamed; a client that goes away gets 400.
 pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, ApiError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -140,9 +138,8 @@ fn require_bearer(app: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-/// The fleet's reads (`/sessions`, `/metrics`) show session ids, working directories and pane
-/// names: with a secret set and a listener other hosts can reach, they need the bearer too.
-/// On loopback they stay open, so `curl` and a local Prometheus need nothing.
+/// `/sessions` and `/metrics` show ids, directories and panes: beyond loopback, with a secret
+/// set, they need the bearer too.
 pub fn require_reader(app: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     if app.config.topology.bind.is_loopback() {
         return Ok(());

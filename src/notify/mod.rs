@@ -131,8 +131,7 @@ impl RateLimit {
     }
 }
 
-/// The message's title and text: the session by its short id and project, what happened, and
-/// the detail (wakebridge's own words: never a bus event's payload).
+/// The message's title and text: the session's short id and project, what happened, the detail.
 pub fn message(notice: &Notice, project: Option<&str>) -> (String, String) {
     let short = notice.session_id.get(..8).unwrap_or(&notice.session_id);
     let who = match project {

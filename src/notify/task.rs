@@ -17,8 +17,7 @@ use crate::telemetry::notice::{Notice, NoticeOutcome};
 use crate::telemetry::warn::Warnings;
 use crate::warn_limited;
 
-/// One attempt's budget, for the webhook and for the bus each: a push service answers in well
-/// under a second; one that does not is given up on rather than queued behind.
+/// One attempt's budget, for the webhook and the bus each.
 const SEND_BUDGET: Duration = Duration::from_secs(5);
 /// The bus event's type.
 pub const EVENT_TYPE: &str = "wakebridge_notice";

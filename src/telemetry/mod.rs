@@ -100,9 +100,8 @@ pub struct KnownLabels<A, R, K> {
     pub error_kinds: K,
 }
 
-/// Makes every counter series exist at 0 from the start, so `rate()` and `increase()` see a
-/// series's first event (one born at its first increment hides it) and a dashboard shows
-/// zeros rather than "no data". Call once, after `handle()`.
+/// Makes every counter series exist at 0 from the start, so `rate()` sees a series's first event
+/// and a dashboard shows zeros. Call once, after `handle()`.
 pub fn start_at_zero<A, R, K>(known: KnownLabels<A, R, K>)
 where
     A: IntoIterator<Item = &'static str>,

@@ -5,8 +5,7 @@
 use strum::{EnumIter, IntoStaticStr};
 use tokio::sync::mpsc;
 
-/// Notices queued for the sender, at most; beyond that they are dropped (and counted), since a
-/// stuck webhook must never hold a wake.
+/// Notices queued at most; more are dropped (and counted): a stuck webhook never holds a wake.
 const QUEUE: usize = 256;
 
 /// What happened.
@@ -32,8 +31,7 @@ impl NoticeKind {
     }
 }
 
-/// One notice: the session, what happened, and a short detail of our own words (a reset time,
-/// a percentage, an error kind).
+/// One notice: the session, what happened, and a short detail in our own words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
     pub session_id: String,
