@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::{Format, Writer};
-use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::env::Env;
@@ -83,7 +83,7 @@ pub fn init(debug: bool, env: &Env) {
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(sink)
+        .with_writer(move || sink)
         .log_internal_errors(false);
     let _ = if stderr_is_journal(env) {
         builder
@@ -214,24 +214,14 @@ pub fn dropped_lines() -> u64 {
 }
 
 /// One event's bytes: `tracing-subscriber` formats a whole line and writes it at once.
-pub struct LineWriter(&'static Sink);
-
-impl Write for LineWriter {
+impl Write for &Sink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.send(buf);
+        self.send(buf);
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for &'static Sink {
-    type Writer = LineWriter;
-
-    fn make_writer(&'a self) -> LineWriter {
-        LineWriter(self)
     }
 }
 
