@@ -373,12 +373,8 @@ fn parse_seconds(
     names: &str,
     allow_inf: bool,
 ) -> Result<f64, ConfigError> {
-    let v = value.trim();
-    let parsed: Option<f64> = match v.to_ascii_lowercase().as_str() {
-        "inf" | "+inf" | "infinity" | "+infinity" => Some(f64::INFINITY),
-        "nan" | "+nan" | "-nan" => Some(f64::NAN),
-        other => other.parse::<f64>().ok(),
-    };
+    // Rust reads `inf`, `infinity` and `nan` in any case and with a sign, as Python does.
+    let parsed = value.trim().parse::<f64>().ok();
     let hint = if allow_inf {
         "a number of seconds >= 0, or inf"
     } else {
