@@ -131,11 +131,11 @@ impl App {
         }
         let settings_registration = config.settings.registration.enabled;
         crate::telemetry::handle();
-        crate::telemetry::start_at_zero(crate::telemetry::KnownLabels {
-            actions: <Action as strum::IntoEnumIterator>::iter().map(Action::as_str),
-            reasons: crate::http::ApiError::reasons(),
-            error_kinds: crate::mux::InjectError::kinds().chain(spool::SpoolError::KINDS),
-        });
+        crate::telemetry::start_at_zero(
+            <Action as strum::IntoEnumIterator>::iter().map(Action::as_str),
+            crate::http::ApiError::reasons(),
+            crate::mux::InjectError::kinds().chain(spool::SpoolError::KINDS),
+        );
         let injector = Arc::new(Injector::new(&mux));
         let (notices, notify) = match notify {
             Some(notify) => {

@@ -90,34 +90,24 @@ pub fn limit_resume(outcome: LimitResume) {
     metrics::counter!(LIMIT_RESUMES, "outcome" => <&str>::from(outcome)).increment(1);
 }
 
-/// Every value each labelled counter can take, from the modules that own them.
-pub struct KnownLabels<A, R, K> {
-    /// `action` of deliveries.
-    pub actions: A,
-    /// `reason` of rejections.
-    pub reasons: R,
-    /// `kind` of errors.
-    pub error_kinds: K,
-}
-
 /// Makes every counter series exist at 0 from the start, so `rate()` sees a series's first event
-/// and a dashboard shows zeros. Call once, after `handle()`.
-pub fn start_at_zero<A, R, K>(known: KnownLabels<A, R, K>)
-where
-    A: IntoIterator<Item = &'static str>,
-    R: IntoIterator<Item = &'static str>,
-    K: IntoIterator<Item = &'static str>,
-{
-    for action in known.actions {
+/// and a dashboard shows zeros. Takes every value of the labels other modules own: deliveries'
+/// `action`, rejections' `reason`, errors' `kind`. Call once, after `handle()`.
+pub fn start_at_zero(
+    actions: impl IntoIterator<Item = &'static str>,
+    reasons: impl IntoIterator<Item = &'static str>,
+    error_kinds: impl IntoIterator<Item = &'static str>,
+) {
+    for action in actions {
         for duplicate in ["true", "false"] {
             metrics::counter!(DELIVERIES, "action" => action, "duplicate" => duplicate)
                 .increment(0);
         }
     }
-    for reason in known.reasons {
+    for reason in reasons {
         metrics::counter!(REJECTIONS, "reason" => reason).increment(0);
     }
-    for kind in known.error_kinds {
+    for kind in error_kinds {
         metrics::counter!(ERRORS, "kind" => kind).increment(0);
     }
     for outcome in LimitResume::iter() {
