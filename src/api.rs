@@ -1,9 +1,6 @@
-//! The typed views the daemon serves and its own client verbs read back: `GET /health`
-//! ([`Health`]) and `GET /sessions` ([`Sessions`], one [`SessionStatus`] per session, with its one
-//! [`SessionState`]). One definition, serialised by the daemon and deserialised by `status`,
-//! `doctor`, `service` and `/metrics`, so no client parses a state back out of words and no
-//! field changes shape between the two ends. It owns the shapes; `http::status` and
-//! `http::health` fill them, `openapi.yaml` documents them (a test keeps the state list equal).
+//! The typed `/health` and `/sessions` views, serialised by the daemon and read back by `status`,
+//! `doctor`, `service` and `/metrics`, so neither end parses states out of words. `openapi.yaml`
+//! documents them (a test keeps the state list equal).
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -59,9 +56,8 @@ impl SessionState {
     }
 }
 
-/// `GET /health`: the Python bridge's fields (`status`, `registered` and its details) plus what
-/// tells two instances apart (`pid`, `version`, `started_at`); the configuration it runs with
-/// only where `/sessions` may be read.
+/// `GET /health`: the Python bridge's fields, what tells two instances apart, and the
+/// configuration only where `/sessions` may be read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Health {
     pub status: String,
@@ -86,8 +82,7 @@ pub struct Health {
     pub last_verified_at: Shown<Timestamp>,
 }
 
-/// A field that is either left out of the body or present, possibly as `null`: `/health` shows
-/// `config_file: null` (no file read) to a reader who may see it, and nothing to one who may not.
+/// A field left out of the body, or present and possibly `null` (`config_file: null`: no file).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Shown<T> {
     #[default]
@@ -262,8 +257,7 @@ pub struct Rewind {
     pub shown: String,
 }
 
-/// A wall-clock time in unix milliseconds as a [`Timestamp`], to the second (what the views
-/// show); `None` for a time outside the representable range.
+/// Unix milliseconds as a [`Timestamp`], to the second; `None` outside the representable range.
 pub fn at_ms(ms: i64) -> Option<Timestamp> {
     Timestamp::from_second(ms.div_euclid(1000)).ok()
 }

@@ -1,6 +1,5 @@
-//! One monotonic deadline per unit of work. Every bounded wait in wakebridge (the spool lock,
-//! the injection budget, a multiplexer call) asks a `Deadline` how long it may still take, so a
-//! budget is spent once across several steps instead of being granted afresh to each.
+//! One monotonic deadline per unit of work, so a budget is spent once across several steps instead
+//! of being granted afresh to each.
 
 use std::time::Duration;
 use tokio::time::Instant;

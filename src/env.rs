@@ -1,7 +1,5 @@
-//! The one environment lookup. Every module that reads a variable (`HOME`, `TMUX_PANE`,
-//! Claude Code's config dir, `WAKEBRIDGE_*`, ...) asks an `Env`: the process's own variables in
-//! production, a fixed set in tests, so no test touches the process environment and no module
-//! reads it behind the others' backs.
+//! The one environment lookup: the process's variables in production, a fixed set in tests, so no
+//! test touches the process environment.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,11 +1,6 @@
-//! The file-system rules for wakebridge's own files (the wake dir's spools, locks, markers and
-//! `panes.json`, the singleton locks, the state dir's files), in one place: directories are
-//! created 0700 and files 0600 whatever the umask (they hold full event payloads); nothing is
-//! opened through a symlink (a planted link fails with ELOOP instead of redirecting a write or
-//! a lock); reads never block on a planted FIFO; descriptors never leak into the multiplexer
-//! children; a replaced file is written beside its target, synced and renamed over it, so a
-//! reader sees the old file or the new one and never half of either; a lock is an `flock(2)` on
-//! a lock file, released when the returned `File` is dropped.
+//! The file-system rules for wakebridge's own files: directories 0700 and files 0600 whatever the
+//! umask, no symlink followed, no read blocked on a FIFO, no descriptor leaked to children, a file
+//! replaced by write-sync-rename, a lock an `flock(2)` released when its `File` drops.
 
 use std::fs::{DirBuilder, File, OpenOptions, Permissions, TryLockError};
 use std::io::{self, ErrorKind, Write};
@@ -17,8 +12,7 @@ pub const FILE_MODE: u32 = 0o600;
 /// Mode of every directory wakebridge creates: owner only.
 pub const DIR_MODE: u32 = 0o700;
 
-/// `mkdir -p dir`, then narrow it to [`DIR_MODE`] whatever mode it had: the mode is asserted on
-/// every write rather than trusted from creation.
+/// `mkdir -p dir`, then narrow it to [`DIR_MODE`] whatever mode it had.
 pub fn ensure_dir(dir: &Path) -> io::Result<()> {
     DirBuilder::new()
         .recursive(true)
@@ -27,14 +21,12 @@ pub fn ensure_dir(dir: &Path) -> io::Result<()> {
     std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
 }
 
-/// `mkdir -p dir` with [`DIR_MODE`] for what it creates, leaving an existing directory's mode
-/// alone (a directory the user shares on purpose, like the ledger's).
+/// `mkdir -p dir` with [`DIR_MODE`] for what it creates; an existing one keeps its mode.
 pub fn create_dir(dir: &Path) -> io::Result<()> {
     DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir)
 }
 
-/// Options every open of our files starts from: created [`FILE_MODE`], no symlink followed
-/// (ELOOP instead), close-on-exec. The caller adds read, write, append, create.
+/// Options every open of our files starts from: [`FILE_MODE`], no symlink, close-on-exec.
 pub fn options() -> OpenOptions {
     let mut options = OpenOptions::new();
     options
@@ -67,8 +59,7 @@ pub fn try_lock(path: &Path) -> io::Result<Option<File>> {
     }
 }
 
-/// Waits for the exclusive lock on `path` (created [`FILE_MODE`] if missing), with no timeout:
-/// for locks whose holders are short and always finish.
+/// Waits, without a timeout, for the exclusive lock on `path` (for short holders).
 pub fn lock(path: &Path) -> io::Result<File> {
     let file = open_lock(path)?;
     loop {

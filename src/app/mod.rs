@@ -1,8 +1,5 @@
-//! Assembling and running `serve`: prepare the wake dir, take the singleton locks, bind the
-//! listener, start the background tasks, serve until shutdown, then stop everything in order.
-//! `App::build` is what tests call too, so they run exactly what users run. It takes settings
-//! already validated ([`Validated`], `validated.rs`: what `config --check` runs too), so
-//! nothing about the configuration is decided here.
+//! `serve`: prepare the wake dir, take the singleton locks, bind, start the background tasks,
+//! serve, then stop in order. Tests call `App::build` too, so they run what users run.
 
 pub(crate) mod singleton;
 mod validated;
@@ -35,8 +32,7 @@ use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use singleton::{SingletonError, Singletons};
 
-/// Why `serve` could not start or stopped. Each module's error says what to fix, so most
-/// variants show it unchanged.
+/// Why `serve` could not start or stopped; most variants show a module's own error.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error("cannot prepare wake dir {dir} (--wake-dir / AGENT_EVENT_BUS_WAKE_DIR): {source}")]
@@ -64,8 +60,7 @@ pub enum AppError {
 }
 
 impl AppError {
-    /// 2 when a restart cannot help (the configuration or a file needs a human: a supervisor
-    /// should not retry), 1 when it may (the port or the singleton lock may be freed).
+    /// 2 when a restart cannot help (a human must fix something), 1 when it may.
     pub fn exit_code(&self) -> u8 {
         match self {
             AppError::WakeDir { .. } | AppError::Ledger(_) => 2,
@@ -92,8 +87,7 @@ pub struct App {
 }
 
 impl App {
-    /// Builds the daemon from settings [`Validated`] before (so a bad one was refused before
-    /// anything here is locked, bound or opened).
+    /// Builds the daemon from settings already [`Validated`].
     pub async fn build(settings: Validated, env: &Env) -> Result<App, AppError> {
         let Validated {
             config,
@@ -137,12 +131,11 @@ impl App {
         }
         let settings_registration = config.settings.registration.enabled;
         crate::telemetry::handle();
-        crate::telemetry::start_at_zero(crate::telemetry::KnownLabels {
-            actions: Action::ALL.map(Action::as_str),
-            reasons: crate::http::ApiError::REASONS,
-            error_kinds: crate::mux::InjectError::kinds()
-                .chain(spool::SpoolError::KINDS.iter().copied()),
-        });
+        crate::telemetry::start_at_zero(
+            <Action as strum::IntoEnumIterator>::iter().map(Action::as_str),
+            crate::http::ApiError::reasons(),
+            crate::mux::InjectError::kinds().chain(spool::SpoolError::KINDS.iter().copied()),
+        );
         let injector = Arc::new(Injector::new(&mux));
         let (notices, notify) = match notify {
             Some(notify) => {
@@ -311,8 +304,7 @@ fn spawn_pruning(
     })
 }
 
-/// Sessions gone for `max_age` (the spools' age limit) and no longer mapped to a pane: their
-/// ledger rows and their state files go, so neither grows with every session ever seen.
+/// Forgets the ledger rows and state files of sessions unmapped and gone for `max_age`.
 async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
     let wake_dir = state.deliverer.spool().wake_dir();
     let mapped: Vec<String> = mapped_panes(wake_dir).into_keys().collect();
@@ -357,9 +349,8 @@ async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
     }
 }
 
-/// Reads back what must survive a restart: the event identities of the whole identity window
-/// (so every redelivery of an event answered 200 is still recognised) and recent wakes (so a
-/// restart does not reopen a cooldown window).
+/// Reads back what must survive a restart: the identity window's event identities (so a
+/// redelivery is still recognised) and recent wakes (so no cooldown reopens).
 fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) {
     let now = now_unix_ms();
     let ago = |at_ms: i64| Duration::from_millis(now.saturating_sub(at_ms).max(0) as u64);
@@ -367,7 +358,7 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
     let since = now.saturating_sub(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
     // Oldest first: a later delivery of the same identity replaces the earlier one.
     let restored = store.each_identity_since(since, |seen| {
-        if let Some(action) = Action::parse(seen.action) {
+        if let Ok(action) = seen.action.parse::<Action>() {
             dedupe.restore(seen.identity, action, ago(seen.at_ms));
         }
     });
@@ -393,9 +384,8 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
     }
 }
 
-/// Lifts the soft limit on open descriptors to the hard one (as most servers do): every
-/// connection and every busy session's spool file holds one, and the usual soft limit of 1024
-/// would cap both long before the machine does.
+/// Lifts the soft limit on open descriptors to the hard one: connections and spool files each
+/// hold one, and the usual 1024 caps both long before the machine does.
 fn raise_descriptor_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -419,8 +409,7 @@ fn raise_descriptor_limit() {
     }
 }
 
-/// Warns (never refuses: a refusal would crash-loop under a supervisor) when no multiplexer is
-/// on PATH.
+/// Warns (a refusal would crash-loop under a supervisor) when no multiplexer is on PATH.
 fn preflight_multiplexers(config: &MuxConfig, env: &Env) {
     let found = crate::mux::preflight_for(config, env);
     if found.is_empty() {

@@ -1,8 +1,5 @@
-//! The two process-wide singleton locks, at exactly the Python bridge's paths so a wakebridge
-//! and a Python bridge on one machine exclude each other: one per hook URL (under
-//! `$XDG_RUNTIME_DIR` or the temp dir, scoped to the uid) and one per wake dir. Both are
-//! non-blocking `flock(2)`s held for the life of the process, taken before the listener binds
-//! and before registration sweeps the bus.
+//! The two singleton `flock`s, at the Python bridge's paths so the two bridges exclude each other:
+//! one per hook URL (under `$XDG_RUNTIME_DIR` or the temp dir, per uid) and one per wake dir.
 
 use std::fs::File;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
@@ -105,8 +102,8 @@ pub fn acquire(env: &Env, hook_url: &str, wake_dir: &Path) -> Result<Singletons,
     })
 }
 
-/// Created 0700 if missing; an existing one must be a real directory of ours with no group or
-/// other bits (never adopted blindly: a planted dir would let another user hold our lock).
+/// Created 0700 if missing; an existing one must be ours and private (a planted dir would let
+/// another user hold our lock).
 fn prepare_lock_dir(dir: &Path) -> Result<(), SingletonError> {
     match std::fs::DirBuilder::new()
         .mode(crate::private_fs::DIR_MODE)

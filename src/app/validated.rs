@@ -1,16 +1,7 @@
-//! Every setting `serve` runs with, validated in one place before anything is locked, bound or
-//! opened. `config::resolve` checks what the configuration knows by itself (values, paths,
-//! durations, the network topology); [`Validated::new`] then turns the resolved `Config` into
-//! each feature's validated settings (`[notify]`, `[context]`, `[nudger]` with `[wake]`,
-//! `[limits]` and `[rewind]`, `[launch]`). [`Validated::resolve`] is both steps: `serve` and
-//! `config --check` call it and nothing else to decide whether a configuration is usable, so a
-//! file one refuses the other refuses too, in the same words.
-//!
-//! Every section is checked whether or not it is in use (`[context] enabled = false`, the
-//! spool backend, which runs no nudger): a value that cannot work is wrong before the day it
-//! is switched on, and a check that depends on the switches would pass a file that fails later.
-//!
-//! It lives in `app`, not in `config`, because `config` is a leaf that knows no feature.
+//! Every setting `serve` runs with, validated once before anything is locked or bound: `serve`
+//! and `config --check` both call [`Validated::resolve`], so they refuse the same files in the same
+//! words. Every section is checked even when switched off. It lives in `app` because `config` is a
+//! leaf that knows no feature.
 
 use crate::config::{self, Backend, Config, ConfigError, Env, Flags};
 use crate::context::task::{MonitorConfig, MonitorError};

@@ -1,11 +1,6 @@
-//! The agent-event-bus MCP client: one `tools/call` over stateless streamable HTTP, the rules for
-//! unwrapping the bus's replies, and typed wrappers for the three webhook tools the bridge uses
-//! (`list_webhooks`, `register_webhook`, `unregister_webhook`).
-//!
-//! It owns the wire shape only. It does not decide when to register, sweep or retry (that is
-//! `bus::registration`), and it never exits the process: every failure is a [`BusError`] that
-//! says whether the bus was unreachable, answered an HTTP error, reported a tool error, refused
-//! in-band, or sent something we cannot use.
+//! The agent-event-bus MCP client: one `tools/call` over streamable HTTP, unwrapping the bus's
+//! replies, and the three webhook tools. It owns the wire shape only; every failure is a
+//! [`BusError`] saying what kind it was.
 
 pub mod registration;
 use std::time::Duration;
@@ -15,8 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::wire::json_kind;
 
-/// Per-call budget, the reference bridge's: a healthy bus answers in ~5 ms, so 10 s only ever
-/// expires on a hung bus, and a single call can never hold a caller for longer than that.
+/// Per-call budget, the reference bridge's: a healthy bus answers in ~5 ms.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Streamable HTTP (FastMCP) answers 406 unless the client accepts both media types.
@@ -25,12 +19,10 @@ pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// The channel prefix our webhook is filtered to: direct messages to sessions only.
 pub const SESSION_CHANNEL: &str = "session:";
 
-/// The in-band error `unregister_webhook` returns for an id that no longer exists; for us that
-/// is as good as a removal.
+/// The in-band error for an id that no longer exists: as good as a removal.
 pub const WEBHOOK_NOT_FOUND: &str = "Webhook not found";
 
-/// Largest reply we buffer before finding a `data:` line. A webhook listing is a few KiB; a reply
-/// this large is not a bus talking MCP, and reading it unbounded would let it exhaust memory.
+/// Largest reply buffered before a `data:` line: a listing is a few KiB; more is not MCP.
 const MAX_REPLY_BYTES: usize = 8 * 1024 * 1024;
 
 /// How much of an HTTP error body we quote in the error, enough for FastMCP's one-line reasons.
@@ -76,8 +68,7 @@ pub enum UrlProblem {
 }
 
 impl BusError {
-    /// True when the bus could not be reached at all (connection refused, timeout): the
-    /// remedy is starting the bus, not fixing a request.
+    /// True when the bus could not be reached at all: the remedy is starting it.
     pub fn is_unreachable(&self) -> bool {
         matches!(self, BusError::Unreachable { .. })
     }
@@ -97,15 +88,13 @@ impl BusError {
     }
 }
 
-/// One row of `list_webhooks`, read leniently: a missing or oddly typed field becomes `None`
-/// (or the default) instead of rejecting the whole listing.
+/// One row of `list_webhooks`, read leniently: an odd field is `None`, not a refused listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookRow {
     pub webhook_id: Option<i64>,
     pub url: Option<String>,
     pub channel: Option<String>,
-    /// Paused rows (`set_webhook_active false`) read `false`. A bus old enough to have no
-    /// `active` column only has active rows, so a missing flag reads `true`.
+    /// Paused rows read `false`; a missing flag (an older bus) `true`.
     pub active: bool,
     pub has_secret: bool,
     pub created_at: Option<String>,
@@ -201,8 +190,7 @@ impl BusClient {
         unwrap_tool_result(name, envelope)
     }
 
-    /// Every webhook row, paused ones included (a paused row at our URL would double-deliver
-    /// once re-enabled, so the sweep must see it). Elements that are not objects are skipped.
+    /// Every webhook row, paused ones included (the sweep must see them).
     pub async fn list_webhooks(&self) -> Result<Vec<WebhookRow>, BusError> {
         const TOOL: &str = "list_webhooks";
         let result = self.call_tool(TOOL, json!({"active_only": false})).await?;
@@ -283,8 +271,7 @@ impl BusClient {
         }
     }
 
-    /// Reads the body only as far as the first complete `data:` line: the bus closes its stream
-    /// after one event, but nothing is gained by waiting for that.
+    /// Reads the body only as far as the first complete `data:` line.
     async fn read_first_data_line(
         &self,
         tool: &str,

@@ -1,13 +1,7 @@
-//! The registration keeper: keeps exactly one webhook row on the bus pointing at our hook URL,
-//! for as long as `serve` runs, and says truthfully whether it is there.
-//!
-//! At start it sweeps every row at our exact hook URL (paused rows included: a paused leftover
-//! would double-deliver once re-enabled), then registers, retrying every failure with a capped
-//! backoff. Then it re-lists the bus every `keep_interval`: a row that was deleted or paused is
-//! replaced, and `registered` follows what the last check saw (the reference bridge cached it
-//! forever). On shutdown it removes its row within a fixed budget, so a hung bus cannot hold the
-//! process. It does not own the HTTP listener, the `/health` route, or the singleton locks that
-//! keep two bridges off one hook URL; it never panics and never exits the process.
+//! The registration keeper: exactly one webhook row on the bus at our hook URL while `serve` runs.
+//! It sweeps rows at our exact URL (paused ones too), registers with a capped backoff, re-lists
+//! every `keep_interval` to replace a row deleted or paused, and removes it at shutdown within a
+//! fixed budget.
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -21,17 +15,16 @@ use url::{Host, Url};
 use crate::bus::{BusClient, BusError, SESSION_CHANNEL, WebhookRow};
 use crate::deadline::Deadline;
 use crate::telemetry::warn::Warnings;
+use crate::wire::signature::Secret;
 
-/// First retry delay after a failed bus call: long enough not to spin on a bus that is still
-/// starting, short enough that a boot race costs about a second.
+/// First retry delay after a failed bus call: a boot race costs about a second.
 pub const BACKOFF_FIRST: Duration = Duration::from_secs(1);
 
 /// Longest retry delay: the reference bridge's cap, so a bus started late is found within 30 s.
 pub const BACKOFF_CAP: Duration = Duration::from_secs(30);
 
-/// Everything shutdown may spend on the bus (finishing an in-flight registration, then removing
-/// our row). Well under launchd's and systemd's stop timeouts, so a hung bus can only leak a row
-/// (the next start's sweep reclaims it), never hold the process.
+/// Everything shutdown may spend on the bus, well under the supervisors' stop timeouts: a hung
+/// bus can only leak a row (the next sweep reclaims it), never hold the process.
 pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(5);
 
 /// The retry delay after `attempt` consecutive failures (0-based): 1, 2, 4, 8, 16, 30, 30, ... s.
@@ -40,10 +33,8 @@ pub fn backoff(attempt: u32) -> Duration {
     BACKOFF_FIRST.saturating_mul(factor).min(BACKOFF_CAP)
 }
 
-/// True when `other` is not our hook URL but looks like an older registration of this bridge:
-/// same host and path on another port (a `--port` change), or the same port and path on another
-/// loopback alias (`localhost` vs `127.0.0.1`). Such rows are never swept, because they may
-/// belong to another bridge; the keeper only warns about them.
+/// True when `other` looks like an older registration of this bridge (another port, or another
+/// loopback alias): never swept, since another bridge may listen there; only warned about.
 pub fn looks_like_ours(hook_url: &Url, other: &str) -> bool {
     let Ok(other) = Url::parse(other) else {
         return false;
@@ -74,8 +65,7 @@ fn is_loopback(host: &Host<&str>) -> bool {
 pub struct RegistrationSnapshot {
     /// The last check (a registration, or a keeper listing) found our row present and active.
     pub registered: bool,
-    /// The id of the row we hold, if any (kept while the bus is unreachable, since the row most
-    /// likely still exists; dropped once the bus shows it gone).
+    /// The id of the row we hold, kept while the bus is unreachable.
     pub webhook_id: Option<i64>,
     /// Wall-clock time of the last check that found our row.
     pub last_verified_at: Option<SystemTime>,
@@ -91,14 +81,6 @@ impl RegistrationStatus {
     /// A copy of the current state.
     pub fn snapshot(&self) -> RegistrationSnapshot {
         self.state.borrow().clone()
-    }
-
-    pub fn registered(&self) -> bool {
-        self.state.borrow().registered
-    }
-
-    pub fn webhook_id(&self) -> Option<i64> {
-        self.state.borrow().webhook_id
     }
 
     fn record_verified(&self, id: i64) {
@@ -128,14 +110,14 @@ impl RegistrationStatus {
 }
 
 /// Where to register and how often to check.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct RegistrationConfig {
     /// The bus MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
     pub bus_url: String,
     /// The URL registered, and the exact-match key of the sweep.
     pub hook_url: String,
     /// The HMAC secret the bus signs with; sent only when set.
-    pub secret: Option<String>,
+    pub secret: Option<Secret>,
     pub keep_interval: Duration,
 }
 
@@ -145,20 +127,9 @@ impl RegistrationConfig {
         Self {
             bus_url: bus_url.to_owned(),
             hook_url: hook_url.to_owned(),
-            secret: secret.map(str::to_owned),
+            secret: secret.map(Secret::new),
             keep_interval: crate::config::defaults().registration.keep_interval,
         }
-    }
-}
-
-impl std::fmt::Debug for RegistrationConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RegistrationConfig")
-            .field("bus_url", &self.bus_url)
-            .field("hook_url", &self.hook_url)
-            .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
-            .field("keep_interval", &self.keep_interval)
-            .finish()
     }
 }
 
@@ -209,8 +180,7 @@ pub async fn run(
 struct Keeper {
     client: BusClient,
     config: RegistrationConfig,
-    /// The hook URL parsed, for the look-alike check; `None` if it does not parse (then that
-    /// check is skipped; the exact-string sweep still works).
+    /// The hook URL parsed, for the look-alike check (skipped when it does not parse).
     hook_url: Option<Url>,
     status: Arc<RegistrationStatus>,
     shutdown: CancellationToken,
@@ -307,8 +277,8 @@ impl Keeper {
         }
     }
 
-    /// One sweep-then-register. The sweep stops at shutdown; a register request already sent
-    /// is given the shutdown budget to answer, so the row it may have created can be removed.
+    /// One sweep-then-register. A register already sent at shutdown gets the shutdown budget, so
+    /// the row it may have created can be removed.
     async fn attempt(&self, warned: &Warnings) -> Result<i64, RegistrationError> {
         let rows = self
             .cancellable(self.client.list_webhooks())
@@ -327,7 +297,7 @@ impl Keeper {
         let register = self.client.register_webhook(
             &self.config.hook_url,
             SESSION_CHANNEL,
-            self.config.secret.as_deref(),
+            self.config.secret.as_ref().map(Secret::expose),
         );
         tokio::pin!(register);
         tokio::select! {
@@ -343,8 +313,7 @@ impl Keeper {
         }
     }
 
-    /// Lists the bus and says what became of our row. Other rows at our exact URL are
-    /// duplicates that would double-deliver, so they are removed as the start-up sweep would.
+    /// Lists the bus and says what became of our row, removing duplicates at our exact URL.
     async fn check(&self, id: i64, warned: &Warnings) -> Result<RowState, BusError> {
         let rows = self.client.list_webhooks().await?;
         self.warn_about_lookalikes(&rows, warned);
@@ -505,7 +474,7 @@ mod tests {
         assert!(snap.last_verified_at.is_some());
         assert_eq!(status.take_id(), Some(42));
         assert_eq!(status.take_id(), None);
-        assert!(!status.registered());
+        assert!(!status.snapshot().registered);
     }
 
     #[test]

@@ -178,7 +178,7 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
 
     // The daemon's backend is the one that counts; this shell's when the daemon is not up.
     let backend = match health.as_ref().and_then(|h| h.backend.as_deref()) {
-        Some(name) => Backend::parse(name).unwrap_or(config.backend),
+        Some(name) => name.parse().unwrap_or(config.backend),
         None => config.backend,
     };
     if backend == Backend::Spool {

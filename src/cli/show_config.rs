@@ -52,7 +52,7 @@ pub fn run(args: &ConfigArgs, env: &Env) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match &explained.file {
+    match &explained.config.paths.config_file {
         Some(file) => crate::outln!("# file: {}", file.display()),
         None => crate::outln!(
             "# file: none ({} does not exist; --config to name one)",

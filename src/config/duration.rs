@@ -1,7 +1,5 @@
-//! Durations as every wakebridge setting takes them: a number of seconds (`30`, `0.5`) or a
-//! number with a unit (`"30s"`, `"500ms"`, `"15m"`, `"7days"`), from the TOML file or the
-//! environment alike. The reference bridge's own variables and flags keep their own rule
-//! (plain seconds) in `config::resolve`.
+//! Durations as wakebridge's settings take them: seconds (`30`, `0.5`) or a number with a unit
+//! (`"500ms"`, `"15m"`). The reference's own variables and flags keep plain seconds.
 
 use std::time::Duration;
 

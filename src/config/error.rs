@@ -1,5 +1,5 @@
-//! `ConfigError`: every way the configuration can be unusable, each rendered as one line that
-//! names the setting (its flag, variable and key where it has them) and how to fix it.
+//! `ConfigError`: every way the configuration can be unusable, as one line naming the setting and
+//! the fix.
 
 use std::net::IpAddr;
 use std::path::PathBuf;

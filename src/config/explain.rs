@@ -1,9 +1,5 @@
-//! `wakebridge config`'s answer: every effective setting with the layer it came from (the
-//! built-in default, the user's file, a variable, a flag), and the paths and addresses derived
-//! from them. Only a configuration that resolves is explained, so what is shown is what `serve`
-//! would run with; the secret is shown as set or not, never its value.
-
-use std::path::PathBuf;
+//! `wakebridge config`: every effective setting with the layer it came from, and the paths and
+//! addresses derived from them. The secret is shown as set or not, never its value.
 
 use super::{Config, ConfigError, Env, Flags, SECRET_ENV, layered, names, read_file};
 
@@ -44,8 +40,6 @@ pub struct Setting {
 pub struct Explained {
     /// The validated configuration itself.
     pub config: Config,
-    /// The TOML file that was read, if any.
-    pub file: Option<PathBuf>,
     /// Every setting, by key.
     pub settings: Vec<Setting>,
     /// Where the secret came from (never its value), if one is set.
@@ -122,7 +116,6 @@ pub fn explain(flags: &Flags, env: &Env) -> Result<Explained, ConfigError> {
     });
     Ok(Explained {
         config,
-        file,
         settings,
         secret_from,
         derived,
@@ -206,7 +199,10 @@ mod tests {
             ..Flags::default()
         };
         let explained = explain(&flags, &env).unwrap();
-        assert_eq!(explained.file.as_deref(), Some(file.as_path()));
+        assert_eq!(
+            explained.config.paths.config_file.as_deref(),
+            Some(file.as_path())
+        );
         let idle = origin_of(&explained, "nudger.idle_after");
         assert_eq!(
             (idle.value.as_str(), &idle.origin),

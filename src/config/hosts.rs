@@ -1,6 +1,4 @@
-//! Host names as the Host guard sees them: the canonical form of an incoming `Host` header or an
-//! allowlist entry, and the allowlist itself. Pure functions; the guard middleware lives in
-//! `http::guards`.
+//! Host names as the Host guard compares them (canonical forms), and the allowlist.
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -20,7 +18,7 @@ pub fn canonical_host(raw: &str) -> String {
         let cut = raw.rfind(':').map_or(raw, |i| &raw[..i]);
         cut.to_ascii_lowercase()
     };
-    canonical_ip_or(host)
+    host.parse::<IpAddr>().map_or(host, |ip| ip.to_string())
 }
 
 /// An allowlist entry as an operator writes it: a bare IP literal (IPv6 too) keeps its address;
@@ -34,13 +32,6 @@ pub fn canonical_entry(entry: &str) -> Option<String> {
         return Some(ip.to_string());
     }
     Some(canonical_host(trimmed))
-}
-
-fn canonical_ip_or(host: String) -> String {
-    match host.parse::<IpAddr>() {
-        Ok(ip) => ip.to_string(),
-        Err(_) => host,
-    }
 }
 
 /// The set of Host values the listener answers to.

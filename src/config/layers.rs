@@ -1,9 +1,5 @@
-//! The layering of wakebridge's own settings, before validation: the built-in defaults
-//! (`config/default.toml`) < the user's TOML file < `WAKEBRIDGE_<SECTION>__<KEY>` variables,
-//! merged into one TOML table that becomes `Settings`. A variable's text is read as the type the
-//! default has (a number, a boolean, a comma-separated list, text), so `WAKEBRIDGE_PRUNE__
-//! MAX_TOTAL_BYTES=abc` is refused by name. Every CLI process resolves this (the hook on each
-//! tool call), so it is one parse of each file and a few table operations.
+//! The layering of wakebridge's own settings into one TOML table: defaults < the user's file <
+//! `WAKEBRIDGE_<SECTION>__<KEY>` variables, each variable's text read as the type its default has.
 
 use std::sync::LazyLock;
 
@@ -49,8 +45,7 @@ pub fn apply_env<'a>(
     Ok(())
 }
 
-/// The default value of `path`, or for a key of a table the user fills (named messages, model
-/// windows) one of that table's default entries: what a variable's text should become.
+/// The default of `path` (for a user-filled table, one of its entries): the type to read as.
 fn like(path: &[String]) -> Option<&'static toml::Value> {
     let (last, parents) = path.split_last()?;
     let mut table = defaults();
@@ -60,10 +55,8 @@ fn like(path: &[String]) -> Option<&'static toml::Value> {
     table.get(last).or_else(|| table.values().next())
 }
 
-/// `text` as the type of `like` (text when there is no default to go by). A number that does
-/// not parse stays text: the settings read a few numbers as text on purpose (the port and the
-/// seconds the reference's own rules check, durations with a unit), and the rest refuse it by
-/// name when the table becomes `Settings`.
+/// `text` as the type of `like`. A number that does not parse stays text: a few settings take
+/// text on purpose (the port, seconds, durations), the rest refuse it by name later.
 fn typed(name: &str, text: &str, like: Option<&toml::Value>) -> Result<toml::Value, ConfigError> {
     let trimmed = text.trim();
     Ok(match like {

@@ -1,8 +1,6 @@
-//! Configuration of `wakebridge serve`: the layered settings (built-in defaults from
-//! `config/default.toml` < the user's TOML file < environment < flags), their validation, and
-//! the network topology rules inherited from the Python bridge (bind derivation, refusals,
-//! advisory warnings, Host allowlist). Everything here is pure: it reads an environment and
-//! flags handed to it and returns a validated `Config` or one `ConfigError` line.
+//! Configuration of `serve`: defaults (`config/default.toml`) < the user's TOML file < environment
+//! < flags, validated into a `Config`, with the Python bridge's network rules. Pure: it reads the
+//! environment and flags handed to it.
 
 pub(crate) mod duration;
 mod error;
@@ -36,11 +34,8 @@ pub use topology::{Topology, UrlProblem};
 /// The built-in defaults: the same file operators read as documentation.
 pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
 
-/// Every setting at its default, as `config/default.toml` gives it: the one place a default
-/// lives. Modules whose settings are not passed in (a unit test, a tool run outside `serve`)
-/// start from these instead of keeping their own copies.
+/// Every setting at its default (`config/default.toml`, the one place a default lives).
 pub fn defaults() -> &'static Settings {
-    // The file is compiled in and a unit test parses it, so this cannot fail at run time.
     #[allow(clippy::expect_used)]
     static DEFAULTS: std::sync::LazyLock<Settings> = std::sync::LazyLock::new(|| {
         Settings::deserialize(layers::defaults().clone())
@@ -53,25 +48,18 @@ pub fn defaults() -> &'static Settings {
 const ENV_PREFIX: &str = "WAKEBRIDGE";
 
 /// Which way a delivery ends: appended only, or appended and woken through a multiplexer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Backend {
     Spool,
+    /// `tmux` is the reference's legacy alias of `mux`.
+    #[strum(to_string = "mux", serialize = "tmux")]
     Mux,
 }
 
-impl Backend {
-    /// `tmux` is the reference's legacy alias of `mux`.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "spool" => Some(Self::Spool),
-            "mux" | "tmux" => Some(Self::Mux),
-            _ => None,
-        }
-    }
-}
-
 /// Which sessions' events this bridge acts on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString)]
+#[strum(serialize_all = "lowercase")]
 pub enum Scope {
     All,
     Local,
@@ -234,8 +222,7 @@ fn home(env: &Env) -> Option<PathBuf> {
     env.absolute_path("HOME")
 }
 
-/// A path setting: hooks and the daemon run from many working directories, so only an absolute
-/// path means the same file to all of them.
+/// A path setting: only an absolute path means the same file in every working directory.
 fn absolute(value: &str, origin: &str, names: &str) -> Result<PathBuf, ConfigError> {
     let path = PathBuf::from(value);
     if path.is_absolute() {
@@ -269,8 +256,7 @@ pub struct Config {
     pub warnings: Vec<String>,
 }
 
-/// Layers defaults < file < `WAKEBRIDGE_*` env into `Settings`. A key of the file or a
-/// `WAKEBRIDGE_*` variable that names no setting is refused (with the nearest valid name).
+/// Layers defaults < file < `WAKEBRIDGE_*` env into `Settings`, refusing unknown names.
 pub fn load_settings(config_file: Option<&Path>, env: &Env) -> Result<Settings, ConfigError> {
     Ok(load(config_file, env)?.0)
 }
@@ -285,8 +271,7 @@ fn load(config_file: Option<&Path>, env: &Env) -> Result<(Settings, Option<PathB
     Ok((settings, user_file))
 }
 
-/// The settings' layers merged into one table (defaults < file < `WAKEBRIDGE_*`), before they
-/// are typed, and the file that was read (if any).
+/// The layers merged into one untyped table, and the file that was read (if any).
 fn layered(
     config_file: Option<&Path>,
     env: &Env,
@@ -327,7 +312,7 @@ fn read_file(path: &Path) -> Result<toml::Table, ConfigError> {
         path: path.to_path_buf(),
         source,
     })?;
-    names::check_file(path, &file)?;
+    names::check_file(path, "", &file)?;
     Ok(file)
 }
 
@@ -340,8 +325,7 @@ pub fn default_config_file(env: &Env) -> Option<PathBuf> {
     Some(base.join("wakebridge").join("config.toml"))
 }
 
-/// `$XDG_STATE_HOME/wakebridge`, else `~/.local/state/wakebridge`. Per the XDG spec an empty
-/// or relative `XDG_STATE_HOME` is ignored.
+/// `$XDG_STATE_HOME/wakebridge` (absolute only, per XDG), else `~/.local/state/wakebridge`.
 fn default_state_dir(env: &Env) -> Option<PathBuf> {
     env.nonempty("XDG_STATE_HOME")
         .map(PathBuf::from)
@@ -389,12 +373,8 @@ fn parse_seconds(
     names: &str,
     allow_inf: bool,
 ) -> Result<f64, ConfigError> {
-    let v = value.trim();
-    let parsed: Option<f64> = match v.to_ascii_lowercase().as_str() {
-        "inf" | "+inf" | "infinity" | "+infinity" => Some(f64::INFINITY),
-        "nan" | "+nan" | "-nan" => Some(f64::NAN),
-        other => other.parse::<f64>().ok(),
-    };
+    // Rust reads `inf`, `infinity` and `nan` in any case and with a sign, as Python does.
+    let parsed = value.trim().parse::<f64>().ok();
     let hint = if allow_inf {
         "a number of seconds >= 0, or inf"
     } else {
@@ -448,7 +428,7 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
     let port = parse_port(&port_s, &origin)?;
 
     let (backend_s, origin) = pick(&flags.backend, env, &BACKEND, &b.backend);
-    let backend = Backend::parse(backend_s.trim()).ok_or_else(|| {
+    let backend = backend_s.trim().parse::<Backend>().map_err(|_| {
         bad_value(
             &origin,
             &backend_s,
@@ -482,8 +462,7 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
         (None, None) => b.allowed_hosts.clone(),
     };
 
-    // The reference variable wins; the file is read only without it. Its path must be absolute
-    // either way: `service install` writes the secret there for a daemon that runs elsewhere.
+    // The reference variable wins; the file's path must be absolute either way.
     let secret_file = match b.secret_file.trim() {
         "" => None,
         set => Some(absolute(
@@ -510,17 +489,13 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
         has_secret: secret.is_some(),
     })?;
 
-    let scope = match b.scope.trim() {
-        "all" => Scope::All,
-        "local" => Scope::Local,
-        other => {
-            return Err(bad_value(
-                "bridge.scope",
-                other,
-                "is not a scope: use \"all\" or \"local\" (WAKEBRIDGE_BRIDGE__SCOPE)".into(),
-            ));
-        }
-    };
+    let scope = b.scope.trim().parse::<Scope>().map_err(|_| {
+        bad_value(
+            "bridge.scope",
+            b.scope.trim(),
+            "is not a scope: use \"all\" or \"local\" (WAKEBRIDGE_BRIDGE__SCOPE)".into(),
+        )
+    })?;
     if settings.mux.submit_delay > MAX_SUBMIT_DELAY {
         return Err(ConfigError::SubmitDelay(settings.mux.submit_delay));
     }

@@ -1,8 +1,5 @@
-//! Which setting names exist, and a "did you mean" for the ones that do not. The names are read
-//! from `config/default.toml` (it lists every setting), so this list cannot fall out of step
-//! with the settings; only the tables whose keys are the user's own (named messages, model
-//! windows) are named here. A misspelt key would otherwise be ignored without a word, and the
-//! setting the user meant would silently keep its default.
+//! Which setting names exist (read from `config/default.toml`), and a "did you mean" for the ones
+//! that do not: a misspelt key would otherwise silently leave its setting at the default.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -62,12 +59,9 @@ fn join(prefix: &str, key: &str) -> String {
     }
 }
 
-/// Refuses a key of the user's TOML file that names no setting, with the nearest valid name.
-pub fn check_file(file: &std::path::Path, table: &toml::Table) -> Result<(), ConfigError> {
-    check_table(file, "", table)
-}
-
-fn check_table(
+/// Refuses a key of the user's TOML file (under `prefix`) that names no setting, with the
+/// nearest valid name.
+pub fn check_file(
     file: &std::path::Path,
     prefix: &str,
     table: &toml::Table,
@@ -80,7 +74,7 @@ fn check_table(
         }
         match value {
             toml::Value::Table(inner) if known.tables.contains(&path) => {
-                check_table(file, &path, inner)?;
+                check_file(file, &path, inner)?;
             }
             // A section given a plain value: the settings' own parser names the problem.
             _ if known.tables.contains(&path) => {}
@@ -186,13 +180,13 @@ mod tests {
 
     fn check(text: &str) -> Result<(), String> {
         let table: toml::Table = toml::from_str(text).expect("toml");
-        check_file(Path::new("/cfg.toml"), &table).map_err(|e| e.to_string())
+        check_file(Path::new("/cfg.toml"), "", &table).map_err(|e| e.to_string())
     }
 
     #[test]
     fn every_default_setting_is_known_and_the_default_file_passes() {
         let table: toml::Table = toml::from_str(super::super::DEFAULT_TOML).expect("default toml");
-        check_file(Path::new("default.toml"), &table).expect("the defaults name only settings");
+        check_file(Path::new("default.toml"), "", &table).expect("the defaults name only settings");
         assert!(KNOWN.settings.contains("nudger.idle_after"));
         assert!(
             KNOWN

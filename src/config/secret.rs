@@ -1,9 +1,6 @@
-//! The webhook secret read from a file (`[bridge] secret_file`): how a supervisor's unit or
-//! plist names the secret without holding it. The file must be the user's alone (no group or
-//! other permission bits), a regular file, and not empty; anything else is refused with the
-//! file's name and the fix, because a secret others can read is no secret and an empty one
-//! would silently turn signature checks off. `AGENT_EVENT_BUS_BRIDGE_SECRET` wins over the file
-//! (the Python bridge's variable, and the reference variables win everywhere else too).
+//! The webhook secret read from `[bridge] secret_file`: the user's alone, a regular file, not
+//! empty, or refused with the fix (a secret others can read is none; an empty one would turn
+//! signature checks off). `AGENT_EVENT_BUS_BRIDGE_SECRET` wins over it.
 
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -87,17 +84,13 @@ pub fn read(path: &Path) -> Result<Secret, SecretFileError> {
         .read_to_string(&mut text);
     match read {
         Ok(n) if (n as u64) <= MAX_SECRET_BYTES => {}
-        Ok(_) => {
+        Err(e) if e.kind() != std::io::ErrorKind::InvalidData => return Err(open_error(e)),
+        // Too long, or not text.
+        _ => {
             return Err(SecretFileError::NotASecret {
                 path: path.to_path_buf(),
             });
         }
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-            return Err(SecretFileError::NotASecret {
-                path: path.to_path_buf(),
-            });
-        }
-        Err(e) => return Err(open_error(e)),
     }
     let secret = text.trim_end_matches(['\n', '\r']);
     if secret.trim().is_empty() {

@@ -1,6 +1,5 @@
-//! The typed shape of `config/default.toml`: one struct per section, deserialised from the
-//! layered table with no serde defaults, so a key missing from the built-in file fails every
-//! resolve instead of silently taking a second default here.
+//! The typed shape of `config/default.toml`, one struct per section, with no serde defaults: a key
+//! missing from the built-in file fails every resolve instead of taking a second default here.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -39,8 +38,7 @@ pub struct NotifySettings {
     pub max_per_hour: u32,
 }
 
-/// `[rewind]`: a clean context window by `/clear` and a re-hydration prompt (validated by
-/// `rewind::RewindConfig`).
+/// `[rewind]` (validated by `rewind::RewindConfig`).
 #[derive(Debug, Clone, Deserialize)]
 pub struct RewindSettings {
     pub auto: bool,
@@ -51,8 +49,7 @@ pub struct RewindSettings {
     pub message: String,
 }
 
-/// `[limits]`: holding sessions at a usage limit and resuming them at its reset (validated by
-/// `session::LimitsConfig`).
+/// `[limits]` (validated by `session::LimitsConfig`).
 #[derive(Debug, Clone, Deserialize)]
 pub struct LimitSettings {
     pub enabled: bool,
@@ -192,8 +189,7 @@ pub struct ContextLevelSettings {
     pub message: String,
 }
 
-/// A setting validated later by the reference's own rules (a port, seconds), written in the file
-/// as a number or as text.
+/// A setting the reference's rules check later (a port, seconds), as a number or as text.
 fn text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]

@@ -1,7 +1,5 @@
-//! Network topology rules: which address the listener binds, which Host headers it answers, and
-//! which combinations of bus URL, hook URL, bind and secret are refused (a remote bus POSTing to
-//! its own loopback; a listener reachable off the machine without a secret) or only warned about.
-//! These are the Python bridge's rules; each refusal is a bug somebody shipped.
+//! The Python bridge's network rules: the address the listener binds, the Host names it answers,
+//! the combinations of bus URL, hook URL, bind and secret it refuses, and the ones it warns about.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -108,17 +106,12 @@ fn parse_http_url(raw: &str, origin: &str, what: &'static str) -> Result<UrlHost
     })
 }
 
-/// Loopback means an IP literal in 127.0.0.0/8 or ::1, or exactly the name `localhost`. No DNS:
-/// a name that resolves to loopback still counts as remote.
+/// A loopback IP literal or exactly `localhost` (no DNS: other names count as remote).
 fn is_loopback(host: &str, ip: Option<IpAddr>) -> bool {
     match ip {
         Some(ip) => ip.is_loopback(),
         None => host == "localhost",
     }
-}
-
-fn is_wildcard(ip: IpAddr) -> bool {
-    ip.is_unspecified()
 }
 
 pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
@@ -180,7 +173,7 @@ pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
         .map(std::string::ToString::to_string)
         .collect();
     names.push(hook.host.clone());
-    if !is_wildcard(bind) {
+    if !bind.is_unspecified() {
         names.push(bind.to_string());
     }
     names.extend(extra.iter().cloned());
@@ -227,7 +220,7 @@ fn warnings(
     }
     if pinned {
         match hook.ip {
-            _ if is_wildcard(bind) => {}
+            _ if bind.is_unspecified() => {}
             Some(hip)
                 if hook_loopback
                     && bind.is_loopback()

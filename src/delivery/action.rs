@@ -1,9 +1,14 @@
 //! The `action` vocabulary: what became of a delivered event, in the reference bridge's words
-//! (`tmux`, `spool-busy`, ...). A leaf: the gate produces actions, the pipeline, dedupe, ledger
+//! (`tmux`, `spool-busy`, ...). A leaf: the gate produces actions; the pipeline, dedupe, ledger
 //! and context monitor read them.
 
-/// What happened to a delivered event; the strings are the reference's `action` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+use strum::{EnumIter, EnumString, FromRepr, IntoStaticStr};
+
+/// What happened to a delivered event; the labels are the reference's `action` values.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, EnumString, FromRepr, IntoStaticStr,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Action {
     Spool,
     Tmux,
@@ -17,32 +22,8 @@ pub enum Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 8] = [
-        Action::Spool,
-        Action::Tmux,
-        Action::Zellij,
-        Action::SpoolUnmapped,
-        Action::SpoolBusy,
-        Action::SpoolCooldown,
-        Action::SpoolMuxFailed,
-        Action::SpoolStalePane,
-    ];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Spool => "spool",
-            Action::Tmux => "tmux",
-            Action::Zellij => "zellij",
-            Action::SpoolUnmapped => "spool-unmapped",
-            Action::SpoolBusy => "spool-busy",
-            Action::SpoolCooldown => "spool-cooldown",
-            Action::SpoolMuxFailed => "spool-mux-failed",
-            Action::SpoolStalePane => "spool-stale-pane",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Action> {
-        Action::ALL.into_iter().find(|a| a.as_str() == s)
+        self.into()
     }
 
     /// Whether keystrokes reached the pane.

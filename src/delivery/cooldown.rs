@@ -1,6 +1,5 @@
-//! Per-session wake cooldown on the monotonic clock: a wake is *reserved* before typing (so two
-//! concurrent deliveries cannot both type) and rolled back if typing fails, but only if the
-//! reservation is still this attempt's. Unmapped, busy and failed deliveries never burn it.
+//! Per-session wake cooldown on the monotonic clock: reserved before typing (two concurrent
+//! deliveries cannot both type) and rolled back if typing fails, only if still this attempt's.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

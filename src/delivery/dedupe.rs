@@ -1,17 +1,8 @@
-//! Recognising a redelivery. The bus retries a delivery it thinks failed with a byte-identical
-//! body, so an event's identity is the digest of its body (`Event::identity`): it survives a bus
-//! whose database was reset (ids restart from 1, timestamps do not repeat) and makes a replayed
-//! signed body harmless. An identity is remembered for the identity window from its delivery;
-//! at start-up the whole window is read back from the ledger (`restore`), so an event whose 200
-//! went out is recognised by every later instance until its window ends, however many came
-//! after it. A duplicate arriving while the original is still in flight waits for its answer.
-//!
-//! The memory is one hash map from a 128-bit key (the digest's first 16 bytes) to the
-//! identity's expiry and action packed in one `u64`: 24 bytes a slot, nothing allocated per
-//! identity, no second structure to order them. A lookup checks the expiry itself, so
-//! correctness never waits for a sweep; `expire` (on the prune interval) only gives the memory
-//! back. The cap is far above any real load; reaching it forgets the oldest sixteenth at once
-//! (a few passes over the map, once per that many deliveries) and warns, never silently.
+//! Recognising a redelivery. An event's identity is the digest of its body, which the bus
+//! repeats byte for byte; it is remembered for the identity window (restored from the ledger at
+//! start), and a duplicate arriving while the original is in flight waits for its answer. The
+//! memory packs an identity into a 24-byte slot; at its cap the oldest sixteenth is forgotten
+//! at once, with a warning.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -26,29 +17,23 @@ use crate::delivery::action::Action;
 use crate::telemetry::warn::Warnings;
 use crate::warn_limited;
 
-/// Most identities remembered at once. Real traffic is a few events a minute (thousands in a
-/// 24 h window); this holds a whole default window of a steady 10 events/s. It is 7/8 of 2^20,
-/// the most std's hash map keeps in 2^20 slots of 25 bytes (a 24-byte slot and its control
-/// byte): ~25 MiB when it first fills, paid only if it does. Forgetting leaves tombstones that
-/// can make the map double once (~50 MiB), never twice: the cap is half of what 2^21 slots
-/// hold, so the map then rehashes in place. (A cap of 2^20 reached 2^22 slots, ~100 MiB, in
-/// 200 rounds of fill-and-forget.)
+/// Most identities remembered at once: a default window of a steady 10 events/s (real traffic is
+/// a few a minute). 7/8 of 2^20 is the most std's map keeps in 2^20 slots (~25 MiB); the
+/// tombstones forgetting leaves can double it once, never twice (a cap of 2^20 grew to ~100 MiB).
 const MAX_REMEMBERED: usize = 917_504;
 
-/// Reaching the cap forgets this share of the memory (the oldest): finding them takes three
-/// passes over the whole map (30–80 ms in a release build on the project's machine), so they
-/// run once per `MAX_REMEMBERED / EVICT_DIVISOR` (57 344) deliveries instead of on every one.
+/// Reaching the cap forgets this share (the oldest): finding them takes three passes over the map
+/// (30–80 ms), so they run once per 57 344 deliveries instead of on every one.
 const EVICT_DIVISOR: usize = 16;
 
-/// Slices of the remembered time span the eviction counts entries in, to find the oldest
-/// without sorting (or copying) the map: exactly the share is forgotten, oldest first to
-/// within 1/1024 of that span.
+/// Slices of the remembered span the eviction counts entries in, to find the oldest without
+/// sorting the map.
 const EVICT_BINS: usize = 1024;
 
-/// Low bits of a packed slot holding the action's index in `Action::ALL`.
+/// Low bits of a packed slot holding the action's discriminant.
 const ACTION_BITS: u32 = 8;
 
-/// Latest expiry a slot can hold (ms since the memory was created): ~2.3 million years.
+/// Latest expiry a slot can hold (ms since the memory was created).
 const MAX_EXPIRY_MS: u64 = u64::MAX >> ACTION_BITS;
 
 /// A remembered identity: when it expires (ms since `Dedupe::origin`) and its action.
@@ -57,11 +42,7 @@ struct Slot(u64);
 
 impl Slot {
     fn new(expires_ms: u64, action: Action) -> Self {
-        let index = Action::ALL
-            .iter()
-            .position(|a| *a == action)
-            .unwrap_or_default() as u64;
-        Slot((expires_ms.min(MAX_EXPIRY_MS) << ACTION_BITS) | index)
+        Slot((expires_ms.min(MAX_EXPIRY_MS) << ACTION_BITS) | action as u64)
     }
 
     fn expires_ms(self) -> u64 {
@@ -69,8 +50,7 @@ impl Slot {
     }
 
     fn action(self) -> Action {
-        let index = (self.0 & ((1 << ACTION_BITS) - 1)) as usize;
-        Action::ALL.get(index).copied().unwrap_or(Action::Spool)
+        Action::from_repr((self.0 & ((1 << ACTION_BITS) - 1)) as usize).unwrap_or(Action::Spool)
     }
 }
 
@@ -103,14 +83,11 @@ pub struct Dedupe {
 struct Memory {
     /// Delivered identities, expired ones included until the next sweep.
     done: HashMap<Key, Slot>,
-    /// Being delivered now; the sender publishes the action (or `None` if it failed). As many
-    /// as requests in flight.
+    /// Being delivered now; the sender publishes the action (or `None` if it failed).
     in_flight: HashMap<Key, watch::Receiver<Option<Option<Action>>>>,
 }
 
-/// An identity's first 16 raw bytes (of the hex digest, decoded). Not cryptographic strength
-/// but plenty for a lookup: two of a million identities share a 128-bit prefix with odds of
-/// ~10^-27, and a body made to collide costs ~2^64 digests.
+/// An identity's first 16 raw bytes: two of a million share them with odds of ~10^-27.
 type Key = [u8; 16];
 
 fn key(identity: &str) -> Key {
@@ -125,8 +102,8 @@ fn key(identity: &str) -> Key {
 }
 
 impl Memory {
-    /// Remembers `identity` until `expires_ms`. At the cap, first makes room: returns how many
-    /// identities still inside their window were forgotten for it (0 almost always).
+    /// Remembers `identity`; at the cap, first makes room. Returns how many identities still in
+    /// their window were forgotten for it.
     fn remember(&mut self, identity: Key, slot: Slot, now_ms: u64) -> usize {
         let forgotten = if self.done.len() >= MAX_REMEMBERED && !self.done.contains_key(&identity) {
             self.make_room(now_ms)
@@ -137,8 +114,8 @@ impl Memory {
         forgotten
     }
 
-    /// Drops the expired, then, if that was not enough, the oldest until the map is at
-    /// `MAX_REMEMBERED - MAX_REMEMBERED / EVICT_DIVISOR`. Returns how many of the oldest went.
+    /// Drops the expired, then the oldest down to `MAX_REMEMBERED - MAX_REMEMBERED /
+    /// EVICT_DIVISOR`. Returns how many of the oldest went.
     fn make_room(&mut self, now_ms: u64) -> usize {
         // One pass drops the expired and finds the span of the others' expiries.
         let (mut min, mut max) = (u64::MAX, 0);
@@ -155,8 +132,8 @@ impl Memory {
         if excess == 0 {
             return 0;
         }
-        // Count the slots per slice of that span, find the slice where the oldest `excess`
-        // end, then drop everything before it and as many as needed from it.
+        // Count the slots per slice of that span, find the slice where the oldest `excess` end,
+        // then drop everything before it and as many as needed from it.
         let span = u128::from(max.saturating_sub(min)) + 1;
         let bin =
             |s: &Slot| (u128::from(s.expires_ms() - min) * EVICT_BINS as u128 / span) as usize;
@@ -209,8 +186,7 @@ impl Dedupe {
         millis(self.origin.elapsed())
     }
 
-    /// Remembers an identity delivered `ago` before now (from the ledger) for the rest of its
-    /// window. Restore oldest first: at the cap, the oldest are the ones forgotten.
+    /// Remembers an identity delivered `ago` before now (from the ledger), oldest first.
     pub fn restore(&self, identity: &str, action: Action, ago: Duration) {
         if let Some(left) = self.window.checked_sub(ago).filter(|left| !left.is_zero()) {
             let now = self.now_ms();
@@ -356,7 +332,7 @@ mod tests {
 
     #[test]
     fn a_slot_keeps_every_action_and_its_expiry() {
-        for action in Action::ALL {
+        for action in <Action as strum::IntoEnumIterator>::iter() {
             let slot = Slot::new(123_456_789, action);
             assert_eq!((slot.action(), slot.expires_ms()), (action, 123_456_789));
         }

@@ -1,14 +1,7 @@
 //! The wake gate: the one place that decides whether a pane may be typed into, and the one path
-//! that does it. Bus events, manual wakes, nudges and context warnings all come through here, in
-//! the reference's order: pane mapping (panes.json) → busy marker → cooldown (reserved before
-//! typing, rolled back on failure) → stale-pane guard and typing (in `mux`), under one budget.
-//! Beyond the reference, a tmux pane whose prompt already holds text (a human's draft), that is
-//! in copy mode or shows a menu is treated like a busy one: `spool-busy`, nothing typed (and
-//! the event is owed a wake). So is a session held at a usage limit: the ledger has its limit,
-//! or the screen's latest word is a limit's notice (then recorded in the ledger); only the
-//! resumer's message ([`Mode::Resume`]) is typed then. It also answers which id a session goes
-//! by now ([`Gate::resolve`]: the id given up at a `/clear` still reaches the pane).
-//! Nothing here can fail a delivery: every outcome is an `Action`.
+//! that types. In the reference's order: mapping → busy marker → cooldown → stale-pane guard and
+//! typing. Beyond it, a prompt holding text, copy mode, a menu or a usage limit hold a wake like a
+//! busy marker (`spool-busy`, owed). It also says which id a session goes by after a `/clear`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -31,8 +24,7 @@ use crate::wakedir::reader::PanesReader;
 use crate::wakedir::target::PaneTarget;
 use crate::wire::session_id::short;
 
-/// After this many wakes in a row held back by text at the prompt, say so at WARN: text that sits
-/// there that long is probably not a draft.
+/// Wakes in a row held back by text at the prompt after which it is a WARN: probably not a draft.
 const OCCUPIED_WARN_AFTER: u32 = 3;
 
 /// How a wake should treat the idle gate.
@@ -40,15 +32,12 @@ const OCCUPIED_WARN_AFTER: u32 = 3;
 pub enum Mode {
     /// Respect busy markers and the cooldown (bus events, nudges, warnings).
     Gated,
-    /// Skip busy markers and the cooldown, never the mapping, the stale-pane guard or the check
-    /// for text already at the prompt.
+    /// Skip busy markers and the cooldown (never the mapping, stale-pane or prompt checks).
     Forced,
-    /// Skip the busy marker, keep the cooldown: the caller saw the session idle by its own
-    /// signals although the marker says a turn runs (an Esc interrupt fires no hook, so its
-    /// marker stays).
+    /// Skip the busy marker, keep the cooldown: the caller saw the session idle although the
+    /// marker says a turn runs (an Esc interrupt fires no hook, so its marker stays).
     SeenIdle,
-    /// The resume message at a usage limit's reset: like `Gated` (a fresh busy marker means a
-    /// turn already runs), and through the hold.
+    /// The resume message at a usage limit's reset: like `Gated`, and through the hold.
     Resume,
 }
 
@@ -87,13 +76,13 @@ pub struct Gate {
     busy_ttl: f64,
     cooldown: Cooldown,
     injector: Arc<Injector>,
-    /// Warn once per (session, failure kind); a success re-arms that session's keys.
+    /// Warn once per (session, failure kind) until a success.
     failures: Warnings,
     /// What the gate keeps of each session between wakes.
     sessions: Mutex<HashMap<String, Typing>>,
     /// Rung when a bus event became owed a wake, so the nudger's loop looks at once.
     owed: tokio::sync::Notify,
-    /// The ledger: the usage limits sessions are held at, and the ids given up at a `/clear`.
+    /// The ledger: usage limits, and the ids given up at a `/clear`.
     store: Store,
     /// `[limits] enabled`; false: not even a notice on screen holds a wake back.
     hold_limits: bool,
@@ -104,8 +93,8 @@ pub struct Gate {
 /// One session's typing as the gate saw it (a wake that types clears both streaks).
 #[derive(Debug, Default)]
 struct Typing {
-    /// When it was last typed into, by anything: the session loop spaces nudges by it and
-    /// discounts the pane activity our own keystrokes cause.
+    /// When it was last typed into: the session loop spaces nudges by it and discounts the pane
+    /// activity our own keystrokes cause.
     at: Option<Instant>,
     /// Wakes in a row held back by text at its prompt.
     occupied: u32,
@@ -113,8 +102,7 @@ struct Typing {
     failed: u32,
 }
 
-/// Failed wakes in a row after which a human is told (`[notify]`): one failure is often a
-/// moment (a pane mid-redraw); three mean the session needs someone.
+/// Failed wakes in a row after which a human is told: one is often a moment, three need someone.
 pub const FAILURES_NOTIFIED: u32 = 3;
 
 impl Gate {
@@ -157,8 +145,8 @@ impl Gate {
         self.hold_limits
     }
 
-    /// The usage limit `sid` is held at, if limits are on and the ledger has one (a ledger that
-    /// cannot be read holds nothing: the screen check still stands).
+    /// The usage limit `sid` is held at (an unreadable ledger holds nothing; the screen check
+    /// still stands).
     pub fn held_at(&self, sid: &str) -> Option<Limit> {
         if !self.hold_limits {
             return None;
@@ -166,10 +154,9 @@ impl Gate {
         self.store.limit(sid).ok().flatten()
     }
 
-    /// The id `sid` goes by now and its pane: itself, unless it is not mapped and was given up
-    /// at a `/clear` for an id still mapped to the same pane (the agent that had it still runs
-    /// there). The bus and a session's peers keep using the id they know; everything done for
-    /// it (typing, markers, cooldown, owed events) is done for the current one.
+    /// The id `sid` goes by now and its pane: itself, unless it is unmapped and was given up at a
+    /// `/clear` for an id still mapped to the same pane. Peers keep using the old id; everything
+    /// done for it is done for the current one.
     pub fn resolve<'a>(&self, sid: &'a str) -> Resolved<'a> {
         if let Some(target) = self.panes.lookup(sid) {
             return Resolved {
@@ -288,9 +275,8 @@ impl Gate {
             .await;
         let inject_time = started.elapsed();
         let result = match result {
-            // The text stayed on the prompt line through both confirm waits, yet the session's
-            // hook marked a turn started meanwhile: the Enter was taken, and the TUI (running
-            // its UserPromptSubmit hooks first, on a loaded machine) had not redrawn yet.
+            // The text stayed on the prompt line, yet the hook marked a turn started meanwhile:
+            // the Enter was taken and the TUI had not redrawn yet.
             Err(InjectError::Unsubmitted) if !busy_before && self.is_busy(sid) => {
                 tracing::debug!(
                     session_id = sid,
@@ -327,9 +313,8 @@ impl Gate {
                 (action, None)
             }
             Err(held @ (InjectError::Occupied | InjectError::Held(_))) => {
-                // Not a failure: someone is at the prompt, scrolling, or in a menu. Like a fresh
-                // busy marker, the event waits in the spool (owed) and the cooldown is left for
-                // the real wake.
+                // Not a failure: like a fresh busy marker, the event is owed and the cooldown is
+                // left for the real wake.
                 self.cooldown.roll_back(sid, reservation);
                 let times = self.typing(sid, |t| {
                     t.occupied += 1;
@@ -404,8 +389,7 @@ impl Gate {
         }
     }
 
-    /// Picks the limit menu's wait option if the menu is on `sid`'s screen (`Ok(false)`: it is
-    /// not). The resumer's first step at a reset.
+    /// Picks the limit menu's wait option if the menu is on `sid`'s screen (`Ok(false)`: not).
     pub async fn dismiss_limit_menu(&self, sid: &str) -> Result<bool, InjectError> {
         let Some(target) = self.panes.lookup(sid) else {
             return Ok(false);

@@ -1,6 +1,5 @@
-//! The delivery pipeline every actionable event goes through after the HTTP checks: spool the
-//! line durably, then (mux backend) decide whether and how to wake the session. It owns the
-//! `action` vocabulary the bus-facing answer uses.
+//! The delivery pipeline every actionable event takes after the HTTP checks: dedupe, spool the line
+//! durably, then (mux backend) let the gate decide whether to wake the session, and record it.
 
 pub(crate) mod action;
 pub(crate) mod cooldown;
@@ -116,9 +115,8 @@ impl Deliverer {
             }
         };
         let started = Instant::now();
-        // The spool keeps the id the bus used; the row, what is owed and the wake go to the id
-        // the session goes by now (after a `/clear`, the pane's new one). The spool backend types
-        // nothing, so it reads neither panes.json nor the renames.
+        // The spool keeps the bus's id; the row, what is owed and the wake go to the id the
+        // session goes by now. The spool backend types nothing, so it resolves nothing.
         let resolved = match self.backend {
             Backend::Spool => Resolved {
                 session_id: event.target.as_str().into(),
@@ -126,8 +124,8 @@ impl Deliverer {
             },
             Backend::Mux => self.gate.resolve(&event.target),
         };
-        // Recorded with the line, in one durable commit: after any crash, a line in the spool
-        // has its identity in the ledger. The action is provisional until the gate answers.
+        // Recorded with the line in one commit, so a spooled line always has its identity in
+        // the ledger; the action is provisional until the gate answers.
         let row = delivery_row(
             DeliverySource::Hook,
             Some(&event),
@@ -199,10 +197,8 @@ impl Deliverer {
         }
     }
 
-    /// Records the gate's answer for a delivery whose row went in with its spool line. The
-    /// answer to the bus waits for it, so a redelivery after a crash gets the same answer; a
-    /// spooled-only event (the spool backend) already has its final action. Without a row (the
-    /// ledger could not take the spool round) the whole row is recorded now.
+    /// Records the gate's answer for a delivery whose row went in with its spool line (the bus's
+    /// answer waits, so a redelivery after a crash gets the same); without a row, the whole row.
     async fn record_outcome(
         &self,
         delivery_id: DeliveryId,
@@ -237,9 +233,8 @@ impl Deliverer {
         self.record_row(row, outcome, None).await;
     }
 
-    /// Writes an outcome that has no row yet. A ledger failure is logged, never fatal. The
-    /// delivery row is bookkeeping, queued for the next group commit without waiting; a wake row
-    /// is awaited, because a restart must not reopen that session's cooldown.
+    /// Writes an outcome that has no row yet. The delivery row is queued without waiting; a wake
+    /// row is awaited, because a restart must not reopen that session's cooldown.
     async fn record_row(
         &self,
         mut row: Delivery,
@@ -291,8 +286,7 @@ fn delivery_row(
     }
 }
 
-/// A bus event's wake typed and submitted pays everything its session was owed until now
-/// (the agent reads the bus, where those events already are).
+/// A wake typed and submitted pays everything its session was owed (the agent reads the bus).
 fn payment(sid: &str, outcome: &GateOutcome) -> Option<Record> {
     outcome.action.woke().then(|| Record::Pay {
         session_id: sid.to_string(),

@@ -5,23 +5,27 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
+use strum::{IntoStaticStr, VariantNames};
 
 use crate::spool::SpoolError;
 use crate::wire::event::EventError;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, IntoStaticStr, VariantNames)]
+#[strum(serialize_all = "kebab-case")]
 pub enum ApiError {
     #[error("unexpected Host {0:?}")]
     Host(String),
     #[error("not found")]
     NotFound,
     #[error("method not allowed")]
+    #[strum(serialize = "method")]
     MethodNotAllowed,
     #[error("Content-Type must be application/json")]
     ContentType,
     #[error("body too large")]
     TooLarge,
     #[error("client disconnected mid-body")]
+    #[strum(serialize = "disconnect")]
     Disconnected,
     #[error("bad signature")]
     BadSignature,
@@ -64,45 +68,22 @@ impl ApiError {
         }
     }
 
-    /// Every value `reason` can take.
-    pub const REASONS: [&'static str; 16] = [
-        "host",
-        "not-found",
-        "method",
-        "content-type",
-        "too-large",
-        "disconnect",
-        "bad-signature",
-        "bad-bearer",
-        "invalid-json",
-        "not-object",
-        "not-serializable",
-        "bad-request",
-        "unknown-session",
-        "conflict",
-        "spool",
-        "unavailable",
-    ];
+    /// Every value `reason` can take, in declaration order.
+    pub fn reasons() -> impl Iterator<Item = &'static str> {
+        ApiError::VARIANTS
+            .iter()
+            .flat_map(|reason| match *reason {
+                "event" => EventError::VARIANTS,
+                _ => std::slice::from_ref(reason),
+            })
+            .copied()
+    }
 
     /// Stable reason for the rejection log and the metrics label (short kebab-case).
     pub fn reason(&self) -> &'static str {
         match self {
-            ApiError::Host(_) => "host",
-            ApiError::NotFound => "not-found",
-            ApiError::MethodNotAllowed => "method",
-            ApiError::ContentType => "content-type",
-            ApiError::TooLarge => "too-large",
-            ApiError::Disconnected => "disconnect",
-            ApiError::BadSignature => "bad-signature",
-            ApiError::BadBearer => "bad-bearer",
-            ApiError::Event(EventError::InvalidJson) => "invalid-json",
-            ApiError::Event(EventError::NotObject) => "not-object",
-            ApiError::Event(EventError::NotSerializable) => "not-serializable",
-            ApiError::BadRequest(_) => "bad-request",
-            ApiError::UnknownSession(_) => "unknown-session",
-            ApiError::Conflict(_) => "conflict",
-            ApiError::Spool(_) => "spool",
-            ApiError::Unavailable(_) => "unavailable",
+            ApiError::Event(e) => e.into(),
+            other => other.into(),
         }
     }
 }
@@ -161,7 +142,7 @@ mod tests {
             ApiError::Unavailable("u".into()),
         ];
         let reasons: Vec<&str> = all.iter().map(ApiError::reason).collect();
-        assert_eq!(reasons, ApiError::REASONS);
+        assert_eq!(reasons, ApiError::reasons().collect::<Vec<_>>());
         for reason in reasons {
             assert!(
                 reason.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'),

@@ -1,10 +1,6 @@
-//! `POST /forget`: an operator drops one session from the daemon's views (`wakebridge forget`):
-//! its ledger rows, through the store's writer (`Store::forget_session`, the rows pruning
-//! removes for sessions long gone), and, with `force`, its panes.json mapping. An unknown
-//! session is 404. A mapped one is refused (409) without `force`: the mapping is how the gate,
-//! the nudger and the hook reach its agent, a running agent's next hook would write it back, and
-//! status lists every mapped session anyway; `force` is for a mapping a dead pane left behind
-//! (no `SessionEnd` ran). Same body shape and bearer as `/wake` and `/rewind`.
+//! `POST /forget`: drops a session's ledger rows and, with `force`, its panes.json mapping. A
+//! mapped session is refused (409) without `force`: its agent may still run and would write the
+//! mapping back.
 
 use std::sync::Arc;
 
@@ -17,10 +13,12 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::ApiError;
-use super::guards::operator_body;
+use super::guards::{operator_request, session_id};
 use crate::http::AppState;
 use crate::wakedir::reader::mapped_panes;
-use crate::wire::session_id::SessionId;
+
+/// The body, as a 400 shows it.
+const SHAPE: &str = r#"{"session_id": "...", "force": false}"#;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,17 +34,8 @@ pub async fn forget(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let bytes = operator_body(&app, &headers, body).await?;
-    let request: ForgetRequest = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "expected {{\"session_id\": \"...\", \"force\": false}}: {e}"
-        ))
-    })?;
-    let Some(sid) = SessionId::parse(&request.session_id) else {
-        return Err(ApiError::BadRequest(
-            "session_id must match [A-Za-z0-9_-]{1,64}".into(),
-        ));
-    };
+    let request: ForgetRequest = operator_request(&app, &headers, body, SHAPE).await?;
+    let sid = session_id(&request.session_id)?;
     let sid = sid.to_string();
     let wake_dir = app.deliverer.spool().wake_dir().to_path_buf();
     // Refused before anything changes; the ledger is forgotten first and the mapping last, so a

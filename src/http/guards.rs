@@ -1,7 +1,5 @@
-//! Request guards shared by the POST routes: the Host allowlist (DNS-rebinding defence, ahead
-//! of routing), the JSON content type (a browser's no-cors fetch cannot send it), and the body
-//! size cap checked on the declared length and again while streaming, and the bearer secret of
-//! the operators' routes.
+//! Request guards: the Host allowlist (DNS rebinding, ahead of routing), the JSON content type, the
+//! body size cap, and the bearer secret of the operators' routes.
 
 use std::sync::Arc;
 
@@ -11,17 +9,18 @@ use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde::de::DeserializeOwned;
 
 use super::ApiError;
 use super::error::RejectReason;
 use crate::http::AppState;
 use crate::warn_limited;
+use crate::wire::session_id::SessionId;
 
 /// Largest body accepted: exactly 1 MiB passes, one byte more is 413.
 pub const MAX_BODY_BYTES: usize = 1_048_576;
 
-/// 421 for any Host outside the allowlist, on every path and method, before routing, so a
-/// foreign Host cannot even learn which routes exist.
+/// 421 for any Host outside the allowlist, before routing: a foreign Host learns no routes.
 pub async fn host_guard(
     State(app): State<Arc<AppState>>,
     request: Request,
@@ -84,8 +83,7 @@ pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-/// Reads the body under the cap: a declared length over the cap is refused before reading; a
-/// stream that grows past it is cut off mid-way; a client that goes away gets 400.
+/// Reads the body under the cap, declared or streamed; a client that goes away gets 400.
 pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, ApiError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -102,17 +100,26 @@ pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<axum::body::By
     }
 }
 
-/// The body of an operator's request (`/wake`, `/rewind`): JSON, within the size cap, and with
-/// `Authorization: Bearer <secret>` when a secret is configured.
-pub async fn operator_body(
+/// An operator's request (`/wake`, `/rewind`, `/forget`): JSON within the size cap, with
+/// `Authorization: Bearer <secret>` when a secret is configured, parsed as `T`. `shape` is the
+/// body the 400 shows.
+pub async fn operator_request<T: DeserializeOwned>(
     app: &AppState,
     headers: &HeaderMap,
     body: Body,
-) -> Result<axum::body::Bytes, ApiError> {
+    shape: &str,
+) -> Result<T, ApiError> {
     require_json(headers)?;
     let bytes = read_body(headers, body).await?;
     require_bearer(app, headers)?;
-    Ok(bytes)
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::BadRequest(format!("expected {shape}: {e}")))
+}
+
+/// The `session_id` of an operator's request, checked.
+pub fn session_id(id: &str) -> Result<SessionId, ApiError> {
+    SessionId::parse(id)
+        .ok_or_else(|| ApiError::BadRequest("session_id must match [A-Za-z0-9_-]{1,64}".into()))
 }
 
 /// `Authorization: Bearer <secret>`, when a secret is configured.
@@ -131,9 +138,8 @@ fn require_bearer(app: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-/// The fleet's reads (`/sessions`, `/metrics`) show session ids, working directories and pane
-/// names: with a secret set and a listener other hosts can reach, they need the bearer too.
-/// On loopback they stay open, so `curl` and a local Prometheus need nothing.
+/// `/sessions` and `/metrics` show ids, directories and panes: beyond loopback, with a secret
+/// set, they need the bearer too.
 pub fn require_reader(app: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     if app.config.topology.bind.is_loopback() {
         return Ok(());

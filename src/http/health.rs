@@ -1,7 +1,5 @@
-//! `GET`/`HEAD /health`: liveness plus what an installer needs to tell two instances apart
-//! (pid, version, start time) and whether our webhook row was there at the last verification;
-//! for `doctor`, also the backend, bus URL and config file the instance runs with, which are
-//! shown only where `/sessions` would be (loopback, or with the bearer beyond it).
+//! `GET`/`HEAD /health`: liveness, what tells two instances apart, and the registration's state;
+//! the configuration only where `/sessions` may be read.
 
 use std::sync::Arc;
 
@@ -30,13 +28,7 @@ pub async fn health(State(app): State<Arc<AppState>>, headers: HeaderMap) -> Jso
             Shown::Hidden
         },
         bus_url: reader.then(|| config.bus_url.clone()),
-        backend: reader.then(|| {
-            match config.backend {
-                crate::config::Backend::Mux => "mux",
-                crate::config::Backend::Spool => "spool",
-            }
-            .into()
-        }),
+        backend: reader.then(|| <&str>::from(config.backend).into()),
         registered: registration.as_ref().map(|r| r.registered),
         webhook_id: registration
             .as_ref()

@@ -19,8 +19,7 @@ use crate::warn_limited;
 use crate::wire::event::{self, Triage};
 use crate::wire::signature::SIGNATURE_HEADER;
 
-/// Bodies above this are parsed on a blocking thread so one large event cannot stall the
-/// request loop for everyone else.
+/// Bodies above this are parsed on a blocking thread, not stalling the request loop.
 const INLINE_PARSE_MAX: usize = 64 * 1024;
 
 pub async fn hook(State(app): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {

@@ -1,6 +1,5 @@
-//! The HTTP surface: the router, the Host guard that runs ahead of routing on every request,
-//! and the handlers. Routes and their shapes are documented in `openapi.yaml`; a test keeps the
-//! two in step.
+//! The HTTP surface: the router, the Host guard ahead of routing, the handlers. `openapi.yaml`
+//! documents the routes; a test keeps the two in step.
 
 mod error;
 mod forget;

@@ -1,9 +1,5 @@
-//! `POST /rewind`: a session asks for a clean context window (`wakebridge rewind`). It only
-//! records the request and answers at once; the nudger performs it at the session's next idle
-//! moment (`session::task::rewind`). The session is named by any id it has had: one given up at a
-//! `/clear` names the agent that runs in its pane now. `restart: true` asks for the agent to be
-//! started again instead (a dead pane too: it is revived at the nudger's next poll). Same auth
-//! as `/wake`.
+//! `POST /rewind`: records a session's request for a clean context window (or, with `restart`, a
+//! restart); the nudger performs it at the session's next idle moment.
 
 use std::sync::Arc;
 
@@ -16,11 +12,13 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::ApiError;
-use super::guards::operator_body;
+use super::guards::{operator_request, session_id};
 use crate::http::AppState;
 use crate::store::{Record, RewindWhy, now_unix_ms};
 use crate::wakedir::target::PaneTarget;
-use crate::wire::session_id::SessionId;
+
+/// The body, as a 400 shows it.
+const SHAPE: &str = r#"{"session_id": "...", "restart": false}"#;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,17 +34,8 @@ pub async fn rewind(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let bytes = operator_body(&app, &headers, body).await?;
-    let request: RewindRequest = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "expected {{\"session_id\": \"...\", \"restart\": false}}: {e}"
-        ))
-    })?;
-    let Some(asked) = SessionId::parse(&request.session_id) else {
-        return Err(ApiError::BadRequest(
-            "session_id must match [A-Za-z0-9_-]{1,64}".into(),
-        ));
-    };
+    let request: RewindRequest = operator_request(&app, &headers, body, SHAPE).await?;
+    let asked = session_id(&request.session_id)?;
     if app.nudges.is_none() {
         return Err(ApiError::BadRequest(
             "rewinds are performed by the nudger, which runs only with the mux backend \

@@ -1,6 +1,5 @@
-//! `GET /sessions` (every known session as JSON) and `GET /metrics` (Prometheus text: the
-//! recorder's counters and the gauges computed here at scrape time, none labelled per session).
-//! Both need the bearer beyond loopback (`guards::require_reader`).
+//! `GET /sessions` (every known session) and `GET /metrics` (the recorder's counters and gauges
+//! computed at scrape time, none per session).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -54,16 +53,12 @@ pub async fn metrics(
         .unwrap_or_default();
     let mut text = crate::telemetry::handle().render();
     let mut out = Exposition(&mut text);
-
-    out.family(
+    out.labelled(
         "wakebridge_build_info",
         "gauge",
         "Always 1; the version in its label.",
-    );
-    out.sample(
-        "wakebridge_build_info",
-        &[("version", env!("CARGO_PKG_VERSION"))],
-        1,
+        "version",
+        [(env!("CARGO_PKG_VERSION"), 1)],
     );
     let started = started_at
         .duration_since(std::time::UNIX_EPOCH)
@@ -78,35 +73,35 @@ pub async fn metrics(
         "1 while the last check found our webhook row on the bus (0 also with registration off).",
         u64::from(registered),
     );
-
-    out.family("wakebridge_sessions", "gauge", "Known sessions by state.");
-    for state in SessionState::iter() {
-        let count = sessions.iter().filter(|s| s.state == state).count() as u64;
-        out.sample("wakebridge_sessions", &[("state", state.as_str())], count);
-    }
-    let spool_bytes: u64 = sessions.iter().map(|s| s.spool_bytes).sum();
+    let count = |keep: &dyn Fn(&SessionStatus) -> bool| sessions.iter().filter(|s| keep(s)).count();
+    out.labelled(
+        "wakebridge_sessions",
+        "gauge",
+        "Known sessions by state.",
+        "state",
+        SessionState::iter().map(|state| (state.as_str(), count(&|s| s.state == state) as u64)),
+    );
     out.gauge(
         "wakebridge_spool_bytes",
         "Bytes in all spool files.",
-        spool_bytes,
+        sessions.iter().map(|s| s.spool_bytes).sum(),
     );
-    out.counter(
+    out.family(
         "wakebridge_log_lines_dropped_total",
+        "counter",
         "Log lines dropped because stderr's reader did not keep up.",
-        crate::telemetry::logging::dropped_lines(),
     );
-    let acknowledged = sessions
-        .iter()
-        .filter(|s| s.nudge.as_ref().is_some_and(|n| n.acknowledged))
-        .count();
+    let _ = writeln!(
+        out.0,
+        "wakebridge_log_lines_dropped_total {}",
+        crate::telemetry::logging::dropped_lines()
+    );
     out.gauge(
         "wakebridge_sessions_acknowledged_idle",
         "Sessions the nudger has fallen silent for.",
-        acknowledged as u64,
+        count(&|s| s.nudge.as_ref().is_some_and(|n| n.acknowledged)) as u64,
     );
-
-    let owed: Vec<u64> = sessions
-        .iter()
+    let owed: Vec<u64> = (sessions.iter())
         .filter_map(|s| Some(s.owed.as_ref()?.events))
         .collect();
     out.gauge(
@@ -119,55 +114,38 @@ pub async fn metrics(
         "Bus events waiting for a wake.",
         owed.iter().sum(),
     );
-    let paid = |hook: bool| -> u64 {
-        sessions
-            .iter()
-            .filter_map(|s| s.paid.as_ref())
-            .map(|p| if hook { p.by_hook } else { p.by_typing })
-            .sum()
-    };
-    out.family(
+    let paid = sessions.iter().filter_map(|s| s.paid.as_ref());
+    out.labelled(
         "wakebridge_owed_wakes_paid_total",
         "counter",
         "Owed wakes paid, by how: the Stop hook or typing.",
+        "how",
+        [
+            ("hook", paid.clone().map(|p| p.by_hook).sum()),
+            ("typed", paid.map(|p| p.by_typing).sum()),
+        ],
     );
-    for (how, hook) in [("hook", true), ("typed", false)] {
-        out.sample(
-            "wakebridge_owed_wakes_paid_total",
-            &[("how", how)],
-            paid(hook),
-        );
-    }
-    let limited = sessions.iter().filter(|s| s.limit.is_some()).count();
     out.gauge(
         "wakebridge_limited_sessions",
         "Sessions held at a usage limit until it resets.",
-        limited as u64,
+        count(&|s| s.limit.is_some()) as u64,
     );
-
-    out.family(
+    out.labelled(
         "wakebridge_rewinds_total",
         "counter",
         "Rewinds (a /clear and the re-hydration prompt) by how they ended.",
+        "outcome",
+        <RewindOutcome as strum::IntoEnumIterator>::iter()
+            .map(|o| (o.as_str(), rewinds.get(&Some(o)).copied().unwrap_or(0))),
     );
-    for outcome in <RewindOutcome as strum::IntoEnumIterator>::iter() {
-        let count = rewinds.get(&Some(outcome)).copied().unwrap_or(0);
-        out.sample(
-            "wakebridge_rewinds_total",
-            &[("outcome", outcome.as_str())],
-            count,
-        );
-    }
     out.gauge(
         "wakebridge_rewinds_waiting",
         "Rewinds asked for and not performed yet.",
         rewinds.get(&None).copied().unwrap_or(0),
     );
-
     // Per-session percentages would be a label per session id, a set without bound: the
     // fleet's fullest window and how many sessions are past each warning say what to act on.
-    let percents: Vec<f64> = sessions
-        .iter()
+    let percents: Vec<f64> = (sessions.iter())
         .filter_map(|s| s.context.as_ref()?.percent)
         .collect();
     out.family(
@@ -177,28 +155,19 @@ pub async fn metrics(
     );
     let max = percents.iter().copied().fold(0.0, f64::max);
     let _ = writeln!(out.0, "wakebridge_context_percent_max {max}");
-    out.family(
-        "wakebridge_context_sessions",
-        "gauge",
-        "Sessions with context figures, by the highest warning level their window is past.",
-    );
     let (wrap_up, checkpoint) = (thresholds.wrap_up.percent, thresholds.checkpoint.percent);
     let past =
         |from: f64, below: f64| percents.iter().filter(|&&p| p >= from && p < below).count() as u64;
-    out.sample(
+    out.labelled(
         "wakebridge_context_sessions",
-        &[("level", "below")],
-        past(f64::MIN, wrap_up),
-    );
-    out.sample(
-        "wakebridge_context_sessions",
-        &[("level", "wrap-up")],
-        past(wrap_up, checkpoint),
-    );
-    out.sample(
-        "wakebridge_context_sessions",
-        &[("level", "checkpoint")],
-        past(checkpoint, f64::MAX),
+        "gauge",
+        "Sessions with context figures, by the highest warning level their window is past.",
+        "level",
+        [
+            ("below", past(f64::MIN, wrap_up)),
+            ("wrap-up", past(wrap_up, checkpoint)),
+            ("checkpoint", past(checkpoint, f64::MAX)),
+        ],
     );
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
@@ -213,18 +182,23 @@ impl Exposition<'_> {
         let _ = writeln!(self.0, "# TYPE {name} {kind}");
     }
 
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: u64) {
-        let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
-        let _ = writeln!(self.0, "{name}{{{}}} {value}", labels.join(","));
+    /// A family with one sample per value of its one label.
+    fn labelled<'v>(
+        &mut self,
+        name: &str,
+        kind: &str,
+        help: &str,
+        label: &str,
+        samples: impl IntoIterator<Item = (&'v str, u64)>,
+    ) {
+        self.family(name, kind, help);
+        for (value, count) in samples {
+            let _ = writeln!(self.0, "{name}{{{label}=\"{value}\"}} {count}");
+        }
     }
 
     fn gauge(&mut self, name: &str, help: &str, value: u64) {
         self.family(name, "gauge", help);
-        let _ = writeln!(self.0, "{name} {value}");
-    }
-
-    fn counter(&mut self, name: &str, help: &str, value: u64) {
-        self.family(name, "counter", help);
         let _ = writeln!(self.0, "{name} {value}");
     }
 }

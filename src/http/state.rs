@@ -1,6 +1,4 @@
-//! What every request handler shares: the configuration, the delivery pipeline, the rejection
-//! warnings, and the read-only views the background features publish (registration, context
-//! figures, nudge state).
+//! What every request handler shares.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

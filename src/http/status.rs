@@ -1,8 +1,6 @@
-//! What every known session looks like right now, for machines (`GET /sessions`) and humans
-//! (`wakebridge status`, which renders the same typed view: `cli::glance`): the daemon's one
-//! answer to "what state is this session in" ([`state_of`]), from the session loop's last
-//! decision and the ledger's facts, and the rule for when a session has ended. A session is
-//! known when the ledger has seen it (hook or delivery) or panes.json maps it.
+//! What every known session looks like now, for `GET /sessions` and `wakebridge status`: the
+//! daemon's one answer to "what state is this session in" ([`state_of`]) and when a session has
+//! ended. A session is known when the ledger has seen it or panes.json maps it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -19,10 +17,8 @@ use crate::store::{Limit, RewindFacts, RewindOutcome, Rewinds, SessionRow, now_u
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
 
-/// An unmapped session with no trace (hook, delivery, wake) for this long has ended even
-/// without a `SessionEnd`: an agent killed with its pane (or a bus-only id) fires no hook, and a
-/// day without a single event means nobody is working there (the loop looks at idle ones every
-/// few minutes, a working one fires hooks every tool call).
+/// An unmapped session with no trace for this long has ended even without a `SessionEnd` (an
+/// agent killed with its pane fires no hook; a working one fires one every tool call).
 pub const QUIET_ENDED_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 /// Spools bigger than this are not read to count lines; the size alone is reported.
@@ -170,10 +166,9 @@ pub struct Facts<'a> {
     pub view: Option<&'a SessionView>,
 }
 
-/// The session's one state and why, most pressing first: ended, no pane, a usage limit, then
-/// what the session loop last decided (a dialog, a draft, a rewind, working, idle, nudged,
-/// acknowledged idle), with bus events waiting shown as owed unless something more pressing
-/// holds. Before the loop's first look, the busy marker decides working or idle.
+/// The session's one state and why, most pressing first: ended, no pane, a usage limit, then the
+/// session loop's last decision (before its first, the busy marker's), shown as owed when events
+/// wait and nothing more pressing holds.
 pub fn state_of(facts: &Facts) -> (SessionState, String) {
     if facts.ended {
         return (

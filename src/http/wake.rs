@@ -1,7 +1,5 @@
-//! `POST /wake`: a manual wake for curl and scripts. Same gate as a bus event (mapping,
-//! stale-pane guard, busy marker, cooldown; `force` skips only the last two), recorded in the
-//! ledger, answered in `/hook`'s shape. It types the fixed wake prompt or one of the operator's
-//! configured messages chosen by name: never text from the request.
+//! `POST /wake`: a manual wake through the same gate as a bus event (`force` skips the busy marker
+//! and the cooldown). It types the wake prompt or a configured message by name, never request text.
 
 use std::sync::Arc;
 
@@ -12,12 +10,14 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::ApiError;
-use super::guards::operator_body;
+use super::guards::{operator_request, session_id};
 use super::hook::delivered_json;
 use crate::delivery::gate::Mode;
 use crate::http::AppState;
 use crate::mux::KeystrokeText;
-use crate::wire::session_id::SessionId;
+
+/// The body, as a 400 shows it.
+const SHAPE: &str = r#"{"session_id": "...", "force": false, "message": "<name>"}"#;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,17 +35,8 @@ pub async fn wake(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let bytes = operator_body(&app, &headers, body).await?;
-    let request: WakeRequest = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "expected {{\"session_id\": \"...\", \"force\": false, \"message\": \"<name>\"}}: {e}"
-        ))
-    })?;
-    let Some(session_id) = SessionId::parse(&request.session_id) else {
-        return Err(ApiError::BadRequest(
-            "session_id must match [A-Za-z0-9_-]{1,64}".into(),
-        ));
-    };
+    let request: WakeRequest = operator_request(&app, &headers, body, SHAPE).await?;
+    let session_id = session_id(&request.session_id)?;
     let text = match &request.message {
         None => KeystrokeText::wake_prompt(),
         Some(name) => {

@@ -1,8 +1,5 @@
-//! Telling a human (`[notify]`): which notices go out and in what words. It owns the settings'
-//! validation ([`NotifyConfig`]), the rate limit ([`RateLimit`]: one notice of a kind per
-//! session within `min_gap`, at most `max_per_hour` in all) and the message
-//! ([`message`]); all of it pure. Sending them (a webhook POST, a bus event) is [`task`]'s. The
-//! notices themselves come from the features through `telemetry::notice`.
+//! Telling a human (`[notify]`): the settings ([`NotifyConfig`]), the rate limit ([`RateLimit`])
+//! and the words ([`message`]), all pure; [`task`] sends.
 
 pub mod task;
 
@@ -16,7 +13,8 @@ use crate::telemetry::notice::{Notice, NoticeKind};
 const HOUR: Duration = Duration::from_secs(3600);
 
 /// How a webhook takes the message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString)]
+#[strum(serialize_all = "lowercase")]
 pub enum Format {
     /// The text as the body, `Title` and `Tags` headers (ntfy and friends).
     Plain,
@@ -69,11 +67,8 @@ impl NotifyConfig {
                 Some(url)
             }
         };
-        let format = match s.format.trim() {
-            "plain" => Format::Plain,
-            "json" => Format::Json,
-            other => return Err(NotifyError::Format(other.to_owned())),
-        };
+        let format = (s.format.trim().parse())
+            .map_err(|_| NotifyError::Format(s.format.trim().to_owned()))?;
         if url.is_none() && !s.bus {
             return Ok(None);
         }
@@ -136,8 +131,7 @@ impl RateLimit {
     }
 }
 
-/// The message's title and text: the session by its short id and project, what happened, and
-/// the detail (wakebridge's own words: never a bus event's payload).
+/// The message's title and text: the session's short id and project, what happened, the detail.
 pub fn message(notice: &Notice, project: Option<&str>) -> (String, String) {
     let short = notice.session_id.get(..8).unwrap_or(&notice.session_id);
     let who = match project {

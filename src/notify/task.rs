@@ -1,8 +1,6 @@
-//! The sender: takes notices off the queue the features fill, lets through what the rate limit
-//! allows, and sends each to the webhook (`[notify] url`) and, with `[notify] bus = true`, to the
-//! bus as an `info` event on the session's channel (no bridge wakes for `info`, so a notice can
-//! never wake anyone). A webhook or bus that fails or hangs costs one bounded attempt and a
-//! rate-limited warning; nothing is retried and nothing waits on it.
+//! The sender: takes notices off the queue, lets through what the rate limit allows, and sends each
+//! to the webhook and (`bus = true`) to the bus as an `info` event, which wakes nobody. One bounded
+//! attempt each; nothing is retried.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -19,8 +17,7 @@ use crate::telemetry::notice::{Notice, NoticeOutcome};
 use crate::telemetry::warn::Warnings;
 use crate::warn_limited;
 
-/// One attempt's budget, for the webhook and for the bus each: a push service answers in well
-/// under a second; one that does not is given up on rather than queued behind.
+/// One attempt's budget, for the webhook and the bus each.
 const SEND_BUDGET: Duration = Duration::from_secs(5);
 /// The bus event's type.
 pub const EVENT_TYPE: &str = "wakebridge_notice";

@@ -1,15 +1,7 @@
-//! Where log lines go, and the promise that writing them never stops the daemon: not a closed
-//! stderr, not a reader that went away (`serve 2>&1 | head`, a journald restart), not a pipe
-//! nobody drains, not `/dev/full`.
-//!
-//! Lines are formatted by `tracing-subscriber` on the thread that logs and handed to one writer
-//! thread through a bounded queue; a full queue drops the line (and counts it) instead of
-//! blocking, and the writer ignores every write error. The standard descriptors are made valid
-//! first, so a daemon started with stderr closed never finds a database or a socket on fd 2.
-//! Under systemd, when stderr is the journal's stream, lines carry their level as a syslog
-//! priority (`<4>` for a warning) and no timestamp of their own, since the journal adds one.
-//! The `outln!`/`errln!` macros are the CLI verbs' `println!`/`eprintln!` without the panic on
-//! a broken pipe.
+//! Where log lines go, without ever stopping the daemon: lines go through a bounded queue to one
+//! writer thread that drops (and counts) what does not fit and ignores write errors. Under
+//! systemd's journal, lines carry a `<N>` priority and no timestamp. `outln!`/`errln!` are
+//! `println!`/`eprintln!` without the panic on a broken pipe.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -20,7 +12,7 @@ use std::time::{Duration, Instant};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::{Format, Writer};
-use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::env::Env;
@@ -29,11 +21,9 @@ use crate::env::Env;
 /// stderr to when they go to the journal.
 const JOURNAL_STREAM_ENV: &str = "JOURNAL_STREAM";
 
-/// Lines waiting for the writer thread, at most. A burst beyond it (a stuck reader) is dropped:
-/// the daemon must keep answering the bus whatever happens to its log.
+/// Lines waiting for the writer thread, at most; beyond it (a stuck reader) lines are dropped.
 const QUEUE_LINES: usize = 4096;
-/// How long `flush` waits at shutdown for queued lines to be written: enough for a healthy
-/// reader, short enough that a stuck one cannot delay a supervisor's stop.
+/// How long `flush` waits at shutdown: enough for a healthy reader, not for a stuck one.
 pub const FLUSH_BUDGET: Duration = Duration::from_millis(500);
 
 /// `println!` that never panics: a closed or broken stdout is not worth dying for.
@@ -54,9 +44,8 @@ macro_rules! errln {
     }};
 }
 
-/// Makes descriptors 0, 1 and 2 valid (`/dev/null` in place of a closed one). Call before
-/// anything opens a file: a process started with `2>&-` would otherwise get its first file as
-/// fd 2, and every log line would be written into it.
+/// Makes descriptors 0, 1 and 2 valid (`/dev/null` for a closed one), before anything opens a
+/// file: with `2>&-` the first file would be fd 2 and get every log line.
 pub fn ensure_standard_descriptors() {
     for fd in 0..=2 {
         // SAFETY: fcntl(F_GETFD) only queries the descriptor table.
@@ -81,9 +70,8 @@ struct Sink {
 
 static SINK: OnceLock<Sink> = OnceLock::new();
 
-/// Installs the global subscriber: lines to stderr, colour only on a terminal, the journal's
-/// format when stderr is the journal. `debug` (DEV_MODE) turns on debug; otherwise `RUST_LOG`
-/// decides, defaulting to info. A second call does nothing.
+/// Installs the global subscriber (once): colour only on a terminal, the journal's format on the
+/// journal, `debug` (DEV_MODE) or else `RUST_LOG` (default info) for the level.
 pub fn init(debug: bool, env: &Env) {
     let filter = if debug {
         EnvFilter::new("debug")
@@ -95,7 +83,7 @@ pub fn init(debug: bool, env: &Env) {
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(sink)
+        .with_writer(move || sink)
         .log_internal_errors(false);
     let _ = if stderr_is_journal(env) {
         builder
@@ -109,9 +97,8 @@ pub fn init(debug: bool, env: &Env) {
     };
 }
 
-/// Whether fd 2 is the stream `JOURNAL_STREAM` names. Comparing the device and inode, not just
-/// the variable's presence, matters: a process whose stderr was redirected (`serve 2>log`
-/// from a shell inside a systemd service) inherits the variable but not the stream.
+/// Whether fd 2 is the stream `JOURNAL_STREAM` names (a redirected stderr inherits the variable
+/// but not the stream).
 fn stderr_is_journal(env: &Env) -> bool {
     use std::os::fd::AsFd;
     use std::os::unix::fs::MetadataExt;
@@ -167,8 +154,7 @@ where
     }
 }
 
-/// The process's sink, started on first use; `None` if its thread cannot be started (logging
-/// is then off, which is better than not starting).
+/// The process's sink, started on first use; `None` (logging off) if its thread cannot start.
 fn sink() -> Option<&'static Sink> {
     if let Some(sink) = SINK.get() {
         return Some(sink);
@@ -207,8 +193,7 @@ impl Sink {
     }
 }
 
-/// Waits up to `budget` for queued lines to be written (at shutdown, so the last lines are not
-/// lost with a healthy reader). Returns whether everything was written.
+/// Waits up to `budget` for queued lines to be written; returns whether all were.
 pub fn flush(budget: Duration) -> bool {
     let Some(sink) = SINK.get() else {
         return true;
@@ -229,24 +214,14 @@ pub fn dropped_lines() -> u64 {
 }
 
 /// One event's bytes: `tracing-subscriber` formats a whole line and writes it at once.
-pub struct LineWriter(&'static Sink);
-
-impl Write for LineWriter {
+impl Write for &Sink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.send(buf);
+        self.send(buf);
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for &'static Sink {
-    type Writer = LineWriter;
-
-    fn make_writer(&'a self) -> LineWriter {
-        LineWriter(self)
     }
 }
 

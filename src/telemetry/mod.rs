@@ -1,6 +1,5 @@
-//! Prometheus metrics: one process-wide recorder (the `metrics` facade), counters recorded where
-//! things happen (deliveries by action, rejections by reason, errors by kind), a latency
-//! histogram for `/hook`, and gauges computed at scrape time from the session status.
+//! Prometheus metrics: the process-wide recorder, the counters recorded where things happen, and
+//! the `/hook` latency histogram.
 
 pub(crate) mod logging;
 pub mod notice;
@@ -8,6 +7,7 @@ pub mod warn;
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use strum::{EnumIter, IntoEnumIterator, IntoStaticStr};
 
 /// `/hook` latency buckets in seconds: the interesting range is well under the bus's 5 s.
 const HOOK_BUCKETS: [f64; 12] = [
@@ -73,7 +73,8 @@ pub fn error(kind: &'static str) {
 }
 
 /// How one step of the resume at a usage limit's reset went: the `outcome` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumIter, IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum LimitResume {
     /// The resume message was typed and submitted.
     Typed,
@@ -85,70 +86,41 @@ pub enum LimitResume {
     Lifted,
 }
 
-impl LimitResume {
-    pub const ALL: [LimitResume; 4] = [
-        LimitResume::Typed,
-        LimitResume::NotTyped,
-        LimitResume::GaveUp,
-        LimitResume::Lifted,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LimitResume::Typed => "typed",
-            LimitResume::NotTyped => "not-typed",
-            LimitResume::GaveUp => "gave-up",
-            LimitResume::Lifted => "lifted",
-        }
-    }
-}
-
 pub fn limit_resume(outcome: LimitResume) {
-    metrics::counter!(LIMIT_RESUMES, "outcome" => outcome.as_str()).increment(1);
+    metrics::counter!(LIMIT_RESUMES, "outcome" => <&str>::from(outcome)).increment(1);
 }
 
-/// Every value each labelled counter can take, from the modules that own them.
-pub struct KnownLabels<A, R, K> {
-    /// `action` of deliveries.
-    pub actions: A,
-    /// `reason` of rejections.
-    pub reasons: R,
-    /// `kind` of errors.
-    pub error_kinds: K,
-}
-
-/// Makes every counter series exist at 0 from the start, so `rate()` and `increase()` see a
-/// series's first event (one born at its first increment hides it) and a dashboard shows
-/// zeros rather than "no data". Call once, after `handle()`.
-pub fn start_at_zero<A, R, K>(known: KnownLabels<A, R, K>)
-where
-    A: IntoIterator<Item = &'static str>,
-    R: IntoIterator<Item = &'static str>,
-    K: IntoIterator<Item = &'static str>,
-{
-    for action in known.actions {
+/// Makes every counter series exist at 0 from the start, so `rate()` sees a series's first event
+/// and a dashboard shows zeros. Takes every value of the labels other modules own: deliveries'
+/// `action`, rejections' `reason`, errors' `kind`. Call once, after `handle()`.
+pub fn start_at_zero(
+    actions: impl IntoIterator<Item = &'static str>,
+    reasons: impl IntoIterator<Item = &'static str>,
+    error_kinds: impl IntoIterator<Item = &'static str>,
+) {
+    for action in actions {
         for duplicate in ["true", "false"] {
             metrics::counter!(DELIVERIES, "action" => action, "duplicate" => duplicate)
                 .increment(0);
         }
     }
-    for reason in known.reasons {
+    for reason in reasons {
         metrics::counter!(REJECTIONS, "reason" => reason).increment(0);
     }
-    for kind in known.error_kinds {
+    for kind in error_kinds {
         metrics::counter!(ERRORS, "kind" => kind).increment(0);
     }
-    for outcome in LimitResume::ALL {
-        metrics::counter!(LIMIT_RESUMES, "outcome" => outcome.as_str()).increment(0);
+    for outcome in LimitResume::iter() {
+        metrics::counter!(LIMIT_RESUMES, "outcome" => <&str>::from(outcome)).increment(0);
     }
-    for outcome in notice::NoticeOutcome::ALL {
-        metrics::counter!(NOTICES, "outcome" => outcome.as_str()).increment(0);
+    for outcome in notice::NoticeOutcome::iter() {
+        metrics::counter!(NOTICES, "outcome" => <&str>::from(outcome)).increment(0);
     }
 }
 
 /// A notice for a human went out, was held back or was lost.
 pub fn notice_outcome(outcome: notice::NoticeOutcome) {
-    metrics::counter!(NOTICES, "outcome" => outcome.as_str()).increment(1);
+    metrics::counter!(NOTICES, "outcome" => <&str>::from(outcome)).increment(1);
 }
 
 pub fn hook_latency(seconds: f64) {

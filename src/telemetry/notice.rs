@@ -1,18 +1,16 @@
-//! Notices for a human: the moments worth a push message (a session fell silent, hit its usage
-//! limit, reached the checkpoint threshold, was resumed, or could not be woken three times in a
-//! row) as the features that see them report them. [`Notices`] is the cheap handle they hold;
-//! it never blocks and does nothing when notifications are off. Sending, rate limiting and the
-//! words of the message are `notify`'s. A notice carries only wakebridge's own facts (ids,
-//! levels, times, error kinds), never a bus event's payload.
+//! Notices for a human (a session fell silent, hit its limit, reached the checkpoint, was
+//! resumed, cannot be woken): [`Notices`] is the handle features hold; it never blocks. Sending
+//! them is `notify`'s. A notice carries only wakebridge's own facts, never an event's payload.
 
+use strum::{EnumIter, IntoStaticStr};
 use tokio::sync::mpsc;
 
-/// Notices queued for the sender, at most; beyond that they are dropped (and counted), since a
-/// stuck webhook must never hold a wake.
+/// Notices queued at most; more are dropped (and counted): a stuck webhook never holds a wake.
 const QUEUE: usize = 256;
 
 /// What happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, EnumIter, IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum NoticeKind {
     /// The nudger gave up on the session until it shows life.
     AcknowledgedIdle,
@@ -27,28 +25,13 @@ pub enum NoticeKind {
 }
 
 impl NoticeKind {
-    pub const ALL: [NoticeKind; 5] = [
-        NoticeKind::AcknowledgedIdle,
-        NoticeKind::UsageLimit,
-        NoticeKind::Checkpoint,
-        NoticeKind::Resumed,
-        NoticeKind::WakeFailing,
-    ];
-
     /// The kebab-case name, in metrics labels and in the message's tag.
     pub fn as_str(self) -> &'static str {
-        match self {
-            NoticeKind::AcknowledgedIdle => "acknowledged-idle",
-            NoticeKind::UsageLimit => "usage-limit",
-            NoticeKind::Checkpoint => "checkpoint",
-            NoticeKind::Resumed => "resumed",
-            NoticeKind::WakeFailing => "wake-failing",
-        }
+        self.into()
     }
 }
 
-/// One notice: the session, what happened, and a short detail of our own words (a reset time,
-/// a percentage, an error kind).
+/// One notice: the session, what happened, and a short detail in our own words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
     pub session_id: String,
@@ -93,7 +76,8 @@ impl Notices {
 }
 
 /// How a notice ended: the `outcome` label of `wakebridge_notices_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumIter, IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum NoticeOutcome {
     Sent,
     /// Within the rate limit's gap, or past its hourly cap.
@@ -102,22 +86,4 @@ pub enum NoticeOutcome {
     Failed,
     /// The queue was full.
     Dropped,
-}
-
-impl NoticeOutcome {
-    pub const ALL: [NoticeOutcome; 4] = [
-        NoticeOutcome::Sent,
-        NoticeOutcome::Limited,
-        NoticeOutcome::Failed,
-        NoticeOutcome::Dropped,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NoticeOutcome::Sent => "sent",
-            NoticeOutcome::Limited => "limited",
-            NoticeOutcome::Failed => "failed",
-            NoticeOutcome::Dropped => "dropped",
-        }
-    }
 }

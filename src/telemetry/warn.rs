@@ -1,10 +1,6 @@
-//! The one "have I warned about this already?" mechanism: the first occurrence of a condition is a
-//! WARNING and repeats are debug lines, either until the caller re-arms the condition (`first`,
-//! `clear`: a broken `panes.json` warns again once it was healthy in between) or once per window
-//! (`first_in`: one rejection warning per reason per minute, the reference's rule). Keys are
-//! conditions chosen by the caller; the set is capped and emptied wholesale when full, so a
-//! publisher that varies session ids cannot grow it without bound (an occasional repeated
-//! warning, never silence).
+//! The one "warned about this already?" mechanism: the first occurrence is a WARNING, repeats are
+//! debug, until re-armed (`first`, `clear`) or once per window (`first_in`). The key set is capped
+//! and emptied when full, so varying ids cannot grow it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

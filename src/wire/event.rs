@@ -1,7 +1,5 @@
-//! The webhook event: parsing the body the bus POSTs (strict JSON: NaN, Infinity and deep
-//! nesting refused), the signal-level filter, the target session taken from a `session:<id>`
-//! channel, and the spool line the event becomes. The identity of an event (for recognising a
-//! redelivery) is the digest of its exact body bytes, which the bus repeats byte for byte.
+//! The webhook event: the body parsed strictly, the signal-level filter, the target from a
+//! `session:<id>` channel, the spool line, and its identity (the body's digest).
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -14,7 +12,9 @@ const ACTIONABLE: &str = "actionable";
 /// DMs are addressed to `session:<target id>`.
 const SESSION_PREFIX: &str = "session:";
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+/// Its kebab-case names are `/hook`'s rejection reasons (`invalid-json`, ...).
+#[derive(Debug, thiserror::Error, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
+#[strum(serialize_all = "kebab-case")]
 pub enum EventError {
     #[error("invalid JSON")]
     InvalidJson,

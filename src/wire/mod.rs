@@ -1,7 +1,5 @@
-//! What the bus sends, as wakebridge takes it in: the webhook event (parsing, the signal-level
-//! filter, the target session, the spool line), the session id rule, its signature, and the
-//! Python-identical JSON the spool line is written in; and how any JSON value is named in an
-//! error message ([`json_kind`]).
+//! What the bus sends, as wakebridge takes it in: the webhook event, the session id rule, the
+//! signature, and the Python-identical JSON of a spool line.
 
 pub mod event;
 pub(crate) mod pyjson;

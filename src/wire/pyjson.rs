@@ -1,8 +1,5 @@
-//! Serialising a JSON value exactly as Python's `json.dumps` does with its defaults
-//! (`", "` and `": "` separators, `ensure_ascii=True`, NaN/Infinity refused, floats in `repr`
-//! form), so a spool line is byte-for-byte the line the Python bridge writes and drainers written
-//! for it keep working. Keys keep the order they were received in (serde_json `preserve_order`);
-//! numbers keep their original text (`arbitrary_precision`) until they are formatted here.
+//! JSON exactly as Python's `json.dumps` writes it by default (separators, `ensure_ascii`, float
+//! `repr`), so a spool line is byte-for-byte the Python bridge's and its drainers keep working.
 
 use serde_json::{Number, Value};
 use std::fmt::Write as _;
@@ -74,55 +71,17 @@ fn write_number(n: &Number, out: &mut String) -> Result<(), NotSerializable> {
     Ok(())
 }
 
-/// Python's `float.__repr__`: the shortest digits that round-trip, in fixed notation when the
-/// decimal exponent is in [-4, 16), otherwise `d.ddde+XX`.
+/// Python's `float.__repr__`. Rust's `{:?}` has the same shortest round-trip digits, the same
+/// `.0` on whole numbers and the same switch to exponent form (below 1e-4, from 1e16); Python
+/// only writes the exponent signed and at least two digits wide (`1e+16`, `1.5e-05`).
 fn write_float_repr(value: f64, out: &mut String) {
-    if value == 0.0 {
-        out.push_str(if value.is_sign_negative() {
-            "-0.0"
-        } else {
-            "0.0"
-        });
-        return;
-    }
-    // `{:e}` gives the shortest round-trip digits as `d.ddde<exp>`.
-    let sci = format!("{value:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    if negative {
-        out.push('-');
-    }
-    if (-4..16).contains(&exp) {
-        if exp < 0 {
-            out.push_str("0.");
-            for _ in 0..(-exp - 1) {
-                out.push('0');
-            }
-            out.push_str(&digits);
-        } else {
-            let int_len = exp as usize + 1;
-            if digits.len() > int_len {
-                out.push_str(&digits[..int_len]);
-                out.push('.');
-                out.push_str(&digits[int_len..]);
-            } else {
-                out.push_str(&digits);
-                for _ in digits.len()..int_len {
-                    out.push('0');
-                }
-                out.push_str(".0");
-            }
+    let debug = format!("{value:?}");
+    match debug.split_once('e') {
+        None => out.push_str(&debug),
+        Some((mantissa, exp)) => {
+            let (sign, digits) = exp.strip_prefix('-').map_or(('+', exp), |d| ('-', d));
+            let _ = write!(out, "{mantissa}e{sign}{digits:0>2}");
         }
-    } else {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        let sign = if exp < 0 { '-' } else { '+' };
-        let _ = write!(out, "e{sign}{:02}", exp.unsigned_abs());
     }
 }
 

@@ -1,9 +1,6 @@
-//! [`SessionId`]: the one rule for a session id wakebridge takes from outside (a bus channel, a
-//! `/wake` request, a spool name, a status-line feed, a context file name): `[A-Za-z0-9_-]{1,64}`
-//! in full, the reference bridge's charset rule. ASCII only, so it is safe as a file name, in a
-//! log line and in a terminal; parsed once where it enters, the type says it was checked. The
-//! busy markers keep the reference CLI's wider rule (any single path component), which is
-//! `wakedir::markers`' own.
+//! [`SessionId`]: the one rule for a session id taken from outside, `[A-Za-z0-9_-]{1,64}` (the
+//! reference's), safe as a file name, in a log line and in a terminal. Busy markers keep the
+//! reference CLI's wider rule (`wakedir::markers`).
 
 use std::fmt;
 use std::ops::Deref;

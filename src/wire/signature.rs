@@ -1,5 +1,5 @@
-//! The webhook signature: `X-Event-Bus-Signature: sha256=<lowercase hex HMAC-SHA256(secret,
-//! body)>`, checked in constant time, plus the secret type whose `Debug` never shows it.
+//! The webhook signature (`sha256=<hex HMAC-SHA256(secret, body)>`, checked in constant time) and
+//! the secret, whose `Debug` never shows it.
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;

@@ -105,8 +105,11 @@ impl Running {
     }
 
     async fn registered_id(&self) -> i64 {
-        eventually("registration", || self.status.registered()).await;
-        self.status.webhook_id().expect("registered implies an id")
+        eventually("registration", || self.status.snapshot().registered).await;
+        self.status
+            .snapshot()
+            .webhook_id
+            .expect("registered implies an id")
     }
 
     /// Requests shutdown and returns how long `run` took to return.
@@ -355,7 +358,7 @@ async fn registers_once_the_bus_comes_up() {
     bus.stop().await;
     let keeper = Running::start(&bus.url());
     eventually("a retry warning", || logs.count("retrying in 1s") >= 1).await;
-    assert!(!keeper.status.registered());
+    assert!(!keeper.status.snapshot().registered);
     bus.restart().await;
     let id = keeper.registered_id().await;
     assert_eq!(
@@ -419,7 +422,7 @@ async fn deleted_row_is_registered_again_within_one_keeper_period() {
     let deleted_at = Instant::now();
     assert!(bus.delete_row(first));
     eventually("a new row", || {
-        keeper.status.registered() && keeper.status.webhook_id() != Some(first)
+        keeper.status.snapshot().registered && keeper.status.snapshot().webhook_id != Some(first)
     })
     .await;
     // One period to notice plus the calls themselves, with slack for a loaded machine.
@@ -441,8 +444,8 @@ async fn status_reads_false_until_the_deleted_row_is_back() {
     // The first re-registration fails, so the gap lasts one backoff step (1 s).
     bus.script("register_webhook", json!({}));
     assert!(bus.delete_row(first));
-    eventually("registered=false", || !keeper.status.registered()).await;
-    assert_eq!(keeper.status.webhook_id(), None);
+    eventually("registered=false", || !keeper.status.snapshot().registered).await;
+    assert_eq!(keeper.status.snapshot().webhook_id, None);
     let second = keeper.registered_id().await;
     assert_ne!(second, first);
     assert!(keeper.status.snapshot().last_verified_at > verified);
@@ -456,7 +459,7 @@ async fn paused_row_is_replaced_by_an_active_one() {
     let first = keeper.registered_id().await;
     assert!(bus.set_active(first, false));
     eventually("a new active row", || {
-        keeper.status.registered() && keeper.status.webhook_id() != Some(first)
+        keeper.status.snapshot().registered && keeper.status.snapshot().webhook_id != Some(first)
     })
     .await;
     let rows = bus.rows_at(HOOK_URL);
@@ -472,11 +475,11 @@ async fn status_follows_the_bus_going_down_and_coming_back() {
     let id = keeper.registered_id().await;
     bus.stop().await;
     eventually("registered=false while the bus is down", || {
-        !keeper.status.registered()
+        !keeper.status.snapshot().registered
     })
     .await;
     // The row most likely still exists, so the id is kept for shutdown.
-    assert_eq!(keeper.status.webhook_id(), Some(id));
+    assert_eq!(keeper.status.snapshot().webhook_id, Some(id));
     bus.restart().await;
     assert_eq!(keeper.registered_id().await, id);
     keeper.stop().await;
@@ -496,7 +499,7 @@ async fn shutdown_unregisters_our_row() {
         vec![json!({"webhook_id": id})]
     );
     assert_eq!(status.snapshot().webhook_id, None);
-    assert!(!status.registered());
+    assert!(!status.snapshot().registered);
     assert!(
         logs.text()
             .contains(&format!("Unregistered bridge webhook #{id}"))

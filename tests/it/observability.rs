@@ -29,8 +29,7 @@ async fn a_fresh_daemon_shows_every_counter_at_zero_and_its_build() {
         .await
         .unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let mut expected: Vec<String> = Action::ALL
-        .iter()
+    let mut expected: Vec<String> = <Action as strum::IntoEnumIterator>::iter()
         .flat_map(|a| {
             ["false", "true"].map(|d| {
                 format!(
