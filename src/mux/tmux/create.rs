@@ -154,9 +154,9 @@ impl Tmux {
     /// Press one named key in `pane`.
     pub async fn press(&self, pane: &str, key: Key, deadline: Deadline) -> Result<(), MuxError> {
         let inv = self
-            .command(key.label())
+            .command("tmux send-keys")
             .args(["send-keys", "-t", pane])
-            .arg(key.tmux_name());
+            .arg(<&'static str>::from(key));
         process::run(&inv, deadline).await.map(drop)
     }
 
