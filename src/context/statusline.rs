@@ -1,13 +1,8 @@
-//! The Claude Code status-line feed.
-//!
-//! This module owns the `wakebridge statusline` side of the context monitor: reading the JSON
-//! Claude Code pipes into a statusLine command (bounded, tolerant), keeping the context figures
-//! in a per-session feed file `<state_dir>/feed/<session_id>.json` (written atomically) that the
-//! daemon prefers while fresh (`read_feed`), and rendering the one short line Claude Code shows
-//! (`ctx 42% · idle`, with `· 5-hour limit hit, resets 15:00, in 1h 12m` while its
-//! `rate_limits` say a window is used up), after the user's own status line when wakebridge
-//! wraps one (`wrapped_line`). It never fails visibly: any input yields a line, at worst
-//! `ctx ?`. It does not compute anything from transcripts.
+//! The `wakebridge statusline` side of the context monitor: reading the JSON Claude Code pipes
+//! into a status-line command (bounded, tolerant), keeping its figures in a per-session feed file
+//! (`<state_dir>/feed/<session_id>.json`) the daemon prefers while fresh, and rendering the one
+//! short line Claude Code shows (`ctx 42% · idle`, plus a used-up limit and its reset), after the
+//! user's own line when it wraps one. Any input yields a line, at worst `ctx ?`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -115,20 +110,12 @@ pub enum StatuslineError {
     Write(#[from] StateFileError),
 }
 
-/// Whether the session is in a turn, from its busy marker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether the session is in a turn, from its busy marker (shown lower-case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Activity {
     Idle,
     Busy,
-}
-
-impl Activity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Activity::Idle => "idle",
-            Activity::Busy => "busy",
-        }
-    }
 }
 
 /// Seconds since the Unix epoch (0 if the clock is before it).
@@ -252,7 +239,7 @@ pub fn render_line(feed: Option<&Feed>, activity: Option<Activity>) -> String {
     };
     if let Some(a) = activity {
         line.push_str(SEPARATOR);
-        line.push_str(a.as_str());
+        line.push_str(a.into());
     }
     if let Some(limit) = feed.and_then(|f| f.limit.as_ref()) {
         line.push_str(SEPARATOR);
