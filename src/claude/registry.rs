@@ -158,7 +158,7 @@ fn read_small(path: &Path) -> Option<String> {
 
 /// Whether a process with this pid exists (signal 0 checks without sending anything; EPERM
 /// means it exists under another user).
-fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
     };

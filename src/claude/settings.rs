@@ -237,11 +237,6 @@ pub fn uninstall(current: &[u8], exe: &str, created: &Created) -> Result<Uninsta
     Ok(Uninstall::Changed(render(&root)))
 }
 
-/// Whether `current` holds anything of wakebridge's (with `exe` counted as a wakebridge binary).
-pub fn has_anything_ours(current: &[u8], exe: &str) -> Result<bool, SettingsError> {
-    Ok(has_ours(&parse(Some(current))?, &Ours::new(exe)?))
-}
-
 /// What a settings file wires to any wakebridge binary, for `doctor`: the program of the
 /// `hook` command for each event that has one, and whether the status line is ours.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -720,17 +715,17 @@ mod tests {
             uninstall(br#"{"hooks": {"Stop": []}}"#, EXE, &Created::default()).unwrap(),
             Uninstall::NothingOurs
         );
-        assert!(!has_anything_ours(b"{}", EXE).unwrap());
-        assert!(
-            has_anything_ours(
-                br#"{"statusLine": {"type": "command", "command": "wakebridge statusline"}}"#,
-                EXE
-            )
-            .unwrap()
-        );
+        let has_anything_ours = |current: &[u8], exe| {
+            has_ours(&parse(Some(current)).unwrap(), &Ours::new(exe).unwrap())
+        };
+        assert!(!has_anything_ours(b"{}", EXE));
+        assert!(has_anything_ours(
+            br#"{"statusLine": {"type": "command", "command": "wakebridge statusline"}}"#,
+            EXE
+        ));
         // A command that only mentions wakebridge is not ours.
         let tee = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "tee -a log | wakebridge hook"}]}]}}"#;
-        assert!(!has_anything_ours(tee.as_bytes(), EXE).unwrap());
+        assert!(!has_anything_ours(tee.as_bytes(), EXE));
     }
 
     #[test]

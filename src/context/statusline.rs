@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::statefile::{StateFileError, atomic_write};
 use super::window::percent;
 use crate::claude::limits::{self, describe_reset};
+use crate::claude::transcript::usage_from;
 use crate::store::now_unix_ms;
 use crate::wire::session_id::SessionId;
 
@@ -38,23 +39,9 @@ pub const WRAPPED_BUDGET: Duration = Duration::from_secs(2);
 /// Separator between the line's parts.
 const SEPARATOR: &str = " · ";
 
-/// Token counts of the last API response as the status line reports them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct FeedUsage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_creation_input_tokens: u64,
-    pub cache_read_input_tokens: u64,
-}
-
-impl FeedUsage {
-    /// Same sum as the transcript rule: input plus both cache counts.
-    pub fn context_tokens(&self) -> u64 {
-        self.input_tokens
-            .saturating_add(self.cache_creation_input_tokens)
-            .saturating_add(self.cache_read_input_tokens)
-    }
-}
+/// Token counts of the last API response as the status line reports them: the transcript's
+/// fields, summed by the same rule.
+pub use crate::claude::transcript::Usage as FeedUsage;
 
 /// The context figures of one status-line run, as stored in the feed file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,17 +123,7 @@ pub fn parse_statusline(bytes: &[u8], now: u64) -> Option<Feed> {
     let session_id = v.get("session_id")?.as_str()?.to_owned();
     let cw = v.get("context_window");
     let field = |name: &str| cw.and_then(|c| c.get(name));
-    let current_usage = field("current_usage")
-        .filter(|u| u.is_object())
-        .and_then(|u| {
-            Some(FeedUsage {
-                input_tokens: count(u.get("input_tokens"))?,
-                output_tokens: count(u.get("output_tokens")).unwrap_or(0),
-                cache_creation_input_tokens: count(u.get("cache_creation_input_tokens"))
-                    .unwrap_or(0),
-                cache_read_input_tokens: count(u.get("cache_read_input_tokens")).unwrap_or(0),
-            })
-        });
+    let current_usage = field("current_usage").and_then(usage_from);
     Some(Feed {
         session_id,
         model_id: v
