@@ -1,11 +1,8 @@
-//! Claude Code's usage limits as it shows them, read the same way from every signal: the
-//! notice it prints (`You've hit your session limit · resets 3pm (Europe/London)`) on the
-//! screen, in a transcript's API-error record and in a `StopFailure` hook's last message; the
-//! status line feed's `rate_limits`; the limit menu's "Stop and wait for limit to reset"
-//! option; and the reset time in every form Claude Code 2.1.197 writes it (`3pm`, `3:45pm`,
-//! `Dec 3, 3pm`, `Jan 2, 2027, 3pm`, each with or without `(Zone/Name)`, `15:00`, `in 2h 5m`).
-//! A warning (`You've used 90% of …`, `Approaching …`) and a transient 429 without a notice are
-//! not limits. Pure: nothing here reads a file or decides what to do about a limit.
+//! Claude Code's usage limits, read the same way from every signal: the notice it prints
+//! (`You've hit your session limit · resets 3pm (Europe/London)`) on screen, in a transcript's
+//! API-error record or a `StopFailure` hook; the status line's `rate_limits`; the limit menu's
+//! wait option; and the reset in every form 2.1.197 writes it. Warnings (`You've used 90% …`) and
+//! a bare 429 are not limits. Pure: nothing here reads a file or decides what to do.
 
 use jiff::Timestamp;
 use jiff::civil::{Date, DateTime, Time};

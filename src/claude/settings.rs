@@ -1,15 +1,9 @@
-//! Claude Code's user settings file (`settings.json`) as wakebridge edits it: the pure merge that
-//! `wakebridge claude install` performs and the unmerge `uninstall` performs, on bytes in and
-//! bytes out. Install adds wakebridge's hook entries ([`WIRED_EVENTS`]) after whatever the user
-//! has, never replacing or reordering theirs; an older wakebridge entry (another path to a
-//! `wakebridge` binary running `hook`) has its binary updated in place; the status line becomes
-//! wakebridge's when none is set, and otherwise wraps the user's command
-//! (`<exe> statusline --wrap '<their command>'`), so the settings file itself carries what
-//! uninstall puts back. Uninstall removes exactly those entries. Anything whose shape is not the
-//! one Claude Code documents is refused with a typed error rather than guessed at. Key order and
-//! numbers survive (serde_json's `preserve_order` and `arbitrary_precision`); the text is
-//! written as Claude Code writes it, 2-space indentation and a trailing newline. File I/O, the
-//! backup, the record of what install created and the diff are `cli::claude`'s.
+//! Claude Code's `settings.json` as `wakebridge claude install` and `uninstall` edit it, bytes
+//! in and bytes out. Install appends wakebridge's hooks ([`WIRED_EVENTS`]) after the user's,
+//! updates an older wakebridge binary's path in place, and sets the status line or wraps the
+//! user's (`<exe> statusline --wrap '<their command>'`, so the file itself says what uninstall
+//! puts back); uninstall removes exactly those. A shape Claude Code does not document is refused,
+//! not guessed at; key order and numbers survive. File I/O and backups are `cli::claude`'s.
 
 use serde_json::{Map, Value, json};
 

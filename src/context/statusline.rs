@@ -16,6 +16,7 @@ use super::window::percent;
 use crate::claude::limits::{self, describe_reset};
 use crate::claude::transcript::usage_from;
 use crate::store::now_unix_ms;
+use crate::wakedir::markers;
 use crate::wire::session_id::SessionId;
 
 /// Sub-directory of the state dir holding one feed file per session.
@@ -192,19 +193,13 @@ pub fn read_feed_at(
     (fresh && feed.session_id == session_id).then_some(feed)
 }
 
-/// Busy if `<wake_dir>/<session_id>.busy` exists and its mtime is younger than `ttl` (a future
-/// mtime counts as busy, as in the Python bridge). Anything unreadable reads as idle.
+/// Busy while the session's busy marker is younger than `ttl` ([`markers::is_busy`]).
 pub fn marker_activity(wake_dir: &Path, session_id: &str, ttl: Duration) -> Activity {
-    if !SessionId::is_valid(session_id) {
-        return Activity::Idle;
-    }
-    let marker = wake_dir.join(format!("{session_id}.busy"));
-    let Ok(modified) = std::fs::metadata(marker).and_then(|m| m.modified()) else {
-        return Activity::Idle;
-    };
-    match SystemTime::now().duration_since(modified) {
-        Ok(age) if age >= ttl => Activity::Idle,
-        _ => Activity::Busy,
+    if SessionId::is_valid(session_id) && markers::is_busy(wake_dir, session_id, ttl.as_secs_f64())
+    {
+        Activity::Busy
+    } else {
+        Activity::Idle
     }
 }
 

@@ -1,11 +1,7 @@
-//! The one way wakebridge types into a pane. Wakes, nudges and context warnings all go through
-//! [`Injector::inject`]: it takes the pane's lock, asks the multiplexer whether the pane still
-//! holds a live agent (the stale-pane guard), types a validated [`KeystrokeText`], presses a
-//! separate Enter as soon as the text shows on the prompt line (at the latest after
-//! [`MuxConfig::submit_delay`]), and reads the prompt line back to confirm the submit, all
-//! inside one [`Deadline`]. tmux and zellij are the two [`Mux`] backends; every subprocess runs through
-//! [`process`]. This module does not decide *whether* a session should be woken (busy markers,
-//! cooldowns, idle detection): callers do that before calling it.
+//! The one way wakebridge types into a pane: [`Injector::inject`] takes the pane's lock, runs
+//! the stale-pane guard, types a validated [`KeystrokeText`], presses a separate Enter once the
+//! text shows and reads the submit back, all inside one [`Deadline`]. tmux and zellij are the
+//! [`Mux`] backends; every subprocess runs through [`process`]. Whether to wake is the caller's.
 
 pub(crate) mod inject;
 pub(crate) mod process;

@@ -1,9 +1,6 @@
-//! The only text wakebridge will ever type into a pane: the fixed wake prompt, `/clear`,
-//! operator-configured messages (nudges, context warnings, the resume message at a usage
-//! limit's reset, the re-hydration prompt after a rewind),
-//! validated once into a [`KeystrokeText`], and the number of a menu option located on screen.
-//! Nothing from an event payload or request can become one without passing these rules, and the
-//! backends accept nothing else. Which message to send when is decided elsewhere.
+//! The only text wakebridge ever types into a pane, validated once into a [`KeystrokeText`]: the
+//! fixed wake prompt, `/clear`, operator-configured messages, and a menu option's number located
+//! on screen. Nothing from an event payload can become one without passing these rules.
 
 // Typable = what Python calls printable: a plain space, or any assigned character that is not a
 // control, format, private-use, surrogate or separator code point (those render invisibly).

@@ -1,10 +1,8 @@
-//! zellij as a backend: the stale-pane guard, typing a line into one pane of one session
+//! zellij as a backend: the stale-pane guard, typing into one pane of one session
 //! (`action write-chars -p`, then `action write -p <pane> 13`), and the pane's screen
-//! (`action dump-screen -p`) for the draft and menu checks and the submit's read-back. zellij's actions exit 0 against
-//! a pane id that does not exist (0.45.1; a missing session is an exit 1), so the guard (session
-//! listed and running, pane listed and not exited) is the only thing standing between a stale
-//! mapping and typing into nothing or into the wrong place. Argv building and output reading
-//! live here; running is `process`'s job. tests/it/zellij.rs checks all of it against a real zellij.
+//! (`action dump-screen -p`). zellij's actions exit 0 against a pane that does not exist
+//! (0.45.1), so the guard (session running, pane listed and not exited) is all that stands
+//! between a stale mapping and typing into the wrong place. tests/it/zellij.rs checks it.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

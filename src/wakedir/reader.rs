@@ -1,11 +1,7 @@
 //! The `panes.json` reader the bridge runs on every mux delivery: session id → pane, or
-//! "unmapped". It owns the read (no-follow, non-blocking, capped, UTF-8), the classification of
-//! every failure, and the warn-once bookkeeping for those failures. It never caches the mapping,
-//! takes no lock (the writer's atomic rename is the reader's guarantee), never returns an error
-//! and never panics: every failure shape is "unmapped" plus at most one WARNING per condition.
-//! It does not validate the session id's charset (the caller resolved it) and does not write.
-//!
-//! The read is blocking file I/O; async callers run it on a blocking thread.
+//! "unmapped". The read is no-follow, non-blocking, capped and uncached, takes no lock (the
+//! writer's atomic rename is its guarantee), and never fails: every failure is "unmapped" plus
+//! at most one WARNING per condition. Blocking I/O: async callers run it on a blocking thread.
 
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::panes::{PANES_FILE, parse_target};
