@@ -399,8 +399,9 @@ fn render(root: &Map<String, Value>) -> Vec<u8> {
     bytes
 }
 
-/// Which of wakebridge's commands an entry runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which of wakebridge's commands an entry runs (its verb, lower-cased).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 enum Kind {
     Hook,
     Statusline,
@@ -408,10 +409,7 @@ enum Kind {
 
 impl Kind {
     fn verb(self) -> &'static str {
-        match self {
-            Kind::Hook => "hook",
-            Kind::Statusline => "statusline",
-        }
+        self.into()
     }
 }
 
