@@ -505,7 +505,7 @@ async fn create(
                         .stderr()
                         .is_some_and(|s| s.contains("duplicate session")) =>
             {
-                n += 1
+                n += 1;
             }
             created => return created.map_err(failed("session")),
         }
