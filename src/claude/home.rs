@@ -1,10 +1,6 @@
-//! Where Claude Code keeps its things, with one meaning of `CLAUDE_CONFIG_DIR`, the one Claude
-//! Code itself has: when it is set (to an absolute path) it replaces `~/.claude`, and the global
-//! state file `.claude.json` moves into it; otherwise the directory is `~/.claude` and the state
-//! file is `~/.claude.json`, beside it. Under the directory: the session registry (`sessions/`)
-//! and the transcripts (`projects/<encoded cwd>/<session id>.jsonl`). A relative value is
-//! refused: it would point somewhere else in every working directory. (ccusage reads a
-//! comma-separated list and `~/.config/claude` too; Claude Code does neither.)
+//! Where Claude Code keeps its things, with `CLAUDE_CONFIG_DIR` meaning what it means to Claude
+//! Code: when set (absolute) it replaces `~/.claude` and holds `.claude.json`; otherwise the dir
+//! is `~/.claude` and the state file `~/.claude.json`. A relative value is refused.
 
 use std::path::{Path, PathBuf};
 

@@ -1,17 +1,10 @@
-//! Claude Code's per-session inbox (2.1.224+): a private Unix socket each interactive session
-//! binds (`<runtime dir>/cc-socks/<pid>.sock`) and exports to its hooks as
-//! `CLAUDE_CODE_MESSAGING_SOCKET`, with a token (`CLAUDE_CODE_MESSAGING_TOKEN`) and its pid
-//! (`CLAUDE_PID`). A line written there starts a turn in an idle session within a fraction of a
-//! second and reaches a busy one between tool calls, never touches a draft or answers a dialog,
-//! and needs no multiplexer (`../shared/reference/claude-code-inbox.md`, checked on 2.1.332).
-//!
-//! This module owns the wire and the checks before use: where a session's inbox is (its hook's
-//! environment, or the registry's `messagingSocketPath`), whether a path is one to trust (a
-//! socket owned by this user, not a symlink, in a directory only this user can enter, its
-//! process alive), and sending one message (`{"type":"auth"}`, then `{"type":"user"}`, then
-//! waiting for the session to close the connection, which it does once it took the lines:
-//! nothing is ever written back). Whether a message arrived is known from the session's own
-//! signals (its `UserPromptSubmit` hook), not from here.
+//! Claude Code's per-session inbox (2.1.224+): a private Unix socket a session binds and
+//! announces to its hooks (`CLAUDE_CODE_MESSAGING_SOCKET`, with a token and its pid). A line
+//! written there starts a turn in an idle session, reaches a busy one between tool calls and
+//! never touches a draft or a dialog (`../shared/reference/claude-code-inbox.md`, 2.1.332).
+//! This module owns where a session's inbox is, whether a path is one to trust (our socket, no
+//! symlink, a private directory, a live process) and sending one message; whether it arrived
+//! is the session's own `UserPromptSubmit` hook's to say.
 
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -20,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::registry::process_alive;
 use crate::deadline::Deadline;
 use crate::env::Env;
 
@@ -198,16 +192,6 @@ fn io_error(path: &Path, error: &std::io::Error) -> InboxError {
         path: path.to_path_buf(),
         error: error.to_string(),
     }
-}
-
-/// Whether process `pid` exists (signal 0 asks without sending anything).
-fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: kill with signal 0 only checks that the process exists and may be signalled.
-    let alive = unsafe { libc::kill(pid, 0) } == 0;
-    alive || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 #[cfg(test)]

@@ -1,11 +1,8 @@
-//! Claude Code's usage limits as it shows them, read the same way from every signal: the
-//! notice it prints (`You've hit your session limit · resets 3pm (Europe/London)`) on the
-//! screen, in a transcript's API-error record and in a `StopFailure` hook's last message; the
-//! status line feed's `rate_limits`; the limit menu's "Stop and wait for limit to reset"
-//! option; and the reset time in every form Claude Code 2.1.197 writes it (`3pm`, `3:45pm`,
-//! `Dec 3, 3pm`, `Jan 2, 2027, 3pm`, each with or without `(Zone/Name)`, `15:00`, `in 2h 5m`).
-//! A warning (`You've used 90% of …`, `Approaching …`) and a transient 429 without a notice are
-//! not limits. Pure: nothing here reads a file or decides what to do about a limit.
+//! Claude Code's usage limits, read the same way from every signal: the notice it prints
+//! (`You've hit your session limit · resets 3pm (Europe/London)`) on screen, in a transcript's
+//! API-error record or a `StopFailure` hook; the status line's `rate_limits`; the limit menu's
+//! wait option; and the reset in every form 2.1.197 writes it. Warnings (`You've used 90% …`) and
+//! a bare 429 are not limits. Pure: nothing here reads a file or decides what to do.
 
 use jiff::Timestamp;
 use jiff::civil::{Date, DateTime, Time};
@@ -20,18 +17,14 @@ const NOTICE_OPENINGS: &[&str] = &["You've hit your ", "You've reached your "];
 const REACHED: &str = " limit reached";
 /// What Claude Code draws in front of a message line: the result glyph and the reply bullet.
 const MESSAGE_GLYPHS: &[char] = &['\u{23bf}', '\u{25cf}'];
-/// Lines Claude Code draws under a notice as part of it (2.1.332: `● Usage limit reached · set
-/// to continue automatically at 8:39pm`): not a reply after it.
+/// Lines Claude Code draws under a notice as part of it (2.1.332), not a reply after it.
 const NOTICE_FOLLOWERS: &[&str] = &["Usage limit reached"];
 /// How the footer of Claude Code's own auto-continue opens, lower-cased (2.1.332: `Continuing
-/// automatically at 8:39pm · Esc to cancel` until the reset, `Continuing automatically when it
-/// resets` without a time, `Continuing shortly · Esc to cancel` from the reset until it fires,
-/// 30–90 s later).
+/// automatically at 8:39pm · Esc to cancel`, `Continuing shortly · Esc to cancel`, ...).
 const AUTO_CONTINUE_FOOTER: &str = "continuing ";
 /// What closes that footer, lower-cased.
 const AUTO_CONTINUE_CANCEL: &str = "esc to cancel";
-/// The footer once the reset passed without the auto-continue firing (2.1.332's `stale` phase:
-/// `Your usage limit has reset` over `Press enter to continue`), lower-cased.
+/// The footer once the reset passed without the auto-continue firing, lower-cased.
 const AUTO_CONTINUE_STALE: &str = "your usage limit has reset";
 /// Limits whose notice names no reset (the spend cap; an organisation's monthly limit).
 const NO_RESET_KINDS: &[&str] = &["spend limit", "monthly"];
@@ -42,15 +35,13 @@ pub const WAIT_OPTION: &str = "Stop and wait for limit to reset";
 /// For a notice read as it was written (a hook, a transcript record, the screen right after a
 /// resume): a clock time this far in the past still means today's, read a moment after it.
 pub const WRITTEN_NOW: i64 = 5 * 60_000;
-/// A notice shows its reset to the minute (`resets 9:16am`, the seconds cut off): the limit
-/// lifts at some second of that minute, so the reset taken from a notice is the minute's last
-/// millisecond ([`Notice::lifts_by_ms`]). A resume timed by it never meets a limit that has not lifted yet; an exact
+/// A notice shows its reset to the minute, so the limit lifts by that minute's last millisecond
+/// ([`Notice::lifts_by_ms`]): a resume timed by it never meets a limit not lifted yet. An exact
 /// reset (a transcript record's `resetsAt`) replaces it where there is one.
 pub const TO_THE_MINUTE_MS: i64 = 59_999;
-/// For a notice found on a screen, written at a moment not known: Claude Code writes a time
-/// without a date only for a reset within a day, so one that passed within the last day is
-/// taken as passed (a resume that meets the limit again costs one try; the other reading
-/// could cost a day).
+/// For a notice found on a screen, written at a moment not known: a time without a date means
+/// a reset within a day, so one passed within the last day is taken as passed (misreading it
+/// costs one resume try; the other reading could cost a day).
 pub const WRITTEN_EARLIER: i64 = 24 * 3_600_000;
 /// The status line's windows, as the kind a notice would name.
 const STATUSLINE_WINDOWS: &[(&str, &str)] =

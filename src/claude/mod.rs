@@ -1,10 +1,6 @@
 //! Everything wakebridge knows about Claude Code as it really is, in one place so that every
-//! feature reads it the same way: where its config lives ([`home`]), its live session registry
-//! ([`registry`]), each session's inbox socket ([`inbox`]), its hook payloads and events
-//! ([`hooks`]), its transcript records
-//! ([`transcript`]), what its screen shows ([`screen`]), its user settings file as `wakebridge
-//! claude install` edits it ([`settings`]), and the trust flag in its config ([`trust`]).
-//! Nothing here decides what to do about what it reads.
+//! feature reads it the same way: its config home, session registry, inbox, hooks, transcripts,
+//! screen, usage limits, settings file and trust flag. Nothing here decides what to do.
 
 pub mod home;
 pub mod hooks;

@@ -1,9 +1,6 @@
-//! Claude Code's live session registry: `<config dir>/sessions/<pid>.json`, one small JSON file
-//! per running interactive session, with `sessionId`, `pid` and `status` (`busy` / `idle` /
-//! `waiting`) plus `statusUpdatedAt`, deleted when the session exits (reference section 1.1;
-//! undocumented, present since about 2.1.139), in the directory `claude::home` names. This
-//! module reads it into session id → status; it never writes there, never reads the
-//! `<pid>.<hash>.key` peer-token files, and decides nothing.
+//! Claude Code's live session registry, `<config dir>/sessions/<pid>.json` (reference 1.1,
+//! undocumented, since about 2.1.139): `sessionId`, `pid`, `status` (`busy` / `idle` /
+//! `waiting`), deleted when the session exits. Read-only: session id → status.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -158,7 +155,7 @@ fn read_small(path: &Path) -> Option<String> {
 
 /// Whether a process with this pid exists (signal 0 checks without sending anything; EPERM
 /// means it exists under another user).
-fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
     };

@@ -1,15 +1,9 @@
-//! Claude Code's user settings file (`settings.json`) as wakebridge edits it: the pure merge that
-//! `wakebridge claude install` performs and the unmerge `uninstall` performs, on bytes in and
-//! bytes out. Install adds wakebridge's hook entries ([`WIRED_EVENTS`]) after whatever the user
-//! has, never replacing or reordering theirs; an older wakebridge entry (another path to a
-//! `wakebridge` binary running `hook`) has its binary updated in place; the status line becomes
-//! wakebridge's when none is set, and otherwise wraps the user's command
-//! (`<exe> statusline --wrap '<their command>'`), so the settings file itself carries what
-//! uninstall puts back. Uninstall removes exactly those entries. Anything whose shape is not the
-//! one Claude Code documents is refused with a typed error rather than guessed at. Key order and
-//! numbers survive (serde_json's `preserve_order` and `arbitrary_precision`); the text is
-//! written as Claude Code writes it, 2-space indentation and a trailing newline. File I/O, the
-//! backup, the record of what install created and the diff are `cli::claude`'s.
+//! Claude Code's `settings.json` as `wakebridge claude install` and `uninstall` edit it, bytes
+//! in and bytes out. Install appends wakebridge's hooks ([`WIRED_EVENTS`]) after the user's,
+//! updates an older wakebridge binary's path in place, and sets the status line or wraps the
+//! user's (`<exe> statusline --wrap '<their command>'`, so the file itself says what uninstall
+//! puts back); uninstall removes exactly those. A shape Claude Code does not document is refused,
+//! not guessed at; key order and numbers survive. File I/O and backups are `cli::claude`'s.
 
 use serde_json::{Map, Value, json};
 
@@ -237,11 +231,6 @@ pub fn uninstall(current: &[u8], exe: &str, created: &Created) -> Result<Uninsta
     Ok(Uninstall::Changed(render(&root)))
 }
 
-/// Whether `current` holds anything of wakebridge's (with `exe` counted as a wakebridge binary).
-pub fn has_anything_ours(current: &[u8], exe: &str) -> Result<bool, SettingsError> {
-    Ok(has_ours(&parse(Some(current))?, &Ours::new(exe)?))
-}
-
 /// What a settings file wires to any wakebridge binary, for `doctor`: the program of the
 /// `hook` command for each event that has one, and whether the status line is ours.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -410,8 +399,9 @@ fn render(root: &Map<String, Value>) -> Vec<u8> {
     bytes
 }
 
-/// Which of wakebridge's commands an entry runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which of wakebridge's commands an entry runs (its verb, lower-cased).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 enum Kind {
     Hook,
     Statusline,
@@ -419,10 +409,7 @@ enum Kind {
 
 impl Kind {
     fn verb(self) -> &'static str {
-        match self {
-            Kind::Hook => "hook",
-            Kind::Statusline => "statusline",
-        }
+        self.into()
     }
 }
 
@@ -720,17 +707,17 @@ mod tests {
             uninstall(br#"{"hooks": {"Stop": []}}"#, EXE, &Created::default()).unwrap(),
             Uninstall::NothingOurs
         );
-        assert!(!has_anything_ours(b"{}", EXE).unwrap());
-        assert!(
-            has_anything_ours(
-                br#"{"statusLine": {"type": "command", "command": "wakebridge statusline"}}"#,
-                EXE
-            )
-            .unwrap()
-        );
+        let has_anything_ours = |current: &[u8], exe| {
+            has_ours(&parse(Some(current)).unwrap(), &Ours::new(exe).unwrap())
+        };
+        assert!(!has_anything_ours(b"{}", EXE));
+        assert!(has_anything_ours(
+            br#"{"statusLine": {"type": "command", "command": "wakebridge statusline"}}"#,
+            EXE
+        ));
         // A command that only mentions wakebridge is not ours.
         let tee = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "tee -a log | wakebridge hook"}]}]}}"#;
-        assert!(!has_anything_ours(tee.as_bytes(), EXE).unwrap());
+        assert!(!has_anything_ours(tee.as_bytes(), EXE));
     }
 
     #[test]

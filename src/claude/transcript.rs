@@ -1,19 +1,10 @@
-//! Claude Code JSONL transcript records and the "how full is the context window" computation.
-//!
-//! This module owns the pure part of the context monitor: turning one transcript line into the
-//! few facts that matter (`parse_record`), and an incremental accumulator (`ContextTracker`) that
-//! is fed records in file order and always knows the current context usage. It does no I/O: the
-//! follower in `context::follow` decides which bytes to read, and `context::window` turns tokens
-//! into a percentage.
-//!
-//! The rule (see the reference notes, §1.4): the newest main-chain `assistant` record with real
-//! usage decides, its usage being `input_tokens + cache_creation_input_tokens +
-//! cache_read_input_tokens` (output excluded, as Claude Code itself does). Sidechain records,
-//! synthetic API-error records (`isApiErrorMessage:true`, `model:"<synthetic>"`) are skipped. A
-//! newer non-sidechain `system/compact_boundary` resets the figure to
-//! `compactMetadata.postTokens`. Because only the newest qualifying record counts, streaming
-//! duplicates (several lines repeating one response's usage) need no special handling, and the
-//! same tracker works over a whole file, a tail, or bytes appended later.
+//! Claude Code's JSONL transcript records and how full they say the context window is, pure
+//! (`context::follow` reads the bytes). The rule (reference notes §1.4): the newest main-chain
+//! `assistant` record with real usage decides, as `input_tokens + cache_creation_input_tokens +
+//! cache_read_input_tokens` (output excluded, as Claude Code does); sidechain and synthetic
+//! API-error records are skipped; a newer main-chain `system/compact_boundary` resets the figure
+//! to `compactMetadata.postTokens`. Only the newest record counts, so streaming duplicates need
+//! no handling and one [`ContextTracker`] works over a whole file, a tail or appended bytes.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -29,8 +20,8 @@ pub const SYNTHETIC_MODEL: &str = "<synthetic>";
 /// tool results, attachments, snapshots).
 const INTERESTING_NEEDLES: [&str; 2] = ["assistant", "compact_boundary"];
 
-/// Token counts from `message.usage`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Token counts from `message.usage`, and as a status-line feed file keeps them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -115,7 +106,9 @@ fn as_count(value: Option<&Value>) -> Option<u64> {
     value.and_then(Value::as_u64)
 }
 
-fn usage_from(value: &Value) -> Option<Usage> {
+/// The usage in a `message.usage` or status-line `current_usage` object; `None` without a
+/// count of input tokens.
+pub fn usage_from(value: &Value) -> Option<Usage> {
     let input_tokens = as_count(value.get("input_tokens"))?;
     Some(Usage {
         input_tokens,
@@ -305,11 +298,6 @@ impl ContextTracker {
     pub fn current(&self) -> Option<&ContextReading> {
         self.current.as_ref()
     }
-
-    /// The model of the newest qualifying assistant record, even if a compaction came after it.
-    pub fn last_model(&self) -> Option<&str> {
-        self.last_model.as_deref()
-    }
 }
 
 /// Convenience for a whole transcript held in memory: the reading after every complete line
@@ -464,11 +452,7 @@ mod tests {
                 }
                 let merged = early.followed_by(late);
                 assert_eq!(merged.current(), whole.current(), "n={n} split={split}");
-                assert_eq!(
-                    merged.last_model(),
-                    whole.last_model(),
-                    "n={n} split={split}"
-                );
+                assert_eq!(merged.last_model, whole.last_model, "n={n} split={split}");
             }
         }
     }

@@ -1,12 +1,8 @@
-//! Marking a folder trusted in Claude Code's own global config before it starts, so the
-//! folder-trust dialog never appears: `projects["<abs dir>"].hasTrustDialogAccepted = true` in
-//! the `.claude.json` Claude Code reads. It owns finding that file and changing that one value
-//! safely: every other key is kept (in order, numbers exact), the old file is copied to a backup
-//! first, the new one replaces it atomically (temp file in the same directory, same mode, fsync,
-//! rename), a file that is not a JSON object is refused rather than replaced, and a concurrent
-//! writer (Claude Code rewrites the file often) is detected by re-checking the file just before
-//! the rename and retrying once. It does not decide whether to pre-trust (the launcher's caller
-//! does) and never touches any other Claude Code file.
+//! Marking a folder trusted in the `.claude.json` Claude Code reads
+//! (`projects["<abs dir>"].hasTrustDialogAccepted = true`) before it starts, so the trust dialog
+//! never appears. Every other key is kept (in order, numbers exact), the old file is backed up,
+//! the new one replaces it atomically, a file that is not a JSON object is refused, and a
+//! concurrent writer (Claude Code rewrites the file often) is detected and retried once.
 
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{ErrorKind, Read, Write};

@@ -1,13 +1,9 @@
-//! Following one Claude Code transcript file, and finding it.
-//!
-//! This module owns the file side of the context monitor: `TranscriptFollower` starts from the
-//! file's tail (a bounded window that doubles up to a cap until a record decides the context, so
-//! a multi-GB history is never read whole), then reads only appended bytes on every `poll()`. It
-//! survives truncation and rewrites (re-tail), replacement of the file (new inode: re-open and
-//! re-tail), a partial last line (kept until its newline arrives) and a file that does not exist
-//! yet. `find_transcript_in` locates `<config_dir>/projects/*/<session_id>.jsonl`. `ChangeWatcher`
-//! turns notify events into wake-ups with a polling fallback. Parsing and the context rule live
-//! in `crate::claude::transcript`; percentages in `context::window`.
+//! Following one Claude Code transcript file, and finding it. [`TranscriptFollower`] starts
+//! from the file's tail (a window doubling up to a cap until a record decides, so a multi-GB
+//! history is never read whole), then reads only appended bytes; it survives truncation,
+//! replacement (new inode), a partial last line and a file not there yet.
+//! [`find_transcript_in`] locates `<config_dir>/projects/*/<session_id>.jsonl`;
+//! [`ChangeWatcher`] turns notify events into wake-ups, with a polling fallback.
 
 use crate::claude::home::ClaudeHome;
 use std::ffi::OsStr;

@@ -1,10 +1,7 @@
-//! The context monitor's building blocks: how full each Claude Code session's context window is.
-//!
-//! This module owns combining a transcript reading (`crate::claude::transcript`, followed incrementally
-//! by `follow`), the status-line feed (`statusline`) and the window rules (`window`) into one set
-//! of figures, plus warning thresholds (`thresholds`), state files (`statefile`) and the two CLI
-//! verbs (`cli::context`). It does not schedule anything or type into panes: the daemon's context task
-//! drives these pieces and the wake gate decides delivery.
+//! How full each Claude Code session's context window is: a transcript reading (followed by
+//! `follow`), the status-line feed (`statusline`) and the window rules (`window`) combined into
+//! one set of figures, plus warning thresholds, state files, and the task inside `serve` that
+//! runs them (`task`). Whether a warning may be typed is the wake gate's.
 
 pub mod follow;
 pub mod monitor;
@@ -22,8 +19,9 @@ use crate::claude::transcript::ContextReading;
 use statusline::Feed;
 use window::{WindowResolver, WindowSource, percent};
 
-/// Where the used-token figure came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where the used-token figure came from (its kebab-case name in JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum UsageSource {
     /// A fresh status-line feed (Claude Code's own figure).
     Statusline,
@@ -35,11 +33,7 @@ pub enum UsageSource {
 
 impl UsageSource {
     pub fn as_str(self) -> &'static str {
-        match self {
-            UsageSource::Statusline => "statusline",
-            UsageSource::Assistant => "assistant",
-            UsageSource::CompactBoundary => "compact-boundary",
-        }
+        self.into()
     }
 }
 

@@ -1,9 +1,6 @@
-//! The pure side of the context monitor task (`context::task`).
-//!
-//! This module owns the shared read-only view the HTTP and status code read (`ContextView` of
-//! `ContextStatus` per session), the rule for when a state file is worth rewriting
-//! (`StateStamp::due`), what a gate outcome means for a pending warning (`WarningStep`), and which
-//! sessions to follow (`select_sessions`). It does no I/O and schedules nothing.
+//! The pure side of the context monitor task (`context::task`): the view `/sessions` and
+//! `status` read ([`ContextView`]), when a state file is worth rewriting ([`StateStamp`]), what a
+//! gate outcome means for a pending warning ([`WarningStep`]) and which sessions to follow.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -87,13 +84,8 @@ pub struct StateStamp {
 impl StateStamp {
     /// The stamp of a write of `percent` at `unix_seconds`.
     pub fn of(percent: f64, unix_seconds: u64) -> Self {
-        let pct = if percent.is_finite() {
-            percent.round().clamp(0.0, 100.0) as u32
-        } else {
-            0
-        };
         Self {
-            pct,
+            pct: super::window::whole_percent(percent).unwrap_or(0),
             minute: unix_seconds / SECS_PER_MINUTE,
         }
     }
@@ -150,18 +142,13 @@ pub fn select_sessions(
     cap: usize,
 ) -> Vec<Candidate> {
     let mut by_id: BTreeMap<String, (bool, Candidate)> = BTreeMap::new();
-    for sid in mapped {
-        by_id.insert(
-            sid.clone(),
-            (
-                true,
-                Candidate {
-                    session_id: sid,
-                    transcript_hint: None,
-                    last_seen_ms: None,
-                },
-            ),
-        );
+    for session_id in mapped {
+        let candidate = Candidate {
+            session_id: session_id.clone(),
+            transcript_hint: None,
+            last_seen_ms: None,
+        };
+        by_id.insert(session_id, (true, candidate));
     }
     for c in ledger {
         let recent = c.last_seen_ms.is_some_and(|t| t >= seen_since_ms);

@@ -1,10 +1,7 @@
-//! Per-session context state files for other tools (prompts, tmux status bars) to read.
-//!
-//! This module owns the file format `PCT=<integer>\nTIMESTAMP=<unix seconds>\n`, its location
-//! `<state_dir>/context/<session_id>` (plus an optional "latest" copy at a configured path), and
-//! the atomic write used for every small file of the context monitor: a temp file in the same
-//! directory, mode 0600, synced, then renamed over the target, so a reader never sees half a
-//! file. It does not decide when to write (the monitor does).
+//! Per-session context state files for other tools (prompts, tmux status bars):
+//! `PCT=<integer>\nTIMESTAMP=<unix seconds>\n` at `<state_dir>/context/<session_id>` (plus an
+//! optional "latest" copy), and the atomic write (temp file, 0600, fsync, rename) every small
+//! file of the context monitor uses, so a reader never sees half a file.
 
 use std::path::{Path, PathBuf};
 
@@ -67,11 +64,7 @@ pub fn state_path(state_dir: &Path, session_id: &str) -> Result<PathBuf, StateFi
 
 /// The file content for a percentage at a time.
 pub fn render_state(percent: f64, unix_seconds: u64) -> String {
-    let pct = if percent.is_finite() {
-        percent.round().clamp(0.0, 100.0) as u32
-    } else {
-        0
-    };
+    let pct = super::window::whole_percent(percent).unwrap_or(0);
     format!("PCT={pct}\nTIMESTAMP={unix_seconds}\n")
 }
 

@@ -1,13 +1,8 @@
-//! The Claude Code status-line feed.
-//!
-//! This module owns the `wakebridge statusline` side of the context monitor: reading the JSON
-//! Claude Code pipes into a statusLine command (bounded, tolerant), keeping the context figures
-//! in a per-session feed file `<state_dir>/feed/<session_id>.json` (written atomically) that the
-//! daemon prefers while fresh (`read_feed`), and rendering the one short line Claude Code shows
-//! (`ctx 42% · idle`, with `· 5-hour limit hit, resets 15:00, in 1h 12m` while its
-//! `rate_limits` say a window is used up), after the user's own status line when wakebridge
-//! wraps one (`wrapped_line`). It never fails visibly: any input yields a line, at worst
-//! `ctx ?`. It does not compute anything from transcripts.
+//! The `wakebridge statusline` side of the context monitor: reading the JSON Claude Code pipes
+//! into a status-line command (bounded, tolerant), keeping its figures in a per-session feed file
+//! (`<state_dir>/feed/<session_id>.json`) the daemon prefers while fresh, and rendering the one
+//! short line Claude Code shows (`ctx 42% · idle`, plus a used-up limit and its reset), after the
+//! user's own line when it wraps one. Any input yields a line, at worst `ctx ?`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -19,7 +14,9 @@ use serde_json::Value;
 use super::statefile::{StateFileError, atomic_write};
 use super::window::percent;
 use crate::claude::limits::{self, describe_reset};
+use crate::claude::transcript::usage_from;
 use crate::store::now_unix_ms;
+use crate::wakedir::markers;
 use crate::wire::session_id::SessionId;
 
 /// Sub-directory of the state dir holding one feed file per session.
@@ -43,23 +40,9 @@ pub const WRAPPED_BUDGET: Duration = Duration::from_secs(2);
 /// Separator between the line's parts.
 const SEPARATOR: &str = " · ";
 
-/// Token counts of the last API response as the status line reports them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct FeedUsage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_creation_input_tokens: u64,
-    pub cache_read_input_tokens: u64,
-}
-
-impl FeedUsage {
-    /// Same sum as the transcript rule: input plus both cache counts.
-    pub fn context_tokens(&self) -> u64 {
-        self.input_tokens
-            .saturating_add(self.cache_creation_input_tokens)
-            .saturating_add(self.cache_read_input_tokens)
-    }
-}
+/// Token counts of the last API response as the status line reports them: the transcript's
+/// fields, summed by the same rule.
+pub use crate::claude::transcript::Usage as FeedUsage;
 
 /// The context figures of one status-line run, as stored in the feed file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,20 +98,12 @@ pub enum StatuslineError {
     Write(#[from] StateFileError),
 }
 
-/// Whether the session is in a turn, from its busy marker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether the session is in a turn, from its busy marker (shown lower-case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Activity {
     Idle,
     Busy,
-}
-
-impl Activity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Activity::Idle => "idle",
-            Activity::Busy => "busy",
-        }
-    }
 }
 
 /// Seconds since the Unix epoch (0 if the clock is before it).
@@ -149,17 +124,7 @@ pub fn parse_statusline(bytes: &[u8], now: u64) -> Option<Feed> {
     let session_id = v.get("session_id")?.as_str()?.to_owned();
     let cw = v.get("context_window");
     let field = |name: &str| cw.and_then(|c| c.get(name));
-    let current_usage = field("current_usage")
-        .filter(|u| u.is_object())
-        .and_then(|u| {
-            Some(FeedUsage {
-                input_tokens: count(u.get("input_tokens"))?,
-                output_tokens: count(u.get("output_tokens")).unwrap_or(0),
-                cache_creation_input_tokens: count(u.get("cache_creation_input_tokens"))
-                    .unwrap_or(0),
-                cache_read_input_tokens: count(u.get("cache_read_input_tokens")).unwrap_or(0),
-            })
-        });
+    let current_usage = field("current_usage").and_then(usage_from);
     Some(Feed {
         session_id,
         model_id: v
@@ -228,19 +193,13 @@ pub fn read_feed_at(
     (fresh && feed.session_id == session_id).then_some(feed)
 }
 
-/// Busy if `<wake_dir>/<session_id>.busy` exists and its mtime is younger than `ttl` (a future
-/// mtime counts as busy, as in the Python bridge). Anything unreadable reads as idle.
+/// Busy while the session's busy marker is younger than `ttl` ([`markers::is_busy`]).
 pub fn marker_activity(wake_dir: &Path, session_id: &str, ttl: Duration) -> Activity {
-    if !SessionId::is_valid(session_id) {
-        return Activity::Idle;
-    }
-    let marker = wake_dir.join(format!("{session_id}.busy"));
-    let Ok(modified) = std::fs::metadata(marker).and_then(|m| m.modified()) else {
-        return Activity::Idle;
-    };
-    match SystemTime::now().duration_since(modified) {
-        Ok(age) if age >= ttl => Activity::Idle,
-        _ => Activity::Busy,
+    if SessionId::is_valid(session_id) && markers::is_busy(wake_dir, session_id, ttl.as_secs_f64())
+    {
+        Activity::Busy
+    } else {
+        Activity::Idle
     }
 }
 
@@ -252,7 +211,7 @@ pub fn render_line(feed: Option<&Feed>, activity: Option<Activity>) -> String {
     };
     if let Some(a) = activity {
         line.push_str(SEPARATOR);
-        line.push_str(a.as_str());
+        line.push_str(a.into());
     }
     if let Some(limit) = feed.and_then(|f| f.limit.as_ref()) {
         line.push_str(SEPARATOR);

@@ -1,18 +1,9 @@
-//! The context monitor inside `serve`: keeps every known session's context figures current and
-//! warns sessions whose context window is filling up.
-//!
-//! This task owns the schedule and the I/O around the `context` building blocks: every poll
-//! interval (and as soon as change notification reports a followed transcript or a status-line
-//! feed) it discovers sessions (ledger sessions the hook reported, plus panes.json mappings),
-//! keeps one `TranscriptFollower` per session (tail first, then appended bytes only, so the cost
-//! does not grow with history), prefers a fresh status-line feed, computes the figures, writes the
-//! per-session state file (and the optional "latest" file), publishes a `ContextView` for
-//! `/sessions`, `wakebridge status` and `/metrics`, and types due threshold warnings through the
-//! wake gate (`Mode::Gated`: never over a running turn, never inside the cooldown). A warning the
-//! gate does not type now stays due and is retried at the next poll. With `[rewind] auto`, the
-//! checkpoint warning typed also asks for a rewind (once per crossing: a level fires again only
-//! after usage fell below it); the nudger performs it. It does not parse transcripts, decide
-//! windows or decide whether a pane may be typed into.
+//! The context monitor inside `serve`. Every poll interval (sooner when change notification
+//! reports a followed transcript or a status-line feed) it finds sessions (ledger and
+//! panes.json), follows each one's transcript from its tail, prefers a fresh status-line feed,
+//! writes the state files, publishes a `ContextView`, records usage limits it sees, and offers
+//! due threshold warnings to the wake gate (`Mode::Gated`); one not typed stays due for the next
+//! poll. With `[rewind] auto`, a checkpoint warning typed also asks the nudger for a rewind.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -42,14 +33,13 @@ use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use crate::wire::session_id::short;
 
-/// Most sessions followed at once: far above what one machine runs, and a bound on memory and
-/// per-poll work if the ledger holds many sessions.
+/// Most sessions followed at once: far above what one machine runs; bounds memory and work.
 pub const MAX_FOLLOWED_SESSIONS: usize = 256;
 /// Ledger sessions the hook has not reported for this long are no longer followed (mapped ones
 /// always are): a day covers a session left idle overnight.
 pub const LEDGER_RECENCY: Duration = Duration::from_secs(24 * 60 * 60);
-/// Shortest gap between two polls triggered by change notification: a streaming response writes
-/// many lines a second, and a second's delay is nothing next to a context filling up.
+/// Shortest gap between two polls triggered by change notification (a streaming response
+/// writes many lines a second).
 pub const NOTIFY_MIN_GAP: Duration = Duration::from_secs(1);
 /// Shortest accepted poll interval: below this the monitor would mostly measure itself.
 pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(50);
@@ -137,6 +127,7 @@ struct DueWarning {
 }
 
 /// Everything kept about one followed session.
+#[derive(Default)]
 struct Tracked {
     /// The transcript path the hook reported, if any.
     hint: Option<PathBuf>,
@@ -158,17 +149,10 @@ struct Tracked {
 
 impl Tracked {
     fn new(thresholds: Thresholds) -> Self {
+        let thresholds = SessionThresholds::new(thresholds);
         Self {
-            hint: None,
-            follower: None,
-            last_event: None,
-            thresholds: SessionThresholds::new(thresholds),
-            figures: None,
-            active_at: None,
-            limit_recorded: (None, None),
-            written: None,
-            last_recorded: None,
-            last_warning: None,
+            thresholds,
+            ..Self::default()
         }
     }
 
@@ -218,30 +202,22 @@ impl Monitor {
         let mapped: Vec<String> = mapped_panes(deliverer.spool().wake_dir())
             .into_keys()
             .collect();
-        let mut ledger_ok = true;
-        let ledger: Vec<Candidate> = match deliverer.store().sessions() {
-            Ok(rows) => rows
-                .into_iter()
-                .map(|row| Candidate {
-                    transcript_hint: row
-                        .transcript_path
-                        .filter(|p| !p.trim().is_empty())
-                        .map(PathBuf::from),
-                    last_seen_ms: row.last_seen_ms,
-                    session_id: row.session_id,
-                })
-                .collect(),
-            Err(e) => {
-                ledger_ok = false;
-                if self.warned.first("ledger") {
-                    tracing::warn!(error = %e, "context monitor cannot read sessions from the ledger; following mapped sessions only");
-                }
-                Vec::new()
+        let rows = deliverer.store().sessions();
+        let ledger_ok = rows.is_ok();
+        match &rows {
+            Ok(_) => self.warned.clear("ledger"),
+            Err(e) if self.warned.first("ledger") => {
+                tracing::warn!(error = %e, "context monitor cannot read sessions from the ledger; following mapped sessions only");
             }
-        };
-        if ledger_ok {
-            self.warned.clear("ledger");
+            Err(_) => {}
         }
+        let ledger = rows.unwrap_or_default().into_iter().map(|row| Candidate {
+            transcript_hint: (row.transcript_path)
+                .filter(|p| !p.trim().is_empty())
+                .map(PathBuf::from),
+            last_seen_ms: row.last_seen_ms,
+            session_id: row.session_id,
+        });
         let since = now_unix_ms().saturating_sub(LEDGER_RECENCY.as_millis() as i64);
         let selected = select_sessions(ledger, mapped, since, MAX_FOLLOWED_SESSIONS);
         if ledger_ok {
@@ -577,11 +553,9 @@ pub async fn run(
     }
 }
 
-/// What `t`'s transcript and status-line feed say about a usage limit that was not recorded
-/// yet: the notice the transcript ends on (its reset read from the record's own time; a reset
-/// already past is history), a real response after the notice recorded from it (the API answers
-/// again: the limit is lifted, however it was first seen), and a used-up `rate_limits` window of
-/// the feed.
+/// What `t`'s transcript and feed say about a usage limit not recorded yet: the notice the
+/// transcript ends on (unless its reset is past), a response after it (the limit lifted), and a
+/// used-up `rate_limits` window of the feed.
 fn limits_seen(sid: &str, t: &mut Tracked, feed: Option<&Feed>) -> Vec<Record> {
     let now_ms = now_unix_ms();
     let mut seen = Vec::new();

@@ -1,12 +1,7 @@
-//! Context warning thresholds for one session.
-//!
-//! This module owns the pure state machine behind "warn at 75 %, checkpoint at 85 %": each level
-//! fires once when usage crosses it, re-arms only after usage falls below it again (a compaction),
-//! and a fired warning stays *due* until the caller reports it `delivered`, so a warning that
-//! could not be typed now (session busy) is not lost. It does not decide whether a pane may be
-//! typed into (the wake gate does) and does not type anything.
-//!
-//! Rewinding (resending a level that was delivered but seemingly ignored) is not implemented.
+//! Context warning thresholds for one session, a pure state machine ("warn at 75 %, checkpoint
+//! at 85 %"): each level fires once when usage crosses it, re-arms only after usage falls below
+//! it again (a compaction), and stays *due* until the caller reports it `delivered`, so a
+//! warning that could not be typed now is not lost.
 
 use crate::config::{ContextLevelSettings, ContextThresholdSettings};
 
@@ -71,11 +66,7 @@ impl Level {
 
 /// Replaces every `{pct}` in `template` with `pct` rounded to a whole number.
 pub fn render_template(template: &str, pct: f64) -> String {
-    let shown = if pct.is_finite() {
-        format!("{}", pct.round().clamp(0.0, 100.0) as u32)
-    } else {
-        "?".to_owned()
-    };
+    let shown = super::window::whole_percent(pct).map_or("?".to_owned(), |p| p.to_string());
     template.replace(PCT_PLACEHOLDER, &shown)
 }
 
@@ -160,18 +151,21 @@ pub struct SessionThresholds {
     last_percent: Option<f64>,
 }
 
+impl Default for SessionThresholds {
+    fn default() -> Self {
+        Self::new(Thresholds::default())
+    }
+}
+
 impl SessionThresholds {
     pub fn new(config: Thresholds) -> Self {
-        let states = vec![
-            LevelState {
-                armed: true,
-                pending: false,
-            };
-            config.levels.len()
-        ];
+        let armed = LevelState {
+            armed: true,
+            pending: false,
+        };
         Self {
+            states: vec![armed; config.levels.len()],
             config,
-            states,
             last_percent: None,
         }
     }

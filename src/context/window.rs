@@ -1,10 +1,6 @@
-//! Context window size and percentage.
-//!
-//! This module owns deciding how many tokens a session's context window holds, and saying which
-//! rule decided: a fresh status-line feed (Claude Code's own figure), a `[1m]` suffix on the model
-//! id, the `[context.models]` table, or a configured default. It also turns used tokens
-//! into a 0-100 percentage with one decimal. It reads no files: the caller passes the feed's
-//! window (already checked for freshness) and the model id.
+//! How many tokens a session's context window holds, and which rule decided: a fresh
+//! status-line feed (Claude Code's own figure), a `[1m]` model-id suffix, the
+//! `[context.models]` table, or the default; and used tokens as a percentage. Reads no files.
 
 use std::collections::BTreeMap;
 
@@ -22,8 +18,9 @@ pub enum WindowError {
     ZeroWindow { what: String },
 }
 
-/// Which rule decided the window size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which rule decided the window size (its kebab-case name in JSON and logs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum WindowSource {
     Statusline,
     ModelSuffix,
@@ -32,14 +29,8 @@ pub enum WindowSource {
 }
 
 impl WindowSource {
-    /// The stable name used in JSON output and logs.
     pub fn as_str(self) -> &'static str {
-        match self {
-            WindowSource::Statusline => "statusline",
-            WindowSource::ModelSuffix => "model-suffix",
-            WindowSource::ModelTable => "model-table",
-            WindowSource::Default => "default",
-        }
+        self.into()
     }
 }
 
@@ -151,6 +142,14 @@ pub fn percent(used_tokens: u64, window_tokens: u64) -> f64 {
     }
     let raw = used_tokens as f64 * 100.0 / window_tokens as f64;
     ((raw * 10.0).round() / 10.0).clamp(0.0, 100.0)
+}
+
+/// A percentage as the whole number state files, warnings and the status line show (0-100;
+/// `None` for NaN or infinity).
+pub fn whole_percent(percent: f64) -> Option<u32> {
+    percent
+        .is_finite()
+        .then(|| percent.round().clamp(0.0, 100.0) as u32)
 }
 
 #[cfg(test)]

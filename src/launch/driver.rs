@@ -23,8 +23,10 @@ pub const MAX_SELECTION_MOVES: u32 = 4;
 /// drawn while the UI settles is not mistaken for it.
 pub const READY_CONFIRMATIONS: u32 = 2;
 
-/// The first-run screens the launcher answers, as reported in `screens_passed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The first-run screens the launcher answers, as reported in `screens_passed` (under their
+/// snake_case names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Passed {
     ThemePicker,
     SecurityNotes,
@@ -32,13 +34,8 @@ pub enum Passed {
 }
 
 impl Passed {
-    /// Stable snake_case name for output.
     pub fn name(self) -> &'static str {
-        match self {
-            Passed::ThemePicker => "theme_picker",
-            Passed::SecurityNotes => "security_notes",
-            Passed::TrustDialog => "trust_dialog",
-        }
+        self.into()
     }
 }
 
@@ -66,25 +63,6 @@ pub enum Step {
     Halt(Halt),
 }
 
-/// Which screen is up, coarsely, so that moving the trust selection does not restart its settle
-/// time while a change of screen does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Theme,
-    Security,
-    Trust,
-    Other,
-}
-
-fn phase_of(screen: Screen) -> Phase {
-    match screen {
-        Screen::ThemePicker => Phase::Theme,
-        Screen::SecurityNotes => Phase::Security,
-        Screen::TrustDialog { .. } => Phase::Trust,
-        _ => Phase::Other,
-    }
-}
-
 #[derive(Debug, Clone)]
 struct LastPress {
     at: Duration,
@@ -97,7 +75,9 @@ struct LastPress {
 /// than [`SETTLE`].
 #[derive(Debug, Clone, Default)]
 pub struct Driver {
-    phase: Option<(Phase, Duration)>,
+    /// The screen up (its kind only: moving the trust dialog's selection does not restart its
+    /// settle time, a change of screen does) and since when.
+    phase: Option<(std::mem::Discriminant<Screen>, Duration)>,
     last_press: Option<LastPress>,
     moves: u32,
     ready_streak: u32,
@@ -113,14 +93,11 @@ impl Driver {
     /// Classify `capture`, taken `at` after the launch started, and decide the next step.
     pub fn step(&mut self, at: Duration, capture: &str) -> Step {
         let screen = classify(capture);
-        let phase = phase_of(screen);
-        match self.phase {
-            Some((current, _)) if current == phase => {}
-            _ => {
-                self.phase = Some((phase, at));
-                if phase != Phase::Trust {
-                    self.moves = 0;
-                }
+        let phase = std::mem::discriminant(&screen);
+        if self.phase.is_none_or(|(current, _)| current != phase) {
+            self.phase = Some((phase, at));
+            if !matches!(screen, Screen::TrustDialog { .. }) {
+                self.moves = 0;
             }
         }
         if screen == Screen::Ready {

@@ -1,18 +1,12 @@
-//! The launcher: start an agent (Claude Code by default) in a new tmux session (or a new window
-//! of the caller's session), get it past its first-run screens without a human, and hand back
-//! the pane. It owns the sequence of a launch: create the pane, poll it, press the key
-//! [`driver`] decides on, remove what it created when the start failed (a human-needed screen
-//! is left up), learn the new session's id from Claude Code's process registry, write the
-//! `panes.json` mapping, and type a first prompt once the agent is idle. The tmux calls
-//! themselves are [`crate::mux::tmux::create`]'s; editing Claude Code's config to pre-trust a
-//! folder is [`crate::claude::trust`]'s; argument parsing and output are [`crate::cli::launch`]'s.
-//! The `[launch]` section, validated ([`LaunchDefaults`]), is here too: both `launch` and a
-//! restart inside `serve` start what it names.
-//!
-//! It never presses Escape, a digit or text on a dialog, never approves an API key or a login
-//! (those stop the launch and leave the pane for a human), and types the first prompt only as a
-//! validated [`KeystrokeText`] through the shared [`Injector`].
+//! The launcher: start an agent (Claude Code by default) in a new tmux session, a new window or
+//! a respawned pane, answer its first-run screens as [`driver`] decides, learn its session id
+//! from Claude Code's registry, write the `panes.json` mapping and type a first prompt through
+//! the shared [`Injector`]. A failed start removes what it created; a screen only a human may
+//! answer (an API key, a login) stops the launch and leaves the pane up.
+//! The tmux calls are [`crate::mux::tmux::create`]'s, pre-trusting a folder is
+//! [`crate::claude::trust`]'s, flags and output are [`crate::cli::launch`]'s.
 
+mod defaults;
 pub(crate) mod driver;
 
 use std::path::{Path, PathBuf};
@@ -25,7 +19,6 @@ use crate::claude::home::ClaudeHome;
 use crate::claude::registry;
 use crate::claude::screen::first_run::Screen;
 use crate::claude::trust::{PreTrustError, PreTrusted};
-use crate::config::LaunchSettings;
 use crate::deadline::Deadline;
 use crate::mux::tmux::create::{self, NewPane, Probe, shell_quote};
 use crate::mux::{
@@ -33,32 +26,30 @@ use crate::mux::{
 };
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::{PanesWriteError, set_entry};
+pub use defaults::{LaunchDefaults, LaunchSettingsError};
 pub use driver::Passed;
 use driver::{Driver, Halt, Step};
 
-/// Pause between captures: fast enough that a dialog is answered within a second of its settle
-/// time, slow enough that the forks (one tmux call per poll) cost nothing.
+/// Pause between captures: a dialog is answered within a second of its settle time, and one
+/// tmux call per poll costs nothing.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
-/// Size of a new detached session. Claude Code lays its screens out for the width; this is the
-/// size the reference screens were recorded at, wide enough that no dialog line wraps.
+/// Size of a new detached session: the reference screens' size, wide enough that no dialog
+/// line wraps.
 pub const SESSION_WIDTH: u16 = 120;
 pub const SESSION_HEIGHT: u16 = 40;
-/// Budget of one tmux call (create, capture, key). tmux answers in milliseconds; this only
-/// bounds a wedged server.
+/// Budget of one tmux call; it only bounds a wedged server.
 const TMUX_CALL_BUDGET: Duration = Duration::from_secs(5);
-/// Scrollback lines read from a dead pane: a process that exits prints its last words and tmux
-/// then scrolls them off the visible area with its "Pane is dead" line.
+/// Scrollback lines read from a dead pane: tmux's "Pane is dead" line may have scrolled the
+/// agent's last words off the visible area.
 const DEAD_PANE_HISTORY: u32 = 200;
-/// How long to wait for tmux to report a dead pane's exit status: tmux marks the pane dead
-/// when its terminal closes and learns the status when it reaps the process, a moment later.
+/// How long to wait for a dead pane's exit status: tmux learns it when it reaps the process,
+/// a moment after it marks the pane dead.
 const EXIT_STATUS_WAIT: Duration = Duration::from_secs(1);
-/// Re-probe interval while waiting for that status: short, the wait is brief.
 const EXIT_STATUS_POLL: Duration = Duration::from_millis(50);
-/// How long to look for Claude Code's `sessions/<pid>.json` once the prompt is up; the file is
-/// written at start-up, so this only covers a slow first write.
+/// How long to look for Claude Code's `sessions/<pid>.json` once the prompt is up (it is
+/// written at start-up; this covers a slow first write).
 pub const REGISTRY_WAIT: Duration = Duration::from_secs(3);
-/// Deepest process tree walked from the pane's first process to find the agent (shell →
-/// wrapper → env → claude is already deep).
+/// Deepest process tree walked from the pane's first process to find the agent.
 const MAX_TREE_DEPTH: usize = 6;
 /// Session names tried when the default name is taken: `name`, `name-2`, ... `name-N`.
 const MAX_NAME_ATTEMPTS: u32 = 20;
@@ -66,58 +57,6 @@ const MAX_NAME_ATTEMPTS: u32 = 20;
 const MAX_DEFAULT_NAME_CHARS: usize = 40;
 /// How Anthropic API keys start; words containing it are masked in quoted screens.
 const KEY_PREFIX: &str = "sk-ant-";
-
-/// `[launch]`, validated: what `wakebridge launch` starts when no command follows `--`, and
-/// what a restart (`wakebridge rewind --restart`) starts inside `serve`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LaunchDefaults {
-    /// The agent's argv; its first element names a program.
-    pub command: Vec<String>,
-    /// More than zero.
-    pub timeout: Duration,
-}
-
-/// A `[launch]` setting that cannot start anything.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LaunchSettingsError {
-    #[error(
-        "launch.timeout is 0; give the agent time to reach its prompt, e.g. \"90s\" \
-         (WAKEBRIDGE_LAUNCH__TIMEOUT)"
-    )]
-    ZeroTimeout,
-    #[error(
-        "launch.command is empty; give the agent to start, e.g. [\"claude\"] \
-         (WAKEBRIDGE_LAUNCH__COMMAND; `wakebridge launch` also takes it after --)"
-    )]
-    NoCommand,
-}
-
-impl LaunchDefaults {
-    pub fn from_settings(settings: &LaunchSettings) -> Result<Self, LaunchSettingsError> {
-        Ok(Self {
-            command: Self::command(&settings.command)?,
-            timeout: Self::timeout(settings.timeout)?,
-        })
-    }
-
-    /// `launch.command`, refused when it names no program (an empty list, or a blank first
-    /// element tmux would fail to run).
-    pub fn command(command: &[String]) -> Result<Vec<String>, LaunchSettingsError> {
-        match command.first() {
-            Some(program) if !program.trim().is_empty() => Ok(command.to_vec()),
-            _ => Err(LaunchSettingsError::NoCommand),
-        }
-    }
-
-    /// `launch.timeout`, refused at zero: no agent is ready at once.
-    pub fn timeout(timeout: Duration) -> Result<Duration, LaunchSettingsError> {
-        if timeout.is_zero() {
-            Err(LaunchSettingsError::ZeroTimeout)
-        } else {
-            Ok(timeout)
-        }
-    }
-}
 
 /// Where the new pane goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -435,22 +374,27 @@ fn halted(halt: Halt, tmux: &Tmux, created: &NewPane, screen: &str) -> LaunchErr
 }
 
 /// The visible text worth quoting: no "Pane is dead" line, no trailing blank lines, runs of
-/// blank lines squeezed to one, and API-key fragments (the key screen shows the key's tail)
-/// masked so they do not end up in logs.
+/// blank lines squeezed to one, and words holding an Anthropic key (the key screen shows the
+/// key's tail) masked so they do not end up in logs.
 fn tidy_screen(screen: &str) -> String {
-    let masked: Vec<String> = screen.lines().map(mask_keys).collect();
-    let mut out: Vec<&str> = Vec::new();
-    for line in &masked {
+    let mut out: Vec<String> = Vec::new();
+    for line in screen.lines() {
         let line = line.trim_end();
-        if line.starts_with("Pane is dead") {
+        if line.starts_with("Pane is dead")
+            || line.is_empty() && out.last().is_none_or(String::is_empty)
+        {
             continue;
         }
-        if line.is_empty() && out.last().is_none_or(|last| last.is_empty()) {
-            continue;
-        }
-        out.push(line);
+        let masked = line.split(' ').map(|w| {
+            if w.contains(KEY_PREFIX) {
+                "sk-ant-[masked]"
+            } else {
+                w
+            }
+        });
+        out.push(masked.collect::<Vec<_>>().join(" "));
     }
-    while out.last().is_some_and(|line| line.is_empty()) {
+    while out.last().is_some_and(String::is_empty) {
         out.pop();
     }
     if out.is_empty() {
@@ -458,20 +402,6 @@ fn tidy_screen(screen: &str) -> String {
     } else {
         out.join("\n")
     }
-}
-
-/// Replace every word that looks like an Anthropic key (`sk-ant-...`) with a mask.
-fn mask_keys(line: &str) -> String {
-    line.split(' ')
-        .map(|word| {
-            if word.contains(KEY_PREFIX) {
-                "sk-ant-[masked]"
-            } else {
-                word
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// The argv tail for `new-session`/`new-window`. tmux runs a single argument through `sh -c`,
@@ -522,14 +452,9 @@ fn default_session_name(command: &[String], cwd: &Path) -> String {
     } else {
         format!("{program}-{folder}")
     };
+    let tame = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
     raw.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
+        .map(|c| if tame(c) { c } else { '-' })
         .take(MAX_DEFAULT_NAME_CHARS)
         .collect()
 }
@@ -539,76 +464,52 @@ fn tmux_call() -> Deadline {
     Deadline::after(TMUX_CALL_BUDGET)
 }
 
-/// Create the launch's pane: a new session (trying `name-2`, `name-3`, ... while a default
-/// name is taken) or a new window.
+/// Create the launch's pane: a respawn, a new window, or a new session (trying `name-2`,
+/// `name-3`, ... while a default name is taken).
 async fn create(
     tmux: &Tmux,
     opts: &LaunchOptions,
     cwd: &Path,
     argv: &[String],
 ) -> Result<NewPane, LaunchError> {
-    if let Placement::Respawn { pane } = &opts.placement {
-        return tmux
-            .respawn(pane, cwd, argv, tmux_call())
-            .await
-            .map_err(|source| LaunchError::Create {
-                what: "pane",
-                source,
-            });
+    let failed = |what| move |source| LaunchError::Create { what, source };
+    match &opts.placement {
+        Placement::Respawn { pane } => {
+            return (tmux.respawn(pane, cwd, argv, tmux_call()).await).map_err(failed("pane"));
+        }
+        Placement::NewWindow { target } => {
+            let name = opts.name.as_deref();
+            let created = tmux.new_window(target.as_deref(), name, cwd, argv, tmux_call());
+            return created.await.map_err(failed("window"));
+        }
+        Placement::NewSession => {}
     }
-    if let Placement::NewWindow { target } = &opts.placement {
-        return tmux
-            .new_window(
-                target.as_deref(),
-                opts.name.as_deref(),
-                cwd,
-                argv,
-                tmux_call(),
-            )
-            .await
-            .map_err(|source| LaunchError::Create {
-                what: "window",
-                source,
-            });
-    }
-    let (base, explicit) = match &opts.name {
-        Some(name) => (name.clone(), true),
-        None => (default_session_name(&opts.command, cwd), false),
+    let base = (opts.name.clone()).unwrap_or_else(|| default_session_name(&opts.command, cwd));
+    let attempts = if opts.name.is_some() {
+        1
+    } else {
+        MAX_NAME_ATTEMPTS
     };
-    let attempts = if explicit { 1 } else { MAX_NAME_ATTEMPTS };
-    let mut last_err = None;
-    for n in 1..=attempts {
+    let size = (SESSION_WIDTH, SESSION_HEIGHT);
+    let mut n = 1;
+    loop {
         let name = if n == 1 {
             base.clone()
         } else {
             format!("{base}-{n}")
         };
-        let size = (SESSION_WIDTH, SESSION_HEIGHT);
         match tmux.new_session(&name, cwd, size, argv, tmux_call()).await {
-            Ok(created) => return Ok(created),
             Err(err)
-                if !explicit
+                if n < attempts
                     && err
                         .stderr()
                         .is_some_and(|s| s.contains("duplicate session")) =>
             {
-                last_err = Some(err);
+                n += 1;
             }
-            Err(source) => {
-                return Err(LaunchError::Create {
-                    what: "session",
-                    source,
-                });
-            }
+            created => return created.map_err(failed("session")),
         }
     }
-    Err(LaunchError::Create {
-        what: "session",
-        source: last_err.unwrap_or(MuxError::Output {
-            label: "tmux new-session",
-            detail: "no session name was free".into(),
-        }),
-    })
 }
 
 /// The exit status of a dead pane, waiting up to [`EXIT_STATUS_WAIT`] for tmux to reap it.

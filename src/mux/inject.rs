@@ -100,6 +100,27 @@ fn lock_key(target: &PaneTarget) -> PaneTarget {
     }
 }
 
+/// Runs `$body` with `$mux` bound to the target's backend and `$pane` to its pane name: the
+/// backends' `Pane` types differ, so a closure over `impl Mux` cannot do it.
+macro_rules! on_backend {
+    ($self:ident, $target:expr, |$mux:ident, $pane:ident| $body:expr) => {
+        match $target {
+            PaneTarget::Tmux { pane, .. } => {
+                let ($mux, $pane) = (&$self.tmux, pane.as_str());
+                $body
+            }
+            PaneTarget::Zellij { pane, session } => {
+                let zellij_pane = ZellijPane {
+                    session: session.clone(),
+                    pane: pane.clone(),
+                };
+                let ($mux, $pane) = (&$self.zellij, &zellij_pane);
+                $body
+            }
+        }
+    };
+}
+
 /// Types fixed lines into panes, one at a time per pane. Share it (`Arc`) between the webhook
 /// handler, the nudger and the context monitor: the lock only works if they all use the same
 /// `Injector`.
@@ -137,18 +158,11 @@ impl Injector {
     ) -> Result<Injected, InjectError> {
         let started = Instant::now();
         let _held = self.lock_pane(target, deadline).await?;
-        let mux = match target {
-            PaneTarget::Tmux { pane, .. } => {
-                guarded_inject(&self.tmux, pane.as_str(), text, self.submit_delay, deadline).await?
-            }
-            PaneTarget::Zellij { pane, session } => {
-                let pane = ZellijPane {
-                    session: session.clone(),
-                    pane: pane.clone(),
-                };
-                guarded_inject(&self.zellij, &pane, text, self.submit_delay, deadline).await?
-            }
-        };
+        let delay = self.submit_delay;
+        let mux = on_backend!(self, target, |mux, pane| guarded_inject(
+            mux, pane, text, delay, deadline
+        )
+        .await?);
         Ok(Injected {
             mux,
             elapsed: started.elapsed(),
@@ -161,16 +175,9 @@ impl Injector {
         target: &PaneTarget,
         deadline: Deadline,
     ) -> Result<PaneState, MuxError> {
-        match target {
-            PaneTarget::Tmux { pane, .. } => self.tmux.check_pane(pane.as_str(), deadline).await,
-            PaneTarget::Zellij { pane, session } => {
-                let pane = ZellijPane {
-                    session: session.clone(),
-                    pane: pane.clone(),
-                };
-                self.zellij.check_pane(&pane, deadline).await
-            }
-        }
+        on_backend!(self, target, |mux, pane| mux
+            .check_pane(pane, deadline)
+            .await)
     }
 
     /// The pane's screen once the guard has found it live (`None`: this multiplexer cannot read
@@ -181,18 +188,10 @@ impl Injector {
         deadline: Deadline,
     ) -> Result<Option<String>, InjectError> {
         let _held = self.lock_pane(target, deadline).await?;
-        match target {
-            PaneTarget::Tmux { pane, .. } => {
-                guarded_screen(&self.tmux, pane.as_str(), deadline).await
-            }
-            PaneTarget::Zellij { pane, session } => {
-                let pane = ZellijPane {
-                    session: session.clone(),
-                    pane: pane.clone(),
-                };
-                guarded_screen(&self.zellij, &pane, deadline).await
-            }
-        }
+        on_backend!(self, target, |mux, pane| guarded_screen(
+            mux, pane, deadline
+        )
+        .await)
     }
 
     /// Picks a menu option: `locate` finds it on the screen and gives its number, which is
@@ -206,18 +205,10 @@ impl Injector {
         deadline: Deadline,
     ) -> Result<bool, InjectError> {
         let _held = self.lock_pane(target, deadline).await?;
-        match target {
-            PaneTarget::Tmux { pane, .. } => {
-                guarded_pick(&self.tmux, pane.as_str(), locate, deadline).await
-            }
-            PaneTarget::Zellij { pane, session } => {
-                let pane = ZellijPane {
-                    session: session.clone(),
-                    pane: pane.clone(),
-                };
-                guarded_pick(&self.zellij, &pane, locate, deadline).await
-            }
-        }
+        on_backend!(self, target, |mux, pane| guarded_pick(
+            mux, pane, locate, deadline
+        )
+        .await)
     }
 
     /// Wait for the pane's lock, but no longer than the deadline.

@@ -1,11 +1,7 @@
-//! The one way wakebridge types into a pane. Wakes, nudges and context warnings all go through
-//! [`Injector::inject`]: it takes the pane's lock, asks the multiplexer whether the pane still
-//! holds a live agent (the stale-pane guard), types a validated [`KeystrokeText`], presses a
-//! separate Enter as soon as the text shows on the prompt line (at the latest after
-//! [`MuxConfig::submit_delay`]), and reads the prompt line back to confirm the submit, all
-//! inside one [`Deadline`]. tmux and zellij are the two [`Mux`] backends; every subprocess runs through
-//! [`process`]. This module does not decide *whether* a session should be woken (busy markers,
-//! cooldowns, idle detection): callers do that before calling it.
+//! The one way wakebridge types into a pane: [`Injector::inject`] takes the pane's lock, runs
+//! the stale-pane guard, types a validated [`KeystrokeText`], presses a separate Enter once the
+//! text shows and reads the submit back, all inside one [`Deadline`]. tmux and zellij are the
+//! [`Mux`] backends; every subprocess runs through [`process`]. Whether to wake is the caller's.
 
 pub(crate) mod inject;
 pub(crate) mod process;
@@ -38,32 +34,13 @@ pub const INJECT_BUDGET: Duration = Duration::from_secs(2);
 /// A key pressed by name (never text): the submit after typed text, and what the launcher
 /// answers first-run screens with. There is deliberately no Escape (it declines the trust
 /// dialog and interrupts a turn) and no digit (digits answer menus and surveys).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Its strum name is the key's name for `tmux send-keys`: `Enter`, not `C-m`, because newer
+/// tmux/Claude Code pairs submit only on the named key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
 pub enum Key {
     Enter,
     Down,
     Up,
-}
-
-impl Key {
-    /// The key's name for `tmux send-keys`. `Enter`, not `C-m`: newer tmux/Claude Code pairs
-    /// submit only on the named key.
-    pub fn tmux_name(self) -> &'static str {
-        match self {
-            Key::Enter => "Enter",
-            Key::Down => "Down",
-            Key::Up => "Up",
-        }
-    }
-
-    /// The step's name in errors.
-    pub fn label(self) -> &'static str {
-        match self {
-            Key::Enter => "tmux send-keys Enter",
-            Key::Down => "tmux send-keys Down",
-            Key::Up => "tmux send-keys Up",
-        }
-    }
 }
 
 /// How to reach the multiplexers.
@@ -79,20 +56,8 @@ pub struct MuxConfig {
     /// Foreground process names that mean "the agent is gone and the pane fell back to a
     /// prompt": typing a wake there would run it as a shell command.
     pub shells: Vec<String>,
-    /// Longest pause between typing the text and pressing Enter: Enter goes as soon as the text
-    /// shows on the prompt line, and the whole pause is waited only where the screen cannot be
-    /// read (zellij) or shows no prompt line. The default (`config/default.toml`, 500 ms) was
-    /// measured against the real Claude Code TUI (2.1.197, native binary) in tmux
-    /// 3.3a, with a `UserPromptSubmit` hook as the witness:
-    /// - text and `Enter` in ONE `send-keys` call (the reference bridge's argv): never submitted
-    ///   (0/5); the text stays in the input box.
-    /// - separate `Enter` at an idle prompt: submitted even with no pause (10/10).
-    /// - separate `Enter` the moment the prompt first renders (the hard case): no pause 2/7,
-    ///   100 ms 4/6, 250-300 ms 6/6, 500 ms 10/10, 1 s 2/2 (`real_claude_code_...` in
-    ///   tests/it/mux.rs to re-measure).
-    ///
-    /// 500 ms is twice the shortest pause that always worked. The hard case is also why the
-    /// submit is read back and repeated once (`inject`).
+    /// Longest pause between typing the text and pressing Enter (Enter goes as soon as the text
+    /// shows). Its default was measured: docs/benchmarks.md, "Submit delay".
     pub submit_delay: Duration,
 }
 

@@ -1,9 +1,7 @@
-//! The single subprocess helper every multiplexer call goes through: run one argv under the
-//! caller's [`Deadline`], capture stdout and stderr, and turn every way a child can go wrong
-//! (cannot start, runs too long, exits non-zero) into one [`MuxError`]. A child that outlives
-//! its budget is killed together with anything it started (its process group) and reaped before
-//! the error is returned. This module knows nothing about tmux or zellij arguments; the backends
-//! build the argv, this runs it.
+//! The one subprocess helper every multiplexer call goes through: run an argv under a
+//! [`Deadline`], capture its output, and turn every failure (cannot start, too slow, non-zero
+//! exit) into one [`MuxError`]. A child past its budget is killed with its process group and
+//! reaped before the error returns.
 
 use std::ffi::OsString;
 use std::io;

@@ -41,29 +41,17 @@ pub struct TerminalProcess {
     pub command: String,
 }
 
-/// Which columns this system's ps can give for [`on_terminal`]. procps and FreeBSD print the
-/// session id as `sid`; macOS's ps has no `sid` keyword (`ps: sid: keyword not found`) and its
-/// `sess` is the kernel's session pointer, which it prints as 0 to anyone but root (Apple's
-/// adv_cmds `ps/keyword.c` declares it `KPTR`), so there the session is found by parentage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Layout {
-    WithSid,
-    WithoutSid,
-}
+/// Whether this system's ps prints the session id (`sid`) for [`on_terminal`]. macOS's has no
+/// `sid` keyword and its `sess` is a kernel pointer it shows only to root, so there the session
+/// is found by parentage.
+const PS_HAS_SID: bool = !cfg!(target_os = "macos");
 
-const TERMINAL_LAYOUT: Layout = if cfg!(target_os = "macos") {
-    Layout::WithoutSid
-} else {
-    Layout::WithSid
-};
-
-impl Layout {
-    /// `-o` columns, the command last: it is the only one that may contain spaces.
-    fn columns(self) -> &'static str {
-        match self {
-            Layout::WithSid => "pid=,ppid=,tpgid=,pgid=,sid=,comm=",
-            Layout::WithoutSid => "pid=,ppid=,tpgid=,pgid=,comm=",
-        }
+/// `-o` columns, the command last: it is the only one that may contain spaces.
+fn terminal_columns(with_sid: bool) -> &'static str {
+    if with_sid {
+        "pid=,ppid=,tpgid=,pgid=,sid=,comm="
+    } else {
+        "pid=,ppid=,tpgid=,pgid=,comm="
     }
 }
 
@@ -74,7 +62,7 @@ impl Layout {
 pub async fn on_terminal(tty: &str, deadline: Deadline) -> Result<String, MuxError> {
     let inv = Invocation::new(Path::new(PS_BIN), "ps (processes on the pane's terminal)").args([
         "-o",
-        TERMINAL_LAYOUT.columns(),
+        terminal_columns(PS_HAS_SID),
         "-t",
         tty,
     ]);
@@ -87,10 +75,10 @@ pub async fn on_terminal(tty: &str, deadline: Deadline) -> Result<String, MuxErr
 
 /// The rows of an [`on_terminal`] listing; a row that does not read is left out.
 pub fn parse_terminal(listing: &str) -> Vec<TerminalProcess> {
-    parse_terminal_as(listing, TERMINAL_LAYOUT)
+    parse_terminal_as(listing, PS_HAS_SID)
 }
 
-fn parse_terminal_as(listing: &str, layout: Layout) -> Vec<TerminalProcess> {
+fn parse_terminal_as(listing: &str, with_sid: bool) -> Vec<TerminalProcess> {
     listing
         .lines()
         .filter_map(|row| {
@@ -99,9 +87,9 @@ fn parse_terminal_as(listing: &str, layout: Layout) -> Vec<TerminalProcess> {
             let ppid = cols.next()?.parse().ok()?;
             let tpgid = cols.next()?.parse::<i64>().ok()?;
             let pgid = cols.next()?.parse().ok()?;
-            let sid = match layout {
-                Layout::WithSid => Some(cols.next()?.parse().ok()?),
-                Layout::WithoutSid => None,
+            let sid = match with_sid {
+                true => Some(cols.next()?.parse().ok()?),
+                false => None,
             };
             let tpgid = u32::try_from(tpgid).ok();
             let command = cols.collect::<Vec<_>>().join(" ");
@@ -206,7 +194,7 @@ mod tests {
         let procps = "  4242  4200  4242  4242  4242 bash\n  4250  4242  4242  4242  4242 tmux: server\n\
                       junk\n";
         assert_eq!(
-            parse_terminal_as(procps, Layout::WithSid),
+            parse_terminal_as(procps, true),
             [
                 row(4242, 4200, 4242, 4242, Some(4242), "bash"),
                 row(4250, 4242, 4242, 4242, Some(4242), "tmux: server"),
@@ -214,16 +202,16 @@ mod tests {
         );
         let macos = "  501     1   501   501 -zsh\n  520   501   520   520 /usr/local/bin/claude\n";
         assert_eq!(
-            parse_terminal_as(macos, Layout::WithoutSid),
+            parse_terminal_as(macos, false),
             [
                 row(501, 1, 501, 501, None, "-zsh"),
                 row(520, 501, 520, 520, None, "/usr/local/bin/claude"),
             ]
         );
         // A row without its command, or short of a column, is left out; -1 is no foreground.
-        assert!(parse_terminal_as("  1 2 3 4 5\n 1 2 3\n", Layout::WithSid).is_empty());
+        assert!(parse_terminal_as("  1 2 3 4 5\n 1 2 3\n", true).is_empty());
         assert_eq!(
-            parse_terminal_as(" 9 1 -1 9 9 sleep\n", Layout::WithSid)[0].tpgid,
+            parse_terminal_as(" 9 1 -1 9 9 sleep\n", true)[0].tpgid,
             None
         );
     }
@@ -259,7 +247,7 @@ mod tests {
         // The columns' spelling is per system: ask this one's ps about this process.
         let inv = Invocation::new(Path::new(PS_BIN), "ps").args([
             "-o",
-            TERMINAL_LAYOUT.columns(),
+            terminal_columns(PS_HAS_SID),
             "-p",
             &std::process::id().to_string(),
         ]);
@@ -271,7 +259,7 @@ mod tests {
         assert_eq!(rows.len(), 1, "{out:?}");
         assert_eq!(rows[0].pid, std::process::id());
         assert_eq!(rows[0].ppid, std::os::unix::process::parent_id());
-        if TERMINAL_LAYOUT == Layout::WithSid {
+        if PS_HAS_SID {
             // SAFETY: getsid(0) only reads this process's session id.
             let sid = unsafe { libc::getsid(0) };
             assert_eq!(rows[0].sid, u32::try_from(sid).ok());

@@ -1,9 +1,6 @@
-//! The only text wakebridge will ever type into a pane: the fixed wake prompt, `/clear`,
-//! operator-configured messages (nudges, context warnings, the resume message at a usage
-//! limit's reset, the re-hydration prompt after a rewind),
-//! validated once into a [`KeystrokeText`], and the number of a menu option located on screen.
-//! Nothing from an event payload or request can become one without passing these rules, and the
-//! backends accept nothing else. Which message to send when is decided elsewhere.
+//! The only text wakebridge ever types into a pane, validated once into a [`KeystrokeText`]: the
+//! fixed wake prompt, `/clear`, operator-configured messages, and a menu option's number located
+//! on screen. Nothing from an event payload can become one without passing these rules.
 
 // Typable = what Python calls printable: a plain space, or any assigned character that is not a
 // control, format, private-use, surrogate or separator code point (those render invisibly).
@@ -80,10 +77,15 @@ impl KeystrokeText {
         {
             return Err(TextError::BadEnd { found: last });
         }
-        Ok(Self {
+        Ok(Self::fixed(text, false))
+    }
+
+    /// A text of ours, known to be typable (or, for a menu option's number, typed on purpose).
+    fn fixed(text: &str, resumes: bool) -> Self {
+        Self {
             text: text.to_owned(),
-            resumes: false,
-        })
+            resumes,
+        }
     }
 
     /// A resume message (same rules as [`KeystrokeText::new`]), typed over a limit's notice.
@@ -101,28 +103,19 @@ impl KeystrokeText {
 
     /// The fixed wake prompt.
     pub fn wake_prompt() -> Self {
-        Self {
-            text: WAKE_PROMPT.to_owned(),
-            resumes: false,
-        }
+        Self::fixed(WAKE_PROMPT, false)
     }
 
     /// Claude Code's `/clear`, the first step of a rewind: a fixed local command (it makes no
     /// API call and empties the context window).
     pub fn clear() -> Self {
-        Self {
-            text: CLEAR_COMMAND.to_owned(),
-            resumes: false,
-        }
+        Self::fixed(CLEAR_COMMAND, false)
     }
 
     /// The number of a menu option, for `Injector::pick`, the one caller that located it on
     /// the screen first: the only way a digit is ever typed.
     pub(crate) fn option_number(number: u8) -> Self {
-        Self {
-            text: number.to_string(),
-            resumes: true,
-        }
+        Self::fixed(&number.to_string(), true)
     }
 
     pub fn as_str(&self) -> &str {

@@ -1,10 +1,8 @@
-//! zellij as a backend: the stale-pane guard, typing a line into one pane of one session
+//! zellij as a backend: the stale-pane guard, typing into one pane of one session
 //! (`action write-chars -p`, then `action write -p <pane> 13`), and the pane's screen
-//! (`action dump-screen -p`) for the draft and menu checks and the submit's read-back. zellij's actions exit 0 against
-//! a pane id that does not exist (0.45.1; a missing session is an exit 1), so the guard (session
-//! listed and running, pane listed and not exited) is the only thing standing between a stale
-//! mapping and typing into nothing or into the wrong place. Argv building and output reading
-//! live here; running is `process`'s job. tests/it/zellij.rs checks all of it against a real zellij.
+//! (`action dump-screen -p`). zellij's actions exit 0 against a pane that does not exist
+//! (0.45.1), so the guard (session running, pane listed and not exited) is all that stands
+//! between a stale mapping and typing into the wrong place. tests/it/zellij.rs checks it.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,14 +38,9 @@ const UNSUPPORTED_MARKERS: &[&str] = &[
 /// session runs at all (observed; an older note said such actions exit 0).
 const NO_SERVER_MARKER: &str = "There is no active session";
 
-/// How many times a listing (`list-sessions`, `list-panes`) is asked before its "not there" or
-/// empty answer is believed. zellij 0.45.1 under load sometimes loses a server's reply (the
-/// server closes the connection before the reply is flushed): a live session left out of
-/// `list-sessions` (1 listing in ~1,300 with 8 fresh servers on 2 cores), `list-panes`
-/// printing nothing with exit 0, or answering "There is no active session!" for the session
-/// `list-sessions` has just listed (its client's liveness probe lost the same way). Losses come
-/// in bursts while the machine is loaded, so the asks are [`LISTING_PAUSE`] apart rather than
-/// back to back; both calls only read, so asking again is safe.
+/// How many times a read-only call is asked before its "not there" or empty answer is believed:
+/// zellij 0.45.1 under load sometimes loses a server's reply (about 1 listing in 1,300 with 8
+/// fresh servers on 2 cores), in bursts, so the asks are [`LISTING_PAUSE`] apart.
 const LISTING_ATTEMPTS: usize = 3;
 
 /// The pause before asking a listing again: long enough for a busy server to catch up, short
@@ -87,6 +80,12 @@ impl Zellij {
     /// `zellij --session <S> action ...`; the session is one argv element whatever it contains.
     fn action(&self, label: &'static str, session: &str, action: &str) -> Invocation {
         Invocation::new(&self.bin, label).args(["--session", session, "action", action])
+    }
+
+    /// `zellij --session <S> action <action> -p <pane>`.
+    fn pane_action(&self, label: &'static str, target: &ZellijPane, action: &str) -> Invocation {
+        self.action(label, &target.session, action)
+            .args(["-p", &target.pane])
     }
 
     async fn session_state(
@@ -197,10 +196,7 @@ impl Mux for Zellij {
         if self.no_dump_screen.load(Ordering::Relaxed) {
             return Ok(None);
         }
-        let inv = self
-            .action("zellij action dump-screen", &target.session, "dump-screen")
-            .arg("-p")
-            .arg(&target.pane);
+        let inv = self.pane_action("zellij action dump-screen", target, "dump-screen");
         // A live pane's dump holds at least its rows' line ends: an empty one is a lost reply.
         let answer = ask_until_believed(&inv, deadline, |answer| match answer {
             Ok(done) => done.stdout.is_empty(),
@@ -234,18 +230,14 @@ impl Mux for Zellij {
         deadline: Deadline,
     ) -> Result<(), MuxError> {
         let inv = self
-            .action("zellij action write-chars", &target.session, "write-chars")
-            .arg("-p")
-            .arg(&target.pane)
+            .pane_action("zellij action write-chars", target, "write-chars")
             .arg(text.as_str());
         process::run(&inv, deadline).await.map(drop)
     }
 
     async fn submit(&self, target: &ZellijPane, deadline: Deadline) -> Result<(), MuxError> {
         let inv = self
-            .action("zellij action write", &target.session, "write")
-            .arg("-p")
-            .arg(&target.pane)
+            .pane_action("zellij action write", target, "write")
             .arg(CARRIAGE_RETURN);
         process::run(&inv, deadline).await.map(drop)
     }

@@ -1,17 +1,9 @@
-//! Rewinds: a clean context window before the old one runs out. A session is rewound when it
-//! asks (`wakebridge rewind`, `POST /rewind`) or, with `[rewind] auto`, when it crossed the
-//! checkpoint threshold, was told to checkpoint, and then stayed idle: at its next idle moment
-//! `/clear` is typed, the fresh prompt awaited (and the `SessionStart` of `source = "clear"`
-//! where hooks are wired, which also says the new session id), and the re-hydration message
-//! typed once, confirmed. A restart (`--restart`) starts the agent again in its pane through
-//! the launcher instead, with the message as its first prompt; an agent whose pane or tmux
-//! server died is started in a new one, resuming its conversation where its transcript is.
-//!
-//! This module owns the validated `[rewind]` settings ([`RewindConfig`]) and the pure decisions:
-//! when a waiting rewind is due ([`due`]) and whether a screen shows the fresh prompt after
-//! `/clear` ([`cleared`]); `restart` performs a restart through the launcher. The session loop performs them (`session::task::rewind`), because it
-//! is what watches every session for its idle moments; the ledger keeps the record
-//! (`store::Record::RewindAsked` / `RewindEnded` / `Renamed`).
+//! Rewinds: a clean context window before the old one runs out, when a session asks
+//! (`wakebridge rewind`, `POST /rewind`) or, with `[rewind] auto`, after it crossed the
+//! checkpoint threshold and then stayed idle: `/clear` is typed, the fresh prompt awaited, and
+//! the re-hydration message typed once; a restart ([`restart`]) starts the agent again instead.
+//! This module owns the validated `[rewind]` settings and the pure decisions ([`due`],
+//! [`cleared`]); the session loop performs them and the ledger keeps the record.
 
 pub mod restart;
 

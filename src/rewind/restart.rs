@@ -1,12 +1,8 @@
 //! A restart (`wakebridge rewind --restart`): the agent is started again through the launcher,
-//! which passes its first-run screens, maps the pane and types the re-hydration prompt as its
-//! first prompt. In place (`respawn-pane -k`, the pane kept) when the pane is there, alive or
-//! dead; in a new tmux session when the pane or its server is gone, resuming the conversation
-//! (`claude --resume <id>`) when its transcript is still there. The new session id (from Claude
-//! Code's registry) takes over the old one's address as after a `/clear`; without one the old id
-//! is mapped to the pane. How it went is recorded in the ledger.
-//!
-//! It owns that sequence; starting an agent is `launch`'s, when to restart the nudger's.
+//! with the re-hydration prompt as its first prompt: in its pane (`respawn-pane -k`) when the
+//! pane is there, else in a new tmux session resuming the conversation (`claude --resume <id>`)
+//! when its transcript is still there. The new session id takes over the old one's address, as
+//! after a `/clear`; how it went is recorded in the ledger.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,7 +1,6 @@
-//! The wake dir itself: its default place under `$HOME` (the Python bridge's and CLI's; where
-//! it is for a given run is `config::Paths`'s business) and the `mkdir -p` + `chmod 0700` every
-//! writer performs (the dir holds full event payloads, so its mode is asserted on every write
-//! rather than trusted from creation). It does not lay out the files inside.
+//! The wake dir itself: its default place under `$HOME` (the Python bridge's) and the
+//! `mkdir -p` + `chmod 0700` every writer performs: it holds full event payloads, so its mode is
+//! asserted on every write rather than trusted from creation.
 
 use std::path::Path;
 

@@ -1,11 +1,6 @@
-//! Busy (turn-state) markers: `<wake_dir>/<sid>.busy`, a zero-byte file whose mtime says when
-//! the session was last seen mid-turn. Session hooks write and clear them; the bridge only asks
-//! `is_busy`. This module owns the marker file and its ageing test; it does not decide what the
-//! TTL is (configuration) or when a hook marks a session (`cli::hook`).
-//!
-//! The age is wall clock, not monotonic, because another process wrote the mtime. A future mtime
-//! (clock stepped back) gives a negative age and reads as busy: the safe direction, since a busy
-//! session is only spooled, never typed into.
+//! Busy markers: `<wake_dir>/<sid>.busy`, a zero-byte file whose mtime says when the session was
+//! last seen mid-turn; hooks write and clear them, the bridge asks [`is_busy`]. The age is wall
+//! clock (another process wrote the mtime); a future mtime reads as busy, the safe direction.
 
 use crate::private_fs;
 use crate::wakedir::dir::ensure_wake_dir;

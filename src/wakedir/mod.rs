@@ -1,9 +1,7 @@
 //! The wake dir contract shared with the Python agent-event-bus bridge and CLI: the
-//! `panes.json` session → pane mapping (its value rules, the bridge's reader, the hooks' writer),
-//! the `<sid>.busy` turn-state markers, the wake dir's location and modes, pane detection from the
-//! environment. The `panes` / `wake-state` / `hook` verbs that session hooks run are `cli`'s.
-//! It does not spool events, type into panes or decide cooldowns; the bridge's wake gate composes
-//! these pieces with the multiplexer backends.
+//! `panes.json` session → pane mapping (value rules, reader, writer), the `<sid>.busy`
+//! turn-state markers, the wake dir's location and modes, and pane detection from the
+//! environment. The wake gate composes these with the multiplexer backends.
 
 pub(crate) mod detect;
 pub(crate) mod dir;

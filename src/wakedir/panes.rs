@@ -1,12 +1,7 @@
-//! The `panes.json` value contract shared by the reader (`wakedir::reader`) and the writer
-//! (`wakedir::writer`): which JSON values name a pane (`parse_target`) and how a pane is written
-//! back (`entry_json`). Both sides run the same validation, so a writer change that the reader
-//! would reject fails here first. It does no I/O and owns no file layout beyond the names.
-//!
-//! Accepted shapes: `{"mux": "tmux", "pane": "%3"}`, `{"mux": "zellij", "pane": "0",
-//! "session": "name"}`, and a bare string, which is a legacy tmux pane id. A delimited string
-//! such as `"zellij:name:0"` is not a shape: zellij session names may contain `:`, so it is read
-//! as a (garbage) tmux pane id that tmux will reject loudly.
+//! The `panes.json` value contract shared by reader and writer: which JSON values name a pane
+//! ([`parse_target`]) and how one is written back ([`entry_json`]). Shapes: `{"mux": "tmux",
+//! "pane": "%3"}`, `{"mux": "zellij", "pane": "0", "session": "name"}`, and a bare string (a
+//! legacy tmux pane id). `"zellij:name:0"` is no shape (session names may hold `:`).
 
 use crate::wakedir::pretty::to_compact_ascii;
 use crate::wakedir::printable::is_valid_string;

@@ -1,12 +1,7 @@
-//! The exact text form of `panes.json` as the reference writer produces it (Python's
-//! `json.dumps(indent=2, sort_keys=True, ensure_ascii=True, allow_nan=False)`): two-space indent,
-//! keys sorted by code point at every level, `","` at line ends and `": "` after keys, every
-//! character outside printable ASCII written as a `\uXXXX` escape (surrogate pairs above
-//! U+FFFF), and numbers in Python's rendering (`crate::wire::pyjson`). It also gives a one-line ASCII
-//! form used to quote untrusted values in log lines, so a bidi override or an escape sequence from
-//! a damaged file never reaches an operator's terminal. It owns the layout only; what goes into
-//! the file is `wakedir::writer`'s business. (`crate::wire::pyjson` is the one-line spool form, which
-//! keeps key order and so cannot serve here.)
+//! The exact text of `panes.json` as the reference writer produces it (Python's
+//! `json.dumps(indent=2, sort_keys=True, ensure_ascii=True)`: sorted keys, `\uXXXX` escapes,
+//! Python's numbers), and a one-line ASCII form for quoting untrusted values in log lines, so a
+//! bidi override or escape sequence from a damaged file never reaches a terminal.
 
 use crate::wire::pyjson::NotSerializable;
 use serde_json::Value;

@@ -1,17 +1,9 @@
-//! Python's `str.isprintable()`, replicated exactly: the test every pane id and multiplexer
-//! session name in `panes.json` must pass before it may become a multiplexer argument. It owns
-//! only the character test; which strings must pass it is decided by `wakedir::panes`.
-//!
-//! Python calls a character printable unless its Unicode general category is Cc (control), Cf
-//! (format), Cs (surrogate), Co (private use), Cn (unassigned), Zl (line separator), Zp (paragraph
-//! separator) or Zs (space separator), with the single exception of the ASCII space. An ASCII
-//! "is it a control byte" test would let NBSP, zero-width and bidi-override characters through,
-//! which the reference implementation rejects, so the category table is the contract.
-//!
-//! The category table is the `unicode-general-category` crate's (Unicode 16.0). A Python built
-//! on an older Unicode database calls the characters assigned since then unassigned (Cn), so it
-//! rejects a handful of new letters and symbols that this accepts; no real pane id or session
-//! name is affected.
+//! Python's `str.isprintable()`, replicated exactly: the test every pane id and session name in
+//! `panes.json` must pass before it may become a multiplexer argument. Python calls a character
+//! printable unless its general category is Cc, Cf, Cs, Co, Cn, Zl, Zp or Zs (the ASCII space
+//! excepted); a control-byte test would let NBSP, zero-width and bidi-override characters
+//! through. The table is `unicode-general-category`'s (Unicode 16.0): characters assigned since
+//! an older Python's database are accepted here, and no real pane id is affected.
 
 use unicode_general_category::{GeneralCategory, get_general_category};
 

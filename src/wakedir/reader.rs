@@ -1,11 +1,7 @@
 //! The `panes.json` reader the bridge runs on every mux delivery: session id → pane, or
-//! "unmapped". It owns the read (no-follow, non-blocking, capped, UTF-8), the classification of
-//! every failure, and the warn-once bookkeeping for those failures. It never caches the mapping,
-//! takes no lock (the writer's atomic rename is the reader's guarantee), never returns an error
-//! and never panics: every failure shape is "unmapped" plus at most one WARNING per condition.
-//! It does not validate the session id's charset (the caller resolved it) and does not write.
-//!
-//! The read is blocking file I/O; async callers run it on a blocking thread.
+//! "unmapped". The read is no-follow, non-blocking, capped and uncached, takes no lock (the
+//! writer's atomic rename is its guarantee), and never fails: every failure is "unmapped" plus
+//! at most one WARNING per condition. Blocking I/O: async callers run it on a blocking thread.
 
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::panes::{PANES_FILE, parse_target};
@@ -25,18 +21,6 @@ pub const PANES_READ_CAP_CHARS: usize = 262_144;
 /// Longest UTF-8 encoding of one character: reading `cap * 4` bytes is enough for `cap` chars.
 const MAX_UTF8_BYTES_PER_CHAR: usize = 4;
 
-const KEY_UNPARSEABLE: &str = "unparseable";
-const KEY_UNREADABLE: &str = "unreadable";
-const KEY_UNEXPECTED: &str = "unexpected";
-const KEY_NOT_AN_OBJECT: &str = "not-an-object";
-/// Keys about the file as a whole; a missing file re-arms all of them.
-const FILE_KEYS: [&str; 4] = [
-    KEY_UNPARSEABLE,
-    KEY_UNREADABLE,
-    KEY_UNEXPECTED,
-    KEY_NOT_AN_OBJECT,
-];
-
 /// What reading the file produced, before any session is looked up.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PanesFile {
@@ -51,8 +35,9 @@ pub enum PanesFile {
     Parsed(Value),
 }
 
-/// Each warn-once condition of the reference reader.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Each warn-once condition of the reference reader, its kebab-case name the warn-once key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Condition {
     Unparseable,
     Unreadable,
@@ -65,15 +50,22 @@ pub enum Condition {
 }
 
 impl Condition {
+    /// Conditions of the file as a whole (a missing file re-arms them all); the read-level ones
+    /// come first, and any successful parse re-arms those.
+    const FILE: [Condition; 4] = [
+        Condition::Unparseable,
+        Condition::Unreadable,
+        Condition::Unexpected,
+        Condition::NotAnObject,
+    ];
+
     /// The warn-once key: file-level conditions are global, entry conditions per session.
     pub fn key(self, session_id: &str) -> String {
-        match self {
-            Condition::Unparseable => KEY_UNPARSEABLE.into(),
-            Condition::Unreadable => KEY_UNREADABLE.into(),
-            Condition::Unexpected => KEY_UNEXPECTED.into(),
-            Condition::NotAnObject => KEY_NOT_AN_OBJECT.into(),
-            Condition::BadPaneValue => format!("bad-pane-value:{session_id}"),
-            Condition::ParseError => format!("parse-error:{session_id}"),
+        let name: &'static str = self.into();
+        if Self::FILE.contains(&self) {
+            name.to_owned()
+        } else {
+            format!("{name}:{session_id}")
         }
     }
 }
@@ -119,8 +111,8 @@ pub fn resolve(warned: &Warnings, file: &PanesFile, session_id: &str) -> Resolut
     };
     let value = match file {
         PanesFile::Missing => {
-            for key in FILE_KEYS {
-                warned.clear(key);
+            for condition in Condition::FILE {
+                warned.clear(&condition.key(session_id));
             }
             rearm_entry();
             return Resolution::FileMissing;
@@ -130,15 +122,14 @@ pub fn resolve(warned: &Warnings, file: &PanesFile, session_id: &str) -> Resolut
         PanesFile::Unexpected(detail) => return fail(Condition::Unexpected, detail),
         PanesFile::Parsed(value) => value,
     };
-    // Any successful parse re-arms the read-level keys, whatever shape the data has.
-    warned.clear(KEY_UNPARSEABLE);
-    warned.clear(KEY_UNREADABLE);
-    warned.clear(KEY_UNEXPECTED);
+    for condition in &Condition::FILE[..3] {
+        warned.clear(&condition.key(session_id));
+    }
     let Some(object) = value.as_object() else {
         let detail = format!("top level is {}, not an object", json_kind(value));
         return fail(Condition::NotAnObject, &detail);
     };
-    warned.clear(KEY_NOT_AN_OBJECT);
+    warned.clear(&Condition::NotAnObject.key(session_id));
     // Key membership, not value: `{"sid": null}` is present-but-bad, not absent.
     let Some(entry) = object.get(session_id) else {
         rearm_entry();

@@ -1,13 +1,9 @@
 //! The `panes.json` writer behind `wakebridge panes set|clear` and the session hooks: a
-//! read-modify-write under a blocking `flock(2)` on the sibling `panes.lock`, replaced atomically
-//! by rename from a 0600 temp file in the wake dir itself. It owns entry insertion, eviction of
-//! stale entries on the same pane, and removing the busy markers of every id it unmaps. It does
-//! not decide which session or pane to write (`cli::session`, `cli::hook`).
-//!
-//! Failure policy: only damaged *content* (not UTF-8, not JSON, not an object) reads as `{}` and
-//! is replaced; the writer holding the lock is the one party that can repair it. Any other I/O
-//! error aborts before the file is touched: treating a transient EMFILE as "empty" would wipe
-//! every other session's entry.
+//! read-modify-write under `flock(2)` on the sibling `panes.lock`, replaced atomically by
+//! rename. It evicts stale entries on the same pane and removes the busy markers of every id it
+//! unmaps. Only damaged *content* reads as `{}` and is replaced (the lock holder is the one party
+//! that can repair it); any other I/O error aborts before the file is touched, since reading a
+//! transient EMFILE as "empty" would wipe every other session's entry.
 
 use crate::private_fs;
 use crate::wakedir::dir::ensure_wake_dir;

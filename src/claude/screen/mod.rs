@@ -1,14 +1,8 @@
-//! Claude Code's screen as a plain capture shows it (no escape sequences), read once for every
-//! caller: the input line and whether it holds a draft, the box's rules, the busy footer and
-//! spinner, dialogs and numbered menus, and the pane title. The idle nudger reads a capture
-//! through [`read`], the tmux guard asks [`draft`] and [`modal`] so that nothing is typed on top
-//! of a human's words (the reference bridge's lesson 20: the draft would be submitted with the
-//! wake text appended) or into a menu, the injector reads [`draft`] back to see its text arrive
-//! and leave the prompt line, and the launcher names first-run screens with
-//! [`first_run::classify`].
-//!
-//! The glyphs and phrases here are facts about Claude Code's UI (2.0.x to 2.1.332), not guesses
-//! at its intent; a screen nothing here recognises reads as nothing in particular.
+//! Claude Code's screen as a plain capture shows it, read the same way for every caller: the
+//! input line and its draft, the busy footer and spinner, dialogs and numbered menus, the pane
+//! title. Nothing is typed over a human's draft (the reference bridge's lesson 20) or into a
+//! menu because of what this reads. The glyphs and phrases are facts about Claude Code's UI
+//! (2.0.x to 2.1.332); a screen nothing here recognises reads as nothing in particular.
 
 pub(crate) mod first_run;
 #[cfg(test)]

@@ -1,8 +1,7 @@
-//! The tmux calls that bring a new agent pane up for the launcher: create a detached session or
-//! a background window, or start an agent again in its own pane, with `remain-on-exit` on (so an agent that dies at start leaves its last
-//! screen readable), probe it (dead or alive, and the visible screen, in one call), read a dead
-//! pane's scrollback, press one navigation key, drop `remain-on-exit` again, and remove what was
-//! created when the start failed. Which key to press when is the launcher's decision.
+//! The tmux calls that bring a new agent pane up for the launcher: a detached session, a
+//! background window or a respawn in place, with `remain-on-exit` on (an agent that dies at
+//! start leaves its last screen readable); probing it, reading a dead pane's scrollback,
+//! pressing one key, and removing what a failed start created.
 
 use std::path::Path;
 
@@ -154,9 +153,9 @@ impl Tmux {
     /// Press one named key in `pane`.
     pub async fn press(&self, pane: &str, key: Key, deadline: Deadline) -> Result<(), MuxError> {
         let inv = self
-            .command(key.label())
+            .command("tmux send-keys")
             .args(["send-keys", "-t", pane])
-            .arg(key.tmux_name());
+            .arg(<&'static str>::from(key));
         process::run(&inv, deadline).await.map(drop)
     }
 

@@ -145,31 +145,30 @@ impl Mux for Tmux {
                 // inside its group: look at the processes on the pane's terminal.
                 let listing = ps::on_terminal(&tty, deadline).await?;
                 let processes = ps::parse_terminal(&listing);
-                match agent_behind_shell(&processes, pane_pid, |c| self.is_shell(c)) {
-                    Some(agent) => {
-                        tracing::debug!(
-                            pane,
-                            pane_pid,
-                            tty,
-                            listing = ?listing.trim_end(),
-                            "stale-pane guard: tmux names {command} in front of pane {pane} \
-                             and {} (pid {}) runs in its group: live",
-                            agent.command,
-                            agent.pid
-                        );
-                        PaneState::Live
-                    }
-                    None => {
-                        tracing::info!(
-                            pane,
-                            pane_pid,
-                            tty,
-                            listing = ?listing.trim_end(),
-                            "stale-pane guard: tmux names {command} in front of pane {pane} \
-                             and no agent runs in its group: refusing to type into it"
-                        );
-                        PaneState::Stale(StaleReason::ShellInPane { command })
-                    }
+                let agent = agent_behind_shell(&processes, pane_pid, |c| self.is_shell(c));
+                let listing = listing.trim_end();
+                if let Some(agent) = agent {
+                    tracing::debug!(
+                        pane,
+                        pane_pid,
+                        tty,
+                        listing = ?listing,
+                        "stale-pane guard: tmux names {command} in front of pane {pane} \
+                         and {} (pid {}) runs in its group: live",
+                        agent.command,
+                        agent.pid
+                    );
+                    PaneState::Live
+                } else {
+                    tracing::info!(
+                        pane,
+                        pane_pid,
+                        tty,
+                        listing = ?listing,
+                        "stale-pane guard: tmux names {command} in front of pane {pane} \
+                         and no agent runs in its group: refusing to type into it"
+                    );
+                    PaneState::Stale(StaleReason::ShellInPane { command })
                 }
             }
         };
@@ -222,15 +221,8 @@ enum GuardAnswer {
 /// stale: typing into a pane we cannot describe is worse than skipping one wake.
 fn classify_guard(target: &str, stdout: &str, is_shell: impl Fn(&str) -> bool) -> GuardAnswer {
     let line = stdout.lines().next().unwrap_or("");
-    let mut fields = line.splitn(6, '\t');
-    let (Some(pane_id), Some(pane_pid), Some(dead), Some(in_mode), Some(tty), Some(command)) = (
-        fields.next(),
-        fields.next(),
-        fields.next(),
-        fields.next(),
-        fields.next(),
-        fields.next(),
-    ) else {
+    let fields: Vec<&str> = line.splitn(6, '\t').collect();
+    let [pane_id, pane_pid, dead, in_mode, tty, command] = fields[..] else {
         return GuardAnswer::Settled(PaneState::Stale(StaleReason::Unreadable {
             detail: format!("tmux answered {line:?}"),
         }));
