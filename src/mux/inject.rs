@@ -243,6 +243,9 @@ pub const CONFIRM_WAIT: Duration = Duration::from_millis(300);
 /// nothing more. A real Claude Code 2.1.197 under the test suite's load took longer than two
 /// 300 ms waits.
 pub const LAST_CONFIRM_WAIT: Duration = Duration::from_secs(1);
+/// Longest wait for typed text to show on a prompt line before Enter: a busy machine can take
+/// Claude Code this long to draw it (the wait ends as soon as it shows).
+pub const SHOW_WAIT: Duration = Duration::from_secs(2);
 /// Gap between two reads of the prompt line.
 const READ_GAP: Duration = Duration::from_millis(10);
 
@@ -303,7 +306,15 @@ pub async fn guarded_inject<M: Mux>(
     }
     mux.type_text(pane, text, Deadline::after(left - submit_delay))
         .await?;
-    let shown = watch_prompt(mux, pane, submit_delay, prompt_shown, |input| {
+    // Where the pane shows a prompt line, Enter waits for the text on it: an Enter that reaches
+    // Claude Code in the same burst as the text is taken as part of a paste and leaves a draft.
+    let show_wait = if prompt_shown {
+        let left = deadline.remaining().saturating_sub(STEP_FLOOR);
+        SHOW_WAIT.min(left).max(submit_delay)
+    } else {
+        submit_delay
+    };
+    let shown = watch_prompt(mux, pane, show_wait, prompt_shown, |input| {
         shows_all(text, input)
     })
     .await;

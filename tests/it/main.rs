@@ -13,6 +13,7 @@ mod config_verb;
 mod context;
 mod context_monitor;
 mod crash;
+mod day;
 mod doctor;
 mod faults;
 mod fuzz_smoke;

@@ -38,15 +38,28 @@ impl RealClaude {
         global: &serde_json::Value,
     ) -> RealClaude {
         let root = server.root.path();
-        let (home, work, hook_log) = (root.join("home"), root.join("work"), root.join("hooks.log"));
         let hook = format!(
             "tee -a '{}' | '{}' hook",
-            hook_log.display(),
+            root.join("hooks.log").display(),
             env!("CARGO_BIN_EXE_wakebridge")
         );
         let mut settings = wakebridge::cli::hook::settings_json(&hook);
         settings["permissions"] = serde_json::json!({"allow": ["Bash"]});
-        super::claude_home_with(&home, &work, &settings, global);
+        super::claude_home_with(&root.join("home"), &root.join("work"), &settings, global);
+        Self::launch(claude, tmux, server, env).await
+    }
+
+    /// Starts `claude` in a new pane of `tmux` in the test's `work` directory, on the Claude
+    /// Code home already written under the daemon's private HOME, and waits as
+    /// [`RealClaude::start`] does.
+    pub async fn launch(
+        claude: &Path,
+        tmux: &TmuxServer,
+        server: &TestServer,
+        env: &[String],
+    ) -> RealClaude {
+        let root = server.root.path();
+        let (work, hook_log) = (root.join("work"), root.join("hooks.log"));
         let mut words: Vec<String> = super::env::test_env(root, &[])
             .into_iter()
             .map(|(k, v)| format!("{k}='{v}'"))

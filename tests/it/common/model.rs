@@ -26,11 +26,11 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-/// The context window the `[[context P]]` usage is a share of (Claude Code's classic window;
-/// the model id the stand-in reports has no larger one in wakebridge's table).
-pub const WINDOW: u64 = 200_000;
-/// The model id every answer names.
-pub const MODEL_ID: &str = "claude-sonnet-4-5-20250929";
+/// The context window the `[[context P]]` usage is a share of: the one Claude Code 2.1.332 gives
+/// its default model (Sonnet 5.5) in its status line, and wakebridge's table for that model.
+pub const WINDOW: u64 = 1_000_000;
+/// The model id an answer names when the request names none (the API echoes the request's).
+pub const MODEL_ID: &str = "claude-sonnet-5-5";
 
 /// What a scripted turn does: the Bash commands it runs, one tool call each, then its text.
 #[derive(Debug, Clone, Default)]
@@ -47,6 +47,14 @@ impl Reply {
         Self {
             text: text.to_owned(),
             ..Self::default()
+        }
+    }
+
+    /// A turn that answers `text` with usage that fills `pct` % of the window.
+    pub fn at_context(text: &str, pct: f64) -> Self {
+        Self {
+            context_pct: Some(pct),
+            ..Self::text(text)
         }
     }
 }
@@ -135,6 +143,16 @@ impl Model {
             .count()
     }
 
+    /// Main-conversation requests whose new text contains `text` anywhere (a Stop hook's
+    /// reason reaches the model inside Claude Code's own words).
+    pub fn mentioned(&self, text: &str) -> usize {
+        self.lock()
+            .requests
+            .iter()
+            .filter(|r| r.main && r.new_text.contains(text))
+            .count()
+    }
+
     /// Main-conversation requests answered with `status`.
     pub fn answered(&self, status: u16) -> usize {
         self.lock()
@@ -217,7 +235,7 @@ fn answer(
         "id": format!("msg_scripted_{id}"),
         "type": "message",
         "role": "assistant",
-        "model": MODEL_ID,
+        "model": request["model"].as_str().unwrap_or(MODEL_ID),
         "content": content,
         "stop_reason": stop,
         "stop_sequence": null,

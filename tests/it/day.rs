@@ -1,0 +1,272 @@
+//! A day in the life, compressed: one real Claude Code session against the scripted model, its
+//! hooks and status line wired by `wakebridge claude install`, the daemon in process on a
+//! private tmux server. In order: woken by a bus event while idle; a second event mid-turn told
+//! once; idle, nudged with backoff until acknowledged, back to life at a prompt; the wrap-up and
+//! checkpoint warnings once each from the usage in its real transcript; held at the 5-hour limit
+//! with nothing typed and resumed once at the reset; rewound on request. Every step is asserted
+//! on what the model was told, and how many times.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wakebridge::mux::WAKE_PROMPT;
+
+use crate::common;
+use crate::common::claude::RealClaude;
+use crate::common::harness::{TestServer, event_for};
+use crate::common::model::{Model, Reply, unix_in};
+use crate::common::rig::start_daemon_with;
+use crate::common::tmux::TmuxServer;
+
+/// The day's clock: a minute of idleness is seconds here.
+const DAY: &[(&str, &str)] = &[
+    ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "200ms"),
+    ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "6s"),
+    ("WAKEBRIDGE_NUDGER__BASE_COOLDOWN", "2s"),
+    ("WAKEBRIDGE_NUDGER__MAX_COOLDOWN", "4s"),
+    ("WAKEBRIDGE_NUDGER__ACKNOWLEDGE_AFTER", "2"),
+    ("WAKEBRIDGE_CONTEXT__ENABLED", "true"),
+    ("WAKEBRIDGE_CONTEXT__POLL_INTERVAL", "500ms"),
+    ("WAKEBRIDGE_LIMITS__RESUME_GRACE", "1s"),
+    ("WAKEBRIDGE_LIMITS__AUTO_CONTINUE_WAIT", "2s"),
+];
+
+/// The longest any one step may take on a loaded two-core machine.
+const STEP: Duration = Duration::from_secs(60);
+/// How long "nothing more is told" is watched.
+const QUIET: Duration = Duration::from_secs(3);
+
+const NUDGE_1: &str = "Please continue with the task at hand.";
+const NUDGE_2: &str = "If the task is finished, say so and summarise; otherwise continue.";
+const WRAP_UP: &str = "wrap up the current step";
+const CHECKPOINT: &str = "checkpoint now";
+const REWOUND: &str = "You were rewound to a fresh context.";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_in_the_life_of_a_real_claude_code_session() {
+    let Some(claude) = common::real_claude() else {
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
+        return;
+    };
+    let model = Model::start().await;
+    // The first wake runs a real tool call long enough for a second event to arrive mid-turn;
+    // the warnings keep the window where the transcript put it.
+    model.on(
+        "arrived while you were working",
+        Reply::text("Read the second message."),
+    );
+    model.on(
+        WAKE_PROMPT,
+        Reply {
+            commands: vec!["sleep 8".into()],
+            text: "Read the message.".into(),
+            context_pct: None,
+        },
+    );
+    model.on(WRAP_UP, Reply::at_context("Wrapping up.", 77.0));
+    model.on(CHECKPOINT, Reply::at_context("Checkpoint written.", 87.0));
+
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, None, DAY).await;
+    let session = start_installed(&claude, &tmux, &server, &model).await;
+    let sid = session.sid.clone();
+    let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));
+
+    // 1. Woken while idle: typed, told once, and its turn runs a real 8 s tool call.
+    let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
+    assert_eq!(body["action"], "tmux", "{body}\n{}", context());
+    until("the wake told", &server, &session, &tmux, &model, || {
+        model.told(WAKE_PROMPT) == 1
+    })
+    .await;
+
+    // 2. A second event while the tool runs: spooled, owed, told once when the turn stops.
+    common::eventually("the tool call running", STEP, || {
+        wakebridge::wakedir::is_busy(&server.wake_dir, &sid, 3600.0)
+            && session.screen(&tmux).contains("sleep 8")
+    })
+    .await;
+    let (_, body) = server.hook(event_for(&sid, 2), &[]).await;
+    assert_eq!(body["action"], "spool-busy", "{body}\n{}", context());
+    until(
+        "the second event told",
+        &server,
+        &session,
+        &tmux,
+        &model,
+        || model.mentioned("arrived while you were working") == 1,
+    )
+    .await;
+    let paid = server.session(&sid).await;
+    assert_eq!(paid["paid"]["last_how"], "hook", "{paid}");
+
+    // 3. Idle: nudged, backing off, then acknowledged and left alone.
+    let acknowledged = server
+        .session_until(
+            &sid,
+            "acknowledged idle",
+            STEP,
+            |s| s["state"] == "acknowledged-idle",
+            context,
+        )
+        .await;
+    assert_eq!(acknowledged["nudge"]["unanswered"], 2, "{acknowledged}");
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        (model.told(NUDGE_1), model.told(NUDGE_2)),
+        (1, 1),
+        "{}",
+        context()
+    );
+    assert_eq!(model.mentioned(WAKE_PROMPT), 2, "{}", context());
+
+    // 4. Back to life at a prompt; the window fills and each warning is told once.
+    session
+        .submit(&tmux, "Build the parser. [[context 76]]")
+        .await;
+    until("the wrap-up told", &server, &session, &tmux, &model, || {
+        model.mentioned(WRAP_UP) == 1
+    })
+    .await;
+    let alive = server.session(&sid).await;
+    assert_ne!(alive["state"], "acknowledged-idle", "{alive}");
+    session
+        .submit(&tmux, "Now the printer. [[context 86]]")
+        .await;
+    until(
+        "the checkpoint told",
+        &server,
+        &session,
+        &tmux,
+        &model,
+        || model.mentioned(CHECKPOINT) == 1,
+    )
+    .await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        (model.mentioned(WRAP_UP), model.mentioned(CHECKPOINT)),
+        (1, 1),
+        "{}",
+        context()
+    );
+
+    // 5. The 5-hour limit: held with nothing typed, resumed once at the reset.
+    let resets_at = unix_in(Duration::from_secs(20));
+    model.limit_until(resets_at);
+    session.submit(&tmux, "One more thing.").await;
+    let limited = server
+        .session_until(
+            &sid,
+            "held at the limit",
+            STEP,
+            |s| s["state"] == "limited",
+            context,
+        )
+        .await;
+    assert!(limited["limit"].is_object(), "{limited}");
+    let (_, body) = server.hook(event_for(&sid, 3), &[]).await;
+    assert_eq!(body["action"], "spool-busy", "{body}");
+    let resumed_at = common::eventually_ok("the resume told", STEP, async || {
+        match model.told("continue") {
+            0 => Err(model.answered(429)),
+            told => Ok(told),
+        }
+    })
+    .await;
+    assert_eq!(resumed_at, 1, "{}", context());
+    assert_eq!(
+        model.answered(429),
+        1,
+        "nothing was typed while held:\n{}",
+        context()
+    );
+    assert!(
+        common::model::unix_in(Duration::ZERO) >= resets_at,
+        "resumed before the reset"
+    );
+
+    // 6. Rewound on request: /clear, the re-hydration told once, the new session followed.
+    let (status, body) = post(&server, "/rewind", json!({"session_id": sid})).await;
+    assert_eq!(status, 200, "{body}");
+    let rewound = crate::common::rig::any_session_until(&server, "the rewind done", |s| {
+        s["rewind"]["performed"] == 1
+    })
+    .await;
+    assert_ne!(rewound["session_id"], sid.as_str(), "{rewound}");
+    until(
+        "the re-hydration told",
+        &server,
+        &session,
+        &tmux,
+        &model,
+        || model.told(REWOUND) == 1,
+    )
+    .await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(model.told(REWOUND), 1, "{}", context());
+}
+
+/// The session as a user sets it up: Claude Code's home pre-approved, then `wakebridge claude
+/// install` wires the hooks and the status line into its settings, then `claude` in a pane.
+async fn start_installed(
+    claude: &std::path::Path,
+    tmux: &TmuxServer,
+    server: &TestServer,
+    model: &Model,
+) -> RealClaude {
+    let root = server.root.path();
+    // Bash allowed: the scripted tool calls run without a permission dialog. Claude Code's own
+    // auto-continue is armed but would fire ten minutes after the reset: wakebridge resumes.
+    common::claude_home_with(
+        &root.join("home"),
+        &root.join("work"),
+        &json!({"permissions": {"allow": ["Bash"]}}),
+        &json!({"cachedGrowthBookFeatures": {"tengu_marble_heron": {
+            "jitterMinMs": 600_000, "jitterMaxMs": 600_000}}}),
+    );
+    let installed = common::harness::binary(root, &[])
+        .args(["claude", "install"])
+        .output()
+        .expect("run wakebridge claude install");
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    RealClaude::launch(claude, tmux, server, &model.claude_env()).await
+}
+
+/// Waits until `done` holds, failing with the model's transcript, the screen and the session's
+/// status.
+async fn until(
+    what: &str,
+    server: &TestServer,
+    session: &RealClaude,
+    tmux: &TmuxServer,
+    model: &Model,
+    done: impl Fn() -> bool,
+) {
+    common::eventually_ok(what, STEP, async || {
+        if done() {
+            return Ok(());
+        }
+        let status = server.session(&session.sid).await;
+        Err(format!(
+            "{status}\n{}\n{}",
+            model.transcript(),
+            session.screen(tmux)
+        ))
+    })
+    .await;
+}
+
+async fn post(server: &TestServer, path: &str, body: Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(server.url(path))
+        .json(&body)
+        .send()
+        .await
+        .expect("POST");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
