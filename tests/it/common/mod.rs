@@ -75,7 +75,7 @@ pub async fn eventually(what: &str, limit: Duration, mut done: impl FnMut() -> b
         limit,
         async || if done() { Ok(()) } else { Err("false") },
     )
-    .await
+    .await;
 }
 
 /// [`eventually`] for a test without a runtime: sleeps the thread between looks.
