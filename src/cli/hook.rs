@@ -391,6 +391,71 @@ pub fn run_hook(
     ExitCode::SUCCESS
 }
 
+/// The binary's entry when its first argument is `hook`: Claude Code runs this on every tool
+/// call, and building the whole command line (every verb's clap definition) cost more than the
+/// hook's own work. Parses only `hook`'s flags (`--print-settings`, `--wake-dir`, the global
+/// `--config`) and runs the hook exactly as `cli::main` would; `None` when `args` (everything
+/// after the program name) is anything else, or anything it does not read exactly as clap
+/// would (`--help`, a repeated or unknown flag, a missing, empty or dash-led value, text that is
+/// not UTF-8), so that the full parser answers it, errors and help included.
+pub fn fast_main(args: &[std::ffi::OsString]) -> Option<ExitCode> {
+    let (hook_args, config) = parse_own_flags(args)?;
+    crate::telemetry::logging::ensure_standard_descriptors();
+    if hook_args.print_settings {
+        // The configuration plays no part in the snippet (`run_hook` prints it first).
+        return Some(run_hook(&hook_args, Ok(PathBuf::new()), None, false));
+    }
+    let flags = crate::config::Flags {
+        config,
+        wake_dir: hook_args
+            .wake_dir
+            .as_deref()
+            .map(|dir| dir.to_string_lossy().into_owned()),
+        ..crate::config::Flags::default()
+    };
+    Some(run(
+        &hook_args,
+        crate::config::resolve(&flags, &Env::process()),
+    ))
+}
+
+/// `hook [--print-settings] [--wake-dir DIR] [--config PATH]` in any order, each at most once,
+/// values as the next argument or after `=`; `None` for anything else (see [`fast_main`]).
+fn parse_own_flags(args: &[std::ffi::OsString]) -> Option<(HookArgs, Option<PathBuf>)> {
+    let (verb, rest) = args.split_first()?;
+    if verb != "hook" {
+        return None;
+    }
+    let mut parsed = HookArgs::default();
+    let mut config = None;
+    let mut rest = rest.iter();
+    while let Some(arg) = rest.next() {
+        let arg = arg.to_str()?;
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (arg, None),
+        };
+        let slot = match name {
+            "--print-settings" if inline.is_none() && !parsed.print_settings => {
+                parsed.print_settings = true;
+                continue;
+            }
+            "--wake-dir" if parsed.wake_dir.is_none() => &mut parsed.wake_dir,
+            "--config" if config.is_none() => &mut config,
+            _ => return None,
+        };
+        let value = match inline {
+            Some(value) => value,
+            None => rest.next()?.to_str()?,
+        };
+        if value.is_empty() || value.starts_with('-') {
+            return None;
+        }
+        *slot = Some(PathBuf::from(value));
+    }
+    Some((parsed, config))
+}
+
 /// `wakebridge hook` with the configuration (or why there is none): the hook's work on the
 /// configured wake dir, recorded in the configured ledger. Always exits 0.
 pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
@@ -630,6 +695,58 @@ mod tests {
         let endless = std::fs::File::open("/dev/zero").unwrap();
         let over = read_bounded(endless, 16, HOOK_STDIN_BUDGET);
         assert!(matches!(over, Err(HookInputError::TooLarge { limit: 16 })));
+    }
+
+    /// The fast path reads `hook`'s flags exactly as clap does, and leaves everything else
+    /// (help, errors, other verbs) to clap.
+    #[test]
+    fn own_flags_read_as_clap_reads_them_or_not_at_all() {
+        use clap::Parser as _;
+        let read = [
+            "hook",
+            "hook --print-settings",
+            "hook --wake-dir /w",
+            "hook --wake-dir=/w --config /c.toml",
+            "hook --config=/c.toml --print-settings --wake-dir w",
+        ];
+        let left = [
+            "",
+            "status",
+            "--config /c.toml hook",
+            "hook --help",
+            "hook -h",
+            "hook extra",
+            "hook --print-settings --print-settings",
+            "hook --print-settings=yes",
+            "hook --wake-dir",
+            "hook --wake-dir=",
+            "hook --wake-dir --print-settings",
+            "hook --wake-dir /a --wake-dir /b",
+            "hook --port 9",
+            "hook --",
+        ];
+        let argv = |line: &str| -> Vec<std::ffi::OsString> {
+            line.split_whitespace().map(Into::into).collect()
+        };
+        for line in read {
+            let (args, config) = parse_own_flags(&argv(line)).expect(line);
+            let cli = crate::cli::Cli::try_parse_from(
+                std::iter::once("wakebridge").chain(line.split_whitespace()),
+            )
+            .expect(line);
+            let Some(crate::cli::Command::Hook(by_clap)) = cli.command else {
+                panic!("{line}: not the hook verb for clap");
+            };
+            assert_eq!(args.print_settings, by_clap.print_settings, "{line}");
+            assert_eq!(args.wake_dir, by_clap.wake_dir, "{line}");
+            assert_eq!(config, cli.config, "{line}");
+        }
+        for line in left {
+            assert!(parse_own_flags(&argv(line)).is_none(), "{line}");
+        }
+        use std::os::unix::ffi::OsStringExt as _;
+        let not_utf8 = std::ffi::OsString::from_vec(vec![b'/', 0xff]);
+        assert!(parse_own_flags(&["hook".into(), "--wake-dir".into(), not_utf8]).is_none());
     }
 
     proptest! {
