@@ -257,17 +257,6 @@ pub struct Rewind {
     pub shown: String,
 }
 
-/// Unix milliseconds as a [`Timestamp`], to the second; `None` outside the representable range.
-pub fn at_ms(ms: i64) -> Option<Timestamp> {
-    Timestamp::from_second(ms.div_euclid(1000)).ok()
-}
-
-/// A [`std::time::SystemTime`] as a [`Timestamp`], to the second.
-pub fn at(time: std::time::SystemTime) -> Option<Timestamp> {
-    let ts = Timestamp::try_from(time).ok()?;
-    Timestamp::from_second(ts.as_second()).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,6 +55,7 @@
 //!                  target, detect, dir, pretty, printable
 //!   wire/          what the bus sends: event, session_id, signature, pyjson
 //!   telemetry/     Prometheus metrics; logging.rs (the log writer thread, outln!/errln!); warn.rs
+//!   clock.rs       wall-clock time: now, and its conversions between units
 //!   deadline.rs    one monotonic budget per unit of work
 //!   env.rs         the one environment lookup
 //!   private_fs.rs  0600/0700 modes, no-follow opens, flock, write-temp-then-rename
@@ -65,6 +66,7 @@ pub mod app;
 pub mod bus;
 pub mod claude;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod context;
 pub mod deadline;

@@ -3,6 +3,7 @@
 
 pub(crate) mod singleton;
 mod validated;
+use crate::clock;
 use crate::rewind::restart::RestartSettings;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -26,7 +27,7 @@ use crate::notify::NotifyConfig;
 use crate::session::task::{self as keeper, NudgerDeps};
 use crate::spool::prune::{self, PruneConfig};
 use crate::spool::{self, Spool};
-use crate::store::{Store, StoreError, now_unix_ms};
+use crate::store::{Store, StoreError};
 use crate::telemetry::notice::{Notice, Notices};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
@@ -290,7 +291,7 @@ fn spawn_pruning(
                 _ = shutdown.cancelled() => break,
                 _ = tick.tick() => {
                     state.deliverer.dedupe().expire();
-                    let cutoff = now_unix_ms() - window.as_millis() as i64;
+                    let cutoff = clock::now_ms() - window.as_millis() as i64;
                     match state.deliverer.store().prune_older_than(cutoff).await {
                         Ok(0) => {}
                         Ok(n) => tracing::info!(rows = n, "pruned ledger rows older than the identity window"),
@@ -308,7 +309,7 @@ fn spawn_pruning(
 async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
     let wake_dir = state.deliverer.spool().wake_dir();
     let mapped: Vec<String> = mapped_panes(wake_dir).into_keys().collect();
-    let cutoff = now_unix_ms() - i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
+    let cutoff = clock::now_ms() - i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
     match state
         .deliverer
         .store()
@@ -352,7 +353,7 @@ async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
 /// Reads back what must survive a restart: the identity window's event identities (so a
 /// redelivery is still recognised) and recent wakes (so no cooldown reopens).
 fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) {
-    let now = now_unix_ms();
+    let now = clock::now_ms();
     let ago = |at_ms: i64| Duration::from_millis(now.saturating_sub(at_ms).max(0) as u64);
     let started = std::time::Instant::now();
     let since = now.saturating_sub(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));

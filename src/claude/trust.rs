@@ -258,9 +258,7 @@ fn mark_trusted(
 /// Copy the bytes that were read to `<config>.wakebridge-backup.<unix seconds>[-n]`, 0600,
 /// synced, never replacing an existing file.
 fn write_backup(config: &Path, bytes: &[u8]) -> Result<PathBuf, PreTrustError> {
-    let seconds = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs());
+    let seconds = crate::clock::now_s();
     let base = format!("{}{BACKUP_INFIX}{seconds}", config.display());
     for n in 0..MAX_BACKUP_SUFFIX {
         let path = PathBuf::from(if n == 0 {

@@ -19,7 +19,7 @@ use crate::config::{Config, ConfigError};
 use crate::context::follow::{TranscriptFollower, find_transcript_in};
 use crate::context::statusline::{
     WRAPPED_BUDGET, marker_activity, parse_statusline, read_bounded, read_feed, render_line,
-    unix_now, wrapped_line, write_feed,
+    wrapped_line, write_feed,
 };
 use crate::context::window::WindowResolver;
 use crate::context::{ContextReport, figures};
@@ -188,7 +188,7 @@ fn our_line(args: &StatuslineArgs, config: Result<Config, ConfigError>, input: &
         }
     };
     let state_dir = &config.paths.state_dir;
-    let feed = parse_statusline(input, unix_now());
+    let feed = parse_statusline(input, crate::clock::now_s());
     if let Some(feed) = &feed
         && let Err(err) = write_feed(state_dir, feed)
     {

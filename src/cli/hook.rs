@@ -20,10 +20,11 @@ use crate::claude::hooks::{
     SOURCE_COMPACT, WIRED_EVENTS, keep_going, parse_hook_input,
 };
 use crate::claude::limits;
+use crate::clock;
 use crate::config::{Config, ConfigError};
 use crate::env::Env;
 use crate::mux::WAKE_PROMPT;
-use crate::store::{LimitSeen, LimitSource, Payment, Record, SessionSeen, Store, now_unix_ms};
+use crate::store::{LimitSeen, LimitSource, Payment, Record, SessionSeen, Store};
 use crate::wakedir::detect::detect_target;
 use crate::wakedir::markers::{MarkerError, clear_busy_if_any, set_busy};
 use crate::wakedir::target::PaneTarget;
@@ -481,7 +482,7 @@ fn record(ledger: Option<&Path>, outcome: &HookOutcome, input: &HookInput, limit
     if outcome.nothing_new {
         return;
     }
-    let now_ms = now_unix_ms();
+    let now_ms = clock::now_ms();
     let limit = limits
         .then(|| limit_record(input, &session_id, now_ms))
         .flatten();

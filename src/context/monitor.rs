@@ -33,7 +33,7 @@ impl ContextStatus {
     /// The `context` of `/sessions` and `wakebridge status`.
     pub fn view(&self) -> api::Context {
         let f = &self.figures;
-        let at = api::at;
+        let at = crate::clock::shown;
         api::Context {
             percent: f.percent,
             used_tokens: f.used_tokens,

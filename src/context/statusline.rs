@@ -6,7 +6,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -15,7 +15,7 @@ use super::statefile::{StateFileError, atomic_write};
 use super::window::percent;
 use crate::claude::limits::{self, describe_reset};
 use crate::claude::transcript::usage_from;
-use crate::store::now_unix_ms;
+use crate::clock::now_ms;
 use crate::wakedir::markers;
 use crate::wire::session_id::SessionId;
 
@@ -106,14 +106,6 @@ pub enum Activity {
     Busy,
 }
 
-/// Seconds since the Unix epoch (0 if the clock is before it).
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
 fn count(v: Option<&Value>) -> Option<u64> {
     v.and_then(Value::as_u64)
 }
@@ -170,7 +162,7 @@ pub fn write_feed(state_dir: &Path, feed: &Feed) -> Result<(), StatuslineError> 
 
 /// The session's feed if it exists, parses, and is at most `max_age` old (by its timestamp).
 pub fn read_feed(state_dir: &Path, session_id: &str, max_age: Duration) -> Option<Feed> {
-    read_feed_at(state_dir, session_id, max_age, unix_now())
+    read_feed_at(state_dir, session_id, max_age, crate::clock::now_s())
 }
 
 /// `read_feed` at a given time.
@@ -216,7 +208,7 @@ pub fn render_line(feed: Option<&Feed>, activity: Option<Activity>) -> String {
     if let Some(limit) = feed.and_then(|f| f.limit.as_ref()) {
         line.push_str(SEPARATOR);
         let local = jiff::tz::TimeZone::system();
-        let reset = describe_reset(limit.resets_at_ms, now_unix_ms(), &local);
+        let reset = describe_reset(limit.resets_at_ms, now_ms(), &local);
         line.push_str(&format!("{} hit, {reset}", limit.kind));
     }
     line
@@ -295,7 +287,7 @@ mod tests {
 
     #[test]
     fn a_used_up_rate_limit_window_is_kept_and_shown() {
-        let resets_s = now_unix_ms() / 1000 + 2 * 3600 + 30;
+        let resets_s = now_ms() / 1000 + 2 * 3600 + 30;
         let payload = AFTER_RESPONSE.replace(
             r#""exceeds_200k_tokens":true"#,
             &format!(
@@ -378,7 +370,7 @@ mod tests {
             marker_activity(dir.path(), "s", Duration::from_secs(3600)),
             Activity::Busy
         );
-        marker.set_modified(SystemTime::now() - Duration::from_secs(7200))?;
+        marker.set_modified(std::time::SystemTime::now() - Duration::from_secs(7200))?;
         assert_eq!(
             marker_activity(dir.path(), "s", Duration::from_secs(3600)),
             Activity::Idle

@@ -14,20 +14,21 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::claude::home::ClaudeHome;
+use crate::clock;
 use crate::config::ContextSettings;
 use crate::context::follow::{ChangeWatcher, PollEvent, TranscriptFollower, find_transcript_in};
 use crate::context::monitor::{
     Candidate, ContextStatus, ContextView, StateStamp, WarningStep, select_sessions,
 };
 use crate::context::statefile::write_state;
-use crate::context::statusline::{Feed, feed_dir, read_feed, unix_now};
+use crate::context::statusline::{Feed, feed_dir, read_feed};
 use crate::context::thresholds::{Level, SessionThresholds, ThresholdError, Thresholds};
 use crate::context::window::{WindowError, WindowResolver};
 use crate::context::{ContextFigures, figures};
 use crate::delivery::Deliverer;
 use crate::delivery::gate::Mode;
 use crate::mux::{KeystrokeText, TextError};
-use crate::store::{DeliverySource, LimitSeen, LimitSource, Record, RewindWhy, now_unix_ms};
+use crate::store::{DeliverySource, LimitSeen, LimitSource, Record, RewindWhy};
 use crate::telemetry::notice::{Notice, NoticeKind};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
@@ -218,7 +219,7 @@ impl Monitor {
             last_seen_ms: row.last_seen_ms,
             session_id: row.session_id,
         });
-        let since = now_unix_ms().saturating_sub(LEDGER_RECENCY.as_millis() as i64);
+        let since = clock::now_ms().saturating_sub(LEDGER_RECENCY.as_millis() as i64);
         let selected = select_sessions(ledger, mapped, since, MAX_FOLLOWED_SESSIONS);
         if ledger_ok {
             let keep: HashSet<&str> = selected.iter().map(|c| c.session_id.as_str()).collect();
@@ -261,7 +262,7 @@ impl Monitor {
         if full {
             self.discover(deliverer, view);
         }
-        let now_unix = unix_now();
+        let now_unix = clock::now_s();
         let config = &self.config;
         for (sid, t) in &mut self.sessions {
             let feed = read_feed(&config.state_dir, sid, config.feed_max_age);
@@ -294,7 +295,7 @@ impl Monitor {
                 }
             }
             if let Some(f) = &feed {
-                let stamped = SystemTime::UNIX_EPOCH + Duration::from_secs(f.timestamp);
+                let stamped = clock::from_s(f.timestamp);
                 active_at = active_at.max(Some(stamped));
             }
             t.active_at = active_at;
@@ -423,7 +424,7 @@ impl Monitor {
                     let asked = Record::RewindAsked {
                         session_id: sid.to_owned(),
                         why: RewindWhy::Auto,
-                        at_ms: now_unix_ms(),
+                        at_ms: clock::now_ms(),
                     };
                     if let Err(e) = deliverer.store().record(asked).await {
                         tracing::warn!(error = %e, "could not record an automatic rewind in the ledger");
@@ -557,7 +558,7 @@ pub async fn run(
 /// transcript ends on (unless its reset is past), a response after it (the limit lifted), and a
 /// used-up `rate_limits` window of the feed.
 fn limits_seen(sid: &str, t: &mut Tracked, feed: Option<&Feed>) -> Vec<Record> {
-    let now_ms = now_unix_ms();
+    let now_ms = clock::now_ms();
     let mut seen = Vec::new();
     match t.follower.as_ref().and_then(|f| f.limit()) {
         Some(limit) if t.limit_recorded.0 != Some(limit.offset) => {

@@ -11,12 +11,13 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::claude::limits::{self, Notice};
+use crate::clock;
 use crate::deadline::Deadline;
 use crate::delivery::action::Action;
 use crate::delivery::cooldown::Cooldown;
 use crate::lock;
 use crate::mux::{INJECT_BUDGET, InjectError, Injected, Injector, KeystrokeText};
-use crate::store::{Limit, LimitSeen, LimitSource, Record, Store, now_unix_ms};
+use crate::store::{Limit, LimitSeen, LimitSource, Record, Store};
 use crate::telemetry::notice::{self, NoticeKind, Notices};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::markers;
@@ -414,7 +415,7 @@ impl Gate {
         if !self.hold_limits {
             return;
         }
-        let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_unix_ms(), false);
+        let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, clock::now_ms(), false);
         if let Err(e) = self.store.record(Record::Limited(seen)).await {
             tracing::warn!(error = %e, "could not record a usage limit in the ledger");
         }

@@ -13,12 +13,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::clock;
 use crate::config::{Backend, Scope};
 use crate::delivery::dedupe::{Begin, Dedupe};
 use crate::delivery::gate::{Gate, GateOutcome, Mode, Resolved};
 use crate::mux::{KeystrokeText, WAKE_PROMPT};
 use crate::spool::{DeliveryId, Spool, SpoolError};
-use crate::store::{Delivery, DeliverySource, Payment, Record, Store, now_unix_ms};
+use crate::store::{Delivery, DeliverySource, Payment, Record, Store};
 use crate::wire::event::Event;
 use crate::wire::session_id::{SessionId, short};
 
@@ -270,7 +271,7 @@ fn delivery_row(
     action: Action,
 ) -> Delivery {
     Delivery {
-        at_ms: now_unix_ms(),
+        at_ms: clock::now_ms(),
         source,
         identity: event.map(|e| e.identity.clone()),
         event_id: event.and_then(|e| e.event_id.clone()),
@@ -290,7 +291,7 @@ fn delivery_row(
 fn payment(sid: &str, outcome: &GateOutcome) -> Option<Record> {
     outcome.action.woke().then(|| Record::Pay {
         session_id: sid.to_string(),
-        up_to_ms: now_unix_ms(),
+        up_to_ms: clock::now_ms(),
         how: Payment::Typed,
     })
 }
@@ -299,7 +300,7 @@ fn payment(sid: &str, outcome: &GateOutcome) -> Option<Record> {
 fn wake_record(sid: &str, outcome: &GateOutcome) -> Option<Record> {
     outcome.action.woke().then(|| Record::Wake {
         session_id: sid.to_string(),
-        at_ms: now_unix_ms(),
+        at_ms: clock::now_ms(),
     })
 }
 

@@ -8,7 +8,8 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use jiff::Timestamp;
 
-use crate::api::{Health, Shown, at};
+use crate::api::{Health, Shown};
+use crate::clock;
 use crate::http::AppState;
 
 pub async fn health(State(app): State<Arc<AppState>>, headers: HeaderMap) -> Json<Health> {
@@ -21,7 +22,7 @@ pub async fn health(State(app): State<Arc<AppState>>, headers: HeaderMap) -> Jso
         service: "wakebridge".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         pid: std::process::id(),
-        started_at: at(app.started_at).unwrap_or(Timestamp::UNIX_EPOCH),
+        started_at: clock::shown(app.started_at).unwrap_or(Timestamp::UNIX_EPOCH),
         config_file: if reader {
             Shown::Value(config.paths.config_file.clone())
         } else {
@@ -34,7 +35,7 @@ pub async fn health(State(app): State<Arc<AppState>>, headers: HeaderMap) -> Jso
             .as_ref()
             .map_or(Shown::Hidden, |r| Shown::Value(r.webhook_id)),
         last_verified_at: registration.as_ref().map_or(Shown::Hidden, |r| {
-            Shown::Value(r.last_verified_at.and_then(at))
+            Shown::Value(r.last_verified_at.and_then(clock::shown))
         }),
     })
 }

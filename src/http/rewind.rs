@@ -13,8 +13,9 @@ use serde_json::json;
 
 use super::ApiError;
 use super::guards::{operator_request, session_id};
+use crate::clock;
 use crate::http::AppState;
-use crate::store::{Record, RewindWhy, now_unix_ms};
+use crate::store::{Record, RewindWhy};
 use crate::wakedir::target::PaneTarget;
 
 /// The body, as a 400 shows it.
@@ -86,7 +87,7 @@ fn ask(app: &AppState, asked: &str, why: RewindWhy) -> Result<serde_json::Value,
         let record = Record::RewindAsked {
             session_id: sid.clone(),
             why,
-            at_ms: now_unix_ms(),
+            at_ms: clock::now_ms(),
         };
         store.record_blocking(record).map_err(unreadable)?;
         tracing::info!(

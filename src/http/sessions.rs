@@ -60,9 +60,7 @@ pub async fn metrics(
         "version",
         [(env!("CARGO_PKG_VERSION"), 1)],
     );
-    let started = started_at
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let started = u64::try_from(crate::clock::ms(started_at) / 1000).unwrap_or(0);
     out.gauge(
         "wakebridge_start_time_seconds",
         "When this daemon started, in Unix seconds.",

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use jiff::tz::TimeZone;
 
-use crate::api::{self, SessionState, SessionStatus, at_ms};
+use crate::api::{self, SessionState, SessionStatus};
 use crate::claude::hooks::HookKind;
 use crate::claude::limits::describe_reset;
+use crate::clock;
 use crate::http::AppState;
 use crate::session::SessionView;
-use crate::store::{Limit, RewindFacts, RewindOutcome, Rewinds, SessionRow, now_unix_ms};
+use crate::store::{Limit, RewindFacts, RewindOutcome, Rewinds, SessionRow};
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
 
@@ -74,7 +75,7 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
     });
     // An id given up at a `/clear` shows as part of the session that has the pane now.
     rows.retain(|sid, _| mapped.contains_key(sid) || !rewinds.renamed(sid));
-    let now_ms = now_unix_ms();
+    let now_ms = clock::now_ms();
     let local = TimeZone::system();
     rows.into_iter()
         .map(|(sid, row)| {
@@ -101,12 +102,12 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
                 state,
                 reason,
                 cooldown_remaining_s: gate.cooldown().remaining(&sid).as_secs_f64(),
-                last_wake_at: row.last_wake_ms.and_then(at_ms),
+                last_wake_at: row.last_wake_ms.and_then(clock::shown_ms),
                 last_action: row.last_action,
-                last_delivery_at: row.last_delivery_ms.and_then(at_ms),
+                last_delivery_at: row.last_delivery_ms.and_then(clock::shown_ms),
                 last_error_kind: row.last_error_kind,
                 last_hook_event: row.last_hook_event,
-                last_seen_at: row.last_seen_ms.and_then(at_ms),
+                last_seen_at: row.last_seen_ms.and_then(clock::shown_ms),
                 cwd: row.cwd,
                 transcript_path: row.transcript_path,
                 spool_lines,
@@ -116,14 +117,14 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
                 nudge: match view {
                     Some(v) => Some(api::Nudge {
                         unanswered: v.unanswered,
-                        last_nudge_at: v.last_nudge_ms.and_then(at_ms),
-                        next_nudge_at: v.next_nudge_at_ms.and_then(at_ms),
+                        last_nudge_at: v.last_nudge_ms.and_then(clock::shown_ms),
+                        next_nudge_at: v.next_nudge_at_ms.and_then(clock::shown_ms),
                         acknowledged: v.acknowledged,
-                        idle_since: v.idle_since_ms.and_then(at_ms),
+                        idle_since: v.idle_since_ms.and_then(clock::shown_ms),
                     }),
                     None => row.nudge.map(|n| api::Nudge {
                         unanswered: n.unanswered,
-                        last_nudge_at: n.last_nudge_ms.and_then(at_ms),
+                        last_nudge_at: n.last_nudge_ms.and_then(clock::shown_ms),
                         next_nudge_at: None,
                         acknowledged: n.acknowledged,
                         idle_since: None,
@@ -132,12 +133,12 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
                 owed: row.owed.and_then(|o| {
                     Some(api::Owed {
                         events: u64::from(o.events),
-                        since: at_ms(o.since_ms)?,
+                        since: clock::shown_ms(o.since_ms)?,
                     })
                 }),
                 paid: row.paid.and_then(|p| {
                     Some(api::Paid {
-                        last_at: at_ms(p.last_ms)?,
+                        last_at: clock::shown_ms(p.last_ms)?,
                         last_how: p.last_how.as_str().to_owned(),
                         last_events: u64::from(p.last_events),
                         by_hook: p.by_hook,
@@ -243,10 +244,10 @@ fn pane_of(target: &PaneTarget) -> api::Pane {
 fn limit_status(limit: &Limit, now_ms: i64, local: &TimeZone) -> Option<api::Limit> {
     Some(api::Limit {
         kind: limit.kind.clone(),
-        resets_at: limit.resets_at_ms.and_then(at_ms),
+        resets_at: limit.resets_at_ms.and_then(clock::shown_ms),
         resets_text: limit.resets_text.clone(),
         seen_how: limit.how.as_str().to_owned(),
-        since: at_ms(limit.since_ms)?,
+        since: clock::shown_ms(limit.since_ms)?,
         tries: limit.tries,
         gave_up: limit.gave_up,
         shown: describe_reset(limit.resets_at_ms, now_ms, local),
@@ -275,7 +276,7 @@ fn rewind_status(facts: &RewindFacts, local: &TimeZone) -> Option<api::Rewind> {
     }
     Some(api::Rewind {
         performed: facts.performed,
-        last_at: last_at.and_then(at_ms),
+        last_at: last_at.and_then(clock::shown_ms),
         last_why: facts.last.as_ref().map(|r| r.why.as_str().to_owned()),
         last_outcome: facts
             .last

@@ -7,9 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::clock;
 use crate::launch::{self, LaunchError, LaunchOptions, Placement};
 use crate::mux::{KeystrokeText, MuxConfig};
-use crate::store::{Record, RewindOutcome, Store, now_unix_ms};
+use crate::store::{Record, RewindOutcome, Store};
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::{clear_entry, set_entry};
@@ -48,7 +49,7 @@ pub async fn perform(restart: Restart, settings: RestartSettings, store: Store, 
                     old_id: sid.clone(),
                     new_id: new_id.clone(),
                     pane,
-                    at_ms: now_unix_ms(),
+                    at_ms: clock::now_ms(),
                 });
                 let outcome = if typed {
                     RewindOutcome::Done
@@ -77,7 +78,7 @@ pub async fn perform(restart: Restart, settings: RestartSettings, store: Store, 
         outcome,
         new_id,
         detail,
-        at_ms: now_unix_ms(),
+        at_ms: clock::now_ms(),
     };
     let records = renamed.into_iter().chain([ended]).collect();
     if let Err(e) = store.record_all(records).await {

@@ -15,13 +15,14 @@ use tokio::time::Instant;
 
 use crate::claude::home::ClaudeHome;
 use crate::claude::registry::{RegistryReading, read_registry};
+use crate::clock;
 use crate::deadline::Deadline;
 use crate::delivery::gate::{Gate, GateOutcome, Mode};
 use crate::mux::{InjectError, KeystrokeText, MuxError, PaneInfo};
 use crate::rewind::restart::{Restart, RestartSettings};
 use crate::session::observe::FileStamp;
 use crate::session::{NudgerConfig, SessionViews};
-use crate::store::{Limit, NudgeState, Owed, Record, RewindFacts, Store, now_unix_ms, unix_ms};
+use crate::store::{Limit, NudgeState, Owed, Record, RewindFacts, Store};
 use crate::telemetry::notice::Notice;
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
@@ -224,7 +225,7 @@ impl SessionIo for LiveIo {
                     .and_then(|p| std::fs::metadata(p).ok())
                     .map(|meta| FileStamp {
                         size: meta.len(),
-                        mtime_ms: meta.modified().map(unix_ms).unwrap_or(0),
+                        mtime_ms: meta.modified().map(clock::ms).unwrap_or(0),
                     });
                 facts.insert(
                     sid,
@@ -318,6 +319,6 @@ impl SessionIo for LiveIo {
     }
 
     fn now_ms(&self) -> i64 {
-        now_unix_ms()
+        clock::now_ms()
     }
 }

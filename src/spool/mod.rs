@@ -297,7 +297,7 @@ mod tests {
 
     fn row(sid: &str) -> Delivery {
         Delivery {
-            at_ms: crate::store::now_unix_ms(),
+            at_ms: crate::clock::now_ms(),
             source: crate::store::DeliverySource::Hook,
             identity: None,
             event_id: None,

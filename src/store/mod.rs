@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -49,18 +48,6 @@ pub const READ_POOL_SIZE: usize = 4;
 /// Rows deleted per transaction by `prune_older_than`, so a large prune never holds the write
 /// lock long enough to delay hot-path records noticeably (a few ms per chunk).
 pub const PRUNE_CHUNK_ROWS: u32 = 5000;
-
-/// The current wall-clock time in unix milliseconds (the ledger's time unit).
-pub fn now_unix_ms() -> i64 {
-    unix_ms(SystemTime::now())
-}
-
-/// A wall-clock time in unix milliseconds; times before 1970 give 0.
-pub fn unix_ms(at: SystemTime) -> i64 {
-    at.duration_since(UNIX_EPOCH)
-        .map(|since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
 
 /// A handle on the ledger. Cheap to clone; the writer thread stops (after committing what is
 /// queued) when the last clone is dropped, and that drop waits for it.
@@ -147,7 +134,7 @@ impl Store {
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(write)?;
-        let owed = records::pay(&tx, session_id, now_unix_ms(), how).map_err(write)?;
+        let owed = records::pay(&tx, session_id, crate::clock::now_ms(), how).map_err(write)?;
         if owed == 0 || !deliver(owed) {
             return Ok(0);
         }

@@ -554,7 +554,7 @@ pub(crate) fn pay(
         )?
         .execute(params![
             session_id,
-            super::now_unix_ms(),
+            crate::clock::now_ms(),
             how.as_str(),
             paid
         ])?;

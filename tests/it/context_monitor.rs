@@ -10,10 +10,11 @@ use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 use wakebridge::app::App;
 use wakebridge::claude::home::ClaudeHome;
+use wakebridge::clock;
 use wakebridge::config::{self, Backend, Config, Flags, Scope};
 use wakebridge::context::monitor::ContextView;
 use wakebridge::context::statefile::read_state;
-use wakebridge::context::statusline::{Feed, FeedUsage, unix_now, write_feed};
+use wakebridge::context::statusline::{Feed, FeedUsage, write_feed};
 use wakebridge::context::task::{self as context_monitor, MonitorConfig};
 use wakebridge::delivery::Deliverer;
 use wakebridge::delivery::dedupe::Dedupe;
@@ -21,7 +22,7 @@ use wakebridge::delivery::gate::Gate;
 use wakebridge::env::Env;
 use wakebridge::mux::{Injector, MuxConfig};
 use wakebridge::spool::{self, Spool};
-use wakebridge::store::{LimitSource, Record, SessionSeen, Store, now_unix_ms};
+use wakebridge::store::{LimitSource, Record, SessionSeen, Store};
 use wakebridge::telemetry::notice::{Notice, NoticeKind, Notices};
 use wakebridge::wakedir;
 use wakebridge::wakedir::target::PaneTarget;
@@ -308,7 +309,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
             transcript_path: Some(transcript.display().to_string()),
             pane: None,
             last_hook_event: Some("Stop".into()),
-            seen_at_ms: now_unix_ms(),
+            seen_at_ms: clock::now_ms(),
         }))
         .await?;
     rig.start()?;
@@ -324,7 +325,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
     assert_eq!(ctx["model"], MODEL);
     let (pct, ts) = read_state(&rig.state_dir, SID).ok_or("no state file")?;
     assert_eq!(pct, 50);
-    assert!(unix_now().abs_diff(ts) < 60, "TIMESTAMP is now: {ts}");
+    assert!(clock::now_s().abs_diff(ts) < 60, "TIMESTAMP is now: {ts}");
     let latest = std::fs::read_to_string(rig.latest_file())?;
     assert!(latest.starts_with("PCT=50\nTIMESTAMP="), "{latest:?}");
 
@@ -340,7 +341,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
         context_window_size: Some(1_000_000),
         exceeds_200k_tokens: Some(true),
         transcript_path: None,
-        timestamp: unix_now(),
+        timestamp: clock::now_s(),
         limit: None,
     };
     write_feed(&rig.state_dir, &feed)?;
@@ -357,7 +358,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
     })
     .await?;
 
-    feed.timestamp = unix_now() - 3600;
+    feed.timestamp = clock::now_s() - 3600;
     write_feed(&rig.state_dir, &feed)?;
     wait_until("stale feed ignored", || {
         rig.context()["percent"].as_f64() == Some(50.0)
@@ -391,7 +392,7 @@ async fn a_limit_the_transcript_ends_on_is_recorded_once_and_an_old_one_is_not()
             transcript_path: Some(rig.transcript().display().to_string()),
             pane: None,
             last_hook_event: Some("StopFailure".into()),
-            seen_at_ms: now_unix_ms(),
+            seen_at_ms: clock::now_ms(),
         }))
         .await?;
     rig.start()?;
@@ -412,7 +413,7 @@ async fn a_limit_the_transcript_ends_on_is_recorded_once_and_an_old_one_is_not()
     let limit = store.limit(SID)?.ok_or("no limit")?;
     assert_eq!(limit.how, LimitSource::Transcript);
     // "in 2h" is to the minute: the limit lifts by the end of that minute.
-    let left = limit.resets_at_ms.ok_or("no reset")? - now_unix_ms();
+    let left = limit.resets_at_ms.ok_or("no reset")? - clock::now_ms();
     assert!((7_100_000..=7_260_000).contains(&left), "{left} ms left");
     rig.stop().await;
     Ok(())

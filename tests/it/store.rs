@@ -11,7 +11,7 @@ use rusqlite::Connection;
 use wakebridge::spool::prune::{self, PruneConfig};
 use wakebridge::store::{
     Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record, RewindOutcome,
-    RewindWhy, SessionSeen, Store, StoreError, now_unix_ms,
+    RewindWhy, SessionSeen, Store, StoreError,
 };
 
 use crate::common;
@@ -90,7 +90,7 @@ async fn acked_records_are_visible_from_another_connection() {
         .record(Record::Delivery(delivery(
             "s1",
             "tmux",
-            now_unix_ms(),
+            wakebridge::clock::now_ms(),
             None,
         )))
         .await
@@ -198,7 +198,7 @@ async fn a_failing_record_fails_only_its_own_caller() {
 async fn state_survives_a_restart() {
     let dir = common::tempdir();
     let path = dir.path().join("state").join("wakebridge.db");
-    let now = now_unix_ms();
+    let now = wakebridge::clock::now_ms();
     {
         let store = Store::open(&path).expect("open");
         store
@@ -419,7 +419,7 @@ async fn recreates_a_deleted_file_with_private_modes() {
 #[tokio::test]
 async fn prunes_identities_outside_the_retention_window() {
     let store = in_memory();
-    let now = now_unix_ms();
+    let now = wakebridge::clock::now_ms();
     for (at, identity, action) in [
         (now - 25 * HOUR_MS, "old", "tmux"),
         (now - HOUR_MS, "recent", "spool-busy"),
@@ -456,7 +456,7 @@ fn owed(target: &str, at_ms: i64) -> Delivery {
 #[tokio::test]
 async fn owed_events_are_paid_once_up_to_the_wake_and_outlive_pruning() {
     let store = in_memory();
-    let now = now_unix_ms();
+    let now = wakebridge::clock::now_ms();
     for at in [now - 25 * HOUR_MS, now - 2000, now - 1000] {
         store
             .record(Record::Delivery(owed("s1", at)))
@@ -969,7 +969,7 @@ async fn prune_task_runs_every_interval_until_shutdown() {
 #[tokio::test]
 async fn the_warm_up_reads_every_delivery_of_the_window_oldest_first() {
     let store = in_memory();
-    let now = now_unix_ms();
+    let now = wakebridge::clock::now_ms();
     for i in 0..10 {
         let identity = format!("id-{i}");
         store
@@ -1013,7 +1013,7 @@ async fn the_warm_up_reads_every_delivery_of_the_window_oldest_first() {
 #[tokio::test]
 async fn a_session_whose_deliveries_are_all_pruned_is_forgotten() {
     let store = in_memory();
-    let now = now_unix_ms();
+    let now = wakebridge::clock::now_ms();
     store
         .record(Record::Delivery(delivery(
             "gone",
@@ -1452,7 +1452,7 @@ async fn a_rename_moves_what_is_owed_follows_chains_and_outlives_the_old_ids_tra
 async fn forgetting_one_session_takes_its_former_ids_and_nothing_else() {
     let dir = common::tempdir();
     let store = Store::open(&dir.path().join("ledger.sqlite3")).expect("open");
-    let now = now_unix_ms();
+    let now = wakebridge::clock::now_ms();
     let mut owed = delivery("old", "spool-busy", now, Some("id-owed"));
     owed.owed = true;
     store

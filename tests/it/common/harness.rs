@@ -298,9 +298,9 @@ pub fn ledger_of(root: &Path) -> PathBuf {
 /// daemon leaves after delivering that many events, written in seconds where posting them to
 /// a debug build takes minutes.
 pub async fn record_delivered(root: &Path, sid: &str, identities: impl Iterator<Item = String>) {
-    use wakebridge::store::{Delivery, DeliverySource, Record, Store, now_unix_ms};
+    use wakebridge::store::{Delivery, DeliverySource, Record, Store};
     let store = Store::open(&ledger_of(root)).expect("open the ledger");
-    let at_ms = now_unix_ms();
+    let at_ms = wakebridge::clock::now_ms();
     let rows = identities
         .map(|identity| {
             Record::Delivery(Delivery {
