@@ -27,7 +27,7 @@ use crate::claude::screen::first_run::Screen;
 use crate::claude::trust::{PreTrustError, PreTrusted};
 use crate::config::LaunchSettings;
 use crate::deadline::Deadline;
-use crate::mux::tmux::create::{self, NewPane, Probe, shell_quote};
+use crate::mux::tmux::create::{self, NewPane, Probe};
 use crate::mux::{
     INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, MuxError, Tmux, ps,
 };
@@ -495,7 +495,9 @@ fn tmux_command_args(command: &[String]) -> Result<Vec<String>, LaunchError> {
         )));
     }
     if command.len() == 1 {
-        return Ok(vec![shell_quote(first)]);
+        // NUL was refused above, the one thing a shell word cannot hold.
+        let quoted = shlex::try_quote(first).map_err(|e| LaunchError::BadCommand(e.to_string()))?;
+        return Ok(vec![quoted.into_owned()]);
     }
     Ok(command
         .iter()
@@ -683,10 +685,10 @@ mod tests {
 
     #[test]
     fn lone_commands_are_quoted_and_trailing_semicolons_escaped() {
-        assert_eq!(tmux_command_args(&["claude".into()]).unwrap(), ["'claude'"]);
+        assert_eq!(tmux_command_args(&["claude".into()]).unwrap(), ["claude"]);
         assert_eq!(
             tmux_command_args(&["/opt/my agent/it's".into()]).unwrap(),
-            [r"'/opt/my agent/it'\''s'"]
+            [r#""/opt/my agent/it's""#]
         );
         assert_eq!(
             tmux_command_args(&["sh".into(), "-c".into(), "a; b;".into()]).unwrap(),
