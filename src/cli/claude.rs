@@ -7,7 +7,7 @@
 //! 0 done (or nothing to do), 1 refused or an I/O error, 2 no Claude Code config dir.
 
 use std::io::{self, ErrorKind};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -59,18 +59,18 @@ pub enum ClaudeError {
         path: PathBuf,
         source: SettingsError,
     },
-    #[error(
-        "{path} is a symlink whose target cannot be resolved ({source}); fix or remove the link"
-    )]
-    Link { path: PathBuf, source: io::Error },
-    #[error("cannot read {path}: {source}; check its permissions")]
-    Read { path: PathBuf, source: io::Error },
-    #[error("cannot {what} {path}: {source}; check the directory's permissions and free space")]
-    Write {
+    #[error("cannot {what} {path}: {source}; check its permissions and the free space")]
+    Io {
         what: &'static str,
         path: PathBuf,
         source: io::Error,
     },
+}
+
+/// An I/O failure on `path`, for `map_err`.
+fn io(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ClaudeError {
+    let path = path.to_owned();
+    move |source| ClaudeError::Io { what, path, source }
 }
 
 /// What install keeps beside the settings file for uninstall.
@@ -106,11 +106,8 @@ pub fn run(command: &ClaudeCommand, env: &Env) -> ExitCode {
         return ExitCode::SUCCESS;
     };
     crate::errln!("wakebridge claude {verb}: {e}");
-    ExitCode::from(if matches!(e, ClaudeError::Home(_)) {
-        2
-    } else {
-        1
-    })
+    let usage = matches!(e, ClaudeError::Home(_));
+    ExitCode::from(if usage { 2 } else { 1 })
 }
 
 /// The settings file, or the file its symlink points at.
@@ -118,7 +115,7 @@ fn locate(env: &Env) -> Result<PathBuf, ClaudeError> {
     let path = ClaudeHome::locate(env)?.dir.join(SETTINGS_FILE);
     match std::fs::symlink_metadata(&path) {
         Ok(meta) if meta.file_type().is_symlink() => {
-            std::fs::canonicalize(&path).map_err(|source| ClaudeError::Link { path, source })
+            std::fs::canonicalize(&path).map_err(io("resolve the symlink", &path))
         }
         _ => Ok(path),
     }
@@ -126,19 +123,10 @@ fn locate(env: &Env) -> Result<PathBuf, ClaudeError> {
 
 /// The file's bytes and mode, `None` when there is none.
 fn read(file: &Path) -> Result<Option<(Vec<u8>, u32)>, ClaudeError> {
-    let mode = |bytes| {
-        Ok((
-            bytes,
-            std::fs::metadata(file)?.permissions().mode() & 0o7777,
-        ))
-    };
-    match std::fs::read(file).and_then(mode) {
-        Ok(found) => Ok(Some(found)),
+    let read = std::fs::read(file).and_then(|b| Ok((b, std::fs::metadata(file)?.mode() & 0o7777)));
+    match read {
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(ClaudeError::Read {
-            path: file.to_owned(),
-            source,
-        }),
+        read => read.map(Some).map_err(io("read", file)),
     }
 }
 
@@ -153,46 +141,34 @@ fn record(file: &Path) -> Option<Record> {
     let path = record_path(file);
     let bytes = std::fs::read(&path).ok()?;
     let ignored = |e: &serde_json::Error| {
+        let path = path.display();
         crate::errln!(
-            "wakebridge claude: ignoring {} ({e}); only wakebridge's own entries are removed",
-            path.display()
+            "wakebridge claude: ignoring {path} ({e}); only wakebridge's own entries are removed"
         );
     };
     serde_json::from_slice(&bytes).inspect_err(ignored).ok()
 }
 
-fn write(path: &Path, bytes: &[u8], mode: u32, what: &'static str) -> Result<(), ClaudeError> {
-    let failed = |source| ClaudeError::Write {
-        what,
-        path: path.to_owned(),
-        source,
-    };
+fn write(path: &Path, bytes: &[u8], mode: u32) -> Result<(), ClaudeError> {
     private_fs::write(path, bytes, mode)
         .map(drop)
-        .map_err(failed)
+        .map_err(io("write", path))
 }
 
 fn backup(file: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, ClaudeError> {
-    private_fs::backup(file, bytes, mode).map_err(|source| ClaudeError::Write {
-        what: "back up",
-        path: file.to_owned(),
-        source,
-    })
+    private_fs::backup(file, bytes, mode).map_err(io("back up", file))
 }
 
-fn refused(file: &Path) -> impl FnOnce(SettingsError) -> ClaudeError {
-    |source| ClaudeError::Refused {
-        path: file.to_owned(),
-        source,
-    }
+fn refused(path: &Path) -> impl FnOnce(SettingsError) -> ClaudeError {
+    let path = path.to_owned();
+    move |source| ClaudeError::Refused { path, source }
 }
 
 /// The running binary's absolute path, as a settings.json command names it.
 fn exe(env: &Env) -> Result<String, ClaudeError> {
     let exe = super::own_binary(env).map_err(ClaudeError::Exe)?;
-    exe.into_os_string()
-        .into_string()
-        .map_err(|path| ClaudeError::ExeNotUtf8(path.into()))
+    let exe = exe.into_os_string().into_string();
+    exe.map_err(|path| ClaudeError::ExeNotUtf8(path.into()))
 }
 
 fn digest(bytes: &[u8]) -> String {
@@ -206,10 +182,8 @@ fn diff(file: &Path, old: Option<&[u8]>, new: Option<&[u8]>) -> String {
     let (a, b) = (label(old), label(new));
     let old = String::from_utf8_lossy(old.unwrap_or_default());
     let new = String::from_utf8_lossy(new.unwrap_or_default());
-    similar::TextDiff::from_lines(&*old, &*new)
-        .unified_diff()
-        .header(a, b)
-        .to_string()
+    let diff = similar::TextDiff::from_lines(&*old, &*new);
+    diff.unified_diff().header(a, b).to_string()
 }
 
 /// Prints the diff; false (and says so) on a dry run.
@@ -225,22 +199,18 @@ fn show(file: &Path, old: Option<&[u8]>, new: Option<&[u8]>, dry_run: bool) -> b
 
 fn install(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
     let file = locate(env)?;
-    let exe = exe(env)?;
-    let current = read(&file)?;
+    let (exe, current, name) = (exe(env)?, read(&file)?, file.display());
     let old = current.as_ref().map(|(bytes, _)| bytes.as_slice());
     let (bytes, created, had_ours) = match settings::install(old, &exe).map_err(refused(&file))? {
-        Install::Unchanged => {
-            crate::outln!(
-                "wakebridge is already installed in {} (as {exe}); nothing changed",
-                file.display()
-            );
-            return Ok(());
-        }
         Install::Changed {
             bytes,
             created,
             had_ours,
         } => (bytes, created, had_ours),
+        Install::Unchanged => {
+            crate::outln!("wakebridge is already installed in {name} (as {exe}); nothing changed");
+            return Ok(());
+        }
     };
     if !show(&file, old, Some(&bytes), dry_run) {
         return Ok(());
@@ -250,12 +220,7 @@ fn install(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
         Some((old, mode)) => Some(backup(&file, old, *mode)?),
         None => None,
     };
-    write(
-        &file,
-        &bytes,
-        current.as_ref().map_or(FILE_MODE, |c| c.1),
-        "write",
-    )?;
+    write(&file, &bytes, current.as_ref().map_or(FILE_MODE, |c| c.1))?;
     // A first install puts back what was there. An update keeps what the first one created, and
     // what it puts back only while the file was untouched since (else edits made since would be
     // lost). Wired by hand before, the file had wakebridge in it: uninstall removes ours instead.
@@ -272,26 +237,21 @@ fn install(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
         (true, Some(r)) => (Restore::Unknown, merged(r.created, created)),
         (true, None) => (Restore::Unknown, created),
     };
+    let written_sha256 = digest(&bytes);
     let record = Record {
-        written_sha256: digest(&bytes),
+        written_sha256,
         restore,
         created,
     };
     let mut text = serde_json::to_vec_pretty(&record).unwrap_or_default();
     text.push(b'\n');
-    write(
-        &record_path(&file),
-        &text,
-        FILE_MODE,
-        "write the install record",
-    )?;
+    write(&record_path(&file), &text, FILE_MODE)?;
     match backup {
         Some(backup) => crate::outln!(
-            "installed into {}; the previous file is saved as {}",
-            file.display(),
+            "installed into {name}; the previous file is saved as {}",
             backup.display()
         ),
-        None => crate::outln!("installed into {} (a new file)", file.display()),
+        None => crate::outln!("installed into {name} (a new file)"),
     }
     Ok(())
 }
@@ -309,41 +269,33 @@ fn merged(mut earlier: Created, later: Created) -> Created {
 
 fn uninstall(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
     let file = locate(env)?;
+    let name = file.display();
     let Some((current, mode)) = read(&file)? else {
-        crate::outln!(
-            "there is no {}: nothing of wakebridge's to remove",
-            file.display()
-        );
+        crate::outln!("there is no {name}: nothing of wakebridge's to remove");
         return Ok(());
     };
-    let exe = exe(env)?;
-    let record = record(&file);
+    let (exe, record) = (exe(env)?, record(&file));
     let untouched = record
         .as_ref()
         .filter(|r| digest(&current) == r.written_sha256);
     // While the file is as install left it, what was there comes back exactly: `Some(None)` no
-    // file, `Some(Some(bytes))` those bytes.
+    // file, `Some(Some(bytes))` those bytes. Else only ours is taken out.
     let exact = match untouched.map(|record| &record.restore) {
         Some(Restore::NoFile) => Some(None),
         Some(Restore::Backup { file }) => std::fs::read(file).ok().map(Some),
         Some(Restore::Unknown) | None => None,
     };
     let exactly = exact.is_some();
+    let created = record.map(|r| r.created).unwrap_or_default();
     let new = match exact {
         Some(new) => new,
-        None => {
-            let created = record.map(|r| r.created).unwrap_or_default();
-            match settings::uninstall(&current, &exe, &created).map_err(refused(&file))? {
-                Uninstall::NothingOurs => {
-                    crate::outln!(
-                        "nothing of wakebridge's in {}; nothing changed",
-                        file.display()
-                    );
-                    return Ok(());
-                }
-                Uninstall::Changed(bytes) => Some(bytes),
+        None => match settings::uninstall(&current, &exe, &created).map_err(refused(&file))? {
+            Uninstall::Changed(bytes) => Some(bytes),
+            Uninstall::NothingOurs => {
+                crate::outln!("nothing of wakebridge's in {name}; nothing changed");
+                return Ok(());
             }
-        }
+        },
     };
     if !show(&file, Some(&current), new.as_deref(), dry_run) {
         return Ok(());
@@ -354,27 +306,23 @@ fn uninstall(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
         false => Some(backup(&file, &current, mode)?),
     };
     match &new {
-        Some(bytes) => write(&file, bytes, mode, "write")?,
-        None => std::fs::remove_file(&file).map_err(|source| ClaudeError::Write {
-            what: "remove",
-            path: file.clone(),
-            source,
-        })?,
+        Some(bytes) => write(&file, bytes, mode)?,
+        None => std::fs::remove_file(&file).map_err(io("remove", &file))?,
     }
-    if let Err(e) = std::fs::remove_file(record_path(&file))
+    let record = record_path(&file);
+    if let Err(e) = std::fs::remove_file(&record)
         && e.kind() != ErrorKind::NotFound
     {
+        let record = record.display();
         crate::errln!(
-            "wakebridge claude uninstall: could not remove {} ({e}); delete it by hand",
-            record_path(&file).display()
+            "wakebridge claude uninstall: could not remove {record} ({e}); delete it by hand"
         );
     }
     match (new.is_some(), backup) {
-        (false, _) => crate::outln!("removed {}: there was none before install", file.display()),
-        (true, None) => crate::outln!("restored {} as it was before install", file.display()),
+        (false, _) => crate::outln!("removed {name}: there was none before install"),
+        (true, None) => crate::outln!("restored {name} as it was before install"),
         (true, Some(backup)) => crate::outln!(
-            "removed wakebridge from {}, your other changes kept; the previous file is saved as {}",
-            file.display(),
+            "removed wakebridge from {name}, your other changes kept; the previous file is saved as {}",
             backup.display()
         ),
     }

@@ -76,7 +76,7 @@ pub struct ForgetArgs {
 pub struct UrlArg {
     /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
     #[arg(long)]
-    url: Option<String>,
+    pub url: Option<String>,
 }
 
 /// How often `status --watch` redraws; each redraw costs the daemon a read of every spool.
@@ -116,104 +116,102 @@ pub(super) enum CallError {
     Unreachable { url: String, source: reqwest::Error },
 }
 
-/// One call, from synchronous code: the status and the JSON answer (`null` when it is none).
-pub(super) fn request(
-    config: &Config,
-    method: Method,
-    url: &str,
-    body: Option<Value>,
-) -> Result<(u16, Value), CallError> {
-    super::block_on(request_async(config, method, url, body)).map_err(CallError::Runtime)?
+/// A call's HTTP status and JSON answer (`null` when it is none), or why there is none.
+type Answer = Result<(u16, Value), CallError>;
+
+/// The daemon one verb talks to: where it listens, the secret, and the verb that says what
+/// went wrong (`wakebridge <verb>: ...`).
+pub(crate) struct Daemon<'a> {
+    config: &'a Config,
+    pub base: String,
+    verb: &'static str,
 }
 
-async fn request_async(
-    config: &Config,
-    method: Method,
-    url: &str,
-    body: Option<Value>,
-) -> Result<(u16, Value), CallError> {
-    let client = reqwest::Client::builder().timeout(CALL_TIMEOUT).build();
-    let mut request = client.map_err(CallError::Client)?.request(method, url);
-    if let Some(secret) = &config.secret {
-        request = request.bearer_auth(secret.expose());
+impl<'a> Daemon<'a> {
+    pub fn new(config: &'a Config, verb: &'static str, url: Option<&str>) -> Daemon<'a> {
+        let base = daemon_url(config, url);
+        Daemon { config, base, verb }
     }
-    if let Some(body) = body {
-        request = request.json(&body);
+
+    /// One call to `route`.
+    async fn request(&self, method: Method, route: &str, body: Option<Value>) -> Answer {
+        let client = reqwest::Client::builder().timeout(CALL_TIMEOUT).build();
+        let url = format!("{}{route}", self.base);
+        let mut request = client.map_err(CallError::Client)?.request(method, &url);
+        if let Some(secret) = &self.config.secret {
+            request = request.bearer_auth(secret.expose());
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let unreachable = |source| CallError::Unreachable { url, source };
+        let response = request.send().await.map_err(unreachable)?;
+        let status = response.status().as_u16();
+        Ok((status, response.json().await.unwrap_or(Value::Null)))
     }
-    let response = request
-        .send()
-        .await
-        .map_err(|source| CallError::Unreachable {
-            url: url.to_string(),
-            source,
-        })?;
-    let status = response.status().as_u16();
-    Ok((
-        status,
-        response.json::<Value>().await.unwrap_or(Value::Null),
-    ))
+
+    /// [`Daemon::request`] from synchronous code.
+    pub(super) fn get(&self, route: &str) -> Answer {
+        super::block_on(self.request(Method::GET, route, None)).map_err(CallError::Runtime)?
+    }
+
+    /// A 200 answer, else `None` once the reason is printed (the caller exits 2).
+    fn call(&self, method: Method, route: &str, body: Option<Value>) -> Option<Value> {
+        let got = super::block_on(self.request(method, route, body));
+        let got = got.map_err(CallError::Runtime).and_then(|got| got);
+        answer(got).map_err(|e| self.say(e)).ok()
+    }
+
+    fn say(&self, what: impl std::fmt::Display) {
+        crate::errln!("wakebridge {}: {what}", self.verb);
+    }
+
+    /// The one place a user's session id is resolved: a full id as given, else the session
+    /// the daemon knows whose id it starts (`prefix::resolve`); `None` once the reason is said.
+    pub fn resolve(&self, given: &str) -> Option<String> {
+        if prefix::is_full_id(given) {
+            return Some(given.to_owned());
+        }
+        let answer = self.call(Method::GET, "/sessions", None)?;
+        let sessions = serde_json::from_value::<Sessions>(answer);
+        let sessions = sessions
+            .map_err(|e| self.say(unreadable("/sessions", &e)))
+            .ok()?;
+        let known = glance::known_ids(&sessions.sessions);
+        prefix::resolve(given, &known).map_err(|e| self.say(e)).ok()
+    }
+
+    /// Resolves the session `given` names, then POSTs `body` with its id to `route`: the id
+    /// and the 200 answer, else `None` once the reason is said.
+    fn post(&self, given: Option<&str>, route: &str, mut body: Value) -> Option<(String, Value)> {
+        let session_id = match given {
+            Some(given) => self.resolve(given)?,
+            None => body["session_id"].as_str()?.to_owned(),
+        };
+        body["session_id"] = json!(session_id);
+        Some((session_id, self.call(Method::POST, route, Some(body))?))
+    }
 }
 
 /// A 200 answer, or why there is none.
-fn answer(got: Result<(u16, Value), CallError>) -> Result<Value, String> {
-    match got {
-        Ok((200, answer)) => Ok(answer),
-        Ok((status, answer)) => Err(format!(
-            "{status}: {}",
-            answer["error"].as_str().unwrap_or("unexpected answer")
-        )),
-        Err(e) => Err(e.to_string()),
+fn answer(got: Answer) -> Result<Value, String> {
+    match got.map_err(|e| e.to_string())? {
+        (200, answer) => Ok(answer),
+        (status, answer) => {
+            let error = answer["error"].as_str().unwrap_or("unexpected answer");
+            Err(format!("{status}: {error}"))
+        }
     }
-}
-
-/// Calls the daemon: its 200 answer, else `None` once the reason is printed as
-/// `wakebridge <verb>: ...` (the caller exits 2).
-fn call(
-    config: &Config,
-    verb: &str,
-    method: Method,
-    url: &str,
-    body: Option<Value>,
-) -> Option<Value> {
-    let got = answer(request(config, method, url, body));
-    got.map_err(|e| crate::errln!("wakebridge {verb}: {e}"))
-        .ok()
-}
-
-/// The one place a user's session id is resolved: a full id as given, else the session the
-/// daemon knows whose id it starts (`prefix::resolve`); `None` once the reason is printed.
-pub(crate) fn resolve_id(config: &Config, verb: &str, base: &str, given: &str) -> Option<String> {
-    if prefix::is_full_id(given) {
-        return Some(given.to_owned());
-    }
-    let answer = call(config, verb, Method::GET, &format!("{base}/sessions"), None)?;
-    let resolved = serde_json::from_value::<Sessions>(answer)
-        .map_err(|e| unreadable("/sessions", &e))
-        .and_then(|s| {
-            prefix::resolve(given, &glance::known_ids(&s.sessions)).map_err(|e| e.to_string())
-        });
-    resolved
-        .map_err(|e| crate::errln!("wakebridge {verb}: {e}"))
-        .ok()
 }
 
 /// `wakebridge wake SESSION_ID [--force] [--message NAME]`.
 pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
-    let base = daemon_url(config, args.url.url.as_deref());
-    let Some(session_id) = resolve_id(config, "wake", &base, &args.session_id) else {
-        return ExitCode::from(2);
-    };
-    let mut body = json!({"session_id": session_id, "force": args.force});
+    let daemon = Daemon::new(config, "wake", args.url.url.as_deref());
+    let mut body = json!({"force": args.force});
     if let Some(name) = &args.message {
         body["message"] = json!(name);
     }
-    let Some(answer) = call(
-        config,
-        "wake",
-        Method::POST,
-        &format!("{base}/wake"),
-        Some(body),
-    ) else {
+    let Some((session_id, answer)) = daemon.post(Some(&args.session_id), "/wake", body) else {
         return ExitCode::from(2);
     };
     let action = answer["action"].as_str().unwrap_or("?");
@@ -223,30 +221,19 @@ pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
 
 /// `wakebridge rewind [--session ID]`: asks the daemon for a rewind and returns at once.
 pub fn rewind(config: &Config, args: &RewindArgs) -> ExitCode {
-    let env = crate::env::Env::process();
-    let base = daemon_url(config, args.url.url.as_deref());
+    let daemon = Daemon::new(config, "rewind", args.url.url.as_deref());
     // Only an id the user typed is a prefix; the session's own id (the environment) is whole.
-    let session_id = match &args.session_id {
-        Some(given) if !given.is_empty() => resolve_id(config, "rewind", &base, given),
-        _ => crate::cli::session::resolve_session_id(None, &env).or_else(|| {
-            crate::errln!(
-                "wakebridge rewind: no session id: pass --session, or run it inside the session \
-                 (AGENT_EVENT_BUS_SESSION_ID or CLAUDE_CODE_SESSION_ID)"
-            );
-            None
-        }),
-    };
-    let Some(session_id) = session_id else {
+    let typed = args.session_id.as_deref().filter(|id| !id.is_empty());
+    let own = crate::cli::session::resolve_session_id(None, &crate::env::Env::process());
+    if typed.is_none() && own.is_none() {
+        daemon.say(
+            "no session id: pass --session, or run it inside the session \
+             (AGENT_EVENT_BUS_SESSION_ID or CLAUDE_CODE_SESSION_ID)",
+        );
         return ExitCode::from(2);
-    };
-    let body = json!({"session_id": session_id, "restart": args.restart});
-    let Some(answer) = call(
-        config,
-        "rewind",
-        Method::POST,
-        &format!("{base}/rewind"),
-        Some(body),
-    ) else {
+    }
+    let body = json!({"session_id": own, "restart": args.restart});
+    let Some((session_id, answer)) = daemon.post(typed, "/rewind", body) else {
         return ExitCode::from(2);
     };
     let current = answer["session_id"].as_str().unwrap_or(&session_id);
@@ -264,18 +251,9 @@ pub fn rewind(config: &Config, args: &RewindArgs) -> ExitCode {
 
 /// `wakebridge forget ID [--force]`: the daemon drops the session from its ledger and views.
 pub fn forget(config: &Config, args: &ForgetArgs) -> ExitCode {
-    let base = daemon_url(config, args.url.url.as_deref());
-    let Some(session_id) = resolve_id(config, "forget", &base, &args.session_id) else {
-        return ExitCode::from(2);
-    };
-    let body = json!({"session_id": session_id, "force": args.force});
-    let Some(answer) = call(
-        config,
-        "forget",
-        Method::POST,
-        &format!("{base}/forget"),
-        Some(body),
-    ) else {
+    let daemon = Daemon::new(config, "forget", args.url.url.as_deref());
+    let body = json!({"force": args.force});
+    let Some((session_id, answer)) = daemon.post(Some(&args.session_id), "/forget", body) else {
         return ExitCode::from(2);
     };
     let unmapped = match answer["unmapped"].as_bool() {
@@ -288,19 +266,18 @@ pub fn forget(config: &Config, args: &ForgetArgs) -> ExitCode {
 
 /// `wakebridge status [--all] [--watch] [--json]`.
 pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
-    let base = daemon_url(config, args.url.url.as_deref());
+    let daemon = Daemon::new(config, "status", args.url.url.as_deref());
     let terminal = std::io::stdout().is_terminal();
     let shown = super::block_on(async {
         if !args.watch {
-            let text = frame(config, args, &base, terminal).await?;
+            let text = frame(&daemon, args, terminal).await?;
             crate::outln!("{}", text.trim_end_matches('\n'));
             return Ok(());
         }
         let redraw = async {
             loop {
-                let text = frame(config, args, &base, terminal)
-                    .await
-                    .unwrap_or_else(|message| format!("wakebridge status: {message}\n"));
+                let text = frame(&daemon, args, terminal).await;
+                let text = text.unwrap_or_else(|message| format!("wakebridge status: {message}\n"));
                 // On a terminal each frame replaces the last; into a pipe, frames follow each
                 // other with a blank line between.
                 let text = match terminal {
@@ -328,7 +305,7 @@ pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
     match shown.map_err(|e| e.to_string()).and_then(|shown| shown) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            crate::errln!("wakebridge status: {message}");
+            daemon.say(message);
             ExitCode::from(2)
         }
     }
@@ -336,28 +313,18 @@ pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
 
 /// One screenful: the /sessions answer (as JSON with `--json`, else the glance with the /health
 /// header) or why there is none.
-async fn frame(
-    config: &Config,
-    args: &StatusArgs,
-    base: &str,
-    terminal: bool,
-) -> Result<String, String> {
-    let get = |route: &str| {
-        let url = format!("{base}{route}");
-        async move { answer(request_async(config, Method::GET, &url, None).await) }
-    };
-    let sessions = get("/sessions").await?;
+async fn frame(daemon: &Daemon<'_>, args: &StatusArgs, terminal: bool) -> Result<String, String> {
+    let sessions = answer(daemon.request(Method::GET, "/sessions", None).await)?;
     if args.json {
-        return Ok(format!(
-            "{}\n",
-            serde_json::to_string_pretty(&sessions).unwrap_or_default()
-        ));
+        let pretty = serde_json::to_string_pretty(&sessions).unwrap_or_default();
+        return Ok(format!("{pretty}\n"));
     }
-    let sessions = serde_json::from_value::<Sessions>(sessions)
-        .map_err(|e| unreadable("/sessions", &e))?
-        .sessions;
-    let health = get("/health").await.ok();
-    let health = health.and_then(|h| serde_json::from_value::<Health>(h).ok());
+    let sessions = serde_json::from_value::<Sessions>(sessions);
+    let sessions = sessions.map_err(|e| unreadable("/sessions", &e))?.sessions;
+    let health = answer(daemon.request(Method::GET, "/health", None).await);
+    let health = health
+        .ok()
+        .and_then(|h| serde_json::from_value::<Health>(h).ok());
     let columns = terminal
         .then(|| terminal_size::terminal_size_of(std::io::stdout()))
         .flatten()

@@ -97,10 +97,8 @@ pub fn run_statusline(args: &StatuslineArgs, config: Result<Config, ConfigError>
         }
         _ => None,
     };
-    crate::outln!(
-        "{}",
-        wrapped_line(theirs.as_deref().map(str::as_bytes), &line)
-    );
+    let line = wrapped_line(theirs.as_deref().map(str::as_bytes), &line);
+    crate::outln!("{line}");
     ExitCode::SUCCESS
 }
 
@@ -115,10 +113,10 @@ fn our_line(args: &StatuslineArgs, config: Result<Config, ConfigError>, input: &
         }
     };
     let feed = parse_statusline(input, unix_now());
-    if let Some(Err(err)) = feed
+    let written = feed
         .as_ref()
-        .map(|f| write_feed(&config.paths.state_dir, f))
-    {
+        .map(|f| write_feed(&config.paths.state_dir, f));
+    if let Some(Err(err)) = written {
         // Not shown in the status bar; it helps whoever runs the command by hand.
         crate::errln!("wakebridge statusline: {err}");
     }
@@ -160,10 +158,8 @@ fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> 
         .as_ref()
         .filter(|sid| !SessionId::is_valid(sid))
     {
-        return Err((
-            2,
-            format!("session id {sid:?} is not valid; expected letters, digits, '-' or '_'"),
-        ));
+        let why = format!("session id {sid:?} is not valid; expected letters, digits, '-' or '_'");
+        return Err((2, why));
     }
     let homes: Vec<_> = config.paths.claude.iter().cloned().collect();
     // A prefix (as `status` shows ids) names its session through the daemon; a full id, or one
@@ -173,9 +169,8 @@ fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> 
             if !crate::cli::prefix::is_full_id(sid)
                 && find_transcript_in(&homes, sid, None).is_none() =>
         {
-            let base = crate::cli::client::daemon_url(config, args.url.as_deref());
-            let id = crate::cli::client::resolve_id(config, "context", &base, sid);
-            Some(id.ok_or((2, String::new()))?)
+            let daemon = crate::cli::client::Daemon::new(config, "context", args.url.as_deref());
+            Some(daemon.resolve(sid).ok_or((2, String::new()))?)
         }
         Some(sid) => Some(sid.clone()),
         None => args
@@ -199,29 +194,21 @@ fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> 
     let reading = match &transcript {
         Some(path) => {
             let mut follower = TranscriptFollower::new(path);
-            match follower.poll().map_err(|e| (1, e.to_string()))?.event {
-                PollEvent::Missing => {
-                    return Err((
-                        1,
-                        format!(
-                            "transcript {} does not exist (Claude Code creates it at the first prompt)",
-                            path.display()
-                        ),
-                    ));
-                }
-                _ => follower.current().cloned(),
+            if follower.poll().map_err(|e| (1, e.to_string()))?.event == PollEvent::Missing {
+                let path = path.display();
+                let why = "Claude Code creates it at the first prompt";
+                return Err((1, format!("transcript {path} does not exist ({why})")));
             }
+            follower.current().cloned()
         }
         None if feed.is_some() => None,
         None => {
-            return Err((
-                1,
-                format!(
-                    "no transcript found for session {:?}; pass --transcript PATH or check {}",
-                    session_id.as_deref().unwrap_or(""),
-                    crate::claude::home::CONFIG_DIR_ENV
-                ),
-            ));
+            let (sid, var) = (
+                session_id.unwrap_or_default(),
+                crate::claude::home::CONFIG_DIR_ENV,
+            );
+            let why = format!("pass --transcript PATH or check {var}");
+            return Err((1, format!("no transcript found for session {sid:?}; {why}")));
         }
     };
     let figures = figures(reading.as_ref(), feed.as_ref(), &resolver);

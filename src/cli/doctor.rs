@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::client::{daemon_url, request};
+use super::client::Daemon;
 use crate::api::{Health, SessionStatus, Sessions};
 use crate::claude::home::ClaudeHome;
 use crate::claude::hooks::WIRED_EVENTS;
@@ -27,15 +27,20 @@ use crate::wakedir::target::PaneTarget;
 /// Budget for each mapped pane's check: a hung multiplexer must not hang the doctor.
 const PANE_CHECK_BUDGET: Duration = Duration::from_secs(3);
 /// How old the daemon's last sight of its webhook row may be: it looks every minute.
-const VERIFIED_WITHIN: Duration = Duration::from_secs(180);
+const VERIFIED_WITHIN: u64 = 180;
 /// How long `claude --version` may take (a cold npm start is ~1 s).
 const VERSION_BUDGET: Duration = Duration::from_secs(10);
+const RESTART_DAEMON: &str =
+    "restart the daemon so it runs this version (wakebridge service install)";
 
 /// How a link stands: `Warn` deserves a look, `Fail` stops a wake.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
 pub enum Verdict {
+    #[strum(serialize = "ok  ")]
     Ok,
+    #[strum(serialize = "warn")]
     Warn,
+    #[strum(serialize = "FAIL")]
     Fail,
 }
 
@@ -49,9 +54,8 @@ pub struct Check {
 }
 
 impl Check {
-    fn new(verdict: Verdict, link: &'static str, found: impl Into<String>, fix: &str) -> Check {
-        let fix = (!fix.is_empty()).then(|| fix.to_owned());
-        let found = found.into();
+    fn ok(link: &'static str, found: impl Into<String>) -> Check {
+        let (verdict, found, fix) = (Verdict::Ok, found.into(), None);
         Check {
             link,
             verdict,
@@ -60,46 +64,39 @@ impl Check {
         }
     }
 
-    fn ok(link: &'static str, found: impl Into<String>) -> Check {
-        Check::new(Verdict::Ok, link, found, "")
-    }
-
     fn warn(link: &'static str, found: impl Into<String>, fix: &str) -> Check {
-        Check::new(Verdict::Warn, link, found, fix)
+        Check {
+            verdict: Verdict::Warn,
+            fix: Some(fix.into()),
+            ..Check::ok(link, found)
+        }
     }
 
     fn fail(link: &'static str, found: impl Into<String>, fix: &str) -> Check {
-        Check::new(Verdict::Fail, link, found, fix)
+        Check {
+            verdict: Verdict::Fail,
+            ..Check::warn(link, found, fix)
+        }
     }
 }
 
-/// `wakebridge doctor`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct DoctorArgs {
-    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
-    #[arg(long)]
-    url: Option<String>,
-}
-
-pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
-    let checks = examine(config, &Env::process(), args.url.as_deref());
+/// `wakebridge doctor [--url URL]`.
+pub fn run(config: &Config, url: Option<&str>) -> ExitCode {
+    let checks = examine(config, &Env::process(), url);
     for check in &checks {
-        let tag = ["ok  ", "warn", "FAIL"][check.verdict as usize];
+        let tag: &str = check.verdict.into();
         crate::outln!("{tag}  {:<12} {}", check.link, check.found);
         if let Some(fix) = &check.fix {
             crate::outln!("      {:<12} fix: {fix}", "");
         }
     }
-    match checks.iter().filter(|c| c.verdict == Verdict::Fail).count() {
-        0 => {
-            crate::outln!("a wake would work");
-            ExitCode::SUCCESS
-        }
-        failed => {
-            crate::outln!("a wake would not work: {failed} link(s) to fix, first one first");
-            ExitCode::FAILURE
-        }
+    let failed = checks.iter().filter(|c| c.verdict == Verdict::Fail).count();
+    if failed == 0 {
+        crate::outln!("a wake would work");
+        return ExitCode::SUCCESS;
     }
+    crate::outln!("a wake would not work: {failed} link(s) to fix, first one first");
+    ExitCode::FAILURE
 }
 
 /// Every check, in the order a wake depends on them.
@@ -110,12 +107,11 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
         Ok(home) => {
             let file = home.dir.join(SETTINGS_FILE);
             let wired = match std::fs::read(&file) {
-                Ok(bytes) => settings::wired(&bytes)
-                    .map(Some)
-                    .map_err(|e| format!("{}: {e}", file.display())),
+                Ok(bytes) => settings::wired(&bytes).map(Some).map_err(|e| e.to_string()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+                Err(e) => Err(format!("cannot read it: {e}")),
             };
+            let wired = wired.map_err(|e| format!("{}: {e}", file.display()));
             checks.push(hooks_check(&file, &wired));
             checks.extend(binary_check(&wired, env));
         }
@@ -125,37 +121,25 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
             "set HOME (or CLAUDE_CONFIG_DIR) as Claude Code sees it",
         )),
     }
-    let base = daemon_url(config, url);
-    let get = |route: &str| {
-        request(
-            config,
-            reqwest::Method::GET,
-            &format!("{base}{route}"),
-            None,
-        )
-    };
-    let (found, fix) = match get("/health") {
-        Ok((200, body)) => match serde_json::from_value::<Health>(body) {
-            Ok(health) => (Ok(health), ""),
-            Err(e) => (
-                Err(format!(
-                    "{base}/health does not read as this wakebridge's ({e})"
-                )),
-                "restart the daemon so it runs this version (wakebridge service install)",
-            ),
-        },
-        Ok((status, body)) => (
-            Err(format!("{base}/health answered {status}: {body}")),
+    let daemon = Daemon::new(config, "doctor", url);
+    let base = &daemon.base;
+    let health = match daemon.get("/health") {
+        Ok((200, body)) => serde_json::from_value::<Health>(body).map_err(|e| {
+            let found = format!("{base}/health does not read as this wakebridge's ({e})");
+            Check::fail("daemon", found, RESTART_DAEMON)
+        }),
+        Ok((status, body)) => Err(Check::fail(
+            "daemon",
+            format!("{base}/health answered {status}: {body}"),
             "is something else listening on that port? see `wakebridge config`",
-        ),
-        Err(e) => (
-            Err(format!("not answering at {base} ({})", root_cause(&e))),
+        )),
+        Err(e) => Err(Check::fail(
+            "daemon",
+            format!("not answering at {base} ({})", root_cause(&e)),
             "wakebridge service install (or run `wakebridge serve`)",
-        ),
+        )),
     };
-    let health = found
-        .map_err(|found| checks.push(Check::fail("daemon", found, fix)))
-        .ok();
+    let health = health.map_err(|failed| checks.push(failed)).ok();
     if let Some(health) = &health {
         checks.push(daemon_check(health, config));
         let bus_url = health.bus_url.as_deref().unwrap_or(&config.bus_url);
@@ -163,10 +147,7 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
     }
     // The daemon's backend is the one that counts; this shell's when the daemon is not up.
     let backend = health.as_ref().and_then(|h| h.backend.as_deref());
-    if backend.map_or(config.backend, |b| {
-        Backend::parse(b).unwrap_or(config.backend)
-    }) == Backend::Spool
-    {
+    if backend.and_then(Backend::parse).unwrap_or(config.backend) == Backend::Spool {
         checks.push(Check::fail(
             "backend",
             "spool: events are only appended, nothing is ever typed into a pane",
@@ -174,10 +155,8 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
         ));
     }
     let mapped = mapped_panes(&config.paths.wake_dir);
-    checks.push(mapping_check(
-        &config.paths.wake_dir.join(PANES_FILE),
-        mapped.len(),
-    ));
+    let panes_file = config.paths.wake_dir.join(PANES_FILE);
+    checks.push(mapping_check(&panes_file, mapped.len()));
     if !mapped.is_empty() {
         let mux = MuxConfig::from_settings(&config.settings.mux);
         checks.extend(pane_checks(&mux, &mapped));
@@ -187,7 +166,7 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
     if let Ok(home) = home {
         checks.push(claude_check(config, home, env));
     }
-    if let Ok((200, sessions)) = get("/sessions")
+    if let Ok((200, sessions)) = daemon.get("/sessions")
         && let Ok(sessions) = serde_json::from_value::<Sessions>(sessions)
     {
         checks.extend(waiting_checks(&sessions.sessions));
@@ -213,28 +192,22 @@ fn hooks_check(file: &Path, wired: &Result<Option<Wired>, String>) -> Check {
         Ok(None) => return Check::fail("hooks", format!("{} does not exist", file.display()), FIX),
         Err(e) => return Check::fail("hooks", e, "fix the file, then wakebridge claude install"),
     };
-    let missing: Vec<&str> = WIRED_EVENTS
-        .iter()
-        .map(|(event, _)| *event)
-        .filter(|event| !wired.hooks.contains_key(*event))
-        .collect();
+    let events = WIRED_EVENTS.iter().map(|(event, _)| *event);
+    let missing: Vec<&str> = events.filter(|e| !wired.hooks.contains_key(*e)).collect();
     let file = file.display();
     if !missing.is_empty() {
-        return Check::fail(
-            "hooks",
-            format!("{} not wired in {file}", missing.join(", ")),
-            FIX,
-        );
+        let missing = missing.join(", ");
+        return Check::fail("hooks", format!("{missing} not wired in {file}"), FIX);
     }
     let found = format!("all {} events wired in {file}", WIRED_EVENTS.len());
-    match wired.statusline {
-        true => Check::ok("hooks", format!("{found}, and the status line")),
-        false => Check::warn(
-            "hooks",
-            format!("{found}; the status line is not wakebridge's"),
-            "wakebridge claude install (it wraps a status line you already have)",
-        ),
+    if wired.statusline {
+        return Check::ok("hooks", format!("{found}, and the status line"));
     }
+    Check::warn(
+        "hooks",
+        format!("{found}; the status line is not wakebridge's"),
+        "wakebridge claude install (it wraps a status line you already have)",
+    )
 }
 
 /// Each wired hook's program starts: an absolute path that is an executable, or a bare name on
@@ -245,55 +218,44 @@ fn binary_check(wired: &Result<Option<Wired>, String>, env: &Env) -> Option<Chec
         return None;
     };
     let path = env.get("PATH").unwrap_or_default();
-    let programs: std::collections::BTreeSet<&str> =
-        wired.hooks.values().map(String::as_str).collect();
-    if programs.is_empty() {
-        return None;
-    }
-    Some(
-        match programs
-            .iter()
-            .find(|p| !resolves(Path::new(p), OsStr::new(&path)))
-        {
-            None => Check::ok(
-                "binary",
-                programs.into_iter().collect::<Vec<_>>().join(", "),
-            ),
-            Some(program) => Check::fail(
-                "binary",
-                format!("the hooks run {program}, which does not start from this PATH"),
-                "wakebridge claude install (it writes the absolute path of the binary you run it with)",
-            ),
-        },
-    )
+    let mut programs: Vec<&str> = wired.hooks.values().map(String::as_str).collect();
+    programs.sort_unstable();
+    programs.dedup();
+    let starts = |program: &&str| resolves(Path::new(program), OsStr::new(&path));
+    let broken = programs.iter().find(|p| !starts(p));
+    Some(match broken {
+        None if programs.is_empty() => return None,
+        None => Check::ok("binary", programs.join(", ")),
+        Some(program) => Check::fail(
+            "binary",
+            format!("the hooks run {program}, which does not start from this PATH"),
+            "wakebridge claude install (it writes the absolute path of the binary you run it with)",
+        ),
+    })
 }
 
 fn daemon_check(health: &Health, config: &Config) -> Check {
     let file = |f: Option<&Path>| f.map_or("no config file".into(), |f| f.display().to_string());
     let config_file = health.config_file.value().map(PathBuf::as_path);
-    let found = format!(
-        "pid {}, version {}, {}",
-        health.pid,
-        health.version,
-        file(config_file)
-    );
+    let (pid, version) = (health.pid, &health.version);
+    let found = format!("pid {pid}, version {version}, {}", file(config_file));
     let ours = env!("CARGO_PKG_VERSION");
-    if health.version != ours {
-        return Check::warn(
+    let shells = config.paths.config_file.as_deref();
+    if *version != ours {
+        Check::warn(
             "daemon",
             format!("{found}; this binary is {ours}"),
-            "restart the daemon so it runs this version (wakebridge service install)",
-        );
-    }
-    let shells = config.paths.config_file.as_deref();
-    if config_file != shells {
-        return Check::warn(
+            RESTART_DAEMON,
+        )
+    } else if config_file != shells {
+        Check::warn(
             "daemon",
             format!("{found}; this shell resolves {}", file(shells)),
             "start the daemon with the same --config (or XDG_CONFIG_HOME) as your shell",
-        );
+        )
+    } else {
+        Check::ok("daemon", found)
     }
-    Check::ok("daemon", found)
 }
 
 fn bus_check(health: &Health, now: jiff::Timestamp, bus_url: &str) -> Check {
@@ -311,16 +273,11 @@ fn bus_check(health: &Health, now: jiff::Timestamp, bus_url: &str) -> Check {
             "start the bus (agent-event-bus), check --bus-url; the daemon retries by itself",
         );
     }
-    let age = health
-        .last_verified_at
-        .value()
-        .and_then(|at| u64::try_from(now.as_second() - at.as_second()).ok())
-        .filter(|age| *age <= VERIFIED_WITHIN.as_secs());
-    let webhook = health
-        .webhook_id
-        .value()
-        .map_or("unknown".into(), ToString::to_string);
-    match age {
+    let verified = health.last_verified_at.value();
+    let age = verified.and_then(|at| u64::try_from(now.as_second() - at.as_second()).ok());
+    let webhook = health.webhook_id.value();
+    let webhook = webhook.map_or("unknown".into(), ToString::to_string);
+    match age.filter(|age| *age <= VERIFIED_WITHIN) {
         Some(age) => Check::ok(
             "bus",
             format!("registered (webhook {webhook}), verified {age}s ago"),
@@ -334,59 +291,48 @@ fn bus_check(health: &Health, now: jiff::Timestamp, bus_url: &str) -> Check {
 }
 
 fn mapping_check(panes_file: &Path, mapped: usize) -> Check {
-    match mapped {
-        0 => Check::fail(
-            "panes.json",
-            format!("no session mapped in {}", panes_file.display()),
-            "start Claude Code inside tmux with the hooks installed (SessionStart maps its pane), or `wakebridge launch`",
-        ),
-        n => Check::ok("panes.json", format!("{n} session(s) mapped")),
+    if mapped > 0 {
+        return Check::ok("panes.json", format!("{mapped} session(s) mapped"));
     }
+    Check::fail(
+        "panes.json",
+        format!("no session mapped in {}", panes_file.display()),
+        "start Claude Code inside tmux with the hooks installed (SessionStart maps its pane), or `wakebridge launch`",
+    )
 }
 
 /// The guard's verdict on each mapped pane; at least one live pane means a wake can land.
 fn pane_checks(mux: &MuxConfig, mapped: &BTreeMap<String, PaneTarget>) -> Vec<Check> {
     let injector = Injector::new(mux);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build();
-    let Ok(runtime) = runtime else {
-        return vec![Check::warn(
-            "panes",
-            "cannot start a runtime to check them",
-            "run the doctor again",
-        )];
-    };
-    let mut checks = vec![];
-    for (sid, target) in mapped {
-        let state = runtime.block_on(injector.check(target, Deadline::after(PANE_CHECK_BUDGET)));
-        let problem = match state {
-            Ok(PaneState::Stale(reason)) => reason.to_string(),
-            Err(e) => e.to_string(),
-            Ok(_) => continue,
-        };
-        checks.push(Check::warn(
-            "panes",
-            format!("{} in {target}: {problem}", short(sid)),
-            "nothing is typed there; it is unmapped when the session ends (or `wakebridge panes clear`)",
-        ));
-    }
-    let live = mapped.len() - checks.len();
-    let summary = format!(
-        "{live} of {} mapped pane(s) live with an agent",
-        mapped.len()
-    );
-    checks.insert(
-        0,
-        match live {
-            0 => Check::fail(
+    let checked = super::block_on(async {
+        let mut stale = Vec::new();
+        for (sid, target) in mapped {
+            let state = injector.check(target, Deadline::after(PANE_CHECK_BUDGET));
+            let problem = match state.await {
+                Ok(PaneState::Stale(reason)) => reason.to_string(),
+                Err(e) => e.to_string(),
+                Ok(_) => continue,
+            };
+            stale.push(Check::warn(
                 "panes",
-                summary,
-                "start the agent again in tmux (or `wakebridge rewind --restart`)",
-            ),
-            _ => Check::ok("panes", summary),
-        },
-    );
+                format!("{} in {target}: {problem}", short(sid)),
+                "nothing is typed there; it is unmapped when the session ends (or `wakebridge panes clear`)",
+            ));
+        }
+        stale
+    });
+    let Ok(mut checks) = checked else {
+        let found = "cannot start a runtime to check them";
+        return vec![Check::warn("panes", found, "run the doctor again")];
+    };
+    let (live, all) = (mapped.len() - checks.len(), mapped.len());
+    let summary = format!("{live} of {all} mapped pane(s) live with an agent");
+    let restart = "start the agent again in tmux (or `wakebridge rewind --restart`)";
+    let summary = match live {
+        0 => Check::fail("panes", summary, restart),
+        _ => Check::ok("panes", summary),
+    };
+    checks.insert(0, summary);
     checks
 }
 
@@ -403,41 +349,32 @@ fn multiplexer_check(
         None => ("this shell's (the daemon's is unreadable)", env),
     };
     let found = preflight_for(mux, daemon);
-    let mut needed: Vec<&str> = mapped
-        .values()
-        .map(|t| match t {
-            PaneTarget::Tmux { .. } => "tmux",
-            PaneTarget::Zellij { .. } => "zellij",
-        })
+    let zellij = |t: &PaneTarget| matches!(t, PaneTarget::Zellij { .. });
+    let needed: Vec<&str> = [("tmux", false), ("zellij", true)]
+        .into_iter()
+        .filter(|(_, z)| mapped.values().any(|t| zellij(t) == *z))
+        .map(|(name, _)| name)
         .collect();
-    needed.sort_unstable();
-    needed.dedup();
     if let Some(missing) = needed.iter().find(|n| !found.contains(n)) {
+        let path = daemon.get("PATH").unwrap_or_default();
         return Check::fail(
             "multiplexer",
-            format!(
-                "{missing} is not on {seen_by} PATH ({})",
-                daemon.get("PATH").unwrap_or_default()
-            ),
+            format!("{missing} is not on {seen_by} PATH ({path})"),
             "wakebridge service install (its PATH finds tmux and zellij where you have them)",
         );
     }
-    let dir = |e: &Env| e.nonempty("TMUX_TMPDIR");
-    if daemon_env.is_some() && mux.tmux_socket.is_none() && dir(daemon) != dir(env) {
+    let (theirs, ours) = (daemon.nonempty("TMUX_TMPDIR"), env.nonempty("TMUX_TMPDIR"));
+    if daemon_env.is_some() && mux.tmux_socket.is_none() && theirs != ours {
         return Check::fail(
             "multiplexer",
             format!(
-                "the daemon's TMUX_TMPDIR is {:?}, this shell's {:?}: it talks to another tmux server",
-                dir(daemon),
-                dir(env)
+                "the daemon's TMUX_TMPDIR is {theirs:?}, this shell's {ours:?}: it talks to another tmux server"
             ),
             "give the daemon the same TMUX_TMPDIR, or set [mux] tmux_socket",
         );
     }
-    Check::ok(
-        "multiplexer",
-        format!("{} on {seen_by} PATH", needed.join(" and ")),
-    )
+    let needed = needed.join(" and ");
+    Check::ok("multiplexer", format!("{needed} on {seen_by} PATH"))
 }
 
 /// A process's environment, from `/proc/<pid>/environ` (Linux, same user); `None` elsewhere.
@@ -453,12 +390,8 @@ fn process_env(pid: u32) -> Option<Env> {
 /// Claude Code as `[launch] command` names it: its version, and whether its first-run screens
 /// were passed (`hasCompletedOnboarding` in the state file it reads).
 fn claude_check(config: &Config, home: &ClaudeHome, env: &Env) -> Check {
-    let program = config
-        .settings
-        .launch
-        .command
-        .first()
-        .map_or("claude", String::as_str);
+    let program = config.settings.launch.command.first();
+    let program = program.map_or("claude", String::as_str);
     let path = env.get("PATH").unwrap_or_default();
     let inv = Invocation::new(Path::new(program), "claude --version").arg("--version");
     let version = resolves(Path::new(program), OsStr::new(&path))
@@ -478,17 +411,17 @@ fn claude_check(config: &Config, home: &ClaudeHome, env: &Env) -> Check {
         .ok()
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .is_some_and(|v| v["hasCompletedOnboarding"] == true);
-    match onboarded {
-        true => Check::ok("claude", format!("{version}, first-run screens passed")),
-        false => Check::warn(
-            "claude",
-            format!(
-                "{version}, first-run screens not passed ({})",
-                state.display()
-            ),
-            "`wakebridge launch` passes them, or start claude once by hand",
-        ),
+    if onboarded {
+        return Check::ok("claude", format!("{version}, first-run screens passed"));
     }
+    Check::warn(
+        "claude",
+        format!(
+            "{version}, first-run screens not passed ({})",
+            state.display()
+        ),
+        "`wakebridge launch` passes them, or start claude once by hand",
+    )
 }
 
 /// What waits: owed wakes and sessions held at a usage limit. Never a failure: both resolve
@@ -509,24 +442,15 @@ fn waiting_checks(sessions: &[SessionStatus]) -> Vec<Check> {
             ))
         })
         .collect();
-    vec![
-        Check::ok(
-            "owed",
-            match owed {
-                0 => "no wake owed".into(),
-                _ => {
-                    format!("{owed} event(s) owed to {owing} session(s), paid when their turns end")
-                }
-            },
-        ),
-        Check::ok(
-            "limits",
-            match limited.is_empty() {
-                true => "no session at a usage limit".into(),
-                false => format!("held until the reset: {}", limited.join(", ")),
-            },
-        ),
-    ]
+    let owed = match owed {
+        0 => "no wake owed".into(),
+        _ => format!("{owed} event(s) owed to {owing} session(s), paid when their turns end"),
+    };
+    let limits = match limited.is_empty() {
+        true => "no session at a usage limit".into(),
+        false => format!("held until the reset: {}", limited.join(", ")),
+    };
+    vec![Check::ok("owed", owed), Check::ok("limits", limits)]
 }
 
 /// The first 8 characters of a session id, as `status` shows it.

@@ -17,7 +17,7 @@ pub const DEFAULT_WIDTH: usize = 100;
 /// Fewest characters of a session id shown: a UUID's first block.
 pub const MIN_ID_CHARS: usize = 8;
 /// How long an ended session stays in the default view (`--all` shows every one).
-pub const ENDED_SHOWN_FOR: std::time::Duration = std::time::Duration::from_secs(3600);
+pub const ENDED_SHOWN_FOR: jiff::SignedDuration = jiff::SignedDuration::from_secs(3600);
 /// Cells in the context bar.
 const BAR_CELLS: usize = 8;
 /// Columns between two cells.
@@ -68,16 +68,8 @@ fn colour(state: SessionState) -> &'static str {
 fn last_activity(s: &SessionStatus) -> Option<Timestamp> {
     let paid = s.paid.as_ref().map(|p| p.last_at);
     let rewound = s.rewind.as_ref().and_then(|r| r.last_at);
-    [
-        s.last_seen_at,
-        s.last_delivery_at,
-        s.last_wake_at,
-        paid,
-        rewound,
-    ]
-    .into_iter()
-    .flatten()
-    .max()
+    let times = [s.last_seen_at, s.last_delivery_at, s.last_wake_at];
+    times.into_iter().chain([paid, rewound]).flatten().max()
 }
 
 /// `3m ago`, `in 2h`, `now`: the distance from `now` in at most two units.
@@ -108,9 +100,8 @@ fn span(secs: u64) -> String {
 fn clock(at: Timestamp, view: &View) -> String {
     let within_day = (at.as_millisecond() - view.now.as_millisecond()).abs() < 86_400_000;
     let format = if within_day { "%H:%M" } else { "%b %d %H:%M" };
-    at.to_zoned_datetime(view.tz.clone())
-        .strftime(format)
-        .to_string()
+    let zoned = at.to_zoned_datetime(view.tz.clone());
+    zoned.strftime(format).to_string()
 }
 
 /// For each id in `ids`, the shortest prefix of at least [`MIN_ID_CHARS`] characters that no
@@ -132,9 +123,8 @@ pub fn short_ids<'a>(ids: &[&'a str], among: &[&str]) -> Vec<&'a str> {
 /// Every id a user may name a session by: the ids `/sessions` lists and the ones they had
 /// before a `/clear` (`rewind.formerly`).
 pub fn known_ids(sessions: &[SessionStatus]) -> Vec<&str> {
-    let formerly = sessions
-        .iter()
-        .flat_map(|s| s.rewind.iter().flat_map(|r| &r.formerly));
+    let formerly = sessions.iter().flat_map(|s| s.rewind.iter());
+    let formerly = formerly.flat_map(|r| &r.formerly);
     let ids = sessions.iter().map(|s| &s.session_id).chain(formerly);
     ids.map(String::as_str).collect()
 }
@@ -163,11 +153,8 @@ fn cut(text: &str, width: usize) -> String {
 fn bar(percent: f64) -> String {
     let filled = (percent.clamp(0.0, 100.0) / 100.0 * BAR_CELLS as f64).round() as usize;
     let empty = BAR_CELLS - filled.min(BAR_CELLS);
-    format!(
-        "{}{} {percent:.0}%",
-        "\u{2588}".repeat(filled),
-        "\u{2591}".repeat(empty)
-    )
+    let (full, empty) = ("\u{2588}".repeat(filled), "\u{2591}".repeat(empty));
+    format!("{full}{empty} {percent:.0}%")
 }
 
 /// The cwd's last component (`/work/wakebridge` → `wakebridge`).
@@ -186,10 +173,8 @@ fn mux_session(s: &SessionStatus) -> String {
     let Some(pane) = &s.pane else {
         return "-".into();
     };
-    match (
-        pane.mux.as_str(),
-        pane.session.as_deref().filter(|n| !n.is_empty()),
-    ) {
+    let session = pane.session.as_deref().filter(|n| !n.is_empty());
+    match (pane.mux.as_str(), session) {
         ("zellij", Some(session)) => format!("zellij:{session}"),
         (_, Some(session)) => session.to_owned(),
         (_, None) => pane.pane.clone(),
@@ -198,10 +183,8 @@ fn mux_session(s: &SessionStatus) -> String {
 
 /// What happens next: a resume at a limit's reset, a waiting rewind, an owed wake, a nudge.
 fn next(s: &SessionStatus, view: &View) -> String {
-    let limit = s
-        .limit
-        .as_ref()
-        .filter(|_| s.state == SessionState::Limited);
+    let limited = s.state == SessionState::Limited;
+    let limit = s.limit.as_ref().filter(|_| limited);
     let waiting = s.rewind.as_ref().and_then(|r| r.waiting.as_deref());
     let nudge = s.nudge.as_ref();
     if let Some(at) = limit.filter(|l| !l.gave_up).and_then(|l| l.resets_at) {
@@ -259,13 +242,7 @@ fn shown<'a>(sessions: &'a [SessionStatus], view: &View) -> (Vec<&'a SessionStat
         .iter()
         .partition(|s| s.state != SessionState::Ended);
     let recent = |s: &&SessionStatus| {
-        let ms = i64::try_from(ENDED_SHOWN_FOR.as_millis()).unwrap_or(i64::MAX);
-        last_activity(s).is_some_and(|at| {
-            view.now
-                .as_millisecond()
-                .saturating_sub(at.as_millisecond())
-                <= ms
-        })
+        last_activity(s).is_some_and(|at| view.now.duration_since(at) <= ENDED_SHOWN_FOR)
     };
     let ended = over.len();
     if !view.all {
@@ -325,12 +302,8 @@ pub fn render(sessions: &[SessionStatus], health: Option<&Health>, view: &View) 
         })
         .collect();
     let widths = widths(&cells, view.width);
-    out.push_str(&line(
-        &COLUMNS.map(|(name, ..)| name.to_owned()),
-        &widths,
-        view,
-        None,
-    ));
+    let head = COLUMNS.map(|(name, ..)| name.to_owned());
+    out.push_str(&line(&head, &widths, view, None));
     for (row, s) in cells.iter().zip(&rows) {
         out.push_str(&line(row, &widths, view, Some(s.state)));
     }
@@ -358,14 +331,14 @@ fn widths(cells: &[[String; 7]], width: usize) -> [usize; 7] {
 }
 
 fn line(
-    cells: &[String; 7],
+    row: &[String; 7],
     widths: &[usize; 7],
     view: &View,
     state: Option<SessionState>,
 ) -> String {
-    let parts: Vec<String> = (cells.iter().zip(widths))
+    let parts: Vec<String> = (row.iter().zip(widths))
         .map(|(cell, width)| {
-            // Every cell but the last padded to exactly its width.
+            // Padded to exactly its width; the line's end is trimmed.
             let mut text = cut(cell, *width);
             let pad = width.saturating_sub(text.width());
             text.extend(std::iter::repeat_n(' ', pad));

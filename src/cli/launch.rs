@@ -96,32 +96,28 @@ pub async fn run_with(
     err: &mut dyn Write,
 ) -> u8 {
     let json = args.json;
-    let launched = match options_from(args, config, env) {
-        Ok(opts) => launch(&opts).await,
-        Err(e) => {
-            let _ = writeln!(err, "wakebridge launch: {e}");
-            return 2;
-        }
+    let (code, said) = match options_from(args, config, env) {
+        Err(e) => (2, vec![e.to_string()]),
+        Ok(opts) => match launch(&opts).await {
+            Ok(launched) => (0, report(&launched, json, out)),
+            Err(e @ LaunchError::Prompt { .. }) => (
+                e.exit_code(),
+                vec![
+                    e.to_string(),
+                    "the agent is running; type the prompt yourself".into(),
+                ],
+            ),
+            Err(e) => (e.exit_code(), vec![e.to_string()]),
+        },
     };
-    match launched {
-        Ok(launched) => {
-            report(&launched, json, out, err);
-            0
-        }
-        Err(e) => {
-            let _ = writeln!(err, "wakebridge launch: {e}");
-            if let LaunchError::Prompt { .. } = e {
-                let _ = writeln!(
-                    err,
-                    "wakebridge launch: the agent is running; type the prompt yourself"
-                );
-            }
-            e.exit_code()
-        }
+    for line in said {
+        let _ = writeln!(err, "wakebridge launch: {line}");
     }
+    code
 }
 
-fn report(launched: &Launched, json: bool, out: &mut dyn Write, err: &mut dyn Write) {
+/// Prints the pane (or the JSON), and returns what else there is to say.
+fn report(launched: &Launched, json: bool, out: &mut dyn Write) -> Vec<String> {
     let _ = match json {
         true => writeln!(out, "{}", launched.to_json()),
         false => writeln!(out, "{}", launched.pane),
@@ -134,11 +130,8 @@ fn report(launched: &Launched, json: bool, out: &mut dyn Write, err: &mut dyn Wr
             true => "already trusted in",
             false => "marked trusted in",
         };
-        said.push(format!(
-            "{} {what} {}{backup}",
-            done.project,
-            done.config.display()
-        ));
+        let (project, config) = (&done.project, done.config.display());
+        said.push(format!("{project} {what} {config}{backup}"));
     }
     if !launched.screens_passed.is_empty() {
         let names: Vec<&str> = launched.screens_passed.iter().map(|s| s.name()).collect();
@@ -156,9 +149,7 @@ fn report(launched: &Launched, json: bool, out: &mut dyn Write, err: &mut dyn Wr
         Mapping::NoWakeDir => "no wake dir, pane mapping skipped".into(),
         Mapping::Failed(why) => format!("pane mapping failed: {why}"),
     });
-    for line in said {
-        let _ = writeln!(err, "wakebridge launch: {line}");
-    }
+    said
 }
 
 /// Flags + configuration + environment → options.
@@ -189,14 +180,9 @@ pub fn options_from(
         false => args.command,
     };
     let claude_home = config.paths.claude.clone();
-    let pre_trust = match args.pre_trust {
-        true => Some(
-            claude_home
-                .clone()
-                .map_err(PreTrustError::from)?
-                .state_file_in_use(),
-        ),
-        false => None,
+    let pre_trust = match (args.pre_trust, claude_home.clone()) {
+        (true, home) => Some(home.map_err(PreTrustError::from)?.state_file_in_use()),
+        (false, _) => None,
     };
     let mut mux = MuxConfig::from_settings(&config.settings.mux);
     if let Some(socket) = args.tmux_socket {
@@ -207,12 +193,11 @@ pub fn options_from(
     }
     // Inside tmux (`$TMUX` set) a new window of the caller's session, unless another server
     // was asked for; otherwise a new detached session.
-    let own_socket = env
-        .nonempty("TMUX")
-        .map(|t| t.split(',').next().unwrap_or("").to_owned());
+    let tmux = env.nonempty("TMUX");
+    let own_socket = tmux.as_deref().map(|t| t.split(',').next().unwrap_or(""));
     let placement = match (own_socket, mux.tmux_socket.as_deref()) {
         (None, _) => Placement::NewSession,
-        (Some(own), Some(asked)) if asked != Path::new(&own) => Placement::NewSession,
+        (Some(own), Some(asked)) if asked != Path::new(own) => Placement::NewSession,
         (Some(_), _) => Placement::NewWindow { target: None },
     };
     Ok(LaunchOptions {

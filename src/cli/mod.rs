@@ -72,7 +72,7 @@ enum Command {
     Launch(launch::LaunchArgs),
     /// Check every link a wake needs, one line each with the fix; exit 0 only when a wake
     /// would work.
-    Doctor(doctor::DoctorArgs),
+    Doctor(client::UrlArg),
     /// Print the effective configuration and where each value came from; --check only
     /// validates it (exit 0 or 2), e.g. as a supervisor's ExecStartPre.
     Config(show_config::ConfigArgs),
@@ -136,7 +136,9 @@ pub fn main() -> ExitCode {
         Command::Launch(args) => {
             with_config(resolved(args.wake_dir.as_deref()), |c| launch::run(args, c))
         }
-        Command::Doctor(args) => with_config(resolved(None), |c| doctor::run(c, &args)),
+        Command::Doctor(args) => {
+            with_config(resolved(None), |c| doctor::run(c, args.url.as_deref()))
+        }
         Command::Config(args) => show_config::run(args.check, &with(args.serve), &Env::process()),
         Command::Completions(args) => manual::completions(&args),
         Command::Man(args) => manual::man(&args),

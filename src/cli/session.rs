@@ -138,13 +138,8 @@ pub fn run_panes(command: &PanesCommand, wake_dir: &Path) -> ExitCode {
 
 /// `wake-state busy|idle` on `wake_dir` against the real environment and stderr.
 pub fn run_wake_state(args: &WakeStateArgs, wake_dir: &Path) -> ExitCode {
-    execute_wake_state(
-        args,
-        wake_dir,
-        &Env::process(),
-        &mut std::io::stderr().lock(),
-    )
-    .into()
+    let mut err = std::io::stderr().lock();
+    execute_wake_state(args, wake_dir, &Env::process(), &mut err).into()
 }
 
 /// `panes set|clear` with injected environment and output (what tests drive). `wake_dir` is the
@@ -156,11 +151,16 @@ pub fn execute_panes(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> CliStatus {
-    let result = match command {
-        PanesCommand::Set(args) => panes_set(args, wake_dir, env, out),
-        PanesCommand::Clear(args) => panes_clear(args, wake_dir, env, out),
+    let (json, done) = match command {
+        PanesCommand::Set(args) => (args.json, panes_set(args, wake_dir, env)),
+        PanesCommand::Clear(args) => (args.json, panes_clear(args, wake_dir, env)),
     };
-    finish(result, err)
+    let printed = done.map(|(value, text)| {
+        let pretty = || serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
+        // A closed stdout must not turn a completed write into a failure.
+        let _ = writeln!(out, "{}", if json { pretty() } else { text });
+    });
+    finish(printed, err)
 }
 
 /// `wake-state busy|idle` with injected environment. Prints nothing on success: hook stdout can
@@ -210,10 +210,12 @@ fn write_failure(error: PanesWriteError) -> Failed {
 
 /// Exit 2 when the arguments were wrong, else 1.
 fn failed(usage: bool, error: impl ToString) -> Failed {
-    match usage {
-        true => Failed(CliStatus::Usage, error.to_string()),
-        false => Failed(CliStatus::Failure, error.to_string()),
-    }
+    let status = if usage {
+        CliStatus::Usage
+    } else {
+        CliStatus::Failure
+    };
+    Failed(status, error.to_string())
 }
 
 /// The explicit `--mux/--pane/--mux-session` target, validated exactly like a file entry.
@@ -226,51 +228,42 @@ pub fn explicit_target(args: &PanesSetArgs) -> Option<Result<PaneTarget, Invalid
     Some(parse_target(&value))
 }
 
-fn panes_set(
-    args: &PanesSetArgs,
-    wake_dir: &Path,
-    env: &Env,
-    out: &mut dyn Write,
-) -> Result<(), Failed> {
+/// What `panes set` did, as JSON and as text.
+fn panes_set(args: &PanesSetArgs, wake_dir: &Path, env: &Env) -> Result<(Value, String), Failed> {
     let session_id = session_id(&args.session, env)?;
-    let explicit = explicit_target(args)
-        .transpose()
-        .map_err(|invalid| Failed(CliStatus::Usage, format!("Invalid target: {invalid}")))?;
+    let invalid = |invalid| Failed(CliStatus::Usage, format!("Invalid target: {invalid}"));
+    let explicit = explicit_target(args).transpose().map_err(invalid)?;
     // A lifecycle boundary proves no turn is in flight: the marker goes first.
     if !args.keep_wake_state {
         clear_busy_if_any(wake_dir, &session_id).map_err(marker_failure)?;
     }
     let Some(target) = explicit.or_else(|| detect_target(env)) else {
-        let skipped = json!({ "skipped": SKIPPED_NO_MUX });
-        print(out, args.json, &skipped, || {
-            format!("Skipped: {SKIPPED_NO_MUX} (not inside tmux or zellij); nothing mapped")
-        });
-        return Ok(());
+        let text = format!("Skipped: {SKIPPED_NO_MUX} (not inside tmux or zellij); nothing mapped");
+        return Ok((json!({ "skipped": SKIPPED_NO_MUX }), text));
     };
     let outcome = set_entry(wake_dir, &session_id, &target).map_err(write_failure)?;
-    print(out, args.json, &outcome.to_json(), || set_text(&outcome));
-    Ok(())
+    Ok((outcome.to_json(), set_text(&outcome)))
 }
 
+/// What `panes clear` did, as JSON and as text.
 fn panes_clear(
     args: &PanesClearArgs,
     wake_dir: &Path,
     env: &Env,
-    out: &mut dyn Write,
-) -> Result<(), Failed> {
+) -> Result<(Value, String), Failed> {
     let session_id = session_id(&args.session, env)?;
     clear_busy_if_any(wake_dir, &session_id).map_err(marker_failure)?;
-    let also_pane = (!args.keep_pane_entries)
-        .then(|| detect_target(env))
-        .flatten();
+    let also_pane = if args.keep_pane_entries {
+        None
+    } else {
+        detect_target(env)
+    };
     let outcome = clear_entry(wake_dir, &session_id, also_pane.as_ref()).map_err(write_failure)?;
-    print(out, args.json, &outcome.to_json(), || {
-        match outcome.removed.is_empty() {
-            true => format!("No pane mapping to remove for {}", outcome.session_id),
-            false => format!("Unmapped {}", outcome.removed.join(", ")),
-        }
-    });
-    Ok(())
+    let text = match outcome.removed.is_empty() {
+        true => format!("No pane mapping to remove for {}", outcome.session_id),
+        false => format!("Unmapped {}", outcome.removed.join(", ")),
+    };
+    Ok((outcome.to_json(), text))
 }
 
 /// `Mapped <sid> -> tmux pane %3`, plus the evicted ids when there are any.
@@ -283,15 +276,6 @@ pub fn set_text(outcome: &SetOutcome) -> String {
             outcome.evicted.join(", ")
         ),
     }
-}
-
-fn print(out: &mut dyn Write, as_json: bool, value: &Value, text: impl FnOnce() -> String) {
-    let rendered = match as_json {
-        true => serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()),
-        false => text(),
-    };
-    // A closed stdout must not turn a completed write into a failure.
-    let _ = writeln!(out, "{rendered}");
 }
 
 #[cfg(test)]

@@ -495,8 +495,7 @@ fn tmux_command_args(command: &[String]) -> Result<Vec<String>, LaunchError> {
         )));
     }
     if command.len() == 1 {
-        // NUL was refused above, the one thing a shell word cannot hold.
-        let quoted = shlex::try_quote(first).map_err(|e| LaunchError::BadCommand(e.to_string()))?;
+        let quoted = shlex::try_quote(first).unwrap_or_default(); // NUL was refused above.
         return Ok(vec![quoted.into_owned()]);
     }
     Ok(command

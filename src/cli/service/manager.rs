@@ -3,7 +3,6 @@
 //! its state, its pid) and its last log lines. Each call goes through `mux::process`.
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -50,12 +49,11 @@ fn launchctl(args: &[&str]) -> Invocation {
 
 /// A command line as a person would type it.
 pub fn shown(inv: &Invocation) -> String {
-    let words: Vec<_> = std::iter::once(inv.program.as_os_str())
-        .chain(inv.args.iter().map(|a| a.as_os_str()))
-        .map(OsStr::to_string_lossy)
+    let args = inv.args.iter().map(|arg| arg.to_string_lossy());
+    let words: Vec<_> = std::iter::once(inv.program.to_string_lossy())
+        .chain(args)
         .collect();
-    let words: Vec<&str> = words.iter().map(|w| &**w).collect();
-    shlex::try_join(words.iter().copied()).unwrap_or_else(|_| words.join(" "))
+    shlex::try_join(words.iter().map(|w| &**w)).unwrap_or_else(|_| words.join(" "))
 }
 
 /// Runs one command from [`Manager::load_commands`] and friends with [`CALL_TIMEOUT`].
@@ -135,9 +133,8 @@ impl Manager {
             Manager::Systemd => {
                 let props = "--property=LoadState,ActiveState,SubState,MainPID";
                 let inv = systemctl(&["show", props, UNIT]);
-                Ok(systemd_state(
-                    &process::run_for(&inv, QUERY_TIMEOUT).await?.stdout,
-                ))
+                let out = process::run_for(&inv, QUERY_TIMEOUT).await?;
+                Ok(systemd_state(&out.stdout))
             }
             Manager::Launchd { uid } => {
                 let inv = launchctl(&["print", &Self::target(*uid)]);
@@ -204,9 +201,7 @@ pub fn launchd_state(text: &str) -> State {
     State {
         loaded: true,
         state: field("state").unwrap_or_else(|| "loaded".into()),
-        pid: field("pid")
-            .and_then(|p| p.parse::<u32>().ok())
-            .filter(|p| *p > 0),
+        pid: field("pid").and_then(|p| p.parse().ok()).filter(|p| *p > 0),
     }
 }
 

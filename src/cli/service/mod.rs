@@ -76,25 +76,26 @@ enum ServiceError {
     NoHome,
     #[error("cannot tell where this wakebridge binary is ({0}); run it by its path")]
     NoExe(std::io::Error),
-    #[error("--config {}: {source}; give a file that exists", path.display())]
-    ConfigPath {
-        path: PathBuf,
-        source: std::io::Error,
-    },
     #[error(transparent)]
     Render(#[from] render::RenderError),
     #[error("{0} (the secret file install would use; fix it or remove it, then install again)")]
     Secret(config::secret::SecretFileError),
-    #[error("cannot {what} {}: {source}; check its directory's owner and permissions", path.display())]
+    #[error("cannot {what} {}: {source}; check it and its directory's permissions", path.display())]
     Io {
         what: &'static str,
         path: PathBuf,
         source: std::io::Error,
     },
     #[error("{0}; is the service manager running for this user?")]
-    Manager(MuxError),
+    Manager(#[from] MuxError),
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+}
+
+/// An I/O failure on `path`, for `map_err`.
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ServiceError {
+    let path = path.to_owned();
+    move |source| ServiceError::Io { what, path, source }
 }
 
 /// Runs a `service` verb; `config_flag` is the global `--config`. Only `install` needs the
@@ -106,15 +107,22 @@ pub fn run(
 ) -> ExitCode {
     let env = Env::process();
     let platform = |arg: &PlatformArg| arg.platform.unwrap_or_else(Platform::native);
-    let result = match (command, &config) {
-        (ServiceCommand::Install(args), Ok(config)) => install(args, config, config_flag, &env),
-        (ServiceCommand::Install(_), Err(e)) => {
-            crate::errln!("wakebridge service: {e}");
-            return ExitCode::from(2);
+    let result = super::block_on(async {
+        match (command, &config) {
+            (ServiceCommand::Install(args), Ok(config)) => {
+                install(args, platform(&args.platform), config, config_flag, &env).await
+            }
+            (ServiceCommand::Install(_), Err(e)) => {
+                crate::errln!("wakebridge service: {e}");
+                Ok(ExitCode::from(2))
+            }
+            (ServiceCommand::Uninstall(args), _) => uninstall(platform(args), &env).await,
+            (ServiceCommand::Status(args), config) => {
+                status(platform(args), config.as_ref(), &env).await
+            }
         }
-        (ServiceCommand::Uninstall(args), _) => uninstall(platform(args), &env),
-        (ServiceCommand::Status(args), config) => status(platform(args), config.as_ref(), &env),
-    };
+    });
+    let result = result.map_err(ServiceError::Runtime).and_then(|done| done);
     result.unwrap_or_else(|e| {
         crate::errln!("wakebridge service: {e}");
         match e {
@@ -138,9 +146,8 @@ struct Locations {
 impl Locations {
     fn of(platform: Platform, env: &Env) -> Result<Locations, ServiceError> {
         let home = env.absolute_path("HOME").ok_or(ServiceError::NoHome)?;
-        let config_home = env
-            .absolute_path("XDG_CONFIG_HOME")
-            .unwrap_or_else(|| home.join(".config"));
+        let config_home = env.absolute_path("XDG_CONFIG_HOME");
+        let config_home = config_home.unwrap_or_else(|| home.join(".config"));
         let file = match platform {
             Platform::Systemd => config_home.join("systemd/user").join(SYSTEMD_UNIT),
             Platform::Launchd => home.join(format!("Library/LaunchAgents/{LAUNCHD_LABEL}.plist")),
@@ -154,79 +161,40 @@ impl Locations {
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, ServiceError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(ServiceError::Runtime)
-}
-
-/// Which secret file the daemon will read, and what install does about it.
-enum SecretPlan {
-    None,
-    /// Write the installer's `AGENT_EVENT_BUS_BRIDGE_SECRET` to this file (unless it holds it).
-    Write(PathBuf, String),
-    /// Use this file as it is (configured, or left by an earlier install).
-    Keep(PathBuf),
-}
-
-impl SecretPlan {
-    fn of(config: &Config, env: &Env, locations: &Locations) -> Result<SecretPlan, ServiceError> {
-        let configured = Some(config.settings.bridge.secret_file.trim())
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from);
-        let file = configured
-            .clone()
-            .unwrap_or_else(|| locations.default_secret.clone());
-        if let Some(secret) = env.nonempty(SECRET_ENV) {
-            return Ok(SecretPlan::Write(file, secret));
-        }
-        // A configured one was read already by resolve(). One left by an earlier install must
-        // not be dropped silently: that would turn signature checks off.
-        if configured.is_none() && file.exists() {
-            config::secret::read(&file).map_err(ServiceError::Secret)?;
-        }
-        Ok(match configured.is_some() || file.exists() {
-            true => SecretPlan::Keep(file),
-            false => SecretPlan::None,
-        })
-    }
-
-    fn file(&self) -> Option<&Path> {
-        match self {
-            SecretPlan::None => None,
-            SecretPlan::Write(file, _) | SecretPlan::Keep(file) => Some(file),
-        }
-    }
-}
-
 /// Writes `text` to `path` (0600, atomically, its directory created) unless it is there already.
 fn write(path: &Path, text: &str) -> Result<Written, ServiceError> {
-    private_fs::write(path, text.as_bytes(), FILE_MODE).map_err(|source| ServiceError::Io {
-        what: "write",
-        path: path.to_path_buf(),
-        source,
-    })
+    private_fs::write(path, text.as_bytes(), FILE_MODE).map_err(io("write", path))
 }
 
-fn install(
+async fn install(
     args: &InstallArgs,
+    platform: Platform,
     config: &Config,
     config_flag: Option<&Path>,
     env: &Env,
 ) -> Result<ExitCode, ServiceError> {
-    let platform = args.platform.platform.unwrap_or_else(Platform::native);
     let locations = Locations::of(platform, env)?;
     let exe = crate::cli::own_binary(env).map_err(ServiceError::NoExe)?;
-    let config_path = config_flag
-        .map(|path| {
-            std::fs::canonicalize(path).map_err(|source| ServiceError::ConfigPath {
-                path: path.to_path_buf(),
-                source,
-            })
-        })
-        .transpose()?;
-    let secret = SecretPlan::of(config, env, &locations)?;
+    let config_path = match config_flag {
+        Some(path) => Some(std::fs::canonicalize(path).map_err(io("find --config", path))?),
+        None => None,
+    };
+    // The secret file the daemon will read: the configured one, else the default (written from
+    // the installer's AGENT_EVENT_BUS_BRIDGE_SECRET when it has one). A configured file was read
+    // by resolve() already; one left by an earlier install must not be dropped silently (that
+    // would turn signature checks off).
+    let configured = Some(config.settings.bridge.secret_file.trim())
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from);
+    let secret_file = configured
+        .clone()
+        .unwrap_or(locations.default_secret.clone());
+    let secret = env.get(SECRET_ENV).filter(|s| !s.is_empty());
+    if secret.is_none() && configured.is_none() && secret_file.exists() {
+        config::secret::read(&secret_file).map_err(ServiceError::Secret)?;
+    }
+    let secret_file =
+        (secret.is_some() || configured.is_some() || secret_file.exists()).then_some(secret_file);
     let path = env.get("PATH").unwrap_or_default();
     let found: Vec<PathBuf> = PATH_PROGRAMS
         .iter()
@@ -239,24 +207,22 @@ fn install(
         exe,
         config: config_path,
         path: render::daemon_path(&found, &locations.home),
-        env: render::daemon_env(&env.vars(), secret.file()),
+        env: render::daemon_env(&env.vars(), secret_file.as_deref()),
         home: locations.home.clone(),
     };
     let text = render::render(platform, &spec)?;
     let manager = Manager::new(platform);
-    let rt = runtime()?;
-    let before = rt.block_on(manager.state());
+    let before = manager.state().await;
     // Unknown: systemd's restart starts a stopped unit too and never leaves an old instance
     // answering for the new one; launchd's bootout of a label not loaded would fail.
     let running = match (&before, manager) {
-        (Ok(s), Manager::Systemd) => {
-            s.state.starts_with("active") || s.state.starts_with("activating")
-        }
+        (Ok(s), Manager::Systemd) => s.state.starts_with("activ"),
         (Ok(s), Manager::Launchd { .. }) => s.loaded,
         (Err(_), manager) => manager == Manager::Systemd,
     };
     let commands = manager.load_commands(&locations.file, running);
     let file = locations.file.display();
+    let log_dir = (platform == Platform::Launchd).then_some(&locations.log_dir);
     if args.dry_run {
         let what = match Written::of(&locations.file, text.as_bytes()) {
             Written::New => "new",
@@ -264,18 +230,18 @@ fn install(
             Written::Unchanged => "the same as the file there",
         };
         crate::outln!("would write {file} ({what}):\n{}", text.trim_end());
-        match &secret {
-            SecretPlan::Write(path, _) => crate::outln!(
+        match (&secret, &secret_file) {
+            (Some(_), Some(path)) => crate::outln!(
                 "would write the secret ({SECRET_ENV}) to {} (0600); the file above only names it",
                 path.display()
             ),
-            SecretPlan::Keep(path) => {
+            (None, Some(path)) => {
                 crate::outln!("would keep using the secret file {}", path.display());
             }
-            SecretPlan::None => crate::outln!("no secret ({SECRET_ENV} is not set)"),
+            (_, None) => crate::outln!("no secret ({SECRET_ENV} is not set)"),
         }
-        if platform == Platform::Launchd {
-            crate::outln!("would create {}", locations.log_dir.display());
+        if let Some(dir) = log_dir {
+            crate::outln!("would create {}", dir.display());
         }
         if let Err(e) = &before {
             crate::outln!("(cannot ask the service manager, so assuming it is not loaded: {e})");
@@ -286,56 +252,47 @@ fn install(
         }
         return Ok(ExitCode::SUCCESS);
     }
-    match &secret {
-        SecretPlan::Write(path, value) => {
+    match (&secret, &secret_file) {
+        (Some(value), Some(path)) => {
             let what = match write(path, &format!("{value}\n"))? {
                 Written::Unchanged => "unchanged",
                 Written::New => "written, 0600",
                 Written::Replaced => "written, 0600; it held something else before",
             };
+            let path = path.display();
             crate::outln!(
-                "secret: {} ({what}); the service file names it, it does not hold it",
-                path.display()
+                "secret: {path} ({what}); the service file names it, it does not hold it"
             );
         }
-        SecretPlan::Keep(path) => crate::outln!("secret: {} (kept as it is)", path.display()),
-        SecretPlan::None => {}
+        (None, Some(path)) => crate::outln!("secret: {} (kept as it is)", path.display()),
+        (_, None) => {}
     }
-    if platform == Platform::Launchd {
-        private_fs::create_dir(&locations.log_dir).map_err(|source| ServiceError::Io {
-            what: "create",
-            path: locations.log_dir.clone(),
-            source,
-        })?;
+    if let Some(dir) = log_dir {
+        private_fs::create_dir(dir).map_err(io("create", dir))?;
     }
     match write(&locations.file, &text)? {
         Written::New => crate::outln!("wrote {file}"),
         Written::Replaced => crate::outln!("wrote {file} (replaced the different file there)"),
         Written::Unchanged => crate::outln!("{file} is already this file"),
     }
-    let url = daemon_url(config, None);
-    let answered = rt.block_on(async {
-        for command in &commands {
-            manager::run(command).await.map_err(ServiceError::Manager)?;
-            crate::outln!("ran: {}", shown(command));
-            if command.args.first().is_some_and(|w| w == "bootout") {
-                // launchd lets go of the old job a moment later; bootstrap fails until it has.
-                let deadline = Deadline::after(BOOTOUT_WAIT);
-                while !deadline.expired() && manager.state().await.is_ok_and(|s| s.loaded) {
-                    tokio::time::sleep(POLL_INTERVAL).await;
-                }
+    for command in &commands {
+        manager::run(command).await?;
+        crate::outln!("ran: {}", shown(command));
+        if command.args.first().is_some_and(|w| w == "bootout") {
+            // launchd lets go of the old job a moment later; bootstrap fails until it has.
+            let deadline = Deadline::after(BOOTOUT_WAIT);
+            while !deadline.expired() && manager.state().await.is_ok_and(|s| s.loaded) {
+                tokio::time::sleep(POLL_INTERVAL).await;
             }
         }
-        Ok::<_, ServiceError>(await_new_instance(&manager, &url, Deadline::after(args.wait)).await)
-    })?;
+    }
+    let url = daemon_url(config, None);
     let logs = manager.log_hint(&locations.log_dir);
-    let why = match answered {
+    let why = match await_new_instance(&manager, &url, Deadline::after(args.wait)).await {
         Ok(health) => {
+            let (version, pid, bus) = (&health.version, health.pid, registered_words(&health));
             crate::outln!(
-                "wakebridge {} is running as pid {} ({url}/health); bus registration: {}",
-                health.version,
-                health.pid,
-                registered_words(&health)
+                "wakebridge {version} is running as pid {pid} ({url}/health); bus registration: {bus}"
             );
             crate::outln!("logs: {logs}");
             if platform == Platform::Systemd {
@@ -348,12 +305,12 @@ fn install(
         }
         Err(why) => why,
     };
+    let wait = humantime::format_duration(args.wait);
     crate::errln!(
-        "wakebridge service: the new instance did not answer {url}/health within {}: {why}",
-        humantime::format_duration(args.wait)
+        "wakebridge service: the new instance did not answer {url}/health within {wait}: {why}"
     );
     crate::errln!("its last log lines ({logs}):");
-    match rt.block_on(manager.last_log_lines(&locations.log_dir)) {
+    match manager.last_log_lines(&locations.log_dir).await {
         Ok(lines) if !lines.trim().is_empty() => {
             for line in lines.lines() {
                 crate::errln!("  {line}");
@@ -377,11 +334,9 @@ fn registered_words(health: &Health) -> &'static str {
 /// What `/health` at `url` says, without the bearer: it needs none, and `status` asks it while
 /// the configuration (and so the secret) may not resolve.
 async fn health(url: &str) -> Result<Health, String> {
-    let client = reqwest::Client::builder()
-        .timeout(HEALTH_TIMEOUT)
-        .build()
-        .map_err(|e| e.to_string())?;
+    let client = reqwest::Client::builder().timeout(HEALTH_TIMEOUT).build();
     let answer = client
+        .map_err(|e| e.to_string())?
         .get(format!("{url}/health"))
         .send()
         .await
@@ -431,41 +386,32 @@ async fn await_new_instance(
     }
 }
 
-fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceError> {
+async fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceError> {
     let locations = Locations::of(platform, env)?;
     let file = &locations.file;
     if !file.exists() {
-        crate::outln!(
-            "no wakebridge service is installed ({} does not exist); nothing to do",
-            file.display()
-        );
+        let file = file.display();
+        crate::outln!("no wakebridge service is installed ({file} does not exist); nothing to do");
         return Ok(ExitCode::SUCCESS);
     }
     let manager = Manager::new(platform);
     let (unload, after) = manager.unload_commands();
-    runtime()?.block_on(async {
-        // systemd's `disable --now` of a unit that is not running is fine.
-        if manager == Manager::Systemd || manager.state().await.is_ok_and(|s| s.loaded) {
-            for command in &unload {
-                manager::run(command).await.map_err(ServiceError::Manager)?;
-                crate::outln!("ran: {}", shown(command));
-            }
-        }
-        std::fs::remove_file(file).map_err(|source| ServiceError::Io {
-            what: "remove",
-            path: file.clone(),
-            source,
-        })?;
-        crate::outln!("removed {}", file.display());
-        for command in &after {
-            manager::run(command).await.map_err(ServiceError::Manager)?;
-            crate::outln!("ran: {}", shown(command));
-        }
-        Ok::<_, ServiceError>(())
-    })?;
+    // systemd's `disable --now` of a unit that is not running is fine.
+    let loaded = manager == Manager::Systemd || manager.state().await.is_ok_and(|s| s.loaded);
+    for command in unload.iter().filter(|_| loaded) {
+        manager::run(command).await?;
+        crate::outln!("ran: {}", shown(command));
+    }
+    std::fs::remove_file(file).map_err(io("remove", file))?;
+    crate::outln!("removed {}", file.display());
+    for command in &after {
+        manager::run(command).await?;
+        crate::outln!("ran: {}", shown(command));
+    }
     let configured = config::load_settings(None, env)
         .ok()
-        .map(|s| s.bridge.secret_file)
+        .map(|s| s.bridge.secret_file);
+    let configured = configured
         .filter(|s| !s.trim().is_empty())
         .map(PathBuf::from);
     for secret in [Some(locations.default_secret), configured]
@@ -473,37 +419,30 @@ fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceError> {
         .flatten()
     {
         if secret.exists() {
-            crate::outln!(
-                "kept the secret file {} (remove it yourself if no longer needed)",
-                secret.display()
-            );
+            let secret = secret.display();
+            crate::outln!("kept the secret file {secret} (remove it yourself if no longer needed)");
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn status(
+async fn status(
     platform: Platform,
     config: Result<&Config, &ConfigError>,
     env: &Env,
 ) -> Result<ExitCode, ServiceError> {
     let locations = Locations::of(platform, env)?;
-    let installed = locations.file.exists();
     let manager = Manager::new(platform);
-    let url = match config {
-        Ok(config) => daemon_url(config, None),
-        Err(e) => {
+    let url = config.map_or_else(
+        |e| {
             crate::outln!("config: {e}");
             DEFAULT_URL.to_string()
-        }
-    };
-    let rt = runtime()?;
-    let (state, answer) = rt.block_on(async { (manager.state().await, health(&url).await) });
-    let kind = match platform {
-        Platform::Systemd => "systemd user unit",
-        Platform::Launchd => "launchd agent",
-    };
-    let file = locations.file.display();
+        },
+        |config| daemon_url(config, None),
+    );
+    let (state, answer) = (manager.state().await, health(&url).await);
+    let (kind, file): (&str, _) = (platform.into(), locations.file.display());
+    let installed = locations.file.exists();
     match installed {
         true => crate::outln!("service: {kind} installed at {file}"),
         false => crate::outln!("service: no {kind} installed ({file} does not exist)"),
@@ -524,12 +463,10 @@ fn status(
         }
     };
     let serving = match (&answer, service_pid) {
-        (Ok(h), Some(pid)) if rt.block_on(is_service(h.pid, pid)) => {
+        (Ok(h), Some(pid)) if is_service(h.pid, pid).await => {
+            let (version, pid, bus) = (&h.version, h.pid, registered_words(h));
             crate::outln!(
-                "daemon: wakebridge {} answering at {url} as pid {}; bus registration: {}",
-                h.version,
-                h.pid,
-                registered_words(h)
+                "daemon: wakebridge {version} answering at {url} as pid {pid}; bus registration: {bus}"
             );
             true
         }

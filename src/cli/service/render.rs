@@ -46,11 +46,13 @@ const KEPT_VARS: [&str; 7] = [
 const KEPT_PREFIXES: [&str; 2] = ["AGENT_EVENT_BUS_BRIDGE_", "WAKEBRIDGE_"];
 
 /// The two service managers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, strum::IntoStaticStr)]
 pub enum Platform {
     /// A launchd LaunchAgent (macOS).
+    #[strum(serialize = "launchd agent")]
     Launchd,
     /// A systemd user unit (Linux).
+    #[strum(serialize = "systemd user unit")]
     Systemd,
 }
 
