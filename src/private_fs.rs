@@ -5,7 +5,7 @@
 use std::fs::{DirBuilder, File, OpenOptions, Permissions, TryLockError};
 use std::io::{self, ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Mode of every file wakebridge creates: owner only.
 pub const FILE_MODE: u32 = 0o600;
@@ -106,6 +106,77 @@ pub fn replace_with_mode(
     Ok(())
 }
 
+/// What [`write`] did, or (`Written::of`) would do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    New,
+    Replaced,
+    Unchanged,
+}
+
+impl Written {
+    /// What writing `bytes` to `path` would do.
+    pub fn of(path: &Path, bytes: &[u8]) -> Written {
+        match std::fs::read(path) {
+            Ok(old) if old == bytes => Written::Unchanged,
+            Err(_) if !path.exists() => Written::New,
+            _ => Written::Replaced,
+        }
+    }
+}
+
+/// [`replace_with_mode`] for a file that may not exist yet, in a directory that may not
+/// either ([`create_dir`]); a file already holding `bytes` is left alone. The temp file is
+/// `.<name>.wakebridge.*.tmp`.
+pub fn write(path: &Path, bytes: &[u8], mode: u32) -> io::Result<Written> {
+    let written = Written::of(path, bytes);
+    if written != Written::Unchanged {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            create_dir(dir)?;
+        }
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        replace_with_mode(path, bytes, &format!(".{name}.wakebridge."), mode)?;
+    }
+    Ok(written)
+}
+
+/// Most numbered backups looked through for a free name, a bound should every name be refused.
+const MAX_BACKUPS: u32 = 10_000;
+
+/// Keeps `bytes` (a file's contents before it is changed) in the first free
+/// `<path>.wakebridge-<n>.bak` beside it, with `mode`, synced, never replacing a file.
+pub fn backup(path: &Path, bytes: &[u8], mode: u32) -> io::Result<PathBuf> {
+    for n in 1..=MAX_BACKUPS {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".wakebridge-{n}.bak"));
+        let backup = PathBuf::from(name);
+        let mut file = match options()
+            .mode(mode)
+            .write(true)
+            .create_new(true)
+            .open(&backup)
+        {
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+            opened => opened?,
+        };
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| file.set_permissions(Permissions::from_mode(mode)))
+            .and_then(|()| file.sync_all());
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&backup);
+            return Err(io::Error::new(
+                e.kind(),
+                format!("{}: {e}", backup.display()),
+            ));
+        }
+        return Ok(backup);
+    }
+    Err(io::Error::other(format!(
+        "all {MAX_BACKUPS} backup names are taken"
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +203,22 @@ mod tests {
         assert_eq!(std::fs::read(&file).unwrap(), b"two");
         let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert_eq!(left.len(), 1, "no temp file is left behind");
+    }
+
+    #[test]
+    fn write_creates_skips_and_backups_are_numbered() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("new/dir/f.json");
+        assert_eq!(write(&file, b"a", 0o640).unwrap(), Written::New);
+        assert_eq!(mode(&file), 0o640);
+        assert_eq!(write(&file, b"a", 0o640).unwrap(), Written::Unchanged);
+        assert_eq!(write(&file, b"b", 0o640).unwrap(), Written::Replaced);
+        let first = backup(&file, b"b", 0o640).unwrap();
+        assert_eq!(first, tmp.path().join("new/dir/f.json.wakebridge-1.bak"));
+        let second = backup(&file, b"c", 0o600).unwrap();
+        assert_eq!(second, tmp.path().join("new/dir/f.json.wakebridge-2.bak"));
+        assert_eq!(std::fs::read(&first).unwrap(), b"b");
+        assert_eq!((mode(&first), mode(&second)), (0o640, 0o600));
     }
 
     #[test]

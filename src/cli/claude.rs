@@ -1,19 +1,13 @@
-//! `wakebridge claude install|uninstall [--dry-run]`: wiring Claude Code to this binary in its
-//! user settings file (`<CLAUDE_CONFIG_DIR or ~/.claude>/settings.json`) and taking it out
-//! again. The edit itself is `claude::settings`'s (pure); this module owns the file work around
-//! it: the settings file found (through a symlink to the file it points at, so a dotfiles link
-//! stays a link), a backup of the previous bytes beside it before any change
-//! (`settings.json.wakebridge-<n>.bak`), the new bytes written temp-then-rename with the file's
-//! own mode, the unified diff printed, and a record beside it
-//! (`settings.json.wakebridge-install.json`) of what install created and what it wrote, so that
-//! uninstall can put the previous bytes back exactly while the file is untouched, and otherwise
-//! removes only what is ours. A file that cannot be rewritten safely is refused before anything
-//! is written. Exit codes: 0 done (or nothing to do), 1 refused or an I/O error, 2 no Claude
-//! Code config dir.
+//! `wakebridge claude install|uninstall [--dry-run]`: wires Claude Code to this binary in its
+//! settings.json and takes it out again. The edit is `claude::settings`'s (pure); this owns the
+//! file work: a symlink followed to its file (a dotfiles link stays a link), the previous bytes
+//! backed up, the new ones written atomically with the file's own mode, the diff printed, and a
+//! record beside it (`settings.json.wakebridge-install.json`) so that uninstall puts the previous
+//! bytes back while the file is untouched, and otherwise removes only what is ours. Exit codes:
+//! 0 done (or nothing to do), 1 refused or an I/O error, 2 no Claude Code config dir.
 
-use std::fs::OpenOptions;
-use std::io::{self, ErrorKind, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::io::{self, ErrorKind};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -24,20 +18,10 @@ use sha2::{Digest, Sha256};
 use crate::claude::home::{ClaudeHome, HomeError};
 use crate::claude::settings::{self, Created, Install, SETTINGS_FILE, SettingsError, Uninstall};
 use crate::env::Env;
+use crate::private_fs::{self, FILE_MODE};
 
-/// Exit code when the file is refused or cannot be read or written.
-const EXIT_FAILED: u8 = 1;
-/// Exit code when Claude Code's config dir is unknown (HOME, CLAUDE_CONFIG_DIR).
-const EXIT_USAGE: u8 = 2;
-/// Mode of a settings file install creates: the user's alone, as the rest of `~/.claude`.
-const NEW_FILE_MODE: u32 = 0o600;
-/// Most numbered backups looked through for a free name: far more installs than anyone runs,
-/// and a bound on the loop should the directory refuse every name.
-const MAX_BACKUPS: u32 = 10_000;
 /// The record's name: the settings file's, with this added.
 const RECORD_SUFFIX: &str = ".wakebridge-install.json";
-/// Prefix of the temp file a write renames over its target (hidden, beside it).
-const TEMP_PREFIX: &str = ".settings.json.wakebridge.";
 
 /// `wakebridge claude ...`: Claude Code's settings.
 #[derive(Debug, Clone, Subcommand)]
@@ -75,27 +59,18 @@ pub enum ClaudeError {
         path: PathBuf,
         source: SettingsError,
     },
-    #[error(
-        "{path} is a symlink whose target cannot be resolved ({source}); fix or remove the link"
-    )]
-    Link { path: PathBuf, source: io::Error },
-    #[error("cannot read {path}: {source}; check its permissions")]
-    Read { path: PathBuf, source: io::Error },
-    #[error("cannot {what} {path}: {source}; check the directory's permissions and free space")]
-    Write {
+    #[error("cannot {what} {path}: {source}; check its permissions and the free space")]
+    Io {
         what: &'static str,
         path: PathBuf,
         source: io::Error,
     },
 }
 
-impl ClaudeError {
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            ClaudeError::Home(_) => ExitCode::from(EXIT_USAGE),
-            _ => ExitCode::from(EXIT_FAILED),
-        }
-    }
+/// An I/O failure on `path`, for `map_err`.
+fn io(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ClaudeError {
+    let path = path.to_owned();
+    move |source| ClaudeError::Io { what, path, source }
 }
 
 /// What install keeps beside the settings file for uninstall.
@@ -127,148 +102,73 @@ pub fn run(command: &ClaudeCommand, env: &Env) -> ExitCode {
         ClaudeCommand::Install(args) => ("install", install(env, args.dry_run)),
         ClaudeCommand::Uninstall(args) => ("uninstall", uninstall(env, args.dry_run)),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            crate::errln!("wakebridge claude {verb}: {e}");
-            e.exit_code()
+    let Err(e) = result else {
+        return ExitCode::SUCCESS;
+    };
+    crate::errln!("wakebridge claude {verb}: {e}");
+    let usage = matches!(e, ClaudeError::Home(_));
+    ExitCode::from(if usage { 2 } else { 1 })
+}
+
+/// The settings file, or the file its symlink points at.
+fn locate(env: &Env) -> Result<PathBuf, ClaudeError> {
+    let path = ClaudeHome::locate(env)?.dir.join(SETTINGS_FILE);
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            std::fs::canonicalize(&path).map_err(io("resolve the symlink", &path))
         }
+        _ => Ok(path),
     }
 }
 
-/// The settings file as found and as written (the file a symlink points at).
-struct Target {
-    file: PathBuf,
+/// The file's bytes and mode, `None` when there is none.
+fn read(file: &Path) -> Result<Option<(Vec<u8>, u32)>, ClaudeError> {
+    let read = std::fs::read(file).and_then(|b| Ok((b, std::fs::metadata(file)?.mode() & 0o7777)));
+    match read {
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        read => read.map(Some).map_err(io("read", file)),
+    }
 }
 
-impl Target {
-    fn locate(env: &Env) -> Result<Target, ClaudeError> {
-        let path = ClaudeHome::locate(env)?.dir.join(SETTINGS_FILE);
-        let file = match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                std::fs::canonicalize(&path).map_err(|source| ClaudeError::Link {
-                    path: path.clone(),
-                    source,
-                })?
-            }
-            _ => path,
-        };
-        Ok(Target { file })
-    }
+fn record_path(file: &Path) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(RECORD_SUFFIX);
+    name.into()
+}
 
-    /// The file's bytes and mode, `None` when there is none.
-    fn read(&self) -> Result<Option<(Vec<u8>, u32)>, ClaudeError> {
-        let read = std::fs::read(&self.file).and_then(|bytes| {
-            let mode = std::fs::metadata(&self.file)?.permissions().mode() & 0o7777;
-            Ok((bytes, mode))
-        });
-        match read {
-            Ok(found) => Ok(Some(found)),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(ClaudeError::Read {
-                path: self.file.clone(),
-                source,
-            }),
-        }
-    }
+/// The record install left, if it is there and readable.
+fn record(file: &Path) -> Option<Record> {
+    let path = record_path(file);
+    let bytes = std::fs::read(&path).ok()?;
+    let ignored = |e: &serde_json::Error| {
+        let path = path.display();
+        crate::errln!(
+            "wakebridge claude: ignoring {path} ({e}); only wakebridge's own entries are removed"
+        );
+    };
+    serde_json::from_slice(&bytes).inspect_err(ignored).ok()
+}
 
-    /// `<file><suffix>`, beside it.
-    fn sibling(&self, suffix: &str) -> PathBuf {
-        let mut name = self.file.as_os_str().to_owned();
-        name.push(suffix);
-        PathBuf::from(name)
-    }
+fn write(path: &Path, bytes: &[u8], mode: u32) -> Result<(), ClaudeError> {
+    private_fs::write(path, bytes, mode)
+        .map(drop)
+        .map_err(io("write", path))
+}
 
-    fn record_path(&self) -> PathBuf {
-        self.sibling(RECORD_SUFFIX)
-    }
+fn backup(file: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, ClaudeError> {
+    private_fs::backup(file, bytes, mode).map_err(io("back up", file))
+}
 
-    /// The record install left, if it is there and readable.
-    fn record(&self) -> Option<Record> {
-        let path = self.record_path();
-        let bytes = std::fs::read(&path).ok()?;
-        match serde_json::from_slice(&bytes) {
-            Ok(record) => Some(record),
-            Err(e) => {
-                crate::errln!(
-                    "wakebridge claude: ignoring {} ({e}); only wakebridge's own entries are removed",
-                    path.display()
-                );
-                None
-            }
-        }
-    }
-
-    fn write_record(&self, record: &Record) -> Result<(), ClaudeError> {
-        let path = self.record_path();
-        let mut bytes = serde_json::to_vec_pretty(record).unwrap_or_default();
-        bytes.push(b'\n');
-        crate::private_fs::replace(&path, &bytes, TEMP_PREFIX).map_err(|source| {
-            ClaudeError::Write {
-                what: "write the install record",
-                path,
-                source,
-            }
-        })
-    }
-
-    /// Writes `bytes` to the first free `<file>.wakebridge-<n>.bak` with `mode`, synced.
-    fn backup(&self, bytes: &[u8], mode: u32) -> Result<PathBuf, ClaudeError> {
-        let failed = |path: PathBuf, source| ClaudeError::Write {
-            what: "write the backup",
-            path,
-            source,
-        };
-        for n in 1..=MAX_BACKUPS {
-            let path = self.sibling(&format!(".wakebridge-{n}.bak"));
-            let opened = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(mode)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(&path);
-            let mut file = match opened {
-                Ok(file) => file,
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(failed(path, e)),
-            };
-            let written = file
-                .write_all(bytes)
-                .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(mode)))
-                .and_then(|()| file.sync_all());
-            if let Err(e) = written {
-                let _ = std::fs::remove_file(&path);
-                return Err(failed(path, e));
-            }
-            return Ok(path);
-        }
-        Err(failed(
-            self.sibling(".wakebridge-N.bak"),
-            io::Error::other(format!("all {MAX_BACKUPS} backup names are taken")),
-        ))
-    }
-
-    /// Replaces the file with `bytes` (temp file, rename), creating its directory if missing.
-    fn write(&self, bytes: &[u8], mode: u32) -> Result<(), ClaudeError> {
-        let failed = |what, source| ClaudeError::Write {
-            what,
-            path: self.file.clone(),
-            source,
-        };
-        if let Some(dir) = self.file.parent() {
-            crate::private_fs::create_dir(dir).map_err(|e| failed("create the directory of", e))?;
-        }
-        crate::private_fs::replace_with_mode(&self.file, bytes, TEMP_PREFIX, mode)
-            .map_err(|e| failed("write", e))
-    }
+fn refused(path: &Path) -> impl FnOnce(SettingsError) -> ClaudeError {
+    let path = path.to_owned();
+    move |source| ClaudeError::Refused { path, source }
 }
 
 /// The running binary's absolute path, as a settings.json command names it.
 fn exe(env: &Env) -> Result<String, ClaudeError> {
     let exe = super::own_binary(env).map_err(ClaudeError::Exe)?;
-    exe.to_str()
-        .map(str::to_owned)
-        .ok_or(ClaudeError::ExeNotUtf8(exe))
+    let exe = exe.into_os_string().into_string();
+    exe.map_err(|path| ClaudeError::ExeNotUtf8(path.into()))
 }
 
 fn digest(bytes: &[u8]) -> String {
@@ -278,97 +178,80 @@ fn digest(bytes: &[u8]) -> String {
 /// The unified diff from `old` to `new` (`None`: no file).
 fn diff(file: &Path, old: Option<&[u8]>, new: Option<&[u8]>) -> String {
     let name = file.display().to_string();
-    let label = |side: Option<&[u8]>| side.map_or_else(|| "/dev/null".to_owned(), |_| name.clone());
+    let label = |side: Option<&[u8]>| side.map_or("/dev/null", |_| name.as_str());
     let (a, b) = (label(old), label(new));
     let old = String::from_utf8_lossy(old.unwrap_or_default());
     let new = String::from_utf8_lossy(new.unwrap_or_default());
-    similar::TextDiff::from_lines(&*old, &*new)
-        .unified_diff()
-        .header(&a, &b)
-        .to_string()
+    let diff = similar::TextDiff::from_lines(&*old, &*new);
+    diff.unified_diff().header(a, b).to_string()
 }
 
-fn print_diff(text: &str) {
-    for line in text.lines() {
+/// Prints the diff; false (and says so) on a dry run.
+fn show(file: &Path, old: Option<&[u8]>, new: Option<&[u8]>, dry_run: bool) -> bool {
+    for line in diff(file, old, new).lines() {
         crate::outln!("{line}");
     }
+    if dry_run {
+        crate::outln!("dry run: {} not changed", file.display());
+    }
+    !dry_run
 }
 
 fn install(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
-    let target = Target::locate(env)?;
-    let exe = exe(env)?;
-    let current = target.read()?;
-    let current_bytes = current.as_ref().map(|(bytes, _)| bytes.as_slice());
-    let refused = |source| ClaudeError::Refused {
-        path: target.file.clone(),
-        source,
+    let file = locate(env)?;
+    let (exe, current, name) = (exe(env)?, read(&file)?, file.display());
+    let old = current.as_ref().map(|(bytes, _)| bytes.as_slice());
+    let (bytes, created, had_ours) = match settings::install(old, &exe).map_err(refused(&file))? {
+        Install::Changed {
+            bytes,
+            created,
+            had_ours,
+        } => (bytes, created, had_ours),
+        Install::Unchanged => {
+            crate::outln!("wakebridge is already installed in {name} (as {exe}); nothing changed");
+            return Ok(());
+        }
     };
-    let (bytes, created, had_ours) =
-        match settings::install(current_bytes, &exe).map_err(refused)? {
-            Install::Unchanged => {
-                crate::outln!(
-                    "wakebridge is already installed in {} (as {exe}); nothing changed",
-                    target.file.display()
-                );
-                return Ok(());
-            }
-            Install::Changed {
-                bytes,
-                created,
-                had_ours,
-            } => (bytes, created, had_ours),
-        };
-    print_diff(&diff(&target.file, current_bytes, Some(&bytes)));
-    if dry_run {
-        crate::outln!("dry run: {} not changed", target.file.display());
+    if !show(&file, old, Some(&bytes), dry_run) {
         return Ok(());
     }
-    let previous = target.record();
+    let previous = record(&file);
     let backup = match &current {
-        Some((old, mode)) => Some(target.backup(old, *mode)?),
+        Some((old, mode)) => Some(backup(&file, old, *mode)?),
         None => None,
     };
-    let mode = current.as_ref().map_or(NEW_FILE_MODE, |(_, mode)| *mode);
-    target.write(&bytes, mode)?;
-    let record = match (had_ours, previous) {
-        // A first install: what it would put back is what was there.
-        (false, _) => Record {
-            written_sha256: digest(&bytes),
-            restore: backup
+    write(&file, &bytes, current.as_ref().map_or(FILE_MODE, |c| c.1))?;
+    // A first install puts back what was there. An update keeps what the first one created, and
+    // what it puts back only while the file was untouched since (else edits made since would be
+    // lost). Wired by hand before, the file had wakebridge in it: uninstall removes ours instead.
+    let (restore, created) = match (had_ours, previous) {
+        (false, _) => (
+            backup
                 .clone()
                 .map_or(Restore::NoFile, |file| Restore::Backup { file }),
             created,
-        },
-        // An update keeps what the first install created; what it puts back byte for byte
-        // only while the file was untouched since (else edits made since would be lost).
-        (true, Some(record)) => {
-            let untouched = current_bytes.is_some_and(|old| digest(old) == record.written_sha256);
-            Record {
-                written_sha256: digest(&bytes),
-                restore: if untouched {
-                    record.restore
-                } else {
-                    Restore::Unknown
-                },
-                created: merged(record.created, created),
-            }
+        ),
+        (true, Some(r)) if old.is_some_and(|old| digest(old) == r.written_sha256) => {
+            (r.restore, merged(r.created, created))
         }
-        // Wired by hand before: the file before this run had wakebridge in it, so putting it
-        // back would not take wakebridge out; uninstall removes ours instead.
-        (true, None) => Record {
-            written_sha256: digest(&bytes),
-            restore: Restore::Unknown,
-            created,
-        },
+        (true, Some(r)) => (Restore::Unknown, merged(r.created, created)),
+        (true, None) => (Restore::Unknown, created),
     };
-    target.write_record(&record)?;
+    let written_sha256 = digest(&bytes);
+    let record = Record {
+        written_sha256,
+        restore,
+        created,
+    };
+    let mut text = serde_json::to_vec_pretty(&record).unwrap_or_default();
+    text.push(b'\n');
+    write(&record_path(&file), &text, FILE_MODE)?;
     match backup {
         Some(backup) => crate::outln!(
-            "installed into {}; the previous file is saved as {}",
-            target.file.display(),
+            "installed into {name}; the previous file is saved as {}",
             backup.display()
         ),
-        None => crate::outln!("installed into {} (a new file)", target.file.display()),
+        None => crate::outln!("installed into {name} (a new file)"),
     }
     Ok(())
 }
@@ -385,83 +268,61 @@ fn merged(mut earlier: Created, later: Created) -> Created {
 }
 
 fn uninstall(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
-    let target = Target::locate(env)?;
-    let Some((current, mode)) = target.read()? else {
-        crate::outln!(
-            "there is no {}: nothing of wakebridge's to remove",
-            target.file.display()
-        );
+    let file = locate(env)?;
+    let name = file.display();
+    let Some((current, mode)) = read(&file)? else {
+        crate::outln!("there is no {name}: nothing of wakebridge's to remove");
         return Ok(());
     };
-    let exe = exe(env)?;
-    let record = target.record();
+    let (exe, record) = (exe(env)?, record(&file));
     let untouched = record
         .as_ref()
-        .filter(|record| digest(&current) == record.written_sha256);
-    // `Some(None)`: the file goes; `Some(Some(bytes))`: these bytes, exactly as they were.
-    let exact: Option<Option<Vec<u8>>> = match untouched.map(|record| &record.restore) {
+        .filter(|r| digest(&current) == r.written_sha256);
+    // While the file is as install left it, what was there comes back exactly: `Some(None)` no
+    // file, `Some(Some(bytes))` those bytes. Else only ours is taken out.
+    let exact = match untouched.map(|record| &record.restore) {
         Some(Restore::NoFile) => Some(None),
         Some(Restore::Backup { file }) => std::fs::read(file).ok().map(Some),
         Some(Restore::Unknown) | None => None,
     };
-    let (new, exactly) = match exact {
-        Some(new) => (new, true),
-        None => {
-            let created = record.map(|r| r.created).unwrap_or_default();
-            let refused = |source| ClaudeError::Refused {
-                path: target.file.clone(),
-                source,
-            };
-            match settings::uninstall(&current, &exe, &created).map_err(refused)? {
-                Uninstall::NothingOurs => {
-                    crate::outln!(
-                        "nothing of wakebridge's in {}; nothing changed",
-                        target.file.display()
-                    );
-                    return Ok(());
-                }
-                Uninstall::Changed(bytes) => (Some(bytes), false),
+    let exactly = exact.is_some();
+    let created = record.map(|r| r.created).unwrap_or_default();
+    let new = match exact {
+        Some(new) => new,
+        None => match settings::uninstall(&current, &exe, &created).map_err(refused(&file))? {
+            Uninstall::Changed(bytes) => Some(bytes),
+            Uninstall::NothingOurs => {
+                crate::outln!("nothing of wakebridge's in {name}; nothing changed");
+                return Ok(());
             }
-        }
+        },
     };
-    print_diff(&diff(&target.file, Some(&current), new.as_deref()));
-    if dry_run {
-        crate::outln!("dry run: {} not changed", target.file.display());
+    if !show(&file, Some(&current), new.as_deref(), dry_run) {
         return Ok(());
     }
     // The user's own edits since install are in this file: keep a copy.
-    let backup = if exactly {
-        None
-    } else {
-        Some(target.backup(&current, mode)?)
+    let backup = match exactly {
+        true => None,
+        false => Some(backup(&file, &current, mode)?),
     };
     match &new {
-        Some(bytes) => target.write(bytes, mode)?,
-        None => std::fs::remove_file(&target.file).map_err(|source| ClaudeError::Write {
-            what: "remove",
-            path: target.file.clone(),
-            source,
-        })?,
+        Some(bytes) => write(&file, bytes, mode)?,
+        None => std::fs::remove_file(&file).map_err(io("remove", &file))?,
     }
-    match std::fs::remove_file(target.record_path()) {
-        Err(e) if e.kind() != ErrorKind::NotFound => crate::errln!(
-            "wakebridge claude uninstall: could not remove {} ({e}); delete it by hand",
-            target.record_path().display()
-        ),
-        _ => {}
+    let record = record_path(&file);
+    if let Err(e) = std::fs::remove_file(&record)
+        && e.kind() != ErrorKind::NotFound
+    {
+        let record = record.display();
+        crate::errln!(
+            "wakebridge claude uninstall: could not remove {record} ({e}); delete it by hand"
+        );
     }
     match (new.is_some(), backup) {
-        (false, _) => crate::outln!(
-            "removed {}: there was none before install",
-            target.file.display()
-        ),
-        (true, None) => crate::outln!(
-            "restored {} as it was before install",
-            target.file.display()
-        ),
+        (false, _) => crate::outln!("removed {name}: there was none before install"),
+        (true, None) => crate::outln!("restored {name} as it was before install"),
         (true, Some(backup)) => crate::outln!(
-            "removed wakebridge from {}, your other changes kept; the previous file is saved as {}",
-            target.file.display(),
+            "removed wakebridge from {name}, your other changes kept; the previous file is saved as {}",
             backup.display()
         ),
     }

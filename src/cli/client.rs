@@ -1,13 +1,13 @@
-//! The CLI verbs that talk to a running daemon over HTTP (`wakebridge wake`, `rewind`,
-//! `status`, `forget`): where the daemon listens (from the same configuration `serve` reads),
-//! the bearer secret, a typed id prefix resolved against the daemon's sessions, `status`'s
-//! terminal handling (width, `--watch` redraws, Ctrl-C), and turning answers into exit codes and
-//! text. The glance itself is rendered by `glance.rs`.
+//! The verbs that talk to a running daemon over HTTP (`wake`, `rewind`, `status`, `forget`):
+//! where it listens (from the configuration `serve` reads), the bearer secret, a typed id prefix
+//! resolved against its sessions, `status`'s terminal (width, `--watch` redraws, Ctrl-C), and
+//! answers turned into exit codes and text. The glance itself is `glance.rs`'s.
 
 use std::io::{IsTerminal, Write as _};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::api::{Health, Sessions};
@@ -26,9 +26,8 @@ pub struct WakeArgs {
     /// Type this configured message ([wake.messages]) instead of the wake prompt.
     #[arg(long, value_name = "NAME")]
     message: Option<String>,
-    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
-    #[arg(long)]
-    url: Option<String>,
+    #[command(flatten)]
+    url: UrlArg,
 }
 
 #[derive(Debug, clap::Args)]
@@ -41,9 +40,8 @@ pub struct RewindArgs {
     /// its first prompt) instead of `/clear`; revives an agent whose pane or tmux server died
     #[arg(long)]
     restart: bool,
-    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
-    #[arg(long)]
-    url: Option<String>,
+    #[command(flatten)]
+    url: UrlArg,
 }
 
 #[derive(Debug, clap::Args)]
@@ -58,9 +56,8 @@ pub struct StatusArgs {
     /// Redraw every 2 s until Ctrl-C.
     #[arg(long)]
     watch: bool,
-    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
-    #[arg(long)]
-    url: Option<String>,
+    #[command(flatten)]
+    url: UrlArg,
 }
 
 #[derive(Debug, clap::Args)]
@@ -71,22 +68,23 @@ pub struct ForgetArgs {
     /// died without its SessionEnd hook.
     #[arg(long)]
     force: bool,
-    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
-    #[arg(long)]
-    url: Option<String>,
+    #[command(flatten)]
+    url: UrlArg,
 }
 
-/// How often `status --watch` redraws: a glance a person reads, not a monitor; each redraw
-/// costs the daemon one /sessions collection (a read of every spool).
+#[derive(Debug, clap::Args)]
+pub struct UrlArg {
+    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
+    #[arg(long)]
+    pub url: Option<String>,
+}
+
+/// How often `status --watch` redraws; each redraw costs the daemon a read of every spool.
 const WATCH_EVERY: Duration = Duration::from_secs(2);
-
-/// Narrowest layout `status` attempts on a terminal narrower than this: below it the lines
-/// are cut rather than squeezed further.
+/// Narrowest layout `status` attempts; below it the lines are cut rather than squeezed.
 const MIN_WIDTH: usize = 40;
-
 /// Moves the cursor home and clears the screen (ANSI), before each `--watch` frame on a terminal.
 const CLEAR_SCREEN: &str = "\x1b[H\x1b[2J";
-
 /// How long a CLI call may wait for the daemon (a wake takes at most ~3.6 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -96,12 +94,10 @@ pub(crate) fn daemon_url(config: &Config, explicit: Option<&str>) -> String {
         return url.trim_end_matches('/').to_string();
     }
     let ip = config.bind_addr();
-    let host = if ip.is_unspecified() {
-        "127.0.0.1".to_string()
-    } else if ip.is_ipv6() {
-        format!("[{ip}]")
-    } else {
-        ip.to_string()
+    let host = match ip {
+        _ if ip.is_unspecified() => "127.0.0.1".to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        std::net::IpAddr::V4(ip) => ip.to_string(),
     };
     format!("http://{host}:{}", config.port)
 }
@@ -120,150 +116,124 @@ pub(super) enum CallError {
     Unreachable { url: String, source: reqwest::Error },
 }
 
-/// Calls the daemon and returns its 200 answer; anything else is printed as `wakebridge <verb>:
-/// ...` and is `None` (the caller exits 2).
-fn call(
-    config: &Config,
-    verb: &str,
-    method: reqwest::Method,
-    url: &str,
-    body: Option<Value>,
-) -> Option<Value> {
-    match request(config, method, url, body) {
-        Ok((200, answer)) => Some(answer),
-        Ok((status, answer)) => {
-            crate::errln!(
-                "wakebridge {verb}: {status}: {}",
-                answer["error"].as_str().unwrap_or("unexpected answer")
-            );
-            None
+/// A call's HTTP status and JSON answer (`null` when it is none), or why there is none.
+type Answer = Result<(u16, Value), CallError>;
+
+/// The daemon one verb talks to: where it listens, the secret, and the verb that says what
+/// went wrong (`wakebridge <verb>: ...`).
+pub(crate) struct Daemon<'a> {
+    config: &'a Config,
+    pub base: String,
+    verb: &'static str,
+}
+
+impl<'a> Daemon<'a> {
+    pub fn new(config: &'a Config, verb: &'static str, url: Option<&str>) -> Daemon<'a> {
+        let base = daemon_url(config, url);
+        Daemon { config, base, verb }
+    }
+
+    /// One call to `route`.
+    async fn request(&self, method: Method, route: &str, body: Option<Value>) -> Answer {
+        let client = reqwest::Client::builder().timeout(CALL_TIMEOUT).build();
+        let url = format!("{}{route}", self.base);
+        let mut request = client.map_err(CallError::Client)?.request(method, &url);
+        if let Some(secret) = &self.config.secret {
+            request = request.bearer_auth(secret.expose());
         }
-        Err(e) => {
-            crate::errln!("wakebridge {verb}: {e}");
-            None
+        if let Some(body) = body {
+            request = request.json(&body);
         }
+        let unreachable = |source| CallError::Unreachable { url, source };
+        let response = request.send().await.map_err(unreachable)?;
+        let status = response.status().as_u16();
+        Ok((status, response.json().await.unwrap_or(Value::Null)))
+    }
+
+    /// [`Daemon::request`] from synchronous code.
+    pub(super) fn get(&self, route: &str) -> Answer {
+        super::block_on(self.request(Method::GET, route, None)).map_err(CallError::Runtime)?
+    }
+
+    /// A 200 answer, else `None` once the reason is printed (the caller exits 2).
+    fn call(&self, method: Method, route: &str, body: Option<Value>) -> Option<Value> {
+        let got = super::block_on(self.request(method, route, body));
+        let got = got.map_err(CallError::Runtime).and_then(|got| got);
+        answer(got).map_err(|e| self.say(e)).ok()
+    }
+
+    fn say(&self, what: impl std::fmt::Display) {
+        crate::errln!("wakebridge {}: {what}", self.verb);
+    }
+
+    /// The one place a user's session id is resolved: a full id as given, else the session
+    /// the daemon knows whose id it starts (`prefix::resolve`); `None` once the reason is said.
+    pub fn resolve(&self, given: &str) -> Option<String> {
+        if prefix::is_full_id(given) {
+            return Some(given.to_owned());
+        }
+        let answer = self.call(Method::GET, "/sessions", None)?;
+        let sessions = serde_json::from_value::<Sessions>(answer);
+        let sessions = sessions
+            .map_err(|e| self.say(unreadable("/sessions", &e)))
+            .ok()?;
+        let known = glance::known_ids(&sessions.sessions);
+        prefix::resolve(given, &known).map_err(|e| self.say(e)).ok()
+    }
+
+    /// Resolves the session `given` names, then POSTs `body` with its id to `route`: the id
+    /// and the 200 answer, else `None` once the reason is said.
+    fn post(&self, given: Option<&str>, route: &str, mut body: Value) -> Option<(String, Value)> {
+        let session_id = match given {
+            Some(given) => self.resolve(given)?,
+            None => body["session_id"].as_str()?.to_owned(),
+        };
+        body["session_id"] = json!(session_id);
+        Some((session_id, self.call(Method::POST, route, Some(body))?))
     }
 }
 
-pub(super) fn request(
-    config: &Config,
-    method: reqwest::Method,
-    url: &str,
-    body: Option<Value>,
-) -> Result<(u16, Value), CallError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CallError::Runtime)?;
-    runtime.block_on(request_async(config, method, url, body))
-}
-
-async fn request_async(
-    config: &Config,
-    method: reqwest::Method,
-    url: &str,
-    body: Option<Value>,
-) -> Result<(u16, Value), CallError> {
-    let client = reqwest::Client::builder()
-        .timeout(CALL_TIMEOUT)
-        .build()
-        .map_err(CallError::Client)?;
-    let mut request = client.request(method, url);
-    if let Some(secret) = &config.secret {
-        request = request.bearer_auth(secret.expose());
-    }
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request
-        .send()
-        .await
-        .map_err(|source| CallError::Unreachable {
-            url: url.to_string(),
-            source,
-        })?;
-    let status = response.status().as_u16();
-    let value = response.json::<Value>().await.unwrap_or(Value::Null);
-    Ok((status, value))
-}
-
-/// The one place a user's session id is resolved: a full id as given, else the session the
-/// daemon knows whose id it starts (`prefix::resolve`); `None` once the reason is printed as
-/// `wakebridge <verb>: ...`.
-pub(crate) fn resolve_id(config: &Config, verb: &str, base: &str, given: &str) -> Option<String> {
-    if prefix::is_full_id(given) {
-        return Some(given.to_owned());
-    }
-    let answer = call(
-        config,
-        verb,
-        reqwest::Method::GET,
-        &format!("{base}/sessions"),
-        None,
-    )?;
-    let sessions = match serde_json::from_value::<Sessions>(answer) {
-        Ok(answer) => answer.sessions,
-        Err(e) => {
-            crate::errln!("wakebridge {verb}: {}", unreadable("/sessions", &e));
-            return None;
-        }
-    };
-    match prefix::resolve(given, &glance::known_ids(&sessions)) {
-        Ok(id) => Some(id),
-        Err(e) => {
-            crate::errln!("wakebridge {verb}: {e}");
-            None
+/// A 200 answer, or why there is none.
+fn answer(got: Answer) -> Result<Value, String> {
+    match got.map_err(|e| e.to_string())? {
+        (200, answer) => Ok(answer),
+        (status, answer) => {
+            let error = answer["error"].as_str().unwrap_or("unexpected answer");
+            Err(format!("{status}: {error}"))
         }
     }
 }
 
 /// `wakebridge wake SESSION_ID [--force] [--message NAME]`.
 pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
-    let base = daemon_url(config, args.url.as_deref());
-    let Some(session_id) = resolve_id(config, "wake", &base, &args.session_id) else {
-        return ExitCode::from(2);
-    };
-    let mut body = json!({"session_id": session_id, "force": args.force});
+    let daemon = Daemon::new(config, "wake", args.url.url.as_deref());
+    let mut body = json!({"force": args.force});
     if let Some(name) = &args.message {
         body["message"] = json!(name);
     }
-    let url = format!("{base}/wake");
-    let Some(answer) = call(config, "wake", reqwest::Method::POST, &url, Some(body)) else {
+    let Some((session_id, answer)) = daemon.post(Some(&args.session_id), "/wake", body) else {
         return ExitCode::from(2);
     };
     let action = answer["action"].as_str().unwrap_or("?");
     crate::outln!("{session_id}: {action}");
-    if matches!(action, "tmux" | "zellij") {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    ExitCode::from(u8::from(!matches!(action, "tmux" | "zellij")))
 }
 
 /// `wakebridge rewind [--session ID]`: asks the daemon for a rewind and returns at once.
 pub fn rewind(config: &Config, args: &RewindArgs) -> ExitCode {
-    let env = crate::env::Env::process();
-    let Some(session_id) =
-        crate::cli::session::resolve_session_id(args.session_id.as_deref(), &env)
-    else {
-        crate::errln!(
-            "wakebridge rewind: no session id: pass --session, or run it inside the session \
-             (AGENT_EVENT_BUS_SESSION_ID or CLAUDE_CODE_SESSION_ID)"
+    let daemon = Daemon::new(config, "rewind", args.url.url.as_deref());
+    // Only an id the user typed is a prefix; the session's own id (the environment) is whole.
+    let typed = args.session_id.as_deref().filter(|id| !id.is_empty());
+    let own = crate::cli::session::resolve_session_id(None, &crate::env::Env::process());
+    if typed.is_none() && own.is_none() {
+        daemon.say(
+            "no session id: pass --session, or run it inside the session \
+             (AGENT_EVENT_BUS_SESSION_ID or CLAUDE_CODE_SESSION_ID)",
         );
         return ExitCode::from(2);
-    };
-    let base = daemon_url(config, args.url.as_deref());
-    // Only an id the user typed is a prefix; the session's own id (the environment) is whole.
-    let session_id = match &args.session_id {
-        Some(given) => match resolve_id(config, "rewind", &base, given) {
-            Some(id) => id,
-            None => return ExitCode::from(2),
-        },
-        None => session_id,
-    };
-    let url = format!("{base}/rewind");
-    let body = json!({"session_id": session_id, "restart": args.restart});
-    let Some(answer) = call(config, "rewind", reqwest::Method::POST, &url, Some(body)) else {
+    }
+    let body = json!({"session_id": own, "restart": args.restart});
+    let Some((session_id, answer)) = daemon.post(typed, "/rewind", body) else {
         return ExitCode::from(2);
     };
     let current = answer["session_id"].as_str().unwrap_or(&session_id);
@@ -281,61 +251,38 @@ pub fn rewind(config: &Config, args: &RewindArgs) -> ExitCode {
 
 /// `wakebridge forget ID [--force]`: the daemon drops the session from its ledger and views.
 pub fn forget(config: &Config, args: &ForgetArgs) -> ExitCode {
-    let base = daemon_url(config, args.url.as_deref());
-    let Some(session_id) = resolve_id(config, "forget", &base, &args.session_id) else {
+    let daemon = Daemon::new(config, "forget", args.url.url.as_deref());
+    let body = json!({"force": args.force});
+    let Some((session_id, answer)) = daemon.post(Some(&args.session_id), "/forget", body) else {
         return ExitCode::from(2);
     };
-    let body = json!({"session_id": session_id, "force": args.force});
-    let url = format!("{base}/forget");
-    let Some(answer) = call(config, "forget", reqwest::Method::POST, &url, Some(body)) else {
-        return ExitCode::from(2);
+    let unmapped = match answer["unmapped"].as_bool() {
+        Some(true) => ", and unmapped from panes.json",
+        _ => "",
     };
-    if answer["unmapped"].as_bool() == Some(true) {
-        crate::outln!("{session_id}: forgotten, and unmapped from panes.json");
-    } else {
-        crate::outln!("{session_id}: forgotten");
-    }
+    crate::outln!("{session_id}: forgotten{unmapped}");
     ExitCode::SUCCESS
 }
 
 /// `wakebridge status [--all] [--watch] [--json]`.
 pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
-    let base = daemon_url(config, args.url.as_deref());
+    let daemon = Daemon::new(config, "status", args.url.url.as_deref());
     let terminal = std::io::stdout().is_terminal();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            crate::errln!("wakebridge status: {e}");
-            return ExitCode::from(2);
+    let shown = super::block_on(async {
+        if !args.watch {
+            let text = frame(&daemon, args, terminal).await?;
+            crate::outln!("{}", text.trim_end_matches('\n'));
+            return Ok(());
         }
-    };
-    if !args.watch {
-        return match runtime.block_on(frame(config, args, &base, terminal)) {
-            Ok(text) => {
-                crate::outln!("{}", text.trim_end_matches('\n'));
-                ExitCode::SUCCESS
-            }
-            Err(message) => {
-                crate::errln!("wakebridge status: {message}");
-                ExitCode::from(2)
-            }
-        };
-    }
-    runtime.block_on(async {
         let redraw = async {
             loop {
-                let text = frame(config, args, &base, terminal)
-                    .await
-                    .unwrap_or_else(|message| format!("wakebridge status: {message}\n"));
+                let text = frame(&daemon, args, terminal).await;
+                let text = text.unwrap_or_else(|message| format!("wakebridge status: {message}\n"));
                 // On a terminal each frame replaces the last; into a pipe, frames follow each
                 // other with a blank line between.
-                let text = if terminal {
-                    format!("{CLEAR_SCREEN}{text}")
-                } else {
-                    format!("{text}\n")
+                let text = match terminal {
+                    true => format!("{CLEAR_SCREEN}{text}"),
+                    false => format!("{text}\n"),
                 };
                 let mut out = std::io::stdout().lock();
                 if out
@@ -343,8 +290,7 @@ pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
                     .and_then(|()| out.flush())
                     .is_err()
                 {
-                    // Nobody reads any more (a closed pipe): done.
-                    return;
+                    return; // Nobody reads any more (a closed pipe): done.
                 }
                 drop(out);
                 tokio::time::sleep(WATCH_EVERY).await;
@@ -354,52 +300,38 @@ pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
             _ = tokio::signal::ctrl_c() => {}
             () = redraw => {}
         }
+        Ok(())
     });
-    ExitCode::SUCCESS
+    match shown.map_err(|e| e.to_string()).and_then(|shown| shown) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            daemon.say(message);
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// One screenful: the /sessions answer (as JSON with `--json`, else the glance with the /health
 /// header) or why there is none.
-async fn frame(
-    config: &Config,
-    args: &StatusArgs,
-    base: &str,
-    terminal: bool,
-) -> Result<String, String> {
-    let url = format!("{base}/sessions");
-    let answer = match request_async(config, reqwest::Method::GET, &url, None).await {
-        Ok((200, answer)) => answer,
-        Ok((code, answer)) => {
-            return Err(format!(
-                "{code}: {}",
-                answer["error"].as_str().unwrap_or("unexpected answer")
-            ));
-        }
-        Err(e) => return Err(e.to_string()),
-    };
+async fn frame(daemon: &Daemon<'_>, args: &StatusArgs, terminal: bool) -> Result<String, String> {
+    let sessions = answer(daemon.request(Method::GET, "/sessions", None).await)?;
     if args.json {
-        return Ok(format!(
-            "{}\n",
-            serde_json::to_string_pretty(&answer).unwrap_or_default()
-        ));
+        let pretty = serde_json::to_string_pretty(&sessions).unwrap_or_default();
+        return Ok(format!("{pretty}\n"));
     }
-    let sessions = serde_json::from_value::<Sessions>(answer)
-        .map_err(|e| unreadable("/sessions", &e))?
-        .sessions;
-    let health = match request_async(
-        config,
-        reqwest::Method::GET,
-        &format!("{base}/health"),
-        None,
-    )
-    .await
-    {
-        Ok((200, health)) => serde_json::from_value::<Health>(health).ok(),
-        _ => None,
-    };
+    let sessions = serde_json::from_value::<Sessions>(sessions);
+    let sessions = sessions.map_err(|e| unreadable("/sessions", &e))?.sessions;
+    let health = answer(daemon.request(Method::GET, "/health", None).await);
+    let health = health
+        .ok()
+        .and_then(|h| serde_json::from_value::<Health>(h).ok());
+    let columns = terminal
+        .then(|| terminal_size::terminal_size_of(std::io::stdout()))
+        .flatten()
+        .map(|(terminal_size::Width(w), _)| usize::from(w).max(MIN_WIDTH));
     let view = View {
         now: jiff::Timestamp::now(),
-        width: width(terminal),
+        width: columns.unwrap_or(glance::DEFAULT_WIDTH),
         all: args.all,
         color: terminal,
         tz: jiff::tz::TimeZone::system(),
@@ -413,13 +345,4 @@ fn unreadable(route: &str, error: &serde_json::Error) -> String {
         "the daemon's {route} answer does not read as this wakebridge's ({error}); is the \
          running daemon another version? `wakebridge service status` says which"
     )
-}
-
-/// The terminal's width when stdout is one, else [`glance::DEFAULT_WIDTH`].
-fn width(terminal: bool) -> usize {
-    let columns = terminal
-        .then(|| terminal_size::terminal_size_of(std::io::stdout()))
-        .flatten()
-        .map(|(terminal_size::Width(w), _)| usize::from(w));
-    columns.map_or(glance::DEFAULT_WIDTH, |w| w.max(MIN_WIDTH))
 }

@@ -1,37 +1,25 @@
-//! The `wakebridge statusline` and `wakebridge context` verbs.
-//!
-//! This module owns their arguments (clap `Args` types the top-level CLI embeds) and their
-//! `run(args, config) -> ExitCode` functions: thin I/O shells over `statusline`, `follow` and
-//! `figures`, with every default from the configuration `serve` uses (a flag overrides it), and
-//! `statusline --wrap`'s running of the user's own status-line command (same input, a deadline,
-//! its process group killed past it). It does not own the top-level command enum.
+//! The `wakebridge statusline` and `wakebridge context` verbs: thin I/O shells over
+//! `context::statusline`, `follow` and `figures`, every default from the configuration `serve`
+//! uses (a flag overrides it); `statusline --wrap` runs the user's own status-line command too.
 
-use std::io::{IsTerminal, Read, Write};
-use std::os::unix::process::CommandExt;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::{ExitCode, Stdio};
-use std::sync::mpsc;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
 
 use crate::config::{Config, ConfigError};
-use crate::context::follow::{TranscriptFollower, find_transcript_in};
+use crate::context::follow::{PollEvent, TranscriptFollower, find_transcript_in};
 use crate::context::statusline::{
-    WRAPPED_BUDGET, marker_activity, parse_statusline, read_bounded, read_feed, render_line,
-    wrapped_line, write_feed,
+    UNKNOWN_LINE, WRAPPED_BUDGET, marker_activity, parse_statusline, read_bounded, read_feed,
+    render_line, wrapped_line, write_feed,
 };
 use crate::context::window::WindowResolver;
 use crate::context::{ContextReport, figures};
 use crate::deadline::Deadline;
+use crate::mux::process::{self, Invocation, MuxError};
 use crate::wire::session_id::SessionId;
-
-/// Exit code when the transcript cannot be found or read.
-const EXIT_NOT_FOUND: u8 = 1;
-/// Exit code for arguments that cannot work (bad session id, zero window).
-const EXIT_USAGE: u8 = 2;
-/// Most bytes kept of the wrapped command's output: a status line is a few hundred.
-const WRAPPED_OUTPUT_CAP: u64 = 64 * 1024;
 
 /// `wakebridge statusline`: a Claude Code statusLine command.
 #[derive(Debug, Clone, Args)]
@@ -84,97 +72,34 @@ pub fn run_statusline(args: &StatuslineArgs, config: Result<Config, ConfigError>
     let deadline = Deadline::after(WRAPPED_BUDGET);
     let stdin = std::io::stdin();
     // Run by hand on a terminal there is no payload; do not wait for one.
-    let input = if stdin.is_terminal() {
-        Vec::new()
-    } else {
-        read_bounded(stdin.lock())
+    let input = match stdin.is_terminal() {
+        true => Vec::new(),
+        false => read_bounded(stdin.lock()),
     };
-    // The user's command runs while our line is worked out.
-    let wrapped = args
-        .wrap
-        .as_deref()
-        .and_then(|command| Wrapped::start(command, &input));
+    // The user's command runs on the same input while our line is worked out; past the budget
+    // its process group is killed.
+    let wrapped = args.wrap.as_ref().map(|command| {
+        let inv = Invocation::new(Path::new("sh"), "the wrapped command")
+            .args(["-c", command])
+            .input(input.clone());
+        let budget = deadline.remaining();
+        std::thread::spawn(move || process::run_blocking(&inv, budget))
+    });
     let line = our_line(args, config, &input);
-    let line = match wrapped {
-        Some(wrapped) => wrapped_line(wrapped.finish(&deadline).as_deref(), &line),
-        None => line,
+    let theirs = match wrapped.map(std::thread::JoinHandle::join) {
+        Some(Ok(Ok(done))) => Some(done.stdout),
+        Some(Ok(Err(e))) => {
+            let alone = matches!(e, MuxError::Timeout { .. })
+                .then_some("; showing wakebridge's line alone")
+                .unwrap_or_default();
+            crate::errln!("wakebridge statusline: {e}{alone}");
+            None
+        }
+        _ => None,
     };
-    let mut out = std::io::stdout().lock();
-    // A closed stdout leaves nobody to tell.
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+    let line = wrapped_line(theirs.as_deref().map(str::as_bytes), &line);
+    crate::outln!("{line}");
     ExitCode::SUCCESS
-}
-
-/// The user's status-line command, started on the status line's input.
-struct Wrapped {
-    /// Its process group (it leads one of its own), for the kill.
-    pid: u32,
-    /// Its output once it exited 0, `None` once it failed.
-    done: mpsc::Receiver<Option<Vec<u8>>>,
-}
-
-impl Wrapped {
-    /// Starts `sh -c command` in its own process group with `input` on its stdin; `None` (and a
-    /// word on stderr) when it cannot start.
-    fn start(command: &str, input: &[u8]) -> Option<Wrapped> {
-        let spawned = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .process_group(0)
-            .spawn();
-        let mut child = match spawned {
-            Ok(child) => child,
-            Err(e) => {
-                crate::errln!("wakebridge statusline: cannot run the wrapped command: {e}");
-                return None;
-            }
-        };
-        let pid = child.id();
-        if let Some(mut stdin) = child.stdin.take() {
-            let input = input.to_vec();
-            // A command that never reads its stdin must not hold us up: written aside, and
-            // the pipe closed once written (or broken by its exit).
-            std::thread::spawn(move || {
-                let _ = stdin.write_all(&input);
-            });
-        }
-        let stdout = child.stdout.take();
-        let (sender, done) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut out = Vec::new();
-            if let Some(stdout) = stdout {
-                let _ = stdout.take(WRAPPED_OUTPUT_CAP).read_to_end(&mut out);
-            }
-            let succeeded = child.wait().is_ok_and(|status| status.success());
-            let _ = sender.send(succeeded.then_some(out));
-        });
-        Some(Wrapped { pid, done })
-    }
-
-    /// Its output, waited for until `deadline`; past it the command's process group is killed
-    /// and there is none.
-    fn finish(self, deadline: &Deadline) -> Option<Vec<u8>> {
-        match self.done.recv_timeout(deadline.remaining()) {
-            Ok(output) => output,
-            Err(_) => {
-                if let Ok(group) = i32::try_from(self.pid) {
-                    // SAFETY: kill(2) takes no pointers; a negative pid signals that process
-                    // group. The child leads its own (process_group(0)) and only the reader
-                    // thread reaps it, after its output ends; a reap in the instant since the
-                    // timeout leaves an id no new group can have taken that fast.
-                    unsafe { libc::kill(-group, libc::SIGKILL) };
-                }
-                crate::errln!(
-                    "wakebridge statusline: the wrapped command did not finish within {}ms and was killed; showing wakebridge's line alone",
-                    WRAPPED_BUDGET.as_millis()
-                );
-                None
-            }
-        }
-    }
 }
 
 /// wakebridge's own line for `input`, feeding the daemon on the way.
@@ -184,15 +109,15 @@ fn our_line(args: &StatuslineArgs, config: Result<Config, ConfigError>, input: &
         Ok(config) => config,
         Err(e) => {
             crate::errln!("wakebridge statusline: {e}");
-            return crate::context::statusline::UNKNOWN_LINE.to_owned();
+            return UNKNOWN_LINE.to_owned();
         }
     };
-    let state_dir = &config.paths.state_dir;
     let feed = parse_statusline(input, crate::clock::now_s());
-    if let Some(feed) = &feed
-        && let Err(err) = write_feed(state_dir, feed)
-    {
-        // stderr is not shown in the status bar; it helps whoever runs the command by hand.
+    let written = feed
+        .as_ref()
+        .map(|f| write_feed(&config.paths.state_dir, f));
+    if let Some(Err(err)) = written {
+        // Not shown in the status bar; it helps whoever runs the command by hand.
         crate::errln!("wakebridge statusline: {err}");
     }
     let busy_ttl = args.busy_ttl.map_or_else(
@@ -205,59 +130,62 @@ fn our_line(args: &StatuslineArgs, config: Result<Config, ConfigError>, input: &
     render_line(feed.as_ref(), activity)
 }
 
-/// Runs `wakebridge context`.
+/// Runs `wakebridge context`: exit 1 when the transcript cannot be found or read, 2 for
+/// arguments that cannot work.
 pub fn run_context(args: &ContextArgs, config: &Config) -> ExitCode {
+    match context(args, config) {
+        Ok(text) => {
+            crate::outln!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err((code, message)) => {
+            if !message.is_empty() {
+                crate::errln!("wakebridge context: {message}");
+            }
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> {
     let settings = &config.settings.context;
-    let state_dir = &config.paths.state_dir;
     let default_window = args.default_window.unwrap_or(settings.default_window);
     let feed_max_age = args.feed_max_age.unwrap_or(settings.feed_max_age);
     let models = settings.models.iter().map(|(k, v)| (k.as_str(), *v));
-    let resolver = match WindowResolver::new(models, default_window) {
-        Ok(r) => r,
-        Err(err) => {
-            crate::errln!("wakebridge context: {err}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    if let Some(sid) = &args.session
-        && !SessionId::is_valid(sid)
+    let resolver = WindowResolver::new(models, default_window).map_err(|e| (2, e.to_string()))?;
+    if let Some(sid) = args
+        .session
+        .as_ref()
+        .filter(|sid| !SessionId::is_valid(sid))
     {
-        crate::errln!(
-            "wakebridge context: session id {sid:?} is not valid; expected letters, digits, '-' or '_'"
-        );
-        return ExitCode::from(EXIT_USAGE);
+        let why = format!("session id {sid:?} is not valid; expected letters, digits, '-' or '_'");
+        return Err((2, why));
     }
     let homes: Vec<_> = config.paths.claude.iter().cloned().collect();
     // A prefix (as `status` shows ids) names its session through the daemon; a full id, or one
     // whose transcript is here, needs no daemon at all.
-    let session = match &args.session {
+    let session_id = match &args.session {
         Some(sid)
             if !crate::cli::prefix::is_full_id(sid)
                 && find_transcript_in(&homes, sid, None).is_none() =>
         {
-            let base = crate::cli::client::daemon_url(config, args.url.as_deref());
-            match crate::cli::client::resolve_id(config, "context", &base, sid) {
-                Some(id) => Some(id),
-                None => return ExitCode::from(EXIT_USAGE),
-            }
+            let daemon = crate::cli::client::Daemon::new(config, "context", args.url.as_deref());
+            Some(daemon.resolve(sid).ok_or((2, String::new()))?)
         }
-        other => other.clone(),
-    };
-    let session_id = session.or_else(|| {
-        args.transcript
+        Some(sid) => Some(sid.clone()),
+        None => args
+            .transcript
             .as_deref()
             .and_then(Path::file_stem)
             .and_then(|s| s.to_str())
             .filter(|s| SessionId::is_valid(s))
-            .map(str::to_owned)
-    });
+            .map(str::to_owned),
+    };
     let feed = session_id
         .as_deref()
-        .and_then(|sid| read_feed(state_dir, sid, feed_max_age));
-    let hint = args
-        .transcript
-        .clone()
-        .or_else(|| feed.as_ref().and_then(|f| f.transcript_path.clone()));
+        .and_then(|sid| read_feed(&config.paths.state_dir, sid, feed_max_age));
+    let hint =
+        (args.transcript.clone()).or_else(|| feed.as_ref().and_then(|f| f.transcript_path.clone()));
     let transcript = match (&args.transcript, &session_id) {
         (Some(path), _) => Some(path.clone()),
         (None, Some(sid)) => find_transcript_in(&homes, sid, hint.as_deref()),
@@ -266,47 +194,30 @@ pub fn run_context(args: &ContextArgs, config: &Config) -> ExitCode {
     let reading = match &transcript {
         Some(path) => {
             let mut follower = TranscriptFollower::new(path);
-            match follower.poll() {
-                Ok(outcome) if outcome.event == crate::context::follow::PollEvent::Missing => {
-                    crate::errln!(
-                        "wakebridge context: transcript {} does not exist (Claude Code creates it at the first prompt)",
-                        path.display()
-                    );
-                    return ExitCode::from(EXIT_NOT_FOUND);
-                }
-                Ok(_) => follower.current().cloned(),
-                Err(err) => {
-                    crate::errln!("wakebridge context: {err}");
-                    return ExitCode::from(EXIT_NOT_FOUND);
-                }
+            if follower.poll().map_err(|e| (1, e.to_string()))?.event == PollEvent::Missing {
+                let path = path.display();
+                let why = "Claude Code creates it at the first prompt";
+                return Err((1, format!("transcript {path} does not exist ({why})")));
             }
+            follower.current().cloned()
         }
         None if feed.is_some() => None,
         None => {
-            crate::errln!(
-                "wakebridge context: no transcript found for session {:?}; pass --transcript PATH or check {}",
-                session_id.as_deref().unwrap_or(""),
-                crate::claude::home::CONFIG_DIR_ENV
+            let (sid, var) = (
+                session_id.unwrap_or_default(),
+                crate::claude::home::CONFIG_DIR_ENV,
             );
-            return ExitCode::from(EXIT_NOT_FOUND);
+            let why = format!("pass --transcript PATH or check {var}");
+            return Err((1, format!("no transcript found for session {sid:?}; {why}")));
         }
     };
     let figures = figures(reading.as_ref(), feed.as_ref(), &resolver);
-    let report = ContextReport::new(session_id, transcript, &figures);
-    let text = if args.json {
-        serde_json::to_string(&report).unwrap_or_default()
-    } else {
-        describe(&report)
-    };
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{text}");
-    ExitCode::SUCCESS
-}
-
-/// One human sentence for `wakebridge context`.
-fn describe(r: &ContextReport) -> String {
+    let r = ContextReport::new(session_id, transcript, &figures);
+    if args.json {
+        return Ok(serde_json::to_string(&r).unwrap_or_default());
+    }
     let model = r.model.as_deref().unwrap_or("unknown model");
-    match (r.used_tokens, r.percent) {
+    Ok(match (r.used_tokens, r.percent) {
         (Some(used), Some(pct)) => format!(
             "{pct:.1}% of the context window in use: {used} of {} tokens ({model}; window from {}, usage from {})",
             r.context_window,
@@ -317,7 +228,7 @@ fn describe(r: &ContextReport) -> String {
             "no context usage recorded yet ({model}; window {} tokens from {})",
             r.context_window, r.source
         ),
-    }
+    })
 }
 
 #[cfg(test)]

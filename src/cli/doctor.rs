@@ -1,20 +1,16 @@
-//! `wakebridge doctor`: walks every link a wake needs, in the order a wake uses them, and prints
-//! one line per link with the fix when it is broken. The links: the hooks wired in Claude Code's
-//! settings and the binary they run, the daemon answering (its version and config file), its
-//! bus registration, panes.json mapping sessions, each mapped pane live with an agent in it,
-//! tmux/zellij on the daemon's own PATH, Claude Code installed and past its first-run screens,
-//! and what waits (owed wakes, sessions at a usage limit). Exit 0 only when a wake would work:
-//! no link failed. Each check is a plain function over what was read, so the verdicts are unit
-//! tested; only [`run`] does I/O.
+//! `wakebridge doctor`: every link a wake needs, in the order a wake uses them, one line each
+//! with the fix when it is broken: the hooks in Claude Code's settings and the binary they run,
+//! the daemon answering, its bus registration, panes.json, each mapped pane, tmux/zellij on the
+//! daemon's PATH, Claude Code past its first-run screens, and what waits. Exit 0 only when no
+//! link failed. Each check is a plain function over what was read; only [`examine`] reads.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use serde_json::Value;
-
-use super::client::{daemon_url, request};
+use super::client::Daemon;
 use crate::api::{Health, SessionStatus, Sessions};
 use crate::claude::home::ClaudeHome;
 use crate::claude::hooks::WIRED_EVENTS;
@@ -22,27 +18,29 @@ use crate::claude::settings::{self, SETTINGS_FILE, Wired};
 use crate::config::{Backend, Config};
 use crate::deadline::Deadline;
 use crate::env::Env;
+use crate::mux::process::{self, Invocation};
 use crate::mux::{Injector, MuxConfig, PaneState, preflight_for, resolves};
 use crate::wakedir::PANES_FILE;
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
 
-/// Budget for each mapped pane's check: one `tmux display-message` (or zellij call) normally
-/// answers in milliseconds; a hung multiplexer must not hang the doctor.
+/// Budget for each mapped pane's check: a hung multiplexer must not hang the doctor.
 const PANE_CHECK_BUDGET: Duration = Duration::from_secs(3);
-/// How old the daemon's last sight of its webhook row may be: the keeper looks every minute, so
-/// three minutes means it has missed two checks.
-const VERIFIED_WITHIN: Duration = Duration::from_secs(180);
+/// How old the daemon's last sight of its webhook row may be: it looks every minute.
+const VERIFIED_WITHIN: u64 = 180;
 /// How long `claude --version` may take (a cold npm start is ~1 s).
 const VERSION_BUDGET: Duration = Duration::from_secs(10);
+const RESTART_DAEMON: &str =
+    "restart the daemon so it runs this version (wakebridge service install)";
 
-/// How a link stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a link stands: `Warn` deserves a look, `Fail` stops a wake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
 pub enum Verdict {
+    #[strum(serialize = "ok  ")]
     Ok,
-    /// Works, but something deserves a look; does not fail the doctor.
+    #[strum(serialize = "warn")]
     Warn,
-    /// A wake would not work until this is fixed.
+    #[strum(serialize = "FAIL")]
     Fail,
 }
 
@@ -57,50 +55,36 @@ pub struct Check {
 
 impl Check {
     fn ok(link: &'static str, found: impl Into<String>) -> Check {
+        let (verdict, found, fix) = (Verdict::Ok, found.into(), None);
         Check {
             link,
-            verdict: Verdict::Ok,
-            found: found.into(),
-            fix: None,
+            verdict,
+            found,
+            fix,
         }
     }
 
-    fn warn(link: &'static str, found: impl Into<String>, fix: impl Into<String>) -> Check {
+    fn warn(link: &'static str, found: impl Into<String>, fix: &str) -> Check {
         Check {
-            link,
             verdict: Verdict::Warn,
-            found: found.into(),
             fix: Some(fix.into()),
+            ..Check::ok(link, found)
         }
     }
 
-    fn fail(link: &'static str, found: impl Into<String>, fix: impl Into<String>) -> Check {
+    fn fail(link: &'static str, found: impl Into<String>, fix: &str) -> Check {
         Check {
-            link,
             verdict: Verdict::Fail,
-            found: found.into(),
-            fix: Some(fix.into()),
+            ..Check::warn(link, found, fix)
         }
     }
 }
 
-/// `wakebridge doctor`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct DoctorArgs {
-    /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
-    #[arg(long)]
-    url: Option<String>,
-}
-
-pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
-    let env = Env::process();
-    let checks = examine(config, &env, args.url.as_deref());
+/// `wakebridge doctor [--url URL]`.
+pub fn run(config: &Config, url: Option<&str>) -> ExitCode {
+    let checks = examine(config, &Env::process(), url);
     for check in &checks {
-        let tag = match check.verdict {
-            Verdict::Ok => "ok  ",
-            Verdict::Warn => "warn",
-            Verdict::Fail => "FAIL",
-        };
+        let tag: &str = check.verdict.into();
         crate::outln!("{tag}  {:<12} {}", check.link, check.found);
         if let Some(fix) = &check.fix {
             crate::outln!("      {:<12} fix: {fix}", "");
@@ -109,22 +93,26 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
     let failed = checks.iter().filter(|c| c.verdict == Verdict::Fail).count();
     if failed == 0 {
         crate::outln!("a wake would work");
-        ExitCode::SUCCESS
-    } else {
-        crate::outln!("a wake would not work: {failed} link(s) to fix, first one first");
-        ExitCode::FAILURE
+        return ExitCode::SUCCESS;
     }
+    crate::outln!("a wake would not work: {failed} link(s) to fix, first one first");
+    ExitCode::FAILURE
 }
 
 /// Every check, in the order a wake depends on them.
 fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
     let mut checks = Vec::new();
     let home = config.paths.claude.as_ref();
-    let settings_file = home.map(|h| h.dir.join(SETTINGS_FILE));
-    match &settings_file {
-        Ok(file) => {
-            let wired = read_wired(file);
-            checks.push(hooks_check(file, &wired));
+    match home {
+        Ok(home) => {
+            let file = home.dir.join(SETTINGS_FILE);
+            let wired = match std::fs::read(&file) {
+                Ok(bytes) => settings::wired(&bytes).map(Some).map_err(|e| e.to_string()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(format!("cannot read it: {e}")),
+            };
+            let wired = wired.map_err(|e| format!("{}: {e}", file.display()));
+            checks.push(hooks_check(&file, &wired));
             checks.extend(binary_check(&wired, env));
         }
         Err(e) => checks.push(Check::fail(
@@ -133,55 +121,37 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
             "set HOME (or CLAUDE_CONFIG_DIR) as Claude Code sees it",
         )),
     }
-
-    let base = daemon_url(config, url);
-    let health = request(
-        config,
-        reqwest::Method::GET,
-        &format!("{base}/health"),
-        None,
-    );
-    let health = match health {
-        Ok((200, body)) => match serde_json::from_value::<Health>(body) {
-            Ok(health) => Some(health),
-            Err(e) => {
-                checks.push(Check::fail(
-                    "daemon",
-                    format!("{base}/health does not read as this wakebridge's ({e})"),
-                    "restart the daemon so it runs this version (wakebridge service install)",
-                ));
-                None
-            }
-        },
-        Ok((status, body)) => {
-            checks.push(Check::fail(
-                "daemon",
-                format!("{base}/health answered {status}: {body}"),
-                "is something else listening on that port? see `wakebridge config`",
-            ));
-            None
-        }
-        Err(e) => {
-            checks.push(Check::fail(
-                "daemon",
-                format!("not answering at {base} ({})", root_cause(&e)),
-                "wakebridge service install (or run `wakebridge serve`)",
-            ));
-            None
-        }
+    let daemon = Daemon::new(config, "doctor", url);
+    let base = &daemon.base;
+    let health = match daemon.get("/health") {
+        Ok((200, body)) => serde_json::from_value::<Health>(body).map_err(|e| {
+            let found = format!("{base}/health does not read as this wakebridge's ({e})");
+            Check::fail("daemon", found, RESTART_DAEMON)
+        }),
+        Ok((status, body)) => Err(Check::fail(
+            "daemon",
+            format!("{base}/health answered {status}: {body}"),
+            "is something else listening on that port? see `wakebridge config`",
+        )),
+        Err(e) => Err(Check::fail(
+            "daemon",
+            format!("not answering at {base} ({})", root_cause(&e)),
+            "wakebridge service install (or run `wakebridge serve`)",
+        )),
     };
+    let health = health.map_err(|failed| checks.push(failed)).ok();
     if let Some(health) = &health {
         checks.push(daemon_check(health, config));
         let bus_url = health.bus_url.as_deref().unwrap_or(&config.bus_url);
         checks.push(bus_check(health, jiff::Timestamp::now(), bus_url));
     }
-
     // The daemon's backend is the one that counts; this shell's when the daemon is not up.
-    let backend = match health.as_ref().and_then(|h| h.backend.as_deref()) {
-        Some(name) => name.parse().unwrap_or(config.backend),
-        None => config.backend,
-    };
-    if backend == Backend::Spool {
+    let backend = health.as_ref().and_then(|h| h.backend.as_deref());
+    if backend
+        .and_then(|name| name.parse().ok())
+        .unwrap_or(config.backend)
+        == Backend::Spool
+    {
         checks.push(Check::fail(
             "backend",
             "spool: events are only appended, nothing is ever typed into a pane",
@@ -197,16 +167,11 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
         let daemon_env = health.as_ref().and_then(|h| process_env(h.pid));
         checks.push(multiplexer_check(&mux, &mapped, env, daemon_env.as_ref()));
     }
-
     if let Ok(home) = home {
         checks.push(claude_check(config, home, env));
     }
-    if let Ok((200, sessions)) = request(
-        config,
-        reqwest::Method::GET,
-        &format!("{base}/sessions"),
-        None,
-    ) && let Ok(sessions) = serde_json::from_value::<Sessions>(sessions)
+    if let Ok((200, sessions)) = daemon.get("/sessions")
+        && let Ok(sessions) = serde_json::from_value::<Sessions>(sessions)
     {
         checks.extend(waiting_checks(&sessions.sessions));
     }
@@ -223,69 +188,30 @@ fn root_cause(error: &dyn std::error::Error) -> String {
     cause.to_string()
 }
 
-/// The settings file as JSON: `Ok(None)` when it does not exist.
-fn read_json(path: &Path) -> Result<Option<Value>, String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| format!("{} is not JSON ({e})", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
-    }
-}
-
-/// The settings file's wiring: `Ok(None)` when the file does not exist.
-fn read_wired(path: &Path) -> Result<Option<Wired>, String> {
-    match std::fs::read(path) {
-        Ok(bytes) => settings::wired(&bytes)
-            .map(Some)
-            .map_err(|e| format!("{}: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
-    }
-}
-
+/// Every wired event in the settings file (`Ok(None)`: there is none).
 fn hooks_check(file: &Path, wired: &Result<Option<Wired>, String>) -> Check {
     const FIX: &str = "wakebridge claude install";
     let wired = match wired {
         Ok(Some(wired)) => wired,
-        Ok(None) => {
-            return Check::fail("hooks", format!("{} does not exist", file.display()), FIX);
-        }
-        Err(e) => {
-            return Check::fail(
-                "hooks",
-                e.clone(),
-                "fix the file, then wakebridge claude install",
-            );
-        }
+        Ok(None) => return Check::fail("hooks", format!("{} does not exist", file.display()), FIX),
+        Err(e) => return Check::fail("hooks", e, "fix the file, then wakebridge claude install"),
     };
-    let missing: Vec<&str> = WIRED_EVENTS
-        .iter()
-        .map(|(event, _)| *event)
-        .filter(|event| !wired.hooks.contains_key(*event))
-        .collect();
+    let events = WIRED_EVENTS.iter().map(|(event, _)| *event);
+    let missing: Vec<&str> = events.filter(|e| !wired.hooks.contains_key(*e)).collect();
+    let file = file.display();
     if !missing.is_empty() {
-        return Check::fail(
-            "hooks",
-            format!("{} not wired in {}", missing.join(", "), file.display()),
-            FIX,
-        );
+        let missing = missing.join(", ");
+        return Check::fail("hooks", format!("{missing} not wired in {file}"), FIX);
     }
-    let found = format!(
-        "all {} events wired in {}",
-        WIRED_EVENTS.len(),
-        file.display()
-    );
+    let found = format!("all {} events wired in {file}", WIRED_EVENTS.len());
     if wired.statusline {
-        Check::ok("hooks", format!("{found}, and the status line"))
-    } else {
-        Check::warn(
-            "hooks",
-            format!("{found}; the status line is not wakebridge's"),
-            "wakebridge claude install (it wraps a status line you already have)",
-        )
+        return Check::ok("hooks", format!("{found}, and the status line"));
     }
+    Check::warn(
+        "hooks",
+        format!("{found}; the status line is not wakebridge's"),
+        "wakebridge claude install (it wraps a status line you already have)",
+    )
 }
 
 /// Each wired hook's program starts: an absolute path that is an executable, or a bare name on
@@ -296,22 +222,14 @@ fn binary_check(wired: &Result<Option<Wired>, String>, env: &Env) -> Option<Chec
         return None;
     };
     let path = env.get("PATH").unwrap_or_default();
-    let programs: std::collections::BTreeSet<&String> = wired.hooks.values().collect();
-    if programs.is_empty() {
-        return None;
-    }
-    let broken = programs
-        .iter()
-        .find(|p| !resolves(Path::new(p.as_str()), std::ffi::OsStr::new(&path)));
+    let mut programs: Vec<&str> = wired.hooks.values().map(String::as_str).collect();
+    programs.sort_unstable();
+    programs.dedup();
+    let starts = |program: &&str| resolves(Path::new(program), OsStr::new(&path));
+    let broken = programs.iter().find(|p| !starts(p));
     Some(match broken {
-        None => Check::ok(
-            "binary",
-            programs
-                .iter()
-                .map(|p| p.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        ),
+        None if programs.is_empty() => return None,
+        None => Check::ok("binary", programs.join(", ")),
         Some(program) => Check::fail(
             "binary",
             format!("the hooks run {program}, which does not start from this PATH"),
@@ -321,34 +239,27 @@ fn binary_check(wired: &Result<Option<Wired>, String>, env: &Env) -> Option<Chec
 }
 
 fn daemon_check(health: &Health, config: &Config) -> Check {
-    let file =
-        |f: Option<&Path>| f.map_or("no config file".to_string(), |f| f.display().to_string());
+    let file = |f: Option<&Path>| f.map_or("no config file".into(), |f| f.display().to_string());
     let config_file = health.config_file.value().map(PathBuf::as_path);
-    let found = format!(
-        "pid {}, version {}, {}",
-        health.pid,
-        health.version,
-        file(config_file)
-    );
+    let (pid, version) = (health.pid, &health.version);
+    let found = format!("pid {pid}, version {version}, {}", file(config_file));
     let ours = env!("CARGO_PKG_VERSION");
-    if health.version != ours {
-        return Check::warn(
+    let shells = config.paths.config_file.as_deref();
+    if *version != ours {
+        Check::warn(
             "daemon",
             format!("{found}; this binary is {ours}"),
-            "restart the daemon so it runs this version (wakebridge service install)",
-        );
-    }
-    if config_file != config.paths.config_file.as_deref() {
-        return Check::warn(
+            RESTART_DAEMON,
+        )
+    } else if config_file != shells {
+        Check::warn(
             "daemon",
-            format!(
-                "{found}; this shell resolves {}",
-                file(config.paths.config_file.as_deref())
-            ),
+            format!("{found}; this shell resolves {}", file(shells)),
             "start the daemon with the same --config (or XDG_CONFIG_HOME) as your shell",
-        );
+        )
+    } else {
+        Check::ok("daemon", found)
     }
-    Check::ok("daemon", found)
 }
 
 fn bus_check(health: &Health, now: jiff::Timestamp, bus_url: &str) -> Check {
@@ -366,24 +277,16 @@ fn bus_check(health: &Health, now: jiff::Timestamp, bus_url: &str) -> Check {
             "start the bus (agent-event-bus), check --bus-url; the daemon retries by itself",
         );
     }
-    let age = health
-        .last_verified_at
-        .value()
-        .and_then(|at| u64::try_from(now.as_second() - at.as_second()).ok())
-        .map(std::time::Duration::from_secs);
-    match age {
-        Some(age) if age <= VERIFIED_WITHIN => Check::ok(
+    let verified = health.last_verified_at.value();
+    let age = verified.and_then(|at| u64::try_from(now.as_second() - at.as_second()).ok());
+    let webhook = health.webhook_id.value();
+    let webhook = webhook.map_or("unknown".into(), ToString::to_string);
+    match age.filter(|age| *age <= VERIFIED_WITHIN) {
+        Some(age) => Check::ok(
             "bus",
-            format!(
-                "registered (webhook {}), verified {}s ago",
-                health
-                    .webhook_id
-                    .value()
-                    .map_or("unknown".to_string(), ToString::to_string),
-                age.as_secs()
-            ),
+            format!("registered (webhook {webhook}), verified {age}s ago"),
         ),
-        _ => Check::warn(
+        None => Check::warn(
             "bus",
             "registered, but not verified in the last 3 minutes",
             "is the bus hung? see the daemon's log",
@@ -392,76 +295,48 @@ fn bus_check(health: &Health, now: jiff::Timestamp, bus_url: &str) -> Check {
 }
 
 fn mapping_check(panes_file: &Path, mapped: usize) -> Check {
-    if mapped == 0 {
-        Check::fail(
-            "panes.json",
-            format!("no session mapped in {}", panes_file.display()),
-            "start Claude Code inside tmux with the hooks installed (SessionStart maps its pane), or `wakebridge launch`",
-        )
-    } else {
-        Check::ok("panes.json", format!("{mapped} session(s) mapped"))
+    if mapped > 0 {
+        return Check::ok("panes.json", format!("{mapped} session(s) mapped"));
     }
+    Check::fail(
+        "panes.json",
+        format!("no session mapped in {}", panes_file.display()),
+        "start Claude Code inside tmux with the hooks installed (SessionStart maps its pane), or `wakebridge launch`",
+    )
 }
 
 /// The guard's verdict on each mapped pane; at least one live pane means a wake can land.
 fn pane_checks(mux: &MuxConfig, mapped: &BTreeMap<String, PaneTarget>) -> Vec<Check> {
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
-        return vec![Check::warn(
-            "panes",
-            "cannot start a runtime to check them",
-            "run the doctor again",
-        )];
-    };
     let injector = Injector::new(mux);
-    let states: Vec<(&String, &PaneTarget, Result<PaneState, String>)> = runtime.block_on(async {
-        let mut states = Vec::new();
+    let checked = super::block_on(async {
+        let mut stale = Vec::new();
         for (sid, target) in mapped {
-            let state = injector
-                .check(target, Deadline::after(PANE_CHECK_BUDGET))
-                .await
-                .map_err(|e| e.to_string());
-            states.push((sid, target, state));
-        }
-        states
-    });
-    let live = states
-        .iter()
-        .filter(|(_, _, s)| !matches!(s, Ok(PaneState::Stale(_)) | Err(_)))
-        .count();
-    let mut checks: Vec<Check> = states
-        .iter()
-        .filter_map(|(sid, target, state)| {
-            let problem = match state {
+            let state = injector.check(target, Deadline::after(PANE_CHECK_BUDGET));
+            let problem = match state.await {
                 Ok(PaneState::Stale(reason)) => reason.to_string(),
-                Err(e) => e.clone(),
-                Ok(_) => return None,
+                Err(e) => e.to_string(),
+                Ok(_) => continue,
             };
-            Some(Check::warn(
+            stale.push(Check::warn(
                 "panes",
                 format!("{} in {target}: {problem}", short(sid)),
                 "nothing is typed there; it is unmapped when the session ends (or `wakebridge panes clear`)",
-            ))
-        })
-        .collect();
-    let summary = format!(
-        "{live} of {} mapped pane(s) live with an agent",
-        states.len()
-    );
-    checks.insert(
-        0,
-        if live > 0 {
-            Check::ok("panes", summary)
-        } else {
-            Check::fail(
-                "panes",
-                summary,
-                "start the agent again in tmux (or `wakebridge rewind --restart`)",
-            )
-        },
-    );
+            ));
+        }
+        stale
+    });
+    let Ok(mut checks) = checked else {
+        let found = "cannot start a runtime to check them";
+        return vec![Check::warn("panes", found, "run the doctor again")];
+    };
+    let (live, all) = (mapped.len() - checks.len(), mapped.len());
+    let summary = format!("{live} of {all} mapped pane(s) live with an agent");
+    let restart = "start the agent again in tmux (or `wakebridge rewind --restart`)";
+    let summary = match live {
+        0 => Check::fail("panes", summary, restart),
+        _ => Check::ok("panes", summary),
+    };
+    checks.insert(0, summary);
     checks
 }
 
@@ -478,51 +353,39 @@ fn multiplexer_check(
         None => ("this shell's (the daemon's is unreadable)", env),
     };
     let found = preflight_for(mux, daemon);
-    let needed: Vec<&str> = ["tmux", "zellij"]
+    let zellij = |t: &PaneTarget| matches!(t, PaneTarget::Zellij { .. });
+    let needed: Vec<&str> = [("tmux", false), ("zellij", true)]
         .into_iter()
-        .filter(|name| {
-            mapped.values().any(|t| match t {
-                PaneTarget::Tmux { .. } => *name == "tmux",
-                PaneTarget::Zellij { .. } => *name == "zellij",
-            })
-        })
+        .filter(|(_, z)| mapped.values().any(|t| zellij(t) == *z))
+        .map(|(name, _)| name)
         .collect();
     if let Some(missing) = needed.iter().find(|n| !found.contains(n)) {
+        let path = daemon.get("PATH").unwrap_or_default();
         return Check::fail(
             "multiplexer",
-            format!(
-                "{missing} is not on {seen_by} PATH ({})",
-                daemon.get("PATH").unwrap_or_default()
-            ),
+            format!("{missing} is not on {seen_by} PATH ({path})"),
             "wakebridge service install (its PATH finds tmux and zellij where you have them)",
         );
     }
-    if daemon_env.is_some() && mux.tmux_socket.is_none() {
-        let dir = |e: &Env| e.nonempty("TMUX_TMPDIR");
-        if dir(daemon) != dir(env) {
-            return Check::fail(
-                "multiplexer",
-                format!(
-                    "the daemon's TMUX_TMPDIR is {:?}, this shell's {:?}: it talks to another tmux server",
-                    dir(daemon),
-                    dir(env)
-                ),
-                "give the daemon the same TMUX_TMPDIR, or set [mux] tmux_socket",
-            );
-        }
+    let (theirs, ours) = (daemon.nonempty("TMUX_TMPDIR"), env.nonempty("TMUX_TMPDIR"));
+    if daemon_env.is_some() && mux.tmux_socket.is_none() && theirs != ours {
+        return Check::fail(
+            "multiplexer",
+            format!(
+                "the daemon's TMUX_TMPDIR is {theirs:?}, this shell's {ours:?}: it talks to another tmux server"
+            ),
+            "give the daemon the same TMUX_TMPDIR, or set [mux] tmux_socket",
+        );
     }
-    Check::ok(
-        "multiplexer",
-        format!("{} on {seen_by} PATH", needed.join(" and ")),
-    )
+    let needed = needed.join(" and ");
+    Check::ok("multiplexer", format!("{needed} on {seen_by} PATH"))
 }
 
 /// A process's environment, from `/proc/<pid>/environ` (Linux, same user); `None` elsewhere.
 fn process_env(pid: u32) -> Option<Env> {
     let bytes = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     let pairs = bytes.split(|b| *b == 0).filter_map(|entry| {
-        let text = std::str::from_utf8(entry).ok()?;
-        let (name, value) = text.split_once('=')?;
+        let (name, value) = std::str::from_utf8(entry).ok()?.split_once('=')?;
         Some((name.to_string(), value.to_string()))
     });
     Some(Env::from_pairs(pairs))
@@ -531,14 +394,15 @@ fn process_env(pid: u32) -> Option<Env> {
 /// Claude Code as `[launch] command` names it: its version, and whether its first-run screens
 /// were passed (`hasCompletedOnboarding` in the state file it reads).
 fn claude_check(config: &Config, home: &ClaudeHome, env: &Env) -> Check {
-    let program = config
-        .settings
-        .launch
-        .command
-        .first()
-        .cloned()
-        .unwrap_or_else(|| "claude".into());
-    let version = version_of(&program, env);
+    let program = config.settings.launch.command.first();
+    let program = program.map_or("claude", String::as_str);
+    let path = env.get("PATH").unwrap_or_default();
+    let inv = Invocation::new(Path::new(program), "claude --version").arg("--version");
+    let version = resolves(Path::new(program), OsStr::new(&path))
+        .then(|| process::run_blocking(&inv, VERSION_BUDGET).ok())
+        .flatten()
+        .map(|done| done.stdout.trim().to_owned())
+        .filter(|v| !v.is_empty());
     let Some(version) = version else {
         return Check::warn(
             "claude",
@@ -547,53 +411,21 @@ fn claude_check(config: &Config, home: &ClaudeHome, env: &Env) -> Check {
         );
     };
     let state = home.state_file_in_use();
-    let onboarded = read_json(&state)
+    let onboarded = std::fs::read(&state)
         .ok()
-        .flatten()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .is_some_and(|v| v["hasCompletedOnboarding"] == true);
     if onboarded {
-        Check::ok("claude", format!("{version}, first-run screens passed"))
-    } else {
-        Check::warn(
-            "claude",
-            format!(
-                "{version}, first-run screens not passed ({})",
-                state.display()
-            ),
-            "`wakebridge launch` passes them, or start claude once by hand",
-        )
+        return Check::ok("claude", format!("{version}, first-run screens passed"));
     }
-}
-
-fn version_of(program: &str, env: &Env) -> Option<String> {
-    let path = env.get("PATH").unwrap_or_default();
-    if !resolves(Path::new(program), std::ffi::OsStr::new(&path)) {
-        return None;
-    }
-    let mut child = std::process::Command::new(program)
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let deadline = std::time::Instant::now() + VERSION_BUDGET;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => break,
-            Ok(None) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-    let mut out = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
-    Some(out.trim().to_string()).filter(|v| !v.is_empty())
+    Check::warn(
+        "claude",
+        format!(
+            "{version}, first-run screens not passed ({})",
+            state.display()
+        ),
+        "`wakebridge launch` passes them, or start claude once by hand",
+    )
 }
 
 /// What waits: owed wakes and sessions held at a usage limit. Never a failure: both resolve
@@ -607,27 +439,22 @@ fn waiting_checks(sessions: &[SessionStatus]) -> Vec<Check> {
     let limited: Vec<String> = sessions
         .iter()
         .filter_map(|s| {
-            let limit = s.limit.as_ref()?;
-            Some(format!("{} ({})", short(&s.session_id), limit.shown))
+            Some(format!(
+                "{} ({})",
+                short(&s.session_id),
+                s.limit.as_ref()?.shown
+            ))
         })
         .collect();
-    let mut checks = vec![if owed == 0 {
-        Check::ok("owed", "no wake owed")
-    } else {
-        Check::ok(
-            "owed",
-            format!("{owed} event(s) owed to {owing} session(s), paid when their turns end"),
-        )
-    }];
-    checks.push(if limited.is_empty() {
-        Check::ok("limits", "no session at a usage limit")
-    } else {
-        Check::ok(
-            "limits",
-            format!("held until the reset: {}", limited.join(", ")),
-        )
-    });
-    checks
+    let owed = match owed {
+        0 => "no wake owed".into(),
+        _ => format!("{owed} event(s) owed to {owing} session(s), paid when their turns end"),
+    };
+    let limits = match limited.is_empty() {
+        true => "no session at a usage limit".into(),
+        false => format!("held until the reset: {}", limited.join(", ")),
+    };
+    vec![Check::ok("owed", owed), Check::ok("limits", limits)]
 }
 
 /// The first 8 characters of a session id, as `status` shows it.
@@ -639,7 +466,7 @@ fn short(sid: &str) -> &str {
 mod tests {
     use super::*;
     use crate::api::Shown;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn wired(events: &[&str], command: &str) -> Result<Option<Wired>, String> {
         let mut hooks = serde_json::Map::new();

@@ -1,9 +1,8 @@
-//! `wakebridge status` as one glance: what `/sessions` and `/health` say, rendered for a person
-//! (short ids, the project and tmux session, one state word, a context bar, relative times, the
-//! next nudge or resume) within a given width. Pure: the sessions, the health answer, the clock
-//! and the width in, a `String` out; the verb's HTTP and terminal handling live in `client.rs`.
-//! The daemon decides each session's state; this decides only which sessions a view shows
-//! (an ended one for [`ENDED_SHOWN_FOR`]) and how to say it.
+//! `wakebridge status` as one glance: `/sessions` and `/health` rendered for a person (short
+//! ids, project and tmux session, one state word, a context bar, relative times, the next nudge
+//! or resume) within a given width. Pure: sessions, health, clock and width in, a `String` out.
+//! The daemon decides each session's state; this decides only which sessions a view shows (an
+//! ended one for [`ENDED_SHOWN_FOR`]) and how to say it.
 
 use std::cmp::Reverse;
 
@@ -13,22 +12,14 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use crate::api::{Health, SessionState, SessionStatus};
 
-/// The width the table is laid out for when the terminal's is not known (a pipe, a file): a
-/// glance must fit a split terminal or a narrow window without wrapping.
+/// The width laid out for when the terminal's is not known (a pipe, a file).
 pub const DEFAULT_WIDTH: usize = 100;
-
-/// Fewest characters of a session id shown: Claude Code's ids are UUIDs, whose first block is
-/// 8 hex digits; fewer would collide often among a handful of sessions and read like noise.
+/// Fewest characters of a session id shown: a UUID's first block.
 pub const MIN_ID_CHARS: usize = 8;
-
-/// How long an ended session stays in the default view: long enough to notice that an agent
-/// stopped (and why), short enough that yesterday's sessions do not crowd today's. `--all`
-/// shows every ended one.
-pub const ENDED_SHOWN_FOR: std::time::Duration = std::time::Duration::from_secs(3600);
-
-/// Cells in the context bar: eight steps of 12.5 % each are enough to see "nearly full".
+/// How long an ended session stays in the default view (`--all` shows every one).
+pub const ENDED_SHOWN_FOR: jiff::SignedDuration = jiff::SignedDuration::from_secs(3600);
+/// Cells in the context bar.
 const BAR_CELLS: usize = 8;
-
 /// Columns between two cells.
 const GAP: usize = 2;
 
@@ -45,125 +36,83 @@ pub struct View {
     pub tz: TimeZone,
 }
 
-/// The state column: the daemon's state in a person's words, with the detail that matters for
-/// it (when a limit resets, how many events are owed).
-pub fn label(s: &SessionStatus, view: &View) -> String {
+/// The state column: the daemon's state in a person's words, with the detail that matters.
+fn label(s: &SessionStatus, view: &View) -> String {
+    let limit = s.limit.as_ref();
     match s.state {
-        SessionState::Ended => "ended".into(),
-        SessionState::NoPane => "no pane".into(),
-        SessionState::Limited => match &s.limit {
-            Some(limit) if limit.gave_up => "limited, gave up".into(),
-            Some(limit) => match limit.resets_at {
-                Some(at) => format!("limited until {}", clock(at, view)),
-                None => "limited".into(),
-            },
+        SessionState::Limited if limit.is_some_and(|l| l.gave_up) => "limited, gave up".into(),
+        SessionState::Limited => match limit.and_then(|l| l.resets_at) {
+            Some(at) => format!("limited until {}", clock(at, view)),
             None => "limited".into(),
         },
         SessionState::Dialog => "waiting on a dialog".into(),
         SessionState::Draft => "draft at the prompt".into(),
-        SessionState::Rewinding => "rewinding".into(),
         SessionState::Owed => format!("owed {}", s.owed.as_ref().map_or(0, |o| o.events)),
-        SessionState::Working => "working".into(),
-        SessionState::AcknowledgedIdle => "acknowledged idle".into(),
-        SessionState::Nudged => "nudged".into(),
-        SessionState::Idle => "idle".into(),
+        state => state.as_str().replace('-', " "),
     }
 }
 
 /// The ANSI colour of a state's label.
 fn colour(state: SessionState) -> &'static str {
+    use SessionState::*;
     match state {
-        SessionState::Working => "33",
-        SessionState::Idle | SessionState::Nudged | SessionState::AcknowledgedIdle => "32",
-        SessionState::Dialog
-        | SessionState::Draft
-        | SessionState::Owed
-        | SessionState::Rewinding => "35",
-        SessionState::Limited => "31",
-        SessionState::Ended | SessionState::NoPane => "2",
+        Working => "33",
+        Idle | Nudged | AcknowledgedIdle => "32",
+        Dialog | Draft | Owed | Rewinding => "35",
+        Limited => "31",
+        Ended | NoPane => "2",
     }
 }
 
 /// The latest sign of life the ledger recorded: a hook, a delivery, a wake, a payment, a rewind.
-pub fn last_activity(s: &SessionStatus) -> Option<Timestamp> {
-    [
-        s.last_seen_at,
-        s.last_delivery_at,
-        s.last_wake_at,
-        s.paid.as_ref().map(|p| p.last_at),
-        s.rewind.as_ref().and_then(|r| r.last_at),
-    ]
-    .into_iter()
-    .flatten()
-    .max()
-}
-
-/// True when `at` is unknown or more than `age` before `now`.
-fn older_than(at: Option<Timestamp>, now: Timestamp, age: std::time::Duration) -> bool {
-    let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
-    at.is_none_or(|at| now.as_millisecond().saturating_sub(at.as_millisecond()) > age_ms)
+fn last_activity(s: &SessionStatus) -> Option<Timestamp> {
+    let paid = s.paid.as_ref().map(|p| p.last_at);
+    let rewound = s.rewind.as_ref().and_then(|r| r.last_at);
+    let times = [s.last_seen_at, s.last_delivery_at, s.last_wake_at];
+    times.into_iter().chain([paid, rewound]).flatten().max()
 }
 
 /// `3m ago`, `in 2h`, `now`: the distance from `now` in at most two units.
-pub fn relative(at: Timestamp, now: Timestamp) -> String {
+fn relative(at: Timestamp, now: Timestamp) -> String {
     let ms = at.as_millisecond().saturating_sub(now.as_millisecond());
-    let secs = (ms.unsigned_abs() + 500) / 1000;
-    if secs < 1 {
-        return "now".into();
-    }
-    let span = span(secs);
-    if ms < 0 {
-        format!("{span} ago")
-    } else {
-        format!("in {span}")
+    match (ms.unsigned_abs() + 500) / 1000 {
+        0 => "now".into(),
+        secs if ms < 0 => format!("{} ago", span(secs)),
+        secs => format!("in {}", span(secs)),
     }
 }
 
 /// `45s`, `12m`, `3h 5m`, `2d 4h`: the second unit only while it still matters.
 fn span(secs: u64) -> String {
-    const MINUTE: u64 = 60;
-    const HOUR: u64 = 60 * MINUTE;
-    const DAY: u64 = 24 * HOUR;
-    match secs {
-        s if s < MINUTE => format!("{s}s"),
-        s if s < HOUR => format!("{}m", s / MINUTE),
-        s if s < DAY => match (s / HOUR, s % HOUR / MINUTE) {
-            (h, 0) | (h @ 10.., _) => format!("{h}h"),
-            (h, m) => format!("{h}h {m}m"),
-        },
-        s => match (s / DAY, s % DAY / HOUR) {
-            (d, 0) | (d @ 10.., _) => format!("{d}d"),
-            (d, h) => format!("{d}d {h}h"),
-        },
+    let (big, small) = match secs {
+        0..60 => return format!("{secs}s"),
+        60..3600 => return format!("{}m", secs / 60),
+        3600..86_400 => ((secs / 3600, "h"), (secs % 3600 / 60, "m")),
+        _ => ((secs / 86_400, "d"), (secs % 86_400 / 3600, "h")),
+    };
+    match (big, small) {
+        ((n, unit), (0, _)) | ((n @ 10.., unit), _) => format!("{n}{unit}"),
+        ((n, unit), (m, small)) => format!("{n}{unit} {m}{small}"),
     }
 }
 
 /// `15:00` within a day of now, else `Dec 03 15:00`.
 fn clock(at: Timestamp, view: &View) -> String {
-    let zoned = at.to_zoned_datetime(view.tz.clone());
-    let within_day = (at.as_millisecond() - view.now.as_millisecond()).abs() < 24 * 3600 * 1000;
+    let within_day = (at.as_millisecond() - view.now.as_millisecond()).abs() < 86_400_000;
     let format = if within_day { "%H:%M" } else { "%b %d %H:%M" };
+    let zoned = at.to_zoned_datetime(view.tz.clone());
     zoned.strftime(format).to_string()
 }
 
 /// For each id in `ids`, the shortest prefix of at least [`MIN_ID_CHARS`] characters that no
 /// other id in `among` shares (the whole id when it is shorter).
 pub fn short_ids<'a>(ids: &[&'a str], among: &[&str]) -> Vec<&'a str> {
+    let shared = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(a, b)| a == b).count();
     ids.iter()
         .map(|id| {
-            let common = among
-                .iter()
-                .filter(|other| *other != id)
-                .map(|other| {
-                    id.chars()
-                        .zip(other.chars())
-                        .take_while(|(a, b)| a == b)
-                        .count()
-                })
-                .max()
-                .unwrap_or(0);
-            let chars = (common + 1).max(MIN_ID_CHARS);
-            match id.char_indices().nth(chars) {
+            let others = among.iter().filter(|other| *other != id);
+            let common = others.map(|other| shared(id, other)).max().unwrap_or(0);
+            match id.char_indices().nth((common + 1).max(MIN_ID_CHARS)) {
                 Some((at, _)) => &id[..at],
                 None => id,
             }
@@ -174,29 +123,25 @@ pub fn short_ids<'a>(ids: &[&'a str], among: &[&str]) -> Vec<&'a str> {
 /// Every id a user may name a session by: the ids `/sessions` lists and the ones they had
 /// before a `/clear` (`rewind.formerly`).
 pub fn known_ids(sessions: &[SessionStatus]) -> Vec<&str> {
-    let mut ids: Vec<&str> = sessions.iter().map(|s| s.session_id.as_str()).collect();
-    for s in sessions {
-        if let Some(rewind) = &s.rewind {
-            ids.extend(rewind.formerly.iter().map(String::as_str));
-        }
-    }
-    ids
+    let formerly = sessions.iter().flat_map(|s| s.rewind.iter());
+    let formerly = formerly.flat_map(|r| &r.formerly);
+    let ids = sessions.iter().map(|s| &s.session_id).chain(formerly);
+    ids.map(String::as_str).collect()
 }
 
 /// `text` cut to `width` columns, with an ellipsis where something was cut.
-pub fn cut(text: &str, width: usize) -> String {
+fn cut(text: &str, width: usize) -> String {
     if text.width() <= width {
         return text.to_owned();
     }
     let mut out = String::new();
-    let mut used = 0;
+    let mut used = 1;
     for c in text.chars() {
-        let w = c.width().unwrap_or(0);
-        if used + w + 1 > width {
+        used += c.width().unwrap_or(0);
+        if used > width {
             break;
         }
         out.push(c);
-        used += w;
     }
     if width > 0 {
         out.push('\u{2026}');
@@ -204,24 +149,12 @@ pub fn cut(text: &str, width: usize) -> String {
     out
 }
 
-/// `text` cut to `width` and padded with spaces to exactly `width` columns.
-fn fit(text: &str, width: usize) -> String {
-    let mut out = cut(text, width);
-    let pad = width.saturating_sub(out.width());
-    out.extend(std::iter::repeat_n(' ', pad));
-    out
-}
-
 /// `█████░░░ 62%`.
 fn bar(percent: f64) -> String {
-    let clamped = percent.clamp(0.0, 100.0);
-    let filled = ((clamped / 100.0) * BAR_CELLS as f64).round() as usize;
-    let mut out: String = std::iter::repeat_n('\u{2588}', filled).collect();
-    out.extend(std::iter::repeat_n(
-        '\u{2591}',
-        BAR_CELLS - filled.min(BAR_CELLS),
-    ));
-    format!("{out} {percent:.0}%")
+    let filled = (percent.clamp(0.0, 100.0) / 100.0 * BAR_CELLS as f64).round() as usize;
+    let empty = BAR_CELLS - filled.min(BAR_CELLS);
+    let (full, empty) = ("\u{2588}".repeat(filled), "\u{2591}".repeat(empty));
+    format!("{full}{empty} {percent:.0}%")
 }
 
 /// The cwd's last component (`/work/wakebridge` → `wakebridge`).
@@ -229,8 +162,7 @@ fn project(s: &SessionStatus) -> String {
     let Some(cwd) = s.cwd.as_deref() else {
         return "-".into();
     };
-    let trimmed = cwd.trim_end_matches('/');
-    match trimmed.rsplit('/').next() {
+    match cwd.trim_end_matches('/').rsplit('/').next() {
         Some(name) if !name.is_empty() => name.to_owned(),
         _ => cwd.to_owned(),
     }
@@ -241,10 +173,8 @@ fn mux_session(s: &SessionStatus) -> String {
     let Some(pane) = &s.pane else {
         return "-".into();
     };
-    match (
-        pane.mux.as_str(),
-        pane.session.as_deref().filter(|n| !n.is_empty()),
-    ) {
+    let session = pane.session.as_deref().filter(|n| !n.is_empty());
+    match (pane.mux.as_str(), session) {
         ("zellij", Some(session)) => format!("zellij:{session}"),
         (_, Some(session)) => session.to_owned(),
         (_, None) => pane.pane.clone(),
@@ -253,89 +183,72 @@ fn mux_session(s: &SessionStatus) -> String {
 
 /// What happens next: a resume at a limit's reset, a waiting rewind, an owed wake, a nudge.
 fn next(s: &SessionStatus, view: &View) -> String {
-    match (s.state, &s.limit) {
-        (SessionState::Ended | SessionState::NoPane, _) => return "-".into(),
-        (SessionState::Limited, Some(limit)) if limit.gave_up => {
-            return "waits for activity".into();
-        }
-        (SessionState::Limited, Some(limit)) => {
-            if let Some(at) = limit.resets_at {
-                return format!("resume {}", relative(at, view.now));
-            }
-        }
-        _ => {}
-    }
-    if let Some(why) = s.rewind.as_ref().and_then(|r| r.waiting.as_deref()) {
-        return match why {
-            "restart" => "restart waiting".into(),
-            _ => "rewind waiting".into(),
-        };
-    }
+    let limited = s.state == SessionState::Limited;
+    let limit = s.limit.as_ref().filter(|_| limited);
+    let waiting = s.rewind.as_ref().and_then(|r| r.waiting.as_deref());
     let nudge = s.nudge.as_ref();
-    if s.state == SessionState::Owed {
-        // The loop says since when it has been idle only while it looks idle.
-        return match nudge.and_then(|n| n.idle_since) {
-            Some(_) => "wake when idle".into(),
-            None => "wake at turn end".into(),
-        };
+    if let Some(at) = limit.filter(|l| !l.gave_up).and_then(|l| l.resets_at) {
+        return format!("resume {}", relative(at, view.now));
     }
-    match nudge.and_then(|n| n.next_nudge_at) {
-        Some(at) if at <= view.now => "nudge due".into(),
-        Some(at) => format!("nudge {}", relative(at, view.now)),
-        None => "-".into(),
+    match s.state {
+        SessionState::Ended | SessionState::NoPane => "-".into(),
+        _ if limit.is_some_and(|l| l.gave_up) => "waits for activity".into(),
+        _ if waiting == Some("restart") => "restart waiting".into(),
+        _ if waiting.is_some() => "rewind waiting".into(),
+        // The loop says since when it has been idle only while it looks idle.
+        SessionState::Owed if nudge.and_then(|n| n.idle_since).is_some() => "wake when idle".into(),
+        SessionState::Owed => "wake at turn end".into(),
+        _ => match nudge.and_then(|n| n.next_nudge_at) {
+            Some(at) if at <= view.now => "nudge due".into(),
+            Some(at) => format!("nudge {}", relative(at, view.now)),
+            None => "-".into(),
+        },
     }
 }
 
 /// The header: the daemon's version and pid, its uptime and whether it is registered with the
 /// bus, and how many sessions the view shows.
 fn header(health: Option<&Health>, view: &View, shown: usize, hidden: usize) -> String {
-    let mut parts = Vec::new();
-    match health {
+    let mut parts = match health {
         Some(h) => {
-            parts.push(format!("wakebridge {}", h.version));
-            parts.push(format!("pid {}", h.pid));
-            let up = view
-                .now
-                .as_millisecond()
-                .saturating_sub(h.started_at.as_millisecond());
-            parts.push(format!(
-                "up {}",
-                span(u64::try_from(up / 1000).unwrap_or(0))
-            ));
-            parts.push(
-                match h.registered {
-                    Some(true) => "bus: registered",
-                    Some(false) => "bus: not registered",
-                    None => "bus: registration off",
-                }
-                .into(),
-            );
+            let up = view.now.duration_since(h.started_at).as_secs();
+            let bus = match h.registered {
+                Some(true) => "registered",
+                Some(false) => "not registered",
+                None => "registration off",
+            };
+            vec![
+                format!("wakebridge {}", h.version),
+                format!("pid {}", h.pid),
+                format!("up {}", span(u64::try_from(up).unwrap_or(0))),
+                format!("bus: {bus}"),
+            ]
         }
-        None => parts.push("wakebridge (no /health answer)".into()),
-    }
-    let mut count = format!("{shown} session{}", if shown == 1 { "" } else { "s" });
-    if hidden > 0 {
-        count.push_str(&format!(", {hidden} ended hidden (--all)"));
-    }
-    parts.push(count);
+        None => vec!["wakebridge (no /health answer)".into()],
+    };
+    let plural = if shown == 1 { "" } else { "s" };
+    parts.push(match hidden {
+        0 => format!("{shown} session{plural}"),
+        _ => format!("{shown} session{plural}, {hidden} ended hidden (--all)"),
+    });
     parts.join(" \u{b7} ")
 }
 
 /// The sessions a view shows, in the order it shows them: live ones by id, then ended ones
-/// (only those that ended within [`ENDED_SHOWN_FOR`] unless `all`), most recent first.
-pub fn shown<'a>(sessions: &'a [SessionStatus], view: &View) -> (Vec<&'a SessionStatus>, usize) {
-    let mut live = Vec::new();
-    let mut over = Vec::new();
-    let mut hidden = 0;
-    for s in sessions {
-        if s.state != SessionState::Ended {
-            live.push(s);
-        } else if view.all || !older_than(last_activity(s), view.now, ENDED_SHOWN_FOR) {
-            over.push(s);
-        } else {
-            hidden += 1;
-        }
+/// (only those that ended within [`ENDED_SHOWN_FOR`] unless `all`), most recent first; and how
+/// many ended ones it hides.
+fn shown<'a>(sessions: &'a [SessionStatus], view: &View) -> (Vec<&'a SessionStatus>, usize) {
+    let (mut live, mut over): (Vec<_>, Vec<_>) = sessions
+        .iter()
+        .partition(|s| s.state != SessionState::Ended);
+    let recent = |s: &&SessionStatus| {
+        last_activity(s).is_some_and(|at| view.now.duration_since(at) <= ENDED_SHOWN_FOR)
+    };
+    let ended = over.len();
+    if !view.all {
+        over.retain(recent);
     }
+    let hidden = ended - over.len();
     live.sort_by(|a, b| a.session_id.cmp(&b.session_id));
     over.sort_by_key(|s| Reverse(last_activity(s)));
     live.extend(over);
@@ -359,37 +272,31 @@ const COLUMNS: [(&str, usize, usize, u8); 7] = [
 /// `view.width` columns wide (display width); nothing wraps, long cells end in `…`.
 pub fn render(sessions: &[SessionStatus], health: Option<&Health>, view: &View) -> String {
     let (rows, hidden) = shown(sessions, view);
-    let mut out = cut(&header(health, view, rows.len(), hidden), view.width);
-    out.push('\n');
+    let mut out = cut(&header(health, view, rows.len(), hidden), view.width) + "\n";
     if rows.is_empty() {
-        let text = if hidden > 0 {
-            "no live sessions; `wakebridge status --all` shows the ended ones"
-        } else {
-            "no sessions known yet (none mapped in panes.json, none seen by `wakebridge hook`)"
+        let text = match hidden {
+            0 => {
+                "no sessions known yet (none mapped in panes.json, none seen by `wakebridge hook`)"
+            }
+            _ => "no live sessions; `wakebridge status --all` shows the ended ones",
         };
-        out.push_str(&cut(text, view.width));
-        out.push('\n');
-        return out;
+        return out + &cut(text, view.width) + "\n";
     }
     let ids: Vec<&str> = rows.iter().map(|s| s.session_id.as_str()).collect();
     let short = short_ids(&ids, &known_ids(sessions));
     let cells: Vec<[String; 7]> = rows
         .iter()
-        .zip(&short)
+        .zip(short)
         .map(|(s, id)| {
-            let context = s
-                .context
-                .as_ref()
-                .and_then(|c| c.percent)
-                .map_or("-".into(), bar);
-            let active = last_activity(s).map_or("-".into(), |at| relative(at, view.now));
+            let context = s.context.as_ref().and_then(|c| c.percent);
+            let active = last_activity(s).map(|at| relative(at, view.now));
             [
-                (*id).to_owned(),
+                id.to_owned(),
                 project(s),
                 mux_session(s),
                 label(s, view),
-                context,
-                active,
+                context.map_or("-".into(), bar),
+                active.unwrap_or_else(|| "-".into()),
                 next(s, view),
             ]
         })
@@ -411,8 +318,7 @@ fn widths(cells: &[[String; 7]], width: usize) -> [usize; 7] {
         let widest = cells.iter().map(|r| r[c].width()).max().unwrap_or(0);
         widths[c] = widest.max(name.width()).min(*cap);
     }
-    let total = |w: &[usize; 7]| w.iter().sum::<usize>() + GAP * (w.len() - 1);
-    while total(&widths) > width {
+    while widths.iter().sum::<usize>() + GAP * (widths.len() - 1) > width {
         let squeezable = (0..widths.len())
             .filter(|&c| widths[c] > COLUMNS[c].2)
             .max_by_key(|&c| (Reverse(COLUMNS[c].3), widths[c] - COLUMNS[c].2, c));
@@ -425,20 +331,20 @@ fn widths(cells: &[[String; 7]], width: usize) -> [usize; 7] {
 }
 
 fn line(
-    cells: &[String; 7],
+    row: &[String; 7],
     widths: &[usize; 7],
     view: &View,
     state: Option<SessionState>,
 ) -> String {
-    let mut parts = Vec::new();
-    for (c, (cell, width)) in cells.iter().zip(widths).enumerate() {
-        let padded = if c + 1 == cells.len() {
-            cut(cell, *width)
-        } else {
-            fit(cell, *width)
-        };
-        parts.push(padded);
-    }
+    let parts: Vec<String> = (row.iter().zip(widths))
+        .map(|(cell, width)| {
+            // Padded to exactly its width; the line's end is trimmed.
+            let mut text = cut(cell, *width);
+            let pad = width.saturating_sub(text.width());
+            text.extend(std::iter::repeat_n(' ', pad));
+            text
+        })
+        .collect();
     // Past the narrowest layout (a tiny terminal), the line itself is cut.
     let mut text = cut(parts.join(&" ".repeat(GAP)).trim_end(), view.width);
     if let (true, Some(state)) = (view.color, state) {
@@ -446,17 +352,11 @@ fn line(
         let start: usize = widths[..3].iter().sum::<usize>() + 3 * GAP;
         if let Some(at) = byte_at(&text, start) {
             let end = byte_at(&text, start + widths[3]).unwrap_or(text.len());
-            text = format!(
-                "{}\x1b[{}m{}\x1b[0m{}",
-                &text[..at],
-                colour(state),
-                &text[at..end],
-                &text[end..]
-            );
+            let (cell, rest) = (&text[at..end], &text[end..]);
+            text = format!("{}\x1b[{}m{cell}\x1b[0m{rest}", &text[..at], colour(state));
         }
     }
-    text.push('\n');
-    text
+    text + "\n"
 }
 
 /// The byte offset where display column `column` starts in `text`, if it is inside it.

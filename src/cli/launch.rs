@@ -1,13 +1,11 @@
-//! `wakebridge launch`: flags, their environment fallbacks, output and exit codes. It turns
-//! arguments plus the environment into [`LaunchOptions`] (where the pane goes, which tmux server,
-//! which Claude Code config to pre-trust, which wake dir to map in), runs [`launch`], and prints
-//! the pane id (or JSON). The launch itself is `crate::launch`'s.
-//!
-//! Exit codes: 0 ready; 1 the agent failed to start, exited or timed out; 2 bad arguments or a
-//! refused pre-trust; 3 a human must answer a screen (API key, login) in the pane left running.
+//! `wakebridge launch`: flags and their configuration fallbacks turned into [`LaunchOptions`]
+//! (where the pane goes, which tmux server, which Claude Code config to pre-trust), the launch
+//! (`crate::launch`'s) run, and the pane id (or JSON) printed. Exit codes: 0 ready; 1 the agent
+//! failed to start, exited or timed out; 2 bad arguments or a refused pre-trust; 3 a human must
+//! answer a screen (API key, login) in the pane left running.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -19,9 +17,6 @@ use crate::launch::{
     launch,
 };
 use crate::mux::{KeystrokeText, MuxConfig};
-
-/// Exit status for bad arguments, as the other verbs use.
-const USAGE_EXIT: u8 = 2;
 
 /// `wakebridge launch [flags] [-- COMMAND ARGS...]`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -75,32 +70,21 @@ pub enum LaunchCliError {
     #[error("--cwd: cannot determine the current directory: {0}")]
     NoCwd(std::io::Error),
     #[error("--pre-trust: {0}")]
-    PreTrust(#[from] crate::claude::trust::PreTrustError),
+    PreTrust(#[from] PreTrustError),
     #[error("--session must be non-empty and printable")]
     SessionId,
 }
 
 /// Entry point of the verb.
 pub fn run(args: LaunchArgs, config: &Config) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
+    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+    match super::block_on(run_with(args, config, &Env::process(), &mut out, &mut err)) {
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             crate::errln!("wakebridge launch: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            ExitCode::FAILURE
         }
-    };
-    let env = Env::process();
-    let code = runtime.block_on(run_with(
-        args,
-        config,
-        &env,
-        &mut std::io::stdout(),
-        &mut std::io::stderr(),
-    ));
-    ExitCode::from(code)
+    }
 }
 
 /// [`run`] with the environment and output streams given; returns the exit status.
@@ -112,60 +96,48 @@ pub async fn run_with(
     err: &mut dyn Write,
 ) -> u8 {
     let json = args.json;
-    let opts = match options_from(args, config, env) {
-        Ok(opts) => opts,
-        Err(e) => {
-            let _ = writeln!(err, "wakebridge launch: {e}");
-            return USAGE_EXIT;
-        }
+    let (code, said) = match options_from(args, config, env) {
+        Err(e) => (2, vec![e.to_string()]),
+        Ok(opts) => match launch(&opts).await {
+            Ok(launched) => (0, report(&launched, json, out)),
+            Err(e @ LaunchError::Prompt { .. }) => (
+                e.exit_code(),
+                vec![
+                    e.to_string(),
+                    "the agent is running; type the prompt yourself".into(),
+                ],
+            ),
+            Err(e) => (e.exit_code(), vec![e.to_string()]),
+        },
     };
-    match launch(&opts).await {
-        Ok(launched) => {
-            report(&launched, json, out, err);
-            0
-        }
-        Err(e) => {
-            let _ = writeln!(err, "wakebridge launch: {e}");
-            if let LaunchError::Prompt { .. } = e {
-                let _ = writeln!(
-                    err,
-                    "wakebridge launch: the agent is running; type the prompt yourself"
-                );
-            }
-            e.exit_code()
-        }
+    for line in said {
+        let _ = writeln!(err, "wakebridge launch: {line}");
     }
+    code
 }
 
-fn report(launched: &Launched, json: bool, out: &mut dyn Write, err: &mut dyn Write) {
-    if json {
-        let _ = writeln!(out, "{}", launched.to_json());
-    } else {
-        let _ = writeln!(out, "{}", launched.pane);
-    }
+/// Prints the pane (or the JSON), and returns what else there is to say.
+fn report(launched: &Launched, json: bool, out: &mut dyn Write) -> Vec<String> {
+    let _ = match json {
+        true => writeln!(out, "{}", launched.to_json()),
+        false => writeln!(out, "{}", launched.pane),
+    };
+    let mut said = Vec::new();
     if let Some(done) = &launched.pre_trusted {
-        let backup = done
-            .backup
-            .as_ref()
-            .map(|b| format!(" (backup: {})", b.display()))
-            .unwrap_or_default();
-        let what = if done.already_trusted {
-            "already trusted in"
-        } else {
-            "marked trusted in"
+        let backup = done.backup.as_ref();
+        let backup = backup.map_or(String::new(), |b| format!(" (backup: {})", b.display()));
+        let what = match done.already_trusted {
+            true => "already trusted in",
+            false => "marked trusted in",
         };
-        let _ = writeln!(
-            err,
-            "wakebridge launch: {} {what} {}{backup}",
-            done.project,
-            done.config.display()
-        );
+        let (project, config) = (&done.project, done.config.display());
+        said.push(format!("{project} {what} {config}{backup}"));
     }
     if !launched.screens_passed.is_empty() {
         let names: Vec<&str> = launched.screens_passed.iter().map(|s| s.name()).collect();
-        let _ = writeln!(err, "wakebridge launch: answered {}", names.join(", "));
+        said.push(format!("answered {}", names.join(", ")));
     }
-    let mapping = match &launched.mapping {
+    said.push(match &launched.mapping {
         Mapping::Written => format!(
             "mapped session {} to {}",
             launched.session_id.as_deref().unwrap_or("?"),
@@ -176,8 +148,8 @@ fn report(launched: &Launched, json: bool, out: &mut dyn Write, err: &mut dyn Wr
             .into(),
         Mapping::NoWakeDir => "no wake dir, pane mapping skipped".into(),
         Mapping::Failed(why) => format!("pane mapping failed: {why}"),
-    };
-    let _ = writeln!(err, "wakebridge launch: {mapping}");
+    });
+    said
 }
 
 /// Flags + configuration + environment → options.
@@ -189,7 +161,7 @@ pub fn options_from(
     let prompt = args.prompt.as_deref().map(KeystrokeText::new).transpose()?;
     let timeout = match args.timeout {
         None => LaunchDefaults::timeout(config.settings.launch.timeout)?,
-        Some(secs) if secs.is_finite() && secs > 0.0 => {
+        Some(secs) if secs > 0.0 => {
             Duration::try_from_secs_f64(secs).map_err(|_| LaunchCliError::Timeout(secs))?
         }
         Some(secs) => return Err(LaunchCliError::Timeout(secs)),
@@ -203,22 +175,14 @@ pub fn options_from(
         Some(cwd) => cwd,
         None => std::env::current_dir().map_err(LaunchCliError::NoCwd)?,
     };
-    let command = if args.command.is_empty() {
-        LaunchDefaults::command(&config.settings.launch.command)?
-    } else {
-        args.command
+    let command = match args.command.is_empty() {
+        true => LaunchDefaults::command(&config.settings.launch.command)?,
+        false => args.command,
     };
-    let pre_trust = if args.pre_trust {
-        Some(
-            config
-                .paths
-                .claude
-                .clone()
-                .map_err(PreTrustError::from)?
-                .state_file_in_use(),
-        )
-    } else {
-        None
+    let claude_home = config.paths.claude.clone();
+    let pre_trust = match (args.pre_trust, claude_home.clone()) {
+        (true, home) => Some(home.map_err(PreTrustError::from)?.state_file_in_use()),
+        (false, _) => None,
     };
     let mut mux = MuxConfig::from_settings(&config.settings.mux);
     if let Some(socket) = args.tmux_socket {
@@ -227,8 +191,15 @@ pub fn options_from(
     if let Some(bin) = args.tmux_bin.filter(|b| !b.as_os_str().is_empty()) {
         mux.tmux_bin = bin;
     }
-    let placement = placement(mux.tmux_socket.as_deref(), env);
-    let wake_dir = Some(config.paths.wake_dir.clone());
+    // Inside tmux (`$TMUX` set) a new window of the caller's session, unless another server
+    // was asked for; otherwise a new detached session.
+    let tmux = env.nonempty("TMUX");
+    let own_socket = tmux.as_deref().map(|t| t.split(',').next().unwrap_or(""));
+    let placement = match (own_socket, mux.tmux_socket.as_deref()) {
+        (None, _) => Placement::NewSession,
+        (Some(own), Some(asked)) if asked != Path::new(own) => Placement::NewSession,
+        (Some(_), _) => Placement::NewWindow { target: None },
+    };
     Ok(LaunchOptions {
         cwd,
         name: args.name,
@@ -236,25 +207,12 @@ pub fn options_from(
         prompt,
         pre_trust,
         timeout,
-        wake_dir,
+        wake_dir: Some(config.paths.wake_dir.clone()),
         session_id: args.session_id,
-        claude_home: config.paths.claude.as_ref().ok().cloned(),
+        claude_home: claude_home.ok(),
         placement,
         mux,
     })
-}
-
-/// Inside tmux (`$TMUX` set) a new window of the caller's session, unless another server was
-/// asked for; otherwise a new detached session.
-fn placement(socket: Option<&std::path::Path>, env: &Env) -> Placement {
-    let Some(tmux) = env.nonempty("TMUX") else {
-        return Placement::NewSession;
-    };
-    let own_socket = tmux.split(',').next().unwrap_or("");
-    match socket.filter(|s| !s.as_os_str().is_empty()) {
-        Some(asked) if asked != std::path::Path::new(own_socket) => Placement::NewSession,
-        _ => Placement::NewWindow { target: None },
-    }
 }
 
 #[cfg(test)]

@@ -26,27 +26,23 @@ pub struct ManArgs {
 }
 
 pub fn completions(args: &CompletionsArgs) -> ExitCode {
-    let mut command = Cli::command();
     let mut stdout = std::io::stdout().lock();
-    clap_complete::generate(args.shell, &mut command, "wakebridge", &mut stdout);
+    clap_complete::generate(args.shell, &mut Cli::command(), "wakebridge", &mut stdout);
     ExitCode::SUCCESS
 }
 
 pub fn man(args: &ManArgs) -> ExitCode {
     let command = Cli::command();
-    let written = match &args.out_dir {
+    let Err(e) = (match &args.out_dir {
         Some(dir) => std::fs::create_dir_all(dir)
             .and_then(|()| clap_mangen::generate_to(command, dir))
             .map_err(|e| format!("cannot write man pages into {}: {e}", dir.display())),
         None => clap_mangen::Man::new(command)
             .render(&mut std::io::stdout().lock())
             .map_err(|e| format!("cannot print the man page: {e}")),
+    }) else {
+        return ExitCode::SUCCESS;
     };
-    match written {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            crate::errln!("wakebridge man: {e}");
-            ExitCode::from(2)
-        }
-    }
+    crate::errln!("wakebridge man: {e}");
+    ExitCode::from(2)
 }

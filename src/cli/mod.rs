@@ -1,5 +1,5 @@
-//! The command line: `wakebridge serve` (also reachable with no subcommand, flag-compatible with
-//! the Python bridge) and the verbs sessions and operators use. Parsing only; each verb's work
+//! The command line: `wakebridge serve` (also with no subcommand, flag-compatible with the
+//! Python bridge) and the verbs sessions and operators use. Parsing only; each verb's work
 //! lives in its own module.
 
 pub(crate) mod claude;
@@ -23,14 +23,8 @@ use clap::{Parser, Subcommand};
 
 use crate::config::{self, Flags};
 use crate::env::Env;
-use claude::ClaudeCommand;
-use client::{ForgetArgs, RewindArgs, StatusArgs, WakeArgs};
-use context::{ContextArgs, StatuslineArgs, run_context, run_statusline};
-use hook::HookArgs;
-use launch::LaunchArgs;
-use manual::{CompletionsArgs, ManArgs};
-use session::{PanesCommand, WakeStateArgs, run_panes, run_wake_state};
-use show_config::ConfigArgs;
+use context::{run_context, run_statusline};
+use session::{run_panes, run_wake_state};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -56,40 +50,40 @@ enum Command {
     Serve(Flags),
     /// Map (set) or unmap (clear) this session's pane in panes.json.
     #[command(subcommand)]
-    Panes(PanesCommand),
+    Panes(session::PanesCommand),
     /// Mark this session busy (a turn is running) or idle.
-    WakeState(WakeStateArgs),
+    WakeState(session::WakeStateArgs),
     /// Claude Code hook entry point: reads the hook JSON on stdin and does the right thing.
-    Hook(HookArgs),
+    Hook(hook::HookArgs),
     /// Ask the running daemon to wake a session (POST /wake).
-    Wake(WakeArgs),
+    Wake(client::WakeArgs),
     /// Ask the running daemon for a clean context window for this session (POST /rewind):
     /// `/clear` and the re-hydration prompt at its next idle moment.
-    Rewind(RewindArgs),
+    Rewind(client::RewindArgs),
     /// Every session at a glance (GET /sessions, GET /health): state, context, next nudge.
-    Status(StatusArgs),
+    Status(client::StatusArgs),
     /// Drop one session from the daemon's ledger and views (POST /forget).
-    Forget(ForgetArgs),
+    Forget(client::ForgetArgs),
     /// Print how full a session's context window is.
-    Context(ContextArgs),
+    Context(context::ContextArgs),
     /// Claude Code status-line command: hands context figures to the daemon, prints one line.
-    Statusline(StatuslineArgs),
+    Statusline(context::StatuslineArgs),
     /// Start an agent (default `claude`) in a new tmux pane and get it past its first-run screens.
-    Launch(LaunchArgs),
+    Launch(launch::LaunchArgs),
     /// Check every link a wake needs, one line each with the fix; exit 0 only when a wake
     /// would work.
-    Doctor(doctor::DoctorArgs),
+    Doctor(client::UrlArg),
     /// Print the effective configuration and where each value came from; --check only
     /// validates it (exit 0 or 2), e.g. as a supervisor's ExecStartPre.
-    Config(ConfigArgs),
+    Config(show_config::ConfigArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell.
-    Completions(CompletionsArgs),
+    Completions(manual::CompletionsArgs),
     /// Print the man page (or write one per verb with --out-dir).
-    Man(ManArgs),
+    Man(manual::ManArgs),
     /// Wire Claude Code to this binary in its settings.json (`install`), or take it out again
     /// (`uninstall`).
     #[command(subcommand)]
-    Claude(ClaudeCommand),
+    Claude(claude::ClaudeCommand),
     /// Run the daemon under launchd or systemd: install, uninstall, status.
     #[command(subcommand)]
     Service(service::ServiceCommand),
@@ -107,67 +101,57 @@ pub fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     // Every verb reads the configuration `serve` reads: defaults < file < environment < flags.
-    let flags = |wake_dir: Option<&Path>| Flags {
-        config: cli.config.clone(),
-        wake_dir: wake_dir.map(|dir| dir.to_string_lossy().into_owned()),
-        ..Flags::default()
+    let config = cli.config.clone();
+    let resolved = |wake_dir: Option<&Path>| {
+        let flags = Flags {
+            config: config.clone(),
+            wake_dir: wake_dir.map(|dir| dir.to_string_lossy().into_owned()),
+            ..Flags::default()
+        };
+        config::resolve(&flags, &Env::process())
     };
-    let resolved = |wake_dir: Option<&Path>| config::resolve(&flags(wake_dir), &Env::process());
-    match cli.command {
-        Some(Command::Serve(args)) => serve::serve(Flags {
-            config: cli.config.clone(),
-            ..args
-        }),
-        None => serve::serve(Flags {
-            config: cli.config.clone(),
-            ..cli.serve
-        }),
-        Some(Command::Panes(command)) => with_config(resolved(command.wake_dir()), |c| {
+    let with = |flags: Flags| Flags {
+        config: config.clone(),
+        ..flags
+    };
+    let Some(command) = cli.command else {
+        return serve::serve(with(cli.serve));
+    };
+    match command {
+        Command::Serve(args) => serve::serve(with(args)),
+        Command::Panes(command) => with_config(resolved(command.wake_dir()), |c| {
             run_panes(&command, &c.paths.wake_dir)
         }),
-        Some(Command::WakeState(args)) => {
-            with_config(resolved(args.session.wake_dir.as_deref()), |c| {
-                run_wake_state(&args, &c.paths.wake_dir)
-            })
-        }
-        // A hook never fails the agent: a configuration error is reported and the hook skipped.
-        Some(Command::Hook(args)) => hook::run(&args, resolved(args.wake_dir.as_deref())),
-        Some(Command::Wake(args)) => with_config(resolved(None), |c| client::wake(c, &args)),
-        Some(Command::Rewind(args)) => with_config(resolved(None), |c| client::rewind(c, &args)),
-        Some(Command::Status(args)) => with_config(resolved(None), |c| client::status(c, &args)),
-        Some(Command::Forget(args)) => with_config(resolved(None), |c| client::forget(c, &args)),
-        Some(Command::Context(args)) => with_config(resolved(None), |c| run_context(&args, c)),
-        Some(Command::Statusline(args)) => {
-            run_statusline(&args, resolved(args.wake_dir.as_deref()))
-        }
-        Some(Command::Launch(args)) => with_config(resolved(args.wake_dir.as_deref()), |c| {
-            crate::cli::launch::run(args, c)
+        Command::WakeState(args) => with_config(resolved(args.session.wake_dir.as_deref()), |c| {
+            run_wake_state(&args, &c.paths.wake_dir)
         }),
-        Some(Command::Doctor(args)) => with_config(resolved(None), |c| doctor::run(c, &args)),
-        Some(Command::Config(args)) => show_config::run(
-            &ConfigArgs {
-                serve: Flags {
-                    config: cli.config.clone(),
-                    ..args.serve.clone()
-                },
-                ..args.clone()
-            },
-            &Env::process(),
-        ),
-        Some(Command::Completions(args)) => manual::completions(&args),
-        Some(Command::Man(args)) => manual::man(&args),
-        // No configuration needed: the settings file is where Claude Code's environment says.
-        Some(Command::Claude(command)) => claude::run(&command, &Env::process()),
-        Some(Command::Service(command)) => {
-            service::run(&command, resolved(None), cli.config.as_deref())
+        // A hook never fails the agent: a configuration error is reported and the hook skipped.
+        Command::Hook(args) => hook::run(&args, resolved(args.wake_dir.as_deref())),
+        Command::Wake(args) => with_config(resolved(None), |c| client::wake(c, &args)),
+        Command::Rewind(args) => with_config(resolved(None), |c| client::rewind(c, &args)),
+        Command::Status(args) => with_config(resolved(None), |c| client::status(c, &args)),
+        Command::Forget(args) => with_config(resolved(None), |c| client::forget(c, &args)),
+        Command::Context(args) => with_config(resolved(None), |c| run_context(&args, c)),
+        Command::Statusline(args) => run_statusline(&args, resolved(args.wake_dir.as_deref())),
+        Command::Launch(args) => {
+            with_config(resolved(args.wake_dir.as_deref()), |c| launch::run(args, c))
         }
+        Command::Doctor(args) => {
+            with_config(resolved(None), |c| doctor::run(c, args.url.as_deref()))
+        }
+        Command::Config(args) => show_config::run(args.check, &with(args.serve), &Env::process()),
+        Command::Completions(args) => manual::completions(&args),
+        Command::Man(args) => manual::man(&args),
+        // No configuration needed: the settings file is where Claude Code's environment says.
+        Command::Claude(command) => claude::run(&command, &Env::process()),
+        Command::Service(command) => service::run(&command, resolved(None), config.as_deref()),
     }
 }
 
 /// The path to write where Claude Code's hooks and the service manager will start this binary:
-/// the `wakebridge` that PATH finds first when it is this very file (a Homebrew, Linuxbrew or
-/// Nix link outlives an upgrade, while `current_exe` names the versioned file behind it, which
-/// the next cleanup deletes), else `current_exe`.
+/// the `wakebridge` PATH finds first when it is this very file (a Homebrew, Linuxbrew or Nix
+/// link outlives an upgrade; `current_exe` names the versioned file behind it), else
+/// `current_exe`.
 pub(crate) fn own_binary(env: &Env) -> std::io::Result<std::path::PathBuf> {
     let exe = std::env::current_exe()?;
     let real = std::fs::canonicalize(&exe).unwrap_or_else(|_| exe.clone());
@@ -182,18 +166,26 @@ pub(crate) fn own_binary(env: &Env) -> std::io::Result<std::path::PathBuf> {
     })
 }
 
+/// Runs `future` to its end on a current-thread runtime of its own.
+pub(crate) fn block_on<F: Future>(future: F) -> std::io::Result<F::Output> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    Ok(runtime.block_on(future))
+}
+
 /// Runs `verb` with the resolved configuration, or says what is wrong with it (exit 2).
 fn with_config(
     config: Result<config::Config, config::ConfigError>,
     verb: impl FnOnce(&config::Config) -> ExitCode,
 ) -> ExitCode {
-    match config {
-        Ok(config) => verb(&config),
-        Err(e) => {
+    config.map_or_else(
+        |e| {
             crate::errln!("wakebridge: {e}");
             ExitCode::from(2)
-        }
-    }
+        },
+        |config| verb(&config),
+    )
 }
 
 #[cfg(test)]

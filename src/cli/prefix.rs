@@ -1,9 +1,7 @@
-//! Session ids as a person types them: any unique prefix of a known id names that session, for
-//! every verb that takes an id from a user (`wake`, `rewind --session`, `forget`, `context
-//! --session`). One pure decision ([`resolve`]) over the ids the daemon knows; the verbs fetch
-//! those (`/sessions`) and print its error. A full id (a UUID, as Claude Code's are) is passed
-//! through unchanged without asking the daemon, so `wakebridge wake <uuid>` keeps the Python
-//! bridge's contract even for a session the daemon has not seen.
+//! Session ids as a person types them: any unique prefix of a known id names that session
+//! (`wake`, `rewind --session`, `forget`, `context --session`). A full id (a UUID, as Claude
+//! Code's are) passes unchanged without asking the daemon, so `wakebridge wake <uuid>` keeps the
+//! Python bridge's contract even for a session the daemon has not seen.
 
 use crate::cli::glance::short_ids;
 
@@ -21,57 +19,49 @@ pub enum PrefixError {
 
 /// True for a full session id in Claude Code's form: a UUID (8-4-4-4-12 hex digits).
 pub fn is_full_id(id: &str) -> bool {
-    const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
+    let hex = |part: &str, len| part.len() == len && part.bytes().all(|b| b.is_ascii_hexdigit());
     let parts: Vec<&str> = id.split('-').collect();
-    parts.len() == GROUPS.len()
+    parts.len() == 5
         && parts
             .iter()
-            .zip(GROUPS)
-            .all(|(part, len)| part.len() == len && part.bytes().all(|b| b.is_ascii_hexdigit()))
+            .zip([8, 4, 4, 4, 12])
+            .all(|(part, len)| hex(part, len))
 }
 
 /// The id `given` names among `known`: itself when it is known or a full id, else the one known
 /// full id it starts. Only full ids (the ones `status` shortens) are completed: a bus session
-/// may be named anything (`rawtest-1`), and `rawtest-1` must not become a known `rawtest-10`;
-/// so a given id that is not a prefix of a UUID goes to the daemon as typed.
+/// may be named anything, and `rawtest-1` must not become a known `rawtest-10`; so a given id
+/// that is not a prefix of a UUID goes to the daemon as typed.
 pub fn resolve(given: &str, known: &[&str]) -> Result<String, PrefixError> {
     if known.contains(&given) || is_full_id(given) {
         return Ok(given.to_owned());
     }
-    let mut matches: Vec<&str> = known
-        .iter()
-        .copied()
+    let mut matches: Vec<&str> = (known.iter().copied())
         .filter(|id| is_full_id(id) && !given.is_empty() && id.starts_with(given))
         .collect();
     matches.sort_unstable();
     matches.dedup();
-    let uuid_like = given.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    let given = given.to_owned();
     match matches.as_slice() {
-        [] if !uuid_like => Ok(given.to_owned()),
-        [] => Err(PrefixError::NoMatch {
-            given: given.to_owned(),
-        }),
+        [] if given.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') => {
+            Err(PrefixError::NoMatch { given })
+        }
+        [] => Ok(given),
         [one] => Ok((*one).to_owned()),
         many => {
             let listed = &many[..many.len().min(LISTED_MATCHES)];
-            let mut shown: Vec<String> = short_ids(listed, many)
-                .into_iter()
-                .zip(listed)
-                .map(|(short, full)| {
-                    if short.len() < full.len() {
-                        format!("{short}\u{2026}")
-                    } else {
-                        short.to_owned()
-                    }
+            let short = short_ids(listed, many).into_iter().zip(listed);
+            let mut shown: Vec<String> = short
+                .map(|(short, full)| match short.len() < full.len() {
+                    true => format!("{short}\u{2026}"),
+                    false => short.to_owned(),
                 })
                 .collect();
             if many.len() > LISTED_MATCHES {
                 shown.push(format!("and {} more", many.len() - LISTED_MATCHES));
             }
-            Err(PrefixError::Ambiguous {
-                given: given.to_owned(),
-                matches: shown.join(", "),
-            })
+            let matches = shown.join(", ");
+            Err(PrefixError::Ambiguous { given, matches })
         }
     }
 }

@@ -21,37 +21,33 @@ pub fn serve(flags: Flags) -> ExitCode {
         }
     };
     crate::telemetry::logging::init(settings.config.debug, &env);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            crate::errln!("wakebridge: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let code = runtime.block_on(async move {
-        let app = match App::build(settings, &env).await {
-            Ok(app) => app,
-            Err(e) => {
-                tracing::error!("{e}");
-                crate::errln!("wakebridge: {e}");
-                return ExitCode::from(e.exit_code());
-            }
-        };
-        let shutdown = CancellationToken::new();
-        tokio::spawn(stop_on_signal(shutdown.clone()));
-        match app.run(shutdown).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                crate::errln!("wakebridge: {e}");
-                ExitCode::FAILURE
-            }
-        }
+        .build();
+    let code = runtime.map(|runtime| {
+        runtime.block_on(async move {
+            let app = match App::build(settings, &env).await {
+                Ok(app) => app,
+                Err(e) => {
+                    tracing::error!("{e}");
+                    crate::errln!("wakebridge: {e}");
+                    return ExitCode::from(e.exit_code());
+                }
+            };
+            let shutdown = CancellationToken::new();
+            tokio::spawn(stop_on_signal(shutdown.clone()));
+            let Err(e) = app.run(shutdown).await else {
+                return ExitCode::SUCCESS;
+            };
+            crate::errln!("wakebridge: {e}");
+            ExitCode::FAILURE
+        })
     });
     crate::telemetry::logging::flush(crate::telemetry::logging::FLUSH_BUDGET);
-    code
+    code.unwrap_or_else(|e| {
+        crate::errln!("wakebridge: cannot start the async runtime: {e}");
+        ExitCode::FAILURE
+    })
 }
 
 /// SIGTERM (supervisors) and SIGINT (a terminal) both mean a graceful stop.

@@ -1,17 +1,15 @@
 //! The session-hook verbs `wakebridge panes set|clear` and `wakebridge wake-state busy|idle`,
-//! with the reference CLI's semantics: session id from `--session` (the reference's
-//! `--session-id` is its alias), then
-//! `AGENT_EVENT_BUS_SESSION_ID`, then `CLAUDE_CODE_SESSION_ID` (empty values fall through); exit 2
-//! for a missing session id or an invalid target; both `panes` verbs remove the session's busy
-//! marker first, because a lifecycle boundary proves no turn is in flight. It owns argument
-//! shapes, output and exit codes; the file work is `wakedir::writer` and `wakedir::markers`.
+//! with the reference CLI's semantics: the session id from `--session`, then
+//! `AGENT_EVENT_BUS_SESSION_ID`, then `CLAUDE_CODE_SESSION_ID` (empty values fall through); exit
+//! 2 for a missing session id or an invalid target; both `panes` verbs remove the busy marker
+//! first (a lifecycle boundary proves no turn is in flight). The file work is `wakedir`'s.
 
 use crate::env::Env;
 use crate::wakedir::detect::detect_target;
 use crate::wakedir::markers::{MarkerError, clear_busy, clear_busy_if_any, set_busy};
 use crate::wakedir::panes::{InvalidTarget, parse_target};
 use crate::wakedir::target::PaneTarget;
-use crate::wakedir::writer::{ClearOutcome, PanesWriteError, SetOutcome, clear_entry, set_entry};
+use crate::wakedir::writer::{PanesWriteError, SetOutcome, clear_entry, set_entry};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,7 +22,6 @@ pub const SKIPPED_NO_MUX: &str = "no multiplexer detected";
 
 /// How a verb ended, as an exit code: 0 done (or skipped), 1 failed, 2 usage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
 pub enum CliStatus {
     Success = 0,
     Failure = 1,
@@ -41,7 +38,6 @@ impl From<CliStatus> for ExitCode {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SessionArgs {
     /// Bus session id [default: $AGENT_EVENT_BUS_SESSION_ID, then $CLAUDE_CODE_SESSION_ID]
-    // `--session` as every verb spells it; `--session-id`, the reference CLI's, still works.
     #[arg(long = "session", alias = "session-id", value_name = "ID")]
     pub session_id: Option<String>,
     /// Wake dir [default: the configuration's, as `serve` uses it]
@@ -58,7 +54,8 @@ pub enum PanesCommand {
     Clear(PanesClearArgs),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum MuxKind {
     Tmux,
     Zellij,
@@ -116,9 +113,10 @@ pub struct WakeStateArgs {
 
 /// The first non-empty of `--session`, `AGENT_EVENT_BUS_SESSION_ID`, `CLAUDE_CODE_SESSION_ID`.
 pub fn resolve_session_id(flag: Option<&str>, env: &Env) -> Option<String> {
+    let vars = SESSION_ID_ENVS.iter().filter_map(|name| env.get(name));
     flag.map(str::to_owned)
         .into_iter()
-        .chain(SESSION_ID_ENVS.iter().filter_map(|name| env.get(name)))
+        .chain(vars)
         .find(|id| !id.is_empty())
 }
 
@@ -126,33 +124,22 @@ impl PanesCommand {
     /// The `--wake-dir` given, for the configuration to layer over its own.
     pub fn wake_dir(&self) -> Option<&Path> {
         match self {
-            PanesCommand::Set(args) => args.session.wake_dir.as_deref(),
-            PanesCommand::Clear(args) => args.session.wake_dir.as_deref(),
+            PanesCommand::Set(PanesSetArgs { session, .. })
+            | PanesCommand::Clear(PanesClearArgs { session, .. }) => session.wake_dir.as_deref(),
         }
     }
 }
 
 /// `panes set|clear` on `wake_dir` against the real environment, stdout and stderr.
 pub fn run_panes(command: &PanesCommand, wake_dir: &Path) -> ExitCode {
-    execute_panes(
-        command,
-        wake_dir,
-        &Env::process(),
-        &mut std::io::stdout().lock(),
-        &mut std::io::stderr().lock(),
-    )
-    .into()
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
+    execute_panes(command, wake_dir, &Env::process(), &mut out, &mut err).into()
 }
 
 /// `wake-state busy|idle` on `wake_dir` against the real environment and stderr.
 pub fn run_wake_state(args: &WakeStateArgs, wake_dir: &Path) -> ExitCode {
-    execute_wake_state(
-        args,
-        wake_dir,
-        &Env::process(),
-        &mut std::io::stderr().lock(),
-    )
-    .into()
+    let mut err = std::io::stderr().lock();
+    execute_wake_state(args, wake_dir, &Env::process(), &mut err).into()
 }
 
 /// `panes set|clear` with injected environment and output (what tests drive). `wake_dir` is the
@@ -164,11 +151,16 @@ pub fn execute_panes(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> CliStatus {
-    let result = match command {
-        PanesCommand::Set(args) => panes_set(args, wake_dir, env, out),
-        PanesCommand::Clear(args) => panes_clear(args, wake_dir, env, out),
+    let (json, done) = match command {
+        PanesCommand::Set(args) => (args.json, panes_set(args, wake_dir, env)),
+        PanesCommand::Clear(args) => (args.json, panes_clear(args, wake_dir, env)),
     };
-    finish(result, err)
+    let printed = done.map(|(value, text)| {
+        let pretty = || serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
+        // A closed stdout must not turn a completed write into a failure.
+        let _ = writeln!(out, "{}", if json { pretty() } else { text });
+    });
+    finish(printed, err)
 }
 
 /// `wake-state busy|idle` with injected environment. Prints nothing on success: hook stdout can
@@ -179,14 +171,13 @@ pub fn execute_wake_state(
     env: &Env,
     err: &mut dyn Write,
 ) -> CliStatus {
-    let result = (|| {
-        let session_id = session_id(&args.session, env)?;
-        match args.state {
+    let result = session_id(&args.session, env).and_then(|session_id| {
+        let marked = match args.state {
             WakeState::Busy => set_busy(wake_dir, &session_id),
             WakeState::Idle => clear_busy(wake_dir, &session_id),
-        }
-        .map_err(marker_failure)
-    })();
+        };
+        marked.map_err(marker_failure)
+    });
     finish(result, err)
 }
 
@@ -194,90 +185,72 @@ pub fn execute_wake_state(
 struct Failed(CliStatus, String);
 
 fn finish(result: Result<(), Failed>, err: &mut dyn Write) -> CliStatus {
-    match result {
-        Ok(()) => CliStatus::Success,
-        Err(Failed(status, message)) => {
-            let _ = writeln!(err, "wakebridge: {message}");
-            status
-        }
-    }
+    let Err(Failed(status, message)) = result else {
+        return CliStatus::Success;
+    };
+    let _ = writeln!(err, "wakebridge: {message}");
+    status
 }
 
 fn session_id(args: &SessionArgs, env: &Env) -> Result<String, Failed> {
     resolve_session_id(args.session_id.as_deref(), env).ok_or_else(|| {
-        Failed(
-            CliStatus::Usage,
-            format!(
-                "no session id: pass --session or set {} or {}",
-                SESSION_ID_ENVS[0], SESSION_ID_ENVS[1]
-            ),
-        )
+        let [bus, claude] = SESSION_ID_ENVS;
+        let message = format!("no session id: pass --session or set {bus} or {claude}");
+        Failed(CliStatus::Usage, message)
     })
 }
 
 fn marker_failure(error: MarkerError) -> Failed {
-    let status = match error {
-        MarkerError::UnsafeSessionId(_) => CliStatus::Usage,
-        _ => CliStatus::Failure,
-    };
-    Failed(status, error.to_string())
+    failed(matches!(error, MarkerError::UnsafeSessionId(_)), error)
 }
 
 fn write_failure(error: PanesWriteError) -> Failed {
-    let status = match error {
-        PanesWriteError::InvalidTarget(_) => CliStatus::Usage,
-        _ => CliStatus::Failure,
+    failed(matches!(error, PanesWriteError::InvalidTarget(_)), error)
+}
+
+/// Exit 2 when the arguments were wrong, else 1.
+fn failed(usage: bool, error: impl ToString) -> Failed {
+    let status = if usage {
+        CliStatus::Usage
+    } else {
+        CliStatus::Failure
     };
     Failed(status, error.to_string())
 }
 
 /// The explicit `--mux/--pane/--mux-session` target, validated exactly like a file entry.
 pub fn explicit_target(args: &PanesSetArgs) -> Option<Result<PaneTarget, InvalidTarget>> {
-    let mux = args.mux?;
-    let mut value = json!({
-        "mux": match mux { MuxKind::Tmux => "tmux", MuxKind::Zellij => "zellij" },
-        "pane": args.pane,
-    });
-    if let (Some(session), Value::Object(map)) = (&args.mux_session, &mut value) {
-        map.insert("session".into(), Value::String(session.clone()));
+    let mux: &str = args.mux?.into();
+    let mut value = json!({ "mux": mux, "pane": args.pane });
+    if let Some(session) = &args.mux_session {
+        value["session"] = json!(session);
     }
     Some(parse_target(&value))
 }
 
-fn panes_set(
-    args: &PanesSetArgs,
-    wake_dir: &Path,
-    env: &Env,
-    out: &mut dyn Write,
-) -> Result<(), Failed> {
+/// What `panes set` did, as JSON and as text.
+fn panes_set(args: &PanesSetArgs, wake_dir: &Path, env: &Env) -> Result<(Value, String), Failed> {
     let session_id = session_id(&args.session, env)?;
-    let explicit = explicit_target(args)
-        .transpose()
-        .map_err(|invalid| Failed(CliStatus::Usage, format!("Invalid target: {invalid}")))?;
+    let invalid = |invalid| Failed(CliStatus::Usage, format!("Invalid target: {invalid}"));
+    let explicit = explicit_target(args).transpose().map_err(invalid)?;
     // A lifecycle boundary proves no turn is in flight: the marker goes first.
     if !args.keep_wake_state {
         clear_busy_if_any(wake_dir, &session_id).map_err(marker_failure)?;
     }
     let Some(target) = explicit.or_else(|| detect_target(env)) else {
-        print(
-            out,
-            args.json,
-            &json!({ "skipped": SKIPPED_NO_MUX }),
-            || format!("Skipped: {SKIPPED_NO_MUX} (not inside tmux or zellij); nothing mapped"),
-        );
-        return Ok(());
+        let text = format!("Skipped: {SKIPPED_NO_MUX} (not inside tmux or zellij); nothing mapped");
+        return Ok((json!({ "skipped": SKIPPED_NO_MUX }), text));
     };
     let outcome = set_entry(wake_dir, &session_id, &target).map_err(write_failure)?;
-    print(out, args.json, &outcome.to_json(), || set_text(&outcome));
-    Ok(())
+    Ok((outcome.to_json(), set_text(&outcome)))
 }
 
+/// What `panes clear` did, as JSON and as text.
 fn panes_clear(
     args: &PanesClearArgs,
     wake_dir: &Path,
     env: &Env,
-    out: &mut dyn Write,
-) -> Result<(), Failed> {
+) -> Result<(Value, String), Failed> {
     let session_id = session_id(&args.session, env)?;
     clear_busy_if_any(wake_dir, &session_id).map_err(marker_failure)?;
     let also_pane = if args.keep_pane_entries {
@@ -286,38 +259,23 @@ fn panes_clear(
         detect_target(env)
     };
     let outcome = clear_entry(wake_dir, &session_id, also_pane.as_ref()).map_err(write_failure)?;
-    print(out, args.json, &outcome.to_json(), || clear_text(&outcome));
-    Ok(())
+    let text = match outcome.removed.is_empty() {
+        true => format!("No pane mapping to remove for {}", outcome.session_id),
+        false => format!("Unmapped {}", outcome.removed.join(", ")),
+    };
+    Ok((outcome.to_json(), text))
 }
 
 /// `Mapped <sid> -> tmux pane %3`, plus the evicted ids when there are any.
 pub fn set_text(outcome: &SetOutcome) -> String {
-    let mut text = format!("Mapped {} -> {}", outcome.session_id, outcome.entry);
-    if !outcome.evicted.is_empty() {
-        text.push_str(&format!(
-            "\nEvicted stale mapping(s) on the same pane: {}",
+    let mapped = format!("Mapped {} -> {}", outcome.session_id, outcome.entry);
+    match outcome.evicted.is_empty() {
+        true => mapped,
+        false => format!(
+            "{mapped}\nEvicted stale mapping(s) on the same pane: {}",
             outcome.evicted.join(", ")
-        ));
+        ),
     }
-    text
-}
-
-pub fn clear_text(outcome: &ClearOutcome) -> String {
-    if outcome.removed.is_empty() {
-        format!("No pane mapping to remove for {}", outcome.session_id)
-    } else {
-        format!("Unmapped {}", outcome.removed.join(", "))
-    }
-}
-
-fn print(out: &mut dyn Write, as_json: bool, value: &Value, text: impl FnOnce() -> String) {
-    let rendered = if as_json {
-        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-    } else {
-        text()
-    };
-    // A closed stdout must not turn a completed write into a failure.
-    let _ = writeln!(out, "{rendered}");
 }
 
 #[cfg(test)]

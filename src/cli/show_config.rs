@@ -1,7 +1,6 @@
 //! `wakebridge config [--check]`: the effective configuration with where each value came from,
-//! or (`--check`) only whether it is valid, for a supervisor's `ExecStartPre` or before a
-//! restart. It takes `serve`'s flags and runs `serve`'s own check (`app::Validated::resolve`,
-//! every section), so it refuses exactly what `serve` refuses, with the same line and exit 2.
+//! or (`--check`) only whether it is valid. It runs `serve`'s own check (every section), so it
+//! refuses exactly what `serve` refuses, with the same line and exit 2.
 
 use std::process::ExitCode;
 
@@ -22,35 +21,27 @@ pub struct ConfigArgs {
     pub serve: Flags,
 }
 
-pub fn run(args: &ConfigArgs, env: &Env) -> ExitCode {
-    // `serve`'s own decision, in its words (one line, exit 2): a configuration it would refuse
-    // is neither OK nor explained.
-    let settings = match Validated::resolve(&args.serve, env) {
-        Ok(settings) => settings,
-        Err(e) => {
-            crate::errln!("wakebridge: {e}");
-            return ExitCode::from(e.exit_code());
-        }
+pub fn run(check: bool, flags: &Flags, env: &Env) -> ExitCode {
+    let refused = |e: &dyn std::fmt::Display| {
+        crate::errln!("wakebridge: {e}");
+        ExitCode::from(2)
     };
-    if args.check {
-        let config = &settings.config;
-        let file = config
-            .paths
-            .config_file
-            .as_ref()
-            .map_or("no file".to_string(), |p| p.display().to_string());
+    let config = match Validated::resolve(flags, env) {
+        Ok(settings) => settings.config,
+        Err(e) => return refused(&e),
+    };
+    if check {
+        let file = config.paths.config_file.as_ref();
+        let file = file.map_or("no file".into(), |p| p.display().to_string());
         crate::outln!("wakebridge config: OK ({file})");
         for warning in &config.warnings {
             crate::outln!("warning: {warning}");
         }
         return ExitCode::SUCCESS;
     }
-    let explained = match explain(&args.serve, env) {
+    let explained = match explain(flags, env) {
         Ok(explained) => explained,
-        Err(e) => {
-            crate::errln!("wakebridge: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return refused(&e),
     };
     match &explained.config.paths.config_file {
         Some(file) => crate::outln!("# file: {}", file.display()),
@@ -62,14 +53,10 @@ pub fn run(args: &ConfigArgs, env: &Env) -> ExitCode {
                     .to_string())
         ),
     }
-    let width = explained
-        .settings
-        .iter()
-        .map(|s| s.key.len() + s.value.len())
-        .filter(|w| *w < 60)
-        .max()
-        .unwrap_or(0);
-    for setting in &explained.settings {
+    let settings = &explained.settings;
+    let widths = settings.iter().map(|s| s.key.len() + s.value.len());
+    let width = widths.filter(|w| *w < 60).max().unwrap_or(0);
+    for setting in settings {
         let line = format!("{} = {}", setting.key, setting.value);
         crate::outln!("{line:<pad$}  # {}", setting.origin, pad = width + 3);
     }

@@ -20,7 +20,7 @@ use crate::claude::registry;
 use crate::claude::screen::first_run::Screen;
 use crate::claude::trust::{PreTrustError, PreTrusted};
 use crate::deadline::Deadline;
-use crate::mux::tmux::create::{self, NewPane, Probe, shell_quote};
+use crate::mux::tmux::create::{self, NewPane, Probe};
 use crate::mux::{
     INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, MuxError, Tmux, ps,
 };
@@ -425,7 +425,8 @@ fn tmux_command_args(command: &[String]) -> Result<Vec<String>, LaunchError> {
         )));
     }
     if command.len() == 1 {
-        return Ok(vec![shell_quote(first)]);
+        let quoted = shlex::try_quote(first).unwrap_or_default(); // NUL was refused above.
+        return Ok(vec![quoted.into_owned()]);
     }
     Ok(command
         .iter()
@@ -584,10 +585,10 @@ mod tests {
 
     #[test]
     fn lone_commands_are_quoted_and_trailing_semicolons_escaped() {
-        assert_eq!(tmux_command_args(&["claude".into()]).unwrap(), ["'claude'"]);
+        assert_eq!(tmux_command_args(&["claude".into()]).unwrap(), ["claude"]);
         assert_eq!(
             tmux_command_args(&["/opt/my agent/it's".into()]).unwrap(),
-            [r"'/opt/my agent/it'\''s'"]
+            [r#""/opt/my agent/it's""#]
         );
         assert_eq!(
             tmux_command_args(&["sh".into(), "-c".into(), "a; b;".into()]).unwrap(),

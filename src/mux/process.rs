@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 use crate::deadline::Deadline;
@@ -134,6 +134,8 @@ pub struct Invocation {
     pub program: PathBuf,
     pub args: Vec<OsString>,
     pub label: &'static str,
+    /// Bytes written to the child's stdin (then closed); `None`: stdin is `/dev/null`.
+    pub input: Option<Vec<u8>>,
 }
 
 impl Invocation {
@@ -142,7 +144,15 @@ impl Invocation {
             program: program.to_path_buf(),
             args: Vec::new(),
             label,
+            input: None,
         }
+    }
+
+    /// Feed `bytes` to the child's stdin. A child that exits without reading them all is not
+    /// an error.
+    pub fn input(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.input = Some(bytes.into());
+        self
     }
 
     /// Append one argv element (kept as one element, whatever it contains).
@@ -172,13 +182,29 @@ pub async fn run(inv: &Invocation, deadline: Deadline) -> Result<Finished, MuxEr
     run_for(inv, deadline.step_budget(STEP_FLOOR)).await
 }
 
+/// [`run_for`] from synchronous code, on a runtime of its own.
+pub fn run_blocking(inv: &Invocation, timeout: Duration) -> Result<Finished, MuxError> {
+    let io = |source| MuxError::Io {
+        label: inv.label,
+        source,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(io)?;
+    runtime.block_on(run_for(inv, timeout))
+}
+
 /// Run `inv` with an explicit timeout (the caller already applied its floor).
 pub async fn run_for(inv: &Invocation, timeout: Duration) -> Result<Finished, MuxError> {
     let label = inv.label;
     let mut command = Command::new(&inv.program);
     command
         .args(&inv.args)
-        .stdin(Stdio::null())
+        .stdin(match inv.input {
+            Some(_) => Stdio::piped(),
+            None => Stdio::null(),
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -201,8 +227,18 @@ pub async fn run_for(inv: &Invocation, timeout: Duration) -> Result<Finished, Mu
         });
     };
 
+    // Taken before `wait`, which would close it; written alongside the reads so a child that
+    // writes before it reads cannot deadlock.
+    let stdin = child.stdin.take();
+    let feed = async move {
+        if let (Some(mut pipe), Some(bytes)) = (stdin, inv.input.as_deref()) {
+            // A child that exits or closes its stdin early is its own business.
+            let _ = pipe.write_all(bytes).await;
+        }
+    };
     let collected = tokio::time::timeout(timeout, async {
-        let (out, err, status) = tokio::join!(
+        let ((), out, err, status) = tokio::join!(
+            feed,
             read_capped(stdout, MAX_STDOUT_BYTES),
             read_capped(stderr, MAX_STDERR_BYTES),
             child.wait()
@@ -395,6 +431,19 @@ mod tests {
         let out = run_for(&inv, Duration::from_secs(5)).await.unwrap();
         assert_eq!(out.stdout, "a b");
         assert_eq!(out.stderr, "warn");
+    }
+
+    #[test]
+    fn input_goes_to_stdin_even_unread() {
+        let inv = Invocation::new(Path::new("/bin/sh"), "sh")
+            .args(["-c", "read -r line; echo \"got $line\""])
+            .input("one\ntwo\n");
+        let out = run_blocking(&inv, Duration::from_secs(5)).unwrap();
+        assert_eq!(out.stdout, "got one\n");
+        let big = Invocation::new(Path::new("/bin/sh"), "sh")
+            .args(["-c", "exit 0"])
+            .input(vec![b'x'; 1 << 20]);
+        assert!(run_blocking(&big, Duration::from_secs(5)).is_ok());
     }
 
     #[tokio::test]

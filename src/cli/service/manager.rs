@@ -1,31 +1,23 @@
 //! The service managers as `wakebridge service` drives them: the `systemctl --user` and
-//! `launchctl` command lines for loading, reloading and unloading, what they say about the
-//! service (loaded, active, its pid), and the service's own last log lines. Each call goes
-//! through the subprocess helper with its own deadline; the binaries are looked up on PATH.
+//! `launchctl` command lines that load and unload the service, what they say about it (loaded,
+//! its state, its pid) and its last log lines. Each call goes through `mux::process`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use super::render::{LAUNCHD_LABEL, Platform};
 use crate::mux::process::{self, Invocation, MuxError};
 
-/// `systemctl`, on PATH.
-const SYSTEMCTL: &str = "systemctl";
-/// `launchctl`, on PATH.
-const LAUNCHCTL: &str = "launchctl";
-/// `journalctl`, on PATH.
-const JOURNALCTL: &str = "journalctl";
-/// The systemd unit name the commands address.
+/// The systemd unit the commands address.
 const UNIT: &str = "wakebridge";
-
-/// Longest one service-manager call may take: `systemctl restart` waits for the old instance's
-/// stop (the unit's `TimeoutStopSec=20`) and the new one's start.
+/// Longest a load or unload may take: `systemctl restart` waits out the old instance's stop
+/// (the unit's `TimeoutStopSec=20`) and the new one's start.
 const CALL_TIMEOUT: Duration = Duration::from_secs(45);
 /// Longest a query (`show`, `print`, `journalctl`) may take: they answer at once.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many of the service's log lines a failed install shows.
-pub const LOG_LINES: usize = 20;
+const LOG_LINES: usize = 20;
 
 /// What the service manager says about the service.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,6 +35,30 @@ pub struct State {
 pub enum Manager {
     Systemd,
     Launchd { uid: u32 },
+}
+
+fn systemctl(args: &[&str]) -> Invocation {
+    Invocation::new(Path::new("systemctl"), "systemctl --user")
+        .arg("--user")
+        .args(args)
+}
+
+fn launchctl(args: &[&str]) -> Invocation {
+    Invocation::new(Path::new("launchctl"), "launchctl").args(args)
+}
+
+/// A command line as a person would type it.
+pub fn shown(inv: &Invocation) -> String {
+    let args = inv.args.iter().map(|arg| arg.to_string_lossy());
+    let words: Vec<_> = std::iter::once(inv.program.to_string_lossy())
+        .chain(args)
+        .collect();
+    shlex::try_join(words.iter().map(|w| &**w)).unwrap_or_else(|_| words.join(" "))
+}
+
+/// Runs one command from [`Manager::load_commands`] and friends with [`CALL_TIMEOUT`].
+pub async fn run(inv: &Invocation) -> Result<(), MuxError> {
+    process::run_for(inv, CALL_TIMEOUT).await.map(drop)
 }
 
 impl Manager {
@@ -63,62 +79,38 @@ impl Manager {
     }
 
     /// The commands that load `file` and (re)start the service; `running` says whether it was
-    /// already loaded and running, so an upgrade takes effect.
-    pub fn load_commands(&self, file: &Path, running: bool) -> Vec<Vec<String>> {
-        let words = |w: &[&str]| w.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
-        match self {
-            Manager::Systemd => {
-                let mut commands = vec![words(&[SYSTEMCTL, "--user", "daemon-reload"])];
-                if running {
-                    commands.push(words(&[SYSTEMCTL, "--user", "enable", UNIT]));
-                    commands.push(words(&[SYSTEMCTL, "--user", "restart", UNIT]));
-                } else {
-                    commands.push(words(&[SYSTEMCTL, "--user", "enable", "--now", UNIT]));
-                }
-                commands
-            }
-            Manager::Launchd { uid } => {
-                let mut commands = Vec::new();
-                if running {
-                    commands.push(words(&[LAUNCHCTL, "bootout", &Self::target(*uid)]));
-                }
-                commands.push(vec![
-                    LAUNCHCTL.to_string(),
-                    "bootstrap".to_string(),
-                    format!("gui/{uid}"),
-                    file.display().to_string(),
-                ]);
-                commands
+    /// already running, so that an upgrade takes effect.
+    pub fn load_commands(&self, file: &Path, running: bool) -> Vec<Invocation> {
+        match (self, running) {
+            (Manager::Systemd, true) => vec![
+                systemctl(&["daemon-reload"]),
+                systemctl(&["enable", UNIT]),
+                systemctl(&["restart", UNIT]),
+            ],
+            (Manager::Systemd, false) => vec![
+                systemctl(&["daemon-reload"]),
+                systemctl(&["enable", "--now", UNIT]),
+            ],
+            (Manager::Launchd { uid }, _) => {
+                let bootstrap = launchctl(&["bootstrap", &format!("gui/{uid}")]).arg(file);
+                let bootout = running.then(|| launchctl(&["bootout", &Self::target(*uid)]));
+                bootout.into_iter().chain([bootstrap]).collect()
             }
         }
     }
 
-    /// The commands that stop and unload the service (the caller removes the file, then runs
-    /// [`Manager::after_removal`]).
-    pub fn unload_commands(&self) -> Vec<Vec<String>> {
+    /// The commands that stop and unload the service (before its file is removed), and what
+    /// runs once the file is gone (systemd forgets the unit at a reload).
+    pub fn unload_commands(&self) -> (Vec<Invocation>, Vec<Invocation>) {
         match self {
-            Manager::Systemd => vec![vec![
-                SYSTEMCTL.into(),
-                "--user".into(),
-                "disable".into(),
-                "--now".into(),
-                UNIT.into(),
-            ]],
-            Manager::Launchd { uid } => {
-                vec![vec![LAUNCHCTL.into(), "bootout".into(), Self::target(*uid)]]
-            }
-        }
-    }
-
-    /// What runs once the file is gone: systemd forgets the unit at a reload.
-    pub fn after_removal(&self) -> Vec<Vec<String>> {
-        match self {
-            Manager::Systemd => vec![vec![
-                SYSTEMCTL.into(),
-                "--user".into(),
-                "daemon-reload".into(),
-            ]],
-            Manager::Launchd { .. } => Vec::new(),
+            Manager::Systemd => (
+                vec![systemctl(&["disable", "--now", UNIT])],
+                vec![systemctl(&["daemon-reload"])],
+            ),
+            Manager::Launchd { uid } => (
+                vec![launchctl(&["bootout", &Self::target(*uid)])],
+                Vec::new(),
+            ),
         }
     }
 
@@ -139,25 +131,19 @@ impl Manager {
     pub async fn state(&self) -> Result<State, MuxError> {
         match self {
             Manager::Systemd => {
-                let inv = Invocation::new(Path::new(SYSTEMCTL), "systemctl --user show").args([
-                    "--user",
-                    "show",
-                    "--property=LoadState,ActiveState,SubState,MainPID",
-                    UNIT,
-                ]);
+                let props = "--property=LoadState,ActiveState,SubState,MainPID";
+                let inv = systemctl(&["show", props, UNIT]);
                 let out = process::run_for(&inv, QUERY_TIMEOUT).await?;
                 Ok(systemd_state(&out.stdout))
             }
             Manager::Launchd { uid } => {
-                let inv = Invocation::new(Path::new(LAUNCHCTL), "launchctl print")
-                    .args(["print".to_string(), Self::target(*uid)]);
+                let inv = launchctl(&["print", &Self::target(*uid)]);
                 match process::run_for(&inv, QUERY_TIMEOUT).await {
                     Ok(out) => Ok(launchd_state(&out.stdout)),
                     // launchctl print exits non-zero (113) for a service it does not have.
                     Err(MuxError::Exit { .. }) => Ok(State {
-                        loaded: false,
                         state: "not loaded".into(),
-                        pid: None,
+                        ..State::default()
                     }),
                     Err(e) => Err(e),
                 }
@@ -167,55 +153,22 @@ impl Manager {
 
     /// The service's last [`LOG_LINES`] log lines, or why they could not be read.
     pub async fn last_log_lines(&self, log_dir: &Path) -> Result<String, String> {
+        let lines = LOG_LINES.to_string();
+        let args = ["--user", "-u", UNIT, "-n", &lines, "--no-pager"];
+        let inv = Invocation::new(Path::new("journalctl"), "journalctl").args(args);
         match self {
-            Manager::Systemd => {
-                let inv = Invocation::new(Path::new(JOURNALCTL), "journalctl").args([
-                    "--user".to_string(),
-                    "-u".to_string(),
-                    UNIT.to_string(),
-                    "-n".to_string(),
-                    LOG_LINES.to_string(),
-                    "--no-pager".to_string(),
-                ]);
-                process::run_for(&inv, QUERY_TIMEOUT)
-                    .await
-                    .map(|out| out.stdout)
-                    .map_err(|e| e.to_string())
-            }
+            Manager::Systemd => process::run_for(&inv, QUERY_TIMEOUT)
+                .await
+                .map(|out| out.stdout)
+                .map_err(|e| e.to_string()),
             Manager::Launchd { .. } => {
                 let file = log_dir.join("wakebridge.err");
-                std::fs::read_to_string(&file)
-                    .map(|text| last_lines(&text, LOG_LINES))
-                    .map_err(|e| format!("cannot read {}: {e}", file.display()))
+                let text = std::fs::read_to_string(&file)
+                    .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+                let lines: Vec<&str> = text.lines().collect();
+                Ok(lines[lines.len().saturating_sub(LOG_LINES)..].join("\n"))
             }
         }
-    }
-}
-
-/// Runs one command line (from [`Manager::load_commands`] and friends) with [`CALL_TIMEOUT`].
-pub async fn run(argv: &[String]) -> Result<(), MuxError> {
-    let Some((program, args)) = argv.split_first() else {
-        return Ok(());
-    };
-    let inv = Invocation::new(&PathBuf::from(program), label(argv)).args(args);
-    process::run_for(&inv, CALL_TIMEOUT).await.map(|_| ())
-}
-
-/// A fixed label for an argv (errors name the step, not the whole line).
-fn label(argv: &[String]) -> &'static str {
-    let verb = argv
-        .iter()
-        .skip(1)
-        .find(|w| !w.starts_with('-'))
-        .map_or("", String::as_str);
-    match (argv.first().map(String::as_str), verb) {
-        (Some(SYSTEMCTL), "daemon-reload") => "systemctl --user daemon-reload",
-        (Some(SYSTEMCTL), "enable") => "systemctl --user enable",
-        (Some(SYSTEMCTL), "restart") => "systemctl --user restart",
-        (Some(SYSTEMCTL), "disable") => "systemctl --user disable",
-        (Some(LAUNCHCTL), "bootout") => "launchctl bootout",
-        (Some(LAUNCHCTL), "bootstrap") => "launchctl bootstrap",
-        _ => "service manager",
     }
 }
 
@@ -227,17 +180,15 @@ pub fn systemd_state(text: &str) -> State {
         .map(|(k, v)| (k.trim(), v.trim()))
         .collect();
     let get = |key| props.get(key).copied().unwrap_or_default();
-    let pid = get("MainPID").parse::<u32>().ok().filter(|pid| *pid > 0);
     State {
         loaded: get("LoadState") == "loaded",
         state: format!("{} ({})", get("ActiveState"), get("SubState")),
-        pid,
+        pid: get("MainPID").parse::<u32>().ok().filter(|pid| *pid > 0),
     }
 }
 
 /// `launchctl print` output as a [`State`]: the service's own `state = ...` and `pid = N`
-/// lines, one tab in (nested blocks, such as endpoints and the arguments, are indented further
-/// and may have their own).
+/// lines, one tab in (nested blocks, indented further, may have their own).
 pub fn launchd_state(text: &str) -> State {
     let field = |name: &str| {
         text.lines()
@@ -250,16 +201,8 @@ pub fn launchd_state(text: &str) -> State {
     State {
         loaded: true,
         state: field("state").unwrap_or_else(|| "loaded".into()),
-        pid: field("pid")
-            .and_then(|p| p.parse::<u32>().ok())
-            .filter(|p| *p > 0),
+        pid: field("pid").and_then(|p| p.parse().ok()).filter(|p| *p > 0),
     }
-}
-
-/// The last `n` lines of `text`.
-fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 #[cfg(test)]
@@ -301,37 +244,28 @@ mod tests {
 
     #[test]
     fn commands_restart_a_running_service_and_start_a_stopped_one() {
+        let shown_all = |c: Vec<Invocation>| c.iter().map(shown).collect::<Vec<_>>();
         let file = Path::new("/h/.config/systemd/user/wakebridge.service");
         let m = Manager::Systemd;
         assert_eq!(
-            m.load_commands(file, false),
+            shown_all(m.load_commands(file, false)),
             [
-                vec!["systemctl", "--user", "daemon-reload"],
-                vec!["systemctl", "--user", "enable", "--now", "wakebridge"]
+                "systemctl --user daemon-reload",
+                "systemctl --user enable --now wakebridge"
             ]
         );
         assert_eq!(
-            m.load_commands(file, true)[2],
-            ["systemctl", "--user", "restart", "wakebridge"]
+            shown_all(m.load_commands(file, true))[2],
+            "systemctl --user restart wakebridge"
         );
         let m = Manager::Launchd { uid: 501 };
-        let plist = Path::new("/Users/u/Library/LaunchAgents/dev.wakebridge.plist");
+        let plist = Path::new("/Users/a b/Library/LaunchAgents/dev.wakebridge.plist");
         assert_eq!(
-            m.load_commands(plist, true),
+            shown_all(m.load_commands(plist, true)),
             [
-                vec!["launchctl", "bootout", "gui/501/dev.wakebridge"],
-                vec![
-                    "launchctl",
-                    "bootstrap",
-                    "gui/501",
-                    "/Users/u/Library/LaunchAgents/dev.wakebridge.plist"
-                ]
+                "launchctl bootout gui/501/dev.wakebridge",
+                "launchctl bootstrap gui/501 '/Users/a b/Library/LaunchAgents/dev.wakebridge.plist'"
             ]
         );
-        assert_eq!(
-            label(&m.load_commands(plist, true)[1]),
-            "launchctl bootstrap"
-        );
-        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc");
     }
 }

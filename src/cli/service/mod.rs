@@ -1,10 +1,9 @@
 //! `wakebridge service install|uninstall|status`: the daemon under the user's service manager
-//! (a launchd LaunchAgent on macOS, a systemd user unit on Linux) in one command. Install
-//! renders the file from `deploy/` (`render.rs`, pure), writes it atomically, puts the secret in
-//! a 0600 file the unit only names, loads it through the manager (`manager.rs`) and waits until
-//! the new instance, known by its pid, answers `/health`. Exit codes: 0 done (or nothing to do),
-//! 1 the manager failed or the service does not answer, 2 a problem found before anything was
-//! loaded (no home, a bad secret file, a file that cannot be written).
+//! (a launchd LaunchAgent on macOS, a systemd user unit on Linux). Install renders the file
+//! (`render.rs`), writes it and the secret file it only names, loads it (`manager.rs`) and waits
+//! until the new instance, known by its pid, answers `/health`. Exit codes: 0 done (or nothing
+//! to do), 1 the manager failed or the service does not answer, 2 a problem found before
+//! anything was loaded.
 
 mod manager;
 pub mod render;
@@ -18,27 +17,24 @@ use crate::cli::client::daemon_url;
 use crate::config::{self, Config, ConfigError, SECRET_ENV};
 use crate::deadline::Deadline;
 use crate::env::Env;
-use manager::{Manager, State};
+use crate::mux::process::MuxError;
+use crate::private_fs::{self, FILE_MODE, Written};
+use manager::{Manager, shown};
 use render::{LAUNCHD_LABEL, Platform, SYSTEMD_UNIT, Spec};
 
-/// How long install waits, by default, for the new instance to answer `/health`: a start takes
-/// well under a second, but a restart first waits out the old instance's stop (up to 5 s
-/// unregistering from the bus) and launchd may throttle a relaunch by 10 s.
-const DEFAULT_WAIT: &str = "30s";
 /// How often install polls the manager and `/health` while waiting.
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
 /// Longest one `/health` request may take; the daemon answers in milliseconds.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long `ps` may take when telling whether `/health`'s pid is the service's child.
 const PS_BUDGET: Duration = Duration::from_secs(5);
-/// How long install waits for launchd to let go of the old job after `bootout` before
-/// `bootstrap` (which fails while the label is still loaded).
+/// How long install waits for launchd to let go of the old job before `bootstrap`.
 const BOOTOUT_WAIT: Duration = Duration::from_secs(15);
-/// The programs whose directories come first on the daemon's PATH: the multiplexers it types
-/// through, and the agent `wakebridge launch` and restarts start (`[launch] command`).
+/// The programs whose directories come first on the daemon's PATH: the multiplexers, and the
+/// agent `launch` and restarts start.
 const PATH_PROGRAMS: [&str; 3] = ["tmux", "zellij", "claude"];
-/// The secret file `install` writes, under the config directory (`~/.config/wakebridge/`).
-const SECRET_FILE_NAME: &str = "secret";
+/// Where `status` looks for the daemon when the configuration does not resolve.
+const DEFAULT_URL: &str = "http://127.0.0.1:8082";
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ServiceCommand {
@@ -65,9 +61,10 @@ pub struct InstallArgs {
     /// Print the file and the commands, and change nothing.
     #[arg(long)]
     dry_run: bool,
-    /// How long to wait for the new instance to answer /health.
-    #[arg(long, value_name = "DURATION", default_value = DEFAULT_WAIT)]
-    wait: String,
+    /// How long to wait for the new instance to answer /health (a restart first waits out the
+    /// old instance's stop, and launchd may throttle a relaunch by 10 s).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = config::duration::parse)]
+    wait: Duration,
 }
 
 /// Why a service verb stopped.
@@ -79,77 +76,61 @@ enum ServiceError {
     NoHome,
     #[error("cannot tell where this wakebridge binary is ({0}); run it by its path")]
     NoExe(std::io::Error),
-    #[error("--config {}: {source}; give a file that exists", path.display())]
-    ConfigPath {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("--wait {value:?}: {source} (e.g. 30s, 2m)")]
-    Wait {
-        value: String,
-        source: config::duration::DurationError,
-    },
     #[error(transparent)]
     Render(#[from] render::RenderError),
-    #[error("{e} (the secret file install would use; fix it or remove it, then install again)")]
-    Secret { e: config::secret::SecretFileError },
-    #[error("cannot write {}: {source}; check the directory's owner and permissions", path.display())]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("cannot remove {}: {source}; remove it yourself", path.display())]
-    Remove {
+    #[error("{0} (the secret file install would use; fix it or remove it, then install again)")]
+    Secret(config::secret::SecretFileError),
+    #[error("cannot {what} {}: {source}; check it and its directory's permissions", path.display())]
+    Io {
+        what: &'static str,
         path: PathBuf,
         source: std::io::Error,
     },
     #[error("{0}; is the service manager running for this user?")]
-    Manager(crate::mux::process::MuxError),
+    Manager(#[from] MuxError),
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
 }
 
-impl ServiceError {
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            ServiceError::Manager(_) | ServiceError::Runtime(_) => ExitCode::FAILURE,
-            _ => ExitCode::from(2),
-        }
-    }
+/// An I/O failure on `path`, for `map_err`.
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ServiceError {
+    let path = path.to_owned();
+    move |source| ServiceError::Io { what, path, source }
 }
 
-/// `wakebridge service ...`; `config_flag` is the global `--config`, when given.
-/// Runs a `service` verb. Only `install` needs the configuration to resolve: `uninstall` and
-/// `status` must work precisely when it does not (a secret file gone, a bad setting: what the
-/// daemon's exit 2 reports).
+/// Runs a `service` verb; `config_flag` is the global `--config`. Only `install` needs the
+/// configuration to resolve: `uninstall` and `status` must work precisely when it does not.
 pub fn run(
     command: &ServiceCommand,
     config: Result<Config, ConfigError>,
     config_flag: Option<&Path>,
 ) -> ExitCode {
     let env = Env::process();
-    let result = match (command, &config) {
-        (ServiceCommand::Install(args), Ok(config)) => install(args, config, config_flag, &env),
-        (ServiceCommand::Install(_), Err(e)) => {
-            crate::errln!("wakebridge service: {e}");
-            return ExitCode::from(2);
+    let platform = |arg: &PlatformArg| arg.platform.unwrap_or_else(Platform::native);
+    let result = super::block_on(async {
+        match (command, &config) {
+            (ServiceCommand::Install(args), Ok(config)) => {
+                install(args, platform(&args.platform), config, config_flag, &env).await
+            }
+            (ServiceCommand::Install(_), Err(e)) => {
+                crate::errln!("wakebridge service: {e}");
+                Ok(ExitCode::from(2))
+            }
+            (ServiceCommand::Uninstall(args), _) => uninstall(platform(args), &env).await,
+            (ServiceCommand::Status(args), config) => {
+                status(platform(args), config.as_ref(), &env).await
+            }
         }
-        (ServiceCommand::Uninstall(args), _) => uninstall(platform(args), &env),
-        (ServiceCommand::Status(args), config) => status(platform(args), config.as_ref(), &env),
-    };
+    });
+    let result = result.map_err(ServiceError::Runtime).and_then(|done| done);
     result.unwrap_or_else(|e| {
         crate::errln!("wakebridge service: {e}");
-        e.exit_code()
+        match e {
+            ServiceError::Manager(_) | ServiceError::Runtime(_) => ExitCode::FAILURE,
+            _ => ExitCode::from(2),
+        }
     })
 }
-
-fn platform(arg: &PlatformArg) -> Platform {
-    arg.platform.unwrap_or_else(Platform::native)
-}
-
-/// Where `status` looks for the daemon when the configuration does not resolve: the default
-/// listener.
-const DEFAULT_URL: &str = "http://127.0.0.1:8082";
 
 /// Where a platform's files go.
 struct Locations {
@@ -165,204 +146,102 @@ struct Locations {
 impl Locations {
     fn of(platform: Platform, env: &Env) -> Result<Locations, ServiceError> {
         let home = env.absolute_path("HOME").ok_or(ServiceError::NoHome)?;
-        let config_home = env
-            .absolute_path("XDG_CONFIG_HOME")
-            .unwrap_or_else(|| home.join(".config"));
+        let config_home = env.absolute_path("XDG_CONFIG_HOME");
+        let config_home = config_home.unwrap_or_else(|| home.join(".config"));
         let file = match platform {
             Platform::Systemd => config_home.join("systemd/user").join(SYSTEMD_UNIT),
-            Platform::Launchd => home
-                .join("Library/LaunchAgents")
-                .join(format!("{LAUNCHD_LABEL}.plist")),
+            Platform::Launchd => home.join(format!("Library/LaunchAgents/{LAUNCHD_LABEL}.plist")),
         };
         Ok(Locations {
             log_dir: home.join("Library/Logs/wakebridge"),
-            default_secret: config_home.join("wakebridge").join(SECRET_FILE_NAME),
+            default_secret: config_home.join("wakebridge/secret"),
             file,
             home,
         })
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, ServiceError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(ServiceError::Runtime)
-}
-
-/// One command line as a person would type it.
-fn shown(argv: &[String]) -> String {
-    argv.iter()
-        .map(|w| {
-            if w.is_empty()
-                || w.chars()
-                    .any(|c| !(c.is_ascii_alphanumeric() || "-_./=:@%+".contains(c)))
-            {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            } else {
-                w.clone()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Which secret file the daemon will read, and what install does about it.
-enum SecretPlan {
-    None,
-    /// Write the installer's `AGENT_EVENT_BUS_BRIDGE_SECRET` to this file (unless it holds it).
-    Write(PathBuf, String),
-    /// Use this file as it is (configured, or left by an earlier install).
-    Keep(PathBuf),
-}
-
-impl SecretPlan {
-    fn of(config: &Config, env: &Env, locations: &Locations) -> Result<SecretPlan, ServiceError> {
-        let configured = Some(config.settings.bridge.secret_file.trim())
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from);
-        if let Some(secret) = env.get(SECRET_ENV).filter(|s| !s.is_empty()) {
-            let file = configured.unwrap_or_else(|| locations.default_secret.clone());
-            return Ok(SecretPlan::Write(file, secret));
-        }
-        if let Some(file) = configured {
-            // resolve() already read it (no env secret), so it is usable.
-            return Ok(SecretPlan::Keep(file));
-        }
-        let file = locations.default_secret.clone();
-        if file.exists() {
-            // Left by an earlier install: dropping it silently would turn signature checks off.
-            config::secret::read(&file).map_err(|e| ServiceError::Secret { e })?;
-            return Ok(SecretPlan::Keep(file));
-        }
-        Ok(SecretPlan::None)
-    }
-
-    fn file(&self) -> Option<&Path> {
-        match self {
-            SecretPlan::None => None,
-            SecretPlan::Write(file, _) | SecretPlan::Keep(file) => Some(file),
-        }
-    }
-}
-
-/// What writing a file did.
-#[derive(Debug, PartialEq, Eq)]
-enum Written {
-    New,
-    Replaced,
-    Unchanged,
-}
-
-impl Written {
-    fn of(path: &Path, text: &str) -> Written {
-        match std::fs::read_to_string(path) {
-            Ok(old) if old == text => Written::Unchanged,
-            Ok(_) => Written::Replaced,
-            Err(_) if path.exists() => Written::Replaced,
-            Err(_) => Written::New,
-        }
-    }
-}
-
 /// Writes `text` to `path` (0600, atomically, its directory created) unless it is there already.
 fn write(path: &Path, text: &str) -> Result<Written, ServiceError> {
-    let written = Written::of(path, text);
-    if written == Written::Unchanged {
-        return Ok(written);
-    }
-    let error = |source| ServiceError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    if let Some(dir) = path.parent() {
-        crate::private_fs::create_dir(dir).map_err(error)?;
-    }
-    crate::private_fs::replace(path, text.as_bytes(), ".wakebridge-install.").map_err(error)?;
-    Ok(written)
+    private_fs::write(path, text.as_bytes(), FILE_MODE).map_err(io("write", path))
 }
 
-/// The directories `PATH_PROGRAMS` are found in on the installer's `PATH`.
-fn found_dirs(env: &Env) -> Vec<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = env.get("PATH").unwrap_or_default();
-    PATH_PROGRAMS
-        .iter()
-        .filter_map(|program| {
-            std::env::split_paths(&path).find(|dir| {
-                std::fs::metadata(dir.join(program))
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
-        })
-        .collect()
-}
-
-fn install(
+async fn install(
     args: &InstallArgs,
+    platform: Platform,
     config: &Config,
     config_flag: Option<&Path>,
     env: &Env,
 ) -> Result<ExitCode, ServiceError> {
-    let platform = platform(&args.platform);
-    let wait = config::duration::parse(&args.wait).map_err(|source| ServiceError::Wait {
-        value: args.wait.clone(),
-        source,
-    })?;
     let locations = Locations::of(platform, env)?;
     let exe = crate::cli::own_binary(env).map_err(ServiceError::NoExe)?;
-    let config_path = config_flag
-        .map(|path| {
-            std::fs::canonicalize(path).map_err(|source| ServiceError::ConfigPath {
-                path: path.to_path_buf(),
-                source,
-            })
+    let config_path = match config_flag {
+        Some(path) => Some(std::fs::canonicalize(path).map_err(io("find --config", path))?),
+        None => None,
+    };
+    // The secret file the daemon will read: the configured one, else the default (written from
+    // the installer's AGENT_EVENT_BUS_BRIDGE_SECRET when it has one). A configured file was read
+    // by resolve() already; one left by an earlier install must not be dropped silently (that
+    // would turn signature checks off).
+    let configured = Some(config.settings.bridge.secret_file.trim())
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from);
+    let secret_file = configured
+        .clone()
+        .unwrap_or(locations.default_secret.clone());
+    let secret = env.get(SECRET_ENV).filter(|s| !s.is_empty());
+    if secret.is_none() && configured.is_none() && secret_file.exists() {
+        config::secret::read(&secret_file).map_err(ServiceError::Secret)?;
+    }
+    let secret_file =
+        (secret.is_some() || configured.is_some() || secret_file.exists()).then_some(secret_file);
+    let path = env.get("PATH").unwrap_or_default();
+    let found: Vec<PathBuf> = PATH_PROGRAMS
+        .iter()
+        .filter_map(|program| {
+            std::env::split_paths(&path)
+                .find(|dir| crate::mux::resolves(Path::new(program), dir.as_os_str()))
         })
-        .transpose()?;
-    let secret = SecretPlan::of(config, env, &locations)?;
+        .collect();
     let spec = Spec {
         exe,
         config: config_path,
-        path: render::daemon_path(&found_dirs(env), &locations.home),
-        env: render::daemon_env(&env.vars(), secret.file()),
+        path: render::daemon_path(&found, &locations.home),
+        env: render::daemon_env(&env.vars(), secret_file.as_deref()),
         home: locations.home.clone(),
     };
     let text = render::render(platform, &spec)?;
     let manager = Manager::new(platform);
-    let rt = runtime()?;
-    let before = rt.block_on(manager.state());
-    let running = match (&before, &manager) {
-        (Ok(s), Manager::Systemd) => {
-            s.state.starts_with("active") || s.state.starts_with("activating")
-        }
+    let before = manager.state().await;
+    // Unknown: systemd's restart starts a stopped unit too and never leaves an old instance
+    // answering for the new one; launchd's bootout of a label not loaded would fail.
+    let running = match (&before, manager) {
+        (Ok(s), Manager::Systemd) => s.state.starts_with("activ"),
         (Ok(s), Manager::Launchd { .. }) => s.loaded,
-        // Unknown: systemd's restart starts a stopped unit too, and never leaves an old instance
-        // answering for the new one; launchd's bootout of a label not loaded would fail.
-        (Err(_), Manager::Systemd) => true,
-        (Err(_), Manager::Launchd { .. }) => false,
+        (Err(_), manager) => manager == Manager::Systemd,
     };
     let commands = manager.load_commands(&locations.file, running);
     let file = locations.file.display();
-
+    let log_dir = (platform == Platform::Launchd).then_some(&locations.log_dir);
     if args.dry_run {
-        let what = match Written::of(&locations.file, &text) {
+        let what = match Written::of(&locations.file, text.as_bytes()) {
             Written::New => "new",
             Written::Replaced => "replacing the file there",
             Written::Unchanged => "the same as the file there",
         };
-        crate::outln!("would write {file} ({what}):");
-        crate::outln!("{}", text.trim_end());
-        match &secret {
-            SecretPlan::Write(path, _) => crate::outln!(
+        crate::outln!("would write {file} ({what}):\n{}", text.trim_end());
+        match (&secret, &secret_file) {
+            (Some(_), Some(path)) => crate::outln!(
                 "would write the secret ({SECRET_ENV}) to {} (0600); the file above only names it",
                 path.display()
             ),
-            SecretPlan::Keep(path) => {
+            (None, Some(path)) => {
                 crate::outln!("would keep using the secret file {}", path.display());
             }
-            SecretPlan::None => crate::outln!("no secret ({SECRET_ENV} is not set)"),
+            (_, None) => crate::outln!("no secret ({SECRET_ENV} is not set)"),
         }
-        if platform == Platform::Launchd {
-            crate::outln!("would create {}", locations.log_dir.display());
+        if let Some(dir) = log_dir {
+            crate::outln!("would create {}", dir.display());
         }
         if let Err(e) = &before {
             crate::outln!("(cannot ask the service manager, so assuming it is not loaded: {e})");
@@ -373,100 +252,74 @@ fn install(
         }
         return Ok(ExitCode::SUCCESS);
     }
-
-    match &secret {
-        SecretPlan::Write(path, value) => {
-            let line = format!("{value}\n");
-            let done = write(path, &line)?;
-            let what = match done {
+    match (&secret, &secret_file) {
+        (Some(value), Some(path)) => {
+            let what = match write(path, &format!("{value}\n"))? {
                 Written::Unchanged => "unchanged",
                 Written::New => "written, 0600",
                 Written::Replaced => "written, 0600; it held something else before",
             };
+            let path = path.display();
             crate::outln!(
-                "secret: {} ({what}); the service file names it, it does not hold it",
-                path.display()
+                "secret: {path} ({what}); the service file names it, it does not hold it"
             );
         }
-        SecretPlan::Keep(path) => crate::outln!("secret: {} (kept as it is)", path.display()),
-        SecretPlan::None => {}
+        (None, Some(path)) => crate::outln!("secret: {} (kept as it is)", path.display()),
+        (_, None) => {}
     }
-    if platform == Platform::Launchd {
-        crate::private_fs::create_dir(&locations.log_dir).map_err(|source| {
-            ServiceError::Write {
-                path: locations.log_dir.clone(),
-                source,
-            }
-        })?;
+    if let Some(dir) = log_dir {
+        private_fs::create_dir(dir).map_err(io("create", dir))?;
     }
     match write(&locations.file, &text)? {
         Written::New => crate::outln!("wrote {file}"),
         Written::Replaced => crate::outln!("wrote {file} (replaced the different file there)"),
         Written::Unchanged => crate::outln!("{file} is already this file"),
     }
-    rt.block_on(async {
-        for command in &commands {
-            manager::run(command).await.map_err(ServiceError::Manager)?;
-            crate::outln!("ran: {}", shown(command));
-            if matches!(manager, Manager::Launchd { .. })
-                && command.get(1).is_some_and(|w| w == "bootout")
-            {
-                await_unloaded(&manager).await;
+    for command in &commands {
+        manager::run(command).await?;
+        crate::outln!("ran: {}", shown(command));
+        if command.args.first().is_some_and(|w| w == "bootout") {
+            // launchd lets go of the old job a moment later; bootstrap fails until it has.
+            let deadline = Deadline::after(BOOTOUT_WAIT);
+            while !deadline.expired() && manager.state().await.is_ok_and(|s| s.loaded) {
+                tokio::time::sleep(POLL_INTERVAL).await;
             }
-        }
-        let url = daemon_url(config, None);
-        let deadline = Deadline::after(wait);
-        match await_new_instance(&manager, &url, deadline).await {
-            Ok(health) => {
-                crate::outln!(
-                    "wakebridge {} is running as pid {} ({url}/health); bus registration: {}",
-                    health.version,
-                    health.pid,
-                    registered_words(&health)
-                );
-                crate::outln!("logs: {}", manager.log_hint(&locations.log_dir));
-                if platform == Platform::Systemd {
-                    crate::outln!(
-                        "to keep it running while you are logged out and start it at boot: \
-                         loginctl enable-linger \"$USER\""
-                    );
-                }
-                Ok(ExitCode::SUCCESS)
-            }
-            Err(why) => {
-                crate::errln!(
-                    "wakebridge service: the new instance did not answer {url}/health within \
-                     {}: {why}",
-                    humantime::format_duration(wait)
-                );
-                crate::errln!(
-                    "its last log lines ({}):",
-                    manager.log_hint(&locations.log_dir)
-                );
-                match manager.last_log_lines(&locations.log_dir).await {
-                    Ok(lines) if !lines.trim().is_empty() => {
-                        for line in lines.lines() {
-                            crate::errln!("  {line}");
-                        }
-                    }
-                    Ok(_) => crate::errln!("  (none)"),
-                    Err(e) => crate::errln!("  (cannot read them: {e})"),
-                }
-                Ok(ExitCode::FAILURE)
-            }
-        }
-    })
-}
-
-/// Waits (at most [`BOOTOUT_WAIT`]) until launchd no longer has the job.
-async fn await_unloaded(manager: &Manager) {
-    let deadline = Deadline::after(BOOTOUT_WAIT);
-    while !deadline.expired() {
-        match manager.state().await {
-            Ok(state) if state.loaded => tokio::time::sleep(POLL_INTERVAL).await,
-            _ => return,
         }
     }
+    let url = daemon_url(config, None);
+    let logs = manager.log_hint(&locations.log_dir);
+    let why = match await_new_instance(&manager, &url, Deadline::after(args.wait)).await {
+        Ok(health) => {
+            let (version, pid, bus) = (&health.version, health.pid, registered_words(&health));
+            crate::outln!(
+                "wakebridge {version} is running as pid {pid} ({url}/health); bus registration: {bus}"
+            );
+            crate::outln!("logs: {logs}");
+            if platform == Platform::Systemd {
+                crate::outln!(
+                    "to keep it running while you are logged out and start it at boot: \
+                     loginctl enable-linger \"$USER\""
+                );
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(why) => why,
+    };
+    let wait = humantime::format_duration(args.wait);
+    crate::errln!(
+        "wakebridge service: the new instance did not answer {url}/health within {wait}: {why}"
+    );
+    crate::errln!("its last log lines ({logs}):");
+    match manager.last_log_lines(&locations.log_dir).await {
+        Ok(lines) if !lines.trim().is_empty() => {
+            for line in lines.lines() {
+                crate::errln!("  {line}");
+            }
+        }
+        Ok(_) => crate::errln!("  (none)"),
+        Err(e) => crate::errln!("  (cannot read them: {e})"),
+    }
+    Ok(ExitCode::FAILURE)
 }
 
 /// How `/health`'s registration reads in a sentence.
@@ -478,14 +331,12 @@ fn registered_words(health: &Health) -> &'static str {
     }
 }
 
-/// What `/health` at `url` says, without the bearer: it needs none, and `service status` and
-/// `uninstall` ask it while the configuration (and so the secret) may not resolve.
+/// What `/health` at `url` says, without the bearer: it needs none, and `status` asks it while
+/// the configuration (and so the secret) may not resolve.
 async fn health(url: &str) -> Result<Health, String> {
-    let client = reqwest::Client::builder()
-        .timeout(HEALTH_TIMEOUT)
-        .build()
-        .map_err(|e| e.to_string())?;
+    let client = reqwest::Client::builder().timeout(HEALTH_TIMEOUT).build();
     let answer = client
+        .map_err(|e| e.to_string())?
         .get(format!("{url}/health"))
         .send()
         .await
@@ -498,17 +349,15 @@ async fn health(url: &str) -> Result<Health, String> {
 /// Whether `pid` is the service's process or its child (launchd runs wakebridge under the
 /// `/bin/sh` that maps exit 2, so launchd's pid is the shell's).
 async fn is_service(pid: u32, service_pid: u32) -> bool {
-    if pid == service_pid {
-        return true;
-    }
-    crate::mux::ps::parents(Deadline::after(PS_BUDGET))
-        .await
-        .is_ok_and(|parents| parents.get(&pid) == Some(&service_pid))
+    pid == service_pid
+        || crate::mux::ps::parents(Deadline::after(PS_BUDGET))
+            .await
+            .is_ok_and(|parents| parents.get(&pid) == Some(&service_pid))
 }
 
 /// Polls the manager and `/health` until `/health` answers from the service's own process:
-/// right after a restart the old instance may still be answering, so a pid is what tells them
-/// apart. The error says what was seen last.
+/// right after a restart the old instance may still answer, so the pid tells them apart. The
+/// error says what was seen last.
 async fn await_new_instance(
     manager: &Manager,
     url: &str,
@@ -517,12 +366,10 @@ async fn await_new_instance(
     loop {
         let seen = match manager.state().await {
             Err(e) => format!("cannot ask the service manager: {e}"),
-            Ok(State {
+            Ok(manager::State {
                 pid: None, state, ..
-            }) => {
-                format!("the service manager reports no running process (state: {state})")
-            }
-            Ok(State { pid: Some(pid), .. }) => match health(url).await {
+            }) => format!("the service manager reports no running process (state: {state})"),
+            Ok(manager::State { pid: Some(pid), .. }) => match health(url).await {
                 Ok(h) if is_service(h.pid, pid).await => return Ok(h),
                 Ok(h) => format!(
                     "{url}/health answers from pid {}, not the service's pid {pid} (another \
@@ -539,98 +386,70 @@ async fn await_new_instance(
     }
 }
 
-fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceError> {
+async fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceError> {
     let locations = Locations::of(platform, env)?;
     let file = &locations.file;
     if !file.exists() {
-        crate::outln!(
-            "no wakebridge service is installed ({} does not exist); nothing to do",
-            file.display()
-        );
+        let file = file.display();
+        crate::outln!("no wakebridge service is installed ({file} does not exist); nothing to do");
         return Ok(ExitCode::SUCCESS);
     }
     let manager = Manager::new(platform);
-    let rt = runtime()?;
-    rt.block_on(async {
-        let loaded = match manager {
-            // `disable --now` of a unit that is not running is fine.
-            Manager::Systemd => true,
-            Manager::Launchd { .. } => manager.state().await.is_ok_and(|s| s.loaded),
-        };
-        if loaded {
-            for command in manager.unload_commands() {
-                manager::run(&command)
-                    .await
-                    .map_err(ServiceError::Manager)?;
-                crate::outln!("ran: {}", shown(&command));
-            }
-        }
-        std::fs::remove_file(file).map_err(|source| ServiceError::Remove {
-            path: file.clone(),
-            source,
-        })?;
-        crate::outln!("removed {}", file.display());
-        for command in manager.after_removal() {
-            manager::run(&command)
-                .await
-                .map_err(ServiceError::Manager)?;
-            crate::outln!("ran: {}", shown(&command));
-        }
-        Ok::<_, ServiceError>(())
-    })?;
+    let (unload, after) = manager.unload_commands();
+    // systemd's `disable --now` of a unit that is not running is fine.
+    let loaded = manager == Manager::Systemd || manager.state().await.is_ok_and(|s| s.loaded);
+    for command in unload.iter().filter(|_| loaded) {
+        manager::run(command).await?;
+        crate::outln!("ran: {}", shown(command));
+    }
+    std::fs::remove_file(file).map_err(io("remove", file))?;
+    crate::outln!("removed {}", file.display());
+    for command in &after {
+        manager::run(command).await?;
+        crate::outln!("ran: {}", shown(command));
+    }
     let configured = config::load_settings(None, env)
         .ok()
-        .map(|s| s.bridge.secret_file)
+        .map(|s| s.bridge.secret_file);
+    let configured = configured
         .filter(|s| !s.trim().is_empty())
         .map(PathBuf::from);
-    for secret in [Some(locations.default_secret.clone()), configured]
+    for secret in [Some(locations.default_secret), configured]
         .into_iter()
         .flatten()
     {
         if secret.exists() {
-            crate::outln!(
-                "kept the secret file {} (remove it yourself if no longer needed)",
-                secret.display()
-            );
+            let secret = secret.display();
+            crate::outln!("kept the secret file {secret} (remove it yourself if no longer needed)");
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn status(
+async fn status(
     platform: Platform,
     config: Result<&Config, &ConfigError>,
     env: &Env,
 ) -> Result<ExitCode, ServiceError> {
     let locations = Locations::of(platform, env)?;
-    let installed = locations.file.exists();
     let manager = Manager::new(platform);
-    let url = match config {
-        Ok(config) => daemon_url(config, None),
-        Err(e) => {
+    let url = config.map_or_else(
+        |e| {
             crate::outln!("config: {e}");
             DEFAULT_URL.to_string()
-        }
-    };
-    let rt = runtime()?;
-    let (state, answer) = rt.block_on(async { (manager.state().await, health(&url).await) });
-    let kind = match platform {
-        Platform::Systemd => "systemd user unit",
-        Platform::Launchd => "launchd agent",
-    };
-    if installed {
-        crate::outln!("service: {kind} installed at {}", locations.file.display());
-    } else {
-        crate::outln!(
-            "service: no {kind} installed ({} does not exist)",
-            locations.file.display()
-        );
+        },
+        |config| daemon_url(config, None),
+    );
+    let (state, answer) = (manager.state().await, health(&url).await);
+    let (kind, file): (&str, _) = (platform.into(), locations.file.display());
+    let installed = locations.file.exists();
+    match installed {
+        true => crate::outln!("service: {kind} installed at {file}"),
+        false => crate::outln!("service: no {kind} installed ({file} does not exist)"),
     }
     let service_pid = match &state {
         Ok(s) if s.loaded || s.pid.is_some() => {
-            let pid = s
-                .pid
-                .map_or_else(|| "no process".to_string(), |p| format!("pid {p}"));
+            let pid = s.pid.map_or("no process".into(), |p| format!("pid {p}"));
             crate::outln!("manager: loaded, {}, {pid}", s.state);
             s.pid
         }
@@ -644,12 +463,10 @@ fn status(
         }
     };
     let serving = match (&answer, service_pid) {
-        (Ok(h), Some(pid)) if rt.block_on(is_service(h.pid, pid)) => {
+        (Ok(h), Some(pid)) if is_service(h.pid, pid).await => {
+            let (version, pid, bus) = (&h.version, h.pid, registered_words(h));
             crate::outln!(
-                "daemon: wakebridge {} answering at {url} as pid {}; bus registration: {}",
-                h.version,
-                h.pid,
-                registered_words(h)
+                "daemon: wakebridge {version} answering at {url} as pid {pid}; bus registration: {bus}"
             );
             true
         }
@@ -676,18 +493,6 @@ fn status(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn commands_are_shown_as_they_would_be_typed() {
-        let argv: Vec<String> = ["launchctl", "bootstrap", "gui/501", "/Users/a b/x.plist"]
-            .iter()
-            .map(|s| (*s).to_string())
-            .collect();
-        assert_eq!(
-            shown(&argv),
-            "launchctl bootstrap gui/501 '/Users/a b/x.plist'"
-        );
-    }
 
     #[test]
     fn locations_follow_home_and_xdg_config_home() {

@@ -1,29 +1,24 @@
 //! The service files `wakebridge service install` writes, rendered from the templates in
-//! `deploy/` (compiled in, so the files users read as references are the ones installed): which
-//! environment the daemon gets, the PATH it finds tmux and zellij on, and the quoting each
-//! format needs. Pure: everything the rendering depends on is handed in.
+//! `deploy/` (compiled in, so the reference files users read are the ones installed): the
+//! daemon's environment, the PATH it finds tmux and zellij on, and each format's quoting. Pure.
 
 use std::path::{Path, PathBuf};
 
 use crate::config::SECRET_ENV;
 
-/// The systemd user unit, as shipped: a usable reference and the template.
-pub const SYSTEMD_TEMPLATE: &str = include_str!("../../../deploy/wakebridge.service");
-/// The launchd LaunchAgent, as shipped: a usable reference (with `__HOME__` replaced) and the
-/// template.
-pub const LAUNCHD_TEMPLATE: &str = include_str!("../../../deploy/wakebridge.plist");
+/// The shipped reference files are the templates too.
+const SYSTEMD_TEMPLATE: &str = include_str!("../../../deploy/wakebridge.service");
+const LAUNCHD_TEMPLATE: &str = include_str!("../../../deploy/wakebridge.plist");
 
 /// The launchd label; deliberately not a prefix of the bus's own label.
 pub const LAUNCHD_LABEL: &str = "dev.wakebridge";
 /// The systemd unit's name.
 pub const SYSTEMD_UNIT: &str = "wakebridge.service";
-
 /// The variable the daemon reads `[bridge] secret_file` from; set in the unit, never the secret.
-pub const SECRET_FILE_ENV: &str = "WAKEBRIDGE_BRIDGE__SECRET_FILE";
+const SECRET_FILE_ENV: &str = "WAKEBRIDGE_BRIDGE__SECRET_FILE";
 
-/// Directories searched after the ones tmux and zellij were found in, in this order: where
-/// `cargo install` puts binaries (zellij is often installed so), Homebrew on Apple silicon,
-/// Linuxbrew (system-wide, then per-user), then the system's own.
+/// Directories searched after the ones tmux and zellij were found in: where `cargo install`
+/// puts binaries, Homebrew on Apple silicon, Linuxbrew (system-wide, per-user), the system's.
 const FALLBACK_PATH: [&str; 7] = [
     "~/.cargo/bin",
     "/opt/homebrew/bin",
@@ -34,10 +29,9 @@ const FALLBACK_PATH: [&str; 7] = [
     "/bin",
 ];
 
-/// Variables the daemon (or tmux, or Claude Code's files it reads) looks at, passed on where the
-/// installer has them: the home, Claude Code's config dir, the XDG dirs that place the config
-/// file and the ledger (the hooks, run from the user's shell, must find the same ledger), tmux's
-/// socket dir, and the Python bridge's two non-`BRIDGE` variables.
+/// Variables passed on where the installer has them: the home, Claude Code's config dir, the
+/// XDG dirs that place the config file and the ledger (the hooks must find the same ledger),
+/// tmux's socket dir, and the Python bridge's two non-`BRIDGE` variables.
 const KEPT_VARS: [&str; 7] = [
     "HOME",
     "CLAUDE_CONFIG_DIR",
@@ -52,21 +46,22 @@ const KEPT_VARS: [&str; 7] = [
 const KEPT_PREFIXES: [&str; 2] = ["AGENT_EVENT_BUS_BRIDGE_", "WAKEBRIDGE_"];
 
 /// The two service managers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, strum::IntoStaticStr)]
 pub enum Platform {
     /// A launchd LaunchAgent (macOS).
+    #[strum(serialize = "launchd agent")]
     Launchd,
     /// A systemd user unit (Linux).
+    #[strum(serialize = "systemd user unit")]
     Systemd,
 }
 
 impl Platform {
     /// The service manager of the OS this binary was built for.
     pub fn native() -> Platform {
-        if cfg!(target_os = "macos") {
-            Platform::Launchd
-        } else {
-            Platform::Systemd
+        match cfg!(target_os = "macos") {
+            true => Platform::Launchd,
+            false => Platform::Systemd,
         }
     }
 }
@@ -116,31 +111,30 @@ pub fn daemon_path(found: &[PathBuf], home: &Path) -> String {
             Some(rest) => home.join(rest),
             None => PathBuf::from(dir),
         });
-    let mut dirs: Vec<String> = Vec::new();
-    for dir in found.iter().cloned().chain(fallbacks) {
-        let Some(text) = dir.to_str() else { continue };
-        let text = text.trim_end_matches('/');
-        if dir.is_absolute() && !text.contains(':') && !dirs.iter().any(|d| d == text) {
-            dirs.push(text.to_string());
+    let mut dirs: Vec<&str> = Vec::new();
+    let all: Vec<PathBuf> = found.iter().cloned().chain(fallbacks).collect();
+    for dir in all.iter().filter(|dir| dir.is_absolute()) {
+        let Some(text) = dir.to_str().map(|t| t.trim_end_matches('/')) else {
+            continue;
+        };
+        if !text.contains(':') && !dirs.contains(&text) {
+            dirs.push(text);
         }
     }
     dirs.join(":")
 }
 
 /// The variables of the installer's environment `vars` the daemon needs ([`KEPT_VARS`], the
-/// settings' prefixes), without the secret, without PATH (see [`daemon_path`]) and without an
-/// empty value (empty means unset to the daemon); with `secret_file` as
-/// [`SECRET_FILE_ENV`] when there is one. Sorted by name.
+/// settings' prefixes), without the secret, PATH ([`daemon_path`]) or an empty value (unset to
+/// the daemon); with `secret_file` as [`SECRET_FILE_ENV`] when there is one. Sorted by name.
 pub fn daemon_env(vars: &[(String, String)], secret_file: Option<&Path>) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = vars
-        .iter()
-        .filter(|(name, value)| {
-            !value.trim().is_empty()
-                && name != SECRET_ENV
-                && name != SECRET_FILE_ENV
-                && (KEPT_VARS.contains(&name.as_str())
-                    || KEPT_PREFIXES.iter().any(|p| name.starts_with(p)))
-        })
+    let kept = |name: &str| {
+        name != SECRET_ENV
+            && name != SECRET_FILE_ENV
+            && (KEPT_VARS.contains(&name) || KEPT_PREFIXES.iter().any(|p| name.starts_with(p)))
+    };
+    let mut env: Vec<(String, String)> = (vars.iter())
+        .filter(|(name, value)| !value.trim().is_empty() && kept(name))
         .cloned()
         .collect();
     if let Some(file) = secret_file {
@@ -151,20 +145,22 @@ pub fn daemon_env(vars: &[(String, String)], secret_file: Option<&Path>) -> Vec<
     env
 }
 
-/// The file for `platform`.
+/// The file for `platform`, its first line saying what wrote it.
 pub fn render(platform: Platform, spec: &Spec) -> Result<String, RenderError> {
-    match platform {
-        Platform::Systemd => systemd(spec),
-        Platform::Launchd => launchd(spec),
-    }
-}
-
-/// The first line of every rendered file, so a reader knows where it came from.
-fn written_by() -> String {
-    format!(
+    let written_by = format!(
         "Written by `wakebridge service install` ({}); a later install replaces it.",
         env!("CARGO_PKG_VERSION")
-    )
+    );
+    // `serve`, and `--config <path>` when given.
+    let mut args = vec!["serve".to_string()];
+    if let Some(config) = &spec.config {
+        args.extend(["--config".to_string(), config.display().to_string()]);
+    }
+    let exe = spec.exe.display().to_string();
+    match platform {
+        Platform::Systemd => systemd(spec, &exe, &args, &written_by),
+        Platform::Launchd => launchd(spec, &exe, &args, &written_by),
+    }
 }
 
 /// `template` with `line` (exactly once) replaced by `with`.
@@ -180,26 +176,24 @@ fn fill(
     Ok(template.replacen(line, with, 1))
 }
 
-fn printable(what: &str, value: &str) -> Result<(), RenderError> {
-    if value.chars().any(char::is_control) {
-        return Err(RenderError::Unprintable {
+/// `value` unless it holds a control character.
+fn printable<'a>(what: &str, value: &'a str) -> Result<&'a str, RenderError> {
+    match value.chars().any(char::is_control) {
+        true => Err(RenderError::Unprintable {
             what: what.to_string(),
             value: value.to_string(),
-        });
+        }),
+        false => Ok(value),
     }
-    Ok(())
 }
 
 /// One systemd word in double quotes: `\` and `"` escaped, `%` doubled (specifiers), and in a
-/// command line `$` doubled (variable expansion).
+/// command line `$` doubled (variable expansion). Not a shell: systemd's own syntax.
 fn systemd_quoted(what: &str, value: &str, in_command: bool) -> Result<String, RenderError> {
-    printable(what, value)?;
-    let mut out = String::with_capacity(value.len() + 2);
-    out.push('"');
-    for c in value.chars() {
+    let mut out = String::from('"');
+    for c in printable(what, value)?.chars() {
         match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
+            '\\' | '"' => out.extend(['\\', c]),
             '%' => out.push_str("%%"),
             '$' if in_command => out.push_str("$$"),
             c => out.push(c),
@@ -209,56 +203,42 @@ fn systemd_quoted(what: &str, value: &str, in_command: bool) -> Result<String, R
     Ok(out)
 }
 
-/// The argument list after the binary: `serve`, and `--config <path>` when given.
-fn serve_args(spec: &Spec) -> Vec<String> {
-    let mut args = vec!["serve".to_string()];
-    if let Some(config) = &spec.config {
-        args.push("--config".to_string());
-        args.push(config.display().to_string());
-    }
-    args
-}
-
-const SYSTEMD_FILE: &str = "wakebridge.service";
 const SYSTEMD_FIRST_SECTION: &str = "[Unit]\n";
 const SYSTEMD_EXEC: &str = "ExecStart=%h/.cargo/bin/wakebridge serve\n";
 const SYSTEMD_PATH: &str = "Environment=PATH=%h/.cargo/bin:/opt/homebrew/bin:/home/linuxbrew/.linuxbrew/bin:%h/.linuxbrew/bin:/usr/local/bin:/usr/bin:/bin\n";
 
-fn systemd(spec: &Spec) -> Result<String, RenderError> {
-    let mut exec = vec![systemd_quoted(
-        "the binary's path",
-        &spec.exe.display().to_string(),
-        true,
-    )?];
-    for arg in serve_args(spec) {
-        exec.push(systemd_quoted("--config", &arg, true)?);
+fn systemd(
+    spec: &Spec,
+    exe: &str,
+    args: &[String],
+    written_by: &str,
+) -> Result<String, RenderError> {
+    let mut exec = vec![systemd_quoted("the binary's path", exe, true)?];
+    for arg in args {
+        exec.push(systemd_quoted("--config", arg, true)?);
     }
     let exec = format!("ExecStart={}\n", exec.join(" "));
-    let mut env = format!(
-        "Environment={}\n",
-        systemd_quoted("PATH", &format!("PATH={}", spec.path), false)?
-    );
-    for (name, value) in &spec.env {
+    let path = ("PATH".to_string(), spec.path.clone());
+    let mut env = String::new();
+    for (name, value) in std::iter::once(&path).chain(&spec.env) {
         let quoted = systemd_quoted(name, &format!("{name}={value}"), false)?;
         env.push_str(&format!("Environment={quoted}\n"));
     }
     // The header explains the manual install; the rendered file says what wrote it instead.
-    let body = SYSTEMD_TEMPLATE
+    let at = SYSTEMD_TEMPLATE
         .find(SYSTEMD_FIRST_SECTION)
-        .map(|at| &SYSTEMD_TEMPLATE[at..])
         .ok_or(RenderError::Template {
-            file: SYSTEMD_FILE,
+            file: SYSTEMD_UNIT,
             line: SYSTEMD_FIRST_SECTION,
         })?;
-    let text = fill(body, SYSTEMD_FILE, SYSTEMD_EXEC, &exec)?;
-    let text = fill(&text, SYSTEMD_FILE, SYSTEMD_PATH, &env)?;
-    Ok(format!("# {}\n\n{text}", written_by()))
+    let text = fill(&SYSTEMD_TEMPLATE[at..], SYSTEMD_UNIT, SYSTEMD_EXEC, &exec)?;
+    let text = fill(&text, SYSTEMD_UNIT, SYSTEMD_PATH, &env)?;
+    Ok(format!("# {written_by}\n\n{text}"))
 }
 
 /// XML text: the five special characters escaped.
 fn xml(what: &str, value: &str) -> Result<String, RenderError> {
-    printable(what, value)?;
-    Ok(value
+    Ok(printable(what, value)?
         .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -271,54 +251,44 @@ const LAUNCHD_HEADER_END: &str = "for one never match the other.\n-->\n";
 const LAUNCHD_PROGRAM: &str =
     "\t\t<string>__HOME__/.cargo/bin/wakebridge</string>\n\t\t<string>serve</string>\n";
 const LAUNCHD_ENV: &str = "\t\t<key>PATH</key>\n\t\t<string>__HOME__/.cargo/bin:/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin</string>\n\t\t<key>HOME</key>\n\t\t<string>__HOME__</string>\n";
-const HOME_PLACEHOLDER: &str = "__HOME__";
 
-fn launchd(spec: &Spec) -> Result<String, RenderError> {
-    let mut program = format!(
-        "\t\t<string>{}</string>\n",
-        xml("the binary's path", &spec.exe.display().to_string())?
-    );
-    for arg in serve_args(spec) {
-        program.push_str(&format!(
-            "\t\t<string>{}</string>\n",
-            xml("--config", &arg)?
-        ));
+fn launchd(
+    spec: &Spec,
+    exe: &str,
+    args: &[String],
+    written_by: &str,
+) -> Result<String, RenderError> {
+    let mut program = format!("\t\t<string>{}</string>\n", xml("the binary's path", exe)?);
+    for arg in args {
+        program.push_str(&format!("\t\t<string>{}</string>\n", xml("--config", arg)?));
     }
-    let mut env = format!(
-        "\t\t<key>PATH</key>\n\t\t<string>{}</string>\n",
-        xml("PATH", &spec.path)?
-    );
-    for (name, value) in &spec.env {
+    let path = ("PATH".to_string(), spec.path.clone());
+    let mut env = String::new();
+    for (name, value) in std::iter::once(&path).chain(&spec.env) {
+        let (name, value) = (xml("a variable name", name)?, xml(name, value)?);
         env.push_str(&format!(
-            "\t\t<key>{}</key>\n\t\t<string>{}</string>\n",
-            xml("a variable name", name)?,
-            xml(name, value)?
+            "\t\t<key>{name}</key>\n\t\t<string>{value}</string>\n"
         ));
     }
     // The header explains the manual install (sed over __HOME__); the rendered file says what
     // wrote it instead.
-    let start = LAUNCHD_TEMPLATE.find("<!--").ok_or(RenderError::Template {
+    let missing = |line| RenderError::Template {
         file: LAUNCHD_FILE,
-        line: "<!--",
-    })?;
+        line,
+    };
+    let start = LAUNCHD_TEMPLATE.find("<!--").ok_or(missing("<!--"))?;
     let end = LAUNCHD_TEMPLATE
         .find(LAUNCHD_HEADER_END)
-        .ok_or(RenderError::Template {
-            file: LAUNCHD_FILE,
-            line: LAUNCHD_HEADER_END,
-        })?
-        + LAUNCHD_HEADER_END.len();
-    let text = format!(
-        "{}<!-- {} -->\n{}",
+        .ok_or(missing(LAUNCHD_HEADER_END))?;
+    let (before, after) = (
         &LAUNCHD_TEMPLATE[..start],
-        written_by(),
-        &LAUNCHD_TEMPLATE[end..]
+        &LAUNCHD_TEMPLATE[end + LAUNCHD_HEADER_END.len()..],
     );
+    let text = format!("{before}<!-- {written_by} -->\n{after}");
     let text = fill(&text, LAUNCHD_FILE, LAUNCHD_PROGRAM, &program)?;
     let text = fill(&text, LAUNCHD_FILE, LAUNCHD_ENV, &env)?;
     // What is left are the log paths.
-    let home = xml("HOME", &spec.home.display().to_string())?;
-    Ok(text.replace(HOME_PLACEHOLDER, &home))
+    Ok(text.replace("__HOME__", &xml("HOME", &spec.home.display().to_string())?))
 }
 
 #[cfg(test)]

@@ -198,23 +198,17 @@ impl Tmux {
 
     /// The command a person runs to look at `session` on this server.
     pub fn attach_command(&self, session: &str) -> String {
-        let socket = self
-            .socket
-            .as_ref()
-            .map(|s| format!(" -S {}", shell_quote(&s.to_string_lossy())))
-            .unwrap_or_default();
-        format!("tmux{socket} attach -t {}", shell_quote(session))
+        let socket = self.socket.as_ref().map(|s| s.to_string_lossy());
+        let mut words = vec!["tmux"];
+        words.extend(socket.as_deref().map(|s| ["-S", s]).into_iter().flatten());
+        words.extend(["attach", "-t", session]);
+        shlex::try_join(words.iter().copied()).unwrap_or_else(|_| words.join(" "))
     }
 }
 
 /// Whether tmux failed because the pane (or its whole server) is gone.
 pub fn is_missing_target(err: &MuxError) -> bool {
     err.stderr().is_some_and(names_missing_target)
-}
-
-/// `word` quoted for a POSIX shell.
-pub fn shell_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 fn parse_created(stdout: &str) -> Result<NewPane, MuxError> {
@@ -259,7 +253,7 @@ mod tests {
         };
         assert_eq!(
             tmux.attach_command("it's"),
-            r"tmux -S '/tmp/a b/sock' attach -t 'it'\''s'"
+            r#"tmux -S '/tmp/a b/sock' attach -t "it's""#
         );
     }
 }
