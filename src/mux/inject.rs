@@ -241,8 +241,8 @@ pub const CONFIRM_WAIT: Duration = Duration::from_millis(300);
 /// submitted: longer, because on a loaded machine Claude Code can take the submit (running its
 /// UserPromptSubmit hooks first) and redraw well after [`CONFIRM_WAIT`], and waiting types
 /// nothing more. A real Claude Code 2.1.197 under the test suite's load took longer than two
-/// 300 ms waits.
-pub const LAST_CONFIRM_WAIT: Duration = Duration::from_secs(1);
+/// 300 ms waits, and 2.1.332 at a load average of 10 on two cores longer than 1 s.
+pub const LAST_CONFIRM_WAIT: Duration = Duration::from_secs(3);
 /// Longest wait for typed text to show on a prompt line before Enter: a busy machine can take
 /// Claude Code this long to draw it (the wait ends as soon as it shows).
 pub const SHOW_WAIT: Duration = Duration::from_secs(2);
