@@ -401,7 +401,6 @@ pub fn run_hook(
 /// not UTF-8), so that the full parser answers it, errors and help included.
 pub fn fast_main(args: &[std::ffi::OsString]) -> Option<ExitCode> {
     let (hook_args, config) = parse_own_flags(args)?;
-    crate::telemetry::logging::ensure_standard_descriptors();
     if hook_args.print_settings {
         // The configuration plays no part in the snippet (`run_hook` prints it first).
         return Some(run_hook(&hook_args, Ok(PathBuf::new()), None, false));

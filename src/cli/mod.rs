@@ -92,6 +92,12 @@ enum Command {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     crate::telemetry::logging::ensure_standard_descriptors();
+    // `wakebridge hook` runs on every tool call of every Claude Code session: it is answered
+    // before the whole command line is built (see `hook::fast_main`).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(code) = hook::fast_main(&args) {
+        return code;
+    }
     let cli = Cli::parse();
     if cli.command.is_some() && cli.serve != Flags::default() {
         // `wakebridge --port 9 status` would otherwise drop the flag without a word.
