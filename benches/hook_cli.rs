@@ -2,8 +2,9 @@
 //! figures). Spawns the real release binary once per call with a PreToolUse payload on stdin,
 //! in a private HOME with a ledger that already knows the session, and reports the wall time of
 //! each whole invocation (fork, exec, reading the payload, the configuration, the busy marker,
-//! the ledger row, exit), p50/p90/p99; and, interleaved with it, `wakebridge --version`: the
-//! cost of starting the binary at all, which this machine's speed at the moment decides.
+//! the ledger row, exit), p50/p90/p99; and, interleaved with it, `wakebridge --version` (the
+//! cost of starting this binary at all) and `/bin/true` (of starting any process), which this
+//! machine's speed at the moment decides.
 //!
 //!     cargo bench --bench hook_cli                  # 500 PreToolUse calls
 //!     WB_BENCH_EVENT=SessionStart cargo bench --bench hook_cli
@@ -35,14 +36,14 @@ fn main() {
         "tool_use_id": "toolu_01",
     })
     .to_string();
-    let version = || {
+    let spawned = |program: &str, args: &[&str]| {
         let started = Instant::now();
-        let status = Command::new(env!("CARGO_BIN_EXE_wakebridge"))
-            .arg("--version")
+        let status = Command::new(program)
+            .args(args)
             .stdout(Stdio::null())
             .status()
-            .expect("spawn wakebridge --version");
-        assert!(status.success());
+            .expect("spawn the baseline");
+        assert!(status.success(), "{program} failed");
         started.elapsed()
     };
     let run = || {
@@ -76,19 +77,26 @@ fn main() {
     for _ in 0..20 {
         run();
     }
-    let (mut times, mut starts): (Vec<Duration>, Vec<Duration>) =
-        (0..calls).map(|_| (run(), version())).unzip();
-    times.sort();
-    starts.sort();
+    let (mut times, mut starts, mut trues) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..calls {
+        times.push(run());
+        starts.push(spawned(env!("CARGO_BIN_EXE_wakebridge"), &["--version"]));
+        trues.push(spawned("/bin/true", &[]));
+    }
+    for figures in [&mut times, &mut starts, &mut trues] {
+        figures.sort();
+    }
     let at = |v: &[Duration], q: f64| v[((v.len() - 1) as f64 * q) as usize].as_secs_f64() * 1000.0;
     println!(
         "hook_cli event={event} calls={calls}: p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, min {:.2} ms \
-         (wakebridge --version: p50 {:.2} ms, min {:.2} ms)",
+         (wakebridge --version: p50 {:.2} ms, min {:.2} ms; /bin/true: p50 {:.2} ms, min {:.2} ms)",
         at(&times, 0.5),
         at(&times, 0.9),
         at(&times, 0.99),
         at(&times, 0.0),
         at(&starts, 0.5),
         at(&starts, 0.0),
+        at(&trues, 0.5),
+        at(&trues, 0.0),
     );
 }
