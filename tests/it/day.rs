@@ -8,14 +8,14 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use wakebridge::mux::WAKE_PROMPT;
 
 use crate::common;
 use crate::common::claude::RealClaude;
 use crate::common::harness::{TestServer, event_for};
 use crate::common::model::{Model, Reply, unix_in};
-use crate::common::rig::start_daemon_with;
+use crate::common::rig::{any_session_until, start_daemon_with};
 use crate::common::tmux::TmuxServer;
 
 /// The day's clock: a minute of idleness is seconds here.
@@ -181,14 +181,16 @@ async fn a_day_in_the_life_of_a_real_claude_code_session() {
         context()
     );
     assert!(
-        common::model::unix_in(Duration::ZERO) >= resets_at,
+        unix_in(Duration::ZERO) >= resets_at,
         "resumed before the reset"
     );
 
     // 6. Rewound on request: /clear, the re-hydration told once, the new session followed.
-    let (status, body) = post(&server, "/rewind", json!({"session_id": sid})).await;
+    let (status, body) = server
+        .post_json("/rewind", json!({"session_id": sid}))
+        .await;
     assert_eq!(status, 200, "{body}");
-    let rewound = crate::common::rig::any_session_until(&server, "the rewind done", |s| {
+    let rewound = any_session_until(&server, "the rewind done", |s| {
         s["rewind"]["performed"] == 1
     })
     .await;
@@ -258,15 +260,4 @@ async fn until(
         ))
     })
     .await;
-}
-
-async fn post(server: &TestServer, path: &str, body: Value) -> (u16, Value) {
-    let response = reqwest::Client::new()
-        .post(server.url(path))
-        .json(&body)
-        .send()
-        .await
-        .expect("POST");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
 }

@@ -30,22 +30,15 @@ fn message() -> String {
 }
 
 async fn ask(server: &TestServer, sid: &str) -> (u16, Value) {
-    post_rewind(server, json!({"session_id": sid})).await
+    server
+        .post_json("/rewind", json!({"session_id": sid}))
+        .await
 }
 
 async fn ask_restart(server: &TestServer, sid: &str) -> (u16, Value) {
-    post_rewind(server, json!({"session_id": sid, "restart": true})).await
-}
-
-async fn post_rewind(server: &TestServer, body: Value) -> (u16, Value) {
-    let response = reqwest::Client::new()
-        .post(server.url("/rewind"))
-        .json(&body)
-        .send()
+    server
+        .post_json("/rewind", json!({"session_id": sid, "restart": true}))
         .await
-        .expect("POST /rewind");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 /// The ids the fake agent took at each `/clear`.

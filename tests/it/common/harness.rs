@@ -152,6 +152,22 @@ impl TestServer {
         (status, json)
     }
 
+    /// POSTs `body` as JSON to `path`; returns the status and the JSON answer (null if none).
+    pub async fn post_json(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let response = self
+            .client
+            .post(self.url(path))
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+        let status = response.status().as_u16();
+        (
+            status,
+            response.json().await.unwrap_or(serde_json::Value::Null),
+        )
+    }
+
     /// GETs `path` and returns the body as JSON.
     pub async fn get_json(&self, path: &str) -> serde_json::Value {
         serde_json::from_str(&self.get_text(path).await).expect("JSON body")
