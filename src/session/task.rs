@@ -1,22 +1,13 @@
-//! The loop that keeps every session: every `poll_interval` it reads the `panes.json` mapping,
-//! takes ONE `tmux list-panes -a` snapshot for all mapped tmux panes, reads Claude Code's
-//! session registry and the ledger's facts once, and for each session feeds what it saw to the
-//! session's value (its activity: a sign of life forgets the unanswered nudges), asks the one
-//! decision (`session::decide`) for the next step (reading the screen first when it says so)
-//! and performs it: a nudge, an owed wake, a resume at a usage limit's reset, a rewind or a
-//! restart, typed through the wake gate; holds, lifts and give-ups recorded in the ledger. It
-//! publishes each session's [`SessionView`] after every poll and restores the nudge states the
-//! ledger kept at start.
+//! The loop that keeps every session: each `poll_interval` it reads `panes.json`, takes ONE
+//! `tmux list-panes -a` snapshot, reads the registry and the ledger's facts once, then per
+//! session feeds what it saw to the session's value, asks `session::decide` for the next step
+//! (reading the screen first when told to) and performs it through the wake gate.
 //!
-//! One loop over a map, not a task per session: one snapshot, one registry read and one ledger
-//! read serve every session per poll, and what to do for a session never waits on another's
-//! I/O for long (each step is bounded by the gate's budget; a rewind's wait for the clear by
-//! `rewind::CLEAR_WAIT`). While anything is owed it polls every [`OWED_POLL`]; it wakes for the
-//! earliest resume due. zellij panes have no snapshot (no per-pane title or activity for one
-//! process): for them the decision rests on the hooks, the registry and the transcript.
-//!
-//! All I/O goes through [`SessionIo`] (`session::io`), so the loop can be driven with tokio's
-//! paused clock and scripted signals.
+//! One loop over a map, not a task per session: one snapshot and one ledger read serve every
+//! session, and each step is bounded (the gate's budget, `rewind::CLEAR_WAIT`). While anything is
+//! owed it polls every [`OWED_POLL`]; it wakes for the earliest resume due. zellij panes have no
+//! snapshot: for them the decision rests on the hooks, the registry and the transcript. All I/O
+//! goes through [`SessionIo`], so tests drive the loop on tokio's paused clock.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -34,7 +25,7 @@ use crate::claude::screen;
 use crate::delivery::gate::GateOutcome;
 use crate::mux::{PaneInfo, STEP_FLOOR};
 use crate::session::decide::{
-    LOOK_EVERY_MS, Look, Now, PaneSeen, Screen, Seen, Step, decide, resume_times,
+    LOOK_EVERY_MS, Look, Now, PaneSeen, Screen, Seen, Step, decide, millis, resume_times,
 };
 use crate::session::observe::{Activity, Movement, Observation};
 use crate::session::state::{Attempt, Session};
@@ -55,14 +46,12 @@ pub use rewind::REWIND_SENDER;
 pub const NUDGER_SENDER: &str = "wakebridge-nudger";
 /// The `sender` of the rows of owed wakes it types.
 pub const OWED_SENDER: &str = "wakebridge-owed";
-/// Poll interval while any session is owed a wake: `owed_after` is seconds, so a wake is typed
-/// within a second of it (one `list-panes` a second, only while something is owed).
+/// Poll interval while any session is owed a wake, so a wake is typed within a second of
+/// `owed_after`.
 pub const OWED_POLL: Duration = Duration::from_secs(1);
-/// After an owed wake (or a resume, or a `/clear`) the gate did not type (cooldown, a draft or
-/// menu, a failure), the next try waits this long.
+/// Wait before retrying an owed wake, a resume or a `/clear` the gate did not type.
 const OWED_RETRY: Duration = Duration::from_secs(2);
 
-/// The loop: its settings, its I/O and every session's value.
 pub struct Keeper<I> {
     config: NudgerConfig,
     io: I,
@@ -73,8 +62,8 @@ pub struct Keeper<I> {
     owes_any: bool,
     /// The earliest time a held session's decision changes (a resume due), unix ms.
     wake_at_ms: Option<i64>,
-    /// The rewinds (asked for as, asked at) this loop has performed or started: never twice,
-    /// even while the ledger still shows one waiting (a restart running, a record that failed).
+    /// The rewinds (asked for as, asked at) performed or started: never twice, even while the
+    /// ledger still shows one waiting.
     rewinds_taken: HashSet<(String, i64)>,
     /// The last snapshot failed because the tmux server is gone (not merely slow).
     tmux_gone: bool,
@@ -117,7 +106,6 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    /// One poll over every mapped session.
     pub async fn poll(&mut self) {
         let mapping = self.io.mapping().await;
         self.sessions
@@ -169,7 +157,6 @@ impl<I: SessionIo> Keeper<I> {
         self.views.send_replace(Arc::new(views));
     }
 
-    /// Observes one session, decides and performs its next step.
     async fn consider(
         &mut self,
         sid: &str,
@@ -191,23 +178,12 @@ impl<I: SessionIo> Keeper<I> {
         let mut pane = PaneSeen::Live;
         if let PaneTarget::Tmux { pane: id, .. } = target {
             let info = snapshot.and_then(|panes| panes.get(id));
+            let gone = |why, revive| PaneSeen::Gone { why, revive };
             pane = match (snapshot, info) {
-                (None, _) if self.tmux_gone => PaneSeen::Gone {
-                    why: "tmux server gone",
-                    revive: Some(false),
-                },
-                (None, _) => PaneSeen::Gone {
-                    why: "tmux unavailable",
-                    revive: None,
-                },
-                (Some(_), None) => PaneSeen::Gone {
-                    why: "pane not found",
-                    revive: Some(false),
-                },
-                (_, Some(info)) if info.dead => PaneSeen::Gone {
-                    why: "pane dead",
-                    revive: Some(true),
-                },
+                (None, _) if self.tmux_gone => gone("tmux server gone", Some(false)),
+                (None, _) => gone("tmux unavailable", None),
+                (Some(_), None) => gone("pane not found", Some(false)),
+                (_, Some(info)) if info.dead => gone("pane dead", Some(true)),
                 (_, Some(_)) => PaneSeen::Live,
             };
             if let Some(info) = info {
@@ -292,24 +268,19 @@ impl<I: SessionIo> Keeper<I> {
         self.perform(sid, target, step, &facts).await
     }
 
-    /// Reads the screen a decision asked for: a tmux pane's by one `capture-pane` before a
-    /// nudge, any pane's through the gate while held at a limit.
+    /// Reads the screen: a tmux pane's by one `capture-pane` before a nudge, else through the
+    /// gate.
     async fn look(&self, sid: &str, target: &PaneTarget, look: Look) -> Option<String> {
         match (look, target) {
-            (Look::BeforeNudge, PaneTarget::Tmux { pane, .. }) => {
-                match self.io.capture(pane).await {
-                    Ok(text) => Some(text),
-                    Err(error) => {
-                        tracing::debug!(session_id = sid, "nudger: capture-pane failed: {error}");
-                        None
-                    }
-                }
-            }
+            (Look::BeforeNudge, PaneTarget::Tmux { pane, .. }) => (self.io.capture(pane).await)
+                .inspect_err(|error| {
+                    tracing::debug!(session_id = sid, "nudger: capture-pane failed: {error}");
+                })
+                .ok(),
             _ => self.io.screen(sid).await,
         }
     }
 
-    /// Performs `step` for `sid` and says what the session looks like after it.
     async fn perform(
         &mut self,
         sid: &str,
@@ -378,7 +349,6 @@ impl<I: SessionIo> Keeper<I> {
         self.sessions.entry(sid.to_owned()).or_default()
     }
 
-    /// Feeds `obs` to the session's activity tracker.
     fn track(
         &mut self,
         sid: &str,
@@ -424,7 +394,6 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    /// Keeps the earliest time the loop must wake for.
     fn wake_at(&mut self, at_ms: i64) {
         self.wake_at_ms = Some(self.wake_at_ms.map_or(at_ms, |d| d.min(at_ms)));
     }
@@ -475,7 +444,6 @@ fn typed_records(sender: &str, sid: &str, at_ms: i64, outcome: &GateOutcome) -> 
     records
 }
 
-/// The ledger row of what the loop typed (or tried to) at `at_ms`.
 fn typed_row(
     source: DeliverySource,
     sender: &str,
@@ -499,13 +467,8 @@ fn typed_row(
     })
 }
 
-/// A rewind's key in [`Keeper::rewinds_taken`]: the id it was asked for and when.
 fn taken_key(pending: &crate::store::RewindRow) -> (String, i64) {
     (pending.session_id.clone(), pending.asked_ms)
-}
-
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The monotonic instant of wall time `ms`, given that `now` is `now_ms`; `None` if it lies
@@ -534,7 +497,6 @@ pub async fn run(deps: NudgerDeps, shutdown: CancellationToken) {
     run_with(keeper, shutdown).await;
 }
 
-/// The loop around any [`SessionIo`] (tests drive it with scripted signals and a paused clock).
 pub async fn run_with<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToken) {
     keeper.restore().await;
     tracing::info!(
@@ -562,7 +524,6 @@ pub async fn run_with<I: SessionIo>(mut keeper: Keeper<I>, shutdown: Cancellatio
         tokio::select! {
             () = shutdown.cancelled() => break,
             () = tokio::time::sleep_until(next_poll) => {}
-            // A new owed event: poll now, and then every OWED_POLL.
             () = keeper.io.owed_noted() => {}
         }
     }
