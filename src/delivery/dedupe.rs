@@ -1,8 +1,6 @@
-//! Recognising a redelivery. An event's identity is the digest of its body, which the bus
-//! repeats byte for byte; it is remembered for the identity window (restored from the ledger at
-//! start), and a duplicate arriving while the original is in flight waits for its answer. The
-//! memory packs an identity into a 24-byte slot; at its cap the oldest sixteenth is forgotten
-//! at once, with a warning.
+//! Recognising a redelivery: an event's identity (the digest of its body) is remembered for the
+//! identity window, and a duplicate arriving while the original is in flight waits for its
+//! answer. At the memory's cap the oldest sixteenth is forgotten at once, with a warning.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -23,17 +21,15 @@ use crate::warn_limited;
 const MAX_REMEMBERED: usize = 917_504;
 
 /// Reaching the cap forgets this share (the oldest): finding them takes three passes over the map
-/// (30–80 ms), so they run once per 57 344 deliveries instead of on every one.
+/// (30–80 ms), so not on every delivery.
 const EVICT_DIVISOR: usize = 16;
 
-/// Slices of the remembered span the eviction counts entries in, to find the oldest without
-/// sorting the map.
+/// Slices of the remembered span counted to find the oldest without sorting.
 const EVICT_BINS: usize = 1024;
 
 /// Low bits of a packed slot holding the action's discriminant.
 const ACTION_BITS: u32 = 8;
 
-/// Latest expiry a slot can hold (ms since the memory was created).
 const MAX_EXPIRY_MS: u64 = u64::MAX >> ACTION_BITS;
 
 /// A remembered identity: when it expires (ms since `Dedupe::origin`) and its action.
@@ -54,13 +50,11 @@ impl Slot {
     }
 }
 
-/// What `begin` found.
 pub enum Begin {
     /// First time: deliver, then `finish` with the ticket.
     New(Ticket),
-    /// Already delivered with this action.
     Duplicate(Action),
-    /// The original failed while we waited; deliver again is the caller's choice (we say so).
+    /// The original failed while we waited.
     OriginalFailed,
 }
 
@@ -72,16 +66,13 @@ pub struct Ticket {
 
 pub struct Dedupe {
     window: Duration,
-    /// Time zero of every slot's expiry.
     origin: Instant,
     seen: Mutex<Memory>,
-    /// The cap's warning, at most one a minute.
     warnings: Warnings,
 }
 
 #[derive(Default)]
 struct Memory {
-    /// Delivered identities, expired ones included until the next sweep.
     done: HashMap<Key, Slot>,
     /// Being delivered now; the sender publishes the action (or `None` if it failed).
     in_flight: HashMap<Key, watch::Receiver<Option<Option<Action>>>>,
@@ -102,8 +93,7 @@ fn key(identity: &str) -> Key {
 }
 
 impl Memory {
-    /// Remembers `identity`; at the cap, first makes room. Returns how many identities still in
-    /// their window were forgotten for it.
+    /// Remembers `identity`; at the cap, first makes room. Returns how many live ones went.
     fn remember(&mut self, identity: Key, slot: Slot, now_ms: u64) -> usize {
         let forgotten = if self.done.len() >= MAX_REMEMBERED && !self.done.contains_key(&identity) {
             self.make_room(now_ms)
@@ -181,7 +171,6 @@ impl Dedupe {
         crate::lock(&self.seen)
     }
 
-    /// Milliseconds since `origin`.
     fn now_ms(&self) -> u64 {
         millis(self.origin.elapsed())
     }
@@ -215,12 +204,9 @@ impl Dedupe {
                 }
             }
         };
-        match waiting.wait_for(Option::is_some).await {
-            Ok(result) => match *result {
-                Some(Some(action)) => Begin::Duplicate(action),
-                _ => Begin::OriginalFailed,
-            },
-            Err(_) => Begin::OriginalFailed,
+        match waiting.wait_for(Option::is_some).await.map(|r| *r) {
+            Ok(Some(Some(action))) => Begin::Duplicate(action),
+            _ => Begin::OriginalFailed,
         }
     }
 

@@ -28,7 +28,6 @@ use crate::wire::session_id::short;
 /// Wakes in a row held back by text at the prompt after which it is a WARN: probably not a draft.
 const OCCUPIED_WARN_AFTER: u32 = 3;
 
-/// How a wake should treat the idle gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// Respect busy markers and the cooldown (bus events, nudges, warnings).
@@ -36,13 +35,12 @@ pub enum Mode {
     /// Skip busy markers and the cooldown (never the mapping, stale-pane or prompt checks).
     Forced,
     /// Skip the busy marker, keep the cooldown: the caller saw the session idle although the
-    /// marker says a turn runs (an Esc interrupt fires no hook, so its marker stays).
+    /// marker says a turn runs (an Esc interrupt fires no hook).
     SeenIdle,
     /// The resume message at a usage limit's reset: like `Gated`, and through the hold.
     Resume,
 }
 
-/// What the gate did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GateOutcome {
     pub action: Action,
@@ -79,15 +77,12 @@ pub struct Gate {
     injector: Arc<Injector>,
     /// Warn once per (session, failure kind) until a success.
     failures: Warnings,
-    /// What the gate keeps of each session between wakes.
     sessions: Mutex<HashMap<String, Typing>>,
-    /// Rung when a bus event became owed a wake, so the nudger's loop looks at once.
+    /// Rung when a bus event became owed a wake, so the session loop looks at once.
     owed: tokio::sync::Notify,
-    /// The ledger: usage limits, and the ids given up at a `/clear`.
     store: Store,
-    /// `[limits] enabled`; false: not even a notice on screen holds a wake back.
+    /// False: not even a notice on screen holds a wake back.
     hold_limits: bool,
-    /// Where notices for a human go (`[notify]`); off unless the daemon sends them.
     notices: Notices,
 }
 
@@ -97,9 +92,7 @@ struct Typing {
     /// When it was last typed into: the session loop spaces nudges by it and discounts the pane
     /// activity our own keystrokes cause.
     at: Option<Instant>,
-    /// Wakes in a row held back by text at its prompt.
     occupied: u32,
-    /// Wakes in a row that failed, for the notice at the third.
     failed: u32,
 }
 
@@ -130,18 +123,15 @@ impl Gate {
         }
     }
 
-    /// The gate with notices for a human going to `notices`.
     pub fn with_notices(mut self, notices: Notices) -> Self {
         self.notices = notices;
         self
     }
 
-    /// Where the features hand their notices for a human.
     pub fn notices(&self) -> &Notices {
         &self.notices
     }
 
-    /// Whether usage limits are looked for and held (`[limits] enabled`).
     pub fn limits_enabled(&self) -> bool {
         self.hold_limits
     }
@@ -180,7 +170,6 @@ impl Gate {
         }
     }
 
-    /// Says that an event just became owed a wake (recorded in the ledger).
     pub fn note_owed(&self) {
         self.owed.notify_one();
     }
@@ -198,17 +187,14 @@ impl Gate {
         &self.injector
     }
 
-    /// When wakebridge last typed into `sid`'s pane (wake, nudge or warning), if ever.
     pub fn last_typed(&self, sid: &str) -> Option<Instant> {
         lock(&self.sessions).get(sid).and_then(|t| t.at)
     }
 
-    /// Changes what the gate keeps of `sid` and returns what `change` returns.
     fn typing<T>(&self, sid: &str, change: impl FnOnce(&mut Typing) -> T) -> T {
         change(lock(&self.sessions).entry(sid.to_owned()).or_default())
     }
 
-    /// Whether a fresh busy marker says a turn is running.
     pub fn is_busy(&self, sid: &str) -> bool {
         markers::is_busy(&self.wake_dir, sid, self.busy_ttl)
     }
@@ -218,7 +204,6 @@ impl Gate {
         self.wake_resolved(&self.resolve(sid), text, mode).await
     }
 
-    /// [`Gate::wake`] for a session already resolved.
     pub async fn wake_resolved(
         &self,
         resolved: &Resolved<'_>,
@@ -306,12 +291,7 @@ impl Gate {
                     short(sid)
                 );
                 self.failures.clear_prefix(&format!("{sid}:"));
-                let action = if injected.mux == "zellij" {
-                    Action::Zellij
-                } else {
-                    Action::Tmux
-                };
-                (action, None)
+                (injected.mux.parse().unwrap_or(Action::Tmux), None)
             }
             Err(held @ (InjectError::Occupied | InjectError::Held(_))) => {
                 // Not a failure: like a fresh busy marker, the event is owed and the cooldown is
@@ -410,7 +390,6 @@ impl Gate {
             .flatten()
     }
 
-    /// Records a limit seen on `sid`'s screen.
     async fn note_limit(&self, sid: &str, notice: Notice) {
         if !self.hold_limits {
             return;

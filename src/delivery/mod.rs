@@ -28,19 +28,17 @@ use crate::wire::session_id::{SessionId, short};
 pub struct Delivered {
     pub action: Action,
     pub session_id: String,
-    /// A redelivery of an event already delivered: nothing was appended or typed this time.
+    /// A redelivery: nothing was appended or typed this time.
     pub duplicate: bool,
 }
 
-/// What became of an actionable event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Delivered(Delivered),
-    /// `scope = "local"` and this machine does not know the session: nothing was touched.
+    /// `scope = "local"` and this machine does not know the session.
     NotLocal,
 }
 
-/// Spools, wakes and records.
 pub struct Deliverer {
     spool: Spool,
     backend: Backend,
@@ -264,7 +262,7 @@ impl Deliverer {
 }
 
 /// A delivery row as it starts: who, what, for whom, and the action so far.
-fn delivery_row(
+pub(crate) fn delivery_row(
     source: DeliverySource,
     event: Option<&Event>,
     sid: &str,
@@ -304,7 +302,7 @@ fn wake_record(sid: &str, outcome: &GateOutcome) -> Option<Record> {
     })
 }
 
-fn inject_us(outcome: &GateOutcome) -> Option<u64> {
+pub(crate) fn inject_us(outcome: &GateOutcome) -> Option<u64> {
     (!outcome.inject_time.is_zero()).then(|| micros(outcome.inject_time))
 }
 

@@ -22,7 +22,7 @@ use crate::api::SessionState;
 use crate::claude::hooks::HookKind;
 use crate::claude::registry::RegistryReading;
 use crate::claude::screen;
-use crate::delivery::gate::GateOutcome;
+use crate::delivery::{self, gate::GateOutcome};
 use crate::mux::{PaneInfo, STEP_FLOOR};
 use crate::session::decide::{
     LOOK_EVERY_MS, Look, Now, PaneSeen, Screen, Seen, Step, decide, millis, resume_times,
@@ -453,17 +453,10 @@ fn typed_row(
 ) -> Record {
     Record::Delivery(Delivery {
         at_ms,
-        source,
-        identity: None,
-        event_id: None,
         sender: sender.to_owned(),
-        target_session: sid.to_owned(),
-        action: outcome.action.as_str().to_owned(),
-        spool_us: None,
-        inject_us: (!outcome.inject_time.is_zero())
-            .then(|| u64::try_from(outcome.inject_time.as_micros()).unwrap_or(u64::MAX)),
+        inject_us: delivery::inject_us(outcome),
         error_kind: outcome.error_kind.map(str::to_owned),
-        owed: false,
+        ..delivery::delivery_row(source, None, sid, outcome.action)
     })
 }
 
