@@ -27,7 +27,6 @@ const EVICT_DIVISOR: usize = 16;
 /// Slices of the remembered span counted to find the oldest without sorting.
 const EVICT_BINS: usize = 1024;
 
-/// Low bits of a packed slot holding the action's discriminant.
 const ACTION_BITS: u32 = 8;
 
 const MAX_EXPIRY_MS: u64 = u64::MAX >> ACTION_BITS;
@@ -51,7 +50,6 @@ impl Slot {
 }
 
 pub enum Begin {
-    /// First time: deliver, then `finish` with the ticket.
     New(Ticket),
     Duplicate(Action),
     /// The original failed while we waited.
@@ -87,9 +85,7 @@ fn key(identity: &str) -> Key {
         // Not a hex digest (never from `Event::identity`): digest it so it still has a key.
         raw = Sha256::digest(identity.as_bytes()).into();
     }
-    let mut key = [0u8; 16];
-    key.copy_from_slice(&raw[..16]);
-    key
+    raw[..16].try_into().unwrap_or_default()
 }
 
 impl Memory {
@@ -241,7 +237,7 @@ impl Dedupe {
         }
     }
 
-    /// Identities remembered now (expired ones too, until the next sweep).
+    /// Expired ones too, until the next sweep.
     pub fn len(&self) -> usize {
         self.memory().done.len()
     }

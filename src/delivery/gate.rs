@@ -44,9 +44,7 @@ pub enum Mode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GateOutcome {
     pub action: Action,
-    /// Short failure kind (`timeout`, `stale`, ...) when typing failed.
     pub error_kind: Option<&'static str>,
-    /// Time spent in the multiplexer (zero when nothing was tried).
     pub inject_time: Duration,
     pub target: Option<PaneTarget>,
 }
@@ -75,7 +73,6 @@ pub struct Gate {
     busy_ttl: f64,
     cooldown: Cooldown,
     injector: Arc<Injector>,
-    /// Warn once per (session, failure kind) until a success.
     failures: Warnings,
     sessions: Mutex<HashMap<String, Typing>>,
     /// Rung when a bus event became owed a wake, so the session loop looks at once.
@@ -136,8 +133,7 @@ impl Gate {
         self.hold_limits
     }
 
-    /// The usage limit `sid` is held at (an unreadable ledger holds nothing; the screen check
-    /// still stands).
+    /// An unreadable ledger holds nothing; the screen check still stands.
     pub fn held_at(&self, sid: &str) -> Option<Limit> {
         if !self.hold_limits {
             return None;
@@ -149,13 +145,9 @@ impl Gate {
     /// `/clear` for an id still mapped to the same pane. Peers keep using the old id; everything
     /// done for it is done for the current one.
     pub fn resolve<'a>(&self, sid: &'a str) -> Resolved<'a> {
-        if let Some(target) = self.panes.lookup(sid) {
-            return Resolved {
-                session_id: sid.into(),
-                target: Some(target),
-            };
-        }
-        if let Ok(Some((newest, pane))) = self.store.successor(sid)
+        let target = self.panes.lookup(sid);
+        if target.is_none()
+            && let Ok(Some((newest, pane))) = self.store.successor(sid)
             && let Some(target) = self.panes.lookup(&newest)
             && target.to_string() == pane
         {
@@ -166,7 +158,7 @@ impl Gate {
         }
         Resolved {
             session_id: sid.into(),
-            target: None,
+            target,
         }
     }
 
@@ -174,7 +166,6 @@ impl Gate {
         self.owed.notify_one();
     }
 
-    /// Resolves at the next [`Gate::note_owed`] (at once if one came since the last call).
     pub async fn owed_noted(&self) {
         self.owed.notified().await;
     }
@@ -199,7 +190,6 @@ impl Gate {
         markers::is_busy(&self.wake_dir, sid, self.busy_ttl)
     }
 
-    /// Types `text` into `sid`'s pane (of the id it goes by now) if the gate allows it.
     pub async fn wake(&self, sid: &str, text: &KeystrokeText, mode: Mode) -> GateOutcome {
         self.wake_resolved(&self.resolve(sid), text, mode).await
     }
@@ -248,13 +238,8 @@ impl Gate {
             },
         };
         let started = Instant::now();
-        let unheld;
-        let text = if !self.hold_limits {
-            unheld = text.clone().over_limits();
-            &unheld
-        } else {
-            text
-        };
+        let unheld = (!self.hold_limits).then(|| text.clone().over_limits());
+        let text = unheld.as_ref().unwrap_or(text);
         let result = self
             .injector
             .inject(&target, text, Deadline::after(INJECT_BUDGET))
@@ -380,7 +365,6 @@ impl Gate {
             .await
     }
 
-    /// `sid`'s screen, if its pane is mapped, live and readable.
     pub async fn screen(&self, sid: &str) -> Option<String> {
         let target = self.panes.lookup(sid)?;
         self.injector

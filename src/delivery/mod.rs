@@ -23,7 +23,6 @@ use crate::store::{Delivery, DeliverySource, Payment, Record, Store};
 use crate::wire::event::Event;
 use crate::wire::session_id::{SessionId, short};
 
-/// The answer for one delivered event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivered {
     pub action: Action,
@@ -294,7 +293,6 @@ fn payment(sid: &str, outcome: &GateOutcome) -> Option<Record> {
     })
 }
 
-/// The cooldown's start, when keystrokes reached the pane.
 fn wake_record(sid: &str, outcome: &GateOutcome) -> Option<Record> {
     outcome.action.woke().then(|| Record::Wake {
         session_id: sid.to_string(),

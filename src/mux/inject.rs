@@ -74,8 +74,7 @@ impl InjectError {
     }
 }
 
-/// Lock-map key: the target itself, minus a tmux pane's informational session (tmux pane ids are
-/// server-wide; a zellij pane id means something only inside its session).
+/// Lock-map key: a tmux pane id is server-wide, so its informational session goes.
 fn lock_key(target: &PaneTarget) -> PaneTarget {
     match target {
         PaneTarget::Tmux { pane, .. } => PaneTarget::Tmux {
@@ -152,7 +151,7 @@ impl Injector {
         })
     }
 
-    /// The guard's verdict on the pane, typing nothing (for `doctor`).
+    /// The guard's verdict, typing nothing (for `doctor`).
     pub async fn check(
         &self,
         target: &PaneTarget,
@@ -223,7 +222,6 @@ pub const CONFIRM_WAIT: Duration = Duration::from_millis(300);
 pub const LAST_CONFIRM_WAIT: Duration = Duration::from_secs(3);
 /// Longest wait for typed text to show on a prompt line before Enter (a busy machine is slow).
 pub const SHOW_WAIT: Duration = Duration::from_secs(2);
-/// Gap between two reads of the prompt line.
 const READ_GAP: Duration = Duration::from_millis(10);
 
 /// Guard, type, submit once the text shows, confirm. Typing starts only if the budget left
@@ -238,8 +236,7 @@ pub async fn guarded_inject<M: Mux>(
     deadline: Deadline,
 ) -> Result<&'static str, InjectError> {
     let mut state = mux.check_pane(pane, deadline).await?;
-    // Whether the pane showed a prompt line before the typing: then a read without one is a
-    // glitch to read past, not a screen to give up on.
+    // A pane that showed a prompt line: a read without one later is a glitch to read past.
     let mut prompt_shown = false;
     if state == PaneState::Live
         && let Some(mut screen) = mux.screen(pane, deadline).await?

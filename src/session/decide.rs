@@ -80,40 +80,29 @@ pub struct Seen<'a> {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// Nothing now: the session is in this state, for this reason.
     Wait(SessionState, String),
-    /// As `Wait`, and poll again no later than this (unix ms).
+    /// Poll again no later than this (unix ms).
     WaitUntil(i64, SessionState, String),
-    /// No new `Attempt` for this long, then as `Wait`.
     Later(Attempt, Duration, SessionState, String),
-    /// Read the screen, then decide again with it.
     Look(Look),
     Nudge,
-    /// Type the wake prompt the session is owed, through the gate in this mode.
     PayOwed(Mode),
-    /// A limit's notice is the screen's latest word: held from now on.
     HeldFromScreen(Notice),
-    /// What only the screen showed stops the nudge (a dialog, a spinner): look again no sooner
-    /// than a base gap.
     ScreenBlocked(Verdict),
-    /// Dismiss the limit menu (if open) and type the resume message; `shown` says the limit
-    /// (`limited (5-hour limit) · resets 15:00`), `tries` how many resumes went before.
+    /// `shown`: `limited (5-hour limit) · resets 15:00`; `tries`: resumes that went before.
     Resume {
         menu: bool,
         shown: String,
         tries: u32,
     },
     Lift,
-    /// A resume met the limit again, with the next reset shown.
     MetAgain(Notice, String),
-    /// The resumes ran out: held until the session shows life.
     GiveUp {
         shown: String,
         tries: u32,
     },
     Rewind(RewindRow),
     SkipRewind(RewindRow, String),
-    /// Start the agent again, in its pane or a new one.
     Restart {
         pending: RewindRow,
         in_place: bool,
@@ -185,7 +174,11 @@ fn pay_owed(
     // An Esc interrupt fires no hook, so its busy marker stays: a bus event does not wait the
     // marker's hour when the session says it is idle.
     let stale_marker = seen.obs.stale_marker();
-    let Verdict::Idle(why) = classify(&seen.obs.without_marker_if(stale_marker)) else {
+    let obs = Observation {
+        busy_marker: seen.obs.busy_marker && !stale_marker,
+        ..seen.obs.clone()
+    };
+    let Verdict::Idle(why) = classify(&obs) else {
         return None;
     };
     if session.quiet_for(now.ms) < config.owed_after || session.waits(Attempt::Owed, now.at) {

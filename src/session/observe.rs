@@ -42,13 +42,6 @@ impl Observation {
                 .is_some_and(|r| r.status == RegistryStatus::Idle);
         self.busy_marker && idle_now
     }
-
-    pub fn without_marker_if(&self, drop_it: bool) -> Observation {
-        Observation {
-            busy_marker: self.busy_marker && !drop_it,
-            ..self.clone()
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

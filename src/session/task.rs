@@ -42,9 +42,7 @@ pub use super::io::{LiveIo, NudgerDeps, SessionFacts, SessionIo};
 pub use resume::RESUME_SENDER;
 pub use rewind::REWIND_SENDER;
 
-/// The `sender` of the nudger's ledger rows.
 pub const NUDGER_SENDER: &str = "wakebridge-nudger";
-/// The `sender` of the rows of owed wakes it types.
 pub const OWED_SENDER: &str = "wakebridge-owed";
 /// Poll interval while any session is owed a wake, so a wake is typed within a second of
 /// `owed_after`.
@@ -58,16 +56,14 @@ pub struct Keeper<I> {
     sessions: HashMap<String, Session>,
     views: watch::Sender<SessionViews>,
     snapshot_warned: bool,
-    /// Some mapped session was owed a wake at the last poll.
     owes_any: bool,
-    /// The earliest time a held session's decision changes (a resume due), unix ms.
+    /// The earliest time a held session's decision changes, unix ms.
     wake_at_ms: Option<i64>,
     /// The rewinds (asked for as, asked at) performed or started: never twice, even while the
     /// ledger still shows one waiting.
     rewinds_taken: HashSet<(String, i64)>,
     /// The last snapshot failed because the tmux server is gone (not merely slow).
     tmux_gone: bool,
-    /// The limits (session, since) a human was told about in this run.
     limits_told: HashSet<(String, i64)>,
 }
 
@@ -87,8 +83,7 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    /// Loads the nudge states the ledger kept, so a restart neither forgets an acknowledged
-    /// session nor restarts a backoff series from the beginning.
+    /// A restart neither forgets an acknowledged session nor restarts a backoff series.
     pub async fn restore(&mut self) {
         let now = Instant::now();
         let now_ms = self.io.now_ms();
@@ -337,7 +332,6 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    /// When wakebridge last typed into `sid`, as unix ms.
     fn typed_ms(&self, sid: &str, now: &Now) -> Option<i64> {
         self.io.last_typed(sid).map(|t| {
             now.ms
@@ -369,7 +363,6 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    /// Real activity: the unanswered nudges are forgotten (and the ledger told, if there were).
     async fn answered(&mut self, sid: &str, signal: &str) {
         let session = self.session(sid);
         let (had, was_acknowledged) = session.answered();
@@ -398,7 +391,7 @@ impl<I: SessionIo> Keeper<I> {
         self.wake_at_ms = Some(self.wake_at_ms.map_or(at_ms, |d| d.min(at_ms)));
     }
 
-    /// The session's view in `state`, for `reason`; also kept as its last decided state.
+    /// Also kept as the session's last decided state.
     fn view(&mut self, sid: &str, state: SessionState, reason: String) -> SessionView {
         let now = Instant::now();
         let now_ms = self.io.now_ms();
@@ -431,8 +424,7 @@ impl<I: SessionIo> Keeper<I> {
     }
 }
 
-/// The ledger rows of what the loop typed (or tried to) at `at_ms`: the delivery row, and the
-/// session's wake (the cooldown's start) when keystrokes reached the pane.
+/// The delivery row, and the session's wake (the cooldown's start) when keystrokes went in.
 fn typed_records(sender: &str, sid: &str, at_ms: i64, outcome: &GateOutcome) -> Vec<Record> {
     let mut records = vec![typed_row(DeliverySource::Wake, sender, sid, at_ms, outcome)];
     if outcome.action.woke() {
@@ -464,14 +456,12 @@ fn taken_key(pending: &crate::store::RewindRow) -> (String, i64) {
     (pending.session_id.clone(), pending.asked_ms)
 }
 
-/// The monotonic instant of wall time `ms`, given that `now` is `now_ms`; `None` if it lies
-/// before the monotonic clock's origin. Future times map to `now`.
+/// The monotonic instant of wall time `ms`; `None` before the clock's origin, `now` if future.
 fn instant_at(now: Instant, now_ms: i64, ms: i64) -> Option<Instant> {
     let ago = u64::try_from(now_ms.saturating_sub(ms)).unwrap_or(0);
     now.checked_sub(Duration::from_millis(ago))
 }
 
-/// The wall time (unix ms) of monotonic `at`, given that `now` is `now_ms`.
 fn ms_at(now: Instant, now_ms: i64, at: Instant) -> i64 {
     if at >= now {
         now_ms.saturating_add(millis(at - now))
@@ -480,8 +470,6 @@ fn ms_at(now: Instant, now_ms: i64, at: Instant) -> i64 {
     }
 }
 
-/// Runs the loop until `shutdown`: restores state, then polls every `poll_interval` (every
-/// [`OWED_POLL`] while a wake is owed, and at once when an event becomes owed).
 pub async fn run(deps: NudgerDeps, shutdown: CancellationToken) {
     if !deps.config.enabled {
         tracing::info!("nudges off ([nudger] enabled = false); owed wakes are still typed");

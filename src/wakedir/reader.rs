@@ -95,15 +95,6 @@ pub enum Resolution {
     },
 }
 
-impl Resolution {
-    pub fn into_target(self) -> Option<PaneTarget> {
-        match self {
-            Resolution::Mapped(target) => Some(target),
-            _ => None,
-        }
-    }
-}
-
 /// Applies the reference's warn-once and re-arm rules to one read of the file for `session_id`.
 pub fn resolve(warned: &Warnings, file: &PanesFile, session_id: &str) -> Resolution {
     let fail = |condition, detail: &str| fail(warned, condition, session_id, detail);
@@ -257,7 +248,10 @@ impl PanesReader {
     }
 
     pub fn lookup(&self, session_id: &str) -> Option<PaneTarget> {
-        self.lookup_detailed(session_id).into_target()
+        match self.lookup_detailed(session_id) {
+            Resolution::Mapped(target) => Some(target),
+            _ => None,
+        }
     }
 
     pub fn lookup_detailed(&self, session_id: &str) -> Resolution {
