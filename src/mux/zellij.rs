@@ -118,9 +118,7 @@ impl Zellij {
                     session: target.session.clone(),
                 }))
             }
-            Err(MuxError::Exit { ref stderr, .. })
-                if UNSUPPORTED_MARKERS.iter().any(|m| stderr.contains(m)) =>
-            {
+            Err(MuxError::Exit { ref stderr, .. }) if unsupported(stderr) => {
                 if !self.warned_no_list_panes.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
                         zellij_stderr = %stderr,
@@ -188,9 +186,7 @@ impl Mux for Zellij {
         .await;
         match answer {
             Ok(done) => Ok(Some(done.stdout)),
-            Err(MuxError::Exit { ref stderr, .. })
-                if UNSUPPORTED_MARKERS.iter().any(|m| stderr.contains(m)) =>
-            {
+            Err(MuxError::Exit { ref stderr, .. }) if unsupported(stderr) => {
                 if !self.no_dump_screen.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
                         zellij_stderr = %stderr,
@@ -254,6 +250,10 @@ fn listed(listing: &str, session: &str) -> bool {
     )
 }
 
+fn unsupported(stderr: &str) -> bool {
+    UNSUPPORTED_MARKERS.iter().any(|m| stderr.contains(m))
+}
+
 /// Does an action's stderr (zellij 0.45.1) say that the session is not there?
 fn session_gone(stderr: &str, session: &str) -> bool {
     stderr.contains(NO_SERVER_MARKER) || stderr.contains(&format!("Session '{session}' not found"))
@@ -290,12 +290,10 @@ fn classify_pane(json: &str, pane: &str) -> Result<PaneState, MuxError> {
 }
 
 fn parse_pane_id(pane: &str) -> Option<(bool, u64)> {
-    let (plugin, digits) = if let Some(rest) = pane.strip_prefix("terminal_") {
-        (false, rest)
-    } else if let Some(rest) = pane.strip_prefix("plugin_") {
-        (true, rest)
-    } else {
-        (false, pane)
+    let (plugin, digits) = match (pane.strip_prefix("terminal_"), pane.strip_prefix("plugin_")) {
+        (Some(rest), _) => (false, rest),
+        (_, Some(rest)) => (true, rest),
+        _ => (false, pane),
     };
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;

@@ -270,15 +270,10 @@ fn parse_snapshot(stdout: &str) -> HashMap<String, PaneInfo> {
 
 fn parse_snapshot_line(line: &str) -> Option<PaneInfo> {
     let mut fields = line.splitn(6, '\t');
-    let pane_id = fields.next()?;
-    if !pane_id.starts_with('%') {
-        return None;
-    }
-    let dead = fields.next()?;
-    let pid = fields.next()?;
-    let activity = fields.next()?;
-    let command = fields.next()?;
-    let title = fields.next().unwrap_or("");
+    let mut next = || fields.next();
+    let (pane_id, dead, pid, activity, command) = (next()?, next()?, next()?, next()?, next()?);
+    pane_id.starts_with('%').then_some(())?;
+    let title = next().unwrap_or("");
     Some(PaneInfo {
         pane_id: pane_id.to_owned(),
         dead: dead != "0",
