@@ -100,8 +100,7 @@ impl Memory {
         forgotten
     }
 
-    /// Drops the expired, then the oldest down to `MAX_REMEMBERED - MAX_REMEMBERED /
-    /// EVICT_DIVISOR`. Returns how many of the oldest went.
+    /// Drops the expired, then the oldest sixteenth. Returns how many of the oldest went.
     fn make_room(&mut self, now_ms: u64) -> usize {
         // One pass drops the expired and finds the span of the others' expiries.
         let (mut min, mut max) = (u64::MAX, 0);
@@ -171,7 +170,7 @@ impl Dedupe {
         millis(self.origin.elapsed())
     }
 
-    /// Remembers an identity delivered `ago` before now (from the ledger), oldest first.
+    /// Remembers an identity delivered `ago` before now (from the ledger).
     pub fn restore(&self, identity: &str, action: Action, ago: Duration) {
         if let Some(left) = self.window.checked_sub(ago).filter(|left| !left.is_zero()) {
             let now = self.now_ms();
@@ -185,11 +184,10 @@ impl Dedupe {
         let identity = key(identity);
         let mut waiting = {
             let mut memory = self.memory();
-            match memory.done.get(&identity) {
-                Some(slot) if slot.expires_ms() > self.now_ms() => {
-                    return Begin::Duplicate(slot.action());
-                }
-                _ => {}
+            if let Some(slot) = memory.done.get(&identity)
+                && slot.expires_ms() > self.now_ms()
+            {
+                return Begin::Duplicate(slot.action());
             }
             match memory.in_flight.get(&identity) {
                 Some(rx) => rx.clone(),

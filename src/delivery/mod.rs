@@ -1,5 +1,4 @@
-//! The delivery pipeline every actionable event takes after the HTTP checks: dedupe, spool the line
-//! durably, then (mux backend) let the gate decide whether to wake the session, and record it.
+//! The delivery pipeline after the HTTP checks: dedupe, spool durably, let the gate wake, record.
 
 pub(crate) mod action;
 pub(crate) mod cooldown;
@@ -84,8 +83,7 @@ impl Deliverer {
         &self.dedupe
     }
 
-    /// A session this machine knows: seen by `wakebridge hook`, mapped in panes.json, or with a
-    /// spool already.
+    /// Seen by `wakebridge hook`, mapped in panes.json, or with a spool already.
     pub fn is_local(&self, sid: &str) -> bool {
         self.store.known_session(sid).unwrap_or(false)
             || self.gate.resolve(sid).target.is_some()
@@ -225,7 +223,6 @@ impl Deliverer {
         }
     }
 
-    /// Records a wake typed outside a bus event (`POST /wake`, a context warning).
     pub async fn record(&self, source: DeliverySource, sid: &str, outcome: &GateOutcome) {
         let row = delivery_row(source, None, sid, outcome.action);
         self.record_row(row, outcome, None).await;

@@ -25,8 +25,7 @@ pub const MAX_STDOUT_BYTES: usize = 4 * 1024 * 1024;
 
 const MAX_STDERR_BYTES: usize = 64 * 1024;
 
-/// How long to wait for a killed child to be reaped. SIGKILL cannot be ignored, so this only
-/// bounds a pathological kernel delay; past it tokio's orphan reaper finishes the job.
+/// How long to wait for a killed child to be reaped; past it tokio's orphan reaper finishes.
 const REAP_GRACE: Duration = Duration::from_millis(500);
 
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +49,6 @@ pub enum MuxError {
     Exit {
         label: &'static str,
         status: String,
-        /// Whitespace-collapsed stderr, at most [`STDERR_SUMMARY_CHARS`] characters.
         stderr: String,
     },
     #[error("{label}: i/o error while running it: {source}")]
@@ -100,7 +98,6 @@ impl MuxError {
             if stderr.is_empty() && *status == format!("exit status {code}"))
     }
 
-    /// The multiplexer's own words (whitespace-collapsed, cut), when it said anything.
     pub fn stderr(&self) -> Option<&str> {
         match self {
             MuxError::Exit { stderr, .. } if !stderr.is_empty() => Some(stderr),
@@ -115,7 +112,7 @@ pub struct Invocation {
     pub program: PathBuf,
     pub args: Vec<OsString>,
     pub label: &'static str,
-    /// Bytes written to the child's stdin (then closed); `None`: stdin is `/dev/null`.
+    /// Written to the child's stdin; `None`: `/dev/null`.
     pub input: Option<Vec<u8>>,
 }
 
@@ -230,7 +227,6 @@ pub async fn run_for(inv: &Invocation, timeout: Duration) -> Result<Finished, Mu
         Ok(done) => done,
         Err(e) => {
             group.kill();
-            // Reap it so no zombie is left; SIGKILL makes this quick.
             let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
             group.disarm();
             return Err(e);

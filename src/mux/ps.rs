@@ -35,9 +35,8 @@ pub struct TerminalProcess {
     pub command: String,
 }
 
-/// Whether this system's ps prints the session id (`sid`) for [`on_terminal`]. macOS's has no
-/// `sid` keyword and its `sess` is a kernel pointer it shows only to root, so there the session
-/// is found by parentage.
+/// macOS's ps has no `sid` (its `sess` is a kernel pointer shown only to root): there the
+/// session is found by parentage.
 const PS_HAS_SID: bool = !cfg!(target_os = "macos");
 
 /// `-o` columns, the command last: it is the only one that may contain spaces.
@@ -94,11 +93,9 @@ fn parse_terminal_as(listing: &str, with_sid: bool) -> Vec<TerminalProcess> {
         .collect()
 }
 
-/// The processes of `processes` that belong to the session `leader` leads: by session id where
-/// ps printed one, else (macOS) by descent from `leader` through processes of the same
-/// listing. Descent never admits another session's process (one that left the leader's
-/// session by `setsid` lost the terminal with it, so it is not on the listing), but misses a
-/// member whose parent exited; for the guard, missing one errs on the side of not typing.
+/// The processes of the session `leader` leads: by session id, else (macOS) by descent through
+/// the listing. Descent never admits another session's process, but misses a member whose
+/// parent exited; for the guard, that errs on the side of not typing.
 pub fn in_session(processes: &[TerminalProcess], leader: u32) -> Vec<&TerminalProcess> {
     let parent: HashMap<u32, u32> = processes.iter().map(|p| (p.pid, p.ppid)).collect();
     let descends = |mut pid: u32| {

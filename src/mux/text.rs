@@ -1,8 +1,6 @@
 //! The only text wakebridge ever types into a pane, validated once into a [`KeystrokeText`].
 //! Nothing from an event payload can become one without passing these rules.
 
-// Typable = what Python calls printable: a plain space, or any assigned character that is not a
-// control, format, private-use, surrogate or separator code point (those render invisibly).
 use crate::wakedir::printable::is_printable_char;
 
 /// The wake prompt, byte for byte the reference bridge's (ASCII hyphen, trailing period).
@@ -40,10 +38,7 @@ pub enum TextError {
     BadEnd { found: char },
 }
 
-/// Text that is safe to type as keystrokes: non-empty, printable, one line, not starting with a
-/// digit (Claude Code dialogs and its feedback survey act on digit keys), `-` (read as an option
-/// by tmux and zellij) or whitespace, not ending with `;` (a tmux command separator) or
-/// whitespace.
+/// Text safe to type: non-empty, printable, one line; see [`TextError`] for the edges.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct KeystrokeText {
     text: String,

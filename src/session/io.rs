@@ -229,13 +229,11 @@ impl SessionIo for LiveIo {
                 self.warned.clear("registry");
                 found
             }
-            Ok(Err(error)) => {
-                if self.warned.first("registry") {
-                    tracing::warn!("nudger: {error}; deciding without the registry");
-                }
+            Ok(Err(error)) if self.warned.first("registry") => {
+                tracing::warn!("nudger: {error}; deciding without the registry");
                 HashMap::new()
             }
-            Err(_) => HashMap::new(),
+            _ => HashMap::new(),
         }
     }
 

@@ -58,12 +58,10 @@ pub struct LimitsConfig {
     pub enabled: bool,
     /// Whether the resume message is typed at the reset (else held until it shows life).
     pub resume: bool,
-    /// After the reset time shown, before resuming.
     pub grace: Duration,
     /// After the reset, how long a session's armed auto-continue is left to do it.
     pub auto_continue_wait: Duration,
     pub message: KeystrokeText,
-    /// Resumes per limit before giving up.
     pub max_tries: u32,
 }
 
@@ -143,7 +141,6 @@ impl NudgerConfig {
         })
     }
 
-    /// The message for the nudge that follows `unanswered` unanswered ones.
     pub fn message(&self, unanswered: u32) -> Option<&KeystrokeText> {
         let at = usize::try_from(unanswered).unwrap_or(usize::MAX);
         self.messages.get(at.checked_rem(self.messages.len())?)
@@ -154,7 +151,7 @@ impl NudgerConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionView {
     pub state: SessionState,
-    /// Why, in a few words for a person (`busy (title: busy glyph)`, `nudged`, ...).
+    /// In a few words for a person (`busy (title: busy glyph)`, `nudged`, ...).
     pub reason: String,
     pub unanswered: u32,
     pub last_nudge_ms: Option<i64>,

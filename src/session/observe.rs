@@ -20,12 +20,9 @@ pub struct FileStamp {
 pub struct Observation {
     pub busy_marker: bool,
     pub title: Option<Title>,
-    /// tmux `window_activity`, epoch seconds.
     pub window_activity_s: Option<u64>,
-    /// Present only when the screen was captured this poll.
     pub screen: Option<ScreenReading>,
     pub transcript: Option<FileStamp>,
-    /// The last hook event and when the hook last reported (unix ms).
     pub hook: Option<(HookKind, i64)>,
     pub registry: Option<RegistryReading>,
 }
@@ -46,14 +43,12 @@ impl Observation {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// A positive idle signal holds (and nothing says busy or blocked).
     Idle(&'static str),
     Busy(&'static str),
     /// A dialog or question waits for a human: typing would answer it.
     Dialog(&'static str),
     /// Text sits at the prompt (a human's draft): typing would submit it.
     Draft,
-    /// Nothing says idle.
     Unknown(&'static str),
 }
 
@@ -143,7 +138,6 @@ pub enum Movement {
     Still,
     /// Something moved, but only within the grace window after our own typing.
     Ours,
-    /// The session did something: `signal` moved at `at_ms`.
     Real {
         signal: &'static str,
         at_ms: i64,

@@ -77,8 +77,8 @@ impl Session {
         self.tries_mut(attempt).retry_at = Some(now + wait);
     }
 
-    /// Whether the outcome `action` of an `attempt` gets a ledger row: every one that typed, and
-    /// the first of a streak of refusals with the same action. Typing ends the streak.
+    /// Whether an outcome gets a ledger row: every one that typed, and the first of a streak of
+    /// refusals with the same action.
     pub fn row_due(&mut self, attempt: Attempt, action: Action) -> bool {
         let refused = (!action.woke()).then_some(action);
         let tries = self.tries_mut(attempt);
@@ -94,8 +94,7 @@ impl Session {
         Duration::from_millis(u64::try_from(now_ms - since).unwrap_or(0))
     }
 
-    /// The session showed life: the unanswered nudges are forgotten and it may be nudged again
-    /// when it next stops. Returns (it had unanswered nudges, it was acknowledged).
+    /// The session showed life. Returns (it had unanswered nudges, it was acknowledged).
     pub fn answered(&mut self) -> (bool, bool) {
         let had = self.count.reset();
         let was_acknowledged = std::mem::replace(&mut self.acknowledged, false);

@@ -117,11 +117,10 @@ impl<I: SessionIo> Keeper<I> {
                 }
                 Err(error) => {
                     self.tmux_gone = crate::mux::tmux::create::is_missing_target(&error);
-                    if !self.snapshot_warned {
+                    if !std::mem::replace(&mut self.snapshot_warned, true) {
                         tracing::warn!(
                             "nudger: tmux list-panes failed ({error}); skipping tmux panes until it works"
                         );
-                        self.snapshot_warned = true;
                     }
                     None
                 }

@@ -89,7 +89,6 @@ pub struct ClearOutcome {
 }
 
 impl ClearOutcome {
-    /// The reference CLI's JSON result.
     pub fn to_json(&self) -> Value {
         json!({
             "session_id": self.session_id,

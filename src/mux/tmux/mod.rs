@@ -12,14 +12,11 @@ use super::text::KeystrokeText;
 use super::{Key, Mux, MuxConfig, PaneState, StaleReason};
 use crate::deadline::Deadline;
 
-/// The guard's question to tmux: is the pane there, is its program alive, is it in copy mode,
-/// what runs in it (and on which terminal, in which session: the pane's first process leads
-/// it). The command goes last: it is the only field that could contain the separator.
+/// The guard's question to tmux. The command goes last: the only field that could hold a tab.
 const GUARD_FORMAT: &str = "#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_in_mode}\t#{pane_tty}\t\
                             #{pane_current_command}";
 
-/// One line per pane for [`Tmux::snapshot`]. The title goes last: it is set by the program in
-/// the pane and may contain the separator, so it takes whatever is left of the line.
+/// One line per pane. The title, set by the pane's program, goes last: it may hold a tab.
 const SNAPSHOT_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_pid}\t#{window_activity}\t\
                                #{pane_current_command}\t#{pane_title}";
 
@@ -38,9 +35,8 @@ pub struct PaneInfo {
     pub dead: bool,
     pub current_command: String,
     pub pid: Option<u32>,
-    /// Last output in the pane's window, epoch seconds (per window, not per pane).
+    /// Epoch seconds, per window, not per pane.
     pub window_activity: Option<u64>,
-    /// The pane title as set by its program (Claude Code: `✳ Claude Code` when idle).
     pub title: String,
 }
 
@@ -60,9 +56,8 @@ impl Tmux {
         }
     }
 
-    /// `tmux -u [-S socket]`, ready for the subcommand. `-u` because without a UTF-8 locale
-    /// (launchd gives a daemon no LANG) tmux prints every non-printable byte of a format, the
-    /// tab separators included, as `_`, and no pane could be read.
+    /// `tmux -u [-S socket]`. `-u`: without a UTF-8 locale (launchd gives a daemon no LANG)
+    /// tmux prints the tab separators as `_`, and no pane could be read.
     fn command(&self, label: &'static str) -> Invocation {
         let inv = Invocation::new(&self.bin, label).arg("-u");
         match &self.socket {
@@ -171,8 +166,8 @@ impl Mux for Tmux {
         text: &KeystrokeText,
         deadline: Deadline,
     ) -> Result<(), MuxError> {
-        // `-l`: every character is typed literally, never read as a key name. The text cannot
-        // start with '-' or end with ';' (KeystrokeText), so tmux cannot misparse it.
+        // `-l`: typed literally, never a key name; KeystrokeText rules out a leading '-' or a
+        // trailing ';', which tmux would misparse.
         let inv =
             self.command("tmux send-keys -l")
                 .args(["send-keys", "-t", pane, "-l", text.as_str()]);

@@ -22,7 +22,6 @@ use crate::session::state::Attempt;
 use crate::store::{Record, RewindOutcome, RewindRow};
 use crate::wakedir::target::PaneTarget;
 
-/// The `sender` of the rows of what a rewind typed (`/clear`, the re-hydration message).
 pub const REWIND_SENDER: &str = "wakebridge-rewind";
 
 const CLEAR_LOOK_EVERY: Duration = Duration::from_millis(200);
@@ -42,8 +41,7 @@ impl<I: SessionIo> Keeper<I> {
         self.view(sid, SessionState::Idle, reason)
     }
 
-    /// Starts the restart waiting for `sid` in the background, once (`in_place`: its pane is
-    /// there, alive or dead); says so for the session's view.
+    /// Starts the restart in the background, once (`in_place`: its pane is there, alive or dead).
     pub(super) async fn begin_restart(
         &mut self,
         sid: &str,
@@ -157,10 +155,9 @@ impl<I: SessionIo> Keeper<I> {
         self.view(sid, SessionState::Idle, "rewind failed".into())
     }
 
-    /// Waits (up to [`CLEAR_WAIT`]) for the clear to show: the pane mapped under another id
-    /// (`Some(Some(new_id))`, the SessionStart hook's doing), or, after
-    /// [`CLEARED_WITHOUT_HOOK`], a fresh empty prompt on the screen (`Some(None)`). `pane` is
-    /// the session's pane; `before`, the ids mapped to it before the clear.
+    /// Waits (up to [`CLEAR_WAIT`]) for the clear to show: the pane mapped under a new id
+    /// (`Some(Some(new_id))`), or, after [`CLEARED_WITHOUT_HOOK`], a fresh empty prompt
+    /// (`Some(None)`). `before`: the ids mapped to `pane` before the clear.
     async fn await_cleared(
         &self,
         sid: &str,
@@ -214,8 +211,7 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    /// Records how the rewind asked for `pending.session_id` ended (and remembers it as taken,
-    /// should the record not go in).
+    /// Records how the rewind ended (and remembers it as taken, should the record not go in).
     pub(super) async fn end_rewind(
         &mut self,
         pending: &RewindRow,
