@@ -73,9 +73,10 @@ pub enum MuxError {
 }
 
 fn stderr_suffix(stderr: &str) -> String {
-    (!stderr.is_empty())
-        .then(|| format!(": {stderr}"))
-        .unwrap_or_default()
+    match stderr {
+        "" => String::new(),
+        said => format!(": {said}"),
+    }
 }
 
 impl MuxError {
