@@ -1,7 +1,6 @@
 //! The wake gate: the one place that decides whether a pane may be typed into, and the one path
-//! that types. In the reference's order: mapping → busy marker → cooldown → stale-pane guard and
-//! typing. Beyond it, a prompt holding text, copy mode, a menu or a usage limit hold a wake like a
-//! busy marker (`spool-busy`, owed). It also says which id a session goes by after a `/clear`.
+//! that types: mapping → busy marker → cooldown → stale-pane guard and typing. A prompt holding
+//! text, copy mode, a menu or a usage limit hold a wake like a busy marker (`spool-busy`, owed).
 
 use std::collections::HashMap;
 use std::path::PathBuf;

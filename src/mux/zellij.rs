@@ -44,7 +44,7 @@ const CARRIAGE_RETURN: &str = "13";
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ZellijPane {
     pub session: String,
-    /// As configured: `N`, `terminal_N` or `plugin_N`.
+    /// `N`, `terminal_N` or `plugin_N`.
     pub pane: String,
 }
 

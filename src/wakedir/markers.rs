@@ -1,6 +1,5 @@
-//! Busy markers: `<wake_dir>/<sid>.busy`, a zero-byte file whose mtime says when the session was
-//! last seen mid-turn; hooks write and clear them, the bridge asks [`is_busy`]. The age is wall
-//! clock (another process wrote the mtime); a future mtime reads as busy, the safe direction.
+//! Busy markers: `<wake_dir>/<sid>.busy`, whose mtime says when the session was last seen
+//! mid-turn. The age is wall clock; a future mtime reads as busy, the safe direction.
 
 use crate::private_fs;
 use crate::wakedir::ensure_wake_dir;

@@ -98,8 +98,8 @@ impl ClearOutcome {
     }
 }
 
-/// Maps `session_id` to `target`, evicting every other id whose entry names the same
-/// `(mux, pane, session)`. Unparseable neighbours are kept: their warning is the operator's cue.
+/// Maps `session_id` to `target`, evicting every other id on the same pane. Unparseable
+/// neighbours are kept: their warning is the operator's cue.
 pub fn set_entry(
     wake_dir: &Path,
     session_id: &str,
