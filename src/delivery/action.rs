@@ -1,10 +1,7 @@
-//! The `action` vocabulary: what became of a delivered event, in the reference bridge's words
-//! (`tmux`, `spool-busy`, ...). A leaf: the gate produces actions; the pipeline, dedupe, ledger
-//! and context monitor read them.
+//! The `action` vocabulary: what became of a delivered event, in the reference bridge's words.
 
 use strum::{EnumIter, EnumString, FromRepr, IntoStaticStr};
 
-/// What happened to a delivered event; the labels are the reference's `action` values.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, EnumString, FromRepr, IntoStaticStr,
 )]
@@ -26,15 +23,12 @@ impl Action {
         self.into()
     }
 
-    /// Whether keystrokes reached the pane.
     pub fn woke(self) -> bool {
         matches!(self, Action::Tmux | Action::Zellij)
     }
 
     /// Whether a bus event answered so is owed a wake: its pane is known but the wake was not
-    /// typed and submitted (a turn running, a draft or menu at the prompt, the cooldown, a
-    /// failure). Not `spool` (the spool backend never types) nor `spool-unmapped` (no pane
-    /// here; the events of other machines' sessions arrive so).
+    /// typed. Not `spool-unmapped`: other machines' sessions arrive so.
     pub fn owes(self) -> bool {
         matches!(
             self,

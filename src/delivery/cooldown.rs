@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -10,7 +11,6 @@ use tokio::time::Instant;
 /// A granted reservation; hand it back to `roll_back` if the wake did not happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reservation {
-    /// Distinguishes reservations made at the same instant (clocks are coarse, tests paused).
     serial: u64,
 }
 
@@ -18,7 +18,7 @@ pub struct Reservation {
 pub struct Cooldown {
     window: Duration,
     last_wake: Mutex<HashMap<String, (Instant, u64)>>,
-    next_serial: std::sync::atomic::AtomicU64,
+    next_serial: AtomicU64,
 }
 
 impl Cooldown {
@@ -26,7 +26,7 @@ impl Cooldown {
         Self {
             window,
             last_wake: Mutex::new(HashMap::new()),
-            next_serial: std::sync::atomic::AtomicU64::new(0),
+            next_serial: AtomicU64::new(0),
         }
     }
 
@@ -35,14 +35,11 @@ impl Cooldown {
     }
 
     fn stamp(&self) -> (Instant, u64) {
-        let serial = self
-            .next_serial
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let serial = self.next_serial.fetch_add(1, Ordering::Relaxed);
         (Instant::now(), serial)
     }
 
-    /// Reserves a wake of `sid` now, or `None` while its window is open. Expired entries are
-    /// pruned on every call, so the map holds only sessions woken within the window.
+    /// Reserves a wake of `sid` now, or `None` while its window is open.
     pub fn reserve(&self, sid: &str) -> Option<Reservation> {
         let stamp = self.stamp();
         let mut map = self.map();
@@ -83,13 +80,9 @@ impl Cooldown {
 
     /// How long until `sid` may be woken again (zero when it may now).
     pub fn remaining(&self, sid: &str) -> Duration {
-        self.map()
-            .get(sid)
-            .map(|(at, _)| {
-                self.window
-                    .saturating_sub(Instant::now().duration_since(*at))
-            })
-            .unwrap_or(Duration::ZERO)
+        self.map().get(sid).map_or(Duration::ZERO, |(at, _)| {
+            self.window.saturating_sub(at.elapsed())
+        })
     }
 }
 

@@ -1,8 +1,6 @@
-//! Recognising a redelivery. An event's identity is the digest of its body, which the bus
-//! repeats byte for byte; it is remembered for the identity window (restored from the ledger at
-//! start), and a duplicate arriving while the original is in flight waits for its answer. The
-//! memory packs an identity into a 24-byte slot; at its cap the oldest sixteenth is forgotten
-//! at once, with a warning.
+//! Recognising a redelivery: an event's identity (the digest of its body) is remembered for the
+//! identity window, and a duplicate arriving while the original is in flight waits for its
+//! answer. At the memory's cap the oldest sixteenth is forgotten at once, with a warning.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -23,17 +21,14 @@ use crate::warn_limited;
 const MAX_REMEMBERED: usize = 917_504;
 
 /// Reaching the cap forgets this share (the oldest): finding them takes three passes over the map
-/// (30–80 ms), so they run once per 57 344 deliveries instead of on every one.
+/// (30–80 ms), so not on every delivery.
 const EVICT_DIVISOR: usize = 16;
 
-/// Slices of the remembered span the eviction counts entries in, to find the oldest without
-/// sorting the map.
+/// Slices of the remembered span counted to find the oldest without sorting.
 const EVICT_BINS: usize = 1024;
 
-/// Low bits of a packed slot holding the action's discriminant.
 const ACTION_BITS: u32 = 8;
 
-/// Latest expiry a slot can hold (ms since the memory was created).
 const MAX_EXPIRY_MS: u64 = u64::MAX >> ACTION_BITS;
 
 /// A remembered identity: when it expires (ms since `Dedupe::origin`) and its action.
@@ -54,13 +49,10 @@ impl Slot {
     }
 }
 
-/// What `begin` found.
 pub enum Begin {
-    /// First time: deliver, then `finish` with the ticket.
     New(Ticket),
-    /// Already delivered with this action.
     Duplicate(Action),
-    /// The original failed while we waited; deliver again is the caller's choice (we say so).
+    /// The original failed while we waited.
     OriginalFailed,
 }
 
@@ -72,16 +64,13 @@ pub struct Ticket {
 
 pub struct Dedupe {
     window: Duration,
-    /// Time zero of every slot's expiry.
     origin: Instant,
     seen: Mutex<Memory>,
-    /// The cap's warning, at most one a minute.
     warnings: Warnings,
 }
 
 #[derive(Default)]
 struct Memory {
-    /// Delivered identities, expired ones included until the next sweep.
     done: HashMap<Key, Slot>,
     /// Being delivered now; the sender publishes the action (or `None` if it failed).
     in_flight: HashMap<Key, watch::Receiver<Option<Option<Action>>>>,
@@ -96,14 +85,11 @@ fn key(identity: &str) -> Key {
         // Not a hex digest (never from `Event::identity`): digest it so it still has a key.
         raw = Sha256::digest(identity.as_bytes()).into();
     }
-    let mut key = [0u8; 16];
-    key.copy_from_slice(&raw[..16]);
-    key
+    raw[..16].try_into().unwrap_or_default()
 }
 
 impl Memory {
-    /// Remembers `identity`; at the cap, first makes room. Returns how many identities still in
-    /// their window were forgotten for it.
+    /// Remembers `identity`; at the cap, first makes room. Returns how many live ones went.
     fn remember(&mut self, identity: Key, slot: Slot, now_ms: u64) -> usize {
         let forgotten = if self.done.len() >= MAX_REMEMBERED && !self.done.contains_key(&identity) {
             self.make_room(now_ms)
@@ -114,8 +100,7 @@ impl Memory {
         forgotten
     }
 
-    /// Drops the expired, then the oldest down to `MAX_REMEMBERED - MAX_REMEMBERED /
-    /// EVICT_DIVISOR`. Returns how many of the oldest went.
+    /// Drops the expired, then the oldest sixteenth. Returns how many of the oldest went.
     fn make_room(&mut self, now_ms: u64) -> usize {
         // One pass drops the expired and finds the span of the others' expiries.
         let (mut min, mut max) = (u64::MAX, 0);
@@ -181,12 +166,11 @@ impl Dedupe {
         crate::lock(&self.seen)
     }
 
-    /// Milliseconds since `origin`.
     fn now_ms(&self) -> u64 {
         millis(self.origin.elapsed())
     }
 
-    /// Remembers an identity delivered `ago` before now (from the ledger), oldest first.
+    /// Remembers an identity delivered `ago` before now (from the ledger).
     pub fn restore(&self, identity: &str, action: Action, ago: Duration) {
         if let Some(left) = self.window.checked_sub(ago).filter(|left| !left.is_zero()) {
             let now = self.now_ms();
@@ -200,11 +184,10 @@ impl Dedupe {
         let identity = key(identity);
         let mut waiting = {
             let mut memory = self.memory();
-            match memory.done.get(&identity) {
-                Some(slot) if slot.expires_ms() > self.now_ms() => {
-                    return Begin::Duplicate(slot.action());
-                }
-                _ => {}
+            if let Some(slot) = memory.done.get(&identity)
+                && slot.expires_ms() > self.now_ms()
+            {
+                return Begin::Duplicate(slot.action());
             }
             match memory.in_flight.get(&identity) {
                 Some(rx) => rx.clone(),
@@ -215,12 +198,9 @@ impl Dedupe {
                 }
             }
         };
-        match waiting.wait_for(Option::is_some).await {
-            Ok(result) => match *result {
-                Some(Some(action)) => Begin::Duplicate(action),
-                _ => Begin::OriginalFailed,
-            },
-            Err(_) => Begin::OriginalFailed,
+        match waiting.wait_for(Option::is_some).await.map(|r| *r) {
+            Ok(Some(Some(action))) => Begin::Duplicate(action),
+            _ => Begin::OriginalFailed,
         }
     }
 
@@ -255,7 +235,7 @@ impl Dedupe {
         }
     }
 
-    /// Identities remembered now (expired ones too, until the next sweep).
+    /// Expired ones too, until the next sweep.
     pub fn len(&self) -> usize {
         self.memory().done.len()
     }

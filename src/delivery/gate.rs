@@ -1,7 +1,6 @@
 //! The wake gate: the one place that decides whether a pane may be typed into, and the one path
-//! that types. In the reference's order: mapping → busy marker → cooldown → stale-pane guard and
-//! typing. Beyond it, a prompt holding text, copy mode, a menu or a usage limit hold a wake like a
-//! busy marker (`spool-busy`, owed). It also says which id a session goes by after a `/clear`.
+//! that types: mapping → busy marker → cooldown → stale-pane guard and typing. A prompt holding
+//! text, copy mode, a menu or a usage limit hold a wake like a busy marker (`spool-busy`, owed).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -28,7 +27,6 @@ use crate::wire::session_id::short;
 /// Wakes in a row held back by text at the prompt after which it is a WARN: probably not a draft.
 const OCCUPIED_WARN_AFTER: u32 = 3;
 
-/// How a wake should treat the idle gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// Respect busy markers and the cooldown (bus events, nudges, warnings).
@@ -36,19 +34,16 @@ pub enum Mode {
     /// Skip busy markers and the cooldown (never the mapping, stale-pane or prompt checks).
     Forced,
     /// Skip the busy marker, keep the cooldown: the caller saw the session idle although the
-    /// marker says a turn runs (an Esc interrupt fires no hook, so its marker stays).
+    /// marker says a turn runs (an Esc interrupt fires no hook).
     SeenIdle,
     /// The resume message at a usage limit's reset: like `Gated`, and through the hold.
     Resume,
 }
 
-/// What the gate did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GateOutcome {
     pub action: Action,
-    /// Short failure kind (`timeout`, `stale`, ...) when typing failed.
     pub error_kind: Option<&'static str>,
-    /// Time spent in the multiplexer (zero when nothing was tried).
     pub inject_time: Duration,
     pub target: Option<PaneTarget>,
 }
@@ -77,17 +72,13 @@ pub struct Gate {
     busy_ttl: f64,
     cooldown: Cooldown,
     injector: Arc<Injector>,
-    /// Warn once per (session, failure kind) until a success.
     failures: Warnings,
-    /// What the gate keeps of each session between wakes.
     sessions: Mutex<HashMap<String, Typing>>,
-    /// Rung when a bus event became owed a wake, so the nudger's loop looks at once.
+    /// Rung when a bus event became owed a wake, so the session loop looks at once.
     owed: tokio::sync::Notify,
-    /// The ledger: usage limits, and the ids given up at a `/clear`.
     store: Store,
-    /// `[limits] enabled`; false: not even a notice on screen holds a wake back.
+    /// False: not even a notice on screen holds a wake back.
     hold_limits: bool,
-    /// Where notices for a human go (`[notify]`); off unless the daemon sends them.
     notices: Notices,
 }
 
@@ -97,9 +88,7 @@ struct Typing {
     /// When it was last typed into: the session loop spaces nudges by it and discounts the pane
     /// activity our own keystrokes cause.
     at: Option<Instant>,
-    /// Wakes in a row held back by text at its prompt.
     occupied: u32,
-    /// Wakes in a row that failed, for the notice at the third.
     failed: u32,
 }
 
@@ -130,24 +119,20 @@ impl Gate {
         }
     }
 
-    /// The gate with notices for a human going to `notices`.
     pub fn with_notices(mut self, notices: Notices) -> Self {
         self.notices = notices;
         self
     }
 
-    /// Where the features hand their notices for a human.
     pub fn notices(&self) -> &Notices {
         &self.notices
     }
 
-    /// Whether usage limits are looked for and held (`[limits] enabled`).
     pub fn limits_enabled(&self) -> bool {
         self.hold_limits
     }
 
-    /// The usage limit `sid` is held at (an unreadable ledger holds nothing; the screen check
-    /// still stands).
+    /// An unreadable ledger holds nothing; the screen check still stands.
     pub fn held_at(&self, sid: &str) -> Option<Limit> {
         if !self.hold_limits {
             return None;
@@ -159,13 +144,9 @@ impl Gate {
     /// `/clear` for an id still mapped to the same pane. Peers keep using the old id; everything
     /// done for it is done for the current one.
     pub fn resolve<'a>(&self, sid: &'a str) -> Resolved<'a> {
-        if let Some(target) = self.panes.lookup(sid) {
-            return Resolved {
-                session_id: sid.into(),
-                target: Some(target),
-            };
-        }
-        if let Ok(Some((newest, pane))) = self.store.successor(sid)
+        let target = self.panes.lookup(sid);
+        if target.is_none()
+            && let Ok(Some((newest, pane))) = self.store.successor(sid)
             && let Some(target) = self.panes.lookup(&newest)
             && target.to_string() == pane
         {
@@ -176,16 +157,14 @@ impl Gate {
         }
         Resolved {
             session_id: sid.into(),
-            target: None,
+            target,
         }
     }
 
-    /// Says that an event just became owed a wake (recorded in the ledger).
     pub fn note_owed(&self) {
         self.owed.notify_one();
     }
 
-    /// Resolves at the next [`Gate::note_owed`] (at once if one came since the last call).
     pub async fn owed_noted(&self) {
         self.owed.notified().await;
     }
@@ -198,27 +177,22 @@ impl Gate {
         &self.injector
     }
 
-    /// When wakebridge last typed into `sid`'s pane (wake, nudge or warning), if ever.
     pub fn last_typed(&self, sid: &str) -> Option<Instant> {
         lock(&self.sessions).get(sid).and_then(|t| t.at)
     }
 
-    /// Changes what the gate keeps of `sid` and returns what `change` returns.
     fn typing<T>(&self, sid: &str, change: impl FnOnce(&mut Typing) -> T) -> T {
         change(lock(&self.sessions).entry(sid.to_owned()).or_default())
     }
 
-    /// Whether a fresh busy marker says a turn is running.
     pub fn is_busy(&self, sid: &str) -> bool {
         markers::is_busy(&self.wake_dir, sid, self.busy_ttl)
     }
 
-    /// Types `text` into `sid`'s pane (of the id it goes by now) if the gate allows it.
     pub async fn wake(&self, sid: &str, text: &KeystrokeText, mode: Mode) -> GateOutcome {
         self.wake_resolved(&self.resolve(sid), text, mode).await
     }
 
-    /// [`Gate::wake`] for a session already resolved.
     pub async fn wake_resolved(
         &self,
         resolved: &Resolved<'_>,
@@ -263,13 +237,8 @@ impl Gate {
             },
         };
         let started = Instant::now();
-        let unheld;
-        let text = if !self.hold_limits {
-            unheld = text.clone().over_limits();
-            &unheld
-        } else {
-            text
-        };
+        let unheld = (!self.hold_limits).then(|| text.clone().over_limits());
+        let text = unheld.as_ref().unwrap_or(text);
         let result = self
             .injector
             .inject(&target, text, Deadline::after(INJECT_BUDGET))
@@ -306,12 +275,7 @@ impl Gate {
                     short(sid)
                 );
                 self.failures.clear_prefix(&format!("{sid}:"));
-                let action = if injected.mux == "zellij" {
-                    Action::Zellij
-                } else {
-                    Action::Tmux
-                };
-                (action, None)
+                (injected.mux.parse().unwrap_or(Action::Tmux), None)
             }
             Err(held @ (InjectError::Occupied | InjectError::Held(_))) => {
                 // Not a failure: like a fresh busy marker, the event is owed and the cooldown is
@@ -400,7 +364,6 @@ impl Gate {
             .await
     }
 
-    /// `sid`'s screen, if its pane is mapped, live and readable.
     pub async fn screen(&self, sid: &str) -> Option<String> {
         let target = self.panes.lookup(sid)?;
         self.injector
@@ -410,7 +373,6 @@ impl Gate {
             .flatten()
     }
 
-    /// Records a limit seen on `sid`'s screen.
     async fn note_limit(&self, sid: &str, notice: Notice) {
         if !self.hold_limits {
             return;

@@ -1,5 +1,4 @@
-//! The delivery pipeline every actionable event takes after the HTTP checks: dedupe, spool the line
-//! durably, then (mux backend) let the gate decide whether to wake the session, and record it.
+//! The delivery pipeline after the HTTP checks: dedupe, spool durably, let the gate wake, record.
 
 pub(crate) mod action;
 pub(crate) mod cooldown;
@@ -23,24 +22,21 @@ use crate::store::{Delivery, DeliverySource, Payment, Record, Store};
 use crate::wire::event::Event;
 use crate::wire::session_id::{SessionId, short};
 
-/// The answer for one delivered event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivered {
     pub action: Action,
     pub session_id: String,
-    /// A redelivery of an event already delivered: nothing was appended or typed this time.
+    /// A redelivery: nothing was appended or typed this time.
     pub duplicate: bool,
 }
 
-/// What became of an actionable event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Delivered(Delivered),
-    /// `scope = "local"` and this machine does not know the session: nothing was touched.
+    /// `scope = "local"` and this machine does not know the session.
     NotLocal,
 }
 
-/// Spools, wakes and records.
 pub struct Deliverer {
     spool: Spool,
     backend: Backend,
@@ -87,8 +83,7 @@ impl Deliverer {
         &self.dedupe
     }
 
-    /// A session this machine knows: seen by `wakebridge hook`, mapped in panes.json, or with a
-    /// spool already.
+    /// Seen by `wakebridge hook`, mapped in panes.json, or with a spool already.
     pub fn is_local(&self, sid: &str) -> bool {
         self.store.known_session(sid).unwrap_or(false)
             || self.gate.resolve(sid).target.is_some()
@@ -228,7 +223,6 @@ impl Deliverer {
         }
     }
 
-    /// Records a wake typed outside a bus event (`POST /wake`, a context warning).
     pub async fn record(&self, source: DeliverySource, sid: &str, outcome: &GateOutcome) {
         let row = delivery_row(source, None, sid, outcome.action);
         self.record_row(row, outcome, None).await;
@@ -264,7 +258,7 @@ impl Deliverer {
 }
 
 /// A delivery row as it starts: who, what, for whom, and the action so far.
-fn delivery_row(
+pub(crate) fn delivery_row(
     source: DeliverySource,
     event: Option<&Event>,
     sid: &str,
@@ -296,7 +290,6 @@ fn payment(sid: &str, outcome: &GateOutcome) -> Option<Record> {
     })
 }
 
-/// The cooldown's start, when keystrokes reached the pane.
 fn wake_record(sid: &str, outcome: &GateOutcome) -> Option<Record> {
     outcome.action.woke().then(|| Record::Wake {
         session_id: sid.to_string(),
@@ -304,7 +297,7 @@ fn wake_record(sid: &str, outcome: &GateOutcome) -> Option<Record> {
     })
 }
 
-fn inject_us(outcome: &GateOutcome) -> Option<u64> {
+pub(crate) fn inject_us(outcome: &GateOutcome) -> Option<u64> {
     (!outcome.inject_time.is_zero()).then(|| micros(outcome.inject_time))
 }
 

@@ -1,8 +1,6 @@
-//! The front door for typing into a pane: [`Injector::inject`] serialises everything typed into
-//! one pane behind one async lock, runs the stale-pane guard and the keystroke steps of the
-//! right backend, and spends one budget across them. It owns the budget arithmetic, the lock
-//! map and the submit's confirmation (the prompt line read back through `claude::screen`); the
-//! backends own their argv, `process` owns running it.
+//! The front door for typing into a pane: one async lock per pane, the stale-pane guard, the
+//! backend's keystroke steps under one budget, and the submit confirmed by reading the prompt
+//! line back.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -22,44 +20,33 @@ use crate::claude::screen::{self, PASTE_MARKER};
 use crate::deadline::Deadline;
 use crate::wakedir::target::PaneTarget;
 
-/// A line that was typed and submitted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Injected {
-    /// `"tmux"` or `"zellij"`: the reference's `action` value on success.
     pub mux: &'static str,
-    /// From taking the pane lock to the submit returning.
     pub elapsed: Duration,
 }
 
-/// Why nothing (or not everything) was typed.
 #[derive(Debug, thiserror::Error)]
 pub enum InjectError {
-    /// The guard refused the pane; nothing was typed.
     #[error("pane is stale, nothing typed: {reason}")]
     StalePane { reason: StaleReason },
-    /// The input line already holds text (or a dialog's selection); nothing was typed.
     #[error("the prompt already holds text, nothing typed")]
     Occupied,
-    /// Copy mode or a menu holds the pane; nothing was typed.
     #[error("{0} holds the pane, nothing typed")]
     Held(&'static str),
-    /// A usage limit's notice is the screen's latest word; nothing was typed (only the resume
-    /// message is typed over it).
+    /// Only the resume message is typed over a usage limit's notice.
     #[error("the session is at its {} (resets {}), nothing typed", .0.kind, .0.resets.as_deref().unwrap_or("at a time not shown"))]
     Limited(Notice),
-    /// The text was typed and Enter pressed twice, and it is still on the prompt line.
     #[error("typed, but still on the prompt line after a second Enter: not submitted")]
     Unsubmitted,
-    /// Another injection into the same pane held it for the whole budget; nothing was typed.
     #[error("pane stayed busy with another injection for {}ms; nothing typed", waited.as_millis())]
     PaneBusy { waited: Duration },
-    /// A multiplexer call failed. If it was the submit, the text may be typed but unsubmitted.
+    /// If it was the submit, the text may be typed but unsubmitted.
     #[error(transparent)]
     Failed(#[from] MuxError),
 }
 
 impl InjectError {
-    /// Every value `kind` can take: the injector's own and the multiplexer's.
     pub fn kinds() -> impl Iterator<Item = &'static str> {
         [
             "stale",
@@ -73,8 +60,7 @@ impl InjectError {
         .chain(MuxError::KINDS)
     }
 
-    /// A stable short name for warn-once keys and metric labels: `stale`, `pane-busy`, or the
-    /// multiplexer error's kind (`spawn`, `timeout`, `exit`, `io`, `output`).
+    /// A stable short name for warn-once keys and metric labels.
     pub fn kind(&self) -> &'static str {
         match self {
             InjectError::StalePane { .. } => "stale",
@@ -88,8 +74,7 @@ impl InjectError {
     }
 }
 
-/// Lock-map key: the target itself, minus a tmux pane's informational session (tmux pane ids are
-/// server-wide; a zellij pane id means something only inside its session).
+/// Lock-map key: a tmux pane id is server-wide, so its informational session goes.
 fn lock_key(target: &PaneTarget) -> PaneTarget {
     match target {
         PaneTarget::Tmux { pane, .. } => PaneTarget::Tmux {
@@ -121,9 +106,7 @@ macro_rules! on_backend {
     };
 }
 
-/// Types fixed lines into panes, one at a time per pane. Share it (`Arc`) between the webhook
-/// handler, the nudger and the context monitor: the lock only works if they all use the same
-/// `Injector`.
+/// Share one (`Arc`) between every feature: the pane lock only works if they all use it.
 #[derive(Debug)]
 pub struct Injector {
     tmux: Tmux,
@@ -142,14 +125,13 @@ impl Injector {
         }
     }
 
-    /// The tmux backend, for the nudger's `snapshot` and `capture`.
     pub fn tmux(&self) -> &Tmux {
         &self.tmux
     }
 
-    /// Check the pane, type `text`, press Enter once it shows, confirm the submit, all within
-    /// `deadline` (the submit and its confirmation may overrun it by at most [`STEP_FLOOR`] plus
-    /// [`CONFIRM_WAIT`] and [`LAST_CONFIRM_WAIT`]) and under the pane's lock.
+    /// Check, type, press Enter once the text shows, confirm, under the pane's lock within
+    /// `deadline` (the submit and its confirmation may overrun it by [`STEP_FLOOR`],
+    /// [`CONFIRM_WAIT`] and [`LAST_CONFIRM_WAIT`]).
     pub async fn inject(
         &self,
         target: &PaneTarget,
@@ -169,7 +151,7 @@ impl Injector {
         })
     }
 
-    /// The guard's verdict on the pane, typing nothing (for `doctor`).
+    /// The guard's verdict, typing nothing (for `doctor`).
     pub async fn check(
         &self,
         target: &PaneTarget,
@@ -180,8 +162,7 @@ impl Injector {
             .await)
     }
 
-    /// The pane's screen once the guard has found it live (`None`: this multiplexer cannot read
-    /// it), under the pane's lock.
+    /// The pane's screen once the guard has found it live, under the pane's lock.
     pub async fn screen(
         &self,
         target: &PaneTarget,
@@ -194,10 +175,9 @@ impl Injector {
         .await)
     }
 
-    /// Picks a menu option: `locate` finds it on the screen and gives its number, which is
-    /// typed (no Enter: Claude Code's menus act on the digit), and the screen is read until
-    /// `locate` no longer finds it. `Ok(false)`: the option is not on the screen, nothing
-    /// typed. A menu still open after [`CONFIRM_WAIT`] is [`InjectError::Unsubmitted`].
+    /// Picks the menu option `locate` finds on the screen by typing its number (no Enter:
+    /// Claude Code's menus act on the digit). `Ok(false)`: not on the screen. A menu still open
+    /// after [`CONFIRM_WAIT`] is [`InjectError::Unsubmitted`].
     pub async fn pick(
         &self,
         target: &PaneTarget,
@@ -211,7 +191,6 @@ impl Injector {
         .await)
     }
 
-    /// Wait for the pane's lock, but no longer than the deadline.
     async fn lock_pane(
         &self,
         target: &PaneTarget,
@@ -238,23 +217,17 @@ impl Injector {
 /// it dropped is not taken later.
 pub const CONFIRM_WAIT: Duration = Duration::from_millis(300);
 /// How long the line is watched after that second Enter before the text counts as not
-/// submitted: longer, because on a loaded machine Claude Code can take the submit (running its
-/// UserPromptSubmit hooks first) and redraw well after [`CONFIRM_WAIT`], and waiting types
-/// nothing more. A real Claude Code 2.1.197 under the test suite's load took longer than two
-/// 300 ms waits, and 2.1.332 at a load average of 10 on two cores longer than 1 s.
+/// submitted: on a loaded machine Claude Code can take the submit (its UserPromptSubmit hooks
+/// first) and redraw well over 1 s later, and waiting types nothing more.
 pub const LAST_CONFIRM_WAIT: Duration = Duration::from_secs(3);
-/// Longest wait for typed text to show on a prompt line before Enter: a busy machine can take
-/// Claude Code this long to draw it (the wait ends as soon as it shows).
+/// Longest wait for typed text to show on a prompt line before Enter (a busy machine is slow).
 pub const SHOW_WAIT: Duration = Duration::from_secs(2);
-/// Gap between two reads of the prompt line.
 const READ_GAP: Duration = Duration::from_millis(10);
 
-/// Guard, type, submit once the text shows, confirm. Typing starts only if the rest of the
-/// budget can hold the typing call's floor and the submit delay, and the typing call is given
-/// the budget minus that delay; so the submit starts by the deadline at the latest. Enter goes as
-/// soon as the text shows on the prompt line, else after the submit delay, and is confirmed
-/// wherever a prompt line can be read; where the screen cannot be read or shows no prompt line
-/// it cannot be, and is taken as done, as it always was. Returns the backend's name.
+/// Guard, type, submit once the text shows, confirm. Typing starts only if the budget left
+/// holds the typing call's floor and the submit delay, so the submit starts by the deadline.
+/// Where no prompt line can be read the submit cannot be confirmed and is taken as done.
+/// Returns the backend's name.
 pub async fn guarded_inject<M: Mux>(
     mux: &M,
     pane: &M::Pane,
@@ -263,8 +236,7 @@ pub async fn guarded_inject<M: Mux>(
     deadline: Deadline,
 ) -> Result<&'static str, InjectError> {
     let mut state = mux.check_pane(pane, deadline).await?;
-    // Whether the pane showed a prompt line before the typing: then a read without one is a
-    // glitch to read past, not a screen to give up on.
+    // A pane that showed a prompt line: a read without one later is a glitch to read past.
     let mut prompt_shown = false;
     if state == PaneState::Live
         && let Some(mut screen) = mux.screen(pane, deadline).await?
@@ -327,7 +299,6 @@ pub async fn guarded_inject<M: Mux>(
     Ok(mux.name())
 }
 
-/// The stale-pane guard, then the screen.
 async fn guarded_screen<M: Mux>(
     mux: &M,
     pane: &M::Pane,
@@ -339,7 +310,6 @@ async fn guarded_screen<M: Mux>(
     }
 }
 
-/// [`Injector::pick`] on one backend.
 async fn guarded_pick<M: Mux>(
     mux: &M,
     pane: &M::Pane,
@@ -366,8 +336,7 @@ async fn guarded_pick<M: Mux>(
     }
 }
 
-/// What the screen of a live pane says: a menu or dialog or a running turn holds it, its prompt
-/// line holds text (typing would add to it and submit both), or it is free.
+/// What the screen of a live pane says: held (a menu, a running turn), occupied, or free.
 fn screen_state(screen: &str) -> PaneState {
     if let Some(menu) = screen::modal(screen) {
         return PaneState::Held(menu);
@@ -380,10 +349,9 @@ fn screen_state(screen: &str) -> PaneState {
     screen::draft(screen).map_or(PaneState::Live, |input| PaneState::Occupied { input })
 }
 
-/// After an Enter: the text must leave the prompt line within [`CONFIRM_WAIT`]; if it does not,
-/// one more Enter, and [`LAST_CONFIRM_WAIT`]. It has left once a read without it follows one with it
-/// (`seen`: the text already showed before the Enter); a text never seen in the wait (taken at
-/// once, or a TUI too slow to tell) and a screen that cannot be read say nothing either way.
+/// After an Enter: the text must leave the prompt line within [`CONFIRM_WAIT`], else one more
+/// Enter and [`LAST_CONFIRM_WAIT`]. It has left once a read without it follows one with it
+/// (`seen`: it showed before the Enter); a text never seen, or an unreadable screen, says nothing.
 async fn confirm_submitted<M: Mux>(
     mux: &M,
     pane: &M::Pane,
@@ -410,13 +378,10 @@ async fn confirm_submitted<M: Mux>(
     Err(InjectError::Unsubmitted)
 }
 
-/// Reads the prompt line every [`READ_GAP`] until `wanted` holds for it (`Some(true)`) or
-/// `within` has passed (`Some(false)`). `None`, after sleeping out `within`, when the screen
-/// cannot be read or shows no prompt line (a dialog took it, or this TUI has none): nothing
-/// either way. A read that failed is tried again while the window lasts, and so is one without a
-/// prompt line where the pane is known to show one (`prompt_shown`): a lost reply (zellij's
-/// client under load) or a frame caught mid-redraw must not end the watch, or a dropped Enter
-/// would be taken for a submit. The last read decides.
+/// Reads the prompt line every [`READ_GAP`] until `wanted` holds (`Some(true)`) or `within` has
+/// passed (`Some(false)`); `None`, after sleeping out `within`, when no prompt line shows. A
+/// failed read, or one without a prompt line where the pane shows one (`prompt_shown`), is tried
+/// again: a lost reply or a frame mid-redraw must not pass a dropped Enter for a submit.
 async fn watch_prompt<M: Mux>(
     mux: &M,
     pane: &M::Pane,
@@ -447,13 +412,11 @@ async fn watch_prompt<M: Mux>(
     }
 }
 
-/// Whether `screen` has a line Claude Code's prompt could be on.
 fn shows_prompt_line(screen: &str) -> bool {
     screen.lines().any(|line| screen::input(line).is_some())
 }
 
-/// The prompt line shows the whole of `text`: all of it, or (wrapped) its first line, ending
-/// where a word ends.
+/// The prompt line shows all of `text`, or (wrapped) its first line up to a word's end.
 fn shows_all(text: &KeystrokeText, input: Option<&str>) -> bool {
     let text = text.as_str();
     input.is_some_and(|shown| {

@@ -1,7 +1,6 @@
 //! The one subprocess helper every multiplexer call goes through: run an argv under a
-//! [`Deadline`], capture its output, and turn every failure (cannot start, too slow, non-zero
-//! exit) into one [`MuxError`]. A child past its budget is killed with its process group and
-//! reaped before the error returns.
+//! [`Deadline`] and turn every failure into one [`MuxError`]. A child past its budget is killed
+//! with its process group and reaped before the error returns.
 
 use std::ffi::OsString;
 use std::io;
@@ -15,31 +14,22 @@ use tokio::process::Command;
 use crate::deadline::Deadline;
 
 /// The least time any one call gets, however little of the budget is left: a late step (the
-/// submit after the text was typed above all) still gets a fair chance instead of an instant
-/// timeout. The reference bridge's per-call rule is `max(0.25, deadline - now)`.
+/// submit above all) still gets a fair chance instead of an instant timeout.
 pub const STEP_FLOOR: Duration = Duration::from_millis(250);
 
-/// How much of a failing command's stderr is kept for the warning text. The reference cuts the
-/// whitespace-collapsed text to 300 characters: enough for any tmux/zellij error line, short
-/// enough for one log line.
+/// How much of a failing command's whitespace-collapsed stderr is kept, as the reference does.
 pub const STDERR_SUMMARY_CHARS: usize = 300;
 
-/// Most stdout bytes kept from one call. `list-panes -a` on a server with hundreds of panes and
-/// one `capture-pane` of a large screen stay far below this; anything beyond is drained and
-/// dropped so the child never blocks on a full pipe.
+/// Most stdout bytes kept from one call; the rest is drained so the child never blocks.
 pub const MAX_STDOUT_BYTES: usize = 4 * 1024 * 1024;
 
-/// Most stderr bytes kept before summarising; the summary keeps far less anyway.
 const MAX_STDERR_BYTES: usize = 64 * 1024;
 
-/// How long to wait for a killed child to be reaped. SIGKILL cannot be ignored, so this only
-/// bounds a pathological kernel delay; past it tokio's orphan reaper finishes the job.
+/// How long to wait for a killed child to be reaped; past it tokio's orphan reaper finishes.
 const REAP_GRACE: Duration = Duration::from_millis(500);
 
-/// Why a multiplexer call failed. `kind()` is a stable short tag for warn-once keys and metrics.
 #[derive(Debug, thiserror::Error)]
 pub enum MuxError {
-    /// The binary could not be started: missing, not executable, or the fork failed.
     #[error(
         "could not start {label} ({program}): {source}; check that it is installed and on the \
          daemon's PATH or set its path in the mux configuration"
@@ -50,38 +40,31 @@ pub enum MuxError {
         #[source]
         source: io::Error,
     },
-    /// The call did not finish within its budget and was killed.
     #[error("{label} did not finish within {}ms and was killed", after.as_millis())]
     Timeout {
         label: &'static str,
         after: Duration,
     },
-    /// The call ran and exited unsuccessfully.
     #[error("{label} failed ({status}){}", stderr_suffix(stderr))]
     Exit {
         label: &'static str,
         status: String,
-        /// Whitespace-collapsed stderr, at most [`STDERR_SUMMARY_CHARS`] characters.
         stderr: String,
     },
-    /// Talking to the running child failed (reading its pipes, waiting for it).
     #[error("{label}: i/o error while running it: {source}")]
     Io {
         label: &'static str,
         #[source]
         source: io::Error,
     },
-    /// The call succeeded but printed something this program cannot read.
     #[error("{label} printed unexpected output: {detail}")]
     Output { label: &'static str, detail: String },
-    /// The call printed JSON that is not the shape this program reads.
     #[error("{label} printed unexpected output: not the expected {expected}: {source}")]
     Json {
         label: &'static str,
         expected: &'static str,
         source: serde_json::Error,
     },
-    /// The budget was spent before the keystrokes could start; nothing was typed.
     #[error(
         "the injection budget was spent before typing could start ({}ms left); nothing was typed",
         left.as_millis()
@@ -90,18 +73,17 @@ pub enum MuxError {
 }
 
 fn stderr_suffix(stderr: &str) -> String {
-    if stderr.is_empty() {
-        String::new()
-    } else {
-        format!(": {stderr}")
+    match stderr {
+        "" => String::new(),
+        said => format!(": {said}"),
     }
 }
 
 impl MuxError {
-    /// A stable short name for warn-once keys and metric labels.
     /// Every value `kind` can take.
     pub const KINDS: [&'static str; 5] = ["spawn", "timeout", "exit", "io", "output"];
 
+    /// A stable short name for warn-once keys and metric labels.
     pub fn kind(&self) -> &'static str {
         match self {
             MuxError::Spawn { .. } => "spawn",
@@ -112,13 +94,11 @@ impl MuxError {
         }
     }
 
-    /// Whether the call ran and exited with `code`, saying nothing on stderr.
     pub fn is_silent_exit(&self, code: i32) -> bool {
         matches!(self, MuxError::Exit { status, stderr, .. }
             if stderr.is_empty() && *status == format!("exit status {code}"))
     }
 
-    /// The multiplexer's own words (whitespace-collapsed, cut), when it said anything.
     pub fn stderr(&self) -> Option<&str> {
         match self {
             MuxError::Exit { stderr, .. } if !stderr.is_empty() => Some(stderr),
@@ -127,14 +107,13 @@ impl MuxError {
     }
 }
 
-/// One command line to run: the program, its arguments, and a short label (`"tmux send-keys"`)
-/// that names the step in errors without echoing the whole argv.
+/// One command line to run; the label names the step in errors without echoing the argv.
 #[derive(Debug, Clone)]
 pub struct Invocation {
     pub program: PathBuf,
     pub args: Vec<OsString>,
     pub label: &'static str,
-    /// Bytes written to the child's stdin (then closed); `None`: stdin is `/dev/null`.
+    /// Written to the child's stdin; `None`: `/dev/null`.
     pub input: Option<Vec<u8>>,
 }
 
@@ -148,36 +127,30 @@ impl Invocation {
         }
     }
 
-    /// Feed `bytes` to the child's stdin. A child that exits without reading them all is not
-    /// an error.
+    /// A child that exits without reading them all is not an error.
     pub fn input(mut self, bytes: impl Into<Vec<u8>>) -> Self {
         self.input = Some(bytes.into());
         self
     }
 
-    /// Append one argv element (kept as one element, whatever it contains).
     pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
         self.args.push(arg.into());
         self
     }
 
-    /// Append each of `args` as one argv element.
     pub fn args(mut self, args: impl IntoIterator<Item = impl Into<OsString>>) -> Self {
         self.args.extend(args.into_iter().map(Into::into));
         self
     }
 }
 
-/// What a successful call printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finished {
-    /// stdout, decoded lossily (tmux and zellij print UTF-8).
     pub stdout: String,
-    /// stderr, whitespace-collapsed and cut like an error's (some commands warn and succeed).
+    /// Whitespace-collapsed and cut like an error's (some commands warn and succeed).
     pub stderr: String,
 }
 
-/// Run `inv` with `deadline.step_budget(STEP_FLOOR)` as its timeout. Success means exit status 0.
 pub async fn run(inv: &Invocation, deadline: Deadline) -> Result<Finished, MuxError> {
     run_for(inv, deadline.step_budget(STEP_FLOOR)).await
 }
@@ -195,7 +168,6 @@ pub fn run_blocking(inv: &Invocation, timeout: Duration) -> Result<Finished, Mux
     runtime.block_on(run_for(inv, timeout))
 }
 
-/// Run `inv` with an explicit timeout (the caller already applied its floor).
 pub async fn run_for(inv: &Invocation, timeout: Duration) -> Result<Finished, MuxError> {
     let label = inv.label;
     let mut command = Command::new(&inv.program);
@@ -219,7 +191,6 @@ pub async fn run_for(inv: &Invocation, timeout: Duration) -> Result<Finished, Mu
     let mut group = GroupKiller::new(child.id());
 
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        // Both were configured as piped, so this cannot happen; fail closed anyway.
         group.kill();
         return Err(MuxError::Io {
             label,
@@ -257,7 +228,6 @@ pub async fn run_for(inv: &Invocation, timeout: Duration) -> Result<Finished, Mu
         Ok(done) => done,
         Err(e) => {
             group.kill();
-            // Reap it so no zombie is left; SIGKILL makes this quick.
             let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
             group.disarm();
             return Err(e);
@@ -279,8 +249,7 @@ pub async fn run_for(inv: &Invocation, timeout: Duration) -> Result<Finished, Mu
     })
 }
 
-/// Read a pipe to its end, keeping at most `cap` bytes and discarding the rest, so a chatty
-/// child never blocks on a full pipe.
+/// Read a pipe to its end, keeping at most `cap` bytes, so a child never blocks on a full pipe.
 async fn read_capped(mut pipe: impl AsyncRead + Unpin, cap: usize) -> io::Result<Vec<u8>> {
     let mut kept = Vec::new();
     (&mut pipe).take(cap as u64).read_to_end(&mut kept).await?;
@@ -288,8 +257,6 @@ async fn read_capped(mut pipe: impl AsyncRead + Unpin, cap: usize) -> io::Result
     Ok(kept)
 }
 
-/// Decode lossily, collapse every whitespace run to one space, trim, cut to
-/// [`STDERR_SUMMARY_CHARS`] characters.
 pub fn summarise_stderr(raw: &[u8]) -> String {
     let text = String::from_utf8_lossy(raw);
     let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -306,9 +273,8 @@ fn describe_status(status: ExitStatus) -> String {
 }
 
 /// Kills a child's whole process group unless disarmed. Armed from spawn until the child is
-/// reaped: while the child is unreaped its pid (which is also the group id) cannot be reused, so
-/// the signal can only reach the group this call started. Dropping it armed (the caller's future
-/// was cancelled mid-call) kills the group too; `kill_on_drop` alone would spare grandchildren.
+/// reaped: until then its pid (the group id) cannot be reused. Dropped armed (the caller's
+/// future cancelled), it kills the group too; `kill_on_drop` alone would spare grandchildren.
 struct GroupKiller {
     pgid: Option<libc::pid_t>,
 }
@@ -343,8 +309,7 @@ impl Drop for GroupKiller {
 }
 
 /// Spawns `command`, retrying briefly on ETXTBSY: the program file is still open for writing
-/// somewhere, typically a copy of a descriptor a fork (in this or another process) holds until
-/// its own exec, or a package upgrade replacing the binary. Both pass in milliseconds.
+/// (a descriptor a fork holds until its exec, an upgrade replacing the binary), for milliseconds.
 fn spawn_retrying_busy_text(command: &mut Command) -> io::Result<tokio::process::Child> {
     let mut attempts = 0;
     loop {

@@ -1,6 +1,4 @@
-//! What `ps` says about processes, portably (procps on Linux, BSD ps on macOS): the process
-//! table as pid → parent pid, a process's descendants, and the processes on one terminal with
-//! their groups and sessions. Resolved on PATH.
+//! What `ps` says about processes, portably (procps on Linux, BSD ps on macOS).
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
@@ -8,10 +6,8 @@ use std::path::Path;
 use super::process::{self, Invocation, MuxError};
 use crate::deadline::Deadline;
 
-/// The `ps` binary, looked up on PATH.
 pub const PS_BIN: &str = "ps";
 
-/// Pid → parent pid for every process.
 pub async fn parents(deadline: Deadline) -> Result<HashMap<u32, u32>, MuxError> {
     let inv = Invocation::new(Path::new(PS_BIN), "ps").args(["-A", "-o", "pid=", "-o", "ppid="]);
     let out = process::run(&inv, deadline).await?.stdout;
@@ -26,43 +22,36 @@ pub async fn parents(deadline: Deadline) -> Result<HashMap<u32, u32>, MuxError> 
         .collect())
 }
 
-/// One process on a terminal, as [`on_terminal`] lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TerminalProcess {
     pub pid: u32,
     pub ppid: u32,
-    /// The foreground process group of the process's controlling terminal (none: ps printed
-    /// -1, the process has no terminal or the terminal no foreground group).
+    /// The terminal's foreground process group (none: ps printed -1).
     pub tpgid: Option<u32>,
     pub pgid: u32,
-    /// The session id (its leader's pid), where this system's ps prints one.
+    /// Where this system's ps prints it.
     pub sid: Option<u32>,
     /// The process name (procps: at most 15 bytes; macOS: the executable's path).
     pub command: String,
 }
 
-/// Whether this system's ps prints the session id (`sid`) for [`on_terminal`]. macOS's has no
-/// `sid` keyword and its `sess` is a kernel pointer it shows only to root, so there the session
-/// is found by parentage.
+/// macOS's ps has no `sid` (its `sess` is a kernel pointer shown only to root): there the
+/// session is found by parentage.
 const PS_HAS_SID: bool = !cfg!(target_os = "macos");
 
 /// `-o` columns, the command last: it is the only one that may contain spaces.
-fn terminal_columns(with_sid: bool) -> &'static str {
-    if with_sid {
-        "pid=,ppid=,tpgid=,pgid=,sid=,comm="
-    } else {
-        "pid=,ppid=,tpgid=,pgid=,comm="
-    }
-}
+const TERMINAL_COLUMNS: &str = if PS_HAS_SID {
+    "pid=,ppid=,tpgid=,pgid=,sid=,comm="
+} else {
+    "pid=,ppid=,tpgid=,pgid=,comm="
+};
 
-/// `ps -t <tty>`: every process whose controlling terminal is `tty` (a path such as
-/// `/dev/pts/3`), as ps printed it (for logs; read it with [`parse_terminal`]). Empty when no
-/// process has that terminal: ps (procps and BSD) then exits 1 saying nothing, as it does for
-/// a tmux pane whose first process has not taken its terminal yet.
+/// `ps -t <tty>` as printed (read it with [`parse_terminal`]). Empty when no process has that
+/// terminal: ps then exits 1 saying nothing (a pane whose first process has not taken it yet).
 pub async fn on_terminal(tty: &str, deadline: Deadline) -> Result<String, MuxError> {
     let inv = Invocation::new(Path::new(PS_BIN), "ps (processes on the pane's terminal)").args([
         "-o",
-        terminal_columns(PS_HAS_SID),
+        TERMINAL_COLUMNS,
         "-t",
         tty,
     ]);
@@ -73,7 +62,6 @@ pub async fn on_terminal(tty: &str, deadline: Deadline) -> Result<String, MuxErr
     }
 }
 
-/// The rows of an [`on_terminal`] listing; a row that does not read is left out.
 pub fn parse_terminal(listing: &str) -> Vec<TerminalProcess> {
     parse_terminal_as(listing, PS_HAS_SID)
 }
@@ -105,11 +93,9 @@ fn parse_terminal_as(listing: &str, with_sid: bool) -> Vec<TerminalProcess> {
         .collect()
 }
 
-/// The processes of `processes` that belong to the session `leader` leads: by session id where
-/// ps printed one, else (macOS) by descent from `leader` through processes of the same
-/// listing. Descent never admits another session's process (one that left the leader's
-/// session by `setsid` lost the terminal with it, so it is not on the listing), but misses a
-/// member whose parent exited; for the guard, missing one errs on the side of not typing.
+/// The processes of the session `leader` leads: by session id, else (macOS) by descent through
+/// the listing. Descent never admits another session's process, but misses a member whose
+/// parent exited; for the guard, that errs on the side of not typing.
 pub fn in_session(processes: &[TerminalProcess], leader: u32) -> Vec<&TerminalProcess> {
     let parent: HashMap<u32, u32> = processes.iter().map(|p| (p.pid, p.ppid)).collect();
     let descends = |mut pid: u32| {
@@ -134,7 +120,6 @@ pub fn in_session(processes: &[TerminalProcess], leader: u32) -> Vec<&TerminalPr
         .collect()
 }
 
-/// `root` and its descendants, breadth first, at most `max_depth` levels down.
 pub fn tree(root: u32, parents: &HashMap<u32, u32>, max_depth: usize) -> Vec<u32> {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     for (&pid, &ppid) in parents {
@@ -247,7 +232,7 @@ mod tests {
         // The columns' spelling is per system: ask this one's ps about this process.
         let inv = Invocation::new(Path::new(PS_BIN), "ps").args([
             "-o",
-            terminal_columns(PS_HAS_SID),
+            TERMINAL_COLUMNS,
             "-p",
             &std::process::id().to_string(),
         ]);

@@ -1,22 +1,17 @@
-//! The only text wakebridge ever types into a pane, validated once into a [`KeystrokeText`]: the
-//! fixed wake prompt, `/clear`, operator-configured messages, and a menu option's number located
-//! on screen. Nothing from an event payload can become one without passing these rules.
+//! The only text wakebridge ever types into a pane, validated once into a [`KeystrokeText`].
+//! Nothing from an event payload can become one without passing these rules.
 
-// Typable = what Python calls printable: a plain space, or any assigned character that is not a
-// control, format, private-use, surrogate or separator code point (those render invisibly).
 use crate::wakedir::printable::is_printable_char;
 
 /// The wake prompt, byte for byte the reference bridge's (ASCII hyphen, trailing period).
 pub const WAKE_PROMPT: &str = "Check the event bus - a directed event arrived for this session.";
 
-/// Claude Code's command that empties the context window, typed by a rewind.
 pub const CLEAR_COMMAND: &str = "/clear";
 
 /// Longest text accepted, in characters. A nudge or warning is one sentence or two; long text
 /// arriving in one burst is what terminal UIs treat as a paste, where the submit gets lost.
 pub const MAX_KEYSTROKE_CHARS: usize = 500;
 
-/// Why a text may not be typed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TextError {
     #[error("keystroke text is empty; configure a non-empty message")]
@@ -43,15 +38,11 @@ pub enum TextError {
     BadEnd { found: char },
 }
 
-/// Text that is safe to type as keystrokes: non-empty, printable, one line, not starting with a
-/// digit (Claude Code dialogs and its feedback survey act on digit keys), `-` (read as an option
-/// by tmux and zellij) or whitespace, not ending with `;` (a tmux command separator) or
-/// whitespace.
+/// Text safe to type: non-empty, printable, one line; see [`TextError`] for the edges.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct KeystrokeText {
     text: String,
-    /// The resume message: the one text typed while a usage-limit notice is the screen's latest
-    /// word (everything else is held back by it).
+    /// May be typed over a usage-limit notice (everything else is held back by it).
     resumes: bool,
 }
 
@@ -80,7 +71,6 @@ impl KeystrokeText {
         Ok(Self::fixed(text, false))
     }
 
-    /// A text of ours, known to be typable (or, for a menu option's number, typed on purpose).
     fn fixed(text: &str, resumes: bool) -> Self {
         Self {
             text: text.to_owned(),
@@ -88,7 +78,6 @@ impl KeystrokeText {
         }
     }
 
-    /// A resume message (same rules as [`KeystrokeText::new`]), typed over a limit's notice.
     pub fn resume(text: &str) -> Result<Self, TextError> {
         Self::new(text).map(|t| Self { resumes: true, ..t })
     }
@@ -101,19 +90,15 @@ impl KeystrokeText {
         }
     }
 
-    /// The fixed wake prompt.
     pub fn wake_prompt() -> Self {
         Self::fixed(WAKE_PROMPT, false)
     }
 
-    /// Claude Code's `/clear`, the first step of a rewind: a fixed local command (it makes no
-    /// API call and empties the context window).
     pub fn clear() -> Self {
         Self::fixed(CLEAR_COMMAND, false)
     }
 
-    /// The number of a menu option, for `Injector::pick`, the one caller that located it on
-    /// the screen first: the only way a digit is ever typed.
+    /// The only way a digit is ever typed: `Injector::pick` located the option on screen first.
     pub(crate) fn option_number(number: u8) -> Self {
         Self::fixed(&number.to_string(), true)
     }
@@ -122,15 +107,8 @@ impl KeystrokeText {
         &self.text
     }
 
-    /// Whether this text may be typed while a usage-limit notice is on screen.
     pub fn resumes_a_limit(&self) -> bool {
         self.resumes
-    }
-}
-
-impl AsRef<str> for KeystrokeText {
-    fn as_ref(&self) -> &str {
-        &self.text
     }
 }
 

@@ -1,8 +1,6 @@
-//! zellij as a backend: the stale-pane guard, typing into one pane of one session
-//! (`action write-chars -p`, then `action write -p <pane> 13`), and the pane's screen
-//! (`action dump-screen -p`). zellij's actions exit 0 against a pane that does not exist
-//! (0.45.1), so the guard (session running, pane listed and not exited) is all that stands
-//! between a stale mapping and typing into the wrong place. tests/it/zellij.rs checks it.
+//! zellij as a backend: the guard, typing (`write-chars -p`, then `write -p <pane> 13`) and the
+//! screen (`dump-screen -p`). zellij's actions exit 0 against a pane that does not exist
+//! (0.45.1), so the guard is all that stands between a stale mapping and the wrong pane.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,13 +13,10 @@ use super::text::KeystrokeText;
 use super::{Mux, MuxConfig, PaneState, StaleReason};
 use crate::deadline::Deadline;
 
-/// What zellij prints on stderr (exit 1) when it has no sessions at all.
 const NO_SESSIONS_MARKER: &str = "No active zellij sessions found";
 
-/// How `list-sessions -n` marks a session that is only resurrectable, not running.
 const EXITED_MARKER: &str = "(EXITED";
 
-/// Separates the session name from its age in `list-sessions -n` lines.
 const CREATED_MARKER: &str = " [Created ";
 
 /// stderr fragments with which clap (zellij's parser) rejects a subcommand or flag this version
@@ -34,37 +29,29 @@ const UNSUPPORTED_MARKERS: &[&str] = &[
     "Found argument",
 ];
 
-/// What zellij 0.45.1 prints on stderr (exit 1) for an action aimed at a session when no
-/// session runs at all (observed; an older note said such actions exit 0).
+/// zellij 0.45.1's stderr (exit 1) for an action when no session runs at all.
 const NO_SERVER_MARKER: &str = "There is no active session";
 
 /// How many times a read-only call is asked before its "not there" or empty answer is believed:
-/// zellij 0.45.1 under load sometimes loses a server's reply (about 1 listing in 1,300 with 8
-/// fresh servers on 2 cores), in bursts, so the asks are [`LISTING_PAUSE`] apart.
+/// zellij 0.45.1 under load sometimes loses a server's reply, in bursts.
 const LISTING_ATTEMPTS: usize = 3;
 
-/// The pause before asking a listing again: long enough for a busy server to catch up, short
-/// against the inject budget (two pauses are 1/25 of it).
+/// Long enough for a busy server to catch up, short against the inject budget.
 const LISTING_PAUSE: Duration = Duration::from_millis(20);
 
-/// The carriage return `write` sends, in zellij's decimal byte notation.
 const CARRIAGE_RETURN: &str = "13";
 
-/// A pane in a named zellij session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ZellijPane {
     pub session: String,
-    /// As configured: `N`, `terminal_N` or `plugin_N`.
+    /// `N`, `terminal_N` or `plugin_N`.
     pub pane: String,
 }
 
-/// The zellij backend.
 #[derive(Debug)]
 pub struct Zellij {
     bin: PathBuf,
-    /// Set once `list-panes` was found missing, so the fallback is logged once, not per wake.
     warned_no_list_panes: AtomicBool,
-    /// Set once `dump-screen -p` was found missing: screens are not read again.
     no_dump_screen: AtomicBool,
 }
 
@@ -77,12 +64,10 @@ impl Zellij {
         }
     }
 
-    /// `zellij --session <S> action ...`; the session is one argv element whatever it contains.
     fn action(&self, label: &'static str, session: &str, action: &str) -> Invocation {
         Invocation::new(&self.bin, label).args(["--session", session, "action", action])
     }
 
-    /// `zellij --session <S> action <action> -p <pane>`.
     fn pane_action(&self, label: &'static str, target: &ZellijPane, action: &str) -> Invocation {
         self.action(label, &target.session, action)
             .args(["-p", &target.pane])
@@ -133,9 +118,7 @@ impl Zellij {
                     session: target.session.clone(),
                 }))
             }
-            Err(MuxError::Exit { ref stderr, .. })
-                if UNSUPPORTED_MARKERS.iter().any(|m| stderr.contains(m)) =>
-            {
+            Err(MuxError::Exit { ref stderr, .. }) if unsupported(stderr) => {
                 if !self.warned_no_list_panes.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
                         zellij_stderr = %stderr,
@@ -150,8 +133,7 @@ impl Zellij {
     }
 }
 
-/// Run a read-only call (a listing, a screen dump) up to [`LISTING_ATTEMPTS`] times while `doubtful` says its answer
-/// may be a lost reply (see there), and return the last answer.
+/// Asks up to [`LISTING_ATTEMPTS`] times while `doubtful` says the answer may be a lost reply.
 async fn ask_until_believed(
     inv: &Invocation,
     deadline: Deadline,
@@ -186,8 +168,6 @@ impl Mux for Zellij {
         }
     }
 
-    /// `dump-screen -p` of the pane (zellij 0.44+); an older zellij without it reads as
-    /// unreadable, so Enter follows the whole submit delay and is not confirmed there.
     async fn screen(
         &self,
         target: &ZellijPane,
@@ -206,9 +186,7 @@ impl Mux for Zellij {
         .await;
         match answer {
             Ok(done) => Ok(Some(done.stdout)),
-            Err(MuxError::Exit { ref stderr, .. })
-                if UNSUPPORTED_MARKERS.iter().any(|m| stderr.contains(m)) =>
-            {
+            Err(MuxError::Exit { ref stderr, .. }) if unsupported(stderr) => {
                 if !self.no_dump_screen.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
                         zellij_stderr = %stderr,
@@ -243,8 +221,7 @@ impl Mux for Zellij {
     }
 }
 
-/// Find `session` in `list-sessions -n` output. The short form (`-s`) is not used because it
-/// lists resurrectable (exited) sessions exactly like running ones.
+/// Find `session` in `list-sessions -n` output (`-s` lists exited sessions like running ones).
 fn classify_session(listing: &str, session: &str) -> PaneState {
     for line in listing.lines() {
         let (name, rest) = match line.find(CREATED_MARKER) {
@@ -266,7 +243,6 @@ fn classify_session(listing: &str, session: &str) -> PaneState {
     })
 }
 
-/// Is `session` in the listing at all (running or exited)?
 fn listed(listing: &str, session: &str) -> bool {
     !matches!(
         classify_session(listing, session),
@@ -274,14 +250,15 @@ fn listed(listing: &str, session: &str) -> bool {
     )
 }
 
-/// Does an action's stderr say that the session is not there? zellij 0.45.1 answers an action
-/// on a session it does not run with exit 1 and `Session '<name>' not found. The following
-/// sessions are active: ...`, or `There is no active session!` when none runs.
+fn unsupported(stderr: &str) -> bool {
+    UNSUPPORTED_MARKERS.iter().any(|m| stderr.contains(m))
+}
+
+/// Does an action's stderr (zellij 0.45.1) say that the session is not there?
 fn session_gone(stderr: &str, session: &str) -> bool {
     stderr.contains(NO_SERVER_MARKER) || stderr.contains(&format!("Session '{session}' not found"))
 }
 
-/// One entry of `list-panes --json` (zellij's `PaneListEntry`); only what the guard reads.
 #[derive(Debug, Deserialize)]
 struct ListedPane {
     id: u64,
@@ -291,7 +268,6 @@ struct ListedPane {
     exited: bool,
 }
 
-/// Find `pane` (`N`, `terminal_N`, `plugin_N`) in `list-panes --json` output.
 fn classify_pane(json: &str, pane: &str) -> Result<PaneState, MuxError> {
     let Some((want_plugin, want_id)) = parse_pane_id(pane) else {
         return Ok(PaneState::Stale(StaleReason::Unreadable {
@@ -313,14 +289,11 @@ fn classify_pane(json: &str, pane: &str) -> Result<PaneState, MuxError> {
     }
 }
 
-/// `(is_plugin, id)` of a zellij pane id; a bare number is a terminal pane.
 fn parse_pane_id(pane: &str) -> Option<(bool, u64)> {
-    let (plugin, digits) = if let Some(rest) = pane.strip_prefix("terminal_") {
-        (false, rest)
-    } else if let Some(rest) = pane.strip_prefix("plugin_") {
-        (true, rest)
-    } else {
-        (false, pane)
+    let (plugin, digits) = match (pane.strip_prefix("terminal_"), pane.strip_prefix("plugin_")) {
+        (Some(rest), _) => (false, rest),
+        (_, Some(rest)) => (true, rest),
+        _ => (false, pane),
     };
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;

@@ -9,10 +9,8 @@ use std::time::{Duration, Instant};
 use crate::config::NotifySettings;
 use crate::telemetry::notice::{Notice, NoticeKind};
 
-/// The window `max_per_hour` counts over.
 const HOUR: Duration = Duration::from_secs(3600);
 
-/// How a webhook takes the message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString)]
 #[strum(serialize_all = "lowercase")]
 pub enum Format {
@@ -22,7 +20,6 @@ pub enum Format {
     Json,
 }
 
-/// `[notify]`, validated.
 #[derive(Debug, Clone)]
 pub struct NotifyConfig {
     pub url: Option<url::Url>,
@@ -32,7 +29,6 @@ pub struct NotifyConfig {
     pub max_per_hour: u32,
 }
 
-/// A `[notify]` setting that cannot work.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum NotifyError {
     #[error(
@@ -51,7 +47,7 @@ pub enum NotifyError {
 }
 
 impl NotifyConfig {
-    /// The settings as the sender uses them; `Ok(None)` when notifications are off.
+    /// `Ok(None)` when notifications are off.
     pub fn from_settings(s: &NotifySettings) -> Result<Option<NotifyConfig>, NotifyError> {
         let url = match s.url.trim() {
             "" => None,
@@ -85,7 +81,6 @@ impl NotifyConfig {
     }
 }
 
-/// Which notices may go out now.
 #[derive(Debug)]
 pub struct RateLimit {
     min_gap: Duration,
@@ -124,9 +119,8 @@ impl RateLimit {
         self.last.insert(key, now);
         self.sent.push_back(now);
         // Forget sessions whose gap has long passed, so the map does not grow with every id.
-        let gap = self.min_gap;
-        self.last
-            .retain(|_, at| now.duration_since(*at) < gap.max(HOUR));
+        let keep = self.min_gap.max(HOUR);
+        self.last.retain(|_, at| now.duration_since(*at) < keep);
         true
     }
 }
@@ -146,10 +140,9 @@ pub fn message(notice: &Notice, project: Option<&str>) -> (String, String) {
         NoticeKind::WakeFailing => "could not be woken three times in a row",
     };
     let title = format!("wakebridge: {who}");
-    let text = if notice.detail.is_empty() {
-        format!("{who} {what}")
-    } else {
-        format!("{who} {what} ({})", notice.detail)
+    let text = match notice.detail.as_str() {
+        "" => format!("{who} {what}"),
+        detail => format!("{who} {what} ({detail})"),
     };
     (title, text)
 }

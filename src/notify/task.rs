@@ -1,6 +1,5 @@
-//! The sender: takes notices off the queue, lets through what the rate limit allows, and sends each
-//! to the webhook and (`bus = true`) to the bus as an `info` event, which wakes nobody. One bounded
-//! attempt each; nothing is retried.
+//! The sender: what the rate limit lets through goes to the webhook and (`bus = true`) to the bus
+//! as an `info` event, which wakes nobody. One bounded attempt each; nothing is retried.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -19,10 +18,8 @@ use crate::warn_limited;
 
 /// One attempt's budget, for the webhook and the bus each.
 const SEND_BUDGET: Duration = Duration::from_secs(5);
-/// The bus event's type.
 pub const EVENT_TYPE: &str = "wakebridge_notice";
 
-/// Sends notices until `shutdown` or until every handle is gone.
 pub async fn run(
     config: NotifyConfig,
     bus_url: String,
@@ -50,12 +47,10 @@ pub async fn run(
     };
     loop {
         let notice = tokio::select! {
-            () = shutdown.cancelled() => return,
-            notice = notices.recv() => match notice {
-                Some(notice) => notice,
-                None => return,
-            },
+            () = shutdown.cancelled() => None,
+            notice = notices.recv() => notice,
         };
+        let Some(notice) = notice else { return };
         if !limit.admit(&notice, Instant::now()) {
             tracing::debug!(
                 session_id = notice.session_id,

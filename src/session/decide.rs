@@ -1,11 +1,7 @@
-//! The one decision per session and poll, pure: the session's value ([`Session`]), what the poll
-//! saw of it ([`Seen`]) and the time in, the next [`Step`] out — wait (and in which state, and
-//! why), look at the screen first, nudge, pay an owed wake, hold or resume at a usage limit,
-//! lift the hold, give up, rewind or restart. The order is the precedence: a pane that is gone,
-//! then a usage limit (nothing else is typed into a held session), then owed wakes (whatever the
-//! nudge backoff), then a waiting rewind (instead of a nudge), then the nudge. The loop
-//! (`session::task`) gathers the observation, asks again with the screen when told to look, and
-//! performs the step; nothing here reads a file, runs a process or types.
+//! The one decision per session and poll, pure: the session's value, what the poll saw and the
+//! time in, the next [`Step`] out. Precedence: a pane that is gone, then a usage limit (nothing
+//! else is typed into a held session), then owed wakes (whatever the nudge backoff), then a
+//! waiting rewind, then the nudge. `session::task` performs the step.
 
 use std::time::Duration;
 
@@ -21,21 +17,19 @@ use crate::session::observe::{Observation, Verdict, classify};
 use crate::session::state::{Attempt, Session};
 use crate::store::{Limit, Owed, RewindRow, RewindWhy};
 
-/// After a resume was typed, how long before the session is judged again: long enough for the
-/// turn it started to reach the API and fail again (a `StopFailure`, a new notice) or work.
+/// After a resume, how long before the session is judged again: long enough for its turn to
+/// reach the API and fail again or work.
 pub const RESUME_SETTLE_MS: i64 = 30_000;
 
-/// After a resume that met the limit again without a new reset time (the same one shown, or
-/// none), how long before the next try: the server's reset may lag the time it showed.
+/// After a resume met the limit again without a new reset time, the wait before the next try:
+/// the server's reset may lag the time it showed.
 pub const RESUME_AGAIN_MS: i64 = 5 * 60_000;
 
-/// How often a held session's screen is read to see whether the notice is still its latest
-/// word (one look a minute per limited session), and how long after the limit was first
+/// How often a held session's screen is read for the notice, and how long after the limit was
 /// recorded the first look waits (the notice may be drawn after the hook that reported it).
 pub const LOOK_EVERY_MS: i64 = 60_000;
 
-/// The time of a decision: the monotonic clock (retries, the backoff), the wall clock (resets,
-/// quiet time; unix ms) and the zone a reset is shown in.
+/// The time of a decision: monotonic (retries, backoff), wall (unix ms) and the local zone.
 #[derive(Debug, Clone)]
 pub struct Now {
     pub at: Instant,
@@ -43,7 +37,6 @@ pub struct Now {
     pub local: TimeZone,
 }
 
-/// Where the session's pane stands this poll.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PaneSeen {
     Live,
@@ -55,7 +48,6 @@ pub enum PaneSeen {
     },
 }
 
-/// The session's screen, when a decision asked to look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Screen<'a> {
     NotRead,
@@ -63,22 +55,16 @@ pub enum Screen<'a> {
     Text(&'a str),
 }
 
-/// Why the decision wants the screen read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Look {
-    /// About to nudge: a dialog, a limit or a changed screen the cheap signals cannot show.
     BeforeNudge,
-    /// Held at a limit: is the notice still the screen's latest word (once a minute)?
     WhileHeld,
-    /// The limit's reset passed: what does the screen show before a resume?
     AtReset,
 }
 
-/// Everything one poll saw of a session, beside its [`Session`] value.
 #[derive(Debug, Clone, Copy)]
 pub struct Seen<'a> {
     pub pane: PaneSeen,
-    /// The signals (its `screen` filled when the screen was read this poll).
     pub obs: &'a Observation,
     pub screen: Screen<'a>,
     /// A tmux pane: the nudge path looks at the screen first only there.
@@ -88,54 +74,41 @@ pub struct Seen<'a> {
     pub limit: Option<&'a Limit>,
     /// A rewind waiting for it, and whether this loop already took it (performed or started).
     pub rewind: Option<(&'a RewindRow, bool)>,
-    /// When the last rewind performed ended (unix ms).
     pub rewind_last_done_ms: Option<i64>,
-    /// When anything was last typed into its pane.
     pub last_typed: Option<Instant>,
 }
 
-/// What to do next for one session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// Nothing now: the session is in this state, for this reason.
     Wait(SessionState, String),
-    /// As `Wait`, and poll again no later than this (unix ms).
+    /// Poll again no later than this (unix ms).
     WaitUntil(i64, SessionState, String),
-    /// No new `Attempt` for this long, then as `Wait`.
     Later(Attempt, Duration, SessionState, String),
-    /// Read the screen, then decide again with it.
     Look(Look),
-    /// Type the next nudge.
     Nudge,
-    /// Type the wake prompt the session is owed, through the gate in this mode.
     PayOwed(Mode),
-    /// A limit's notice is the screen's latest word: held from now on.
     HeldFromScreen(Notice),
-    /// What only the screen showed stops the nudge (a dialog, a spinner): look again no sooner
-    /// than a base gap.
     ScreenBlocked(Verdict),
-    /// Dismiss the limit menu (if open) and type the resume message; `shown` says the limit
-    /// (`limited (5-hour limit) · resets 15:00`), `tries` how many resumes went before.
+    /// `shown`: `limited (5-hour limit) · resets 15:00`; `tries`: resumes that went before.
     Resume {
         menu: bool,
         shown: String,
         tries: u32,
     },
-    /// The notice is gone from the screen: the hold ends.
     Lift,
-    /// A resume met the limit again, with the next reset shown.
     MetAgain(Notice, String),
-    /// The resumes ran out: held until the session shows life.
-    GiveUp { shown: String, tries: u32 },
-    /// `/clear`, the fresh prompt, the re-hydration message.
+    GiveUp {
+        shown: String,
+        tries: u32,
+    },
     Rewind(RewindRow),
-    /// The waiting rewind is dropped, and why.
     SkipRewind(RewindRow, String),
-    /// Start the agent again through the launcher, in its pane or a new one.
-    Restart { pending: RewindRow, in_place: bool },
+    Restart {
+        pending: RewindRow,
+        in_place: bool,
+    },
 }
 
-/// The next step for `session`, given what the poll `seen` and the settings.
 pub fn decide(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> Step {
     if let PaneSeen::Gone { why, revive } = seen.pane {
         // An agent that is gone cannot wait for an idle moment: a restart revives it now.
@@ -168,8 +141,7 @@ pub fn decide(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) 
     nudge(session, seen, config, now)
 }
 
-/// The earliest times after `now_ms` a held session's decision changes without a new signal
-/// (the resume due, the settle after a try, the next try): the loop wakes for them.
+/// The earliest time after `now_ms` a held session's decision changes without a new signal.
 pub fn resume_times(limit: &Limit, config: &NudgerConfig, now_ms: i64) -> Option<i64> {
     let limits = &config.limits;
     if !limits.resume || limit.gave_up {
@@ -190,8 +162,8 @@ pub fn resume_times(limit: &Limit, config: &NudgerConfig, now_ms: i64) -> Option
     .min()
 }
 
-/// A session whose pane is live, its owed events waiting: pay them once it has been quiet for
-/// `owed_after`, whatever its nudge backoff. `None` when it does not look idle.
+/// Owed events are paid once the session has been quiet for `owed_after`, whatever its nudge
+/// backoff. `None` when it does not look idle.
 fn pay_owed(
     session: &Session,
     seen: &Seen,
@@ -202,22 +174,24 @@ fn pay_owed(
     // An Esc interrupt fires no hook, so its busy marker stays: a bus event does not wait the
     // marker's hour when the session says it is idle.
     let stale_marker = seen.obs.stale_marker();
-    let Verdict::Idle(why) = classify(&seen.obs.without_marker_if(stale_marker)) else {
+    let obs = Observation {
+        busy_marker: seen.obs.busy_marker && !stale_marker,
+        ..seen.obs.clone()
+    };
+    let Verdict::Idle(why) = classify(&obs) else {
         return None;
     };
     if session.quiet_for(now.ms) < config.owed_after || session.waits(Attempt::Owed, now.at) {
         let reason = format!("idle ({why}), owed {} event(s)", owed.events);
         return Some(Step::Wait(SessionState::Owed, reason));
     }
-    let mode = if stale_marker {
-        Mode::SeenIdle
-    } else {
-        Mode::Gated
-    };
-    Some(Step::PayOwed(mode))
+    Some(Step::PayOwed(match stale_marker {
+        true => Mode::SeenIdle,
+        false => Mode::Gated,
+    }))
 }
 
-/// A waiting rewind at the session's idle moment. `None` leaves it to the nudge path (not idle).
+/// A waiting rewind at the session's idle moment; `None` when not idle.
 fn rewind(
     session: &Session,
     seen: &Seen,
@@ -257,8 +231,6 @@ fn rewind(
     )
 }
 
-/// The nudge path: idle (by the one rule), quiet for `idle_after`, due under the backoff, and
-/// nothing on the screen against it.
 fn nudge(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> Step {
     let verdict = classify(seen.obs);
     let Verdict::Idle(why) = verdict else {
@@ -316,7 +288,6 @@ fn nudge(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> St
     Step::Nudge
 }
 
-/// A session held at `limit`: wait, look, resume, lift or give up. Nothing else is done for it.
 fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, now: &Now) -> Step {
     let limits = &config.limits;
     let reset = describe_reset(limit.resets_at_ms, now.ms, &now.local);
@@ -371,10 +342,8 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, no
     if notice.is_none() && !menu {
         return Step::Lift;
     }
-    // Claude Code's own auto-continue is armed: it continues the session by itself shortly
-    // after the reset. A resume typed now would race it (or take it over): it is given its
-    // time, and the hold lifts when it fires (its `quota_auto_resume_fired` hook, the notice
-    // gone); only a session it left waiting is resumed here.
+    // Claude Code's own auto-continue is armed: a resume typed now would race it, so it is
+    // given its time; only a session it left waiting is resumed here.
     if limits::auto_continue(text) == Some(AutoContinue::Armed)
         && let Some(until_ms) = limit
             .resets_at_ms
@@ -412,12 +381,11 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, no
     }
 }
 
-/// Neither the notice nor the limit menu is on `screen` any more.
 fn notice_gone(screen: &str) -> bool {
     limits::on_screen(screen).is_none() && limits::wait_option(screen).is_none()
 }
 
-fn millis(d: Duration) -> i64 {
+pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 

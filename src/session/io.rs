@@ -1,8 +1,5 @@
-//! Everything the session loop reads and writes, behind [`SessionIo`]: the pane mapping, one tmux
-//! snapshot per poll, a pane's screen, the ledger's hook facts, owed wakes, usage limits,
-//! rewinds and nudge state, Claude Code's
-//! session registry, busy markers and the wake gate. [`LiveIo`] is the real one; tests drive
-//! the loop (`session::task`) with a scripted one on tokio's paused clock.
+//! Everything the session loop reads and writes, behind [`SessionIo`]. [`LiveIo`] is the real
+//! one; tests drive the loop with a scripted one on tokio's paused clock.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -28,50 +25,35 @@ use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
 
-/// Budget of the one `list-panes -a` per poll: it answers in milliseconds; a tmux server that
-/// takes longer is stuck, and the poll goes on without tmux signals rather than waiting.
-const SNAPSHOT_BUDGET: Duration = Duration::from_secs(2);
+/// Budget of one `list-panes -a` or `capture-pane`: tmux answers in milliseconds; one that
+/// takes longer is stuck, and the poll goes on without it.
+const TMUX_BUDGET: Duration = Duration::from_secs(2);
 
-/// Budget of one `capture-pane`, for the same reason.
-const CAPTURE_BUDGET: Duration = Duration::from_secs(2);
-
-/// Facts the ledger holds for a session (from the `wakebridge hook` CLI and the deliveries),
-/// plus its transcript's stamp.
+/// Facts the ledger holds for a session, plus its transcript's stamp.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionFacts {
     /// The last hook event name and when the hook last reported (unix ms).
     pub hook: Option<(String, i64)>,
     pub transcript: Option<FileStamp>,
-    /// Bus events whose wake is owed.
     pub owed: Option<Owed>,
-    /// The usage limit the session is held at.
     pub limit: Option<Limit>,
-    /// Its rewinds: one waiting, those done, the ids it had before.
     pub rewind: RewindFacts,
 }
 
-/// Everything the loop reads from and does to the world.
 pub trait SessionIo: Send + Sync {
     /// Session id → pane, from `panes.json` (invalid entries left out).
     fn mapping(&self) -> impl Future<Output = BTreeMap<String, PaneTarget>> + Send;
-    /// Every tmux pane, from ONE `list-panes -a`.
     fn tmux_snapshot(
         &self,
     ) -> impl Future<Output = Result<HashMap<String, PaneInfo>, MuxError>> + Send;
-    /// The visible text of a tmux pane.
     fn capture(&self, pane: &str) -> impl Future<Output = Result<String, MuxError>> + Send;
-    /// Hook facts and transcript stamps for the given sessions.
     fn session_facts(
         &self,
         sessions: Vec<String>,
     ) -> impl Future<Output = HashMap<String, SessionFacts>> + Send;
-    /// Claude Code's registry: session id → status.
     fn registry(&self) -> impl Future<Output = HashMap<String, RegistryReading>> + Send;
-    /// A fresh busy marker.
     fn busy(&self, sid: &str) -> bool;
-    /// When anything was last typed into the session's pane.
     fn last_typed(&self, sid: &str) -> Option<Instant>;
-    /// Types `text` through the gate.
     fn wake(
         &self,
         sid: &str,
@@ -80,20 +62,16 @@ pub trait SessionIo: Send + Sync {
     ) -> impl Future<Output = GateOutcome> + Send;
     /// The session's screen, if its pane is mapped, live and readable (any multiplexer).
     fn screen(&self, sid: &str) -> impl Future<Output = Option<String>> + Send;
-    /// Picks the limit menu's wait option if it is on the session's screen.
     fn dismiss_limit_menu(
         &self,
         sid: &str,
     ) -> impl Future<Output = Result<bool, InjectError>> + Send;
     /// Starts `restart` in the background (it records how it ended in the ledger itself).
     fn restart(&self, restart: Restart) -> impl Future<Output = ()> + Send;
-    /// Writes ledger records (failures are the implementation's to log).
     fn record(&self, records: Vec<Record>) -> impl Future<Output = ()> + Send;
-    /// Nudge states kept in the ledger.
     fn restore(&self) -> impl Future<Output = Vec<NudgeState>> + Send;
     /// Resolves when a bus event became owed a wake since the last call.
     fn owed_noted(&self) -> impl Future<Output = ()> + Send;
-    /// Wall clock, unix ms.
     fn now_ms(&self) -> i64;
     /// Tells a human (`[notify]`), if the daemon does; never waits.
     fn notify(&self, notice: Notice) {
@@ -101,8 +79,7 @@ pub trait SessionIo: Send + Sync {
     }
 }
 
-/// What `run` needs: the shared gate (and through it the injector and tmux), the ledger, the
-/// wake dir, the registry dir and the validated settings.
+/// What `run` needs.
 pub struct NudgerDeps {
     pub(super) io: LiveIo,
     pub config: NudgerConfig,
@@ -126,20 +103,17 @@ impl NudgerDeps {
         }
     }
 
-    /// A read-only view of every watched session, updated after each poll.
     pub fn views(&self) -> watch::Receiver<SessionViews> {
         self.views.subscribe()
     }
 }
 
-/// The real world: panes.json, tmux through the gate's injector, the ledger, the registry.
 pub struct LiveIo {
     gate: Arc<Gate>,
     store: Store,
     wake_dir: PathBuf,
     claude: Option<ClaudeHome>,
     restarts: RestartSettings,
-    /// The registry and ledger failures warned about (each once, until it works again).
     warned: Warnings,
 }
 
@@ -197,7 +171,7 @@ impl SessionIo for LiveIo {
         self.gate
             .injector()
             .tmux()
-            .snapshot(Deadline::after(SNAPSHOT_BUDGET))
+            .snapshot(Deadline::after(TMUX_BUDGET))
             .await
     }
 
@@ -205,7 +179,7 @@ impl SessionIo for LiveIo {
         self.gate
             .injector()
             .tmux()
-            .capture(pane, Deadline::after(CAPTURE_BUDGET))
+            .capture(pane, Deadline::after(TMUX_BUDGET))
             .await
     }
 
@@ -216,8 +190,9 @@ impl SessionIo for LiveIo {
             let rewinds = store.rewinds()?;
             for sid in sessions {
                 let rewind = rewinds.facts(&sid);
-                let row = store.session(&sid)?;
-                let Some(row) = row else { continue };
+                let Some(row) = store.session(&sid)? else {
+                    continue;
+                };
                 let hook = row.last_hook_event.clone().zip(row.last_seen_ms);
                 let transcript = row
                     .transcript_path
@@ -254,13 +229,11 @@ impl SessionIo for LiveIo {
                 self.warned.clear("registry");
                 found
             }
-            Ok(Err(error)) => {
-                if self.warned.first("registry") {
-                    tracing::warn!("nudger: {error}; deciding without the registry");
-                }
+            Ok(Err(error)) if self.warned.first("registry") => {
+                tracing::warn!("nudger: {error}; deciding without the registry");
                 HashMap::new()
             }
-            Err(_) => HashMap::new(),
+            _ => HashMap::new(),
         }
     }
 

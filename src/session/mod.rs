@@ -1,12 +1,8 @@
-//! The session as the unit. Everything wakebridge does on its own initiative is about one
-//! session at a time: nudge it, pay what it is owed, hold it at a usage limit and resume it,
-//! rewind or restart it. Each known session has one value that owns its state ([`state::Session`]:
-//! backoff, quiet clock, retries, the last look), one pure decision turns that value and what one
-//! poll saw into the next step ([`decide::decide`]), and one loop ([`task`]) gathers the
-//! observations for every session at once and performs the steps through the wake gate. Also
-//! here: what a poll sees and the one idle rule ([`observe`]), the backoff arithmetic
-//! ([`schedule`]), the validated settings ([`NudgerConfig`], with `[limits]` and `[rewind]`) and
-//! the read-only [`SessionView`] the status surfaces show. Only `task` runs processes or types.
+//! The session as the unit of everything wakebridge does on its own: nudge, pay what is owed,
+//! hold and resume at a usage limit, rewind, restart. Each session has one value
+//! ([`state::Session`]), one pure decision turns it and what a poll saw into the next step
+//! ([`decide::decide`]), and one loop ([`task`]) performs the steps through the wake gate. Only
+//! `task` runs processes or types.
 
 pub mod decide;
 pub(crate) mod io;
@@ -27,19 +23,14 @@ use crate::rewind::{RewindConfig, RewindError};
 pub use observe::{Movement, Observation, Verdict};
 pub use schedule::{Next, NudgeCount, Schedule};
 
-/// How long after wakebridge's own typing pane output, hook events and transcript writes are
-/// taken as the echo of that typing (the text appearing, Claude's `UserPromptSubmit` and the
-/// transcript's user record, a one-line acknowledgement) rather than the session answering.
-/// Real work on a nudge runs a turn of API calls that outlasts it; an acknowledgement that ends
-/// within it does not reset the backoff, so an agent that only says "nothing left" is left alone
-/// sooner.
+/// How long after wakebridge's own typing the session's movements are the echo of it (the text
+/// showing, `UserPromptSubmit`, a one-line acknowledgement) rather than an answer. Real work
+/// outlasts it; an agent that only says "nothing left" does not reset the backoff.
 pub const ECHO_GRACE: Duration = Duration::from_secs(10);
 
-/// Shortest poll interval accepted: each poll forks one `tmux list-panes`, so a smaller value
-/// would cost CPU without detecting idleness any sooner in a way that matters.
+/// Shortest poll interval accepted: each poll forks one `tmux list-panes`.
 pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
 
-/// Why `[nudger]` cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum NudgeError {
     #[error("nudger.messages is empty; give at least one message to type as a nudge")]
@@ -64,17 +55,13 @@ pub enum NudgeError {
 /// `[limits]`, validated: the hold and the resume at a usage limit's reset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LimitsConfig {
-    /// Whether limits are looked for and held at all.
     pub enabled: bool,
-    /// Whether the resume message is typed at the reset (false: held until the session shows
-    /// life on its own).
+    /// Whether the resume message is typed at the reset (else held until it shows life).
     pub resume: bool,
-    /// After the reset time shown, before resuming.
     pub grace: Duration,
-    /// After the reset, how long a session whose own auto-continue is armed is left to it.
+    /// After the reset, how long a session's armed auto-continue is left to do it.
     pub auto_continue_wait: Duration,
     pub message: KeystrokeText,
-    /// Resumes per limit before giving up.
     pub max_tries: u32,
 }
 
@@ -98,18 +85,14 @@ impl LimitsConfig {
 /// `[nudger]` (and `[wake] owed_after`), validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NudgerConfig {
-    /// Whether nudges are typed. Owed wakes are paid either way.
+    /// Owed wakes are paid either way.
     pub enabled: bool,
-    /// Quiet time (no activity signal moved) before a session with a positive idle signal is
-    /// nudged.
     pub idle_after: Duration,
     pub poll_interval: Duration,
     pub schedule: Schedule,
     /// Typed in rotation: the n-th unanswered nudge of a series types `messages[n % len]`.
     pub messages: Vec<KeystrokeText>,
-    /// See [`ECHO_GRACE`].
     pub echo_grace: Duration,
-    /// Quiet time after which an idle session that is owed a wake gets the wake prompt typed.
     pub owed_after: Duration,
     pub limits: LimitsConfig,
     pub rewind: RewindConfig,
@@ -158,34 +141,24 @@ impl NudgerConfig {
         })
     }
 
-    /// The message for the nudge that follows `unanswered` unanswered ones.
     pub fn message(&self, unanswered: u32) -> Option<&KeystrokeText> {
-        let len = self.messages.len();
-        if len == 0 {
-            return None;
-        }
-        self.messages
-            .get(usize::try_from(unanswered).unwrap_or(usize::MAX) % len)
+        let at = usize::try_from(unanswered).unwrap_or(usize::MAX);
+        self.messages.get(at.checked_rem(self.messages.len())?)
     }
 }
 
 /// What the loop last made of one session, for `/sessions`, `wakebridge status` and `/metrics`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionView {
-    /// Its state as the last decision left it.
     pub state: SessionState,
-    /// Why, in a few words for a person (`busy (title: busy glyph)`, `nudged`, ...).
+    /// In a few words for a person (`busy (title: busy glyph)`, `nudged`, ...).
     pub reason: String,
-    /// Nudges typed since the session last showed activity.
     pub unanswered: u32,
-    /// When the last nudge was typed (unix ms).
     pub last_nudge_ms: Option<i64>,
-    /// Earliest time (unix ms) the next nudge may be typed; `None` when none is scheduled
-    /// (acknowledged, or nothing typed yet so a nudge may go once the session is idle).
+    /// Earliest time (unix ms) the next nudge may be typed; `None` when none is scheduled.
     pub next_nudge_at_ms: Option<i64>,
-    /// Left alone until it shows activity.
     pub acknowledged: bool,
-    /// Since when nothing moved (unix ms), when the session currently looks idle.
+    /// Since when nothing moved (unix ms), while it looks idle.
     pub idle_since_ms: Option<i64>,
 }
 

@@ -1,52 +1,36 @@
-//! The idle decision, pure: what one poll saw of a session ([`Observation`]), what that says
-//! about its state right now ([`classify`]), and whether anything moved since the last poll
-//! ([`Activity`]). A session is idle only when no activity signal moved for `idle_after` AND a
-//! positive idle signal holds (reference section 7: Gas City #733 nudged a thinking session
-//! because it trusted silence alone). This module reads no files and runs no processes: the
-//! nudger task gathers the raw readings and hands them in, with every time in unix milliseconds.
-//!
-//! Activity signals carry their own timestamps where they can (tmux `window_activity`, the hook
-//! `last_seen_ms`, the transcript mtime, the registry's `statusUpdatedAt`). A movement stamped
-//! within the grace window after wakebridge's own typing is the echo of that typing (the text
-//! appearing, Claude's `UserPromptSubmit`, a short acknowledgement) and does not count as the
-//! session answering; anything later does, except a hook event that reports the session waiting
-//! (`idle_prompt`, a dialog's notification: `HookKind::shows_life`), which is idleness, not life.
+//! The idle decision, pure: what a poll saw ([`Observation`]), the state it says ([`classify`])
+//! and whether anything moved ([`Activity`]). A session is idle only when nothing moved for
+//! `idle_after` AND a positive idle signal holds: trusting silence alone nudges a thinking
+//! session. A movement stamped within the grace after wakebridge's own typing is its echo, not
+//! the session answering; so is a hook event that reports the session waiting.
 
 use crate::api::SessionState;
 use crate::claude::hooks::HookKind;
 use crate::claude::registry::{RegistryReading, RegistryStatus};
 use crate::claude::screen::{ScreenReading, Title};
 
-/// A transcript file's size and mtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {
     pub size: u64,
     pub mtime_ms: i64,
 }
 
-/// Everything one poll saw of one session; `None` means the signal is not available (a zellij
-/// pane has no title, activity or screen; a session the hook never saw has no hook facts).
+/// What one poll saw of one session; `None`: the signal is not available.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Observation {
-    /// A fresh `<sid>.busy` marker.
     pub busy_marker: bool,
     pub title: Option<Title>,
-    /// tmux `window_activity`, epoch seconds.
     pub window_activity_s: Option<u64>,
-    /// Present only when the screen was captured this poll.
     pub screen: Option<ScreenReading>,
     pub transcript: Option<FileStamp>,
-    /// The last hook event and when the hook last reported (unix ms).
     pub hook: Option<(HookKind, i64)>,
     pub registry: Option<RegistryReading>,
 }
 
 impl Observation {
-    /// Whether a fresh busy marker is contradicted by a current idle signal (the title's idle
-    /// glyph, the registry's `idle`): an Esc interrupt fires no hook, so its marker stays for
-    /// the marker's whole lifetime. Only an owed wake reads the marker as stale then (a bus
-    /// event does not wait an hour); a nudge does not, since the marker is the one signal a
-    /// hook sets at the very start of a turn.
+    /// A busy marker contradicted by a current idle signal: an Esc interrupt fires no hook, so
+    /// its marker stays. Only an owed wake reads it as stale (a bus event does not wait an
+    /// hour); a nudge does not, the marker being the one signal set at a turn's very start.
     pub fn stale_marker(&self) -> bool {
         let idle_now = self.title == Some(Title::Idle)
             || self
@@ -55,34 +39,21 @@ impl Observation {
                 .is_some_and(|r| r.status == RegistryStatus::Idle);
         self.busy_marker && idle_now
     }
-
-    /// This observation without its busy marker when `drop_it`.
-    pub fn without_marker_if(&self, drop_it: bool) -> Observation {
-        Observation {
-            busy_marker: self.busy_marker && !drop_it,
-            ..self.clone()
-        }
-    }
 }
 
-/// The session's state according to one observation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// A positive idle signal holds (and nothing says busy or blocked).
     Idle(&'static str),
-    /// A turn runs.
     Busy(&'static str),
     /// A dialog or question waits for a human: typing would answer it.
     Dialog(&'static str),
     /// Text sits at the prompt (a human's draft): typing would submit it.
     Draft,
-    /// Nothing says idle.
     Unknown(&'static str),
 }
 
 impl Verdict {
-    /// The session's state as this verdict has it (unknown reads as idle: nothing says a turn
-    /// runs, and nothing is typed on it alone).
+    /// Unknown reads as idle: nothing says a turn runs, and nothing is typed on it alone.
     pub fn state(self) -> SessionState {
         match self {
             Verdict::Idle(_) | Verdict::Unknown(_) => SessionState::Idle,
@@ -92,7 +63,6 @@ impl Verdict {
         }
     }
 
-    /// The verdict in a few words, for a person (`busy: spinner on screen`).
     pub fn describe(self) -> String {
         match self {
             Verdict::Idle(why) => format!("idle ({why})"),
@@ -163,21 +133,18 @@ pub fn classify(obs: &Observation) -> Verdict {
     Verdict::Unknown("no idle signal")
 }
 
-/// What changed since the previous observation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Movement {
     Still,
     /// Something moved, but only within the grace window after our own typing.
     Ours,
-    /// The session did something: `signal` moved at `at_ms`.
     Real {
         signal: &'static str,
         at_ms: i64,
     },
 }
 
-/// The activity fingerprints of one session and since when it has been quiet.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Activity {
     window_activity_s: Option<u64>,
     hook_seen_ms: Option<i64>,
@@ -189,10 +156,8 @@ pub struct Activity {
 }
 
 impl Activity {
-    /// The first observation of a session at `now_ms`: it becomes the baseline and the session
-    /// counts as quiet from now on (nothing earlier was watched). If the session had been
-    /// nudged before (`restored_nudge_ms`, from the ledger), a timestamped signal newer than
-    /// that nudge plus the grace is activity that happened while nobody was watching.
+    /// The first observation: the baseline, quiet from now on. For a session nudged before a
+    /// restart, a signal newer than that nudge plus the grace is activity nobody watched.
     pub fn first(
         obs: &Observation,
         now_ms: i64,
@@ -200,35 +165,24 @@ impl Activity {
         grace_ms: i64,
     ) -> (Self, Movement) {
         let mut activity = Activity {
-            window_activity_s: None,
-            hook_seen_ms: None,
-            transcript: None,
-            registry_ms: None,
-            screen_hash: None,
-            screen_at_ms: None,
             quiet_since_ms: now_ms,
+            ..Activity::default()
         };
-        let movement = match restored_nudge_ms {
-            Some(nudged) => {
-                let moved = activity.absorb(obs, now_ms, None, grace_ms);
-                match moved {
-                    Movement::Real { at_ms, .. } if at_ms > nudged.saturating_add(grace_ms) => {
-                        moved
-                    }
-                    _ => Movement::Still,
-                }
+        let movement = match (
+            activity.absorb(obs, now_ms, None, grace_ms),
+            restored_nudge_ms,
+        ) {
+            (moved @ Movement::Real { at_ms, .. }, Some(nudged))
+                if at_ms > nudged.saturating_add(grace_ms) =>
+            {
+                moved
             }
-            None => {
-                activity.absorb(obs, now_ms, None, grace_ms);
-                Movement::Still
-            }
+            _ => Movement::Still,
         };
-        activity.quiet_since_ms = now_ms;
         (activity, movement)
     }
 
-    /// Compares `obs` with the previous fingerprints and keeps the new ones. `typed_ms` is when
-    /// wakebridge last typed into the pane.
+    /// Compares `obs` with the previous fingerprints and keeps the new ones.
     pub fn observe(
         &mut self,
         obs: &Observation,
@@ -243,7 +197,6 @@ impl Activity {
         movement
     }
 
-    /// Since when nothing real moved (unix ms).
     pub fn quiet_since_ms(&self) -> i64 {
         self.quiet_since_ms
     }
@@ -260,9 +213,8 @@ impl Activity {
             |at_ms: i64| typed_ms.is_some_and(|typed| at_ms <= typed.saturating_add(grace_ms));
         let mut timed: Vec<(&'static str, i64)> = Vec::new();
         let baseline_known = self.has_baseline();
-        // A session whose hooks report shows its life through them; its pane's output is no
-        // sign of it: Claude Code redraws by itself while idle (a footer hint drawn after a turn
-        // and erased seconds later, the idle notification's redraw).
+        // A session whose hooks report shows its life through them; its pane's output does not:
+        // Claude Code redraws by itself while idle.
         let pane_shows_life = obs.hook.is_none();
         if let Some(now) = obs.window_activity_s {
             if self.window_activity_s.is_none_or(|before| now > before) && pane_shows_life {

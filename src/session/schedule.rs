@@ -1,40 +1,28 @@
-//! The nudge schedule, pure: how long to wait between nudges while they go unanswered, and when
-//! to stop (acknowledged idle). It owns the backoff arithmetic and the per-session count; it
-//! does not look at panes, decide idleness or read clocks (every time is passed in).
-//!
-//! Gaps: the first nudge may follow the last keystrokes wakebridge typed (a wake, a warning or an
-//! earlier nudge) by `base`; after the n-th unanswered nudge the next waits `base * 2^(n-1)`,
-//! capped at `max`. After `acknowledge_after` unanswered nudges the session is acknowledged idle
-//! and nothing more is sent until real activity resets the count.
+//! The nudge backoff, pure. The first nudge may follow the last keystrokes typed by `base`; after
+//! the n-th unanswered nudge the next waits `base * 2^(n-1)`, capped at `max`. After
+//! `acknowledge_after` unanswered nudges the session is left alone until real activity.
 
 use std::ops::Add;
 use std::time::Duration;
 
-/// The backoff parameters (from `[nudger]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Schedule {
-    /// Gap after the first nudge (and the least gap after any typing).
     pub base: Duration,
-    /// Largest gap between two nudges.
     pub max: Duration,
-    /// Unanswered nudges after which the session is left alone; 0 never nudges at all.
+    /// 0 never nudges at all.
     pub acknowledge_after: u32,
 }
 
-/// When the next nudge may be typed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next<T> {
     /// Not before this time (it may already have passed).
     At(T),
-    /// Nothing was ever typed and no nudge is pending: a nudge may go as soon as the session is
-    /// idle.
+    /// Nothing was ever typed: a nudge may go as soon as the session is idle.
     Whenever,
-    /// Acknowledged idle: no nudge until the session shows activity.
     Acknowledged,
 }
 
 impl<T: Copy + Ord> Next<T> {
-    /// Whether a nudge may go at `now`.
     pub fn due(&self, now: T) -> bool {
         match self {
             Next::At(at) => now >= *at,
@@ -44,12 +32,10 @@ impl<T: Copy + Ord> Next<T> {
     }
 }
 
-/// One session's unanswered nudges, generic over the time type (tokio `Instant` in the loop).
+/// One session's unanswered nudges, generic over the time type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NudgeCount<T> {
-    /// Nudges typed since the session last showed activity.
     pub unanswered: u32,
-    /// When the last of them was typed.
     pub last_nudge: Option<T>,
 }
 
@@ -63,15 +49,13 @@ impl<T> Default for NudgeCount<T> {
 }
 
 impl<T: Copy> NudgeCount<T> {
-    /// A nudge was typed at `at`.
     pub fn nudged(&mut self, at: T) {
         self.unanswered = self.unanswered.saturating_add(1);
         self.last_nudge = Some(at);
     }
 
-    /// The session showed real activity: the next idle spell starts a fresh series. Returns
-    /// whether there was anything to forget. The last nudge time is kept: it still spaces the
-    /// next nudge from the one before.
+    /// Real activity: returns whether there was anything to forget. The last nudge time is
+    /// kept: it still spaces the next nudge.
     pub fn reset(&mut self) -> bool {
         let had = self.unanswered > 0;
         self.unanswered = 0;
@@ -80,8 +64,7 @@ impl<T: Copy> NudgeCount<T> {
 }
 
 impl Schedule {
-    /// The gap that must follow the last typing when `unanswered` nudges are outstanding:
-    /// `base` for 0 and 1, then doubling, never above `max` (nor below `base` if `max < base`).
+    /// `base` for 0 and 1 unanswered, then doubling, never above `max` (nor below `base`).
     pub fn gap(&self, unanswered: u32) -> Duration {
         let doublings = unanswered.saturating_sub(1);
         let factor = 1u32.checked_shl(doublings).unwrap_or(u32::MAX);
@@ -90,13 +73,11 @@ impl Schedule {
             .min(self.max.max(self.base))
     }
 
-    /// Whether `unanswered` nudges make the session acknowledged idle.
     pub fn acknowledged(&self, unanswered: u32) -> bool {
         unanswered >= self.acknowledge_after
     }
 
-    /// When the next nudge may go, given the count and the last time anything was typed into
-    /// the pane (`last_typed`: a wake or warning counts as a nudge for spacing).
+    /// `last_typed`: a wake or warning counts as a nudge for spacing.
     pub fn next<T>(&self, count: &NudgeCount<T>, last_typed: Option<T>) -> Next<T>
     where
         T: Copy + Ord + Add<Duration, Output = T>,
@@ -104,11 +85,7 @@ impl Schedule {
         if self.acknowledged(count.unanswered) {
             return Next::Acknowledged;
         }
-        let reference = match (count.last_nudge, last_typed) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
-        match reference {
+        match count.last_nudge.max(last_typed) {
             Some(at) => Next::At(at + self.gap(count.unanswered)),
             None => Next::Whenever,
         }

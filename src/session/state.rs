@@ -1,8 +1,5 @@
-//! One value per session: everything the loop knows about a session between two polls (its
-//! backoff, its quiet clock, when each kind of attempt may be tried again, the last look at its
-//! screen) and the state the last decision left it in. The ledger keeps what must outlive the
-//! daemon (owed events, the limit, rewinds, the nudge count); this keeps the rest. Pure: the loop
-//! changes it through these methods, the decision reads it.
+//! One value per session: what the loop knows between two polls (backoff, quiet clock, retry
+//! clocks, the last look). The ledger keeps what must outlive the daemon; this keeps the rest.
 
 use std::time::Duration;
 
@@ -17,49 +14,35 @@ use crate::session::schedule::{NudgeCount, Schedule};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Attempt {
     Nudge,
-    /// The wake prompt a bus event is owed.
     Owed,
-    /// The resume message at a usage limit's reset.
     Resume,
-    /// A rewind's `/clear`.
     Rewind,
 }
 
-/// One kind of attempt's retry clock.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tries {
-    /// No new attempt before this (after a refusal or a failure).
     pub retry_at: Option<Instant>,
-    /// The action of the last attempt refused, so a streak of refusals with one action records
-    /// one ledger row (a draft left for an hour is one row, not one per poll).
+    /// The last refused action, so a streak of refusals records one ledger row, not one per poll.
     pub refused: Option<Action>,
 }
 
-/// Everything the loop knows about one session.
 #[derive(Debug, Default)]
 pub struct Session {
-    /// Nudges unanswered since it last showed life, and when the last was typed.
     pub count: NudgeCount<Instant>,
-    /// Left alone until it shows life.
     pub acknowledged: bool,
-    /// Its activity fingerprints and quiet clock, once observed.
     pub activity: Option<Activity>,
     /// The ledger's last nudge (unix ms) for a session restored at start, until first seen.
     pub restored_nudge_ms: Option<i64>,
-    /// The last nudge (unix ms), for the ledger row and the view.
     pub last_nudge_ms: Option<i64>,
-    /// What the last look at the screen showed that stopped a nudge (a dialog, a spinner),
-    /// while the nudge's retry clock holds the next look off.
+    /// What the last look at the screen showed that stopped a nudge, while its retry clock runs.
     pub screen_block: Option<Verdict>,
     /// While held at a limit: when to look at the screen next (unix ms).
     pub limit_look_ms: Option<i64>,
-    /// The state and reason the last decision left it in.
     pub state: Option<(SessionState, String)>,
     tries: [Tries; 4],
 }
 
 impl Session {
-    /// A session restored from the ledger's nudge state.
     pub fn restored(
         unanswered: u32,
         last_nudge: Option<(Instant, i64)>,
@@ -86,25 +69,23 @@ impl Session {
         &mut self.tries[attempt as usize]
     }
 
-    /// Whether `attempt` must wait at `now` (a refusal's retry clock still runs).
     pub fn waits(&self, attempt: Attempt, now: Instant) -> bool {
         self.tries(attempt).retry_at.is_some_and(|at| at > now)
     }
 
-    /// No new `attempt` before `now + wait`.
     pub fn retry_in(&mut self, attempt: Attempt, now: Instant, wait: Duration) {
         self.tries_mut(attempt).retry_at = Some(now + wait);
     }
 
-    /// Whether the outcome `action` of an `attempt` gets a ledger row: every one that typed, and
-    /// the first of a streak of refusals with the same action. Typing ends the streak.
+    /// Whether an outcome gets a ledger row: every one that typed, and the first of a streak of
+    /// refusals with the same action.
     pub fn row_due(&mut self, attempt: Attempt, action: Action) -> bool {
         let refused = (!action.woke()).then_some(action);
         let tries = self.tries_mut(attempt);
         std::mem::replace(&mut tries.refused, refused) != refused || refused.is_none()
     }
 
-    /// How long nothing has moved, as of `now_ms` (nothing observed yet: zero).
+    /// How long nothing has moved (nothing observed yet: zero).
     pub fn quiet_for(&self, now_ms: i64) -> Duration {
         let since = self
             .activity
@@ -113,8 +94,7 @@ impl Session {
         Duration::from_millis(u64::try_from(now_ms - since).unwrap_or(0))
     }
 
-    /// The session showed life: the unanswered nudges are forgotten and it may be nudged again
-    /// when it next stops. Returns (it had unanswered nudges, it was acknowledged).
+    /// The session showed life. Returns (it had unanswered nudges, it was acknowledged).
     pub fn answered(&mut self) -> (bool, bool) {
         let had = self.count.reset();
         let was_acknowledged = std::mem::replace(&mut self.acknowledged, false);
@@ -123,8 +103,7 @@ impl Session {
         (had, was_acknowledged)
     }
 
-    /// A nudge was typed at `at` (`at_ms`): one more unanswered. Returns whether that makes the
-    /// session acknowledged idle.
+    /// A nudge was typed: returns whether the session is now acknowledged idle.
     pub fn nudged(&mut self, at: Instant, at_ms: i64, schedule: &Schedule) -> bool {
         self.count.nudged(at);
         self.last_nudge_ms = Some(at_ms);
@@ -134,7 +113,6 @@ impl Session {
         self.acknowledged
     }
 
-    /// The limit it was held at lifted: nothing of the hold is left.
     pub fn unheld(&mut self) {
         self.limit_look_ms = None;
         self.tries_mut(Attempt::Resume).refused = None;

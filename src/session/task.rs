@@ -1,22 +1,13 @@
-//! The loop that keeps every session: every `poll_interval` it reads the `panes.json` mapping,
-//! takes ONE `tmux list-panes -a` snapshot for all mapped tmux panes, reads Claude Code's
-//! session registry and the ledger's facts once, and for each session feeds what it saw to the
-//! session's value (its activity: a sign of life forgets the unanswered nudges), asks the one
-//! decision (`session::decide`) for the next step (reading the screen first when it says so)
-//! and performs it: a nudge, an owed wake, a resume at a usage limit's reset, a rewind or a
-//! restart, typed through the wake gate; holds, lifts and give-ups recorded in the ledger. It
-//! publishes each session's [`SessionView`] after every poll and restores the nudge states the
-//! ledger kept at start.
+//! The loop that keeps every session: each `poll_interval` it reads `panes.json`, takes ONE
+//! `tmux list-panes -a` snapshot, reads the registry and the ledger's facts once, then per
+//! session feeds what it saw to the session's value, asks `session::decide` for the next step
+//! (reading the screen first when told to) and performs it through the wake gate.
 //!
-//! One loop over a map, not a task per session: one snapshot, one registry read and one ledger
-//! read serve every session per poll, and what to do for a session never waits on another's
-//! I/O for long (each step is bounded by the gate's budget; a rewind's wait for the clear by
-//! `rewind::CLEAR_WAIT`). While anything is owed it polls every [`OWED_POLL`]; it wakes for the
-//! earliest resume due. zellij panes have no snapshot (no per-pane title or activity for one
-//! process): for them the decision rests on the hooks, the registry and the transcript.
-//!
-//! All I/O goes through [`SessionIo`] (`session::io`), so the loop can be driven with tokio's
-//! paused clock and scripted signals.
+//! One loop over a map, not a task per session: one snapshot and one ledger read serve every
+//! session, and each step is bounded (the gate's budget, `rewind::CLEAR_WAIT`). While anything is
+//! owed it polls every [`OWED_POLL`]; it wakes for the earliest resume due. zellij panes have no
+//! snapshot: for them the decision rests on the hooks, the registry and the transcript. All I/O
+//! goes through [`SessionIo`], so tests drive the loop on tokio's paused clock.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -31,10 +22,10 @@ use crate::api::SessionState;
 use crate::claude::hooks::HookKind;
 use crate::claude::registry::RegistryReading;
 use crate::claude::screen;
-use crate::delivery::gate::GateOutcome;
+use crate::delivery::{self, gate::GateOutcome};
 use crate::mux::{PaneInfo, STEP_FLOOR};
 use crate::session::decide::{
-    LOOK_EVERY_MS, Look, Now, PaneSeen, Screen, Seen, Step, decide, resume_times,
+    LOOK_EVERY_MS, Look, Now, PaneSeen, Screen, Seen, Step, decide, millis, resume_times,
 };
 use crate::session::observe::{Activity, Movement, Observation};
 use crate::session::state::{Attempt, Session};
@@ -51,34 +42,28 @@ pub use super::io::{LiveIo, NudgerDeps, SessionFacts, SessionIo};
 pub use resume::RESUME_SENDER;
 pub use rewind::REWIND_SENDER;
 
-/// The `sender` of the nudger's ledger rows.
 pub const NUDGER_SENDER: &str = "wakebridge-nudger";
-/// The `sender` of the rows of owed wakes it types.
 pub const OWED_SENDER: &str = "wakebridge-owed";
-/// Poll interval while any session is owed a wake: `owed_after` is seconds, so a wake is typed
-/// within a second of it (one `list-panes` a second, only while something is owed).
+/// Poll interval while any session is owed a wake, so a wake is typed within a second of
+/// `owed_after`.
 pub const OWED_POLL: Duration = Duration::from_secs(1);
-/// After an owed wake (or a resume, or a `/clear`) the gate did not type (cooldown, a draft or
-/// menu, a failure), the next try waits this long.
+/// Wait before retrying an owed wake, a resume or a `/clear` the gate did not type.
 const OWED_RETRY: Duration = Duration::from_secs(2);
 
-/// The loop: its settings, its I/O and every session's value.
 pub struct Keeper<I> {
     config: NudgerConfig,
     io: I,
     sessions: HashMap<String, Session>,
     views: watch::Sender<SessionViews>,
     snapshot_warned: bool,
-    /// Some mapped session was owed a wake at the last poll.
     owes_any: bool,
-    /// The earliest time a held session's decision changes (a resume due), unix ms.
+    /// The earliest time a held session's decision changes, unix ms.
     wake_at_ms: Option<i64>,
-    /// The rewinds (asked for as, asked at) this loop has performed or started: never twice,
-    /// even while the ledger still shows one waiting (a restart running, a record that failed).
+    /// The rewinds (asked for as, asked at) performed or started: never twice, even while the
+    /// ledger still shows one waiting.
     rewinds_taken: HashSet<(String, i64)>,
     /// The last snapshot failed because the tmux server is gone (not merely slow).
     tmux_gone: bool,
-    /// The limits (session, since) a human was told about in this run.
     limits_told: HashSet<(String, i64)>,
 }
 
@@ -98,8 +83,7 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    /// Loads the nudge states the ledger kept, so a restart neither forgets an acknowledged
-    /// session nor restarts a backoff series from the beginning.
+    /// A restart neither forgets an acknowledged session nor restarts a backoff series.
     pub async fn restore(&mut self) {
         let now = Instant::now();
         let now_ms = self.io.now_ms();
@@ -117,7 +101,6 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    /// One poll over every mapped session.
     pub async fn poll(&mut self) {
         let mapping = self.io.mapping().await;
         self.sessions
@@ -134,11 +117,10 @@ impl<I: SessionIo> Keeper<I> {
                 }
                 Err(error) => {
                     self.tmux_gone = crate::mux::tmux::create::is_missing_target(&error);
-                    if !self.snapshot_warned {
+                    if !std::mem::replace(&mut self.snapshot_warned, true) {
                         tracing::warn!(
                             "nudger: tmux list-panes failed ({error}); skipping tmux panes until it works"
                         );
-                        self.snapshot_warned = true;
                     }
                     None
                 }
@@ -169,7 +151,6 @@ impl<I: SessionIo> Keeper<I> {
         self.views.send_replace(Arc::new(views));
     }
 
-    /// Observes one session, decides and performs its next step.
     async fn consider(
         &mut self,
         sid: &str,
@@ -191,23 +172,12 @@ impl<I: SessionIo> Keeper<I> {
         let mut pane = PaneSeen::Live;
         if let PaneTarget::Tmux { pane: id, .. } = target {
             let info = snapshot.and_then(|panes| panes.get(id));
+            let gone = |why, revive| PaneSeen::Gone { why, revive };
             pane = match (snapshot, info) {
-                (None, _) if self.tmux_gone => PaneSeen::Gone {
-                    why: "tmux server gone",
-                    revive: Some(false),
-                },
-                (None, _) => PaneSeen::Gone {
-                    why: "tmux unavailable",
-                    revive: None,
-                },
-                (Some(_), None) => PaneSeen::Gone {
-                    why: "pane not found",
-                    revive: Some(false),
-                },
-                (_, Some(info)) if info.dead => PaneSeen::Gone {
-                    why: "pane dead",
-                    revive: Some(true),
-                },
+                (None, _) if self.tmux_gone => gone("tmux server gone", Some(false)),
+                (None, _) => gone("tmux unavailable", None),
+                (Some(_), None) => gone("pane not found", Some(false)),
+                (_, Some(info)) if info.dead => gone("pane dead", Some(true)),
                 (_, Some(_)) => PaneSeen::Live,
             };
             if let Some(info) = info {
@@ -292,24 +262,19 @@ impl<I: SessionIo> Keeper<I> {
         self.perform(sid, target, step, &facts).await
     }
 
-    /// Reads the screen a decision asked for: a tmux pane's by one `capture-pane` before a
-    /// nudge, any pane's through the gate while held at a limit.
+    /// Reads the screen: a tmux pane's by one `capture-pane` before a nudge, else through the
+    /// gate.
     async fn look(&self, sid: &str, target: &PaneTarget, look: Look) -> Option<String> {
         match (look, target) {
-            (Look::BeforeNudge, PaneTarget::Tmux { pane, .. }) => {
-                match self.io.capture(pane).await {
-                    Ok(text) => Some(text),
-                    Err(error) => {
-                        tracing::debug!(session_id = sid, "nudger: capture-pane failed: {error}");
-                        None
-                    }
-                }
-            }
+            (Look::BeforeNudge, PaneTarget::Tmux { pane, .. }) => (self.io.capture(pane).await)
+                .inspect_err(|error| {
+                    tracing::debug!(session_id = sid, "nudger: capture-pane failed: {error}");
+                })
+                .ok(),
             _ => self.io.screen(sid).await,
         }
     }
 
-    /// Performs `step` for `sid` and says what the session looks like after it.
     async fn perform(
         &mut self,
         sid: &str,
@@ -366,7 +331,6 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    /// When wakebridge last typed into `sid`, as unix ms.
     fn typed_ms(&self, sid: &str, now: &Now) -> Option<i64> {
         self.io.last_typed(sid).map(|t| {
             now.ms
@@ -378,7 +342,6 @@ impl<I: SessionIo> Keeper<I> {
         self.sessions.entry(sid.to_owned()).or_default()
     }
 
-    /// Feeds `obs` to the session's activity tracker.
     fn track(
         &mut self,
         sid: &str,
@@ -399,7 +362,6 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    /// Real activity: the unanswered nudges are forgotten (and the ledger told, if there were).
     async fn answered(&mut self, sid: &str, signal: &str) {
         let session = self.session(sid);
         let (had, was_acknowledged) = session.answered();
@@ -424,12 +386,11 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    /// Keeps the earliest time the loop must wake for.
     fn wake_at(&mut self, at_ms: i64) {
         self.wake_at_ms = Some(self.wake_at_ms.map_or(at_ms, |d| d.min(at_ms)));
     }
 
-    /// The session's view in `state`, for `reason`; also kept as its last decided state.
+    /// Also kept as the session's last decided state.
     fn view(&mut self, sid: &str, state: SessionState, reason: String) -> SessionView {
         let now = Instant::now();
         let now_ms = self.io.now_ms();
@@ -462,8 +423,7 @@ impl<I: SessionIo> Keeper<I> {
     }
 }
 
-/// The ledger rows of what the loop typed (or tried to) at `at_ms`: the delivery row, and the
-/// session's wake (the cooldown's start) when keystrokes reached the pane.
+/// The delivery row, and the session's wake (the cooldown's start) when keystrokes went in.
 fn typed_records(sender: &str, sid: &str, at_ms: i64, outcome: &GateOutcome) -> Vec<Record> {
     let mut records = vec![typed_row(DeliverySource::Wake, sender, sid, at_ms, outcome)];
     if outcome.action.woke() {
@@ -475,7 +435,6 @@ fn typed_records(sender: &str, sid: &str, at_ms: i64, outcome: &GateOutcome) -> 
     records
 }
 
-/// The ledger row of what the loop typed (or tried to) at `at_ms`.
 fn typed_row(
     source: DeliverySource,
     sender: &str,
@@ -485,37 +444,23 @@ fn typed_row(
 ) -> Record {
     Record::Delivery(Delivery {
         at_ms,
-        source,
-        identity: None,
-        event_id: None,
         sender: sender.to_owned(),
-        target_session: sid.to_owned(),
-        action: outcome.action.as_str().to_owned(),
-        spool_us: None,
-        inject_us: (!outcome.inject_time.is_zero())
-            .then(|| u64::try_from(outcome.inject_time.as_micros()).unwrap_or(u64::MAX)),
+        inject_us: delivery::inject_us(outcome),
         error_kind: outcome.error_kind.map(str::to_owned),
-        owed: false,
+        ..delivery::delivery_row(source, None, sid, outcome.action)
     })
 }
 
-/// A rewind's key in [`Keeper::rewinds_taken`]: the id it was asked for and when.
 fn taken_key(pending: &crate::store::RewindRow) -> (String, i64) {
     (pending.session_id.clone(), pending.asked_ms)
 }
 
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// The monotonic instant of wall time `ms`, given that `now` is `now_ms`; `None` if it lies
-/// before the monotonic clock's origin. Future times map to `now`.
+/// The monotonic instant of wall time `ms`; `None` before the clock's origin, `now` if future.
 fn instant_at(now: Instant, now_ms: i64, ms: i64) -> Option<Instant> {
     let ago = u64::try_from(now_ms.saturating_sub(ms)).unwrap_or(0);
     now.checked_sub(Duration::from_millis(ago))
 }
 
-/// The wall time (unix ms) of monotonic `at`, given that `now` is `now_ms`.
 fn ms_at(now: Instant, now_ms: i64, at: Instant) -> i64 {
     if at >= now {
         now_ms.saturating_add(millis(at - now))
@@ -524,8 +469,6 @@ fn ms_at(now: Instant, now_ms: i64, at: Instant) -> i64 {
     }
 }
 
-/// Runs the loop until `shutdown`: restores state, then polls every `poll_interval` (every
-/// [`OWED_POLL`] while a wake is owed, and at once when an event becomes owed).
 pub async fn run(deps: NudgerDeps, shutdown: CancellationToken) {
     if !deps.config.enabled {
         tracing::info!("nudges off ([nudger] enabled = false); owed wakes are still typed");
@@ -534,7 +477,6 @@ pub async fn run(deps: NudgerDeps, shutdown: CancellationToken) {
     run_with(keeper, shutdown).await;
 }
 
-/// The loop around any [`SessionIo`] (tests drive it with scripted signals and a paused clock).
 pub async fn run_with<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToken) {
     keeper.restore().await;
     tracing::info!(
@@ -562,7 +504,6 @@ pub async fn run_with<I: SessionIo>(mut keeper: Keeper<I>, shutdown: Cancellatio
         tokio::select! {
             () = shutdown.cancelled() => break,
             () = tokio::time::sleep_until(next_poll) => {}
-            // A new owed event: poll now, and then every OWED_POLL.
             () = keeper.io.owed_noted() => {}
         }
     }

@@ -1,7 +1,6 @@
-//! Which pane this process runs in, from the environment a multiplexer gives its panes: tmux's
-//! `TMUX_PANE` first (unambiguous), then zellij's `ZELLIJ_PANE_ID` with `ZELLIJ_SESSION_NAME`.
-//! Outside any multiplexer the answer is `None`, which writers turn into "no entry at all" rather
-//! than an empty one (an empty entry would warn and ask an operator to repair a working setup).
+//! Which pane this process runs in, from the multiplexer's environment: tmux's `TMUX_PANE`
+//! first, then zellij's pair. Outside any, `None`: writers then write no entry at all (an empty
+//! one would warn and ask an operator to repair a working setup).
 
 use crate::env::Env;
 use crate::wakedir::printable::is_valid_string;

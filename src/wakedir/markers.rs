@@ -1,9 +1,8 @@
-//! Busy markers: `<wake_dir>/<sid>.busy`, a zero-byte file whose mtime says when the session was
-//! last seen mid-turn; hooks write and clear them, the bridge asks [`is_busy`]. The age is wall
-//! clock (another process wrote the mtime); a future mtime reads as busy, the safe direction.
+//! Busy markers: `<wake_dir>/<sid>.busy`, whose mtime says when the session was last seen
+//! mid-turn. The age is wall clock; a future mtime reads as busy, the safe direction.
 
 use crate::private_fs;
-use crate::wakedir::dir::ensure_wake_dir;
+use crate::wakedir::ensure_wake_dir;
 use std::fs::Permissions;
 use std::io::ErrorKind;
 use std::os::unix::fs::PermissionsExt;
@@ -12,10 +11,8 @@ use std::time::SystemTime;
 
 /// Marker suffix; deliberately outside the `<sid>.jsonl*` glob that spool pruning may sweep.
 pub const BUSY_SUFFIX: &str = ".busy";
-/// Longest session id that still fits a file name (255 bytes on Linux) with the suffix.
 const MAX_SESSION_ID_BYTES: usize = 255 - BUSY_SUFFIX.len();
 
-/// Why a marker could not be written or removed.
 #[derive(Debug, thiserror::Error)]
 pub enum MarkerError {
     #[error(
@@ -55,7 +52,7 @@ pub fn marker_path(wake_dir: &Path, session_id: &str) -> Result<PathBuf, MarkerE
     Ok(wake_dir.join(format!("{session_id}{BUSY_SUFFIX}")))
 }
 
-/// Marks the session mid-turn and refreshes the marker's mtime to now. Idempotent.
+/// Marks the session mid-turn (the mtime now). Idempotent.
 pub fn set_busy(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> {
     let path = marker_path(wake_dir, session_id)?;
     ensure_wake_dir(wake_dir).map_err(|source| MarkerError::WakeDir {
@@ -78,7 +75,7 @@ pub fn set_busy(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> {
     Ok(())
 }
 
-/// Marks the session idle. A missing marker is the desired end state, so it is success.
+/// Marks the session idle; a missing marker is success.
 pub fn clear_busy(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> {
     let path = marker_path(wake_dir, session_id)?;
     match std::fs::remove_file(&path) {
@@ -88,8 +85,7 @@ pub fn clear_busy(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> 
     }
 }
 
-/// As [`clear_busy`], except that an id which cannot name a marker file has none to clear, so
-/// it is success too (the lifecycle verbs clear whatever id they are given).
+/// As [`clear_busy`], and an id which cannot name a marker file has none to clear.
 pub fn clear_busy_if_any(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> {
     match clear_busy(wake_dir, session_id) {
         Err(MarkerError::UnsafeSessionId(_)) => Ok(()),
@@ -97,10 +93,8 @@ pub fn clear_busy_if_any(wake_dir: &Path, session_id: &str) -> Result<(), Marker
     }
 }
 
-/// Whether the session is mid-turn: a marker younger than `ttl_secs` (its age is negative for a
-/// future mtime). Missing or unreadable markers (unsafe id, any stat error) are idle, so a
-/// delivery is never failed and a session never wedged; `ttl_secs` may be `f64::INFINITY` (a
-/// marker never expires) or 0 (only a future-dated marker still gates).
+/// Whether a marker younger than `ttl_secs` exists. Missing or unreadable markers are idle, so
+/// a delivery is never failed and a session never wedged; `ttl_secs` may be infinite or 0.
 pub fn is_busy(wake_dir: &Path, session_id: &str, ttl_secs: f64) -> bool {
     let modified = marker_path(wake_dir, session_id)
         .ok()
@@ -108,7 +102,7 @@ pub fn is_busy(wake_dir: &Path, session_id: &str, ttl_secs: f64) -> bool {
     modified.is_some_and(|then| busy_at_age(age_secs(SystemTime::now(), then), ttl_secs))
 }
 
-/// The ageing rule on its own: busy iff `age < ttl` (so a NaN TTL is never busy).
+/// Busy iff `age < ttl` (so a NaN TTL is never busy).
 pub fn busy_at_age(age_secs: f64, ttl_secs: f64) -> bool {
     age_secs < ttl_secs
 }

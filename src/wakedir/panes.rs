@@ -1,24 +1,18 @@
-//! The `panes.json` value contract shared by reader and writer: which JSON values name a pane
-//! ([`parse_target`]) and how one is written back ([`entry_json`]). Shapes: `{"mux": "tmux",
-//! "pane": "%3"}`, `{"mux": "zellij", "pane": "0", "session": "name"}`, and a bare string (a
-//! legacy tmux pane id). `"zellij:name:0"` is no shape (session names may hold `:`).
+//! The `panes.json` value contract: `{"mux": "tmux", "pane": "%3"}`, `{"mux": "zellij", "pane":
+//! "0", "session": "name"}`, or a bare string (a legacy tmux pane id).
 
 use crate::wakedir::pretty::to_compact_ascii;
 use crate::wakedir::printable::is_valid_string;
 use crate::wakedir::target::PaneTarget;
 use serde_json::{Value, json};
 
-/// File name of the session → pane mapping inside the wake dir.
 pub const PANES_FILE: &str = "panes.json";
 /// Sibling lock file for writers. A sibling, because `panes.json` is replaced by rename and
 /// `flock(2)` binds to an inode: locking the file being replaced would exclude nobody.
 pub const PANES_LOCK_FILE: &str = "panes.lock";
-/// The most characters of an offending value quoted in an error, so a huge damaged entry cannot
-/// flood a log line.
+/// The most characters of an offending value quoted in an error.
 const MAX_QUOTED_CHARS: usize = 120;
 
-/// A `panes.json` value that is present but cannot be used as an injection target. The message
-/// quotes the value (ASCII-escaped, shortened) and says what was expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidTarget {
     #[error("not a pane id ({0}): a bare pane id must be a non-empty printable string")]
@@ -38,7 +32,6 @@ pub enum InvalidTarget {
     BadSession(String),
 }
 
-/// Validates one `panes.json` value (section 4.2 of the reference contract).
 pub fn parse_target(value: &Value) -> Result<PaneTarget, InvalidTarget> {
     let object = match value {
         Value::String(pane) if is_valid_string(pane) => {
@@ -87,7 +80,6 @@ pub fn parse_target(value: &Value) -> Result<PaneTarget, InvalidTarget> {
     }
 }
 
-/// The object the writer stores for `target`: `mux` and `pane`, plus `session` only when present.
 pub fn entry_json(target: &PaneTarget) -> Value {
     let mut entry = json!({ "mux": target.mux_name(), "pane": target.pane() });
     let session = match target {
@@ -100,18 +92,16 @@ pub fn entry_json(target: &PaneTarget) -> Value {
     entry
 }
 
-/// Quotes a (possibly missing) value for a message: ASCII-escaped JSON, `missing` when absent.
+/// ASCII-escaped JSON, shortened, or `missing`.
 pub fn quote(value: Option<&Value>) -> String {
     let Some(value) = value else {
         return "missing".into();
     };
     let text = to_compact_ascii(value);
-    if text.chars().count() <= MAX_QUOTED_CHARS {
-        return text;
+    match text.char_indices().nth(MAX_QUOTED_CHARS) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
     }
-    let mut short: String = text.chars().take(MAX_QUOTED_CHARS).collect();
-    short.push_str("...");
-    short
 }
 
 #[cfg(test)]

@@ -1,34 +1,27 @@
 //! The exact text of `panes.json` as the reference writer produces it (Python's
-//! `json.dumps(indent=2, sort_keys=True, ensure_ascii=True)`: sorted keys, `\uXXXX` escapes,
-//! Python's numbers), and a one-line ASCII form for quoting untrusted values in log lines, so a
-//! bidi override or escape sequence from a damaged file never reaches a terminal.
+//! `json.dumps(indent=2, sort_keys=True, ensure_ascii=True)`), and a one-line ASCII form for
+//! quoting untrusted values, so no escape sequence from a damaged file reaches a terminal.
 
 use crate::wire::pyjson::NotSerializable;
 use serde_json::Value;
-use std::fmt::Write as _;
 
-/// Indent per nesting level, matching the reference writer's `indent=2`.
 const INDENT: &str = "  ";
 
-/// `value` as the reference writer lays it out, without the trailing newline. Fails only on a
-/// number JSON cannot express (an overflowing float such as `1e400`), as Python's does.
+/// Without the trailing newline. Fails only on a number JSON cannot express (`1e400`).
 pub fn to_pretty_ascii(value: &Value) -> Result<String, NotSerializable> {
     let mut out = String::new();
     write_value(&mut out, value, Some(0))?;
     Ok(out)
 }
 
-/// `value` on one line, ASCII only, keys sorted: for quoting values in messages. Numbers keep
-/// their original text, so this never fails.
+/// One line, ASCII only, keys sorted, numbers verbatim: never fails.
 pub fn to_compact_ascii(value: &Value) -> String {
     let mut out = String::new();
-    // Without `Some(indent)` numbers are written verbatim and nothing can fail.
     let _ = write_value(&mut out, value, None);
     out
 }
 
-/// `indent` is `Some(level)` for the file layout (numbers in Python's rendering) and `None` for
-/// one line (numbers verbatim).
+/// `indent`: `Some(level)` for the file layout, `None` for one line.
 fn write_value(
     out: &mut String,
     value: &Value,
@@ -40,58 +33,52 @@ fn write_value(
         Value::Number(_) if indent.is_some() => {
             out.push_str(&crate::wire::pyjson::to_string(value)?);
         }
-        Value::Number(n) => {
-            let _ = write!(out, "{n}");
-        }
+        Value::Number(n) => out.push_str(&n.to_string()),
         Value::String(s) => crate::wire::pyjson::write_string(s, out),
-        Value::Array(items) => {
-            if items.is_empty() {
-                out.push_str("[]");
-                return Ok(());
-            }
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, indent.map(|level| level + 1));
-                write_value(out, item, indent.map(|level| level + 1))?;
-            }
-            newline(out, indent);
-            out.push(']');
-        }
+        Value::Array(items) => write_items(out, indent, "[]", items.iter().map(|v| (None, v)))?,
         Value::Object(map) => {
-            if map.is_empty() {
-                out.push_str("{}");
-                return Ok(());
-            }
-            // Rust's `str` order is UTF-8 byte order, which equals code point order: the same
-            // order Python's `sort_keys` gives.
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, indent.map(|level| level + 1));
-                crate::wire::pyjson::write_string(key, out);
-                out.push_str(": ");
-                write_value(out, item, indent.map(|level| level + 1))?;
-            }
-            newline(out, indent);
-            out.push('}');
+            // UTF-8 byte order is code point order, as Python's `sort_keys`.
+            let mut entries: Vec<_> = map.iter().map(|(key, v)| (Some(key), v)).collect();
+            entries.sort_by_key(|(key, _)| *key);
+            write_items(out, indent, "{}", entries.into_iter())?;
         }
     }
+    Ok(())
+}
+
+/// The items (and an object's keys) between `brackets`, one a line in the file layout.
+fn write_items<'a>(
+    out: &mut String,
+    indent: Option<usize>,
+    brackets: &str,
+    items: impl Iterator<Item = (Option<&'a String>, &'a Value)>,
+) -> Result<(), NotSerializable> {
+    let (open, close) = brackets.split_at(1);
+    out.push_str(open);
+    let inner = indent.map(|level| level + 1);
+    let mut any = false;
+    for (key, item) in items {
+        if std::mem::replace(&mut any, true) {
+            out.push(',');
+        }
+        newline(out, inner);
+        if let Some(key) = key {
+            crate::wire::pyjson::write_string(key, out);
+            out.push_str(": ");
+        }
+        write_value(out, item, inner)?;
+    }
+    if any {
+        newline(out, indent);
+    }
+    out.push_str(close);
     Ok(())
 }
 
 fn newline(out: &mut String, indent: Option<usize>) {
     if let Some(level) = indent {
         out.push('\n');
-        for _ in 0..level {
-            out.push_str(INDENT);
-        }
+        out.push_str(&INDENT.repeat(level));
     }
 }
 

@@ -1,13 +1,10 @@
-//! Python's `str.isprintable()`, replicated exactly: the test every pane id and session name in
-//! `panes.json` must pass before it may become a multiplexer argument. Python calls a character
-//! printable unless its general category is Cc, Cf, Cs, Co, Cn, Zl, Zp or Zs (the ASCII space
-//! excepted); a control-byte test would let NBSP, zero-width and bidi-override characters
-//! through. The table is `unicode-general-category`'s (Unicode 16.0): characters assigned since
-//! an older Python's database are accepted here, and no real pane id is affected.
+//! Python's `str.isprintable()`, the test every pane id and session name must pass before it
+//! becomes a multiplexer argument: a control-byte test would let NBSP, zero-width and
+//! bidi-override characters through.
 
 use unicode_general_category::{GeneralCategory, get_general_category};
 
-/// Whether Python would call this one character printable.
+/// Printable unless Cc, Cf, Cs, Co, Cn, Zl, Zp or Zs (the ASCII space excepted).
 pub fn is_printable_char(c: char) -> bool {
     if c == ' ' {
         return true;
@@ -25,14 +22,12 @@ pub fn is_printable_char(c: char) -> bool {
     )
 }
 
-/// `s.isprintable()`: true when every character is printable (so the empty string is printable,
-/// as in Python).
+/// `s.isprintable()` (the empty string is printable, as in Python).
 pub fn is_printable(s: &str) -> bool {
     s.chars().all(is_printable_char)
 }
 
-/// The reference's "valid string": non-empty and printable. Pane ids and session names must be
-/// valid strings.
+/// The reference's "valid string": non-empty and printable.
 pub fn is_valid_string(s: &str) -> bool {
     !s.is_empty() && is_printable(s)
 }

@@ -1,7 +1,6 @@
-//! The `panes.json` reader the bridge runs on every mux delivery: session id → pane, or
-//! "unmapped". The read is no-follow, non-blocking, capped and uncached, takes no lock (the
-//! writer's atomic rename is its guarantee), and never fails: every failure is "unmapped" plus
-//! at most one WARNING per condition. Blocking I/O: async callers run it on a blocking thread.
+//! The `panes.json` reader run on every mux delivery: no-follow, non-blocking, capped, uncached
+//! and lock-free (the writer renames atomically). It never fails: every failure is "unmapped"
+//! plus at most one WARNING per condition. Blocking I/O.
 
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::panes::{PANES_FILE, parse_target};
@@ -14,44 +13,51 @@ use std::io::{ErrorKind, Read};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-/// Most characters of `panes.json` read (the reference's cap): a few thousand sessions' entries,
-/// while a runaway or hostile file costs at most a bounded read. A longer file is cut there, so
-/// it nearly always reads as unparseable.
+/// Most characters of `panes.json` read (the reference's cap); a longer file is cut there, so it
+/// nearly always reads as unparseable.
 pub const PANES_READ_CAP_CHARS: usize = 262_144;
-/// Longest UTF-8 encoding of one character: reading `cap * 4` bytes is enough for `cap` chars.
 const MAX_UTF8_BYTES_PER_CHAR: usize = 4;
 
-/// What reading the file produced, before any session is looked up.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PanesFile {
     Missing,
-    /// An OS error: permission, a directory, a symlink (ELOOP), too many open files...
     Unreadable(String),
-    /// Not UTF-8, not JSON (including empty, cut at the cap, too deeply nested), or a FIFO with a
-    /// writer attached and nothing buffered.
     Unparseable(String),
-    /// A defect caught while reading (a panic), reported instead of propagated.
+    /// A panic caught while reading.
     Unexpected(String),
     Parsed(Value),
 }
 
-/// Each warn-once condition of the reference reader, its kebab-case name the warn-once key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+/// Each warn-once condition of the reference reader, its kebab-case name the warn-once key, its
+/// message what is logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumMessage)]
 #[strum(serialize_all = "kebab-case")]
 pub enum Condition {
+    #[strum(
+        message = "panes.json is not valid JSON; every session reads as unmapped until it is rewritten"
+    )]
     Unparseable,
+    #[strum(
+        message = "panes.json cannot be read; every session reads as unmapped until it is fixed"
+    )]
     Unreadable,
+    #[strum(message = "panes.json read failed unexpectedly; every session reads as unmapped")]
     Unexpected,
+    #[strum(
+        message = "panes.json is not a JSON object; every session reads as unmapped until it is rewritten"
+    )]
     NotAnObject,
-    /// The session's entry is present but not a valid pane (`bad-pane-value:<sid>`).
+    #[strum(
+        message = "panes.json entry is not a pane id; session reads as unmapped (re-run `wakebridge panes set` in its pane)"
+    )]
     BadPaneValue,
-    /// Validating the session's entry failed unexpectedly (`parse-error:<sid>`).
+    #[strum(message = "panes.json entry could not be validated; session reads as unmapped")]
     ParseError,
 }
 
 impl Condition {
-    /// Conditions of the file as a whole (a missing file re-arms them all); the read-level ones
-    /// come first, and any successful parse re-arms those.
+    /// Conditions of the file as a whole (a missing file re-arms them all); a successful parse
+    /// re-arms the first three.
     const FILE: [Condition; 4] = [
         Condition::Unparseable,
         Condition::Unreadable,
@@ -70,20 +76,17 @@ impl Condition {
     }
 }
 
-/// Whether a failure was reported as the condition's one WARNING or as a repeat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoticeLevel {
     Warn,
     Debug,
 }
 
-/// The answer to one lookup, with enough detail for tests and logs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Resolution {
     Mapped(PaneTarget),
     /// No `panes.json`: the quiet normal case for a host that maps nothing.
     FileMissing,
-    /// The file is fine but has no entry for this session (debug only).
     SessionAbsent,
     Failed {
         condition: Condition,
@@ -92,17 +95,7 @@ pub enum Resolution {
     },
 }
 
-impl Resolution {
-    pub fn into_target(self) -> Option<PaneTarget> {
-        match self {
-            Resolution::Mapped(target) => Some(target),
-            _ => None,
-        }
-    }
-}
-
 /// Applies the reference's warn-once and re-arm rules to one read of the file for `session_id`.
-/// Pure: the same inputs always give the same answer and the same change to `warned`.
 pub fn resolve(warned: &Warnings, file: &PanesFile, session_id: &str) -> Resolution {
     let fail = |condition, detail: &str| fail(warned, condition, session_id, detail);
     let rearm_entry = || {
@@ -158,8 +151,7 @@ fn fail(warned: &Warnings, condition: Condition, session_id: &str, detail: &str)
     }
 }
 
-/// The session ids panes.json maps, with their targets (invalid entries left out; problems with
-/// the file are reported by the gate's reader on its lookups).
+/// The session ids panes.json maps, invalid entries left out (the gate's lookups warn).
 pub fn mapped_panes(wake_dir: &Path) -> BTreeMap<String, PaneTarget> {
     match read_panes_file(&wake_dir.join(PANES_FILE), PANES_READ_CAP_CHARS) {
         PanesFile::Parsed(serde_json::Value::Object(map)) => map
@@ -170,8 +162,8 @@ pub fn mapped_panes(wake_dir: &Path) -> BTreeMap<String, PaneTarget> {
     }
 }
 
-/// Reads `path` the way the reference reader does: no-follow (a symlink is ELOOP), non-blocking
-/// (a FIFO with or without a writer returns at once), at most `cap_chars` characters, UTF-8.
+/// Reads `path` as the reference does: no-follow, non-blocking (a FIFO returns at once), at most
+/// `cap_chars` characters, UTF-8.
 pub fn read_panes_file(path: &Path, cap_chars: usize) -> PanesFile {
     let opened = crate::private_fs::open_read(path);
     let file = match opened {
@@ -224,7 +216,6 @@ fn decode_capped(bytes: &[u8], cap_chars: usize) -> Result<&str, std::str::Utf8E
     })
 }
 
-/// The bridge's view of `panes.json`, shared by every delivery (`Send + Sync`).
 #[derive(Debug)]
 pub struct PanesReader {
     path: PathBuf,
@@ -233,7 +224,6 @@ pub struct PanesReader {
 }
 
 impl PanesReader {
-    /// A reader for `<wake_dir>/panes.json` with the reference's caps.
     pub fn new(wake_dir: &Path) -> Self {
         Self {
             path: wake_dir.join(PANES_FILE),
@@ -242,13 +232,12 @@ impl PanesReader {
         }
     }
 
-    /// Reads at most `cap_chars` characters (tests lower it).
+    /// Tests lower the caps.
     pub fn with_read_cap(mut self, cap_chars: usize) -> Self {
         self.read_cap_chars = cap_chars;
         self
     }
 
-    /// Remembers at most `cap` warned conditions (tests lower it).
     pub fn with_warn_cap(mut self, cap: usize) -> Self {
         self.warned = Warnings::with_cap(cap);
         self
@@ -258,12 +247,13 @@ impl PanesReader {
         &self.path
     }
 
-    /// The pane for `session_id`, or `None` for every kind of unmapped.
     pub fn lookup(&self, session_id: &str) -> Option<PaneTarget> {
-        self.lookup_detailed(session_id).into_target()
+        match self.lookup_detailed(session_id) {
+            Resolution::Mapped(target) => Some(target),
+            _ => None,
+        }
     }
 
-    /// Reads the file, resolves `session_id`, logs the outcome and returns it.
     pub fn lookup_detailed(&self, session_id: &str) -> Resolution {
         let file = catch_unwind(AssertUnwindSafe(|| {
             read_panes_file(&self.path, self.read_cap_chars)
@@ -274,7 +264,6 @@ impl PanesReader {
         resolution
     }
 
-    /// How many warned conditions are remembered right now.
     pub fn warned_len(&self) -> usize {
         self.warned.len()
     }
@@ -298,26 +287,7 @@ fn log_resolution(path: &Path, session_id: &str, resolution: &Resolution) {
             detail,
         } => (*condition, *level, detail.as_str()),
     };
-    let message = match condition {
-        Condition::Unparseable => {
-            "panes.json is not valid JSON; every session reads as unmapped until it is rewritten"
-        }
-        Condition::Unreadable => {
-            "panes.json cannot be read; every session reads as unmapped until it is fixed"
-        }
-        Condition::Unexpected => {
-            "panes.json read failed unexpectedly; every session reads as unmapped"
-        }
-        Condition::NotAnObject => {
-            "panes.json is not a JSON object; every session reads as unmapped until it is rewritten"
-        }
-        Condition::BadPaneValue => {
-            "panes.json entry is not a pane id; session reads as unmapped (re-run `wakebridge panes set` in its pane)"
-        }
-        Condition::ParseError => {
-            "panes.json entry could not be validated; session reads as unmapped"
-        }
-    };
+    let message = strum::EnumMessage::get_message(&condition).unwrap_or_default();
     let key = condition.key(session_id);
     match level {
         NoticeLevel::Warn => {

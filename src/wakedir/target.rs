@@ -1,10 +1,7 @@
-//! Where a session lives: the multiplexer pane a wake is typed into. This is the value type
-//! shared by the `panes.json` reader and writer (`wakedir::panes`) and the injectors (`mux`); the
-//! validation rules for its strings live with the panes reader, not here.
+//! Where a session lives: the multiplexer pane a wake is typed into (validated in `panes`).
 
 use std::fmt;
 
-/// A terminal pane in tmux or zellij.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum PaneTarget {
     /// A tmux pane id such as `%3`; `session` is informational (tmux pane ids are global).
@@ -17,7 +14,6 @@ pub enum PaneTarget {
 }
 
 impl PaneTarget {
-    /// The multiplexer's name as it appears in `panes.json` and in `action` values.
     pub fn mux_name(&self) -> &'static str {
         match self {
             PaneTarget::Tmux { .. } => "tmux",

@@ -1,12 +1,10 @@
-//! The `panes.json` writer behind `wakebridge panes set|clear` and the session hooks: a
-//! read-modify-write under `flock(2)` on the sibling `panes.lock`, replaced atomically by
-//! rename. It evicts stale entries on the same pane and removes the busy markers of every id it
-//! unmaps. Only damaged *content* reads as `{}` and is replaced (the lock holder is the one party
-//! that can repair it); any other I/O error aborts before the file is touched, since reading a
-//! transient EMFILE as "empty" would wipe every other session's entry.
+//! The `panes.json` writer: a read-modify-write under `flock(2)` on `panes.lock`, replaced by
+//! rename; it evicts other ids on the same pane and removes the busy markers of ids it unmaps.
+//! Only damaged *content* reads as `{}`; any other I/O error aborts before the file is touched,
+//! since reading a transient EMFILE as "empty" would wipe every other session's entry.
 
 use crate::private_fs;
-use crate::wakedir::dir::ensure_wake_dir;
+use crate::wakedir::ensure_wake_dir;
 use crate::wakedir::markers::{MarkerError, clear_busy};
 use crate::wakedir::panes::{InvalidTarget, PANES_FILE, PANES_LOCK_FILE, entry_json, parse_target};
 use crate::wakedir::pretty::to_pretty_ascii;
@@ -16,14 +14,13 @@ use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
-/// Largest `panes.json` the writer will read back (16 MiB): far beyond any real mapping (the
-/// reader gives up at 262,144 characters), but bounded so a hostile file cannot exhaust memory
-/// while the lock is held. A larger file aborts the write instead of being silently dropped.
+/// Largest `panes.json` read back: bounded so a hostile file cannot exhaust memory while the
+/// lock is held. A larger file aborts the write instead of being silently dropped.
 const MAX_PANES_FILE_BYTES: u64 = 16 * 1024 * 1024;
-/// Temp file name prefix: hidden, and (with its `.tmp` suffix) outside every glob the bridge reads.
+/// Hidden, and (with its `.tmp` suffix) outside every glob the bridge reads.
 const TEMP_PREFIX: &str = ".panes.";
 
-/// Why a write was refused or aborted. On every variant `panes.json` is left as it was.
+/// On every variant `panes.json` is left as it was.
 #[derive(Debug, thiserror::Error)]
 pub enum PanesWriteError {
     #[error("invalid target: {0}")]
@@ -66,17 +63,15 @@ pub enum PanesWriteError {
     },
 }
 
-/// Result of `set_entry`, as the CLI prints it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetOutcome {
     pub session_id: String,
     pub entry: PaneTarget,
-    /// Other sessions that were mapped to the same pane and are now unmapped.
     pub evicted: Vec<String>,
 }
 
 impl SetOutcome {
-    /// `{"session_id", "entry", "evicted"}`, the reference CLI's JSON result.
+    /// The reference CLI's JSON result.
     pub fn to_json(&self) -> Value {
         json!({
             "session_id": self.session_id,
@@ -86,18 +81,14 @@ impl SetOutcome {
     }
 }
 
-/// Result of `clear_entry`, as the CLI prints it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClearOutcome {
     pub session_id: String,
-    /// Every id unmapped, in file order.
     pub removed: Vec<String>,
-    /// Whether `panes.json` existed at all.
     pub existed: bool,
 }
 
 impl ClearOutcome {
-    /// `{"session_id", "removed", "existed"}`, the reference CLI's JSON result.
     pub fn to_json(&self) -> Value {
         json!({
             "session_id": self.session_id,
@@ -107,8 +98,8 @@ impl ClearOutcome {
     }
 }
 
-/// Maps `session_id` to `target`, evicting every other id whose entry names the same
-/// `(mux, pane, session)`. Unparseable neighbours are kept: their warning is the operator's cue.
+/// Maps `session_id` to `target`, evicting every other id on the same pane. Unparseable
+/// neighbours are kept: their warning is the operator's cue.
 pub fn set_entry(
     wake_dir: &Path,
     session_id: &str,
@@ -129,9 +120,8 @@ pub fn set_entry(
     })
 }
 
-/// Unmaps `session_id`, plus every entry on `also_pane` when given. A missing `panes.json` is
-/// `existed: false` with nothing created and no lock taken; the file is rewritten only when
-/// something was removed.
+/// Unmaps `session_id`, plus every entry on `also_pane`. A missing `panes.json` is
+/// `existed: false`, nothing created and no lock taken.
 pub fn clear_entry(
     wake_dir: &Path,
     session_id: &str,
@@ -160,9 +150,8 @@ pub fn clear_entry(
     })
 }
 
-/// The read-modify-write both verbs share: under the lock, removes every entry `unmap` picks
-/// (in file order), adds `insert`, and rewrites the file when either changed something. Returns
-/// the unmapped ids, whose busy markers are removed after the unlock.
+/// Under the lock, removes every entry `unmap` picks, adds `insert`, and rewrites the file if
+/// that changed anything. Returns the unmapped ids, whose markers go after the unlock.
 fn rewrite(
     wake_dir: &Path,
     unmap: impl Fn(&str, &Value) -> bool,
@@ -196,16 +185,13 @@ fn rewrite(
     Ok(removed)
 }
 
-/// The open `panes.lock`, holding the exclusive `flock(2)` until dropped (closing the file
-/// releases it).
+/// The open `panes.lock`, holding the exclusive `flock(2)` until dropped.
 fn lock_panes(wake_dir: &Path) -> Result<File, PanesWriteError> {
     let path = wake_dir.join(PANES_LOCK_FILE);
     // Blocking and without a timeout, like the reference: writers are short and always finish.
     private_fs::lock(&path).map_err(|source| PanesWriteError::Lock { path, source })
 }
 
-/// The current mapping for a read-modify-write: missing or damaged content is `{}`, any other
-/// read failure aborts.
 fn read_for_update(wake_dir: &Path) -> Result<Map<String, Value>, PanesWriteError> {
     let path = wake_dir.join(PANES_FILE);
     let read_err = |source| PanesWriteError::Read {
@@ -235,8 +221,6 @@ fn read_for_update(wake_dir: &Path) -> Result<Map<String, Value>, PanesWriteErro
     }
 }
 
-/// Writes `panes` to a temp file in the wake dir (same filesystem, so the rename is atomic),
-/// narrows it to 0600 and renames it over `panes.json`. The temp file is removed on any failure.
 fn write_atomic(wake_dir: &Path, panes: &Map<String, Value>) -> Result<(), PanesWriteError> {
     let path = wake_dir.join(PANES_FILE);
     let write_err = |source| PanesWriteError::Write {

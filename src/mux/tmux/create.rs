@@ -1,7 +1,5 @@
-//! The tmux calls that bring a new agent pane up for the launcher: a detached session, a
-//! background window or a respawn in place, with `remain-on-exit` on (an agent that dies at
-//! start leaves its last screen readable); probing it, reading a dead pane's scrollback,
-//! pressing one key, and removing what a failed start created.
+//! The tmux calls that bring a new agent pane up for the launcher, with `remain-on-exit` on (an
+//! agent that dies at start leaves its last screen readable), probe it, and clean up.
 
 use std::path::Path;
 
@@ -13,37 +11,27 @@ use crate::mux::process::{self, MuxError};
 /// What `tmux new-session/new-window -P` prints about the new pane.
 const CREATED_FORMAT: &str =
     "#{pane_id}\t#{session_name}\t#{session_id}\t#{window_id}\t#{pane_pid}";
-/// What a probe asks about the pane before capturing it.
 const PROBE_FORMAT: &str = "#{pane_dead}\t#{pane_dead_status}";
 
-/// The pane a `new-session` or `new-window` created.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewPane {
-    /// `%N`.
     pub pane: String,
     pub session_name: String,
-    /// `$N`.
     pub session_id: String,
-    /// `@N`.
     pub window_id: String,
-    /// The pane's first process.
     pub pid: Option<u32>,
 }
 
-/// One look at a pane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
-    /// The pane's program has exited (its terminal closed).
     pub dead: bool,
     /// `exit status N` once tmux has reaped it, which can lag the terminal closing a little.
     pub status: Option<String>,
-    /// The visible area as plain text.
     pub screen: String,
 }
 
 impl Tmux {
-    /// A detached session `name` of `width`×`height` in `cwd` running `argv`, with
-    /// remain-on-exit on. `argv` is passed as tmux reads it (one element goes through `sh -c`).
+    /// A detached session running `argv` (one element goes through `sh -c`).
     pub async fn new_session(
         &self,
         name: &str,
@@ -69,8 +57,7 @@ impl Tmux {
         parse_created(&process::run(&inv, deadline).await?.stdout)
     }
 
-    /// A background window named `name` in session `session` (the caller's own when `None`,
-    /// from inside tmux) in `cwd` running `argv`, with remain-on-exit on.
+    /// A background window in `session` (the caller's own when `None`).
     pub async fn new_window(
         &self,
         session: Option<&str>,
@@ -99,8 +86,7 @@ impl Tmux {
         Ok(created)
     }
 
-    /// Starts `argv` in `pane` again, in `cwd`, killing what runs there (`respawn-pane -k`: the
-    /// pane, its id and its place in the window are kept), with remain-on-exit on.
+    /// Starts `argv` in `pane` again, killing what runs there; the pane and its id are kept.
     pub async fn respawn(
         &self,
         pane: &str,
@@ -135,7 +121,6 @@ impl Tmux {
         })
     }
 
-    /// The visible area and up to `lines` of scrollback above it.
     pub async fn capture_history(
         &self,
         pane: &str,
@@ -150,7 +135,6 @@ impl Tmux {
         Ok(process::run(&inv, deadline).await?.stdout)
     }
 
-    /// Press one named key in `pane`.
     pub async fn press(&self, pane: &str, key: Key, deadline: Deadline) -> Result<(), MuxError> {
         let inv = self
             .command("tmux send-keys")
@@ -159,9 +143,8 @@ impl Tmux {
         process::run(&inv, deadline).await.map(drop)
     }
 
-    /// Keep the window's panes (a window id, `@N`) or the one pane (`%N`, a respawned pane in
-    /// someone's window) after their program exits (`true`), or go back to the inherited
-    /// `remain-on-exit` (`false`, the option unset).
+    /// Keep the window's (`@N`) or one pane's (`%N`) panes after their program exits, or
+    /// (`false`) unset the option to inherit it again.
     pub async fn keep_dead_pane(
         &self,
         target: &str,
@@ -187,16 +170,14 @@ impl Tmux {
         window: bool,
         deadline: Deadline,
     ) -> Result<(), MuxError> {
-        let (label, verb) = if window {
-            ("tmux kill-window", "kill-window")
-        } else {
-            ("tmux kill-session", "kill-session")
+        let (label, verb) = match window {
+            true => ("tmux kill-window", "kill-window"),
+            false => ("tmux kill-session", "kill-session"),
         };
-        let inv = self.command(label).arg(verb).arg("-t").arg(target);
+        let inv = self.command(label).args([verb, "-t", target]);
         process::run(&inv, deadline).await.map(drop)
     }
 
-    /// The command a person runs to look at `session` on this server.
     pub fn attach_command(&self, session: &str) -> String {
         let socket = self.socket.as_ref().map(|s| s.to_string_lossy());
         let mut words = vec!["tmux"];

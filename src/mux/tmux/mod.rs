@@ -1,8 +1,5 @@
-//! tmux as a backend: the stale-pane guard, typing a line (`send-keys -l`, then a separate
-//! named `Enter`), and the two read-only views the nudger needs (one `list-panes -a` snapshot of
-//! every pane, and `capture-pane` of one pane's visible area). It builds argv and reads tmux's
-//! answers; running them under a deadline is `process`'s job, and deciding when to type is the
-//! caller's. Creating and driving a new pane for the launcher is [`create`]'s.
+//! tmux as a backend: the stale-pane guard, typing (`send-keys -l`, then a named `Enter`), one
+//! `list-panes -a` snapshot and `capture-pane`. New panes for the launcher are [`create`]'s.
 
 pub(crate) mod create;
 
@@ -15,21 +12,16 @@ use super::text::KeystrokeText;
 use super::{Key, Mux, MuxConfig, PaneState, StaleReason};
 use crate::deadline::Deadline;
 
-/// The guard's question to tmux: is the pane there, is its program alive, is it in copy mode,
-/// what runs in it (and on which terminal, in which session: the pane's first process leads
-/// it). The command goes last: it is the only field that could contain the separator.
+/// The guard's question to tmux. The command goes last: the only field that could hold a tab.
 const GUARD_FORMAT: &str = "#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_in_mode}\t#{pane_tty}\t\
                             #{pane_current_command}";
 
-/// One line per pane for [`Tmux::snapshot`]. The title goes last: it is set by the program in
-/// the pane and may contain the separator, so it takes whatever is left of the line.
+/// One line per pane. The title, set by the pane's program, goes last: it may hold a tab.
 const SNAPSHOT_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_pid}\t#{window_activity}\t\
                                #{pane_current_command}\t#{pane_title}";
 
-/// stderr fragments with which tmux says the target or its whole server does not exist (3.3a
-/// wording: `no server running on ...` for the default socket, `error connecting to <path> (No
-/// such file or directory)` or `(Connection refused)` for a `-S` socket), as opposed to tmux
-/// itself failing (a permission problem, say), which stays an error.
+/// stderr fragments with which tmux (3.3a) says the target or its whole server does not exist,
+/// as opposed to tmux itself failing (a permission problem), which stays an error.
 const MISSING_TARGET_MARKERS: &[&str] = &[
     "can't find",
     "no server running",
@@ -37,24 +29,17 @@ const MISSING_TARGET_MARKERS: &[&str] = &[
     "(Connection refused)",
 ];
 
-/// What tmux reports about one pane, for the nudger.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaneInfo {
-    /// `%N`, tmux's server-wide pane id.
     pub pane_id: String,
-    /// The pane's program exited and the pane is kept (remain-on-exit).
     pub dead: bool,
-    /// Name of the pane's foreground process (`claude`, `bash`, ...).
     pub current_command: String,
-    /// Pid of the pane's first process; absent if tmux printed none.
     pub pid: Option<u32>,
-    /// Last output in the pane's window, epoch seconds (per window, not per pane).
+    /// Epoch seconds, per window, not per pane.
     pub window_activity: Option<u64>,
-    /// The pane title as set by its program (Claude Code: `✳ Claude Code` when idle).
     pub title: String,
 }
 
-/// The tmux backend. Cheap to clone; holds only configuration.
 #[derive(Debug, Clone)]
 pub struct Tmux {
     bin: PathBuf,
@@ -71,9 +56,8 @@ impl Tmux {
         }
     }
 
-    /// `tmux -u [-S socket]`, ready for the subcommand. `-u` because without a UTF-8 locale
-    /// (launchd gives a daemon no LANG) tmux prints every non-printable byte of a format, the
-    /// tab separators included, as `_`, and no pane could be read.
+    /// `tmux -u [-S socket]`. `-u`: without a UTF-8 locale (launchd gives a daemon no LANG)
+    /// tmux prints the tab separators as `_`, and no pane could be read.
     fn command(&self, label: &'static str) -> Invocation {
         let inv = Invocation::new(&self.bin, label).arg("-u");
         match &self.socket {
@@ -82,8 +66,7 @@ impl Tmux {
         }
     }
 
-    /// Every pane on the server, keyed by pane id, from one `list-panes -a` call. No server
-    /// running means no panes, not an error.
+    /// Every pane on the server by id; no server running means no panes, not an error.
     pub async fn snapshot(
         &self,
         deadline: Deadline,
@@ -100,7 +83,6 @@ impl Tmux {
         }
     }
 
-    /// The visible area of `pane` as plain text (no escape sequences).
     pub async fn capture(&self, pane: &str, deadline: Deadline) -> Result<String, MuxError> {
         let inv = self
             .command("tmux capture-pane")
@@ -133,7 +115,7 @@ impl Mux for Tmux {
             }
             Err(err) => return Err(err),
         };
-        let state = match answer {
+        Ok(match answer {
             GuardAnswer::Settled(state) => state,
             GuardAnswer::ShellInFront {
                 pane_pid,
@@ -171,8 +153,7 @@ impl Mux for Tmux {
                     PaneState::Stale(StaleReason::ShellInPane { command })
                 }
             }
-        };
-        Ok(state)
+        })
     }
 
     async fn screen(&self, pane: &str, deadline: Deadline) -> Result<Option<String>, MuxError> {
@@ -185,8 +166,8 @@ impl Mux for Tmux {
         text: &KeystrokeText,
         deadline: Deadline,
     ) -> Result<(), MuxError> {
-        // `-l`: every character is typed literally, never read as a key name. The text cannot
-        // start with '-' or end with ';' (KeystrokeText), so tmux cannot misparse it.
+        // `-l`: typed literally, never a key name; KeystrokeText rules out a leading '-' or a
+        // trailing ';', which tmux would misparse.
         let inv =
             self.command("tmux send-keys -l")
                 .args(["send-keys", "-t", pane, "-l", text.as_str()]);
@@ -202,23 +183,20 @@ fn names_missing_target(stderr: &str) -> bool {
     MISSING_TARGET_MARKERS.iter().any(|m| stderr.contains(m))
 }
 
-/// What the guard's `display-message` line says.
 #[derive(Debug, PartialEq, Eq)]
 enum GuardAnswer {
     Settled(PaneState),
     /// A shell leads the foreground group: look inside the group before calling it stale.
     ShellInFront {
-        /// The pane's first process: the leader of the pane's session.
         pane_pid: u32,
         tty: String,
         command: String,
     },
 }
 
-/// Read the guard's one line. `display-message` does not fail for a target it cannot find
-/// (tmux 3.3a prints the format with no pane, i.e. empty fields, and exits 0), so the pane id it
-/// reports must be there and, for a `%N` target, be that pane. Anything unreadable counts as
-/// stale: typing into a pane we cannot describe is worse than skipping one wake.
+/// Read the guard's one line. `display-message` exits 0 with empty fields for a target it
+/// cannot find, so the pane id must be there and be the target's. Anything unreadable is stale:
+/// typing into a pane we cannot describe is worse than skipping one wake.
 fn classify_guard(target: &str, stdout: &str, is_shell: impl Fn(&str) -> bool) -> GuardAnswer {
     let line = stdout.lines().next().unwrap_or("");
     let fields: Vec<&str> = line.splitn(6, '\t').collect();
@@ -255,17 +233,12 @@ fn classify_guard(target: &str, stdout: &str, is_shell: impl Fn(&str) -> bool) -
     GuardAnswer::Settled(PaneState::Live)
 }
 
-/// Of the processes on a pane's terminal, when tmux named a shell as its foreground: the one
-/// that runs something other than a shell inside that shell's group, if any. Only the pane's
-/// own session counts (its first process, `pane_pid`, leads it); background jobs and a prompt
-/// plugin's daemons sit in groups of their own and do not count either.
+/// When tmux named a shell as the pane's foreground: a process of the pane's own session that
+/// runs something other than a shell inside that shell's foreground group, if any.
 ///
-/// The group's leader never vouches: it is the process tmux named, a shell. When ps names it
-/// otherwise, the pane changed between the two looks, and what it changed from may be no agent
-/// at all: a pane's first process is tmux's own fork (`tmux: server`, session leader and
-/// foreground) until it runs the pane's command, and tmux, finding no process in front before
-/// the fork takes the terminal, names the pane's start command instead (`bash` for `exec bash
-/// -i`). A guard run in that moment typed a wake into the shell that started next.
+/// The group's leader never vouches: when ps names it otherwise than tmux did, the pane changed
+/// between the two looks, maybe from no agent at all (tmux's own fork before it runs the pane's
+/// command). A guard run in that moment once typed a wake into the shell that started next.
 fn agent_behind_shell(
     processes: &[TerminalProcess],
     pane_pid: u32,
@@ -276,8 +249,7 @@ fn agent_behind_shell(
         .find(|p| p.tpgid == Some(p.pgid) && p.pid != p.pgid && !is_shell(&p.command))
 }
 
-/// A process name as tmux may report it (`/bin/bash`, `-zsh` for a login shell) reduced to the
-/// bare name compared against the shell list.
+/// `/bin/bash` or `-zsh` (a login shell) as the bare name.
 fn command_name(command: &str) -> &str {
     let base = command.rsplit('/').next().unwrap_or(command);
     base.strip_prefix('-').unwrap_or(base)
@@ -293,15 +265,10 @@ fn parse_snapshot(stdout: &str) -> HashMap<String, PaneInfo> {
 
 fn parse_snapshot_line(line: &str) -> Option<PaneInfo> {
     let mut fields = line.splitn(6, '\t');
-    let pane_id = fields.next()?;
-    if !pane_id.starts_with('%') {
-        return None;
-    }
-    let dead = fields.next()?;
-    let pid = fields.next()?;
-    let activity = fields.next()?;
-    let command = fields.next()?;
-    let title = fields.next().unwrap_or("");
+    let mut next = || fields.next();
+    let (pane_id, dead, pid, activity, command) = (next()?, next()?, next()?, next()?, next()?);
+    pane_id.starts_with('%').then_some(())?;
+    let title = next().unwrap_or("");
     Some(PaneInfo {
         pane_id: pane_id.to_owned(),
         dead: dead != "0",

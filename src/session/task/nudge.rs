@@ -1,7 +1,5 @@
-//! Performing the two steps that type on the session's behalf without a usage limit in the way:
-//! the next nudge of a series (its ledger rows, the backoff, acknowledged idle and the notice
-//! that says so) and the wake prompt a bus event is owed (one row per refusal streak, the
-//! payment). When each is due is `session::decide`'s; typing the gate's.
+//! Typing a nudge (its rows, the backoff, acknowledged idle) and an owed wake (one row per
+//! refusal streak, the payment). When each is due is `session::decide`'s.
 
 use tokio::time::Instant;
 
@@ -40,11 +38,8 @@ impl<I: SessionIo> Keeper<I> {
             let action = outcome.action.as_str();
             tracing::debug!(session_id = sid, action, "nudge not typed");
             self.io.record(records).await;
-            return self.view(
-                sid,
-                SessionState::Idle,
-                format!("nudge not typed ({action})"),
-            );
+            let reason = format!("nudge not typed ({action})");
+            return self.view(sid, SessionState::Idle, reason);
         }
         let session = self.session(sid);
         let acknowledged = session.nudged(Instant::now(), done_ms, &schedule);
@@ -77,7 +72,6 @@ impl<I: SessionIo> Keeper<I> {
         self.view(sid, state, "nudged".into())
     }
 
-    /// Types the wake prompt into a session owed one.
     pub(super) async fn pay_owed(&mut self, sid: &str, mode: Mode, events: u32) -> SessionView {
         let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
         let done_ms = self.io.now_ms();
@@ -88,7 +82,7 @@ impl<I: SessionIo> Keeper<I> {
         } else {
             Vec::new()
         };
-        let view = if outcome.action.woke() {
+        let (state, reason) = if outcome.action.woke() {
             tracing::info!(
                 session_id = sid,
                 events,
@@ -110,6 +104,6 @@ impl<I: SessionIo> Keeper<I> {
             (SessionState::Owed, reason)
         };
         self.io.record(records).await;
-        self.view(sid, view.0, view.1)
+        self.view(sid, state, reason)
     }
 }

@@ -1,9 +1,6 @@
-//! Performing the steps of a session held at a usage limit that type or record something: the
-//! resume at the reset (the limit menu's wait option picked first if the menu is open, the
-//! resume message typed and its submit confirmed by the gate), the hold lifted when the notice
-//! is gone, the limit met again after a resume, and giving up once `max_tries` resumes are
-//! spent. When each is due is `session::decide`'s; reading notices `claude::limits`'s; typing
-//! the gate's.
+//! The steps of a session held at a usage limit that type or record: the resume at the reset
+//! (the limit menu's wait option picked first), lifting the hold, the limit met again, giving
+//! up. When each is due is `session::decide`'s.
 
 use tokio::time::Instant;
 
@@ -23,7 +20,6 @@ use crate::telemetry::notice::{Notice as HumanNotice, NoticeKind};
 pub const RESUME_SENDER: &str = "wakebridge-resume";
 
 impl<I: SessionIo> Keeper<I> {
-    /// The notice is gone from the screen: the hold ends, and the nudge path takes it from here.
     pub(super) async fn lift(&mut self, sid: &str) -> SessionView {
         tracing::info!(
             session_id = sid,
@@ -31,10 +27,10 @@ impl<I: SessionIo> Keeper<I> {
         );
         crate::telemetry::limit_resume(LimitResume::Lifted);
         self.session(sid).unheld();
-        let lifted = Record::LimitLifted {
-            session_id: sid.to_owned(),
-        };
-        self.io.record(vec![lifted]).await;
+        let session_id = sid.to_owned();
+        self.io
+            .record(vec![Record::LimitLifted { session_id }])
+            .await;
         self.view(sid, SessionState::Idle, "limit no longer shown".into())
     }
 
@@ -53,14 +49,10 @@ impl<I: SessionIo> Keeper<I> {
             "still at its usage limit; waiting for the next reset shown"
         );
         self.io.record(vec![Record::Limited(next)]).await;
-        self.view(
-            sid,
-            SessionState::Limited,
-            format!("{shown}; limit met again"),
-        )
+        let reason = format!("{shown}; limit met again");
+        self.view(sid, SessionState::Limited, reason)
     }
 
-    /// The resumes ran out: held until it shows life, and said so.
     pub(super) async fn give_up(&mut self, sid: &str, shown: String, tries: u32) -> SessionView {
         tracing::warn!(
             session_id = sid,
@@ -68,10 +60,10 @@ impl<I: SessionIo> Keeper<I> {
             "still at its usage limit after {tries} resumes; giving up (held until it shows life)"
         );
         crate::telemetry::limit_resume(LimitResume::GaveUp);
-        let gave_up = Record::ResumeGaveUp {
-            session_id: sid.to_owned(),
-        };
-        self.io.record(vec![gave_up]).await;
+        let session_id = sid.to_owned();
+        self.io
+            .record(vec![Record::ResumeGaveUp { session_id }])
+            .await;
         let reason = format!("{shown}; gave up after {tries} resumes");
         self.view(sid, SessionState::Limited, reason)
     }

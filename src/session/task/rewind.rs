@@ -1,16 +1,8 @@
-//! Performing a waiting rewind once `session::decide` found it due (`rewind::due`): `/clear`
-//! is typed through the gate (so never over a running turn, a draft,
-//! a dialog or a limit's notice), the fresh prompt is awaited, and the re-hydration message is
-//! typed once into whatever id the pane runs now. The new id comes from the `SessionStart`
-//! hook of `source = "clear"`, which maps the pane under it (and records the old id as renamed,
-//! so the bus's messages to it still arrive); without that hook a fresh, empty prompt on the
-//! screen is taken as the clear done. A restart is started in the background
-//! (`rewind::restart`), at the idle moment, or at once for an agent whose pane or server is
-//! gone. Every step is in the ledger:
-//! the rows of what was typed, and how the rewind ended.
-//!
-//! It owns that sequence; when a rewind is due and what a cleared screen is are `rewind`'s,
-//! typing the gate's.
+//! Performing a due rewind: `/clear` through the gate (never over a turn, a draft, a dialog or
+//! a limit), the fresh prompt awaited, the re-hydration message typed once into whatever id the
+//! pane runs now. The new id comes from the `SessionStart` hook of `source = "clear"`, which maps
+//! the pane under it; without that hook a fresh, empty prompt on the screen counts as the clear
+//! done. A restart runs in the background (`rewind::restart`). Every step is in the ledger.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -30,10 +22,8 @@ use crate::session::state::Attempt;
 use crate::store::{Record, RewindOutcome, RewindRow};
 use crate::wakedir::target::PaneTarget;
 
-/// The `sender` of the rows of what a rewind typed (`/clear`, the re-hydration message).
 pub const REWIND_SENDER: &str = "wakebridge-rewind";
 
-/// Gap between two looks for the cleared session.
 const CLEAR_LOOK_EVERY: Duration = Duration::from_millis(200);
 
 impl<I: SessionIo> Keeper<I> {
@@ -51,8 +41,7 @@ impl<I: SessionIo> Keeper<I> {
         self.view(sid, SessionState::Idle, reason)
     }
 
-    /// Starts the restart waiting for `sid` in the background, once (`in_place`: its pane is
-    /// there, alive or dead); says so for the session's view.
+    /// Starts the restart in the background, once (`in_place`: its pane is there, alive or dead).
     pub(super) async fn begin_restart(
         &mut self,
         sid: &str,
@@ -117,28 +106,15 @@ impl<I: SessionIo> Keeper<I> {
                     let reason = format!("rewind waiting (/clear not typed: {action})");
                     return self.view(sid, SessionState::Rewinding, reason);
                 }
-                let detail = format!(
-                    "/clear not typed: {action}{}",
-                    outcome
-                        .error_kind
-                        .map(|k| format!(" ({k})"))
-                        .unwrap_or_default()
-                );
-                tracing::warn!(session_id = sid, "rewind failed: {detail}");
-                self.end_rewind(pending, RewindOutcome::Failed, None, Some(detail))
-                    .await;
-                return self.view(sid, SessionState::Idle, "rewind failed".into());
+                let kind = outcome.error_kind.map(|k| format!(" ({k})"));
+                let detail = format!("/clear not typed: {action}{}", kind.unwrap_or_default());
+                return self.rewind_failed(sid, pending, detail).await;
             }
-            match self.await_cleared(sid, &pane, &before).await {
-                Some(renamed) => new_id = renamed,
-                None => {
-                    let detail = "no fresh prompt after /clear".to_owned();
-                    tracing::warn!(session_id = sid, "rewind failed: {detail}");
-                    self.end_rewind(pending, RewindOutcome::Failed, None, Some(detail))
-                        .await;
-                    return self.view(sid, SessionState::Idle, "rewind failed".into());
-                }
-            }
+            let Some(renamed) = self.await_cleared(sid, &pane, &before).await else {
+                let detail = "no fresh prompt after /clear".to_owned();
+                return self.rewind_failed(sid, pending, detail).await;
+            };
+            new_id = renamed;
         }
         let into = new_id.unwrap_or_else(|| sid.to_owned());
         let (state, reason) = if self.rehydrate(&into).await {
@@ -167,10 +143,21 @@ impl<I: SessionIo> Keeper<I> {
         self.view(sid, state, reason)
     }
 
-    /// Waits (up to [`CLEAR_WAIT`]) for the clear to show: the pane mapped under another id
-    /// (`Some(Some(new_id))`, the SessionStart hook's doing), or, after
-    /// [`CLEARED_WITHOUT_HOOK`], a fresh empty prompt on the screen (`Some(None)`). `pane` is
-    /// the session's pane; `before`, the ids mapped to it before the clear.
+    async fn rewind_failed(
+        &mut self,
+        sid: &str,
+        pending: &RewindRow,
+        detail: String,
+    ) -> SessionView {
+        tracing::warn!(session_id = sid, "rewind failed: {detail}");
+        self.end_rewind(pending, RewindOutcome::Failed, None, Some(detail))
+            .await;
+        self.view(sid, SessionState::Idle, "rewind failed".into())
+    }
+
+    /// Waits (up to [`CLEAR_WAIT`]) for the clear to show: the pane mapped under a new id
+    /// (`Some(Some(new_id))`), or, after [`CLEARED_WITHOUT_HOOK`], a fresh empty prompt
+    /// (`Some(None)`). `before`: the ids mapped to `pane` before the clear.
     async fn await_cleared(
         &self,
         sid: &str,
@@ -224,8 +211,7 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    /// Records how the rewind asked for `pending.session_id` ended (and remembers it as taken,
-    /// should the record not go in).
+    /// Records how the rewind ended (and remembers it as taken, should the record not go in).
     pub(super) async fn end_rewind(
         &mut self,
         pending: &RewindRow,
