@@ -50,10 +50,8 @@ pub enum AppError {
         addr: SocketAddr,
         source: std::io::Error,
     },
-    /// Names the file and what to do (the store's own message does both).
     #[error(transparent)]
     Ledger(#[from] StoreError),
-    /// The spool's recovery thread panicked or was cancelled.
     #[error("server failed: the spool's recovery stopped: {0}")]
     Recovery(#[source] tokio::task::JoinError),
     #[error("server failed: {0}")]
@@ -79,10 +77,8 @@ impl AppError {
 pub struct App {
     state: Arc<AppState>,
     listener: tokio::net::TcpListener,
-    /// `None` when `[context] enabled = false`.
     context_monitor: Option<MonitorConfig>,
     nudger: Option<NudgerDeps>,
-    /// `None` when `[notify]` sends nothing.
     notify: Option<(NotifyConfig, tokio::sync::mpsc::Receiver<Notice>)>,
     _singletons: Singletons,
 }
@@ -130,7 +126,6 @@ impl App {
         for warning in &config.warnings {
             tracing::warn!("{warning}");
         }
-        let settings_registration = config.settings.registration.enabled;
         crate::telemetry::handle();
         crate::telemetry::start_at_zero(
             <Action as strum::IntoEnumIterator>::iter().map(Action::as_str),
@@ -180,15 +175,19 @@ impl App {
         });
         let deliverer = Deliverer::new(spool, config.backend, config.scope, gate, store, dedupe);
         let state = Arc::new(AppState {
-            config,
             deliverer: Arc::new(deliverer),
             rejections: Warnings::default(),
             unsafe_ids: Warnings::default(),
             level_notice_armed: AtomicBool::new(true),
             started_at: SystemTime::now(),
-            registration: settings_registration.then(|| Arc::new(RegistrationStatus::default())),
+            registration: config
+                .settings
+                .registration
+                .enabled
+                .then(|| Arc::new(RegistrationStatus::default())),
             context: Arc::new(ContextView::default()),
             nudges: nudger.as_ref().map(NudgerDeps::views),
+            config,
         });
         Ok(App {
             state,
@@ -212,15 +211,12 @@ impl App {
         tracing::info!(%addr, backend = ?self.state.config.backend, wake_dir = %self.state.deliverer.spool().wake_dir().display(), "wakebridge listening");
         let registration = self.state.registration.clone().map(|status| {
             let config = &self.state.config;
-            let mut reg = RegistrationConfig::new(
-                &config.bus_url,
-                &config.hook_url,
-                config
-                    .secret
-                    .as_ref()
-                    .map(super::wire::signature::Secret::expose),
-            );
-            reg.keep_interval = config.settings.registration.keep_interval;
+            let reg = RegistrationConfig {
+                bus_url: config.bus_url.clone(),
+                hook_url: config.hook_url.clone(),
+                secret: config.secret.clone(),
+                keep_interval: config.settings.registration.keep_interval,
+            };
             tokio::spawn(registration::run(reg, status, shutdown.child_token()))
         });
         let pruning = spawn_pruning(&self.state, shutdown.child_token());
@@ -250,18 +246,11 @@ impl App {
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await
             .map_err(AppError::Serve)?;
-        let _ = pruning.await;
-        if let Some(task) = context {
-            let _ = task.await;
-        }
-        if let Some(task) = nudger {
-            let _ = task.await;
-        }
-        if let Some(task) = notify {
-            let _ = task.await;
-        }
-        // Registration unregisters our row within its own bounded budget.
-        if let Some(task) = registration {
+        // Registration (last) unregisters our row within its own bounded budget.
+        for task in [Some(pruning), context, nudger, notify, registration]
+            .into_iter()
+            .flatten()
+        {
             let _ = task.await;
         }
         // Sync every session file and clear the ledger's pending rounds: nothing to replay next.

@@ -152,7 +152,6 @@ impl BusClient {
         Ok(Self { url: parsed, http })
     }
 
-    /// The endpoint this client posts to.
     pub fn url(&self) -> &str {
         self.url.as_str()
     }
@@ -176,12 +175,11 @@ impl BusClient {
             .map_err(|e| self.transport_error(name, &e))?;
         let status = response.status();
         if !status.is_success() {
-            let text = read_error_body(&mut response).await;
             return Err(BusError::Http {
                 url: self.url.to_string(),
                 tool: name.to_owned(),
                 status: status.as_u16(),
-                body: text,
+                body: read_error_body(&mut response).await,
             });
         }
         let data = self.read_first_data_line(name, &mut response).await?;
@@ -193,18 +191,15 @@ impl BusClient {
     /// Every webhook row, paused ones included (the sweep must see them).
     pub async fn list_webhooks(&self) -> Result<Vec<WebhookRow>, BusError> {
         const TOOL: &str = "list_webhooks";
-        let result = self.call_tool(TOOL, json!({"active_only": false})).await?;
-        match result {
+        match self.call_tool(TOOL, json!({"active_only": false})).await? {
             Value::Array(items) => Ok(items.iter().filter_map(WebhookRow::from_value).collect()),
-            other => {
-                if let Some(error) = in_band_error(&other) {
-                    return Err(BusError::refused(TOOL, error));
-                }
-                Err(BusError::unusable(
+            other => Err(match in_band_error(&other) {
+                Some(error) => BusError::refused(TOOL, error),
+                None => BusError::unusable(
                     TOOL,
                     format!("expected a list of webhooks, got {}", json_kind(&other)),
-                ))
-            }
+                ),
+            }),
         }
     }
 
@@ -216,13 +211,11 @@ impl BusClient {
         secret: Option<&str>,
     ) -> Result<i64, BusError> {
         const TOOL: &str = "register_webhook";
-        let mut arguments = Map::new();
-        arguments.insert("url".to_owned(), Value::from(url));
-        arguments.insert("channel".to_owned(), Value::from(channel));
+        let mut arguments = json!({"url": url, "channel": channel});
         if let Some(secret) = secret {
-            arguments.insert("secret".to_owned(), Value::from(secret));
+            arguments["secret"] = Value::from(secret);
         }
-        let result = self.call_tool(TOOL, Value::Object(arguments)).await?;
+        let result = self.call_tool(TOOL, arguments).await?;
         if let Some(id) = result.get("webhook_id").and_then(Value::as_i64) {
             return Ok(id);
         }
@@ -354,11 +347,9 @@ pub fn unwrap_tool_result(tool: &str, envelope: Value) -> Result<Value, BusError
         let message = content_texts(&result);
         return Err(BusError::ToolError {
             tool: tool.to_owned(),
-            message: if message.is_empty() {
-                "(no message)".to_owned()
-            } else {
-                message
-            },
+            message: Some(message)
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| "(no message)".to_owned()),
         });
     }
     match result.remove("structuredContent") {
@@ -400,10 +391,11 @@ pub fn is_truthy(value: &Value) -> bool {
 /// An in-band failure (`{"success": false, "error": ..}` or `{"error": ..}`) as text.
 fn in_band_error(result: &Value) -> Option<String> {
     let error = result.get("error")?;
-    Some(match error.as_str() {
-        Some(text) => text.to_owned(),
-        None => error.to_string(),
-    })
+    Some(
+        error
+            .as_str()
+            .map_or_else(|| error.to_string(), str::to_owned),
+    )
 }
 
 fn content_texts(result: &Map<String, Value>) -> String {

@@ -108,35 +108,26 @@ struct Source {
     key: &'static str,
 }
 
-const PORT: Source = Source::new("--port", "AGENT_EVENT_BUS_BRIDGE_PORT", "bridge.port");
-const BACKEND: Source = Source::new(
-    "--backend",
-    "AGENT_EVENT_BUS_BRIDGE_BACKEND",
-    "bridge.backend",
-);
-const COOLDOWN: Source = Source::new(
-    "--cooldown",
-    "AGENT_EVENT_BUS_BRIDGE_COOLDOWN",
-    "bridge.cooldown",
-);
-const BUSY_TTL: Source = Source::new(
-    "--busy-ttl",
-    "AGENT_EVENT_BUS_BRIDGE_BUSY_TTL",
-    "bridge.busy_ttl",
-);
-const WAKE_DIR: Source = Source::new("--wake-dir", "AGENT_EVENT_BUS_WAKE_DIR", "bridge.wake_dir");
-const BUS_URL: Source = Source::new("--bus-url", "AGENT_EVENT_BUS_URL", "bridge.bus_url");
-const HOOK_URL: Source = Source::new(
-    "--hook-url",
-    "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
-    "bridge.hook_url",
-);
-const BIND: Source = Source::new("--bind", "AGENT_EVENT_BUS_BRIDGE_BIND", "bridge.bind");
-const ALLOWED_HOSTS: Source = Source::new(
-    "--allowed-hosts",
-    "AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS",
-    "bridge.allowed_hosts",
-);
+/// A reference setting's flag `--<flag>`, variable `AGENT_EVENT_BUS_<env>` and key `bridge.<key>`.
+macro_rules! source {
+    ($flag:literal, $env:literal, $key:literal) => {
+        Source {
+            flag: concat!("--", $flag),
+            env: concat!("AGENT_EVENT_BUS_", $env),
+            key: concat!("bridge.", $key),
+        }
+    };
+}
+
+const PORT: Source = source!("port", "BRIDGE_PORT", "port");
+const BACKEND: Source = source!("backend", "BRIDGE_BACKEND", "backend");
+const COOLDOWN: Source = source!("cooldown", "BRIDGE_COOLDOWN", "cooldown");
+const BUSY_TTL: Source = source!("busy-ttl", "BRIDGE_BUSY_TTL", "busy_ttl");
+const WAKE_DIR: Source = source!("wake-dir", "WAKE_DIR", "wake_dir");
+const BUS_URL: Source = source!("bus-url", "URL", "bus_url");
+const HOOK_URL: Source = source!("hook-url", "BRIDGE_HOOK_URL", "hook_url");
+const BIND: Source = source!("bind", "BRIDGE_BIND", "bind");
+const ALLOWED_HOSTS: Source = source!("allowed-hosts", "BRIDGE_ALLOWED_HOSTS", "allowed_hosts");
 /// Env only, so the secret never shows in `ps` (or `[bridge] secret_file`, which this wins over).
 pub const SECRET_ENV: &str = "AGENT_EVENT_BUS_BRIDGE_SECRET";
 /// Longest `mux.submit_delay`: the 2 s injection budget less two 250 ms step floors, so typing
@@ -160,10 +151,6 @@ fn reference_sources(flags: &Flags) -> [(&'static Source, Option<&str>); 9] {
 }
 
 impl Source {
-    const fn new(flag: &'static str, env: &'static str, key: &'static str) -> Self {
-        Self { flag, env, key }
-    }
-
     fn names(&self) -> String {
         format!("{} / {} / {}", self.flag, self.env, self.key)
     }

@@ -24,24 +24,18 @@ pub enum DeliverySource {
 /// One outcome: an event answered, a wake or nudge typed, a warning sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
-    /// Wall-clock unix milliseconds.
     pub at_ms: i64,
     pub source: DeliverySource,
     /// Hex digest that recognises a redelivered event, if the source has one.
     pub identity: Option<String>,
-    /// The bus's event id, if any.
     pub event_id: Option<String>,
     /// Who sent it (the event's `session_id`, or the wakebridge component for local sources).
     pub sender: String,
-    /// The session the outcome was for.
     pub target_session: String,
     /// The `action` answered or taken (`tmux`, `spool-busy`, ...).
     pub action: String,
-    /// Time spent appending to the spool, if it was appended.
     pub spool_us: Option<u64>,
-    /// Time spent typing into the pane, if it was attempted.
     pub inject_us: Option<u64>,
-    /// Short machine-readable failure kind, if something failed.
     pub error_kind: Option<String>,
     /// A bus event whose wake was not typed and submitted: a wake owes it (see [`Payment`]).
     pub owed: bool,
@@ -63,11 +57,11 @@ pub struct SessionSeen {
     pub session_id: String,
     pub cwd: Option<String>,
     pub transcript_path: Option<String>,
-    /// The pane target as text (`PaneTarget`'s Display form).
+    /// `PaneTarget`'s Display form.
     pub pane: Option<String>,
-    /// The hook event name (`Stop`, `UserPromptSubmit`, ...).
+    /// `Stop`, `UserPromptSubmit`, ...
     pub last_hook_event: Option<String>,
-    /// Wall-clock unix milliseconds; the stored value never moves backwards.
+    /// The stored value never moves backwards.
     pub seen_at_ms: i64,
 }
 
@@ -77,13 +71,11 @@ pub struct NudgeState {
     pub session_id: String,
     /// Nudges typed since the session last showed life.
     pub unanswered: u32,
-    /// Wall-clock unix milliseconds of the last nudge, if any.
     pub last_nudge_ms: Option<i64>,
     /// The nudger has fallen silent for this session until it shows life again.
     pub acknowledged: bool,
 }
 
-/// Everything that can be written through `Store::record`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Delivery(Delivery),
@@ -124,7 +116,6 @@ pub enum Record {
     ResumeGaveUp {
         session_id: String,
     },
-    /// `session_id` is no longer held at a limit.
     LimitLifted {
         session_id: String,
     },
@@ -155,7 +146,6 @@ pub enum Record {
     },
 }
 
-/// Why a session was rewound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
 #[strum(serialize_all = "kebab-case")]
 pub enum RewindWhy {
@@ -183,7 +173,6 @@ pub enum RewindOutcome {
     Skipped,
 }
 
-/// How a usage limit was seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
 #[strum(serialize_all = "kebab-case")]
 pub enum LimitSource {
@@ -218,9 +207,8 @@ pub struct LimitSeen {
     pub session_id: String,
     /// `session limit`, `weekly limit`, ...
     pub kind: String,
-    /// The reset as Claude Code wrote it, if it did.
+    /// As Claude Code wrote it.
     pub resets_text: Option<String>,
-    /// The reset, unix ms, if known.
     pub resets_at_ms: Option<i64>,
     /// `resets_at_ms` is to the second (a transcript record's `resetsAt`, the status line's
     /// `rate_limits`), not read from a notice's minute.
@@ -230,11 +218,9 @@ pub struct LimitSeen {
 }
 
 impl LimitSeen {
-    /// `notice`, seen `how` at `now_ms`, its reset read from then in this machine's zone (the
-    /// latest moment of the minute it shows: `Notice::lifts_by_ms`). A
-    /// notice found on a screen may have been written a while before ([`WRITTEN_EARLIER`]);
-    /// `written_now` says it was not (a hook, a transcript record at its own time, the screen
-    /// right after a resume).
+    /// `notice`, seen `how` at `now_ms`, its reset read in this machine's zone
+    /// (`Notice::lifts_by_ms`). `written_now`: not a screen notice that may be older
+    /// ([`WRITTEN_EARLIER`]), but a hook, a transcript record, the screen right after a resume.
     pub fn of_notice(
         session_id: &str,
         notice: Notice,
@@ -258,8 +244,7 @@ impl LimitSeen {
         }
     }
 
-    /// This limit with its reset to the second, `exact_ms`, where one is known: it replaces
-    /// the minute the notice shows.
+    /// This limit with its reset to the second, where known, instead of the notice's minute.
     pub fn with_exact_reset(mut self, exact_ms: Option<i64>) -> Self {
         if let Some(at) = exact_ms {
             self.resets_at_ms = Some(at);
@@ -296,9 +281,8 @@ pub(super) fn insert_delivery(conn: &Connection, d: &Delivery) -> rusqlite::Resu
     Ok(conn.last_insert_rowid())
 }
 
-/// Points `latest_deliveries` at delivery `id` of `session` (at `at_ms`) unless a later one is
-/// there already. Once per session per commit, not per row: with a busy session every row
-/// would rewrite the same page.
+/// Points `latest_deliveries` at delivery `id` of `session` unless a later one is there. Once per
+/// session per commit, not per row: with a busy session every row would rewrite the same page.
 pub(super) fn note_latest(
     conn: &Connection,
     session: &str,
@@ -389,9 +373,7 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             session_id,
             up_to_ms,
             how,
-        } => {
-            pay(conn, session_id, *up_to_ms, *how)?;
-        }
+        } => drop(pay(conn, session_id, *up_to_ms, *how)?),
         Record::Limited(seen) => upsert_limit(conn, seen)?,
         Record::ResumeTried { session_id, at_ms } => {
             conn.prepare_cached(
@@ -441,10 +423,9 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
     Ok(())
 }
 
-/// Records that `old_id` is now `new_id` in `pane`. The owed events and the limit are the
-/// agent's, not the id's: they move to the new id, so its Stop hook pays them and its hold
-/// stands. A rename back to an id the chain already holds (a pane re-mapped to its old id)
-/// drops that id's alias, so the chain never loops.
+/// Records that `old_id` is now `new_id` in `pane`. Owed events and the limit are the agent's:
+/// they move to the new id. A rename back to an id the chain holds drops that id's alias, so
+/// the chain never loops.
 fn rename(
     conn: &Connection,
     old_id: &str,
@@ -472,12 +453,10 @@ fn rename(
     Ok(())
 }
 
-/// Records a limit seen. A notice with another reset than the one kept (a reset given, with
-/// another text) is a new reset: after a resume that met the limit again the tries go on, and a
-/// limit given up on starts a new series. The same notice read again changes nothing but how it
-/// was last seen: a bare `3pm` re-read later must not move the reset first recorded. The same
-/// limit seen with its reset to the second, where only the minute was kept, takes that reset
-/// and nothing else: the most exact reset wins, whichever signal came first.
+/// Records a limit seen. Another reset text is a new reset: the tries go on, and a limit given
+/// up on starts a new series. The same notice re-read changes only how it was seen (a bare
+/// `3pm` re-read later must not move the reset). A reset to the second replaces a kept minute:
+/// the most exact reset wins, whichever signal came first.
 fn upsert_limit(conn: &Connection, seen: &LimitSeen) -> rusqlite::Result<()> {
     let kept: Option<(Option<String>, bool, bool)> = conn
         .prepare_cached(
@@ -529,9 +508,8 @@ fn upsert_limit(conn: &Connection, seen: &LimitSeen) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Pays `session_id`'s owed events recorded up to `up_to_ms` and notes how; returns how many
-/// were owed. One statement clears them, so two payers (the hook CLI and the daemon) can never
-/// both pay the same events.
+/// Pays `session_id`'s owed events up to `up_to_ms`; returns how many. One statement clears
+/// them, so two payers (the hook CLI and the daemon) never both pay the same events.
 pub(crate) fn pay(
     conn: &Connection,
     session_id: &str,
