@@ -1,6 +1,5 @@
 //! Forgetting: deliveries past the identity window, and sessions with no trace left (or on an
-//! operator's word) with every row naming them. Owns those deletes; when to run them is the
-//! daemon's choice.
+//! operator's word) with every row naming them. When to run them is the daemon's choice.
 
 use rusqlite::{Connection, params};
 
@@ -9,9 +8,8 @@ use super::writer::Applied;
 use super::{PRUNE_CHUNK_ROWS, Store, StoreError};
 
 impl Store {
-    /// Deletes deliveries recorded before `cutoff_ms` (unix ms), in chunks so the hot path is
-    /// never held up for long. Returns how many rows went. Compute the cutoff from
-    /// `[ledger] identity_window`.
+    /// Deletes deliveries recorded before `cutoff_ms`, in chunks so the hot path is never held
+    /// up for long. Returns how many rows went.
     pub async fn prune_older_than(&self, cutoff_ms: i64) -> Result<u64, StoreError> {
         let mut total = 0;
         loop {
@@ -28,9 +26,8 @@ impl Store {
         }
     }
 
-    /// Forgets sessions with no trace (hook seen, wake, nudge) since `cutoff_ms` (unix ms) that
-    /// are not in `keep` (still mapped to a pane), so the session tables do not grow with every
-    /// session ever seen. Returns how many went.
+    /// Forgets sessions with no trace since `cutoff_ms` that are not in `keep` (still mapped to a
+    /// pane), so the tables do not grow with every session ever seen. Returns how many went.
     pub async fn forget_sessions_before(
         &self,
         cutoff_ms: i64,
@@ -43,9 +40,7 @@ impl Store {
         .map(Applied::rows)
     }
 
-    /// Forgets `session_id` (and the ids it had before a `/clear`) whatever its age, for an
-    /// operator's `wakebridge forget`: it leaves `/sessions` until it is seen again. Returns how
-    /// many of those ids the ledger knew (0: none).
+    /// Forgets `session_id` and its earlier ids whatever their age (`wakebridge forget`).
     pub async fn forget_session(&self, session_id: &str) -> Result<u64, StoreError> {
         let session_id = session_id.to_owned();
         self.submit(Box::new(move |conn| {
@@ -96,19 +91,15 @@ fn prune_deliveries(conn: &Connection, cutoff_ms: i64, limit: u32) -> rusqlite::
             deleted += 1;
         }
     }
-    // A session whose latest delivery went with them has none left in the ledger: forget it, so
-    // the table does not grow with every session id ever seen. Only the sessions touched here
-    // are looked at.
+    // A session whose latest delivery went has none left: forget its row (only those touched).
     for sid in &sessions {
         forget_latest_if_gone(conn, sid)?;
     }
     Ok(deleted)
 }
 
-/// Forgets sessions whose every trace (hook seen, wake, nudge, owed event, limit, rewind) is
-/// older than `cutoff_ms`, except those in `keep` (still mapped to a pane): their rows in
-/// `sessions`, `wakes`, `nudges`, `owed_payments`, `limits`, `rewinds` and `aliases` go, and
-/// what they were owed is written off (pruned with the deliveries). Returns how many sessions were forgotten.
+/// Forgets sessions whose every trace is older than `cutoff_ms`, except those in `keep`: their
+/// per-session rows go and what they were owed is written off. Returns how many.
 fn forget_sessions(conn: &Connection, cutoff_ms: i64, keep: &[String]) -> rusqlite::Result<u64> {
     let keep = serde_json::to_string(keep).unwrap_or_else(|_| "[]".into());
     let dropped: Vec<String> = {
@@ -131,11 +122,10 @@ fn forget_sessions(conn: &Connection, cutoff_ms: i64, keep: &[String]) -> rusqli
     Ok(dropped.len() as u64)
 }
 
-/// Forgets one session on an operator's word (`wakebridge forget`), whatever its age: the rows
-/// [`forget_sessions`] removes, for `session_id` and every id it had before a `/clear` (they
-/// are the same session: status lists them as one), and its latest-delivery row, so it leaves
-/// `/sessions` (its deliveries stay until the identity window prunes them: a redelivered event
-/// must still be known). Returns how many of those ids the ledger knew; 0 means none.
+/// The rows [`forget_sessions`] removes, for `session_id` and every id it had before a `/clear`
+/// (one session to status), and its latest-delivery row, so it leaves `/sessions`. Its
+/// deliveries stay until pruned: a redelivered event must still be known. Returns how many of
+/// those ids the ledger knew; 0 means none.
 fn forget_session(conn: &Connection, session_id: &str) -> rusqlite::Result<u64> {
     let renamed: Vec<(String, String)> = conn
         .prepare_cached("SELECT old_id, new_id FROM aliases")?
