@@ -33,7 +33,6 @@ use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use singleton::{SingletonError, Singletons};
 
-/// Why `serve` could not start or stopped; most variants show a module's own error.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error("cannot prepare wake dir {dir} (--wake-dir / AGENT_EVENT_BUS_WAKE_DIR): {source}")]
@@ -84,7 +83,6 @@ pub struct App {
 }
 
 impl App {
-    /// Builds the daemon from settings already [`Validated`].
     pub async fn build(settings: Validated, env: &Env) -> Result<App, AppError> {
         let Validated {
             config,
@@ -205,7 +203,7 @@ impl App {
             .unwrap_or_else(|_| SocketAddr::new(self.state.config.bind_addr(), 0))
     }
 
-    /// Serves until `shutdown` is cancelled, then lets in-flight requests finish.
+    /// Serves until `shutdown`, then lets in-flight requests finish.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), AppError> {
         let addr = self.local_addr();
         tracing::info!(%addr, backend = ?self.state.config.backend, wake_dir = %self.state.deliverer.spool().wake_dir().display(), "wakebridge listening");
@@ -261,7 +259,6 @@ impl App {
     }
 }
 
-/// Spool pruning and the ledger's identity window, on the prune interval.
 fn spawn_pruning(
     state: &Arc<AppState>,
     shutdown: CancellationToken,
@@ -374,8 +371,8 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
     }
 }
 
-/// Lifts the soft limit on open descriptors to the hard one: connections and spool files each
-/// hold one, and the usual 1024 caps both long before the machine does.
+/// Lifts the soft descriptor limit to the hard one: the usual 1024 caps connections and spool
+/// files long before the machine does.
 fn raise_descriptor_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,

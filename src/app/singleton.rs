@@ -11,7 +11,6 @@ use crate::config::Env;
 
 /// Name of the wake-dir lock; the `.` keeps it from ever colliding with a `<sid>.lock`.
 pub const WAKE_DIR_LOCK: &str = "bridge.singleton.lock";
-/// How many hex characters of sha256(hook URL) name the hook lock (the reference's 16).
 const HOOK_HASH_CHARS: usize = 16;
 
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +41,6 @@ pub enum SingletonError {
     },
 }
 
-/// Both locks, released when dropped.
 #[derive(Debug)]
 pub struct Singletons {
     _hook: File,
@@ -61,8 +59,8 @@ pub fn lock_dir(env: &Env) -> PathBuf {
     base.join(format!("agent-event-bus-bridge-{uid}"))
 }
 
-/// Python's `tempfile.gettempdir()`: TMPDIR, TEMP, TMP, then /tmp, /var/tmp, /usr/tmp, the first
-/// that is a writable directory.
+/// Python's `tempfile.gettempdir()`: the first writable of TMPDIR, TEMP, TMP, /tmp, /var/tmp,
+/// /usr/tmp.
 fn python_tempdir(env: &Env) -> PathBuf {
     let candidates = ["TMPDIR", "TEMP", "TMP"]
         .iter()
@@ -70,8 +68,7 @@ fn python_tempdir(env: &Env) -> PathBuf {
         .chain(["/tmp", "/var/tmp", "/usr/tmp"].map(String::from));
     for dir in candidates {
         let path = PathBuf::from(dir.trim_end_matches('/'));
-        let writable = tempfile::tempfile_in(&path).is_ok();
-        if writable {
+        if tempfile::tempfile_in(&path).is_ok() {
             return std::path::absolute(&path).unwrap_or(path);
         }
     }
@@ -137,7 +134,6 @@ fn prepare_lock_dir(dir: &Path) -> Result<(), SingletonError> {
     Ok(())
 }
 
-/// `Ok(None)` when another process holds the lock.
 fn lock_file(path: &Path) -> Result<Option<File>, SingletonError> {
     crate::private_fs::try_lock(path).map_err(|source| SingletonError::Open {
         path: path.to_path_buf(),

@@ -16,7 +16,7 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Streamable HTTP (FastMCP) answers 406 unless the client accepts both media types.
 pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 
-/// The channel prefix our webhook is filtered to: direct messages to sessions only.
+/// Our webhook's channel filter: direct messages to sessions only.
 pub const SESSION_CHANNEL: &str = "session:";
 
 /// The in-band error for an id that no longer exists: as good as a removal.
@@ -25,7 +25,7 @@ pub const WEBHOOK_NOT_FOUND: &str = "Webhook not found";
 /// Largest reply buffered before a `data:` line: a listing is a few KiB; more is not MCP.
 const MAX_REPLY_BYTES: usize = 8 * 1024 * 1024;
 
-/// How much of an HTTP error body we quote in the error, enough for FastMCP's one-line reasons.
+/// How much of an HTTP error body is quoted: enough for FastMCP's one-line reasons.
 const MAX_ERROR_BODY_CHARS: usize = 300;
 
 /// What went wrong talking to the bus, told apart so callers can log the right remedy.
@@ -56,7 +56,6 @@ pub enum BusError {
     Unusable { tool: String, reason: String },
 }
 
-/// What is wrong with a bus URL.
 #[derive(Debug, thiserror::Error)]
 pub enum UrlProblem {
     #[error(transparent)]
@@ -68,7 +67,6 @@ pub enum UrlProblem {
 }
 
 impl BusError {
-    /// True when the bus could not be reached at all: the remedy is starting it.
     pub fn is_unreachable(&self) -> bool {
         matches!(self, BusError::Unreachable { .. })
     }
@@ -101,7 +99,6 @@ pub struct WebhookRow {
 }
 
 impl WebhookRow {
-    /// The row described by one listing element, or `None` when the element is not an object.
     pub fn from_value(value: &Value) -> Option<Self> {
         let row = value.as_object()?;
         let text = |key: &str| row.get(key).and_then(Value::as_str).map(str::to_owned);
@@ -132,7 +129,6 @@ impl BusClient {
         Self::with_timeout(url, CALL_TIMEOUT)
     }
 
-    /// As [`BusClient::new`] with another per-call budget.
     pub fn with_timeout(url: &str, timeout: Duration) -> Result<Self, BusError> {
         let invalid = |problem| BusError::InvalidUrl {
             url: url.to_owned(),
@@ -156,7 +152,6 @@ impl BusClient {
         self.url.as_str()
     }
 
-    /// Calls one tool and returns its unwrapped result (see [`unwrap_tool_result`]).
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, BusError> {
         let body = json!({
             "jsonrpc": "2.0",
@@ -203,7 +198,7 @@ impl BusClient {
         }
     }
 
-    /// Registers `url` on `channel`; the secret is sent only when set. Returns the new id.
+    /// Registers `url` on `channel`; returns the new id.
     pub async fn register_webhook(
         &self,
         url: &str,
@@ -310,8 +305,7 @@ impl BusClient {
     }
 }
 
-/// The payload of the first SSE `data:` line (one optional space after the colon is part of the
-/// field syntax), tolerating CRLF and LF line ends.
+/// The payload of the first SSE `data:` line (one optional space after the colon is syntax).
 pub fn first_data_line(sse: &str) -> Option<&str> {
     sse.split('\n')
         .map(|line| line.strip_suffix('\r').unwrap_or(line))
@@ -319,11 +313,8 @@ pub fn first_data_line(sse: &str) -> Option<&str> {
         .map(|rest| rest.strip_prefix(' ').unwrap_or(rest))
 }
 
-/// Unwraps a JSON-RPC `tools/call` envelope the way the bus shapes it:
-/// `structuredContent.result` when present and not null (list-returning tools), else
-/// `structuredContent` (dict-returning tools), else `content[0].text` parsed as JSON.
-/// `isError` results are [`BusError::ToolError`]; a JSON-RPC error object or a missing result is
-/// [`BusError::Unusable`].
+/// Unwraps a `tools/call` envelope as the bus shapes it: `structuredContent.result` when not
+/// null (lists), else `structuredContent` (dicts), else `content[0].text` parsed as JSON.
 pub fn unwrap_tool_result(tool: &str, envelope: Value) -> Result<Value, BusError> {
     let unusable = |reason| BusError::unusable(tool, reason);
     let Value::Object(mut envelope) = envelope else {
@@ -388,7 +379,7 @@ pub fn is_truthy(value: &Value) -> bool {
     }
 }
 
-/// An in-band failure (`{"success": false, "error": ..}` or `{"error": ..}`) as text.
+/// An in-band `{"error": ..}` as text.
 fn in_band_error(result: &Value) -> Option<String> {
     let error = result.get("error")?;
     Some(
