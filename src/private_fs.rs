@@ -12,10 +12,7 @@ pub const DIR_MODE: u32 = 0o700;
 
 /// `mkdir -p dir`, then narrow it to [`DIR_MODE`] whatever mode it had.
 pub fn ensure_dir(dir: &Path) -> io::Result<()> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(DIR_MODE)
-        .create(dir)?;
+    create_dir(dir)?;
     std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
 }
 

@@ -102,23 +102,18 @@ pub fn acquire(env: &Env, hook_url: &str, wake_dir: &Path) -> Result<Singletons,
 /// Created 0700 if missing; an existing one must be ours and private (a planted dir would let
 /// another user hold our lock).
 fn prepare_lock_dir(dir: &Path) -> Result<(), SingletonError> {
+    let lock_dir_error = |source| SingletonError::LockDir {
+        dir: dir.to_path_buf(),
+        source,
+    };
     match std::fs::DirBuilder::new()
         .mode(crate::private_fs::DIR_MODE)
         .create(dir)
     {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(source) => {
-            return Err(SingletonError::LockDir {
-                dir: dir.to_path_buf(),
-                source,
-            });
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(lock_dir_error(e)),
+        _ => {}
     }
-    let meta = std::fs::symlink_metadata(dir).map_err(|source| SingletonError::LockDir {
-        dir: dir.to_path_buf(),
-        source,
-    })?;
+    let meta = std::fs::symlink_metadata(dir).map_err(lock_dir_error)?;
     if !meta.file_type().is_dir() {
         return Err(SingletonError::LockDirNotDir {
             dir: dir.to_path_buf(),

@@ -72,9 +72,9 @@ pub fn prepare(
         Ok(meta) if meta.file_type().is_symlink() => return Err(SpoolError::Symlink(path)),
         Ok(meta) => match cached {
             Some(c) if (c.dev, c.ino) == (meta.dev(), meta.ino()) => (c.clone(), meta.len(), false),
-            _ => (open_existing(&path, sid)?, meta.len(), false),
+            _ => (open(&path, sid, false)?, meta.len(), false),
         },
-        Err(e) if e.kind() == io::ErrorKind::NotFound => (create(&path, sid)?, 0, true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (open(&path, sid, true)?, 0, true),
         Err(e) => return Err(io_error(sid, &path, e)),
     };
     // A tail torn by an earlier crash would glue our first line onto it: start fresh.
@@ -126,26 +126,14 @@ pub fn append(wake_dir: &Path, sid: &str, bytes: &[u8]) -> Result<Prepared, Spoo
     Ok(prepared)
 }
 
-fn open_existing(path: &Path, sid: &str) -> Result<OpenSpool, SpoolError> {
+/// Opens `path` for appending; `create`: a new file, which must not exist yet.
+fn open(path: &Path, sid: &str, create: bool) -> Result<OpenSpool, SpoolError> {
     let file = private_fs::options()
         .read(true)
         .append(true)
+        .create_new(create)
         .open(path)
         .map_err(|e| open_error(sid, path, e))?;
-    described(file, sid, path)
-}
-
-fn create(path: &Path, sid: &str) -> Result<OpenSpool, SpoolError> {
-    let file = private_fs::options()
-        .read(true)
-        .append(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| open_error(sid, path, e))?;
-    described(file, sid, path)
-}
-
-fn described(file: File, sid: &str, path: &Path) -> Result<OpenSpool, SpoolError> {
     let meta = file.metadata().map_err(|e| io_error(sid, path, e))?;
     Ok(OpenSpool {
         file: Arc::new(file),

@@ -5,7 +5,7 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags};
+use rusqlite::{Connection, OpenFlags};
 
 use super::StoreError;
 use super::schema::{self, APPLICATION_ID, BUSY_TIMEOUT};
@@ -80,16 +80,8 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
 
 fn migrate_error(path: &Path, source: rusqlite_migration::Error) -> StoreError {
     match source {
-        rusqlite_migration::Error::RusqliteError { err, .. }
-            if matches!(
-                err.sqlite_error_code(),
-                Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
-            ) =>
-        {
-            StoreError::Corrupt {
-                path: path.to_path_buf(),
-                source: err,
-            }
+        rusqlite_migration::Error::RusqliteError { err, .. } if StoreError::corrupt(&err) => {
+            StoreError::at_open(path, err)
         }
         source => StoreError::Migrate {
             path: path.to_path_buf(),
@@ -102,12 +94,12 @@ fn migrate_error(path: &Path, source: rusqlite_migration::Error) -> StoreError {
 /// later; on a ledger pruned to a day of deliveries it takes milliseconds.
 fn check_integrity(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     const PROBLEMS_SHOWN: u32 = 3;
-    let mut stmt = conn
+    let problems = conn
         .prepare(&format!("PRAGMA quick_check({PROBLEMS_SHOWN})"))
-        .map_err(|source| StoreError::at_open(path, source))?;
-    let problems = stmt
-        .query_map([], |row| row.get::<_, String>(0))
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+        .and_then(|mut stmt| {
+            stmt.query_map([], |row| row.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()
+        })
         .map_err(|source| StoreError::at_open(path, source))?;
     if problems.len() == 1 && problems[0] == "ok" {
         return Ok(());
