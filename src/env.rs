@@ -43,8 +43,7 @@ impl Env {
         }
     }
 
-    /// The variable's value when it is set to something other than blanks: the reference's rule
-    /// that an empty value means "not set".
+    /// The value unless blank: the reference's rule that an empty value means "not set".
     pub fn nonempty(&self, name: &str) -> Option<String> {
         self.get(name).filter(|v| !v.trim().is_empty())
     }

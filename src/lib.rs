@@ -62,8 +62,7 @@ pub mod telemetry;
 pub mod wakedir;
 pub mod wire;
 
-/// Locks `mutex` through poisoning: that only means a thread panicked mid-update; the state is
-/// still usable.
+/// Locks `mutex` through poisoning: a thread panicked mid-update, but the state is usable.
 pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()

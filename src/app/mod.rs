@@ -336,8 +336,7 @@ async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
     }
 }
 
-/// Reads back what must survive a restart: the identity window's event identities (so a
-/// redelivery is still recognised) and recent wakes (so no cooldown reopens).
+/// Reads back the window's event identities (a redelivery is still known) and recent wakes.
 fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) {
     let now = clock::now_ms();
     let ago = |at_ms: i64| Duration::from_millis(now.saturating_sub(at_ms).max(0) as u64);
@@ -371,8 +370,7 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
     }
 }
 
-/// Lifts the soft descriptor limit to the hard one: the usual 1024 caps connections and spool
-/// files long before the machine does.
+/// Lifts the soft descriptor limit (often 1024: connections and spool files) to the hard one.
 fn raise_descriptor_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,

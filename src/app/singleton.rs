@@ -59,8 +59,7 @@ pub fn lock_dir(env: &Env) -> PathBuf {
     base.join(format!("agent-event-bus-bridge-{uid}"))
 }
 
-/// Python's `tempfile.gettempdir()`: the first writable of TMPDIR, TEMP, TMP, /tmp, /var/tmp,
-/// /usr/tmp.
+/// Python's `tempfile.gettempdir()`: the first writable of TMPDIR, TEMP, TMP, /tmp, ....
 fn python_tempdir(env: &Env) -> PathBuf {
     let candidates = ["TMPDIR", "TEMP", "TMP"]
         .iter()

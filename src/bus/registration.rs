@@ -32,8 +32,8 @@ pub fn backoff(attempt: u32) -> Duration {
     BACKOFF_FIRST.saturating_mul(factor).min(BACKOFF_CAP)
 }
 
-/// True when `other` looks like an older registration of this bridge (another port, or another
-/// loopback alias): never swept, since another bridge may listen there; only warned about.
+/// `other` looks like an older registration of ours (another port or loopback alias): warned
+/// about, never swept, since another bridge may listen there.
 pub fn looks_like_ours(hook_url: &Url, other: &str) -> bool {
     let Ok(other) = Url::parse(other) else {
         return false;

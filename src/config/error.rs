@@ -140,7 +140,7 @@ pub enum ConfigError {
     ZeroInterval {
         key: &'static str,
         example: &'static str,
-        var: &'static str,
+        var: String,
     },
     /// The text is typed into a prompt, where a control character or a leading digit would do
     /// something else (submit early, pick a menu option).

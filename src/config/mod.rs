@@ -477,21 +477,16 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
     if sync < Duration::from_millis(10) || sync > Duration::from_secs(3600) {
         return Err(ConfigError::SyncInterval(sync));
     }
-    for (period, key, example, var) in [
-        (
-            settings.prune.interval,
-            "prune.interval",
-            "\"10m\"",
-            "WAKEBRIDGE_PRUNE__INTERVAL",
-        ),
+    for (period, key, example) in [
+        (settings.prune.interval, "prune.interval", "\"10m\""),
         (
             settings.registration.keep_interval,
             "registration.keep_interval",
             "\"60s\"",
-            "WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL",
         ),
     ] {
         if period.is_zero() {
+            let var = names::variable_of(key);
             return Err(ConfigError::ZeroInterval { key, example, var });
         }
     }

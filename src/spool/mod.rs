@@ -95,8 +95,7 @@ impl OpenError {
 #[derive(Debug, Clone, Copy)]
 pub struct SpoolOptions {
     pub lock_budget: Duration,
-    /// How often session files are fsynced and their pending bytes dropped from the ledger
-    /// (`[spool] sync_interval`).
+    /// How often files are fsynced and their pending bytes dropped (`[spool] sync_interval`).
     pub checkpoint_every: Duration,
 }
 
@@ -161,8 +160,7 @@ impl Spool {
         &self.wake_dir
     }
 
-    /// Appends `line` (newline included) to `sid`'s spool with `delivery`; returns the row id
-    /// once both are durable.
+    /// Appends `line` and records `delivery`; returns the row id once both are durable.
     pub async fn append(
         &self,
         sid: &SessionId,
@@ -185,8 +183,7 @@ impl Spool {
             .map_err(|_| SpoolError::WriterGone(sid.to_string()))?
     }
 
-    /// Answers everything queued, syncs every file and clears the pending rows. Later appends
-    /// fail with `WriterGone`.
+    /// Answers everything queued, syncs every file, clears the pending rows; later appends fail.
     pub fn close(&self) {
         self.shared.close();
         let writer = crate::lock(&self.writer).take();

@@ -129,8 +129,7 @@ pub fn select_for_pruning(
     selected
 }
 
-/// The regular files directly in `wake_dir` that `classify_name` accepts (no symlink
-/// followed); a missing dir is empty.
+/// The regular files directly in `wake_dir` that `classify_name` accepts; no symlink followed.
 pub fn scan(wake_dir: &Path) -> Result<Vec<SpoolFile>, PruneError> {
     let entries = match std::fs::read_dir(wake_dir) {
         Ok(entries) => entries,

@@ -162,8 +162,7 @@ impl Writer {
         }
     }
 
-    /// Runs rounds until the spool closes and everything is answered, then lets the
-    /// checkpointer make its last pass.
+    /// Runs rounds until closed and all answered, then lets the checkpointer make its last pass.
     pub fn run(mut self, checkpointer: std::thread::JoinHandle<()>) {
         while let Some(batch) = self.next_batch() {
             self.round(batch);
@@ -173,8 +172,7 @@ impl Writer {
         let _ = checkpointer.join();
     }
 
-    /// Waits for work: new lines, or a retry of lines whose lock was busy. `None` once closing
-    /// and nothing is left.
+    /// Waits for new lines or a retry of busy ones; `None` once closing and nothing is left.
     fn next_batch(&mut self) -> Option<Vec<Pending>> {
         let mut queue = lock(&self.shared.queue);
         loop {
@@ -261,8 +259,7 @@ impl Writer {
         }
     }
 
-    /// Groups the batch by session, takes each lock and prepares each file, within the round's
-    /// budgets (the rest is carried to the next round).
+    /// Takes each session's lock and prepares its file, within the round's budgets.
     fn take_shares(&mut self, batch: Vec<Pending>) -> Vec<Share> {
         let mut shares = Vec::new();
         let mut room = ROUND_BYTES;

@@ -8,8 +8,7 @@ use super::writer::Applied;
 use super::{PRUNE_CHUNK_ROWS, Store, StoreError};
 
 impl Store {
-    /// Deletes deliveries recorded before `cutoff_ms`, in chunks so the hot path is never held
-    /// up for long. Returns how many rows went.
+    /// Deletes deliveries before `cutoff_ms`, in chunks so the hot path is never held up long.
     pub async fn prune_older_than(&self, cutoff_ms: i64) -> Result<u64, StoreError> {
         let mut total = 0;
         loop {
@@ -175,8 +174,7 @@ fn formerly_and_self(renamed: &[(String, String)], id: &str) -> Vec<String> {
     ids
 }
 
-/// Removes every row naming one of `dropped` from the per-session tables and writes off what
-/// they were owed.
+/// Removes every per-session row naming one of `dropped` and writes off what they were owed.
 fn forget_ids(conn: &Connection, dropped: &[String]) -> rusqlite::Result<()> {
     let mut statements = [
         "sessions",

@@ -37,15 +37,13 @@ pub use error::StoreError;
 use open::{create_file, open_current, open_reader, open_writer};
 use writer::{Ack, Applied, Counters, Job, Op};
 
-/// Writes that may wait in the queue before `record` waits for room: far beyond any real bus
-/// rate; the bound keeps a stuck disk from growing memory without limit.
+/// Writes queued before `record` waits for room: keeps a stuck disk from growing memory.
 pub const WRITE_QUEUE_CAPACITY: usize = 4096;
 
 /// Read connections kept for reuse; more concurrent readers open and close their own.
 pub const READ_POOL_SIZE: usize = 4;
 
-/// Rows deleted per transaction by `prune_older_than`, so a large prune never holds the write
-/// lock long enough to delay hot-path records (a few ms per chunk).
+/// Rows per `prune_older_than` transaction: a few ms of write lock, never a hot-path delay.
 pub const PRUNE_CHUNK_ROWS: u32 = 5000;
 
 /// A handle on the ledger. Cheap to clone; the writer thread stops (after committing what is
@@ -236,8 +234,7 @@ impl Store {
         done.await.map_err(|_| self.writer_gone())?
     }
 
-    /// Sends `op` (`durable`: its commit is synced first) and blocks until it commits: never
-    /// from an async task.
+    /// Sends `op` (`durable`: synced) and blocks until it commits: never from an async task.
     fn submit_blocking(&self, durable: bool, op: Op) -> Result<Applied, StoreError> {
         let (ack, done) = std::sync::mpsc::sync_channel(1);
         let ack = Ack::Thread(ack);

@@ -34,8 +34,7 @@ pub(super) fn create_file(path: &Path) -> Result<(), StoreError> {
         })
 }
 
-/// Opens the write connection: checks the file is ours (before changing anything in it),
-/// switches it to WAL, then migrates.
+/// The write connection: checks the file is ours before changing it, WAL, then migrations.
 pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     let at_open = |source| StoreError::at_open(path, source);
     let mut conn = Connection::open(path).map_err(at_open)?;
@@ -110,8 +109,7 @@ fn check_integrity(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     })
 }
 
-/// A write connection to an existing ledger of this build's schema, for one quick write, or
-/// `None` for anything else.
+/// A connection for one quick write to an existing ledger of this schema, else `None`.
 pub(super) fn open_current(path: &Path) -> Option<Connection> {
     let conn = Connection::open_with_flags(
         path,

@@ -6,8 +6,7 @@ use crate::claude::limits::{Notice, WRITTEN_EARLIER, WRITTEN_NOW};
 use rusqlite::{Connection, OptionalExtension, params};
 use strum::{EnumIter, EnumString, IntoStaticStr};
 
-/// Which part of wakebridge produced a delivery row (stored as its kebab-case name, as the
-/// table's CHECK constraint lists them).
+/// Which part of wakebridge produced a delivery row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
 #[strum(serialize_all = "kebab-case")]
 pub enum DeliverySource {
@@ -111,8 +110,7 @@ pub enum Record {
         session_id: String,
         at_ms: i64,
     },
-    /// The resumes of `session_id`'s limit ran out: held, never typed into again until it
-    /// shows life.
+    /// The resumes ran out: held, never typed into again until it shows life.
     ResumeGaveUp {
         session_id: String,
     },
@@ -128,15 +126,13 @@ pub enum Record {
         pane: String,
         at_ms: i64,
     },
-    /// A rewind of `session_id` was asked for. At most one waits per session: asking again
-    /// changes nothing.
+    /// A rewind was asked for. At most one waits per session: asking again changes nothing.
     RewindAsked {
         session_id: String,
         why: RewindWhy,
         at_ms: i64,
     },
-    /// The rewind waiting for `session_id` ended `outcome`; `new_id` is the id the session has
-    /// after it.
+    /// The rewind waiting for `session_id` ended; `new_id` is the session's id after it.
     RewindEnded {
         session_id: String,
         outcome: RewindOutcome,

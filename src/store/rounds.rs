@@ -18,8 +18,7 @@ impl Store {
         }
     }
 
-    /// Forgets `wake_dir`'s pending spool bytes up to row `upto`, once their files are synced
-    /// (blocking). Returns how many rows went.
+    /// Forgets `wake_dir`'s pending bytes up to row `upto`, their files synced (blocking).
     pub fn spool_synced(&self, wake_dir: &str, upto: i64) -> Result<u64, StoreError> {
         let wake_dir = wake_dir.to_owned();
         let op = move |conn: &Connection| {
@@ -59,8 +58,7 @@ impl Store {
     }
 }
 
-/// One session's share of a spool round: `bytes` (whole lines) go at `offset` in the file with
-/// inode `inode`.
+/// One session's share of a spool round: whole lines at `offset` in the file `inode`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingBytes {
     pub session_id: String,
@@ -69,8 +67,7 @@ pub struct PendingBytes {
     pub bytes: Vec<u8>,
 }
 
-/// The write-ahead record of one round of spool appends: each session's bytes, with the
-/// delivery rows (and so the event identities) of its lines.
+/// The write-ahead record of a spool round: each session's bytes and its lines' delivery rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpoolRound {
     /// The wake dir, canonical: the key a restart replays by.
@@ -85,12 +82,10 @@ pub struct RoundIds {
     pub deliveries: Vec<i64>,
 }
 
-/// One session's entry in a pending row's `shares`: session, inode, file offset, and where its
-/// bytes are in the row's `bytes` (start, length).
+/// A pending row's share: session, inode, file offset, start and length in the row's `bytes`.
 type Share = (String, u64, u64, usize, usize);
 
-/// Writes a spool round's record. One pending row holds every session's bytes: one insert per
-/// round, not per session.
+/// Writes a spool round's record: one pending row (one insert) holds every session's bytes.
 fn apply_round(conn: &Connection, round: &SpoolRound) -> rusqlite::Result<Vec<RoundIds>> {
     let mut shares: Vec<Share> = Vec::with_capacity(round.sessions.len());
     let mut bytes = Vec::with_capacity(round.sessions.iter().map(|(p, _)| p.bytes.len()).sum());

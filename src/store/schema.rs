@@ -14,8 +14,7 @@ pub const APPLICATION_ID: i32 = 0x7761_6b62;
 /// every transaction lasts milliseconds, so 5 s runs out only when something is stuck.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Every schema step in order. Never edit a released step (ledgers in the field only migrate
-/// forward): add a new file.
+/// Every schema step in order. Never edit a released one (ledgers only migrate forward).
 static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
         M::up(include_str!("../../migrations/0001_ledger.sql")),
@@ -63,8 +62,7 @@ pub fn configure_reader(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// The `application_id` of somebody else's database; `None` for ours or an empty file. Fails
-/// with SQLITE_NOTADB on garbage.
+/// Another program's `application_id`; `None` for ours or an empty file. SQLITE_NOTADB on garbage.
 pub fn foreign_application_id(conn: &Connection) -> rusqlite::Result<Option<i32>> {
     let application_id: i32 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
     let objects: i64 =

@@ -108,7 +108,6 @@ impl Counters {
 }
 
 /// Starts the writer thread; it ends when every sender is gone and the queue is drained.
-/// `queued` counts jobs sent and not yet taken.
 pub(crate) fn spawn(
     conn: Connection,
     jobs: Receiver<Job>,

@@ -67,8 +67,7 @@ struct Sink {
 
 static SINK: OnceLock<Sink> = OnceLock::new();
 
-/// Installs the global subscriber (once): colour only on a terminal, the journal's format on
-/// the journal, `debug` (DEV_MODE) or else `RUST_LOG` (default info).
+/// Installs the global subscriber (once): colour on a terminal, the journal's format on it.
 pub fn init(debug: bool, env: &Env) {
     let filter = if debug {
         EnvFilter::new("debug")

@@ -88,8 +88,7 @@ pub fn limit_resume(outcome: LimitResume) {
     metrics::counter!(LIMIT_RESUMES, "outcome" => <&str>::from(outcome)).increment(1);
 }
 
-/// Makes every counter series exist at 0, so `rate()` sees a series's first event. Takes the
-/// label values other modules own. Call once, after `handle()`.
+/// Makes every counter series exist at 0, so `rate()` sees a first event. After `handle()`.
 pub fn start_at_zero(
     actions: impl IntoIterator<Item = &'static str>,
     reasons: impl IntoIterator<Item = &'static str>,
