@@ -12,6 +12,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
 pub use validated::{SettingsError, Validated};
 
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::registration::{self, RegistrationConfig, RegistrationStatus};
@@ -31,6 +32,7 @@ use crate::store::{Store, StoreError};
 use crate::telemetry::notice::{Notice, Notices};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
+use crate::wire::session_id::SessionId;
 use singleton::{SingletonError, Singletons};
 
 #[derive(Debug, thiserror::Error)]
@@ -259,10 +261,7 @@ impl App {
     }
 }
 
-fn spawn_pruning(
-    state: &Arc<AppState>,
-    shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
+fn spawn_pruning(state: &Arc<AppState>, shutdown: CancellationToken) -> JoinHandle<()> {
     let settings = &state.config.settings.prune;
     let prune = PruneConfig::new(state.deliverer.spool().wake_dir().to_path_buf(), settings);
     let interval = settings.interval;
@@ -314,15 +313,9 @@ async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
         let now = SystemTime::now();
         let context = crate::context::statefile::states_dir(&state_dir);
         let feed = crate::context::statusline::feed_dir(&state_dir);
-        let mut removed = prune::prune_old_files(
-            &context,
-            now,
-            max_age,
-            crate::wire::session_id::SessionId::is_valid,
-        );
+        let mut removed = prune::prune_old_files(&context, now, max_age, SessionId::is_valid);
         removed.extend(prune::prune_old_files(&feed, now, max_age, |name| {
-            name.strip_suffix(".json")
-                .is_some_and(crate::wire::session_id::SessionId::is_valid)
+            name.strip_suffix(".json").is_some_and(SessionId::is_valid)
         }));
         removed.len()
     })

@@ -281,14 +281,11 @@ impl BusClient {
             }
             // Only complete lines count until the stream ends; then the tail counts too.
             let complete = if finished {
-                &buffer[..]
+                buffer.len()
             } else {
-                match buffer.iter().rposition(|b| *b == b'\n') {
-                    Some(end) => &buffer[..end],
-                    None => &[][..],
-                }
+                buffer.iter().rposition(|b| *b == b'\n').unwrap_or(0)
             };
-            let text = std::str::from_utf8(complete)
+            let text = std::str::from_utf8(&buffer[..complete])
                 .map_err(|e| unusable(format!("reply is not UTF-8 ({e})")))?;
             if let Some(data) = first_data_line(text) {
                 return Ok(data.to_owned());
