@@ -212,13 +212,8 @@ enum Outcome {
 }
 
 fn remove_live(wake_dir: &Path, file: &SpoolFile) -> Result<Outcome, PruneError> {
-    let sid = file
-        .path
-        .file_name()
-        .and_then(|name| name.to_str())
-        .and_then(classify_name)
-        .map(|(sid, _)| sid);
-    let Some(sid) = sid else {
+    let name = file.path.file_name().and_then(|name| name.to_str());
+    let Some((sid, _)) = name.and_then(classify_name) else {
         return Ok(Outcome::Changed);
     };
     let lock_path = wake_dir.join(format!("{sid}.lock"));

@@ -53,10 +53,7 @@ impl Store {
 /// `dropped` without the ids given up at a `/clear` for a session that stays: the bus may still
 /// use such an id, and its rename (and its rewinds) are how it reaches that session.
 fn still_named(conn: &Connection, dropped: Vec<String>) -> rusqlite::Result<Vec<String>> {
-    let renamed: std::collections::HashMap<String, String> = conn
-        .prepare_cached("SELECT old_id, new_id FROM aliases")?
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
+    let renamed: std::collections::HashMap<String, String> = renames(conn)?;
     let gone: std::collections::HashSet<&str> = dropped.iter().map(String::as_str).collect();
     // The id at the end of `id`'s renames (the one its session goes by now) stays.
     let stays = |id: &str| {
@@ -71,6 +68,13 @@ fn still_named(conn: &Connection, dropped: Vec<String>) -> rusqlite::Result<Vec<
         at != id && !gone.contains(at)
     };
     Ok(dropped.iter().filter(|id| !stays(id)).cloned().collect())
+}
+
+/// Every rename, old id to new.
+fn renames<T: FromIterator<(String, String)>>(conn: &Connection) -> rusqlite::Result<T> {
+    conn.prepare_cached("SELECT old_id, new_id FROM aliases")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect()
 }
 
 /// Deletes up to `limit` deliveries older than `cutoff_ms`; returns how many. Owed events stay
@@ -126,15 +130,9 @@ fn forget_sessions(conn: &Connection, cutoff_ms: i64, keep: &[String]) -> rusqli
 /// deliveries stay until pruned: a redelivered event must still be known. Returns how many of
 /// those ids the ledger knew; 0 means none.
 fn forget_session(conn: &Connection, session_id: &str) -> rusqlite::Result<u64> {
-    let renamed: Vec<(String, String)> = conn
-        .prepare_cached("SELECT old_id, new_id FROM aliases")?
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    let ids = formerly_and_self(&renamed, session_id);
-    let mut known = 0;
-    {
-        let mut stmt = conn.prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1 \
+    let ids = formerly_and_self(&renames::<Vec<_>>(conn)?, session_id);
+    let mut exists = conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM wakes WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM nudges WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM latest_deliveries WHERE session_id = ?1 \
@@ -142,12 +140,10 @@ fn forget_session(conn: &Connection, session_id: &str) -> rusqlite::Result<u64> 
                  UNION ALL SELECT 1 FROM limits WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM rewinds WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM aliases WHERE old_id = ?1 OR new_id = ?1)",
-        )?;
-        for id in &ids {
-            if stmt.query_row(params![id], |row| row.get::<_, bool>(0))? {
-                known += 1;
-            }
-        }
+    )?;
+    let mut known = 0;
+    for id in &ids {
+        known += u64::from(exists.query_row(params![id], |row| row.get::<_, bool>(0))?);
     }
     forget_ids(conn, &ids)?;
     let mut stmt = conn.prepare_cached("DELETE FROM latest_deliveries WHERE session_id = ?1")?;

@@ -78,8 +78,7 @@ pub struct NudgeState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Delivery(Delivery),
-    /// What became of a delivery recorded with its spool round (with the provisional action
-    /// `spool`): the gate's answer, once known.
+    /// The gate's answer for a delivery recorded with its spool round (provisional `spool`).
     Outcome {
         delivery_id: i64,
         action: String,
@@ -90,22 +89,19 @@ pub enum Record {
     },
     SessionSeen(SessionSeen),
     Nudge(NudgeState),
-    /// A successful wake of `session_id` at `at_ms` (the cooldown starts here). The stored
-    /// value never moves backwards, so records committed out of order cannot shorten it.
+    /// A successful wake (the cooldown's start); the stored value never moves backwards.
     Wake {
         session_id: String,
         at_ms: i64,
     },
-    /// `session_id`'s owed events recorded up to `up_to_ms` are paid, `how`.
     Pay {
         session_id: String,
         up_to_ms: i64,
         how: Payment,
     },
-    /// `session_id` is at a usage limit (upsert: a limit seen again keeps its tries; a reset
-    /// not known this time keeps the one known).
+    /// Upsert: a limit seen again keeps its tries, and a reset not known keeps the one known.
     Limited(LimitSeen),
-    /// A resume message was typed at `at_ms` for `session_id`'s limit.
+    /// A resume message was typed for the session's limit.
     ResumeTried {
         session_id: String,
         at_ms: i64,
@@ -117,9 +113,8 @@ pub enum Record {
     LimitLifted {
         session_id: String,
     },
-    /// The agent in `pane` gave up `old_id` for `new_id` (a `/clear`): a message to `old_id`
-    /// now reaches `new_id` there, and what `old_id` was owed and the limit it was held at go
-    /// with it.
+    /// The agent in `pane` gave up `old_id` for `new_id` (a `/clear`): messages, owed events and
+    /// the limit of `old_id` go to `new_id`.
     Renamed {
         old_id: String,
         new_id: String,
@@ -149,8 +144,7 @@ pub enum RewindWhy {
     Asked,
     /// `[rewind] auto`: past the checkpoint threshold, told to checkpoint, then idle.
     Auto,
-    /// `wakebridge rewind --restart`: the agent started again in its pane (or, its pane or
-    /// tmux server gone, in a new one).
+    /// `wakebridge rewind --restart`: the agent started again in its pane (or a new one).
     Restart,
 }
 
@@ -162,8 +156,7 @@ pub enum RewindOutcome {
     Done,
     /// Cleared (or restarted), but the re-hydration prompt could not be typed.
     NotTyped,
-    /// Nothing was cleared: `/clear` was not taken, the fresh prompt never showed, or the
-    /// restart did not start.
+    /// Nothing was cleared (`/clear` not taken, no fresh prompt, the restart did not start).
     Failed,
     /// Not performed: too soon after the last one, or the session went away.
     Skipped,
