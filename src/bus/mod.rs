@@ -102,15 +102,13 @@ impl WebhookRow {
     pub fn from_value(value: &Value) -> Option<Self> {
         let row = value.as_object()?;
         let text = |key: &str| row.get(key).and_then(Value::as_str).map(str::to_owned);
+        let flag = |key: &str, missing| row.get(key).and_then(Value::as_bool).unwrap_or(missing);
         Some(Self {
             webhook_id: row.get("webhook_id").and_then(Value::as_i64),
             url: text("url"),
             channel: text("channel"),
-            active: row.get("active").and_then(Value::as_bool).unwrap_or(true),
-            has_secret: row
-                .get("has_secret")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            active: flag("active", true),
+            has_secret: flag("has_secret", false),
             created_at: text("created_at"),
         })
     }

@@ -343,12 +343,28 @@ fn parse_port(value: &str, origin: &str) -> Result<u16, ConfigError> {
     }
 }
 
-fn parse_seconds(
+/// A seconds setting: the reference's variables and flags take plain seconds, as the Python
+/// bridge does; wakebridge's own settings take any duration form. `inf` where allowed.
+fn seconds_from(
     value: &str,
     origin: &str,
-    names: &str,
+    source: &Source,
     allow_inf: bool,
 ) -> Result<f64, ConfigError> {
+    let names = source.names();
+    if origin == source.key {
+        let v = value.trim();
+        if allow_inf && matches!(v.to_ascii_lowercase().as_str(), "inf" | "+inf" | "infinity") {
+            return Ok(f64::INFINITY);
+        }
+        return duration::parse(v)
+            .map(|d| d.as_secs_f64())
+            .map_err(|source| ConfigError::Duration {
+                origin: origin.to_string(),
+                names,
+                source,
+            });
+    }
     // Rust reads `inf`, `infinity` and `nan` in any case and with a sign, as Python does.
     let parsed = value.trim().parse::<f64>().ok();
     let hint = if allow_inf {
@@ -368,30 +384,6 @@ fn parse_seconds(
             "is not a number: use {hint}, without a unit ({names})"
         )),
     }
-}
-
-/// A seconds setting: the reference's variables and flags take plain seconds, as the Python
-/// bridge does; wakebridge's own settings take any duration form. `inf` where allowed.
-fn seconds_from(
-    value: &str,
-    origin: &str,
-    source: &Source,
-    allow_inf: bool,
-) -> Result<f64, ConfigError> {
-    if origin != source.key {
-        return parse_seconds(value, origin, &source.names(), allow_inf);
-    }
-    let v = value.trim();
-    if allow_inf && matches!(v.to_ascii_lowercase().as_str(), "inf" | "+inf" | "infinity") {
-        return Ok(f64::INFINITY);
-    }
-    duration::parse(v)
-        .map(|d| d.as_secs_f64())
-        .map_err(|e| ConfigError::Duration {
-            origin: origin.to_string(),
-            names: source.names(),
-            source: e,
-        })
 }
 
 pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
