@@ -1,19 +1,15 @@
-//! Wall-clock time, read and converted in one place. The ledger, the decisions and the wire keep
-//! unix milliseconds (`i64`, the ledger's unit), the views show [`Timestamp`] (RFC 3339 through
-//! its serde), the status-line feed keeps unix seconds; the conversions between those and
-//! [`SystemTime`] are these functions, so each unit's edge cases (before 1970, out of range) are
-//! decided once.
+//! Wall-clock time, read and converted in one place: unix milliseconds (the ledger's unit), unix
+//! seconds (the status-line feed), [`Timestamp`] (the views), so each unit's edge cases (before
+//! 1970, out of range) are decided once.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jiff::Timestamp;
 
-/// Now, in unix milliseconds.
 pub fn now_ms() -> i64 {
     ms(SystemTime::now())
 }
 
-/// Now, in whole unix seconds.
 pub fn now_s() -> u64 {
     u64::try_from(now_ms() / 1000).unwrap_or(0)
 }
@@ -25,13 +21,11 @@ pub fn ms(at: SystemTime) -> i64 {
         .unwrap_or(0)
 }
 
-/// Unix seconds as a [`SystemTime`].
 pub fn from_s(seconds: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(seconds)
 }
 
-/// Unix milliseconds as a [`Timestamp`] to the second, as the views show times; `None` out of
-/// jiff's range.
+/// Unix milliseconds as a [`Timestamp`] to the second; `None` out of jiff's range.
 pub fn shown_ms(ms: i64) -> Option<Timestamp> {
     Timestamp::from_second(ms.div_euclid(1000)).ok()
 }

@@ -4,21 +4,18 @@
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// A point on the monotonic clock after which the work it bounds must give up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Deadline {
     at: Instant,
 }
 
 impl Deadline {
-    /// A deadline `budget` from now.
     pub fn after(budget: Duration) -> Self {
         Self {
             at: Instant::now() + budget,
         }
     }
 
-    /// The instant itself, for `tokio::time::sleep_until` and friends.
     pub fn instant(&self) -> Instant {
         self.at
     }
@@ -32,8 +29,8 @@ impl Deadline {
         self.remaining().is_zero()
     }
 
-    /// The timeout one step may use: whatever is left, but never less than `floor`, so a late
-    /// step still gets a fair chance instead of an instant timeout (the reference's 0.25 s rule).
+    /// What is left, but never less than `floor`: a late step still gets a fair chance (the
+    /// reference's 0.25 s rule).
     pub fn step_budget(&self, floor: Duration) -> Duration {
         self.remaining().max(floor)
     }

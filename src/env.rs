@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// The process environment, or a fixed set of variables.
 #[derive(Debug, Clone)]
 pub struct Env {
     /// `None`: the process's own variables.
@@ -12,12 +11,10 @@ pub struct Env {
 }
 
 impl Env {
-    /// The process's variables, read at each lookup.
     pub fn process() -> Env {
         Env { fixed: None }
     }
 
-    /// No variables at all.
     pub fn empty() -> Env {
         Env {
             fixed: Some(BTreeMap::new()),
@@ -38,7 +35,7 @@ impl Env {
         }
     }
 
-    /// The variable's value, if it is set (and valid Unicode).
+    /// The variable's value, if set (and valid Unicode).
     pub fn get(&self, name: &str) -> Option<String> {
         match &self.fixed {
             Some(vars) => vars.get(name).cloned(),
@@ -46,14 +43,13 @@ impl Env {
         }
     }
 
-    /// The variable's value when it is set to something other than blanks: the reference's rule
-    /// that an empty value means "not set".
+    /// The value unless blank: the reference's rule that an empty value means "not set".
     pub fn nonempty(&self, name: &str) -> Option<String> {
         self.get(name).filter(|v| !v.trim().is_empty())
     }
 
-    /// The variable as a path when it is an absolute one (a relative path would mean something
-    /// else in every working directory the hooks and the daemon run from).
+    /// The variable as a path when absolute (a relative one would mean something else in every
+    /// working directory).
     pub fn absolute_path(&self, name: &str) -> Option<PathBuf> {
         self.nonempty(name)
             .map(PathBuf::from)

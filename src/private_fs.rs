@@ -7,17 +7,12 @@ use std::io::{self, ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// Mode of every file wakebridge creates: owner only.
 pub const FILE_MODE: u32 = 0o600;
-/// Mode of every directory wakebridge creates: owner only.
 pub const DIR_MODE: u32 = 0o700;
 
 /// `mkdir -p dir`, then narrow it to [`DIR_MODE`] whatever mode it had.
 pub fn ensure_dir(dir: &Path) -> io::Result<()> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(DIR_MODE)
-        .create(dir)?;
+    create_dir(dir)?;
     std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
 }
 
@@ -43,7 +38,6 @@ pub fn open_read(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-/// Opens a lock file for [`try_lock`] and [`lock`], creating it if missing.
 fn open_lock(path: &Path) -> io::Result<File> {
     options().append(true).create(true).open(path)
 }
@@ -71,15 +65,13 @@ pub fn lock(path: &Path) -> io::Result<File> {
     }
 }
 
-/// Replaces `path` with `bytes`: a `<temp_prefix>*.tmp` file in the same directory (so the
-/// rename is atomic), [`FILE_MODE`], synced, renamed over `path`. On any failure the temp file
-/// is removed and `path` is untouched.
+/// Replaces `path` with `bytes`: a `<temp_prefix>*.tmp` file beside it (so the rename is
+/// atomic), [`FILE_MODE`], synced, renamed over `path`. On failure `path` is untouched.
 pub fn replace(path: &Path, bytes: &[u8], temp_prefix: &str) -> io::Result<()> {
     replace_with_mode(path, bytes, temp_prefix, FILE_MODE)
 }
 
-/// [`replace`] with the new file given `mode` instead of [`FILE_MODE`]: for a file that is the
-/// user's (Claude Code's settings), whose mode is theirs to keep.
+/// [`replace`] with `mode`: for the user's files (Claude Code's settings), whose mode is theirs.
 pub fn replace_with_mode(
     path: &Path,
     bytes: &[u8],
@@ -106,7 +98,6 @@ pub fn replace_with_mode(
     Ok(())
 }
 
-/// What [`write`] did, or (`Written::of`) would do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {
     New,
@@ -115,7 +106,6 @@ pub enum Written {
 }
 
 impl Written {
-    /// What writing `bytes` to `path` would do.
     pub fn of(path: &Path, bytes: &[u8]) -> Written {
         match std::fs::read(path) {
             Ok(old) if old == bytes => Written::Unchanged,
@@ -125,9 +115,7 @@ impl Written {
     }
 }
 
-/// [`replace_with_mode`] for a file that may not exist yet, in a directory that may not
-/// either ([`create_dir`]); a file already holding `bytes` is left alone. The temp file is
-/// `.<name>.wakebridge.*.tmp`.
+/// [`replace_with_mode`], creating the directory; a file already holding `bytes` is left alone.
 pub fn write(path: &Path, bytes: &[u8], mode: u32) -> io::Result<Written> {
     let written = Written::of(path, bytes);
     if written != Written::Unchanged {
@@ -140,11 +128,10 @@ pub fn write(path: &Path, bytes: &[u8], mode: u32) -> io::Result<Written> {
     Ok(written)
 }
 
-/// Most numbered backups looked through for a free name, a bound should every name be refused.
+/// Most numbered backup names tried.
 const MAX_BACKUPS: u32 = 10_000;
 
-/// Keeps `bytes` (a file's contents before it is changed) in the first free
-/// `<path>.wakebridge-<n>.bak` beside it, with `mode`, synced, never replacing a file.
+/// Keeps `bytes` in the first free `<path>.wakebridge-<n>.bak`, with `mode`, synced.
 pub fn backup(path: &Path, bytes: &[u8], mode: u32) -> io::Result<PathBuf> {
     for n in 1..=MAX_BACKUPS {
         let mut name = path.as_os_str().to_owned();

@@ -12,6 +12,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
 pub use validated::{SettingsError, Validated};
 
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::registration::{self, RegistrationConfig, RegistrationStatus};
@@ -31,9 +32,9 @@ use crate::store::{Store, StoreError};
 use crate::telemetry::notice::{Notice, Notices};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
+use crate::wire::session_id::SessionId;
 use singleton::{SingletonError, Singletons};
 
-/// Why `serve` could not start or stopped; most variants show a module's own error.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error("cannot prepare wake dir {dir} (--wake-dir / AGENT_EVENT_BUS_WAKE_DIR): {source}")]
@@ -50,10 +51,8 @@ pub enum AppError {
         addr: SocketAddr,
         source: std::io::Error,
     },
-    /// Names the file and what to do (the store's own message does both).
     #[error(transparent)]
     Ledger(#[from] StoreError),
-    /// The spool's recovery thread panicked or was cancelled.
     #[error("server failed: the spool's recovery stopped: {0}")]
     Recovery(#[source] tokio::task::JoinError),
     #[error("server failed: {0}")]
@@ -79,16 +78,13 @@ impl AppError {
 pub struct App {
     state: Arc<AppState>,
     listener: tokio::net::TcpListener,
-    /// `None` when `[context] enabled = false`.
     context_monitor: Option<MonitorConfig>,
     nudger: Option<NudgerDeps>,
-    /// `None` when `[notify]` sends nothing.
     notify: Option<(NotifyConfig, tokio::sync::mpsc::Receiver<Notice>)>,
     _singletons: Singletons,
 }
 
 impl App {
-    /// Builds the daemon from settings already [`Validated`].
     pub async fn build(settings: Validated, env: &Env) -> Result<App, AppError> {
         let Validated {
             config,
@@ -130,7 +126,6 @@ impl App {
         for warning in &config.warnings {
             tracing::warn!("{warning}");
         }
-        let settings_registration = config.settings.registration.enabled;
         crate::telemetry::handle();
         crate::telemetry::start_at_zero(
             <Action as strum::IntoEnumIterator>::iter().map(Action::as_str),
@@ -180,15 +175,19 @@ impl App {
         });
         let deliverer = Deliverer::new(spool, config.backend, config.scope, gate, store, dedupe);
         let state = Arc::new(AppState {
-            config,
             deliverer: Arc::new(deliverer),
             rejections: Warnings::default(),
             unsafe_ids: Warnings::default(),
             level_notice_armed: AtomicBool::new(true),
             started_at: SystemTime::now(),
-            registration: settings_registration.then(|| Arc::new(RegistrationStatus::default())),
+            registration: config
+                .settings
+                .registration
+                .enabled
+                .then(|| Arc::new(RegistrationStatus::default())),
             context: Arc::new(ContextView::default()),
             nudges: nudger.as_ref().map(NudgerDeps::views),
+            config,
         });
         Ok(App {
             state,
@@ -206,21 +205,18 @@ impl App {
             .unwrap_or_else(|_| SocketAddr::new(self.state.config.bind_addr(), 0))
     }
 
-    /// Serves until `shutdown` is cancelled, then lets in-flight requests finish.
+    /// Serves until `shutdown`, then lets in-flight requests finish.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), AppError> {
         let addr = self.local_addr();
         tracing::info!(%addr, backend = ?self.state.config.backend, wake_dir = %self.state.deliverer.spool().wake_dir().display(), "wakebridge listening");
         let registration = self.state.registration.clone().map(|status| {
             let config = &self.state.config;
-            let mut reg = RegistrationConfig::new(
-                &config.bus_url,
-                &config.hook_url,
-                config
-                    .secret
-                    .as_ref()
-                    .map(super::wire::signature::Secret::expose),
-            );
-            reg.keep_interval = config.settings.registration.keep_interval;
+            let reg = RegistrationConfig {
+                bus_url: config.bus_url.clone(),
+                hook_url: config.hook_url.clone(),
+                secret: config.secret.clone(),
+                keep_interval: config.settings.registration.keep_interval,
+            };
             tokio::spawn(registration::run(reg, status, shutdown.child_token()))
         });
         let pruning = spawn_pruning(&self.state, shutdown.child_token());
@@ -250,18 +246,11 @@ impl App {
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await
             .map_err(AppError::Serve)?;
-        let _ = pruning.await;
-        if let Some(task) = context {
-            let _ = task.await;
-        }
-        if let Some(task) = nudger {
-            let _ = task.await;
-        }
-        if let Some(task) = notify {
-            let _ = task.await;
-        }
-        // Registration unregisters our row within its own bounded budget.
-        if let Some(task) = registration {
+        // Registration (last) unregisters our row within its own bounded budget.
+        for task in [Some(pruning), context, nudger, notify, registration]
+            .into_iter()
+            .flatten()
+        {
             let _ = task.await;
         }
         // Sync every session file and clear the ledger's pending rounds: nothing to replay next.
@@ -272,11 +261,7 @@ impl App {
     }
 }
 
-/// Spool pruning and the ledger's identity window, on the prune interval.
-fn spawn_pruning(
-    state: &Arc<AppState>,
-    shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
+fn spawn_pruning(state: &Arc<AppState>, shutdown: CancellationToken) -> JoinHandle<()> {
     let settings = &state.config.settings.prune;
     let prune = PruneConfig::new(state.deliverer.spool().wake_dir().to_path_buf(), settings);
     let interval = settings.interval;
@@ -328,15 +313,9 @@ async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
         let now = SystemTime::now();
         let context = crate::context::statefile::states_dir(&state_dir);
         let feed = crate::context::statusline::feed_dir(&state_dir);
-        let mut removed = prune::prune_old_files(
-            &context,
-            now,
-            max_age,
-            crate::wire::session_id::SessionId::is_valid,
-        );
+        let mut removed = prune::prune_old_files(&context, now, max_age, SessionId::is_valid);
         removed.extend(prune::prune_old_files(&feed, now, max_age, |name| {
-            name.strip_suffix(".json")
-                .is_some_and(crate::wire::session_id::SessionId::is_valid)
+            name.strip_suffix(".json").is_some_and(SessionId::is_valid)
         }));
         removed.len()
     })
@@ -350,8 +329,7 @@ async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
     }
 }
 
-/// Reads back what must survive a restart: the identity window's event identities (so a
-/// redelivery is still recognised) and recent wakes (so no cooldown reopens).
+/// Reads back the window's event identities (a redelivery is still known) and recent wakes.
 fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) {
     let now = clock::now_ms();
     let ago = |at_ms: i64| Duration::from_millis(now.saturating_sub(at_ms).max(0) as u64);
@@ -385,8 +363,7 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
     }
 }
 
-/// Lifts the soft limit on open descriptors to the hard one: connections and spool files each
-/// hold one, and the usual 1024 caps both long before the machine does.
+/// Lifts the soft descriptor limit (often 1024: connections and spool files) to the hard one.
 fn raise_descriptor_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,

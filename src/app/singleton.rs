@@ -11,7 +11,6 @@ use crate::config::Env;
 
 /// Name of the wake-dir lock; the `.` keeps it from ever colliding with a `<sid>.lock`.
 pub const WAKE_DIR_LOCK: &str = "bridge.singleton.lock";
-/// How many hex characters of sha256(hook URL) name the hook lock (the reference's 16).
 const HOOK_HASH_CHARS: usize = 16;
 
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +41,6 @@ pub enum SingletonError {
     },
 }
 
-/// Both locks, released when dropped.
 #[derive(Debug)]
 pub struct Singletons {
     _hook: File,
@@ -61,8 +59,7 @@ pub fn lock_dir(env: &Env) -> PathBuf {
     base.join(format!("agent-event-bus-bridge-{uid}"))
 }
 
-/// Python's `tempfile.gettempdir()`: TMPDIR, TEMP, TMP, then /tmp, /var/tmp, /usr/tmp, the first
-/// that is a writable directory.
+/// Python's `tempfile.gettempdir()`: the first writable of TMPDIR, TEMP, TMP, /tmp, ....
 fn python_tempdir(env: &Env) -> PathBuf {
     let candidates = ["TMPDIR", "TEMP", "TMP"]
         .iter()
@@ -70,8 +67,7 @@ fn python_tempdir(env: &Env) -> PathBuf {
         .chain(["/tmp", "/var/tmp", "/usr/tmp"].map(String::from));
     for dir in candidates {
         let path = PathBuf::from(dir.trim_end_matches('/'));
-        let writable = tempfile::tempfile_in(&path).is_ok();
-        if writable {
+        if tempfile::tempfile_in(&path).is_ok() {
             return std::path::absolute(&path).unwrap_or(path);
         }
     }
@@ -105,23 +101,18 @@ pub fn acquire(env: &Env, hook_url: &str, wake_dir: &Path) -> Result<Singletons,
 /// Created 0700 if missing; an existing one must be ours and private (a planted dir would let
 /// another user hold our lock).
 fn prepare_lock_dir(dir: &Path) -> Result<(), SingletonError> {
+    let lock_dir_error = |source| SingletonError::LockDir {
+        dir: dir.to_path_buf(),
+        source,
+    };
     match std::fs::DirBuilder::new()
         .mode(crate::private_fs::DIR_MODE)
         .create(dir)
     {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(source) => {
-            return Err(SingletonError::LockDir {
-                dir: dir.to_path_buf(),
-                source,
-            });
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(lock_dir_error(e)),
+        _ => {}
     }
-    let meta = std::fs::symlink_metadata(dir).map_err(|source| SingletonError::LockDir {
-        dir: dir.to_path_buf(),
-        source,
-    })?;
+    let meta = std::fs::symlink_metadata(dir).map_err(lock_dir_error)?;
     if !meta.file_type().is_dir() {
         return Err(SingletonError::LockDirNotDir {
             dir: dir.to_path_buf(),
@@ -137,7 +128,6 @@ fn prepare_lock_dir(dir: &Path) -> Result<(), SingletonError> {
     Ok(())
 }
 
-/// `Ok(None)` when another process holds the lock.
 fn lock_file(path: &Path) -> Result<Option<File>, SingletonError> {
     crate::private_fs::try_lock(path).map_err(|source| SingletonError::Open {
         path: path.to_path_buf(),

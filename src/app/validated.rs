@@ -1,7 +1,6 @@
-//! Every setting `serve` runs with, validated once before anything is locked or bound: `serve`
-//! and `config --check` both call [`Validated::resolve`], so they refuse the same files in the same
-//! words. Every section is checked even when switched off. It lives in `app` because `config` is a
-//! leaf that knows no feature.
+//! Every setting `serve` runs with, validated before anything is locked or bound, even sections
+//! switched off: `serve` and `config --check` both call [`Validated::resolve`], so they refuse
+//! the same files in the same words. In `app` because `config` is a leaf that knows no feature.
 
 use crate::config::{self, Backend, Config, ConfigError, Env, Flags};
 use crate::context::task::{MonitorConfig, MonitorError};
@@ -9,22 +8,18 @@ use crate::launch::{LaunchDefaults, LaunchSettingsError};
 use crate::notify::{NotifyConfig, NotifyError};
 use crate::session::{NudgeError, NudgerConfig};
 
-/// Why a configuration cannot be run: one line naming the setting and the fix (each module's
-/// error already says both, so every variant shows it unchanged).
+/// Why a configuration cannot be run (each module's error names the setting and the fix).
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// A `[context]` setting, named.
     #[error(transparent)]
     Context(#[from] MonitorError),
-    /// A `[nudger]`, `[limits]` or `[rewind]` setting, named.
+    /// `[nudger]`, `[limits]` or `[rewind]`.
     #[error(transparent)]
     Nudger(#[from] NudgeError),
-    /// A `[notify]` setting, named.
     #[error(transparent)]
     Notify(#[from] NotifyError),
-    /// A `[launch]` setting (a restart starts the agent with it), named.
     #[error(transparent)]
     Launch(#[from] LaunchSettingsError),
 }
@@ -40,9 +35,7 @@ impl SettingsError {
 #[derive(Debug, Clone)]
 pub struct Validated {
     pub config: Config,
-    /// `None` when `[notify]` sends nothing.
     pub notify: Option<NotifyConfig>,
-    /// `None` when `[context] enabled = false`.
     pub context: Option<MonitorConfig>,
     /// `None` with the spool backend: the nudger types into panes (nudges, owed wakes), so it
     /// runs only where typing is allowed; `[nudger] enabled = false` turns off its nudges only.
@@ -52,13 +45,11 @@ pub struct Validated {
 }
 
 impl Validated {
-    /// The configuration from flags and environment (`config::resolve`), then [`Validated::new`]:
-    /// everything `serve` checks before it binds, and all `config --check` checks.
+    /// `config::resolve`, then [`Validated::new`].
     pub fn resolve(flags: &Flags, env: &Env) -> Result<Validated, SettingsError> {
         Validated::new(config::resolve(flags, env)?)
     }
 
-    /// Validates every feature's settings of a resolved configuration.
     pub fn new(config: Config) -> Result<Validated, SettingsError> {
         let s = &config.settings;
         let notify = NotifyConfig::from_settings(&s.notify)?;

@@ -16,7 +16,7 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Streamable HTTP (FastMCP) answers 406 unless the client accepts both media types.
 pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 
-/// The channel prefix our webhook is filtered to: direct messages to sessions only.
+/// Our webhook's channel filter: direct messages to sessions only.
 pub const SESSION_CHANNEL: &str = "session:";
 
 /// The in-band error for an id that no longer exists: as good as a removal.
@@ -25,7 +25,7 @@ pub const WEBHOOK_NOT_FOUND: &str = "Webhook not found";
 /// Largest reply buffered before a `data:` line: a listing is a few KiB; more is not MCP.
 const MAX_REPLY_BYTES: usize = 8 * 1024 * 1024;
 
-/// How much of an HTTP error body we quote in the error, enough for FastMCP's one-line reasons.
+/// How much of an HTTP error body is quoted: enough for FastMCP's one-line reasons.
 const MAX_ERROR_BODY_CHARS: usize = 300;
 
 /// What went wrong talking to the bus, told apart so callers can log the right remedy.
@@ -56,7 +56,6 @@ pub enum BusError {
     Unusable { tool: String, reason: String },
 }
 
-/// What is wrong with a bus URL.
 #[derive(Debug, thiserror::Error)]
 pub enum UrlProblem {
     #[error(transparent)]
@@ -68,7 +67,6 @@ pub enum UrlProblem {
 }
 
 impl BusError {
-    /// True when the bus could not be reached at all: the remedy is starting it.
     pub fn is_unreachable(&self) -> bool {
         matches!(self, BusError::Unreachable { .. })
     }
@@ -101,19 +99,16 @@ pub struct WebhookRow {
 }
 
 impl WebhookRow {
-    /// The row described by one listing element, or `None` when the element is not an object.
     pub fn from_value(value: &Value) -> Option<Self> {
         let row = value.as_object()?;
         let text = |key: &str| row.get(key).and_then(Value::as_str).map(str::to_owned);
+        let flag = |key: &str, missing| row.get(key).and_then(Value::as_bool).unwrap_or(missing);
         Some(Self {
             webhook_id: row.get("webhook_id").and_then(Value::as_i64),
             url: text("url"),
             channel: text("channel"),
-            active: row.get("active").and_then(Value::as_bool).unwrap_or(true),
-            has_secret: row
-                .get("has_secret")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            active: flag("active", true),
+            has_secret: flag("has_secret", false),
             created_at: text("created_at"),
         })
     }
@@ -132,7 +127,6 @@ impl BusClient {
         Self::with_timeout(url, CALL_TIMEOUT)
     }
 
-    /// As [`BusClient::new`] with another per-call budget.
     pub fn with_timeout(url: &str, timeout: Duration) -> Result<Self, BusError> {
         let invalid = |problem| BusError::InvalidUrl {
             url: url.to_owned(),
@@ -152,12 +146,10 @@ impl BusClient {
         Ok(Self { url: parsed, http })
     }
 
-    /// The endpoint this client posts to.
     pub fn url(&self) -> &str {
         self.url.as_str()
     }
 
-    /// Calls one tool and returns its unwrapped result (see [`unwrap_tool_result`]).
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, BusError> {
         let body = json!({
             "jsonrpc": "2.0",
@@ -176,12 +168,11 @@ impl BusClient {
             .map_err(|e| self.transport_error(name, &e))?;
         let status = response.status();
         if !status.is_success() {
-            let text = read_error_body(&mut response).await;
             return Err(BusError::Http {
                 url: self.url.to_string(),
                 tool: name.to_owned(),
                 status: status.as_u16(),
-                body: text,
+                body: read_error_body(&mut response).await,
             });
         }
         let data = self.read_first_data_line(name, &mut response).await?;
@@ -193,22 +184,19 @@ impl BusClient {
     /// Every webhook row, paused ones included (the sweep must see them).
     pub async fn list_webhooks(&self) -> Result<Vec<WebhookRow>, BusError> {
         const TOOL: &str = "list_webhooks";
-        let result = self.call_tool(TOOL, json!({"active_only": false})).await?;
-        match result {
+        match self.call_tool(TOOL, json!({"active_only": false})).await? {
             Value::Array(items) => Ok(items.iter().filter_map(WebhookRow::from_value).collect()),
-            other => {
-                if let Some(error) = in_band_error(&other) {
-                    return Err(BusError::refused(TOOL, error));
-                }
-                Err(BusError::unusable(
+            other => Err(match in_band_error(&other) {
+                Some(error) => BusError::refused(TOOL, error),
+                None => BusError::unusable(
                     TOOL,
                     format!("expected a list of webhooks, got {}", json_kind(&other)),
-                ))
-            }
+                ),
+            }),
         }
     }
 
-    /// Registers `url` on `channel`; the secret is sent only when set. Returns the new id.
+    /// Registers `url` on `channel`; returns the new id.
     pub async fn register_webhook(
         &self,
         url: &str,
@@ -216,13 +204,11 @@ impl BusClient {
         secret: Option<&str>,
     ) -> Result<i64, BusError> {
         const TOOL: &str = "register_webhook";
-        let mut arguments = Map::new();
-        arguments.insert("url".to_owned(), Value::from(url));
-        arguments.insert("channel".to_owned(), Value::from(channel));
+        let mut arguments = json!({"url": url, "channel": channel});
         if let Some(secret) = secret {
-            arguments.insert("secret".to_owned(), Value::from(secret));
+            arguments["secret"] = Value::from(secret);
         }
-        let result = self.call_tool(TOOL, Value::Object(arguments)).await?;
+        let result = self.call_tool(TOOL, arguments).await?;
         if let Some(id) = result.get("webhook_id").and_then(Value::as_i64) {
             return Ok(id);
         }
@@ -293,14 +279,11 @@ impl BusClient {
             }
             // Only complete lines count until the stream ends; then the tail counts too.
             let complete = if finished {
-                &buffer[..]
+                buffer.len()
             } else {
-                match buffer.iter().rposition(|b| *b == b'\n') {
-                    Some(end) => &buffer[..end],
-                    None => &[][..],
-                }
+                buffer.iter().rposition(|b| *b == b'\n').unwrap_or(0)
             };
-            let text = std::str::from_utf8(complete)
+            let text = std::str::from_utf8(&buffer[..complete])
                 .map_err(|e| unusable(format!("reply is not UTF-8 ({e})")))?;
             if let Some(data) = first_data_line(text) {
                 return Ok(data.to_owned());
@@ -317,8 +300,7 @@ impl BusClient {
     }
 }
 
-/// The payload of the first SSE `data:` line (one optional space after the colon is part of the
-/// field syntax), tolerating CRLF and LF line ends.
+/// The payload of the first SSE `data:` line (one optional space after the colon is syntax).
 pub fn first_data_line(sse: &str) -> Option<&str> {
     sse.split('\n')
         .map(|line| line.strip_suffix('\r').unwrap_or(line))
@@ -326,11 +308,8 @@ pub fn first_data_line(sse: &str) -> Option<&str> {
         .map(|rest| rest.strip_prefix(' ').unwrap_or(rest))
 }
 
-/// Unwraps a JSON-RPC `tools/call` envelope the way the bus shapes it:
-/// `structuredContent.result` when present and not null (list-returning tools), else
-/// `structuredContent` (dict-returning tools), else `content[0].text` parsed as JSON.
-/// `isError` results are [`BusError::ToolError`]; a JSON-RPC error object or a missing result is
-/// [`BusError::Unusable`].
+/// Unwraps a `tools/call` envelope as the bus shapes it: `structuredContent.result` when not
+/// null (lists), else `structuredContent` (dicts), else `content[0].text` parsed as JSON.
 pub fn unwrap_tool_result(tool: &str, envelope: Value) -> Result<Value, BusError> {
     let unusable = |reason| BusError::unusable(tool, reason);
     let Value::Object(mut envelope) = envelope else {
@@ -354,11 +333,9 @@ pub fn unwrap_tool_result(tool: &str, envelope: Value) -> Result<Value, BusError
         let message = content_texts(&result);
         return Err(BusError::ToolError {
             tool: tool.to_owned(),
-            message: if message.is_empty() {
-                "(no message)".to_owned()
-            } else {
-                message
-            },
+            message: Some(message)
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| "(no message)".to_owned()),
         });
     }
     match result.remove("structuredContent") {
@@ -397,13 +374,14 @@ pub fn is_truthy(value: &Value) -> bool {
     }
 }
 
-/// An in-band failure (`{"success": false, "error": ..}` or `{"error": ..}`) as text.
+/// An in-band `{"error": ..}` as text.
 fn in_band_error(result: &Value) -> Option<String> {
     let error = result.get("error")?;
-    Some(match error.as_str() {
-        Some(text) => text.to_owned(),
-        None => error.to_string(),
-    })
+    Some(
+        error
+            .as_str()
+            .map_or_else(|| error.to_string(), str::to_owned),
+    )
 }
 
 fn content_texts(result: &Map<String, Value>) -> String {

@@ -17,7 +17,6 @@ use crate::deadline::Deadline;
 use crate::telemetry::warn::Warnings;
 use crate::wire::signature::Secret;
 
-/// First retry delay after a failed bus call: a boot race costs about a second.
 pub const BACKOFF_FIRST: Duration = Duration::from_secs(1);
 
 /// Longest retry delay: the reference bridge's cap, so a bus started late is found within 30 s.
@@ -33,8 +32,8 @@ pub fn backoff(attempt: u32) -> Duration {
     BACKOFF_FIRST.saturating_mul(factor).min(BACKOFF_CAP)
 }
 
-/// True when `other` looks like an older registration of this bridge (another port, or another
-/// loopback alias): never swept, since another bridge may listen there; only warned about.
+/// `other` looks like an older registration of ours (another port or loopback alias): warned
+/// about, never swept, since another bridge may listen there.
 pub fn looks_like_ours(hook_url: &Url, other: &str) -> bool {
     let Ok(other) = Url::parse(other) else {
         return false;
@@ -60,14 +59,12 @@ fn is_loopback(host: &Host<&str>) -> bool {
     }
 }
 
-/// What `/health` reports about our bus registration.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RegistrationSnapshot {
     /// The last check (a registration, or a keeper listing) found our row present and active.
     pub registered: bool,
-    /// The id of the row we hold, kept while the bus is unreachable.
+    /// Kept while the bus is unreachable.
     pub webhook_id: Option<i64>,
-    /// Wall-clock time of the last check that found our row.
     pub last_verified_at: Option<SystemTime>,
 }
 
@@ -78,7 +75,6 @@ pub struct RegistrationStatus {
 }
 
 impl RegistrationStatus {
-    /// A copy of the current state.
     pub fn snapshot(&self) -> RegistrationSnapshot {
         self.state.borrow().clone()
     }
@@ -109,20 +105,16 @@ impl RegistrationStatus {
     }
 }
 
-/// Where to register and how often to check.
 #[derive(Clone, Debug)]
 pub struct RegistrationConfig {
-    /// The bus MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
     pub bus_url: String,
     /// The URL registered, and the exact-match key of the sweep.
     pub hook_url: String,
-    /// The HMAC secret the bus signs with; sent only when set.
     pub secret: Option<Secret>,
     pub keep_interval: Duration,
 }
 
 impl RegistrationConfig {
-    /// A config with the default keep interval (`[registration] keep_interval`).
     pub fn new(bus_url: &str, hook_url: &str, secret: Option<&str>) -> Self {
         Self {
             bus_url: bus_url.to_owned(),
@@ -133,7 +125,6 @@ impl RegistrationConfig {
     }
 }
 
-/// Why one registration attempt did not produce an id.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistrationError {
     #[error(transparent)]
@@ -142,7 +133,6 @@ pub enum RegistrationError {
     ShuttingDown,
 }
 
-/// What a keeper listing found about our row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RowState {
     Present,
@@ -180,7 +170,7 @@ pub async fn run(
 struct Keeper {
     client: BusClient,
     config: RegistrationConfig,
-    /// The hook URL parsed, for the look-alike check (skipped when it does not parse).
+    /// For the look-alike check (skipped when it does not parse).
     hook_url: Option<Url>,
     status: Arc<RegistrationStatus>,
     shutdown: CancellationToken,
@@ -331,7 +321,7 @@ impl Keeper {
         })
     }
 
-    /// Ids of rows whose URL equals our hook URL exactly (no normalisation), except `keep`.
+    /// Ids of rows at exactly our hook URL (no normalisation), except `keep`.
     fn rows_at_our_url(&self, rows: &[WebhookRow], keep: Option<i64>) -> Vec<i64> {
         rows.iter()
             .filter(|row| row.url.as_deref() == Some(&self.config.hook_url))
@@ -395,7 +385,7 @@ impl Keeper {
             .get_or_init(|| Deadline::after(SHUTDOWN_BUDGET))
     }
 
-    /// Sleeps `duration`; false if shutdown came first.
+    /// False if shutdown came first.
     async fn pause(&self, duration: Duration) -> bool {
         tokio::select! {
             () = self.shutdown.cancelled() => false,

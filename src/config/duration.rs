@@ -5,11 +5,9 @@ use std::time::Duration;
 
 use serde::de::{self, Deserializer, Visitor};
 
-/// What an error says a duration may look like.
 pub const FORMS: &str =
     "a number of seconds (90, 0.5) or a number with a unit (90s, 500ms, 15m, 2h, 7days)";
 
-/// Why a text or a number is not a duration.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DurationError {
     #[error("{text:?} is not a duration ({source}): use {FORMS}")]
@@ -21,7 +19,7 @@ pub enum DurationError {
     Seconds(f64),
 }
 
-/// Parses a duration from text: plain seconds, or humantime's forms.
+/// Plain seconds, or humantime's forms.
 pub fn parse(text: &str) -> Result<Duration, DurationError> {
     let text = text.trim();
     if let Ok(seconds) = text.parse::<f64>() {

@@ -25,7 +25,6 @@ pub enum ConfigError {
         path: PathBuf,
         source: toml::de::Error,
     },
-    /// A section of the user's file that is not one of ours; `nearest` is the did-you-mean.
     #[error(
         "{}: unknown section [{section}]{} (config/default.toml lists every section)",
         file.display(), did_you_mean(nearest, "[", "]")
@@ -44,7 +43,6 @@ pub enum ConfigError {
         setting: String,
         nearest: Option<String>,
     },
-    /// A `WAKEBRIDGE_*` variable that names no setting; `nearest` is the variable meant.
     #[error(
         "environment variable {var} names no setting{} (the form is {}_<SECTION>__<KEY>, \
          for the keys in config/default.toml)",
@@ -55,8 +53,7 @@ pub enum ConfigError {
         var: String,
         nearest: Option<String>,
     },
-    /// The layered table does not fit `Settings` (a wrong type, a bad duration); `file` is the
-    /// user's file, if one was read.
+    /// The layered table does not fit `Settings` (a wrong type, a bad duration).
     #[error(
         "bad setting in {}: {}; fix the value (every key, its type and default are in \
          config/default.toml; env form WAKEBRIDGE_<SECTION>__<KEY>)",
@@ -70,15 +67,13 @@ pub enum ConfigError {
         file: Option<PathBuf>,
         source: toml::de::Error,
     },
-    /// A value that cannot be used, as given (`origin` is the flag, variable or key), and what
-    /// to give instead.
+    /// `origin` is the flag, variable or key.
     #[error("{origin}={value:?} {reason}")]
     BadValue {
         origin: String,
         value: String,
         reason: String,
     },
-    /// A wakebridge duration setting that does not parse (`names` lists where it can be set).
     #[error("{origin}: {source} ({names})")]
     Duration {
         origin: String,
@@ -96,7 +91,6 @@ pub enum ConfigError {
         #[source]
         problem: UrlProblem,
     },
-    /// Paths are shared by processes started in many working directories.
     #[error("{origin}={value:?} is relative: give an absolute path ({names})")]
     Relative {
         origin: String,
@@ -146,7 +140,7 @@ pub enum ConfigError {
     ZeroInterval {
         key: &'static str,
         example: &'static str,
-        var: &'static str,
+        var: String,
     },
     /// The text is typed into a prompt, where a control character or a leading digit would do
     /// something else (submit early, pick a menu option).
@@ -154,12 +148,11 @@ pub enum ConfigError {
         "wake.messages.{0} must be one line of printable text that does not start with a digit"
     )]
     WakeMessage(String),
-    /// `[bridge] secret_file` names a file that cannot be used (missing, shared, empty).
     #[error(transparent)]
     SecretFile(#[from] super::secret::SecretFileError),
 }
 
-/// A parser's message, which may span lines (TOML's caret diagram), as part of one line.
+/// A parser's message (TOML's caret diagram spans lines) as part of one line.
 fn one_line(error: &dyn std::fmt::Display) -> String {
     error.to_string().trim_end().replace('\n', " ")
 }

@@ -4,27 +4,15 @@
 use super::{Config, ConfigError, Env, Flags, SECRET_ENV, layered, names, read_file};
 
 /// Where a value came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, strum::Display)]
+#[strum(serialize_all = "lowercase")]
 pub enum Origin {
-    /// `config/default.toml`, built in.
     Default,
-    /// The user's TOML file.
     File,
-    /// An environment variable, by name.
+    #[strum(to_string = "env {0}")]
     Env(String),
-    /// A command-line flag.
+    #[strum(to_string = "flag {0}")]
     Flag(&'static str),
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Origin::Default => f.write_str("default"),
-            Origin::File => f.write_str("file"),
-            Origin::Env(name) => write!(f, "env {name}"),
-            Origin::Flag(flag) => write!(f, "flag {flag}"),
-        }
-    }
 }
 
 /// One setting: its dotted key, its value as TOML, and its origin.
@@ -38,9 +26,7 @@ pub struct Setting {
 /// The effective configuration, explained.
 #[derive(Debug)]
 pub struct Explained {
-    /// The validated configuration itself.
     pub config: Config,
-    /// Every setting, by key.
     pub settings: Vec<Setting>,
     /// Where the secret came from (never its value), if one is set.
     pub secret_from: Option<&'static str>,
@@ -122,7 +108,6 @@ pub fn explain(flags: &Flags, env: &Env) -> Result<Explained, ConfigError> {
     })
 }
 
-/// Calls `each` with every leaf of `table`: its key's parts and its value.
 fn leaves(prefix: &[String], table: &toml::Table, each: &mut dyn FnMut(&[String], &toml::Value)) {
     for (key, value) in table {
         let mut path = prefix.to_vec();
@@ -134,7 +119,6 @@ fn leaves(prefix: &[String], table: &toml::Table, each: &mut dyn FnMut(&[String]
     }
 }
 
-/// The value at a key's parts.
 fn lookup<'a>(table: &'a toml::Table, parts: &[String]) -> Option<&'a toml::Value> {
     let (first, rest) = parts.split_first()?;
     let mut value = table.get(first)?;

@@ -3,10 +3,8 @@
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
-/// Canonical form of a `Host` header value (or an allowlist entry with a port):
-/// bracketed IPv6 → the inside, lowercased; anything else → everything before the last `:`,
-/// lowercased; an IP literal is then rewritten in its canonical (compressed) form.
-/// A missing header is `""`, which never matches an allowlist.
+/// Canonical form of a `Host` value: bracketed IPv6 → the inside, else what is before the last
+/// `:`; lowercased, an IP literal compressed. A missing header is `""`, which never matches.
 pub fn canonical_host(raw: &str) -> String {
     let host = if let Some(rest) = raw.strip_prefix('[') {
         match rest.find(']') {
@@ -34,14 +32,13 @@ pub fn canonical_entry(entry: &str) -> Option<String> {
     Some(canonical_host(trimmed))
 }
 
-/// The set of Host values the listener answers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostAllowlist {
     hosts: BTreeSet<String>,
 }
 
 impl HostAllowlist {
-    /// Builds the list from already-canonical, non-empty names.
+    /// From already-canonical names.
     pub fn new(hosts: impl IntoIterator<Item = String>) -> Self {
         Self {
             hosts: hosts.into_iter().filter(|h| !h.is_empty()).collect(),

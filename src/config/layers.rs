@@ -5,11 +5,9 @@ use std::sync::LazyLock;
 
 use super::{ConfigError, DEFAULT_TOML, ENV_PREFIX};
 
-/// `config/default.toml`, parsed once.
 static DEFAULTS: LazyLock<toml::Table> =
     LazyLock::new(|| toml::from_str(DEFAULT_TOML).unwrap_or_default());
 
-/// The built-in defaults as a table.
 pub fn defaults() -> &'static toml::Table {
     &DEFAULTS
 }
@@ -55,8 +53,8 @@ fn like(path: &[String]) -> Option<&'static toml::Value> {
     table.get(last).or_else(|| table.values().next())
 }
 
-/// `text` as the type of `like`. A number that does not parse stays text: a few settings take
-/// text on purpose (the port, seconds, durations), the rest refuse it by name later.
+/// `text` as the type of `like`. A number that does not parse stays text: some settings take
+/// text (the port, durations), the rest refuse it by name later.
 fn typed(name: &str, text: &str, like: Option<&toml::Value>) -> Result<toml::Value, ConfigError> {
     let trimmed = text.trim();
     Ok(match like {

@@ -31,7 +31,6 @@ pub use settings::{
 };
 pub use topology::{Topology, UrlProblem};
 
-/// The built-in defaults: the same file operators read as documentation.
 pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
 
 /// Every setting at its default (`config/default.toml`, the one place a default lives).
@@ -44,7 +43,7 @@ pub fn defaults() -> &'static Settings {
     &DEFAULTS
 }
 
-/// Prefix of wakebridge's own environment variables (`WAKEBRIDGE_<SECTION>__<KEY>`).
+/// `WAKEBRIDGE_<SECTION>__<KEY>`.
 const ENV_PREFIX: &str = "WAKEBRIDGE";
 
 /// Which way a delivery ends: appended only, or appended and woken through a multiplexer.
@@ -57,7 +56,6 @@ pub enum Backend {
     Mux,
 }
 
-/// Which sessions' events this bridge acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString)]
 #[strum(serialize_all = "lowercase")]
 pub enum Scope {
@@ -101,50 +99,40 @@ pub struct Flags {
     pub allowed_hosts: Option<String>,
 }
 
-/// Where each reference setting can come from, in the words an error message should use.
+/// Where a reference setting can come from, as error messages name it.
 struct Source {
     flag: &'static str,
     env: &'static str,
     key: &'static str,
 }
 
-const PORT: Source = Source::new("--port", "AGENT_EVENT_BUS_BRIDGE_PORT", "bridge.port");
-const BACKEND: Source = Source::new(
-    "--backend",
-    "AGENT_EVENT_BUS_BRIDGE_BACKEND",
-    "bridge.backend",
-);
-const COOLDOWN: Source = Source::new(
-    "--cooldown",
-    "AGENT_EVENT_BUS_BRIDGE_COOLDOWN",
-    "bridge.cooldown",
-);
-const BUSY_TTL: Source = Source::new(
-    "--busy-ttl",
-    "AGENT_EVENT_BUS_BRIDGE_BUSY_TTL",
-    "bridge.busy_ttl",
-);
-const WAKE_DIR: Source = Source::new("--wake-dir", "AGENT_EVENT_BUS_WAKE_DIR", "bridge.wake_dir");
-const BUS_URL: Source = Source::new("--bus-url", "AGENT_EVENT_BUS_URL", "bridge.bus_url");
-const HOOK_URL: Source = Source::new(
-    "--hook-url",
-    "AGENT_EVENT_BUS_BRIDGE_HOOK_URL",
-    "bridge.hook_url",
-);
-const BIND: Source = Source::new("--bind", "AGENT_EVENT_BUS_BRIDGE_BIND", "bridge.bind");
-const ALLOWED_HOSTS: Source = Source::new(
-    "--allowed-hosts",
-    "AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS",
-    "bridge.allowed_hosts",
-);
+/// A reference setting's flag `--<flag>`, variable `AGENT_EVENT_BUS_<env>` and key `bridge.<key>`.
+macro_rules! source {
+    ($flag:literal, $env:literal, $key:literal) => {
+        Source {
+            flag: concat!("--", $flag),
+            env: concat!("AGENT_EVENT_BUS_", $env),
+            key: concat!("bridge.", $key),
+        }
+    };
+}
+
+const PORT: Source = source!("port", "BRIDGE_PORT", "port");
+const BACKEND: Source = source!("backend", "BRIDGE_BACKEND", "backend");
+const COOLDOWN: Source = source!("cooldown", "BRIDGE_COOLDOWN", "cooldown");
+const BUSY_TTL: Source = source!("busy-ttl", "BRIDGE_BUSY_TTL", "busy_ttl");
+const WAKE_DIR: Source = source!("wake-dir", "WAKE_DIR", "wake_dir");
+const BUS_URL: Source = source!("bus-url", "URL", "bus_url");
+const HOOK_URL: Source = source!("hook-url", "BRIDGE_HOOK_URL", "hook_url");
+const BIND: Source = source!("bind", "BRIDGE_BIND", "bind");
+const ALLOWED_HOSTS: Source = source!("allowed-hosts", "BRIDGE_ALLOWED_HOSTS", "allowed_hosts");
 /// Env only, so the secret never shows in `ps` (or `[bridge] secret_file`, which this wins over).
 pub const SECRET_ENV: &str = "AGENT_EVENT_BUS_BRIDGE_SECRET";
-/// Longest `mux.submit_delay`: the 2 s injection budget less two 250 ms step floors, so typing
-/// still starts inside the budget (a test in `mux` keeps it in step with those constants).
+/// Longest `mux.submit_delay`: the 2 s injection budget less two 250 ms step floors (a test in
+/// `mux` keeps it in step).
 pub const MAX_SUBMIT_DELAY: Duration = Duration::from_millis(1500);
 
-/// The reference's settings, each with the flag given for it (if any): the values a flag or a
-/// reference variable can set over the layered ones.
+/// The reference's settings, each with its flag's value (if given).
 fn reference_sources(flags: &Flags) -> [(&'static Source, Option<&str>); 9] {
     [
         (&PORT, flags.port.as_deref()),
@@ -160,28 +148,21 @@ fn reference_sources(flags: &Flags) -> [(&'static Source, Option<&str>); 9] {
 }
 
 impl Source {
-    const fn new(flag: &'static str, env: &'static str, key: &'static str) -> Self {
-        Self { flag, env, key }
-    }
-
     fn names(&self) -> String {
         format!("{} / {} / {}", self.flag, self.env, self.key)
     }
 }
 
-/// Every path wakebridge uses, resolved once (defaults < file < env < flags), absolute.
+/// Every path wakebridge uses, resolved once, absolute.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paths {
-    /// The Python bridge's wake dir: spools, panes.json, busy markers.
+    /// Spools, panes.json, busy markers.
     pub wake_dir: PathBuf,
     /// Context state files and the status-line feed.
     pub state_dir: PathBuf,
-    /// The SQLite ledger.
     pub ledger: PathBuf,
-    /// The TOML file that was read, if any.
     pub config_file: Option<PathBuf>,
-    /// Claude Code's config dir and state file, as Claude Code started in this environment
-    /// finds them (or why they are unknown).
+    /// As Claude Code started in this environment finds them (or why they are unknown).
     pub claude: Result<ClaudeHome, HomeError>,
 }
 
@@ -217,7 +198,6 @@ impl Paths {
     }
 }
 
-/// `$HOME`, when it is an absolute path.
 fn home(env: &Env) -> Option<PathBuf> {
     env.absolute_path("HOME")
 }
@@ -236,7 +216,6 @@ fn absolute(value: &str, origin: &str, names: &str) -> Result<PathBuf, ConfigErr
     }
 }
 
-/// The validated configuration every verb runs with.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub port: u16,
@@ -252,7 +231,7 @@ pub struct Config {
     pub scope: Scope,
     pub debug: bool,
     pub settings: Settings,
-    /// Advisory warnings found while validating; `serve` logs them at start-up.
+    /// Logged by `serve` at start-up.
     pub warnings: Vec<String>,
 }
 
@@ -261,7 +240,6 @@ pub fn load_settings(config_file: Option<&Path>, env: &Env) -> Result<Settings, 
     Ok(load(config_file, env)?.0)
 }
 
-/// `load_settings`, and the file that was read (if any).
 fn load(config_file: Option<&Path>, env: &Env) -> Result<(Settings, Option<PathBuf>), ConfigError> {
     let (table, user_file) = layered(config_file, env)?;
     let settings = Settings::deserialize(table).map_err(|source| ConfigError::BadSetting {
@@ -271,7 +249,6 @@ fn load(config_file: Option<&Path>, env: &Env) -> Result<(Settings, Option<PathB
     Ok((settings, user_file))
 }
 
-/// The layers merged into one untyped table, and the file that was read (if any).
 fn layered(
     config_file: Option<&Path>,
     env: &Env,
@@ -302,7 +279,6 @@ fn layered(
     Ok((table, user_file))
 }
 
-/// The user's TOML file as a table, every key checked against the known settings.
 fn read_file(path: &Path) -> Result<toml::Table, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
@@ -367,12 +343,28 @@ fn parse_port(value: &str, origin: &str) -> Result<u16, ConfigError> {
     }
 }
 
-fn parse_seconds(
+/// A seconds setting: the reference's variables and flags take plain seconds, as the Python
+/// bridge does; wakebridge's own settings take any duration form. `inf` where allowed.
+fn seconds_from(
     value: &str,
     origin: &str,
-    names: &str,
+    source: &Source,
     allow_inf: bool,
 ) -> Result<f64, ConfigError> {
+    let names = source.names();
+    if origin == source.key {
+        let v = value.trim();
+        if allow_inf && matches!(v.to_ascii_lowercase().as_str(), "inf" | "+inf" | "infinity") {
+            return Ok(f64::INFINITY);
+        }
+        return duration::parse(v)
+            .map(|d| d.as_secs_f64())
+            .map_err(|source| ConfigError::Duration {
+                origin: origin.to_string(),
+                names,
+                source,
+            });
+    }
     // Rust reads `inf`, `infinity` and `nan` in any case and with a sign, as Python does.
     let parsed = value.trim().parse::<f64>().ok();
     let hint = if allow_inf {
@@ -394,32 +386,6 @@ fn parse_seconds(
     }
 }
 
-/// A seconds setting (cooldown, busy TTL): the reference's variables and flags take plain
-/// seconds, as the Python bridge does (`30s` is refused there); wakebridge's own settings take
-/// any duration form. `inf` is allowed where it means "never expires".
-fn seconds_from(
-    value: &str,
-    origin: &str,
-    source: &Source,
-    allow_inf: bool,
-) -> Result<f64, ConfigError> {
-    if origin != source.key {
-        return parse_seconds(value, origin, &source.names(), allow_inf);
-    }
-    let v = value.trim();
-    if allow_inf && matches!(v.to_ascii_lowercase().as_str(), "inf" | "+inf" | "infinity") {
-        return Ok(f64::INFINITY);
-    }
-    duration::parse(v)
-        .map(|d| d.as_secs_f64())
-        .map_err(|e| ConfigError::Duration {
-            origin: origin.to_string(),
-            names: source.names(),
-            source: e,
-        })
-}
-
-/// Builds and validates the whole configuration.
 pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
     let (settings, config_file) = load(flags.config.as_deref(), env)?;
     let b = &settings.bridge;
@@ -503,21 +469,16 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
     if sync < Duration::from_millis(10) || sync > Duration::from_secs(3600) {
         return Err(ConfigError::SyncInterval(sync));
     }
-    for (period, key, example, var) in [
-        (
-            settings.prune.interval,
-            "prune.interval",
-            "\"10m\"",
-            "WAKEBRIDGE_PRUNE__INTERVAL",
-        ),
+    for (period, key, example) in [
+        (settings.prune.interval, "prune.interval", "\"10m\""),
         (
             settings.registration.keep_interval,
             "registration.keep_interval",
             "\"60s\"",
-            "WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL",
         ),
     ] {
         if period.is_zero() {
+            let var = names::variable_of(key);
             return Err(ConfigError::ZeroInterval { key, example, var });
         }
     }
@@ -549,7 +510,6 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
 }
 
 impl Config {
-    /// The address the listener binds.
     pub fn bind_addr(&self) -> IpAddr {
         self.topology.bind
     }

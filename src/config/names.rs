@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use super::{ConfigError, ENV_PREFIX};
 
-/// Tables whose keys the user chooses: any key below them is a setting.
+/// Tables whose keys the user chooses.
 const OPEN_TABLES: [&str; 2] = ["wake.messages", "context.models"];
 
 /// Every setting in `config/default.toml`, as `section.key` paths, plus the tables above.
@@ -41,7 +41,6 @@ impl Known {
         }
     }
 
-    /// Whether `path` names a setting (or a key of an open table).
     fn is_setting(&self, path: &str) -> bool {
         self.settings.contains(path)
             || OPEN_TABLES.iter().any(|open| {
@@ -59,8 +58,7 @@ fn join(prefix: &str, key: &str) -> String {
     }
 }
 
-/// Refuses a key of the user's TOML file (under `prefix`) that names no setting, with the
-/// nearest valid name.
+/// Refuses a key of the user's file that names no setting, with the nearest valid name.
 pub fn check_file(
     file: &std::path::Path,
     prefix: &str,
@@ -110,7 +108,6 @@ fn setting_of(var: &str) -> Option<String> {
     )
 }
 
-/// The variable that sets `path`.
 pub(super) fn variable_of(path: &str) -> String {
     format!(
         "{ENV_PREFIX}_{}",
@@ -136,8 +133,8 @@ pub fn check_env<'a>(vars: impl IntoIterator<Item = &'a str>) -> Result<(), Conf
     Ok(())
 }
 
-/// The candidate closest to `name`, if it is close enough to be what was meant: a small edit
-/// distance over the whole path, or the same key in another section.
+/// The candidate close enough to `name` to be what was meant: a small edit distance, or the
+/// same key in another section.
 fn nearest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let leaf = |path: &str| path.rsplit('.').next().unwrap_or(path).to_string();
     let wanted_leaf = leaf(name);
@@ -157,7 +154,6 @@ fn nearest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<
     best.filter(|&(d, _)| d <= allowed).map(|(_, c)| c)
 }
 
-/// Levenshtein distance, by characters.
 fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();

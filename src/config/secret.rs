@@ -8,13 +8,12 @@ use std::path::{Path, PathBuf};
 
 use crate::wire::signature::Secret;
 
-/// Permission bits that must be clear: group and others, any of read, write, execute.
+/// Group and others' bits, which must be clear.
 const SHARED_BITS: u32 = 0o077;
 
 /// Longest secret file read: a shared HMAC secret is tens of bytes; a bigger file is not one.
 const MAX_SECRET_BYTES: u64 = 4096;
 
-/// Why the secret file cannot be used; each names the file and the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum SecretFileError {
     #[error(
@@ -52,7 +51,7 @@ pub enum SecretFileError {
     NotASecret { path: PathBuf },
 }
 
-/// Reads the secret from `path`: the file's text without its trailing line ending.
+/// The file's text without its trailing line ending.
 pub fn read(path: &Path) -> Result<Secret, SecretFileError> {
     let open_error = |source| SecretFileError::Open {
         path: path.to_path_buf(),

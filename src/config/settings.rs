@@ -160,7 +160,7 @@ pub struct StateSettings {
 #[derive(Debug, Clone, Deserialize)]
 pub struct ContextSettings {
     pub enabled: bool,
-    /// Type threshold warnings into mapped panes (mux backend only); false only monitors.
+    /// False only monitors.
     pub warnings: bool,
     #[serde(deserialize_with = "duration::deserialize")]
     pub poll_interval: Duration,
@@ -175,7 +175,6 @@ pub struct ContextSettings {
     pub models: BTreeMap<String, u64>,
 }
 
-/// `[context.thresholds]`: the two warning levels.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ContextThresholdSettings {
     pub wrap_up: ContextLevelSettings,

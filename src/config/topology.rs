@@ -23,7 +23,6 @@ pub(super) struct Inputs<'a> {
     pub has_secret: bool,
 }
 
-/// What the validated topology decided.
 #[derive(Debug, Clone)]
 pub struct Topology {
     pub bind: IpAddr,
@@ -33,7 +32,6 @@ pub struct Topology {
     pub warnings: Vec<String>,
 }
 
-/// Why a bus or hook URL cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum UrlProblem {
     #[error("unbalanced '['")]

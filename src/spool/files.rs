@@ -1,7 +1,6 @@
-//! One session's files in the wake dir, as the drain contract expects: `<sid>.lock` flocked
-//! before `<sid>.jsonl` is touched, symlinks refused, new files private, a torn tail closed
-//! before our first line, a failed write cut back. An append is `prepare` (open, find the
-//! offset, so the ledger can record it) then `write`; nothing here fsyncs session files.
+//! One session's files, as the drain contract expects: `<sid>.lock` flocked before `<sid>.jsonl`
+//! is touched, symlinks refused, new files private, a torn tail closed, a failed write cut back.
+//! An append is `prepare` (the offset the ledger records) then `write`; nothing here fsyncs.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -40,7 +39,6 @@ pub fn try_lock(wake_dir: &Path, sid: &str) -> Result<Option<SessionLock>, Spool
         .map_err(|e| open_error(sid, &path, e))
 }
 
-/// An open spool file and what we know of it.
 #[derive(Clone)]
 pub struct OpenSpool {
     pub file: Arc<File>,
@@ -53,19 +51,17 @@ pub struct OpenSpool {
 /// A session file ready for an append: where the bytes will go, and how to take them back.
 pub struct Prepared {
     pub spool: OpenSpool,
-    /// Length before the append (the undo point).
+    /// The undo point.
     pub before: u64,
-    /// Offset the bytes will have (after a newline closing a torn tail, if one is needed).
     pub offset: u64,
-    /// The tail is torn (an earlier crash, not ours): a newline goes first.
+    /// An earlier crash tore the tail: a newline goes first.
     torn_tail: bool,
-    /// The file did not exist: its directory entry must be made durable too.
+    /// Its directory entry must be made durable too.
     pub created: bool,
 }
 
-/// Opens (creating if needed) `<sid>.jsonl` for an append; the caller holds the session lock.
-/// `cached` is the file this session used last; it is reused while the path still names it (a
-/// drainer renames the spool away, under the same lock, to take it).
+/// Opens (creating if needed) `<sid>.jsonl` for an append under the session lock. `cached`, the
+/// session's last file, is reused while the path still names it (a drainer renames it away).
 pub fn prepare(
     wake_dir: &Path,
     sid: &str,
@@ -76,9 +72,9 @@ pub fn prepare(
         Ok(meta) if meta.file_type().is_symlink() => return Err(SpoolError::Symlink(path)),
         Ok(meta) => match cached {
             Some(c) if (c.dev, c.ino) == (meta.dev(), meta.ino()) => (c.clone(), meta.len(), false),
-            _ => (open_existing(&path, sid)?, meta.len(), false),
+            _ => (open(&path, sid, false)?, meta.len(), false),
         },
-        Err(e) if e.kind() == io::ErrorKind::NotFound => (create(&path, sid)?, 0, true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (open(&path, sid, true)?, 0, true),
         Err(e) => return Err(io_error(sid, &path, e)),
     };
     // A tail torn by an earlier crash would glue our first line onto it: start fresh.
@@ -96,9 +92,8 @@ pub fn prepare(
 }
 
 impl Prepared {
-    /// Appends `bytes` (whole lines) at `offset`. On failure the file is cut back to what was
-    /// there, so no partial line is left (nobody else appends under the lock). Returns the file
-    /// with its new end.
+    /// Appends `bytes` (whole lines) at `offset`; on failure the file is cut back, so no partial
+    /// line is left. Returns the file with its new end.
     pub fn write(&self, wake_dir: &Path, sid: &str, bytes: &[u8]) -> Result<OpenSpool, SpoolError> {
         let mut file: &File = &self.spool.file;
         let written = if self.torn_tail {
@@ -117,8 +112,7 @@ impl Prepared {
         })
     }
 
-    /// Takes the append back: the file is as it was, on disk too, so a crash cannot bring back
-    /// part of a line whose request was refused.
+    /// Takes the append back, on disk too: a crash cannot bring back part of a refused line.
     pub fn undo(&self) {
         let _ = self.spool.file.set_len(self.before);
         let _ = self.spool.file.sync_data();
@@ -132,26 +126,14 @@ pub fn append(wake_dir: &Path, sid: &str, bytes: &[u8]) -> Result<Prepared, Spoo
     Ok(prepared)
 }
 
-fn open_existing(path: &Path, sid: &str) -> Result<OpenSpool, SpoolError> {
+/// Opens `path` for appending; `create`: a new file, which must not exist yet.
+fn open(path: &Path, sid: &str, create: bool) -> Result<OpenSpool, SpoolError> {
     let file = private_fs::options()
         .read(true)
         .append(true)
+        .create_new(create)
         .open(path)
         .map_err(|e| open_error(sid, path, e))?;
-    described(file, sid, path)
-}
-
-fn create(path: &Path, sid: &str) -> Result<OpenSpool, SpoolError> {
-    let file = private_fs::options()
-        .read(true)
-        .append(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| open_error(sid, path, e))?;
-    described(file, sid, path)
-}
-
-fn described(file: File, sid: &str, path: &Path) -> Result<OpenSpool, SpoolError> {
     let meta = file.metadata().map_err(|e| io_error(sid, path, e))?;
     Ok(OpenSpool {
         file: Arc::new(file),
@@ -170,7 +152,6 @@ fn open_error(sid: &str, path: &Path, e: io::Error) -> SpoolError {
     }
 }
 
-/// Makes new directory entries in `dir` durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }

@@ -1,9 +1,7 @@
-//! The durable per-session spool: `<wake_dir>/<sid>.jsonl`, one JSON line per delivered event,
-//! appended under a non-blocking `flock(2)` on `<sid>.lock` exactly as the Python bridge's drain
-//! expects, and durable before the caller answers the bus. The ledger's round record is the
-//! write-ahead record ("The ledger is the spool's write-ahead record" in docs/design.md); `files`
-//! owns the per-session file protocol, `writer` the writer and checkpointer threads, `recover`
-//! what a crash cut from the files, `prune` the files' age and total size.
+//! The durable per-session spool: `<wake_dir>/<sid>.jsonl`, one JSON line per event, appended
+//! under `flock(2)` on `<sid>.lock` as the Python bridge's drain expects, durable before the bus
+//! is answered; the ledger's round record is the write-ahead record (docs/design.md). `files`:
+//! the file protocol, `writer`: the threads, `recover`: after a crash, `prune`: age and size.
 
 mod files;
 pub mod prune;
@@ -24,12 +22,11 @@ use crate::wire::session_id::SessionId;
 pub use writer::DeliveryId;
 use writer::{Pending, Shared, Writer};
 
-/// How long an append may wait for a drainer to release `<sid>.lock`. Together with the
-/// injection budget it must stay well under the bus's 5 s timeout.
+/// How long an append may wait for a drainer's `<sid>.lock`; with the injection budget it must
+/// stay well under the bus's 5 s timeout.
 pub const LOCK_BUDGET: Duration = Duration::from_secs(2);
 
-/// Why an append failed; its kebab-case variant name (`kind`) is the stable short name metrics
-/// and the ledger's `error_kind` use.
+/// Why an append failed; `kind` (kebab-case) is the metrics' and the ledger's `error_kind`.
 #[derive(
     Debug, Clone, thiserror::Error, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames,
 )]
@@ -58,7 +55,6 @@ pub enum SpoolError {
 }
 
 impl SpoolError {
-    /// Every value `kind` can take.
     pub const KINDS: &[&str] = <Self as strum::VariantNames>::VARIANTS;
 
     pub fn kind(&self) -> &'static str {
@@ -66,7 +62,6 @@ impl SpoolError {
     }
 }
 
-/// Why a spool could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error("cannot read the spool's pending rounds from the ledger: {0}")]
@@ -97,13 +92,10 @@ impl OpenError {
     }
 }
 
-/// Tunables; the defaults are what `serve` uses.
 #[derive(Debug, Clone, Copy)]
 pub struct SpoolOptions {
     pub lock_budget: Duration,
-    /// How often session files are fsynced so their pending bytes can be dropped from the
-    /// ledger: the most a recovery has to re-check, and the most page-cache-only data the
-    /// ledger covers (`[spool] sync_interval`).
+    /// How often files are fsynced and their pending bytes dropped (`[spool] sync_interval`).
     pub checkpoint_every: Duration,
 }
 
@@ -125,8 +117,7 @@ pub struct Spool {
 }
 
 impl Spool {
-    /// Opens the spool of `wake_dir` (which must exist, resolved by the caller), recorded in
-    /// `store`: restores whatever a crash took from the session files, starts the writer.
+    /// Opens the spool of the existing `wake_dir`: restores what a crash took, starts the writer.
     pub fn open(wake_dir: PathBuf, store: Store) -> Result<Self, OpenError> {
         Self::open_with(wake_dir, store, SpoolOptions::default())
     }
@@ -169,8 +160,7 @@ impl Spool {
         &self.wake_dir
     }
 
-    /// Appends `line` (newline included) to `sid`'s spool, recording `delivery` with it, and
-    /// returns once both are durable: the delivery's row id (see `DeliveryId`).
+    /// Appends `line` and records `delivery`; returns the row id once both are durable.
     pub async fn append(
         &self,
         sid: &SessionId,
@@ -193,8 +183,7 @@ impl Spool {
             .map_err(|_| SpoolError::WriterGone(sid.to_string()))?
     }
 
-    /// Answers everything queued, syncs every session file and clears the ledger's pending
-    /// rows, so the next start has nothing to re-check. Later appends fail with `WriterGone`.
+    /// Answers everything queued, syncs every file, clears the pending rows; later appends fail.
     pub fn close(&self) {
         self.shared.close();
         let writer = crate::lock(&self.writer).take();
@@ -212,8 +201,7 @@ impl Drop for Spool {
     }
 }
 
-/// Removes the write-ahead ring of wakebridge 0.1 (`.wakebridge-journal`), which the ledger
-/// replaced: a clean stop left it empty, and nothing reads it any more.
+/// Removes wakebridge 0.1's write-ahead ring (`.wakebridge-journal`), which the ledger replaced.
 fn forget_old_journal(wake_dir: &Path) {
     let old = wake_dir.join(".wakebridge-journal");
     if std::fs::remove_file(&old).is_ok() {

@@ -1,8 +1,7 @@
 //! Spool pruning: deletes old `<sid>.jsonl` spools and stale drainer claims (`<sid>.jsonl.*`)
-//! and keeps their total size under a cap (reference 10.2). A live spool is only removed under
-//! its `<sid>.lock` (the lock every appender and drainer takes) and only if its size and mtime
-//! are unchanged since the scan; a claim belongs to its drainer and goes only once older than
-//! the age limit. Nothing else in the wake dir is touched; no symlink is followed.
+//! and keeps their total size under a cap (reference 10.2). A live spool goes only under its
+//! `<sid>.lock` and unchanged since the scan; a claim only once past the age limit. Nothing else
+//! in the wake dir is touched; no symlink is followed.
 
 use std::collections::HashMap;
 use std::io;
@@ -13,10 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::wire::session_id::SessionId;
 
-/// Suffix of a live spool file.
 const SPOOL_SUFFIX: &str = "jsonl";
 
-/// What a spool-shaped file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpoolKind {
     /// `<sid>.jsonl`: the bridge appends to it.
@@ -25,7 +22,6 @@ pub enum SpoolKind {
     Claimed,
 }
 
-/// One spool file as seen by a scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpoolFile {
     pub path: PathBuf,
@@ -34,7 +30,6 @@ pub struct SpoolFile {
     pub kind: SpoolKind,
 }
 
-/// Settings of the pruning task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PruneConfig {
     pub wake_dir: PathBuf,
@@ -44,7 +39,6 @@ pub struct PruneConfig {
 }
 
 impl PruneConfig {
-    /// The `[prune]` settings for the spools of `wake_dir`.
     pub fn new(wake_dir: PathBuf, settings: &crate::config::PruneSettings) -> Self {
         Self {
             wake_dir,
@@ -55,7 +49,6 @@ impl PruneConfig {
     }
 }
 
-/// A file a round deleted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Removed {
     pub path: PathBuf,
@@ -63,19 +56,16 @@ pub struct Removed {
     pub age: Duration,
 }
 
-/// What one pruning round did.
 #[derive(Debug, Default)]
 pub struct PruneReport {
     pub removed: Vec<Removed>,
     /// Live spools left alone because an appender or drainer held their lock.
     pub skipped_locked: Vec<PathBuf>,
-    /// Files kept because they changed (or vanished) between the scan and the deletion.
+    /// Files that changed (or vanished) between the scan and the deletion.
     pub kept_changed: Vec<PathBuf>,
-    /// Files that could not be handled this round.
     pub failures: Vec<PruneError>,
 }
 
-/// What went wrong while pruning.
 #[derive(Debug, thiserror::Error)]
 pub enum PruneError {
     #[error("cannot list the wake dir {} for spool pruning: {source}; check it exists and is readable", dir.display())]
@@ -111,9 +101,8 @@ fn age_at(now: SystemTime, mtime: SystemTime) -> Duration {
 }
 
 /// Chooses what to delete: every file older than `max_age`, then live spools oldest first until
-/// the total size of what remains is at most `max_total_bytes`. Claimed files count toward the
-/// total but are only ever chosen by age (they belong to a drainer). Age-expired files come
-/// first in the result, then cap removals, each group oldest first.
+/// the rest totals at most `max_total_bytes`. Claims count toward the total but go only by age
+/// (they are a drainer's). Expired files first, then cap removals, each oldest first.
 pub fn select_for_pruning(
     files: &[SpoolFile],
     now: SystemTime,
@@ -140,8 +129,7 @@ pub fn select_for_pruning(
     selected
 }
 
-/// Lists the spool files directly in `wake_dir`: regular files only (symlinks and directories
-/// are ignored, never followed), names matching `classify_name` only. A missing dir is empty.
+/// The regular files directly in `wake_dir` that `classify_name` accepts; no symlink followed.
 pub fn scan(wake_dir: &Path) -> Result<Vec<SpoolFile>, PruneError> {
     let entries = match std::fs::read_dir(wake_dir) {
         Ok(entries) => entries,
@@ -175,7 +163,7 @@ pub fn scan(wake_dir: &Path) -> Result<Vec<SpoolFile>, PruneError> {
     Ok(files)
 }
 
-/// One pruning round at wall-clock `now`: scan, select, delete carefully, log each removal.
+/// One pruning round at `now`: scan, select, delete carefully, log each removal.
 pub fn prune_once(config: &PruneConfig, now: SystemTime) -> Result<PruneReport, PruneError> {
     let files = scan(&config.wake_dir)?;
     let selected = select_for_pruning(&files, now, config.max_age, config.max_total_bytes);
@@ -223,15 +211,9 @@ enum Outcome {
     Changed,
 }
 
-/// Deletes a live spool under its `<sid>.lock`, if it is unchanged since the scan.
 fn remove_live(wake_dir: &Path, file: &SpoolFile) -> Result<Outcome, PruneError> {
-    let sid = file
-        .path
-        .file_name()
-        .and_then(|name| name.to_str())
-        .and_then(classify_name)
-        .map(|(sid, _)| sid);
-    let Some(sid) = sid else {
+    let name = file.path.file_name().and_then(|name| name.to_str());
+    let Some((sid, _)) = name.and_then(classify_name) else {
         return Ok(Outcome::Changed);
     };
     let lock_path = wake_dir.join(format!("{sid}.lock"));
@@ -252,12 +234,10 @@ fn remove_live(wake_dir: &Path, file: &SpoolFile) -> Result<Outcome, PruneError>
         }
         _ => Ok(Outcome::Changed),
     };
-    // Closing the lock file (drop) releases the flock.
     drop(lock);
     outcome
 }
 
-/// Deletes a drainer's claim only if it is (still) older than `max_age`.
 fn remove_stale_claim(
     file: &SpoolFile,
     now: SystemTime,
@@ -302,9 +282,8 @@ fn remove(file: &SpoolFile, now: SystemTime) -> Result<Outcome, PruneError> {
     }
 }
 
-/// Deletes the regular files directly in `dir` whose name `is_ours` accepts and whose mtime is
-/// older than `max_age` (symlinks and directories are never touched; a missing dir is empty).
-/// For the per-session state files the context monitor and the status line leave behind.
+/// Deletes the regular files directly in `dir` that `is_ours` accepts and older than `max_age`:
+/// the state files the context monitor and the status line leave behind.
 pub fn prune_old_files(
     dir: &Path,
     now: SystemTime,
@@ -336,8 +315,7 @@ pub fn prune_old_files(
     removed
 }
 
-/// Prunes now and then every `config.interval` until `shutdown` is cancelled. Each round runs
-/// on the blocking pool; a failed round is logged and the next one tries again.
+/// Prunes now and every `config.interval` until `shutdown`, on the blocking pool.
 pub async fn run(config: PruneConfig, shutdown: CancellationToken) {
     loop {
         let round = config.clone();

@@ -1,7 +1,6 @@
-//! Putting back what a crash took: each spool round the ledger still holds as pending is checked
-//! under the session lock in the file it names (found by inode, under whatever `<sid>.jsonl*`
-//! name a drainer gave it) and completed where its bytes are missing. Bytes that are not ours
-//! are never overwritten.
+//! Putting back what a crash took: each pending spool round is checked under the session lock in
+//! the file it names (by inode, whatever `<sid>.jsonl*` name a drainer gave it) and completed
+//! where its bytes are missing. Bytes that are not ours are never overwritten.
 
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -20,22 +19,18 @@ use crate::wire::session_id::SessionId;
 pub const LOCK_PATIENCE: Duration = Duration::from_secs(10);
 const LOCK_RETRY: Duration = Duration::from_millis(100);
 
-/// What recovery did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Restored {
-    /// Rounds checked.
     pub records: usize,
-    /// Bytes written back into session files.
     pub bytes: u64,
-    /// Records whose file no longer exists (a drainer took and deleted it).
+    /// Records whose file a drainer took and deleted.
     pub gone: usize,
-    /// Records whose inode now holds something else (its number was reused): left alone.
+    /// Records whose inode number was reused: left alone.
     pub foreign: usize,
 }
 
-/// Makes sure every entry's bytes are in its session's files, in ledger order, and that every
-/// file it found is on disk (after a plain process kill the lines are all there, but only in the
-/// page cache: the caller drops the records once this returns).
+/// Makes sure every entry's bytes are in its files, in ledger order, and every file found is on
+/// disk (after a kill the lines may be only in the page cache; the caller then drops the rows).
 pub fn replay(
     wake_dir: &Path,
     entries: &[Entry],
@@ -77,8 +72,7 @@ pub fn replay(
     Ok(restored)
 }
 
-/// Completes one entry in `file`; returns the bytes it wrote, or `None` when the place holds
-/// bytes that are not ours.
+/// Completes one entry in `file`; returns the bytes written, `None` when the place is not ours.
 fn restore(
     wake_dir: &Path,
     entry: &Entry,
@@ -102,10 +96,9 @@ fn restore(
         return Ok(None);
     }
     if len >= entry.offset {
-        // Our place is there (whole, cut short, or zeros where a writeback was lost): write our
-        // bytes over it. Even when they all read back, they are written again: after a failed
-        // writeback Linux keeps the pages readable but clean, and only a new write makes the
-        // fsync that follows put them on the disk.
+        // Our place is there (whole, cut short, or zeros): write our bytes over it, even when
+        // they read back: after a failed writeback Linux keeps the pages readable but clean, and
+        // only a new write makes the next fsync put them on the disk.
         file.write_all_at(&entry.bytes, entry.offset).map_err(err)?;
         let restored = present
             .iter()
@@ -130,8 +123,7 @@ fn restore(
     Ok(Some(entry.bytes.len() as u64))
 }
 
-/// The file the entry was written to: `<sid>.jsonl` if it is still that inode, else a sibling
-/// `<sid>.jsonl.*` a drainer renamed it to.
+/// The entry's file: `<sid>.jsonl` if still that inode, else a `<sid>.jsonl.*` a drainer made.
 fn find(wake_dir: &Path, entry: &Entry) -> Result<Option<(PathBuf, File)>, SpoolError> {
     let live = files::spool_path(wake_dir, &entry.session_id);
     if let Some(found) = open_if_same(&live, entry)? {
@@ -154,8 +146,7 @@ fn find(wake_dir: &Path, entry: &Entry) -> Result<Option<(PathBuf, File)>, Spool
 
 fn open_if_same(path: &Path, entry: &Entry) -> Result<Option<(PathBuf, File)>, SpoolError> {
     match std::fs::symlink_metadata(path) {
-        // By inode only: a device number can change from one boot to the next, and every file
-        // looked at here is in the wake dir the round was written to.
+        // By inode only: a device number can change across boots; all are in one wake dir.
         Ok(meta) if meta.is_file() && meta.ino() == entry.inode => {
             let file = crate::private_fs::options()
                 .read(true)

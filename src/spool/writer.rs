@@ -1,9 +1,8 @@
 //! The two threads behind `Spool::append`. The writer takes every line queued since its last
-//! round, whatever the session; under each session's lock it finds where the lines go, commits
-//! the round to the ledger (`Store::commit_round`, synced), writes the lines to the files (page
-//! cache), releases the locks and answers. A session whose lock a drainer holds is retried at
-//! least every 100 ms until its requests' deadlines pass. The checkpointer fsyncs the files
-//! written since its last pass and then drops their pending bytes from the ledger.
+//! round; under each session's lock it commits the round to the ledger (synced), writes the
+//! lines (page cache), releases the locks and answers. A session a drainer holds is retried
+//! every 100 ms until its deadlines pass. The checkpointer fsyncs the files written since its
+//! last pass, then drops their pending bytes from the ledger.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -21,15 +20,13 @@ use crate::store::{Delivery, PendingBytes, RoundIds, SpoolRound, Store};
 
 /// Pause between attempts on a lock a drainer holds (the reference's 0.1 s).
 const LOCK_RETRY: Duration = Duration::from_millis(100);
-/// Most line bytes one round takes; the rest waits for the next round (which follows at once).
-/// Bounds one commit's size (and so its latency for everyone in it): a few of the largest lines
-/// (a 1 MiB body re-serialised with `\uXXXX` escapes is ~3 MiB).
+/// Most line bytes one round takes (the rest goes in the next, at once): bounds a commit's
+/// latency, yet holds the largest line (a 1 MiB body with `\uXXXX` escapes is ~3 MiB).
 const ROUND_BYTES: usize = 4 << 20;
-/// Most sessions one round takes; the rest wait for the next round (which follows at once).
+/// Most sessions one round takes; the rest wait for the next round.
 const ROUND_SESSIONS: usize = 256;
-/// Open spool files kept between rounds, at most: a quarter of the descriptors this process may
-/// open (the listener's sockets and SQLite share the rest), and never more than 4096. Beyond it
-/// the cache starts over.
+/// Open spool files kept between rounds: a quarter of the descriptor limit (sockets and SQLite
+/// share the rest), at most 4096. Beyond it the cache starts over.
 fn max_cached() -> usize {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -48,7 +45,6 @@ fn max_cached() -> usize {
 /// line is durable all the same: its file was fsynced instead).
 pub type DeliveryId = Option<i64>;
 
-/// One request's line, waiting for a round.
 pub struct Pending {
     pub sid: String,
     pub line: String,
@@ -64,7 +60,6 @@ impl Pending {
     }
 }
 
-/// What the request side and the two threads share.
 pub struct Shared {
     queue: Mutex<Queue>,
     queued: Condvar,
@@ -123,16 +118,14 @@ impl Shared {
     }
 }
 
-/// The writer thread's own state.
 pub struct Writer {
     shared: Arc<Shared>,
     wake_dir: PathBuf,
     /// The wake dir as the ledger keys its pending rows.
     wake_key: String,
     store: Store,
-    /// Each recently written session's open spool file, and when it was last written. Files not
-    /// written for a sync interval are closed, so a spool a drainer took and deleted does not
-    /// keep its disk space (or a descriptor) alive here.
+    /// Recently written sessions' open files and when last written. Closed after a sync interval
+    /// idle, so a spool a drainer deleted does not keep its disk space alive here.
     cache: HashMap<String, (OpenSpool, Instant)>,
     max_cached: usize,
     last_sweep: Instant,
@@ -140,7 +133,6 @@ pub struct Writer {
     deferred: Vec<Pending>,
     /// Lines past a round's byte budget, taken by the very next round.
     carried: Vec<Pending>,
-    /// The last round could not be recorded in the ledger (logged once per episode).
     ledger_failing: bool,
 }
 
@@ -170,8 +162,7 @@ impl Writer {
         }
     }
 
-    /// Runs rounds until the spool closes and everything queued is answered, then lets the
-    /// checkpointer make its last pass (every file written synced, nothing left pending).
+    /// Runs rounds until closed and all answered, then lets the checkpointer make its last pass.
     pub fn run(mut self, checkpointer: std::thread::JoinHandle<()>) {
         while let Some(batch) = self.next_batch() {
             self.round(batch);
@@ -181,8 +172,7 @@ impl Writer {
         let _ = checkpointer.join();
     }
 
-    /// Waits for work: new lines, or a retry of lines whose lock was busy. `None` once closing
-    /// and nothing is left.
+    /// Waits for new lines or a retry of busy ones; `None` once closing and nothing is left.
     fn next_batch(&mut self) -> Option<Vec<Pending>> {
         let mut queue = lock(&self.shared.queue);
         loop {
@@ -222,7 +212,6 @@ impl Writer {
         }
     }
 
-    /// Closes spool files not written for a sync interval.
     fn close_idle_files(&mut self) {
         let idle_after = self.shared.checkpoint_every;
         if self.last_sweep.elapsed() >= idle_after {
@@ -270,8 +259,7 @@ impl Writer {
         }
     }
 
-    /// Groups the batch by session, takes each session's lock and prepares its file, within the
-    /// round's byte and session budgets (the rest is carried to the next round).
+    /// Takes each session's lock and prepares its file, within the round's budgets.
     fn take_shares(&mut self, batch: Vec<Pending>) -> Vec<Share> {
         let mut shares = Vec::new();
         let mut room = ROUND_BYTES;
@@ -331,7 +319,6 @@ impl Writer {
         shares
     }
 
-    /// The round's ledger record.
     fn round_record(&self, shares: &[Share]) -> SpoolRound {
         let sessions = shares
             .iter()
@@ -354,8 +341,8 @@ impl Writer {
         }
     }
 
-    /// The round is recorded: writes each share to its file and answers with its rows. A share
-    /// that cannot be written is cut back and taken out of the ledger again.
+    /// Writes each share of a recorded round and answers with its rows; a share that cannot be
+    /// written is cut back and taken out of the ledger.
     fn write_recorded(&mut self, shares: Vec<Share>, ids: Vec<RoundIds>) {
         let mut written_to = None;
         for (share, ids) in shares.into_iter().zip(ids) {
@@ -419,8 +406,7 @@ impl Writer {
         }
     }
 
-    /// Takes `<sid>.lock` once. The wake dir vanishing (an `rm -rf` by hand) is repaired once
-    /// per round.
+    /// Takes `<sid>.lock` once; a vanished wake dir is recreated once per round.
     fn lock_session(
         &mut self,
         sid: &str,
@@ -458,7 +444,7 @@ fn answer_all(group: Vec<Pending>, result: &Result<DeliveryId, SpoolError>) {
     }
 }
 
-/// Groups a batch by session, sessions in order of first arrival, lines in arrival order.
+/// Groups a batch by session, in order of arrival.
 fn by_session(batch: Vec<Pending>) -> Vec<(String, Vec<Pending>)> {
     let mut groups: Vec<(String, Vec<Pending>)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
@@ -474,10 +460,10 @@ fn by_session(batch: Vec<Pending>) -> Vec<(String, Vec<Pending>)> {
     groups
 }
 
-/// The checkpointer thread: syncs the session files the writer dirtied, then tells the ledger
-/// their pending bytes are no longer needed. If a file fails to sync, pending rows are kept for
-/// the life of this process: Linux marks the pages clean after a failed writeback, so a retry
-/// could "succeed" without the data on disk; the next start replays them.
+/// The checkpointer thread: syncs the files the writer dirtied, then drops their pending bytes
+/// from the ledger. After a failed sync, pending rows are kept for the life of the process:
+/// Linux marks the pages clean after a failed writeback, so a retry could "succeed" without
+/// the data on disk; the next start replays them.
 pub fn checkpointer(shared: Arc<Shared>, store: Store, wake_key: String) {
     let mut state = lock(&shared.checkpoint);
     loop {
@@ -488,12 +474,10 @@ pub fn checkpointer(shared: Arc<Shared>, store: Store, wake_key: String) {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
-        // Closing: one last pass after the writer's last round, even with nothing dirty, so a
-        // clear that failed earlier is retried and the next start has nothing to re-check.
+        // Closing: one last pass even with nothing dirty, so a failed clear is retried.
         let closing = state.closing;
         if state.failed {
-            // Nothing will be synced again: let go of the files, or every drained spool would
-            // stay open (and on disk) here.
+            // Nothing is synced again: let go of the files, or drained spools stay on disk.
             state.dirty.clear();
         } else if closing || !state.dirty.is_empty() {
             let dirty = std::mem::take(&mut state.dirty);

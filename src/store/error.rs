@@ -94,18 +94,21 @@ impl StoreError {
         }
     }
 
-    /// Open-time SQLite errors: a file that is not a database, or is damaged, gets the
-    /// "move it aside" error; anything else is reported as is.
+    /// A file that is not a database, or is damaged.
+    pub(super) fn corrupt(source: &rusqlite::Error) -> bool {
+        matches!(
+            source.sqlite_error_code(),
+            Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
+        )
+    }
+
+    /// Open-time SQLite errors: a corrupt file gets the "move it aside" error.
     pub(super) fn at_open(path: &Path, source: rusqlite::Error) -> Self {
-        match source.sqlite_error_code() {
-            Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => Self::Corrupt {
-                path: path.to_path_buf(),
-                source,
-            },
-            _ => Self::Open {
-                path: path.to_path_buf(),
-                source,
-            },
+        let path = path.to_path_buf();
+        if Self::corrupt(&source) {
+            Self::Corrupt { path, source }
+        } else {
+            Self::Open { path, source }
         }
     }
 }

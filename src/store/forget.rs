@@ -1,6 +1,5 @@
 //! Forgetting: deliveries past the identity window, and sessions with no trace left (or on an
-//! operator's word) with every row naming them. Owns those deletes; when to run them is the
-//! daemon's choice.
+//! operator's word) with every row naming them. When to run them is the daemon's choice.
 
 use rusqlite::{Connection, params};
 
@@ -9,9 +8,7 @@ use super::writer::Applied;
 use super::{PRUNE_CHUNK_ROWS, Store, StoreError};
 
 impl Store {
-    /// Deletes deliveries recorded before `cutoff_ms` (unix ms), in chunks so the hot path is
-    /// never held up for long. Returns how many rows went. Compute the cutoff from
-    /// `[ledger] identity_window`.
+    /// Deletes deliveries before `cutoff_ms`, in chunks so the hot path is never held up long.
     pub async fn prune_older_than(&self, cutoff_ms: i64) -> Result<u64, StoreError> {
         let mut total = 0;
         loop {
@@ -28,9 +25,8 @@ impl Store {
         }
     }
 
-    /// Forgets sessions with no trace (hook seen, wake, nudge) since `cutoff_ms` (unix ms) that
-    /// are not in `keep` (still mapped to a pane), so the session tables do not grow with every
-    /// session ever seen. Returns how many went.
+    /// Forgets sessions with no trace since `cutoff_ms` that are not in `keep` (still mapped to a
+    /// pane), so the tables do not grow with every session ever seen. Returns how many went.
     pub async fn forget_sessions_before(
         &self,
         cutoff_ms: i64,
@@ -43,9 +39,7 @@ impl Store {
         .map(Applied::rows)
     }
 
-    /// Forgets `session_id` (and the ids it had before a `/clear`) whatever its age, for an
-    /// operator's `wakebridge forget`: it leaves `/sessions` until it is seen again. Returns how
-    /// many of those ids the ledger knew (0: none).
+    /// Forgets `session_id` and its earlier ids whatever their age (`wakebridge forget`).
     pub async fn forget_session(&self, session_id: &str) -> Result<u64, StoreError> {
         let session_id = session_id.to_owned();
         self.submit(Box::new(move |conn| {
@@ -59,10 +53,7 @@ impl Store {
 /// `dropped` without the ids given up at a `/clear` for a session that stays: the bus may still
 /// use such an id, and its rename (and its rewinds) are how it reaches that session.
 fn still_named(conn: &Connection, dropped: Vec<String>) -> rusqlite::Result<Vec<String>> {
-    let renamed: std::collections::HashMap<String, String> = conn
-        .prepare_cached("SELECT old_id, new_id FROM aliases")?
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
+    let renamed: std::collections::HashMap<String, String> = renames(conn)?;
     let gone: std::collections::HashSet<&str> = dropped.iter().map(String::as_str).collect();
     // The id at the end of `id`'s renames (the one its session goes by now) stays.
     let stays = |id: &str| {
@@ -77,6 +68,13 @@ fn still_named(conn: &Connection, dropped: Vec<String>) -> rusqlite::Result<Vec<
         at != id && !gone.contains(at)
     };
     Ok(dropped.iter().filter(|id| !stays(id)).cloned().collect())
+}
+
+/// Every rename, old id to new.
+fn renames<T: FromIterator<(String, String)>>(conn: &Connection) -> rusqlite::Result<T> {
+    conn.prepare_cached("SELECT old_id, new_id FROM aliases")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect()
 }
 
 /// Deletes up to `limit` deliveries older than `cutoff_ms`; returns how many. Owed events stay
@@ -96,19 +94,15 @@ fn prune_deliveries(conn: &Connection, cutoff_ms: i64, limit: u32) -> rusqlite::
             deleted += 1;
         }
     }
-    // A session whose latest delivery went with them has none left in the ledger: forget it, so
-    // the table does not grow with every session id ever seen. Only the sessions touched here
-    // are looked at.
+    // A session whose latest delivery went has none left: forget its row (only those touched).
     for sid in &sessions {
         forget_latest_if_gone(conn, sid)?;
     }
     Ok(deleted)
 }
 
-/// Forgets sessions whose every trace (hook seen, wake, nudge, owed event, limit, rewind) is
-/// older than `cutoff_ms`, except those in `keep` (still mapped to a pane): their rows in
-/// `sessions`, `wakes`, `nudges`, `owed_payments`, `limits`, `rewinds` and `aliases` go, and
-/// what they were owed is written off (pruned with the deliveries). Returns how many sessions were forgotten.
+/// Forgets sessions whose every trace is older than `cutoff_ms`, except those in `keep`: their
+/// per-session rows go and what they were owed is written off. Returns how many.
 fn forget_sessions(conn: &Connection, cutoff_ms: i64, keep: &[String]) -> rusqlite::Result<u64> {
     let keep = serde_json::to_string(keep).unwrap_or_else(|_| "[]".into());
     let dropped: Vec<String> = {
@@ -131,21 +125,14 @@ fn forget_sessions(conn: &Connection, cutoff_ms: i64, keep: &[String]) -> rusqli
     Ok(dropped.len() as u64)
 }
 
-/// Forgets one session on an operator's word (`wakebridge forget`), whatever its age: the rows
-/// [`forget_sessions`] removes, for `session_id` and every id it had before a `/clear` (they
-/// are the same session: status lists them as one), and its latest-delivery row, so it leaves
-/// `/sessions` (its deliveries stay until the identity window prunes them: a redelivered event
-/// must still be known). Returns how many of those ids the ledger knew; 0 means none.
+/// The rows [`forget_sessions`] removes, for `session_id` and every id it had before a `/clear`
+/// (one session to status), and its latest-delivery row, so it leaves `/sessions`. Its
+/// deliveries stay until pruned: a redelivered event must still be known. Returns how many of
+/// those ids the ledger knew; 0 means none.
 fn forget_session(conn: &Connection, session_id: &str) -> rusqlite::Result<u64> {
-    let renamed: Vec<(String, String)> = conn
-        .prepare_cached("SELECT old_id, new_id FROM aliases")?
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    let ids = formerly_and_self(&renamed, session_id);
-    let mut known = 0;
-    {
-        let mut stmt = conn.prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1 \
+    let ids = formerly_and_self(&renames::<Vec<_>>(conn)?, session_id);
+    let mut exists = conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM wakes WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM nudges WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM latest_deliveries WHERE session_id = ?1 \
@@ -153,12 +140,10 @@ fn forget_session(conn: &Connection, session_id: &str) -> rusqlite::Result<u64> 
                  UNION ALL SELECT 1 FROM limits WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM rewinds WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM aliases WHERE old_id = ?1 OR new_id = ?1)",
-        )?;
-        for id in &ids {
-            if stmt.query_row(params![id], |row| row.get::<_, bool>(0))? {
-                known += 1;
-            }
-        }
+    )?;
+    let mut known = 0;
+    for id in &ids {
+        known += u64::from(exists.query_row(params![id], |row| row.get::<_, bool>(0))?);
     }
     forget_ids(conn, &ids)?;
     let mut stmt = conn.prepare_cached("DELETE FROM latest_deliveries WHERE session_id = ?1")?;
@@ -185,8 +170,7 @@ fn formerly_and_self(renamed: &[(String, String)], id: &str) -> Vec<String> {
     ids
 }
 
-/// Removes every row naming one of `dropped` from the per-session tables and writes off what
-/// they were owed.
+/// Removes every per-session row naming one of `dropped` and writes off what they were owed.
 fn forget_ids(conn: &Connection, dropped: &[String]) -> rusqlite::Result<()> {
     let mut statements = [
         "sessions",

@@ -37,16 +37,13 @@ pub use error::StoreError;
 use open::{create_file, open_current, open_reader, open_writer};
 use writer::{Ack, Applied, Counters, Job, Op};
 
-/// Writes that may wait in the queue before `record` waits for room. A burst larger than this is
-/// far beyond any real bus rate; the bound keeps a stuck disk from growing memory without limit.
+/// Writes queued before `record` waits for room: keeps a stuck disk from growing memory.
 pub const WRITE_QUEUE_CAPACITY: usize = 4096;
 
-/// Read connections kept open for reuse. Reads are short; more concurrent readers than this
-/// simply open a connection of their own and close it afterwards.
+/// Read connections kept for reuse; more concurrent readers open and close their own.
 pub const READ_POOL_SIZE: usize = 4;
 
-/// Rows deleted per transaction by `prune_older_than`, so a large prune never holds the write
-/// lock long enough to delay hot-path records noticeably (a few ms per chunk).
+/// Rows per `prune_older_than` transaction: a few ms of write lock, never a hot-path delay.
 pub const PRUNE_CHUNK_ROWS: u32 = 5000;
 
 /// A handle on the ledger. Cheap to clone; the writer thread stops (after committing what is
@@ -86,20 +83,16 @@ impl Drop for Inner {
 }
 
 impl Store {
-    /// Opens (creating if needed) the ledger at `path` and migrates it to the current schema.
-    ///
-    /// Creates missing parent directories (0700) and the file (0600). A file that is not a
-    /// database or is corrupt, another program's database, or one from a newer wakebridge is
-    /// refused with an error naming the file and the fix; it is never recreated over.
+    /// Opens (creating if needed, 0700 dirs and a 0600 file) the ledger at `path` and migrates
+    /// it. A corrupt file, another program's database or a newer wakebridge's is refused with
+    /// an error naming the file and the fix; it is never recreated over.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         Self::start(path.to_path_buf(), None)
     }
 
-    /// Writes `batch` in one transaction with a connection of its own and returns once they
-    /// are committed: for a short-lived process (the `wakebridge hook` CLI, run on every tool
-    /// call), so no writer thread and no integrity check. A ledger that is missing, not ours or
-    /// at another schema version goes through `Store::open` (which creates, migrates or refuses
-    /// it) instead.
+    /// Writes `batch` in one transaction with a connection of its own, for the `wakebridge hook`
+    /// CLI (run on every tool call): no writer thread, no integrity check. A ledger missing, not
+    /// ours or at another version goes through `Store::open` instead.
     pub fn record_once(path: &Path, batch: Vec<Record>) -> Result<(), StoreError> {
         let Some(mut conn) = open_current(path) else {
             return Store::open(path)?
@@ -116,11 +109,9 @@ impl Store {
         tx.commit().map_err(write)
     }
 
-    /// Pays `session_id`'s owed events (all of them, up to now) with a connection of its own,
-    /// for the `wakebridge hook` CLI: `deliver` gets how many were owed (none: it is not
-    /// called) and says whether it delivered the wake; only then is the payment committed, so
-    /// a wake that could not be handed over stays owed. Returns how many were paid. A ledger
-    /// that is not there yet owes nothing.
+    /// Pays `session_id`'s owed events with a connection of its own, for the hook CLI: `deliver`
+    /// gets how many were owed (if any) and says whether it delivered the wake; only then is the
+    /// payment committed, so a wake not handed over stays owed. Returns how many were paid.
     pub fn pay_once(
         path: &Path,
         session_id: &str,
@@ -142,17 +133,13 @@ impl Store {
         Ok(owed)
     }
 
-    /// A throwaway ledger for tests: a real file in a private directory on /dev/shm (tmpfs, so
-    /// in memory) when available, else in the system temp dir, deleted when the store is
-    /// dropped. A file rather than SQLite's `:memory:` so the writer and the readers are real
-    /// separate WAL connections, exactly as in production.
+    /// A throwaway ledger for tests, deleted on drop: a real file (on /dev/shm, tmpfs, when
+    /// there) rather than `:memory:`, so the writer and readers are separate WAL connections.
     pub fn open_in_memory() -> Result<Store, StoreError> {
-        /// tmpfs on Linux: the ledger then lives in memory.
-        const SHM: &str = "/dev/shm";
         let mut builder = tempfile::Builder::new();
         builder.prefix("wakebridge-store-");
         let scratch = builder
-            .tempdir_in(SHM)
+            .tempdir_in("/dev/shm")
             .or_else(|_| builder.tempdir())
             .map_err(StoreError::Scratch)?;
         Self::start(scratch.path().join("wakebridge.db"), Some(scratch))
@@ -185,13 +172,12 @@ impl Store {
         })
     }
 
-    /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.path
     }
 
-    /// Writes `record`; resolves once the transaction containing it has committed. Dropping
-    /// the future after the record was queued does not cancel the write, only the answer.
+    /// Writes `record`; resolves once its transaction committed. Dropping the future after the
+    /// record was queued cancels only the answer.
     pub async fn record(&self, record: Record) -> Result<(), StoreError> {
         self.submit(write_records(vec![record])).await.map(drop)
     }
@@ -201,9 +187,8 @@ impl Store {
         self.submit(write_records(records)).await.map(drop)
     }
 
-    /// Queues `record` without waiting for its commit (it is committed with the next batch, in
-    /// order with everything queued before and after it). For bookkeeping rows on the hot path;
-    /// if the queue is full, a blocking task waits for room so nothing is dropped.
+    /// Queues `record` without waiting for its commit, in order with everything else queued. For
+    /// bookkeeping rows on the hot path; a full queue is waited on by a blocking task.
     pub fn record_queued(&self, record: Record) -> Result<(), StoreError> {
         let (ack, _ignored) = oneshot::channel();
         let job = Job {
@@ -224,12 +209,10 @@ impl Store {
             .map(drop)
     }
 
-    /// What the writer has done so far (commits, jobs, time spent committing).
     pub fn write_stats(&self) -> WriteStats {
         self.inner.counters.snapshot()
     }
 
-    /// Writes waiting for the writer right now.
     pub fn queued_writes(&self) -> usize {
         self.inner.queued.load(Ordering::Relaxed)
     }
@@ -251,8 +234,7 @@ impl Store {
         done.await.map_err(|_| self.writer_gone())?
     }
 
-    /// Sends `op` (`durable`: its commit is synced to disk first) and waits for its commit, blocking the calling thread (never call it from an
-    /// async task: it would stall a runtime worker).
+    /// Sends `op` (`durable`: synced) and blocks until it commits: never from an async task.
     fn submit_blocking(&self, durable: bool, op: Op) -> Result<Applied, StoreError> {
         let (ack, done) = std::sync::mpsc::sync_channel(1);
         let ack = Ack::Thread(ack);

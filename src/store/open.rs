@@ -1,20 +1,18 @@
-//! Opening the ledger file: directories and modes, the writer connection (WAL, migrations,
-//! refusing a corrupt or foreign file), the hook's fast single-connection path, and read-only
-//! connections.
+//! Opening the ledger: directories and modes, the writer connection (WAL, migrations, refusing
+//! a corrupt or foreign file), the hook's single connection, and read-only connections.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags};
+use rusqlite::{Connection, OpenFlags};
 
 use super::StoreError;
 use super::schema::{self, APPLICATION_ID, BUSY_TIMEOUT};
 use crate::private_fs;
 
-/// Creates the parent directories (0700) and the file (0600; SQLite gives its -wal and -shm
-/// files the same mode) if missing; never truncates. A symlinked ledger is followed, as SQLite
-/// follows it: the ledger's place is the user's choice.
+/// Creates the parent directories (0700) and the file (0600; SQLite gives -wal and -shm the same
+/// mode) if missing. A symlinked ledger is followed, as SQLite does: its place is the user's.
 pub(super) fn create_file(path: &Path) -> Result<(), StoreError> {
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         private_fs::create_dir(dir).map_err(|source| StoreError::CreateDir {
@@ -36,8 +34,7 @@ pub(super) fn create_file(path: &Path) -> Result<(), StoreError> {
         })
 }
 
-/// Opens the write connection: checks the file is ours (before changing anything in it),
-/// switches it to WAL, then migrates.
+/// The write connection: checks the file is ours before changing it, WAL, then migrations.
 pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     let at_open = |source| StoreError::at_open(path, source);
     let mut conn = Connection::open(path).map_err(at_open)?;
@@ -82,16 +79,8 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
 
 fn migrate_error(path: &Path, source: rusqlite_migration::Error) -> StoreError {
     match source {
-        rusqlite_migration::Error::RusqliteError { err, .. }
-            if matches!(
-                err.sqlite_error_code(),
-                Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
-            ) =>
-        {
-            StoreError::Corrupt {
-                path: path.to_path_buf(),
-                source: err,
-            }
+        rusqlite_migration::Error::RusqliteError { err, .. } if StoreError::corrupt(&err) => {
+            StoreError::at_open(path, err)
         }
         source => StoreError::Migrate {
             path: path.to_path_buf(),
@@ -100,18 +89,16 @@ fn migrate_error(path: &Path, source: rusqlite_migration::Error) -> StoreError {
     }
 }
 
-/// `PRAGMA quick_check`: finds damaged pages and indexes at start-up, when refusing is cheap
-/// and clear, instead of as failed writes later. It reads every page once; on a ledger pruned
-/// to a day of deliveries that is milliseconds.
+/// `PRAGMA quick_check` at start-up, when refusing is cheap and clear, instead of failed writes
+/// later; on a ledger pruned to a day of deliveries it takes milliseconds.
 fn check_integrity(conn: &Connection, path: &Path) -> Result<(), StoreError> {
-    /// Problems worth listing in the error; the first few say enough.
     const PROBLEMS_SHOWN: u32 = 3;
-    let mut stmt = conn
+    let problems = conn
         .prepare(&format!("PRAGMA quick_check({PROBLEMS_SHOWN})"))
-        .map_err(|source| StoreError::at_open(path, source))?;
-    let problems = stmt
-        .query_map([], |row| row.get::<_, String>(0))
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+        .and_then(|mut stmt| {
+            stmt.query_map([], |row| row.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()
+        })
         .map_err(|source| StoreError::at_open(path, source))?;
     if problems.len() == 1 && problems[0] == "ok" {
         return Ok(());
@@ -122,9 +109,7 @@ fn check_integrity(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     })
 }
 
-/// A write connection to an existing ledger of this build's schema, set up for one quick write
-/// (WAL is a property of the file; NORMAL sync as the writer uses), or `None` for anything
-/// else.
+/// A connection for one quick write to an existing ledger of this schema, else `None`.
 pub(super) fn open_current(path: &Path) -> Option<Connection> {
     let conn = Connection::open_with_flags(
         path,
@@ -145,9 +130,8 @@ pub(super) fn open_current(path: &Path) -> Option<Connection> {
         return None;
     }
     conn.pragma_update(None, "synchronous", "NORMAL").ok()?;
-    // When no daemon holds the ledger open, closing would checkpoint the WAL into the file and
-    // delete it (two fsyncs), and the next hook would create and sync a new one: per tool call.
-    // The daemon (or the next writer) checkpoints as usual.
+    // Without a daemon, closing would checkpoint and delete the WAL (two fsyncs) and the next
+    // hook create a new one: per tool call. The daemon checkpoints as usual.
     conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
         true,

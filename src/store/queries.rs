@@ -29,23 +29,18 @@ pub struct SessionRow {
     pub last_hook_event: Option<String>,
     pub first_seen_ms: Option<i64>,
     pub last_seen_ms: Option<i64>,
-    /// The most recent delivery targeting this session (still inside the retention window).
+    /// The latest delivery to this session still in the ledger.
     pub last_delivery_ms: Option<i64>,
     pub last_action: Option<String>,
     pub last_error_kind: Option<String>,
-    /// The last successful wake (the cooldown's start).
+    /// The cooldown's start.
     pub last_wake_ms: Option<i64>,
-    /// The idle nudger's state, if it ever recorded any.
     pub nudge: Option<NudgeState>,
-    /// Bus events whose wake is owed, if any.
     pub owed: Option<Owed>,
-    /// How the session's owed wakes were paid so far, if ever.
     pub paid: Option<Paid>,
-    /// The usage limit the session is held at, if any.
     pub limit: Option<Limit>,
 }
 
-/// A usage limit a session is held at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limit {
     pub kind: String,
@@ -63,11 +58,10 @@ pub struct Limit {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Owed {
     pub events: u32,
-    /// When the oldest of them arrived (unix ms).
+    /// When the oldest arrived.
     pub since_ms: i64,
 }
 
-/// How a session's owed wakes were paid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Paid {
     pub last_ms: i64,
@@ -77,15 +71,7 @@ pub struct Paid {
     pub by_typing: u64,
 }
 
-impl SessionRow {
-    /// True when the `wakebridge hook` CLI has reported this session.
-    pub fn seen_by_hook(&self) -> bool {
-        self.last_seen_ms.is_some()
-    }
-}
-
-/// Every session id the ledger mentions, each with its hook facts, last delivery, last wake
-/// and nudge state. `?1` restricts to one id (NULL means all).
+/// Every session id the ledger mentions with what it knows of it; `?1` restricts to one id.
 const SESSIONS_SQL: &str = "\
 WITH ids (session_id) AS (
     SELECT session_id FROM sessions
@@ -164,8 +150,7 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     })
 }
 
-/// A `Limit` from the `limits` columns (kind, resets_text, resets_at_ms, seen_how, since_ms,
-/// tries, last_try_ms, gave_up) starting at column `at`.
+/// A `Limit` from the `limits` columns from `kind` to `gave_up`, starting at column `at`.
 fn limit_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Limit> {
     Ok(Limit {
         kind: row.get(at)?,
@@ -186,7 +171,6 @@ fn limit_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Limit> {
 /// message would wait through, and a bound should the table ever hold a loop.
 const MAX_RENAMES: usize = 64;
 
-/// One rewind, asked for or done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RewindRow {
     /// The id the session had when it was asked.
@@ -222,13 +206,11 @@ pub struct Rewinds {
 pub struct RewindFacts {
     /// The ids the session had before, newest first.
     pub formerly: Vec<String>,
-    /// The rewind waiting to be performed, if any.
     pub pending: Option<RewindRow>,
     /// Rewinds and restarts performed (outcome `done` or `not-typed`: the window was cleared).
     pub performed: u32,
     /// The last one that ended, whatever its outcome.
     pub last: Option<RewindRow>,
-    /// When the last one performed ended (unix ms).
     pub last_performed_ms: Option<i64>,
 }
 
@@ -283,17 +265,15 @@ impl Rewinds {
         ids
     }
 
-    /// Whether `session_id` was given up for another id.
     pub fn renamed(&self, session_id: &str) -> bool {
         self.aliases.iter().any(|a| a.old_id == session_id)
     }
 }
 
 impl Store {
-    /// Calls `each` with every delivery of an event identity recorded at or after `since_ms`,
-    /// oldest first (an identity delivered twice comes twice, its latest delivery last), and
-    /// returns how many there were. Streams the rows: the whole identity window is read at
-    /// start-up, however busy it was.
+    /// Calls `each` with every delivery of an event identity since `since_ms`, oldest first (a
+    /// repeated identity's latest last); returns how many. Streams the rows: the whole window
+    /// is read at start-up, however busy it was.
     pub fn each_identity_since(
         &self,
         since_ms: i64,
@@ -320,7 +300,6 @@ impl Store {
         })
     }
 
-    /// Last successful wake per session, unix ms.
     pub fn last_wakes(&self) -> Result<HashMap<String, i64>, StoreError> {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached("SELECT session_id, last_wake_ms FROM wakes")?;
@@ -329,8 +308,7 @@ impl Store {
         })
     }
 
-    /// Every session the ledger mentions, ordered by id, with hook facts, last delivery, last
-    /// wake and nudge state.
+    /// Every session the ledger mentions, ordered by id.
     pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(SESSIONS_SQL)?;
@@ -339,7 +317,6 @@ impl Store {
         })
     }
 
-    /// One session's row, if the ledger mentions it at all.
     pub fn session(&self, session_id: &str) -> Result<Option<SessionRow>, StoreError> {
         self.read(|conn| {
             conn.prepare_cached(SESSIONS_SQL)?
@@ -368,9 +345,8 @@ impl Store {
         })
     }
 
-    /// The id `session_id` is known by now, and the pane that id was given up in, following its
-    /// renames (`None`: it was never renamed). Whether that pane still runs the newest id is
-    /// the caller's to check against `panes.json`.
+    /// The id `session_id` is known by now and the pane it was given up in (`None`: never
+    /// renamed). Whether that pane still runs it is the caller's to check in `panes.json`.
     pub fn successor(&self, session_id: &str) -> Result<Option<(String, String)>, StoreError> {
         self.read(|conn| {
             let mut stmt =
@@ -404,7 +380,6 @@ impl Store {
         })
     }
 
-    /// Every rename and rewind.
     pub fn rewinds(&self) -> Result<Rewinds, StoreError> {
         self.read(|conn| {
             let aliases = conn
@@ -440,7 +415,6 @@ impl Store {
         })
     }
 
-    /// The nudger's stored state for a session.
     pub fn nudge_state(&self, session_id: &str) -> Result<Option<NudgeState>, StoreError> {
         self.read(|conn| {
             conn.prepare_cached(
@@ -458,7 +432,6 @@ impl Store {
         })
     }
 
-    /// Deliveries still in the ledger, counted by `action`.
     pub fn delivery_counts_by_action(&self) -> Result<BTreeMap<String, u64>, StoreError> {
         self.read(|conn| {
             let mut stmt =

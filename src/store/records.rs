@@ -6,8 +6,7 @@ use crate::claude::limits::{Notice, WRITTEN_EARLIER, WRITTEN_NOW};
 use rusqlite::{Connection, OptionalExtension, params};
 use strum::{EnumIter, EnumString, IntoStaticStr};
 
-/// Which part of wakebridge produced a delivery row (stored as its kebab-case name, as the
-/// table's CHECK constraint lists them).
+/// Which part of wakebridge produced a delivery row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
 #[strum(serialize_all = "kebab-case")]
 pub enum DeliverySource {
@@ -24,24 +23,18 @@ pub enum DeliverySource {
 /// One outcome: an event answered, a wake or nudge typed, a warning sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
-    /// Wall-clock unix milliseconds.
     pub at_ms: i64,
     pub source: DeliverySource,
     /// Hex digest that recognises a redelivered event, if the source has one.
     pub identity: Option<String>,
-    /// The bus's event id, if any.
     pub event_id: Option<String>,
     /// Who sent it (the event's `session_id`, or the wakebridge component for local sources).
     pub sender: String,
-    /// The session the outcome was for.
     pub target_session: String,
     /// The `action` answered or taken (`tmux`, `spool-busy`, ...).
     pub action: String,
-    /// Time spent appending to the spool, if it was appended.
     pub spool_us: Option<u64>,
-    /// Time spent typing into the pane, if it was attempted.
     pub inject_us: Option<u64>,
-    /// Short machine-readable failure kind, if something failed.
     pub error_kind: Option<String>,
     /// A bus event whose wake was not typed and submitted: a wake owes it (see [`Payment`]).
     pub owed: bool,
@@ -63,11 +56,11 @@ pub struct SessionSeen {
     pub session_id: String,
     pub cwd: Option<String>,
     pub transcript_path: Option<String>,
-    /// The pane target as text (`PaneTarget`'s Display form).
+    /// `PaneTarget`'s Display form.
     pub pane: Option<String>,
-    /// The hook event name (`Stop`, `UserPromptSubmit`, ...).
+    /// `Stop`, `UserPromptSubmit`, ...
     pub last_hook_event: Option<String>,
-    /// Wall-clock unix milliseconds; the stored value never moves backwards.
+    /// The stored value never moves backwards.
     pub seen_at_ms: i64,
 }
 
@@ -77,18 +70,15 @@ pub struct NudgeState {
     pub session_id: String,
     /// Nudges typed since the session last showed life.
     pub unanswered: u32,
-    /// Wall-clock unix milliseconds of the last nudge, if any.
     pub last_nudge_ms: Option<i64>,
     /// The nudger has fallen silent for this session until it shows life again.
     pub acknowledged: bool,
 }
 
-/// Everything that can be written through `Store::record`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Delivery(Delivery),
-    /// What became of a delivery recorded with its spool round (with the provisional action
-    /// `spool`): the gate's answer, once known.
+    /// The gate's answer for a delivery recorded with its spool round (provisional `spool`).
     Outcome {
         delivery_id: i64,
         action: String,
@@ -99,53 +89,45 @@ pub enum Record {
     },
     SessionSeen(SessionSeen),
     Nudge(NudgeState),
-    /// A successful wake of `session_id` at `at_ms` (the cooldown starts here). The stored
-    /// value never moves backwards, so records committed out of order cannot shorten it.
+    /// A successful wake (the cooldown's start); the stored value never moves backwards.
     Wake {
         session_id: String,
         at_ms: i64,
     },
-    /// `session_id`'s owed events recorded up to `up_to_ms` are paid, `how`.
     Pay {
         session_id: String,
         up_to_ms: i64,
         how: Payment,
     },
-    /// `session_id` is at a usage limit (upsert: a limit seen again keeps its tries; a reset
-    /// not known this time keeps the one known).
+    /// Upsert: a limit seen again keeps its tries, and a reset not known keeps the one known.
     Limited(LimitSeen),
-    /// A resume message was typed at `at_ms` for `session_id`'s limit.
+    /// A resume message was typed for the session's limit.
     ResumeTried {
         session_id: String,
         at_ms: i64,
     },
-    /// The resumes of `session_id`'s limit ran out: held, never typed into again until it
-    /// shows life.
+    /// The resumes ran out: held, never typed into again until it shows life.
     ResumeGaveUp {
         session_id: String,
     },
-    /// `session_id` is no longer held at a limit.
     LimitLifted {
         session_id: String,
     },
-    /// The agent in `pane` gave up `old_id` for `new_id` (a `/clear`): a message to `old_id`
-    /// now reaches `new_id` there, and what `old_id` was owed and the limit it was held at go
-    /// with it.
+    /// The agent in `pane` gave up `old_id` for `new_id` (a `/clear`): messages, owed events and
+    /// the limit of `old_id` go to `new_id`.
     Renamed {
         old_id: String,
         new_id: String,
         pane: String,
         at_ms: i64,
     },
-    /// A rewind of `session_id` was asked for. At most one waits per session: asking again
-    /// changes nothing.
+    /// A rewind was asked for. At most one waits per session: asking again changes nothing.
     RewindAsked {
         session_id: String,
         why: RewindWhy,
         at_ms: i64,
     },
-    /// The rewind waiting for `session_id` ended `outcome`; `new_id` is the id the session has
-    /// after it.
+    /// The rewind waiting for `session_id` ended; `new_id` is the session's id after it.
     RewindEnded {
         session_id: String,
         outcome: RewindOutcome,
@@ -155,7 +137,6 @@ pub enum Record {
     },
 }
 
-/// Why a session was rewound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
 #[strum(serialize_all = "kebab-case")]
 pub enum RewindWhy {
@@ -163,8 +144,7 @@ pub enum RewindWhy {
     Asked,
     /// `[rewind] auto`: past the checkpoint threshold, told to checkpoint, then idle.
     Auto,
-    /// `wakebridge rewind --restart`: the agent started again in its pane (or, its pane or
-    /// tmux server gone, in a new one).
+    /// `wakebridge rewind --restart`: the agent started again in its pane (or a new one).
     Restart,
 }
 
@@ -176,14 +156,12 @@ pub enum RewindOutcome {
     Done,
     /// Cleared (or restarted), but the re-hydration prompt could not be typed.
     NotTyped,
-    /// Nothing was cleared: `/clear` was not taken, the fresh prompt never showed, or the
-    /// restart did not start.
+    /// Nothing was cleared (`/clear` not taken, no fresh prompt, the restart did not start).
     Failed,
     /// Not performed: too soon after the last one, or the session went away.
     Skipped,
 }
 
-/// How a usage limit was seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
 #[strum(serialize_all = "kebab-case")]
 pub enum LimitSource {
@@ -218,9 +196,8 @@ pub struct LimitSeen {
     pub session_id: String,
     /// `session limit`, `weekly limit`, ...
     pub kind: String,
-    /// The reset as Claude Code wrote it, if it did.
+    /// As Claude Code wrote it.
     pub resets_text: Option<String>,
-    /// The reset, unix ms, if known.
     pub resets_at_ms: Option<i64>,
     /// `resets_at_ms` is to the second (a transcript record's `resetsAt`, the status line's
     /// `rate_limits`), not read from a notice's minute.
@@ -230,11 +207,9 @@ pub struct LimitSeen {
 }
 
 impl LimitSeen {
-    /// `notice`, seen `how` at `now_ms`, its reset read from then in this machine's zone (the
-    /// latest moment of the minute it shows: `Notice::lifts_by_ms`). A
-    /// notice found on a screen may have been written a while before ([`WRITTEN_EARLIER`]);
-    /// `written_now` says it was not (a hook, a transcript record at its own time, the screen
-    /// right after a resume).
+    /// `notice`, seen `how` at `now_ms`, its reset read in this machine's zone
+    /// (`Notice::lifts_by_ms`). `written_now`: not a screen notice that may be older
+    /// ([`WRITTEN_EARLIER`]), but a hook, a transcript record, the screen right after a resume.
     pub fn of_notice(
         session_id: &str,
         notice: Notice,
@@ -258,8 +233,7 @@ impl LimitSeen {
         }
     }
 
-    /// This limit with its reset to the second, `exact_ms`, where one is known: it replaces
-    /// the minute the notice shows.
+    /// This limit with its reset to the second, where known, instead of the notice's minute.
     pub fn with_exact_reset(mut self, exact_ms: Option<i64>) -> Self {
         if let Some(at) = exact_ms {
             self.resets_at_ms = Some(at);
@@ -296,9 +270,8 @@ pub(super) fn insert_delivery(conn: &Connection, d: &Delivery) -> rusqlite::Resu
     Ok(conn.last_insert_rowid())
 }
 
-/// Points `latest_deliveries` at delivery `id` of `session` (at `at_ms`) unless a later one is
-/// there already. Once per session per commit, not per row: with a busy session every row
-/// would rewrite the same page.
+/// Points `latest_deliveries` at delivery `id` of `session` unless a later one is there. Once per
+/// session per commit, not per row: with a busy session every row would rewrite the same page.
 pub(super) fn note_latest(
     conn: &Connection,
     session: &str,
@@ -389,9 +362,7 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             session_id,
             up_to_ms,
             how,
-        } => {
-            pay(conn, session_id, *up_to_ms, *how)?;
-        }
+        } => drop(pay(conn, session_id, *up_to_ms, *how)?),
         Record::Limited(seen) => upsert_limit(conn, seen)?,
         Record::ResumeTried { session_id, at_ms } => {
             conn.prepare_cached(
@@ -441,10 +412,9 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
     Ok(())
 }
 
-/// Records that `old_id` is now `new_id` in `pane`. The owed events and the limit are the
-/// agent's, not the id's: they move to the new id, so its Stop hook pays them and its hold
-/// stands. A rename back to an id the chain already holds (a pane re-mapped to its old id)
-/// drops that id's alias, so the chain never loops.
+/// Records that `old_id` is now `new_id` in `pane`. Owed events and the limit are the agent's:
+/// they move to the new id. A rename back to an id the chain holds drops that id's alias, so
+/// the chain never loops.
 fn rename(
     conn: &Connection,
     old_id: &str,
@@ -472,12 +442,10 @@ fn rename(
     Ok(())
 }
 
-/// Records a limit seen. A notice with another reset than the one kept (a reset given, with
-/// another text) is a new reset: after a resume that met the limit again the tries go on, and a
-/// limit given up on starts a new series. The same notice read again changes nothing but how it
-/// was last seen: a bare `3pm` re-read later must not move the reset first recorded. The same
-/// limit seen with its reset to the second, where only the minute was kept, takes that reset
-/// and nothing else: the most exact reset wins, whichever signal came first.
+/// Records a limit seen. Another reset text is a new reset: the tries go on, and a limit given
+/// up on starts a new series. The same notice re-read changes only how it was seen (a bare
+/// `3pm` re-read later must not move the reset). A reset to the second replaces a kept minute:
+/// the most exact reset wins, whichever signal came first.
 fn upsert_limit(conn: &Connection, seen: &LimitSeen) -> rusqlite::Result<()> {
     let kept: Option<(Option<String>, bool, bool)> = conn
         .prepare_cached(
@@ -529,9 +497,8 @@ fn upsert_limit(conn: &Connection, seen: &LimitSeen) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Pays `session_id`'s owed events recorded up to `up_to_ms` and notes how; returns how many
-/// were owed. One statement clears them, so two payers (the hook CLI and the daemon) can never
-/// both pay the same events.
+/// Pays `session_id`'s owed events up to `up_to_ms`; returns how many. One statement clears
+/// them, so two payers (the hook CLI and the daemon) never both pay the same events.
 pub(crate) fn pay(
     conn: &Connection,
     session_id: &str,

@@ -1,7 +1,6 @@
-//! The spool's write-ahead rounds in the ledger: each round's bytes per session and the
-//! delivery rows of its lines, committed durably before the bytes reach a session file, then
-//! forgotten once the files are synced (or taken back when a write was refused). The spool
-//! owns the files and when to call these; this module owns the rows.
+//! The spool's write-ahead rounds in the ledger: each round's bytes per session and its delivery
+//! rows, committed durably before the bytes reach a file, forgotten once the files are synced
+//! (or taken back when a write was refused). The spool owns the files and when to call these.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -10,8 +9,7 @@ use super::writer::Applied;
 use super::{Store, StoreError};
 
 impl Store {
-    /// Commits a spool round's write-ahead record with an fsync and returns its row ids. For
-    /// the spool's writer thread (it blocks until the commit is on disk).
+    /// Commits a spool round's record, synced, and returns its row ids (blocking).
     pub fn commit_round(&self, round: SpoolRound) -> Result<Vec<RoundIds>, StoreError> {
         let op = Box::new(move |conn: &Connection| apply_round(conn, &round).map(Applied::Round));
         match self.submit_blocking(true, op)? {
@@ -20,8 +18,7 @@ impl Store {
         }
     }
 
-    /// Forgets the pending spool bytes of `wake_dir` up to row `upto`, once their files are
-    /// synced (blocking, for the spool's threads). Returns how many rows went.
+    /// Forgets `wake_dir`'s pending bytes up to row `upto`, their files synced (blocking).
     pub fn spool_synced(&self, wake_dir: &str, upto: i64) -> Result<u64, StoreError> {
         let wake_dir = wake_dir.to_owned();
         let op = move |conn: &Connection| {
@@ -32,16 +29,14 @@ impl Store {
         self.submit_blocking(false, Box::new(op)).map(Applied::rows)
     }
 
-    /// Takes back one session's share of a committed round whose bytes could not be written
-    /// (blocking, for the spool's writer thread).
+    /// Takes back a session's share of a round whose bytes could not be written (blocking).
     pub fn forget_share(&self, session_id: &str, ids: RoundIds) -> Result<u64, StoreError> {
         let session_id = session_id.to_owned();
         let op = move |conn: &Connection| forget_share(conn, &session_id, &ids).map(Applied::Rows);
         self.submit_blocking(false, Box::new(op)).map(Applied::rows)
     }
 
-    /// Pending spool bytes of `wake_dir` (rounds whose files are not known to be synced),
-    /// oldest first, each with its row id.
+    /// `wake_dir`'s pending spool bytes (files not known synced), oldest first, with row ids.
     pub fn pending_spool(&self, wake_dir: &str) -> Result<Vec<(i64, PendingBytes)>, StoreError> {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(
@@ -63,8 +58,7 @@ impl Store {
     }
 }
 
-/// One session's share of a spool round: `bytes` (whole lines) go into the session file with
-/// inode `inode`, at `offset`. Recorded before the bytes are written (see `SpoolRound`).
+/// One session's share of a spool round: whole lines at `offset` in the file `inode`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingBytes {
     pub session_id: String,
@@ -73,9 +67,7 @@ pub struct PendingBytes {
     pub bytes: Vec<u8>,
 }
 
-/// The write-ahead record of one round of spool appends, committed durably (fsync) before any
-/// of its bytes reach a session file: each session's bytes, with the delivery rows (and so the
-/// event identities) of the lines they hold.
+/// The write-ahead record of a spool round: each session's bytes and its lines' delivery rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpoolRound {
     /// The wake dir, canonical: the key a restart replays by.
@@ -83,20 +75,17 @@ pub struct SpoolRound {
     pub sessions: Vec<(PendingBytes, Vec<Delivery>)>,
 }
 
-/// The row ids a committed round got, per session: the round's pending row and the session's
-/// deliveries in order.
+/// A committed round's row ids for one session: the pending row and its deliveries in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoundIds {
     pub pending: i64,
     pub deliveries: Vec<i64>,
 }
 
-/// One session's entry in a pending row's `shares`: session, inode, file offset, and where its
-/// bytes are in the row's `bytes` (start, length).
+/// A pending row's share: session, inode, file offset, start and length in the row's `bytes`.
 type Share = (String, u64, u64, usize, usize);
 
-/// Writes a spool round's record; the caller owns the (durable) transaction. One pending row
-/// holds every session's bytes: a round of many sessions costs one insert, not one per session.
+/// Writes a spool round's record: one pending row (one insert) holds every session's bytes.
 fn apply_round(conn: &Connection, round: &SpoolRound) -> rusqlite::Result<Vec<RoundIds>> {
     let mut shares: Vec<Share> = Vec::with_capacity(round.sessions.len());
     let mut bytes = Vec::with_capacity(round.sessions.iter().map(|(p, _)| p.bytes.len()).sum());
@@ -132,7 +121,6 @@ fn apply_round(conn: &Connection, round: &SpoolRound) -> rusqlite::Result<Vec<Ro
     Ok(ids)
 }
 
-/// The sessions' shares of a pending row, as `PendingBytes`.
 fn unpack_round(shares: &str, bytes: &[u8]) -> Vec<PendingBytes> {
     let shares: Vec<Share> = serde_json::from_str(shares).unwrap_or_default();
     shares
@@ -148,9 +136,8 @@ fn unpack_round(shares: &str, bytes: &[u8]) -> Vec<PendingBytes> {
         .collect()
 }
 
-/// Takes back one session's share of a round whose bytes could not be written: its events were
-/// refused, so neither a restart may append them nor their identities make a retry look like a
-/// redelivery.
+/// Takes back a session's refused share: a restart must not append it, and its identities must
+/// not make a retry look like a redelivery.
 fn forget_share(conn: &Connection, session_id: &str, ids: &RoundIds) -> rusqlite::Result<u64> {
     let shares: Option<String> = conn
         .prepare_cached("SELECT shares FROM spool_pending WHERE id = ?1")?

@@ -1,6 +1,5 @@
-//! The ledger's schema and connection settings: the ordered migrations from `migrations/`, the
-//! application id that marks a file as ours, and the pragmas every connection gets. It does not
-//! open files or decide what an error means to the operator (that is `store::open`).
+//! The ledger's schema and connection settings: the migrations from `migrations/`, the
+//! application id that marks a file as ours, and every connection's pragmas.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -8,17 +7,14 @@ use std::time::Duration;
 use rusqlite::Connection;
 use rusqlite_migration::{M, Migrations};
 
-/// `PRAGMA application_id` of a wakebridge ledger: the ASCII bytes "wakb" read as a big-endian
-/// integer. Set by migration 1; lets `open` tell our file from another program's database.
+/// `PRAGMA application_id` of a wakebridge ledger: "wakb", big-endian. Set by migration 1.
 pub const APPLICATION_ID: i32 = 0x7761_6b62;
 
-/// How long a connection waits for a lock held by another connection before failing with
-/// SQLITE_BUSY. The `wakebridge hook` CLI writes to the same file from another process; every
-/// wakebridge transaction lasts milliseconds, so 5 s only runs out when something is truly stuck.
+/// How long a connection waits for another's lock (the hook CLI writes from another process);
+/// every transaction lasts milliseconds, so 5 s runs out only when something is stuck.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Every schema step in order. Never edit a released step: add a new file instead, because
-/// databases in the field are already at the older version and are only migrated forward.
+/// Every schema step in order. Never edit a released one (ledgers only migrate forward).
 static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
         M::up(include_str!("../../migrations/0001_ledger.sql")),
@@ -37,28 +33,20 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     ])
 });
 
-/// The migration set, applied by `Store::open`.
 pub fn migrations() -> &'static Migrations<'static> {
     &MIGRATIONS
 }
 
-/// Number of schema versions this build knows; a file with a higher `user_version` was written
-/// by a newer wakebridge.
+/// Schema versions this build knows; a higher `user_version` is a newer wakebridge's.
 pub fn latest_version() -> usize {
     // Kept in step with the list above by `latest_version_matches_migration_count`.
     9
 }
 
-/// Settings for the single writer connection.
-///
-/// WAL lets readers (status, the start-up warm-up, the hook CLI's reads) proceed while the
-/// writer commits. `synchronous = NORMAL` in WAL mode skips the fsync at each commit but keeps
-/// ordering: a committed transaction survives the process being killed (SIGKILL, OOM, panic)
-/// because its pages are already in the WAL file in the kernel's page cache; only a host crash or
-/// power loss can lose the last few commits. That is the right trade for a ledger written on
-/// the webhook hot path. The one exception is a spool round (`Store::commit_round`): it is the
-/// write-ahead record of spool lines, so its commit is followed by an fdatasync of the WAL (see
-/// `writer::Wal`).
+/// The writer connection: WAL, so readers proceed while it commits. `synchronous = NORMAL`
+/// skips the fsync per commit: a commit survives the process being killed (its pages are in
+/// the page cache), only a host crash can lose the last few, the right trade on the hot path.
+/// A spool round's commit is fdatasynced (`writer::Wal`): it is the spool's write-ahead record.
 pub fn configure_writer(conn: &Connection) -> rusqlite::Result<String> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
@@ -67,15 +55,14 @@ pub fn configure_writer(conn: &Connection) -> rusqlite::Result<String> {
     Ok(mode)
 }
 
-/// Settings for read connections: same lock patience, foreign keys on for consistency.
+/// Read connections: the same lock patience and foreign keys.
 pub fn configure_reader(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "foreign_keys", true)?;
     Ok(())
 }
 
-/// The `application_id` of a file that is somebody else's database, read before migrating;
-/// `None` for ours or an empty (fresh) file. Fails with SQLITE_NOTADB on garbage.
+/// Another program's `application_id`; `None` for ours or an empty file. SQLITE_NOTADB on garbage.
 pub fn foreign_application_id(conn: &Connection) -> rusqlite::Result<Option<i32>> {
     let application_id: i32 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
     let objects: i64 =

@@ -1,7 +1,6 @@
-//! The single writer thread: it owns the write connection, takes jobs from a channel and commits
-//! everything queued in one transaction (group commit), then acknowledges each job with its own
-//! outcome. It does not open or configure the connection (that is `store::open`) and knows
-//! nothing of what the records mean (that is `records`).
+//! The single writer thread: owns the write connection, commits everything queued in one
+//! transaction (group commit), then acknowledges each job with its own outcome. Opening the
+//! connection is `store::open`'s, what the records mean `records`'.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,20 +15,16 @@ use tokio::sync::oneshot;
 use super::StoreError;
 use super::rounds::RoundIds;
 
-/// Most jobs folded into one transaction. Bounds how long the first caller of a very large
-/// burst waits for its ack; at ~2 µs per insert a full batch still commits within a few ms.
+/// Most jobs in one transaction: bounds the first caller's wait in a burst (~2 µs per insert).
 pub const MAX_BATCH: usize = 1024;
 
-/// At most one "ledger write failed" warning per this interval; every caller still gets its
-/// error, so the log only needs to show that (and how often) it keeps happening.
+/// At most one "ledger write failed" warning per interval; every caller still gets its error.
 const FAILURE_WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// What a job does inside the batch's transaction (its own savepoint).
 pub(crate) type Op = Box<dyn FnOnce(&Connection) -> rusqlite::Result<Applied> + Send>;
 
-/// What a committed job did.
 pub(crate) enum Applied {
-    /// Rows affected.
     Rows(u64),
     /// A spool round's new row ids, per session.
     Round(Vec<RoundIds>),
@@ -44,7 +39,6 @@ impl Applied {
     }
 }
 
-/// Where a job's outcome goes: a task awaiting it, or a thread blocked on it.
 pub(crate) enum Ack {
     Task(oneshot::Sender<Result<Applied, StoreError>>),
     Thread(std::sync::mpsc::SyncSender<Result<Applied, StoreError>>),
@@ -68,7 +62,6 @@ impl Ack {
     }
 }
 
-/// One queued write and where to send its outcome.
 pub(crate) struct Job {
     pub op: Op,
     /// Its commit must be on disk before it is acknowledged (a spool round).
@@ -76,7 +69,6 @@ pub(crate) struct Job {
     pub ack: Ack,
 }
 
-/// Counters the writer keeps for `Store::write_stats` (and metrics).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     commits: AtomicU64,
@@ -88,13 +80,10 @@ pub(crate) struct Counters {
 /// A snapshot of the writer's work since the store was opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct WriteStats {
-    /// Transactions committed.
     pub commits: u64,
-    /// Jobs (records and prune steps) acknowledged as committed.
     pub jobs: u64,
-    /// Total wall time spent from BEGIN to COMMIT across all commits.
+    /// From BEGIN to COMMIT, summed.
     pub commit_time: Duration,
-    /// The most jobs ever committed by one transaction.
     pub largest_batch: u64,
 }
 
@@ -118,8 +107,7 @@ impl Counters {
     }
 }
 
-/// Starts the writer thread. It ends when every sender is gone and the queue is drained.
-/// `queued` counts jobs sent and not yet taken (the senders increment it).
+/// Starts the writer thread; it ends when every sender is gone and the queue is drained.
 pub(crate) fn spawn(
     conn: Connection,
     jobs: Receiver<Job>,
@@ -132,7 +120,7 @@ pub(crate) fn spawn(
         .spawn(move || run(conn, &jobs, &queued, &counters, &path))
 }
 
-/// Rate limit for failure warnings: repeats are counted and reported with the next warning.
+/// Failure warnings rate-limited: repeats are counted and reported with the next one.
 #[derive(Default)]
 struct FailureLog {
     last_warned: Option<Instant>,
@@ -161,11 +149,9 @@ impl FailureLog {
     }
 }
 
-/// How long the writer lets queued records gather after the first one arrives. Every commit
-/// writes each page it touched to the WAL once, so under load a longer gathering means far
-/// fewer page writes (each busy session's index leaf is written once per commit, not once per
-/// row). Only rows nobody awaits linger: a job someone awaits (a spool round, a wake that must
-/// survive a restart, the hook CLI) ends the gathering the moment it arrives.
+/// How long queued records gather after the first arrives: a commit writes each page it
+/// touched once, so under load fewer commits mean far fewer page writes. A job someone awaits
+/// (a spool round, a wake, the hook CLI) ends the gathering the moment it arrives.
 const LINGER: Duration = Duration::from_millis(20);
 
 fn run(
@@ -211,11 +197,9 @@ fn run(
     }
 }
 
-/// The ledger's WAL file, for the commits that must be on disk before they are acknowledged.
-/// The connection runs with `synchronous = NORMAL` (a commit is written to the WAL, not synced)
-/// and such a commit is followed by an fdatasync of the WAL file: the same durability as
-/// `synchronous = FULL`, but SQLite as built here would sync with fsync(2), which on ext4 also
-/// writes the inode, a second device write for every commit.
+/// The ledger's WAL file, fdatasynced after a commit that must be on disk before its ack: the
+/// durability of `synchronous = FULL`, without SQLite's fsync(2), which on ext4 also writes the
+/// inode (a second device write per commit).
 struct Wal {
     path: PathBuf,
     file: Option<std::fs::File>,
@@ -250,8 +234,8 @@ impl Wal {
     }
 }
 
-/// Commits `batch` in one IMMEDIATE transaction, each job inside its own savepoint so one
-/// failing job (a constraint, say) fails only its caller. Acks go out only after COMMIT returns.
+/// Commits `batch` in one IMMEDIATE transaction, each job in its own savepoint so a failing job
+/// fails only its caller. Acks go out only after COMMIT returns.
 fn commit_batch(
     conn: &mut Connection,
     batch: &mut Vec<Job>,

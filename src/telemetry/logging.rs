@@ -5,7 +5,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::mpsc::{self, SyncSender};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -17,11 +17,10 @@ use tracing_subscriber::registry::LookupSpan;
 
 use crate::env::Env;
 
-/// What systemd sets to `<device>:<inode>` of the stream it connects a service's stdout and
-/// stderr to when they go to the journal.
+/// `<device>:<inode>` of the journal stream systemd connects a service's stdout and stderr to.
 const JOURNAL_STREAM_ENV: &str = "JOURNAL_STREAM";
 
-/// Lines waiting for the writer thread, at most; beyond it (a stuck reader) lines are dropped.
+/// Lines waiting for the writer thread; beyond it (a stuck reader) lines are dropped.
 const QUEUE_LINES: usize = 4096;
 /// How long `flush` waits at shutdown: enough for a healthy reader, not for a stuck one.
 pub const FLUSH_BUDGET: Duration = Duration::from_millis(500);
@@ -52,15 +51,13 @@ pub fn ensure_standard_descriptors() {
         let closed = unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1
             && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF);
         if closed {
-            // open(2) returns the lowest free descriptor: the one that was closed. The result
-            // is deliberately kept open for the life of the process.
+            // open(2) returns the lowest free descriptor, the closed one; kept open for good.
             // SAFETY: a NUL-terminated literal path; the flags are plain constants.
             unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
         }
     }
 }
 
-/// The queue between the threads that log and the one that writes.
 struct Sink {
     lines: SyncSender<Vec<u8>>,
     /// Lines queued and not yet written (or given up on).
@@ -70,8 +67,7 @@ struct Sink {
 
 static SINK: OnceLock<Sink> = OnceLock::new();
 
-/// Installs the global subscriber (once): colour only on a terminal, the journal's format on the
-/// journal, `debug` (DEV_MODE) or else `RUST_LOG` (default info) for the level.
+/// Installs the global subscriber (once): colour on a terminal, the journal's format on it.
 pub fn init(debug: bool, env: &Env) {
     let filter = if debug {
         EnvFilter::new("debug")
@@ -118,7 +114,6 @@ fn stderr_is_journal(env: &Env) -> bool {
         .is_ok_and(|m| (m.dev(), m.ino()) == named)
 }
 
-/// `<device>:<inode>`, both decimal, as systemd writes `JOURNAL_STREAM`.
 fn parse_stream(value: &str) -> Option<(u64, u64)> {
     let (dev, ino) = value.trim().split_once(':')?;
     Some((dev.parse().ok()?, ino.parse().ok()?))
@@ -154,7 +149,7 @@ where
     }
 }
 
-/// The process's sink, started on first use; `None` (logging off) if its thread cannot start.
+/// The sink, started on first use; `None` (logging off) if its thread cannot start.
 fn sink() -> Option<&'static Sink> {
     if let Some(sink) = SINK.get() {
         return Some(sink);
@@ -167,7 +162,6 @@ fn sink() -> Option<&'static Sink> {
         .spawn(move || {
             let mut stderr = std::io::stderr();
             for line in rx {
-                // Errors are ignored on purpose: see the module doc.
                 let _ = stderr.write_all(&line);
                 written.fetch_sub(1, Ordering::Release);
             }
@@ -183,12 +177,9 @@ fn sink() -> Option<&'static Sink> {
 impl Sink {
     fn send(&self, line: &[u8]) {
         self.queued.fetch_add(1, Ordering::Acquire);
-        match self.lines.try_send(line.to_vec()) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.queued.fetch_sub(1, Ordering::Release);
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
+        if self.lines.try_send(line.to_vec()).is_err() {
+            self.queued.fetch_sub(1, Ordering::Release);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -208,7 +199,7 @@ pub fn flush(budget: Duration) -> bool {
     true
 }
 
-/// Log lines dropped because the reader did not keep up (or the writer thread is gone).
+/// Log lines dropped because the reader did not keep up.
 pub fn dropped_lines() -> u64 {
     SINK.get().map_or(0, |s| s.dropped.load(Ordering::Relaxed))
 }

@@ -37,8 +37,7 @@ pub fn handle() -> &'static PrometheusHandle {
             .map(metrics_exporter_prometheus::PrometheusBuilder::build_recorder)
             .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
         let handle = recorder.handle();
-        // The recorder keeps every histogram sample until upkeep folds it into the buckets; only
-        // a scrape would otherwise do that, so without a scraper memory grew with every request.
+        // Samples are kept until upkeep folds them in; without a scraper memory grew unbounded.
         let upkeep = handle.clone();
         let spawned = std::thread::Builder::new()
             .name("wakebridge-metrics".into())
@@ -76,13 +75,12 @@ pub fn error(kind: &'static str) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, EnumIter, IntoStaticStr)]
 #[strum(serialize_all = "kebab-case")]
 pub enum LimitResume {
-    /// The resume message was typed and submitted.
     Typed,
-    /// It could not be typed this time (a turn, a draft, a failure); it is tried again.
+    /// Not typed this time (a turn, a draft, a failure); tried again.
     NotTyped,
-    /// Tried the maximum number of times; the session stays held until it shows life.
+    /// Out of tries: held until the session shows life.
     GaveUp,
-    /// The limit was seen lifted (the session worked again) before the resume.
+    /// The session worked again before the resume.
     Lifted,
 }
 
@@ -90,9 +88,7 @@ pub fn limit_resume(outcome: LimitResume) {
     metrics::counter!(LIMIT_RESUMES, "outcome" => <&str>::from(outcome)).increment(1);
 }
 
-/// Makes every counter series exist at 0 from the start, so `rate()` sees a series's first event
-/// and a dashboard shows zeros. Takes every value of the labels other modules own: deliveries'
-/// `action`, rejections' `reason`, errors' `kind`. Call once, after `handle()`.
+/// Makes every counter series exist at 0, so `rate()` sees a first event. After `handle()`.
 pub fn start_at_zero(
     actions: impl IntoIterator<Item = &'static str>,
     reasons: impl IntoIterator<Item = &'static str>,
@@ -118,7 +114,6 @@ pub fn start_at_zero(
     }
 }
 
-/// A notice for a human went out, was held back or was lost.
 pub fn notice_outcome(outcome: notice::NoticeOutcome) {
     metrics::counter!(NOTICES, "outcome" => <&str>::from(outcome)).increment(1);
 }

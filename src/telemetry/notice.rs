@@ -8,30 +8,27 @@ use tokio::sync::mpsc;
 /// Notices queued at most; more are dropped (and counted): a stuck webhook never holds a wake.
 const QUEUE: usize = 256;
 
-/// What happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, EnumIter, IntoStaticStr)]
 #[strum(serialize_all = "kebab-case")]
 pub enum NoticeKind {
     /// The nudger gave up on the session until it shows life.
     AcknowledgedIdle,
-    /// The session is held at a usage limit.
     UsageLimit,
     /// The context window passed the checkpoint threshold.
     Checkpoint,
-    /// The session was resumed after its usage limit reset.
+    /// Resumed after its usage limit reset.
     Resumed,
-    /// Wakes failed for the session this many times in a row.
+    /// Wakes failed this many times in a row.
     WakeFailing,
 }
 
 impl NoticeKind {
-    /// The kebab-case name, in metrics labels and in the message's tag.
     pub fn as_str(self) -> &'static str {
         self.into()
     }
 }
 
-/// One notice: the session, what happened, and a short detail in our own words.
+/// A short detail in our own words, never an event's payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
     pub session_id: String,
@@ -54,12 +51,10 @@ impl Notice {
 pub struct Notices(Option<mpsc::Sender<Notice>>);
 
 impl Notices {
-    /// Notifications off.
     pub fn off() -> Notices {
         Notices(None)
     }
 
-    /// A handle and the queue it feeds.
     pub fn channel() -> (Notices, mpsc::Receiver<Notice>) {
         let (tx, rx) = mpsc::channel(QUEUE);
         (Notices(Some(tx)), rx)
@@ -82,7 +77,6 @@ pub enum NoticeOutcome {
     Sent,
     /// Within the rate limit's gap, or past its hourly cap.
     Limited,
-    /// The webhook or the bus did not take it.
     Failed,
     /// The queue was full.
     Dropped,

@@ -15,7 +15,6 @@ pub const WARN_KEY_CAP: usize = 256;
 /// The reference's window for rejection warnings: one per reason per minute.
 pub const WARN_WINDOW: Duration = Duration::from_secs(60);
 
-/// Conditions that have had their warning, and when.
 #[derive(Debug)]
 pub struct Warnings {
     seen: Mutex<HashMap<String, Instant>>,

@@ -7,9 +7,7 @@ use sha2::{Digest, Sha256};
 use crate::wire::pyjson;
 use crate::wire::session_id::SessionId;
 
-/// The only level that wakes anything.
 const ACTIONABLE: &str = "actionable";
-/// DMs are addressed to `session:<target id>`.
 const SESSION_PREFIX: &str = "session:";
 
 /// Its kebab-case names are `/hook`'s rejection reasons (`invalid-json`, ...).
@@ -24,7 +22,6 @@ pub enum EventError {
     NotSerializable,
 }
 
-/// What the bridge does with a well-formed event.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Triage {
     /// `signal_level` is not exactly `"actionable"`; `has_level` tells an old bus (no key at
@@ -44,17 +41,15 @@ pub enum Triage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     pub target: SessionId,
-    /// `event_id` as text, for logs and the ledger (absent on minimal bodies).
     pub event_id: Option<String>,
     /// The sender's `session_id`.
     pub sender: Option<String>,
     /// The spool line, newline included: Python's `json.dumps` of the parsed object.
     pub line: String,
-    /// Hex SHA-256 of the body bytes: the same for every redelivery of this event.
+    /// Hex SHA-256 of the body: the same for every redelivery.
     pub identity: String,
 }
 
-/// Parses and classifies a webhook body.
 pub fn triage(body: &[u8]) -> Result<Triage, EventError> {
     let value: Value = serde_json::from_slice(body).map_err(|_| EventError::InvalidJson)?;
     let Value::Object(map) = &value else {
@@ -65,19 +60,18 @@ pub fn triage(body: &[u8]) -> Result<Triage, EventError> {
         Some(Value::Null) | None => return Ok(Triage::BelowActionable { has_level: false }),
         Some(_) => return Ok(Triage::BelowActionable { has_level: true }),
     }
-    let Some(Value::String(channel)) = map.get("channel") else {
-        return Ok(Triage::NoTarget {
-            unsafe_channel: None,
-        });
-    };
-    let Some(target) = channel.strip_prefix(SESSION_PREFIX) else {
+    let Some(target) = map
+        .get("channel")
+        .and_then(Value::as_str)
+        .and_then(|channel| channel.strip_prefix(SESSION_PREFIX))
+    else {
         return Ok(Triage::NoTarget {
             unsafe_channel: None,
         });
     };
     let Some(target) = SessionId::parse(target) else {
         return Ok(Triage::NoTarget {
-            unsafe_channel: Some(channel.clone()),
+            unsafe_channel: Some(format!("{SESSION_PREFIX}{target}")),
         });
     };
     let mut line = pyjson::to_string(&value).map_err(|_| EventError::NotSerializable)?;

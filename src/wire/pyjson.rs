@@ -43,8 +43,7 @@ pub fn write_value(value: &Value, out: &mut String) -> Result<(), NotSerializabl
     Ok(())
 }
 
-/// Python's rendering of a whole value: `{"b":1.0,"a":"süß"}` becomes
-/// `{"b": 1.0, "a": "s\u00fc\u00df"}` (key order kept, ASCII-escaped, Python's separators).
+/// Python's rendering of a whole value (key order kept, ASCII-escaped, Python's separators).
 pub fn to_string(value: &Value) -> Result<String, NotSerializable> {
     let mut out = String::new();
     write_value(value, &mut out)?;
@@ -71,9 +70,8 @@ fn write_number(n: &Number, out: &mut String) -> Result<(), NotSerializable> {
     Ok(())
 }
 
-/// Python's `float.__repr__`. Rust's `{:?}` has the same shortest round-trip digits, the same
-/// `.0` on whole numbers and the same switch to exponent form (below 1e-4, from 1e16); Python
-/// only writes the exponent signed and at least two digits wide (`1e+16`, `1.5e-05`).
+/// Python's `float.__repr__`: Rust's `{:?}` has the same digits, `.0` and switch to exponent
+/// form; Python only writes the exponent signed and two digits wide (`1e+16`, `1.5e-05`).
 fn write_float_repr(value: f64, out: &mut String) {
     let debug = format!("{value:?}");
     match debug.split_once('e') {
@@ -85,9 +83,8 @@ fn write_float_repr(value: f64, out: &mut String) {
     }
 }
 
-/// A JSON string with `ensure_ascii`: `"` and `\` escaped, the five short escapes, and every
-/// other character outside printable ASCII as `\uXXXX` (lowercase hex, surrogate pairs above
-/// U+FFFF), exactly as Python writes it.
+/// A JSON string with `ensure_ascii`, as Python writes it: the short escapes, and everything
+/// else outside printable ASCII as `\uXXXX` (lowercase, surrogate pairs above U+FFFF).
 pub fn write_string(s: &str, out: &mut String) {
     out.push('"');
     for c in s.chars() {

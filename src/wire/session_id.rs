@@ -5,27 +5,17 @@
 use std::fmt;
 use std::ops::Deref;
 
-/// Longest session id accepted; the id becomes a file name.
 pub const MAX_SESSION_ID_LEN: usize = 64;
 
-/// A session id that passed the charset rule.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SessionId(String);
 
 impl SessionId {
     /// `id` if it matches `[A-Za-z0-9_-]{1,64}` in full.
-    ///
-    /// ```
-    /// use wakebridge::wire::session_id::SessionId;
-    /// assert!(SessionId::parse("067fd316-8cc7-5cb1-861f-4d9d67ba7ee8").is_some());
-    /// assert!(SessionId::parse("../../victim/x").is_none());
-    /// assert!(SessionId::parse(&"a".repeat(65)).is_none());
-    /// ```
     pub fn parse(id: &str) -> Option<Self> {
         Self::is_valid(id).then(|| Self(id.to_owned()))
     }
 
-    /// Whether `id` matches the rule, without keeping it.
     pub fn is_valid(id: &str) -> bool {
         !id.is_empty()
             && id.len() <= MAX_SESSION_ID_LEN

@@ -5,9 +5,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-/// The header the bus signs with.
 pub const SIGNATURE_HEADER: &str = "x-event-bus-signature";
-/// The literal prefix before the hex digest.
 const PREFIX: &str = "sha256=";
 
 /// The shared webhook secret. Cloning is cheap enough; printing it shows nothing.
@@ -26,16 +24,14 @@ impl Secret {
 
     /// `sha256=<lowercase hex>` over `body`: exactly what the bus sends.
     pub fn sign(&self, body: &[u8]) -> String {
-        // HMAC accepts keys of any length, so this cannot fail.
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(self.0.as_bytes())
             .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
         mac.update(body);
         format!("{PREFIX}{}", hex::encode(mac.finalize().into_bytes()))
     }
 
-    /// Whether `header` (raw bytes, possibly absent or non-ASCII) is the signature of `body`.
-    /// The whole `sha256=<hex>` string is compared in constant time, so bare hex, uppercase hex
-    /// and a missing prefix all fail.
+    /// Whether `header` is the signature of `body`: the whole `sha256=<hex>` compared in
+    /// constant time, so bare or uppercase hex fails.
     pub fn verify(&self, body: &[u8], header: Option<&[u8]>) -> bool {
         let Some(given) = header else { return false };
         let expected = self.sign(body);

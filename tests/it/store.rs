@@ -633,10 +633,10 @@ async fn sessions_join_hook_facts_last_delivery_wake_and_nudges() {
     let ids: Vec<&str> = rows.iter().map(|r| r.session_id.as_str()).collect();
     assert_eq!(ids, ["foreign", "local"]);
     let foreign = &rows[0];
-    assert!(!foreign.seen_by_hook());
+    assert!(foreign.last_seen_ms.is_none());
     assert_eq!(foreign.last_action.as_deref(), Some("spool-unmapped"));
     let local = &rows[1];
-    assert!(local.seen_by_hook());
+    assert!(local.last_seen_ms.is_some());
     assert_eq!(
         (local.last_delivery_ms, local.last_action.as_deref()),
         (Some(40), Some("spool-busy"))
