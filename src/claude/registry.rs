@@ -1,6 +1,5 @@
-//! Claude Code's live session registry, `<config dir>/sessions/<pid>.json` (reference 1.1,
-//! undocumented, since about 2.1.139): `sessionId`, `pid`, `status` (`busy` / `idle` /
-//! `waiting`), deleted when the session exits. Read-only: session id → status.
+//! Claude Code's live session registry, `<config dir>/sessions/<pid>.json` (undocumented):
+//! `sessionId`, `pid`, `status` (`busy` / `idle` / `waiting`), deleted when the session exits.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -12,12 +11,10 @@ use crate::wakedir::printable::is_valid_string;
 
 /// Largest registry file read: real ones are about 400 bytes; anything far larger is not ours.
 const MAX_FILE_BYTES: u64 = 64 * 1024;
-/// Longest session id taken from a registry file.
 const MAX_SESSION_ID_CHARS: usize = 200;
 /// Most files looked at per read, so a directory filled by something else costs a bounded scan.
 const MAX_FILES: usize = 2048;
 
-/// A registry `status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RegistryStatus {
     Busy,
@@ -38,7 +35,6 @@ impl RegistryStatus {
     }
 }
 
-/// The registry's view of a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistryReading {
     pub status: RegistryStatus,
@@ -61,7 +57,6 @@ pub enum RegistryError {
     },
 }
 
-/// One registry entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistryEntry {
     pub session_id: String,
@@ -106,16 +101,11 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
     let mut found: HashMap<String, RegistryReading> = HashMap::new();
     for entry in entries.flatten().take(MAX_FILES) {
         let name = entry.file_name();
-        let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+        let stem = name.to_str().and_then(|n| n.strip_suffix(".json"));
+        let Some(file_pid) = stem.and_then(|stem| stem.parse::<u32>().ok()) else {
             continue;
         };
-        let Ok(file_pid) = stem.parse::<u32>() else {
-            continue;
-        };
-        let Some(text) = read_small(&entry.path()) else {
-            continue;
-        };
-        let Some(parsed) = parse_entry(&text) else {
+        let Some(parsed) = read_small(&entry.path()).and_then(|text| parse_entry(&text)) else {
             continue;
         };
         if !process_alive(parsed.pid.unwrap_or(file_pid)) {
@@ -131,9 +121,8 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
     Ok(found)
 }
 
-/// The session id in `<dir>/<pid>.json`, if that file is there and names a plausible one
-/// (printable, at most `MAX_SESSION_ID_CHARS`; Claude Code's are 36-character UUIDs). Only
-/// `sessionId` is needed: the launcher asks right after start-up.
+/// The session id in `<dir>/<pid>.json`, if that file is there and names a plausible one (the
+/// launcher asks right after start-up, so only `sessionId` is needed).
 pub fn session_of_pid(dir: &Path, pid: u32) -> Option<String> {
     let text = read_small(&dir.join(format!("{pid}.json")))?;
     let value: Value = serde_json::from_str(&text).ok()?;

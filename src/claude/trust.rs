@@ -1,8 +1,7 @@
 //! Marking a folder trusted in the `.claude.json` Claude Code reads
-//! (`projects["<abs dir>"].hasTrustDialogAccepted = true`) before it starts, so the trust dialog
-//! never appears. Every other key is kept (in order, numbers exact), the old file is backed up,
-//! the new one replaces it atomically, a file that is not a JSON object is refused, and a
-//! concurrent writer (Claude Code rewrites the file often) is detected and retried once.
+//! (`projects["<abs dir>"].hasTrustDialogAccepted = true`) so the trust dialog never appears.
+//! Every other key is kept, the old file is backed up, the new one replaces it atomically, and
+//! a concurrent writer (Claude Code rewrites the file often) is detected and retried once.
 
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{ErrorKind, Read, Write};
@@ -15,15 +14,12 @@ use serde_json::{Map, Value};
 // A config this creates and every backup are owner-only: the file holds account identifiers.
 use crate::private_fs::FILE_MODE;
 
-/// The key Claude Code sets when the trust dialog is accepted for a folder.
 pub const TRUST_KEY: &str = "hasTrustDialogAccepted";
 /// Infix of backup copies: `~/.claude.json.wakebridge-backup.<unix seconds>`.
 pub const BACKUP_INFIX: &str = ".wakebridge-backup.";
-/// Largest config read. Real files hold onboarding state and a few keys per project, far below
-/// this; a bigger file is refused rather than read into memory.
+/// Largest config read; real files are far smaller.
 pub const MAX_CONFIG_BYTES: u64 = 64 * 1024 * 1024;
-/// Read-modify-write attempts when another process rewrites the file meanwhile: the first
-/// attempt and one retry, as a second collision means a writer is busy and a human should wait.
+/// Read-modify-write attempts: a second collision means a writer is busy and a human should wait.
 const ATTEMPTS: u32 = 2;
 /// Backups with the same second get a counter suffix; past this many something is wrong.
 const MAX_BACKUP_SUFFIX: u32 = 100;
@@ -72,13 +68,11 @@ pub enum PreTrustError {
 /// What [`pre_trust`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreTrusted {
-    /// The file that was (or already was) updated; a symlink is followed to its target.
+    /// The file updated; a symlink is followed to its target.
     pub config: PathBuf,
     /// The `projects` key set.
     pub project: String,
-    /// The backup of the previous contents; `None` when nothing was written or there was no file.
     pub backup: Option<PathBuf>,
-    /// The folder was already trusted: nothing was written.
     pub already_trusted: bool,
 }
 
@@ -127,33 +121,24 @@ pub fn pre_trust(config: &Path, folder: &Path) -> Result<PreTrusted, PreTrustErr
             None => None,
         };
         let mode = before.as_ref().map_or(FILE_MODE, |read| read.stamp.mode);
-        match replace_if_unchanged(
-            &config,
-            text.as_bytes(),
-            mode,
-            before.as_ref().map(|r| r.stamp),
-        )? {
-            true => {
-                return Ok(PreTrusted {
-                    config,
-                    project,
-                    backup,
-                    already_trusted: false,
-                });
-            }
-            false => {
-                // Someone else wrote meanwhile; the backup of what we read is stale, drop it.
-                if let Some(backup) = backup {
-                    let _ = fs::remove_file(backup);
-                }
-            }
+        let stamp = before.as_ref().map(|r| r.stamp);
+        if replace_if_unchanged(&config, text.as_bytes(), mode, stamp)? {
+            return Ok(PreTrusted {
+                config,
+                project,
+                backup,
+                already_trusted: false,
+            });
+        }
+        // Someone else wrote meanwhile; the backup of what we read is stale.
+        if let Some(backup) = backup {
+            let _ = fs::remove_file(backup);
         }
     }
     Err(PreTrustError::Concurrent { path: config })
 }
 
-/// Identity of one version of the file: a rename by another writer changes the inode, an
-/// in-place write changes size or mtime.
+/// Identity of one version of the file: a rename changes the inode, a write size or mtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     ino: u64,
@@ -228,7 +213,7 @@ fn parse_root(config: &Path, bytes: &[u8]) -> Result<Map<String, Value>, PreTrus
     }
 }
 
-/// Set the flag; false when it was already true (nothing to write).
+/// Set the flag; false when it was already set.
 fn mark_trusted(
     config: &Path,
     root: &mut Map<String, Value>,
@@ -294,11 +279,9 @@ fn write_backup(config: &Path, bytes: &[u8]) -> Result<PathBuf, PreTrustError> {
     })
 }
 
-/// Backups of one config file kept: a pre-trust per launch would otherwise leave a copy of the
-/// whole file behind each time, for ever.
+/// Backups of one config file kept: a pre-trust per launch would otherwise pile them up.
 pub const KEPT_BACKUPS: usize = 5;
 
-/// Deletes all but the `KEPT_BACKUPS` newest backups of `config` (regular files only).
 fn forget_old_backups(config: &Path) {
     let (Some(dir), Some(name)) = (config.parent(), config.file_name()) else {
         return;
@@ -378,17 +361,10 @@ fn replace_if_unchanged(
         }
         Ok(true)
     })();
-    match result {
-        Ok(true) => Ok(true),
-        Ok(false) => {
-            let _ = fs::remove_file(&temp);
-            Ok(false)
-        }
-        Err(err) => {
-            let _ = fs::remove_file(&temp);
-            Err(write_err(err))
-        }
+    if !matches!(result, Ok(true)) {
+        let _ = fs::remove_file(&temp);
     }
+    result.map_err(write_err)
 }
 
 #[cfg(test)]
