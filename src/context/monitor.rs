@@ -12,20 +12,14 @@ use crate::api;
 use crate::delivery::action::Action;
 use crate::lock;
 
-/// Seconds per minute: state files are refreshed at most once per minute while unchanged.
-const SECS_PER_MINUTE: u64 = 60;
-
 /// The monitor's latest knowledge of one session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextStatus {
     pub figures: ContextFigures,
-    /// The transcript being followed, once located.
     pub transcript: Option<PathBuf>,
     /// When the figures were last confirmed by new data (transcript append or feed).
     pub updated_at: Option<SystemTime>,
-    /// The warning level waiting for the session's next idle moment.
     pub pending_warning: Option<String>,
-    /// The last warning level typed, and when.
     pub last_warning: Option<(String, SystemTime)>,
 }
 
@@ -57,7 +51,6 @@ pub struct ContextView {
 }
 
 impl ContextView {
-    /// The session's `context` view, if the monitor follows it.
     pub fn status(&self, session_id: &str) -> Option<api::Context> {
         lock(&self.sessions)
             .get(session_id)
@@ -74,7 +67,8 @@ impl ContextView {
     }
 }
 
-/// What a state file last said: the whole percent and the minute it was written in.
+/// What a state file last said: the whole percent and the minute it was written in. It is
+/// rewritten only when this changes, so a busy transcript costs at most a write a minute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StateStamp {
     pub pct: u32,
@@ -82,18 +76,11 @@ pub struct StateStamp {
 }
 
 impl StateStamp {
-    /// The stamp of a write of `percent` at `unix_seconds`.
     pub fn of(percent: f64, unix_seconds: u64) -> Self {
         Self {
             pct: super::window::whole_percent(percent).unwrap_or(0),
-            minute: unix_seconds / SECS_PER_MINUTE,
+            minute: unix_seconds / 60,
         }
-    }
-
-    /// Whether a file last written as `last` needs rewriting for `next`: only when the whole
-    /// percent or the minute changed, so a busy transcript costs at most a write a minute.
-    pub fn due(last: Option<StateStamp>, next: StateStamp) -> bool {
-        last != Some(next)
     }
 }
 
@@ -105,7 +92,7 @@ pub enum WarningStep {
     /// Not typed now (busy, cooldown, multiplexer or pane trouble): keep it due, retry at the
     /// next poll.
     Retry,
-    /// No pane mapped: keep it due (a mapping may appear) but stay quiet about it.
+    /// No pane mapped: keep it due (a mapping may appear), quietly.
     Unmapped,
 }
 
@@ -184,10 +171,9 @@ mod tests {
     #[test]
     fn state_file_rewritten_only_on_new_percent_or_minute() {
         let first = StateStamp::of(42.4, 120);
-        assert!(StateStamp::due(None, first));
-        assert!(!StateStamp::due(Some(first), StateStamp::of(41.6, 179)));
-        assert!(StateStamp::due(Some(first), StateStamp::of(42.0, 180)));
-        assert!(StateStamp::due(Some(first), StateStamp::of(43.0, 121)));
+        assert_eq!(first, StateStamp::of(41.6, 179));
+        assert_ne!(first, StateStamp::of(42.0, 180));
+        assert_ne!(first, StateStamp::of(43.0, 121));
         assert_eq!(StateStamp::of(f64::NAN, 0).pct, 0);
     }
 

@@ -356,7 +356,7 @@ impl Monitor {
             let stamp = StateStamp::of(pct, now_unix);
             let is_latest = latest.as_deref() == Some(sid.as_str());
             let newly_latest = is_latest && latest_changed;
-            if !StateStamp::due(t.written, stamp) && !newly_latest {
+            if t.written == Some(stamp) && !newly_latest {
                 continue;
             }
             let latest_path = self
