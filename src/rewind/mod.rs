@@ -1,9 +1,7 @@
-//! Rewinds: a clean context window before the old one runs out, when a session asks
-//! (`wakebridge rewind`, `POST /rewind`) or, with `[rewind] auto`, after it crossed the
-//! checkpoint threshold and then stayed idle: `/clear` is typed, the fresh prompt awaited, and
-//! the re-hydration message typed once; a restart ([`restart`]) starts the agent again instead.
-//! This module owns the validated `[rewind]` settings and the pure decisions ([`due`],
-//! [`cleared`]); the session loop performs them and the ledger keeps the record.
+//! Rewinds: a clean context window before the old one runs out, when a session asks or, with
+//! `[rewind] auto`, once it crossed the checkpoint and stayed idle: `/clear` is typed, the fresh
+//! prompt awaited, and the re-hydration message typed once. This module owns the `[rewind]`
+//! settings and the pure decisions; the session loop performs them.
 
 pub mod restart;
 
@@ -14,16 +12,14 @@ use crate::config::RewindSettings;
 use crate::mux::{KeystrokeText, TextError};
 use crate::store::{RewindRow, RewindWhy};
 
-/// Longest wait after `/clear` for the fresh prompt (and for the hook that maps the pane under
-/// the new id). Claude Code clears within a second; its SessionStart hooks may take seconds.
+/// Longest wait after `/clear` for the fresh prompt and the hook that maps the new id (Claude
+/// Code clears within a second; its SessionStart hooks may take seconds).
 pub const CLEAR_WAIT: Duration = Duration::from_secs(20);
 
-/// After `/clear` was taken, how long a screen that already looks fresh is trusted without the
-/// `SessionStart` hook having mapped the new id (early-2026 builds sometimes did not fire it,
-/// and a session without hooks never does).
+/// After `/clear`, how long a fresh-looking screen is trusted without the `SessionStart` hook
+/// mapping the new id (some builds did not fire it; a session without hooks never does).
 pub const CLEARED_WITHOUT_HOOK: Duration = Duration::from_secs(3);
 
-/// Why `[rewind]` cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RewindError {
     #[error("rewind.message cannot be typed: {0} (WAKEBRIDGE_REWIND__MESSAGE)")]
@@ -35,7 +31,6 @@ pub enum RewindError {
 /// `[rewind]`, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RewindConfig {
-    /// Rewind sessions past the checkpoint threshold on its own.
     pub auto: bool,
     /// Idle time after the checkpoint warning before an automatic rewind.
     pub after: Duration,
@@ -62,18 +57,14 @@ impl RewindConfig {
 /// What to do about a waiting rewind now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Due {
-    /// Not yet: the session has not been idle long enough.
     Wait,
-    /// Perform it.
     Now,
     /// Drop it (an automatic rewind too soon after the last one), and why.
     Skip(String),
 }
 
 /// Whether `pending` is due for a session idle for `idle_for`: one it asked for once it has
-/// settled (`settle`, the quiet time owed wakes wait too), an automatic one after
-/// [`RewindConfig::after`] and never within [`RewindConfig::min_gap`] of the last rewind
-/// performed (`last_done_ms`).
+/// settled (`settle`), an automatic one after `after` and never within `min_gap` of the last.
 pub fn due(
     pending: &RewindRow,
     idle_for: Duration,
