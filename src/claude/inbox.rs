@@ -8,7 +8,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use super::registry::process_alive;
 use crate::deadline::Deadline;
@@ -139,14 +139,13 @@ impl Inbox {
         }
         self.check()?;
         let path = &self.socket;
-        let mut lines = String::new();
-        if let Some(token) = &self.token {
-            lines.push_str(&json!({"type": "auth", "token": token}).to_string());
-            lines.push('\n');
-        }
+        let auth = (self.token.as_ref()).map(|token| json!({"type": "auth", "token": token}));
         let message = json!({"type": "user", "message": {"role": "user", "content": text}});
-        lines.push_str(&message.to_string());
-        lines.push('\n');
+        let lines: String = auth
+            .into_iter()
+            .chain([message])
+            .map(|v| format!("{v}\n"))
+            .collect();
         let exchange = async {
             let mut stream =
                 tokio::net::UnixStream::connect(path)
@@ -162,14 +161,8 @@ impl Inbox {
                 .map_err(|e| io_error(path, &e))?;
             stream.shutdown().await.map_err(|e| io_error(path, &e))?;
             // Nothing is written back: the session closes its side once it took the lines.
-            let mut rest = [0u8; 256];
-            loop {
-                match stream.read(&mut rest).await {
-                    Ok(0) => return Ok(()),
-                    Ok(_) => {}
-                    Err(e) => return Err(io_error(path, &e)),
-                }
-            }
+            let drained = tokio::io::copy(&mut stream, &mut tokio::io::sink()).await;
+            drained.map(drop).map_err(|e| io_error(path, &e))
         };
         let timed = tokio::time::timeout(deadline.remaining(), exchange).await;
         timed.unwrap_or_else(|_| Err(InboxError::Timeout(path.clone())))
@@ -188,6 +181,7 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
     use std::time::Duration;
+    use tokio::io::AsyncReadExt;
 
     fn private_dir() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

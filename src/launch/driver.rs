@@ -56,12 +56,6 @@ pub enum Step {
     Halt(Halt),
 }
 
-#[derive(Debug, Clone)]
-struct LastPress {
-    at: Duration,
-    capture: String,
-}
-
 /// Decides, capture by capture (with the time since the launch started), which key to press;
 /// never on a screen younger than [`SETTLE`].
 #[derive(Debug, Clone, Default)]
@@ -69,7 +63,8 @@ pub struct Driver {
     /// The screen up (its kind only: moving the trust dialog's selection does not restart its
     /// settle time, a change of screen does) and since when.
     phase: Option<(std::mem::Discriminant<Screen>, Duration)>,
-    last_press: Option<LastPress>,
+    /// When the last key was pressed, and on which capture.
+    last_press: Option<(Duration, String)>,
     moves: u32,
     ready_streak: u32,
     passed: Vec<Passed>,
@@ -116,17 +111,13 @@ impl Driver {
         let settled = self
             .phase
             .is_some_and(|(_, since)| at.saturating_sub(since) >= SETTLE);
-        let in_flight = self.last_press.as_ref().is_some_and(|last| {
-            last.capture == capture && at.saturating_sub(last.at) < RESEND_AFTER
-        });
+        let in_flight = (self.last_press.as_ref())
+            .is_some_and(|(last, on)| on == capture && at.saturating_sub(*last) < RESEND_AFTER);
         settled && !in_flight
     }
 
     fn press(&mut self, at: Duration, capture: &str, key: Key) -> Step {
-        self.last_press = Some(LastPress {
-            at,
-            capture: capture.to_owned(),
-        });
+        self.last_press = Some((at, capture.to_owned()));
         Step::Press(key)
     }
 

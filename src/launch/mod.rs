@@ -454,11 +454,7 @@ async fn create(
         Placement::NewSession => {}
     }
     let base = (opts.name.clone()).unwrap_or_else(|| default_session_name(&opts.command, cwd));
-    let attempts = if opts.name.is_some() {
-        1
-    } else {
-        MAX_NAME_ATTEMPTS
-    };
+    let attempts = opts.name.as_ref().map_or(MAX_NAME_ATTEMPTS, |_| 1);
     let size = (SESSION_WIDTH, SESSION_HEIGHT);
     let mut n = 1;
     loop {

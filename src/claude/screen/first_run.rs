@@ -52,17 +52,15 @@ pub enum Screen {
 pub fn classify(screen: &str) -> Screen {
     let text = normalize(screen);
     let lines: Vec<&str> = text.lines().collect();
-    if text.contains(DECLINED) {
-        return Screen::Declined;
-    }
-    if text.contains(CONNECT_FAILED) {
-        return Screen::ConnectFailed;
-    }
-    if text.contains(API_KEY_PROMPT) {
-        return Screen::ApiKeyPrompt;
-    }
-    if LOGIN_MARKERS.iter().any(|marker| text.contains(marker)) {
-        return Screen::Login;
+    let stops = [
+        (&[DECLINED][..], Screen::Declined),
+        (&[CONNECT_FAILED], Screen::ConnectFailed),
+        (&[API_KEY_PROMPT], Screen::ApiKeyPrompt),
+        (&LOGIN_MARKERS, Screen::Login),
+    ];
+    let shown = |markers: &[&str]| markers.iter().any(|marker| text.contains(marker));
+    if let Some((_, stop)) = stops.into_iter().find(|(markers, _)| shown(markers)) {
+        return stop;
     }
     if let Some(dialog) = trust_dialog(&lines) {
         return dialog;
