@@ -15,24 +15,15 @@ const MAX_SESSION_ID_CHARS: usize = 200;
 /// Most files looked at per read, so a directory filled by something else costs a bounded scan.
 const MAX_FILES: usize = 2048;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, strum::EnumString)]
+#[strum(serialize_all = "lowercase")]
 pub enum RegistryStatus {
     Busy,
     Idle,
     /// A dialog, permission prompt or question is open.
     Waiting,
+    #[strum(default)]
     Other(String),
-}
-
-impl RegistryStatus {
-    pub fn parse(text: &str) -> Self {
-        match text {
-            "busy" => Self::Busy,
-            "idle" => Self::Idle,
-            "waiting" => Self::Waiting,
-            other => Self::Other(other.to_owned()),
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +59,7 @@ pub struct RegistryEntry {
 pub fn parse_entry(text: &str) -> Option<RegistryEntry> {
     let value: Value = serde_json::from_str(text).ok()?;
     let session_id = value.get("sessionId")?.as_str()?.to_owned();
-    let status = RegistryStatus::parse(value.get("status")?.as_str()?);
+    let status = value.get("status")?.as_str()?.parse().ok()?;
     let updated_ms = value
         .get("statusUpdatedAt")
         .or_else(|| value.get("updatedAt"))

@@ -185,30 +185,28 @@ impl ContextTracker {
     /// Takes one record (found at byte `offset` of the file) into account. Returns whether the
     /// current reading changed.
     pub fn feed(&mut self, record: &Record, offset: u64) -> bool {
-        let next = match record {
+        let (used_tokens, source) = match record {
             Record::Assistant(a) if a.qualifies() => {
                 // A real response: whatever limit came before has lifted.
                 self.limit = None;
                 if a.model.is_some() {
                     self.last_model.clone_from(&a.model);
                 }
-                ContextReading {
-                    used_tokens: a.usage.map(|u| u.context_tokens()).unwrap_or(0),
-                    model: self.last_model.clone(),
-                    offset,
-                    source: ReadingSource::Assistant,
-                }
+                let used = a.usage.map(|u| u.context_tokens());
+                (used.unwrap_or(0), ReadingSource::Assistant)
             }
             Record::CompactBoundary {
                 sidechain: false,
                 post_tokens,
-            } => ContextReading {
-                used_tokens: post_tokens.unwrap_or(0),
-                model: self.last_model.clone(),
-                offset,
-                source: ReadingSource::CompactBoundary,
-            },
+            } => (post_tokens.unwrap_or(0), ReadingSource::CompactBoundary),
             _ => return false,
+        };
+        let model = self.last_model.clone();
+        let next = ContextReading {
+            used_tokens,
+            model,
+            offset,
+            source,
         };
         let changed = self.current.as_ref() != Some(&next);
         self.current = Some(next);
@@ -245,20 +243,14 @@ impl ContextTracker {
     /// The tracker that feeding `self`'s records and then `later`'s would have produced. Lets a
     /// backwards search parse an earlier region after a later one without re-reading the later.
     pub fn followed_by(self, later: ContextTracker) -> ContextTracker {
-        let limit = match later.limit {
-            Some(limit) => Some(limit),
-            None if later.current.is_some() => None,
-            None => self.limit,
-        };
-        let current = match later.current {
-            Some(mut reading) => {
-                if reading.model.is_none() {
-                    reading.model.clone_from(&self.last_model);
-                }
-                Some(reading)
-            }
-            None => self.current,
-        };
+        // A later reading means a real response after any earlier limit.
+        let limit = (later.limit).or_else(|| self.limit.filter(|_| later.current.is_none()));
+        let current = (later.current)
+            .map(|r| ContextReading {
+                model: r.model.or_else(|| self.last_model.clone()),
+                ..r
+            })
+            .or(self.current);
         ContextTracker {
             current,
             last_model: later.last_model.or(self.last_model),

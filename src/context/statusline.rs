@@ -88,26 +88,18 @@ pub enum Activity {
 /// Parses Claude Code's status-line JSON. `None` if it is not an object with a `session_id`.
 pub fn parse_statusline(bytes: &[u8], now: u64) -> Option<Feed> {
     let v: Value = serde_json::from_slice(bytes.trim_ascii()).ok()?;
-    let session_id = v.get("session_id")?.as_str()?.to_owned();
-    let cw = v.get("context_window");
-    let field = |name: &str| cw.and_then(|c| c.get(name));
-    let current_usage = field("current_usage").and_then(usage_from);
+    let text = |at: &str| v.pointer(at).and_then(Value::as_str);
+    let window = |name: &str| v.get("context_window").and_then(|c| c.get(name));
     Some(Feed {
-        session_id,
-        model_id: v
-            .get("model")
-            .and_then(|m| m.get("id"))
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        used_percentage: field("used_percentage").and_then(Value::as_f64),
-        current_usage,
-        context_window_size: field("context_window_size")
+        session_id: text("/session_id")?.to_owned(),
+        model_id: text("/model/id").map(str::to_owned),
+        used_percentage: window("used_percentage").and_then(Value::as_f64),
+        current_usage: window("current_usage").and_then(usage_from),
+        context_window_size: window("context_window_size")
             .and_then(Value::as_u64)
             .filter(|&w| w > 0),
         exceeds_200k_tokens: v.get("exceeds_200k_tokens").and_then(Value::as_bool),
-        transcript_path: v
-            .get("transcript_path")
-            .and_then(Value::as_str)
+        transcript_path: text("/transcript_path")
             .filter(|p| !p.is_empty())
             .map(PathBuf::from),
         timestamp: now,
