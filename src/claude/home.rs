@@ -1,6 +1,5 @@
-//! Where Claude Code keeps its things, with `CLAUDE_CONFIG_DIR` meaning what it means to Claude
-//! Code: when set (absolute) it replaces `~/.claude` and holds `.claude.json`; otherwise the dir
-//! is `~/.claude` and the state file `~/.claude.json`. A relative value is refused.
+//! Where Claude Code keeps its things: `$CLAUDE_CONFIG_DIR` (absolute) holding `.claude.json`,
+//! else `~/.claude` and `~/.claude.json`.
 
 use std::path::{Path, PathBuf};
 

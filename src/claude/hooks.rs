@@ -5,8 +5,7 @@
 use serde_json::Value;
 use std::time::Duration;
 
-/// Largest hook payload accepted (1 MiB): lifecycle payloads are a few hundred bytes; a
-/// PreToolUse carrying a huge file write is skipped rather than buffered without bound.
+/// Largest hook payload accepted: a PreToolUse carrying a huge file write is skipped.
 pub const HOOK_STDIN_CAP_BYTES: usize = 1024 * 1024;
 pub const IDLE_PROMPT: &str = "idle_prompt";
 /// SessionStart source that fires mid-turn (after an automatic compaction).

@@ -75,9 +75,8 @@ pub fn parse_entry(text: &str) -> Option<RegistryEntry> {
     })
 }
 
-/// Reads every `<pid>.json` in `dir` into session id → reading, skipping entries whose process
-/// is gone (a crash leaves its file behind). Unreadable or foreign files are skipped quietly.
-/// When two live files name one session the newer status wins.
+/// Reads every `<pid>.json` in `dir` into session id → reading, skipping unreadable files and
+/// dead processes' (a crash leaves its file behind); of two for one session the newer wins.
 pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, RegistryError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,

@@ -76,9 +76,8 @@ pub struct PreTrusted {
     pub already_trusted: bool,
 }
 
-/// Set `projects[folder].hasTrustDialogAccepted = true` in `config`, creating the file (mode
-/// 0600) if it does not exist. `folder` should be canonical (Claude Code keys projects by its
-/// real working directory).
+/// Mark `folder` trusted in `config`, creating the file (0600) if missing. `folder` should be
+/// canonical: Claude Code keys projects by its real working directory.
 pub fn pre_trust(config: &Path, folder: &Path) -> Result<PreTrusted, PreTrustError> {
     let project = folder
         .to_str()
@@ -305,9 +304,8 @@ fn forget_old_backups(config: &Path) {
     }
 }
 
-/// Write `bytes` to a temp file beside `config` with `mode`, then rename it over `config` only
-/// if the file is still the version that was read (`expected`, `None` = it did not exist).
-/// Returns false, having removed the temp file, when someone else changed it meanwhile.
+/// Write `bytes` to a temp file beside `config`, then rename it over `config` only if the file is
+/// still the version that was read (`None`: none); false when someone else changed it meanwhile.
 fn replace_if_unchanged(
     config: &Path,
     bytes: &[u8],

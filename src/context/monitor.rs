@@ -1,6 +1,5 @@
-//! The pure side of the context monitor task (`context::task`): the view `/sessions` and
-//! `status` read ([`ContextView`]), when a state file is worth rewriting ([`StateStamp`]), what a
-//! gate outcome means for a pending warning ([`WarningStep`]) and which sessions to follow.
+//! The pure side of the context monitor task: the view `/sessions` reads, when a state file is
+//! worth rewriting, what a gate outcome means for a warning and which sessions to follow.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -119,9 +118,8 @@ pub struct Candidate {
     pub last_seen_ms: Option<i64>,
 }
 
-/// Ledger sessions seen since `seen_since_ms` (with or without a transcript path) plus every
-/// mapped session, at most `cap` of them: mapped ones first, then the most recently seen. Ids
-/// that cannot name a file are dropped.
+/// Ledger sessions seen since `seen_since_ms` plus every mapped session, at most `cap`: mapped
+/// ones first, then the most recently seen. Ids that cannot name a file are dropped.
 pub fn select_sessions(
     ledger: impl IntoIterator<Item = Candidate>,
     mapped: impl IntoIterator<Item = String>,

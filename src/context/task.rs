@@ -277,11 +277,10 @@ impl Monitor {
                             active_at = active_at.max(Some(modified));
                         }
                     }
-                    Err(e) => {
-                        if self.warned.first(&format!("{sid}:follow")) {
-                            tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot follow the transcript");
-                        }
+                    Err(e) if self.warned.first(&format!("{sid}:follow")) => {
+                        tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot follow the transcript");
                     }
+                    Err(_) => {}
                 }
             }
             if let Some(f) = &feed {
@@ -356,11 +355,10 @@ impl Monitor {
                     t.written = Some(stamp);
                     self.warned.clear(&key);
                 }
-                Err(e) => {
-                    if self.warned.first(&key) {
-                        tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot write the state file");
-                    }
+                Err(e) if self.warned.first(&key) => {
+                    tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot write the state file");
                 }
+                Err(_) => {}
             }
         }
     }
@@ -538,9 +536,8 @@ pub async fn run(
     }
 }
 
-/// What `t`'s transcript and feed say about a usage limit not recorded yet: the notice the
-/// transcript ends on (unless its reset is past), a response after it (the limit lifted), and a
-/// used-up `rate_limits` window of the feed.
+/// What `t`'s transcript and feed say about a usage limit not recorded yet: a notice (unless its
+/// reset is past), a response after it (the limit lifted), a used-up `rate_limits` window.
 fn limits_seen(sid: &str, t: &mut Tracked, feed: Option<&Feed>) -> Vec<Record> {
     let now_ms = clock::now_ms();
     let mut seen = Vec::new();

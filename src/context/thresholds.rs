@@ -1,15 +1,13 @@
-//! Context warning thresholds for one session, a pure state machine ("warn at 75 %, checkpoint
-//! at 85 %"): each level fires once when usage crosses it, re-arms only after usage falls below
-//! it again (a compaction), and stays *due* until the caller reports it `delivered`, so a
-//! warning that could not be typed now is not lost.
+//! Context warning thresholds for one session, a pure state machine: each level fires once when
+//! usage crosses it, re-arms only after usage falls below it (a compaction), and stays due until
+//! it is `delivered`, so a warning that could not be typed now is not lost.
 
 use crate::config::{ContextLevelSettings, ContextThresholdSettings};
 
 /// Placeholder in templates replaced by the current percentage.
 pub const PCT_PLACEHOLDER: &str = "{pct}";
 
-/// Errors in threshold configuration, each naming the `[context.thresholds.<level>]` key to fix
-/// (a level's name with `_` for `-`, as the file spells it).
+/// Errors in threshold configuration, each naming the `[context.thresholds.<level>]` key to fix.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ThresholdError {
     #[error(

@@ -8,9 +8,8 @@ use std::time::Duration;
 use crate::claude::screen::first_run::{Screen, classify};
 use crate::mux::Key;
 
-/// Wait this long after a screen first appears before pressing anything on it. Claude Code
-/// 2.1.332 ignores keys that arrive within 150 ms of a menu's first render (anti-typeahead
-/// guard); 500 ms clears it with room for a slow redraw, as the reference recipe advises.
+/// Wait this long after a screen first appears before pressing anything: Claude Code ignores
+/// keys within 150 ms of a menu's first render (anti-typeahead guard); this leaves room.
 pub const SETTLE: Duration = Duration::from_millis(500);
 /// After a key, leave an unchanged screen alone this long before pressing again: the key may
 /// still be on its way. A key that was dropped (by the typeahead guard) is then sent once more.
