@@ -246,7 +246,9 @@ impl TranscriptFollower {
             };
             return Ok((event, read));
         }
-        let len = self.open_len()?;
+        let len = (self.open.as_ref())
+            .map_or(Ok(0), |o| o.file.metadata().map(|m| m.len()))
+            .map_err(|e| self.io_err(e))?;
         if len < self.offset || !self.still_ends_in_newline()? {
             let read = self.retail(len)?;
             return Ok((PollEvent::Truncated, read));
@@ -256,17 +258,6 @@ impl TranscriptFollower {
         }
         let read = self.read_appended(len)?;
         Ok((PollEvent::Appended, read))
-    }
-
-    fn open_len(&self) -> Result<u64, FollowError> {
-        match &self.open {
-            Some(o) => o
-                .file
-                .metadata()
-                .map(|m| m.len())
-                .map_err(|e| self.io_err(e)),
-            None => Ok(0),
-        }
     }
 
     /// Cheap check for an in-place rewrite that regrew past our offset: the byte before the

@@ -239,7 +239,6 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
             Err(err) => Mapping::Failed(err),
         },
     };
-    let mut prompt_typed = false;
     if let Some(prompt) = &opts.prompt {
         Injector::new(&opts.mux)
             .inject(&target, prompt, Deadline::after(INJECT_BUDGET))
@@ -248,7 +247,6 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
                 pane: created.pane.clone(),
                 source,
             })?;
-        prompt_typed = true;
     }
     Ok(Launched {
         pane: created.pane,
@@ -260,7 +258,7 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
         mapping,
         screens_passed: passed,
         pre_trusted,
-        prompt_typed,
+        prompt_typed: opts.prompt.is_some(),
     })
 }
 
