@@ -207,15 +207,13 @@ pub fn in_transcript_line(line: &[u8]) -> Option<TranscriptNotice> {
     if !is_error || sidechain || !rate_limited {
         return None;
     }
-    let content = record.pointer("/message/content")?;
-    let texts: Vec<&str> = match content {
-        Value::String(text) => vec![text],
-        Value::Array(blocks) => blocks
-            .iter()
+    let notice = match record.pointer("/message/content")? {
+        Value::String(text) => notice(text),
+        Value::Array(blocks) => (blocks.iter())
             .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => return None,
-    };
+            .find_map(notice),
+        _ => None,
+    }?;
     let at_ms = record
         .get("timestamp")
         .and_then(Value::as_str)
@@ -228,14 +226,11 @@ pub fn in_transcript_line(line: &[u8]) -> Option<TranscriptNotice> {
     .iter()
     .find_map(|at| record.pointer(at).and_then(Value::as_i64))
     .and_then(|s| s.checked_mul(1000));
-    texts
-        .into_iter()
-        .find_map(notice)
-        .map(|notice| TranscriptNotice {
-            notice,
-            at_ms,
-            resets_at_ms,
-        })
+    Some(TranscriptNotice {
+        notice,
+        at_ms,
+        resets_at_ms,
+    })
 }
 
 /// The notice of a `StopFailure` hook (`error: "rate_limit"`).

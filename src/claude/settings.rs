@@ -109,13 +109,10 @@ pub fn install(current: Option<&[u8]>, exe: &str) -> Result<Install, SettingsErr
         }
     }
     for (event, matcher) in WIRED_EVENTS {
-        if !hooks.contains_key(event) {
+        let groups = hooks.entry(event).or_insert_with(|| {
             created.events.push(event.to_owned());
-            hooks.insert(event.to_owned(), Value::Array(Vec::new()));
-        }
-        let Some(groups) = hooks.get_mut(event) else {
-            continue;
-        };
+            Value::Array(Vec::new())
+        });
         let present = entries_mut(groups).any(|entry| ours.recognise(entry, Kind::Hook).is_some());
         if !present && let Value::Array(list) = groups {
             list.push(json!({
