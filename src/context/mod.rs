@@ -27,12 +27,6 @@ pub enum UsageSource {
     CompactBoundary,
 }
 
-impl UsageSource {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextFigures {
     pub model: Option<String>,
@@ -109,8 +103,8 @@ impl ContextReport {
             used_tokens: f.used_tokens,
             context_window: f.context_window,
             percent: f.percent,
-            source: f.window_source.as_str(),
-            usage_source: f.usage_source.map(UsageSource::as_str),
+            source: f.window_source.into(),
+            usage_source: f.usage_source.map(Into::into),
         }
     }
 }

@@ -24,12 +24,6 @@ pub enum WindowSource {
     Default,
 }
 
-impl WindowSource {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowSize {
     pub tokens: u64,
