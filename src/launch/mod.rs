@@ -30,8 +30,7 @@ use driver::{Driver, Halt, Step};
 /// Pause between captures.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
 /// Size of a new detached session: wide enough that no dialog line wraps.
-pub const SESSION_WIDTH: u16 = 120;
-pub const SESSION_HEIGHT: u16 = 40;
+const SESSION_SIZE: (u16, u16) = (120, 40);
 /// Budget of one tmux call: it only bounds a wedged server.
 const TMUX_CALL_BUDGET: Duration = Duration::from_secs(5);
 /// Scrollback lines read from a dead pane: tmux's "Pane is dead" line may have scrolled the
@@ -453,7 +452,7 @@ async fn create(
     }
     let base = (opts.name.clone()).unwrap_or_else(|| default_session_name(&opts.command, cwd));
     let attempts = opts.name.as_ref().map_or(MAX_NAME_ATTEMPTS, |_| 1);
-    let size = (SESSION_WIDTH, SESSION_HEIGHT);
+    let taken = |e: &MuxError| e.stderr().is_some_and(|s| s.contains("duplicate session"));
     let mut n = 1;
     loop {
         let name = if n == 1 {
@@ -461,15 +460,9 @@ async fn create(
         } else {
             format!("{base}-{n}")
         };
-        match tmux.new_session(&name, cwd, size, argv, tmux_call()).await {
-            Err(err)
-                if n < attempts
-                    && err
-                        .stderr()
-                        .is_some_and(|s| s.contains("duplicate session")) =>
-            {
-                n += 1;
-            }
+        let created = tmux.new_session(&name, cwd, SESSION_SIZE, argv, tmux_call());
+        match created.await {
+            Err(err) if n < attempts && taken(&err) => n += 1,
             created => return created.map_err(failed("session")),
         }
     }
