@@ -133,13 +133,8 @@ impl HookKind {
     /// after `:`, `(` or a space (`Notification:idle_prompt`); a bare `Notification` is neutral.
     pub fn of_recorded(event: &str) -> HookKind {
         let event = event.trim();
-        let (name, detail) = match event.find([':', '(', ' ']) {
-            Some(at) => (
-                &event[..at],
-                event[at + 1..].trim().trim_end_matches(')').trim(),
-            ),
-            None => (event, ""),
-        };
+        let (name, detail) = event.split_once([':', '(', ' ']).unwrap_or((event, ""));
+        let detail = detail.trim().trim_end_matches(')').trim();
         match name {
             "Stop" | "StopFailure" => HookKind::TurnEnded,
             "UserPromptSubmit" | "PreToolUse" | "PostToolUse" | "PostToolUseFailure"

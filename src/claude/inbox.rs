@@ -100,13 +100,10 @@ impl Inbox {
     /// directory no one else can enter, its process (when known) alive.
     pub fn check(&self) -> Result<(), InboxError> {
         let path = &self.socket;
-        let meta = match std::fs::symlink_metadata(path) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                return Err(InboxError::Gone(path.clone()));
-            }
-            Err(e) => return Err(io_error(path, &e)),
-        };
+        let meta = std::fs::symlink_metadata(path).map_err(|e| match e.kind() {
+            ErrorKind::NotFound => InboxError::Gone(path.clone()),
+            _ => io_error(path, &e),
+        })?;
         if meta.file_type().is_symlink() {
             return Err(InboxError::Symlink(path.clone()));
         }

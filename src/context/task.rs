@@ -190,9 +190,7 @@ impl Monitor {
     }
 
     fn discover(&mut self, deliverer: &Deliverer, view: &ContextView) {
-        let mapped: Vec<String> = mapped_panes(deliverer.spool().wake_dir())
-            .into_keys()
-            .collect();
+        let mapped = mapped_panes(deliverer.spool().wake_dir()).into_keys();
         let rows = deliverer.store().sessions();
         let ledger_ok = rows.is_ok();
         match &rows {
