@@ -35,9 +35,8 @@ pub const WRITTEN_NOW: i64 = 5 * 60_000;
 /// A notice shows its reset to the minute, so the limit lifts by that minute's last millisecond:
 /// a resume timed by it never meets a limit not lifted yet.
 pub const TO_THE_MINUTE_MS: i64 = 59_999;
-/// For a notice found on a screen, written at a moment not known: a time without a date means
-/// a reset within a day, so one passed within the last day is taken as passed (misreading it
-/// costs one resume try; the other reading could cost a day).
+/// For a notice found on a screen, written at a moment not known: a time passed within the last
+/// day is taken as passed (misreading it costs one resume try; the other reading a day).
 pub const WRITTEN_EARLIER: i64 = 24 * 3_600_000;
 /// The status line's windows, as the kind a notice would name.
 const STATUSLINE_WINDOWS: &[(&str, &str)] =
@@ -259,9 +258,8 @@ pub fn in_statusline(rate_limits: &Value) -> Option<(Notice, Option<i64>)> {
     })
 }
 
-/// A reset as Claude Code writes it, as unix ms, read at `now_ms`; `local` is the zone of a
-/// time without one. A time without a date (or a date without a year) is its occurrence
-/// nearest to now that lies no more than `past_ms` back: with [`WRITTEN_NOW`] the next one.
+/// A reset as Claude Code writes it, as unix ms at `now_ms` (`local` for a time without a zone):
+/// a time without a date is its occurrence nearest to now no more than `past_ms` back.
 pub fn parse_reset(text: &str, now_ms: i64, past_ms: i64, local: &TimeZone) -> Option<i64> {
     let text = text.replace(['\u{a0}', '\u{202f}'], " ");
     let text = text.trim();

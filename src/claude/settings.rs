@@ -13,11 +13,9 @@ use super::hooks::{SETTINGS_HOOK_TIMEOUT_SECS, WIRED_EVENTS};
 pub const SETTINGS_FILE: &str = "settings.json";
 /// The file name wakebridge's binary has; any path to it running `hook` or `statusline` is ours.
 pub const BINARY_NAME: &str = "wakebridge";
-/// The status line's `padding` when wakebridge sets its own (deploy/claude-statusline.json):
-/// the line sits flush left like Claude Code's own footer.
+/// The `padding` of wakebridge's own status line: flush left like Claude Code's footer.
 pub const STATUSLINE_PADDING: u64 = 0;
-/// The status line's `refreshInterval` (seconds) when wakebridge sets its own: the idle/busy
-/// word and a usage limit's countdown move without a new message to redraw them.
+/// Its `refreshInterval` (seconds): the idle/busy word and a limit's countdown move on their own.
 pub const STATUSLINE_REFRESH_SECS: u64 = 30;
 /// The `statusline` flag that carries the user's own command.
 pub const WRAP_FLAG: &str = "--wrap";
@@ -158,10 +156,8 @@ pub fn install(current: Option<&[u8]>, exe: &str) -> Result<Install, SettingsErr
     })
 }
 
-/// Takes wakebridge (any path to a `wakebridge` binary, or `exe`) out of the settings `current`:
-/// its hook entries (and a matcher group left empty by that), the event keys and `hooks` that
-/// `created` names once empty, and its status line (the wrapped command put back, or the key
-/// removed when the line was wakebridge's alone).
+/// Takes any wakebridge's hooks out of `current` (and the keys `created` names once empty), and
+/// its status line (the wrapped command put back, or the key removed).
 pub fn uninstall(current: &[u8], exe: &str, created: &Created) -> Result<Uninstall, SettingsError> {
     let before = parse(Some(current))?;
     let ours = Ours::new(exe)?;

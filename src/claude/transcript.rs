@@ -54,8 +54,7 @@ impl AssistantRecord {
     }
 }
 
-/// The transcript records that matter for the context computation. Every other `type` (and every
-/// malformed line) makes `parse_record` return `None`.
+/// The transcript records that matter for the context computation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Assistant(AssistantRecord),
@@ -91,8 +90,7 @@ fn as_flag(value: Option<&Value>) -> bool {
     matches!(value, Some(Value::Bool(true)))
 }
 
-/// The usage in a `message.usage` or status-line `current_usage` object; `None` without a
-/// count of input tokens.
+/// The usage in a `message.usage` or status-line `current_usage` object.
 pub fn usage_from(value: &Value) -> Option<Usage> {
     let count = |key: &str| value.get(key).and_then(Value::as_u64);
     Some(Usage {

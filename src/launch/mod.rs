@@ -33,11 +33,9 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
 const SESSION_SIZE: (u16, u16) = (120, 40);
 /// Budget of one tmux call: it only bounds a wedged server.
 const TMUX_CALL_BUDGET: Duration = Duration::from_secs(5);
-/// Scrollback lines read from a dead pane: tmux's "Pane is dead" line may have scrolled the
-/// agent's last words off the visible area.
+/// Scrollback read from a dead pane: "Pane is dead" may have scrolled the last words away.
 const DEAD_PANE_HISTORY: u32 = 200;
-/// How long to wait for a dead pane's exit status: tmux learns it when it reaps the process,
-/// a moment after it marks the pane dead.
+/// How long to wait for a dead pane's exit status, which tmux learns a moment after the death.
 const EXIT_STATUS_WAIT: Duration = Duration::from_secs(1);
 const EXIT_STATUS_POLL: Duration = Duration::from_millis(50);
 /// How long to look for Claude Code's `sessions/<pid>.json` once the prompt is up.
@@ -430,8 +428,7 @@ fn tmux_call() -> Deadline {
     Deadline::after(TMUX_CALL_BUDGET)
 }
 
-/// Create the launch's pane: a respawn, a new window, or a new session (trying `name-2`,
-/// `name-3`, ... while a default name is taken).
+/// Create the launch's pane: a respawn, a new window, or a new session.
 async fn create(
     tmux: &Tmux,
     opts: &LaunchOptions,
@@ -511,8 +508,7 @@ async fn remove(tmux: &Tmux, created: &NewPane, placement: &Placement) {
     }
 }
 
-/// The session id from Claude Code's `sessions/<pid>.json` of any process in the pane's tree,
-/// waiting up to [`REGISTRY_WAIT`] for the file.
+/// The session id from the registry file of any process in the pane's tree.
 async fn learn_session_id(claude_home: &ClaudeHome, pane_pid: Option<u32>) -> Option<String> {
     let root = pane_pid?;
     let registry = claude_home.sessions();

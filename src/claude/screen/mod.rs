@@ -126,8 +126,7 @@ fn is_busy_line(line: &str) -> bool {
     is_spinner_line(line) || line.to_lowercase().contains(BUSY_FOOTER)
 }
 
-/// NBSP becomes a space and the typographic apostrophe a plain one, so phrases match however
-/// the UI spaced or quoted them.
+/// NBSP becomes a space and the typographic apostrophe a plain one, so phrases match.
 pub fn normalize(screen: &str) -> String {
     screen
         .chars()
@@ -140,7 +139,6 @@ pub fn normalize(screen: &str) -> String {
 }
 
 /// The text after the prompt glyph if `line` is a prompt line (`❯ …`, `> …`, boxed `│ > … │`).
-/// A no-break space after the glyph counts as a space.
 pub fn input(line: &str) -> Option<&str> {
     let t = line.trim_start().trim_start_matches('│').trim_start();
     let rest = t
@@ -151,8 +149,7 @@ pub fn input(line: &str) -> Option<&str> {
     Some(rest.trim_end().trim_end_matches('│'))
 }
 
-/// The text on the last prompt line of `screen` (its first screen line, if it wraps), when it
-/// is neither empty nor a placeholder.
+/// The text on the last prompt line of `screen`, when it is neither empty nor a placeholder.
 pub fn draft(screen: &str) -> Option<String> {
     let text = screen.lines().rev().find_map(input)?.replace(NBSP, " ");
     let text = text.trim();
