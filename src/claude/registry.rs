@@ -135,12 +135,9 @@ fn read_small(path: &Path) -> Option<String> {
 /// Whether a process with this pid exists (signal 0 checks without sending anything; EPERM
 /// means it exists under another user).
 pub(crate) fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
+    let Ok(pid @ 1..) = libc::pid_t::try_from(pid) else {
         return false;
     };
-    if pid <= 0 {
-        return false;
-    }
     // SAFETY: kill with signal 0 only checks for existence and permission.
     let rc = unsafe { libc::kill(pid, 0) };
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)

@@ -447,10 +447,10 @@ impl ChangeWatcher {
 
     /// Waits for a change or the fallback interval: the changed paths, none on a fallback tick.
     pub async fn next(&mut self) -> Vec<PathBuf> {
-        let mut paths = match tokio::time::timeout(self.fallback, self.rx.recv()).await {
-            Ok(Some(path)) => vec![path],
-            Ok(None) | Err(_) => return Vec::new(),
+        let Ok(Some(first)) = tokio::time::timeout(self.fallback, self.rx.recv()).await else {
+            return Vec::new();
         };
+        let mut paths = vec![first];
         while let Ok(path) = self.rx.try_recv() {
             paths.push(path);
         }

@@ -96,8 +96,8 @@ async fn start(
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?
+            .unwrap_or_default()
     };
-    let row = row.unwrap_or_default();
     let cwd = row.cwd.map(PathBuf::from).ok_or_else(|| {
         "no working directory known for the session (its hooks never reported one)".to_owned()
     })?;
