@@ -166,8 +166,7 @@ pub fn without_auto_continue(screen: &str) -> String {
         .collect()
 }
 
-/// The number of the limit menu's wait option, located by its label, if the menu (a selection
-/// cursor on its option list) is on the screen.
+/// The number of the limit menu's wait option, by its label, if the menu is on the screen.
 pub fn wait_option(text: &str) -> Option<u8> {
     let text = screen::normalize(text);
     let lines: Vec<&str> = text.lines().collect();
@@ -237,8 +236,7 @@ pub fn in_stop_failure(error: Option<&str>, last_message: Option<&str>) -> Optio
     (error == Some("rate_limit")).then(|| last_message.and_then(notice))?
 }
 
-/// A used-up window of the status line's `rate_limits`, with its reset in unix ms (`resets_at`
-/// in seconds or ms, or an RFC 3339 time).
+/// A used-up window of the status line's `rate_limits`, with its reset in unix ms.
 pub fn in_statusline(rate_limits: &Value) -> Option<(Notice, Option<i64>)> {
     STATUSLINE_WINDOWS.iter().find_map(|(key, kind)| {
         let window = rate_limits.get(key)?;

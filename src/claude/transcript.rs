@@ -65,9 +65,8 @@ pub enum Record {
     },
 }
 
-/// The envelope fields we read. Leaves are `Value` so a surprising type on one field makes that
-/// field unknown instead of losing the record; `message` is typed so its (possibly huge)
-/// `content` is skipped without being built.
+/// The envelope fields we read: `Value` leaves, so a surprising type loses one field, not the
+/// record; a typed `message`, so its (possibly huge) `content` is skipped without being built.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RawRecord {
@@ -101,8 +100,7 @@ pub fn usage_from(value: &Value) -> Option<Usage> {
     })
 }
 
-/// Parses one transcript line (with or without its line ending): `None` for anything but a
-/// well-formed `assistant` or `system/compact_boundary` record.
+/// Parses one transcript line: `None` for anything but an `assistant` or compaction record.
 pub fn parse_record(line: &[u8]) -> Option<Record> {
     let line = line.trim_ascii();
     if line.first() != Some(&b'{') {
@@ -170,8 +168,7 @@ pub struct LimitRecord {
     pub offset: u64,
 }
 
-/// Incremental context computation: feed records in file order, ask `current()` at any time.
-/// It also keeps the usage-limit notice the records end on, if any.
+/// Incremental context computation over records in file order; keeps the limit they end on.
 #[derive(Debug, Clone, Default)]
 pub struct ContextTracker {
     current: Option<ContextReading>,

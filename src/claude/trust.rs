@@ -239,8 +239,7 @@ fn mark_trusted(
     Ok(true)
 }
 
-/// Copy the bytes that were read to `<config>.wakebridge-backup.<unix seconds>[-n]`, 0600,
-/// synced, never replacing an existing file.
+/// Copy the bytes read to `<config>.wakebridge-backup.<secs>[-n]`: 0600, synced, never replacing.
 fn write_backup(config: &Path, bytes: &[u8]) -> Result<PathBuf, PreTrustError> {
     let seconds = crate::clock::now_s();
     let base = format!("{}{BACKUP_INFIX}{seconds}", config.display());

@@ -371,8 +371,7 @@ pub(crate) fn is_under_subagents(path: &Path) -> bool {
         .any(|c| c.as_os_str() == OsStr::new(SUBAGENTS_DIR))
 }
 
-/// The transcript of `session_id`: the hinted path if it is an existing main transcript, else
-/// `<config dir>/projects/*/<session_id>.jsonl` over `homes` (newest if several).
+/// The transcript of `session_id`: the hinted main transcript, else the newest in `projects/*/`.
 pub fn find_transcript_in(
     homes: &[ClaudeHome],
     session_id: &str,

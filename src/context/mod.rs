@@ -39,9 +39,8 @@ pub struct ContextFigures {
     pub usage_source: Option<UsageSource>,
 }
 
-/// Combines a transcript reading and a feed that the caller already checked for freshness
-/// (`statusline::read_feed`). A feed with usage wins (it is Claude Code's own figure); its
-/// window wins too. Otherwise the transcript reading is used with the resolved window.
+/// Combines a transcript reading and a fresh feed: a feed with usage wins (it is Claude Code's
+/// own figure), and so does its window.
 pub fn figures(
     reading: Option<&ContextReading>,
     fresh_feed: Option<&Feed>,

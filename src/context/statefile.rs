@@ -30,8 +30,7 @@ pub enum StateFileError {
     NoParent { path: PathBuf },
 }
 
-/// Writes `bytes` to `path` atomically (temp file in the same directory, 0600, fsync, rename),
-/// creating the parent directory (0700) if missing.
+/// Writes `bytes` to `path` atomically (temp file, 0600, fsync, rename), creating its directory.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), StateFileError> {
     let dir = path
         .parent()

@@ -120,8 +120,7 @@ pub fn percent(used_tokens: u64, window_tokens: u64) -> f64 {
     ((raw * 10.0).round() / 10.0).clamp(0.0, 100.0)
 }
 
-/// A percentage as the whole number state files, warnings and the status line show (0-100;
-/// `None` for NaN or infinity).
+/// A percentage as the whole number files and lines show (`None` for NaN or infinity).
 pub fn whole_percent(percent: f64) -> Option<u32> {
     percent
         .is_finite()

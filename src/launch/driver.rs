@@ -55,8 +55,7 @@ pub enum Step {
     Halt(Halt),
 }
 
-/// Decides, capture by capture (with the time since the launch started), which key to press;
-/// never on a screen younger than [`SETTLE`].
+/// Decides, capture by capture, which key to press; never on a screen younger than [`SETTLE`].
 #[derive(Debug, Clone, Default)]
 pub struct Driver {
     /// The screen up (its kind only: moving the trust dialog's selection does not restart its

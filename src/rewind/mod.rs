@@ -96,8 +96,7 @@ pub fn due(
     }
 }
 
-/// Whether a screen shows Claude Code's fresh, empty prompt: an input line with nothing on it
-/// and nothing holding the pane (no dialog, menu or running turn).
+/// Whether a screen shows Claude Code's fresh, empty prompt with nothing holding the pane.
 pub fn cleared(text: &str) -> bool {
     text.lines().any(|line| screen::input(line).is_some())
         && screen::draft(text).is_none()

@@ -198,8 +198,7 @@ pub fn option_label(line: &str) -> &str {
     line.trim_start().trim_start_matches(CURSOR).trim_start()
 }
 
-/// A selection cursor on a numbered option with at least one more option line (a numbered list
-/// in the agent's output has no cursor).
+/// A selection cursor on a numbered option, and another option (agent output has no cursor).
 fn has_option_list(lines: &[&str]) -> bool {
     cursor_on_option(lines) && lines.iter().filter(|l| is_option(option_label(l))).count() >= 2
 }
