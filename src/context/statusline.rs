@@ -162,21 +162,17 @@ pub fn marker_activity(wake_dir: &Path, session_id: &str, ttl: Duration) -> Acti
 
 /// The status line: `ctx 42%`, `ctx 42% · busy`, or `ctx ?` when nothing is known.
 pub fn render_line(feed: Option<&Feed>, activity: Option<Activity>) -> String {
-    let mut line = match feed.and_then(Feed::percent) {
+    let mut parts = vec![match feed.and_then(Feed::percent) {
         Some(p) => format!("ctx {}%", p.round() as u32),
         None => UNKNOWN_LINE.to_owned(),
-    };
-    if let Some(a) = activity {
-        line.push_str(SEPARATOR);
-        line.push_str(a.into());
-    }
+    }];
+    parts.extend(activity.map(|a| <&str>::from(a).to_owned()));
     if let Some(limit) = feed.and_then(|f| f.limit.as_ref()) {
-        line.push_str(SEPARATOR);
         let local = jiff::tz::TimeZone::system();
         let reset = describe_reset(limit.resets_at_ms, now_ms(), &local);
-        line.push_str(&format!("{} hit, {reset}", limit.kind));
+        parts.push(format!("{} hit, {reset}", limit.kind));
     }
-    line
+    parts.join(SEPARATOR)
 }
 
 /// The line when wakebridge wraps the user's own command: their output (a trailing newline
