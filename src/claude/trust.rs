@@ -7,7 +7,7 @@ use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde_json::{Map, Value};
 
@@ -322,46 +322,33 @@ fn replace_if_unchanged(
     if expected.is_none() {
         fs::create_dir_all(dir).map_err(write_err)?;
     }
-    let name = config
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.subsec_nanos());
-    let temp = dir.join(format!(
-        ".{name}.wakebridge.{}.{nanos}.tmp",
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(FILE_MODE)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        // The mode after creation: umask does not apply to set_permissions.
-        file.set_permissions(Permissions::from_mode(mode))?;
-        file.sync_all()?;
-        let now = match fs::metadata(config) {
-            Ok(meta) => Some(Stamp::of(&meta)),
-            Err(err) if err.kind() == ErrorKind::NotFound => None,
-            Err(err) => return Err(err),
-        };
-        if now != expected {
-            return Ok(false);
-        }
-        fs::rename(&temp, config)?;
-        // Make the rename durable; a failure here leaves the new file in place, so ignore it.
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
-        Ok(true)
-    })();
-    if !matches!(result, Ok(true)) {
-        let _ = fs::remove_file(&temp);
+    // Dropping `temp` on any early return deletes it.
+    let mut temp = tempfile::Builder::new()
+        .prefix(".wakebridge.")
+        .suffix(".tmp")
+        .permissions(Permissions::from_mode(FILE_MODE))
+        .tempfile_in(dir)
+        .map_err(write_err)?;
+    temp.write_all(bytes).map_err(write_err)?;
+    // The mode after creation: umask does not apply to set_permissions.
+    let file = temp.as_file();
+    (file.set_permissions(Permissions::from_mode(mode)))
+        .and_then(|()| file.sync_all())
+        .map_err(write_err)?;
+    let now = match fs::metadata(config) {
+        Ok(meta) => Some(Stamp::of(&meta)),
+        Err(err) if err.kind() == ErrorKind::NotFound => None,
+        Err(err) => return Err(write_err(err)),
+    };
+    if now != expected {
+        return Ok(false);
     }
-    result.map_err(write_err)
+    temp.persist(config).map_err(|e| write_err(e.error))?;
+    // Make the rename durable; a failure here leaves the new file in place, so ignore it.
+    if let Ok(dir) = File::open(dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
