@@ -233,11 +233,7 @@ impl Monitor {
         let path = find_transcript_in(&config.homes, sid, hint.as_deref())
             .or_else(|| hint.filter(|p| plausible_transcript(p)));
         let Some(path) = path else { return };
-        if t.follower
-            .as_ref()
-            .map(super::follow::TranscriptFollower::path)
-            != Some(path.as_path())
-        {
+        if t.follower.as_ref().map(TranscriptFollower::path) != Some(path.as_path()) {
             tracing::debug!(session_id = sid, transcript = %path.display(), "following transcript");
             t.follower = Some(TranscriptFollower::new(path));
             t.last_event = None;
@@ -255,12 +251,8 @@ impl Monitor {
         for (sid, t) in &mut self.sessions {
             let feed = read_feed(&config.state_dir, sid, config.feed_max_age);
             if full && (t.follower.is_none() || t.last_event == Some(PollEvent::Missing)) {
-                Self::locate(
-                    config,
-                    sid,
-                    t,
-                    feed.as_ref().and_then(|f| f.transcript_path.clone()),
-                );
+                let feed_hint = feed.as_ref().and_then(|f| f.transcript_path.clone());
+                Self::locate(config, sid, t, feed_hint);
             }
             let mut active_at = t.active_at;
             if let Some(follower) = t.follower.as_mut() {
