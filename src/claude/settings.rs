@@ -176,9 +176,10 @@ pub fn uninstall(current: &[u8], exe: &str, created: &Created) -> Result<Uninsta
     }
     if root.contains_key("hooks") {
         let hooks = hooks_mut(&mut root)?;
-        let mut emptied = Vec::new();
-        for (event, groups) in hooks.iter_mut() {
-            let Value::Array(list) = groups else { continue };
+        hooks.retain(|event, groups| {
+            let Value::Array(list) = groups else {
+                return true;
+            };
             let mut removed_any = false;
             list.retain_mut(|group| {
                 let Some(Value::Array(entries)) = group.get_mut("hooks") else {
@@ -195,13 +196,8 @@ pub fn uninstall(current: &[u8], exe: &str, created: &Created) -> Result<Uninsta
                 // A group that held only ours goes with it; one the user left empty stays.
                 !(removed && entries.is_empty())
             });
-            if removed_any && list.is_empty() && created.events.iter().any(|e| e == event) {
-                emptied.push(event.clone());
-            }
-        }
-        for event in emptied {
-            hooks.shift_remove(&event);
-        }
+            !(removed_any && list.is_empty() && created.events.iter().any(|e| e == event))
+        });
         if hooks.is_empty() && created.hooks {
             root.shift_remove("hooks");
         }
