@@ -77,13 +77,11 @@ pub fn due(
         RewindWhy::Asked | RewindWhy::Restart if idle_for >= settle => Due::Now,
         RewindWhy::Auto => {
             let gap_ms = i64::try_from(config.min_gap.as_millis()).unwrap_or(i64::MAX);
-            if let Some(last) = last_done_ms
-                && now_ms.saturating_sub(last) < gap_ms
-            {
-                let ago = Duration::from_millis(u64::try_from(now_ms - last).unwrap_or(0));
+            let ago_ms = last_done_ms.map(|last| now_ms.saturating_sub(last));
+            if let Some(ago_ms) = ago_ms.filter(|&ago| ago < gap_ms) {
+                let ago = ago_ms.max(0) / 1000;
                 return Due::Skip(format!(
-                    "the last rewind was {}s ago, within rewind.min_gap",
-                    ago.as_secs()
+                    "the last rewind was {ago}s ago, within rewind.min_gap"
                 ));
             }
             if idle_for >= config.after {
