@@ -263,12 +263,10 @@ impl TranscriptFollower {
     /// Cheap check for an in-place rewrite that regrew past our offset: the byte before the
     /// offset was a newline when we consumed it, so it must still be one.
     fn still_ends_in_newline(&self) -> Result<bool, FollowError> {
-        let Some(open) = &self.open else {
+        let checkable = self.offset > 0 && self.splitter.at_line_start();
+        let Some(open) = self.open.as_ref().filter(|_| checkable) else {
             return Ok(true);
         };
-        if self.offset == 0 || !self.splitter.at_line_start() {
-            return Ok(true);
-        }
         let mut byte = [0u8; 1];
         match open.file.read_at(&mut byte, self.offset - 1) {
             Ok(1) => Ok(byte[0] == b'\n'),
