@@ -1,6 +1,5 @@
-//! Where Claude Code keeps its things, with `CLAUDE_CONFIG_DIR` meaning what it means to Claude
-//! Code: when set (absolute) it replaces `~/.claude` and holds `.claude.json`; otherwise the dir
-//! is `~/.claude` and the state file `~/.claude.json`. A relative value is refused.
+//! Where Claude Code keeps its things: `$CLAUDE_CONFIG_DIR` (absolute) holding `.claude.json`,
+//! else `~/.claude` and `~/.claude.json`.
 
 use std::path::{Path, PathBuf};
 
@@ -8,12 +7,9 @@ use crate::env::Env;
 
 /// The variable that moves Claude Code's config dir away from `~/.claude`.
 pub const CONFIG_DIR_ENV: &str = "CLAUDE_CONFIG_DIR";
-/// The registry's directory inside the config dir.
 pub const SESSIONS_DIR: &str = "sessions";
-/// The transcripts' directory inside the config dir.
 pub const PROJECTS_DIR: &str = "projects";
 
-/// Why Claude Code's config dir is unknown.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HomeError {
     #[error("HOME is not set to an absolute path, so ~/.claude is unknown; set HOME")]
@@ -41,8 +37,7 @@ impl ClaudeHome {
             if !dir.is_absolute() {
                 return Err(HomeError::RelativeConfigDir(dir.display().to_string()));
             }
-            let state_file = dir.join(".claude.json");
-            return Ok(ClaudeHome { dir, state_file });
+            return Ok(ClaudeHome::at(dir));
         }
         let home = env.absolute_path("HOME").ok_or(HomeError::NoHome)?;
         Ok(ClaudeHome {
@@ -57,20 +52,16 @@ impl ClaudeHome {
         ClaudeHome { dir, state_file }
     }
 
-    /// The live session registry, `<dir>/sessions`.
     pub fn sessions(&self) -> PathBuf {
         self.dir.join(SESSIONS_DIR)
     }
 
-    /// The transcripts, `<dir>/projects`.
     pub fn projects(&self) -> PathBuf {
         self.dir.join(PROJECTS_DIR)
     }
 
-    /// The state file Claude Code reads, as its 2.1.332 binary resolves it: `state_file`, except
-    /// that a non-empty legacy `<dir>/.config.json` wins while the main file is missing or
-    /// empty. (mieubrisse/agenc#30 reports installs that read `~/.claude.json` despite
-    /// CLAUDE_CONFIG_DIR; launching with that variable set is the caller's promise.)
+    /// The state file Claude Code reads: `state_file`, except that a non-empty legacy
+    /// `<dir>/.config.json` wins while the main file is missing or empty.
     pub fn state_file_in_use(&self) -> PathBuf {
         let non_empty_file =
             |path: &Path| std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0);

@@ -1,33 +1,26 @@
-//! Claude Code's hooks as wakebridge hears them: the payload fields it reads from a hook's
-//! stdin ([`HookInput`]), the events and notification types by name, what each says about the
-//! session's turn ([`HookKind`]), the events the settings snippet wires, and the spelling the
-//! ledger keeps an event under (`Notification:<type>`), which the nudger reads back. What the
-//! hook command *does* on each event is `cli::hook`'s table; this module only names and reads.
+//! Claude Code's hooks as wakebridge hears them: the payload fields it reads ([`HookInput`]),
+//! the events by name, what each says about the session's turn ([`HookKind`]), the events the
+//! settings wire, and how the ledger spells an event. What the hook *does* is `cli::hook`'s.
 
 use serde_json::Value;
 use std::time::Duration;
 
-/// Largest hook payload accepted (1 MiB): lifecycle payloads are a few hundred bytes; a
-/// PreToolUse carrying a huge file write is skipped rather than buffered without bound.
+/// Largest hook payload accepted: a PreToolUse carrying a huge file write is skipped.
 pub const HOOK_STDIN_CAP_BYTES: usize = 1024 * 1024;
-/// The Notification type Claude Code sends once the prompt has sat idle.
 pub const IDLE_PROMPT: &str = "idle_prompt";
 /// SessionStart source that fires mid-turn (after an automatic compaction).
 pub const SOURCE_COMPACT: &str = "compact";
 /// SessionStart's source after `/clear` (the same agent in the same pane, under a new session
 /// id), and the reason of the SessionEnd of the id it gives up, which fires just before.
 pub const SOURCE_CLEAR: &str = "clear";
-/// Notification type: Claude Code's own "continue automatically at usage limit" resumed the
-/// session.
+/// Notification type: Claude Code's own auto-continue at a usage limit resumed the session.
 pub const QUOTA_AUTO_RESUMED: &str = "quota_auto_resume_fired";
-/// The Notification matcher the settings snippet wires (a regex over `notification_type`): the
-/// type that means idle and the one that means resumed from a usage limit.
+/// The Notification matcher the settings wire (a regex over `notification_type`).
 pub const NOTIFICATION_MATCHER: &str = "idle_prompt|quota_auto_resume_fired";
 /// `timeout` (seconds) written into the settings for each hook command: well over the hook's
 /// own 5 s budget, so Claude Code never has to kill it.
 pub const SETTINGS_HOOK_TIMEOUT_SECS: u64 = 10;
-/// `(event, matcher)` pairs the settings snippet wires; the matcher narrows Notification to the
-/// types wakebridge acts on.
+/// `(event, matcher)` pairs the settings wire.
 pub const WIRED_EVENTS: [(&str, &str); 7] = [
     ("SessionStart", ""),
     ("UserPromptSubmit", ""),
@@ -38,7 +31,6 @@ pub const WIRED_EVENTS: [(&str, &str); 7] = [
     ("SessionEnd", ""),
 ];
 
-/// The fields of a hook payload wakebridge uses; everything else is ignored.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct HookInput {
     pub event_name: String,
@@ -51,18 +43,17 @@ pub struct HookInput {
     pub reason: Option<String>,
     /// Notification: `idle_prompt`, `permission_prompt`, ...
     pub notification_type: Option<String>,
-    /// Stop: Claude Code is already going on because a Stop hook blocked the last stop.
+    /// Stop: a Stop hook blocked the last stop.
     pub stop_hook_active: bool,
     /// StopFailure: the API error's kind (`rate_limit`, `server_error`, ...).
     pub error: Option<String>,
-    /// Stop and StopFailure: the turn's last assistant text (a limit's notice, for a limit).
+    /// Stop and StopFailure: the turn's last assistant text.
     pub last_assistant_message: Option<String>,
 }
 
 impl HookInput {
-    /// The event as the ledger records it: `Notification:<notification_type>` for a
-    /// notification (the nudger tells `idle_prompt` from a permission prompt by it), else the
-    /// event name. [`HookKind::of_recorded`] reads it back.
+    /// The event as the ledger records it: `Notification:<type>` for a notification (the
+    /// nudger tells `idle_prompt` from a permission prompt by it), else the event name.
     pub fn recorded_event(&self) -> String {
         match (&*self.event_name, &self.notification_type) {
             ("Notification", Some(kind)) => format!("Notification:{kind}"),
@@ -71,7 +62,6 @@ impl HookInput {
     }
 }
 
-/// Why stdin did not yield a usable hook payload.
 #[derive(Debug, thiserror::Error)]
 pub enum HookInputError {
     #[error("hook input is larger than {limit} bytes; skipped")]
@@ -88,7 +78,6 @@ pub enum HookInputError {
     MissingEventName,
 }
 
-/// Parses a hook payload. Never panics, whatever the bytes.
 pub fn parse_hook_input(bytes: &[u8]) -> Result<HookInput, HookInputError> {
     if bytes.len() > HOOK_STDIN_CAP_BYTES {
         return Err(HookInputError::TooLarge {
@@ -114,9 +103,8 @@ pub fn parse_hook_input(bytes: &[u8]) -> Result<HookInput, HookInputError> {
     })
 }
 
-/// A Stop hook's answer that keeps Claude Code going with `reason` as its next instruction
-/// instead of ending the turn (it counts towards Claude Code's cap of consecutive blocks,
-/// `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`, 8 by default).
+/// A Stop hook's answer that keeps Claude Code going with `reason` as its next instruction (it
+/// counts towards `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`, 8 by default).
 pub fn keep_going(reason: &str) -> String {
     serde_json::json!({ "decision": "block", "reason": reason }).to_string()
 }
@@ -124,25 +112,19 @@ pub fn keep_going(reason: &str) -> String {
 /// What a hook event says about the session's turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookKind {
-    /// `Stop` / `StopFailure`: the turn ended.
     TurnEnded,
-    /// `Notification` of type `idle_prompt`: the prompt has sat idle.
     IdlePrompt,
-    /// A turn is running (`UserPromptSubmit`, tool use, subagents, compaction).
     Working,
-    /// A `Notification` that a dialog waits for a human (`permission_prompt`, ...).
+    /// A dialog waits for a human (`permission_prompt`, ...).
     Waiting,
-    /// The session ended.
     Ended,
     /// Says nothing about idleness (`SessionStart`, other notifications, unknown events).
     Neutral,
 }
 
 impl HookKind {
-    /// Whether a new event of this kind is the session showing life: a turn running or ending.
-    /// An idle notification (`idle_prompt`, fired a minute after every turn), a dialog's
-    /// notification and the session's end report it waiting or gone, and a neutral event says
-    /// nothing: none of them answers a nudge or restarts a nudge series.
+    /// Whether this event is the session showing life (a turn running or ending): only such an
+    /// event answers a nudge or restarts a nudge series.
     pub fn shows_life(self) -> bool {
         matches!(self, HookKind::Working | HookKind::TurnEnded)
     }
@@ -151,13 +133,8 @@ impl HookKind {
     /// after `:`, `(` or a space (`Notification:idle_prompt`); a bare `Notification` is neutral.
     pub fn of_recorded(event: &str) -> HookKind {
         let event = event.trim();
-        let (name, detail) = match event.find([':', '(', ' ']) {
-            Some(at) => (
-                &event[..at],
-                event[at + 1..].trim().trim_end_matches(')').trim(),
-            ),
-            None => (event, ""),
-        };
+        let (name, detail) = event.split_once([':', '(', ' ']).unwrap_or((event, ""));
+        let detail = detail.trim().trim_end_matches(')').trim();
         match name {
             "Stop" | "StopFailure" => HookKind::TurnEnded,
             "UserPromptSubmit" | "PreToolUse" | "PostToolUse" | "PostToolUseFailure"

@@ -1,23 +1,19 @@
-//! Claude Code's per-session inbox (2.1.224+): a private Unix socket a session binds and
-//! announces to its hooks (`CLAUDE_CODE_MESSAGING_SOCKET`, with a token and its pid). A line
-//! written there starts a turn in an idle session, reaches a busy one between tool calls and
-//! never touches a draft or a dialog (`../shared/reference/claude-code-inbox.md`, 2.1.332).
-//! This module owns where a session's inbox is, whether a path is one to trust (our socket, no
-//! symlink, a private directory, a live process) and sending one message; whether it arrived
-//! is the session's own `UserPromptSubmit` hook's to say.
+//! Claude Code's per-session inbox: a private Unix socket a session announces to its hooks. A
+//! line written there starts a turn in an idle session, reaches a busy one between tool calls
+//! and never touches a draft or a dialog. This module finds it, checks it is one to trust and
+//! sends one message; whether it arrived is the session's `UserPromptSubmit` hook's to say.
 
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use super::registry::process_alive;
 use crate::deadline::Deadline;
 use crate::env::Env;
 
-/// The hook environment's variables that say where a session's inbox is.
 pub const SOCKET_ENV: &str = "CLAUDE_CODE_MESSAGING_SOCKET";
 pub const TOKEN_ENV: &str = "CLAUDE_CODE_MESSAGING_TOKEN";
 pub const PID_ENV: &str = "CLAUDE_PID";
@@ -32,10 +28,8 @@ const MAX_TOKEN_CHARS: usize = 128;
 #[derive(Clone, PartialEq, Eq)]
 pub struct Inbox {
     pub socket: PathBuf,
-    /// Only classifies the sender on Linux and macOS (a message without it is delivered too);
-    /// never logged or shown.
+    /// Only classifies the sender (a message without it is delivered too); never logged.
     pub token: Option<String>,
-    /// The session's process, when known.
     pub pid: Option<u32>,
 }
 
@@ -50,7 +44,6 @@ impl std::fmt::Debug for Inbox {
     }
 }
 
-/// Why an inbox cannot be used (each says what to look at).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum InboxError {
     #[error("no inbox socket at {0}: the session exited or never bound one")]
@@ -93,8 +86,7 @@ impl InboxError {
 }
 
 impl Inbox {
-    /// The inbox a hook's environment announces (every hook of a session that has one gets
-    /// it, `SessionStart` included); `None` without the socket variable.
+    /// The inbox a hook's environment announces, if any.
     pub fn from_hook_env(env: &Env) -> Option<Inbox> {
         let socket = env.absolute_path(SOCKET_ENV)?;
         let token = env
@@ -104,18 +96,14 @@ impl Inbox {
         Some(Inbox { socket, token, pid })
     }
 
-    /// Whether this is a socket to send to: it exists, is a socket (not a symlink to one), is
-    /// owned by this user, lies in a directory no one else can enter, and its process (when
-    /// known) is alive. Claude Code makes its directory 0700 and the socket 0600.
+    /// Whether this is a socket to send to: a socket (no symlink) owned by this user, in a
+    /// directory no one else can enter, its process (when known) alive.
     pub fn check(&self) -> Result<(), InboxError> {
         let path = &self.socket;
-        let meta = match std::fs::symlink_metadata(path) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                return Err(InboxError::Gone(path.clone()));
-            }
-            Err(e) => return Err(io_error(path, &e)),
-        };
+        let meta = std::fs::symlink_metadata(path).map_err(|e| match e.kind() {
+            ErrorKind::NotFound => InboxError::Gone(path.clone()),
+            _ => io_error(path, &e),
+        })?;
         if meta.file_type().is_symlink() {
             return Err(InboxError::Symlink(path.clone()));
         }
@@ -140,22 +128,21 @@ impl Inbox {
         Ok(())
     }
 
-    /// Sends `text` as one message (after checking the socket) and waits until the session
-    /// closed the connection, which it does once it read the lines; bounded by `deadline`.
+    /// Sends `text` as one message and waits until the session closed the connection, which it
+    /// does once it read the lines.
     pub async fn send(&self, text: &str, deadline: Deadline) -> Result<(), InboxError> {
         if text.len() > MAX_MESSAGE_BYTES {
             return Err(InboxError::TooLong(text.len()));
         }
         self.check()?;
         let path = &self.socket;
-        let mut lines = String::new();
-        if let Some(token) = &self.token {
-            lines.push_str(&json!({"type": "auth", "token": token}).to_string());
-            lines.push('\n');
-        }
+        let auth = (self.token.as_ref()).map(|token| json!({"type": "auth", "token": token}));
         let message = json!({"type": "user", "message": {"role": "user", "content": text}});
-        lines.push_str(&message.to_string());
-        lines.push('\n');
+        let lines: String = auth
+            .into_iter()
+            .chain([message])
+            .map(|v| format!("{v}\n"))
+            .collect();
         let exchange = async {
             let mut stream =
                 tokio::net::UnixStream::connect(path)
@@ -171,19 +158,11 @@ impl Inbox {
                 .map_err(|e| io_error(path, &e))?;
             stream.shutdown().await.map_err(|e| io_error(path, &e))?;
             // Nothing is written back: the session closes its side once it took the lines.
-            let mut rest = [0u8; 256];
-            loop {
-                match stream.read(&mut rest).await {
-                    Ok(0) => return Ok(()),
-                    Ok(_) => {}
-                    Err(e) => return Err(io_error(path, &e)),
-                }
-            }
+            let drained = tokio::io::copy(&mut stream, &mut tokio::io::sink()).await;
+            drained.map(drop).map_err(|e| io_error(path, &e))
         };
-        match tokio::time::timeout(deadline.remaining(), exchange).await {
-            Ok(result) => result,
-            Err(_) => Err(InboxError::Timeout(path.clone())),
-        }
+        let timed = tokio::time::timeout(deadline.remaining(), exchange).await;
+        timed.unwrap_or_else(|_| Err(InboxError::Timeout(path.clone())))
     }
 }
 
@@ -199,6 +178,7 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
     use std::time::Duration;
+    use tokio::io::AsyncReadExt;
 
     fn private_dir() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

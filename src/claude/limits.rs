@@ -1,8 +1,7 @@
 //! Claude Code's usage limits, read the same way from every signal: the notice it prints
-//! (`You've hit your session limit · resets 3pm (Europe/London)`) on screen, in a transcript's
-//! API-error record or a `StopFailure` hook; the status line's `rate_limits`; the limit menu's
-//! wait option; and the reset in every form 2.1.197 writes it. Warnings (`You've used 90% …`) and
-//! a bare 429 are not limits. Pure: nothing here reads a file or decides what to do.
+//! (`You've hit your session limit · resets 3pm (Europe/London)`) on screen, in a transcript or
+//! a `StopFailure` hook; the status line's `rate_limits`; the limit menu; the reset in every
+//! form it is written. Warnings (`You've used 90% …`) and a bare 429 are not limits. Pure.
 
 use jiff::Timestamp;
 use jiff::civil::{Date, DateTime, Time};
@@ -19,71 +18,57 @@ const REACHED: &str = " limit reached";
 const MESSAGE_GLYPHS: &[char] = &['\u{23bf}', '\u{25cf}'];
 /// Lines Claude Code draws under a notice as part of it (2.1.332), not a reply after it.
 const NOTICE_FOLLOWERS: &[&str] = &["Usage limit reached"];
-/// How the footer of Claude Code's own auto-continue opens, lower-cased (2.1.332: `Continuing
-/// automatically at 8:39pm · Esc to cancel`, `Continuing shortly · Esc to cancel`, ...).
+/// Claude Code's own auto-continue footer, lower-cased: `Continuing automatically at 8:39pm ·
+/// Esc to cancel`, `Continuing shortly · Esc to cancel`; and once the reset passed without it.
 const AUTO_CONTINUE_FOOTER: &str = "continuing ";
-/// What closes that footer, lower-cased.
 const AUTO_CONTINUE_CANCEL: &str = "esc to cancel";
-/// The footer once the reset passed without the auto-continue firing, lower-cased.
 const AUTO_CONTINUE_STALE: &str = "your usage limit has reset";
 /// Limits whose notice names no reset (the spend cap; an organisation's monthly limit).
 const NO_RESET_KINDS: &[&str] = &["spend limit", "monthly"];
 /// What separates the kind from the reset in a notice (U+00B7, or U+2219 in the older form).
 const SEPARATORS: &[char] = &['\u{b7}', '\u{2219}'];
-/// The limit menu's option that waits for the reset (2.1.197; the menu's `cancel`).
+/// The limit menu's option that waits for the reset.
 pub const WAIT_OPTION: &str = "Stop and wait for limit to reset";
 /// For a notice read as it was written (a hook, a transcript record, the screen right after a
 /// resume): a clock time this far in the past still means today's, read a moment after it.
 pub const WRITTEN_NOW: i64 = 5 * 60_000;
-/// A notice shows its reset to the minute, so the limit lifts by that minute's last millisecond
-/// ([`Notice::lifts_by_ms`]): a resume timed by it never meets a limit not lifted yet. An exact
-/// reset (a transcript record's `resetsAt`) replaces it where there is one.
+/// A notice shows its reset to the minute, so the limit lifts by that minute's last millisecond:
+/// a resume timed by it never meets a limit not lifted yet.
 pub const TO_THE_MINUTE_MS: i64 = 59_999;
-/// For a notice found on a screen, written at a moment not known: a time without a date means
-/// a reset within a day, so one passed within the last day is taken as passed (misreading it
-/// costs one resume try; the other reading could cost a day).
+/// For a notice found on a screen, written at a moment not known: a time passed within the last
+/// day is taken as passed (misreading it costs one resume try; the other reading a day).
 pub const WRITTEN_EARLIER: i64 = 24 * 3_600_000;
 /// The status line's windows, as the kind a notice would name.
 const STATUSLINE_WINDOWS: &[(&str, &str)] =
     &[("five_hour", "5-hour limit"), ("seven_day", "weekly limit")];
 
-/// A usage limit as Claude Code announced it: which limit, and when it resets as written
-/// (`None`: the notice gives no time, e.g. a monthly spend limit).
+/// A usage limit as Claude Code announced it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
     /// `session limit`, `weekly limit`, `Opus limit`, `5-hour limit`, ...
     pub kind: String,
-    /// The reset as shown (`3pm (Europe/London)`, `in 2h 5m`), for display and to tell a new
-    /// notice from the same one read again.
+    /// The reset as shown (`3pm (Europe/London)`, `in 2h 5m`); `None` for a monthly limit.
     pub resets: Option<String>,
 }
 
 impl Notice {
-    /// The reset as unix ms, read at `now_ms` in `local` (the zone Claude Code shows times in
-    /// when the notice names none), a time up to `past_ms` ago taken as passed rather than as
-    /// the next day's ([`WRITTEN_NOW`], [`WRITTEN_EARLIER`]).
+    /// The reset as unix ms, as [`parse_reset`] reads it.
     pub fn resets_at_ms(&self, now_ms: i64, past_ms: i64, local: &TimeZone) -> Option<i64> {
         parse_reset(self.resets.as_deref()?, now_ms, past_ms, local)
     }
 
-    /// The latest moment the limit may lift, as [`Notice::resets_at_ms`] reads it: the last
-    /// millisecond of the minute the notice shows ([`TO_THE_MINUTE_MS`]), or of the second for
-    /// a relative reset given in seconds (`in 40s`).
+    /// The latest moment the limit may lift: the last millisecond of the minute shown, or of the
+    /// second for a relative reset given in seconds (`in 40s`).
     pub fn lifts_by_ms(&self, now_ms: i64, past_ms: i64, local: &TimeZone) -> Option<i64> {
         let text = self.resets.as_deref()?;
         let in_seconds = text.trim().starts_with("in ") && text.trim_end().ends_with('s');
         let slack = if in_seconds { 999 } else { TO_THE_MINUTE_MS };
-        Some(
-            self.resets_at_ms(now_ms, past_ms, local)?
-                .saturating_add(slack),
-        )
+        Some((self.resets_at_ms(now_ms, past_ms, local)?).saturating_add(slack))
     }
 }
 
-/// The notice a line or message starts with, if it is one. Only a notice's own opening counts
-/// (after the glyphs Claude Code draws in front of a message, `⎿` and `●`), and it must name a
-/// reset or be one of the limits that give none (a monthly spend or usage limit): an agent's
-/// sentence that happens to say "you've hit your rate limit" is not Claude Code's notice.
+/// The notice a line or message starts with (after `⎿` or `●`), if it names a reset or is a limit
+/// that gives none: an agent's sentence saying "you've hit your rate limit" is no notice.
 pub fn notice(text: &str) -> Option<Notice> {
     let text = screen::normalize(text);
     let text = text.trim_start_matches(|c: char| c.is_whitespace() || MESSAGE_GLYPHS.contains(&c));
@@ -117,10 +102,8 @@ fn resets_part(after: &str) -> Option<String> {
     (!reset.is_empty()).then(|| reset.to_owned())
 }
 
-/// The notice that is the screen's latest word: the last notice above the input box with no
-/// message after it (a `●` reply, or a prompt the agent took, `❯ continue`). One that scrolled
-/// up behind newer work is history, not a limit. Only the limit menu and blank lines may
-/// follow it.
+/// The notice that is the screen's latest word: the last one above the input box with no
+/// message after it (a `●` reply, or a prompt the agent took, `❯ continue`).
 pub fn on_screen(text: &str) -> Option<Notice> {
     let normalized = screen::normalize(text);
     let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
@@ -147,17 +130,15 @@ pub fn on_screen(text: &str) -> Option<Notice> {
     (!later_message).then_some(found)
 }
 
-/// What Claude Code's own auto-continue at a usage limit (2.1.234+, on unless
-/// `autoContinueAtUsageLimit` is false) says on the screen.
+/// Claude Code's own auto-continue at a usage limit, as its footer shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AutoContinue {
-    /// Armed: it will continue the session by itself at the reset, or shortly after it.
+    /// It will continue the session by itself at the reset.
     Armed,
-    /// The reset passed and it did not continue: it waits for a prompt (`Press enter`).
+    /// The reset passed and it did not continue: it waits for a prompt.
     Stale,
 }
 
-/// Claude Code's auto-continue as its footer shows it, if it does.
 pub fn auto_continue(screen: &str) -> Option<AutoContinue> {
     screen.lines().find_map(|line| {
         let line = line.trim().to_lowercase();
@@ -175,10 +156,8 @@ fn is_auto_continue_footer(lower: &str) -> bool {
     lower.starts_with(AUTO_CONTINUE_FOOTER) && lower.contains(AUTO_CONTINUE_CANCEL)
 }
 
-/// `screen` without the footer of Claude Code's own auto-continue at a limit (every wording of
-/// [`AUTO_CONTINUE_FOOTER`]). Its "Esc to cancel" reads as a dialog, but it is no menu: the
-/// prompt above it takes keys as always, and a prompt typed there takes the continue over. A
-/// resume typed once the auto-continue was given its time must not be held back by it.
+/// `screen` without the auto-continue footer: its "Esc to cancel" reads as a dialog, but the
+/// prompt above it takes keys as always, so it must not hold back a resume.
 pub fn without_auto_continue(screen: &str) -> String {
     screen
         .lines()
@@ -187,9 +166,7 @@ pub fn without_auto_continue(screen: &str) -> String {
         .collect()
 }
 
-/// The number of the limit menu's wait option, if the menu is on the screen (a selection cursor
-/// on its option list, as `screen` reads menus): the one option to pick, located by its label
-/// (never a blind Enter or digit). The same words in plain output are not a menu.
+/// The number of the limit menu's wait option, by its label, if the menu is on the screen.
 pub fn wait_option(text: &str) -> Option<u8> {
     let text = screen::normalize(text);
     let lines: Vec<&str> = text.lines().collect();
@@ -199,9 +176,7 @@ pub fn wait_option(text: &str) -> Option<u8> {
     lines.iter().find_map(|line| {
         let label = screen::option_label(line);
         let (number, rest) = label.split_once(['.', ')'])?;
-        (rest.trim() == WAIT_OPTION)
-            .then(|| number.parse().ok())
-            .flatten()
+        (rest.trim() == WAIT_OPTION).then(|| number.parse().ok())?
     })
 }
 
@@ -211,14 +186,12 @@ pub struct TranscriptNotice {
     pub notice: Notice,
     /// The record's `timestamp` (unix ms): the moment the notice's reset is relative to.
     pub at_ms: Option<i64>,
-    /// The exact reset, when the record carries it (2.1.332: `quotaLimits.resetsAt`, seconds).
+    /// The exact reset (`quotaLimits.resetsAt`), when the record carries it.
     pub resets_at_ms: Option<i64>,
 }
 
-/// The notice of a transcript record: a main-chain API-error record of a rate limit
-/// (`isApiErrorMessage`, with `apiErrorStatus` 429 or `error: "rate_limit"`) whose text is a
-/// limit notice. A 429 without one (an API-key account's rate limit, an overloaded retry) is
-/// not a limit.
+/// The notice of a main-chain API-error record of a rate limit (429 or `error: "rate_limit"`)
+/// whose text is a limit notice; a 429 without one (an overloaded retry) is not a limit.
 pub fn in_transcript_line(line: &[u8]) -> Option<TranscriptNotice> {
     // Cheap pre-filter: nearly every line is not an API error.
     if !line.windows(17).any(|w| w == b"isApiErrorMessage") {
@@ -232,15 +205,13 @@ pub fn in_transcript_line(line: &[u8]) -> Option<TranscriptNotice> {
     if !is_error || sidechain || !rate_limited {
         return None;
     }
-    let content = record.pointer("/message/content")?;
-    let texts: Vec<&str> = match content {
-        Value::String(text) => vec![text],
-        Value::Array(blocks) => blocks
-            .iter()
+    let notice = match record.pointer("/message/content")? {
+        Value::String(text) => notice(text),
+        Value::Array(blocks) => (blocks.iter())
             .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => return None,
-    };
+            .find_map(notice),
+        _ => None,
+    }?;
     let at_ms = record
         .get("timestamp")
         .and_then(Value::as_str)
@@ -253,26 +224,19 @@ pub fn in_transcript_line(line: &[u8]) -> Option<TranscriptNotice> {
     .iter()
     .find_map(|at| record.pointer(at).and_then(Value::as_i64))
     .and_then(|s| s.checked_mul(1000));
-    texts
-        .into_iter()
-        .find_map(notice)
-        .map(|notice| TranscriptNotice {
-            notice,
-            at_ms,
-            resets_at_ms,
-        })
+    Some(TranscriptNotice {
+        notice,
+        at_ms,
+        resets_at_ms,
+    })
 }
 
-/// The notice of a `StopFailure` hook (`error: "rate_limit"`, the notice in
-/// `last_assistant_message`).
+/// The notice of a `StopFailure` hook (`error: "rate_limit"`).
 pub fn in_stop_failure(error: Option<&str>, last_message: Option<&str>) -> Option<Notice> {
-    (error == Some("rate_limit"))
-        .then(|| last_message.and_then(notice))
-        .flatten()
+    (error == Some("rate_limit")).then(|| last_message.and_then(notice))?
 }
 
-/// A window of the status line's `rate_limits` that is used up (`used_percentage` ≥ 100), with
-/// its reset (unix ms; `resets_at` in seconds or ms, or an RFC 3339 time).
+/// A used-up window of the status line's `rate_limits`, with its reset in unix ms.
 pub fn in_statusline(rate_limits: &Value) -> Option<(Notice, Option<i64>)> {
     STATUSLINE_WINDOWS.iter().find_map(|(key, kind)| {
         let window = rate_limits.get(key)?;
@@ -287,17 +251,13 @@ pub fn in_statusline(rate_limits: &Value) -> Option<(Notice, Option<i64>)> {
             Value::String(s) => s.parse::<Timestamp>().ok().map(Timestamp::as_millisecond),
             _ => None,
         });
-        let notice = Notice {
-            kind: (*kind).to_owned(),
-            resets: None,
-        };
-        Some((notice, resets_at))
+        let kind = (*kind).to_owned();
+        Some((Notice { kind, resets: None }, resets_at))
     })
 }
 
-/// A reset as Claude Code writes it, as unix ms, read at `now_ms`; `local` is the zone of a
-/// time without one. A time without a date (or a date without a year) is its occurrence
-/// nearest to now that lies no more than `past_ms` back: with [`WRITTEN_NOW`] the next one.
+/// A reset as Claude Code writes it, as unix ms at `now_ms` (`local` for a time without a zone):
+/// a time without a date is its occurrence nearest to now no more than `past_ms` back.
 pub fn parse_reset(text: &str, now_ms: i64, past_ms: i64, local: &TimeZone) -> Option<i64> {
     let text = text.replace(['\u{a0}', '\u{202f}'], " ");
     let text = text.trim();
@@ -321,7 +281,6 @@ pub fn parse_reset(text: &str, now_ms: i64, past_ms: i64, local: &TimeZone) -> O
             .map(Timestamp::as_millisecond)
     };
     let not_before = now_ms.saturating_sub(past_ms);
-    // The occurrence nearest to now that is not further back than `past_ms`.
     let next = |candidates: Vec<Option<i64>>| {
         candidates
             .into_iter()

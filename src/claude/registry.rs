@@ -1,6 +1,5 @@
-//! Claude Code's live session registry, `<config dir>/sessions/<pid>.json` (reference 1.1,
-//! undocumented, since about 2.1.139): `sessionId`, `pid`, `status` (`busy` / `idle` /
-//! `waiting`), deleted when the session exits. Read-only: session id → status.
+//! Claude Code's live session registry, `<config dir>/sessions/<pid>.json` (undocumented):
+//! `sessionId`, `pid`, `status` (`busy` / `idle` / `waiting`), deleted when the session exits.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -12,33 +11,21 @@ use crate::wakedir::printable::is_valid_string;
 
 /// Largest registry file read: real ones are about 400 bytes; anything far larger is not ours.
 const MAX_FILE_BYTES: u64 = 64 * 1024;
-/// Longest session id taken from a registry file.
 const MAX_SESSION_ID_CHARS: usize = 200;
 /// Most files looked at per read, so a directory filled by something else costs a bounded scan.
 const MAX_FILES: usize = 2048;
 
-/// A registry `status`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, strum::EnumString)]
+#[strum(serialize_all = "lowercase")]
 pub enum RegistryStatus {
     Busy,
     Idle,
     /// A dialog, permission prompt or question is open.
     Waiting,
+    #[strum(default)]
     Other(String),
 }
 
-impl RegistryStatus {
-    pub fn parse(text: &str) -> Self {
-        match text {
-            "busy" => Self::Busy,
-            "idle" => Self::Idle,
-            "waiting" => Self::Waiting,
-            other => Self::Other(other.to_owned()),
-        }
-    }
-}
-
-/// The registry's view of a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistryReading {
     pub status: RegistryStatus,
@@ -61,7 +48,6 @@ pub enum RegistryError {
     },
 }
 
-/// One registry entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistryEntry {
     pub session_id: String,
@@ -73,7 +59,7 @@ pub struct RegistryEntry {
 pub fn parse_entry(text: &str) -> Option<RegistryEntry> {
     let value: Value = serde_json::from_str(text).ok()?;
     let session_id = value.get("sessionId")?.as_str()?.to_owned();
-    let status = RegistryStatus::parse(value.get("status")?.as_str()?);
+    let status = value.get("status")?.as_str()?.parse().ok()?;
     let updated_ms = value
         .get("statusUpdatedAt")
         .or_else(|| value.get("updatedAt"))
@@ -89,9 +75,8 @@ pub fn parse_entry(text: &str) -> Option<RegistryEntry> {
     })
 }
 
-/// Reads every `<pid>.json` in `dir` into session id → reading, skipping entries whose process
-/// is gone (a crash leaves its file behind). Unreadable or foreign files are skipped quietly.
-/// When two live files name one session the newer status wins.
+/// Reads every `<pid>.json` in `dir` into session id → reading, skipping unreadable files and
+/// dead processes' (a crash leaves its file behind); of two for one session the newer wins.
 pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, RegistryError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -106,16 +91,11 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
     let mut found: HashMap<String, RegistryReading> = HashMap::new();
     for entry in entries.flatten().take(MAX_FILES) {
         let name = entry.file_name();
-        let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+        let stem = name.to_str().and_then(|n| n.strip_suffix(".json"));
+        let Some(file_pid) = stem.and_then(|stem| stem.parse::<u32>().ok()) else {
             continue;
         };
-        let Ok(file_pid) = stem.parse::<u32>() else {
-            continue;
-        };
-        let Some(text) = read_small(&entry.path()) else {
-            continue;
-        };
-        let Some(parsed) = parse_entry(&text) else {
+        let Some(parsed) = read_small(&entry.path()).and_then(|text| parse_entry(&text)) else {
             continue;
         };
         if !process_alive(parsed.pid.unwrap_or(file_pid)) {
@@ -131,9 +111,8 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
     Ok(found)
 }
 
-/// The session id in `<dir>/<pid>.json`, if that file is there and names a plausible one
-/// (printable, at most `MAX_SESSION_ID_CHARS`; Claude Code's are 36-character UUIDs). Only
-/// `sessionId` is needed: the launcher asks right after start-up.
+/// The session id in `<dir>/<pid>.json`, if that file is there and names a plausible one (the
+/// launcher asks right after start-up, so only `sessionId` is needed).
 pub fn session_of_pid(dir: &Path, pid: u32) -> Option<String> {
     let text = read_small(&dir.join(format!("{pid}.json")))?;
     let value: Value = serde_json::from_str(&text).ok()?;
@@ -156,12 +135,9 @@ fn read_small(path: &Path) -> Option<String> {
 /// Whether a process with this pid exists (signal 0 checks without sending anything; EPERM
 /// means it exists under another user).
 pub(crate) fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
+    let Ok(pid @ 1..) = libc::pid_t::try_from(pid) else {
         return false;
     };
-    if pid <= 0 {
-        return false;
-    }
     // SAFETY: kill with signal 0 only checks for existence and permission.
     let rc = unsafe { libc::kill(pid, 0) };
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)

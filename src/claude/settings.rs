@@ -1,9 +1,8 @@
 //! Claude Code's `settings.json` as `wakebridge claude install` and `uninstall` edit it, bytes
-//! in and bytes out. Install appends wakebridge's hooks ([`WIRED_EVENTS`]) after the user's,
-//! updates an older wakebridge binary's path in place, and sets the status line or wraps the
-//! user's (`<exe> statusline --wrap '<their command>'`, so the file itself says what uninstall
-//! puts back); uninstall removes exactly those. A shape Claude Code does not document is refused,
-//! not guessed at; key order and numbers survive. File I/O and backups are `cli::claude`'s.
+//! in and bytes out. Install appends wakebridge's hooks after the user's, updates an older
+//! binary's path in place, and sets the status line or wraps the user's (`<exe> statusline
+//! --wrap '<theirs>'`, so the file says what uninstall puts back); uninstall removes exactly
+//! those. An undocumented shape is refused, not guessed at; key order and numbers survive.
 
 use serde_json::{Map, Value, json};
 
@@ -11,21 +10,17 @@ use crate::wire::json_kind;
 
 use super::hooks::{SETTINGS_HOOK_TIMEOUT_SECS, WIRED_EVENTS};
 
-/// The settings file's name inside Claude Code's config dir.
 pub const SETTINGS_FILE: &str = "settings.json";
 /// The file name wakebridge's binary has; any path to it running `hook` or `statusline` is ours.
 pub const BINARY_NAME: &str = "wakebridge";
-/// The status line's `padding` when wakebridge sets its own (deploy/claude-statusline.json):
-/// the line sits flush left like Claude Code's own footer.
+/// The `padding` of wakebridge's own status line: flush left like Claude Code's footer.
 pub const STATUSLINE_PADDING: u64 = 0;
-/// The status line's `refreshInterval` (seconds) when wakebridge sets its own: the idle/busy
-/// word and a usage limit's countdown move without a new message to redraw them.
+/// Its `refreshInterval` (seconds): the idle/busy word and a limit's countdown move on their own.
 pub const STATUSLINE_REFRESH_SECS: u64 = 30;
-/// The `statusline` flag that carries the user's own status-line command.
+/// The `statusline` flag that carries the user's own command.
 pub const WRAP_FLAG: &str = "--wrap";
 
-/// Why a settings file cannot be rewritten safely. Each says what is wrong and how to fix it;
-/// the caller names the file.
+/// Why a settings file cannot be rewritten safely; the caller names the file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SettingsError {
     #[error(
@@ -68,13 +63,11 @@ pub enum SettingsError {
 /// What install did to the settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Install {
-    /// Everything is in place already (with this binary): nothing to write.
     Unchanged,
-    /// The new file's bytes, and what install created that uninstall may remove once empty.
     Changed {
         bytes: Vec<u8>,
         created: Created,
-        /// The file already had something of wakebridge's (an older install being updated).
+        /// The file already had something of wakebridge's (an older install).
         had_ours: bool,
     },
 }
@@ -82,23 +75,18 @@ pub enum Install {
 /// The keys install created (as opposed to added to), so uninstall removes them only then.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Created {
-    /// The top-level `hooks` object.
     pub hooks: bool,
     /// Event keys under `hooks`.
     pub events: Vec<String>,
 }
 
-/// What uninstall did to the settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Uninstall {
-    /// Nothing of wakebridge's is there.
     NothingOurs,
-    /// The file's new bytes.
     Changed(Vec<u8>),
 }
 
-/// Merges wakebridge (the binary at `exe`, an absolute path) into the settings `current` (`None`
-/// or blank: no settings yet).
+/// Merges wakebridge (the binary at `exe`, an absolute path) into the settings `current`.
 pub fn install(current: Option<&[u8]>, exe: &str) -> Result<Install, SettingsError> {
     let before = parse(current)?;
     let ours = Ours::new(exe)?;
@@ -119,13 +107,10 @@ pub fn install(current: Option<&[u8]>, exe: &str) -> Result<Install, SettingsErr
         }
     }
     for (event, matcher) in WIRED_EVENTS {
-        if !hooks.contains_key(event) {
+        let groups = hooks.entry(event).or_insert_with(|| {
             created.events.push(event.to_owned());
-            hooks.insert(event.to_owned(), Value::Array(Vec::new()));
-        }
-        let Some(groups) = hooks.get_mut(event) else {
-            continue;
-        };
+            Value::Array(Vec::new())
+        });
         let present = entries_mut(groups).any(|entry| ours.recognise(entry, Kind::Hook).is_some());
         if !present && let Value::Array(list) = groups {
             list.push(json!({
@@ -171,10 +156,8 @@ pub fn install(current: Option<&[u8]>, exe: &str) -> Result<Install, SettingsErr
     })
 }
 
-/// Takes wakebridge (any path to a `wakebridge` binary, or `exe`) out of the settings `current`:
-/// its hook entries (and a matcher group left empty by that), the event keys and `hooks` that
-/// `created` names once empty, and its status line (the wrapped command put back, or the key
-/// removed when the line was wakebridge's alone).
+/// Takes any wakebridge's hooks out of `current` (and the keys `created` names once empty), and
+/// its status line (the wrapped command put back, or the key removed).
 pub fn uninstall(current: &[u8], exe: &str, created: &Created) -> Result<Uninstall, SettingsError> {
     let before = parse(Some(current))?;
     let ours = Ours::new(exe)?;
@@ -182,12 +165,10 @@ pub fn uninstall(current: &[u8], exe: &str, created: &Created) -> Result<Uninsta
     if let Some(line) = root.get_mut("statusLine") {
         let line = statusline_mut(line)?;
         match ours.recognise(line, Kind::Statusline) {
-            Some(Recognised {
-                wrapped: Some(theirs),
-            }) => {
+            Some(Some(theirs)) => {
                 line.insert("command".into(), Value::String(theirs));
             }
-            Some(Recognised { wrapped: None }) => {
+            Some(None) => {
                 root.shift_remove("statusLine");
             }
             None => {}
@@ -195,9 +176,10 @@ pub fn uninstall(current: &[u8], exe: &str, created: &Created) -> Result<Uninsta
     }
     if root.contains_key("hooks") {
         let hooks = hooks_mut(&mut root)?;
-        let mut emptied = Vec::new();
-        for (event, groups) in hooks.iter_mut() {
-            let Value::Array(list) = groups else { continue };
+        hooks.retain(|event, groups| {
+            let Value::Array(list) = groups else {
+                return true;
+            };
             let mut removed_any = false;
             list.retain_mut(|group| {
                 let Some(Value::Array(entries)) = group.get_mut("hooks") else {
@@ -214,13 +196,8 @@ pub fn uninstall(current: &[u8], exe: &str, created: &Created) -> Result<Uninsta
                 // A group that held only ours goes with it; one the user left empty stays.
                 !(removed && entries.is_empty())
             });
-            if removed_any && list.is_empty() && created.events.iter().any(|e| e == event) {
-                emptied.push(event.clone());
-            }
-        }
-        for event in emptied {
-            hooks.shift_remove(&event);
-        }
+            !(removed_any && list.is_empty() && created.events.iter().any(|e| e == event))
+        });
         if hooks.is_empty() && created.hooks {
             root.shift_remove("hooks");
         }
@@ -231,8 +208,7 @@ pub fn uninstall(current: &[u8], exe: &str, created: &Created) -> Result<Uninsta
     Ok(Uninstall::Changed(render(&root)))
 }
 
-/// What a settings file wires to any wakebridge binary, for `doctor`: the program of the
-/// `hook` command for each event that has one, and whether the status line is ours.
+/// What a settings file wires to any wakebridge binary, for `doctor`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Wired {
     /// Event name → the program its wakebridge hook runs (as written, unquoted).
@@ -243,10 +219,7 @@ pub struct Wired {
 pub fn wired(current: &[u8]) -> Result<Wired, SettingsError> {
     let mut root = parse(Some(current))?;
     let ours = Ours::new(BINARY_NAME)?;
-    let statusline = root
-        .get("statusLine")
-        .and_then(Value::as_object)
-        .is_some_and(|line| ours.recognise(line, Kind::Statusline).is_some());
+    let statusline = ours.has_statusline(&root);
     let mut hooks = std::collections::BTreeMap::new();
     if let Some(events) = root.get_mut("hooks").and_then(Value::as_object_mut) {
         for (event, groups) in events.iter_mut() {
@@ -377,19 +350,12 @@ fn command_of(entry: &Map<String, Value>) -> &str {
 
 fn has_ours(root: &Map<String, Value>, ours: &Ours) -> bool {
     let mut root = root.clone();
-    let line = root
-        .get("statusLine")
-        .and_then(Value::as_object)
-        .is_some_and(|line| ours.recognise(line, Kind::Statusline).is_some());
-    let hook = root
-        .get_mut("hooks")
-        .and_then(Value::as_object_mut)
-        .is_some_and(|hooks| {
-            hooks.values_mut().any(|groups| {
-                entries_mut(groups).any(|entry| ours.recognise(entry, Kind::Hook).is_some())
-            })
-        });
-    line || hook
+    let hooks = root.get_mut("hooks").and_then(Value::as_object_mut);
+    let hook = hooks.is_some_and(|hooks| {
+        (hooks.values_mut())
+            .any(|g| entries_mut(g).any(|e| ours.recognise(e, Kind::Hook).is_some()))
+    });
+    hook || ours.has_statusline(&root)
 }
 
 /// The text Claude Code itself writes: 2-space indentation and a trailing newline.
@@ -400,24 +366,11 @@ fn render(root: &Map<String, Value>) -> Vec<u8> {
 }
 
 /// Which of wakebridge's commands an entry runs (its verb, lower-cased).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::AsRefStr)]
 #[strum(serialize_all = "lowercase")]
 enum Kind {
     Hook,
     Statusline,
-}
-
-impl Kind {
-    fn verb(self) -> &'static str {
-        self.into()
-    }
-}
-
-/// A command found to be wakebridge's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Recognised {
-    /// The user's command a status line wraps.
-    wrapped: Option<String>,
 }
 
 /// This binary, and how to tell any wakebridge's commands.
@@ -440,11 +393,11 @@ impl Ours {
     }
 
     fn hook_command(&self) -> String {
-        format!("{} {}", self.quoted, Kind::Hook.verb())
+        format!("{} {}", self.quoted, Kind::Hook.as_ref())
     }
 
     fn statusline_command(&self, wrap: Option<&str>) -> String {
-        let plain = format!("{} {}", self.quoted, Kind::Statusline.verb());
+        let plain = format!("{} {}", self.quoted, Kind::Statusline.as_ref());
         match wrap {
             // A string never holds a NUL (serde_json refuses one unescaped, and `\u0000` is
             // refused by shlex); the fallback keeps the user's line visible without ours.
@@ -457,14 +410,14 @@ impl Ours {
     }
 
     /// Whether `entry`'s command is a wakebridge binary (this one, or any file named
-    /// `wakebridge`) running `kind`'s verb, and the command it wraps.
-    fn recognise(&self, entry: &Map<String, Value>, kind: Kind) -> Option<Recognised> {
+    /// `wakebridge`) running `kind`'s verb, and the user's command a status line wraps.
+    fn recognise(&self, entry: &Map<String, Value>, kind: Kind) -> Option<Option<String>> {
         let words = shlex::split(command_of(entry))?;
         let (program, rest) = words.split_first()?;
         let named = std::path::Path::new(program)
             .file_name()
             .is_some_and(|name| name == BINARY_NAME);
-        if !(named || *program == self.exe) || rest.first()? != kind.verb() {
+        if !(named || *program == self.exe) || rest.first()? != kind.as_ref() {
             return None;
         }
         let wrap_prefix = format!("{WRAP_FLAG}=");
@@ -475,9 +428,12 @@ impl Ours {
                 word.strip_prefix(&wrap_prefix).map(str::to_owned)
             }
         });
-        Some(Recognised {
-            wrapped: wrapped.filter(|_| kind == Kind::Statusline),
-        })
+        Some(wrapped.filter(|_| kind == Kind::Statusline))
+    }
+
+    fn has_statusline(&self, root: &Map<String, Value>) -> bool {
+        let line = root.get("statusLine").and_then(Value::as_object);
+        line.is_some_and(|line| self.recognise(line, Kind::Statusline).is_some())
     }
 
     /// The command of a wakebridge `entry` with its binary made this one and the rest of the

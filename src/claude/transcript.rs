@@ -1,10 +1,8 @@
-//! Claude Code's JSONL transcript records and how full they say the context window is, pure
-//! (`context::follow` reads the bytes). The rule (reference notes §1.4): the newest main-chain
-//! `assistant` record with real usage decides, as `input_tokens + cache_creation_input_tokens +
-//! cache_read_input_tokens` (output excluded, as Claude Code does); sidechain and synthetic
-//! API-error records are skipped; a newer main-chain `system/compact_boundary` resets the figure
-//! to `compactMetadata.postTokens`. Only the newest record counts, so streaming duplicates need
-//! no handling and one [`ContextTracker`] works over a whole file, a tail or appended bytes.
+//! How full Claude Code's JSONL transcript records say the context window is, pure. The newest
+//! main-chain `assistant` record with real usage decides (input plus cache tokens, output
+//! excluded, as Claude Code does); a newer main-chain `system/compact_boundary` resets the
+//! figure to `compactMetadata.postTokens`. Only the newest record counts, so streaming
+//! duplicates need no handling and one [`ContextTracker`] works over a file, a tail or appends.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -15,9 +13,7 @@ use super::limits::{self, TranscriptNotice};
 /// their usage is all zeros and says nothing about the context.
 pub const SYNTHETIC_MODEL: &str = "<synthetic>";
 
-/// Cheap pre-filter needles: a line that contains neither cannot be a record we care about, so
-/// the (comparatively costly) JSON parse is skipped for the bulk of a transcript (user turns,
-/// tool results, attachments, snapshots).
+/// Cheap pre-filter: a line with neither is skipped without a JSON parse.
 const INTERESTING_NEEDLES: [&str; 2] = ["assistant", "compact_boundary"];
 
 /// Token counts from `message.usage`, and as a status-line feed file keeps them.
@@ -58,8 +54,7 @@ impl AssistantRecord {
     }
 }
 
-/// The transcript records that matter for the context computation. Every other `type` (and every
-/// malformed line) makes `parse_record` return `None`.
+/// The transcript records that matter for the context computation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Assistant(AssistantRecord),
@@ -70,60 +65,43 @@ pub enum Record {
     },
 }
 
-/// The envelope fields we read. Leaves are `Value` so a surprising type on one field (a string
-/// where a bool was expected) makes that field unknown instead of losing the record; `message`
-/// is typed so its (possibly huge) `content` is skipped without being built.
+/// The envelope fields we read: `Value` leaves, so a surprising type loses one field, not the
+/// record; a typed `message`, so its (possibly huge) `content` is skipped without being built.
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct RawRecord {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<Value>,
-    #[serde(default)]
     subtype: Option<Value>,
-    #[serde(rename = "isSidechain", default)]
     is_sidechain: Option<Value>,
-    #[serde(rename = "isApiErrorMessage", default)]
-    is_api_error: Option<Value>,
-    #[serde(rename = "compactMetadata", default)]
+    is_api_error_message: Option<Value>,
     compact_metadata: Option<Value>,
-    #[serde(default)]
     message: Option<RawMessage>,
 }
 
 #[derive(Deserialize)]
 struct RawMessage {
-    #[serde(default)]
     model: Option<Value>,
-    #[serde(default)]
     usage: Option<Value>,
-    // Unknown fields, `content` above all, are skipped by serde without being built.
 }
 
 fn as_flag(value: Option<&Value>) -> bool {
     matches!(value, Some(Value::Bool(true)))
 }
 
-fn as_count(value: Option<&Value>) -> Option<u64> {
-    value.and_then(Value::as_u64)
-}
-
-/// The usage in a `message.usage` or status-line `current_usage` object; `None` without a
-/// count of input tokens.
+/// The usage in a `message.usage` or status-line `current_usage` object.
 pub fn usage_from(value: &Value) -> Option<Usage> {
-    let input_tokens = as_count(value.get("input_tokens"))?;
+    let count = |key: &str| value.get(key).and_then(Value::as_u64);
     Some(Usage {
-        input_tokens,
-        output_tokens: as_count(value.get("output_tokens")).unwrap_or(0),
-        cache_creation_input_tokens: as_count(value.get("cache_creation_input_tokens"))
-            .unwrap_or(0),
-        cache_read_input_tokens: as_count(value.get("cache_read_input_tokens")).unwrap_or(0),
+        input_tokens: count("input_tokens")?,
+        output_tokens: count("output_tokens").unwrap_or(0),
+        cache_creation_input_tokens: count("cache_creation_input_tokens").unwrap_or(0),
+        cache_read_input_tokens: count("cache_read_input_tokens").unwrap_or(0),
     })
 }
 
-/// Parses one transcript line (with or without its line ending). Returns `None` for blank,
-/// malformed, non-UTF-8 or truncated lines and for every record type other than `assistant` and
-/// `system/compact_boundary`. Never panics, whatever the bytes.
+/// Parses one transcript line: `None` for anything but an `assistant` or compaction record.
 pub fn parse_record(line: &[u8]) -> Option<Record> {
-    // Drops the line ending (`\n` or CRLF) and surrounding blanks.
     let line = line.trim_ascii();
     if line.first() != Some(&b'{') {
         return None;
@@ -145,7 +123,7 @@ pub fn parse_record(line: &[u8]) -> Option<Record> {
             };
             Some(Record::Assistant(AssistantRecord {
                 sidechain,
-                api_error: as_flag(raw.is_api_error.as_ref()),
+                api_error: as_flag(raw.is_api_error_message.as_ref()),
                 model,
                 usage,
             }))
@@ -158,7 +136,7 @@ pub fn parse_record(line: &[u8]) -> Option<Record> {
                 post_tokens: raw
                     .compact_metadata
                     .as_ref()
-                    .and_then(|m| as_count(m.get("postTokens"))),
+                    .and_then(|m| m.get("postTokens")?.as_u64()),
             })
         }
         _ => None,
@@ -168,9 +146,7 @@ pub fn parse_record(line: &[u8]) -> Option<Record> {
 /// Which kind of record decided a reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadingSource {
-    /// The usage of a main-chain assistant record.
     Assistant,
-    /// `compactMetadata.postTokens` of a compaction boundary (0 when absent).
     CompactBoundary,
 }
 
@@ -180,7 +156,7 @@ pub struct ContextReading {
     pub used_tokens: u64,
     /// The model of the newest qualifying assistant record seen (also kept across a compaction).
     pub model: Option<String>,
-    /// Byte offset, in the file, of the line that decided (as given to `feed`).
+    /// Byte offset, in the file, of the line that decided.
     pub offset: u64,
     pub source: ReadingSource,
 }
@@ -192,8 +168,7 @@ pub struct LimitRecord {
     pub offset: u64,
 }
 
-/// Incremental context computation: feed records in file order, ask `current()` at any time.
-/// It also keeps the usage-limit notice the records end on, if any ([`ContextTracker::limit`]).
+/// Incremental context computation over records in file order; keeps the limit they end on.
 #[derive(Debug, Clone, Default)]
 pub struct ContextTracker {
     current: Option<ContextReading>,
@@ -205,46 +180,41 @@ impl ContextTracker {
     /// Takes one record (found at byte `offset` of the file) into account. Returns whether the
     /// current reading changed.
     pub fn feed(&mut self, record: &Record, offset: u64) -> bool {
-        let next = match record {
+        let (used_tokens, source) = match record {
             Record::Assistant(a) if a.qualifies() => {
                 // A real response: whatever limit came before has lifted.
                 self.limit = None;
                 if a.model.is_some() {
                     self.last_model.clone_from(&a.model);
                 }
-                ContextReading {
-                    used_tokens: a.usage.map(|u| u.context_tokens()).unwrap_or(0),
-                    model: self.last_model.clone(),
-                    offset,
-                    source: ReadingSource::Assistant,
-                }
+                let used = a.usage.map(|u| u.context_tokens());
+                (used.unwrap_or(0), ReadingSource::Assistant)
             }
             Record::CompactBoundary {
                 sidechain: false,
                 post_tokens,
-            } => ContextReading {
-                used_tokens: post_tokens.unwrap_or(0),
-                model: self.last_model.clone(),
-                offset,
-                source: ReadingSource::CompactBoundary,
-            },
+            } => (post_tokens.unwrap_or(0), ReadingSource::CompactBoundary),
             _ => return false,
+        };
+        let model = self.last_model.clone();
+        let next = ContextReading {
+            used_tokens,
+            model,
+            offset,
+            source,
         };
         let changed = self.current.as_ref() != Some(&next);
         self.current = Some(next);
         changed
     }
 
-    /// Parses and feeds one line; unusable lines are ignored. Returns whether the reading changed.
+    /// Parses and feeds one line. Returns whether the reading changed.
     pub fn feed_line(&mut self, line: &[u8], offset: u64) -> bool {
         if let Some(found) = limits::in_transcript_line(line) {
             self.limit = Some(LimitRecord { found, offset });
             return false;
         }
-        match parse_record(line) {
-            Some(record) => self.feed(&record, offset),
-            None => false,
-        }
+        parse_record(line).is_some_and(|record| self.feed(&record, offset))
     }
 
     /// Feeds every complete line of `bytes`, which start at file offset `base`. Bytes after the
@@ -268,20 +238,14 @@ impl ContextTracker {
     /// The tracker that feeding `self`'s records and then `later`'s would have produced. Lets a
     /// backwards search parse an earlier region after a later one without re-reading the later.
     pub fn followed_by(self, later: ContextTracker) -> ContextTracker {
-        let limit = match later.limit {
-            Some(limit) => Some(limit),
-            None if later.current.is_some() => None,
-            None => self.limit,
-        };
-        let current = match later.current {
-            Some(mut reading) => {
-                if reading.model.is_none() {
-                    reading.model.clone_from(&self.last_model);
-                }
-                Some(reading)
-            }
-            None => self.current,
-        };
+        // A later reading means a real response after any earlier limit.
+        let limit = (later.limit).or_else(|| self.limit.filter(|_| later.current.is_none()));
+        let current = (later.current)
+            .map(|r| ContextReading {
+                model: r.model.or_else(|| self.last_model.clone()),
+                ..r
+            })
+            .or(self.current);
         ContextTracker {
             current,
             last_model: later.last_model.or(self.last_model),
@@ -289,19 +253,16 @@ impl ContextTracker {
         }
     }
 
-    /// The usage-limit notice the records fed so far end on (no real response after it).
     pub fn limit(&self) -> Option<&LimitRecord> {
         self.limit.as_ref()
     }
 
-    /// The newest reading, if any qualifying record has been fed.
     pub fn current(&self) -> Option<&ContextReading> {
         self.current.as_ref()
     }
 }
 
-/// Convenience for a whole transcript held in memory: the reading after every complete line
-/// (and a final line without a newline, if it parses).
+/// The reading of a whole transcript held in memory (a last line without a newline included).
 pub fn context_of(bytes: &[u8]) -> Option<ContextReading> {
     let mut tracker = ContextTracker::default();
     let consumed = tracker.feed_lines(bytes, 0);

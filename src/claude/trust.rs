@@ -1,29 +1,25 @@
 //! Marking a folder trusted in the `.claude.json` Claude Code reads
-//! (`projects["<abs dir>"].hasTrustDialogAccepted = true`) before it starts, so the trust dialog
-//! never appears. Every other key is kept (in order, numbers exact), the old file is backed up,
-//! the new one replaces it atomically, a file that is not a JSON object is refused, and a
-//! concurrent writer (Claude Code rewrites the file often) is detected and retried once.
+//! (`projects["<abs dir>"].hasTrustDialogAccepted = true`) so the trust dialog never appears.
+//! Every other key is kept, the old file is backed up, the new one replaces it atomically, and
+//! a concurrent writer (Claude Code rewrites the file often) is detected and retried once.
 
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde_json::{Map, Value};
 
 // A config this creates and every backup are owner-only: the file holds account identifiers.
 use crate::private_fs::FILE_MODE;
 
-/// The key Claude Code sets when the trust dialog is accepted for a folder.
 pub const TRUST_KEY: &str = "hasTrustDialogAccepted";
 /// Infix of backup copies: `~/.claude.json.wakebridge-backup.<unix seconds>`.
 pub const BACKUP_INFIX: &str = ".wakebridge-backup.";
-/// Largest config read. Real files hold onboarding state and a few keys per project, far below
-/// this; a bigger file is refused rather than read into memory.
+/// Largest config read; real files are far smaller.
 pub const MAX_CONFIG_BYTES: u64 = 64 * 1024 * 1024;
-/// Read-modify-write attempts when another process rewrites the file meanwhile: the first
-/// attempt and one retry, as a second collision means a writer is busy and a human should wait.
+/// Read-modify-write attempts: a second collision means a writer is busy and a human should wait.
 const ATTEMPTS: u32 = 2;
 /// Backups with the same second get a counter suffix; past this many something is wrong.
 const MAX_BACKUP_SUFFIX: u32 = 100;
@@ -72,19 +68,16 @@ pub enum PreTrustError {
 /// What [`pre_trust`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreTrusted {
-    /// The file that was (or already was) updated; a symlink is followed to its target.
+    /// The file updated; a symlink is followed to its target.
     pub config: PathBuf,
     /// The `projects` key set.
     pub project: String,
-    /// The backup of the previous contents; `None` when nothing was written or there was no file.
     pub backup: Option<PathBuf>,
-    /// The folder was already trusted: nothing was written.
     pub already_trusted: bool,
 }
 
-/// Set `projects[folder].hasTrustDialogAccepted = true` in `config`, creating the file (mode
-/// 0600) if it does not exist. `folder` should be canonical (Claude Code keys projects by its
-/// real working directory).
+/// Mark `folder` trusted in `config`, creating the file (0600) if missing. `folder` should be
+/// canonical: Claude Code keys projects by its real working directory.
 pub fn pre_trust(config: &Path, folder: &Path) -> Result<PreTrusted, PreTrustError> {
     let project = folder
         .to_str()
@@ -127,33 +120,24 @@ pub fn pre_trust(config: &Path, folder: &Path) -> Result<PreTrusted, PreTrustErr
             None => None,
         };
         let mode = before.as_ref().map_or(FILE_MODE, |read| read.stamp.mode);
-        match replace_if_unchanged(
-            &config,
-            text.as_bytes(),
-            mode,
-            before.as_ref().map(|r| r.stamp),
-        )? {
-            true => {
-                return Ok(PreTrusted {
-                    config,
-                    project,
-                    backup,
-                    already_trusted: false,
-                });
-            }
-            false => {
-                // Someone else wrote meanwhile; the backup of what we read is stale, drop it.
-                if let Some(backup) = backup {
-                    let _ = fs::remove_file(backup);
-                }
-            }
+        let stamp = before.as_ref().map(|r| r.stamp);
+        if replace_if_unchanged(&config, text.as_bytes(), mode, stamp)? {
+            return Ok(PreTrusted {
+                config,
+                project,
+                backup,
+                already_trusted: false,
+            });
+        }
+        // Someone else wrote meanwhile; the backup of what we read is stale.
+        if let Some(backup) = backup {
+            let _ = fs::remove_file(backup);
         }
     }
     Err(PreTrustError::Concurrent { path: config })
 }
 
-/// Identity of one version of the file: a rename by another writer changes the inode, an
-/// in-place write changes size or mtime.
+/// Identity of one version of the file: a rename changes the inode, a write size or mtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     ino: u64,
@@ -228,7 +212,7 @@ fn parse_root(config: &Path, bytes: &[u8]) -> Result<Map<String, Value>, PreTrus
     }
 }
 
-/// Set the flag; false when it was already true (nothing to write).
+/// Set the flag; false when it was already set.
 fn mark_trusted(
     config: &Path,
     root: &mut Map<String, Value>,
@@ -255,8 +239,7 @@ fn mark_trusted(
     Ok(true)
 }
 
-/// Copy the bytes that were read to `<config>.wakebridge-backup.<unix seconds>[-n]`, 0600,
-/// synced, never replacing an existing file.
+/// Copy the bytes read to `<config>.wakebridge-backup.<secs>[-n]`: 0600, synced, never replacing.
 fn write_backup(config: &Path, bytes: &[u8]) -> Result<PathBuf, PreTrustError> {
     let seconds = crate::clock::now_s();
     let base = format!("{}{BACKUP_INFIX}{seconds}", config.display());
@@ -294,11 +277,9 @@ fn write_backup(config: &Path, bytes: &[u8]) -> Result<PathBuf, PreTrustError> {
     })
 }
 
-/// Backups of one config file kept: a pre-trust per launch would otherwise leave a copy of the
-/// whole file behind each time, for ever.
+/// Backups of one config file kept: a pre-trust per launch would otherwise pile them up.
 pub const KEPT_BACKUPS: usize = 5;
 
-/// Deletes all but the `KEPT_BACKUPS` newest backups of `config` (regular files only).
 fn forget_old_backups(config: &Path) {
     let (Some(dir), Some(name)) = (config.parent(), config.file_name()) else {
         return;
@@ -322,9 +303,8 @@ fn forget_old_backups(config: &Path) {
     }
 }
 
-/// Write `bytes` to a temp file beside `config` with `mode`, then rename it over `config` only
-/// if the file is still the version that was read (`expected`, `None` = it did not exist).
-/// Returns false, having removed the temp file, when someone else changed it meanwhile.
+/// Write `bytes` to a temp file beside `config`, then rename it over `config` only if the file is
+/// still the version that was read (`None`: none); false when someone else changed it meanwhile.
 fn replace_if_unchanged(
     config: &Path,
     bytes: &[u8],
@@ -342,53 +322,33 @@ fn replace_if_unchanged(
     if expected.is_none() {
         fs::create_dir_all(dir).map_err(write_err)?;
     }
-    let name = config
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.subsec_nanos());
-    let temp = dir.join(format!(
-        ".{name}.wakebridge.{}.{nanos}.tmp",
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(FILE_MODE)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        // The mode after creation: umask does not apply to set_permissions.
-        file.set_permissions(Permissions::from_mode(mode))?;
-        file.sync_all()?;
-        let now = match fs::metadata(config) {
-            Ok(meta) => Some(Stamp::of(&meta)),
-            Err(err) if err.kind() == ErrorKind::NotFound => None,
-            Err(err) => return Err(err),
-        };
-        if now != expected {
-            return Ok(false);
-        }
-        fs::rename(&temp, config)?;
-        // Make the rename durable; a failure here leaves the new file in place, so ignore it.
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
-        Ok(true)
-    })();
-    match result {
-        Ok(true) => Ok(true),
-        Ok(false) => {
-            let _ = fs::remove_file(&temp);
-            Ok(false)
-        }
-        Err(err) => {
-            let _ = fs::remove_file(&temp);
-            Err(write_err(err))
-        }
+    // Dropping `temp` on any early return deletes it.
+    let mut temp = tempfile::Builder::new()
+        .prefix(".wakebridge.")
+        .suffix(".tmp")
+        .permissions(Permissions::from_mode(FILE_MODE))
+        .tempfile_in(dir)
+        .map_err(write_err)?;
+    temp.write_all(bytes).map_err(write_err)?;
+    // The mode after creation: umask does not apply to set_permissions.
+    let file = temp.as_file();
+    (file.set_permissions(Permissions::from_mode(mode)))
+        .and_then(|()| file.sync_all())
+        .map_err(write_err)?;
+    let now = match fs::metadata(config) {
+        Ok(meta) => Some(Stamp::of(&meta)),
+        Err(err) if err.kind() == ErrorKind::NotFound => None,
+        Err(err) => return Err(write_err(err)),
+    };
+    if now != expected {
+        return Ok(false);
     }
+    temp.persist(config).map_err(|e| write_err(e.error))?;
+    // Make the rename durable; a failure here leaves the new file in place, so ignore it.
+    if let Ok(dir) = File::open(dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -1,9 +1,7 @@
 //! Following one Claude Code transcript file, and finding it. [`TranscriptFollower`] starts
 //! from the file's tail (a window doubling up to a cap until a record decides, so a multi-GB
 //! history is never read whole), then reads only appended bytes; it survives truncation,
-//! replacement (new inode), a partial last line and a file not there yet.
-//! [`find_transcript_in`] locates `<config_dir>/projects/*/<session_id>.jsonl`;
-//! [`ChangeWatcher`] turns notify events into wake-ups, with a polling fallback.
+//! replacement, a partial last line and a file not there yet.
 
 use crate::claude::home::ClaudeHome;
 use std::ffi::OsStr;
@@ -17,22 +15,18 @@ use crate::claude::transcript::{ContextReading, ContextTracker, LimitRecord};
 
 use crate::wire::session_id::SessionId;
 
-/// First tail window: a few hundred KB holds the last several turns of a typical transcript.
+/// First tail window: it holds the last several turns of a typical transcript.
 pub const INITIAL_TAIL_BYTES: u64 = 256 * 1024;
 /// Largest tail window: past this the file holds no usable record near its end, and reading
 /// further back would cost more than waiting for the next turn to append one.
 pub const MAX_TAIL_BYTES: u64 = 64 * 1024 * 1024;
-/// Longest line kept while waiting for its newline; longer ones (pasted images, base64 blobs) are
-/// dropped so one runaway line cannot grow memory without bound.
+/// Longest line kept while waiting for its newline; longer ones (pasted images) are dropped.
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
-/// Bytes read per system call: large enough to amortise calls, small enough to bound memory.
+/// Bytes read per system call.
 const READ_CHUNK_BYTES: usize = 1024 * 1024;
-/// File name part Claude Code uses for subagent transcripts, which never describe the session.
+/// Where Claude Code keeps subagent transcripts, which never describe the session.
 const SUBAGENTS_DIR: &str = "subagents";
-/// Transcript file extension.
-const TRANSCRIPT_EXT: &str = "jsonl";
 
-/// Errors while following or watching a transcript.
 #[derive(Debug, thiserror::Error)]
 pub enum FollowError {
     #[error("cannot read transcript {path}: {source}; check it is readable by this user")]
@@ -54,7 +48,6 @@ pub enum FollowError {
     },
 }
 
-/// Tail-window and line bounds of a follower.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FollowLimits {
     pub initial_tail: u64,
@@ -77,23 +70,18 @@ impl Default for FollowLimits {
 pub enum PollEvent {
     /// The file does not exist (yet, or any more). The last reading is kept.
     Missing,
-    /// The file was opened for the first time and its tail read.
     Opened,
     /// The path now names a different file (rotated, rewritten via rename): re-tailed.
     Replaced,
     /// The file shrank or was rewritten in place: re-tailed.
     Truncated,
-    /// New bytes were read.
     Appended,
-    /// Nothing new.
     Unchanged,
 }
 
-/// Result of one `poll()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PollOutcome {
     pub event: PollEvent,
-    /// Bytes read from the file by this poll (tail window included).
     pub bytes_read: u64,
     /// Whether `current()` differs from before the poll.
     pub changed: bool,
@@ -149,7 +137,6 @@ impl LineSplitter {
         }
     }
 
-    /// Whether the last byte consumed was a newline (nothing pending).
     fn at_line_start(&self) -> bool {
         self.partial.is_empty() && !self.discarding
     }
@@ -172,7 +159,7 @@ pub struct TranscriptFollower {
 }
 
 impl TranscriptFollower {
-    /// A follower for `path` with default limits. Nothing is read until `poll()`.
+    /// A follower for `path`. Nothing is read until `poll()`.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self::with_limits(path, FollowLimits::default())
     }
@@ -196,23 +183,19 @@ impl TranscriptFollower {
         &self.path
     }
 
-    /// The current context reading, if any record has decided one.
     pub fn current(&self) -> Option<&ContextReading> {
         self.tracker.current()
     }
 
-    /// The usage-limit notice the transcript ends on, if any.
     pub fn limit(&self) -> Option<&LimitRecord> {
         self.tracker.limit()
     }
 
-    /// The byte offset up to which the file has been consumed.
     pub fn offset(&self) -> u64 {
         self.offset
     }
 
-    /// Brings the reading up to date with the file. Correct on its own: call it on every change
-    /// notification and on a timer.
+    /// Brings the reading up to date with the file (on every change notification and a timer).
     pub fn poll(&mut self) -> Result<PollOutcome, FollowError> {
         let before = self.tracker.current().cloned();
         let (event, bytes_read) = self.poll_inner()?;
@@ -263,7 +246,9 @@ impl TranscriptFollower {
             };
             return Ok((event, read));
         }
-        let len = self.open_len()?;
+        let len = (self.open.as_ref())
+            .map_or(Ok(0), |o| o.file.metadata().map(|m| m.len()))
+            .map_err(|e| self.io_err(e))?;
         if len < self.offset || !self.still_ends_in_newline()? {
             let read = self.retail(len)?;
             return Ok((PollEvent::Truncated, read));
@@ -275,26 +260,13 @@ impl TranscriptFollower {
         Ok((PollEvent::Appended, read))
     }
 
-    fn open_len(&self) -> Result<u64, FollowError> {
-        match &self.open {
-            Some(o) => o
-                .file
-                .metadata()
-                .map(|m| m.len())
-                .map_err(|e| self.io_err(e)),
-            None => Ok(0),
-        }
-    }
-
     /// Cheap check for an in-place rewrite that regrew past our offset: the byte before the
     /// offset was a newline when we consumed it, so it must still be one.
     fn still_ends_in_newline(&self) -> Result<bool, FollowError> {
-        let Some(open) = &self.open else {
+        let checkable = self.offset > 0 && self.splitter.at_line_start();
+        let Some(open) = self.open.as_ref().filter(|_| checkable) else {
             return Ok(true);
         };
-        if self.offset == 0 || !self.splitter.at_line_start() {
-            return Ok(true);
-        }
         let mut byte = [0u8; 1];
         match open.file.read_at(&mut byte, self.offset - 1) {
             Ok(1) => Ok(byte[0] == b'\n'),
@@ -397,8 +369,7 @@ pub(crate) fn is_under_subagents(path: &Path) -> bool {
         .any(|c| c.as_os_str() == OsStr::new(SUBAGENTS_DIR))
 }
 
-/// The transcript of `session_id`: the hinted path if it is an existing main transcript, else
-/// `<config dir>/projects/*/<session_id>.jsonl` over `homes` (newest if several).
+/// The transcript of `session_id`: the hinted main transcript, else the newest in `projects/*/`.
 pub fn find_transcript_in(
     homes: &[ClaudeHome],
     session_id: &str,
@@ -413,7 +384,7 @@ pub fn find_transcript_in(
     if !SessionId::is_valid(session_id) {
         return None;
     }
-    let file_name = format!("{session_id}.{TRANSCRIPT_EXT}");
+    let file_name = format!("{session_id}.jsonl");
     homes
         .iter()
         .filter_map(|home| std::fs::read_dir(home.projects()).ok())
@@ -428,8 +399,7 @@ pub fn find_transcript_in(
         .map(|(_, path)| path)
 }
 
-/// Change notification for transcript directories with a polling fallback: `next()` returns the
-/// paths notify reported, or an empty list when the fallback interval passed (poll everything).
+/// Change notification for transcript directories with a polling fallback.
 pub struct ChangeWatcher {
     watcher: Option<notify::RecommendedWatcher>,
     rx: tokio::sync::mpsc::UnboundedReceiver<PathBuf>,
@@ -437,7 +407,7 @@ pub struct ChangeWatcher {
 }
 
 impl ChangeWatcher {
-    /// A watcher; if the platform backend cannot start, it degrades to the fallback timer only.
+    /// Without a platform backend it degrades to the fallback timer.
     pub fn new(fallback: Duration) -> Self {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -456,7 +426,7 @@ impl ChangeWatcher {
         }
     }
 
-    /// Watches one directory (not recursively), e.g. the parent of a followed transcript.
+    /// Watches one directory, not recursively.
     pub fn watch_dir(&mut self, dir: &Path) -> Result<(), FollowError> {
         use notify::Watcher as _;
         let Some(watcher) = self.watcher.as_mut() else {
@@ -472,13 +442,12 @@ impl ChangeWatcher {
             })
     }
 
-    /// Waits for a change or the fallback interval; returns the changed paths (deduplicated),
-    /// empty on a fallback tick.
+    /// Waits for a change or the fallback interval: the changed paths, none on a fallback tick.
     pub async fn next(&mut self) -> Vec<PathBuf> {
-        let mut paths = match tokio::time::timeout(self.fallback, self.rx.recv()).await {
-            Ok(Some(path)) => vec![path],
-            Ok(None) | Err(_) => return Vec::new(),
+        let Ok(Some(first)) = tokio::time::timeout(self.fallback, self.rx.recv()).await else {
+            return Vec::new();
         };
+        let mut paths = vec![first];
         while let Ok(path) = self.rx.try_recv() {
             paths.push(path);
         }

@@ -1,7 +1,6 @@
-//! How full each Claude Code session's context window is: a transcript reading (followed by
-//! `follow`), the status-line feed (`statusline`) and the window rules (`window`) combined into
-//! one set of figures, plus warning thresholds, state files, and the task inside `serve` that
-//! runs them (`task`). Whether a warning may be typed is the wake gate's.
+//! How full each Claude Code session's context window is: a transcript reading, the status-line
+//! feed and the window rules combined into one set of figures, plus warning thresholds, state
+//! files, and the task inside `serve` that runs them.
 
 pub mod follow;
 pub mod monitor;
@@ -15,7 +14,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::claude::transcript::ContextReading;
+use crate::claude::transcript::{ContextReading, ReadingSource};
 use statusline::Feed;
 use window::{WindowResolver, WindowSource, percent};
 
@@ -23,21 +22,11 @@ use window::{WindowResolver, WindowSource, percent};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
 #[strum(serialize_all = "kebab-case")]
 pub enum UsageSource {
-    /// A fresh status-line feed (Claude Code's own figure).
     Statusline,
-    /// The transcript's newest main-chain assistant record.
     Assistant,
-    /// The transcript's newest compaction boundary.
     CompactBoundary,
 }
 
-impl UsageSource {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
-
-/// The context figures of one session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextFigures {
     pub model: Option<String>,
@@ -45,14 +34,13 @@ pub struct ContextFigures {
     pub used_tokens: Option<u64>,
     pub context_window: u64,
     pub window_source: WindowSource,
-    /// 0-100, one decimal; `None` with `used_tokens`.
+    /// 0-100, one decimal.
     pub percent: Option<f64>,
     pub usage_source: Option<UsageSource>,
 }
 
-/// Combines a transcript reading and a feed that the caller already checked for freshness
-/// (`statusline::read_feed`). A feed with usage wins (it is Claude Code's own figure); its
-/// window wins too. Otherwise the transcript reading is used with the resolved window.
+/// Combines a transcript reading and a fresh feed: a feed with usage wins (it is Claude Code's
+/// own figure), and so does its window.
 pub fn figures(
     reading: Option<&ContextReading>,
     fresh_feed: Option<&Feed>,
@@ -70,10 +58,8 @@ pub fn figures(
         .map(|used| (used, UsageSource::Statusline));
     let from_transcript = reading.map(|r| {
         let source = match r.source {
-            crate::claude::transcript::ReadingSource::Assistant => UsageSource::Assistant,
-            crate::claude::transcript::ReadingSource::CompactBoundary => {
-                UsageSource::CompactBoundary
-            }
+            ReadingSource::Assistant => UsageSource::Assistant,
+            ReadingSource::CompactBoundary => UsageSource::CompactBoundary,
         };
         (r.used_tokens, source)
     });
@@ -116,8 +102,8 @@ impl ContextReport {
             used_tokens: f.used_tokens,
             context_window: f.context_window,
             percent: f.percent,
-            source: f.window_source.as_str(),
-            usage_source: f.usage_source.map(UsageSource::as_str),
+            source: f.window_source.into(),
+            usage_source: f.usage_source.map(Into::into),
         }
     }
 }

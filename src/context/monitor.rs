@@ -1,6 +1,5 @@
-//! The pure side of the context monitor task (`context::task`): the view `/sessions` and
-//! `status` read ([`ContextView`]), when a state file is worth rewriting ([`StateStamp`]), what a
-//! gate outcome means for a pending warning ([`WarningStep`]) and which sessions to follow.
+//! The pure side of the context monitor task: the view `/sessions` reads, when a state file is
+//! worth rewriting, what a gate outcome means for a warning and which sessions to follow.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -12,20 +11,14 @@ use crate::api;
 use crate::delivery::action::Action;
 use crate::lock;
 
-/// Seconds per minute: state files are refreshed at most once per minute while unchanged.
-const SECS_PER_MINUTE: u64 = 60;
-
 /// The monitor's latest knowledge of one session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextStatus {
     pub figures: ContextFigures,
-    /// The transcript being followed, once located.
     pub transcript: Option<PathBuf>,
     /// When the figures were last confirmed by new data (transcript append or feed).
     pub updated_at: Option<SystemTime>,
-    /// The warning level waiting for the session's next idle moment.
     pub pending_warning: Option<String>,
-    /// The last warning level typed, and when.
     pub last_warning: Option<(String, SystemTime)>,
 }
 
@@ -39,8 +32,8 @@ impl ContextStatus {
             used_tokens: f.used_tokens,
             context_window: f.context_window,
             model: f.model.clone(),
-            source: f.window_source.as_str().to_owned(),
-            usage_source: f.usage_source.map(|u| u.as_str().to_owned()),
+            source: <&str>::from(f.window_source).to_owned(),
+            usage_source: f.usage_source.map(|u| <&str>::from(u).to_owned()),
             transcript: self.transcript.as_ref().map(|p| p.display().to_string()),
             updated_at: self.updated_at.and_then(at),
             pending_warning: self.pending_warning.clone(),
@@ -57,7 +50,6 @@ pub struct ContextView {
 }
 
 impl ContextView {
-    /// The session's `context` view, if the monitor follows it.
     pub fn status(&self, session_id: &str) -> Option<api::Context> {
         lock(&self.sessions)
             .get(session_id)
@@ -74,7 +66,8 @@ impl ContextView {
     }
 }
 
-/// What a state file last said: the whole percent and the minute it was written in.
+/// What a state file last said: the whole percent and the minute it was written in. It is
+/// rewritten only when this changes, so a busy transcript costs at most a write a minute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StateStamp {
     pub pct: u32,
@@ -82,18 +75,11 @@ pub struct StateStamp {
 }
 
 impl StateStamp {
-    /// The stamp of a write of `percent` at `unix_seconds`.
     pub fn of(percent: f64, unix_seconds: u64) -> Self {
         Self {
             pct: super::window::whole_percent(percent).unwrap_or(0),
-            minute: unix_seconds / SECS_PER_MINUTE,
+            minute: unix_seconds / 60,
         }
-    }
-
-    /// Whether a file last written as `last` needs rewriting for `next`: only when the whole
-    /// percent or the minute changed, so a busy transcript costs at most a write a minute.
-    pub fn due(last: Option<StateStamp>, next: StateStamp) -> bool {
-        last != Some(next)
     }
 }
 
@@ -105,7 +91,7 @@ pub enum WarningStep {
     /// Not typed now (busy, cooldown, multiplexer or pane trouble): keep it due, retry at the
     /// next poll.
     Retry,
-    /// No pane mapped: keep it due (a mapping may appear) but stay quiet about it.
+    /// No pane mapped: keep it due (a mapping may appear), quietly.
     Unmapped,
 }
 
@@ -132,9 +118,8 @@ pub struct Candidate {
     pub last_seen_ms: Option<i64>,
 }
 
-/// Ledger sessions seen since `seen_since_ms` (with or without a transcript path) plus every
-/// mapped session, at most `cap` of them: mapped ones first, then the most recently seen. Ids
-/// that cannot name a file are dropped.
+/// Ledger sessions seen since `seen_since_ms` plus every mapped session, at most `cap`: mapped
+/// ones first, then the most recently seen. Ids that cannot name a file are dropped.
 pub fn select_sessions(
     ledger: impl IntoIterator<Item = Candidate>,
     mapped: impl IntoIterator<Item = String>,
@@ -184,10 +169,9 @@ mod tests {
     #[test]
     fn state_file_rewritten_only_on_new_percent_or_minute() {
         let first = StateStamp::of(42.4, 120);
-        assert!(StateStamp::due(None, first));
-        assert!(!StateStamp::due(Some(first), StateStamp::of(41.6, 179)));
-        assert!(StateStamp::due(Some(first), StateStamp::of(42.0, 180)));
-        assert!(StateStamp::due(Some(first), StateStamp::of(43.0, 121)));
+        assert_eq!(first, StateStamp::of(41.6, 179));
+        assert_ne!(first, StateStamp::of(42.0, 180));
+        assert_ne!(first, StateStamp::of(43.0, 121));
         assert_eq!(StateStamp::of(f64::NAN, 0).pct, 0);
     }
 

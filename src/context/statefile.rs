@@ -1,22 +1,17 @@
 //! Per-session context state files for other tools (prompts, tmux status bars):
-//! `PCT=<integer>\nTIMESTAMP=<unix seconds>\n` at `<state_dir>/context/<session_id>` (plus an
-//! optional "latest" copy), and the atomic write (temp file, 0600, fsync, rename) every small
-//! file of the context monitor uses, so a reader never sees half a file.
+//! `PCT=<integer>\nTIMESTAMP=<unix seconds>\n` at `<state_dir>/context/<session_id>`, and the
+//! atomic write every small file of the context monitor uses, so no reader sees half a file.
 
 use std::path::{Path, PathBuf};
 
 use crate::private_fs;
 use crate::wire::session_id::SessionId;
 
-/// Sub-directory of the state dir holding one file per session.
-const CONTEXT_SUBDIR: &str = "context";
-
 /// The directory of the per-session state files under `state_dir`.
 pub fn states_dir(state_dir: &Path) -> PathBuf {
-    state_dir.join(CONTEXT_SUBDIR)
+    state_dir.join("context")
 }
 
-/// Errors writing or reading state files.
 #[derive(Debug, thiserror::Error)]
 pub enum StateFileError {
     #[error("session id {0:?} is not usable as a file name; expected letters, digits, '-' or '_'")]
@@ -35,8 +30,7 @@ pub enum StateFileError {
     NoParent { path: PathBuf },
 }
 
-/// Writes `bytes` to `path` atomically (temp file in the same directory, 0600, fsync, rename),
-/// creating the parent directory (0700) if missing.
+/// Writes `bytes` to `path` atomically (temp file, 0600, fsync, rename), creating its directory.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), StateFileError> {
     let dir = path
         .parent()
@@ -54,7 +48,6 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), StateFileError> {
     })
 }
 
-/// Path of a session's state file.
 pub fn state_path(state_dir: &Path, session_id: &str) -> Result<PathBuf, StateFileError> {
     if !SessionId::is_valid(session_id) {
         return Err(StateFileError::BadSessionId(session_id.to_owned()));
@@ -62,13 +55,12 @@ pub fn state_path(state_dir: &Path, session_id: &str) -> Result<PathBuf, StateFi
     Ok(states_dir(state_dir).join(session_id))
 }
 
-/// The file content for a percentage at a time.
 pub fn render_state(percent: f64, unix_seconds: u64) -> String {
     let pct = super::window::whole_percent(percent).unwrap_or(0);
     format!("PCT={pct}\nTIMESTAMP={unix_seconds}\n")
 }
 
-/// Parses the file content back into (percent, timestamp). `None` for anything else.
+/// Parses the file content back into (percent, timestamp).
 pub fn parse_state(text: &str) -> Option<(u32, u64)> {
     let mut pct = None;
     let mut ts = None;
@@ -92,9 +84,8 @@ pub fn write_state(
 ) -> Result<(), StateFileError> {
     let path = state_path(state_dir, session_id)?;
     let content = render_state(percent, unix_seconds);
-    atomic_write(&path, content.as_bytes())?;
-    if let Some(latest) = latest {
-        atomic_write(latest, content.as_bytes())?;
+    for path in [Some(path.as_path()), latest].into_iter().flatten() {
+        atomic_write(path, content.as_bytes())?;
     }
     Ok(())
 }

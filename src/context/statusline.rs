@@ -1,8 +1,7 @@
 //! The `wakebridge statusline` side of the context monitor: reading the JSON Claude Code pipes
-//! into a status-line command (bounded, tolerant), keeping its figures in a per-session feed file
-//! (`<state_dir>/feed/<session_id>.json`) the daemon prefers while fresh, and rendering the one
-//! short line Claude Code shows (`ctx 42% · idle`, plus a used-up limit and its reset), after the
-//! user's own line when it wraps one. Any input yields a line, at worst `ctx ?`.
+//! into a status-line command, keeping its figures in a per-session feed file the daemon prefers
+//! while fresh, and rendering the short line Claude Code shows (`ctx 42% · idle`, plus a used-up
+//! limit), after the user's own line when it wraps one. Any input yields a line.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -19,12 +18,9 @@ use crate::clock::now_ms;
 use crate::wakedir::markers;
 use crate::wire::session_id::SessionId;
 
-/// Sub-directory of the state dir holding one feed file per session.
-const FEED_SUBDIR: &str = "feed";
-
 /// The directory of the per-session feed files under `state_dir`.
 pub fn feed_dir(state_dir: &Path) -> PathBuf {
-    state_dir.join(FEED_SUBDIR)
+    state_dir.join("feed")
 }
 /// Most bytes read from stdin: real payloads are ~2 KB; this bounds a runaway writer.
 pub const MAX_STATUSLINE_INPUT: u64 = 256 * 1024;
@@ -32,16 +28,11 @@ pub const MAX_STATUSLINE_INPUT: u64 = 256 * 1024;
 const FUTURE_SLACK_SECS: u64 = 5;
 /// What the line shows when no percentage is known.
 pub const UNKNOWN_LINE: &str = "ctx ?";
-/// How long the user's own status-line command (`statusline --wrap`) may run: a cold `npx
-/// ccstatusline` starts in about a second, and Claude Code's status bar must never wait on a
-/// hung one. Past it the command and everything it started are killed and our line is shown
-/// alone.
+/// How long the user's own status-line command may run: a cold `npx ccstatusline` starts in
+/// about a second, and the status bar must never wait on a hung one (it is killed).
 pub const WRAPPED_BUDGET: Duration = Duration::from_secs(2);
-/// Separator between the line's parts.
 const SEPARATOR: &str = " · ";
 
-/// Token counts of the last API response as the status line reports them: the transcript's
-/// fields, summed by the same rule.
 pub use crate::claude::transcript::Usage as FeedUsage;
 
 /// The context figures of one status-line run, as stored in the feed file.
@@ -64,14 +55,11 @@ pub struct Feed {
 /// A used-up usage-limit window of the status line's `rate_limits`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FeedLimit {
-    /// `5-hour limit` or `weekly limit`.
     pub kind: String,
-    /// Unix ms, when the feed gives it.
     pub resets_at_ms: Option<i64>,
 }
 
 impl Feed {
-    /// Used tokens, from `current_usage`.
     pub fn used_tokens(&self) -> Option<u64> {
         self.current_usage.map(|u| u.context_tokens())
     }
@@ -89,15 +77,6 @@ impl Feed {
     }
 }
 
-/// Errors of the feed file.
-#[derive(Debug, thiserror::Error)]
-pub enum StatuslineError {
-    #[error("session id {0:?} is not usable as a file name; expected letters, digits, '-' or '_'")]
-    BadSessionId(String),
-    #[error(transparent)]
-    Write(#[from] StateFileError),
-}
-
 /// Whether the session is in a turn, from its busy marker (shown lower-case).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
 #[strum(serialize_all = "lowercase")]
@@ -106,31 +85,21 @@ pub enum Activity {
     Busy,
 }
 
-fn count(v: Option<&Value>) -> Option<u64> {
-    v.and_then(Value::as_u64)
-}
-
 /// Parses Claude Code's status-line JSON. `None` if it is not an object with a `session_id`.
 pub fn parse_statusline(bytes: &[u8], now: u64) -> Option<Feed> {
     let v: Value = serde_json::from_slice(bytes.trim_ascii()).ok()?;
-    let session_id = v.get("session_id")?.as_str()?.to_owned();
-    let cw = v.get("context_window");
-    let field = |name: &str| cw.and_then(|c| c.get(name));
-    let current_usage = field("current_usage").and_then(usage_from);
+    let text = |at: &str| v.pointer(at).and_then(Value::as_str);
+    let window = |name: &str| v.get("context_window").and_then(|c| c.get(name));
     Some(Feed {
-        session_id,
-        model_id: v
-            .get("model")
-            .and_then(|m| m.get("id"))
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        used_percentage: field("used_percentage").and_then(Value::as_f64),
-        current_usage,
-        context_window_size: count(field("context_window_size")).filter(|&w| w > 0),
+        session_id: text("/session_id")?.to_owned(),
+        model_id: text("/model/id").map(str::to_owned),
+        used_percentage: window("used_percentage").and_then(Value::as_f64),
+        current_usage: window("current_usage").and_then(usage_from),
+        context_window_size: window("context_window_size")
+            .and_then(Value::as_u64)
+            .filter(|&w| w > 0),
         exceeds_200k_tokens: v.get("exceeds_200k_tokens").and_then(Value::as_bool),
-        transcript_path: v
-            .get("transcript_path")
-            .and_then(Value::as_str)
+        transcript_path: text("/transcript_path")
             .filter(|p| !p.is_empty())
             .map(PathBuf::from),
         timestamp: now,
@@ -144,20 +113,17 @@ pub fn parse_statusline(bytes: &[u8], now: u64) -> Option<Feed> {
 }
 
 /// Path of a session's feed file.
-pub fn feed_path(state_dir: &Path, session_id: &str) -> Result<PathBuf, StatuslineError> {
+pub fn feed_path(state_dir: &Path, session_id: &str) -> Result<PathBuf, StateFileError> {
     if !SessionId::is_valid(session_id) {
-        return Err(StatuslineError::BadSessionId(session_id.to_owned()));
+        return Err(StateFileError::BadSessionId(session_id.to_owned()));
     }
     Ok(feed_dir(state_dir).join(format!("{session_id}.json")))
 }
 
-/// Writes the feed file atomically.
-pub fn write_feed(state_dir: &Path, feed: &Feed) -> Result<(), StatuslineError> {
+pub fn write_feed(state_dir: &Path, feed: &Feed) -> Result<(), StateFileError> {
     let path = feed_path(state_dir, &feed.session_id)?;
     // Serialising plain data cannot fail; an empty body would only make the feed unreadable.
-    let body = serde_json::to_vec(feed).unwrap_or_default();
-    atomic_write(&path, &body)?;
-    Ok(())
+    atomic_write(&path, &serde_json::to_vec(feed).unwrap_or_default())
 }
 
 /// The session's feed if it exists, parses, and is at most `max_age` old (by its timestamp).
@@ -165,7 +131,6 @@ pub fn read_feed(state_dir: &Path, session_id: &str, max_age: Duration) -> Optio
     read_feed_at(state_dir, session_id, max_age, crate::clock::now_s())
 }
 
-/// `read_feed` at a given time.
 pub fn read_feed_at(
     state_dir: &Path,
     session_id: &str,
@@ -197,33 +162,27 @@ pub fn marker_activity(wake_dir: &Path, session_id: &str, ttl: Duration) -> Acti
 
 /// The status line: `ctx 42%`, `ctx 42% · busy`, or `ctx ?` when nothing is known.
 pub fn render_line(feed: Option<&Feed>, activity: Option<Activity>) -> String {
-    let mut line = match feed.and_then(Feed::percent) {
+    let mut parts = vec![match feed.and_then(Feed::percent) {
         Some(p) => format!("ctx {}%", p.round() as u32),
         None => UNKNOWN_LINE.to_owned(),
-    };
-    if let Some(a) = activity {
-        line.push_str(SEPARATOR);
-        line.push_str(a.into());
-    }
+    }];
+    parts.extend(activity.map(|a| <&str>::from(a).to_owned()));
     if let Some(limit) = feed.and_then(|f| f.limit.as_ref()) {
-        line.push_str(SEPARATOR);
         let local = jiff::tz::TimeZone::system();
         let reset = describe_reset(limit.resets_at_ms, now_ms(), &local);
-        line.push_str(&format!("{} hit, {reset}", limit.kind));
+        parts.push(format!("{} hit, {reset}", limit.kind));
     }
-    line
+    parts.join(SEPARATOR)
 }
 
-/// The line when wakebridge wraps the user's own status-line command: their output as printed
-/// (every line of it; a trailing newline dropped), our line added to its last line, with the
-/// terminal's colours reset first when theirs used any. Their output absent (the command
-/// failed, timed out or printed nothing) leaves ours alone.
+/// The line when wakebridge wraps the user's own command: their output (a trailing newline
+/// dropped), then ours, with the terminal's colours reset first when theirs used any.
 pub fn wrapped_line(theirs: Option<&[u8]>, ours: &str) -> String {
     let theirs = theirs.map(String::from_utf8_lossy);
     let theirs = theirs.as_deref().map(|t| t.trim_end_matches(['\n', '\r']));
     match theirs {
         Some(theirs) if !theirs.trim().is_empty() => {
-            let reset = if theirs.contains(ANSI_ESCAPE) {
+            let reset = if theirs.contains('\u{1b}') {
                 ANSI_RESET
             } else {
                 ""
@@ -234,12 +193,9 @@ pub fn wrapped_line(theirs: Option<&[u8]>, ours: &str) -> String {
     }
 }
 
-/// The escape character that starts every terminal colour sequence.
-const ANSI_ESCAPE: char = '\u{1b}';
 /// SGR reset: our segment is not shown in whatever colour the user's line ended with.
 const ANSI_RESET: &str = "\u{1b}[0m";
 
-/// Reads at most `MAX_STATUSLINE_INPUT` bytes from `input`.
 pub fn read_bounded(input: impl Read) -> Vec<u8> {
     let mut buf = Vec::new();
     // A read error leaves what was read so far: still worth a try.

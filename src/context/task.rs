@@ -1,9 +1,7 @@
-//! The context monitor inside `serve`. Every poll interval (sooner when change notification
-//! reports a followed transcript or a status-line feed) it finds sessions (ledger and
-//! panes.json), follows each one's transcript from its tail, prefers a fresh status-line feed,
-//! writes the state files, publishes a `ContextView`, records usage limits it sees, and offers
-//! due threshold warnings to the wake gate (`Mode::Gated`); one not typed stays due for the next
-//! poll. With `[rewind] auto`, a checkpoint warning typed also asks the nudger for a rewind.
+//! The context monitor inside `serve`. Every poll (sooner on a change notification) it finds
+//! sessions, follows each one's transcript, prefers a fresh status-line feed, writes the state
+//! files, publishes a `ContextView`, records usage limits, and offers due warnings to the wake
+//! gate; one not typed stays due. With `[rewind] auto`, a typed checkpoint asks for a rewind.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -34,7 +32,7 @@ use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use crate::wire::session_id::short;
 
-/// Most sessions followed at once: far above what one machine runs; bounds memory and work.
+/// Most sessions followed at once: far above what one machine runs.
 pub const MAX_FOLLOWED_SESSIONS: usize = 256;
 /// Ledger sessions the hook has not reported for this long are no longer followed (mapped ones
 /// always are): a day covers a session left idle overnight.
@@ -42,26 +40,23 @@ pub const LEDGER_RECENCY: Duration = Duration::from_secs(24 * 60 * 60);
 /// Shortest gap between two polls triggered by change notification (a streaming response
 /// writes many lines a second).
 pub const NOTIFY_MIN_GAP: Duration = Duration::from_secs(1);
-/// Shortest accepted poll interval: below this the monitor would mostly measure itself.
+/// Shortest accepted poll interval.
 pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// Percentage used to check that a message template renders to typable text.
 const SAMPLE_PERCENT: f64 = 80.0;
 
-/// Settings that cannot work; each names the key and what to give instead.
 #[derive(Debug, thiserror::Error)]
 pub enum MonitorError {
     #[error("context.poll_interval is {0:?}; give at least 50ms (e.g. \"10s\")")]
     PollInterval(Duration),
     #[error("context.default_window / context.models: {0}")]
     Window(#[from] WindowError),
-    /// Names its `context.thresholds.<level>` key itself.
     #[error(transparent)]
     Threshold(#[from] ThresholdError),
     #[error("context.thresholds.{level}.message cannot be typed: {source}")]
     Message { level: String, source: TextError },
 }
 
-/// The validated configuration of the task.
 #[derive(Debug, Clone)]
 pub struct MonitorConfig {
     pub poll_interval: Duration,
@@ -73,16 +68,14 @@ pub struct MonitorConfig {
     pub thresholds: Thresholds,
     /// Whether warnings are typed (setting on and the mux backend in use).
     pub warnings: bool,
-    /// Claude Code config dirs searched for transcripts (`claude::home`'s one answer).
+    /// Claude Code config dirs searched for transcripts.
     pub homes: Vec<ClaudeHome>,
-    /// `[rewind] auto`: a checkpoint warning typed also asks for an automatic rewind, which
-    /// the nudger performs once the session has been idle for `[rewind] after`.
+    /// `[rewind] auto`: a checkpoint warning typed also asks for an automatic rewind.
     pub auto_rewind: bool,
 }
 
 impl MonitorConfig {
-    /// Validates `[context]`. `can_type` is false with the spool backend: then warnings are not
-    /// typed whatever the setting says.
+    /// Validates `[context]`; without `can_type` (the spool backend) no warning is typed.
     pub fn from_settings(
         s: &ContextSettings,
         state_dir: PathBuf,
@@ -120,7 +113,6 @@ impl MonitorConfig {
     }
 }
 
-/// A warning to offer to the gate.
 struct DueWarning {
     session_id: String,
     level: Level,
@@ -130,7 +122,7 @@ struct DueWarning {
 /// Everything kept about one followed session.
 #[derive(Default)]
 struct Tracked {
-    /// The transcript path the hook reported, if any.
+    /// The transcript path the hook reported.
     hint: Option<PathBuf>,
     follower: Option<TranscriptFollower>,
     last_event: Option<PollEvent>,
@@ -168,7 +160,6 @@ impl Tracked {
     }
 }
 
-/// The task's state between polls.
 struct Monitor {
     config: MonitorConfig,
     sessions: HashMap<String, Tracked>,
@@ -198,11 +189,8 @@ impl Monitor {
         feed_dir(&self.config.state_dir)
     }
 
-    /// Refreshes the set of followed sessions from the ledger and panes.json.
     fn discover(&mut self, deliverer: &Deliverer, view: &ContextView) {
-        let mapped: Vec<String> = mapped_panes(deliverer.spool().wake_dir())
-            .into_keys()
-            .collect();
+        let mapped = mapped_panes(deliverer.spool().wake_dir()).into_keys();
         let rows = deliverer.store().sessions();
         let ledger_ok = rows.is_ok();
         match &rows {
@@ -245,11 +233,7 @@ impl Monitor {
         let path = find_transcript_in(&config.homes, sid, hint.as_deref())
             .or_else(|| hint.filter(|p| plausible_transcript(p)));
         let Some(path) = path else { return };
-        if t.follower
-            .as_ref()
-            .map(super::follow::TranscriptFollower::path)
-            != Some(path.as_path())
-        {
+        if t.follower.as_ref().map(TranscriptFollower::path) != Some(path.as_path()) {
             tracing::debug!(session_id = sid, transcript = %path.display(), "following transcript");
             t.follower = Some(TranscriptFollower::new(path));
             t.last_event = None;
@@ -267,12 +251,8 @@ impl Monitor {
         for (sid, t) in &mut self.sessions {
             let feed = read_feed(&config.state_dir, sid, config.feed_max_age);
             if full && (t.follower.is_none() || t.last_event == Some(PollEvent::Missing)) {
-                Self::locate(
-                    config,
-                    sid,
-                    t,
-                    feed.as_ref().and_then(|f| f.transcript_path.clone()),
-                );
+                let feed_hint = feed.as_ref().and_then(|f| f.transcript_path.clone());
+                Self::locate(config, sid, t, feed_hint);
             }
             let mut active_at = t.active_at;
             if let Some(follower) = t.follower.as_mut() {
@@ -287,24 +267,19 @@ impl Monitor {
                             active_at = active_at.max(Some(modified));
                         }
                     }
-                    Err(e) => {
-                        if self.warned.first(&format!("{sid}:follow")) {
-                            tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot follow the transcript");
-                        }
+                    Err(e) if self.warned.first(&format!("{sid}:follow")) => {
+                        tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot follow the transcript");
                     }
+                    Err(_) => {}
                 }
             }
             if let Some(f) = &feed {
-                let stamped = clock::from_s(f.timestamp);
-                active_at = active_at.max(Some(stamped));
+                active_at = active_at.max(Some(clock::from_s(f.timestamp)));
             }
             t.active_at = active_at;
-            let seen = if deliverer.gate().limits_enabled() {
-                limits_seen(sid, t, feed.as_ref())
-            } else {
-                Vec::new()
-            };
-            for record in seen {
+            let seen =
+                (deliverer.gate().limits_enabled()).then(|| limits_seen(sid, t, feed.as_ref()));
+            for record in seen.unwrap_or_default() {
                 if let Err(e) = deliverer.store().record_queued(record) {
                     tracing::warn!(error = %e, "could not record a usage limit in the ledger");
                 }
@@ -356,7 +331,7 @@ impl Monitor {
             let stamp = StateStamp::of(pct, now_unix);
             let is_latest = latest.as_deref() == Some(sid.as_str());
             let newly_latest = is_latest && latest_changed;
-            if !StateStamp::due(t.written, stamp) && !newly_latest {
+            if t.written == Some(stamp) && !newly_latest {
                 continue;
             }
             let latest_path = self
@@ -370,16 +345,14 @@ impl Monitor {
                     t.written = Some(stamp);
                     self.warned.clear(&key);
                 }
-                Err(e) => {
-                    if self.warned.first(&key) {
-                        tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot write the state file");
-                    }
+                Err(e) if self.warned.first(&key) => {
+                    tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot write the state file");
                 }
+                Err(_) => {}
             }
         }
     }
 
-    /// Offers one due warning to the gate and records what happened.
     async fn deliver(&mut self, deliverer: &Deliverer, view: &ContextView, due: DueWarning) {
         let sid = due.session_id.as_str();
         let text = match KeystrokeText::new(&due.text) {
@@ -469,7 +442,6 @@ impl Monitor {
         dirs
     }
 
-    /// Whether a change notification concerns a followed session.
     fn relevant(&self, paths: &[PathBuf]) -> bool {
         let feed_dir = self.feed_dir();
         paths.iter().any(|p| {
@@ -482,7 +454,7 @@ impl Monitor {
     }
 }
 
-/// Runs the context monitor until `shutdown` is cancelled. See the module docs.
+/// Runs the context monitor until `shutdown` is cancelled.
 pub async fn run(
     deliverer: Arc<Deliverer>,
     view: Arc<ContextView>,
@@ -554,9 +526,8 @@ pub async fn run(
     }
 }
 
-/// What `t`'s transcript and feed say about a usage limit not recorded yet: the notice the
-/// transcript ends on (unless its reset is past), a response after it (the limit lifted), and a
-/// used-up `rate_limits` window of the feed.
+/// What `t`'s transcript and feed say about a usage limit not recorded yet: a notice (unless its
+/// reset is past), a response after it (the limit lifted), a used-up `rate_limits` window.
 fn limits_seen(sid: &str, t: &mut Tracked, feed: Option<&Feed>) -> Vec<Record> {
     let now_ms = clock::now_ms();
     let mut seen = Vec::new();
@@ -582,15 +553,10 @@ fn limits_seen(sid: &str, t: &mut Tracked, feed: Option<&Feed>) -> Vec<Record> {
         && limit.resets_at_ms.is_none_or(|at| at > now_ms)
     {
         t.limit_recorded.1 = limit.resets_at_ms;
-        seen.push(Record::Limited(LimitSeen {
-            session_id: sid.to_owned(),
-            kind: limit.kind.clone(),
-            resets_text: None,
-            resets_at_ms: limit.resets_at_ms,
-            resets_exact: limit.resets_at_ms.is_some(),
-            how: LimitSource::Statusline,
-            at_ms: now_ms,
-        }));
+        let kind = limit.kind.clone();
+        let notice = crate::claude::limits::Notice { kind, resets: None };
+        let found = LimitSeen::of_notice(sid, notice, LimitSource::Statusline, now_ms, true);
+        seen.push(Record::Limited(found.with_exact_reset(limit.resets_at_ms)));
     }
     seen
 }

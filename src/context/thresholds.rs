@@ -1,15 +1,13 @@
-//! Context warning thresholds for one session, a pure state machine ("warn at 75 %, checkpoint
-//! at 85 %"): each level fires once when usage crosses it, re-arms only after usage falls below
-//! it again (a compaction), and stays *due* until the caller reports it `delivered`, so a
-//! warning that could not be typed now is not lost.
+//! Context warning thresholds for one session, a pure state machine: each level fires once when
+//! usage crosses it, re-arms only after usage falls below it (a compaction), and stays due until
+//! it is `delivered`, so a warning that could not be typed now is not lost.
 
 use crate::config::{ContextLevelSettings, ContextThresholdSettings};
 
-/// Placeholder in templates replaced by the current percentage (rounded to an integer).
+/// Placeholder in templates replaced by the current percentage.
 pub const PCT_PLACEHOLDER: &str = "{pct}";
 
-/// Errors in threshold configuration, each naming the `[context.thresholds.<level>]` key to fix
-/// (a level's name with `_` for `-`, as the file spells it).
+/// Errors in threshold configuration, each naming the `[context.thresholds.<level>]` key to fix.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ThresholdError {
     #[error(
@@ -39,13 +37,11 @@ fn key(name: &str) -> String {
     format!("context.thresholds.{}", name.replace('-', "_"))
 }
 
-/// One warning level.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Level {
     /// A stable name for logs and the ledger (`wrap-up`, `checkpoint`).
     pub name: String,
     pub percent: f64,
-    /// Text with `{pct}` placeholders.
     pub template: String,
 }
 
@@ -58,19 +54,14 @@ impl Level {
         }
     }
 
-    /// The message for a session at `pct` percent.
+    /// The message for a session at `pct` percent, rounded to a whole number.
     pub fn render(&self, pct: f64) -> String {
-        render_template(&self.template, pct)
+        let shown = super::window::whole_percent(pct).map_or("?".to_owned(), |p| p.to_string());
+        self.template.replace(PCT_PLACEHOLDER, &shown)
     }
 }
 
-/// Replaces every `{pct}` in `template` with `pct` rounded to a whole number.
-pub fn render_template(template: &str, pct: f64) -> String {
-    let shown = super::window::whole_percent(pct).map_or("?".to_owned(), |p| p.to_string());
-    template.replace(PCT_PLACEHOLDER, &shown)
-}
-
-/// The validated list of levels, lowest first.
+/// The validated levels, lowest first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thresholds {
     levels: Vec<Level>,
@@ -95,7 +86,6 @@ fn levels_of(settings: &ContextThresholdSettings) -> Vec<Level> {
 }
 
 impl Thresholds {
-    /// Validates the levels `[context.thresholds]` describes.
     pub fn from_settings(settings: &ContextThresholdSettings) -> Result<Self, ThresholdError> {
         Self::new(levels_of(settings))
     }
@@ -143,7 +133,6 @@ struct LevelState {
     pending: bool,
 }
 
-/// Threshold state of one session.
 #[derive(Debug, Clone)]
 pub struct SessionThresholds {
     config: Thresholds,
@@ -294,7 +283,7 @@ mod tests {
             .due_message()
             .unwrap_or_else(|| (Level::new("x", 1.0, "x"), String::new()));
         assert!(text.starts_with("Context is 76% full:"), "{text}");
-        assert_eq!(render_template("{pct}/{pct}", f64::NAN), "?/?");
+        assert_eq!(Level::new("x", 1.0, "{pct}/{pct}").render(f64::NAN), "?/?");
     }
 
     #[test]

@@ -4,16 +4,12 @@
 
 use std::collections::BTreeMap;
 
-/// The window of the 1M-token model variants.
+/// The window of the 1M-token variant of a model, and its model-id suffix (`claude-opus-4-6[1m]`).
 pub const ONE_MILLION_WINDOW: u64 = 1_000_000;
-
-/// The model-id suffix Claude Code uses for the 1M-context variant of a model (`claude-opus-4-6[1m]`).
 pub const ONE_MILLION_SUFFIX: &str = "[1m]";
 
-/// Errors of this module: only configuration can be wrong here.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum WindowError {
-    /// A zero window would make every percentage meaningless.
     #[error("context window for {what} is 0 tokens; give a positive token count")]
     ZeroWindow { what: String },
 }
@@ -28,13 +24,6 @@ pub enum WindowSource {
     Default,
 }
 
-impl WindowSource {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
-
-/// A decided window size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowSize {
     pub tokens: u64,
@@ -61,8 +50,7 @@ impl Default for WindowResolver {
 }
 
 impl WindowResolver {
-    /// The model table `models` (prefix -> tokens, from `[context.models]`) and
-    /// `default_window` for models nothing matches.
+    /// The model table `models` (prefix -> tokens) and the window for models nothing matches.
     pub fn new<'a>(
         models: impl IntoIterator<Item = (&'a str, u64)>,
         default_window: u64,
@@ -90,31 +78,20 @@ impl WindowResolver {
     /// Window for a session: `statusline_window` is the feed's `context_window_size` when the
     /// feed is fresh (stale feeds must not be passed), `model` the transcript's model id.
     pub fn resolve(&self, statusline_window: Option<u64>, model: Option<&str>) -> WindowSize {
-        if let Some(tokens) = statusline_window.filter(|&t| t > 0) {
-            return WindowSize {
-                tokens,
-                source: WindowSource::Statusline,
-            };
-        }
-        if let Some(model) = model {
-            let lower = model.trim().to_ascii_lowercase();
-            if lower.ends_with(ONE_MILLION_SUFFIX) {
-                return WindowSize {
-                    tokens: ONE_MILLION_WINDOW,
-                    source: WindowSource::ModelSuffix,
-                };
-            }
-            if let Some(tokens) = self.lookup(&lower) {
-                return WindowSize {
-                    tokens,
-                    source: WindowSource::ModelTable,
-                };
-            }
-        }
-        WindowSize {
-            tokens: self.default_window,
-            source: WindowSource::Default,
-        }
+        let lower = model.map(|model| model.trim().to_ascii_lowercase());
+        let (tokens, source) = if let Some(tokens) = statusline_window.filter(|&t| t > 0) {
+            (tokens, WindowSource::Statusline)
+        } else if lower
+            .as_ref()
+            .is_some_and(|m| m.ends_with(ONE_MILLION_SUFFIX))
+        {
+            (ONE_MILLION_WINDOW, WindowSource::ModelSuffix)
+        } else if let Some(tokens) = lower.and_then(|m| self.lookup(&m)) {
+            (tokens, WindowSource::ModelTable)
+        } else {
+            (self.default_window, WindowSource::Default)
+        };
+        WindowSize { tokens, source }
     }
 
     /// Longest table prefix of the model id. Provider-qualified ids (`us.anthropic.claude-…`)
@@ -134,8 +111,7 @@ impl WindowResolver {
     }
 }
 
-/// `used / window` as a percentage in 0.0..=100.0 rounded to one decimal. A zero window gives
-/// 0.0 (the resolver never produces one).
+/// `used / window` as a percentage in 0.0..=100.0 rounded to one decimal (0.0 for no window).
 pub fn percent(used_tokens: u64, window_tokens: u64) -> f64 {
     if window_tokens == 0 {
         return 0.0;
@@ -144,8 +120,7 @@ pub fn percent(used_tokens: u64, window_tokens: u64) -> f64 {
     ((raw * 10.0).round() / 10.0).clamp(0.0, 100.0)
 }
 
-/// A percentage as the whole number state files, warnings and the status line show (0-100;
-/// `None` for NaN or infinity).
+/// A percentage as the whole number files and lines show (`None` for NaN or infinity).
 pub fn whole_percent(percent: f64) -> Option<u32> {
     percent
         .is_finite()

@@ -1,22 +1,16 @@
 //! `[launch]`, validated once: what `wakebridge launch` starts when no command follows `--`,
-//! and what a restart inside `serve` starts. Kept apart from the launch sequence, which only
-//! receives what these checks let through.
+//! and what a restart inside `serve` starts.
 
 use std::time::Duration;
 
 use crate::config::LaunchSettings;
 
-/// `[launch]`, validated: what `wakebridge launch` starts when no command follows `--`, and
-/// what a restart (`wakebridge rewind --restart`) starts inside `serve`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchDefaults {
-    /// The agent's argv; its first element names a program.
     pub command: Vec<String>,
-    /// More than zero.
     pub timeout: Duration,
 }
 
-/// A `[launch]` setting that cannot start anything.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LaunchSettingsError {
     #[error(
@@ -46,7 +40,6 @@ impl LaunchDefaults {
         (names_program.then(|| command.to_vec())).ok_or(LaunchSettingsError::NoCommand)
     }
 
-    /// `launch.timeout`, refused at zero: no agent is ready at once.
     pub fn timeout(timeout: Duration) -> Result<Duration, LaunchSettingsError> {
         (!timeout.is_zero())
             .then_some(timeout)

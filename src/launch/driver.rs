@@ -1,17 +1,15 @@
-//! What the launcher presses on a freshly started Claude Code pane. [`Driver`] turns a sequence
-//! of captures into keystrokes (Enter, Down, Up and nothing else) with the anti-typeahead pauses
-//! and the "press Enter on the trust dialog only when Yes is visibly selected" rule. It is pure:
-//! naming the screen is `claude::screen::first_run`'s, capturing the pane, sending the keys and
-//! keeping time belong to the caller (`launch`). On a screen it does not know it only waits.
+//! What the launcher presses on a freshly started Claude Code pane: [`Driver`] turns captures
+//! into keystrokes (Enter, Down, Up and nothing else) with the anti-typeahead pauses, pressing
+//! Enter on the trust dialog only when Yes is visibly selected. Pure; on an unknown screen it
+//! only waits.
 
 use std::time::Duration;
 
 use crate::claude::screen::first_run::{Screen, classify};
 use crate::mux::Key;
 
-/// Wait this long after a screen first appears before pressing anything on it. Claude Code
-/// 2.1.332 ignores keys that arrive within 150 ms of a menu's first render (anti-typeahead
-/// guard); 500 ms clears it with room for a slow redraw, as the reference recipe advises.
+/// Wait this long after a screen first appears before pressing anything: Claude Code ignores
+/// keys within 150 ms of a menu's first render (anti-typeahead guard); this leaves room.
 pub const SETTLE: Duration = Duration::from_millis(500);
 /// After a key, leave an unchanged screen alone this long before pressing again: the key may
 /// still be on its way. A key that was dropped (by the typeahead guard) is then sent once more.
@@ -23,8 +21,7 @@ pub const MAX_SELECTION_MOVES: u32 = 4;
 /// drawn while the UI settles is not mistaken for it.
 pub const READY_CONFIRMATIONS: u32 = 2;
 
-/// The first-run screens the launcher answers, as reported in `screens_passed` (under their
-/// snake_case names).
+/// The first-run screens the launcher answers, as `screens_passed` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
 #[strum(serialize_all = "snake_case")]
 pub enum Passed {
@@ -46,51 +43,36 @@ pub enum Halt {
     HumanNeeded(Screen),
     /// Claude Code printed an exit message (declined trust, connectivity failure).
     Exited(Screen),
-    /// The trust dialog's selection would not move to "Yes".
     CannotSelectYes,
 }
 
 /// What to do after a capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
-    /// Nothing yet; capture again later.
     Wait,
-    /// Press this key, then capture again.
     Press(Key),
-    /// The idle prompt is up: the agent is ready for input.
     Ready,
-    /// Stop without pressing anything more.
     Halt(Halt),
 }
 
-#[derive(Debug, Clone)]
-struct LastPress {
-    at: Duration,
-    capture: String,
-}
-
-/// Decides, capture by capture, which key to press. Feed it every capture with the time since
-/// the launch started; it never presses Escape, digits or text, never presses Enter on a trust
-/// dialog whose visible selection is not "Yes", and never presses anything on a screen younger
-/// than [`SETTLE`].
+/// Decides, capture by capture, which key to press; never on a screen younger than [`SETTLE`].
 #[derive(Debug, Clone, Default)]
 pub struct Driver {
     /// The screen up (its kind only: moving the trust dialog's selection does not restart its
     /// settle time, a change of screen does) and since when.
     phase: Option<(std::mem::Discriminant<Screen>, Duration)>,
-    last_press: Option<LastPress>,
+    /// When the last key was pressed, and on which capture.
+    last_press: Option<(Duration, String)>,
     moves: u32,
     ready_streak: u32,
     passed: Vec<Passed>,
 }
 
 impl Driver {
-    /// The first-run screens answered so far, in order.
     pub fn passed(&self) -> &[Passed] {
         &self.passed
     }
 
-    /// Classify `capture`, taken `at` after the launch started, and decide the next step.
     pub fn step(&mut self, at: Duration, capture: &str) -> Step {
         let screen = classify(capture);
         let phase = std::mem::discriminant(&screen);
@@ -100,11 +82,11 @@ impl Driver {
                 self.moves = 0;
             }
         }
-        if screen == Screen::Ready {
-            self.ready_streak += 1;
+        self.ready_streak = if screen == Screen::Ready {
+            self.ready_streak + 1
         } else {
-            self.ready_streak = 0;
-        }
+            0
+        };
         match screen {
             Screen::ApiKeyPrompt | Screen::Login => Step::Halt(Halt::HumanNeeded(screen)),
             Screen::Declined | Screen::ConnectFailed => Step::Halt(Halt::Exited(screen)),
@@ -127,17 +109,13 @@ impl Driver {
         let settled = self
             .phase
             .is_some_and(|(_, since)| at.saturating_sub(since) >= SETTLE);
-        let in_flight = self.last_press.as_ref().is_some_and(|last| {
-            last.capture == capture && at.saturating_sub(last.at) < RESEND_AFTER
-        });
+        let in_flight = (self.last_press.as_ref())
+            .is_some_and(|(last, on)| on == capture && at.saturating_sub(*last) < RESEND_AFTER);
         settled && !in_flight
     }
 
     fn press(&mut self, at: Duration, capture: &str, key: Key) -> Step {
-        self.last_press = Some(LastPress {
-            at,
-            capture: capture.to_owned(),
-        });
+        self.last_press = Some((at, capture.to_owned()));
         Step::Press(key)
     }
 

@@ -1,10 +1,7 @@
-//! The launcher: start an agent (Claude Code by default) in a new tmux session, a new window or
-//! a respawned pane, answer its first-run screens as [`driver`] decides, learn its session id
-//! from Claude Code's registry, write the `panes.json` mapping and type a first prompt through
-//! the shared [`Injector`]. A failed start removes what it created; a screen only a human may
-//! answer (an API key, a login) stops the launch and leaves the pane up.
-//! The tmux calls are [`crate::mux::tmux::create`]'s, pre-trusting a folder is
-//! [`crate::claude::trust`]'s, flags and output are [`crate::cli::launch`]'s.
+//! The launcher: start an agent in a new tmux session, window or respawned pane, answer its
+//! first-run screens ([`driver`]), learn its session id, map its pane and type a first prompt.
+//! A failed start removes what it created; a screen only a human may answer (an API key, a
+//! login) stops the launch and leaves the pane up.
 
 mod defaults;
 pub(crate) mod driver;
@@ -30,28 +27,22 @@ pub use defaults::{LaunchDefaults, LaunchSettingsError};
 pub use driver::Passed;
 use driver::{Driver, Halt, Step};
 
-/// Pause between captures: a dialog is answered within a second of its settle time, and one
-/// tmux call per poll costs nothing.
+/// Pause between captures.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
-/// Size of a new detached session: the reference screens' size, wide enough that no dialog
-/// line wraps.
-pub const SESSION_WIDTH: u16 = 120;
-pub const SESSION_HEIGHT: u16 = 40;
-/// Budget of one tmux call; it only bounds a wedged server.
+/// Size of a new detached session: wide enough that no dialog line wraps.
+const SESSION_SIZE: (u16, u16) = (120, 40);
+/// Budget of one tmux call: it only bounds a wedged server.
 const TMUX_CALL_BUDGET: Duration = Duration::from_secs(5);
-/// Scrollback lines read from a dead pane: tmux's "Pane is dead" line may have scrolled the
-/// agent's last words off the visible area.
+/// Scrollback read from a dead pane: "Pane is dead" may have scrolled the last words away.
 const DEAD_PANE_HISTORY: u32 = 200;
-/// How long to wait for a dead pane's exit status: tmux learns it when it reaps the process,
-/// a moment after it marks the pane dead.
+/// How long to wait for a dead pane's exit status, which tmux learns a moment after the death.
 const EXIT_STATUS_WAIT: Duration = Duration::from_secs(1);
 const EXIT_STATUS_POLL: Duration = Duration::from_millis(50);
-/// How long to look for Claude Code's `sessions/<pid>.json` once the prompt is up (it is
-/// written at start-up; this covers a slow first write).
+/// How long to look for Claude Code's `sessions/<pid>.json` once the prompt is up.
 pub const REGISTRY_WAIT: Duration = Duration::from_secs(3);
 /// Deepest process tree walked from the pane's first process to find the agent.
 const MAX_TREE_DEPTH: usize = 6;
-/// Session names tried when the default name is taken: `name`, `name-2`, ... `name-N`.
+/// Session names tried while the default name is taken: `name`, `name-2`, ...
 const MAX_NAME_ATTEMPTS: u32 = 20;
 /// Longest generated session name; tmux accepts more, but people type these.
 const MAX_DEFAULT_NAME_CHARS: usize = 40;
@@ -63,38 +54,30 @@ const KEY_PREFIX: &str = "sk-ant-";
 pub enum Placement {
     /// A new detached session on the server (`--name` names it).
     NewSession,
-    /// A new background window in an existing session: the caller's own (`target: None`, when
-    /// running inside tmux) or the named one. `--name` names the window.
+    /// A new background window in the caller's session (`None`) or the named one.
     NewWindow { target: Option<String> },
     /// In an existing pane (`%N`), replacing what runs there: a restart. A failed start leaves
-    /// the pane (dead, its last screen readable) for a human; it is not the launcher's to remove.
+    /// the pane for a human; it is not the launcher's to remove.
     Respawn { pane: String },
 }
 
-/// Everything a launch needs; `cli::launch` fills it from flags and the environment.
+/// Everything a launch needs.
 #[derive(Debug, Clone)]
 pub struct LaunchOptions {
-    /// Absolute working directory of the agent.
     pub cwd: PathBuf,
     /// Session name (new session) or window name (new window).
     pub name: Option<String>,
-    /// The agent's argv; non-empty.
     pub command: Vec<String>,
-    /// Typed once the agent is ready.
     pub prompt: Option<KeystrokeText>,
     /// Mark `cwd` trusted in this Claude Code config file before starting.
     pub pre_trust: Option<PathBuf>,
-    /// How long the agent gets to become ready.
     pub timeout: Duration,
-    /// Wake dir whose `panes.json` gets the mapping; `None` skips it.
+    /// Wake dir whose `panes.json` gets the mapping.
     pub wake_dir: Option<PathBuf>,
-    /// The agent's session id, when the caller knows it.
     pub session_id: Option<String>,
-    /// Claude Code's config home (`~/.claude`), to learn the session id from
-    /// `sessions/<pid>.json`; `None` skips that.
+    /// To learn the session id from `sessions/<pid>.json`.
     pub claude_home: Option<ClaudeHome>,
     pub placement: Placement,
-    /// tmux binary and socket (and the submit delay for the prompt).
     pub mux: MuxConfig,
 }
 
@@ -104,7 +87,6 @@ pub enum Mapping {
     Written,
     /// No session id was given or found; the SessionStart hook maps the session when it runs.
     NoSessionId,
-    /// No wake dir was configured.
     NoWakeDir,
     Failed(PanesWriteError),
 }
@@ -112,10 +94,8 @@ pub enum Mapping {
 /// A launched, ready agent.
 #[derive(Debug)]
 pub struct Launched {
-    /// tmux pane id, `%N`.
     pub pane: String,
     pub tmux_session: String,
-    /// tmux window id, `@N`.
     pub window: String,
     pub cwd: PathBuf,
     pub command: Vec<String>,
@@ -127,8 +107,6 @@ pub struct Launched {
 }
 
 impl Launched {
-    /// `{"pane","tmux_session","window","cwd","command","session_id"?,"screens_passed",
-    /// "mapped","pre_trusted","prompt_typed"}`.
     pub fn to_json(&self) -> Value {
         let mut out = json!({
             "pane": self.pane,
@@ -141,14 +119,13 @@ impl Launched {
             "pre_trusted": self.pre_trusted.is_some(),
             "prompt_typed": self.prompt_typed,
         });
-        if let (Some(id), Some(map)) = (&self.session_id, out.as_object_mut()) {
-            map.insert("session_id".into(), Value::String(id.clone()));
+        if let Some(id) = &self.session_id {
+            out["session_id"] = json!(id);
         }
         out
     }
 }
 
-/// Why a launch failed.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     #[error("invalid command: {0}")]
@@ -223,10 +200,9 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
             source: std::io::Error::other("not a directory"),
         });
     }
-    let pre_trusted = match &opts.pre_trust {
-        Some(config) => Some(crate::claude::trust::pre_trust(config, &cwd)?),
-        None => None,
-    };
+    let pre_trusted = (opts.pre_trust.as_ref())
+        .map(|config| crate::claude::trust::pre_trust(config, &cwd))
+        .transpose()?;
     let tmux = Tmux::new(&opts.mux);
     let created = create(&tmux, opts, &cwd, &argv).await?;
     let passed = match drive(&tmux, &created, opts.timeout).await {
@@ -246,8 +222,8 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
         (None, Some(home)) => learn_session_id(home, created.pid).await,
         (None, None) => None,
     };
-    // As the SessionStart hook maps it (tmux pane ids are server-wide; the session name is only
-    // informational): entries for one pane must be equal for a later mapping to replace them.
+    // As the SessionStart hook maps it: entries for one pane must be equal for a later mapping
+    // to replace them.
     let target = PaneTarget::Tmux {
         pane: created.pane.clone(),
         session: None,
@@ -260,7 +236,6 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
             Err(err) => Mapping::Failed(err),
         },
     };
-    let mut prompt_typed = false;
     if let Some(prompt) = &opts.prompt {
         Injector::new(&opts.mux)
             .inject(&target, prompt, Deadline::after(INJECT_BUDGET))
@@ -269,7 +244,6 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
                 pane: created.pane.clone(),
                 source,
             })?;
-        prompt_typed = true;
     }
     Ok(Launched {
         pane: created.pane,
@@ -281,7 +255,7 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
         mapping,
         screens_passed: passed,
         pre_trusted,
-        prompt_typed,
+        prompt_typed: opts.prompt.is_some(),
     })
 }
 
@@ -373,9 +347,8 @@ fn halted(halt: Halt, tmux: &Tmux, created: &NewPane, screen: &str) -> LaunchErr
     }
 }
 
-/// The visible text worth quoting: no "Pane is dead" line, no trailing blank lines, runs of
-/// blank lines squeezed to one, and words holding an Anthropic key (the key screen shows the
-/// key's tail) masked so they do not end up in logs.
+/// The visible text worth quoting: no "Pane is dead" line, blank lines squeezed, and words
+/// holding an Anthropic key (the key screen shows its tail) masked so they stay out of logs.
 fn tidy_screen(screen: &str) -> String {
     let mut out: Vec<String> = Vec::new();
     for line in screen.lines() {
@@ -404,9 +377,8 @@ fn tidy_screen(screen: &str) -> String {
     }
 }
 
-/// The argv tail for `new-session`/`new-window`. tmux runs a single argument through `sh -c`,
-/// so a lone command is shell-quoted to run exactly as given; and tmux reads an argument ending
-/// in `;` as a command separator, so that `;` is escaped.
+/// The argv tail for `new-session`/`new-window`. tmux runs a lone argument through `sh -c`, so
+/// it is shell-quoted; and tmux reads an argument ending in `;` as a separator, so it is escaped.
 fn tmux_command_args(command: &[String]) -> Result<Vec<String>, LaunchError> {
     let Some(first) = command.first() else {
         return Err(LaunchError::BadCommand("the command is empty".into()));
@@ -439,19 +411,11 @@ fn tmux_command_args(command: &[String]) -> Result<Vec<String>, LaunchError> {
 
 /// Default session name: `<program>-<folder>`, restricted to letters, digits, `-` and `_`.
 fn default_session_name(command: &[String], cwd: &Path) -> String {
-    let program = command
-        .first()
-        .and_then(|p| Path::new(p).file_name())
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "agent".into());
-    let folder = cwd
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let raw = if folder.is_empty() {
-        program
-    } else {
-        format!("{program}-{folder}")
+    let program = (command.first().and_then(|p| Path::new(p).file_name()))
+        .map_or("agent".into(), |name| name.to_string_lossy());
+    let raw = match cwd.file_name() {
+        Some(folder) => format!("{program}-{}", folder.to_string_lossy()),
+        None => program.into_owned(),
     };
     let tame = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
     raw.chars()
@@ -460,13 +424,11 @@ fn default_session_name(command: &[String], cwd: &Path) -> String {
         .collect()
 }
 
-/// The budget of one tmux call.
 fn tmux_call() -> Deadline {
     Deadline::after(TMUX_CALL_BUDGET)
 }
 
-/// Create the launch's pane: a respawn, a new window, or a new session (trying `name-2`,
-/// `name-3`, ... while a default name is taken).
+/// Create the launch's pane: a respawn, a new window, or a new session.
 async fn create(
     tmux: &Tmux,
     opts: &LaunchOptions,
@@ -486,12 +448,8 @@ async fn create(
         Placement::NewSession => {}
     }
     let base = (opts.name.clone()).unwrap_or_else(|| default_session_name(&opts.command, cwd));
-    let attempts = if opts.name.is_some() {
-        1
-    } else {
-        MAX_NAME_ATTEMPTS
-    };
-    let size = (SESSION_WIDTH, SESSION_HEIGHT);
+    let attempts = opts.name.as_ref().map_or(MAX_NAME_ATTEMPTS, |_| 1);
+    let taken = |e: &MuxError| e.stderr().is_some_and(|s| s.contains("duplicate session"));
     let mut n = 1;
     loop {
         let name = if n == 1 {
@@ -499,15 +457,9 @@ async fn create(
         } else {
             format!("{base}-{n}")
         };
-        match tmux.new_session(&name, cwd, size, argv, tmux_call()).await {
-            Err(err)
-                if n < attempts
-                    && err
-                        .stderr()
-                        .is_some_and(|s| s.contains("duplicate session")) =>
-            {
-                n += 1;
-            }
+        let created = tmux.new_session(&name, cwd, SESSION_SIZE, argv, tmux_call());
+        match created.await {
+            Err(err) if n < attempts && taken(&err) => n += 1,
             created => return created.map_err(failed("session")),
         }
     }
@@ -531,9 +483,8 @@ async fn wait_for_exit_status(tmux: &Tmux, pane: &str) -> String {
     }
 }
 
-/// Drop the launch's remain-on-exit, so the agent's window closes when it exits later, as any
-/// other window of the server does. Best effort: a lingering dead pane is only untidy (the wake
-/// gate treats it as stale).
+/// Drop the launch's remain-on-exit, so the agent's window closes when it exits later. Best
+/// effort: a lingering dead pane is only untidy.
 async fn restore_exit_behaviour(tmux: &Tmux, created: &NewPane, placement: &Placement) {
     // A respawned pane's option was set on the pane alone, not on someone's window.
     let target = match placement {
@@ -557,8 +508,7 @@ async fn remove(tmux: &Tmux, created: &NewPane, placement: &Placement) {
     }
 }
 
-/// The session id from Claude Code's `sessions/<pid>.json` of any process in the pane's tree,
-/// waiting up to [`REGISTRY_WAIT`] for the file.
+/// The session id from the registry file of any process in the pane's tree.
 async fn learn_session_id(claude_home: &ClaudeHome, pane_pid: Option<u32>) -> Option<String> {
     let root = pane_pid?;
     let registry = claude_home.sessions();

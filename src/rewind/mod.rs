@@ -1,9 +1,7 @@
-//! Rewinds: a clean context window before the old one runs out, when a session asks
-//! (`wakebridge rewind`, `POST /rewind`) or, with `[rewind] auto`, after it crossed the
-//! checkpoint threshold and then stayed idle: `/clear` is typed, the fresh prompt awaited, and
-//! the re-hydration message typed once; a restart ([`restart`]) starts the agent again instead.
-//! This module owns the validated `[rewind]` settings and the pure decisions ([`due`],
-//! [`cleared`]); the session loop performs them and the ledger keeps the record.
+//! Rewinds: a clean context window before the old one runs out, when a session asks or, with
+//! `[rewind] auto`, once it crossed the checkpoint and stayed idle: `/clear` is typed, the fresh
+//! prompt awaited, and the re-hydration message typed once. This module owns the `[rewind]`
+//! settings and the pure decisions; the session loop performs them.
 
 pub mod restart;
 
@@ -14,16 +12,14 @@ use crate::config::RewindSettings;
 use crate::mux::{KeystrokeText, TextError};
 use crate::store::{RewindRow, RewindWhy};
 
-/// Longest wait after `/clear` for the fresh prompt (and for the hook that maps the pane under
-/// the new id). Claude Code clears within a second; its SessionStart hooks may take seconds.
+/// Longest wait after `/clear` for the fresh prompt and the hook that maps the new id (Claude
+/// Code clears within a second; its SessionStart hooks may take seconds).
 pub const CLEAR_WAIT: Duration = Duration::from_secs(20);
 
-/// After `/clear` was taken, how long a screen that already looks fresh is trusted without the
-/// `SessionStart` hook having mapped the new id (early-2026 builds sometimes did not fire it,
-/// and a session without hooks never does).
+/// After `/clear`, how long a fresh-looking screen is trusted without the `SessionStart` hook
+/// mapping the new id (some builds did not fire it; a session without hooks never does).
 pub const CLEARED_WITHOUT_HOOK: Duration = Duration::from_secs(3);
 
-/// Why `[rewind]` cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RewindError {
     #[error("rewind.message cannot be typed: {0} (WAKEBRIDGE_REWIND__MESSAGE)")]
@@ -35,7 +31,6 @@ pub enum RewindError {
 /// `[rewind]`, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RewindConfig {
-    /// Rewind sessions past the checkpoint threshold on its own.
     pub auto: bool,
     /// Idle time after the checkpoint warning before an automatic rewind.
     pub after: Duration,
@@ -62,18 +57,14 @@ impl RewindConfig {
 /// What to do about a waiting rewind now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Due {
-    /// Not yet: the session has not been idle long enough.
     Wait,
-    /// Perform it.
     Now,
     /// Drop it (an automatic rewind too soon after the last one), and why.
     Skip(String),
 }
 
 /// Whether `pending` is due for a session idle for `idle_for`: one it asked for once it has
-/// settled (`settle`, the quiet time owed wakes wait too), an automatic one after
-/// [`RewindConfig::after`] and never within [`RewindConfig::min_gap`] of the last rewind
-/// performed (`last_done_ms`).
+/// settled (`settle`), an automatic one after `after` and never within `min_gap` of the last.
 pub fn due(
     pending: &RewindRow,
     idle_for: Duration,
@@ -86,13 +77,11 @@ pub fn due(
         RewindWhy::Asked | RewindWhy::Restart if idle_for >= settle => Due::Now,
         RewindWhy::Auto => {
             let gap_ms = i64::try_from(config.min_gap.as_millis()).unwrap_or(i64::MAX);
-            if let Some(last) = last_done_ms
-                && now_ms.saturating_sub(last) < gap_ms
-            {
-                let ago = Duration::from_millis(u64::try_from(now_ms - last).unwrap_or(0));
+            let ago_ms = last_done_ms.map(|last| now_ms.saturating_sub(last));
+            if let Some(ago_ms) = ago_ms.filter(|&ago| ago < gap_ms) {
+                let ago = ago_ms.max(0) / 1000;
                 return Due::Skip(format!(
-                    "the last rewind was {}s ago, within rewind.min_gap",
-                    ago.as_secs()
+                    "the last rewind was {ago}s ago, within rewind.min_gap"
                 ));
             }
             if idle_for >= config.after {
@@ -105,8 +94,7 @@ pub fn due(
     }
 }
 
-/// Whether a screen shows Claude Code's fresh, empty prompt: an input line with nothing on it
-/// and nothing holding the pane (no dialog, menu or running turn).
+/// Whether a screen shows Claude Code's fresh, empty prompt with nothing holding the pane.
 pub fn cleared(text: &str) -> bool {
     text.lines().any(|line| screen::input(line).is_some())
         && screen::draft(text).is_none()

@@ -1,8 +1,7 @@
 //! A restart (`wakebridge rewind --restart`): the agent is started again through the launcher,
-//! with the re-hydration prompt as its first prompt: in its pane (`respawn-pane -k`) when the
-//! pane is there, else in a new tmux session resuming the conversation (`claude --resume <id>`)
-//! when its transcript is still there. The new session id takes over the old one's address, as
-//! after a `/clear`; how it went is recorded in the ledger.
+//! with the re-hydration prompt as its first prompt, in its pane when that is there, else in a
+//! new tmux session resuming the conversation (`claude --resume <id>`). The new session id takes
+//! over the old one's address, as after a `/clear`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,8 +14,7 @@ use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::{clear_entry, set_entry};
 
-/// How a restart starts the agent: `[launch] command` and `timeout`, Claude Code's config dir
-/// (to learn the new session id) and the multiplexer settings.
+/// How a restart starts the agent.
 #[derive(Debug, Clone)]
 pub struct RestartSettings {
     pub command: Vec<String>,
@@ -32,62 +30,59 @@ pub struct Restart {
     pub session_id: String,
     /// The id the rewind was asked for (its ledger row's).
     pub asked_as: String,
-    /// Where it ran.
     pub pane: PaneTarget,
-    /// The pane is there (alive or dead): start the agent in it. Otherwise in a new session.
+    /// The pane is there (alive or dead): start the agent in it.
     pub in_place: bool,
     pub message: KeystrokeText,
 }
 
 /// Performs `restart` and records how it ended; never fails (the ledger row says what happened).
 pub async fn perform(restart: Restart, settings: RestartSettings, store: Store, wake_dir: PathBuf) {
-    let sid = restart.session_id.clone();
-    let (outcome, new_id, detail, renamed) =
-        match start(&restart, &settings, &store, &wake_dir).await {
-            Ok((new_id, typed, pane)) => {
-                let renamed = (new_id != sid).then(|| Record::Renamed {
-                    old_id: sid.clone(),
-                    new_id: new_id.clone(),
+    let sid = restart.session_id.as_str();
+    let mut records = Vec::new();
+    let (outcome, new_id, detail) = match start(&restart, &settings, &store, &wake_dir).await {
+        Ok((new_id, typed, pane)) => {
+            tracing::info!(
+                session_id = sid,
+                new_session_id = new_id.as_str(),
+                in_place = restart.in_place,
+                "restarted a session"
+            );
+            if new_id != sid {
+                let (old_id, new_id) = (sid.to_owned(), new_id.clone());
+                let at_ms = clock::now_ms();
+                records.push(Record::Renamed {
+                    old_id,
+                    new_id,
                     pane,
-                    at_ms: clock::now_ms(),
+                    at_ms,
                 });
-                let outcome = if typed {
-                    RewindOutcome::Done
-                } else {
-                    RewindOutcome::NotTyped
-                };
-                (outcome, Some(new_id), None, renamed)
             }
-            Err(detail) => (RewindOutcome::Failed, None, Some(detail), None),
-        };
-    match outcome {
-        RewindOutcome::Failed => tracing::warn!(
-            session_id = sid.as_str(),
-            "restart failed: {}",
-            detail.as_deref().unwrap_or("?")
-        ),
-        _ => tracing::info!(
-            session_id = sid.as_str(),
-            new_session_id = new_id.as_deref().unwrap_or("?"),
-            in_place = restart.in_place,
-            "restarted a session"
-        ),
-    }
-    let ended = Record::RewindEnded {
+            let typed = if typed {
+                RewindOutcome::Done
+            } else {
+                RewindOutcome::NotTyped
+            };
+            (typed, Some(new_id), None)
+        }
+        Err(detail) => {
+            tracing::warn!(session_id = sid, "restart failed: {detail}");
+            (RewindOutcome::Failed, None, Some(detail))
+        }
+    };
+    records.push(Record::RewindEnded {
         session_id: restart.asked_as.clone(),
         outcome,
         new_id,
         detail,
         at_ms: clock::now_ms(),
-    };
-    let records = renamed.into_iter().chain([ended]).collect();
+    });
     if let Err(e) = store.record_all(records).await {
         tracing::warn!(error = %e, "could not record a restart in the ledger");
     }
 }
 
-/// Starts the agent; `(the id it goes by now, whether the prompt was typed, its pane as text)`,
-/// or why it did not start.
+/// Starts the agent: `(the id it goes by now, whether the prompt was typed, its pane as text)`.
 async fn start(
     restart: &Restart,
     settings: &RestartSettings,
@@ -101,8 +96,8 @@ async fn start(
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?
+            .unwrap_or_default()
     };
-    let row = row.unwrap_or_default();
     let cwd = row.cwd.map(PathBuf::from).ok_or_else(|| {
         "no working directory known for the session (its hooks never reported one)".to_owned()
     })?;

@@ -1,21 +1,17 @@
-//! Which screen a freshly started Claude Code pane shows, for the launcher: the first-run theme
-//! picker and security notes, the folder-trust dialog in every known wording, the screens only
-//! a human may answer (API key approval, login), the ways a start fails, and the idle prompt.
-//! [`classify`] names one capture; what to press on it is `launch::driver`'s decision. A
-//! wording this module does not know reads as [`Screen::Unknown`].
+//! Which screen a freshly started Claude Code pane shows, for the launcher: first-run screens,
+//! the folder-trust dialog in every known wording, screens only a human may answer, failed
+//! starts and the idle prompt. What to press is `launch::driver`'s decision.
 
 use super::{BUSY_FOOTER, CURSOR, input, is_rule, normalize, option_label};
 
 /// Lines the input may span between the prompt line and the rule under it (a wrapped draft).
 const MAX_INPUT_LINES: usize = 8;
-/// How far (in lines) from the "Yes" option the selection marker may be and still belong to the
-/// same menu: the trust menu has two options on adjacent lines.
+/// How far from the "Yes" option the selection marker may be and still belong to its menu.
 const MENU_SPAN_LINES: usize = 3;
 
 const THEME_PICKER: &str = "Choose the text style";
 const SECURITY_NOTES: &str = "Press Enter to continue";
-/// "Yes" options of the trust dialog: ≥2.1.69 wording (numbered until about 2.1.2xx, unnumbered
-/// and second since), and the ≤2.0.x wording.
+/// "Yes" options of the trust dialog: ≥2.1.69 wording, and the ≤2.0.x one.
 const TRUST_YES: [&str; 2] = ["Yes, I trust this folder", "Yes, proceed"];
 const API_KEY_PROMPT: &str = "Detected a custom API key";
 const LOGIN_MARKERS: [&str; 3] = [
@@ -31,51 +27,40 @@ const CONNECT_FAILED: &str = "Unable to connect to Anthropic services";
 /// What the pane shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Screen {
-    /// Nothing but whitespace: starting up (it can stay blank for tens of seconds offline).
+    /// Starting up (it can stay blank for tens of seconds offline).
     Blank,
-    /// First-run "Choose the text style" menu; Enter keeps the default.
     ThemePicker,
-    /// First-run security notes; Enter continues.
     SecurityNotes,
-    /// The folder-trust dialog. `yes_selected`: the selection marker is on the "Yes" line.
-    /// `numbered`: the older `1. Yes ...` wording. `yes_below_cursor`: "Yes" is under the
-    /// marker (press Down), else above it (press Up); true when no marker is visible.
+    /// The folder-trust dialog. `numbered`: the older `1. Yes ...` wording. `yes_below_cursor`:
+    /// press Down (else Up); true when no marker is visible.
     TrustDialog {
         yes_selected: bool,
         numbered: bool,
         yes_below_cursor: bool,
     },
-    /// "Detected a custom API key": approving a key is a human's decision.
     ApiKeyPrompt,
-    /// A login method menu or OAuth code prompt: needs a human.
     Login,
     /// The idle input prompt inside its box, with no dialog on screen.
     Ready,
-    /// The trust dialog was declined and Claude Code exited.
     Declined,
-    /// The connectivity preflight failed and Claude Code exited.
     ConnectFailed,
-    /// Anything else: a screen this module does not know, or Claude Code at work.
     Unknown,
 }
 
-/// Name a capture. Exit messages win over everything (the declined message is printed under the
-/// dialog it answers), then screens that need a human, then the dialogs the launcher answers,
-/// then the prompt.
+/// Name a capture. Exit messages win (the declined message is printed under the dialog it
+/// answers), then screens that need a human, then the dialogs the launcher answers.
 pub fn classify(screen: &str) -> Screen {
     let text = normalize(screen);
     let lines: Vec<&str> = text.lines().collect();
-    if text.contains(DECLINED) {
-        return Screen::Declined;
-    }
-    if text.contains(CONNECT_FAILED) {
-        return Screen::ConnectFailed;
-    }
-    if text.contains(API_KEY_PROMPT) {
-        return Screen::ApiKeyPrompt;
-    }
-    if LOGIN_MARKERS.iter().any(|marker| text.contains(marker)) {
-        return Screen::Login;
+    let stops = [
+        (&[DECLINED][..], Screen::Declined),
+        (&[CONNECT_FAILED], Screen::ConnectFailed),
+        (&[API_KEY_PROMPT], Screen::ApiKeyPrompt),
+        (&LOGIN_MARKERS, Screen::Login),
+    ];
+    let shown = |markers: &[&str]| markers.iter().any(|marker| text.contains(marker));
+    if let Some((_, stop)) = stops.into_iter().find(|(markers, _)| shown(markers)) {
+        return stop;
     }
     if let Some(dialog) = trust_dialog(&lines) {
         return dialog;
@@ -116,9 +101,8 @@ fn trust_dialog(lines: &[&str]) -> Option<Screen> {
     })
 }
 
-/// The idle input box: a prompt line at the start of its line (a menu's marker is indented)
-/// with a rule right above it and another a few lines below (2.1.x), or the older rounded box's
-/// `│ >` line under its `╭` top.
+/// The idle input box: an unindented prompt line between two rules (2.1.x), or the older rounded
+/// box's `│ >` line under its `╭` top.
 fn has_idle_prompt(lines: &[&str]) -> bool {
     (1..lines.len()).any(|i| {
         let line = lines[i];

@@ -1,8 +1,6 @@
 //! Claude Code's screen as a plain capture shows it, read the same way for every caller: the
-//! input line and its draft, the busy footer and spinner, dialogs and numbered menus, the pane
-//! title. Nothing is typed over a human's draft (the reference bridge's lesson 20) or into a
-//! menu because of what this reads. The glyphs and phrases are facts about Claude Code's UI
-//! (2.0.x to 2.1.332); a screen nothing here recognises reads as nothing in particular.
+//! input line and its draft, the busy footer and spinner, dialogs and menus, the pane title.
+//! The glyphs and phrases are facts about Claude Code's UI (2.0.x to 2.1.332).
 
 pub(crate) mod first_run;
 #[cfg(test)]
@@ -14,42 +12,36 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 pub const CURSOR: char = '\u{276f}';
 /// The no-break space Claude Code draws after [`CURSOR`] on its input line (2.1.332).
 pub const NBSP: char = '\u{a0}';
-/// The footer that shows only while a turn runs (2.1.332): the input box is drawn then too.
+/// The footer that shows only while a turn runs (the input box is drawn then too).
 pub const BUSY_FOOTER: &str = "esc to interrupt";
 /// Claude Code's pane title while idle starts with this glyph (`✳ Claude Code`).
 pub const IDLE_TITLE_GLYPH: char = '\u{2733}';
-/// Title glyphs Claude Code alternates while busy (`◐`/`◑`), plus the other half-circle frames;
-/// braille spinners (U+2801..U+28FF) count too.
+/// Title glyphs Claude Code alternates while busy; braille spinners (U+2801..U+28FF) count too.
 const BUSY_TITLE_GLYPHS: &[char] = &['\u{25d0}', '\u{25d1}', '\u{25d2}', '\u{25d3}'];
-/// First characters of the in-screen spinner line (`✻ Tinkering…`), as collected by
-/// CCManager's detector.
+/// First characters of the in-screen spinner line (`✻ Tinkering…`).
 const SPINNER_GLYPHS: &[char] = &[
     '✱', '✲', '✳', '✴', '✵', '✶', '✷', '✸', '✹', '✺', '✻', '✼', '✽', '✾', '✿', '❀', '❁', '❂', '❃',
     '❇', '❈', '❉', '❊', '❋', '✢', '✣', '✤', '✥', '✦', '✧', '✨', '·', '•', '●', '○',
 ];
-/// Lower-cased phrases only a dialog that takes keys shows: the permission dialog's footer, the
-/// feedback survey's choices, the trust dialog's answers.
+/// Lower-cased phrases only a dialog that takes keys shows.
 const MODAL_PHRASES: &[&str] = &[
     "esc to cancel",
     "0: dismiss",
     "yes, i trust this folder",
     "yes, proceed",
 ];
-/// Lower-cased phrases of a question waiting for a human, in a dialog or in the agent's own
-/// words: the nudger does not nudge over them. Typing a wake there is fine (that question is
-/// exactly when a message should reach the agent), so [`modal`] leaves them out.
+/// Lower-cased phrases of a question waiting for a human: the nudger does not nudge over them,
+/// but a wake may be typed there, so [`modal`] leaves them out.
 const QUESTION_PHRASES: &[&str] = &["do you want to", "would you like to", "how is claude doing"];
 /// What Claude Code shows in the input line instead of a long text it took for a paste.
 pub const PASTE_MARKER: &str = "[Pasted text";
 /// Characters the input box's horizontal rules are drawn with.
 const RULE_CHARS: &[char] = &['─', '━', '═'];
-/// Shortest run of [`RULE_CHARS`] taken as a rule: the box spans the pane, so even a narrow
-/// pane draws far more, while a stray box-drawing glyph in text does not.
+/// Shortest run of [`RULE_CHARS`] taken as a rule (the box spans the pane).
 const MIN_RULE_CHARS: usize = 8;
 /// How far above the prompt line the box's top rule may be.
 const RULE_SEARCH_LINES: usize = 3;
-/// Placeholders Claude Code shows in an empty input line; a plain capture cannot tell their dim
-/// text from typed text, so they are recognised by wording (lower case).
+/// Placeholders of an empty input line: a capture cannot tell their dim text from typed text.
 const PLACEHOLDERS: &[&str] = &["resend your message to try again", "try \""];
 
 /// What the pane title says.
@@ -57,11 +49,9 @@ const PLACEHOLDERS: &[&str] = &["resend your message to try again", "try \""];
 pub enum Title {
     Idle,
     Busy,
-    /// Anything else (including garbage seen right after start): neither idle nor busy.
     Unknown,
 }
 
-/// Classifies a pane title by its first character.
 pub fn title_state(title: &str) -> Title {
     match title.trim_start().chars().next() {
         Some(IDLE_TITLE_GLYPH) => Title::Idle,
@@ -72,24 +62,19 @@ pub fn title_state(title: &str) -> Title {
     }
 }
 
-/// What a capture says, read once for every question asked of a screen.
+/// What a capture says, read once by the rules [`modal`], [`turn_running`] and [`draft`] apply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScreenReading {
     /// Hash of the content lines (input box, footer and spinner left out), to see the agent's
     /// output move between polls.
     pub hash: u64,
-    /// A dialog or menu that takes keys ([`modal`]), or a question waiting for a human
-    /// ([`QUESTION_PHRASES`]): the phrase or "numbered options" seen.
+    /// A dialog that takes keys, or a question waiting for a human: the phrase seen.
     pub dialog: Option<&'static str>,
-    /// A turn runs ([`turn_running`]).
     pub turn_running: bool,
-    /// The input line holds text ([`draft`]): a human's draft, or an earlier nudge that was
-    /// never submitted; typing now would add to it and submit both.
+    /// The input line holds text: typing now would add to it and submit both.
     pub draft: bool,
 }
 
-/// Reads a `capture-pane -p` text once: the same rules [`modal`], [`turn_running`] and
-/// [`draft`] apply on their own.
 pub fn read(text: &str) -> ScreenReading {
     let normalized = normalize(text);
     let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
@@ -116,10 +101,8 @@ pub fn read(text: &str) -> ScreenReading {
     }
 }
 
-/// Whether `screen` shows a turn running: the footer only a running turn has (`esc to
-/// interrupt`) under the input box, or a spinner line (`✻ Working…`) right above it. Keys typed
-/// now would be queued behind the turn, not read when it ends. Only those two places count: a
-/// reply further up may well start with `●` and contain an ellipsis.
+/// Whether `screen` shows a turn running: the busy footer under the input box, or a spinner line
+/// (`✻ Working…`) right above it; a reply further up may well start with `●` and hold an `…`.
 pub fn turn_running(screen: &str) -> bool {
     let normalized = normalize(screen);
     let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
@@ -132,7 +115,7 @@ fn turn_running_in(lines: &[&str]) -> bool {
         .iter()
         .any(|line| line.to_lowercase().contains(BUSY_FOOTER));
     let above = &lines[start.saturating_sub(RULE_SEARCH_LINES)..start];
-    // `●` opens a reply (it is among the glyphs CCManager collected, not a spinner here).
+    // `●` opens a reply here, not a spinner.
     footer
         || above
             .iter()
@@ -143,8 +126,7 @@ fn is_busy_line(line: &str) -> bool {
     is_spinner_line(line) || line.to_lowercase().contains(BUSY_FOOTER)
 }
 
-/// NBSP becomes a space and the typographic apostrophe a plain one, so phrases match however
-/// the UI spaced or quoted them.
+/// NBSP becomes a space and the typographic apostrophe a plain one, so phrases match.
 pub fn normalize(screen: &str) -> String {
     screen
         .chars()
@@ -157,7 +139,6 @@ pub fn normalize(screen: &str) -> String {
 }
 
 /// The text after the prompt glyph if `line` is a prompt line (`❯ …`, `> …`, boxed `│ > … │`).
-/// A no-break space after the glyph counts as a space.
 pub fn input(line: &str) -> Option<&str> {
     let t = line.trim_start().trim_start_matches('│').trim_start();
     let rest = t
@@ -168,9 +149,7 @@ pub fn input(line: &str) -> Option<&str> {
     Some(rest.trim_end().trim_end_matches('│'))
 }
 
-/// The text on the last prompt line of `screen` (its first screen line, if it wraps), when it
-/// is neither empty nor a placeholder. Without a recognisable prompt line there is none: this
-/// never invents a reason to wait.
+/// The text on the last prompt line of `screen`, when it is neither empty nor a placeholder.
 pub fn draft(screen: &str) -> Option<String> {
     let text = screen.lines().rev().find_map(input)?.replace(NBSP, " ");
     let text = text.trim();
@@ -179,8 +158,7 @@ pub fn draft(screen: &str) -> Option<String> {
         .then(|| text.to_owned())
 }
 
-/// The menu or dialog that holds the screen, if any: a selection cursor on a numbered option,
-/// or a phrase only such a dialog shows. Typing there would pick an option or answer it.
+/// The menu or dialog that holds the screen, if any: typing there would answer it.
 pub fn modal(screen: &str) -> Option<&'static str> {
     let normalized = normalize(screen);
     let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
@@ -195,7 +173,6 @@ fn modal_in(lower: &str, lines: &[&str]) -> Option<&'static str> {
         .or_else(|| has_option_list(lines).then_some("numbered options"))
 }
 
-/// A horizontal rule of the input box.
 pub fn is_rule(line: &str) -> bool {
     let line = line.trim();
     line.chars().count() >= MIN_RULE_CHARS && line.chars().all(|c| RULE_CHARS.contains(&c))
@@ -221,19 +198,12 @@ pub fn option_label(line: &str) -> &str {
     line.trim_start().trim_start_matches(CURSOR).trim_start()
 }
 
-/// A selection cursor on a numbered option (`❯ 1. Yes`) with at least one more option line:
-/// Claude Code's permission and question dialogs. A numbered list in the agent's own output has
-/// no cursor, so it does not count.
+/// A selection cursor on a numbered option, and another option (agent output has no cursor).
 fn has_option_list(lines: &[&str]) -> bool {
-    let cursor = cursor_on_option(lines);
-    let options = lines
-        .iter()
-        .filter(|line| is_option(option_label(line)))
-        .count();
-    cursor && options >= 2
+    cursor_on_option(lines) && lines.iter().filter(|l| is_option(option_label(l))).count() >= 2
 }
 
-/// A selection cursor on a numbered option (`❯ 1. Yes`): a menu that takes keys is open.
+/// A selection cursor on a numbered option (`❯ 1. Yes`).
 pub(crate) fn cursor_on_option(lines: &[&str]) -> bool {
     lines.iter().any(|line| {
         line.trim_start()
