@@ -32,6 +32,7 @@ impl From<CliStatus> for ExitCode {
     }
 }
 
+/// Arguments every verb shares.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SessionArgs {
     /// Bus session id [default: $AGENT_EVENT_BUS_SESSION_ID, then $CLAUDE_CODE_SESSION_ID]
@@ -42,6 +43,7 @@ pub struct SessionArgs {
     pub wake_dir: Option<PathBuf>,
 }
 
+/// `wakebridge panes ...`: the session → pane mapping in `panes.json`.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum PanesCommand {
     /// Map this session to its multiplexer pane (detected from the environment unless --mux)
@@ -98,6 +100,7 @@ pub enum WakeState {
     Idle,
 }
 
+/// `wakebridge wake-state busy|idle`: the session's busy marker.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WakeStateArgs {
     #[arg(value_enum)]
