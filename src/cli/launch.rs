@@ -57,7 +57,6 @@ pub struct LaunchArgs {
     pub command: Vec<String>,
 }
 
-/// Why the arguments could not become a launch.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchCliError {
     #[error("--prompt: {0}")]
@@ -75,7 +74,6 @@ pub enum LaunchCliError {
     SessionId,
 }
 
-/// Entry point of the verb.
 pub fn run(args: LaunchArgs, config: &Config) -> ExitCode {
     let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
     match super::block_on(run_with(args, config, &Env::process(), &mut out, &mut err)) {
@@ -87,7 +85,7 @@ pub fn run(args: LaunchArgs, config: &Config) -> ExitCode {
     }
 }
 
-/// [`run`] with the environment and output streams given; returns the exit status.
+/// [`run`] with the environment and output streams given.
 pub async fn run_with(
     args: LaunchArgs,
     config: &Config,
@@ -152,7 +150,6 @@ fn report(launched: &Launched, json: bool, out: &mut dyn Write) -> Vec<String> {
     said
 }
 
-/// Flags + configuration + environment → options.
 pub fn options_from(
     args: LaunchArgs,
     config: &Config,

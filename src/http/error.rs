@@ -68,7 +68,7 @@ impl ApiError {
         }
     }
 
-    /// Every value `reason` can take, in declaration order.
+    /// Every value `reason` can take.
     pub fn reasons() -> impl Iterator<Item = &'static str> {
         ApiError::VARIANTS
             .iter()
@@ -108,9 +108,8 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Marks a response as a rejection, for the log layer (`guards::log_rejections`): the stable
-/// kebab-case reason (the metric's label, the rate limit's key) and the body's `error` text,
-/// which the log line says as the Python bridge's does.
+/// Marks a response as a rejection for `guards::log_rejections`: the reason (the metric's label,
+/// the rate limit's key) and the body's `error` text, which the log line says.
 #[derive(Clone)]
 pub struct RejectReason {
     pub reason: &'static str,

@@ -19,8 +19,7 @@ use crate::store::RewindOutcome;
 
 /// Reads panes.json, markers, spools and the ledger: off the request threads.
 async fn snapshot(app: Arc<AppState>, detail: SpoolDetail) -> Result<Vec<SessionStatus>, ApiError> {
-    let collected = tokio::task::spawn_blocking(move || status::collect(&app, detail)).await;
-    collected.map_err(|_| ApiError::Unavailable("status collection failed".into()))
+    super::guards::blocking("status collection", move || status::collect(&app, detail)).await
 }
 
 pub async fn sessions(
