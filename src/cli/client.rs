@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::api::{Health, Sessions};
+use crate::api::Sessions;
 use crate::cli::glance::{self, View};
 use crate::cli::prefix;
 use crate::config::Config;

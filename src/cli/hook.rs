@@ -324,25 +324,21 @@ pub fn run_hook(
             report(&format!("{} failed: {message}", outcome.event_name));
         }
     };
-    if matches!(
-        action,
-        HookAction::MarkBusy | HookAction::MarkIdle | HookAction::Ignore
-    ) {
-        // A marker only: nothing here can block, so no helper thread is needed.
+    let act = move || {
         let outcome = perform_as(action, &input, &wake_dir, &env);
         record(ledger.as_deref(), &outcome, &input, track_limits);
-        report_failure(&outcome);
+        outcome
+    };
+    if !matches!(action, HookAction::MapPane { .. } | HookAction::ClearPane) {
+        // A marker only: nothing here can block, so no helper thread is needed.
+        report_failure(&act());
         return ExitCode::SUCCESS;
     }
     // panes.json's flock has no timeout; a helper thread lets the agent go on regardless.
     let (sender, receiver) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("hook-action".into())
-        .spawn(move || {
-            let outcome = perform_as(action, &input, &wake_dir, &env);
-            record(ledger.as_deref(), &outcome, &input, track_limits);
-            let _ = sender.send(outcome);
-        });
+        .spawn(move || drop(sender.send(act())));
     if let Err(e) = spawned {
         report(&format!("cannot start the hook action: {e}"));
         return ExitCode::SUCCESS;

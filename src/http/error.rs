@@ -98,12 +98,11 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        let reject = RejectReason {
-            reason: self.reason(),
-            message: message.clone(),
-        };
         let mut response = (self.status(), Json(json!({ "error": message }))).into_response();
-        response.extensions_mut().insert(reject);
+        let reason = self.reason();
+        response
+            .extensions_mut()
+            .insert(RejectReason { reason, message });
         response
     }
 }

@@ -54,8 +54,11 @@ pub fn shown(inv: &Invocation) -> String {
     shlex::try_join(words.iter().map(|w| &**w)).unwrap_or_else(|_| words.join(" "))
 }
 
+/// Runs one command with [`CALL_TIMEOUT`], and says it ran.
 pub async fn run(inv: &Invocation) -> Result<(), MuxError> {
-    process::run_for(inv, CALL_TIMEOUT).await.map(drop)
+    process::run_for(inv, CALL_TIMEOUT).await?;
+    crate::outln!("ran: {}", shown(inv));
+    Ok(())
 }
 
 impl Manager {

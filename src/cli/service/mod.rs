@@ -273,7 +273,6 @@ async fn install(
     }
     for command in &commands {
         manager::run(command).await?;
-        crate::outln!("ran: {}", shown(command));
         if command.args.first().is_some_and(|w| w == "bootout") {
             // launchd lets go of the old job a moment later; bootstrap fails until it has.
             let deadline = Deadline::after(BOOTOUT_WAIT);
@@ -395,13 +394,11 @@ async fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceErr
     let loaded = manager == Manager::Systemd || manager.state().await.is_ok_and(|s| s.loaded);
     for command in unload.iter().filter(|_| loaded) {
         manager::run(command).await?;
-        crate::outln!("ran: {}", shown(command));
     }
     std::fs::remove_file(file).map_err(io("remove", file))?;
     crate::outln!("removed {}", file.display());
     for command in &after {
         manager::run(command).await?;
-        crate::outln!("ran: {}", shown(command));
     }
     let configured = config::load_settings(None, env)
         .ok()
