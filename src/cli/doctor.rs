@@ -447,7 +447,7 @@ fn waiting_checks(sessions: &[SessionStatus]) -> Vec<Check> {
     vec![Check::ok("owed", owed), Check::ok("limits", limits)]
 }
 
-/// The first 8 characters of a session id, as `status` shows it.
+/// As `status` shows it.
 fn short(sid: &str) -> &str {
     sid.get(..8).unwrap_or(sid)
 }

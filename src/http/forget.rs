@@ -64,7 +64,6 @@ pub async fn forget(
         })?;
     let unmapped = mapped.is_some();
     if unmapped {
-        // panes.json is rewritten under its lock: keep it off the request threads.
         let unmap_sid = sid.clone();
         let unmap = move || crate::wakedir::clear_entry(&wake_dir, &unmap_sid, None);
         blocking("rewriting panes.json", unmap)

@@ -192,7 +192,6 @@ impl Exposition<'_> {
         self.one(name, "gauge", help, value);
     }
 
-    /// A family with one sample.
     fn one(&mut self, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
         self.family(name, kind, help);
         let _ = writeln!(self.0, "{name} {value}");

@@ -140,7 +140,6 @@ pub fn daemon_env(vars: &[(String, String)], secret_file: Option<&Path>) -> Vec<
 
 /// The file for `platform`, its first line saying what wrote it.
 pub fn render(platform: Platform, spec: &Spec) -> Result<String, RenderError> {
-    // `serve`, and `--config <path>` when given.
     let mut args = vec!["serve".to_string()];
     if let Some(config) = &spec.config {
         args.extend(["--config".to_string(), config.display().to_string()]);
