@@ -32,7 +32,6 @@ pub enum ClaudeCommand {
     Uninstall(EditArgs),
 }
 
-/// The flags both verbs take.
 #[derive(Debug, Clone, Args)]
 pub struct EditArgs {
     /// Print the diff only; write nothing

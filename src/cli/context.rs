@@ -22,7 +22,6 @@ use crate::deadline::Deadline;
 use crate::mux::process::{self, Invocation, MuxError};
 use crate::wire::session_id::SessionId;
 
-/// `wakebridge statusline`: a Claude Code statusLine command.
 #[derive(Debug, Clone, Args)]
 pub struct StatuslineArgs {
     /// Wake dir holding `<session_id>.busy` markers [default: the configuration's]
@@ -38,7 +37,6 @@ pub struct StatuslineArgs {
     pub wrap: Option<String>,
 }
 
-/// `wakebridge context`: print a session's context figures.
 #[derive(Debug, Clone, Args)]
 pub struct ContextArgs {
     /// Session id, or a unique prefix of one (as `status` shows it); its transcript is looked up

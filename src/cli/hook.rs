@@ -40,7 +40,6 @@ pub const HOOK_COMMAND: &str = "wakebridge hook";
 /// the hook runs on every tool call and must cost next to nothing there.
 pub const LEDGER_REFRESH: Duration = Duration::from_secs(30);
 
-/// `wakebridge hook [--print-settings] [--wake-dir DIR]`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct HookArgs {
     /// Print the Claude Code settings.json snippet that wires every relevant hook event here

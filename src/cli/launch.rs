@@ -18,7 +18,6 @@ use crate::launch::{
 };
 use crate::mux::{KeystrokeText, MuxConfig};
 
-/// `wakebridge launch [flags] [-- COMMAND ARGS...]`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct LaunchArgs {
     /// Working directory of the agent [default: the current directory]

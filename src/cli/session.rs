@@ -32,7 +32,6 @@ impl From<CliStatus> for ExitCode {
     }
 }
 
-/// Arguments every verb shares.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SessionArgs {
     /// Bus session id [default: $AGENT_EVENT_BUS_SESSION_ID, then $CLAUDE_CODE_SESSION_ID]
@@ -100,7 +99,6 @@ pub enum WakeState {
     Idle,
 }
 
-/// `wakebridge wake-state busy|idle`: the session's busy marker.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WakeStateArgs {
     #[arg(value_enum)]
