@@ -1,10 +1,8 @@
-//! `wakebridge claude install|uninstall [--dry-run]`: wires Claude Code to this binary in its
-//! settings.json and takes it out again. The edit is `claude::settings`'s (pure); this owns the
-//! file work: a symlink followed to its file (a dotfiles link stays a link), the previous bytes
-//! backed up, the new ones written atomically with the file's own mode, the diff printed, and a
-//! record beside it (`settings.json.wakebridge-install.json`) so that uninstall puts the previous
-//! bytes back while the file is untouched, and otherwise removes only what is ours. Exit codes:
-//! 0 done (or nothing to do), 1 refused or an I/O error, 2 no Claude Code config dir.
+//! `wakebridge claude install|uninstall`: the file work around `claude::settings`'s (pure) edit:
+//! a symlink followed (a dotfiles link stays a link), a backup, an atomic write with the file's
+//! mode, the diff printed, and a record beside it so that uninstall puts the previous bytes back
+//! while the file is untouched, else removes only what is ours. Exit codes: 0 done, 1 refused
+//! or an I/O error, 2 no Claude Code config dir.
 
 use std::io::{self, ErrorKind};
 use std::os::unix::fs::MetadataExt;

@@ -160,8 +160,7 @@ impl<'a> Daemon<'a> {
         crate::errln!("wakebridge {}: {what}", self.verb);
     }
 
-    /// The one place a user's session id is resolved (`prefix::resolve`); `None` once the
-    /// reason is said.
+    /// The one place a typed session id is resolved; `None` once the reason is said.
     pub fn resolve(&self, given: &str) -> Option<String> {
         if prefix::is_full_id(given) {
             return Some(given.to_owned());
@@ -175,8 +174,7 @@ impl<'a> Daemon<'a> {
         prefix::resolve(given, &known).map_err(|e| self.say(e)).ok()
     }
 
-    /// POSTs `body` with the id `given` names: the id and the 200 answer, else `None` once the
-    /// reason is said.
+    /// POSTs `body` with `given`'s id: the id and the 200 answer; `None` once the reason is said.
     fn post(&self, given: Option<&str>, route: &str, mut body: Value) -> Option<(String, Value)> {
         let session_id = match given {
             Some(given) => self.resolve(given)?,

@@ -205,9 +205,8 @@ fn hooks_check(file: &Path, wired: &Result<Option<Wired>, String>) -> Check {
     )
 }
 
-/// Each wired hook's program starts: an absolute path that is an executable, or a bare name on
-/// PATH (Claude Code runs hooks with the PATH it was started with, as this shell's). Nothing to
-/// say without hooks: the hooks line already failed.
+/// Each wired hook's program starts from this shell's PATH (Claude Code runs hooks with the PATH
+/// it was started with). Nothing to say without hooks: the hooks line already failed.
 fn binary_check(wired: &Result<Option<Wired>, String>, env: &Env) -> Option<Check> {
     let Ok(Some(wired)) = wired else {
         return None;

@@ -273,13 +273,8 @@ fn pay_on_stop(input: &HookInput, env: &Env, ledger: Option<&Path>) -> bool {
             .and_then(|()| out.flush())
             .is_ok()
     });
-    match paid {
-        Ok(events) => events > 0,
-        Err(e) => {
-            crate::errln!("wakebridge hook: could not pay the owed wake: {e}");
-            false
-        }
-    }
+    paid.inspect_err(|e| crate::errln!("wakebridge hook: could not pay the owed wake: {e}"))
+        .is_ok_and(|events| events > 0)
 }
 
 /// `wakebridge hook` against the real stdin, environment and stderr. Always exits 0. Every

@@ -1,8 +1,7 @@
-//! `wakebridge launch`: flags and their configuration fallbacks turned into [`LaunchOptions`]
-//! (where the pane goes, which tmux server, which Claude Code config to pre-trust), the launch
-//! (`crate::launch`'s) run, and the pane id (or JSON) printed. Exit codes: 0 ready; 1 the agent
-//! failed to start, exited or timed out; 2 bad arguments or a refused pre-trust; 3 a human must
-//! answer a screen (API key, login) in the pane left running.
+//! `wakebridge launch`: flags and their configuration fallbacks turned into [`LaunchOptions`],
+//! `crate::launch` run, the pane id (or JSON) printed. Exit codes: 0 ready; 1 the agent failed
+//! to start, exited or timed out; 2 bad arguments or a refused pre-trust; 3 a human must answer
+//! a screen (API key, login) in the pane left running.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

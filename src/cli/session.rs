@@ -1,8 +1,6 @@
-//! The session-hook verbs `wakebridge panes set|clear` and `wakebridge wake-state busy|idle`,
-//! with the reference CLI's semantics: the session id from `--session`, then
-//! `AGENT_EVENT_BUS_SESSION_ID`, then `CLAUDE_CODE_SESSION_ID` (empty values fall through); exit
-//! 2 for a missing session id or an invalid target; both `panes` verbs remove the busy marker
-//! first (a lifecycle boundary proves no turn is in flight). The file work is `wakedir`'s.
+//! `wakebridge panes set|clear` and `wakebridge wake-state busy|idle`, with the reference CLI's
+//! semantics: the session id from `--session` or the environment ([`SESSION_ID_ENVS`]), exit 2
+//! for a missing session id or an invalid target. The file work is `wakedir`'s.
 
 use crate::env::Env;
 use crate::wakedir::detect::detect_target;

@@ -100,9 +100,8 @@ pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<axum::body::By
     }
 }
 
-/// An operator's request (`/wake`, `/rewind`, `/forget`): JSON within the size cap, with
-/// `Authorization: Bearer <secret>` when a secret is configured, parsed as `T`. `shape` is the
-/// body the 400 shows.
+/// An operator's request (`/wake`, `/rewind`, `/forget`): JSON within the size cap, with the
+/// bearer when a secret is configured. `shape` is the body the 400 shows.
 pub async fn operator_request<T: DeserializeOwned>(
     app: &AppState,
     headers: &HeaderMap,

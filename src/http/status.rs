@@ -163,8 +163,7 @@ pub struct Facts<'a> {
 }
 
 /// Most pressing first: ended, no pane, a usage limit, then the session loop's last decision
-/// (before its first, the busy marker's), shown as owed when events wait and nothing more
-/// pressing holds.
+/// (before its first, the busy marker's); owed when events wait and nothing more pressing holds.
 pub fn state_of(facts: &Facts) -> (SessionState, String) {
     if facts.ended {
         return (
