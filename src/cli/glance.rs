@@ -247,9 +247,8 @@ fn shown<'a>(sessions: &'a [SessionStatus], view: &View) -> (Vec<&'a SessionStat
     (live, hidden)
 }
 
-/// Columns: header, widest it may grow to, narrowest it may be squeezed to, and when: the
-/// names (project, tmux session) and the next step give way first, the state and the context
-/// (what a glance is for) last.
+/// Columns: header, widest, narrowest, and when squeezed: the names and the next step give way
+/// first, the state and the context (what a glance is for) last.
 const COLUMNS: [(&str, usize, usize, u8); 7] = [
     ("SESSION", 20, MIN_ID_CHARS, 1),
     ("PROJECT", 18, 6, 0),

@@ -347,11 +347,9 @@ pub fn run_hook(
     ExitCode::SUCCESS
 }
 
-/// The binary's entry when its first argument is `hook`: it runs on every tool call, and building
-/// every verb's clap definition cost more than the hook's own work. Parses only `hook`'s flags
-/// and the global `--config`; `None` for anything it does not read exactly as clap would
-/// (`--help`, a repeated or unknown flag, a missing, empty or dash-led value, non-UTF-8), so
-/// the full parser answers it.
+/// The entry for `hook`, which runs on every tool call: building every verb's clap definition
+/// cost more than the hook's own work. `None` for anything it does not read exactly as clap
+/// would (`--help`, a repeated or unknown flag, a missing, empty or dash-led value, non-UTF-8).
 pub fn fast_main(args: &[std::ffi::OsString]) -> Option<ExitCode> {
     let (hook_args, config) = parse_own_flags(args)?;
     if hook_args.print_settings {
