@@ -50,7 +50,6 @@ pub enum SessionState {
 }
 
 impl SessionState {
-    /// The label `/metrics` and the state column use (`acknowledged-idle`).
     pub fn as_str(self) -> &'static str {
         self.into()
     }
@@ -70,7 +69,6 @@ pub struct Health {
     pub config_file: Shown<std::path::PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bus_url: Option<String>,
-    /// `mux` or `spool`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
     /// Only with registration on: whether the last verification found our webhook row.
@@ -95,7 +93,6 @@ impl<T> Shown<T> {
         matches!(self, Shown::Hidden)
     }
 
-    /// The value, when shown and not `null`.
     pub fn value(&self) -> Option<&T> {
         match self {
             Shown::Value(value) => value.as_ref(),
@@ -119,17 +116,14 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Shown<T> {
     }
 }
 
-/// `GET /sessions`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sessions {
     pub sessions: Vec<SessionStatus>,
 }
 
-/// Everything known about one session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionStatus {
     pub session_id: String,
-    /// Its pane, when panes.json maps it.
     pub pane: Option<Pane>,
     pub state: SessionState,
     /// Why the state is what it is, in a few words, for a person.
@@ -146,9 +140,7 @@ pub struct SessionStatus {
     /// `None` for a spool too big to count (or when only sizes were asked for).
     pub spool_lines: Option<u64>,
     pub spool_bytes: u64,
-    /// Filled while the context monitor follows the session.
     pub context: Option<Context>,
-    /// The nudger's bookkeeping, once it has any.
     pub nudge: Option<Nudge>,
     pub owed: Option<Owed>,
     pub paid: Option<Paid>,
@@ -156,7 +148,6 @@ pub struct SessionStatus {
     pub rewind: Option<Rewind>,
 }
 
-/// A pane as panes.json names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pane {
     /// `tmux` or `zellij`.
@@ -167,7 +158,6 @@ pub struct Pane {
     pub session: Option<String>,
 }
 
-/// How full the session's context window is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Context {
     /// 0-100, one decimal; `None` until the session had a response.
@@ -187,7 +177,6 @@ pub struct Context {
     pub last_warning_at: Option<Timestamp>,
 }
 
-/// The nudger's bookkeeping for a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Nudge {
     /// Nudges typed since the session last showed life.
@@ -195,13 +184,11 @@ pub struct Nudge {
     pub last_nudge_at: Option<Timestamp>,
     /// The earliest the next nudge may go, while one is scheduled.
     pub next_nudge_at: Option<Timestamp>,
-    /// Left alone until it shows life.
     pub acknowledged: bool,
     /// Since when nothing moved, while the session looks idle.
     pub idle_since: Option<Timestamp>,
 }
 
-/// Bus events waiting for a wake.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Owed {
     pub events: u64,
@@ -209,7 +196,6 @@ pub struct Owed {
     pub since: Timestamp,
 }
 
-/// How the session's owed wakes were paid.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Paid {
     pub last_at: Timestamp,
@@ -220,7 +206,6 @@ pub struct Paid {
     pub by_typing: u64,
 }
 
-/// The usage limit the session is held at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limit {
     /// As Claude Code names it: `5-hour limit`, `weekly limit`, ...

@@ -1,10 +1,8 @@
-//! `wakebridge claude install|uninstall [--dry-run]`: wires Claude Code to this binary in its
-//! settings.json and takes it out again. The edit is `claude::settings`'s (pure); this owns the
-//! file work: a symlink followed to its file (a dotfiles link stays a link), the previous bytes
-//! backed up, the new ones written atomically with the file's own mode, the diff printed, and a
-//! record beside it (`settings.json.wakebridge-install.json`) so that uninstall puts the previous
-//! bytes back while the file is untouched, and otherwise removes only what is ours. Exit codes:
-//! 0 done (or nothing to do), 1 refused or an I/O error, 2 no Claude Code config dir.
+//! `wakebridge claude install|uninstall`: the file work around `claude::settings`'s (pure) edit:
+//! a symlink followed (a dotfiles link stays a link), a backup, an atomic write with the file's
+//! mode, the diff printed, and a record beside it so that uninstall puts the previous bytes back
+//! while the file is untouched, else removes only what is ours. Exit codes: 0 done, 1 refused
+//! or an I/O error, 2 no Claude Code config dir.
 
 use std::io::{self, ErrorKind};
 use std::os::unix::fs::MetadataExt;
@@ -20,10 +18,8 @@ use crate::claude::settings::{self, Created, Install, SETTINGS_FILE, SettingsErr
 use crate::env::Env;
 use crate::private_fs::{self, FILE_MODE};
 
-/// The record's name: the settings file's, with this added.
 const RECORD_SUFFIX: &str = ".wakebridge-install.json";
 
-/// `wakebridge claude ...`: Claude Code's settings.
 #[derive(Debug, Clone, Subcommand)]
 pub enum ClaudeCommand {
     /// Merge wakebridge's hooks and status line into Claude Code's settings.json (a backup is
@@ -34,7 +30,6 @@ pub enum ClaudeCommand {
     Uninstall(EditArgs),
 }
 
-/// The flags both verbs take.
 #[derive(Debug, Clone, Args)]
 pub struct EditArgs {
     /// Print the diff only; write nothing
@@ -42,7 +37,6 @@ pub struct EditArgs {
     pub dry_run: bool,
 }
 
-/// Why install or uninstall stopped. Each names the file and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum ClaudeError {
     #[error("{0}")]
@@ -67,7 +61,6 @@ pub enum ClaudeError {
     },
 }
 
-/// An I/O failure on `path`, for `map_err`.
 fn io(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ClaudeError {
     let path = path.to_owned();
     move |source| ClaudeError::Io { what, path, source }
@@ -96,7 +89,6 @@ enum Restore {
     Unknown,
 }
 
-/// Runs `wakebridge claude <command>` against Claude Code's config dir as `env` names it.
 pub fn run(command: &ClaudeCommand, env: &Env) -> ExitCode {
     let (verb, result) = match command {
         ClaudeCommand::Install(args) => ("install", install(env, args.dry_run)),
@@ -121,7 +113,6 @@ fn locate(env: &Env) -> Result<PathBuf, ClaudeError> {
     }
 }
 
-/// The file's bytes and mode, `None` when there is none.
 fn read(file: &Path) -> Result<Option<(Vec<u8>, u32)>, ClaudeError> {
     let read = std::fs::read(file).and_then(|b| Ok((b, std::fs::metadata(file)?.mode() & 0o7777)));
     match read {
@@ -136,7 +127,6 @@ fn record_path(file: &Path) -> PathBuf {
     name.into()
 }
 
-/// The record install left, if it is there and readable.
 fn record(file: &Path) -> Option<Record> {
     let path = record_path(file);
     let bytes = std::fs::read(&path).ok()?;
@@ -164,7 +154,6 @@ fn refused(path: &Path) -> impl FnOnce(SettingsError) -> ClaudeError {
     move |source| ClaudeError::Refused { path, source }
 }
 
-/// The running binary's absolute path, as a settings.json command names it.
 fn exe(env: &Env) -> Result<String, ClaudeError> {
     let exe = super::own_binary(env).map_err(ClaudeError::Exe)?;
     let exe = exe.into_os_string().into_string();
@@ -175,7 +164,7 @@ fn digest(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// The unified diff from `old` to `new` (`None`: no file).
+/// `None`: no file.
 fn diff(file: &Path, old: Option<&[u8]>, new: Option<&[u8]>) -> String {
     let name = file.display().to_string();
     let label = |side: Option<&[u8]>| side.map_or("/dev/null", |_| name.as_str());
@@ -201,25 +190,23 @@ fn install(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
     let file = locate(env)?;
     let (exe, current, name) = (exe(env)?, read(&file)?, file.display());
     let old = current.as_ref().map(|(bytes, _)| bytes.as_slice());
-    let (bytes, created, had_ours) = match settings::install(old, &exe).map_err(refused(&file))? {
-        Install::Changed {
-            bytes,
-            created,
-            had_ours,
-        } => (bytes, created, had_ours),
-        Install::Unchanged => {
-            crate::outln!("wakebridge is already installed in {name} (as {exe}); nothing changed");
-            return Ok(());
-        }
+    let installed = settings::install(old, &exe).map_err(refused(&file))?;
+    let Install::Changed {
+        bytes,
+        created,
+        had_ours,
+    } = installed
+    else {
+        crate::outln!("wakebridge is already installed in {name} (as {exe}); nothing changed");
+        return Ok(());
     };
     if !show(&file, old, Some(&bytes), dry_run) {
         return Ok(());
     }
     let previous = record(&file);
-    let backup = match &current {
-        Some((old, mode)) => Some(backup(&file, old, *mode)?),
-        None => None,
-    };
+    let backup = (current.as_ref())
+        .map(|(old, mode)| backup(&file, old, *mode))
+        .transpose()?;
     write(&file, &bytes, current.as_ref().map_or(FILE_MODE, |c| c.1))?;
     // A first install puts back what was there. An update keeps what the first one created, and
     // what it puts back only while the file was untouched since (else edits made since would be
@@ -301,10 +288,9 @@ fn uninstall(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
         return Ok(());
     }
     // The user's own edits since install are in this file: keep a copy.
-    let backup = match exactly {
-        true => None,
-        false => Some(backup(&file, &current, mode)?),
-    };
+    let backup = (!exactly)
+        .then(|| backup(&file, &current, mode))
+        .transpose()?;
     match &new {
         Some(bytes) => write(&file, bytes, mode)?,
         None => std::fs::remove_file(&file).map_err(io("remove", &file))?,

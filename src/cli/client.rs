@@ -1,7 +1,6 @@
 //! The verbs that talk to a running daemon over HTTP (`wake`, `rewind`, `status`, `forget`):
-//! where it listens (from the configuration `serve` reads), the bearer secret, a typed id prefix
-//! resolved against its sessions, `status`'s terminal (width, `--watch` redraws, Ctrl-C), and
-//! answers turned into exit codes and text. The glance itself is `glance.rs`'s.
+//! where it listens, the bearer secret, typed id prefixes, `status`'s terminal, and answers
+//! turned into exit codes and text. The glance itself is `glance.rs`'s.
 
 use std::io::{IsTerminal, Write as _};
 use std::process::ExitCode;
@@ -10,7 +9,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::api::{Health, Sessions};
+use crate::api::Sessions;
 use crate::cli::glance::{self, View};
 use crate::cli::prefix;
 use crate::config::Config;
@@ -83,7 +82,6 @@ pub struct UrlArg {
 const WATCH_EVERY: Duration = Duration::from_secs(2);
 /// Narrowest layout `status` attempts; below it the lines are cut rather than squeezed.
 const MIN_WIDTH: usize = 40;
-/// Moves the cursor home and clears the screen (ANSI), before each `--watch` frame on a terminal.
 const CLEAR_SCREEN: &str = "\x1b[H\x1b[2J";
 /// How long a CLI call may wait for the daemon (a wake takes at most ~3.6 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -102,7 +100,6 @@ pub(crate) fn daemon_url(config: &Config, explicit: Option<&str>) -> String {
     format!("http://{host}:{}", config.port)
 }
 
-/// Why a call got no answer from the daemon.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum CallError {
     #[error(transparent)]
@@ -119,8 +116,7 @@ pub(super) enum CallError {
 /// A call's HTTP status and JSON answer (`null` when it is none), or why there is none.
 type Answer = Result<(u16, Value), CallError>;
 
-/// The daemon one verb talks to: where it listens, the secret, and the verb that says what
-/// went wrong (`wakebridge <verb>: ...`).
+/// The daemon one verb talks to; `verb` says what went wrong (`wakebridge <verb>: ...`).
 pub(crate) struct Daemon<'a> {
     config: &'a Config,
     pub base: String,
@@ -133,7 +129,6 @@ impl<'a> Daemon<'a> {
         Daemon { config, base, verb }
     }
 
-    /// One call to `route`.
     async fn request(&self, method: Method, route: &str, body: Option<Value>) -> Answer {
         let client = reqwest::Client::builder().timeout(CALL_TIMEOUT).build();
         let url = format!("{}{route}", self.base);
@@ -150,7 +145,6 @@ impl<'a> Daemon<'a> {
         Ok((status, response.json().await.unwrap_or(Value::Null)))
     }
 
-    /// [`Daemon::request`] from synchronous code.
     pub(super) fn get(&self, route: &str) -> Answer {
         super::block_on(self.request(Method::GET, route, None)).map_err(CallError::Runtime)?
     }
@@ -166,8 +160,7 @@ impl<'a> Daemon<'a> {
         crate::errln!("wakebridge {}: {what}", self.verb);
     }
 
-    /// The one place a user's session id is resolved: a full id as given, else the session
-    /// the daemon knows whose id it starts (`prefix::resolve`); `None` once the reason is said.
+    /// The one place a typed session id is resolved; `None` once the reason is said.
     pub fn resolve(&self, given: &str) -> Option<String> {
         if prefix::is_full_id(given) {
             return Some(given.to_owned());
@@ -181,8 +174,7 @@ impl<'a> Daemon<'a> {
         prefix::resolve(given, &known).map_err(|e| self.say(e)).ok()
     }
 
-    /// Resolves the session `given` names, then POSTs `body` with its id to `route`: the id
-    /// and the 200 answer, else `None` once the reason is said.
+    /// POSTs `body` with `given`'s id: the id and the 200 answer; `None` once the reason is said.
     fn post(&self, given: Option<&str>, route: &str, mut body: Value) -> Option<(String, Value)> {
         let session_id = match given {
             Some(given) => self.resolve(given)?,
@@ -193,7 +185,6 @@ impl<'a> Daemon<'a> {
     }
 }
 
-/// A 200 answer, or why there is none.
 fn answer(got: Answer) -> Result<Value, String> {
     match got.map_err(|e| e.to_string())? {
         (200, answer) => Ok(answer),
@@ -204,7 +195,6 @@ fn answer(got: Answer) -> Result<Value, String> {
     }
 }
 
-/// `wakebridge wake SESSION_ID [--force] [--message NAME]`.
 pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
     let daemon = Daemon::new(config, "wake", args.url.url.as_deref());
     let mut body = json!({"force": args.force});
@@ -219,7 +209,6 @@ pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
     ExitCode::from(u8::from(!matches!(action, "tmux" | "zellij")))
 }
 
-/// `wakebridge rewind [--session ID]`: asks the daemon for a rewind and returns at once.
 pub fn rewind(config: &Config, args: &RewindArgs) -> ExitCode {
     let daemon = Daemon::new(config, "rewind", args.url.url.as_deref());
     // Only an id the user typed is a prefix; the session's own id (the environment) is whole.
@@ -249,22 +238,17 @@ pub fn rewind(config: &Config, args: &RewindArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `wakebridge forget ID [--force]`: the daemon drops the session from its ledger and views.
 pub fn forget(config: &Config, args: &ForgetArgs) -> ExitCode {
     let daemon = Daemon::new(config, "forget", args.url.url.as_deref());
     let body = json!({"force": args.force});
     let Some((session_id, answer)) = daemon.post(Some(&args.session_id), "/forget", body) else {
         return ExitCode::from(2);
     };
-    let unmapped = match answer["unmapped"].as_bool() {
-        Some(true) => ", and unmapped from panes.json",
-        _ => "",
-    };
-    crate::outln!("{session_id}: forgotten{unmapped}");
+    let unmapped = (answer["unmapped"] == true).then_some(", and unmapped from panes.json");
+    crate::outln!("{session_id}: forgotten{}", unmapped.unwrap_or_default());
     ExitCode::SUCCESS
 }
 
-/// `wakebridge status [--all] [--watch] [--json]`.
 pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
     let daemon = Daemon::new(config, "status", args.url.url.as_deref());
     let terminal = std::io::stdout().is_terminal();
@@ -285,14 +269,11 @@ pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
                     false => format!("{text}\n"),
                 };
                 let mut out = std::io::stdout().lock();
-                if out
-                    .write_all(text.as_bytes())
-                    .and_then(|()| out.flush())
-                    .is_err()
-                {
+                let written = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+                drop(out);
+                if written.is_err() {
                     return; // Nobody reads any more (a closed pipe): done.
                 }
-                drop(out);
                 tokio::time::sleep(WATCH_EVERY).await;
             }
         };
@@ -311,8 +292,7 @@ pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
     }
 }
 
-/// One screenful: the /sessions answer (as JSON with `--json`, else the glance with the /health
-/// header) or why there is none.
+/// One screenful: the /sessions answer as JSON, or the glance with the /health header.
 async fn frame(daemon: &Daemon<'_>, args: &StatusArgs, terminal: bool) -> Result<String, String> {
     let sessions = answer(daemon.request(Method::GET, "/sessions", None).await)?;
     if args.json {
@@ -322,9 +302,7 @@ async fn frame(daemon: &Daemon<'_>, args: &StatusArgs, terminal: bool) -> Result
     let sessions = serde_json::from_value::<Sessions>(sessions);
     let sessions = sessions.map_err(|e| unreadable("/sessions", &e))?.sessions;
     let health = answer(daemon.request(Method::GET, "/health", None).await);
-    let health = health
-        .ok()
-        .and_then(|h| serde_json::from_value::<Health>(h).ok());
+    let health = health.ok().and_then(|h| serde_json::from_value(h).ok());
     let columns = terminal
         .then(|| terminal_size::terminal_size_of(std::io::stdout()))
         .flatten()

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::claude::home::CONFIG_DIR_ENV;
 use crate::config::{Config, ConfigError};
 use crate::context::follow::{PollEvent, TranscriptFollower, find_transcript_in};
 use crate::context::statusline::{
@@ -21,7 +22,6 @@ use crate::deadline::Deadline;
 use crate::mux::process::{self, Invocation, MuxError};
 use crate::wire::session_id::SessionId;
 
-/// `wakebridge statusline`: a Claude Code statusLine command.
 #[derive(Debug, Clone, Args)]
 pub struct StatuslineArgs {
     /// Wake dir holding `<session_id>.busy` markers [default: the configuration's]
@@ -37,7 +37,6 @@ pub struct StatuslineArgs {
     pub wrap: Option<String>,
 }
 
-/// `wakebridge context`: print a session's context figures.
 #[derive(Debug, Clone, Args)]
 pub struct ContextArgs {
     /// Session id, or a unique prefix of one (as `status` shows it); its transcript is looked up
@@ -66,8 +65,8 @@ pub struct ContextArgs {
     pub url: Option<String>,
 }
 
-/// Runs `wakebridge statusline`: always prints a line and exits 0 (a failing statusLine command
-/// would only blank Claude Code's status bar).
+/// Always prints a line and exits 0: a failing statusLine command would only blank Claude Code's
+/// status bar.
 pub fn run_statusline(args: &StatuslineArgs, config: Result<Config, ConfigError>) -> ExitCode {
     let deadline = Deadline::after(WRAPPED_BUDGET);
     let stdin = std::io::stdin();
@@ -130,8 +129,7 @@ fn our_line(args: &StatuslineArgs, config: Result<Config, ConfigError>, input: &
     render_line(feed.as_ref(), activity)
 }
 
-/// Runs `wakebridge context`: exit 1 when the transcript cannot be found or read, 2 for
-/// arguments that cannot work.
+/// Exit 1 when the transcript cannot be found or read, 2 for arguments that cannot work.
 pub fn run_context(args: &ContextArgs, config: &Config) -> ExitCode {
     match context(args, config) {
         Ok(text) => {
@@ -153,10 +151,8 @@ fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> 
     let feed_max_age = args.feed_max_age.unwrap_or(settings.feed_max_age);
     let models = settings.models.iter().map(|(k, v)| (k.as_str(), *v));
     let resolver = WindowResolver::new(models, default_window).map_err(|e| (2, e.to_string()))?;
-    if let Some(sid) = args
-        .session
-        .as_ref()
-        .filter(|sid| !SessionId::is_valid(sid))
+    if let Some(sid) = &args.session
+        && !SessionId::is_valid(sid)
     {
         let why = format!("session id {sid:?} is not valid; expected letters, digits, '-' or '_'");
         return Err((2, why));
@@ -203,11 +199,8 @@ fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> 
         }
         None if feed.is_some() => None,
         None => {
-            let (sid, var) = (
-                session_id.unwrap_or_default(),
-                crate::claude::home::CONFIG_DIR_ENV,
-            );
-            let why = format!("pass --transcript PATH or check {var}");
+            let sid = session_id.unwrap_or_default();
+            let why = format!("pass --transcript PATH or check {CONFIG_DIR_ENV}");
             return Err((1, format!("no transcript found for session {sid:?}; {why}")));
         }
     };

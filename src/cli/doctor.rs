@@ -1,8 +1,6 @@
 //! `wakebridge doctor`: every link a wake needs, in the order a wake uses them, one line each
-//! with the fix when it is broken: the hooks in Claude Code's settings and the binary they run,
-//! the daemon answering, its bus registration, panes.json, each mapped pane, tmux/zellij on the
-//! daemon's PATH, Claude Code past its first-run screens, and what waits. Exit 0 only when no
-//! link failed. Each check is a plain function over what was read; only [`examine`] reads.
+//! with the fix when it is broken. Exit 0 only when no link failed. Each check is a plain
+//! function over what was read; only [`examine`] reads.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -80,7 +78,6 @@ impl Check {
     }
 }
 
-/// `wakebridge doctor [--url URL]`.
 pub fn run(config: &Config, url: Option<&str>) -> ExitCode {
     let checks = examine(config, &Env::process(), url);
     for check in &checks {
@@ -99,7 +96,6 @@ pub fn run(config: &Config, url: Option<&str>) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// Every check, in the order a wake depends on them.
 fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
     let mut checks = Vec::new();
     let home = config.paths.claude.as_ref();
@@ -146,12 +142,10 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
         checks.push(bus_check(health, jiff::Timestamp::now(), bus_url));
     }
     // The daemon's backend is the one that counts; this shell's when the daemon is not up.
-    let backend = health.as_ref().and_then(|h| h.backend.as_deref());
-    if backend
-        .and_then(|name| name.parse().ok())
-        .unwrap_or(config.backend)
-        == Backend::Spool
-    {
+    let backend = health
+        .as_ref()
+        .and_then(|h| h.backend.as_deref()?.parse().ok());
+    if backend.unwrap_or(config.backend) == Backend::Spool {
         checks.push(Check::fail(
             "backend",
             "spool: events are only appended, nothing is ever typed into a pane",
@@ -181,14 +175,11 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
 /// The innermost cause of an error: "Connection refused (os error 111)" rather than the
 /// wrappers' "error sending request for url".
 fn root_cause(error: &dyn std::error::Error) -> String {
-    let mut cause = error;
-    while let Some(inner) = cause.source() {
-        cause = inner;
-    }
-    cause.to_string()
+    let causes = std::iter::successors(Some(error), |e| e.source());
+    causes.last().map(ToString::to_string).unwrap_or_default()
 }
 
-/// Every wired event in the settings file (`Ok(None)`: there is none).
+/// `Ok(None)`: there is no settings file.
 fn hooks_check(file: &Path, wired: &Result<Option<Wired>, String>) -> Check {
     const FIX: &str = "wakebridge claude install";
     let wired = match wired {
@@ -214,9 +205,8 @@ fn hooks_check(file: &Path, wired: &Result<Option<Wired>, String>) -> Check {
     )
 }
 
-/// Each wired hook's program starts: an absolute path that is an executable, or a bare name on
-/// PATH (Claude Code runs hooks with the PATH it was started with, as this shell's). Nothing to
-/// say without hooks: the hooks line already failed.
+/// Each wired hook's program starts from this shell's PATH (Claude Code runs hooks with the PATH
+/// it was started with). Nothing to say without hooks: the hooks line already failed.
 fn binary_check(wired: &Result<Option<Wired>, String>, env: &Env) -> Option<Check> {
     let Ok(Some(wired)) = wired else {
         return None;
@@ -436,8 +426,7 @@ fn waiting_checks(sessions: &[SessionStatus]) -> Vec<Check> {
         .filter_map(|s| Some(s.owed.as_ref()?.events))
         .sum();
     let owing = sessions.iter().filter(|s| s.owed.is_some()).count();
-    let limited: Vec<String> = sessions
-        .iter()
+    let limited: Vec<String> = (sessions.iter())
         .filter_map(|s| {
             Some(format!(
                 "{} ({})",
@@ -457,7 +446,7 @@ fn waiting_checks(sessions: &[SessionStatus]) -> Vec<Check> {
     vec![Check::ok("owed", owed), Check::ok("limits", limits)]
 }
 
-/// The first 8 characters of a session id, as `status` shows it.
+/// As `status` shows it.
 fn short(sid: &str) -> &str {
     sid.get(..8).unwrap_or(sid)
 }

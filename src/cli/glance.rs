@@ -1,8 +1,6 @@
-//! `wakebridge status` as one glance: `/sessions` and `/health` rendered for a person (short
-//! ids, project and tmux session, one state word, a context bar, relative times, the next nudge
-//! or resume) within a given width. Pure: sessions, health, clock and width in, a `String` out.
-//! The daemon decides each session's state; this decides only which sessions a view shows (an
-//! ended one for [`ENDED_SHOWN_FOR`]) and how to say it.
+//! `wakebridge status` as one glance: `/sessions` and `/health` rendered for a person within a
+//! given width. Pure: sessions, health, clock and width in, a `String` out. The daemon decides
+//! each session's state; this decides only which sessions a view shows and how to say it.
 
 use std::cmp::Reverse;
 
@@ -18,12 +16,10 @@ pub const DEFAULT_WIDTH: usize = 100;
 pub const MIN_ID_CHARS: usize = 8;
 /// How long an ended session stays in the default view (`--all` shows every one).
 pub const ENDED_SHOWN_FOR: jiff::SignedDuration = jiff::SignedDuration::from_secs(3600);
-/// Cells in the context bar.
 const BAR_CELLS: usize = 8;
 /// Columns between two cells.
 const GAP: usize = 2;
 
-/// A view's settings: when it is, how wide, which sessions, how to show a clock.
 #[derive(Debug, Clone)]
 pub struct View {
     pub now: Timestamp,
@@ -52,7 +48,6 @@ fn label(s: &SessionStatus, view: &View) -> String {
     }
 }
 
-/// The ANSI colour of a state's label.
 fn colour(state: SessionState) -> &'static str {
     use SessionState::*;
     match state {
@@ -206,8 +201,6 @@ fn next(s: &SessionStatus, view: &View) -> String {
     }
 }
 
-/// The header: the daemon's version and pid, its uptime and whether it is registered with the
-/// bus, and how many sessions the view shows.
 fn header(health: Option<&Health>, view: &View, shown: usize, hidden: usize) -> String {
     let mut parts = match health {
         Some(h) => {
@@ -234,9 +227,8 @@ fn header(health: Option<&Health>, view: &View, shown: usize, hidden: usize) -> 
     parts.join(" \u{b7} ")
 }
 
-/// The sessions a view shows, in the order it shows them: live ones by id, then ended ones
-/// (only those that ended within [`ENDED_SHOWN_FOR`] unless `all`), most recent first; and how
-/// many ended ones it hides.
+/// Live sessions by id, then ended ones (within [`ENDED_SHOWN_FOR`] unless `all`), most recent
+/// first; and how many ended ones it hides.
 fn shown<'a>(sessions: &'a [SessionStatus], view: &View) -> (Vec<&'a SessionStatus>, usize) {
     let (mut live, mut over): (Vec<_>, Vec<_>) = sessions
         .iter()
@@ -255,9 +247,8 @@ fn shown<'a>(sessions: &'a [SessionStatus], view: &View) -> (Vec<&'a SessionStat
     (live, hidden)
 }
 
-/// Columns: header, widest it may grow to, narrowest it may be squeezed to, and when: the
-/// names (project, tmux session) and the next step give way first, the state and the context
-/// (what a glance is for) last.
+/// Columns: header, widest, narrowest, and when squeezed: the names and the next step give way
+/// first, the state and the context (what a glance is for) last.
 const COLUMNS: [(&str, usize, usize, u8); 7] = [
     ("SESSION", 20, MIN_ID_CHARS, 1),
     ("PROJECT", 18, 6, 0),

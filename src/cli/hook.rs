@@ -1,23 +1,15 @@
-//! `wakebridge hook`: the one command Claude Code's hooks call. It reads the hook's JSON from
-//! stdin and keeps the wake dir in step with the session's lifecycle: SessionStart maps the pane
-//! (keeping the busy marker on `source=compact`, which fires mid-turn), UserPromptSubmit and
-//! PreToolUse mark the session busy, Stop, StopFailure and Notification(idle_prompt) mark it
-//! idle, SessionEnd unmaps it (not at a `/clear`: the agent stays, under a new id). A Stop of a session that is owed a wake (a bus event arrived
-//! while it worked) pays it: the hook answers Claude Code with the wake prompt as its reason to
-//! go on, and the session stays busy; nothing is typed. A `StopFailure` of a rate limit with
-//! Claude Code's notice records the usage limit in the ledger; a tool call, a normal Stop and
-//! Claude Code's own resume at the limit (`quota_auto_resume_fired`) lift it, in the same commit
-//! as the session's record. A SessionStart after `/clear` records the id the pane gave up as
-//! renamed to the new one, so messages to it still arrive. It must never block or fail the agent:
-//! it always exits 0 within a short budget, reports problems on stderr only, and prints nothing
-//! else on stdout (SessionStart and UserPromptSubmit stdout is added to the model's context).
-//! It owns the event → action table; the payload and the event names are `claude::hooks`'s,
-//! the file work `wakedir::writer`'s and `wakedir::markers`'s, the payment `store`'s.
-//! `--print-settings` prints the `settings.json` snippet that wires it (deploy/claude-hooks.json).
+//! `wakebridge hook`: the command Claude Code's hooks call. It owns the event → action table
+//! that keeps the wake dir in step with the session's lifecycle ([`action_for`]), pays an owed
+//! wake on Stop, and records the session, its usage limits and its `/clear` renames in the
+//! ledger. It must never block or fail the agent: it always exits 0 within a short budget,
+//! reports problems on stderr only, and prints nothing else on stdout (SessionStart and
+//! UserPromptSubmit stdout is added to the model's context). `--print-settings` prints the
+//! `settings.json` snippet that wires it (deploy/claude-hooks.json).
 
 use crate::claude::hooks::{
-    HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, QUOTA_AUTO_RESUMED, SOURCE_CLEAR,
-    SOURCE_COMPACT, WIRED_EVENTS, keep_going, parse_hook_input,
+    HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, QUOTA_AUTO_RESUMED,
+    SETTINGS_HOOK_TIMEOUT_SECS, SOURCE_CLEAR, SOURCE_COMPACT, WIRED_EVENTS, keep_going,
+    parse_hook_input,
 };
 use crate::claude::limits;
 use crate::clock;
@@ -40,19 +32,14 @@ use std::time::{Duration, Instant};
 /// Longest wait for stdin to reach EOF: Claude Code writes the payload and closes the pipe at
 /// once, so a slower stdin means something is wrong and the agent must not wait on it.
 pub const HOOK_STDIN_BUDGET: Duration = Duration::from_secs(2);
-/// Longest the whole hook may take before it gives up and exits 0: well under the `timeout` in
-/// the settings snippet, so Claude Code never has to kill it.
+/// Longest the whole hook may take: well under the snippet's `timeout`, so Claude Code never has
+/// to kill it.
 pub const HOOK_TOTAL_BUDGET: Duration = Duration::from_secs(5);
-/// `timeout` (seconds) written into the settings snippet for each hook command.
-pub use crate::claude::hooks::SETTINGS_HOOK_TIMEOUT_SECS;
-/// The command the settings snippet runs.
 pub const HOOK_COMMAND: &str = "wakebridge hook";
-/// A PreToolUse whose session was marked busy this recently is not recorded in the ledger
-/// again: the marker's fresh mtime already says the turn is alive, and Claude Code runs this
-/// hook on every tool call, so the hook must cost next to nothing there.
+/// A PreToolUse whose session was marked busy this recently is not recorded in the ledger again:
+/// the hook runs on every tool call and must cost next to nothing there.
 pub const LEDGER_REFRESH: Duration = Duration::from_secs(30);
 
-/// `wakebridge hook [--print-settings] [--wake-dir DIR]`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct HookArgs {
     /// Print the Claude Code settings.json snippet that wires every relevant hook event here
@@ -66,18 +53,17 @@ pub struct HookArgs {
 /// What a hook event does to the wake dir.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookAction {
-    /// `panes set`; `keep_wake_state` for SessionStart(compact).
+    /// `keep_wake_state` for SessionStart(compact), which fires mid-turn.
     MapPane {
         keep_wake_state: bool,
     },
     MarkBusy,
     MarkIdle,
-    /// `panes clear` of this session's entry (not the pane's other entries).
+    /// This session's entry only, not the pane's others.
     ClearPane,
     Ignore,
 }
 
-/// The event → action table.
 pub fn action_for(input: &HookInput) -> HookAction {
     match input.event_name.as_str() {
         "SessionStart" => HookAction::MapPane {
@@ -96,7 +82,6 @@ pub fn action_for(input: &HookInput) -> HookAction {
     }
 }
 
-/// How the action went.
 #[derive(Debug)]
 pub enum HookResult {
     Done,
@@ -105,7 +90,6 @@ pub enum HookResult {
     Failed(HookError),
 }
 
-/// Why a hook's action failed: its marker or its `panes.json` write.
 #[derive(Debug, thiserror::Error)]
 pub enum HookError {
     #[error(transparent)]
@@ -119,26 +103,23 @@ pub enum HookError {
 pub struct HookOutcome {
     pub event_name: String,
     /// `Notification:<notification_type>` for notifications (the nudger tells `idle_prompt`
-    /// from a permission prompt by it), else the event name: what the ledger records.
+    /// from a permission prompt by it), else the event name.
     pub ledger_event: String,
     pub session_id: Option<String>,
     pub cwd: Option<String>,
     pub transcript_path: Option<String>,
-    /// The pane this process runs in, if any.
     pub pane: Option<PaneTarget>,
     pub action: HookAction,
     pub result: HookResult,
     /// Ids unmapped as a side effect (evicted on SessionStart, removed on SessionEnd).
     pub unmapped: Vec<String>,
-    /// The ledger already has what this event says (a PreToolUse within `LEDGER_REFRESH` of the
-    /// last busy mark): nothing to record.
+    /// A PreToolUse within `LEDGER_REFRESH` of the last busy mark: nothing to record.
     pub nothing_new: bool,
 }
 
-/// The session a hook acts for: `AGENT_EVENT_BUS_SESSION_ID` when set (the reference CLI's rule:
-/// the explicit, tool-agnostic knob wins, so a session registered on the bus under its own id
-/// keeps it), else the payload's `session_id`, else `CLAUDE_CODE_SESSION_ID`. Empty values fall
-/// through.
+/// `AGENT_EVENT_BUS_SESSION_ID` (the reference CLI's rule: the explicit knob wins, so a session
+/// registered on the bus under its own id keeps it), else the payload's `session_id`, else
+/// `CLAUDE_CODE_SESSION_ID`. Empty values fall through.
 pub fn hook_session_id(payload: Option<&str>, env: &Env) -> Option<String> {
     let [bus, claude] = crate::cli::session::SESSION_ID_ENVS;
     [env.get(bus), payload.map(str::to_owned), env.get(claude)]
@@ -147,8 +128,6 @@ pub fn hook_session_id(payload: Option<&str>, env: &Env) -> Option<String> {
         .find(|id| !id.is_empty())
 }
 
-/// Performs the action for `input` against `wake_dir`; the session id is `hook_session_id`'s,
-/// the pane comes from `env`.
 pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
     perform_as(action_for(input), input, wake_dir, env)
 }
@@ -157,10 +136,9 @@ pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
 fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
     let pane = detect_target(env);
     let session_id = hook_session_id(input.session_id.as_deref(), env);
-    let ledger_event = input.recorded_event();
     let mut outcome = HookOutcome {
         event_name: input.event_name.clone(),
-        ledger_event,
+        ledger_event: input.recorded_event(),
         session_id: session_id.clone(),
         cwd: input.cwd.clone(),
         transcript_path: input.transcript_path.clone(),
@@ -216,9 +194,8 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
     outcome
 }
 
-/// Reads `reader` to EOF, giving up after `budget` or past `cap` bytes: it waits for data with
-/// poll(2), so a writer that never closes the pipe cannot hold the agent up (and no thread is
-/// needed to abandon it).
+/// Reads `reader` to EOF, giving up after `budget` or past `cap` bytes: poll(2) lets a writer
+/// that never closes the pipe not hold the agent up, with no thread to abandon.
 pub fn read_bounded(
     mut reader: impl Read + AsFd,
     cap: usize,
@@ -241,9 +218,7 @@ pub fn read_bounded(
             -1 if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {
                 continue;
             }
-            -1 => {
-                return Err(HookInputError::Read(std::io::Error::last_os_error()));
-            }
+            -1 => return Err(HookInputError::Read(std::io::Error::last_os_error())),
             _ => {}
         }
         match reader.read(&mut chunk) {
@@ -258,24 +233,16 @@ pub fn read_bounded(
 
 /// The settings.json snippet wiring every relevant event to `command`.
 pub fn settings_json(command: &str) -> Value {
-    let mut hooks = serde_json::Map::new();
-    for (event, matcher) in WIRED_EVENTS {
-        hooks.insert(
-            event.into(),
-            json!([{
-                "matcher": matcher,
-                "hooks": [{
-                    "type": "command",
-                    "command": command,
-                    "timeout": SETTINGS_HOOK_TIMEOUT_SECS,
-                }],
-            }]),
-        );
-    }
+    let timeout = SETTINGS_HOOK_TIMEOUT_SECS;
+    let hook = json!({"type": "command", "command": command, "timeout": timeout});
+    let group = |matcher| json!([{"matcher": matcher, "hooks": [hook]}]);
+    let hooks: serde_json::Map<String, Value> = (WIRED_EVENTS.iter())
+        .map(|(event, matcher)| (event.to_string(), group(matcher)))
+        .collect();
     json!({ "hooks": hooks })
 }
 
-/// `settings_json(HOOK_COMMAND)` as printed by `--print-settings` (and stored in deploy/).
+/// As printed by `--print-settings` (and stored in deploy/).
 pub fn settings_text() -> String {
     let value = settings_json(HOOK_COMMAND);
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
@@ -283,12 +250,11 @@ pub fn settings_text() -> String {
     text
 }
 
-/// On a Stop of a session that is owed a wake, pays it by answering Claude Code with the wake
-/// prompt (and how many events arrived, never what they say) as its reason to go on. Not when
-/// Claude Code already goes on because a Stop hook blocked (`stop_hook_active`): blocks in a row
-/// would loop and end at Claude Code's block cap; the daemon types that wake once the session
-/// is idle instead. The payment is committed only once the answer is written. Returns whether
-/// the turn goes on.
+/// On a Stop of a session owed a wake, pays it by answering Claude Code with the wake prompt
+/// (and how many events arrived, never what they say) as its reason to go on; committed only
+/// once the answer is written. Not with `stop_hook_active`: blocks in a row would loop into
+/// Claude Code's block cap; the daemon types that wake once the session is idle instead.
+/// Returns whether the turn goes on.
 fn pay_on_stop(input: &HookInput, env: &Env, ledger: Option<&Path>) -> bool {
     if input.event_name != "Stop" || input.stop_hook_active {
         return false;
@@ -307,20 +273,13 @@ fn pay_on_stop(input: &HookInput, env: &Env, ledger: Option<&Path>) -> bool {
             .and_then(|()| out.flush())
             .is_ok()
     });
-    match paid {
-        Ok(events) => events > 0,
-        Err(e) => {
-            crate::errln!("wakebridge hook: could not pay the owed wake: {e}");
-            false
-        }
-    }
+    paid.inspect_err(|e| crate::errln!("wakebridge hook: could not pay the owed wake: {e}"))
+        .is_ok_and(|events| events > 0)
 }
 
-/// `wakebridge hook` against the real stdin, environment and stderr, on `wake_dir` (the
-/// configuration's, or why there is none) and `ledger` (where the session is recorded, and what
-/// it is owed). Always exits 0. Every outcome is recorded in the ledger, on the action thread
-/// and inside the same overall budget; usage limits only with `track_limits` (`[limits]
-/// enabled`).
+/// `wakebridge hook` against the real stdin, environment and stderr. Always exits 0. Every
+/// outcome is recorded in `ledger` on the action thread, inside the same overall budget; usage
+/// limits only with `track_limits` (`[limits] enabled`).
 pub fn run_hook(
     args: &HookArgs,
     wake_dir: Result<PathBuf, ConfigError>,
@@ -359,25 +318,21 @@ pub fn run_hook(
             report(&format!("{} failed: {message}", outcome.event_name));
         }
     };
-    if matches!(
-        action,
-        HookAction::MarkBusy | HookAction::MarkIdle | HookAction::Ignore
-    ) {
-        // A marker only: nothing here can block, so no helper thread is needed.
+    let act = move || {
         let outcome = perform_as(action, &input, &wake_dir, &env);
         record(ledger.as_deref(), &outcome, &input, track_limits);
-        report_failure(&outcome);
+        outcome
+    };
+    if !matches!(action, HookAction::MapPane { .. } | HookAction::ClearPane) {
+        // A marker only: nothing here can block, so no helper thread is needed.
+        report_failure(&act());
         return ExitCode::SUCCESS;
     }
     // panes.json's flock has no timeout; a helper thread lets the agent go on regardless.
     let (sender, receiver) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("hook-action".into())
-        .spawn(move || {
-            let outcome = perform_as(action, &input, &wake_dir, &env);
-            record(ledger.as_deref(), &outcome, &input, track_limits);
-            let _ = sender.send(outcome);
-        });
+        .spawn(move || drop(sender.send(act())));
     if let Err(e) = spawned {
         report(&format!("cannot start the hook action: {e}"));
         return ExitCode::SUCCESS;
@@ -392,13 +347,9 @@ pub fn run_hook(
     ExitCode::SUCCESS
 }
 
-/// The binary's entry when its first argument is `hook`: Claude Code runs this on every tool
-/// call, and building the whole command line (every verb's clap definition) cost more than the
-/// hook's own work. Parses only `hook`'s flags (`--print-settings`, `--wake-dir`, the global
-/// `--config`) and runs the hook exactly as `cli::main` would; `None` when `args` (everything
-/// after the program name) is anything else, or anything it does not read exactly as clap
-/// would (`--help`, a repeated or unknown flag, a missing, empty or dash-led value, text that is
-/// not UTF-8), so that the full parser answers it, errors and help included.
+/// The entry for `hook`, which runs on every tool call: building every verb's clap definition
+/// cost more than the hook's own work. `None` for anything it does not read exactly as clap
+/// would (`--help`, a repeated or unknown flag, a missing, empty or dash-led value, non-UTF-8).
 pub fn fast_main(args: &[std::ffi::OsString]) -> Option<ExitCode> {
     let (hook_args, config) = parse_own_flags(args)?;
     if hook_args.print_settings {
@@ -419,8 +370,7 @@ pub fn fast_main(args: &[std::ffi::OsString]) -> Option<ExitCode> {
     ))
 }
 
-/// `hook [--print-settings] [--wake-dir DIR] [--config PATH]` in any order, each at most once,
-/// values as the next argument or after `=`; `None` for anything else (see [`fast_main`]).
+/// Each flag at most once, in any order, its value next or after `=`.
 fn parse_own_flags(args: &[std::ffi::OsString]) -> Option<(HookArgs, Option<PathBuf>)> {
     let (verb, rest) = args.split_first()?;
     if verb != "hook" {
@@ -456,8 +406,6 @@ fn parse_own_flags(args: &[std::ffi::OsString]) -> Option<(HookArgs, Option<Path
     Some((parsed, config))
 }
 
-/// `wakebridge hook` with the configuration (or why there is none): the hook's work on the
-/// configured wake dir, recorded in the configured ledger. Always exits 0.
 pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
     let (wake_dir, ledger, limits) = match config {
         Ok(c) => (
@@ -470,10 +418,8 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
     run_hook(args, wake_dir, ledger, limits)
 }
 
-/// Records what a hook saw in the ledger, so the daemon knows the session (scope = local), its
-/// transcript and its last hook event (for the nudger), with what it says about a usage limit
-/// (see [`limit_record`]) and, after a `/clear`, the ids it gave up in its pane (see
-/// [`renames`]), in one commit. Never fails the hook.
+/// Records in one commit the session (scope = local), its transcript and last hook event (for
+/// the nudger), its usage limit ([`limit_record`]) and its `/clear` renames ([`renames`]).
 fn record(ledger: Option<&Path>, outcome: &HookOutcome, input: &HookInput, limits: bool) {
     let (Some(ledger), Some(session_id)) = (ledger, outcome.session_id.clone()) else {
         return;
@@ -503,9 +449,8 @@ fn record(ledger: Option<&Path>, outcome: &HookOutcome, input: &HookInput, limit
     }
 }
 
-/// A `SessionStart` after `/clear` maps the pane under the session's new id and unmaps the old
-/// one: the same agent, so the old id (which the bus and the session's peers still use) is
-/// recorded as renamed. Any other start in a pane (a new agent) renames nothing.
+/// After `/clear` the same agent maps its pane under a new id: the ids it unmapped (which the
+/// bus and its peers still use) are recorded as renamed. Any other start renames nothing.
 fn renames(outcome: &HookOutcome, input: &HookInput, now_ms: i64) -> Vec<Record> {
     let (Some(new_id), Some(pane)) = (&outcome.session_id, &outcome.pane) else {
         return Vec::new();
@@ -526,10 +471,9 @@ fn renames(outcome: &HookOutcome, input: &HookInput, now_ms: i64) -> Vec<Record>
         .collect()
 }
 
-/// What a hook event says about a usage limit: a `StopFailure` of a rate limit with Claude
-/// Code's notice is one (its reset read in this machine's zone); a tool call, a turn that ended
-/// normally and Claude Code's own auto-resume mean the API answers again, so a limit is lifted.
-/// A prompt submitted is not such a sign: the resume message itself is one.
+/// A `StopFailure` of a rate limit with Claude Code's notice records a limit; a tool call, a
+/// normal Stop and Claude Code's auto-resume lift it. A prompt submitted does not: the resume
+/// message itself is one.
 fn limit_record(input: &HookInput, session_id: &str, now_ms: i64) -> Option<Record> {
     let lifted = match input.event_name.as_str() {
         "PreToolUse" | "Stop" => true,

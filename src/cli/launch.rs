@@ -1,8 +1,7 @@
-//! `wakebridge launch`: flags and their configuration fallbacks turned into [`LaunchOptions`]
-//! (where the pane goes, which tmux server, which Claude Code config to pre-trust), the launch
-//! (`crate::launch`'s) run, and the pane id (or JSON) printed. Exit codes: 0 ready; 1 the agent
-//! failed to start, exited or timed out; 2 bad arguments or a refused pre-trust; 3 a human must
-//! answer a screen (API key, login) in the pane left running.
+//! `wakebridge launch`: flags and their configuration fallbacks turned into [`LaunchOptions`],
+//! `crate::launch` run, the pane id (or JSON) printed. Exit codes: 0 ready; 1 the agent failed
+//! to start, exited or timed out; 2 bad arguments or a refused pre-trust; 3 a human must answer
+//! a screen (API key, login) in the pane left running.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,7 +17,6 @@ use crate::launch::{
 };
 use crate::mux::{KeystrokeText, MuxConfig};
 
-/// `wakebridge launch [flags] [-- COMMAND ARGS...]`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct LaunchArgs {
     /// Working directory of the agent [default: the current directory]
@@ -57,7 +55,6 @@ pub struct LaunchArgs {
     pub command: Vec<String>,
 }
 
-/// Why the arguments could not become a launch.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchCliError {
     #[error("--prompt: {0}")]
@@ -75,7 +72,6 @@ pub enum LaunchCliError {
     SessionId,
 }
 
-/// Entry point of the verb.
 pub fn run(args: LaunchArgs, config: &Config) -> ExitCode {
     let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
     match super::block_on(run_with(args, config, &Env::process(), &mut out, &mut err)) {
@@ -87,7 +83,7 @@ pub fn run(args: LaunchArgs, config: &Config) -> ExitCode {
     }
 }
 
-/// [`run`] with the environment and output streams given; returns the exit status.
+/// [`run`] with the environment and output streams given.
 pub async fn run_with(
     args: LaunchArgs,
     config: &Config,
@@ -152,7 +148,6 @@ fn report(launched: &Launched, json: bool, out: &mut dyn Write) -> Vec<String> {
     said
 }
 
-/// Flags + configuration + environment → options.
 pub fn options_from(
     args: LaunchArgs,
     config: &Config,

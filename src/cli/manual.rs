@@ -9,14 +9,12 @@ use clap_complete::Shell;
 
 use super::Cli;
 
-/// `wakebridge completions SHELL`.
 #[derive(Debug, Clone, Args)]
 pub struct CompletionsArgs {
     /// bash, zsh, fish, elvish or powershell; e.g. `wakebridge completions zsh > ~/.zfunc/_wakebridge`
     pub shell: Shell,
 }
 
-/// `wakebridge man [--out-dir DIR]`.
 #[derive(Debug, Clone, Args)]
 pub struct ManArgs {
     /// Write wakebridge.1 and a wakebridge-VERB.1 page per verb into DIR (created) instead of

@@ -89,7 +89,6 @@ enum Command {
     Service(service::ServiceCommand),
 }
 
-/// Entry point of the binary.
 pub fn main() -> ExitCode {
     crate::telemetry::logging::ensure_standard_descriptors();
     // `wakebridge hook` runs on every tool call of every Claude Code session: it is answered
@@ -172,7 +171,7 @@ pub(crate) fn own_binary(env: &Env) -> std::io::Result<std::path::PathBuf> {
     })
 }
 
-/// Runs `future` to its end on a current-thread runtime of its own.
+/// On a current-thread runtime of its own.
 pub(crate) fn block_on<F: Future>(future: F) -> std::io::Result<F::Output> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

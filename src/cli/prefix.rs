@@ -8,7 +8,6 @@ use crate::cli::glance::short_ids;
 /// Most matches an ambiguity error lists; the rest are counted.
 const LISTED_MATCHES: usize = 5;
 
-/// Why a typed id names no single session.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PrefixError {
     #[error("no session starts with {given:?}; `wakebridge status --all` lists them")]
@@ -17,7 +16,7 @@ pub enum PrefixError {
     Ambiguous { given: String, matches: String },
 }
 
-/// True for a full session id in Claude Code's form: a UUID (8-4-4-4-12 hex digits).
+/// A UUID (8-4-4-4-12 hex digits), as Claude Code's session ids are.
 pub fn is_full_id(id: &str) -> bool {
     let hex = |part: &str, len| part.len() == len && part.bytes().all(|b| b.is_ascii_hexdigit());
     let parts: Vec<&str> = id.split('-').collect();

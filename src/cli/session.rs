@@ -1,8 +1,6 @@
-//! The session-hook verbs `wakebridge panes set|clear` and `wakebridge wake-state busy|idle`,
-//! with the reference CLI's semantics: the session id from `--session`, then
-//! `AGENT_EVENT_BUS_SESSION_ID`, then `CLAUDE_CODE_SESSION_ID` (empty values fall through); exit
-//! 2 for a missing session id or an invalid target; both `panes` verbs remove the busy marker
-//! first (a lifecycle boundary proves no turn is in flight). The file work is `wakedir`'s.
+//! `wakebridge panes set|clear` and `wakebridge wake-state busy|idle`, with the reference CLI's
+//! semantics: the session id from `--session` or the environment ([`SESSION_ID_ENVS`]), exit 2
+//! for a missing session id or an invalid target. The file work is `wakedir`'s.
 
 use crate::env::Env;
 use crate::wakedir::detect::detect_target;
@@ -15,12 +13,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Session id variables, in the order they are consulted after `--session`.
+/// Consulted in this order after `--session`.
 pub const SESSION_ID_ENVS: [&str; 2] = ["AGENT_EVENT_BUS_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
-/// What `panes set` reports when the process is in no multiplexer.
 pub const SKIPPED_NO_MUX: &str = "no multiplexer detected";
 
-/// How a verb ended, as an exit code: 0 done (or skipped), 1 failed, 2 usage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CliStatus {
     Success = 0,
@@ -34,7 +30,6 @@ impl From<CliStatus> for ExitCode {
     }
 }
 
-/// Arguments every verb shares.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SessionArgs {
     /// Bus session id [default: $AGENT_EVENT_BUS_SESSION_ID, then $CLAUDE_CODE_SESSION_ID]
@@ -102,7 +97,6 @@ pub enum WakeState {
     Idle,
 }
 
-/// `wakebridge wake-state busy|idle`: the session's busy marker.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WakeStateArgs {
     #[arg(value_enum)]
@@ -111,7 +105,6 @@ pub struct WakeStateArgs {
     pub session: SessionArgs,
 }
 
-/// The first non-empty of `--session`, `AGENT_EVENT_BUS_SESSION_ID`, `CLAUDE_CODE_SESSION_ID`.
 pub fn resolve_session_id(flag: Option<&str>, env: &Env) -> Option<String> {
     let vars = SESSION_ID_ENVS.iter().filter_map(|name| env.get(name));
     flag.map(str::to_owned)
@@ -121,7 +114,6 @@ pub fn resolve_session_id(flag: Option<&str>, env: &Env) -> Option<String> {
 }
 
 impl PanesCommand {
-    /// The `--wake-dir` given, for the configuration to layer over its own.
     pub fn wake_dir(&self) -> Option<&Path> {
         match self {
             PanesCommand::Set(PanesSetArgs { session, .. })
@@ -130,20 +122,17 @@ impl PanesCommand {
     }
 }
 
-/// `panes set|clear` on `wake_dir` against the real environment, stdout and stderr.
 pub fn run_panes(command: &PanesCommand, wake_dir: &Path) -> ExitCode {
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
     execute_panes(command, wake_dir, &Env::process(), &mut out, &mut err).into()
 }
 
-/// `wake-state busy|idle` on `wake_dir` against the real environment and stderr.
 pub fn run_wake_state(args: &WakeStateArgs, wake_dir: &Path) -> ExitCode {
     let mut err = std::io::stderr().lock();
     execute_wake_state(args, wake_dir, &Env::process(), &mut err).into()
 }
 
-/// `panes set|clear` with injected environment and output (what tests drive). `wake_dir` is the
-/// configuration's (with `--wake-dir` layered on top by the caller).
+/// `panes set|clear` with injected environment and output (what tests drive).
 pub fn execute_panes(
     command: &PanesCommand,
     wake_dir: &Path,
@@ -163,8 +152,7 @@ pub fn execute_panes(
     finish(printed, err)
 }
 
-/// `wake-state busy|idle` with injected environment. Prints nothing on success: hook stdout can
-/// end up in the agent's context.
+/// Prints nothing on success: hook stdout can end up in the agent's context.
 pub fn execute_wake_state(
     args: &WakeStateArgs,
     wake_dir: &Path,
@@ -181,7 +169,6 @@ pub fn execute_wake_state(
     finish(result, err)
 }
 
-/// A verb's failure: the status to exit with and the message for stderr.
 struct Failed(CliStatus, String);
 
 fn finish(result: Result<(), Failed>, err: &mut dyn Write) -> CliStatus {
@@ -208,7 +195,6 @@ fn write_failure(error: PanesWriteError) -> Failed {
     failed(matches!(error, PanesWriteError::InvalidTarget(_)), error)
 }
 
-/// Exit 2 when the arguments were wrong, else 1.
 fn failed(usage: bool, error: impl ToString) -> Failed {
     let status = if usage {
         CliStatus::Usage
@@ -218,7 +204,7 @@ fn failed(usage: bool, error: impl ToString) -> Failed {
     Failed(status, error.to_string())
 }
 
-/// The explicit `--mux/--pane/--mux-session` target, validated exactly like a file entry.
+/// `--mux/--pane/--mux-session`, validated exactly like a file entry.
 pub fn explicit_target(args: &PanesSetArgs) -> Option<Result<PaneTarget, InvalidTarget>> {
     let mux: &str = args.mux?.into();
     let mut value = json!({ "mux": mux, "pane": args.pane });
@@ -228,7 +214,6 @@ pub fn explicit_target(args: &PanesSetArgs) -> Option<Result<PaneTarget, Invalid
     Some(parse_target(&value))
 }
 
-/// What `panes set` did, as JSON and as text.
 fn panes_set(args: &PanesSetArgs, wake_dir: &Path, env: &Env) -> Result<(Value, String), Failed> {
     let session_id = session_id(&args.session, env)?;
     let invalid = |invalid| Failed(CliStatus::Usage, format!("Invalid target: {invalid}"));
@@ -245,7 +230,6 @@ fn panes_set(args: &PanesSetArgs, wake_dir: &Path, env: &Env) -> Result<(Value, 
     Ok((outcome.to_json(), set_text(&outcome)))
 }
 
-/// What `panes clear` did, as JSON and as text.
 fn panes_clear(
     args: &PanesClearArgs,
     wake_dir: &Path,
@@ -253,11 +237,7 @@ fn panes_clear(
 ) -> Result<(Value, String), Failed> {
     let session_id = session_id(&args.session, env)?;
     clear_busy_if_any(wake_dir, &session_id).map_err(marker_failure)?;
-    let also_pane = if args.keep_pane_entries {
-        None
-    } else {
-        detect_target(env)
-    };
+    let also_pane = detect_target(env).filter(|_| !args.keep_pane_entries);
     let outcome = clear_entry(wake_dir, &session_id, also_pane.as_ref()).map_err(write_failure)?;
     let text = match outcome.removed.is_empty() {
         true => format!("No pane mapping to remove for {}", outcome.session_id),
@@ -266,7 +246,6 @@ fn panes_clear(
     Ok((outcome.to_json(), text))
 }
 
-/// `Mapped <sid> -> tmux pane %3`, plus the evicted ids when there are any.
 pub fn set_text(outcome: &SetOutcome) -> String {
     let mapped = format!("Mapped {} -> {}", outcome.session_id, outcome.entry);
     match outcome.evicted.is_empty() {

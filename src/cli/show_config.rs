@@ -11,7 +11,6 @@ use crate::config::explain::explain;
 use crate::config::{self, Flags};
 use crate::env::Env;
 
-/// `wakebridge config [--check] [serve's flags]`.
 #[derive(Debug, Clone, Args)]
 pub struct ConfigArgs {
     /// Only validate: print OK and any warnings (exit 0), or what is wrong (exit 2)

@@ -68,7 +68,7 @@ impl ApiError {
         }
     }
 
-    /// Every value `reason` can take, in declaration order.
+    /// Every value `reason` can take.
     pub fn reasons() -> impl Iterator<Item = &'static str> {
         ApiError::VARIANTS
             .iter()
@@ -98,19 +98,17 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        let reject = RejectReason {
-            reason: self.reason(),
-            message: message.clone(),
-        };
         let mut response = (self.status(), Json(json!({ "error": message }))).into_response();
-        response.extensions_mut().insert(reject);
+        let reason = self.reason();
+        response
+            .extensions_mut()
+            .insert(RejectReason { reason, message });
         response
     }
 }
 
-/// Marks a response as a rejection, for the log layer (`guards::log_rejections`): the stable
-/// kebab-case reason (the metric's label, the rate limit's key) and the body's `error` text,
-/// which the log line says as the Python bridge's does.
+/// Marks a response as a rejection for `guards::log_rejections`: the reason (the metric's label,
+/// the rate limit's key) and the body's `error` text, which the log line says.
 #[derive(Clone)]
 pub struct RejectReason {
     pub reason: &'static str,

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::ApiError;
-use super::guards::{operator_request, session_id};
+use super::guards::{blocking, operator_request, session_id};
 use crate::http::AppState;
 use crate::wakedir::reader::mapped_panes;
 
@@ -24,7 +24,7 @@ const SHAPE: &str = r#"{"session_id": "...", "force": false}"#;
 #[serde(deny_unknown_fields)]
 struct ForgetRequest {
     session_id: String,
-    /// Unmap it from panes.json too, when it is mapped.
+    /// Unmap it from panes.json too.
     #[serde(default)]
     force: bool,
 }
@@ -35,16 +35,15 @@ pub async fn forget(
     body: Body,
 ) -> Result<Response, ApiError> {
     let request: ForgetRequest = operator_request(&app, &headers, body, SHAPE).await?;
-    let sid = session_id(&request.session_id)?;
-    let sid = sid.to_string();
+    let sid = session_id(&request.session_id)?.to_string();
     let wake_dir = app.deliverer.spool().wake_dir().to_path_buf();
     // Refused before anything changes; the ledger is forgotten first and the mapping last, so a
     // ledger that fails leaves the session as it was, mapped and known.
-    let dir = wake_dir.clone();
-    let check_sid = sid.clone();
-    let mapped = tokio::task::spawn_blocking(move || mapped_panes(&dir).remove(&check_sid))
-        .await
-        .map_err(|_| ApiError::Unavailable("reading panes.json failed".into()))?;
+    let (dir, check_sid) = (wake_dir.clone(), sid.clone());
+    let mapped = blocking("reading panes.json", move || {
+        mapped_panes(&dir).remove(&check_sid)
+    });
+    let mapped = mapped.await?;
     if let Some(target) = &mapped
         && !request.force
     {
@@ -65,19 +64,16 @@ pub async fn forget(
         })?;
     let unmapped = mapped.is_some();
     if unmapped {
-        // panes.json is rewritten under its lock: keep it off the request threads.
         let unmap_sid = sid.clone();
-        tokio::task::spawn_blocking(move || {
-            crate::wakedir::clear_entry(&wake_dir, &unmap_sid, None)
-        })
-        .await
-        .map_err(|_| ApiError::Unavailable("rewriting panes.json failed".into()))?
-        .map_err(|e| {
-            tracing::warn!(error = %e, "could not unmap a session being forgotten");
-            ApiError::Unavailable(format!(
-                "forgotten, but could not unmap {sid} from panes.json: {e}"
-            ))
-        })?;
+        let unmap = move || crate::wakedir::clear_entry(&wake_dir, &unmap_sid, None);
+        blocking("rewriting panes.json", unmap)
+            .await?
+            .map_err(|e| {
+                tracing::warn!(error = %e, "could not unmap a session being forgotten");
+                ApiError::Unavailable(format!(
+                    "forgotten, but could not unmap {sid} from panes.json: {e}"
+                ))
+            })?;
     }
     if known == 0 && !unmapped {
         return Err(ApiError::UnknownSession(format!(

@@ -1,5 +1,5 @@
 //! Request guards: the Host allowlist (DNS rebinding, ahead of routing), the JSON content type, the
-//! body size cap, and the bearer secret of the operators' routes.
+//! body size cap, the bearer secret of the operators' routes; and their blocking work.
 
 use std::sync::Arc;
 
@@ -69,14 +69,14 @@ pub async fn log_rejections(
 pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
     let media = headers
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        });
+        .and_then(|v| v.to_str().ok());
+    let media = media.map(|v| {
+        v.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase()
+    });
     match media.as_deref() {
         Some("application/json") => Ok(()),
         _ => Err(ApiError::ContentType),
@@ -100,9 +100,8 @@ pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<axum::body::By
     }
 }
 
-/// An operator's request (`/wake`, `/rewind`, `/forget`): JSON within the size cap, with
-/// `Authorization: Bearer <secret>` when a secret is configured, parsed as `T`. `shape` is the
-/// body the 400 shows.
+/// An operator's request (`/wake`, `/rewind`, `/forget`): JSON within the size cap, with the
+/// bearer when a secret is configured. `shape` is the body the 400 shows.
 pub async fn operator_request<T: DeserializeOwned>(
     app: &AppState,
     headers: &HeaderMap,
@@ -116,13 +115,20 @@ pub async fn operator_request<T: DeserializeOwned>(
         .map_err(|e| ApiError::BadRequest(format!("expected {shape}: {e}")))
 }
 
-/// The `session_id` of an operator's request, checked.
+/// Runs `work` on a blocking thread, off the request threads; a task that dies is a 503.
+pub async fn blocking<T: Send + 'static>(
+    what: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    let done = tokio::task::spawn_blocking(work).await;
+    done.map_err(|_| ApiError::Unavailable(format!("{what} failed")))
+}
+
 pub fn session_id(id: &str) -> Result<SessionId, ApiError> {
     SessionId::parse(id)
         .ok_or_else(|| ApiError::BadRequest("session_id must match [A-Za-z0-9_-]{1,64}".into()))
 }
 
-/// `Authorization: Bearer <secret>`, when a secret is configured.
 fn require_bearer(app: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(secret) = &app.config.secret else {
         return Ok(());
@@ -131,11 +137,10 @@ fn require_bearer(app: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
         .unwrap_or_default();
-    if secret.matches_token(token) {
-        Ok(())
-    } else {
-        Err(ApiError::BadBearer)
-    }
+    secret
+        .matches_token(token)
+        .then_some(())
+        .ok_or(ApiError::BadBearer)
 }
 
 /// `/sessions` and `/metrics` show ids, directories and panes: beyond loopback, with a secret

@@ -50,9 +50,7 @@ async fn handle(app: &AppState, headers: &HeaderMap, body: Body) -> Result<Respo
     }
     let triage = if bytes.len() > INLINE_PARSE_MAX {
         let owned = bytes.clone();
-        tokio::task::spawn_blocking(move || event::triage(&owned))
-            .await
-            .map_err(|_| ApiError::Unavailable("parser task failed".into()))?
+        super::guards::blocking("parser task", move || event::triage(&owned)).await?
     } else {
         event::triage(&bytes)
     }?;

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::ApiError;
-use super::guards::{operator_request, session_id};
+use super::guards::{blocking, operator_request, session_id};
 use crate::clock;
 use crate::http::AppState;
 use crate::store::{Record, RewindWhy};
@@ -50,9 +50,7 @@ pub async fn rewind(
         RewindWhy::Asked
     };
     let (app, asked) = (app.clone(), asked.to_string());
-    let answer = tokio::task::spawn_blocking(move || ask(&app, &asked, why))
-        .await
-        .map_err(|_| ApiError::Unavailable("recording the rewind failed".into()))??;
+    let answer = blocking("recording the rewind", move || ask(&app, &asked, why)).await??;
     Ok(Json(answer).into_response())
 }
 

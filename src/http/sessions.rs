@@ -17,11 +17,9 @@ use crate::http::AppState;
 use crate::http::status::{self, SpoolDetail};
 use crate::store::RewindOutcome;
 
+/// Reads panes.json, markers, spools and the ledger: off the request threads.
 async fn snapshot(app: Arc<AppState>, detail: SpoolDetail) -> Result<Vec<SessionStatus>, ApiError> {
-    // Reads panes.json, markers, spools and the ledger: keep it off the request threads.
-    tokio::task::spawn_blocking(move || status::collect(&app, detail))
-        .await
-        .map_err(|_| ApiError::Unavailable("status collection failed".into()))
+    super::guards::blocking("status collection", move || status::collect(&app, detail)).await
 }
 
 pub async fn sessions(
@@ -84,15 +82,11 @@ pub async fn metrics(
         "Bytes in all spool files.",
         sessions.iter().map(|s| s.spool_bytes).sum(),
     );
-    out.family(
+    out.one(
         "wakebridge_log_lines_dropped_total",
         "counter",
         "Log lines dropped because stderr's reader did not keep up.",
-    );
-    let _ = writeln!(
-        out.0,
-        "wakebridge_log_lines_dropped_total {}",
-        crate::telemetry::logging::dropped_lines()
+        crate::telemetry::logging::dropped_lines(),
     );
     out.gauge(
         "wakebridge_sessions_acknowledged_idle",
@@ -146,13 +140,12 @@ pub async fn metrics(
     let percents: Vec<f64> = (sessions.iter())
         .filter_map(|s| s.context.as_ref()?.percent)
         .collect();
-    out.family(
+    out.one(
         "wakebridge_context_percent_max",
         "gauge",
         "The fullest context window among the sessions, in percent.",
+        percents.iter().copied().fold(0.0, f64::max),
     );
-    let max = percents.iter().copied().fold(0.0, f64::max);
-    let _ = writeln!(out.0, "wakebridge_context_percent_max {max}");
     let (wrap_up, checkpoint) = (thresholds.wrap_up.percent, thresholds.checkpoint.percent);
     let past =
         |from: f64, below: f64| percents.iter().filter(|&&p| p >= from && p < below).count() as u64;
@@ -196,7 +189,11 @@ impl Exposition<'_> {
     }
 
     fn gauge(&mut self, name: &str, help: &str, value: u64) {
-        self.family(name, "gauge", help);
+        self.one(name, "gauge", help, value);
+    }
+
+    fn one(&mut self, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
+        self.family(name, kind, help);
         let _ = writeln!(self.0, "{name} {value}");
     }
 }

@@ -1,5 +1,3 @@
-//! What every request handler shares.
-
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
@@ -13,7 +11,7 @@ use crate::delivery::Deliverer;
 use crate::session::SessionViews;
 use crate::telemetry::warn::Warnings;
 
-/// Everything request handlers share.
+/// What every request handler shares.
 pub struct AppState {
     pub config: Config,
     pub deliverer: Arc<Deliverer>,

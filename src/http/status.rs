@@ -1,6 +1,5 @@
-//! What every known session looks like now, for `GET /sessions` and `wakebridge status`: the
-//! daemon's one answer to "what state is this session in" ([`state_of`]) and when a session has
-//! ended. A session is known when the ledger has seen it or panes.json maps it.
+//! Every known session (the ledger has seen it or panes.json maps it) as `GET /sessions` shows
+//! it: the daemon's one answer to "what state is this session in" ([`state_of`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,13 +24,11 @@ pub const QUIET_ENDED_AFTER: Duration = Duration::from_secs(24 * 3600);
 /// Spools bigger than this are not read to count lines; the size alone is reported.
 const COUNT_LINES_MAX_BYTES: u64 = 64 << 20;
 
-/// How much to find out about each spool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpoolDetail {
-    /// Size and line count (reads each spool; for `/sessions` and `wakebridge status`).
+    /// Size and line count (reads each spool).
     Lines,
-    /// Size only (one `stat` per spool; for `/metrics`, which is scraped often and must not
-    /// cost more as spools grow).
+    /// Size only, for `/metrics`: scraped often, it must not cost more as spools grow.
     Bytes,
 }
 
@@ -49,7 +46,6 @@ fn spool_depth(wake_dir: &Path, sid: &str, detail: SpoolDetail) -> (Option<u64>,
     (lines, meta.len())
 }
 
-/// Every known session, sorted by id.
 pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
     let gate = app.deliverer.gate();
     let wake_dir = app.deliverer.spool().wake_dir();
@@ -153,10 +149,9 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
         .collect()
 }
 
-/// What the daemon knows of a session that decides its one state.
+/// What decides a session's one state.
 #[derive(Debug, Clone, Copy)]
 pub struct Facts<'a> {
-    /// panes.json maps it.
     pub mapped: bool,
     pub limit: Option<&'a Limit>,
     pub owed: bool,
@@ -167,9 +162,8 @@ pub struct Facts<'a> {
     pub view: Option<&'a SessionView>,
 }
 
-/// The session's one state and why, most pressing first: ended, no pane, a usage limit, then the
-/// session loop's last decision (before its first, the busy marker's), shown as owed when events
-/// wait and nothing more pressing holds.
+/// Most pressing first: ended, no pane, a usage limit, then the session loop's last decision
+/// (before its first, the busy marker's); owed when events wait and nothing more pressing holds.
 pub fn state_of(facts: &Facts) -> (SessionState, String) {
     if facts.ended {
         return (
@@ -210,8 +204,7 @@ pub fn state_of(facts: &Facts) -> (SessionState, String) {
     (decided, reason)
 }
 
-/// Whether a session is over: it has no pane, owes nothing, and either said so (`SessionEnd`)
-/// or has been quiet for [`QUIET_ENDED_AFTER`].
+/// No pane, nothing owed, and `SessionEnd` seen or quiet for [`QUIET_ENDED_AFTER`].
 fn ended(row: &SessionRow, mapped: bool, now_ms: i64) -> bool {
     if mapped || row.owed.is_some() {
         return false;

@@ -25,7 +25,7 @@ struct WakeRequest {
     session_id: String,
     #[serde(default)]
     force: bool,
-    /// The name of a configured message (`[wake.messages]`); absent means the wake prompt.
+    /// A configured message's name (`[wake.messages]`); absent means the wake prompt.
     #[serde(default)]
     message: Option<String>,
 }
@@ -58,6 +58,7 @@ pub async fn wake(
     } else {
         Mode::Gated
     };
-    let delivered = app.deliverer.manual_wake(&session_id, &text, mode).await;
-    Ok(delivered_json(&delivered))
+    Ok(delivered_json(
+        &app.deliverer.manual_wake(&session_id, &text, mode).await,
+    ))
 }

@@ -19,7 +19,6 @@ const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many of the service's log lines a failed install shows.
 const LOG_LINES: usize = 20;
 
-/// What the service manager says about the service.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct State {
     /// Known to the manager (a unit it loaded, a job in the gui domain).
@@ -30,7 +29,6 @@ pub struct State {
     pub pid: Option<u32>,
 }
 
-/// One manager, for one user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Manager {
     Systemd,
@@ -56,9 +54,11 @@ pub fn shown(inv: &Invocation) -> String {
     shlex::try_join(words.iter().map(|w| &**w)).unwrap_or_else(|_| words.join(" "))
 }
 
-/// Runs one command from [`Manager::load_commands`] and friends with [`CALL_TIMEOUT`].
+/// Runs one command with [`CALL_TIMEOUT`], and says it ran.
 pub async fn run(inv: &Invocation) -> Result<(), MuxError> {
-    process::run_for(inv, CALL_TIMEOUT).await.map(drop)
+    process::run_for(inv, CALL_TIMEOUT).await?;
+    crate::outln!("ran: {}", shown(inv));
+    Ok(())
 }
 
 impl Manager {
@@ -73,7 +73,6 @@ impl Manager {
         }
     }
 
-    /// `gui/<uid>/dev.wakebridge`: the launchd service target.
     fn target(uid: u32) -> String {
         format!("gui/{uid}/{LAUNCHD_LABEL}")
     }
@@ -114,7 +113,6 @@ impl Manager {
         }
     }
 
-    /// Where the service's output goes, as a reader finds it.
     pub fn log_hint(&self, log_dir: &Path) -> String {
         match self {
             Manager::Systemd => format!("journalctl --user -u {UNIT}"),
@@ -151,7 +149,6 @@ impl Manager {
         }
     }
 
-    /// The service's last [`LOG_LINES`] log lines, or why they could not be read.
     pub async fn last_log_lines(&self, log_dir: &Path) -> Result<String, String> {
         let lines = LOG_LINES.to_string();
         let args = ["--user", "-u", UNIT, "-n", &lines, "--no-pager"];
@@ -172,7 +169,7 @@ impl Manager {
     }
 }
 
-/// `systemctl show` output (`Key=value` lines) as a [`State`].
+/// `systemctl show` output: `Key=value` lines.
 pub fn systemd_state(text: &str) -> State {
     let props: BTreeMap<&str, &str> = text
         .lines()
@@ -187,8 +184,8 @@ pub fn systemd_state(text: &str) -> State {
     }
 }
 
-/// `launchctl print` output as a [`State`]: the service's own `state = ...` and `pid = N`
-/// lines, one tab in (nested blocks, indented further, may have their own).
+/// `launchctl print` output: the service's own `state = ...` and `pid = N` lines, one tab in
+/// (nested blocks, indented further, may have their own).
 pub fn launchd_state(text: &str) -> State {
     let field = |name: &str| {
         text.lines()

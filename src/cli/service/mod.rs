@@ -1,8 +1,7 @@
-//! `wakebridge service install|uninstall|status`: the daemon under the user's service manager
-//! (a launchd LaunchAgent on macOS, a systemd user unit on Linux). Install renders the file
-//! (`render.rs`), writes it and the secret file it only names, loads it (`manager.rs`) and waits
-//! until the new instance, known by its pid, answers `/health`. Exit codes: 0 done (or nothing
-//! to do), 1 the manager failed or the service does not answer, 2 a problem found before
+//! `wakebridge service install|uninstall|status`: the daemon under launchd or systemd. Install
+//! renders the file (`render.rs`), writes it and the secret file it only names, loads it
+//! (`manager.rs`) and waits until the new instance, known by its pid, answers `/health`. Exit
+//! codes: 0 done, 1 the manager failed or the service does not answer, 2 a problem found before
 //! anything was loaded.
 
 mod manager;
@@ -67,7 +66,6 @@ pub struct InstallArgs {
     wait: Duration,
 }
 
-/// Why a service verb stopped.
 #[derive(Debug, thiserror::Error)]
 enum ServiceError {
     #[error(
@@ -92,14 +90,13 @@ enum ServiceError {
     Runtime(std::io::Error),
 }
 
-/// An I/O failure on `path`, for `map_err`.
 fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ServiceError {
     let path = path.to_owned();
     move |source| ServiceError::Io { what, path, source }
 }
 
-/// Runs a `service` verb; `config_flag` is the global `--config`. Only `install` needs the
-/// configuration to resolve: `uninstall` and `status` must work precisely when it does not.
+/// Only `install` needs the configuration to resolve: `uninstall` and `status` must work
+/// precisely when it does not. `config_flag` is the global `--config`.
 pub fn run(
     command: &ServiceCommand,
     config: Result<Config, ConfigError>,
@@ -132,12 +129,11 @@ pub fn run(
     })
 }
 
-/// Where a platform's files go.
 struct Locations {
     home: PathBuf,
     /// The unit or plist.
     file: PathBuf,
-    /// launchd's log files' directory (systemd logs to the journal).
+    /// launchd's logs (systemd logs to the journal).
     log_dir: PathBuf,
     /// The secret file install writes when none is configured.
     default_secret: PathBuf,
@@ -161,7 +157,7 @@ impl Locations {
     }
 }
 
-/// Writes `text` to `path` (0600, atomically, its directory created) unless it is there already.
+/// 0600, atomically, unless it is there already.
 fn write(path: &Path, text: &str) -> Result<Written, ServiceError> {
     private_fs::write(path, text.as_bytes(), FILE_MODE).map_err(io("write", path))
 }
@@ -277,7 +273,6 @@ async fn install(
     }
     for command in &commands {
         manager::run(command).await?;
-        crate::outln!("ran: {}", shown(command));
         if command.args.first().is_some_and(|w| w == "bootout") {
             // launchd lets go of the old job a moment later; bootstrap fails until it has.
             let deadline = Deadline::after(BOOTOUT_WAIT);
@@ -322,7 +317,6 @@ async fn install(
     Ok(ExitCode::FAILURE)
 }
 
-/// How `/health`'s registration reads in a sentence.
 fn registered_words(health: &Health) -> &'static str {
     match health.registered {
         Some(true) => "registered",
@@ -400,13 +394,11 @@ async fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceErr
     let loaded = manager == Manager::Systemd || manager.state().await.is_ok_and(|s| s.loaded);
     for command in unload.iter().filter(|_| loaded) {
         manager::run(command).await?;
-        crate::outln!("ran: {}", shown(command));
     }
     std::fs::remove_file(file).map_err(io("remove", file))?;
     crate::outln!("removed {}", file.display());
     for command in &after {
         manager::run(command).await?;
-        crate::outln!("ran: {}", shown(command));
     }
     let configured = config::load_settings(None, env)
         .ok()

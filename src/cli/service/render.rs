@@ -6,13 +6,11 @@ use std::path::{Path, PathBuf};
 
 use crate::config::SECRET_ENV;
 
-/// The shipped reference files are the templates too.
 const SYSTEMD_TEMPLATE: &str = include_str!("../../../deploy/wakebridge.service");
 const LAUNCHD_TEMPLATE: &str = include_str!("../../../deploy/wakebridge.plist");
 
 /// The launchd label; deliberately not a prefix of the bus's own label.
 pub const LAUNCHD_LABEL: &str = "dev.wakebridge";
-/// The systemd unit's name.
 pub const SYSTEMD_UNIT: &str = "wakebridge.service";
 /// The variable the daemon reads `[bridge] secret_file` from; set in the unit, never the secret.
 const SECRET_FILE_ENV: &str = "WAKEBRIDGE_BRIDGE__SECRET_FILE";
@@ -45,7 +43,6 @@ const KEPT_VARS: [&str; 7] = [
 /// Prefixes of the settings' variables: the Python bridge's and wakebridge's own.
 const KEPT_PREFIXES: [&str; 2] = ["AGENT_EVENT_BUS_BRIDGE_", "WAKEBRIDGE_"];
 
-/// The two service managers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, strum::IntoStaticStr)]
 pub enum Platform {
     /// A launchd LaunchAgent (macOS).
@@ -57,7 +54,6 @@ pub enum Platform {
 }
 
 impl Platform {
-    /// The service manager of the OS this binary was built for.
     pub fn native() -> Platform {
         match cfg!(target_os = "macos") {
             true => Platform::Launchd,
@@ -66,14 +62,12 @@ impl Platform {
     }
 }
 
-/// Everything a service file says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spec {
-    /// The absolute path of the wakebridge binary to run.
     pub exe: PathBuf,
     /// `--config <path>` (absolute) when the installer was given one.
     pub config: Option<PathBuf>,
-    /// The home directory (launchd log paths).
+    /// For launchd's log paths.
     pub home: PathBuf,
     /// The daemon's PATH, joined.
     pub path: String,
@@ -81,7 +75,6 @@ pub struct Spec {
     pub env: Vec<(String, String)>,
 }
 
-/// Why a file could not be rendered.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     /// A value with a control character (a newline would end the line it is on).
@@ -147,23 +140,23 @@ pub fn daemon_env(vars: &[(String, String)], secret_file: Option<&Path>) -> Vec<
 
 /// The file for `platform`, its first line saying what wrote it.
 pub fn render(platform: Platform, spec: &Spec) -> Result<String, RenderError> {
-    let written_by = format!(
-        "Written by `wakebridge service install` ({}); a later install replaces it.",
-        env!("CARGO_PKG_VERSION")
-    );
-    // `serve`, and `--config <path>` when given.
     let mut args = vec!["serve".to_string()];
     if let Some(config) = &spec.config {
         args.extend(["--config".to_string(), config.display().to_string()]);
     }
     let exe = spec.exe.display().to_string();
     match platform {
-        Platform::Systemd => systemd(spec, &exe, &args, &written_by),
-        Platform::Launchd => launchd(spec, &exe, &args, &written_by),
+        Platform::Systemd => systemd(spec, &exe, &args),
+        Platform::Launchd => launchd(spec, &exe, &args),
     }
 }
 
-/// `template` with `line` (exactly once) replaced by `with`.
+fn written_by() -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    format!("Written by `wakebridge service install` ({version}); a later install replaces it.")
+}
+
+/// `template` with `line`, found exactly once, replaced by `with`.
 fn fill(
     template: &str,
     file: &'static str,
@@ -176,15 +169,12 @@ fn fill(
     Ok(template.replacen(line, with, 1))
 }
 
-/// `value` unless it holds a control character.
 fn printable<'a>(what: &str, value: &'a str) -> Result<&'a str, RenderError> {
-    match value.chars().any(char::is_control) {
-        true => Err(RenderError::Unprintable {
-            what: what.to_string(),
-            value: value.to_string(),
-        }),
-        false => Ok(value),
+    if !value.chars().any(char::is_control) {
+        return Ok(value);
     }
+    let (what, value) = (what.to_string(), value.to_string());
+    Err(RenderError::Unprintable { what, value })
 }
 
 /// One systemd word in double quotes: `\` and `"` escaped, `%` doubled (specifiers), and in a
@@ -207,12 +197,7 @@ const SYSTEMD_FIRST_SECTION: &str = "[Unit]\n";
 const SYSTEMD_EXEC: &str = "ExecStart=%h/.cargo/bin/wakebridge serve\n";
 const SYSTEMD_PATH: &str = "Environment=PATH=%h/.cargo/bin:/opt/homebrew/bin:/home/linuxbrew/.linuxbrew/bin:%h/.linuxbrew/bin:/usr/local/bin:/usr/bin:/bin\n";
 
-fn systemd(
-    spec: &Spec,
-    exe: &str,
-    args: &[String],
-    written_by: &str,
-) -> Result<String, RenderError> {
+fn systemd(spec: &Spec, exe: &str, args: &[String]) -> Result<String, RenderError> {
     let mut exec = vec![systemd_quoted("the binary's path", exe, true)?];
     for arg in args {
         exec.push(systemd_quoted("--config", arg, true)?);
@@ -233,10 +218,9 @@ fn systemd(
         })?;
     let text = fill(&SYSTEMD_TEMPLATE[at..], SYSTEMD_UNIT, SYSTEMD_EXEC, &exec)?;
     let text = fill(&text, SYSTEMD_UNIT, SYSTEMD_PATH, &env)?;
-    Ok(format!("# {written_by}\n\n{text}"))
+    Ok(format!("# {}\n\n{text}", written_by()))
 }
 
-/// XML text: the five special characters escaped.
 fn xml(what: &str, value: &str) -> Result<String, RenderError> {
     Ok(printable(what, value)?
         .replace('&', "&amp;")
@@ -252,12 +236,7 @@ const LAUNCHD_PROGRAM: &str =
     "\t\t<string>__HOME__/.cargo/bin/wakebridge</string>\n\t\t<string>serve</string>\n";
 const LAUNCHD_ENV: &str = "\t\t<key>PATH</key>\n\t\t<string>__HOME__/.cargo/bin:/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin</string>\n\t\t<key>HOME</key>\n\t\t<string>__HOME__</string>\n";
 
-fn launchd(
-    spec: &Spec,
-    exe: &str,
-    args: &[String],
-    written_by: &str,
-) -> Result<String, RenderError> {
+fn launchd(spec: &Spec, exe: &str, args: &[String]) -> Result<String, RenderError> {
     let mut program = format!("\t\t<string>{}</string>\n", xml("the binary's path", exe)?);
     for arg in args {
         program.push_str(&format!("\t\t<string>{}</string>\n", xml("--config", arg)?));
@@ -284,7 +263,7 @@ fn launchd(
         &LAUNCHD_TEMPLATE[..start],
         &LAUNCHD_TEMPLATE[end + LAUNCHD_HEADER_END.len()..],
     );
-    let text = format!("{before}<!-- {written_by} -->\n{after}");
+    let text = format!("{before}<!-- {} -->\n{after}", written_by());
     let text = fill(&text, LAUNCHD_FILE, LAUNCHD_PROGRAM, &program)?;
     let text = fill(&text, LAUNCHD_FILE, LAUNCHD_ENV, &env)?;
     // What is left are the log paths.
