@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use wakebridge::mux::WAKE_PROMPT;
+use wakebridge::session::ECHO_GRACE;
 
 use crate::common;
 use crate::common::claude::RealClaude;
@@ -120,7 +121,17 @@ async fn a_day_in_the_life_of_a_real_claude_code_session() {
     );
     assert_eq!(model.mentioned(WAKE_PROMPT), 2, "{}", context());
 
-    // 4. Back to life at a prompt; the window fills and each warning is told once.
+    // 4. Back to life at a prompt; the window fills and each warning is told once. A prompt
+    // within the echo grace of the last nudge reads as that nudge's echo, not as life (its turn
+    // here is one short answer): the human comes back after it.
+    let nudged_at: jiff::Timestamp = acknowledged["nudge"]["last_nudge_at"]
+        .as_str()
+        .and_then(|at| at.parse().ok())
+        .unwrap_or_else(|| panic!("no last nudge time: {acknowledged}"));
+    let echo_over = nudged_at + ECHO_GRACE + Duration::from_secs(1);
+    if let Ok(left) = Duration::try_from(echo_over - jiff::Timestamp::now()) {
+        tokio::time::sleep(left).await;
+    }
     session
         .submit(&tmux, "Build the parser. [[context 76]]")
         .await;
