@@ -27,7 +27,7 @@ use strum::{EnumIter, IntoStaticStr};
 pub enum SessionState {
     /// Over: no pane, nothing owed, and `SessionEnd` seen or no sign of life for a day.
     Ended,
-    /// Not mapped in panes.json: its events are spooled only.
+    /// Neither mapped in panes.json nor with a live inbox: its events are spooled only.
     NoPane,
     /// Held at a usage limit until it resets (nothing typed).
     Limited,
@@ -146,6 +146,22 @@ pub struct SessionStatus {
     pub paid: Option<Paid>,
     pub limit: Option<Limit>,
     pub rewind: Option<Rewind>,
+    /// Its inbox, once a hook announced one or something was sent there.
+    #[serde(default)]
+    pub inbox: Option<Inbox>,
+}
+
+/// A session's inbox (Claude Code 2.1.224+) and the newest message sent there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Inbox {
+    /// Whether a message can go there now (a private socket of ours, its process alive).
+    pub live: bool,
+    /// Why not, when not.
+    pub problem: Option<String>,
+    /// When the newest message to it was sent.
+    pub last_sent_at: Option<Timestamp>,
+    /// When the session's `UserPromptSubmit` hook reported that message (`None`: not yet).
+    pub heard_at: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,11 +215,13 @@ pub struct Owed {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Paid {
     pub last_at: Timestamp,
-    /// `hook` (the Stop hook's answer) or `typed`.
+    /// `hook` (the Stop hook's answer), `typed` or `inbox`.
     pub last_how: String,
     pub last_events: u64,
     pub by_hook: u64,
     pub by_typing: u64,
+    #[serde(default)]
+    pub by_inbox: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

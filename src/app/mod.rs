@@ -130,7 +130,9 @@ impl App {
         crate::telemetry::start_at_zero(
             <Action as strum::IntoEnumIterator>::iter().map(Action::as_str),
             crate::http::ApiError::reasons(),
-            crate::mux::InjectError::kinds().chain(spool::SpoolError::KINDS.iter().copied()),
+            crate::mux::InjectError::kinds()
+                .chain(spool::SpoolError::KINDS.iter().copied())
+                .chain(crate::claude::inbox::InboxError::KINDS.iter().copied()),
         );
         let injector = Arc::new(Injector::new(&mux));
         let (notices, notify) = match notify {
@@ -140,17 +142,19 @@ impl App {
             }
             None => (Notices::off(), None),
         };
-        let gate = Arc::new(
-            Gate::new(
-                wake_dir.clone(),
-                config.busy_ttl,
-                config.cooldown,
-                injector,
-                store.clone(),
-                config.settings.limits.enabled,
-            )
-            .with_notices(notices),
-        );
+        let gate = Gate::new(
+            wake_dir.clone(),
+            config.busy_ttl,
+            config.cooldown,
+            injector,
+            store.clone(),
+            config.settings.limits.enabled,
+        )
+        .with_notices(notices);
+        let gate = Arc::new(match (&config.paths.claude, config.settings.wake.inbox) {
+            (Ok(claude), true) => gate.with_inboxes(claude.sessions()),
+            _ => gate,
+        });
         let dedupe = Dedupe::new(config.settings.ledger.identity_window);
         restore_state(
             &store,

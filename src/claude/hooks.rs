@@ -49,6 +49,8 @@ pub struct HookInput {
     pub error: Option<String>,
     /// Stop and StopFailure: the turn's last assistant text.
     pub last_assistant_message: Option<String>,
+    /// UserPromptSubmit: the prompt as submitted (an inbox message's raw text).
+    pub prompt: Option<String>,
 }
 
 impl HookInput {
@@ -100,6 +102,7 @@ pub fn parse_hook_input(bytes: &[u8]) -> Result<HookInput, HookInputError> {
         stop_hook_active: object.get("stop_hook_active").and_then(Value::as_bool) == Some(true),
         error: text("error"),
         last_assistant_message: text("last_assistant_message"),
+        prompt: text("prompt"),
     })
 }
 

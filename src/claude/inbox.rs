@@ -8,6 +8,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
+use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use super::registry::process_alive;
@@ -20,6 +21,9 @@ pub const PID_ENV: &str = "CLAUDE_PID";
 
 /// Longest message Claude Code reads (a line of at most 1 MiB); the envelope takes some of it.
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024 - 4096;
+
+/// Claude Code drops the same text from the same sender within this long, without a word.
+pub const DUPLICATE_WINDOW: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Longest token kept: Claude Code's are 32 hex digits.
 const MAX_TOKEN_CHARS: usize = 128;
@@ -69,6 +73,17 @@ pub enum InboxError {
 }
 
 impl InboxError {
+    /// Every [`InboxError::kind`], for the error counters' zeros.
+    pub const KINDS: &[&str] = &[
+        "inbox-gone",
+        "inbox-untrusted",
+        "inbox-dead",
+        "inbox-too-long",
+        "inbox-refused",
+        "inbox-timeout",
+        "inbox-io",
+    ];
+
     /// Short machine-readable kind (ledger rows, metrics).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -164,6 +179,12 @@ impl Inbox {
         let timed = tokio::time::timeout(deadline.remaining(), exchange).await;
         timed.unwrap_or_else(|_| Err(InboxError::Timeout(path.clone())))
     }
+}
+
+/// How a sent text is recognised when the session's `UserPromptSubmit` hook reports it (the
+/// ledger keeps this, not the text).
+pub fn digest(text: &str) -> String {
+    hex::encode(&Sha256::digest(text.as_bytes())[..16])
 }
 
 fn io_error(path: &Path, error: &std::io::Error) -> InboxError {

@@ -1,5 +1,6 @@
 //! Claude Code's live session registry, `<config dir>/sessions/<pid>.json` (undocumented):
-//! `sessionId`, `pid`, `status` (`busy` / `idle` / `waiting`), deleted when the session exits.
+//! `sessionId`, `pid`, `status` (`busy` / `idle` / `waiting`), `messagingSocketPath` (its inbox,
+//! 2.1.224+), deleted when the session exits.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -111,6 +112,25 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
     Ok(found)
 }
 
+/// The inbox `<dir>`'s live entry for `session_id` names: the second source, after the hooks,
+/// for sessions whose hooks are not wired. The registry has no token; none is needed on Unix.
+pub fn inbox_of(dir: &Path, session_id: &str) -> Option<super::inbox::Inbox> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    entries.flatten().take(MAX_FILES).find_map(|entry| {
+        let pid: u32 = entry.file_name().to_str()?.strip_suffix(".json")?.parse().ok()?;
+        let value: Value = serde_json::from_str(&read_small(&entry.path())?).ok()?;
+        if value.get("sessionId")?.as_str()? != session_id || !process_alive(pid) {
+            return None;
+        }
+        let socket = value.get("messagingSocketPath")?.as_str()?;
+        Some(super::inbox::Inbox {
+            socket: PathBuf::from(socket),
+            token: None,
+            pid: Some(pid),
+        })
+    })
+}
+
 /// The session id in `<dir>/<pid>.json`, if that file is there and names a plausible one (the
 /// launcher asks right after start-up, so only `sessionId` is needed).
 pub fn session_of_pid(dir: &Path, pid: u32) -> Option<String> {
@@ -168,6 +188,26 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found["s-live"].status, RegistryStatus::Waiting);
         assert_eq!(found["s-live"].updated_ms, Some(1_700_000_000_000));
+    }
+
+    #[test]
+    fn a_live_entry_names_its_session_s_inbox() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let entry = format!(
+            r#"{{"pid":{me},"sessionId":"s-1","status":"idle","messagingSocketPath":"/run/cc-socks/{me}.sock"}}"#
+        );
+        std::fs::write(dir.path().join(format!("{me}.json")), entry).unwrap();
+        std::fs::write(
+            dir.path().join("999999999.json"),
+            r#"{"sessionId":"s-dead","messagingSocketPath":"/run/cc-socks/1.sock"}"#,
+        )
+        .unwrap();
+        let found = inbox_of(dir.path(), "s-1").unwrap();
+        assert_eq!(found.socket, PathBuf::from(format!("/run/cc-socks/{me}.sock")));
+        assert_eq!(found.pid, Some(me));
+        assert_eq!(inbox_of(dir.path(), "s-dead"), None, "its process is gone");
+        assert_eq!(inbox_of(dir.path(), "s-2"), None);
     }
 
     #[test]

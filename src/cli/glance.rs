@@ -163,10 +163,12 @@ fn project(s: &SessionStatus) -> String {
     }
 }
 
-/// The tmux (or zellij) session the pane is in, else the pane's id.
+/// The tmux (or zellij) session the pane is in, else the pane's id; `inbox` for a session
+/// reached through its inbox alone.
 fn mux_session(s: &SessionStatus) -> String {
     let Some(pane) = &s.pane else {
-        return "-".into();
+        let reachable = s.inbox.as_ref().is_some_and(|i| i.live);
+        return if reachable { "inbox" } else { "-" }.into();
     };
     let session = pane.session.as_deref().filter(|n| !n.is_empty());
     match (pane.mux.as_str(), session) {
@@ -460,6 +462,7 @@ mod tests {
             paid: None,
             limit: None,
             rewind: None,
+            inbox: None,
         }
     }
 

@@ -11,6 +11,7 @@ use crate::claude::hooks::{
     SETTINGS_HOOK_TIMEOUT_SECS, SOURCE_CLEAR, SOURCE_COMPACT, WIRED_EVENTS, keep_going,
     parse_hook_input,
 };
+use crate::claude::inbox::{self, Inbox};
 use crate::claude::limits;
 use crate::clock;
 use crate::config::{Config, ConfigError};
@@ -115,6 +116,9 @@ pub struct HookOutcome {
     pub unmapped: Vec<String>,
     /// A PreToolUse within `LEDGER_REFRESH` of the last busy mark: nothing to record.
     pub nothing_new: bool,
+    /// The session's inbox as its environment announces it, read at SessionStart (to record)
+    /// and UserPromptSubmit (whose prompt may be a message sent there).
+    pub inbox: Option<Inbox>,
 }
 
 /// `AGENT_EVENT_BUS_SESSION_ID` (the reference CLI's rule: the explicit knob wins, so a session
@@ -147,6 +151,9 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
         result: HookResult::Done,
         unmapped: Vec::new(),
         nothing_new: false,
+        inbox: matches!(&*input.event_name, "SessionStart" | "UserPromptSubmit")
+            .then(|| Inbox::from_hook_env(env))
+            .flatten(),
     };
     if action == HookAction::Ignore {
         outcome.result = HookResult::Skipped(format!("event {} not handled", input.event_name));
@@ -419,7 +426,8 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
 }
 
 /// Records in one commit the session (scope = local), its transcript and last hook event (for
-/// the nudger), its usage limit ([`limit_record`]) and its `/clear` renames ([`renames`]).
+/// the nudger), its usage limit ([`limit_record`]), its `/clear` renames ([`renames`]) and its
+/// inbox ([`inbox_record`]).
 fn record(ledger: Option<&Path>, outcome: &HookOutcome, input: &HookInput, limits: bool) {
     let (Some(ledger), Some(session_id)) = (ledger, outcome.session_id.clone()) else {
         return;
@@ -440,12 +448,34 @@ fn record(ledger: Option<&Path>, outcome: &HookOutcome, input: &HookInput, limit
         seen_at_ms: now_ms,
     };
     let renamed = renames(outcome, input, now_ms);
+    let inbox = inbox_record(outcome, input, now_ms);
     let batch = std::iter::once(Record::SessionSeen(seen))
         .chain(limit)
         .chain(renamed)
+        .chain(inbox)
         .collect();
     if let Err(e) = Store::record_once(ledger, batch) {
         crate::errln!("wakebridge hook: could not record the session in the ledger: {e}");
+    }
+}
+
+/// SessionStart records where the session's inbox is (after a `/clear` too: the new id keeps
+/// the socket); UserPromptSubmit records which prompt it reported, so that a message the daemon
+/// sent there is known to have arrived. Nothing for a session without an inbox.
+fn inbox_record(outcome: &HookOutcome, input: &HookInput, now_ms: i64) -> Option<Record> {
+    let (inbox, session_id) = (outcome.inbox.clone()?, outcome.session_id.clone()?);
+    match &*input.event_name {
+        "SessionStart" => Some(Record::InboxSeen {
+            session_id,
+            inbox,
+            at_ms: now_ms,
+        }),
+        "UserPromptSubmit" => Some(Record::InboxHeard {
+            session_id,
+            digest: inbox::digest(input.prompt.as_deref()?),
+            at_ms: now_ms,
+        }),
+        _ => None,
     }
 }
 

@@ -91,6 +91,7 @@ pub struct RegistrationSettings {
 pub struct WakeSettings {
     #[serde(deserialize_with = "duration::deserialize")]
     pub owed_after: Duration,
+    pub inbox: bool,
     #[serde(default)]
     pub messages: BTreeMap<String, String>,
 }

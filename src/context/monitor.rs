@@ -86,7 +86,7 @@ impl StateStamp {
 /// What to do with a pending warning after the gate answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WarningStep {
-    /// Typed: settle the level.
+    /// Typed or taken by the inbox: settle the level.
     Delivered,
     /// Not typed now (busy, cooldown, multiplexer or pane trouble): keep it due, retry at the
     /// next poll.
@@ -98,7 +98,7 @@ pub enum WarningStep {
 impl WarningStep {
     pub fn of(action: Action) -> Self {
         match action {
-            Action::Tmux | Action::Zellij => Self::Delivered,
+            Action::Tmux | Action::Zellij | Action::Inbox => Self::Delivered,
             Action::SpoolUnmapped => Self::Unmapped,
             Action::Spool
             | Action::SpoolBusy

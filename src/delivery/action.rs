@@ -16,6 +16,9 @@ pub enum Action {
     SpoolMuxFailed,
     /// Beyond the reference: the mapped pane no longer runs the session; nothing was typed.
     SpoolStalePane,
+    /// Beyond the reference: the session's own inbox took the wake (Claude Code 2.1.224+);
+    /// nothing was typed, and no pane is needed.
+    Inbox,
 }
 
 impl Action {
@@ -24,7 +27,7 @@ impl Action {
     }
 
     pub fn woke(self) -> bool {
-        matches!(self, Action::Tmux | Action::Zellij)
+        matches!(self, Action::Tmux | Action::Zellij | Action::Inbox)
     }
 
     /// Whether a bus event answered so is owed a wake: its pane is known but the wake was not

@@ -1,6 +1,9 @@
-//! The wake gate: the one place that decides whether a pane may be typed into, and the one path
-//! that types: mapping → busy marker → cooldown → stale-pane guard and typing. A prompt holding
-//! text, copy mode, a menu or a usage limit hold a wake like a busy marker (`spool-busy`, owed).
+//! The wake gate: the one place that decides whether and how a session is told something, and the
+//! one path that tells it. Through the session's inbox where it has a live one (no pane needed, a
+//! running turn no reason to wait: usage limit → cooldown → send); else typed: mapping → busy
+//! marker → cooldown → stale-pane guard and typing. A prompt holding text, copy mode, a menu or a
+//! usage limit hold a typed wake like a busy marker (`spool-busy`, owed). Slash commands are
+//! always typed: the inbox gives them to the model as text.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -9,7 +12,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::claude::inbox::{self, Inbox};
 use crate::claude::limits::{self, Notice};
+use crate::claude::registry;
 use crate::clock;
 use crate::deadline::Deadline;
 use crate::delivery::action::Action;
@@ -80,6 +85,8 @@ pub struct Gate {
     /// False: not even a notice on screen holds a wake back.
     hold_limits: bool,
     notices: Notices,
+    /// Claude Code's session registry, where inboxes are looked up; `None`: never the inbox.
+    inbox_registry: Option<PathBuf>,
 }
 
 /// One session's typing as the gate saw it (a wake that types clears both streaks).
@@ -90,6 +97,8 @@ struct Typing {
     at: Option<Instant>,
     occupied: u32,
     failed: u32,
+    /// The digests of the texts its inbox took within [`inbox::DUPLICATE_WINDOW`], and when.
+    sent: Vec<(String, Instant)>,
 }
 
 /// Failed wakes in a row after which a human is told: one is often a moment, three need someone.
@@ -116,6 +125,42 @@ impl Gate {
             store,
             hold_limits,
             notices: Notices::off(),
+            inbox_registry: None,
+        }
+    }
+
+    /// Tell sessions through their inboxes, looked up in the ledger (their hooks') and in the
+    /// session registry `dir`.
+    pub fn with_inboxes(mut self, dir: PathBuf) -> Self {
+        self.inbox_registry = Some(dir);
+        self
+    }
+
+    pub fn inboxes_on(&self) -> bool {
+        self.inbox_registry.is_some()
+    }
+
+    /// The inbox `sid` can be told through now: announced by its hook (else in the registry),
+    /// a private socket of ours whose process is alive and runs `sid` as far as the registry
+    /// says. `None` with inboxes off.
+    pub fn inbox(&self, sid: &str) -> Option<Inbox> {
+        let dir = self.inbox_registry.as_deref()?;
+        let announced = self.store.inbox(sid).ok().flatten().and_then(|row| row.inbox);
+        let inbox = announced.or_else(|| registry::inbox_of(dir, sid))?;
+        let checked = inbox.check().and_then(|()| match inbox.pid {
+            // A pid is reused: its socket path then belongs to another session.
+            Some(pid) => match registry::session_of_pid(dir, pid) {
+                Some(other) if other != sid => Err(inbox::InboxError::DeadProcess(pid)),
+                _ => Ok(()),
+            },
+            None => Ok(()),
+        });
+        match checked {
+            Ok(()) => Some(inbox),
+            Err(error) => {
+                tracing::debug!(session_id = sid, %error, "inbox not usable");
+                None
+            }
         }
     }
 
@@ -200,6 +245,12 @@ impl Gate {
         mode: Mode,
     ) -> GateOutcome {
         let sid: &str = &resolved.session_id;
+        if !text.as_str().starts_with('/')
+            && let Some(inbox) = self.inbox(sid)
+            && let Some(outcome) = self.send(sid, &inbox, text, mode, &resolved.target).await
+        {
+            return outcome;
+        }
         let Some(target) = resolved.target.clone() else {
             tracing::debug!(session_id = sid, "no pane mapped; spooled only");
             return GateOutcome::skipped(Action::SpoolUnmapped, None);
@@ -354,6 +405,79 @@ impl Gate {
         }
     }
 
+    /// Tells `sid` through its inbox; `None` when that failed and it has a pane to type into.
+    async fn send(
+        &self,
+        sid: &str,
+        inbox: &Inbox,
+        text: &KeystrokeText,
+        mode: Mode,
+        target: &Option<PaneTarget>,
+    ) -> Option<GateOutcome> {
+        let skipped = |action| Some(GateOutcome::skipped(action, target.clone()));
+        if mode != Mode::Resume && self.held_at(sid).is_some() {
+            tracing::debug!(session_id = sid, "session held at its usage limit; spooled only");
+            return skipped(Action::SpoolBusy);
+        }
+        // A running turn is no reason to wait: the inbox hands the message over between tool
+        // calls, and a draft or a dialog on screen is never touched.
+        let reservation = match mode {
+            Mode::Forced => self.cooldown.force(sid),
+            _ => match self.cooldown.reserve(sid) {
+                Some(r) => r,
+                None => return skipped(Action::SpoolCooldown),
+            },
+        };
+        let text = self.typing(sid, |t| {
+            t.sent.retain(|(_, at)| at.elapsed() < inbox::DUPLICATE_WINDOW);
+            unrepeated(text.as_str(), &t.sent)
+        });
+        let digest = inbox::digest(&text);
+        let (started, began_ms) = (Instant::now(), clock::now_ms());
+        match inbox.send(&text, Deadline::after(INJECT_BUDGET)).await {
+            Ok(()) => {
+                let now = Instant::now();
+                self.typing(sid, |t| {
+                    t.sent.push((digest.clone(), now));
+                    (t.at, t.occupied, t.failed) = (Some(now), 0, 0);
+                });
+                self.failures.clear_prefix(&format!("{sid}:"));
+                let sent = Record::InboxSent {
+                    session_id: sid.to_owned(),
+                    digest,
+                    at_ms: began_ms,
+                };
+                if let Err(e) = self.store.record_queued(sent) {
+                    tracing::warn!(error = %e, "could not record an inbox message in the ledger");
+                }
+                tracing::info!(session_id = sid, "Woke {} through its inbox", short(sid));
+                Some(GateOutcome {
+                    action: Action::Inbox,
+                    error_kind: None,
+                    inject_time: started.elapsed(),
+                    target: target.clone(),
+                })
+            }
+            Err(error) => {
+                self.cooldown.roll_back(sid, reservation);
+                let kind = error.kind();
+                crate::telemetry::error(kind);
+                let fallback = if target.is_some() { "typed instead" } else { "spooled only" };
+                if self.failures.first(&format!("{sid}:{kind}")) {
+                    tracing::warn!(session_id = sid, kind, "Inbox of {} failed ({error}); {fallback}", short(sid));
+                } else {
+                    tracing::debug!(session_id = sid, kind, "Inbox of {} failed ({error}); {fallback}", short(sid));
+                }
+                target.is_none().then(|| GateOutcome {
+                    action: Action::SpoolMuxFailed,
+                    error_kind: Some(kind),
+                    inject_time: started.elapsed(),
+                    target: None,
+                })
+            }
+        }
+    }
+
     /// Picks the limit menu's wait option if the menu is on `sid`'s screen (`Ok(false)`: not).
     pub async fn dismiss_limit_menu(&self, sid: &str) -> Result<bool, InjectError> {
         let Some(target) = self.panes.lookup(sid) else {
@@ -381,5 +505,23 @@ impl Gate {
         if let Err(e) = self.store.record(Record::Limited(seen)).await {
             tracing::warn!(error = %e, "could not record a usage limit in the ledger");
         }
+    }
+}
+
+/// `text`, numbered (`… (#2)`) if it went to the same inbox within Claude Code's duplicate
+/// window: Claude Code drops a repeat from the same sender then without a word, and a second
+/// bus event during a turn is news the first message did not carry. Ends: one of the first
+/// `recent.len() + 1` numbers is free.
+fn unrepeated(text: &str, recent: &[(String, Instant)]) -> String {
+    let mut n = 1;
+    loop {
+        let candidate = match n {
+            1 => text.to_owned(),
+            n => format!("{text} (#{n})"),
+        };
+        if !recent.iter().any(|(d, _)| *d == inbox::digest(&candidate)) {
+            return candidate;
+        }
+        n += 1;
     }
 }

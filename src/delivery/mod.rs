@@ -281,13 +281,22 @@ pub(crate) fn delivery_row(
     }
 }
 
-/// A wake typed and submitted pays everything its session was owed (the agent reads the bus).
+/// A wake typed and submitted, or taken by the inbox, pays everything its session was owed (the
+/// agent reads the bus).
 fn payment(sid: &str, outcome: &GateOutcome) -> Option<Record> {
     outcome.action.woke().then(|| Record::Pay {
         session_id: sid.to_string(),
         up_to_ms: clock::now_ms(),
-        how: Payment::Typed,
+        how: paid_by(outcome.action),
     })
+}
+
+/// How a wake that woke pays: by the inbox or by typing.
+pub(crate) fn paid_by(action: Action) -> Payment {
+    match action {
+        Action::Inbox => Payment::Inbox,
+        _ => Payment::Typed,
+    }
 }
 
 fn wake_record(sid: &str, outcome: &GateOutcome) -> Option<Record> {

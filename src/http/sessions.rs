@@ -110,11 +110,12 @@ pub async fn metrics(
     out.labelled(
         "wakebridge_owed_wakes_paid_total",
         "counter",
-        "Owed wakes paid, by how: the Stop hook or typing.",
+        "Owed wakes paid, by how: the Stop hook, typing or the inbox.",
         "how",
         [
             ("hook", paid.clone().map(|p| p.by_hook).sum()),
-            ("typed", paid.map(|p| p.by_typing).sum()),
+            ("typed", paid.clone().map(|p| p.by_typing).sum()),
+            ("inbox", paid.map(|p| p.by_inbox).sum()),
         ],
     );
     out.gauge(

@@ -13,7 +13,8 @@ use crate::claude::limits::describe_reset;
 use crate::clock;
 use crate::http::AppState;
 use crate::session::SessionView;
-use crate::store::{Limit, RewindFacts, RewindOutcome, Rewinds, SessionRow};
+use crate::delivery::gate::Gate;
+use crate::store::{InboxRow, Limit, RewindFacts, RewindOutcome, Rewinds, SessionRow};
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
 
@@ -84,12 +85,14 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
             let limit = row.limit.clone().filter(|_| gate.limits_enabled());
             let (spool_lines, spool_bytes) = spool_depth(wake_dir, &sid, detail);
             let view = views.get(&sid);
+            let inbox = inbox_status(gate, &sid, row.inbox.as_ref());
+            let reachable = pane.is_some() || inbox.as_ref().is_some_and(|i| i.live);
             let facts = Facts {
-                mapped: pane.is_some(),
+                reachable,
                 limit: limit.as_ref(),
                 owed: row.owed.is_some(),
                 busy_marker: gate.is_busy(&sid),
-                ended: ended(&row, pane.is_some(), now_ms),
+                ended: ended(&row, reachable, now_ms),
                 view,
             };
             let (state, reason) = state_of(&facts);
@@ -139,20 +142,44 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
                         last_events: u64::from(p.last_events),
                         by_hook: p.by_hook,
                         by_typing: p.by_typing,
+                        by_inbox: p.by_inbox,
                     })
                 }),
                 limit: limit.and_then(|l| limit_status(&l, now_ms, &local)),
                 rewind: rewind_status(&rewinds.facts(&sid), &local),
+                inbox,
                 session_id: sid,
             }
         })
         .collect()
 }
 
+/// The session's inbox as the gate would use it now, and the newest send; `None` when no hook
+/// announced one and nothing was sent (or inboxes are off).
+fn inbox_status(gate: &Gate, sid: &str, row: Option<&InboxRow>) -> Option<api::Inbox> {
+    let usable = gate.inbox(sid);
+    if usable.is_none() && row.is_none_or(|r| r.inbox.is_none() && r.sent_ms.is_none()) {
+        return None;
+    }
+    let problem = match (&usable, row.and_then(|r| r.inbox.as_ref())) {
+        (Some(_), _) => None,
+        (None, Some(announced)) if gate.inboxes_on() => announced.check().err().map(|e| e.to_string()),
+        (None, _) if !gate.inboxes_on() => Some("inboxes are off ([wake] inbox = false)".into()),
+        (None, _) => Some("its socket is gone or belongs to another session".into()),
+    };
+    Some(api::Inbox {
+        live: usable.is_some(),
+        problem,
+        last_sent_at: row.and_then(|r| r.sent_ms).and_then(clock::shown_ms),
+        heard_at: row.and_then(|r| r.heard_ms).and_then(clock::shown_ms),
+    })
+}
+
 /// What decides a session's one state.
 #[derive(Debug, Clone, Copy)]
 pub struct Facts<'a> {
-    pub mapped: bool,
+    /// Mapped in panes.json, or with a live inbox.
+    pub reachable: bool,
     pub limit: Option<&'a Limit>,
     pub owed: bool,
     /// A fresh busy marker.
@@ -171,10 +198,10 @@ pub fn state_of(facts: &Facts) -> (SessionState, String) {
             "no pane, and ended or quiet for a day".into(),
         );
     }
-    if !facts.mapped {
+    if !facts.reachable {
         return (
             SessionState::NoPane,
-            "no pane in panes.json; events are spooled only".into(),
+            "no pane in panes.json and no live inbox; events are spooled only".into(),
         );
     }
     if let Some(limit) = facts.limit {
@@ -205,8 +232,8 @@ pub fn state_of(facts: &Facts) -> (SessionState, String) {
 }
 
 /// No pane, nothing owed, and `SessionEnd` seen or quiet for [`QUIET_ENDED_AFTER`].
-fn ended(row: &SessionRow, mapped: bool, now_ms: i64) -> bool {
-    if mapped || row.owed.is_some() {
+fn ended(row: &SessionRow, reachable: bool, now_ms: i64) -> bool {
+    if reachable || row.owed.is_some() {
         return false;
     }
     let said_so = row
@@ -302,7 +329,7 @@ mod tests {
 
     fn facts(view: Option<&SessionView>) -> Facts<'_> {
         Facts {
-            mapped: true,
+            reachable: true,
             limit: None,
             owed: false,
             busy_marker: false,
@@ -330,14 +357,14 @@ mod tests {
         assert_eq!(
             state(Facts {
                 ended: true,
-                mapped: false,
+                reachable: false,
                 ..facts(None)
             }),
             SessionState::Ended
         );
         assert_eq!(
             state(Facts {
-                mapped: false,
+                reachable: false,
                 ..facts(Some(&working))
             }),
             SessionState::NoPane

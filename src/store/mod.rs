@@ -24,7 +24,7 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 pub use queries::{
-    Alias, Limit, Owed, Paid, RewindFacts, RewindRow, Rewinds, SeenIdentity, SessionRow,
+    Alias, InboxRow, Limit, Owed, Paid, RewindFacts, RewindRow, Rewinds, SeenIdentity, SessionRow,
 };
 pub use records::{
     Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record, RewindOutcome,

@@ -7,6 +7,7 @@ use rusqlite::{OptionalExtension, Row, params};
 
 use super::records::{LimitSource, NudgeState, Payment, RewindOutcome, RewindWhy};
 use super::{Store, StoreError};
+use crate::claude::inbox::Inbox;
 
 /// One delivery of an event identity, as the start-up warm-up of the dedupe memory reads it
 /// (borrowed from the row: the whole window is read, and nothing is allocated per row).
@@ -39,6 +40,19 @@ pub struct SessionRow {
     pub owed: Option<Owed>,
     pub paid: Option<Paid>,
     pub limit: Option<Limit>,
+    pub inbox: Option<InboxRow>,
+}
+
+/// A session's inbox as the ledger knows it: where its hook said it is, and the newest send.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InboxRow {
+    /// `None` when only a send is recorded (the inbox came from Claude Code's registry).
+    pub inbox: Option<Inbox>,
+    pub sent_digest: Option<String>,
+    /// When the newest send began.
+    pub sent_ms: Option<i64>,
+    /// When the session's hook reported that text, once it has.
+    pub heard_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +83,7 @@ pub struct Paid {
     pub last_events: u32,
     pub by_hook: u64,
     pub by_typing: u64,
+    pub by_inbox: u64,
 }
 
 /// Every session id the ledger mentions with what it knows of it; `?1` restricts to one id.
@@ -81,6 +96,7 @@ WITH ids (session_id) AS (
     UNION SELECT session_id FROM owed_payments
     UNION SELECT session_id FROM limits
     UNION SELECT session_id FROM rewinds WHERE outcome IS NULL
+    UNION SELECT session_id FROM inboxes
 )
 SELECT ids.session_id, s.cwd, s.transcript_path, s.pane, s.last_hook_event,
        s.first_seen_ms, s.last_seen_ms, d.at_ms, d.action, d.error_kind, w.last_wake_ms,
@@ -89,7 +105,9 @@ SELECT ids.session_id, s.cwd, s.transcript_path, s.pane, s.last_hook_event,
        (SELECT min(at_ms) FROM deliveries o WHERE o.target_session = ids.session_id AND o.owed = 1),
        p.last_paid_ms, p.last_how, p.last_events, p.by_hook, p.by_typing,
        m.kind, m.resets_text, m.resets_at_ms, m.seen_how, m.since_ms, m.tries, m.last_try_ms,
-       m.gave_up
+       m.gave_up, p.by_inbox,
+       i.session_id, i.socket, i.token, i.pid, i.sent_digest, i.sent_ms, i.heard_digest,
+       i.heard_ms
 FROM ids
 LEFT JOIN sessions s ON s.session_id = ids.session_id
 LEFT JOIN wakes w ON w.session_id = ids.session_id
@@ -98,6 +116,7 @@ LEFT JOIN latest_deliveries l ON l.session_id = ids.session_id
 LEFT JOIN deliveries d ON d.id = l.delivery_id
 LEFT JOIN owed_payments p ON p.session_id = ids.session_id
 LEFT JOIN limits m ON m.session_id = ids.session_id
+LEFT JOIN inboxes i ON i.session_id = ids.session_id
 WHERE ?1 IS NULL OR ids.session_id = ?1
 ORDER BY ids.session_id";
 
@@ -124,11 +143,16 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
             last_events: row.get(18)?,
             by_hook: row.get(19)?,
             by_typing: row.get(20)?,
+            by_inbox: row.get(29)?,
         }),
         None => None,
     };
     let limit = match row.get::<_, Option<String>>(21)? {
         Some(_) => Some(limit_at(row, 21)?),
+        None => None,
+    };
+    let inbox = match row.get::<_, Option<String>>(30)? {
+        Some(_) => Some(inbox_at(row, 31)?),
         None => None,
     };
     Ok(SessionRow {
@@ -147,6 +171,26 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         owed,
         paid,
         limit,
+        inbox,
+    })
+}
+
+/// An `InboxRow` from the `inboxes` columns from `socket` to `heard_ms`, starting at `at`.
+fn inbox_at(row: &Row<'_>, at: usize) -> rusqlite::Result<InboxRow> {
+    let socket: Option<String> = row.get(at)?;
+    let (token, pid) = (row.get(at + 1)?, row.get(at + 2)?);
+    let (sent_digest, sent_ms): (Option<String>, Option<i64>) = (row.get(at + 3)?, row.get(at + 4)?);
+    let (heard_digest, heard_ms): (Option<String>, Option<i64>) = (row.get(at + 5)?, row.get(at + 6)?);
+    let heard = sent_digest.is_some() && heard_digest == sent_digest && heard_ms >= sent_ms;
+    Ok(InboxRow {
+        inbox: socket.map(|socket| Inbox {
+            socket: socket.into(),
+            token,
+            pid,
+        }),
+        sent_digest,
+        sent_ms,
+        heard_ms: heard_ms.filter(|_| heard),
     })
 }
 
@@ -341,6 +385,18 @@ impl Store {
                  gave_up FROM limits WHERE session_id = ?1",
             )?
             .query_row(params![session_id], |row| limit_at(row, 0))
+            .optional()
+        })
+    }
+
+    /// `session_id`'s inbox row, if a hook announced one or something was sent there.
+    pub fn inbox(&self, session_id: &str) -> Result<Option<InboxRow>, StoreError> {
+        self.read(|conn| {
+            conn.prepare_cached(
+                "SELECT socket, token, pid, sent_digest, sent_ms, heard_digest, heard_ms \
+                 FROM inboxes WHERE session_id = ?1",
+            )?
+            .query_row(params![session_id], |row| inbox_at(row, 0))
             .optional()
         })
     }

@@ -2,6 +2,7 @@
 //! record types and their insert/upsert statements; it does not own transactions or batching
 //! (the writer thread does) nor any reads.
 
+use crate::claude::inbox::Inbox;
 use crate::claude::limits::{Notice, WRITTEN_EARLIER, WRITTEN_NOW};
 use rusqlite::{Connection, OptionalExtension, params};
 use strum::{EnumIter, EnumString, IntoStaticStr};
@@ -48,6 +49,8 @@ pub enum Payment {
     Hook,
     /// A wake prompt was typed and submitted into its pane.
     Typed,
+    /// A wake prompt was taken by the session's inbox.
+    Inbox,
 }
 
 /// A Claude Code hook reported this session (upsert: a `None` field keeps the stored value).
@@ -125,6 +128,25 @@ pub enum Record {
     RewindAsked {
         session_id: String,
         why: RewindWhy,
+        at_ms: i64,
+    },
+    /// A hook announced the session's inbox (`claude::inbox`).
+    InboxSeen {
+        session_id: String,
+        inbox: Inbox,
+        at_ms: i64,
+    },
+    /// A message was taken by the session's inbox; `digest` is `inbox::digest`'s of its text.
+    InboxSent {
+        session_id: String,
+        digest: String,
+        at_ms: i64,
+    },
+    /// The session's `UserPromptSubmit` hook reported a prompt (its digest): the newest send
+    /// was heard if it was that text, reported after the send began.
+    InboxHeard {
+        session_id: String,
+        digest: String,
         at_ms: i64,
     },
     /// The rewind waiting for `session_id` ended; `new_id` is the session's id after it.
@@ -395,6 +417,49 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             )?
             .execute(params![session_id, why.as_str(), at_ms])?;
         }
+        Record::InboxSeen {
+            session_id,
+            inbox,
+            at_ms,
+        } => {
+            conn.prepare_cached(
+                "INSERT INTO inboxes (session_id, socket, token, pid, seen_ms) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (session_id) DO UPDATE SET \
+                 socket = excluded.socket, token = excluded.token, pid = excluded.pid, \
+                 seen_ms = excluded.seen_ms",
+            )?
+            .execute(params![
+                session_id,
+                inbox.socket.to_string_lossy(),
+                inbox.token,
+                inbox.pid,
+                at_ms
+            ])?;
+        }
+        Record::InboxSent {
+            session_id,
+            digest,
+            at_ms,
+        } => {
+            conn.prepare_cached(
+                "INSERT INTO inboxes (session_id, sent_digest, sent_ms) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (session_id) DO UPDATE SET sent_digest = excluded.sent_digest, \
+                 sent_ms = excluded.sent_ms",
+            )?
+            .execute(params![session_id, digest, at_ms])?;
+        }
+        Record::InboxHeard {
+            session_id,
+            digest,
+            at_ms,
+        } => {
+            conn.prepare_cached(
+                "INSERT INTO inboxes (session_id, heard_digest, heard_ms) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (session_id) DO UPDATE SET heard_digest = excluded.heard_digest, \
+                 heard_ms = excluded.heard_ms",
+            )?
+            .execute(params![session_id, digest, at_ms])?;
+        }
         Record::RewindEnded {
             session_id,
             outcome,
@@ -514,10 +579,12 @@ pub(crate) fn pay(
     if paid > 0 {
         conn.prepare_cached(
             "INSERT INTO owed_payments (session_id, last_paid_ms, last_how, last_events, \
-             by_hook, by_typing) VALUES (?1, ?2, ?3, ?4, ?3 = 'hook', ?3 = 'typed') \
+             by_hook, by_typing, by_inbox) \
+             VALUES (?1, ?2, ?3, ?4, ?3 = 'hook', ?3 = 'typed', ?3 = 'inbox') \
              ON CONFLICT (session_id) DO UPDATE SET last_paid_ms = excluded.last_paid_ms, \
              last_how = excluded.last_how, last_events = excluded.last_events, \
-             by_hook = by_hook + excluded.by_hook, by_typing = by_typing + excluded.by_typing",
+             by_hook = by_hook + excluded.by_hook, by_typing = by_typing + excluded.by_typing, \
+             by_inbox = by_inbox + excluded.by_inbox",
         )?
         .execute(params![
             session_id,

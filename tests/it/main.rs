@@ -19,6 +19,7 @@ mod faults;
 mod fuzz_smoke;
 mod http_hook;
 mod http_host;
+mod inbox;
 mod launch;
 mod layout;
 mod ledger;

@@ -10,7 +10,7 @@ use crate::mux::{KeystrokeText, STEP_FLOOR};
 use crate::session::SessionView;
 use crate::session::io::SessionIo;
 use crate::session::state::Attempt;
-use crate::store::{DeliverySource, NudgeState, Payment, Record};
+use crate::store::{DeliverySource, NudgeState, Record};
 use crate::telemetry::notice::{Notice, NoticeKind};
 
 impl<I: SessionIo> Keeper<I> {
@@ -91,7 +91,7 @@ impl<I: SessionIo> Keeper<I> {
             records.push(Record::Pay {
                 session_id: sid.to_owned(),
                 up_to_ms: done_ms,
-                how: Payment::Typed,
+                how: crate::delivery::paid_by(outcome.action),
             });
             (
                 SessionState::Working,

@@ -153,6 +153,16 @@ impl Model {
             .count()
     }
 
+    /// Main-conversation requests whose new text contains both `text` and `with` (an inbox
+    /// message handed over in the request that carries a tool's result).
+    pub fn mentioned_with(&self, text: &str, with: &str) -> usize {
+        self.lock()
+            .requests
+            .iter()
+            .filter(|r| r.main && r.new_text.contains(text) && r.new_text.contains(with))
+            .count()
+    }
+
     /// Main-conversation requests answered with `status`.
     pub fn answered(&self, status: u16) -> usize {
         self.lock()

@@ -1,0 +1,340 @@
+//! Telling a session through its own inbox (Claude Code 2.1.224+) instead of typing: first
+//! against stand-in sockets for what the daemon does with an inbox that takes, refuses or is
+//! gone, then against the real Claude Code and the scripted model: an idle session with a draft
+//! at its prompt, a message during a running tool call, a session in no known pane, and the
+//! typed fallback with the inbox turned off.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+use wakebridge::mux::WAKE_PROMPT;
+
+use crate::common;
+use crate::common::claude::RealClaude;
+use crate::common::harness::{TestServer, binary, event_for};
+use crate::common::model::{Model, Reply};
+use crate::common::rig::start_daemon_with;
+use crate::common::tmux::TmuxServer;
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+/// The longest any one step with the real Claude Code may take on a loaded two-core machine.
+const STEP: Duration = Duration::from_secs(60);
+/// How long "nothing more is told" is watched.
+const QUIET: Duration = Duration::from_secs(3);
+
+/// A stand-in inbox: a socket in a private directory that keeps every line sent to it.
+struct StandIn {
+    socket: PathBuf,
+    lines: Arc<Mutex<Vec<Value>>>,
+}
+
+/// `dir`, created with Claude Code's mode for its socket directory (0700).
+fn private_dir(dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir.to_path_buf()
+}
+
+impl StandIn {
+    fn bind(dir: &Path) -> StandIn {
+        let socket = private_dir(dir).join(format!("{}.sock", std::process::id()));
+        let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let kept = lines.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut text = String::new();
+                let _ = stream.read_to_string(&mut text).await;
+                let mut kept = kept.lock().unwrap();
+                kept.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok()));
+            }
+        });
+        StandIn { socket, lines }
+    }
+
+    /// The texts of the `user` messages received so far.
+    fn told(&self) -> Vec<String> {
+        let lines = self.lines.lock().unwrap();
+        lines
+            .iter()
+            .filter(|l| l["type"] == "user")
+            .map(|l| l["message"]["content"].as_str().unwrap_or("").to_owned())
+            .collect()
+    }
+}
+
+/// Runs the real `wakebridge hook` for `sid` as a session whose inbox is `socket` fires it.
+fn fire_hook(server: &TestServer, sid: &str, socket: &Path, payload: Value) {
+    use std::io::Write;
+    let pid = std::process::id().to_string();
+    let socket = socket.display().to_string();
+    let env = [
+        ("CLAUDE_CODE_MESSAGING_SOCKET", socket.as_str()),
+        ("CLAUDE_CODE_MESSAGING_TOKEN", TOKEN),
+        ("CLAUDE_PID", pid.as_str()),
+    ];
+    let mut payload = payload;
+    payload["session_id"] = json!(sid);
+    let mut child = binary(server.root.path(), &env)
+        .arg("hook")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(payload.to_string().as_bytes()).unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+fn session_start() -> Value {
+    json!({"hook_event_name": "SessionStart", "source": "startup", "cwd": "/work"})
+}
+
+fn prompt(text: &str) -> Value {
+    json!({"hook_event_name": "UserPromptSubmit", "prompt": text, "cwd": "/work"})
+}
+
+#[tokio::test]
+async fn a_session_s_inbox_takes_the_wake_with_no_pane_and_a_turn_running() {
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, None, &[]).await;
+    let inbox = StandIn::bind(&server.root.path().join("socks"));
+    let sid = "inbox-session";
+    fire_hook(&server, sid, &inbox.socket, session_start());
+    // A turn runs: its busy marker is fresh, which would hold a typed wake.
+    fire_hook(&server, sid, &inbox.socket, prompt("Build the parser."));
+
+    let (status, body) = server.hook(event_for(sid, 1), &[]).await;
+    assert_eq!((status, &body["action"]), (200, &json!("inbox")), "{body}");
+    common::eventually("the wake in the inbox", Duration::from_secs(5), || {
+        inbox.told() == [WAKE_PROMPT]
+    })
+    .await;
+    let lines = inbox.lines.lock().unwrap().clone();
+    assert_eq!(lines[0], json!({"type": "auth", "token": TOKEN}));
+
+    let session = server.session(sid).await;
+    assert_eq!(session["state"], "working", "{session}");
+    assert_eq!(session["inbox"]["live"], true, "{session}");
+    assert!(session["inbox"]["last_sent_at"].is_string(), "{session}");
+    assert_eq!(session["inbox"]["heard_at"], Value::Null, "not heard yet");
+    assert!(session["owed"].is_null(), "nothing owed: {session}");
+    assert!(
+        !session.to_string().contains(TOKEN),
+        "the token is never shown"
+    );
+
+    // Its UserPromptSubmit hook reports that very text: heard.
+    fire_hook(&server, sid, &inbox.socket, prompt(WAKE_PROMPT));
+    let heard = server.session(sid).await;
+    assert!(heard["inbox"]["heard_at"].is_string(), "{heard}");
+
+    // The same text again within 30 s would be dropped by Claude Code: it goes numbered.
+    let (_, body) = server.hook(event_for(sid, 2), &[]).await;
+    assert_eq!(body["action"], "inbox", "{body}");
+    let second = format!("{WAKE_PROMPT} (#2)");
+    common::eventually("the second wake", Duration::from_secs(5), || {
+        inbox.told() == [WAKE_PROMPT, second.as_str()]
+    })
+    .await;
+    assert!(server.session(sid).await["owed"].is_null());
+}
+
+#[tokio::test]
+async fn an_inbox_that_refuses_or_is_gone_is_reported_and_its_event_kept() {
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, None, &[]).await;
+    let socks = private_dir(&server.root.path().join("socks"));
+    // Bound, then nobody listening: the socket is there and connecting is refused.
+    let refusing = socks.join("1.sock");
+    drop(std::os::unix::net::UnixListener::bind(&refusing).unwrap());
+    let sid = "refusing-session";
+    fire_hook(&server, sid, &refusing, session_start());
+
+    let (status, body) = server.hook(event_for(sid, 1), &[]).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["action"], "spool-mux-failed", "{body}");
+    let session = server.session(sid).await;
+    assert_eq!(session["last_error_kind"], "inbox-refused", "{session}");
+    assert_eq!(session["owed"]["events"], 1, "kept for a later wake");
+    assert_eq!(server.spool_lines(sid).len(), 1);
+
+    // Gone: the session exited. No pane either: spooled only, and `/sessions` says why.
+    std::fs::remove_file(&refusing).unwrap();
+    let (_, body) = server.hook(event_for(sid, 2), &[]).await;
+    assert_eq!(body["action"], "spool-unmapped", "{body}");
+    let session = server.session(sid).await;
+    assert_eq!(session["state"], "no-pane", "{session}");
+    assert_eq!(session["inbox"]["live"], false, "{session}");
+    let problem = session["inbox"]["problem"].as_str().unwrap_or_default();
+    assert!(problem.contains("no inbox socket"), "{session}");
+    assert_eq!(server.spool_lines(sid).len(), 2);
+}
+
+/// Claude Code's home for the real-session tests: Bash allowed, the hooks wired as `claude
+/// install` wires them.
+async fn start_real(
+    claude: &Path,
+    tmux: &TmuxServer,
+    server: &TestServer,
+    model: &Model,
+    extra_env: &[String],
+) -> RealClaude {
+    let mut env = model.claude_env();
+    env.extend(extra_env.iter().cloned());
+    RealClaude::start(claude, tmux, server, &env).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_session_is_told_through_its_inbox_past_a_draft_and_mid_turn() {
+    let Some(claude) = common::real_claude() else {
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
+        return;
+    };
+    let model = Model::start().await;
+    model.on(WAKE_PROMPT, Reply::text("Read the message."));
+    model.on(
+        "Run the slow step.",
+        Reply {
+            commands: vec!["sleep 8; echo slow-step-done".into()],
+            text: "The slow step is done.".into(),
+            context_pct: None,
+        },
+    );
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, None, &[]).await;
+    let session = start_real(&claude, &tmux, &server, &model, &[]).await;
+    let sid = session.sid.clone();
+    let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));
+    let announced = server
+        .session_until(&sid, "its inbox announced", STEP, |s| s["inbox"]["live"] == true, context)
+        .await;
+    assert!(announced["pane"].is_object(), "{announced}");
+
+    // 1. Idle, a human's draft at the prompt: told through the inbox, the draft never touched.
+    const DRAFT: &str = "half a thought";
+    tmux.tmux(&["send-keys", "-t", &session.pane, "-l", DRAFT]);
+    common::eventually("the draft on screen", STEP, || session.screen(&tmux).contains(DRAFT)).await;
+    let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
+    assert_eq!(body["action"], "inbox", "{body}\n{}", context());
+    common::eventually_ok("the wake told", STEP, async || match model.told(WAKE_PROMPT) {
+        1 => Ok(()),
+        _ => Err(context()),
+    })
+    .await;
+    server
+        .session_until(&sid, "the wake heard", STEP, |s| s["inbox"]["heard_at"].is_string(), context)
+        .await;
+    common::eventually("the turn over", STEP, || {
+        !wakebridge::wakedir::is_busy(&server.wake_dir, &sid, 3600.0)
+    })
+    .await;
+    assert!(session.screen(&tmux).contains(DRAFT), "{}", context());
+    assert_eq!(model.mentioned(DRAFT), 0, "the draft was sent:\n{}", context());
+    // The draft is the human's to clear.
+    tmux.tmux(&["send-keys", "-t", &session.pane, "C-u"]);
+
+    // 2. A turn runs a real tool call: the event goes at once and reaches the model in the
+    // request that carries the tool's result, exactly once.
+    session.submit(&tmux, "Run the slow step.").await;
+    common::eventually("the tool call running", STEP, || {
+        session.screen(&tmux).contains("sleep 8")
+    })
+    .await;
+    let (_, body) = server.hook(event_for(&sid, 2), &[]).await;
+    assert_eq!(body["action"], "inbox", "{body}\n{}", context());
+    common::eventually_ok("told with the tool's result", STEP, async || {
+        match model.mentioned_with(WAKE_PROMPT, "slow-step-done") {
+            1 => Ok(()),
+            _ => Err(context()),
+        }
+    })
+    .await;
+    common::eventually("the turn over", STEP, || {
+        !wakebridge::wakedir::is_busy(&server.wake_dir, &sid, 3600.0)
+    })
+    .await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(model.mentioned(WAKE_PROMPT), 2, "{}", context());
+    let after = server.session(&sid).await;
+    assert!(after["owed"].is_null(), "nothing owed, so nothing typed later: {after}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_session_in_no_known_pane_is_woken_through_its_inbox() {
+    let Some(claude) = common::real_claude() else {
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
+        return;
+    };
+    let model = Model::start().await;
+    model.on(WAKE_PROMPT, Reply::text("Read the message."));
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, None, &[]).await;
+    let root = server.root.path();
+    let hook = format!("{} hook", env!("CARGO_BIN_EXE_wakebridge"));
+    let mut settings = wakebridge::cli::hook::settings_json(&hook);
+    settings["permissions"] = json!({"allow": ["Bash"]});
+    common::claude_home(&root.join("home"), &root.join("work"), &settings);
+    // A terminal, but no multiplexer the session can name: TMUX and TMUX_PANE are not passed,
+    // so its hooks map no pane and only the inbox reaches it.
+    let mut words: Vec<String> = common::env::test_env(root, &[])
+        .into_iter()
+        .map(|(k, v)| format!("{k}='{v}'"))
+        .collect();
+    words.extend(["TERM=xterm-256color".into(), "PATH=/usr/bin:/bin".into()]);
+    words.extend(model.claude_env());
+    let pane = tmux.new_pane_in(
+        &root.join("work"),
+        &format!("env -i {} '{}'; exec sleep 600", words.join(" "), claude.display()),
+    );
+    let screen = || tmux.tmux(&["capture-pane", "-p", "-t", &pane]);
+    let sid = common::eventually_ok("the session known through its hooks", STEP, async || {
+        let sessions = server.get_json("/sessions").await;
+        let live = sessions["sessions"].as_array().and_then(|all| {
+            all.iter()
+                .find(|s| s["inbox"]["live"] == true)
+                .and_then(|s| s["session_id"].as_str().map(str::to_owned))
+        });
+        live.ok_or_else(|| format!("{sessions}\n{}", screen()))
+    })
+    .await;
+    common::eventually("its prompt", STEP, || screen().contains('\u{276f}')).await;
+    let known = server.session(&sid).await;
+    assert!(known["pane"].is_null(), "{known}");
+    assert_ne!(known["state"], "no-pane", "reachable: {known}");
+
+    let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
+    assert_eq!(body["action"], "inbox", "{body}\n{}", screen());
+    common::eventually_ok("the wake told", STEP, async || match model.told(WAKE_PROMPT) {
+        1 => Ok(()),
+        _ => Err(format!("{}\n{}", model.transcript(), screen())),
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_its_inbox_turned_off_a_real_session_is_typed_into() {
+    let Some(claude) = common::real_claude() else {
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
+        return;
+    };
+    let model = Model::start().await;
+    model.on(WAKE_PROMPT, Reply::text("Read the message."));
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, None, &[]).await;
+    let off = ["CLAUDE_CODE_HARBOR_KITE=0".to_owned()];
+    let session = start_real(&claude, &tmux, &server, &model, &off).await;
+    let known = server.session(&session.sid).await;
+    assert!(known["inbox"].is_null(), "no inbox announced: {known}");
+    let (_, body) = server.hook(event_for(&session.sid, 1), &[]).await;
+    assert_eq!(body["action"], "tmux", "{body}\n{}", session.screen(&tmux));
+    common::eventually_ok("the wake told", STEP, async || match model.told(WAKE_PROMPT) {
+        1 => Ok(()),
+        _ => Err(format!("{}\n{}", model.transcript(), session.screen(&tmux))),
+    })
+    .await;
+}
