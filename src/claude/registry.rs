@@ -117,7 +117,12 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
 pub fn inbox_of(dir: &Path, session_id: &str) -> Option<super::inbox::Inbox> {
     let entries = std::fs::read_dir(dir).ok()?;
     entries.flatten().take(MAX_FILES).find_map(|entry| {
-        let pid: u32 = entry.file_name().to_str()?.strip_suffix(".json")?.parse().ok()?;
+        let pid: u32 = entry
+            .file_name()
+            .to_str()?
+            .strip_suffix(".json")?
+            .parse()
+            .ok()?;
         let value: Value = serde_json::from_str(&read_small(&entry.path())?).ok()?;
         if value.get("sessionId")?.as_str()? != session_id || !process_alive(pid) {
             return None;
@@ -204,7 +209,10 @@ mod tests {
         )
         .unwrap();
         let found = inbox_of(dir.path(), "s-1").unwrap();
-        assert_eq!(found.socket, PathBuf::from(format!("/run/cc-socks/{me}.sock")));
+        assert_eq!(
+            found.socket,
+            PathBuf::from(format!("/run/cc-socks/{me}.sock"))
+        );
         assert_eq!(found.pid, Some(me));
         assert_eq!(inbox_of(dir.path(), "s-dead"), None, "its process is gone");
         assert_eq!(inbox_of(dir.path(), "s-2"), None);

@@ -2,8 +2,8 @@
 //! one path that tells it. Through the session's inbox where it has a live one (no pane needed, a
 //! running turn no reason to wait: usage limit → cooldown → send); else typed: mapping → busy
 //! marker → cooldown → stale-pane guard and typing. A prompt holding text, copy mode, a menu or a
-//! usage limit hold a typed wake like a busy marker (`spool-busy`, owed). Slash commands are
-//! always typed: the inbox gives them to the model as text.
+//! usage limit hold a typed wake like a busy marker (`spool-busy`, owed). Slash commands and a
+//! resume into a pane are always typed ([`by_inbox`] says why).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -145,7 +145,12 @@ impl Gate {
     /// says. `None` with inboxes off.
     pub fn inbox(&self, sid: &str) -> Option<Inbox> {
         let dir = self.inbox_registry.as_deref()?;
-        let announced = self.store.inbox(sid).ok().flatten().and_then(|row| row.inbox);
+        let announced = self
+            .store
+            .inbox(sid)
+            .ok()
+            .flatten()
+            .and_then(|row| row.inbox);
         let inbox = announced.or_else(|| registry::inbox_of(dir, sid))?;
         let checked = inbox.check().and_then(|()| match inbox.pid {
             // A pid is reused: its socket path then belongs to another session.
@@ -245,7 +250,7 @@ impl Gate {
         mode: Mode,
     ) -> GateOutcome {
         let sid: &str = &resolved.session_id;
-        if !text.as_str().starts_with('/')
+        if by_inbox(text, mode, resolved.target.is_some())
             && let Some(inbox) = self.inbox(sid)
             && let Some(outcome) = self.send(sid, &inbox, text, mode, &resolved.target).await
         {
@@ -416,7 +421,10 @@ impl Gate {
     ) -> Option<GateOutcome> {
         let skipped = |action| Some(GateOutcome::skipped(action, target.clone()));
         if mode != Mode::Resume && self.held_at(sid).is_some() {
-            tracing::debug!(session_id = sid, "session held at its usage limit; spooled only");
+            tracing::debug!(
+                session_id = sid,
+                "session held at its usage limit; spooled only"
+            );
             return skipped(Action::SpoolBusy);
         }
         // A running turn is no reason to wait: the inbox hands the message over between tool
@@ -429,7 +437,8 @@ impl Gate {
             },
         };
         let text = self.typing(sid, |t| {
-            t.sent.retain(|(_, at)| at.elapsed() < inbox::DUPLICATE_WINDOW);
+            t.sent
+                .retain(|(_, at)| at.elapsed() < inbox::DUPLICATE_WINDOW);
             unrepeated(text.as_str(), &t.sent)
         });
         let digest = inbox::digest(&text);
@@ -462,11 +471,25 @@ impl Gate {
                 self.cooldown.roll_back(sid, reservation);
                 let kind = error.kind();
                 crate::telemetry::error(kind);
-                let fallback = if target.is_some() { "typed instead" } else { "spooled only" };
-                if self.failures.first(&format!("{sid}:{kind}")) {
-                    tracing::warn!(session_id = sid, kind, "Inbox of {} failed ({error}); {fallback}", short(sid));
+                let fallback = if target.is_some() {
+                    "typed instead"
                 } else {
-                    tracing::debug!(session_id = sid, kind, "Inbox of {} failed ({error}); {fallback}", short(sid));
+                    "spooled only"
+                };
+                if self.failures.first(&format!("{sid}:{kind}")) {
+                    tracing::warn!(
+                        session_id = sid,
+                        kind,
+                        "Inbox of {} failed ({error}); {fallback}",
+                        short(sid)
+                    );
+                } else {
+                    tracing::debug!(
+                        session_id = sid,
+                        kind,
+                        "Inbox of {} failed ({error}); {fallback}",
+                        short(sid)
+                    );
                 }
                 target.is_none().then(|| GateOutcome {
                     action: Action::SpoolMuxFailed,
@@ -506,6 +529,16 @@ impl Gate {
             tracing::warn!(error = %e, "could not record a usage limit in the ledger");
         }
     }
+}
+
+/// Whether `text` may go through the session's inbox rather than be typed. Slash commands
+/// never: the inbox hands them to the model as text. Nor a resume at a usage limit where there
+/// is a pane: an inbox message leaves Claude Code's own pending auto-continue armed and its
+/// "Usage limit reached · Continuing shortly" banner up (seen on 2.1.332), where a typed prompt
+/// cancels both.
+fn by_inbox(text: &KeystrokeText, mode: Mode, has_pane: bool) -> bool {
+    let typed_only = text.as_str().starts_with('/') || (mode == Mode::Resume && has_pane);
+    !typed_only
 }
 
 /// `text`, numbered (`… (#2)`) if it went to the same inbox within Claude Code's duplicate

@@ -11,9 +11,9 @@ use crate::api::{self, SessionState, SessionStatus};
 use crate::claude::hooks::HookKind;
 use crate::claude::limits::describe_reset;
 use crate::clock;
+use crate::delivery::gate::Gate;
 use crate::http::AppState;
 use crate::session::SessionView;
-use crate::delivery::gate::Gate;
 use crate::store::{InboxRow, Limit, RewindFacts, RewindOutcome, Rewinds, SessionRow};
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
@@ -163,7 +163,9 @@ fn inbox_status(gate: &Gate, sid: &str, row: Option<&InboxRow>) -> Option<api::I
     }
     let problem = match (&usable, row.and_then(|r| r.inbox.as_ref())) {
         (Some(_), _) => None,
-        (None, Some(announced)) if gate.inboxes_on() => announced.check().err().map(|e| e.to_string()),
+        (None, Some(announced)) if gate.inboxes_on() => {
+            announced.check().err().map(|e| e.to_string())
+        }
         (None, _) if !gate.inboxes_on() => Some("inboxes are off ([wake] inbox = false)".into()),
         (None, _) => Some("its socket is gone or belongs to another session".into()),
     };

@@ -179,8 +179,10 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
 fn inbox_at(row: &Row<'_>, at: usize) -> rusqlite::Result<InboxRow> {
     let socket: Option<String> = row.get(at)?;
     let (token, pid) = (row.get(at + 1)?, row.get(at + 2)?);
-    let (sent_digest, sent_ms): (Option<String>, Option<i64>) = (row.get(at + 3)?, row.get(at + 4)?);
-    let (heard_digest, heard_ms): (Option<String>, Option<i64>) = (row.get(at + 5)?, row.get(at + 6)?);
+    let (sent_digest, sent_ms): (Option<String>, Option<i64>) =
+        (row.get(at + 3)?, row.get(at + 4)?);
+    let (heard_digest, heard_ms): (Option<String>, Option<i64>) =
+        (row.get(at + 5)?, row.get(at + 6)?);
     let heard = sent_digest.is_some() && heard_digest == sent_digest && heard_ms >= sent_ms;
     Ok(InboxRow {
         inbox: socket.map(|socket| Inbox {

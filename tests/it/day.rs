@@ -1,7 +1,7 @@
 //! A day in the life, compressed: one real Claude Code session against the scripted model, its
 //! hooks and status line wired by `wakebridge claude install`, the daemon in process on a
-//! private tmux server. In order: woken by a bus event while idle; a second event mid-turn told
-//! once; idle, nudged with backoff until acknowledged, back to life at a prompt; the wrap-up and
+//! private tmux server. In order: woken through its inbox by a bus event while idle; a second
+//! event mid-turn told at once, between tool calls, once; idle, nudged with backoff until acknowledged, back to life at a prompt; the wrap-up and
 //! checkpoint warnings once each from the usage in its real transcript; held at the 5-hour limit
 //! with nothing typed and resumed once at the reset; rewound on request. Every step is asserted
 //! on what the model was told, and how many times.
@@ -53,10 +53,6 @@ async fn a_day_in_the_life_of_a_real_claude_code_session() {
     // The first wake runs a real tool call long enough for a second event to arrive mid-turn;
     // the warnings keep the window where the transcript put it.
     model.on(
-        "arrived while you were working",
-        Reply::text("Read the second message."),
-    );
-    model.on(
         WAKE_PROMPT,
         Reply {
             commands: vec!["sleep 8".into()],
@@ -73,33 +69,38 @@ async fn a_day_in_the_life_of_a_real_claude_code_session() {
     let sid = session.sid.clone();
     let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));
 
-    // 1. Woken while idle: typed, told once, and its turn runs a real 8 s tool call.
+    // 1. Woken while idle through its inbox, told once; its turn runs a real 8 s tool call.
     let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
-    assert_eq!(body["action"], "tmux", "{body}\n{}", context());
+    assert_eq!(body["action"], "inbox", "{body}\n{}", context());
     until("the wake told", &server, &session, &tmux, &model, || {
         model.told(WAKE_PROMPT) == 1
     })
     .await;
 
-    // 2. A second event while the tool runs: spooled, owed, told once when the turn stops.
+    // 2. A second event while the tool runs: sent at once (numbered: the same text within 30 s
+    // is one Claude Code would drop), told with the tool's result, once; nothing owed.
     common::eventually("the tool call running", STEP, || {
         wakebridge::wakedir::is_busy(&server.wake_dir, &sid, 3600.0)
             && session.screen(&tmux).contains("sleep 8")
     })
     .await;
     let (_, body) = server.hook(event_for(&sid, 2), &[]).await;
-    assert_eq!(body["action"], "spool-busy", "{body}\n{}", context());
+    assert_eq!(body["action"], "inbox", "{body}\n{}", context());
+    let second = format!("{WAKE_PROMPT} (#2)");
     until(
         "the second event told",
         &server,
         &session,
         &tmux,
         &model,
-        || model.mentioned("arrived while you were working") == 1,
+        || model.mentioned(&second) == 1,
     )
     .await;
-    let paid = server.session(&sid).await;
-    assert_eq!(paid["paid"]["last_how"], "hook", "{paid}");
+    assert!(
+        server.session(&sid).await["owed"].is_null(),
+        "{}",
+        context()
+    );
 
     // 3. Idle: nudged, backing off, then acknowledged and left alone.
     let acknowledged = server

@@ -211,30 +211,52 @@ async fn a_real_session_is_told_through_its_inbox_past_a_draft_and_mid_turn() {
     let sid = session.sid.clone();
     let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));
     let announced = server
-        .session_until(&sid, "its inbox announced", STEP, |s| s["inbox"]["live"] == true, context)
+        .session_until(
+            &sid,
+            "its inbox announced",
+            STEP,
+            |s| s["inbox"]["live"] == true,
+            context,
+        )
         .await;
     assert!(announced["pane"].is_object(), "{announced}");
 
     // 1. Idle, a human's draft at the prompt: told through the inbox, the draft never touched.
     const DRAFT: &str = "half a thought";
     tmux.tmux(&["send-keys", "-t", &session.pane, "-l", DRAFT]);
-    common::eventually("the draft on screen", STEP, || session.screen(&tmux).contains(DRAFT)).await;
+    common::eventually("the draft on screen", STEP, || {
+        session.screen(&tmux).contains(DRAFT)
+    })
+    .await;
     let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
     assert_eq!(body["action"], "inbox", "{body}\n{}", context());
-    common::eventually_ok("the wake told", STEP, async || match model.told(WAKE_PROMPT) {
-        1 => Ok(()),
-        _ => Err(context()),
+    common::eventually_ok("the wake told", STEP, async || {
+        match model.told(WAKE_PROMPT) {
+            1 => Ok(()),
+            _ => Err(context()),
+        }
     })
     .await;
     server
-        .session_until(&sid, "the wake heard", STEP, |s| s["inbox"]["heard_at"].is_string(), context)
+        .session_until(
+            &sid,
+            "the wake heard",
+            STEP,
+            |s| s["inbox"]["heard_at"].is_string(),
+            context,
+        )
         .await;
     common::eventually("the turn over", STEP, || {
         !wakebridge::wakedir::is_busy(&server.wake_dir, &sid, 3600.0)
     })
     .await;
     assert!(session.screen(&tmux).contains(DRAFT), "{}", context());
-    assert_eq!(model.mentioned(DRAFT), 0, "the draft was sent:\n{}", context());
+    assert_eq!(
+        model.mentioned(DRAFT),
+        0,
+        "the draft was sent:\n{}",
+        context()
+    );
     // The draft is the human's to clear.
     tmux.tmux(&["send-keys", "-t", &session.pane, "C-u"]);
 
@@ -261,7 +283,10 @@ async fn a_real_session_is_told_through_its_inbox_past_a_draft_and_mid_turn() {
     tokio::time::sleep(QUIET).await;
     assert_eq!(model.mentioned(WAKE_PROMPT), 2, "{}", context());
     let after = server.session(&sid).await;
-    assert!(after["owed"].is_null(), "nothing owed, so nothing typed later: {after}");
+    assert!(
+        after["owed"].is_null(),
+        "nothing owed, so nothing typed later: {after}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -289,7 +314,11 @@ async fn a_real_session_in_no_known_pane_is_woken_through_its_inbox() {
     words.extend(model.claude_env());
     let pane = tmux.new_pane_in(
         &root.join("work"),
-        &format!("env -i {} '{}'; exec sleep 600", words.join(" "), claude.display()),
+        &format!(
+            "env -i {} '{}'; exec sleep 600",
+            words.join(" "),
+            claude.display()
+        ),
     );
     let screen = || tmux.tmux(&["capture-pane", "-p", "-t", &pane]);
     let sid = common::eventually_ok("the session known through its hooks", STEP, async || {
@@ -309,9 +338,11 @@ async fn a_real_session_in_no_known_pane_is_woken_through_its_inbox() {
 
     let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
     assert_eq!(body["action"], "inbox", "{body}\n{}", screen());
-    common::eventually_ok("the wake told", STEP, async || match model.told(WAKE_PROMPT) {
-        1 => Ok(()),
-        _ => Err(format!("{}\n{}", model.transcript(), screen())),
+    common::eventually_ok("the wake told", STEP, async || {
+        match model.told(WAKE_PROMPT) {
+            1 => Ok(()),
+            _ => Err(format!("{}\n{}", model.transcript(), screen())),
+        }
     })
     .await;
 }
@@ -332,9 +363,11 @@ async fn with_its_inbox_turned_off_a_real_session_is_typed_into() {
     assert!(known["inbox"].is_null(), "no inbox announced: {known}");
     let (_, body) = server.hook(event_for(&session.sid, 1), &[]).await;
     assert_eq!(body["action"], "tmux", "{body}\n{}", session.screen(&tmux));
-    common::eventually_ok("the wake told", STEP, async || match model.told(WAKE_PROMPT) {
-        1 => Ok(()),
-        _ => Err(format!("{}\n{}", model.transcript(), session.screen(&tmux))),
+    common::eventually_ok("the wake told", STEP, async || {
+        match model.told(WAKE_PROMPT) {
+            1 => Ok(()),
+            _ => Err(format!("{}\n{}", model.transcript(), session.screen(&tmux))),
+        }
     })
     .await;
 }

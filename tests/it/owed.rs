@@ -14,7 +14,7 @@ use crate::common::agent::Agent;
 use crate::common::claude::RealClaude;
 use crate::common::harness::{TestServer, event_for};
 use crate::common::rig::{
-    SID, agent_env, session_until, spawn_agent, spawn_agent_in, start_daemon,
+    SID, agent_env, session_until, spawn_agent, spawn_agent_in, start_daemon, start_daemon_with,
 };
 use crate::common::tmux::TmuxServer;
 
@@ -255,7 +255,8 @@ async fn real_claude_code_gets_the_wake_owed_from_its_turn_once_the_turn_ends() 
         return;
     };
     let tmux = TmuxServer::start();
-    let server = start_daemon(&tmux, None).await;
+    // Typing's owed path: through the inbox the DM would not wait (tests/it/inbox.rs).
+    let server = start_daemon_with(&tmux, None, &[("WAKEBRIDGE_WAKE__INBOX", "false")]).await;
     let env = [
         format!("ANTHROPIC_API_KEY={}", common::CLAUDE_TEST_KEY),
         // Offline, a few retries keep the turn running for seconds, not minutes.

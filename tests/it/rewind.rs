@@ -316,10 +316,16 @@ async fn the_real_claude_code_is_cleared_and_rehydrated_and_its_new_session_foll
         return;
     };
     let tmux = TmuxServer::start();
+    // The typed path, whose prompts Claude Code's history records (an inbox message it does
+    // not): the day test rewinds through the inbox.
     let server = start_daemon_with(
         &tmux,
         None,
-        &[FAST[0], ("WAKEBRIDGE_CONTEXT__ENABLED", "true")],
+        &[
+            FAST[0],
+            ("WAKEBRIDGE_CONTEXT__ENABLED", "true"),
+            ("WAKEBRIDGE_WAKE__INBOX", "false"),
+        ],
     )
     .await;
     let env = [
