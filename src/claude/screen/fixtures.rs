@@ -19,6 +19,8 @@ pub const TRUST_NUMBERED_PROCEED: &str =
     include_str!("../../../tests/fixtures/screens/trust_numbered_proceed.txt");
 pub const API_KEY: &str = include_str!("../../../tests/fixtures/screens/api_key.txt");
 pub const LOGIN: &str = include_str!("../../../tests/fixtures/screens/login.txt");
+pub const HELD_PEER_MESSAGE: &str =
+    include_str!("../../../tests/fixtures/screens/held_peer_message.txt");
 
 /// B4 with the no-break space after the marker that the real screen has.
 pub fn ready_with_nbsp() -> String {

@@ -29,6 +29,9 @@ const MODAL_PHRASES: &[&str] = &[
     "0: dismiss",
     "yes, i trust this folder",
     "yes, proceed",
+    // An inbox message held for a human (a session in bypass mode): Deny is selected, so an
+    // Enter would drop it.
+    "held message from another session",
 ];
 /// Lower-cased phrases of a question waiting for a human: the nudger does not nudge over them,
 /// but a wake may be typed there, so [`modal`] leaves them out.
@@ -333,6 +336,7 @@ mod tests {
         ] {
             assert!(modal(screen).is_some(), "{screen}");
         }
+        assert!(modal(super::fixtures::HELD_PEER_MESSAGE).is_some());
         let question = "● Do you want to keep the old API? Would you like to see a diff?\n\n──────────\n❯ \n──────────\n";
         assert_eq!(modal(question), None);
         assert_eq!(modal(&boxed("")), None);
