@@ -162,6 +162,9 @@ pub struct Inbox {
     pub last_sent_at: Option<Timestamp>,
     /// When the session's `UserPromptSubmit` hook reported that message (`None`: not yet).
     pub heard_at: Option<Timestamp>,
+    /// Claude Code holds that message for a human to deliver or deny.
+    #[serde(default)]
+    pub held: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,7 +1,8 @@
 //! Claude Code's per-session inbox: a private Unix socket a session announces to its hooks. A
 //! line written there starts a turn in an idle session, reaches a busy one between tool calls
 //! and never touches a draft or a dialog. This module finds it, checks it is one to trust and
-//! sends one message; whether it arrived is the session's `UserPromptSubmit` hook's to say.
+//! sends one message; whether it arrived is the session's `UserPromptSubmit` hook's to say, and
+//! whether Claude Code held it for a human ([`held_since`]) its transcript's.
 
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -181,6 +182,48 @@ impl Inbox {
     }
 }
 
+/// How much of a transcript's end is read for a held message: the notice is written at once.
+pub const HELD_TAIL_BYTES: u64 = 256 * 1024;
+
+/// Whether `tail` (a transcript's last lines) has Claude Code's notice of a message held for a
+/// human at or after `since_ms`: a session in bypass mode holds a sender's message that does not
+/// state its permission mode, unless `crossSessionInbound` is `accept`. The notice is a `system`
+/// record (`Held peer message — … not delivered to Claude`); Deny removes it, Deliver releases
+/// the message and its `UserPromptSubmit` hook fires.
+pub fn held_since(tail: &str, since_ms: i64) -> bool {
+    tail.lines()
+        .filter(|line| line.contains(HELD_NOTICE))
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|record| record["type"] == "system")
+        .filter(|record| (record["content"].as_str()).is_some_and(|c| c.starts_with(HELD_NOTICE)))
+        .filter_map(|record| {
+            record["timestamp"]
+                .as_str()?
+                .parse::<jiff::Timestamp>()
+                .ok()
+        })
+        .any(|at| at.as_millisecond() >= since_ms)
+}
+
+const HELD_NOTICE: &str = "Held peer message";
+
+/// The last [`HELD_TAIL_BYTES`] of the file at `path`, lossily decoded; empty when unreadable.
+pub fn transcript_tail(path: &Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = crate::private_fs::open_read(path) else {
+        return String::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut bytes = Vec::new();
+    let read = file
+        .seek(SeekFrom::Start(len.saturating_sub(HELD_TAIL_BYTES)))
+        .and_then(|_| file.take(HELD_TAIL_BYTES).read_to_end(&mut bytes));
+    match read {
+        Ok(_) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(_) => String::new(),
+    }
+}
+
 /// How a sent text is recognised when the session's `UserPromptSubmit` hook reports it (the
 /// ledger keeps this, not the text).
 pub fn digest(text: &str) -> String {
@@ -308,6 +351,22 @@ mod tests {
                 .await,
             Err(InboxError::TooLong(_))
         ));
+    }
+
+    #[test]
+    fn a_held_notice_after_the_send_says_held() {
+        let notice = r#"{"type":"system","subtype":"informational","content":"Held peer message — from an unidentified session [verified pid 1]; not delivered to Claude (1 held).","timestamp":"2026-12-02T23:28:20.559Z","level":"warning"}"#;
+        let at = "2026-12-02T23:28:20.559Z"
+            .parse::<jiff::Timestamp>()
+            .unwrap()
+            .as_millisecond();
+        let tail = format!("{{\"type\":\"mode\"}}\n{notice}\n");
+        assert!(held_since(&tail, at));
+        assert!(held_since(&tail, at - 5_000));
+        assert!(!held_since(&tail, at + 1), "held before this send");
+        let quoted = r#"{"type":"user","message":{"content":"Held peer message"},"timestamp":"2026-12-02T23:28:21Z"}"#;
+        assert!(!held_since(quoted, at), "only Claude Code's own notice");
+        assert!(!held_since("not json Held peer message", at));
     }
 
     #[tokio::test]

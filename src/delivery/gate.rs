@@ -6,7 +6,7 @@
 //! resume into a pane are always typed ([`by_inbox`] says why).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -410,6 +410,23 @@ impl Gate {
         }
     }
 
+    /// Whether Claude Code holds the last message sent to `sid`'s inbox for a human (bypass mode
+    /// without `crossSessionInbound: accept`): its transcript says so, and nothing answered it.
+    pub fn message_held(&self, sid: &str) -> bool {
+        let Some(since) = (self.store.inbox(sid).ok().flatten()).and_then(|r| r.unanswered_since())
+        else {
+            return false;
+        };
+        let transcript = self
+            .store
+            .session(sid)
+            .ok()
+            .flatten()
+            .and_then(|r| r.transcript_path);
+        transcript
+            .is_some_and(|path| inbox::held_since(&inbox::transcript_tail(Path::new(&path)), since))
+    }
+
     /// Tells `sid` through its inbox; `None` when that failed and it has a pane to type into.
     async fn send(
         &self,
@@ -424,6 +441,14 @@ impl Gate {
             tracing::debug!(
                 session_id = sid,
                 "session held at its usage limit; spooled only"
+            );
+            return skipped(Action::SpoolBusy);
+        }
+        if self.message_held(sid) {
+            // Neither sent again (one more to answer) nor typed (into the Deny/Deliver dialog).
+            tracing::debug!(
+                session_id = sid,
+                "its last message waits for a human; spooled only"
             );
             return skipped(Action::SpoolBusy);
         }

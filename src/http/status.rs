@@ -92,6 +92,7 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
                 limit: limit.as_ref(),
                 owed: row.owed.is_some(),
                 busy_marker: gate.is_busy(&sid),
+                message_held: inbox.as_ref().is_some_and(|i| i.held),
                 ended: ended(&row, reachable, now_ms),
                 view,
             };
@@ -174,6 +175,7 @@ fn inbox_status(gate: &Gate, sid: &str, row: Option<&InboxRow>) -> Option<api::I
         problem,
         last_sent_at: row.and_then(|r| r.sent_ms).and_then(clock::shown_ms),
         heard_at: row.and_then(|r| r.heard_ms).and_then(clock::shown_ms),
+        held: gate.message_held(sid),
     })
 }
 
@@ -186,6 +188,8 @@ pub struct Facts<'a> {
     pub owed: bool,
     /// A fresh busy marker.
     pub busy_marker: bool,
+    /// Claude Code holds the last message to its inbox for a human.
+    pub message_held: bool,
     pub ended: bool,
     /// The session loop's last decision, once it has made one.
     pub view: Option<&'a SessionView>,
@@ -217,6 +221,14 @@ pub fn state_of(facts: &Facts) -> (SessionState, String) {
             _ => reason.into(),
         };
         return (SessionState::Limited, reason);
+    }
+    if facts.message_held {
+        return (
+            SessionState::Dialog,
+            "a message to its inbox is held for a human (bypass mode): Deliver or Deny it, or \
+             allow it with `wakebridge claude install --accept-session-messages`"
+                .into(),
+        );
     }
     let (decided, reason) = match facts.view {
         // The loop decides limits only from the ledger's row, which is gone now.
@@ -335,6 +347,7 @@ mod tests {
             limit: None,
             owed: false,
             busy_marker: false,
+            message_held: false,
             ended: false,
             view,
         }
@@ -377,6 +390,15 @@ mod tests {
                 ..facts(Some(&dialog))
             }),
             SessionState::Limited
+        );
+        assert_eq!(
+            state(Facts {
+                message_held: true,
+                owed: true,
+                ..facts(Some(&working))
+            }),
+            SessionState::Dialog,
+            "a message held for a human waits on them, whatever the loop saw"
         );
         // Owed shows over a running turn or an idle session, not over a dialog.
         assert_eq!(

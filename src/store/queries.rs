@@ -53,6 +53,17 @@ pub struct InboxRow {
     pub sent_ms: Option<i64>,
     /// When the session's hook reported that text, once it has.
     pub heard_ms: Option<i64>,
+    /// When its hook last reported any prompt.
+    pub prompted_ms: Option<i64>,
+}
+
+impl InboxRow {
+    /// The newest send was neither reported by the session's hook nor followed by any prompt:
+    /// Claude Code may still hold it (see `inbox::held_since`).
+    pub fn unanswered_since(&self) -> Option<i64> {
+        let sent = self.sent_ms?;
+        (self.heard_ms.is_none() && self.prompted_ms.is_none_or(|p| p < sent)).then_some(sent)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,6 +204,7 @@ fn inbox_at(row: &Row<'_>, at: usize) -> rusqlite::Result<InboxRow> {
         sent_digest,
         sent_ms,
         heard_ms: heard_ms.filter(|_| heard),
+        prompted_ms: heard_ms,
     })
 }
 

@@ -371,3 +371,93 @@ async fn with_its_inbox_turned_off_a_real_session_is_typed_into() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_a_bypass_mode_session_holds_waits_for_a_human_and_is_never_typed() {
+    let Some(claude) = common::real_claude() else {
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
+        return;
+    };
+    let model = Model::start().await;
+    model.on(WAKE_PROMPT, Reply::text("Read the message."));
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, None, &[]).await;
+    let root = server.root.path();
+    // Bypass mode, its first-use warning already accepted, `crossSessionInbound` unset: Claude
+    // Code holds a message whose sender states no permission mode. (`IS_SANDBOX`: the tests may
+    // run as root, where Claude Code refuses bypass mode outside a declared sandbox.)
+    let hook = format!("{} hook", env!("CARGO_BIN_EXE_wakebridge"));
+    let mut settings = wakebridge::cli::hook::settings_json(&hook);
+    settings["skipDangerousModePermissionPrompt"] = json!(true);
+    let global = json!({"bypassPermissionsModeAccepted": true});
+    common::claude_home_with(&root.join("home"), &root.join("work"), &settings, &global);
+    let mut env = model.claude_env();
+    env.push("IS_SANDBOX=1".into());
+    let session = RealClaude::launch_with_args(
+        &claude,
+        &tmux,
+        &server,
+        &env,
+        "--dangerously-skip-permissions",
+    )
+    .await;
+    let sid = session.sid.clone();
+    let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));
+    server
+        .session_until(
+            &sid,
+            "its inbox announced",
+            STEP,
+            |s| s["inbox"]["live"] == true,
+            context,
+        )
+        .await;
+
+    let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
+    assert_eq!(body["action"], "inbox", "{body}\n{}", context());
+    let held = server
+        .session_until(
+            &sid,
+            "the message held",
+            STEP,
+            |s| s["inbox"]["held"] == true,
+            context,
+        )
+        .await;
+    assert_eq!(held["state"], "dialog", "{held}");
+
+    // Another event: neither sent (one more to answer) nor typed into the dialog; owed.
+    let (_, body) = server.hook(event_for(&sid, 2), &[]).await;
+    assert_eq!(body["action"], "spool-busy", "{body}\n{}", context());
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(model.mentioned(WAKE_PROMPT), 0, "{}", context());
+    assert!(
+        session
+            .screen(&tmux)
+            .contains("Held message from another session"),
+        "{}",
+        context()
+    );
+    assert_eq!(server.session(&sid).await["owed"]["events"], 1);
+
+    // A human delivers it: told, heard, the hold over.
+    tmux.tmux(&["send-keys", "-t", &session.pane, "Down"]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tmux.tmux(&["send-keys", "-t", &session.pane, "Enter"]);
+    common::eventually_ok("the message delivered", STEP, async || {
+        match model.told(WAKE_PROMPT) {
+            0 => Err(context()),
+            _ => Ok(()),
+        }
+    })
+    .await;
+    server
+        .session_until(
+            &sid,
+            "the hold over",
+            STEP,
+            |s| s["inbox"]["held"] == false,
+            context,
+        )
+        .await;
+}

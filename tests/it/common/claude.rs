@@ -58,6 +58,17 @@ impl RealClaude {
         server: &TestServer,
         env: &[String],
     ) -> RealClaude {
+        Self::launch_with_args(claude, tmux, server, env, "").await
+    }
+
+    /// [`RealClaude::launch`] with `args` (shell words) after `claude`.
+    pub async fn launch_with_args(
+        claude: &Path,
+        tmux: &TmuxServer,
+        server: &TestServer,
+        env: &[String],
+        args: &str,
+    ) -> RealClaude {
         let root = server.root.path();
         let (work, hook_log) = (root.join("work"), root.join("hooks.log"));
         let mut words: Vec<String> = super::env::test_env(root, &[])
@@ -74,7 +85,7 @@ impl RealClaude {
         let pane = tmux.new_pane_in(
             &work,
             &format!(
-                "env -i {} '{}'; exec sleep 600",
+                "env -i {} '{}' {args}; exec sleep 600",
                 words.join(" "),
                 claude.display()
             ),
