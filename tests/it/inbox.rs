@@ -461,3 +461,53 @@ async fn a_message_a_bypass_mode_session_holds_waits_for_a_human_and_is_never_ty
         )
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_checkpoint_warning_reaches_a_long_turn_between_tool_calls() {
+    let Some(claude) = common::real_claude() else {
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
+        return;
+    };
+    const CHECKPOINT: &str = "checkpoint now";
+    let model = Model::start().await;
+    // The turn's first response, a tool call, already reports 86 % of the window used.
+    model.on(
+        "Refactor everything.",
+        Reply {
+            commands: vec!["sleep 8; echo refactor-step-done".into()],
+            text: "Refactored.".into(),
+            context_pct: Some(86.0),
+        },
+    );
+    let tmux = TmuxServer::start();
+    let fast_context = [
+        ("WAKEBRIDGE_CONTEXT__ENABLED", "true"),
+        ("WAKEBRIDGE_CONTEXT__POLL_INTERVAL", "500ms"),
+    ];
+    let server = start_daemon_with(&tmux, None, &fast_context).await;
+    let session = start_real(&claude, &tmux, &server, &model, &[]).await;
+    let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));
+    server
+        .session_until(
+            &session.sid,
+            "its inbox announced",
+            STEP,
+            |s| s["inbox"]["live"] == true,
+            context,
+        )
+        .await;
+
+    // Told while the tool runs: in the request carrying its result, not after the turn.
+    session.submit(&tmux, "Refactor everything.").await;
+    common::eventually_ok(
+        "the checkpoint with the tool's result",
+        STEP,
+        async || match model.mentioned_with(CHECKPOINT, "refactor-step-done") {
+            1 => Ok(()),
+            _ => Err(context()),
+        },
+    )
+    .await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(model.mentioned(CHECKPOINT), 1, "told once: {}", context());
+}
