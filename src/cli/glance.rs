@@ -579,6 +579,23 @@ mod tests {
     }
 
     #[test]
+    fn a_session_its_inbox_alone_reaches_says_so() {
+        let mut reached = in_state("e2000000-0000-4000-8000-00000000000f", SessionState::Idle);
+        reached.pane = None;
+        reached.inbox = Some(api::Inbox {
+            live: true,
+            problem: None,
+            last_sent_at: None,
+            heard_at: None,
+            held: false,
+        });
+        let text = render(&[reached], None, &view(DEFAULT_WIDTH));
+        let line = line_of(&text, "e2000000 ");
+        assert!(line.contains("  inbox  "), "{line}");
+        assert!(line.contains("  idle  "), "{line}");
+    }
+
+    #[test]
     fn every_state_reads_as_a_person_would_say_it() {
         let text = render(&fixture(), None, &view(DEFAULT_WIDTH));
         let cases = [
@@ -600,6 +617,7 @@ mod tests {
             assert!(line.contains(&format!("  {state}  ")), "{id}: {line}");
         }
         assert!(line_of(&text, "a1b2c3d4 ").contains("wakebridge  agents"));
+        assert!(line_of(&text, "e0000000 ").contains("  -  "), "unreachable: no pane");
         assert!(
             line_of(&text, "a1b2c3d4 ")
                 .contains("\u{2588}\u{2588}\u{2588}\u{2588}\u{2588}\u{2591}\u{2591}\u{2591} 62%")
