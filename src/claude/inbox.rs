@@ -159,7 +159,7 @@ impl Inbox {
             .chain([message])
             .map(|v| format!("{v}\n"))
             .collect();
-        let exchange = async {
+        let write = async {
             let mut stream =
                 tokio::net::UnixStream::connect(path)
                     .await
@@ -173,12 +173,22 @@ impl Inbox {
                 .await
                 .map_err(|e| io_error(path, &e))?;
             stream.shutdown().await.map_err(|e| io_error(path, &e))?;
-            // Nothing is written back: the session closes its side once it took the lines.
-            let drained = tokio::io::copy(&mut stream, &mut tokio::io::sink()).await;
-            drained.map(drop).map_err(|e| io_error(path, &e))
+            Ok(stream)
         };
-        let timed = tokio::time::timeout(deadline.remaining(), exchange).await;
-        timed.unwrap_or_else(|_| Err(InboxError::Timeout(path.clone())))
+        let timed = tokio::time::timeout(deadline.remaining(), write).await;
+        let mut stream = timed.unwrap_or_else(|_| Err(InboxError::Timeout(path.clone())))?;
+        // Every byte is in the connection now, and the session reads it whenever it gets to it:
+        // a session slow to close its side has the message, and typing it too would tell it
+        // twice. The wait only lets a prompt session answer within the budget.
+        let mut sink = tokio::io::sink();
+        let closed = tokio::io::copy(&mut stream, &mut sink);
+        if tokio::time::timeout(deadline.remaining(), closed)
+            .await
+            .is_err()
+        {
+            tracing::debug!(socket = %path.display(), "inbox written; the session had not closed it yet");
+        }
+        Ok(())
     }
 }
 
@@ -333,9 +343,16 @@ mod tests {
         let link = dir.path().join("link.sock");
         symlink(&real, &link).unwrap();
         assert!(matches!(inbox(link).check(), Err(InboxError::Symlink(_))));
+        // Listening, never reading: a short message is the session's once written (it reads it
+        // whenever it gets to it); one the connection cannot take whole is a timeout.
         let started = std::time::Instant::now();
-        let stuck = inbox(real.clone())
+        let slow = inbox(real.clone())
             .send("x", Deadline::after(Duration::from_millis(300)))
+            .await;
+        assert_eq!(slow, Ok(()));
+        let big = "x".repeat(MAX_MESSAGE_BYTES);
+        let stuck = inbox(real.clone())
+            .send(&big, Deadline::after(Duration::from_millis(300)))
             .await;
         assert!(matches!(stuck, Err(InboxError::Timeout(_))), "{stuck:?}");
         assert!(started.elapsed() < Duration::from_secs(2));

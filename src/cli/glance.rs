@@ -617,7 +617,10 @@ mod tests {
             assert!(line.contains(&format!("  {state}  ")), "{id}: {line}");
         }
         assert!(line_of(&text, "a1b2c3d4 ").contains("wakebridge  agents"));
-        assert!(line_of(&text, "e0000000 ").contains("  -  "), "unreachable: no pane");
+        assert!(
+            line_of(&text, "e0000000 ").contains("  -  "),
+            "unreachable: no pane"
+        );
         assert!(
             line_of(&text, "a1b2c3d4 ")
                 .contains("\u{2588}\u{2588}\u{2588}\u{2588}\u{2588}\u{2591}\u{2591}\u{2591} 62%")

@@ -511,4 +511,3 @@ async fn the_checkpoint_warning_reaches_a_long_turn_between_tool_calls() {
     tokio::time::sleep(QUIET).await;
     assert_eq!(model.mentioned(CHECKPOINT), 1, "told once: {}", context());
 }
-
