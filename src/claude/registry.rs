@@ -1,6 +1,6 @@
 //! Claude Code's live session registry, `<config dir>/sessions/<pid>.json` (undocumented):
-//! `sessionId`, `pid`, `status` (`busy` / `idle` / `waiting`), `messagingSocketPath` (its inbox,
-//! 2.1.224+), deleted when the session exits.
+//! `sessionId`, `pid`, `version`, `status` (`busy` / `idle` / `waiting`), `messagingSocketPath`
+//! (its inbox, 2.1.224+), deleted when the session exits.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -115,6 +115,35 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
 /// The inbox `<dir>`'s live entry for `session_id` names: the second source, after the hooks,
 /// for sessions whose hooks are not wired. The registry has no token; none is needed on Unix.
 pub fn inbox_of(dir: &Path, session_id: &str) -> Option<super::inbox::Inbox> {
+    let (pid, value) = live_entry(dir, session_id)?;
+    let socket = value.get("messagingSocketPath")?.as_str()?;
+    Some(super::inbox::Inbox {
+        socket: PathBuf::from(socket),
+        token: None,
+        pid: Some(pid),
+    })
+}
+
+/// What a live session's registry entry says about its inbox, for `doctor`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Announced {
+    /// The Claude Code version running it, as written (`2.1.332`).
+    pub version: Option<String>,
+    /// `messagingSocketPath`: absent when the inbox is off or the version predates it.
+    pub socket: Option<PathBuf>,
+}
+
+pub fn announced(dir: &Path, session_id: &str) -> Option<Announced> {
+    let (_, value) = live_entry(dir, session_id)?;
+    let text = |key: &str| value.get(key)?.as_str().map(str::to_owned);
+    Some(Announced {
+        version: text("version"),
+        socket: text("messagingSocketPath").map(PathBuf::from),
+    })
+}
+
+/// The pid and contents of `<dir>/<pid>.json` for `session_id`, while that process is alive.
+fn live_entry(dir: &Path, session_id: &str) -> Option<(u32, Value)> {
     let entries = std::fs::read_dir(dir).ok()?;
     entries.flatten().take(MAX_FILES).find_map(|entry| {
         let pid: u32 = entry
@@ -124,15 +153,8 @@ pub fn inbox_of(dir: &Path, session_id: &str) -> Option<super::inbox::Inbox> {
             .parse()
             .ok()?;
         let value: Value = serde_json::from_str(&read_small(&entry.path())?).ok()?;
-        if value.get("sessionId")?.as_str()? != session_id || !process_alive(pid) {
-            return None;
-        }
-        let socket = value.get("messagingSocketPath")?.as_str()?;
-        Some(super::inbox::Inbox {
-            socket: PathBuf::from(socket),
-            token: None,
-            pid: Some(pid),
-        })
+        let ours = value.get("sessionId")?.as_str()? == session_id && process_alive(pid);
+        ours.then_some((pid, value))
     })
 }
 
@@ -216,6 +238,9 @@ mod tests {
         assert_eq!(found.pid, Some(me));
         assert_eq!(inbox_of(dir.path(), "s-dead"), None, "its process is gone");
         assert_eq!(inbox_of(dir.path(), "s-2"), None);
+        let told = announced(dir.path(), "s-1").unwrap();
+        assert_eq!(told.socket, Some(found.socket));
+        assert_eq!(told.version, None);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Claude Code's `settings.json` as `wakebridge claude install` and `uninstall` edit it, bytes
 //! in and bytes out. Install appends wakebridge's hooks after the user's, updates an older
 //! binary's path in place, and sets the status line or wraps the user's (`<exe> statusline
-//! --wrap '<theirs>'`, so the file says what uninstall puts back); uninstall removes exactly
-//! those. An undocumented shape is refused, not guessed at; key order and numbers survive.
+//! --wrap '<theirs>'`, so the file says what uninstall puts back), and on request sets
+//! `crossSessionInbound` to `accept`; uninstall removes exactly those. An undocumented shape is
+//! refused, not guessed at; key order and numbers survive.
 
 use serde_json::{Map, Value, json};
 
@@ -19,6 +20,10 @@ pub const STATUSLINE_PADDING: u64 = 0;
 pub const STATUSLINE_REFRESH_SECS: u64 = 30;
 /// The `statusline` flag that carries the user's own command.
 pub const WRAP_FLAG: &str = "--wrap";
+/// Who may put a message into a session's inbox: `accept`, `hold` (a human answers each) or
+/// `refuse`. Unset, a session in bypass mode holds them.
+pub const INBOUND_KEY: &str = "crossSessionInbound";
+pub const INBOUND_ACCEPT: &str = "accept";
 
 /// Why a settings file cannot be rewritten safely; the caller names the file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,6 +83,17 @@ pub struct Created {
     pub hooks: bool,
     /// Event keys under `hooks`.
     pub events: Vec<String>,
+    /// Set when install made `crossSessionInbound` `accept`, so uninstall puts back what it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<Accepted>,
+}
+
+/// What `crossSessionInbound` was before install made it `accept`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Accepted {
+    /// `None`: it was unset.
+    #[serde(default)]
+    pub previous: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,8 +102,9 @@ pub enum Uninstall {
     Changed(Vec<u8>),
 }
 
-/// Merges wakebridge (the binary at `exe`, an absolute path) into the settings `current`.
-pub fn install(current: Option<&[u8]>, exe: &str) -> Result<Install, SettingsError> {
+/// Merges wakebridge (the binary at `exe`, an absolute path) into the settings `current`, and
+/// with `accept` makes `crossSessionInbound` `accept` (else that key is never touched).
+pub fn install(current: Option<&[u8]>, exe: &str, accept: bool) -> Result<Install, SettingsError> {
     let before = parse(current)?;
     let ours = Ours::new(exe)?;
     let had_ours = has_ours(&before, &ours);
@@ -146,6 +163,11 @@ pub fn install(current: Option<&[u8]>, exe: &str) -> Result<Install, SettingsErr
             }
         }
     }
+    let accept_value = Value::String(INBOUND_ACCEPT.into());
+    if accept && root.get(INBOUND_KEY) != Some(&accept_value) {
+        let previous = root.insert(INBOUND_KEY.into(), accept_value);
+        created.accepted = Some(Accepted { previous });
+    }
     if root == before {
         return Ok(Install::Unchanged);
     }
@@ -156,12 +178,20 @@ pub fn install(current: Option<&[u8]>, exe: &str) -> Result<Install, SettingsErr
     })
 }
 
-/// Takes any wakebridge's hooks out of `current` (and the keys `created` names once empty), and
-/// its status line (the wrapped command put back, or the key removed).
+/// Takes any wakebridge's hooks out of `current` (and the keys `created` names once empty), its
+/// status line (the wrapped command put back, or the key removed), and an `accept` install set
+/// (what was there put back; a value the user set since is theirs).
 pub fn uninstall(current: &[u8], exe: &str, created: &Created) -> Result<Uninstall, SettingsError> {
     let before = parse(Some(current))?;
     let ours = Ours::new(exe)?;
     let mut root = before.clone();
+    let accepted = root.get(INBOUND_KEY).and_then(Value::as_str) == Some(INBOUND_ACCEPT);
+    if let Some(Accepted { previous }) = created.accepted.as_ref().filter(|_| accepted) {
+        match previous {
+            Some(previous) => root.insert(INBOUND_KEY.into(), previous.clone()),
+            None => root.shift_remove(INBOUND_KEY),
+        };
+    }
     if let Some(line) = root.get_mut("statusLine") {
         let line = statusline_mut(line)?;
         match ours.recognise(line, Kind::Statusline) {
@@ -214,6 +244,8 @@ pub struct Wired {
     /// Event name → the program its wakebridge hook runs (as written, unquoted).
     pub hooks: std::collections::BTreeMap<String, String>,
     pub statusline: bool,
+    /// `crossSessionInbound` as written (`None`: unset).
+    pub inbound: Option<Value>,
 }
 
 pub fn wired(current: &[u8]) -> Result<Wired, SettingsError> {
@@ -231,7 +263,12 @@ pub fn wired(current: &[u8]) -> Result<Wired, SettingsError> {
             }
         }
     }
-    Ok(Wired { hooks, statusline })
+    let inbound = root.get(INBOUND_KEY).cloned();
+    Ok(Wired {
+        hooks,
+        statusline,
+        inbound,
+    })
 }
 
 /// The file's object, checked down to every shape install and uninstall walk.
@@ -465,7 +502,7 @@ mod tests {
     const EXE: &str = "/opt/wb/bin/wakebridge";
 
     fn installed(current: &str) -> (String, Created, bool) {
-        match install(Some(current.as_bytes()), EXE).unwrap() {
+        match install(Some(current.as_bytes()), EXE, false).unwrap() {
             Install::Changed {
                 bytes,
                 created,
@@ -493,7 +530,7 @@ mod tests {
                 bytes,
                 created,
                 had_ours,
-            } = install(current, EXE).unwrap()
+            } = install(current, EXE, false).unwrap()
             else {
                 panic!("unchanged");
             };
@@ -546,13 +583,13 @@ mod tests {
     fn a_second_install_changes_nothing() {
         let (text, _, _) = installed("{}");
         assert_eq!(
-            install(Some(text.as_bytes()), EXE).unwrap(),
+            install(Some(text.as_bytes()), EXE, false).unwrap(),
             Install::Unchanged
         );
         // Odd formatting is left alone when there is nothing to add.
         let compact = value(&text).to_string();
         assert_eq!(
-            install(Some(compact.as_bytes()), EXE).unwrap(),
+            install(Some(compact.as_bytes()), EXE, false).unwrap(),
             Install::Unchanged
         );
     }
@@ -581,7 +618,7 @@ mod tests {
     #[test]
     fn a_path_with_spaces_is_quoted_and_still_recognised() {
         let exe = "/Users/a b/bin/wakebridge";
-        let Install::Changed { bytes, .. } = install(None, exe).unwrap() else {
+        let Install::Changed { bytes, .. } = install(None, exe, false).unwrap() else {
             panic!("unchanged");
         };
         let v: Value = serde_json::from_slice(&bytes).unwrap();
@@ -589,7 +626,10 @@ mod tests {
             v["hooks"]["Stop"][0]["hooks"][0]["command"],
             "'/Users/a b/bin/wakebridge' hook"
         );
-        assert_eq!(install(Some(&bytes), exe).unwrap(), Install::Unchanged);
+        assert_eq!(
+            install(Some(&bytes), exe, false).unwrap(),
+            Install::Unchanged
+        );
     }
 
     #[test]
@@ -611,7 +651,7 @@ mod tests {
         assert_eq!(v["statusLine"]["padding"], 1);
         assert_eq!(v["statusLine"]["refreshInterval"], 5);
         assert_eq!(
-            install(Some(text.as_bytes()), EXE).unwrap(),
+            install(Some(text.as_bytes()), EXE, false).unwrap(),
             Install::Unchanged
         );
         // Uninstall puts the user's command back as it was.
@@ -658,6 +698,71 @@ mod tests {
     }
 
     #[test]
+    fn accepting_session_messages_sets_the_key_and_uninstall_puts_back_what_was_there() {
+        let set_where_it_was = ["crossSessionInbound", "model", "hooks", "statusLine"];
+        for (mine, order) in [
+            (
+                r#"{"model": "opus"}"#,
+                ["model", "hooks", "statusLine", INBOUND_KEY],
+            ),
+            (
+                r#"{"crossSessionInbound": "hold", "model": "opus"}"#,
+                set_where_it_was,
+            ),
+        ] {
+            let Install::Changed { bytes, created, .. } =
+                install(Some(mine.as_bytes()), EXE, true).unwrap()
+            else {
+                panic!("unchanged");
+            };
+            let text = String::from_utf8(bytes).unwrap();
+            let v = value(&text);
+            assert_eq!(v[INBOUND_KEY], "accept");
+            let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+            assert_eq!(keys, order);
+            let previous = value(mine).get(INBOUND_KEY).cloned();
+            assert_eq!(created.accepted, Some(Accepted { previous }));
+            assert_eq!(value(&uninstalled(&text, &created)), value(mine));
+        }
+    }
+
+    #[test]
+    fn without_the_flag_the_inbound_key_is_never_touched() {
+        let mine = r#"{"crossSessionInbound": "hold"}"#;
+        let (text, created, _) = installed(mine);
+        assert_eq!(value(&text)[INBOUND_KEY], "hold");
+        assert_eq!(created.accepted, None);
+        // Already `accept` (the user's own choice): nothing to record, and uninstall keeps it.
+        let theirs = r#"{"crossSessionInbound": "accept"}"#;
+        let Install::Changed { bytes, created, .. } =
+            install(Some(theirs.as_bytes()), EXE, true).unwrap()
+        else {
+            panic!("unchanged");
+        };
+        assert_eq!(created.accepted, None);
+        let back = uninstalled(&String::from_utf8(bytes).unwrap(), &created);
+        assert_eq!(value(&back), value(theirs));
+    }
+
+    #[test]
+    fn a_value_the_user_set_after_install_is_theirs() {
+        let Install::Changed { bytes, created, .. } = install(None, EXE, true).unwrap() else {
+            panic!("unchanged");
+        };
+        let mut v: Value = serde_json::from_slice(&bytes).unwrap();
+        v[INBOUND_KEY] = json!("refuse");
+        let back = uninstalled(&v.to_string(), &created);
+        assert_eq!(value(&back), json!({"crossSessionInbound": "refuse"}));
+        // The record round-trips an unset previous value as unset.
+        let record = serde_json::to_string(&created).unwrap();
+        let read: Created = serde_json::from_str(&record).unwrap();
+        assert_eq!(read.accepted, Some(Accepted { previous: None }));
+        // And an older record without the field reads as nothing accepted.
+        let old: Created = serde_json::from_str(r#"{"hooks": true, "events": []}"#).unwrap();
+        assert_eq!(old.accepted, None);
+    }
+
+    #[test]
     fn nothing_ours_is_nothing_to_do() {
         assert_eq!(
             uninstall(br#"{"hooks": {"Stop": []}}"#, EXE, &Created::default()).unwrap(),
@@ -678,7 +783,7 @@ mod tests {
 
     #[test]
     fn shapes_we_do_not_know_are_refused() {
-        let refused = |text: &str| install(Some(text.as_bytes()), EXE).unwrap_err();
+        let refused = |text: &str| install(Some(text.as_bytes()), EXE, false).unwrap_err();
         let e = refused("{\n  // mine\n  \"a\": 1\n}");
         assert!(matches!(e, SettingsError::NotJson { line: 2, .. }), "{e:?}");
         assert!(e.to_string().contains("comments"), "{e}");

@@ -24,7 +24,7 @@ const RECORD_SUFFIX: &str = ".wakebridge-install.json";
 pub enum ClaudeCommand {
     /// Merge wakebridge's hooks and status line into Claude Code's settings.json (a backup is
     /// written first and the change printed as a diff); an existing status line is kept, wrapped
-    Install(EditArgs),
+    Install(InstallArgs),
     /// Take out exactly what install added: the previous file back as it was when it is
     /// untouched since, else only wakebridge's entries (and the wrapped status line restored)
     Uninstall(EditArgs),
@@ -35,6 +35,17 @@ pub struct EditArgs {
     /// Print the diff only; write nothing
     #[arg(long)]
     pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct InstallArgs {
+    #[command(flatten)]
+    pub edit: EditArgs,
+    /// Also set "crossSessionInbound": "accept", so sessions in bypass mode take wakebridge's
+    /// messages without a human; any process of yours (and your other Claude sessions) can then
+    /// message your sessions too
+    #[arg(long)]
+    pub accept_session_messages: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -91,7 +102,10 @@ enum Restore {
 
 pub fn run(command: &ClaudeCommand, env: &Env) -> ExitCode {
     let (verb, result) = match command {
-        ClaudeCommand::Install(args) => ("install", install(env, args.dry_run)),
+        ClaudeCommand::Install(args) => (
+            "install",
+            install(env, args.edit.dry_run, args.accept_session_messages),
+        ),
         ClaudeCommand::Uninstall(args) => ("uninstall", uninstall(env, args.dry_run)),
     };
     let Err(e) = result else {
@@ -186,11 +200,12 @@ fn show(file: &Path, old: Option<&[u8]>, new: Option<&[u8]>, dry_run: bool) -> b
     !dry_run
 }
 
-fn install(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
+fn install(env: &Env, dry_run: bool, accept: bool) -> Result<(), ClaudeError> {
     let file = locate(env)?;
     let (exe, current, name) = (exe(env)?, read(&file)?, file.display());
     let old = current.as_ref().map(|(bytes, _)| bytes.as_slice());
-    let installed = settings::install(old, &exe).map_err(refused(&file))?;
+    let installed = settings::install(old, &exe, accept).map_err(refused(&file))?;
+    let inbound = settings::wired(old.unwrap_or_default()).map_err(refused(&file))?;
     let Install::Changed {
         bytes,
         created,
@@ -198,9 +213,12 @@ fn install(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
     } = installed
     else {
         crate::outln!("wakebridge is already installed in {name} (as {exe}); nothing changed");
+        explain_inbound(inbound.inbound.as_ref(), accept, dry_run);
         return Ok(());
     };
-    if !show(&file, old, Some(&bytes), dry_run) {
+    let written = show(&file, old, Some(&bytes), dry_run);
+    explain_inbound(inbound.inbound.as_ref(), accept, dry_run);
+    if !written {
         return Ok(());
     }
     let previous = record(&file);
@@ -243,9 +261,46 @@ fn install(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
     Ok(())
 }
 
-/// What two installs created between them.
+/// Who may message the sessions (`crossSessionInbound`, `before` install) and what install did
+/// about it: the choice is the user's, so install says what it means either way.
+fn explain_inbound(before: Option<&serde_json::Value>, accept: bool, dry_run: bool) {
+    let key = settings::INBOUND_KEY;
+    let is_accept = before.and_then(|v| v.as_str()) == Some(settings::INBOUND_ACCEPT);
+    let would = if dry_run { "would be" } else { "is now" };
+    let text = match (before, accept) {
+        (Some(_), _) if is_accept => format!(
+            "{key} is already \"accept\": every session takes wakebridge's messages, and so any \
+             process of yours (and your other Claude sessions) can message them."
+        ),
+        (before, true) => {
+            let was = before.map_or("unset".to_owned(), |v| format!("{v}"));
+            format!(
+                "{key} {would} \"accept\" (it was {was}): sessions in bypass mode take \
+                 wakebridge's messages without a human, and any process of yours (and your other \
+                 Claude sessions) can message your sessions too; uninstall puts back what it was."
+            )
+        }
+        (None, false) => format!(
+            "{key} is unset: sessions started with --dangerously-skip-permissions (bypass mode) \
+             hold wakebridge's messages for a human to answer. `wakebridge claude install --accept-session-messages` lets the \
+             messages through, and also lets any process of yours (and your other Claude \
+             sessions) message your sessions; that choice is yours."
+        ),
+        (Some(value), false) => format!(
+            "{key} is {value}, your own setting; left as it is. `wakebridge claude install \
+             --accept-session-messages` changes it to \"accept\", which lets wakebridge (and any \
+             process of yours) message your sessions."
+        ),
+    };
+    crate::outln!("");
+    crate::outln!("{text}");
+}
+
+/// What two installs created between them; `crossSessionInbound`'s value before the first one
+/// that set it is what uninstall puts back.
 fn merged(mut earlier: Created, later: Created) -> Created {
     earlier.hooks |= later.hooks;
+    earlier.accepted = earlier.accepted.or(later.accepted);
     for event in later.events {
         if !earlier.events.contains(&event) {
             earlier.events.push(event);
@@ -322,7 +377,7 @@ mod tests {
     #[test]
     fn install_into_nothing_wires_what_print_settings_prints() {
         let exe = "/usr/local/bin/wakebridge";
-        let Install::Changed { bytes, .. } = settings::install(None, exe).unwrap() else {
+        let Install::Changed { bytes, .. } = settings::install(None, exe, false).unwrap() else {
             panic!("unchanged");
         };
         let installed: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
@@ -334,7 +389,8 @@ mod tests {
     fn install_sets_the_status_line_deploy_shows() {
         let deploy: serde_json::Value =
             serde_json::from_str(include_str!("../../deploy/claude-statusline.json")).unwrap();
-        let Install::Changed { bytes, .. } = settings::install(None, "wakebridge").unwrap() else {
+        let Install::Changed { bytes, .. } = settings::install(None, "wakebridge", false).unwrap()
+        else {
             panic!("unchanged");
         };
         let installed: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
@@ -353,19 +409,26 @@ mod tests {
 
     #[test]
     fn two_installs_created_what_either_did() {
+        let before = |was: &str| {
+            let previous = Some(serde_json::Value::String(was.into()));
+            Some(settings::Accepted { previous })
+        };
         let a = Created {
             hooks: true,
             events: vec!["Stop".into()],
+            accepted: before("hold"),
         };
         let b = Created {
             hooks: false,
             events: vec!["Stop".into(), "SessionEnd".into()],
+            accepted: before("accept"),
         };
         assert_eq!(
             merged(a, b),
             Created {
                 hooks: true,
-                events: vec!["Stop".into(), "SessionEnd".into()]
+                events: vec!["Stop".into(), "SessionEnd".into()],
+                accepted: before("hold"),
             }
         );
     }

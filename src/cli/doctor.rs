@@ -1,18 +1,20 @@
 //! `wakebridge doctor`: every link a wake needs, in the order a wake uses them, one line each
-//! with the fix when it is broken. Exit 0 only when no link failed. Each check is a plain
-//! function over what was read; only [`examine`] reads.
+//! with the fix when it is broken, then one line per session on its inbox. Exit 0 only when no
+//! link failed. Each check is a plain function over what was read; only [`examine`] reads.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use super::client::Daemon;
-use crate::api::{Health, SessionStatus, Sessions};
+use crate::api::{Health, SessionState, SessionStatus, Sessions};
 use crate::claude::home::ClaudeHome;
 use crate::claude::hooks::WIRED_EVENTS;
-use crate::claude::settings::{self, SETTINGS_FILE, Wired};
+use crate::claude::registry::{self, Announced};
+use crate::claude::settings::{self, INBOUND_KEY, SETTINGS_FILE, Wired};
 use crate::config::{Backend, Config};
 use crate::deadline::Deadline;
 use crate::env::Env;
@@ -30,6 +32,12 @@ const VERIFIED_WITHIN: u64 = 180;
 const VERSION_BUDGET: Duration = Duration::from_secs(10);
 const RESTART_DAEMON: &str =
     "restart the daemon so it runs this version (wakebridge service install)";
+/// The first Claude Code with an inbox.
+const INBOX_SINCE: [u64; 3] = [2, 1, 224];
+/// How much of a transcript is read for its permission mode: the record is among the first.
+const TRANSCRIPT_HEAD_BYTES: u64 = 8 * 1024;
+const ACCEPT_MESSAGES: &str = "wakebridge claude install --accept-session-messages (then any \
+     process of yours can message your sessions too)";
 
 /// How a link stands: `Warn` deserves a look, `Fail` stops a wake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
@@ -99,6 +107,8 @@ pub fn run(config: &Config, url: Option<&str>) -> ExitCode {
 fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
     let mut checks = Vec::new();
     let home = config.paths.claude.as_ref();
+    // Who may message a session; unreadable settings already failed the hooks line.
+    let mut inbound = None;
     match home {
         Ok(home) => {
             let file = home.dir.join(SETTINGS_FILE);
@@ -108,6 +118,11 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
                 Err(e) => Err(format!("cannot read it: {e}")),
             };
             let wired = wired.map_err(|e| format!("{}: {e}", file.display()));
+            inbound = wired
+                .as_ref()
+                .ok()
+                .and_then(Option::as_ref)
+                .and_then(|w| w.inbound.clone());
             checks.push(hooks_check(&file, &wired));
             checks.extend(binary_check(&wired, env));
         }
@@ -167,9 +182,156 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
     if let Ok((200, sessions)) = daemon.get("/sessions")
         && let Ok(sessions) = serde_json::from_value::<Sessions>(sessions)
     {
+        let current = (sessions.sessions.iter()).filter(|s| s.state != SessionState::Ended);
+        for session in current {
+            let sid = &session.session_id;
+            let announced = home
+                .ok()
+                .and_then(|h| registry::announced(&h.sessions(), sid));
+            let transcript = session.transcript_path.as_deref().map(Path::new);
+            let head = transcript.and_then(transcript_head);
+            let bypass = head.as_deref().and_then(started_in_bypass);
+            let facts = InboxFacts { announced, bypass };
+            checks.push(inbox_check(session, &facts, inbound.as_ref()));
+        }
         checks.extend(waiting_checks(&sessions.sessions));
     }
     checks
+}
+
+/// The first [`TRANSCRIPT_HEAD_BYTES`] of a transcript; `None` when it cannot be read.
+fn transcript_head(path: &Path) -> Option<Vec<u8>> {
+    let file = crate::private_fs::open_read(path).ok()?;
+    let mut head = Vec::new();
+    file.take(TRANSCRIPT_HEAD_BYTES)
+        .read_to_end(&mut head)
+        .ok()?;
+    Some(head)
+}
+
+/// Whether a transcript's `permission-mode` record says bypass mode; `None`: the head has none.
+fn started_in_bypass(head: &[u8]) -> Option<bool> {
+    head.split(|b| *b == b'\n').find_map(|line| {
+        let record: serde_json::Value = serde_json::from_slice(line).ok()?;
+        (record["type"] == "permission-mode")
+            .then(|| record["permissionMode"] == "bypassPermissions")
+    })
+}
+
+/// Whether `version` (`2.1.100`, maybe followed by words) is older than the first with an inbox.
+fn predates_inbox(version: &str) -> bool {
+    let number = version.split_whitespace().next().unwrap_or_default();
+    let parts: Option<Vec<u64>> = number.split('.').map(|p| p.parse().ok()).collect();
+    parts.is_some_and(|parts| parts[..] < INBOX_SINCE[..])
+}
+
+/// What doctor read about a session's inbox besides `/sessions`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct InboxFacts {
+    /// Claude Code's live registry entry for it (`None`: none, or the process is gone).
+    announced: Option<Announced>,
+    /// Whether its transcript says it runs in bypass mode (`None`: it does not say).
+    bypass: Option<bool>,
+}
+
+/// Whether wakebridge's messages reach a session through its inbox, and when not, why. Never
+/// a failure: without an inbox a wake is typed into the pane, which its own lines check.
+fn inbox_check(
+    session: &SessionStatus,
+    facts: &InboxFacts,
+    inbound: Option<&serde_json::Value>,
+) -> Check {
+    let sid = short(&session.session_id);
+    let typed = match session.pane {
+        Some(_) => "; wakes are typed into its pane",
+        None => "; it has no pane either, so nothing reaches it",
+    };
+    let announced = facts.announced.as_ref();
+    let version = announced.and_then(|a| a.version.as_deref());
+    if let Some(version) = version.filter(|v| predates_inbox(v)) {
+        return Check::warn(
+            "inbox",
+            format!("{sid}: Claude Code {version} has no inbox{typed}"),
+            "update Claude Code to 2.1.224+ and restart the session",
+        );
+    }
+    if announced.is_some_and(|a| a.socket.is_none()) {
+        return Check::warn(
+            "inbox",
+            format!(
+                "{sid}: its inbox is off (--bare, CLAUDE_CODE_HARBOR_KITE=0 or the feature flag){typed}"
+            ),
+            "start it without --bare, CLAUDE_CODE_SIMPLE or CLAUDE_CODE_HARBOR_KITE=0; \
+             \"tengu_harbor_kite\": false in ~/.claude.json's cachedGrowthBookFeatures is \
+             Claude Code's server flag, and passes only when the server turns it on",
+        );
+    }
+    match (&session.inbox, announced) {
+        (Some(inbox), _) if inbox.held => {
+            return Check::warn(
+                "inbox",
+                format!(
+                    "{sid}: a message to its inbox waits for a human (Deliver or Deny on its screen)"
+                ),
+                "answer it in the session; to let wakebridge's messages through in bypass mode, \
+                 run `wakebridge claude install --accept-session-messages`",
+            );
+        }
+        (Some(inbox), _) if !inbox.live => {
+            let problem = inbox
+                .problem
+                .as_deref()
+                .unwrap_or("the daemon did not say why");
+            return Check::warn(
+                "inbox",
+                format!("{sid}: its inbox cannot be used: {problem}{typed}"),
+                "restart the session if it should be running; an ended one is dropped by itself",
+            );
+        }
+        (None, None) => {
+            return Check::warn(
+                "inbox",
+                format!("{sid}: no inbox announced, by its hooks or Claude Code's registry{typed}"),
+                "run Claude Code 2.1.224+ with the hooks installed (wakebridge claude install)",
+            );
+        }
+        _ => {}
+    }
+    let live = format!("{sid}: inbox live");
+    match (inbound.map(|v| v.as_str()), facts.bypass) {
+        (Some(Some("accept")), _) | (None, Some(false)) => Check::ok("inbox", live),
+        (None, None) => Check::ok(
+            "inbox",
+            format!("{live} (in bypass mode it would hold messages: {INBOUND_KEY} is unset)"),
+        ),
+        (None, Some(true)) => Check::warn(
+            "inbox",
+            format!(
+                "{live}, but it runs in bypass mode and {INBOUND_KEY} is unset: each message waits for a human to deliver it"
+            ),
+            ACCEPT_MESSAGES,
+        ),
+        (Some(Some("hold")), _) => Check::warn(
+            "inbox",
+            format!(
+                "{live}, but {INBOUND_KEY} is \"hold\": each message waits for a human to deliver it"
+            ),
+            ACCEPT_MESSAGES,
+        ),
+        (Some(Some("refuse")), _) => Check::warn(
+            "inbox",
+            format!("{live}, but {INBOUND_KEY} is \"refuse\": Claude Code drops every message"),
+            ACCEPT_MESSAGES,
+        ),
+        (Some(_), _) => Check::warn(
+            "inbox",
+            format!(
+                "{live}, but {INBOUND_KEY} is {}, which is not \"accept\", \"hold\" or \"refuse\"",
+                inbound.map(ToString::to_string).unwrap_or_default()
+            ),
+            "set it to one of those in Claude Code's settings.json",
+        ),
+    }
 }
 
 /// The innermost cause of an error: "Connection refused (os error 111)" rather than the
@@ -577,6 +739,116 @@ mod tests {
             checks[1].found.contains("abcdefgh (resets 15:00, in 2h)"),
             "{checks:?}"
         );
+    }
+
+    /// A session with a pane (or not) and the inbox `/sessions` shows.
+    fn session(pane: bool, inbox: Option<(bool, &str)>) -> SessionStatus {
+        let mut session: SessionStatus =
+            serde_json::from_value(status_json("0123456789", Value::Null, Value::Null)).unwrap();
+        session.pane = pane.then(|| crate::api::Pane {
+            mux: "tmux".into(),
+            pane: "%1".into(),
+            session: None,
+        });
+        session.inbox = inbox.map(|(live, problem)| crate::api::Inbox {
+            live,
+            problem: (!live).then(|| problem.to_owned()),
+            last_sent_at: None,
+            heard_at: None,
+            held: false,
+        });
+        session
+    }
+
+    fn facts(version: &str, socket: bool, bypass: Option<bool>) -> InboxFacts {
+        let socket = socket.then(|| PathBuf::from("/run/user/1/cc-socks/7.sock"));
+        let version = Some(version.to_owned());
+        InboxFacts {
+            announced: Some(Announced { version, socket }),
+            bypass,
+        }
+    }
+
+    #[test]
+    fn a_session_without_an_inbox_is_told_why_and_never_fails() {
+        let typed = session(true, None);
+        let old = inbox_check(&typed, &facts("2.1.100", false, None), None);
+        assert_eq!(old.verdict, Verdict::Warn, "{old:?}");
+        assert!(
+            old.found
+                .contains("01234567: Claude Code 2.1.100 has no inbox; wakes are typed"),
+            "{old:?}"
+        );
+        assert!(old.fix.unwrap().contains("2.1.224+"));
+        let off = inbox_check(&typed, &facts("2.1.332", false, None), None);
+        assert_eq!(off.verdict, Verdict::Warn, "{off:?}");
+        assert!(off.found.contains("its inbox is off (--bare"), "{off:?}");
+        let untold = inbox_check(&session(false, None), &InboxFacts::default(), None);
+        assert_eq!(untold.verdict, Verdict::Warn, "{untold:?}");
+        assert!(untold.found.contains("no pane either"), "{untold:?}");
+        let gone = session(true, Some((false, "no inbox socket at /x")));
+        let gone = inbox_check(&gone, &facts("2.1.332", true, None), None);
+        assert!(gone.found.contains("no inbox socket at /x"), "{gone:?}");
+        assert_eq!(gone.verdict, Verdict::Warn);
+        let mut held = session(true, Some((true, "")));
+        held.inbox.as_mut().unwrap().held = true;
+        let held = inbox_check(&held, &facts("2.1.332", true, Some(true)), None);
+        assert_eq!(held.verdict, Verdict::Warn, "{held:?}");
+        assert!(held.found.contains("waits for a human"), "{held:?}");
+    }
+
+    #[test]
+    fn who_may_message_decides_whether_a_live_inbox_delivers() {
+        let live = session(true, Some((true, "")));
+        let check = |inbound: Option<Value>, bypass| {
+            inbox_check(&live, &facts("2.1.332", true, bypass), inbound.as_ref())
+        };
+        let accepted = check(Some(json!("accept")), Some(true));
+        assert_eq!(accepted.verdict, Verdict::Ok, "{accepted:?}");
+        assert_eq!(check(None, Some(false)).verdict, Verdict::Ok);
+        let unknown_mode = check(None, None);
+        assert_eq!(unknown_mode.verdict, Verdict::Ok, "{unknown_mode:?}");
+        for (inbound, bypass, says) in [
+            (
+                None,
+                Some(true),
+                "bypass mode and crossSessionInbound is unset",
+            ),
+            (Some(json!("hold")), Some(false), "waits for a human"),
+            (Some(json!("refuse")), None, "drops every message"),
+        ] {
+            let held = check(inbound, bypass);
+            assert_eq!(held.verdict, Verdict::Warn, "{held:?}");
+            assert!(held.found.contains(says), "{held:?}");
+            let fix = held.fix.unwrap();
+            assert!(fix.contains("--accept-session-messages"), "{fix}");
+        }
+        let odd = check(Some(json!(true)), None);
+        assert!(odd.found.contains("is true, which is not"), "{odd:?}");
+        // A registry entry not found (the hook announced the inbox) still delivers.
+        let hooked = inbox_check(&live, &InboxFacts::default(), Some(&json!("accept")));
+        assert_eq!(hooked.verdict, Verdict::Ok, "{hooked:?}");
+    }
+
+    #[test]
+    fn the_permission_mode_comes_from_the_transcripts_first_records() {
+        let bypass = b"{\"type\":\"summary\"}\n{\"type\":\"permission-mode\",\"permissionMode\":\"bypassPermissions\"}\n{\"type\":\"us";
+        assert_eq!(started_in_bypass(bypass), Some(true));
+        let default = br#"{"type":"permission-mode","permissionMode":"default"}"#;
+        assert_eq!(started_in_bypass(default), Some(false));
+        assert_eq!(started_in_bypass(b"{\"type\":\"user\"}\nnot json\n"), None);
+        assert_eq!(started_in_bypass(b""), None);
+    }
+
+    #[test]
+    fn versions_before_2_1_224_have_no_inbox() {
+        assert!(predates_inbox("2.1.100"));
+        assert!(predates_inbox("2.0.999 (Claude Code)"));
+        assert!(predates_inbox("1.9"));
+        assert!(!predates_inbox("2.1.224"));
+        assert!(!predates_inbox("2.1.332 (Claude Code)"));
+        assert!(!predates_inbox("3.0.0"));
+        assert!(!predates_inbox("nightly"), "unknown is not said to be old");
     }
 
     /// A `/sessions` entry as the daemon writes it, with `owed` and `limit`.

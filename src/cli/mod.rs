@@ -70,8 +70,8 @@ enum Command {
     Statusline(context::StatuslineArgs),
     /// Start an agent (default `claude`) in a new tmux pane and get it past its first-run screens.
     Launch(launch::LaunchArgs),
-    /// Check every link a wake needs, one line each with the fix; exit 0 only when a wake
-    /// would work.
+    /// Check every link a wake needs, one line each with the fix, and each session's inbox;
+    /// exit 0 only when a wake would work.
     Doctor(client::UrlArg),
     /// Print the effective configuration and where each value came from; --check only
     /// validates it (exit 0 or 2), e.g. as a supervisor's ExecStartPre.

@@ -3,7 +3,8 @@
 //! file with the user's own hooks and keys, an installed file (nothing changes, no new backup),
 //! a custom status line (wrapped, then run as Claude Code runs it: `sh -c` with a real
 //! status-line payload on stdin, and a wrapped command that hangs cut off), uninstall byte for
-//! byte, uninstall after an edit, a file with comments refused, `--dry-run`, a symlinked file.
+//! byte, uninstall after an edit, a file with comments refused, `--dry-run`, a symlinked file,
+//! `--accept-session-messages` set and put back, and a user's own `crossSessionInbound` kept.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
@@ -336,6 +337,63 @@ fn a_file_with_comments_is_refused_and_left_alone() {
         assert_eq!(machine.bytes().as_deref(), Some(commented.as_bytes()));
         assert_eq!(machine.files(), before, "no backup, no temp file");
     }
+}
+
+#[test]
+fn accepting_session_messages_sets_the_key_and_uninstall_puts_back_the_users() {
+    let mine = r#"{"crossSessionInbound": "hold", "model": "opus"}"#;
+    let machine = Machine::with(mine);
+    let out = machine.ok(&["install", "--accept-session-messages"]);
+    assert!(out.contains(r#"is now "accept" (it was "hold")"#), "{out}");
+    let settings = machine.value();
+    assert_fully_installed(&settings);
+    assert_eq!(settings["crossSessionInbound"], "accept");
+    let keys: Vec<&String> = settings.as_object().expect("object").keys().collect();
+    assert_eq!(keys[..2], ["crossSessionInbound", "model"]);
+    machine.ok(&["uninstall"]);
+    assert_eq!(machine.bytes().as_deref(), Some(mine.as_bytes()));
+
+    // Edited since install: only wakebridge's part goes, the user's "hold" comes back.
+    machine.ok(&["install", "--accept-session-messages"]);
+    let mut edited = machine.value();
+    edited["model"] = json!("sonnet");
+    let edited = serde_json::to_string_pretty(&edited).expect("text");
+    std::fs::write(machine.settings(), edited).expect("edit");
+    machine.ok(&["uninstall"]);
+    assert_eq!(
+        machine.value(),
+        json!({"crossSessionInbound": "hold", "model": "sonnet"})
+    );
+
+    // Set where there was none, then an install without the flag: uninstall still unsets it.
+    let fresh = Machine::new();
+    fresh.ok(&["install", "--accept-session-messages"]);
+    let again = fresh.ok(&["install"]);
+    assert!(again.contains(r#"already "accept""#), "{again}");
+    let mut edited = fresh.value();
+    edited["model"] = json!("opus");
+    std::fs::write(fresh.settings(), edited.to_string()).expect("edit");
+    fresh.ok(&["uninstall"]);
+    assert_eq!(fresh.value(), json!({"model": "opus"}));
+}
+
+#[test]
+fn without_the_flag_a_users_inbound_setting_is_kept_and_the_choice_explained() {
+    let mine = r#"{"crossSessionInbound": "hold"}"#;
+    let machine = Machine::with(mine);
+    let out = machine.ok(&["install"]);
+    assert!(
+        out.contains(r#"crossSessionInbound is "hold", your own setting; left as it is"#),
+        "{out}"
+    );
+    assert!(out.contains("--accept-session-messages"), "{out}");
+    assert_eq!(machine.value()["crossSessionInbound"], "hold");
+    let unset = Machine::new();
+    let out = unset.ok(&["install"]);
+    assert!(out.contains("crossSessionInbound is unset"), "{out}");
+    assert!(out.contains("bypass mode"), "{out}");
+    assert!(out.contains("--accept-session-messages"), "{out}");
+    assert!(unset.value().get("crossSessionInbound").is_none());
 }
 
 #[test]

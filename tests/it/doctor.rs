@@ -1,6 +1,7 @@
 //! `wakebridge doctor` from the real binary against a real daemon, a real tmux server on a
 //! private socket and Claude Code settings on a throwaway HOME: a healthy setup passes (exit 0),
-//! and each broken link in turn fails it, naming that link and its fix.
+//! and each broken link in turn fails it, naming that link and its fix; a session's inbox line
+//! says why it has none, as a warning.
 
 use std::process::Output;
 
@@ -140,6 +141,33 @@ async fn a_healthy_setup_passes() {
     assert!(
         bus.starts_with("warn") && bus.contains("registration is off"),
         "{bus}"
+    );
+}
+
+#[tokio::test]
+async fn a_session_without_an_inbox_is_a_warning_with_the_reason() {
+    let setup = Setup::new();
+    let daemon = setup.daemon(&[]).await;
+    let (_, line) = verdict(&setup.doctor(&daemon.addr), "inbox");
+    assert!(
+        line.starts_with("warn") && line.contains("no inbox announced"),
+        "{line}"
+    );
+    // Claude Code's registry names the session (this test's process stands in for it).
+    let registry = setup.home().join(".claude").join("sessions");
+    std::fs::create_dir_all(&registry).unwrap();
+    let pid = std::process::id();
+    let entry =
+        format!(r#"{{"pid":{pid},"sessionId":"{SID}","version":"2.1.100","status":"idle"}}"#);
+    std::fs::write(registry.join(format!("{pid}.json")), entry).unwrap();
+    let out = setup.doctor(&daemon.addr);
+    let (code, line) = verdict(&out, "inbox");
+    assert_eq!(code, Some(0), "{}", stdout(&out));
+    assert!(
+        line.starts_with("warn")
+            && line.contains("d0c70f00: Claude Code 2.1.100 has no inbox; wakes are typed")
+            && line.contains("fix: update Claude Code to 2.1.224+"),
+        "{line}"
     );
 }
 
