@@ -16,6 +16,9 @@ pub const DEFAULT_WIDTH: usize = 100;
 pub const MIN_ID_CHARS: usize = 8;
 /// How long an ended session stays in the default view (`--all` shows every one).
 pub const ENDED_SHOWN_FOR: jiff::SignedDuration = jiff::SignedDuration::from_secs(3600);
+/// How long a message may sit in a session's inbox unreported before `status` says so: an idle
+/// session reports it within a second, a busy one at its next tool call.
+const UNHEARD_AFTER: jiff::SignedDuration = jiff::SignedDuration::from_secs(120);
 const BAR_CELLS: usize = 8;
 /// Columns between two cells.
 const GAP: usize = 2;
@@ -187,6 +190,9 @@ fn next(s: &SessionStatus, view: &View) -> String {
     if let Some(at) = limit.filter(|l| !l.gave_up).and_then(|l| l.resets_at) {
         return format!("resume {}", relative(at, view.now));
     }
+    if let Some(since) = unheard_since(s, view) {
+        return format!("inbox unheard since {}", clock(since, view));
+    }
     match s.state {
         SessionState::Ended | SessionState::NoPane => "-".into(),
         _ if limit.is_some_and(|l| l.gave_up) => "waits for activity".into(),
@@ -201,6 +207,18 @@ fn next(s: &SessionStatus, view: &View) -> String {
             None => "-".into(),
         },
     }
+}
+
+/// When the newest message to its inbox was sent, if the session has not reported it for
+/// [`UNHEARD_AFTER`] and Claude Code does not hold it for a human (that shows as a dialog): it
+/// refused or dropped it, or the session is stuck.
+fn unheard_since(s: &SessionStatus, view: &View) -> Option<Timestamp> {
+    let inbox = s
+        .inbox
+        .as_ref()
+        .filter(|i| !i.held && i.heard_at.is_none())?;
+    let sent = inbox.last_sent_at?;
+    (view.now.duration_since(sent) >= UNHEARD_AFTER).then_some(sent)
 }
 
 fn header(health: Option<&Health>, view: &View, shown: usize, hidden: usize) -> String {
@@ -589,10 +607,24 @@ mod tests {
             heard_at: None,
             held: false,
         });
-        let text = render(&[reached], None, &view(DEFAULT_WIDTH));
+        let text = render(&[reached.clone()], None, &view(DEFAULT_WIDTH));
         let line = line_of(&text, "e2000000 ");
         assert!(line.contains("  inbox  "), "{line}");
         assert!(line.contains("  idle  "), "{line}");
+        // A message it never reported: said so, not before two minutes.
+        let inbox = reached.inbox.as_mut().unwrap();
+        inbox.last_sent_at = Some(at(-60));
+        let text = render(&[reached.clone()], None, &view(DEFAULT_WIDTH));
+        assert!(!text.contains("unheard"), "{text}");
+        reached.inbox.as_mut().unwrap().last_sent_at = Some(at(-600));
+        let text = render(&[reached.clone()], None, &view(DEFAULT_WIDTH));
+        assert!(
+            line_of(&text, "e2000000 ").contains("inbox unheard since"),
+            "{text}"
+        );
+        reached.inbox.as_mut().unwrap().heard_at = Some(at(-590));
+        let text = render(&[reached], None, &view(DEFAULT_WIDTH));
+        assert!(!text.contains("unheard"), "{text}");
     }
 
     #[test]

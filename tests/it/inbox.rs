@@ -200,7 +200,7 @@ async fn a_real_session_is_told_through_its_inbox_past_a_draft_and_mid_turn() {
     model.on(
         "Run the slow step.",
         Reply {
-            commands: vec!["sleep 8; echo slow-step-done".into()],
+            commands: vec!["sleep 20; echo slow-step-done".into()],
             text: "The slow step is done.".into(),
             context_pct: None,
         },
@@ -260,11 +260,11 @@ async fn a_real_session_is_told_through_its_inbox_past_a_draft_and_mid_turn() {
     // The draft is the human's to clear.
     tmux.tmux(&["send-keys", "-t", &session.pane, "C-u"]);
 
-    // 2. A turn runs a real tool call: the event goes at once and reaches the model in the
+    // 2. A turn runs a real 20 s tool call: the event goes at once and reaches the model in the
     // request that carries the tool's result, exactly once.
     session.submit(&tmux, "Run the slow step.").await;
     common::eventually("the tool call running", STEP, || {
-        session.screen(&tmux).contains("sleep 8")
+        session.screen(&tmux).contains("sleep 20")
     })
     .await;
     let (_, body) = server.hook(event_for(&sid, 2), &[]).await;
