@@ -206,7 +206,7 @@ pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
     };
     let action = answer["action"].as_str().unwrap_or("?");
     crate::outln!("{session_id}: {action}");
-    ExitCode::from(u8::from(!matches!(action, "tmux" | "zellij")))
+    ExitCode::from(u8::from(!matches!(action, "tmux" | "zellij" | "inbox")))
 }
 
 pub fn rewind(config: &Config, args: &RewindArgs) -> ExitCode {

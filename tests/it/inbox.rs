@@ -98,7 +98,7 @@ fn prompt(text: &str) -> Value {
     json!({"hook_event_name": "UserPromptSubmit", "prompt": text, "cwd": "/work"})
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_s_inbox_takes_the_wake_with_no_pane_and_a_turn_running() {
     let tmux = TmuxServer::start();
     let server = start_daemon_with(&tmux, None, &[]).await;
@@ -142,6 +142,20 @@ async fn a_session_s_inbox_takes_the_wake_with_no_pane_and_a_turn_running() {
     })
     .await;
     assert!(server.session(sid).await["owed"].is_null());
+
+    // A person's `wakebridge wake` goes the same way, and succeeds.
+    let url = format!("http://{}", server.addr);
+    let woken = binary(server.root.path(), &[])
+        .args(["wake", sid, "--force", "--url", &url])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&woken.stdout);
+    assert!(
+        woken.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&woken.stderr)
+    );
+    assert_eq!(said.trim(), format!("{sid}: inbox"));
 }
 
 #[tokio::test]
