@@ -29,6 +29,8 @@ pub enum SessionState {
     Ended,
     /// Neither mapped in panes.json nor with a live inbox: its events are spooled only.
     NoPane,
+    /// A person paused it (`wakebridge pause`): nothing reaches it; its events are owed.
+    Paused,
     /// Held at a usage limit until it resets (nothing typed).
     Limited,
     /// A dialog or a question waits for a human.
@@ -149,6 +151,18 @@ pub struct SessionStatus {
     /// Its inbox, once a hook announced one or something was sent there.
     #[serde(default)]
     pub inbox: Option<Inbox>,
+    /// The pause a person put it under, while it lasts.
+    #[serde(default)]
+    pub pause: Option<Pause>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pause {
+    pub since: Timestamp,
+    /// `None`: until unpaused.
+    pub until: Option<Timestamp>,
+    /// Every session is paused (`--all`), not this one alone.
+    pub all: bool,
 }
 
 /// A session's inbox (Claude Code 2.1.224+) and the newest message sent there.

@@ -72,6 +72,33 @@ pub struct ForgetArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct PauseArgs {
+    /// The sessions to pause: ids or unique prefixes of them (as `status` shows).
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    sessions: Vec<String>,
+    /// Every session, those that start later too.
+    #[arg(long)]
+    all: bool,
+    /// Lift the pause by itself after this long (`90m`, `2h`, `1d`) [default: until unpaused]
+    #[arg(long = "for", value_name = "DURATION", value_parser = crate::config::duration::parse)]
+    for_: Option<std::time::Duration>,
+    #[command(flatten)]
+    url: UrlArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UnpauseArgs {
+    /// The sessions to unpause: ids or unique prefixes of them.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    sessions: Vec<String>,
+    /// Lift every pause, the one of all sessions included.
+    #[arg(long)]
+    all: bool,
+    #[command(flatten)]
+    url: UrlArg,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct UrlArg {
     /// The daemon's base URL [default: from the configuration, e.g. http://127.0.0.1:8082]
     #[arg(long)]
@@ -247,6 +274,62 @@ pub fn forget(config: &Config, args: &ForgetArgs) -> ExitCode {
     let unmapped = (answer["unmapped"] == true).then_some(", and unmapped from panes.json");
     crate::outln!("{session_id}: forgotten{}", unmapped.unwrap_or_default());
     ExitCode::SUCCESS
+}
+
+/// `wakebridge pause`: nothing reaches the sessions (or all of them) until unpaused or the time
+/// given runs out; their bus events wait, owed.
+pub fn pause(config: &Config, args: &PauseArgs) -> ExitCode {
+    let daemon = Daemon::new(config, "pause", args.url.url.as_deref());
+    let Some(mut body) = switch_body(&daemon, &args.sessions, args.all) else {
+        return ExitCode::from(2);
+    };
+    if let Some(for_) = args.for_ {
+        body["for_s"] = json!(for_.as_secs_f64());
+    }
+    let Some(answer) = daemon.call(Method::POST, "/pause", Some(body)) else {
+        return ExitCode::from(1);
+    };
+    let until = answer["until"]
+        .as_str()
+        .map_or(String::new(), |at| format!(" until {at}"));
+    crate::outln!("{}: paused{until}", named(&answer));
+    ExitCode::SUCCESS
+}
+
+/// `wakebridge unpause`: what waited is paid at once.
+pub fn unpause(config: &Config, args: &UnpauseArgs) -> ExitCode {
+    let daemon = Daemon::new(config, "unpause", args.url.url.as_deref());
+    let Some(body) = switch_body(&daemon, &args.sessions, args.all) else {
+        return ExitCode::from(2);
+    };
+    let Some(answer) = daemon.call(Method::POST, "/unpause", Some(body)) else {
+        return ExitCode::from(1);
+    };
+    crate::outln!("{}: unpaused", named(&answer));
+    if answer["all_still_paused"] == true {
+        crate::outln!("every session is still paused: `wakebridge unpause --all` lifts that");
+    }
+    ExitCode::SUCCESS
+}
+
+/// The body `/pause` and `/unpause` take: every typed prefix resolved, or `all`.
+fn switch_body(daemon: &Daemon, sessions: &[String], all: bool) -> Option<Value> {
+    if all {
+        return Some(json!({"all": true}));
+    }
+    let ids: Option<Vec<String>> = sessions.iter().map(|s| daemon.resolve(s)).collect();
+    Some(json!({"session_ids": ids?}))
+}
+
+/// The sessions an answer names, for a person: `every session` for the pause of all.
+fn named(answer: &Value) -> String {
+    let ids: Vec<&str> = (answer["session_ids"].as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .collect();
+    match ids.as_slice() {
+        [crate::store::ALL_SESSIONS] => "every session".into(),
+        ids => ids.join(", "),
+    }
 }
 
 pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {

@@ -44,6 +44,10 @@ fn label(s: &SessionStatus, view: &View) -> String {
             Some(at) => format!("limited until {}", clock(at, view)),
             None => "limited".into(),
         },
+        SessionState::Paused => match s.pause.as_ref().and_then(|p| p.until) {
+            Some(until) => format!("paused until {}", clock(until, view)),
+            None => "paused".into(),
+        },
         SessionState::Dialog => "waiting on a dialog".into(),
         SessionState::Draft => "draft at the prompt".into(),
         SessionState::Owed => format!("owed {}", s.owed.as_ref().map_or(0, |o| o.events)),
@@ -56,7 +60,7 @@ fn colour(state: SessionState) -> &'static str {
     match state {
         Working => "33",
         Idle | Nudged | AcknowledgedIdle => "32",
-        Dialog | Draft | Owed | Rewinding => "35",
+        Dialog | Draft | Owed | Rewinding | Paused => "35",
         Limited => "31",
         Ended | NoPane => "2",
     }
@@ -194,7 +198,7 @@ fn next(s: &SessionStatus, view: &View) -> String {
         return format!("inbox unheard since {}", clock(since, view));
     }
     match s.state {
-        SessionState::Ended | SessionState::NoPane => "-".into(),
+        SessionState::Ended | SessionState::NoPane | SessionState::Paused => "-".into(),
         _ if limit.is_some_and(|l| l.gave_up) => "waits for activity".into(),
         _ if waiting == Some("restart") => "restart waiting".into(),
         _ if waiting.is_some() => "rewind waiting".into(),
@@ -481,6 +485,7 @@ mod tests {
             limit: None,
             rewind: None,
             inbox: None,
+            pause: None,
         }
     }
 

@@ -64,6 +64,11 @@ enum Command {
     Status(client::StatusArgs),
     /// Drop one session from the daemon's ledger and views (POST /forget).
     Forget(client::ForgetArgs),
+    /// Stop wakebridge doing anything for sessions (POST /pause): no wake, nudge, warning,
+    /// resume or rewind; bus events wait, owed, until unpaused. Kept across restarts.
+    Pause(client::PauseArgs),
+    /// Lift a pause (POST /unpause); what waited is paid at once.
+    Unpause(client::UnpauseArgs),
     /// Print how full a session's context window is.
     Context(context::ContextArgs),
     /// Claude Code status-line command: hands context figures to the daemon, prints one line.
@@ -136,6 +141,8 @@ pub fn main() -> ExitCode {
         Command::Rewind(args) => with_config(resolved(None), |c| client::rewind(c, &args)),
         Command::Status(args) => with_config(resolved(None), |c| client::status(c, &args)),
         Command::Forget(args) => with_config(resolved(None), |c| client::forget(c, &args)),
+        Command::Pause(args) => with_config(resolved(None), |c| client::pause(c, &args)),
+        Command::Unpause(args) => with_config(resolved(None), |c| client::unpause(c, &args)),
         Command::Context(args) => with_config(resolved(None), |c| run_context(&args, c)),
         Command::Statusline(args) => run_statusline(&args, resolved(args.wake_dir.as_deref())),
         Command::Launch(args) => {

@@ -88,8 +88,8 @@ impl StateStamp {
 pub enum WarningStep {
     /// Typed or taken by the inbox: settle the level.
     Delivered,
-    /// Not typed now (busy, cooldown, multiplexer or pane trouble): keep it due, retry at the
-    /// next poll.
+    /// Not typed now (busy, cooldown, paused, multiplexer or pane trouble): keep it due, retry at
+    /// the next poll.
     Retry,
     /// No pane mapped: keep it due (a mapping may appear), quietly.
     Unmapped,
@@ -104,7 +104,8 @@ impl WarningStep {
             | Action::SpoolBusy
             | Action::SpoolCooldown
             | Action::SpoolMuxFailed
-            | Action::SpoolStalePane => Self::Retry,
+            | Action::SpoolStalePane
+            | Action::SpoolPaused => Self::Retry,
         }
     }
 }

@@ -16,6 +16,9 @@ pub enum Action {
     SpoolMuxFailed,
     /// Beyond the reference: the mapped pane no longer runs the session; nothing was typed.
     SpoolStalePane,
+    /// Beyond the reference: a person paused the session (`wakebridge pause`); owed until
+    /// unpaused.
+    SpoolPaused,
     /// Beyond the reference: the session's own inbox took the wake (Claude Code 2.1.224+);
     /// nothing was typed, and no pane is needed.
     Inbox,
@@ -39,6 +42,7 @@ impl Action {
                 | Action::SpoolCooldown
                 | Action::SpoolMuxFailed
                 | Action::SpoolStalePane
+                | Action::SpoolPaused
         )
     }
 }

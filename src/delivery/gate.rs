@@ -1,5 +1,5 @@
 //! The wake gate: the one place that decides whether and how a session is told something, and the
-//! one path that tells it. Through the session's inbox where it has a live one (no pane needed, a
+//! one path that tells it. Nothing reaches a session a person paused (`spool-paused`, owed). Through the session's inbox where it has a live one (no pane needed, a
 //! running turn no reason to wait: usage limit → cooldown → send); else typed: mapping → busy
 //! marker → cooldown → stale-pane guard and typing. A prompt holding text, copy mode, a menu or a
 //! usage limit hold a typed wake like a busy marker (`spool-busy`, owed). Slash commands and a
@@ -21,7 +21,7 @@ use crate::delivery::action::Action;
 use crate::delivery::cooldown::Cooldown;
 use crate::lock;
 use crate::mux::{INJECT_BUDGET, InjectError, Injected, Injector, KeystrokeText};
-use crate::store::{Limit, LimitSeen, LimitSource, Record, Store};
+use crate::store::{Limit, LimitSeen, LimitSource, Pause, Record, Store};
 use crate::telemetry::notice::{self, NoticeKind, Notices};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::markers;
@@ -134,6 +134,12 @@ impl Gate {
     pub fn with_inboxes(mut self, dir: PathBuf) -> Self {
         self.inbox_registry = Some(dir);
         self
+    }
+
+    /// The pause a person put `sid` under, if any: nothing at all reaches it then. An unreadable
+    /// ledger pauses nothing.
+    pub fn paused(&self, sid: &str) -> Option<Pause> {
+        self.store.pause(sid).ok().flatten()
     }
 
     pub fn inboxes_on(&self) -> bool {
@@ -250,6 +256,10 @@ impl Gate {
         mode: Mode,
     ) -> GateOutcome {
         let sid: &str = &resolved.session_id;
+        if self.paused(sid).is_some() {
+            tracing::debug!(session_id = sid, "session paused; spooled only");
+            return GateOutcome::skipped(Action::SpoolPaused, resolved.target.clone());
+        }
         if by_inbox(text, mode, resolved.target.is_some())
             && let Some(inbox) = self.inbox(sid)
             && let Some(outcome) = self.send(sid, &inbox, text, mode, &resolved.target).await
@@ -528,7 +538,11 @@ impl Gate {
 
     /// Picks the limit menu's wait option if the menu is on `sid`'s screen (`Ok(false)`: not).
     pub async fn dismiss_limit_menu(&self, sid: &str) -> Result<bool, InjectError> {
-        let Some(target) = self.panes.lookup(sid) else {
+        let Some(target) = self
+            .panes
+            .lookup(sid)
+            .filter(|_| self.paused(sid).is_none())
+        else {
             return Ok(false);
         };
         self.injector

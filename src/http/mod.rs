@@ -6,6 +6,7 @@ mod forget;
 mod guards;
 mod health;
 mod hook;
+mod pause;
 mod rewind;
 mod sessions;
 pub(crate) mod state;
@@ -29,6 +30,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/wake"),
     ("post", "/rewind"),
     ("post", "/forget"),
+    ("post", "/pause"),
+    ("post", "/unpause"),
     ("get", "/sessions"),
     ("get", "/metrics"),
 ];
@@ -40,6 +43,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/wake", post(wake::wake))
         .route("/rewind", post(rewind::rewind))
         .route("/forget", post(forget::forget))
+        .route("/pause", post(pause::pause))
+        .route("/unpause", post(pause::unpause))
         .route("/sessions", get(sessions::sessions))
         .route("/metrics", get(sessions::metrics))
         .fallback(|| async { ApiError::NotFound })

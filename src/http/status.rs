@@ -86,6 +86,7 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
             let (spool_lines, spool_bytes) = spool_depth(wake_dir, &sid, detail);
             let view = views.get(&sid);
             let inbox = inbox_status(gate, &sid, row.inbox.as_ref());
+            let pause = gate.paused(&sid);
             let reachable = pane.is_some() || inbox.as_ref().is_some_and(|i| i.live);
             let facts = Facts {
                 reachable,
@@ -93,6 +94,7 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
                 owed: row.owed.is_some(),
                 busy_marker: gate.is_busy(&sid),
                 message_held: inbox.as_ref().is_some_and(|i| i.held),
+                paused: pause.is_some(),
                 ended: ended(&row, reachable, now_ms),
                 view,
             };
@@ -149,6 +151,13 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
                 limit: limit.and_then(|l| limit_status(&l, now_ms, &local)),
                 rewind: rewind_status(&rewinds.facts(&sid), &local),
                 inbox,
+                pause: pause.and_then(|p| {
+                    Some(api::Pause {
+                        since: clock::shown_ms(p.since_ms)?,
+                        until: p.until_ms.and_then(clock::shown_ms),
+                        all: p.all,
+                    })
+                }),
                 session_id: sid,
             }
         })
@@ -190,6 +199,8 @@ pub struct Facts<'a> {
     pub busy_marker: bool,
     /// Claude Code holds the last message to its inbox for a human.
     pub message_held: bool,
+    /// A person paused it.
+    pub paused: bool,
     pub ended: bool,
     /// The session loop's last decision, once it has made one.
     pub view: Option<&'a SessionView>,
@@ -208,6 +219,13 @@ pub fn state_of(facts: &Facts) -> (SessionState, String) {
         return (
             SessionState::NoPane,
             "no pane in panes.json and no live inbox; events are spooled only".into(),
+        );
+    }
+    if facts.paused {
+        return (
+            SessionState::Paused,
+            "paused by a person: nothing reaches it, its events are owed; `wakebridge unpause`"
+                .into(),
         );
     }
     if let Some(limit) = facts.limit {
@@ -348,6 +366,7 @@ mod tests {
             owed: false,
             busy_marker: false,
             message_held: false,
+            paused: false,
             ended: false,
             view,
         }

@@ -38,6 +38,8 @@ pub struct SessionFacts {
     pub owed: Option<Owed>,
     pub limit: Option<Limit>,
     pub rewind: RewindFacts,
+    /// A person paused it: nothing is done for it.
+    pub paused: bool,
 }
 
 pub trait SessionIo: Send + Sync {
@@ -202,6 +204,7 @@ impl SessionIo for LiveIo {
                         size: meta.len(),
                         mtime_ms: meta.modified().map(clock::ms).unwrap_or(0),
                     });
+                let paused = store.pause(&sid)?.is_some();
                 facts.insert(
                     sid,
                     SessionFacts {
@@ -210,6 +213,7 @@ impl SessionIo for LiveIo {
                         owed: row.owed,
                         limit: row.limit,
                         rewind,
+                        paused,
                     },
                 );
             }

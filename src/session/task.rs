@@ -197,6 +197,10 @@ impl<I: SessionIo> Keeper<I> {
         {
             self.answered(sid, signal).await;
         }
+        if facts.paused {
+            // Not even a look: a paused session gets nothing, and its view says why.
+            return self.view(sid, SessionState::Paused, "paused by a person".into());
+        }
         let limit = facts.limit.clone().filter(|_| self.config.limits.enabled);
         if let Some(limit) = &limit {
             if self.limits_told.insert((sid.to_owned(), limit.since_ms)) {

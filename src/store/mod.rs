@@ -24,11 +24,12 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 pub use queries::{
-    Alias, InboxRow, Limit, Owed, Paid, RewindFacts, RewindRow, Rewinds, SeenIdentity, SessionRow,
+    Alias, InboxRow, Limit, Owed, Paid, Pause, RewindFacts, RewindRow, Rewinds, SeenIdentity,
+    SessionRow,
 };
 pub use records::{
-    Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record, RewindOutcome,
-    RewindWhy, SessionSeen,
+    ALL_SESSIONS, Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record,
+    RewindOutcome, RewindWhy, SessionSeen,
 };
 pub use rounds::{PendingBytes, RoundIds, SpoolRound};
 pub use writer::WriteStats;
@@ -125,7 +126,15 @@ impl Store {
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(write)?;
-        let owed = records::pay(&tx, session_id, crate::clock::now_ms(), how).map_err(write)?;
+        let now_ms = crate::clock::now_ms();
+        // A paused session's Stop hook keeps nothing going: what it is owed waits for unpause.
+        if queries::pause_of(&tx, session_id, now_ms)
+            .map_err(write)?
+            .is_some()
+        {
+            return Ok(0);
+        }
+        let owed = records::pay(&tx, session_id, now_ms, how).map_err(write)?;
         if owed == 0 || !deliver(owed) {
             return Ok(0);
         }

@@ -43,6 +43,37 @@ pub struct SessionRow {
     pub inbox: Option<InboxRow>,
 }
 
+/// A person's pause of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pause {
+    pub since_ms: i64,
+    /// `None`: until unpaused.
+    pub until_ms: Option<i64>,
+    /// Every session is paused (`wakebridge pause --all`).
+    pub all: bool,
+}
+
+/// The pause `session_id` is under at `now_ms`, its own before one of every session.
+pub(crate) fn pause_of(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+    now_ms: i64,
+) -> rusqlite::Result<Option<Pause>> {
+    conn.prepare_cached(
+        "SELECT since_ms, until_ms, session_id = '*' FROM pauses \
+         WHERE session_id IN (?1, '*') AND (until_ms IS NULL OR until_ms > ?2) \
+         ORDER BY session_id = '*' LIMIT 1",
+    )?
+    .query_row(params![session_id, now_ms], |row| {
+        Ok(Pause {
+            since_ms: row.get(0)?,
+            until_ms: row.get(1)?,
+            all: row.get(2)?,
+        })
+    })
+    .optional()
+}
+
 /// A session's inbox as the ledger knows it: where its hook said it is, and the newest send.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InboxRow {
@@ -401,6 +432,12 @@ impl Store {
             .query_row(params![session_id], |row| limit_at(row, 0))
             .optional()
         })
+    }
+
+    /// The pause `session_id` is under now, if any.
+    pub fn pause(&self, session_id: &str) -> Result<Option<Pause>, StoreError> {
+        let now_ms = crate::clock::now_ms();
+        self.read(|conn| pause_of(conn, session_id, now_ms))
     }
 
     /// `session_id`'s inbox row, if a hook announced one or something was sent there.

@@ -7,6 +7,10 @@ use crate::claude::limits::{Notice, WRITTEN_EARLIER, WRITTEN_NOW};
 use rusqlite::{Connection, OptionalExtension, params};
 use strum::{EnumIter, EnumString, IntoStaticStr};
 
+/// The id a pause of every session is recorded under (no session id is `*`: see
+/// `wire::session_id`).
+pub const ALL_SESSIONS: &str = "*";
+
 /// Which part of wakebridge produced a delivery row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString)]
 #[strum(serialize_all = "kebab-case")]
@@ -129,6 +133,17 @@ pub enum Record {
         session_id: String,
         why: RewindWhy,
         at_ms: i64,
+    },
+    /// A person paused `session_id` ([`ALL_SESSIONS`]: every session) until `until_ms`
+    /// (`None`: until unpaused); pausing again replaces it.
+    Paused {
+        session_id: String,
+        since_ms: i64,
+        until_ms: Option<i64>,
+    },
+    /// The pause of `session_id` is lifted; [`ALL_SESSIONS`] lifts every pause.
+    Unpaused {
+        session_id: String,
     },
     /// A hook announced the session's inbox (`claude::inbox`).
     InboxSeen {
@@ -416,6 +431,23 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
                  ON CONFLICT (session_id) WHERE outcome IS NULL DO NOTHING",
             )?
             .execute(params![session_id, why.as_str(), at_ms])?;
+        }
+        Record::Paused {
+            session_id,
+            since_ms,
+            until_ms,
+        } => {
+            conn.prepare_cached(
+                "INSERT OR REPLACE INTO pauses (session_id, since_ms, until_ms) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![session_id, since_ms, until_ms])?;
+        }
+        Record::Unpaused { session_id } if session_id == ALL_SESSIONS => {
+            conn.prepare_cached("DELETE FROM pauses")?.execute([])?;
+        }
+        Record::Unpaused { session_id } => {
+            conn.prepare_cached("DELETE FROM pauses WHERE session_id = ?1")?
+                .execute(params![session_id])?;
         }
         Record::InboxSeen {
             session_id,

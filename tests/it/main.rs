@@ -30,6 +30,7 @@ mod notify;
 mod observability;
 mod openapi;
 mod owed;
+mod pause;
 mod process;
 mod registration;
 mod rewind;

@@ -1,0 +1,131 @@
+//! `POST /pause` and `POST /unpause`: a person's switch for some sessions or all of them. A
+//! paused session gets nothing from wakebridge until it is unpaused or its time runs out; its bus
+//! events are spooled and owed meanwhile, and an unpause has the session loop pay them at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::ApiError;
+use super::guards::{operator_request, session_id};
+use crate::clock;
+use crate::http::AppState;
+use crate::store::{ALL_SESSIONS, Record};
+
+/// The bodies, as a 400 shows them.
+const PAUSE_SHAPE: &str = r#"{"session_ids": ["..."] or "all": true, "for_s": 3600}"#;
+const UNPAUSE_SHAPE: &str = r#"{"session_ids": ["..."] or "all": true}"#;
+/// The longest pause with an end: longer ones are meant to be lifted by hand.
+const LONGEST: Duration = Duration::from_secs(30 * 24 * 3600);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    #[serde(default)]
+    session_ids: Vec<String>,
+    #[serde(default)]
+    all: bool,
+    /// Seconds until the pause lifts by itself (`/pause` only).
+    #[serde(default)]
+    for_s: Option<f64>,
+}
+
+impl Request {
+    /// The ids the request names, or [`ALL_SESSIONS`]: exactly one of the two.
+    fn targets(&self) -> Result<Vec<String>, ApiError> {
+        match (self.all, self.session_ids.is_empty()) {
+            (true, true) => Ok(vec![ALL_SESSIONS.to_owned()]),
+            (false, false) => (self.session_ids.iter())
+                .map(|id| Ok(session_id(id)?.as_str().to_owned()))
+                .collect(),
+            _ => Err(ApiError::BadRequest(
+                "name the sessions (session_ids) or all of them (all: true), one of the two".into(),
+            )),
+        }
+    }
+}
+
+pub async fn pause(
+    State(app): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let request: Request = operator_request(&app, &headers, body, PAUSE_SHAPE).await?;
+    let targets = request.targets()?;
+    let for_ = match request.for_s {
+        None => None,
+        Some(s) => Some(
+            Duration::try_from_secs_f64(s)
+                .ok()
+                .filter(|d| !d.is_zero() && *d <= LONGEST)
+                .ok_or_else(|| {
+                    ApiError::BadRequest(
+                        "for_s must be seconds above 0 and at most 30 days; leave it out to \
+                         pause until unpaused"
+                            .into(),
+                    )
+                })?,
+        ),
+    };
+    let since_ms = clock::now_ms();
+    let until_ms =
+        for_.map(|d| since_ms.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)));
+    let records = (targets.iter())
+        .map(|id| Record::Paused {
+            session_id: id.clone(),
+            since_ms,
+            until_ms,
+        })
+        .collect();
+    record(&app, records).await?;
+    tracing::info!(sessions = ?targets, ?for_, "paused on a person's request");
+    let until = until_ms.and_then(clock::shown_ms);
+    Ok(Json(json!({"status": "paused", "session_ids": targets, "until": until})).into_response())
+}
+
+pub async fn unpause(
+    State(app): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let request: Request = operator_request(&app, &headers, body, UNPAUSE_SHAPE).await?;
+    if request.for_s.is_some() {
+        return Err(ApiError::BadRequest(format!(
+            "expected {UNPAUSE_SHAPE}: an unpause has no for_s"
+        )));
+    }
+    let targets = request.targets()?;
+    let records = (targets.iter())
+        .map(|id| Record::Unpaused {
+            session_id: id.clone(),
+        })
+        .collect();
+    record(&app, records).await?;
+    // What waited is owed: the session loop looks now rather than at its next poll.
+    app.deliverer.gate().note_owed();
+    tracing::info!(sessions = ?targets, "unpaused on a person's request");
+    // Unpausing one session leaves a pause of every session standing: say so.
+    let all_paused = app.deliverer.gate().paused(ALL_SESSIONS).is_some();
+    Ok(
+        Json(json!({"status": "unpaused", "session_ids": targets, "all_still_paused": all_paused}))
+            .into_response(),
+    )
+}
+
+async fn record(app: &AppState, records: Vec<Record>) -> Result<(), ApiError> {
+    app.deliverer
+        .store()
+        .record_all(records)
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, "could not record a pause in the ledger");
+            ApiError::Unavailable("the ledger is not available; see the wakebridge log".into())
+        })
+}
