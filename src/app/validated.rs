@@ -6,6 +6,7 @@ use crate::config::{self, Backend, Config, ConfigError, Env, Flags};
 use crate::context::task::{MonitorConfig, MonitorError};
 use crate::launch::{LaunchDefaults, LaunchSettingsError};
 use crate::notify::{NotifyConfig, NotifyError};
+use crate::session::hours::ActiveHours;
 use crate::session::{NudgeError, NudgerConfig};
 
 /// Why a configuration cannot be run (each module's error names the setting and the fix).
@@ -61,7 +62,9 @@ impl Validated {
             config.backend == Backend::Mux,
         )?;
         monitor.auto_rewind = s.rewind.auto;
-        let nudger = NudgerConfig::from_settings(&s.nudger, &s.wake, &s.limits, &s.rewind)?;
+        let mut nudger = NudgerConfig::from_settings(&s.nudger, &s.wake, &s.limits, &s.rewind)?;
+        nudger.hours = ActiveHours::parse(&s.schedule.active_hours, &s.schedule.active_days)
+            .map_err(NudgeError::from)?;
         let launch = LaunchDefaults::from_settings(&s.launch)?;
         let context = s.context.enabled.then_some(monitor);
         let nudger = (config.backend == Backend::Mux).then_some(nudger);

@@ -25,6 +25,14 @@ pub struct Settings {
     pub rewind: RewindSettings,
     pub launch: LaunchSettings,
     pub notify: NotifySettings,
+    pub schedule: ScheduleSettings,
+}
+
+/// `[schedule]`: when wakebridge starts work on its own (validated by `session::hours`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ScheduleSettings {
+    pub active_hours: String,
+    pub active_days: Vec<String>,
 }
 
 /// `[notify]`: push messages for a human (validated by `notify::NotifyConfig`).

@@ -5,6 +5,7 @@
 //! `task` runs processes or types.
 
 pub mod decide;
+pub mod hours;
 pub(crate) mod io;
 pub mod observe;
 pub(crate) mod schedule;
@@ -50,6 +51,8 @@ pub enum NudgeError {
     NoTries,
     #[error(transparent)]
     Rewind(#[from] RewindError),
+    #[error(transparent)]
+    Hours(#[from] hours::HoursError),
 }
 
 /// `[limits]`, validated: the hold and the resume at a usage limit's reset.
@@ -96,6 +99,8 @@ pub struct NudgerConfig {
     pub owed_after: Duration,
     pub limits: LimitsConfig,
     pub rewind: RewindConfig,
+    /// `[schedule]`: when nudges, resumes and automatic rewinds may start.
+    pub hours: hours::ActiveHours,
 }
 
 impl NudgerConfig {
@@ -138,6 +143,7 @@ impl NudgerConfig {
             owed_after: wake.owed_after,
             limits: LimitsConfig::from_settings(limits)?,
             rewind: RewindConfig::from_settings(rewind)?,
+            hours: hours::ActiveHours::default(),
         })
     }
 

@@ -27,6 +27,7 @@ use crate::mux::{PaneInfo, STEP_FLOOR};
 use crate::session::decide::{
     LOOK_EVERY_MS, Look, Now, PaneSeen, Screen, Seen, Step, decide, millis, resume_times,
 };
+use crate::session::hours::in_hours;
 use crate::session::observe::{Activity, Movement, Observation};
 use crate::session::state::{Attempt, Session};
 use crate::session::{Next, NudgerConfig, SessionView, SessionViews};
@@ -238,7 +239,11 @@ impl<I: SessionIo> Keeper<I> {
                 rewind_last_done_ms: facts.rewind.last_performed_ms,
                 last_typed: self.io.last_typed(sid),
             };
-            let step = decide(session, &seen, &self.config, &now);
+            let step = in_hours(
+                decide(session, &seen, &self.config, &now),
+                &self.config.hours,
+                &now,
+            );
             let Step::Look(look) = step else {
                 break step;
             };

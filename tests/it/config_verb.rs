@@ -173,6 +173,16 @@ const BAD_FILES: &[BadFile] = &[
     },
     BadFile {
         bridge: "",
+        rest: "[schedule]\nactive_hours = \"9 to 5\"\n",
+        names: "schedule.active_hours",
+    },
+    BadFile {
+        bridge: "",
+        rest: "[schedule]\nactive_days = [\"mon\", \"funday\"]\n",
+        names: "schedule.active_days",
+    },
+    BadFile {
+        bridge: "",
         rest: "[wake.messages]\ngo = \"1. pick the first option\"\n",
         names: "wake.messages.go",
     },

@@ -1,7 +1,8 @@
-//! The pause switch end to end: `wakebridge pause` and `unpause` against the daemon in process,
-//! the scripted agent in a pane of a private tmux server firing the real `wakebridge hook`. A
-//! paused session gets nothing, not even its Stop hook's payment; its events wait, owed, across
-//! a restart, and are paid once when it is unpaused or the pause runs out.
+//! A person's controls end to end, against the daemon in process and the scripted agent in a
+//! pane of a private tmux server firing the real `wakebridge hook`. `wakebridge pause`: a paused
+//! session gets nothing, not even its Stop hook's payment; its events wait, owed, across a
+//! restart, and are paid once when it is unpaused or the pause runs out. `[schedule]`: outside
+//! its active hours a session is not nudged, yet bus events still wake it.
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use serde_json::json;
 use wakebridge::mux::WAKE_PROMPT;
 
 use crate::common::harness::{TestServer, binary, event_for};
-use crate::common::rig::{SID, session_until, spawn_agent, start_daemon};
+use crate::common::rig::{SID, session_until, spawn_agent, start_daemon, start_daemon_with};
 use crate::common::tmux::TmuxServer;
 
 /// How long "nothing happens" is watched: many nudger polls.
@@ -121,4 +122,36 @@ async fn a_pause_request_names_sessions_or_all_and_a_sane_time() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["session_ids"], json!(["s-1", "s-2"]));
     assert!(answer["until"].is_string(), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outside_its_active_hours_a_session_is_not_nudged_yet_bus_events_wake_it() {
+    // An hour-long window two hours from now, in the zone the daemon reads hours in.
+    let hour = (jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::system())).hour();
+    let hours = format!("{:02}:00-{:02}:00", (hour + 2) % 24, (hour + 3) % 24);
+    let tmux = TmuxServer::start();
+    let fast = [
+        ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "200ms"),
+        ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "1s"),
+        ("WAKEBRIDGE_NUDGER__BASE_COOLDOWN", "1s"),
+        ("WAKEBRIDGE_SCHEDULE__ACTIVE_HOURS", hours.as_str()),
+    ];
+    let server = start_daemon_with(&tmux, None, &fast).await;
+    let agent = spawn_agent(&tmux, &server, "idle", true);
+    let quiet = session_until(&server, "quiet hours", |s| {
+        s["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("quiet hours until"))
+    })
+    .await;
+    assert_eq!(quiet["state"], "idle", "{quiet}");
+    tokio::time::sleep(QUIET).await;
+    assert!(
+        agent.submitted().is_empty(),
+        "nudged: {:?}",
+        agent.submitted()
+    );
+
+    let (_, body) = server.hook(event_for(SID, 1), &[]).await;
+    assert_eq!(body["action"], "tmux", "{body}");
 }

@@ -311,6 +311,7 @@ fn default_config() -> NudgerConfig {
         owed_after: Duration::from_secs(10),
         limits: limits_config(),
         rewind: rewind_config(),
+        hours: Default::default(),
     }
 }
 
@@ -928,6 +929,7 @@ fn fast_config(base_ms: u64, acknowledge_after: u32) -> NudgerConfig {
         owed_after: Duration::from_millis(500),
         limits: limits_config(),
         rewind: rewind_config(),
+        hours: Default::default(),
     }
 }
 
