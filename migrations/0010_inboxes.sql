@@ -1,8 +1,9 @@
 -- wakebridge ledger, schema 10: each session's inbox (Claude Code 2.1.224+).
 -- Where its SessionStart hook said the session's inbox socket is; the newest message sent there
 -- (its digest and when the send began); the newest prompt its UserPromptSubmit hook reported
--- (digest, time). The two are written by different processes in either order: the message was
--- heard when the digests match and the prompt came after the send began. The token only
+-- (digest, time). The two are written by different processes in either order, so whichever
+-- comes second sets `sent_heard_ms`: the newest message was heard when the digests match and
+-- the prompt came after the send began, and a later prompt does not undo that. The token only
 -- classifies the sender; it is never shown or logged.
 CREATE TABLE inboxes (
     session_id TEXT PRIMARY KEY,
@@ -13,7 +14,8 @@ CREATE TABLE inboxes (
     sent_digest TEXT,
     sent_ms INTEGER,
     heard_digest TEXT,
-    heard_ms INTEGER
+    heard_ms INTEGER,
+    sent_heard_ms INTEGER
 );
 
 -- A wake the inbox took pays what is owed like a typed one: a third way to pay, counted apart.

@@ -26,6 +26,12 @@ pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024 - 4096;
 /// Claude Code drops the same text from the same sender within this long, without a word.
 pub const DUPLICATE_WINDOW: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How long a message may go unreported by the session's `UserPromptSubmit` hook (nor any prompt
+/// follow it) before the inbox counts as not delivering: an idle session reports it within a
+/// second and a busy one at its next tool call, so a longer silence is a message Claude Code
+/// refused, dropped or a human denied, and the next wake is typed instead.
+pub const UNHEARD_AFTER: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Longest token kept: Claude Code's are 32 hex digits.
 const MAX_TOKEN_CHARS: usize = 128;
 
@@ -172,7 +178,11 @@ impl Inbox {
                 .write_all(lines.as_bytes())
                 .await
                 .map_err(|e| io_error(path, &e))?;
-            stream.shutdown().await.map_err(|e| io_error(path, &e))?;
+            // Every byte is written: a session that already closed its side (shutdown fails
+            // with ENOTCONN on some systems) has read the message.
+            if let Err(e) = stream.shutdown().await {
+                tracing::debug!(socket = %path.display(), error = %e, "inbox shutdown after the message");
+            }
             Ok(stream)
         };
         let timed = tokio::time::timeout(deadline.remaining(), write).await;

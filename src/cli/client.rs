@@ -233,6 +233,11 @@ pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
     };
     let action = answer["action"].as_str().unwrap_or("?");
     crate::outln!("{session_id}: {action}");
+    if action == "spool-paused" {
+        daemon.say(format!(
+            "{session_id} is paused; `wakebridge unpause {session_id}` lets wakes through"
+        ));
+    }
     ExitCode::from(u8::from(!matches!(action, "tmux" | "zellij" | "inbox")))
 }
 

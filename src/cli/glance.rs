@@ -16,9 +16,6 @@ pub const DEFAULT_WIDTH: usize = 100;
 pub const MIN_ID_CHARS: usize = 8;
 /// How long an ended session stays in the default view (`--all` shows every one).
 pub const ENDED_SHOWN_FOR: jiff::SignedDuration = jiff::SignedDuration::from_secs(3600);
-/// How long a message may sit in a session's inbox unreported before `status` says so: an idle
-/// session reports it within a second, a busy one at its next tool call.
-const UNHEARD_AFTER: jiff::SignedDuration = jiff::SignedDuration::from_secs(120);
 const BAR_CELLS: usize = 8;
 /// Columns between two cells.
 const GAP: usize = 2;
@@ -214,7 +211,7 @@ fn next(s: &SessionStatus, view: &View) -> String {
 }
 
 /// When the newest message to its inbox was sent, if the session has not reported it for
-/// [`UNHEARD_AFTER`] and Claude Code does not hold it for a human (that shows as a dialog): it
+/// `inbox::UNHEARD_AFTER` and Claude Code does not hold it for a human (that shows as a dialog): it
 /// refused or dropped it, or the session is stuck.
 fn unheard_since(s: &SessionStatus, view: &View) -> Option<Timestamp> {
     let inbox = s
@@ -222,7 +219,8 @@ fn unheard_since(s: &SessionStatus, view: &View) -> Option<Timestamp> {
         .as_ref()
         .filter(|i| !i.held && i.heard_at.is_none())?;
     let sent = inbox.last_sent_at?;
-    (view.now.duration_since(sent) >= UNHEARD_AFTER).then_some(sent)
+    let after = jiff::SignedDuration::try_from(crate::claude::inbox::UNHEARD_AFTER).ok()?;
+    (view.now.duration_since(sent) >= after).then_some(sent)
 }
 
 fn header(health: Option<&Health>, view: &View, shown: usize, hidden: usize) -> String {

@@ -21,7 +21,7 @@ use crate::delivery::action::Action;
 use crate::delivery::cooldown::Cooldown;
 use crate::lock;
 use crate::mux::{INJECT_BUDGET, InjectError, Injected, Injector, KeystrokeText};
-use crate::store::{Limit, LimitSeen, LimitSource, Pause, Record, Store};
+use crate::store::{InboxRow, Limit, LimitSeen, LimitSource, Pause, Record, Store};
 use crate::telemetry::notice::{self, NoticeKind, Notices};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::markers;
@@ -151,12 +151,21 @@ impl Gate {
     /// says. `None` with inboxes off.
     pub fn inbox(&self, sid: &str) -> Option<Inbox> {
         let dir = self.inbox_registry.as_deref()?;
-        let announced = self
-            .store
-            .inbox(sid)
-            .ok()
-            .flatten()
-            .and_then(|row| row.inbox);
+        let row = self.store.inbox(sid).ok().flatten();
+        let unheard = row
+            .as_ref()
+            .and_then(InboxRow::unanswered_since)
+            .filter(|&sent| {
+                clock::now_ms().saturating_sub(sent) >= duration_ms(inbox::UNHEARD_AFTER)
+            });
+        if unheard.is_some() && !self.message_held(sid) {
+            tracing::debug!(
+                session_id = sid,
+                "its inbox left the last message unheard; not used"
+            );
+            return None;
+        }
+        let announced = row.and_then(|row| row.inbox);
         let inbox = announced.or_else(|| registry::inbox_of(dir, sid))?;
         let checked = inbox.check().and_then(|()| match inbox.pid {
             // A pid is reused: its socket path then belongs to another session.
@@ -327,11 +336,10 @@ impl Gate {
         };
         let (action, error_kind) = match result {
             Ok(injected) => {
+                // The inbox's recent texts stay: Claude Code's duplicate window outlives a
+                // typed wake.
                 self.typing(sid, |t| {
-                    *t = Typing {
-                        at: Some(Instant::now()),
-                        ..Typing::default()
-                    }
+                    (t.at, t.occupied, t.failed) = (Some(Instant::now()), 0, 0);
                 });
                 tracing::info!(
                     session_id = sid,
@@ -596,4 +604,8 @@ fn unrepeated(text: &str, recent: &[(String, Instant)]) -> String {
         }
         n += 1;
     }
+}
+
+fn duration_ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

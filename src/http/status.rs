@@ -9,6 +9,7 @@ use jiff::tz::TimeZone;
 
 use crate::api::{self, SessionState, SessionStatus};
 use crate::claude::hooks::HookKind;
+use crate::claude::inbox::UNHEARD_AFTER;
 use crate::claude::limits::describe_reset;
 use crate::clock;
 use crate::delivery::gate::Gate;
@@ -171,8 +172,19 @@ fn inbox_status(gate: &Gate, sid: &str, row: Option<&InboxRow>) -> Option<api::I
     if usable.is_none() && row.is_none_or(|r| r.inbox.is_none() && r.sent_ms.is_none()) {
         return None;
     }
+    let unheard = row
+        .and_then(InboxRow::unanswered_since)
+        .is_some_and(|sent| {
+            clock::now_ms().saturating_sub(sent)
+                >= i64::try_from(UNHEARD_AFTER.as_millis()).unwrap_or(i64::MAX)
+        });
     let problem = match (&usable, row.and_then(|r| r.inbox.as_ref())) {
         (Some(_), _) => None,
+        (None, _) if unheard && gate.inboxes_on() => Some(
+            "its last message went unheard (refused, dropped or denied): wakes are typed until \
+             the session takes a prompt again"
+                .into(),
+        ),
         (None, Some(announced)) if gate.inboxes_on() => {
             announced.check().err().map(|e| e.to_string())
         }

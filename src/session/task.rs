@@ -134,11 +134,12 @@ impl<I: SessionIo> Keeper<I> {
             .session_facts(mapping.keys().cloned().collect())
             .await;
         let registry = self.io.registry().await;
-        // A held session's owed events wait for its reset: no reason to poll every second.
+        // A held or paused session's owed events wait for its reset or a person: no reason to
+        // poll every second.
         let limits = self.config.limits.enabled;
         self.owes_any = facts
             .values()
-            .any(|f| f.owed.is_some() && !(limits && f.limit.is_some()));
+            .any(|f| f.owed.is_some() && !f.paused && !(limits && f.limit.is_some()));
         self.wake_at_ms = None;
         let local = TimeZone::system();
         let mut views = BTreeMap::new();

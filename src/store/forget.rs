@@ -113,7 +113,10 @@ fn forget_sessions(conn: &Connection, cutoff_ms: i64, keep: &[String]) -> rusqli
                  UNION ALL SELECT session_id, coalesce(last_nudge_ms, 0) FROM nudges \
                  UNION ALL SELECT target_session, at_ms FROM deliveries WHERE owed = 1 \
                  UNION ALL SELECT session_id, max(since_ms, coalesce(last_try_ms, 0)) FROM limits \
-                 UNION ALL SELECT session_id, coalesce(done_ms, asked_ms) FROM rewinds) \
+                 UNION ALL SELECT session_id, coalesce(done_ms, asked_ms) FROM rewinds \
+                 UNION ALL SELECT session_id, \
+                     max(coalesce(seen_ms, 0), coalesce(sent_ms, 0), coalesce(heard_ms, 0)) \
+                     FROM inboxes) \
              WHERE session_id NOT IN (SELECT value FROM json_each(?2)) \
              GROUP BY session_id HAVING max(at) < ?1",
         )?;
@@ -139,6 +142,8 @@ fn forget_session(conn: &Connection, session_id: &str) -> rusqlite::Result<u64> 
                  UNION ALL SELECT 1 FROM owed_payments WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM limits WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM rewinds WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM inboxes WHERE session_id = ?1 \
+                 UNION ALL SELECT 1 FROM pauses WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM aliases WHERE old_id = ?1 OR new_id = ?1)",
     )?;
     let mut known = 0;
@@ -179,6 +184,8 @@ fn forget_ids(conn: &Connection, dropped: &[String]) -> rusqlite::Result<()> {
         "owed_payments",
         "limits",
         "rewinds",
+        "inboxes",
+        "pauses",
     ]
     .map(|table| format!("DELETE FROM {table} WHERE session_id = ?1"))
     .to_vec();

@@ -148,7 +148,7 @@ SELECT ids.session_id, s.cwd, s.transcript_path, s.pane, s.last_hook_event,
        p.last_paid_ms, p.last_how, p.last_events, p.by_hook, p.by_typing,
        m.kind, m.resets_text, m.resets_at_ms, m.seen_how, m.since_ms, m.tries, m.last_try_ms,
        m.gave_up, p.by_inbox,
-       i.session_id, i.socket, i.token, i.pid, i.sent_digest, i.sent_ms, i.heard_digest,
+       i.session_id, i.socket, i.token, i.pid, i.sent_digest, i.sent_ms, i.sent_heard_ms,
        i.heard_ms
 FROM ids
 LEFT JOIN sessions s ON s.session_id = ids.session_id
@@ -217,25 +217,21 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     })
 }
 
-/// An `InboxRow` from the `inboxes` columns from `socket` to `heard_ms`, starting at `at`.
+/// An `InboxRow` from the `inboxes` columns `socket`, `token`, `pid`, `sent_digest`, `sent_ms`,
+/// `sent_heard_ms`, `heard_ms`, starting at `at`.
 fn inbox_at(row: &Row<'_>, at: usize) -> rusqlite::Result<InboxRow> {
     let socket: Option<String> = row.get(at)?;
     let (token, pid) = (row.get(at + 1)?, row.get(at + 2)?);
-    let (sent_digest, sent_ms): (Option<String>, Option<i64>) =
-        (row.get(at + 3)?, row.get(at + 4)?);
-    let (heard_digest, heard_ms): (Option<String>, Option<i64>) =
-        (row.get(at + 5)?, row.get(at + 6)?);
-    let heard = sent_digest.is_some() && heard_digest == sent_digest && heard_ms >= sent_ms;
     Ok(InboxRow {
         inbox: socket.map(|socket| Inbox {
             socket: socket.into(),
             token,
             pid,
         }),
-        sent_digest,
-        sent_ms,
-        heard_ms: heard_ms.filter(|_| heard),
-        prompted_ms: heard_ms,
+        sent_digest: row.get(at + 3)?,
+        sent_ms: row.get(at + 4)?,
+        heard_ms: row.get(at + 5)?,
+        prompted_ms: row.get(at + 6)?,
     })
 }
 
@@ -444,7 +440,7 @@ impl Store {
     pub fn inbox(&self, session_id: &str) -> Result<Option<InboxRow>, StoreError> {
         self.read(|conn| {
             conn.prepare_cached(
-                "SELECT socket, token, pid, sent_digest, sent_ms, heard_digest, heard_ms \
+                "SELECT socket, token, pid, sent_digest, sent_ms, sent_heard_ms, heard_ms \
                  FROM inboxes WHERE session_id = ?1",
             )?
             .query_row(params![session_id], |row| inbox_at(row, 0))

@@ -476,7 +476,9 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             conn.prepare_cached(
                 "INSERT INTO inboxes (session_id, sent_digest, sent_ms) VALUES (?1, ?2, ?3) \
                  ON CONFLICT (session_id) DO UPDATE SET sent_digest = excluded.sent_digest, \
-                 sent_ms = excluded.sent_ms",
+                 sent_ms = excluded.sent_ms, sent_heard_ms = CASE \
+                 WHEN heard_digest = excluded.sent_digest AND heard_ms >= excluded.sent_ms \
+                 THEN heard_ms END",
             )?
             .execute(params![session_id, digest, at_ms])?;
         }
@@ -488,7 +490,9 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             conn.prepare_cached(
                 "INSERT INTO inboxes (session_id, heard_digest, heard_ms) VALUES (?1, ?2, ?3) \
                  ON CONFLICT (session_id) DO UPDATE SET heard_digest = excluded.heard_digest, \
-                 heard_ms = excluded.heard_ms",
+                 heard_ms = excluded.heard_ms, sent_heard_ms = CASE \
+                 WHEN sent_digest = excluded.heard_digest AND excluded.heard_ms >= sent_ms \
+                 THEN excluded.heard_ms ELSE sent_heard_ms END",
             )?
             .execute(params![session_id, digest, at_ms])?;
         }
@@ -509,8 +513,8 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
     Ok(())
 }
 
-/// Records that `old_id` is now `new_id` in `pane`. Owed events and the limit are the agent's:
-/// they move to the new id. A rename back to an id the chain holds drops that id's alias, so
+/// Records that `old_id` is now `new_id` in `pane`. Owed events, the limit and a person's pause
+/// are the agent's: they move to the new id. A rename back to an id the chain holds drops that id's alias, so
 /// the chain never loops.
 fn rename(
     conn: &Connection,
@@ -535,6 +539,8 @@ fn rename(
     )?
     .execute(params![old_id, new_id])?;
     conn.prepare_cached("UPDATE OR IGNORE limits SET session_id = ?2 WHERE session_id = ?1")?
+        .execute(params![old_id, new_id])?;
+    conn.prepare_cached("UPDATE OR IGNORE pauses SET session_id = ?2 WHERE session_id = ?1")?
         .execute(params![old_id, new_id])?;
     Ok(())
 }

@@ -159,6 +159,34 @@ async fn a_session_s_inbox_takes_the_wake_with_no_pane_and_a_turn_running() {
 }
 
 #[tokio::test]
+async fn an_unpaused_session_only_its_inbox_reaches_is_told_what_waited() {
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, None, &[]).await;
+    let inbox = StandIn::bind(&server.root.path().join("socks"));
+    let sid = "paused-inbox-session";
+    fire_hook(&server, sid, &inbox.socket, session_start());
+    let (status, _) = server
+        .post_json("/pause", json!({"session_ids": [sid]}))
+        .await;
+    assert_eq!(status, 200);
+    let (_, body) = server.hook(event_for(sid, 1), &[]).await;
+    assert_eq!(body["action"], "spool-paused", "{body}");
+    assert_eq!(server.session(sid).await["owed"]["events"], 1);
+
+    let (status, _) = server
+        .post_json("/unpause", json!({"session_ids": [sid]}))
+        .await;
+    assert_eq!(status, 200);
+    common::eventually("the owed wake in the inbox", Duration::from_secs(5), || {
+        inbox.told() == [WAKE_PROMPT]
+    })
+    .await;
+    let paid = server.session(sid).await;
+    assert!(paid["owed"].is_null(), "{paid}");
+    assert_eq!(paid["paid"]["last_how"], "inbox", "{paid}");
+}
+
+#[tokio::test]
 async fn an_inbox_that_refuses_or_is_gone_is_reported_and_its_event_kept() {
     let tmux = TmuxServer::start();
     let server = start_daemon_with(&tmux, None, &[]).await;

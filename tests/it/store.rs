@@ -1491,3 +1491,94 @@ async fn forgetting_one_session_takes_its_former_ids_and_nothing_else() {
         2
     );
 }
+
+#[tokio::test]
+async fn an_inbox_send_is_heard_whichever_process_writes_first_and_a_later_prompt_keeps_it() {
+    let store = in_memory();
+    let sent = |digest: &str, at_ms| Record::InboxSent {
+        session_id: "s".into(),
+        digest: digest.into(),
+        at_ms,
+    };
+    let heard = |digest: &str, at_ms| Record::InboxHeard {
+        session_id: "s".into(),
+        digest: digest.into(),
+        at_ms,
+    };
+    let row = |store: &Store| store.inbox("s").unwrap().unwrap();
+    // The session's hook reported the prompt before the daemon recorded the send it began.
+    store.record(heard("d1", 105)).await.unwrap();
+    store.record(sent("d1", 100)).await.unwrap();
+    assert_eq!(row(&store).heard_ms, Some(105));
+    // A person's prompt afterwards: still heard, and the session answered.
+    store.record(heard("other", 200)).await.unwrap();
+    assert_eq!(
+        (row(&store).heard_ms, row(&store).unanswered_since()),
+        (Some(105), None)
+    );
+    // A new send: not heard until its own text comes back; a stale report of it is not heard.
+    store.record(sent("d2", 300)).await.unwrap();
+    assert_eq!(row(&store).unanswered_since(), Some(300));
+    store.record(heard("d2", 250)).await.unwrap();
+    assert_eq!(row(&store).heard_ms, None);
+    store.record(heard("d2", 310)).await.unwrap();
+    assert_eq!(row(&store).heard_ms, Some(310));
+}
+
+#[tokio::test]
+async fn a_pause_follows_its_session_through_a_clear_and_an_all_pause_covers_everyone() {
+    let store = in_memory();
+    let paused = |store: &Store, sid: &str| store.pause(sid).unwrap();
+    store
+        .record(Record::Paused {
+            session_id: "old".into(),
+            since_ms: 1,
+            until_ms: None,
+        })
+        .await
+        .unwrap();
+    store
+        .record(Record::Renamed {
+            old_id: "old".into(),
+            new_id: "new".into(),
+            pane: "%1".into(),
+            at_ms: 2,
+        })
+        .await
+        .unwrap();
+    assert!(paused(&store, "new").is_some_and(|p| !p.all));
+    assert_eq!(paused(&store, "other"), None);
+    store
+        .record(Record::Paused {
+            session_id: wakebridge::store::ALL_SESSIONS.into(),
+            since_ms: 3,
+            until_ms: Some(1),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        paused(&store, "other"),
+        None,
+        "a pause past its end is over"
+    );
+    store
+        .record(Record::Paused {
+            session_id: wakebridge::store::ALL_SESSIONS.into(),
+            since_ms: 3,
+            until_ms: None,
+        })
+        .await
+        .unwrap();
+    assert!(paused(&store, "other").is_some_and(|p| p.all));
+    assert!(
+        paused(&store, "new").is_some_and(|p| !p.all),
+        "its own first"
+    );
+    store
+        .record(Record::Unpaused {
+            session_id: wakebridge::store::ALL_SESSIONS.into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(paused(&store, "new"), None, "--all lifts every pause");
+}
