@@ -397,6 +397,20 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn another_users_socket_is_not_used() {
+        // Only root can hand a socket to another user; elsewhere the check is the same code.
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            return;
+        }
+        let dir = private_dir();
+        let path = dir.path().join("1.sock");
+        let _listener = tokio::net::UnixListener::bind(&path).unwrap();
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        assert!(matches!(inbox(path).check(), Err(InboxError::NotOurs(_))));
+    }
+
+    #[tokio::test]
     async fn a_socket_in_a_directory_others_can_enter_is_not_used() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();

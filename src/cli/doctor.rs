@@ -4,17 +4,20 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+
+mod inbox;
+
+use inbox::{InboxFacts, inbox_check, started_in_bypass, transcript_head};
 
 use super::client::Daemon;
 use crate::api::{Health, SessionState, SessionStatus, Sessions};
 use crate::claude::home::ClaudeHome;
 use crate::claude::hooks::WIRED_EVENTS;
-use crate::claude::registry::{self, Announced};
-use crate::claude::settings::{self, INBOUND_KEY, SETTINGS_FILE, Wired};
+use crate::claude::registry;
+use crate::claude::settings::{self, SETTINGS_FILE, Wired};
 use crate::config::{Backend, Config};
 use crate::deadline::Deadline;
 use crate::env::Env;
@@ -32,13 +35,6 @@ const VERIFIED_WITHIN: u64 = 180;
 const VERSION_BUDGET: Duration = Duration::from_secs(10);
 const RESTART_DAEMON: &str =
     "restart the daemon so it runs this version (wakebridge service install)";
-/// The first Claude Code with an inbox.
-const INBOX_SINCE: [u64; 3] = [2, 1, 224];
-/// How much of a transcript is read for its permission mode: the record is among the first.
-const TRANSCRIPT_HEAD_BYTES: u64 = 8 * 1024;
-const ACCEPT_MESSAGES: &str = "wakebridge claude install --accept-session-messages (then any \
-     process of yours can message your sessions too)";
-
 /// How a link stands: `Warn` deserves a look, `Fail` stops a wake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
 pub enum Verdict {
@@ -197,141 +193,6 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
         checks.extend(waiting_checks(&sessions.sessions));
     }
     checks
-}
-
-/// The first [`TRANSCRIPT_HEAD_BYTES`] of a transcript; `None` when it cannot be read.
-fn transcript_head(path: &Path) -> Option<Vec<u8>> {
-    let file = crate::private_fs::open_read(path).ok()?;
-    let mut head = Vec::new();
-    file.take(TRANSCRIPT_HEAD_BYTES)
-        .read_to_end(&mut head)
-        .ok()?;
-    Some(head)
-}
-
-/// Whether a transcript's `permission-mode` record says bypass mode; `None`: the head has none.
-fn started_in_bypass(head: &[u8]) -> Option<bool> {
-    head.split(|b| *b == b'\n').find_map(|line| {
-        let record: serde_json::Value = serde_json::from_slice(line).ok()?;
-        (record["type"] == "permission-mode")
-            .then(|| record["permissionMode"] == "bypassPermissions")
-    })
-}
-
-/// Whether `version` (`2.1.100`, maybe followed by words) is older than the first with an inbox.
-fn predates_inbox(version: &str) -> bool {
-    let number = version.split_whitespace().next().unwrap_or_default();
-    let parts: Option<Vec<u64>> = number.split('.').map(|p| p.parse().ok()).collect();
-    parts.is_some_and(|parts| parts[..] < INBOX_SINCE[..])
-}
-
-/// What doctor read about a session's inbox besides `/sessions`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct InboxFacts {
-    /// Claude Code's live registry entry for it (`None`: none, or the process is gone).
-    announced: Option<Announced>,
-    /// Whether its transcript says it runs in bypass mode (`None`: it does not say).
-    bypass: Option<bool>,
-}
-
-/// Whether wakebridge's messages reach a session through its inbox, and when not, why. Never
-/// a failure: without an inbox a wake is typed into the pane, which its own lines check.
-fn inbox_check(
-    session: &SessionStatus,
-    facts: &InboxFacts,
-    inbound: Option<&serde_json::Value>,
-) -> Check {
-    let sid = short(&session.session_id);
-    let typed = match session.pane {
-        Some(_) => "; wakes are typed into its pane",
-        None => "; it has no pane either, so nothing reaches it",
-    };
-    let announced = facts.announced.as_ref();
-    let version = announced.and_then(|a| a.version.as_deref());
-    if let Some(version) = version.filter(|v| predates_inbox(v)) {
-        return Check::warn(
-            "inbox",
-            format!("{sid}: Claude Code {version} has no inbox{typed}"),
-            "update Claude Code to 2.1.224+ and restart the session",
-        );
-    }
-    if announced.is_some_and(|a| a.socket.is_none()) {
-        return Check::warn(
-            "inbox",
-            format!(
-                "{sid}: its inbox is off (--bare, CLAUDE_CODE_HARBOR_KITE=0 or the feature flag){typed}"
-            ),
-            "start it without --bare, CLAUDE_CODE_SIMPLE or CLAUDE_CODE_HARBOR_KITE=0; \
-             \"tengu_harbor_kite\": false in ~/.claude.json's cachedGrowthBookFeatures is \
-             Claude Code's server flag, and passes only when the server turns it on",
-        );
-    }
-    match (&session.inbox, announced) {
-        (Some(inbox), _) if inbox.held => {
-            return Check::warn(
-                "inbox",
-                format!(
-                    "{sid}: a message to its inbox waits for a human (Deliver or Deny on its screen)"
-                ),
-                "answer it in the session; to let wakebridge's messages through in bypass mode, \
-                 run `wakebridge claude install --accept-session-messages`",
-            );
-        }
-        (Some(inbox), _) if !inbox.live => {
-            let problem = inbox
-                .problem
-                .as_deref()
-                .unwrap_or("the daemon did not say why");
-            return Check::warn(
-                "inbox",
-                format!("{sid}: its inbox cannot be used: {problem}{typed}"),
-                "restart the session if it should be running; an ended one is dropped by itself",
-            );
-        }
-        (None, None) => {
-            return Check::warn(
-                "inbox",
-                format!("{sid}: no inbox announced, by its hooks or Claude Code's registry{typed}"),
-                "run Claude Code 2.1.224+ with the hooks installed (wakebridge claude install)",
-            );
-        }
-        _ => {}
-    }
-    let live = format!("{sid}: inbox live");
-    match (inbound.map(|v| v.as_str()), facts.bypass) {
-        (Some(Some("accept")), _) | (None, Some(false)) => Check::ok("inbox", live),
-        (None, None) => Check::ok(
-            "inbox",
-            format!("{live} (in bypass mode it would hold messages: {INBOUND_KEY} is unset)"),
-        ),
-        (None, Some(true)) => Check::warn(
-            "inbox",
-            format!(
-                "{live}, but it runs in bypass mode and {INBOUND_KEY} is unset: each message waits for a human to deliver it"
-            ),
-            ACCEPT_MESSAGES,
-        ),
-        (Some(Some("hold")), _) => Check::warn(
-            "inbox",
-            format!(
-                "{live}, but {INBOUND_KEY} is \"hold\": each message waits for a human to deliver it"
-            ),
-            ACCEPT_MESSAGES,
-        ),
-        (Some(Some("refuse")), _) => Check::warn(
-            "inbox",
-            format!("{live}, but {INBOUND_KEY} is \"refuse\": Claude Code drops every message"),
-            ACCEPT_MESSAGES,
-        ),
-        (Some(_), _) => Check::warn(
-            "inbox",
-            format!(
-                "{live}, but {INBOUND_KEY} is {}, which is not \"accept\", \"hold\" or \"refuse\"",
-                inbound.map(ToString::to_string).unwrap_or_default()
-            ),
-            "set it to one of those in Claude Code's settings.json",
-        ),
-    }
 }
 
 /// The innermost cause of an error: "Connection refused (os error 111)" rather than the
@@ -615,8 +476,10 @@ fn short(sid: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+    use super::inbox::*;
     use super::*;
     use crate::api::Shown;
+    use crate::claude::registry::Announced;
     use serde_json::{Value, json};
 
     fn wired(events: &[&str], command: &str) -> Result<Option<Wired>, String> {

@@ -1,0 +1,218 @@
+//! The gate's path through a session's own inbox (Claude Code 2.1.224+): where the inbox is
+//! and whether it delivers, the send under the same limit holds and cooldown as typing, and the
+//! texts that are always typed. `None` from [`Gate::send`] hands the wake to the typed path.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{Gate, GateOutcome, Mode};
+use crate::claude::inbox::{self, Inbox};
+use crate::claude::registry;
+use crate::clock;
+use crate::deadline::Deadline;
+use crate::delivery::action::Action;
+use crate::mux::{INJECT_BUDGET, KeystrokeText};
+use crate::store::{InboxRow, Record};
+use crate::wakedir::target::PaneTarget;
+use crate::wire::session_id::short;
+
+impl Gate {
+    /// Tell sessions through their inboxes, looked up in the ledger (their hooks') and in the
+    /// session registry `dir`.
+    pub fn with_inboxes(mut self, dir: PathBuf) -> Self {
+        self.inbox_registry = Some(dir);
+        self
+    }
+
+    pub fn inboxes_on(&self) -> bool {
+        self.inbox_registry.is_some()
+    }
+
+    /// The inbox `sid` can be told through now: announced by its hook (else in the registry),
+    /// a private socket of ours whose process is alive and runs `sid` as far as the registry
+    /// says. `None` with inboxes off.
+    pub fn inbox(&self, sid: &str) -> Option<Inbox> {
+        let dir = self.inbox_registry.as_deref()?;
+        let row = self.store.inbox(sid).ok().flatten();
+        let unheard = row
+            .as_ref()
+            .and_then(InboxRow::unanswered_since)
+            .filter(|&sent| {
+                clock::now_ms().saturating_sub(sent) >= duration_ms(inbox::UNHEARD_AFTER)
+            });
+        if unheard.is_some() && !self.message_held(sid) {
+            tracing::debug!(
+                session_id = sid,
+                "its inbox left the last message unheard; not used"
+            );
+            return None;
+        }
+        let announced = row.and_then(|row| row.inbox);
+        let inbox = announced.or_else(|| registry::inbox_of(dir, sid))?;
+        let checked = inbox.check().and_then(|()| match inbox.pid {
+            // A pid is reused: its socket path then belongs to another session.
+            Some(pid) => match registry::session_of_pid(dir, pid) {
+                Some(other) if other != sid => Err(inbox::InboxError::DeadProcess(pid)),
+                _ => Ok(()),
+            },
+            None => Ok(()),
+        });
+        match checked {
+            Ok(()) => Some(inbox),
+            Err(error) => {
+                tracing::debug!(session_id = sid, %error, "inbox not usable");
+                None
+            }
+        }
+    }
+
+    /// Whether Claude Code holds the last message sent to `sid`'s inbox for a human (bypass mode
+    /// without `crossSessionInbound: accept`): its transcript says so, and nothing answered it.
+    pub fn message_held(&self, sid: &str) -> bool {
+        let Some(since) = (self.store.inbox(sid).ok().flatten()).and_then(|r| r.unanswered_since())
+        else {
+            return false;
+        };
+        let transcript = self
+            .store
+            .session(sid)
+            .ok()
+            .flatten()
+            .and_then(|r| r.transcript_path);
+        transcript
+            .is_some_and(|path| inbox::held_since(&inbox::transcript_tail(Path::new(&path)), since))
+    }
+
+    /// Tells `sid` through its inbox; `None` when that failed and it has a pane to type into.
+    pub(super) async fn send(
+        &self,
+        sid: &str,
+        inbox: &Inbox,
+        text: &KeystrokeText,
+        mode: Mode,
+        target: &Option<PaneTarget>,
+    ) -> Option<GateOutcome> {
+        let skipped = |action| Some(GateOutcome::skipped(action, target.clone()));
+        if mode != Mode::Resume && self.held_at(sid).is_some() {
+            tracing::debug!(
+                session_id = sid,
+                "session held at its usage limit; spooled only"
+            );
+            return skipped(Action::SpoolBusy);
+        }
+        if self.message_held(sid) {
+            // Neither sent again (one more to answer) nor typed (into the Deny/Deliver dialog).
+            tracing::debug!(
+                session_id = sid,
+                "its last message waits for a human; spooled only"
+            );
+            return skipped(Action::SpoolBusy);
+        }
+        // A running turn is no reason to wait: the inbox hands the message over between tool
+        // calls, and a draft or a dialog on screen is never touched.
+        let reservation = match mode {
+            Mode::Forced => self.cooldown.force(sid),
+            _ => match self.cooldown.reserve(sid) {
+                Some(r) => r,
+                None => return skipped(Action::SpoolCooldown),
+            },
+        };
+        let text = self.typing(sid, |t| {
+            t.sent
+                .retain(|(_, at)| at.elapsed() < inbox::DUPLICATE_WINDOW);
+            unrepeated(text.as_str(), &t.sent)
+        });
+        let digest = inbox::digest(&text);
+        let (started, began_ms) = (Instant::now(), clock::now_ms());
+        match inbox.send(&text, Deadline::after(INJECT_BUDGET)).await {
+            Ok(()) => {
+                let now = Instant::now();
+                self.typing(sid, |t| {
+                    t.sent.push((digest.clone(), now));
+                    (t.at, t.occupied, t.failed) = (Some(now), 0, 0);
+                });
+                self.failures.clear_prefix(&format!("{sid}:"));
+                let sent = Record::InboxSent {
+                    session_id: sid.to_owned(),
+                    digest,
+                    at_ms: began_ms,
+                };
+                if let Err(e) = self.store.record_queued(sent) {
+                    tracing::warn!(error = %e, "could not record an inbox message in the ledger");
+                }
+                tracing::info!(session_id = sid, "Woke {} through its inbox", short(sid));
+                Some(GateOutcome {
+                    action: Action::Inbox,
+                    error_kind: None,
+                    inject_time: started.elapsed(),
+                    target: target.clone(),
+                })
+            }
+            Err(error) => {
+                self.cooldown.roll_back(sid, reservation);
+                let kind = error.kind();
+                crate::telemetry::error(kind);
+                let fallback = if target.is_some() {
+                    "typed instead"
+                } else {
+                    "spooled only"
+                };
+                if self.failures.first(&format!("{sid}:{kind}")) {
+                    tracing::warn!(
+                        session_id = sid,
+                        kind,
+                        "Inbox of {} failed ({error}); {fallback}",
+                        short(sid)
+                    );
+                } else {
+                    tracing::debug!(
+                        session_id = sid,
+                        kind,
+                        "Inbox of {} failed ({error}); {fallback}",
+                        short(sid)
+                    );
+                }
+                target.is_none().then(|| GateOutcome {
+                    action: Action::SpoolMuxFailed,
+                    error_kind: Some(kind),
+                    inject_time: started.elapsed(),
+                    target: None,
+                })
+            }
+        }
+    }
+}
+
+/// Whether `text` may go through the session's inbox rather than be typed. Slash commands
+/// never: the inbox hands them to the model as text. Nor a resume at a usage limit where there
+/// is a pane: an inbox message leaves Claude Code's own pending auto-continue armed and its
+/// "Usage limit reached · Continuing shortly" banner up (seen on 2.1.332), where a typed prompt
+/// cancels both.
+pub(super) fn by_inbox(text: &KeystrokeText, mode: Mode, has_pane: bool) -> bool {
+    let typed_only = text.as_str().starts_with('/') || (mode == Mode::Resume && has_pane);
+    !typed_only
+}
+
+/// `text`, numbered (`… (#2)`) if it went to the same inbox within Claude Code's duplicate
+/// window: Claude Code drops a repeat from the same sender then without a word, and a second
+/// bus event during a turn is news the first message did not carry. Ends: one of the first
+/// `recent.len() + 1` numbers is free.
+fn unrepeated(text: &str, recent: &[(String, Instant)]) -> String {
+    let mut n = 1;
+    loop {
+        let candidate = match n {
+            1 => text.to_owned(),
+            n => format!("{text} (#{n})"),
+        };
+        if !recent.iter().any(|(d, _)| *d == inbox::digest(&candidate)) {
+            return candidate;
+        }
+        n += 1;
+    }
+}
+
+fn duration_ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
