@@ -7,6 +7,7 @@
 
 mod inbox_path;
 
+pub use inbox_path::Unusable;
 use inbox_path::by_inbox;
 
 use std::collections::HashMap;

@@ -9,7 +9,6 @@ use jiff::tz::TimeZone;
 
 use crate::api::{self, SessionState, SessionStatus};
 use crate::claude::hooks::HookKind;
-use crate::claude::inbox::UNHEARD_AFTER;
 use crate::claude::limits::describe_reset;
 use crate::clock;
 use crate::delivery::gate::Gate;
@@ -168,31 +167,17 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
 /// The session's inbox as the gate would use it now, and the newest send; `None` when no hook
 /// announced one and nothing was sent (or inboxes are off).
 fn inbox_status(gate: &Gate, sid: &str, row: Option<&InboxRow>) -> Option<api::Inbox> {
-    let usable = gate.inbox(sid);
-    if usable.is_none() && row.is_none_or(|r| r.inbox.is_none() && r.sent_ms.is_none()) {
-        return None;
-    }
-    let unheard = row
-        .and_then(InboxRow::unanswered_since)
-        .is_some_and(|sent| {
-            clock::now_ms().saturating_sub(sent)
-                >= i64::try_from(UNHEARD_AFTER.as_millis()).unwrap_or(i64::MAX)
-        });
-    let problem = match (&usable, row.and_then(|r| r.inbox.as_ref())) {
-        (Some(_), _) => None,
-        (None, _) if unheard && gate.inboxes_on() => Some(
-            "its last message went unheard (refused, dropped or denied): wakes are typed until \
-             the session takes a prompt again"
-                .into(),
-        ),
-        (None, Some(announced)) if gate.inboxes_on() => {
-            announced.check().err().map(|e| e.to_string())
-        }
-        (None, _) if !gate.inboxes_on() => Some("inboxes are off ([wake] inbox = false)".into()),
-        (None, _) => Some("its socket is gone or belongs to another session".into()),
+    let reach = gate.reach(sid);
+    let announced = row.is_some_and(|r| r.inbox.is_some() || r.sent_ms.is_some());
+    let problem = match &reach {
+        Ok(Some(_)) => None,
+        Ok(None) if !announced => return None,
+        Ok(None) if !gate.inboxes_on() => Some("inboxes are off ([wake] inbox = false)".into()),
+        Ok(None) => Some("no inbox announced by its hooks or Claude Code's registry".into()),
+        Err(why) => Some(why.to_string()),
     };
     Some(api::Inbox {
-        live: usable.is_some(),
+        live: matches!(reach, Ok(Some(_))),
         problem,
         last_sent_at: row.and_then(|r| r.sent_ms).and_then(clock::shown_ms),
         heard_at: row.and_then(|r| r.heard_ms).and_then(clock::shown_ms),

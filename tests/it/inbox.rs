@@ -187,6 +187,28 @@ async fn an_unpaused_session_only_its_inbox_reaches_is_told_what_waited() {
 }
 
 #[tokio::test]
+async fn an_inbox_whose_process_now_runs_another_session_is_not_used() {
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, None, &[]).await;
+    let inbox = StandIn::bind(&server.root.path().join("socks"));
+    let sid = "ended-session";
+    fire_hook(&server, sid, &inbox.socket, session_start());
+    // Claude Code's registry says the announced pid runs another session now.
+    let registry = server.root.path().join("home/.claude/sessions");
+    std::fs::create_dir_all(&registry).unwrap();
+    let pid = std::process::id();
+    let entry = json!({"pid": pid, "sessionId": "another-session", "status": "idle"});
+    std::fs::write(registry.join(format!("{pid}.json")), entry.to_string()).unwrap();
+
+    let (_, body) = server.hook(event_for(sid, 1), &[]).await;
+    assert_eq!(body["action"], "spool-unmapped", "{body}");
+    assert!(inbox.told().is_empty(), "told another session");
+    let session = server.session(sid).await;
+    let problem = session["inbox"]["problem"].as_str().unwrap_or_default();
+    assert!(problem.contains("now runs another session"), "{session}");
+}
+
+#[tokio::test]
 async fn an_inbox_that_refuses_or_is_gone_is_reported_and_its_event_kept() {
     let tmux = TmuxServer::start();
     let server = start_daemon_with(&tmux, None, &[]).await;

@@ -18,6 +18,20 @@ use crate::store::{InboxRow, Record};
 use crate::wakedir::target::PaneTarget;
 use crate::wire::session_id::short;
 
+/// Why a session's inbox is not used now.
+#[derive(Debug, thiserror::Error)]
+pub enum Unusable {
+    #[error(
+        "its last message went unheard (refused, dropped or denied): wakes are typed until the \
+         session takes a prompt again"
+    )]
+    Unheard,
+    #[error("{0}")]
+    Checked(inbox::InboxError),
+    #[error("its process {0} now runs another session: the session it was announced for ended")]
+    Reused(u32),
+}
+
 impl Gate {
     /// Tell sessions through their inboxes, looked up in the ledger (their hooks') and in the
     /// session registry `dir`.
@@ -30,42 +44,42 @@ impl Gate {
         self.inbox_registry.is_some()
     }
 
-    /// The inbox `sid` can be told through now: announced by its hook (else in the registry),
-    /// a private socket of ours whose process is alive and runs `sid` as far as the registry
-    /// says. `None` with inboxes off.
+    /// The inbox `sid` can be told through now. `None` with inboxes off, without one, or when
+    /// [`Gate::reach`] says why not.
     pub fn inbox(&self, sid: &str) -> Option<Inbox> {
-        let dir = self.inbox_registry.as_deref()?;
+        self.reach(sid)
+            .inspect_err(|why| tracing::debug!(session_id = sid, %why, "inbox not used"))
+            .ok()
+            .flatten()
+    }
+
+    /// `sid`'s inbox if it can be told through now: announced by its hook (else in the
+    /// registry), a private socket of ours whose process is alive and runs `sid` as far as the
+    /// registry says, and not one that left the last message unheard. `Ok(None)`: inboxes are
+    /// off or it has none.
+    pub fn reach(&self, sid: &str) -> Result<Option<Inbox>, Unusable> {
+        let Some(dir) = self.inbox_registry.as_deref() else {
+            return Ok(None);
+        };
         let row = self.store.inbox(sid).ok().flatten();
-        let unheard = row
-            .as_ref()
-            .and_then(InboxRow::unanswered_since)
-            .filter(|&sent| {
-                clock::now_ms().saturating_sub(sent) >= duration_ms(inbox::UNHEARD_AFTER)
-            });
-        if unheard.is_some() && !self.message_held(sid) {
-            tracing::debug!(
-                session_id = sid,
-                "its inbox left the last message unheard; not used"
-            );
-            return None;
+        let unheard = (row.as_ref().and_then(InboxRow::unanswered_since)).is_some_and(|sent| {
+            clock::now_ms().saturating_sub(sent) >= duration_ms(inbox::UNHEARD_AFTER)
+        });
+        if unheard && !self.message_held(sid) {
+            return Err(Unusable::Unheard);
         }
         let announced = row.and_then(|row| row.inbox);
-        let inbox = announced.or_else(|| registry::inbox_of(dir, sid))?;
-        let checked = inbox.check().and_then(|()| match inbox.pid {
-            // A pid is reused: its socket path then belongs to another session.
-            Some(pid) => match registry::session_of_pid(dir, pid) {
-                Some(other) if other != sid => Err(inbox::InboxError::DeadProcess(pid)),
-                _ => Ok(()),
-            },
-            None => Ok(()),
-        });
-        match checked {
-            Ok(()) => Some(inbox),
-            Err(error) => {
-                tracing::debug!(session_id = sid, %error, "inbox not usable");
-                None
-            }
+        let Some(inbox) = announced.or_else(|| registry::inbox_of(dir, sid)) else {
+            return Ok(None);
+        };
+        inbox.check().map_err(Unusable::Checked)?;
+        // A pid is reused: its socket path then belongs to another session.
+        if let Some(pid) = inbox.pid
+            && registry::session_of_pid(dir, pid).is_some_and(|other| other != sid)
+        {
+            return Err(Unusable::Reused(pid));
         }
+        Ok(Some(inbox))
     }
 
     /// Whether Claude Code holds the last message sent to `sid`'s inbox for a human (bypass mode
