@@ -65,7 +65,7 @@ impl Gate {
         let unheard = (row.as_ref().and_then(InboxRow::unanswered_since)).is_some_and(|sent| {
             clock::now_ms().saturating_sub(sent) >= duration_ms(inbox::UNHEARD_AFTER)
         });
-        if unheard && !self.message_held(sid) {
+        if unheard && !self.held(sid, row.as_ref()) {
             return Err(Unusable::Unheard);
         }
         let announced = row.and_then(|row| row.inbox);
@@ -85,8 +85,12 @@ impl Gate {
     /// Whether Claude Code holds the last message sent to `sid`'s inbox for a human (bypass mode
     /// without `crossSessionInbound: accept`): its transcript says so, and nothing answered it.
     pub fn message_held(&self, sid: &str) -> bool {
-        let Some(since) = (self.store.inbox(sid).ok().flatten()).and_then(|r| r.unanswered_since())
-        else {
+        self.held(sid, self.store.inbox(sid).ok().flatten().as_ref())
+    }
+
+    /// [`Gate::message_held`] from the inbox row the caller already read.
+    fn held(&self, sid: &str, row: Option<&InboxRow>) -> bool {
+        let Some(since) = row.and_then(InboxRow::unanswered_since) else {
             return false;
         };
         let transcript = self
