@@ -121,6 +121,31 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Shown<T> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sessions {
     pub sessions: Vec<SessionStatus>,
+    /// Each Claude Code account's usage windows, as its sessions' status lines reported them.
+    #[serde(default)]
+    pub budgets: Vec<Budget>,
+}
+
+/// One Claude Code account's usage windows (subscribers; from the status line's `rate_limits`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    /// Its config directory (`~/.claude`, or `CLAUDE_CONFIG_DIR`).
+    pub account: String,
+    /// The 5-hour window, while it runs (`None`: not reported, or its reset passed).
+    pub five_hour: Option<BudgetWindow>,
+    /// The 7-day window, likewise.
+    pub seven_day: Option<BudgetWindow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetWindow {
+    /// 0-100.
+    pub used_percentage: f64,
+    pub resets_at: Option<Timestamp>,
+    /// When a status line last reported it.
+    pub seen_at: Option<Timestamp>,
+    /// No report for `[budget] stale_after`: the share may be higher by now.
+    pub stale: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

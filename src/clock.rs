@@ -6,6 +6,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jiff::Timestamp;
 
+/// A span as whole milliseconds, saturating.
+pub fn duration_ms(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
 pub fn now_ms() -> i64 {
     ms(SystemTime::now())
 }

@@ -18,6 +18,7 @@
 //!   bus/           the agent-event-bus MCP client; registration.rs (the keeper task)
 //!   context/       context-window figures, thresholds, statusline; task.rs (the monitor)
 //!   session/       the session as the unit: state, the one decision, signals, the loop
+//!   budget/        the usage windows from the status line, and what they mean for nudges
 //!   rewind/        RewindConfig and the pure rewind decisions
 //!   launch/        starting an agent in tmux
 //! pipeline: one path from an event to a pane
@@ -40,6 +41,7 @@
 
 pub mod api;
 pub mod app;
+pub mod budget;
 pub mod bus;
 pub mod claude;
 pub mod cli;

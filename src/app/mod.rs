@@ -167,6 +167,7 @@ impl App {
                 gate.clone(),
                 store.clone(),
                 wake_dir.clone(),
+                config.paths.state_dir.clone(),
                 config.paths.claude.as_ref().ok().cloned(),
                 nudge_config,
                 RestartSettings {

@@ -231,6 +231,17 @@ pub fn in_transcript_line(line: &[u8]) -> Option<TranscriptNotice> {
     })
 }
 
+/// A status line's `resets_at` as unix ms: seconds or milliseconds since the epoch, or RFC 3339.
+pub fn reset_ms(value: &Value) -> Option<i64> {
+    match value {
+        Value::Number(n) => n
+            .as_f64()
+            .map(|x| if x < 1e11 { x * 1000.0 } else { x } as i64),
+        Value::String(s) => s.parse::<Timestamp>().ok().map(Timestamp::as_millisecond),
+        _ => None,
+    }
+}
+
 /// The notice of a `StopFailure` hook (`error: "rate_limit"`).
 pub fn in_stop_failure(error: Option<&str>, last_message: Option<&str>) -> Option<Notice> {
     (error == Some("rate_limit")).then(|| last_message.and_then(notice))?
@@ -244,13 +255,7 @@ pub fn in_statusline(rate_limits: &Value) -> Option<(Notice, Option<i64>)> {
         if used < 100.0 {
             return None;
         }
-        let resets_at = window.get("resets_at").and_then(|v| match v {
-            Value::Number(n) => n
-                .as_f64()
-                .map(|x| if x < 1e11 { x * 1000.0 } else { x } as i64),
-            Value::String(s) => s.parse::<Timestamp>().ok().map(Timestamp::as_millisecond),
-            _ => None,
-        });
+        let resets_at = window.get("resets_at").and_then(reset_ms);
         let kind = (*kind).to_owned();
         Some((Notice { kind, resets: None }, resets_at))
     })

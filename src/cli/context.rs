@@ -112,10 +112,15 @@ fn our_line(args: &StatuslineArgs, config: Result<Config, ConfigError>, input: &
         }
     };
     let feed = parse_statusline(input, crate::clock::now_s());
-    let written = feed
-        .as_ref()
-        .map(|f| write_feed(&config.paths.state_dir, f));
-    if let Some(Err(err)) = written {
+    let state_dir = &config.paths.state_dir;
+    let written = (feed.as_ref()).map(|f| write_feed(state_dir, f).map_err(|e| e.to_string()));
+    let budget = (feed.as_ref().and_then(|f| f.budget.as_ref()))
+        .map(|reading| crate::budget::record(state_dir, reading).map_err(|e| e.to_string()));
+    for err in [written, budget]
+        .into_iter()
+        .flatten()
+        .filter_map(Result::err)
+    {
         // Not shown in the status bar; it helps whoever runs the command by hand.
         crate::errln!("wakebridge statusline: {err}");
     }

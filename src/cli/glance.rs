@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use crate::api::{Health, SessionState, SessionStatus};
+use crate::api::{Budget, Health, SessionState, SessionStatus};
 
 /// The width laid out for when the terminal's is not known (a pipe, a file).
 pub const DEFAULT_WIDTH: usize = 100;
@@ -249,6 +249,34 @@ fn header(health: Option<&Health>, view: &View, shown: usize, hidden: usize) -> 
     parts.join(" \u{b7} ")
 }
 
+/// The usage windows under the header: `budget: 5h 62% · resets 15:00 · week 41%`, one
+/// account after another (named when there are several), a stale share marked `?`.
+fn budget_line(budgets: &[Budget], view: &View) -> Option<String> {
+    let named = budgets.len() > 1;
+    let accounts: Vec<String> = budgets
+        .iter()
+        .map(|b| {
+            let mut parts = Vec::new();
+            for (short, window) in [("5h", &b.five_hour), ("week", &b.seven_day)] {
+                let Some(w) = window else { continue };
+                let stale = if w.stale { "?" } else { "" };
+                parts.push(format!("{short} {}%{stale}", w.used_percentage.round()));
+                if short == "5h"
+                    && let Some(at) = w.resets_at
+                {
+                    parts.push(format!("resets {}", clock(at, view)));
+                }
+            }
+            let parts = parts.join(" \u{b7} ");
+            match named {
+                true => format!("{parts} ({})", b.account),
+                false => parts,
+            }
+        })
+        .collect();
+    (!accounts.is_empty()).then(|| format!("budget: {}", accounts.join("; ")))
+}
+
 /// Live sessions by id, then ended ones (within [`ENDED_SHOWN_FOR`] unless `all`), most recent
 /// first; and how many ended ones it hides.
 fn shown<'a>(sessions: &'a [SessionStatus], view: &View) -> (Vec<&'a SessionStatus>, usize) {
@@ -283,9 +311,17 @@ const COLUMNS: [(&str, usize, usize, u8); 7] = [
 
 /// The whole glance: a header line, then one line per shown session, every line at most
 /// `view.width` columns wide (display width); nothing wraps, long cells end in `…`.
-pub fn render(sessions: &[SessionStatus], health: Option<&Health>, view: &View) -> String {
+pub fn render(
+    sessions: &[SessionStatus],
+    budgets: &[Budget],
+    health: Option<&Health>,
+    view: &View,
+) -> String {
     let (rows, hidden) = shown(sessions, view);
     let mut out = cut(&header(health, view, rows.len(), hidden), view.width) + "\n";
+    if let Some(budget) = budget_line(budgets, view) {
+        out += &(cut(&budget, view.width) + "\n");
+    }
     if rows.is_empty() {
         let text = match hidden {
             0 => {
@@ -610,29 +646,29 @@ mod tests {
             heard_at: None,
             held: false,
         });
-        let text = render(&[reached.clone()], None, &view(DEFAULT_WIDTH));
+        let text = render(&[reached.clone()], &[], None, &view(DEFAULT_WIDTH));
         let line = line_of(&text, "e2000000 ");
         assert!(line.contains("  inbox  "), "{line}");
         assert!(line.contains("  idle  "), "{line}");
         // A message it never reported: said so, not before two minutes.
         let inbox = reached.inbox.as_mut().unwrap();
         inbox.last_sent_at = Some(at(-60));
-        let text = render(&[reached.clone()], None, &view(DEFAULT_WIDTH));
+        let text = render(&[reached.clone()], &[], None, &view(DEFAULT_WIDTH));
         assert!(!text.contains("unheard"), "{text}");
         reached.inbox.as_mut().unwrap().last_sent_at = Some(at(-600));
-        let text = render(&[reached.clone()], None, &view(DEFAULT_WIDTH));
+        let text = render(&[reached.clone()], &[], None, &view(DEFAULT_WIDTH));
         assert!(
             line_of(&text, "e2000000 ").contains("inbox unheard since"),
             "{text}"
         );
         reached.inbox.as_mut().unwrap().heard_at = Some(at(-590));
-        let text = render(&[reached], None, &view(DEFAULT_WIDTH));
+        let text = render(&[reached], &[], None, &view(DEFAULT_WIDTH));
         assert!(!text.contains("unheard"), "{text}");
     }
 
     #[test]
     fn every_state_reads_as_a_person_would_say_it() {
-        let text = render(&fixture(), None, &view(DEFAULT_WIDTH));
+        let text = render(&fixture(), &[], None, &view(DEFAULT_WIDTH));
         let cases = [
             ("a1b2c3d4 ", "working"),
             ("a1b2ffee ", "nudged"),
@@ -682,7 +718,7 @@ mod tests {
     #[test]
     fn ended_sessions_age_out_of_the_default_view_and_all_shows_them() {
         let sessions = fixture();
-        let text = render(&sessions, None, &view(DEFAULT_WIDTH));
+        let text = render(&sessions, &[], None, &view(DEFAULT_WIDTH));
         assert!(
             text.contains("f0000000"),
             "ended 5 minutes ago stays:\n{text}"
@@ -699,6 +735,7 @@ mod tests {
         );
         let all = render(
             &sessions,
+            &[],
             None,
             &View {
                 all: true,
@@ -728,13 +765,13 @@ mod tests {
         let health = health();
         for width in [DEFAULT_WIDTH, 80, 60, 40, 20] {
             for all in [false, true] {
-                let text = render(&sessions, Some(&health), &View { all, ..view(width) });
+                let text = render(&sessions, &[], Some(&health), &View { all, ..view(width) });
                 for line in text.lines() {
                     assert!(line.width() <= width, "{} > {width}: {line}", line.width());
                 }
             }
         }
-        let text = render(&sessions, Some(&health), &view(DEFAULT_WIDTH));
+        let text = render(&sessions, &[], Some(&health), &view(DEFAULT_WIDTH));
         // The names give way first; the state column keeps its longest label.
         assert!(
             line_of(&text, "a1b2c3d4 ").contains("  a-project-with\u{2026}  "),
@@ -758,6 +795,7 @@ mod tests {
     fn colour_goes_on_the_state_cell_only() {
         let text = render(
             &fixture(),
+            &[],
             None,
             &View {
                 color: true,
@@ -767,7 +805,7 @@ mod tests {
         let line = line_of(&text, "a1b2c3d4 ");
         assert!(line.contains("\x1b[33mworking"), "{line:?}");
         assert!(!text.lines().nth(1).unwrap().contains('\x1b'));
-        let plain = render(&fixture(), None, &view(DEFAULT_WIDTH));
+        let plain = render(&fixture(), &[], None, &view(DEFAULT_WIDTH));
         assert!(!plain.contains('\x1b'));
     }
 
@@ -804,7 +842,7 @@ mod tests {
             ]
         );
         // An id given up at a /clear counts: typing the prefix must not be ambiguous.
-        let text = render(&fixture(), None, &view(DEFAULT_WIDTH));
+        let text = render(&fixture(), &[], None, &view(DEFAULT_WIDTH));
         assert!(text.contains("a9000000  "), "{text}");
         let sessions = fixture();
         assert!(known_ids(&sessions).contains(&"99999999-old"));
@@ -820,11 +858,11 @@ mod tests {
 
     #[test]
     fn an_empty_view_says_why() {
-        assert!(render(&[], None, &view(DEFAULT_WIDTH)).contains("no sessions known yet"));
+        assert!(render(&[], &[], None, &view(DEFAULT_WIDTH)).contains("no sessions known yet"));
         let mut old = in_state("f1000000-0000-4000-8000-00000000000b", SessionState::Ended);
         old.pane = None;
         old.last_seen_at = Some(at(-3 * 3600));
-        let text = render(&[old], None, &view(DEFAULT_WIDTH));
+        let text = render(&[old], &[], None, &view(DEFAULT_WIDTH));
         assert!(
             text.contains("no live sessions; `wakebridge status --all`"),
             "{text}"

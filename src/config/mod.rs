@@ -24,10 +24,10 @@ use crate::wire::signature::Secret;
 pub use error::ConfigError;
 pub use hosts::HostAllowlist;
 pub use settings::{
-    BridgeSettings, ContextLevelSettings, ContextSettings, ContextThresholdSettings,
-    LaunchSettings, LedgerSettings, LimitSettings, MuxSettings, NotifySettings, NudgerSettings,
-    PruneSettings, RegistrationSettings, RewindSettings, Settings, SpoolSettings, StateSettings,
-    WakeSettings,
+    BridgeSettings, BudgetSettings, ContextLevelSettings, ContextSettings,
+    ContextThresholdSettings, LaunchSettings, LedgerSettings, LimitSettings, MuxSettings,
+    NotifySettings, NudgerSettings, PruneSettings, RegistrationSettings, RewindSettings, Settings,
+    SpoolSettings, StateSettings, WakeSettings,
 };
 pub use topology::{Topology, UrlProblem};
 

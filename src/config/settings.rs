@@ -26,6 +26,19 @@ pub struct Settings {
     pub launch: LaunchSettings,
     pub notify: NotifySettings,
     pub schedule: ScheduleSettings,
+    pub budget: BudgetSettings,
+}
+
+/// `[budget]`: the usage windows and nudging (validated by `budget::policy`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct BudgetSettings {
+    pub enabled: bool,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub use_within: Duration,
+    pub use_below: u8,
+    pub spare_from: u8,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub stale_after: Duration,
 }
 
 /// `[schedule]`: when wakebridge starts work on its own (validated by `session::hours`).

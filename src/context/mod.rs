@@ -148,6 +148,7 @@ mod tests {
             transcript_path: None,
             timestamp: 0,
             limit: None,
+            budget: None,
         };
         let f = figures(Some(&reading), Some(&feed), &WindowResolver::default());
         assert_eq!(

@@ -50,6 +50,9 @@ pub struct Feed {
     /// A `rate_limits` window that is used up (subscribers only).
     #[serde(default)]
     pub limit: Option<FeedLimit>,
+    /// Its account's usage windows (kept in `budget/`, not in the feed).
+    #[serde(skip)]
+    pub budget: Option<crate::budget::Account>,
 }
 
 /// A used-up usage-limit window of the status line's `rate_limits`.
@@ -103,6 +106,12 @@ pub fn parse_statusline(bytes: &[u8], now: u64) -> Option<Feed> {
             .filter(|p| !p.is_empty())
             .map(PathBuf::from),
         timestamp: now,
+        budget: v.get("rate_limits").and_then(|r| {
+            let transcript = text("/transcript_path").map(Path::new)?;
+            let account = crate::budget::account_of(transcript)?;
+            let now_ms = i64::try_from(now).ok()?.saturating_mul(1000);
+            crate::budget::from_statusline(r, account, now_ms)
+        }),
         limit: v.get("rate_limits").and_then(limits::in_statusline).map(
             |(notice, resets_at_ms)| FeedLimit {
                 kind: notice.kind,

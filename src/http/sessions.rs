@@ -12,7 +12,8 @@ use strum::IntoEnumIterator;
 
 use super::ApiError;
 use super::guards::require_reader;
-use crate::api::{SessionState, SessionStatus, Sessions};
+use crate::api::{Budget, SessionState, SessionStatus, Sessions};
+use crate::budget::WindowKind;
 use crate::http::AppState;
 use crate::http::status::{self, SpoolDetail};
 use crate::store::RewindOutcome;
@@ -27,8 +28,15 @@ pub async fn sessions(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     require_reader(&app, &headers)?;
+    let budgets = budgets(&app);
     let sessions = snapshot(app, SpoolDetail::Lines).await?;
-    Ok(Json(Sessions { sessions }).into_response())
+    Ok(Json(Sessions { sessions, budgets }).into_response())
+}
+
+/// The accounts' usage windows: a few small files, read on the request's thread.
+fn budgets(app: &AppState) -> Vec<Budget> {
+    let stale = crate::clock::duration_ms(app.config.settings.budget.stale_after);
+    crate::budget::shown(&app.config.paths.state_dir, stale, crate::clock::now_ms())
 }
 
 pub async fn metrics(
@@ -43,6 +51,7 @@ pub async fn metrics(
         .is_some_and(|r| r.snapshot().registered);
     let started_at = app.started_at;
     let thresholds = app.config.settings.context.thresholds.clone();
+    let budgets = budgets(&app);
     let sessions = snapshot(app, SpoolDetail::Bytes).await?;
     let rewinds = tokio::task::spawn_blocking(move || store.rewind_counts())
         .await
@@ -113,9 +122,9 @@ pub async fn metrics(
         "Owed wakes paid, by how: the Stop hook, typing or the inbox.",
         "how",
         [
-            ("hook", paid.clone().map(|p| p.by_hook).sum()),
-            ("typed", paid.clone().map(|p| p.by_typing).sum()),
-            ("inbox", paid.map(|p| p.by_inbox).sum()),
+            ("hook", paid.clone().map(|p| p.by_hook).sum::<u64>()),
+            ("typed", paid.clone().map(|p| p.by_typing).sum::<u64>()),
+            ("inbox", paid.map(|p| p.by_inbox).sum::<u64>()),
         ],
     );
     out.gauge(
@@ -135,6 +144,23 @@ pub async fn metrics(
         "wakebridge_rewinds_waiting",
         "Rewinds asked for and not performed yet.",
         rewinds.get(&None).copied().unwrap_or(0),
+    );
+    // A path is no label value: with several accounts, the most used one is the one to watch.
+    let used = |kind: WindowKind| {
+        let windows = budgets.iter().filter_map(|b| match kind {
+            WindowKind::FiveHour => b.five_hour.as_ref(),
+            WindowKind::SevenDay => b.seven_day.as_ref(),
+        });
+        let most = windows.map(|w| w.used_percentage).reduce(f64::max)?;
+        Some((<&str>::from(kind), (most / 100.0).clamp(0.0, 1.0)))
+    };
+    out.labelled(
+        "wakebridge_budget_used_ratio",
+        "gauge",
+        "The share of each usage window used (0..1), of the most used account; absent until a \
+         status line reported it, and after its reset.",
+        "window",
+        WindowKind::ALL.into_iter().filter_map(used),
     );
     // Per-session percentages would be a label per session id, a set without bound: the
     // fleet's fullest window and how many sessions are past each warning say what to act on.
@@ -175,13 +201,13 @@ impl Exposition<'_> {
     }
 
     /// A family with one sample per value of its one label.
-    fn labelled<'v>(
+    fn labelled<'v, V: std::fmt::Display>(
         &mut self,
         name: &str,
         kind: &str,
         help: &str,
         label: &str,
-        samples: impl IntoIterator<Item = (&'v str, u64)>,
+        samples: impl IntoIterator<Item = (&'v str, V)>,
     ) {
         self.family(name, kind, help);
         for (value, count) in samples {

@@ -9,6 +9,8 @@ use jiff::tz::TimeZone;
 use tokio::time::Instant;
 
 use crate::api::SessionState;
+use crate::budget::WindowKind;
+use crate::budget::policy::Outlook;
 use crate::claude::limits::{self, AutoContinue, Notice, WRITTEN_NOW, describe_reset};
 use crate::delivery::gate::Mode;
 use crate::rewind::{self, Due};
@@ -76,9 +78,11 @@ pub struct Seen<'a> {
     pub rewind: Option<(&'a RewindRow, bool)>,
     pub rewind_last_done_ms: Option<i64>,
     pub last_typed: Option<Instant>,
+    /// What its account's usage windows say about nudging now.
+    pub budget: Outlook,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Step {
     Wait(SessionState, String),
     /// Poll again no later than this (unix ms).
@@ -86,6 +90,12 @@ pub enum Step {
     Later(Attempt, Duration, SessionState, String),
     Look(Look),
     Nudge,
+    /// One nudge for a window near its end with much of it unused.
+    BudgetNudge {
+        kind: WindowKind,
+        used: f64,
+        resets_at_ms: i64,
+    },
     PayOwed(Mode),
     HeldFromScreen(Notice),
     ScreenBlocked(Verdict),
@@ -239,15 +249,40 @@ fn nudge(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> St
     if !config.enabled {
         return Step::Wait(SessionState::Idle, format!("idle ({why}), nudges off"));
     }
+    let idle = match () {
+        () if session.acknowledged => SessionState::AcknowledgedIdle,
+        () if session.count.unanswered > 0 => SessionState::Nudged,
+        () => SessionState::Idle,
+    };
+    if let Some(sparing) = seen.budget.sparing() {
+        return Step::Wait(idle, format!("idle ({why}), {sparing}"));
+    }
+    let quiet_for = session.quiet_for(now.ms);
+    if let Outlook::UseIt {
+        kind,
+        used,
+        resets_at_ms,
+    } = seen.budget
+        && !session.budget_nudged_for(kind, resets_at_ms)
+        && quiet_for >= config.idle_after
+        && !session.waits(Attempt::Nudge, now.at)
+    {
+        if let Some(step) = look_first(seen, config, idle) {
+            return step;
+        }
+        if seen.obs.screen.as_ref().is_some_and(|s| s.asked) {
+            let reason = format!("idle ({why}), asked a question: no budget nudge");
+            return Step::Wait(idle, reason);
+        }
+        return Step::BudgetNudge {
+            kind,
+            used,
+            resets_at_ms,
+        };
+    }
     if session.acknowledged {
         return Step::Wait(SessionState::AcknowledgedIdle, "acknowledged idle".into());
     }
-    let idle = if session.count.unanswered > 0 {
-        SessionState::Nudged
-    } else {
-        SessionState::Idle
-    };
-    let quiet_for = session.quiet_for(now.ms);
     if quiet_for < config.idle_after {
         let reason = format!("idle ({why}), quiet for {}s", quiet_for.as_secs());
         return Step::Wait(idle, reason);
@@ -268,24 +303,28 @@ fn nudge(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> St
     {
         return Step::Wait(idle, format!("idle ({why}), backing off"));
     }
-    if seen.tmux {
-        match seen.screen {
-            Screen::NotRead => return Step::Look(Look::BeforeNudge),
-            Screen::Unreadable => return Step::Wait(idle, "screen unreadable".into()),
-            Screen::Text(text) => {
-                if config.limits.enabled
-                    && let Some(notice) = limits::on_screen(text)
-                {
-                    return Step::HeldFromScreen(notice);
-                }
-                let verdict = classify(seen.obs);
-                if !matches!(verdict, Verdict::Idle(_)) {
-                    return Step::ScreenBlocked(verdict);
-                }
+    look_first(seen, config, idle).unwrap_or(Step::Nudge)
+}
+
+/// Before a nudge into a tmux pane: read its screen, and stop at a limit's notice or at what
+/// the screen shows that the cheap signals did not.
+fn look_first(seen: &Seen, config: &NudgerConfig, idle: SessionState) -> Option<Step> {
+    if !seen.tmux {
+        return None;
+    }
+    match seen.screen {
+        Screen::NotRead => Some(Step::Look(Look::BeforeNudge)),
+        Screen::Unreadable => Some(Step::Wait(idle, "screen unreadable".into())),
+        Screen::Text(text) => {
+            if config.limits.enabled
+                && let Some(notice) = limits::on_screen(text)
+            {
+                return Some(Step::HeldFromScreen(notice));
             }
+            let verdict = classify(seen.obs);
+            (!matches!(verdict, Verdict::Idle(_))).then_some(Step::ScreenBlocked(verdict))
         }
     }
-    Step::Nudge
 }
 
 fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, now: &Now) -> Step {
@@ -385,9 +424,7 @@ fn notice_gone(screen: &str) -> bool {
     limits::on_screen(screen).is_none() && limits::wait_option(screen).is_none()
 }
 
-pub(crate) fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
+pub(crate) use crate::clock::duration_ms as millis;
 
 #[cfg(test)]
 mod tests {
@@ -436,6 +473,7 @@ mod tests {
             rewind: None,
             rewind_last_done_ms: None,
             last_typed: None,
+            budget: Outlook::Plain,
         }
     }
 

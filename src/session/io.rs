@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::budget::{Account, account_of};
 use crate::claude::home::ClaudeHome;
 use crate::claude::registry::{RegistryReading, read_registry};
 use crate::clock;
@@ -40,6 +41,8 @@ pub struct SessionFacts {
     pub rewind: RewindFacts,
     /// A person paused it: nothing is done for it.
     pub paused: bool,
+    /// Its Claude Code account (config directory), from its transcript's path.
+    pub account: Option<PathBuf>,
 }
 
 pub trait SessionIo: Send + Sync {
@@ -54,6 +57,8 @@ pub trait SessionIo: Send + Sync {
         sessions: Vec<String>,
     ) -> impl Future<Output = HashMap<String, SessionFacts>> + Send;
     fn registry(&self) -> impl Future<Output = HashMap<String, RegistryReading>> + Send;
+    /// Every account's usage windows as the status lines last reported them.
+    fn budgets(&self) -> impl Future<Output = Vec<Account>> + Send;
     fn busy(&self, sid: &str) -> bool;
     fn last_typed(&self, sid: &str) -> Option<Instant>;
     fn wake(
@@ -94,12 +99,13 @@ impl NudgerDeps {
         gate: Arc<Gate>,
         store: Store,
         wake_dir: PathBuf,
+        state_dir: PathBuf,
         claude: Option<ClaudeHome>,
         config: NudgerConfig,
         restarts: RestartSettings,
     ) -> Self {
         Self {
-            io: LiveIo::new(gate, store, wake_dir, claude, restarts),
+            io: LiveIo::new(gate, store, wake_dir, state_dir, claude, restarts),
             config,
             views: watch::Sender::new(SessionViews::default()),
         }
@@ -114,6 +120,8 @@ pub struct LiveIo {
     gate: Arc<Gate>,
     store: Store,
     wake_dir: PathBuf,
+    /// Where the status lines keep the usage windows (`budget/`).
+    state_dir: PathBuf,
     claude: Option<ClaudeHome>,
     restarts: RestartSettings,
     warned: Warnings,
@@ -124,6 +132,7 @@ impl LiveIo {
         gate: Arc<Gate>,
         store: Store,
         wake_dir: PathBuf,
+        state_dir: PathBuf,
         claude: Option<ClaudeHome>,
         restarts: RestartSettings,
     ) -> Self {
@@ -131,6 +140,7 @@ impl LiveIo {
             gate,
             store,
             wake_dir,
+            state_dir,
             claude,
             restarts,
             warned: Warnings::default(),
@@ -205,6 +215,10 @@ impl SessionIo for LiveIo {
                         mtime_ms: meta.modified().map(clock::ms).unwrap_or(0),
                     });
                 let paused = store.pause(&sid)?.is_some();
+                let account = row
+                    .transcript_path
+                    .as_deref()
+                    .and_then(|p| account_of(p.as_ref()));
                 facts.insert(
                     sid,
                     SessionFacts {
@@ -214,6 +228,7 @@ impl SessionIo for LiveIo {
                         limit: row.limit,
                         rewind,
                         paused,
+                        account,
                     },
                 );
             }
@@ -221,6 +236,13 @@ impl SessionIo for LiveIo {
         })
         .await
         .unwrap_or_default()
+    }
+
+    async fn budgets(&self) -> Vec<Account> {
+        let dir = self.state_dir.clone();
+        tokio::task::spawn_blocking(move || crate::budget::read_all(&dir))
+            .await
+            .unwrap_or_default()
     }
 
     async fn registry(&self) -> HashMap<String, RegistryReading> {

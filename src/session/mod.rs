@@ -53,6 +53,8 @@ pub enum NudgeError {
     Rewind(#[from] RewindError),
     #[error(transparent)]
     Hours(#[from] hours::HoursError),
+    #[error(transparent)]
+    Budget(#[from] crate::budget::policy::BudgetError),
 }
 
 /// `[limits]`, validated: the hold and the resume at a usage limit's reset.
@@ -101,6 +103,8 @@ pub struct NudgerConfig {
     pub rewind: RewindConfig,
     /// `[schedule]`: when nudges, resumes and automatic rewinds may start.
     pub hours: hours::ActiveHours,
+    /// `[budget]`: budget nudges, and no nudges while a window is nearly spent.
+    pub budget: crate::budget::policy::BudgetConfig,
 }
 
 impl NudgerConfig {
@@ -144,6 +148,7 @@ impl NudgerConfig {
             limits: LimitsConfig::from_settings(limits)?,
             rewind: RewindConfig::from_settings(rewind)?,
             hours: hours::ActiveHours::default(),
+            budget: crate::budget::policy::BudgetConfig::default(),
         })
     }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::api::SessionState;
+use crate::budget::WindowKind;
 use crate::delivery::Action;
 use crate::session::observe::{Activity, Verdict};
 use crate::session::schedule::{NudgeCount, Schedule};
@@ -39,6 +40,8 @@ pub struct Session {
     /// While held at a limit: when to look at the screen next (unix ms).
     pub limit_look_ms: Option<i64>,
     pub state: Option<(SessionState, String)>,
+    /// The windows (named by their reset, unix ms) it was given a budget nudge for, by kind.
+    pub budget_nudged: [Option<i64>; 2],
     tries: [Tries; 4],
 }
 
@@ -111,6 +114,11 @@ impl Session {
         self.screen_block = None;
         self.acknowledged = schedule.acknowledged(self.count.unanswered);
         self.acknowledged
+    }
+
+    /// Whether the window of `kind` resetting at `resets_at_ms` already had its budget nudge.
+    pub fn budget_nudged_for(&self, kind: WindowKind, resets_at_ms: i64) -> bool {
+        self.budget_nudged[kind as usize] == Some(resets_at_ms)
     }
 
     pub fn unheld(&mut self) {

@@ -19,6 +19,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::SessionState;
+use crate::budget::{
+    self,
+    policy::{self, Outlook},
+};
 use crate::claude::hooks::HookKind;
 use crate::claude::registry::RegistryReading;
 use crate::claude::screen;
@@ -44,12 +48,23 @@ pub use resume::RESUME_SENDER;
 pub use rewind::REWIND_SENDER;
 
 pub const NUDGER_SENDER: &str = "wakebridge-nudger";
+pub const BUDGET_SENDER: &str = "wakebridge-budget";
 pub const OWED_SENDER: &str = "wakebridge-owed";
 /// Poll interval while any session is owed a wake, so a wake is typed within a second of
 /// `owed_after`.
 pub const OWED_POLL: Duration = Duration::from_secs(1);
 /// Wait before retrying an owed wake, a resume or a `/clear` the gate did not type.
 const OWED_RETRY: Duration = Duration::from_secs(2);
+
+/// What one poll read once for every session.
+#[derive(Clone, Copy)]
+struct Around<'a> {
+    snapshot: Option<&'a HashMap<String, PaneInfo>>,
+    registry: &'a HashMap<String, RegistryReading>,
+    /// The budget's outlook for the session at hand.
+    outlook: Outlook,
+    local: &'a TimeZone,
+}
 
 pub struct Keeper<I> {
     config: NudgerConfig,
@@ -134,6 +149,7 @@ impl<I: SessionIo> Keeper<I> {
             .session_facts(mapping.keys().cloned().collect())
             .await;
         let registry = self.io.registry().await;
+        let budgets = self.io.budgets().await;
         // A held or paused session's owed events wait for its reset or a person: no reason to
         // poll every second.
         let limits = self.config.limits.enabled;
@@ -145,9 +161,15 @@ impl<I: SessionIo> Keeper<I> {
         let mut views = BTreeMap::new();
         for (sid, target) in &mapping {
             let facts = facts.get(sid).cloned().unwrap_or_default();
-            let view = self
-                .consider(sid, target, snapshot.as_ref(), facts, &registry, &local)
-                .await;
+            let account = budget::for_session(&budgets, facts.account.as_deref());
+            let outlook = policy::outlook(&self.config.budget, account, self.io.now_ms());
+            let seen = Around {
+                snapshot: snapshot.as_ref(),
+                registry: &registry,
+                outlook,
+                local: &local,
+            };
+            let view = self.consider(sid, target, facts, &seen).await;
             views.insert(sid.clone(), view);
         }
         self.views.send_replace(Arc::new(views));
@@ -157,11 +179,15 @@ impl<I: SessionIo> Keeper<I> {
         &mut self,
         sid: &str,
         target: &PaneTarget,
-        snapshot: Option<&HashMap<String, PaneInfo>>,
         facts: SessionFacts,
-        registry: &HashMap<String, RegistryReading>,
-        local: &TimeZone,
+        around: &Around<'_>,
     ) -> SessionView {
+        let Around {
+            snapshot,
+            registry,
+            outlook,
+            local,
+        } = *around;
         let now = Now {
             at: Instant::now(),
             ms: self.io.now_ms(),
@@ -239,6 +265,7 @@ impl<I: SessionIo> Keeper<I> {
                 rewind: pending.map(|p| (p, taken)),
                 rewind_last_done_ms: facts.rewind.last_performed_ms,
                 last_typed: self.io.last_typed(sid),
+                budget: outlook,
             };
             let step = in_hours(
                 decide(session, &seen, &self.config, &now),
@@ -305,6 +332,11 @@ impl<I: SessionIo> Keeper<I> {
             }
             Step::Look(_) => self.view(sid, SessionState::Idle, "screen read twice".into()),
             Step::Nudge => self.nudge(sid).await,
+            Step::BudgetNudge {
+                kind,
+                used,
+                resets_at_ms,
+            } => self.budget_nudge(sid, kind, used, resets_at_ms).await,
             Step::PayOwed(mode) => {
                 let events = facts.owed.map_or(0, |o| o.events);
                 self.pay_owed(sid, mode, events).await

@@ -343,6 +343,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
         transcript_path: None,
         timestamp: clock::now_s(),
         limit: None,
+        budget: None,
     };
     write_feed(&rig.state_dir, &feed)?;
     wait_until("feed figure", || {

@@ -13,6 +13,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use wakebridge::api::SessionState;
+use wakebridge::budget::policy::BudgetConfig;
+use wakebridge::budget::{Account, Window};
 use wakebridge::claude::registry::RegistryReading;
 use wakebridge::delivery::Action;
 use wakebridge::delivery::gate::{Gate, GateOutcome, Mode};
@@ -57,6 +59,8 @@ struct World {
     restarts: Vec<Restart>,
     /// Notices for a human, in order.
     notices: Vec<Notice>,
+    /// The accounts' usage windows.
+    budgets: Vec<Account>,
 }
 
 /// The idle prompt, as the fake's capture shows it.
@@ -171,6 +175,9 @@ impl SessionIo for FakeIo {
     }
     async fn registry(&self) -> HashMap<String, RegistryReading> {
         HashMap::new()
+    }
+    async fn budgets(&self) -> Vec<Account> {
+        self.world.lock().unwrap().budgets.clone()
     }
     fn busy(&self, sid: &str) -> bool {
         self.world
@@ -312,6 +319,7 @@ fn default_config() -> NudgerConfig {
         limits: limits_config(),
         rewind: rewind_config(),
         hours: Default::default(),
+        budget: BudgetConfig::from_settings(&wakebridge::config::defaults().budget).unwrap(),
     }
 }
 
@@ -757,6 +765,98 @@ async fn paused_clock_idle_session_gets_doubling_gaps_then_falls_silent() {
     shutdown.cancel();
 }
 
+/// One account's 5-hour window, `used` % used, resetting `resets_in` after the start.
+fn five_hour(io: &FakeIo, used: f64, resets_in: Duration) {
+    let resets_at_ms = START_MS + i64::try_from(resets_in.as_millis()).unwrap();
+    io.world.lock().unwrap().budgets = vec![Account {
+        account: "/home/u/.claude".into(),
+        five_hour: Some(Window {
+            used_percentage: used,
+            resets_at_ms: Some(resets_at_ms),
+            seen_ms: START_MS,
+        }),
+        seven_day: None,
+    }];
+}
+
+fn budget_nudges(io: &FakeIo, sid: &str) -> Vec<(u64, String)> {
+    let w = io.world.lock().unwrap();
+    w.wakes
+        .iter()
+        .filter(|(s, _, text)| s == sid && text.starts_with("Usage budget"))
+        .map(|(_, at, text)| (*at, text.clone()))
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_an_under_used_window_near_its_end_gets_one_budget_nudge_even_when_acknowledged()
+ {
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    io.add_session("asked", "\u{2733} Claude Code");
+    io.add_session("paused", "\u{2733} Claude Code");
+    io.world.lock().unwrap().screens.insert(
+        "asked".into(),
+        "● Should I also migrate the old table?\n\n────────────\n❯ \n────────────\n".into(),
+    );
+    io.world.lock().unwrap().facts.insert(
+        "paused".into(),
+        SessionFacts {
+            paused: true,
+            ..SessionFacts::default()
+        },
+    );
+    // 40 % used, resetting 3 h 30 m in: the window is "near its end" from 2 h 45 m.
+    five_hour(&io, 40.0, Duration::from_secs(3 * 3600 + 1800));
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(2 * 3600 + 2690)).await;
+    assert_eq!(
+        budget_nudges(&io, "s1"),
+        [],
+        "not before the last 45 minutes"
+    );
+    assert!(
+        views.borrow()["s1"].acknowledged,
+        "{:?}",
+        views.borrow()["s1"]
+    );
+    tokio::time::sleep(Duration::from_secs(30 * 60)).await;
+    let told = budget_nudges(&io, "s1");
+    assert_eq!(told.len(), 1, "once per window: {told:?}");
+    let (at, text) = &told[0];
+    assert!((2 * 3600 + 2700..=2 * 3600 + 2710).contains(at), "at {at}");
+    assert!(
+        text.contains("60% of the 5-hour window is still unused"),
+        "{text}"
+    );
+    // The answer that never came does not un-acknowledge it; no nudge series starts again.
+    assert_eq!(io.wake_times("s1").len(), 6, "{:?}", io.wake_times("s1"));
+    // Waiting on a person's answer, or paused: nothing.
+    assert_eq!(budget_nudges(&io, "asked"), []);
+    assert!(views.borrow()["asked"].reason.contains("asked a question"));
+    assert_eq!(io.wake_times("paused"), Vec::<u64>::new());
+    shutdown.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_a_nearly_spent_window_stops_every_nudge_until_its_reset() {
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    five_hour(&io, 93.0, Duration::from_secs(2 * 3600));
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(2 * 3600 - 60)).await;
+    assert_eq!(io.wake_times("s1"), Vec::<u64>::new());
+    let reason = views.borrow()["s1"].reason.clone();
+    assert!(
+        reason.contains("5-hour window 93% used, sparing it"),
+        "{reason}"
+    );
+    // Past the reset the window says nothing more, and nudging comes back.
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert_eq!(io.wake_times("s1").len(), 1, "{:?}", io.wake_times("s1"));
+    shutdown.cancel();
+}
+
 #[tokio::test(start_paused = true)]
 async fn paused_clock_activity_resets_the_series_and_acknowledged_wakes_up() {
     let io = FakeIo::new();
@@ -930,6 +1030,7 @@ fn fast_config(base_ms: u64, acknowledge_after: u32) -> NudgerConfig {
         limits: limits_config(),
         rewind: rewind_config(),
         hours: Default::default(),
+        budget: BudgetConfig::from_settings(&wakebridge::config::defaults().budget).unwrap(),
     }
 }
 
@@ -944,6 +1045,7 @@ fn live_loop(
     let io = LiveIo::new(
         rig.gate.clone(),
         rig.store.clone(),
+        rig.wake_dir.clone(),
         rig.wake_dir.clone(),
         None,
         restart_settings(),
@@ -1146,6 +1248,7 @@ async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates
     let io = LiveIo::new(
         rig.gate.clone(),
         rig.store.clone(),
+        rig.wake_dir.clone(),
         rig.wake_dir.clone(),
         None,
         restart_settings(),

@@ -382,3 +382,142 @@ async fn context_takes_a_prefix_through_the_daemon_and_a_full_id_without_it() {
     .expect("join");
     assert!(offline.status.success(), "{}", stderr(&offline));
 }
+
+/// Runs `wakebridge statusline` with Claude Code's status-line JSON on stdin; its line.
+fn status_line(root: &Path, payload: &str) -> String {
+    let mut child = binary(root, &[])
+        .arg("statusline")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("wakebridge statusline");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(payload.as_bytes())
+        .expect("payload");
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "statusline failed: {payload}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn with_windows(sid: &str, five: (f64, i64), week: (f64, i64)) -> String {
+    in_account("/home/me/.claude", sid, five, week)
+}
+
+fn in_account(account: &str, sid: &str, five: (f64, i64), week: (f64, i64)) -> String {
+    serde_json::json!({
+        "session_id": sid,
+        "transcript_path": format!("{account}/projects/p/{sid}.jsonl"),
+        "model": {"id": "claude-sonnet-5-5"},
+        "context_window": {"context_window_size": 1_000_000, "used_percentage": 12},
+        "rate_limits": {
+            "five_hour": {"used_percentage": five.0, "resets_at": five.1},
+            "seven_day": {"used_percentage": week.0, "resets_at": week.1},
+        },
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn the_windows_a_status_line_reported_show_in_status_sessions_and_metrics() {
+    let server = TestServer::start(&[]).await;
+    let root = server.root.path().to_path_buf();
+    let now_s = i64::try_from(wakebridge::clock::now_s()).expect("now");
+    let (five_reset, week_reset) = (now_s + 2 * 3600, now_s + 3 * 86_400);
+    let feed = root.clone();
+    let line = tokio::task::spawn_blocking(move || {
+        let line = status_line(
+            &feed,
+            &with_windows(IDLE, (62.4, five_reset), (41.0, week_reset)),
+        );
+        // Another session's status line repeating an older, lower figure of the same window
+        // does not lower it.
+        status_line(
+            &feed,
+            &with_windows(WORKING, (30.0, five_reset), (20.0, week_reset)),
+        );
+        line
+    })
+    .await
+    .expect("status lines");
+    assert_eq!(
+        line.trim_end(),
+        "ctx 12% \u{b7} idle",
+        "the status bar is unchanged"
+    );
+
+    let body = server.get_json("/sessions").await;
+    let budgets = body["budgets"].as_array().expect("budgets");
+    assert_eq!(budgets.len(), 1, "{body:#}");
+    assert_eq!(budgets[0]["account"], "/home/me/.claude");
+    assert_eq!(budgets[0]["five_hour"]["used_percentage"], 62.4);
+    assert_eq!(budgets[0]["five_hour"]["stale"], false);
+    assert_eq!(budgets[0]["seven_day"]["used_percentage"], 41.0);
+    let reset: jiff::Timestamp = budgets[0]["five_hour"]["resets_at"]
+        .as_str()
+        .expect("resets_at")
+        .parse()
+        .expect("a time");
+    assert_eq!(reset.as_second(), five_reset);
+
+    let metrics = server.get_text("/metrics").await;
+    for sample in [
+        "wakebridge_budget_used_ratio{window=\"five_hour\"} 0.624\n",
+        "wakebridge_budget_used_ratio{window=\"seven_day\"} 0.41\n",
+    ] {
+        assert!(metrics.contains(sample), "{sample} in\n{metrics}");
+    }
+
+    let out = cli(&server, &["status"]).await;
+    let text = stdout(&out);
+    let shown = text.lines().nth(1).expect("a second header line");
+    let clock = reset
+        .to_zoned_datetime(jiff::tz::TimeZone::system())
+        .strftime("%H:%M")
+        .to_string();
+    assert_eq!(
+        shown,
+        format!("budget: 5h 62% \u{b7} resets {clock} \u{b7} week 41%")
+    );
+
+    // A new window replaces the old one. Another account is its own, named in the header; its
+    // window past its reset is not shown at all, and the metric is the most used account's.
+    let feed = root.clone();
+    tokio::task::spawn_blocking(move || {
+        status_line(
+            &feed,
+            &with_windows(IDLE, (3.0, now_s + 5 * 3600), (41.0, week_reset)),
+        );
+        let other = in_account(
+            "/home/me/work",
+            ENDED,
+            (70.0, five_reset),
+            (99.0, now_s - 1),
+        );
+        status_line(&feed, &other);
+    })
+    .await
+    .expect("status line");
+    let body = server.get_json("/sessions").await;
+    assert_eq!(body["budgets"][0]["five_hour"]["used_percentage"], 3.0);
+    assert_eq!(body["budgets"][1]["account"], "/home/me/work");
+    assert!(body["budgets"][1]["seven_day"].is_null(), "{body:#}");
+    let metrics = server.get_text("/metrics").await;
+    assert!(
+        metrics.contains("{window=\"five_hour\"} 0.7\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("{window=\"seven_day\"} 0.41\n"),
+        "{metrics}"
+    );
+    let text = stdout(&cli(&server, &["status"]).await);
+    let shown = text.lines().nth(1).expect("a second header line");
+    assert!(
+        shown.starts_with("budget: 5h 3% \u{b7} resets ")
+            && shown.contains(" \u{b7} week 41% (/home/me/.claude); 5h 70% \u{b7} resets "),
+        "{shown}"
+    );
+}

@@ -76,6 +76,8 @@ pub struct ScreenReading {
     pub turn_running: bool,
     /// The input line holds text: typing now would add to it and submit both.
     pub draft: bool,
+    /// The agent's last line above the input box is a question (it waits on a person's answer).
+    pub asked: bool,
 }
 
 pub fn read(text: &str) -> ScreenReading {
@@ -101,6 +103,9 @@ pub fn read(text: &str) -> ScreenReading {
         dialog,
         turn_running: turn_running_in(&lines),
         draft: draft(&normalized).is_some(),
+        asked: kept
+            .last()
+            .is_some_and(|line| line.trim_end().ends_with('?')),
     }
 }
 

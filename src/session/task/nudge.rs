@@ -3,8 +3,11 @@
 
 use tokio::time::Instant;
 
-use super::{Keeper, NUDGER_SENDER, OWED_RETRY, OWED_SENDER, typed_records, typed_row};
+use super::{
+    BUDGET_SENDER, Keeper, NUDGER_SENDER, OWED_RETRY, OWED_SENDER, typed_records, typed_row,
+};
 use crate::api::SessionState;
+use crate::budget::{WindowKind, policy};
 use crate::delivery::gate::Mode;
 use crate::mux::{KeystrokeText, STEP_FLOOR};
 use crate::session::SessionView;
@@ -70,6 +73,40 @@ impl<I: SessionIo> Keeper<I> {
             SessionState::Nudged
         };
         self.view(sid, state, "nudged".into())
+    }
+
+    /// One nudge for a window near its end with much unused; refused, it is tried again after a
+    /// base gap, typed, never again for that window.
+    pub(super) async fn budget_nudge(
+        &mut self,
+        sid: &str,
+        kind: WindowKind,
+        used: f64,
+        resets_at_ms: i64,
+    ) -> SessionView {
+        let local = jiff::tz::TimeZone::system();
+        let text = policy::nudge_text(kind, used, resets_at_ms, self.io.now_ms(), &local);
+        let outcome = self.io.wake(sid, &text, Mode::Gated).await;
+        let done_ms = self.io.now_ms();
+        let row = typed_row(DeliverySource::Nudge, BUDGET_SENDER, sid, done_ms, &outcome);
+        self.io.record(vec![row]).await;
+        let window = kind.describe();
+        if !outcome.action.woke() {
+            let wait = self.config.schedule.base.max(STEP_FLOOR);
+            self.session(sid)
+                .retry_in(Attempt::Nudge, Instant::now(), wait);
+            let reason = format!("budget nudge not typed ({})", outcome.action.as_str());
+            return self.view(sid, SessionState::Idle, reason);
+        }
+        self.session(sid).budget_nudged[kind as usize] = Some(resets_at_ms);
+        tracing::info!(
+            session_id = sid,
+            window,
+            used,
+            "budget nudge: a window ends unused"
+        );
+        let reason = format!("budget nudge ({window} {}% used)", used.round());
+        self.view(sid, SessionState::Nudged, reason)
     }
 
     pub(super) async fn pay_owed(&mut self, sid: &str, mode: Mode, events: u32) -> SessionView {
