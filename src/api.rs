@@ -57,6 +57,47 @@ impl SessionState {
     }
 }
 
+/// The kinds of text wakebridge sends a session, as `/metrics` labels what their turns cost.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    EnumIter,
+    IntoStaticStr,
+    strum::EnumString,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+pub enum TextKind {
+    /// The wake prompt (a bus event, owed or not) or a named wake message.
+    Wake,
+    Nudge,
+    /// A budget nudge: a window ends unused.
+    Budget,
+    /// A context warning.
+    Warning,
+    /// The resume at a usage limit's reset.
+    Resume,
+    /// The re-hydration after a rewind.
+    Rewind,
+}
+
+/// What wakebridge's own texts cost since the start of the local day.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Today {
+    /// Nudges and budget nudges typed or sent.
+    pub nudges: u64,
+    /// Tokens of the turns wakebridge's texts started (every kind).
+    pub caused_tokens: u64,
+}
+
 /// `GET /health`: the Python bridge's fields, what tells two instances apart, and the
 /// configuration only where `/sessions` may be read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,6 +165,9 @@ pub struct Sessions {
     /// Each Claude Code account's usage windows, as its sessions' status lines reported them.
     #[serde(default)]
     pub budgets: Vec<Budget>,
+    /// What wakebridge's texts cost today (`None`: the ledger could not say).
+    #[serde(default)]
+    pub today: Option<Today>,
 }
 
 /// One Claude Code account's usage windows (subscribers; from the status line's `rate_limits`).

@@ -5,6 +5,7 @@
 //! so a reading merges by keeping the larger share, and a window is forgotten at its reset.
 //! What the readings mean for nudging is [`policy`]'s.
 
+pub mod caused;
 pub mod policy;
 
 use std::io::Read as _;

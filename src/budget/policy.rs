@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use jiff::tz::TimeZone;
 
+use super::caused::BUDGET_PREFIX;
 use super::{Account, WindowKind};
 use crate::claude::limits::describe_reset;
 use crate::config::BudgetSettings;
@@ -141,8 +142,8 @@ pub fn nudge_text(
     let left = (100.0 - used).clamp(0.0, 100.0).round();
     let reset = describe_reset(Some(resets_at_ms), now_ms, local);
     let text = format!(
-        "Usage budget: {left}% of the {} is still unused and it {reset}; unused it is lost. If \
-         there is useful work left, carry on with it now.",
+        "{BUDGET_PREFIX}{left}% of the {} is still unused and it {reset}; unused it is lost. \
+         If there is useful work left, carry on with it now.",
         kind.describe()
     );
     // Built from our own words and numbers only; the wake prompt if that ever fails to be

@@ -11,3 +11,4 @@ pub(crate) mod screen;
 pub mod settings;
 pub mod transcript;
 pub(crate) mod trust;
+pub mod turn;

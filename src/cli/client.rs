@@ -388,7 +388,7 @@ async fn frame(daemon: &Daemon<'_>, args: &StatusArgs, terminal: bool) -> Result
         return Ok(format!("{pretty}\n"));
     }
     let sessions = serde_json::from_value::<Sessions>(sessions);
-    let Sessions { sessions, budgets } = sessions.map_err(|e| unreadable("/sessions", &e))?;
+    let listed = sessions.map_err(|e| unreadable("/sessions", &e))?;
     let health = answer(daemon.request(Method::GET, "/health", None).await);
     let health = health.ok().and_then(|h| serde_json::from_value(h).ok());
     let columns = terminal
@@ -402,7 +402,7 @@ async fn frame(daemon: &Daemon<'_>, args: &StatusArgs, terminal: bool) -> Result
         color: terminal,
         tz: jiff::tz::TimeZone::system(),
     };
-    Ok(glance::render(&sessions, &budgets, health.as_ref(), &view))
+    Ok(glance::render(&listed, health.as_ref(), &view))
 }
 
 /// Why a daemon's answer could not be read as the view this build knows.

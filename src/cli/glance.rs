@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use crate::api::{Budget, Health, SessionState, SessionStatus};
+use crate::api::{Budget, Health, SessionState, SessionStatus, Sessions, Today};
 
 /// The width laid out for when the terminal's is not known (a pipe, a file).
 pub const DEFAULT_WIDTH: usize = 100;
@@ -249,9 +249,10 @@ fn header(health: Option<&Health>, view: &View, shown: usize, hidden: usize) -> 
     parts.join(" \u{b7} ")
 }
 
-/// The usage windows under the header: `budget: 5h 62% · resets 15:00 · week 41%`, one
-/// account after another (named when there are several), a stale share marked `?`.
-fn budget_line(budgets: &[Budget], view: &View) -> Option<String> {
+/// Under the header: the usage windows (`budget: 5h 62% · resets 15:00 · week 41%`, one account
+/// after another, named when there are several, a stale share marked `?`) and what wakebridge's
+/// texts cost today (`today: 9 nudges, 41k tokens`).
+fn spend_line(budgets: &[Budget], today: Option<&Today>, view: &View) -> Option<String> {
     let named = budgets.len() > 1;
     let accounts: Vec<String> = budgets
         .iter()
@@ -274,7 +275,28 @@ fn budget_line(budgets: &[Budget], view: &View) -> Option<String> {
             }
         })
         .collect();
-    (!accounts.is_empty()).then(|| format!("budget: {}", accounts.join("; ")))
+    let budget = (!accounts.is_empty()).then(|| format!("budget: {}", accounts.join("; ")));
+    let today = today
+        .filter(|t| t.nudges > 0 || t.caused_tokens > 0)
+        .map(|t| {
+            let plural = if t.nudges == 1 { "" } else { "s" };
+            format!(
+                "today: {} nudge{plural}, {} tokens",
+                t.nudges,
+                tokens(t.caused_tokens)
+            )
+        });
+    let parts: Vec<String> = budget.into_iter().chain(today).collect();
+    (!parts.is_empty()).then(|| parts.join(" \u{b7} "))
+}
+
+/// `812`, `41k`, `1.2M`.
+fn tokens(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{}k", (n + 500) / 1_000),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
 }
 
 /// Live sessions by id, then ended ones (within [`ENDED_SHOWN_FOR`] unless `all`), most recent
@@ -311,16 +333,12 @@ const COLUMNS: [(&str, usize, usize, u8); 7] = [
 
 /// The whole glance: a header line, then one line per shown session, every line at most
 /// `view.width` columns wide (display width); nothing wraps, long cells end in `…`.
-pub fn render(
-    sessions: &[SessionStatus],
-    budgets: &[Budget],
-    health: Option<&Health>,
-    view: &View,
-) -> String {
+pub fn render(listed: &Sessions, health: Option<&Health>, view: &View) -> String {
+    let sessions = &listed.sessions;
     let (rows, hidden) = shown(sessions, view);
     let mut out = cut(&header(health, view, rows.len(), hidden), view.width) + "\n";
-    if let Some(budget) = budget_line(budgets, view) {
-        out += &(cut(&budget, view.width) + "\n");
+    if let Some(spend) = spend_line(&listed.budgets, listed.today.as_ref(), view) {
+        out += &(cut(&spend, view.width) + "\n");
     }
     if rows.is_empty() {
         let text = match hidden {
@@ -613,6 +631,14 @@ mod tests {
         ]
     }
 
+    fn listed(sessions: &[SessionStatus]) -> Sessions {
+        Sessions {
+            sessions: sessions.to_vec(),
+            budgets: Vec::new(),
+            today: None,
+        }
+    }
+
     fn health() -> Health {
         Health {
             status: "ok".into(),
@@ -646,29 +672,29 @@ mod tests {
             heard_at: None,
             held: false,
         });
-        let text = render(&[reached.clone()], &[], None, &view(DEFAULT_WIDTH));
+        let text = render(&listed(&[reached.clone()]), None, &view(DEFAULT_WIDTH));
         let line = line_of(&text, "e2000000 ");
         assert!(line.contains("  inbox  "), "{line}");
         assert!(line.contains("  idle  "), "{line}");
         // A message it never reported: said so, not before two minutes.
         let inbox = reached.inbox.as_mut().unwrap();
         inbox.last_sent_at = Some(at(-60));
-        let text = render(&[reached.clone()], &[], None, &view(DEFAULT_WIDTH));
+        let text = render(&listed(&[reached.clone()]), None, &view(DEFAULT_WIDTH));
         assert!(!text.contains("unheard"), "{text}");
         reached.inbox.as_mut().unwrap().last_sent_at = Some(at(-600));
-        let text = render(&[reached.clone()], &[], None, &view(DEFAULT_WIDTH));
+        let text = render(&listed(&[reached.clone()]), None, &view(DEFAULT_WIDTH));
         assert!(
             line_of(&text, "e2000000 ").contains("inbox unheard since"),
             "{text}"
         );
         reached.inbox.as_mut().unwrap().heard_at = Some(at(-590));
-        let text = render(&[reached], &[], None, &view(DEFAULT_WIDTH));
+        let text = render(&listed(&[reached]), None, &view(DEFAULT_WIDTH));
         assert!(!text.contains("unheard"), "{text}");
     }
 
     #[test]
     fn every_state_reads_as_a_person_would_say_it() {
-        let text = render(&fixture(), &[], None, &view(DEFAULT_WIDTH));
+        let text = render(&listed(&fixture()), None, &view(DEFAULT_WIDTH));
         let cases = [
             ("a1b2c3d4 ", "working"),
             ("a1b2ffee ", "nudged"),
@@ -718,7 +744,7 @@ mod tests {
     #[test]
     fn ended_sessions_age_out_of_the_default_view_and_all_shows_them() {
         let sessions = fixture();
-        let text = render(&sessions, &[], None, &view(DEFAULT_WIDTH));
+        let text = render(&listed(&sessions), None, &view(DEFAULT_WIDTH));
         assert!(
             text.contains("f0000000"),
             "ended 5 minutes ago stays:\n{text}"
@@ -734,8 +760,7 @@ mod tests {
                 .ends_with("12 sessions, 2 ended hidden (--all)")
         );
         let all = render(
-            &sessions,
-            &[],
+            &listed(&sessions),
             None,
             &View {
                 all: true,
@@ -765,13 +790,17 @@ mod tests {
         let health = health();
         for width in [DEFAULT_WIDTH, 80, 60, 40, 20] {
             for all in [false, true] {
-                let text = render(&sessions, &[], Some(&health), &View { all, ..view(width) });
+                let text = render(
+                    &listed(&sessions),
+                    Some(&health),
+                    &View { all, ..view(width) },
+                );
                 for line in text.lines() {
                     assert!(line.width() <= width, "{} > {width}: {line}", line.width());
                 }
             }
         }
-        let text = render(&sessions, &[], Some(&health), &view(DEFAULT_WIDTH));
+        let text = render(&listed(&sessions), Some(&health), &view(DEFAULT_WIDTH));
         // The names give way first; the state column keeps its longest label.
         assert!(
             line_of(&text, "a1b2c3d4 ").contains("  a-project-with\u{2026}  "),
@@ -794,8 +823,7 @@ mod tests {
     #[test]
     fn colour_goes_on_the_state_cell_only() {
         let text = render(
-            &fixture(),
-            &[],
+            &listed(&fixture()),
             None,
             &View {
                 color: true,
@@ -805,7 +833,7 @@ mod tests {
         let line = line_of(&text, "a1b2c3d4 ");
         assert!(line.contains("\x1b[33mworking"), "{line:?}");
         assert!(!text.lines().nth(1).unwrap().contains('\x1b'));
-        let plain = render(&fixture(), &[], None, &view(DEFAULT_WIDTH));
+        let plain = render(&listed(&fixture()), None, &view(DEFAULT_WIDTH));
         assert!(!plain.contains('\x1b'));
     }
 
@@ -842,7 +870,7 @@ mod tests {
             ]
         );
         // An id given up at a /clear counts: typing the prefix must not be ambiguous.
-        let text = render(&fixture(), &[], None, &view(DEFAULT_WIDTH));
+        let text = render(&listed(&fixture()), None, &view(DEFAULT_WIDTH));
         assert!(text.contains("a9000000  "), "{text}");
         let sessions = fixture();
         assert!(known_ids(&sessions).contains(&"99999999-old"));
@@ -857,12 +885,59 @@ mod tests {
     }
 
     #[test]
+    fn the_budget_and_todays_cost_sit_under_the_header_when_known() {
+        let window = |used: f64, stale: bool| {
+            Some(api::BudgetWindow {
+                used_percentage: used,
+                resets_at: Some(at(2 * 3600)),
+                seen_at: Some(now()),
+                stale,
+            })
+        };
+        let mut listed = listed(&fixture());
+        assert_eq!(
+            render(&listed, None, &view(DEFAULT_WIDTH))
+                .lines()
+                .nth(1)
+                .map(|l| l.starts_with("SESSION")),
+            Some(true)
+        );
+        listed.budgets = vec![api::Budget {
+            account: "/home/me/.claude".into(),
+            five_hour: window(61.6, false),
+            seven_day: window(41.0, true),
+        }];
+        listed.today = Some(api::Today {
+            nudges: 9,
+            caused_tokens: 41_200,
+        });
+        let text = render(&listed, None, &view(DEFAULT_WIDTH));
+        let clock = clock(at(2 * 3600), &view(DEFAULT_WIDTH));
+        assert_eq!(
+            text.lines().nth(1),
+            Some(
+                format!(
+                    "budget: 5h 62% · resets {clock} · week 41%? · today: 9 nudges, 41k tokens"
+                )
+                .as_str()
+            )
+        );
+        listed.budgets.clear();
+        listed.today = Some(api::Today {
+            nudges: 1,
+            caused_tokens: 1_234_567,
+        });
+        let text = render(&listed, None, &view(DEFAULT_WIDTH));
+        assert_eq!(text.lines().nth(1), Some("today: 1 nudge, 1.2M tokens"));
+    }
+
+    #[test]
     fn an_empty_view_says_why() {
-        assert!(render(&[], &[], None, &view(DEFAULT_WIDTH)).contains("no sessions known yet"));
+        assert!(render(&listed(&[]), None, &view(DEFAULT_WIDTH)).contains("no sessions known yet"));
         let mut old = in_state("f1000000-0000-4000-8000-00000000000b", SessionState::Ended);
         old.pane = None;
         old.last_seen_at = Some(at(-3 * 3600));
-        let text = render(&[old], &[], None, &view(DEFAULT_WIDTH));
+        let text = render(&listed(&[old]), None, &view(DEFAULT_WIDTH));
         assert!(
             text.contains("no live sessions; `wakebridge status --all`"),
             "{text}"

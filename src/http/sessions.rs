@@ -29,8 +29,24 @@ pub async fn sessions(
 ) -> Result<Response, ApiError> {
     require_reader(&app, &headers)?;
     let budgets = budgets(&app);
+    let store = app.deliverer.store().clone();
+    let today = tokio::task::spawn_blocking(move || store.today(local_midnight_ms()));
     let sessions = snapshot(app, SpoolDetail::Lines).await?;
-    Ok(Json(Sessions { sessions, budgets }).into_response())
+    let today = today.await.ok().and_then(Result::ok);
+    Ok(Json(Sessions {
+        sessions,
+        budgets,
+        today,
+    })
+    .into_response())
+}
+
+/// The start of today in the daemon's zone, unix ms.
+fn local_midnight_ms() -> i64 {
+    let now = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::system());
+    let midnight = jiff::tz::TimeZone::system()
+        .to_timestamp(now.date().to_datetime(jiff::civil::Time::midnight()));
+    midnight.map_or(0, jiff::Timestamp::as_millisecond)
 }
 
 /// The accounts' usage windows: a few small files, read on the request's thread.
@@ -53,11 +69,11 @@ pub async fn metrics(
     let thresholds = app.config.settings.context.thresholds.clone();
     let budgets = budgets(&app);
     let sessions = snapshot(app, SpoolDetail::Bytes).await?;
-    let rewinds = tokio::task::spawn_blocking(move || store.rewind_counts())
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .unwrap_or_default();
+    let (rewinds, caused) =
+        tokio::task::spawn_blocking(move || (store.rewind_counts(), store.caused_totals()))
+            .await
+            .unwrap_or_else(|_| (Ok(Default::default()), Ok(Default::default())));
+    let (rewinds, caused) = (rewinds.unwrap_or_default(), caused.unwrap_or_default());
     let mut text = crate::telemetry::handle().render();
     let mut out = Exposition(&mut text);
     out.labelled(
@@ -144,6 +160,16 @@ pub async fn metrics(
         "wakebridge_rewinds_waiting",
         "Rewinds asked for and not performed yet.",
         rewinds.get(&None).copied().unwrap_or(0),
+    );
+    out.labelled(
+        "wakebridge_caused_tokens_total",
+        "counter",
+        "Tokens of the turns wakebridge's own texts started (input, cache read and creation, \
+         output), by the kind of text.",
+        "kind",
+        caused
+            .iter()
+            .map(|(kind, tokens)| (<&str>::from(*kind), *tokens)),
     );
     // A path is no label value: with several accounts, the most used one is the one to watch.
     let used = |kind: WindowKind| {

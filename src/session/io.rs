@@ -43,6 +43,8 @@ pub struct SessionFacts {
     pub paused: bool,
     /// Its Claude Code account (config directory), from its transcript's path.
     pub account: Option<PathBuf>,
+    /// Its latest turn a nudge started: when it ended (unix ms) and the tools it called.
+    pub nudge_turn: Option<(i64, u32)>,
 }
 
 pub trait SessionIo: Send + Sync {
@@ -219,6 +221,7 @@ impl SessionIo for LiveIo {
                     .transcript_path
                     .as_deref()
                     .and_then(|p| account_of(p.as_ref()));
+                let nudge_turn = store.last_nudge_turn(&sid)?;
                 facts.insert(
                     sid,
                     SessionFacts {
@@ -229,6 +232,7 @@ impl SessionIo for LiveIo {
                         rewind,
                         paused,
                         account,
+                        nudge_turn,
                     },
                 );
             }

@@ -40,6 +40,9 @@ pub struct Session {
     /// While held at a limit: when to look at the screen next (unix ms).
     pub limit_look_ms: Option<i64>,
     pub state: Option<(SessionState, String)>,
+    /// What the last answer to a nudge reset (unanswered, acknowledged) and when (unix ms):
+    /// given back if the turn that nudge started did nothing.
+    pub answered_from: Option<(u32, bool, i64)>,
     /// The windows (named by their reset, unix ms) it was given a budget nudge for, by kind.
     pub budget_nudged: [Option<i64>; 2],
     tries: [Tries; 4],
@@ -97,17 +100,43 @@ impl Session {
         Duration::from_millis(u64::try_from(now_ms - since).unwrap_or(0))
     }
 
-    /// The session showed life. Returns (it had unanswered nudges, it was acknowledged).
-    pub fn answered(&mut self) -> (bool, bool) {
+    /// The session showed life at `at_ms`. Returns (it had unanswered nudges, it was
+    /// acknowledged).
+    pub fn answered(&mut self, at_ms: i64) -> (bool, bool) {
+        let unanswered = self.count.unanswered;
         let had = self.count.reset();
         let was_acknowledged = std::mem::replace(&mut self.acknowledged, false);
+        if had || was_acknowledged {
+            self.answered_from = Some((unanswered, was_acknowledged, at_ms));
+        }
         self.tries_mut(Attempt::Nudge).retry_at = None;
         self.screen_block = None;
         (had, was_acknowledged)
     }
 
+    /// The turn a nudge started ended at `ended_ms` having called no tool: if that turn was
+    /// the answer (seen no later than `within_ms` after it ended), the series goes on where it
+    /// was. Returns the restored unanswered count.
+    pub fn idle_answer(
+        &mut self,
+        ended_ms: i64,
+        within_ms: i64,
+        schedule: &Schedule,
+    ) -> Option<u32> {
+        let (unanswered, acknowledged, at_ms) = self.answered_from?;
+        let nudged_before = self.last_nudge_ms.is_some_and(|n| n <= ended_ms);
+        if !nudged_before || at_ms > ended_ms.saturating_add(within_ms) {
+            return None;
+        }
+        self.answered_from = None;
+        self.count.unanswered = unanswered;
+        self.acknowledged = acknowledged || schedule.acknowledged(unanswered);
+        Some(unanswered)
+    }
+
     /// A nudge was typed: returns whether the session is now acknowledged idle.
     pub fn nudged(&mut self, at: Instant, at_ms: i64, schedule: &Schedule) -> bool {
+        self.answered_from = None;
         self.count.nudged(at);
         self.last_nudge_ms = Some(at_ms);
         self.tries_mut(Attempt::Nudge).retry_at = None;
@@ -130,6 +159,29 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_whose_turn_did_nothing_gives_the_series_back_once() {
+        let schedule = Schedule {
+            base: Duration::from_secs(90),
+            max: Duration::from_secs(900),
+            acknowledge_after: 3,
+        };
+        let mut s = Session::default();
+        let now = Instant::now();
+        s.nudged(now, 1_000, &schedule);
+        s.nudged(now, 2_000, &schedule);
+        s.answered(5_000);
+        assert_eq!(s.count.unanswered, 0);
+        // A turn that ended before the last nudge, or long before the answer, was not it.
+        assert_eq!(s.idle_answer(1_500, 10_000, &schedule), None);
+        assert_eq!(s.idle_answer(2_500, 1_000, &schedule), None);
+        assert_eq!(s.idle_answer(4_000, 10_000, &schedule), Some(2));
+        assert_eq!(s.count.unanswered, 2);
+        assert_eq!(s.idle_answer(4_000, 10_000, &schedule), None, "once");
+        // The next nudge of the series acknowledges it, as if the answer never came.
+        assert!(s.nudged(now, 6_000, &schedule));
+    }
 
     #[test]
     fn a_refusal_streak_records_one_row_and_typing_ends_it() {
@@ -158,8 +210,8 @@ mod tests {
         assert_eq!((s.count.unanswered, s.last_nudge_ms), (2, Some(2_000)));
         s.retry_in(Attempt::Nudge, now, Duration::from_secs(5));
         assert!(s.waits(Attempt::Nudge, now));
-        assert_eq!(s.answered(), (true, true));
+        assert_eq!(s.answered(2_500), (true, true));
         assert!(!s.acknowledged && !s.waits(Attempt::Nudge, now));
-        assert_eq!(s.answered(), (false, false));
+        assert_eq!(s.answered(2_600), (false, false));
     }
 }

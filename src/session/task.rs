@@ -225,6 +225,9 @@ impl<I: SessionIo> Keeper<I> {
         {
             self.answered(sid, signal).await;
         }
+        if let Some((ended_ms, 0)) = facts.nudge_turn {
+            self.idle_answer(sid, ended_ms).await;
+        }
         if facts.paused {
             // Not even a look: a paused session gets nothing, and its view says why.
             return self.view(sid, SessionState::Paused, "paused by a person".into());
@@ -405,8 +408,9 @@ impl<I: SessionIo> Keeper<I> {
     }
 
     async fn answered(&mut self, sid: &str, signal: &str) {
+        let now_ms = self.io.now_ms();
         let session = self.session(sid);
-        let (had, was_acknowledged) = session.answered();
+        let (had, was_acknowledged) = session.answered(now_ms);
         let last_nudge_ms = session.last_nudge_ms;
         if was_acknowledged {
             tracing::info!(
@@ -426,6 +430,29 @@ impl<I: SessionIo> Keeper<I> {
             };
             self.io.record(vec![Record::Nudge(state)]).await;
         }
+    }
+
+    /// A nudge's turn that called no tool did nothing: its answer does not count.
+    async fn idle_answer(&mut self, sid: &str, ended_ms: i64) {
+        // Its movement shows within a poll of its end at the latest.
+        let within = millis(self.config.poll_interval.saturating_mul(2));
+        let schedule = self.config.schedule;
+        let session = self.session(sid);
+        let Some(unanswered) = session.idle_answer(ended_ms, within, &schedule) else {
+            return;
+        };
+        let state = NudgeState {
+            session_id: sid.to_owned(),
+            unanswered,
+            last_nudge_ms: session.last_nudge_ms,
+            acknowledged: session.acknowledged,
+        };
+        tracing::info!(
+            session_id = sid,
+            unanswered,
+            "the nudge's turn called no tool: still unanswered"
+        );
+        self.io.record(vec![Record::Nudge(state)]).await;
     }
 
     fn wake_at(&mut self, at_ms: i64) {

@@ -5,6 +5,7 @@
 //! committed, and everything queued meanwhile shares the next commit. Reads use a small pool of
 //! read-only WAL connections that never block the writer; they are synchronous and indexed.
 
+mod caused;
 mod error;
 mod forget;
 mod open;
@@ -34,6 +35,7 @@ pub use records::{
 pub use rounds::{PendingBytes, RoundIds, SpoolRound};
 pub use writer::WriteStats;
 
+pub use caused::Caused;
 pub use error::StoreError;
 use open::{create_file, open_current, open_reader, open_writer};
 use writer::{Ack, Applied, Counters, Job, Op};

@@ -136,6 +136,8 @@ pub enum Record {
         why: RewindWhy,
         at_ms: i64,
     },
+    /// A turn one of wakebridge's texts started, and what it cost.
+    Caused(super::Caused),
     /// A person paused `session_id` ([`ALL_SESSIONS`]: every session) until `until_ms`
     /// (`None`: until unpaused); pausing again replaces it.
     Paused {
@@ -434,6 +436,7 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             )?
             .execute(params![session_id, why.as_str(), at_ms])?;
         }
+        Record::Caused(caused) => super::caused::apply(conn, caused)?,
         Record::Paused { .. }
         | Record::Unpaused { .. }
         | Record::InboxSeen { .. }

@@ -32,6 +32,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(include_str!("../../migrations/0009_exact_resets.sql")),
         M::up(include_str!("../../migrations/0010_inboxes.sql")),
         M::up(include_str!("../../migrations/0011_pauses.sql")),
+        M::up(include_str!("../../migrations/0012_caused.sql")),
     ])
 });
 
@@ -42,7 +43,7 @@ pub fn migrations() -> &'static Migrations<'static> {
 /// Schema versions this build knows; a higher `user_version` is a newer wakebridge's.
 pub fn latest_version() -> usize {
     // Kept in step with the list above by `latest_version_matches_migration_count`.
-    11
+    12
 }
 
 /// The writer connection: WAL, so readers proceed while it commits. `synchronous = NORMAL`

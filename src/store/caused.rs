@@ -1,0 +1,145 @@
+//! What wakebridge's own texts cost: one row per turn one of them started (written by the Stop
+//! hook), read back as today's figures, the totals by kind, and a session's latest nudge turn.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{Store, StoreError};
+use crate::api::{TextKind, Today};
+
+/// A turn one of wakebridge's texts started (upsert by session and prompt).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caused {
+    pub session_id: String,
+    /// The prompt record's uuid in the transcript.
+    pub prompt_id: String,
+    pub kind: TextKind,
+    /// When the turn ended.
+    pub at_ms: i64,
+    pub tokens: u64,
+    pub tools: u32,
+}
+
+pub(super) fn apply(conn: &Connection, caused: &Caused) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO caused (session_id, prompt_id, kind, at_ms, tokens, tools) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        caused.session_id,
+        caused.prompt_id,
+        <&str>::from(caused.kind),
+        caused.at_ms,
+        i64::try_from(caused.tokens).unwrap_or(i64::MAX),
+        caused.tools,
+    ])?;
+    Ok(())
+}
+
+fn kind_of(text: &str) -> TextKind {
+    // The table's CHECK admits only the kinds; an unknown word cannot be read back.
+    text.parse().unwrap_or(TextKind::Wake)
+}
+
+impl Store {
+    /// Tokens caused by kind since the ledger began, every kind present (at 0 when none).
+    pub fn caused_totals(&self) -> Result<BTreeMap<TextKind, u64>, StoreError> {
+        self.read(|conn| {
+            let mut totals: BTreeMap<TextKind, u64> = <TextKind as strum::IntoEnumIterator>::iter()
+                .map(|k| (k, 0))
+                .collect();
+            let mut stmt =
+                conn.prepare_cached("SELECT kind, sum(tokens) FROM caused GROUP BY kind")?;
+            let rows = stmt.query_map([], |row| {
+                Ok((kind_of(&row.get::<_, String>(0)?), row.get::<_, i64>(1)?))
+            })?;
+            for row in rows {
+                let (kind, tokens) = row?;
+                totals.insert(kind, u64::try_from(tokens).unwrap_or(0));
+            }
+            Ok(totals)
+        })
+    }
+
+    /// Since `since_ms`: nudges typed or sent (budget nudges too), and the tokens every kind
+    /// of text caused.
+    pub fn today(&self, since_ms: i64) -> Result<Today, StoreError> {
+        self.read(|conn| {
+            let nudges: i64 = conn
+                .prepare_cached(
+                    "SELECT count(*) FROM deliveries WHERE at_ms >= ?1 AND source = 'nudge' \
+                     AND action IN ('tmux', 'zellij', 'inbox')",
+                )?
+                .query_row(params![since_ms], |row| row.get(0))?;
+            let tokens: i64 = conn
+                .prepare_cached("SELECT coalesce(sum(tokens), 0) FROM caused WHERE at_ms >= ?1")?
+                .query_row(params![since_ms], |row| row.get(0))?;
+            Ok(Today {
+                nudges: u64::try_from(nudges).unwrap_or(0),
+                caused_tokens: u64::try_from(tokens).unwrap_or(0),
+            })
+        })
+    }
+
+    /// The session's latest turn a nudge or budget nudge started: when it ended, and how many
+    /// tools it called.
+    pub fn last_nudge_turn(&self, session_id: &str) -> Result<Option<(i64, u32)>, StoreError> {
+        self.read(|conn| {
+            conn.prepare_cached(
+                "SELECT at_ms, tools FROM caused WHERE session_id = ?1 \
+                 AND kind IN ('nudge', 'budget') ORDER BY at_ms DESC LIMIT 1",
+            )?
+            .query_row(params![session_id], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Record;
+
+    fn turn(
+        sid: &str,
+        prompt: &str,
+        kind: TextKind,
+        at_ms: i64,
+        tokens: u64,
+        tools: u32,
+    ) -> Record {
+        Record::Caused(Caused {
+            session_id: sid.into(),
+            prompt_id: prompt.into(),
+            kind,
+            at_ms,
+            tokens,
+            tools,
+        })
+    }
+
+    #[tokio::test]
+    async fn turns_add_up_by_kind_and_day_and_a_second_stop_replaces_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("ledger.db")).unwrap();
+        store
+            .record_all(vec![
+                turn("s1", "p1", TextKind::Nudge, 1_000, 500, 0),
+                turn("s1", "p1", TextKind::Nudge, 2_000, 700, 1),
+                turn("s1", "p2", TextKind::Wake, 3_000, 40, 2),
+                turn("s2", "p1", TextKind::Budget, 500, 9, 0),
+            ])
+            .await
+            .unwrap();
+        let totals = store.caused_totals().unwrap();
+        assert_eq!(totals[&TextKind::Nudge], 700);
+        assert_eq!(totals[&TextKind::Wake], 40);
+        assert_eq!(totals[&TextKind::Resume], 0);
+        assert_eq!(totals.len(), 6);
+        assert_eq!(store.today(1_000).unwrap().caused_tokens, 740);
+        assert_eq!(store.last_nudge_turn("s1").unwrap(), Some((2_000, 1)));
+        assert_eq!(store.last_nudge_turn("s2").unwrap(), Some((500, 0)));
+        assert_eq!(store.last_nudge_turn("s3").unwrap(), None);
+    }
+}
