@@ -1,8 +1,8 @@
 -- wakebridge ledger, schema 12: what wakebridge's own texts cost. One row per turn one of them
--- started (a nudge, a wake, a warning...), written by the session's Stop hook from its
--- transcript: every token of the turn's API calls and how many tools it called. A second Stop
--- of the same turn (after a Stop hook continued it) replaces the row. Never pruned: the totals
--- are counters, and a row is a few dozen bytes per turn wakebridge started.
+-- started (a nudge, a wake, a warning...), written by the daemon from the session's transcript
+-- once the turn ended: every token of the turn's API calls and how many tools it called. A
+-- later reading of the same turn replaces the row. Never pruned: the totals are counters, and a
+-- row is a few dozen bytes per turn wakebridge started.
 CREATE TABLE caused (
     session_id TEXT    NOT NULL,
     prompt_id  TEXT    NOT NULL,
@@ -14,6 +14,5 @@ CREATE TABLE caused (
     PRIMARY KEY (session_id, prompt_id)
 ) STRICT;
 
--- Today's figures, and a session's latest nudge turn.
+-- Today's figures.
 CREATE INDEX caused_by_time ON caused (at_ms);
-CREATE INDEX caused_by_session ON caused (session_id, at_ms);

@@ -2,6 +2,7 @@
 //! switched off: `serve` and `config --check` both call [`Validated::resolve`], so they refuse
 //! the same files in the same words. In `app` because `config` is a leaf that knows no feature.
 
+use crate::budget::caused::Texts;
 use crate::budget::policy::BudgetConfig;
 use crate::config::{self, Backend, Config, ConfigError, Env, Flags};
 use crate::context::task::{MonitorConfig, MonitorError};
@@ -67,6 +68,7 @@ impl Validated {
         nudger.hours = ActiveHours::parse(&s.schedule.active_hours, &s.schedule.active_days)
             .map_err(NudgeError::from)?;
         nudger.budget = BudgetConfig::from_settings(&s.budget).map_err(NudgeError::from)?;
+        nudger.texts = Texts::new(s);
         let launch = LaunchDefaults::from_settings(&s.launch)?;
         let context = s.context.enabled.then_some(monitor);
         let nudger = (config.backend == Backend::Mux).then_some(nudger);

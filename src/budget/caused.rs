@@ -1,4 +1,5 @@
-//! Which of wakebridge's texts started a turn: a prompt is told apart by its words, against the
+//! Which of wakebridge's texts started a turn (the session loop charges it what the turn cost,
+//! `claude::turn`): a prompt is told apart by its words, against the
 //! texts the configuration makes wakebridge send (the wake prompt and named wake messages, the
 //! nudges, the budget nudge, the context warnings, the resume, the re-hydration), a repeat's
 //! `(#2)` aside. A person typing one of them word for word is counted as wakebridge; nothing
@@ -12,7 +13,7 @@ use crate::mux::WAKE_PROMPT;
 pub const BUDGET_PREFIX: &str = "Usage budget: ";
 
 /// The texts of one configuration, by kind.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Texts {
     exact: Vec<(String, TextKind)>,
     /// Warnings: the words around `{pct}`.
@@ -21,11 +22,13 @@ pub struct Texts {
 
 impl Texts {
     pub fn new(settings: &Settings) -> Self {
-        let mut exact = vec![(WAKE_PROMPT.to_owned(), TextKind::Wake)];
+        // First match wins: a nudge may also be a named wake message (the shipped
+        // `continue` is), and the nudger sends it far more often than a person asks for it.
+        let nudges = settings.nudger.messages.iter();
+        let mut exact: Vec<_> = nudges.map(|m| (m.clone(), TextKind::Nudge)).collect();
+        exact.push((WAKE_PROMPT.to_owned(), TextKind::Wake));
         let named = settings.wake.messages.values();
         exact.extend(named.map(|m| (m.clone(), TextKind::Wake)));
-        let nudges = settings.nudger.messages.iter();
-        exact.extend(nudges.map(|m| (m.clone(), TextKind::Nudge)));
         exact.push((settings.limits.resume_message.clone(), TextKind::Resume));
         exact.push((settings.rewind.message.clone(), TextKind::Rewind));
         let levels = &settings.context.thresholds;
@@ -59,6 +62,13 @@ impl Texts {
     }
 }
 
+impl Default for Texts {
+    /// The shipped configuration's.
+    fn default() -> Self {
+        Self::new(crate::config::defaults())
+    }
+}
+
 /// `text` without the ` (#N)` a repeat within Claude Code's duplicate window gets.
 fn unnumbered(text: &str) -> &str {
     text.strip_suffix(')')
@@ -84,7 +94,12 @@ mod tests {
         let cases = [
             (WAKE_PROMPT.to_owned(), Some(TextKind::Wake)),
             (format!("{WAKE_PROMPT} (#2)"), Some(TextKind::Wake)),
+            (settings.nudger.messages[0].clone(), Some(TextKind::Nudge)),
             (settings.nudger.messages[1].clone(), Some(TextKind::Nudge)),
+            (
+                settings.wake.messages["status"].clone(),
+                Some(TextKind::Wake),
+            ),
             (
                 format!("{BUDGET_PREFIX}62% of the 5-hour window…"),
                 Some(TextKind::Budget),

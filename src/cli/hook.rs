@@ -6,19 +6,18 @@
 //! UserPromptSubmit stdout is added to the model's context). `--print-settings` prints the
 //! `settings.json` snippet that wires it (deploy/claude-hooks.json).
 
-use crate::budget::caused::Texts;
 use crate::claude::hooks::{
     HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, QUOTA_AUTO_RESUMED,
     SETTINGS_HOOK_TIMEOUT_SECS, SOURCE_CLEAR, SOURCE_COMPACT, WIRED_EVENTS, keep_going,
     parse_hook_input,
 };
 use crate::claude::inbox::{self, Inbox};
-use crate::claude::{limits, turn};
+use crate::claude::limits;
 use crate::clock;
 use crate::config::{Config, ConfigError};
 use crate::env::Env;
 use crate::mux::WAKE_PROMPT;
-use crate::store::{Caused, LimitSeen, LimitSource, Payment, Record, SessionSeen, Store};
+use crate::store::{LimitSeen, LimitSource, Payment, Record, SessionSeen, Store};
 use crate::wakedir::detect::detect_target;
 use crate::wakedir::markers::{MarkerError, clear_busy_if_any, set_busy};
 use crate::wakedir::target::PaneTarget;
@@ -286,11 +285,13 @@ fn pay_on_stop(input: &HookInput, env: &Env, ledger: Option<&Path>) -> bool {
 }
 
 /// `wakebridge hook` against the real stdin, environment and stderr. Always exits 0. Every
-/// outcome is recorded in `ledger` on the action thread, inside the same overall budget.
+/// outcome is recorded in `ledger` on the action thread, inside the same overall budget; usage
+/// limits only with `track_limits` (`[limits] enabled`).
 pub fn run_hook(
     args: &HookArgs,
     wake_dir: Result<PathBuf, ConfigError>,
-    ledger: Option<Ledger>,
+    ledger: Option<PathBuf>,
+    track_limits: bool,
 ) -> ExitCode {
     if args.print_settings {
         let _ = std::io::stdout()
@@ -314,7 +315,7 @@ pub fn run_hook(
         }
     };
     let env = Env::process();
-    let action = if pay_on_stop(&input, &env, ledger.as_ref().map(|l| l.path.as_path())) {
+    let action = if pay_on_stop(&input, &env, ledger.as_deref()) {
         HookAction::MarkBusy
     } else {
         action_for(&input)
@@ -326,7 +327,7 @@ pub fn run_hook(
     };
     let act = move || {
         let outcome = perform_as(action, &input, &wake_dir, &env);
-        record(ledger.as_ref(), &outcome, &input);
+        record(ledger.as_deref(), &outcome, &input, track_limits);
         outcome
     };
     if !matches!(action, HookAction::MapPane { .. } | HookAction::ClearPane) {
@@ -360,7 +361,7 @@ pub fn fast_main(args: &[std::ffi::OsString]) -> Option<ExitCode> {
     let (hook_args, config) = parse_own_flags(args)?;
     if hook_args.print_settings {
         // The configuration plays no part in the snippet (`run_hook` prints it first).
-        return Some(run_hook(&hook_args, Ok(PathBuf::new()), None));
+        return Some(run_hook(&hook_args, Ok(PathBuf::new()), None, false));
     }
     let flags = crate::config::Flags {
         config,
@@ -413,33 +414,21 @@ fn parse_own_flags(args: &[std::ffi::OsString]) -> Option<(HookArgs, Option<Path
 }
 
 pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
-    let (wake_dir, ledger) = match config {
-        Ok(c) => {
-            let ledger = Ledger {
-                texts: Texts::new(&c.settings),
-                track_limits: c.settings.limits.enabled,
-                path: c.paths.ledger,
-            };
-            (Ok(c.paths.wake_dir), Some(ledger))
-        }
-        Err(e) => (Err(e), None),
+    let (wake_dir, ledger, limits) = match config {
+        Ok(c) => (
+            Ok(c.paths.wake_dir),
+            Some(c.paths.ledger),
+            c.settings.limits.enabled,
+        ),
+        Err(e) => (Err(e), None, false),
     };
-    run_hook(args, wake_dir, ledger)
-}
-
-/// Where and what the hook records.
-pub struct Ledger {
-    pub path: PathBuf,
-    /// Usage limits too (`[limits] enabled`).
-    pub track_limits: bool,
-    /// wakebridge's texts, to charge the turns they started.
-    pub texts: Texts,
+    run_hook(args, wake_dir, ledger, limits)
 }
 
 /// Records in one commit the session (scope = local), its transcript and last hook event (for
 /// the nudger), its usage limit ([`limit_record`]), its `/clear` renames ([`renames`]) and its
 /// inbox ([`inbox_record`]).
-fn record(ledger: Option<&Ledger>, outcome: &HookOutcome, input: &HookInput) {
+fn record(ledger: Option<&Path>, outcome: &HookOutcome, input: &HookInput, limits: bool) {
     let (Some(ledger), Some(session_id)) = (ledger, outcome.session_id.clone()) else {
         return;
     };
@@ -447,10 +436,9 @@ fn record(ledger: Option<&Ledger>, outcome: &HookOutcome, input: &HookInput) {
         return;
     }
     let now_ms = clock::now_ms();
-    let limit = (ledger.track_limits)
+    let limit = limits
         .then(|| limit_record(input, &session_id, now_ms))
         .flatten();
-    let caused = caused_record(&ledger.texts, outcome, input, now_ms);
     let seen = SessionSeen {
         session_id,
         cwd: outcome.cwd.clone(),
@@ -465,34 +453,10 @@ fn record(ledger: Option<&Ledger>, outcome: &HookOutcome, input: &HookInput) {
         .chain(limit)
         .chain(renamed)
         .chain(inbox)
-        .chain(caused)
         .collect();
-    if let Err(e) = Store::record_once(&ledger.path, batch) {
+    if let Err(e) = Store::record_once(ledger, batch) {
         crate::errln!("wakebridge hook: could not record the session in the ledger: {e}");
     }
-}
-
-/// At the end of a turn one of wakebridge's texts started: what the turn cost, from the tail of
-/// its transcript (read only at `Stop`, never on a tool call).
-fn caused_record(
-    texts: &Texts,
-    outcome: &HookOutcome,
-    input: &HookInput,
-    now_ms: i64,
-) -> Option<Record> {
-    if input.event_name != "Stop" {
-        return None;
-    }
-    let tail = turn::read_tail(outcome.transcript_path.as_deref()?.as_ref()).ok()?;
-    let turn = turn::last_turn(&tail)?;
-    Some(Record::Caused(Caused {
-        session_id: outcome.session_id.clone()?,
-        kind: texts.kind(&turn.prompt)?,
-        prompt_id: turn.prompt_id,
-        at_ms: now_ms,
-        tokens: turn.tokens,
-        tools: turn.tools,
-    }))
 }
 
 /// SessionStart records where the session's inbox is (after a `/clear` too: the new id keeps

@@ -565,6 +565,165 @@ mod tests {
         );
     }
 
+    /// The budget's outlook in every phase a session can be in when it is decided, on a fixed
+    /// clock: it starts a budget nudge only from idle (acknowledged too), quiet, with the screen
+    /// read; it spares only nudges; it never holds what is not its to hold.
+    #[test]
+    fn the_budget_outlook_in_every_phase() {
+        use crate::claude::screen;
+        let config = config();
+        let window = WindowKind::FiveHour;
+        let use_it = Outlook::UseIt {
+            kind: window,
+            used: 40.0,
+            resets_at_ms: NOW_MS + 1_800_000,
+        };
+        let spare = Outlook::Spare {
+            kind: window,
+            used: 95.0,
+        };
+        let budget_nudge = Step::BudgetNudge {
+            kind: window,
+            used: 40.0,
+            resets_at_ms: NOW_MS + 1_800_000,
+        };
+        let sparing = |state| {
+            Step::Wait(
+                state,
+                "idle (hook: turn ended), 5-hour window 95% used, sparing it".into(),
+            )
+        };
+        let decided =
+            |session: &Session, obs: &Observation, screen, budget, tweak: &dyn Fn(&mut Seen)| {
+                let mut s = seen(obs);
+                s.screen = screen;
+                s.budget = budget;
+                tweak(&mut s);
+                decide(session, &s, &config, &now())
+            };
+        let none: &dyn Fn(&mut Seen) = &|_| {};
+        let idle_screen = Screen::Text(IDLE_SCREEN);
+
+        // Idle and quiet: a look first, then the budget nudge; spared; or the plain nudge.
+        let (session, obs) = idle(600);
+        assert_eq!(
+            decided(&session, &obs, Screen::NotRead, use_it, none),
+            Step::Look(Look::BeforeNudge)
+        );
+        assert_eq!(
+            decided(&session, &obs, idle_screen, use_it, none),
+            budget_nudge
+        );
+        assert_eq!(
+            decided(&session, &obs, idle_screen, spare, none),
+            sparing(SessionState::Idle)
+        );
+        assert_eq!(
+            decided(&session, &obs, idle_screen, Outlook::Plain, none),
+            Step::Nudge
+        );
+
+        // Acknowledged idle: the budget nudge still comes; spared; otherwise left alone.
+        let mut acknowledged = idle(600).0;
+        acknowledged.acknowledged = true;
+        assert_eq!(
+            decided(&acknowledged, &obs, idle_screen, use_it, none),
+            budget_nudge
+        );
+        assert_eq!(
+            decided(&acknowledged, &obs, idle_screen, spare, none),
+            sparing(SessionState::AcknowledgedIdle)
+        );
+        assert_eq!(
+            decided(&acknowledged, &obs, idle_screen, Outlook::Plain, none),
+            Step::Wait(SessionState::AcknowledgedIdle, "acknowledged idle".into())
+        );
+
+        // Once per window: given it, the session is nudged as usual.
+        let mut given = idle(600).0;
+        given.budget_nudged[window as usize] = Some(NOW_MS + 1_800_000);
+        assert_eq!(
+            decided(&given, &obs, idle_screen, use_it, none),
+            Step::Nudge
+        );
+
+        // Not quiet for `idle_after` yet: it waits either way.
+        let (fresh, fresh_obs) = idle(10);
+        assert!(matches!(
+            decided(&fresh, &fresh_obs, idle_screen, use_it, none),
+            Step::Wait(SessionState::Idle, _)
+        ));
+
+        // Waiting on a person: a question it asked, or a dialog on screen.
+        let mut asked = obs.clone();
+        asked.screen = Some(screen::read(
+            "● Shall I go on?\n\n────────────\n❯ \n────────────\n",
+        ));
+        assert_eq!(
+            decided(&session, &asked, idle_screen, use_it, none),
+            Step::Wait(
+                SessionState::Idle,
+                "idle (hook: turn ended), asked a question: no budget nudge".into()
+            )
+        );
+        let dialog = "Do you want to proceed?\n❯ 1. Yes\n  2. No\n";
+        let mut on_dialog = obs.clone();
+        on_dialog.screen = Some(screen::read(dialog));
+        assert!(matches!(
+            decided(&session, &on_dialog, Screen::Text(dialog), use_it, none),
+            Step::Wait(SessionState::Dialog, _) | Step::ScreenBlocked(_)
+        ));
+
+        // Working: nothing, whatever the budget.
+        let busy = Observation {
+            title: Some(Title::Busy),
+            ..obs.clone()
+        };
+        for budget in [use_it, spare, Outlook::Plain] {
+            assert!(matches!(
+                decided(&session, &busy, idle_screen, budget, none),
+                Step::Wait(SessionState::Working, _)
+            ));
+        }
+
+        // Held at a limit: the hold decides; owed events are paid even from a spent window.
+        let held = limit(3_600_000, 0);
+        for budget in [use_it, spare] {
+            let mut s = seen(&obs);
+            s.limit = Some(&held);
+            s.budget = budget;
+            let step = decide(&session, &s, &config, &now());
+            assert!(
+                !matches!(step, Step::BudgetNudge { .. } | Step::Nudge),
+                "{step:?}"
+            );
+        }
+        let owed = Owed {
+            events: 1,
+            since_ms: NOW_MS,
+        };
+        for budget in [use_it, spare] {
+            assert_eq!(
+                decided(&session, &obs, idle_screen, budget, &|s| s.owed =
+                    Some(owed)),
+                Step::PayOwed(Mode::Gated)
+            );
+        }
+
+        // Nudges off: no budget nudge either.
+        let off = NudgerConfig {
+            enabled: false,
+            ..config.clone()
+        };
+        let mut s = seen(&obs);
+        s.screen = idle_screen;
+        s.budget = use_it;
+        assert!(matches!(
+            decide(&session, &s, &off, &now()),
+            Step::Wait(SessionState::Idle, _)
+        ));
+    }
+
     #[test]
     fn owed_events_are_paid_once_settled_whatever_the_backoff_and_through_a_stale_marker() {
         let config = config();

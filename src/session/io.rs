@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use crate::budget::{Account, account_of};
 use crate::claude::home::ClaudeHome;
 use crate::claude::registry::{RegistryReading, read_registry};
+use crate::claude::turn::{self, Turn};
 use crate::clock;
 use crate::deadline::Deadline;
 use crate::delivery::gate::{Gate, GateOutcome, Mode};
@@ -43,8 +44,8 @@ pub struct SessionFacts {
     pub paused: bool,
     /// Its Claude Code account (config directory), from its transcript's path.
     pub account: Option<PathBuf>,
-    /// Its latest turn a nudge started: when it ended (unix ms) and the tools it called.
-    pub nudge_turn: Option<(i64, u32)>,
+    /// Its transcript, to charge the turns wakebridge's texts started.
+    pub transcript_path: Option<PathBuf>,
 }
 
 pub trait SessionIo: Send + Sync {
@@ -61,6 +62,8 @@ pub trait SessionIo: Send + Sync {
     fn registry(&self) -> impl Future<Output = HashMap<String, RegistryReading>> + Send;
     /// Every account's usage windows as the status lines last reported them.
     fn budgets(&self) -> impl Future<Output = Vec<Account>> + Send;
+    /// The newest turn of the transcript at `path`.
+    fn last_turn(&self, path: PathBuf) -> impl Future<Output = Option<Turn>> + Send;
     fn busy(&self, sid: &str) -> bool;
     fn last_typed(&self, sid: &str) -> Option<Instant>;
     fn wake(
@@ -221,7 +224,6 @@ impl SessionIo for LiveIo {
                     .transcript_path
                     .as_deref()
                     .and_then(|p| account_of(p.as_ref()));
-                let nudge_turn = store.last_nudge_turn(&sid)?;
                 facts.insert(
                     sid,
                     SessionFacts {
@@ -232,7 +234,7 @@ impl SessionIo for LiveIo {
                         rewind,
                         paused,
                         account,
-                        nudge_turn,
+                        transcript_path: row.transcript_path.map(PathBuf::from),
                     },
                 );
             }
@@ -247,6 +249,11 @@ impl SessionIo for LiveIo {
         tokio::task::spawn_blocking(move || crate::budget::read_all(&dir))
             .await
             .unwrap_or_default()
+    }
+
+    async fn last_turn(&self, path: PathBuf) -> Option<Turn> {
+        let read = move || turn::last_turn(&turn::read_tail(&path).ok()?);
+        tokio::task::spawn_blocking(read).await.ok().flatten()
     }
 
     async fn registry(&self) -> HashMap<String, RegistryReading> {

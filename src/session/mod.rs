@@ -105,6 +105,8 @@ pub struct NudgerConfig {
     pub hours: hours::ActiveHours,
     /// `[budget]`: budget nudges, and no nudges while a window is nearly spent.
     pub budget: crate::budget::policy::BudgetConfig,
+    /// wakebridge's texts, to charge the turns they started.
+    pub texts: crate::budget::caused::Texts,
 }
 
 impl NudgerConfig {
@@ -149,6 +151,7 @@ impl NudgerConfig {
             rewind: RewindConfig::from_settings(rewind)?,
             hours: hours::ActiveHours::default(),
             budget: crate::budget::policy::BudgetConfig::default(),
+            texts: crate::budget::caused::Texts::default(),
         })
     }
 

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use crate::api::SessionState;
 use crate::budget::WindowKind;
 use crate::delivery::Action;
-use crate::session::observe::{Activity, Verdict};
+use crate::session::observe::{Activity, FileStamp, Verdict};
 use crate::session::schedule::{NudgeCount, Schedule};
 
 /// The kinds of text the loop types, each with its own retry clock after a refusal.
@@ -43,6 +43,8 @@ pub struct Session {
     /// What the last answer to a nudge reset (unanswered, acknowledged) and when (unix ms):
     /// given back if the turn that nudge started did nothing.
     pub answered_from: Option<(u32, bool, i64)>,
+    /// Its transcript as it was when its last turn was charged.
+    pub charged: Option<FileStamp>,
     /// The windows (named by their reset, unix ms) it was given a budget nudge for, by kind.
     pub budget_nudged: [Option<i64>; 2],
     tries: [Tries; 4],

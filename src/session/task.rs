@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::SessionState;
+use crate::api::TextKind;
 use crate::budget::{
     self,
     policy::{self, Outlook},
@@ -35,7 +36,7 @@ use crate::session::hours::in_hours;
 use crate::session::observe::{Activity, Movement, Observation};
 use crate::session::state::{Attempt, Session};
 use crate::session::{Next, NudgerConfig, SessionView, SessionViews};
-use crate::store::{Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Record};
+use crate::store::{Caused, Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Record};
 use crate::telemetry::notice::{Notice, NoticeKind};
 use crate::wakedir::target::PaneTarget;
 
@@ -53,6 +54,8 @@ pub const OWED_SENDER: &str = "wakebridge-owed";
 /// Poll interval while any session is owed a wake, so a wake is typed within a second of
 /// `owed_after`.
 pub const OWED_POLL: Duration = Duration::from_secs(1);
+/// How long after a turn ended its transcript is read to charge it.
+const CHARGE_AFTER_MS: i64 = 1_000;
 /// Wait before retrying an owed wake, a resume or a `/clear` the gate did not type.
 const OWED_RETRY: Duration = Duration::from_secs(2);
 
@@ -225,9 +228,7 @@ impl<I: SessionIo> Keeper<I> {
         {
             self.answered(sid, signal).await;
         }
-        if let Some((ended_ms, 0)) = facts.nudge_turn {
-            self.idle_answer(sid, ended_ms).await;
-        }
+        self.charge(sid, &obs, &facts, now.ms).await;
         if facts.paused {
             // Not even a look: a paused session gets nothing, and its view says why.
             return self.view(sid, SessionState::Paused, "paused by a person".into());
@@ -429,6 +430,42 @@ impl<I: SessionIo> Keeper<I> {
                 acknowledged: false,
             };
             self.io.record(vec![Record::Nudge(state)]).await;
+        }
+    }
+
+    /// Once a turn ended (and its transcript had a moment to be written out: Claude Code
+    /// flushes it after the Stop hook), charges it to the text of wakebridge's that started it,
+    /// if one did. Read again whenever the transcript changed until the next turn starts.
+    async fn charge(&mut self, sid: &str, obs: &Observation, facts: &SessionFacts, now_ms: i64) {
+        let Some((kind, ended_ms)) = obs.hook else {
+            return;
+        };
+        let settled = now_ms.saturating_sub(ended_ms) >= CHARGE_AFTER_MS;
+        let stamp = facts.transcript;
+        let between_turns = matches!(kind, HookKind::TurnEnded | HookKind::IdlePrompt);
+        let (Some(path), true) = (facts.transcript_path.clone(), settled && between_turns) else {
+            return;
+        };
+        if std::mem::replace(&mut self.session(sid).charged, stamp) == stamp {
+            return;
+        }
+        let Some(turn) = self.io.last_turn(path).await else {
+            return;
+        };
+        let Some(text) = self.config.texts.kind(&turn.prompt) else {
+            return;
+        };
+        let caused = Caused {
+            session_id: sid.to_owned(),
+            prompt_id: turn.prompt_id,
+            kind: text,
+            at_ms: ended_ms,
+            tokens: turn.tokens,
+            tools: turn.tools,
+        };
+        self.io.record(vec![Record::Caused(caused)]).await;
+        if matches!(text, TextKind::Nudge | TextKind::Budget) && turn.tools == 0 {
+            self.idle_answer(sid, ended_ms).await;
         }
     }
 

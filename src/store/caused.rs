@@ -1,9 +1,9 @@
-//! What wakebridge's own texts cost: one row per turn one of them started (written by the Stop
-//! hook), read back as today's figures, the totals by kind, and a session's latest nudge turn.
+//! What wakebridge's own texts cost: one row per turn one of them started (written by the
+//! session loop once the turn ended), read back as today's figures and the totals by kind.
 
 use std::collections::BTreeMap;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
 use super::{Store, StoreError};
 use crate::api::{TextKind, Today};
@@ -81,19 +81,6 @@ impl Store {
             })
         })
     }
-
-    /// The session's latest turn a nudge or budget nudge started: when it ended, and how many
-    /// tools it called.
-    pub fn last_nudge_turn(&self, session_id: &str) -> Result<Option<(i64, u32)>, StoreError> {
-        self.read(|conn| {
-            conn.prepare_cached(
-                "SELECT at_ms, tools FROM caused WHERE session_id = ?1 \
-                 AND kind IN ('nudge', 'budget') ORDER BY at_ms DESC LIMIT 1",
-            )?
-            .query_row(params![session_id], |row| Ok((row.get(0)?, row.get(1)?)))
-            .optional()
-        })
-    }
 }
 
 #[cfg(test)]
@@ -138,8 +125,5 @@ mod tests {
         assert_eq!(totals[&TextKind::Resume], 0);
         assert_eq!(totals.len(), 6);
         assert_eq!(store.today(1_000).unwrap().caused_tokens, 740);
-        assert_eq!(store.last_nudge_turn("s1").unwrap(), Some((2_000, 1)));
-        assert_eq!(store.last_nudge_turn("s2").unwrap(), Some((500, 0)));
-        assert_eq!(store.last_nudge_turn("s3").unwrap(), None);
     }
 }

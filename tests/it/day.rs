@@ -65,7 +65,7 @@ async fn a_day_in_the_life_of_a_real_claude_code_session() {
 
     let tmux = TmuxServer::start();
     let server = start_daemon_with(&tmux, None, DAY).await;
-    let session = start_installed(&claude, &tmux, &server, &model).await;
+    let session = RealClaude::installed(&claude, &tmux, &server, &model.claude_env()).await;
     let sid = session.sid.clone();
     let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));
 
@@ -218,36 +218,6 @@ async fn a_day_in_the_life_of_a_real_claude_code_session() {
     .await;
     tokio::time::sleep(QUIET).await;
     assert_eq!(model.told(REWOUND), 1, "{}", context());
-}
-
-/// The session as a user sets it up: Claude Code's home pre-approved, then `wakebridge claude
-/// install` wires the hooks and the status line into its settings, then `claude` in a pane.
-async fn start_installed(
-    claude: &std::path::Path,
-    tmux: &TmuxServer,
-    server: &TestServer,
-    model: &Model,
-) -> RealClaude {
-    let root = server.root.path();
-    // Bash allowed: the scripted tool calls run without a permission dialog. Claude Code's own
-    // auto-continue is armed but would fire ten minutes after the reset: wakebridge resumes.
-    common::claude_home_with(
-        &root.join("home"),
-        &root.join("work"),
-        &json!({"permissions": {"allow": ["Bash"]}}),
-        &json!({"cachedGrowthBookFeatures": {"tengu_marble_heron": {
-            "jitterMinMs": 600_000, "jitterMaxMs": 600_000}}}),
-    );
-    let installed = common::harness::binary(root, &[])
-        .args(["claude", "install"])
-        .output()
-        .expect("run wakebridge claude install");
-    assert!(
-        installed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&installed.stderr)
-    );
-    RealClaude::launch(claude, tmux, server, &model.claude_env()).await
 }
 
 /// Waits until `done` holds, failing with the model's transcript, the screen and the session's

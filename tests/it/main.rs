@@ -7,6 +7,7 @@
 
 mod common;
 
+mod budget;
 mod bus_registration;
 mod claude_install;
 mod config_verb;

@@ -12,14 +12,17 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use wakebridge::api::SessionState;
+use wakebridge::api::{SessionState, TextKind};
+use wakebridge::budget::caused::Texts;
 use wakebridge::budget::policy::BudgetConfig;
 use wakebridge::budget::{Account, Window};
 use wakebridge::claude::registry::RegistryReading;
+use wakebridge::claude::turn::Turn;
 use wakebridge::delivery::Action;
 use wakebridge::delivery::gate::{Gate, GateOutcome, Mode};
 use wakebridge::mux::{InjectError, Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
 use wakebridge::rewind::restart::{Restart, RestartSettings};
+use wakebridge::session::observe::FileStamp;
 use wakebridge::session::task::{Keeper, LiveIo, OWED_SENDER, SessionFacts, SessionIo, run_with};
 use wakebridge::session::{LimitsConfig, NudgerConfig, Schedule, SessionViews};
 use wakebridge::store::{
@@ -61,6 +64,8 @@ struct World {
     notices: Vec<Notice>,
     /// The accounts' usage windows.
     budgets: Vec<Account>,
+    /// The newest turn of each transcript.
+    turns: HashMap<PathBuf, Turn>,
 }
 
 /// The idle prompt, as the fake's capture shows it.
@@ -178,6 +183,9 @@ impl SessionIo for FakeIo {
     }
     async fn budgets(&self) -> Vec<Account> {
         self.world.lock().unwrap().budgets.clone()
+    }
+    async fn last_turn(&self, path: PathBuf) -> Option<Turn> {
+        self.world.lock().unwrap().turns.get(&path).cloned()
     }
     fn busy(&self, sid: &str) -> bool {
         self.world
@@ -320,6 +328,7 @@ fn default_config() -> NudgerConfig {
         rewind: rewind_config(),
         hours: Default::default(),
         budget: BudgetConfig::from_settings(&wakebridge::config::defaults().budget).unwrap(),
+        texts: Texts::new(wakebridge::config::defaults()),
     }
 }
 
@@ -838,6 +847,92 @@ async fn paused_clock_an_under_used_window_near_its_end_gets_one_budget_nudge_ev
     shutdown.cancel();
 }
 
+/// The session's turn ended now, started by `prompt`, having called `tools` tools.
+fn turn_ended(io: &FakeIo, sid: &str, prompt: &str, tools: u32) {
+    let now_ms = io.now_ms();
+    let path = PathBuf::from(format!("/t/{sid}.jsonl"));
+    let mut w = io.world.lock().unwrap();
+    w.turns.insert(
+        path.clone(),
+        Turn {
+            prompt_id: format!("p-{now_ms}"),
+            prompt: prompt.into(),
+            tokens: 2_012,
+            tools,
+        },
+    );
+    let facts = w.facts.entry(sid.into()).or_default();
+    facts.hook = Some(("Stop".into(), now_ms));
+    facts.transcript_path = Some(path);
+    facts.transcript = Some(FileStamp {
+        size: 1,
+        mtime_ms: now_ms,
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_a_nudge_answered_by_a_turn_without_tools_stays_unanswered_and_is_charged() {
+    let io = FakeIo::new();
+    io.add_session("idle", "\u{2733} Claude Code");
+    io.add_session("worker", "\u{2733} Claude Code");
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(305)).await;
+    assert_eq!(io.wake_times("idle"), [300]);
+    // Both answer the nudge with output past the echo grace; one turn calls a tool.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    io.touch("idle");
+    io.touch("worker");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(
+        views.borrow()["idle"].unanswered,
+        0,
+        "the answer seen first"
+    );
+    // Charged by the shipped texts (`texts` in the config).
+    let nudge = &wakebridge::config::defaults().nudger.messages[0];
+    turn_ended(&io, "idle", nudge, 0);
+    turn_ended(&io, "worker", nudge, 1);
+    // Charged at the first poll a second after the turn's end (polls every 10 s).
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(
+        views.borrow()["idle"].unanswered,
+        1,
+        "{:?}",
+        views.borrow()["idle"]
+    );
+    assert_eq!(views.borrow()["worker"].unanswered, 0);
+    let charged: Vec<(String, TextKind, u64)> = io
+        .world
+        .lock()
+        .unwrap()
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Caused(c) => Some((c.session_id.clone(), c.kind, c.tokens)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        charged,
+        [
+            ("idle".to_owned(), TextKind::Nudge, 2_012),
+            ("worker".to_owned(), TextKind::Nudge, 2_012)
+        ]
+    );
+    // A person's prompt is nobody's to charge.
+    turn_ended(&io, "worker", "fix the build", 3);
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let records = io.world.lock().unwrap().records.clone();
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| matches!(r, Record::Caused(_)))
+            .count(),
+        2
+    );
+    shutdown.cancel();
+}
+
 #[tokio::test(start_paused = true)]
 async fn paused_clock_a_nearly_spent_window_stops_every_nudge_until_its_reset() {
     let io = FakeIo::new();
@@ -1031,6 +1126,7 @@ fn fast_config(base_ms: u64, acknowledge_after: u32) -> NudgerConfig {
         rewind: rewind_config(),
         hours: Default::default(),
         budget: BudgetConfig::from_settings(&wakebridge::config::defaults().budget).unwrap(),
+        texts: Texts::new(wakebridge::config::defaults()),
     }
 }
 

@@ -49,6 +49,36 @@ impl RealClaude {
         Self::launch(claude, tmux, server, env).await
     }
 
+    /// The session as a user sets it up: Claude Code's home pre-approved (Bash allowed, so the
+    /// scripted tool calls run without a dialog), then `wakebridge claude install` wires the
+    /// hooks and the status line into its settings, then `claude` in a pane. Claude Code's own
+    /// auto-continue is armed but would fire ten minutes after a reset: wakebridge resumes.
+    pub async fn installed(
+        claude: &Path,
+        tmux: &TmuxServer,
+        server: &TestServer,
+        env: &[String],
+    ) -> RealClaude {
+        let root = server.root.path();
+        super::claude_home_with(
+            &root.join("home"),
+            &root.join("work"),
+            &serde_json::json!({"permissions": {"allow": ["Bash"]}}),
+            &serde_json::json!({"cachedGrowthBookFeatures": {"tengu_marble_heron": {
+                "jitterMinMs": 600_000, "jitterMaxMs": 600_000}}}),
+        );
+        let installed = super::harness::binary(root, &[])
+            .args(["claude", "install"])
+            .output()
+            .expect("run wakebridge claude install");
+        assert!(
+            installed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&installed.stderr)
+        );
+        Self::launch(claude, tmux, server, env).await
+    }
+
     /// Starts `claude` in a new pane of `tmux` in the test's `work` directory, on the Claude
     /// Code home already written under the daemon's private HOME, and waits as
     /// [`RealClaude::start`] does.

@@ -15,6 +15,11 @@
 //! 429 with the unified rate-limit headers Claude Code reads for a subscriber at its 5-hour
 //! limit. Side calls (a title, a classifier: no `Bash` tool offered) always get a short text
 //! and are recorded but never scripted.
+//!
+//! [`Model::windows`] puts a subscriber's 5-hour and 7-day usage on every answer, the start-up
+//! quota probe and side calls too: Claude Code 2.1.332 shows a window in its status line's
+//! `rate_limits` when an answer carries its `…-utilization` (0..1) and `…-reset` (unix s)
+//! headers, and an answer without them clears the block (`docs/design.md`).
 
 use std::io::Read as _;
 use std::net::SocketAddr;
@@ -77,6 +82,8 @@ struct State {
     rules: Vec<(String, Reply)>,
     requests: Vec<Request>,
     limit_until_s: Option<u64>,
+    /// (utilization 0..1, reset unix s) of the 5-hour and 7-day windows, sent on every answer.
+    windows: Option<[(f64, u64); 2]>,
     next_id: u64,
 }
 
@@ -125,6 +132,12 @@ impl Model {
     /// A prompt without markers that contains `text` gets `reply`.
     pub fn on(&self, text: &str, reply: Reply) {
         self.lock().rules.push((text.to_owned(), reply));
+    }
+
+    /// Every answer from now on reports the 5-hour window `five` and the 7-day window `week`
+    /// used (0..1), each with its reset in unix seconds.
+    pub fn windows(&self, five: (f64, u64), week: (f64, u64)) {
+        self.lock().windows = Some([five, week]);
     }
 
     /// Answers 429 at the 5-hour limit until `unix_s`, then normally again.
@@ -195,7 +208,7 @@ impl Model {
     }
 }
 
-fn answer(
+fn reply(
     state: &Mutex<State>,
     method: &Method,
     uri: &Uri,
@@ -256,6 +269,33 @@ fn answer(
     } else {
         json_response(StatusCode::OK, message)
     }
+}
+
+/// [`reply`], with the usage windows on every successful answer once they are set.
+fn answer(
+    state: &Mutex<State>,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    let mut response = reply(state, method, uri, headers, body);
+    let windows = state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .windows;
+    if let Some([five, week]) = windows.filter(|_| response.status() == StatusCode::OK) {
+        let headers = response.headers_mut();
+        for (window, (used, reset)) in [("5h", five), ("7d", week)] {
+            let (used, reset) = (used.to_string(), reset.to_string());
+            for (name, value) in [("utilization", used), ("reset", reset)] {
+                let name = format!("anthropic-ratelimit-unified-{window}-{name}");
+                let name = axum::http::HeaderName::try_from(name).expect("header name");
+                headers.insert(name, value.parse().expect("header value"));
+            }
+        }
+    }
+    response
 }
 
 /// The next step of the main conversation's turn: a tool call still to make, or the text.
