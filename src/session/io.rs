@@ -82,6 +82,8 @@ pub trait SessionIo: Send + Sync {
     fn restart(&self, restart: Restart) -> impl Future<Output = ()> + Send;
     fn record(&self, records: Vec<Record>) -> impl Future<Output = ()> + Send;
     fn restore(&self) -> impl Future<Output = Vec<NudgeState>> + Send;
+    /// When each session last got a budget nudge, as the ledger's deliveries say.
+    fn budget_nudges(&self) -> impl Future<Output = HashMap<String, i64>> + Send;
     /// Resolves when a bus event became owed a wake since the last call.
     fn owed_noted(&self) -> impl Future<Output = ()> + Send;
     fn now_ms(&self) -> i64;
@@ -321,6 +323,14 @@ impl SessionIo for LiveIo {
         self.read_ledger("restoring nudge state", move || store.sessions())
             .await
             .map(|rows| rows.into_iter().filter_map(|row| row.nudge).collect())
+            .unwrap_or_default()
+    }
+
+    async fn budget_nudges(&self) -> HashMap<String, i64> {
+        let store = self.store.clone();
+        let read = move || store.last_deliveries_from(super::task::BUDGET_SENDER);
+        self.read_ledger("restoring budget nudges", read)
+            .await
             .unwrap_or_default()
     }
 

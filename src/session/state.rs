@@ -6,7 +6,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::api::SessionState;
-use crate::budget::WindowKind;
 use crate::delivery::Action;
 use crate::session::observe::{Activity, FileStamp, Verdict};
 use crate::session::schedule::{NudgeCount, Schedule};
@@ -45,8 +44,8 @@ pub struct Session {
     pub answered_from: Option<(u32, bool, i64)>,
     /// Its transcript as it was when its last turn was charged.
     pub charged: Option<FileStamp>,
-    /// The windows (named by their reset, unix ms) it was given a budget nudge for, by kind.
-    pub budget_nudged: [Option<i64>; 2],
+    /// When it was last given a budget nudge (unix ms; restored from the ledger at start).
+    pub last_budget_ms: Option<i64>,
     tries: [Tries; 4],
 }
 
@@ -147,9 +146,12 @@ impl Session {
         self.acknowledged
     }
 
-    /// Whether the window of `kind` resetting at `resets_at_ms` already had its budget nudge.
-    pub fn budget_nudged_for(&self, kind: WindowKind, resets_at_ms: i64) -> bool {
-        self.budget_nudged[kind as usize] == Some(resets_at_ms)
+    /// Whether a window resetting at `resets_at_ms` had its budget nudge: one was given since
+    /// the window came within `use_within_ms` of its end (one nudge covers windows that end
+    /// together).
+    pub fn budget_nudged_for(&self, resets_at_ms: i64, use_within_ms: i64) -> bool {
+        let near_from = resets_at_ms.saturating_sub(use_within_ms);
+        self.last_budget_ms.is_some_and(|at| at >= near_from)
     }
 
     pub fn unheld(&mut self) {

@@ -118,6 +118,9 @@ impl<I: SessionIo> Keeper<I> {
             );
             self.sessions.insert(state.session_id, session);
         }
+        for (sid, at_ms) in self.io.budget_nudges().await {
+            self.session(&sid).last_budget_ms = Some(at_ms);
+        }
     }
 
     pub async fn poll(&mut self) {

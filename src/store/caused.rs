@@ -1,7 +1,7 @@
 //! What wakebridge's own texts cost: one row per turn one of them started (written by the
 //! session loop once the turn ended), read back as today's figures and the totals by kind.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{Connection, params};
 
@@ -59,6 +59,18 @@ impl Store {
                 totals.insert(kind, u64::try_from(tokens).unwrap_or(0));
             }
             Ok(totals)
+        })
+    }
+
+    /// Per session, when `sender`'s last text went in (typed or sent).
+    pub fn last_deliveries_from(&self, sender: &str) -> Result<HashMap<String, i64>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT target_session, max(at_ms) FROM deliveries WHERE sender = ?1 \
+                 AND action IN ('tmux', 'zellij', 'inbox') GROUP BY target_session",
+            )?;
+            let rows = stmt.query_map(params![sender], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            rows.collect()
         })
     }
 

@@ -66,6 +66,8 @@ struct World {
     budgets: Vec<Account>,
     /// The newest turn of each transcript.
     turns: HashMap<PathBuf, Turn>,
+    /// When each session last got a budget nudge, as the ledger says at start.
+    budget_nudged: HashMap<String, i64>,
 }
 
 /// The idle prompt, as the fake's capture shows it.
@@ -183,6 +185,9 @@ impl SessionIo for FakeIo {
     }
     async fn budgets(&self) -> Vec<Account> {
         self.world.lock().unwrap().budgets.clone()
+    }
+    async fn budget_nudges(&self) -> HashMap<String, i64> {
+        self.world.lock().unwrap().budget_nudged.clone()
     }
     async fn last_turn(&self, path: PathBuf) -> Option<Turn> {
         self.world.lock().unwrap().turns.get(&path).cloned()
@@ -930,6 +935,25 @@ async fn paused_clock_a_nudge_answered_by_a_turn_without_tools_stays_unanswered_
             .count(),
         2
     );
+    shutdown.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_a_budget_nudge_given_before_a_restart_is_not_given_again() {
+    let io = FakeIo::new();
+    io.add_session("given", "\u{2733} Claude Code");
+    io.add_session("not-given", "\u{2733} Claude Code");
+    // The window ends in 30 minutes; "given" had its budget nudge 5 minutes ago.
+    five_hour(&io, 40.0, Duration::from_secs(30 * 60));
+    io.world
+        .lock()
+        .unwrap()
+        .budget_nudged
+        .insert("given".into(), START_MS - 5 * 60_000);
+    let (shutdown, _views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(20 * 60)).await;
+    assert_eq!(budget_nudges(&io, "given"), []);
+    assert_eq!(budget_nudges(&io, "not-given").len(), 1);
     shutdown.cancel();
 }
 

@@ -98,7 +98,7 @@ impl<I: SessionIo> Keeper<I> {
             let reason = format!("budget nudge not typed ({})", outcome.action.as_str());
             return self.view(sid, SessionState::Idle, reason);
         }
-        self.session(sid).budget_nudged[kind as usize] = Some(resets_at_ms);
+        self.session(sid).last_budget_ms = Some(done_ms);
         tracing::info!(
             session_id = sid,
             window,
