@@ -1,7 +1,7 @@
 -- wakebridge ledger, schema 12: what wakebridge's own texts cost. One row per turn one of them
 -- started (a nudge, a wake, a warning...), written by the daemon from the session's transcript
 -- once the turn ended: every token of the turn's API calls and how many tools it called. A
--- later reading of the same turn replaces the row. Never pruned: the totals are counters, and a
+-- later reading of the same turn only raises its figures. Never pruned: the totals are counters, and a
 -- row is a few dozen bytes per turn wakebridge started.
 CREATE TABLE caused (
     session_id TEXT    NOT NULL,

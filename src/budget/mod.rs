@@ -22,7 +22,7 @@ use crate::private_fs;
 /// changed: the status line runs on every token count, and each write is an fsync.
 const REWRITE_AFTER_MS: i64 = 60_000;
 /// Two readings whose resets differ by less than this are the same window (Claude Code rounds).
-const SAME_WINDOW_MS: i64 = 10 * 60_000;
+pub const SAME_WINDOW_MS: i64 = 10 * 60_000;
 /// Bytes read from a budget file at most: real ones are ~300.
 const MAX_FILE: u64 = 16 * 1024;
 
@@ -43,14 +43,6 @@ impl WindowKind {
         match self {
             WindowKind::FiveHour => "5-hour window",
             WindowKind::SevenDay => "weekly window",
-        }
-    }
-
-    /// Its short name in `status`'s header.
-    pub fn short(self) -> &'static str {
-        match self {
-            WindowKind::FiveHour => "5h",
-            WindowKind::SevenDay => "week",
         }
     }
 }
@@ -80,26 +72,20 @@ impl Window {
         }
     }
 
-    fn same_window(&self, other: &Window) -> bool {
-        match (self.resets_at_ms, other.resets_at_ms) {
-            (Some(a), Some(b)) => a.abs_diff(b) < SAME_WINDOW_MS.unsigned_abs(),
-            (None, None) => true,
-            _ => false,
-        }
-    }
-
     /// `newer` read after `self`: within one window the larger share wins (a session's status
-    /// line may repeat an old figure), a new window replaces the old.
+    /// line may repeat an old figure); a later window, or one whose reset is now known,
+    /// replaces it. Two readings without a reset are never the same window: the newer wins, so
+    /// a share cannot stick for good.
     fn merged(self, newer: Window) -> Window {
-        if !self.same_window(&newer) {
-            let newer_later =
-                newer.resets_at_ms.unwrap_or(i64::MAX) >= self.resets_at_ms.unwrap_or(i64::MAX);
-            return if newer_later { newer } else { self };
-        }
-        Window {
-            used_percentage: self.used_percentage.max(newer.used_percentage),
-            resets_at_ms: newer.resets_at_ms.or(self.resets_at_ms),
-            seen_ms: self.seen_ms.max(newer.seen_ms),
+        match (self.resets_at_ms, newer.resets_at_ms) {
+            (Some(old), Some(new)) if old.abs_diff(new) < SAME_WINDOW_MS.unsigned_abs() => Window {
+                used_percentage: self.used_percentage.max(newer.used_percentage),
+                resets_at_ms: Some(new),
+                seen_ms: self.seen_ms.max(newer.seen_ms),
+            },
+            (Some(old), Some(new)) if new < old => self,
+            (Some(_), None) => self,
+            _ => newer,
         }
     }
 }
@@ -278,14 +264,12 @@ pub fn shown(state_dir: &Path, stale_ms: i64, now_ms: i64) -> Vec<api::Budget> {
         .collect()
 }
 
-/// The account whose windows apply to a session with this transcript: its own, or the only
-/// one known when the transcript does not say.
-pub fn for_session<'a>(accounts: &'a [Account], transcript: Option<&Path>) -> Option<&'a Account> {
-    match transcript.and_then(account_of) {
-        Some(account) => accounts.iter().find(|a| a.account == account),
-        None if accounts.len() == 1 => accounts.first(),
-        None => None,
-    }
+/// The windows of `account` (a session's, [`account_of`] its transcript); none when it is not
+/// known: another account's usage says nothing about it.
+pub fn of_account<'a>(accounts: &'a [Account], account: Option<&Path>) -> Option<&'a Account> {
+    accounts
+        .iter()
+        .find(|a| Some(a.account.as_path()) == account)
 }
 
 #[cfg(test)]
@@ -339,6 +323,18 @@ mod tests {
         assert_eq!(old.merged(next), next);
         // An old figure from the window before does not come back.
         assert_eq!(next.merged(old), next);
+        // Without a reset the newer reading wins, and a known reset replaces an unknown one.
+        let unknown = |used, seen| Window {
+            used_percentage: used,
+            resets_at_ms: None,
+            seen_ms: seen,
+        };
+        assert_eq!(
+            unknown(95.0, NOW - 1).merged(unknown(20.0, NOW)),
+            unknown(20.0, NOW)
+        );
+        assert_eq!(unknown(95.0, NOW - 1).merged(old), old);
+        assert_eq!(old.merged(unknown(99.0, NOW)), old);
     }
 
     #[test]
@@ -373,14 +369,9 @@ mod tests {
         assert_eq!(all[0].five_hour.unwrap().used_percentage, 30.0);
         assert_eq!(all[1].five_hour.unwrap().used_percentage, 90.0);
         let t = Path::new("/h/other/projects/p/s.jsonl");
-        assert_eq!(
-            for_session(&all, Some(t)).unwrap().account,
-            Path::new("/h/other")
-        );
-        assert_eq!(for_session(&all, None), None);
-        assert_eq!(
-            for_session(&all[..1], None).unwrap().account,
-            Path::new("/h/.claude")
-        );
+        let found = of_account(&all, account_of(t).as_deref()).unwrap();
+        assert_eq!(found.account, Path::new("/h/other"));
+        assert_eq!(of_account(&all[..1], None), None);
+        assert_eq!(of_account(&all, Some(Path::new("/elsewhere"))), None);
     }
 }

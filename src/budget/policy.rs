@@ -8,7 +8,7 @@ use std::time::Duration;
 use jiff::tz::TimeZone;
 
 use super::caused::BUDGET_PREFIX;
-use super::{Account, WindowKind};
+use super::{Account, SAME_WINDOW_MS, WindowKind};
 use crate::claude::limits::describe_reset;
 use crate::config::BudgetSettings;
 use crate::mux::KeystrokeText;
@@ -100,9 +100,17 @@ impl Outlook {
     }
 }
 
-/// The outlook for a session of `account` at `now_ms`. Spent wins over unused: a nearly spent
-/// week is not to be burnt because a 5-hour window ends soon.
-pub fn outlook(config: &BudgetConfig, account: Option<&Account>, now_ms: i64) -> Outlook {
+/// The outlook at `now_ms` for a session of `account` that last got a budget nudge at
+/// `given_ms`. Spent wins over unused: a nearly spent week is not to be burnt because a 5-hour
+/// window ends soon. A window near its end is owed a budget nudge unless one was given since it
+/// came near (with the slack two readings of one window's reset may differ by): one per window,
+/// and one covers windows that end together.
+pub fn outlook(
+    config: &BudgetConfig,
+    account: Option<&Account>,
+    now_ms: i64,
+    given_ms: Option<i64>,
+) -> Outlook {
     let Some(account) = account.filter(|_| config.enabled) else {
         return Outlook::Plain;
     };
@@ -117,11 +125,16 @@ pub fn outlook(config: &BudgetConfig, account: Option<&Account>, now_ms: i64) ->
             used: w.used_percentage,
         };
     }
-    let near = |at: i64| at.saturating_sub(now_ms) <= crate::clock::duration_ms(config.use_within);
+    let within = crate::clock::duration_ms(config.use_within);
+    let near = |at: i64| at.saturating_sub(now_ms) <= within;
+    let given = |at: i64| {
+        let near_from = at.saturating_sub(within).saturating_sub(SAME_WINDOW_MS);
+        given_ms.is_some_and(|given| given >= near_from)
+    };
     running
         .iter()
         .find_map(|(kind, w)| {
-            let at = w.resets_at_ms.filter(|&at| near(at))?;
+            let at = w.resets_at_ms.filter(|&at| near(at) && !given(at))?;
             (w.used_percentage < f64::from(config.use_below)).then_some(Outlook::UseIt {
                 kind: *kind,
                 used: w.used_percentage,
@@ -188,7 +201,7 @@ mod tests {
     #[test]
     fn each_window_and_share_gives_its_outlook() {
         let c = config();
-        let at = |a: Account| outlook(&c, Some(&a), NOW);
+        let at = |a: Account| outlook(&c, Some(&a), NOW, None);
         let five = WindowKind::FiveHour;
         let week = WindowKind::SevenDay;
         // Under-used near the end: use it.
@@ -230,13 +243,13 @@ mod tests {
         );
         // A window whose reset passed says nothing; nor does an unknown account, or `enabled = false`.
         assert_eq!(at(account(Some((95.0, -MIN)), None)), Outlook::Plain);
-        assert_eq!(outlook(&c, None, NOW), Outlook::Plain);
+        assert_eq!(outlook(&c, None, NOW, None), Outlook::Plain);
         let off = BudgetConfig {
             enabled: false,
             ..c.clone()
         };
         assert_eq!(
-            outlook(&off, Some(&account(Some((95.0, MIN)), None)), NOW),
+            outlook(&off, Some(&account(Some((95.0, MIN)), None)), NOW, None),
             Outlook::Plain
         );
         // A window without a reset can be spent but never "near its end".
@@ -246,6 +259,35 @@ mod tests {
         assert_eq!(at(no_reset.clone()), Outlook::Plain);
         no_reset.five_hour.as_mut().unwrap().used_percentage = 95.0;
         assert_eq!(at(no_reset), spare(five, 95.0));
+    }
+
+    #[test]
+    fn a_window_near_its_end_is_owed_one_budget_nudge_and_the_next_window_its_own() {
+        let c = config();
+        let five = account(Some((40.0, 30 * MIN)), Some((30.0, 3 * 24 * 60 * MIN)));
+        let at = |given: Option<i64>| outlook(&c, Some(&five), NOW, given);
+        assert!(matches!(at(None), Outlook::UseIt { .. }));
+        // Given since the window came near (15 min ago), even with a reset read 10 min later.
+        assert_eq!(at(Some(NOW - 5 * MIN)), Outlook::Plain);
+        assert_eq!(at(Some(NOW - 24 * MIN)), Outlook::Plain);
+        // Given for the window before: this one is owed its own.
+        assert!(matches!(at(Some(NOW - 26 * MIN)), Outlook::UseIt { .. }));
+        // The 5-hour window had its nudge; the week nearing its end later is owed one too.
+        let both = account(Some((40.0, 30 * MIN)), Some((30.0, 40 * MIN)));
+        assert_eq!(
+            outlook(&c, Some(&both), NOW, Some(NOW - 5 * MIN)),
+            Outlook::Plain,
+            "one nudge covers windows that end together"
+        );
+        let week_later = account(Some((40.0, 30 * MIN)), Some((30.0, 90 * MIN)));
+        let later = NOW + 50 * MIN;
+        assert!(matches!(
+            outlook(&c, Some(&week_later), later, Some(NOW - 5 * MIN)),
+            Outlook::UseIt {
+                kind: WindowKind::SevenDay,
+                ..
+            }
+        ));
     }
 
     #[test]

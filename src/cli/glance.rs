@@ -294,7 +294,7 @@ fn spend_line(budgets: &[Budget], today: Option<&Today>, view: &View) -> Option<
 fn tokens(n: u64) -> String {
     match n {
         0..1_000 => n.to_string(),
-        1_000..1_000_000 => format!("{}k", (n + 500) / 1_000),
+        1_000..999_500 => format!("{}k", (n + 500) / 1_000),
         _ => format!("{:.1}M", n as f64 / 1e6),
     }
 }

@@ -171,7 +171,8 @@ pub async fn metrics(
             .iter()
             .map(|(kind, tokens)| (<&str>::from(*kind), *tokens)),
     );
-    // A path is no label value: with several accounts, the most used one is the one to watch.
+    // A path is no label value: with several accounts, each window's largest share is the one
+    // to watch.
     let used = |kind: WindowKind| {
         let windows = budgets.iter().filter_map(|b| match kind {
             WindowKind::FiveHour => b.five_hour.as_ref(),
@@ -183,8 +184,8 @@ pub async fn metrics(
     out.labelled(
         "wakebridge_budget_used_ratio",
         "gauge",
-        "The share of each usage window used (0..1), of the most used account; absent until a \
-         status line reported it, and after its reset.",
+        "The share of each usage window used (0..1), the largest among the accounts; absent \
+         until a status line reported it, and after its reset.",
         "window",
         WindowKind::ALL.into_iter().filter_map(used),
     );

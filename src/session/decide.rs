@@ -263,7 +263,6 @@ fn nudge(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> St
         used,
         resets_at_ms,
     } = seen.budget
-        && !session.budget_nudged_for(resets_at_ms, millis(config.budget.use_within))
         && quiet_for >= config.idle_after
         && !session.waits(Attempt::Nudge, now.at)
     {
@@ -571,11 +570,7 @@ mod tests {
     #[test]
     fn the_budget_outlook_in_every_phase() {
         use crate::claude::screen;
-        let budget = &crate::config::defaults().budget;
-        let config = NudgerConfig {
-            budget: crate::budget::policy::BudgetConfig::from_settings(budget).unwrap(),
-            ..config()
-        };
+        let config = config();
         let window = WindowKind::FiveHour;
         let use_it = Outlook::UseIt {
             kind: window,
@@ -641,21 +636,6 @@ mod tests {
         assert_eq!(
             decided(&acknowledged, &obs, idle_screen, Outlook::Plain, none),
             Step::Wait(SessionState::AcknowledgedIdle, "acknowledged idle".into())
-        );
-
-        // Once per window: given it, the session is nudged as usual.
-        let mut given = idle(600).0;
-        given.last_budget_ms = Some(NOW_MS - 60_000);
-        assert_eq!(
-            decided(&given, &obs, idle_screen, use_it, none),
-            Step::Nudge
-        );
-        // One from before the window came near its end (15 min before `resets_at - 45 min`)
-        // does not count.
-        given.last_budget_ms = Some(NOW_MS - 16 * 60_000);
-        assert_eq!(
-            decided(&given, &obs, idle_screen, use_it, none),
-            budget_nudge
         );
 
         // Not quiet for `idle_after` yet: it waits either way.

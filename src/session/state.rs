@@ -146,14 +146,6 @@ impl Session {
         self.acknowledged
     }
 
-    /// Whether a window resetting at `resets_at_ms` had its budget nudge: one was given since
-    /// the window came within `use_within_ms` of its end (one nudge covers windows that end
-    /// together).
-    pub fn budget_nudged_for(&self, resets_at_ms: i64, use_within_ms: i64) -> bool {
-        let near_from = resets_at_ms.saturating_sub(use_within_ms);
-        self.last_budget_ms.is_some_and(|at| at >= near_from)
-    }
-
     pub fn unheld(&mut self) {
         self.limit_look_ms = None;
         self.tries_mut(Attempt::Resume).refused = None;

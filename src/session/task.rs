@@ -167,8 +167,9 @@ impl<I: SessionIo> Keeper<I> {
         let mut views = BTreeMap::new();
         for (sid, target) in &mapping {
             let facts = facts.get(sid).cloned().unwrap_or_default();
-            let account = budget::for_session(&budgets, facts.account.as_deref());
-            let outlook = policy::outlook(&self.config.budget, account, self.io.now_ms());
+            let account = budget::of_account(&budgets, facts.account.as_deref());
+            let given = self.sessions.get(sid).and_then(|s| s.last_budget_ms);
+            let outlook = policy::outlook(&self.config.budget, account, self.io.now_ms(), given);
             let seen = Around {
                 snapshot: snapshot.as_ref(),
                 registry: &registry,
@@ -455,7 +456,14 @@ impl<I: SessionIo> Keeper<I> {
         let Some(turn) = self.io.last_turn(path).await else {
             return;
         };
-        let Some(text) = self.config.texts.kind(&turn.prompt) else {
+        let text = self.config.texts.kind(&turn.prompt);
+        let idle_answer =
+            matches!(text, Some(TextKind::Nudge | TextKind::Budget)) && turn.tools == 0;
+        if !idle_answer {
+            // A turn that did something (or was a person's) ends what an answer could give back.
+            self.session(sid).answered_from = None;
+        }
+        let Some(text) = text else {
             return;
         };
         let caused = Caused {
@@ -467,7 +475,7 @@ impl<I: SessionIo> Keeper<I> {
             tools: turn.tools,
         };
         self.io.record(vec![Record::Caused(caused)]).await;
-        if matches!(text, TextKind::Nudge | TextKind::Budget) && turn.tools == 0 {
+        if idle_answer {
             self.idle_answer(sid, ended_ms).await;
         }
     }

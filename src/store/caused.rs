@@ -8,7 +8,7 @@ use rusqlite::{Connection, params};
 use super::{Store, StoreError};
 use crate::api::{TextKind, Today};
 
-/// A turn one of wakebridge's texts started (upsert by session and prompt).
+/// A turn one of wakebridge's texts started (upsert by session and prompt; never shrinks).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caused {
     pub session_id: String,
@@ -23,8 +23,11 @@ pub struct Caused {
 
 pub(super) fn apply(conn: &Connection, caused: &Caused) -> rusqlite::Result<()> {
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO caused (session_id, prompt_id, kind, at_ms, tokens, tools) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        // A turn read again (its transcript grew, or after a restart) only grows: the totals
+        // are counters, and its kind stays what it was first read as.
+        "INSERT INTO caused (session_id, prompt_id, kind, at_ms, tokens, tools) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (session_id, prompt_id) DO UPDATE SET \
+         tokens = max(tokens, excluded.tokens), tools = max(tools, excluded.tools)",
     )?
     .execute(params![
         caused.session_id,
@@ -119,13 +122,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn turns_add_up_by_kind_and_day_and_a_second_stop_replaces_the_first() {
+    async fn turns_add_up_by_kind_and_day_and_a_turn_read_again_only_grows() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("ledger.db")).unwrap();
         store
             .record_all(vec![
                 turn("s1", "p1", TextKind::Nudge, 1_000, 500, 0),
                 turn("s1", "p1", TextKind::Nudge, 2_000, 700, 1),
+                turn("s1", "p1", TextKind::Wake, 2_500, 600, 0),
                 turn("s1", "p2", TextKind::Wake, 3_000, 40, 2),
                 turn("s2", "p1", TextKind::Budget, 500, 9, 0),
             ])

@@ -779,10 +779,16 @@ async fn paused_clock_idle_session_gets_doubling_gaps_then_falls_silent() {
     shutdown.cancel();
 }
 
-/// One account's 5-hour window, `used` % used, resetting `resets_in` after the start.
+/// One account's 5-hour window, `used` % used, resetting `resets_in` after the start: the
+/// account of every session added so far.
 fn five_hour(io: &FakeIo, used: f64, resets_in: Duration) {
     let resets_at_ms = START_MS + i64::try_from(resets_in.as_millis()).unwrap();
-    io.world.lock().unwrap().budgets = vec![Account {
+    let mut w = io.world.lock().unwrap();
+    let sessions: Vec<String> = w.mapping.keys().cloned().collect();
+    for sid in sessions {
+        w.facts.entry(sid).or_default().account = Some("/home/u/.claude".into());
+    }
+    w.budgets = vec![Account {
         account: "/home/u/.claude".into(),
         five_hour: Some(Window {
             used_percentage: used,
@@ -935,6 +941,43 @@ async fn paused_clock_a_nudge_answered_by_a_turn_without_tools_stays_unanswered_
             .count(),
         2
     );
+    shutdown.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_an_idle_answer_gives_back_only_the_series_its_own_text_started() {
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    // The window comes near its end at 2100 s.
+    five_hour(&io, 40.0, Duration::from_secs(2100 + 45 * 60));
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(2000)).await;
+    assert!(views.borrow()["s1"].acknowledged, "five nudges unanswered");
+    // A person comes back and works: a turn of theirs with tools.
+    io.touch("s1");
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert!(!views.borrow()["s1"].acknowledged);
+    turn_ended(&io, "s1", "refactor the parser", 4);
+    // Quiet again for `idle_after`: the budget nudge; its turn answers in words only.
+    tokio::time::sleep(Duration::from_secs(320)).await;
+    let told = budget_nudges(&io, "s1");
+    assert_eq!(told.len(), 1, "{told:?}");
+    io.touch("s1");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    turn_ended(&io, "s1", &told[0].1, 0);
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    // The person's return is not undone: the old series is not given back.
+    let view = views.borrow()["s1"].clone();
+    assert!(!view.acknowledged && view.unanswered == 0, "{view:?}");
+    let charged = io
+        .world
+        .lock()
+        .unwrap()
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::Caused(c) if c.kind == TextKind::Budget))
+        .count();
+    assert_eq!(charged, 1);
     shutdown.cancel();
 }
 

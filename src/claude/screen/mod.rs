@@ -103,9 +103,13 @@ pub fn read(text: &str) -> ScreenReading {
         dialog,
         turn_running: turn_running_in(&lines),
         draft: draft(&normalized).is_some(),
-        asked: kept
-            .last()
-            .is_some_and(|line| line.trim_end().ends_with('?')),
+        asked: kept.last().is_some_and(|line| {
+            // Markdown around the question (`**…?**`, `` `…?` ``, `(…?)`) is still a question.
+            let bare = line
+                .trim_end()
+                .trim_end_matches(['*', '_', '`', ')', '"', '\'']);
+            bare.ends_with('?')
+        }),
     }
 }
 
@@ -345,5 +349,22 @@ mod tests {
         let question = "● Do you want to keep the old API? Would you like to see a diff?\n\n──────────\n❯ \n──────────\n";
         assert_eq!(modal(question), None);
         assert_eq!(modal(&boxed("")), None);
+    }
+
+    #[test]
+    fn a_question_as_the_agents_last_line_is_asked_in_any_markdown() {
+        let screen =
+            |last: &str| format!("● Done the parser.\n{last}\n\n──────────\n❯ \n──────────\n");
+        for asked in [
+            "Shall I go on?",
+            "**Shall I go on?**",
+            "Which one (a or b?)",
+            "Use `x?`",
+        ] {
+            assert!(read(&screen(asked)).asked, "{asked}");
+        }
+        for not in ["All done.", "Fixed the `?` operator.", "Is it? Yes, done."] {
+            assert!(!read(&screen(not)).asked, "{not}");
+        }
     }
 }

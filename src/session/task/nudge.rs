@@ -8,6 +8,7 @@ use super::{
 };
 use crate::api::SessionState;
 use crate::budget::{WindowKind, policy};
+use crate::delivery::Action;
 use crate::delivery::gate::Mode;
 use crate::mux::{KeystrokeText, STEP_FLOOR};
 use crate::session::SessionView;
@@ -33,16 +34,8 @@ impl<I: SessionIo> Keeper<I> {
         )];
         let schedule = self.config.schedule;
         if !outcome.action.woke() {
-            // Refused (busy marker, cooldown, stale pane) or failed: try again no sooner than
-            // a base gap, so a broken pane costs one attempt per gap, not one per poll.
-            let wait = schedule.base.max(STEP_FLOOR);
-            self.session(sid)
-                .retry_in(Attempt::Nudge, Instant::now(), wait);
-            let action = outcome.action.as_str();
-            tracing::debug!(session_id = sid, action, "nudge not typed");
             self.io.record(records).await;
-            let reason = format!("nudge not typed ({action})");
-            return self.view(sid, SessionState::Idle, reason);
+            return self.not_typed(sid, "nudge", outcome.action);
         }
         let session = self.session(sid);
         let acknowledged = session.nudged(Instant::now(), done_ms, &schedule);
@@ -92,13 +85,12 @@ impl<I: SessionIo> Keeper<I> {
         self.io.record(vec![row]).await;
         let window = kind.describe();
         if !outcome.action.woke() {
-            let wait = self.config.schedule.base.max(STEP_FLOOR);
-            self.session(sid)
-                .retry_in(Attempt::Nudge, Instant::now(), wait);
-            let reason = format!("budget nudge not typed ({})", outcome.action.as_str());
-            return self.view(sid, SessionState::Idle, reason);
+            return self.not_typed(sid, "budget nudge", outcome.action);
         }
-        self.session(sid).last_budget_ms = Some(done_ms);
+        let session = self.session(sid);
+        session.last_budget_ms = Some(done_ms);
+        // An answer seen before this text is not this text's answer.
+        session.answered_from = None;
         tracing::info!(
             session_id = sid,
             window,
@@ -107,6 +99,21 @@ impl<I: SessionIo> Keeper<I> {
         );
         let reason = format!("budget nudge ({window} {}% used)", used.round());
         self.view(sid, SessionState::Nudged, reason)
+    }
+
+    /// A nudge refused (busy marker, cooldown, stale pane) or failed: tried again no sooner
+    /// than a base gap, so a broken pane costs one attempt per gap, not one per poll.
+    fn not_typed(&mut self, sid: &str, what: &str, action: Action) -> SessionView {
+        let wait = self.config.schedule.base.max(STEP_FLOOR);
+        self.session(sid)
+            .retry_in(Attempt::Nudge, Instant::now(), wait);
+        let action = action.as_str();
+        tracing::debug!(session_id = sid, action, "{what} not typed");
+        self.view(
+            sid,
+            SessionState::Idle,
+            format!("{what} not typed ({action})"),
+        )
     }
 
     pub(super) async fn pay_owed(&mut self, sid: &str, mode: Mode, events: u32) -> SessionView {
