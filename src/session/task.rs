@@ -19,7 +19,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::SessionState;
-use crate::api::TextKind;
 use crate::budget::{
     self,
     policy::{self, Outlook},
@@ -36,10 +35,11 @@ use crate::session::hours::in_hours;
 use crate::session::observe::{Activity, Movement, Observation};
 use crate::session::state::{Attempt, Session};
 use crate::session::{Next, NudgerConfig, SessionView, SessionViews};
-use crate::store::{Caused, Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Record};
+use crate::store::{Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Record};
 use crate::telemetry::notice::{Notice, NoticeKind};
 use crate::wakedir::target::PaneTarget;
 
+mod charge;
 mod nudge;
 mod resume;
 mod rewind;
@@ -54,8 +54,6 @@ pub const OWED_SENDER: &str = "wakebridge-owed";
 /// Poll interval while any session is owed a wake, so a wake is typed within a second of
 /// `owed_after`.
 pub const OWED_POLL: Duration = Duration::from_secs(1);
-/// How long after a turn ended its transcript is read to charge it.
-const CHARGE_AFTER_MS: i64 = 1_000;
 /// Wait before retrying an owed wake, a resume or a `/clear` the gate did not type.
 const OWED_RETRY: Duration = Duration::from_secs(2);
 
@@ -435,72 +433,6 @@ impl<I: SessionIo> Keeper<I> {
             };
             self.io.record(vec![Record::Nudge(state)]).await;
         }
-    }
-
-    /// Once a turn ended (and its transcript had a moment to be written out: Claude Code
-    /// flushes it after the Stop hook), charges it to the text of wakebridge's that started it,
-    /// if one did. Read again whenever the transcript changed until the next turn starts.
-    async fn charge(&mut self, sid: &str, obs: &Observation, facts: &SessionFacts, now_ms: i64) {
-        let Some((kind, ended_ms)) = obs.hook else {
-            return;
-        };
-        let settled = now_ms.saturating_sub(ended_ms) >= CHARGE_AFTER_MS;
-        let stamp = facts.transcript;
-        let between_turns = matches!(kind, HookKind::TurnEnded | HookKind::IdlePrompt);
-        let (Some(path), true) = (facts.transcript_path.clone(), settled && between_turns) else {
-            return;
-        };
-        if std::mem::replace(&mut self.session(sid).charged, stamp) == stamp {
-            return;
-        }
-        let Some(turn) = self.io.last_turn(path).await else {
-            return;
-        };
-        let text = self.config.texts.kind(&turn.prompt);
-        let idle_answer =
-            matches!(text, Some(TextKind::Nudge | TextKind::Budget)) && turn.tools == 0;
-        if !idle_answer {
-            // A turn that did something (or was a person's) ends what an answer could give back.
-            self.session(sid).answered_from = None;
-        }
-        let Some(text) = text else {
-            return;
-        };
-        let caused = Caused {
-            session_id: sid.to_owned(),
-            prompt_id: turn.prompt_id,
-            kind: text,
-            at_ms: ended_ms,
-            tokens: turn.tokens,
-            tools: turn.tools,
-        };
-        self.io.record(vec![Record::Caused(caused)]).await;
-        if idle_answer {
-            self.idle_answer(sid, ended_ms).await;
-        }
-    }
-
-    /// A nudge's turn that called no tool did nothing: its answer does not count.
-    async fn idle_answer(&mut self, sid: &str, ended_ms: i64) {
-        // Its movement shows within a poll of its end at the latest.
-        let within = millis(self.config.poll_interval.saturating_mul(2));
-        let schedule = self.config.schedule;
-        let session = self.session(sid);
-        let Some(unanswered) = session.idle_answer(ended_ms, within, &schedule) else {
-            return;
-        };
-        let state = NudgeState {
-            session_id: sid.to_owned(),
-            unanswered,
-            last_nudge_ms: session.last_nudge_ms,
-            acknowledged: session.acknowledged,
-        };
-        tracing::info!(
-            session_id = sid,
-            unanswered,
-            "the nudge's turn called no tool: still unanswered"
-        );
-        self.io.record(vec![Record::Nudge(state)]).await;
     }
 
     fn wake_at(&mut self, at_ms: i64) {
