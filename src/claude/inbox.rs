@@ -229,19 +229,9 @@ const HELD_NOTICE: &str = "Held peer message";
 
 /// The last [`HELD_TAIL_BYTES`] of the file at `path`, lossily decoded; empty when unreadable.
 pub fn transcript_tail(path: &Path) -> String {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut file) = crate::private_fs::open_read(path) else {
-        return String::new();
-    };
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut bytes = Vec::new();
-    let read = file
-        .seek(SeekFrom::Start(len.saturating_sub(HELD_TAIL_BYTES)))
-        .and_then(|_| file.take(HELD_TAIL_BYTES).read_to_end(&mut bytes));
-    match read {
-        Ok(_) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(_) => String::new(),
-    }
+    let read = crate::private_fs::open_read(path)
+        .and_then(|f| super::transcript::tail(f, HELD_TAIL_BYTES));
+    String::from_utf8_lossy(&read.unwrap_or_default()).into_owned()
 }
 
 /// How a sent text is recognised when the session's `UserPromptSubmit` hook reports it (the

@@ -100,6 +100,24 @@ pub fn usage_from(value: &Value) -> Option<Usage> {
     })
 }
 
+/// The last `max` bytes of an opened transcript, from its first whole line (a line cut at the
+/// start of the window is no record).
+pub fn tail(mut file: std::fs::File, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let start = file.metadata()?.len().saturating_sub(max);
+    file.seek(SeekFrom::Start(start))?;
+    let mut tail = Vec::new();
+    file.take(max).read_to_end(&mut tail)?;
+    if start > 0 {
+        let cut = tail
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(tail.len(), |i| i + 1);
+        tail.drain(..cut);
+    }
+    Ok(tail)
+}
+
 /// Parses one transcript line: `None` for anything but an `assistant` or compaction record.
 pub fn parse_record(line: &[u8]) -> Option<Record> {
     let line = line.trim_ascii();

@@ -2,11 +2,9 @@
 //! prompt that started it, the tokens its API calls used (input, cache read, cache creation and
 //! output, once per message: Claude Code writes one record per content block, each carrying the
 //! message's usage) and how many tools it called. What wakebridge charges its own texts with.
-//! Pure but for [`read_tail`].
+//! Pure: the caller reads the tail ([`super::transcript::tail`], [`TAIL_BYTES`]).
 
 use std::collections::HashSet;
-use std::io::{Read as _, Seek as _, SeekFrom};
-use std::path::Path;
 
 use serde_json::Value;
 
@@ -23,24 +21,6 @@ pub struct Turn {
     /// Every token of every API call of the turn.
     pub tokens: u64,
     pub tools: u32,
-}
-
-/// The last `TAIL_BYTES` of the file, from its first whole line.
-pub fn read_tail(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut file = std::fs::File::open(path)?;
-    let len = file.metadata()?.len();
-    let start = len.saturating_sub(TAIL_BYTES);
-    file.seek(SeekFrom::Start(start))?;
-    let mut tail = Vec::new();
-    file.take(TAIL_BYTES).read_to_end(&mut tail)?;
-    if start > 0 {
-        let first_line = tail
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(tail.len(), |i| i + 1);
-        tail.drain(..first_line);
-    }
-    Ok(tail)
 }
 
 /// The newest main-chain turn in `tail`; `None` when no prompt starts one there. Read from the
@@ -178,7 +158,8 @@ mod tests {
         let filler = "x".repeat(usize::try_from(TAIL_BYTES).unwrap());
         let text = format!("{filler}\n{}", prompt("p", "last"));
         std::fs::write(&path, text).unwrap();
-        let tail = read_tail(&path).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let tail = crate::claude::transcript::tail(file, TAIL_BYTES).unwrap();
         assert_eq!(last_turn(&tail).unwrap().prompt, "last");
         assert!(tail.starts_with(b"{"));
     }

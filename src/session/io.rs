@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use crate::budget::{Account, account_of};
 use crate::claude::home::ClaudeHome;
 use crate::claude::registry::{RegistryReading, read_registry};
+use crate::claude::transcript;
 use crate::claude::turn::{self, Turn};
 use crate::clock;
 use crate::deadline::Deadline;
@@ -254,7 +255,10 @@ impl SessionIo for LiveIo {
     }
 
     async fn last_turn(&self, path: PathBuf) -> Option<Turn> {
-        let read = move || turn::last_turn(&turn::read_tail(&path).ok()?);
+        let read = move || {
+            let file = std::fs::File::open(&path).ok()?;
+            turn::last_turn(&transcript::tail(file, turn::TAIL_BYTES).ok()?)
+        };
         tokio::task::spawn_blocking(read).await.ok().flatten()
     }
 
