@@ -28,11 +28,13 @@ pub async fn sessions(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     require_reader(&app, &headers)?;
-    let budgets = budgets(&app);
-    let store = app.deliverer.store().clone();
-    let today = tokio::task::spawn_blocking(move || store.today(local_midnight_ms()));
+    let shared = app.clone();
+    let (budgets, today) = super::guards::blocking("budget reading", move || {
+        let today = shared.deliverer.store().today(local_midnight_ms());
+        (budgets(&shared), today.ok())
+    })
+    .await?;
     let sessions = snapshot(app, SpoolDetail::Lines).await?;
-    let today = today.await.ok().and_then(Result::ok);
     Ok(Json(Sessions {
         sessions,
         budgets,
@@ -43,13 +45,15 @@ pub async fn sessions(
 
 /// The start of today in the daemon's zone, unix ms.
 fn local_midnight_ms() -> i64 {
-    let now = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::system());
-    let midnight = jiff::tz::TimeZone::system()
-        .to_timestamp(now.date().to_datetime(jiff::civil::Time::midnight()));
+    let zone = jiff::tz::TimeZone::system();
+    let today = jiff::Timestamp::now()
+        .to_zoned_datetime(zone.clone())
+        .date();
+    let midnight = zone.to_timestamp(today.to_datetime(jiff::civil::Time::midnight()));
     midnight.map_or(0, jiff::Timestamp::as_millisecond)
 }
 
-/// The accounts' usage windows: a few small files, read on the request's thread.
+/// The accounts' usage windows: a few small files (call it off the async workers).
 fn budgets(app: &AppState) -> Vec<Budget> {
     let stale = crate::clock::duration_ms(app.config.settings.budget.stale_after);
     crate::budget::shown(&app.config.paths.state_dir, stale, crate::clock::now_ms())
@@ -67,13 +71,17 @@ pub async fn metrics(
         .is_some_and(|r| r.snapshot().registered);
     let started_at = app.started_at;
     let thresholds = app.config.settings.context.thresholds.clone();
-    let budgets = budgets(&app);
+    let shared = app.clone();
+    let (rewinds, caused, budgets) = super::guards::blocking("ledger reading", move || {
+        let (rewinds, caused) = (store.rewind_counts(), store.caused_totals());
+        (
+            rewinds.unwrap_or_default(),
+            caused.unwrap_or_default(),
+            budgets(&shared),
+        )
+    })
+    .await?;
     let sessions = snapshot(app, SpoolDetail::Bytes).await?;
-    let (rewinds, caused) =
-        tokio::task::spawn_blocking(move || (store.rewind_counts(), store.caused_totals()))
-            .await
-            .unwrap_or_else(|_| (Ok(Default::default()), Ok(Default::default())));
-    let (rewinds, caused) = (rewinds.unwrap_or_default(), caused.unwrap_or_default());
     let mut text = crate::telemetry::handle().render();
     let mut out = Exposition(&mut text);
     out.labelled(
