@@ -126,6 +126,17 @@ impl Account {
         })
     }
 
+    /// Each window's share and reset: what a reader sees change.
+    fn figures(&self) -> [Option<(f64, Option<i64>)>; 2] {
+        WindowKind::ALL.map(|k| self.window(k).map(|w| (w.used_percentage, w.resets_at_ms)))
+    }
+
+    /// When a status line last reported any of its windows.
+    fn seen_ms(&self) -> i64 {
+        let seen = WindowKind::ALL.map(|k| self.window(k).map_or(0, |w| w.seen_ms));
+        seen.into_iter().max().unwrap_or(0)
+    }
+
     /// `self` with `newer`'s windows merged in.
     fn merged(&self, newer: &Account) -> Account {
         let mut merged = self.clone();
@@ -198,21 +209,11 @@ pub fn record(state_dir: &Path, reading: &Account) -> Result<(), RecordError> {
     let merged = stored
         .as_ref()
         .map_or_else(|| reading.clone(), |s| s.merged(reading));
-    if let Some(stored) = &stored {
-        let seen = |a: &Account| {
-            WindowKind::ALL
-                .iter()
-                .filter_map(|&k| a.window(k).map(|w| w.seen_ms))
-                .max()
-                .unwrap_or(0)
-        };
-        let same_figures = WindowKind::ALL.iter().all(|&kind| {
-            let pick = |a: &Account| a.window(kind).map(|w| (w.used_percentage, w.resets_at_ms));
-            pick(stored) == pick(&merged)
-        });
-        if same_figures && seen(&merged).saturating_sub(seen(stored)) < REWRITE_AFTER_MS {
-            return Ok(());
-        }
+    if let Some(stored) = &stored
+        && stored.figures() == merged.figures()
+        && merged.seen_ms().saturating_sub(stored.seen_ms()) < REWRITE_AFTER_MS
+    {
+        return Ok(());
     }
     // Serialising plain data cannot fail; an empty body would only make the file unreadable.
     let body = serde_json::to_vec(&merged).unwrap_or_default();
