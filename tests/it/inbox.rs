@@ -15,7 +15,7 @@ use wakebridge::mux::WAKE_PROMPT;
 
 use crate::common;
 use crate::common::claude::RealClaude;
-use crate::common::harness::{TestServer, binary, event_for};
+use crate::common::harness::{TestServer, binary, event_for, fed};
 use crate::common::model::{Model, Reply};
 use crate::common::rig::start_daemon_with;
 use crate::common::tmux::TmuxServer;
@@ -69,7 +69,6 @@ impl StandIn {
 
 /// Runs the real `wakebridge hook` for `sid` as a session whose inbox is `socket` fires it.
 fn fire_hook(server: &TestServer, sid: &str, socket: &Path, payload: Value) {
-    use std::io::Write;
     let pid = std::process::id().to_string();
     let socket = socket.display().to_string();
     let env = [
@@ -79,15 +78,9 @@ fn fire_hook(server: &TestServer, sid: &str, socket: &Path, payload: Value) {
     ];
     let mut payload = payload;
     payload["session_id"] = json!(sid);
-    let mut child = binary(server.root.path(), &env)
-        .arg("hook")
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(payload.to_string().as_bytes()).unwrap();
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+    let mut cmd = binary(server.root.path(), &env);
+    cmd.arg("hook");
+    assert!(fed(cmd, &payload.to_string()).status.success());
 }
 
 fn session_start() -> Value {

@@ -98,21 +98,9 @@ async fn a_stop_that_already_goes_on_is_not_blocked_again_and_the_daemon_types_t
     // A Stop with stop_hook_active (Claude Code already going on for a hook) is left alone.
     let payload =
         format!(r#"{{"hook_event_name":"Stop","session_id":"{SID}","stop_hook_active":true}}"#);
-    let out = common::harness::binary(server.root.path(), &[])
-        .arg("hook")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write as _;
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(payload.as_bytes())?;
-            child.wait_with_output()
-        })
-        .expect("wakebridge hook");
+    let mut cmd = common::harness::binary(server.root.path(), &[]);
+    cmd.arg("hook");
+    let out = common::harness::fed(cmd, &payload);
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "", "no block answer");
     // The hook cleared the marker (the turn ended): the daemon types the owed wake, once.

@@ -2,14 +2,14 @@
 //! whose sessions came from the real `wakebridge hook` binary fed Claude Code's payloads, as an
 //! agent's hooks would, with the ledger and panes.json on disk.
 
-use std::io::{BufRead, BufReader, Write as _};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Output, Stdio};
 
 use unicode_width::UnicodeWidthStr;
 
 use crate::common;
-use crate::common::harness::{TestServer, binary, event_for};
+use crate::common::harness::{TestServer, binary, event_for, fed};
 
 /// Three agents, as UUIDs: two share their first block's first four digits.
 const WORKING: &str = "a1b2c3d4-1111-4000-8000-000000000001";
@@ -22,22 +22,8 @@ fn hook(root: &Path, payload: &str, pane: Option<&str>) {
     if let Some(pane) = pane {
         cmd.env("TMUX_PANE", pane);
     }
-    let mut child = cmd
-        .arg("hook")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("wakebridge hook");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(payload.as_bytes())
-        .expect("payload");
-    assert!(
-        child.wait().expect("wait").success(),
-        "hook failed: {payload}"
-    );
+    cmd.arg("hook");
+    assert!(fed(cmd, payload).status.success(), "hook failed: {payload}");
 }
 
 fn event(name: &str, sid: &str, project: &str) -> String {
@@ -385,19 +371,9 @@ async fn context_takes_a_prefix_through_the_daemon_and_a_full_id_without_it() {
 
 /// Runs `wakebridge statusline` with Claude Code's status-line JSON on stdin; its line.
 fn status_line(root: &Path, payload: &str) -> String {
-    let mut child = binary(root, &[])
-        .arg("statusline")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("wakebridge statusline");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(payload.as_bytes())
-        .expect("payload");
-    let out = child.wait_with_output().expect("wait");
+    let mut cmd = binary(root, &[]);
+    cmd.arg("statusline");
+    let out = fed(cmd, payload);
     assert!(out.status.success(), "statusline failed: {payload}");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -276,6 +276,25 @@ pub fn binary(root: &Path, extra_env: &[(&str, &str)]) -> std::process::Command 
     cmd
 }
 
+/// Runs `cmd` with `input` on its stdin; what it printed and how it exited.
+pub fn fed(mut cmd: std::process::Command, input: &str) -> std::process::Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // A child that exits without reading all of it is its own answer, not a test failure.
+    let _ = child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes());
+    child.wait_with_output().expect("wait")
+}
+
 /// Polls `url` until it answers or `timeout` passes.
 pub async fn wait_healthy(client: &reqwest::Client, url: &str, timeout: Duration) -> bool {
     let deadline = tokio::time::Instant::now() + timeout;
