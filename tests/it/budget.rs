@@ -31,22 +31,38 @@ const STEP: Duration = Duration::from_secs(60);
 const BUDGET_NUDGE: &str = "Usage budget: 70% of the 5-hour window is still unused";
 const NUDGE_1: &str = "Please continue with the task at hand.";
 
-/// A real session on a model that reports the windows, after one prompt (its answer makes the
-/// status line run), with the status line's windows in `/sessions`.
-async fn session_with_windows(
-    five: (f64, u64),
-    week: (f64, u64),
+/// A real session, installed, on the scripted model (reporting `windows`, the 5-hour and 7-day
+/// usage, when given), with `env` for the daemon, after one prompt answered.
+async fn real_session(
+    env: &[(&'static str, &str)],
+    windows: Option<[(f64, u64); 2]>,
 ) -> Option<(TmuxServer, TestServer, Model, RealClaude)> {
     let Some(claude) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return None;
     };
     let model = Model::start().await;
-    model.windows(five, week);
+    if let Some([five, week]) = windows {
+        model.windows(five, week);
+    }
     let tmux = TmuxServer::start();
-    let server = start_daemon_with(&tmux, None, FAST).await;
+    let server = start_daemon_with(&tmux, None, env).await;
     let session = RealClaude::installed(&claude, &tmux, &server, &model.claude_env()).await;
     session.submit(&tmux, "Start.").await;
+    common::eventually("the first turn answered", STEP, || {
+        model.told("Start.") == 1
+    })
+    .await;
+    Some((tmux, server, model, session))
+}
+
+/// [`real_session`] on a model that reports the windows, once the answer made the status line
+/// run and its windows are in `/sessions`.
+async fn session_with_windows(
+    five: (f64, u64),
+    week: (f64, u64),
+) -> Option<(TmuxServer, TestServer, Model, RealClaude)> {
+    let (tmux, server, model, session) = real_session(FAST, Some([five, week])).await?;
     let used = (five.0 * 100.0).round();
     common::eventually_ok("the windows in /sessions", STEP, async || {
         let body = server.get_json("/sessions").await;
@@ -157,30 +173,9 @@ async fn a_nearly_spent_window_stops_every_nudge_of_a_real_session() {
     assert_eq!(model.mentioned("Usage budget"), 0, "{}", context());
 }
 
-/// A real session, installed, on the scripted model, with `env` for the daemon, after one
-/// prompt answered.
-async fn real_session(
-    env: &[(&'static str, &str)],
-) -> Option<(TmuxServer, TestServer, Model, RealClaude)> {
-    let Some(claude) = common::real_claude() else {
-        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
-        return None;
-    };
-    let model = Model::start().await;
-    let tmux = TmuxServer::start();
-    let server = start_daemon_with(&tmux, None, env).await;
-    let session = RealClaude::installed(&claude, &tmux, &server, &model.claude_env()).await;
-    session.submit(&tmux, "Start.").await;
-    common::eventually("the first turn answered", STEP, || {
-        model.told("Start.") == 1
-    })
-    .await;
-    Some((tmux, server, model, session))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_real_session_gets_nothing_and_its_bus_event_is_told_once_unpaused() {
-    let Some((tmux, server, model, session)) = real_session(FAST).await else {
+    let Some((tmux, server, model, session)) = real_session(FAST, None).await else {
         return;
     };
     let sid = session.sid.clone();
@@ -240,7 +235,7 @@ async fn outside_its_active_hours_a_real_session_is_neither_nudged_nor_resumed_y
             ("WAKEBRIDGE_LIMITS__AUTO_CONTINUE_WAIT", "1s"),
         ])
         .collect();
-    let Some((tmux, server, model, session)) = real_session(&env).await else {
+    let Some((tmux, server, model, session)) = real_session(&env, None).await else {
         return;
     };
     let sid = session.sid.clone();
