@@ -592,33 +592,27 @@ mod tests {
                 "idle (hook: turn ended), 5-hour window 95% used, sparing it".into(),
             )
         };
-        let decided =
-            |session: &Session, obs: &Observation, screen, budget, tweak: &dyn Fn(&mut Seen)| {
-                let mut s = seen(obs);
-                s.screen = screen;
-                s.budget = budget;
-                tweak(&mut s);
-                decide(session, &s, &config, &now())
-            };
-        let none: &dyn Fn(&mut Seen) = &|_| {};
+        let decided = |session: &Session, obs: &Observation, screen, budget| {
+            let mut s = seen(obs);
+            s.screen = screen;
+            s.budget = budget;
+            decide(session, &s, &config, &now())
+        };
         let idle_screen = Screen::Text(IDLE_SCREEN);
 
         // Idle and quiet: a look first, then the budget nudge; spared; or the plain nudge.
         let (session, obs) = idle(600);
         assert_eq!(
-            decided(&session, &obs, Screen::NotRead, use_it, none),
+            decided(&session, &obs, Screen::NotRead, use_it),
             Step::Look(Look::BeforeNudge)
         );
+        assert_eq!(decided(&session, &obs, idle_screen, use_it), budget_nudge);
         assert_eq!(
-            decided(&session, &obs, idle_screen, use_it, none),
-            budget_nudge
-        );
-        assert_eq!(
-            decided(&session, &obs, idle_screen, spare, none),
+            decided(&session, &obs, idle_screen, spare),
             sparing(SessionState::Idle)
         );
         assert_eq!(
-            decided(&session, &obs, idle_screen, Outlook::Plain, none),
+            decided(&session, &obs, idle_screen, Outlook::Plain),
             Step::Nudge
         );
 
@@ -626,22 +620,22 @@ mod tests {
         let mut acknowledged = idle(600).0;
         acknowledged.acknowledged = true;
         assert_eq!(
-            decided(&acknowledged, &obs, idle_screen, use_it, none),
+            decided(&acknowledged, &obs, idle_screen, use_it),
             budget_nudge
         );
         assert_eq!(
-            decided(&acknowledged, &obs, idle_screen, spare, none),
+            decided(&acknowledged, &obs, idle_screen, spare),
             sparing(SessionState::AcknowledgedIdle)
         );
         assert_eq!(
-            decided(&acknowledged, &obs, idle_screen, Outlook::Plain, none),
+            decided(&acknowledged, &obs, idle_screen, Outlook::Plain),
             Step::Wait(SessionState::AcknowledgedIdle, "acknowledged idle".into())
         );
 
         // Not quiet for `idle_after` yet: it waits either way.
         let (fresh, fresh_obs) = idle(10);
         assert!(matches!(
-            decided(&fresh, &fresh_obs, idle_screen, use_it, none),
+            decided(&fresh, &fresh_obs, idle_screen, use_it),
             Step::Wait(SessionState::Idle, _)
         ));
 
@@ -651,7 +645,7 @@ mod tests {
             "● Shall I go on?\n\n────────────\n❯ \n────────────\n",
         ));
         assert_eq!(
-            decided(&session, &asked, idle_screen, use_it, none),
+            decided(&session, &asked, idle_screen, use_it),
             Step::Wait(
                 SessionState::Idle,
                 "idle (hook: turn ended), asked a question: no budget nudge".into()
@@ -661,7 +655,7 @@ mod tests {
         let mut on_dialog = obs.clone();
         on_dialog.screen = Some(screen::read(dialog));
         assert!(matches!(
-            decided(&session, &on_dialog, Screen::Text(dialog), use_it, none),
+            decided(&session, &on_dialog, Screen::Text(dialog), use_it),
             Step::Wait(SessionState::Dialog, _) | Step::ScreenBlocked(_)
         ));
 
@@ -672,7 +666,7 @@ mod tests {
         };
         for budget in [use_it, spare, Outlook::Plain] {
             assert!(matches!(
-                decided(&session, &busy, idle_screen, budget, none),
+                decided(&session, &busy, idle_screen, budget),
                 Step::Wait(SessionState::Working, _)
             ));
         }
@@ -694,9 +688,11 @@ mod tests {
             since_ms: NOW_MS,
         };
         for budget in [use_it, spare] {
+            let mut s = seen(&obs);
+            s.owed = Some(owed);
+            s.budget = budget;
             assert_eq!(
-                decided(&session, &obs, idle_screen, budget, &|s| s.owed =
-                    Some(owed)),
+                decide(&session, &s, &config, &now()),
                 Step::PayOwed(Mode::Gated)
             );
         }
