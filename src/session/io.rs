@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::budget::{Account, account_of};
+use crate::budget::Account;
 use crate::claude::home::ClaudeHome;
 use crate::claude::registry::{RegistryReading, read_registry};
 use crate::claude::transcript;
@@ -43,9 +43,7 @@ pub struct SessionFacts {
     pub rewind: RewindFacts,
     /// A person paused it: nothing is done for it.
     pub paused: bool,
-    /// Its Claude Code account (config directory), from its transcript's path.
-    pub account: Option<PathBuf>,
-    /// Its transcript, to charge the turns wakebridge's texts started.
+    /// Its transcript: its account (`budget::account_of`), and the turns to charge.
     pub transcript_path: Option<PathBuf>,
 }
 
@@ -223,10 +221,6 @@ impl SessionIo for LiveIo {
                         mtime_ms: meta.modified().map(clock::ms).unwrap_or(0),
                     });
                 let paused = store.pause(&sid)?.is_some();
-                let account = row
-                    .transcript_path
-                    .as_deref()
-                    .and_then(|p| account_of(p.as_ref()));
                 facts.insert(
                     sid,
                     SessionFacts {
@@ -236,7 +230,6 @@ impl SessionIo for LiveIo {
                         limit: row.limit,
                         rewind,
                         paused,
-                        account,
                         transcript_path: row.transcript_path.map(PathBuf::from),
                     },
                 );

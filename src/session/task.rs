@@ -165,7 +165,11 @@ impl<I: SessionIo> Keeper<I> {
         let mut views = BTreeMap::new();
         for (sid, target) in &mapping {
             let facts = facts.get(sid).cloned().unwrap_or_default();
-            let account = budget::of_account(&budgets, facts.account.as_deref());
+            let account = facts
+                .transcript_path
+                .as_deref()
+                .and_then(budget::account_of);
+            let account = budget::of_account(&budgets, account.as_deref());
             let given = self.sessions.get(sid).and_then(|s| s.last_budget_ms);
             let outlook = policy::outlook(&self.config.budget, account, self.io.now_ms(), given);
             let seen = Around {

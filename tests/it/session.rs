@@ -786,7 +786,8 @@ fn five_hour(io: &FakeIo, used: f64, resets_in: Duration) {
     let mut w = io.world.lock().unwrap();
     let sessions: Vec<String> = w.mapping.keys().cloned().collect();
     for sid in sessions {
-        w.facts.entry(sid).or_default().account = Some("/home/u/.claude".into());
+        let transcript = format!("/home/u/.claude/projects/p/{sid}.jsonl");
+        w.facts.entry(sid).or_default().transcript_path = Some(transcript.into());
     }
     w.budgets = vec![Account {
         account: "/home/u/.claude".into(),
@@ -861,8 +862,11 @@ async fn paused_clock_an_under_used_window_near_its_end_gets_one_budget_nudge_ev
 /// The session's turn ended now, started by `prompt`, having called `tools` tools.
 fn turn_ended(io: &FakeIo, sid: &str, prompt: &str, tools: u32) {
     let now_ms = io.now_ms();
-    let path = PathBuf::from(format!("/t/{sid}.jsonl"));
     let mut w = io.world.lock().unwrap();
+    let facts = w.facts.entry(sid.into()).or_default();
+    let path = (facts.transcript_path)
+        .get_or_insert_with(|| format!("/t/{sid}.jsonl").into())
+        .clone();
     w.turns.insert(
         path.clone(),
         Turn {
@@ -874,7 +878,6 @@ fn turn_ended(io: &FakeIo, sid: &str, prompt: &str, tools: u32) {
     );
     let facts = w.facts.entry(sid.into()).or_default();
     facts.hook = Some(("Stop".into(), now_ms));
-    facts.transcript_path = Some(path);
     facts.transcript = Some(FileStamp {
         size: 1,
         mtime_ms: now_ms,
