@@ -113,11 +113,8 @@ impl MonitorConfig {
     }
 }
 
-struct DueWarning {
-    session_id: String,
-    level: Level,
-    text: String,
-}
+/// A warning due now: the session, its level and the text to type.
+type DueWarning = (String, Level, String);
 
 /// Everything kept about one followed session.
 #[derive(Default)]
@@ -141,14 +138,6 @@ struct Tracked {
 }
 
 impl Tracked {
-    fn new(thresholds: Thresholds) -> Self {
-        let thresholds = SessionThresholds::new(thresholds);
-        Self {
-            thresholds,
-            ..Self::default()
-        }
-    }
-
     fn status(&self) -> Option<ContextStatus> {
         Some(ContextStatus {
             figures: self.figures.clone()?,
@@ -218,7 +207,10 @@ impl Monitor {
             let tracked = self
                 .sessions
                 .entry(c.session_id)
-                .or_insert_with(|| Tracked::new(self.config.thresholds.clone()));
+                .or_insert_with(|| Tracked {
+                    thresholds: SessionThresholds::new(self.config.thresholds.clone()),
+                    ..Tracked::default()
+                });
             if c.transcript_hint.is_some() && tracked.hint != c.transcript_hint {
                 tracked.hint = c.transcript_hint;
                 // A new path from the hook (resume into another file): look again.
@@ -304,11 +296,7 @@ impl Monitor {
             .iter()
             .filter_map(|(sid, t)| {
                 let (level, text) = t.thresholds.due_message()?;
-                Some(DueWarning {
-                    session_id: sid.clone(),
-                    level,
-                    text,
-                })
+                Some((sid.clone(), level, text))
             })
             .collect()
     }
@@ -354,12 +342,12 @@ impl Monitor {
     }
 
     async fn deliver(&mut self, deliverer: &Deliverer, view: &ContextView, due: DueWarning) {
-        let sid = due.session_id.as_str();
-        let text = match KeystrokeText::new(&due.text) {
+        let (sid, level, text) = (due.0.as_str(), due.1, due.2);
+        let text = match KeystrokeText::new(&text) {
             Ok(text) => text,
             Err(e) => {
                 if self.warned.first(&format!("{sid}:text")) {
-                    tracing::warn!(session_id = sid, level = due.level.name.as_str(), error = %e, "context warning cannot be typed; fix its template");
+                    tracing::warn!(session_id = sid, level = level.name.as_str(), error = %e, "context warning cannot be typed; fix its template");
                 }
                 return;
             }
@@ -369,7 +357,7 @@ impl Monitor {
             return;
         };
         let step = WarningStep::of(outcome.action);
-        let key = (due.level.name.clone(), outcome.action);
+        let key = (level.name.clone(), outcome.action);
         if step == WarningStep::Delivered || t.last_recorded.as_ref() != Some(&key) {
             deliverer
                 .record(DeliverySource::Context, sid, &outcome)
@@ -378,21 +366,19 @@ impl Monitor {
         }
         match step {
             WarningStep::Delivered => {
-                t.thresholds.delivered(&due.level);
-                let top = self.config.thresholds.levels().last() == Some(&due.level);
-                let waiting = || {
-                    deliverer
-                        .store()
-                        .rewinds()
-                        .is_ok_and(|r| r.facts(sid).pending.is_some())
-                };
+                t.thresholds.delivered(&level);
+                let top = self.config.thresholds.levels().last() == Some(&level);
                 if top {
                     deliverer.gate().notices().send(Notice::new(
                         sid,
                         NoticeKind::Checkpoint,
-                        format!("past {}%", due.level.percent),
+                        format!("past {}%", level.percent),
                     ));
                 }
+                let waiting = || {
+                    let rewinds = deliverer.store().rewinds();
+                    rewinds.is_ok_and(|r| r.facts(sid).pending.is_some())
+                };
                 if self.config.auto_rewind && top && !waiting() {
                     let asked = Record::RewindAsked {
                         session_id: sid.to_owned(),
@@ -403,20 +389,20 @@ impl Monitor {
                         tracing::warn!(error = %e, "could not record an automatic rewind in the ledger");
                     }
                 }
-                t.last_warning = Some((due.level.name.clone(), SystemTime::now()));
+                t.last_warning = Some((level.name.clone(), SystemTime::now()));
                 t.last_recorded = None;
                 tracing::info!(
                     session_id = sid,
-                    level = due.level.name.as_str(),
+                    level = level.name.as_str(),
                     action = outcome.action.as_str(),
                     "Context warning {} typed for {}",
-                    due.level.name,
+                    level.name,
                     short(sid)
                 );
             }
             WarningStep::Retry => tracing::debug!(
                 session_id = sid,
-                level = due.level.name.as_str(),
+                level = level.name.as_str(),
                 action = outcome.action.as_str(),
                 "context warning deferred; retrying at the next poll"
             ),
