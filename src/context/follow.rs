@@ -7,9 +7,9 @@ use crate::claude::home::ClaudeHome;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::ErrorKind;
+use std::mem::take;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::mem::take;
 use std::time::Duration;
 
 use crate::claude::transcript::{ContextReading, ContextTracker, LimitRecord};

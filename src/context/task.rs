@@ -11,13 +11,12 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::api;
 use crate::claude::home::ClaudeHome;
 use crate::clock;
 use crate::config::ContextSettings;
 use crate::context::follow::{ChangeWatcher, PollEvent, TranscriptFollower, find_transcript_in};
-use crate::context::monitor::{
-    Candidate, ContextStatus, ContextView, StateStamp, WarningStep, select_sessions,
-};
+use crate::context::monitor::{Candidate, ContextView, StateStamp, WarningStep, select_sessions};
 use crate::context::statefile::write_state;
 use crate::context::statusline::{Feed, feed_dir, read_feed};
 use crate::context::thresholds::{Level, SessionThresholds, ThresholdError, Thresholds};
@@ -138,13 +137,22 @@ struct Tracked {
 }
 
 impl Tracked {
-    fn status(&self) -> Option<ContextStatus> {
-        Some(ContextStatus {
-            figures: self.figures.clone()?,
-            transcript: self.follower.as_ref().map(|f| f.path().to_owned()),
-            updated_at: self.active_at,
+    /// The `context` of `/sessions` and `wakebridge status`.
+    fn status(&self) -> Option<api::Context> {
+        let f = self.figures.as_ref()?;
+        let at = clock::shown;
+        Some(api::Context {
+            percent: f.percent,
+            used_tokens: f.used_tokens,
+            context_window: f.context_window,
+            model: f.model.clone(),
+            source: <&str>::from(f.window_source).to_owned(),
+            usage_source: f.usage_source.map(|u| <&str>::from(u).to_owned()),
+            transcript: (self.follower.as_ref()).map(|f| f.path().display().to_string()),
+            updated_at: self.active_at.and_then(at),
             pending_warning: self.thresholds.due().map(|l| l.name),
-            last_warning: self.last_warning.clone(),
+            last_warning: self.last_warning.as_ref().map(|(level, _)| level.clone()),
+            last_warning_at: self.last_warning.as_ref().and_then(|(_, t)| at(*t)),
         })
     }
 }
@@ -609,5 +617,37 @@ mod tests {
             MonitorConfig::from_settings(&s, PathBuf::from("/s"), vec![], true),
             Err(MonitorError::PollInterval(_))
         ));
+    }
+
+    #[test]
+    fn view_json_has_the_status_fields() {
+        let view = ContextView::default();
+        let figures = ContextFigures {
+            model: Some("claude-sonnet-4-5".into()),
+            used_tokens: Some(150_000),
+            context_window: 200_000,
+            window_source: crate::context::window::WindowSource::ModelTable,
+            percent: Some(75.0),
+            usage_source: Some(crate::context::UsageSource::Assistant),
+        };
+        let mut t = Tracked {
+            figures: Some(figures),
+            active_at: Some(SystemTime::UNIX_EPOCH),
+            ..Tracked::default()
+        };
+        t.thresholds.observe(75.0);
+        view.set("s1", t.status().expect("figures known"));
+        let c = view.status("s1").expect("followed");
+        assert_eq!(c.percent, Some(75.0));
+        assert_eq!(c.used_tokens, Some(150_000));
+        assert_eq!(c.context_window, 200_000);
+        assert_eq!(c.source, "model-table");
+        assert_eq!(c.usage_source.as_deref(), Some("assistant"));
+        assert_eq!(c.updated_at, Some(jiff::Timestamp::UNIX_EPOCH));
+        assert_eq!(c.pending_warning.as_deref(), Some("wrap-up"));
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["updated_at"], "1970-01-01T00:00:00Z");
+        view.retain(|sid| sid != "s1");
+        assert!(view.status("s1").is_none());
     }
 }
