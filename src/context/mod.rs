@@ -19,7 +19,8 @@ use statusline::Feed;
 use window::{WindowResolver, WindowSource, percent};
 
 /// Where the used-token figure came from (its kebab-case name in JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
+#[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
 pub enum UsageSource {
     Statusline,
@@ -27,15 +28,18 @@ pub enum UsageSource {
     CompactBoundary,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// Also the figures of `wakebridge context --json`, in this order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextFigures {
     pub model: Option<String>,
     /// `None` until the session has had a response (or a compaction).
     pub used_tokens: Option<u64>,
     pub context_window: u64,
-    pub window_source: WindowSource,
     /// 0-100, one decimal.
     pub percent: Option<f64>,
+    /// Which rule decided the window (`source` in JSON).
+    #[serde(rename = "source")]
+    pub window_source: WindowSource,
     pub usage_source: Option<UsageSource>,
 }
 
@@ -79,33 +83,8 @@ pub fn figures(
 pub struct ContextReport {
     pub session_id: Option<String>,
     pub transcript: Option<PathBuf>,
-    pub model: Option<String>,
-    pub used_tokens: Option<u64>,
-    pub context_window: u64,
-    pub percent: Option<f64>,
-    /// Which rule decided the window: statusline | model-suffix | model-table | default.
-    pub source: &'static str,
-    /// Where the used tokens came from: statusline | assistant | compact-boundary.
-    pub usage_source: Option<&'static str>,
-}
-
-impl ContextReport {
-    pub fn new(
-        session_id: Option<String>,
-        transcript: Option<PathBuf>,
-        f: &ContextFigures,
-    ) -> Self {
-        Self {
-            session_id,
-            transcript,
-            model: f.model.clone(),
-            used_tokens: f.used_tokens,
-            context_window: f.context_window,
-            percent: f.percent,
-            source: f.window_source.into(),
-            usage_source: f.usage_source.map(Into::into),
-        }
-    }
+    #[serde(flatten)]
+    pub figures: ContextFigures,
 }
 
 #[cfg(test)]
