@@ -161,9 +161,13 @@ pub fn parse_record(line: &[u8]) -> Option<Record> {
     }
 }
 
-/// Which kind of record decided a reading.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadingSource {
+/// Where a used-token figure came from (its kebab-case name in JSON): the status line, or the
+/// kind of transcript record that decided a [`ContextReading`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, strum::IntoStaticStr)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+pub enum UsageSource {
+    Statusline,
     Assistant,
     CompactBoundary,
 }
@@ -176,7 +180,7 @@ pub struct ContextReading {
     pub model: Option<String>,
     /// Byte offset, in the file, of the line that decided.
     pub offset: u64,
-    pub source: ReadingSource,
+    pub source: UsageSource,
 }
 
 /// A usage-limit notice the transcript ends on (no real response came after it), and where.
@@ -209,12 +213,12 @@ impl ContextTracker {
                     self.last_model = a.model;
                 }
                 let used = a.usage.map(|u| u.context_tokens());
-                (used.unwrap_or(0), ReadingSource::Assistant)
+                (used.unwrap_or(0), UsageSource::Assistant)
             }
             Some(Record::CompactBoundary {
                 sidechain: false,
                 post_tokens,
-            }) => (post_tokens.unwrap_or(0), ReadingSource::CompactBoundary),
+            }) => (post_tokens.unwrap_or(0), UsageSource::CompactBoundary),
             _ => return,
         };
         self.current = Some(ContextReading {
@@ -355,7 +359,7 @@ mod tests {
                 used_tokens: 14310,
                 model: Some("claude-opus-4-6[1m]".into()),
                 offset: 100,
-                source: ReadingSource::CompactBoundary,
+                source: UsageSource::CompactBoundary,
             })
         );
     }

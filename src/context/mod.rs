@@ -14,19 +14,10 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::claude::transcript::{ContextReading, ReadingSource};
+use crate::claude::transcript::ContextReading;
+pub use crate::claude::transcript::UsageSource;
 use statusline::Feed;
 use window::{WindowResolver, WindowSource, percent};
-
-/// Where the used-token figure came from (its kebab-case name in JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum UsageSource {
-    Statusline,
-    Assistant,
-    CompactBoundary,
-}
 
 /// Also the figures of `wakebridge context --json`, in this order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,14 +51,7 @@ pub fn figures(
     let from_feed = fresh_feed
         .and_then(Feed::used_tokens)
         .map(|used| (used, UsageSource::Statusline));
-    let from_transcript = reading.map(|r| {
-        let source = match r.source {
-            ReadingSource::Assistant => UsageSource::Assistant,
-            ReadingSource::CompactBoundary => UsageSource::CompactBoundary,
-        };
-        (r.used_tokens, source)
-    });
-    let used = from_feed.or(from_transcript);
+    let used = from_feed.or(reading.map(|r| (r.used_tokens, r.source)));
     ContextFigures {
         model,
         used_tokens: used.map(|(u, _)| u),
@@ -90,7 +74,6 @@ pub struct ContextReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claude::transcript::ReadingSource;
 
     #[test]
     fn transcript_reading_with_table_window() {
@@ -98,7 +81,7 @@ mod tests {
             used_tokens: 150_000,
             model: Some("claude-sonnet-4-5".into()),
             offset: 0,
-            source: ReadingSource::Assistant,
+            source: UsageSource::Assistant,
         };
         let f = figures(Some(&reading), None, &WindowResolver::default());
         assert_eq!(f.percent, Some(75.0));
@@ -112,7 +95,7 @@ mod tests {
             used_tokens: 1,
             model: Some("claude-sonnet-4-5".into()),
             offset: 0,
-            source: ReadingSource::Assistant,
+            source: UsageSource::Assistant,
         };
         let feed = Feed {
             session_id: "s".into(),
