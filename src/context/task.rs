@@ -182,10 +182,6 @@ impl Monitor {
         }
     }
 
-    fn feed_dir(&self) -> PathBuf {
-        feed_dir(&self.config.state_dir)
-    }
-
     fn discover(&mut self, deliverer: &Deliverer, view: &ContextView) {
         let mapped = mapped_panes(deliverer.spool().wake_dir()).into_keys();
         let rows = deliverer.store().sessions();
@@ -429,7 +425,7 @@ impl Monitor {
             .values()
             .filter_map(|t| t.follower.as_ref()?.path().parent().map(Path::to_owned))
             .collect();
-        dirs.push(self.feed_dir());
+        dirs.push(feed_dir(&self.config.state_dir));
         dirs.sort();
         dirs.dedup();
         dirs.retain(|d| !self.watched.contains(d) && d.is_dir());
@@ -437,7 +433,7 @@ impl Monitor {
     }
 
     fn relevant(&self, paths: &[PathBuf]) -> bool {
-        let feed_dir = self.feed_dir();
+        let feed_dir = feed_dir(&self.config.state_dir);
         paths.iter().any(|p| {
             if p.parent() == Some(feed_dir.as_path()) {
                 return true;
