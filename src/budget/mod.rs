@@ -59,10 +59,6 @@ pub struct Window {
 }
 
 impl Window {
-    pub fn used_ratio(&self) -> f64 {
-        (self.used_percentage / 100.0).clamp(0.0, 1.0)
-    }
-
     /// Over: its reset has passed, so its share no longer says anything (the next window starts
     /// at the next use). A window without a reset is over once `stale_ms` passed unseen.
     pub fn over(&self, now_ms: i64, stale_ms: i64) -> bool {

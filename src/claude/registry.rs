@@ -49,30 +49,37 @@ pub enum RegistryError {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegistryEntry {
-    pub session_id: String,
-    pub pid: Option<u32>,
-    pub reading: RegistryReading,
+/// One `<pid>.json` as far as wakebridge reads it: `Value` leaves, so a field of a surprising
+/// type is lost alone; only `sessionId` must be a string.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RegistryFile {
+    session_id: String,
+    pid: Option<Value>,
+    status: Option<Value>,
+    status_updated_at: Option<Value>,
+    updated_at: Option<Value>,
+    version: Option<Value>,
+    messaging_socket_path: Option<Value>,
 }
 
-/// Parses one registry file's text; `None` when it is not a registry entry.
-pub fn parse_entry(text: &str) -> Option<RegistryEntry> {
-    let value: Value = serde_json::from_str(text).ok()?;
-    let session_id = value.get("sessionId")?.as_str()?.to_owned();
-    let status = value.get("status")?.as_str()?.parse().ok()?;
-    let updated_ms = value
-        .get("statusUpdatedAt")
-        .or_else(|| value.get("updatedAt"))
-        .and_then(Value::as_i64);
-    let pid = value
-        .get("pid")
-        .and_then(Value::as_u64)
-        .and_then(|p| u32::try_from(p).ok());
-    Some(RegistryEntry {
-        session_id,
-        pid,
-        reading: RegistryReading { status, updated_ms },
+impl RegistryFile {
+    fn read(path: &Path) -> Option<RegistryFile> {
+        serde_json::from_str(&read_small(path)?).ok()
+    }
+
+    fn text(value: &Option<Value>) -> Option<String> {
+        value.as_ref()?.as_str().map(str::to_owned)
+    }
+}
+
+/// Every `<pid>.json` of a listing that parses, with the pid its name gives (at most
+/// [`MAX_FILES`] names looked at).
+fn files(entries: std::fs::ReadDir) -> impl Iterator<Item = (u32, RegistryFile)> {
+    entries.flatten().take(MAX_FILES).filter_map(|entry| {
+        let name = entry.file_name();
+        let pid = name.to_str()?.strip_suffix(".json")?.parse().ok()?;
+        Some((pid, RegistryFile::read(&entry.path())?))
     })
 }
 
@@ -90,23 +97,21 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
         }
     };
     let mut found: HashMap<String, RegistryReading> = HashMap::new();
-    for entry in entries.flatten().take(MAX_FILES) {
-        let name = entry.file_name();
-        let stem = name.to_str().and_then(|n| n.strip_suffix(".json"));
-        let Some(file_pid) = stem.and_then(|stem| stem.parse::<u32>().ok()) else {
+    for (file_pid, file) in files(entries) {
+        let Some(Ok(status)) = file.status.as_ref().and_then(Value::as_str).map(str::parse) else {
             continue;
         };
-        let Some(parsed) = read_small(&entry.path()).and_then(|text| parse_entry(&text)) else {
-            continue;
-        };
-        if !process_alive(parsed.pid.unwrap_or(file_pid)) {
+        let pid = file.pid.as_ref().and_then(Value::as_u64);
+        if !process_alive(pid.and_then(|p| u32::try_from(p).ok()).unwrap_or(file_pid)) {
             continue;
         }
+        let updated_ms = (file.status_updated_at.or(file.updated_at)).and_then(|v| v.as_i64());
+        let reading = RegistryReading { status, updated_ms };
         let newer = found
-            .get(&parsed.session_id)
-            .is_none_or(|old| parsed.reading.updated_ms > old.updated_ms);
+            .get(&file.session_id)
+            .is_none_or(|old| reading.updated_ms > old.updated_ms);
         if newer {
-            found.insert(parsed.session_id, parsed.reading);
+            found.insert(file.session_id, reading);
         }
     }
     Ok(found)
@@ -115,10 +120,9 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
 /// The inbox `<dir>`'s live entry for `session_id` names: the second source, after the hooks,
 /// for sessions whose hooks are not wired. The registry has no token; none is needed on Unix.
 pub fn inbox_of(dir: &Path, session_id: &str) -> Option<super::inbox::Inbox> {
-    let (pid, value) = live_entry(dir, session_id)?;
-    let socket = value.get("messagingSocketPath")?.as_str()?;
+    let (pid, file) = live_entry(dir, session_id)?;
     Some(super::inbox::Inbox {
-        socket: PathBuf::from(socket),
+        socket: PathBuf::from(RegistryFile::text(&file.messaging_socket_path)?),
         token: None,
         pid: Some(pid),
     })
@@ -134,37 +138,24 @@ pub struct Announced {
 }
 
 pub fn announced(dir: &Path, session_id: &str) -> Option<Announced> {
-    let (_, value) = live_entry(dir, session_id)?;
-    let text = |key: &str| value.get(key)?.as_str().map(str::to_owned);
+    let (_, file) = live_entry(dir, session_id)?;
     Some(Announced {
-        version: text("version"),
-        socket: text("messagingSocketPath").map(PathBuf::from),
+        version: RegistryFile::text(&file.version),
+        socket: RegistryFile::text(&file.messaging_socket_path).map(PathBuf::from),
     })
 }
 
 /// The pid and contents of `<dir>/<pid>.json` for `session_id`, while that process is alive.
-fn live_entry(dir: &Path, session_id: &str) -> Option<(u32, Value)> {
-    let entries = std::fs::read_dir(dir).ok()?;
-    entries.flatten().take(MAX_FILES).find_map(|entry| {
-        let pid: u32 = entry
-            .file_name()
-            .to_str()?
-            .strip_suffix(".json")?
-            .parse()
-            .ok()?;
-        let value: Value = serde_json::from_str(&read_small(&entry.path())?).ok()?;
-        let ours = value.get("sessionId")?.as_str()? == session_id && process_alive(pid);
-        ours.then_some((pid, value))
-    })
+fn live_entry(dir: &Path, session_id: &str) -> Option<(u32, RegistryFile)> {
+    files(std::fs::read_dir(dir).ok()?)
+        .find(|(pid, file)| file.session_id == session_id && process_alive(*pid))
 }
 
 /// The session id in `<dir>/<pid>.json`, if that file is there and names a plausible one (the
 /// launcher asks right after start-up, so only `sessionId` is needed).
 pub fn session_of_pid(dir: &Path, pid: u32) -> Option<String> {
-    let text = read_small(&dir.join(format!("{pid}.json")))?;
-    let value: Value = serde_json::from_str(&text).ok()?;
-    let id = value.get("sessionId")?.as_str()?;
-    (is_valid_string(id) && id.chars().count() <= MAX_SESSION_ID_CHARS).then(|| id.to_owned())
+    let id = RegistryFile::read(&dir.join(format!("{pid}.json")))?.session_id;
+    (is_valid_string(&id) && id.chars().count() <= MAX_SESSION_ID_CHARS).then_some(id)
 }
 
 /// The file's text if it is a regular file (no symlink followed) of at most `MAX_FILE_BYTES`.

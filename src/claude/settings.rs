@@ -107,7 +107,10 @@ pub enum Uninstall {
 pub fn install(current: Option<&[u8]>, exe: &str, accept: bool) -> Result<Install, SettingsError> {
     let before = parse(current)?;
     let ours = Ours::new(exe)?;
-    let had_ours = has_ours(&before, &ours);
+    let had_ours = {
+        let wired = wired_in(before.clone(), &ours);
+        !wired.hooks.is_empty() || wired.statusline
+    };
     let mut root = before.clone();
     let mut created = Created::default();
     if !root.contains_key("hooks") {
@@ -249,9 +252,13 @@ pub struct Wired {
 }
 
 pub fn wired(current: &[u8]) -> Result<Wired, SettingsError> {
-    let mut root = parse(Some(current))?;
-    let ours = Ours::new(BINARY_NAME)?;
-    let statusline = ours.has_statusline(&root);
+    Ok(wired_in(parse(Some(current))?, &Ours::new(BINARY_NAME)?))
+}
+
+/// What `root` wires to the binary `ours` recognises.
+fn wired_in(mut root: Map<String, Value>, ours: &Ours) -> Wired {
+    let line = root.get("statusLine").and_then(Value::as_object);
+    let statusline = line.is_some_and(|line| ours.recognise(line, Kind::Statusline).is_some());
     let mut hooks = std::collections::BTreeMap::new();
     if let Some(events) = root.get_mut("hooks").and_then(Value::as_object_mut) {
         for (event, groups) in events.iter_mut() {
@@ -264,11 +271,11 @@ pub fn wired(current: &[u8]) -> Result<Wired, SettingsError> {
         }
     }
     let inbound = root.get(INBOUND_KEY).cloned();
-    Ok(Wired {
+    Wired {
         hooks,
         statusline,
         inbound,
-    })
+    }
 }
 
 /// The file's object, checked down to every shape install and uninstall walk.
@@ -385,16 +392,6 @@ fn command_of(entry: &Map<String, Value>) -> &str {
     entry.get("command").and_then(Value::as_str).unwrap_or("")
 }
 
-fn has_ours(root: &Map<String, Value>, ours: &Ours) -> bool {
-    let mut root = root.clone();
-    let hooks = root.get_mut("hooks").and_then(Value::as_object_mut);
-    let hook = hooks.is_some_and(|hooks| {
-        (hooks.values_mut())
-            .any(|g| entries_mut(g).any(|e| ours.recognise(e, Kind::Hook).is_some()))
-    });
-    hook || ours.has_statusline(&root)
-}
-
 /// The text Claude Code itself writes: 2-space indentation and a trailing newline.
 fn render(root: &Map<String, Value>) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(root).unwrap_or_else(|_| b"{}".to_vec());
@@ -466,11 +463,6 @@ impl Ours {
             }
         });
         Some(wrapped.filter(|_| kind == Kind::Statusline))
-    }
-
-    fn has_statusline(&self, root: &Map<String, Value>) -> bool {
-        let line = root.get("statusLine").and_then(Value::as_object);
-        line.is_some_and(|line| self.recognise(line, Kind::Statusline).is_some())
     }
 
     /// The command of a wakebridge `entry` with its binary made this one and the rest of the
@@ -769,7 +761,8 @@ mod tests {
             Uninstall::NothingOurs
         );
         let has_anything_ours = |current: &[u8], exe| {
-            has_ours(&parse(Some(current)).unwrap(), &Ours::new(exe).unwrap())
+            let wired = wired_in(parse(Some(current)).unwrap(), &Ours::new(exe).unwrap());
+            !wired.hooks.is_empty() || wired.statusline
         };
         assert!(!has_anything_ours(b"{}", EXE));
         assert!(has_anything_ours(

@@ -161,9 +161,13 @@ pub fn parse_record(line: &[u8]) -> Option<Record> {
     }
 }
 
-/// Which kind of record decided a reading.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadingSource {
+/// Where a used-token figure came from (its kebab-case name in JSON): the status line, or the
+/// kind of transcript record that decided a [`ContextReading`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, strum::IntoStaticStr)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+pub enum UsageSource {
+    Statusline,
     Assistant,
     CompactBoundary,
 }
@@ -176,7 +180,7 @@ pub struct ContextReading {
     pub model: Option<String>,
     /// Byte offset, in the file, of the line that decided.
     pub offset: u64,
-    pub source: ReadingSource,
+    pub source: UsageSource,
 }
 
 /// A usage-limit notice the transcript ends on (no real response came after it), and where.
@@ -195,62 +199,34 @@ pub struct ContextTracker {
 }
 
 impl ContextTracker {
-    /// Takes one record (found at byte `offset` of the file) into account. Returns whether the
-    /// current reading changed.
-    pub fn feed(&mut self, record: &Record, offset: u64) -> bool {
-        let (used_tokens, source) = match record {
-            Record::Assistant(a) if a.qualifies() => {
+    /// Parses one line (found at byte `offset` of the file) and takes it into account.
+    pub fn feed_line(&mut self, line: &[u8], offset: u64) {
+        if let Some(found) = limits::in_transcript_line(line) {
+            self.limit = Some(LimitRecord { found, offset });
+            return;
+        }
+        let (used_tokens, source) = match parse_record(line) {
+            Some(Record::Assistant(a)) if a.qualifies() => {
                 // A real response: whatever limit came before has lifted.
                 self.limit = None;
                 if a.model.is_some() {
-                    self.last_model.clone_from(&a.model);
+                    self.last_model = a.model;
                 }
                 let used = a.usage.map(|u| u.context_tokens());
-                (used.unwrap_or(0), ReadingSource::Assistant)
+                (used.unwrap_or(0), UsageSource::Assistant)
             }
-            Record::CompactBoundary {
+            Some(Record::CompactBoundary {
                 sidechain: false,
                 post_tokens,
-            } => (post_tokens.unwrap_or(0), ReadingSource::CompactBoundary),
-            _ => return false,
+            }) => (post_tokens.unwrap_or(0), UsageSource::CompactBoundary),
+            _ => return,
         };
-        let model = self.last_model.clone();
-        let next = ContextReading {
+        self.current = Some(ContextReading {
             used_tokens,
-            model,
+            model: self.last_model.clone(),
             offset,
             source,
-        };
-        let changed = self.current.as_ref() != Some(&next);
-        self.current = Some(next);
-        changed
-    }
-
-    /// Parses and feeds one line. Returns whether the reading changed.
-    pub fn feed_line(&mut self, line: &[u8], offset: u64) -> bool {
-        if let Some(found) = limits::in_transcript_line(line) {
-            self.limit = Some(LimitRecord { found, offset });
-            return false;
-        }
-        parse_record(line).is_some_and(|record| self.feed(&record, offset))
-    }
-
-    /// Feeds every complete line of `bytes`, which start at file offset `base`. Bytes after the
-    /// last `\n` are not a complete line and are ignored; the number of bytes consumed (up to and
-    /// including the last `\n`) is returned so a caller can keep the rest for later.
-    pub fn feed_lines(&mut self, bytes: &[u8], base: u64) -> usize {
-        let mut start = 0usize;
-        while let Some(rel) = bytes
-            .get(start..)
-            .and_then(|rest| rest.iter().position(|&b| b == b'\n'))
-        {
-            let end = start + rel;
-            if let Some(line) = bytes.get(start..end) {
-                self.feed_line(line, base + start as u64);
-            }
-            start = end + 1;
-        }
-        start
+        });
     }
 
     /// The tracker that feeding `self`'s records and then `later`'s would have produced. Lets a
@@ -278,16 +254,6 @@ impl ContextTracker {
     pub fn current(&self) -> Option<&ContextReading> {
         self.current.as_ref()
     }
-}
-
-/// The reading of a whole transcript held in memory (a last line without a newline included).
-pub fn context_of(bytes: &[u8]) -> Option<ContextReading> {
-    let mut tracker = ContextTracker::default();
-    let consumed = tracker.feed_lines(bytes, 0);
-    if let Some(rest) = bytes.get(consumed..) {
-        tracker.feed_line(rest, consumed as u64);
-    }
-    tracker.current().cloned()
 }
 
 #[cfg(test)]
@@ -393,18 +359,9 @@ mod tests {
                 used_tokens: 14310,
                 model: Some("claude-opus-4-6[1m]".into()),
                 offset: 100,
-                source: ReadingSource::CompactBoundary,
+                source: UsageSource::CompactBoundary,
             })
         );
-    }
-
-    #[test]
-    fn feed_lines_reports_bytes_up_to_last_newline() {
-        let text = format!("{}\n{}", assistant("m", 1, 0, 0), assistant("m", 2, 0, 0));
-        let mut t = ContextTracker::default();
-        let consumed = t.feed_lines(text.as_bytes(), 0);
-        assert_eq!(consumed, text.find('\n').map(|i| i + 1).unwrap_or(0));
-        assert_eq!(t.current().map(|r| r.used_tokens), Some(1));
     }
 
     #[test]
@@ -440,7 +397,7 @@ mod tests {
         #[test]
         fn never_panics_on_any_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
             let _ = parse_record(&bytes);
-            let _ = context_of(&bytes);
+            ContextTracker::default().feed_line(&bytes, 0);
         }
 
         #[test]

@@ -210,21 +210,26 @@ fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> 
         }
     };
     let figures = figures(reading.as_ref(), feed.as_ref(), &resolver);
-    let r = ContextReport::new(session_id, transcript, &figures);
+    let r = ContextReport {
+        session_id,
+        transcript,
+        figures,
+    };
     if args.json {
         return Ok(serde_json::to_string(&r).unwrap_or_default());
     }
-    let model = r.model.as_deref().unwrap_or("unknown model");
-    Ok(match (r.used_tokens, r.percent) {
+    let f = &r.figures;
+    let model = f.model.as_deref().unwrap_or("unknown model");
+    let source: &str = f.window_source.into();
+    Ok(match (f.used_tokens, f.percent) {
         (Some(used), Some(pct)) => format!(
-            "{pct:.1}% of the context window in use: {used} of {} tokens ({model}; window from {}, usage from {})",
-            r.context_window,
-            r.source,
-            r.usage_source.unwrap_or("?"),
+            "{pct:.1}% of the context window in use: {used} of {} tokens ({model}; window from {source}, usage from {})",
+            f.context_window,
+            f.usage_source.map_or("?", Into::into),
         ),
         _ => format!(
-            "no context usage recorded yet ({model}; window {} tokens from {})",
-            r.context_window, r.source
+            "no context usage recorded yet ({model}; window {} tokens from {source})",
+            f.context_window
         ),
     })
 }

@@ -130,7 +130,7 @@ fn report(launched: &Launched, json: bool, out: &mut dyn Write) -> Vec<String> {
         said.push(format!("{project} {what} {config}{backup}"));
     }
     if !launched.screens_passed.is_empty() {
-        let names: Vec<&str> = launched.screens_passed.iter().map(|s| s.name()).collect();
+        let names: Vec<&str> = launched.screens_passed.iter().map(|&s| s.into()).collect();
         said.push(format!("answered {}", names.join(", ")));
     }
     said.push(match &launched.mapping {

@@ -7,6 +7,7 @@ use crate::claude::home::ClaudeHome;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::ErrorKind;
+use std::mem::take;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -310,11 +311,9 @@ impl TranscriptFollower {
     }
 
     fn read_appended(&mut self, len: u64) -> Result<u64, FollowError> {
-        let mut splitter = std::mem::take(&mut self.splitter);
-        let mut tracker = std::mem::take(&mut self.tracker);
+        let (mut splitter, mut tracker) = (take(&mut self.splitter), take(&mut self.tracker));
         let result = self.read_range(self.offset, len, &mut splitter, &mut tracker);
-        self.splitter = splitter;
-        self.tracker = tracker;
+        (self.splitter, self.tracker) = (splitter, tracker);
         let read = result?;
         self.offset += read;
         Ok(read)

@@ -14,28 +14,23 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::claude::transcript::{ContextReading, ReadingSource};
+use crate::claude::transcript::ContextReading;
+pub use crate::claude::transcript::UsageSource;
 use statusline::Feed;
 use window::{WindowResolver, WindowSource, percent};
 
-/// Where the used-token figure came from (its kebab-case name in JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
-#[strum(serialize_all = "kebab-case")]
-pub enum UsageSource {
-    Statusline,
-    Assistant,
-    CompactBoundary,
-}
-
-#[derive(Debug, Clone, PartialEq)]
+/// Also the figures of `wakebridge context --json`, in this order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextFigures {
     pub model: Option<String>,
     /// `None` until the session has had a response (or a compaction).
     pub used_tokens: Option<u64>,
     pub context_window: u64,
-    pub window_source: WindowSource,
     /// 0-100, one decimal.
     pub percent: Option<f64>,
+    /// Which rule decided the window (`source` in JSON).
+    #[serde(rename = "source")]
+    pub window_source: WindowSource,
     pub usage_source: Option<UsageSource>,
 }
 
@@ -56,14 +51,7 @@ pub fn figures(
     let from_feed = fresh_feed
         .and_then(Feed::used_tokens)
         .map(|used| (used, UsageSource::Statusline));
-    let from_transcript = reading.map(|r| {
-        let source = match r.source {
-            ReadingSource::Assistant => UsageSource::Assistant,
-            ReadingSource::CompactBoundary => UsageSource::CompactBoundary,
-        };
-        (r.used_tokens, source)
-    });
-    let used = from_feed.or(from_transcript);
+    let used = from_feed.or(reading.map(|r| (r.used_tokens, r.source)));
     ContextFigures {
         model,
         used_tokens: used.map(|(u, _)| u),
@@ -79,39 +67,13 @@ pub fn figures(
 pub struct ContextReport {
     pub session_id: Option<String>,
     pub transcript: Option<PathBuf>,
-    pub model: Option<String>,
-    pub used_tokens: Option<u64>,
-    pub context_window: u64,
-    pub percent: Option<f64>,
-    /// Which rule decided the window: statusline | model-suffix | model-table | default.
-    pub source: &'static str,
-    /// Where the used tokens came from: statusline | assistant | compact-boundary.
-    pub usage_source: Option<&'static str>,
-}
-
-impl ContextReport {
-    pub fn new(
-        session_id: Option<String>,
-        transcript: Option<PathBuf>,
-        f: &ContextFigures,
-    ) -> Self {
-        Self {
-            session_id,
-            transcript,
-            model: f.model.clone(),
-            used_tokens: f.used_tokens,
-            context_window: f.context_window,
-            percent: f.percent,
-            source: f.window_source.into(),
-            usage_source: f.usage_source.map(Into::into),
-        }
-    }
+    #[serde(flatten)]
+    pub figures: ContextFigures,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claude::transcript::ReadingSource;
 
     #[test]
     fn transcript_reading_with_table_window() {
@@ -119,7 +81,7 @@ mod tests {
             used_tokens: 150_000,
             model: Some("claude-sonnet-4-5".into()),
             offset: 0,
-            source: ReadingSource::Assistant,
+            source: UsageSource::Assistant,
         };
         let f = figures(Some(&reading), None, &WindowResolver::default());
         assert_eq!(f.percent, Some(75.0));
@@ -133,7 +95,7 @@ mod tests {
             used_tokens: 1,
             model: Some("claude-sonnet-4-5".into()),
             offset: 0,
-            source: ReadingSource::Assistant,
+            source: UsageSource::Assistant,
         };
         let feed = Feed {
             session_id: "s".into(),

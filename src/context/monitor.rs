@@ -4,59 +4,23 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::SystemTime;
 
-use super::ContextFigures;
 use crate::api;
 use crate::delivery::action::Action;
 use crate::lock;
 
-/// The monitor's latest knowledge of one session.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ContextStatus {
-    pub figures: ContextFigures,
-    pub transcript: Option<PathBuf>,
-    /// When the figures were last confirmed by new data (transcript append or feed).
-    pub updated_at: Option<SystemTime>,
-    pub pending_warning: Option<String>,
-    pub last_warning: Option<(String, SystemTime)>,
-}
-
-impl ContextStatus {
-    /// The `context` of `/sessions` and `wakebridge status`.
-    pub fn view(&self) -> api::Context {
-        let f = &self.figures;
-        let at = crate::clock::shown;
-        api::Context {
-            percent: f.percent,
-            used_tokens: f.used_tokens,
-            context_window: f.context_window,
-            model: f.model.clone(),
-            source: <&str>::from(f.window_source).to_owned(),
-            usage_source: f.usage_source.map(|u| <&str>::from(u).to_owned()),
-            transcript: self.transcript.as_ref().map(|p| p.display().to_string()),
-            updated_at: self.updated_at.and_then(at),
-            pending_warning: self.pending_warning.clone(),
-            last_warning: self.last_warning.as_ref().map(|(level, _)| level.clone()),
-            last_warning_at: self.last_warning.as_ref().and_then(|(_, t)| at(*t)),
-        }
-    }
-}
-
 /// Every followed session's status; written by the monitor task, read by handlers.
 #[derive(Debug, Default)]
 pub struct ContextView {
-    sessions: Mutex<HashMap<String, ContextStatus>>,
+    sessions: Mutex<HashMap<String, api::Context>>,
 }
 
 impl ContextView {
     pub fn status(&self, session_id: &str) -> Option<api::Context> {
-        lock(&self.sessions)
-            .get(session_id)
-            .map(ContextStatus::view)
+        lock(&self.sessions).get(session_id).cloned()
     }
 
-    pub fn set(&self, session_id: &str, status: ContextStatus) {
+    pub fn set(&self, session_id: &str, status: api::Context) {
         lock(&self.sessions).insert(session_id.to_owned(), status);
     }
 
@@ -165,7 +129,6 @@ pub fn select_sessions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::window::WindowSource;
 
     #[test]
     fn state_file_rewritten_only_on_new_percent_or_minute() {
@@ -217,40 +180,5 @@ mod tests {
         assert_eq!(got[0].transcript_hint, Some(PathBuf::from("/m.jsonl")));
         let capped = select_sessions(ledger, mapped, 100, 1);
         assert_eq!(capped.len(), 1);
-    }
-
-    #[test]
-    fn view_json_has_the_status_fields() {
-        let view = ContextView::default();
-        let figures = ContextFigures {
-            model: Some("claude-sonnet-4-5".into()),
-            used_tokens: Some(150_000),
-            context_window: 200_000,
-            window_source: WindowSource::ModelTable,
-            percent: Some(75.0),
-            usage_source: Some(super::super::UsageSource::Assistant),
-        };
-        view.set(
-            "s1",
-            ContextStatus {
-                figures,
-                transcript: None,
-                updated_at: Some(SystemTime::UNIX_EPOCH),
-                pending_warning: Some("wrap-up".into()),
-                last_warning: None,
-            },
-        );
-        let c = view.status("s1").expect("followed");
-        assert_eq!(c.percent, Some(75.0));
-        assert_eq!(c.used_tokens, Some(150_000));
-        assert_eq!(c.context_window, 200_000);
-        assert_eq!(c.source, "model-table");
-        assert_eq!(c.usage_source.as_deref(), Some("assistant"));
-        assert_eq!(c.updated_at, Some(jiff::Timestamp::UNIX_EPOCH));
-        assert_eq!(c.pending_warning.as_deref(), Some("wrap-up"));
-        let json = serde_json::to_value(&c).unwrap();
-        assert_eq!(json["updated_at"], "1970-01-01T00:00:00Z");
-        view.retain(|sid| sid != "s1");
-        assert!(view.status("s1").is_none());
     }
 }

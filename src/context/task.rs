@@ -11,13 +11,12 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::api;
 use crate::claude::home::ClaudeHome;
 use crate::clock;
 use crate::config::ContextSettings;
 use crate::context::follow::{ChangeWatcher, PollEvent, TranscriptFollower, find_transcript_in};
-use crate::context::monitor::{
-    Candidate, ContextStatus, ContextView, StateStamp, WarningStep, select_sessions,
-};
+use crate::context::monitor::{Candidate, ContextView, StateStamp, WarningStep, select_sessions};
 use crate::context::statefile::write_state;
 use crate::context::statusline::{Feed, feed_dir, read_feed};
 use crate::context::thresholds::{Level, SessionThresholds, ThresholdError, Thresholds};
@@ -113,11 +112,8 @@ impl MonitorConfig {
     }
 }
 
-struct DueWarning {
-    session_id: String,
-    level: Level,
-    text: String,
-}
+/// A warning due now: the session, its level and the text to type.
+type DueWarning = (String, Level, String);
 
 /// Everything kept about one followed session.
 #[derive(Default)]
@@ -141,21 +137,22 @@ struct Tracked {
 }
 
 impl Tracked {
-    fn new(thresholds: Thresholds) -> Self {
-        let thresholds = SessionThresholds::new(thresholds);
-        Self {
-            thresholds,
-            ..Self::default()
-        }
-    }
-
-    fn status(&self) -> Option<ContextStatus> {
-        Some(ContextStatus {
-            figures: self.figures.clone()?,
-            transcript: self.follower.as_ref().map(|f| f.path().to_owned()),
-            updated_at: self.active_at,
+    /// The `context` of `/sessions` and `wakebridge status`.
+    fn status(&self) -> Option<api::Context> {
+        let f = self.figures.as_ref()?;
+        let at = clock::shown;
+        Some(api::Context {
+            percent: f.percent,
+            used_tokens: f.used_tokens,
+            context_window: f.context_window,
+            model: f.model.clone(),
+            source: <&str>::from(f.window_source).to_owned(),
+            usage_source: f.usage_source.map(|u| <&str>::from(u).to_owned()),
+            transcript: (self.follower.as_ref()).map(|f| f.path().display().to_string()),
+            updated_at: self.active_at.and_then(at),
             pending_warning: self.thresholds.due().map(|l| l.name),
-            last_warning: self.last_warning.clone(),
+            last_warning: self.last_warning.as_ref().map(|(level, _)| level.clone()),
+            last_warning_at: self.last_warning.as_ref().and_then(|(_, t)| at(*t)),
         })
     }
 }
@@ -183,10 +180,6 @@ impl Monitor {
             latest: None,
             warned: Warnings::default(),
         }
-    }
-
-    fn feed_dir(&self) -> PathBuf {
-        feed_dir(&self.config.state_dir)
     }
 
     fn discover(&mut self, deliverer: &Deliverer, view: &ContextView) {
@@ -218,7 +211,10 @@ impl Monitor {
             let tracked = self
                 .sessions
                 .entry(c.session_id)
-                .or_insert_with(|| Tracked::new(self.config.thresholds.clone()));
+                .or_insert_with(|| Tracked {
+                    thresholds: SessionThresholds::new(self.config.thresholds.clone()),
+                    ..Tracked::default()
+                });
             if c.transcript_hint.is_some() && tracked.hint != c.transcript_hint {
                 tracked.hint = c.transcript_hint;
                 // A new path from the hook (resume into another file): look again.
@@ -304,11 +300,7 @@ impl Monitor {
             .iter()
             .filter_map(|(sid, t)| {
                 let (level, text) = t.thresholds.due_message()?;
-                Some(DueWarning {
-                    session_id: sid.clone(),
-                    level,
-                    text,
-                })
+                Some((sid.clone(), level, text))
             })
             .collect()
     }
@@ -354,12 +346,12 @@ impl Monitor {
     }
 
     async fn deliver(&mut self, deliverer: &Deliverer, view: &ContextView, due: DueWarning) {
-        let sid = due.session_id.as_str();
-        let text = match KeystrokeText::new(&due.text) {
+        let (sid, level, text) = (due.0.as_str(), due.1, due.2);
+        let text = match KeystrokeText::new(&text) {
             Ok(text) => text,
             Err(e) => {
                 if self.warned.first(&format!("{sid}:text")) {
-                    tracing::warn!(session_id = sid, level = due.level.name.as_str(), error = %e, "context warning cannot be typed; fix its template");
+                    tracing::warn!(session_id = sid, level = level.name.as_str(), error = %e, "context warning cannot be typed; fix its template");
                 }
                 return;
             }
@@ -369,7 +361,7 @@ impl Monitor {
             return;
         };
         let step = WarningStep::of(outcome.action);
-        let key = (due.level.name.clone(), outcome.action);
+        let key = (level.name.clone(), outcome.action);
         if step == WarningStep::Delivered || t.last_recorded.as_ref() != Some(&key) {
             deliverer
                 .record(DeliverySource::Context, sid, &outcome)
@@ -378,21 +370,19 @@ impl Monitor {
         }
         match step {
             WarningStep::Delivered => {
-                t.thresholds.delivered(&due.level);
-                let top = self.config.thresholds.levels().last() == Some(&due.level);
-                let waiting = || {
-                    deliverer
-                        .store()
-                        .rewinds()
-                        .is_ok_and(|r| r.facts(sid).pending.is_some())
-                };
+                t.thresholds.delivered(&level);
+                let top = self.config.thresholds.levels().last() == Some(&level);
                 if top {
                     deliverer.gate().notices().send(Notice::new(
                         sid,
                         NoticeKind::Checkpoint,
-                        format!("past {}%", due.level.percent),
+                        format!("past {}%", level.percent),
                     ));
                 }
+                let waiting = || {
+                    let rewinds = deliverer.store().rewinds();
+                    rewinds.is_ok_and(|r| r.facts(sid).pending.is_some())
+                };
                 if self.config.auto_rewind && top && !waiting() {
                     let asked = Record::RewindAsked {
                         session_id: sid.to_owned(),
@@ -403,20 +393,20 @@ impl Monitor {
                         tracing::warn!(error = %e, "could not record an automatic rewind in the ledger");
                     }
                 }
-                t.last_warning = Some((due.level.name.clone(), SystemTime::now()));
+                t.last_warning = Some((level.name.clone(), SystemTime::now()));
                 t.last_recorded = None;
                 tracing::info!(
                     session_id = sid,
-                    level = due.level.name.as_str(),
+                    level = level.name.as_str(),
                     action = outcome.action.as_str(),
                     "Context warning {} typed for {}",
-                    due.level.name,
+                    level.name,
                     short(sid)
                 );
             }
             WarningStep::Retry => tracing::debug!(
                 session_id = sid,
-                level = due.level.name.as_str(),
+                level = level.name.as_str(),
                 action = outcome.action.as_str(),
                 "context warning deferred; retrying at the next poll"
             ),
@@ -435,7 +425,7 @@ impl Monitor {
             .values()
             .filter_map(|t| t.follower.as_ref()?.path().parent().map(Path::to_owned))
             .collect();
-        dirs.push(self.feed_dir());
+        dirs.push(feed_dir(&self.config.state_dir));
         dirs.sort();
         dirs.dedup();
         dirs.retain(|d| !self.watched.contains(d) && d.is_dir());
@@ -443,7 +433,7 @@ impl Monitor {
     }
 
     fn relevant(&self, paths: &[PathBuf]) -> bool {
-        let feed_dir = self.feed_dir();
+        let feed_dir = feed_dir(&self.config.state_dir);
         paths.iter().any(|p| {
             if p.parent() == Some(feed_dir.as_path()) {
                 return true;
@@ -623,5 +613,37 @@ mod tests {
             MonitorConfig::from_settings(&s, PathBuf::from("/s"), vec![], true),
             Err(MonitorError::PollInterval(_))
         ));
+    }
+
+    #[test]
+    fn view_json_has_the_status_fields() {
+        let view = ContextView::default();
+        let figures = ContextFigures {
+            model: Some("claude-sonnet-4-5".into()),
+            used_tokens: Some(150_000),
+            context_window: 200_000,
+            window_source: crate::context::window::WindowSource::ModelTable,
+            percent: Some(75.0),
+            usage_source: Some(crate::context::UsageSource::Assistant),
+        };
+        let mut t = Tracked {
+            figures: Some(figures),
+            active_at: Some(SystemTime::UNIX_EPOCH),
+            ..Tracked::default()
+        };
+        t.thresholds.observe(75.0);
+        view.set("s1", t.status().expect("figures known"));
+        let c = view.status("s1").expect("followed");
+        assert_eq!(c.percent, Some(75.0));
+        assert_eq!(c.used_tokens, Some(150_000));
+        assert_eq!(c.context_window, 200_000);
+        assert_eq!(c.source, "model-table");
+        assert_eq!(c.usage_source.as_deref(), Some("assistant"));
+        assert_eq!(c.updated_at, Some(jiff::Timestamp::UNIX_EPOCH));
+        assert_eq!(c.pending_warning.as_deref(), Some("wrap-up"));
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["updated_at"], "1970-01-01T00:00:00Z");
+        view.retain(|sid| sid != "s1");
+        assert!(view.status("s1").is_none());
     }
 }

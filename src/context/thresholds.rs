@@ -126,11 +126,13 @@ impl Thresholds {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct LevelState {
+enum LevelState {
     /// Ready to fire on the next crossing.
-    armed: bool,
+    Armed,
     /// Fired and not yet delivered.
-    pending: bool,
+    Pending,
+    /// Delivered; re-armed once usage falls below the level.
+    Settled,
 }
 
 #[derive(Debug, Clone)]
@@ -148,12 +150,8 @@ impl Default for SessionThresholds {
 
 impl SessionThresholds {
     pub fn new(config: Thresholds) -> Self {
-        let armed = LevelState {
-            armed: true,
-            pending: false,
-        };
         Self {
-            states: vec![armed; config.levels.len()],
+            states: vec![LevelState::Armed; config.levels.len()],
             config,
             last_percent: None,
         }
@@ -167,14 +165,10 @@ impl SessionThresholds {
         }
         self.last_percent = Some(percent);
         for (level, state) in self.config.levels.iter().zip(self.states.iter_mut()) {
-            if percent >= level.percent {
-                if state.armed {
-                    state.armed = false;
-                    state.pending = true;
-                }
-            } else {
-                state.armed = true;
-                state.pending = false;
+            if percent < level.percent {
+                *state = LevelState::Armed;
+            } else if *state == LevelState::Armed {
+                *state = LevelState::Pending;
             }
         }
     }
@@ -186,7 +180,7 @@ impl SessionThresholds {
             .iter()
             .zip(&self.states)
             .rev()
-            .find(|(_, s)| s.pending)
+            .find(|(_, s)| **s == LevelState::Pending)
             .map(|(l, _)| l.clone())
     }
 
@@ -204,7 +198,9 @@ impl SessionThresholds {
             return;
         };
         for state in self.states.iter_mut().take(index + 1) {
-            state.pending = false;
+            if *state == LevelState::Pending {
+                *state = LevelState::Settled;
+            }
         }
     }
 }

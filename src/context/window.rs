@@ -15,7 +15,8 @@ pub enum WindowError {
 }
 
 /// Which rule decided the window size (its kebab-case name in JSON and logs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, strum::IntoStaticStr)]
+#[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
 pub enum WindowSource {
     Statusline,

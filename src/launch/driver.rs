@@ -30,12 +30,6 @@ pub enum Passed {
     TrustDialog,
 }
 
-impl Passed {
-    pub fn name(self) -> &'static str {
-        self.into()
-    }
-}
-
 /// Why the driver gave up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Halt {

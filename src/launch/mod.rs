@@ -114,7 +114,7 @@ impl Launched {
             "window": self.window,
             "cwd": self.cwd.to_string_lossy(),
             "command": self.command,
-            "screens_passed": self.screens_passed.iter().map(|s| s.name()).collect::<Vec<_>>(),
+            "screens_passed": self.screens_passed.iter().map(|&s| <&str>::from(s)).collect::<Vec<_>>(),
             "mapped": matches!(self.mapping, Mapping::Written),
             "pre_trusted": self.pre_trusted.is_some(),
             "prompt_typed": self.prompt_typed,

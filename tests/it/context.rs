@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use wakebridge::claude::home::ClaudeHome;
-use wakebridge::claude::transcript::{ContextReading, ReadingSource};
+use wakebridge::claude::transcript::ContextReading;
 use wakebridge::context::follow::{
     ChangeWatcher, FollowLimits, PollEvent, TranscriptFollower, find_transcript_in,
 };
@@ -90,7 +90,7 @@ fn plain_usage_is_input_plus_cache_tokens_of_newest_assistant() -> TestResult {
         "\n",
     )?;
     assert_eq!(used(&r), Some(20_574));
-    assert_eq!(r.as_ref().map(|r| r.source), Some(ReadingSource::Assistant));
+    assert_eq!(r.as_ref().map(|r| r.source), Some(UsageSource::Assistant));
     let f = figures(r.as_ref(), None, &WindowResolver::default());
     assert_eq!(f.percent, Some(10.3));
     assert_eq!(f.window_source, WindowSource::ModelTable);
@@ -147,7 +147,7 @@ fn compaction_boundary_resets_to_post_tokens() -> TestResult {
     assert_eq!(used(&r), Some(14_310));
     assert_eq!(
         r.as_ref().map(|r| r.source),
-        Some(ReadingSource::CompactBoundary)
+        Some(UsageSource::CompactBoundary)
     );
     let f = figures(r.as_ref(), None, &WindowResolver::default());
     assert_eq!(
