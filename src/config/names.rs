@@ -144,7 +144,7 @@ fn nearest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<
             // The right key in the wrong section: as close as one slip.
             1
         } else {
-            edit_distance(name, candidate)
+            strsim::levenshtein(name, candidate)
         };
         if best.is_none_or(|(d, _)| distance < d) {
             best = Some((distance, candidate));
@@ -152,21 +152,6 @@ fn nearest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<
     }
     let allowed = (name.len() / 4).max(2);
     best.filter(|&(d, _)| d <= allowed).map(|(_, c)| c)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let substituted = diagonal + usize::from(ca != cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substituted.min(row[j] + 1).min(diagonal + 1);
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -235,12 +220,5 @@ mod tests {
             .expect_err("refused")
             .to_string();
         assert!(e.contains("did you mean WAKEBRIDGE_BRIDGE__PORT?"), "{e}");
-    }
-
-    #[test]
-    fn edit_distance_counts_single_character_edits() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("same", "same"), 0);
     }
 }
