@@ -87,7 +87,7 @@ pub fn action_for(input: &HookInput) -> HookAction {
 pub enum HookResult {
     Done,
     /// Nothing to do (no session id, no multiplexer, an event not handled).
-    Skipped(String),
+    Skipped,
     Failed(HookError),
 }
 
@@ -147,12 +147,8 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
             .then(|| Inbox::from_hook_env(env))
             .flatten(),
     };
-    if action == HookAction::Ignore {
-        outcome.result = HookResult::Skipped(format!("event {} not handled", input.event_name));
-        return outcome;
-    }
-    let Some(session_id) = session_id else {
-        outcome.result = HookResult::Skipped("no session id in the payload or environment".into());
+    let Some(session_id) = session_id.filter(|_| action != HookAction::Ignore) else {
+        outcome.result = HookResult::Skipped;
         return outcome;
     };
     let act = || -> Result<HookResult, HookError> {
@@ -172,9 +168,7 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
                     clear_busy_if_any(wake_dir, &session_id)?;
                 }
                 let Some(pane) = pane else {
-                    return Ok(HookResult::Skipped(
-                        crate::cli::session::SKIPPED_NO_MUX.into(),
-                    ));
+                    return Ok(HookResult::Skipped);
                 };
                 outcome.unmapped = set_entry(wake_dir, &session_id, &pane)?.evicted;
             }
@@ -185,7 +179,7 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
                 // Stale neighbours on the pane go when the next SessionStart maps it.
                 outcome.unmapped = clear_entry(wake_dir, &session_id, None)?.removed;
             }
-            HookAction::Ignore => return Ok(HookResult::Skipped(String::new())),
+            HookAction::Ignore => return Ok(HookResult::Skipped),
         }
         Ok(HookResult::Done)
     };
@@ -356,18 +350,8 @@ pub fn fast_main(args: &[std::ffi::OsString]) -> Option<ExitCode> {
     if hook_args.print_settings {
         return Some(print_settings());
     }
-    let flags = crate::config::Flags {
-        config,
-        wake_dir: hook_args
-            .wake_dir
-            .as_deref()
-            .map(|dir| dir.to_string_lossy().into_owned()),
-        ..crate::config::Flags::default()
-    };
-    Some(run(
-        &hook_args,
-        crate::config::resolve(&flags, &Env::process()),
-    ))
+    let wake_dir = hook_args.wake_dir.as_deref();
+    Some(run(&hook_args, super::resolve(config, wake_dir)))
 }
 
 /// Each flag at most once, in any order, its value next or after `=`.
