@@ -185,11 +185,10 @@ fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> 
     let feed = session_id
         .as_deref()
         .and_then(|sid| read_feed(&config.paths.state_dir, sid, feed_max_age));
-    let hint =
-        (args.transcript.clone()).or_else(|| feed.as_ref().and_then(|f| f.transcript_path.clone()));
+    let hint = feed.as_ref().and_then(|f| f.transcript_path.as_deref());
     let transcript = match (&args.transcript, &session_id) {
         (Some(path), _) => Some(path.clone()),
-        (None, Some(sid)) => find_transcript_in(&homes, sid, hint.as_deref()),
+        (None, Some(sid)) => find_transcript_in(&homes, sid, hint),
         (None, None) => None,
     };
     let reading = match &transcript {
