@@ -366,11 +366,9 @@ fn multiplexer_check(
         None => ("this shell's (the daemon's is unreadable)", env),
     };
     let found = preflight_for(mux, daemon);
-    let zellij = |t: &PaneTarget| matches!(t, PaneTarget::Zellij { .. });
-    let needed: Vec<&str> = [("tmux", false), ("zellij", true)]
+    let needed: Vec<&str> = ["tmux", "zellij"]
         .into_iter()
-        .filter(|(_, z)| mapped.values().any(|t| zellij(t) == *z))
-        .map(|(name, _)| name)
+        .filter(|name| mapped.values().any(|t| t.mux_name() == *name))
         .collect();
     if let Some(missing) = needed.iter().find(|n| !found.contains(n)) {
         let path = daemon.get("PATH").unwrap_or_default();
@@ -424,6 +422,7 @@ fn claude_check(config: &Config, home: &ClaudeHome, env: &Env) -> Check {
         );
     };
     let state = home.state_file_in_use();
+    let file = state.display();
     let onboarded = std::fs::read(&state)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
@@ -433,10 +432,7 @@ fn claude_check(config: &Config, home: &ClaudeHome, env: &Env) -> Check {
     }
     Check::warn(
         "claude",
-        format!(
-            "{version}, first-run screens not passed ({})",
-            state.display()
-        ),
+        format!("{version}, first-run screens not passed ({file})"),
         "`wakebridge launch` passes them, or start claude once by hand",
     )
 }
