@@ -460,10 +460,9 @@ async fn status(
             true
         }
         (Ok(h), _) => {
+            let (version, pid) = (&h.version, h.pid);
             crate::outln!(
-                "daemon: wakebridge {} answering at {url} as pid {}, which is not the service's process",
-                h.version,
-                h.pid
+                "daemon: wakebridge {version} answering at {url} as pid {pid}, which is not the service's process"
             );
             false
         }
