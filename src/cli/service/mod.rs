@@ -171,10 +171,8 @@ async fn install(
 ) -> Result<ExitCode, ServiceError> {
     let locations = Locations::of(platform, env)?;
     let exe = crate::cli::own_binary(env).map_err(ServiceError::NoExe)?;
-    let config_path = match config_flag {
-        Some(path) => Some(std::fs::canonicalize(path).map_err(io("find --config", path))?),
-        None => None,
-    };
+    let canonical = |path: &Path| std::fs::canonicalize(path).map_err(io("find --config", path));
+    let config_path = config_flag.map(canonical).transpose()?;
     // The secret file the daemon will read: the configured one, else the default (written from
     // the installer's AGENT_EVENT_BUS_BRIDGE_SECRET when it has one). A configured file was read
     // by resolve() already; one left by an earlier install must not be dropped silently (that
@@ -404,10 +402,7 @@ async fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceErr
     let configured = configured
         .filter(|s| !s.trim().is_empty())
         .map(PathBuf::from);
-    for secret in [Some(locations.default_secret), configured]
-        .into_iter()
-        .flatten()
-    {
+    for secret in std::iter::once(locations.default_secret).chain(configured) {
         if secret.exists() {
             let secret = secret.display();
             crate::outln!("kept the secret file {secret} (remove it yourself if no longer needed)");

@@ -158,7 +158,9 @@ fn written_by() -> String {
 
 /// Where `line` starts in `file`'s `template`.
 fn find(template: &str, file: &'static str, line: &'static str) -> Result<usize, RenderError> {
-    template.find(line).ok_or(RenderError::Template { file, line })
+    template
+        .find(line)
+        .ok_or(RenderError::Template { file, line })
 }
 
 /// `template` with `line`, found exactly once, replaced by `with`.
