@@ -214,17 +214,14 @@ fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> 
         return Ok(serde_json::to_string(&r).unwrap_or_default());
     }
     let model = r.model.as_deref().unwrap_or("unknown model");
+    let (window, source, usage) = (r.context_window, r.source, r.usage_source.unwrap_or("?"));
     Ok(match (r.used_tokens, r.percent) {
         (Some(used), Some(pct)) => format!(
-            "{pct:.1}% of the context window in use: {used} of {} tokens ({model}; window from {}, usage from {})",
-            r.context_window,
-            r.source,
-            r.usage_source.unwrap_or("?"),
+            "{pct:.1}% of the context window in use: {used} of {window} tokens ({model}; window from {source}, usage from {usage})"
         ),
-        _ => format!(
-            "no context usage recorded yet ({model}; window {} tokens from {})",
-            r.context_window, r.source
-        ),
+        _ => {
+            format!("no context usage recorded yet ({model}; window {window} tokens from {source})")
+        }
     })
 }
 

@@ -231,12 +231,10 @@ fn panes_clear(
 
 pub fn set_text(outcome: &SetOutcome) -> String {
     let mapped = format!("Mapped {} -> {}", outcome.session_id, outcome.entry);
+    let evicted = outcome.evicted.join(", ");
     match outcome.evicted.is_empty() {
         true => mapped,
-        false => format!(
-            "{mapped}\nEvicted stale mapping(s) on the same pane: {}",
-            outcome.evicted.join(", ")
-        ),
+        false => format!("{mapped}\nEvicted stale mapping(s) on the same pane: {evicted}"),
     }
 }
 

@@ -223,14 +223,11 @@ async fn install(
             Written::Unchanged => "the same as the file there",
         };
         crate::outln!("would write {file} ({what}):\n{}", text.trim_end());
-        match (&secret, &secret_file) {
+        match (&secret, secret_file.as_deref().map(Path::display)) {
             (Some(_), Some(path)) => crate::outln!(
-                "would write the secret ({SECRET_ENV}) to {} (0600); the file above only names it",
-                path.display()
+                "would write the secret ({SECRET_ENV}) to {path} (0600); the file above only names it"
             ),
-            (None, Some(path)) => {
-                crate::outln!("would keep using the secret file {}", path.display());
-            }
+            (None, Some(path)) => crate::outln!("would keep using the secret file {path}"),
             (_, None) => crate::outln!("no secret ({SECRET_ENV} is not set)"),
         }
         if let Some(dir) = log_dir {
