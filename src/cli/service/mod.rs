@@ -428,21 +428,15 @@ async fn status(
         true => crate::outln!("service: {kind} installed at {file}"),
         false => crate::outln!("service: no {kind} installed ({file} does not exist)"),
     }
-    let service_pid = match &state {
+    match &state {
         Ok(s) if s.loaded || s.pid.is_some() => {
             let pid = s.pid.map_or("no process".into(), |p| format!("pid {p}"));
             crate::outln!("manager: loaded, {}, {pid}", s.state);
-            s.pid
         }
-        Ok(_) => {
-            crate::outln!("manager: not loaded");
-            None
-        }
-        Err(e) => {
-            crate::outln!("manager: cannot ask it: {e}");
-            None
-        }
-    };
+        Ok(_) => crate::outln!("manager: not loaded"),
+        Err(e) => crate::outln!("manager: cannot ask it: {e}"),
+    }
+    let service_pid = state.as_ref().ok().and_then(|s| s.pid);
     let serving = match (&answer, service_pid) {
         (Ok(h), Some(pid)) if is_service(h.pid, pid).await => {
             let (version, pid, bus) = (&h.version, h.pid, registered_words(h));
