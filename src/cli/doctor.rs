@@ -114,11 +114,9 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
                 Err(e) => Err(format!("cannot read it: {e}")),
             };
             let wired = wired.map_err(|e| format!("{}: {e}", file.display()));
-            inbound = wired
-                .as_ref()
-                .ok()
-                .and_then(Option::as_ref)
-                .and_then(|w| w.inbound.clone());
+            if let Ok(Some(wired)) = &wired {
+                inbound = wired.inbound.clone();
+            }
             checks.push(hooks_check(&file, &wired));
             checks.extend(binary_check(&wired, env));
         }

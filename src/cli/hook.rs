@@ -401,9 +401,7 @@ fn record(ledger: &Path, outcome: &HookOutcome, input: &HookInput, limits: bool)
         return;
     }
     let now_ms = clock::now_ms();
-    let limit = limits
-        .then(|| limit_record(input, &session_id, now_ms))
-        .flatten();
+    let limit = limits.then(|| limit_record(input, &session_id, now_ms));
     let seen = SessionSeen {
         session_id,
         cwd: outcome.cwd.clone(),
@@ -415,7 +413,7 @@ fn record(ledger: &Path, outcome: &HookOutcome, input: &HookInput, limits: bool)
     let renamed = renames(outcome, input, now_ms);
     let inbox = inbox_record(outcome, input, now_ms);
     let batch = std::iter::once(Record::SessionSeen(seen))
-        .chain(limit)
+        .chain(limit.flatten())
         .chain(renamed)
         .chain(inbox)
         .collect();
