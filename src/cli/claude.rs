@@ -242,20 +242,18 @@ fn install(env: &Env, dry_run: bool, accept: bool) -> Result<(), ClaudeError> {
         (true, Some(r)) => (Restore::Unknown, merged(r.created, created)),
         (true, None) => (Restore::Unknown, created),
     };
-    let written_sha256 = digest(&bytes);
     let record = Record {
-        written_sha256,
+        written_sha256: digest(&bytes),
         restore,
         created,
     };
     let mut text = serde_json::to_vec_pretty(&record).unwrap_or_default();
     text.push(b'\n');
     write(&record_path(&file), &text, FILE_MODE)?;
-    match backup {
-        Some(backup) => crate::outln!(
-            "installed into {name}; the previous file is saved as {}",
-            backup.display()
-        ),
+    match backup.as_deref().map(Path::display) {
+        Some(backup) => {
+            crate::outln!("installed into {name}; the previous file is saved as {backup}");
+        }
         None => crate::outln!("installed into {name} (a new file)"),
     }
     Ok(())
@@ -359,12 +357,11 @@ fn uninstall(env: &Env, dry_run: bool) -> Result<(), ClaudeError> {
             "wakebridge claude uninstall: could not remove {record} ({e}); delete it by hand"
         );
     }
-    match (new.is_some(), backup) {
+    match (new.is_some(), backup.as_deref().map(Path::display)) {
         (false, _) => crate::outln!("removed {name}: there was none before install"),
         (true, None) => crate::outln!("restored {name} as it was before install"),
         (true, Some(backup)) => crate::outln!(
-            "removed wakebridge from {name}, your other changes kept; the previous file is saved as {}",
-            backup.display()
+            "removed wakebridge from {name}, your other changes kept; the previous file is saved as {backup}"
         ),
     }
     Ok(())

@@ -118,13 +118,9 @@ pub(crate) fn daemon_url(config: &Config, explicit: Option<&str>) -> String {
     if let Some(url) = explicit {
         return url.trim_end_matches('/').to_string();
     }
-    let ip = config.bind_addr();
-    let host = match ip {
-        _ if ip.is_unspecified() => "127.0.0.1".to_string(),
-        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-        std::net::IpAddr::V4(ip) => ip.to_string(),
-    };
-    format!("http://{host}:{}", config.port)
+    let ip = Some(config.bind_addr()).filter(|ip| !ip.is_unspecified());
+    let ip = ip.unwrap_or(std::net::Ipv4Addr::LOCALHOST.into());
+    format!("http://{}", std::net::SocketAddr::new(ip, config.port))
 }
 
 #[derive(Debug, thiserror::Error)]

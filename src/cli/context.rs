@@ -185,11 +185,10 @@ fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> 
     let feed = session_id
         .as_deref()
         .and_then(|sid| read_feed(&config.paths.state_dir, sid, feed_max_age));
-    let hint =
-        (args.transcript.clone()).or_else(|| feed.as_ref().and_then(|f| f.transcript_path.clone()));
+    let hint = feed.as_ref().and_then(|f| f.transcript_path.as_deref());
     let transcript = match (&args.transcript, &session_id) {
         (Some(path), _) => Some(path.clone()),
-        (None, Some(sid)) => find_transcript_in(&homes, sid, hint.as_deref()),
+        (None, Some(sid)) => find_transcript_in(&homes, sid, hint),
         (None, None) => None,
     };
     let reading = match &transcript {
@@ -221,16 +220,14 @@ fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> 
     let f = &r.figures;
     let model = f.model.as_deref().unwrap_or("unknown model");
     let source: &str = f.window_source.into();
+    let (window, usage) = (f.context_window, f.usage_source.map_or("?", Into::into));
     Ok(match (f.used_tokens, f.percent) {
         (Some(used), Some(pct)) => format!(
-            "{pct:.1}% of the context window in use: {used} of {} tokens ({model}; window from {source}, usage from {})",
-            f.context_window,
-            f.usage_source.map_or("?", Into::into),
+            "{pct:.1}% of the context window in use: {used} of {window} tokens ({model}; window from {source}, usage from {usage})"
         ),
-        _ => format!(
-            "no context usage recorded yet ({model}; window {} tokens from {source})",
-            f.context_window
-        ),
+        _ => {
+            format!("no context usage recorded yet ({model}; window {window} tokens from {source})")
+        }
     })
 }
 

@@ -114,11 +114,9 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
                 Err(e) => Err(format!("cannot read it: {e}")),
             };
             let wired = wired.map_err(|e| format!("{}: {e}", file.display()));
-            inbound = wired
-                .as_ref()
-                .ok()
-                .and_then(Option::as_ref)
-                .and_then(|w| w.inbound.clone());
+            if let Ok(Some(wired)) = &wired {
+                inbound = wired.inbound.clone();
+            }
             checks.push(hooks_check(&file, &wired));
             checks.extend(binary_check(&wired, env));
         }
@@ -366,11 +364,9 @@ fn multiplexer_check(
         None => ("this shell's (the daemon's is unreadable)", env),
     };
     let found = preflight_for(mux, daemon);
-    let zellij = |t: &PaneTarget| matches!(t, PaneTarget::Zellij { .. });
-    let needed: Vec<&str> = [("tmux", false), ("zellij", true)]
+    let needed: Vec<&str> = ["tmux", "zellij"]
         .into_iter()
-        .filter(|(_, z)| mapped.values().any(|t| zellij(t) == *z))
-        .map(|(name, _)| name)
+        .filter(|name| mapped.values().any(|t| t.mux_name() == *name))
         .collect();
     if let Some(missing) = needed.iter().find(|n| !found.contains(n)) {
         let path = daemon.get("PATH").unwrap_or_default();
@@ -424,6 +420,7 @@ fn claude_check(config: &Config, home: &ClaudeHome, env: &Env) -> Check {
         );
     };
     let state = home.state_file_in_use();
+    let file = state.display();
     let onboarded = std::fs::read(&state)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
@@ -433,10 +430,7 @@ fn claude_check(config: &Config, home: &ClaudeHome, env: &Env) -> Check {
     }
     Check::warn(
         "claude",
-        format!(
-            "{version}, first-run screens not passed ({})",
-            state.display()
-        ),
+        format!("{version}, first-run screens not passed ({file})"),
         "`wakebridge launch` passes them, or start claude once by hand",
     )
 }

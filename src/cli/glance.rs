@@ -280,11 +280,8 @@ fn spend_line(budgets: &[Budget], today: Option<&Today>, view: &View) -> Option<
         .filter(|t| t.nudges > 0 || t.caused_tokens > 0)
         .map(|t| {
             let plural = if t.nudges == 1 { "" } else { "s" };
-            format!(
-                "today: {} nudge{plural}, {} tokens",
-                t.nudges,
-                tokens(t.caused_tokens)
-            )
+            let tokens = tokens(t.caused_tokens);
+            format!("today: {} nudge{plural}, {tokens} tokens", t.nudges)
         });
     let parts: Vec<String> = budget.into_iter().chain(today).collect();
     (!parts.is_empty()).then(|| parts.join(" \u{b7} "))

@@ -87,7 +87,7 @@ pub fn action_for(input: &HookInput) -> HookAction {
 pub enum HookResult {
     Done,
     /// Nothing to do (no session id, no multiplexer, an event not handled).
-    Skipped(String),
+    Skipped,
     Failed(HookError),
 }
 
@@ -102,13 +102,8 @@ pub enum HookError {
 /// One hook invocation, for the caller to log or record in the ledger.
 #[derive(Debug)]
 pub struct HookOutcome {
-    pub event_name: String,
-    /// `Notification:<notification_type>` for notifications (the nudger tells `idle_prompt`
-    /// from a permission prompt by it), else the event name.
-    pub ledger_event: String,
     pub session_id: Option<String>,
     pub cwd: Option<String>,
-    pub transcript_path: Option<String>,
     pub pane: Option<PaneTarget>,
     pub action: HookAction,
     pub result: HookResult,
@@ -141,11 +136,8 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
     let pane = detect_target(env);
     let session_id = hook_session_id(input.session_id.as_deref(), env);
     let mut outcome = HookOutcome {
-        event_name: input.event_name.clone(),
-        ledger_event: input.recorded_event(),
         session_id: session_id.clone(),
         cwd: input.cwd.clone(),
-        transcript_path: input.transcript_path.clone(),
         pane: pane.clone(),
         action,
         result: HookResult::Done,
@@ -155,12 +147,8 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
             .then(|| Inbox::from_hook_env(env))
             .flatten(),
     };
-    if action == HookAction::Ignore {
-        outcome.result = HookResult::Skipped(format!("event {} not handled", input.event_name));
-        return outcome;
-    }
-    let Some(session_id) = session_id else {
-        outcome.result = HookResult::Skipped("no session id in the payload or environment".into());
+    let Some(session_id) = session_id.filter(|_| action != HookAction::Ignore) else {
+        outcome.result = HookResult::Skipped;
         return outcome;
     };
     let act = || -> Result<HookResult, HookError> {
@@ -180,9 +168,7 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
                     clear_busy_if_any(wake_dir, &session_id)?;
                 }
                 let Some(pane) = pane else {
-                    return Ok(HookResult::Skipped(
-                        crate::cli::session::SKIPPED_NO_MUX.into(),
-                    ));
+                    return Ok(HookResult::Skipped);
                 };
                 outcome.unmapped = set_entry(wake_dir, &session_id, &pane)?.evicted;
             }
@@ -193,7 +179,7 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
                 // Stale neighbours on the pane go when the next SessionStart maps it.
                 outcome.unmapped = clear_entry(wake_dir, &session_id, None)?.removed;
             }
-            HookAction::Ignore => return Ok(HookResult::Skipped(String::new())),
+            HookAction::Ignore => return Ok(HookResult::Skipped),
         }
         Ok(HookResult::Done)
     };
@@ -262,12 +248,11 @@ pub fn settings_text() -> String {
 /// once the answer is written. Not with `stop_hook_active`: blocks in a row would loop into
 /// Claude Code's block cap; the daemon types that wake once the session is idle instead.
 /// Returns whether the turn goes on.
-fn pay_on_stop(input: &HookInput, env: &Env, ledger: Option<&Path>) -> bool {
+fn pay_on_stop(input: &HookInput, env: &Env, ledger: &Path) -> bool {
     if input.event_name != "Stop" || input.stop_hook_active {
         return false;
     }
-    let (Some(ledger), Some(sid)) = (ledger, hook_session_id(input.session_id.as_deref(), env))
-    else {
+    let Some(sid) = hook_session_id(input.session_id.as_deref(), env) else {
         return false;
     };
     let paid = Store::pay_once(ledger, &sid, Payment::Hook, |events| {
@@ -284,20 +269,20 @@ fn pay_on_stop(input: &HookInput, env: &Env, ledger: Option<&Path>) -> bool {
         .is_ok_and(|events| events > 0)
 }
 
+/// `--print-settings`: the configuration plays no part in the snippet.
+fn print_settings() -> ExitCode {
+    let _ = std::io::stdout()
+        .lock()
+        .write_all(settings_text().as_bytes());
+    ExitCode::SUCCESS
+}
+
 /// `wakebridge hook` against the real stdin, environment and stderr. Always exits 0. Every
-/// outcome is recorded in `ledger` on the action thread, inside the same overall budget; usage
-/// limits only with `track_limits` (`[limits] enabled`).
-pub fn run_hook(
-    args: &HookArgs,
-    wake_dir: Result<PathBuf, ConfigError>,
-    ledger: Option<PathBuf>,
-    track_limits: bool,
-) -> ExitCode {
+/// outcome is recorded in the ledger on the action thread, inside the same overall budget; usage
+/// limits only with `[limits] enabled`.
+pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
     if args.print_settings {
-        let _ = std::io::stdout()
-            .lock()
-            .write_all(settings_text().as_bytes());
-        return ExitCode::SUCCESS;
+        return print_settings();
     }
     let started = Instant::now();
     let report = |message: &str| {
@@ -306,28 +291,31 @@ pub fn run_hook(
     let input = read_bounded(std::io::stdin(), HOOK_STDIN_CAP_BYTES, HOOK_STDIN_BUDGET)
         .and_then(|bytes| parse_hook_input(&bytes))
         .map_err(|e| e.to_string());
-    let ready = input.and_then(|input| Ok((input, wake_dir.map_err(|e| e.to_string())?)));
-    let (input, wake_dir) = match ready {
+    let ready = input.and_then(|input| Ok((input, config.map_err(|e| e.to_string())?)));
+    let (input, config) = match ready {
         Ok(ready) => ready,
         Err(message) => {
             report(&message);
             return ExitCode::SUCCESS;
         }
     };
+    let (wake_dir, ledger) = (config.paths.wake_dir, config.paths.ledger);
+    let track_limits = config.settings.limits.enabled;
     let env = Env::process();
-    let action = if pay_on_stop(&input, &env, ledger.as_deref()) {
+    let action = if pay_on_stop(&input, &env, &ledger) {
         HookAction::MarkBusy
     } else {
         action_for(&input)
     };
+    let event = input.event_name.clone();
     let report_failure = |outcome: &HookOutcome| {
         if let HookResult::Failed(message) = &outcome.result {
-            report(&format!("{} failed: {message}", outcome.event_name));
+            report(&format!("{event} failed: {message}"));
         }
     };
     let act = move || {
         let outcome = perform_as(action, &input, &wake_dir, &env);
-        record(ledger.as_deref(), &outcome, &input, track_limits);
+        record(&ledger, &outcome, &input, track_limits);
         outcome
     };
     if !matches!(action, HookAction::MapPane { .. } | HookAction::ClearPane) {
@@ -360,21 +348,10 @@ pub fn run_hook(
 pub fn fast_main(args: &[std::ffi::OsString]) -> Option<ExitCode> {
     let (hook_args, config) = parse_own_flags(args)?;
     if hook_args.print_settings {
-        // The configuration plays no part in the snippet (`run_hook` prints it first).
-        return Some(run_hook(&hook_args, Ok(PathBuf::new()), None, false));
+        return Some(print_settings());
     }
-    let flags = crate::config::Flags {
-        config,
-        wake_dir: hook_args
-            .wake_dir
-            .as_deref()
-            .map(|dir| dir.to_string_lossy().into_owned()),
-        ..crate::config::Flags::default()
-    };
-    Some(run(
-        &hook_args,
-        crate::config::resolve(&flags, &Env::process()),
-    ))
+    let wake_dir = hook_args.wake_dir.as_deref();
+    Some(run(&hook_args, super::resolve(config, wake_dir)))
 }
 
 /// Each flag at most once, in any order, its value next or after `=`.
@@ -413,44 +390,30 @@ fn parse_own_flags(args: &[std::ffi::OsString]) -> Option<(HookArgs, Option<Path
     Some((parsed, config))
 }
 
-pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
-    let (wake_dir, ledger, limits) = match config {
-        Ok(c) => (
-            Ok(c.paths.wake_dir),
-            Some(c.paths.ledger),
-            c.settings.limits.enabled,
-        ),
-        Err(e) => (Err(e), None, false),
-    };
-    run_hook(args, wake_dir, ledger, limits)
-}
-
 /// Records in one commit the session (scope = local), its transcript and last hook event (for
 /// the nudger), its usage limit ([`limit_record`]), its `/clear` renames ([`renames`]) and its
 /// inbox ([`inbox_record`]).
-fn record(ledger: Option<&Path>, outcome: &HookOutcome, input: &HookInput, limits: bool) {
-    let (Some(ledger), Some(session_id)) = (ledger, outcome.session_id.clone()) else {
+fn record(ledger: &Path, outcome: &HookOutcome, input: &HookInput, limits: bool) {
+    let Some(session_id) = outcome.session_id.clone() else {
         return;
     };
     if outcome.nothing_new {
         return;
     }
     let now_ms = clock::now_ms();
-    let limit = limits
-        .then(|| limit_record(input, &session_id, now_ms))
-        .flatten();
+    let limit = limits.then(|| limit_record(input, &session_id, now_ms));
     let seen = SessionSeen {
         session_id,
         cwd: outcome.cwd.clone(),
-        transcript_path: outcome.transcript_path.clone(),
+        transcript_path: input.transcript_path.clone(),
         pane: outcome.pane.as_ref().map(ToString::to_string),
-        last_hook_event: Some(outcome.ledger_event.clone()),
+        last_hook_event: Some(input.recorded_event()),
         seen_at_ms: now_ms,
     };
     let renamed = renames(outcome, input, now_ms);
     let inbox = inbox_record(outcome, input, now_ms);
     let batch = std::iter::once(Record::SessionSeen(seen))
-        .chain(limit)
+        .chain(limit.flatten())
         .chain(renamed)
         .chain(inbox)
         .collect();
@@ -485,7 +448,7 @@ fn renames(outcome: &HookOutcome, input: &HookInput, now_ms: i64) -> Vec<Record>
     let (Some(new_id), Some(pane)) = (&outcome.session_id, &outcome.pane) else {
         return Vec::new();
     };
-    if outcome.event_name != "SessionStart" || input.source.as_deref() != Some(SOURCE_CLEAR) {
+    if input.event_name != "SessionStart" || input.source.as_deref() != Some(SOURCE_CLEAR) {
         return Vec::new();
     }
     outcome

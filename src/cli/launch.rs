@@ -133,12 +133,9 @@ fn report(launched: &Launched, json: bool, out: &mut dyn Write) -> Vec<String> {
         let names: Vec<&str> = launched.screens_passed.iter().map(|&s| s.into()).collect();
         said.push(format!("answered {}", names.join(", ")));
     }
+    let session = launched.session_id.as_deref().unwrap_or("?");
     said.push(match &launched.mapping {
-        Mapping::Written => format!(
-            "mapped session {} to {}",
-            launched.session_id.as_deref().unwrap_or("?"),
-            launched.pane
-        ),
+        Mapping::Written => format!("mapped session {session} to {}", launched.pane),
         Mapping::NoSessionId => "session id unknown, pane mapping skipped (the SessionStart hook \
                                  maps it when it runs)"
             .into(),

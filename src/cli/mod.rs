@@ -112,14 +112,7 @@ pub fn main() -> ExitCode {
     }
     // Every verb reads the configuration `serve` reads: defaults < file < environment < flags.
     let config = cli.config.clone();
-    let resolved = |wake_dir: Option<&Path>| {
-        let flags = Flags {
-            config: config.clone(),
-            wake_dir: wake_dir.map(|dir| dir.to_string_lossy().into_owned()),
-            ..Flags::default()
-        };
-        config::resolve(&flags, &Env::process())
-    };
+    let resolved = |wake_dir: Option<&Path>| resolve(config.clone(), wake_dir);
     let with = |flags: Flags| Flags {
         config: config.clone(),
         ..flags
@@ -184,6 +177,20 @@ pub(crate) fn block_on<F: Future>(future: F) -> std::io::Result<F::Output> {
         .enable_all()
         .build()?;
     Ok(runtime.block_on(future))
+}
+
+/// The configuration `serve` would read with `--config` and a verb's `--wake-dir` as flags.
+fn resolve(
+    config: Option<std::path::PathBuf>,
+    wake_dir: Option<&Path>,
+) -> Result<config::Config, config::ConfigError> {
+    let wake_dir = wake_dir.map(|dir| dir.to_string_lossy().into_owned());
+    let flags = Flags {
+        config,
+        wake_dir,
+        ..Flags::default()
+    };
+    config::resolve(&flags, &Env::process())
 }
 
 /// Runs `verb` with the resolved configuration, or says what is wrong with it (exit 2).

@@ -17,19 +17,6 @@ use std::process::ExitCode;
 pub const SESSION_ID_ENVS: [&str; 2] = ["AGENT_EVENT_BUS_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
 pub const SKIPPED_NO_MUX: &str = "no multiplexer detected";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CliStatus {
-    Success = 0,
-    Failure = 1,
-    Usage = 2,
-}
-
-impl From<CliStatus> for ExitCode {
-    fn from(status: CliStatus) -> Self {
-        ExitCode::from(status as u8)
-    }
-}
-
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SessionArgs {
     /// Bus session id [default: $AGENT_EVENT_BUS_SESSION_ID, then $CLAUDE_CODE_SESSION_ID]
@@ -124,12 +111,12 @@ impl PanesCommand {
 
 pub fn run_panes(command: &PanesCommand, wake_dir: &Path) -> ExitCode {
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
-    execute_panes(command, wake_dir, &Env::process(), &mut out, &mut err).into()
+    execute_panes(command, wake_dir, &Env::process(), &mut out, &mut err)
 }
 
 pub fn run_wake_state(args: &WakeStateArgs, wake_dir: &Path) -> ExitCode {
     let mut err = std::io::stderr().lock();
-    execute_wake_state(args, wake_dir, &Env::process(), &mut err).into()
+    execute_wake_state(args, wake_dir, &Env::process(), &mut err)
 }
 
 /// `panes set|clear` with injected environment and output (what tests drive).
@@ -139,7 +126,7 @@ pub fn execute_panes(
     env: &Env,
     out: &mut dyn Write,
     err: &mut dyn Write,
-) -> CliStatus {
+) -> ExitCode {
     let (json, done) = match command {
         PanesCommand::Set(args) => (args.json, panes_set(args, wake_dir, env)),
         PanesCommand::Clear(args) => (args.json, panes_clear(args, wake_dir, env)),
@@ -158,7 +145,7 @@ pub fn execute_wake_state(
     wake_dir: &Path,
     env: &Env,
     err: &mut dyn Write,
-) -> CliStatus {
+) -> ExitCode {
     let result = session_id(&args.session, env).and_then(|session_id| {
         let marked = match args.state {
             WakeState::Busy => set_busy(wake_dir, &session_id),
@@ -169,21 +156,22 @@ pub fn execute_wake_state(
     finish(result, err)
 }
 
-struct Failed(CliStatus, String);
+/// The exit code (1, or 2 for a usage error) and what to say.
+struct Failed(u8, String);
 
-fn finish(result: Result<(), Failed>, err: &mut dyn Write) -> CliStatus {
-    let Err(Failed(status, message)) = result else {
-        return CliStatus::Success;
+fn finish(result: Result<(), Failed>, err: &mut dyn Write) -> ExitCode {
+    let Err(Failed(code, message)) = result else {
+        return ExitCode::SUCCESS;
     };
     let _ = writeln!(err, "wakebridge: {message}");
-    status
+    ExitCode::from(code)
 }
 
 fn session_id(args: &SessionArgs, env: &Env) -> Result<String, Failed> {
     resolve_session_id(args.session_id.as_deref(), env).ok_or_else(|| {
         let [bus, claude] = SESSION_ID_ENVS;
         let message = format!("no session id: pass --session or set {bus} or {claude}");
-        Failed(CliStatus::Usage, message)
+        Failed(2, message)
     })
 }
 
@@ -196,12 +184,7 @@ fn write_failure(error: PanesWriteError) -> Failed {
 }
 
 fn failed(usage: bool, error: impl ToString) -> Failed {
-    let status = if usage {
-        CliStatus::Usage
-    } else {
-        CliStatus::Failure
-    };
-    Failed(status, error.to_string())
+    Failed(1 + u8::from(usage), error.to_string())
 }
 
 /// `--mux/--pane/--mux-session`, validated exactly like a file entry.
@@ -216,7 +199,7 @@ pub fn explicit_target(args: &PanesSetArgs) -> Option<Result<PaneTarget, Invalid
 
 fn panes_set(args: &PanesSetArgs, wake_dir: &Path, env: &Env) -> Result<(Value, String), Failed> {
     let session_id = session_id(&args.session, env)?;
-    let invalid = |invalid| Failed(CliStatus::Usage, format!("Invalid target: {invalid}"));
+    let invalid = |invalid| Failed(2, format!("Invalid target: {invalid}"));
     let explicit = explicit_target(args).transpose().map_err(invalid)?;
     // A lifecycle boundary proves no turn is in flight: the marker goes first.
     if !args.keep_wake_state {
@@ -248,12 +231,10 @@ fn panes_clear(
 
 pub fn set_text(outcome: &SetOutcome) -> String {
     let mapped = format!("Mapped {} -> {}", outcome.session_id, outcome.entry);
+    let evicted = outcome.evicted.join(", ");
     match outcome.evicted.is_empty() {
         true => mapped,
-        false => format!(
-            "{mapped}\nEvicted stale mapping(s) on the same pane: {}",
-            outcome.evicted.join(", ")
-        ),
+        false => format!("{mapped}\nEvicted stale mapping(s) on the same pane: {evicted}"),
     }
 }
 

@@ -42,15 +42,11 @@ pub fn run(check: bool, flags: &Flags, env: &Env) -> ExitCode {
         Ok(explained) => explained,
         Err(e) => return refused(&e),
     };
+    let default = config::default_config_file(env).map(|p| p.display().to_string());
+    let default = default.unwrap_or("~/.config/wakebridge/config.toml".into());
     match &explained.config.paths.config_file {
         Some(file) => crate::outln!("# file: {}", file.display()),
-        None => crate::outln!(
-            "# file: none ({} does not exist; --config to name one)",
-            config::default_config_file(env)
-                .map_or("~/.config/wakebridge/config.toml".into(), |p| p
-                    .display()
-                    .to_string())
-        ),
+        None => crate::outln!("# file: none ({default} does not exist; --config to name one)"),
     }
     let settings = &explained.settings;
     let widths = settings.iter().map(|s| s.key.len() + s.value.len());

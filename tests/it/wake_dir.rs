@@ -8,14 +8,14 @@ use std::fs::{self, File};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 use wakebridge::claude::hooks::HookInput;
 use wakebridge::cli::hook::{HookAction, HookResult, perform, read_bounded};
 use wakebridge::cli::session::{
-    CliStatus, MuxKind, PanesClearArgs, PanesCommand, PanesSetArgs, SessionArgs, WakeState,
-    WakeStateArgs, execute_panes, execute_wake_state,
+    MuxKind, PanesClearArgs, PanesCommand, PanesSetArgs, SessionArgs, WakeState, WakeStateArgs,
+    execute_panes, execute_wake_state,
 };
 use wakebridge::wakedir::markers::{marker_path, set_busy};
 use wakebridge::wakedir::reader::{Condition, NoticeLevel, Resolution};
@@ -795,7 +795,7 @@ fn session(wake: &Path, sid: Option<&str>) -> SessionArgs {
     }
 }
 
-fn run(command: &PanesCommand, env: &wakebridge::env::Env) -> (CliStatus, String) {
+fn run(command: &PanesCommand, env: &wakebridge::env::Env) -> (ExitCode, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let wake_dir = command.wake_dir().expect("every test names its wake dir");
     let status = execute_panes(command, wake_dir, env, &mut out, &mut err);
@@ -818,7 +818,7 @@ fn panes_set_detects_zellij_and_prints_the_entry() {
         ("ZELLIJ_SESSION_NAME", "tenacious-lemur"),
     ]);
     let (status, out) = run(&PanesCommand::Set(set_json(&wake, Some("sid-1"))), &env);
-    assert_eq!(status, CliStatus::Success);
+    assert_eq!(status, ExitCode::SUCCESS);
     let printed: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         printed["entry"],
@@ -835,7 +835,7 @@ fn panes_set_outside_a_multiplexer_skips_but_still_clears_the_marker() {
         &PanesCommand::Set(set_json(&wake, Some("sid-1"))),
         &env_from(&[]),
     );
-    assert_eq!(status, CliStatus::Success);
+    assert_eq!(status, ExitCode::SUCCESS);
     assert!(out.contains("skipped"), "{out}");
     assert!(!wake.join("panes.json").exists());
     assert!(!is_busy(&wake, "sid-1", f64::INFINITY));
@@ -848,7 +848,7 @@ fn panes_set_keep_wake_state_keeps_the_marker_and_maps() {
     let mut args = set_json(&wake, Some("sid-1"));
     args.keep_wake_state = true;
     let (status, _) = run(&PanesCommand::Set(args), &env_from(&[("TMUX_PANE", "%3")]));
-    assert_eq!(status, CliStatus::Success);
+    assert_eq!(status, ExitCode::SUCCESS);
     assert!(is_busy(&wake, "sid-1", f64::INFINITY));
     assert_eq!(PanesReader::new(&wake).lookup("sid-1"), Some(tmux("%3")));
 }
@@ -860,12 +860,12 @@ fn panes_set_usage_errors_exit_2() {
     zellij_without_session.mux = Some(MuxKind::Zellij);
     zellij_without_session.pane = Some("0".into());
     let (status, _) = run(&PanesCommand::Set(zellij_without_session), &env_from(&[]));
-    assert_eq!(status, CliStatus::Usage);
+    assert_eq!(status, ExitCode::from(2));
     let (status, _) = run(
         &PanesCommand::Set(set_json(&wake, None)),
         &env_from(&[("TMUX_PANE", "%1")]),
     );
-    assert_eq!(status, CliStatus::Usage);
+    assert_eq!(status, ExitCode::from(2));
     assert!(!wake.join("panes.json").exists());
 }
 
@@ -881,7 +881,7 @@ fn panes_set_takes_the_claude_code_session_id_and_prints_text() {
         ..Default::default()
     };
     let (status, out) = run(&PanesCommand::Set(args), &env);
-    assert_eq!(status, CliStatus::Success);
+    assert_eq!(status, ExitCode::SUCCESS);
     assert_eq!(out, "Mapped cc-session -> tmux pane %3\n");
     let explicit = PanesSetArgs {
         session: session(&wake, Some("sid-9")),
@@ -891,7 +891,7 @@ fn panes_set_takes_the_claude_code_session_id_and_prints_text() {
         ..Default::default()
     };
     let (status, _) = run(&PanesCommand::Set(explicit), &env);
-    assert_eq!(status, CliStatus::Success);
+    assert_eq!(status, ExitCode::SUCCESS);
     assert_eq!(PanesReader::new(&wake).lookup("sid-9"), Some(tmux("%8")));
 }
 
@@ -907,12 +907,12 @@ fn panes_clear_and_wake_state_round_trip() {
     let mut err = Vec::new();
     assert_eq!(
         execute_wake_state(&state(WakeState::Busy), &wake, &env, &mut err),
-        CliStatus::Success
+        ExitCode::SUCCESS
     );
     assert!(is_busy(&wake, "sid-1", f64::INFINITY));
     assert_eq!(
         execute_wake_state(&state(WakeState::Idle), &wake, &env, &mut err),
-        CliStatus::Success
+        ExitCode::SUCCESS
     );
     assert!(!is_busy(&wake, "sid-1", f64::INFINITY));
     execute_wake_state(&state(WakeState::Busy), &wake, &env, &mut err);
@@ -922,7 +922,7 @@ fn panes_clear_and_wake_state_round_trip() {
         json: true,
     };
     let (status, out) = run(&PanesCommand::Clear(clear), &env_from(&[]));
-    assert_eq!(status, CliStatus::Success);
+    assert_eq!(status, ExitCode::SUCCESS);
     let printed: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(printed["removed"], json!(["sid-1"]));
     assert_eq!(read_panes(&wake), json!({}));
@@ -933,7 +933,7 @@ fn panes_clear_and_wake_state_round_trip() {
     };
     assert_eq!(
         execute_wake_state(&no_id, &wake, &env_from(&[]), &mut err),
-        CliStatus::Usage
+        ExitCode::from(2)
     );
 }
 
@@ -1021,7 +1021,7 @@ fn hook_falls_back_to_env_session_id_and_skips_without_one() {
     let mut input = hook("UserPromptSubmit");
     input.session_id = None;
     let outcome = perform(&input, &wake, &env_from(&[]));
-    assert!(matches!(outcome.result, HookResult::Skipped(_)));
+    assert!(matches!(outcome.result, HookResult::Skipped));
     let env = env_from(&[("AGENT_EVENT_BUS_SESSION_ID", "bus-1")]);
     let outcome = perform(&input, &wake, &env);
     assert_eq!(outcome.session_id.as_deref(), Some("bus-1"));
@@ -1055,7 +1055,7 @@ fn hook_prefers_the_bus_session_id_over_the_payload_and_the_payload_over_claude_
 fn hook_session_start_outside_a_multiplexer_skips() {
     let (_root, wake) = wake_dir();
     let outcome = perform(&hook("SessionStart"), &wake, &env_from(&[]));
-    assert!(matches!(outcome.result, HookResult::Skipped(_)));
+    assert!(matches!(outcome.result, HookResult::Skipped));
     assert!(!wake.join("panes.json").exists());
 }
 

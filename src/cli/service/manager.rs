@@ -29,12 +29,6 @@ pub struct State {
     pub pid: Option<u32>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Manager {
-    Systemd,
-    Launchd { uid: u32 },
-}
-
 fn systemctl(args: &[&str]) -> Invocation {
     Invocation::new(Path::new("systemctl"), "systemctl --user")
         .arg("--user")
@@ -61,38 +55,34 @@ pub async fn run(inv: &Invocation) -> Result<(), MuxError> {
     Ok(())
 }
 
-impl Manager {
-    pub fn new(platform: Platform) -> Manager {
-        match platform {
-            Platform::Systemd => Manager::Systemd,
-            Platform::Launchd => {
-                // SAFETY: getuid cannot fail and touches no memory.
-                let uid = unsafe { libc::getuid() };
-                Manager::Launchd { uid }
-            }
-        }
-    }
+/// launchd's domain of this user's agents.
+pub fn gui_domain() -> String {
+    // SAFETY: getuid cannot fail and touches no memory.
+    format!("gui/{}", unsafe { libc::getuid() })
+}
 
-    fn target(uid: u32) -> String {
-        format!("gui/{uid}/{LAUNCHD_LABEL}")
-    }
+fn target() -> String {
+    format!("{}/{LAUNCHD_LABEL}", gui_domain())
+}
 
+/// The service manager of each platform.
+impl Platform {
     /// The commands that load `file` and (re)start the service; `running` says whether it was
     /// already running, so that an upgrade takes effect.
     pub fn load_commands(&self, file: &Path, running: bool) -> Vec<Invocation> {
         match (self, running) {
-            (Manager::Systemd, true) => vec![
+            (Platform::Systemd, true) => vec![
                 systemctl(&["daemon-reload"]),
                 systemctl(&["enable", UNIT]),
                 systemctl(&["restart", UNIT]),
             ],
-            (Manager::Systemd, false) => vec![
+            (Platform::Systemd, false) => vec![
                 systemctl(&["daemon-reload"]),
                 systemctl(&["enable", "--now", UNIT]),
             ],
-            (Manager::Launchd { uid }, _) => {
-                let bootstrap = launchctl(&["bootstrap", &format!("gui/{uid}")]).arg(file);
-                let bootout = running.then(|| launchctl(&["bootout", &Self::target(*uid)]));
+            (Platform::Launchd, _) => {
+                let bootstrap = launchctl(&["bootstrap", &gui_domain()]).arg(file);
+                let bootout = running.then(|| launchctl(&["bootout", &target()]));
                 bootout.into_iter().chain([bootstrap]).collect()
             }
         }
@@ -102,21 +92,18 @@ impl Manager {
     /// runs once the file is gone (systemd forgets the unit at a reload).
     pub fn unload_commands(&self) -> (Vec<Invocation>, Vec<Invocation>) {
         match self {
-            Manager::Systemd => (
+            Platform::Systemd => (
                 vec![systemctl(&["disable", "--now", UNIT])],
                 vec![systemctl(&["daemon-reload"])],
             ),
-            Manager::Launchd { uid } => (
-                vec![launchctl(&["bootout", &Self::target(*uid)])],
-                Vec::new(),
-            ),
+            Platform::Launchd => (vec![launchctl(&["bootout", &target()])], Vec::new()),
         }
     }
 
     pub fn log_hint(&self, log_dir: &Path) -> String {
         match self {
-            Manager::Systemd => format!("journalctl --user -u {UNIT}"),
-            Manager::Launchd { .. } => format!(
+            Platform::Systemd => format!("journalctl --user -u {UNIT}"),
+            Platform::Launchd => format!(
                 "{} (stderr) and {} (stdout)",
                 log_dir.join("wakebridge.err").display(),
                 log_dir.join("wakebridge.log").display()
@@ -128,14 +115,14 @@ impl Manager {
     /// one that cannot be asked at all is an error.
     pub async fn state(&self) -> Result<State, MuxError> {
         match self {
-            Manager::Systemd => {
+            Platform::Systemd => {
                 let props = "--property=LoadState,ActiveState,SubState,MainPID";
                 let inv = systemctl(&["show", props, UNIT]);
                 let out = process::run_for(&inv, QUERY_TIMEOUT).await?;
                 Ok(systemd_state(&out.stdout))
             }
-            Manager::Launchd { uid } => {
-                let inv = launchctl(&["print", &Self::target(*uid)]);
+            Platform::Launchd => {
+                let inv = launchctl(&["print", &target()]);
                 match process::run_for(&inv, QUERY_TIMEOUT).await {
                     Ok(out) => Ok(launchd_state(&out.stdout)),
                     // launchctl print exits non-zero (113) for a service it does not have.
@@ -154,11 +141,11 @@ impl Manager {
         let args = ["--user", "-u", UNIT, "-n", &lines, "--no-pager"];
         let inv = Invocation::new(Path::new("journalctl"), "journalctl").args(args);
         match self {
-            Manager::Systemd => process::run_for(&inv, QUERY_TIMEOUT)
+            Platform::Systemd => process::run_for(&inv, QUERY_TIMEOUT)
                 .await
                 .map(|out| out.stdout)
                 .map_err(|e| e.to_string()),
-            Manager::Launchd { .. } => {
+            Platform::Launchd => {
                 let file = log_dir.join("wakebridge.err");
                 let text = std::fs::read_to_string(&file)
                     .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
@@ -243,7 +230,7 @@ mod tests {
     fn commands_restart_a_running_service_and_start_a_stopped_one() {
         let shown_all = |c: Vec<Invocation>| c.iter().map(shown).collect::<Vec<_>>();
         let file = Path::new("/h/.config/systemd/user/wakebridge.service");
-        let m = Manager::Systemd;
+        let m = Platform::Systemd;
         assert_eq!(
             shown_all(m.load_commands(file, false)),
             [
@@ -255,13 +242,16 @@ mod tests {
             shown_all(m.load_commands(file, true))[2],
             "systemctl --user restart wakebridge"
         );
-        let m = Manager::Launchd { uid: 501 };
+        let m = Platform::Launchd;
         let plist = Path::new("/Users/a b/Library/LaunchAgents/dev.wakebridge.plist");
         assert_eq!(
             shown_all(m.load_commands(plist, true)),
             [
-                "launchctl bootout gui/501/dev.wakebridge",
-                "launchctl bootstrap gui/501 '/Users/a b/Library/LaunchAgents/dev.wakebridge.plist'"
+                format!("launchctl bootout {}/dev.wakebridge", gui_domain()),
+                format!(
+                    "launchctl bootstrap {} '/Users/a b/Library/LaunchAgents/dev.wakebridge.plist'",
+                    gui_domain()
+                )
             ]
         );
     }

@@ -18,7 +18,7 @@ use crate::deadline::Deadline;
 use crate::env::Env;
 use crate::mux::process::MuxError;
 use crate::private_fs::{self, FILE_MODE, Written};
-use manager::{Manager, shown};
+use manager::shown;
 use render::{LAUNCHD_LABEL, Platform, SYSTEMD_UNIT, Spec};
 
 /// How often install polls the manager and `/health` while waiting.
@@ -171,10 +171,8 @@ async fn install(
 ) -> Result<ExitCode, ServiceError> {
     let locations = Locations::of(platform, env)?;
     let exe = crate::cli::own_binary(env).map_err(ServiceError::NoExe)?;
-    let config_path = match config_flag {
-        Some(path) => Some(std::fs::canonicalize(path).map_err(io("find --config", path))?),
-        None => None,
-    };
+    let canonical = |path: &Path| std::fs::canonicalize(path).map_err(io("find --config", path));
+    let config_path = config_flag.map(canonical).transpose()?;
     // The secret file the daemon will read: the configured one, else the default (written from
     // the installer's AGENT_EVENT_BUS_BRIDGE_SECRET when it has one). A configured file was read
     // by resolve() already; one left by an earlier install must not be dropped silently (that
@@ -207,16 +205,15 @@ async fn install(
         home: locations.home.clone(),
     };
     let text = render::render(platform, &spec)?;
-    let manager = Manager::new(platform);
-    let before = manager.state().await;
+    let before = platform.state().await;
     // Unknown: systemd's restart starts a stopped unit too and never leaves an old instance
     // answering for the new one; launchd's bootout of a label not loaded would fail.
-    let running = match (&before, manager) {
-        (Ok(s), Manager::Systemd) => s.state.starts_with("activ"),
-        (Ok(s), Manager::Launchd { .. }) => s.loaded,
-        (Err(_), manager) => manager == Manager::Systemd,
+    let running = match (&before, platform) {
+        (Ok(s), Platform::Systemd) => s.state.starts_with("activ"),
+        (Ok(s), Platform::Launchd) => s.loaded,
+        (Err(_), platform) => platform == Platform::Systemd,
     };
-    let commands = manager.load_commands(&locations.file, running);
+    let commands = platform.load_commands(&locations.file, running);
     let file = locations.file.display();
     let log_dir = (platform == Platform::Launchd).then_some(&locations.log_dir);
     if args.dry_run {
@@ -226,14 +223,11 @@ async fn install(
             Written::Unchanged => "the same as the file there",
         };
         crate::outln!("would write {file} ({what}):\n{}", text.trim_end());
-        match (&secret, &secret_file) {
+        match (&secret, secret_file.as_deref().map(Path::display)) {
             (Some(_), Some(path)) => crate::outln!(
-                "would write the secret ({SECRET_ENV}) to {} (0600); the file above only names it",
-                path.display()
+                "would write the secret ({SECRET_ENV}) to {path} (0600); the file above only names it"
             ),
-            (None, Some(path)) => {
-                crate::outln!("would keep using the secret file {}", path.display());
-            }
+            (None, Some(path)) => crate::outln!("would keep using the secret file {path}"),
             (_, None) => crate::outln!("no secret ({SECRET_ENV} is not set)"),
         }
         if let Some(dir) = log_dir {
@@ -276,14 +270,14 @@ async fn install(
         if command.args.first().is_some_and(|w| w == "bootout") {
             // launchd lets go of the old job a moment later; bootstrap fails until it has.
             let deadline = Deadline::after(BOOTOUT_WAIT);
-            while !deadline.expired() && manager.state().await.is_ok_and(|s| s.loaded) {
+            while !deadline.expired() && platform.state().await.is_ok_and(|s| s.loaded) {
                 tokio::time::sleep(POLL_INTERVAL).await;
             }
         }
     }
     let url = daemon_url(config, None);
-    let logs = manager.log_hint(&locations.log_dir);
-    let why = match await_new_instance(&manager, &url, Deadline::after(args.wait)).await {
+    let logs = platform.log_hint(&locations.log_dir);
+    let why = match await_new_instance(platform, &url, Deadline::after(args.wait)).await {
         Ok(health) => {
             let (version, pid, bus) = (&health.version, health.pid, registered_words(&health));
             crate::outln!(
@@ -305,7 +299,7 @@ async fn install(
         "wakebridge service: the new instance did not answer {url}/health within {wait}: {why}"
     );
     crate::errln!("its last log lines ({logs}):");
-    match manager.last_log_lines(&locations.log_dir).await {
+    match platform.last_log_lines(&locations.log_dir).await {
         Ok(lines) if !lines.trim().is_empty() => {
             for line in lines.lines() {
                 crate::errln!("  {line}");
@@ -353,12 +347,12 @@ async fn is_service(pid: u32, service_pid: u32) -> bool {
 /// right after a restart the old instance may still answer, so the pid tells them apart. The
 /// error says what was seen last.
 async fn await_new_instance(
-    manager: &Manager,
+    platform: Platform,
     url: &str,
     deadline: Deadline,
 ) -> Result<Health, String> {
     loop {
-        let seen = match manager.state().await {
+        let seen = match platform.state().await {
             Err(e) => format!("cannot ask the service manager: {e}"),
             Ok(manager::State {
                 pid: None, state, ..
@@ -388,10 +382,9 @@ async fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceErr
         crate::outln!("no wakebridge service is installed ({file} does not exist); nothing to do");
         return Ok(ExitCode::SUCCESS);
     }
-    let manager = Manager::new(platform);
-    let (unload, after) = manager.unload_commands();
+    let (unload, after) = platform.unload_commands();
     // systemd's `disable --now` of a unit that is not running is fine.
-    let loaded = manager == Manager::Systemd || manager.state().await.is_ok_and(|s| s.loaded);
+    let loaded = platform == Platform::Systemd || platform.state().await.is_ok_and(|s| s.loaded);
     for command in unload.iter().filter(|_| loaded) {
         manager::run(command).await?;
     }
@@ -406,10 +399,7 @@ async fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceErr
     let configured = configured
         .filter(|s| !s.trim().is_empty())
         .map(PathBuf::from);
-    for secret in [Some(locations.default_secret), configured]
-        .into_iter()
-        .flatten()
-    {
+    for secret in std::iter::once(locations.default_secret).chain(configured) {
         if secret.exists() {
             let secret = secret.display();
             crate::outln!("kept the secret file {secret} (remove it yourself if no longer needed)");
@@ -424,7 +414,6 @@ async fn status(
     env: &Env,
 ) -> Result<ExitCode, ServiceError> {
     let locations = Locations::of(platform, env)?;
-    let manager = Manager::new(platform);
     let url = config.map_or_else(
         |e| {
             crate::outln!("config: {e}");
@@ -432,28 +421,22 @@ async fn status(
         },
         |config| daemon_url(config, None),
     );
-    let (state, answer) = (manager.state().await, health(&url).await);
+    let (state, answer) = (platform.state().await, health(&url).await);
     let (kind, file): (&str, _) = (platform.into(), locations.file.display());
     let installed = locations.file.exists();
     match installed {
         true => crate::outln!("service: {kind} installed at {file}"),
         false => crate::outln!("service: no {kind} installed ({file} does not exist)"),
     }
-    let service_pid = match &state {
+    match &state {
         Ok(s) if s.loaded || s.pid.is_some() => {
             let pid = s.pid.map_or("no process".into(), |p| format!("pid {p}"));
             crate::outln!("manager: loaded, {}, {pid}", s.state);
-            s.pid
         }
-        Ok(_) => {
-            crate::outln!("manager: not loaded");
-            None
-        }
-        Err(e) => {
-            crate::outln!("manager: cannot ask it: {e}");
-            None
-        }
-    };
+        Ok(_) => crate::outln!("manager: not loaded"),
+        Err(e) => crate::outln!("manager: cannot ask it: {e}"),
+    }
+    let service_pid = state.as_ref().ok().and_then(|s| s.pid);
     let serving = match (&answer, service_pid) {
         (Ok(h), Some(pid)) if is_service(h.pid, pid).await => {
             let (version, pid, bus) = (&h.version, h.pid, registered_words(h));
@@ -463,10 +446,9 @@ async fn status(
             true
         }
         (Ok(h), _) => {
+            let (version, pid) = (&h.version, h.pid);
             crate::outln!(
-                "daemon: wakebridge {} answering at {url} as pid {}, which is not the service's process",
-                h.version,
-                h.pid
+                "daemon: wakebridge {version} answering at {url} as pid {pid}, which is not the service's process"
             );
             false
         }
@@ -476,7 +458,7 @@ async fn status(
         }
     };
     if installed && !serving {
-        crate::outln!("logs: {}", manager.log_hint(&locations.log_dir));
+        crate::outln!("logs: {}", platform.log_hint(&locations.log_dir));
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)

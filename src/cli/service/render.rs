@@ -156,6 +156,13 @@ fn written_by() -> String {
     format!("Written by `wakebridge service install` ({version}); a later install replaces it.")
 }
 
+/// Where `line` starts in `file`'s `template`.
+fn find(template: &str, file: &'static str, line: &'static str) -> Result<usize, RenderError> {
+    template
+        .find(line)
+        .ok_or(RenderError::Template { file, line })
+}
+
 /// `template` with `line`, found exactly once, replaced by `with`.
 fn fill(
     template: &str,
@@ -210,12 +217,7 @@ fn systemd(spec: &Spec, exe: &str, args: &[String]) -> Result<String, RenderErro
         env.push_str(&format!("Environment={quoted}\n"));
     }
     // The header explains the manual install; the rendered file says what wrote it instead.
-    let at = SYSTEMD_TEMPLATE
-        .find(SYSTEMD_FIRST_SECTION)
-        .ok_or(RenderError::Template {
-            file: SYSTEMD_UNIT,
-            line: SYSTEMD_FIRST_SECTION,
-        })?;
+    let at = find(SYSTEMD_TEMPLATE, SYSTEMD_UNIT, SYSTEMD_FIRST_SECTION)?;
     let text = fill(&SYSTEMD_TEMPLATE[at..], SYSTEMD_UNIT, SYSTEMD_EXEC, &exec)?;
     let text = fill(&text, SYSTEMD_UNIT, SYSTEMD_PATH, &env)?;
     Ok(format!("# {}\n\n{text}", written_by()))
@@ -251,14 +253,8 @@ fn launchd(spec: &Spec, exe: &str, args: &[String]) -> Result<String, RenderErro
     }
     // The header explains the manual install (sed over __HOME__); the rendered file says what
     // wrote it instead.
-    let missing = |line| RenderError::Template {
-        file: LAUNCHD_FILE,
-        line,
-    };
-    let start = LAUNCHD_TEMPLATE.find("<!--").ok_or(missing("<!--"))?;
-    let end = LAUNCHD_TEMPLATE
-        .find(LAUNCHD_HEADER_END)
-        .ok_or(missing(LAUNCHD_HEADER_END))?;
+    let start = find(LAUNCHD_TEMPLATE, LAUNCHD_FILE, "<!--")?;
+    let end = find(LAUNCHD_TEMPLATE, LAUNCHD_FILE, LAUNCHD_HEADER_END)?;
     let (before, after) = (
         &LAUNCHD_TEMPLATE[..start],
         &LAUNCHD_TEMPLATE[end + LAUNCHD_HEADER_END.len()..],
