@@ -12,7 +12,6 @@ mod open;
 mod queries;
 mod records;
 mod rounds;
-mod schema;
 mod writer;
 
 use std::path::{Path, PathBuf};
