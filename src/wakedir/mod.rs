@@ -4,7 +4,6 @@
 
 pub mod markers;
 pub(crate) mod panes;
-pub(crate) mod pretty;
 pub mod printable;
 pub mod reader;
 pub mod target;
