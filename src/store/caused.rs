@@ -41,11 +41,6 @@ pub(super) fn apply(conn: &Connection, caused: &Caused) -> rusqlite::Result<usiz
     )
 }
 
-fn kind_of(text: &str) -> TextKind {
-    // The table's CHECK admits only the kinds; an unknown word cannot be read back.
-    text.parse().unwrap_or(TextKind::Wake)
-}
-
 impl Store {
     /// Tokens caused by kind since the ledger began, every kind present (at 0 when none).
     pub fn caused_totals(&self) -> Result<BTreeMap<TextKind, u64>, StoreError> {
@@ -56,7 +51,9 @@ impl Store {
             let mut stmt =
                 conn.prepare_cached("SELECT kind, sum(tokens) FROM caused GROUP BY kind")?;
             let rows = stmt.query_map([], |row| {
-                Ok((kind_of(&row.get::<_, String>(0)?), row.get::<_, i64>(1)?))
+                // The table's CHECK admits only the kinds; an unknown word cannot be read back.
+                let kind = row.get::<_, String>(0)?.parse().unwrap_or(TextKind::Wake);
+                Ok((kind, row.get::<_, i64>(1)?))
             })?;
             for row in rows {
                 let (kind, tokens) = row?;
