@@ -125,14 +125,6 @@ impl RegistrationConfig {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum RegistrationError {
-    #[error(transparent)]
-    Bus(#[from] BusError),
-    #[error("shutdown was requested before the registration finished")]
-    ShuttingDown,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RowState {
     Present,
@@ -243,7 +235,7 @@ impl Keeper {
             if self.shutdown.is_cancelled() {
                 return None;
             }
-            match self.attempt(warned).await {
+            match self.attempt(warned).await? {
                 Ok(id) => {
                     info!(
                         webhook_id = id,
@@ -251,8 +243,7 @@ impl Keeper {
                     );
                     return Some(id);
                 }
-                Err(RegistrationError::ShuttingDown) => return None,
-                Err(RegistrationError::Bus(e)) => {
+                Err(e) => {
                     let delay = backoff(failures);
                     warn!(
                         "Bus registration failed: {e}; retrying in {}s",
@@ -267,14 +258,14 @@ impl Keeper {
         }
     }
 
-    /// One sweep-then-register. A register already sent at shutdown gets the shutdown budget, so
-    /// the row it may have created can be removed.
-    async fn attempt(&self, warned: &Warnings) -> Result<i64, RegistrationError> {
-        self.cancellable(self.sweep(None, warned))
-            .await
-            .ok_or(RegistrationError::ShuttingDown)??;
+    /// One sweep-then-register; `None` once shutdown interrupts it. A register already sent at
+    /// shutdown gets the shutdown budget, so the row it may have created can be removed.
+    async fn attempt(&self, warned: &Warnings) -> Option<Result<i64, BusError>> {
+        if let Err(e) = self.cancellable(self.sweep(None, warned)).await? {
+            return Some(Err(e));
+        }
         if self.shutdown.is_cancelled() {
-            return Err(RegistrationError::ShuttingDown);
+            return None;
         }
         let register = self.client.register_webhook(
             &self.config.hook_url,
@@ -284,13 +275,10 @@ impl Keeper {
         tokio::pin!(register);
         tokio::select! {
             biased;
-            result = &mut register => Ok(result?),
+            result = &mut register => Some(result),
             () = self.shutdown.cancelled() => {
                 let budget = self.shutdown_deadline().remaining();
-                match tokio::time::timeout(budget, register).await {
-                    Ok(result) => Ok(result?),
-                    Err(_) => Err(RegistrationError::ShuttingDown),
-                }
+                tokio::time::timeout(budget, register).await.ok()
             }
         }
     }
