@@ -17,7 +17,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rusqlite::Connection;
@@ -77,10 +77,6 @@ impl Drop for Inner {
         {
             tracing::error!(path = %self.path.display(), "ledger writer thread panicked");
         }
-        self.readers
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
     }
 }
 
@@ -96,18 +92,15 @@ impl Store {
     /// CLI (run on every tool call): no writer thread, no integrity check. A ledger missing, not
     /// ours or at another version goes through `Store::open` instead.
     pub fn record_once(path: &Path, batch: Vec<Record>) -> Result<(), StoreError> {
+        let op = write_records(batch);
         let Some(mut conn) = open_current(path) else {
-            return Store::open(path)?
-                .submit_blocking(false, write_records(batch))
-                .map(drop);
+            return Store::open(path)?.submit_blocking(false, op).map(drop);
         };
         let write = |source| StoreError::write(path, source);
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(write)?;
-        for record in &batch {
-            records::apply(&tx, record).map_err(write)?;
-        }
+        op(&tx).map_err(write)?;
         tx.commit().map_err(write)
     }
 
