@@ -130,34 +130,41 @@ pub fn select_for_pruning(
 
 /// The regular files directly in `wake_dir` that `classify_name` accepts; no symlink followed.
 pub fn scan(wake_dir: &Path) -> Result<Vec<SpoolFile>, PruneError> {
-    let entries = match std::fs::read_dir(wake_dir) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(PruneError::ReadDir {
-                dir: wake_dir.to_path_buf(),
-                source,
-            });
-        }
-    };
+    match regular_files(wake_dir, |name| classify_name(name).map(|(_, kind)| kind)) {
+        Ok(files) => Ok(files
+            .into_iter()
+            .map(|(path, size, mtime, kind)| SpoolFile {
+                path,
+                size,
+                mtime,
+                kind,
+            })
+            .collect()),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(source) => Err(PruneError::ReadDir {
+            dir: wake_dir.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Path, size and mtime of the regular files directly in `dir` whose name `kind_of` accepts,
+/// with their kind. DirEntry::metadata is lstat on Unix: a symlink reports itself and is skipped.
+fn regular_files<K>(
+    dir: &Path,
+    kind_of: impl Fn(&str) -> Option<K>,
+) -> io::Result<Vec<(PathBuf, u64, SystemTime, K)>> {
     let mut files = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some((_, kind)) = name.to_str().and_then(classify_name) else {
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let Some(kind) = entry.file_name().to_str().and_then(&kind_of) else {
             continue;
         };
-        // DirEntry::metadata is lstat on Unix: a symlink reports itself, not its target.
         let Ok(meta) = entry.metadata() else { continue };
         if !meta.file_type().is_file() {
             continue;
         }
         let Ok(mtime) = meta.modified() else { continue };
-        files.push(SpoolFile {
-            path: entry.path(),
-            size: meta.len(),
-            mtime,
-            kind,
-        });
+        files.push((entry.path(), meta.len(), mtime, kind));
     }
     Ok(files)
 }
@@ -278,29 +285,16 @@ pub fn prune_old_files(
     max_age: Duration,
     is_ours: impl Fn(&str) -> bool,
 ) -> Vec<Removed> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut removed = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if !name.to_str().is_some_and(&is_ours) {
-            continue;
-        }
-        // DirEntry::metadata is lstat: a symlink reports itself and is skipped.
-        let Ok(meta) = entry.metadata() else { continue };
-        let Ok(mtime) = meta.modified() else { continue };
-        let age = age_at(now, mtime);
-        if meta.file_type().is_file() && age > max_age && std::fs::remove_file(entry.path()).is_ok()
-        {
-            removed.push(Removed {
-                path: entry.path(),
-                size: meta.len(),
-                age,
-            });
-        }
-    }
-    removed
+    let files = regular_files(dir, |name| is_ours(name).then_some(())).unwrap_or_default();
+    files
+        .into_iter()
+        .map(|(path, size, mtime, ())| Removed {
+            path,
+            size,
+            age: age_at(now, mtime),
+        })
+        .filter(|file| file.age > max_age && std::fs::remove_file(&file.path).is_ok())
+        .collect()
 }
 
 /// Prunes now and every `config.interval` until `shutdown`, on the blocking pool.
