@@ -8,6 +8,7 @@
 mod caused;
 mod error;
 mod forget;
+mod limits;
 mod open;
 mod queries;
 mod records;
@@ -28,7 +29,7 @@ pub use queries::{
     SessionRow,
 };
 pub use records::{
-    ALL_SESSIONS, Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record,
+    ALL_SESSIONS, Delivery, DeliverySource, LimitSource, NudgeState, Payment, Record,
     RewindOutcome, RewindWhy, SessionSeen,
 };
 pub use rounds::{PendingBytes, RoundIds, SpoolRound};
@@ -36,6 +37,7 @@ pub use writer::WriteStats;
 
 pub use caused::Caused;
 pub use error::StoreError;
+pub use limits::LimitSeen;
 use open::{create_file, open_current, open_reader, open_writer};
 use writer::{Ack, Applied, Counters, Job, Op};
 
