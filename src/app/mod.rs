@@ -110,7 +110,7 @@ impl App {
         let spool = {
             // Recovery reads and syncs files and waits for the ledger: off the async workers.
             let (dir, store) = (wake_dir.clone(), store.clone());
-            tokio::task::spawn_blocking(move || Spool::open_with(dir, store, spool_options))
+            tokio::task::spawn_blocking(move || Spool::open(dir, store, spool_options))
                 .await
                 .map_err(AppError::Recovery)?
                 .map_err(AppError::Spool)?

@@ -125,14 +125,6 @@ impl RegistrationConfig {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum RegistrationError {
-    #[error(transparent)]
-    Bus(#[from] BusError),
-    #[error("shutdown was requested before the registration finished")]
-    ShuttingDown,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RowState {
     Present,
@@ -243,7 +235,7 @@ impl Keeper {
             if self.shutdown.is_cancelled() {
                 return None;
             }
-            match self.attempt(warned).await {
+            match self.attempt(warned).await? {
                 Ok(id) => {
                     info!(
                         webhook_id = id,
@@ -251,8 +243,7 @@ impl Keeper {
                     );
                     return Some(id);
                 }
-                Err(RegistrationError::ShuttingDown) => return None,
-                Err(RegistrationError::Bus(e)) => {
+                Err(e) => {
                     let delay = backoff(failures);
                     warn!(
                         "Bus registration failed: {e}; retrying in {}s",
@@ -267,22 +258,14 @@ impl Keeper {
         }
     }
 
-    /// One sweep-then-register. A register already sent at shutdown gets the shutdown budget, so
-    /// the row it may have created can be removed.
-    async fn attempt(&self, warned: &Warnings) -> Result<i64, RegistrationError> {
-        let rows = self
-            .cancellable(self.client.list_webhooks())
-            .await
-            .ok_or(RegistrationError::ShuttingDown)??;
-        self.warn_about_lookalikes(&rows, warned);
-        for id in self.rows_at_our_url(&rows, None) {
-            self.cancellable(self.client.unregister_webhook(id))
-                .await
-                .ok_or(RegistrationError::ShuttingDown)??;
-            info!(webhook_id = id, "Removed stale bridge webhook #{id}");
+    /// One sweep-then-register; `None` once shutdown interrupts it. A register already sent at
+    /// shutdown gets the shutdown budget, so the row it may have created can be removed.
+    async fn attempt(&self, warned: &Warnings) -> Option<Result<i64, BusError>> {
+        if let Err(e) = self.cancellable(self.sweep(None, warned)).await? {
+            return Some(Err(e));
         }
         if self.shutdown.is_cancelled() {
-            return Err(RegistrationError::ShuttingDown);
+            return None;
         }
         let register = self.client.register_webhook(
             &self.config.hook_url,
@@ -292,25 +275,17 @@ impl Keeper {
         tokio::pin!(register);
         tokio::select! {
             biased;
-            result = &mut register => Ok(result?),
+            result = &mut register => Some(result),
             () = self.shutdown.cancelled() => {
                 let budget = self.shutdown_deadline().remaining();
-                match tokio::time::timeout(budget, register).await {
-                    Ok(result) => Ok(result?),
-                    Err(_) => Err(RegistrationError::ShuttingDown),
-                }
+                tokio::time::timeout(budget, register).await.ok()
             }
         }
     }
 
     /// Lists the bus and says what became of our row, removing duplicates at our exact URL.
     async fn check(&self, id: i64, warned: &Warnings) -> Result<RowState, BusError> {
-        let rows = self.client.list_webhooks().await?;
-        self.warn_about_lookalikes(&rows, warned);
-        for stale in self.rows_at_our_url(&rows, Some(id)) {
-            self.client.unregister_webhook(stale).await?;
-            info!(webhook_id = stale, "Removed stale bridge webhook #{stale}");
-        }
+        let rows = self.sweep(Some(id), warned).await?;
         let ours = rows.iter().find(|row| {
             row.webhook_id == Some(id) && row.url.as_deref() == Some(&self.config.hook_url)
         });
@@ -321,13 +296,24 @@ impl Keeper {
         })
     }
 
-    /// Ids of rows at exactly our hook URL (no normalisation), except `keep`.
-    fn rows_at_our_url(&self, rows: &[WebhookRow], keep: Option<i64>) -> Vec<i64> {
-        rows.iter()
+    /// Lists the bus and removes every row at exactly our hook URL (no normalisation) but `keep`.
+    async fn sweep(
+        &self,
+        keep: Option<i64>,
+        warned: &Warnings,
+    ) -> Result<Vec<WebhookRow>, BusError> {
+        let rows = self.client.list_webhooks().await?;
+        self.warn_about_lookalikes(&rows, warned);
+        let stale = rows
+            .iter()
             .filter(|row| row.url.as_deref() == Some(&self.config.hook_url))
             .filter_map(|row| row.webhook_id)
-            .filter(|id| Some(*id) != keep)
-            .collect()
+            .filter(|id| Some(*id) != keep);
+        for id in stale {
+            self.client.unregister_webhook(id).await?;
+            info!(webhook_id = id, "Removed stale bridge webhook #{id}");
+        }
+        Ok(rows)
     }
 
     fn warn_about_lookalikes(&self, rows: &[WebhookRow], warned: &Warnings) {

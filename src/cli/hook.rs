@@ -18,7 +18,7 @@ use crate::config::{Config, ConfigError};
 use crate::env::Env;
 use crate::mux::WAKE_PROMPT;
 use crate::store::{LimitSeen, LimitSource, Payment, Record, SessionSeen, Store};
-use crate::wakedir::detect::detect_target;
+use crate::wakedir::detect_target;
 use crate::wakedir::markers::{MarkerError, clear_busy_if_any, set_busy};
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::{PanesWriteError, clear_entry, set_entry};

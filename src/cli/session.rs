@@ -3,7 +3,7 @@
 //! for a missing session id or an invalid target. The file work is `wakedir`'s.
 
 use crate::env::Env;
-use crate::wakedir::detect::detect_target;
+use crate::wakedir::detect_target;
 use crate::wakedir::markers::{MarkerError, clear_busy, clear_busy_if_any, set_busy};
 use crate::wakedir::panes::{InvalidTarget, parse_target};
 use crate::wakedir::target::PaneTarget;

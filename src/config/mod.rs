@@ -176,7 +176,7 @@ impl Paths {
         let (wake_s, origin) = pick(&flags.wake_dir, env, &WAKE_DIR, &settings.bridge.wake_dir);
         let wake_dir = match wake_s.trim() {
             "" => home(env)
-                .map(|h| h.join(crate::wakedir::dir::DEFAULT_WAKE_DIR_UNDER_HOME))
+                .map(|h| h.join(crate::wakedir::DEFAULT_WAKE_DIR_UNDER_HOME))
                 .ok_or(ConfigError::NoHome)?,
             set => absolute(set, &origin, &WAKE_DIR.names())?,
         };

@@ -118,15 +118,7 @@ pub struct Spool {
 
 impl Spool {
     /// Opens the spool of the existing `wake_dir`: restores what a crash took, starts the writer.
-    pub fn open(wake_dir: PathBuf, store: Store) -> Result<Self, OpenError> {
-        Self::open_with(wake_dir, store, SpoolOptions::default())
-    }
-
-    pub fn open_with(
-        wake_dir: PathBuf,
-        store: Store,
-        options: SpoolOptions,
-    ) -> Result<Self, OpenError> {
+    pub fn open(wake_dir: PathBuf, store: Store, options: SpoolOptions) -> Result<Self, OpenError> {
         let wake_key = wake_dir.to_string_lossy().into_owned();
         forget_old_journal(&wake_dir);
         let pending = store.pending_spool(&wake_key)?;
@@ -271,7 +263,7 @@ mod tests {
 
     fn spool_in(dir: &Path) -> Spool {
         prepare_wake_dir(dir).expect("wake dir");
-        Spool::open(dir.to_path_buf(), ledger()).expect("open spool")
+        Spool::open(dir.to_path_buf(), ledger(), SpoolOptions::default()).expect("open spool")
     }
 
     fn ledger() -> Store {
@@ -391,7 +383,7 @@ mod tests {
             lock_budget: Duration::from_millis(300),
             ..SpoolOptions::default()
         };
-        let spool = Spool::open_with(tmp.path().to_path_buf(), ledger(), options).expect("open");
+        let spool = Spool::open(tmp.path().to_path_buf(), ledger(), options).expect("open");
         let held = File::create(tmp.path().join("a.lock")).expect("lock file");
         held.lock().expect("flock");
         let started = std::time::Instant::now();
@@ -431,7 +423,7 @@ mod tests {
             checkpoint_every: Duration::from_millis(50),
             ..SpoolOptions::default()
         };
-        let spool = Spool::open_with(tmp.path().to_path_buf(), ledger(), options).expect("open");
+        let spool = Spool::open(tmp.path().to_path_buf(), ledger(), options).expect("open");
         spool
             .append(&sid("d"), "{}\n".into(), row("d"))
             .await
@@ -490,7 +482,7 @@ mod tests {
             ..SpoolOptions::default()
         };
         let spool =
-            Arc::new(Spool::open_with(tmp.path().to_path_buf(), ledger(), options).expect("open"));
+            Arc::new(Spool::open(tmp.path().to_path_buf(), ledger(), options).expect("open"));
         let held = File::create(tmp.path().join("h.lock")).expect("lock file");
         held.lock().expect("flock");
         let waiting = {

@@ -3,7 +3,6 @@
 //! `<sid>.lock` and unchanged since the scan; a claim only once past the age limit. Nothing else
 //! in the wake dir is touched; no symlink is followed.
 
-use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -108,13 +107,13 @@ pub fn select_for_pruning(
     now: SystemTime,
     max_age: Duration,
     max_total_bytes: u64,
-) -> Vec<PathBuf> {
+) -> Vec<&SpoolFile> {
     let mut oldest_first: Vec<&SpoolFile> = files.iter().collect();
     oldest_first.sort_by(|a, b| a.mtime.cmp(&b.mtime).then_with(|| a.path.cmp(&b.path)));
     let (expired, remaining): (Vec<&SpoolFile>, Vec<&SpoolFile>) = oldest_first
         .into_iter()
         .partition(|file| age_at(now, file.mtime) > max_age);
-    let mut selected: Vec<PathBuf> = expired.iter().map(|file| file.path.clone()).collect();
+    let mut selected = expired;
     // u128: a sum of u64 sizes cannot overflow it, so the arithmetic stays exact.
     let mut total: u128 = remaining.iter().map(|file| u128::from(file.size)).sum();
     for file in remaining {
@@ -122,7 +121,7 @@ pub fn select_for_pruning(
             break;
         }
         if file.kind == SpoolKind::Live {
-            selected.push(file.path.clone());
+            selected.push(file);
             total -= u128::from(file.size);
         }
     }
@@ -131,34 +130,41 @@ pub fn select_for_pruning(
 
 /// The regular files directly in `wake_dir` that `classify_name` accepts; no symlink followed.
 pub fn scan(wake_dir: &Path) -> Result<Vec<SpoolFile>, PruneError> {
-    let entries = match std::fs::read_dir(wake_dir) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(PruneError::ReadDir {
-                dir: wake_dir.to_path_buf(),
-                source,
-            });
-        }
-    };
+    match regular_files(wake_dir, |name| classify_name(name).map(|(_, kind)| kind)) {
+        Ok(files) => Ok(files
+            .into_iter()
+            .map(|(path, size, mtime, kind)| SpoolFile {
+                path,
+                size,
+                mtime,
+                kind,
+            })
+            .collect()),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(source) => Err(PruneError::ReadDir {
+            dir: wake_dir.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Path, size and mtime of the regular files directly in `dir` whose name `kind_of` accepts,
+/// with their kind. DirEntry::metadata is lstat on Unix: a symlink reports itself and is skipped.
+fn regular_files<K>(
+    dir: &Path,
+    kind_of: impl Fn(&str) -> Option<K>,
+) -> io::Result<Vec<(PathBuf, u64, SystemTime, K)>> {
     let mut files = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some((_, kind)) = name.to_str().and_then(classify_name) else {
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let Some(kind) = entry.file_name().to_str().and_then(&kind_of) else {
             continue;
         };
-        // DirEntry::metadata is lstat on Unix: a symlink reports itself, not its target.
         let Ok(meta) = entry.metadata() else { continue };
         if !meta.file_type().is_file() {
             continue;
         }
         let Ok(mtime) = meta.modified() else { continue };
-        files.push(SpoolFile {
-            path: entry.path(),
-            size: meta.len(),
-            mtime,
-            kind,
-        });
+        files.push((entry.path(), meta.len(), mtime, kind));
     }
     Ok(files)
 }
@@ -166,17 +172,8 @@ pub fn scan(wake_dir: &Path) -> Result<Vec<SpoolFile>, PruneError> {
 /// One pruning round at `now`: scan, select, delete carefully, log each removal.
 pub fn prune_once(config: &PruneConfig, now: SystemTime) -> Result<PruneReport, PruneError> {
     let files = scan(&config.wake_dir)?;
-    let selected = select_for_pruning(&files, now, config.max_age, config.max_total_bytes);
-    // Indexed by path: an id-inventing publisher can leave very many files (reference 10.4).
-    let by_path: HashMap<&Path, &SpoolFile> = files
-        .iter()
-        .map(|file| (file.path.as_path(), file))
-        .collect();
     let mut report = PruneReport::default();
-    for path in selected {
-        let Some(&file) = by_path.get(path.as_path()) else {
-            continue;
-        };
+    for file in select_for_pruning(&files, now, config.max_age, config.max_total_bytes) {
         let outcome = match file.kind {
             SpoolKind::Live => remove_live(&config.wake_dir, file),
             SpoolKind::Claimed => remove_stale_claim(file, now, config.max_age),
@@ -217,7 +214,7 @@ fn remove_live(wake_dir: &Path, file: &SpoolFile) -> Result<Outcome, PruneError>
         return Ok(Outcome::Changed);
     };
     let lock_path = wake_dir.join(format!("{sid}.lock"));
-    let lock = match crate::private_fs::try_lock(&lock_path) {
+    let _lock = match crate::private_fs::try_lock(&lock_path) {
         Ok(Some(lock)) => lock,
         Ok(None) => return Ok(Outcome::Locked),
         Err(source) => {
@@ -228,14 +225,12 @@ fn remove_live(wake_dir: &Path, file: &SpoolFile) -> Result<Outcome, PruneError>
         }
     };
     // Under the lock nobody can append or claim; re-check that we saw the file's last state.
-    let outcome = match current_state(&file.path)? {
+    match current_state(&file.path)? {
         Some((size, mtime)) if size == file.size && mtime == file.mtime => {
             remove(file, SystemTime::now())
         }
         _ => Ok(Outcome::Changed),
-    };
-    drop(lock);
-    outcome
+    }
 }
 
 fn remove_stale_claim(
@@ -290,29 +285,16 @@ pub fn prune_old_files(
     max_age: Duration,
     is_ours: impl Fn(&str) -> bool,
 ) -> Vec<Removed> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut removed = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if !name.to_str().is_some_and(&is_ours) {
-            continue;
-        }
-        // DirEntry::metadata is lstat: a symlink reports itself and is skipped.
-        let Ok(meta) = entry.metadata() else { continue };
-        let Ok(mtime) = meta.modified() else { continue };
-        let age = age_at(now, mtime);
-        if meta.file_type().is_file() && age > max_age && std::fs::remove_file(entry.path()).is_ok()
-        {
-            removed.push(Removed {
-                path: entry.path(),
-                size: meta.len(),
-                age,
-            });
-        }
-    }
-    removed
+    let files = regular_files(dir, |name| is_ours(name).then_some(())).unwrap_or_default();
+    files
+        .into_iter()
+        .map(|(path, size, mtime, ())| Removed {
+            path,
+            size,
+            age: age_at(now, mtime),
+        })
+        .filter(|file| file.age > max_age && std::fs::remove_file(&file.path).is_ok())
+        .collect()
 }
 
 /// Prunes now and every `config.interval` until `shutdown`, on the blocking pool.
@@ -394,8 +376,8 @@ mod tests {
         }
     }
 
-    fn names(paths: &[PathBuf]) -> Vec<String> {
-        paths.iter().map(|p| p.display().to_string()).collect()
+    fn names(files: &[&SpoolFile]) -> Vec<String> {
+        files.iter().map(|f| f.path.display().to_string()).collect()
     }
 
     const NOW: u64 = 100 * 24 * 60 * 60;
@@ -615,7 +597,7 @@ mod tests {
             ) {
                 let max_age = Duration::from_secs(max_age_days * 86_400);
                 let selected = select_for_pruning(&files, at(NOW), max_age, cap);
-                let is_selected = |f: &SpoolFile| selected.contains(&f.path);
+                let is_selected = |f: &SpoolFile| selected.iter().any(|s| s.path == f.path);
                 let expired = |f: &SpoolFile| age_at(at(NOW), f.mtime) > max_age;
                 for f in &files {
                     // Every expired file goes; a young claim never does.

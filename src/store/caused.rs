@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{Connection, params};
 
+use super::records::exec;
 use super::{Store, StoreError};
 use crate::api::{TextKind, Today};
 
@@ -21,28 +22,23 @@ pub struct Caused {
     pub tools: u32,
 }
 
-pub(super) fn apply(conn: &Connection, caused: &Caused) -> rusqlite::Result<()> {
-    conn.prepare_cached(
-        // A turn read again (its transcript grew, or after a restart) only grows: the totals
-        // are counters, and its kind stays what it was first read as.
+pub(super) fn apply(conn: &Connection, caused: &Caused) -> rusqlite::Result<usize> {
+    // A turn read again (its transcript grew, or after a restart) only grows: the totals are
+    // counters, and its kind stays what it was first read as.
+    exec(
+        conn,
         "INSERT INTO caused (session_id, prompt_id, kind, at_ms, tokens, tools) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (session_id, prompt_id) DO UPDATE SET \
          tokens = max(tokens, excluded.tokens), tools = max(tools, excluded.tools)",
-    )?
-    .execute(params![
-        caused.session_id,
-        caused.prompt_id,
-        <&str>::from(caused.kind),
-        caused.at_ms,
-        i64::try_from(caused.tokens).unwrap_or(i64::MAX),
-        caused.tools,
-    ])?;
-    Ok(())
-}
-
-fn kind_of(text: &str) -> TextKind {
-    // The table's CHECK admits only the kinds; an unknown word cannot be read back.
-    text.parse().unwrap_or(TextKind::Wake)
+        params![
+            caused.session_id,
+            caused.prompt_id,
+            <&str>::from(caused.kind),
+            caused.at_ms,
+            i64::try_from(caused.tokens).unwrap_or(i64::MAX),
+            caused.tools,
+        ],
+    )
 }
 
 impl Store {
@@ -55,7 +51,9 @@ impl Store {
             let mut stmt =
                 conn.prepare_cached("SELECT kind, sum(tokens) FROM caused GROUP BY kind")?;
             let rows = stmt.query_map([], |row| {
-                Ok((kind_of(&row.get::<_, String>(0)?), row.get::<_, i64>(1)?))
+                // The table's CHECK admits only the kinds; an unknown word cannot be read back.
+                let kind = row.get::<_, String>(0)?.parse().unwrap_or(TextKind::Wake);
+                Ok((kind, row.get::<_, i64>(1)?))
             })?;
             for row in rows {
                 let (kind, tokens) = row?;

@@ -80,25 +80,19 @@ fn renames<T: FromIterator<(String, String)>>(conn: &Connection) -> rusqlite::Re
 /// Deletes up to `limit` deliveries older than `cutoff_ms`; returns how many. Owed events stay
 /// until they are paid or their session is forgotten.
 fn prune_deliveries(conn: &Connection, cutoff_ms: i64, limit: u32) -> rusqlite::Result<u64> {
-    let mut sessions = std::collections::BTreeSet::new();
-    let mut deleted = 0u64;
-    {
-        let mut stmt = conn.prepare_cached(
+    let targets: Vec<String> = conn
+        .prepare_cached(
             "DELETE FROM deliveries WHERE id IN \
              (SELECT id FROM deliveries WHERE at_ms < ?1 AND owed = 0 ORDER BY at_ms LIMIT ?2) \
              RETURNING target_session",
-        )?;
-        let mut rows = stmt.query(params![cutoff_ms, limit])?;
-        while let Some(row) = rows.next()? {
-            sessions.insert(row.get::<_, String>(0)?);
-            deleted += 1;
-        }
-    }
+        )?
+        .query_map(params![cutoff_ms, limit], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
     // A session whose latest delivery went has none left: forget its row (only those touched).
-    for sid in &sessions {
+    for sid in targets.iter().collect::<std::collections::BTreeSet<_>>() {
         forget_latest_if_gone(conn, sid)?;
     }
-    Ok(deleted)
+    Ok(targets.len() as u64)
 }
 
 /// Forgets sessions whose every trace is older than `cutoff_ms`, except those in `keep`: their

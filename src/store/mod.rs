@@ -8,17 +8,17 @@
 mod caused;
 mod error;
 mod forget;
+mod limits;
 mod open;
 mod queries;
 mod records;
 mod rounds;
-mod schema;
 mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rusqlite::Connection;
@@ -29,7 +29,7 @@ pub use queries::{
     SessionRow,
 };
 pub use records::{
-    ALL_SESSIONS, Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record,
+    ALL_SESSIONS, Delivery, DeliverySource, LimitSource, NudgeState, Payment, Record,
     RewindOutcome, RewindWhy, SessionSeen,
 };
 pub use rounds::{PendingBytes, RoundIds, SpoolRound};
@@ -37,6 +37,7 @@ pub use writer::WriteStats;
 
 pub use caused::Caused;
 pub use error::StoreError;
+pub use limits::LimitSeen;
 use open::{create_file, open_current, open_reader, open_writer};
 use writer::{Ack, Applied, Counters, Job, Op};
 
@@ -78,10 +79,6 @@ impl Drop for Inner {
         {
             tracing::error!(path = %self.path.display(), "ledger writer thread panicked");
         }
-        self.readers
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
     }
 }
 
@@ -97,18 +94,15 @@ impl Store {
     /// CLI (run on every tool call): no writer thread, no integrity check. A ledger missing, not
     /// ours or at another version goes through `Store::open` instead.
     pub fn record_once(path: &Path, batch: Vec<Record>) -> Result<(), StoreError> {
+        let op = write_records(batch);
         let Some(mut conn) = open_current(path) else {
-            return Store::open(path)?
-                .submit_blocking(false, write_records(batch))
-                .map(drop);
+            return Store::open(path)?.submit_blocking(false, op).map(drop);
         };
         let write = |source| StoreError::write(path, source);
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(write)?;
-        for record in &batch {
-            records::apply(&tx, record).map_err(write)?;
-        }
+        op(&tx).map_err(write)?;
         tx.commit().map_err(write)
     }
 

@@ -1,15 +1,51 @@
-//! Opening the ledger: directories and modes, the writer connection (WAL, migrations, refusing
-//! a corrupt or foreign file), the hook's single connection, and read-only connections.
+//! Opening the ledger: directories and modes, the schema (the migrations from `migrations/` and
+//! the application id that marks a file as ours), the writer connection (WAL, migrations,
+//! refusing a corrupt or foreign file), the hook's single connection, and read-only connections.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::sync::LazyLock;
+use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
+use rusqlite_migration::{M, Migrations};
 
 use super::StoreError;
-use super::schema::{self, APPLICATION_ID, BUSY_TIMEOUT};
 use crate::private_fs;
+
+/// `PRAGMA application_id` of a wakebridge ledger: "wakb", big-endian. Set by migration 1.
+const APPLICATION_ID: i32 = 0x7761_6b62;
+
+/// How long a connection waits for another's lock (the hook CLI writes from another process);
+/// every transaction lasts milliseconds, so 5 s runs out only when something is stuck.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Every schema step in order. Never edit a released one (ledgers only migrate forward).
+static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
+    Migrations::new(vec![
+        M::up(include_str!("../../migrations/0001_ledger.sql")),
+        M::up(include_str!(
+            "../../migrations/0002_wake_and_nudge_state.sql"
+        )),
+        M::up(include_str!("../../migrations/0003_no_identity_index.sql")),
+        M::up(include_str!(
+            "../../migrations/0004_latest_delivery_per_session.sql"
+        )),
+        M::up(include_str!("../../migrations/0005_spool_pending.sql")),
+        M::up(include_str!("../../migrations/0006_owed_wakes.sql")),
+        M::up(include_str!("../../migrations/0007_usage_limits.sql")),
+        M::up(include_str!("../../migrations/0008_rewinds.sql")),
+        M::up(include_str!("../../migrations/0009_exact_resets.sql")),
+        M::up(include_str!("../../migrations/0010_inboxes.sql")),
+        M::up(include_str!("../../migrations/0011_pauses.sql")),
+        M::up(include_str!("../../migrations/0012_caused.sql")),
+    ])
+});
+
+/// Schema versions this build knows; a higher `user_version` is a newer wakebridge's. Kept in
+/// step with the list above by `latest_version_matches_migration_count`.
+const LATEST_VERSION: usize = 12;
 
 /// Creates the parent directories (0700) and the file (0600; SQLite gives -wal and -shm the same
 /// mode) if missing. A symlinked ledger is followed, as SQLite does: its place is the user's.
@@ -39,7 +75,7 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     let at_open = |source| StoreError::at_open(path, source);
     let mut conn = Connection::open(path).map_err(at_open)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(at_open)?;
-    if let Some(application_id) = schema::foreign_application_id(&conn).map_err(at_open)? {
+    if let Some(application_id) = foreign_application_id(&conn).map_err(at_open)? {
         return Err(StoreError::NotALedger {
             path: path.to_path_buf(),
             application_id,
@@ -48,7 +84,7 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     let found: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .map_err(at_open)?;
-    let supported = schema::latest_version();
+    let supported = LATEST_VERSION;
     if usize::try_from(found).map_or(true, |found| found > supported) {
         return Err(StoreError::TooNew {
             path: path.to_path_buf(),
@@ -56,17 +92,26 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
             supported,
         });
     }
-    let mode = schema::configure_writer(&conn).map_err(at_open)?;
+    // WAL, so readers proceed while it commits. `synchronous = NORMAL` skips the fsync per
+    // commit: a commit survives the process being killed (its pages are in the page cache), only
+    // a host crash can lose the last few, the right trade on the hot path. A spool round's commit
+    // is fdatasynced (`writer::Wal`): it is the spool's write-ahead record.
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .map_err(at_open)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .and_then(|()| conn.pragma_update(None, "foreign_keys", true))
+        .map_err(at_open)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(StoreError::WalUnavailable {
             path: path.to_path_buf(),
             mode,
         });
     }
-    if let Err(source) = schema::migrations().to_latest(&mut conn) {
+    if let Err(source) = MIGRATIONS.to_latest(&mut conn) {
         // Another process (the hook CLI) may have migrated the same file at the same moment;
         // its success is ours too.
-        let migrated_meanwhile = schema::migrations()
+        let migrated_meanwhile = MIGRATIONS
             .pending_migrations(&conn)
             .is_ok_and(|pending| pending == 0);
         if !migrated_meanwhile {
@@ -125,7 +170,7 @@ pub(super) fn open_current(path: &Path) -> Option<Connection> {
         )
         .ok()?;
     let current = application_id == APPLICATION_ID
-        && usize::try_from(version).is_ok_and(|v| v == schema::latest_version());
+        && usize::try_from(version).is_ok_and(|v| v == LATEST_VERSION);
     if !current {
         return None;
     }
@@ -146,6 +191,55 @@ pub(super) fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
-    schema::configure_reader(&conn)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "foreign_keys", true)?;
     Ok(conn)
+}
+
+/// Another program's `application_id`; `None` for ours or an empty file. SQLITE_NOTADB on garbage.
+fn foreign_application_id(conn: &Connection) -> rusqlite::Result<Option<i32>> {
+    let application_id: i32 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
+    let objects: i64 =
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
+    let ours_or_fresh = application_id == APPLICATION_ID || (application_id == 0 && objects == 0);
+    Ok((!ours_or_fresh).then_some(application_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_valid() {
+        assert!(MIGRATIONS.validate().is_ok());
+    }
+
+    #[test]
+    fn latest_version_matches_migration_count() {
+        let mut conn = Connection::open_in_memory().expect("in-memory db");
+        MIGRATIONS.to_latest(&mut conn).expect("migrate");
+        let version: usize = conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .expect("user_version");
+        assert_eq!(version, LATEST_VERSION);
+    }
+
+    #[test]
+    fn migration_one_marks_the_file_as_ours() {
+        let mut conn = Connection::open_in_memory().expect("in-memory db");
+        assert_eq!(foreign_application_id(&conn).expect("identify"), None);
+        MIGRATIONS.to_version(&mut conn, 1).expect("migrate");
+        let id: i32 = conn
+            .query_row("PRAGMA application_id", [], |row| row.get(0))
+            .expect("application_id");
+        assert_eq!(id, APPLICATION_ID);
+        assert_eq!(foreign_application_id(&conn).expect("identify"), None);
+    }
+
+    #[test]
+    fn a_database_with_other_tables_is_foreign() {
+        let conn = Connection::open_in_memory().expect("in-memory db");
+        conn.execute_batch("CREATE TABLE t (x)").expect("create");
+        assert_eq!(foreign_application_id(&conn).expect("identify"), Some(0));
+    }
 }

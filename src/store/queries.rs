@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use rusqlite::types::ValueRef;
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::records::{LimitSource, NudgeState, Payment, RewindOutcome, RewindWhy};
@@ -164,39 +165,30 @@ ORDER BY ids.session_id";
 
 fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     let session_id: String = row.get(0)?;
-    let unanswered: Option<u32> = row.get(11)?;
-    let nudge = match unanswered {
-        Some(unanswered) => Some(NudgeState {
+    // Each joined table's key column is NULL when the session has no row there.
+    let present = |at: usize| Ok::<_, rusqlite::Error>(row.get_ref(at)? != ValueRef::Null);
+    let nudge = present(11)?.then(|| -> rusqlite::Result<_> {
+        Ok(NudgeState {
             session_id: session_id.clone(),
-            unanswered,
+            unanswered: row.get(11)?,
             last_nudge_ms: row.get(12)?,
             acknowledged: row.get(13)?,
-        }),
-        None => None,
-    };
+        })
+    });
     let owed = match (row.get::<_, u32>(14)?, row.get::<_, Option<i64>>(15)?) {
         (events @ 1.., Some(since_ms)) => Some(Owed { events, since_ms }),
         _ => None,
     };
-    let paid = match row.get::<_, Option<i64>>(16)? {
-        Some(last_ms) => Some(Paid {
-            last_ms,
+    let paid = present(16)?.then(|| -> rusqlite::Result<_> {
+        Ok(Paid {
+            last_ms: row.get(16)?,
             last_how: row.get::<_, String>(17)?.parse().unwrap_or(Payment::Typed),
             last_events: row.get(18)?,
             by_hook: row.get(19)?,
             by_typing: row.get(20)?,
             by_inbox: row.get(29)?,
-        }),
-        None => None,
-    };
-    let limit = match row.get::<_, Option<String>>(21)? {
-        Some(_) => Some(limit_at(row, 21)?),
-        None => None,
-    };
-    let inbox = match row.get::<_, Option<String>>(30)? {
-        Some(_) => Some(inbox_at(row, 31)?),
-        None => None,
-    };
+        })
+    });
     Ok(SessionRow {
         session_id,
         cwd: row.get(1)?,
@@ -209,11 +201,11 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         last_action: row.get(8)?,
         last_error_kind: row.get(9)?,
         last_wake_ms: row.get(10)?,
-        nudge,
+        nudge: nudge.transpose()?,
         owed,
-        paid,
-        limit,
-        inbox,
+        paid: paid.transpose()?,
+        limit: present(21)?.then(|| limit_at(row, 21)).transpose()?,
+        inbox: present(30)?.then(|| inbox_at(row, 31)).transpose()?,
     })
 }
 

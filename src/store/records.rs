@@ -2,11 +2,9 @@
 //! record types and their insert/upsert statements; it does not own transactions or batching
 //! (the writer thread does) nor any reads.
 
+use super::LimitSeen;
 use crate::claude::inbox::Inbox;
-
-mod reach;
-use crate::claude::limits::{Notice, WRITTEN_EARLIER, WRITTEN_NOW};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, Params, ToSql, params};
 use strum::{EnumIter, EnumString, IntoStaticStr};
 
 /// The id a pause of every session is recorded under (no session id is `*`: see
@@ -231,83 +229,36 @@ stored_as_text!(
     LimitSource
 );
 
-/// A usage limit as one signal reported it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LimitSeen {
-    pub session_id: String,
-    /// `session limit`, `weekly limit`, ...
-    pub kind: String,
-    /// As Claude Code wrote it.
-    pub resets_text: Option<String>,
-    pub resets_at_ms: Option<i64>,
-    /// `resets_at_ms` is to the second (a transcript record's `resetsAt`, the status line's
-    /// `rate_limits`), not read from a notice's minute.
-    pub resets_exact: bool,
-    pub how: LimitSource,
-    pub at_ms: i64,
-}
-
-impl LimitSeen {
-    /// `notice`, seen `how` at `now_ms`, its reset read in this machine's zone
-    /// (`Notice::lifts_by_ms`). `written_now`: not a screen notice that may be older
-    /// ([`WRITTEN_EARLIER`]), but a hook, a transcript record, the screen right after a resume.
-    pub fn of_notice(
-        session_id: &str,
-        notice: Notice,
-        how: LimitSource,
-        now_ms: i64,
-        written_now: bool,
-    ) -> Self {
-        let past_ms = if written_now {
-            WRITTEN_NOW
-        } else {
-            WRITTEN_EARLIER
-        };
-        Self {
-            session_id: session_id.to_owned(),
-            resets_at_ms: notice.lifts_by_ms(now_ms, past_ms, &jiff::tz::TimeZone::system()),
-            kind: notice.kind,
-            resets_text: notice.resets,
-            resets_exact: false,
-            how,
-            at_ms: now_ms,
-        }
-    }
-
-    /// This limit with its reset to the second, where known, instead of the notice's minute.
-    pub fn with_exact_reset(mut self, exact_ms: Option<i64>) -> Self {
-        if let Some(at) = exact_ms {
-            self.resets_at_ms = Some(at);
-            self.resets_exact = true;
-        }
-        self
-    }
-}
-
 /// Microseconds as SQLite's signed integer; durations beyond 292 000 years saturate.
 fn micros(value: Option<u64>) -> Option<i64> {
     value.map(|us| i64::try_from(us).unwrap_or(i64::MAX))
 }
 
+/// Runs `sql` once with `params` on a cached statement; returns the rows changed.
+pub(super) fn exec(conn: &Connection, sql: &str, params: impl Params) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
 pub(super) fn insert_delivery(conn: &Connection, d: &Delivery) -> rusqlite::Result<i64> {
-    conn.prepare_cached(
+    exec(
+        conn,
         "INSERT INTO deliveries (at_ms, source, identity, event_id, sender, \
          target_session, action, spool_us, inject_us, error_kind, owed) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?
-    .execute(params![
-        d.at_ms,
-        d.source.as_str(),
-        d.identity,
-        d.event_id,
-        d.sender,
-        d.target_session,
-        d.action,
-        micros(d.spool_us),
-        micros(d.inject_us),
-        d.error_kind,
-        d.owed,
-    ])?;
+        params![
+            d.at_ms,
+            d.source.as_str(),
+            d.identity,
+            d.event_id,
+            d.sender,
+            d.target_session,
+            d.action,
+            micros(d.spool_us),
+            micros(d.inject_us),
+            d.error_kind,
+            d.owed,
+        ],
+    )?;
     Ok(conn.last_insert_rowid())
 }
 
@@ -318,23 +269,26 @@ pub(super) fn note_latest(
     session: &str,
     id: i64,
     at_ms: i64,
-) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+) -> rusqlite::Result<usize> {
+    exec(
+        conn,
         "INSERT INTO latest_deliveries (session_id, delivery_id, at_ms) VALUES (?1, ?2, ?3) \
          ON CONFLICT (session_id) DO UPDATE \
          SET delivery_id = excluded.delivery_id, at_ms = excluded.at_ms \
          WHERE excluded.at_ms >= latest_deliveries.at_ms",
-    )?
-    .execute(params![session, id, at_ms])?;
-    Ok(())
+        params![session, id, at_ms],
+    )
 }
 
-/// Writes one record with cached statements; the caller owns the transaction.
+/// Writes one record with cached statements; the caller owns the transaction. The inbox and
+/// pause rows are written by the daemon and the hook process alike, each column by one of them,
+/// so neither undoes the other's write.
 pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
+    let exec = |sql: &str, params: &[&dyn ToSql]| exec(conn, sql, params);
     match record {
         Record::Delivery(d) => {
             let id = insert_delivery(conn, d)?;
-            note_latest(conn, &d.target_session, id, d.at_ms)?;
+            note_latest(conn, &d.target_session, id, d.at_ms)
         }
         Record::Outcome {
             delivery_id,
@@ -343,207 +297,187 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             inject_us,
             error_kind,
             owed,
-        } => {
-            conn.prepare_cached(
-                "UPDATE deliveries SET action = ?2, spool_us = ?3, inject_us = ?4, \
-                 error_kind = ?5, owed = ?6 WHERE id = ?1",
-            )?
-            .execute(params![
+        } => exec(
+            "UPDATE deliveries SET action = ?2, spool_us = ?3, inject_us = ?4, \
+             error_kind = ?5, owed = ?6 WHERE id = ?1",
+            params![
                 delivery_id,
                 action,
                 micros(*spool_us),
                 micros(*inject_us),
                 error_kind,
                 owed,
-            ])?;
-        }
-        Record::SessionSeen(s) => {
-            conn.prepare_cached(
-                "INSERT INTO sessions (session_id, cwd, transcript_path, pane, last_hook_event, \
-                 first_seen_ms, last_seen_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) \
-                 ON CONFLICT (session_id) DO UPDATE SET \
-                 cwd = coalesce(excluded.cwd, cwd), \
-                 transcript_path = coalesce(excluded.transcript_path, transcript_path), \
-                 pane = coalesce(excluded.pane, pane), \
-                 last_hook_event = coalesce(excluded.last_hook_event, last_hook_event), \
-                 last_seen_ms = max(last_seen_ms, excluded.last_seen_ms)",
-            )?
-            .execute(params![
+            ],
+        ),
+        Record::SessionSeen(s) => exec(
+            "INSERT INTO sessions (session_id, cwd, transcript_path, pane, last_hook_event, \
+             first_seen_ms, last_seen_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) \
+             ON CONFLICT (session_id) DO UPDATE SET \
+             cwd = coalesce(excluded.cwd, cwd), \
+             transcript_path = coalesce(excluded.transcript_path, transcript_path), \
+             pane = coalesce(excluded.pane, pane), \
+             last_hook_event = coalesce(excluded.last_hook_event, last_hook_event), \
+             last_seen_ms = max(last_seen_ms, excluded.last_seen_ms)",
+            params![
                 s.session_id,
                 s.cwd,
                 s.transcript_path,
                 s.pane,
                 s.last_hook_event,
                 s.seen_at_ms,
-            ])?;
-        }
-        Record::Nudge(n) => {
-            conn.prepare_cached(
-                "INSERT INTO nudges (session_id, unanswered, last_nudge_ms, acknowledged) \
-                 VALUES (?1, ?2, ?3, ?4) \
-                 ON CONFLICT (session_id) DO UPDATE SET unanswered = excluded.unanswered, \
-                 last_nudge_ms = excluded.last_nudge_ms, acknowledged = excluded.acknowledged",
-            )?
-            .execute(params![
-                n.session_id,
-                n.unanswered,
-                n.last_nudge_ms,
-                n.acknowledged
-            ])?;
-        }
-        Record::Wake { session_id, at_ms } => {
-            conn.prepare_cached(
-                "INSERT INTO wakes (session_id, last_wake_ms) VALUES (?1, ?2) \
-                 ON CONFLICT (session_id) DO UPDATE SET \
-                 last_wake_ms = max(last_wake_ms, excluded.last_wake_ms)",
-            )?
-            .execute(params![session_id, at_ms])?;
-        }
+            ],
+        ),
+        Record::Nudge(n) => exec(
+            "INSERT INTO nudges (session_id, unanswered, last_nudge_ms, acknowledged) \
+             VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (session_id) DO UPDATE SET unanswered = excluded.unanswered, \
+             last_nudge_ms = excluded.last_nudge_ms, acknowledged = excluded.acknowledged",
+            params![n.session_id, n.unanswered, n.last_nudge_ms, n.acknowledged],
+        ),
+        Record::Wake { session_id, at_ms } => exec(
+            "INSERT INTO wakes (session_id, last_wake_ms) VALUES (?1, ?2) \
+             ON CONFLICT (session_id) DO UPDATE SET \
+             last_wake_ms = max(last_wake_ms, excluded.last_wake_ms)",
+            params![session_id, at_ms],
+        ),
         Record::Pay {
             session_id,
             up_to_ms,
             how,
-        } => drop(pay(conn, session_id, *up_to_ms, *how)?),
-        Record::Limited(seen) => upsert_limit(conn, seen)?,
-        Record::ResumeTried { session_id, at_ms } => {
-            conn.prepare_cached(
-                "UPDATE limits SET tries = tries + 1, last_try_ms = ?2 WHERE session_id = ?1",
-            )?
-            .execute(params![session_id, at_ms])?;
-        }
-        Record::ResumeGaveUp { session_id } => {
-            conn.prepare_cached("UPDATE limits SET gave_up = 1 WHERE session_id = ?1")?
-                .execute(params![session_id])?;
-        }
-        Record::LimitLifted { session_id } => {
-            conn.prepare_cached("DELETE FROM limits WHERE session_id = ?1")?
-                .execute(params![session_id])?;
-        }
+        } => pay(conn, session_id, *up_to_ms, *how).map(|_| 0),
+        Record::Limited(seen) => super::limits::upsert(conn, seen),
+        Record::ResumeTried { session_id, at_ms } => exec(
+            "UPDATE limits SET tries = tries + 1, last_try_ms = ?2 WHERE session_id = ?1",
+            params![session_id, at_ms],
+        ),
+        Record::ResumeGaveUp { session_id } => exec(
+            "UPDATE limits SET gave_up = 1 WHERE session_id = ?1",
+            params![session_id],
+        ),
+        Record::LimitLifted { session_id } => exec(
+            "DELETE FROM limits WHERE session_id = ?1",
+            params![session_id],
+        ),
         Record::Renamed {
             old_id,
             new_id,
             pane,
             at_ms,
-        } => rename(conn, old_id, new_id, pane, *at_ms)?,
+        } => rename(conn, old_id, new_id, pane, *at_ms),
         Record::RewindAsked {
             session_id,
             why,
             at_ms,
-        } => {
-            conn.prepare_cached(
-                "INSERT INTO rewinds (session_id, why, asked_ms) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (session_id) WHERE outcome IS NULL DO NOTHING",
-            )?
-            .execute(params![session_id, why.as_str(), at_ms])?;
+        } => exec(
+            "INSERT INTO rewinds (session_id, why, asked_ms) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (session_id) WHERE outcome IS NULL DO NOTHING",
+            params![session_id, why.as_str(), at_ms],
+        ),
+        Record::Caused(caused) => super::caused::apply(conn, caused),
+        Record::Paused {
+            session_id,
+            since_ms,
+            until_ms,
+        } => exec(
+            "INSERT OR REPLACE INTO pauses (session_id, since_ms, until_ms) VALUES (?1, ?2, ?3)",
+            params![session_id, since_ms, until_ms],
+        ),
+        Record::Unpaused { session_id } if session_id == ALL_SESSIONS => {
+            exec("DELETE FROM pauses", params![])
         }
-        Record::Caused(caused) => super::caused::apply(conn, caused)?,
-        Record::Paused { .. }
-        | Record::Unpaused { .. }
-        | Record::InboxSeen { .. }
-        | Record::InboxSent { .. }
-        | Record::InboxHeard { .. } => reach::apply(conn, record)?,
+        Record::Unpaused { session_id } => exec(
+            "DELETE FROM pauses WHERE session_id = ?1",
+            params![session_id],
+        ),
+        Record::InboxSeen {
+            session_id,
+            inbox,
+            at_ms,
+        } => exec(
+            "INSERT INTO inboxes (session_id, socket, token, pid, seen_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (session_id) DO UPDATE SET \
+             socket = excluded.socket, token = excluded.token, pid = excluded.pid, \
+             seen_ms = excluded.seen_ms",
+            params![
+                session_id,
+                inbox.socket.to_string_lossy(),
+                inbox.token,
+                inbox.pid,
+                at_ms
+            ],
+        ),
+        Record::InboxSent {
+            session_id,
+            digest,
+            at_ms,
+        } => exec(
+            "INSERT INTO inboxes (session_id, sent_digest, sent_ms) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (session_id) DO UPDATE SET sent_digest = excluded.sent_digest, \
+             sent_ms = excluded.sent_ms, sent_heard_ms = CASE \
+             WHEN heard_digest = excluded.sent_digest AND heard_ms >= excluded.sent_ms \
+             THEN heard_ms END",
+            params![session_id, digest, at_ms],
+        ),
+        Record::InboxHeard {
+            session_id,
+            digest,
+            at_ms,
+        } => exec(
+            "INSERT INTO inboxes (session_id, heard_digest, heard_ms) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (session_id) DO UPDATE SET heard_digest = excluded.heard_digest, \
+             heard_ms = excluded.heard_ms, sent_heard_ms = CASE \
+             WHEN sent_digest = excluded.heard_digest AND excluded.heard_ms >= sent_ms \
+             THEN excluded.heard_ms ELSE sent_heard_ms END",
+            params![session_id, digest, at_ms],
+        ),
         Record::RewindEnded {
             session_id,
             outcome,
             new_id,
             detail,
             at_ms,
-        } => {
-            conn.prepare_cached(
-                "UPDATE rewinds SET outcome = ?2, new_id = ?3, detail = ?4, done_ms = ?5 \
-                 WHERE session_id = ?1 AND outcome IS NULL",
-            )?
-            .execute(params![session_id, outcome.as_str(), new_id, detail, at_ms])?;
-        }
+        } => exec(
+            "UPDATE rewinds SET outcome = ?2, new_id = ?3, detail = ?4, done_ms = ?5 \
+             WHERE session_id = ?1 AND outcome IS NULL",
+            params![session_id, outcome.as_str(), new_id, detail, at_ms],
+        ),
     }
-    Ok(())
+    .map(drop)
 }
 
 /// Records that `old_id` is now `new_id` in `pane`. Owed events, the limit and a person's pause
-/// are the agent's: they move to the new id. A rename back to an id the chain holds drops that id's alias, so
-/// the chain never loops.
+/// are the agent's: they move to the new id. A rename back to an id the chain holds drops that
+/// id's alias, so the chain never loops.
 fn rename(
     conn: &Connection,
     old_id: &str,
     new_id: &str,
     pane: &str,
     at_ms: i64,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<usize> {
     if old_id == new_id {
-        return Ok(());
+        return Ok(0);
     }
-    conn.prepare_cached("DELETE FROM aliases WHERE old_id = ?1")?
-        .execute(params![new_id])?;
-    conn.prepare_cached(
+    exec(
+        conn,
+        "DELETE FROM aliases WHERE old_id = ?1",
+        params![new_id],
+    )?;
+    exec(
+        conn,
         "INSERT INTO aliases (old_id, new_id, pane, at_ms) VALUES (?1, ?2, ?3, ?4) \
          ON CONFLICT (old_id) DO UPDATE SET new_id = excluded.new_id, pane = excluded.pane, \
          at_ms = excluded.at_ms",
-    )?
-    .execute(params![old_id, new_id, pane, at_ms])?;
-    conn.prepare_cached(
+        params![old_id, new_id, pane, at_ms],
+    )?;
+    for sql in [
         "UPDATE deliveries SET target_session = ?2 WHERE target_session = ?1 AND owed = 1",
-    )?
-    .execute(params![old_id, new_id])?;
-    conn.prepare_cached("UPDATE OR IGNORE limits SET session_id = ?2 WHERE session_id = ?1")?
-        .execute(params![old_id, new_id])?;
-    conn.prepare_cached("UPDATE OR IGNORE pauses SET session_id = ?2 WHERE session_id = ?1")?
-        .execute(params![old_id, new_id])?;
-    Ok(())
-}
-
-/// Records a limit seen. Another reset text is a new reset: the tries go on, and a limit given
-/// up on starts a new series. The same notice re-read changes only how it was seen (a bare
-/// `3pm` re-read later must not move the reset). A reset to the second replaces a kept minute:
-/// the most exact reset wins, whichever signal came first.
-fn upsert_limit(conn: &Connection, seen: &LimitSeen) -> rusqlite::Result<()> {
-    let kept: Option<(Option<String>, bool, bool)> = conn
-        .prepare_cached(
-            "SELECT resets_text, gave_up, resets_exact FROM limits WHERE session_id = ?1",
-        )?
-        .query_row(params![seen.session_id], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-        })
-        .optional()?;
-    let Some((kept_text, gave_up, kept_exact)) = kept else {
-        conn.prepare_cached(
-            "INSERT INTO limits (session_id, kind, resets_text, resets_at_ms, resets_exact, \
-             seen_how, since_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?
-        .execute(params![
-            seen.session_id,
-            seen.kind,
-            seen.resets_text,
-            seen.resets_at_ms,
-            seen.resets_exact,
-            seen.how.as_str(),
-            seen.at_ms,
-        ])?;
-        return Ok(());
-    };
-    let same_text = seen.resets_text.is_some() && seen.resets_text == kept_text;
-    let new_reset = seen.resets_at_ms.is_some() && !same_text;
-    let more_exact = same_text && seen.resets_exact && !kept_exact;
-    let new_series = new_reset && gave_up;
-    conn.prepare_cached(
-        "UPDATE limits SET kind = ?2, seen_how = ?5, resets_text = coalesce(?3, resets_text), \
-         resets_at_ms = iif(?7 OR ?9, ?4, resets_at_ms), \
-         resets_exact = iif(?7 OR ?9, ?10, resets_exact), gave_up = iif(?7, 0, gave_up), \
-         since_ms = iif(?8, ?6, since_ms), tries = iif(?8, 0, tries), \
-         last_try_ms = iif(?8, NULL, last_try_ms) WHERE session_id = ?1",
-    )?
-    .execute(params![
-        seen.session_id,
-        seen.kind,
-        seen.resets_text,
-        seen.resets_at_ms,
-        seen.how.as_str(),
-        seen.at_ms,
-        new_reset,
-        new_series,
-        more_exact,
-        seen.resets_exact,
-    ])?;
-    Ok(())
+        "UPDATE OR IGNORE limits SET session_id = ?2 WHERE session_id = ?1",
+        "UPDATE OR IGNORE pauses SET session_id = ?2 WHERE session_id = ?1",
+    ] {
+        exec(conn, sql, params![old_id, new_id])?;
+    }
+    Ok(0)
 }
 
 /// Pays `session_id`'s owed events up to `up_to_ms`; returns how many. One statement clears
@@ -554,14 +488,14 @@ pub(crate) fn pay(
     up_to_ms: i64,
     how: Payment,
 ) -> rusqlite::Result<u64> {
-    let paid = conn
-        .prepare_cached(
-            "UPDATE deliveries SET owed = 0 \
-             WHERE target_session = ?1 AND owed = 1 AND at_ms <= ?2",
-        )?
-        .execute(params![session_id, up_to_ms])? as u64;
+    let paid = exec(
+        conn,
+        "UPDATE deliveries SET owed = 0 WHERE target_session = ?1 AND owed = 1 AND at_ms <= ?2",
+        params![session_id, up_to_ms],
+    )? as u64;
     if paid > 0 {
-        conn.prepare_cached(
+        exec(
+            conn,
             "INSERT INTO owed_payments (session_id, last_paid_ms, last_how, last_events, \
              by_hook, by_typing, by_inbox) \
              VALUES (?1, ?2, ?3, ?4, ?3 = 'hook', ?3 = 'typed', ?3 = 'inbox') \
@@ -569,13 +503,8 @@ pub(crate) fn pay(
              last_how = excluded.last_how, last_events = excluded.last_events, \
              by_hook = by_hook + excluded.by_hook, by_typing = by_typing + excluded.by_typing, \
              by_inbox = by_inbox + excluded.by_inbox",
-        )?
-        .execute(params![
-            session_id,
-            crate::clock::now_ms(),
-            how.as_str(),
-            paid
-        ])?;
+            params![session_id, crate::clock::now_ms(), how.as_str(), paid],
+        )?;
     }
     Ok(paid)
 }

@@ -4,7 +4,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::records::{Delivery, insert_delivery, note_latest};
+use super::records::{Delivery, exec, insert_delivery, note_latest};
 use super::writer::Applied;
 use super::{Store, StoreError};
 
@@ -22,9 +22,8 @@ impl Store {
     pub fn spool_synced(&self, wake_dir: &str, upto: i64) -> Result<u64, StoreError> {
         let wake_dir = wake_dir.to_owned();
         let op = move |conn: &Connection| {
-            conn.prepare_cached("DELETE FROM spool_pending WHERE wake_dir = ?1 AND id <= ?2")?
-                .execute(params![wake_dir, upto])
-                .map(|deleted| Applied::Rows(deleted as u64))
+            let sql = "DELETE FROM spool_pending WHERE wake_dir = ?1 AND id <= ?2";
+            exec(conn, sql, params![wake_dir, upto]).map(|deleted| Applied::Rows(deleted as u64))
         };
         self.submit_blocking(false, Box::new(op)).map(Applied::rows)
     }
@@ -101,8 +100,8 @@ fn apply_round(conn: &Connection, round: &SpoolRound) -> rusqlite::Result<Vec<Ro
     }
     let shares = serde_json::to_string(&shares)
         .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
-    conn.prepare_cached("INSERT INTO spool_pending (wake_dir, shares, bytes) VALUES (?1, ?2, ?3)")?
-        .execute(params![round.wake_dir, shares, bytes])?;
+    let sql = "INSERT INTO spool_pending (wake_dir, shares, bytes) VALUES (?1, ?2, ?3)";
+    exec(conn, sql, params![round.wake_dir, shares, bytes])?;
     let pending = conn.last_insert_rowid();
     let mut ids = Vec::with_capacity(round.sessions.len());
     for (_, rows) in &round.sessions {
@@ -148,30 +147,28 @@ fn forget_share(conn: &Connection, session_id: &str, ids: &RoundIds) -> rusqlite
         let mut shares: Vec<Share> = serde_json::from_str(&shares).unwrap_or_default();
         shares.retain(|share| share.0 != session_id);
         if shares.is_empty() {
-            deleted += conn
-                .prepare_cached("DELETE FROM spool_pending WHERE id = ?1")?
-                .execute(params![ids.pending])?;
+            let sql = "DELETE FROM spool_pending WHERE id = ?1";
+            deleted += exec(conn, sql, params![ids.pending])?;
         } else {
             let shares = serde_json::to_string(&shares)
                 .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
-            conn.prepare_cached("UPDATE spool_pending SET shares = ?2 WHERE id = ?1")?
-                .execute(params![ids.pending, shares])?;
+            let sql = "UPDATE spool_pending SET shares = ?2 WHERE id = ?1";
+            exec(conn, sql, params![ids.pending, shares])?;
         }
     }
-    let mut stmt = conn.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?;
     for id in &ids.deliveries {
-        deleted += stmt.execute(params![id])?;
+        deleted += exec(conn, "DELETE FROM deliveries WHERE id = ?1", params![id])?;
     }
     forget_latest_if_gone(conn, session_id)?;
     Ok(deleted as u64)
 }
 
 /// Drops `session_id` from `latest_deliveries` when the delivery it points to was deleted.
-pub(super) fn forget_latest_if_gone(conn: &Connection, session_id: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+pub(super) fn forget_latest_if_gone(conn: &Connection, sid: &str) -> rusqlite::Result<usize> {
+    exec(
+        conn,
         "DELETE FROM latest_deliveries WHERE session_id = ?1 AND NOT EXISTS \
          (SELECT 1 FROM deliveries WHERE id = latest_deliveries.delivery_id)",
-    )?
-    .execute(params![session_id])?;
-    Ok(())
+        params![sid],
+    )
 }

@@ -1,9 +1,9 @@
 //! The `panes.json` value contract: `{"mux": "tmux", "pane": "%3"}`, `{"mux": "zellij", "pane":
 //! "0", "session": "name"}`, or a bare string (a legacy tmux pane id).
 
-use crate::wakedir::pretty::to_compact_ascii;
 use crate::wakedir::printable::is_valid_string;
 use crate::wakedir::target::PaneTarget;
+use crate::wire::pyjson::to_compact_ascii;
 use serde_json::{Value, json};
 
 pub const PANES_FILE: &str = "panes.json";

@@ -1,5 +1,5 @@
 //! What the bus sends, as wakebridge takes it in: the webhook event, the session id rule, the
-//! signature, and the Python-identical JSON of a spool line.
+//! signature, and the Python-identical JSON of a spool line and of `panes.json`.
 
 pub mod event;
 pub(crate) mod pyjson;

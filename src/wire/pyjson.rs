@@ -1,5 +1,7 @@
-//! JSON exactly as Python's `json.dumps` writes it by default (separators, `ensure_ascii`, float
-//! `repr`), so a spool line is byte-for-byte the Python bridge's and its drainers keep working.
+//! JSON exactly as Python's `json.dumps` writes it (separators, `ensure_ascii`, float `repr`): a
+//! spool line byte-for-byte the Python bridge's, so its drainers keep working, and `panes.json`
+//! as the reference writer lays it out (`indent=2, sort_keys=True`). Also a one-line ASCII form
+//! for quoting untrusted values, so no escape sequence from a damaged file reaches a terminal.
 
 use serde_json::{Number, Value};
 use std::fmt::Write as _;
@@ -9,45 +11,106 @@ use std::fmt::Write as _;
 #[error("number {0} is not finite")]
 pub struct NotSerializable(pub String);
 
-/// Appends the Python rendering of `value` to `out`.
-pub fn write_value(value: &Value, out: &mut String) -> Result<(), NotSerializable> {
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// `json.dumps(value)`: key order kept, `, ` and `: ` between items.
+    Line,
+    /// `json.dumps(value, indent=2, sort_keys=True)`, without the trailing newline.
+    File,
+    /// One line, keys sorted, `,` and `: `, numbers verbatim: never fails.
+    Quote,
+}
+
+/// Python's rendering of a whole value (key order kept, ASCII-escaped, Python's separators).
+pub fn to_string(value: &Value) -> Result<String, NotSerializable> {
+    lay_out(value, Layout::Line)
+}
+
+/// `panes.json`'s text without the trailing newline. Fails only on a number JSON cannot express
+/// (`1e400`).
+pub fn to_pretty_ascii(value: &Value) -> Result<String, NotSerializable> {
+    lay_out(value, Layout::File)
+}
+
+/// One line, ASCII only, keys sorted, numbers verbatim: never fails.
+pub fn to_compact_ascii(value: &Value) -> String {
+    lay_out(value, Layout::Quote).unwrap_or_default()
+}
+
+fn lay_out(value: &Value, layout: Layout) -> Result<String, NotSerializable> {
+    let mut out = String::new();
+    write_value(&mut out, value, layout, 0)?;
+    Ok(out)
+}
+
+fn write_value(
+    out: &mut String,
+    value: &Value,
+    layout: Layout,
+    level: usize,
+) -> Result<(), NotSerializable> {
     match value {
         Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) if layout == Layout::Quote => out.push_str(&n.to_string()),
         Value::Number(n) => write_number(n, out)?,
         Value::String(s) => write_string(s, out),
         Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_value(item, out)?;
-            }
-            out.push(']');
+            write_items(out, layout, level, "[]", items.iter().map(|v| (None, v)))?;
+        }
+        Value::Object(map) if layout == Layout::Line => {
+            write_items(
+                out,
+                layout,
+                level,
+                "{}",
+                map.iter().map(|(k, v)| (Some(k), v)),
+            )?;
         }
         Value::Object(map) => {
-            out.push('{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_string(key, out);
-                out.push_str(": ");
-                write_value(item, out)?;
-            }
-            out.push('}');
+            // UTF-8 byte order is code point order, as Python's `sort_keys`.
+            let mut entries: Vec<_> = map.iter().map(|(key, v)| (Some(key), v)).collect();
+            entries.sort_by_key(|(key, _)| *key);
+            write_items(out, layout, level, "{}", entries.into_iter())?;
         }
     }
     Ok(())
 }
 
-/// Python's rendering of a whole value (key order kept, ASCII-escaped, Python's separators).
-pub fn to_string(value: &Value) -> Result<String, NotSerializable> {
-    let mut out = String::new();
-    write_value(value, &mut out)?;
-    Ok(out)
+/// The items (and an object's keys) between `brackets`, one a line in the file layout.
+fn write_items<'a>(
+    out: &mut String,
+    layout: Layout,
+    level: usize,
+    brackets: &str,
+    items: impl Iterator<Item = (Option<&'a String>, &'a Value)>,
+) -> Result<(), NotSerializable> {
+    let (open, close) = brackets.split_at(1);
+    out.push_str(open);
+    let mut any = false;
+    for (key, item) in items {
+        if std::mem::replace(&mut any, true) {
+            out.push_str(if layout == Layout::Line { ", " } else { "," });
+        }
+        newline(out, layout, level + 1);
+        if let Some(key) = key {
+            write_string(key, out);
+            out.push_str(": ");
+        }
+        write_value(out, item, layout, level + 1)?;
+    }
+    if any {
+        newline(out, layout, level);
+    }
+    out.push_str(close);
+    Ok(())
+}
+
+fn newline(out: &mut String, layout: Layout, level: usize) {
+    if layout == Layout::File {
+        out.push('\n');
+        out.push_str(&"  ".repeat(level));
+    }
 }
 
 fn write_number(n: &Number, out: &mut String) -> Result<(), NotSerializable> {
@@ -111,6 +174,7 @@ pub fn write_string(s: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_whole_value_keeps_key_order_escapes_and_separators() {
@@ -218,5 +282,50 @@ mod tests {
                 "for {input}"
             );
         }
+    }
+
+    #[test]
+    fn lays_out_like_python_indent_2_sorted_keys() {
+        let value = json!({
+            "sid-2": {"pane": "0", "mux": "zellij", "session": "s"},
+            "sid-1": {"mux": "tmux", "pane": "%3"},
+            "_note": [1, "x", {}, []],
+        });
+        let expected = "{\n  \"_note\": [\n    1,\n    \"x\",\n    {},\n    []\n  ],\n  \
+                        \"sid-1\": {\n    \"mux\": \"tmux\",\n    \"pane\": \"%3\"\n  },\n  \
+                        \"sid-2\": {\n    \"mux\": \"zellij\",\n    \"pane\": \"0\",\n    \
+                        \"session\": \"s\"\n  }\n}";
+        assert_eq!(to_pretty_ascii(&value).unwrap(), expected);
+        assert_eq!(to_pretty_ascii(&json!({})).unwrap(), "{}");
+    }
+
+    #[test]
+    fn escapes_everything_outside_printable_ascii() {
+        let value = json!("süß\u{7f}\u{1b}[31m\"\\\n\t\u{8}\u{c}\r\u{1F9B3}");
+        assert_eq!(
+            to_compact_ascii(&value),
+            r#""s\u00fc\u00df\u007f\u001b[31m\"\\\n\t\b\f\r\ud83e\uddb3""#
+        );
+    }
+
+    #[test]
+    fn numbers_render_as_python_and_overflow_is_refused() {
+        let value: Value = serde_json::from_str(r#"{"a": [1E2, 10, -0]}"#).unwrap();
+        assert_eq!(
+            to_pretty_ascii(&value).unwrap(),
+            "{\n  \"a\": [\n    100.0,\n    10,\n    0\n  ]\n}"
+        );
+        let huge: Value = serde_json::from_str(r#"{"a": 1e400}"#).unwrap();
+        assert!(to_pretty_ascii(&huge).is_err());
+        assert!(to_compact_ascii(&huge).starts_with(r#"{"a": 1e"#));
+    }
+
+    #[test]
+    fn output_parses_back_to_the_same_value() {
+        let value = json!({"b": [null, true, false, 1.5, -3], "a": {"k": "v\u{202e}"}});
+        let text = to_pretty_ascii(&value).unwrap();
+        assert!(text.is_ascii());
+        let back: Value = serde_json::from_str(&text).expect("own output parses");
+        assert_eq!(back, value);
     }
 }

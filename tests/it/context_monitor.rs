@@ -101,7 +101,11 @@ impl Rig {
             .with_notices(notices),
         );
         let deliverer = Deliverer::new(
-            Spool::open(wake_dir.clone(), store.clone())?,
+            Spool::open(
+                wake_dir.clone(),
+                store.clone(),
+                spool::SpoolOptions::default(),
+            )?,
             Backend::Mux,
             Scope::All,
             gate,
