@@ -8,9 +8,8 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::ApiError;
 use super::guards::{blocking, operator_request, session_id};
@@ -33,7 +32,7 @@ pub async fn forget(
     State(app): State<Arc<AppState>>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Response, ApiError> {
+) -> Result<Json<Value>, ApiError> {
     let request: ForgetRequest = operator_request(&app, &headers, body, SHAPE).await?;
     let sid = session_id(&request.session_id)?.to_string();
     let wake_dir = app.deliverer.spool().wake_dir().to_path_buf();
@@ -58,10 +57,7 @@ pub async fn forget(
         .store()
         .forget_session(&sid)
         .await
-        .map_err(|e| {
-            tracing::warn!(error = %e, "could not forget a session in the ledger");
-            ApiError::Unavailable("the ledger is not available; see the wakebridge log".into())
-        })?;
+        .map_err(|e| ApiError::ledger("forget a session", e))?;
     let unmapped = mapped.is_some();
     if unmapped {
         let unmap_sid = sid.clone();
@@ -85,8 +81,7 @@ pub async fn forget(
         unmapped,
         "forgot a session on an operator's request"
     );
-    Ok(
-        Json(json!({"session_id": sid, "status": "forgotten", "unmapped": unmapped}))
-            .into_response(),
-    )
+    Ok(Json(
+        json!({"session_id": sid, "status": "forgotten", "unmapped": unmapped}),
+    ))
 }
