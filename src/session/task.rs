@@ -57,6 +57,9 @@ pub const OWED_POLL: Duration = Duration::from_secs(1);
 /// Wait before retrying an owed wake, a resume or a `/clear` the gate did not type.
 const OWED_RETRY: Duration = Duration::from_secs(2);
 
+/// A step's outcome as the session's view shows it.
+type Shown = (SessionState, String);
+
 /// What one poll read once for every session.
 #[derive(Clone, Copy)]
 struct Around<'a> {
@@ -330,17 +333,17 @@ impl<I: SessionIo> Keeper<I> {
         facts: &SessionFacts,
     ) -> SessionView {
         let now_at = Instant::now();
-        match step {
-            Step::Wait(state, reason) => self.view(sid, state, reason),
+        let (state, reason) = match step {
+            Step::Wait(state, reason) => (state, reason),
             Step::WaitUntil(at_ms, state, reason) => {
                 self.wake_at(at_ms);
-                self.view(sid, state, reason)
+                (state, reason)
             }
             Step::Later(attempt, wait, state, reason) => {
                 self.session(sid).retry_in(attempt, now_at, wait);
-                self.view(sid, state, reason)
+                (state, reason)
             }
-            Step::Look(_) => self.view(sid, SessionState::Idle, "screen read twice".into()),
+            Step::Look(_) => (SessionState::Idle, "screen read twice".into()),
             Step::Nudge => self.nudge(sid).await,
             Step::BudgetNudge {
                 kind,
@@ -356,11 +359,7 @@ impl<I: SessionIo> Keeper<I> {
                 let now_ms = self.io.now_ms();
                 let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_ms, false);
                 self.io.record(vec![Record::Limited(seen)]).await;
-                self.view(
-                    sid,
-                    SessionState::Limited,
-                    "limited (seen on screen)".into(),
-                )
+                (SessionState::Limited, "limited (seen on screen)".into())
             }
             Step::ScreenBlocked(verdict) => {
                 // Seen only on the screen (a dialog, a spinner): look again no sooner than a
@@ -369,7 +368,7 @@ impl<I: SessionIo> Keeper<I> {
                 let session = self.session(sid);
                 session.retry_in(Attempt::Nudge, now_at, base);
                 session.screen_block = Some(verdict);
-                self.view(sid, verdict.state(), verdict.describe())
+                (verdict.state(), verdict.describe())
             }
             Step::Resume { menu, shown, tries } => self.resume(sid, &shown, menu, tries).await,
             Step::Lift => self.lift(sid).await,
@@ -380,7 +379,8 @@ impl<I: SessionIo> Keeper<I> {
             Step::Restart { pending, in_place } => {
                 self.begin_restart(sid, target, &pending, in_place).await
             }
-        }
+        };
+        self.view(sid, state, reason)
     }
 
     fn typed_ms(&self, sid: &str, now: &Now) -> Option<i64> {
