@@ -19,10 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::SessionState;
-use crate::budget::{
-    self,
-    policy::{self, Outlook},
-};
+use crate::budget::{self, policy};
 use crate::claude::hooks::HookKind;
 use crate::claude::registry::RegistryReading;
 use crate::claude::screen;
@@ -61,13 +58,11 @@ const OWED_RETRY: Duration = Duration::from_secs(2);
 type Shown = (SessionState, String);
 
 /// What one poll read once for every session.
-#[derive(Clone, Copy)]
-struct Around<'a> {
-    snapshot: Option<&'a HashMap<String, PaneInfo>>,
-    registry: &'a HashMap<String, RegistryReading>,
-    /// The budget's outlook for the session at hand.
-    outlook: Outlook,
-    local: &'a TimeZone,
+struct Around {
+    snapshot: Option<HashMap<String, PaneInfo>>,
+    registry: HashMap<String, RegistryReading>,
+    budgets: Vec<budget::Account>,
+    local: TimeZone,
 }
 
 pub struct Keeper<I> {
@@ -155,8 +150,6 @@ impl<I: SessionIo> Keeper<I> {
             .io
             .session_facts(mapping.keys().cloned().collect())
             .await;
-        let registry = self.io.registry().await;
-        let budgets = self.io.budgets().await;
         // A held or paused session's owed events wait for its reset or a person: no reason to
         // poll every second.
         let limits = self.config.limits.enabled;
@@ -164,24 +157,16 @@ impl<I: SessionIo> Keeper<I> {
             .values()
             .any(|f| f.owed.is_some() && !f.paused && !(limits && f.limit.is_some()));
         self.wake_at_ms = None;
-        let local = TimeZone::system();
+        let around = Around {
+            snapshot,
+            registry: self.io.registry().await,
+            budgets: self.io.budgets().await,
+            local: TimeZone::system(),
+        };
         let mut views = BTreeMap::new();
         for (sid, target) in &mapping {
             let facts = facts.get(sid).cloned().unwrap_or_default();
-            let account = facts
-                .transcript_path
-                .as_deref()
-                .and_then(budget::account_of);
-            let account = budget::of_account(&budgets, account.as_deref());
-            let given = self.sessions.get(sid).and_then(|s| s.last_budget_ms);
-            let outlook = policy::outlook(&self.config.budget, account, self.io.now_ms(), given);
-            let seen = Around {
-                snapshot: snapshot.as_ref(),
-                registry: &registry,
-                outlook,
-                local: &local,
-            };
-            let view = self.consider(sid, target, facts, &seen).await;
+            let view = self.consider(sid, target, facts, &around).await;
             views.insert(sid.clone(), view);
         }
         self.views.send_replace(Arc::new(views));
@@ -192,26 +177,22 @@ impl<I: SessionIo> Keeper<I> {
         sid: &str,
         target: &PaneTarget,
         facts: SessionFacts,
-        around: &Around<'_>,
+        around: &Around,
     ) -> SessionView {
-        let Around {
-            snapshot,
-            registry,
-            outlook,
-            local,
-        } = *around;
         let now = Now {
             at: Instant::now(),
             ms: self.io.now_ms(),
-            local: local.clone(),
+            local: around.local.clone(),
         };
-        let mut obs = Observation {
-            busy_marker: self.io.busy(sid),
-            ..Observation::default()
-        };
+        let account = (facts.transcript_path.as_deref()).and_then(budget::account_of);
+        let account = budget::of_account(&around.budgets, account.as_deref());
+        let given = self.sessions.get(sid).and_then(|s| s.last_budget_ms);
+        let outlook = policy::outlook(&self.config.budget, account, now.ms, given);
+        let snapshot = around.snapshot.as_ref();
         let mut pane = PaneSeen::Live;
+        let mut info = None;
         if let PaneTarget::Tmux { pane: id, .. } = target {
-            let info = snapshot.and_then(|panes| panes.get(id));
+            info = snapshot.and_then(|panes| panes.get(id));
             let gone = |why, revive| PaneSeen::Gone { why, revive };
             pane = match (snapshot, info) {
                 (None, _) if self.tmux_gone => gone("tmux server gone", Some(false)),
@@ -220,17 +201,17 @@ impl<I: SessionIo> Keeper<I> {
                 (_, Some(info)) if info.dead => gone("pane dead", Some(true)),
                 (_, Some(_)) => PaneSeen::Live,
             };
-            if let Some(info) = info {
-                obs.title = Some(screen::title_state(&info.title));
-                obs.window_activity_s = info.window_activity;
-            }
         }
-        obs.hook = facts
-            .hook
-            .as_ref()
-            .map(|(event, seen)| (HookKind::of_recorded(event), *seen));
-        obs.transcript = facts.transcript;
-        obs.registry = registry.get(sid).cloned();
+        let hook = facts.hook.as_ref();
+        let mut obs = Observation {
+            busy_marker: self.io.busy(sid),
+            title: info.map(|info| screen::title_state(&info.title)),
+            window_activity_s: info.and_then(|info| info.window_activity),
+            screen: None,
+            transcript: facts.transcript,
+            hook: hook.map(|(event, seen)| (HookKind::of_recorded(event), *seen)),
+            registry: around.registry.get(sid).cloned(),
+        };
         let typed_ms = self.typed_ms(sid, &now);
         if pane == PaneSeen::Live
             && let Movement::Real { signal, .. } = self.track(sid, &obs, now.ms, typed_ms)
@@ -246,7 +227,7 @@ impl<I: SessionIo> Keeper<I> {
         if let Some(limit) = &limit {
             if self.limits_told.insert((sid.to_owned(), limit.since_ms)) {
                 let reset =
-                    crate::claude::limits::describe_reset(limit.resets_at_ms, now.ms, local);
+                    crate::claude::limits::describe_reset(limit.resets_at_ms, now.ms, &now.local);
                 self.io.notify(Notice::new(
                     sid,
                     NoticeKind::UsageLimit,
