@@ -26,9 +26,11 @@ pub struct Injected {
     pub elapsed: Duration,
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, strum::IntoStaticStr, strum::VariantNames)]
+#[strum(serialize_all = "kebab-case")]
 pub enum InjectError {
     #[error("pane is stale, nothing typed: {reason}")]
+    #[strum(serialize = "stale")]
     StalePane { reason: StaleReason },
     #[error("the prompt already holds text, nothing typed")]
     Occupied,
@@ -48,28 +50,18 @@ pub enum InjectError {
 
 impl InjectError {
     pub fn kinds() -> impl Iterator<Item = &'static str> {
-        [
-            "stale",
-            "occupied",
-            "held",
-            "limited",
-            "unsubmitted",
-            "pane-busy",
-        ]
-        .into_iter()
-        .chain(MuxError::KINDS)
+        use strum::VariantNames;
+        let own = InjectError::VARIANTS
+            .iter()
+            .filter(|kind| **kind != "failed");
+        own.copied().chain(MuxError::KINDS)
     }
 
     /// A stable short name for warn-once keys and metric labels.
     pub fn kind(&self) -> &'static str {
         match self {
-            InjectError::StalePane { .. } => "stale",
-            InjectError::Occupied => "occupied",
-            InjectError::Held(_) => "held",
-            InjectError::Limited(_) => "limited",
-            InjectError::Unsubmitted => "unsubmitted",
-            InjectError::PaneBusy { .. } => "pane-busy",
             InjectError::Failed(err) => err.kind(),
+            other => other.into(),
         }
     }
 }
