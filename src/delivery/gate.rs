@@ -5,6 +5,18 @@
 //! usage limit hold a typed wake like a busy marker (`spool-busy`, owed). Slash commands and a
 //! resume into a pane are always typed ([`by_inbox`] says why).
 
+/// Logs at WARN the first time `$key` fails (until a wake clears the session's keys), else at
+/// DEBUG.
+macro_rules! warn_first {
+    ($gate:expr, $key:expr, $($arg:tt)+) => {
+        if $gate.failures.first(&$key) {
+            tracing::warn!($($arg)+);
+        } else {
+            tracing::debug!($($arg)+);
+        }
+    };
+}
+
 mod inbox_path;
 
 pub use inbox_path::Unusable;
@@ -204,6 +216,12 @@ impl Gate {
         change(lock(&self.sessions).entry(sid.to_owned()).or_default())
     }
 
+    /// A wake went in at `at`: both streaks and the session's failure warnings end.
+    fn woke(&self, sid: &str, at: Instant) {
+        self.typing(sid, |t| (t.at, t.occupied, t.failed) = (Some(at), 0, 0));
+        self.failures.clear_prefix(&format!("{sid}:"));
+    }
+
     pub fn is_busy(&self, sid: &str) -> bool {
         markers::is_busy(&self.wake_dir, sid, self.busy_ttl)
     }
@@ -292,9 +310,7 @@ impl Gate {
             Ok(injected) => {
                 // The inbox's recent texts stay: Claude Code's duplicate window outlives a
                 // typed wake.
-                self.typing(sid, |t| {
-                    (t.at, t.occupied, t.failed) = (Some(Instant::now()), 0, 0);
-                });
+                self.woke(sid, Instant::now());
                 tracing::info!(
                     session_id = sid,
                     mux = injected.mux,
@@ -302,7 +318,6 @@ impl Gate {
                     "Woke {} via {target}",
                     short(sid)
                 );
-                self.failures.clear_prefix(&format!("{sid}:"));
                 (injected.mux.parse().unwrap_or(Action::Tmux), None)
             }
             Err(held @ (InjectError::Occupied | InjectError::Held(_))) => {
@@ -340,22 +355,14 @@ impl Gate {
                 self.cooldown.roll_back(sid, reservation);
                 let kind = error.kind();
                 crate::telemetry::error(kind);
-                let first = self.failures.first(&format!("{sid}:{kind}"));
-                if first {
-                    tracing::warn!(
-                        session_id = sid,
-                        kind,
-                        "Wake injection failed for {} ({error}); spooled only",
-                        short(sid)
-                    );
-                } else {
-                    tracing::debug!(
-                        session_id = sid,
-                        kind,
-                        "Wake injection failed for {} ({error}); spooled only",
-                        short(sid)
-                    );
-                }
+                warn_first!(
+                    self,
+                    format!("{sid}:{kind}"),
+                    session_id = sid,
+                    kind,
+                    "Wake injection failed for {} ({error}); spooled only",
+                    short(sid)
+                );
                 let in_a_row = self.typing(sid, |t| {
                     t.failed += 1;
                     t.failed

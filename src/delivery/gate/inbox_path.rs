@@ -147,11 +147,8 @@ impl Gate {
         match inbox.send(&text, Deadline::after(INJECT_BUDGET)).await {
             Ok(()) => {
                 let now = Instant::now();
-                self.typing(sid, |t| {
-                    t.sent.push((digest.clone(), now));
-                    (t.at, t.occupied, t.failed) = (Some(now), 0, 0);
-                });
-                self.failures.clear_prefix(&format!("{sid}:"));
+                self.typing(sid, |t| t.sent.push((digest.clone(), now)));
+                self.woke(sid, now);
                 let sent = Record::InboxSent {
                     session_id: sid.to_owned(),
                     digest,
@@ -177,21 +174,14 @@ impl Gate {
                 } else {
                     "spooled only"
                 };
-                if self.failures.first(&format!("{sid}:{kind}")) {
-                    tracing::warn!(
-                        session_id = sid,
-                        kind,
-                        "Inbox of {} failed ({error}); {fallback}",
-                        short(sid)
-                    );
-                } else {
-                    tracing::debug!(
-                        session_id = sid,
-                        kind,
-                        "Inbox of {} failed ({error}); {fallback}",
-                        short(sid)
-                    );
-                }
+                warn_first!(
+                    self,
+                    format!("{sid}:{kind}"),
+                    session_id = sid,
+                    kind,
+                    "Inbox of {} failed ({error}); {fallback}",
+                    short(sid)
+                );
                 target.is_none().then(|| GateOutcome {
                     action: Action::SpoolMuxFailed,
                     error_kind: Some(kind),
