@@ -65,16 +65,14 @@ pub struct GateOutcome {
     pub action: Action,
     pub error_kind: Option<&'static str>,
     pub inject_time: Duration,
-    pub target: Option<PaneTarget>,
 }
 
 impl GateOutcome {
-    pub(crate) fn skipped(action: Action, target: Option<PaneTarget>) -> Self {
+    pub(crate) fn skipped(action: Action) -> Self {
         Self {
             action,
             error_kind: None,
             inject_time: Duration::ZERO,
-            target,
         }
     }
 }
@@ -239,17 +237,19 @@ impl Gate {
         let sid: &str = &resolved.session_id;
         if self.paused(sid).is_some() {
             tracing::debug!(session_id = sid, "session paused; spooled only");
-            return GateOutcome::skipped(Action::SpoolPaused, resolved.target.clone());
+            return GateOutcome::skipped(Action::SpoolPaused);
         }
         if by_inbox(text, mode, resolved.target.is_some())
             && let Some(inbox) = self.inbox(sid)
-            && let Some(outcome) = self.send(sid, &inbox, text, mode, &resolved.target).await
+            && let Some(outcome) = self
+                .send(sid, &inbox, text, mode, resolved.target.is_some())
+                .await
         {
             return outcome;
         }
         let Some(target) = resolved.target.clone() else {
             tracing::debug!(session_id = sid, "no pane mapped; spooled only");
-            return GateOutcome::skipped(Action::SpoolUnmapped, None);
+            return GateOutcome::skipped(Action::SpoolUnmapped);
         };
         if mode != Mode::Resume
             && let Some(limit) = self.held_at(sid)
@@ -259,7 +259,7 @@ impl Gate {
                 kind = limit.kind,
                 "session held at its usage limit; spooled only"
             );
-            return GateOutcome::skipped(Action::SpoolBusy, Some(target));
+            return GateOutcome::skipped(Action::SpoolBusy);
         }
         let busy_before = self.is_busy(sid);
         if matches!(mode, Mode::Gated | Mode::Resume) && busy_before {
@@ -267,7 +267,7 @@ impl Gate {
                 session_id = sid,
                 "session busy (fresh marker); spooled only"
             );
-            return GateOutcome::skipped(Action::SpoolBusy, Some(target));
+            return GateOutcome::skipped(Action::SpoolBusy);
         }
         let reservation = match mode {
             Mode::Forced => self.cooldown.force(sid),
@@ -279,7 +279,7 @@ impl Gate {
                         "Cooldown active for {}; spooled only",
                         short(sid)
                     );
-                    return GateOutcome::skipped(Action::SpoolCooldown, Some(target));
+                    return GateOutcome::skipped(Action::SpoolCooldown);
                 }
             },
         };
@@ -385,7 +385,6 @@ impl Gate {
             action,
             error_kind,
             inject_time,
-            target: Some(target),
         }
     }
 

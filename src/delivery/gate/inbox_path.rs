@@ -15,7 +15,6 @@ use crate::deadline::Deadline;
 use crate::delivery::action::Action;
 use crate::mux::{INJECT_BUDGET, KeystrokeText};
 use crate::store::{InboxRow, Record};
-use crate::wakedir::target::PaneTarget;
 use crate::wire::session_id::short;
 
 /// Why a session's inbox is not used now.
@@ -110,9 +109,9 @@ impl Gate {
         inbox: &Inbox,
         text: &KeystrokeText,
         mode: Mode,
-        target: &Option<PaneTarget>,
+        has_pane: bool,
     ) -> Option<GateOutcome> {
-        let skipped = |action| Some(GateOutcome::skipped(action, target.clone()));
+        let skipped = |action| Some(GateOutcome::skipped(action));
         if mode != Mode::Resume && self.held_at(sid).is_some() {
             tracing::debug!(
                 session_id = sid,
@@ -162,14 +161,13 @@ impl Gate {
                     action: Action::Inbox,
                     error_kind: None,
                     inject_time: started.elapsed(),
-                    target: target.clone(),
                 })
             }
             Err(error) => {
                 self.cooldown.roll_back(sid, reservation);
                 let kind = error.kind();
                 crate::telemetry::error(kind);
-                let fallback = if target.is_some() {
+                let fallback = if has_pane {
                     "typed instead"
                 } else {
                     "spooled only"
@@ -182,11 +180,10 @@ impl Gate {
                     "Inbox of {} failed ({error}); {fallback}",
                     short(sid)
                 );
-                target.is_none().then(|| GateOutcome {
+                (!has_pane).then(|| GateOutcome {
                     action: Action::SpoolMuxFailed,
                     error_kind: Some(kind),
                     inject_time: started.elapsed(),
-                    target: None,
                 })
             }
         }
