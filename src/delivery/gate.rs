@@ -35,7 +35,7 @@ use crate::deadline::Deadline;
 use crate::delivery::action::Action;
 use crate::delivery::cooldown::Cooldown;
 use crate::lock;
-use crate::mux::{INJECT_BUDGET, InjectError, Injected, Injector, KeystrokeText};
+use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
 use crate::store::{Limit, LimitSeen, LimitSource, Pause, Record, Store};
 use crate::telemetry::notice::{self, NoticeKind, Notices};
 use crate::telemetry::warn::Warnings;
@@ -299,26 +299,23 @@ impl Gate {
                     session_id = sid,
                     "the prompt line still showed the text, but the busy marker says the turn started"
                 );
-                Ok(Injected {
-                    mux: target.mux_name(),
-                    elapsed: inject_time,
-                })
+                Ok(target.mux_name())
             }
             other => other,
         };
         let (action, error_kind) = match result {
-            Ok(injected) => {
+            Ok(mux) => {
                 // The inbox's recent texts stay: Claude Code's duplicate window outlives a
                 // typed wake.
                 self.woke(sid, Instant::now());
                 tracing::info!(
                     session_id = sid,
-                    mux = injected.mux,
+                    mux,
                     elapsed_ms = inject_time.as_millis() as u64,
                     "Woke {} via {target}",
                     short(sid)
                 );
-                (injected.mux.parse().unwrap_or(Action::Tmux), None)
+                (mux.parse().unwrap_or(Action::Tmux), None)
             }
             Err(held @ (InjectError::Occupied | InjectError::Held(_))) => {
                 // Not a failure: like a fresh busy marker, the event is owed and the cooldown is

@@ -20,12 +20,6 @@ use crate::claude::screen::{self, PASTE_MARKER};
 use crate::deadline::Deadline;
 use crate::wakedir::target::PaneTarget;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Injected {
-    pub mux: &'static str,
-    pub elapsed: Duration,
-}
-
 #[derive(Debug, thiserror::Error, strum::IntoStaticStr, strum::VariantNames)]
 #[strum(serialize_all = "kebab-case")]
 pub enum InjectError {
@@ -129,18 +123,13 @@ impl Injector {
         target: &PaneTarget,
         text: &KeystrokeText,
         deadline: Deadline,
-    ) -> Result<Injected, InjectError> {
-        let started = Instant::now();
+    ) -> Result<&'static str, InjectError> {
         let _held = self.lock_pane(target, deadline).await?;
         let delay = self.submit_delay;
-        let mux = on_backend!(self, target, |mux, pane| guarded_inject(
+        on_backend!(self, target, |mux, pane| guarded_inject(
             mux, pane, text, delay, deadline
         )
-        .await?);
-        Ok(Injected {
-            mux,
-            elapsed: started.elapsed(),
-        })
+        .await)
     }
 
     /// The guard's verdict, typing nothing (for `doctor`).

@@ -424,14 +424,13 @@ impl<I: SessionIo> Keeper<I> {
         self.wake_at_ms = Some(self.wake_at_ms.map_or(at_ms, |d| d.min(at_ms)));
     }
 
-    /// Also kept as the session's last decided state.
+    /// What `/sessions` shows of the session after this poll.
     fn view(&mut self, sid: &str, state: SessionState, reason: String) -> SessionView {
         let now = Instant::now();
         let now_ms = self.io.now_ms();
         let last_typed = self.io.last_typed(sid);
         let schedule = self.config.schedule;
         let session = self.session(sid);
-        session.state = Some((state, reason.clone()));
         let next_nudge_at_ms = match schedule.next(&session.count, last_typed) {
             Next::At(at) => Some(ms_at(now, now_ms, at)),
             Next::Whenever | Next::Acknowledged => None,
