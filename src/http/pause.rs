@@ -75,8 +75,7 @@ pub async fn pause(
         ),
     };
     let since_ms = clock::now_ms();
-    let until_ms =
-        for_.map(|d| since_ms.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)));
+    let until_ms = for_.map(|d| since_ms.saturating_add(clock::duration_ms(d)));
     let records = (targets.iter())
         .map(|id| Record::Paused {
             session_id: id.clone(),

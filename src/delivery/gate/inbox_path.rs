@@ -3,7 +3,6 @@
 //! texts that are always typed. `None` from [`Gate::send`] hands the wake to the typed path.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -62,7 +61,7 @@ impl Gate {
         };
         let row = self.store.inbox(sid).ok().flatten();
         let unheard = (row.as_ref().and_then(InboxRow::unanswered_since)).is_some_and(|sent| {
-            clock::now_ms().saturating_sub(sent) >= duration_ms(inbox::UNHEARD_AFTER)
+            clock::now_ms().saturating_sub(sent) >= clock::duration_ms(inbox::UNHEARD_AFTER)
         });
         if unheard && !self.held(sid, row.as_ref()) {
             return Err(Unusable::Unheard);
@@ -216,8 +215,4 @@ fn unrepeated(text: &str, recent: &[(String, Instant)]) -> String {
         }
         n += 1;
     }
-}
-
-fn duration_ms(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
