@@ -39,10 +39,8 @@ pub async fn forget(
     // Refused before anything changes; the ledger is forgotten first and the mapping last, so a
     // ledger that fails leaves the session as it was, mapped and known.
     let (dir, check_sid) = (wake_dir.clone(), sid.clone());
-    let mapped = blocking("reading panes.json", move || {
-        mapped_panes(&dir).remove(&check_sid)
-    });
-    let mapped = mapped.await?;
+    let read = move || mapped_panes(&dir).remove(&check_sid);
+    let mapped = blocking("reading panes.json", read).await?;
     if let Some(target) = &mapped
         && !request.force
     {

@@ -59,11 +59,9 @@ pub async fn pause(
 ) -> Result<Json<Value>, ApiError> {
     let request: Request = operator_request(&app, &headers, body, PAUSE_SHAPE).await?;
     let targets = request.targets()?;
-    let for_ = match request.for_s {
-        None => None,
-        Some(s) => Some(
-            Duration::try_from_secs_f64(s)
-                .ok()
+    let for_ = (request.for_s.map(Duration::try_from_secs_f64))
+        .map(|d| {
+            d.ok()
                 .filter(|d| !d.is_zero() && *d <= LONGEST)
                 .ok_or_else(|| {
                     ApiError::BadRequest(
@@ -71,9 +69,9 @@ pub async fn pause(
                          pause until unpaused"
                             .into(),
                     )
-                })?,
-        ),
-    };
+                })
+        })
+        .transpose()?;
     let since_ms = clock::now_ms();
     let until_ms = for_.map(|d| since_ms.saturating_add(clock::duration_ms(d)));
     let records = (targets.iter())
