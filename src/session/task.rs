@@ -212,7 +212,7 @@ impl<I: SessionIo> Keeper<I> {
             hook: hook.map(|(event, seen)| (HookKind::of_recorded(event), *seen)),
             registry: around.registry.get(sid).cloned(),
         };
-        let typed_ms = self.typed_ms(sid, &now);
+        let typed_ms = self.io.last_typed(sid).map(|t| ms_at(now.at, now.ms, t));
         if pane == PaneSeen::Live
             && let Movement::Real { signal, .. } = self.track(sid, &obs, now.ms, typed_ms)
         {
@@ -362,13 +362,6 @@ impl<I: SessionIo> Keeper<I> {
             }
         };
         self.view(sid, state, reason)
-    }
-
-    fn typed_ms(&self, sid: &str, now: &Now) -> Option<i64> {
-        self.io.last_typed(sid).map(|t| {
-            now.ms
-                .saturating_sub(millis(now.at.saturating_duration_since(t)))
-        })
     }
 
     fn session(&mut self, sid: &str) -> &mut Session {
