@@ -25,7 +25,7 @@ use crate::delivery::{Action, Deliverer};
 use crate::http::AppState;
 use crate::mux::{Injector, MuxConfig};
 use crate::notify::NotifyConfig;
-use crate::session::task::{self as keeper, NudgerDeps};
+use crate::session::task::{self as keeper, LiveIo, NudgerDeps};
 use crate::spool::prune::{self, PruneConfig};
 use crate::spool::{self, Spool};
 use crate::store::{Store, StoreError};
@@ -163,20 +163,21 @@ impl App {
             config.settings.ledger.identity_window,
         );
         let nudger = nudge_config.map(|nudge_config| {
-            NudgerDeps::new(
+            let restarts = RestartSettings {
+                command: launch.command,
+                timeout: launch.timeout,
+                claude_home: config.paths.claude.as_ref().ok().cloned(),
+                mux: mux.clone(),
+            };
+            let io = LiveIo::new(
                 gate.clone(),
                 store.clone(),
                 wake_dir.clone(),
                 config.paths.state_dir.clone(),
                 config.paths.claude.as_ref().ok().cloned(),
-                nudge_config,
-                RestartSettings {
-                    command: launch.command,
-                    timeout: launch.timeout,
-                    claude_home: config.paths.claude.as_ref().ok().cloned(),
-                    mux: mux.clone(),
-                },
-            )
+                restarts,
+            );
+            NudgerDeps::new(io, nudge_config)
         });
         let deliverer = Deliverer::new(spool, config.backend, config.scope, gate, store, dedupe);
         let state = Arc::new(AppState {

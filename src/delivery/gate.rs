@@ -5,6 +5,18 @@
 //! usage limit hold a typed wake like a busy marker (`spool-busy`, owed). Slash commands and a
 //! resume into a pane are always typed ([`by_inbox`] says why).
 
+/// Logs at WARN the first time `$key` fails (until a wake clears the session's keys), else at
+/// DEBUG.
+macro_rules! warn_first {
+    ($gate:expr, $key:expr, $($arg:tt)+) => {
+        if $gate.failures.first(&$key) {
+            tracing::warn!($($arg)+);
+        } else {
+            tracing::debug!($($arg)+);
+        }
+    };
+}
+
 mod inbox_path;
 
 pub use inbox_path::Unusable;
@@ -23,7 +35,7 @@ use crate::deadline::Deadline;
 use crate::delivery::action::Action;
 use crate::delivery::cooldown::Cooldown;
 use crate::lock;
-use crate::mux::{INJECT_BUDGET, InjectError, Injected, Injector, KeystrokeText};
+use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
 use crate::store::{Limit, LimitSeen, LimitSource, Pause, Record, Store};
 use crate::telemetry::notice::{self, NoticeKind, Notices};
 use crate::telemetry::warn::Warnings;
@@ -53,16 +65,14 @@ pub struct GateOutcome {
     pub action: Action,
     pub error_kind: Option<&'static str>,
     pub inject_time: Duration,
-    pub target: Option<PaneTarget>,
 }
 
 impl GateOutcome {
-    pub(crate) fn skipped(action: Action, target: Option<PaneTarget>) -> Self {
+    pub(crate) fn skipped(action: Action) -> Self {
         Self {
             action,
             error_kind: None,
             inject_time: Duration::ZERO,
-            target,
         }
     }
 }
@@ -204,6 +214,12 @@ impl Gate {
         change(lock(&self.sessions).entry(sid.to_owned()).or_default())
     }
 
+    /// A wake went in at `at`: both streaks and the session's failure warnings end.
+    fn woke(&self, sid: &str, at: Instant) {
+        self.typing(sid, |t| (t.at, t.occupied, t.failed) = (Some(at), 0, 0));
+        self.failures.clear_prefix(&format!("{sid}:"));
+    }
+
     pub fn is_busy(&self, sid: &str) -> bool {
         markers::is_busy(&self.wake_dir, sid, self.busy_ttl)
     }
@@ -221,17 +237,19 @@ impl Gate {
         let sid: &str = &resolved.session_id;
         if self.paused(sid).is_some() {
             tracing::debug!(session_id = sid, "session paused; spooled only");
-            return GateOutcome::skipped(Action::SpoolPaused, resolved.target.clone());
+            return GateOutcome::skipped(Action::SpoolPaused);
         }
         if by_inbox(text, mode, resolved.target.is_some())
             && let Some(inbox) = self.inbox(sid)
-            && let Some(outcome) = self.send(sid, &inbox, text, mode, &resolved.target).await
+            && let Some(outcome) = self
+                .send(sid, &inbox, text, mode, resolved.target.is_some())
+                .await
         {
             return outcome;
         }
         let Some(target) = resolved.target.clone() else {
             tracing::debug!(session_id = sid, "no pane mapped; spooled only");
-            return GateOutcome::skipped(Action::SpoolUnmapped, None);
+            return GateOutcome::skipped(Action::SpoolUnmapped);
         };
         if mode != Mode::Resume
             && let Some(limit) = self.held_at(sid)
@@ -241,7 +259,7 @@ impl Gate {
                 kind = limit.kind,
                 "session held at its usage limit; spooled only"
             );
-            return GateOutcome::skipped(Action::SpoolBusy, Some(target));
+            return GateOutcome::skipped(Action::SpoolBusy);
         }
         let busy_before = self.is_busy(sid);
         if matches!(mode, Mode::Gated | Mode::Resume) && busy_before {
@@ -249,7 +267,7 @@ impl Gate {
                 session_id = sid,
                 "session busy (fresh marker); spooled only"
             );
-            return GateOutcome::skipped(Action::SpoolBusy, Some(target));
+            return GateOutcome::skipped(Action::SpoolBusy);
         }
         let reservation = match mode {
             Mode::Forced => self.cooldown.force(sid),
@@ -261,7 +279,7 @@ impl Gate {
                         "Cooldown active for {}; spooled only",
                         short(sid)
                     );
-                    return GateOutcome::skipped(Action::SpoolCooldown, Some(target));
+                    return GateOutcome::skipped(Action::SpoolCooldown);
                 }
             },
         };
@@ -281,29 +299,23 @@ impl Gate {
                     session_id = sid,
                     "the prompt line still showed the text, but the busy marker says the turn started"
                 );
-                Ok(Injected {
-                    mux: target.mux_name(),
-                    elapsed: inject_time,
-                })
+                Ok(target.mux_name())
             }
             other => other,
         };
         let (action, error_kind) = match result {
-            Ok(injected) => {
+            Ok(mux) => {
                 // The inbox's recent texts stay: Claude Code's duplicate window outlives a
                 // typed wake.
-                self.typing(sid, |t| {
-                    (t.at, t.occupied, t.failed) = (Some(Instant::now()), 0, 0);
-                });
+                self.woke(sid, Instant::now());
                 tracing::info!(
                     session_id = sid,
-                    mux = injected.mux,
+                    mux,
                     elapsed_ms = inject_time.as_millis() as u64,
                     "Woke {} via {target}",
                     short(sid)
                 );
-                self.failures.clear_prefix(&format!("{sid}:"));
-                (injected.mux.parse().unwrap_or(Action::Tmux), None)
+                (mux.parse().unwrap_or(Action::Tmux), None)
             }
             Err(held @ (InjectError::Occupied | InjectError::Held(_))) => {
                 // Not a failure: like a fresh busy marker, the event is owed and the cooldown is
@@ -340,22 +352,14 @@ impl Gate {
                 self.cooldown.roll_back(sid, reservation);
                 let kind = error.kind();
                 crate::telemetry::error(kind);
-                let first = self.failures.first(&format!("{sid}:{kind}"));
-                if first {
-                    tracing::warn!(
-                        session_id = sid,
-                        kind,
-                        "Wake injection failed for {} ({error}); spooled only",
-                        short(sid)
-                    );
-                } else {
-                    tracing::debug!(
-                        session_id = sid,
-                        kind,
-                        "Wake injection failed for {} ({error}); spooled only",
-                        short(sid)
-                    );
-                }
+                warn_first!(
+                    self,
+                    format!("{sid}:{kind}"),
+                    session_id = sid,
+                    kind,
+                    "Wake injection failed for {} ({error}); spooled only",
+                    short(sid)
+                );
                 let in_a_row = self.typing(sid, |t| {
                     t.failed += 1;
                     t.failed
@@ -378,7 +382,6 @@ impl Gate {
             action,
             error_kind,
             inject_time,
-            target: Some(target),
         }
     }
 

@@ -147,7 +147,7 @@ impl Deliverer {
             tracing::debug!(event_id, session_id = %event.target, "spooled event");
         }
         let outcome = match self.backend {
-            Backend::Spool => GateOutcome::skipped(Action::Spool, None),
+            Backend::Spool => GateOutcome::skipped(Action::Spool),
             // Only the fixed prompt is ever typed: nothing from the event reaches the pane.
             Backend::Mux => {
                 self.gate

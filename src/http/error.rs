@@ -79,6 +79,12 @@ impl ApiError {
             .copied()
     }
 
+    /// The ledger failed doing `what`: logged with the error, answered 503 without it.
+    pub fn ledger(what: &str, error: impl std::fmt::Display) -> Self {
+        tracing::warn!(error = %error, "could not {what} in the ledger");
+        ApiError::Unavailable("the ledger is not available; see the wakebridge log".into())
+    }
+
     /// Stable reason for the rejection log and the metrics label (short kebab-case).
     pub fn reason(&self) -> &'static str {
         match self {

@@ -8,9 +8,8 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::ApiError;
 use super::guards::{blocking, operator_request, session_id};
@@ -33,17 +32,15 @@ pub async fn forget(
     State(app): State<Arc<AppState>>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Response, ApiError> {
+) -> Result<Json<Value>, ApiError> {
     let request: ForgetRequest = operator_request(&app, &headers, body, SHAPE).await?;
     let sid = session_id(&request.session_id)?.to_string();
     let wake_dir = app.deliverer.spool().wake_dir().to_path_buf();
     // Refused before anything changes; the ledger is forgotten first and the mapping last, so a
     // ledger that fails leaves the session as it was, mapped and known.
     let (dir, check_sid) = (wake_dir.clone(), sid.clone());
-    let mapped = blocking("reading panes.json", move || {
-        mapped_panes(&dir).remove(&check_sid)
-    });
-    let mapped = mapped.await?;
+    let read = move || mapped_panes(&dir).remove(&check_sid);
+    let mapped = blocking("reading panes.json", read).await?;
     if let Some(target) = &mapped
         && !request.force
     {
@@ -58,10 +55,7 @@ pub async fn forget(
         .store()
         .forget_session(&sid)
         .await
-        .map_err(|e| {
-            tracing::warn!(error = %e, "could not forget a session in the ledger");
-            ApiError::Unavailable("the ledger is not available; see the wakebridge log".into())
-        })?;
+        .map_err(|e| ApiError::ledger("forget a session", e))?;
     let unmapped = mapped.is_some();
     if unmapped {
         let unmap_sid = sid.clone();
@@ -85,8 +79,7 @@ pub async fn forget(
         unmapped,
         "forgot a session on an operator's request"
     );
-    Ok(
-        Json(json!({"session_id": sid, "status": "forgotten", "unmapped": unmapped}))
-            .into_response(),
-    )
+    Ok(Json(
+        json!({"session_id": sid, "status": "forgotten", "unmapped": unmapped}),
+    ))
 }

@@ -67,20 +67,12 @@ pub async fn log_rejections(
 
 /// The JSON content type: the text before `;`, trimmed and lowercased, is `application/json`.
 pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
-    let media = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    let media = media.map(|v| {
-        v.split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase()
-    });
-    match media.as_deref() {
-        Some("application/json") => Ok(()),
-        _ => Err(ApiError::ContentType),
-    }
+    let value = headers.get(header::CONTENT_TYPE).map(|v| v.to_str());
+    let media = value.and_then(Result::ok).unwrap_or_default();
+    let media = media.split(';').next().unwrap_or_default().trim();
+    (media.eq_ignore_ascii_case("application/json"))
+        .then_some(())
+        .ok_or(ApiError::ContentType)
 }
 
 /// Reads the body under the cap, declared or streamed; a client that goes away gets 400.

@@ -9,9 +9,8 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::ApiError;
 use super::guards::{operator_request, session_id};
@@ -57,14 +56,12 @@ pub async fn pause(
     State(app): State<Arc<AppState>>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Response, ApiError> {
+) -> Result<Json<Value>, ApiError> {
     let request: Request = operator_request(&app, &headers, body, PAUSE_SHAPE).await?;
     let targets = request.targets()?;
-    let for_ = match request.for_s {
-        None => None,
-        Some(s) => Some(
-            Duration::try_from_secs_f64(s)
-                .ok()
+    let for_ = (request.for_s.map(Duration::try_from_secs_f64))
+        .map(|d| {
+            d.ok()
                 .filter(|d| !d.is_zero() && *d <= LONGEST)
                 .ok_or_else(|| {
                     ApiError::BadRequest(
@@ -72,12 +69,11 @@ pub async fn pause(
                          pause until unpaused"
                             .into(),
                     )
-                })?,
-        ),
-    };
+                })
+        })
+        .transpose()?;
     let since_ms = clock::now_ms();
-    let until_ms =
-        for_.map(|d| since_ms.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)));
+    let until_ms = for_.map(|d| since_ms.saturating_add(clock::duration_ms(d)));
     let records = (targets.iter())
         .map(|id| Record::Paused {
             session_id: id.clone(),
@@ -88,14 +84,16 @@ pub async fn pause(
     record(&app, records).await?;
     tracing::info!(sessions = ?targets, ?for_, "paused on a person's request");
     let until = until_ms.and_then(clock::shown_ms);
-    Ok(Json(json!({"status": "paused", "session_ids": targets, "until": until})).into_response())
+    Ok(Json(
+        json!({"status": "paused", "session_ids": targets, "until": until}),
+    ))
 }
 
 pub async fn unpause(
     State(app): State<Arc<AppState>>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Response, ApiError> {
+) -> Result<Json<Value>, ApiError> {
     let request: Request = operator_request(&app, &headers, body, UNPAUSE_SHAPE).await?;
     if request.for_s.is_some() {
         return Err(ApiError::BadRequest(format!(
@@ -115,10 +113,9 @@ pub async fn unpause(
     wake_inbox_only(&app, &targets).await;
     // Unpausing one session leaves a pause of every session standing: say so.
     let all_paused = app.deliverer.gate().paused(ALL_SESSIONS).is_some();
-    Ok(
-        Json(json!({"status": "unpaused", "session_ids": targets, "all_still_paused": all_paused}))
-            .into_response(),
-    )
+    Ok(Json(
+        json!({"status": "unpaused", "session_ids": targets, "all_still_paused": all_paused}),
+    ))
 }
 
 /// Wakes the unpaused sessions the session loop does not keep (no pane, only an inbox) that are
@@ -154,8 +151,5 @@ async fn record(app: &AppState, records: Vec<Record>) -> Result<(), ApiError> {
         .store()
         .record_all(records)
         .await
-        .map_err(|e| {
-            tracing::warn!(error = %e, "could not record a pause in the ledger");
-            ApiError::Unavailable("the ledger is not available; see the wakebridge log".into())
-        })
+        .map_err(|e| ApiError::ledger("record a pause", e))
 }

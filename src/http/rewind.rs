@@ -7,9 +7,8 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::ApiError;
 use super::guards::{blocking, operator_request, session_id};
@@ -34,7 +33,7 @@ pub async fn rewind(
     State(app): State<Arc<AppState>>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Response, ApiError> {
+) -> Result<Json<Value>, ApiError> {
     let request: RewindRequest = operator_request(&app, &headers, body, SHAPE).await?;
     let asked = session_id(&request.session_id)?;
     if app.nudges.is_none() {
@@ -51,11 +50,11 @@ pub async fn rewind(
     };
     let (app, asked) = (app.clone(), asked.to_string());
     let answer = blocking("recording the rewind", move || ask(&app, &asked, why)).await??;
-    Ok(Json(answer).into_response())
+    Ok(Json(answer))
 }
 
 /// Records the rewind for the id `asked` goes by now, unless one already waits.
-fn ask(app: &AppState, asked: &str, why: RewindWhy) -> Result<serde_json::Value, ApiError> {
+fn ask(app: &AppState, asked: &str, why: RewindWhy) -> Result<Value, ApiError> {
     let deliverer = &app.deliverer;
     let resolved = deliverer.gate().resolve(asked);
     let sid = resolved.session_id.into_owned();
@@ -74,10 +73,7 @@ fn ask(app: &AppState, asked: &str, why: RewindWhy) -> Result<serde_json::Value,
         )));
     }
     let store = deliverer.store();
-    let unreadable = |e: crate::store::StoreError| {
-        tracing::warn!(error = %e, "could not read or record a rewind in the ledger");
-        ApiError::Unavailable("the ledger is not available; see the wakebridge log".into())
-    };
+    let unreadable = |e| ApiError::ledger("read or record a rewind", e);
     let waiting = store.rewinds().map_err(unreadable)?.facts(&sid).pending;
     let status = if waiting.is_some() {
         "already-asked"

@@ -45,12 +45,8 @@ pub async fn sessions(
 
 /// The start of today in the daemon's zone, unix ms.
 fn local_midnight_ms() -> i64 {
-    let zone = jiff::tz::TimeZone::system();
-    let today = jiff::Timestamp::now()
-        .to_zoned_datetime(zone.clone())
-        .date();
-    let midnight = zone.to_timestamp(today.to_datetime(jiff::civil::Time::midnight()));
-    midnight.map_or(0, jiff::Timestamp::as_millisecond)
+    let midnight = jiff::ZonedDateTime::now().start_of_day();
+    midnight.map_or(0, |at| at.timestamp().as_millisecond())
 }
 
 /// The accounts' usage windows: a few small files (call it off the async workers).

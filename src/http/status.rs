@@ -274,7 +274,7 @@ fn ended(row: &SessionRow, reachable: bool, now_ms: i64) -> bool {
         .flatten()
         .chain(row.paid.map(|p| p.last_ms))
         .max();
-    let quiet_ms = i64::try_from(QUIET_ENDED_AFTER.as_millis()).unwrap_or(i64::MAX);
+    let quiet_ms = clock::duration_ms(QUIET_ENDED_AFTER);
     said_so || last.is_none_or(|at| now_ms.saturating_sub(at) > quiet_ms)
 }
 

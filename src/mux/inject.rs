@@ -20,15 +20,11 @@ use crate::claude::screen::{self, PASTE_MARKER};
 use crate::deadline::Deadline;
 use crate::wakedir::target::PaneTarget;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Injected {
-    pub mux: &'static str,
-    pub elapsed: Duration,
-}
-
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, strum::IntoStaticStr, strum::VariantNames)]
+#[strum(serialize_all = "kebab-case")]
 pub enum InjectError {
     #[error("pane is stale, nothing typed: {reason}")]
+    #[strum(serialize = "stale")]
     StalePane { reason: StaleReason },
     #[error("the prompt already holds text, nothing typed")]
     Occupied,
@@ -48,28 +44,18 @@ pub enum InjectError {
 
 impl InjectError {
     pub fn kinds() -> impl Iterator<Item = &'static str> {
-        [
-            "stale",
-            "occupied",
-            "held",
-            "limited",
-            "unsubmitted",
-            "pane-busy",
-        ]
-        .into_iter()
-        .chain(MuxError::KINDS)
+        use strum::VariantNames;
+        let own = InjectError::VARIANTS
+            .iter()
+            .filter(|kind| **kind != "failed");
+        own.copied().chain(MuxError::KINDS)
     }
 
     /// A stable short name for warn-once keys and metric labels.
     pub fn kind(&self) -> &'static str {
         match self {
-            InjectError::StalePane { .. } => "stale",
-            InjectError::Occupied => "occupied",
-            InjectError::Held(_) => "held",
-            InjectError::Limited(_) => "limited",
-            InjectError::Unsubmitted => "unsubmitted",
-            InjectError::PaneBusy { .. } => "pane-busy",
             InjectError::Failed(err) => err.kind(),
+            other => other.into(),
         }
     }
 }
@@ -137,18 +123,13 @@ impl Injector {
         target: &PaneTarget,
         text: &KeystrokeText,
         deadline: Deadline,
-    ) -> Result<Injected, InjectError> {
-        let started = Instant::now();
+    ) -> Result<&'static str, InjectError> {
         let _held = self.lock_pane(target, deadline).await?;
         let delay = self.submit_delay;
-        let mux = on_backend!(self, target, |mux, pane| guarded_inject(
+        on_backend!(self, target, |mux, pane| guarded_inject(
             mux, pane, text, delay, deadline
         )
-        .await?);
-        Ok(Injected {
-            mux,
-            elapsed: started.elapsed(),
-        })
+        .await)
     }
 
     /// The guard's verdict, typing nothing (for `doctor`).

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::deadline::Deadline;
 
-pub use inject::{InjectError, Injected, Injector};
+pub use inject::{InjectError, Injector};
 pub use process::{MuxError, STEP_FLOOR};
 pub use text::{KeystrokeText, TextError, WAKE_PROMPT};
 pub use tmux::{PaneInfo, Tmux};

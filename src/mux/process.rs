@@ -28,7 +28,8 @@ const MAX_STDERR_BYTES: usize = 64 * 1024;
 /// How long to wait for a killed child to be reaped; past it tokio's orphan reaper finishes.
 const REAP_GRACE: Duration = Duration::from_millis(500);
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum MuxError {
     #[error(
         "could not start {label} ({program}): {source}; check that it is installed and on the \
@@ -60,6 +61,7 @@ pub enum MuxError {
     #[error("{label} printed unexpected output: {detail}")]
     Output { label: &'static str, detail: String },
     #[error("{label} printed unexpected output: not the expected {expected}: {source}")]
+    #[strum(serialize = "output")]
     Json {
         label: &'static str,
         expected: &'static str,
@@ -69,6 +71,7 @@ pub enum MuxError {
         "the injection budget was spent before typing could start ({}ms left); nothing was typed",
         left.as_millis()
     )]
+    #[strum(serialize = "timeout")]
     BudgetSpent { left: Duration },
 }
 
@@ -85,13 +88,7 @@ impl MuxError {
 
     /// A stable short name for warn-once keys and metric labels.
     pub fn kind(&self) -> &'static str {
-        match self {
-            MuxError::Spawn { .. } => "spawn",
-            MuxError::Timeout { .. } | MuxError::BudgetSpent { .. } => "timeout",
-            MuxError::Exit { .. } => "exit",
-            MuxError::Io { .. } => "io",
-            MuxError::Output { .. } | MuxError::Json { .. } => "output",
-        }
+        self.into()
     }
 
     pub fn is_silent_exit(&self, code: i32) -> bool {

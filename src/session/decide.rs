@@ -153,23 +153,26 @@ pub fn decide(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) 
 
 /// The earliest time after `now_ms` a held session's decision changes without a new signal.
 pub fn resume_times(limit: &Limit, config: &NudgerConfig, now_ms: i64) -> Option<i64> {
+    let (due, settled, again) = resume_clock(limit, config);
+    [due?, settled, again]
+        .into_iter()
+        .filter(|at| *at > now_ms)
+        .min()
+}
+
+/// When a held session is due its resume (`None`: never by itself), and when its last try has
+/// settled and when it may be tried again (`i64::MIN` before any try).
+fn resume_clock(limit: &Limit, config: &NudgerConfig) -> (Option<i64>, i64, i64) {
     let limits = &config.limits;
-    if !limits.resume || limit.gave_up {
-        return None;
-    }
-    let due = limit
-        .resets_at_ms
-        .map(|at| at.saturating_add(millis(limits.grace)))?;
-    let after_try = |gap: i64| limit.last_try_ms.map(|at| at.saturating_add(gap));
-    [
-        Some(due),
-        after_try(RESUME_SETTLE_MS),
-        after_try(RESUME_AGAIN_MS),
-    ]
-    .into_iter()
-    .flatten()
-    .filter(|at| *at > now_ms)
-    .min()
+    let due = (limit.resets_at_ms)
+        .filter(|_| limits.resume && !limit.gave_up)
+        .map(|at| at.saturating_add(millis(limits.grace)));
+    let after_try = |gap: i64| {
+        limit
+            .last_try_ms
+            .map_or(i64::MIN, |at| at.saturating_add(gap))
+    };
+    (due, after_try(RESUME_SETTLE_MS), after_try(RESUME_AGAIN_MS))
 }
 
 /// Owed events are paid once the session has been quiet for `owed_after`, whatever its nudge
@@ -330,16 +333,7 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, no
     let limits = &config.limits;
     let reset = describe_reset(limit.resets_at_ms, now.ms, &now.local);
     let shown = format!("limited ({}) · {reset}", limit.kind);
-    let due_ms = limit
-        .resets_at_ms
-        .filter(|_| limits.resume && !limit.gave_up)
-        .map(|at| at.saturating_add(millis(limits.grace)));
-    let after_try = |gap: i64| {
-        limit
-            .last_try_ms
-            .map_or(i64::MIN, |at| at.saturating_add(gap))
-    };
-    let (settled_ms, again_ms) = (after_try(RESUME_SETTLE_MS), after_try(RESUME_AGAIN_MS));
+    let (due_ms, settled_ms, again_ms) = resume_clock(limit, config);
     let waiting = due_ms.is_none_or(|due| now.ms < due)
         || now.ms < settled_ms
         || session.waits(Attempt::Resume, now.at);

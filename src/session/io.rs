@@ -100,18 +100,9 @@ pub struct NudgerDeps {
 }
 
 impl NudgerDeps {
-    /// `claude` is where Claude Code keeps its session registry; `None` reads no registry.
-    pub fn new(
-        gate: Arc<Gate>,
-        store: Store,
-        wake_dir: PathBuf,
-        state_dir: PathBuf,
-        claude: Option<ClaudeHome>,
-        config: NudgerConfig,
-        restarts: RestartSettings,
-    ) -> Self {
+    pub fn new(io: LiveIo, config: NudgerConfig) -> Self {
         Self {
-            io: LiveIo::new(gate, store, wake_dir, state_dir, claude, restarts),
+            io,
             config,
             views: watch::Sender::new(SessionViews::default()),
         }
@@ -134,6 +125,7 @@ pub struct LiveIo {
 }
 
 impl LiveIo {
+    /// `claude` is where Claude Code keeps its session registry; `None` reads no registry.
     pub fn new(
         gate: Arc<Gate>,
         store: Store,

@@ -90,9 +90,7 @@ pub fn classify(obs: &Observation) -> Verdict {
     if registry.is_some_and(|r| r.status == RegistryStatus::Waiting) {
         return Verdict::Dialog("registry: waiting");
     }
-    if let Some(screen) = &obs.screen
-        && screen.dialog.is_some()
-    {
+    if obs.screen.as_ref().is_some_and(|s| s.dialog.is_some()) {
         return Verdict::Dialog("dialog on screen");
     }
     if obs.screen.as_ref().is_some_and(|s| s.draft) {

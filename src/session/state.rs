@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::api::SessionState;
 use crate::delivery::Action;
 use crate::session::observe::{Activity, FileStamp, Verdict};
 use crate::session::schedule::{NudgeCount, Schedule};
@@ -38,7 +37,6 @@ pub struct Session {
     pub screen_block: Option<Verdict>,
     /// While held at a limit: when to look at the screen next (unix ms).
     pub limit_look_ms: Option<i64>,
-    pub state: Option<(SessionState, String)>,
     /// What the last answer to a nudge reset (unanswered, acknowledged) and when (unix ms):
     /// given back if the turn that nudge started did nothing.
     pub answered_from: Option<(u32, bool, i64)>,

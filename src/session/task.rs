@@ -19,10 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::SessionState;
-use crate::budget::{
-    self,
-    policy::{self, Outlook},
-};
+use crate::budget::{self, policy};
 use crate::claude::hooks::HookKind;
 use crate::claude::registry::RegistryReading;
 use crate::claude::screen;
@@ -57,14 +54,15 @@ pub const OWED_POLL: Duration = Duration::from_secs(1);
 /// Wait before retrying an owed wake, a resume or a `/clear` the gate did not type.
 const OWED_RETRY: Duration = Duration::from_secs(2);
 
+/// A step's outcome as the session's view shows it.
+type Shown = (SessionState, String);
+
 /// What one poll read once for every session.
-#[derive(Clone, Copy)]
-struct Around<'a> {
-    snapshot: Option<&'a HashMap<String, PaneInfo>>,
-    registry: &'a HashMap<String, RegistryReading>,
-    /// The budget's outlook for the session at hand.
-    outlook: Outlook,
-    local: &'a TimeZone,
+struct Around {
+    snapshot: Option<HashMap<String, PaneInfo>>,
+    registry: HashMap<String, RegistryReading>,
+    budgets: Vec<budget::Account>,
+    local: TimeZone,
 }
 
 pub struct Keeper<I> {
@@ -152,8 +150,6 @@ impl<I: SessionIo> Keeper<I> {
             .io
             .session_facts(mapping.keys().cloned().collect())
             .await;
-        let registry = self.io.registry().await;
-        let budgets = self.io.budgets().await;
         // A held or paused session's owed events wait for its reset or a person: no reason to
         // poll every second.
         let limits = self.config.limits.enabled;
@@ -161,24 +157,16 @@ impl<I: SessionIo> Keeper<I> {
             .values()
             .any(|f| f.owed.is_some() && !f.paused && !(limits && f.limit.is_some()));
         self.wake_at_ms = None;
-        let local = TimeZone::system();
+        let around = Around {
+            snapshot,
+            registry: self.io.registry().await,
+            budgets: self.io.budgets().await,
+            local: TimeZone::system(),
+        };
         let mut views = BTreeMap::new();
         for (sid, target) in &mapping {
             let facts = facts.get(sid).cloned().unwrap_or_default();
-            let account = facts
-                .transcript_path
-                .as_deref()
-                .and_then(budget::account_of);
-            let account = budget::of_account(&budgets, account.as_deref());
-            let given = self.sessions.get(sid).and_then(|s| s.last_budget_ms);
-            let outlook = policy::outlook(&self.config.budget, account, self.io.now_ms(), given);
-            let seen = Around {
-                snapshot: snapshot.as_ref(),
-                registry: &registry,
-                outlook,
-                local: &local,
-            };
-            let view = self.consider(sid, target, facts, &seen).await;
+            let view = self.consider(sid, target, facts, &around).await;
             views.insert(sid.clone(), view);
         }
         self.views.send_replace(Arc::new(views));
@@ -189,26 +177,22 @@ impl<I: SessionIo> Keeper<I> {
         sid: &str,
         target: &PaneTarget,
         facts: SessionFacts,
-        around: &Around<'_>,
+        around: &Around,
     ) -> SessionView {
-        let Around {
-            snapshot,
-            registry,
-            outlook,
-            local,
-        } = *around;
         let now = Now {
             at: Instant::now(),
             ms: self.io.now_ms(),
-            local: local.clone(),
+            local: around.local.clone(),
         };
-        let mut obs = Observation {
-            busy_marker: self.io.busy(sid),
-            ..Observation::default()
-        };
+        let account = (facts.transcript_path.as_deref()).and_then(budget::account_of);
+        let account = budget::of_account(&around.budgets, account.as_deref());
+        let given = self.sessions.get(sid).and_then(|s| s.last_budget_ms);
+        let outlook = policy::outlook(&self.config.budget, account, now.ms, given);
+        let snapshot = around.snapshot.as_ref();
         let mut pane = PaneSeen::Live;
+        let mut info = None;
         if let PaneTarget::Tmux { pane: id, .. } = target {
-            let info = snapshot.and_then(|panes| panes.get(id));
+            info = snapshot.and_then(|panes| panes.get(id));
             let gone = |why, revive| PaneSeen::Gone { why, revive };
             pane = match (snapshot, info) {
                 (None, _) if self.tmux_gone => gone("tmux server gone", Some(false)),
@@ -217,18 +201,18 @@ impl<I: SessionIo> Keeper<I> {
                 (_, Some(info)) if info.dead => gone("pane dead", Some(true)),
                 (_, Some(_)) => PaneSeen::Live,
             };
-            if let Some(info) = info {
-                obs.title = Some(screen::title_state(&info.title));
-                obs.window_activity_s = info.window_activity;
-            }
         }
-        obs.hook = facts
-            .hook
-            .as_ref()
-            .map(|(event, seen)| (HookKind::of_recorded(event), *seen));
-        obs.transcript = facts.transcript;
-        obs.registry = registry.get(sid).cloned();
-        let typed_ms = self.typed_ms(sid, &now);
+        let hook = facts.hook.as_ref();
+        let mut obs = Observation {
+            busy_marker: self.io.busy(sid),
+            title: info.map(|info| screen::title_state(&info.title)),
+            window_activity_s: info.and_then(|info| info.window_activity),
+            screen: None,
+            transcript: facts.transcript,
+            hook: hook.map(|(event, seen)| (HookKind::of_recorded(event), *seen)),
+            registry: around.registry.get(sid).cloned(),
+        };
+        let typed_ms = self.io.last_typed(sid).map(|t| ms_at(now.at, now.ms, t));
         if pane == PaneSeen::Live
             && let Movement::Real { signal, .. } = self.track(sid, &obs, now.ms, typed_ms)
         {
@@ -243,7 +227,7 @@ impl<I: SessionIo> Keeper<I> {
         if let Some(limit) = &limit {
             if self.limits_told.insert((sid.to_owned(), limit.since_ms)) {
                 let reset =
-                    crate::claude::limits::describe_reset(limit.resets_at_ms, now.ms, local);
+                    crate::claude::limits::describe_reset(limit.resets_at_ms, now.ms, &now.local);
                 self.io.notify(Notice::new(
                     sid,
                     NoticeKind::UsageLimit,
@@ -330,17 +314,17 @@ impl<I: SessionIo> Keeper<I> {
         facts: &SessionFacts,
     ) -> SessionView {
         let now_at = Instant::now();
-        match step {
-            Step::Wait(state, reason) => self.view(sid, state, reason),
+        let (state, reason) = match step {
+            Step::Wait(state, reason) => (state, reason),
             Step::WaitUntil(at_ms, state, reason) => {
                 self.wake_at(at_ms);
-                self.view(sid, state, reason)
+                (state, reason)
             }
             Step::Later(attempt, wait, state, reason) => {
                 self.session(sid).retry_in(attempt, now_at, wait);
-                self.view(sid, state, reason)
+                (state, reason)
             }
-            Step::Look(_) => self.view(sid, SessionState::Idle, "screen read twice".into()),
+            Step::Look(_) => (SessionState::Idle, "screen read twice".into()),
             Step::Nudge => self.nudge(sid).await,
             Step::BudgetNudge {
                 kind,
@@ -356,11 +340,7 @@ impl<I: SessionIo> Keeper<I> {
                 let now_ms = self.io.now_ms();
                 let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_ms, false);
                 self.io.record(vec![Record::Limited(seen)]).await;
-                self.view(
-                    sid,
-                    SessionState::Limited,
-                    "limited (seen on screen)".into(),
-                )
+                (SessionState::Limited, "limited (seen on screen)".into())
             }
             Step::ScreenBlocked(verdict) => {
                 // Seen only on the screen (a dialog, a spinner): look again no sooner than a
@@ -369,7 +349,7 @@ impl<I: SessionIo> Keeper<I> {
                 let session = self.session(sid);
                 session.retry_in(Attempt::Nudge, now_at, base);
                 session.screen_block = Some(verdict);
-                self.view(sid, verdict.state(), verdict.describe())
+                (verdict.state(), verdict.describe())
             }
             Step::Resume { menu, shown, tries } => self.resume(sid, &shown, menu, tries).await,
             Step::Lift => self.lift(sid).await,
@@ -380,14 +360,8 @@ impl<I: SessionIo> Keeper<I> {
             Step::Restart { pending, in_place } => {
                 self.begin_restart(sid, target, &pending, in_place).await
             }
-        }
-    }
-
-    fn typed_ms(&self, sid: &str, now: &Now) -> Option<i64> {
-        self.io.last_typed(sid).map(|t| {
-            now.ms
-                .saturating_sub(millis(now.at.saturating_duration_since(t)))
-        })
+        };
+        self.view(sid, state, reason)
     }
 
     fn session(&mut self, sid: &str) -> &mut Session {
@@ -443,14 +417,13 @@ impl<I: SessionIo> Keeper<I> {
         self.wake_at_ms = Some(self.wake_at_ms.map_or(at_ms, |d| d.min(at_ms)));
     }
 
-    /// Also kept as the session's last decided state.
+    /// What `/sessions` shows of the session after this poll.
     fn view(&mut self, sid: &str, state: SessionState, reason: String) -> SessionView {
         let now = Instant::now();
         let now_ms = self.io.now_ms();
         let last_typed = self.io.last_typed(sid);
         let schedule = self.config.schedule;
         let session = self.session(sid);
-        session.state = Some((state, reason.clone()));
         let next_nudge_at_ms = match schedule.next(&session.count, last_typed) {
             Next::At(at) => Some(ms_at(now, now_ms, at)),
             Next::Whenever | Next::Acknowledged => None,

@@ -41,7 +41,7 @@ async fn types_the_prompt_then_one_carriage_return_into_a_live_pane() {
         .await
         .expect("inject");
 
-    assert_eq!(done.mux, "tmux");
+    assert_eq!(done, "tmux");
     let want = format!("{WAKE_PROMPT}\r");
     assert_eq!(
         String::from_utf8_lossy(&read_when_settled(&file, want.len())),
@@ -457,7 +457,7 @@ async fn zellij_checks_then_writes_chars_then_a_carriage_return() {
         .await
         .expect("inject");
 
-    assert_eq!(done.mux, "zellij");
+    assert_eq!(done, "zellij");
     assert_eq!(
         stand_in.calls(),
         vec![

@@ -214,7 +214,6 @@ impl SessionIo for FakeIo {
                 action,
                 error_kind: None,
                 inject_time: Duration::ZERO,
-                target: Some(w.mapping[sid].clone()),
             };
         }
         w.typed.insert(sid.into(), at);
@@ -232,7 +231,6 @@ impl SessionIo for FakeIo {
             action: Action::Tmux,
             error_kind: None,
             inject_time: Duration::from_millis(600),
-            target: Some(w.mapping[sid].clone()),
         }
     }
     async fn record(&self, records: Vec<Record>) {

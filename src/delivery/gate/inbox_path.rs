@@ -3,7 +3,6 @@
 //! texts that are always typed. `None` from [`Gate::send`] hands the wake to the typed path.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -15,7 +14,6 @@ use crate::deadline::Deadline;
 use crate::delivery::action::Action;
 use crate::mux::{INJECT_BUDGET, KeystrokeText};
 use crate::store::{InboxRow, Record};
-use crate::wakedir::target::PaneTarget;
 use crate::wire::session_id::short;
 
 /// Why a session's inbox is not used now.
@@ -63,7 +61,7 @@ impl Gate {
         };
         let row = self.store.inbox(sid).ok().flatten();
         let unheard = (row.as_ref().and_then(InboxRow::unanswered_since)).is_some_and(|sent| {
-            clock::now_ms().saturating_sub(sent) >= duration_ms(inbox::UNHEARD_AFTER)
+            clock::now_ms().saturating_sub(sent) >= clock::duration_ms(inbox::UNHEARD_AFTER)
         });
         if unheard && !self.held(sid, row.as_ref()) {
             return Err(Unusable::Unheard);
@@ -110,9 +108,9 @@ impl Gate {
         inbox: &Inbox,
         text: &KeystrokeText,
         mode: Mode,
-        target: &Option<PaneTarget>,
+        has_pane: bool,
     ) -> Option<GateOutcome> {
-        let skipped = |action| Some(GateOutcome::skipped(action, target.clone()));
+        let skipped = |action| Some(GateOutcome::skipped(action));
         if mode != Mode::Resume && self.held_at(sid).is_some() {
             tracing::debug!(
                 session_id = sid,
@@ -147,11 +145,8 @@ impl Gate {
         match inbox.send(&text, Deadline::after(INJECT_BUDGET)).await {
             Ok(()) => {
                 let now = Instant::now();
-                self.typing(sid, |t| {
-                    t.sent.push((digest.clone(), now));
-                    (t.at, t.occupied, t.failed) = (Some(now), 0, 0);
-                });
-                self.failures.clear_prefix(&format!("{sid}:"));
+                self.typing(sid, |t| t.sent.push((digest.clone(), now)));
+                self.woke(sid, now);
                 let sent = Record::InboxSent {
                     session_id: sid.to_owned(),
                     digest,
@@ -165,38 +160,29 @@ impl Gate {
                     action: Action::Inbox,
                     error_kind: None,
                     inject_time: started.elapsed(),
-                    target: target.clone(),
                 })
             }
             Err(error) => {
                 self.cooldown.roll_back(sid, reservation);
                 let kind = error.kind();
                 crate::telemetry::error(kind);
-                let fallback = if target.is_some() {
+                let fallback = if has_pane {
                     "typed instead"
                 } else {
                     "spooled only"
                 };
-                if self.failures.first(&format!("{sid}:{kind}")) {
-                    tracing::warn!(
-                        session_id = sid,
-                        kind,
-                        "Inbox of {} failed ({error}); {fallback}",
-                        short(sid)
-                    );
-                } else {
-                    tracing::debug!(
-                        session_id = sid,
-                        kind,
-                        "Inbox of {} failed ({error}); {fallback}",
-                        short(sid)
-                    );
-                }
-                target.is_none().then(|| GateOutcome {
+                warn_first!(
+                    self,
+                    format!("{sid}:{kind}"),
+                    session_id = sid,
+                    kind,
+                    "Inbox of {} failed ({error}); {fallback}",
+                    short(sid)
+                );
+                (!has_pane).then(|| GateOutcome {
                     action: Action::SpoolMuxFailed,
                     error_kind: Some(kind),
                     inject_time: started.elapsed(),
-                    target: None,
                 })
             }
         }
@@ -229,8 +215,4 @@ fn unrepeated(text: &str, recent: &[(String, Instant)]) -> String {
         }
         n += 1;
     }
-}
-
-fn duration_ms(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

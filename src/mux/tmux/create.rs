@@ -45,11 +45,7 @@ impl Tmux {
             .args(["new-session", "-d", "-P", "-F", CREATED_FORMAT])
             .args(["-s", name, "-c"])
             .arg(cwd)
-            .arg("-x")
-            .arg(width.to_string())
-            .arg("-y")
-            .arg(height.to_string())
-            .arg("--")
+            .args(["-x", &width.to_string(), "-y", &height.to_string(), "--"])
             .args(argv)
             // Chained in the same tmux command so it applies to the new window before the
             // agent can exit: a dead pane stays readable instead of vanishing with its screen.

@@ -4,24 +4,23 @@
 use tokio::time::Instant;
 
 use super::{
-    BUDGET_SENDER, Keeper, NUDGER_SENDER, OWED_RETRY, OWED_SENDER, typed_records, typed_row,
+    BUDGET_SENDER, Keeper, NUDGER_SENDER, OWED_RETRY, OWED_SENDER, Shown, typed_records, typed_row,
 };
 use crate::api::SessionState;
 use crate::budget::{WindowKind, policy};
 use crate::delivery::Action;
 use crate::delivery::gate::Mode;
 use crate::mux::{KeystrokeText, STEP_FLOOR};
-use crate::session::SessionView;
 use crate::session::io::SessionIo;
 use crate::session::state::Attempt;
 use crate::store::{DeliverySource, NudgeState, Record};
 use crate::telemetry::notice::{Notice, NoticeKind};
 
 impl<I: SessionIo> Keeper<I> {
-    pub(super) async fn nudge(&mut self, sid: &str) -> SessionView {
+    pub(super) async fn nudge(&mut self, sid: &str) -> Shown {
         let unanswered = self.sessions.get(sid).map_or(0, |s| s.count.unanswered);
         let Some(text) = self.config.message(unanswered).cloned() else {
-            return self.view(sid, SessionState::Idle, "no nudge message".into());
+            return (SessionState::Idle, "no nudge message".into());
         };
         let outcome = self.io.wake(sid, &text, Mode::Gated).await;
         let done_ms = self.io.now_ms();
@@ -65,7 +64,7 @@ impl<I: SessionIo> Keeper<I> {
         } else {
             SessionState::Nudged
         };
-        self.view(sid, state, "nudged".into())
+        (state, "nudged".into())
     }
 
     /// One nudge for a window near its end with much unused; refused, it is tried again after a
@@ -76,7 +75,7 @@ impl<I: SessionIo> Keeper<I> {
         kind: WindowKind,
         used: f64,
         resets_at_ms: i64,
-    ) -> SessionView {
+    ) -> Shown {
         let local = jiff::tz::TimeZone::system();
         let text = policy::nudge_text(kind, used, resets_at_ms, self.io.now_ms(), &local);
         let outcome = self.io.wake(sid, &text, Mode::Gated).await;
@@ -98,25 +97,21 @@ impl<I: SessionIo> Keeper<I> {
             "budget nudge: a window ends unused"
         );
         let reason = format!("budget nudge ({window} {}% used)", used.round());
-        self.view(sid, SessionState::Nudged, reason)
+        (SessionState::Nudged, reason)
     }
 
     /// A nudge refused (busy marker, cooldown, stale pane) or failed: tried again no sooner
     /// than a base gap, so a broken pane costs one attempt per gap, not one per poll.
-    fn not_typed(&mut self, sid: &str, what: &str, action: Action) -> SessionView {
+    fn not_typed(&mut self, sid: &str, what: &str, action: Action) -> Shown {
         let wait = self.config.schedule.base.max(STEP_FLOOR);
         self.session(sid)
             .retry_in(Attempt::Nudge, Instant::now(), wait);
         let action = action.as_str();
         tracing::debug!(session_id = sid, action, "{what} not typed");
-        self.view(
-            sid,
-            SessionState::Idle,
-            format!("{what} not typed ({action})"),
-        )
+        (SessionState::Idle, format!("{what} not typed ({action})"))
     }
 
-    pub(super) async fn pay_owed(&mut self, sid: &str, mode: Mode, events: u32) -> SessionView {
+    pub(super) async fn pay_owed(&mut self, sid: &str, mode: Mode, events: u32) -> Shown {
         let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
         let done_ms = self.io.now_ms();
         let session = self.session(sid);
@@ -148,6 +143,6 @@ impl<I: SessionIo> Keeper<I> {
             (SessionState::Owed, reason)
         };
         self.io.record(records).await;
-        self.view(sid, state, reason)
+        (state, reason)
     }
 }

@@ -4,11 +4,10 @@
 
 use tokio::time::Instant;
 
-use super::{Keeper, OWED_RETRY, typed_records};
+use super::{Keeper, OWED_RETRY, Shown, typed_records};
 use crate::api::SessionState;
 use crate::claude::limits::Notice;
 use crate::delivery::gate::Mode;
-use crate::session::SessionView;
 use crate::session::decide::RESUME_SETTLE_MS;
 use crate::session::io::SessionIo;
 use crate::session::state::Attempt;
@@ -20,7 +19,7 @@ use crate::telemetry::notice::{Notice as HumanNotice, NoticeKind};
 pub const RESUME_SENDER: &str = "wakebridge-resume";
 
 impl<I: SessionIo> Keeper<I> {
-    pub(super) async fn lift(&mut self, sid: &str) -> SessionView {
+    pub(super) async fn lift(&mut self, sid: &str) -> Shown {
         tracing::info!(
             session_id = sid,
             "the usage limit is no longer on the session's screen; hold lifted"
@@ -31,16 +30,11 @@ impl<I: SessionIo> Keeper<I> {
         self.io
             .record(vec![Record::LimitLifted { session_id }])
             .await;
-        self.view(sid, SessionState::Idle, "limit no longer shown".into())
+        (SessionState::Idle, "limit no longer shown".into())
     }
 
     /// A resume met the limit again and the screen shows its next reset: held for that one.
-    pub(super) async fn met_again(
-        &mut self,
-        sid: &str,
-        notice: Notice,
-        shown: String,
-    ) -> SessionView {
+    pub(super) async fn met_again(&mut self, sid: &str, notice: Notice, shown: String) -> Shown {
         let now_ms = self.io.now_ms();
         let next = LimitSeen::of_notice(sid, notice, LimitSource::Screen, now_ms, true);
         tracing::info!(
@@ -50,10 +44,10 @@ impl<I: SessionIo> Keeper<I> {
         );
         self.io.record(vec![Record::Limited(next)]).await;
         let reason = format!("{shown}; limit met again");
-        self.view(sid, SessionState::Limited, reason)
+        (SessionState::Limited, reason)
     }
 
-    pub(super) async fn give_up(&mut self, sid: &str, shown: String, tries: u32) -> SessionView {
+    pub(super) async fn give_up(&mut self, sid: &str, shown: String, tries: u32) -> Shown {
         tracing::warn!(
             session_id = sid,
             tries,
@@ -65,18 +59,12 @@ impl<I: SessionIo> Keeper<I> {
             .record(vec![Record::ResumeGaveUp { session_id }])
             .await;
         let reason = format!("{shown}; gave up after {tries} resumes");
-        self.view(sid, SessionState::Limited, reason)
+        (SessionState::Limited, reason)
     }
 
     /// Dismisses the limit menu (if open) and types the resume message. A menu that would not
     /// close counts as a try, so `max_tries` bounds the digits typed too.
-    pub(super) async fn resume(
-        &mut self,
-        sid: &str,
-        shown: &str,
-        menu: bool,
-        tries: u32,
-    ) -> SessionView {
+    pub(super) async fn resume(&mut self, sid: &str, shown: &str, menu: bool, tries: u32) -> Shown {
         let settle = std::time::Duration::from_millis(RESUME_SETTLE_MS.unsigned_abs());
         if menu && let Err(error) = self.io.dismiss_limit_menu(sid).await {
             tracing::info!(
@@ -92,7 +80,7 @@ impl<I: SessionIo> Keeper<I> {
             };
             self.io.record(vec![tried]).await;
             let reason = format!("{shown}; limit menu not dismissed ({})", error.kind());
-            return self.view(sid, SessionState::Limited, reason);
+            return (SessionState::Limited, reason);
         }
         let message = self.config.limits.message.clone();
         let outcome = self.io.wake(sid, &message, Mode::Resume).await;
@@ -135,6 +123,6 @@ impl<I: SessionIo> Keeper<I> {
             )
         };
         self.io.record(records).await;
-        self.view(sid, state, reason)
+        (state, reason)
     }
 }

@@ -9,14 +9,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Keeper, OWED_RETRY, taken_key, typed_records};
+use super::{Keeper, OWED_RETRY, Shown, taken_key, typed_records};
 use crate::api::SessionState;
 use crate::delivery::Action;
 use crate::delivery::gate::Mode;
 use crate::mux::KeystrokeText;
 use crate::rewind::restart::Restart;
 use crate::rewind::{self, CLEAR_WAIT, CLEARED_WITHOUT_HOOK};
-use crate::session::SessionView;
 use crate::session::io::SessionIo;
 use crate::session::state::Attempt;
 use crate::store::{Record, RewindOutcome, RewindRow};
@@ -33,12 +32,12 @@ impl<I: SessionIo> Keeper<I> {
         sid: &str,
         pending: &RewindRow,
         detail: String,
-    ) -> SessionView {
+    ) -> Shown {
         tracing::info!(session_id = sid, "automatic rewind skipped: {detail}");
         self.end_rewind(pending, RewindOutcome::Skipped, None, Some(detail))
             .await;
         let reason = format!("rewind ({}) skipped", pending.why.as_str());
-        self.view(sid, SessionState::Idle, reason)
+        (SessionState::Idle, reason)
     }
 
     /// Starts the restart in the background, once (`in_place`: its pane is there, alive or dead).
@@ -48,9 +47,9 @@ impl<I: SessionIo> Keeper<I> {
         target: &PaneTarget,
         pending: &RewindRow,
         in_place: bool,
-    ) -> SessionView {
+    ) -> Shown {
         if !self.rewinds_taken.insert(taken_key(pending)) {
-            return self.view(sid, SessionState::Rewinding, "restarting".into());
+            return (SessionState::Rewinding, "restarting".into());
         }
         tracing::info!(session_id = sid, in_place, "restarting the session's agent");
         let restart = Restart {
@@ -61,7 +60,7 @@ impl<I: SessionIo> Keeper<I> {
             message: self.config.rewind.message.clone(),
         };
         self.io.restart(restart).await;
-        self.view(sid, SessionState::Rewinding, "restarting".into())
+        (SessionState::Rewinding, "restarting".into())
     }
 
     /// `/clear`, the fresh prompt, the message. A session renamed since the rewind was asked
@@ -72,7 +71,7 @@ impl<I: SessionIo> Keeper<I> {
         sid: &str,
         target: &PaneTarget,
         pending: &RewindRow,
-    ) -> SessionView {
+    ) -> Shown {
         let mut new_id = None;
         if pending.session_id == sid {
             // Whoever is on the pane now is not the id the clear gives it.
@@ -104,7 +103,7 @@ impl<I: SessionIo> Keeper<I> {
                     self.session(sid)
                         .retry_in(Attempt::Rewind, Instant::now(), OWED_RETRY);
                     let reason = format!("rewind waiting (/clear not typed: {action})");
-                    return self.view(sid, SessionState::Rewinding, reason);
+                    return (SessionState::Rewinding, reason);
                 }
                 let kind = outcome.error_kind.map(|k| format!(" ({k})"));
                 let detail = format!("/clear not typed: {action}{}", kind.unwrap_or_default());
@@ -140,19 +139,14 @@ impl<I: SessionIo> Keeper<I> {
                 .await;
             (SessionState::Idle, "rewound, prompt not typed".to_owned())
         };
-        self.view(sid, state, reason)
+        (state, reason)
     }
 
-    async fn rewind_failed(
-        &mut self,
-        sid: &str,
-        pending: &RewindRow,
-        detail: String,
-    ) -> SessionView {
+    async fn rewind_failed(&mut self, sid: &str, pending: &RewindRow, detail: String) -> Shown {
         tracing::warn!(session_id = sid, "rewind failed: {detail}");
         self.end_rewind(pending, RewindOutcome::Failed, None, Some(detail))
             .await;
-        self.view(sid, SessionState::Idle, "rewind failed".into())
+        (SessionState::Idle, "rewind failed".into())
     }
 
     /// Waits (up to [`CLEAR_WAIT`]) for the clear to show: the pane mapped under a new id
