@@ -244,14 +244,14 @@ impl Writer {
                     tracing::info!("the ledger records spool rounds again");
                     self.ledger_failing = false;
                 }
-                self.write_shares(shares, Some(ids));
+                self.write_recorded(shares, ids);
             }
             Err(e) => {
                 if !self.ledger_failing {
                     tracing::warn!(error = %e, "the ledger cannot record spool rounds; syncing session files one by one until it can (a redelivery after a crash may then be spooled twice)");
                     self.ledger_failing = true;
                 }
-                self.write_shares(shares, None);
+                self.write_synced(shares);
             }
         }
         if self.cache.len() > self.max_cached {
@@ -341,61 +341,68 @@ impl Writer {
         }
     }
 
-    /// Writes each share and answers with its rows. A share of a recorded round (`ids`) that
-    /// cannot be written is cut back and taken out of the ledger; without the ledger (`None`)
-    /// each share is fsynced by itself.
-    fn write_shares(&mut self, shares: Vec<Share>, ids: Option<Vec<RoundIds>>) {
-        let mut ids = ids.map(Vec::into_iter);
+    /// Writes each share of a recorded round and answers with its rows; a share that cannot be
+    /// written is cut back and taken out of the ledger.
+    fn write_recorded(&mut self, shares: Vec<Share>, ids: Vec<RoundIds>) {
         let mut written_to = None;
-        for share in shares {
-            let row = ids.as_mut().and_then(Iterator::next);
-            let written = share
+        for (share, ids) in shares.into_iter().zip(ids) {
+            match share
                 .prepared
                 .write(&self.wake_dir, &share.sid, &share.bytes)
-                .and_then(|spool| match row {
-                    Some(_) => Ok(spool),
-                    None => spool.file.sync_data().map(|()| spool).map_err(|e| {
-                        io_error(
-                            &share.sid,
-                            &files::spool_path(&self.wake_dir, &share.sid),
-                            e,
-                        )
-                    }),
-                });
-            let spool = match written {
-                Ok(spool) => spool,
+            {
+                Ok(spool) => {
+                    written_to = written_to.max(Some(ids.pending));
+                    lock(&self.shared.checkpoint)
+                        .dirty
+                        .entry((spool.dev, spool.ino))
+                        .or_insert_with(|| spool.file.clone());
+                    self.cache
+                        .insert(share.sid.clone(), (spool, Instant::now()));
+                    for (p, id) in share.pending.into_iter().zip(ids.deliveries) {
+                        p.answer(Ok(Some(id)));
+                    }
+                }
                 Err(e) => {
                     self.cache.remove(&share.sid);
-                    match row {
-                        Some(row) => {
-                            if let Err(forget) = self.store.forget_share(&share.sid, row) {
-                                tracing::warn!(error = %forget, session_id = %share.sid, "could not take a refused spool append out of the ledger; a restart may add its lines after all");
-                            }
-                        }
-                        None => share.prepared.undo(),
+                    if let Err(forget) = self.store.forget_share(&share.sid, ids) {
+                        tracing::warn!(error = %forget, session_id = %share.sid, "could not take a refused spool append out of the ledger; a restart may add its lines after all");
                     }
                     answer_all(share.pending, &Err(e));
-                    continue;
                 }
-            };
-            self.cache
-                .insert(share.sid.clone(), (spool.clone(), Instant::now()));
-            let Some(row) = row else {
-                answer_all(share.pending, &Ok(None));
-                continue;
-            };
-            written_to = written_to.max(Some(row.pending));
-            lock(&self.shared.checkpoint)
-                .dirty
-                .entry((spool.dev, spool.ino))
-                .or_insert(spool.file);
-            for (p, id) in share.pending.into_iter().zip(row.deliveries) {
-                p.answer(Ok(Some(id)));
             }
         }
         if let Some(upto) = written_to {
             let mut checkpoint = lock(&self.shared.checkpoint);
             checkpoint.written_to = checkpoint.written_to.max(upto);
+        }
+    }
+
+    /// The ledger could not take the round: each share is written and fsynced by itself.
+    fn write_synced(&mut self, shares: Vec<Share>) {
+        for share in shares {
+            let path = files::spool_path(&self.wake_dir, &share.sid);
+            let written = share
+                .prepared
+                .write(&self.wake_dir, &share.sid, &share.bytes)
+                .and_then(|spool| {
+                    spool
+                        .file
+                        .sync_data()
+                        .map(|()| spool)
+                        .map_err(|e| io_error(&share.sid, &path, e))
+                });
+            match written {
+                Ok(spool) => {
+                    self.cache
+                        .insert(share.sid.clone(), (spool, Instant::now()));
+                    answer_all(share.pending, &Ok(None));
+                }
+                Err(e) => {
+                    share.prepared.undo();
+                    self.cache.remove(&share.sid);
+                    answer_all(share.pending, &Err(e));
+                }
+            }
         }
     }
 
