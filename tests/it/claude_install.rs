@@ -142,18 +142,7 @@ impl Machine {
         let mut sh = Command::new("sh");
         sh.arg("-c").arg(&command).env_clear().envs(self.env());
         let started = Instant::now();
-        let mut child = sh
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("sh");
-        {
-            use std::io::Write;
-            let mut stdin = child.stdin.take().expect("stdin");
-            stdin.write_all(payload.as_bytes()).expect("payload");
-        }
-        let out = child.wait_with_output().expect("status line");
+        let out = common::harness::fed(sh, payload);
         assert!(out.status.success(), "{command}");
         (
             String::from_utf8_lossy(&out.stdout).into_owned(),
