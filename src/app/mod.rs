@@ -126,7 +126,6 @@ impl App {
         for warning in &config.warnings {
             tracing::warn!("{warning}");
         }
-        crate::telemetry::handle();
         crate::telemetry::start_at_zero(
             <Action as strum::IntoEnumIterator>::iter().map(Action::as_str),
             crate::http::ApiError::reasons(),

@@ -1,7 +1,6 @@
-//! `GET /sessions` (every known session) and `GET /metrics` (the recorder's counters and gauges
+//! `GET /sessions` (every known session) and `GET /metrics` (telemetry's counters and the gauges
 //! computed at scrape time, none per session).
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Json;
@@ -17,6 +16,7 @@ use crate::budget::WindowKind;
 use crate::http::AppState;
 use crate::http::status::{self, SpoolDetail};
 use crate::store::RewindOutcome;
+use crate::telemetry::Exposition;
 
 /// Reads panes.json, markers, spools and the ledger: off the request threads.
 async fn snapshot(app: Arc<AppState>, detail: SpoolDetail) -> Result<Vec<SessionStatus>, ApiError> {
@@ -78,8 +78,9 @@ pub async fn metrics(
     })
     .await?;
     let sessions = snapshot(app, SpoolDetail::Bytes).await?;
-    let mut text = crate::telemetry::handle().render();
+    let mut text = String::new();
     let mut out = Exposition(&mut text);
+    crate::telemetry::render(&mut out);
     out.labelled(
         "wakebridge_build_info",
         "gauge",
@@ -219,39 +220,4 @@ pub async fn metrics(
         ],
     );
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
-}
-
-/// Prometheus text lines for the series computed at scrape time. Label values are fixed short
-/// words (never ids or paths), so nothing needs escaping.
-struct Exposition<'a>(&'a mut String);
-
-impl Exposition<'_> {
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = writeln!(self.0, "# HELP {name} {help}");
-        let _ = writeln!(self.0, "# TYPE {name} {kind}");
-    }
-
-    /// A family with one sample per value of its one label.
-    fn labelled<'v, V: std::fmt::Display>(
-        &mut self,
-        name: &str,
-        kind: &str,
-        help: &str,
-        label: &str,
-        samples: impl IntoIterator<Item = (&'v str, V)>,
-    ) {
-        self.family(name, kind, help);
-        for (value, count) in samples {
-            let _ = writeln!(self.0, "{name}{{{label}=\"{value}\"}} {count}");
-        }
-    }
-
-    fn gauge(&mut self, name: &str, help: &str, value: u64) {
-        self.one(name, "gauge", help, value);
-    }
-
-    fn one(&mut self, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
-        self.family(name, kind, help);
-        let _ = writeln!(self.0, "{name} {value}");
-    }
 }
