@@ -1,17 +1,32 @@
-//! Links the binary with packed relative relocations (`DT_RELR`) where the C library that will
-//! load it understands them: the relocation table shrinks from ~350 KB to ~4 KB, and the daemon
-//! at rest holds ~0.3 MB less of its image (docs/benchmarks.md, "Memory"). glibc reads `DT_RELR`
-//! from 2.36 on; a binary linked so for an older one would not start, so the flag is given only
-//! when building for this very machine and its glibc is new enough. A linker without the option
-//! ignores it with a warning.
+//! Two link choices that make every start of the binary cheaper (`wakebridge hook` runs on each
+//! tool call of each session; docs/benchmarks.md, "CLI verbs"), taken only when building for
+//! this very machine with glibc, where they can be checked:
+//!
+//! - **Packed relative relocations** (`DT_RELR`): the relocation table shrinks from ~350 KB to
+//!   ~4 KB, and the daemon at rest holds ~0.3 MB less of its image. glibc reads them from 2.36
+//!   on; a binary linked so for an older one would not start. A linker without the option
+//!   ignores it with a warning.
+//! - **The unwinder linked in** (`libgcc_eh`, what `gcc -static-libgcc` does): without it the
+//!   loader maps `libgcc_s.so`, whose constructor probes the CPU; a virtual machine traps each
+//!   probe, ~0.2 ms a start. Only when the C compiler that links has the archive.
+
+use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let var = |name: &str| std::env::var(name).unwrap_or_default();
     let native = var("HOST") == var("TARGET");
     let gnu_linux = var("CARGO_CFG_TARGET_OS") == "linux" && var("CARGO_CFG_TARGET_ENV") == "gnu";
-    if native && gnu_linux && glibc_reads_relr() {
+    if !(native && gnu_linux) {
+        return;
+    }
+    if glibc_reads_relr() {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    }
+    if linker_has("libgcc_eh.a") {
+        // Not bundled into the rlib: the final link puts it ahead of std's `-lgcc_s`, which
+        // `--as-needed` then leaves out.
+        println!("cargo:rustc-link-lib=static:-bundle=gcc_eh");
     }
 }
 
@@ -36,4 +51,16 @@ fn glibc_reads_relr() -> bool {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn glibc_reads_relr() -> bool {
     false
+}
+
+/// Whether `cc` (rustc's default linker driver) finds `file` in its own library dirs: it
+/// prints the bare name back when it does not.
+fn linker_has(file: &str) -> bool {
+    Command::new("cc")
+        .arg(format!("-print-file-name={file}"))
+        .output()
+        .is_ok_and(|out| {
+            let path = String::from_utf8_lossy(&out.stdout);
+            out.status.success() && std::path::Path::new(path.trim()).is_absolute()
+        })
 }
