@@ -393,12 +393,11 @@ async fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceErr
     for command in &after {
         manager::run(command).await?;
     }
+    // The path as `install` and the daemon read it: trimmed, and none when empty.
     let configured = config::load_settings(None, env)
         .ok()
-        .map(|s| s.bridge.secret_file);
-    let configured = configured
-        .filter(|s| !s.trim().is_empty())
-        .map(PathBuf::from);
+        .map(|s| PathBuf::from(s.bridge.secret_file.trim()))
+        .filter(|path| !path.as_os_str().is_empty());
     for secret in std::iter::once(locations.default_secret).chain(configured) {
         if secret.exists() {
             let secret = secret.display();
