@@ -314,6 +314,32 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn without_the_ledger_each_line_is_still_written_synced_and_answered() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let wake = tmp.path().join("wake");
+        prepare_wake_dir(&wake).expect("wake dir");
+        let db = tmp.path().join("ledger.db");
+        let store = Store::open(&db).expect("ledger");
+        let spool = Spool::open(wake.clone(), store, SpoolOptions::default()).expect("open");
+        let first = spool
+            .append(&sid("t"), "{\"n\": 1}\n".into(), row("t"))
+            .await;
+        assert!(matches!(first, Ok(Some(_))), "recorded: {first:?}");
+        // The ledger breaks under the spool: the table its rounds go to is gone.
+        rusqlite::Connection::open(&db)
+            .and_then(|c| c.execute_batch("DROP TABLE spool_pending"))
+            .expect("drop the rounds' table");
+        for n in 2..=3 {
+            let line = format!("{{\"n\": {n}}}\n");
+            let answer = spool.append(&sid("t"), line, row("t")).await;
+            // Written and synced file by file, with no ledger row to answer with.
+            assert!(matches!(answer, Ok(None)), "line {n}: {answer:?}");
+        }
+        let text = std::fs::read_to_string(wake.join("t.jsonl")).expect("read");
+        assert_eq!(text, "{\"n\": 1}\n{\"n\": 2}\n{\"n\": 3}\n");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn concurrent_appends_are_batched_without_tearing() {
         let tmp = tempfile::tempdir().expect("tempdir");
