@@ -4,16 +4,18 @@
 //!
 //! - **Packed relative relocations** (`DT_RELR`): the relocation table shrinks from ~350 KB to
 //!   ~4 KB, and the daemon at rest holds ~0.3 MB less of its image. glibc reads them from 2.36
-//!   on; a binary linked so for an older one would not start. A linker without the option
-//!   ignores it with a warning.
+//!   on, so only when this machine's is that new, and the binary then needs it where it runs
+//!   (it names the `GLIBC_ABI_DT_RELR` version; an older glibc refuses to load it). A linker
+//!   without the option ignores it with a warning.
 //! - **The unwinder linked in** (`libgcc_eh`, what `gcc -static-libgcc` does): without it the
 //!   loader maps `libgcc_s.so`, whose constructor probes the CPU; a virtual machine traps each
-//!   probe, ~0.2 ms a start. Only when the C compiler that links has the archive.
+//!   probe, ~0.2 ms a start. Only when the linker driver has the archive.
 
 use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let var = |name: &str| std::env::var(name).unwrap_or_default();
     let native = var("HOST") == var("TARGET");
     let gnu_linux = var("CARGO_CFG_TARGET_OS") == "linux" && var("CARGO_CFG_TARGET_ENV") == "gnu";
@@ -53,10 +55,11 @@ fn glibc_reads_relr() -> bool {
     false
 }
 
-/// Whether `cc` (rustc's default linker driver) finds `file` in its own library dirs: it
-/// prints the bare name back when it does not.
+/// Whether the linker driver (the configured one, else rustc's default `cc`) finds `file` in
+/// its own library dirs: gcc and clang print the bare name back when they do not.
 fn linker_has(file: &str) -> bool {
-    Command::new("cc")
+    let linker = std::env::var("RUSTC_LINKER").unwrap_or_else(|_| "cc".into());
+    Command::new(linker)
         .arg(format!("-print-file-name={file}"))
         .output()
         .is_ok_and(|out| {
