@@ -52,6 +52,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   int runs = atoi(argv[1]), warmup = atoi(argv[2]), commands = argc - 4;
+  if (runs < 1 || warmup < 0 || access(argv[3], R_OK) != 0) {
+    fprintf(stderr, "RUNS must be 1 or more, WARMUP 0 or more, and %s readable\n", argv[3]);
+    return 2;
+  }
   double *times = malloc(sizeof(double) * runs * commands);
   for (int round = -warmup; round < runs; round++)
     for (int c = 0; c < commands; c++) {

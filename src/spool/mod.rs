@@ -315,7 +315,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn without_the_ledger_each_line_is_still_written_synced_and_answered() {
+    async fn without_the_ledger_each_line_is_still_written_and_answered() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let wake = tmp.path().join("wake");
         prepare_wake_dir(&wake).expect("wake dir");

@@ -169,7 +169,7 @@ pub fn start_at_zero(
 }
 
 /// Writes the counters and the `/hook` histogram.
-pub fn render(out: &mut Exposition) {
+pub(crate) fn render(out: &mut Exposition) {
     registry(|r| {
         for (name, help, [label, other]) in FAMILIES {
             out.family(name, "counter", help);
@@ -187,7 +187,7 @@ pub fn render(out: &mut Exposition) {
 
 /// Prometheus text lines. Label values are fixed short words (never ids or paths), so nothing
 /// needs escaping.
-pub struct Exposition<'a>(pub &'a mut String);
+pub(crate) struct Exposition<'a>(pub &'a mut String);
 
 impl Exposition<'_> {
     pub fn family(&mut self, name: &str, kind: &str, help: &str) {
