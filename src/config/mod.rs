@@ -429,7 +429,7 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
     };
 
     // The reference variable wins; the file's path must be absolute either way.
-    let secret_file = match b.secret_file.trim() {
+    let secret_file = match b.secret_file.as_str() {
         "" => None,
         set => Some(absolute(
             set,

@@ -97,6 +97,8 @@ pub struct BridgeSettings {
     pub hook_url: String,
     pub bind: String,
     pub allowed_hosts: Vec<String>,
+    /// Trimmed once here, so the daemon, `service install` and `uninstall` read one path.
+    #[serde(deserialize_with = "trimmed")]
     pub secret_file: String,
     pub scope: String,
 }
@@ -208,6 +210,10 @@ pub struct ContextThresholdSettings {
 pub struct ContextLevelSettings {
     pub percent: f64,
     pub message: String,
+}
+
+fn trimmed<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    String::deserialize(deserializer).map(|text| text.trim().to_string())
 }
 
 /// A setting the reference's rules check later (a port, seconds), as a number or as text.

@@ -177,7 +177,7 @@ async fn install(
     // the installer's AGENT_EVENT_BUS_BRIDGE_SECRET when it has one). A configured file was read
     // by resolve() already; one left by an earlier install must not be dropped silently (that
     // would turn signature checks off).
-    let configured = Some(config.settings.bridge.secret_file.trim())
+    let configured = Some(config.settings.bridge.secret_file.as_str())
         .filter(|s| !s.is_empty())
         .map(PathBuf::from);
     let secret_file = configured
@@ -393,10 +393,9 @@ async fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceErr
     for command in &after {
         manager::run(command).await?;
     }
-    // The path as `install` and the daemon read it: trimmed, and none when empty.
     let configured = config::load_settings(None, env)
         .ok()
-        .map(|s| PathBuf::from(s.bridge.secret_file.trim()))
+        .map(|s| PathBuf::from(s.bridge.secret_file))
         .filter(|path| !path.as_os_str().is_empty());
     for secret in std::iter::once(locations.default_secret).chain(configured) {
         if secret.exists() {
