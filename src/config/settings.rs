@@ -216,18 +216,28 @@ fn trimmed<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, 
     String::deserialize(deserializer).map(|text| text.trim().to_string())
 }
 
-/// A setting the reference's rules check later (a port, seconds), as a number or as text.
+/// A setting the reference's rules check later (a port, seconds), as a number or as text. A
+/// visitor, not an untagged enum: that one formats an error for each form it tries first, on
+/// every start of every verb (`wakebridge hook` included).
 fn text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Written {
-        Text(String),
-        Integer(i64),
-        Float(f64),
+    struct Text;
+    impl serde::de::Visitor<'_> for Text {
+        type Value = String;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("text or a number")
+        }
+        fn visit_str<E>(self, v: &str) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
     }
-    Ok(match Written::deserialize(deserializer)? {
-        Written::Text(text) => text,
-        Written::Integer(n) => n.to_string(),
-        Written::Float(x) => x.to_string(),
-    })
+    deserializer.deserialize_any(Text)
 }
