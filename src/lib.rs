@@ -64,6 +64,14 @@ pub mod telemetry;
 pub mod wakedir;
 pub mod wire;
 
+/// An outbound HTTP client answering within `timeout`. TLS (an https notify hook or bus) runs on
+/// rustls with ring, installed here as the process's provider before the first client needs it.
+pub(crate) fn http_client(timeout: std::time::Duration) -> reqwest::Result<reqwest::Client> {
+    // Already installed (by an earlier client) is as good.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().timeout(timeout).build()
+}
+
 /// Locks `mutex` through poisoning: a thread panicked mid-update, but the state is usable.
 pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex

@@ -139,10 +139,7 @@ impl BusClient {
         if parsed.host_str().is_none_or(str::is_empty) {
             return Err(invalid(UrlProblem::NoHost));
         }
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .map_err(BusError::Client)?;
+        let http = crate::http_client(timeout).map_err(BusError::Client)?;
         Ok(Self { url: parsed, http })
     }
 

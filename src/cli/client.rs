@@ -153,7 +153,7 @@ impl<'a> Daemon<'a> {
     }
 
     async fn request(&self, method: Method, route: &str, body: Option<Value>) -> Answer {
-        let client = reqwest::Client::builder().timeout(CALL_TIMEOUT).build();
+        let client = crate::http_client(CALL_TIMEOUT);
         let url = format!("{}{route}", self.base);
         let mut request = client.map_err(CallError::Client)?.request(method, &url);
         if let Some(secret) = &self.config.secret {

@@ -29,7 +29,7 @@ pub async fn run(
 ) {
     let mut limit = RateLimit::new(config.min_gap, config.max_per_hour);
     let warnings = Warnings::default();
-    let http = reqwest::Client::builder().timeout(SEND_BUDGET).build();
+    let http = crate::http_client(SEND_BUDGET);
     let bus = config
         .bus
         .then(|| BusClient::with_timeout(&bus_url, SEND_BUDGET))

@@ -322,7 +322,7 @@ fn registered_words(health: &Health) -> &'static str {
 /// What `/health` at `url` says, without the bearer: it needs none, and `status` asks it while
 /// the configuration (and so the secret) may not resolve.
 async fn health(url: &str) -> Result<Health, String> {
-    let client = reqwest::Client::builder().timeout(HEALTH_TIMEOUT).build();
+    let client = crate::http_client(HEALTH_TIMEOUT);
     let answer = client
         .map_err(|e| e.to_string())?
         .get(format!("{url}/health"))
