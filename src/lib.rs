@@ -9,7 +9,7 @@
 //!
 //! ```text
 //! edges: where work starts
-//!   main.rs        the binary: calls cli::main, nothing else
+//!   main.rs        the binary: calls cli::main, and answers libm's `pow`
 //!   cli/           clap types and dispatch, one file per verb family
 //!   app/           App::build and App::run: locks, listener, background tasks, shutdown
 //!   http/          router, guards, the one status mapping, one file per route family
