@@ -68,8 +68,12 @@ pub fn set_busy(wake_dir: &Path, session_id: &str) -> Result<(), MarkerError> {
         .create(true)
         .open(&path)
         .map_err(write_err)?;
-    file.set_permissions(Permissions::from_mode(private_fs::FILE_MODE))
-        .map_err(write_err)?;
+    // An existing marker is narrowed too, with an `fchmod` only when its mode differs (this runs
+    // on every tool call, and the `fchmod` writes the inode as `set_modified` does).
+    if file.metadata().map_err(write_err)?.permissions().mode() & 0o7777 != private_fs::FILE_MODE {
+        file.set_permissions(Permissions::from_mode(private_fs::FILE_MODE))
+            .map_err(write_err)?;
+    }
     // Opening an existing file does not bump its mtime, and the mtime is the freshness signal.
     file.set_modified(SystemTime::now()).map_err(write_err)?;
     Ok(())
@@ -151,5 +155,25 @@ mod tests {
             Some(PathBuf::from("/w/sid-1.busy"))
         );
         assert!(marker_path(dir, "foo.bar").is_ok(), "dots inside are fine");
+    }
+
+    #[test]
+    fn an_existing_marker_is_narrowed_and_its_mtime_bumped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("sid-1.busy");
+        std::fs::write(&path, b"").unwrap();
+        std::fs::set_permissions(&path, Permissions::from_mode(0o644)).unwrap();
+        let old = SystemTime::now() - Duration::from_secs(600);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        set_busy(tmp.path(), "sid-1").unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, private_fs::FILE_MODE);
+        assert!(meta.modified().unwrap() > old + Duration::from_secs(300));
+        assert!(is_busy(tmp.path(), "sid-1", 60.0));
     }
 }
