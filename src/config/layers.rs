@@ -5,8 +5,15 @@ use std::sync::LazyLock;
 
 use super::{ConfigError, DEFAULT_TOML, ENV_PREFIX};
 
-static DEFAULTS: LazyLock<toml::Table> =
-    LazyLock::new(|| toml::from_str(DEFAULT_TOML).unwrap_or_default());
+/// Parsed without the file's comment lines, two thirds of it: every verb (every hook) parses the
+/// defaults at start, and the parser checks comments character by character.
+static DEFAULTS: LazyLock<toml::Table> = LazyLock::new(|| {
+    let bare: String = (DEFAULT_TOML.lines())
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .flat_map(|line| [line, "\n"])
+        .collect();
+    toml::from_str(&bare).unwrap_or_default()
+});
 
 pub fn defaults() -> &'static toml::Table {
     &DEFAULTS
@@ -105,6 +112,13 @@ fn set(table: &mut toml::Table, path: &[String], value: toml::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_defaults_without_comment_lines_are_the_whole_file() {
+        let whole: toml::Table = toml::from_str(DEFAULT_TOML).expect("config/default.toml");
+        assert!(whole.contains_key("bridge"));
+        assert_eq!(defaults(), &whole);
+    }
 
     #[test]
     fn a_file_overrides_key_by_key_and_variables_come_last() {

@@ -117,11 +117,12 @@ pub(super) fn variable_of(path: &str) -> String {
 
 /// Refuses a `WAKEBRIDGE_*` variable that names no setting, with the nearest valid one.
 pub fn check_env<'a>(vars: impl IntoIterator<Item = &'a str>) -> Result<(), ConfigError> {
-    let known = &*KNOWN;
     for var in vars {
         let Some(path) = setting_of(var) else {
             continue;
         };
+        // Built on the first variable: most starts (every hook) have none.
+        let known = &*KNOWN;
         if known.is_setting(&path) {
             continue;
         }
