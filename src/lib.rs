@@ -66,6 +66,7 @@ pub mod wire;
 
 /// An outbound HTTP client answering within `timeout`. TLS (an https notify hook or bus) runs on
 /// rustls with ring, installed here as the process's provider before the first client needs it.
+#[allow(clippy::disallowed_methods)] // the one place allowed to (clippy.toml)
 pub(crate) fn http_client(timeout: std::time::Duration) -> reqwest::Result<reqwest::Client> {
     // Already installed (by an earlier client) is as good.
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -3,7 +3,13 @@
 
 // A test's helpers may unwrap and panic: a failure is a failed test with its location. (The
 // crate's lints forbid both in production code; clippy.toml exempts #[test] fns, this the rest.)
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Its own HTTP clients have reqwest's fallback TLS provider, which `http_client` is for.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)]
 
 mod common;
 
