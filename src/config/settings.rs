@@ -232,9 +232,6 @@ fn text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::
         fn visit_i64<E>(self, v: i64) -> Result<String, E> {
             Ok(v.to_string())
         }
-        fn visit_u64<E>(self, v: u64) -> Result<String, E> {
-            Ok(v.to_string())
-        }
         fn visit_f64<E>(self, v: f64) -> Result<String, E> {
             Ok(v.to_string())
         }
