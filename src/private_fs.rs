@@ -10,15 +10,17 @@ use std::path::{Path, PathBuf};
 pub const FILE_MODE: u32 = 0o600;
 pub const DIR_MODE: u32 = 0o700;
 
-/// `mkdir -p dir`, then narrow it to [`DIR_MODE`] whatever mode it had. The `chmod` only when
-/// the mode differs: `wakebridge hook` passes here on every tool call, and a `chmod` writes the
-/// inode even when nothing changes.
+/// `mkdir -p dir`, then narrow it to [`DIR_MODE`] whatever mode it had. One `stat` when it is
+/// already so: `wakebridge hook` passes here on every tool call, and a `chmod` writes the inode
+/// even when nothing changes.
 pub fn ensure_dir(dir: &Path) -> io::Result<()> {
-    create_dir(dir)?;
-    if std::fs::metadata(dir)?.permissions().mode() & 0o7777 == DIR_MODE {
-        return Ok(());
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() && meta.permissions().mode() & 0o7777 == DIR_MODE => Ok(()),
+        _ => {
+            create_dir(dir)?;
+            std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
+        }
     }
-    std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
 }
 
 /// `mkdir -p dir` with [`DIR_MODE`] for what it creates; an existing one keeps its mode.
