@@ -269,20 +269,14 @@ fn pay_on_stop(input: &HookInput, env: &Env, ledger: &Path) -> bool {
         .is_ok_and(|events| events > 0)
 }
 
-/// `--print-settings`: the configuration plays no part in the snippet.
-fn print_settings() -> ExitCode {
-    let _ = std::io::stdout()
-        .lock()
-        .write_all(settings_text().as_bytes());
-    ExitCode::SUCCESS
-}
-
 /// `wakebridge hook` against the real stdin, environment and stderr. Always exits 0. Every
 /// outcome is recorded in the ledger on the action thread, inside the same overall budget; usage
 /// limits only with `[limits] enabled`.
 pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
+    // `--print-settings`: the configuration plays no part in the snippet.
     if args.print_settings {
-        return print_settings();
+        let _ = std::io::stdout().write_all(settings_text().as_bytes());
+        return ExitCode::SUCCESS;
     }
     let started = Instant::now();
     let report = |message: &str| {
@@ -347,9 +341,6 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
 /// would (`--help`, a repeated or unknown flag, a missing, empty or dash-led value, non-UTF-8).
 pub fn fast_main(args: &[std::ffi::OsString]) -> Option<ExitCode> {
     let (hook_args, config) = parse_own_flags(args)?;
-    if hook_args.print_settings {
-        return Some(print_settings());
-    }
     let wake_dir = hook_args.wake_dir.as_deref();
     Some(run(&hook_args, super::resolve(config, wake_dir)))
 }
