@@ -202,22 +202,17 @@ impl Deliverer {
         outcome: &GateOutcome,
         spool_time: Duration,
     ) {
+        let row = settled(row, outcome, Some(spool_time));
         let Some(delivery_id) = delivery_id else {
-            return self.record_row(row, outcome, Some(spool_time)).await;
+            return self.record_row(row, outcome).await;
         };
         if outcome.action == Action::Spool {
             return;
         }
-        let mut records = vec![Record::Outcome {
-            delivery_id,
-            action: outcome.action.as_str().to_string(),
-            spool_us: Some(micros(spool_time)),
-            inject_us: inject_us(outcome),
-            error_kind: outcome.error_kind.map(str::to_string),
-            owed: outcome.action.owes(),
-        }];
-        records.extend(wake_record(&row.target_session, outcome));
-        records.extend(payment(&row.target_session, outcome));
+        let sid = row.target_session.clone();
+        let mut records = vec![Record::Outcome { delivery_id, row }];
+        records.extend(wake_record(&sid, outcome));
+        records.extend(payment(&sid, outcome));
         if let Err(e) = self.store.record_all(records).await {
             tracing::warn!(error = %e, "could not record a delivery's outcome in the ledger");
         }
@@ -225,22 +220,12 @@ impl Deliverer {
 
     pub async fn record(&self, source: DeliverySource, sid: &str, outcome: &GateOutcome) {
         let row = delivery_row(source, None, sid, outcome.action);
-        self.record_row(row, outcome, None).await;
+        self.record_row(settled(row, outcome, None), outcome).await;
     }
 
     /// Writes an outcome that has no row yet. The delivery row is queued without waiting; a wake
     /// row is awaited, because a restart must not reopen that session's cooldown.
-    async fn record_row(
-        &self,
-        mut row: Delivery,
-        outcome: &GateOutcome,
-        spool_time: Option<Duration>,
-    ) {
-        row.action = outcome.action.as_str().to_string();
-        row.spool_us = spool_time.map(micros);
-        row.inject_us = inject_us(outcome);
-        row.error_kind = outcome.error_kind.map(str::to_string);
-        row.owed = row.source == DeliverySource::Hook && outcome.action.owes();
+    async fn record_row(&self, row: Delivery, outcome: &GateOutcome) {
         let wake = wake_record(&row.target_session, outcome);
         let paid = (row.source == DeliverySource::Hook)
             .then(|| payment(&row.target_session, outcome))
@@ -255,6 +240,17 @@ impl Deliverer {
             tracing::warn!(error = %e, "could not record a wake in the ledger");
         }
     }
+}
+
+/// `row` with the gate's answer: its action, timings and error kind, and whether a wake owes it
+/// (only a bus event can be owed).
+fn settled(mut row: Delivery, outcome: &GateOutcome, spool_time: Option<Duration>) -> Delivery {
+    row.action = outcome.action.as_str().to_string();
+    row.spool_us = spool_time.map(micros);
+    row.inject_us = inject_us(outcome);
+    row.error_kind = outcome.error_kind.map(str::to_string);
+    row.owed = row.source == DeliverySource::Hook && outcome.action.owes();
+    row
 }
 
 /// A delivery row as it starts: who, what, for whom, and the action so far.

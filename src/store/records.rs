@@ -4,6 +4,7 @@
 
 use super::LimitSeen;
 use crate::claude::inbox::Inbox;
+use rusqlite::types::FromSql;
 use rusqlite::{Connection, Params, ToSql, params};
 use strum::{EnumIter, EnumString, IntoStaticStr};
 
@@ -85,14 +86,11 @@ pub struct NudgeState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Delivery(Delivery),
-    /// The gate's answer for a delivery recorded with its spool round (provisional `spool`).
+    /// The gate's answer for a delivery recorded with its spool round (provisional `spool`):
+    /// `row`'s action, timings, error kind and `owed` replace the stored ones.
     Outcome {
         delivery_id: i64,
-        action: String,
-        spool_us: Option<u64>,
-        inject_us: Option<u64>,
-        error_kind: Option<String>,
-        owed: bool,
+        row: Delivery,
     },
     SessionSeen(SessionSeen),
     Nudge(NudgeState),
@@ -239,6 +237,17 @@ pub(super) fn exec(conn: &Connection, sql: &str, params: impl Params) -> rusqlit
     conn.prepare_cached(sql)?.execute(params)
 }
 
+/// The rows of `sql`, a query of two columns, as pairs.
+pub(super) fn pairs<A: FromSql, B: FromSql, C: FromIterator<(A, B)>>(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+) -> rusqlite::Result<C> {
+    conn.prepare_cached(sql)?
+        .query_map(params, |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect()
+}
+
 pub(super) fn insert_delivery(conn: &Connection, d: &Delivery) -> rusqlite::Result<i64> {
     exec(
         conn,
@@ -290,23 +299,16 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             let id = insert_delivery(conn, d)?;
             note_latest(conn, &d.target_session, id, d.at_ms)
         }
-        Record::Outcome {
-            delivery_id,
-            action,
-            spool_us,
-            inject_us,
-            error_kind,
-            owed,
-        } => exec(
+        Record::Outcome { delivery_id, row } => exec(
             "UPDATE deliveries SET action = ?2, spool_us = ?3, inject_us = ?4, \
              error_kind = ?5, owed = ?6 WHERE id = ?1",
             params![
                 delivery_id,
-                action,
-                micros(*spool_us),
-                micros(*inject_us),
-                error_kind,
-                owed,
+                row.action,
+                micros(row.spool_us),
+                micros(row.inject_us),
+                row.error_kind,
+                row.owed,
             ],
         ),
         Record::SessionSeen(s) => exec(
