@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{Connection, params};
 
-use super::records::exec;
+use super::records::{exec, pairs};
 use super::{Store, StoreError};
 use crate::api::{TextKind, Today};
 
@@ -44,35 +44,24 @@ pub(super) fn apply(conn: &Connection, caused: &Caused) -> rusqlite::Result<usiz
 impl Store {
     /// Tokens caused by kind since the ledger began, every kind present (at 0 when none).
     pub fn caused_totals(&self) -> Result<BTreeMap<TextKind, u64>, StoreError> {
-        self.read(|conn| {
-            let mut totals: BTreeMap<TextKind, u64> = <TextKind as strum::IntoEnumIterator>::iter()
-                .map(|k| (k, 0))
-                .collect();
-            let mut stmt =
-                conn.prepare_cached("SELECT kind, sum(tokens) FROM caused GROUP BY kind")?;
-            let rows = stmt.query_map([], |row| {
-                // The table's CHECK admits only the kinds; an unknown word cannot be read back.
-                let kind = row.get::<_, String>(0)?.parse().unwrap_or(TextKind::Wake);
-                Ok((kind, row.get::<_, i64>(1)?))
-            })?;
-            for row in rows {
-                let (kind, tokens) = row?;
-                totals.insert(kind, u64::try_from(tokens).unwrap_or(0));
-            }
-            Ok(totals)
-        })
+        let sql = "SELECT kind, sum(tokens) FROM caused GROUP BY kind";
+        let sums: Vec<(String, i64)> = self.read(|conn| pairs(conn, sql, []))?;
+        let mut totals: BTreeMap<TextKind, u64> = <TextKind as strum::IntoEnumIterator>::iter()
+            .map(|k| (k, 0))
+            .collect();
+        for (kind, tokens) in sums {
+            // The table's CHECK admits only the kinds; an unknown word cannot be read back.
+            let kind = kind.parse().unwrap_or(TextKind::Wake);
+            totals.insert(kind, u64::try_from(tokens).unwrap_or(0));
+        }
+        Ok(totals)
     }
 
     /// Per session, when `sender`'s last text went in (typed or sent).
     pub fn last_deliveries_from(&self, sender: &str) -> Result<HashMap<String, i64>, StoreError> {
-        self.read(|conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT target_session, max(at_ms) FROM deliveries WHERE sender = ?1 \
-                 AND action IN ('tmux', 'zellij', 'inbox') GROUP BY target_session",
-            )?;
-            let rows = stmt.query_map(params![sender], |row| Ok((row.get(0)?, row.get(1)?)))?;
-            rows.collect()
-        })
+        let sql = "SELECT target_session, max(at_ms) FROM deliveries WHERE sender = ?1 \
+                   AND action IN ('tmux', 'zellij', 'inbox') GROUP BY target_session";
+        self.read(|conn| pairs(conn, sql, params![sender]))
     }
 
     /// Since `since_ms`: nudges typed or sent (budget nudges too), and the tokens every kind

@@ -72,9 +72,7 @@ fn still_named(conn: &Connection, dropped: Vec<String>) -> rusqlite::Result<Vec<
 
 /// Every rename, old id to new.
 fn renames<T: FromIterator<(String, String)>>(conn: &Connection) -> rusqlite::Result<T> {
-    conn.prepare_cached("SELECT old_id, new_id FROM aliases")?
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect()
+    super::records::pairs(conn, "SELECT old_id, new_id FROM aliases", [])
 }
 
 /// Deletes up to `limit` deliveries older than `cutoff_ms`; returns how many. Owed events stay

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use rusqlite::types::ValueRef;
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::records::{LimitSource, NudgeState, Payment, RewindOutcome, RewindWhy};
+use super::records::{LimitSource, NudgeState, Payment, RewindOutcome, RewindWhy, pairs};
 use super::{Store, StoreError};
 use crate::claude::inbox::Inbox;
 
@@ -378,11 +378,7 @@ impl Store {
     }
 
     pub fn last_wakes(&self) -> Result<HashMap<String, i64>, StoreError> {
-        self.read(|conn| {
-            let mut stmt = conn.prepare_cached("SELECT session_id, last_wake_ms FROM wakes")?;
-            let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
-            rows.collect()
-        })
+        self.read(|conn| pairs(conn, "SELECT session_id, last_wake_ms FROM wakes", []))
     }
 
     /// Every session the ledger mentions, ordered by id.
@@ -463,16 +459,13 @@ impl Store {
 
     /// Rewinds by outcome (`None`: still waiting), for `/metrics`.
     pub fn rewind_counts(&self) -> Result<HashMap<Option<RewindOutcome>, u64>, StoreError> {
-        self.read(|conn| {
-            let mut stmt =
-                conn.prepare_cached("SELECT outcome, count(*) FROM rewinds GROUP BY outcome")?;
-            let rows = stmt.query_map([], |row| {
-                let outcome: Option<String> = row.get(0)?;
-                let outcome = outcome.map(|o| o.parse().unwrap_or(RewindOutcome::Skipped));
-                Ok((outcome, row.get(1)?))
-            })?;
-            rows.collect()
-        })
+        let sql = "SELECT outcome, count(*) FROM rewinds GROUP BY outcome";
+        let counts: Vec<(Option<String>, u64)> = self.read(|conn| pairs(conn, sql, []))?;
+        let outcome = |word: String| word.parse().unwrap_or(RewindOutcome::Skipped);
+        Ok(counts
+            .into_iter()
+            .map(|(o, n)| (o.map(outcome), n))
+            .collect())
     }
 
     pub fn rewinds(&self) -> Result<Rewinds, StoreError> {
@@ -528,11 +521,7 @@ impl Store {
     }
 
     pub fn delivery_counts_by_action(&self) -> Result<BTreeMap<String, u64>, StoreError> {
-        self.read(|conn| {
-            let mut stmt =
-                conn.prepare_cached("SELECT action, count(*) FROM deliveries GROUP BY action")?;
-            let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
-            rows.collect()
-        })
+        let sql = "SELECT action, count(*) FROM deliveries GROUP BY action";
+        self.read(|conn| pairs(conn, sql, []))
     }
 }
