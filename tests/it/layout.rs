@@ -40,7 +40,7 @@ fn production(path: &Path) -> String {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
-    if name == "tests.rs" || name == "fixtures.rs" {
+    if name == "tests.rs" {
         return String::new();
     }
     let text = std::fs::read_to_string(path).expect("read source");

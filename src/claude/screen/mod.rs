@@ -4,6 +4,7 @@
 
 pub(crate) mod first_run;
 #[cfg(test)]
+#[path = "../../../tests/fixtures/screens/fixtures.rs"]
 pub mod fixtures;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
