@@ -60,20 +60,6 @@ pub fn render_state(percent: f64, unix_seconds: u64) -> String {
     format!("PCT={pct}\nTIMESTAMP={unix_seconds}\n")
 }
 
-/// Parses the file content back into (percent, timestamp).
-pub fn parse_state(text: &str) -> Option<(u32, u64)> {
-    let mut pct = None;
-    let mut ts = None;
-    for line in text.lines() {
-        if let Some(v) = line.strip_prefix("PCT=") {
-            pct = v.trim().parse().ok();
-        } else if let Some(v) = line.strip_prefix("TIMESTAMP=") {
-            ts = v.trim().parse().ok();
-        }
-    }
-    Some((pct?, ts?))
-}
-
 /// Writes the session's state file and, when `latest` is given, the same content there.
 pub fn write_state(
     state_dir: &Path,
@@ -88,12 +74,6 @@ pub fn write_state(
         atomic_write(path, content.as_bytes())?;
     }
     Ok(())
-}
-
-/// Reads a session's state file; `None` if absent or unreadable.
-pub fn read_state(state_dir: &Path, session_id: &str) -> Option<(u32, u64)> {
-    let path = state_path(state_dir, session_id).ok()?;
-    parse_state(&std::fs::read_to_string(path).ok()?)
 }
 
 #[cfg(test)]
@@ -116,7 +96,6 @@ mod tests {
             "PCT=43\nTIMESTAMP=1700000000\n"
         );
         assert_eq!(std::fs::metadata(&path)?.mode() & 0o777, 0o600);
-        assert_eq!(read_state(dir.path(), "sid-1"), Some((43, 1_700_000_000)));
         let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("context"))?
             .filter_map(Result::ok)
             .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))

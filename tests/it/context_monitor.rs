@@ -13,7 +13,7 @@ use wakebridge::claude::home::ClaudeHome;
 use wakebridge::clock;
 use wakebridge::config::{self, Backend, Config, Flags, Scope};
 use wakebridge::context::monitor::ContextView;
-use wakebridge::context::statefile::read_state;
+use wakebridge::context::statefile::state_path;
 use wakebridge::context::statusline::{Feed, FeedUsage, write_feed};
 use wakebridge::context::task::{self as context_monitor, MonitorConfig};
 use wakebridge::delivery::Deliverer;
@@ -543,4 +543,11 @@ async fn serve_reports_context_in_sessions_and_metrics() -> TestResult {
     shutdown.cancel();
     tokio::time::timeout(WAIT, served).await???;
     Ok(())
+}
+
+/// The state file's `(PCT, TIMESTAMP)`, read as a shell prompt or status bar reads it.
+fn read_state(state_dir: &Path, sid: &str) -> Option<(u32, u64)> {
+    let text = std::fs::read_to_string(state_path(state_dir, sid).ok()?).ok()?;
+    let (pct, ts) = text.strip_prefix("PCT=")?.split_once("\nTIMESTAMP=")?;
+    Some((pct.parse().ok()?, ts.trim_end().parse().ok()?))
 }
