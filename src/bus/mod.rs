@@ -143,10 +143,6 @@ impl BusClient {
         Ok(Self { url: parsed, http })
     }
 
-    pub fn url(&self) -> &str {
-        self.url.as_str()
-    }
-
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, BusError> {
         let body = json!({
             "jsonrpc": "2.0",
@@ -559,6 +555,6 @@ mod tests {
             Err(BusError::InvalidUrl { .. })
         ));
         let client = BusClient::new("http://127.0.0.1:8080/mcp").expect("valid");
-        assert_eq!(client.url(), "http://127.0.0.1:8080/mcp");
+        assert_eq!(client.url.as_str(), "http://127.0.0.1:8080/mcp");
     }
 }

@@ -114,17 +114,6 @@ pub struct RegistrationConfig {
     pub keep_interval: Duration,
 }
 
-impl RegistrationConfig {
-    pub fn new(bus_url: &str, hook_url: &str, secret: Option<&str>) -> Self {
-        Self {
-            bus_url: bus_url.to_owned(),
-            hook_url: hook_url.to_owned(),
-            secret: secret.map(Secret::new),
-            keep_interval: crate::config::defaults().registration.keep_interval,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RowState {
     Present,
@@ -455,8 +444,12 @@ mod tests {
 
     #[test]
     fn config_debug_redacts_the_secret() {
-        let config =
-            RegistrationConfig::new("http://bus/mcp", "http://127.0.0.1:1/hook", Some("s3cret"));
+        let config = RegistrationConfig {
+            bus_url: "http://bus/mcp".into(),
+            hook_url: "http://127.0.0.1:1/hook".into(),
+            secret: Some(Secret::new("s3cret")),
+            keep_interval: Duration::from_secs(60),
+        };
         assert!(!format!("{config:?}").contains("s3cret"));
     }
 }

@@ -243,10 +243,6 @@ impl PanesReader {
         self
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     pub fn lookup(&self, session_id: &str) -> Option<PaneTarget> {
         match self.lookup_detailed(session_id) {
             Resolution::Mapped(target) => Some(target),

@@ -85,9 +85,7 @@ struct Running {
 
 impl Running {
     fn start(bus_url: &str) -> Self {
-        let mut config = RegistrationConfig::new(bus_url, HOOK_URL, None);
-        config.keep_interval = TEST_KEEP_INTERVAL;
-        Self::start_with(config, CancellationToken::new())
+        Self::start_with(config_for(bus_url), CancellationToken::new())
     }
 
     fn start_with(config: RegistrationConfig, shutdown: CancellationToken) -> Self {
@@ -557,9 +555,7 @@ async fn shutdown_before_start_makes_no_call() {
     let bus = StubBus::start().await;
     let shutdown = CancellationToken::new();
     shutdown.cancel();
-    let mut config = RegistrationConfig::new(&bus.url(), HOOK_URL, None);
-    config.keep_interval = TEST_KEEP_INTERVAL;
-    let keeper = Running::start_with(config, shutdown);
+    let keeper = Running::start_with(config_for(&bus.url()), shutdown);
     keeper.stop().await;
     assert!(bus.calls().is_empty(), "{:?}", bus.calls());
 }
@@ -727,4 +723,14 @@ fn systemd_unit_passes_systemd_analyze_verify() {
         .collect();
     assert!(output.status.success(), "{stderr}");
     assert!(complaints.is_empty(), "{complaints:#?}");
+}
+
+/// The keeper's configuration for `bus_url`: no secret, the tests' keep interval.
+fn config_for(bus_url: &str) -> RegistrationConfig {
+    RegistrationConfig {
+        bus_url: bus_url.to_owned(),
+        hook_url: HOOK_URL.to_owned(),
+        secret: None,
+        keep_interval: TEST_KEEP_INTERVAL,
+    }
 }
