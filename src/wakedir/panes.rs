@@ -60,23 +60,17 @@ pub fn parse_target(value: &Value) -> Result<PaneTarget, InvalidTarget> {
         Some(Value::String(name)) if is_valid_string(name) => Some(name.clone()),
         _ => None,
     };
-    if is_zellij {
-        match valid_session {
-            Some(session) => Ok(PaneTarget::Zellij { pane, session }),
-            None => Err(InvalidTarget::MissingZellijSession(quote(session))),
+    match (is_zellij, valid_session) {
+        (true, Some(session)) => Ok(PaneTarget::Zellij { pane, session }),
+        (true, None) => Err(InvalidTarget::MissingZellijSession(quote(session))),
+        // tmux: no session (absent or null) is fine, one that is there must be valid.
+        (false, None) if session.is_some_and(|s| !s.is_null()) => {
+            Err(InvalidTarget::BadSession(quote(session)))
         }
-    } else {
-        match (session, valid_session) {
-            (None | Some(Value::Null), _) => Ok(PaneTarget::Tmux {
-                pane,
-                session: None,
-            }),
-            (Some(_), Some(session)) => Ok(PaneTarget::Tmux {
-                pane,
-                session: Some(session),
-            }),
-            (Some(_), None) => Err(InvalidTarget::BadSession(quote(session))),
-        }
+        (false, name) => Ok(PaneTarget::Tmux {
+            pane,
+            session: name,
+        }),
     }
 }
 
