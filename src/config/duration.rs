@@ -43,9 +43,6 @@ pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duratio
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str(FORMS)
         }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
-            Ok(Duration::from_secs(v))
-        }
         fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
             u64::try_from(v)
                 .map(Duration::from_secs)

@@ -89,24 +89,14 @@ fn typed(name: &str, text: &str, like: Option<&toml::Value>) -> Result<toml::Val
     })
 }
 
+/// Lays `value` at `path`: an entry in the way that is not a table is replaced by one.
 fn set(table: &mut toml::Table, path: &[String], value: toml::Value) {
-    let Some((last, parents)) = path.split_last() else {
-        return;
-    };
-    let mut table = table;
-    for key in parents {
-        let entry = table
-            .entry(key.clone())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        if !entry.is_table() {
-            *entry = toml::Value::Table(toml::Table::new());
-        }
-        let toml::Value::Table(inner) = entry else {
-            return;
-        };
-        table = inner;
+    let nested = path.iter().rev().fold(value, |inner, key| {
+        toml::Value::Table(toml::Table::from_iter([(key.clone(), inner)]))
+    });
+    if let toml::Value::Table(over) = nested {
+        merge(table, over);
     }
-    table.insert(last.clone(), value);
 }
 
 #[cfg(test)]

@@ -100,12 +100,7 @@ pub fn check_file(
 /// The setting a `WAKEBRIDGE_<SECTION>__<KEY>` variable names (`section.key`), lowercased.
 fn setting_of(var: &str) -> Option<String> {
     let rest = var.strip_prefix(ENV_PREFIX)?.strip_prefix('_')?;
-    Some(
-        rest.split("__")
-            .collect::<Vec<_>>()
-            .join(".")
-            .to_ascii_lowercase(),
-    )
+    Some(rest.replace("__", ".").to_ascii_lowercase())
 }
 
 pub(super) fn variable_of(path: &str) -> String {
