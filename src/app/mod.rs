@@ -119,11 +119,11 @@ impl App {
         if config.backend == Backend::Mux {
             preflight_multiplexers(&mux, env);
         }
-        let addr = SocketAddr::new(config.bind_addr(), config.port);
+        let addr = SocketAddr::new(config.topology.bind, config.port);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| AppError::Bind { addr, source })?;
-        for warning in &config.warnings {
+        for warning in &config.topology.warnings {
             tracing::warn!("{warning}");
         }
         crate::telemetry::start_at_zero(
@@ -207,7 +207,7 @@ impl App {
     pub fn local_addr(&self) -> SocketAddr {
         self.listener
             .local_addr()
-            .unwrap_or_else(|_| SocketAddr::new(self.state.config.bind_addr(), 0))
+            .unwrap_or_else(|_| SocketAddr::new(self.state.config.topology.bind, 0))
     }
 
     /// Serves until `shutdown`, then lets in-flight requests finish.

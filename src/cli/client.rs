@@ -118,7 +118,7 @@ pub(crate) fn daemon_url(config: &Config, explicit: Option<&str>) -> String {
     if let Some(url) = explicit {
         return url.trim_end_matches('/').to_string();
     }
-    let ip = Some(config.bind_addr()).filter(|ip| !ip.is_unspecified());
+    let ip = Some(config.topology.bind).filter(|ip| !ip.is_unspecified());
     let ip = ip.unwrap_or(std::net::Ipv4Addr::LOCALHOST.into());
     format!("http://{}", std::net::SocketAddr::new(ip, config.port))
 }

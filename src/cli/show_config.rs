@@ -33,7 +33,7 @@ pub fn run(check: bool, flags: &Flags, env: &Env) -> ExitCode {
         let file = config.paths.config_file.as_ref();
         let file = file.map_or("no file".into(), |p| p.display().to_string());
         crate::outln!("wakebridge config: OK ({file})");
-        for warning in &config.warnings {
+        for warning in &config.topology.warnings {
             crate::outln!("warning: {warning}");
         }
         return ExitCode::SUCCESS;
@@ -63,7 +63,7 @@ pub fn run(check: bool, flags: &Flags, env: &Env) -> ExitCode {
     for (what, value) in &explained.derived {
         crate::outln!("# {what}: {value}");
     }
-    for warning in &explained.config.warnings {
+    for warning in &explained.config.topology.warnings {
         crate::outln!("# warning: {warning}");
     }
     ExitCode::SUCCESS

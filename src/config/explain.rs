@@ -89,7 +89,7 @@ pub fn explain(flags: &Flags, env: &Env) -> Result<Explained, ConfigError> {
         ("Claude Code dir", claude_dir),
         (
             "listens on",
-            format!("{}:{}", config.bind_addr(), config.port),
+            format!("{}:{}", config.topology.bind, config.port),
         ),
         ("hook URL", config.hook_url.clone()),
     ];

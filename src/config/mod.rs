@@ -12,7 +12,6 @@ pub mod secret;
 mod settings;
 mod topology;
 
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -231,8 +230,6 @@ pub struct Config {
     pub scope: Scope,
     pub debug: bool,
     pub settings: Settings,
-    /// Logged by `serve` at start-up.
-    pub warnings: Vec<String>,
 }
 
 /// Layers defaults < file < `WAKEBRIDGE_*` env into `Settings`, refusing unknown names.
@@ -491,7 +488,6 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
         }
     }
 
-    let warnings = topology.warnings.clone();
     Ok(Config {
         port,
         backend,
@@ -505,14 +501,7 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
         scope,
         debug: env.get("DEV_MODE").is_some_and(|v| !v.is_empty()),
         settings,
-        warnings,
     })
-}
-
-impl Config {
-    pub fn bind_addr(&self) -> IpAddr {
-        self.topology.bind
-    }
 }
 
 #[cfg(test)]

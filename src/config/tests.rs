@@ -43,11 +43,11 @@ fn defaults_match_the_reference_except_the_backend() {
     );
     assert_eq!(c.bus_url, "http://127.0.0.1:8080/mcp");
     assert_eq!(c.hook_url, "http://127.0.0.1:8082/hook");
-    assert_eq!(c.bind_addr().to_string(), "127.0.0.1");
+    assert_eq!(c.topology.bind.to_string(), "127.0.0.1");
     assert_eq!(c.scope, Scope::All);
     assert!(c.secret.is_none());
     assert!(!c.debug);
-    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    assert!(c.topology.warnings.is_empty(), "{:?}", c.topology.warnings);
 }
 
 #[test]
@@ -204,7 +204,11 @@ fn topology_refusals() {
         ("AGENT_EVENT_BUS_BRIDGE_SECRET", "s"),
     ];
     assert_eq!(
-        resolve_env(&remote_ok).expect("ok").bind_addr().to_string(),
+        resolve_env(&remote_ok)
+            .expect("ok")
+            .topology
+            .bind
+            .to_string(),
         "0.0.0.0"
     );
     assert!(err(&remote_ok[..2]).contains("AGENT_EVENT_BUS_BRIDGE_SECRET"));
@@ -251,7 +255,8 @@ fn bind_is_derived_from_the_hook_url() {
             ("AGENT_EVENT_BUS_BRIDGE_SECRET", "s"),
         ])
         .expect("ok")
-        .bind_addr()
+        .topology
+        .bind
         .to_string()
     };
     assert_eq!(bind("http://127.0.1.1:8082/hook"), "127.0.1.1");
@@ -264,10 +269,11 @@ fn bind_is_derived_from_the_hook_url() {
         &env(&[("AGENT_EVENT_BUS_BRIDGE_SECRET", "s")]),
     );
     let pinned = pinned.expect("ok");
-    assert_eq!(pinned.bind_addr().to_string(), "100.100.1.2");
+    assert_eq!(pinned.topology.bind.to_string(), "100.100.1.2");
     assert!(pinned.topology.allowlist.allows("100.100.1.2"));
     assert!(
         pinned
+            .topology
             .warnings
             .iter()
             .any(|w| w.contains("100.100.1.2") && w.contains("127.0.0.1"))
@@ -276,7 +282,7 @@ fn bind_is_derived_from_the_hook_url() {
 
 #[test]
 fn advisory_warnings() {
-    let warns = |pairs: &[(&str, &str)]| resolve_env(pairs).expect("ok").warnings;
+    let warns = |pairs: &[(&str, &str)]| resolve_env(pairs).expect("ok").topology.warnings;
     let s = ("AGENT_EVENT_BUS_BRIDGE_SECRET", "s");
     let w = warns(&[
         (

@@ -29,6 +29,7 @@ pub struct Topology {
     pub allowlist: HostAllowlist,
     /// Extra allowlist entries exactly as canonicalised from `--allowed-hosts`.
     pub allowed_extra: Vec<String>,
+    /// Logged by `serve` at start-up, printed by `config`.
     pub warnings: Vec<String>,
 }
 
