@@ -8,7 +8,7 @@ fn main() -> std::process::ExitCode {
 /// libm function. Answering it here, with the rust-lang `libm` crate's port of musl's, lets the
 /// linker leave libm.so out: the loader maps one library fewer at every start (`wakebridge
 /// hook` runs on each tool call) and the daemon at rest holds ~0.5 MiB less (docs/design.md,
-/// "Three link-time choices").
+/// "No library loaded that one call needs").
 #[unsafe(no_mangle)]
 extern "C" fn pow(x: f64, y: f64) -> f64 {
     libm::pow(x, y)
