@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 use super::ApiError;
 use super::guards::{operator_request, session_id};
 use crate::clock;
-use crate::delivery::gate::Mode;
 use crate::http::AppState;
 use crate::store::{ALL_SESSIONS, Record};
 
@@ -110,40 +109,11 @@ pub async fn unpause(
     // What waited is owed: the session loop looks now rather than at its next poll.
     app.deliverer.gate().note_owed();
     tracing::info!(sessions = ?targets, "unpaused on a person's request");
-    wake_inbox_only(&app, &targets).await;
     // Unpausing one session leaves a pause of every session standing: say so.
     let all_paused = app.deliverer.gate().paused(ALL_SESSIONS).is_some();
     Ok(Json(
         json!({"status": "unpaused", "session_ids": targets, "all_still_paused": all_paused}),
     ))
-}
-
-/// Wakes the unpaused sessions the session loop does not keep (no pane, only an inbox) that are
-/// owed events, as the loop does for the others; their Stop hook would pay only after a turn.
-async fn wake_inbox_only(app: &Arc<AppState>, targets: &[String]) {
-    let store = app.deliverer.store().clone();
-    let Ok(Ok(rows)) = tokio::task::spawn_blocking(move || store.sessions()).await else {
-        return;
-    };
-    let all = targets.iter().any(|t| t == ALL_SESSIONS);
-    let gate = app.deliverer.gate();
-    for row in rows.into_iter().filter(|r| r.owed.is_some()) {
-        let sid = row.session_id;
-        let named = all || targets.contains(&sid);
-        if !named || gate.paused(&sid).is_some() || gate.resolve(&sid).target.is_some() {
-            continue;
-        }
-        let Some(id) = crate::wire::session_id::SessionId::parse(&sid) else {
-            continue;
-        };
-        let wake = crate::mux::KeystrokeText::wake_prompt();
-        let woke = app.deliverer.manual_wake(&id, &wake, Mode::Gated).await;
-        tracing::info!(
-            session_id = sid.as_str(),
-            action = woke.action.as_str(),
-            "unpaused: its owed wake"
-        );
-    }
 }
 
 async fn record(app: &AppState, records: Vec<Record>) -> Result<(), ApiError> {

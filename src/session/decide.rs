@@ -42,6 +42,9 @@ pub struct Now {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PaneSeen {
     Live,
+    /// No pane: its live inbox alone reaches it, so nothing is read from a screen and nothing
+    /// is typed (a rewind's `/clear` cannot be sent).
+    Inbox,
     /// Gone (`why`); a restart could revive it in its pane (`Some(true)`) or in a new one
     /// (`Some(false)`), or not at all while tmux merely did not answer (`None`).
     Gone {
@@ -184,6 +187,14 @@ fn pay_owed(
     config: &NudgerConfig,
     now: &Now,
 ) -> Option<Step> {
+    // Its inbox hands a message over between tool calls, as it does a bus event's: no idle
+    // moment to wait for.
+    if seen.pane == PaneSeen::Inbox {
+        return Some(match session.waits(Attempt::Owed, now.at) {
+            true => Step::Wait(SessionState::Owed, format!("owed {} event(s)", owed.events)),
+            false => Step::PayOwed(Mode::Gated),
+        });
+    }
     // An Esc interrupt fires no hook, so its busy marker stays: a bus event does not wait the
     // marker's hour when the session says it is idle.
     let stale_marker = seen.obs.stale_marker();
@@ -350,7 +361,9 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, no
             .unwrap_or(limit.since_ms.saturating_add(LOOK_EVERY_MS));
         return match seen.screen {
             Screen::Text(text) if notice_gone(text) => Step::Lift,
-            Screen::NotRead if now.ms >= look_at => Step::Look(Look::WhileHeld),
+            Screen::NotRead if now.ms >= look_at && seen.pane != PaneSeen::Inbox => {
+                Step::Look(Look::WhileHeld)
+            }
             _ => Step::Wait(SessionState::Limited, reason),
         };
     }
@@ -359,7 +372,9 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, no
         let reason = format!("{shown}; working again ({why}), not resumed");
         return Step::Wait(SessionState::Limited, reason);
     }
+    // With no pane there is no screen: the hooks lift the hold, and the resume goes to its inbox.
     let text = match seen.screen {
+        _ if seen.pane == PaneSeen::Inbox => None,
         Screen::NotRead => return Step::Look(Look::AtReset),
         // Without the screen there is no telling whether it still shows the limit.
         Screen::Unreadable => {
@@ -367,22 +382,22 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, no
             let wait = Duration::from_millis(LOOK_EVERY_MS.unsigned_abs());
             return Step::Later(Attempt::Resume, wait, SessionState::Limited, reason);
         }
-        Screen::Text(text) => text,
+        Screen::Text(text) => Some(text),
     };
-    let notice = limits::on_screen(text);
-    let menu = limits::wait_option(text).is_some();
-    if notice.is_none() && !menu {
+    let notice = text.and_then(limits::on_screen);
+    let menu = text.is_some_and(|text| limits::wait_option(text).is_some());
+    if text.is_some() && notice.is_none() && !menu {
         return Step::Lift;
     }
-    // Claude Code's own auto-continue is armed: a resume typed now would race it, so it is
-    // given its time; only a session it left waiting is resumed here.
-    if limits::auto_continue(text) == Some(AutoContinue::Armed)
+    // Claude Code's own auto-continue is armed (or, with no screen, may be): a resume sent now
+    // would race it, so it is given its time; only a session it left waiting is resumed here.
+    if text.is_none_or(|text| limits::auto_continue(text) == Some(AutoContinue::Armed))
         && let Some(until_ms) = limit
             .resets_at_ms
             .map(|at| at.saturating_add(millis(limits.auto_continue_wait)))
         && now.ms < until_ms
     {
-        let reason = format!("{shown}; Claude Code continues it itself, watching");
+        let reason = format!("{shown}; Claude Code's own auto-continue goes first, watching");
         return Step::WaitUntil(until_ms, SessionState::Limited, reason);
     }
     // After a resume, a notice with another reset is the limit met again, written just now.

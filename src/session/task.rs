@@ -1,12 +1,14 @@
-//! The loop that keeps every session: each `poll_interval` it reads `panes.json`, takes ONE
-//! `tmux list-panes -a` snapshot, reads the registry and the ledger's facts once, then per
+//! The loop that keeps every session: each `poll_interval` it reads `panes.json` and the
+//! sessions with no pane that their inbox reaches, takes ONE `tmux list-panes -a` snapshot,
+//! reads the registry and the ledger's facts once, then per
 //! session feeds what it saw to the session's value, asks `session::decide` for the next step
 //! (reading the screen first when told to) and performs it through the wake gate.
 //!
 //! One loop over a map, not a task per session: one snapshot and one ledger read serve every
 //! session, and each step is bounded (the gate's budget, `rewind::CLEAR_WAIT`). While anything is
 //! owed it polls every [`OWED_POLL`]; it wakes for the earliest resume due. zellij panes have no
-//! snapshot: for them the decision rests on the hooks, the registry and the transcript. All I/O
+//! snapshot, and sessions with no pane no screen: for them the decision rests on the hooks, the
+//! registry and the transcript. All I/O
 //! goes through [`SessionIo`], so tests drive the loop on tokio's paused clock.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -53,6 +55,10 @@ pub const OWED_SENDER: &str = "wakebridge-owed";
 pub const OWED_POLL: Duration = Duration::from_secs(1);
 /// Wait before retrying an owed wake, a resume or a `/clear` the gate did not type.
 const OWED_RETRY: Duration = Duration::from_secs(2);
+
+/// Why a session only its inbox reaches is not rewound: the inbox gives `/clear` to the model
+/// as text, and a restart needs a pane.
+const NO_PANE: &str = "no pane: only its inbox reaches it, and /clear must be typed";
 
 /// A step's outcome as the session's view shows it.
 type Shown = (SessionState, String);
@@ -120,12 +126,21 @@ impl<I: SessionIo> Keeper<I> {
     }
 
     pub async fn poll(&mut self) {
-        let mapping = self.io.mapping().await;
+        let registry = self.io.registry().await;
+        // Its pane, or `None`: a session told something that only its inbox reaches.
+        let mut kept: BTreeMap<String, Option<PaneTarget>> = (self.io.mapping().await)
+            .into_iter()
+            .map(|(sid, pane)| (sid, Some(pane)))
+            .collect();
+        let live = registry.keys().cloned().collect();
+        for sid in self.io.reached_by_inbox(live).await {
+            kept.entry(sid).or_insert(None);
+        }
         self.sessions
-            .retain(|sid, session| mapping.contains_key(sid) || session.activity.is_none());
-        let has_tmux = mapping
+            .retain(|sid, session| kept.contains_key(sid) || session.activity.is_none());
+        let has_tmux = kept
             .values()
-            .any(|t| matches!(t, PaneTarget::Tmux { .. }));
+            .any(|t| matches!(t, Some(PaneTarget::Tmux { .. })));
         self.tmux_gone = false;
         let snapshot = if has_tmux {
             match self.io.tmux_snapshot().await {
@@ -146,10 +161,7 @@ impl<I: SessionIo> Keeper<I> {
         } else {
             None
         };
-        let facts = self
-            .io
-            .session_facts(mapping.keys().cloned().collect())
-            .await;
+        let facts = self.io.session_facts(kept.keys().cloned().collect()).await;
         // A held or paused session's owed events wait for its reset or a person: no reason to
         // poll every second.
         let limits = self.config.limits.enabled;
@@ -159,14 +171,14 @@ impl<I: SessionIo> Keeper<I> {
         self.wake_at_ms = None;
         let around = Around {
             snapshot,
-            registry: self.io.registry().await,
+            registry,
             budgets: self.io.budgets().await,
             local: TimeZone::system(),
         };
         let mut views = BTreeMap::new();
-        for (sid, target) in &mapping {
+        for (sid, target) in &kept {
             let facts = facts.get(sid).cloned().unwrap_or_default();
-            let view = self.consider(sid, target, facts, &around).await;
+            let view = self.consider(sid, target.as_ref(), facts, &around).await;
             views.insert(sid.clone(), view);
         }
         self.views.send_replace(Arc::new(views));
@@ -175,7 +187,7 @@ impl<I: SessionIo> Keeper<I> {
     async fn consider(
         &mut self,
         sid: &str,
-        target: &PaneTarget,
+        target: Option<&PaneTarget>,
         facts: SessionFacts,
         around: &Around,
     ) -> SessionView {
@@ -189,9 +201,9 @@ impl<I: SessionIo> Keeper<I> {
         let given = self.sessions.get(sid).and_then(|s| s.last_budget_ms);
         let outlook = policy::outlook(&self.config.budget, account, now.ms, given);
         let snapshot = around.snapshot.as_ref();
-        let mut pane = PaneSeen::Live;
+        let mut pane = target.map_or(PaneSeen::Inbox, |_| PaneSeen::Live);
         let mut info = None;
-        if let PaneTarget::Tmux { pane: id, .. } = target {
+        if let Some(PaneTarget::Tmux { pane: id, .. }) = target {
             info = snapshot.and_then(|panes| panes.get(id));
             let gone = |why, revive| PaneSeen::Gone { why, revive };
             pane = match (snapshot, info) {
@@ -213,7 +225,7 @@ impl<I: SessionIo> Keeper<I> {
             registry: around.registry.get(sid).cloned(),
         };
         let typed_ms = self.io.last_typed(sid).map(|t| ms_at(now.at, now.ms, t));
-        if pane == PaneSeen::Live
+        if !matches!(pane, PaneSeen::Gone { .. })
             && let Movement::Real { signal, .. } = self.track(sid, &obs, now.ms, typed_ms)
         {
             self.answered(sid, signal).await;
@@ -253,7 +265,7 @@ impl<I: SessionIo> Keeper<I> {
                 pane,
                 obs: &obs,
                 screen,
-                tmux: matches!(target, PaneTarget::Tmux { .. }),
+                tmux: matches!(target, Some(PaneTarget::Tmux { .. })),
                 owed: facts.owed,
                 limit: limit.as_ref(),
                 rewind: pending.map(|p| (p, taken)),
@@ -295,13 +307,15 @@ impl<I: SessionIo> Keeper<I> {
 
     /// Reads the screen: a tmux pane's by one `capture-pane` before a nudge, else through the
     /// gate.
-    async fn look(&self, sid: &str, target: &PaneTarget, look: Look) -> Option<String> {
+    async fn look(&self, sid: &str, target: Option<&PaneTarget>, look: Look) -> Option<String> {
         match (look, target) {
-            (Look::BeforeNudge, PaneTarget::Tmux { pane, .. }) => (self.io.capture(pane).await)
-                .inspect_err(|error| {
-                    tracing::debug!(session_id = sid, "nudger: capture-pane failed: {error}");
-                })
-                .ok(),
+            (Look::BeforeNudge, Some(PaneTarget::Tmux { pane, .. })) => {
+                (self.io.capture(pane).await)
+                    .inspect_err(|error| {
+                        tracing::debug!(session_id = sid, "nudger: capture-pane failed: {error}");
+                    })
+                    .ok()
+            }
             _ => self.io.screen(sid).await,
         }
     }
@@ -309,7 +323,7 @@ impl<I: SessionIo> Keeper<I> {
     async fn perform(
         &mut self,
         sid: &str,
-        target: &PaneTarget,
+        target: Option<&PaneTarget>,
         step: Step,
         facts: &SessionFacts,
     ) -> SessionView {
@@ -355,11 +369,15 @@ impl<I: SessionIo> Keeper<I> {
             Step::Lift => self.lift(sid).await,
             Step::MetAgain(notice, shown) => self.met_again(sid, notice, shown).await,
             Step::GiveUp { shown, tries } => self.give_up(sid, shown, tries).await,
-            Step::Rewind(pending) => self.clear_and_rehydrate(sid, target, &pending).await,
             Step::SkipRewind(pending, detail) => self.skip_rewind(sid, &pending, detail).await,
-            Step::Restart { pending, in_place } => {
-                self.begin_restart(sid, target, &pending, in_place).await
-            }
+            Step::Rewind(pending) => match target {
+                Some(target) => self.clear_and_rehydrate(sid, target, &pending).await,
+                None => self.skip_rewind(sid, &pending, NO_PANE.into()).await,
+            },
+            Step::Restart { pending, in_place } => match target {
+                Some(target) => self.begin_restart(sid, target, &pending, in_place).await,
+                None => self.skip_rewind(sid, &pending, NO_PANE.into()).await,
+            },
         };
         self.view(sid, state, reason)
     }

@@ -436,6 +436,22 @@ impl Store {
         })
     }
 
+    /// The sessions told something (a delivery row) that may have an inbox: a hook announced
+    /// one, or they are among `live` (in Claude Code's registry). The session loop keeps those
+    /// with no pane whose inbox the gate can use.
+    pub fn told_with_inbox(&self, live: &[String]) -> Result<Vec<String>, StoreError> {
+        let live = serde_json::to_string(live).unwrap_or_else(|_| "[]".into());
+        self.read(|conn| {
+            conn.prepare_cached(
+                "SELECT session_id FROM latest_deliveries WHERE session_id IN \
+                 (SELECT session_id FROM inboxes WHERE socket IS NOT NULL \
+                  UNION SELECT value FROM json_each(?1))",
+            )?
+            .query_map(params![live], |row| row.get(0))?
+            .collect()
+        })
+    }
+
     /// The id `session_id` is known by now and the pane it was given up in (`None`: never
     /// renamed). Whether that pane still runs it is the caller's to check in `panes.json`.
     pub fn successor(&self, session_id: &str) -> Result<Option<(String, String)>, StoreError> {

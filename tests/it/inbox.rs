@@ -346,16 +346,24 @@ async fn a_real_session_is_told_through_its_inbox_past_a_draft_and_mid_turn() {
     );
 }
 
+/// ... and once its turn is over and it has been quiet for `idle_after`, nudged through it too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_real_session_in_no_known_pane_is_woken_through_its_inbox() {
+async fn a_real_session_in_no_known_pane_is_woken_and_nudged_through_its_inbox() {
     let Some(claude) = common::real_claude() else {
         common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
         return;
     };
     let model = Model::start().await;
     model.on(WAKE_PROMPT, Reply::text("Read the message."));
+    const NUDGE: &str = "Please continue with the task at hand.";
+    model.on(NUDGE, Reply::text("Nothing left to do."));
     let tmux = TmuxServer::start();
-    let server = start_daemon_with(&tmux, None, &[]).await;
+    let quick = [
+        ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "2s"),
+        ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "200ms"),
+        ("WAKEBRIDGE_NUDGER__BASE_COOLDOWN", "2s"),
+    ];
+    let server = start_daemon_with(&tmux, None, &quick).await;
     let root = server.root.path();
     let hook = format!("{} hook", env!("CARGO_BIN_EXE_wakebridge"));
     let mut settings = wakebridge::cli::hook::settings_json(&hook);
@@ -402,6 +410,15 @@ async fn a_real_session_in_no_known_pane_is_woken_through_its_inbox() {
         }
     })
     .await;
+    common::eventually_ok("the nudge told", STEP, async || match model.told(NUDGE) {
+        0 => Err(format!("{}\n{}", server.session(&sid).await, screen())),
+        _ => Ok(()),
+    })
+    .await;
+    let shown = |s: &Value| s["nudge"]["unanswered"].as_u64() >= Some(1);
+    server
+        .session_until(&sid, "the nudge shown", STEP, shown, screen)
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

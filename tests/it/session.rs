@@ -43,6 +43,8 @@ use crate::common::tmux::{TmuxServer, count_lines};
 struct World {
     panes: HashMap<String, PaneInfo>,
     mapping: BTreeMap<String, PaneTarget>,
+    /// Sessions with no pane that their live inbox reaches.
+    inbox_only: Vec<String>,
     facts: HashMap<String, SessionFacts>,
     busy: HashMap<String, bool>,
     typed: HashMap<String, Instant>,
@@ -51,6 +53,8 @@ struct World {
     records: Vec<Record>,
     snapshots: u32,
     captures: u32,
+    /// Screens read through the gate (any multiplexer).
+    screen_reads: u32,
     restore: Vec<NudgeState>,
     /// Sessions whose wakes the gate refuses with this action (nothing typed).
     refuse: HashMap<String, Action>,
@@ -113,6 +117,13 @@ impl FakeIo {
         );
     }
 
+    /// A session with no pane that its inbox reaches, its last hook a turn's end at the start.
+    fn add_inbox_session(&self, sid: &str) {
+        let mut w = self.world.lock().unwrap();
+        w.inbox_only.push(sid.into());
+        w.facts.entry(sid.into()).or_default().hook = Some(("Stop".into(), START_MS));
+    }
+
     /// The session's window shows output now.
     fn touch(&self, sid: &str) {
         let now_s = u64::try_from(self.now_ms() / 1000).unwrap();
@@ -153,7 +164,8 @@ impl SessionIo for FakeIo {
             .unwrap_or_else(|| IDLE_SCREEN.into()))
     }
     async fn screen(&self, sid: &str) -> Option<String> {
-        let w = self.world.lock().unwrap();
+        let mut w = self.world.lock().unwrap();
+        w.screen_reads += 1;
         Some(
             w.screens
                 .get(sid)
@@ -182,6 +194,9 @@ impl SessionIo for FakeIo {
     }
     async fn registry(&self) -> HashMap<String, RegistryReading> {
         HashMap::new()
+    }
+    async fn reached_by_inbox(&self, _live: Vec<String>) -> Vec<String> {
+        self.world.lock().unwrap().inbox_only.clone()
     }
     async fn budgets(&self) -> Vec<Account> {
         self.world.lock().unwrap().budgets.clone()
@@ -223,7 +238,13 @@ impl SessionIo for FakeIo {
             w.screens.insert(sid.into(), screen);
         }
         // Our own keystrokes echo into the window, as they do in a real pane.
-        let pane = w.mapping[sid].pane().to_owned();
+        let Some(pane) = w.mapping.get(sid).map(|t| t.pane().to_owned()) else {
+            return GateOutcome {
+                action: Action::Inbox,
+                error_kind: None,
+                inject_time: Duration::from_millis(2),
+            };
+        };
         let now_s =
             u64::try_from((START_MS + (at - self.start).as_millis() as i64) / 1000).unwrap();
         w.panes.get_mut(&pane).unwrap().window_activity = Some(now_s);
@@ -582,7 +603,7 @@ async fn paused_clock_claude_codes_own_auto_continue_is_left_to_it_and_stepped_i
     let view = views.borrow()["stuck"].clone();
     assert!(
         view.reason
-            .ends_with("Claude Code continues it itself, watching"),
+            .ends_with("Claude Code's own auto-continue goes first, watching"),
         "{view:?}"
     );
     // One fires (its hook lifts the hold); the other is still "shortly" at reset + 2 min.
@@ -1523,6 +1544,100 @@ async fn paused_clock_a_restart_revives_a_dead_or_vanished_pane_at_once_and_wait
         Vec::<String>::new(),
         "nothing typed by the loop"
     );
+    drop(w);
+    shutdown.cancel();
+}
+
+/// A session with no pane that its inbox alone reaches is kept like any other: paid what it is
+/// owed mid-turn (the inbox hands it over between tool calls), nudged when it stops with no
+/// screen read first, and never rewound or restarted (`/clear` cannot go through an inbox).
+#[tokio::test(start_paused = true)]
+async fn paused_clock_a_session_only_its_inbox_reaches_is_paid_nudged_and_never_rewound() {
+    let io = FakeIo::new();
+    for sid in ["idle", "busy", "restart"] {
+        io.add_inbox_session(sid);
+    }
+    {
+        let mut w = io.world.lock().unwrap();
+        w.busy.insert("busy".into(), true);
+        let facts = w.facts.get_mut("busy").unwrap();
+        facts.hook = Some(("PreToolUse".into(), START_MS));
+        facts.owed = Some(Owed {
+            events: 1,
+            since_ms: START_MS,
+        });
+    }
+    restart_asked(&io, "restart");
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+
+    tokio::time::sleep(Duration::from_secs(35)).await;
+    let wake = wakebridge::mux::WAKE_PROMPT.to_owned();
+    assert_eq!(typed_texts(&io, "busy"), [(0, wake)], "paid at once");
+    {
+        let w = io.world.lock().unwrap();
+        let paid = w.records.iter().any(|r| {
+            matches!(r, Record::Pay { session_id, how: Payment::Inbox, .. } if session_id == "busy")
+        });
+        assert!(paid, "{:?}", w.records);
+        assert!(w.restarts.is_empty(), "no pane to restart in");
+        let skipped = w.records.iter().find_map(|r| match r {
+            Record::RewindEnded {
+                session_id,
+                outcome,
+                detail,
+                ..
+            } if session_id == "restart" => Some((*outcome, detail.clone())),
+            _ => None,
+        });
+        let (outcome, detail) = skipped.expect("the restart ended");
+        assert_eq!(outcome, wakebridge::store::RewindOutcome::Skipped);
+        assert!(detail.is_some_and(|d| d.contains("no pane")));
+    }
+
+    // Quiet since the start: the first nudge at idle_after (5 min), nothing looked at.
+    tokio::time::sleep(Duration::from_secs(299 - 35)).await;
+    assert_eq!(typed_texts(&io, "idle"), []);
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let nudges = typed_texts(&io, "idle");
+    assert!(
+        nudges.len() == 1 && (300..=310).contains(&nudges[0].0),
+        "{nudges:?}"
+    );
+    assert_eq!(nudges[0].1, "Please continue.");
+    assert_eq!(views.borrow()["idle"].state, SessionState::Nudged);
+    let w = io.world.lock().unwrap();
+    assert_eq!((w.captures, w.screen_reads), (0, 0), "no screen to read");
+    drop(w);
+    shutdown.cancel();
+}
+
+/// Held at a usage limit with no pane: no screen says whether Claude Code's own auto-continue
+/// is armed, so it is given its time after the reset; then the resume goes to the inbox.
+#[tokio::test(start_paused = true)]
+async fn paused_clock_a_limited_session_only_its_inbox_reaches_is_resumed_through_it() {
+    let io = FakeIo::new();
+    io.add_inbox_session("held");
+    limited(&io, "held", 1, false);
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    // The reset at 60 s, its grace to 120 s, auto-continue's time (2 min) to 180 s.
+    tokio::time::sleep(Duration::from_secs(179)).await;
+    assert_eq!(typed_texts(&io, "held"), []);
+    let view = views.borrow()["held"].clone();
+    assert!(
+        view.reason.ends_with("auto-continue goes first, watching"),
+        "{view:?}"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let resumed = typed_texts(&io, "held");
+    assert!(
+        resumed.len() == 1 && (180..=181).contains(&resumed[0].0),
+        "{resumed:?}"
+    );
+    assert_eq!(resumed[0].1, "continue");
+    assert_eq!(views.borrow()["held"].state, SessionState::Working);
+    let w = io.world.lock().unwrap();
+    assert_eq!(w.screen_reads, 0, "no screen to read");
+    assert!(w.menu_picks.is_empty());
     drop(w);
     shutdown.cancel();
 }

@@ -1525,6 +1525,44 @@ async fn an_inbox_send_is_heard_whichever_process_writes_first_and_a_later_promp
     assert_eq!(row(&store).heard_ms, Some(310));
 }
 
+/// The session loop keeps, besides the mapped panes, the sessions told something whose inbox a
+/// hook announced or Claude Code's registry lists.
+#[tokio::test]
+async fn the_sessions_told_something_with_an_inbox_are_listed_for_the_loop() {
+    let store = in_memory();
+    let announced = |sid: &str| Record::InboxSeen {
+        session_id: sid.into(),
+        inbox: wakebridge::claude::inbox::Inbox {
+            socket: format!("/run/user/1/cc-socks/{sid}.sock").into(),
+            token: None,
+            pid: Some(7),
+        },
+        at_ms: 1,
+    };
+    for sid in ["told", "untold"] {
+        store.record(announced(sid)).await.unwrap();
+    }
+    // "sent": only a send recorded (its inbox came from the registry), no socket of a hook's.
+    let sent = Record::InboxSent {
+        session_id: "sent".into(),
+        digest: "d".into(),
+        at_ms: 2,
+    };
+    store.record(sent).await.unwrap();
+    for sid in ["told", "sent", "registered", "plain"] {
+        let row = delivery(sid, "inbox", 3, None);
+        store.record(Record::Delivery(row)).await.unwrap();
+    }
+    let listed = |live: &[&str]| {
+        let live: Vec<String> = live.iter().map(|s| (*s).to_owned()).collect();
+        let mut got = store.told_with_inbox(&live).unwrap();
+        got.sort();
+        got
+    };
+    assert_eq!(listed(&[]), ["told"]);
+    assert_eq!(listed(&["registered", "untold"]), ["registered", "told"]);
+}
+
 #[tokio::test]
 async fn a_pause_follows_its_session_through_a_clear_and_an_all_pause_covers_everyone() {
     let store = in_memory();
