@@ -415,10 +415,13 @@ async fn a_real_session_in_no_known_pane_is_woken_and_nudged_through_its_inbox()
         _ => Ok(()),
     })
     .await;
-    let shown = |s: &Value| s["nudge"]["unanswered"].as_u64() >= Some(1);
+    // Its answer to a nudge is no answer (a turn without a tool call), and its own echo of the
+    // nudge is not one either: the series goes on with the backoff rather than restarting.
+    let series = |s: &Value| s["nudge"]["unanswered"].as_u64() >= Some(2);
     server
-        .session_until(&sid, "the nudge shown", STEP, shown, screen)
+        .session_until(&sid, "a second unanswered nudge", STEP, series, screen)
         .await;
+    assert_eq!(model.told(NUDGE), 1, "{}", model.transcript());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
