@@ -437,14 +437,17 @@ impl Store {
     }
 
     /// The sessions told something (a delivery row) that may have an inbox: a hook announced
-    /// one, or they are among `live` (in Claude Code's registry). The session loop keeps those
-    /// with no pane whose inbox the gate can use.
+    /// one and no `SessionEnd` came after, or they are among `live` (in Claude Code's
+    /// registry). The session loop keeps those with no pane whose inbox the gate can use; the
+    /// ended ones would only cost it a check each poll for the week they are remembered.
     pub fn told_with_inbox(&self, live: &[String]) -> Result<Vec<String>, StoreError> {
         let live = serde_json::to_string(live).unwrap_or_else(|_| "[]".into());
         self.read(|conn| {
             conn.prepare_cached(
                 "SELECT session_id FROM latest_deliveries WHERE session_id IN \
-                 (SELECT session_id FROM inboxes WHERE socket IS NOT NULL \
+                 (SELECT i.session_id FROM inboxes i LEFT JOIN sessions s USING (session_id) \
+                  WHERE i.socket IS NOT NULL \
+                  AND s.last_hook_event IS NOT 'SessionEnd' \
                   UNION SELECT value FROM json_each(?1))",
             )?
             .query_map(params![live], |row| row.get(0))?

@@ -1539,9 +1539,12 @@ async fn the_sessions_told_something_with_an_inbox_are_listed_for_the_loop() {
         },
         at_ms: 1,
     };
-    for sid in ["told", "untold"] {
+    for sid in ["told", "untold", "ended"] {
         store.record(announced(sid)).await.unwrap();
     }
+    let mut end = seen("ended", 2);
+    end.last_hook_event = Some("SessionEnd".into());
+    store.record(Record::SessionSeen(end)).await.unwrap();
     // "sent": only a send recorded (its inbox came from the registry), no socket of a hook's.
     let sent = Record::InboxSent {
         session_id: "sent".into(),
@@ -1549,7 +1552,7 @@ async fn the_sessions_told_something_with_an_inbox_are_listed_for_the_loop() {
         at_ms: 2,
     };
     store.record(sent).await.unwrap();
-    for sid in ["told", "sent", "registered", "plain"] {
+    for sid in ["told", "sent", "registered", "plain", "ended"] {
         let row = delivery(sid, "inbox", 3, None);
         store.record(Record::Delivery(row)).await.unwrap();
     }
