@@ -59,9 +59,14 @@ pub trait SessionIo: Send + Sync {
         sessions: Vec<String>,
     ) -> impl Future<Output = HashMap<String, SessionFacts>> + Send;
     fn registry(&self) -> impl Future<Output = HashMap<String, RegistryReading>> + Send;
-    /// The sessions told something (a bus event, a wake) whose inbox can be told through now:
-    /// announced by their hooks, or `live` in Claude Code's registry.
-    fn reached_by_inbox(&self, live: Vec<String>) -> impl Future<Output = Vec<String>> + Send;
+    /// The sessions besides `mapped` that wakebridge keeps (`Store::inbox_candidates`) whose
+    /// inbox can be told through now: announced by their hooks, or `live` in Claude Code's
+    /// registry.
+    fn reached_by_inbox(
+        &self,
+        live: Vec<String>,
+        mapped: Vec<String>,
+    ) -> impl Future<Output = Vec<String>> + Send;
     /// Every account's usage windows as the status lines last reported them.
     fn budgets(&self) -> impl Future<Output = Vec<Account>> + Send;
     /// The newest turn of the transcript at `path`.
@@ -268,14 +273,14 @@ impl SessionIo for LiveIo {
         }
     }
 
-    async fn reached_by_inbox(&self, live: Vec<String>) -> Vec<String> {
+    async fn reached_by_inbox(&self, live: Vec<String>, mapped: Vec<String>) -> Vec<String> {
         if !self.gate.inboxes_on() {
             return Vec::new();
         }
         let (store, gate) = (self.store.clone(), self.gate.clone());
         self.read_ledger("listing the sessions with an inbox", move || {
-            let told = store.told_with_inbox(&live)?;
-            Ok(told
+            let kept = store.inbox_candidates(&live, &mapped)?;
+            Ok(kept
                 .into_iter()
                 .filter(|s| gate.inbox(s).is_some())
                 .collect())

@@ -132,10 +132,9 @@ impl<I: SessionIo> Keeper<I> {
             .into_iter()
             .map(|(sid, pane)| (sid, Some(pane)))
             .collect();
-        let live = registry.keys().cloned().collect();
-        for sid in self.io.reached_by_inbox(live).await {
-            kept.entry(sid).or_insert(None);
-        }
+        let (live, mapped) = (registry.keys().cloned(), kept.keys().cloned());
+        let reached = (self.io).reached_by_inbox(live.collect(), mapped.collect());
+        kept.extend(reached.await.into_iter().map(|sid| (sid, None)));
         self.sessions
             .retain(|sid, session| kept.contains_key(sid) || session.activity.is_none());
         let has_tmux = kept

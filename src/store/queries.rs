@@ -436,21 +436,29 @@ impl Store {
         })
     }
 
-    /// The sessions told something (a delivery row) that may have an inbox: a hook announced
-    /// one and no `SessionEnd` came after, or they are among `live` (in Claude Code's
-    /// registry). The session loop keeps those with no pane whose inbox the gate can use; the
-    /// ended ones would only cost it a check each poll for the week they are remembered.
-    pub fn told_with_inbox(&self, live: &[String]) -> Result<Vec<String>, StoreError> {
-        let live = serde_json::to_string(live).unwrap_or_else(|_| "[]".into());
+    /// The sessions besides `mapped` that may have an inbox (a hook announced one and no
+    /// `SessionEnd` came after, or they are `live` in Claude Code's registry) and that are
+    /// agents wakebridge keeps: the bus or a person's `wakebridge wake` told them something, or
+    /// they were nudged before. A person's own session, told only a context warning, is not.
+    pub fn inbox_candidates(
+        &self,
+        live: &[String],
+        mapped: &[String],
+    ) -> Result<Vec<String>, StoreError> {
+        let json = |ids: &[String]| serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
         self.read(|conn| {
             conn.prepare_cached(
-                "SELECT session_id FROM latest_deliveries WHERE session_id IN \
-                 (SELECT i.session_id FROM inboxes i LEFT JOIN sessions s USING (session_id) \
-                  WHERE i.socket IS NOT NULL \
-                  AND s.last_hook_event IS NOT 'SessionEnd' \
-                  UNION SELECT value FROM json_each(?1))",
+                "WITH inboxed (session_id) AS ( \
+                     SELECT i.session_id FROM inboxes i LEFT JOIN sessions s USING (session_id) \
+                     WHERE i.socket IS NOT NULL AND s.last_hook_event IS NOT 'SessionEnd' \
+                     UNION SELECT value FROM json_each(?1)) \
+                 SELECT session_id FROM inboxed \
+                 WHERE session_id NOT IN (SELECT value FROM json_each(?2)) \
+                 AND (EXISTS (SELECT 1 FROM deliveries d WHERE d.target_session = \
+                          inboxed.session_id AND d.source IN ('hook', 'wake')) \
+                      OR EXISTS (SELECT 1 FROM nudges n WHERE n.session_id = inboxed.session_id))",
             )?
-            .query_map(params![live], |row| row.get(0))?
+            .query_map(params![json(live), json(mapped)], |row| row.get(0))?
             .collect()
         })
     }

@@ -195,7 +195,7 @@ impl SessionIo for FakeIo {
     async fn registry(&self) -> HashMap<String, RegistryReading> {
         HashMap::new()
     }
-    async fn reached_by_inbox(&self, _live: Vec<String>) -> Vec<String> {
+    async fn reached_by_inbox(&self, _live: Vec<String>, _mapped: Vec<String>) -> Vec<String> {
         self.world.lock().unwrap().inbox_only.clone()
     }
     async fn budgets(&self) -> Vec<Account> {

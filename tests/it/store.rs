@@ -1525,10 +1525,11 @@ async fn an_inbox_send_is_heard_whichever_process_writes_first_and_a_later_promp
     assert_eq!(row(&store).heard_ms, Some(310));
 }
 
-/// The session loop keeps, besides the mapped panes, the sessions told something whose inbox a
-/// hook announced or Claude Code's registry lists.
+/// The session loop keeps, besides the mapped panes, the agents with an inbox (a hook announced
+/// it, or Claude Code's registry lists the session): told something by the bus or a person's
+/// `wakebridge wake`, or nudged before. A session told only a context warning is a person's.
 #[tokio::test]
-async fn the_sessions_told_something_with_an_inbox_are_listed_for_the_loop() {
+async fn the_agents_with_an_inbox_are_listed_for_the_loop() {
     let store = in_memory();
     let announced = |sid: &str| Record::InboxSeen {
         session_id: sid.into(),
@@ -1539,7 +1540,10 @@ async fn the_sessions_told_something_with_an_inbox_are_listed_for_the_loop() {
         },
         at_ms: 1,
     };
-    for sid in ["told", "untold", "ended"] {
+    let announced_ids = [
+        "told", "woken", "nudged", "warned", "untold", "ended", "mapped",
+    ];
+    for sid in announced_ids {
         store.record(announced(sid)).await.unwrap();
     }
     let mut end = seen("ended", 2);
@@ -1552,18 +1556,38 @@ async fn the_sessions_told_something_with_an_inbox_are_listed_for_the_loop() {
         at_ms: 2,
     };
     store.record(sent).await.unwrap();
-    for sid in ["told", "sent", "registered", "plain", "ended"] {
-        let row = delivery(sid, "inbox", 3, None);
+    let told = |sid: &str, source| Delivery {
+        source,
+        ..delivery(sid, "inbox", 3, None)
+    };
+    for sid in ["told", "sent", "registered", "plain", "ended", "mapped"] {
+        let row = told(sid, DeliverySource::Hook);
         store.record(Record::Delivery(row)).await.unwrap();
     }
+    let woken = told("woken", DeliverySource::Wake);
+    store.record(Record::Delivery(woken)).await.unwrap();
+    let warned = told("warned", DeliverySource::Context);
+    store.record(Record::Delivery(warned)).await.unwrap();
+    let nudged = Record::Nudge(NudgeState {
+        session_id: "nudged".into(),
+        unanswered: 1,
+        last_nudge_ms: Some(4),
+        acknowledged: false,
+    });
+    store.record(nudged).await.unwrap();
     let listed = |live: &[&str]| {
-        let live: Vec<String> = live.iter().map(|s| (*s).to_owned()).collect();
-        let mut got = store.told_with_inbox(&live).unwrap();
+        let ids = |ids: &[&str]| ids.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let mut got = store
+            .inbox_candidates(&ids(live), &ids(&["mapped"]))
+            .unwrap();
         got.sort();
         got
     };
-    assert_eq!(listed(&[]), ["told"]);
-    assert_eq!(listed(&["registered", "untold"]), ["registered", "told"]);
+    assert_eq!(listed(&[]), ["nudged", "told", "woken"]);
+    assert_eq!(
+        listed(&["registered", "untold", "sent"]),
+        ["nudged", "registered", "sent", "told", "woken"]
+    );
 }
 
 #[tokio::test]
