@@ -227,11 +227,15 @@ pub fn held_since(tail: &str, since_ms: i64) -> bool {
 
 const HELD_NOTICE: &str = "Held peer message";
 
-/// The last [`HELD_TAIL_BYTES`] of the file at `path`, lossily decoded; empty when unreadable.
-pub fn transcript_tail(path: &Path) -> String {
+/// Whether Claude Code holds for a human the message sent at `unanswered_since` that nothing
+/// answered yet: [`held_since`] over the last [`HELD_TAIL_BYTES`] of the session's transcript.
+pub fn held(unanswered_since: Option<i64>, transcript: Option<&Path>) -> bool {
+    let (Some(since), Some(path)) = (unanswered_since, transcript) else {
+        return false;
+    };
     let read = crate::private_fs::open_read(path)
         .and_then(|f| super::transcript::tail(f, HELD_TAIL_BYTES));
-    String::from_utf8_lossy(&read.unwrap_or_default()).into_owned()
+    held_since(&String::from_utf8_lossy(&read.unwrap_or_default()), since)
 }
 
 /// How a sent text is recognised when the session's `UserPromptSubmit` hook reports it (the

@@ -1,7 +1,8 @@
 //! The one decision per session and poll, pure: the session's value, what the poll saw and the
 //! time in, the next [`Step`] out. Precedence: a pane that is gone, then a usage limit (nothing
-//! else is typed into a held session), then owed wakes (whatever the nudge backoff), then a
-//! waiting rewind, then the nudge. `session::task` performs the step.
+//! else is typed into a held session), a message its inbox holds for a human, then owed wakes
+//! (whatever the nudge backoff), then a waiting rewind, then the nudge. `session::task` performs
+//! the step.
 
 use std::time::Duration;
 
@@ -77,6 +78,8 @@ pub struct Seen<'a> {
     pub owed: Option<Owed>,
     /// The usage limit it is held at (`None` too with `[limits] enabled = false`).
     pub limit: Option<&'a Limit>,
+    /// Claude Code holds the last message to its inbox for a human.
+    pub message_held: bool,
     /// A rewind waiting for it, and whether this loop already took it (performed or started).
     pub rewind: Option<(&'a RewindRow, bool)>,
     pub rewind_last_done_ms: Option<i64>,
@@ -140,6 +143,11 @@ pub fn decide(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) 
     }
     if let Some(limit) = seen.limit {
         return held(session, seen, limit, config, now);
+    }
+    if seen.message_held {
+        // Nothing sent again (one more to answer) or typed (into its Deny/Deliver dialog).
+        let reason = "a message to its inbox waits for a human (Deliver or Deny)";
+        return Step::Wait(SessionState::Dialog, reason.into());
     }
     if let Some(owed) = seen.owed
         && let Some(step) = pay_owed(session, seen, owed, config, now)
@@ -478,6 +486,7 @@ mod tests {
             tmux: true,
             owed: None,
             limit: None,
+            message_held: false,
             rewind: None,
             rewind_last_done_ms: None,
             last_typed: None,
@@ -750,6 +759,42 @@ mod tests {
             decide(&quiet_briefly, &s, &config, &now()),
             Step::Wait(SessionState::Owed, _)
         ));
+    }
+
+    #[test]
+    fn with_no_pane_owed_events_go_at_once_and_a_message_held_for_a_human_stops_everything() {
+        let config = config();
+        let owed = Owed {
+            events: 1,
+            since_ms: NOW_MS,
+        };
+        // Mid-turn and only just quiet: its inbox takes the wake between tool calls.
+        let (session, mut obs) = idle(2);
+        obs.busy_marker = true;
+        let mut s = seen(&obs);
+        (s.pane, s.tmux, s.owed) = (PaneSeen::Inbox, false, Some(owed));
+        assert_eq!(
+            decide(&session, &s, &config, &now()),
+            Step::PayOwed(Mode::Gated)
+        );
+        // A message its inbox holds for a human: nothing paid, nudged or rewound meanwhile.
+        let (quiet, obs) = idle(3600);
+        for pane in [PaneSeen::Inbox, PaneSeen::Live] {
+            let mut s = seen(&obs);
+            (s.pane, s.owed, s.message_held) = (pane, Some(owed), true);
+            assert!(matches!(
+                decide(&quiet, &s, &config, &now()),
+                Step::Wait(SessionState::Dialog, _)
+            ));
+        }
+        // A usage limit goes first: its resume is what the session waits for.
+        let held_at = limit(-3_600_000, 0);
+        let mut s = seen(&obs);
+        (s.message_held, s.limit) = (true, Some(&held_at));
+        assert_eq!(
+            decide(&quiet, &s, &config, &now()),
+            Step::Look(Look::AtReset)
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use crate::budget::Account;
 use crate::claude::home::ClaudeHome;
+use crate::claude::inbox;
 use crate::claude::registry::{RegistryReading, read_registry};
 use crate::claude::transcript;
 use crate::claude::turn::{self, Turn};
@@ -22,7 +23,7 @@ use crate::mux::{InjectError, KeystrokeText, MuxError, PaneInfo};
 use crate::rewind::restart::{Restart, RestartSettings};
 use crate::session::observe::FileStamp;
 use crate::session::{NudgerConfig, SessionViews};
-use crate::store::{Limit, NudgeState, Owed, Record, RewindFacts, Store};
+use crate::store::{InboxRow, Limit, NudgeState, Owed, Record, RewindFacts, Store};
 use crate::telemetry::notice::Notice;
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
@@ -43,6 +44,8 @@ pub struct SessionFacts {
     pub rewind: RewindFacts,
     /// A person paused it: nothing is done for it.
     pub paused: bool,
+    /// Claude Code holds the last message to its inbox for a human (`inbox::held`).
+    pub message_held: bool,
     /// Its transcript: its account (`budget::account_of`), and the turns to charge.
     pub transcript_path: Option<PathBuf>,
 }
@@ -221,6 +224,10 @@ impl SessionIo for LiveIo {
                         mtime_ms: meta.modified().map(clock::ms).unwrap_or(0),
                     });
                 let paused = store.pause(&sid)?.is_some();
+                let message_held = inbox::held(
+                    row.inbox.as_ref().and_then(InboxRow::unanswered_since),
+                    row.transcript_path.as_deref().map(std::path::Path::new),
+                );
                 facts.insert(
                     sid,
                     SessionFacts {
@@ -230,6 +237,7 @@ impl SessionIo for LiveIo {
                         limit: row.limit,
                         rewind,
                         paused,
+                        message_held,
                         transcript_path: row.transcript_path.map(PathBuf::from),
                     },
                 );

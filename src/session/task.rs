@@ -161,12 +161,12 @@ impl<I: SessionIo> Keeper<I> {
             None
         };
         let facts = self.io.session_facts(kept.keys().cloned().collect()).await;
-        // A held or paused session's owed events wait for its reset or a person: no reason to
-        // poll every second.
+        // A held or paused session's owed events, or those behind a message held for a human,
+        // wait for its reset or a person: no reason to poll every second.
         let limits = self.config.limits.enabled;
-        self.owes_any = facts
-            .values()
-            .any(|f| f.owed.is_some() && !f.paused && !(limits && f.limit.is_some()));
+        self.owes_any = facts.values().any(|f| {
+            f.owed.is_some() && !f.paused && !f.message_held && !(limits && f.limit.is_some())
+        });
         self.wake_at_ms = None;
         let around = Around {
             snapshot,
@@ -267,6 +267,7 @@ impl<I: SessionIo> Keeper<I> {
                 tmux: matches!(target, Some(PaneTarget::Tmux { .. })),
                 owed: facts.owed,
                 limit: limit.as_ref(),
+                message_held: facts.message_held,
                 rewind: pending.map(|p| (p, taken)),
                 rewind_last_done_ms: facts.rewind.last_performed_ms,
                 last_typed: self.io.last_typed(sid),

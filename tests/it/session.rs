@@ -1554,25 +1554,33 @@ async fn paused_clock_a_restart_revives_a_dead_or_vanished_pane_at_once_and_wait
 #[tokio::test(start_paused = true)]
 async fn paused_clock_a_session_only_its_inbox_reaches_is_paid_nudged_and_never_rewound() {
     let io = FakeIo::new();
-    for sid in ["idle", "busy", "restart"] {
+    for sid in ["idle", "busy", "failing", "restart"] {
         io.add_inbox_session(sid);
     }
     {
         let mut w = io.world.lock().unwrap();
         w.busy.insert("busy".into(), true);
-        let facts = w.facts.get_mut("busy").unwrap();
-        facts.hook = Some(("PreToolUse".into(), START_MS));
-        facts.owed = Some(Owed {
-            events: 1,
-            since_ms: START_MS,
-        });
+        w.facts.get_mut("busy").unwrap().hook = Some(("PreToolUse".into(), START_MS));
+        for sid in ["busy", "failing"] {
+            w.facts.get_mut(sid).unwrap().owed = Some(Owed {
+                events: 1,
+                since_ms: START_MS,
+            });
+        }
+        // Its inbox refuses: tried again no sooner than a base gap (90 s), not every 2 s.
+        w.refuse.insert("failing".into(), Action::SpoolMuxFailed);
     }
     restart_asked(&io, "restart");
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
 
     tokio::time::sleep(Duration::from_secs(35)).await;
     let wake = wakebridge::mux::WAKE_PROMPT.to_owned();
-    assert_eq!(typed_texts(&io, "busy"), [(0, wake)], "paid at once");
+    assert_eq!(
+        typed_texts(&io, "busy"),
+        [(0, wake.clone())],
+        "paid at once"
+    );
+    assert_eq!(typed_texts(&io, "failing"), [(0, wake)]);
     {
         let w = io.world.lock().unwrap();
         let paid = w.records.iter().any(|r| {

@@ -60,22 +60,24 @@ impl Gate {
             return Ok(None);
         };
         let row = self.store.inbox(sid).ok().flatten();
-        let unheard = (row.as_ref().and_then(InboxRow::unanswered_since)).is_some_and(|sent| {
-            clock::now_ms().saturating_sub(sent) >= clock::duration_ms(inbox::UNHEARD_AFTER)
-        });
-        if unheard && !self.held(sid, row.as_ref()) {
-            return Err(Unusable::Unheard);
-        }
-        let announced = row.and_then(|row| row.inbox);
+        let announced = row.as_ref().and_then(|row| row.inbox.clone());
         let Some(inbox) = announced.or_else(|| registry::inbox_of(dir, sid)) else {
             return Ok(None);
         };
+        // The cheap checks first: the session loop asks this of every candidate each poll, and
+        // the unheard one may read the transcript's tail.
         inbox.check().map_err(Unusable::Checked)?;
         // A pid is reused: its socket path then belongs to another session.
         if let Some(pid) = inbox.pid
             && registry::session_of_pid(dir, pid).is_some_and(|other| other != sid)
         {
             return Err(Unusable::Reused(pid));
+        }
+        let unheard = (row.as_ref().and_then(InboxRow::unanswered_since)).is_some_and(|sent| {
+            clock::now_ms().saturating_sub(sent) >= clock::duration_ms(inbox::UNHEARD_AFTER)
+        });
+        if unheard && !self.held(sid, row.as_ref()) {
+            return Err(Unusable::Unheard);
         }
         Ok(Some(inbox))
     }
@@ -91,14 +93,9 @@ impl Gate {
         let Some(since) = row.and_then(InboxRow::unanswered_since) else {
             return false;
         };
-        let transcript = self
-            .store
-            .session(sid)
-            .ok()
-            .flatten()
-            .and_then(|r| r.transcript_path);
-        transcript
-            .is_some_and(|path| inbox::held_since(&inbox::transcript_tail(Path::new(&path)), since))
+        let session = self.store.session(sid).ok().flatten();
+        let transcript = session.and_then(|r| r.transcript_path);
+        inbox::held(Some(since), transcript.as_deref().map(Path::new))
     }
 
     /// Tells `sid` through its inbox; `None` when that failed and it has a pane to type into.

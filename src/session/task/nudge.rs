@@ -114,6 +114,7 @@ impl<I: SessionIo> Keeper<I> {
     pub(super) async fn pay_owed(&mut self, sid: &str, mode: Mode, events: u32) -> Shown {
         let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
         let done_ms = self.io.now_ms();
+        let base = self.config.schedule.base;
         let session = self.session(sid);
         // A wake typed always ends a refusal streak, so its rows (with the wake) are due.
         let mut records = if session.row_due(Attempt::Owed, outcome.action) {
@@ -137,7 +138,14 @@ impl<I: SessionIo> Keeper<I> {
                 format!("paid an owed wake of {events} event(s)"),
             )
         } else {
-            session.retry_in(Attempt::Owed, Instant::now(), OWED_RETRY);
+            // A refusal that ends by itself (busy, cooldown) is tried again soon; a failure (a
+            // multiplexer or an inbox that failed, a pane gone) no sooner than a base gap: each
+            // try may take the whole injection budget, and the loop waits for it.
+            let wait = match outcome.action {
+                Action::SpoolMuxFailed | Action::SpoolStalePane | Action::SpoolUnmapped => base,
+                _ => OWED_RETRY,
+            };
+            session.retry_in(Attempt::Owed, Instant::now(), wait);
             let action = outcome.action.as_str();
             let reason = format!("owed {events} event(s), wake not typed ({action})");
             (SessionState::Owed, reason)
