@@ -164,9 +164,8 @@ impl<I: SessionIo> Keeper<I> {
         // A held or paused session's owed events, or those behind a message held for a human,
         // wait for its reset or a person: no reason to poll every second.
         let limits = self.config.limits.enabled;
-        self.owes_any = facts.values().any(|f| {
-            f.owed.is_some() && !f.paused && !f.message_held && !(limits && f.limit.is_some())
-        });
+        let waits = |f: &SessionFacts| f.paused || f.message_held || (limits && f.limit.is_some());
+        self.owes_any = facts.values().any(|f| f.owed.is_some() && !waits(f));
         self.wake_at_ms = None;
         let around = Around {
             snapshot,
