@@ -5,7 +5,7 @@
 //! limited (a DM is spooled and owed, nothing typed, across a daemon restart); at the reset the
 //! menu is dismissed by its wait option and `continue` typed once; a session that resumed on its
 //! own gets nothing. The pure parts are `claude::limits`'s tests; the resume's arithmetic is
-//! tests/it/nudger.rs's (paused clock).
+//! tests/it/session.rs's (paused clock); a session only its inbox reaches is resumed through it.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -474,4 +474,74 @@ async fn real_claude_code_whose_auto_continue_does_not_fire_is_resumed_once_afte
     assert_eq!(prompts(&session), ["hello", "continue"], "{}", context());
     assert_eq!(model.told("continue"), 1, "{}", context());
     assert_eq!(model.told(AUTO_CONTINUE_PROMPT), 0, "{}", context());
+}
+
+/// The same with no pane (its mapping cleared, so only its inbox reaches it): no screen shows
+/// whether Claude Code's auto-continue is armed, so wakebridge waits `auto_continue_wait` after
+/// the reset and sends the resume through the inbox. The model is told `continue` once, the
+/// hold lifts, and nothing was typed.
+#[tokio::test]
+async fn real_claude_code_in_no_known_pane_is_resumed_through_its_inbox_after_the_wait() {
+    let Some(claude) = common::real_claude() else {
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
+        return;
+    };
+    let model = common::model::Model::start().await;
+    let tmux = TmuxServer::start();
+    let (server, session) = limited_real_claude(
+        &claude,
+        &tmux,
+        &model,
+        (600_000, 600_000),
+        &[("WAKEBRIDGE_LIMITS__AUTO_CONTINUE_WAIT", "5s")],
+    )
+    .await;
+    let sid = session.sid.clone();
+    let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));
+    let cleared = crate::common::harness::binary(server.root.path(), &[])
+        .args(["panes", "clear", "--session", &sid, "--keep-pane-entries"])
+        .output()
+        .expect("run wakebridge panes clear");
+    assert!(cleared.status.success(), "{cleared:?}");
+    server
+        .session_until(
+            &sid,
+            "reached by its inbox alone",
+            Duration::from_secs(30),
+            |s| s["pane"].is_null() && s["inbox"]["live"] == true,
+            context,
+        )
+        .await;
+    model.limit_until(common::model::unix_in(Duration::from_secs(10)));
+    let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
+    assert_eq!(body["action"], "inbox", "{body}\n{}", context());
+    server
+        .session_until(
+            &sid,
+            "limited",
+            Duration::from_secs(30),
+            |s| s["state"] == "limited",
+            context,
+        )
+        .await;
+    server
+        .session_until(
+            &sid,
+            "the hold lifted after the resume",
+            Duration::from_secs(60),
+            |s| s["limit"].is_null(),
+            context,
+        )
+        .await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        prompts(&session),
+        [WAKE_PROMPT, "continue"],
+        "{}",
+        context()
+    );
+    assert_eq!(model.told("continue"), 1, "{}", context());
+    assert_eq!(model.told(AUTO_CONTINUE_PROMPT), 0, "{}", context());
+    let typed = session.screen(&tmux);
+    assert!(!typed.contains("❯ continue"), "typed, not sent:\n{typed}");
 }
