@@ -454,8 +454,8 @@ impl Store {
                      UNION SELECT value FROM json_each(?1)) \
                  SELECT session_id FROM inboxed \
                  WHERE session_id NOT IN (SELECT value FROM json_each(?2)) \
-                 AND (EXISTS (SELECT 1 FROM deliveries d WHERE d.target_session = \
-                          inboxed.session_id AND d.source IN ('hook', 'wake')) \
+                 AND (EXISTS (SELECT 1 FROM latest_deliveries l \
+                          WHERE l.session_id = inboxed.session_id AND l.told_ms IS NOT NULL) \
                       OR EXISTS (SELECT 1 FROM nudges n WHERE n.session_id = inboxed.session_id))",
             )?
             .query_map(params![json(live), json(mapped)], |row| row.get(0))?

@@ -271,21 +271,25 @@ pub(super) fn insert_delivery(conn: &Connection, d: &Delivery) -> rusqlite::Resu
     Ok(conn.last_insert_rowid())
 }
 
-/// Points `latest_deliveries` at delivery `id` of `session` unless a later one is there. Once per
-/// session per commit, not per row: with a busy session every row would rewrite the same page.
+/// Points `latest_deliveries` at delivery `id` of `session` unless a later one is there, and
+/// notes when the bus or a person `told` it something. Once per session per commit, not per
+/// row: with a busy session every row would rewrite the same page.
 pub(super) fn note_latest(
     conn: &Connection,
     session: &str,
     id: i64,
     at_ms: i64,
+    told: bool,
 ) -> rusqlite::Result<usize> {
     exec(
         conn,
-        "INSERT INTO latest_deliveries (session_id, delivery_id, at_ms) VALUES (?1, ?2, ?3) \
+        "INSERT INTO latest_deliveries (session_id, delivery_id, at_ms, told_ms) \
+         VALUES (?1, ?2, ?3, iif(?4, ?3, NULL)) \
          ON CONFLICT (session_id) DO UPDATE \
-         SET delivery_id = excluded.delivery_id, at_ms = excluded.at_ms \
+         SET delivery_id = excluded.delivery_id, at_ms = excluded.at_ms, \
+         told_ms = coalesce(excluded.told_ms, latest_deliveries.told_ms) \
          WHERE excluded.at_ms >= latest_deliveries.at_ms",
-        params![session, id, at_ms],
+        params![session, id, at_ms, told],
     )
 }
 
@@ -297,7 +301,8 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
     match record {
         Record::Delivery(d) => {
             let id = insert_delivery(conn, d)?;
-            note_latest(conn, &d.target_session, id, d.at_ms)
+            let told = matches!(d.source, DeliverySource::Hook | DeliverySource::Wake);
+            note_latest(conn, &d.target_session, id, d.at_ms, told)
         }
         Record::Outcome { delivery_id, row } => exec(
             "UPDATE deliveries SET action = ?2, spool_us = ?3, inject_us = ?4, \

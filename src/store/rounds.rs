@@ -110,7 +110,8 @@ fn apply_round(conn: &Connection, round: &SpoolRound) -> rusqlite::Result<Vec<Ro
             .map(|d| insert_delivery(conn, d))
             .collect::<rusqlite::Result<_>>()?;
         if let (Some(&id), Some(last)) = (deliveries.last(), rows.last()) {
-            note_latest(conn, &last.target_session, id, last.at_ms)?;
+            // A round's lines are the bus's events.
+            note_latest(conn, &last.target_session, id, last.at_ms, true)?;
         }
         ids.push(RoundIds {
             pending,

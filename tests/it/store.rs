@@ -278,7 +278,16 @@ async fn migrates_a_database_written_at_schema_one() {
         .expect("check")
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 12);
+    assert_eq!(version, 13);
+    let told: Option<i64> = Connection::open(&path)
+        .expect("check")
+        .query_row(
+            "SELECT told_ms FROM latest_deliveries WHERE session_id = 'old-session'",
+            [],
+            |row| row.get(0),
+        )
+        .expect("latest_deliveries");
+    assert_eq!(told, Some(7), "migration 13 marks what the bus told before");
     let identity_index: i64 = Connection::open(&path)
         .expect("check")
         .query_row(
