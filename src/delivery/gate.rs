@@ -75,6 +75,22 @@ impl GateOutcome {
             inject_time: Duration::ZERO,
         }
     }
+
+    /// Typed, but still on the prompt line: the next attempt submits it rather than types it
+    /// again.
+    pub fn unsubmitted(&self) -> bool {
+        self.error_kind == Some(InjectError::Unsubmitted.into())
+    }
+
+    /// Failed in a way the next attempt cannot mend within seconds: a multiplexer or an inbox
+    /// that erred, a pane gone. Not a busy or cooldown refusal, nor text left unsubmitted.
+    pub fn failed(&self) -> bool {
+        let failure = matches!(
+            self.action,
+            Action::SpoolMuxFailed | Action::SpoolStalePane | Action::SpoolUnmapped
+        );
+        failure && !self.unsubmitted()
+    }
 }
 
 /// A session id as the gate will act on it: the id it goes by now, and its pane if mapped.
@@ -416,5 +432,25 @@ impl Gate {
         if let Err(e) = self.store.record(Record::Limited(seen)).await {
             tracing::warn!(error = %e, "could not record a usage limit in the ledger");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_left_unsubmitted_is_no_failure_to_wait_out() {
+        let outcome = |action, error_kind| GateOutcome {
+            action,
+            error_kind,
+            inject_time: Duration::ZERO,
+        };
+        let unsubmitted = outcome(Action::SpoolMuxFailed, Some("unsubmitted"));
+        assert!(unsubmitted.unsubmitted() && !unsubmitted.failed());
+        assert!(outcome(Action::SpoolMuxFailed, Some("inbox-refused")).failed());
+        assert!(outcome(Action::SpoolStalePane, Some("stale")).failed());
+        assert!(!outcome(Action::SpoolBusy, None).failed());
+        assert!(!outcome(Action::SpoolCooldown, None).failed());
     }
 }

@@ -138,13 +138,9 @@ impl<I: SessionIo> Keeper<I> {
                 format!("paid an owed wake of {events} event(s)"),
             )
         } else {
-            // A refusal that ends by itself (busy, cooldown) is tried again soon; a failure (a
-            // multiplexer or an inbox that failed, a pane gone) no sooner than a base gap: each
-            // try may take the whole injection budget, and the loop waits for it.
-            let wait = match outcome.action {
-                Action::SpoolMuxFailed | Action::SpoolStalePane | Action::SpoolUnmapped => base,
-                _ => OWED_RETRY,
-            };
+            // A failure is tried again no sooner than a base gap: each try may take the whole
+            // injection budget, and the loop waits for it.
+            let wait = if outcome.failed() { base } else { OWED_RETRY };
             session.retry_in(Attempt::Owed, Instant::now(), wait);
             let action = outcome.action.as_str();
             let reason = format!("owed {events} event(s), wake not typed ({action})");

@@ -95,7 +95,7 @@ impl<I: SessionIo> Keeper<I> {
             // Claude Code runs its SessionEnd and SessionStart hooks before it redraws the
             // prompt, so a `/clear` it took can look unsubmitted to the injector's short wait:
             // whether it was is the clear's to show.
-            let unconfirmed = outcome.error_kind == Some("unsubmitted");
+            let unconfirmed = outcome.unsubmitted();
             if !outcome.action.woke() && !unconfirmed {
                 let action = outcome.action.as_str();
                 if matches!(outcome.action, Action::SpoolBusy | Action::SpoolCooldown) {
