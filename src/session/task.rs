@@ -134,7 +134,9 @@ impl<I: SessionIo> Keeper<I> {
             .collect();
         let (live, mapped) = (registry.keys().cloned(), kept.keys().cloned());
         let reached = (self.io).reached_by_inbox(live.collect(), mapped.collect());
-        kept.extend(reached.await.into_iter().map(|sid| (sid, None)));
+        for sid in reached.await {
+            kept.entry(sid).or_insert(None);
+        }
         self.sessions
             .retain(|sid, session| kept.contains_key(sid) || session.activity.is_none());
         let has_tmux = kept
