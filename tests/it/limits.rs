@@ -342,6 +342,17 @@ async fn limited_real_claude(
     (server, session)
 }
 
+/// [`limited_real_claude`] whose own auto-continue would fire only ten minutes after the reset,
+/// with `auto_continue_wait` at 5 s: wakebridge resumes it.
+async fn auto_continue_that_does_not_fire(
+    claude: &std::path::Path,
+    tmux: &TmuxServer,
+    model: &common::model::Model,
+) -> (crate::common::harness::TestServer, RealClaude) {
+    let wait = [("WAKEBRIDGE_LIMITS__AUTO_CONTINUE_WAIT", "5s")];
+    limited_real_claude(claude, tmux, model, (600_000, 600_000), &wait).await
+}
+
 /// The prompts the session's `UserPromptSubmit` hook saw, in order.
 fn prompts(session: &RealClaude) -> Vec<String> {
     session
@@ -434,14 +445,7 @@ async fn real_claude_code_whose_auto_continue_does_not_fire_is_resumed_once_afte
     };
     let model = common::model::Model::start().await;
     let tmux = TmuxServer::start();
-    let (server, session) = limited_real_claude(
-        &claude,
-        &tmux,
-        &model,
-        (600_000, 600_000),
-        &[("WAKEBRIDGE_LIMITS__AUTO_CONTINUE_WAIT", "5s")],
-    )
-    .await;
+    let (server, session) = auto_continue_that_does_not_fire(&claude, &tmux, &model).await;
     let sid = session.sid.clone();
     model.limit_until(common::model::unix_in(Duration::from_secs(10)));
     session.submit(&tmux, "hello").await;
@@ -488,14 +492,7 @@ async fn real_claude_code_in_no_known_pane_is_resumed_through_its_inbox_after_th
     };
     let model = common::model::Model::start().await;
     let tmux = TmuxServer::start();
-    let (server, session) = limited_real_claude(
-        &claude,
-        &tmux,
-        &model,
-        (600_000, 600_000),
-        &[("WAKEBRIDGE_LIMITS__AUTO_CONTINUE_WAIT", "5s")],
-    )
-    .await;
+    let (server, session) = auto_continue_that_does_not_fire(&claude, &tmux, &model).await;
     let sid = session.sid.clone();
     let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));
     let cleared = crate::common::harness::binary(server.root.path(), &[])
