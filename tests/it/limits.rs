@@ -353,6 +353,32 @@ async fn auto_continue_that_does_not_fire(
     limited_real_claude(claude, tmux, model, (600_000, 600_000), &wait).await
 }
 
+/// Waits for the hold to lift after wakebridge's resume, then checks it went once: the model
+/// was told `continue` once, Claude Code's own auto-continue never, and the session's prompts
+/// were `expected`.
+async fn resumed_once(
+    server: &crate::common::harness::TestServer,
+    session: &RealClaude,
+    model: &common::model::Model,
+    expected: [&str; 2],
+    context: impl Fn() -> String,
+) {
+    let lifted = |s: &serde_json::Value| s["limit"].is_null();
+    let what = "the hold lifted after the resume";
+    (server.session_until(
+        &session.sid,
+        what,
+        Duration::from_secs(60),
+        lifted,
+        &context,
+    ))
+    .await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(prompts(session), expected, "{}", context());
+    assert_eq!(model.told("continue"), 1, "{}", context());
+    assert_eq!(model.told(AUTO_CONTINUE_PROMPT), 0, "{}", context());
+}
+
 /// The prompts the session's `UserPromptSubmit` hook saw, in order.
 fn prompts(session: &RealClaude) -> Vec<String> {
     session
@@ -465,19 +491,7 @@ async fn real_claude_code_whose_auto_continue_does_not_fire_is_resumed_once_afte
         || session.screen(&tmux).contains("Continuing shortly"),
     )
     .await;
-    server
-        .session_until(
-            &sid,
-            "the hold lifted after the resume",
-            Duration::from_secs(60),
-            |s| s["limit"].is_null(),
-            context,
-        )
-        .await;
-    tokio::time::sleep(QUIET).await;
-    assert_eq!(prompts(&session), ["hello", "continue"], "{}", context());
-    assert_eq!(model.told("continue"), 1, "{}", context());
-    assert_eq!(model.told(AUTO_CONTINUE_PROMPT), 0, "{}", context());
+    resumed_once(&server, &session, &model, ["hello", "continue"], context).await;
 }
 
 /// The same with no pane (its mapping cleared, so only its inbox reaches it): no screen shows
@@ -521,24 +535,14 @@ async fn real_claude_code_in_no_known_pane_is_resumed_through_its_inbox_after_th
             context,
         )
         .await;
-    server
-        .session_until(
-            &sid,
-            "the hold lifted after the resume",
-            Duration::from_secs(60),
-            |s| s["limit"].is_null(),
-            context,
-        )
-        .await;
-    tokio::time::sleep(QUIET).await;
-    assert_eq!(
-        prompts(&session),
+    resumed_once(
+        &server,
+        &session,
+        &model,
         [WAKE_PROMPT, "continue"],
-        "{}",
-        context()
-    );
-    assert_eq!(model.told("continue"), 1, "{}", context());
-    assert_eq!(model.told(AUTO_CONTINUE_PROMPT), 0, "{}", context());
+        context,
+    )
+    .await;
     let typed = session.screen(&tmux);
     assert!(!typed.contains("❯ continue"), "typed, not sent:\n{typed}");
 }
