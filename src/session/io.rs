@@ -48,6 +48,8 @@ pub struct SessionFacts {
     pub message_held: bool,
     /// Its transcript: its account (`budget::account_of`), and the turns to charge.
     pub transcript_path: Option<PathBuf>,
+    /// Its nudge series as last recorded: where a session new to the loop takes it up.
+    pub nudge: Option<NudgeState>,
 }
 
 pub trait SessionIo: Send + Sync {
@@ -57,19 +59,21 @@ pub trait SessionIo: Send + Sync {
         &self,
     ) -> impl Future<Output = Result<HashMap<String, PaneInfo>, MuxError>> + Send;
     fn capture(&self, pane: &str) -> impl Future<Output = Result<String, MuxError>> + Send;
+    /// The ledger's facts for each of `sessions` it knows; `None` when the ledger cannot be
+    /// read.
     fn session_facts(
         &self,
         sessions: Vec<String>,
-    ) -> impl Future<Output = HashMap<String, SessionFacts>> + Send;
+    ) -> impl Future<Output = Option<HashMap<String, SessionFacts>>> + Send;
     fn registry(&self) -> impl Future<Output = HashMap<String, RegistryReading>> + Send;
     /// The sessions besides `mapped` that wakebridge keeps (`Store::inbox_candidates`) whose
     /// inbox can be told through now: announced by their hooks, or `live` in Claude Code's
-    /// registry.
+    /// registry. `None` when the ledger cannot be read.
     fn reached_by_inbox(
         &self,
         live: Vec<String>,
         mapped: Vec<String>,
-    ) -> impl Future<Output = Vec<String>> + Send;
+    ) -> impl Future<Output = Option<Vec<String>>> + Send;
     /// Every account's usage windows as the status lines last reported them.
     fn budgets(&self) -> impl Future<Output = Vec<Account>> + Send;
     /// The newest turn of the transcript at `path`.
@@ -91,7 +95,6 @@ pub trait SessionIo: Send + Sync {
     /// Starts `restart` in the background (it records how it ended in the ledger itself).
     fn restart(&self, restart: Restart) -> impl Future<Output = ()> + Send;
     fn record(&self, records: Vec<Record>) -> impl Future<Output = ()> + Send;
-    fn restore(&self) -> impl Future<Output = Vec<NudgeState>> + Send;
     /// When each session last got a budget nudge, as the ledger's deliveries say.
     fn budget_nudges(&self) -> impl Future<Output = HashMap<String, i64>> + Send;
     /// Resolves when a bus event became owed a wake since the last call.
@@ -157,23 +160,27 @@ impl LiveIo {
     }
 
     /// Runs a ledger read on a blocking thread; a failure (of the read or of the thread) is
-    /// warned about once and reads as `None`.
+    /// warned about once until a read works again, and reads as `None`.
     async fn read_ledger<T: Send + 'static>(
         &self,
         what: &str,
         read: impl FnOnce() -> Result<T, crate::store::StoreError> + Send + 'static,
     ) -> Option<T> {
+        const THEN: &str = "no session is nudged, paid or resumed until the ledger reads again";
         match tokio::task::spawn_blocking(read).await {
-            Ok(Ok(value)) => return Some(value),
-            Ok(Err(error)) => self.warn_store(what, &error),
-            Err(error) => self.warn_store(what, &error),
+            Ok(Ok(value)) => {
+                self.warned.clear("ledger read");
+                return Some(value);
+            }
+            Ok(Err(error)) => self.warn_store("ledger read", what, &error, THEN),
+            Err(error) => self.warn_store("ledger read", what, &error, THEN),
         }
         None
     }
 
-    fn warn_store(&self, what: &str, error: &dyn std::fmt::Display) {
-        if self.warned.first("ledger") {
-            tracing::warn!("nudger: {what} failed: {error}; nudge state may not survive a restart");
+    fn warn_store(&self, key: &str, what: &str, error: &dyn std::fmt::Display, then: &str) {
+        if self.warned.first(key) {
+            tracing::warn!("nudger: {what} failed: {error}; {then}");
         } else {
             tracing::debug!("nudger: {what} failed: {error}");
         }
@@ -204,7 +211,7 @@ impl SessionIo for LiveIo {
             .await
     }
 
-    async fn session_facts(&self, sessions: Vec<String>) -> HashMap<String, SessionFacts> {
+    async fn session_facts(&self, sessions: Vec<String>) -> Option<HashMap<String, SessionFacts>> {
         let store = self.store.clone();
         self.read_ledger("reading hook facts", move || {
             let mut facts = HashMap::new();
@@ -239,13 +246,13 @@ impl SessionIo for LiveIo {
                         paused,
                         message_held,
                         transcript_path: row.transcript_path.map(PathBuf::from),
+                        nudge: row.nudge,
                     },
                 );
             }
             Ok(facts)
         })
         .await
-        .unwrap_or_default()
     }
 
     async fn budgets(&self) -> Vec<Account> {
@@ -281,9 +288,13 @@ impl SessionIo for LiveIo {
         }
     }
 
-    async fn reached_by_inbox(&self, live: Vec<String>, mapped: Vec<String>) -> Vec<String> {
+    async fn reached_by_inbox(
+        &self,
+        live: Vec<String>,
+        mapped: Vec<String>,
+    ) -> Option<Vec<String>> {
         if !self.gate.inboxes_on() {
-            return Vec::new();
+            return Some(Vec::new());
         }
         let (store, gate) = (self.store.clone(), self.gate.clone());
         self.read_ledger("listing the sessions with an inbox", move || {
@@ -294,7 +305,6 @@ impl SessionIo for LiveIo {
                 .collect())
         })
         .await
-        .unwrap_or_default()
     }
 
     fn busy(&self, sid: &str) -> bool {
@@ -334,17 +344,10 @@ impl SessionIo for LiveIo {
     async fn record(&self, records: Vec<Record>) {
         for record in records {
             if let Err(error) = self.store.record(record).await {
-                self.warn_store("recording a nudge", &error);
+                let then = "nudge state may not survive a restart";
+                self.warn_store("ledger write", "recording a nudge", &error, then);
             }
         }
-    }
-
-    async fn restore(&self) -> Vec<NudgeState> {
-        let store = self.store.clone();
-        self.read_ledger("restoring nudge state", move || store.sessions())
-            .await
-            .map(|rows| rows.into_iter().filter_map(|row| row.nudge).collect())
-            .unwrap_or_default()
     }
 
     async fn budget_nudges(&self) -> HashMap<String, i64> {

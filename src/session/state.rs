@@ -30,7 +30,7 @@ pub struct Session {
     pub count: NudgeCount<Instant>,
     pub acknowledged: bool,
     pub activity: Option<Activity>,
-    /// The ledger's last nudge (unix ms) for a session restored at start, until first seen.
+    /// The ledger's last nudge (unix ms) for a session taken up from it, until first seen.
     pub restored_nudge_ms: Option<i64>,
     pub last_nudge_ms: Option<i64>,
     /// What the last look at the screen showed that stopped a nudge, while its retry clock runs.
@@ -42,7 +42,7 @@ pub struct Session {
     pub answered_from: Option<(u32, bool, i64)>,
     /// Its transcript as it was when its last turn was charged.
     pub charged: Option<FileStamp>,
-    /// When it was last given a budget nudge (unix ms; restored from the ledger at start).
+    /// When it was last given a budget nudge (unix ms; from the ledger when it entered the loop).
     pub last_budget_ms: Option<i64>,
     tries: [Tries; 4],
 }

@@ -104,27 +104,6 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    /// A restart neither forgets an acknowledged session nor restarts a backoff series.
-    pub async fn restore(&mut self) {
-        let now = Instant::now();
-        let now_ms = self.io.now_ms();
-        for state in self.io.restore().await {
-            let last_nudge = state
-                .last_nudge_ms
-                .and_then(|ms| Some((instant_at(now, now_ms, ms)?, ms)));
-            let session = Session::restored(
-                state.unanswered,
-                last_nudge,
-                state.acknowledged,
-                &self.config.schedule,
-            );
-            self.sessions.insert(state.session_id, session);
-        }
-        for (sid, at_ms) in self.io.budget_nudges().await {
-            self.session(&sid).last_budget_ms = Some(at_ms);
-        }
-    }
-
     pub async fn poll(&mut self) {
         let registry = self.io.registry().await;
         // Its pane, or `None`: a session told something that only its inbox reaches.
@@ -133,12 +112,18 @@ impl<I: SessionIo> Keeper<I> {
             .map(|(sid, pane)| (sid, Some(pane)))
             .collect();
         let (live, mapped) = (registry.keys().cloned(), kept.keys().cloned());
+        // Unread, the ledger's facts (a pause, a limit, what is owed, the backoff) are not
+        // "none": nothing is decided until they can be read.
         let reached = (self.io).reached_by_inbox(live.collect(), mapped.collect());
-        for sid in reached.await {
+        let Some(reached) = reached.await else { return };
+        for sid in reached {
             kept.entry(sid).or_insert(None);
         }
-        self.sessions
-            .retain(|sid, session| kept.contains_key(sid) || session.activity.is_none());
+        let Some(facts) = self.io.session_facts(kept.keys().cloned().collect()).await else {
+            return;
+        };
+        self.sessions.retain(|sid, _| kept.contains_key(sid));
+        self.enter(&kept, &facts).await;
         let has_tmux = kept
             .values()
             .any(|t| matches!(t, Some(PaneTarget::Tmux { .. })));
@@ -162,7 +147,6 @@ impl<I: SessionIo> Keeper<I> {
         } else {
             None
         };
-        let facts = self.io.session_facts(kept.keys().cloned().collect()).await;
         // A held or paused session's owed events, or those behind a message held for a human,
         // wait for its reset or a person: no reason to poll every second.
         let limits = self.config.limits.enabled;
@@ -182,6 +166,35 @@ impl<I: SessionIo> Keeper<I> {
             views.insert(sid.clone(), view);
         }
         self.views.send_replace(Arc::new(views));
+    }
+
+    /// Sessions new to the loop take up their nudge series where the ledger left it: after a
+    /// restart, and after a poll they dropped out of (panes.json rewritten, an inbox briefly
+    /// unreachable), so an acknowledged session is not nudged anew.
+    async fn enter(
+        &mut self,
+        kept: &BTreeMap<String, Option<PaneTarget>>,
+        facts: &HashMap<String, SessionFacts>,
+    ) {
+        let new: Vec<&String> = (kept.keys())
+            .filter(|sid| !self.sessions.contains_key(*sid))
+            .collect();
+        if new.is_empty() {
+            return;
+        }
+        let given = self.io.budget_nudges().await;
+        let (now, now_ms) = (Instant::now(), self.io.now_ms());
+        for sid in new {
+            let nudge = facts.get(sid).and_then(|f| f.nudge.as_ref());
+            let mut session = nudge.map_or_else(Session::default, |state| {
+                let last_nudge =
+                    (state.last_nudge_ms).and_then(|ms| Some((instant_at(now, now_ms, ms)?, ms)));
+                let schedule = &self.config.schedule;
+                Session::restored(state.unanswered, last_nudge, state.acknowledged, schedule)
+            });
+            session.last_budget_ms = given.get(sid).copied();
+            self.sessions.insert(sid.clone(), session);
+        }
     }
 
     async fn consider(
@@ -523,7 +536,6 @@ pub async fn run(deps: NudgerDeps, shutdown: CancellationToken) {
 }
 
 pub async fn run_with<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToken) {
-    keeper.restore().await;
     tracing::info!(
         idle_after_s = keeper.config.idle_after.as_secs(),
         poll_ms = millis(keeper.config.poll_interval),

@@ -55,7 +55,8 @@ struct World {
     captures: u32,
     /// Screens read through the gate (any multiplexer).
     screen_reads: u32,
-    restore: Vec<NudgeState>,
+    /// The ledger cannot be read.
+    ledger_down: bool,
     /// Sessions whose wakes the gate refuses with this action (nothing typed).
     refuse: HashMap<String, Action>,
     /// What a session's screen shows (the idle prompt when not set).
@@ -189,14 +190,20 @@ impl SessionIo for FakeIo {
         }
         Ok(true)
     }
-    async fn session_facts(&self, _sessions: Vec<String>) -> HashMap<String, SessionFacts> {
-        self.world.lock().unwrap().facts.clone()
+    async fn session_facts(&self, _sessions: Vec<String>) -> Option<HashMap<String, SessionFacts>> {
+        let w = self.world.lock().unwrap();
+        (!w.ledger_down).then(|| w.facts.clone())
     }
     async fn registry(&self) -> HashMap<String, RegistryReading> {
         HashMap::new()
     }
-    async fn reached_by_inbox(&self, _live: Vec<String>, _mapped: Vec<String>) -> Vec<String> {
-        self.world.lock().unwrap().inbox_only.clone()
+    async fn reached_by_inbox(
+        &self,
+        _live: Vec<String>,
+        _mapped: Vec<String>,
+    ) -> Option<Vec<String>> {
+        let w = self.world.lock().unwrap();
+        (!w.ledger_down).then(|| w.inbox_only.clone())
     }
     async fn budgets(&self) -> Vec<Account> {
         self.world.lock().unwrap().budgets.clone()
@@ -259,6 +266,10 @@ impl SessionIo for FakeIo {
         for record in &records {
             // What the ledger would now say about the session (store tests pin the SQL).
             match record {
+                Record::Nudge(state) => {
+                    let facts = w.facts.entry(state.session_id.clone()).or_default();
+                    facts.nudge = Some(state.clone());
+                }
                 Record::Pay { session_id, .. } => {
                     if let Some(facts) = w.facts.get_mut(session_id) {
                         facts.owed = None;
@@ -307,9 +318,6 @@ impl SessionIo for FakeIo {
             }
         }
         w.records.extend(records);
-    }
-    async fn restore(&self) -> Vec<NudgeState> {
-        self.world.lock().unwrap().restore.clone()
     }
     async fn owed_noted(&self) {
         std::future::pending::<()>().await;
@@ -1131,16 +1139,69 @@ async fn paused_clock_busy_unknown_and_marked_sessions_are_never_nudged() {
 async fn paused_clock_restores_an_acknowledged_session_from_the_ledger() {
     let io = FakeIo::new();
     io.add_session("s1", "\u{2733} Claude Code");
-    io.world.lock().unwrap().restore = vec![NudgeState {
+    io.world
+        .lock()
+        .unwrap()
+        .facts
+        .entry("s1".into())
+        .or_default()
+        .nudge = Some(NudgeState {
         session_id: "s1".into(),
         unanswered: 5,
         last_nudge_ms: Some(START_MS - 60_000),
         acknowledged: true,
-    }];
+    });
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
     tokio::time::sleep(Duration::from_secs(3600)).await;
     assert!(io.wake_times("s1").is_empty());
     assert!(views.borrow()["s1"].acknowledged);
+    shutdown.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_a_session_that_drops_out_for_a_poll_keeps_its_series() {
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    // Nudged at 300, 390, 570, 930, 1650: acknowledged idle.
+    tokio::time::sleep(Duration::from_secs(1700)).await;
+    assert_eq!(io.wake_times("s1").len(), 5);
+    // panes.json is rewritten without it for a poll, then with it again.
+    let pane = io.world.lock().unwrap().mapping.remove("s1").unwrap();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(!views.borrow().contains_key("s1"));
+    io.world.lock().unwrap().mapping.insert("s1".into(), pane);
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(io.wake_times("s1").len(), 5, "no new series");
+    assert!(views.borrow()["s1"].acknowledged);
+    shutdown.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_nothing_is_decided_while_the_ledger_cannot_be_read() {
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    io.add_inbox_session("s2");
+    for sid in ["s1", "s2"] {
+        let mut w = io.world.lock().unwrap();
+        let facts = w.facts.entry(sid.into()).or_default();
+        facts.paused = true;
+        facts.owed = Some(Owed {
+            events: 1,
+            since_ms: START_MS,
+        });
+    }
+    io.world.lock().unwrap().ledger_down = true;
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(io.world.lock().unwrap().wakes, []);
+    assert!(views.borrow().is_empty());
+    // Read again, the pause holds.
+    io.world.lock().unwrap().ledger_down = false;
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(io.world.lock().unwrap().wakes, []);
+    assert_eq!(views.borrow()["s1"].state, SessionState::Paused);
+    assert_eq!(views.borrow()["s2"].state, SessionState::Paused);
     shutdown.cancel();
 }
 
@@ -1440,7 +1501,6 @@ async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates
     );
     let (tx, views) = watch::channel(SessionViews::default());
     let mut nudger = Keeper::new(config, io, tx);
-    nudger.restore().await;
     // Let the agents draw their idle title first.
     tokio::time::sleep(Duration::from_millis(500)).await;
 
