@@ -57,6 +57,8 @@ struct World {
     screen_reads: u32,
     /// The ledger cannot be read.
     ledger_down: bool,
+    /// A session whose Stop hook pays its debt right after the next ledger read.
+    hook_pays_after_read: Option<String>,
     /// Sessions whose wakes the gate refuses with this action (nothing typed).
     refuse: HashMap<String, Action>,
     /// What a session's screen shows (the idle prompt when not set).
@@ -191,8 +193,12 @@ impl SessionIo for FakeIo {
         Ok(true)
     }
     async fn session_facts(&self, _sessions: Vec<String>) -> Option<HashMap<String, SessionFacts>> {
-        let w = self.world.lock().unwrap();
-        (!w.ledger_down).then(|| w.facts.clone())
+        let mut w = self.world.lock().unwrap();
+        let read = (!w.ledger_down).then(|| w.facts.clone());
+        if let Some(sid) = w.hook_pays_after_read.take() {
+            w.facts.get_mut(&sid).unwrap().owed = None;
+        }
+        read
     }
     async fn registry(&self) -> HashMap<String, RegistryReading> {
         HashMap::new()
@@ -1675,6 +1681,28 @@ async fn paused_clock_a_session_only_its_inbox_reaches_is_paid_nudged_and_never_
     assert_eq!(views.borrow()["idle"].state, SessionState::Nudged);
     let w = io.world.lock().unwrap();
     assert_eq!((w.captures, w.screen_reads), (0, 0), "no screen to read");
+    drop(w);
+    shutdown.cancel();
+}
+
+/// The Stop hook pays a debt between the poll's ledger read and the loop's send: told once.
+#[tokio::test(start_paused = true)]
+async fn paused_clock_a_debt_its_stop_hook_paid_meanwhile_is_not_told_again() {
+    let io = FakeIo::new();
+    io.add_inbox_session("s1");
+    {
+        let mut w = io.world.lock().unwrap();
+        w.facts.get_mut("s1").unwrap().owed = Some(Owed {
+            events: 1,
+            since_ms: START_MS,
+        });
+        w.hook_pays_after_read = Some("s1".into());
+    }
+    let (shutdown, _views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(typed_texts(&io, "s1"), []);
+    let w = io.world.lock().unwrap();
+    assert!(!w.records.iter().any(|r| matches!(r, Record::Pay { .. })));
     drop(w);
     shutdown.cancel();
 }
