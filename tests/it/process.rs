@@ -1,5 +1,5 @@
 //! The real binary: configuration refusals, `--help` despite bad values, singleton exclusion,
-//! graceful shutdown on SIGTERM.
+//! graceful shutdown on SIGTERM, the libraries each start loads.
 
 use std::time::Duration;
 
@@ -287,4 +287,22 @@ async fn sigterm_stops_the_daemon_whatever_became_of_its_stderr() {
         assert_eq!(status.code(), Some(0), "with {name}: {status:?}");
         assert!(took < STOP_BOUND, "with {name} the stop took {took:?}");
     }
+}
+
+/// Each start loads libc alone (`wakebridge hook` starts on every tool call): no libm.so for
+/// the one `pow` `main.rs` answers, no libgcc_s.so (its constructor probes the CPU, costly on a
+/// virtual machine). A dependency that calls another libm function brings libm back: here.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn each_start_of_the_binary_loads_libc_alone() {
+    let out = std::process::Command::new("ldd")
+        .arg(env!("CARGO_BIN_EXE_wakebridge"))
+        .output()
+        .expect("ldd, from glibc's libc-bin");
+    let listed = String::from_utf8_lossy(&out.stdout);
+    let libraries: Vec<&str> = (listed.lines())
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| name.starts_with("lib"))
+        .collect();
+    assert_eq!(libraries, ["libc.so.6"], "{listed}");
 }
