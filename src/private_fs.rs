@@ -85,6 +85,18 @@ pub fn replace_with_mode(
     temp_prefix: &str,
     mode: u32,
 ) -> io::Result<()> {
+    replace_if(path, bytes, temp_prefix, mode, || Ok(true)).map(drop)
+}
+
+/// [`replace_with_mode`], renaming only if `still_ok` (asked once the temp file is synced)
+/// agrees; returns whether it renamed.
+pub fn replace_if(
+    path: &Path,
+    bytes: &[u8],
+    temp_prefix: &str,
+    mode: u32,
+    still_ok: impl FnOnce() -> io::Result<bool>,
+) -> io::Result<bool> {
     let dir = path
         .parent()
         .filter(|dir| !dir.as_os_str().is_empty())
@@ -100,9 +112,12 @@ pub fn replace_with_mode(
         .set_permissions(Permissions::from_mode(mode))?;
     // Without this a crash right after the rename can leave an empty file on some filesystems.
     temp.as_file().sync_all()?;
+    if !still_ok()? {
+        return Ok(false);
+    }
     // On failure the returned error owns the temp file, and dropping it deletes the file.
     temp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    Ok(true)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

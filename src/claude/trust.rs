@@ -3,9 +3,9 @@
 //! Every other key is kept, the old file is backed up, the new one replaces it atomically, and
 //! a concurrent writer (Claude Code rewrites the file often) is detected and retried once.
 
-use std::fs::{self, File, OpenOptions, Permissions};
+use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -322,38 +322,25 @@ fn replace_if_unchanged(
     if expected.is_none() {
         fs::create_dir_all(dir).map_err(write_err)?;
     }
-    // Dropping `temp` on any early return deletes it.
-    let mut temp = tempfile::Builder::new()
-        .prefix(".wakebridge.")
-        .suffix(".tmp")
-        .permissions(Permissions::from_mode(FILE_MODE))
-        .tempfile_in(dir)
-        .map_err(write_err)?;
-    temp.write_all(bytes).map_err(write_err)?;
-    // The mode after creation: umask does not apply to set_permissions.
-    let file = temp.as_file();
-    (file.set_permissions(Permissions::from_mode(mode)))
-        .and_then(|()| file.sync_all())
-        .map_err(write_err)?;
-    let now = match fs::metadata(config) {
-        Ok(meta) => Some(Stamp::of(&meta)),
-        Err(err) if err.kind() == ErrorKind::NotFound => None,
-        Err(err) => return Err(write_err(err)),
+    let unchanged = || match fs::metadata(config) {
+        Ok(meta) => Ok(Some(Stamp::of(&meta)) == expected),
+        Err(err) if err.kind() == ErrorKind::NotFound => Ok(expected.is_none()),
+        Err(err) => Err(err),
     };
-    if now != expected {
-        return Ok(false);
-    }
-    temp.persist(config).map_err(|e| write_err(e.error))?;
+    let replaced = crate::private_fs::replace_if(config, bytes, ".wakebridge.", mode, unchanged)
+        .map_err(write_err)?;
     // Make the rename durable; a failure here leaves the new file in place, so ignore it.
-    if let Ok(dir) = File::open(dir) {
+    if replaced && let Ok(dir) = File::open(dir) {
         let _ = dir.sync_all();
     }
-    Ok(true)
+    Ok(replaced)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::Permissions;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn keeps_other_keys_and_order_and_exact_numbers() {
