@@ -19,7 +19,7 @@ use crate::env::Env;
 use crate::mux::WAKE_PROMPT;
 use crate::store::{LimitSeen, LimitSource, Payment, Record, SessionSeen, Store};
 use crate::wakedir::detect_target;
-use crate::wakedir::markers::{MarkerError, clear_busy_if_any, set_busy};
+use crate::wakedir::markers::{MarkerError, clear_busy_if_any, is_busy, set_busy};
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::{PanesWriteError, clear_entry, set_entry};
 use serde_json::{Value, json};
@@ -155,11 +155,7 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
         match action {
             HookAction::MarkBusy => {
                 outcome.nothing_new = input.event_name == "PreToolUse"
-                    && crate::wakedir::markers::is_busy(
-                        wake_dir,
-                        &session_id,
-                        LEDGER_REFRESH.as_secs_f64(),
-                    );
+                    && is_busy(wake_dir, &session_id, LEDGER_REFRESH.as_secs_f64());
                 set_busy(wake_dir, &session_id)?;
             }
             HookAction::MarkIdle => clear_busy_if_any(wake_dir, &session_id)?,
@@ -279,9 +275,6 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let started = Instant::now();
-    let report = |message: &str| {
-        let _ = writeln!(std::io::stderr().lock(), "wakebridge hook: {message}");
-    };
     let input = read_bounded(std::io::stdin(), HOOK_STDIN_CAP_BYTES, HOOK_STDIN_BUDGET)
         .and_then(|bytes| parse_hook_input(&bytes))
         .map_err(|e| e.to_string());
@@ -289,7 +282,7 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
     let (input, config) = match ready {
         Ok(ready) => ready,
         Err(message) => {
-            report(&message);
+            crate::errln!("wakebridge hook: {message}");
             return ExitCode::SUCCESS;
         }
     };
@@ -304,7 +297,7 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
     let event = input.event_name.clone();
     let report_failure = |outcome: &HookOutcome| {
         if let HookResult::Failed(message) = &outcome.result {
-            report(&format!("{event} failed: {message}"));
+            crate::errln!("wakebridge hook: {event} failed: {message}");
         }
     };
     let act = move || {
@@ -323,15 +316,15 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
         .name("hook-action".into())
         .spawn(move || drop(sender.send(act())));
     if let Err(e) = spawned {
-        report(&format!("cannot start the hook action: {e}"));
+        crate::errln!("wakebridge hook: cannot start the hook action: {e}");
         return ExitCode::SUCCESS;
     }
     let left = HOOK_TOTAL_BUDGET.saturating_sub(started.elapsed());
     match receiver.recv_timeout(left) {
         Ok(outcome) => report_failure(&outcome),
-        Err(_) => report(&format!(
-            "gave up after {HOOK_TOTAL_BUDGET:?} (is panes.lock held by a stuck process?)"
-        )),
+        Err(_) => crate::errln!(
+            "wakebridge hook: gave up after {HOOK_TOTAL_BUDGET:?} (is panes.lock held by a stuck process?)"
+        ),
     }
     ExitCode::SUCCESS
 }

@@ -146,13 +146,7 @@ pub fn read_feed_at(
     max_age: Duration,
     now: u64,
 ) -> Option<Feed> {
-    let path = feed_path(state_dir, session_id).ok()?;
-    let mut body = Vec::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(MAX_STATUSLINE_INPUT)
-        .read_to_end(&mut body)
-        .ok()?;
+    let body = read_bounded(std::fs::File::open(feed_path(state_dir, session_id).ok()?).ok()?);
     let feed: Feed = serde_json::from_slice(&body).ok()?;
     let fresh = feed.timestamp <= now.saturating_add(FUTURE_SLACK_SECS)
         && now.saturating_sub(feed.timestamp) <= max_age.as_secs();

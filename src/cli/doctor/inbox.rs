@@ -60,6 +60,7 @@ pub(super) fn inbox_check(
     inbound: Option<&serde_json::Value>,
 ) -> Check {
     let sid = short(&session.session_id);
+    let warn = |found: String, fix: &str| Check::warn("inbox", found, fix);
     let typed = match session.pane {
         Some(_) => "; wakes are typed into its pane",
         None => "; it has no pane either, so nothing reaches it",
@@ -67,15 +68,13 @@ pub(super) fn inbox_check(
     let announced = facts.announced.as_ref();
     let version = announced.and_then(|a| a.version.as_deref());
     if let Some(version) = version.filter(|v| predates_inbox(v)) {
-        return Check::warn(
-            "inbox",
+        return warn(
             format!("{sid}: Claude Code {version} has no inbox{typed}"),
             "update Claude Code to 2.1.224+ and restart the session",
         );
     }
     if announced.is_some_and(|a| a.socket.is_none()) {
-        return Check::warn(
-            "inbox",
+        return warn(
             format!(
                 "{sid}: its inbox is off (--bare, CLAUDE_CODE_HARBOR_KITE=0 or the feature flag){typed}"
             ),
@@ -86,8 +85,7 @@ pub(super) fn inbox_check(
     }
     match (&session.inbox, announced) {
         (Some(inbox), _) if inbox.held => {
-            return Check::warn(
-                "inbox",
+            return warn(
                 format!(
                     "{sid}: a message to its inbox waits for a human (Deliver or Deny on its screen)"
                 ),
@@ -100,15 +98,13 @@ pub(super) fn inbox_check(
                 .problem
                 .as_deref()
                 .unwrap_or("the daemon did not say why");
-            return Check::warn(
-                "inbox",
+            return warn(
                 format!("{sid}: its inbox cannot be used: {problem}{typed}"),
                 "restart the session if it should be running; an ended one is dropped by itself",
             );
         }
         (None, None) => {
-            return Check::warn(
-                "inbox",
+            return warn(
                 format!("{sid}: no inbox announced, by its hooks or Claude Code's registry{typed}"),
                 "run Claude Code 2.1.224+ with the hooks installed (wakebridge claude install)",
             );
@@ -116,38 +112,27 @@ pub(super) fn inbox_check(
         _ => {}
     }
     let live = format!("{sid}: inbox live");
-    match (inbound.map(|v| v.as_str()), facts.bypass) {
-        (Some(Some("accept")), _) | (None, Some(false)) => Check::ok("inbox", live),
-        (None, None) => Check::ok(
-            "inbox",
-            format!("{live} (in bypass mode it would hold messages: {INBOUND_KEY} is unset)"),
-        ),
-        (None, Some(true)) => Check::warn(
-            "inbox",
-            format!(
-                "{live}, but it runs in bypass mode and {INBOUND_KEY} is unset: each message waits for a human to deliver it"
-            ),
-            ACCEPT_MESSAGES,
-        ),
-        (Some(Some("hold")), _) => Check::warn(
-            "inbox",
-            format!(
-                "{live}, but {INBOUND_KEY} is \"hold\": each message waits for a human to deliver it"
-            ),
-            ACCEPT_MESSAGES,
-        ),
-        (Some(Some("refuse")), _) => Check::warn(
-            "inbox",
-            format!("{live}, but {INBOUND_KEY} is \"refuse\": Claude Code drops every message"),
-            ACCEPT_MESSAGES,
-        ),
-        (Some(_), _) => Check::warn(
-            "inbox",
-            format!(
-                "{live}, but {INBOUND_KEY} is {}, which is not \"accept\", \"hold\" or \"refuse\"",
-                inbound.map(ToString::to_string).unwrap_or_default()
-            ),
-            "set it to one of those in Claude Code's settings.json",
-        ),
-    }
+    let waits = "each message waits for a human to deliver it";
+    let but = match (inbound.map(|v| v.as_str()), facts.bypass) {
+        (Some(Some("accept")), _) | (None, Some(false)) => return Check::ok("inbox", live),
+        (None, None) => {
+            let unset = format!("in bypass mode it would hold messages: {INBOUND_KEY} is unset");
+            return Check::ok("inbox", format!("{live} ({unset})"));
+        }
+        (None, Some(true)) => format!("it runs in bypass mode and {INBOUND_KEY} is unset: {waits}"),
+        (Some(Some("hold")), _) => format!("{INBOUND_KEY} is \"hold\": {waits}"),
+        (Some(Some("refuse")), _) => {
+            format!("{INBOUND_KEY} is \"refuse\": Claude Code drops every message")
+        }
+        (Some(_), _) => {
+            let value = inbound.map(ToString::to_string).unwrap_or_default();
+            return warn(
+                format!(
+                    "{live}, but {INBOUND_KEY} is {value}, which is not \"accept\", \"hold\" or \"refuse\""
+                ),
+                "set it to one of those in Claude Code's settings.json",
+            );
+        }
+    };
+    warn(format!("{live}, but {but}"), ACCEPT_MESSAGES)
 }
