@@ -1,7 +1,7 @@
 //! Read-side queries of the ledger, as `Store` methods on a pooled read-only connection, and
 //! the row types they return. No writes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use rusqlite::types::ValueRef;
 use rusqlite::{OptionalExtension, Row, params};
@@ -528,27 +528,5 @@ impl Store {
                 .collect::<rusqlite::Result<_>>()?;
             Ok(Rewinds { aliases, rows })
         })
-    }
-
-    pub fn nudge_state(&self, session_id: &str) -> Result<Option<NudgeState>, StoreError> {
-        self.read(|conn| {
-            conn.prepare_cached(
-                "SELECT unanswered, last_nudge_ms, acknowledged FROM nudges WHERE session_id = ?1",
-            )?
-            .query_row(params![session_id], |row| {
-                Ok(NudgeState {
-                    session_id: session_id.to_owned(),
-                    unanswered: row.get(0)?,
-                    last_nudge_ms: row.get(1)?,
-                    acknowledged: row.get(2)?,
-                })
-            })
-            .optional()
-        })
-    }
-
-    pub fn delivery_counts_by_action(&self) -> Result<BTreeMap<String, u64>, StoreError> {
-        let sql = "SELECT action, count(*) FROM deliveries GROUP BY action";
-        self.read(|conn| pairs(conn, sql, []))
     }
 }

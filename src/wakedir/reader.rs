@@ -219,7 +219,6 @@ fn decode_capped(bytes: &[u8], cap_chars: usize) -> Result<&str, std::str::Utf8E
 #[derive(Debug)]
 pub struct PanesReader {
     path: PathBuf,
-    read_cap_chars: usize,
     warned: Warnings,
 }
 
@@ -227,20 +226,8 @@ impl PanesReader {
     pub fn new(wake_dir: &Path) -> Self {
         Self {
             path: wake_dir.join(PANES_FILE),
-            read_cap_chars: PANES_READ_CAP_CHARS,
             warned: Warnings::default(),
         }
-    }
-
-    /// Tests lower the caps.
-    pub fn with_read_cap(mut self, cap_chars: usize) -> Self {
-        self.read_cap_chars = cap_chars;
-        self
-    }
-
-    pub fn with_warn_cap(mut self, cap: usize) -> Self {
-        self.warned = Warnings::with_cap(cap);
-        self
     }
 
     pub fn lookup(&self, session_id: &str) -> Option<PaneTarget> {
@@ -252,16 +239,12 @@ impl PanesReader {
 
     pub fn lookup_detailed(&self, session_id: &str) -> Resolution {
         let file = catch_unwind(AssertUnwindSafe(|| {
-            read_panes_file(&self.path, self.read_cap_chars)
+            read_panes_file(&self.path, PANES_READ_CAP_CHARS)
         }))
         .unwrap_or_else(|_| PanesFile::Unexpected("reading panes.json panicked".into()));
         let resolution = resolve(&self.warned, &file, session_id);
         log_resolution(&self.path, session_id, &resolution);
         resolution
-    }
-
-    pub fn warned_len(&self) -> usize {
-        self.warned.len()
     }
 }
 

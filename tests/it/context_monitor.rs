@@ -282,9 +282,8 @@ async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
 
     let store = rig.deliverer.store().clone();
     wait_until("ledger rows", || {
-        store.delivery_counts_by_action().is_ok_and(|c| {
-            c.get("tmux") == Some(&3) && c.get("spool-busy") == Some(&1) && c.len() == 2
-        })
+        let c = common::delivery_counts(&store);
+        c.get("tmux") == Some(&3) && c.get("spool-busy") == Some(&1) && c.len() == 2
     })
     .await?;
     let ctx = rig.context();

@@ -1347,10 +1347,10 @@ async fn real_tmux_idle_agent_is_nudged_with_doubling_gaps_until_acknowledged() 
     assert!(first >= 1.0, "first nudge only after idle_after ({first})");
     assert!((0.9..1.8).contains(&gap1), "gap1 {gap1}");
     assert!((1.9..2.8).contains(&gap2), "gap2 {gap2}");
-    let state = rig.store.nudge_state("sid-a").unwrap().unwrap();
+    let state = rig.store.session("sid-a").unwrap().unwrap().nudge.unwrap();
     assert_eq!((state.unanswered, state.acknowledged), (3, true));
     assert!(views.borrow()["sid-a"].acknowledged);
-    let counts = rig.store.delivery_counts_by_action().unwrap();
+    let counts = common::delivery_counts(&rig.store);
     assert_eq!(counts.get("tmux"), Some(&3), "{counts:?}");
     // The record holds exactly the typed bytes: text, then a separate Enter.
     let bytes = std::fs::read_to_string(&agent.record).unwrap();
@@ -1372,7 +1372,12 @@ async fn real_tmux_activity_after_a_nudge_resets_the_backoff() {
     let (shutdown, _views, task) = live_loop(fast_config(8000, 5), &rig);
     // The ledger records a nudge after its keys are typed, so the agent sees a submit before
     // the state reaches the store: wait for the record, not the keystrokes.
-    let recorded = || rig.store.nudge_state("sid-a").unwrap();
+    let recorded = || {
+        rig.store
+            .session("sid-a")
+            .unwrap()
+            .and_then(|row| row.nudge)
+    };
     wait_for("first nudge recorded", Duration::from_secs(10), || {
         recorded().is_some_and(|state| state.unanswered == 1)
     })

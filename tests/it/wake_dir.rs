@@ -17,8 +17,9 @@ use wakebridge::cli::session::{
     MuxKind, PanesClearArgs, PanesCommand, PanesSetArgs, SessionArgs, WakeState, WakeStateArgs,
     execute_panes, execute_wake_state,
 };
+use wakebridge::telemetry::warn::Warnings;
 use wakebridge::wakedir::markers::{marker_path, set_busy};
-use wakebridge::wakedir::reader::{Condition, NoticeLevel, Resolution};
+use wakebridge::wakedir::reader::{Condition, NoticeLevel, Resolution, read_panes_file, resolve};
 use wakebridge::wakedir::target::PaneTarget;
 use wakebridge::wakedir::{
     PanesReader, PanesWriteError, clear_busy, clear_entry, is_busy, set_entry,
@@ -92,6 +93,12 @@ fn failed_condition(resolution: &Resolution) -> Option<(Condition, NoticeLevel)>
         } => Some((*condition, *level)),
         _ => None,
     }
+}
+
+/// `sid`'s pane, panes.json read up to `cap_chars` characters.
+fn lookup_capped(wake: &Path, cap_chars: usize, sid: &str) -> Resolution {
+    let file = read_panes_file(&wake.join("panes.json"), cap_chars);
+    resolve(&Warnings::default(), &file, sid)
 }
 
 fn temp_files(wake: &Path) -> Vec<String> {
@@ -295,15 +302,14 @@ fn file_over_the_read_cap_is_unmapped_and_one_within_it_is_read() {
     let (_root, wake) = wake_dir();
     let small = r#"{"t": "%1"}"#;
     write_panes(&wake, small);
-    let exact = PanesReader::new(&wake).with_read_cap(small.chars().count());
-    assert_eq!(exact.lookup("t"), Some(tmux("%1")));
+    let exact = lookup_capped(&wake, small.chars().count(), "t");
+    assert_eq!(exact, Resolution::Mapped(tmux("%1")));
     write_panes(
         &wake,
         json!({"t": "%1", "_pad": "x".repeat(200)}).to_string(),
     );
-    let capped = PanesReader::new(&wake).with_read_cap(64);
     assert_eq!(
-        failed_condition(&capped.lookup_detailed("t")).map(|(c, _)| c),
+        failed_condition(&lookup_capped(&wake, 64, "t")).map(|(c, _)| c),
         Some(Condition::Unparseable)
     );
     assert_eq!(PanesReader::new(&wake).lookup("t"), Some(tmux("%1")));
@@ -314,8 +320,8 @@ fn cap_counts_characters_not_bytes() {
     let (_root, wake) = wake_dir();
     let text = r#"{"t": "%1", "_note": "süßüßüß"}"#;
     write_panes(&wake, text);
-    let reader = PanesReader::new(&wake).with_read_cap(text.chars().count());
-    assert_eq!(reader.lookup("t"), Some(tmux("%1")));
+    let read = lookup_capped(&wake, text.chars().count(), "t");
+    assert_eq!(read, Resolution::Mapped(tmux("%1")));
 }
 
 #[test]
@@ -364,14 +370,18 @@ fn warn_once_sequence_over_real_files() {
 fn warn_cap_bounds_remembered_conditions() {
     let (_root, wake) = wake_dir();
     write_panes(&wake, r#"{"s1": null, "s2": null, "s3": null}"#);
-    let reader = PanesReader::new(&wake).with_warn_cap(2);
+    let (warned, file) = (
+        Warnings::with_cap(2),
+        read_panes_file(&wake.join("panes.json"), 4096),
+    );
     let mut warnings = 0;
     for sid in ["s1", "s2", "s3", "s1"] {
-        if failed_condition(&reader.lookup_detailed(sid)).map(|(_, l)| l) == Some(NoticeLevel::Warn)
+        if failed_condition(&resolve(&warned, &file, sid)).map(|(_, l)| l)
+            == Some(NoticeLevel::Warn)
         {
             warnings += 1;
         }
-        assert!(reader.warned_len() <= 2);
+        assert!(warned.len() <= 2);
     }
     assert_eq!(warnings, 4);
 }

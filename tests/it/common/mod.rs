@@ -95,6 +95,19 @@ pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("create a temporary directory")
 }
 
+/// How many deliveries the ledger holds per action, read from its file.
+pub fn delivery_counts(
+    store: &wakebridge::store::Store,
+) -> std::collections::BTreeMap<String, u64> {
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+    let conn = rusqlite::Connection::open_with_flags(store.path(), flags).expect("open the ledger");
+    let mut counts = conn
+        .prepare("SELECT action, count(*) FROM deliveries GROUP BY action")
+        .expect("prepare");
+    let rows = counts.query_map([], |row| Ok((row.get(0)?, row.get(1)?)));
+    rows.and_then(Iterator::collect).expect("count deliveries")
+}
+
 /// Appends `text` to `path`, creating it: how a transcript grows.
 pub fn append(path: &Path, text: &str) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new()
