@@ -65,6 +65,8 @@ pub trait SessionIo: Send + Sync {
         &self,
         sessions: Vec<String>,
     ) -> impl Future<Output = Option<HashMap<String, SessionFacts>>> + Send;
+    /// How many events `sid` is owed a wake for now; `None` when the ledger cannot be read.
+    fn owed_events(&self, sid: &str) -> impl Future<Output = Option<u32>> + Send;
     fn registry(&self) -> impl Future<Output = HashMap<String, RegistryReading>> + Send;
     /// The sessions besides `mapped` that wakebridge keeps (`Store::inbox_candidates`) whose
     /// inbox can be told through now: announced by their hooks, or `live` in Claude Code's
@@ -95,8 +97,9 @@ pub trait SessionIo: Send + Sync {
     /// Starts `restart` in the background (it records how it ended in the ledger itself).
     fn restart(&self, restart: Restart) -> impl Future<Output = ()> + Send;
     fn record(&self, records: Vec<Record>) -> impl Future<Output = ()> + Send;
-    /// When each session last got a budget nudge, as the ledger's deliveries say.
-    fn budget_nudges(&self) -> impl Future<Output = HashMap<String, i64>> + Send;
+    /// When each session last got a budget nudge, as the ledger's deliveries say; `None` when
+    /// the ledger cannot be read.
+    fn budget_nudges(&self) -> impl Future<Output = Option<HashMap<String, i64>>> + Send;
     /// Resolves when a bus event became owed a wake since the last call.
     fn owed_noted(&self) -> impl Future<Output = ()> + Send;
     fn now_ms(&self) -> i64;
@@ -255,6 +258,12 @@ impl SessionIo for LiveIo {
         .await
     }
 
+    async fn owed_events(&self, sid: &str) -> Option<u32> {
+        let (store, sid) = (self.store.clone(), sid.to_owned());
+        self.read_ledger("reading what is owed", move || store.owed_events(&sid))
+            .await
+    }
+
     async fn budgets(&self) -> Vec<Account> {
         let dir = self.state_dir.clone();
         tokio::task::spawn_blocking(move || crate::budget::read_all(&dir))
@@ -350,12 +359,10 @@ impl SessionIo for LiveIo {
         }
     }
 
-    async fn budget_nudges(&self) -> HashMap<String, i64> {
+    async fn budget_nudges(&self) -> Option<HashMap<String, i64>> {
         let store = self.store.clone();
         let read = move || store.last_deliveries_from(super::task::BUDGET_SENDER);
-        self.read_ledger("restoring budget nudges", read)
-            .await
-            .unwrap_or_default()
+        self.read_ledger("restoring budget nudges", read).await
     }
 
     async fn owed_noted(&self) {

@@ -42,6 +42,8 @@ pub struct Session {
     pub answered_from: Option<(u32, bool, i64)>,
     /// Its transcript as it was when its last turn was charged.
     pub charged: Option<FileStamp>,
+    /// When it left the loop (no pane mapped, no inbox reaching it), while it is away.
+    pub left_at: Option<Instant>,
     /// When it was last given a budget nudge (unix ms; from the ledger when it entered the loop).
     pub last_budget_ms: Option<i64>,
     tries: [Tries; 4],

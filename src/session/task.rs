@@ -55,6 +55,8 @@ pub const OWED_SENDER: &str = "wakebridge-owed";
 pub const OWED_POLL: Duration = Duration::from_secs(1);
 /// Wait before retrying an owed wake, a resume or a `/clear` the gate did not type.
 const OWED_RETRY: Duration = Duration::from_secs(2);
+/// How long a session that left the loop keeps its state in memory.
+const KEPT_AWAY: Duration = Duration::from_secs(3600);
 
 /// Why a session only its inbox reaches is not rewound: the inbox gives `/clear` to the model
 /// as text, and a restart needs a pane.
@@ -105,6 +107,7 @@ impl<I: SessionIo> Keeper<I> {
     }
 
     pub async fn poll(&mut self) {
+        (self.owes_any, self.wake_at_ms) = (false, None);
         let registry = self.io.registry().await;
         // Its pane, or `None`: a session told something that only its inbox reaches.
         let mut kept: BTreeMap<String, Option<PaneTarget>> = (self.io.mapping().await)
@@ -122,8 +125,17 @@ impl<I: SessionIo> Keeper<I> {
         let Some(facts) = self.io.session_facts(kept.keys().cloned().collect()).await else {
             return;
         };
-        self.sessions.retain(|sid, _| kept.contains_key(sid));
-        self.enter(&kept, &facts).await;
+        let now = Instant::now();
+        // One that left (panes.json rewritten, its inbox briefly unreachable) comes back within
+        // the hour as it was: what it last showed is still its baseline.
+        self.sessions.retain(|sid, session| {
+            let away = (!kept.contains_key(sid)).then(|| *session.left_at.get_or_insert(now));
+            session.left_at = away;
+            away.is_none_or(|left| now - left < KEPT_AWAY)
+        });
+        if self.enter(&kept, &facts).await.is_none() {
+            return;
+        }
         let has_tmux = kept
             .values()
             .any(|t| matches!(t, Some(PaneTarget::Tmux { .. })));
@@ -152,7 +164,6 @@ impl<I: SessionIo> Keeper<I> {
         let limits = self.config.limits.enabled;
         let waits = |f: &SessionFacts| f.paused || f.message_held || (limits && f.limit.is_some());
         self.owes_any = facts.values().any(|f| f.owed.is_some() && !waits(f));
-        self.wake_at_ms = None;
         let around = Around {
             snapshot,
             registry,
@@ -169,20 +180,19 @@ impl<I: SessionIo> Keeper<I> {
     }
 
     /// Sessions new to the loop take up their nudge series where the ledger left it: after a
-    /// restart, and after a poll they dropped out of (panes.json rewritten, an inbox briefly
-    /// unreachable), so an acknowledged session is not nudged anew.
+    /// restart, and after more than [`KEPT_AWAY`] away. `None`: the ledger could not be read.
     async fn enter(
         &mut self,
         kept: &BTreeMap<String, Option<PaneTarget>>,
         facts: &HashMap<String, SessionFacts>,
-    ) {
+    ) -> Option<()> {
         let new: Vec<&String> = (kept.keys())
             .filter(|sid| !self.sessions.contains_key(*sid))
             .collect();
         if new.is_empty() {
-            return;
+            return Some(());
         }
-        let given = self.io.budget_nudges().await;
+        let given = self.io.budget_nudges().await?;
         let (now, now_ms) = (Instant::now(), self.io.now_ms());
         for sid in new {
             let nudge = facts.get(sid).and_then(|f| f.nudge.as_ref());
@@ -195,6 +205,7 @@ impl<I: SessionIo> Keeper<I> {
             session.last_budget_ms = given.get(sid).copied();
             self.sessions.insert(sid.clone(), session);
         }
+        Some(())
     }
 
     async fn consider(

@@ -57,6 +57,8 @@ struct World {
     screen_reads: u32,
     /// The ledger cannot be read.
     ledger_down: bool,
+    /// Polls begun (panes.json read).
+    polls: u32,
     /// A session whose Stop hook pays its debt right after the next ledger read.
     hook_pays_after_read: Option<String>,
     /// Sessions whose wakes the gate refuses with this action (nothing typed).
@@ -147,7 +149,9 @@ impl FakeIo {
 
 impl SessionIo for FakeIo {
     async fn mapping(&self) -> BTreeMap<String, PaneTarget> {
-        self.world.lock().unwrap().mapping.clone()
+        let mut w = self.world.lock().unwrap();
+        w.polls += 1;
+        w.mapping.clone()
     }
     async fn tmux_snapshot(&self) -> Result<HashMap<String, PaneInfo>, MuxError> {
         let mut w = self.world.lock().unwrap();
@@ -200,6 +204,11 @@ impl SessionIo for FakeIo {
         }
         read
     }
+    async fn owed_events(&self, sid: &str) -> Option<u32> {
+        let w = self.world.lock().unwrap();
+        let owed = w.facts.get(sid).and_then(|f| f.owed);
+        (!w.ledger_down).then(|| owed.map_or(0, |o| o.events))
+    }
     async fn registry(&self) -> HashMap<String, RegistryReading> {
         HashMap::new()
     }
@@ -214,8 +223,9 @@ impl SessionIo for FakeIo {
     async fn budgets(&self) -> Vec<Account> {
         self.world.lock().unwrap().budgets.clone()
     }
-    async fn budget_nudges(&self) -> HashMap<String, i64> {
-        self.world.lock().unwrap().budget_nudged.clone()
+    async fn budget_nudges(&self) -> Option<HashMap<String, i64>> {
+        let w = self.world.lock().unwrap();
+        (!w.ledger_down).then(|| w.budget_nudged.clone())
     }
     async fn last_turn(&self, path: PathBuf) -> Option<Turn> {
         self.world.lock().unwrap().turns.get(&path).cloned()
@@ -1169,9 +1179,22 @@ async fn paused_clock_a_session_that_drops_out_for_a_poll_keeps_its_series() {
     let io = FakeIo::new();
     io.add_session("s1", "\u{2733} Claude Code");
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
-    // Nudged at 300, 390, 570, 930, 1650: acknowledged idle.
-    tokio::time::sleep(Duration::from_secs(1700)).await;
+    // Nudged at 300, 390, 570, 930, 1650: acknowledged idle; the last answered by a turn that
+    // called no tool, which gives the series back.
+    tokio::time::sleep(Duration::from_secs(1665)).await;
     assert_eq!(io.wake_times("s1").len(), 5);
+    turn_ended(
+        &io,
+        "s1",
+        &wakebridge::config::defaults().nudger.messages[0],
+        0,
+    );
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    assert!(
+        views.borrow()["s1"].acknowledged,
+        "{:?}",
+        views.borrow()["s1"]
+    );
     // panes.json is rewritten without it for a poll, then with it again.
     let pane = io.world.lock().unwrap().mapping.remove("s1").unwrap();
     tokio::time::sleep(Duration::from_secs(10)).await;
@@ -1208,6 +1231,36 @@ async fn paused_clock_nothing_is_decided_while_the_ledger_cannot_be_read() {
     assert_eq!(io.world.lock().unwrap().wakes, []);
     assert_eq!(views.borrow()["s1"].state, SessionState::Paused);
     assert_eq!(views.borrow()["s2"].state, SessionState::Paused);
+    shutdown.cancel();
+}
+
+/// Owed and refused, a session is polled each second; the ledger unreadable, what was owed is
+/// unknown, and the loop polls at its own pace.
+#[tokio::test(start_paused = true)]
+async fn paused_clock_an_unreadable_ledger_is_polled_at_the_usual_pace() {
+    let io = FakeIo::new();
+    io.add_inbox_session("s1");
+    {
+        let mut w = io.world.lock().unwrap();
+        w.facts.get_mut("s1").unwrap().owed = Some(Owed {
+            events: 1,
+            since_ms: START_MS,
+        });
+        w.refuse.insert("s1".into(), Action::SpoolCooldown);
+    }
+    let (shutdown, _views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_millis(10_500)).await;
+    assert!(
+        io.world.lock().unwrap().polls >= 10,
+        "each second while owed"
+    );
+    {
+        let mut w = io.world.lock().unwrap();
+        (w.ledger_down, w.polls) = (true, 0);
+    }
+    tokio::time::sleep(Duration::from_secs(100)).await;
+    let polls = io.world.lock().unwrap().polls;
+    assert!((10..=11).contains(&polls), "{polls} polls in 100 s");
     shutdown.cancel();
 }
 

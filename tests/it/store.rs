@@ -483,6 +483,7 @@ async fn owed_events_are_paid_once_up_to_the_wake_and_outlive_pruning() {
         .owed
         .expect("owed");
     assert_eq!((owed_s1.events, owed_s1.since_ms), (3, now - 25 * HOUR_MS));
+    assert_eq!(store.owed_events("s1").expect("owed"), 3);
 
     // A typed wake pays what arrived up to it, not what came after.
     let pay = |up_to_ms| Record::Pay {
@@ -525,6 +526,7 @@ async fn owed_events_are_paid_once_up_to_the_wake_and_outlive_pruning() {
         true
     });
     assert_eq!((paid.expect("pay"), told), (1, 1));
+    assert_eq!(store.owed_events("s1").expect("owed"), 0, "the hook's payment seen");
     // Nothing is paid twice, and a session with nothing owed is not asked to deliver.
     assert_eq!(
         Store::pay_once(&path, "s1", Payment::Hook, |_| panic!("nothing owed")).expect("pay"),

@@ -114,11 +114,10 @@ impl<I: SessionIo> Keeper<I> {
     pub(super) async fn pay_owed(&mut self, sid: &str, mode: Mode, events: u32) -> Shown {
         // The poll read the ledger a while ago, and the session's Stop hook pays its debt
         // itself: one read right before sending, so one debt is not told twice.
-        let facts = self.io.session_facts(vec![sid.to_owned()]).await;
-        match facts.map(|mut f| f.remove(sid).and_then(|f| f.owed)) {
+        match self.io.owed_events(sid).await {
             None => return (SessionState::Owed, "owed, the ledger unread".into()),
-            Some(None) => return (SessionState::Working, "paid by its Stop hook".into()),
-            Some(Some(_)) => {}
+            Some(0) => return (SessionState::Working, "paid by its Stop hook".into()),
+            Some(_) => {}
         }
         let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
         let done_ms = self.io.now_ms();
