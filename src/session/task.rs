@@ -250,9 +250,9 @@ impl<I: SessionIo> Keeper<I> {
         };
         let typed_ms = self.io.last_typed(sid).map(|t| ms_at(now.at, now.ms, t));
         if !matches!(pane, PaneSeen::Gone { .. })
-            && let Movement::Real { signal, .. } = self.track(sid, &obs, now.ms, typed_ms)
+            && let Movement::Real { signal, at_ms } = self.track(sid, &obs, now.ms, typed_ms)
         {
-            self.answered(sid, signal).await;
+            self.answered(sid, signal, at_ms).await;
         }
         self.charge(sid, &obs, &facts, now.ms).await;
         if facts.paused {
@@ -320,8 +320,8 @@ impl<I: SessionIo> Keeper<I> {
                 obs.screen = Some(screen::read(captured));
                 // The screen can show what the cheap signals cannot: a change since the last
                 // look is the session at work.
-                if let Movement::Real { signal, .. } = self.track(sid, &obs, now.ms, typed_ms) {
-                    self.answered(sid, signal).await;
+                if let Movement::Real { signal, at_ms } = self.track(sid, &obs, now.ms, typed_ms) {
+                    self.answered(sid, signal, at_ms).await;
                     let reason = format!("active ({signal})");
                     return self.view(sid, SessionState::Working, reason);
                 }
@@ -431,10 +431,12 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    async fn answered(&mut self, sid: &str, signal: &str) {
+    /// The session showed life at `at_ms` (when its signal happened, not when it was seen: a
+    /// turn seen only after a restart is still the turn that ended then).
+    async fn answered(&mut self, sid: &str, signal: &str, at_ms: i64) {
         let now_ms = self.io.now_ms();
         let session = self.session(sid);
-        let (had, was_acknowledged) = session.answered(now_ms);
+        let (had, was_acknowledged) = session.answered(at_ms.min(now_ms));
         let last_nudge_ms = session.last_nudge_ms;
         if was_acknowledged {
             tracing::info!(

@@ -1174,6 +1174,48 @@ async fn paused_clock_restores_an_acknowledged_session_from_the_ledger() {
     shutdown.cancel();
 }
 
+/// Restarted ten minutes after an acknowledged session answered its last nudge with a turn
+/// that called no tool: that turn is still not an answer.
+#[tokio::test(start_paused = true)]
+async fn paused_clock_a_restart_after_an_idle_answer_keeps_the_series() {
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    let (nudged_ms, ended_ms) = (START_MS - 600_000, START_MS - 585_000);
+    {
+        let mut w = io.world.lock().unwrap();
+        let path = PathBuf::from("/t/s1.jsonl");
+        let turn = Turn {
+            prompt_id: "p-1".into(),
+            prompt: wakebridge::config::defaults().nudger.messages[0].clone(),
+            tokens: 900,
+            tools: 0,
+        };
+        w.turns.insert(path.clone(), turn);
+        let facts = w.facts.entry("s1".into()).or_default();
+        facts.nudge = Some(NudgeState {
+            session_id: "s1".into(),
+            unanswered: 5,
+            last_nudge_ms: Some(nudged_ms),
+            acknowledged: true,
+        });
+        facts.hook = Some(("Stop".into(), ended_ms));
+        facts.transcript = Some(FileStamp {
+            size: 1,
+            mtime_ms: ended_ms + 100,
+        });
+        facts.transcript_path = Some(path);
+    }
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(io.wake_times("s1"), [0u64; 0]);
+    assert!(
+        views.borrow()["s1"].acknowledged,
+        "{:?}",
+        views.borrow()["s1"]
+    );
+    shutdown.cancel();
+}
+
 #[tokio::test(start_paused = true)]
 async fn paused_clock_a_session_that_drops_out_for_a_poll_keeps_its_series() {
     let io = FakeIo::new();

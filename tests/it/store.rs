@@ -526,7 +526,11 @@ async fn owed_events_are_paid_once_up_to_the_wake_and_outlive_pruning() {
         true
     });
     assert_eq!((paid.expect("pay"), told), (1, 1));
-    assert_eq!(store.owed_events("s1").expect("owed"), 0, "the hook's payment seen");
+    assert_eq!(
+        store.owed_events("s1").expect("owed"),
+        0,
+        "the hook's payment seen"
+    );
     // Nothing is paid twice, and a session with nothing owed is not asked to deliver.
     assert_eq!(
         Store::pay_once(&path, "s1", Payment::Hook, |_| panic!("nothing owed")).expect("pay"),
