@@ -272,8 +272,9 @@ pub(super) fn insert_delivery(conn: &Connection, d: &Delivery) -> rusqlite::Resu
 }
 
 /// Points `latest_deliveries` at delivery `id` of `session` unless a later one is there, and
-/// notes when the bus or a person `told` it something. Once per session per commit, not per
-/// row: with a busy session every row would rewrite the same page.
+/// notes when the bus or a person last `told` it something (an older row too: clocks differ).
+/// Once per session per commit, not per row: with a busy session every row would rewrite the
+/// same page.
 pub(super) fn note_latest(
     conn: &Connection,
     session: &str,
@@ -285,10 +286,10 @@ pub(super) fn note_latest(
         conn,
         "INSERT INTO latest_deliveries (session_id, delivery_id, at_ms, told_ms) \
          VALUES (?1, ?2, ?3, iif(?4, ?3, NULL)) \
-         ON CONFLICT (session_id) DO UPDATE \
-         SET delivery_id = excluded.delivery_id, at_ms = excluded.at_ms, \
-         told_ms = coalesce(excluded.told_ms, latest_deliveries.told_ms) \
-         WHERE excluded.at_ms >= latest_deliveries.at_ms",
+         ON CONFLICT (session_id) DO UPDATE SET \
+         delivery_id = iif(excluded.at_ms >= at_ms, excluded.delivery_id, delivery_id), \
+         at_ms = max(excluded.at_ms, at_ms), \
+         told_ms = max(ifnull(excluded.told_ms, told_ms), ifnull(told_ms, excluded.told_ms))",
         params![session, id, at_ms, told],
     )
 }

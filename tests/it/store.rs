@@ -1546,7 +1546,7 @@ async fn the_agents_with_an_inbox_are_listed_for_the_loop() {
         at_ms: 1,
     };
     let announced_ids = [
-        "told", "woken", "nudged", "warned", "untold", "ended", "mapped",
+        "told", "woken", "nudged", "warned", "untold", "ended", "mapped", "late",
     ];
     for sid in announced_ids {
         store.record(announced(sid)).await.unwrap();
@@ -1573,6 +1573,18 @@ async fn the_agents_with_an_inbox_are_listed_for_the_loop() {
     store.record(Record::Delivery(woken)).await.unwrap();
     let warned = told("warned", DeliverySource::Context);
     store.record(Record::Delivery(warned)).await.unwrap();
+    // "late": told by a bus row recorded after a newer warning (clocks differ).
+    let newer = Delivery {
+        at_ms: 5,
+        ..told("late", DeliverySource::Context)
+    };
+    store.record(Record::Delivery(newer)).await.unwrap();
+    store
+        .record(Record::Delivery(told("late", DeliverySource::Hook)))
+        .await
+        .unwrap();
+    let late = store.session("late").unwrap().unwrap();
+    assert_eq!(late.last_delivery_ms, Some(5), "the newer stays the latest");
     let nudged = Record::Nudge(NudgeState {
         session_id: "nudged".into(),
         unanswered: 1,
@@ -1588,10 +1600,10 @@ async fn the_agents_with_an_inbox_are_listed_for_the_loop() {
         got.sort();
         got
     };
-    assert_eq!(listed(&[]), ["nudged", "told", "woken"]);
+    assert_eq!(listed(&[]), ["late", "nudged", "told", "woken"]);
     assert_eq!(
         listed(&["registered", "untold", "sent"]),
-        ["nudged", "registered", "sent", "told", "woken"]
+        ["late", "nudged", "registered", "sent", "told", "woken"]
     );
 }
 
