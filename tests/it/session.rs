@@ -129,6 +129,15 @@ impl FakeIo {
         w.facts.entry(sid.into()).or_default().hook = Some(("Stop".into(), START_MS));
     }
 
+    /// `sid` is owed a wake for one event since the start.
+    fn owe_one(&self, sid: &str) {
+        let mut w = self.world.lock().unwrap();
+        w.facts.entry(sid.into()).or_default().owed = Some(Owed {
+            events: 1,
+            since_ms: START_MS,
+        });
+    }
+
     /// The session's window shows output now.
     fn touch(&self, sid: &str) {
         let now_s = u64::try_from(self.now_ms() / 1000).unwrap();
@@ -1254,13 +1263,8 @@ async fn paused_clock_nothing_is_decided_while_the_ledger_cannot_be_read() {
     io.add_session("s1", "\u{2733} Claude Code");
     io.add_inbox_session("s2");
     for sid in ["s1", "s2"] {
-        let mut w = io.world.lock().unwrap();
-        let facts = w.facts.entry(sid.into()).or_default();
-        facts.paused = true;
-        facts.owed = Some(Owed {
-            events: 1,
-            since_ms: START_MS,
-        });
+        io.owe_one(sid);
+        io.world.lock().unwrap().facts.get_mut(sid).unwrap().paused = true;
     }
     io.world.lock().unwrap().ledger_down = true;
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
@@ -1282,14 +1286,8 @@ async fn paused_clock_nothing_is_decided_while_the_ledger_cannot_be_read() {
 async fn paused_clock_an_unreadable_ledger_is_polled_at_the_usual_pace() {
     let io = FakeIo::new();
     io.add_inbox_session("s1");
-    {
-        let mut w = io.world.lock().unwrap();
-        w.facts.get_mut("s1").unwrap().owed = Some(Owed {
-            events: 1,
-            since_ms: START_MS,
-        });
-        w.refuse.insert("s1".into(), Action::SpoolCooldown);
-    }
+    io.owe_one("s1");
+    (io.world.lock().unwrap().refuse).insert("s1".into(), Action::SpoolCooldown);
     let (shutdown, _views) = spawn_loop(default_config(), io.clone());
     tokio::time::sleep(Duration::from_millis(10_500)).await;
     assert!(
@@ -1727,15 +1725,11 @@ async fn paused_clock_a_session_only_its_inbox_reaches_is_paid_nudged_and_never_
         let mut w = io.world.lock().unwrap();
         w.busy.insert("busy".into(), true);
         w.facts.get_mut("busy").unwrap().hook = Some(("PreToolUse".into(), START_MS));
-        for sid in ["busy", "failing"] {
-            w.facts.get_mut(sid).unwrap().owed = Some(Owed {
-                events: 1,
-                since_ms: START_MS,
-            });
-        }
         // Its inbox refuses: tried again no sooner than a base gap (90 s), not every 2 s.
         w.refuse.insert("failing".into(), Action::SpoolMuxFailed);
     }
+    io.owe_one("busy");
+    io.owe_one("failing");
     restart_asked(&io, "restart");
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
 
@@ -1790,14 +1784,8 @@ async fn paused_clock_a_session_only_its_inbox_reaches_is_paid_nudged_and_never_
 async fn paused_clock_a_debt_its_stop_hook_paid_meanwhile_is_not_told_again() {
     let io = FakeIo::new();
     io.add_inbox_session("s1");
-    {
-        let mut w = io.world.lock().unwrap();
-        w.facts.get_mut("s1").unwrap().owed = Some(Owed {
-            events: 1,
-            since_ms: START_MS,
-        });
-        w.hook_pays_after_read = Some("s1".into());
-    }
+    io.owe_one("s1");
+    io.world.lock().unwrap().hook_pays_after_read = Some("s1".into());
     let (shutdown, _views) = spawn_loop(default_config(), io.clone());
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(typed_texts(&io, "s1"), []);
