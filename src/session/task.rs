@@ -249,12 +249,14 @@ impl<I: SessionIo> Keeper<I> {
             registry: around.registry.get(sid).cloned(),
         };
         let typed_ms = self.io.last_typed(sid).map(|t| ms_at(now.at, now.ms, t));
-        if !matches!(pane, PaneSeen::Gone { .. })
-            && let Movement::Real { signal, at_ms } = self.track(sid, &obs, now.ms, typed_ms)
-        {
-            self.answered(sid, signal, at_ms).await;
+        // With its pane gone from view, what moved is neither seen nor charged: a turn charged
+        // before its answer is seen could not give that answer back.
+        if !matches!(pane, PaneSeen::Gone { .. }) {
+            if let Movement::Real { signal, at_ms } = self.track(sid, &obs, now.ms, typed_ms) {
+                self.answered(sid, signal, at_ms).await;
+            }
+            self.charge(sid, &obs, &facts, now.ms).await;
         }
-        self.charge(sid, &obs, &facts, now.ms).await;
         if facts.paused {
             // Not even a look: a paused session gets nothing, and its view says why.
             return self.view(sid, SessionState::Paused, "paused by a person".into());
@@ -327,7 +329,7 @@ impl<I: SessionIo> Keeper<I> {
                 }
             }
         };
-        self.perform(sid, target, step, &facts).await
+        self.perform(sid, target, step).await
     }
 
     /// Reads the screen: a tmux pane's by one `capture-pane` before a nudge, else through the
@@ -345,13 +347,7 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    async fn perform(
-        &mut self,
-        sid: &str,
-        target: Option<&PaneTarget>,
-        step: Step,
-        facts: &SessionFacts,
-    ) -> SessionView {
+    async fn perform(&mut self, sid: &str, target: Option<&PaneTarget>, step: Step) -> SessionView {
         let now_at = Instant::now();
         let (state, reason) = match step {
             Step::Wait(state, reason) => (state, reason),
@@ -370,10 +366,7 @@ impl<I: SessionIo> Keeper<I> {
                 used,
                 resets_at_ms,
             } => self.budget_nudge(sid, kind, used, resets_at_ms).await,
-            Step::PayOwed(mode) => {
-                let events = facts.owed.map_or(0, |o| o.events);
-                self.pay_owed(sid, mode, events).await
-            }
+            Step::PayOwed(mode) => self.pay_owed(sid, mode).await,
             Step::HeldFromScreen(notice) => {
                 // Not a dialog to wait out: a limit, held from now on.
                 let now_ms = self.io.now_ms();

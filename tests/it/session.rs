@@ -1250,10 +1250,47 @@ async fn paused_clock_a_session_that_drops_out_for_a_poll_keeps_its_series() {
     let pane = io.world.lock().unwrap().mapping.remove("s1").unwrap();
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert!(!views.borrow().contains_key("s1"));
+    let recorded = io.world.lock().unwrap().records.len();
     io.world.lock().unwrap().mapping.insert("s1".into(), pane);
     tokio::time::sleep(Duration::from_secs(3600)).await;
     assert_eq!(io.wake_times("s1").len(), 5, "no new series");
     assert!(views.borrow()["s1"].acknowledged);
+    // Back as it was: not answered then given back (what the ledger alone would do).
+    let w = io.world.lock().unwrap();
+    let after = &w.records[recorded..];
+    assert!(
+        !after.iter().any(|r| matches!(r, Record::Nudge(_))),
+        "{after:?}"
+    );
+    drop(w);
+    shutdown.cancel();
+}
+
+/// The poll that first sees the turn answering the last nudge cannot see the pane: the turn is
+/// neither life nor charged until it can, and the series stays given back.
+#[tokio::test(start_paused = true)]
+async fn paused_clock_a_turn_first_seen_while_its_pane_is_out_of_view_keeps_the_series() {
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    let (shutdown, views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(1665)).await;
+    assert_eq!(io.wake_times("s1").len(), 5);
+    let pane = io.world.lock().unwrap().panes.remove("%0").unwrap();
+    turn_ended(
+        &io,
+        "s1",
+        &wakebridge::config::defaults().nudger.messages[0],
+        0,
+    );
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    io.world.lock().unwrap().panes.insert("%0".into(), pane);
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(io.wake_times("s1").len(), 5, "no new series");
+    assert!(
+        views.borrow()["s1"].acknowledged,
+        "{:?}",
+        views.borrow()["s1"]
+    );
     shutdown.cancel();
 }
 
@@ -1301,6 +1338,26 @@ async fn paused_clock_an_unreadable_ledger_is_polled_at_the_usual_pace() {
     tokio::time::sleep(Duration::from_secs(100)).await;
     let polls = io.world.lock().unwrap().polls;
     assert!((10..=11).contains(&polls), "{polls} polls in 100 s");
+    shutdown.cancel();
+}
+
+/// Held at a limit, a session is polled at its resume time; the ledger unreadable from before
+/// then, that time (now past) does not make the loop poll four times a second.
+#[tokio::test(start_paused = true)]
+async fn paused_clock_an_unreadable_ledger_forgets_a_resume_time() {
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    limited(&io, "s1", 2, false);
+    let (shutdown, _views) = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_millis(10_500)).await;
+    {
+        let mut w = io.world.lock().unwrap();
+        (w.ledger_down, w.polls) = (true, 0);
+    }
+    // The resume was due at 2 min + 60 s: 300 s is well past it.
+    tokio::time::sleep(Duration::from_secs(290)).await;
+    let polls = io.world.lock().unwrap().polls;
+    assert!((28..=30).contains(&polls), "{polls} polls in 290 s");
     shutdown.cancel();
 }
 

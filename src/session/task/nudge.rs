@@ -111,14 +111,14 @@ impl<I: SessionIo> Keeper<I> {
         (SessionState::Idle, format!("{what} not typed ({action})"))
     }
 
-    pub(super) async fn pay_owed(&mut self, sid: &str, mode: Mode, events: u32) -> Shown {
+    pub(super) async fn pay_owed(&mut self, sid: &str, mode: Mode) -> Shown {
         // The poll read the ledger a while ago, and the session's Stop hook pays its debt
         // itself: one read right before sending, so one debt is not told twice.
-        match self.io.owed_events(sid).await {
+        let events = match self.io.owed_events(sid).await {
             None => return (SessionState::Owed, "owed, the ledger unread".into()),
             Some(0) => return (SessionState::Working, "paid by its Stop hook".into()),
-            Some(_) => {}
-        }
+            Some(events) => events,
+        };
         let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
         let done_ms = self.io.now_ms();
         let base = self.config.schedule.base;
