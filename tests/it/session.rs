@@ -1225,36 +1225,41 @@ async fn paused_clock_a_restart_after_an_idle_answer_keeps_the_series() {
     shutdown.cancel();
 }
 
+/// `s1` nudged at 300, 390, 570, 930 and 1650 s (acknowledged idle), its last nudge answered
+/// at 1665 s by a turn that called no tool, which gives the series back once charged.
+async fn answered_idly_after_five(
+    io: &FakeIo,
+) -> (CancellationToken, watch::Receiver<SessionViews>) {
+    io.add_session("s1", "\u{2733} Claude Code");
+    let spawned = spawn_loop(default_config(), io.clone());
+    tokio::time::sleep(Duration::from_secs(1665)).await;
+    assert_eq!(io.wake_times("s1").len(), 5);
+    let nudge = &wakebridge::config::defaults().nudger.messages[0];
+    turn_ended(io, "s1", nudge, 0);
+    spawned
+}
+
+/// An hour on, `s1` was nudged no more and is still acknowledged idle.
+async fn still_acknowledged_an_hour_on(io: &FakeIo, views: &watch::Receiver<SessionViews>) {
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(io.wake_times("s1").len(), 5, "no new series");
+    let view = views.borrow()["s1"].clone();
+    assert!(view.acknowledged, "{view:?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn paused_clock_a_session_that_drops_out_for_a_poll_keeps_its_series() {
     let io = FakeIo::new();
-    io.add_session("s1", "\u{2733} Claude Code");
-    let (shutdown, views) = spawn_loop(default_config(), io.clone());
-    // Nudged at 300, 390, 570, 930, 1650: acknowledged idle; the last answered by a turn that
-    // called no tool, which gives the series back.
-    tokio::time::sleep(Duration::from_secs(1665)).await;
-    assert_eq!(io.wake_times("s1").len(), 5);
-    turn_ended(
-        &io,
-        "s1",
-        &wakebridge::config::defaults().nudger.messages[0],
-        0,
-    );
+    let (shutdown, views) = answered_idly_after_five(&io).await;
     tokio::time::sleep(Duration::from_secs(15)).await;
-    assert!(
-        views.borrow()["s1"].acknowledged,
-        "{:?}",
-        views.borrow()["s1"]
-    );
+    assert!(views.borrow()["s1"].acknowledged, "given back");
     // panes.json is rewritten without it for a poll, then with it again.
     let pane = io.world.lock().unwrap().mapping.remove("s1").unwrap();
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert!(!views.borrow().contains_key("s1"));
     let recorded = io.world.lock().unwrap().records.len();
     io.world.lock().unwrap().mapping.insert("s1".into(), pane);
-    tokio::time::sleep(Duration::from_secs(3600)).await;
-    assert_eq!(io.wake_times("s1").len(), 5, "no new series");
-    assert!(views.borrow()["s1"].acknowledged);
+    still_acknowledged_an_hour_on(&io, &views).await;
     // Back as it was: not answered then given back (what the ledger alone would do).
     let w = io.world.lock().unwrap();
     let after = &w.records[recorded..];
@@ -1271,26 +1276,11 @@ async fn paused_clock_a_session_that_drops_out_for_a_poll_keeps_its_series() {
 #[tokio::test(start_paused = true)]
 async fn paused_clock_a_turn_first_seen_while_its_pane_is_out_of_view_keeps_the_series() {
     let io = FakeIo::new();
-    io.add_session("s1", "\u{2733} Claude Code");
-    let (shutdown, views) = spawn_loop(default_config(), io.clone());
-    tokio::time::sleep(Duration::from_secs(1665)).await;
-    assert_eq!(io.wake_times("s1").len(), 5);
+    let (shutdown, views) = answered_idly_after_five(&io).await;
     let pane = io.world.lock().unwrap().panes.remove("%0").unwrap();
-    turn_ended(
-        &io,
-        "s1",
-        &wakebridge::config::defaults().nudger.messages[0],
-        0,
-    );
     tokio::time::sleep(Duration::from_secs(10)).await;
     io.world.lock().unwrap().panes.insert("%0".into(), pane);
-    tokio::time::sleep(Duration::from_secs(3600)).await;
-    assert_eq!(io.wake_times("s1").len(), 5, "no new series");
-    assert!(
-        views.borrow()["s1"].acknowledged,
-        "{:?}",
-        views.borrow()["s1"]
-    );
+    still_acknowledged_an_hour_on(&io, &views).await;
     shutdown.cancel();
 }
 
