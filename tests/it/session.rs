@@ -1307,6 +1307,16 @@ async fn paused_clock_nothing_is_decided_while_the_ledger_cannot_be_read() {
     shutdown.cancel();
 }
 
+/// Takes the ledger down now; the polls begun over the next `span`.
+async fn polls_while_the_ledger_is_down(io: &FakeIo, span: Duration) -> u32 {
+    {
+        let mut w = io.world.lock().unwrap();
+        (w.ledger_down, w.polls) = (true, 0);
+    }
+    tokio::time::sleep(span).await;
+    io.world.lock().unwrap().polls
+}
+
 /// Owed and refused, a session is polled each second; the ledger unreadable, what was owed is
 /// unknown, and the loop polls at its own pace.
 #[tokio::test(start_paused = true)]
@@ -1321,12 +1331,7 @@ async fn paused_clock_an_unreadable_ledger_is_polled_at_the_usual_pace() {
         io.world.lock().unwrap().polls >= 10,
         "each second while owed"
     );
-    {
-        let mut w = io.world.lock().unwrap();
-        (w.ledger_down, w.polls) = (true, 0);
-    }
-    tokio::time::sleep(Duration::from_secs(100)).await;
-    let polls = io.world.lock().unwrap().polls;
+    let polls = polls_while_the_ledger_is_down(&io, Duration::from_secs(100)).await;
     assert!((10..=11).contains(&polls), "{polls} polls in 100 s");
     shutdown.cancel();
 }
@@ -1340,13 +1345,8 @@ async fn paused_clock_an_unreadable_ledger_forgets_a_resume_time() {
     limited(&io, "s1", 2, false);
     let (shutdown, _views) = spawn_loop(default_config(), io.clone());
     tokio::time::sleep(Duration::from_millis(10_500)).await;
-    {
-        let mut w = io.world.lock().unwrap();
-        (w.ledger_down, w.polls) = (true, 0);
-    }
     // The resume was due at 2 min + 60 s: 300 s is well past it.
-    tokio::time::sleep(Duration::from_secs(290)).await;
-    let polls = io.world.lock().unwrap().polls;
+    let polls = polls_while_the_ledger_is_down(&io, Duration::from_secs(290)).await;
     assert!((28..=30).contains(&polls), "{polls} polls in 290 s");
     shutdown.cancel();
 }

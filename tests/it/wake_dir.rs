@@ -19,7 +19,9 @@ use wakebridge::cli::session::{
 };
 use wakebridge::telemetry::warn::Warnings;
 use wakebridge::wakedir::markers::{marker_path, set_busy};
-use wakebridge::wakedir::reader::{Condition, NoticeLevel, Resolution, read_panes_file, resolve};
+use wakebridge::wakedir::reader::{
+    Condition, NoticeLevel, PANES_READ_CAP_CHARS, Resolution, read_panes_file, resolve,
+};
 use wakebridge::wakedir::target::PaneTarget;
 use wakebridge::wakedir::{
     PanesReader, PanesWriteError, clear_busy, clear_entry, is_busy, set_entry,
@@ -372,7 +374,7 @@ fn warn_cap_bounds_remembered_conditions() {
     write_panes(&wake, r#"{"s1": null, "s2": null, "s3": null}"#);
     let (warned, file) = (
         Warnings::with_cap(2),
-        read_panes_file(&wake.join("panes.json"), 4096),
+        read_panes_file(&wake.join("panes.json"), PANES_READ_CAP_CHARS),
     );
     let mut warnings = 0;
     for sid in ["s1", "s2", "s3", "s1"] {
