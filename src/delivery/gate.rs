@@ -1,21 +1,11 @@
 //! The wake gate: the one place that decides whether and how a session is told something, and the
-//! one path that tells it. Nothing reaches a session a person paused (`spool-paused`, owed). Through the session's inbox where it has a live one (no pane needed, a
-//! running turn no reason to wait: usage limit → cooldown → send); else typed: mapping → busy
-//! marker → cooldown → stale-pane guard and typing. A prompt holding text, copy mode, a menu or a
-//! usage limit hold a typed wake like a busy marker (`spool-busy`, owed). Slash commands and a
-//! resume into a pane are always typed ([`by_inbox`] says why).
-
-/// Logs at WARN the first time `$key` fails (until a wake clears the session's keys), else at
-/// DEBUG.
-macro_rules! warn_first {
-    ($gate:expr, $key:expr, $($arg:tt)+) => {
-        if $gate.failures.first(&$key) {
-            tracing::warn!($($arg)+);
-        } else {
-            tracing::debug!($($arg)+);
-        }
-    };
-}
+//! one path that tells it. Nothing reaches a session a person paused (`spool-paused`, owed).
+//! Through the session's inbox where it has a live one (no pane needed, a running turn no reason
+//! to wait: usage limit → cooldown → send); else typed: mapping → busy marker → cooldown →
+//! stale-pane guard and typing. A prompt holding text, copy mode, a menu or a usage limit hold a
+//! typed wake like a busy marker (`spool-busy`, owed). Slash commands and a resume into a pane
+//! are always typed ([`by_inbox`] says why). A failure warns the first time for its key, until a
+//! wake clears the session's keys.
 
 mod inbox_path;
 
@@ -368,9 +358,8 @@ impl Gate {
                 self.cooldown.roll_back(sid, reservation);
                 let kind = error.kind();
                 crate::telemetry::error(kind);
-                warn_first!(
-                    self,
-                    format!("{sid}:{kind}"),
+                crate::warn_or_debug!(
+                    self.failures.first(&format!("{sid}:{kind}")),
                     session_id = sid,
                     kind,
                     "Wake injection failed for {} ({error}); spooled only",

@@ -14,12 +14,10 @@ use tokio::sync::oneshot;
 
 use super::StoreError;
 use super::rounds::RoundIds;
+use crate::telemetry::warn::Warnings;
 
 /// Most jobs in one transaction: bounds the first caller's wait in a burst (~2 µs per insert).
 pub const MAX_BATCH: usize = 1024;
-
-/// At most one "ledger write failed" warning per interval; every caller still gets its error.
-const FAILURE_WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// What a job does inside the batch's transaction (its own savepoint).
 pub(crate) type Op = Box<dyn FnOnce(&Connection) -> rusqlite::Result<Applied> + Send>;
@@ -120,35 +118,6 @@ pub(crate) fn spawn(
         .spawn(move || run(conn, &jobs, &queued, &counters, &path))
 }
 
-/// Failure warnings rate-limited: repeats are counted and reported with the next one.
-#[derive(Default)]
-struct FailureLog {
-    last_warned: Option<Instant>,
-    suppressed: u64,
-}
-
-impl FailureLog {
-    fn failed(&mut self, path: &Path, err: &rusqlite::Error, jobs: usize) {
-        let due = self
-            .last_warned
-            .is_none_or(|last| last.elapsed() >= FAILURE_WARN_EVERY);
-        if due {
-            tracing::warn!(
-                path = %path.display(),
-                error = %err,
-                jobs,
-                suppressed_since_last = self.suppressed,
-                "ledger write failed"
-            );
-            self.last_warned = Some(Instant::now());
-            self.suppressed = 0;
-        } else {
-            tracing::debug!(path = %path.display(), error = %err, jobs, "ledger write failed");
-            self.suppressed += 1;
-        }
-    }
-}
-
 /// How long queued records gather after the first arrives: a commit writes each page it
 /// touched once, so under load fewer commits mean far fewer page writes. A job someone awaits
 /// (a spool round, a wake, the hook CLI) ends the gathering the moment it arrives.
@@ -162,7 +131,7 @@ fn run(
     path: &Path,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    let mut failures = FailureLog::default();
+    let failures = Warnings::default();
     let mut wal = Wal::new(path);
     let take = |job: Job, batch: &mut Vec<Job>| {
         queued.fetch_sub(1, Ordering::Relaxed);
@@ -191,7 +160,7 @@ fn run(
             &mut batch,
             counters,
             path,
-            &mut failures,
+            &failures,
             durable.then_some(&mut wal),
         );
     }
@@ -241,7 +210,7 @@ fn commit_batch(
     batch: &mut Vec<Job>,
     counters: &Counters,
     path: &Path,
-    failures: &mut FailureLog,
+    failures: &Warnings,
     durable: Option<&mut Wal>,
 ) {
     let started = Instant::now();
@@ -299,8 +268,10 @@ fn apply_in_savepoint(tx: &mut rusqlite::Transaction<'_>, op: Op) -> rusqlite::R
     Ok(applied)
 }
 
-fn fail_all(acks: Vec<Ack>, err: rusqlite::Error, path: &Path, failures: &mut FailureLog) {
-    failures.failed(path, &err, acks.len());
+/// Every caller gets its error; the log says so at most once a minute.
+fn fail_all(acks: Vec<Ack>, err: rusqlite::Error, path: &Path, failures: &Warnings) {
+    let jobs = acks.len();
+    crate::warn_limited!(failures, "ledger write", path = %path.display(), error = %err, jobs, "ledger write failed");
     let shared = Arc::new(err);
     for ack in acks {
         ack.send(Err(StoreError::Write {

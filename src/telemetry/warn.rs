@@ -84,15 +84,26 @@ impl Warnings {
     }
 }
 
-/// Logs at WARN when `$warnings.first_in($key, WARN_WINDOW)`, else at DEBUG.
+/// Logs at WARN when `$first` holds (a [`Warnings`] said so), else at DEBUG.
 #[macro_export]
-macro_rules! warn_limited {
-    ($warnings:expr, $key:expr, $($arg:tt)+) => {
-        if $warnings.first_in($key, $crate::telemetry::warn::WARN_WINDOW) {
+macro_rules! warn_or_debug {
+    ($first:expr, $($arg:tt)+) => {
+        if $first {
             tracing::warn!($($arg)+);
         } else {
             tracing::debug!($($arg)+);
         }
+    };
+}
+
+/// Logs at WARN when `$warnings.first_in($key, WARN_WINDOW)`, else at DEBUG.
+#[macro_export]
+macro_rules! warn_limited {
+    ($warnings:expr, $key:expr, $($arg:tt)+) => {
+        $crate::warn_or_debug!(
+            $warnings.first_in($key, $crate::telemetry::warn::WARN_WINDOW),
+            $($arg)+
+        )
     };
 }
 

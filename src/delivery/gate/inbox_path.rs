@@ -168,9 +168,8 @@ impl Gate {
                 } else {
                     "spooled only"
                 };
-                warn_first!(
-                    self,
-                    format!("{sid}:{kind}"),
+                crate::warn_or_debug!(
+                    self.failures.first(&format!("{sid}:{kind}")),
                     session_id = sid,
                     kind,
                     "Inbox of {} failed ({error}); {fallback}",
