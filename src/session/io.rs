@@ -19,7 +19,7 @@ use crate::claude::turn::{self, Turn};
 use crate::clock;
 use crate::deadline::Deadline;
 use crate::delivery::gate::{Gate, GateOutcome, Mode};
-use crate::mux::{InjectError, KeystrokeText, MuxError, PaneInfo};
+use crate::mux::{INJECT_BUDGET, InjectError, KeystrokeText, MuxError, PaneInfo};
 use crate::rewind::restart::{Restart, RestartSettings};
 use crate::session::observe::FileStamp;
 use crate::session::{NudgerConfig, SessionViews};
@@ -65,8 +65,9 @@ pub trait SessionIo: Send + Sync {
         &self,
         sessions: Vec<String>,
     ) -> impl Future<Output = Option<HashMap<String, SessionFacts>>> + Send;
-    /// How many events `sid` is owed a wake for now; `None` when the ledger cannot be read.
-    fn owed_events(&self, sid: &str) -> impl Future<Output = Option<u32>> + Send;
+    /// Claims what `sid` is owed for the wake about to be sent, so its Stop hook leaves the debt
+    /// to it (`Store::claim_owed`): how many events; `None` when the ledger cannot be written.
+    fn claim_owed(&self, sid: &str) -> impl Future<Output = Option<u32>> + Send;
     fn registry(&self) -> impl Future<Output = HashMap<String, RegistryReading>> + Send;
     /// The sessions besides `mapped` that wakebridge keeps (`Store::inbox_candidates`) whose
     /// inbox can be told through now: announced by their hooks, or `live` in Claude Code's
@@ -258,10 +259,19 @@ impl SessionIo for LiveIo {
         .await
     }
 
-    async fn owed_events(&self, sid: &str) -> Option<u32> {
-        let (store, sid) = (self.store.clone(), sid.to_owned());
-        self.read_ledger("reading what is owed", move || store.owed_events(&sid))
-            .await
+    async fn claim_owed(&self, sid: &str) -> Option<u32> {
+        // Its budget: an inbox's send, then typing where the inbox refused.
+        match self.store.claim_owed(sid, INJECT_BUDGET * 2).await {
+            Ok(events) => {
+                self.warned.clear("ledger claim");
+                Some(events)
+            }
+            Err(error) => {
+                let then = "the owed wake waits for the next poll";
+                self.warn_store("ledger claim", "claiming what is owed", &error, then);
+                None
+            }
+        }
     }
 
     async fn budgets(&self) -> Vec<Account> {

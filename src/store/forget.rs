@@ -178,6 +178,7 @@ fn forget_ids(conn: &Connection, dropped: &[String]) -> rusqlite::Result<()> {
         "rewinds",
         "inboxes",
         "pauses",
+        "claims",
     ]
     .map(|table| format!("DELETE FROM {table} WHERE session_id = ?1"))
     .to_vec();

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -130,12 +131,29 @@ impl Store {
         {
             return Ok(0);
         }
+        // Nor does one whose debt the daemon is paying right now: it would be told twice.
+        if records::claimed(&tx, session_id, now_ms).map_err(write)? {
+            return Ok(0);
+        }
         let owed = records::pay(&tx, session_id, now_ms, how).map_err(write)?;
         if owed == 0 || !deliver(owed) {
             return Ok(0);
         }
         tx.commit().map_err(write)?;
         Ok(owed)
+    }
+
+    /// Claims what `session_id` is owed for a wake about to be sent, for `budget`: its Stop
+    /// hook leaves the debt to that wake meanwhile. How many events are owed (0: none, nothing
+    /// claimed); the wake's `Record::Pay` ends the claim, else it lapses.
+    pub async fn claim_owed(&self, session_id: &str, budget: Duration) -> Result<u32, StoreError> {
+        let session_id = session_id.to_owned();
+        let until_ms = crate::clock::now_ms().saturating_add(crate::clock::duration_ms(budget));
+        self.submit(Box::new(move |conn| {
+            records::claim(conn, &session_id, until_ms).map(|owed| Applied::Rows(owed.into()))
+        }))
+        .await
+        .map(|applied| u32::try_from(applied.rows()).unwrap_or(u32::MAX))
     }
 
     /// A throwaway ledger for tests, deleted on drop: a real file (on /dev/shm, tmpfs, when

@@ -41,12 +41,13 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(include_str!("../../migrations/0011_pauses.sql")),
         M::up(include_str!("../../migrations/0012_caused.sql")),
         M::up(include_str!("../../migrations/0013_told.sql")),
+        M::up(include_str!("../../migrations/0014_claims.sql")),
     ])
 });
 
 /// Schema versions this build knows; a higher `user_version` is a newer wakebridge's. Kept in
 /// step with the list above by `latest_version_matches_migration_count`.
-const LATEST_VERSION: usize = 13;
+const LATEST_VERSION: usize = 14;
 
 /// Creates the parent directories (0700) and the file (0600; SQLite gives -wal and -shm the same
 /// mode) if missing. A symlinked ledger is followed, as SQLite does: its place is the user's.

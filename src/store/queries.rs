@@ -398,15 +398,6 @@ impl Store {
         })
     }
 
-    /// How many events `session_id` is owed a wake for now (the `deliveries_owed` index).
-    pub fn owed_events(&self, session_id: &str) -> Result<u32, StoreError> {
-        let sql = "SELECT count(*) FROM deliveries WHERE target_session = ?1 AND owed = 1";
-        self.read(|conn| {
-            conn.prepare_cached(sql)?
-                .query_row(params![session_id], |row| row.get(0))
-        })
-    }
-
     /// True when the `wakebridge hook` CLI has reported this session.
     pub fn known_session(&self, session_id: &str) -> Result<bool, StoreError> {
         self.read(|conn| {

@@ -488,14 +488,46 @@ fn rename(
     Ok(0)
 }
 
-/// Pays `session_id`'s owed events up to `up_to_ms`; returns how many. One statement clears
-/// them, so two payers (the hook CLI and the daemon) never both pay the same events.
+/// Claims `session_id`'s owed events for a wake the daemon is about to send, until `until_ms`:
+/// its Stop hook pays nothing while the claim stands (the two would tell one debt twice).
+/// Returns how many events are owed; with none, nothing is claimed.
+pub(crate) fn claim(conn: &Connection, session_id: &str, until_ms: i64) -> rusqlite::Result<u32> {
+    let owed: u32 = conn
+        .prepare_cached("SELECT count(*) FROM deliveries WHERE target_session = ?1 AND owed = 1")?
+        .query_row(params![session_id], |row| row.get(0))?;
+    if owed > 0 {
+        exec(
+            conn,
+            "INSERT INTO claims (session_id, until_ms) VALUES (?1, ?2) \
+             ON CONFLICT (session_id) DO UPDATE SET until_ms = excluded.until_ms",
+            params![session_id, until_ms],
+        )?;
+    }
+    Ok(owed)
+}
+
+/// Whether the daemon's claim on `session_id`'s debt still stands at `now_ms`.
+pub(crate) fn claimed(conn: &Connection, session_id: &str, now_ms: i64) -> rusqlite::Result<bool> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM claims WHERE session_id = ?1 AND until_ms > ?2)",
+    )?
+    .query_row(params![session_id, now_ms], |row| row.get(0))
+}
+
+/// Pays `session_id`'s owed events up to `up_to_ms` and ends any claim on them; returns how
+/// many. One statement clears them, so two payers (the hook CLI and the daemon) never both pay
+/// the same events.
 pub(crate) fn pay(
     conn: &Connection,
     session_id: &str,
     up_to_ms: i64,
     how: Payment,
 ) -> rusqlite::Result<u64> {
+    exec(
+        conn,
+        "DELETE FROM claims WHERE session_id = ?1",
+        params![session_id],
+    )?;
     let paid = exec(
         conn,
         "UPDATE deliveries SET owed = 0 WHERE target_session = ?1 AND owed = 1 AND at_ms <= ?2",

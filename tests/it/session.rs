@@ -213,7 +213,7 @@ impl SessionIo for FakeIo {
         }
         read
     }
-    async fn owed_events(&self, sid: &str) -> Option<u32> {
+    async fn claim_owed(&self, sid: &str) -> Option<u32> {
         let w = self.world.lock().unwrap();
         let owed = w.facts.get(sid).and_then(|f| f.owed);
         (!w.ledger_down).then(|| owed.map_or(0, |o| o.events))

@@ -113,8 +113,8 @@ impl<I: SessionIo> Keeper<I> {
 
     pub(super) async fn pay_owed(&mut self, sid: &str, mode: Mode) -> Shown {
         // The poll read the ledger a while ago, and the session's Stop hook pays its debt
-        // itself: one read right before sending, so one debt is not told twice.
-        let events = match self.io.owed_events(sid).await {
+        // itself: a claim right before sending, so one debt is not told twice.
+        let events = match self.io.claim_owed(sid).await {
             None => return (SessionState::Owed, "owed, the ledger unread".into()),
             Some(0) => return (SessionState::Working, "paid by its Stop hook".into()),
             Some(events) => events,
