@@ -188,13 +188,23 @@ impl<'a> Daemon<'a> {
         if prefix::is_full_id(given) {
             return Some(given.to_owned());
         }
+        self.resolve_among(given, &self.known()?)
+    }
+
+    fn resolve_among(&self, given: &str, known: &[String]) -> Option<String> {
+        let known: Vec<&str> = known.iter().map(String::as_str).collect();
+        prefix::resolve(given, &known).map_err(|e| self.say(e)).ok()
+    }
+
+    /// Every id the daemon knows a session by (former ones too); `None` once the reason is said.
+    fn known(&self) -> Option<Vec<String>> {
         let answer = self.call(Method::GET, "/sessions", None)?;
         let sessions = serde_json::from_value::<Sessions>(answer);
         let sessions = sessions
             .map_err(|e| self.say(unreadable("/sessions", &e)))
             .ok()?;
-        let known = glance::known_ids(&sessions.sessions);
-        prefix::resolve(given, &known).map_err(|e| self.say(e)).ok()
+        let known = glance::known_ids(&sessions.sessions).into_iter();
+        Some(known.map(str::to_owned).collect())
     }
 
     /// POSTs `body` with `given`'s id: the id and the 200 answer; `None` once the reason is said.
@@ -281,7 +291,7 @@ pub fn forget(config: &Config, args: &ForgetArgs) -> ExitCode {
 /// given runs out; their bus events wait, owed.
 pub fn pause(config: &Config, args: &PauseArgs) -> ExitCode {
     let daemon = Daemon::new(config, "pause", args.url.url.as_deref());
-    let Some(mut body) = switch_body(&daemon, &args.sessions, args.all) else {
+    let Some((mut body, unknown)) = switch_body(&daemon, &args.sessions, args.all) else {
         return ExitCode::from(2);
     };
     if let Some(for_) = args.for_ {
@@ -294,13 +304,19 @@ pub fn pause(config: &Config, args: &PauseArgs) -> ExitCode {
         .as_str()
         .map_or(String::new(), |at| format!(" until {at}"));
     crate::outln!("{}: paused{until}", named(&answer));
+    if !unknown.is_empty() {
+        crate::outln!(
+            "no session is known as {} yet: paused for when one comes (`--all` pauses every session)",
+            unknown.join(", ")
+        );
+    }
     ExitCode::SUCCESS
 }
 
 /// `wakebridge unpause`: what waited is paid at once.
 pub fn unpause(config: &Config, args: &UnpauseArgs) -> ExitCode {
     let daemon = Daemon::new(config, "unpause", args.url.url.as_deref());
-    let Some(body) = switch_body(&daemon, &args.sessions, args.all) else {
+    let Some((body, _)) = switch_body(&daemon, &args.sessions, args.all) else {
         return ExitCode::from(2);
     };
     let Some(answer) = daemon.call(Method::POST, "/unpause", Some(body)) else {
@@ -313,13 +329,18 @@ pub fn unpause(config: &Config, args: &UnpauseArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The body `/pause` and `/unpause` take: every typed prefix resolved, or `all`.
-fn switch_body(daemon: &Daemon, sessions: &[String], all: bool) -> Option<Value> {
+/// The body `/pause` and `/unpause` take (every typed prefix resolved, or `all`), and the ids
+/// it names that no session the daemon knows has: a bus name still to come, or a slip.
+fn switch_body(daemon: &Daemon, sessions: &[String], all: bool) -> Option<(Value, Vec<String>)> {
     if all {
-        return Some(json!({"all": true}));
+        return Some((json!({"all": true}), Vec::new()));
     }
-    let ids: Option<Vec<String>> = sessions.iter().map(|s| daemon.resolve(s)).collect();
-    Some(json!({"session_ids": ids?}))
+    let known = daemon.known()?;
+    let ids: Vec<String> = (sessions.iter())
+        .map(|given| daemon.resolve_among(given, &known))
+        .collect::<Option<_>>()?;
+    let unknown = ids.iter().filter(|id| !known.contains(id)).cloned();
+    Some((json!({"session_ids": ids}), unknown.collect()))
 }
 
 /// The sessions an answer names, for a person: `every session` for the pause of all.

@@ -90,6 +90,18 @@ async fn a_pause_of_every_session_for_a_while_lifts_by_itself() {
     assert_eq!(agent.submitted(), [WAKE_PROMPT]);
 }
 
+/// A name no session has is paused for when one comes, and the answer says so: `pause all` is
+/// likely a slip for `--all`.
+#[tokio::test]
+async fn a_pause_of_a_name_no_session_has_says_so() {
+    let server = TestServer::start(&[]).await;
+    let (code, said) = cli(&server, &["pause", "all"]).await;
+    assert_eq!(code, 0, "{said}");
+    assert!(said.starts_with("all: paused\n"), "{said}");
+    assert!(said.contains("no session is known as all yet"), "{said}");
+    assert!(said.contains("`--all` pauses every session"), "{said}");
+}
+
 #[tokio::test]
 async fn a_pause_request_names_sessions_or_all_and_a_sane_time() {
     let server = TestServer::start(&[]).await;
