@@ -64,8 +64,8 @@ pub async fn pause(
                 .filter(|d| !d.is_zero() && *d <= LONGEST)
                 .ok_or_else(|| {
                     ApiError::BadRequest(
-                        "for_s must be seconds above 0 and at most 30 days; leave it out to \
-                         pause until unpaused"
+                        "for_s (`pause --for`) must be above 0 and at most 30 days; leave it \
+                         out to pause until unpaused"
                             .into(),
                     )
                 })
