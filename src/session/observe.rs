@@ -136,6 +136,8 @@ pub enum Movement {
     Still,
     /// Something moved, but only within the grace window after our own typing.
     Ours,
+    /// The session showed life: `at_ms` is its earliest new sign, so an answer is dated by it
+    /// (a later sign the same look saw, a registry update say, is not when it answered).
     Real {
         signal: &'static str,
         at_ms: i64,
@@ -166,15 +168,9 @@ impl Activity {
             quiet_since_ms: now_ms,
             ..Activity::default()
         };
-        let movement = match (
-            activity.absorb(obs, now_ms, None, grace_ms),
-            restored_nudge_ms,
-        ) {
-            (moved @ Movement::Real { at_ms, .. }, Some(nudged))
-                if at_ms > nudged.saturating_add(grace_ms) =>
-            {
-                moved
-            }
+        // Signals up to the nudge's grace are the nudge's own echo, as after our typing.
+        let movement = match activity.absorb(obs, now_ms, restored_nudge_ms, grace_ms) {
+            moved @ Movement::Real { .. } if restored_nudge_ms.is_some() => moved,
             _ => Movement::Still,
         };
         (activity, movement)
@@ -188,17 +184,15 @@ impl Activity {
         typed_ms: Option<i64>,
         grace_ms: i64,
     ) -> Movement {
-        let movement = self.absorb(obs, now_ms, typed_ms, grace_ms);
-        if let Movement::Real { at_ms, .. } = movement {
-            self.quiet_since_ms = self.quiet_since_ms.max(at_ms.min(now_ms));
-        }
-        movement
+        self.absorb(obs, now_ms, typed_ms, grace_ms)
     }
 
     pub fn quiet_since_ms(&self) -> i64 {
         self.quiet_since_ms
     }
 
+    /// Takes `obs`'s fingerprints; a real movement also moves the quiet clock, to its latest
+    /// sign.
     fn absorb(
         &mut self,
         obs: &Observation,
@@ -251,22 +245,23 @@ impl Activity {
             self.screen_hash = Some(screen.hash);
             self.screen_at_ms = Some(now_ms);
         }
-        if !baseline_known && typed_ms.is_none() {
-            // Absorbing the baseline itself: the caller decides what a first reading means.
-            return timed.into_iter().max_by_key(|(_, at)| *at).map_or(
-                Movement::Still,
-                |(signal, at_ms)| Movement::Real { signal, at_ms },
-            );
-        }
-        let real = timed
+        // Absorbing the baseline itself, every sign counts: the caller decides what it means.
+        let baseline = !baseline_known && typed_ms.is_none();
+        let real: Vec<_> = timed
             .iter()
-            .filter(|(_, at)| !ours(*at))
-            .max_by_key(|(_, at)| *at)
-            .copied();
-        if let Some((signal, at_ms)) = real {
+            .filter(|(_, at)| baseline || !ours(*at))
+            .collect();
+        if let Some((_, latest)) = real.iter().max_by_key(|(_, at)| *at) {
+            self.quiet_since_ms = self.quiet_since_ms.max((*latest).min(now_ms));
+        }
+        if let Some(&&(signal, at_ms)) = real.iter().min_by_key(|(_, at)| *at) {
             return Movement::Real { signal, at_ms };
         }
+        if baseline {
+            return Movement::Still;
+        }
         if screen_moved == Some(false) {
+            self.quiet_since_ms = self.quiet_since_ms.max(now_ms);
             return Movement::Real {
                 signal: "screen",
                 at_ms: now_ms,
@@ -575,6 +570,54 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    /// A turn that answered a nudge before a restart is dated by its own end, not by a later
+    /// sign the same first look saw; the quiet clock still runs from the latest.
+    #[test]
+    fn an_answer_is_dated_by_its_earliest_sign_after_the_nudge() {
+        let obs = Observation {
+            hook: Some((HookKind::TurnEnded, 300_000)),
+            transcript: Some(FileStamp {
+                size: 10,
+                mtime_ms: 300_100,
+            }),
+            registry: registry(RegistryStatus::Idle, 900_000),
+            ..Observation::default()
+        };
+        let (mut activity, moved) = Activity::first(&obs, 1_000_000, Some(200_000), GRACE);
+        let dated = Movement::Real {
+            signal: "hook event",
+            at_ms: 300_000,
+        };
+        assert_eq!(moved, dated);
+        let (_, moved) = Activity::first(&obs, 1_000_000, Some(290_050), GRACE);
+        assert_eq!(
+            moved,
+            Movement::Real {
+                signal: "transcript",
+                at_ms: 300_100,
+            },
+            "the hook fell within the nudge's grace"
+        );
+
+        let later = Observation {
+            hook: Some((HookKind::TurnEnded, 1_100_000)),
+            registry: registry(RegistryStatus::Idle, 1_150_000),
+            ..obs
+        };
+        let moved = activity.observe(&later, 1_200_000, None, GRACE);
+        assert!(
+            matches!(
+                moved,
+                Movement::Real {
+                    at_ms: 1_100_000,
+                    ..
+                }
+            ),
+            "{moved:?}"
+        );
+        assert_eq!(activity.quiet_since_ms(), 1_150_000);
     }
 
     #[test]
