@@ -370,25 +370,16 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
 
 /// Lifts the soft descriptor limit (often 1024: connections and spool files) to the hard one.
 fn raise_descriptor_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+    let limit = spool::descriptor_limit().filter(|l| l.rlim_cur < l.rlim_max);
+    let Some(limit) = limit else { return };
+    let wanted = libc::rlimit {
+        rlim_cur: limit.rlim_max,
+        rlim_max: limit.rlim_max,
     };
-    // SAFETY: get/setrlimit read and write only the struct we pass.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
-        {
-            let wanted = libc::rlimit {
-                rlim_cur: limit.rlim_max,
-                rlim_max: limit.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) != 0 {
-                tracing::debug!(
-                    "could not raise the open-file limit; keeping {}",
-                    limit.rlim_cur
-                );
-            }
-        }
+    // SAFETY: setrlimit reads only the struct we pass.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) } != 0 {
+        let soft = limit.rlim_cur;
+        tracing::debug!("could not raise the open-file limit; keeping {soft}");
     }
 }
 

@@ -241,6 +241,16 @@ fn restore(wake_dir: &Path, entries: &[PendingBytes]) -> Result<(), OpenError> {
 /// Creates the wake dir if needed and narrows it to 0700 (the one rule all writers share).
 pub use crate::wakedir::ensure_wake_dir as prepare_wake_dir;
 
+/// The process's open-file limit, soft and hard; `None` when it cannot be read.
+pub(crate) fn descriptor_limit() -> Option<libc::rlimit> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we pass and nothing else.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0).then_some(limit)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use super::files::{self, OpenSpool, Prepared, SessionLock, io_error};
-use super::{SpoolError, prepare_wake_dir};
+use super::{SpoolError, descriptor_limit, prepare_wake_dir};
 use crate::deadline::Deadline;
 use crate::lock;
 use crate::store::{Delivery, PendingBytes, RoundIds, SpoolRound, Store};
@@ -28,16 +28,8 @@ const ROUND_SESSIONS: usize = 256;
 /// Open spool files kept between rounds: a quarter of the descriptor limit (sockets and SQLite
 /// share the rest), at most 4096. Beyond it the cache starts over.
 fn max_cached() -> usize {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct we pass and nothing else.
-    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
-        usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
-    } else {
-        1024
-    };
+    let soft =
+        descriptor_limit().map_or(1024, |l| usize::try_from(l.rlim_cur).unwrap_or(usize::MAX));
     (soft / 4).clamp(64, 4096)
 }
 
