@@ -401,8 +401,7 @@ pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
 async fn frame(daemon: &Daemon<'_>, args: &StatusArgs, terminal: bool) -> Result<String, String> {
     let sessions = answer(daemon.request(Method::GET, "/sessions", None).await)?;
     if args.json {
-        let pretty = serde_json::to_string_pretty(&sessions).unwrap_or_default();
-        return Ok(format!("{pretty}\n"));
+        return Ok(format!("{sessions:#}\n"));
     }
     let sessions = serde_json::from_value::<Sessions>(sessions);
     let listed = sessions.map_err(|e| unreadable("/sessions", &e))?;

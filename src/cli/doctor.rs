@@ -57,12 +57,11 @@ pub struct Check {
 
 impl Check {
     fn ok(link: &'static str, found: impl Into<String>) -> Check {
-        let (verdict, found, fix) = (Verdict::Ok, found.into(), None);
         Check {
             link,
-            verdict,
-            found,
-            fix,
+            verdict: Verdict::Ok,
+            found: found.into(),
+            fix: None,
         }
     }
 

@@ -233,10 +233,7 @@ pub fn settings_json(command: &str) -> Value {
 
 /// As printed by `--print-settings` (and stored in deploy/).
 pub fn settings_text() -> String {
-    let value = settings_json(HOOK_COMMAND);
-    let mut text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
-    text.push('\n');
-    text
+    format!("{:#}\n", settings_json(HOOK_COMMAND))
 }
 
 /// On a Stop of a session owed a wake, pays it by answering Claude Code with the wake prompt
@@ -378,12 +375,9 @@ fn parse_own_flags(args: &[std::ffi::OsString]) -> Option<(HookArgs, Option<Path
 /// the nudger), its usage limit ([`limit_record`]), its `/clear` renames ([`renames`]) and its
 /// inbox ([`inbox_record`]).
 fn record(ledger: &Path, outcome: &HookOutcome, input: &HookInput, limits: bool) {
-    let Some(session_id) = outcome.session_id.clone() else {
+    let Some(session_id) = outcome.session_id.clone().filter(|_| !outcome.nothing_new) else {
         return;
     };
-    if outcome.nothing_new {
-        return;
-    }
     let now_ms = clock::now_ms();
     let limit = limits.then(|| limit_record(input, &session_id, now_ms));
     let seen = SessionSeen {

@@ -132,9 +132,8 @@ pub fn execute_panes(
         PanesCommand::Clear(args) => (args.json, panes_clear(args, wake_dir, env)),
     };
     let printed = done.map(|(value, text)| {
-        let pretty = || serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
         // A closed stdout must not turn a completed write into a failure.
-        let _ = writeln!(out, "{}", if json { pretty() } else { text });
+        let _ = writeln!(out, "{}", if json { format!("{value:#}") } else { text });
     });
     finish(printed, err)
 }

@@ -180,9 +180,7 @@ async fn install(
     let configured = Some(config.settings.bridge.secret_file.as_str())
         .filter(|s| !s.is_empty())
         .map(PathBuf::from);
-    let secret_file = configured
-        .clone()
-        .unwrap_or(locations.default_secret.clone());
+    let secret_file = configured.clone().unwrap_or(locations.default_secret);
     let secret = env.get(SECRET_ENV).filter(|s| !s.is_empty());
     if secret.is_none() && configured.is_none() && secret_file.exists() {
         config::secret::read(&secret_file).map_err(ServiceError::Secret)?;
