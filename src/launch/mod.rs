@@ -205,18 +205,14 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
         .transpose()?;
     let tmux = Tmux::new(&opts.mux);
     let created = create(&tmux, opts, &cwd, &argv).await?;
-    let passed = match drive(&tmux, &created, opts.timeout).await {
-        Ok(passed) => passed,
-        Err(failure) => {
-            if matches!(failure, LaunchError::HumanNeeded { .. }) {
-                restore_exit_behaviour(&tmux, &created, &opts.placement).await;
-            } else {
-                remove(&tmux, &created, &opts.placement).await;
-            }
-            return Err(failure);
+    let driven = drive(&tmux, &created, opts.timeout).await;
+    match driven {
+        Ok(_) | Err(LaunchError::HumanNeeded { .. }) => {
+            restore_exit_behaviour(&tmux, &created, &opts.placement).await;
         }
-    };
-    restore_exit_behaviour(&tmux, &created, &opts.placement).await;
+        Err(_) => remove(&tmux, &created, &opts.placement).await,
+    }
+    let passed = driven?;
     let session_id = match (&opts.session_id, &opts.claude_home) {
         (Some(id), _) => Some(id.clone()),
         (None, Some(home)) => learn_session_id(home, created.pid).await,
