@@ -270,11 +270,10 @@ fn wired_in(mut root: Map<String, Value>, ours: &Ours) -> Wired {
             }
         }
     }
-    let inbound = root.get(INBOUND_KEY).cloned();
     Wired {
         hooks,
         statusline,
-        inbound,
+        inbound: root.get(INBOUND_KEY).cloned(),
     }
 }
 
@@ -394,9 +393,8 @@ fn command_of(entry: &Map<String, Value>) -> &str {
 
 /// The text Claude Code itself writes: 2-space indentation and a trailing newline.
 fn render(root: &Map<String, Value>) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec_pretty(root).unwrap_or_else(|_| b"{}".to_vec());
-    bytes.push(b'\n');
-    bytes
+    let text = serde_json::to_string_pretty(root).unwrap_or_else(|_| "{}".into());
+    format!("{text}\n").into_bytes()
 }
 
 /// Which of wakebridge's commands an entry runs (its verb, lower-cased).
