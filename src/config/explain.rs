@@ -44,10 +44,7 @@ pub fn explain(flags: &Flags, env: &Env) -> Result<Explained, ConfigError> {
         let variable = names::variable_of(&parts.join("."));
         let origin = if env.get(&variable).is_some() {
             Origin::Env(variable)
-        } else if from_file
-            .as_ref()
-            .is_some_and(|t| lookup(t, parts).is_some())
-        {
+        } else if from_file.as_ref().and_then(|t| lookup(t, parts)).is_some() {
             Origin::File
         } else {
             Origin::Default

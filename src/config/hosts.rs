@@ -22,14 +22,9 @@ pub fn canonical_host(raw: &str) -> String {
 /// An allowlist entry as an operator writes it: a bare IP literal (IPv6 too) keeps its address;
 /// anything else loses its port like a Host header. `None` for a blank entry.
 pub fn canonical_entry(entry: &str) -> Option<String> {
-    let trimmed = entry.trim();
-    if trimmed.is_empty() {
-        return None;
-    }
-    if let Ok(ip) = trimmed.parse::<IpAddr>() {
-        return Some(ip.to_string());
-    }
-    Some(canonical_host(trimmed))
+    let trimmed = Some(entry.trim()).filter(|t| !t.is_empty())?;
+    let ip = trimmed.parse::<IpAddr>();
+    Some(ip.map_or_else(|_| canonical_host(trimmed), |ip| ip.to_string()))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -174,7 +174,8 @@ impl Paths {
     ) -> Result<Paths, ConfigError> {
         let (wake_s, origin) = pick(&flags.wake_dir, env, &WAKE_DIR, &settings.bridge.wake_dir);
         let wake_dir = match wake_s.trim() {
-            "" => home(env)
+            "" => env
+                .absolute_path("HOME")
                 .map(|h| h.join(crate::wakedir::DEFAULT_WAKE_DIR_UNDER_HOME))
                 .ok_or(ConfigError::NoHome)?,
             set => absolute(set, &origin, &WAKE_DIR.names())?,
@@ -197,22 +198,16 @@ impl Paths {
     }
 }
 
-fn home(env: &Env) -> Option<PathBuf> {
-    env.absolute_path("HOME")
-}
-
 /// A path setting: only an absolute path means the same file in every working directory.
 fn absolute(value: &str, origin: &str, names: &str) -> Result<PathBuf, ConfigError> {
-    let path = PathBuf::from(value);
-    if path.is_absolute() {
-        Ok(path)
-    } else {
-        Err(ConfigError::Relative {
-            origin: origin.to_string(),
-            value: value.to_string(),
-            names: names.to_string(),
-        })
+    if Path::new(value).is_absolute() {
+        return Ok(PathBuf::from(value));
     }
+    Err(ConfigError::Relative {
+        origin: origin.to_string(),
+        value: value.to_string(),
+        names: names.to_string(),
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -303,7 +298,7 @@ fn default_state_dir(env: &Env) -> Option<PathBuf> {
     env.nonempty("XDG_STATE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
-        .or_else(|| home(env).map(|h| h.join(".local/state")))
+        .or_else(|| env.absolute_path("HOME").map(|h| h.join(".local/state")))
         .map(|dir| dir.join("wakebridge"))
 }
 
@@ -419,10 +414,10 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
         hook_s.trim().to_string()
     };
     let (bind_s, bind_origin) = pick(&flags.bind, env, &BIND, &b.bind);
-    let allowed_raw: Vec<String> = match (&flags.allowed_hosts, env.nonempty(ALLOWED_HOSTS.env)) {
-        (Some(v), _) => v.split(',').map(str::to_string).collect(),
-        (None, Some(v)) => v.split(',').map(str::to_string).collect(),
-        (None, None) => b.allowed_hosts.clone(),
+    let given = (flags.allowed_hosts.clone()).or_else(|| env.nonempty(ALLOWED_HOSTS.env));
+    let allowed_raw: Vec<String> = match given {
+        Some(v) => v.split(',').map(str::to_string).collect(),
+        None => b.allowed_hosts.clone(),
     };
 
     // The reference variable wins; the file's path must be absolute either way.

@@ -104,10 +104,8 @@ fn setting_of(var: &str) -> Option<String> {
 }
 
 pub(super) fn variable_of(path: &str) -> String {
-    format!(
-        "{ENV_PREFIX}_{}",
-        path.replace('.', "__").to_ascii_uppercase()
-    )
+    let upper = path.replace('.', "__").to_ascii_uppercase();
+    format!("{ENV_PREFIX}_{upper}")
 }
 
 /// Refuses a `WAKEBRIDGE_*` variable that names no setting, with the nearest valid one.

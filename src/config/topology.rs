@@ -167,10 +167,7 @@ pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
             extra.push(canon);
         }
     }
-    let mut names: Vec<String> = LOOPBACK_NAMES
-        .iter()
-        .map(std::string::ToString::to_string)
-        .collect();
+    let mut names = LOOPBACK_NAMES.map(String::from).to_vec();
     names.push(hook.host.clone());
     if !bind.is_unspecified() {
         names.push(bind.to_string());
