@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -38,13 +38,9 @@ pub async fn hook(State(app): State<Arc<AppState>>, headers: HeaderMap, body: Bo
 async fn handle(app: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
     require_json(headers)?;
     let bytes = read_body(headers, body).await?;
+    let signature = headers.get(SIGNATURE_HEADER).map(HeaderValue::as_bytes);
     if let Some(secret) = &app.config.secret
-        && !secret.verify(
-            &bytes,
-            headers
-                .get(SIGNATURE_HEADER)
-                .map(reqwest::header::HeaderValue::as_bytes),
-        )
+        && !secret.verify(&bytes, signature)
     {
         return Err(ApiError::BadSignature);
     }

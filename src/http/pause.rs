@@ -58,18 +58,11 @@ pub async fn pause(
 ) -> Result<Json<Value>, ApiError> {
     let request: Request = operator_request(&app, &headers, body, PAUSE_SHAPE).await?;
     let targets = request.targets()?;
+    let refused = "for_s (`pause --for`) must be above 0 and at most 30 days; leave it out to \
+                   pause until unpaused";
     let for_ = (request.for_s.map(Duration::try_from_secs_f64))
-        .map(|d| {
-            d.ok()
-                .filter(|d| !d.is_zero() && *d <= LONGEST)
-                .ok_or_else(|| {
-                    ApiError::BadRequest(
-                        "for_s (`pause --for`) must be above 0 and at most 30 days; leave it \
-                         out to pause until unpaused"
-                            .into(),
-                    )
-                })
-        })
+        .map(|d| d.ok().filter(|d| !d.is_zero() && *d <= LONGEST))
+        .map(|d| d.ok_or_else(|| ApiError::BadRequest(refused.into())))
         .transpose()?;
     let since_ms = clock::now_ms();
     let until_ms = for_.map(|d| since_ms.saturating_add(clock::duration_ms(d)));

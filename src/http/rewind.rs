@@ -43,10 +43,9 @@ pub async fn rewind(
                 .into(),
         ));
     }
-    let why = if request.restart {
-        RewindWhy::Restart
-    } else {
-        RewindWhy::Asked
+    let why = match request.restart {
+        true => RewindWhy::Restart,
+        false => RewindWhy::Asked,
     };
     let (app, asked) = (app.clone(), asked.to_string());
     let answer = blocking("recording the rewind", move || ask(&app, &asked, why)).await??;

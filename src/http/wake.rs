@@ -53,12 +53,10 @@ pub async fn wake(
             })?
         }
     };
-    let mode = if request.force {
-        Mode::Forced
-    } else {
-        Mode::Gated
+    let mode = match request.force {
+        true => Mode::Forced,
+        false => Mode::Gated,
     };
-    Ok(delivered_json(
-        &app.deliverer.manual_wake(&session_id, &text, mode).await,
-    ))
+    let delivered = app.deliverer.manual_wake(&session_id, &text, mode).await;
+    Ok(delivered_json(&delivered))
 }
