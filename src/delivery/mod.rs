@@ -128,11 +128,8 @@ impl Deliverer {
             &resolved.session_id,
             Action::Spool,
         );
-        let delivery_id = match self
-            .spool
-            .append(&event.target, event.line.clone(), row.clone())
-            .await
-        {
+        let appended = (self.spool).append(&event.target, event.line.clone(), row.clone());
+        let delivery_id = match appended.await {
             Ok(id) => id,
             Err(e) => {
                 self.dedupe.finish(ticket, None);

@@ -131,17 +131,12 @@ pub fn clear_entry(
         std::fs::symlink_metadata(wake_dir.join(PANES_FILE)),
         Err(err) if err.kind() == ErrorKind::NotFound
     );
-    let removed = if existed {
-        rewrite(
-            wake_dir,
-            |sid, value| {
-                sid == session_id
-                    || also_pane.is_some_and(|pane| parse_target(value).as_ref() == Ok(pane))
-            },
-            None,
-        )?
-    } else {
-        Vec::new()
+    let unmap = |sid: &str, value: &Value| {
+        sid == session_id || also_pane.is_some_and(|pane| parse_target(value).as_ref() == Ok(pane))
+    };
+    let removed = match existed {
+        true => rewrite(wake_dir, unmap, None)?,
+        false => Vec::new(),
     };
     Ok(ClearOutcome {
         session_id: session_id.to_owned(),
@@ -223,13 +218,9 @@ fn read_for_update(wake_dir: &Path) -> Result<Map<String, Value>, PanesWriteErro
 
 fn write_atomic(wake_dir: &Path, panes: &Map<String, Value>) -> Result<(), PanesWriteError> {
     let path = wake_dir.join(PANES_FILE);
-    let write_err = |source| PanesWriteError::Write {
-        path: path.clone(),
-        source,
-    };
-    let mut text = to_pretty_ascii(&Value::Object(panes.clone()))?;
-    text.push('\n');
-    private_fs::replace(&path, text.as_bytes(), TEMP_PREFIX).map_err(write_err)
+    let text = to_pretty_ascii(&Value::Object(panes.clone()))? + "\n";
+    private_fs::replace(&path, text.as_bytes(), TEMP_PREFIX)
+        .map_err(|source| PanesWriteError::Write { path, source })
 }
 
 fn clear_markers(wake_dir: &Path, session_ids: &[String]) {
