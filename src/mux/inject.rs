@@ -297,11 +297,8 @@ async fn guarded_pick<M: Mux>(
     locate: fn(&str) -> Option<u8>,
     deadline: Deadline,
 ) -> Result<bool, InjectError> {
-    let Some(number) = guarded_screen(mux, pane, deadline)
-        .await?
-        .as_deref()
-        .and_then(locate)
-    else {
+    let screen = guarded_screen(mux, pane, deadline).await?;
+    let Some(number) = screen.as_deref().and_then(locate) else {
         return Ok(false);
     };
     mux.type_text(pane, &KeystrokeText::option_number(number), deadline)
@@ -399,11 +396,8 @@ fn shows_prompt_line(screen: &str) -> bool {
 
 /// The prompt line shows all of `text`, or (wrapped) its first line up to a word's end.
 fn shows_all(text: &KeystrokeText, input: Option<&str>) -> bool {
-    let text = text.as_str();
-    input.is_some_and(|shown| {
-        text.strip_prefix(shown)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
-    })
+    let rest = input.and_then(|shown| text.as_str().strip_prefix(shown));
+    rest.is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
 }
 
 /// The prompt line still holds (part of) `text`, or the marker of it taken as a paste.

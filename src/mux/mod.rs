@@ -151,8 +151,7 @@ pub fn resolves(bin: &Path, path: &OsStr) -> bool {
 
 fn is_executable(path: &Path) -> bool {
     path.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(test)]

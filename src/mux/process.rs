@@ -154,14 +154,13 @@ pub async fn run(inv: &Invocation, deadline: Deadline) -> Result<Finished, MuxEr
 
 /// [`run_for`] from synchronous code, on a runtime of its own.
 pub fn run_blocking(inv: &Invocation, timeout: Duration) -> Result<Finished, MuxError> {
-    let io = |source| MuxError::Io {
-        label: inv.label,
-        source,
-    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(io)?;
+        .map_err(|source| MuxError::Io {
+            label: inv.label,
+            source,
+        })?;
     runtime.block_on(run_for(inv, timeout))
 }
 
@@ -288,9 +287,7 @@ impl GroupKiller {
             // SAFETY: kill(2) has no memory-safety preconditions. The negative pid addresses
             // the process group this call created (`process_group(0)` makes the child its
             // leader) and the leader is not reaped yet, so the id cannot name anyone else.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
+            let _ = unsafe { libc::kill(-pgid, libc::SIGKILL) };
         }
     }
 

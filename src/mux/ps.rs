@@ -49,12 +49,9 @@ const TERMINAL_COLUMNS: &str = if PS_HAS_SID {
 /// `ps -t <tty>` as printed (read it with [`parse_terminal`]). Empty when no process has that
 /// terminal: ps then exits 1 saying nothing (a pane whose first process has not taken it yet).
 pub async fn on_terminal(tty: &str, deadline: Deadline) -> Result<String, MuxError> {
-    let inv = Invocation::new(Path::new(PS_BIN), "ps (processes on the pane's terminal)").args([
-        "-o",
-        TERMINAL_COLUMNS,
-        "-t",
-        tty,
-    ]);
+    let args = ["-o", TERMINAL_COLUMNS, "-t", tty];
+    let inv =
+        Invocation::new(Path::new(PS_BIN), "ps (processes on the pane's terminal)").args(args);
     match process::run(&inv, deadline).await {
         Ok(done) => Ok(done.stdout),
         Err(err) if err.is_silent_exit(1) => Ok(String::new()),

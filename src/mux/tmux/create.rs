@@ -62,9 +62,8 @@ impl Tmux {
         argv: &[String],
         deadline: Deadline,
     ) -> Result<NewPane, MuxError> {
-        let mut inv =
-            self.command("tmux new-window")
-                .args(["new-window", "-d", "-P", "-F", CREATED_FORMAT]);
+        let args = ["new-window", "-d", "-P", "-F", CREATED_FORMAT];
+        let mut inv = self.command("tmux new-window").args(args);
         if let Some(session) = session {
             // A trailing ':' makes it a session target: the window goes to its next free index.
             inv = inv.arg("-t").arg(format!("{session}:"));
@@ -148,13 +147,9 @@ impl Tmux {
         deadline: Deadline,
     ) -> Result<(), MuxError> {
         let scope = if target.starts_with('%') { "-p" } else { "-w" };
-        let inv = self.command("tmux set-option").args([
-            "set-option",
-            scope,
-            if keep { "-t" } else { "-ut" },
-            target,
-            "remain-on-exit",
-        ]);
+        let set_or_unset = if keep { "-t" } else { "-ut" };
+        let args = ["set-option", scope, set_or_unset, target, "remain-on-exit"];
+        let inv = self.command("tmux set-option").args(args);
         let inv = if keep { inv.arg("on") } else { inv };
         process::run(&inv, deadline).await.map(drop)
     }

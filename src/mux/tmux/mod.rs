@@ -168,9 +168,8 @@ impl Mux for Tmux {
     ) -> Result<(), MuxError> {
         // `-l`: typed literally, never a key name; KeystrokeText rules out a leading '-' or a
         // trailing ';', which tmux would misparse.
-        let inv =
-            self.command("tmux send-keys -l")
-                .args(["send-keys", "-t", pane, "-l", text.as_str()]);
+        let args = ["send-keys", "-t", pane, "-l", text.as_str()];
+        let inv = self.command("tmux send-keys -l").args(args);
         process::run(&inv, deadline).await.map(drop)
     }
 
