@@ -143,12 +143,10 @@ pub fn auto_continue(screen: &str) -> Option<AutoContinue> {
     screen.lines().find_map(|line| {
         let line = line.trim().to_lowercase();
         if is_auto_continue_footer(&line) {
-            Some(AutoContinue::Armed)
-        } else if line.contains(AUTO_CONTINUE_STALE) {
-            Some(AutoContinue::Stale)
-        } else {
-            None
+            return Some(AutoContinue::Armed);
         }
+        line.contains(AUTO_CONTINUE_STALE)
+            .then_some(AutoContinue::Stale)
     })
 }
 
@@ -384,12 +382,10 @@ fn month_day_in(text: &str, year: i16) -> Option<Date> {
 /// `3pm`, `3:45pm`, `3 PM`, `12am`, `15:00`.
 fn clock_time(text: &str) -> Option<Time> {
     let lower = text.trim().to_lowercase();
-    let (digits, meridiem) = if let Some(d) = lower.strip_suffix("am") {
-        (d.trim_end(), Some(false))
-    } else if let Some(d) = lower.strip_suffix("pm") {
-        (d.trim_end(), Some(true))
-    } else {
-        (lower.as_str(), None)
+    let (digits, meridiem) = match (lower.strip_suffix("am"), lower.strip_suffix("pm")) {
+        (Some(d), _) => (d.trim_end(), Some(false)),
+        (_, Some(d)) => (d.trim_end(), Some(true)),
+        _ => (lower.as_str(), None),
     };
     let (hour, minute) = match digits.split_once(':') {
         Some((h, m)) if m.len() == 2 => (h.parse::<i8>().ok()?, m.parse::<i8>().ok()?),

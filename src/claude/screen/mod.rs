@@ -106,9 +106,7 @@ pub fn read(text: &str) -> ScreenReading {
         draft: draft(&normalized).is_some(),
         asked: kept.last().is_some_and(|line| {
             // Markdown around the question (`**…?**`, `` `…?` ``, `(…?)`) is still a question.
-            let bare = line
-                .trim_end()
-                .trim_end_matches(['*', '_', '`', ')', '"', '\'']);
+            let bare = line.trim_end_matches(['*', '_', '`', ')', '"', '\'']);
             bare.ends_with('?')
         }),
     }
