@@ -239,26 +239,22 @@ impl TranscriptFollower {
                 file,
                 identity: (opened.dev(), opened.ino()),
             });
-            let read = self.retail(opened.len())?;
-            let event = if was_open {
-                PollEvent::Replaced
-            } else {
-                PollEvent::Opened
+            let event = match was_open {
+                true => PollEvent::Replaced,
+                false => PollEvent::Opened,
             };
-            return Ok((event, read));
+            return Ok((event, self.retail(opened.len())?));
         }
         let len = (self.open.as_ref())
             .map_or(Ok(0), |o| o.file.metadata().map(|m| m.len()))
             .map_err(|e| self.io_err(e))?;
         if len < self.offset || !self.still_ends_in_newline()? {
-            let read = self.retail(len)?;
-            return Ok((PollEvent::Truncated, read));
+            return Ok((PollEvent::Truncated, self.retail(len)?));
         }
         if len == self.offset {
             return Ok((PollEvent::Unchanged, 0));
         }
-        let read = self.read_appended(len)?;
-        Ok((PollEvent::Appended, read))
+        Ok((PollEvent::Appended, self.read_appended(len)?))
     }
 
     /// Cheap check for an in-place rewrite that regrew past our offset: the byte before the

@@ -44,10 +44,8 @@ pub fn figures(
     let model = reading
         .and_then(|r| r.model.clone())
         .or_else(|| fresh_feed.and_then(|f| f.model_id.clone()));
-    let window = resolver.resolve(
-        fresh_feed.and_then(|f| f.context_window_size),
-        model.as_deref(),
-    );
+    let feed_window = fresh_feed.and_then(|f| f.context_window_size);
+    let window = resolver.resolve(feed_window, model.as_deref());
     let from_feed = fresh_feed
         .and_then(Feed::used_tokens)
         .map(|used| (used, UsageSource::Statusline));

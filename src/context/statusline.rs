@@ -155,12 +155,9 @@ pub fn read_feed_at(
 
 /// Busy while the session's busy marker is younger than `ttl` ([`markers::is_busy`]).
 pub fn marker_activity(wake_dir: &Path, session_id: &str, ttl: Duration) -> Activity {
-    if SessionId::is_valid(session_id) && markers::is_busy(wake_dir, session_id, ttl.as_secs_f64())
-    {
-        Activity::Busy
-    } else {
-        Activity::Idle
-    }
+    let busy = SessionId::is_valid(session_id)
+        && markers::is_busy(wake_dir, session_id, ttl.as_secs_f64());
+    if busy { Activity::Busy } else { Activity::Idle }
 }
 
 /// The status line: `ctx 42%`, `ctx 42% · busy`, or `ctx ?` when nothing is known.
@@ -185,11 +182,8 @@ pub fn wrapped_line(theirs: Option<&[u8]>, ours: &str) -> String {
     let theirs = theirs.as_deref().map(|t| t.trim_end_matches(['\n', '\r']));
     match theirs {
         Some(theirs) if !theirs.trim().is_empty() => {
-            let reset = if theirs.contains('\u{1b}') {
-                ANSI_RESET
-            } else {
-                ""
-            };
+            let reset = theirs.contains('\u{1b}').then_some(ANSI_RESET);
+            let reset = reset.unwrap_or_default();
             format!("{theirs}{reset}{SEPARATOR}{ours}")
         }
         _ => ours.to_owned(),
