@@ -96,12 +96,8 @@ impl Prepared {
     /// line is left. Returns the file with its new end.
     pub fn write(&self, wake_dir: &Path, sid: &str, bytes: &[u8]) -> Result<OpenSpool, SpoolError> {
         let mut file: &File = &self.spool.file;
-        let written = if self.torn_tail {
-            file.write_all(b"\n")
-        } else {
-            Ok(())
-        }
-        .and_then(|()| file.write_all(bytes));
+        let newline: &[u8] = if self.torn_tail { b"\n" } else { b"" };
+        let written = file.write_all(newline).and_then(|()| file.write_all(bytes));
         if let Err(e) = written {
             self.undo();
             return Err(io_error(sid, &spool_path(wake_dir, sid), e));

@@ -203,19 +203,18 @@ fn forget_old_journal(wake_dir: &Path) {
 
 /// Puts back what a crash took from the session files (before anything is appended).
 fn restore(wake_dir: &Path, entries: &[PendingBytes]) -> Result<(), OpenError> {
-    let restored = recover::replay(wake_dir, entries, recover::LOCK_PATIENCE).map_err(
-        |source| match source {
-            SpoolError::LockTimeout(sid) => OpenError::RecoveryLocked {
-                lock: wake_dir.join(format!("{sid}.lock")),
-                sid,
-                waited: recover::LOCK_PATIENCE,
-            },
-            source => OpenError::Recovery {
-                wake_dir: wake_dir.to_path_buf(),
-                source,
-            },
+    let replayed = recover::replay(wake_dir, entries, recover::LOCK_PATIENCE);
+    let restored = replayed.map_err(|source| match source {
+        SpoolError::LockTimeout(sid) => OpenError::RecoveryLocked {
+            lock: wake_dir.join(format!("{sid}.lock")),
+            sid,
+            waited: recover::LOCK_PATIENCE,
         },
-    )?;
+        source => OpenError::Recovery {
+            wake_dir: wake_dir.to_path_buf(),
+            source,
+        },
+    })?;
     if restored.bytes > 0 {
         tracing::warn!(
             records = restored.records,

@@ -110,10 +110,9 @@ pub fn select_for_pruning(
 ) -> Vec<&SpoolFile> {
     let mut oldest_first: Vec<&SpoolFile> = files.iter().collect();
     oldest_first.sort_by(|a, b| a.mtime.cmp(&b.mtime).then_with(|| a.path.cmp(&b.path)));
-    let (expired, remaining): (Vec<&SpoolFile>, Vec<&SpoolFile>) = oldest_first
+    let (mut selected, remaining): (Vec<&SpoolFile>, Vec<&SpoolFile>) = oldest_first
         .into_iter()
         .partition(|file| age_at(now, file.mtime) > max_age);
-    let mut selected = expired;
     // u128: a sum of u64 sizes cannot overflow it, so the arithmetic stays exact.
     let mut total: u128 = remaining.iter().map(|file| u128::from(file.size)).sum();
     for file in remaining {
@@ -214,15 +213,12 @@ fn remove_live(wake_dir: &Path, file: &SpoolFile) -> Result<Outcome, PruneError>
         return Ok(Outcome::Changed);
     };
     let lock_path = wake_dir.join(format!("{sid}.lock"));
-    let _lock = match crate::private_fs::try_lock(&lock_path) {
-        Ok(Some(lock)) => lock,
-        Ok(None) => return Ok(Outcome::Locked),
-        Err(source) => {
-            return Err(PruneError::Lock {
-                path: lock_path,
-                source,
-            });
-        }
+    let locked = crate::private_fs::try_lock(&lock_path).map_err(|source| PruneError::Lock {
+        path: lock_path,
+        source,
+    })?;
+    let Some(_lock) = locked else {
+        return Ok(Outcome::Locked);
     };
     // Under the lock nobody can append or claim; re-check that we saw the file's last state.
     match current_state(&file.path)? {
@@ -302,15 +298,12 @@ pub async fn run(config: PruneConfig, shutdown: CancellationToken) {
     loop {
         let round = config.clone();
         match tokio::task::spawn_blocking(move || prune_once(&round, SystemTime::now())).await {
-            Ok(Ok(report)) => {
-                if !report.removed.is_empty() {
-                    tracing::debug!(
-                        removed = report.removed.len(),
-                        skipped_locked = report.skipped_locked.len(),
-                        "spool pruning round done"
-                    );
-                }
-            }
+            Ok(Ok(report)) if !report.removed.is_empty() => tracing::debug!(
+                removed = report.removed.len(),
+                skipped_locked = report.skipped_locked.len(),
+                "spool pruning round done"
+            ),
+            Ok(Ok(_)) => {}
             Ok(Err(err)) => tracing::warn!(error = %err, "spool pruning round failed"),
             Err(err) => tracing::error!(error = %err, "spool pruning round panicked"),
         }

@@ -112,11 +112,8 @@ fn restore(
     // spool rather than leave a hole.
     let appended = files::append(wake_dir, &entry.session_id, &entry.bytes)?;
     let live = files::spool_path(wake_dir, &entry.session_id);
-    appended
-        .spool
-        .file
-        .sync_data()
-        .map_err(|e| io_error(&entry.session_id, &live, e))?;
+    let synced = appended.spool.file.sync_data();
+    synced.map_err(|e| io_error(&entry.session_id, &live, e))?;
     if appended.created {
         files::sync_dir(wake_dir).map_err(|e| io_error(&entry.session_id, wake_dir, e))?;
     }
