@@ -139,10 +139,9 @@ pub fn resolve(warned: &Warnings, file: &PanesFile, session_id: &str) -> Resolut
 }
 
 fn fail(warned: &Warnings, condition: Condition, session_id: &str, detail: &str) -> Resolution {
-    let level = if warned.first(&condition.key(session_id)) {
-        NoticeLevel::Warn
-    } else {
-        NoticeLevel::Debug
+    let level = match warned.first(&condition.key(session_id)) {
+        true => NoticeLevel::Warn,
+        false => NoticeLevel::Debug,
     };
     Resolution::Failed {
         condition,
@@ -175,10 +174,8 @@ pub fn read_panes_file(path: &Path, cap_chars: usize) -> PanesFile {
         .saturating_mul(MAX_UTF8_BYTES_PER_CHAR)
         .saturating_add(MAX_UTF8_BYTES_PER_CHAR);
     let mut bytes = Vec::new();
-    match file
-        .take(u64::try_from(byte_limit).unwrap_or(u64::MAX))
-        .read_to_end(&mut bytes)
-    {
+    let byte_limit = u64::try_from(byte_limit).unwrap_or(u64::MAX);
+    match file.take(byte_limit).read_to_end(&mut bytes) {
         Ok(_) => {}
         Err(err) if err.kind() == ErrorKind::WouldBlock => {
             return PanesFile::Unparseable(
@@ -268,14 +265,10 @@ fn log_resolution(path: &Path, session_id: &str, resolution: &Resolution) {
     };
     let message = strum::EnumMessage::get_message(&condition).unwrap_or_default();
     let key = condition.key(session_id);
-    crate::warn_or_debug!(
-        level == NoticeLevel::Warn,
-        session_id,
-        %path,
-        key,
-        reason = detail,
-        "{message}"
-    );
+    match level {
+        NoticeLevel::Warn => tracing::warn!(session_id, %path, key, reason = detail, "{message}"),
+        NoticeLevel::Debug => tracing::debug!(session_id, %path, key, reason = detail, "{message}"),
+    }
 }
 
 #[cfg(test)]
