@@ -313,10 +313,7 @@ pub fn unwrap_tool_result(tool: &str, envelope: Value) -> Result<Value, BusError
     };
     if let Some(error) = envelope.get("error") {
         let code = error.get("code").map(Value::to_string).unwrap_or_default();
-        let message = error
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or("(no message)");
+        let message = error["message"].as_str().unwrap_or("(no message)");
         return Err(unusable(format!("JSON-RPC error {code}: {message}")));
     }
     let Some(Value::Object(mut result)) = envelope.remove("result") else {
@@ -345,12 +342,8 @@ pub fn unwrap_tool_result(tool: &str, envelope: Value) -> Result<Value, BusError
         Some(Value::Null) | None => {}
         Some(other) => return Ok(other),
     }
-    let text = result
-        .get("content")
-        .and_then(|c| c.get(0))
-        .and_then(|c| c.get("text"))
-        .and_then(Value::as_str)
-        .ok_or_else(|| unusable("neither structuredContent nor text content".to_owned()))?;
+    let text = result.get("content").and_then(|c| c[0]["text"].as_str());
+    let text = text.ok_or_else(|| unusable("neither structuredContent nor text content".into()))?;
     serde_json::from_str(text)
         .map_err(|e| unusable(format!("text content is not JSON ({e}): {}", clip(text))))
 }
@@ -378,17 +371,9 @@ fn in_band_error(result: &Value) -> Option<String> {
 }
 
 fn content_texts(result: &Map<String, Value>) -> String {
-    result
-        .get("content")
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
+    let items = result.get("content").and_then(Value::as_array);
+    let texts = items.into_iter().flatten().flat_map(|i| i["text"].as_str());
+    texts.collect::<Vec<_>>().join("\n")
 }
 
 fn clip(text: &str) -> String {

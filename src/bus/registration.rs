@@ -169,11 +169,8 @@ impl Keeper {
             self.status.record_verified(id);
             let mut failures: u32 = 0;
             loop {
-                let wait = if failures == 0 {
-                    self.config.keep_interval
-                } else {
-                    backoff(failures - 1).min(self.config.keep_interval)
-                };
+                let keep = self.config.keep_interval;
+                let wait = failures.checked_sub(1).map_or(keep, backoff).min(keep);
                 if !self.pause(wait).await {
                     return;
                 }
