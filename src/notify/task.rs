@@ -110,14 +110,9 @@ pub async fn run(
 
 /// The project a session works in (its cwd's last component), from the ledger.
 async fn project_of(store: &Store, session_id: &str) -> Option<String> {
-    let store = store.clone();
-    let sid = session_id.to_owned();
-    let row = tokio::task::spawn_blocking(move || store.session(&sid))
-        .await
-        .ok()?
-        .ok()??;
-    let cwd = row.cwd?;
-    Path::new(&cwd)
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
+    let (store, sid) = (store.clone(), session_id.to_owned());
+    let row = tokio::task::spawn_blocking(move || store.session(&sid)).await;
+    let cwd = row.ok()?.ok()??.cwd?;
+    let name = Path::new(&cwd).file_name()?;
+    Some(name.to_string_lossy().into_owned())
 }

@@ -98,11 +98,8 @@ pub fn init(debug: bool, env: &Env) {
 fn stderr_is_journal(env: &Env) -> bool {
     use std::os::fd::AsFd;
     use std::os::unix::fs::MetadataExt;
-    let Some(named) = env
-        .get(JOURNAL_STREAM_ENV)
-        .as_deref()
-        .and_then(parse_stream)
-    else {
+    let named = env.get(JOURNAL_STREAM_ENV);
+    let Some(named) = named.as_deref().and_then(parse_stream) else {
         return false;
     };
     // A duplicate of fd 2, so it can be stat'ed as a File and closed without closing stderr.
