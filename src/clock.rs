@@ -21,9 +21,7 @@ pub fn now_s() -> u64 {
 
 /// `at` in unix milliseconds; times before 1970 give 0.
 pub fn ms(at: SystemTime) -> i64 {
-    at.duration_since(UNIX_EPOCH)
-        .map(|since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
+    at.duration_since(UNIX_EPOCH).map_or(0, duration_ms)
 }
 
 pub fn from_s(seconds: u64) -> SystemTime {

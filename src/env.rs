@@ -16,23 +16,15 @@ impl Env {
     }
 
     pub fn empty() -> Env {
-        Env {
-            fixed: Some(BTreeMap::new()),
-        }
+        Env::from(BTreeMap::new())
     }
 
     /// Exactly these variables and no others.
     pub fn from_pairs<K: Into<String>, V: Into<String>>(
         pairs: impl IntoIterator<Item = (K, V)>,
     ) -> Env {
-        Env {
-            fixed: Some(
-                pairs
-                    .into_iter()
-                    .map(|(k, v)| (k.into(), v.into()))
-                    .collect(),
-            ),
-        }
+        let vars = pairs.into_iter().map(|(k, v)| (k.into(), v.into()));
+        Env::from(vars.collect::<BTreeMap<_, _>>())
     }
 
     /// The variable's value, if set (and valid Unicode).

@@ -299,7 +299,7 @@ fn spawn_pruning(state: &Arc<AppState>, shutdown: CancellationToken) -> JoinHand
 async fn forget_dropped_sessions(state: &AppState, max_age: Duration) {
     let wake_dir = state.deliverer.spool().wake_dir();
     let mapped: Vec<String> = mapped_panes(wake_dir).into_keys().collect();
-    let cutoff = clock::now_ms() - i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
+    let cutoff = clock::now_ms() - clock::duration_ms(max_age);
     match state
         .deliverer
         .store()
@@ -339,7 +339,7 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
     let now = clock::now_ms();
     let ago = |at_ms: i64| Duration::from_millis(now.saturating_sub(at_ms).max(0) as u64);
     let started = std::time::Instant::now();
-    let since = now.saturating_sub(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
+    let since = now.saturating_sub(clock::duration_ms(window));
     // Oldest first: a later delivery of the same identity replaces the earlier one.
     let restored = store.each_identity_since(since, |seen| {
         if let Ok(action) = seen.action.parse::<Action>() {

@@ -76,7 +76,7 @@ pub fn due(
     match pending.why {
         RewindWhy::Asked | RewindWhy::Restart if idle_for >= settle => Due::Now,
         RewindWhy::Auto => {
-            let gap_ms = i64::try_from(config.min_gap.as_millis()).unwrap_or(i64::MAX);
+            let gap_ms = crate::clock::duration_ms(config.min_gap);
             let ago_ms = last_done_ms.map(|last| now_ms.saturating_sub(last));
             if let Some(ago_ms) = ago_ms.filter(|&ago| ago < gap_ms) {
                 let ago = ago_ms.max(0) / 1000;
