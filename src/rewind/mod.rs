@@ -73,24 +73,18 @@ pub fn due(
     now_ms: i64,
     config: &RewindConfig,
 ) -> Due {
-    match pending.why {
-        RewindWhy::Asked | RewindWhy::Restart if idle_for >= settle => Due::Now,
-        RewindWhy::Auto => {
-            let gap_ms = crate::clock::duration_ms(config.min_gap);
-            let ago_ms = last_done_ms.map(|last| now_ms.saturating_sub(last));
-            if let Some(ago_ms) = ago_ms.filter(|&ago| ago < gap_ms) {
-                let ago = ago_ms.max(0) / 1000;
-                return Due::Skip(format!(
-                    "the last rewind was {ago}s ago, within rewind.min_gap"
-                ));
-            }
-            if idle_for >= config.after {
-                Due::Now
-            } else {
-                Due::Wait
-            }
+    let gap_ms = crate::clock::duration_ms(config.min_gap);
+    let ago_ms = last_done_ms.map(|last| now_ms.saturating_sub(last));
+    match (pending.why, ago_ms.filter(|&ago| ago < gap_ms)) {
+        (RewindWhy::Asked | RewindWhy::Restart, _) if idle_for >= settle => Due::Now,
+        (RewindWhy::Auto, Some(ago_ms)) => {
+            let ago = ago_ms.max(0) / 1000;
+            Due::Skip(format!(
+                "the last rewind was {ago}s ago, within rewind.min_gap"
+            ))
         }
-        RewindWhy::Asked | RewindWhy::Restart => Due::Wait,
+        (RewindWhy::Auto, None) if idle_for >= config.after => Due::Now,
+        _ => Due::Wait,
     }
 }
 
