@@ -49,13 +49,11 @@ pub async fn perform(restart: Restart, settings: RestartSettings, store: Store, 
                 "restarted a session"
             );
             if new_id != sid {
-                let (old_id, new_id) = (sid.to_owned(), new_id.clone());
-                let at_ms = clock::now_ms();
                 records.push(Record::Renamed {
-                    old_id,
-                    new_id,
+                    old_id: sid.to_owned(),
+                    new_id: new_id.clone(),
                     pane,
-                    at_ms,
+                    at_ms: clock::now_ms(),
                 });
             }
             let typed = if typed {
