@@ -61,10 +61,7 @@ impl Cooldown {
     /// Gives a reservation back, unless a newer one has replaced it since.
     pub fn roll_back(&self, sid: &str, reservation: Reservation) {
         let mut map = self.map();
-        if map
-            .get(sid)
-            .is_some_and(|(_, serial)| *serial == reservation.serial)
-        {
+        if map.get(sid).map(|(_, serial)| *serial) == Some(reservation.serial) {
             map.remove(sid);
         }
     }

@@ -146,10 +146,6 @@ impl Memory {
         });
         excess
     }
-
-    fn drop_expired(&mut self, now_ms: u64) {
-        self.done.retain(|_, slot| slot.expires_ms() > now_ms);
-    }
 }
 
 impl Dedupe {
@@ -227,9 +223,9 @@ impl Dedupe {
     pub fn expire(&self) {
         let now = self.now_ms();
         let mut memory = self.memory();
-        memory.drop_expired(now);
-        // A quarter full at most: shrink to twice what is left (std never shrinks by itself).
         let done = &mut memory.done;
+        done.retain(|_, slot| slot.expires_ms() > now);
+        // A quarter full at most: shrink to twice what is left (std never shrinks by itself).
         if done.capacity() > 4 * done.len().max(1024) {
             done.shrink_to(2 * done.len());
         }
