@@ -60,11 +60,8 @@ pub fn triage(body: &[u8]) -> Result<Triage, EventError> {
         Some(Value::Null) | None => return Ok(Triage::BelowActionable { has_level: false }),
         Some(_) => return Ok(Triage::BelowActionable { has_level: true }),
     }
-    let Some(target) = map
-        .get("channel")
-        .and_then(Value::as_str)
-        .and_then(|channel| channel.strip_prefix(SESSION_PREFIX))
-    else {
+    let channel = map.get("channel").and_then(Value::as_str);
+    let Some(target) = channel.and_then(|channel| channel.strip_prefix(SESSION_PREFIX)) else {
         return Ok(Triage::NoTarget {
             unsafe_channel: None,
         });
@@ -74,8 +71,7 @@ pub fn triage(body: &[u8]) -> Result<Triage, EventError> {
             unsafe_channel: Some(format!("{SESSION_PREFIX}{target}")),
         });
     };
-    let mut line = pyjson::to_string(&value).map_err(|_| EventError::NotSerializable)?;
-    line.push('\n');
+    let line = pyjson::to_string(&value).map_err(|_| EventError::NotSerializable)? + "\n";
     let text = |key: &str| match map.get(key) {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),

@@ -58,19 +58,12 @@ fn write_value(
         Value::Array(items) => {
             write_items(out, layout, level, "[]", items.iter().map(|v| (None, v)))?;
         }
-        Value::Object(map) if layout == Layout::Line => {
-            write_items(
-                out,
-                layout,
-                level,
-                "{}",
-                map.iter().map(|(k, v)| (Some(k), v)),
-            )?;
-        }
         Value::Object(map) => {
-            // UTF-8 byte order is code point order, as Python's `sort_keys`.
             let mut entries: Vec<_> = map.iter().map(|(key, v)| (Some(key), v)).collect();
-            entries.sort_by_key(|(key, _)| *key);
+            if layout != Layout::Line {
+                // UTF-8 byte order is code point order, as Python's `sort_keys`.
+                entries.sort_by_key(|(key, _)| *key);
+            }
             write_items(out, layout, level, "{}", entries.into_iter())?;
         }
     }
@@ -116,12 +109,8 @@ fn newline(out: &mut String, layout: Layout, level: usize) {
 fn write_number(n: &Number, out: &mut String) -> Result<(), NotSerializable> {
     let text = n.as_str();
     if text.contains(['.', 'e', 'E']) {
-        let value: f64 = text
-            .parse()
-            .map_err(|_| NotSerializable(text.to_string()))?;
-        if !value.is_finite() {
-            return Err(NotSerializable(text.to_string()));
-        }
+        let value = text.parse::<f64>().ok().filter(|v| v.is_finite());
+        let value = value.ok_or_else(|| NotSerializable(text.to_string()))?;
         write_float_repr(value, out);
     } else if text == "-0" {
         // Python reads `-0` as the integer 0.
