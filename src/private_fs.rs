@@ -75,21 +75,12 @@ pub fn lock(path: &Path) -> io::Result<File> {
 /// Replaces `path` with `bytes`: a `<temp_prefix>*.tmp` file beside it (so the rename is
 /// atomic), [`FILE_MODE`], synced, renamed over `path`. On failure `path` is untouched.
 pub fn replace(path: &Path, bytes: &[u8], temp_prefix: &str) -> io::Result<()> {
-    replace_with_mode(path, bytes, temp_prefix, FILE_MODE)
+    replace_if(path, bytes, temp_prefix, FILE_MODE, || Ok(true)).map(drop)
 }
 
-/// [`replace`] with `mode`: for the user's files (Claude Code's settings), whose mode is theirs.
-pub fn replace_with_mode(
-    path: &Path,
-    bytes: &[u8],
-    temp_prefix: &str,
-    mode: u32,
-) -> io::Result<()> {
-    replace_if(path, bytes, temp_prefix, mode, || Ok(true)).map(drop)
-}
-
-/// [`replace_with_mode`], renaming only if `still_ok` (asked once the temp file is synced)
-/// agrees; returns whether it renamed.
+/// [`replace`] with `mode` (the user's files, such as Claude Code's settings, keep theirs),
+/// renaming only if `still_ok` (asked once the temp file is synced) agrees; returns whether it
+/// renamed.
 pub fn replace_if(
     path: &Path,
     bytes: &[u8],
@@ -137,7 +128,7 @@ impl Written {
     }
 }
 
-/// [`replace_with_mode`], creating the directory; a file already holding `bytes` is left alone.
+/// [`replace`] with `mode`, creating the directory; a file already holding `bytes` is left alone.
 pub fn write(path: &Path, bytes: &[u8], mode: u32) -> io::Result<Written> {
     let written = Written::of(path, bytes);
     if written != Written::Unchanged {
@@ -145,7 +136,9 @@ pub fn write(path: &Path, bytes: &[u8], mode: u32) -> io::Result<Written> {
             create_dir(dir)?;
         }
         let name = path.file_name().unwrap_or_default().to_string_lossy();
-        replace_with_mode(path, bytes, &format!(".{name}.wakebridge."), mode)?;
+        replace_if(path, bytes, &format!(".{name}.wakebridge."), mode, || {
+            Ok(true)
+        })?;
     }
     Ok(written)
 }
