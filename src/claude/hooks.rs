@@ -2,7 +2,7 @@
 //! the events by name, what each says about the session's turn ([`HookKind`]), the events the
 //! settings wire, and how the ledger spells an event. What the hook *does* is `cli::hook`'s.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::time::Duration;
 
 /// Largest hook payload accepted: a PreToolUse carrying a huge file write is skipped.
@@ -106,10 +106,17 @@ pub fn parse_hook_input(bytes: &[u8]) -> Result<HookInput, HookInputError> {
     })
 }
 
+/// One matcher group of the settings' `hooks`: `command` run for the events `matcher` picks.
+pub fn hook_group(matcher: &str, command: &str) -> Value {
+    let hook =
+        json!({"type": "command", "command": command, "timeout": SETTINGS_HOOK_TIMEOUT_SECS});
+    json!({"matcher": matcher, "hooks": [hook]})
+}
+
 /// A Stop hook's answer that keeps Claude Code going with `reason` as its next instruction (it
 /// counts towards `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`, 8 by default).
 pub fn keep_going(reason: &str) -> String {
-    serde_json::json!({ "decision": "block", "reason": reason }).to_string()
+    json!({ "decision": "block", "reason": reason }).to_string()
 }
 
 /// What a hook event says about the session's turn.

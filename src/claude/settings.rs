@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::wire::json_kind;
 
-use super::hooks::{SETTINGS_HOOK_TIMEOUT_SECS, WIRED_EVENTS};
+use super::hooks::{WIRED_EVENTS, hook_group};
 
 pub const SETTINGS_FILE: &str = "settings.json";
 /// The file name wakebridge's binary has; any path to it running `hook` or `statusline` is ours.
@@ -133,14 +133,7 @@ pub fn install(current: Option<&[u8]>, exe: &str, accept: bool) -> Result<Instal
         });
         let present = entries_mut(groups).any(|entry| ours.recognise(entry, Kind::Hook).is_some());
         if !present && let Value::Array(list) = groups {
-            list.push(json!({
-                "matcher": matcher,
-                "hooks": [{
-                    "type": "command",
-                    "command": ours.hook_command(),
-                    "timeout": SETTINGS_HOOK_TIMEOUT_SECS,
-                }],
-            }));
+            list.push(hook_group(matcher, &ours.hook_command()));
         }
     }
     match root.get_mut("statusLine") {

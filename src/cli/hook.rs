@@ -7,9 +7,8 @@
 //! `settings.json` snippet that wires it (deploy/claude-hooks.json).
 
 use crate::claude::hooks::{
-    HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, QUOTA_AUTO_RESUMED,
-    SETTINGS_HOOK_TIMEOUT_SECS, SOURCE_CLEAR, SOURCE_COMPACT, WIRED_EVENTS, keep_going,
-    parse_hook_input,
+    HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, QUOTA_AUTO_RESUMED, SOURCE_CLEAR,
+    SOURCE_COMPACT, WIRED_EVENTS, hook_group, keep_going, parse_hook_input,
 };
 use crate::claude::inbox::{self, Inbox};
 use crate::claude::limits;
@@ -222,9 +221,7 @@ pub fn read_bounded(
 
 /// The settings.json snippet wiring every relevant event to `command`.
 pub fn settings_json(command: &str) -> Value {
-    let timeout = SETTINGS_HOOK_TIMEOUT_SECS;
-    let hook = json!({"type": "command", "command": command, "timeout": timeout});
-    let group = |matcher| json!([{"matcher": matcher, "hooks": [hook]}]);
+    let group = |matcher| json!([hook_group(matcher, command)]);
     let hooks: serde_json::Map<String, Value> = (WIRED_EVENTS.iter())
         .map(|(event, matcher)| (event.to_string(), group(matcher)))
         .collect();
