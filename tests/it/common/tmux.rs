@@ -2,9 +2,10 @@
 //! call is `tmux -S <socket> -f /dev/null`, so never the user's server nor their tmux.conf),
 //! with a keeper session so the server stays up while panes come and go. Killed when the guard
 //! drops, pass or fail: SIGCONT first (a test may have stopped it), `kill-server`, then SIGKILL
-//! if the server process is still there. Includes helpers to open windows running given
-//! commands, wait for what tmux reports about them, count panes, signal the server process, and
-//! wrap the tmux binary so a test can count the subcommands the code under test runs.
+//! if the server process is still there; its temp dir goes once the panes' programs are gone
+//! too. Includes helpers to open windows running given commands, wait for what tmux reports
+//! about them, count panes, signal the server process, and wrap the tmux binary so a test can
+//! count the subcommands the code under test runs.
 
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
@@ -226,8 +227,56 @@ impl TmuxServer {
 
 impl Drop for TmuxServer {
     fn drop(&mut self) {
+        // The panes' programs outlive the server by a moment (Claude Code writes its telemetry
+        // as it exits on the hangup): the temp dir goes only once they are gone, or they write
+        // a `home/` back into a removed dir and /tmp keeps it.
+        signal_server(self.pid, libc::SIGCONT);
+        let panes = self.run(&["list-panes", "-a", "-F", "#{pane_pid}"]);
         stop_server(&self.socket, self.pid);
+        let sessions: Vec<String> = (String::from_utf8_lossy(&panes.stdout).lines())
+            .map(str::to_owned)
+            .collect();
+        let start = Instant::now();
+        loop {
+            let left = processes_in_sessions(&sessions);
+            if left.is_empty() {
+                return;
+            }
+            if start.elapsed() > EXIT_PATIENCE {
+                for pid in left {
+                    signal_server(pid, libc::SIGKILL);
+                }
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
+}
+
+/// The processes whose session (`/proc/<pid>/stat` field 6) is one of `sessions`: what a pane
+/// started, as each pane's first process leads its own session.
+fn processes_in_sessions(sessions: &[String]) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let session_of = |stat: &str| {
+        // After the command's closing parenthesis: state, ppid, pgrp, session.
+        let after = stat.rsplit_once(')')?.1;
+        after.split_whitespace().nth(3).map(str::to_owned)
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // A zombie has exited, unless its threads live on (a main thread that ended first).
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, a)| a.trim_start().starts_with('Z'))
+                && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count) <= 1;
+            !zombie && session_of(&stat).is_some_and(|sid| sessions.contains(&sid))
+        })
+        .collect()
 }
 
 /// `tmux -S <socket> -f /dev/null`, outside any tmux session.
