@@ -183,11 +183,8 @@ impl LiveIo {
     }
 
     fn warn_store(&self, key: &str, what: &str, error: &dyn std::fmt::Display, then: &str) {
-        if self.warned.first(key) {
-            tracing::warn!("nudger: {what} failed: {error}; {then}");
-        } else {
-            tracing::debug!("nudger: {what} failed: {error}");
-        }
+        let first = self.warned.first(key);
+        crate::warn_or_debug!(first, "nudger: {what} failed: {error}; {then}");
     }
 }
 

@@ -169,31 +169,20 @@ impl Activity {
             ..Activity::default()
         };
         // Signals up to the nudge's grace are the nudge's own echo, as after our typing.
-        let movement = match activity.absorb(obs, now_ms, restored_nudge_ms, grace_ms) {
+        let movement = match activity.observe(obs, now_ms, restored_nudge_ms, grace_ms) {
             moved @ Movement::Real { .. } if restored_nudge_ms.is_some() => moved,
             _ => Movement::Still,
         };
         (activity, movement)
     }
 
-    /// Compares `obs` with the previous fingerprints and keeps the new ones.
-    pub fn observe(
-        &mut self,
-        obs: &Observation,
-        now_ms: i64,
-        typed_ms: Option<i64>,
-        grace_ms: i64,
-    ) -> Movement {
-        self.absorb(obs, now_ms, typed_ms, grace_ms)
-    }
-
     pub fn quiet_since_ms(&self) -> i64 {
         self.quiet_since_ms
     }
 
-    /// Takes `obs`'s fingerprints; a real movement also moves the quiet clock, to its latest
-    /// sign.
-    fn absorb(
+    /// Compares `obs` with the previous fingerprints and keeps the new ones; a real movement
+    /// also moves the quiet clock, to its latest sign.
+    pub fn observe(
         &mut self,
         obs: &Observation,
         now_ms: i64,

@@ -115,7 +115,7 @@ impl<I: SessionIo> Keeper<I> {
         // The poll read the ledger a while ago, and the session's Stop hook pays its debt
         // itself: a claim right before sending, so one debt is not told twice.
         let events = match self.io.claim_owed(sid).await {
-            None => return (SessionState::Owed, "owed, the ledger unread".into()),
+            None => return (SessionState::Owed, "owed, the ledger unreachable".into()),
             Some(0) => return (SessionState::Working, "paid by its Stop hook".into()),
             Some(events) => events,
         };
