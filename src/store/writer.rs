@@ -271,7 +271,15 @@ fn apply_in_savepoint(tx: &mut rusqlite::Transaction<'_>, op: Op) -> rusqlite::R
 /// Every caller gets its error; the log says so at most once a minute.
 fn fail_all(acks: Vec<Ack>, err: rusqlite::Error, path: &Path, failures: &Warnings) {
     let jobs = acks.len();
-    crate::warn_limited!(failures, "ledger write", path = %path.display(), error = %err, jobs, "ledger write failed");
+    let path_shown = path.display();
+    crate::warn_limited!(
+        failures,
+        "ledger write",
+        path = %path_shown,
+        error = %err,
+        jobs,
+        "ledger write failed"
+    );
     let shared = Arc::new(err);
     for ack in acks {
         ack.send(Err(StoreError::Write {

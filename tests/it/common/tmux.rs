@@ -196,7 +196,7 @@ impl TmuxServer {
 
     /// Send `signal` to the server process (SIGSTOP to freeze it; the drop SIGCONTs it).
     pub fn signal(&self, signal: i32) {
-        signal_server(self.pid, signal);
+        send_signal(self.pid, signal);
     }
 
     /// Writes a tmux wrapper into the server's dir that logs each subcommand (argv[3], after
@@ -230,7 +230,7 @@ impl Drop for TmuxServer {
         // The panes' programs outlive the server by a moment (Claude Code writes its telemetry
         // as it exits on the hangup): the temp dir goes only once they are gone, or they write
         // a `home/` back into a removed dir and /tmp keeps it.
-        signal_server(self.pid, libc::SIGCONT);
+        send_signal(self.pid, libc::SIGCONT);
         let panes = self.run(&["list-panes", "-a", "-F", "#{pane_pid}"]);
         stop_server(&self.socket, self.pid);
         let sessions: Vec<String> = (String::from_utf8_lossy(&panes.stdout).lines())
@@ -244,7 +244,7 @@ impl Drop for TmuxServer {
             }
             if start.elapsed() > EXIT_PATIENCE {
                 for pid in left {
-                    signal_server(pid, libc::SIGKILL);
+                    send_signal(pid, libc::SIGKILL);
                 }
                 return;
             }
@@ -290,9 +290,9 @@ fn tmux_command(socket: &Path) -> Command {
     command
 }
 
-fn signal_server(pid: i32, signal: i32) {
+fn send_signal(pid: i32, signal: i32) {
     if pid > 0 {
-        // SAFETY: kill(2) on the tmux server a TmuxServer started.
+        // SAFETY: kill(2) on the tmux server a TmuxServer started, or a process its panes ran.
         unsafe { libc::kill(pid, signal) };
     }
 }
@@ -303,12 +303,12 @@ const EXIT_PATIENCE: Duration = Duration::from_secs(2);
 /// SIGCONT (it may be stopped), `kill-server`, then SIGKILL if the server process is still
 /// there after [`EXIT_PATIENCE`].
 fn stop_server(socket: &Path, pid: i32) {
-    signal_server(pid, libc::SIGCONT);
+    send_signal(pid, libc::SIGCONT);
     let _ = tmux_command(socket).arg("kill-server").output();
     let start = Instant::now();
     while server_alive(socket, pid) {
         if start.elapsed() > EXIT_PATIENCE {
-            signal_server(pid, libc::SIGKILL);
+            send_signal(pid, libc::SIGKILL);
             return;
         }
         std::thread::sleep(Duration::from_millis(10));
