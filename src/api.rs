@@ -168,6 +168,10 @@ pub struct Sessions {
     /// What wakebridge's texts cost today (`None`: the ledger could not say).
     #[serde(default)]
     pub today: Option<Today>,
+    /// A pause of every session (`wakebridge pause --all`), while it lasts: shown even when no
+    /// session is known yet, since it holds the ones to come.
+    #[serde(default)]
+    pub paused: Option<Pause>,
 }
 
 /// One Claude Code account's usage windows (subscribers; from the status line's `rate_limits`).

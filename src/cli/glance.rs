@@ -337,6 +337,14 @@ pub fn render(listed: &Sessions, health: Option<&Health>, view: &View) -> String
     if let Some(spend) = spend_line(&listed.budgets, listed.today.as_ref(), view) {
         out += &(cut(&spend, view.width) + "\n");
     }
+    if let Some(pause) = &listed.paused {
+        let until = pause.until.map(|at| format!(" until {}", clock(at, view)));
+        let line = format!(
+            "every session paused{} · `wakebridge unpause --all` lifts it",
+            until.unwrap_or_default()
+        );
+        out += &(cut(&line, view.width) + "\n");
+    }
     if rows.is_empty() {
         let text = match hidden {
             0 => {
@@ -633,6 +641,7 @@ mod tests {
             sessions: sessions.to_vec(),
             budgets: Vec::new(),
             today: None,
+            paused: None,
         }
     }
 
@@ -926,6 +935,33 @@ mod tests {
         });
         let text = render(&listed, None, &view(DEFAULT_WIDTH));
         assert_eq!(text.lines().nth(1), Some("today: 1 nudge, 1.2M tokens"));
+    }
+
+    #[test]
+    fn a_pause_of_every_session_shows_even_with_none_known() {
+        let mut listed = listed(&[]);
+        assert!(!render(&listed, None, &view(DEFAULT_WIDTH)).contains("paused"));
+        listed.paused = Some(api::Pause {
+            since: now(),
+            until: Some(at(3600)),
+            all: true,
+        });
+        let text = render(&listed, None, &view(DEFAULT_WIDTH));
+        let clock = clock(at(3600), &view(DEFAULT_WIDTH));
+        assert_eq!(
+            text.lines().nth(1),
+            Some(
+                format!("every session paused until {clock} · `wakebridge unpause --all` lifts it")
+                    .as_str()
+            )
+        );
+        assert!(text.contains("no sessions known yet"), "{text}");
+        listed.paused.as_mut().unwrap().until = None;
+        let text = render(&listed, None, &view(DEFAULT_WIDTH));
+        assert_eq!(
+            text.lines().nth(1),
+            Some("every session paused · `wakebridge unpause --all` lifts it")
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::api::{Budget, SessionState, SessionStatus, Sessions};
 use crate::budget::WindowKind;
 use crate::http::AppState;
 use crate::http::status::{self, SpoolDetail};
-use crate::store::RewindOutcome;
+use crate::store::{ALL_SESSIONS, RewindOutcome};
 use crate::telemetry::Exposition;
 
 /// Reads panes.json, markers, spools and the ledger: off the request threads.
@@ -29,9 +29,10 @@ pub async fn sessions(
 ) -> Result<Response, ApiError> {
     require_reader(&app, &headers)?;
     let shared = app.clone();
-    let (budgets, today) = super::guards::blocking("budget reading", move || {
+    let (budgets, today, paused) = super::guards::blocking("budget reading", move || {
         let today = shared.deliverer.store().today(local_midnight_ms());
-        (budgets(&shared), today.ok())
+        let paused = shared.deliverer.gate().paused(ALL_SESSIONS);
+        (budgets(&shared), today.ok(), paused)
     })
     .await?;
     let sessions = snapshot(app, SpoolDetail::Lines).await?;
@@ -39,6 +40,7 @@ pub async fn sessions(
         sessions,
         budgets,
         today,
+        paused: paused.and_then(status::pause_status),
     })
     .into_response())
 }

@@ -14,7 +14,7 @@ use crate::clock;
 use crate::delivery::gate::Gate;
 use crate::http::AppState;
 use crate::session::SessionView;
-use crate::store::{InboxRow, Limit, RewindFacts, RewindOutcome, Rewinds, SessionRow};
+use crate::store::{InboxRow, Limit, Pause, RewindFacts, RewindOutcome, Rewinds, SessionRow};
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
 
@@ -151,17 +151,20 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
                 limit: limit.and_then(|l| limit_status(&l, now_ms, &local)),
                 rewind: rewind_status(&rewinds.facts(&sid), &local),
                 inbox,
-                pause: pause.and_then(|p| {
-                    Some(api::Pause {
-                        since: clock::shown_ms(p.since_ms)?,
-                        until: p.until_ms.and_then(clock::shown_ms),
-                        all: p.all,
-                    })
-                }),
+                pause: pause.and_then(pause_status),
                 session_id: sid,
             }
         })
         .collect()
+}
+
+/// A pause as `/sessions` shows it; `None` for a time the wire cannot carry.
+pub(super) fn pause_status(pause: Pause) -> Option<api::Pause> {
+    Some(api::Pause {
+        since: clock::shown_ms(pause.since_ms)?,
+        until: pause.until_ms.and_then(clock::shown_ms),
+        all: pause.all,
+    })
 }
 
 /// The session's inbox as the gate would use it now, and the newest send; `None` when no hook

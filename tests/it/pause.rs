@@ -102,6 +102,26 @@ async fn a_pause_of_a_name_no_session_has_says_so() {
     assert!(said.contains("`--all` pauses every session"), "{said}");
 }
 
+/// A pause of every session holds the ones to come, so `status` shows it with none known yet.
+#[tokio::test]
+async fn a_pause_of_every_session_shows_in_status_before_any_session() {
+    let server = TestServer::start(&[]).await;
+    let (code, said) = cli(&server, &["pause", "--all", "--for", "1h"]).await;
+    assert_eq!(code, 0, "{said}");
+    let listed = server.get_json("/sessions").await;
+    assert_eq!(listed["paused"]["all"], true, "{listed}");
+    assert!(listed["paused"]["until"].is_string(), "{listed}");
+    let (code, shown) = cli(&server, &["status"]).await;
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("every session paused until "), "{shown}");
+
+    let (code, said) = cli(&server, &["unpause", "--all"]).await;
+    assert_eq!(code, 0, "{said}");
+    assert!(server.get_json("/sessions").await["paused"].is_null());
+    let (_, shown) = cli(&server, &["status"]).await;
+    assert!(!shown.contains("paused"), "{shown}");
+}
+
 #[tokio::test]
 async fn a_pause_request_names_sessions_or_all_and_a_sane_time() {
     let server = TestServer::start(&[]).await;
