@@ -104,6 +104,11 @@ pub enum Record {
         up_to_ms: i64,
         how: Payment,
     },
+    /// The daemon's wake was refused before anything was typed: its claim on the debt ends, so
+    /// the session's Stop hook may pay it.
+    Unclaim {
+        session_id: String,
+    },
     /// Upsert: a limit seen again keeps its tries, and a reset not known keeps the one known.
     Limited(LimitSeen),
     /// A resume message was typed for the session's limit.
@@ -353,6 +358,10 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             up_to_ms,
             how,
         } => pay(conn, session_id, *up_to_ms, *how).map(|_| 0),
+        Record::Unclaim { session_id } => exec(
+            "DELETE FROM claims WHERE session_id = ?1",
+            params![session_id],
+        ),
         Record::Limited(seen) => super::limits::upsert(conn, seen),
         Record::ResumeTried { session_id, at_ms } => exec(
             "UPDATE limits SET tries = tries + 1, last_try_ms = ?2 WHERE session_id = ?1",

@@ -456,6 +456,15 @@ async fn paused_clock_owed_wake_waits_out_a_refusal_with_one_row_then_is_typed_a
         ["spool-busy"],
         "one row for the streak"
     );
+    // Each refusal typed nothing, so it gave the claim back for the Stop hook to pay.
+    let unclaims = |io: &FakeIo| {
+        let w = io.world.lock().unwrap();
+        let given_back = w.records.iter();
+        given_back
+            .filter(|r| matches!(r, Record::Unclaim { session_id } if session_id == "s1"))
+            .count()
+    };
+    assert_eq!(unclaims(&io), io.wake_times("s1").len());
 
     io.world.lock().unwrap().refuse.clear();
     tokio::time::sleep(Duration::from_secs(60)).await;
@@ -478,7 +487,13 @@ async fn paused_clock_owed_wake_waits_out_a_refusal_with_one_row_then_is_typed_a
         .count();
     assert_eq!(pays, 1, "paid once");
     // Typed once, then nothing more: nothing is owed any longer.
-    assert_eq!(io.wake_times("s1").len(), attempts.len() + 1);
+    let tries = io.wake_times("s1").len();
+    assert_eq!(tries, attempts.len() + 1);
+    assert_eq!(
+        unclaims(&io),
+        tries - 1,
+        "the wake typed kept its claim till paid"
+    );
     shutdown.cancel();
 }
 

@@ -455,8 +455,8 @@ fn owed(target: &str, at_ms: i64) -> Delivery {
 }
 
 /// While the daemon sends the wake that pays a session's debt, the session's Stop hook leaves
-/// the debt to it: one debt, one telling. The wake's payment ends the claim; one nothing paid
-/// (a crash mid-send) lapses.
+/// the debt to it: one debt, one telling. The wake's payment or its refusal ends the claim; one
+/// nothing ended (a crash mid-send) lapses.
 #[tokio::test]
 async fn a_claimed_debt_is_the_daemons_to_tell_until_paid_or_lapsed() {
     let store = in_memory();
@@ -487,6 +487,15 @@ async fn a_claimed_debt_is_the_daemons_to_tell_until_paid_or_lapsed() {
     store.record(paid_by_inbox).await.expect("pay");
     owe("s1").await.expect("owe");
     assert_eq!(hook_pays("s1"), 1, "the payment ended the claim");
+
+    owe("s1").await.expect("owe");
+    assert_eq!(store.claim_owed("s1", minute).await.expect("claim"), 1);
+    assert_eq!(hook_pays("s1"), 0);
+    let refused = Record::Unclaim {
+        session_id: "s1".into(),
+    };
+    store.record(refused).await.expect("unclaim");
+    assert_eq!(hook_pays("s1"), 1, "a refused wake gave the debt back");
 
     owe("s1").await.expect("owe");
     let short = Duration::from_secs(2);

@@ -149,6 +149,13 @@ impl<I: SessionIo> Keeper<I> {
             // injection budget, and the loop waits for it.
             let wait = if outcome.failed() { base } else { OWED_RETRY };
             session.retry_in(Attempt::Owed, Instant::now(), wait);
+            // A refusal typed nothing: the session's Stop hook need not wait for the claim to
+            // lapse. After a failure or with text left on the prompt, the claim stands.
+            if !outcome.failed() && !outcome.unsubmitted() {
+                records.push(Record::Unclaim {
+                    session_id: sid.to_owned(),
+                });
+            }
             let action = outcome.action.as_str();
             let reason = format!("owed {events} event(s), wake not typed ({action})");
             (SessionState::Owed, reason)
