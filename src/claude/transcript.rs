@@ -34,37 +34,6 @@ impl Usage {
     }
 }
 
-/// An `assistant` record, reduced to what the context computation needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AssistantRecord {
-    pub sidechain: bool,
-    pub api_error: bool,
-    pub model: Option<String>,
-    /// `None` unless `message.usage.input_tokens` is a non-negative integer.
-    pub usage: Option<Usage>,
-}
-
-impl AssistantRecord {
-    /// Whether this record may decide the current context: main chain, real model, real usage.
-    pub fn qualifies(&self) -> bool {
-        !self.sidechain
-            && !self.api_error
-            && self.model.as_deref() != Some(SYNTHETIC_MODEL)
-            && self.usage.is_some()
-    }
-}
-
-/// The transcript records that matter for the context computation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Record {
-    Assistant(AssistantRecord),
-    /// `type:"system", subtype:"compact_boundary"`.
-    CompactBoundary {
-        sidechain: bool,
-        post_tokens: Option<u64>,
-    },
-}
-
 /// The envelope fields we read: `Value` leaves, so a surprising type loses one field, not the
 /// record; a typed `message`, so its (possibly huge) `content` is skipped without being built.
 #[derive(Deserialize)]
@@ -118,8 +87,10 @@ pub fn tail(mut file: std::fs::File, max: u64) -> std::io::Result<Vec<u8>> {
     Ok(tail)
 }
 
-/// Parses one transcript line: `None` for anything but an `assistant` or compaction record.
-pub fn parse_record(line: &[u8]) -> Option<Record> {
+/// What one transcript line says about the context: the tokens in it, the model (an assistant
+/// record's) and the kind of record. `None` for anything else, and for a record that may not
+/// decide: a sidechain's, an API error, a synthetic record, one without real usage.
+fn parse_record(line: &[u8]) -> Option<(u64, Option<String>, UsageSource)> {
     let line = line.trim_ascii();
     if line.first() != Some(&b'{') {
         return None;
@@ -129,33 +100,27 @@ pub fn parse_record(line: &[u8]) -> Option<Record> {
         return None;
     }
     let raw: RawRecord = serde_json::from_str(text).ok()?;
-    let sidechain = as_flag(raw.is_sidechain.as_ref());
+    if as_flag(raw.is_sidechain.as_ref()) {
+        return None;
+    }
     match raw.kind.as_ref().and_then(Value::as_str) {
         Some("assistant") => {
-            let (model, usage) = match &raw.message {
-                Some(m) => (
-                    m.model.as_ref().and_then(Value::as_str).map(str::to_owned),
-                    m.usage.as_ref().and_then(usage_from),
-                ),
-                None => (None, None),
-            };
-            Some(Record::Assistant(AssistantRecord {
-                sidechain,
-                api_error: as_flag(raw.is_api_error_message.as_ref()),
-                model,
-                usage,
-            }))
+            let message = raw.message?;
+            let model = message.model.as_ref().and_then(Value::as_str);
+            let usage = message.usage.as_ref().and_then(usage_from)?;
+            let synthetic = model == Some(SYNTHETIC_MODEL);
+            if synthetic || as_flag(raw.is_api_error_message.as_ref()) {
+                return None;
+            }
+            let model = model.map(str::to_owned);
+            Some((usage.context_tokens(), model, UsageSource::Assistant))
         }
         Some("system")
             if raw.subtype.as_ref().and_then(Value::as_str) == Some("compact_boundary") =>
         {
-            Some(Record::CompactBoundary {
-                sidechain,
-                post_tokens: raw
-                    .compact_metadata
-                    .as_ref()
-                    .and_then(|m| m.get("postTokens")?.as_u64()),
-            })
+            let post_tokens =
+                (raw.compact_metadata.as_ref()).and_then(|m| m.get("postTokens")?.as_u64());
+            Some((post_tokens.unwrap_or(0), None, UsageSource::CompactBoundary))
         }
         _ => None,
     }
@@ -205,22 +170,16 @@ impl ContextTracker {
             self.limit = Some(LimitRecord { found, offset });
             return;
         }
-        let (used_tokens, source) = match parse_record(line) {
-            Some(Record::Assistant(a)) if a.qualifies() => {
-                // A real response: whatever limit came before has lifted.
-                self.limit = None;
-                if a.model.is_some() {
-                    self.last_model = a.model;
-                }
-                let used = a.usage.map(|u| u.context_tokens());
-                (used.unwrap_or(0), UsageSource::Assistant)
-            }
-            Some(Record::CompactBoundary {
-                sidechain: false,
-                post_tokens,
-            }) => (post_tokens.unwrap_or(0), UsageSource::CompactBoundary),
-            _ => return,
+        let Some((used_tokens, model, source)) = parse_record(line) else {
+            return;
         };
+        if source == UsageSource::Assistant {
+            // A real response: whatever limit came before has lifted.
+            self.limit = None;
+        }
+        if model.is_some() {
+            self.last_model = model;
+        }
         self.current = Some(ContextReading {
             used_tokens,
             model: self.last_model.clone(),
@@ -299,46 +258,40 @@ mod tests {
 
     #[test]
     fn sums_input_and_both_cache_counts_but_not_output() {
-        let r = parse_record(assistant("claude-x", 4, 2150, 18420).as_bytes());
-        let Some(Record::Assistant(a)) = r else {
-            panic!("expected assistant, got {r:?}")
-        };
-        assert!(a.qualifies());
-        assert_eq!(a.usage.map(|u| u.context_tokens()), Some(20574));
+        assert_eq!(
+            parse_record(assistant("claude-x", 4, 2150, 18420).as_bytes()),
+            Some((20574, Some("claude-x".into()), UsageSource::Assistant))
+        );
     }
 
     #[test]
     fn skips_unknown_types_blank_and_garbage_lines() {
-        assert_eq!(
-            parse_record(br#"{"type":"file-history-snapshot","x":1}"#),
-            None
-        );
-        assert_eq!(
-            parse_record(br#"{"type":"user","message":{"content":"assistant"}}"#),
-            None
-        );
-        assert_eq!(parse_record(b""), None);
-        assert_eq!(parse_record(b"   \r\n"), None);
-        assert_eq!(parse_record(b"\xff\xfe{assistant"), None);
-        assert_eq!(parse_record(br#"{"type":"assistant","message":"#), None);
-        assert_eq!(parse_record(br#"["assistant"]"#), None);
+        for line in [
+            &br#"{"type":"file-history-snapshot","x":1}"#[..],
+            br#"{"type":"user","message":{"content":"assistant"}}"#,
+            b"",
+            b"   \r\n",
+            b"\xff\xfe{assistant",
+            br#"{"type":"assistant","message":"#,
+            br#"["assistant"]"#,
+        ] {
+            assert_eq!(parse_record(line), None);
+        }
     }
 
     #[test]
     fn tolerates_crlf_and_odd_field_types() {
         let line = format!("{}\r\n", assistant("m", 1, 2, 3));
-        assert!(matches!(
+        assert_eq!(
             parse_record(line.as_bytes()),
-            Some(Record::Assistant(_))
-        ));
-        let odd = br#"{"type":"assistant","isSidechain":"yes","message":{"model":7,"usage":{"input_tokens":"5"}}}"#;
-        let Some(Record::Assistant(a)) = parse_record(odd) else {
-            panic!("odd record dropped")
-        };
-        assert!(!a.sidechain);
-        assert_eq!(a.model, None);
-        assert_eq!(a.usage, None);
-        assert!(!a.qualifies());
+            Some((6, Some("m".into()), UsageSource::Assistant))
+        );
+        // A field of a surprising type is lost alone.
+        let odd = br#"{"type":"assistant","isSidechain":"yes","message":{"model":7,"usage":{"input_tokens":5}}}"#;
+        assert_eq!(parse_record(odd), Some((5, None, UsageSource::Assistant)));
+        let no_usage =
+            br#"{"type":"assistant","message":{"model":"m","usage":{"input_tokens":"5"}}}"#;
+        assert_eq!(parse_record(no_usage), None);
     }
 
     #[test]
