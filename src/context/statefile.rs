@@ -55,11 +55,6 @@ pub fn state_path(state_dir: &Path, session_id: &str) -> Result<PathBuf, StateFi
     Ok(states_dir(state_dir).join(session_id))
 }
 
-pub fn render_state(percent: f64, unix_seconds: u64) -> String {
-    let pct = super::window::whole_percent(percent).unwrap_or(0);
-    format!("PCT={pct}\nTIMESTAMP={unix_seconds}\n")
-}
-
 /// Writes the session's state file and, when `latest` is given, the same content there.
 pub fn write_state(
     state_dir: &Path,
@@ -69,7 +64,8 @@ pub fn write_state(
     latest: Option<&Path>,
 ) -> Result<(), StateFileError> {
     let path = state_path(state_dir, session_id)?;
-    let content = render_state(percent, unix_seconds);
+    let pct = super::window::whole_percent(percent).unwrap_or(0);
+    let content = format!("PCT={pct}\nTIMESTAMP={unix_seconds}\n");
     for path in [Some(path.as_path()), latest].into_iter().flatten() {
         atomic_write(path, content.as_bytes())?;
     }
