@@ -544,15 +544,11 @@ fn limits_seen(sid: &str, t: &mut Tracked, feed: Option<&Feed>) -> Vec<Record> {
     {
         t.limit_recorded.1 = limit.resets_at_ms;
         // The feed's reset is exact to the second: nothing to read in a time zone.
-        seen.push(Record::Limited(LimitSeen {
-            session_id: sid.to_owned(),
-            kind: limit.kind.clone(),
-            resets_text: None,
-            resets_at_ms: limit.resets_at_ms,
-            resets_exact: limit.resets_at_ms.is_some(),
-            how: LimitSource::Statusline,
-            at_ms: now_ms,
-        }));
+        let kind = limit.kind.clone();
+        let notice = crate::claude::limits::Notice { kind, resets: None };
+        let found = LimitSeen::of_notice(sid, notice, LimitSource::Statusline, now_ms, true)
+            .with_exact_reset(limit.resets_at_ms);
+        seen.push(Record::Limited(found));
     }
     seen
 }
