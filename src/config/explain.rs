@@ -118,11 +118,8 @@ fn leaves(prefix: &[String], table: &toml::Table, each: &mut dyn FnMut(&[String]
 
 fn lookup<'a>(table: &'a toml::Table, parts: &[String]) -> Option<&'a toml::Value> {
     let (first, rest) = parts.split_first()?;
-    let mut value = table.get(first)?;
-    for part in rest {
-        value = value.as_table()?.get(part)?;
-    }
-    Some(value)
+    rest.iter()
+        .try_fold(table.get(first)?, |value, part| value.get(part))
 }
 
 /// A dotted TOML key: each part bare where TOML allows it, quoted otherwise (a model id with a

@@ -53,10 +53,7 @@ pub fn apply_env<'a>(
 /// The default of `path` (for a user-filled table, one of its entries): the type to read as.
 fn like(path: &[String]) -> Option<&'static toml::Value> {
     let (last, parents) = path.split_last()?;
-    let mut table = defaults();
-    for key in parents {
-        table = table.get(key)?.as_table()?;
-    }
+    let table = (parents.iter()).try_fold(defaults(), |table, key| table.get(key)?.as_table())?;
     table.get(last).or_else(|| table.values().next())
 }
 
