@@ -132,18 +132,13 @@ pub fn check_env<'a>(vars: impl IntoIterator<Item = &'a str>) -> Result<(), Conf
 fn nearest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let leaf = |path: &str| path.rsplit('.').next().unwrap_or(path).to_string();
     let wanted_leaf = leaf(name);
-    let mut best: Option<(usize, &str)> = None;
-    for candidate in candidates {
-        let distance = if leaf(candidate) == wanted_leaf {
-            // The right key in the wrong section: as close as one slip.
-            1
-        } else {
-            strsim::levenshtein(name, candidate)
-        };
-        if best.is_none_or(|(d, _)| distance < d) {
-            best = Some((distance, candidate));
-        }
-    }
+    let distance = |candidate: &str| match leaf(candidate) == wanted_leaf {
+        // The right key in the wrong section: as close as one slip.
+        true => 1,
+        false => strsim::levenshtein(name, candidate),
+    };
+    // The first of the closest.
+    let best = candidates.map(|c| (distance(c), c)).min_by_key(|&(d, _)| d);
     let allowed = (name.len() / 4).max(2);
     best.filter(|&(d, _)| d <= allowed).map(|(_, c)| c)
 }
