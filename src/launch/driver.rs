@@ -86,6 +86,7 @@ impl Driver {
             Screen::Declined | Screen::ConnectFailed => Step::Halt(Halt::Exited(screen)),
             Screen::Ready if self.ready_streak >= READY_CONFIRMATIONS => Step::Ready,
             Screen::Ready | Screen::Blank | Screen::Unknown => Step::Wait,
+            _ if !self.may_press(at, capture) => Step::Wait,
             Screen::ThemePicker => self.enter(at, capture, Passed::ThemePicker),
             Screen::SecurityNotes => self.enter(at, capture, Passed::SecurityNotes),
             Screen::TrustDialog {
@@ -114,9 +115,6 @@ impl Driver {
     }
 
     fn enter(&mut self, at: Duration, capture: &str, screen: Passed) -> Step {
-        if !self.may_press(at, capture) {
-            return Step::Wait;
-        }
         if self.passed.last() != Some(&screen) {
             self.passed.push(screen);
         }
@@ -124,9 +122,6 @@ impl Driver {
     }
 
     fn move_to_yes(&mut self, at: Duration, capture: &str, yes_below_cursor: bool) -> Step {
-        if !self.may_press(at, capture) {
-            return Step::Wait;
-        }
         if self.moves >= MAX_SELECTION_MOVES {
             return Step::Halt(Halt::CannotSelectYes);
         }
