@@ -39,23 +39,17 @@ impl Cooldown {
         (Instant::now(), serial)
     }
 
-    /// Reserves a wake of `sid` now, or `None` while its window is open.
-    pub fn reserve(&self, sid: &str) -> Option<Reservation> {
+    /// Reserves a wake of `sid` now, or `None` while its window is open; `forced` (a forced
+    /// manual wake) reserves it regardless of the window.
+    pub fn reserve(&self, sid: &str, forced: bool) -> Option<Reservation> {
         let stamp = self.stamp();
         let mut map = self.map();
         map.retain(|_, (at, _)| stamp.0.duration_since(*at) < self.window);
-        if map.contains_key(sid) {
+        if !forced && map.contains_key(sid) {
             return None;
         }
         map.insert(sid.to_string(), stamp);
         Some(Reservation { serial: stamp.1 })
-    }
-
-    /// Records a wake that happened regardless of the window (a forced manual wake).
-    pub fn force(&self, sid: &str) -> Reservation {
-        let stamp = self.stamp();
-        self.map().insert(sid.to_string(), stamp);
-        Reservation { serial: stamp.1 }
     }
 
     /// Gives a reservation back, unless a newer one has replaced it since.
@@ -90,13 +84,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn window_is_per_session_and_exact_boundary_passes() {
         let c = Cooldown::new(Duration::from_secs(30));
-        assert!(c.reserve("a").is_some());
-        assert!(c.reserve("b").is_some());
+        assert!(c.reserve("a", false).is_some());
+        assert!(c.reserve("b", false).is_some());
         tokio::time::advance(Duration::from_secs(10)).await;
-        assert!(c.reserve("a").is_none());
+        assert!(c.reserve("a", false).is_none());
         tokio::time::advance(Duration::from_secs(20)).await;
         assert!(
-            c.reserve("a").is_some(),
+            c.reserve("a", false).is_some(),
             "exactly `cooldown` later is allowed"
         );
     }
@@ -104,28 +98,28 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn rollback_only_removes_its_own_reservation() {
         let c = Cooldown::new(Duration::from_secs(30));
-        let first = c.reserve("a").expect("free");
+        let first = c.reserve("a", false).expect("free");
         c.roll_back("a", first);
-        let second = c.reserve("a").expect("rolled back, so free again");
+        let second = c.reserve("a", false).expect("rolled back, so free again");
         tokio::time::advance(Duration::from_secs(1)).await;
         c.roll_back("a", first);
         assert!(
-            c.reserve("a").is_none(),
+            c.reserve("a", false).is_none(),
             "a stale rollback must not free a newer reservation"
         );
         c.roll_back("a", second);
-        assert!(c.reserve("a").is_some());
+        assert!(c.reserve("a", false).is_some());
     }
 
     #[tokio::test(start_paused = true)]
     async fn zero_window_never_suppresses_and_prunes() {
         let c = Cooldown::new(Duration::ZERO);
-        assert!(c.reserve("a").is_some());
-        assert!(c.reserve("a").is_some());
+        assert!(c.reserve("a", false).is_some());
+        assert!(c.reserve("a", false).is_some());
         let c = Cooldown::new(Duration::from_secs(30));
-        c.reserve("t1");
+        c.reserve("t1", false);
         tokio::time::advance(Duration::from_secs(35)).await;
-        c.reserve("t2");
+        c.reserve("t2", false);
         assert_eq!(c.map().len(), 1, "t1's entry was pruned");
     }
 
@@ -134,8 +128,8 @@ mod tests {
         let c = Cooldown::new(Duration::from_secs(30));
         c.restore("a", Duration::from_secs(10));
         c.restore("b", Duration::from_secs(40));
-        assert!(c.reserve("a").is_none());
+        assert!(c.reserve("a", false).is_none());
         assert_eq!(c.remaining("a"), Duration::from_secs(20));
-        assert!(c.reserve("b").is_some());
+        assert!(c.reserve("b", false).is_some());
     }
 }

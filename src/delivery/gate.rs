@@ -275,19 +275,13 @@ impl Gate {
             );
             return GateOutcome::skipped(Action::SpoolBusy);
         }
-        let reservation = match mode {
-            Mode::Forced => self.cooldown.force(sid),
-            Mode::Gated | Mode::SeenIdle | Mode::Resume => match self.cooldown.reserve(sid) {
-                Some(r) => r,
-                None => {
-                    tracing::debug!(
-                        session_id = sid,
-                        "Cooldown active for {}; spooled only",
-                        short(sid)
-                    );
-                    return GateOutcome::skipped(Action::SpoolCooldown);
-                }
-            },
+        let Some(reservation) = self.cooldown.reserve(sid, mode == Mode::Forced) else {
+            tracing::debug!(
+                session_id = sid,
+                "Cooldown active for {}; spooled only",
+                short(sid)
+            );
+            return GateOutcome::skipped(Action::SpoolCooldown);
         };
         let started = Instant::now();
         let unheld = (!self.hold_limits).then(|| text.clone().over_limits());

@@ -125,12 +125,8 @@ impl Gate {
         }
         // A running turn is no reason to wait: the inbox hands the message over between tool
         // calls, and a draft or a dialog on screen is never touched.
-        let reservation = match mode {
-            Mode::Forced => self.cooldown.force(sid),
-            _ => match self.cooldown.reserve(sid) {
-                Some(r) => r,
-                None => return skipped(Action::SpoolCooldown),
-            },
+        let Some(reservation) = self.cooldown.reserve(sid, mode == Mode::Forced) else {
+            return skipped(Action::SpoolCooldown);
         };
         let text = self.typing(sid, |t| {
             t.sent
