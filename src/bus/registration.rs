@@ -171,7 +171,7 @@ impl Keeper {
             loop {
                 let keep = self.config.keep_interval;
                 let wait = failures.checked_sub(1).map_or(keep, backoff).min(keep);
-                if !self.pause(wait).await {
+                if self.cancellable(tokio::time::sleep(wait)).await.is_none() {
                     return;
                 }
                 let Some(checked) = self.cancellable(self.check(id, &warned_lookalikes)).await
@@ -236,9 +236,7 @@ impl Keeper {
                         delay.as_secs()
                     );
                     failures = failures.saturating_add(1);
-                    if !self.pause(delay).await {
-                        return None;
-                    }
+                    self.cancellable(tokio::time::sleep(delay)).await?;
                 }
             }
         }
@@ -355,14 +353,6 @@ impl Keeper {
         *self
             .shutdown_deadline
             .get_or_init(|| Deadline::after(SHUTDOWN_BUDGET))
-    }
-
-    /// False if shutdown came first.
-    async fn pause(&self, duration: Duration) -> bool {
-        tokio::select! {
-            () = self.shutdown.cancelled() => false,
-            () = tokio::time::sleep(duration) => true,
-        }
     }
 
     /// Runs `work` unless shutdown comes first (then `None`, and `work` is dropped).
