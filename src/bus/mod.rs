@@ -179,13 +179,9 @@ impl BusClient {
         const TOOL: &str = "list_webhooks";
         match self.call_tool(TOOL, json!({"active_only": false})).await? {
             Value::Array(items) => Ok(items.iter().filter_map(WebhookRow::from_value).collect()),
-            other => Err(match in_band_error(&other) {
-                Some(error) => BusError::refused(TOOL, error),
-                None => BusError::unusable(
-                    TOOL,
-                    format!("expected a list of webhooks, got {}", json_kind(&other)),
-                ),
-            }),
+            other => Err(refused_or_unusable(TOOL, &other, || {
+                format!("expected a list of webhooks, got {}", json_kind(&other))
+            })),
         }
     }
 
@@ -202,16 +198,12 @@ impl BusClient {
             arguments["secret"] = Value::from(secret);
         }
         let result = self.call_tool(TOOL, arguments).await?;
-        if let Some(id) = result.get("webhook_id").and_then(Value::as_i64) {
-            return Ok(id);
-        }
-        if let Some(error) = in_band_error(&result) {
-            return Err(BusError::refused(TOOL, error));
-        }
-        Err(BusError::unusable(
-            TOOL,
-            format!("no webhook_id in {}", clip(&result.to_string())),
-        ))
+        let id = result.get("webhook_id").and_then(Value::as_i64);
+        id.ok_or_else(|| {
+            refused_or_unusable(TOOL, &result, || {
+                format!("no webhook_id in {}", clip(&result.to_string()))
+            })
+        })
     }
 
     /// Removes webhook `id`. An id the bus no longer knows counts as removed.
@@ -360,14 +352,13 @@ pub fn is_truthy(value: &Value) -> bool {
     }
 }
 
-/// An in-band `{"error": ..}` as text.
-fn in_band_error(result: &Value) -> Option<String> {
-    let error = result.get("error")?;
-    Some(
-        error
-            .as_str()
-            .map_or_else(|| error.to_string(), str::to_owned),
-    )
+/// The bus's in-band `{"error": ..}` as a refusal, else `reason` as an unusable reply.
+fn refused_or_unusable(tool: &str, result: &Value, reason: impl FnOnce() -> String) -> BusError {
+    match result.get("error") {
+        Some(Value::String(error)) => BusError::refused(tool, error.clone()),
+        Some(error) => BusError::refused(tool, error.to_string()),
+        None => BusError::unusable(tool, reason()),
+    }
 }
 
 fn content_texts(result: &Map<String, Value>) -> String {
