@@ -18,9 +18,9 @@ use crate::env::Env;
 use crate::mux::WAKE_PROMPT;
 use crate::store::{LimitSeen, LimitSource, Payment, Record, SessionSeen, Store};
 use crate::wakedir::detect_target;
-use crate::wakedir::markers::{MarkerError, clear_busy_if_any, is_busy, set_busy};
+use crate::wakedir::markers::{clear_busy_if_any, is_busy, set_busy};
 use crate::wakedir::target::PaneTarget;
-use crate::wakedir::writer::{PanesWriteError, clear_entry, set_entry};
+use crate::wakedir::writer::{clear_entry, set_entry};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
@@ -87,15 +87,8 @@ pub enum HookResult {
     Done,
     /// Nothing to do (no session id, no multiplexer, an event not handled).
     Skipped,
-    Failed(HookError),
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum HookError {
-    #[error(transparent)]
-    Marker(#[from] MarkerError),
-    #[error(transparent)]
-    Panes(#[from] PanesWriteError),
+    /// A busy marker or panes.json could not be written.
+    Failed(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// One hook invocation, for the caller to log or record in the ledger.
@@ -150,7 +143,7 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
         outcome.result = HookResult::Skipped;
         return outcome;
     };
-    let act = || -> Result<HookResult, HookError> {
+    let act = || -> Result<HookResult, Box<dyn std::error::Error + Send + Sync>> {
         match action {
             HookAction::MarkBusy => {
                 outcome.nothing_new = input.event_name == "PreToolUse"
