@@ -115,13 +115,6 @@ impl Prepared {
     }
 }
 
-/// `prepare` then `write`: an append nobody records first (recovery's own).
-pub fn append(wake_dir: &Path, sid: &str, bytes: &[u8]) -> Result<Prepared, SpoolError> {
-    let prepared = prepare(wake_dir, sid, None)?;
-    prepared.write(wake_dir, sid, bytes)?;
-    Ok(prepared)
-}
-
 /// Opens `path` for appending; `create`: a new file, which must not exist yet.
 fn open(path: &Path, sid: &str, create: bool) -> Result<OpenSpool, SpoolError> {
     let file = private_fs::options()

@@ -9,15 +9,14 @@ use std::time::Duration;
 
 use std::collections::HashMap;
 
-use super::SpoolError;
 use super::files::{self, io_error};
+use super::{SpoolError, writer::LOCK_RETRY};
 use crate::deadline::Deadline;
 use crate::store::PendingBytes as Entry;
 use crate::wire::session_id::SessionId;
 
 /// How long recovery waits for a drainer to release one session's lock.
 pub const LOCK_PATIENCE: Duration = Duration::from_secs(10);
-const LOCK_RETRY: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Restored {
@@ -110,12 +109,14 @@ fn restore(
     }
     // The file ends before our offset (lines before ours were lost too): append to the live
     // spool rather than leave a hole.
-    let appended = files::append(wake_dir, &entry.session_id, &entry.bytes)?;
-    let live = files::spool_path(wake_dir, &entry.session_id);
-    let synced = appended.spool.file.sync_data();
-    synced.map_err(|e| io_error(&entry.session_id, &live, e))?;
+    let sid = &entry.session_id;
+    let appended = files::prepare(wake_dir, sid, None)?;
+    let spool = appended.write(wake_dir, sid, &entry.bytes)?;
+    let live = files::spool_path(wake_dir, sid);
+    let synced = spool.file.sync_data();
+    synced.map_err(|e| io_error(sid, &live, e))?;
     if appended.created {
-        files::sync_dir(wake_dir).map_err(|e| io_error(&entry.session_id, wake_dir, e))?;
+        files::sync_dir(wake_dir).map_err(|e| io_error(sid, wake_dir, e))?;
     }
     Ok(Some(entry.bytes.len() as u64))
 }

@@ -19,7 +19,7 @@ use crate::lock;
 use crate::store::{Delivery, PendingBytes, RoundIds, SpoolRound, Store};
 
 /// Pause between attempts on a lock a drainer holds (the reference's 0.1 s).
-const LOCK_RETRY: Duration = Duration::from_millis(100);
+pub(super) const LOCK_RETRY: Duration = Duration::from_millis(100);
 /// Most line bytes one round takes (the rest goes in the next, at once): bounds a commit's
 /// latency, yet holds the largest line (a 1 MiB body with `\uXXXX` escapes is ~3 MiB).
 const ROUND_BYTES: usize = 4 << 20;
