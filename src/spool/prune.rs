@@ -60,8 +60,6 @@ pub struct PruneReport {
     pub removed: Vec<Removed>,
     /// Live spools left alone because an appender or drainer held their lock.
     pub skipped_locked: Vec<PathBuf>,
-    /// Files that changed (or vanished) between the scan and the deletion.
-    pub kept_changed: Vec<PathBuf>,
     pub failures: Vec<PruneError>,
 }
 
@@ -191,7 +189,8 @@ pub fn prune_once(config: &PruneConfig, now: SystemTime) -> Result<PruneReport, 
                 tracing::debug!(path = %file.path.display(), "spool lock busy; pruning it next round");
                 report.skipped_locked.push(file.path.clone());
             }
-            Ok(Outcome::Changed) => report.kept_changed.push(file.path.clone()),
+            // Changed (or vanished) between the scan and the deletion: looked at next round.
+            Ok(Outcome::Changed) => {}
             Err(err) => {
                 tracing::warn!(error = %err, "spool pruning skipped a file");
                 report.failures.push(err);
