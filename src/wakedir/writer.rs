@@ -5,7 +5,7 @@
 
 use crate::private_fs;
 use crate::wakedir::ensure_wake_dir;
-use crate::wakedir::markers::{MarkerError, clear_busy};
+use crate::wakedir::markers::clear_busy_if_any;
 use crate::wakedir::panes::{InvalidTarget, PANES_FILE, PANES_LOCK_FILE, entry_json, parse_target};
 use crate::wakedir::target::PaneTarget;
 use crate::wire::pyjson::to_pretty_ascii;
@@ -225,17 +225,8 @@ fn write_atomic(wake_dir: &Path, panes: &Map<String, Value>) -> Result<(), Panes
 
 fn clear_markers(wake_dir: &Path, session_ids: &[String]) {
     for session_id in session_ids {
-        match clear_busy(wake_dir, session_id) {
-            Ok(()) => {}
-            Err(MarkerError::UnsafeSessionId(_)) => {
-                tracing::debug!(
-                    session_id,
-                    "unmapped id cannot name a marker; none to remove"
-                );
-            }
-            Err(err) => {
-                tracing::warn!(session_id, error = %err, "cannot remove busy marker of unmapped session");
-            }
+        if let Err(err) = clear_busy_if_any(wake_dir, session_id) {
+            tracing::warn!(session_id, error = %err, "cannot remove busy marker of unmapped session");
         }
     }
 }
