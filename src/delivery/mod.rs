@@ -176,13 +176,10 @@ impl Deliverer {
         let resolved = self.gate.resolve(sid);
         let outcome = self.gate.wake_resolved(&resolved, text, mode).await;
         let sid: &str = &resolved.session_id;
-        self.record(DeliverySource::Wake, sid, &outcome).await;
-        if text.as_str() == WAKE_PROMPT
-            && let Some(paid) = payment(sid, &outcome)
-            && let Err(e) = self.store.record(paid).await
-        {
-            tracing::warn!(error = %e, "could not record an owed wake as paid in the ledger");
-        }
+        let row = delivery_row(DeliverySource::Wake, None, sid, outcome.action);
+        let pays = text.as_str() == WAKE_PROMPT;
+        self.record_row(settled(row, &outcome, None), &outcome, pays)
+            .await;
         Delivered {
             action: outcome.action,
             session_id: sid.to_string(),
@@ -201,15 +198,13 @@ impl Deliverer {
     ) {
         let row = settled(row, outcome, Some(spool_time));
         let Some(delivery_id) = delivery_id else {
-            return self.record_row(row, outcome).await;
+            return self.record_row(row, outcome, true).await;
         };
         if outcome.action == Action::Spool {
             return;
         }
-        let sid = row.target_session.clone();
-        let mut records = vec![Record::Outcome { delivery_id, row }];
-        records.extend(wake_record(&sid, outcome));
-        records.extend(payment(&sid, outcome));
+        let woke = woke(&row.target_session, outcome, true);
+        let records = [vec![Record::Outcome { delivery_id, row }], woke].concat();
         if let Err(e) = self.store.record_all(records).await {
             tracing::warn!(error = %e, "could not record a delivery's outcome in the ledger");
         }
@@ -217,20 +212,18 @@ impl Deliverer {
 
     pub async fn record(&self, source: DeliverySource, sid: &str, outcome: &GateOutcome) {
         let row = delivery_row(source, None, sid, outcome.action);
-        self.record_row(settled(row, outcome, None), outcome).await;
+        self.record_row(settled(row, outcome, None), outcome, false)
+            .await;
     }
 
     /// Writes an outcome that has no row yet. The delivery row is queued without waiting; a wake
-    /// row is awaited, because a restart must not reopen that session's cooldown.
-    async fn record_row(&self, row: Delivery, outcome: &GateOutcome) {
-        let wake = wake_record(&row.target_session, outcome);
-        let paid = (row.source == DeliverySource::Hook)
-            .then(|| payment(&row.target_session, outcome))
-            .flatten();
+    /// (and, if it `pays`, its payment) is awaited, because a restart must not reopen that
+    /// session's cooldown.
+    async fn record_row(&self, row: Delivery, outcome: &GateOutcome, pays: bool) {
+        let awaited = woke(&row.target_session, outcome, pays);
         if let Err(e) = self.store.record_queued(Record::Delivery(row)) {
             tracing::warn!(error = %e, "could not record a delivery in the ledger");
         }
-        let awaited: Vec<Record> = wake.into_iter().chain(paid).collect();
         if !awaited.is_empty()
             && let Err(e) = self.store.record_all(awaited).await
         {
@@ -274,14 +267,21 @@ pub(crate) fn delivery_row(
     }
 }
 
-/// A wake typed and submitted, or taken by the inbox, pays everything its session was owed (the
-/// agent reads the bus).
-fn payment(sid: &str, outcome: &GateOutcome) -> Option<Record> {
-    outcome.action.woke().then(|| Record::Pay {
-        session_id: sid.to_string(),
-        up_to_ms: clock::now_ms(),
+/// A wake typed and submitted, or taken by the inbox: its row and, if it `pays`, the payment of
+/// everything its session was owed (the agent reads the bus). Nothing for any other outcome.
+fn woke(sid: &str, outcome: &GateOutcome, pays: bool) -> Vec<Record> {
+    if !outcome.action.woke() {
+        return Vec::new();
+    }
+    let (session_id, at_ms) = (sid.to_string(), clock::now_ms());
+    let paid = pays.then(|| Record::Pay {
+        session_id: session_id.clone(),
+        up_to_ms: at_ms,
         how: paid_by(outcome.action),
-    })
+    });
+    std::iter::once(Record::Wake { session_id, at_ms })
+        .chain(paid)
+        .collect()
 }
 
 /// How a wake that woke pays: by the inbox or by typing.
@@ -290,13 +290,6 @@ pub(crate) fn paid_by(action: Action) -> Payment {
         Action::Inbox => Payment::Inbox,
         _ => Payment::Typed,
     }
-}
-
-fn wake_record(sid: &str, outcome: &GateOutcome) -> Option<Record> {
-    outcome.action.woke().then(|| Record::Wake {
-        session_id: sid.to_string(),
-        at_ms: clock::now_ms(),
-    })
 }
 
 pub(crate) fn inject_us(outcome: &GateOutcome) -> Option<u64> {
