@@ -66,6 +66,12 @@ impl GateOutcome {
         }
     }
 
+    /// Nothing typed or sent, for the reason `why` (logged at debug).
+    fn spooled(sid: &str, action: Action, why: &str) -> Self {
+        tracing::debug!(session_id = sid, "{why}; spooled only");
+        Self::skipped(action)
+    }
+
     /// Typed, but still on the prompt line: the next attempt submits it rather than types it
     /// again.
     pub fn unsubmitted(&self) -> bool {
@@ -242,8 +248,7 @@ impl Gate {
     ) -> GateOutcome {
         let sid: &str = &resolved.session_id;
         if self.paused(sid).is_some() {
-            tracing::debug!(session_id = sid, "session paused; spooled only");
-            return GateOutcome::skipped(Action::SpoolPaused);
+            return GateOutcome::spooled(sid, Action::SpoolPaused, "session paused");
         }
         if by_inbox(text, mode, resolved.target.is_some())
             && let Some(inbox) = self.inbox(sid)
@@ -254,8 +259,7 @@ impl Gate {
             return outcome;
         }
         let Some(target) = resolved.target.clone() else {
-            tracing::debug!(session_id = sid, "no pane mapped; spooled only");
-            return GateOutcome::skipped(Action::SpoolUnmapped);
+            return GateOutcome::spooled(sid, Action::SpoolUnmapped, "no pane mapped");
         };
         if mode != Mode::Resume
             && let Some(limit) = self.held_at(sid)
@@ -269,19 +273,11 @@ impl Gate {
         }
         let busy_before = self.is_busy(sid);
         if matches!(mode, Mode::Gated | Mode::Resume) && busy_before {
-            tracing::debug!(
-                session_id = sid,
-                "session busy (fresh marker); spooled only"
-            );
-            return GateOutcome::skipped(Action::SpoolBusy);
+            return GateOutcome::spooled(sid, Action::SpoolBusy, "session busy (fresh marker)");
         }
         let Some(reservation) = self.cooldown.reserve(sid, mode == Mode::Forced) else {
-            tracing::debug!(
-                session_id = sid,
-                "Cooldown active for {}; spooled only",
-                short(sid)
-            );
-            return GateOutcome::skipped(Action::SpoolCooldown);
+            let why = format!("Cooldown active for {}", short(sid));
+            return GateOutcome::spooled(sid, Action::SpoolCooldown, &why);
         };
         let started = Instant::now();
         let unheld = (!self.hold_limits).then(|| text.clone().over_limits());

@@ -107,26 +107,18 @@ impl Gate {
         mode: Mode,
         has_pane: bool,
     ) -> Option<GateOutcome> {
-        let skipped = |action| Some(GateOutcome::skipped(action));
+        let spooled = |action, why| Some(GateOutcome::spooled(sid, action, why));
         if mode != Mode::Resume && self.held_at(sid).is_some() {
-            tracing::debug!(
-                session_id = sid,
-                "session held at its usage limit; spooled only"
-            );
-            return skipped(Action::SpoolBusy);
+            return spooled(Action::SpoolBusy, "session held at its usage limit");
         }
         if self.message_held(sid) {
             // Neither sent again (one more to answer) nor typed (into the Deny/Deliver dialog).
-            tracing::debug!(
-                session_id = sid,
-                "its last message waits for a human; spooled only"
-            );
-            return skipped(Action::SpoolBusy);
+            return spooled(Action::SpoolBusy, "its last message waits for a human");
         }
         // A running turn is no reason to wait: the inbox hands the message over between tool
         // calls, and a draft or a dialog on screen is never touched.
         let Some(reservation) = self.cooldown.reserve(sid, mode == Mode::Forced) else {
-            return skipped(Action::SpoolCooldown);
+            return Some(GateOutcome::skipped(Action::SpoolCooldown));
         };
         let text = self.typing(sid, |t| {
             t.sent
