@@ -265,10 +265,8 @@ fn log_resolution(path: &Path, session_id: &str, resolution: &Resolution) {
     };
     let message = strum::EnumMessage::get_message(&condition).unwrap_or_default();
     let key = condition.key(session_id);
-    match level {
-        NoticeLevel::Warn => tracing::warn!(session_id, %path, key, reason = detail, "{message}"),
-        NoticeLevel::Debug => tracing::debug!(session_id, %path, key, reason = detail, "{message}"),
-    }
+    let warn = level == NoticeLevel::Warn;
+    crate::warn_or_debug!(warn, session_id, %path, key, reason = detail, "{message}");
 }
 
 #[cfg(test)]
