@@ -12,6 +12,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
 pub use validated::{SettingsError, Validated};
 
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -25,7 +26,7 @@ use crate::delivery::{Action, Deliverer};
 use crate::http::AppState;
 use crate::mux::{Injector, MuxConfig};
 use crate::notify::NotifyConfig;
-use crate::session::task::{self as keeper, LiveIo, NudgerDeps};
+use crate::session::task::{self as keeper, Keeper, LiveIo};
 use crate::spool::prune::{self, PruneConfig};
 use crate::spool::{self, Spool};
 use crate::store::{Store, StoreError};
@@ -79,7 +80,7 @@ pub struct App {
     state: Arc<AppState>,
     listener: tokio::net::TcpListener,
     context_monitor: Option<MonitorConfig>,
-    nudger: Option<NudgerDeps>,
+    nudger: Option<Keeper<LiveIo>>,
     notify: Option<(NotifyConfig, tokio::sync::mpsc::Receiver<Notice>)>,
     _singletons: Singletons,
 }
@@ -176,7 +177,7 @@ impl App {
                 config.paths.claude.as_ref().ok().cloned(),
                 restarts,
             );
-            NudgerDeps::new(io, nudge_config)
+            Keeper::new(nudge_config, io, watch::Sender::new(Default::default()))
         });
         let deliverer = Deliverer::new(spool, config.backend, config.scope, gate, store, dedupe);
         let state = Arc::new(AppState {
@@ -191,7 +192,7 @@ impl App {
                 .enabled
                 .then(|| Arc::new(RegistrationStatus::default())),
             context: Arc::new(ContextView::default()),
-            nudges: nudger.as_ref().map(NudgerDeps::views),
+            nudges: nudger.as_ref().map(Keeper::views),
             config,
         });
         Ok(App {
@@ -235,7 +236,7 @@ impl App {
         });
         let nudger = self
             .nudger
-            .map(|deps| tokio::spawn(keeper::run(deps, shutdown.child_token())));
+            .map(|nudger| tokio::spawn(keeper::run(nudger, shutdown.child_token())));
         let notify = self.notify.map(|(config, queue)| {
             tokio::spawn(crate::notify::task::run(
                 config,

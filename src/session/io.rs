@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::budget::Account;
@@ -22,7 +21,6 @@ use crate::delivery::gate::{Gate, GateOutcome, Mode};
 use crate::mux::{INJECT_BUDGET, InjectError, KeystrokeText, MuxError, PaneInfo};
 use crate::rewind::restart::{Restart, RestartSettings};
 use crate::session::observe::FileStamp;
-use crate::session::{NudgerConfig, SessionViews};
 use crate::store::{InboxRow, Limit, NudgeState, Owed, Record, RewindFacts, Store};
 use crate::telemetry::notice::Notice;
 use crate::telemetry::warn::Warnings;
@@ -107,27 +105,6 @@ pub trait SessionIo: Send + Sync {
     /// Tells a human (`[notify]`), if the daemon does; never waits.
     fn notify(&self, notice: Notice) {
         let _ = notice;
-    }
-}
-
-/// What `run` needs.
-pub struct NudgerDeps {
-    pub(super) io: LiveIo,
-    pub config: NudgerConfig,
-    pub(super) views: watch::Sender<SessionViews>,
-}
-
-impl NudgerDeps {
-    pub fn new(io: LiveIo, config: NudgerConfig) -> Self {
-        Self {
-            io,
-            config,
-            views: watch::Sender::new(SessionViews::default()),
-        }
-    }
-
-    pub fn views(&self) -> watch::Receiver<SessionViews> {
-        self.views.subscribe()
     }
 }
 

@@ -43,7 +43,7 @@ mod nudge;
 mod resume;
 mod rewind;
 
-pub use super::io::{LiveIo, NudgerDeps, SessionFacts, SessionIo};
+pub use super::io::{LiveIo, SessionFacts, SessionIo};
 pub use resume::RESUME_SENDER;
 pub use rewind::REWIND_SENDER;
 
@@ -104,6 +104,11 @@ impl<I: SessionIo> Keeper<I> {
             tmux_gone: false,
             limits_told: HashSet::new(),
         }
+    }
+
+    /// What `/sessions` reads of the loop, replaced after each poll.
+    pub fn views(&self) -> watch::Receiver<SessionViews> {
+        self.views.subscribe()
     }
 
     pub async fn poll(&mut self) {
@@ -533,15 +538,10 @@ fn ms_at(now: Instant, now_ms: i64, at: Instant) -> i64 {
     }
 }
 
-pub async fn run(deps: NudgerDeps, shutdown: CancellationToken) {
-    if !deps.config.enabled {
+pub async fn run<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToken) {
+    if !keeper.config.enabled {
         tracing::info!("nudges off ([nudger] enabled = false); owed wakes are still typed");
     }
-    let keeper = Keeper::new(deps.config, deps.io, deps.views);
-    run_with(keeper, shutdown).await;
-}
-
-pub async fn run_with<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToken) {
     tracing::info!(
         idle_after_s = keeper.config.idle_after.as_secs(),
         poll_ms = millis(keeper.config.poll_interval),

@@ -23,7 +23,7 @@ use wakebridge::delivery::gate::{Gate, GateOutcome, Mode};
 use wakebridge::mux::{InjectError, Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
 use wakebridge::rewind::restart::{Restart, RestartSettings};
 use wakebridge::session::observe::FileStamp;
-use wakebridge::session::task::{Keeper, LiveIo, OWED_SENDER, SessionFacts, SessionIo, run_with};
+use wakebridge::session::task::{Keeper, LiveIo, OWED_SENDER, SessionFacts, SessionIo, run};
 use wakebridge::session::{LimitsConfig, NudgerConfig, Schedule, SessionViews};
 use wakebridge::store::{
     Limit, LimitSource, NudgeState, Owed, Payment, Record, RewindRow, RewindWhy, Store,
@@ -504,7 +504,7 @@ fn spawn_loop(
     let (tx, rx) = watch::channel(SessionViews::default());
     let nudger = Keeper::new(config, io, tx);
     let shutdown = CancellationToken::new();
-    tokio::spawn(run_with(nudger, shutdown.clone()));
+    tokio::spawn(run(nudger, shutdown.clone()));
     (shutdown, rx)
 }
 
@@ -1459,7 +1459,7 @@ fn live_loop(
     );
     let (tx, rx) = watch::channel(SessionViews::default());
     let shutdown = CancellationToken::new();
-    let task = tokio::spawn(run_with(Keeper::new(config, io, tx), shutdown.clone()));
+    let task = tokio::spawn(run(Keeper::new(config, io, tx), shutdown.clone()));
     (shutdown, rx, task)
 }
 
