@@ -13,6 +13,7 @@ use crate::api::SessionState;
 use crate::budget::WindowKind;
 use crate::budget::policy::Outlook;
 use crate::claude::limits::{self, AutoContinue, Notice, WRITTEN_NOW, describe_reset};
+use crate::clock::duration_ms;
 use crate::delivery::gate::Mode;
 use crate::rewind::{self, Due};
 use crate::session::NudgerConfig;
@@ -177,7 +178,7 @@ fn resume_clock(limit: &Limit, config: &NudgerConfig) -> (Option<i64>, i64, i64)
     let limits = &config.limits;
     let due = (limit.resets_at_ms)
         .filter(|_| limits.resume && !limit.gave_up)
-        .map(|at| at.saturating_add(millis(limits.grace)));
+        .map(|at| at.saturating_add(duration_ms(limits.grace)));
     let after_try = |gap: i64| {
         limit
             .last_try_ms
@@ -402,7 +403,7 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, no
     if text.is_none_or(|text| limits::auto_continue(text) == Some(AutoContinue::Armed))
         && let Some(until_ms) = limit
             .resets_at_ms
-            .map(|at| at.saturating_add(millis(limits.auto_continue_wait)))
+            .map(|at| at.saturating_add(duration_ms(limits.auto_continue_wait)))
         && now.ms < until_ms
     {
         let reason = format!("{shown}; Claude Code's own auto-continue goes first, watching");
@@ -439,8 +440,6 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, no
 fn notice_gone(screen: &str) -> bool {
     limits::on_screen(screen).is_none() && limits::wait_option(screen).is_none()
 }
-
-pub(crate) use crate::clock::duration_ms as millis;
 
 #[cfg(test)]
 mod tests {

@@ -68,16 +68,14 @@ impl Session {
         }
     }
 
-    pub fn tries(&self, attempt: Attempt) -> &Tries {
-        &self.tries[attempt as usize]
-    }
-
-    pub fn tries_mut(&mut self, attempt: Attempt) -> &mut Tries {
+    fn tries_mut(&mut self, attempt: Attempt) -> &mut Tries {
         &mut self.tries[attempt as usize]
     }
 
     pub fn waits(&self, attempt: Attempt, now: Instant) -> bool {
-        self.tries(attempt).retry_at.is_some_and(|at| at > now)
+        self.tries[attempt as usize]
+            .retry_at
+            .is_some_and(|at| at > now)
     }
 
     pub fn retry_in(&mut self, attempt: Attempt, now: Instant, wait: Duration) {

@@ -25,10 +25,11 @@ use crate::budget::{self, policy};
 use crate::claude::hooks::HookKind;
 use crate::claude::registry::RegistryReading;
 use crate::claude::screen;
+use crate::clock::duration_ms;
 use crate::delivery::{self, gate::GateOutcome};
 use crate::mux::{PaneInfo, STEP_FLOOR};
 use crate::session::decide::{
-    LOOK_EVERY_MS, Look, Now, PaneSeen, Screen, Seen, Step, decide, millis, resume_times,
+    LOOK_EVERY_MS, Look, Now, PaneSeen, Screen, Seen, Step, decide, resume_times,
 };
 use crate::session::hours::in_hours;
 use crate::session::observe::{Activity, Movement, Observation};
@@ -416,7 +417,7 @@ impl<I: SessionIo> Keeper<I> {
         now_ms: i64,
         typed_ms: Option<i64>,
     ) -> Movement {
-        let grace_ms = millis(self.config.echo_grace);
+        let grace_ms = duration_ms(self.config.echo_grace);
         let session = self.session(sid);
         match &mut session.activity {
             Some(activity) => activity.observe(obs, now_ms, typed_ms, grace_ms),
@@ -532,9 +533,9 @@ fn instant_at(now: Instant, now_ms: i64, ms: i64) -> Option<Instant> {
 
 fn ms_at(now: Instant, now_ms: i64, at: Instant) -> i64 {
     if at >= now {
-        now_ms.saturating_add(millis(at - now))
+        now_ms.saturating_add(duration_ms(at - now))
     } else {
-        now_ms.saturating_sub(millis(now - at))
+        now_ms.saturating_sub(duration_ms(now - at))
     }
 }
 
@@ -544,7 +545,7 @@ pub async fn run<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToke
     }
     tracing::info!(
         idle_after_s = keeper.config.idle_after.as_secs(),
-        poll_ms = millis(keeper.config.poll_interval),
+        poll_ms = duration_ms(keeper.config.poll_interval),
         "idle nudger started"
     );
     loop {

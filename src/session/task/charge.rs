@@ -5,7 +5,7 @@
 use super::Keeper;
 use crate::api::TextKind;
 use crate::claude::hooks::HookKind;
-use crate::session::decide::millis;
+use crate::clock::duration_ms;
 use crate::session::io::{SessionFacts, SessionIo};
 use crate::session::observe::Observation;
 use crate::store::{Caused, NudgeState, Record};
@@ -67,7 +67,7 @@ impl<I: SessionIo> Keeper<I> {
     /// A nudge's turn that called no tool did nothing: its answer does not count.
     async fn idle_answer(&mut self, sid: &str, ended_ms: i64) {
         // Its movement shows within a poll of its end at the latest.
-        let within = millis(self.config.poll_interval.saturating_mul(2));
+        let within = duration_ms(self.config.poll_interval.saturating_mul(2));
         let schedule = self.config.schedule;
         let session = self.session(sid);
         let Some(unanswered) = session.idle_answer(ended_ms, within, &schedule) else {
