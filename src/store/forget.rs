@@ -4,7 +4,6 @@
 use rusqlite::{Connection, params};
 
 use super::rounds::forget_latest_if_gone;
-use super::writer::Applied;
 use super::{PRUNE_CHUNK_ROWS, Store, StoreError};
 
 impl Store {
@@ -12,12 +11,9 @@ impl Store {
     pub async fn prune_older_than(&self, cutoff_ms: i64) -> Result<u64, StoreError> {
         let mut total = 0;
         loop {
-            let deleted = self
-                .submit(Box::new(move |conn| {
-                    prune_deliveries(conn, cutoff_ms, PRUNE_CHUNK_ROWS).map(Applied::Rows)
-                }))
-                .await?
-                .rows();
+            let chunk =
+                move |conn: &Connection| prune_deliveries(conn, cutoff_ms, PRUNE_CHUNK_ROWS);
+            let deleted = self.write_rows(chunk).await?;
             total += deleted;
             if deleted < u64::from(PRUNE_CHUNK_ROWS) {
                 return Ok(total);
@@ -32,21 +28,15 @@ impl Store {
         cutoff_ms: i64,
         keep: Vec<String>,
     ) -> Result<u64, StoreError> {
-        self.submit(Box::new(move |conn| {
-            forget_sessions(conn, cutoff_ms, &keep).map(Applied::Rows)
-        }))
-        .await
-        .map(Applied::rows)
+        self.write_rows(move |conn| forget_sessions(conn, cutoff_ms, &keep))
+            .await
     }
 
     /// Forgets `session_id` and its earlier ids whatever their age (`wakebridge forget`).
     pub async fn forget_session(&self, session_id: &str) -> Result<u64, StoreError> {
         let session_id = session_id.to_owned();
-        self.submit(Box::new(move |conn| {
-            forget_session(conn, &session_id).map(Applied::Rows)
-        }))
-        .await
-        .map(Applied::rows)
+        self.write_rows(move |conn| forget_session(conn, &session_id))
+            .await
     }
 }
 

@@ -149,11 +149,9 @@ impl Store {
     pub async fn claim_owed(&self, session_id: &str, budget: Duration) -> Result<u32, StoreError> {
         let session_id = session_id.to_owned();
         let until_ms = crate::clock::now_ms().saturating_add(crate::clock::duration_ms(budget));
-        self.submit(Box::new(move |conn| {
-            records::claim(conn, &session_id, until_ms).map(|owed| Applied::Rows(owed.into()))
-        }))
-        .await
-        .map(|applied| u32::try_from(applied.rows()).unwrap_or(u32::MAX))
+        self.write_rows(move |conn| records::claim(conn, &session_id, until_ms).map(u64::from))
+            .await
+            .map(|owed| u32::try_from(owed).unwrap_or(u32::MAX))
     }
 
     /// A throwaway ledger for tests, deleted on drop: a real file (on /dev/shm, tmpfs, when
@@ -255,6 +253,15 @@ impl Store {
                 .map_err(|_| self.writer_gone())??;
         }
         done.await.map_err(|_| self.writer_gone())?
+    }
+
+    /// Runs `op` on the writer thread; resolves to the rows it reports once committed.
+    async fn write_rows(
+        &self,
+        op: impl FnOnce(&Connection) -> rusqlite::Result<u64> + Send + 'static,
+    ) -> Result<u64, StoreError> {
+        let op = Box::new(move |conn: &Connection| op(conn).map(Applied::Rows));
+        self.submit(op).await.map(Applied::rows)
     }
 
     /// Sends `op` (`durable`: synced) and blocks until it commits: never from an async task.
