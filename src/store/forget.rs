@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, params};
 
+use super::queries::{MAX_RENAMES, successor};
 use super::rounds::forget_latest_if_gone;
 use super::{PRUNE_CHUNK_ROWS, Store, StoreError};
 
@@ -43,26 +44,15 @@ impl Store {
 /// `dropped` without the ids given up at a `/clear` for a session that stays: the bus may still
 /// use such an id, and its rename (and its rewinds) are how it reaches that session.
 fn still_named(conn: &Connection, dropped: Vec<String>) -> rusqlite::Result<Vec<String>> {
-    let renamed: std::collections::HashMap<String, String> = renames(conn)?;
-    let gone: std::collections::HashSet<&str> = dropped.iter().map(String::as_str).collect();
-    // The id at the end of `id`'s renames (the one its session goes by now) stays.
-    let stays = |id: &str| {
-        let mut at = id;
-        // Bounded as `Store::successor` is: a loop in the table cannot hang the prune.
-        for _ in 0..64 {
-            match renamed.get(at) {
-                Some(next) => at = next,
-                None => break,
-            }
+    let mut named = Vec::new();
+    for id in &dropped {
+        // The id at the end of `id`'s renames (the one its session goes by now) stays.
+        match successor(conn, id)? {
+            Some((now, _)) if now != *id && !dropped.contains(&now) => {}
+            _ => named.push(id.clone()),
         }
-        at != id && !gone.contains(at)
-    };
-    Ok(dropped.iter().filter(|id| !stays(id)).cloned().collect())
-}
-
-/// Every rename, old id to new.
-fn renames<T: FromIterator<(String, String)>>(conn: &Connection) -> rusqlite::Result<T> {
-    super::records::pairs(conn, "SELECT old_id, new_id FROM aliases", [])
+    }
+    Ok(named)
 }
 
 /// Deletes up to `limit` deliveries older than `cutoff_ms`; returns how many. Owed events stay
@@ -115,7 +105,8 @@ fn forget_sessions(conn: &Connection, cutoff_ms: i64, keep: &[String]) -> rusqli
 /// deliveries stay until pruned: a redelivered event must still be known. Returns how many of
 /// those ids the ledger knew; 0 means none.
 fn forget_session(conn: &Connection, session_id: &str) -> rusqlite::Result<u64> {
-    let ids = formerly_and_self(&renames::<Vec<_>>(conn)?, session_id);
+    let renamed: Vec<_> = super::records::pairs(conn, "SELECT old_id, new_id FROM aliases", [])?;
+    let ids = formerly_and_self(&renamed, session_id);
     let mut exists = conn.prepare_cached(
         "SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1 \
                  UNION ALL SELECT 1 FROM wakes WHERE session_id = ?1 \
@@ -145,7 +136,7 @@ fn formerly_and_self(renamed: &[(String, String)], id: &str) -> Vec<String> {
     let mut ids = vec![id.to_owned()];
     let mut at = 0;
     // Bounded as `Store::successor` is: a loop in the table cannot hang the forget.
-    while at < ids.len() && ids.len() < 64 {
+    while at < ids.len() && ids.len() < MAX_RENAMES {
         let current = ids[at].clone();
         for (old, new) in renamed {
             if *new == current && !ids.contains(old) {

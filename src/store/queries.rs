@@ -246,7 +246,7 @@ fn limit_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Limit> {
 
 /// Most renames followed from an id to the one its pane runs now: far more `/clear`s than a
 /// message would wait through, and a bound should the table ever hold a loop.
-const MAX_RENAMES: usize = 64;
+pub(super) const MAX_RENAMES: usize = 64;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RewindRow {
@@ -345,6 +345,27 @@ impl Rewinds {
     pub fn renamed(&self, session_id: &str) -> bool {
         self.aliases.iter().any(|a| a.old_id == session_id)
     }
+}
+
+/// [`Store::successor`] on `conn`: the renames followed from `session_id`, [`MAX_RENAMES`] at
+/// most, so a loop in the table cannot hang a caller.
+pub(super) fn successor(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> rusqlite::Result<Option<(String, String)>> {
+    let mut stmt = conn.prepare_cached("SELECT new_id, pane FROM aliases WHERE old_id = ?1")?;
+    let mut found: Option<(String, String)> = None;
+    for _ in 0..MAX_RENAMES {
+        let from = found.as_ref().map_or(session_id, |(id, _)| id.as_str());
+        match stmt
+            .query_row(params![from], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()?
+        {
+            Some(next) => found = Some(next),
+            None => break,
+        }
+    }
+    Ok(found)
 }
 
 impl Store {
@@ -466,22 +487,7 @@ impl Store {
     /// The id `session_id` is known by now and the pane it was given up in (`None`: never
     /// renamed). Whether that pane still runs it is the caller's to check in `panes.json`.
     pub fn successor(&self, session_id: &str) -> Result<Option<(String, String)>, StoreError> {
-        self.read(|conn| {
-            let mut stmt =
-                conn.prepare_cached("SELECT new_id, pane FROM aliases WHERE old_id = ?1")?;
-            let mut found: Option<(String, String)> = None;
-            for _ in 0..MAX_RENAMES {
-                let from = found.as_ref().map_or(session_id, |(id, _)| id.as_str());
-                match stmt
-                    .query_row(params![from], |row| Ok((row.get(0)?, row.get(1)?)))
-                    .optional()?
-                {
-                    Some(next) => found = Some(next),
-                    None => break,
-                }
-            }
-            Ok(found)
-        })
+        self.read(|conn| successor(conn, session_id))
     }
 
     /// Rewinds by outcome (`None`: still waiting), for `/metrics`.
