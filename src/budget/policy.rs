@@ -53,10 +53,6 @@ impl BudgetConfig {
             stale_after: s.stale_after,
         })
     }
-
-    pub fn stale_ms(&self) -> i64 {
-        crate::clock::duration_ms(self.stale_after)
-    }
 }
 
 impl Default for BudgetConfig {
@@ -86,20 +82,6 @@ pub enum Outlook {
     },
 }
 
-impl Outlook {
-    /// Why a session is not nudged, for its view: `5-hour window 93% used, sparing it`.
-    pub fn sparing(&self) -> Option<String> {
-        match self {
-            Outlook::Spare { kind, used } => Some(format!(
-                "{} {}% used, sparing it",
-                kind.describe(),
-                used.round()
-            )),
-            _ => None,
-        }
-    }
-}
-
 /// The outlook at `now_ms` for a session of `account` that last got a budget nudge at
 /// `given_ms`. Spent wins over unused: a nearly spent week is not to be burnt because a 5-hour
 /// window ends soon. A window near its end is owed a budget nudge unless one was given since it
@@ -114,7 +96,9 @@ pub fn outlook(
     let Some(account) = account.filter(|_| config.enabled) else {
         return Outlook::Plain;
     };
-    let running: Vec<_> = account.running(now_ms, config.stale_ms()).collect();
+    let running: Vec<_> = account
+        .running(now_ms, crate::clock::duration_ms(config.stale_after))
+        .collect();
     if let Some((kind, w)) = running
         .iter()
         .filter(|(_, w)| w.used_percentage >= f64::from(config.spare_from))

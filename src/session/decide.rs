@@ -277,8 +277,10 @@ fn nudge(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> St
         () if session.count.unanswered > 0 => SessionState::Nudged,
         () => SessionState::Idle,
     };
-    if let Some(sparing) = seen.budget.sparing() {
-        return Step::Wait(idle, format!("idle ({why}), {sparing}"));
+    if let Outlook::Spare { kind, used } = seen.budget {
+        let window = kind.describe();
+        let reason = format!("idle ({why}), {window} {}% used, sparing it", used.round());
+        return Step::Wait(idle, reason);
     }
     let quiet_for = session.quiet_for(now.ms);
     if let Outlook::UseIt {
