@@ -116,7 +116,7 @@ impl<I: SessionIo> Keeper<I> {
             new_id = renamed;
         }
         let into = new_id.unwrap_or_else(|| sid.to_owned());
-        let (state, reason) = if self.rehydrate(&into).await {
+        if self.rehydrate(&into).await {
             tracing::info!(
                 session_id = sid,
                 new_session_id = into.as_str(),
@@ -138,8 +138,7 @@ impl<I: SessionIo> Keeper<I> {
             self.end_rewind(pending, RewindOutcome::NotTyped, Some(into), detail)
                 .await;
             (SessionState::Idle, "rewound, prompt not typed".to_owned())
-        };
-        (state, reason)
+        }
     }
 
     async fn rewind_failed(&mut self, sid: &str, pending: &RewindRow, detail: String) -> Shown {
