@@ -41,7 +41,8 @@ pub enum ApiError {
     /// An operator's request named a session the daemon does not know.
     #[error("{0}")]
     UnknownSession(String),
-    /// An operator's request that would undo what a live session relies on.
+    /// An operator's request the daemon's state refuses: it would undo what a live session
+    /// relies on, or needs what this daemon does not run.
     #[error("{0}")]
     Conflict(String),
     #[error("spool failed: {0}")]

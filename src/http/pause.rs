@@ -21,7 +21,8 @@ use crate::store::{ALL_SESSIONS, Record};
 /// The bodies, as a 400 shows them.
 const PAUSE_SHAPE: &str = r#"{"session_ids": ["..."] or "all": true, "for_s": 3600}"#;
 const UNPAUSE_SHAPE: &str = r#"{"session_ids": ["..."] or "all": true}"#;
-/// The longest pause with an end: longer ones are meant to be lifted by hand.
+/// The shortest and longest pause with an end: longer ones are meant to be lifted by hand.
+const SHORTEST: Duration = Duration::from_secs(1);
 const LONGEST: Duration = Duration::from_secs(30 * 24 * 3600);
 
 #[derive(Debug, Deserialize)]
@@ -58,10 +59,10 @@ pub async fn pause(
 ) -> Result<Json<Value>, ApiError> {
     let request: Request = operator_request(&app, &headers, body, PAUSE_SHAPE).await?;
     let targets = request.targets()?;
-    let refused = "for_s (`pause --for`) must be above 0 and at most 30 days; leave it out to \
-                   pause until unpaused";
+    let refused = "for_s (`pause --for`) must be from 1 s to 30 days; leave it out to pause \
+                   until unpaused";
     let for_ = (request.for_s.map(Duration::try_from_secs_f64))
-        .map(|d| d.ok().filter(|d| !d.is_zero() && *d <= LONGEST))
+        .map(|d| d.ok().filter(|d| (SHORTEST..=LONGEST).contains(d)))
         .map(|d| d.ok_or_else(|| ApiError::BadRequest(refused.into())))
         .transpose()?;
     let since_ms = clock::now_ms();

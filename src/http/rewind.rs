@@ -37,8 +37,8 @@ pub async fn rewind(
     let request: RewindRequest = operator_request(&app, &headers, body, SHAPE).await?;
     let asked = session_id(&request.session_id)?;
     if app.nudges.is_none() {
-        return Err(ApiError::BadRequest(
-            "rewinds are performed by the nudger, which runs only with the mux backend \
+        return Err(ApiError::Conflict(
+            "rewinds are performed by the session loop, which runs only with the mux backend \
              (--backend mux)"
                 .into(),
         ));

@@ -132,9 +132,10 @@ async fn a_pause_request_names_sessions_or_all_and_a_sane_time() {
             json!({"session_ids": ["no spaces"]}),
             "session_id must match",
         ),
-        (json!({"all": true, "for_s": 0}), "above 0"),
-        (json!({"all": true, "for_s": -5}), "above 0"),
-        (json!({"all": true, "for_s": 1e12}), "at most 30 days"),
+        (json!({"all": true, "for_s": 0}), "from 1 s"),
+        (json!({"all": true, "for_s": 0.999}), "from 1 s"),
+        (json!({"all": true, "for_s": -5}), "from 1 s"),
+        (json!({"all": true, "for_s": 1e12}), "to 30 days"),
         (json!({"all": true, "until": 5}), "unknown field"),
     ] {
         let (status, answer) = server.post_json("/pause", body.clone()).await;

@@ -126,6 +126,19 @@ async fn an_asked_rewind_waits_for_idle_then_clears_and_rehydrates_once_and_the_
     );
 }
 
+/// The spool backend runs no session loop: a rewind would wait forever, so it is refused (409,
+/// not 400: the request is sound, this daemon cannot perform it).
+#[tokio::test]
+async fn a_rewind_asked_of_a_spool_only_daemon_is_refused_as_a_conflict() {
+    let server = TestServer::start(&[]).await;
+    let (status, answer) = ask(&server, SID).await;
+    assert_eq!(status, 409, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("--backend mux"),
+        "{answer}"
+    );
+}
+
 #[tokio::test]
 async fn a_draft_or_a_usage_limit_holds_a_rewind_and_nothing_is_typed() {
     let tmux = TmuxServer::start();
