@@ -73,7 +73,7 @@ async fn sigkill_then_restart_loses_nothing_and_duplicates_nothing() {
         "b restored in place"
     );
     assert!(!spool_b.exists(), "nothing appended twice to a new spool");
-    assert!(daemon.log_text().contains("restored spool lines"));
+    daemon.log_saying(&["restored spool lines"]).await;
 
     // A plain SIGKILL loses nothing (the page cache survives the process): the replay finds
     // every line in place and adds none.

@@ -358,6 +358,8 @@ pub async fn record_delivered(root: &Path, sid: &str, identities: impl Iterator<
 
 /// How long a spawned daemon may take to answer `/health`.
 const STARTUP_LIMIT: Duration = Duration::from_secs(10);
+/// How long a log line may trail the answer it goes with.
+const LOG_PATIENCE: Duration = Duration::from_secs(5);
 
 /// The real binary as a child process, its stderr in a log file: for tests that kill it,
 /// restart it, or limit it before exec.
@@ -413,6 +415,20 @@ impl Daemon {
 
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The daemon's log once it holds every one of `lines`: its log writer is a thread of its
+    /// own, so a line may land just after the answer it goes with.
+    pub async fn log_saying(&self, lines: &[&str]) -> String {
+        let what = format!("the daemon's log to say {lines:?}");
+        super::eventually_ok(&what, LOG_PATIENCE, async || {
+            let log = self.log_text();
+            match lines.iter().all(|line| log.contains(line)) {
+                true => Ok(log),
+                false => Err(format!("\n{log}")),
+            }
+        })
+        .await
     }
 
     pub fn sigkill(&mut self) {
