@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
-pub use validated::{SettingsError, Validated};
+pub use validated::Validated;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;

@@ -17,7 +17,8 @@ pub fn serve(flags: Flags) -> ExitCode {
         Ok(settings) => settings,
         Err(e) => {
             crate::errln!("wakebridge: {e}");
-            return ExitCode::from(e.exit_code());
+            // 2: the configuration needs a human, so a supervisor should not retry.
+            return ExitCode::from(2);
         }
     };
     crate::telemetry::logging::init(settings.config.debug, &env);

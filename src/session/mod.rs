@@ -51,10 +51,6 @@ pub enum NudgeError {
     NoTries,
     #[error(transparent)]
     Rewind(#[from] RewindError),
-    #[error(transparent)]
-    Hours(#[from] hours::HoursError),
-    #[error(transparent)]
-    Budget(#[from] crate::budget::policy::BudgetError),
 }
 
 /// `[limits]`, validated: the hold and the resume at a usage limit's reset.
