@@ -98,7 +98,7 @@ impl App {
             dir: config.paths.wake_dir.clone(),
             source,
         };
-        spool::prepare_wake_dir(&config.paths.wake_dir).map_err(wake_err)?;
+        crate::wakedir::ensure_wake_dir(&config.paths.wake_dir).map_err(wake_err)?;
         let wake_dir = std::fs::canonicalize(&config.paths.wake_dir).map_err(wake_err)?;
         let singletons = singleton::acquire(env, &config.hook_url, &wake_dir)?;
         raise_descriptor_limit();

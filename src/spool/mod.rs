@@ -237,9 +237,6 @@ fn restore(wake_dir: &Path, entries: &[PendingBytes]) -> Result<(), OpenError> {
     Ok(())
 }
 
-/// Creates the wake dir if needed and narrows it to 0700 (the one rule all writers share).
-pub use crate::wakedir::ensure_wake_dir as prepare_wake_dir;
-
 /// The process's open-file limit, soft and hard; `None` when it cannot be read.
 pub(crate) fn descriptor_limit() -> Option<libc::rlimit> {
     let mut limit = libc::rlimit {
@@ -271,7 +268,7 @@ mod tests {
     use std::os::unix::fs::MetadataExt;
 
     fn spool_in(dir: &Path) -> Spool {
-        prepare_wake_dir(dir).expect("wake dir");
+        crate::wakedir::ensure_wake_dir(dir).expect("wake dir");
         Spool::open(dir.to_path_buf(), ledger(), SpoolOptions::default()).expect("open spool")
     }
 
@@ -327,7 +324,7 @@ mod tests {
     async fn without_the_ledger_each_line_is_still_written_and_answered() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let wake = tmp.path().join("wake");
-        prepare_wake_dir(&wake).expect("wake dir");
+        crate::wakedir::ensure_wake_dir(&wake).expect("wake dir");
         let db = tmp.path().join("ledger.db");
         let store = Store::open(&db).expect("ledger");
         let spool = Spool::open(wake.clone(), store, SpoolOptions::default()).expect("open");
@@ -543,7 +540,7 @@ mod tests {
     async fn recreates_a_vanished_wake_dir_once() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("wake");
-        prepare_wake_dir(&dir).expect("prepare");
+        crate::wakedir::ensure_wake_dir(&dir).expect("prepare");
         let spool = spool_in(&dir);
         std::fs::remove_dir_all(&dir).expect("rm -rf");
         spool

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use super::files::{self, OpenSpool, Prepared, SessionLock, io_error};
-use super::{SpoolError, descriptor_limit, prepare_wake_dir};
+use super::{SpoolError, descriptor_limit};
 use crate::deadline::Deadline;
 use crate::lock;
 use crate::store::{Delivery, PendingBytes, RoundIds, SpoolRound, Store};
@@ -411,7 +411,8 @@ impl Writer {
             }) if !*recreated_dir => {
                 *recreated_dir = true;
                 self.cache.clear();
-                prepare_wake_dir(&self.wake_dir).map_err(|e| io_error(sid, &self.wake_dir, e))?;
+                crate::wakedir::ensure_wake_dir(&self.wake_dir)
+                    .map_err(|e| io_error(sid, &self.wake_dir, e))?;
                 files::try_lock(&self.wake_dir, sid)
             }
             other => other,

@@ -82,7 +82,7 @@ impl Rig {
         ));
         let config: Config = config::resolve(&Flags::default(), &env)?;
         let wake_dir = config.paths.wake_dir.clone();
-        spool::prepare_wake_dir(&wake_dir)?;
+        wakedir::ensure_wake_dir(&wake_dir)?;
         let state_dir = config.paths.state_dir.clone();
         let claude_dir = root.path().join("claude");
         std::fs::create_dir_all(claude_dir.join("projects").join("-work-proj"))?;
