@@ -277,20 +277,18 @@ fn spawn_pruning(state: &Arc<AppState>, shutdown: CancellationToken) -> JoinHand
     tokio::spawn(async move {
         let spools = tokio::spawn(prune::run(prune, shutdown.clone()));
         let mut tick = tokio::time::interval(interval);
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                _ = tick.tick() => {
-                    state.deliverer.dedupe().expire();
-                    let cutoff = clock::now_ms() - window.as_millis() as i64;
-                    match state.deliverer.store().prune_older_than(cutoff).await {
-                        Ok(0) => {}
-                        Ok(n) => tracing::info!(rows = n, "pruned ledger rows older than the identity window"),
-                        Err(e) => tracing::warn!(error = %e, "could not prune the ledger"),
-                    }
-                    forget_dropped_sessions(&state, max_age).await;
-                }
+        while shutdown.run_until_cancelled(tick.tick()).await.is_some() {
+            state.deliverer.dedupe().expire();
+            let cutoff = clock::now_ms() - window.as_millis() as i64;
+            match state.deliverer.store().prune_older_than(cutoff).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    rows = n,
+                    "pruned ledger rows older than the identity window"
+                ),
+                Err(e) => tracing::warn!(error = %e, "could not prune the ledger"),
             }
+            forget_dropped_sessions(&state, max_age).await;
         }
         let _ = spools.await;
     })

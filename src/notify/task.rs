@@ -46,11 +46,9 @@ pub async fn run(
         }
     };
     loop {
-        let notice = tokio::select! {
-            () = shutdown.cancelled() => None,
-            notice = notices.recv() => notice,
+        let Some(Some(notice)) = shutdown.run_until_cancelled(notices.recv()).await else {
+            return;
         };
-        let Some(notice) = notice else { return };
         if !limit.admit(&notice, Instant::now()) {
             tracing::debug!(
                 session_id = notice.session_id,
