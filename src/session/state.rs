@@ -46,6 +46,9 @@ pub struct Session {
     pub left_at: Option<Instant>,
     /// When it was last given a budget nudge (unix ms; from the ledger when it entered the loop).
     pub last_budget_ms: Option<i64>,
+    /// An owed wake failed or left its text on the prompt since the last one typed: the text may
+    /// still be there, so a refusal keeps the claim on the debt until it lapses.
+    pub owed_text_left: bool,
     tries: [Tries; 4],
 }
 

@@ -145,7 +145,8 @@ impl Store {
 
     /// Claims what `session_id` is owed for a wake about to be sent, for `budget`: its Stop
     /// hook leaves the debt to that wake meanwhile. How many events are owed (0: none, nothing
-    /// claimed); the wake's `Record::Pay` ends the claim, else it lapses.
+    /// claimed); the wake's `Record::Pay` or a clean refusal's `Record::Unclaim` ends the claim,
+    /// else it lapses.
     pub async fn claim_owed(&self, session_id: &str, budget: Duration) -> Result<u32, StoreError> {
         let session_id = session_id.to_owned();
         let until_ms = crate::clock::now_ms().saturating_add(crate::clock::duration_ms(budget));

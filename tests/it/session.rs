@@ -3,7 +3,7 @@
 //! stand-in for the Claude Code TUI (`tests/it/common/fake_agent.py`), the real gate, injector
 //! and SQLite ledger.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -63,6 +63,8 @@ struct World {
     hook_pays_after_read: Option<String>,
     /// Sessions whose wakes the gate refuses with this action (nothing typed).
     refuse: HashMap<String, Action>,
+    /// Sessions whose refused wakes left their text on the prompt (`unsubmitted`).
+    left_unsubmitted: HashSet<String>,
     /// What a session's screen shows (the idle prompt when not set).
     screens: HashMap<String, String>,
     /// Sessions whose limit menu was dismissed, in order.
@@ -257,9 +259,10 @@ impl SessionIo for FakeIo {
         let secs = (at - self.start).as_secs();
         w.wakes.push((sid.into(), secs, text.as_str().into()));
         if let Some(&action) = w.refuse.get(sid) {
+            let left = w.left_unsubmitted.contains(sid);
             return GateOutcome {
                 action,
-                error_kind: None,
+                error_kind: left.then_some("unsubmitted"),
                 inject_time: Duration::ZERO,
             };
         }
@@ -457,14 +460,7 @@ async fn paused_clock_owed_wake_waits_out_a_refusal_with_one_row_then_is_typed_a
         "one row for the streak"
     );
     // Each refusal typed nothing, so it gave the claim back for the Stop hook to pay.
-    let unclaims = |io: &FakeIo| {
-        let w = io.world.lock().unwrap();
-        let given_back = w.records.iter();
-        given_back
-            .filter(|r| matches!(r, Record::Unclaim { session_id } if session_id == "s1"))
-            .count()
-    };
-    assert_eq!(unclaims(&io), io.wake_times("s1").len());
+    assert_eq!(unclaims(&io, "s1"), io.wake_times("s1").len());
 
     io.world.lock().unwrap().refuse.clear();
     tokio::time::sleep(Duration::from_secs(60)).await;
@@ -490,10 +486,58 @@ async fn paused_clock_owed_wake_waits_out_a_refusal_with_one_row_then_is_typed_a
     let tries = io.wake_times("s1").len();
     assert_eq!(tries, attempts.len() + 1);
     assert_eq!(
-        unclaims(&io),
+        unclaims(&io, "s1"),
         tries - 1,
         "the wake typed kept its claim till paid"
     );
+    shutdown.cancel();
+}
+
+/// How many times the loop gave back its claim on `sid`'s debt.
+fn unclaims(io: &FakeIo, sid: &str) -> usize {
+    let w = io.world.lock().unwrap();
+    (w.records.iter())
+        .filter(|r| matches!(r, Record::Unclaim { session_id } if session_id == sid))
+        .count()
+}
+
+/// An owed wake that left its text on the prompt keeps the claim through the refusals after it:
+/// the Stop hook that would run once that text is taken must not tell the debt a second time.
+#[tokio::test(start_paused = true)]
+async fn paused_clock_text_left_on_the_prompt_keeps_the_claim_until_a_wake_is_typed() {
+    let io = FakeIo::new();
+    io.add_session("s1", "\u{2733} Claude Code");
+    io.owe_one("s1");
+    {
+        let mut w = io.world.lock().unwrap();
+        w.refuse.insert("s1".into(), Action::SpoolMuxFailed);
+        w.left_unsubmitted.insert("s1".into());
+    }
+    let (shutdown, _views) = spawn_loop(default_config(), io.clone());
+    let first_try = || !io.wake_times("s1").is_empty();
+    while !first_try() {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    {
+        let mut w = io.world.lock().unwrap();
+        w.left_unsubmitted.clear();
+        w.refuse.insert("s1".into(), Action::SpoolBusy);
+    }
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(io.wake_times("s1").len() >= 5, "{:?}", io.wake_times("s1"));
+    assert_eq!(unclaims(&io, "s1"), 0);
+
+    // A wake typed ends it; the next debt's refusals give the claim back again.
+    io.world.lock().unwrap().refuse.clear();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    io.owe_one("s1");
+    io.world
+        .lock()
+        .unwrap()
+        .refuse
+        .insert("s1".into(), Action::SpoolBusy);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(unclaims(&io, "s1") > 0);
     shutdown.cancel();
 }
 

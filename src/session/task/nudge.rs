@@ -130,6 +130,7 @@ impl<I: SessionIo> Keeper<I> {
             Vec::new()
         };
         let (state, reason) = if outcome.action.woke() {
+            session.owed_text_left = false;
             tracing::info!(
                 session_id = sid,
                 events,
@@ -150,8 +151,10 @@ impl<I: SessionIo> Keeper<I> {
             let wait = if outcome.failed() { base } else { OWED_RETRY };
             session.retry_in(Attempt::Owed, Instant::now(), wait);
             // A refusal typed nothing: the session's Stop hook need not wait for the claim to
-            // lapse. After a failure or with text left on the prompt, the claim stands.
-            if !outcome.failed() && !outcome.unsubmitted() {
+            // lapse. After a failure or with text left on the prompt (this try's or an earlier
+            // one's), the claim stands: the Stop hook telling the debt too would tell it twice.
+            session.owed_text_left |= outcome.failed() || outcome.unsubmitted();
+            if !session.owed_text_left {
                 records.push(Record::Unclaim {
                     session_id: sid.to_owned(),
                 });
