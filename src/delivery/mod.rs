@@ -203,8 +203,8 @@ impl Deliverer {
         if outcome.action == Action::Spool {
             return;
         }
-        let woke = woke(&row.target_session, outcome, true);
-        let records = [vec![Record::Outcome { delivery_id, row }], woke].concat();
+        let mut records = woke(&row.target_session, outcome, true);
+        records.insert(0, Record::Outcome { delivery_id, row });
         if let Err(e) = self.store.record_all(records).await {
             tracing::warn!(error = %e, "could not record a delivery's outcome in the ledger");
         }

@@ -86,6 +86,7 @@ impl Driver {
             Screen::Declined | Screen::ConnectFailed => Step::Halt(Halt::Exited(screen)),
             Screen::Ready if self.ready_streak >= READY_CONFIRMATIONS => Step::Ready,
             Screen::Ready | Screen::Blank | Screen::Unknown => Step::Wait,
+            // Every screen below takes a key: none is pressed before the screen settles.
             _ if !self.may_press(at, capture) => Step::Wait,
             Screen::ThemePicker => self.enter(at, capture, Passed::ThemePicker),
             Screen::SecurityNotes => self.enter(at, capture, Passed::SecurityNotes),
