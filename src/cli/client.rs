@@ -303,7 +303,7 @@ pub fn pause(config: &Config, args: &PauseArgs) -> ExitCode {
     let until = answer["until"]
         .as_str()
         .map_or(String::new(), |at| format!(" until {at}"));
-    crate::outln!("{}: paused{until}", named(&answer));
+    crate::outln!("{}: paused{until}", shown(&ids(&answer["session_ids"])));
     if !unknown.is_empty() {
         crate::outln!(
             "no session is known as {} yet: paused for when one comes (`--all` pauses every session)",
@@ -322,7 +322,16 @@ pub fn unpause(config: &Config, args: &UnpauseArgs) -> ExitCode {
     let Some(answer) = daemon.call(Method::POST, "/unpause", Some(body)) else {
         return ExitCode::from(1);
     };
-    crate::outln!("{}: unpaused", named(&answer));
+    let not_paused = ids(&answer["not_paused"]);
+    let lifted: Vec<&str> = (ids(&answer["session_ids"]).into_iter())
+        .filter(|id| !not_paused.contains(id))
+        .collect();
+    if !lifted.is_empty() {
+        crate::outln!("{}: unpaused", shown(&lifted));
+    }
+    if !not_paused.is_empty() {
+        crate::outln!("{}: had no pause of its own to lift", not_paused.join(", "));
+    }
     if answer["all_still_paused"] == true {
         crate::outln!("every session is still paused: `wakebridge unpause --all` lifts that");
     }
@@ -343,12 +352,16 @@ fn switch_body(daemon: &Daemon, sessions: &[String], all: bool) -> Option<(Value
     Some((json!({"session_ids": ids}), unknown.collect()))
 }
 
-/// The sessions an answer names, for a person: `every session` for the pause of all.
-fn named(answer: &Value) -> String {
-    let ids: Vec<&str> = (answer["session_ids"].as_array().into_iter().flatten())
+/// The ids in an answer's list.
+fn ids(list: &Value) -> Vec<&str> {
+    (list.as_array().into_iter().flatten())
         .filter_map(Value::as_str)
-        .collect();
-    match ids.as_slice() {
+        .collect()
+}
+
+/// Sessions for a person: `every session` for the pause of all.
+fn shown(ids: &[&str]) -> String {
+    match ids {
         [crate::store::ALL_SESSIONS] => "every session".into(),
         ids => ids.join(", "),
     }

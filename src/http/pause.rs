@@ -94,6 +94,12 @@ pub async fn unpause(
         )));
     }
     let targets = request.targets()?;
+    // A named id under no pause of its own is said back, so a slip in a name does not read as
+    // done (a pause of every session is not its own: `all_still_paused` tells of that).
+    let gate = app.deliverer.gate();
+    let not_paused: Vec<&String> = (targets.iter())
+        .filter(|id| *id != ALL_SESSIONS && gate.paused(id).is_none_or(|pause| pause.all))
+        .collect();
     let records = (targets.iter())
         .map(|id| Record::Unpaused {
             session_id: id.clone(),
@@ -101,13 +107,16 @@ pub async fn unpause(
         .collect();
     record(&app, records).await?;
     // What waited is owed: the session loop looks now rather than at its next poll.
-    app.deliverer.gate().note_owed();
+    gate.note_owed();
     tracing::info!(sessions = ?targets, "unpaused on a person's request");
     // Unpausing one session leaves a pause of every session standing: say so.
-    let all_paused = app.deliverer.gate().paused(ALL_SESSIONS).is_some();
-    Ok(Json(
-        json!({"status": "unpaused", "session_ids": targets, "all_still_paused": all_paused}),
-    ))
+    let all_paused = gate.paused(ALL_SESSIONS).is_some();
+    Ok(Json(json!({
+        "status": "unpaused",
+        "session_ids": targets,
+        "not_paused": not_paused,
+        "all_still_paused": all_paused,
+    })))
 }
 
 async fn record(app: &AppState, records: Vec<Record>) -> Result<(), ApiError> {

@@ -79,6 +79,10 @@ async fn a_pause_of_every_session_for_a_while_lifts_by_itself() {
     // Unpausing one session leaves the pause of all of them standing, and says so.
     let (code, said) = cli(&server, &["unpause", SID]).await;
     assert_eq!(code, 0, "{said}");
+    assert!(
+        said.starts_with(&format!("{SID}: had no pause of its own")),
+        "{said}"
+    );
     assert!(said.contains("every session is still paused"), "{said}");
     assert!(agent.submitted().is_empty());
 
