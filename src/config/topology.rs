@@ -53,6 +53,8 @@ pub enum UrlProblem {
 struct UrlHost {
     host: String,
     ip: Option<IpAddr>,
+    /// A loopback IP literal or exactly `localhost` (no DNS: other names count as remote).
+    loopback: bool,
     port: u16,
     path: String,
     https: bool,
@@ -97,6 +99,7 @@ fn parse_http_url(raw: &str, origin: &str, what: &'static str) -> Result<UrlHost
         .port_or_known_default()
         .ok_or_else(|| fail(UrlProblem::BadPort))?;
     Ok(UrlHost {
+        loopback: ip.map_or(host == "localhost", |ip| ip.is_loopback()),
         host,
         ip,
         port,
@@ -105,21 +108,10 @@ fn parse_http_url(raw: &str, origin: &str, what: &'static str) -> Result<UrlHost
     })
 }
 
-/// A loopback IP literal or exactly `localhost` (no DNS: other names count as remote).
-fn is_loopback(host: &str, ip: Option<IpAddr>) -> bool {
-    match ip {
-        Some(ip) => ip.is_loopback(),
-        None => host == "localhost",
-    }
-}
-
 pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
     let bus = parse_http_url(i.bus_url, i.bus_origin, "bus URL")?;
     let hook = parse_http_url(i.hook_url, i.hook_origin, "hook URL")?;
-    let hook_loopback = is_loopback(&hook.host, hook.ip);
-    let bus_loopback = is_loopback(&bus.host, bus.ip);
-
-    if !bus_loopback && hook_loopback {
+    if !bus.loopback && hook.loopback {
         return Err(ConfigError::HookUnreachable {
             bus_url: i.bus_url.to_string(),
             hook_url: i.hook_url.to_string(),
@@ -127,10 +119,9 @@ pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
     }
 
     let (bind, pinned) = if i.bind.is_empty() {
-        let derived = match hook.ip {
-            Some(ip) if ip.is_loopback() => ip,
-            None if hook.host == "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
-            _ => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        let derived = match hook.loopback {
+            true => hook.ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            false => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         };
         (derived, false)
     } else if i.bind == "localhost" {
@@ -148,7 +139,7 @@ pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
         (ip, true)
     };
 
-    let exposed = !bind.is_loopback() || !hook_loopback;
+    let exposed = !bind.is_loopback() || !hook.loopback;
     if exposed && !i.has_secret {
         return Err(ConfigError::NoSecret {
             bind,
@@ -174,7 +165,7 @@ pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
     }
     names.extend(extra.iter().cloned());
 
-    let warnings = warnings(&i, &hook, hook_loopback, bind, pinned);
+    let warnings = warnings(&i, &hook, bind, pinned);
     Ok(Topology {
         bind,
         allowlist: HostAllowlist::new(names),
@@ -183,15 +174,9 @@ pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
     })
 }
 
-fn warnings(
-    i: &Inputs<'_>,
-    hook: &UrlHost,
-    hook_loopback: bool,
-    bind: IpAddr,
-    pinned: bool,
-) -> Vec<String> {
+fn warnings(i: &Inputs<'_>, hook: &UrlHost, bind: IpAddr, pinned: bool) -> Vec<String> {
     let mut w = Vec::new();
-    if bind.is_loopback() && !hook_loopback {
+    if bind.is_loopback() && !hook.loopback {
         w.push(format!(
             "the listener binds loopback {bind} but advertises the non-loopback hook URL {}: the bus cannot reach it unless a proxy forwards to {bind}",
             i.hook_url
@@ -218,7 +203,7 @@ fn warnings(
         match hook.ip {
             _ if bind.is_unspecified() => {}
             Some(hip)
-                if hook_loopback
+                if hook.loopback
                     && bind.is_loopback()
                     && hip.is_ipv4() == bind.is_ipv4()
                     && hip != bind =>
@@ -227,7 +212,7 @@ fn warnings(
                     "--bind {bind} is a different loopback address than the hook URL's {hip}: the bus will POST to {hip} where nothing listens"
                 ));
             }
-            _ if hook_loopback && !bind.is_loopback() => {
+            _ if hook.loopback && !bind.is_loopback() => {
                 w.push(format!(
                     "--bind {bind} is neither loopback nor a wildcard, but the hook URL is loopback ({}): the bus POSTs to 127.0.0.1 where nothing listens",
                     i.hook_url
