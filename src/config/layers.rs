@@ -61,15 +61,10 @@ fn like(path: &[String]) -> Option<&'static toml::Value> {
 /// text (the port, durations), the rest refuse it by name later.
 fn typed(name: &str, text: &str, like: Option<&toml::Value>) -> Result<toml::Value, ConfigError> {
     let trimmed = text.trim();
+    let as_text = toml::Value::String(text.to_string());
     Ok(match like {
-        Some(toml::Value::Integer(_)) => trimmed.parse().map_or_else(
-            |_| toml::Value::String(text.to_string()),
-            toml::Value::Integer,
-        ),
-        Some(toml::Value::Float(_)) => trimmed.parse().map_or_else(
-            |_| toml::Value::String(text.to_string()),
-            toml::Value::Float,
-        ),
+        Some(toml::Value::Integer(_)) => trimmed.parse().map_or(as_text, toml::Value::Integer),
+        Some(toml::Value::Float(_)) => trimmed.parse().map_or(as_text, toml::Value::Float),
         Some(toml::Value::Boolean(_)) => toml::Value::Boolean(match trimmed {
             "true" | "1" => true,
             "false" | "0" => false,
@@ -82,7 +77,7 @@ fn typed(name: &str, text: &str, like: Option<&toml::Value>) -> Result<toml::Val
                 .map(|item| toml::Value::String(item.to_string()))
                 .collect(),
         ),
-        _ => toml::Value::String(text.to_string()),
+        _ => as_text,
     })
 }
 
