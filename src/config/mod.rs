@@ -246,14 +246,12 @@ fn layered(
     env: &Env,
 ) -> Result<(toml::Table, Option<PathBuf>), ConfigError> {
     let user_file = match config_file {
-        Some(path) => {
-            if !path.is_file() {
-                return Err(ConfigError::NoFile {
-                    path: path.to_path_buf(),
-                });
-            }
-            Some(path.to_path_buf())
+        Some(path) if !path.is_file() => {
+            return Err(ConfigError::NoFile {
+                path: path.to_path_buf(),
+            });
         }
+        Some(path) => Some(path.to_path_buf()),
         None => default_config_file(env).filter(|p| p.is_file()),
     };
     let mut table = layers::defaults().clone();
@@ -295,9 +293,7 @@ pub fn default_config_file(env: &Env) -> Option<PathBuf> {
 
 /// `$XDG_STATE_HOME/wakebridge` (absolute only, per XDG), else `~/.local/state/wakebridge`.
 fn default_state_dir(env: &Env) -> Option<PathBuf> {
-    env.nonempty("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
+    env.absolute_path("XDG_STATE_HOME")
         .or_else(|| env.absolute_path("HOME").map(|h| h.join(".local/state")))
         .map(|dir| dir.join("wakebridge"))
 }
