@@ -13,6 +13,7 @@ const OPEN_TABLES: [&str; 2] = ["wake.messages", "context.models"];
 static KNOWN: LazyLock<Known> = LazyLock::new(|| {
     let mut known = Known::default();
     known.collect("", super::layers::defaults());
+    known.tables.extend(OPEN_TABLES.map(String::from));
     known
 });
 
@@ -35,9 +36,6 @@ impl Known {
                     self.settings.insert(path);
                 }
             }
-        }
-        for open in OPEN_TABLES {
-            self.tables.insert(open.to_string());
         }
     }
 
