@@ -31,7 +31,8 @@ pub fn merge(base: &mut toml::Table, over: toml::Table) {
     }
 }
 
-/// Sets every `WAKEBRIDGE_<SECTION>__<KEY>` of `vars` in `table` (names were checked before).
+/// Sets every `WAKEBRIDGE_<SECTION>__<KEY>` of `vars` in `table` (names were checked before);
+/// other variables are passed over.
 pub fn apply_env<'a>(
     table: &mut toml::Table,
     vars: impl IntoIterator<Item = (&'a str, &'a str)>,

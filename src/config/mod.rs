@@ -258,14 +258,11 @@ fn layered(
     if let Some(path) = &user_file {
         layers::merge(&mut table, read_file(path)?);
     }
+    // Both pass over every variable not of the `WAKEBRIDGE_` form.
     let vars = env.vars();
-    let own: Vec<(&str, &str)> = vars
-        .iter()
-        .filter(|(k, _)| k.starts_with(ENV_PREFIX) && k[ENV_PREFIX.len()..].starts_with('_'))
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    names::check_env(own.iter().map(|(k, _)| *k))?;
-    layers::apply_env(&mut table, own)?;
+    let vars = vars.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    names::check_env(vars.clone().map(|(k, _)| k))?;
+    layers::apply_env(&mut table, vars)?;
     Ok((table, user_file))
 }
 
