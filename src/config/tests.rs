@@ -147,7 +147,11 @@ fn wakebridge_env_reaches_every_section_and_lists() {
         Duration::from_secs(300)
     );
     assert_eq!(c.settings.mux.shells, vec!["bash", "zsh"]);
-    assert_eq!(c.topology.allowed_extra, vec!["proxy.example", "10.0.0.5"]);
+    let allowed: Vec<&str> = c.topology.allowlist.iter().collect();
+    assert!(
+        allowed.contains(&"proxy.example") && allowed.contains(&"10.0.0.5"),
+        "{allowed:?}"
+    );
     assert_eq!(c.scope, Scope::Local);
     let bad = resolve(
         &Flags::default(),

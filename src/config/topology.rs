@@ -27,8 +27,6 @@ pub(super) struct Inputs<'a> {
 pub struct Topology {
     pub bind: IpAddr,
     pub allowlist: HostAllowlist,
-    /// Extra allowlist entries exactly as canonicalised from `--allowed-hosts`.
-    pub allowed_extra: Vec<String>,
     /// Logged by `serve` at start-up, printed by `config`.
     pub warnings: Vec<String>,
 }
@@ -147,7 +145,11 @@ pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
         });
     }
 
-    let mut extra = Vec::new();
+    let mut names = LOOPBACK_NAMES.map(String::from).to_vec();
+    names.push(hook.host.clone());
+    if !bind.is_unspecified() {
+        names.push(bind.to_string());
+    }
     for entry in i.allowed_hosts {
         if let Some(canon) = canonical_entry(entry) {
             if canon.is_empty() {
@@ -155,21 +157,14 @@ pub(super) fn derive(i: Inputs<'_>) -> Result<Topology, ConfigError> {
                     entry: entry.clone(),
                 });
             }
-            extra.push(canon);
+            names.push(canon);
         }
     }
-    let mut names = LOOPBACK_NAMES.map(String::from).to_vec();
-    names.push(hook.host.clone());
-    if !bind.is_unspecified() {
-        names.push(bind.to_string());
-    }
-    names.extend(extra.iter().cloned());
 
     let warnings = warnings(&i, &hook, bind, pinned);
     Ok(Topology {
         bind,
         allowlist: HostAllowlist::new(names),
-        allowed_extra: extra,
         warnings,
     })
 }
