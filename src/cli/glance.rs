@@ -133,15 +133,13 @@ fn cut(text: &str, width: usize) -> String {
     if text.width() <= width {
         return text.to_owned();
     }
-    let mut out = String::new();
-    let mut used = 1;
-    for c in text.chars() {
-        used += c.width().unwrap_or(0);
-        if used > width {
-            break;
-        }
-        out.push(c);
-    }
+    // The characters that fit with a column left for the ellipsis.
+    let mut out: String = (text.chars())
+        .scan(1, |used, c| {
+            *used += c.width().unwrap_or(0);
+            (*used <= width).then_some(c)
+        })
+        .collect();
     if width > 0 {
         out.push('\u{2026}');
     }
