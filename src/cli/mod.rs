@@ -193,18 +193,19 @@ fn resolve(
     config::resolve(&flags, &Env::process())
 }
 
-/// Runs `verb` with the resolved configuration, or says what is wrong with it (exit 2).
+/// Runs `verb` with the resolved configuration, or says what is wrong with it ([`refused`]).
 fn with_config(
     config: Result<config::Config, config::ConfigError>,
     verb: impl FnOnce(&config::Config) -> ExitCode,
 ) -> ExitCode {
-    config.map_or_else(
-        |e| {
-            crate::errln!("wakebridge: {e}");
-            ExitCode::from(2)
-        },
-        |config| verb(&config),
-    )
+    config.map_or_else(refused, |config| verb(&config))
+}
+
+/// A configuration that cannot be used, said the same way by every verb (`serve`, `config
+/// --check`): exit 2, as it needs a human, so a supervisor should not retry.
+fn refused(error: impl std::fmt::Display) -> ExitCode {
+    crate::errln!("wakebridge: {error}");
+    ExitCode::from(2)
 }
 
 #[cfg(test)]

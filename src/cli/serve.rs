@@ -15,11 +15,7 @@ pub fn serve(flags: Flags) -> ExitCode {
     // `config --check` prints for the same file.
     let settings = match Validated::resolve(&flags, &env) {
         Ok(settings) => settings,
-        Err(e) => {
-            crate::errln!("wakebridge: {e}");
-            // 2: the configuration needs a human, so a supervisor should not retry.
-            return ExitCode::from(2);
-        }
+        Err(e) => return super::refused(e),
     };
     crate::telemetry::logging::init(settings.config.debug, &env);
     let runtime = tokio::runtime::Builder::new_multi_thread()

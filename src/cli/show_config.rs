@@ -21,13 +21,9 @@ pub struct ConfigArgs {
 }
 
 pub fn run(check: bool, flags: &Flags, env: &Env) -> ExitCode {
-    let refused = |e: &dyn std::fmt::Display| {
-        crate::errln!("wakebridge: {e}");
-        ExitCode::from(2)
-    };
     let config = match Validated::resolve(flags, env) {
         Ok(settings) => settings.config,
-        Err(e) => return refused(&e),
+        Err(e) => return super::refused(e),
     };
     if check {
         let file = config.paths.config_file.as_ref();
@@ -40,7 +36,7 @@ pub fn run(check: bool, flags: &Flags, env: &Env) -> ExitCode {
     }
     let explained = match explain(flags, env) {
         Ok(explained) => explained,
-        Err(e) => return refused(&e),
+        Err(e) => return super::refused(e),
     };
     let default = config::default_config_file(env).map(|p| p.display().to_string());
     let default = default.unwrap_or("~/.config/wakebridge/config.toml".into());
