@@ -106,10 +106,8 @@ pub fn daemon_path(found: &[PathBuf], home: &Path) -> String {
         });
     let mut dirs: Vec<&str> = Vec::new();
     let all: Vec<PathBuf> = found.iter().cloned().chain(fallbacks).collect();
-    for dir in all.iter().filter(|dir| dir.is_absolute()) {
-        let Some(text) = dir.to_str().map(|t| t.trim_end_matches('/')) else {
-            continue;
-        };
+    let absolute = all.iter().filter(|dir| dir.is_absolute());
+    for text in absolute.filter_map(|dir| Some(dir.to_str()?.trim_end_matches('/'))) {
         if !text.contains(':') && !dirs.contains(&text) {
             dirs.push(text);
         }
