@@ -12,6 +12,7 @@ pub mod secret;
 mod settings;
 mod topology;
 
+use std::num::NonZeroU16;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -315,17 +316,14 @@ fn pick(flag: &Option<String>, env: &Env, source: &Source, layered: &str) -> (St
 }
 
 fn parse_port(value: &str, origin: &str) -> Result<u16, ConfigError> {
-    match value.trim().parse::<u32>() {
-        Ok(p) if (1..=65535).contains(&p) => Ok(p as u16),
-        _ => Err(bad_value(
-            origin,
-            value,
-            format!(
-                "is not a port: use an integer from 1 to 65535 ({})",
-                PORT.names()
-            ),
-        )),
-    }
+    let port = value.trim().parse::<NonZeroU16>();
+    port.map(NonZeroU16::get).map_err(|_| {
+        let reason = format!(
+            "is not a port: use an integer from 1 to 65535 ({})",
+            PORT.names()
+        );
+        bad_value(origin, value, reason)
+    })
 }
 
 /// A seconds setting: the reference's variables and flags take plain seconds, as the Python
