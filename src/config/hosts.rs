@@ -6,16 +6,12 @@ use std::net::IpAddr;
 /// Canonical form of a `Host` value: bracketed IPv6 → the inside, else what is before the last
 /// `:`; lowercased, an IP literal compressed. A missing header is `""`, which never matches.
 pub fn canonical_host(raw: &str) -> String {
-    let host = if let Some(rest) = raw.strip_prefix('[') {
-        match rest.find(']') {
-            Some(end) => rest[..end].to_ascii_lowercase(),
-            // An unclosed bracket names nothing; an empty result never matches.
-            None => String::new(),
-        }
-    } else {
-        let cut = raw.rfind(':').map_or(raw, |i| &raw[..i]);
-        cut.to_ascii_lowercase()
+    let host = match raw.strip_prefix('[') {
+        // An unclosed bracket names nothing; an empty result never matches.
+        Some(rest) => rest.split_once(']').map_or("", |(inside, _)| inside),
+        None => raw.rsplit_once(':').map_or(raw, |(host, _)| host),
     };
+    let host = host.to_ascii_lowercase();
     host.parse::<IpAddr>().map_or(host, |ip| ip.to_string())
 }
 
