@@ -108,21 +108,18 @@ pub(super) fn variable_of(path: &str) -> String {
 
 /// Refuses a `WAKEBRIDGE_*` variable that names no setting, with the nearest valid one.
 pub fn check_env<'a>(vars: impl IntoIterator<Item = &'a str>) -> Result<(), ConfigError> {
-    for var in vars {
-        let Some(path) = setting_of(var) else {
-            continue;
-        };
-        // Built on the first variable: most starts (every hook) have none.
-        let known = &*KNOWN;
-        if known.is_setting(&path) {
-            continue;
-        }
-        return Err(ConfigError::UnknownVariable {
-            var: var.to_string(),
-            nearest: nearest(&path, known.settings.iter().map(String::as_str)).map(variable_of),
-        });
-    }
-    Ok(())
+    // KNOWN is built on the first of wakebridge's variables: most starts (every hook) have none.
+    let unknown = vars
+        .into_iter()
+        .filter_map(|var| Some((var, setting_of(var)?)))
+        .find(|(_, path)| !KNOWN.is_setting(path));
+    let Some((var, path)) = unknown else {
+        return Ok(());
+    };
+    Err(ConfigError::UnknownVariable {
+        var: var.to_string(),
+        nearest: nearest(&path, KNOWN.settings.iter().map(String::as_str)).map(variable_of),
+    })
 }
 
 /// The candidate close enough to `name` to be what was meant: a small edit distance, or the
