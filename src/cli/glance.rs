@@ -37,14 +37,8 @@ fn label(s: &SessionStatus, view: &View) -> String {
     let limit = s.limit.as_ref();
     match s.state {
         SessionState::Limited if limit.is_some_and(|l| l.gave_up) => "limited, gave up".into(),
-        SessionState::Limited => match limit.and_then(|l| l.resets_at) {
-            Some(at) => format!("limited until {}", clock(at, view)),
-            None => "limited".into(),
-        },
-        SessionState::Paused => match s.pause.as_ref().and_then(|p| p.until) {
-            Some(until) => format!("paused until {}", clock(until, view)),
-            None => "paused".into(),
-        },
+        SessionState::Limited => until("limited", limit.and_then(|l| l.resets_at), view),
+        SessionState::Paused => until("paused", s.pause.as_ref().and_then(|p| p.until), view),
         SessionState::Dialog => "waiting on a dialog".into(),
         SessionState::Draft => "draft at the prompt".into(),
         SessionState::Owed => format!("owed {}", s.owed.as_ref().map_or(0, |o| o.events)),
@@ -93,6 +87,13 @@ fn span(secs: u64) -> String {
         ((n, unit), (0, _)) | ((n @ 10.., unit), _) => format!("{n}{unit}"),
         ((n, unit), (m, small)) => format!("{n}{unit} {m}{small}"),
     }
+}
+
+/// `paused`, or `paused until 15:00` when the end is known.
+fn until(what: &str, end: Option<Timestamp>, view: &View) -> String {
+    end.map_or(what.into(), |at| {
+        format!("{what} until {}", clock(at, view))
+    })
 }
 
 /// `15:00` within a day of now, else `Dec 03 15:00`.
@@ -336,11 +337,8 @@ pub fn render(listed: &Sessions, health: Option<&Health>, view: &View) -> String
         out += &(cut(&spend, view.width) + "\n");
     }
     if let Some(pause) = &listed.paused {
-        let until = pause.until.map(|at| format!(" until {}", clock(at, view)));
-        let line = format!(
-            "every session paused{} · `wakebridge unpause --all` lifts it",
-            until.unwrap_or_default()
-        );
+        let paused = until("every session paused", pause.until, view);
+        let line = format!("{paused} · `wakebridge unpause --all` lifts it");
         out += &(cut(&line, view.width) + "\n");
     }
     if rows.is_empty() {
