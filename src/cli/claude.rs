@@ -119,11 +119,9 @@ pub fn run(command: &ClaudeCommand, env: &Env) -> ExitCode {
 /// The settings file, or the file its symlink points at.
 fn locate(env: &Env) -> Result<PathBuf, ClaudeError> {
     let path = ClaudeHome::locate(env)?.dir.join(SETTINGS_FILE);
-    match std::fs::symlink_metadata(&path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            std::fs::canonicalize(&path).map_err(io("resolve the symlink", &path))
-        }
-        _ => Ok(path),
+    match path.is_symlink() {
+        true => std::fs::canonicalize(&path).map_err(io("resolve the symlink", &path)),
+        false => Ok(path),
     }
 }
 
