@@ -112,10 +112,9 @@ pub fn short_ids<'a>(ids: &[&'a str], among: &[&str]) -> Vec<&'a str> {
         .map(|id| {
             let others = among.iter().filter(|other| *other != id);
             let common = others.map(|other| shared(id, other)).max().unwrap_or(0);
-            match id.char_indices().nth((common + 1).max(MIN_ID_CHARS)) {
-                Some((at, _)) => &id[..at],
-                None => id,
-            }
+            id.char_indices()
+                .nth((common + 1).max(MIN_ID_CHARS))
+                .map_or(*id, |(at, _)| &id[..at])
         })
         .collect()
 }

@@ -98,12 +98,10 @@ pub enum RenderError {
 /// claude) first, then [`FALLBACK_PATH`] with `~` as `home`; absolute directories only, each
 /// once, none with a `:` (it would split the list).
 pub fn daemon_path(found: &[PathBuf], home: &Path) -> String {
-    let fallbacks = FALLBACK_PATH
-        .iter()
-        .map(|dir| match dir.strip_prefix("~/") {
-            Some(rest) => home.join(rest),
-            None => PathBuf::from(dir),
-        });
+    let fallbacks = FALLBACK_PATH.iter().map(|dir| {
+        dir.strip_prefix("~/")
+            .map_or_else(|| PathBuf::from(dir), |rest| home.join(rest))
+    });
     let mut dirs: Vec<&str> = Vec::new();
     let all: Vec<PathBuf> = found.iter().cloned().chain(fallbacks).collect();
     let absolute = all.iter().filter(|dir| dir.is_absolute());
