@@ -349,10 +349,7 @@ fn parse_own_flags(args: &[std::ffi::OsString]) -> Option<(HookArgs, Option<Path
             "--config" if config.is_none() => &mut config,
             _ => return None,
         };
-        let value = match inline {
-            Some(value) => value,
-            None => rest.next()?.to_str()?,
-        };
+        let value = inline.or_else(|| rest.next()?.to_str())?;
         if value.is_empty() || value.starts_with('-') {
             return None;
         }
