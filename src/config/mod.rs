@@ -355,18 +355,15 @@ fn seconds_from(
     } else {
         "a finite number of seconds >= 0"
     };
-    let refuse = |reason: String| Err(bad_value(origin, value, reason));
-    match parsed {
-        Some(x) if x.is_nan() => refuse(format!("is NaN: use {hint} ({names})")),
-        Some(x) if x < 0.0 => refuse(format!("is negative: use {hint} ({names})")),
-        Some(x) if x.is_infinite() && !allow_inf => {
-            refuse(format!("is infinite: use {hint} ({names})"))
-        }
-        Some(x) => Ok(x),
-        None => refuse(format!(
-            "is not a number: use {hint}, without a unit ({names})"
-        )),
-    }
+    let (problem, unit) = match parsed {
+        Some(x) if x.is_nan() => ("is NaN", ""),
+        Some(x) if x < 0.0 => ("is negative", ""),
+        Some(x) if x.is_infinite() && !allow_inf => ("is infinite", ""),
+        Some(x) => return Ok(x),
+        None => ("is not a number", ", without a unit"),
+    };
+    let reason = format!("{problem}: use {hint}{unit} ({names})");
+    Err(bad_value(origin, value, reason))
 }
 
 pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {

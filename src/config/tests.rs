@@ -607,6 +607,27 @@ fn durations_take_seconds_or_units_and_say_so_when_wrong() {
     // The reference's own variable keeps the reference's rule: plain seconds.
     let e = err(&[("AGENT_EVENT_BUS_BRIDGE_COOLDOWN", "30s")]);
     assert!(e.contains("COOLDOWN"), "{e}");
+    let names = "(--cooldown / AGENT_EVENT_BUS_BRIDGE_COOLDOWN / bridge.cooldown)";
+    for (value, says) in [
+        (
+            "30s",
+            "is not a number: use a finite number of seconds >= 0, without a unit",
+        ),
+        ("-1", "is negative: use a finite number of seconds >= 0"),
+        ("nan", "is NaN: use a finite number of seconds >= 0"),
+        ("inf", "is infinite: use a finite number of seconds >= 0"),
+    ] {
+        let e = err(&[("AGENT_EVENT_BUS_BRIDGE_COOLDOWN", value)]);
+        assert_eq!(
+            e,
+            format!("AGENT_EVENT_BUS_BRIDGE_COOLDOWN={value:?} {says} {names}")
+        );
+    }
+    let e = err(&[("AGENT_EVENT_BUS_BRIDGE_BUSY_TTL", "-1")]);
+    assert!(
+        e.contains("is negative: use a number of seconds >= 0, or inf ("),
+        "{e}"
+    );
 }
 
 #[test]
