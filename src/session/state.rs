@@ -8,6 +8,7 @@ use tokio::time::Instant;
 use crate::delivery::Action;
 use crate::session::observe::{Activity, FileStamp, Verdict};
 use crate::session::schedule::{NudgeCount, Schedule};
+use crate::store::{NudgeState, Record};
 
 /// The kinds of text the loop types, each with its own retry clock after a refusal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +70,16 @@ impl Session {
             last_nudge_ms: last_nudge.map(|(_, ms)| ms),
             ..Self::default()
         }
+    }
+
+    /// Its nudge series as the ledger keeps it: what [`Session::restored`] takes up.
+    pub fn nudge_record(&self, sid: &str) -> Record {
+        Record::Nudge(NudgeState {
+            session_id: sid.to_owned(),
+            unanswered: self.count.unanswered,
+            last_nudge_ms: self.last_nudge_ms,
+            acknowledged: self.acknowledged,
+        })
     }
 
     fn tries_mut(&mut self, attempt: Attempt) -> &mut Tries {

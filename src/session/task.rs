@@ -35,7 +35,7 @@ use crate::session::hours::in_hours;
 use crate::session::observe::{Activity, Movement, Observation};
 use crate::session::state::{Attempt, Session};
 use crate::session::{Next, NudgerConfig, SessionView, SessionViews};
-use crate::store::{Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Record};
+use crate::store::{Delivery, DeliverySource, LimitSeen, LimitSource, Record};
 use crate::telemetry::notice::{Notice, NoticeKind};
 use crate::wakedir::target::PaneTarget;
 
@@ -436,7 +436,8 @@ impl<I: SessionIo> Keeper<I> {
         let now_ms = self.io.now_ms();
         let session = self.session(sid);
         let (had, was_acknowledged) = session.answered(at_ms.min(now_ms));
-        let last_nudge_ms = session.last_nudge_ms;
+        // Its series reset: nothing unanswered, not acknowledged.
+        let record = session.nudge_record(sid);
         if was_acknowledged {
             tracing::info!(
                 session_id = sid,
@@ -447,13 +448,7 @@ impl<I: SessionIo> Keeper<I> {
             tracing::debug!(session_id = sid, signal, "nudge answered; backoff reset");
         }
         if had || was_acknowledged {
-            let state = NudgeState {
-                session_id: sid.to_owned(),
-                unanswered: 0,
-                last_nudge_ms,
-                acknowledged: false,
-            };
-            self.io.record(vec![Record::Nudge(state)]).await;
+            self.io.record(vec![record]).await;
         }
     }
 

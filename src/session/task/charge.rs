@@ -8,7 +8,7 @@ use crate::claude::hooks::HookKind;
 use crate::clock::duration_ms;
 use crate::session::io::{SessionFacts, SessionIo};
 use crate::session::observe::Observation;
-use crate::store::{Caused, NudgeState, Record};
+use crate::store::{Caused, Record};
 
 /// How long after a turn ended its transcript is read: Claude Code writes the turn's last
 /// record after its Stop hooks ran.
@@ -73,17 +73,12 @@ impl<I: SessionIo> Keeper<I> {
         let Some(unanswered) = session.idle_answer(ended_ms, within, &schedule) else {
             return;
         };
-        let state = NudgeState {
-            session_id: sid.to_owned(),
-            unanswered,
-            last_nudge_ms: session.last_nudge_ms,
-            acknowledged: session.acknowledged,
-        };
+        let record = session.nudge_record(sid);
         tracing::info!(
             session_id = sid,
             unanswered,
             "the nudge's turn called no tool: still unanswered"
         );
-        self.io.record(vec![Record::Nudge(state)]).await;
+        self.io.record(vec![record]).await;
     }
 }

@@ -13,7 +13,7 @@ use crate::delivery::gate::Mode;
 use crate::mux::{KeystrokeText, STEP_FLOOR};
 use crate::session::io::SessionIo;
 use crate::session::state::Attempt;
-use crate::store::{DeliverySource, NudgeState, Record};
+use crate::store::{DeliverySource, Record};
 use crate::telemetry::notice::{Notice, NoticeKind};
 
 impl<I: SessionIo> Keeper<I> {
@@ -39,6 +39,7 @@ impl<I: SessionIo> Keeper<I> {
         let session = self.session(sid);
         let acknowledged = session.nudged(Instant::now(), done_ms, &schedule);
         let unanswered = session.count.unanswered;
+        records.push(session.nudge_record(sid));
         tracing::info!(session_id = sid, unanswered, "nudged an idle session");
         if acknowledged {
             tracing::info!(
@@ -52,12 +53,6 @@ impl<I: SessionIo> Keeper<I> {
                 format!("{unanswered} nudges unanswered"),
             ));
         }
-        records.push(Record::Nudge(NudgeState {
-            session_id: sid.to_owned(),
-            unanswered,
-            last_nudge_ms: Some(done_ms),
-            acknowledged,
-        }));
         self.io.record(records).await;
         let state = if acknowledged {
             SessionState::AcknowledgedIdle
