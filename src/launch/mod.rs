@@ -1,9 +1,9 @@
 //! The launcher: start an agent in a new tmux session, window or respawned pane, answer its
 //! first-run screens ([`driver`]), learn its session id, map its pane and type a first prompt.
 //! A failed start removes what it created; a screen only a human may answer (an API key, a
-//! login) stops the launch and leaves the pane up.
+//! login) stops the launch and leaves the pane up. `[launch]`, validated ([`LaunchDefaults`]), is
+//! what `wakebridge launch` starts when no command follows `--`, and what a restart starts.
 
-mod defaults;
 pub(crate) mod driver;
 
 use std::path::{Path, PathBuf};
@@ -16,6 +16,7 @@ use crate::claude::home::ClaudeHome;
 use crate::claude::registry;
 use crate::claude::screen::first_run::Screen;
 use crate::claude::trust::{PreTrustError, PreTrusted};
+use crate::config::LaunchSettings;
 use crate::deadline::Deadline;
 use crate::mux::tmux::create::{self, NewPane, Probe};
 use crate::mux::{
@@ -23,7 +24,6 @@ use crate::mux::{
 };
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::{PanesWriteError, set_entry};
-pub use defaults::{LaunchDefaults, LaunchSettingsError};
 pub use driver::Passed;
 use driver::{Driver, Halt, Step};
 
@@ -48,6 +48,48 @@ const MAX_NAME_ATTEMPTS: u32 = 20;
 const MAX_DEFAULT_NAME_CHARS: usize = 40;
 /// How Anthropic API keys start; words containing it are masked in quoted screens.
 const KEY_PREFIX: &str = "sk-ant-";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchDefaults {
+    pub command: Vec<String>,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchSettingsError {
+    #[error(
+        "launch.timeout is 0; give the agent time to reach its prompt, e.g. \"90s\" \
+         (WAKEBRIDGE_LAUNCH__TIMEOUT)"
+    )]
+    ZeroTimeout,
+    #[error(
+        "launch.command is empty; give the agent to start, e.g. [\"claude\"] \
+         (WAKEBRIDGE_LAUNCH__COMMAND; `wakebridge launch` also takes it after --)"
+    )]
+    NoCommand,
+}
+
+impl LaunchDefaults {
+    pub fn from_settings(settings: &LaunchSettings) -> Result<Self, LaunchSettingsError> {
+        Ok(Self {
+            command: Self::command(&settings.command)?,
+            timeout: Self::timeout(settings.timeout)?,
+        })
+    }
+
+    /// `launch.command`, refused when it names no program (an empty list, or a blank first
+    /// element tmux would fail to run).
+    pub fn command(command: &[String]) -> Result<Vec<String>, LaunchSettingsError> {
+        let names_program = command.first().is_some_and(|p| !p.trim().is_empty());
+        (names_program.then(|| command.to_vec())).ok_or(LaunchSettingsError::NoCommand)
+    }
+
+    pub fn timeout(timeout: Duration) -> Result<Duration, LaunchSettingsError> {
+        (!timeout.is_zero())
+            .then_some(timeout)
+            .ok_or(LaunchSettingsError::ZeroTimeout)
+    }
+}
 
 /// Where the new pane goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
