@@ -92,7 +92,7 @@ pub fn read(text: &str) -> ScreenReading {
         .or_else(|| modal_in(&lower, &lines));
     let mut kept: Vec<&&str> = lines[..input_box_start(&lines)]
         .iter()
-        .filter(|line| !is_busy_line(line))
+        .filter(|line| !is_spinner_line(line) && !line.to_lowercase().contains(BUSY_FOOTER))
         .collect();
     while kept.last().is_some_and(|line| line.trim().is_empty()) {
         kept.pop();
@@ -131,10 +131,6 @@ fn turn_running_in(lines: &[&str]) -> bool {
         || above
             .iter()
             .any(|line| is_spinner_line(line) && !line.trim_start().starts_with('●'))
-}
-
-fn is_busy_line(line: &str) -> bool {
-    is_spinner_line(line) || line.to_lowercase().contains(BUSY_FOOTER)
 }
 
 /// NBSP becomes a space and the typographic apostrophe a plain one, so phrases match.
