@@ -311,13 +311,10 @@ impl<I: SessionIo> Keeper<I> {
                 &self.config.hours,
                 &now,
             );
-            let Step::Look(look) = step else {
+            // A screen read is asked for once: a second look is `perform`'s "screen read twice".
+            let (&Step::Look(look), false) = (&step, looked) else {
                 break step;
             };
-            if looked {
-                // Decided to look twice: never (a screen read is only asked for once).
-                break Step::Wait(SessionState::Idle, "screen read twice".into());
-            }
             looked = true;
             if look == Look::WhileHeld {
                 session.limit_look_ms = Some(now.ms.saturating_add(LOOK_EVERY_MS));
