@@ -148,7 +148,6 @@ struct OpenFile {
     identity: (u64, u64),
 }
 
-/// Follows one transcript file incrementally. See the module docs.
 pub struct TranscriptFollower {
     path: PathBuf,
     limits: FollowLimits,

@@ -121,7 +121,6 @@ pub fn parse_statusline(bytes: &[u8], now: u64) -> Option<Feed> {
     })
 }
 
-/// Path of a session's feed file.
 pub fn feed_path(state_dir: &Path, session_id: &str) -> Result<PathBuf, StateFileError> {
     if !SessionId::is_valid(session_id) {
         return Err(StateFileError::BadSessionId(session_id.to_owned()));

@@ -39,7 +39,6 @@ pub const LEDGER_RECENCY: Duration = Duration::from_secs(24 * 60 * 60);
 /// Shortest gap between two polls triggered by change notification (a streaming response
 /// writes many lines a second).
 pub const NOTIFY_MIN_GAP: Duration = Duration::from_secs(1);
-/// Shortest accepted poll interval.
 pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// Percentage used to check that a message template renders to typable text.
 const SAMPLE_PERCENT: f64 = 80.0;

@@ -103,7 +103,6 @@ pub enum Placement {
     Respawn { pane: String },
 }
 
-/// Everything a launch needs.
 #[derive(Debug, Clone)]
 pub struct LaunchOptions {
     pub cwd: PathBuf,

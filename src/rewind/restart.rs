@@ -23,7 +23,6 @@ pub struct RestartSettings {
     pub mux: MuxConfig,
 }
 
-/// One restart to perform.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Restart {
     /// The id the session goes by now.
