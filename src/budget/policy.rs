@@ -13,8 +13,8 @@ use crate::claude::limits::describe_reset;
 use crate::config::BudgetSettings;
 use crate::mux::KeystrokeText;
 
-/// `[budget]`, validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `[budget]`, validated. The default is off: nothing else in it is read then.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BudgetConfig {
     pub enabled: bool,
     /// How close to its reset a window's end is "near".
@@ -52,18 +52,6 @@ impl BudgetConfig {
             spare_from: s.spare_from,
             stale_after: s.stale_after,
         })
-    }
-}
-
-impl Default for BudgetConfig {
-    fn default() -> Self {
-        Self {
-            enabled: false,
-            use_within: Duration::ZERO,
-            use_below: 0,
-            spare_from: 100,
-            stale_after: Duration::ZERO,
-        }
     }
 }
 
