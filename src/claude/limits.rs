@@ -130,24 +130,14 @@ pub fn on_screen(text: &str) -> Option<Notice> {
     (!later_message).then_some(found)
 }
 
-/// Claude Code's own auto-continue at a usage limit, as its footer shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AutoContinue {
-    /// It will continue the session by itself at the reset.
-    Armed,
-    /// The reset passed and it did not continue: it waits for a prompt.
-    Stale,
-}
-
-pub fn auto_continue(screen: &str) -> Option<AutoContinue> {
-    screen.lines().find_map(|line| {
-        let line = line.trim().to_lowercase();
-        if is_auto_continue_footer(&line) {
-            return Some(AutoContinue::Armed);
-        }
-        line.contains(AUTO_CONTINUE_STALE)
-            .then_some(AutoContinue::Stale)
-    })
+/// Whether Claude Code's own auto-continue at a usage limit is armed: it continues the session by
+/// itself at the reset. Its footer says so, unless a line above says the reset passed without it.
+pub fn auto_continue_armed(screen: &str) -> bool {
+    screen
+        .lines()
+        .map(|line| line.trim().to_lowercase())
+        .find(|line| is_auto_continue_footer(line) || line.contains(AUTO_CONTINUE_STALE))
+        .is_some_and(|line| is_auto_continue_footer(&line))
 }
 
 fn is_auto_continue_footer(lower: &str) -> bool {
@@ -619,19 +609,24 @@ mod tests {
         // Its auto-continue footer reads as a dialog; without it, the screen is the prompt's.
         assert!(screen::modal(real).is_some());
         assert_eq!(screen::modal(&without_auto_continue(real)), None);
-        assert_eq!(auto_continue(real), Some(AutoContinue::Armed));
+        assert!(auto_continue_armed(real));
         // From the reset until it fires, 2.1.332 says "shortly": still armed, still no dialog.
         let shortly = real.replace("Continuing automatically at 8:39pm", "Continuing shortly");
-        assert_eq!(auto_continue(&shortly), Some(AutoContinue::Armed));
+        assert!(auto_continue_armed(&shortly));
         assert_eq!(screen::modal(&without_auto_continue(&shortly)), None);
         let without_time = real.replace("at 8:39pm · Esc", "when it resets · Esc");
-        assert_eq!(auto_continue(&without_time), Some(AutoContinue::Armed));
+        assert!(auto_continue_armed(&without_time));
         let stale = "❯ \n─────────────\n  Your usage limit has reset\n  Press enter to continue\n";
-        assert_eq!(auto_continue(stale), Some(AutoContinue::Stale));
-        assert_eq!(auto_continue(limited), None);
+        assert!(!auto_continue_armed(stale));
+        // A footer left under the line saying the reset passed is armed no more.
+        assert!(!auto_continue_armed(&format!(
+            "{stale}{}",
+            real.lines().last().unwrap()
+        )));
+        assert!(!auto_continue_armed(limited));
         // A permission dialog's "Esc to cancel" is no auto-continue and stays a dialog.
         let dialog = "Do you want to proceed?\n❯ 1. Yes\n  2. No\nEsc to cancel\n";
-        assert_eq!(auto_continue(dialog), None);
+        assert!(!auto_continue_armed(dialog));
         assert!(screen::modal(&without_auto_continue(dialog)).is_some());
         let resumed = "⎿  You've hit your session limit · resets 3pm (UTC)\n\
                        ❯ continue\n\

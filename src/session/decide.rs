@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::api::SessionState;
 use crate::budget::WindowKind;
 use crate::budget::policy::Outlook;
-use crate::claude::limits::{self, AutoContinue, Notice, WRITTEN_NOW, describe_reset};
+use crate::claude::limits::{self, Notice, WRITTEN_NOW, describe_reset};
 use crate::clock::duration_ms;
 use crate::delivery::gate::Mode;
 use crate::rewind::{self, Due};
@@ -402,7 +402,7 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, no
     }
     // Claude Code's own auto-continue is armed (or, with no screen, may be): a resume sent now
     // would race it, so it is given its time; only a session it left waiting is resumed here.
-    if text.is_none_or(|text| limits::auto_continue(text) == Some(AutoContinue::Armed))
+    if text.is_none_or(limits::auto_continue_armed)
         && let Some(until_ms) = limit
             .resets_at_ms
             .map(|at| at.saturating_add(duration_ms(limits.auto_continue_wait)))
