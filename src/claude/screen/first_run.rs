@@ -2,7 +2,7 @@
 //! the folder-trust dialog in every known wording, screens only a human may answer, failed
 //! starts and the idle prompt. What to press is `launch::driver`'s decision.
 
-use super::{BUSY_FOOTER, CURSOR, input, is_rule, normalize, option_label};
+use super::{BUSY_FOOTER, CURSOR, input, is_rule, normalize};
 
 /// Lines the input may span between the prompt line and the rule under it (a wrapped draft).
 const MAX_INPUT_LINES: usize = 8;
@@ -31,11 +31,10 @@ pub enum Screen {
     Blank,
     ThemePicker,
     SecurityNotes,
-    /// The folder-trust dialog. `numbered`: the older `1. Yes ...` wording. `yes_below_cursor`:
-    /// press Down (else Up); true when no marker is visible.
+    /// The folder-trust dialog, in any wording. `yes_below_cursor`: press Down (else Up); true
+    /// when no marker is visible.
     TrustDialog {
         yes_selected: bool,
-        numbered: bool,
         yes_below_cursor: bool,
     },
     ApiKeyPrompt,
@@ -84,11 +83,6 @@ fn trust_dialog(lines: &[&str]) -> Option<Screen> {
     let yes_line = lines
         .iter()
         .position(|line| TRUST_YES.iter().any(|yes| line.contains(yes)))?;
-    let numbered = option_label(lines[yes_line])
-        .split_once('.')
-        .is_some_and(|(number, _)| {
-            !number.is_empty() && number.chars().all(|c| c.is_ascii_digit())
-        });
     let first = yes_line.saturating_sub(MENU_SPAN_LINES);
     let last = (yes_line + MENU_SPAN_LINES).min(lines.len().saturating_sub(1));
     let cursor_line = (first..=last)
@@ -96,7 +90,6 @@ fn trust_dialog(lines: &[&str]) -> Option<Screen> {
         .min_by_key(|&i| i.abs_diff(yes_line));
     Some(Screen::TrustDialog {
         yes_selected: cursor_line == Some(yes_line),
-        numbered,
         yes_below_cursor: cursor_line.is_none_or(|cursor| cursor < yes_line),
     })
 }
@@ -138,7 +131,6 @@ mod tests {
             classify(TRUST_CURRENT_NO),
             Screen::TrustDialog {
                 yes_selected: false,
-                numbered: false,
                 yes_below_cursor: true
             }
         );
@@ -146,7 +138,6 @@ mod tests {
             classify(TRUST_CURRENT_YES),
             Screen::TrustDialog {
                 yes_selected: true,
-                numbered: false,
                 yes_below_cursor: false
             }
         );
@@ -159,7 +150,6 @@ mod tests {
                 classify(screen),
                 Screen::TrustDialog {
                     yes_selected: true,
-                    numbered: true,
                     yes_below_cursor: false
                 },
                 "{screen}"
@@ -176,7 +166,6 @@ mod tests {
             classify(&moved),
             Screen::TrustDialog {
                 yes_selected: false,
-                numbered: true,
                 yes_below_cursor: false
             }
         );
