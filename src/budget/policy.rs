@@ -62,12 +62,17 @@ pub enum Outlook {
     Plain,
     /// Nearly spent: no nudges.
     Spare { kind: WindowKind, used: f64 },
-    /// Near its end and under-used: one budget nudge per window (`resets_at_ms` names it).
-    UseIt {
-        kind: WindowKind,
-        used: f64,
-        resets_at_ms: i64,
-    },
+    /// Near its end and under-used: one budget nudge per window.
+    UseIt(Unused),
+}
+
+/// A window near its end with much of it unused, as its budget nudge tells it (`resets_at_ms`
+/// names the window).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Unused {
+    pub kind: WindowKind,
+    pub used: f64,
+    pub resets_at_ms: i64,
 }
 
 /// The outlook at `now_ms` for a session of `account` that last got a budget nudge at
@@ -107,11 +112,11 @@ pub fn outlook(
         .iter()
         .find_map(|(kind, w)| {
             let at = w.resets_at_ms.filter(|&at| near(at) && !given(at))?;
-            (w.used_percentage < f64::from(config.use_below)).then_some(Outlook::UseIt {
+            (w.used_percentage < f64::from(config.use_below)).then_some(Outlook::UseIt(Unused {
                 kind: *kind,
                 used: w.used_percentage,
                 resets_at_ms: at,
-            })
+            }))
         })
         .unwrap_or(Outlook::Plain)
 }
@@ -177,10 +182,12 @@ mod tests {
         let five = WindowKind::FiveHour;
         let week = WindowKind::SevenDay;
         // Under-used near the end: use it.
-        let use_it = |kind, used, resets_in| Outlook::UseIt {
-            kind,
-            used,
-            resets_at_ms: NOW + resets_in,
+        let use_it = |kind, used, resets_in| {
+            Outlook::UseIt(Unused {
+                kind,
+                used,
+                resets_at_ms: NOW + resets_in,
+            })
         };
         assert_eq!(
             at(account(Some((40.0, 30 * MIN)), None)),
@@ -238,12 +245,12 @@ mod tests {
         let c = config();
         let five = account(Some((40.0, 30 * MIN)), Some((30.0, 3 * 24 * 60 * MIN)));
         let at = |given: Option<i64>| outlook(&c, Some(&five), NOW, given);
-        assert!(matches!(at(None), Outlook::UseIt { .. }));
+        assert!(matches!(at(None), Outlook::UseIt(_)));
         // Given since the window came near (15 min ago), even with a reset read 10 min later.
         assert_eq!(at(Some(NOW - 5 * MIN)), Outlook::Plain);
         assert_eq!(at(Some(NOW - 24 * MIN)), Outlook::Plain);
         // Given for the window before: this one is owed its own.
-        assert!(matches!(at(Some(NOW - 26 * MIN)), Outlook::UseIt { .. }));
+        assert!(matches!(at(Some(NOW - 26 * MIN)), Outlook::UseIt(_)));
         // The 5-hour window had its nudge; the week nearing its end later is owed one too.
         let both = account(Some((40.0, 30 * MIN)), Some((30.0, 40 * MIN)));
         assert_eq!(
@@ -255,10 +262,10 @@ mod tests {
         let later = NOW + 50 * MIN;
         assert!(matches!(
             outlook(&c, Some(&week_later), later, Some(NOW - 5 * MIN)),
-            Outlook::UseIt {
+            Outlook::UseIt(Unused {
                 kind: WindowKind::SevenDay,
                 ..
-            }
+            })
         ));
     }
 

@@ -10,8 +10,7 @@ use jiff::tz::TimeZone;
 use tokio::time::Instant;
 
 use crate::api::SessionState;
-use crate::budget::WindowKind;
-use crate::budget::policy::Outlook;
+use crate::budget::policy::{Outlook, Unused};
 use crate::claude::limits::{self, Notice, WRITTEN_NOW, describe_reset};
 use crate::clock::duration_ms;
 use crate::delivery::gate::Mode;
@@ -98,11 +97,7 @@ pub enum Step {
     Look(Look),
     Nudge,
     /// One nudge for a window near its end with much of it unused.
-    BudgetNudge {
-        kind: WindowKind,
-        used: f64,
-        resets_at_ms: i64,
-    },
+    BudgetNudge(Unused),
     PayOwed(Mode),
     HeldFromScreen(Notice),
     ScreenBlocked(Verdict),
@@ -283,11 +278,7 @@ fn nudge(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> St
         return Step::Wait(idle, reason);
     }
     let quiet_for = session.quiet_for(now.ms);
-    if let Outlook::UseIt {
-        kind,
-        used,
-        resets_at_ms,
-    } = seen.budget
+    if let Outlook::UseIt(unused) = seen.budget
         && quiet_for >= config.idle_after
         && !session.waits(Attempt::Nudge, now.at)
     {
@@ -298,11 +289,7 @@ fn nudge(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> St
             let reason = format!("idle ({why}), asked a question: no budget nudge");
             return Step::Wait(idle, reason);
         }
-        return Step::BudgetNudge {
-            kind,
-            used,
-            resets_at_ms,
-        };
+        return Step::BudgetNudge(unused);
     }
     if session.acknowledged {
         return Step::Wait(SessionState::AcknowledgedIdle, "acknowledged idle".into());
@@ -446,6 +433,7 @@ fn notice_gone(screen: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::budget::WindowKind;
     use crate::claude::hooks::HookKind;
     use crate::claude::screen::Title;
     use crate::store::LimitSource;
@@ -591,20 +579,17 @@ mod tests {
         use crate::claude::screen;
         let config = config();
         let window = WindowKind::FiveHour;
-        let use_it = Outlook::UseIt {
+        let unused = Unused {
             kind: window,
             used: 40.0,
             resets_at_ms: NOW_MS + 1_800_000,
         };
+        let use_it = Outlook::UseIt(unused);
         let spare = Outlook::Spare {
             kind: window,
             used: 95.0,
         };
-        let budget_nudge = Step::BudgetNudge {
-            kind: window,
-            used: 40.0,
-            resets_at_ms: NOW_MS + 1_800_000,
-        };
+        let budget_nudge = Step::BudgetNudge(unused);
         let sparing = |state| {
             Step::Wait(
                 state,
@@ -698,7 +683,7 @@ mod tests {
             s.budget = budget;
             let step = decide(&session, &s, &config, &now());
             assert!(
-                !matches!(step, Step::BudgetNudge { .. } | Step::Nudge),
+                !matches!(step, Step::BudgetNudge(_) | Step::Nudge),
                 "{step:?}"
             );
         }

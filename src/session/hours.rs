@@ -118,7 +118,7 @@ impl ActiveHours {
 /// wait until they begin again.
 pub fn in_hours(step: Step, hours: &ActiveHours, now: &Now) -> Step {
     let state = match &step {
-        Step::Nudge | Step::BudgetNudge { .. } => SessionState::Idle,
+        Step::Nudge | Step::BudgetNudge(_) => SessionState::Idle,
         Step::Resume { .. } => SessionState::Limited,
         Step::Rewind(pending) if pending.why == RewindWhy::Auto => SessionState::Rewinding,
         _ => return step,

@@ -364,11 +364,7 @@ impl<I: SessionIo> Keeper<I> {
             }
             Step::Look(_) => (SessionState::Idle, "screen read twice".into()),
             Step::Nudge => self.nudge(sid).await,
-            Step::BudgetNudge {
-                kind,
-                used,
-                resets_at_ms,
-            } => self.budget_nudge(sid, kind, used, resets_at_ms).await,
+            Step::BudgetNudge(unused) => self.budget_nudge(sid, unused).await,
             Step::PayOwed(mode) => self.pay_owed(sid, mode).await,
             Step::HeldFromScreen(notice) => {
                 // Not a dialog to wait out: a limit, held from now on.

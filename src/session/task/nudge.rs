@@ -7,7 +7,7 @@ use super::{
     BUDGET_SENDER, Keeper, NUDGER_SENDER, OWED_RETRY, OWED_SENDER, Shown, typed_records, typed_row,
 };
 use crate::api::SessionState;
-use crate::budget::{WindowKind, policy};
+use crate::budget::policy::{self, Unused};
 use crate::delivery::Action;
 use crate::delivery::gate::Mode;
 use crate::mux::{KeystrokeText, STEP_FLOOR};
@@ -64,15 +64,10 @@ impl<I: SessionIo> Keeper<I> {
 
     /// One nudge for a window near its end with much unused; refused, it is tried again after a
     /// base gap, typed, never again for that window.
-    pub(super) async fn budget_nudge(
-        &mut self,
-        sid: &str,
-        kind: WindowKind,
-        used: f64,
-        resets_at_ms: i64,
-    ) -> Shown {
+    pub(super) async fn budget_nudge(&mut self, sid: &str, unused: Unused) -> Shown {
+        let Unused { kind, used, .. } = unused;
         let local = jiff::tz::TimeZone::system();
-        let text = policy::nudge_text(kind, used, resets_at_ms, self.io.now_ms(), &local);
+        let text = policy::nudge_text(kind, used, unused.resets_at_ms, self.io.now_ms(), &local);
         let outcome = self.io.wake(sid, &text, Mode::Gated).await;
         let done_ms = self.io.now_ms();
         let row = typed_row(DeliverySource::Nudge, BUDGET_SENDER, sid, done_ms, &outcome);
