@@ -64,8 +64,16 @@ struct RegistryFile {
 }
 
 impl RegistryFile {
+    /// The file if it is a regular file (no symlink followed) of at most `MAX_FILE_BYTES`.
     fn read(path: &Path) -> Option<RegistryFile> {
-        serde_json::from_str(&read_small(path)?).ok()
+        let file = crate::private_fs::open_read(path).ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+            return None;
+        }
+        let mut text = String::new();
+        file.take(MAX_FILE_BYTES).read_to_string(&mut text).ok()?;
+        serde_json::from_str(&text).ok()
     }
 
     fn text(value: &Option<Value>) -> Option<String> {
@@ -156,18 +164,6 @@ fn live_entry(dir: &Path, session_id: &str) -> Option<(u32, RegistryFile)> {
 pub fn session_of_pid(dir: &Path, pid: u32) -> Option<String> {
     let id = RegistryFile::read(&dir.join(format!("{pid}.json")))?.session_id;
     (is_valid_string(&id) && id.chars().count() <= MAX_SESSION_ID_CHARS).then_some(id)
-}
-
-/// The file's text if it is a regular file (no symlink followed) of at most `MAX_FILE_BYTES`.
-fn read_small(path: &Path) -> Option<String> {
-    let file = crate::private_fs::open_read(path).ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
-        return None;
-    }
-    let mut text = String::new();
-    file.take(MAX_FILE_BYTES).read_to_string(&mut text).ok()?;
-    Some(text)
 }
 
 /// Whether a process with this pid exists (signal 0 checks without sending anything; EPERM
