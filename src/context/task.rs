@@ -249,7 +249,6 @@ impl Monitor {
                 let feed_hint = feed.as_ref().and_then(|f| f.transcript_path.clone());
                 Self::locate(config, sid, t, feed_hint);
             }
-            let mut active_at = t.active_at;
             if let Some(follower) = t.follower.as_mut() {
                 match follower.poll() {
                     Ok(outcome) => {
@@ -259,7 +258,7 @@ impl Monitor {
                             && let Ok(modified) =
                                 std::fs::metadata(follower.path()).and_then(|m| m.modified())
                         {
-                            active_at = active_at.max(Some(modified));
+                            t.active_at = t.active_at.max(Some(modified));
                         }
                     }
                     Err(e) if self.warned.first(&format!("{sid}:follow")) => {
@@ -269,9 +268,8 @@ impl Monitor {
                 }
             }
             if let Some(f) = &feed {
-                active_at = active_at.max(Some(clock::from_s(f.timestamp)));
+                t.active_at = t.active_at.max(Some(clock::from_s(f.timestamp)));
             }
-            t.active_at = active_at;
             let seen =
                 (deliverer.gate().limits_enabled()).then(|| limits_seen(sid, t, feed.as_ref()));
             for record in seen.unwrap_or_default() {
