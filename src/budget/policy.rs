@@ -122,19 +122,13 @@ pub fn outlook(
 }
 
 /// The budget nudge's text: what is left and when it resets, in the session's words.
-pub fn nudge_text(
-    kind: WindowKind,
-    used: f64,
-    resets_at_ms: i64,
-    now_ms: i64,
-    local: &TimeZone,
-) -> KeystrokeText {
-    let left = (100.0 - used).clamp(0.0, 100.0).round();
-    let reset = describe_reset(Some(resets_at_ms), now_ms, local);
+pub fn nudge_text(unused: &Unused, now_ms: i64, local: &TimeZone) -> KeystrokeText {
+    let left = (100.0 - unused.used).clamp(0.0, 100.0).round();
+    let reset = describe_reset(Some(unused.resets_at_ms), now_ms, local);
     let text = format!(
         "{BUDGET_PREFIX}{left}% of the {} is still unused and it {reset}; unused it is lost. \
          If there is useful work left, carry on with it now.",
-        kind.describe()
+        unused.kind.describe()
     );
     // Built from our own words and numbers only; the wake prompt if that ever fails to be
     // typable rather than nothing.
@@ -271,13 +265,12 @@ mod tests {
 
     #[test]
     fn the_text_says_what_is_left_and_when_it_resets() {
-        let text = nudge_text(
-            WindowKind::FiveHour,
-            38.4,
-            NOW + 30 * MIN,
-            NOW,
-            &TimeZone::UTC,
-        );
+        let unused = Unused {
+            kind: WindowKind::FiveHour,
+            used: 38.4,
+            resets_at_ms: NOW + 30 * MIN,
+        };
+        let text = nudge_text(&unused, NOW, &TimeZone::UTC);
         assert_eq!(
             text.as_str(),
             "Usage budget: 62% of the 5-hour window is still unused and it resets 08:30, in 30m; \

@@ -65,14 +65,13 @@ impl<I: SessionIo> Keeper<I> {
     /// One nudge for a window near its end with much unused; refused, it is tried again after a
     /// base gap, typed, never again for that window.
     pub(super) async fn budget_nudge(&mut self, sid: &str, unused: Unused) -> Shown {
-        let Unused { kind, used, .. } = unused;
         let local = jiff::tz::TimeZone::system();
-        let text = policy::nudge_text(kind, used, unused.resets_at_ms, self.io.now_ms(), &local);
+        let text = policy::nudge_text(&unused, self.io.now_ms(), &local);
         let outcome = self.io.wake(sid, &text, Mode::Gated).await;
         let done_ms = self.io.now_ms();
         let row = typed_row(DeliverySource::Nudge, BUDGET_SENDER, sid, done_ms, &outcome);
         self.io.record(vec![row]).await;
-        let window = kind.describe();
+        let window = unused.kind.describe();
         if !outcome.action.woke() {
             return self.not_typed(sid, "budget nudge", outcome.action);
         }
@@ -83,10 +82,10 @@ impl<I: SessionIo> Keeper<I> {
         tracing::info!(
             session_id = sid,
             window,
-            used,
+            used = unused.used,
             "budget nudge: a window ends unused"
         );
-        let reason = format!("budget nudge ({window} {}% used)", used.round());
+        let reason = format!("budget nudge ({window} {}% used)", unused.used.round());
         (SessionState::Nudged, reason)
     }
 
