@@ -103,10 +103,7 @@ pub fn select_sessions(
     for c in ledger {
         let recent = c.last_seen_ms.is_some_and(|t| t >= seen_since_ms);
         match by_id.get_mut(&c.session_id) {
-            Some((_, existing)) => {
-                existing.transcript_hint = c.transcript_hint;
-                existing.last_seen_ms = c.last_seen_ms;
-            }
+            Some((_, existing)) => *existing = c,
             None if recent => {
                 by_id.insert(c.session_id.clone(), (false, c));
             }
