@@ -28,10 +28,9 @@ pub enum RewindError {
     ZeroAfter,
 }
 
-/// `[rewind]`, validated.
+/// `[rewind]`, validated; its `auto` is the context monitor's (`MonitorConfig::auto_rewind`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RewindConfig {
-    pub auto: bool,
     /// Idle time after the checkpoint warning before an automatic rewind.
     pub after: Duration,
     /// Shortest time between two automatic rewinds of one session.
@@ -46,7 +45,6 @@ impl RewindConfig {
             return Err(RewindError::ZeroAfter);
         }
         Ok(Self {
-            auto: settings.auto,
             after: settings.after,
             min_gap: settings.min_gap,
             message: KeystrokeText::new(&settings.message).map_err(RewindError::BadMessage)?,
@@ -119,7 +117,7 @@ mod tests {
     #[test]
     fn the_defaults_validate_and_an_untypable_message_is_refused() {
         let c = config();
-        assert!(!c.auto);
+        assert!(!crate::config::defaults().rewind.auto);
         assert_eq!(c.after, Duration::from_secs(120));
         assert_eq!(c.min_gap, Duration::from_secs(1800));
         assert!(c.message.as_str().starts_with("You were rewound"));
