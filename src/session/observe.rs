@@ -90,7 +90,7 @@ pub fn classify(obs: &Observation) -> Verdict {
     if registry.is_some_and(|r| r.status == RegistryStatus::Waiting) {
         return Verdict::Dialog("registry: waiting");
     }
-    if obs.screen.as_ref().is_some_and(|s| s.dialog.is_some()) {
+    if obs.screen.as_ref().is_some_and(|s| s.dialog) {
         return Verdict::Dialog("dialog on screen");
     }
     if obs.screen.as_ref().is_some_and(|s| s.draft) {

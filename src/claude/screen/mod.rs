@@ -72,8 +72,8 @@ pub struct ScreenReading {
     /// Hash of the content lines (input box, footer and spinner left out), to see the agent's
     /// output move between polls.
     pub hash: u64,
-    /// A dialog that takes keys, or a question waiting for a human: the phrase seen.
-    pub dialog: Option<&'static str>,
+    /// A dialog that takes keys, or a question waiting for a human.
+    pub dialog: bool,
     pub turn_running: bool,
     /// The input line holds text: typing now would add to it and submit both.
     pub draft: bool,
@@ -85,11 +85,8 @@ pub fn read(text: &str) -> ScreenReading {
     let normalized = normalize(text);
     let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
     let lower = normalized.to_lowercase();
-    let dialog = QUESTION_PHRASES
-        .iter()
-        .copied()
-        .find(|phrase| lower.contains(phrase))
-        .or_else(|| modal_in(&lower, &lines));
+    let dialog = QUESTION_PHRASES.iter().any(|phrase| lower.contains(phrase))
+        || modal_in(&lower, &lines).is_some();
     let mut kept: Vec<&&str> = lines[..input_box_start(&lines)]
         .iter()
         .filter(|line| !is_spinner_line(line) && !line.to_lowercase().contains(BUSY_FOOTER))
@@ -313,7 +310,7 @@ mod tests {
         assert_ne!(read(a).hash, read(d).hash);
         assert!(read(c).turn_running);
         assert!(!read(a).turn_running);
-        assert_eq!(read(a).dialog, None);
+        assert!(!read(a).dialog);
     }
 
     #[test]
@@ -324,10 +321,10 @@ mod tests {
             "Pick one\n❯ 1. Alpha\n  2. Beta\n",
             "Quick safety check\n❯ No, exit\n  Yes, I trust this folder\n",
         ] {
-            assert!(read(screen).dialog.is_some(), "{screen}");
+            assert!(read(screen).dialog, "{screen}");
         }
         let summary = "Changes:\n1. Added a route\n2. Added a test\n\n──────────\n❯ \n──────────\n";
-        assert_eq!(read(summary).dialog, None);
+        assert!(!read(summary).dialog);
     }
 
     #[test]
