@@ -376,14 +376,11 @@ fn clip(text: &str) -> String {
 
 /// reqwest's top-level message is often just "error sending request"; the cause chain says why.
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+    let causes = std::iter::successors(Some(e), |e| e.source());
+    causes
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 async fn read_error_body(response: &mut reqwest::Response) -> String {
