@@ -126,14 +126,11 @@ impl Memory {
         for slot in self.done.values() {
             counts[bin(slot)] += 1;
         }
-        let mut before = 0;
-        let mut cut = 0;
-        for (i, count) in counts.iter().enumerate() {
-            if before + count >= excess {
-                cut = i;
-                break;
-            }
-            before += count;
+        // The slices hold every slot, `excess` or more: the walk stops within them.
+        let (mut cut, mut before) = (0, 0);
+        while before + counts[cut] < excess {
+            before += counts[cut];
+            cut += 1;
         }
         let mut from_cut = excess - before;
         self.done.retain(|_, slot| match bin(slot).cmp(&cut) {
