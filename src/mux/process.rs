@@ -60,13 +60,6 @@ pub enum MuxError {
     },
     #[error("{label} printed unexpected output: {detail}")]
     Output { label: &'static str, detail: String },
-    #[error("{label} printed unexpected output: not the expected {expected}: {source}")]
-    #[strum(serialize = "output")]
-    Json {
-        label: &'static str,
-        expected: &'static str,
-        source: serde_json::Error,
-    },
     #[error(
         "the injection budget was spent before typing could start ({}ms left); nothing was typed",
         left.as_millis()

@@ -274,10 +274,9 @@ fn classify_pane(json: &str, pane: &str) -> Result<PaneState, MuxError> {
             detail: format!("{pane:?} is not a zellij pane id (N, terminal_N or plugin_N)"),
         }));
     };
-    let listed: Vec<ListedPane> = serde_json::from_str(json).map_err(|source| MuxError::Json {
+    let listed: Vec<ListedPane> = serde_json::from_str(json).map_err(|e| MuxError::Output {
         label: "zellij action list-panes",
-        expected: "JSON pane list",
-        source,
+        detail: format!("not the expected JSON pane list: {e}"),
     })?;
     match listed
         .iter()
