@@ -399,11 +399,9 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             "INSERT OR REPLACE INTO pauses (session_id, since_ms, until_ms) VALUES (?1, ?2, ?3)",
             params![session_id, since_ms, until_ms],
         ),
-        Record::Unpaused { session_id } if session_id == ALL_SESSIONS => {
-            exec("DELETE FROM pauses", params![])
-        }
+        // `*` is ALL_SESSIONS: it lifts every pause.
         Record::Unpaused { session_id } => exec(
-            "DELETE FROM pauses WHERE session_id = ?1",
+            "DELETE FROM pauses WHERE ?1 = '*' OR session_id = ?1",
             params![session_id],
         ),
         Record::InboxSeen {
