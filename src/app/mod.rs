@@ -27,7 +27,7 @@ use crate::http::AppState;
 use crate::mux::{Injector, MuxConfig};
 use crate::notify::NotifyConfig;
 use crate::session::task::{self as keeper, Keeper, LiveIo};
-use crate::spool::prune::{self, PruneConfig};
+use crate::spool::prune;
 use crate::spool::{self, Spool};
 use crate::store::{Store, StoreError};
 use crate::telemetry::notice::{Notice, Notices};
@@ -268,14 +268,13 @@ impl App {
 }
 
 fn spawn_pruning(state: &Arc<AppState>, shutdown: CancellationToken) -> JoinHandle<()> {
-    let settings = &state.config.settings.prune;
-    let prune = PruneConfig::new(state.deliverer.spool().wake_dir().to_path_buf(), settings);
-    let interval = settings.interval;
-    let max_age = settings.max_age;
+    let settings = state.config.settings.prune.clone();
+    let wake_dir = state.deliverer.spool().wake_dir().to_path_buf();
+    let (interval, max_age) = (settings.interval, settings.max_age);
     let window = state.config.settings.ledger.identity_window;
     let state = state.clone();
     tokio::spawn(async move {
-        let spools = tokio::spawn(prune::run(prune, shutdown.clone()));
+        let spools = tokio::spawn(prune::run(wake_dir, settings, shutdown.clone()));
         let mut tick = tokio::time::interval(interval);
         while shutdown.run_until_cancelled(tick.tick()).await.is_some() {
             state.deliverer.dedupe().expire();

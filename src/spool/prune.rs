@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::config::PruneSettings;
 use crate::wire::session_id::SessionId;
 
 const SPOOL_SUFFIX: &str = "jsonl";
@@ -27,25 +28,6 @@ pub struct SpoolFile {
     pub size: u64,
     pub mtime: SystemTime,
     pub kind: SpoolKind,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PruneConfig {
-    pub wake_dir: PathBuf,
-    pub max_age: Duration,
-    pub max_total_bytes: u64,
-    pub interval: Duration,
-}
-
-impl PruneConfig {
-    pub fn new(wake_dir: PathBuf, settings: &crate::config::PruneSettings) -> Self {
-        Self {
-            wake_dir,
-            max_age: settings.max_age,
-            max_total_bytes: settings.max_total_bytes,
-            interval: settings.interval,
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,14 +148,18 @@ fn regular_files<K>(
     Ok(files)
 }
 
-/// One pruning round at `now`: scan, select, delete carefully, log each removal.
-pub fn prune_once(config: &PruneConfig, now: SystemTime) -> Result<PruneReport, PruneError> {
-    let files = scan(&config.wake_dir)?;
+/// One pruning round of `wake_dir` at `now`: scan, select, delete carefully, log each removal.
+pub fn prune_once(
+    wake_dir: &Path,
+    settings: &PruneSettings,
+    now: SystemTime,
+) -> Result<PruneReport, PruneError> {
+    let files = scan(wake_dir)?;
     let mut report = PruneReport::default();
-    for file in select_for_pruning(&files, now, config.max_age, config.max_total_bytes) {
+    for file in select_for_pruning(&files, now, settings.max_age, settings.max_total_bytes) {
         let outcome = match file.kind {
-            SpoolKind::Live => remove_live(&config.wake_dir, file),
-            SpoolKind::Claimed => remove_stale_claim(file, now, config.max_age),
+            SpoolKind::Live => remove_live(wake_dir, file),
+            SpoolKind::Claimed => remove_stale_claim(file, now, settings.max_age),
         };
         match outcome {
             Ok(Outcome::Removed(removed)) => {
@@ -292,11 +278,12 @@ pub fn prune_old_files(
         .collect()
 }
 
-/// Prunes now and every `config.interval` until `shutdown`, on the blocking pool.
-pub async fn run(config: PruneConfig, shutdown: CancellationToken) {
+/// Prunes `wake_dir` now and every `settings.interval` until `shutdown`, on the blocking pool.
+pub async fn run(wake_dir: PathBuf, settings: PruneSettings, shutdown: CancellationToken) {
     loop {
-        let round = config.clone();
-        match tokio::task::spawn_blocking(move || prune_once(&round, SystemTime::now())).await {
+        let (dir, round) = (wake_dir.clone(), settings.clone());
+        let done = tokio::task::spawn_blocking(move || prune_once(&dir, &round, SystemTime::now()));
+        match done.await {
             Ok(Ok(report)) if !report.removed.is_empty() => tracing::debug!(
                 removed = report.removed.len(),
                 skipped_locked = report.skipped_locked.len(),
@@ -308,7 +295,7 @@ pub async fn run(config: PruneConfig, shutdown: CancellationToken) {
         }
         tokio::select! {
             () = shutdown.cancelled() => return,
-            () = tokio::time::sleep(config.interval) => {}
+            () = tokio::time::sleep(settings.interval) => {}
         }
     }
 }

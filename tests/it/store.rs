@@ -8,7 +8,8 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use rusqlite::Connection;
-use wakebridge::spool::prune::{self, PruneConfig};
+use wakebridge::config::PruneSettings;
+use wakebridge::spool::prune;
 use wakebridge::store::{
     Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record, RewindOutcome,
     RewindWhy, SessionSeen, Store, StoreError,
@@ -794,10 +795,10 @@ fn write_aged(path: &Path, bytes: usize, age: Duration) {
         .expect("set mtime");
 }
 
-fn config(dir: &Path, max_total_bytes: u64) -> PruneConfig {
-    PruneConfig {
+fn config(max_total_bytes: u64) -> PruneSettings {
+    PruneSettings {
         max_total_bytes,
-        ..PruneConfig::new(dir.to_path_buf(), &wakebridge::config::defaults().prune)
+        ..wakebridge::config::defaults().prune
     }
 }
 
@@ -846,7 +847,7 @@ fn prune_keeps_young_files_under_the_cap() {
         100,
         Duration::from_secs(60),
     );
-    let report = prune::prune_once(&config(dir.path(), 1000), SystemTime::now()).expect("round");
+    let report = prune::prune_once(dir.path(), &config(1000), SystemTime::now()).expect("round");
     assert!(report.removed.is_empty());
     assert!(dir.path().join("s1.jsonl").exists());
     assert!(dir.path().join("s2.jsonl.draining.1-2.0").exists());
@@ -872,7 +873,7 @@ fn prune_never_touches_locks_markers_panes_or_subdirectories() {
     fs::create_dir(dir.path().join("nested")).expect("subdir");
     write_aged(&dir.path().join("nested").join("s9.jsonl"), 10, old);
     write_aged(&dir.path().join("s1.jsonl"), 10, old);
-    let report = prune::prune_once(&config(dir.path(), 0), SystemTime::now()).expect("round");
+    let report = prune::prune_once(dir.path(), &config(0), SystemTime::now()).expect("round");
     let removed: Vec<PathBuf> = report.removed.iter().map(|r| r.path.clone()).collect();
     assert_eq!(removed, [dir.path().join("s1.jsonl")]);
     assert_eq!(report.removed[0].size, 10);
@@ -904,7 +905,7 @@ fn prune_cap_removes_oldest_live_spools_first() {
         400,
         Duration::from_secs(1000),
     );
-    let report = prune::prune_once(&config(dir.path(), 500), SystemTime::now()).expect("round");
+    let report = prune::prune_once(dir.path(), &config(500), SystemTime::now()).expect("round");
     let removed: Vec<PathBuf> = report.removed.iter().map(|r| r.path.clone()).collect();
     assert_eq!(
         removed,
@@ -923,7 +924,7 @@ fn prune_removes_stale_claims_but_never_fresh_ones_for_the_cap() {
     let fresh = dir.path().join("s2.jsonl.draining.88-2.0");
     write_aged(&stale, 10, 8 * DAY);
     write_aged(&fresh, 1000, Duration::from_secs(60));
-    let report = prune::prune_once(&config(dir.path(), 0), SystemTime::now()).expect("round");
+    let report = prune::prune_once(dir.path(), &config(0), SystemTime::now()).expect("round");
     assert!(!stale.exists());
     assert!(
         fresh.exists(),
@@ -938,11 +939,11 @@ fn prune_skips_a_spool_whose_lock_another_process_holds() {
     let spool = dir.path().join("s1.jsonl");
     write_aged(&spool, 10, 30 * DAY);
     let holder = LockHolder::hold(&dir.path().join("s1.lock"));
-    let report = prune::prune_once(&config(dir.path(), 0), SystemTime::now()).expect("round");
+    let report = prune::prune_once(dir.path(), &config(0), SystemTime::now()).expect("round");
     assert!(spool.exists(), "removed under someone else's lock");
     assert_eq!(report.skipped_locked, std::slice::from_ref(&spool));
     drop(holder);
-    let report = prune::prune_once(&config(dir.path(), 0), SystemTime::now()).expect("round");
+    let report = prune::prune_once(dir.path(), &config(0), SystemTime::now()).expect("round");
     assert_eq!(report.removed.len(), 1);
     assert!(!spool.exists());
 }
@@ -955,7 +956,7 @@ fn prune_ignores_symlinked_spool_files() {
     write_aged(&target, 10, 30 * DAY);
     let link = dir.path().join("s1.jsonl");
     std::os::unix::fs::symlink(&target, &link).expect("symlink");
-    let report = prune::prune_once(&config(dir.path(), 0), SystemTime::now()).expect("round");
+    let report = prune::prune_once(dir.path(), &config(0), SystemTime::now()).expect("round");
     assert!(report.removed.is_empty());
     assert!(target.exists());
     assert!(
@@ -972,7 +973,7 @@ fn prune_refuses_to_lock_through_a_symlinked_lock_file() {
     write_aged(&spool, 10, 30 * DAY);
     let elsewhere = outside.path().join("not-a-lock");
     std::os::unix::fs::symlink(&elsewhere, dir.path().join("s1.lock")).expect("symlink");
-    let report = prune::prune_once(&config(dir.path(), 0), SystemTime::now()).expect("round");
+    let report = prune::prune_once(dir.path(), &config(0), SystemTime::now()).expect("round");
     assert!(spool.exists());
     assert_eq!(report.failures.len(), 1);
     assert!(matches!(report.failures[0], prune::PruneError::Lock { .. }));
@@ -982,7 +983,7 @@ fn prune_refuses_to_lock_through_a_symlinked_lock_file() {
 #[test]
 fn prune_of_a_missing_wake_dir_is_a_quiet_no_op() {
     let dir = common::tempdir();
-    let report = prune::prune_once(&config(&dir.path().join("absent"), 0), SystemTime::now())
+    let report = prune::prune_once(&dir.path().join("absent"), &config(0), SystemTime::now())
         .expect("round");
     assert!(report.removed.is_empty());
 }
@@ -992,10 +993,14 @@ async fn prune_task_runs_every_interval_until_shutdown() {
     let dir = common::tempdir();
     let first = dir.path().join("s1.jsonl");
     write_aged(&first, 10, 30 * DAY);
-    let config = config(dir.path(), u64::MAX);
+    let config = config(u64::MAX);
     let interval = config.interval;
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let task = tokio::spawn(prune::run(config, shutdown.clone()));
+    let task = tokio::spawn(prune::run(
+        dir.path().to_path_buf(),
+        config,
+        shutdown.clone(),
+    ));
     // The first round runs at once.
     let started = tokio::time::Instant::now();
     while first.exists() {
