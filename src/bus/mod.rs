@@ -6,7 +6,7 @@ pub mod registration;
 use std::time::Duration;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::wire::json_kind;
 
@@ -312,7 +312,9 @@ pub fn unwrap_tool_result(tool: &str, envelope: Value) -> Result<Value, BusError
         return Err(unusable("no `result` object in the reply".to_owned()));
     };
     if result.get("isError").is_some_and(is_truthy) {
-        let message = content_texts(&result);
+        let items = result.get("content").and_then(Value::as_array);
+        let texts = items.into_iter().flatten().flat_map(|i| i["text"].as_str());
+        let message = texts.collect::<Vec<_>>().join("\n");
         return Err(BusError::ToolError {
             tool: tool.to_owned(),
             message: Some(message)
@@ -359,12 +361,6 @@ fn refused_or_unusable(tool: &str, result: &Value, reason: impl FnOnce() -> Stri
         Some(error) => BusError::refused(tool, error.to_string()),
         None => BusError::unusable(tool, reason()),
     }
-}
-
-fn content_texts(result: &Map<String, Value>) -> String {
-    let items = result.get("content").and_then(Value::as_array);
-    let texts = items.into_iter().flatten().flat_map(|i| i["text"].as_str());
-    texts.collect::<Vec<_>>().join("\n")
 }
 
 fn clip(text: &str) -> String {
