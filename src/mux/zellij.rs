@@ -80,7 +80,10 @@ impl Zellij {
     ) -> Result<PaneState, MuxError> {
         let inv = Invocation::new(&self.bin, "zellij list-sessions").args(["list-sessions", "-n"]);
         let answer = ask_until_believed(&inv, deadline, |answer| match answer {
-            Ok(done) => !listed(&done.stdout, session),
+            Ok(done) => matches!(
+                classify_session(&done.stdout, session),
+                PaneState::Stale(StaleReason::SessionMissing { .. })
+            ),
             Err(MuxError::Exit { stderr, .. }) => stderr.contains(NO_SESSIONS_MARKER),
             Err(_) => false,
         })
@@ -241,13 +244,6 @@ fn classify_session(listing: &str, session: &str) -> PaneState {
     PaneState::Stale(StaleReason::SessionMissing {
         session: session.to_owned(),
     })
-}
-
-fn listed(listing: &str, session: &str) -> bool {
-    !matches!(
-        classify_session(listing, session),
-        PaneState::Stale(StaleReason::SessionMissing { .. })
-    )
 }
 
 fn unsupported(stderr: &str) -> bool {
