@@ -10,7 +10,6 @@ use crate::wakedir::panes::{InvalidTarget, PANES_FILE, PANES_LOCK_FILE, entry_js
 use crate::wakedir::target::PaneTarget;
 use crate::wire::pyjson::to_pretty_ascii;
 use serde_json::{Map, Value, json};
-use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
@@ -157,7 +156,10 @@ fn rewrite(
         source,
     })?;
     let removed = {
-        let _lock = lock_panes(wake_dir)?;
+        // Blocking and without a timeout, like the reference: writers are short and always finish.
+        let path = wake_dir.join(PANES_LOCK_FILE);
+        let _lock =
+            private_fs::lock(&path).map_err(|source| PanesWriteError::Lock { path, source })?;
         let mut panes = read_for_update(wake_dir)?;
         let removed: Vec<String> = panes
             .iter()
@@ -178,13 +180,6 @@ fn rewrite(
     // After unlock: marker removal never extends the time other writers wait.
     clear_markers(wake_dir, &removed);
     Ok(removed)
-}
-
-/// The open `panes.lock`, holding the exclusive `flock(2)` until dropped.
-fn lock_panes(wake_dir: &Path) -> Result<File, PanesWriteError> {
-    let path = wake_dir.join(PANES_LOCK_FILE);
-    // Blocking and without a timeout, like the reference: writers are short and always finish.
-    private_fs::lock(&path).map_err(|source| PanesWriteError::Lock { path, source })
 }
 
 fn read_for_update(wake_dir: &Path) -> Result<Map<String, Value>, PanesWriteError> {
