@@ -202,13 +202,10 @@ fn read_for_update(wake_dir: &Path) -> Result<Map<String, Value>, PanesWriteErro
     if bytes.len() as u64 > MAX_PANES_FILE_BYTES {
         return Err(PanesWriteError::TooLarge { path });
     }
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) | Err(_) => {
-            tracing::warn!(path = %path.display(), "panes.json was damaged or not an object; replacing it");
-            Ok(Map::new())
-        }
-    }
+    serde_json::from_slice(&bytes).or_else(|_| {
+        tracing::warn!(path = %path.display(), "panes.json was damaged or not an object; replacing it");
+        Ok(Map::new())
+    })
 }
 
 fn write_atomic(wake_dir: &Path, panes: &Map<String, Value>) -> Result<(), PanesWriteError> {
