@@ -323,14 +323,10 @@ pub fn unwrap_tool_result(tool: &str, envelope: Value) -> Result<Value, BusError
         });
     }
     match result.remove("structuredContent") {
-        Some(Value::Object(mut structured)) => {
-            return Ok(match structured.remove("result") {
-                Some(inner) if !inner.is_null() => inner,
-                Some(inner) => {
-                    structured.insert("result".to_owned(), inner);
-                    Value::Object(structured)
-                }
-                None => Value::Object(structured),
+        Some(Value::Object(structured)) => {
+            return Ok(match structured.get("result") {
+                Some(inner) if !inner.is_null() => inner.clone(),
+                _ => Value::Object(structured),
             });
         }
         Some(Value::Null) | None => {}
