@@ -48,11 +48,8 @@ impl Store {
                     .into_iter()
                     .map(move |share| (id, share)))
             })?;
-            let mut pending = Vec::new();
-            for row in rows {
-                pending.extend(row?);
-            }
-            Ok(pending)
+            let rows = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows.into_iter().flatten().collect())
         })
     }
 }
