@@ -178,7 +178,11 @@ fn rewrite(
         removed
     };
     // After unlock: marker removal never extends the time other writers wait.
-    clear_markers(wake_dir, &removed);
+    for session_id in &removed {
+        if let Err(err) = clear_busy_if_any(wake_dir, session_id) {
+            tracing::warn!(session_id, error = %err, "cannot remove busy marker of unmapped session");
+        }
+    }
     Ok(removed)
 }
 
@@ -213,12 +217,4 @@ fn write_atomic(wake_dir: &Path, panes: &Map<String, Value>) -> Result<(), Panes
     let text = to_pretty_ascii(&Value::Object(panes.clone()))? + "\n";
     private_fs::replace(&path, text.as_bytes(), TEMP_PREFIX)
         .map_err(|source| PanesWriteError::Write { path, source })
-}
-
-fn clear_markers(wake_dir: &Path, session_ids: &[String]) {
-    for session_id in session_ids {
-        if let Err(err) = clear_busy_if_any(wake_dir, session_id) {
-            tracing::warn!(session_id, error = %err, "cannot remove busy marker of unmapped session");
-        }
-    }
 }
