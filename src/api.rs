@@ -124,7 +124,9 @@ pub struct Health {
 }
 
 /// A field left out of the body, or present and possibly `null` (`config_file: null`: no file).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// Untagged: a value is written as itself (`Hidden`, which fields skip, would be `null`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(untagged)]
 pub enum Shown<T> {
     #[default]
     Hidden,
@@ -140,15 +142,6 @@ impl<T> Shown<T> {
         match self {
             Shown::Value(value) => value.as_ref(),
             Shown::Hidden => None,
-        }
-    }
-}
-
-impl<T: Serialize> Serialize for Shown<T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Shown::Value(value) => value.serialize(serializer),
-            Shown::Hidden => serializer.serialize_none(),
         }
     }
 }
@@ -392,5 +385,7 @@ mod tests {
         assert!(body["config_file"].is_null() && body.get("config_file").is_some());
         let back: Health = serde_json::from_value(body).unwrap();
         assert_eq!(back, shown);
+        let id = serde_json::to_value(Shown::Value(Some(7))).unwrap();
+        assert_eq!(id, serde_json::Value::from(7));
     }
 }
