@@ -14,7 +14,7 @@ use crate::clock;
 use crate::delivery::gate::Gate;
 use crate::http::AppState;
 use crate::session::SessionView;
-use crate::store::{InboxRow, Limit, Pause, RewindFacts, RewindOutcome, Rewinds, SessionRow};
+use crate::store::{InboxRow, Limit, Pause, RewindFacts, Rewinds, SessionRow};
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
 
@@ -310,7 +310,8 @@ fn rewind_status(facts: &RewindFacts, local: &TimeZone) -> Option<api::Rewind> {
     if facts.pending.is_none() && facts.last.is_none() && facts.formerly.is_empty() {
         return None;
     }
-    let last_at = facts.last.as_ref().and_then(|r| r.done_ms);
+    let last = facts.last.as_ref();
+    let last_at = last.and_then(|r| r.done_ms);
     let clock = last_at
         .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
         .map(|at| {
@@ -329,13 +330,9 @@ fn rewind_status(facts: &RewindFacts, local: &TimeZone) -> Option<api::Rewind> {
     Some(api::Rewind {
         performed: facts.performed,
         last_at: last_at.and_then(clock::shown_ms),
-        last_why: facts.last.as_ref().map(|r| r.why.as_str().to_owned()),
-        last_outcome: facts
-            .last
-            .as_ref()
-            .and_then(|r| r.outcome)
-            .map(|o| RewindOutcome::as_str(o).to_owned()),
-        last_detail: facts.last.as_ref().and_then(|r| r.detail.clone()),
+        last_why: last.map(|r| r.why.as_str().to_owned()),
+        last_outcome: last.and_then(|r| r.outcome).map(|o| o.as_str().to_owned()),
+        last_detail: last.and_then(|r| r.detail.clone()),
         waiting: facts.pending.as_ref().map(|r| r.why.as_str().to_owned()),
         formerly: facts.formerly.clone(),
         shown,
