@@ -51,11 +51,7 @@ pub enum SessionState {
     Idle,
 }
 
-impl SessionState {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
+crate::strum_as_str!(SessionState);
 
 /// The kinds of text wakebridge sends a session, as `/metrics` labels what their turns cost.
 #[derive(

@@ -24,11 +24,9 @@ pub enum Action {
     Inbox,
 }
 
-impl Action {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
+crate::strum_as_str!(Action);
 
+impl Action {
     pub fn woke(self) -> bool {
         matches!(self, Action::Tmux | Action::Zellij | Action::Inbox)
     }

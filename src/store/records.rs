@@ -213,9 +213,11 @@ pub enum LimitSource {
     Statusline,
 }
 
-/// Gives each enum stored as text an `as_str`: its stored spelling (strum's kebab-case name),
-/// which the migrations' CHECK constraints list and existing ledgers hold.
-macro_rules! stored_as_text {
+/// Gives each enum named an `as_str`: its strum (kebab-case) name, its one spelling wherever it
+/// is stored, labelled or shown. For the ledger's enums here, the migrations' CHECK constraints
+/// list it and existing ledgers hold it.
+#[macro_export]
+macro_rules! strum_as_str {
     ($($kind:ty),*) => {$(
         impl $kind {
             pub fn as_str(self) -> &'static str {
@@ -224,7 +226,7 @@ macro_rules! stored_as_text {
         }
     )*};
 }
-stored_as_text!(
+strum_as_str!(
     DeliverySource,
     Payment,
     RewindWhy,

@@ -22,11 +22,7 @@ pub enum NoticeKind {
     WakeFailing,
 }
 
-impl NoticeKind {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
+crate::strum_as_str!(NoticeKind);
 
 /// A short detail in our own words, never an event's payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
