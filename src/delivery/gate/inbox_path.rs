@@ -188,15 +188,10 @@ pub(super) fn by_inbox(text: &KeystrokeText, mode: Mode, has_pane: bool) -> bool
 /// bus event during a turn is news the first message did not carry. Ends: one of the first
 /// `recent.len() + 1` numbers is free.
 fn unrepeated(text: &str, recent: &[(String, Instant)]) -> String {
-    let mut n = 1;
-    loop {
-        let candidate = match n {
-            1 => text.to_owned(),
-            n => format!("{text} (#{n})"),
-        };
-        if !recent.iter().any(|(d, _)| *d == inbox::digest(&candidate)) {
-            return candidate;
-        }
-        n += 1;
-    }
+    let numbered = (2..).map(|n| format!("{text} (#{n})"));
+    let sent = |candidate: &String| recent.iter().any(|(d, _)| *d == inbox::digest(candidate));
+    let mut candidates = std::iter::once(text.to_owned()).chain(numbered);
+    candidates
+        .find(|candidate| !sent(candidate))
+        .unwrap_or_default()
 }
