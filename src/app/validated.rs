@@ -3,7 +3,7 @@
 //! the same files in the same words. In `app` because `config` is a leaf that knows no feature.
 
 use crate::budget::caused::Texts;
-use crate::budget::policy::BudgetConfig;
+use crate::budget::policy;
 use crate::config::{self, Backend, Config, Env, Flags};
 use crate::context::task::MonitorConfig;
 use crate::launch::LaunchDefaults;
@@ -44,7 +44,7 @@ impl Validated {
         monitor.auto_rewind = s.rewind.auto;
         let mut nudger = NudgerConfig::from_settings(&s.nudger, &s.wake, &s.limits, &s.rewind)?;
         nudger.hours = ActiveHours::parse(&s.schedule.active_hours, &s.schedule.active_days)?;
-        nudger.budget = BudgetConfig::from_settings(&s.budget)?;
+        nudger.budget = policy::validate(&s.budget)?;
         nudger.texts = Texts::new(s);
         let launch = LaunchDefaults::from_settings(&s.launch)?;
         let context = s.context.enabled.then_some(monitor);

@@ -3,8 +3,6 @@
 //! lose it); with a window nearly spent, no nudges at all (an idle nudge would burn what a real
 //! task needs). Bus wakes, owed wakes and context warnings are not the budget's to hold. Pure.
 
-use std::time::Duration;
-
 use jiff::tz::TimeZone;
 
 use super::caused::BUDGET_PREFIX;
@@ -12,21 +10,6 @@ use super::{Account, SAME_WINDOW_MS, WindowKind};
 use crate::claude::limits::describe_reset;
 use crate::config::BudgetSettings;
 use crate::mux::KeystrokeText;
-
-/// `[budget]`, validated. The default is off: nothing else in it is read then.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BudgetConfig {
-    pub enabled: bool,
-    /// How close to its reset a window's end is "near".
-    pub use_within: Duration,
-    /// Below this percentage used, a window near its end is under-used.
-    pub use_below: u8,
-    /// From this percentage used, a window is nearly spent.
-    pub spare_from: u8,
-    /// A reading this old without a new one is shown as stale (it still counts: within a window
-    /// the used share only grows).
-    pub stale_after: Duration,
-}
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BudgetError {
@@ -37,22 +20,15 @@ pub enum BudgetError {
     Shares { use_below: u8, spare_from: u8 },
 }
 
-impl BudgetConfig {
-    pub fn from_settings(s: &BudgetSettings) -> Result<Self, BudgetError> {
-        if s.use_below >= s.spare_from || s.spare_from > 100 {
-            return Err(BudgetError::Shares {
-                use_below: s.use_below,
-                spare_from: s.spare_from,
-            });
-        }
-        Ok(Self {
-            enabled: s.enabled,
-            use_within: s.use_within,
+/// `[budget]`, validated: the shares in order and at most 100.
+pub fn validate(s: &BudgetSettings) -> Result<BudgetSettings, BudgetError> {
+    if s.use_below >= s.spare_from || s.spare_from > 100 {
+        return Err(BudgetError::Shares {
             use_below: s.use_below,
             spare_from: s.spare_from,
-            stale_after: s.stale_after,
-        })
+        });
     }
+    Ok(s.clone())
 }
 
 /// What the budget says about starting work on wakebridge's own initiative now.
@@ -81,7 +57,7 @@ pub struct Unused {
 /// came near (with the slack two readings of one window's reset may differ by): one per window,
 /// and one covers windows that end together.
 pub fn outlook(
-    config: &BudgetConfig,
+    config: &BudgetSettings,
     account: Option<&Account>,
     now_ms: i64,
     given_ms: Option<i64>,
@@ -137,14 +113,16 @@ pub fn nudge_text(unused: &Unused, now_ms: i64, local: &TimeZone) -> KeystrokeTe
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::budget::Window;
 
     const NOW: i64 = 1_800_000_000_000;
     const MIN: i64 = 60_000;
 
-    fn config() -> BudgetConfig {
-        BudgetConfig::from_settings(&crate::config::defaults().budget).unwrap()
+    fn config() -> BudgetSettings {
+        validate(&crate::config::defaults().budget).unwrap()
     }
 
     fn account(five: Option<(f64, i64)>, week: Option<(f64, i64)>) -> Account {
@@ -217,7 +195,7 @@ mod tests {
         // A window whose reset passed says nothing; nor does an unknown account, or `enabled = false`.
         assert_eq!(at(account(Some((95.0, -MIN)), None)), Outlook::Plain);
         assert_eq!(outlook(&c, None, NOW, None), Outlook::Plain);
-        let off = BudgetConfig {
+        let off = BudgetSettings {
             enabled: false,
             ..c.clone()
         };
@@ -282,13 +260,13 @@ mod tests {
     fn shares_out_of_order_or_range_are_refused_with_the_keys_to_fix() {
         let mut s = crate::config::defaults().budget.clone();
         s.use_below = 95;
-        let error = BudgetConfig::from_settings(&s).unwrap_err().to_string();
+        let error = validate(&s).unwrap_err().to_string();
         assert!(
             error.contains("budget.use_below (95)") && error.contains("SPARE_FROM"),
             "{error}"
         );
         s.use_below = 50;
         s.spare_from = 101;
-        assert!(BudgetConfig::from_settings(&s).is_err());
+        assert!(validate(&s).is_err());
     }
 }

@@ -29,14 +29,20 @@ pub struct Settings {
     pub budget: BudgetSettings,
 }
 
-/// `[budget]`: the usage windows and nudging (validated by `budget::policy`).
-#[derive(Debug, Clone, Deserialize)]
+/// `[budget]`: the usage windows and nudging (validated by `budget::policy::validate`). The
+/// `Default` is off: nothing else in it is read then.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct BudgetSettings {
     pub enabled: bool,
+    /// How close to its reset a window's end is "near".
     #[serde(deserialize_with = "duration::deserialize")]
     pub use_within: Duration,
+    /// Below this percentage used, a window near its end is under-used.
     pub use_below: u8,
+    /// From this percentage used, a window is nearly spent.
     pub spare_from: u8,
+    /// A reading this old without a new one is shown as stale (it still counts: within a window
+    /// the used share only grows).
     #[serde(deserialize_with = "duration::deserialize")]
     pub stale_after: Duration,
 }

@@ -100,7 +100,7 @@ pub struct NudgerConfig {
     /// `[schedule]`: when nudges, resumes and automatic rewinds may start.
     pub hours: hours::ActiveHours,
     /// `[budget]`: budget nudges, and no nudges while a window is nearly spent.
-    pub budget: crate::budget::policy::BudgetConfig,
+    pub budget: crate::config::BudgetSettings,
     /// wakebridge's texts, to charge the turns they started.
     pub texts: crate::budget::caused::Texts,
 }
@@ -146,7 +146,7 @@ impl NudgerConfig {
             limits: LimitsConfig::from_settings(limits)?,
             rewind: RewindConfig::from_settings(rewind)?,
             hours: hours::ActiveHours::default(),
-            budget: crate::budget::policy::BudgetConfig::default(),
+            budget: crate::config::BudgetSettings::default(),
             texts: crate::budget::caused::Texts::default(),
         })
     }

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use wakebridge::api::{SessionState, TextKind};
 use wakebridge::budget::caused::Texts;
-use wakebridge::budget::policy::BudgetConfig;
+use wakebridge::budget::policy;
 use wakebridge::budget::{Account, Window};
 use wakebridge::claude::registry::RegistryReading;
 use wakebridge::claude::turn::Turn;
@@ -387,7 +387,7 @@ fn default_config() -> NudgerConfig {
         limits: limits_config(),
         rewind: rewind_config(),
         hours: Default::default(),
-        budget: BudgetConfig::from_settings(&wakebridge::config::defaults().budget).unwrap(),
+        budget: policy::validate(&wakebridge::config::defaults().budget).unwrap(),
         texts: Texts::new(wakebridge::config::defaults()),
     }
 }
@@ -1480,7 +1480,7 @@ fn fast_config(base_ms: u64, acknowledge_after: u32) -> NudgerConfig {
         limits: limits_config(),
         rewind: rewind_config(),
         hours: Default::default(),
-        budget: BudgetConfig::from_settings(&wakebridge::config::defaults().budget).unwrap(),
+        budget: policy::validate(&wakebridge::config::defaults().budget).unwrap(),
         texts: Texts::new(wakebridge::config::defaults()),
     }
 }
