@@ -185,12 +185,8 @@ impl Monitor {
         let mapped = mapped_panes(deliverer.spool().wake_dir()).into_keys();
         let rows = deliverer.store().sessions();
         let ledger_ok = rows.is_ok();
-        match &rows {
-            Ok(_) => self.warned.clear("ledger"),
-            Err(e) if self.warned.first("ledger") => {
-                tracing::warn!(error = %e, "context monitor cannot read sessions from the ledger; following mapped sessions only");
-            }
-            Err(_) => {}
+        if let Some(e) = self.warned.first_err("ledger", &rows) {
+            tracing::warn!(error = %e, "context monitor cannot read sessions from the ledger; following mapped sessions only");
         }
         let ledger = rows.unwrap_or_default().into_iter().map(|row| Candidate {
             transcript_hint: (row.transcript_path)
@@ -250,21 +246,18 @@ impl Monitor {
                 Self::locate(config, sid, t, feed_hint);
             }
             if let Some(follower) = t.follower.as_mut() {
-                match follower.poll() {
-                    Ok(outcome) => {
-                        self.warned.clear(&format!("{sid}:follow"));
-                        t.last_event = Some(outcome.event);
-                        if !matches!(outcome.event, PollEvent::Unchanged | PollEvent::Missing)
-                            && let Ok(modified) =
-                                std::fs::metadata(follower.path()).and_then(|m| m.modified())
-                        {
-                            t.active_at = t.active_at.max(Some(modified));
-                        }
+                let polled = follower.poll();
+                if let Some(e) = self.warned.first_err(&format!("{sid}:follow"), &polled) {
+                    tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot follow the transcript");
+                }
+                if let Ok(outcome) = polled {
+                    t.last_event = Some(outcome.event);
+                    if !matches!(outcome.event, PollEvent::Unchanged | PollEvent::Missing)
+                        && let Ok(modified) =
+                            std::fs::metadata(follower.path()).and_then(|m| m.modified())
+                    {
+                        t.active_at = t.active_at.max(Some(modified));
                     }
-                    Err(e) if self.warned.first(&format!("{sid}:follow")) => {
-                        tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot follow the transcript");
-                    }
-                    Err(_) => {}
                 }
             }
             if let Some(f) = &feed {
@@ -328,16 +321,12 @@ impl Monitor {
                 .latest_state_file
                 .as_deref()
                 .filter(|_| is_latest);
-            let key = format!("{sid}:state");
-            match write_state(&self.config.state_dir, sid, pct, now_unix, latest_path) {
-                Ok(()) => {
-                    t.written = Some(stamp);
-                    self.warned.clear(&key);
-                }
-                Err(e) if self.warned.first(&key) => {
-                    tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot write the state file");
-                }
-                Err(_) => {}
+            let written = write_state(&self.config.state_dir, sid, pct, now_unix, latest_path);
+            if let Some(e) = self.warned.first_err(&format!("{sid}:state"), &written) {
+                tracing::warn!(session_id = sid.as_str(), error = %e, "context monitor cannot write the state file");
+            }
+            if written.is_ok() {
+                t.written = Some(stamp);
             }
         }
     }

@@ -267,18 +267,13 @@ impl SessionIo for LiveIo {
         let Some(dir) = self.claude.as_ref().map(ClaudeHome::sessions) else {
             return HashMap::new();
         };
-        let read = tokio::task::spawn_blocking(move || read_registry(&dir)).await;
-        match read {
-            Ok(Ok(found)) => {
-                self.warned.clear("registry");
-                found
-            }
-            Ok(Err(error)) if self.warned.first("registry") => {
-                tracing::warn!("nudger: {error}; deciding without the registry");
-                HashMap::new()
-            }
-            _ => HashMap::new(),
+        let Ok(read) = tokio::task::spawn_blocking(move || read_registry(&dir)).await else {
+            return HashMap::new();
+        };
+        if let Some(error) = self.warned.first_err("registry", &read) {
+            tracing::warn!("nudger: {error}; deciding without the registry");
         }
+        read.unwrap_or_default()
     }
 
     async fn reached_by_inbox(

@@ -61,6 +61,18 @@ impl Warnings {
         true
     }
 
+    /// One attempt at what `key` names: success re-arms it, and a failure is returned when it
+    /// deserves the WARNING (the first since the last success).
+    pub fn first_err<'r, T, E>(&self, key: &str, result: &'r Result<T, E>) -> Option<&'r E> {
+        match result {
+            Ok(_) => {
+                self.clear(key);
+                None
+            }
+            Err(e) => self.first(key).then_some(e),
+        }
+    }
+
     /// Re-arms `key`: its next occurrence warns again.
     pub fn clear(&self, key: &str) {
         lock(&self.seen).remove(key);
@@ -122,6 +134,16 @@ mod tests {
         assert!(warned.first("s1:timeout") && warned.first("s1:exit") && warned.first("s2:exit"));
         warned.clear_prefix("s1:");
         assert!(warned.first("s1:timeout") && warned.first("s1:exit") && !warned.first("s2:exit"));
+    }
+
+    #[test]
+    fn first_err_warns_the_first_failure_after_a_success() {
+        let warned = Warnings::default();
+        let (ok, err) = (Ok::<(), &str>(()), Err::<(), &str>("boom"));
+        assert_eq!(warned.first_err("read", &err), Some(&"boom"));
+        assert_eq!(warned.first_err("read", &err), None);
+        assert_eq!(warned.first_err("read", &ok), None);
+        assert_eq!(warned.first_err("read", &err), Some(&"boom"));
     }
 
     #[test]
