@@ -84,8 +84,6 @@ pub enum PollEvent {
 pub struct PollOutcome {
     pub event: PollEvent,
     pub bytes_read: u64,
-    /// Whether `current()` differs from before the poll.
-    pub changed: bool,
 }
 
 /// Splits a byte stream into lines across reads, bounding the partial line it keeps.
@@ -197,13 +195,8 @@ impl TranscriptFollower {
 
     /// Brings the reading up to date with the file (on every change notification and a timer).
     pub fn poll(&mut self) -> Result<PollOutcome, FollowError> {
-        let before = self.tracker.current().cloned();
         let (event, bytes_read) = self.poll_inner()?;
-        Ok(PollOutcome {
-            event,
-            bytes_read,
-            changed: self.tracker.current() != before.as_ref(),
-        })
+        Ok(PollOutcome { event, bytes_read })
     }
 
     fn io_err(&self, source: std::io::Error) -> FollowError {
