@@ -189,10 +189,6 @@ impl TranscriptFollower {
         self.tracker.limit()
     }
 
-    pub fn offset(&self) -> u64 {
-        self.offset
-    }
-
     /// Brings the reading up to date with the file (on every change notification and a timer).
     pub fn poll(&mut self) -> Result<PollOutcome, FollowError> {
         let (event, bytes_read) = self.poll_inner()?;
