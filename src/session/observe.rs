@@ -133,15 +133,11 @@ pub fn classify(obs: &Observation) -> Verdict {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Movement {
+    /// Nothing moved, or only within the grace window after our own typing.
     Still,
-    /// Something moved, but only within the grace window after our own typing.
-    Ours,
     /// The session showed life: `at_ms` is its earliest new sign, so an answer is dated by it
     /// (a later sign the same look saw, a registry update say, is not when it answered).
-    Real {
-        signal: &'static str,
-        at_ms: i64,
-    },
+    Real { signal: &'static str, at_ms: i64 },
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -222,14 +218,13 @@ impl Activity {
             }
             self.registry_ms = Some(updated);
         }
-        let mut screen_moved = None;
+        let mut screen_moved_by_others = false;
         if let Some(screen) = &obs.screen {
             if let (Some(before), Some(captured_at)) = (self.screen_hash, self.screen_at_ms)
                 && before != screen.hash
                 && pane_shows_life
             {
-                let typed_since = typed_ms.is_some_and(|typed| typed >= captured_at);
-                screen_moved = Some(typed_since);
+                screen_moved_by_others = typed_ms.is_none_or(|typed| typed < captured_at);
             }
             self.screen_hash = Some(screen.hash);
             self.screen_at_ms = Some(now_ms);
@@ -246,18 +241,12 @@ impl Activity {
         if let Some(&&(signal, at_ms)) = real.iter().min_by_key(|(_, at)| *at) {
             return Movement::Real { signal, at_ms };
         }
-        if baseline {
-            return Movement::Still;
-        }
-        if screen_moved == Some(false) {
+        if screen_moved_by_others && !baseline {
             self.quiet_since_ms = self.quiet_since_ms.max(now_ms);
             return Movement::Real {
                 signal: "screen",
                 at_ms: now_ms,
             };
-        }
-        if !timed.is_empty() || screen_moved.is_some() {
-            return Movement::Ours;
         }
         Movement::Still
     }
@@ -440,7 +429,7 @@ mod tests {
         echo.hook = Some((HookKind::Working, 300_500));
         assert_eq!(
             activity.observe(&echo, 305_000, typed, GRACE),
-            Movement::Ours
+            Movement::Still
         );
         assert_eq!(activity.quiet_since_ms(), 200_000, "quiet clock untouched");
         // The agent keeps working past the grace: that answers the nudge.
@@ -520,8 +509,9 @@ mod tests {
         let (mut activity, _) = Activity::first(&screen("one\n"), 100_000, None, GRACE);
         assert_eq!(
             activity.observe(&screen("two\n"), 200_000, Some(150_000), GRACE),
-            Movement::Ours
+            Movement::Still
         );
+        assert_eq!(activity.quiet_since_ms(), 100_000, "quiet clock untouched");
         assert_eq!(
             activity.observe(&screen("three\n"), 300_000, Some(150_000), GRACE),
             Movement::Real {
