@@ -143,8 +143,6 @@ pub struct ContextReading {
     pub used_tokens: u64,
     /// The model of the newest qualifying assistant record seen (also kept across a compaction).
     pub model: Option<String>,
-    /// Byte offset, in the file, of the line that decided.
-    pub offset: u64,
     pub source: UsageSource,
 }
 
@@ -183,7 +181,6 @@ impl ContextTracker {
         self.current = Some(ContextReading {
             used_tokens,
             model: self.last_model.clone(),
-            offset,
             source,
         });
     }
@@ -311,7 +308,6 @@ mod tests {
             Some(ContextReading {
                 used_tokens: 14310,
                 model: Some("claude-opus-4-6[1m]".into()),
-                offset: 100,
                 source: UsageSource::CompactBoundary,
             })
         );

@@ -78,7 +78,6 @@ mod tests {
         let reading = ContextReading {
             used_tokens: 150_000,
             model: Some("claude-sonnet-4-5".into()),
-            offset: 0,
             source: UsageSource::Assistant,
         };
         let f = figures(Some(&reading), None, &WindowResolver::default());
@@ -92,7 +91,6 @@ mod tests {
         let reading = ContextReading {
             used_tokens: 1,
             model: Some("claude-sonnet-4-5".into()),
-            offset: 0,
             source: UsageSource::Assistant,
         };
         let feed = Feed {
