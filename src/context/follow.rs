@@ -49,23 +49,6 @@ pub enum FollowError {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FollowLimits {
-    pub initial_tail: u64,
-    pub max_tail: u64,
-    pub max_line: usize,
-}
-
-impl Default for FollowLimits {
-    fn default() -> Self {
-        Self {
-            initial_tail: INITIAL_TAIL_BYTES,
-            max_tail: MAX_TAIL_BYTES,
-            max_line: MAX_LINE_BYTES,
-        }
-    }
-}
-
 /// What one `poll()` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PollEvent {
@@ -148,7 +131,6 @@ struct OpenFile {
 
 pub struct TranscriptFollower {
     path: PathBuf,
-    limits: FollowLimits,
     open: Option<OpenFile>,
     /// Next byte of the file to read.
     offset: u64,
@@ -159,17 +141,8 @@ pub struct TranscriptFollower {
 impl TranscriptFollower {
     /// A follower for `path`. Nothing is read until `poll()`.
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self::with_limits(path, FollowLimits::default())
-    }
-
-    pub fn with_limits(path: impl Into<PathBuf>, limits: FollowLimits) -> Self {
         Self {
             path: path.into(),
-            limits: FollowLimits {
-                initial_tail: limits.initial_tail.max(1),
-                max_tail: limits.max_tail.max(limits.initial_tail.max(1)),
-                max_line: limits.max_line.max(1),
-            },
             open: None,
             offset: 0,
             splitter: LineSplitter::default(),
@@ -286,7 +259,7 @@ impl TranscriptFollower {
             splitter.push(
                 buf.get(..n).unwrap_or_default(),
                 pos,
-                self.limits.max_line,
+                MAX_LINE_BYTES,
                 tracker,
             );
             pos += n as u64;
@@ -308,7 +281,7 @@ impl TranscriptFollower {
     /// step parses only the bytes before the previous window, so a search costs about the final
     /// window, not the sum of all windows.
     fn retail(&mut self, len: u64) -> Result<u64, FollowError> {
-        let mut window = self.limits.initial_tail;
+        let mut window = INITIAL_TAIL_BYTES;
         let mut total = 0u64;
         // Bytes from `region_end` to `len` have been parsed into `later`.
         let mut region_end = len;
@@ -338,11 +311,11 @@ impl TranscriptFollower {
                 region_end = first_line_end;
             }
             let decided = later.current().is_some_and(|r| r.model.is_some());
-            if decided || start == 0 || window >= self.limits.max_tail {
+            if decided || start == 0 || window >= MAX_TAIL_BYTES {
                 self.tracker = later;
                 return Ok(total);
             }
-            window = window.saturating_mul(2).min(self.limits.max_tail);
+            window = window.saturating_mul(2).min(MAX_TAIL_BYTES);
         }
     }
 }

@@ -9,7 +9,8 @@ use std::time::Duration;
 use wakebridge::claude::home::ClaudeHome;
 use wakebridge::claude::transcript::ContextReading;
 use wakebridge::context::follow::{
-    ChangeWatcher, FollowLimits, PollEvent, TranscriptFollower, find_transcript_in,
+    ChangeWatcher, INITIAL_TAIL_BYTES, MAX_TAIL_BYTES, PollEvent, TranscriptFollower,
+    find_transcript_in,
 };
 use wakebridge::context::window::{WindowResolver, WindowSource};
 use wakebridge::context::{UsageSource, figures};
@@ -378,16 +379,12 @@ fn tail_window_grows_until_a_record_decides() -> TestResult {
     let dir = common::tempdir();
     let path = dir.path().join("big.jsonl");
     let mut lines = vec![assistant("claude-opus-4-1", 0, 0, 1234)];
-    // ~100 KB of user turns after the last assistant record.
-    lines.extend((0..1000).map(|i| user(&format!("{i:0>80}"))));
+    // ~500 KB of user turns after the last assistant record: past the first window.
+    lines.extend((0..2000).map(|i| user(&format!("{i:0>80}"))));
     write_lines(&path, &lines, "\n")?;
     let size = std::fs::metadata(&path)?.len();
-    let limits = FollowLimits {
-        initial_tail: 4096,
-        max_tail: 1 << 20,
-        max_line: 1 << 20,
-    };
-    let mut f = TranscriptFollower::with_limits(&path, limits);
+    assert!(size > 3 * INITIAL_TAIL_BYTES / 2, "{size}");
+    let mut f = TranscriptFollower::new(&path);
     let o = f.poll()?;
     assert_eq!(f.current().map(|r| r.used_tokens), Some(1234));
     // Doubling reads at most about twice the file.
@@ -414,7 +411,7 @@ fn tail_reads_only_the_end_of_a_long_history() -> TestResult {
     let mut f = TranscriptFollower::new(&path);
     let o = f.poll()?;
     assert_eq!(f.current().map(|r| r.used_tokens), Some(99));
-    assert!(o.bytes_read <= wakebridge::context::follow::INITIAL_TAIL_BYTES);
+    assert!(o.bytes_read <= INITIAL_TAIL_BYTES);
     Ok(())
 }
 
@@ -422,22 +419,18 @@ fn tail_reads_only_the_end_of_a_long_history() -> TestResult {
 fn tail_gives_up_at_the_cap_then_follows_appends() -> TestResult {
     let dir = common::tempdir();
     let path = dir.path().join("capped.jsonl");
-    let mut lines = vec![assistant("claude-opus-4-1", 0, 0, 5)];
-    lines.extend((0..2000).map(|i| user(&format!("{i:0>80}"))));
+    // One user turn longer than the largest tail window after the last assistant record.
+    let past_the_cap = "x".repeat(MAX_TAIL_BYTES as usize + 1);
+    let lines = [assistant("claude-opus-4-1", 0, 0, 5), user(&past_the_cap)];
     write_lines(&path, &lines, "\n")?;
-    let limits = FollowLimits {
-        initial_tail: 1024,
-        max_tail: 16 * 1024,
-        max_line: 1 << 20,
-    };
-    let mut f = TranscriptFollower::with_limits(&path, limits);
+    let mut f = TranscriptFollower::new(&path);
     let o = f.poll()?;
     assert_eq!(
         f.current(),
         None,
         "record beyond the cap is not searched for"
     );
-    assert!(o.bytes_read < 64 * 1024);
+    assert!(o.bytes_read <= 2 * MAX_TAIL_BYTES, "read {}", o.bytes_read);
     append(
         &path,
         &format!("{}\n", assistant("claude-opus-4-1", 0, 0, 6)),
