@@ -557,15 +557,27 @@ async fn launchd_install_writes_a_plist_launchd_can_read_and_bootstraps_it() {
     assert_eq!(args[5], "--config");
     assert_eq!(args[6], config_arg);
 
+    // A secret file named only in the --config file is one uninstall keeps too, and says so.
+    let other_secret = root.path().join("other secret");
+    std::fs::write(&other_secret, "s3").unwrap();
+    let other_config = root.path().join("other.toml");
+    let names_secret = format!("[bridge]\nsecret_file = {:?}\n", other_secret.display());
+    std::fs::write(&other_config, names_secret).unwrap();
     fake.clear_calls();
-    let out = wakebridge(
-        root.path(),
-        &fake,
-        &env,
-        &["service", "uninstall", "--platform", "launchd"],
-    )
-    .await;
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let other_arg = other_config.display().to_string();
+    let args = [
+        "--config",
+        &other_arg,
+        "service",
+        "uninstall",
+        "--platform",
+        "launchd",
+    ];
+    let out = wakebridge(root.path(), &fake, &env, &args).await;
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let kept = format!("kept the secret file {}", other_secret.display());
+    assert!(stdout.contains(&kept), "{stdout}");
     assert!(
         fake.calls()
             .contains(&format!("launchctl bootout gui/{uid}/dev.wakebridge"))

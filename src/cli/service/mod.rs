@@ -113,7 +113,9 @@ pub fn run(
                 crate::errln!("wakebridge service: {e}");
                 Ok(ExitCode::from(2))
             }
-            (ServiceCommand::Uninstall(args), _) => uninstall(platform(args), &env).await,
+            (ServiceCommand::Uninstall(args), _) => {
+                uninstall(platform(args), config_flag, &env).await
+            }
             (ServiceCommand::Status(args), config) => {
                 status(platform(args), config.as_ref(), &env).await
             }
@@ -372,7 +374,11 @@ async fn await_new_instance(
     }
 }
 
-async fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceError> {
+async fn uninstall(
+    platform: Platform,
+    config_flag: Option<&Path>,
+    env: &Env,
+) -> Result<ExitCode, ServiceError> {
     let locations = Locations::of(platform, env)?;
     let file = &locations.file;
     if !file.exists() {
@@ -391,7 +397,7 @@ async fn uninstall(platform: Platform, env: &Env) -> Result<ExitCode, ServiceErr
     for command in &after {
         manager::run(command).await?;
     }
-    let configured = config::load_settings(None, env)
+    let configured = config::load_settings(config_flag, env)
         .ok()
         .map(|s| PathBuf::from(s.bridge.secret_file))
         .filter(|path| !path.as_os_str().is_empty());
