@@ -527,19 +527,7 @@ async fn launchd_install_writes_a_plist_launchd_can_read_and_bootstraps_it() {
     // Again, with --config: the file differs and is replaced; the loaded job is booted out first.
     let config = root.path().join("my config.toml");
     std::fs::write(&config, "[nudger]\nenabled = true\n").unwrap();
-    fake.clear_calls();
-    let config_arg = config.display().to_string();
-    let args = [
-        "--config",
-        &config_arg,
-        "service",
-        "install",
-        "--platform",
-        "launchd",
-    ];
-    let out = wakebridge(root.path(), &fake, &env, &args).await;
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let stdout = launchd_with_config(root.path(), &fake, &env, "install", &config).await;
     assert!(
         stdout.contains("replaced the different file there"),
         "{stdout}"
@@ -555,7 +543,7 @@ async fn launchd_install_writes_a_plist_launchd_can_read_and_bootstraps_it() {
     let p = parse_plist(&plist);
     let args = p["ProgramArguments"].as_array().unwrap();
     assert_eq!(args[5], "--config");
-    assert_eq!(args[6], config_arg);
+    assert_eq!(args[6], config.display().to_string());
 
     // A secret file named only in the --config file is one uninstall keeps too, and says so.
     let other_secret = root.path().join("other secret");
@@ -563,19 +551,7 @@ async fn launchd_install_writes_a_plist_launchd_can_read_and_bootstraps_it() {
     let other_config = root.path().join("other.toml");
     let names_secret = format!("[bridge]\nsecret_file = {:?}\n", other_secret.display());
     std::fs::write(&other_config, names_secret).unwrap();
-    fake.clear_calls();
-    let other_arg = other_config.display().to_string();
-    let args = [
-        "--config",
-        &other_arg,
-        "service",
-        "uninstall",
-        "--platform",
-        "launchd",
-    ];
-    let out = wakebridge(root.path(), &fake, &env, &args).await;
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let stdout = launchd_with_config(root.path(), &fake, &env, "uninstall", &other_config).await;
     let kept = format!("kept the secret file {}", other_secret.display());
     assert!(stdout.contains(&kept), "{stdout}");
     assert!(
@@ -583,6 +559,31 @@ async fn launchd_install_writes_a_plist_launchd_can_read_and_bootstraps_it() {
             .contains(&format!("launchctl bootout gui/{uid}/dev.wakebridge"))
     );
     assert!(!plist.exists());
+}
+
+/// `wakebridge --config <config> service <verb> --platform launchd` on fresh recorded calls,
+/// which must succeed: its stdout.
+async fn launchd_with_config(
+    root: &Path,
+    fake: &FakeManager,
+    env: &[(&str, &str)],
+    verb: &str,
+    config: &Path,
+) -> String {
+    fake.clear_calls();
+    let config = config.display().to_string();
+    let args = [
+        "--config",
+        &config,
+        "service",
+        verb,
+        "--platform",
+        "launchd",
+    ];
+    let out = wakebridge(root, fake, env, &args).await;
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    stdout
 }
 
 /// The plist's ProgramArguments script, from the shipped template.
