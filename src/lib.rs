@@ -64,6 +64,19 @@ pub mod telemetry;
 pub mod wakedir;
 pub mod wire;
 
+/// Gives each enum named an `as_str`: its strum (kebab-case) name, its one spelling wherever it
+/// is stored, labelled or shown.
+#[macro_export]
+macro_rules! strum_as_str {
+    ($($kind:ty),*) => {$(
+        impl $kind {
+            pub fn as_str(self) -> &'static str {
+                self.into()
+            }
+        }
+    )*};
+}
+
 /// An outbound HTTP client answering within `timeout`. TLS (an https notify hook or bus) runs on
 /// rustls with ring, installed here as the process's provider before the first client needs it.
 #[allow(clippy::disallowed_methods)] // the one place allowed to (clippy.toml)

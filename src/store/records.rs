@@ -213,20 +213,8 @@ pub enum LimitSource {
     Statusline,
 }
 
-/// Gives each enum named an `as_str`: its strum (kebab-case) name, its one spelling wherever it
-/// is stored, labelled or shown. For the ledger's enums here, the migrations' CHECK constraints
-/// list it and existing ledgers hold it.
-#[macro_export]
-macro_rules! strum_as_str {
-    ($($kind:ty),*) => {$(
-        impl $kind {
-            pub fn as_str(self) -> &'static str {
-                self.into()
-            }
-        }
-    )*};
-}
-strum_as_str!(
+// Their stored spelling: the migrations' CHECK constraints list it, existing ledgers hold it.
+crate::strum_as_str!(
     DeliverySource,
     Payment,
     RewindWhy,
