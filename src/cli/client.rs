@@ -199,10 +199,7 @@ impl<'a> Daemon<'a> {
     /// Every id the daemon knows a session by (former ones too); `None` once the reason is said.
     fn known(&self) -> Option<Vec<String>> {
         let answer = self.call(Method::GET, "/sessions", None)?;
-        let sessions = serde_json::from_value::<Sessions>(answer);
-        let sessions = sessions
-            .map_err(|e| self.say(unreadable("/sessions", &e)))
-            .ok()?;
+        let sessions = listed(answer).map_err(|e| self.say(e)).ok()?;
         let known = glance::known_ids(&sessions.sessions).into_iter();
         Some(known.map(str::to_owned).collect())
     }
@@ -416,8 +413,7 @@ async fn frame(daemon: &Daemon<'_>, args: &StatusArgs, terminal: bool) -> Result
     if args.json {
         return Ok(format!("{sessions:#}\n"));
     }
-    let sessions = serde_json::from_value::<Sessions>(sessions);
-    let listed = sessions.map_err(|e| unreadable("/sessions", &e))?;
+    let listed = listed(sessions)?;
     let health = answer(daemon.request(Method::GET, "/health", None).await);
     let health = health.ok().and_then(|h| serde_json::from_value(h).ok());
     let columns = terminal
@@ -434,10 +430,12 @@ async fn frame(daemon: &Daemon<'_>, args: &StatusArgs, terminal: bool) -> Result
     Ok(glance::render(&listed, health.as_ref(), &view))
 }
 
-/// Why a daemon's answer could not be read as the view this build knows.
-fn unreadable(route: &str, error: &serde_json::Error) -> String {
-    format!(
-        "the daemon's {route} answer does not read as this wakebridge's ({error}); is the \
-         running daemon another version? `wakebridge service status` says which"
-    )
+/// A `/sessions` answer as the view this build knows, else why it does not read as one.
+fn listed(answer: Value) -> Result<Sessions, String> {
+    serde_json::from_value(answer).map_err(|error| {
+        format!(
+            "the daemon's /sessions answer does not read as this wakebridge's ({error}); is the \
+             running daemon another version? `wakebridge service status` says which"
+        )
+    })
 }
