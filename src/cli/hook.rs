@@ -12,6 +12,7 @@ use crate::claude::hooks::{
 };
 use crate::claude::inbox::{self, Inbox};
 use crate::claude::limits;
+use crate::cli::session::{SESSION_ID_ENVS, resolve_session_id};
 use crate::clock;
 use crate::config::{Config, ConfigError};
 use crate::env::Env;
@@ -112,11 +113,8 @@ pub struct HookOutcome {
 /// registered on the bus under its own id keeps it), else the payload's `session_id`, else
 /// `CLAUDE_CODE_SESSION_ID`. Empty values fall through.
 pub fn hook_session_id(payload: Option<&str>, env: &Env) -> Option<String> {
-    let [bus, claude] = crate::cli::session::SESSION_ID_ENVS;
-    [env.get(bus), payload.map(str::to_owned), env.get(claude)]
-        .into_iter()
-        .flatten()
-        .find(|id| !id.is_empty())
+    let bus = env.get(SESSION_ID_ENVS[0]).filter(|id| !id.is_empty());
+    bus.or_else(|| resolve_session_id(payload, env))
 }
 
 pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
