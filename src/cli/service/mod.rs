@@ -68,6 +68,8 @@ pub struct InstallArgs {
 
 #[derive(Debug, thiserror::Error)]
 enum ServiceError {
+    #[error(transparent)]
+    Config(ConfigError),
     #[error(
         "HOME is not set to an absolute path, so the service file's place is unknown: set HOME"
     )]
@@ -105,20 +107,13 @@ pub fn run(
     let env = Env::process();
     let platform = |arg: &PlatformArg| arg.platform.unwrap_or_else(Platform::native);
     let result = super::block_on(async {
-        match (command, &config) {
-            (ServiceCommand::Install(args), Ok(config)) => {
-                install(args, platform(&args.platform), config, config_flag, &env).await
+        match command {
+            ServiceCommand::Install(args) => {
+                let config = config.map_err(ServiceError::Config)?;
+                install(args, platform(&args.platform), &config, config_flag, &env).await
             }
-            (ServiceCommand::Install(_), Err(e)) => {
-                crate::errln!("wakebridge service: {e}");
-                Ok(ExitCode::from(2))
-            }
-            (ServiceCommand::Uninstall(args), _) => {
-                uninstall(platform(args), config_flag, &env).await
-            }
-            (ServiceCommand::Status(args), config) => {
-                status(platform(args), config.as_ref(), &env).await
-            }
+            ServiceCommand::Uninstall(args) => uninstall(platform(args), config_flag, &env).await,
+            ServiceCommand::Status(args) => status(platform(args), config.as_ref(), &env).await,
         }
     });
     let result = result.map_err(ServiceError::Runtime).and_then(|done| done);
