@@ -113,11 +113,12 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
                 Err(e) => Err(format!("cannot read it: {e}")),
             };
             let wired = wired.map_err(|e| format!("{}: {e}", file.display()));
+            checks.push(hooks_check(&file, &wired));
+            // No settings to read: nothing more to say, the hooks line failed.
             if let Ok(Some(wired)) = &wired {
                 inbound = wired.inbound.clone();
+                checks.extend(binary_check(wired, env));
             }
-            checks.push(hooks_check(&file, &wired));
-            checks.extend(binary_check(&wired, env));
         }
         Err(e) => checks.push(Check::fail(
             "hooks",
@@ -226,11 +227,8 @@ fn hooks_check(file: &Path, wired: &Result<Option<Wired>, String>) -> Check {
 }
 
 /// Each wired hook's program starts from this shell's PATH (Claude Code runs hooks with the PATH
-/// it was started with). Nothing to say without hooks: the hooks line already failed.
-fn binary_check(wired: &Result<Option<Wired>, String>, env: &Env) -> Option<Check> {
-    let Ok(Some(wired)) = wired else {
-        return None;
-    };
+/// it was started with).
+fn binary_check(wired: &Wired, env: &Env) -> Option<Check> {
     let path = env.get("PATH").unwrap_or_default();
     let mut programs: Vec<&str> = wired.hooks.values().map(String::as_str).collect();
     programs.sort_unstable();
@@ -512,7 +510,7 @@ mod tests {
     fn the_binary_must_start_from_the_hooks_path() {
         let all: Vec<&str> = WIRED_EVENTS.iter().map(|(e, _)| *e).collect();
         let env = Env::from_pairs([("PATH", "/nonexistent")]);
-        let check = |command: &str| binary_check(&wired(&all, command), &env);
+        let check = |command: &str| binary_check(&wired(&all, command).unwrap().unwrap(), &env);
         let gone = check("/nonexistent/wakebridge hook").unwrap();
         assert_eq!(gone.verdict, Verdict::Fail, "{gone:?}");
         let bare = check("wakebridge hook").unwrap();
