@@ -294,14 +294,12 @@ fn explain_inbound(before: Option<&serde_json::Value>, accept: bool, dry_run: bo
 
 /// What two installs created between them; `crossSessionInbound`'s value before the first one
 /// that set it is what uninstall puts back.
-fn merged(mut earlier: Created, later: Created) -> Created {
+fn merged(mut earlier: Created, mut later: Created) -> Created {
     earlier.hooks |= later.hooks;
     earlier.accepted = earlier.accepted.or(later.accepted);
-    for event in later.events {
-        if !earlier.events.contains(&event) {
-            earlier.events.push(event);
-        }
-    }
+    // An install creates each event key at most once.
+    later.events.retain(|event| !earlier.events.contains(event));
+    earlier.events.append(&mut later.events);
     earlier
 }
 
