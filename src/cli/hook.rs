@@ -104,9 +104,6 @@ pub struct HookOutcome {
     pub unmapped: Vec<String>,
     /// A PreToolUse within `LEDGER_REFRESH` of the last busy mark: nothing to record.
     pub nothing_new: bool,
-    /// The session's inbox as its environment announces it, read at SessionStart (to record)
-    /// and UserPromptSubmit (whose prompt may be a message sent there).
-    pub inbox: Option<Inbox>,
 }
 
 /// `AGENT_EVENT_BUS_SESSION_ID` (the reference CLI's rule: the explicit knob wins, so a session
@@ -133,9 +130,6 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
         result: HookResult::Done,
         unmapped: Vec::new(),
         nothing_new: false,
-        inbox: matches!(&*input.event_name, "SessionStart" | "UserPromptSubmit")
-            .then(|| Inbox::from_hook_env(env))
-            .flatten(),
     };
     let Some(session_id) = session_id.filter(|_| action != HookAction::Ignore) else {
         outcome.result = HookResult::Skipped;
@@ -287,7 +281,7 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
     };
     let act = move || {
         let outcome = perform_as(action, &input, &wake_dir, &env);
-        record(&ledger, &outcome, &input, track_limits);
+        record(&ledger, &outcome, &input, &env, track_limits);
         outcome
     };
     if !matches!(action, HookAction::MapPane { .. } | HookAction::ClearPane) {
@@ -359,12 +353,13 @@ fn parse_own_flags(args: &[std::ffi::OsString]) -> Option<(HookArgs, Option<Path
 /// Records in one commit the session (scope = local), its transcript and last hook event (for
 /// the nudger), its usage limit ([`limit_record`]), its `/clear` renames ([`renames`]) and its
 /// inbox ([`inbox_record`]).
-fn record(ledger: &Path, outcome: &HookOutcome, input: &HookInput, limits: bool) {
+fn record(ledger: &Path, outcome: &HookOutcome, input: &HookInput, env: &Env, limits: bool) {
     let Some(session_id) = outcome.session_id.clone().filter(|_| !outcome.nothing_new) else {
         return;
     };
     let now_ms = clock::now_ms();
     let limit = limits.then(|| limit_record(input, &session_id, now_ms));
+    let inbox = inbox_record(input, env, &session_id, now_ms);
     let seen = SessionSeen {
         session_id,
         cwd: outcome.cwd.clone(),
@@ -374,7 +369,6 @@ fn record(ledger: &Path, outcome: &HookOutcome, input: &HookInput, limits: bool)
         seen_at_ms: now_ms,
     };
     let renamed = renames(outcome, input, now_ms);
-    let inbox = inbox_record(outcome, input, now_ms);
     let batch = std::iter::once(Record::SessionSeen(seen))
         .chain(limit.flatten())
         .chain(renamed)
@@ -388,8 +382,8 @@ fn record(ledger: &Path, outcome: &HookOutcome, input: &HookInput, limits: bool)
 /// SessionStart records where the session's inbox is (after a `/clear` too: the new id keeps
 /// the socket); UserPromptSubmit records which prompt it reported, so that a message the daemon
 /// sent there is known to have arrived. Nothing for a session without an inbox.
-fn inbox_record(outcome: &HookOutcome, input: &HookInput, now_ms: i64) -> Option<Record> {
-    let (inbox, session_id) = (outcome.inbox.clone()?, outcome.session_id.clone()?);
+fn inbox_record(input: &HookInput, env: &Env, session_id: &str, now_ms: i64) -> Option<Record> {
+    let (inbox, session_id) = (Inbox::from_hook_env(env)?, session_id.to_owned());
     match &*input.event_name {
         "SessionStart" => Some(Record::InboxSeen {
             session_id,
