@@ -98,7 +98,6 @@ pub struct HookOutcome {
     pub session_id: Option<String>,
     pub cwd: Option<String>,
     pub pane: Option<PaneTarget>,
-    pub action: HookAction,
     pub result: HookResult,
     /// Ids unmapped as a side effect (evicted on SessionStart, removed on SessionEnd).
     pub unmapped: Vec<String>,
@@ -126,7 +125,6 @@ fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env)
         session_id: session_id.clone(),
         cwd: input.cwd.clone(),
         pane: pane.clone(),
-        action,
         result: HookResult::Done,
         unmapped: Vec::new(),
         nothing_new: false,

@@ -12,7 +12,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 use wakebridge::claude::hooks::HookInput;
-use wakebridge::cli::hook::{HookAction, HookResult, perform, read_bounded};
+use wakebridge::cli::hook::{HookAction, HookResult, action_for, perform, read_bounded};
 use wakebridge::cli::session::{
     MuxKind, PanesClearArgs, PanesCommand, PanesSetArgs, SessionArgs, WakeState, WakeStateArgs,
     execute_panes, execute_wake_state,
@@ -983,10 +983,8 @@ fn hook_events_drive_the_wake_dir() {
 
     for busy in ["UserPromptSubmit", "PreToolUse"] {
         clear_busy(&wake, "cc-1").unwrap();
-        assert_eq!(
-            perform(&hook(busy), &wake, &env).action,
-            HookAction::MarkBusy
-        );
+        assert_eq!(action_for(&hook(busy)), HookAction::MarkBusy);
+        perform(&hook(busy), &wake, &env);
         assert!(is_busy(&wake, "cc-1", 60.0), "{busy}");
     }
     let compact = HookInput {
