@@ -1,12 +1,11 @@
 //! The pure side of the context monitor task: the view `/sessions` reads, when a state file is
-//! worth rewriting, what a gate outcome means for a warning and which sessions to follow.
+//! worth rewriting and which sessions to follow.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
 use crate::api;
-use crate::delivery::action::Action;
 use crate::lock;
 
 /// Every followed session's status; written by the monitor task, read by handlers.
@@ -43,33 +42,6 @@ impl StateStamp {
         Self {
             pct: super::window::whole_percent(percent).unwrap_or(0),
             minute: unix_seconds / 60,
-        }
-    }
-}
-
-/// What to do with a pending warning after the gate answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WarningStep {
-    /// Typed or taken by the inbox: settle the level.
-    Delivered,
-    /// Not typed now (busy, cooldown, paused, multiplexer or pane trouble): keep it due, retry at
-    /// the next poll.
-    Retry,
-    /// No pane mapped: keep it due (a mapping may appear), quietly.
-    Unmapped,
-}
-
-impl WarningStep {
-    pub fn of(action: Action) -> Self {
-        match action {
-            Action::Tmux | Action::Zellij | Action::Inbox => Self::Delivered,
-            Action::SpoolUnmapped => Self::Unmapped,
-            Action::Spool
-            | Action::SpoolBusy
-            | Action::SpoolCooldown
-            | Action::SpoolMuxFailed
-            | Action::SpoolStalePane
-            | Action::SpoolPaused => Self::Retry,
         }
     }
 }
@@ -126,6 +98,7 @@ pub fn select_sessions(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delivery::action::Action;
 
     #[test]
     fn state_file_rewritten_only_on_new_percent_or_minute() {
@@ -138,20 +111,18 @@ mod tests {
 
     #[test]
     fn gate_outcomes_keep_undelivered_warnings_due() {
-        assert_eq!(WarningStep::of(Action::Tmux), WarningStep::Delivered);
-        assert_eq!(WarningStep::of(Action::Zellij), WarningStep::Delivered);
+        // The monitor settles a warning only on an action that woke the session.
+        assert!(Action::Tmux.woke());
+        assert!(Action::Zellij.woke());
         for a in [
             Action::SpoolBusy,
             Action::SpoolCooldown,
             Action::SpoolMuxFailed,
             Action::SpoolStalePane,
+            Action::SpoolUnmapped,
         ] {
-            assert_eq!(WarningStep::of(a), WarningStep::Retry, "{a:?}");
+            assert!(!a.woke(), "{a:?}");
         }
-        assert_eq!(
-            WarningStep::of(Action::SpoolUnmapped),
-            WarningStep::Unmapped
-        );
     }
 
     fn cand(sid: &str, seen: Option<i64>, hint: Option<&str>) -> Candidate {

@@ -16,14 +16,14 @@ use crate::claude::home::ClaudeHome;
 use crate::clock;
 use crate::config::ContextSettings;
 use crate::context::follow::{ChangeWatcher, PollEvent, TranscriptFollower, find_transcript_in};
-use crate::context::monitor::{Candidate, ContextView, StateStamp, WarningStep, select_sessions};
+use crate::context::monitor::{Candidate, ContextView, StateStamp, select_sessions};
 use crate::context::statefile::write_state;
 use crate::context::statusline::{Feed, feed_dir, read_feed};
 use crate::context::thresholds::{Level, SessionThresholds, ThresholdError, Thresholds};
 use crate::context::window::{WindowError, WindowResolver};
 use crate::context::{ContextFigures, figures};
-use crate::delivery::Deliverer;
 use crate::delivery::gate::Mode;
+use crate::delivery::{Action, Deliverer};
 use crate::mux::{KeystrokeText, TextError};
 use crate::store::{DeliverySource, LimitSeen, LimitSource, Record, RewindWhy};
 use crate::telemetry::notice::{Notice, NoticeKind};
@@ -128,7 +128,7 @@ struct Tracked {
     written: Option<StateStamp>,
     /// The (level, action) last written to the ledger, so a warning deferred poll after poll
     /// leaves one row per kind of deferral, not one per poll.
-    last_recorded: Option<(String, crate::delivery::action::Action)>,
+    last_recorded: Option<(String, Action)>,
     last_warning: Option<(String, SystemTime)>,
     /// The usage limit last recorded from this session's transcript (its offset) and feed (its
     /// reset), so each is recorded once.
@@ -346,57 +346,57 @@ impl Monitor {
         let Some(t) = self.sessions.get_mut(sid) else {
             return;
         };
-        let step = WarningStep::of(outcome.action);
+        // Typed or taken by the inbox settles the level; anything else keeps it due, for the
+        // next poll (no pane mapped: quietly, a mapping may appear).
+        let delivered = outcome.action.woke();
         let key = (level.name.clone(), outcome.action);
-        if step == WarningStep::Delivered || t.last_recorded.as_ref() != Some(&key) {
+        if delivered || t.last_recorded.as_ref() != Some(&key) {
             deliverer
                 .record(DeliverySource::Context, sid, &outcome)
                 .await;
             t.last_recorded = Some(key);
         }
-        match step {
-            WarningStep::Delivered => {
-                t.thresholds.delivered(&level);
-                let top = self.config.thresholds.levels().last() == Some(&level);
-                if top {
-                    deliverer.gate().notices().send(Notice::new(
-                        sid,
-                        NoticeKind::Checkpoint,
-                        format!("past {}%", level.percent),
-                    ));
-                }
-                let waiting = || {
-                    let rewinds = deliverer.store().rewinds();
-                    rewinds.is_ok_and(|r| r.facts(sid).pending.is_some())
-                };
-                if self.config.auto_rewind && top && !waiting() {
-                    let asked = Record::RewindAsked {
-                        session_id: sid.to_owned(),
-                        why: RewindWhy::Auto,
-                        at_ms: clock::now_ms(),
-                    };
-                    if let Err(e) = deliverer.store().record(asked).await {
-                        tracing::warn!(error = %e, "could not record an automatic rewind in the ledger");
-                    }
-                }
-                t.last_warning = Some((level.name.clone(), SystemTime::now()));
-                t.last_recorded = None;
-                tracing::info!(
-                    session_id = sid,
-                    level = level.name.as_str(),
-                    action = outcome.action.as_str(),
-                    "Context warning {} typed for {}",
-                    level.name,
-                    short(sid)
-                );
+        if delivered {
+            t.thresholds.delivered(&level);
+            let top = self.config.thresholds.levels().last() == Some(&level);
+            if top {
+                deliverer.gate().notices().send(Notice::new(
+                    sid,
+                    NoticeKind::Checkpoint,
+                    format!("past {}%", level.percent),
+                ));
             }
-            WarningStep::Retry => tracing::debug!(
+            let waiting = || {
+                let rewinds = deliverer.store().rewinds();
+                rewinds.is_ok_and(|r| r.facts(sid).pending.is_some())
+            };
+            if self.config.auto_rewind && top && !waiting() {
+                let asked = Record::RewindAsked {
+                    session_id: sid.to_owned(),
+                    why: RewindWhy::Auto,
+                    at_ms: clock::now_ms(),
+                };
+                if let Err(e) = deliverer.store().record(asked).await {
+                    tracing::warn!(error = %e, "could not record an automatic rewind in the ledger");
+                }
+            }
+            t.last_warning = Some((level.name.clone(), SystemTime::now()));
+            t.last_recorded = None;
+            tracing::info!(
+                session_id = sid,
+                level = level.name.as_str(),
+                action = outcome.action.as_str(),
+                "Context warning {} typed for {}",
+                level.name,
+                short(sid)
+            );
+        } else if outcome.action != Action::SpoolUnmapped {
+            tracing::debug!(
                 session_id = sid,
                 level = level.name.as_str(),
                 action = outcome.action.as_str(),
                 "context warning deferred; retrying at the next poll"
-            ),
-            WarningStep::Unmapped => {}
+            );
         }
         if let Some(status) = t.status() {
             view.set(sid, status);
