@@ -31,8 +31,6 @@ pub struct Session {
     pub count: NudgeCount<Instant>,
     pub acknowledged: bool,
     pub activity: Option<Activity>,
-    /// The ledger's last nudge (unix ms) for a session taken up from it, until first seen.
-    pub restored_nudge_ms: Option<i64>,
     pub last_nudge_ms: Option<i64>,
     /// What the last look at the screen showed that stopped a nudge, while its retry clock runs.
     pub screen_block: Option<Verdict>,
@@ -66,7 +64,6 @@ impl Session {
                 last_nudge: last_nudge.map(|(at, _)| at),
             },
             acknowledged: acknowledged || schedule.acknowledged(unanswered),
-            restored_nudge_ms: last_nudge.map(|(_, ms)| ms),
             last_nudge_ms: last_nudge.map(|(_, ms)| ms),
             ..Self::default()
         }

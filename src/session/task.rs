@@ -414,9 +414,10 @@ impl<I: SessionIo> Keeper<I> {
         let session = self.session(sid);
         match &mut session.activity {
             Some(activity) => activity.observe(obs, now_ms, typed_ms, grace_ms),
+            // Not seen yet, so not nudged yet by this daemon: its last nudge is the ledger's.
             None => {
                 let (activity, movement) =
-                    Activity::first(obs, now_ms, session.restored_nudge_ms.take(), grace_ms);
+                    Activity::first(obs, now_ms, session.last_nudge_ms, grace_ms);
                 session.activity = Some(activity);
                 movement
             }
