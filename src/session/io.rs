@@ -174,11 +174,14 @@ impl SessionIo for LiveIo {
     }
 
     async fn tmux_snapshot(&self) -> Result<HashMap<String, PaneInfo>, MuxError> {
-        self.gate
-            .injector()
-            .tmux()
-            .snapshot(Deadline::after(TMUX_BUDGET))
-            .await
+        let tmux = self.gate.injector().tmux();
+        let snapshot = tmux.snapshot(Deadline::after(TMUX_BUDGET)).await;
+        if let Some(error) = self.warned.first_err("tmux snapshot", &snapshot) {
+            tracing::warn!(
+                "nudger: tmux list-panes failed ({error}); skipping tmux panes until it works"
+            );
+        }
+        snapshot
     }
 
     async fn capture(&self, pane: &str) -> Result<String, MuxError> {

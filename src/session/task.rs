@@ -27,6 +27,7 @@ use crate::claude::registry::RegistryReading;
 use crate::claude::screen;
 use crate::clock::duration_ms;
 use crate::delivery::{self, gate::GateOutcome};
+use crate::mux::tmux::create::is_missing_target;
 use crate::mux::{PaneInfo, STEP_FLOOR};
 use crate::session::decide::{
     LOOK_EVERY_MS, Look, Now, PaneSeen, Screen, Seen, Step, decide, resume_times,
@@ -72,6 +73,8 @@ struct Around {
     registry: HashMap<String, RegistryReading>,
     budgets: Vec<budget::Account>,
     local: TimeZone,
+    /// The snapshot failed because the tmux server is gone (not merely slow).
+    tmux_gone: bool,
 }
 
 pub struct Keeper<I> {
@@ -79,15 +82,12 @@ pub struct Keeper<I> {
     io: I,
     sessions: HashMap<String, Session>,
     views: watch::Sender<SessionViews>,
-    snapshot_warned: bool,
     owes_any: bool,
     /// The earliest time a held session's decision changes, unix ms.
     wake_at_ms: Option<i64>,
     /// The rewinds (asked for as, asked at) performed or started: never twice, even while the
     /// ledger still shows one waiting.
     rewinds_taken: HashSet<(String, i64)>,
-    /// The last snapshot failed because the tmux server is gone (not merely slow).
-    tmux_gone: bool,
     limits_told: HashSet<(String, i64)>,
 }
 
@@ -98,11 +98,9 @@ impl<I: SessionIo> Keeper<I> {
             io,
             sessions: HashMap::new(),
             views,
-            snapshot_warned: false,
             owes_any: false,
             wake_at_ms: None,
             rewinds_taken: HashSet::new(),
-            tmux_gone: false,
             limits_told: HashSet::new(),
         }
     }
@@ -145,23 +143,11 @@ impl<I: SessionIo> Keeper<I> {
         let has_tmux = kept
             .values()
             .any(|t| matches!(t, Some(PaneTarget::Tmux { .. })));
-        self.tmux_gone = false;
+        let mut tmux_gone = false;
         let snapshot = if has_tmux {
-            match self.io.tmux_snapshot().await {
-                Ok(panes) => {
-                    self.snapshot_warned = false;
-                    Some(panes)
-                }
-                Err(error) => {
-                    self.tmux_gone = crate::mux::tmux::create::is_missing_target(&error);
-                    if !std::mem::replace(&mut self.snapshot_warned, true) {
-                        tracing::warn!(
-                            "nudger: tmux list-panes failed ({error}); skipping tmux panes until it works"
-                        );
-                    }
-                    None
-                }
-            }
+            (self.io.tmux_snapshot().await)
+                .inspect_err(|error| tmux_gone = is_missing_target(error))
+                .ok()
         } else {
             None
         };
@@ -175,6 +161,7 @@ impl<I: SessionIo> Keeper<I> {
             registry,
             budgets: self.io.budgets().await,
             local: TimeZone::system(),
+            tmux_gone,
         };
         let mut views = BTreeMap::new();
         for (sid, target) in &kept {
@@ -237,7 +224,7 @@ impl<I: SessionIo> Keeper<I> {
             info = snapshot.and_then(|panes| panes.get(id));
             let gone = |why, revive| PaneSeen::Gone { why, revive };
             pane = match (snapshot, info) {
-                (None, _) if self.tmux_gone => gone("tmux server gone", Some(false)),
+                (None, _) if around.tmux_gone => gone("tmux server gone", Some(false)),
                 (None, _) => gone("tmux unavailable", None),
                 (Some(_), None) => gone("pane not found", Some(false)),
                 (_, Some(info)) if info.dead => gone("pane dead", Some(true)),
