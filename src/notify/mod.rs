@@ -101,13 +101,7 @@ impl RateLimit {
 
     /// Whether `notice` may go out at `now`; if so it is counted as sent.
     pub fn admit(&mut self, notice: &Notice, now: Instant) -> bool {
-        while self
-            .sent
-            .front()
-            .is_some_and(|at| now.duration_since(*at) >= HOUR)
-        {
-            self.sent.pop_front();
-        }
+        self.sent.retain(|at| now.duration_since(*at) < HOUR);
         let key = (notice.session_id.clone(), notice.kind);
         let too_soon = self
             .last
