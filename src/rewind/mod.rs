@@ -1,7 +1,8 @@
 //! Rewinds: a clean context window before the old one runs out, when a session asks or, with
 //! `[rewind] auto`, once it crossed the checkpoint and stayed idle: `/clear` is typed, the fresh
 //! prompt awaited, and the re-hydration message typed once. This module owns the `[rewind]`
-//! settings and the pure decisions; the session loop performs them.
+//! settings and what a cleared screen is; when a rewind is due is `session::decide`'s, and the
+//! session loop performs it.
 
 pub mod restart;
 
@@ -10,7 +11,6 @@ use std::time::Duration;
 use crate::claude::screen;
 use crate::config::RewindSettings;
 use crate::mux::{KeystrokeText, TextError};
-use crate::store::{RewindRow, RewindWhy};
 
 /// Longest wait after `/clear` for the fresh prompt and the hook that maps the new id (Claude
 /// Code clears within a second; its SessionStart hooks may take seconds).
@@ -52,40 +52,6 @@ impl RewindConfig {
     }
 }
 
-/// What to do about a waiting rewind now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Due {
-    Wait,
-    Now,
-    /// Drop it (an automatic rewind too soon after the last one), and why.
-    Skip(String),
-}
-
-/// Whether `pending` is due for a session idle for `idle_for`: one it asked for once it has
-/// settled (`settle`), an automatic one after `after` and never within `min_gap` of the last.
-pub fn due(
-    pending: &RewindRow,
-    idle_for: Duration,
-    settle: Duration,
-    last_done_ms: Option<i64>,
-    now_ms: i64,
-    config: &RewindConfig,
-) -> Due {
-    let gap_ms = crate::clock::duration_ms(config.min_gap);
-    let ago_ms = last_done_ms.map(|last| now_ms.saturating_sub(last));
-    match (pending.why, ago_ms.filter(|&ago| ago < gap_ms)) {
-        (RewindWhy::Asked | RewindWhy::Restart, _) if idle_for >= settle => Due::Now,
-        (RewindWhy::Auto, Some(ago_ms)) => {
-            let ago = ago_ms.max(0) / 1000;
-            Due::Skip(format!(
-                "the last rewind was {ago}s ago, within rewind.min_gap"
-            ))
-        }
-        (RewindWhy::Auto, None) if idle_for >= config.after => Due::Now,
-        _ => Due::Wait,
-    }
-}
-
 /// Whether a screen shows Claude Code's fresh, empty prompt with nothing holding the pane.
 pub fn cleared(text: &str) -> bool {
     text.lines().any(|line| screen::input(line).is_some())
@@ -100,18 +66,6 @@ mod tests {
 
     fn config() -> RewindConfig {
         RewindConfig::from_settings(&crate::config::defaults().rewind).unwrap()
-    }
-
-    fn row(why: RewindWhy) -> RewindRow {
-        RewindRow {
-            session_id: "s".into(),
-            why,
-            asked_ms: 0,
-            done_ms: None,
-            outcome: None,
-            new_id: None,
-            detail: None,
-        }
     }
 
     #[test]
@@ -131,37 +85,6 @@ mod tests {
         s.message = "fine".into();
         s.after = Duration::ZERO;
         assert_eq!(RewindConfig::from_settings(&s), Err(RewindError::ZeroAfter));
-    }
-
-    #[test]
-    fn asked_rewinds_wait_to_settle_and_automatic_ones_for_after_and_the_gap() {
-        let c = config();
-        let settle = Duration::from_secs(10);
-        let asked = row(RewindWhy::Asked);
-        assert_eq!(
-            due(&asked, Duration::from_secs(9), settle, None, 0, &c),
-            Due::Wait
-        );
-        assert_eq!(due(&asked, settle, settle, None, 0, &c), Due::Now);
-        // An asked rewind ignores the gap: the agent knows it checkpointed.
-        assert_eq!(due(&asked, settle, settle, Some(0), 1, &c), Due::Now);
-        let auto = row(RewindWhy::Auto);
-        let now = 10_000_000;
-        assert_eq!(due(&auto, settle, settle, None, now, &c), Due::Wait);
-        assert_eq!(due(&auto, c.after, settle, None, now, &c), Due::Now);
-        let recent = Some(now - 60_000);
-        assert!(matches!(
-            due(&auto, c.after, settle, recent, now, &c),
-            Due::Skip(why) if why.contains("60s ago")
-        ));
-        let long_ago = Some(now - 1_800_000);
-        assert_eq!(due(&auto, c.after, settle, long_ago, now, &c), Due::Now);
-        let restart = row(RewindWhy::Restart);
-        assert_eq!(due(&restart, settle, settle, recent, now, &c), Due::Now);
-        assert_eq!(
-            due(&restart, Duration::ZERO, settle, None, 0, &c),
-            Due::Wait
-        );
     }
 
     #[test]

@@ -14,7 +14,6 @@ use crate::budget::policy::{Outlook, Unused};
 use crate::claude::limits::{self, Notice, WRITTEN_NOW, describe_reset};
 use crate::clock::duration_ms;
 use crate::delivery::gate::Mode;
-use crate::rewind::{self, Due};
 use crate::session::NudgerConfig;
 use crate::session::observe::{Observation, Verdict, classify};
 use crate::session::state::{Attempt, Session};
@@ -234,29 +233,44 @@ fn rewind(
         let reason = format!("idle ({idle_why}), rewind waiting");
         return Some(Step::Wait(SessionState::Rewinding, reason));
     }
-    let why = pending.why.as_str();
     let idle_for = session.quiet_for(now.ms);
-    Some(
-        match rewind::due(
-            pending,
-            idle_for,
-            config.owed_after,
-            seen.rewind_last_done_ms,
-            now.ms,
-            &config.rewind,
-        ) {
-            Due::Wait => Step::Wait(
-                SessionState::Rewinding,
-                format!("idle ({idle_why}), rewind ({why}) due once settled"),
-            ),
-            Due::Skip(detail) => Step::SkipRewind(pending.clone(), detail),
-            Due::Now if pending.why == RewindWhy::Restart => Step::Restart {
-                pending: pending.clone(),
-                in_place: true,
-            },
-            Due::Now => Step::Rewind(pending.clone()),
-        },
-    )
+    let due = rewind_due(pending, idle_for, seen.rewind_last_done_ms, config, now.ms);
+    Some(due.unwrap_or_else(|| {
+        let why = pending.why.as_str();
+        let reason = format!("idle ({idle_why}), rewind ({why}) due once settled");
+        Step::Wait(SessionState::Rewinding, reason)
+    }))
+}
+
+/// `pending`'s step for a session idle for `idle_for`, or `None` while it waits: one asked for
+/// (or a restart) once the session has settled (`owed_after`), an automatic one after
+/// `[rewind] after` and never within `min_gap` of the last (then it is skipped).
+fn rewind_due(
+    pending: &RewindRow,
+    idle_for: Duration,
+    last_done_ms: Option<i64>,
+    config: &NudgerConfig,
+    now_ms: i64,
+) -> Option<Step> {
+    let gap_ms = duration_ms(config.rewind.min_gap);
+    let ago_ms = last_done_ms.map(|last| now_ms.saturating_sub(last));
+    let settled = idle_for >= config.owed_after;
+    match (pending.why, ago_ms.filter(|&ago| ago < gap_ms)) {
+        (RewindWhy::Restart, _) if settled => Some(Step::Restart {
+            pending: pending.clone(),
+            in_place: true,
+        }),
+        (RewindWhy::Asked, _) if settled => Some(Step::Rewind(pending.clone())),
+        (RewindWhy::Auto, Some(ago_ms)) => {
+            let ago = ago_ms.max(0) / 1000;
+            let detail = format!("the last rewind was {ago}s ago, within rewind.min_gap");
+            Some(Step::SkipRewind(pending.clone(), detail))
+        }
+        (RewindWhy::Auto, None) if idle_for >= config.rewind.after => {
+            Some(Step::Rewind(pending.clone()))
+        }
+        _ => None,
+    }
 }
 
 fn nudge(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> Step {
@@ -872,6 +886,57 @@ mod tests {
             decide(&session, &s, &config, &now()),
             Step::Rewind(asked.clone())
         );
+    }
+
+    #[test]
+    fn asked_rewinds_wait_to_settle_and_automatic_ones_for_after_and_the_gap() {
+        let settle = Duration::from_secs(10);
+        let c = NudgerConfig {
+            owed_after: settle,
+            ..config()
+        };
+        let row = |why| RewindRow {
+            session_id: "s".into(),
+            why,
+            asked_ms: 0,
+            done_ms: None,
+            outcome: None,
+            new_id: None,
+            detail: None,
+        };
+        let asked = row(RewindWhy::Asked);
+        let now_rewind = |row: &RewindRow| Some(Step::Rewind(row.clone()));
+        assert_eq!(
+            rewind_due(&asked, Duration::from_secs(9), None, &c, 0),
+            None
+        );
+        assert_eq!(rewind_due(&asked, settle, None, &c, 0), now_rewind(&asked));
+        // An asked rewind ignores the gap: the agent knows it checkpointed.
+        assert_eq!(
+            rewind_due(&asked, settle, Some(0), &c, 1),
+            now_rewind(&asked)
+        );
+        let auto = row(RewindWhy::Auto);
+        let after = c.rewind.after;
+        let now = 10_000_000;
+        assert_eq!(rewind_due(&auto, settle, None, &c, now), None);
+        assert_eq!(rewind_due(&auto, after, None, &c, now), now_rewind(&auto));
+        let recent = Some(now - 60_000);
+        assert!(matches!(
+            rewind_due(&auto, after, recent, &c, now),
+            Some(Step::SkipRewind(_, why)) if why.contains("60s ago")
+        ));
+        let long_ago = Some(now - 1_800_000);
+        assert_eq!(
+            rewind_due(&auto, after, long_ago, &c, now),
+            now_rewind(&auto)
+        );
+        let restart = row(RewindWhy::Restart);
+        assert!(matches!(
+            rewind_due(&restart, settle, recent, &c, now),
+            Some(Step::Restart { in_place: true, .. })
+        ));
+        assert_eq!(rewind_due(&restart, Duration::ZERO, None, &c, 0), None);
     }
 
     #[test]
