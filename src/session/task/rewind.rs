@@ -48,9 +48,7 @@ impl<I: SessionIo> Keeper<I> {
         pending: &RewindRow,
         in_place: bool,
     ) -> Shown {
-        if !self.rewinds_taken.insert(taken_key(pending)) {
-            return (SessionState::Rewinding, "restarting".into());
-        }
+        self.rewinds_taken.insert(taken_key(pending));
         tracing::info!(session_id = sid, in_place, "restarting the session's agent");
         let restart = Restart {
             session_id: sid.to_owned(),
