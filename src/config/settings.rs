@@ -76,13 +76,15 @@ pub struct RewindSettings {
     pub message: String,
 }
 
-/// `[limits]` (validated by `session::LimitsConfig`).
-#[derive(Debug, Clone, Deserialize)]
+/// `[limits]` (validated by `session::NudgerConfig`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct LimitSettings {
     pub enabled: bool,
+    /// Whether the resume message is typed at the reset (else held until it shows life).
     pub resume: bool,
     #[serde(deserialize_with = "duration::deserialize")]
     pub resume_grace: Duration,
+    /// After the reset, how long a session's armed auto-continue is left to do it.
     #[serde(deserialize_with = "duration::deserialize")]
     pub auto_continue_wait: Duration,
     pub resume_message: String,

@@ -172,7 +172,7 @@ fn resume_clock(limit: &Limit, config: &NudgerConfig) -> (Option<i64>, i64, i64)
     let limits = &config.limits;
     let due = (limit.resets_at_ms)
         .filter(|_| limits.resume && !limit.gave_up)
-        .map(|at| at.saturating_add(duration_ms(limits.grace)));
+        .map(|at| at.saturating_add(duration_ms(limits.resume_grace)));
     let after_try = |gap: i64| {
         limit
             .last_try_ms

@@ -53,36 +53,6 @@ pub enum NudgeError {
     Rewind(#[from] RewindError),
 }
 
-/// `[limits]`, validated: the hold and the resume at a usage limit's reset.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LimitsConfig {
-    pub enabled: bool,
-    /// Whether the resume message is typed at the reset (else held until it shows life).
-    pub resume: bool,
-    pub grace: Duration,
-    /// After the reset, how long a session's armed auto-continue is left to do it.
-    pub auto_continue_wait: Duration,
-    pub message: KeystrokeText,
-    pub max_tries: u32,
-}
-
-impl LimitsConfig {
-    pub fn from_settings(settings: &LimitSettings) -> Result<Self, NudgeError> {
-        if settings.max_tries == 0 {
-            return Err(NudgeError::NoTries);
-        }
-        Ok(Self {
-            enabled: settings.enabled,
-            resume: settings.resume,
-            grace: settings.resume_grace,
-            auto_continue_wait: settings.auto_continue_wait,
-            message: KeystrokeText::resume(&settings.resume_message)
-                .map_err(NudgeError::BadResumeMessage)?,
-            max_tries: settings.max_tries,
-        })
-    }
-}
-
 /// `[nudger]` (and `[wake] owed_after`), validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NudgerConfig {
@@ -95,7 +65,10 @@ pub struct NudgerConfig {
     pub messages: Vec<KeystrokeText>,
     pub echo_grace: Duration,
     pub owed_after: Duration,
-    pub limits: LimitsConfig,
+    /// `[limits]`: the hold and the resume at a usage limit's reset (`max_tries` at least 1).
+    pub limits: LimitSettings,
+    /// `[limits] resume_message`, typable.
+    pub resume_message: KeystrokeText,
     pub rewind: RewindConfig,
     /// `[schedule]`: when nudges, resumes and automatic rewinds may start.
     pub hours: hours::ActiveHours,
@@ -131,6 +104,11 @@ impl NudgerConfig {
         if settings.base_cooldown.is_zero() {
             return Err(NudgeError::ZeroBase);
         }
+        if limits.max_tries == 0 {
+            return Err(NudgeError::NoTries);
+        }
+        let resume_message =
+            KeystrokeText::resume(&limits.resume_message).map_err(NudgeError::BadResumeMessage)?;
         Ok(Self {
             enabled: settings.enabled,
             idle_after: settings.idle_after,
@@ -143,7 +121,8 @@ impl NudgerConfig {
             messages,
             echo_grace: ECHO_GRACE,
             owed_after: wake.owed_after,
-            limits: LimitsConfig::from_settings(limits)?,
+            limits: limits.clone(),
+            resume_message,
             rewind: RewindConfig::from_settings(rewind)?,
             hours: hours::ActiveHours::default(),
             budget: crate::config::BudgetSettings::default(),

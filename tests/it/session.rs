@@ -24,7 +24,7 @@ use wakebridge::mux::{InjectError, Injector, KeystrokeText, MuxConfig, MuxError,
 use wakebridge::rewind::restart::{Restart, RestartSettings};
 use wakebridge::session::observe::FileStamp;
 use wakebridge::session::task::{Keeper, LiveIo, OWED_SENDER, SessionFacts, SessionIo, run};
-use wakebridge::session::{LimitsConfig, NudgerConfig, Schedule, SessionViews};
+use wakebridge::session::{NudgerConfig, Schedule, SessionViews};
 use wakebridge::store::{
     Limit, LimitSource, NudgeState, Owed, Payment, Record, RewindRow, RewindWhy, Store,
 };
@@ -384,7 +384,8 @@ fn default_config() -> NudgerConfig {
         ],
         echo_grace: Duration::from_secs(10),
         owed_after: Duration::from_secs(10),
-        limits: limits_config(),
+        limits: wakebridge::config::defaults().limits.clone(),
+        resume_message: resume_message(),
         rewind: rewind_config(),
         hours: Default::default(),
         budget: policy::validate(&wakebridge::config::defaults().budget).unwrap(),
@@ -392,9 +393,10 @@ fn default_config() -> NudgerConfig {
     }
 }
 
-/// `[limits]` as shipped: resume at the reset + 60 s, `continue`, 3 tries.
-fn limits_config() -> LimitsConfig {
-    LimitsConfig::from_settings(&wakebridge::config::defaults().limits).unwrap()
+/// `[limits] resume_message` as shipped (`continue`); the rest of `[limits]` as shipped too:
+/// resume at the reset + 60 s, 3 tries.
+fn resume_message() -> KeystrokeText {
+    KeystrokeText::resume(&wakebridge::config::defaults().limits.resume_message).unwrap()
 }
 
 /// How the live loops here would restart an agent (none of their tests asks for one).
@@ -1477,7 +1479,8 @@ fn fast_config(base_ms: u64, acknowledge_after: u32) -> NudgerConfig {
         ],
         echo_grace: Duration::from_millis(500),
         owed_after: Duration::from_millis(500),
-        limits: limits_config(),
+        limits: wakebridge::config::defaults().limits.clone(),
+        resume_message: resume_message(),
         rewind: rewind_config(),
         hours: Default::default(),
         budget: policy::validate(&wakebridge::config::defaults().budget).unwrap(),

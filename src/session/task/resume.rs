@@ -82,7 +82,7 @@ impl<I: SessionIo> Keeper<I> {
             let reason = format!("{shown}; limit menu not dismissed ({})", error.kind());
             return (SessionState::Limited, reason);
         }
-        let message = self.config.limits.message.clone();
+        let message = self.config.resume_message.clone();
         let outcome = self.io.wake(sid, &message, Mode::Resume).await;
         let done_ms = self.io.now_ms();
         let session = self.session(sid);
