@@ -19,7 +19,7 @@
 //!   context/       context-window figures, thresholds, statusline; task.rs (the monitor)
 //!   session/       the session as the unit: state, the one decision, signals, the loop
 //!   budget/        the usage windows from the status line, and what they mean for nudges
-//!   rewind/        RewindConfig and the pure rewind decisions
+//!   rewind/        the [rewind] message check and the cleared screen; restart.rs
 //!   launch/        starting an agent in tmux
 //! pipeline: one path from an event to a pane
 //!   delivery/      Deliverer: scope, dedupe, spool, gate, ledger row

@@ -65,12 +65,14 @@ pub struct NotifySettings {
     pub max_per_hour: u32,
 }
 
-/// `[rewind]` (validated by `rewind::RewindConfig`).
-#[derive(Debug, Clone, Deserialize)]
+/// `[rewind]` (validated by `rewind::message`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct RewindSettings {
     pub auto: bool,
+    /// Idle time after the checkpoint warning before an automatic rewind.
     #[serde(deserialize_with = "duration::deserialize")]
     pub after: Duration,
+    /// Shortest time between two automatic rewinds of one session.
     #[serde(deserialize_with = "duration::deserialize")]
     pub min_gap: Duration,
     pub message: String,

@@ -28,28 +28,13 @@ pub enum RewindError {
     ZeroAfter,
 }
 
-/// `[rewind]`, validated; its `auto` is the context monitor's (`MonitorConfig::auto_rewind`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RewindConfig {
-    /// Idle time after the checkpoint warning before an automatic rewind.
-    pub after: Duration,
-    /// Shortest time between two automatic rewinds of one session.
-    pub min_gap: Duration,
-    /// The re-hydration prompt typed into the fresh context.
-    pub message: KeystrokeText,
-}
-
-impl RewindConfig {
-    pub fn from_settings(settings: &RewindSettings) -> Result<Self, RewindError> {
-        if settings.after.is_zero() {
-            return Err(RewindError::ZeroAfter);
-        }
-        Ok(Self {
-            after: settings.after,
-            min_gap: settings.min_gap,
-            message: KeystrokeText::new(&settings.message).map_err(RewindError::BadMessage)?,
-        })
+/// Validates `[rewind]` (its `auto` is the context monitor's, `MonitorConfig::auto_rewind`):
+/// the re-hydration message, typable.
+pub fn message(settings: &RewindSettings) -> Result<KeystrokeText, RewindError> {
+    if settings.after.is_zero() {
+        return Err(RewindError::ZeroAfter);
     }
+    KeystrokeText::new(&settings.message).map_err(RewindError::BadMessage)
 }
 
 /// Whether a screen shows Claude Code's fresh, empty prompt with nothing holding the pane.
@@ -64,27 +49,25 @@ pub fn cleared(text: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn config() -> RewindConfig {
-        RewindConfig::from_settings(&crate::config::defaults().rewind).unwrap()
-    }
-
     #[test]
     fn the_defaults_validate_and_an_untypable_message_is_refused() {
-        let c = config();
-        assert!(!crate::config::defaults().rewind.auto);
+        let c = crate::config::defaults().rewind.clone();
+        assert!(!c.auto);
         assert_eq!(c.after, Duration::from_secs(120));
         assert_eq!(c.min_gap, Duration::from_secs(1800));
-        assert!(c.message.as_str().starts_with("You were rewound"));
+        assert!(
+            message(&c)
+                .unwrap()
+                .as_str()
+                .starts_with("You were rewound")
+        );
         assert_eq!(KeystrokeText::clear().as_str(), "/clear");
         let mut s = crate::config::defaults().rewind.clone();
         s.message = "1. go".into();
-        assert!(matches!(
-            RewindConfig::from_settings(&s),
-            Err(RewindError::BadMessage(_))
-        ));
+        assert!(matches!(message(&s), Err(RewindError::BadMessage(_))));
         s.message = "fine".into();
         s.after = Duration::ZERO;
-        assert_eq!(RewindConfig::from_settings(&s), Err(RewindError::ZeroAfter));
+        assert_eq!(message(&s), Err(RewindError::ZeroAfter));
     }
 
     #[test]

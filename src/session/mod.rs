@@ -19,7 +19,7 @@ use std::time::Duration;
 use crate::api::SessionState;
 use crate::config::{LimitSettings, NudgerSettings, RewindSettings, WakeSettings};
 use crate::mux::{KeystrokeText, TextError};
-use crate::rewind::{RewindConfig, RewindError};
+use crate::rewind::RewindError;
 
 pub use observe::{Movement, Observation, Verdict};
 pub use schedule::{Next, NudgeCount, Schedule};
@@ -69,7 +69,9 @@ pub struct NudgerConfig {
     pub limits: LimitSettings,
     /// `[limits] resume_message`, typable.
     pub resume_message: KeystrokeText,
-    pub rewind: RewindConfig,
+    pub rewind: RewindSettings,
+    /// `[rewind] message`, typable: the re-hydration prompt typed into the fresh context.
+    pub rewind_message: KeystrokeText,
     /// `[schedule]`: when nudges, resumes and automatic rewinds may start.
     pub hours: hours::ActiveHours,
     /// `[budget]`: budget nudges, and no nudges while a window is nearly spent.
@@ -123,7 +125,8 @@ impl NudgerConfig {
             owed_after: wake.owed_after,
             limits: limits.clone(),
             resume_message,
-            rewind: RewindConfig::from_settings(rewind)?,
+            rewind: rewind.clone(),
+            rewind_message: crate::rewind::message(rewind)?,
             hours: hours::ActiveHours::default(),
             budget: crate::config::BudgetSettings::default(),
             texts: crate::budget::caused::Texts::default(),

@@ -386,7 +386,8 @@ fn default_config() -> NudgerConfig {
         owed_after: Duration::from_secs(10),
         limits: wakebridge::config::defaults().limits.clone(),
         resume_message: resume_message(),
-        rewind: rewind_config(),
+        rewind: wakebridge::config::defaults().rewind.clone(),
+        rewind_message: rewind_message(),
         hours: Default::default(),
         budget: policy::validate(&wakebridge::config::defaults().budget).unwrap(),
         texts: Texts::new(wakebridge::config::defaults()),
@@ -409,9 +410,9 @@ fn restart_settings() -> RestartSettings {
     }
 }
 
-/// `[rewind]` as shipped.
-fn rewind_config() -> wakebridge::rewind::RewindConfig {
-    wakebridge::rewind::RewindConfig::from_settings(&wakebridge::config::defaults().rewind).unwrap()
+/// `[rewind] message` as shipped.
+fn rewind_message() -> KeystrokeText {
+    wakebridge::rewind::message(&wakebridge::config::defaults().rewind).unwrap()
 }
 
 /// The rows of owed wakes the loop recorded for `sid`, by action.
@@ -1481,7 +1482,8 @@ fn fast_config(base_ms: u64, acknowledge_after: u32) -> NudgerConfig {
         owed_after: Duration::from_millis(500),
         limits: wakebridge::config::defaults().limits.clone(),
         resume_message: resume_message(),
-        rewind: rewind_config(),
+        rewind: wakebridge::config::defaults().rewind.clone(),
+        rewind_message: rewind_message(),
         hours: Default::default(),
         budget: policy::validate(&wakebridge::config::defaults().budget).unwrap(),
         texts: Texts::new(wakebridge::config::defaults()),

@@ -55,7 +55,7 @@ impl<I: SessionIo> Keeper<I> {
             asked_as: pending.session_id.clone(),
             pane: target.clone(),
             in_place,
-            message: self.config.rewind.message.clone(),
+            message: self.config.rewind_message.clone(),
         };
         self.io.restart(restart).await;
         (SessionState::Rewinding, "restarting".into())
@@ -185,7 +185,7 @@ impl<I: SessionIo> Keeper<I> {
     /// reason to wait, nor the busy marker a clear leaves behind), retrying while the fresh
     /// screen is still being drawn; true once it was typed and submitted.
     pub(super) async fn rehydrate(&mut self, sid: &str) -> bool {
-        let message = self.config.rewind.message.clone();
+        let message = self.config.rewind_message.clone();
         let started = Instant::now();
         loop {
             let outcome = self.io.wake(sid, &message, Mode::Forced).await;
