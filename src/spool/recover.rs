@@ -110,10 +110,10 @@ fn restore(
     // The file ends before our offset (lines before ours were lost too): append to the live
     // spool rather than leave a hole.
     let sid = &entry.session_id;
-    let prepared = files::prepare(wake_dir, sid, None)?;
-    let spool = prepared.write(wake_dir, sid, &entry.bytes)?;
+    let prepared = files::prepare(wake_dir, sid)?;
+    prepared.write(wake_dir, sid, &entry.bytes)?;
     let live = files::spool_path(wake_dir, sid);
-    let synced = spool.file.sync_data();
+    let synced = prepared.file.sync_data();
     synced.map_err(|e| io_error(sid, &live, e))?;
     if prepared.created {
         files::sync_dir(wake_dir).map_err(|e| io_error(sid, wake_dir, e))?;

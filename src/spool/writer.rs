@@ -8,12 +8,12 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::files::{self, OpenSpool, Prepared, SessionLock, io_error};
-use super::{SpoolError, descriptor_limit};
+use super::SpoolError;
+use super::files::{self, Prepared, SessionLock, io_error};
 use crate::deadline::Deadline;
 use crate::lock;
 use crate::store::{Delivery, PendingBytes, RoundIds, SpoolRound, Store};
@@ -25,13 +25,6 @@ pub(super) const LOCK_RETRY: Duration = Duration::from_millis(100);
 const ROUND_BYTES: usize = 4 << 20;
 /// Most sessions one round takes; the rest wait for the next round.
 const ROUND_SESSIONS: usize = 256;
-/// Open spool files kept between rounds: a quarter of the descriptor limit (sockets and SQLite
-/// share the rest), at most 4096. Beyond it the cache starts over.
-fn max_cached() -> usize {
-    let soft =
-        descriptor_limit().map_or(1024, |l| usize::try_from(l.rlim_cur).unwrap_or(usize::MAX));
-    (soft / 4).clamp(64, 4096)
-}
 
 /// The ledger row of an appended line, or `None` when the ledger could not take the round (the
 /// line is durable all the same: its file was fsynced instead).
@@ -116,11 +109,6 @@ pub struct Writer {
     /// The wake dir as the ledger keys its pending rows.
     wake_key: String,
     store: Store,
-    /// Recently written sessions' open files and when last written. Closed after a sync interval
-    /// idle, so a spool a drainer deleted does not keep its disk space alive here.
-    cache: HashMap<String, (OpenSpool, Instant)>,
-    max_cached: usize,
-    last_sweep: Instant,
     /// Lines whose session lock a drainer holds, retried every `LOCK_RETRY` at least.
     deferred: Vec<Pending>,
     /// Lines past a round's byte budget, taken by the very next round.
@@ -145,9 +133,6 @@ impl Writer {
             wake_dir,
             wake_key,
             store,
-            cache: HashMap::new(),
-            max_cached: max_cached(),
-            last_sweep: Instant::now(),
             deferred: Vec::new(),
             carried: Vec::new(),
             ledger_failing: false,
@@ -178,13 +163,7 @@ impl Writer {
             if queue.closing && self.deferred.is_empty() {
                 return None;
             }
-            drop(queue);
-            self.close_idle_files();
-            queue = lock(&self.shared.queue);
             // Closing with lines still waiting for a drainer: retry them at the usual pace.
-            if !queue.pending.is_empty() || (queue.closing && self.deferred.is_empty()) {
-                continue;
-            }
             queue.writer_waiting = true;
             let wait = if self.deferred.is_empty() {
                 self.shared.checkpoint_every
@@ -204,17 +183,7 @@ impl Writer {
         }
     }
 
-    fn close_idle_files(&mut self) {
-        let idle_after = self.shared.checkpoint_every;
-        if self.last_sweep.elapsed() >= idle_after {
-            self.cache
-                .retain(|_, (_, used)| used.elapsed() < idle_after);
-            self.last_sweep = Instant::now();
-        }
-    }
-
     fn round(&mut self, batch: Vec<Pending>) {
-        self.close_idle_files();
         let shares = self.take_shares(batch);
         if shares.is_empty() {
             return;
@@ -245,9 +214,6 @@ impl Writer {
                 }
                 self.write_synced(shares);
             }
-        }
-        if self.cache.len() > self.max_cached {
-            self.cache.clear();
         }
     }
 
@@ -292,8 +258,7 @@ impl Writer {
             if group.is_empty() {
                 continue;
             }
-            let cached = self.cache.get(&sid).map(|(spool, _)| spool);
-            match files::prepare(&self.wake_dir, &sid, cached) {
+            match files::prepare(&self.wake_dir, &sid) {
                 Ok(prepared) => {
                     let bytes: Vec<u8> = group.iter().flat_map(|p| p.line.bytes()).collect();
                     room = room.saturating_sub(bytes.len());
@@ -317,7 +282,7 @@ impl Writer {
             .map(|s| {
                 let pending = PendingBytes {
                     session_id: s.sid.clone(),
-                    inode: s.prepared.spool.ino,
+                    inode: s.prepared.ino,
                     offset: s.prepared.offset,
                     bytes: s.bytes.clone(),
                 };
@@ -335,27 +300,22 @@ impl Writer {
 
     /// Writes each share of a recorded round and answers with its rows; a share that cannot be
     /// written is cut back and taken out of the ledger.
-    fn write_recorded(&mut self, shares: Vec<Share>, ids: Vec<RoundIds>) {
+    fn write_recorded(&self, shares: Vec<Share>, ids: Vec<RoundIds>) {
         let mut written_to = None;
         for (share, ids) in shares.into_iter().zip(ids) {
-            match share
-                .prepared
-                .write(&self.wake_dir, &share.sid, &share.bytes)
-            {
-                Ok(spool) => {
+            let prepared = &share.prepared;
+            match prepared.write(&self.wake_dir, &share.sid, &share.bytes) {
+                Ok(()) => {
                     written_to = written_to.max(Some(ids.pending));
                     lock(&self.shared.checkpoint)
                         .dirty
-                        .entry((spool.dev, spool.ino))
-                        .or_insert_with(|| spool.file.clone());
-                    self.cache
-                        .insert(share.sid.clone(), (spool, Instant::now()));
+                        .entry((prepared.dev, prepared.ino))
+                        .or_insert_with(|| prepared.file.clone());
                     for (p, id) in share.pending.into_iter().zip(ids.deliveries) {
                         p.answer(Ok(Some(id)));
                     }
                 }
                 Err(e) => {
-                    self.cache.remove(&share.sid);
                     if let Err(forget) = self.store.forget_share(&share.sid, ids) {
                         tracing::warn!(error = %forget, session_id = %share.sid, "could not take a refused spool append out of the ledger; a restart may add its lines after all");
                     }
@@ -370,37 +330,26 @@ impl Writer {
     }
 
     /// The ledger could not take the round: each share is written and fsynced by itself.
-    fn write_synced(&mut self, shares: Vec<Share>) {
+    fn write_synced(&self, shares: Vec<Share>) {
         for share in shares {
             let path = files::spool_path(&self.wake_dir, &share.sid);
-            let written = share
-                .prepared
+            let prepared = &share.prepared;
+            let written = prepared
                 .write(&self.wake_dir, &share.sid, &share.bytes)
-                .and_then(|spool| {
-                    spool
-                        .file
-                        .sync_data()
-                        .map(|()| spool)
-                        .map_err(|e| io_error(&share.sid, &path, e))
+                .and_then(|()| {
+                    let synced = prepared.file.sync_data();
+                    synced.map_err(|e| io_error(&share.sid, &path, e))
                 });
-            match written {
-                Ok(spool) => {
-                    self.cache
-                        .insert(share.sid.clone(), (spool, Instant::now()));
-                    answer_all(share.pending, &Ok(None));
-                }
-                Err(e) => {
-                    share.prepared.undo();
-                    self.cache.remove(&share.sid);
-                    answer_all(share.pending, &Err(e));
-                }
+            if written.is_err() {
+                prepared.undo();
             }
+            answer_all(share.pending, &written.map(|()| None));
         }
     }
 
     /// Takes `<sid>.lock` once; a vanished wake dir is recreated once per round.
     fn lock_session(
-        &mut self,
+        &self,
         sid: &str,
         recreated_dir: &mut bool,
     ) -> Result<Option<SessionLock>, SpoolError> {
@@ -410,7 +359,6 @@ impl Writer {
                 ..
             }) if !*recreated_dir => {
                 *recreated_dir = true;
-                self.cache.clear();
                 crate::wakedir::ensure_wake_dir(&self.wake_dir)
                     .map_err(|e| io_error(sid, &self.wake_dir, e))?;
                 files::try_lock(&self.wake_dir, sid)
