@@ -56,8 +56,6 @@ pub struct Shared {
 #[derive(Default)]
 struct Queue {
     pending: Vec<Pending>,
-    /// The writer is waiting for work: the next push must wake it (otherwise no syscall).
-    writer_waiting: bool,
     closing: bool,
 }
 
@@ -90,10 +88,7 @@ impl Shared {
             return false;
         }
         queue.pending.push(pending);
-        if queue.writer_waiting {
-            queue.writer_waiting = false;
-            self.queued.notify_one();
-        }
+        self.queued.notify_one();
         true
     }
 
@@ -164,7 +159,6 @@ impl Writer {
                 return None;
             }
             // Closing with lines still waiting for a drainer: retry them at the usual pace.
-            queue.writer_waiting = true;
             let wait = if self.deferred.is_empty() {
                 self.shared.checkpoint_every
             } else {
@@ -176,7 +170,6 @@ impl Writer {
                 .wait_timeout(queue, wait)
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             queue = guard;
-            queue.writer_waiting = false;
             if timeout.timed_out() && !self.deferred.is_empty() {
                 return Some(std::mem::take(&mut self.deferred));
             }
