@@ -40,7 +40,7 @@ pub use caused::Caused;
 pub use error::StoreError;
 pub use limits::LimitSeen;
 use open::{create_file, open_current, open_reader, open_writer};
-use writer::{Ack, Applied, Counters, Job, Op};
+use writer::{Applied, Counters, Job, Op};
 
 /// Writes queued before `record` waits for room: keeps a stuck disk from growing memory.
 pub const WRITE_QUEUE_CAPACITY: usize = 4096;
@@ -216,7 +216,7 @@ impl Store {
         let job = Job {
             op: write_records(vec![record]),
             durable: false,
-            ack: Ack::Task(ack),
+            ack,
         };
         if let Some(job) = self.try_send(job)? {
             let store = self.clone();
@@ -241,7 +241,6 @@ impl Store {
 
     async fn submit(&self, op: Op) -> Result<Applied, StoreError> {
         let (ack, done) = oneshot::channel();
-        let ack = Ack::Task(ack);
         if let Some(job) = self.try_send(Job {
             op,
             durable: false,
@@ -267,10 +266,9 @@ impl Store {
 
     /// Sends `op` (`durable`: synced) and blocks until it commits: never from an async task.
     fn submit_blocking(&self, durable: bool, op: Op) -> Result<Applied, StoreError> {
-        let (ack, done) = std::sync::mpsc::sync_channel(1);
-        let ack = Ack::Thread(ack);
+        let (ack, done) = oneshot::channel();
         self.send_blocking(Job { op, durable, ack })?;
-        done.recv().map_err(|_| self.writer_gone())?
+        done.blocking_recv().map_err(|_| self.writer_gone())?
     }
 
     /// Queues `job` if there is room; gives it back when the queue is full.

@@ -37,28 +37,8 @@ impl Applied {
     }
 }
 
-pub(crate) enum Ack {
-    Task(oneshot::Sender<Result<Applied, StoreError>>),
-    Thread(std::sync::mpsc::SyncSender<Result<Applied, StoreError>>),
-}
-
-impl Ack {
-    /// Whether someone waits for the outcome (a queued bookkeeping row's answer is dropped).
-    fn awaited(&self) -> bool {
-        match self {
-            Ack::Task(tx) => !tx.is_closed(),
-            Ack::Thread(_) => true,
-        }
-    }
-
-    fn send(self, outcome: Result<Applied, StoreError>) {
-        // A caller that stopped waiting needs no answer.
-        match self {
-            Ack::Task(tx) => drop(tx.send(outcome)),
-            Ack::Thread(tx) => drop(tx.send(outcome)),
-        }
-    }
-}
+/// Where a job's outcome goes; a caller that stopped waiting (a queued bookkeeping row) closed it.
+pub(crate) type Ack = oneshot::Sender<Result<Applied, StoreError>>;
 
 pub(crate) struct Job {
     pub op: Op,
@@ -135,7 +115,7 @@ fn run(
     let mut wal = Wal::new(path);
     let take = |job: Job, batch: &mut Vec<Job>| {
         queued.fetch_sub(1, Ordering::Relaxed);
-        let awaited = job.ack.awaited();
+        let awaited = !job.ack.is_closed();
         batch.push(job);
         awaited
     };
@@ -254,7 +234,7 @@ fn commit_batch(
         Ok(()) => {
             counters.committed(acks.len(), started.elapsed());
             for (ack, outcome) in acks.into_iter().zip(outcomes) {
-                ack.send(outcome.map_err(|err| StoreError::write(path, err)));
+                let _ = ack.send(outcome.map_err(|err| StoreError::write(path, err)));
             }
         }
         Err(err) => fail_all(acks, err, path, failures),
@@ -282,7 +262,7 @@ fn fail_all(acks: Vec<Ack>, err: rusqlite::Error, path: &Path, failures: &Warnin
     );
     let shared = Arc::new(err);
     for ack in acks {
-        ack.send(Err(StoreError::Write {
+        let _ = ack.send(Err(StoreError::Write {
             path: path.to_path_buf(),
             source: Arc::clone(&shared),
         }));
