@@ -853,7 +853,6 @@ mod tests {
             asked_ms: NOW_MS,
             done_ms: None,
             outcome: None,
-            new_id: None,
             detail: None,
         };
         let mut s = seen(&obs);
@@ -901,7 +900,6 @@ mod tests {
             asked_ms: 0,
             done_ms: None,
             outcome: None,
-            new_id: None,
             detail: None,
         };
         let asked = row(RewindWhy::Asked);

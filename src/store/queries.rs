@@ -80,7 +80,6 @@ pub(crate) fn pause_of(
 pub struct InboxRow {
     /// `None` when only a send is recorded (the inbox came from Claude Code's registry).
     pub inbox: Option<Inbox>,
-    pub sent_digest: Option<String>,
     /// When the newest send began.
     pub sent_ms: Option<i64>,
     /// When the session's hook reported that text, once it has.
@@ -149,7 +148,7 @@ SELECT ids.session_id, s.cwd, s.transcript_path, s.pane, s.last_hook_event,
        p.last_paid_ms, p.last_how, p.last_events, p.by_hook, p.by_typing,
        m.kind, m.resets_text, m.resets_at_ms, m.seen_how, m.since_ms, m.tries, m.last_try_ms,
        m.gave_up, p.by_inbox,
-       i.session_id, i.socket, i.token, i.pid, i.sent_digest, i.sent_ms, i.sent_heard_ms,
+       i.session_id, i.socket, i.token, i.pid, i.sent_ms, i.sent_heard_ms,
        i.heard_ms
 FROM ids
 LEFT JOIN sessions s ON s.session_id = ids.session_id
@@ -209,8 +208,8 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     })
 }
 
-/// An `InboxRow` from the `inboxes` columns `socket`, `token`, `pid`, `sent_digest`, `sent_ms`,
-/// `sent_heard_ms`, `heard_ms`, starting at `at`.
+/// An `InboxRow` from the `inboxes` columns `socket`, `token`, `pid`, `sent_ms`, `sent_heard_ms`,
+/// `heard_ms`, starting at `at`.
 fn inbox_at(row: &Row<'_>, at: usize) -> rusqlite::Result<InboxRow> {
     let socket: Option<String> = row.get(at)?;
     let (token, pid) = (row.get(at + 1)?, row.get(at + 2)?);
@@ -220,10 +219,9 @@ fn inbox_at(row: &Row<'_>, at: usize) -> rusqlite::Result<InboxRow> {
             token,
             pid,
         }),
-        sent_digest: row.get(at + 3)?,
-        sent_ms: row.get(at + 4)?,
-        heard_ms: row.get(at + 5)?,
-        prompted_ms: row.get(at + 6)?,
+        sent_ms: row.get(at + 3)?,
+        heard_ms: row.get(at + 4)?,
+        prompted_ms: row.get(at + 5)?,
     })
 }
 
@@ -257,7 +255,6 @@ pub struct RewindRow {
     pub done_ms: Option<i64>,
     /// `None` while it waits.
     pub outcome: Option<RewindOutcome>,
-    pub new_id: Option<String>,
     pub detail: Option<String>,
 }
 
@@ -449,7 +446,7 @@ impl Store {
     pub fn inbox(&self, session_id: &str) -> Result<Option<InboxRow>, StoreError> {
         self.read(|conn| {
             conn.prepare_cached(
-                "SELECT socket, token, pid, sent_digest, sent_ms, sent_heard_ms, heard_ms \
+                "SELECT socket, token, pid, sent_ms, sent_heard_ms, heard_ms \
                  FROM inboxes WHERE session_id = ?1",
             )?
             .query_row(params![session_id], |row| inbox_at(row, 0))
@@ -516,7 +513,7 @@ impl Store {
                 .collect::<rusqlite::Result<_>>()?;
             let rows = conn
                 .prepare_cached(
-                    "SELECT session_id, why, asked_ms, done_ms, outcome, new_id, detail \
+                    "SELECT session_id, why, asked_ms, done_ms, outcome, detail \
                      FROM rewinds ORDER BY id",
                 )?
                 .query_map([], |row| {
@@ -527,8 +524,7 @@ impl Store {
                         asked_ms: row.get(2)?,
                         done_ms: row.get(3)?,
                         outcome: outcome.map(|o| o.parse().unwrap_or(RewindOutcome::Skipped)),
-                        new_id: row.get(5)?,
-                        detail: row.get(6)?,
+                        detail: row.get(5)?,
                     })
                 })?
                 .collect::<rusqlite::Result<_>>()?;

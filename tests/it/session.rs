@@ -1765,7 +1765,6 @@ fn restart_asked(io: &FakeIo, sid: &str) {
         asked_ms: START_MS,
         done_ms: None,
         outcome: None,
-        new_id: None,
         detail: None,
     });
 }
