@@ -23,6 +23,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rusqlite::Connection;
+use rusqlite::TransactionBehavior::Immediate;
 use tokio::sync::oneshot;
 
 pub use queries::{
@@ -99,12 +100,11 @@ impl Store {
         let Some(mut conn) = open_current(path) else {
             return Store::open(path)?.submit_blocking(false, op).map(drop);
         };
-        let write = |source| StoreError::write(path, source);
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(write)?;
-        op(&tx).map_err(write)?;
-        tx.commit().map_err(write)
+        let committed = conn.transaction_with_behavior(Immediate).and_then(|tx| {
+            op(&tx)?;
+            tx.commit()
+        });
+        committed.map_err(|source| StoreError::write(path, source))
     }
 
     /// Pays `session_id`'s owed events with a connection of its own, for the hook CLI: `deliver`
@@ -119,28 +119,24 @@ impl Store {
         let Some(mut conn) = open_current(path) else {
             return Ok(0);
         };
-        let write = |source| StoreError::write(path, source);
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(write)?;
-        let now_ms = crate::clock::now_ms();
-        // A paused session's Stop hook keeps nothing going: what it is owed waits for unpause.
-        if queries::pause_of(&tx, session_id, now_ms)
-            .map_err(write)?
-            .is_some()
-        {
-            return Ok(0);
-        }
-        // Nor does one whose debt the daemon is paying right now: it would be told twice.
-        if records::claimed(&tx, session_id, now_ms).map_err(write)? {
-            return Ok(0);
-        }
-        let owed = records::pay(&tx, session_id, now_ms, how).map_err(write)?;
-        if owed == 0 || !deliver(owed) {
-            return Ok(0);
-        }
-        tx.commit().map_err(write)?;
-        Ok(owed)
+        let paid = conn.transaction_with_behavior(Immediate).and_then(|tx| {
+            let now_ms = crate::clock::now_ms();
+            // A paused session's Stop hook keeps nothing going: what it is owed waits for
+            // unpause. Nor does one whose debt the daemon is paying right now: it would be told
+            // twice.
+            if queries::pause_of(&tx, session_id, now_ms)?.is_some()
+                || records::claimed(&tx, session_id, now_ms)?
+            {
+                return Ok(0);
+            }
+            let owed = records::pay(&tx, session_id, now_ms, how)?;
+            if owed == 0 || !deliver(owed) {
+                return Ok(0);
+            }
+            tx.commit()?;
+            Ok(owed)
+        });
+        paid.map_err(|source| StoreError::write(path, source))
     }
 
     /// Claims what `session_id` is owed for a wake about to be sent, for `budget`: its Stop
