@@ -17,7 +17,7 @@ use crate::clock;
 use crate::config::{Config, ConfigError};
 use crate::env::Env;
 use crate::mux::WAKE_PROMPT;
-use crate::store::{LimitSeen, LimitSource, Payment, Record, SessionSeen, Store};
+use crate::store::{Alias, LimitSeen, LimitSource, Payment, Record, SessionSeen, Store};
 use crate::wakedir::detect_target;
 use crate::wakedir::markers::{clear_busy_if_any, is_busy, set_busy};
 use crate::wakedir::target::PaneTarget;
@@ -410,11 +410,13 @@ fn renames(outcome: &HookOutcome, input: &HookInput, now_ms: i64) -> Vec<Record>
         .unmapped
         .iter()
         .filter(|old_id| *old_id != new_id)
-        .map(|old_id| Record::Renamed {
-            old_id: old_id.clone(),
-            new_id: new_id.clone(),
-            pane: pane.to_string(),
-            at_ms: now_ms,
+        .map(|old_id| {
+            Record::Renamed(Alias {
+                old_id: old_id.clone(),
+                new_id: new_id.clone(),
+                pane: pane.to_string(),
+                at_ms: now_ms,
+            })
         })
         .collect()
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::clock;
 use crate::launch::{self, LaunchError, LaunchOptions, Placement};
 use crate::mux::{KeystrokeText, MuxConfig};
-use crate::store::{Record, RewindOutcome, Store};
+use crate::store::{Alias, Record, RewindOutcome, Store};
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::{clear_entry, set_entry};
@@ -48,12 +48,12 @@ pub async fn perform(restart: Restart, settings: RestartSettings, store: Store, 
                 "restarted a session"
             );
             if new_id != sid {
-                records.push(Record::Renamed {
+                records.push(Record::Renamed(Alias {
                     old_id: sid.to_owned(),
                     new_id: new_id.clone(),
                     pane,
                     at_ms: clock::now_ms(),
-                });
+                }));
             }
             let typed = if typed {
                 RewindOutcome::Done

@@ -2,7 +2,7 @@
 //! record types and their insert/upsert statements; it does not own transactions or batching
 //! (the writer thread does) nor any reads.
 
-use super::LimitSeen;
+use super::{Alias, LimitSeen};
 use crate::claude::inbox::Inbox;
 use rusqlite::types::FromSql;
 use rusqlite::{Connection, Params, ToSql, params};
@@ -125,12 +125,7 @@ pub enum Record {
     },
     /// The agent in `pane` gave up `old_id` for `new_id` (a `/clear`): messages, owed events and
     /// the limit of `old_id` go to `new_id`.
-    Renamed {
-        old_id: String,
-        new_id: String,
-        pane: String,
-        at_ms: i64,
-    },
+    Renamed(Alias),
     /// A rewind was asked for. At most one waits per session: asking again changes nothing.
     RewindAsked {
         session_id: String,
@@ -365,12 +360,7 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             "DELETE FROM limits WHERE session_id = ?1",
             params![session_id],
         ),
-        Record::Renamed {
-            old_id,
-            new_id,
-            pane,
-            at_ms,
-        } => rename(conn, old_id, new_id, pane, *at_ms),
+        Record::Renamed(alias) => rename(conn, alias),
         Record::RewindAsked {
             session_id,
             why,
@@ -453,13 +443,8 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
 /// Records that `old_id` is now `new_id` in `pane`. Owed events, the limit and a person's pause
 /// are the agent's: they move to the new id. A rename back to an id the chain holds drops that
 /// id's alias, so the chain never loops.
-fn rename(
-    conn: &Connection,
-    old_id: &str,
-    new_id: &str,
-    pane: &str,
-    at_ms: i64,
-) -> rusqlite::Result<usize> {
+fn rename(conn: &Connection, alias: &Alias) -> rusqlite::Result<usize> {
+    let Alias { old_id, new_id, .. } = alias;
     if old_id == new_id {
         return Ok(0);
     }
@@ -473,7 +458,7 @@ fn rename(
         "INSERT INTO aliases (old_id, new_id, pane, at_ms) VALUES (?1, ?2, ?3, ?4) \
          ON CONFLICT (old_id) DO UPDATE SET new_id = excluded.new_id, pane = excluded.pane, \
          at_ms = excluded.at_ms",
-        params![old_id, new_id, pane, at_ms],
+        params![old_id, new_id, alias.pane, alias.at_ms],
     )?;
     for sql in [
         "UPDATE deliveries SET target_session = ?2 WHERE target_session = ?1 AND owed = 1",

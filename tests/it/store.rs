@@ -11,8 +11,8 @@ use rusqlite::Connection;
 use wakebridge::config::PruneSettings;
 use wakebridge::spool::prune;
 use wakebridge::store::{
-    Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record, RewindOutcome,
-    RewindWhy, SessionSeen, Store, StoreError,
+    Alias, Delivery, DeliverySource, LimitSeen, LimitSource, NudgeState, Payment, Record,
+    RewindOutcome, RewindWhy, SessionSeen, Store, StoreError,
 };
 
 use crate::common;
@@ -1426,18 +1426,18 @@ async fn a_rename_moves_what_is_owed_follows_chains_and_outlives_the_old_ids_tra
         .expect("record");
     store
         .record_all(vec![
-            Record::Renamed {
+            Record::Renamed(Alias {
                 old_id: "old".into(),
                 new_id: "mid".into(),
                 pane: "tmux pane %3".into(),
                 at_ms: 2_000,
-            },
-            Record::Renamed {
+            }),
+            Record::Renamed(Alias {
                 old_id: "mid".into(),
                 new_id: "new".into(),
                 pane: "tmux pane %3".into(),
                 at_ms: 3_000,
-            },
+            }),
             Record::SessionSeen(seen("new", 3_000)),
         ])
         .await
@@ -1515,12 +1515,12 @@ async fn forgetting_one_session_takes_its_former_ids_and_nothing_else() {
         .record_all(vec![
             Record::SessionSeen(seen("old", now)),
             Record::Delivery(owed),
-            Record::Renamed {
+            Record::Renamed(Alias {
                 old_id: "old".into(),
                 new_id: "new".into(),
                 pane: "tmux pane %3".into(),
                 at_ms: now,
-            },
+            }),
             Record::SessionSeen(seen("new", now)),
             Record::Delivery(delivery("new", "tmux", now, Some("id-new"))),
             Record::SessionSeen(seen("other", now)),
@@ -1671,12 +1671,12 @@ async fn a_pause_follows_its_session_through_a_clear_and_an_all_pause_covers_eve
         .await
         .unwrap();
     store
-        .record(Record::Renamed {
+        .record(Record::Renamed(Alias {
             old_id: "old".into(),
             new_id: "new".into(),
             pane: "%1".into(),
             at_ms: 2,
-        })
+        }))
         .await
         .unwrap();
     assert!(paused(&store, "new").is_some_and(|p| !p.all));
