@@ -41,7 +41,10 @@ pub use caused::Caused;
 pub use error::StoreError;
 pub use limits::LimitSeen;
 use open::{create_file, open_current, open_reader, open_writer};
-use writer::{Applied, Counters, Job, Op};
+use writer::{Ack, Applied, Counters, Job, Op};
+
+/// A blocking task sending a job once the writer's queue has room.
+type WaitForRoom = tokio::task::JoinHandle<Result<(), StoreError>>;
 
 /// Writes queued before `record` waits for room: keeps a stuck disk from growing memory.
 pub const WRITE_QUEUE_CAPACITY: usize = 4096;
@@ -209,16 +212,7 @@ impl Store {
     /// bookkeeping rows on the hot path; a full queue is waited on by a blocking task.
     pub fn record_queued(&self, record: Record) -> Result<(), StoreError> {
         let (ack, _ignored) = oneshot::channel();
-        let job = Job {
-            op: write_records(vec![record]),
-            durable: false,
-            ack,
-        };
-        if let Some(job) = self.try_send(job)? {
-            let store = self.clone();
-            tokio::task::spawn_blocking(move || store.send_blocking(job));
-        }
-        Ok(())
+        self.queue(write_records(vec![record]), ack).map(drop)
     }
 
     /// `record` for synchronous callers (the `wakebridge hook` CLI); never from an async task.
@@ -237,16 +231,8 @@ impl Store {
 
     async fn submit(&self, op: Op) -> Result<Applied, StoreError> {
         let (ack, done) = oneshot::channel();
-        if let Some(job) = self.try_send(Job {
-            op,
-            durable: false,
-            ack,
-        })? {
-            // The queue is full (a stuck disk): wait for room off the async workers.
-            let store = self.clone();
-            tokio::task::spawn_blocking(move || store.send_blocking(job))
-                .await
-                .map_err(|_| self.writer_gone())??;
+        if let Some(room) = self.queue(op, ack)? {
+            room.await.map_err(|_| self.writer_gone())??;
         }
         done.await.map_err(|_| self.writer_gone())?
     }
@@ -267,15 +253,24 @@ impl Store {
         done.blocking_recv().map_err(|_| self.writer_gone())?
     }
 
-    /// Queues `job` if there is room; gives it back when the queue is full.
-    fn try_send(&self, job: Job) -> Result<Option<Job>, StoreError> {
+    /// Queues `op` (its commit not synced). When the queue is full (a stuck disk), a blocking
+    /// task waits for room off the async workers: it is returned, for the caller to await or not.
+    fn queue(&self, op: Op, ack: Ack) -> Result<Option<WaitForRoom>, StoreError> {
         let jobs = self.jobs()?;
         self.inner.queued.fetch_add(1, Ordering::Relaxed);
+        let job = Job {
+            op,
+            durable: false,
+            ack,
+        };
         match jobs.try_send(job) {
             Ok(()) => Ok(None),
             Err(TrySendError::Full(job)) => {
                 self.inner.queued.fetch_sub(1, Ordering::Relaxed);
-                Ok(Some(job))
+                let store = self.clone();
+                Ok(Some(tokio::task::spawn_blocking(move || {
+                    store.send_blocking(job)
+                })))
             }
             Err(TrySendError::Disconnected(_)) => {
                 self.inner.queued.fetch_sub(1, Ordering::Relaxed);
