@@ -45,6 +45,7 @@ impl Pending {
     }
 }
 
+#[derive(Default)]
 pub struct Shared {
     queue: Mutex<Queue>,
     queued: Condvar,
@@ -73,11 +74,8 @@ struct CheckpointState {
 impl Shared {
     pub fn new(checkpoint_every: Duration) -> Self {
         Self {
-            queue: Mutex::default(),
-            queued: Condvar::new(),
-            checkpoint: Mutex::default(),
-            checkpoint_changed: Condvar::new(),
             checkpoint_every,
+            ..Self::default()
         }
     }
 
