@@ -5,7 +5,6 @@
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::LazyLock;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
@@ -22,32 +21,31 @@ const APPLICATION_ID: i32 = 0x7761_6b62;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Every schema step in order. Never edit a released one (ledgers only migrate forward).
-static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
-    Migrations::new(vec![
-        M::up(include_str!("../../migrations/0001_ledger.sql")),
-        M::up(include_str!(
-            "../../migrations/0002_wake_and_nudge_state.sql"
-        )),
-        M::up(include_str!("../../migrations/0003_no_identity_index.sql")),
-        M::up(include_str!(
-            "../../migrations/0004_latest_delivery_per_session.sql"
-        )),
-        M::up(include_str!("../../migrations/0005_spool_pending.sql")),
-        M::up(include_str!("../../migrations/0006_owed_wakes.sql")),
-        M::up(include_str!("../../migrations/0007_usage_limits.sql")),
-        M::up(include_str!("../../migrations/0008_rewinds.sql")),
-        M::up(include_str!("../../migrations/0009_exact_resets.sql")),
-        M::up(include_str!("../../migrations/0010_inboxes.sql")),
-        M::up(include_str!("../../migrations/0011_pauses.sql")),
-        M::up(include_str!("../../migrations/0012_caused.sql")),
-        M::up(include_str!("../../migrations/0013_told.sql")),
-        M::up(include_str!("../../migrations/0014_claims.sql")),
-    ])
-});
+const STEPS: &[M<'static>] = &[
+    M::up(include_str!("../../migrations/0001_ledger.sql")),
+    M::up(include_str!(
+        "../../migrations/0002_wake_and_nudge_state.sql"
+    )),
+    M::up(include_str!("../../migrations/0003_no_identity_index.sql")),
+    M::up(include_str!(
+        "../../migrations/0004_latest_delivery_per_session.sql"
+    )),
+    M::up(include_str!("../../migrations/0005_spool_pending.sql")),
+    M::up(include_str!("../../migrations/0006_owed_wakes.sql")),
+    M::up(include_str!("../../migrations/0007_usage_limits.sql")),
+    M::up(include_str!("../../migrations/0008_rewinds.sql")),
+    M::up(include_str!("../../migrations/0009_exact_resets.sql")),
+    M::up(include_str!("../../migrations/0010_inboxes.sql")),
+    M::up(include_str!("../../migrations/0011_pauses.sql")),
+    M::up(include_str!("../../migrations/0012_caused.sql")),
+    M::up(include_str!("../../migrations/0013_told.sql")),
+    M::up(include_str!("../../migrations/0014_claims.sql")),
+];
 
-/// Schema versions this build knows; a higher `user_version` is a newer wakebridge's. Kept in
-/// step with the list above by `latest_version_matches_migration_count`.
-const LATEST_VERSION: usize = 14;
+static MIGRATIONS: Migrations<'static> = Migrations::from_slice(STEPS);
+
+/// Schema versions this build knows; a higher `user_version` is a newer wakebridge's.
+const LATEST_VERSION: usize = STEPS.len();
 
 /// Creates the parent directories (0700) and the file (0600; SQLite gives -wal and -shm the same
 /// mode) if missing. A symlinked ledger is followed, as SQLite does: its place is the user's.
