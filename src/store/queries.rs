@@ -295,27 +295,20 @@ impl Rewinds {
         let mine =
             |row: &&RewindRow| row.session_id == session_id || formerly.contains(&row.session_id);
         let rows: Vec<&RewindRow> = self.rows.iter().filter(mine).collect();
-        let performed: Vec<&&RewindRow> = rows
-            .iter()
-            .filter(|r| {
-                matches!(
-                    r.outcome,
-                    Some(RewindOutcome::Done | RewindOutcome::NotTyped)
-                )
-            })
-            .collect();
+        let performed = || {
+            let outcomes = [Some(RewindOutcome::Done), Some(RewindOutcome::NotTyped)];
+            rows.iter().filter(move |r| outcomes.contains(&r.outcome))
+        };
         RewindFacts {
-            pending: rows
-                .iter()
-                .find(|r| r.outcome.is_none())
-                .map(|r| (*r).clone()),
-            performed: u32::try_from(performed.len()).unwrap_or(u32::MAX),
-            last_performed_ms: performed.iter().filter_map(|r| r.done_ms).max(),
+            pending: rows.iter().find(|r| r.outcome.is_none()).copied().cloned(),
+            performed: u32::try_from(performed().count()).unwrap_or(u32::MAX),
+            last_performed_ms: performed().filter_map(|r| r.done_ms).max(),
             last: rows
                 .iter()
                 .filter(|r| r.outcome.is_some())
                 .max_by_key(|r| r.done_ms)
-                .map(|r| (*r).clone()),
+                .copied()
+                .cloned(),
             formerly,
         }
     }
