@@ -172,14 +172,13 @@ impl Store {
         let (jobs, queue) = std::sync::mpsc::sync_channel(WRITE_QUEUE_CAPACITY);
         let counters = Arc::new(Counters::default());
         let queued = Arc::new(AtomicUsize::new(0));
-        let writer = writer::spawn(
-            conn,
-            queue,
-            Arc::clone(&queued),
-            Arc::clone(&counters),
-            path.clone(),
-        )
-        .map_err(StoreError::SpawnWriter)?;
+        let writer = {
+            let (queued, counters, path) = (queued.clone(), counters.clone(), path.clone());
+            std::thread::Builder::new()
+                .name("wakebridge-store-writer".into())
+                .spawn(move || writer::run(conn, &queue, &queued, &counters, &path))
+                .map_err(StoreError::SpawnWriter)?
+        };
         Ok(Store {
             inner: Arc::new(Inner {
                 path,

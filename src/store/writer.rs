@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, TransactionBehavior};
@@ -85,25 +84,13 @@ impl Counters {
     }
 }
 
-/// Starts the writer thread; it ends when every sender is gone and the queue is drained.
-pub(crate) fn spawn(
-    conn: Connection,
-    jobs: Receiver<Job>,
-    queued: Arc<AtomicUsize>,
-    counters: Arc<Counters>,
-    path: PathBuf,
-) -> std::io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("wakebridge-store-writer".into())
-        .spawn(move || run(conn, &jobs, &queued, &counters, &path))
-}
-
 /// How long queued records gather after the first arrives: a commit writes each page it
 /// touched once, so under load fewer commits mean far fewer page writes. A job someone awaits
 /// (a spool round, a wake, the hook CLI) ends the gathering the moment it arrives.
 const LINGER: Duration = Duration::from_millis(20);
 
-fn run(
+/// The writer thread: it ends when every sender is gone and the queue is drained.
+pub(super) fn run(
     mut conn: Connection,
     jobs: &Receiver<Job>,
     queued: &AtomicUsize,
