@@ -402,31 +402,20 @@ impl Store {
     }
 
     pub fn session(&self, session_id: &str) -> Result<Option<SessionRow>, StoreError> {
-        self.read(|conn| {
-            conn.prepare_cached(SESSIONS_SQL)?
-                .query_row(params![session_id], session_row)
-                .optional()
-        })
+        self.row_of(SESSIONS_SQL, session_id, session_row)
     }
 
     /// True when the `wakebridge hook` CLI has reported this session.
     pub fn known_session(&self, session_id: &str) -> Result<bool, StoreError> {
-        self.read(|conn| {
-            conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1)")?
-                .query_row(params![session_id], |row| row.get(0))
-        })
+        let sql = "SELECT 1 FROM sessions WHERE session_id = ?1";
+        Ok(self.row_of(sql, session_id, |_| Ok(()))?.is_some())
     }
 
     /// The usage limit `session_id` is held at, if any (the gate asks before every wake).
     pub fn limit(&self, session_id: &str) -> Result<Option<Limit>, StoreError> {
-        self.read(|conn| {
-            conn.prepare_cached(
-                "SELECT kind, resets_text, resets_at_ms, seen_how, since_ms, tries, last_try_ms, \
-                 gave_up FROM limits WHERE session_id = ?1",
-            )?
-            .query_row(params![session_id], |row| limit_at(row, 0))
-            .optional()
-        })
+        let sql = "SELECT kind, resets_text, resets_at_ms, seen_how, since_ms, tries, last_try_ms, \
+                   gave_up FROM limits WHERE session_id = ?1";
+        self.row_of(sql, session_id, |row| limit_at(row, 0))
     }
 
     /// The pause `session_id` is under now, if any.
@@ -437,13 +426,21 @@ impl Store {
 
     /// `session_id`'s inbox row, if a hook announced one or something was sent there.
     pub fn inbox(&self, session_id: &str) -> Result<Option<InboxRow>, StoreError> {
+        let sql = "SELECT socket, token, pid, sent_ms, sent_heard_ms, heard_ms \
+                   FROM inboxes WHERE session_id = ?1";
+        self.row_of(sql, session_id, |row| inbox_at(row, 0))
+    }
+
+    /// The row `sql` finds for `session_id` (its `?1`), if any, read by `map`.
+    fn row_of<T>(
+        &self,
+        sql: &str,
+        session_id: &str,
+        map: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Option<T>, StoreError> {
         self.read(|conn| {
-            conn.prepare_cached(
-                "SELECT socket, token, pid, sent_ms, sent_heard_ms, heard_ms \
-                 FROM inboxes WHERE session_id = ?1",
-            )?
-            .query_row(params![session_id], |row| inbox_at(row, 0))
-            .optional()
+            let mut stmt = conn.prepare_cached(sql)?;
+            stmt.query_row(params![session_id], map).optional()
         })
     }
 
