@@ -67,20 +67,16 @@ impl Store {
     /// Since `since_ms`: nudges typed or sent (budget nudges too), and the tokens every kind
     /// of text caused.
     pub fn today(&self, since_ms: i64) -> Result<Today, StoreError> {
-        self.read(|conn| {
-            let nudges: i64 = conn
-                .prepare_cached(
-                    "SELECT count(*) FROM deliveries WHERE at_ms >= ?1 AND source = 'nudge' \
-                     AND action IN ('tmux', 'zellij', 'inbox')",
-                )?
-                .query_row(params![since_ms], |row| row.get(0))?;
-            let tokens: i64 = conn
-                .prepare_cached("SELECT coalesce(sum(tokens), 0) FROM caused WHERE at_ms >= ?1")?
-                .query_row(params![since_ms], |row| row.get(0))?;
-            Ok(Today {
-                nudges: u64::try_from(nudges).unwrap_or(0),
-                caused_tokens: u64::try_from(tokens).unwrap_or(0),
-            })
+        let sql = "SELECT (SELECT count(*) FROM deliveries WHERE at_ms >= ?1 AND source = 'nudge' \
+                   AND action IN ('tmux', 'zellij', 'inbox')), \
+                   (SELECT coalesce(sum(tokens), 0) FROM caused WHERE at_ms >= ?1)";
+        let (nudges, tokens): (i64, i64) = self.read(|conn| {
+            let mut stmt = conn.prepare_cached(sql)?;
+            stmt.query_row(params![since_ms], |row| Ok((row.get(0)?, row.get(1)?)))
+        })?;
+        Ok(Today {
+            nudges: u64::try_from(nudges).unwrap_or(0),
+            caused_tokens: u64::try_from(tokens).unwrap_or(0),
         })
     }
 }
