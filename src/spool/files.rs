@@ -28,15 +28,11 @@ pub fn io_error(sid: &str, path: &Path, e: io::Error) -> SpoolError {
     }
 }
 
-/// A held `<sid>.lock`; released when dropped (closing the descriptor drops the flock).
-pub struct SessionLock(#[allow(dead_code)] File);
-
-/// Tries once to take `<sid>.lock`: `Ok(None)` while someone else (a drainer) holds it.
-pub fn try_lock(wake_dir: &Path, sid: &str) -> Result<Option<SessionLock>, SpoolError> {
+/// Tries once to take `<sid>.lock`: `Ok(None)` while someone else (a drainer) holds it. The lock
+/// is released when the file is dropped (closing the descriptor drops the flock).
+pub fn try_lock(wake_dir: &Path, sid: &str) -> Result<Option<File>, SpoolError> {
     let path = wake_dir.join(format!("{sid}.lock"));
-    private_fs::try_lock(&path)
-        .map(|held| held.map(SessionLock))
-        .map_err(|e| open_error(sid, &path, e))
+    private_fs::try_lock(&path).map_err(|e| open_error(sid, &path, e))
 }
 
 /// A session file ready for an append: where the bytes will go, and how to take them back.

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::SpoolError;
-use super::files::{self, Prepared, SessionLock, io_error};
+use super::files::{self, Prepared, io_error};
 use crate::deadline::Deadline;
 use crate::lock;
 use crate::store::{Delivery, PendingBytes, RoundIds, SpoolRound, Store};
@@ -116,7 +116,7 @@ struct Share {
     bytes: Vec<u8>,
     prepared: Prepared,
     /// Held until the round is answered, so a drainer never takes a line that is not durable.
-    _lock: SessionLock,
+    _lock: File,
 }
 
 impl Writer {
@@ -343,7 +343,7 @@ impl Writer {
         &self,
         sid: &str,
         recreated_dir: &mut bool,
-    ) -> Result<Option<SessionLock>, SpoolError> {
+    ) -> Result<Option<File>, SpoolError> {
         match files::try_lock(&self.wake_dir, sid) {
             Err(SpoolError::Io {
                 kind: std::io::ErrorKind::NotFound,
