@@ -55,55 +55,47 @@ impl std::fmt::Debug for Inbox {
     }
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
 pub enum InboxError {
     #[error("no inbox socket at {0}: the session exited or never bound one")]
+    #[strum(serialize = "inbox-gone")]
     Gone(PathBuf),
     #[error("{0} is a symlink, not the session's socket; not used")]
+    #[strum(serialize = "inbox-untrusted")]
     Symlink(PathBuf),
     #[error("{0} is not a socket; not used")]
+    #[strum(serialize = "inbox-untrusted")]
     NotASocket(PathBuf),
     #[error("{0} belongs to another user; not used")]
+    #[strum(serialize = "inbox-untrusted")]
     NotOurs(PathBuf),
     #[error("{0} lies in a directory others can enter; not used")]
+    #[strum(serialize = "inbox-untrusted")]
     OpenDirectory(PathBuf),
     #[error("the session's process {0} is gone")]
+    #[strum(serialize = "inbox-dead")]
     DeadProcess(u32),
     #[error("the message is {0} bytes, over the inbox's line limit")]
+    #[strum(serialize = "inbox-too-long")]
     TooLong(usize),
     #[error("the inbox at {0} refused the connection (nobody listening)")]
+    #[strum(serialize = "inbox-refused")]
     Refused(PathBuf),
     #[error("the inbox at {0} did not take the message within the budget")]
+    #[strum(serialize = "inbox-timeout")]
     Timeout(PathBuf),
     #[error("writing to the inbox at {path} failed: {error}")]
+    #[strum(serialize = "inbox-io")]
     Io { path: PathBuf, error: String },
 }
 
 impl InboxError {
-    /// Every [`InboxError::kind`], for the error counters' zeros.
-    pub const KINDS: &[&str] = &[
-        "inbox-gone",
-        "inbox-untrusted",
-        "inbox-dead",
-        "inbox-too-long",
-        "inbox-refused",
-        "inbox-timeout",
-        "inbox-io",
-    ];
+    /// Every [`InboxError::kind`] (`inbox-untrusted` four times), for the error counters' zeros.
+    pub const KINDS: &[&str] = <Self as strum::VariantNames>::VARIANTS;
 
     /// Short machine-readable kind (ledger rows, metrics).
     pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Gone(_) => "inbox-gone",
-            Self::Symlink(_) | Self::NotASocket(_) | Self::NotOurs(_) | Self::OpenDirectory(_) => {
-                "inbox-untrusted"
-            }
-            Self::DeadProcess(_) => "inbox-dead",
-            Self::TooLong(_) => "inbox-too-long",
-            Self::Refused(_) => "inbox-refused",
-            Self::Timeout(_) => "inbox-timeout",
-            Self::Io { .. } => "inbox-io",
-        }
+        self.into()
     }
 }
 
