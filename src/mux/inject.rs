@@ -249,7 +249,7 @@ pub async fn guarded_inject<M: Mux>(
         PaneState::Occupied { input } if text.as_str().starts_with(&input) => {
             mux.submit(pane, deadline).await?;
             confirm_submitted(mux, pane, text, true).await?;
-            return Ok(mux.name());
+            return Ok(M::NAME);
         }
         PaneState::Occupied { .. } => return Err(InjectError::Occupied),
     }
@@ -277,7 +277,7 @@ pub async fn guarded_inject<M: Mux>(
     if let Some(shown) = shown {
         confirm_submitted(mux, pane, text, shown).await?;
     }
-    Ok(mux.name())
+    Ok(M::NAME)
 }
 
 async fn guarded_screen<M: Mux>(
@@ -509,9 +509,7 @@ mod tests {
 
     impl Mux for Scripted {
         type Pane = str;
-        fn name(&self) -> &'static str {
-            "scripted"
-        }
+        const NAME: &'static str = "scripted";
         async fn check_pane(&self, _: &str, deadline: Deadline) -> Result<PaneState, MuxError> {
             self.call("guard", deadline).await?;
             Ok(match &self.stale {

@@ -103,7 +103,7 @@ pub enum PaneState {
 pub trait Mux: Send + Sync {
     type Pane: ?Sized + Sync;
 
-    fn name(&self) -> &'static str;
+    const NAME: &'static str;
 
     fn check_pane(
         &self,

@@ -156,9 +156,7 @@ async fn ask_until_believed(
 impl Mux for Zellij {
     type Pane = ZellijPane;
 
-    fn name(&self) -> &'static str {
-        "zellij"
-    }
+    const NAME: &'static str = "zellij";
 
     async fn check_pane(
         &self,

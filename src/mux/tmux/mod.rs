@@ -99,9 +99,7 @@ impl Tmux {
 impl Mux for Tmux {
     type Pane = str;
 
-    fn name(&self) -> &'static str {
-        "tmux"
-    }
+    const NAME: &'static str = "tmux";
 
     async fn check_pane(&self, pane: &str, deadline: Deadline) -> Result<PaneState, MuxError> {
         let inv = self
