@@ -4,9 +4,8 @@
 
 use crate::budget::caused::Texts;
 use crate::budget::policy;
-use crate::config::{self, Backend, Config, Env, Flags};
+use crate::config::{self, Backend, Config, Env, Flags, LaunchSettings};
 use crate::context::task::MonitorConfig;
-use crate::launch::LaunchDefaults;
 use crate::notify::NotifyConfig;
 use crate::session::NudgerConfig;
 use crate::session::hours::ActiveHours;
@@ -21,7 +20,7 @@ pub struct Validated {
     /// runs only where typing is allowed; `[nudger] enabled = false` turns off its nudges only.
     pub nudger: Option<NudgerConfig>,
     /// What a restart starts.
-    pub launch: LaunchDefaults,
+    pub launch: LaunchSettings,
 }
 
 impl Validated {
@@ -46,7 +45,7 @@ impl Validated {
         nudger.hours = ActiveHours::parse(&s.schedule.active_hours, &s.schedule.active_days)?;
         nudger.budget = policy::validate(&s.budget)?;
         nudger.texts = Texts::new(s);
-        let launch = LaunchDefaults::from_settings(&s.launch)?;
+        let launch = crate::launch::validate(&s.launch)?;
         let context = s.context.enabled.then_some(monitor);
         let nudger = (config.backend == Backend::Mux).then_some(nudger);
         Ok(Validated {

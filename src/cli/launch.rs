@@ -12,8 +12,7 @@ use crate::claude::trust::PreTrustError;
 use crate::config::Config;
 use crate::env::Env;
 use crate::launch::{
-    LaunchDefaults, LaunchError, LaunchOptions, LaunchSettingsError, Launched, Mapping, Placement,
-    launch,
+    LaunchError, LaunchOptions, LaunchSettingsError, Launched, Mapping, Placement, launch,
 };
 use crate::mux::{KeystrokeText, MuxConfig};
 
@@ -152,7 +151,7 @@ pub fn options_from(
 ) -> Result<LaunchOptions, LaunchCliError> {
     let prompt = args.prompt.as_deref().map(KeystrokeText::new).transpose()?;
     let timeout = match args.timeout {
-        None => LaunchDefaults::timeout(config.settings.launch.timeout)?,
+        None => crate::launch::timeout(config.settings.launch.timeout)?,
         Some(secs) if secs > 0.0 => {
             Duration::try_from_secs_f64(secs).map_err(|_| LaunchCliError::Timeout(secs))?
         }
@@ -168,7 +167,7 @@ pub fn options_from(
         None => std::env::current_dir().map_err(LaunchCliError::NoCwd)?,
     };
     let command = match args.command.is_empty() {
-        true => LaunchDefaults::command(&config.settings.launch.command)?,
+        true => crate::launch::command(&config.settings.launch.command)?,
         false => args.command,
     };
     let claude_home = config.paths.claude.clone();

@@ -1,7 +1,7 @@
 //! The launcher: start an agent in a new tmux session, window or respawned pane, answer its
 //! first-run screens ([`driver`]), learn its session id, map its pane and type a first prompt.
 //! A failed start removes what it created; a screen only a human may answer (an API key, a
-//! login) stops the launch and leaves the pane up. `[launch]`, validated ([`LaunchDefaults`]), is
+//! login) stops the launch and leaves the pane up. `[launch]`, validated ([`validate`]), is
 //! what `wakebridge launch` starts when no command follows `--`, and what a restart starts.
 
 pub(crate) mod driver;
@@ -49,12 +49,6 @@ const MAX_DEFAULT_NAME_CHARS: usize = 40;
 /// How Anthropic API keys start; words containing it are masked in quoted screens.
 const KEY_PREFIX: &str = "sk-ant-";
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LaunchDefaults {
-    pub command: Vec<String>,
-    pub timeout: Duration,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LaunchSettingsError {
     #[error(
@@ -69,26 +63,26 @@ pub enum LaunchSettingsError {
     NoCommand,
 }
 
-impl LaunchDefaults {
-    pub fn from_settings(settings: &LaunchSettings) -> Result<Self, LaunchSettingsError> {
-        Ok(Self {
-            command: Self::command(&settings.command)?,
-            timeout: Self::timeout(settings.timeout)?,
-        })
-    }
+/// `[launch]` validated: what `wakebridge launch` starts when no command follows `--`, and what
+/// a restart starts.
+pub fn validate(settings: &LaunchSettings) -> Result<LaunchSettings, LaunchSettingsError> {
+    Ok(LaunchSettings {
+        command: command(&settings.command)?,
+        timeout: timeout(settings.timeout)?,
+    })
+}
 
-    /// `launch.command`, refused when it names no program (an empty list, or a blank first
-    /// element tmux would fail to run).
-    pub fn command(command: &[String]) -> Result<Vec<String>, LaunchSettingsError> {
-        let names_program = command.first().is_some_and(|p| !p.trim().is_empty());
-        (names_program.then(|| command.to_vec())).ok_or(LaunchSettingsError::NoCommand)
-    }
+/// `launch.command`, refused when it names no program (an empty list, or a blank first element
+/// tmux would fail to run).
+pub fn command(command: &[String]) -> Result<Vec<String>, LaunchSettingsError> {
+    let names_program = command.first().is_some_and(|p| !p.trim().is_empty());
+    (names_program.then(|| command.to_vec())).ok_or(LaunchSettingsError::NoCommand)
+}
 
-    pub fn timeout(timeout: Duration) -> Result<Duration, LaunchSettingsError> {
-        (!timeout.is_zero())
-            .then_some(timeout)
-            .ok_or(LaunchSettingsError::ZeroTimeout)
-    }
+pub fn timeout(timeout: Duration) -> Result<Duration, LaunchSettingsError> {
+    (!timeout.is_zero())
+        .then_some(timeout)
+        .ok_or(LaunchSettingsError::ZeroTimeout)
 }
 
 /// Where the new pane goes.
