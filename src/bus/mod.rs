@@ -91,25 +91,20 @@ impl BusError {
 pub struct WebhookRow {
     pub webhook_id: Option<i64>,
     pub url: Option<String>,
-    pub channel: Option<String>,
     /// Paused rows read `false`; a missing flag (an older bus) `true`.
     pub active: bool,
     pub has_secret: bool,
-    pub created_at: Option<String>,
 }
 
 impl WebhookRow {
     pub fn from_value(value: &Value) -> Option<Self> {
         let row = value.as_object()?;
-        let text = |key: &str| row.get(key).and_then(Value::as_str).map(str::to_owned);
         let flag = |key: &str, missing| row.get(key).and_then(Value::as_bool).unwrap_or(missing);
         Some(Self {
             webhook_id: row.get("webhook_id").and_then(Value::as_i64),
-            url: text("url"),
-            channel: text("channel"),
+            url: row.get("url").and_then(Value::as_str).map(str::to_owned),
             active: flag("active", true),
             has_secret: flag("has_secret", false),
-            created_at: text("created_at"),
         })
     }
 }
