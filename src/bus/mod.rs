@@ -8,6 +8,7 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{Value, json};
 
+use crate::config::UrlProblem;
 use crate::wire::json_kind;
 
 /// Per-call budget, the reference bridge's: a healthy bus answers in ~5 ms.
@@ -54,16 +55,6 @@ pub enum BusError {
     Refused { tool: String, error: String },
     #[error("unusable reply from bus tool {tool}: {reason}")]
     Unusable { tool: String, reason: String },
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum UrlProblem {
-    #[error(transparent)]
-    Parse(#[from] url::ParseError),
-    #[error("scheme {0:?} is not http or https")]
-    Scheme(String),
-    #[error("no host")]
-    NoHost,
 }
 
 impl BusError {
@@ -127,7 +118,7 @@ impl BusClient {
             url: url.to_owned(),
             problem,
         };
-        let parsed = reqwest::Url::parse(url).map_err(|e| invalid(e.into()))?;
+        let parsed = reqwest::Url::parse(url).map_err(|e| invalid(UrlProblem::Parse(e)))?;
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(invalid(UrlProblem::Scheme(parsed.scheme().to_owned())));
         }
