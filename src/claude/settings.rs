@@ -133,7 +133,7 @@ pub fn install(current: Option<&[u8]>, exe: &str, accept: bool) -> Result<Instal
         });
         let present = entries_mut(groups).any(|entry| ours.recognise(entry, Kind::Hook).is_some());
         if !present && let Value::Array(list) = groups {
-            list.push(hook_group(matcher, &ours.hook_command()));
+            list.push(hook_group(matcher, &ours.command(Kind::Hook, None)));
         }
     }
     match root.get_mut("statusLine") {
@@ -142,7 +142,7 @@ pub fn install(current: Option<&[u8]>, exe: &str, accept: bool) -> Result<Instal
                 "statusLine".into(),
                 json!({
                     "type": "command",
-                    "command": ours.statusline_command(None),
+                    "command": ours.command(Kind::Statusline, None),
                     "padding": STATUSLINE_PADDING,
                     "refreshInterval": STATUSLINE_REFRESH_SECS,
                 }),
@@ -152,7 +152,7 @@ pub fn install(current: Option<&[u8]>, exe: &str, accept: bool) -> Result<Instal
             let line = statusline_mut(line)?;
             let command = match ours.recognise(line, Kind::Statusline) {
                 Some(_) => ours.updated(line, Kind::Statusline),
-                None => Some(ours.statusline_command(Some(command_of(line)))),
+                None => Some(ours.command(Kind::Statusline, Some(command_of(line)))),
             };
             if let Some(command) = command {
                 line.insert("command".into(), Value::String(command));
@@ -417,12 +417,9 @@ impl Ours {
         })
     }
 
-    fn hook_command(&self) -> String {
-        format!("{} {}", self.quoted, Kind::Hook.as_ref())
-    }
-
-    fn statusline_command(&self, wrap: Option<&str>) -> String {
-        let plain = format!("{} {}", self.quoted, Kind::Statusline.as_ref());
+    /// This binary running `kind`'s verb; a status line wraps the user's command `wrap`.
+    fn command(&self, kind: Kind, wrap: Option<&str>) -> String {
+        let plain = format!("{} {}", self.quoted, kind.as_ref());
         match wrap {
             // A string never holds a NUL (serde_json refuses one unescaped, and `\u0000` is
             // refused by shlex); the fallback keeps the user's line visible without ours.
