@@ -348,7 +348,7 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
         Ok(0) => {}
         Ok(rows) => tracing::info!(
             rows,
-            remembered = dedupe.len(),
+            remembered = dedupe.remembered(),
             ms = started.elapsed().as_millis() as u64,
             "restored the event identities of the identity window from the ledger"
         ),

@@ -228,13 +228,9 @@ impl Dedupe {
         }
     }
 
-    /// Expired ones too, until the next sweep.
-    pub fn len(&self) -> usize {
+    /// How many identities it remembers: expired ones too, until the next sweep.
+    pub fn remembered(&self) -> usize {
         self.memory().done.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     fn warn_if_full(&self, forgotten: usize) {
@@ -387,7 +383,7 @@ mod tests {
         d.restore("kept", Action::Tmux, Duration::ZERO);
         tokio::time::advance(Duration::from_secs(31)).await;
         d.expire();
-        assert_eq!(d.len(), 1);
+        assert_eq!(d.remembered(), 1);
         assert!(d.memory().done.capacity() < 10_000);
         assert!(matches!(
             d.begin("kept").await,
