@@ -87,12 +87,9 @@ impl Warnings {
         lock(&self.seen).contains_key(key)
     }
 
-    pub fn len(&self) -> usize {
+    /// How many keys it remembers.
+    pub fn remembered(&self) -> usize {
         lock(&self.seen).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -153,7 +150,7 @@ mod tests {
             .iter()
             .map(|key| {
                 let warn = warned.first(key);
-                assert!(warned.len() <= 2);
+                assert!(warned.remembered() <= 2);
                 warn
             })
             .collect();

@@ -423,7 +423,7 @@ mod tests {
             if level(&resolve(&warned, &file, sid)) == Some(NoticeLevel::Warn) {
                 warnings += 1;
             }
-            assert!(warned.len() <= 2);
+            assert!(warned.remembered() <= 2);
         }
         assert_eq!(warnings, 4);
     }

@@ -383,7 +383,7 @@ fn warn_cap_bounds_remembered_conditions() {
         {
             warnings += 1;
         }
-        assert!(warned.len() <= 2);
+        assert!(warned.remembered() <= 2);
     }
     assert_eq!(warnings, 4);
 }
