@@ -140,7 +140,7 @@ impl App {
                 let (notices, queue) = Notices::channel();
                 (notices, Some((notify, queue)))
             }
-            None => (Notices::off(), None),
+            None => (Notices::default(), None),
         };
         let gate = Gate::new(
             wake_dir.clone(),

@@ -149,7 +149,7 @@ impl Gate {
             owed: tokio::sync::Notify::new(),
             store,
             hold_limits,
-            notices: Notices::off(),
+            notices: Notices::default(),
             inbox_registry: None,
         }
     }

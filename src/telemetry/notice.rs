@@ -42,15 +42,11 @@ impl Notice {
     }
 }
 
-/// Where features hand notices; a clone shares the queue. `Notices::off()` drops everything.
+/// Where features hand notices; a clone shares the queue. The default drops everything.
 #[derive(Debug, Clone, Default)]
 pub struct Notices(Option<mpsc::Sender<Notice>>);
 
 impl Notices {
-    pub fn off() -> Notices {
-        Notices(None)
-    }
-
     pub fn channel() -> (Notices, mpsc::Receiver<Notice>) {
         let (tx, rx) = mpsc::channel(QUEUE);
         (Notices(Some(tx)), rx)
