@@ -95,6 +95,12 @@ pub fn pre_trust(config: &Path, folder: &Path) -> Result<PreTrusted, PreTrustErr
             });
         }
     };
+    let done = |backup, already_trusted| PreTrusted {
+        config: config.clone(),
+        project: project.clone(),
+        backup,
+        already_trusted,
+    };
     for _ in 0..ATTEMPTS {
         let before = read_config(&config)?;
         let mut root = match &before {
@@ -102,12 +108,7 @@ pub fn pre_trust(config: &Path, folder: &Path) -> Result<PreTrusted, PreTrustErr
             None => Map::new(),
         };
         if !mark_trusted(&config, &mut root, &project)? {
-            return Ok(PreTrusted {
-                config,
-                project,
-                backup: None,
-                already_trusted: true,
-            });
+            return Ok(done(None, true));
         }
         let text = serde_json::to_string_pretty(&Value::Object(root)).map_err(|err| {
             PreTrustError::Write {
@@ -122,12 +123,7 @@ pub fn pre_trust(config: &Path, folder: &Path) -> Result<PreTrusted, PreTrustErr
         let mode = before.as_ref().map_or(FILE_MODE, |read| read.stamp.mode);
         let stamp = before.as_ref().map(|r| r.stamp);
         if replace_if_unchanged(&config, text.as_bytes(), mode, stamp)? {
-            return Ok(PreTrusted {
-                config,
-                project,
-                backup,
-                already_trusted: false,
-            });
+            return Ok(done(backup, false));
         }
         // Someone else wrote meanwhile; the backup of what we read is stale.
         if let Some(backup) = backup {
