@@ -171,16 +171,6 @@ fn sink() -> Option<&'static Sink> {
     }))
 }
 
-impl Sink {
-    fn send(&self, line: &[u8]) {
-        self.queued.fetch_add(1, Ordering::Acquire);
-        if self.lines.try_send(line.to_vec()).is_err() {
-            self.queued.fetch_sub(1, Ordering::Release);
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
 /// Waits up to `budget` for queued lines to be written; returns whether all were.
 pub fn flush(budget: Duration) -> bool {
     let Some(sink) = SINK.get() else {
@@ -201,10 +191,15 @@ pub fn dropped_lines() -> u64 {
     SINK.get().map_or(0, |s| s.dropped.load(Ordering::Relaxed))
 }
 
-/// One event's bytes: `tracing-subscriber` formats a whole line and writes it at once.
+/// One event's bytes: `tracing-subscriber` formats a whole line and writes it at once. Queued,
+/// or dropped (and counted) when the queue is full.
 impl Write for &Sink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.send(buf);
+        self.queued.fetch_add(1, Ordering::Acquire);
+        if self.lines.try_send(buf.to_vec()).is_err() {
+            self.queued.fetch_sub(1, Ordering::Release);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(buf.len())
     }
 
