@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::claude::limits::{self, Notice};
+use crate::claude::limits;
 use crate::clock;
 use crate::deadline::Deadline;
 use crate::delivery::action::Action;
@@ -341,7 +341,12 @@ impl Gate {
                     "{} is at its usage limit (seen on its screen); held, spooled only",
                     short(sid)
                 );
-                self.note_limit(sid, notice).await;
+                // Only while limits hold: with them off every text is typed `over_limits`.
+                let at_ms = clock::now_ms();
+                let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, at_ms, false);
+                if let Err(e) = self.store.record(Record::Limited(seen)).await {
+                    tracing::warn!(error = %e, "could not record a usage limit in the ledger");
+                }
                 (Action::SpoolBusy, None)
             }
             Err(error) => {
@@ -401,16 +406,6 @@ impl Gate {
             .await
             .ok()
             .flatten()
-    }
-
-    async fn note_limit(&self, sid: &str, notice: Notice) {
-        if !self.hold_limits {
-            return;
-        }
-        let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, clock::now_ms(), false);
-        if let Err(e) = self.store.record(Record::Limited(seen)).await {
-            tracing::warn!(error = %e, "could not record a usage limit in the ledger");
-        }
     }
 }
 
