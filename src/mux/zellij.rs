@@ -224,24 +224,21 @@ impl Mux for Zellij {
 
 /// Find `session` in `list-sessions -n` output (`-s` lists exited sessions like running ones).
 fn classify_session(listing: &str, session: &str) -> PaneState {
-    for line in listing.lines() {
+    let listed = listing.lines().find_map(|line| {
         let (name, rest) = match line.find(CREATED_MARKER) {
             Some(at) => (&line[..at], &line[at..]),
             None => (line.trim_end(), ""),
         };
-        if name == session {
-            return if rest.contains(EXITED_MARKER) {
-                PaneState::Stale(StaleReason::SessionExited {
-                    session: session.to_owned(),
-                })
-            } else {
-                PaneState::Live
-            };
+        (name == session).then_some(rest)
+    });
+    let session = session.to_owned();
+    match listed {
+        Some(rest) if rest.contains(EXITED_MARKER) => {
+            PaneState::Stale(StaleReason::SessionExited { session })
         }
+        Some(_) => PaneState::Live,
+        None => PaneState::Stale(StaleReason::SessionMissing { session }),
     }
-    PaneState::Stale(StaleReason::SessionMissing {
-        session: session.to_owned(),
-    })
 }
 
 fn unsupported(stderr: &str) -> bool {
