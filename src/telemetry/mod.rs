@@ -154,17 +154,12 @@ pub fn start_at_zero(
             add(DELIVERIES, action, duplicate, 0);
         }
     }
-    for reason in reasons {
-        add(REJECTIONS, reason, "", 0);
-    }
-    for kind in error_kinds {
-        add(ERRORS, kind, "", 0);
-    }
-    for outcome in LimitResume::iter() {
-        add(LIMIT_RESUMES, outcome.into(), "", 0);
-    }
-    for outcome in notice::NoticeOutcome::iter() {
-        add(NOTICES, outcome.into(), "", 0);
+    let one_label = (reasons.into_iter().map(|r| (REJECTIONS, r)))
+        .chain(error_kinds.into_iter().map(|kind| (ERRORS, kind)))
+        .chain(LimitResume::iter().map(|o| (LIMIT_RESUMES, o.into())))
+        .chain(notice::NoticeOutcome::iter().map(|o| (NOTICES, o.into())));
+    for (family, label) in one_label {
+        add(family, label, "", 0);
     }
 }
 
