@@ -350,22 +350,15 @@ fn hooks_mut(root: &mut Map<String, Value>) -> Result<&mut Map<String, Value>, S
 }
 
 fn statusline_mut(line: &mut Value) -> Result<&mut Map<String, Value>, SettingsError> {
-    let found = match &*line {
-        Value::Object(map) => match (map.get("type"), map.get("command")) {
-            (Some(Value::String(kind)), Some(Value::String(_))) if kind == "command" => None,
-            (Some(Value::String(kind)), _) if kind != "command" => {
-                Some(format!("of type {kind:?}"))
-            }
-            (_, Some(Value::String(_))) => Some("an object without \"type\": \"command\"".into()),
-            _ => Some("an object without a string \"command\"".into()),
-        },
-        other => Some(json_kind(other).to_owned()),
+    let shape = |found: String| Err(SettingsError::StatusLineShape { found });
+    let Value::Object(map) = line else {
+        return shape(json_kind(line).to_owned());
     };
-    match (found, line) {
-        (None, Value::Object(map)) => Ok(map),
-        (found, _) => Err(SettingsError::StatusLineShape {
-            found: found.unwrap_or_default(),
-        }),
+    match (map.get("type"), map.get("command")) {
+        (Some(Value::String(kind)), Some(Value::String(_))) if kind == "command" => Ok(map),
+        (Some(Value::String(kind)), _) if kind != "command" => shape(format!("of type {kind:?}")),
+        (_, Some(Value::String(_))) => shape("an object without \"type\": \"command\"".into()),
+        _ => shape("an object without a string \"command\"".into()),
     }
 }
 
