@@ -38,6 +38,8 @@ pub fn try_lock(wake_dir: &Path, sid: &str) -> Result<Option<File>, SpoolError> 
 /// A session file ready for an append: where the bytes will go, and how to take them back.
 pub struct Prepared {
     pub file: Arc<File>,
+    /// `<sid>.jsonl`, for the errors.
+    path: PathBuf,
     pub dev: u64,
     pub ino: u64,
     /// The undo point.
@@ -73,6 +75,7 @@ pub fn prepare(wake_dir: &Path, sid: &str) -> Result<Prepared, SpoolError> {
     };
     Ok(Prepared {
         file: Arc::new(file),
+        path,
         dev: meta.dev(),
         ino: meta.ino(),
         before,
@@ -85,14 +88,21 @@ pub fn prepare(wake_dir: &Path, sid: &str) -> Result<Prepared, SpoolError> {
 impl Prepared {
     /// Appends `bytes` (whole lines) at `offset`; on failure the file is cut back, so no partial
     /// line is left.
-    pub fn write(&self, wake_dir: &Path, sid: &str, bytes: &[u8]) -> Result<(), SpoolError> {
+    pub fn write(&self, sid: &str, bytes: &[u8]) -> Result<(), SpoolError> {
         let mut file: &File = &self.file;
         let newline: &[u8] = if self.torn_tail { b"\n" } else { b"" };
         let written = file.write_all(newline).and_then(|()| file.write_all(bytes));
         written.map_err(|e| {
             self.undo();
-            io_error(sid, &spool_path(wake_dir, sid), e)
+            io_error(sid, &self.path, e)
         })
+    }
+
+    /// Puts the appended bytes on the disk.
+    pub fn sync(&self, sid: &str) -> Result<(), SpoolError> {
+        self.file
+            .sync_data()
+            .map_err(|e| io_error(sid, &self.path, e))
     }
 
     /// Takes the append back, on disk too: a crash cannot bring back part of a refused line.

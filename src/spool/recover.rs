@@ -111,10 +111,8 @@ fn restore(
     // spool rather than leave a hole.
     let sid = &entry.session_id;
     let prepared = files::prepare(wake_dir, sid)?;
-    prepared.write(wake_dir, sid, &entry.bytes)?;
-    let live = files::spool_path(wake_dir, sid);
-    let synced = prepared.file.sync_data();
-    synced.map_err(|e| io_error(sid, &live, e))?;
+    prepared.write(sid, &entry.bytes)?;
+    prepared.sync(sid)?;
     if prepared.created {
         files::sync_dir(wake_dir).map_err(|e| io_error(sid, wake_dir, e))?;
     }

@@ -295,7 +295,7 @@ impl Writer {
         let mut written_to = None;
         for (share, ids) in shares.into_iter().zip(ids) {
             let prepared = &share.prepared;
-            match prepared.write(&self.wake_dir, &share.sid, &share.bytes) {
+            match prepared.write(&share.sid, &share.bytes) {
                 Ok(()) => {
                     written_to = written_to.max(Some(ids.pending));
                     lock(&self.shared.checkpoint)
@@ -323,17 +323,12 @@ impl Writer {
     /// The ledger could not take the round: each share is written and fsynced by itself.
     fn write_synced(&self, shares: Vec<Share>) {
         for share in shares {
-            let path = files::spool_path(&self.wake_dir, &share.sid);
             let prepared = &share.prepared;
-            let written = prepared
-                .write(&self.wake_dir, &share.sid, &share.bytes)
-                .and_then(|()| {
-                    let synced = prepared.file.sync_data();
-                    synced.map_err(|e| io_error(&share.sid, &path, e))
-                });
-            if written.is_err() {
-                prepared.undo();
-            }
+            // A failed write takes itself back; a failed sync is taken back here.
+            let written = prepared.write(&share.sid, &share.bytes).and_then(|()| {
+                let synced = prepared.sync(&share.sid);
+                synced.inspect_err(|_| prepared.undo())
+            });
             answer_all(share.pending, &written.map(|()| None));
         }
     }
