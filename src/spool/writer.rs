@@ -371,13 +371,18 @@ fn answer_all(group: Vec<Pending>, result: &Result<DeliveryId, SpoolError>) {
     }
 }
 
-/// Groups a batch by session, in order of arrival.
+/// Groups a batch by session, in order of arrival. Indexed: a backlog after a stalled round
+/// may hold thousands of sessions, and this runs on every round.
 fn by_session(batch: Vec<Pending>) -> Vec<(String, Vec<Pending>)> {
     let mut groups: Vec<(String, Vec<Pending>)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
     for p in batch {
-        match groups.iter_mut().find(|(sid, _)| *sid == p.sid) {
-            Some((_, group)) => group.push(p),
-            None => groups.push((p.sid.clone(), vec![p])),
+        match index.get(&p.sid) {
+            Some(&i) => groups[i].1.push(p),
+            None => {
+                index.insert(p.sid.clone(), groups.len());
+                groups.push((p.sid.clone(), vec![p]));
+            }
         }
     }
     groups
