@@ -368,8 +368,16 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
 
 /// Lifts the soft descriptor limit (often 1024: connections and spool files) to the hard one.
 fn raise_descriptor_limit() {
-    let limit = spool::descriptor_limit().filter(|l| l.rlim_cur < l.rlim_max);
-    let Some(limit) = limit else { return };
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we pass and nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0
+        || limit.rlim_cur >= limit.rlim_max
+    {
+        return;
+    }
     let wanted = libc::rlimit {
         rlim_cur: limit.rlim_max,
         rlim_max: limit.rlim_max,

@@ -237,16 +237,6 @@ fn restore(wake_dir: &Path, entries: &[PendingBytes]) -> Result<(), OpenError> {
     Ok(())
 }
 
-/// The process's open-file limit, soft and hard; `None` when it cannot be read.
-pub(crate) fn descriptor_limit() -> Option<libc::rlimit> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct we pass and nothing else.
-    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0).then_some(limit)
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
