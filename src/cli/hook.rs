@@ -12,7 +12,7 @@ use crate::claude::hooks::{
 };
 use crate::claude::inbox::{self, Inbox};
 use crate::claude::limits;
-use crate::cli::session::{SESSION_ID_ENVS, resolve_session_id};
+use crate::cli::session::SESSION_ID_ENVS;
 use crate::clock;
 use crate::config::{Config, ConfigError};
 use crate::env::Env;
@@ -109,8 +109,11 @@ pub struct HookOutcome {
 /// registered on the bus under its own id keeps it), else the payload's `session_id`, else
 /// `CLAUDE_CODE_SESSION_ID`. Empty values fall through.
 pub fn hook_session_id(payload: Option<&str>, env: &Env) -> Option<String> {
-    let bus = env.get(SESSION_ID_ENVS[0]).filter(|id| !id.is_empty());
-    bus.or_else(|| resolve_session_id(payload, env))
+    let [bus, claude] = SESSION_ID_ENVS;
+    [env.get(bus), payload.map(str::to_owned), env.get(claude)]
+        .into_iter()
+        .flatten()
+        .find(|id| !id.is_empty())
 }
 
 pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
@@ -381,15 +384,15 @@ fn record(ledger: &Path, outcome: &HookOutcome, input: &HookInput, env: &Env, li
 /// the socket); UserPromptSubmit records which prompt it reported, so that a message the daemon
 /// sent there is known to have arrived. Nothing for a session without an inbox.
 fn inbox_record(input: &HookInput, env: &Env, session_id: &str, now_ms: i64) -> Option<Record> {
-    let (inbox, session_id) = (Inbox::from_hook_env(env)?, session_id.to_owned());
+    // The environment is read only for the two events that record an inbox (not PreToolUse).
     match &*input.event_name {
         "SessionStart" => Some(Record::InboxSeen {
-            session_id,
-            inbox,
+            session_id: session_id.to_owned(),
+            inbox: Inbox::from_hook_env(env)?,
             at_ms: now_ms,
         }),
-        "UserPromptSubmit" => Some(Record::InboxHeard {
-            session_id,
+        "UserPromptSubmit" if Inbox::from_hook_env(env).is_some() => Some(Record::InboxHeard {
+            session_id: session_id.to_owned(),
             digest: inbox::digest(input.prompt.as_deref()?),
             at_ms: now_ms,
         }),
