@@ -309,9 +309,9 @@ pub fn unwrap_tool_result(tool: &str, envelope: Value) -> Result<Value, BusError
         });
     }
     match result.remove("structuredContent") {
-        Some(Value::Object(structured)) => {
-            return Ok(match structured.get("result") {
-                Some(inner) if !inner.is_null() => inner.clone(),
+        Some(Value::Object(mut structured)) => {
+            return Ok(match structured.get_mut("result") {
+                Some(inner) if !inner.is_null() => inner.take(),
                 _ => Value::Object(structured),
             });
         }
