@@ -163,10 +163,13 @@ fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> 
         return Err((2, why));
     }
     let homes: Vec<_> = config.paths.claude.iter().cloned().collect();
-    // A prefix (as `status` shows ids) names its session through the daemon; a full id
-    // (`Daemon::resolve` passes it as it is), or one whose transcript is here, needs no daemon.
+    // A prefix (as `status` shows ids) names its session through the daemon; a full id, or one
+    // whose transcript is here, needs no daemon (and a full id no scan of the transcripts here).
     let session_id = match &args.session {
-        Some(sid) if find_transcript_in(&homes, sid, None).is_none() => {
+        Some(sid)
+            if !crate::cli::prefix::is_full_id(sid)
+                && find_transcript_in(&homes, sid, None).is_none() =>
+        {
             let daemon = crate::cli::client::Daemon::new(config, "context", args.url.as_deref());
             Some(daemon.resolve(sid).ok_or((2, String::new()))?)
         }
