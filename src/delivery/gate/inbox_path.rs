@@ -189,7 +189,10 @@ pub(super) fn by_inbox(text: &KeystrokeText, mode: Mode, has_pane: bool) -> bool
 /// `recent.len() + 1` numbers is free.
 fn unrepeated(text: &str, recent: &[(String, Instant)]) -> String {
     let numbered = (2..).map(|n| format!("{text} (#{n})"));
-    let sent = |candidate: &String| recent.iter().any(|(d, _)| *d == inbox::digest(candidate));
+    let sent = |candidate: &String| {
+        let digest = inbox::digest(candidate);
+        recent.iter().any(|(d, _)| *d == digest)
+    };
     let mut candidates = std::iter::once(text.to_owned()).chain(numbered);
     candidates
         .find(|candidate| !sent(candidate))
