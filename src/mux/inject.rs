@@ -48,7 +48,7 @@ impl InjectError {
         let own = InjectError::VARIANTS
             .iter()
             .filter(|kind| **kind != "failed");
-        own.copied().chain(MuxError::KINDS)
+        own.chain(MuxError::KINDS).copied()
     }
 
     /// A stable short name for warn-once keys and metric labels.

@@ -28,7 +28,7 @@ const MAX_STDERR_BYTES: usize = 64 * 1024;
 /// How long to wait for a killed child to be reaped; past it tokio's orphan reaper finishes.
 const REAP_GRACE: Duration = Duration::from_millis(500);
 
-#[derive(Debug, thiserror::Error, strum::IntoStaticStr)]
+#[derive(Debug, thiserror::Error, strum::IntoStaticStr, strum::VariantNames)]
 #[strum(serialize_all = "kebab-case")]
 pub enum MuxError {
     #[error(
@@ -76,8 +76,8 @@ fn stderr_suffix(stderr: &str) -> String {
 }
 
 impl MuxError {
-    /// Every value `kind` can take.
-    pub const KINDS: [&'static str; 5] = ["spawn", "timeout", "exit", "io", "output"];
+    /// Every value `kind` can take (`timeout` twice), for the error counters' zeros.
+    pub const KINDS: &[&str] = <Self as strum::VariantNames>::VARIANTS;
 
     /// A stable short name for warn-once keys and metric labels.
     pub fn kind(&self) -> &'static str {
