@@ -98,7 +98,6 @@ pub fn select_sessions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delivery::action::Action;
 
     #[test]
     fn state_file_rewritten_only_on_new_percent_or_minute() {
@@ -107,22 +106,6 @@ mod tests {
         assert_ne!(first, StateStamp::of(42.0, 180));
         assert_ne!(first, StateStamp::of(43.0, 121));
         assert_eq!(StateStamp::of(f64::NAN, 0).pct, 0);
-    }
-
-    #[test]
-    fn gate_outcomes_keep_undelivered_warnings_due() {
-        // The monitor settles a warning only on an action that woke the session.
-        assert!(Action::Tmux.woke());
-        assert!(Action::Zellij.woke());
-        for a in [
-            Action::SpoolBusy,
-            Action::SpoolCooldown,
-            Action::SpoolMuxFailed,
-            Action::SpoolStalePane,
-            Action::SpoolUnmapped,
-        ] {
-            assert!(!a.woke(), "{a:?}");
-        }
     }
 
     fn cand(sid: &str, seen: Option<i64>, hint: Option<&str>) -> Candidate {

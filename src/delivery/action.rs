@@ -44,3 +44,25 @@ impl Action {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_delivered_wake_woke_the_session() {
+        // The context monitor settles a warning only on an action that woke the session.
+        assert!(Action::Tmux.woke());
+        assert!(Action::Zellij.woke());
+        assert!(Action::Inbox.woke());
+        for a in [
+            Action::SpoolBusy,
+            Action::SpoolCooldown,
+            Action::SpoolMuxFailed,
+            Action::SpoolStalePane,
+            Action::SpoolUnmapped,
+        ] {
+            assert!(!a.woke(), "{a:?}");
+        }
+    }
+}
