@@ -341,7 +341,8 @@ impl Gate {
                     "{} is at its usage limit (seen on its screen); held, spooled only",
                     short(sid)
                 );
-                // Only while limits hold: with them off every text is typed `over_limits`.
+                // Reached only while limits hold: with them off the text is typed `over_limits`,
+                // which never stops at a limit.
                 let at_ms = clock::now_ms();
                 let seen = LimitSeen::of_notice(sid, notice, LimitSource::Screen, at_ms, false);
                 if let Err(e) = self.store.record(Record::Limited(seen)).await {

@@ -28,8 +28,8 @@ pub enum RewindError {
     ZeroAfter,
 }
 
-/// Validates `[rewind]` (its `auto` is the context monitor's, `MonitorConfig::auto_rewind`):
-/// the re-hydration message, typable.
+/// Validates `[rewind]`: `after` above zero, and the re-hydration message typable, which it
+/// returns (`auto` is the context monitor's, `MonitorConfig::auto_rewind`).
 pub fn message(settings: &RewindSettings) -> Result<KeystrokeText, RewindError> {
     if settings.after.is_zero() {
         return Err(RewindError::ZeroAfter);
