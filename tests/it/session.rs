@@ -384,20 +384,19 @@ fn default_config() -> NudgerConfig {
         ],
         echo_grace: Duration::from_secs(10),
         owed_after: Duration::from_secs(10),
-        limits: wakebridge::config::defaults().limits.clone(),
-        resume_message: resume_message(),
-        rewind: wakebridge::config::defaults().rewind.clone(),
-        rewind_message: rewind_message(),
-        hours: Default::default(),
-        budget: policy::validate(&wakebridge::config::defaults().budget).unwrap(),
-        texts: Texts::new(wakebridge::config::defaults()),
+        ..shipped()
     }
 }
 
-/// `[limits] resume_message` as shipped (`continue`); the rest of `[limits]` as shipped too:
-/// resume at the reset + 60 s, 3 tries.
-fn resume_message() -> KeystrokeText {
-    KeystrokeText::resume(&wakebridge::config::defaults().limits.resume_message).unwrap()
+/// The shipped settings as `serve` validates them (its budget and texts too): `[limits]` resumes
+/// at the reset + 60 s with `continue`, 3 tries.
+fn shipped() -> NudgerConfig {
+    let d = wakebridge::config::defaults();
+    NudgerConfig {
+        budget: policy::validate(&d.budget).unwrap(),
+        texts: Texts::new(d),
+        ..NudgerConfig::from_settings(&d.nudger, &d.wake, &d.limits, &d.rewind).unwrap()
+    }
 }
 
 /// How the live loops here would restart an agent (none of their tests asks for one).
@@ -408,11 +407,6 @@ fn restart_settings() -> RestartSettings {
         claude_home: None,
         mux: MuxConfig::default(),
     }
-}
-
-/// `[rewind] message` as shipped.
-fn rewind_message() -> KeystrokeText {
-    wakebridge::rewind::message(&wakebridge::config::defaults().rewind).unwrap()
 }
 
 /// The rows of owed wakes the loop recorded for `sid`, by action.
@@ -1480,13 +1474,7 @@ fn fast_config(base_ms: u64, acknowledge_after: u32) -> NudgerConfig {
         ],
         echo_grace: Duration::from_millis(500),
         owed_after: Duration::from_millis(500),
-        limits: wakebridge::config::defaults().limits.clone(),
-        resume_message: resume_message(),
-        rewind: wakebridge::config::defaults().rewind.clone(),
-        rewind_message: rewind_message(),
-        hours: Default::default(),
-        budget: policy::validate(&wakebridge::config::defaults().budget).unwrap(),
-        texts: Texts::new(wakebridge::config::defaults()),
+        ..shipped()
     }
 }
 
