@@ -267,16 +267,8 @@ async fn systemd_install_status_uninstall_against_a_recording_systemctl() {
     }
 
     // Installed again while running: the same file, and a restart so an upgrade takes effect.
-    fake.clear_calls();
-    let out = wakebridge(
-        root.path(),
-        &fake,
-        &env,
-        &["service", "install", "--platform", "systemd"],
-    )
-    .await;
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let args = ["service", "install", "--platform", "systemd"];
+    let stdout = succeeded(root.path(), &fake, &env, &args).await;
     assert!(stdout.contains("is already this file"), "{stdout}");
     assert!(
         stdout.contains("secret: ") && stdout.contains("(unchanged)"),
@@ -289,30 +281,15 @@ async fn systemd_install_status_uninstall_against_a_recording_systemctl() {
         fake.calls()
     );
 
-    let out = wakebridge(
-        root.path(),
-        &fake,
-        &env,
-        &["service", "status", "--platform", "systemd"],
-    )
-    .await;
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let args = ["service", "status", "--platform", "systemd"];
+    let stdout = succeeded(root.path(), &fake, &env, &args).await;
     assert!(
         stdout.contains("installed at") && stdout.contains(&format!("as pid {pid}")),
         "{stdout}"
     );
 
-    fake.clear_calls();
-    let out = wakebridge(
-        root.path(),
-        &fake,
-        &env,
-        &["service", "uninstall", "--platform", "systemd"],
-    )
-    .await;
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let args = ["service", "uninstall", "--platform", "systemd"];
+    let stdout = succeeded(root.path(), &fake, &env, &args).await;
     assert_eq!(
         fake.calls(),
         [
@@ -561,8 +538,16 @@ async fn launchd_install_writes_a_plist_launchd_can_read_and_bootstraps_it() {
     assert!(!plist.exists());
 }
 
-/// `wakebridge --config <config> service <verb> --platform launchd` on fresh recorded calls,
-/// which must succeed: its stdout.
+/// `wakebridge <args>` on fresh recorded calls, which must succeed: its stdout.
+async fn succeeded(root: &Path, fake: &FakeManager, env: &[(&str, &str)], args: &[&str]) -> String {
+    fake.clear_calls();
+    let out = wakebridge(root, fake, env, args).await;
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    stdout
+}
+
+/// `wakebridge --config <config> service <verb> --platform launchd`, which must succeed.
 async fn launchd_with_config(
     root: &Path,
     fake: &FakeManager,
@@ -570,7 +555,6 @@ async fn launchd_with_config(
     verb: &str,
     config: &Path,
 ) -> String {
-    fake.clear_calls();
     let config = config.display().to_string();
     let args = [
         "--config",
@@ -580,10 +564,7 @@ async fn launchd_with_config(
         "--platform",
         "launchd",
     ];
-    let out = wakebridge(root, fake, env, &args).await;
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
-    stdout
+    succeeded(root, fake, env, &args).await
 }
 
 /// The plist's ProgramArguments script, from the shipped template.
