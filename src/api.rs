@@ -1,4 +1,4 @@
-//! The typed `/health` and `/sessions` views, serialised by the daemon and read back by `status`,
+//! The typed `/health` and `/sessions` views and the `action` vocabulary of `/hook`, serialised by the daemon and read back by `status`,
 //! `doctor`, `service` and `/metrics`, so neither end parses states out of words. `openapi.yaml`
 //! documents them (a test keeps the state list equal).
 
@@ -339,6 +339,60 @@ pub struct Rewind {
     pub shown: String,
 }
 
+/// The `action` vocabulary of `POST /hook`'s answers: what became of a delivered event, in the
+/// reference bridge's words.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumIter,
+    strum::EnumString,
+    strum::FromRepr,
+    IntoStaticStr,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum Action {
+    Spool,
+    Tmux,
+    Zellij,
+    SpoolUnmapped,
+    SpoolBusy,
+    SpoolCooldown,
+    SpoolMuxFailed,
+    /// Beyond the reference: the mapped pane no longer runs the session; nothing was typed.
+    SpoolStalePane,
+    /// Beyond the reference: a person paused the session (`wakebridge pause`); owed until
+    /// unpaused.
+    SpoolPaused,
+    /// Beyond the reference: the session's own inbox took the wake (Claude Code 2.1.224+);
+    /// nothing was typed, and no pane is needed.
+    Inbox,
+}
+
+crate::strum_as_str!(Action);
+
+impl Action {
+    pub fn woke(self) -> bool {
+        matches!(self, Action::Tmux | Action::Zellij | Action::Inbox)
+    }
+
+    /// Whether a bus event answered so is owed a wake: its pane is known but the wake was not
+    /// typed. Not `spool-unmapped`: other machines' sessions arrive so.
+    pub fn owes(self) -> bool {
+        matches!(
+            self,
+            Action::SpoolBusy
+                | Action::SpoolCooldown
+                | Action::SpoolMuxFailed
+                | Action::SpoolStalePane
+                | Action::SpoolPaused
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,5 +437,22 @@ mod tests {
         assert_eq!(back, shown);
         let id = serde_json::to_value(Shown::Value(Some(7))).unwrap();
         assert_eq!(id, serde_json::Value::from(7));
+    }
+
+    #[test]
+    fn only_a_delivered_wake_woke_the_session() {
+        // The context monitor settles a warning only on an action that woke the session.
+        assert!(Action::Tmux.woke());
+        assert!(Action::Zellij.woke());
+        assert!(Action::Inbox.woke());
+        for a in [
+            Action::SpoolBusy,
+            Action::SpoolCooldown,
+            Action::SpoolMuxFailed,
+            Action::SpoolStalePane,
+            Action::SpoolUnmapped,
+        ] {
+            assert!(!a.woke(), "{a:?}");
+        }
     }
 }

@@ -17,12 +17,12 @@
 //!   notify/        telling a human: the rate limit and the words; task.rs sends
 //!   bus/           the agent-event-bus MCP client; registration.rs (the keeper task)
 //!   context/       context-window figures, thresholds, statusline; task.rs (the monitor)
-//!   session/       the session as the unit: state, the one decision, signals, the loop
+//!   delivery/      Deliverer: a bus event's scope, dedupe, spool, the gate, ledger row
+//!   session/       the session as the unit: state, the one decision, the gate, the loop
 //!   budget/        the usage windows from the status line, and what they mean for nudges
 //!   rewind/        the [rewind] message check and the cleared screen; restart.rs
 //!   launch/        starting an agent in tmux
 //! pipeline: one path from an event to a pane
-//!   delivery/      Deliverer: scope, dedupe, spool, gate, ledger row
 //!   spool/         the drain-compatible per-session spool
 //!   store/         the SQLite ledger
 //!   mux/           the one way to type into a pane (tmux, zellij)

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use sha2::{Digest, Sha256};
 
-use crate::delivery::action::Action;
+use crate::api::Action;
 use crate::telemetry::warn::Warnings;
 use crate::warn_limited;
 

@@ -1,24 +1,24 @@
-//! The delivery pipeline after the HTTP checks: dedupe, spool durably, let the gate wake, record.
+//! A bus event's path after the HTTP checks: scope, dedupe, spool durably, let the session's gate
+//! tell it, record.
 
-pub(crate) mod action;
-pub(crate) mod cooldown;
 pub mod dedupe;
-pub mod gate;
 
-pub use action::Action;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::api::Action;
 use crate::clock;
 use crate::config::{Backend, Scope};
 use crate::delivery::dedupe::{Begin, Dedupe};
-use crate::delivery::gate::{Gate, GateOutcome, Mode, Resolved};
 use crate::mux::{KeystrokeText, WAKE_PROMPT};
+use crate::session::gate::{
+    Gate, GateOutcome, Mode, Resolved, delivery_row, inject_us, micros, paid_by,
+};
 use crate::spool::{DeliveryId, Spool, SpoolError};
-use crate::store::{Delivery, DeliverySource, Payment, Record, Store};
+use crate::store::{Delivery, DeliverySource, Record, Store};
 use crate::wire::event::Event;
 use crate::wire::session_id::{SessionId, short};
 
@@ -243,30 +243,6 @@ fn settled(mut row: Delivery, outcome: &GateOutcome, spool_time: Option<Duration
     row
 }
 
-/// A delivery row as it starts: who, what, for whom, and the action so far.
-pub(crate) fn delivery_row(
-    source: DeliverySource,
-    event: Option<&Event>,
-    sid: &str,
-    action: Action,
-) -> Delivery {
-    Delivery {
-        at_ms: clock::now_ms(),
-        source,
-        identity: event.map(|e| e.identity.clone()),
-        event_id: event.and_then(|e| e.event_id.clone()),
-        sender: event
-            .and_then(|e| e.sender.clone())
-            .unwrap_or_else(|| source.as_str().to_string()),
-        target_session: sid.to_string(),
-        action: action.as_str().to_string(),
-        spool_us: None,
-        inject_us: None,
-        error_kind: None,
-        owed: false,
-    }
-}
-
 /// A wake typed and submitted, or taken by the inbox: its row and, if it `pays`, the payment of
 /// everything its session was owed (the agent reads the bus). Nothing for any other outcome.
 fn woke(sid: &str, outcome: &GateOutcome, pays: bool) -> Vec<Record> {
@@ -282,20 +258,4 @@ fn woke(sid: &str, outcome: &GateOutcome, pays: bool) -> Vec<Record> {
     std::iter::once(Record::Wake { session_id, at_ms })
         .chain(paid)
         .collect()
-}
-
-/// How a wake that woke pays: by the inbox or by typing.
-pub(crate) fn paid_by(action: Action) -> Payment {
-    match action {
-        Action::Inbox => Payment::Inbox,
-        _ => Payment::Typed,
-    }
-}
-
-pub(crate) fn inject_us(outcome: &GateOutcome) -> Option<u64> {
-    (!outcome.inject_time.is_zero()).then(|| micros(outcome.inject_time))
-}
-
-fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }

@@ -12,9 +12,9 @@ use serde::Deserialize;
 use super::ApiError;
 use super::guards::{operator_request, session_id};
 use super::hook::delivered_json;
-use crate::delivery::gate::Mode;
 use crate::http::AppState;
 use crate::mux::KeystrokeText;
+use crate::session::gate::Mode;
 
 /// The body, as a 400 shows it.
 const SHAPE: &str = r#"{"session_id": "...", "force": false, "message": "<name>"}"#;

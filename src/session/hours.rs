@@ -234,7 +234,7 @@ mod tests {
                 "quiet hours until Mon 08:00".into()
             )
         );
-        let owed = Step::PayOwed(crate::delivery::gate::Mode::Gated);
+        let owed = Step::PayOwed(crate::session::gate::Mode::Gated);
         assert_eq!(in_hours(owed.clone(), &weekdays, &now), owed);
         let open = Now {
             ms: monday(9, 0),

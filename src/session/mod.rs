@@ -4,7 +4,9 @@
 //! ([`decide::decide`]), and one loop ([`task`]) performs the steps through the wake gate. Only
 //! `task` runs processes or types.
 
+pub(crate) mod cooldown;
 pub mod decide;
+pub mod gate;
 pub mod hours;
 pub(crate) mod io;
 pub mod observe;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::delivery::Action;
+use crate::api::Action;
 use crate::session::observe::{Activity, FileStamp, Verdict};
 use crate::session::schedule::{NudgeCount, Schedule};
 use crate::store::{NudgeState, Record};

@@ -26,12 +26,12 @@ use crate::claude::hooks::HookKind;
 use crate::claude::registry::RegistryReading;
 use crate::claude::screen;
 use crate::clock::duration_ms;
-use crate::delivery::{self, gate::GateOutcome};
 use crate::mux::tmux::create::is_missing_target;
 use crate::mux::{PaneInfo, STEP_FLOOR};
 use crate::session::decide::{
     LOOK_EVERY_MS, Look, Now, PaneSeen, Screen, Seen, Step, decide, resume_times,
 };
+use crate::session::gate::{self, GateOutcome};
 use crate::session::hours::in_hours;
 use crate::session::observe::{Activity, Movement, Observation};
 use crate::session::state::{Attempt, Session};
@@ -491,9 +491,9 @@ fn typed_row(
     Record::Delivery(Delivery {
         at_ms,
         sender: sender.to_owned(),
-        inject_us: delivery::inject_us(outcome),
+        inject_us: gate::inject_us(outcome),
         error_kind: outcome.error_kind.map(str::to_owned),
-        ..delivery::delivery_row(source, None, sid, outcome.action)
+        ..gate::delivery_row(source, None, sid, outcome.action)
     })
 }
 

@@ -6,8 +6,8 @@ use std::os::unix::fs::MetadataExt;
 use std::process::Stdio;
 use std::time::Duration;
 
+use wakebridge::api::Action;
 use wakebridge::config::Flags;
-use wakebridge::delivery::Action;
 
 use crate::common;
 use crate::common::harness::{Daemon, TestServer, binary, free_port, wait_healthy};

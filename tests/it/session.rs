@@ -12,16 +12,16 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use wakebridge::api::Action;
 use wakebridge::api::{SessionState, TextKind};
 use wakebridge::budget::caused::Texts;
 use wakebridge::budget::policy;
 use wakebridge::budget::{Account, Window};
 use wakebridge::claude::registry::RegistryReading;
 use wakebridge::claude::turn::Turn;
-use wakebridge::delivery::Action;
-use wakebridge::delivery::gate::{Gate, GateOutcome, Mode};
 use wakebridge::mux::{InjectError, Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
 use wakebridge::rewind::restart::{Restart, RestartSettings};
+use wakebridge::session::gate::{Gate, GateOutcome, Mode};
 use wakebridge::session::observe::FileStamp;
 use wakebridge::session::task::{Keeper, LiveIo, OWED_SENDER, SessionFacts, SessionIo, run};
 use wakebridge::session::{NudgerConfig, Schedule, SessionViews};

@@ -6,11 +6,11 @@ use tokio::time::Instant;
 use super::{
     BUDGET_SENDER, Keeper, NUDGER_SENDER, OWED_RETRY, OWED_SENDER, Shown, typed_records, typed_row,
 };
+use crate::api::Action;
 use crate::api::SessionState;
 use crate::budget::policy::{self, Unused};
-use crate::delivery::Action;
-use crate::delivery::gate::Mode;
 use crate::mux::{KeystrokeText, STEP_FLOOR};
+use crate::session::gate::Mode;
 use crate::session::io::SessionIo;
 use crate::session::state::Attempt;
 use crate::store::{DeliverySource, Record};
@@ -128,7 +128,7 @@ impl<I: SessionIo> Keeper<I> {
             records.push(Record::Pay {
                 session_id: sid.to_owned(),
                 up_to_ms: done_ms,
-                how: crate::delivery::paid_by(outcome.action),
+                how: crate::session::gate::paid_by(outcome.action),
             });
             (
                 SessionState::Working,

@@ -10,12 +10,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Keeper, OWED_RETRY, Shown, taken_key, typed_records};
+use crate::api::Action;
 use crate::api::SessionState;
-use crate::delivery::Action;
-use crate::delivery::gate::Mode;
 use crate::mux::KeystrokeText;
 use crate::rewind::restart::Restart;
 use crate::rewind::{self, CLEAR_WAIT, CLEARED_WITHOUT_HOOK};
+use crate::session::gate::Mode;
 use crate::session::io::SessionIo;
 use crate::session::state::Attempt;
 use crate::store::{Record, RewindOutcome, RewindRow};

@@ -19,19 +19,22 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::api::Action;
 use crate::claude::limits;
 use crate::clock;
 use crate::deadline::Deadline;
-use crate::delivery::action::Action;
-use crate::delivery::cooldown::Cooldown;
 use crate::lock;
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
-use crate::store::{Limit, LimitSeen, LimitSource, Pause, Record, Store};
+use crate::session::cooldown::Cooldown;
+use crate::store::{
+    Delivery, DeliverySource, Limit, LimitSeen, LimitSource, Pause, Payment, Record, Store,
+};
 use crate::telemetry::notice::{self, NoticeKind, Notices};
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::markers;
 use crate::wakedir::reader::PanesReader;
 use crate::wakedir::target::PaneTarget;
+use crate::wire::event::Event;
 use crate::wire::session_id::short;
 
 /// Wakes in a row held back by text at the prompt after which it is a WARN: probably not a draft.
@@ -408,6 +411,46 @@ impl Gate {
             .ok()
             .flatten()
     }
+}
+
+/// A delivery row as it starts: who, what, for whom, and the action so far.
+pub(crate) fn delivery_row(
+    source: DeliverySource,
+    event: Option<&Event>,
+    sid: &str,
+    action: Action,
+) -> Delivery {
+    Delivery {
+        at_ms: clock::now_ms(),
+        source,
+        identity: event.map(|e| e.identity.clone()),
+        event_id: event.and_then(|e| e.event_id.clone()),
+        sender: event
+            .and_then(|e| e.sender.clone())
+            .unwrap_or_else(|| source.as_str().to_string()),
+        target_session: sid.to_string(),
+        action: action.as_str().to_string(),
+        spool_us: None,
+        inject_us: None,
+        error_kind: None,
+        owed: false,
+    }
+}
+
+/// How a wake that woke pays: by the inbox or by typing.
+pub(crate) fn paid_by(action: Action) -> Payment {
+    match action {
+        Action::Inbox => Payment::Inbox,
+        _ => Payment::Typed,
+    }
+}
+
+pub(crate) fn inject_us(outcome: &GateOutcome) -> Option<u64> {
+    (!outcome.inject_time.is_zero()).then(|| micros(outcome.inject_time))
+}
+
+pub(crate) fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use tokio::time::Instant;
 
 use super::{Gate, GateOutcome, Mode};
+use crate::api::Action;
 use crate::claude::inbox::{self, Inbox};
 use crate::claude::registry;
 use crate::clock;
 use crate::deadline::Deadline;
-use crate::delivery::action::Action;
 use crate::mux::{INJECT_BUDGET, KeystrokeText};
 use crate::store::{InboxRow, Record};
 use crate::wire::session_id::short;
