@@ -26,6 +26,7 @@ use crate::delivery::dedupe::Dedupe;
 use crate::http::AppState;
 use crate::mux::{Injector, MuxConfig};
 use crate::notify::NotifyConfig;
+use crate::session::Sessions;
 use crate::session::gate::Gate;
 use crate::session::task::{self as keeper, Keeper, LiveIo};
 use crate::spool::prune;
@@ -143,6 +144,7 @@ impl App {
             }
             None => (Notices::default(), None),
         };
+        let sessions = Arc::new(Sessions::default());
         let gate = Gate::new(
             wake_dir.clone(),
             config.busy_ttl,
@@ -150,6 +152,7 @@ impl App {
             injector,
             store.clone(),
             config.settings.limits.enabled,
+            sessions.clone(),
         )
         .with_notices(notices);
         let gate = Arc::new(match (&config.paths.claude, config.settings.wake.inbox) {
@@ -178,7 +181,8 @@ impl App {
                 config.paths.claude.as_ref().ok().cloned(),
                 restarts,
             );
-            Keeper::new(nudge_config, io, watch::Sender::new(Default::default()))
+            let views = watch::Sender::new(Default::default());
+            Keeper::new(nudge_config, io, sessions.clone(), views)
         });
         let deliverer = Deliverer::new(spool, config.backend, config.scope, gate, store, dedupe);
         let state = Arc::new(AppState {
@@ -360,7 +364,7 @@ fn restore_state(store: &Store, gate: &Gate, dedupe: &Dedupe, window: Duration) 
     match store.last_wakes() {
         Ok(wakes) => {
             for (sid, at_ms) in wakes {
-                gate.cooldown().restore(&sid, ago(at_ms));
+                gate.restore_wake(&sid, ago(at_ms));
             }
         }
         Err(e) => tracing::warn!(error = %e, "could not read recent wakes from the ledger"),

@@ -103,7 +103,7 @@ pub fn collect(app: &AppState, detail: SpoolDetail) -> Vec<SessionStatus> {
                 pane: pane.map(pane_of),
                 state,
                 reason,
-                cooldown_remaining_s: gate.cooldown().remaining(&sid).as_secs_f64(),
+                cooldown_remaining_s: gate.cooldown_remaining(&sid).as_secs_f64(),
                 last_wake_at: row.last_wake_ms.and_then(clock::shown_ms),
                 last_action: row.last_action,
                 last_delivery_at: row.last_delivery_ms.and_then(clock::shown_ms),

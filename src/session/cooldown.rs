@@ -1,12 +1,14 @@
-//! Per-session wake cooldown on the monotonic clock: reserved before typing (two concurrent
-//! deliveries cannot both type) and rolled back if typing fails, only if still this attempt's.
+//! The wake cooldown on the monotonic clock: reserved before typing (two concurrent deliveries
+//! cannot both type) and rolled back if typing fails, only if still this attempt's. Each
+//! session's last wake is a [`Woken`] in its own value; this holds only the window.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+/// A session's last wake (or the reservation of one) and the reservation's serial number.
+pub type Woken = Option<(Instant, u64)>;
 
 /// A granted reservation; hand it back to `roll_back` if the wake did not happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,7 +19,6 @@ pub struct Reservation {
 #[derive(Debug)]
 pub struct Cooldown {
     window: Duration,
-    last_wake: Mutex<HashMap<String, (Instant, u64)>>,
     next_serial: AtomicU64,
 }
 
@@ -25,53 +26,43 @@ impl Cooldown {
     pub fn new(window: Duration) -> Self {
         Self {
             window,
-            last_wake: Mutex::new(HashMap::new()),
             next_serial: AtomicU64::new(0),
         }
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, u64)>> {
-        crate::lock(&self.last_wake)
+    fn stamp(&self, at: Instant) -> (Instant, u64) {
+        (at, self.next_serial.fetch_add(1, Ordering::Relaxed))
     }
 
-    fn stamp(&self) -> (Instant, u64) {
-        let serial = self.next_serial.fetch_add(1, Ordering::Relaxed);
-        (Instant::now(), serial)
-    }
-
-    /// Reserves a wake of `sid` now, or `None` while its window is open; `forced` (a forced
+    /// Reserves a wake now, or `None` while the window of `woken` is open; `forced` (a forced
     /// manual wake) reserves it regardless of the window.
-    pub fn reserve(&self, sid: &str, forced: bool) -> Option<Reservation> {
-        let stamp = self.stamp();
-        let mut map = self.map();
-        map.retain(|_, (at, _)| stamp.0.duration_since(*at) < self.window);
-        if !forced && map.contains_key(sid) {
+    pub fn reserve(&self, woken: &mut Woken, forced: bool) -> Option<Reservation> {
+        if !forced && !self.remaining(woken).is_zero() {
             return None;
         }
-        map.insert(sid.to_string(), stamp);
+        let stamp = self.stamp(Instant::now());
+        *woken = Some(stamp);
         Some(Reservation { serial: stamp.1 })
     }
 
     /// Gives a reservation back, unless a newer one has replaced it since.
-    pub fn roll_back(&self, sid: &str, reservation: Reservation) {
-        let mut map = self.map();
-        if map.get(sid).map(|(_, serial)| *serial) == Some(reservation.serial) {
-            map.remove(sid);
+    pub fn roll_back(woken: &mut Woken, reservation: Reservation) {
+        if woken.is_some_and(|(_, serial)| serial == reservation.serial) {
+            *woken = None;
         }
     }
 
     /// Restores a wake that happened `ago` before now (from the ledger, after a restart).
-    pub fn restore(&self, sid: &str, ago: Duration) {
+    pub fn restore(&self, woken: &mut Woken, ago: Duration) {
         if ago < self.window {
-            let (now, serial) = self.stamp();
-            let at = now.checked_sub(ago).unwrap_or(now);
-            self.map().insert(sid.to_string(), (at, serial));
+            let now = Instant::now();
+            *woken = Some(self.stamp(now.checked_sub(ago).unwrap_or(now)));
         }
     }
 
-    /// How long until `sid` may be woken again (zero when it may now).
-    pub fn remaining(&self, sid: &str) -> Duration {
-        self.map().get(sid).map_or(Duration::ZERO, |(at, _)| {
+    /// How long until the session may be woken again (zero when it may now).
+    pub fn remaining(&self, woken: &Woken) -> Duration {
+        woken.map_or(Duration::ZERO, |(at, _)| {
             self.window.saturating_sub(at.elapsed())
         })
     }
@@ -84,13 +75,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn window_is_per_session_and_exact_boundary_passes() {
         let c = Cooldown::new(Duration::from_secs(30));
-        assert!(c.reserve("a", false).is_some());
-        assert!(c.reserve("b", false).is_some());
+        let (mut a, mut b) = (None, None);
+        assert!(c.reserve(&mut a, false).is_some());
+        assert!(c.reserve(&mut b, false).is_some());
         tokio::time::advance(Duration::from_secs(10)).await;
-        assert!(c.reserve("a", false).is_none());
+        assert!(c.reserve(&mut a, false).is_none());
         tokio::time::advance(Duration::from_secs(20)).await;
         assert!(
-            c.reserve("a", false).is_some(),
+            c.reserve(&mut a, false).is_some(),
             "exactly `cooldown` later is allowed"
         );
     }
@@ -98,38 +90,42 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn rollback_only_removes_its_own_reservation() {
         let c = Cooldown::new(Duration::from_secs(30));
-        let first = c.reserve("a", false).expect("free");
-        c.roll_back("a", first);
-        let second = c.reserve("a", false).expect("rolled back, so free again");
+        let mut a = None;
+        let first = c.reserve(&mut a, false).expect("free");
+        Cooldown::roll_back(&mut a, first);
+        let second = c
+            .reserve(&mut a, false)
+            .expect("rolled back, so free again");
         tokio::time::advance(Duration::from_secs(1)).await;
-        c.roll_back("a", first);
+        Cooldown::roll_back(&mut a, first);
         assert!(
-            c.reserve("a", false).is_none(),
+            c.reserve(&mut a, false).is_none(),
             "a stale rollback must not free a newer reservation"
         );
-        c.roll_back("a", second);
-        assert!(c.reserve("a", false).is_some());
+        Cooldown::roll_back(&mut a, second);
+        assert!(c.reserve(&mut a, false).is_some());
     }
 
     #[tokio::test(start_paused = true)]
-    async fn zero_window_never_suppresses_and_prunes() {
+    async fn zero_window_never_suppresses_and_forced_always_reserves() {
         let c = Cooldown::new(Duration::ZERO);
-        assert!(c.reserve("a", false).is_some());
-        assert!(c.reserve("a", false).is_some());
-        let c = Cooldown::new(Duration::from_secs(30));
-        c.reserve("t1", false);
-        tokio::time::advance(Duration::from_secs(35)).await;
-        c.reserve("t2", false);
-        assert_eq!(c.map().len(), 1, "t1's entry was pruned");
+        let mut a = None;
+        assert!(c.reserve(&mut a, false).is_some());
+        assert!(c.reserve(&mut a, false).is_some());
+        let (c, mut b) = (Cooldown::new(Duration::from_secs(30)), None);
+        assert!(c.reserve(&mut b, false).is_some());
+        assert!(c.reserve(&mut b, false).is_none());
+        assert!(c.reserve(&mut b, true).is_some());
     }
 
     #[tokio::test(start_paused = true)]
     async fn restored_wakes_keep_the_window_closed() {
         let c = Cooldown::new(Duration::from_secs(30));
-        c.restore("a", Duration::from_secs(10));
-        c.restore("b", Duration::from_secs(40));
-        assert!(c.reserve("a", false).is_none());
-        assert_eq!(c.remaining("a"), Duration::from_secs(20));
-        assert!(c.reserve("b", false).is_some());
+        let (mut a, mut b) = (None, None);
+        c.restore(&mut a, Duration::from_secs(10));
+        c.restore(&mut b, Duration::from_secs(40));
+        assert!(c.reserve(&mut a, false).is_none());
+        assert_eq!(c.remaining(&a), Duration::from_secs(20));
+        assert!(c.reserve(&mut b, false).is_some());
     }
 }

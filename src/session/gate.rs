@@ -12,9 +12,8 @@ mod inbox_path;
 pub use inbox_path::Unusable;
 use inbox_path::by_inbox;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -23,14 +22,14 @@ use crate::api::Action;
 use crate::claude::limits;
 use crate::clock;
 use crate::deadline::Deadline;
-use crate::lock;
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
-use crate::session::cooldown::Cooldown;
+use crate::session::Sessions;
+use crate::session::cooldown::{Cooldown, Reservation};
+use crate::session::state::Typing;
 use crate::store::{
     Delivery, DeliverySource, Limit, LimitSeen, LimitSource, Pause, Payment, Record, Store,
 };
 use crate::telemetry::notice::{self, NoticeKind, Notices};
-use crate::telemetry::warn::Warnings;
 use crate::wakedir::markers;
 use crate::wakedir::reader::PanesReader;
 use crate::wakedir::target::PaneTarget;
@@ -105,8 +104,8 @@ pub struct Gate {
     busy_ttl: f64,
     cooldown: Cooldown,
     injector: Arc<Injector>,
-    failures: Warnings,
-    sessions: Mutex<HashMap<String, Typing>>,
+    /// Where each session's cooldown and typing record are kept.
+    sessions: Arc<Sessions>,
     /// Rung when a bus event became owed a wake, so the session loop looks at once.
     owed: tokio::sync::Notify,
     store: Store,
@@ -115,18 +114,6 @@ pub struct Gate {
     notices: Notices,
     /// Claude Code's session registry, where inboxes are looked up; `None`: never the inbox.
     inbox_registry: Option<PathBuf>,
-}
-
-/// One session's typing as the gate saw it (a wake that types clears both streaks).
-#[derive(Debug, Default)]
-struct Typing {
-    /// When it was last typed into: the session loop spaces nudges by it and discounts the pane
-    /// activity our own keystrokes cause.
-    at: Option<Instant>,
-    occupied: u32,
-    failed: u32,
-    /// The digests of the texts its inbox took within [`inbox::DUPLICATE_WINDOW`], and when.
-    sent: Vec<(String, Instant)>,
 }
 
 /// Failed wakes in a row after which a human is told: one is often a moment, three need someone.
@@ -140,6 +127,7 @@ impl Gate {
         injector: Arc<Injector>,
         store: Store,
         hold_limits: bool,
+        sessions: Arc<Sessions>,
     ) -> Self {
         Self {
             panes: PanesReader::new(&wake_dir),
@@ -147,8 +135,7 @@ impl Gate {
             busy_ttl,
             cooldown: Cooldown::new(cooldown),
             injector,
-            failures: Warnings::default(),
-            sessions: Mutex::new(HashMap::new()),
+            sessions,
             owed: tokio::sync::Notify::new(),
             store,
             hold_limits,
@@ -213,8 +200,29 @@ impl Gate {
         self.owed.notified().await;
     }
 
-    pub fn cooldown(&self) -> &Cooldown {
-        &self.cooldown
+    /// How long until `sid` may be woken again (zero when it may now).
+    pub fn cooldown_remaining(&self, sid: &str) -> Duration {
+        let woken = self.sessions.read(sid, |s| s.typing.woken).flatten();
+        self.cooldown.remaining(&woken)
+    }
+
+    /// Restores a wake of `sid` that happened `ago` before now (from the ledger, at start).
+    pub fn restore_wake(&self, sid: &str, ago: Duration) {
+        self.typing(sid, |t| self.cooldown.restore(&mut t.woken, ago));
+    }
+
+    /// Reserves `sid`'s next wake now, or `None` while its cooldown runs (`forced`: regardless).
+    fn reserve(&self, sid: &str, forced: bool) -> Option<Reservation> {
+        self.typing(sid, |t| self.cooldown.reserve(&mut t.woken, forced))
+    }
+
+    fn roll_back(&self, sid: &str, reservation: Reservation) {
+        self.typing(sid, |t| Cooldown::roll_back(&mut t.woken, reservation));
+    }
+
+    /// Whether the failure `kind` of `sid` is warned now: the first time since its last wake.
+    fn first_failure(&self, sid: &str, kind: &'static str) -> bool {
+        self.typing(sid, |t| t.warned.insert(kind))
     }
 
     pub fn injector(&self) -> &Arc<Injector> {
@@ -222,17 +230,19 @@ impl Gate {
     }
 
     pub fn last_typed(&self, sid: &str) -> Option<Instant> {
-        lock(&self.sessions).get(sid).and_then(|t| t.at)
+        self.sessions.read(sid, |s| s.typing.at).flatten()
     }
 
     fn typing<T>(&self, sid: &str, change: impl FnOnce(&mut Typing) -> T) -> T {
-        change(lock(&self.sessions).entry(sid.to_owned()).or_default())
+        self.sessions.with(sid, |s| change(&mut s.typing))
     }
 
     /// A wake went in at `at`: both streaks and the session's failure warnings end.
     fn woke(&self, sid: &str, at: Instant) {
-        self.typing(sid, |t| (t.at, t.occupied, t.failed) = (Some(at), 0, 0));
-        self.failures.clear_prefix(&format!("{sid}:"));
+        self.typing(sid, |t| {
+            (t.at, t.occupied, t.failed) = (Some(at), 0, 0);
+            t.warned.clear();
+        });
     }
 
     pub fn is_busy(&self, sid: &str) -> bool {
@@ -278,7 +288,7 @@ impl Gate {
         if matches!(mode, Mode::Gated | Mode::Resume) && busy_before {
             return GateOutcome::spooled(sid, Action::SpoolBusy, "session busy (fresh marker)");
         }
-        let Some(reservation) = self.cooldown.reserve(sid, mode == Mode::Forced) else {
+        let Some(reservation) = self.reserve(sid, mode == Mode::Forced) else {
             let why = format!("Cooldown active for {}", short(sid));
             return GateOutcome::spooled(sid, Action::SpoolCooldown, &why);
         };
@@ -319,7 +329,7 @@ impl Gate {
             Err(held @ (InjectError::Occupied | InjectError::Held(_))) => {
                 // Not a failure: like a fresh busy marker, the event is owed and the cooldown is
                 // left for the real wake.
-                self.cooldown.roll_back(sid, reservation);
+                self.roll_back(sid, reservation);
                 let times = self.typing(sid, |t| {
                     t.occupied += 1;
                     t.occupied
@@ -336,7 +346,7 @@ impl Gate {
                 (Action::SpoolBusy, None)
             }
             Err(InjectError::Limited(notice)) => {
-                self.cooldown.roll_back(sid, reservation);
+                self.roll_back(sid, reservation);
                 tracing::info!(
                     session_id = sid,
                     kind = notice.kind,
@@ -354,11 +364,11 @@ impl Gate {
                 (Action::SpoolBusy, None)
             }
             Err(error) => {
-                self.cooldown.roll_back(sid, reservation);
+                self.roll_back(sid, reservation);
                 let kind = error.kind();
                 crate::telemetry::error(kind);
                 crate::warn_or_debug!(
-                    self.failures.first(&format!("{sid}:{kind}")),
+                    self.first_failure(sid, kind),
                     session_id = sid,
                     kind,
                     "Wake injection failed for {} ({error}); spooled only",

@@ -12,7 +12,10 @@ pub(crate) mod io;
 pub mod observe;
 pub(crate) mod schedule;
 pub mod state;
+mod table;
 pub mod task;
+
+pub use table::Sessions;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,11 +1,14 @@
 //! One value per session: what the loop knows between two polls (backoff, quiet clock, retry
-//! clocks, the last look). The ledger keeps what must outlive the daemon; this keeps the rest.
+//! clocks, the last look) and what the gate did to it (its cooldown and typing record). The
+//! ledger keeps what must outlive the daemon; this keeps the rest.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::api::Action;
+use crate::session::cooldown::Woken;
 use crate::session::observe::{Activity, FileStamp, Verdict};
 use crate::session::schedule::{NudgeCount, Schedule};
 use crate::store::{NudgeState, Record};
@@ -26,8 +29,34 @@ pub struct Tries {
     pub refused: Option<Action>,
 }
 
+/// What the gate did to a session (a wake that goes in clears both streaks and the warnings).
+#[derive(Debug, Default)]
+pub struct Typing {
+    /// Its last wake, or one reserved: the cooldown's clock.
+    pub woken: Woken,
+    /// When it was last typed into (or its inbox took a text): the loop spaces nudges by it and
+    /// discounts the pane activity our own keystrokes cause.
+    pub at: Option<Instant>,
+    /// Wakes in a row held back by text at its prompt, a menu or copy mode.
+    pub occupied: u32,
+    /// Wakes in a row that failed.
+    pub failed: u32,
+    /// The digests of the texts its inbox took within `inbox::DUPLICATE_WINDOW`, and when.
+    pub sent: Vec<(String, Instant)>,
+    /// The failure kinds warned about since its last wake: each a WARN once, then debug.
+    pub warned: HashSet<&'static str>,
+}
+
 #[derive(Debug, Default)]
 pub struct Session {
+    /// The loop has taken it up (its nudge series restored from the ledger).
+    pub entered: bool,
+    pub typing: Typing,
+    /// The usage limit (its `since_ms`) a human was told of.
+    pub limit_told: Option<i64>,
+    /// The rewinds (asked as, asked at) performed or started: never twice, even while the
+    /// ledger still shows one waiting.
+    pub rewinds_taken: HashSet<(String, i64)>,
     pub count: NudgeCount<Instant>,
     pub acknowledged: bool,
     pub activity: Option<Activity>,
@@ -52,24 +81,24 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn restored(
+    /// Takes up its nudge series where the ledger left it (the loop's first look at it).
+    pub fn restore(
+        &mut self,
         unanswered: u32,
         last_nudge: Option<(Instant, i64)>,
         acknowledged: bool,
         schedule: &Schedule,
-    ) -> Self {
-        Self {
-            count: NudgeCount {
-                unanswered,
-                last_nudge: last_nudge.map(|(at, _)| at),
-            },
-            acknowledged: acknowledged || schedule.acknowledged(unanswered),
-            last_nudge_ms: last_nudge.map(|(_, ms)| ms),
-            ..Self::default()
-        }
+    ) {
+        self.count = NudgeCount {
+            unanswered,
+            last_nudge: last_nudge.map(|(at, _)| at),
+        };
+        self.acknowledged = acknowledged || schedule.acknowledged(unanswered);
+        self.last_nudge_ms = last_nudge.map(|(_, ms)| ms);
+        self.entered = true;
     }
 
-    /// Its nudge series as the ledger keeps it: what [`Session::restored`] takes up.
+    /// Its nudge series as the ledger keeps it: what [`Session::restore`] takes up.
     pub fn nudge_record(&self, sid: &str) -> Record {
         Record::Nudge(NudgeState {
             session_id: sid.to_owned(),

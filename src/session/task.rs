@@ -11,7 +11,7 @@
 //! registry and the transcript. All I/O
 //! goes through [`SessionIo`], so tests drive the loop on tokio's paused clock.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +35,7 @@ use crate::session::gate::{self, GateOutcome};
 use crate::session::hours::in_hours;
 use crate::session::observe::{Activity, Movement, Observation};
 use crate::session::state::{Attempt, Session};
-use crate::session::{Next, NudgerConfig, SessionView, SessionViews};
+use crate::session::{Next, NudgerConfig, SessionView, SessionViews, Sessions};
 use crate::store::{Delivery, DeliverySource, LimitSeen, LimitSource, Record};
 use crate::telemetry::notice::{Notice, NoticeKind};
 use crate::wakedir::target::PaneTarget;
@@ -80,28 +80,28 @@ struct Around {
 pub struct Keeper<I> {
     config: NudgerConfig,
     io: I,
-    sessions: HashMap<String, Session>,
+    sessions: Arc<Sessions>,
     views: watch::Sender<SessionViews>,
     owes_any: bool,
     /// The earliest time a held session's decision changes, unix ms.
     wake_at_ms: Option<i64>,
-    /// The rewinds (asked for as, asked at) performed or started: never twice, even while the
-    /// ledger still shows one waiting.
-    rewinds_taken: HashSet<(String, i64)>,
-    limits_told: HashSet<(String, i64)>,
 }
 
 impl<I: SessionIo> Keeper<I> {
-    pub fn new(config: NudgerConfig, io: I, views: watch::Sender<SessionViews>) -> Self {
+    /// The loop over `sessions`, the table it shares with the gate.
+    pub fn new(
+        config: NudgerConfig,
+        io: I,
+        sessions: Arc<Sessions>,
+        views: watch::Sender<SessionViews>,
+    ) -> Self {
         Self {
             config,
             io,
-            sessions: HashMap::new(),
+            sessions,
             views,
             owes_any: false,
             wake_at_ms: None,
-            rewinds_taken: HashSet::new(),
-            limits_told: HashSet::new(),
         }
     }
 
@@ -180,23 +180,25 @@ impl<I: SessionIo> Keeper<I> {
         facts: &HashMap<String, SessionFacts>,
     ) -> Option<()> {
         let new: Vec<&String> = (kept.keys())
-            .filter(|sid| !self.sessions.contains_key(*sid))
+            .filter(|sid| !self.sessions.read(sid, |s| s.entered).unwrap_or(false))
             .collect();
         if new.is_empty() {
             return Some(());
         }
         let given = self.io.budget_nudges().await?;
         let (now, now_ms) = (Instant::now(), self.io.now_ms());
+        let schedule = &self.config.schedule;
         for sid in new {
-            let nudge = facts.get(sid).and_then(|f| f.nudge.as_ref());
-            let mut session = nudge.map_or_else(Session::default, |state| {
-                let last_nudge =
-                    (state.last_nudge_ms).and_then(|ms| Some((instant_at(now, now_ms, ms)?, ms)));
-                let schedule = &self.config.schedule;
-                Session::restored(state.unanswered, last_nudge, state.acknowledged, schedule)
+            let nudge = facts
+                .get(sid)
+                .and_then(|f| f.nudge.clone())
+                .unwrap_or_default();
+            let last_nudge =
+                (nudge.last_nudge_ms).and_then(|ms| Some((instant_at(now, now_ms, ms)?, ms)));
+            self.sessions.with(sid, |session| {
+                session.restore(nudge.unanswered, last_nudge, nudge.acknowledged, schedule);
+                session.last_budget_ms = given.get(sid).copied();
             });
-            session.last_budget_ms = given.get(sid).copied();
-            self.sessions.insert(sid.clone(), session);
         }
         Some(())
     }
@@ -215,7 +217,7 @@ impl<I: SessionIo> Keeper<I> {
         };
         let account = (facts.transcript_path.as_deref()).and_then(budget::account_of);
         let account = budget::of_account(&around.budgets, account.as_deref());
-        let given = self.sessions.get(sid).and_then(|s| s.last_budget_ms);
+        let given = self.sessions.read(sid, |s| s.last_budget_ms).flatten();
         let outlook = policy::outlook(&self.config.budget, account, now.ms, given);
         let snapshot = around.snapshot.as_ref();
         let mut pane = target.map_or(PaneSeen::Inbox, |_| PaneSeen::Live);
@@ -256,7 +258,8 @@ impl<I: SessionIo> Keeper<I> {
         }
         let limit = facts.limit.clone().filter(|_| self.config.limits.enabled);
         if let Some(limit) = &limit {
-            if self.limits_told.insert((sid.to_owned(), limit.since_ms)) {
+            let told = self.session(sid, |s| s.limit_told.replace(limit.since_ms));
+            if told != Some(limit.since_ms) {
                 let reset =
                     crate::claude::limits::describe_reset(limit.resets_at_ms, now.ms, &now.local);
                 self.io.notify(Notice::new(
@@ -270,11 +273,13 @@ impl<I: SessionIo> Keeper<I> {
             }
         }
         let pending = facts.rewind.pending.as_ref();
-        let taken = pending.is_some_and(|p| self.rewinds_taken.contains(&taken_key(p)));
+        let taken = pending.is_some_and(|p| {
+            let key = taken_key(p);
+            self.session(sid, |s| s.rewinds_taken.contains(&key))
+        });
         let mut text: Option<String> = None;
         let mut looked = false;
         let step = loop {
-            let session = self.sessions.entry(sid.to_owned()).or_default();
             let screen = match (&text, looked) {
                 (Some(text), _) => Screen::Text(text),
                 (None, true) => Screen::Unreadable,
@@ -293,18 +298,16 @@ impl<I: SessionIo> Keeper<I> {
                 last_typed: self.io.last_typed(sid),
                 budget: outlook,
             };
-            let step = in_hours(
-                decide(session, &seen, &self.config, &now),
-                &self.config.hours,
-                &now,
-            );
+            let step = self.session(sid, |session| decide(session, &seen, &self.config, &now));
+            let step = in_hours(step, &self.config.hours, &now);
             // A screen read is asked for once: a second look is `perform`'s "screen read twice".
             let (&Step::Look(look), false) = (&step, looked) else {
                 break step;
             };
             looked = true;
             if look == Look::WhileHeld {
-                session.limit_look_ms = Some(now.ms.saturating_add(LOOK_EVERY_MS));
+                let next = now.ms.saturating_add(LOOK_EVERY_MS);
+                self.session(sid, |s| s.limit_look_ms = Some(next));
             }
             text = self.look(sid, target, look).await;
             if look == Look::BeforeNudge {
@@ -346,7 +349,7 @@ impl<I: SessionIo> Keeper<I> {
                 (state, reason)
             }
             Step::Later(attempt, wait, state, reason) => {
-                self.session(sid).retry_in(attempt, now_at, wait);
+                self.session(sid, |s| s.retry_in(attempt, now_at, wait));
                 (state, reason)
             }
             Step::Look(_) => (SessionState::Idle, "screen read twice".into()),
@@ -364,9 +367,10 @@ impl<I: SessionIo> Keeper<I> {
                 // Seen only on the screen (a dialog, a spinner): look again no sooner than a
                 // base gap, so a long-open dialog costs one capture per gap, not one per poll.
                 let base = self.config.schedule.base;
-                let session = self.session(sid);
-                session.retry_in(Attempt::Nudge, now_at, base);
-                session.screen_block = Some(verdict);
+                self.session(sid, |session| {
+                    session.retry_in(Attempt::Nudge, now_at, base);
+                    session.screen_block = Some(verdict);
+                });
                 (verdict.state(), verdict.describe())
             }
             Step::Resume { menu, shown, tries } => self.resume(sid, &shown, menu, tries).await,
@@ -386,8 +390,9 @@ impl<I: SessionIo> Keeper<I> {
         self.view(sid, state, reason)
     }
 
-    fn session(&mut self, sid: &str) -> &mut Session {
-        self.sessions.entry(sid.to_owned()).or_default()
+    /// Changes `sid`'s value in the table.
+    fn session<T>(&self, sid: &str, change: impl FnOnce(&mut Session) -> T) -> T {
+        self.sessions.with(sid, change)
     }
 
     fn track(
@@ -398,8 +403,7 @@ impl<I: SessionIo> Keeper<I> {
         typed_ms: Option<i64>,
     ) -> Movement {
         let grace_ms = duration_ms(self.config.echo_grace);
-        let session = self.session(sid);
-        match &mut session.activity {
+        self.session(sid, |session| match &mut session.activity {
             Some(activity) => activity.observe(obs, now_ms, typed_ms, grace_ms),
             // Not seen yet, so not nudged yet by this daemon: its last nudge is the ledger's.
             None => {
@@ -408,17 +412,20 @@ impl<I: SessionIo> Keeper<I> {
                 session.activity = Some(activity);
                 movement
             }
-        }
+        })
     }
 
     /// The session showed life at `at_ms` (when its signal happened, not when it was seen: a
     /// turn seen only after a restart is still the turn that ended then).
     async fn answered(&mut self, sid: &str, signal: &str, at_ms: i64) {
         let now_ms = self.io.now_ms();
-        let session = self.session(sid);
-        let (had, was_acknowledged) = session.answered(at_ms.min(now_ms));
-        // Its series reset: nothing unanswered, not acknowledged.
-        let record = session.nudge_record(sid);
+        let ((had, was_acknowledged), record) = self.session(sid, |session| {
+            // Its series reset: nothing unanswered, not acknowledged.
+            (
+                session.answered(at_ms.min(now_ms)),
+                session.nudge_record(sid),
+            )
+        });
         if was_acknowledged {
             tracing::info!(
                 session_id = sid,
@@ -443,11 +450,6 @@ impl<I: SessionIo> Keeper<I> {
         let now_ms = self.io.now_ms();
         let last_typed = self.io.last_typed(sid);
         let schedule = self.config.schedule;
-        let session = self.session(sid);
-        let next_nudge_at_ms = match schedule.next(&session.count, last_typed) {
-            Next::At(at) => Some(ms_at(now, now_ms, at)),
-            Next::Whenever | Next::Acknowledged => None,
-        };
         let looks_idle = matches!(
             state,
             SessionState::Idle
@@ -455,17 +457,23 @@ impl<I: SessionIo> Keeper<I> {
                 | SessionState::AcknowledgedIdle
                 | SessionState::Owed
         );
-        SessionView {
-            state,
-            reason,
-            unanswered: session.count.unanswered,
-            last_nudge_ms: session.last_nudge_ms,
-            next_nudge_at_ms: next_nudge_at_ms.filter(|_| !session.acknowledged),
-            acknowledged: session.acknowledged,
-            idle_since_ms: looks_idle
-                .then(|| session.activity.as_ref().map(Activity::quiet_since_ms))
-                .flatten(),
-        }
+        self.session(sid, |session| {
+            let next_nudge_at_ms = match schedule.next(&session.count, last_typed) {
+                Next::At(at) => Some(ms_at(now, now_ms, at)),
+                Next::Whenever | Next::Acknowledged => None,
+            };
+            SessionView {
+                state,
+                reason,
+                unanswered: session.count.unanswered,
+                last_nudge_ms: session.last_nudge_ms,
+                next_nudge_at_ms: next_nudge_at_ms.filter(|_| !session.acknowledged),
+                acknowledged: session.acknowledged,
+                idle_since_ms: looks_idle
+                    .then(|| session.activity.as_ref().map(Activity::quiet_since_ms))
+                    .flatten(),
+            }
+        })
     }
 }
 

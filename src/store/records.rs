@@ -73,7 +73,7 @@ pub struct SessionSeen {
 }
 
 /// The idle nudger's state for one session (upsert: replaces the stored row).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NudgeState {
     pub session_id: String,
     /// Nudges typed since the session last showed life.

@@ -97,6 +97,7 @@ impl Rig {
                 injector,
                 store.clone(),
                 true,
+                Default::default(),
             )
             .with_notices(notices),
         );

@@ -24,7 +24,7 @@ use wakebridge::rewind::restart::{Restart, RestartSettings};
 use wakebridge::session::gate::{Gate, GateOutcome, Mode};
 use wakebridge::session::observe::FileStamp;
 use wakebridge::session::task::{Keeper, LiveIo, OWED_SENDER, SessionFacts, SessionIo, run};
-use wakebridge::session::{NudgerConfig, Schedule, SessionViews};
+use wakebridge::session::{NudgerConfig, Schedule, SessionViews, Sessions};
 use wakebridge::store::{
     Limit, LimitSource, NudgeState, Owed, Payment, Record, RewindRow, RewindWhy, Store,
 };
@@ -543,7 +543,7 @@ fn spawn_loop(
     io: FakeIo,
 ) -> (CancellationToken, watch::Receiver<SessionViews>) {
     let (tx, rx) = watch::channel(SessionViews::default());
-    let nudger = Keeper::new(config, io, tx);
+    let nudger = Keeper::new(config, io, Arc::default(), tx);
     let shutdown = CancellationToken::new();
     tokio::spawn(run(nudger, shutdown.clone()));
     (shutdown, rx)
@@ -1415,6 +1415,7 @@ struct Rig {
     wake_dir: PathBuf,
     gate: Arc<Gate>,
     store: Store,
+    sessions: Arc<Sessions>,
 }
 
 fn rig(server: &TmuxServer, tmux_bin: Option<PathBuf>, sessions: &[(&str, &Agent)]) -> Rig {
@@ -1442,6 +1443,7 @@ fn rig(server: &TmuxServer, tmux_bin: Option<PathBuf>, sessions: &[(&str, &Agent
     };
     let injector = Arc::new(Injector::new(&mux));
     let store = Store::open_in_memory().unwrap();
+    let sessions = Arc::new(Sessions::default());
     let gate = Arc::new(Gate::new(
         wake_dir.clone(),
         3600.0,
@@ -1449,12 +1451,14 @@ fn rig(server: &TmuxServer, tmux_bin: Option<PathBuf>, sessions: &[(&str, &Agent
         injector,
         store.clone(),
         false,
+        sessions.clone(),
     ));
     Rig {
         _wake: wake,
         wake_dir,
         gate,
         store,
+        sessions,
     }
 }
 
@@ -1496,7 +1500,8 @@ fn live_loop(
     );
     let (tx, rx) = watch::channel(SessionViews::default());
     let shutdown = CancellationToken::new();
-    let task = tokio::spawn(run(Keeper::new(config, io, tx), shutdown.clone()));
+    let keeper = Keeper::new(config, io, rig.sessions.clone(), tx);
+    let task = tokio::spawn(run(keeper, shutdown.clone()));
     (shutdown, rx, task)
 }
 
@@ -1703,7 +1708,7 @@ async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates
         restart_settings(),
     );
     let (tx, views) = watch::channel(SessionViews::default());
-    let mut nudger = Keeper::new(config, io, tx);
+    let mut nudger = Keeper::new(config, io, rig.sessions.clone(), tx);
     // Let the agents draw their idle title first.
     tokio::time::sleep(Duration::from_millis(500)).await;
 

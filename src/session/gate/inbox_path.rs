@@ -117,7 +117,7 @@ impl Gate {
         }
         // A running turn is no reason to wait: the inbox hands the message over between tool
         // calls, and a draft or a dialog on screen is never touched.
-        let Some(reservation) = self.cooldown.reserve(sid, mode == Mode::Forced) else {
+        let Some(reservation) = self.reserve(sid, mode == Mode::Forced) else {
             return Some(GateOutcome::skipped(Action::SpoolCooldown));
         };
         let text = self.typing(sid, |t| {
@@ -148,7 +148,7 @@ impl Gate {
                 })
             }
             Err(error) => {
-                self.cooldown.roll_back(sid, reservation);
+                self.roll_back(sid, reservation);
                 let kind = error.kind();
                 crate::telemetry::error(kind);
                 let fallback = if has_pane {
@@ -157,7 +157,7 @@ impl Gate {
                     "spooled only"
                 };
                 crate::warn_or_debug!(
-                    self.failures.first(&format!("{sid}:{kind}")),
+                    self.first_failure(sid, kind),
                     session_id = sid,
                     kind,
                     "Inbox of {} failed ({error}); {fallback}",

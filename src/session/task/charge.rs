@@ -34,7 +34,7 @@ impl<I: SessionIo> Keeper<I> {
         let (Some(path), true) = (facts.transcript_path.clone(), settled && between_turns) else {
             return;
         };
-        if std::mem::replace(&mut self.session(sid).charged, stamp) == stamp {
+        if self.session(sid, |s| std::mem::replace(&mut s.charged, stamp)) == stamp {
             return;
         }
         let Some(turn) = self.io.last_turn(path).await else {
@@ -45,7 +45,7 @@ impl<I: SessionIo> Keeper<I> {
             matches!(text, Some(TextKind::Nudge | TextKind::Budget)) && turn.tools == 0;
         if !idle_answer {
             // A turn that did something (or was a person's) ends what an answer could give back.
-            self.session(sid).answered_from = None;
+            self.session(sid, |s| s.answered_from = None);
         }
         let Some(text) = text else {
             return;
@@ -69,11 +69,13 @@ impl<I: SessionIo> Keeper<I> {
         // Its movement shows within a poll of its end at the latest.
         let within = duration_ms(self.config.poll_interval.saturating_mul(2));
         let schedule = self.config.schedule;
-        let session = self.session(sid);
-        let Some(unanswered) = session.idle_answer(ended_ms, within, &schedule) else {
+        let given_back = self.session(sid, |session| {
+            let unanswered = session.idle_answer(ended_ms, within, &schedule)?;
+            Some((unanswered, session.nudge_record(sid)))
+        });
+        let Some((unanswered, record)) = given_back else {
             return;
         };
-        let record = session.nudge_record(sid);
         tracing::info!(
             session_id = sid,
             unanswered,

@@ -18,7 +18,7 @@ use crate::telemetry::notice::{Notice, NoticeKind};
 
 impl<I: SessionIo> Keeper<I> {
     pub(super) async fn nudge(&mut self, sid: &str) -> Shown {
-        let unanswered = self.sessions.get(sid).map_or(0, |s| s.count.unanswered);
+        let unanswered = (self.sessions.read(sid, |s| s.count.unanswered)).unwrap_or(0);
         let Some(text) = self.config.message(unanswered).cloned() else {
             return (SessionState::Idle, "no nudge message".into());
         };
@@ -36,10 +36,11 @@ impl<I: SessionIo> Keeper<I> {
             self.io.record(records).await;
             return self.not_typed(sid, "nudge", outcome.action);
         }
-        let session = self.session(sid);
-        let acknowledged = session.nudged(Instant::now(), done_ms, &schedule);
-        let unanswered = session.count.unanswered;
-        records.push(session.nudge_record(sid));
+        let (acknowledged, unanswered) = self.session(sid, |session| {
+            let acknowledged = session.nudged(Instant::now(), done_ms, &schedule);
+            records.push(session.nudge_record(sid));
+            (acknowledged, session.count.unanswered)
+        });
         tracing::info!(session_id = sid, unanswered, "nudged an idle session");
         if acknowledged {
             tracing::info!(
@@ -75,10 +76,11 @@ impl<I: SessionIo> Keeper<I> {
         if !outcome.action.woke() {
             return self.not_typed(sid, "budget nudge", outcome.action);
         }
-        let session = self.session(sid);
-        session.last_budget_ms = Some(done_ms);
-        // An answer seen before this text is not this text's answer.
-        session.answered_from = None;
+        self.session(sid, |session| {
+            session.last_budget_ms = Some(done_ms);
+            // An answer seen before this text is not this text's answer.
+            session.answered_from = None;
+        });
         tracing::info!(
             session_id = sid,
             window,
@@ -93,8 +95,7 @@ impl<I: SessionIo> Keeper<I> {
     /// than a base gap, so a broken pane costs one attempt per gap, not one per poll.
     fn not_typed(&mut self, sid: &str, what: &str, action: Action) -> Shown {
         let wait = self.config.schedule.base.max(STEP_FLOOR);
-        self.session(sid)
-            .retry_in(Attempt::Nudge, Instant::now(), wait);
+        self.session(sid, |s| s.retry_in(Attempt::Nudge, Instant::now(), wait));
         let action = action.as_str();
         tracing::debug!(session_id = sid, action, "{what} not typed");
         (SessionState::Idle, format!("{what} not typed ({action})"))
@@ -111,47 +112,49 @@ impl<I: SessionIo> Keeper<I> {
         let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
         let done_ms = self.io.now_ms();
         let base = self.config.schedule.base;
-        let session = self.session(sid);
-        // A wake typed always ends a refusal streak, so its rows (with the wake) are due.
-        let mut records = if session.row_due(Attempt::Owed, outcome.action) {
-            typed_records(OWED_SENDER, sid, done_ms, &outcome)
-        } else {
-            Vec::new()
-        };
-        let (state, reason) = if outcome.action.woke() {
-            session.owed_text_left = false;
-            tracing::info!(
-                session_id = sid,
-                events,
-                "typed the owed wake of an idle session"
-            );
-            records.push(Record::Pay {
-                session_id: sid.to_owned(),
-                up_to_ms: done_ms,
-                how: crate::session::gate::paid_by(outcome.action),
-            });
-            (
-                SessionState::Working,
-                format!("paid an owed wake of {events} event(s)"),
-            )
-        } else {
-            // A failure is tried again no sooner than a base gap: each try may take the whole
-            // injection budget, and the loop waits for it.
-            let wait = if outcome.failed() { base } else { OWED_RETRY };
-            session.retry_in(Attempt::Owed, Instant::now(), wait);
-            // A refusal typed nothing: the session's Stop hook need not wait for the claim to
-            // lapse. After a failure or with text left on the prompt (this try's or an earlier
-            // one's), the claim stands: the Stop hook telling the debt too would tell it twice.
-            session.owed_text_left |= outcome.failed() || outcome.unsubmitted();
-            if !session.owed_text_left {
-                records.push(Record::Unclaim {
+        let (records, state, reason) = self.session(sid, |session| {
+            // A wake typed always ends a refusal streak, so its rows (with the wake) are due.
+            let mut records = if session.row_due(Attempt::Owed, outcome.action) {
+                typed_records(OWED_SENDER, sid, done_ms, &outcome)
+            } else {
+                Vec::new()
+            };
+            let (state, reason) = if outcome.action.woke() {
+                session.owed_text_left = false;
+                tracing::info!(
+                    session_id = sid,
+                    events,
+                    "typed the owed wake of an idle session"
+                );
+                records.push(Record::Pay {
                     session_id: sid.to_owned(),
+                    up_to_ms: done_ms,
+                    how: crate::session::gate::paid_by(outcome.action),
                 });
-            }
-            let action = outcome.action.as_str();
-            let reason = format!("owed {events} event(s), wake not typed ({action})");
-            (SessionState::Owed, reason)
-        };
+                (
+                    SessionState::Working,
+                    format!("paid an owed wake of {events} event(s)"),
+                )
+            } else {
+                // A failure is tried again no sooner than a base gap: each try may take the whole
+                // injection budget, and the loop waits for it.
+                let wait = if outcome.failed() { base } else { OWED_RETRY };
+                session.retry_in(Attempt::Owed, Instant::now(), wait);
+                // A refusal typed nothing: the session's Stop hook need not wait for the claim to
+                // lapse. After a failure or with text left on the prompt (this try's or an earlier
+                // one's), the claim stands: the Stop hook telling the debt too would tell it twice.
+                session.owed_text_left |= outcome.failed() || outcome.unsubmitted();
+                if !session.owed_text_left {
+                    records.push(Record::Unclaim {
+                        session_id: sid.to_owned(),
+                    });
+                }
+                let action = outcome.action.as_str();
+                let reason = format!("owed {events} event(s), wake not typed ({action})");
+                (SessionState::Owed, reason)
+            };
+            (records, state, reason)
+        });
         self.io.record(records).await;
         (state, reason)
     }

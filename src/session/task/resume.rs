@@ -10,7 +10,7 @@ use crate::claude::limits::Notice;
 use crate::session::decide::RESUME_SETTLE_MS;
 use crate::session::gate::Mode;
 use crate::session::io::SessionIo;
-use crate::session::state::Attempt;
+use crate::session::state::{Attempt, Session};
 use crate::store::{LimitSeen, LimitSource, Record};
 use crate::telemetry::LimitResume;
 use crate::telemetry::notice::{Notice as HumanNotice, NoticeKind};
@@ -25,7 +25,7 @@ impl<I: SessionIo> Keeper<I> {
             "the usage limit is no longer on the session's screen; hold lifted"
         );
         crate::telemetry::limit_resume(LimitResume::Lifted);
-        self.session(sid).unheld();
+        self.session(sid, Session::unheld);
         let session_id = sid.to_owned();
         self.io
             .record(vec![Record::LimitLifted { session_id }])
@@ -72,8 +72,7 @@ impl<I: SessionIo> Keeper<I> {
                 "could not dismiss the limit menu: {error}"
             );
             crate::telemetry::limit_resume(LimitResume::NotTyped);
-            self.session(sid)
-                .retry_in(Attempt::Resume, Instant::now(), settle);
+            self.session(sid, |s| s.retry_in(Attempt::Resume, Instant::now(), settle));
             let tried = Record::ResumeTried {
                 session_id: sid.to_owned(),
                 at_ms: self.io.now_ms(),
@@ -85,9 +84,8 @@ impl<I: SessionIo> Keeper<I> {
         let message = self.config.resume_message.clone();
         let outcome = self.io.wake(sid, &message, Mode::Resume).await;
         let done_ms = self.io.now_ms();
-        let session = self.session(sid);
         let mut records = Vec::new();
-        if session.row_due(Attempt::Resume, outcome.action) {
+        if self.session(sid, |s| s.row_due(Attempt::Resume, outcome.action)) {
             if !outcome.action.woke() {
                 crate::telemetry::limit_resume(LimitResume::NotTyped);
             }
@@ -115,7 +113,9 @@ impl<I: SessionIo> Keeper<I> {
                 format!("resumed at the reset (try {try_number})"),
             )
         } else {
-            session.retry_in(Attempt::Resume, Instant::now(), OWED_RETRY);
+            self.session(sid, |s| {
+                s.retry_in(Attempt::Resume, Instant::now(), OWED_RETRY);
+            });
             let action = outcome.action.as_str();
             (
                 SessionState::Limited,

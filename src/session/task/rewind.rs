@@ -34,7 +34,7 @@ impl<I: SessionIo> Keeper<I> {
         detail: String,
     ) -> Shown {
         tracing::info!(session_id = sid, "automatic rewind skipped: {detail}");
-        self.end_rewind(pending, RewindOutcome::Skipped, None, Some(detail))
+        self.end_rewind(sid, pending, RewindOutcome::Skipped, None, Some(detail))
             .await;
         let reason = format!("rewind ({}) skipped", pending.why.as_str());
         (SessionState::Idle, reason)
@@ -48,7 +48,8 @@ impl<I: SessionIo> Keeper<I> {
         pending: &RewindRow,
         in_place: bool,
     ) -> Shown {
-        self.rewinds_taken.insert(taken_key(pending));
+        let key = taken_key(pending);
+        self.session(sid, |s| s.rewinds_taken.insert(key));
         tracing::info!(session_id = sid, in_place, "restarting the session's agent");
         let restart = Restart {
             session_id: sid.to_owned(),
@@ -98,8 +99,9 @@ impl<I: SessionIo> Keeper<I> {
                 let action = outcome.action.as_str();
                 if matches!(outcome.action, Action::SpoolBusy | Action::SpoolCooldown) {
                     // A turn, a draft, a dialog or the cooldown: the next idle moment.
-                    self.session(sid)
-                        .retry_in(Attempt::Rewind, Instant::now(), OWED_RETRY);
+                    self.session(sid, |s| {
+                        s.retry_in(Attempt::Rewind, Instant::now(), OWED_RETRY);
+                    });
                     let reason = format!("rewind waiting (/clear not typed: {action})");
                     return (SessionState::Rewinding, reason);
                 }
@@ -121,7 +123,7 @@ impl<I: SessionIo> Keeper<I> {
                 why = pending.why.as_str(),
                 "rewound a session: /clear, then the re-hydration prompt"
             );
-            self.end_rewind(pending, RewindOutcome::Done, Some(into), None)
+            self.end_rewind(sid, pending, RewindOutcome::Done, Some(into), None)
                 .await;
             (
                 SessionState::Working,
@@ -133,7 +135,7 @@ impl<I: SessionIo> Keeper<I> {
                 "rewound, but the re-hydration prompt could not be typed"
             );
             let detail = Some("the re-hydration prompt was not typed".to_owned());
-            self.end_rewind(pending, RewindOutcome::NotTyped, Some(into), detail)
+            self.end_rewind(sid, pending, RewindOutcome::NotTyped, Some(into), detail)
                 .await;
             (SessionState::Idle, "rewound, prompt not typed".to_owned())
         }
@@ -141,7 +143,7 @@ impl<I: SessionIo> Keeper<I> {
 
     async fn rewind_failed(&mut self, sid: &str, pending: &RewindRow, detail: String) -> Shown {
         tracing::warn!(session_id = sid, "rewind failed: {detail}");
-        self.end_rewind(pending, RewindOutcome::Failed, None, Some(detail))
+        self.end_rewind(sid, pending, RewindOutcome::Failed, None, Some(detail))
             .await;
         (SessionState::Idle, "rewind failed".into())
     }
@@ -205,12 +207,14 @@ impl<I: SessionIo> Keeper<I> {
     /// Records how the rewind ended (and remembers it as taken, should the record not go in).
     pub(super) async fn end_rewind(
         &mut self,
+        sid: &str,
         pending: &RewindRow,
         outcome: RewindOutcome,
         new_id: Option<String>,
         detail: Option<String>,
     ) {
-        self.rewinds_taken.insert(taken_key(pending));
+        let key = taken_key(pending);
+        self.session(sid, |s| s.rewinds_taken.insert(key));
         let at_ms = self.io.now_ms();
         self.io
             .record(vec![Record::RewindEnded {
