@@ -17,6 +17,7 @@ use strum::{EnumIter, IntoStaticStr};
     PartialOrd,
     Ord,
     Hash,
+    Default,
     Serialize,
     Deserialize,
     EnumIter,
@@ -48,6 +49,7 @@ pub enum SessionState {
     /// Idle after a nudge; the backoff runs.
     Nudged,
     /// Idle, not nudged since it last showed life.
+    #[default]
     Idle,
 }
 

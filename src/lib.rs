@@ -16,9 +16,9 @@
 //! features: what wakebridge does besides delivering
 //!   notify/        telling a human: the rate limit and the words; task.rs sends
 //!   bus/           the agent-event-bus MCP client; registration.rs (the keeper task)
-//!   context/       context-window figures, thresholds, statusline; task.rs (the monitor)
 //!   delivery/      Deliverer: a bus event's scope, dedupe, spool, the gate, ledger row
-//!   session/       the session as the unit: state, the one decision, the gate, the loop
+//!   session/       the session as the unit: its value, the one decision, the gate, the loop
+//!   context/       context-window figures, thresholds, statusline; a session's followed.rs
 //!   budget/        the usage windows from the status line, and what they mean for nudges
 //!   rewind/        the [rewind] message check and the cleared screen; restart.rs
 //!   launch/        starting an agent in tmux

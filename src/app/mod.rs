@@ -19,8 +19,6 @@ use tokio_util::sync::CancellationToken;
 use crate::api::Action;
 use crate::bus::registration::{self, RegistrationConfig, RegistrationStatus};
 use crate::config::{Backend, Env};
-use crate::context::monitor::ContextView;
-use crate::context::task::{self as context_monitor, MonitorConfig};
 use crate::delivery::Deliverer;
 use crate::delivery::dedupe::Dedupe;
 use crate::http::AppState;
@@ -81,8 +79,7 @@ impl AppError {
 pub struct App {
     state: Arc<AppState>,
     listener: tokio::net::TcpListener,
-    context_monitor: Option<MonitorConfig>,
-    nudger: Option<Keeper<LiveIo>>,
+    keeper: Keeper<LiveIo>,
     notify: Option<(NotifyConfig, tokio::sync::mpsc::Receiver<Notice>)>,
     _singletons: Singletons,
 }
@@ -92,8 +89,7 @@ impl App {
         let Validated {
             config,
             notify,
-            context: context_monitor,
-            nudger: nudge_config,
+            sessions: session_config,
             launch,
         } = settings;
         let wake_err = |source| AppError::WakeDir {
@@ -166,24 +162,22 @@ impl App {
             &dedupe,
             config.settings.ledger.identity_window,
         );
-        let nudger = nudge_config.map(|nudge_config| {
-            let restarts = RestartSettings {
-                command: launch.command,
-                timeout: launch.timeout,
-                claude_home: config.paths.claude.as_ref().ok().cloned(),
-                mux: mux.clone(),
-            };
-            let io = LiveIo::new(
-                gate.clone(),
-                store.clone(),
-                wake_dir.clone(),
-                config.paths.state_dir.clone(),
-                config.paths.claude.as_ref().ok().cloned(),
-                restarts,
-            );
-            let views = watch::Sender::new(Default::default());
-            Keeper::new(nudge_config, io, sessions.clone(), views)
-        });
+        let restarts = RestartSettings {
+            command: launch.command,
+            timeout: launch.timeout,
+            claude_home: config.paths.claude.as_ref().ok().cloned(),
+            mux: mux.clone(),
+        };
+        let io = LiveIo::new(
+            gate.clone(),
+            store.clone(),
+            wake_dir.clone(),
+            config.paths.claude.as_ref().ok().cloned(),
+            restarts,
+            session_config.context.clone(),
+        );
+        let views = watch::Sender::new(Default::default());
+        let keeper = Keeper::new(session_config, io, sessions.clone(), views);
         let deliverer = Deliverer::new(spool, config.backend, config.scope, gate, store, dedupe);
         let state = Arc::new(AppState {
             deliverer: Arc::new(deliverer),
@@ -196,15 +190,14 @@ impl App {
                 .registration
                 .enabled
                 .then(|| Arc::new(RegistrationStatus::default())),
-            context: Arc::new(ContextView::default()),
-            nudges: nudger.as_ref().map(Keeper::views),
+            views: keeper.views(),
+            sessions,
             config,
         });
         Ok(App {
             state,
             listener,
-            context_monitor,
-            nudger,
+            keeper,
             notify,
             _singletons: singletons,
         })
@@ -231,17 +224,7 @@ impl App {
             tokio::spawn(registration::run(reg, status, shutdown.child_token()))
         });
         let pruning = spawn_pruning(&self.state, shutdown.child_token());
-        let context = self.context_monitor.map(|monitor| {
-            tokio::spawn(context_monitor::run(
-                self.state.deliverer.clone(),
-                self.state.context.clone(),
-                monitor,
-                shutdown.child_token(),
-            ))
-        });
-        let nudger = self
-            .nudger
-            .map(|nudger| tokio::spawn(keeper::run(nudger, shutdown.child_token())));
+        let keeper = tokio::spawn(keeper::run(self.keeper, shutdown.child_token()));
         let notify = self.notify.map(|(config, queue)| {
             tokio::spawn(crate::notify::task::run(
                 config,
@@ -258,7 +241,7 @@ impl App {
             .await
             .map_err(AppError::Serve)?;
         // Registration (last) unregisters our row within its own bounded budget.
-        for task in [Some(pruning), context, nudger, notify, registration]
+        for task in [Some(pruning), Some(keeper), notify, registration]
             .into_iter()
             .flatten()
         {

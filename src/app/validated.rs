@@ -2,23 +2,19 @@
 //! switched off: `serve` and `config --check` both call [`Validated::resolve`], so they refuse
 //! the same files in the same words. In `app` because `config` is a leaf that knows no feature.
 
-use crate::budget::caused::Texts;
-use crate::budget::policy;
 use crate::config::{self, Backend, Config, Env, Flags, LaunchSettings};
-use crate::context::task::MonitorConfig;
 use crate::notify::NotifyConfig;
-use crate::session::NudgerConfig;
-use crate::session::hours::ActiveHours;
+use crate::session::SessionConfig;
 
 /// A configuration `serve` can run with, and what its features take from it.
 #[derive(Debug, Clone)]
 pub struct Validated {
     pub config: Config,
     pub notify: Option<NotifyConfig>,
-    pub context: Option<MonitorConfig>,
-    /// `None` with the spool backend: the nudger types into panes (nudges, owed wakes), so it
-    /// runs only where typing is allowed; `[nudger] enabled = false` turns off its nudges only.
-    pub nudger: Option<NudgerConfig>,
+    /// The session loop's settings: with the spool backend it only watches (nothing is typed);
+    /// `[nudger] enabled = false` turns off its nudges only, `[context] enabled = false` the
+    /// following of transcripts.
+    pub sessions: SessionConfig,
     /// What a restart starts.
     pub launch: LaunchSettings,
 }
@@ -34,25 +30,14 @@ impl Validated {
         let s = &config.settings;
         let notify = NotifyConfig::from_settings(&s.notify)?;
         let homes = config.paths.claude.iter().cloned().collect();
-        let mut monitor = MonitorConfig::from_settings(
-            &s.context,
-            config.paths.state_dir.clone(),
-            homes,
-            config.backend == Backend::Mux,
-        )?;
-        monitor.auto_rewind = s.rewind.auto;
-        let mut nudger = NudgerConfig::from_settings(&s.nudger, &s.wake, &s.limits, &s.rewind)?;
-        nudger.hours = ActiveHours::parse(&s.schedule.active_hours, &s.schedule.active_days)?;
-        nudger.budget = policy::validate(&s.budget)?;
-        nudger.texts = Texts::new(s);
+        let state_dir = config.paths.state_dir.clone();
+        let can_type = config.backend == Backend::Mux;
+        let sessions = SessionConfig::from_settings(s, state_dir, homes, can_type)?;
         let launch = crate::launch::validate(&s.launch)?;
-        let context = s.context.enabled.then_some(monitor);
-        let nudger = (config.backend == Backend::Mux).then_some(nudger);
         Ok(Validated {
             config,
             notify,
-            context,
-            nudger,
+            sessions,
             launch,
         })
     }
@@ -77,7 +62,7 @@ mod tests {
     #[test]
     fn the_defaults_run_every_feature() {
         let v = resolved(&[]).unwrap();
-        assert!(v.context.is_some() && v.nudger.is_some());
+        assert!(v.sessions.context.enabled && v.sessions.can_type);
         assert!(v.notify.is_none(), "notify is off by default");
         assert_eq!(v.launch.command, ["claude"]);
     }
@@ -104,7 +89,7 @@ mod tests {
             ("AGENT_EVENT_BUS_BRIDGE_BACKEND", "spool"),
         ])
         .unwrap();
-        assert!(v.context.is_none() && v.nudger.is_none());
+        assert!(!v.sessions.context.enabled && !v.sessions.can_type);
     }
 
     #[test]

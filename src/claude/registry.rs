@@ -32,6 +32,9 @@ pub struct RegistryReading {
     pub status: RegistryStatus,
     /// `statusUpdatedAt`, unix ms.
     pub updated_ms: Option<i64>,
+    /// Its inbox (`messagingSocketPath`, with the entry's pid; no token): the second source,
+    /// after the hooks, for sessions whose hooks are not wired.
+    pub inbox: Option<super::inbox::Inbox>,
 }
 
 /// Why the registry could not be read (a missing directory is not an error: no sessions).
@@ -114,7 +117,17 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
             continue;
         }
         let updated_ms = (file.status_updated_at.or(file.updated_at)).and_then(|v| v.as_i64());
-        let reading = RegistryReading { status, updated_ms };
+        let inbox =
+            RegistryFile::text(&file.messaging_socket_path).map(|socket| super::inbox::Inbox {
+                socket: PathBuf::from(socket),
+                token: None,
+                pid: Some(file_pid),
+            });
+        let reading = RegistryReading {
+            status,
+            updated_ms,
+            inbox,
+        };
         let newer = found
             .get(&file.session_id)
             .is_none_or(|old| reading.updated_ms > old.updated_ms);

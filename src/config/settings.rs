@@ -78,7 +78,7 @@ pub struct RewindSettings {
     pub message: String,
 }
 
-/// `[limits]` (validated by `session::NudgerConfig`).
+/// `[limits]` (validated by `session::SessionConfig`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct LimitSettings {
     pub enabled: bool,
@@ -161,7 +161,7 @@ pub struct PruneSettings {
     pub interval: Duration,
 }
 
-/// `[nudger]`: the idle nudger (validated into `session::NudgerConfig`).
+/// `[nudger]`: the idle nudger (validated into `session::SessionConfig`).
 #[derive(Debug, Clone, Deserialize)]
 pub struct NudgerSettings {
     pub enabled: bool,

@@ -138,6 +138,15 @@ pub struct TranscriptFollower {
     tracker: ContextTracker,
 }
 
+impl std::fmt::Debug for TranscriptFollower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (f.debug_struct("TranscriptFollower"))
+            .field("path", &self.path)
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
+    }
+}
+
 impl TranscriptFollower {
     /// A follower for `path`. Nothing is read until `poll()`.
     pub fn new(path: impl Into<PathBuf>) -> Self {

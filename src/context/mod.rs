@@ -1,23 +1,101 @@
 //! How full each Claude Code session's context window is: a transcript reading, the status-line
-//! feed and the window rules combined into one set of figures, plus warning thresholds, state
-//! files, and the task inside `serve` that runs them.
+//! feed and the window rules combined into one set of figures, plus warning thresholds and state
+//! files. The session loop follows each session ([`followed::Followed`]); `[context]` is
+//! validated here ([`ContextConfig`]).
 
 pub mod follow;
-pub mod monitor;
+pub mod followed;
 pub mod statefile;
 pub mod statusline;
-pub mod task;
 pub(crate) mod thresholds;
 pub mod window;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::claude::home::ClaudeHome;
 use crate::claude::transcript::ContextReading;
 pub use crate::claude::transcript::UsageSource;
+use crate::config::ContextSettings;
+use crate::mux::{KeystrokeText, TextError};
 use statusline::Feed;
-use window::{WindowResolver, WindowSource, percent};
+use thresholds::{ThresholdError, Thresholds};
+use window::{WindowError, WindowResolver, WindowSource, percent};
+
+pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// Percentage used to check that a message template renders to typable text.
+const SAMPLE_PERCENT: f64 = 80.0;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    #[error("context.poll_interval is {0:?}; give at least 50ms (e.g. \"10s\")")]
+    PollInterval(Duration),
+    #[error("context.default_window / context.models: {0}")]
+    Window(#[from] WindowError),
+    #[error(transparent)]
+    Threshold(#[from] ThresholdError),
+    #[error("context.thresholds.{level}.message cannot be typed: {source}")]
+    Message { level: String, source: TextError },
+}
+
+/// `[context]`, validated: what the session loop follows each session's context with.
+#[derive(Debug, Clone)]
+pub struct ContextConfig {
+    /// Off: no transcript is followed and nothing is warned (`[context] enabled = false`).
+    pub enabled: bool,
+    pub poll_interval: Duration,
+    pub feed_max_age: Duration,
+    /// Holds `context/<sid>` state files and `feed/<sid>.json` status-line feeds.
+    pub state_dir: PathBuf,
+    pub latest_state_file: Option<PathBuf>,
+    pub resolver: WindowResolver,
+    pub thresholds: Thresholds,
+    /// Whether warnings are told (the setting on, and the mux backend in use).
+    pub warnings: bool,
+    /// Claude Code config dirs searched for transcripts.
+    pub homes: Vec<ClaudeHome>,
+}
+
+impl ContextConfig {
+    /// Validates `[context]`; without `can_type` (the spool backend) nothing is warned.
+    pub fn from_settings(
+        s: &ContextSettings,
+        state_dir: PathBuf,
+        homes: Vec<ClaudeHome>,
+        can_type: bool,
+    ) -> Result<Self, ContextError> {
+        if s.poll_interval < MIN_POLL_INTERVAL {
+            return Err(ContextError::PollInterval(s.poll_interval));
+        }
+        let resolver = WindowResolver::new(
+            s.models.iter().map(|(k, v)| (k.as_str(), *v)),
+            s.default_window,
+        )?;
+        let thresholds = Thresholds::from_settings(&s.thresholds)?;
+        for level in thresholds.levels() {
+            KeystrokeText::new(&level.render(SAMPLE_PERCENT)).map_err(|source| {
+                ContextError::Message {
+                    level: level.name.replace('-', "_"),
+                    source,
+                }
+            })?;
+        }
+        let latest = s.latest_state_file.trim();
+        Ok(Self {
+            enabled: s.enabled,
+            poll_interval: s.poll_interval,
+            feed_max_age: s.feed_max_age,
+            state_dir,
+            latest_state_file: (!latest.is_empty()).then(|| PathBuf::from(latest)),
+            resolver,
+            thresholds,
+            warnings: s.enabled && s.warnings && can_type,
+            homes,
+        })
+    }
+}
 
 /// Also the figures of `wakebridge context --json`, in this order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -72,6 +150,56 @@ pub struct ContextReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn settings() -> ContextSettings {
+        crate::config::defaults().context.clone()
+    }
+
+    #[test]
+    fn defaults_validate_and_warn_only_with_mux() -> Result<(), ContextError> {
+        let s = settings();
+        let c = ContextConfig::from_settings(&s, PathBuf::from("/s"), vec![], true)?;
+        assert!(c.warnings && c.enabled);
+        assert_eq!(c.poll_interval, Duration::from_secs(10));
+        assert_eq!(c.latest_state_file, None);
+        let levels: Vec<(&str, f64)> = c
+            .thresholds
+            .levels()
+            .iter()
+            .map(|l| (l.name.as_str(), l.percent))
+            .collect();
+        assert_eq!(levels, [("wrap-up", 75.0), ("checkpoint", 85.0)]);
+        assert_eq!(
+            c.resolver.resolve(None, Some("claude-opus-5-5")).tokens,
+            1_000_000
+        );
+        let spool = ContextConfig::from_settings(&s, PathBuf::from("/s"), vec![], false)?;
+        assert!(!spool.warnings);
+        Ok(())
+    }
+
+    #[test]
+    fn rejects_templates_that_cannot_be_typed() {
+        let mut s = settings();
+        s.thresholds.checkpoint.message = "{pct}% used".into();
+        let err = ContextConfig::from_settings(&s, PathBuf::from("/s"), vec![], true);
+        assert!(
+            matches!(&err, Err(ContextError::Message { level, .. }) if level == "checkpoint"),
+            "{err:?}"
+        );
+        let mut s = settings();
+        s.thresholds.wrap_up.percent = 90.0;
+        assert!(matches!(
+            ContextConfig::from_settings(&s, PathBuf::from("/s"), vec![], true),
+            Err(ContextError::Threshold(_))
+        ));
+        let mut s = settings();
+        s.poll_interval = Duration::from_millis(1);
+        assert!(matches!(
+            ContextConfig::from_settings(&s, PathBuf::from("/s"), vec![], true),
+            Err(ContextError::PollInterval(_))
+        ));
+    }
 
     #[test]
     fn transcript_reading_with_table_window() {

@@ -72,10 +72,36 @@ pub fn write_state(
     Ok(())
 }
 
+/// What a state file last said: the whole percent and the minute it was written in. It is
+/// rewritten only when this changes, so a busy transcript costs at most a write a minute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateStamp {
+    pub pct: u32,
+    pub minute: u64,
+}
+
+impl StateStamp {
+    pub fn of(percent: f64, unix_seconds: u64) -> Self {
+        Self {
+            pct: super::window::whole_percent(percent).unwrap_or(0),
+            minute: unix_seconds / 60,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn state_file_rewritten_only_on_new_percent_or_minute() {
+        let first = StateStamp::of(42.4, 120);
+        assert_eq!(first, StateStamp::of(41.6, 179));
+        assert_ne!(first, StateStamp::of(42.0, 180));
+        assert_ne!(first, StateStamp::of(43.0, 121));
+        assert_eq!(StateStamp::of(f64::NAN, 0).pct, 0);
+    }
 
     #[test]
     fn writes_private_file_atomically_with_latest_copy() -> Result<(), Box<dyn std::error::Error>> {

@@ -87,7 +87,7 @@ impl Deliverer {
     pub fn is_local(&self, sid: &str) -> bool {
         self.store.known_session(sid).unwrap_or(false)
             || self.gate.resolve(sid).target.is_some()
-            || self.spool.wake_dir().join(format!("{sid}.jsonl")).exists()
+            || crate::spool::spool_path(self.spool.wake_dir(), sid).exists()
     }
 
     /// Delivers a bus event: once per identity, durably spooled, then woken if the gate allows.
@@ -155,7 +155,7 @@ impl Deliverer {
         self.record_outcome(delivery_id, row, &outcome, spool_time)
             .await;
         if outcome.action.owes() {
-            self.gate.note_owed();
+            self.gate.poke(&resolved.session_id);
         }
         self.dedupe.finish(ticket, Some(outcome.action));
         Ok(Outcome::Delivered(Delivered {

@@ -107,7 +107,7 @@ pub async fn unpause(
         .collect();
     record(&app, records).await?;
     // What waited is owed: the session loop looks now rather than at its next poll.
-    gate.note_owed();
+    app.sessions.look_again();
     tracing::info!(sessions = ?targets, "unpaused on a person's request");
     // Unpausing one session leaves a pause of every session standing: say so.
     let all_paused = gate.paused(ALL_SESSIONS).is_some();

@@ -36,7 +36,7 @@ pub async fn rewind(
 ) -> Result<Json<Value>, ApiError> {
     let request: RewindRequest = operator_request(&app, &headers, body, SHAPE).await?;
     let asked = session_id(&request.session_id)?;
-    if app.nudges.is_none() {
+    if app.config.backend != crate::config::Backend::Mux {
         return Err(ApiError::Conflict(
             "rewinds are performed by the session loop, which runs only with the mux backend \
              (--backend mux)"
@@ -83,6 +83,7 @@ fn ask(app: &AppState, asked: &str, why: RewindWhy) -> Result<Value, ApiError> {
             at_ms: clock::now_ms(),
         };
         store.record_blocking(record).map_err(unreadable)?;
+        app.sessions.poke(&sid);
         tracing::info!(
             session_id = sid.as_str(),
             why = why.as_str(),

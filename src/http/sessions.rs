@@ -15,12 +15,19 @@ use crate::api::{Budget, SessionState, SessionStatus, Sessions};
 use crate::budget::WindowKind;
 use crate::http::AppState;
 use crate::http::status::{self, SpoolDetail};
-use crate::store::{ALL_SESSIONS, RewindOutcome};
+use crate::store::RewindOutcome;
 use crate::telemetry::Exposition;
 
-/// Reads panes.json, markers, spools and the ledger: off the request threads.
-async fn snapshot(app: Arc<AppState>, detail: SpoolDetail) -> Result<Vec<SessionStatus>, ApiError> {
-    super::guards::blocking("status collection", move || status::collect(&app, detail)).await
+/// The loop's views, fresh, with each spool's depth read off the request threads.
+async fn snapshot(
+    app: Arc<AppState>,
+    detail: SpoolDetail,
+) -> Result<(Vec<SessionStatus>, Option<crate::store::Pause>), ApiError> {
+    let views = status::views(&app).await;
+    let paused = views.paused_all;
+    let filled = move || status::filled(&app, &views, detail);
+    let sessions = super::guards::blocking("status collection", filled).await?;
+    Ok((sessions, paused))
 }
 
 pub async fn sessions(
@@ -29,18 +36,17 @@ pub async fn sessions(
 ) -> Result<Response, ApiError> {
     require_reader(&app, &headers)?;
     let shared = app.clone();
-    let (budgets, today, paused) = super::guards::blocking("budget reading", move || {
+    let (budgets, today) = super::guards::blocking("budget reading", move || {
         let today = shared.deliverer.store().today(local_midnight_ms());
-        let paused = shared.deliverer.gate().paused(ALL_SESSIONS);
-        (budgets(&shared), today.ok(), paused)
+        (budgets(&shared), today.ok())
     })
     .await?;
-    let sessions = snapshot(app, SpoolDetail::Lines).await?;
+    let (sessions, paused) = snapshot(app, SpoolDetail::Lines).await?;
     Ok(Json(Sessions {
         sessions,
         budgets,
         today,
-        paused: paused.and_then(status::pause_status),
+        paused: paused.and_then(crate::session::view::pause_status),
     })
     .into_response())
 }
@@ -79,7 +85,7 @@ pub async fn metrics(
         )
     })
     .await?;
-    let sessions = snapshot(app, SpoolDetail::Bytes).await?;
+    let (sessions, _) = snapshot(app, SpoolDetail::Bytes).await?;
     let mut text = String::new();
     let mut out = Exposition(&mut text);
     crate::telemetry::render(&mut out);

@@ -6,9 +6,8 @@ use tokio::sync::watch;
 
 use crate::bus::registration::RegistrationStatus;
 use crate::config::Config;
-use crate::context::monitor::ContextView;
 use crate::delivery::Deliverer;
-use crate::session::SessionViews;
+use crate::session::{SessionViews, Sessions};
 use crate::telemetry::warn::Warnings;
 
 /// What every request handler shares.
@@ -24,8 +23,8 @@ pub struct AppState {
     pub started_at: SystemTime,
     /// Present when registration with the bus is enabled.
     pub registration: Option<Arc<RegistrationStatus>>,
-    /// Context figures per session, kept by the context monitor (empty when it is off).
-    pub context: Arc<ContextView>,
-    /// The idle nudger's per-session view (absent when it is off).
-    pub nudges: Option<watch::Receiver<SessionViews>>,
+    /// Every session as the session loop last rendered it.
+    pub views: watch::Receiver<SessionViews>,
+    /// The sessions' table, to ask the loop for a fresh look.
+    pub sessions: Arc<Sessions>,
 }

@@ -1,8 +1,10 @@
 //! The one decision per session and poll, pure: the session's value, what the poll saw and the
-//! time in, the next [`Step`] out. Precedence: a pane that is gone, then a usage limit (nothing
-//! else is typed into a held session), a message its inbox holds for a human, then owed wakes
-//! (whatever the nudge backoff), then a waiting rewind, then the nudge. `session::task` performs
-//! the step.
+//! time in, the next [`Step`] out, with the state it shows. Precedence: a session that ended or
+//! that nothing reaches, a pane that is gone, a person's pause, then a usage limit (nothing else
+//! is told to a held session), a message its inbox holds for a human, owed wakes (whatever the
+//! nudge backoff), a due context warning, a waiting rewind, then the nudge. Work on wakebridge's
+//! own initiative waits for the active hours, and a session only watched (not kept, or nothing
+//! typed at all) is told nothing of it. `session::task` performs the step.
 
 use std::time::Duration;
 
@@ -13,8 +15,10 @@ use crate::api::SessionState;
 use crate::budget::policy::{Outlook, Unused};
 use crate::claude::limits::{self, Notice, WRITTEN_NOW, describe_reset};
 use crate::clock::duration_ms;
-use crate::session::NudgerConfig;
+use crate::context::thresholds::Level;
+use crate::session::SessionConfig;
 use crate::session::gate::Mode;
+use crate::session::hours::in_hours;
 use crate::session::observe::{Observation, Verdict, classify};
 use crate::session::state::{Attempt, Session};
 use crate::store::{Limit, Owed, RewindRow, RewindWhy};
@@ -39,18 +43,24 @@ pub struct Now {
     pub local: TimeZone,
 }
 
+/// How the session can be reached now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PaneSeen {
-    Live,
+pub enum Reach {
+    /// Its pane is there (and its inbox may be too).
+    Pane,
     /// No pane: its live inbox alone reaches it, so nothing is read from a screen and nothing
     /// is typed (a rewind's `/clear` cannot be sent).
     Inbox,
-    /// Gone (`why`); a restart could revive it in its pane (`Some(true)`) or in a new one
-    /// (`Some(false)`), or not at all while tmux merely did not answer (`None`).
+    /// Its pane is gone (`why`); a restart could revive it in its pane (`Some(true)`) or in a
+    /// new one (`Some(false)`), or not at all while tmux merely did not answer (`None`).
     Gone {
         why: &'static str,
         revive: Option<bool>,
     },
+    /// No pane and no live inbox: its events are spooled only.
+    Unreachable,
+    /// Unreachable, nothing owed, and `SessionEnd` seen or quiet for a day.
+    Ended,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +79,9 @@ pub enum Look {
 
 #[derive(Debug, Clone, Copy)]
 pub struct Seen<'a> {
-    pub pane: PaneSeen,
+    pub reach: Reach,
+    /// Its inbox is live: a warning reaches it between tool calls, no idle moment needed.
+    pub inbox: bool,
     pub obs: &'a Observation,
     pub screen: Screen<'a>,
     /// A tmux pane: the nudge path looks at the screen first only there.
@@ -85,6 +97,11 @@ pub struct Seen<'a> {
     pub last_typed: Option<Instant>,
     /// What its account's usage windows say about nudging now.
     pub budget: Outlook,
+    /// A person paused it: nothing reaches it.
+    pub paused: bool,
+    /// Kept (`Ok`): nudged, resumed and rewound on wakebridge's own initiative; else only
+    /// watched, and why.
+    pub kept: Result<(), &'a str>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -100,6 +117,8 @@ pub enum Step {
     PayOwed(Mode),
     HeldFromScreen(Notice),
     ScreenBlocked(Verdict),
+    /// A context warning: the level due and its text.
+    Warn(Level, String),
     /// `shown`: `limited (5-hour limit) · resets 15:00`; `tries`: resumes that went before.
     Resume {
         menu: bool,
@@ -120,45 +139,105 @@ pub enum Step {
     },
 }
 
-pub fn decide(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> Step {
-    if let PaneSeen::Gone { why, revive } = seen.pane {
-        // An agent that is gone cannot wait for an idle moment: a restart revives it now.
-        return match (revive, seen.rewind) {
-            (Some(_), Some((pending, true))) if pending.why == RewindWhy::Restart => {
-                Step::Wait(SessionState::Rewinding, "restarting".into())
-            }
-            (Some(in_place), Some((pending, false))) if pending.why == RewindWhy::Restart => {
-                Step::Restart {
-                    pending: pending.clone(),
-                    in_place,
-                }
-            }
-            _ => Step::Wait(SessionState::NoPane, why.into()),
-        };
+pub fn decide(session: &Session, seen: &Seen, config: &SessionConfig, now: &Now) -> Step {
+    match seen.reach {
+        Reach::Ended => {
+            let reason = "no pane, and ended or quiet for a day";
+            return Step::Wait(SessionState::Ended, reason.into());
+        }
+        Reach::Unreachable => {
+            let reason = "no pane in panes.json and no live inbox; events are spooled only";
+            return Step::Wait(SessionState::NoPane, reason.into());
+        }
+        Reach::Gone { why, revive } => return gone(seen, why, revive),
+        Reach::Pane | Reach::Inbox => {}
     }
-    if let Some(limit) = seen.limit {
-        return held(session, seen, limit, config, now);
+    if seen.paused {
+        let reason = "paused by a person: nothing reaches it, its events are owed; \
+                      `wakebridge unpause`";
+        return Step::Wait(SessionState::Paused, reason.into());
     }
-    if seen.message_held {
+    let step = if let Some(limit) = seen.limit {
+        held(session, seen, limit, config, now)
+    } else if seen.message_held {
         // Nothing sent again (one more to answer) or typed (into its Deny/Deliver dialog).
-        let reason = "a message to its inbox waits for a human (Deliver or Deny)";
-        return Step::Wait(SessionState::Dialog, reason.into());
+        let reason = "a message to its inbox is held for a human (bypass mode): Deliver or Deny \
+                      it, or allow it with `wakebridge claude install --accept-session-messages`";
+        Step::Wait(SessionState::Dialog, reason.into())
+    } else {
+        let owed = seen
+            .owed
+            .and_then(|owed| pay_owed(session, seen, owed, config, now));
+        let waiting = seen.rewind.filter(|(_, taken)| !taken);
+        owed.or_else(|| warning(session, seen, config, now))
+            .or_else(|| waiting.and_then(|(p, _)| rewind(session, seen, p, config, now)))
+            .unwrap_or_else(|| nudge(session, seen, config, now))
+    };
+    let step = watched(in_hours(step, &config.hours, now), seen, config);
+    match step {
+        // Events waiting for a wake show over a running turn or an idle session.
+        Step::Wait(state, reason) if seen.owed.is_some() && state > SessionState::Owed => {
+            Step::Wait(SessionState::Owed, reason)
+        }
+        step => step,
     }
-    if let Some(owed) = seen.owed
-        && let Some(step) = pay_owed(session, seen, owed, config, now)
-    {
-        return step;
+}
+
+/// An agent that is gone cannot wait for an idle moment: a restart revives it now.
+fn gone(seen: &Seen, why: &str, revive: Option<bool>) -> Step {
+    match (revive, seen.rewind) {
+        (Some(_), Some((pending, true))) if pending.why == RewindWhy::Restart => {
+            Step::Wait(SessionState::Rewinding, "restarting".into())
+        }
+        (Some(in_place), Some((pending, false))) if pending.why == RewindWhy::Restart => {
+            Step::Restart {
+                pending: pending.clone(),
+                in_place,
+            }
+        }
+        _ => Step::Wait(SessionState::NoPane, why.into()),
     }
-    if let Some((pending, false)) = seen.rewind
-        && let Some(step) = rewind(session, seen, pending, config, now)
-    {
-        return step;
+}
+
+/// The due context warning, told through the inbox at once (between tool calls) or typed at
+/// the session's next idle moment (the gate refuses a turn, a draft, a dialog); a refusal is
+/// tried again after its retry clock.
+fn warning(session: &Session, seen: &Seen, config: &SessionConfig, now: &Now) -> Option<Step> {
+    if !config.context.warnings || session.waits(Attempt::Warn, now.at) {
+        return None;
     }
-    nudge(session, seen, config, now)
+    let (level, text) = session.context.thresholds.due_message()?;
+    let busy = matches!(classify(seen.obs), Verdict::Busy(_) | Verdict::Dialog(_));
+    (seen.inbox || !busy).then_some(Step::Warn(level, text))
+}
+
+/// `step`, unless the session is only watched: then what it would have told it (or the screen
+/// read that leads there) waits, and says why. A session not kept still gets its owed wakes, its
+/// warnings, its limit's hold and the rewinds a person asked for; with the spool backend nothing
+/// at all is typed, sent or read from a screen.
+fn watched(step: Step, seen: &Seen, config: &SessionConfig) -> Step {
+    let own = match &step {
+        Step::Wait(..) | Step::WaitUntil(..) | Step::Later(..) => return step,
+        Step::Nudge | Step::BudgetNudge(_) | Step::Resume { .. } | Step::Restart { .. } => true,
+        Step::Look(look) => *look != Look::WhileHeld,
+        Step::Rewind(pending) => pending.why == RewindWhy::Auto,
+        _ => false,
+    };
+    let why = match (config.can_type, seen.kept) {
+        (false, _) => "watched only: the spool backend types nothing".to_owned(),
+        (true, Err(why)) if own => format!("watched, not kept: {why}"),
+        (true, _) => return step,
+    };
+    let state = match step {
+        Step::Resume { .. } | Step::Look(_) if seen.limit.is_some() => SessionState::Limited,
+        Step::HeldFromScreen(_) | Step::MetAgain(..) | Step::GiveUp { .. } => SessionState::Limited,
+        _ => classify(seen.obs).state(),
+    };
+    Step::Wait(state, why)
 }
 
 /// The earliest time after `now_ms` a held session's decision changes without a new signal.
-pub fn resume_times(limit: &Limit, config: &NudgerConfig, now_ms: i64) -> Option<i64> {
+pub fn resume_times(limit: &Limit, config: &SessionConfig, now_ms: i64) -> Option<i64> {
     let (due, settled, again) = resume_clock(limit, config);
     [due?, settled, again]
         .into_iter()
@@ -168,7 +247,7 @@ pub fn resume_times(limit: &Limit, config: &NudgerConfig, now_ms: i64) -> Option
 
 /// When a held session is due its resume (`None`: never by itself), and when its last try has
 /// settled and when it may be tried again (`i64::MIN` before any try).
-fn resume_clock(limit: &Limit, config: &NudgerConfig) -> (Option<i64>, i64, i64) {
+fn resume_clock(limit: &Limit, config: &SessionConfig) -> (Option<i64>, i64, i64) {
     let limits = &config.limits;
     let due = (limit.resets_at_ms)
         .filter(|_| limits.resume && !limit.gave_up)
@@ -187,12 +266,12 @@ fn pay_owed(
     session: &Session,
     seen: &Seen,
     owed: Owed,
-    config: &NudgerConfig,
+    config: &SessionConfig,
     now: &Now,
 ) -> Option<Step> {
     // Its inbox hands a message over between tool calls, as it does a bus event's: no idle
     // moment to wait for.
-    if seen.pane == PaneSeen::Inbox {
+    if seen.reach == Reach::Inbox {
         return Some(match session.waits(Attempt::Owed, now.at) {
             true => Step::Wait(SessionState::Owed, format!("owed {} event(s)", owed.events)),
             false => Step::PayOwed(Mode::Gated),
@@ -223,7 +302,7 @@ fn rewind(
     session: &Session,
     seen: &Seen,
     pending: &RewindRow,
-    config: &NudgerConfig,
+    config: &SessionConfig,
     now: &Now,
 ) -> Option<Step> {
     let Verdict::Idle(idle_why) = classify(seen.obs) else {
@@ -249,7 +328,7 @@ fn rewind_due(
     pending: &RewindRow,
     idle_for: Duration,
     last_done_ms: Option<i64>,
-    config: &NudgerConfig,
+    config: &SessionConfig,
     now_ms: i64,
 ) -> Option<Step> {
     let gap_ms = duration_ms(config.rewind.min_gap);
@@ -273,7 +352,7 @@ fn rewind_due(
     }
 }
 
-fn nudge(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> Step {
+fn nudge(session: &Session, seen: &Seen, config: &SessionConfig, now: &Now) -> Step {
     let verdict = classify(seen.obs);
     let Verdict::Idle(why) = verdict else {
         return Step::Wait(verdict.state(), verdict.describe());
@@ -333,7 +412,7 @@ fn nudge(session: &Session, seen: &Seen, config: &NudgerConfig, now: &Now) -> St
 
 /// Before a nudge into a tmux pane: read its screen, and stop at a limit's notice or at what
 /// the screen shows that the cheap signals did not.
-fn look_first(seen: &Seen, config: &NudgerConfig, idle: SessionState) -> Option<Step> {
+fn look_first(seen: &Seen, config: &SessionConfig, idle: SessionState) -> Option<Step> {
     if !seen.tmux {
         return None;
     }
@@ -352,7 +431,7 @@ fn look_first(seen: &Seen, config: &NudgerConfig, idle: SessionState) -> Option<
     }
 }
 
-fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, now: &Now) -> Step {
+fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, now: &Now) -> Step {
     let limits = &config.limits;
     let reset = describe_reset(limit.resets_at_ms, now.ms, &now.local);
     let shown = format!("limited ({}) · {reset}", limit.kind);
@@ -373,7 +452,7 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, no
             .unwrap_or(limit.since_ms.saturating_add(LOOK_EVERY_MS));
         return match seen.screen {
             Screen::Text(text) if notice_gone(text) => Step::Lift,
-            Screen::NotRead if now.ms >= look_at && seen.pane != PaneSeen::Inbox => {
+            Screen::NotRead if now.ms >= look_at && seen.reach != Reach::Inbox => {
                 Step::Look(Look::WhileHeld)
             }
             _ => Step::Wait(SessionState::Limited, reason),
@@ -386,7 +465,7 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &NudgerConfig, no
     }
     // With no pane there is no screen: the hooks lift the hold, and the resume goes to its inbox.
     let text = match seen.screen {
-        _ if seen.pane == PaneSeen::Inbox => None,
+        _ if seen.reach == Reach::Inbox => None,
         Screen::NotRead => return Step::Look(Look::AtReset),
         // Without the screen there is no telling whether it still shows the limit.
         Screen::Unreadable => {
@@ -454,9 +533,9 @@ mod tests {
 
     const NOW_MS: i64 = 1_800_000_000_000;
 
-    fn config() -> NudgerConfig {
+    fn config() -> SessionConfig {
         let d = crate::config::defaults();
-        NudgerConfig::from_settings(&d.nudger, &d.wake, &d.limits, &d.rewind).unwrap()
+        SessionConfig::from_settings(d, std::path::PathBuf::new(), vec![], true).unwrap()
     }
 
     fn now() -> Now {
@@ -483,7 +562,8 @@ mod tests {
 
     fn seen<'a>(obs: &'a Observation) -> Seen<'a> {
         Seen {
-            pane: PaneSeen::Live,
+            reach: Reach::Pane,
+            inbox: false,
             obs,
             screen: Screen::NotRead,
             tmux: true,
@@ -494,6 +574,8 @@ mod tests {
             rewind_last_done_ms: None,
             last_typed: None,
             budget: Outlook::Plain,
+            paused: false,
+            kept: Ok(()),
         }
     }
 
@@ -716,7 +798,7 @@ mod tests {
         }
 
         // Nudges off: no budget nudge either.
-        let off = NudgerConfig {
+        let off = SessionConfig {
             enabled: false,
             ..config.clone()
         };
@@ -772,16 +854,16 @@ mod tests {
         let (session, mut obs) = idle(2);
         obs.busy_marker = true;
         let mut s = seen(&obs);
-        (s.pane, s.tmux, s.owed) = (PaneSeen::Inbox, false, Some(owed));
+        (s.reach, s.tmux, s.owed) = (Reach::Inbox, false, Some(owed));
         assert_eq!(
             decide(&session, &s, &config, &now()),
             Step::PayOwed(Mode::Gated)
         );
         // A message its inbox holds for a human: nothing paid, nudged or rewound meanwhile.
         let (quiet, obs) = idle(3600);
-        for pane in [PaneSeen::Inbox, PaneSeen::Live] {
+        for pane in [Reach::Inbox, Reach::Pane] {
             let mut s = seen(&obs);
-            (s.pane, s.owed, s.message_held) = (pane, Some(owed), true);
+            (s.reach, s.owed, s.message_held) = (pane, Some(owed), true);
             assert!(matches!(
                 decide(&quiet, &s, &config, &now()),
                 Step::Wait(SessionState::Dialog, _)
@@ -856,7 +938,7 @@ mod tests {
             detail: None,
         };
         let mut s = seen(&obs);
-        s.pane = PaneSeen::Gone {
+        s.reach = Reach::Gone {
             why: "pane dead",
             revive: Some(true),
         };
@@ -890,7 +972,7 @@ mod tests {
     #[test]
     fn asked_rewinds_wait_to_settle_and_automatic_ones_for_after_and_the_gap() {
         let settle = Duration::from_secs(10);
-        let c = NudgerConfig {
+        let c = SessionConfig {
             owed_after: settle,
             ..config()
         };

@@ -106,8 +106,6 @@ pub struct Gate {
     injector: Arc<Injector>,
     /// Where each session's cooldown and typing record are kept.
     sessions: Arc<Sessions>,
-    /// Rung when a bus event became owed a wake, so the session loop looks at once.
-    owed: tokio::sync::Notify,
     store: Store,
     /// False: not even a notice on screen holds a wake back.
     hold_limits: bool,
@@ -136,7 +134,6 @@ impl Gate {
             cooldown: Cooldown::new(cooldown),
             injector,
             sessions,
-            owed: tokio::sync::Notify::new(),
             store,
             hold_limits,
             notices: Notices::default(),
@@ -192,12 +189,10 @@ impl Gate {
         }
     }
 
-    pub fn note_owed(&self) {
-        self.owed.notify_one();
-    }
-
-    pub async fn owed_noted(&self) {
-        self.owed.notified().await;
+    /// Something changed `sid` outside the loop (a bus event became owed, a person unpaused
+    /// it): the loop looks at it at once.
+    pub fn poke(&self, sid: &str) {
+        self.sessions.poke(sid);
     }
 
     /// How long until `sid` may be woken again (zero when it may now).

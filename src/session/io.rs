@@ -1,53 +1,118 @@
 //! Everything the session loop reads and writes, behind [`SessionIo`]. [`LiveIo`] is the real
 //! one; tests drive the loop with a scripted one on tokio's paused clock.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::budget::Account;
 use crate::claude::home::ClaudeHome;
-use crate::claude::inbox;
+use crate::claude::hooks::HookKind;
+use crate::claude::inbox::{self, Inbox};
 use crate::claude::registry::{RegistryReading, read_registry};
 use crate::claude::transcript;
 use crate::claude::turn::{self, Turn};
 use crate::clock;
+use crate::context::ContextConfig;
+use crate::context::follow::ChangeWatcher;
+use crate::context::followed::{Followed, write_state_files};
+use crate::context::statusline::feed_dir;
 use crate::deadline::Deadline;
+use crate::lock;
 use crate::mux::{INJECT_BUDGET, InjectError, KeystrokeText, MuxError, PaneInfo};
 use crate::rewind::restart::{Restart, RestartSettings};
 use crate::session::gate::{Gate, GateOutcome, Mode};
 use crate::session::observe::FileStamp;
-use crate::store::{InboxRow, Limit, NudgeState, Owed, Record, RewindFacts, Store};
+use crate::store::{ALL_SESSIONS, InboxRow, Pause, Record, RewindFacts, SessionRow, Store};
 use crate::telemetry::notice::Notice;
 use crate::telemetry::warn::Warnings;
 use crate::wakedir::reader::mapped_panes;
 use crate::wakedir::target::PaneTarget;
+use crate::wire::session_id::SessionId;
 
 /// Budget of one `list-panes -a` or `capture-pane`: tmux answers in milliseconds; one that
 /// takes longer is stuck, and the poll goes on without it.
 const TMUX_BUDGET: Duration = Duration::from_secs(2);
 
-/// Facts the ledger holds for a session, plus its transcript's stamp.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What the loop's views were made from: the ledger's version ([`Store::version`]) and
+/// `panes.json`'s size and modification time. Views are as fresh as a request needs when their
+/// ledger version is not older and `panes.json` is the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Version {
+    pub ledger: u64,
+    pub panes: Option<(u64, std::time::SystemTime)>,
+}
+
+impl Version {
+    /// Now, or `None` when the ledger cannot be read.
+    pub fn now(store: &Store, wake_dir: &Path) -> Option<Version> {
+        let panes = std::fs::metadata(wake_dir.join(crate::wakedir::PANES_FILE)).ok();
+        Some(Version {
+            ledger: store.version().ok()?,
+            panes: panes.and_then(|m| Some((m.len(), m.modified().ok()?))),
+        })
+    }
+
+    /// Whether views made from `self` show everything `now` does.
+    pub fn covers(&self, now: &Version) -> bool {
+        self.ledger >= now.ledger && self.panes == now.panes
+    }
+}
+
+/// What the ledger holds for the sessions the loop looks at.
+#[derive(Debug, Clone, Default)]
+pub struct Ledger {
+    pub sessions: BTreeMap<String, SessionFacts>,
+    /// Ids given up at a `/clear`: shown as part of the session that has the pane now.
+    pub renamed: HashSet<String>,
+    /// A pause of every session, while it lasts.
+    pub paused_all: Option<Pause>,
+}
+
+/// One session as the ledger knows it, with what its files say now.
+#[derive(Debug, Clone)]
 pub struct SessionFacts {
-    /// The last hook event name and when the hook last reported (unix ms).
-    pub hook: Option<(String, i64)>,
+    /// The ledger's row: the hook's last report, the latest delivery, what is owed and paid, a
+    /// usage limit, the nudge series, the inbox.
+    pub row: SessionRow,
+    /// Its transcript's size and mtime now.
     pub transcript: Option<FileStamp>,
-    pub owed: Option<Owed>,
-    pub limit: Option<Limit>,
     pub rewind: RewindFacts,
-    /// A person paused it: nothing is done for it.
-    pub paused: bool,
+    /// The pause a person put it under (its own, else every session's), while it lasts.
+    pub pause: Option<Pause>,
     /// Claude Code holds the last message to its inbox for a human (`inbox::held`).
     pub message_held: bool,
-    /// Its transcript: its account (`budget::account_of`), and the turns to charge.
-    pub transcript_path: Option<PathBuf>,
-    /// Its nudge series as last recorded: where a session new to the loop takes it up.
-    pub nudge: Option<NudgeState>,
+    /// Its inbox as the gate would use it now (`Ok(None)`: it has none; `Err`: why not).
+    pub inbox: Result<Option<Inbox>, String>,
+}
+
+impl Default for SessionFacts {
+    fn default() -> Self {
+        Self {
+            row: SessionRow::default(),
+            transcript: None,
+            rewind: RewindFacts::default(),
+            pause: None,
+            message_held: false,
+            inbox: Ok(None),
+        }
+    }
+}
+
+impl SessionFacts {
+    /// The last hook event and when the hook last reported (unix ms).
+    pub fn hook(&self) -> Option<(HookKind, i64)> {
+        let event = self.row.last_hook_event.as_deref()?;
+        Some((HookKind::of_recorded(event), self.row.last_seen_ms?))
+    }
+
+    pub fn inbox_live(&self) -> bool {
+        matches!(self.inbox, Ok(Some(_)))
+    }
 }
 
 pub trait SessionIo: Send + Sync {
@@ -57,28 +122,31 @@ pub trait SessionIo: Send + Sync {
         &self,
     ) -> impl Future<Output = Result<HashMap<String, PaneInfo>, MuxError>> + Send;
     fn capture(&self, pane: &str) -> impl Future<Output = Result<String, MuxError>> + Send;
-    /// The ledger's facts for each of `sessions` it knows; `None` when the ledger cannot be
-    /// read.
-    fn session_facts(
+    /// The ledger's facts of every session it knows (`only`: of these), each inbox checked with
+    /// the `registry`'s as the second source; `None` when the ledger cannot be read.
+    fn ledger(
         &self,
-        sessions: Vec<String>,
-    ) -> impl Future<Output = Option<HashMap<String, SessionFacts>>> + Send;
+        only: Option<Vec<String>>,
+        registry: &HashMap<String, RegistryReading>,
+    ) -> impl Future<Output = Option<Ledger>> + Send;
     /// Claims what `sid` is owed for the wake about to be sent, so its Stop hook leaves the debt
     /// to it (`Store::claim_owed`): how many events; `None` when the ledger cannot be written.
     fn claim_owed(&self, sid: &str) -> impl Future<Output = Option<u32>> + Send;
     fn registry(&self) -> impl Future<Output = HashMap<String, RegistryReading>> + Send;
-    /// The sessions besides `mapped` that wakebridge keeps (`Store::inbox_candidates`) whose
-    /// inbox can be told through now: announced by their hooks, or `live` in Claude Code's
-    /// registry. `None` when the ledger cannot be read.
-    fn reached_by_inbox(
-        &self,
-        live: Vec<String>,
-        mapped: Vec<String>,
-    ) -> impl Future<Output = Option<Vec<String>>> + Send;
     /// Every account's usage windows as the status lines last reported them.
     fn budgets(&self) -> impl Future<Output = Vec<Account>> + Send;
     /// The newest turn of the transcript at `path`.
     fn last_turn(&self, path: PathBuf) -> impl Future<Output = Option<Turn>> + Send;
+    /// Brings each session's context up to date from its transcript and feed (`full`: finding
+    /// transcripts not followed yet) and writes the state files; each comes back with the
+    /// usage-limit records its files showed.
+    fn follow(
+        &self,
+        sessions: Vec<(String, Followed)>,
+        full: bool,
+    ) -> impl Future<Output = Vec<(String, Followed, Vec<Record>)>> + Send;
+    /// The sessions whose transcript or status-line feed changed, once one did.
+    fn changed(&self) -> impl Future<Output = Vec<String>> + Send;
     fn busy(&self, sid: &str) -> bool;
     fn last_typed(&self, sid: &str) -> Option<Instant>;
     fn wake(
@@ -99,8 +167,9 @@ pub trait SessionIo: Send + Sync {
     /// When each session last got a budget nudge, as the ledger's deliveries say; `None` when
     /// the ledger cannot be read.
     fn budget_nudges(&self) -> impl Future<Output = Option<HashMap<String, i64>>> + Send;
-    /// Resolves when a bus event became owed a wake since the last call.
-    fn owed_noted(&self) -> impl Future<Output = ()> + Send;
+    /// What the views would be made from now: another version means something was committed
+    /// to the ledger or `panes.json` changed since; `None` when the ledger cannot be read.
+    fn version(&self) -> Option<Version>;
     fn now_ms(&self) -> i64;
     /// Tells a human (`[notify]`), if the daemon does; never waits.
     fn notify(&self, notice: Notice) {
@@ -116,6 +185,11 @@ pub struct LiveIo {
     state_dir: PathBuf,
     claude: Option<ClaudeHome>,
     restarts: RestartSettings,
+    context: ContextConfig,
+    /// Change notification for the followed transcripts' directories and the feed directory.
+    watcher: tokio::sync::Mutex<ChangeWatcher>,
+    /// The directories watched, and the session whose state file is the "latest" one.
+    watching: Mutex<(HashSet<PathBuf>, Option<String>)>,
     warned: Warnings,
 }
 
@@ -125,17 +199,20 @@ impl LiveIo {
         gate: Arc<Gate>,
         store: Store,
         wake_dir: PathBuf,
-        state_dir: PathBuf,
         claude: Option<ClaudeHome>,
         restarts: RestartSettings,
+        context: ContextConfig,
     ) -> Self {
         Self {
             gate,
             store,
             wake_dir,
-            state_dir,
+            state_dir: context.state_dir.clone(),
             claude,
             restarts,
+            watcher: tokio::sync::Mutex::new(ChangeWatcher::new(context.poll_interval)),
+            context,
+            watching: Mutex::default(),
             warned: Warnings::default(),
         }
     }
@@ -161,7 +238,66 @@ impl LiveIo {
 
     fn warn_store(&self, key: &str, what: &str, error: &dyn std::fmt::Display, then: &str) {
         let first = self.warned.first(key);
-        crate::warn_or_debug!(first, "nudger: {what} failed: {error}; {then}");
+        crate::warn_or_debug!(first, "session loop: {what} failed: {error}; {then}");
+    }
+
+    /// Watches the directories of the followed transcripts and the feed directory not watched
+    /// yet (a directory that does not exist yet is tried again next time).
+    async fn watch(&self, followed: &[(String, Followed, Vec<Record>)]) {
+        let mut dirs: Vec<PathBuf> = (followed.iter())
+            .filter_map(|(_, f, _)| f.transcript()?.parent().map(Path::to_owned))
+            .chain([feed_dir(&self.state_dir)])
+            .collect();
+        dirs.sort();
+        dirs.dedup();
+        dirs.retain(|d| !lock(&self.watching).0.contains(d) && d.is_dir());
+        let mut watcher = self.watcher.lock().await;
+        for dir in dirs {
+            match watcher.watch_dir(&dir) {
+                Ok(()) => drop(lock(&self.watching).0.insert(dir)),
+                Err(e) => tracing::debug!(error = %e, "transcripts are polled instead"),
+            }
+        }
+    }
+}
+
+/// A session's facts from its ledger row: its transcript's stamp, its rewinds, its pause, and
+/// its inbox as the gate would use it now. Blocking I/O.
+fn facts_of(
+    row: SessionRow,
+    rewind: RewindFacts,
+    pause: Option<Pause>,
+    gate: &Gate,
+    registered: Option<Inbox>,
+) -> SessionFacts {
+    let path = row.transcript_path.as_deref().map(Path::new);
+    let transcript = path
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map(|meta| FileStamp {
+            size: meta.len(),
+            mtime_ms: meta.modified().map(clock::ms).unwrap_or(0),
+        });
+    let unanswered = row.inbox.as_ref().and_then(InboxRow::unanswered_since);
+    let message_held = inbox::held(unanswered, path);
+    let sid = &row.session_id;
+    let inbox = gate.reach_from(sid, row.inbox.as_ref(), registered, || message_held);
+    let announced = (row.inbox.as_ref()).is_some_and(|r| r.inbox.is_some() || r.sent_ms.is_some());
+    let inbox = match inbox {
+        Ok(None) if announced && !gate.inboxes_on() => {
+            Err("inboxes are off ([wake] inbox = false)".to_owned())
+        }
+        Ok(None) if announced => {
+            Err("no inbox announced by its hooks or Claude Code's registry".to_owned())
+        }
+        reach => reach.map_err(|why| why.to_string()),
+    };
+    SessionFacts {
+        transcript,
+        rewind,
+        pause,
+        message_held,
+        inbox,
+        row,
     }
 }
 
@@ -178,7 +314,7 @@ impl SessionIo for LiveIo {
         let snapshot = tmux.snapshot(Deadline::after(TMUX_BUDGET)).await;
         if let Some(error) = self.warned.first_err("tmux snapshot", &snapshot) {
             tracing::warn!(
-                "nudger: tmux list-panes failed ({error}); skipping tmux panes until it works"
+                "session loop: tmux list-panes failed ({error}); skipping tmux panes until it works"
             );
         }
         snapshot
@@ -192,46 +328,41 @@ impl SessionIo for LiveIo {
             .await
     }
 
-    async fn session_facts(&self, sessions: Vec<String>) -> Option<HashMap<String, SessionFacts>> {
-        let store = self.store.clone();
-        self.read_ledger("reading hook facts", move || {
-            let mut facts = HashMap::new();
+    async fn ledger(
+        &self,
+        only: Option<Vec<String>>,
+        registry: &HashMap<String, RegistryReading>,
+    ) -> Option<Ledger> {
+        let (store, gate) = (self.store.clone(), self.gate.clone());
+        let registered: HashMap<String, Inbox> = (registry.iter())
+            .filter_map(|(sid, r)| Some((sid.clone(), r.inbox.clone()?)))
+            .collect();
+        self.read_ledger("reading the sessions", move || {
+            let rows = match &only {
+                None => store.sessions()?,
+                Some(ids) => (ids.iter())
+                    .filter_map(|sid| store.session(sid).transpose())
+                    .collect::<Result<_, _>>()?,
+            };
             let rewinds = store.rewinds()?;
-            for sid in sessions {
-                let rewind = rewinds.facts(&sid);
-                let Some(row) = store.session(&sid)? else {
-                    continue;
-                };
-                let hook = row.last_hook_event.clone().zip(row.last_seen_ms);
-                let transcript = row
-                    .transcript_path
-                    .as_deref()
-                    .and_then(|p| std::fs::metadata(p).ok())
-                    .map(|meta| FileStamp {
-                        size: meta.len(),
-                        mtime_ms: meta.modified().map(clock::ms).unwrap_or(0),
-                    });
-                let paused = store.pause(&sid)?.is_some();
-                let message_held = inbox::held(
-                    row.inbox.as_ref().and_then(InboxRow::unanswered_since),
-                    row.transcript_path.as_deref().map(std::path::Path::new),
-                );
-                facts.insert(
-                    sid,
-                    SessionFacts {
-                        hook,
-                        transcript,
-                        owed: row.owed,
-                        limit: row.limit,
-                        rewind,
-                        paused,
-                        message_held,
-                        transcript_path: row.transcript_path.map(PathBuf::from),
-                        nudge: row.nudge,
-                    },
-                );
+            let pauses = store.pauses(clock::now_ms())?;
+            let paused_all = pauses.get(ALL_SESSIONS).copied();
+            let mut ledger = Ledger {
+                renamed: (rows.iter())
+                    .map(|r| r.session_id.clone())
+                    .filter(|sid| rewinds.renamed(sid))
+                    .collect(),
+                paused_all,
+                sessions: BTreeMap::new(),
+            };
+            for row in rows {
+                let sid = row.session_id.clone();
+                let pause = pauses.get(&sid).copied().or(paused_all);
+                let registered = registered.get(&sid).cloned();
+                let facts = facts_of(row, rewinds.facts(&sid), pause, &gate, registered);
+                ledger.sessions.insert(sid, facts);
             }
-            Ok(facts)
+            Ok(ledger)
         })
         .await
     }
@@ -266,6 +397,52 @@ impl SessionIo for LiveIo {
         tokio::task::spawn_blocking(read).await.ok().flatten()
     }
 
+    async fn follow(
+        &self,
+        sessions: Vec<(String, Followed)>,
+        full: bool,
+    ) -> Vec<(String, Followed, Vec<Record>)> {
+        let config = self.context.clone();
+        let mut latest = lock(&self.watching).1.clone();
+        let read = move || {
+            let mut followed: Vec<(String, Followed, Vec<Record>)> = (sessions.into_iter())
+                .map(|(sid, mut f)| {
+                    let seen = f.refresh(&sid, &config, full);
+                    (sid, f, seen)
+                })
+                .collect();
+            let each = followed.iter_mut().map(|(sid, f, _)| (sid.as_str(), f));
+            write_state_files(each, &config, &mut latest);
+            (followed, latest)
+        };
+        let Ok((followed, latest)) = tokio::task::spawn_blocking(read).await else {
+            tracing::error!("session loop: reading the transcripts failed");
+            return Vec::new();
+        };
+        lock(&self.watching).1 = latest;
+        self.watch(&followed).await;
+        followed
+    }
+
+    async fn changed(&self) -> Vec<String> {
+        let feeds = feed_dir(&self.state_dir);
+        loop {
+            let paths = self.watcher.lock().await.next().await;
+            let named = (paths.iter()).filter_map(|path| {
+                let name = path.file_name()?.to_str()?;
+                let sid = match path.parent() == Some(feeds.as_path()) {
+                    true => name.strip_suffix(".json")?,
+                    false => name.strip_suffix(".jsonl")?,
+                };
+                SessionId::is_valid(sid).then(|| sid.to_owned())
+            });
+            let sids: Vec<String> = named.collect::<HashSet<_>>().into_iter().collect();
+            if !sids.is_empty() {
+                return sids;
+            }
+        }
+    }
+
     async fn registry(&self) -> HashMap<String, RegistryReading> {
         let Some(dir) = self.claude.as_ref().map(ClaudeHome::sessions) else {
             return HashMap::new();
@@ -274,28 +451,9 @@ impl SessionIo for LiveIo {
             return HashMap::new();
         };
         if let Some(error) = self.warned.first_err("registry", &read) {
-            tracing::warn!("nudger: {error}; deciding without the registry");
+            tracing::warn!("session loop: {error}; deciding without the registry");
         }
         read.unwrap_or_default()
-    }
-
-    async fn reached_by_inbox(
-        &self,
-        live: Vec<String>,
-        mapped: Vec<String>,
-    ) -> Option<Vec<String>> {
-        if !self.gate.inboxes_on() {
-            return Some(Vec::new());
-        }
-        let (store, gate) = (self.store.clone(), self.gate.clone());
-        self.read_ledger("listing the sessions with an inbox", move || {
-            let kept = store.inbox_candidates(&live, &mapped)?;
-            Ok(kept
-                .into_iter()
-                .filter(|s| gate.inbox(s).is_some())
-                .collect())
-        })
-        .await
     }
 
     fn busy(&self, sid: &str) -> bool {
@@ -335,8 +493,8 @@ impl SessionIo for LiveIo {
     async fn record(&self, records: Vec<Record>) {
         for record in records {
             if let Err(error) = self.store.record(record).await {
-                let then = "nudge state may not survive a restart";
-                self.warn_store("ledger write", "recording a nudge", &error, then);
+                let then = "the session's state may not survive a restart";
+                self.warn_store("ledger write", "recording", &error, then);
             }
         }
     }
@@ -347,8 +505,8 @@ impl SessionIo for LiveIo {
         self.read_ledger("restoring budget nudges", read).await
     }
 
-    async fn owed_noted(&self) {
-        self.gate.owed_noted().await;
+    fn version(&self) -> Option<Version> {
+        Version::now(&self.store, &self.wake_dir)
     }
 
     fn now_ms(&self) -> i64 {

@@ -14,6 +14,7 @@ pub(crate) mod schedule;
 pub mod state;
 mod table;
 pub mod task;
+pub mod view;
 
 pub use table::Sessions;
 
@@ -21,8 +22,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::api::SessionState;
-use crate::config::{LimitSettings, NudgerSettings, RewindSettings, WakeSettings};
+use std::path::PathBuf;
+
+use crate::api::SessionStatus;
+use crate::budget::policy::BudgetError;
+use crate::claude::home::ClaudeHome;
+use crate::config::{LimitSettings, RewindSettings, Settings};
+use crate::context::{ContextConfig, ContextError};
 use crate::mux::{KeystrokeText, TextError};
 use crate::rewind::RewindError;
 
@@ -37,8 +43,8 @@ pub const ECHO_GRACE: Duration = Duration::from_secs(10);
 /// Shortest poll interval accepted: each poll forks one `tmux list-panes`.
 pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum NudgeError {
+#[derive(Debug, thiserror::Error)]
+pub enum SessionConfigError {
     #[error("nudger.messages is empty; give at least one message to type as a nudge")]
     NoMessages,
     #[error("nudger.messages[{index}] cannot be typed: {source}")]
@@ -56,14 +62,23 @@ pub enum NudgeError {
     NoTries,
     #[error(transparent)]
     Rewind(#[from] RewindError),
+    #[error(transparent)]
+    Context(#[from] ContextError),
+    #[error(transparent)]
+    Hours(#[from] hours::HoursError),
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
 }
 
-/// `[nudger]` (and `[wake] owed_after`), validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NudgerConfig {
-    /// Owed wakes are paid either way.
+/// Everything the session loop runs with, validated: `[nudger]`, `[wake] owed_after`,
+/// `[limits]`, `[rewind]`, `[schedule]`, `[budget]` and `[context]`.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// Nudges on (owed wakes, warnings and resumes go either way).
     pub enabled: bool,
     pub idle_after: Duration,
+    /// The loop's one interval: the smaller of `[nudger]`'s and, while context is followed,
+    /// `[context]`'s (changes to transcripts and feeds wake it sooner).
     pub poll_interval: Duration,
     pub schedule: Schedule,
     /// Typed in rotation: the n-th unanswered nudge of a series types `messages[n % len]`.
@@ -83,58 +98,71 @@ pub struct NudgerConfig {
     pub budget: crate::config::BudgetSettings,
     /// wakebridge's texts, to charge the turns they started.
     pub texts: crate::budget::caused::Texts,
+    /// `[context]`: each session's context followed, and its warnings.
+    pub context: ContextConfig,
+    /// The mux backend: things are typed or sent. With the spool backend every session is only
+    /// watched.
+    pub can_type: bool,
 }
 
-impl NudgerConfig {
+impl SessionConfig {
+    /// Validates every section the loop reads; `state_dir` and `homes` are where the state
+    /// files and feeds are kept and the transcripts found.
     pub fn from_settings(
-        settings: &NudgerSettings,
-        wake: &WakeSettings,
-        limits: &LimitSettings,
-        rewind: &RewindSettings,
-    ) -> Result<Self, NudgeError> {
-        if settings.messages.is_empty() {
-            return Err(NudgeError::NoMessages);
+        s: &Settings,
+        state_dir: PathBuf,
+        homes: Vec<ClaudeHome>,
+        can_type: bool,
+    ) -> Result<Self, SessionConfigError> {
+        let context = ContextConfig::from_settings(&s.context, state_dir, homes, can_type)?;
+        let nudger = &s.nudger;
+        if nudger.messages.is_empty() {
+            return Err(SessionConfigError::NoMessages);
         }
-        let messages = settings
-            .messages
-            .iter()
-            .enumerate()
+        let messages = (nudger.messages.iter().enumerate())
             .map(|(index, text)| {
-                KeystrokeText::new(text).map_err(|source| NudgeError::BadMessage { index, source })
+                KeystrokeText::new(text)
+                    .map_err(|source| SessionConfigError::BadMessage { index, source })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        if settings.poll_interval < MIN_POLL_INTERVAL {
-            return Err(NudgeError::PollTooShort {
-                got: settings.poll_interval,
+        if nudger.poll_interval < MIN_POLL_INTERVAL {
+            return Err(SessionConfigError::PollTooShort {
+                got: nudger.poll_interval,
             });
         }
-        if settings.base_cooldown.is_zero() {
-            return Err(NudgeError::ZeroBase);
+        if nudger.base_cooldown.is_zero() {
+            return Err(SessionConfigError::ZeroBase);
         }
-        if limits.max_tries == 0 {
-            return Err(NudgeError::NoTries);
+        if s.limits.max_tries == 0 {
+            return Err(SessionConfigError::NoTries);
         }
-        let resume_message =
-            KeystrokeText::resume(&limits.resume_message).map_err(NudgeError::BadResumeMessage)?;
+        let resume_message = KeystrokeText::resume(&s.limits.resume_message)
+            .map_err(SessionConfigError::BadResumeMessage)?;
+        let poll_interval = match context.enabled {
+            true => nudger.poll_interval.min(context.poll_interval),
+            false => nudger.poll_interval,
+        };
         Ok(Self {
-            enabled: settings.enabled,
-            idle_after: settings.idle_after,
-            poll_interval: settings.poll_interval,
+            enabled: nudger.enabled,
+            idle_after: nudger.idle_after,
+            poll_interval,
             schedule: Schedule {
-                base: settings.base_cooldown,
-                max: settings.max_cooldown,
-                acknowledge_after: settings.acknowledge_after,
+                base: nudger.base_cooldown,
+                max: nudger.max_cooldown,
+                acknowledge_after: nudger.acknowledge_after,
             },
             messages,
             echo_grace: ECHO_GRACE,
-            owed_after: wake.owed_after,
-            limits: limits.clone(),
+            owed_after: s.wake.owed_after,
+            limits: s.limits.clone(),
             resume_message,
-            rewind: rewind.clone(),
-            rewind_message: crate::rewind::message(rewind)?,
-            hours: hours::ActiveHours::default(),
-            budget: crate::config::BudgetSettings::default(),
-            texts: crate::budget::caused::Texts::default(),
+            rewind: s.rewind.clone(),
+            rewind_message: crate::rewind::message(&s.rewind)?,
+            hours: hours::ActiveHours::parse(&s.schedule.active_hours, &s.schedule.active_days)?,
+            budget: crate::budget::policy::validate(&s.budget)?,
+            texts: crate::budget::caused::Texts::new(s),
+            context,
+            can_type,
         })
     }
 
@@ -144,64 +172,46 @@ impl NudgerConfig {
     }
 }
 
-/// What the loop last made of one session, for `/sessions`, `wakebridge status` and `/metrics`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionView {
-    pub state: SessionState,
-    /// In a few words for a person (`busy (title: busy glyph)`, `nudged`, ...).
-    pub reason: String,
-    pub unanswered: u32,
-    pub last_nudge_ms: Option<i64>,
-    /// Earliest time (unix ms) the next nudge may be typed; `None` when none is scheduled.
-    pub next_nudge_at_ms: Option<i64>,
-    pub acknowledged: bool,
-    /// Since when nothing moved (unix ms), while it looks idle.
-    pub idle_since_ms: Option<i64>,
+/// Every session as the loop last rendered it (`/sessions`, `/metrics`, `wakebridge status`),
+/// with the ledger version it had read then.
+#[derive(Debug, Clone, Default)]
+pub struct SessionViews {
+    /// What they were made from (`None` before the loop's first tick).
+    pub version: Option<task::Version>,
+    pub sessions: Arc<BTreeMap<String, SessionStatus>>,
+    /// A pause of every session, while it lasts: shown even when no session is known yet.
+    pub paused_all: Option<crate::store::Pause>,
 }
 
-/// Every watched session's view, replaced as a whole after each poll (cheap to clone).
-pub type SessionViews = Arc<BTreeMap<String, SessionView>>;
+impl std::ops::Index<&str> for SessionViews {
+    type Output = SessionStatus;
+
+    fn index(&self, sid: &str) -> &SessionStatus {
+        &self.sessions[sid]
+    }
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn settings() -> NudgerSettings {
-        NudgerSettings {
-            enabled: true,
-            idle_after: Duration::from_secs(300),
-            poll_interval: Duration::from_secs(10),
-            base_cooldown: Duration::from_secs(90),
-            max_cooldown: Duration::from_secs(900),
-            acknowledge_after: 5,
-            messages: vec!["Please continue.".into(), "Still there?".into()],
-        }
+    /// The built-in settings with two nudge messages.
+    fn settings() -> Settings {
+        let mut s = crate::config::defaults().clone();
+        s.nudger.messages = vec!["Please continue.".into(), "Still there?".into()];
+        s
     }
 
-    fn wake() -> WakeSettings {
-        crate::config::defaults().wake.clone()
-    }
-
-    fn limits() -> LimitSettings {
-        crate::config::defaults().limits.clone()
-    }
-
-    fn rewind() -> RewindSettings {
-        crate::config::defaults().rewind.clone()
+    fn config(s: &Settings) -> Result<SessionConfig, SessionConfigError> {
+        SessionConfig::from_settings(s, PathBuf::from("/state"), vec![], true)
     }
 
     #[test]
     fn defaults_load_and_the_environment_overrides_durations_and_the_message_list() {
         use crate::env::Env;
         let defaults = crate::config::load_settings(None, &Env::empty()).unwrap();
-        let config = NudgerConfig::from_settings(
-            &defaults.nudger,
-            &defaults.wake,
-            &defaults.limits,
-            &defaults.rewind,
-        )
-        .unwrap();
-        assert!(config.enabled);
+        let config = config(&defaults).unwrap();
+        assert!(config.enabled && config.can_type && config.context.warnings);
         assert_eq!(config.idle_after, Duration::from_secs(300));
         assert_eq!(config.poll_interval, Duration::from_secs(10));
         assert_eq!(config.schedule.base, Duration::from_secs(90));
@@ -213,25 +223,21 @@ mod tests {
             ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "10m"),
             ("WAKEBRIDGE_NUDGER__ENABLED", "false"),
             ("WAKEBRIDGE_NUDGER__MESSAGES", "Go on.,Keep at it."),
+            ("WAKEBRIDGE_CONTEXT__POLL_INTERVAL", "2s"),
         ]);
         let settings = crate::config::load_settings(None, &env).unwrap();
-        let config = NudgerConfig::from_settings(
-            &settings.nudger,
-            &settings.wake,
-            &settings.limits,
-            &settings.rewind,
-        )
-        .unwrap();
-        assert!(!config.enabled);
+        let config = SessionConfig::from_settings(&settings, PathBuf::new(), vec![], false);
+        let config = config.unwrap();
+        assert!(!config.enabled && !config.can_type && !config.context.warnings);
         assert_eq!(config.idle_after, Duration::from_secs(600));
+        assert_eq!(config.poll_interval, Duration::from_secs(2), "the smaller");
         let texts: Vec<&str> = config.messages.iter().map(KeystrokeText::as_str).collect();
         assert_eq!(texts, ["Go on.", "Keep at it."]);
     }
 
     #[test]
     fn valid_settings_become_a_config_and_messages_rotate() {
-        let config =
-            NudgerConfig::from_settings(&settings(), &wake(), &limits(), &rewind()).unwrap();
+        let config = config(&settings()).unwrap();
         assert_eq!(config.schedule.acknowledge_after, 5);
         assert_eq!(config.message(0).unwrap().as_str(), "Please continue.");
         assert_eq!(config.message(1).unwrap().as_str(), "Still there?");
@@ -241,33 +247,30 @@ mod tests {
     #[test]
     fn refuses_untypable_or_missing_messages_and_silly_timings() {
         let mut s = settings();
-        s.messages = vec![];
-        assert_eq!(
-            NudgerConfig::from_settings(&s, &wake(), &limits(), &rewind()),
-            Err(NudgeError::NoMessages)
-        );
+        s.nudger.messages = vec![];
+        assert!(matches!(config(&s), Err(SessionConfigError::NoMessages)));
         for bad in ["1 continue", "", "line\nbreak", "-x", "ends;"] {
             let mut s = settings();
-            s.messages = vec!["fine".into(), bad.into()];
+            s.nudger.messages = vec!["fine".into(), bad.into()];
             assert!(
                 matches!(
-                    NudgerConfig::from_settings(&s, &wake(), &limits(), &rewind()),
-                    Err(NudgeError::BadMessage { index: 1, .. })
+                    config(&s),
+                    Err(SessionConfigError::BadMessage { index: 1, .. })
                 ),
                 "{bad:?}"
             );
         }
         let mut s = settings();
-        s.poll_interval = Duration::from_millis(5);
+        s.nudger.poll_interval = Duration::from_millis(5);
         assert!(matches!(
-            NudgerConfig::from_settings(&s, &wake(), &limits(), &rewind()),
-            Err(NudgeError::PollTooShort { .. })
+            config(&s),
+            Err(SessionConfigError::PollTooShort { .. })
         ));
         let mut s = settings();
-        s.base_cooldown = Duration::ZERO;
-        assert_eq!(
-            NudgerConfig::from_settings(&s, &wake(), &limits(), &rewind()),
-            Err(NudgeError::ZeroBase)
-        );
+        s.nudger.base_cooldown = Duration::ZERO;
+        assert!(matches!(config(&s), Err(SessionConfigError::ZeroBase)));
+        let mut s = settings();
+        s.schedule.active_days = vec![];
+        assert!(matches!(config(&s), Err(SessionConfigError::Hours(_))));
     }
 }

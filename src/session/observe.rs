@@ -279,6 +279,7 @@ mod tests {
         Some(RegistryReading {
             status,
             updated_ms: Some(updated_ms),
+            inbox: None,
         })
     }
 

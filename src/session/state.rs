@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::api::Action;
+use crate::api::{Action, SessionState};
+use crate::context::followed::Followed;
 use crate::session::cooldown::Woken;
 use crate::session::observe::{Activity, FileStamp, Verdict};
 use crate::session::schedule::{NudgeCount, Schedule};
@@ -20,6 +21,7 @@ pub enum Attempt {
     Owed,
     Resume,
     Rewind,
+    Warn,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,6 +53,10 @@ pub struct Typing {
 pub struct Session {
     /// The loop has taken it up (its nudge series restored from the ledger).
     pub entered: bool,
+    /// Changed outside the loop since it last looked (see `Sessions::poke`).
+    pub poked: bool,
+    /// The state its last decision showed, and why in a few words for a person.
+    pub shown: (SessionState, String),
     pub typing: Typing,
     /// The usage limit (its `since_ms`) a human was told of.
     pub limit_told: Option<i64>,
@@ -77,7 +83,9 @@ pub struct Session {
     /// An owed wake failed or left its text on the prompt since the last one typed: the text may
     /// still be there, so a refusal keeps the claim on the debt until it lapses.
     pub owed_text_left: bool,
-    tries: [Tries; 4],
+    /// Its context window as followed from its transcript and status-line feed.
+    pub context: Followed,
+    tries: [Tries; 5],
 }
 
 impl Session {

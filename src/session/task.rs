@@ -1,15 +1,19 @@
-//! The loop that keeps every session: each `poll_interval` it reads `panes.json` and the
-//! sessions with no pane that their inbox reaches, takes ONE `tmux list-panes -a` snapshot,
-//! reads the registry and the ledger's facts once, then per
-//! session feeds what it saw to the session's value, asks `session::decide` for the next step
-//! (reading the screen first when told to) and performs it through the wake gate.
+//! The loop that keeps every session, one look per session per tick. A full tick reads
+//! `panes.json`, ONE `tmux list-panes -a` snapshot, Claude Code's registry, the usage windows and
+//! the ledger's facts of every session once; follows each session's transcript and status-line
+//! feed; then per session feeds what it saw to the session's value, asks `session::decide` for
+//! the next step (reading the screen first when told to), publishes every session's view, and
+//! performs the steps through the wake gate. Between full ticks, a change wakes it for a
+//! shorter one (the ledger and the transcripts, with the last snapshot): a session poked from
+//! outside (a bus event owed, a person's pause), a transcript or feed that changed, or anything
+//! committed to the ledger (a hook's report), looked for every second.
 //!
-//! One loop over a map, not a task per session: one snapshot and one ledger read serve every
-//! session, and each step is bounded (the gate's budget, `rewind::CLEAR_WAIT`). While anything is
-//! owed it polls every [`OWED_POLL`]; it wakes for the earliest resume due. zellij panes have no
-//! snapshot, and sessions with no pane no screen: for them the decision rests on the hooks, the
-//! registry and the transcript. All I/O
-//! goes through [`SessionIo`], so tests drive the loop on tokio's paused clock.
+//! One loop over a table, not a task per session: one snapshot and one ledger read serve every
+//! session, and each step is bounded (the gate's budget, `rewind::CLEAR_WAIT`). While anything
+//! is owed it polls every [`OWED_POLL`]; it wakes for the earliest resume due. zellij panes have
+//! no snapshot, and sessions with no pane no screen: for them the decision rests on the hooks,
+//! the registry and the transcript. All I/O goes through [`SessionIo`], so tests drive the loop
+//! on tokio's paused clock.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -22,21 +26,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::SessionState;
 use crate::budget::{self, policy};
-use crate::claude::hooks::HookKind;
 use crate::claude::registry::RegistryReading;
 use crate::claude::screen;
 use crate::clock::duration_ms;
 use crate::mux::tmux::create::is_missing_target;
 use crate::mux::{PaneInfo, STEP_FLOOR};
-use crate::session::decide::{
-    LOOK_EVERY_MS, Look, Now, PaneSeen, Screen, Seen, Step, decide, resume_times,
-};
+use crate::session::decide::{LOOK_EVERY_MS, Look, Now, Reach, Screen, Seen, Step, decide};
 use crate::session::gate::{self, GateOutcome};
-use crate::session::hours::in_hours;
 use crate::session::observe::{Activity, Movement, Observation};
 use crate::session::state::{Attempt, Session};
-use crate::session::{Next, NudgerConfig, SessionView, SessionViews, Sessions};
-use crate::store::{Delivery, DeliverySource, LimitSeen, LimitSource, Record};
+use crate::session::view;
+use crate::session::{Next, SessionConfig, SessionViews, Sessions};
+use crate::store::{Delivery, DeliverySource, LimitSeen, LimitSource, Pause, Record};
 use crate::telemetry::notice::{Notice, NoticeKind};
 use crate::wakedir::target::PaneTarget;
 
@@ -44,8 +45,9 @@ mod charge;
 mod nudge;
 mod resume;
 mod rewind;
+mod warn;
 
-pub use super::io::{LiveIo, SessionFacts, SessionIo};
+pub use super::io::{Ledger, LiveIo, SessionFacts, SessionIo, Version};
 pub use resume::RESUME_SENDER;
 pub use rewind::REWIND_SENDER;
 
@@ -55,6 +57,12 @@ pub const OWED_SENDER: &str = "wakebridge-owed";
 /// Poll interval while any session is owed a wake, so a wake is typed within a second of
 /// `owed_after`.
 pub const OWED_POLL: Duration = Duration::from_secs(1);
+/// How often the loop asks the ledger whether anything was committed (a hook's report, a
+/// person's pause): a microsecond's read, so a change is acted on within a second.
+pub const LEDGER_LOOK: Duration = Duration::from_secs(1);
+/// Shortest gap between two ticks a change started: a streaming response writes its
+/// transcript many times a second.
+pub const CHANGE_MIN_GAP: Duration = Duration::from_secs(1);
 /// Wait before retrying an owed wake, a resume or a `/clear` the gate did not type.
 const OWED_RETRY: Duration = Duration::from_secs(2);
 /// How long a session that left the loop keeps its state in memory.
@@ -67,30 +75,45 @@ const NO_PANE: &str = "no pane: only its inbox reaches it, and /clear must be ty
 /// A step's outcome as the session's view shows it.
 type Shown = (SessionState, String);
 
-/// What one poll read once for every session.
+/// What a full tick read once for every session, and what a shorter tick reuses.
+#[derive(Default)]
 struct Around {
+    mapping: BTreeMap<String, PaneTarget>,
     snapshot: Option<HashMap<String, PaneInfo>>,
     registry: HashMap<String, RegistryReading>,
     budgets: Vec<budget::Account>,
-    local: TimeZone,
+    local: Option<TimeZone>,
     /// The snapshot failed because the tmux server is gone (not merely slow).
     tmux_gone: bool,
 }
 
+/// One session's decision of a tick, to perform once every view is published.
+struct Decided {
+    sid: String,
+    target: Option<PaneTarget>,
+    step: Step,
+}
+
 pub struct Keeper<I> {
-    config: NudgerConfig,
+    config: SessionConfig,
     io: I,
     sessions: Arc<Sessions>,
     views: watch::Sender<SessionViews>,
+    around: Around,
+    /// The facts of the last tick, by session: what the views are rendered from.
+    facts: BTreeMap<String, SessionFacts>,
+    paused_all: Option<Pause>,
     owes_any: bool,
     /// The earliest time a held session's decision changes, unix ms.
     wake_at_ms: Option<i64>,
+    /// What the last tick read: its views are this fresh.
+    version: Option<Version>,
 }
 
 impl<I: SessionIo> Keeper<I> {
     /// The loop over `sessions`, the table it shares with the gate.
     pub fn new(
-        config: NudgerConfig,
+        config: SessionConfig,
         io: I,
         sessions: Arc<Sessions>,
         views: watch::Sender<SessionViews>,
@@ -100,86 +123,120 @@ impl<I: SessionIo> Keeper<I> {
             io,
             sessions,
             views,
+            around: Around::default(),
+            facts: BTreeMap::new(),
+            paused_all: None,
             owes_any: false,
             wake_at_ms: None,
+            version: None,
         }
     }
 
-    /// What `/sessions` reads of the loop, replaced after each poll.
+    /// What `/sessions` reads of the loop, replaced after each tick.
     pub fn views(&self) -> watch::Receiver<SessionViews> {
         self.views.subscribe()
     }
 
+    /// A full tick: everything read again.
     pub async fn poll(&mut self) {
-        (self.owes_any, self.wake_at_ms) = (false, None);
+        self.version = self.io.version();
         let registry = self.io.registry().await;
-        // Its pane, or `None`: a session told something that only its inbox reaches.
-        let mut kept: BTreeMap<String, Option<PaneTarget>> = (self.io.mapping().await)
-            .into_iter()
-            .map(|(sid, pane)| (sid, Some(pane)))
-            .collect();
-        let (live, mapped) = (registry.keys().cloned(), kept.keys().cloned());
-        // Unread, the ledger's facts (a pause, a limit, what is owed, the backoff) are not
-        // "none": nothing is decided until they can be read.
-        let reached = (self.io).reached_by_inbox(live.collect(), mapped.collect());
-        let Some(reached) = reached.await else { return };
-        for sid in reached {
-            kept.entry(sid).or_insert(None);
-        }
-        let Some(facts) = self.io.session_facts(kept.keys().cloned().collect()).await else {
-            return;
-        };
-        let now = Instant::now();
-        // One that left (panes.json rewritten, its inbox briefly unreachable) comes back within
-        // the hour as it was: what it last showed is still its baseline.
-        self.sessions.retain(|sid, session| {
-            let away = (!kept.contains_key(sid)).then(|| *session.left_at.get_or_insert(now));
-            session.left_at = away;
-            away.is_none_or(|left| now - left < KEPT_AWAY)
-        });
-        if self.enter(&kept, &facts).await.is_none() {
-            return;
-        }
-        let has_tmux = kept
-            .values()
-            .any(|t| matches!(t, Some(PaneTarget::Tmux { .. })));
+        let mapping = self.io.mapping().await;
+        let has_tmux = (mapping.values()).any(|t| matches!(t, PaneTarget::Tmux { .. }));
         let mut tmux_gone = false;
-        let snapshot = if has_tmux {
-            (self.io.tmux_snapshot().await)
+        let snapshot = match has_tmux {
+            true => (self.io.tmux_snapshot().await)
                 .inspect_err(|error| tmux_gone = is_missing_target(error))
-                .ok()
-        } else {
-            None
+                .ok(),
+            false => None,
         };
-        // A held or paused session's owed events, or those behind a message held for a human,
-        // wait for its reset or a person: no reason to poll every second.
-        let limits = self.config.limits.enabled;
-        let waits = |f: &SessionFacts| f.paused || f.message_held || (limits && f.limit.is_some());
-        self.owes_any = facts.values().any(|f| f.owed.is_some() && !waits(f));
-        let around = Around {
+        self.around = Around {
+            mapping,
             snapshot,
             registry,
             budgets: self.io.budgets().await,
-            local: TimeZone::system(),
+            local: Some(TimeZone::system()),
             tmux_gone,
         };
-        let mut views = BTreeMap::new();
-        for (sid, target) in &kept {
-            let facts = facts.get(sid).cloned().unwrap_or_default();
-            let view = self.consider(sid, target.as_ref(), facts, &around).await;
-            views.insert(sid.clone(), view);
+        self.tick(true).await;
+    }
+
+    /// A shorter tick: the ledger, `panes.json` and the transcripts read again, the rest as the
+    /// last full tick saw it (the tmux snapshot too, unless `panes.json` changed).
+    pub async fn refresh(&mut self) {
+        self.version = self.io.version();
+        let mapping = self.io.mapping().await;
+        if mapping != self.around.mapping {
+            return self.poll().await;
         }
-        self.views.send_replace(Arc::new(views));
+        self.tick(false).await;
+    }
+
+    async fn tick(&mut self, full: bool) {
+        (self.owes_any, self.wake_at_ms) = (false, None);
+        // Unread, the ledger's facts (a pause, a limit, what is owed, the backoff) are not
+        // "none": nothing is decided until they can be read.
+        let Some(ledger) = self.io.ledger(None, &self.around.registry).await else {
+            return;
+        };
+        self.paused_all = ledger.paused_all;
+        let mut facts = ledger.sessions;
+        for sid in self.around.mapping.keys() {
+            facts.entry(sid.clone()).or_insert_with(|| SessionFacts {
+                row: crate::store::SessionRow {
+                    session_id: sid.clone(),
+                    ..Default::default()
+                },
+                pause: ledger.paused_all,
+                ..SessionFacts::default()
+            });
+        }
+        // An id given up at a `/clear` shows as part of the session that has the pane now.
+        let mapping = &self.around.mapping;
+        facts.retain(|sid, _| mapping.contains_key(sid) || !ledger.renamed.contains(sid));
+        self.leave(&facts);
+        if self.enter(&facts).await.is_none() {
+            return;
+        }
+        let limits = self.config.limits.enabled;
+        let waits = |f: &SessionFacts| {
+            f.pause.is_some() || f.message_held || (limits && f.row.limit.is_some())
+        };
+        // A held or paused session's owed events, or those behind a message held for a human,
+        // wait for its reset or a person: no reason to poll every second.
+        self.owes_any = facts.values().any(|f| f.row.owed.is_some() && !waits(f));
+        self.follow(&facts, full).await;
+        self.facts = facts;
+        let mut decided = Vec::new();
+        let sids: Vec<String> = self.facts.keys().cloned().collect();
+        for sid in sids {
+            if let Some(step) = self.consider(&sid).await {
+                decided.push(step);
+            }
+        }
+        self.publish();
+        for Decided { sid, target, step } in decided {
+            let shown = self.perform(&sid, target.as_ref(), step).await;
+            self.session(&sid, |s| s.shown = shown);
+        }
+        self.publish();
+    }
+
+    /// Sessions that left (unmapped, gone from the ledger) keep their value for an hour: one
+    /// back within it (panes.json rewritten, its inbox briefly unreachable) is as it was.
+    fn leave(&self, facts: &BTreeMap<String, SessionFacts>) {
+        let now = Instant::now();
+        self.sessions.retain(|sid, session| {
+            let away = (!facts.contains_key(sid)).then(|| *session.left_at.get_or_insert(now));
+            session.left_at = away;
+            away.is_none_or(|left| now - left < KEPT_AWAY)
+        });
     }
 
     /// Sessions new to the loop take up their nudge series where the ledger left it: after a
     /// restart, and after more than [`KEPT_AWAY`] away. `None`: the ledger could not be read.
-    async fn enter(
-        &mut self,
-        kept: &BTreeMap<String, Option<PaneTarget>>,
-        facts: &HashMap<String, SessionFacts>,
-    ) -> Option<()> {
-        let new: Vec<&String> = (kept.keys())
+    async fn enter(&mut self, facts: &BTreeMap<String, SessionFacts>) -> Option<()> {
+        let new: Vec<&String> = (facts.keys())
             .filter(|sid| !self.sessions.read(sid, |s| s.entered).unwrap_or(false))
             .collect();
         if new.is_empty() {
@@ -189,94 +246,131 @@ impl<I: SessionIo> Keeper<I> {
         let (now, now_ms) = (Instant::now(), self.io.now_ms());
         let schedule = &self.config.schedule;
         for sid in new {
-            let nudge = facts
-                .get(sid)
-                .and_then(|f| f.nudge.clone())
-                .unwrap_or_default();
+            let nudge = (facts.get(sid)).and_then(|f| f.row.nudge.clone());
+            let nudge = nudge.unwrap_or_default();
             let last_nudge =
                 (nudge.last_nudge_ms).and_then(|ms| Some((instant_at(now, now_ms, ms)?, ms)));
+            let context = crate::context::followed::Followed::new(&self.config.context);
             self.sessions.with(sid, |session| {
                 session.restore(nudge.unanswered, last_nudge, nudge.acknowledged, schedule);
                 session.last_budget_ms = given.get(sid).copied();
+                session.context = context;
             });
         }
         Some(())
     }
 
-    async fn consider(
-        &mut self,
-        sid: &str,
+    /// Brings every live session's context up to date from its transcript and feed, and
+    /// records the usage limits they showed.
+    async fn follow(&mut self, facts: &BTreeMap<String, SessionFacts>, full: bool) {
+        if !self.config.context.enabled {
+            return;
+        }
+        let now_ms = self.io.now_ms();
+        let mapping = &self.around.mapping;
+        let live = (facts.iter()).filter(|(sid, f)| {
+            let reachable = mapping.contains_key(*sid) || f.inbox_live();
+            !view::ended(&f.row, reachable, now_ms)
+        });
+        let taken: Vec<_> = live
+            .map(|(sid, f)| {
+                let hint = f.row.transcript_path.as_deref();
+                let followed = self.session(sid, |s| {
+                    s.context.hinted(hint);
+                    std::mem::take(&mut s.context)
+                });
+                (sid.clone(), followed)
+            })
+            .collect();
+        let mut seen = Vec::new();
+        for (sid, followed, limits) in self.io.follow(taken, full).await {
+            self.session(&sid, |s| s.context = followed);
+            seen.extend(limits.into_iter().filter(|_| self.config.limits.enabled));
+        }
+        if !seen.is_empty() {
+            self.io.record(seen).await;
+        }
+    }
+
+    /// How the session can be reached now, and its tmux pane's line of the snapshot.
+    fn reach(
+        &self,
         target: Option<&PaneTarget>,
-        facts: SessionFacts,
-        around: &Around,
-    ) -> SessionView {
+        facts: &SessionFacts,
+    ) -> (Reach, Option<PaneInfo>) {
+        let Some(target) = target else {
+            let reach = match facts.inbox_live() {
+                true => Reach::Inbox,
+                false if view::ended(&facts.row, false, self.io.now_ms()) => Reach::Ended,
+                false => Reach::Unreachable,
+            };
+            return (reach, None);
+        };
+        let PaneTarget::Tmux { pane: id, .. } = target else {
+            return (Reach::Pane, None);
+        };
+        let snapshot = self.around.snapshot.as_ref();
+        let info = snapshot.and_then(|panes| panes.get(id)).cloned();
+        let gone = |why, revive| Reach::Gone { why, revive };
+        let reach = match (snapshot, &info) {
+            (None, _) if self.around.tmux_gone => gone("tmux server gone", Some(false)),
+            (None, _) => gone("tmux unavailable", None),
+            (Some(_), None) => gone("pane not found", Some(false)),
+            (_, Some(info)) if info.dead => gone("pane dead", Some(true)),
+            (_, Some(_)) => Reach::Pane,
+        };
+        (reach, info)
+    }
+
+    /// Looks at one session: what moved, the turn to charge, a limit to tell a human of, then
+    /// the decision (with a screen read first when it asks for one). Its view shows the
+    /// decision; the step comes back to be performed unless it is only a wait.
+    async fn consider(&mut self, sid: &str) -> Option<Decided> {
+        let facts = self.facts.get(sid).cloned().unwrap_or_default();
+        let target = self.around.mapping.get(sid).cloned();
         let now = Now {
             at: Instant::now(),
             ms: self.io.now_ms(),
-            local: around.local.clone(),
+            local: self.around.local.clone().unwrap_or_else(TimeZone::system),
         };
-        let account = (facts.transcript_path.as_deref()).and_then(budget::account_of);
-        let account = budget::of_account(&around.budgets, account.as_deref());
+        let (reach, info) = self.reach(target.as_ref(), &facts);
+        let account = (facts.row.transcript_path.as_deref())
+            .and_then(|p| budget::account_of(std::path::Path::new(p)));
+        let account = budget::of_account(&self.around.budgets, account.as_deref());
         let given = self.sessions.read(sid, |s| s.last_budget_ms).flatten();
         let outlook = policy::outlook(&self.config.budget, account, now.ms, given);
-        let snapshot = around.snapshot.as_ref();
-        let mut pane = target.map_or(PaneSeen::Inbox, |_| PaneSeen::Live);
-        let mut info = None;
-        if let Some(PaneTarget::Tmux { pane: id, .. }) = target {
-            info = snapshot.and_then(|panes| panes.get(id));
-            let gone = |why, revive| PaneSeen::Gone { why, revive };
-            pane = match (snapshot, info) {
-                (None, _) if around.tmux_gone => gone("tmux server gone", Some(false)),
-                (None, _) => gone("tmux unavailable", None),
-                (Some(_), None) => gone("pane not found", Some(false)),
-                (_, Some(info)) if info.dead => gone("pane dead", Some(true)),
-                (_, Some(_)) => PaneSeen::Live,
-            };
-        }
-        let hook = facts.hook.as_ref();
         let mut obs = Observation {
             busy_marker: self.io.busy(sid),
-            title: info.map(|info| screen::title_state(&info.title)),
-            window_activity_s: info.and_then(|info| info.window_activity),
+            title: info.as_ref().map(|info| screen::title_state(&info.title)),
+            window_activity_s: info.as_ref().and_then(|info| info.window_activity),
             screen: None,
             transcript: facts.transcript,
-            hook: hook.map(|(event, seen)| (HookKind::of_recorded(event), *seen)),
-            registry: around.registry.get(sid).cloned(),
+            hook: facts.hook(),
+            registry: self.around.registry.get(sid).cloned(),
         };
         let typed_ms = self.io.last_typed(sid).map(|t| ms_at(now.at, now.ms, t));
         // With its pane gone from view, what moved is neither seen nor charged: a turn charged
         // before its answer is seen could not give that answer back.
-        if !matches!(pane, PaneSeen::Gone { .. }) {
+        if matches!(reach, Reach::Pane | Reach::Inbox) {
             if let Movement::Real { signal, at_ms } = self.track(sid, &obs, now.ms, typed_ms) {
                 self.answered(sid, signal, at_ms).await;
             }
             self.charge(sid, &obs, &facts, now.ms).await;
         }
-        if facts.paused {
-            // Not even a look: a paused session gets nothing, and its view says why.
-            return self.view(sid, SessionState::Paused, "paused by a person".into());
-        }
-        let limit = facts.limit.clone().filter(|_| self.config.limits.enabled);
-        if let Some(limit) = &limit {
-            let told = self.session(sid, |s| s.limit_told.replace(limit.since_ms));
-            if told != Some(limit.since_ms) {
-                let reset =
-                    crate::claude::limits::describe_reset(limit.resets_at_ms, now.ms, &now.local);
-                self.io.notify(Notice::new(
-                    sid,
-                    NoticeKind::UsageLimit,
-                    format!("{}, {reset}", limit.kind),
-                ));
-            }
-            if let Some(at) = resume_times(limit, &self.config, now.ms) {
-                self.wake_at(at);
-            }
+        let limit = facts
+            .row
+            .limit
+            .clone()
+            .filter(|_| self.config.limits.enabled);
+        if let Some(limit) = limit.as_ref().filter(|_| facts.pause.is_none()) {
+            self.tell_limit(sid, limit, &now);
         }
         let pending = facts.rewind.pending.as_ref();
         let taken = pending.is_some_and(|p| {
             let key = taken_key(p);
             self.session(sid, |s| s.rewinds_taken.contains(&key))
         });
+        let kept = view::kept(&facts, target.is_some());
         let mut text: Option<String> = None;
         let mut looked = false;
         let step = loop {
@@ -286,20 +380,22 @@ impl<I: SessionIo> Keeper<I> {
                 (None, false) => Screen::NotRead,
             };
             let seen = Seen {
-                pane,
+                reach,
+                inbox: facts.inbox_live(),
                 obs: &obs,
                 screen,
                 tmux: matches!(target, Some(PaneTarget::Tmux { .. })),
-                owed: facts.owed,
+                owed: facts.row.owed,
                 limit: limit.as_ref(),
                 message_held: facts.message_held,
                 rewind: pending.map(|p| (p, taken)),
                 rewind_last_done_ms: facts.rewind.last_performed_ms,
                 last_typed: self.io.last_typed(sid),
                 budget: outlook,
+                paused: facts.pause.is_some(),
+                kept,
             };
             let step = self.session(sid, |session| decide(session, &seen, &self.config, &now));
-            let step = in_hours(step, &self.config.hours, &now);
             // A screen read is asked for once: a second look is `perform`'s "screen read twice".
             let (&Step::Look(look), false) = (&step, looked) else {
                 break step;
@@ -309,7 +405,7 @@ impl<I: SessionIo> Keeper<I> {
                 let next = now.ms.saturating_add(LOOK_EVERY_MS);
                 self.session(sid, |s| s.limit_look_ms = Some(next));
             }
-            text = self.look(sid, target, look).await;
+            text = self.look(sid, target.as_ref(), look).await;
             if look == Look::BeforeNudge {
                 let Some(captured) = &text else { continue };
                 obs.screen = Some(screen::read(captured));
@@ -317,12 +413,45 @@ impl<I: SessionIo> Keeper<I> {
                 // look is the session at work.
                 if let Movement::Real { signal, at_ms } = self.track(sid, &obs, now.ms, typed_ms) {
                     self.answered(sid, signal, at_ms).await;
-                    let reason = format!("active ({signal})");
-                    return self.view(sid, SessionState::Working, reason);
+                    let shown = (SessionState::Working, format!("active ({signal})"));
+                    self.session(sid, |s| s.shown = shown);
+                    return None;
                 }
             }
         };
-        self.perform(sid, target, step).await
+        let (shown, step) = match step {
+            Step::Wait(state, reason) => ((state, reason), None),
+            Step::WaitUntil(at_ms, state, reason) => {
+                self.wake_at(at_ms);
+                ((state, reason), None)
+            }
+            Step::Later(attempt, wait, state, reason) => {
+                self.session(sid, |s| s.retry_in(attempt, now.at, wait));
+                ((state, reason), None)
+            }
+            // What it showed before this step, until the step is performed.
+            step => (self.session(sid, |s| s.shown.clone()), Some(step)),
+        };
+        self.session(sid, |s| s.shown = shown);
+        let sid = sid.to_owned();
+        step.map(|step| Decided { sid, target, step })
+    }
+
+    /// Tells a human once of each usage limit, and wakes the loop for its resume.
+    fn tell_limit(&mut self, sid: &str, limit: &crate::store::Limit, now: &Now) {
+        let told = self.session(sid, |s| s.limit_told.replace(limit.since_ms));
+        if told != Some(limit.since_ms) {
+            let reset =
+                crate::claude::limits::describe_reset(limit.resets_at_ms, now.ms, &now.local);
+            self.io.notify(Notice::new(
+                sid,
+                NoticeKind::UsageLimit,
+                format!("{}, {reset}", limit.kind),
+            ));
+        }
+        if let Some(at) = crate::session::decide::resume_times(limit, &self.config, now.ms) {
+            self.wake_at(at);
+        }
     }
 
     /// Reads the screen: a tmux pane's by one `capture-pane` before a nudge, else through the
@@ -332,7 +461,10 @@ impl<I: SessionIo> Keeper<I> {
             (Look::BeforeNudge, Some(PaneTarget::Tmux { pane, .. })) => {
                 (self.io.capture(pane).await)
                     .inspect_err(|error| {
-                        tracing::debug!(session_id = sid, "nudger: capture-pane failed: {error}");
+                        tracing::debug!(
+                            session_id = sid,
+                            "session loop: capture-pane failed: {error}"
+                        );
                     })
                     .ok()
             }
@@ -340,22 +472,17 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    async fn perform(&mut self, sid: &str, target: Option<&PaneTarget>, step: Step) -> SessionView {
+    async fn perform(&mut self, sid: &str, target: Option<&PaneTarget>, step: Step) -> Shown {
         let now_at = Instant::now();
-        let (state, reason) = match step {
-            Step::Wait(state, reason) => (state, reason),
-            Step::WaitUntil(at_ms, state, reason) => {
-                self.wake_at(at_ms);
-                (state, reason)
-            }
-            Step::Later(attempt, wait, state, reason) => {
-                self.session(sid, |s| s.retry_in(attempt, now_at, wait));
-                (state, reason)
-            }
+        match step {
+            Step::Wait(state, reason)
+            | Step::WaitUntil(_, state, reason)
+            | Step::Later(_, _, state, reason) => (state, reason),
             Step::Look(_) => (SessionState::Idle, "screen read twice".into()),
             Step::Nudge => self.nudge(sid).await,
             Step::BudgetNudge(unused) => self.budget_nudge(sid, unused).await,
             Step::PayOwed(mode) => self.pay_owed(sid, mode).await,
+            Step::Warn(level, text) => self.warn(sid, level, &text).await,
             Step::HeldFromScreen(notice) => {
                 // Not a dialog to wait out: a limit, held from now on.
                 let now_ms = self.io.now_ms();
@@ -386,8 +513,7 @@ impl<I: SessionIo> Keeper<I> {
                 Some(target) => self.begin_restart(sid, target, &pending, in_place).await,
                 None => self.skip_rewind(sid, &pending, NO_PANE.into()).await,
             },
-        };
-        self.view(sid, state, reason)
+        }
     }
 
     /// Changes `sid`'s value in the table.
@@ -444,42 +570,42 @@ impl<I: SessionIo> Keeper<I> {
         self.wake_at_ms = Some(self.wake_at_ms.map_or(at_ms, |d| d.min(at_ms)));
     }
 
-    /// What `/sessions` shows of the session after this poll.
-    fn view(&mut self, sid: &str, state: SessionState, reason: String) -> SessionView {
+    /// Renders every session's view from its value and the tick's facts, and publishes them.
+    fn publish(&self) {
         let now = Instant::now();
         let now_ms = self.io.now_ms();
-        let last_typed = self.io.last_typed(sid);
+        let local = self.around.local.clone().unwrap_or_else(TimeZone::system);
         let schedule = self.config.schedule;
-        let looks_idle = matches!(
-            state,
-            SessionState::Idle
-                | SessionState::Nudged
-                | SessionState::AcknowledgedIdle
-                | SessionState::Owed
-        );
-        self.session(sid, |session| {
-            let next_nudge_at_ms = match schedule.next(&session.count, last_typed) {
-                Next::At(at) => Some(ms_at(now, now_ms, at)),
-                Next::Whenever | Next::Acknowledged => None,
-            };
-            SessionView {
-                state,
-                reason,
-                unanswered: session.count.unanswered,
-                last_nudge_ms: session.last_nudge_ms,
-                next_nudge_at_ms: next_nudge_at_ms.filter(|_| !session.acknowledged),
-                acknowledged: session.acknowledged,
-                idle_since_ms: looks_idle
-                    .then(|| session.activity.as_ref().map(Activity::quiet_since_ms))
-                    .flatten(),
-            }
-        })
+        let mut shown = BTreeMap::new();
+        for (sid, facts) in &self.facts {
+            let last_typed = self.io.last_typed(sid);
+            let target = self.around.mapping.get(sid);
+            let status = self.sessions.with(sid, |session| {
+                let next_nudge_at = match schedule.next(&session.count, last_typed) {
+                    Next::At(at) if !session.acknowledged => Some(ms_at(now, now_ms, at)),
+                    _ => None,
+                };
+                view::render(sid, session, facts, target, next_nudge_at, now_ms, &local)
+            });
+            shown.insert(sid.clone(), status);
+        }
+        self.views.send_replace(SessionViews {
+            version: self.version,
+            sessions: Arc::new(shown),
+            paused_all: self.paused_all,
+        });
     }
 }
 
 /// The delivery row, and the session's wake (the cooldown's start) when keystrokes went in.
-fn typed_records(sender: &str, sid: &str, at_ms: i64, outcome: &GateOutcome) -> Vec<Record> {
-    let mut records = vec![typed_row(DeliverySource::Wake, sender, sid, at_ms, outcome)];
+fn typed_records(
+    source: DeliverySource,
+    sender: &str,
+    sid: &str,
+    at_ms: i64,
+    outcome: &GateOutcome,
+) -> Vec<Record> {
+    let mut records = vec![typed_row(source, sender, sid, at_ms, outcome)];
     if outcome.action.woke() {
         records.push(Record::Wake {
             session_id: sid.to_owned(),
@@ -523,6 +649,20 @@ fn ms_at(now: Instant, now_ms: i64, at: Instant) -> i64 {
     }
 }
 
+/// Whether views made at `made` show everything `now` does.
+pub fn covered(made: Option<Version>, now: &Version) -> bool {
+    made.is_some_and(|made| made.covers(now))
+}
+
+/// Why the loop wakes between two full ticks.
+enum Woken {
+    /// The interval ran out, or a held session's decision changes now.
+    Due,
+    /// A session was poked, a transcript or feed changed, or the ledger moved.
+    Changed,
+    Shutdown,
+}
+
 pub async fn run<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToken) {
     if !keeper.config.enabled {
         tracing::info!("nudges off ([nudger] enabled = false); owed wakes are still typed");
@@ -530,32 +670,58 @@ pub async fn run<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToke
     tracing::info!(
         idle_after_s = keeper.config.idle_after.as_secs(),
         poll_ms = duration_ms(keeper.config.poll_interval),
-        "idle nudger started"
+        "session loop started"
     );
+    let sessions = keeper.sessions.clone();
+    let mut full = true;
     loop {
         let started = Instant::now();
-        // A poll is never cut short: dropping it mid-injection could leave a nudge typed but
+        // A tick is never cut short: dropping it mid-injection could leave a nudge typed but
         // not submitted. It is bounded by the snapshot, capture and injection budgets.
-        keeper.poll().await;
-        let interval = if keeper.owes_any {
-            keeper.config.poll_interval.min(OWED_POLL)
-        } else {
-            keeper.config.poll_interval
+        match full {
+            true => keeper.poll().await,
+            false => keeper.refresh().await,
+        }
+        let interval = match keeper.owes_any {
+            true => keeper.config.poll_interval.min(OWED_POLL),
+            false => keeper.config.poll_interval,
         };
-        let mut next_poll = started + interval;
+        let mut due = started + interval;
         if let Some(due_ms) = keeper.wake_at_ms {
-            // Measured from now (the poll took a while), not from the poll's start.
+            // Measured from now (the tick took a while), not from its start.
             let until_due = u64::try_from(due_ms - keeper.io.now_ms()).unwrap_or(0);
-            next_poll =
-                next_poll.min(Instant::now() + Duration::from_millis(until_due).max(STEP_FLOOR));
+            due = due.min(Instant::now() + Duration::from_millis(until_due).max(STEP_FLOOR));
         }
-        tokio::select! {
-            () = shutdown.cancelled() => break,
-            () = tokio::time::sleep_until(next_poll) => {}
-            () = keeper.io.owed_noted() => {}
-        }
+        let woken = loop {
+            let look = tokio::time::sleep(LEDGER_LOOK.min(interval));
+            tokio::select! {
+                () = shutdown.cancelled() => break Woken::Shutdown,
+                () = tokio::time::sleep_until(due) => break Woken::Due,
+                () = sessions.poked() => break Woken::Changed,
+                _ = keeper.io.changed() => break Woken::Changed,
+                () = look => {
+                    if keeper.io.version().is_some_and(|v| !covered(keeper.version, &v)) {
+                        break Woken::Changed;
+                    }
+                }
+            }
+        };
+        full = match woken {
+            Woken::Shutdown => break,
+            Woken::Due => true,
+            Woken::Changed => {
+                // A streaming transcript changes many times a second: one tick a gap.
+                let gap = (started + CHANGE_MIN_GAP).min(due);
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = tokio::time::sleep_until(gap) => {}
+                }
+                Instant::now() >= due
+            }
+        };
+        sessions.take_poked();
     }
-    tracing::debug!("idle nudger stopped");
+    tracing::debug!("session loop stopped");
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::SpoolError;
 use crate::private_fs;
 
+/// `<wake dir>/<sid>.jsonl`: the session's spool, as the Python bridge names it.
 pub fn spool_path(wake_dir: &Path, sid: &str) -> PathBuf {
     wake_dir.join(format!("{sid}.jsonl"))
 }

@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 use crate::deadline::Deadline;
 use crate::store::{Delivery, PendingBytes, Store, StoreError};
 use crate::wire::session_id::SessionId;
+pub use files::spool_path;
 pub use writer::DeliveryId;
 use writer::{Pending, Shared, Writer};
 

@@ -71,6 +71,9 @@ struct Inner {
     queued: Arc<AtomicUsize>,
     writer: Option<JoinHandle<()>>,
     readers: Mutex<Vec<Connection>>,
+    /// A reader of its own for [`Store::version`]: its `data_version` moves with every commit
+    /// of any other connection (this daemon's writer, a hook's).
+    versions: Mutex<Option<Connection>>,
     counters: Arc<Counters>,
     /// Keeps the directory of an `open_in_memory` ledger alive; dropped last.
     _scratch: Option<tempfile::TempDir>,
@@ -186,6 +189,7 @@ impl Store {
                 queued,
                 writer: Some(writer),
                 readers: Mutex::new(Vec::with_capacity(READ_POOL_SIZE)),
+                versions: Mutex::new(None),
                 counters,
                 _scratch: scratch,
             }),
@@ -218,6 +222,25 @@ impl Store {
     pub fn record_blocking(&self, record: Record) -> Result<(), StoreError> {
         self.submit_blocking(false, write_records(vec![record]))
             .map(drop)
+    }
+
+    /// A number that changes whenever anything was committed to the ledger since it was last
+    /// asked (by this daemon or another process): a microsecond's read, so the session loop
+    /// can look whether anything changed every second.
+    pub fn version(&self) -> Result<u64, StoreError> {
+        let read_err = |source| StoreError::Read {
+            path: self.inner.path.clone(),
+            source,
+        };
+        let mut conn = crate::lock(&self.inner.versions);
+        if conn.is_none() {
+            *conn = Some(open_reader(&self.inner.path).map_err(read_err)?);
+        }
+        let version = (conn.as_ref())
+            .map(|c| c.query_row("PRAGMA data_version", [], |row| row.get(0)))
+            .transpose()
+            .map_err(read_err)?;
+        Ok(version.unwrap_or(0))
     }
 
     pub fn write_stats(&self) -> WriteStats {

@@ -42,6 +42,8 @@ pub struct SessionRow {
     pub paid: Option<Paid>,
     pub limit: Option<Limit>,
     pub inbox: Option<InboxRow>,
+    /// When the bus or a person (`wakebridge wake`) last told it something.
+    pub told_ms: Option<i64>,
 }
 
 /// A person's pause of a session.
@@ -149,7 +151,7 @@ SELECT ids.session_id, s.cwd, s.transcript_path, s.pane, s.last_hook_event,
        m.kind, m.resets_text, m.resets_at_ms, m.seen_how, m.since_ms, m.tries, m.last_try_ms,
        m.gave_up, p.by_inbox,
        i.session_id, i.socket, i.token, i.pid, i.sent_ms, i.sent_heard_ms,
-       i.heard_ms
+       i.heard_ms, l.told_ms
 FROM ids
 LEFT JOIN sessions s ON s.session_id = ids.session_id
 LEFT JOIN wakes w ON w.session_id = ids.session_id
@@ -205,6 +207,7 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         paid: paid.transpose()?,
         limit: present(21)?.then(|| limit_at(row, 21)).transpose()?,
         inbox: present(30)?.then(|| inbox_at(row, 31)).transpose()?,
+        told_ms: row.get(37)?,
     })
 }
 
@@ -422,6 +425,28 @@ impl Store {
     pub fn pause(&self, session_id: &str) -> Result<Option<Pause>, StoreError> {
         let now_ms = crate::clock::now_ms();
         self.read(|conn| pause_of(conn, session_id, now_ms))
+    }
+
+    /// Every pause in force at `now_ms`, by session id ([`super::ALL_SESSIONS`]: every session).
+    pub fn pauses(&self, now_ms: i64) -> Result<HashMap<String, Pause>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT session_id, since_ms, until_ms FROM pauses \
+                 WHERE until_ms IS NULL OR until_ms > ?1",
+            )?;
+            let rows = stmt.query_map(params![now_ms], |row| {
+                let sid: String = row.get(0)?;
+                let all = sid == super::ALL_SESSIONS;
+                let (since_ms, until_ms) = (row.get(1)?, row.get(2)?);
+                let pause = Pause {
+                    since_ms,
+                    until_ms,
+                    all,
+                };
+                Ok((sid, pause))
+            })?;
+            rows.collect()
+        })
     }
 
     /// `session_id`'s inbox row, if a hook announced one or something was sent there.

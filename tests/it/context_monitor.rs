@@ -1,27 +1,26 @@
-//! The context monitor task as `serve` runs it: real transcript files the tests append to, a real
-//! SQLite ledger, real busy markers and panes.json, and a real tmux server on a private socket
-//! whose pane records every keystroke the wake gate types. Every server and task a test starts
-//! is stopped by a Drop guard.
+//! Context windows followed by the session loop as `serve` runs it: real transcript files the
+//! tests append to, a real SQLite ledger, real busy markers and panes.json, and a real tmux
+//! server on a private socket whose pane records every keystroke the wake gate types. Every
+//! server and task a test starts is stopped by a Drop guard.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use wakebridge::app::App;
 use wakebridge::claude::home::ClaudeHome;
 use wakebridge::clock;
-use wakebridge::config::{self, Backend, Config, Flags, Scope};
-use wakebridge::context::monitor::ContextView;
+use wakebridge::config::{self, Config, Flags};
 use wakebridge::context::statefile::state_path;
 use wakebridge::context::statusline::{Feed, FeedUsage, write_feed};
-use wakebridge::context::task::{self as context_monitor, MonitorConfig};
-use wakebridge::delivery::Deliverer;
-use wakebridge::delivery::dedupe::Dedupe;
 use wakebridge::env::Env;
 use wakebridge::mux::{Injector, MuxConfig};
+use wakebridge::rewind::restart::RestartSettings;
 use wakebridge::session::gate::Gate;
-use wakebridge::spool::{self, Spool};
+use wakebridge::session::task::{Keeper, LiveIo, run};
+use wakebridge::session::{SessionConfig, SessionViews, Sessions};
 use wakebridge::store::{LimitSource, Record, SessionSeen, Store};
 use wakebridge::telemetry::notice::{Notice, NoticeKind, Notices};
 use wakebridge::wakedir;
@@ -57,15 +56,17 @@ fn compact_boundary(post: u64) -> String {
     ) + "\n"
 }
 
-/// The monitor task over directly built gate, ledger and deliverer (as `App::build` builds them).
+/// The session loop over a directly built gate and ledger (as `App::build` builds them).
 struct Rig {
     root: tempfile::TempDir,
     wake_dir: PathBuf,
     state_dir: PathBuf,
     claude_dir: PathBuf,
     config: Config,
-    deliverer: Arc<Deliverer>,
-    view: Arc<ContextView>,
+    gate: Arc<Gate>,
+    store: Store,
+    sessions: Arc<Sessions>,
+    views: Option<watch::Receiver<SessionViews>>,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
     /// The notices for a human the gate was handed.
@@ -75,7 +76,7 @@ struct Rig {
 impl Rig {
     fn new(mux: MuxConfig) -> Result<Rig, Box<dyn std::error::Error>> {
         let root = common::tempdir();
-        // The monitor types its warnings, as it does with the (default) mux backend.
+        // The loop tells its warnings, as it does with the (default) mux backend.
         let env = Env::from(test_env(
             root.path(),
             &[("AGENT_EVENT_BUS_BRIDGE_BACKEND", "mux")],
@@ -89,6 +90,7 @@ impl Rig {
         let injector = Arc::new(Injector::new(&mux));
         let store = Store::open(&root.path().join("ledger.db"))?;
         let (notices, queue) = Notices::channel();
+        let sessions = Arc::new(Sessions::default());
         let gate = Arc::new(
             Gate::new(
                 wake_dir.clone(),
@@ -97,21 +99,9 @@ impl Rig {
                 injector,
                 store.clone(),
                 true,
-                Default::default(),
+                sessions.clone(),
             )
             .with_notices(notices),
-        );
-        let deliverer = Deliverer::new(
-            Spool::open(
-                wake_dir.clone(),
-                store.clone(),
-                spool::SpoolOptions::default(),
-            )?,
-            Backend::Mux,
-            Scope::All,
-            gate,
-            store,
-            Dedupe::new(Duration::from_secs(60)),
         );
         Ok(Rig {
             root,
@@ -119,8 +109,10 @@ impl Rig {
             state_dir,
             claude_dir,
             config,
-            deliverer: Arc::new(deliverer),
-            view: Arc::default(),
+            gate,
+            store,
+            sessions,
+            views: None,
             shutdown: CancellationToken::new(),
             task: None,
             notices: queue,
@@ -143,27 +135,36 @@ impl Rig {
     }
 
     fn start_polling_every(&mut self, poll: Duration) -> TestResult {
-        let mut settings = self.config.settings.context.clone();
-        settings.poll_interval = poll;
-        settings.latest_state_file = self.latest_file().display().to_string();
-        let monitor = MonitorConfig::from_settings(
-            &settings,
-            self.state_dir.clone(),
-            vec![ClaudeHome::at(self.claude_dir.clone())],
-            true,
-        )?;
-        self.task = Some(tokio::spawn(context_monitor::run(
-            self.deliverer.clone(),
-            self.view.clone(),
-            monitor,
-            self.shutdown.clone(),
-        )));
+        let mut settings = self.config.settings.clone();
+        settings.context.poll_interval = poll;
+        settings.nudger.poll_interval = poll;
+        settings.context.latest_state_file = self.latest_file().display().to_string();
+        let homes = vec![ClaudeHome::at(self.claude_dir.clone())];
+        let config = SessionConfig::from_settings(&settings, self.state_dir.clone(), homes, true)?;
+        let restarts = RestartSettings {
+            command: vec!["claude".into()],
+            timeout: Duration::from_secs(90),
+            claude_home: None,
+            mux: MuxConfig::default(),
+        };
+        let io = LiveIo::new(
+            self.gate.clone(),
+            self.store.clone(),
+            self.wake_dir.clone(),
+            None,
+            restarts,
+            config.context.clone(),
+        );
+        let (views, seen) = watch::channel(SessionViews::default());
+        let keeper = Keeper::new(config, io, self.sessions.clone(), views);
+        self.views = Some(seen);
+        self.task = Some(tokio::spawn(run(keeper, self.shutdown.clone())));
         Ok(())
     }
 
     fn context(&self) -> serde_json::Value {
-        self.view
-            .status(SID)
+        let views = self.views.as_ref().map(|v| v.borrow().clone());
+        (views.and_then(|v| v.sessions.get(SID)?.context.clone()))
             .map(|c| serde_json::to_value(c).expect("context view"))
             .unwrap_or_default()
     }
@@ -281,10 +282,11 @@ async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
     })
     .await?;
 
-    let store = rig.deliverer.store().clone();
+    let store = rig.store.clone();
+    // The warning waited for the idle moment without a try the gate had to refuse.
     wait_until("ledger rows", || {
         let c = common::delivery_counts(&store);
-        c.get("tmux") == Some(&3) && c.get("spool-busy") == Some(&1) && c.len() == 2
+        c.get("tmux") == Some(&3) && c.len() == 1
     })
     .await?;
     let ctx = rig.context();
@@ -305,7 +307,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
         .join(format!("{SID}.jsonl"));
     std::fs::create_dir_all(transcript.parent().ok_or("no parent")?)?;
     append(&transcript, &assistant(100_000))?;
-    let store = rig.deliverer.store().clone();
+    let store = rig.store.clone();
     store
         .record(Record::SessionSeen(SessionSeen {
             session_id: SID.into(),
@@ -389,7 +391,7 @@ async fn a_limit_the_transcript_ends_on_is_recorded_once_and_an_old_one_is_not()
         &rig.transcript(),
         &limit_record("2026-01-01T10:00:00Z", "in 5h"),
     )?;
-    let store = rig.deliverer.store().clone();
+    let store = rig.store.clone();
     store
         .record(Record::SessionSeen(SessionSeen {
             session_id: SID.into(),

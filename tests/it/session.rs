@@ -17,16 +17,21 @@ use wakebridge::api::{SessionState, TextKind};
 use wakebridge::budget::caused::Texts;
 use wakebridge::budget::policy;
 use wakebridge::budget::{Account, Window};
+use wakebridge::claude::inbox::Inbox;
 use wakebridge::claude::registry::RegistryReading;
 use wakebridge::claude::turn::Turn;
+use wakebridge::context::followed::Followed;
 use wakebridge::mux::{InjectError, Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
 use wakebridge::rewind::restart::{Restart, RestartSettings};
 use wakebridge::session::gate::{Gate, GateOutcome, Mode};
 use wakebridge::session::observe::FileStamp;
-use wakebridge::session::task::{Keeper, LiveIo, OWED_SENDER, SessionFacts, SessionIo, run};
-use wakebridge::session::{NudgerConfig, Schedule, SessionViews, Sessions};
+use wakebridge::session::task::{
+    Keeper, Ledger, LiveIo, OWED_SENDER, SessionFacts, SessionIo, run,
+};
+use wakebridge::session::{Schedule, SessionConfig, SessionViews, Sessions};
 use wakebridge::store::{
-    Limit, LimitSource, NudgeState, Owed, Payment, Record, RewindRow, RewindWhy, Store,
+    Limit, LimitSource, NudgeState, Owed, Pause, Payment, Record, RewindRow, RewindWhy, SessionRow,
+    Store,
 };
 use wakebridge::telemetry::notice::{Notice, NoticeKind};
 use wakebridge::wakedir::target::PaneTarget;
@@ -128,13 +133,13 @@ impl FakeIo {
     fn add_inbox_session(&self, sid: &str) {
         let mut w = self.world.lock().unwrap();
         w.inbox_only.push(sid.into());
-        w.facts.entry(sid.into()).or_default().hook = Some(("Stop".into(), START_MS));
+        heard(w.facts.entry(sid.into()).or_default(), "Stop", START_MS);
     }
 
     /// `sid` is owed a wake for one event since the start.
     fn owe_one(&self, sid: &str) {
         let mut w = self.world.lock().unwrap();
-        w.facts.entry(sid.into()).or_default().owed = Some(Owed {
+        w.facts.entry(sid.into()).or_default().row.owed = Some(Owed {
             events: 1,
             since_ms: START_MS,
         });
@@ -207,29 +212,47 @@ impl SessionIo for FakeIo {
         }
         Ok(true)
     }
-    async fn session_facts(&self, _sessions: Vec<String>) -> Option<HashMap<String, SessionFacts>> {
+    async fn ledger(
+        &self,
+        _only: Option<Vec<String>>,
+        _registry: &HashMap<String, RegistryReading>,
+    ) -> Option<Ledger> {
         let mut w = self.world.lock().unwrap();
-        let read = (!w.ledger_down).then(|| w.facts.clone());
-        if let Some(sid) = w.hook_pays_after_read.take() {
-            w.facts.get_mut(&sid).unwrap().owed = None;
+        if w.ledger_down {
+            return None;
         }
-        read
+        let mut sessions: BTreeMap<String, SessionFacts> = w
+            .facts
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for sid in &w.inbox_only {
+            let facts = sessions.entry(sid.clone()).or_default();
+            facts.inbox = Ok(Some(Inbox {
+                socket: format!("/run/cc-socks/{sid}.sock").into(),
+                token: None,
+                pid: None,
+            }));
+            facts.row.told_ms = Some(START_MS);
+        }
+        for (sid, facts) in &mut sessions {
+            facts.row.session_id.clone_from(sid);
+        }
+        if let Some(sid) = w.hook_pays_after_read.take() {
+            w.facts.get_mut(&sid).unwrap().row.owed = None;
+        }
+        Some(Ledger {
+            sessions,
+            ..Ledger::default()
+        })
     }
     async fn claim_owed(&self, sid: &str) -> Option<u32> {
         let w = self.world.lock().unwrap();
-        let owed = w.facts.get(sid).and_then(|f| f.owed);
+        let owed = w.facts.get(sid).and_then(|f| f.row.owed);
         (!w.ledger_down).then(|| owed.map_or(0, |o| o.events))
     }
     async fn registry(&self) -> HashMap<String, RegistryReading> {
         HashMap::new()
-    }
-    async fn reached_by_inbox(
-        &self,
-        _live: Vec<String>,
-        _mapped: Vec<String>,
-    ) -> Option<Vec<String>> {
-        let w = self.world.lock().unwrap();
-        (!w.ledger_down).then(|| w.inbox_only.clone())
     }
     async fn budgets(&self) -> Vec<Account> {
         self.world.lock().unwrap().budgets.clone()
@@ -296,21 +319,21 @@ impl SessionIo for FakeIo {
             match record {
                 Record::Nudge(state) => {
                     let facts = w.facts.entry(state.session_id.clone()).or_default();
-                    facts.nudge = Some(state.clone());
+                    facts.row.nudge = Some(state.clone());
                 }
                 Record::Pay { session_id, .. } => {
                     if let Some(facts) = w.facts.get_mut(session_id) {
-                        facts.owed = None;
+                        facts.row.owed = None;
                     }
                 }
                 Record::Limited(seen) => {
                     let facts = w.facts.entry(seen.session_id.clone()).or_default();
-                    let kept = facts.limit.take();
+                    let kept = facts.row.limit.take();
                     let same_text = seen.resets_text.is_some()
                         && kept
                             .as_ref()
                             .is_some_and(|k| k.resets_text == seen.resets_text);
-                    facts.limit = Some(Limit {
+                    facts.row.limit = Some(Limit {
                         kind: seen.kind.clone(),
                         resets_text: seen.resets_text.clone(),
                         resets_at_ms: match (&kept, same_text) {
@@ -325,21 +348,27 @@ impl SessionIo for FakeIo {
                     });
                 }
                 Record::ResumeTried { session_id, at_ms } => {
-                    if let Some(limit) = w.facts.get_mut(session_id).and_then(|f| f.limit.as_mut())
+                    if let Some(limit) = w
+                        .facts
+                        .get_mut(session_id)
+                        .and_then(|f| f.row.limit.as_mut())
                     {
                         limit.tries += 1;
                         limit.last_try_ms = Some(*at_ms);
                     }
                 }
                 Record::ResumeGaveUp { session_id } => {
-                    if let Some(limit) = w.facts.get_mut(session_id).and_then(|f| f.limit.as_mut())
+                    if let Some(limit) = w
+                        .facts
+                        .get_mut(session_id)
+                        .and_then(|f| f.row.limit.as_mut())
                     {
                         limit.gave_up = true;
                     }
                 }
                 Record::LimitLifted { session_id } => {
                     if let Some(facts) = w.facts.get_mut(session_id) {
-                        facts.limit = None;
+                        facts.row.limit = None;
                     }
                 }
                 _ => {}
@@ -347,14 +376,59 @@ impl SessionIo for FakeIo {
         }
         w.records.extend(records);
     }
-    async fn owed_noted(&self) {
-        std::future::pending::<()>().await;
+    async fn follow(
+        &self,
+        sessions: Vec<(String, Followed)>,
+        _full: bool,
+    ) -> Vec<(String, Followed, Vec<Record>)> {
+        sessions.into_iter().map(|(s, f)| (s, f, vec![])).collect()
+    }
+    async fn changed(&self) -> Vec<String> {
+        std::future::pending().await
+    }
+    fn version(&self) -> Option<wakebridge::session::task::Version> {
+        None
     }
     fn now_ms(&self) -> i64 {
         START_MS + i64::try_from((Instant::now() - self.start).as_millis()).unwrap()
     }
     fn notify(&self, notice: Notice) {
         self.world.lock().unwrap().notices.push(notice);
+    }
+}
+
+/// The hook's last report of `facts`' session: `event` at `at_ms`.
+fn heard(facts: &mut SessionFacts, event: &str, at_ms: i64) {
+    facts.row.last_hook_event = Some(event.into());
+    facts.row.last_seen_ms = Some(at_ms);
+}
+
+/// A person's pause since the start, until unpaused.
+fn paused() -> Pause {
+    Pause {
+        since_ms: START_MS,
+        until_ms: None,
+        all: false,
+    }
+}
+
+/// The nudge figures of a session's view.
+trait NudgeView {
+    fn nudge_view(&self) -> wakebridge::api::Nudge;
+    fn acknowledged(&self) -> bool {
+        self.nudge_view().acknowledged
+    }
+    fn unanswered(&self) -> u32 {
+        self.nudge_view().unanswered
+    }
+    fn next_nudge_at(&self) -> Option<jiff::Timestamp> {
+        self.nudge_view().next_nudge_at
+    }
+}
+
+impl NudgeView for wakebridge::api::SessionStatus {
+    fn nudge_view(&self) -> wakebridge::api::Nudge {
+        self.nudge.clone().expect("a nudge view")
     }
 }
 
@@ -368,8 +442,8 @@ fn notices(io: &FakeIo, sid: &str) -> Vec<NoticeKind> {
         .collect()
 }
 
-fn default_config() -> NudgerConfig {
-    NudgerConfig {
+fn default_config() -> SessionConfig {
+    SessionConfig {
         enabled: true,
         idle_after: Duration::from_secs(300),
         poll_interval: Duration::from_secs(10),
@@ -390,12 +464,12 @@ fn default_config() -> NudgerConfig {
 
 /// The shipped settings as `serve` validates them (its budget and texts too): `[limits]` resumes
 /// at the reset + 60 s with `continue`, 3 tries.
-fn shipped() -> NudgerConfig {
+fn shipped() -> SessionConfig {
     let d = wakebridge::config::defaults();
-    NudgerConfig {
+    SessionConfig {
         budget: policy::validate(&d.budget).unwrap(),
         texts: Texts::new(d),
-        ..NudgerConfig::from_settings(&d.nudger, &d.wake, &d.limits, &d.rewind).unwrap()
+        ..SessionConfig::from_settings(d, std::path::PathBuf::new(), vec![], true).unwrap()
     }
 }
 
@@ -438,7 +512,10 @@ async fn paused_clock_owed_wake_waits_out_a_refusal_with_one_row_then_is_typed_a
         w.facts.insert(
             "s1".into(),
             SessionFacts {
-                owed: Some(owed),
+                row: SessionRow {
+                    owed: Some(owed),
+                    ..SessionRow::default()
+                },
                 ..SessionFacts::default()
             },
         );
@@ -539,7 +616,7 @@ async fn paused_clock_text_left_on_the_prompt_keeps_the_claim_until_a_wake_is_ty
 }
 
 fn spawn_loop(
-    config: NudgerConfig,
+    config: SessionConfig,
     io: FakeIo,
 ) -> (CancellationToken, watch::Receiver<SessionViews>) {
     let (tx, rx) = watch::channel(SessionViews::default());
@@ -567,7 +644,7 @@ fn limited(io: &FakeIo, sid: &str, minutes: i64, menu: bool) {
     let resets = format!("in {minutes}m");
     let mut w = io.world.lock().unwrap();
     w.screens.insert(sid.into(), limit_screen(&resets, menu));
-    w.facts.entry(sid.into()).or_default().limit = Some(Limit {
+    w.facts.entry(sid.into()).or_default().row.limit = Some(Limit {
         kind: "session limit".into(),
         resets_text: Some(resets),
         resets_at_ms: Some(START_MS + minutes * 60_000),
@@ -606,7 +683,8 @@ async fn paused_clock_a_limited_session_is_held_resumed_at_each_reset_then_given
         "{view:?}"
     );
     assert_eq!(
-        view.unanswered, 0,
+        view.unanswered(),
+        0,
         "the backoff does not advance while held"
     );
 
@@ -636,7 +714,11 @@ async fn paused_clock_a_limited_session_is_held_resumed_at_each_reset_then_given
     let texts = typed_texts(&io, "s1");
     assert_eq!(texts.len(), 3, "three tries, then nothing: {texts:?}");
     assert!(texts.iter().all(|(_, t)| t == "continue"), "{texts:?}");
-    let limit = io.world.lock().unwrap().facts["s1"].limit.clone().unwrap();
+    let limit = io.world.lock().unwrap().facts["s1"]
+        .row
+        .limit
+        .clone()
+        .unwrap();
     assert!(limit.gave_up && limit.tries == 3, "{limit:?}");
     assert!(
         views.borrow()["s1"]
@@ -702,6 +784,7 @@ async fn paused_clock_claude_codes_own_auto_continue_is_left_to_it_and_stepped_i
         .facts
         .get_mut("fires")
         .unwrap()
+        .row
         .limit = None;
     tokio::time::sleep(Duration::from_secs(120 + 60 - 126 + 2)).await;
     assert_eq!(typed_texts(&io, "fires"), []);
@@ -736,7 +819,7 @@ async fn paused_clock_a_resume_that_works_lifts_the_hold_and_one_that_meets_the_
     set_screen(&io, "same", &limit_screen("in 1m", false));
     tokio::time::sleep(Duration::from_secs(4 * 60)).await;
     assert!(
-        io.world.lock().unwrap().facts["ok"].limit.is_none(),
+        io.world.lock().unwrap().facts["ok"].row.limit.is_none(),
         "lifted once working"
     );
     assert_eq!(typed_texts(&io, "same").len(), 1);
@@ -754,12 +837,19 @@ async fn paused_clock_a_limit_without_a_reset_is_looked_at_each_minute_and_lifts
     limited(&io, "spend", 1, false);
     {
         let mut w = io.world.lock().unwrap();
-        let limit = w.facts.get_mut("spend").unwrap().limit.as_mut().unwrap();
+        let limit = w
+            .facts
+            .get_mut("spend")
+            .unwrap()
+            .row
+            .limit
+            .as_mut()
+            .unwrap();
         limit.resets_text = None;
         limit.resets_at_ms = None;
         limit.kind = "monthly spend limit".into();
         // Owed events of a held session do not make the loop poll every second.
-        w.facts.get_mut("spend").unwrap().owed = Some(Owed {
+        w.facts.get_mut("spend").unwrap().row.owed = Some(Owed {
             events: 1,
             since_ms: START_MS,
         });
@@ -780,7 +870,7 @@ async fn paused_clock_a_limit_without_a_reset_is_looked_at_each_minute_and_lifts
     // Someone dealt with it by hand: within a minute the hold is gone.
     io.world.lock().unwrap().screens.remove("spend");
     tokio::time::sleep(Duration::from_secs(61)).await;
-    assert!(io.world.lock().unwrap().facts["spend"].limit.is_none());
+    assert!(io.world.lock().unwrap().facts["spend"].row.limit.is_none());
     shutdown.cancel();
 }
 
@@ -809,7 +899,7 @@ async fn paused_clock_a_session_resumed_on_its_own_or_working_or_with_resume_off
     assert_eq!(typed_texts(&io, "auto"), []);
     assert_eq!(typed_texts(&io, "busy"), []);
     assert!(
-        io.world.lock().unwrap().facts["auto"].limit.is_none(),
+        io.world.lock().unwrap().facts["auto"].row.limit.is_none(),
         "hold lifted"
     );
     assert!(
@@ -854,8 +944,8 @@ async fn paused_clock_idle_session_gets_doubling_gaps_then_falls_silent() {
     let gaps: Vec<u64> = times.windows(2).map(|w| w[1] - w[0]).collect();
     assert_eq!(gaps, [90, 180, 360, 720], "{times:?}");
     let view = views.borrow()["s1"].clone();
-    assert!(view.acknowledged && view.unanswered == 5, "{view:?}");
-    assert_eq!(view.next_nudge_at_ms, None);
+    assert!(view.acknowledged() && view.unanswered() == 5, "{view:?}");
+    assert_eq!(view.next_nudge_at(), None);
     assert_eq!(notices(&io, "s1"), [NoticeKind::AcknowledgedIdle]);
     let texts: Vec<String> = io
         .world
@@ -895,7 +985,7 @@ fn five_hour(io: &FakeIo, used: f64, resets_in: Duration) {
     let sessions: Vec<String> = w.mapping.keys().cloned().collect();
     for sid in sessions {
         let transcript = format!("/home/u/.claude/projects/p/{sid}.jsonl");
-        w.facts.entry(sid).or_default().transcript_path = Some(transcript.into());
+        w.facts.entry(sid).or_default().row.transcript_path = Some(transcript);
     }
     w.budgets = vec![Account {
         account: "/home/u/.claude".into(),
@@ -931,7 +1021,7 @@ async fn paused_clock_an_under_used_window_near_its_end_gets_one_budget_nudge_ev
     io.world.lock().unwrap().facts.insert(
         "paused".into(),
         SessionFacts {
-            paused: true,
+            pause: Some(paused()),
             ..SessionFacts::default()
         },
     );
@@ -945,7 +1035,7 @@ async fn paused_clock_an_under_used_window_near_its_end_gets_one_budget_nudge_ev
         "not before the last 45 minutes"
     );
     assert!(
-        views.borrow()["s1"].acknowledged,
+        views.borrow()["s1"].acknowledged(),
         "{:?}",
         views.borrow()["s1"]
     );
@@ -972,9 +1062,9 @@ fn turn_ended(io: &FakeIo, sid: &str, prompt: &str, tools: u32) {
     let now_ms = io.now_ms();
     let mut w = io.world.lock().unwrap();
     let facts = w.facts.entry(sid.into()).or_default();
-    let path = (facts.transcript_path)
-        .get_or_insert_with(|| format!("/t/{sid}.jsonl").into())
-        .clone();
+    let path = PathBuf::from(
+        &*(facts.row.transcript_path).get_or_insert_with(|| format!("/t/{sid}.jsonl")),
+    );
     w.turns.insert(
         path.clone(),
         Turn {
@@ -985,7 +1075,7 @@ fn turn_ended(io: &FakeIo, sid: &str, prompt: &str, tools: u32) {
         },
     );
     let facts = w.facts.entry(sid.into()).or_default();
-    facts.hook = Some(("Stop".into(), now_ms));
+    heard(facts, "Stop", now_ms);
     facts.transcript = Some(FileStamp {
         size: 1,
         mtime_ms: now_ms,
@@ -1006,7 +1096,7 @@ async fn paused_clock_a_nudge_answered_by_a_turn_without_tools_stays_unanswered_
     io.touch("worker");
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert_eq!(
-        views.borrow()["idle"].unanswered,
+        views.borrow()["idle"].unanswered(),
         0,
         "the answer seen first"
     );
@@ -1017,12 +1107,12 @@ async fn paused_clock_a_nudge_answered_by_a_turn_without_tools_stays_unanswered_
     // Charged at the first poll a second after the turn's end (polls every 10 s).
     tokio::time::sleep(Duration::from_secs(12)).await;
     assert_eq!(
-        views.borrow()["idle"].unanswered,
+        views.borrow()["idle"].unanswered(),
         1,
         "{:?}",
         views.borrow()["idle"]
     );
-    assert_eq!(views.borrow()["worker"].unanswered, 0);
+    assert_eq!(views.borrow()["worker"].unanswered(), 0);
     let charged: Vec<(String, TextKind, u64)> = io
         .world
         .lock()
@@ -1063,11 +1153,14 @@ async fn paused_clock_an_idle_answer_gives_back_only_the_series_its_own_text_sta
     five_hour(&io, 40.0, Duration::from_secs(2100 + 45 * 60));
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
     tokio::time::sleep(Duration::from_secs(2000)).await;
-    assert!(views.borrow()["s1"].acknowledged, "five nudges unanswered");
+    assert!(
+        views.borrow()["s1"].acknowledged(),
+        "five nudges unanswered"
+    );
     // A person comes back and works: a turn of theirs with tools.
     io.touch("s1");
     tokio::time::sleep(Duration::from_secs(20)).await;
-    assert!(!views.borrow()["s1"].acknowledged);
+    assert!(!views.borrow()["s1"].acknowledged());
     turn_ended(&io, "s1", "refactor the parser", 4);
     // Quiet again for `idle_after`: the budget nudge; its turn answers in words only.
     tokio::time::sleep(Duration::from_secs(320)).await;
@@ -1079,7 +1172,7 @@ async fn paused_clock_an_idle_answer_gives_back_only_the_series_its_own_text_sta
     tokio::time::sleep(Duration::from_secs(15)).await;
     // The person's return is not undone: the old series is not given back.
     let view = views.borrow()["s1"].clone();
-    assert!(!view.acknowledged && view.unanswered == 0, "{view:?}");
+    assert!(!view.acknowledged() && view.unanswered() == 0, "{view:?}");
     let charged = io
         .world
         .lock()
@@ -1138,12 +1231,12 @@ async fn paused_clock_activity_resets_the_series_and_acknowledged_wakes_up() {
     // Three nudges: 300, 390, 570.
     tokio::time::sleep(Duration::from_secs(600)).await;
     assert_eq!(io.wake_times("s1"), [300, 390, 570]);
-    assert_eq!(views.borrow()["s1"].unanswered, 3);
+    assert_eq!(views.borrow()["s1"].unanswered(), 3);
     // The agent works (output well after the grace), then stops again.
     io.touch("s1");
     tokio::time::sleep(Duration::from_secs(20)).await;
     assert_eq!(
-        views.borrow()["s1"].unanswered,
+        views.borrow()["s1"].unanswered(),
         0,
         "activity answered the nudges"
     );
@@ -1154,11 +1247,11 @@ async fn paused_clock_activity_resets_the_series_and_acknowledged_wakes_up() {
     assert_eq!(times[4] - times[3], 90, "{times:?}");
     // Acknowledged sessions come back to life on activity.
     tokio::time::sleep(Duration::from_secs(3 * 3600)).await;
-    assert!(views.borrow()["s1"].acknowledged);
+    assert!(views.borrow()["s1"].acknowledged());
     let before = io.wake_times("s1").len();
     io.touch("s1");
     tokio::time::sleep(Duration::from_secs(20)).await;
-    assert!(!views.borrow()["s1"].acknowledged);
+    assert!(!views.borrow()["s1"].acknowledged());
     // One nudge after a fresh 5 min of quiet; the next would be 90 s later.
     tokio::time::sleep(Duration::from_secs(350)).await;
     assert_eq!(io.wake_times("s1").len(), before + 1);
@@ -1176,13 +1269,11 @@ async fn paused_clock_busy_unknown_and_marked_sessions_are_never_nudged() {
     {
         let mut w = io.world.lock().unwrap();
         w.busy.insert("marker".into(), true);
-        w.facts.insert(
-            "permission".into(),
-            SessionFacts {
-                hook: Some(("Notification:permission_prompt".into(), START_MS)),
-                ..SessionFacts::default()
-            },
-        );
+        w.facts.insert("permission".into(), {
+            let mut facts = SessionFacts::default();
+            heard(&mut facts, "Notification:permission_prompt", START_MS);
+            facts
+        });
     }
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
     tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -1226,6 +1317,7 @@ async fn paused_clock_restores_an_acknowledged_session_from_the_ledger() {
         .facts
         .entry("s1".into())
         .or_default()
+        .row
         .nudge = Some(NudgeState {
         session_id: "s1".into(),
         unanswered: 5,
@@ -1235,7 +1327,7 @@ async fn paused_clock_restores_an_acknowledged_session_from_the_ledger() {
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
     tokio::time::sleep(Duration::from_secs(3600)).await;
     assert!(io.wake_times("s1").is_empty());
-    assert!(views.borrow()["s1"].acknowledged);
+    assert!(views.borrow()["s1"].acknowledged());
     shutdown.cancel();
 }
 
@@ -1257,24 +1349,24 @@ async fn paused_clock_a_restart_after_an_idle_answer_keeps_the_series() {
         };
         w.turns.insert(path.clone(), turn);
         let facts = w.facts.entry("s1".into()).or_default();
-        facts.nudge = Some(NudgeState {
+        facts.row.nudge = Some(NudgeState {
             session_id: "s1".into(),
             unanswered: 5,
             last_nudge_ms: Some(nudged_ms),
             acknowledged: true,
         });
-        facts.hook = Some(("Stop".into(), ended_ms));
+        heard(facts, "Stop", ended_ms);
         facts.transcript = Some(FileStamp {
             size: 1,
             mtime_ms: ended_ms + 100,
         });
-        facts.transcript_path = Some(path);
+        facts.row.transcript_path = Some(path.display().to_string());
     }
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
     tokio::time::sleep(Duration::from_secs(3600)).await;
     assert_eq!(io.wake_times("s1"), [0u64; 0]);
     assert!(
-        views.borrow()["s1"].acknowledged,
+        views.borrow()["s1"].acknowledged(),
         "{:?}",
         views.borrow()["s1"]
     );
@@ -1300,7 +1392,7 @@ async fn still_acknowledged_an_hour_on(io: &FakeIo, views: &watch::Receiver<Sess
     tokio::time::sleep(Duration::from_secs(3600)).await;
     assert_eq!(io.wake_times("s1").len(), 5, "no new series");
     let view = views.borrow()["s1"].clone();
-    assert!(view.acknowledged, "{view:?}");
+    assert!(view.acknowledged(), "{view:?}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -1308,11 +1400,11 @@ async fn paused_clock_a_session_that_drops_out_for_a_poll_keeps_its_series() {
     let io = FakeIo::new();
     let (shutdown, views) = answered_idly_after_five(&io).await;
     tokio::time::sleep(Duration::from_secs(15)).await;
-    assert!(views.borrow()["s1"].acknowledged, "given back");
+    assert!(views.borrow()["s1"].acknowledged(), "given back");
     // panes.json is rewritten without it for a poll, then with it again.
     let pane = io.world.lock().unwrap().mapping.remove("s1").unwrap();
     tokio::time::sleep(Duration::from_secs(10)).await;
-    assert!(!views.borrow().contains_key("s1"));
+    assert_eq!(views.borrow()["s1"].state, SessionState::NoPane);
     let recorded = io.world.lock().unwrap().records.len();
     io.world.lock().unwrap().mapping.insert("s1".into(), pane);
     still_acknowledged_an_hour_on(&io, &views).await;
@@ -1347,13 +1439,13 @@ async fn paused_clock_nothing_is_decided_while_the_ledger_cannot_be_read() {
     io.add_inbox_session("s2");
     for sid in ["s1", "s2"] {
         io.owe_one(sid);
-        io.world.lock().unwrap().facts.get_mut(sid).unwrap().paused = true;
+        io.world.lock().unwrap().facts.get_mut(sid).unwrap().pause = Some(paused());
     }
     io.world.lock().unwrap().ledger_down = true;
     let (shutdown, views) = spawn_loop(default_config(), io.clone());
     tokio::time::sleep(Duration::from_secs(3600)).await;
     assert_eq!(io.world.lock().unwrap().wakes, []);
-    assert!(views.borrow().is_empty());
+    assert!(views.borrow().sessions.is_empty());
     // Read again, the pause holds.
     io.world.lock().unwrap().ledger_down = false;
     tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -1462,8 +1554,8 @@ fn rig(server: &TmuxServer, tmux_bin: Option<PathBuf>, sessions: &[(&str, &Agent
     }
 }
 
-fn fast_config(base_ms: u64, acknowledge_after: u32) -> NudgerConfig {
-    NudgerConfig {
+fn fast_config(base_ms: u64, acknowledge_after: u32) -> SessionConfig {
+    SessionConfig {
         enabled: true,
         idle_after: Duration::from_secs(1),
         poll_interval: Duration::from_millis(100),
@@ -1482,22 +1574,29 @@ fn fast_config(base_ms: u64, acknowledge_after: u32) -> NudgerConfig {
     }
 }
 
+/// The real I/O over `rig`, its state files and feeds kept in the wake dir.
+fn live_io(rig: &Rig, config: &SessionConfig) -> LiveIo {
+    let mut context = config.context.clone();
+    context.state_dir.clone_from(&rig.wake_dir);
+    LiveIo::new(
+        rig.gate.clone(),
+        rig.store.clone(),
+        rig.wake_dir.clone(),
+        None,
+        restart_settings(),
+        context,
+    )
+}
+
 fn live_loop(
-    config: NudgerConfig,
+    config: SessionConfig,
     rig: &Rig,
 ) -> (
     CancellationToken,
     watch::Receiver<SessionViews>,
     tokio::task::JoinHandle<()>,
 ) {
-    let io = LiveIo::new(
-        rig.gate.clone(),
-        rig.store.clone(),
-        rig.wake_dir.clone(),
-        rig.wake_dir.clone(),
-        None,
-        restart_settings(),
-    );
+    let io = live_io(rig, &config);
     let (tx, rx) = watch::channel(SessionViews::default());
     let shutdown = CancellationToken::new();
     let keeper = Keeper::new(config, io, rig.sessions.clone(), tx);
@@ -1546,7 +1645,7 @@ async fn real_tmux_idle_agent_is_nudged_with_doubling_gaps_until_acknowledged() 
     assert!((1.9..2.8).contains(&gap2), "gap2 {gap2}");
     let state = rig.store.session("sid-a").unwrap().unwrap().nudge.unwrap();
     assert_eq!((state.unanswered, state.acknowledged), (3, true));
-    assert!(views.borrow()["sid-a"].acknowledged);
+    assert!(views.borrow()["sid-a"].acknowledged());
     let counts = common::delivery_counts(&rig.store);
     assert_eq!(counts.get("tmux"), Some(&3), "{counts:?}");
     // The record holds exactly the typed bytes: text, then a separate Enter.
@@ -1699,14 +1798,7 @@ async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates
     let rig = rig(&server, Some(wrapper), &all);
     let mut config = fast_config(60_000, 5);
     config.idle_after = Duration::ZERO;
-    let io = LiveIo::new(
-        rig.gate.clone(),
-        rig.store.clone(),
-        rig.wake_dir.clone(),
-        rig.wake_dir.clone(),
-        None,
-        restart_settings(),
-    );
+    let io = live_io(&rig, &config);
     let (tx, views) = watch::channel(SessionViews::default());
     let mut nudger = Keeper::new(config, io, rig.sessions.clone(), tx);
     // Let the agents draw their idle title first.
@@ -1723,7 +1815,7 @@ async fn real_tmux_one_list_panes_per_poll_and_captures_only_for_idle_candidates
     let captures = first.get("capture-pane").copied().unwrap_or(0);
     assert!((16..=24).contains(&captures), "{first:?}");
     assert_eq!(first.get("send-keys"), Some(&8), "{first:?}");
-    assert_eq!(views.borrow().len(), PANES);
+    assert_eq!(views.borrow().sessions.len(), PANES);
     std::fs::remove_file(&log).unwrap();
 
     // Later polls: everyone is busy, unknown or backing off: one list-panes, nothing else.
@@ -1827,7 +1919,7 @@ async fn paused_clock_a_session_only_its_inbox_reaches_is_paid_nudged_and_never_
     {
         let mut w = io.world.lock().unwrap();
         w.busy.insert("busy".into(), true);
-        w.facts.get_mut("busy").unwrap().hook = Some(("PreToolUse".into(), START_MS));
+        heard(w.facts.get_mut("busy").unwrap(), "PreToolUse", START_MS);
         // Its inbox refuses: tried again no sooner than a base gap (90 s), not every 2 s.
         w.refuse.insert("failing".into(), Action::SpoolMuxFailed);
     }

@@ -10,6 +10,7 @@ use unicode_width::UnicodeWidthStr;
 
 use crate::common;
 use crate::common::harness::{TestServer, binary, event_for, fed};
+use crate::common::tmux::TmuxServer;
 
 /// Three agents, as UUIDs: two share their first block's first four digits.
 const WORKING: &str = "a1b2c3d4-1111-4000-8000-000000000001";
@@ -34,28 +35,23 @@ fn event(name: &str, sid: &str, project: &str) -> String {
 
 /// Three sessions through their hooks: one mid-turn, one whose turn ended, one that ended.
 fn three_agents(root: &Path) {
-    hook(
-        root,
-        &event("SessionStart", WORKING, "wakebridge"),
-        Some("%11"),
-    );
+    three_agents_in(root, ["%11", "%12", "%13"]);
+}
+
+/// [`three_agents`] in the panes given.
+fn three_agents_in(root: &Path, panes: [&str; 3]) {
+    let [working, idle, ended] = panes.map(Some);
+    hook(root, &event("SessionStart", WORKING, "wakebridge"), working);
     hook(
         root,
         &event("UserPromptSubmit", WORKING, "wakebridge"),
-        Some("%11"),
+        working,
     );
-    hook(
-        root,
-        &event("SessionStart", IDLE, "a-project-with-a-long-long-name"),
-        Some("%12"),
-    );
-    hook(
-        root,
-        &event("Stop", IDLE, "a-project-with-a-long-long-name"),
-        Some("%12"),
-    );
-    hook(root, &event("SessionStart", ENDED, "docs"), Some("%13"));
-    hook(root, &event("SessionEnd", ENDED, "docs"), Some("%13"));
+    let long = "a-project-with-a-long-long-name";
+    hook(root, &event("SessionStart", IDLE, long), idle);
+    hook(root, &event("Stop", IDLE, long), idle);
+    hook(root, &event("SessionStart", ENDED, "docs"), ended);
+    hook(root, &event("SessionEnd", ENDED, "docs"), ended);
 }
 
 async fn cli(server: &TestServer, args: &[&str]) -> Output {
@@ -87,9 +83,14 @@ async fn session_ids(server: &TestServer) -> Vec<String> {
 
 #[tokio::test]
 async fn status_shows_every_hooked_session_at_a_glance_within_100_columns() {
-    let server = TestServer::start(&[]).await;
+    // The agents' panes are live in a private tmux server the daemon reads.
+    let tmux = TmuxServer::start();
+    let socket = tmux.socket().display().to_string();
+    let server = TestServer::start(&[("WAKEBRIDGE_MUX__TMUX_SOCKET", &socket)]).await;
+    let panes = [(); 3].map(|()| tmux.new_pane("sleep 600"));
     let root = server.root.path().to_path_buf();
-    tokio::task::spawn_blocking(move || three_agents(&root))
+    let in_panes = panes.clone();
+    tokio::task::spawn_blocking(move || three_agents_in(&root, in_panes.each_ref().map(|p| &**p)))
         .await
         .expect("hooks");
     let out = cli(&server, &["status"]).await;
@@ -124,7 +125,7 @@ async fn status_shows_every_hooked_session_at_a_glance_within_100_columns() {
     };
     let working = line(&WORKING[..8]);
     assert!(
-        working.contains("  wakebridge  ") && working.contains("  %11  "),
+        working.contains("  wakebridge  ") && working.contains(&format!("  {}  ", panes[0])),
         "{working}"
     );
     assert!(

@@ -51,21 +51,37 @@ impl Gate {
             .flatten()
     }
 
-    /// `sid`'s inbox if it can be told through now: announced by its hook (else in the
-    /// registry), a private socket of ours whose process is alive and runs `sid` as far as the
-    /// registry says, and not one that left the last message unheard. `Ok(None)`: inboxes are
-    /// off or it has none.
+    /// `sid`'s inbox if it can be told through now. `Ok(None)`: inboxes are off or it has none.
     pub fn reach(&self, sid: &str) -> Result<Option<Inbox>, Unusable> {
         let Some(dir) = self.inbox_registry.as_deref() else {
             return Ok(None);
         };
         let row = self.store.inbox(sid).ok().flatten();
-        let announced = row.as_ref().and_then(|row| row.inbox.clone());
-        let Some(inbox) = announced.or_else(|| registry::inbox_of(dir, sid)) else {
+        let registered = registry::inbox_of(dir, sid);
+        let held = || self.held(sid, row.as_ref());
+        self.reach_from(sid, row.as_ref(), registered, held)
+    }
+
+    /// `sid`'s inbox if it can be told through now: announced by its hook (its ledger `row`),
+    /// else `registered` in Claude Code's registry; a private socket of ours whose process is
+    /// alive and runs `sid` as far as the registry says; and not one that left the last message
+    /// unheard, unless Claude Code holds it for a human (`held`, asked only then: it may read
+    /// the transcript's tail).
+    pub fn reach_from(
+        &self,
+        sid: &str,
+        row: Option<&InboxRow>,
+        registered: Option<Inbox>,
+        held: impl FnOnce() -> bool,
+    ) -> Result<Option<Inbox>, Unusable> {
+        let Some(dir) = self.inbox_registry.as_deref() else {
             return Ok(None);
         };
-        // The cheap checks first: the session loop asks this of every candidate each poll, and
-        // the unheard one may read the transcript's tail.
+        let announced = row.and_then(|row| row.inbox.clone());
+        let Some(inbox) = announced.or(registered) else {
+            return Ok(None);
+        };
+        // The cheap checks first: the session loop asks this of every session each poll.
         inbox.check().map_err(Unusable::Checked)?;
         // A pid is reused: its socket path then belongs to another session.
         if let Some(pid) = inbox.pid
@@ -73,10 +89,10 @@ impl Gate {
         {
             return Err(Unusable::Reused(pid));
         }
-        let unheard = (row.as_ref().and_then(InboxRow::unanswered_since)).is_some_and(|sent| {
+        let unheard = (row.and_then(InboxRow::unanswered_since)).is_some_and(|sent| {
             clock::now_ms().saturating_sub(sent) >= clock::duration_ms(inbox::UNHEARD_AFTER)
         });
-        if unheard && !self.held(sid, row.as_ref()) {
+        if unheard && !held() {
             return Err(Unusable::Unheard);
         }
         Ok(Some(inbox))

@@ -31,7 +31,12 @@ impl<I: SessionIo> Keeper<I> {
         let settled = now_ms.saturating_sub(ended_ms) >= CHARGE_AFTER_MS;
         let stamp = facts.transcript;
         let between_turns = matches!(kind, HookKind::TurnEnded | HookKind::IdlePrompt);
-        let (Some(path), true) = (facts.transcript_path.clone(), settled && between_turns) else {
+        let path = facts
+            .row
+            .transcript_path
+            .as_deref()
+            .map(std::path::PathBuf::from);
+        let (Some(path), true) = (path, settled && between_turns) else {
             return;
         };
         if self.session(sid, |s| std::mem::replace(&mut s.charged, stamp)) == stamp {

@@ -115,7 +115,7 @@ impl<I: SessionIo> Keeper<I> {
         let (records, state, reason) = self.session(sid, |session| {
             // A wake typed always ends a refusal streak, so its rows (with the wake) are due.
             let mut records = if session.row_due(Attempt::Owed, outcome.action) {
-                typed_records(OWED_SENDER, sid, done_ms, &outcome)
+                typed_records(DeliverySource::Wake, OWED_SENDER, sid, done_ms, &outcome)
             } else {
                 Vec::new()
             };

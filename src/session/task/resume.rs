@@ -11,7 +11,7 @@ use crate::session::decide::RESUME_SETTLE_MS;
 use crate::session::gate::Mode;
 use crate::session::io::SessionIo;
 use crate::session::state::{Attempt, Session};
-use crate::store::{LimitSeen, LimitSource, Record};
+use crate::store::{DeliverySource, LimitSeen, LimitSource, Record};
 use crate::telemetry::LimitResume;
 use crate::telemetry::notice::{Notice as HumanNotice, NoticeKind};
 
@@ -89,7 +89,7 @@ impl<I: SessionIo> Keeper<I> {
             if !outcome.action.woke() {
                 crate::telemetry::limit_resume(LimitResume::NotTyped);
             }
-            records = typed_records(RESUME_SENDER, sid, done_ms, &outcome);
+            records = typed_records(DeliverySource::Wake, RESUME_SENDER, sid, done_ms, &outcome);
         }
         let (state, reason) = if outcome.action.woke() {
             let try_number = tries + 1;

@@ -18,7 +18,7 @@ use crate::rewind::{self, CLEAR_WAIT, CLEARED_WITHOUT_HOOK};
 use crate::session::gate::Mode;
 use crate::session::io::SessionIo;
 use crate::session::state::Attempt;
-use crate::store::{Record, RewindOutcome, RewindRow};
+use crate::store::{DeliverySource, Record, RewindOutcome, RewindRow};
 use crate::wakedir::target::PaneTarget;
 
 pub const REWIND_SENDER: &str = "wakebridge-rewind";
@@ -89,7 +89,13 @@ impl<I: SessionIo> Keeper<I> {
                 .await;
             let done_ms = self.io.now_ms();
             self.io
-                .record(typed_records(REWIND_SENDER, sid, done_ms, &outcome))
+                .record(typed_records(
+                    DeliverySource::Wake,
+                    REWIND_SENDER,
+                    sid,
+                    done_ms,
+                    &outcome,
+                ))
                 .await;
             // Claude Code runs its SessionEnd and SessionStart hooks before it redraws the
             // prompt, so a `/clear` it took can look unsubmitted to the injector's short wait:
@@ -196,7 +202,13 @@ impl<I: SessionIo> Keeper<I> {
             if typed || !again {
                 let done_ms = self.io.now_ms();
                 self.io
-                    .record(typed_records(REWIND_SENDER, sid, done_ms, &outcome))
+                    .record(typed_records(
+                        DeliverySource::Wake,
+                        REWIND_SENDER,
+                        sid,
+                        done_ms,
+                        &outcome,
+                    ))
                     .await;
                 return typed;
             }

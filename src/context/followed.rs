@@ -1,0 +1,229 @@
+//! One session's context as the session loop follows it: its transcript follower, the figures
+//! it and a fresh status-line feed give, the warning thresholds, the usage limits they show, and
+//! what its state file last said. [`Followed::refresh`] does the blocking reads; the loop calls
+//! it off the async threads, then decides on what it found.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::api;
+use crate::claude::home::ClaudeHome;
+use crate::clock;
+use crate::context::follow::{PollEvent, TranscriptFollower, find_transcript_in};
+use crate::context::statefile::{StateStamp, write_state};
+use crate::context::statusline::{Feed, read_feed};
+use crate::context::thresholds::SessionThresholds;
+use crate::context::{ContextConfig, ContextFigures, figures};
+use crate::store::{LimitSeen, LimitSource, Record};
+
+/// Everything known about one session's context window.
+#[derive(Debug, Default)]
+pub struct Followed {
+    /// The transcript path the hook reported.
+    hint: Option<PathBuf>,
+    follower: Option<TranscriptFollower>,
+    last_event: Option<PollEvent>,
+    pub thresholds: SessionThresholds,
+    figures: Option<ContextFigures>,
+    /// Newest of the transcript's mtime and the feed's timestamp.
+    active_at: Option<SystemTime>,
+    written: Option<StateStamp>,
+    /// The level last told, and when.
+    last_warning: Option<(String, SystemTime)>,
+    /// The usage limit last recorded from the transcript (its offset) and the feed (its reset),
+    /// so each is recorded once.
+    limit_recorded: (Option<u64>, Option<i64>),
+    /// Reading the transcript or writing the state file failed, and it was warned about: the
+    /// next failure is debug until one works again.
+    warned: bool,
+}
+
+fn plausible_transcript(path: &Path) -> bool {
+    path.is_absolute()
+        && path.extension().is_some_and(|e| e == "jsonl")
+        && !super::follow::is_under_subagents(path)
+}
+
+impl Followed {
+    pub fn new(config: &ContextConfig) -> Self {
+        Self {
+            thresholds: SessionThresholds::new(config.thresholds.clone()),
+            ..Self::default()
+        }
+    }
+
+    /// Takes the transcript path the hook last reported; a new one (a resume into another
+    /// file) is looked up again.
+    pub fn hinted(&mut self, hint: Option<&str>) {
+        let hint = hint.filter(|p| !p.trim().is_empty()).map(PathBuf::from);
+        if hint.is_some() && self.hint != hint {
+            self.hint = hint;
+            self.follower = None;
+        }
+    }
+
+    /// Reads what is new in the transcript and the feed (finding the transcript first when it
+    /// is not followed yet, or was missing, on a `full` look): the figures, the thresholds, and
+    /// the usage limits seen that are not recorded yet. Blocking I/O.
+    pub fn refresh(&mut self, sid: &str, config: &ContextConfig, full: bool) -> Vec<Record> {
+        let feed = read_feed(&config.state_dir, sid, config.feed_max_age);
+        if full && (self.follower.is_none() || self.last_event == Some(PollEvent::Missing)) {
+            let feed_hint = feed.as_ref().and_then(|f| f.transcript_path.clone());
+            self.locate(&config.homes, sid, feed_hint);
+        }
+        if let Some(polled) = self.follower.as_mut().map(TranscriptFollower::poll) {
+            self.troubled(sid, "cannot follow the transcript", polled.as_ref().err());
+            if let Ok(outcome) = polled {
+                self.last_event = Some(outcome.event);
+                let path = self.follower.as_ref().map(TranscriptFollower::path);
+                if !matches!(outcome.event, PollEvent::Unchanged | PollEvent::Missing)
+                    && let Some(Ok(modified)) =
+                        path.map(|p| std::fs::metadata(p).and_then(|m| m.modified()))
+                {
+                    self.active_at = self.active_at.max(Some(modified));
+                }
+            }
+        }
+        if let Some(f) = &feed {
+            self.active_at = self.active_at.max(Some(clock::from_s(f.timestamp)));
+        }
+        let seen = self.limits_seen(sid, feed.as_ref());
+        let reading = self.follower.as_ref().and_then(|f| f.current());
+        let figures = figures(reading, feed.as_ref(), &config.resolver);
+        if let Some(pct) = figures.percent {
+            self.thresholds.observe(pct);
+        }
+        self.figures = Some(figures);
+        seen
+    }
+
+    /// Finds the session's transcript; keeps the follower when the path is unchanged.
+    fn locate(&mut self, homes: &[ClaudeHome], sid: &str, feed_hint: Option<PathBuf>) {
+        let hint = self.hint.clone().or(feed_hint);
+        let path = find_transcript_in(homes, sid, hint.as_deref())
+            .or_else(|| hint.filter(|p| plausible_transcript(p)));
+        let Some(path) = path else { return };
+        if self.follower.as_ref().map(TranscriptFollower::path) != Some(path.as_path()) {
+            tracing::debug!(session_id = sid, transcript = %path.display(), "following transcript");
+            self.follower = Some(TranscriptFollower::new(path));
+            self.last_event = None;
+        }
+    }
+
+    /// What the transcript and feed say about a usage limit not recorded yet: a notice (unless
+    /// its reset is past), a response after it (the limit lifted), a used-up `rate_limits`
+    /// window.
+    fn limits_seen(&mut self, sid: &str, feed: Option<&Feed>) -> Vec<Record> {
+        let now_ms = clock::now_ms();
+        let mut seen = Vec::new();
+        match self.follower.as_ref().and_then(|f| f.limit()) {
+            Some(limit) if self.limit_recorded.0 != Some(limit.offset) => {
+                self.limit_recorded.0 = Some(limit.offset);
+                let at_ms = limit.found.at_ms.unwrap_or(now_ms);
+                let notice = limit.found.notice.clone();
+                // The record's exact reset, where it has one, over the minute its text shows.
+                let found = LimitSeen::of_notice(sid, notice, LimitSource::Transcript, at_ms, true)
+                    .with_exact_reset(limit.found.resets_at_ms);
+                if found.resets_at_ms.is_none_or(|at| at > now_ms) {
+                    seen.push(Record::Limited(found));
+                }
+            }
+            None if self.limit_recorded.0.take().is_some() => seen.push(Record::LimitLifted {
+                session_id: sid.to_owned(),
+            }),
+            _ => {}
+        }
+        if let Some(limit) = feed.and_then(|f| f.limit.as_ref())
+            && self.limit_recorded.1 != limit.resets_at_ms
+            && limit.resets_at_ms.is_none_or(|at| at > now_ms)
+        {
+            self.limit_recorded.1 = limit.resets_at_ms;
+            // The feed's reset is exact to the second: nothing to read in a time zone.
+            let kind = limit.kind.clone();
+            let notice = crate::claude::limits::Notice { kind, resets: None };
+            let found = LimitSeen::of_notice(sid, notice, LimitSource::Statusline, now_ms, true)
+                .with_exact_reset(limit.resets_at_ms);
+            seen.push(Record::Limited(found));
+        }
+        seen
+    }
+
+    /// Warns of a failure once until something works again.
+    fn troubled(&mut self, sid: &str, what: &str, error: Option<&impl std::fmt::Display>) {
+        match error {
+            None => self.warned = false,
+            Some(error) => {
+                let first = !std::mem::replace(&mut self.warned, true);
+                crate::warn_or_debug!(first, session_id = sid, error = %error, "{what}");
+            }
+        }
+    }
+
+    /// The level `name` was told just now.
+    pub fn warned(&mut self, name: &str) {
+        self.last_warning = Some((name.to_owned(), SystemTime::now()));
+    }
+
+    /// The transcript it follows.
+    pub fn transcript(&self) -> Option<&Path> {
+        self.follower.as_ref().map(TranscriptFollower::path)
+    }
+
+    pub fn percent(&self) -> Option<f64> {
+        self.figures.as_ref()?.percent
+    }
+
+    /// The `context` of `/sessions` and `wakebridge status`.
+    pub fn status(&self) -> Option<api::Context> {
+        let f = self.figures.as_ref()?;
+        let at = clock::shown;
+        Some(api::Context {
+            percent: f.percent,
+            used_tokens: f.used_tokens,
+            context_window: f.context_window,
+            model: f.model.clone(),
+            source: <&str>::from(f.window_source).to_owned(),
+            usage_source: f.usage_source.map(|u| <&str>::from(u).to_owned()),
+            transcript: (self.follower.as_ref()).map(|f| f.path().display().to_string()),
+            updated_at: self.active_at.and_then(at),
+            pending_warning: self.thresholds.due().map(|l| l.name),
+            last_warning: self.last_warning.as_ref().map(|(level, _)| level.clone()),
+            last_warning_at: self.last_warning.as_ref().and_then(|(_, t)| at(*t)),
+        })
+    }
+}
+
+/// Writes the state files whose whole percent or minute changed, and the "latest" file for the
+/// most recently active session (when `[context] latest_state_file` names one). Blocking I/O.
+pub fn write_state_files<'a>(
+    sessions: impl IntoIterator<Item = (&'a str, &'a mut Followed)>,
+    config: &ContextConfig,
+    latest_before: &mut Option<String>,
+) {
+    let now_unix = clock::now_s();
+    let mut known: Vec<(&str, &mut Followed, f64)> = sessions
+        .into_iter()
+        .filter_map(|(sid, f)| {
+            let pct = f.percent()?;
+            Some((sid, f, pct))
+        })
+        .collect();
+    let latest = (known.iter())
+        .max_by_key(|(sid, f, _)| (f.active_at, std::cmp::Reverse(*sid)))
+        .map(|(sid, _, _)| (*sid).to_owned());
+    let latest_changed = latest != *latest_before;
+    latest_before.clone_from(&latest);
+    for (sid, followed, pct) in &mut known {
+        let stamp = StateStamp::of(*pct, now_unix);
+        let is_latest = latest.as_deref() == Some(*sid);
+        if followed.written == Some(stamp) && !(is_latest && latest_changed) {
+            continue;
+        }
+        let latest_path = config.latest_state_file.as_deref().filter(|_| is_latest);
+        let written = write_state(&config.state_dir, sid, *pct, now_unix, latest_path);
+        followed.troubled(sid, "cannot write the state file", written.as_ref().err());
+        if written.is_ok() {
+            followed.written = Some(stamp);
+        }
+    }
+}
