@@ -149,11 +149,23 @@ impl Model {
     /// times the model was told it (a whole line, so a short word in the environment block
     /// Claude Code sends with a first prompt does not count).
     pub fn told(&self, text: &str) -> usize {
+        self.told_at(text).len()
+    }
+
+    /// When the model was told `text`, as [`Model::told`] counts it: each such request's time.
+    pub fn told_at(&self, text: &str) -> Vec<SystemTime> {
         self.lock()
             .requests
             .iter()
             .filter(|r| r.main && r.new_text.lines().any(|l| l.trim().starts_with(text)))
-            .count()
+            .map(|r| r.at)
+            .collect()
+    }
+
+    /// Every main-conversation request so far, in order.
+    pub fn requests(&self) -> Vec<Request> {
+        let state = self.lock();
+        state.requests.iter().filter(|r| r.main).cloned().collect()
     }
 
     /// Main-conversation requests whose new text contains `text` anywhere (a Stop hook's
