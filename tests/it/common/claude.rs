@@ -1,12 +1,15 @@
-//! The real Claude Code in a pane of a private tmux server, wired to the test daemon the way a
-//! user wires it: `wakebridge hook --print-settings`'s hooks (each payload also logged on its
-//! way in), the daemon's private HOME, state and wake dir, a pre-approved start
-//! ([`super::claude_home`]), and the caller's auth and API settings.
+//! The real Claude Code wired to the test daemon the way a user wires it: `wakebridge hook
+//! --print-settings`'s hooks (each payload also logged on its way in) or `wakebridge claude
+//! install`, the daemon's private HOME, state and wake dir, a pre-approved start
+//! ([`super::claude_home`]), and the caller's auth and API settings. [`RealClaude`] runs in a
+//! pane of a private tmux server; [`BareClaude`] on a bare pseudo-terminal ([`super::pty`]),
+//! where no multiplexer names a pane and only its inbox reaches it.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::harness::TestServer;
+use super::pty::Pty;
 use super::tmux::TmuxServer;
 
 /// A started Claude Code: its pane, the session id its SessionStart hook mapped, the hook log.
@@ -59,23 +62,7 @@ impl RealClaude {
         server: &TestServer,
         env: &[String],
     ) -> RealClaude {
-        let root = server.root.path();
-        super::claude_home_with(
-            &root.join("home"),
-            &root.join("work"),
-            &serde_json::json!({"permissions": {"allow": ["Bash"]}}),
-            &serde_json::json!({"cachedGrowthBookFeatures": {"tengu_marble_heron": {
-                "jitterMinMs": 600_000, "jitterMaxMs": 600_000}}}),
-        );
-        let installed = super::harness::binary(root, &[])
-            .args(["claude", "install"])
-            .output()
-            .expect("run wakebridge claude install");
-        assert!(
-            installed.status.success(),
-            "{}",
-            String::from_utf8_lossy(&installed.stderr)
-        );
+        install_home(server.root.path());
         Self::launch(claude, tmux, server, env).await
     }
 
@@ -166,5 +153,109 @@ impl RealClaude {
         tmux.tmux(&["send-keys", "-t", &self.pane, "-l", text]);
         tokio::time::sleep(Duration::from_millis(500)).await;
         tmux.tmux(&["send-keys", "-t", &self.pane, "Enter"]);
+    }
+}
+
+/// Claude Code's home as a user sets it up under the daemon's private HOME in `root`:
+/// pre-approved, `work` trusted, Bash allowed (so the scripted tool calls run without a
+/// dialog), then `wakebridge claude install` wires the hooks and the status line into its
+/// settings. Claude Code's own auto-continue after a usage limit stays armed but would fire
+/// ten minutes after the reset (its cached `tengu_marble_heron` jitter), so a resume a test
+/// sees is wakebridge's.
+pub fn install_home(root: &Path) {
+    super::claude_home_with(
+        &root.join("home"),
+        &root.join("work"),
+        &serde_json::json!({"permissions": {"allow": ["Bash"]}}),
+        &serde_json::json!({"cachedGrowthBookFeatures": {"tengu_marble_heron": {
+            "jitterMinMs": 600_000, "jitterMaxMs": 600_000}}}),
+    );
+    let installed = super::harness::binary(root, &[])
+        .args(["claude", "install"])
+        .output()
+        .expect("run wakebridge claude install");
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+}
+
+/// A real Claude Code on a bare pseudo-terminal: no tmux, no zellij, no `TMUX*` or `ZELLIJ*`
+/// variable, so its hooks map no pane and nothing can be typed into it but by the test (a
+/// person at the terminal); wakebridge reaches it through its inbox alone.
+pub struct BareClaude {
+    pub pty: Pty,
+    /// The session id the daemon knows it by (from its SessionStart hook).
+    pub sid: String,
+    /// The directory it runs in (canonical, as its hooks report it).
+    pub work: PathBuf,
+}
+
+impl BareClaude {
+    /// Sets up its home as [`install_home`] does, starts `claude` on a bare pty in the test's
+    /// `work` directory with the daemon's private environment and `env` (`KEY=value` words, e.g.
+    /// [`super::model::Model::claude_env`]), and waits until the daemon knows the session
+    /// (its SessionStart hook reported its directory and its inbox) and its prompt is drawn.
+    pub async fn installed(claude: &Path, server: &TestServer, env: &[String]) -> BareClaude {
+        let root = server.root.path();
+        install_home(root);
+        let work = std::fs::canonicalize(root.join("work")).expect("work dir");
+        let mut vars = super::env::test_env(root, &[]);
+        vars.insert("TERM".into(), "xterm-256color".into());
+        vars.insert("PATH".into(), "/usr/bin:/bin".into());
+        for word in env {
+            let (key, value) = word
+                .split_once('=')
+                .unwrap_or_else(|| panic!("not KEY=value: {word}"));
+            vars.insert(key.into(), value.into());
+        }
+        let multiplexed = |k: &String| k.starts_with("TMUX") || k.starts_with("ZELLIJ");
+        assert!(!vars.keys().any(multiplexed), "{vars:?}");
+        let pty = Pty::spawn(claude, &[], &work, vars);
+        // Its SessionStart hook tells the daemon its id, directory and inbox; the pty's is the
+        // only session in this daemon's private world.
+        let cwd = work.display().to_string();
+        let sid = super::eventually_ok(
+            "the session known through its SessionStart hook",
+            Duration::from_secs(90),
+            async || {
+                let sessions = server.get_json("/sessions").await;
+                let found = sessions["sessions"].as_array().and_then(|all| {
+                    all.iter()
+                        .find(|s| s["cwd"] == cwd.as_str() && s["inbox"]["live"] == true)
+                        .and_then(|s| s["session_id"].as_str().map(str::to_owned))
+                });
+                assert!(pty.running(), "claude exited:\n{}", pty.tail(3000));
+                found.ok_or_else(|| format!("{sessions}\n{}", pty.tail(2000)))
+            },
+        )
+        .await;
+        let started = BareClaude { pty, sid, work };
+        super::eventually("its prompt", Duration::from_secs(60), || {
+            started.pty.raw().contains('\u{276f}')
+        })
+        .await;
+        started
+    }
+
+    /// The session's entry in Claude Code's own registry (`~/.claude/sessions/<pid>.json`).
+    pub fn registry(&self, server: &TestServer) -> serde_json::Value {
+        let file = (server.root.path().join("home/.claude/sessions"))
+            .join(format!("{}.json", self.pty.pid()));
+        std::fs::read_to_string(file)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The end of what it drew, escapes taken out, for failure messages.
+    pub fn screen(&self) -> String {
+        self.pty.tail(3000)
+    }
+
+    /// Types `text` the way a person at the terminal does, then Enter.
+    pub async fn submit(&self, text: &str) {
+        self.pty.submit(text).await;
     }
 }
