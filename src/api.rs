@@ -218,6 +218,10 @@ pub struct SessionStatus {
     /// The pause a person put it under, while it lasts.
     #[serde(default)]
     pub pause: Option<Pause>,
+    /// Why wakebridge only watches it (no nudge, resume or rewind of its own; its context is
+    /// followed and warned, its bus events delivered), while it does; `None`: kept.
+    #[serde(default)]
+    pub watched: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -240,6 +244,10 @@ pub struct Inbox {
     pub last_sent_at: Option<Timestamp>,
     /// When the session's `UserPromptSubmit` hook reported that message (`None`: not yet).
     pub heard_at: Option<Timestamp>,
+    /// When that message was sent, while it has gone unheard too long and is not held for a
+    /// human (refused, dropped, or the session is stuck): wakes are typed meanwhile.
+    #[serde(default)]
+    pub unheard_since: Option<Timestamp>,
     /// Claude Code holds that message for a human to deliver or deny.
     #[serde(default)]
     pub held: bool,

@@ -4,6 +4,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// `WAKEBRIDGE=keep` in a session's environment asks for it to be kept working whatever
+/// `[nudger] keep` says: its SessionStart hook records it, and `wakebridge launch` sets it for
+/// the agents it starts. Not a `WAKEBRIDGE_*` name: those are settings, and one that names none
+/// is refused.
+pub const KEEP: &str = "WAKEBRIDGE=keep";
+
 #[derive(Debug, Clone)]
 pub struct Env {
     /// `None`: the process's own variables.
@@ -25,6 +31,12 @@ impl Env {
     ) -> Env {
         let vars = pairs.into_iter().map(|(k, v)| (k.into(), v.into()));
         Env::from(vars.collect::<BTreeMap<_, _>>())
+    }
+
+    /// Whether the session this runs in asked to be kept working ([`KEEP`]).
+    pub fn asks_to_be_kept(&self) -> bool {
+        let (name, value) = KEEP.split_once('=').unwrap_or_default();
+        self.get(name).is_some_and(|v| v.trim() == value)
     }
 
     /// The variable's value, if set (and valid Unicode).

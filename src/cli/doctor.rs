@@ -163,7 +163,15 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
     }
     let mapped = mapped_panes(&config.paths.wake_dir);
     let panes_file = config.paths.wake_dir.join(PANES_FILE);
-    checks.push(mapping_check(&panes_file, mapped.len()));
+    let sessions = match daemon.get("/sessions") {
+        Ok((200, sessions)) => serde_json::from_value::<Sessions>(sessions).ok(),
+        _ => None,
+    };
+    let listed = sessions.as_ref().map_or(&[][..], |s| &s.sessions);
+    let inboxed = (listed.iter())
+        .filter(|s| s.pane.is_none() && s.inbox.as_ref().is_some_and(|i| i.live))
+        .count();
+    checks.push(reach_check(&panes_file, mapped.len(), inboxed));
     if !mapped.is_empty() {
         let mux = MuxConfig::from_settings(&config.settings.mux);
         checks.extend(pane_checks(&mux, &mapped));
@@ -173,9 +181,7 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
     if let Ok(home) = home {
         checks.push(claude_check(config, home, env));
     }
-    if let Ok((200, sessions)) = daemon.get("/sessions")
-        && let Ok(sessions) = serde_json::from_value::<Sessions>(sessions)
-    {
+    if let Some(sessions) = sessions {
         let current = (sessions.sessions.iter()).filter(|s| s.state != SessionState::Ended);
         for session in current {
             let sid = &session.session_id;
@@ -302,14 +308,20 @@ fn bus_check(health: &Health, now: jiff::Timestamp, bus_url: &str) -> Check {
     }
 }
 
-fn mapping_check(panes_file: &Path, mapped: usize) -> Check {
-    if mapped > 0 {
-        return Check::ok("panes.json", format!("{mapped} session(s) mapped"));
+/// Whether any session can be reached: a pane mapped in `panes_file`, or a live inbox (a
+/// session in a plain terminal, `inboxed` of them as the daemon sees them).
+fn reach_check(panes_file: &Path, mapped: usize, inboxed: usize) -> Check {
+    if mapped + inboxed > 0 {
+        let found = format!("{mapped} in panes, {inboxed} reached by their inbox alone");
+        return Check::ok("reach", found);
     }
     Check::fail(
-        "panes.json",
-        format!("no session mapped in {}", panes_file.display()),
-        "start Claude Code inside tmux with the hooks installed (SessionStart maps its pane), or `wakebridge launch`",
+        "reach",
+        format!(
+            "no session to reach: none mapped in {} and none with a live inbox",
+            panes_file.display()
+        ),
+        "start Claude Code 2.1.224 or later with the hooks installed (`wakebridge claude install`): its inbox reaches it in any terminal; or in tmux or zellij, or with `wakebridge launch`",
     )
 }
 
@@ -486,6 +498,16 @@ mod tests {
     }
 
     #[test]
+    fn a_live_inbox_reaches_a_session_as_a_pane_does() {
+        let file = Path::new("/w/panes.json");
+        assert_eq!(reach_check(file, 0, 1).verdict, Verdict::Ok);
+        assert_eq!(reach_check(file, 2, 0).verdict, Verdict::Ok);
+        let none = reach_check(file, 0, 0);
+        assert_eq!(none.verdict, Verdict::Fail);
+        assert!(none.fix.unwrap().contains("any terminal"));
+    }
+
+    #[test]
     fn hooks_are_wired_only_when_every_event_runs_wakebridge_hook() {
         let all: Vec<&str> = WIRED_EVENTS.iter().map(|(e, _)| *e).collect();
         let file = Path::new("/h/.claude/settings.json");
@@ -610,6 +632,7 @@ mod tests {
             last_sent_at: None,
             heard_at: None,
             held: false,
+            unheard_since: None,
         });
         session
     }

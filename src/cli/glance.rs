@@ -189,7 +189,7 @@ fn next(s: &SessionStatus, view: &View) -> String {
     if let Some(at) = limit.filter(|l| !l.gave_up).and_then(|l| l.resets_at) {
         return format!("resume {}", relative(at, view.now));
     }
-    if let Some(since) = unheard_since(s, view) {
+    if let Some(since) = s.inbox.as_ref().and_then(|i| i.unheard_since) {
         return format!("inbox unheard since {}", clock(since, view));
     }
     match s.state {
@@ -200,25 +200,13 @@ fn next(s: &SessionStatus, view: &View) -> String {
         // The loop says since when it has been idle only while it looks idle.
         SessionState::Owed if nudge.and_then(|n| n.idle_since).is_some() => "wake when idle".into(),
         SessionState::Owed => "wake at turn end".into(),
+        _ if s.watched.is_some() => "watched only".into(),
         _ => match nudge.and_then(|n| n.next_nudge_at) {
             Some(at) if at <= view.now => "nudge due".into(),
             Some(at) => format!("nudge {}", relative(at, view.now)),
             None => "-".into(),
         },
     }
-}
-
-/// When the newest message to its inbox was sent, if the session has not reported it for
-/// `inbox::UNHEARD_AFTER` and Claude Code does not hold it for a human (that shows as a dialog): it
-/// refused or dropped it, or the session is stuck.
-fn unheard_since(s: &SessionStatus, view: &View) -> Option<Timestamp> {
-    let inbox = s
-        .inbox
-        .as_ref()
-        .filter(|i| !i.held && i.heard_at.is_none())?;
-    let sent = inbox.last_sent_at?;
-    let after = jiff::SignedDuration::try_from(crate::claude::inbox::UNHEARD_AFTER).ok()?;
-    (view.now.duration_since(sent) >= after).then_some(sent)
 }
 
 fn header(health: Option<&Health>, view: &View, shown: usize, hidden: usize) -> String {
@@ -538,6 +526,7 @@ mod tests {
             rewind: None,
             inbox: None,
             pause: None,
+            watched: None,
         }
     }
 
@@ -669,28 +658,31 @@ mod tests {
         reached.inbox = Some(api::Inbox {
             live: true,
             problem: None,
-            last_sent_at: None,
+            last_sent_at: Some(at(-600)),
             heard_at: None,
             held: false,
+            unheard_since: None,
         });
         let text = render(&listed(&[reached.clone()]), None, &view(DEFAULT_WIDTH));
         let line = line_of(&text, "e2000000 ");
         assert!(line.contains("  inbox  "), "{line}");
         assert!(line.contains("  idle  "), "{line}");
-        // A message it never reported: said so, not before two minutes.
-        let inbox = reached.inbox.as_mut().unwrap();
-        inbox.last_sent_at = Some(at(-60));
-        let text = render(&listed(&[reached.clone()]), None, &view(DEFAULT_WIDTH));
         assert!(!text.contains("unheard"), "{text}");
-        reached.inbox.as_mut().unwrap().last_sent_at = Some(at(-600));
+        // A message it never reported, as the daemon judged it.
+        reached.inbox.as_mut().unwrap().unheard_since = Some(at(-600));
         let text = render(&listed(&[reached.clone()]), None, &view(DEFAULT_WIDTH));
         assert!(
             line_of(&text, "e2000000 ").contains("inbox unheard since"),
             "{text}"
         );
-        reached.inbox.as_mut().unwrap().heard_at = Some(at(-590));
+        // Only watched: said so where a kept session's next nudge would be.
+        reached.inbox.as_mut().unwrap().unheard_since = None;
+        reached.watched = Some("[nudger] keep = \"agents\", …".into());
         let text = render(&listed(&[reached]), None, &view(DEFAULT_WIDTH));
-        assert!(!text.contains("unheard"), "{text}");
+        assert!(
+            line_of(&text, "e2000000 ").ends_with("watched only"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -368,6 +368,8 @@ fn record(ledger: &Path, outcome: &HookOutcome, input: &HookInput, env: &Env, li
         pane: outcome.pane.as_ref().map(ToString::to_string),
         last_hook_event: Some(input.recorded_event()),
         seen_at_ms: now_ms,
+        // Read at its start only: the hook runs on every tool call.
+        kept: input.event_name == "SessionStart" && env.asks_to_be_kept(),
     };
     let renamed = renames(outcome, input, now_ms);
     let batch = std::iter::once(Record::SessionSeen(seen))

@@ -174,6 +174,8 @@ pub struct NudgerSettings {
     #[serde(deserialize_with = "duration::deserialize")]
     pub max_cooldown: Duration,
     pub acknowledge_after: u32,
+    /// `all` or `agents` (validated into `session::Keep`).
+    pub keep: String,
     pub messages: Vec<String>,
 }
 
@@ -190,7 +192,8 @@ pub struct StateSettings {
     pub dir: String,
 }
 
-/// `[context]`: the context monitor inside `serve` (validated by `context::task::MonitorConfig`).
+/// `[context]`: each session's context window, followed by the session loop (validated by
+/// `context::ContextConfig`).
 #[derive(Debug, Clone, Deserialize)]
 pub struct ContextSettings {
     pub enabled: bool,

@@ -60,6 +60,11 @@ pub enum SessionConfigError {
     BadResumeMessage(TextError),
     #[error("limits.max_tries must be at least 1 (WAKEBRIDGE_LIMITS__MAX_TRIES)")]
     NoTries,
+    #[error(
+        "nudger.keep = {0:?} names no rule; use \"all\" (every session) or \"agents\" \
+         (WAKEBRIDGE_NUDGER__KEEP)"
+    )]
+    BadKeep(String),
     #[error(transparent)]
     Rewind(#[from] RewindError),
     #[error(transparent)]
@@ -68,6 +73,18 @@ pub enum SessionConfigError {
     Hours(#[from] hours::HoursError),
     #[error(transparent)]
     Budget(#[from] BudgetError),
+}
+
+/// Which sessions wakebridge keeps working on its own (`[nudger] keep`); the others it only
+/// watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+pub enum Keep {
+    /// Every session its hooks report.
+    All,
+    /// Those launched by wakebridge or opted in (`WAKEBRIDGE=keep`), or told something by the
+    /// bus or `wakebridge wake`.
+    Agents,
 }
 
 /// Everything the session loop runs with, validated: `[nudger]`, `[wake] owed_after`,
@@ -81,6 +98,7 @@ pub struct SessionConfig {
     /// `[context]`'s (changes to transcripts and feeds wake it sooner).
     pub poll_interval: Duration,
     pub schedule: Schedule,
+    pub keep: Keep,
     /// Typed in rotation: the n-th unanswered nudge of a series types `messages[n % len]`.
     pub messages: Vec<KeystrokeText>,
     pub echo_grace: Duration,
@@ -136,6 +154,8 @@ impl SessionConfig {
         if s.limits.max_tries == 0 {
             return Err(SessionConfigError::NoTries);
         }
+        let keep =
+            (nudger.keep.parse()).map_err(|_| SessionConfigError::BadKeep(nudger.keep.clone()))?;
         let resume_message = KeystrokeText::resume(&s.limits.resume_message)
             .map_err(SessionConfigError::BadResumeMessage)?;
         let poll_interval = match context.enabled {
@@ -151,6 +171,7 @@ impl SessionConfig {
                 max: nudger.max_cooldown,
                 acknowledge_after: nudger.acknowledge_after,
             },
+            keep,
             messages,
             echo_grace: ECHO_GRACE,
             owed_after: s.wake.owed_after,
@@ -272,5 +293,11 @@ mod tests {
         let mut s = settings();
         s.schedule.active_days = vec![];
         assert!(matches!(config(&s), Err(SessionConfigError::Hours(_))));
+        let mut s = settings();
+        s.nudger.keep = "some".into();
+        let refused = config(&s).unwrap_err().to_string();
+        assert!(refused.contains("\"all\" (every session)"), "{refused}");
+        s.nudger.keep = "agents".into();
+        assert_eq!(config(&s).unwrap().keep, Keep::Agents);
     }
 }

@@ -370,7 +370,7 @@ impl<I: SessionIo> Keeper<I> {
             let key = taken_key(p);
             self.session(sid, |s| s.rewinds_taken.contains(&key))
         });
-        let kept = view::kept(&facts, target.is_some());
+        let kept = view::kept(&facts, self.config.keep);
         let mut text: Option<String> = None;
         let mut looked = false;
         let step = loop {
@@ -580,12 +580,25 @@ impl<I: SessionIo> Keeper<I> {
         for (sid, facts) in &self.facts {
             let last_typed = self.io.last_typed(sid);
             let target = self.around.mapping.get(sid);
+            let watched = match self.config.can_type {
+                false => Some("the spool backend types nothing"),
+                true => view::kept(facts, self.config.keep).err(),
+            };
             let status = self.sessions.with(sid, |session| {
                 let next_nudge_at = match schedule.next(&session.count, last_typed) {
-                    Next::At(at) if !session.acknowledged => Some(ms_at(now, now_ms, at)),
+                    Next::At(at) if !session.acknowledged && watched.is_none() => {
+                        Some(ms_at(now, now_ms, at))
+                    }
                     _ => None,
                 };
-                view::render(sid, session, facts, target, next_nudge_at, now_ms, &local)
+                let rendered = view::Rendered {
+                    pane: target,
+                    next_nudge_at,
+                    watched,
+                    now_ms,
+                    local: &local,
+                };
+                view::render(sid, session, facts, rendered)
             });
             shown.insert(sid.clone(), status);
         }

@@ -10,6 +10,7 @@ use crate::api;
 use crate::claude::hooks::HookKind;
 use crate::claude::limits::describe_reset;
 use crate::clock;
+use crate::session::Keep;
 use crate::session::io::SessionFacts;
 use crate::session::observe::Activity;
 use crate::session::state::Session;
@@ -20,16 +21,29 @@ use crate::wakedir::target::PaneTarget;
 /// agent killed with its pane fires no hook; a working one fires one every tool call).
 pub const QUIET_ENDED_AFTER: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
-/// Its view: `next_nudge_at` (unix ms) while a nudge is scheduled.
+/// Its view: `next_nudge_at` (unix ms) while a nudge is scheduled; `watched`: why it is only
+/// watched.
+pub struct Rendered<'a> {
+    pub pane: Option<&'a PaneTarget>,
+    pub next_nudge_at: Option<i64>,
+    pub watched: Option<&'a str>,
+    pub now_ms: i64,
+    pub local: &'a TimeZone,
+}
+
 pub fn render(
     sid: &str,
     session: &Session,
     facts: &SessionFacts,
-    pane: Option<&PaneTarget>,
-    next_nudge_at: Option<i64>,
-    now_ms: i64,
-    local: &TimeZone,
+    r: Rendered,
 ) -> api::SessionStatus {
+    let Rendered {
+        pane,
+        next_nudge_at,
+        watched,
+        now_ms,
+        local,
+    } = r;
     use api::SessionState::{Ended, NoPane};
     let row = &facts.row;
     let (state, reason) = session.shown.clone();
@@ -88,8 +102,9 @@ pub fn render(
         }),
         limit: (row.limit.as_ref()).and_then(|l| limit_status(l, now_ms, local)),
         rewind: rewind_status(&facts.rewind, local),
-        inbox: inbox_status(facts),
+        inbox: inbox_status(facts, now_ms),
         pause: facts.pause.and_then(pause_status),
+        watched: watched.map(str::to_owned),
     }
 }
 
@@ -104,7 +119,7 @@ pub fn pause_status(pause: Pause) -> Option<api::Pause> {
 
 /// The session's inbox as the gate would use it now, and the newest send; `None` when no hook
 /// announced one and nothing was sent.
-fn inbox_status(facts: &SessionFacts) -> Option<api::Inbox> {
+fn inbox_status(facts: &SessionFacts, now_ms: i64) -> Option<api::Inbox> {
     let row = facts.row.inbox.as_ref();
     let problem = match &facts.inbox {
         Ok(Some(_)) => None,
@@ -117,6 +132,8 @@ fn inbox_status(facts: &SessionFacts) -> Option<api::Inbox> {
         last_sent_at: row.and_then(|r| r.sent_ms).and_then(clock::shown_ms),
         heard_at: row.and_then(|r| r.heard_ms).and_then(clock::shown_ms),
         held: facts.message_held,
+        unheard_since: (row.and_then(|r| r.unheard_since(now_ms, facts.message_held)))
+            .and_then(clock::shown_ms),
     })
 }
 
@@ -138,12 +155,15 @@ pub fn ended(row: &SessionRow, reachable: bool, now_ms: i64) -> bool {
 }
 
 /// Whether wakebridge keeps the session (nudges it, resumes it, rewinds it on its own) or only
-/// watches it, and why not.
-pub fn kept(facts: &SessionFacts, has_pane: bool) -> Result<(), &'static str> {
-    let told = facts.row.told_ms.is_some() || facts.row.nudge.is_some();
-    match has_pane || told {
-        true => Ok(()),
-        false => Err("no pane, and neither the bus nor `wakebridge wake` told it anything yet"),
+/// watches it, and why: one rule, the same for a pane and an inbox.
+pub fn kept(facts: &SessionFacts, keep: Keep) -> Result<(), &'static str> {
+    match keep {
+        Keep::All => Ok(()),
+        Keep::Agents if facts.row.kept || facts.row.told_ms.is_some() => Ok(()),
+        Keep::Agents => Err(
+            "[nudger] keep = \"agents\", and it was neither started by `wakebridge launch` or \
+             with WAKEBRIDGE=keep, nor told anything by the bus or `wakebridge wake`",
+        ),
     }
 }
 
@@ -230,5 +250,58 @@ mod tests {
             ..row("SessionEnd", 3 * 86_400_000)
         };
         assert!(!ended(&owed, false, now), "owed events wait for it");
+    }
+
+    #[test]
+    fn one_keep_rule_for_every_session_and_its_reason_when_only_watched() {
+        let facts = |told: bool, kept: bool| SessionFacts {
+            row: SessionRow {
+                told_ms: told.then_some(1),
+                kept,
+                ..SessionRow::default()
+            },
+            ..SessionFacts::default()
+        };
+        assert_eq!(kept(&facts(false, false), Keep::All), Ok(()));
+        assert_eq!(kept(&facts(true, false), Keep::Agents), Ok(()));
+        assert_eq!(kept(&facts(false, true), Keep::Agents), Ok(()));
+        let why = kept(&facts(false, false), Keep::Agents).unwrap_err();
+        assert!(why.contains("WAKEBRIDGE=keep"), "{why}");
+    }
+
+    #[test]
+    fn a_message_unreported_for_two_minutes_and_not_held_is_unheard() {
+        let sent = 1_000_000;
+        let facts = |held: bool, heard: Option<i64>| SessionFacts {
+            row: SessionRow {
+                inbox: Some(crate::store::InboxRow {
+                    sent_ms: Some(sent),
+                    heard_ms: heard,
+                    ..Default::default()
+                }),
+                ..SessionRow::default()
+            },
+            message_held: held,
+            inbox: Ok(Some(crate::claude::inbox::Inbox {
+                socket: "/run/cc-socks/1.sock".into(),
+                token: None,
+                pid: None,
+            })),
+            ..SessionFacts::default()
+        };
+        let unheard = |f: &SessionFacts, at: i64| inbox_status(f, at).unwrap().unheard_since;
+        assert_eq!(
+            unheard(&facts(false, None), sent + 60_000),
+            None,
+            "a minute on"
+        );
+        let at = unheard(&facts(false, None), sent + 600_000);
+        assert_eq!(at, clock::shown_ms(sent));
+        assert_eq!(
+            unheard(&facts(true, None), sent + 600_000),
+            None,
+            "held: a dialog"
+        );
+        assert_eq!(unheard(&facts(false, Some(sent + 5)), sent + 600_000), None);
     }
 }

@@ -44,6 +44,8 @@ pub struct SessionRow {
     pub inbox: Option<InboxRow>,
     /// When the bus or a person (`wakebridge wake`) last told it something.
     pub told_ms: Option<i64>,
+    /// Opted in to be kept working (`WAKEBRIDGE=keep` at its start).
+    pub kept: bool,
 }
 
 /// A person's pause of a session.
@@ -96,6 +98,15 @@ impl InboxRow {
     pub fn unanswered_since(&self) -> Option<i64> {
         let sent = self.sent_ms?;
         (self.heard_ms.is_none() && self.prompted_ms.is_none_or(|p| p < sent)).then_some(sent)
+    }
+
+    /// When the newest send began, if it went unanswered for `inbox::UNHEARD_AFTER` at `now_ms`
+    /// and Claude Code does not hold it for a human (`held`): the inbox is not used for the
+    /// session until it takes a prompt again.
+    pub fn unheard_since(&self, now_ms: i64, held: bool) -> Option<i64> {
+        let after = crate::clock::duration_ms(crate::claude::inbox::UNHEARD_AFTER);
+        let sent = self.unanswered_since()?;
+        (!held && now_ms.saturating_sub(sent) >= after).then_some(sent)
     }
 }
 
@@ -151,7 +162,7 @@ SELECT ids.session_id, s.cwd, s.transcript_path, s.pane, s.last_hook_event,
        m.kind, m.resets_text, m.resets_at_ms, m.seen_how, m.since_ms, m.tries, m.last_try_ms,
        m.gave_up, p.by_inbox,
        i.session_id, i.socket, i.token, i.pid, i.sent_ms, i.sent_heard_ms,
-       i.heard_ms, l.told_ms
+       i.heard_ms, l.told_ms, s.kept
 FROM ids
 LEFT JOIN sessions s ON s.session_id = ids.session_id
 LEFT JOIN wakes w ON w.session_id = ids.session_id
@@ -208,6 +219,7 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         limit: present(21)?.then(|| limit_at(row, 21)).transpose()?,
         inbox: present(30)?.then(|| inbox_at(row, 31)).transpose()?,
         told_ms: row.get(37)?,
+        kept: row.get::<_, Option<bool>>(38)?.unwrap_or(false),
     })
 }
 
@@ -466,33 +478,6 @@ impl Store {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(sql)?;
             stmt.query_row(params![session_id], map).optional()
-        })
-    }
-
-    /// The sessions besides `mapped` that may have an inbox (a hook announced one and no
-    /// `SessionEnd` came after, or they are `live` in Claude Code's registry) and that are
-    /// agents wakebridge keeps: the bus or a person's `wakebridge wake` told them something, or
-    /// they were nudged before. A person's own session, told only a context warning, is not.
-    pub fn inbox_candidates(
-        &self,
-        live: &[String],
-        mapped: &[String],
-    ) -> Result<Vec<String>, StoreError> {
-        let json = |ids: &[String]| serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
-        self.read(|conn| {
-            conn.prepare_cached(
-                "WITH inboxed (session_id) AS ( \
-                     SELECT i.session_id FROM inboxes i LEFT JOIN sessions s USING (session_id) \
-                     WHERE i.socket IS NOT NULL AND s.last_hook_event IS NOT 'SessionEnd' \
-                     UNION SELECT value FROM json_each(?1)) \
-                 SELECT session_id FROM inboxed \
-                 WHERE session_id NOT IN (SELECT value FROM json_each(?2)) \
-                 AND (EXISTS (SELECT 1 FROM latest_deliveries l \
-                          WHERE l.session_id = inboxed.session_id AND l.told_ms IS NOT NULL) \
-                      OR EXISTS (SELECT 1 FROM nudges n WHERE n.session_id = inboxed.session_id))",
-            )?
-            .query_map(params![json(live), json(mapped)], |row| row.get(0))?
-            .collect()
         })
     }
 

@@ -70,6 +70,8 @@ pub struct SessionSeen {
     pub last_hook_event: Option<String>,
     /// The stored value never moves backwards.
     pub seen_at_ms: i64,
+    /// Opted in to be kept working (`WAKEBRIDGE=keep` at its start); once set, it stays.
+    pub kept: bool,
 }
 
 /// The idle nudger's state for one session (upsert: replaces the stored row).
@@ -309,13 +311,14 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
         ),
         Record::SessionSeen(s) => exec(
             "INSERT INTO sessions (session_id, cwd, transcript_path, pane, last_hook_event, \
-             first_seen_ms, last_seen_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) \
+             first_seen_ms, last_seen_ms, kept) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7) \
              ON CONFLICT (session_id) DO UPDATE SET \
              cwd = coalesce(excluded.cwd, cwd), \
              transcript_path = coalesce(excluded.transcript_path, transcript_path), \
              pane = coalesce(excluded.pane, pane), \
              last_hook_event = coalesce(excluded.last_hook_event, last_hook_event), \
-             last_seen_ms = max(last_seen_ms, excluded.last_seen_ms)",
+             last_seen_ms = max(last_seen_ms, excluded.last_seen_ms), \
+             kept = max(kept, excluded.kept)",
             params![
                 s.session_id,
                 s.cwd,
@@ -323,6 +326,7 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
                 s.pane,
                 s.last_hook_event,
                 s.seen_at_ms,
+                s.kept,
             ],
         ),
         Record::Nudge(n) => exec(

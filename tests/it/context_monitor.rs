@@ -316,6 +316,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
             pane: None,
             last_hook_event: Some("Stop".into()),
             seen_at_ms: clock::now_ms(),
+            kept: false,
         }))
         .await?;
     rig.start()?;
@@ -400,6 +401,7 @@ async fn a_limit_the_transcript_ends_on_is_recorded_once_and_an_old_one_is_not()
             pane: None,
             last_hook_event: Some("StopFailure".into()),
             seen_at_ms: clock::now_ms(),
+            kept: false,
         }))
         .await?;
     rig.start()?;

@@ -123,14 +123,7 @@ async fn a_healthy_setup_passes() {
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.ends_with("a wake would work\n"), "{text}");
-    for link in [
-        "hooks",
-        "binary",
-        "daemon",
-        "panes.json",
-        "panes",
-        "multiplexer",
-    ] {
+    for link in ["hooks", "binary", "daemon", "reach", "panes", "multiplexer"] {
         let (_, line) = verdict(&out, link);
         assert!(line.starts_with("ok "), "{link}: {line}\n{text}");
     }
@@ -208,10 +201,10 @@ async fn each_broken_link_fails_by_name_with_its_fix() {
     let panes = wake_dir.join("panes.json");
     let mapped = std::fs::read(&panes).unwrap();
     std::fs::write(&panes, "{}").unwrap();
-    let (code, line) = verdict(&setup.doctor(&daemon.addr), "panes.json");
+    let (code, line) = verdict(&setup.doctor(&daemon.addr), "reach");
     assert_eq!(code, Some(1));
     assert!(
-        line.contains("no session mapped") && line.contains("fix:"),
+        line.contains("no session to reach") && line.contains("fix:"),
         "{line}"
     );
     std::fs::write(&panes, mapped).unwrap();

@@ -46,6 +46,7 @@ fn seen(sid: &str, at_ms: i64) -> SessionSeen {
         pane: Some("tmux:%3".into()),
         last_hook_event: Some("Stop".into()),
         seen_at_ms: at_ms,
+        kept: false,
     }
 }
 
@@ -276,7 +277,7 @@ async fn migrates_a_database_written_at_schema_one() {
         .expect("check")
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 14);
+    assert_eq!(version, 15);
     let told: Option<i64> = Connection::open(&path)
         .expect("check")
         .query_row(
@@ -625,6 +626,7 @@ async fn session_seen_upserts_keep_known_fields() {
             pane: Some("zellij:main:terminal_2".into()),
             last_hook_event: Some("UserPromptSubmit".into()),
             seen_at_ms: 900,
+            kept: false,
         }))
         .await
         .expect("second");
@@ -1581,45 +1583,24 @@ async fn an_inbox_send_is_heard_whichever_process_writes_first_and_a_later_promp
     assert_eq!(row(&store).heard_ms, Some(310));
 }
 
-/// The session loop keeps, besides the mapped panes, the agents with an inbox (a hook announced
-/// it, or Claude Code's registry lists the session): told something by the bus or a person's
-/// `wakebridge wake`, or nudged before. A session told only a context warning is a person's.
+/// What `[nudger] keep = "agents"` reads of a session: whether the bus or a person's `wakebridge
+/// wake` told it something (a context warning is no telling), and whether its start opted it in
+/// (`WAKEBRIDGE=keep`), which a later hook without the variable does not take back.
 #[tokio::test]
-async fn the_agents_with_an_inbox_are_listed_for_the_loop() {
+async fn a_session_told_by_the_bus_or_a_person_or_opted_in_is_marked_so() {
     let store = in_memory();
-    let announced = |sid: &str| Record::InboxSeen {
-        session_id: sid.into(),
-        inbox: wakebridge::claude::inbox::Inbox {
-            socket: format!("/run/user/1/cc-socks/{sid}.sock").into(),
-            token: None,
-            pid: Some(7),
-        },
-        at_ms: 1,
-    };
-    let announced_ids = [
-        "told", "woken", "nudged", "warned", "untold", "ended", "mapped", "late",
-    ];
-    for sid in announced_ids {
-        store.record(announced(sid)).await.unwrap();
+    for sid in ["told", "woken", "warned", "late", "opted"] {
+        store
+            .record(Record::SessionSeen(seen(sid, 1)))
+            .await
+            .unwrap();
     }
-    let mut end = seen("ended", 2);
-    end.last_hook_event = Some("SessionEnd".into());
-    store.record(Record::SessionSeen(end)).await.unwrap();
-    // "sent": only a send recorded (its inbox came from the registry), no socket of a hook's.
-    let sent = Record::InboxSent {
-        session_id: "sent".into(),
-        digest: "d".into(),
-        at_ms: 2,
-    };
-    store.record(sent).await.unwrap();
     let told = |sid: &str, source| Delivery {
         source,
         ..delivery(sid, "inbox", 3, None)
     };
-    for sid in ["told", "sent", "registered", "plain", "ended", "mapped"] {
-        let row = told(sid, DeliverySource::Hook);
-        store.record(Record::Delivery(row)).await.unwrap();
-    }
+    let hook = told("told", DeliverySource::Hook);
+    store.record(Record::Delivery(hook)).await.unwrap();
     let woken = told("woken", DeliverySource::Wake);
     store.record(Record::Delivery(woken)).await.unwrap();
     let warned = told("warned", DeliverySource::Context);
@@ -1636,26 +1617,22 @@ async fn the_agents_with_an_inbox_are_listed_for_the_loop() {
         .unwrap();
     let late = store.session("late").unwrap().unwrap();
     assert_eq!(late.last_delivery_ms, Some(5), "the newer stays the latest");
-    let nudged = Record::Nudge(NudgeState {
-        session_id: "nudged".into(),
-        unanswered: 1,
-        last_nudge_ms: Some(4),
-        acknowledged: false,
-    });
-    store.record(nudged).await.unwrap();
-    let listed = |live: &[&str]| {
-        let ids = |ids: &[&str]| ids.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        let mut got = store
-            .inbox_candidates(&ids(live), &ids(&["mapped"]))
-            .unwrap();
-        got.sort();
-        got
+    let opted = SessionSeen {
+        kept: true,
+        ..seen("opted", 2)
     };
-    assert_eq!(listed(&[]), ["late", "nudged", "told", "woken"]);
-    assert_eq!(
-        listed(&["registered", "untold", "sent"]),
-        ["late", "nudged", "registered", "sent", "told", "woken"]
-    );
+    store.record(Record::SessionSeen(opted)).await.unwrap();
+    store
+        .record(Record::SessionSeen(seen("opted", 3)))
+        .await
+        .unwrap();
+    let row = |sid: &str| store.session(sid).unwrap().unwrap();
+    let marked = |sid: &str| (row(sid).told_ms.is_some(), row(sid).kept);
+    assert_eq!(marked("told"), (true, false));
+    assert_eq!(marked("woken"), (true, false));
+    assert_eq!(marked("warned"), (false, false));
+    assert_eq!(marked("late"), (true, false));
+    assert_eq!(marked("opted"), (false, true), "kept once opted in");
 }
 
 #[tokio::test]

@@ -89,10 +89,13 @@ impl Gate {
         {
             return Err(Unusable::Reused(pid));
         }
-        let unheard = (row.and_then(InboxRow::unanswered_since)).is_some_and(|sent| {
-            clock::now_ms().saturating_sub(sent) >= clock::duration_ms(inbox::UNHEARD_AFTER)
-        });
-        if unheard && !held() {
+        // `held` is asked only of a message gone unanswered: it may read the transcript.
+        let unanswered = row.is_some_and(|row| row.unanswered_since().is_some());
+        let held = unanswered && held();
+        if row
+            .and_then(|row| row.unheard_since(clock::now_ms(), held))
+            .is_some()
+        {
             return Err(Unusable::Unheard);
         }
         Ok(Some(inbox))

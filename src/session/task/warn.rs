@@ -44,7 +44,7 @@ impl<I: SessionIo> Keeper<I> {
                 "context warning not told; tried again shortly"
             );
             self.session(sid, |s| {
-                s.retry_in(Attempt::Warn, Instant::now(), OWED_RETRY)
+                s.retry_in(Attempt::Warn, Instant::now(), OWED_RETRY);
             });
             self.io.record(records).await;
             return (
