@@ -13,6 +13,7 @@
 
 mod common;
 
+mod bare;
 mod budget;
 mod bus_registration;
 mod claude_install;
