@@ -13,7 +13,8 @@
 //! at rest, default 60; past ~270 the nudger's `idle_after`, 5 min since the hooks ran, starts
 //! typing nudges into the panes, and the fleet is no longer at rest), WB_BENCH_REQUESTS
 //! (`/sessions` requests, default 200), WB_BENCH_SETTLE (seconds left to settle once `/sessions`
-//! lists every session, default 15), WB_BENCH_BIN (the binary; default
+//! lists every session, default 15), WB_BENCH_DAEMON_ENV (`K=V,K=V` added to the daemon's
+//! environment, e.g. `MALLOC_ARENA_MAX=1`), WB_BENCH_BIN (the binary; default
 //! `target/release/wakebridge`, which `cargo build --release --bin wakebridge` builds first when
 //! it is missing or stale).
 //!
@@ -585,6 +586,11 @@ fn main() {
         .port();
     let mut command = Command::new(&bin);
     fleet.private_env(&mut command);
+    // WB_BENCH_DAEMON_ENV="K=V,K=V": more of the daemon's environment, for experiments.
+    let extra = std::env::var("WB_BENCH_DAEMON_ENV").unwrap_or_default();
+    for (key, value) in extra.split(',').filter_map(|kv| kv.split_once('=')) {
+        command.env(key, value);
+    }
     let log = std::fs::File::create(&fleet.log).unwrap();
     fleet.daemon = Some(
         command

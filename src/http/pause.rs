@@ -96,9 +96,9 @@ pub async fn unpause(
     let targets = request.targets()?;
     // A named id under no pause of its own is said back, so a slip in a name does not read as
     // done (a pause of every session is not its own: `all_still_paused` tells of that).
-    let gate = app.deliverer.gate();
+    let paused = |id: &str| app.deliverer.store().pause(id).ok().flatten();
     let not_paused: Vec<&String> = (targets.iter())
-        .filter(|id| *id != ALL_SESSIONS && gate.paused(id).is_none_or(|pause| pause.all))
+        .filter(|id| *id != ALL_SESSIONS && paused(id).is_none_or(|pause| pause.all))
         .collect();
     let records = (targets.iter())
         .map(|id| Record::Unpaused {
@@ -110,7 +110,7 @@ pub async fn unpause(
     app.sessions.look_again();
     tracing::info!(sessions = ?targets, "unpaused on a person's request");
     // Unpausing one session leaves a pause of every session standing: say so.
-    let all_paused = gate.paused(ALL_SESSIONS).is_some();
+    let all_paused = paused(ALL_SESSIONS).is_some();
     Ok(Json(json!({
         "status": "unpaused",
         "session_ids": targets,

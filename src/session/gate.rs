@@ -10,7 +10,6 @@
 mod inbox_path;
 
 pub use inbox_path::Unusable;
-use inbox_path::by_inbox;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,14 +19,17 @@ use tokio::time::Instant;
 
 use crate::api::Action;
 use crate::claude::limits;
+use crate::claude::registry;
 use crate::clock;
 use crate::deadline::Deadline;
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
 use crate::session::Sessions;
 use crate::session::cooldown::{Cooldown, Reservation};
+use crate::session::decide::{Told, route};
+use crate::session::io::SessionFacts;
 use crate::session::state::Typing;
 use crate::store::{
-    Delivery, DeliverySource, Limit, LimitSeen, LimitSource, Pause, Payment, Record, Store,
+    Delivery, DeliverySource, LimitSeen, LimitSource, Pause, Payment, Record, RewindFacts, Store,
 };
 use crate::telemetry::notice::{self, NoticeKind, Notices};
 use crate::wakedir::markers;
@@ -141,12 +143,6 @@ impl Gate {
         }
     }
 
-    /// The pause a person put `sid` under, if any: nothing at all reaches it then. An unreadable
-    /// ledger pauses nothing.
-    pub fn paused(&self, sid: &str) -> Option<Pause> {
-        self.store.pause(sid).ok().flatten()
-    }
-
     pub fn with_notices(mut self, notices: Notices) -> Self {
         self.notices = notices;
         self
@@ -160,12 +156,30 @@ impl Gate {
         self.hold_limits
     }
 
-    /// An unreadable ledger holds nothing; the screen check still stands.
-    pub fn held_at(&self, sid: &str) -> Option<Limit> {
-        if !self.hold_limits {
-            return None;
+    /// What the gate decides a wake by, for `sid`: its facts as the loop last read them, and
+    /// its pause as the ledger holds it now (a person's switch takes effect at once). A session
+    /// the loop has not taken up yet is read from the ledger now. An unreadable ledger pauses
+    /// and holds nothing; the screen check still stands.
+    fn facts(&self, sid: &str) -> (SessionFacts, Option<Pause>) {
+        let pause = self.store.pause(sid).ok().flatten();
+        let known = self
+            .sessions
+            .read(sid, |s| s.entered.then(|| s.facts.clone()));
+        if let Some(mut facts) = known.flatten() {
+            // The loop's look may be seconds old: the session may have exited since.
+            if let Ok(Some(inbox)) = &facts.inbox
+                && let Err(gone) = inbox.check()
+            {
+                facts.inbox = Err(gone.to_string());
+            }
+            return (facts, pause);
         }
-        self.store.limit(sid).ok().flatten()
+        let mut row = self.store.session(sid).ok().flatten().unwrap_or_default();
+        row.session_id = sid.to_owned();
+        let registry = self.inbox_registry.as_deref();
+        let registered = registry.and_then(|dir| registry::inbox_of(dir, sid));
+        let facts = super::io::facts_of(row, RewindFacts::default(), pause, self, registered);
+        (facts, pause)
     }
 
     /// The id `sid` goes by now and its pane: itself, unless it is unmapped and was given up at a
@@ -255,34 +269,32 @@ impl Gate {
         mode: Mode,
     ) -> GateOutcome {
         let sid: &str = &resolved.session_id;
-        if self.paused(sid).is_some() {
-            return GateOutcome::spooled(sid, Action::SpoolPaused, "session paused");
-        }
-        if by_inbox(text, mode, resolved.target.is_some())
-            && let Some(inbox) = self.inbox(sid)
-            && let Some(outcome) = self
-                .send(sid, &inbox, text, mode, resolved.target.is_some())
-                .await
-        {
-            return outcome;
-        }
-        let Some(target) = resolved.target.clone() else {
-            return GateOutcome::spooled(sid, Action::SpoolUnmapped, "no pane mapped");
-        };
-        if mode != Mode::Resume
-            && let Some(limit) = self.held_at(sid)
-        {
-            tracing::debug!(
-                session_id = sid,
-                kind = limit.kind,
-                "session held at its usage limit; spooled only"
-            );
-            return GateOutcome::skipped(Action::SpoolBusy);
-        }
+        let (facts, pause) = self.facts(sid);
         let busy_before = self.is_busy(sid);
-        if matches!(mode, Mode::Gated | Mode::Resume) && busy_before {
-            return GateOutcome::spooled(sid, Action::SpoolBusy, "session busy (fresh marker)");
+        let told = Told {
+            text,
+            mode,
+            pane: resolved.target.as_ref(),
+            inbox: facts.inbox.as_ref().ok().and_then(Option::as_ref),
+            paused: pause.is_some(),
+            limited: self.hold_limits && facts.row.limit.is_some(),
+            message_held: facts.message_held,
+            busy: busy_before,
+        };
+        let route = match route(&told) {
+            Ok(route) => route,
+            Err(action) => return GateOutcome::spooled(sid, action, "not told now"),
+        };
+        if let Some(inbox) = &route.inbox {
+            let has_pane = resolved.target.is_some();
+            if let Some(outcome) = self.send(sid, inbox, text, mode, has_pane).await {
+                return outcome;
+            }
         }
+        let target = match route.typed {
+            Ok(target) => target,
+            Err(action) => return GateOutcome::spooled(sid, action, "not typed now"),
+        };
         let Some(reservation) = self.reserve(sid, mode == Mode::Forced) else {
             let why = format!("Cooldown active for {}", short(sid));
             return GateOutcome::spooled(sid, Action::SpoolCooldown, &why);
@@ -399,7 +411,7 @@ impl Gate {
         let Some(target) = self
             .panes
             .lookup(sid)
-            .filter(|_| self.paused(sid).is_none())
+            .filter(|_| self.store.pause(sid).ok().flatten().is_none())
         else {
             return Ok(false);
         };

@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::budget::Account;
 use crate::claude::home::ClaudeHome;
 use crate::claude::hooks::HookKind;
@@ -148,7 +146,6 @@ pub trait SessionIo: Send + Sync {
     /// The sessions whose transcript or status-line feed changed, once one did.
     fn changed(&self) -> impl Future<Output = Vec<String>> + Send;
     fn busy(&self, sid: &str) -> bool;
-    fn last_typed(&self, sid: &str) -> Option<Instant>;
     fn wake(
         &self,
         sid: &str,
@@ -263,7 +260,7 @@ impl LiveIo {
 
 /// A session's facts from its ledger row: its transcript's stamp, its rewinds, its pause, and
 /// its inbox as the gate would use it now. Blocking I/O.
-fn facts_of(
+pub(crate) fn facts_of(
     row: SessionRow,
     rewind: RewindFacts,
     pause: Option<Pause>,
@@ -458,10 +455,6 @@ impl SessionIo for LiveIo {
 
     fn busy(&self, sid: &str) -> bool {
         self.gate.is_busy(sid)
-    }
-
-    fn last_typed(&self, sid: &str) -> Option<Instant> {
-        self.gate.last_typed(sid)
     }
 
     async fn wake(&self, sid: &str, text: &KeystrokeText, mode: Mode) -> GateOutcome {

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::api::{Action, SessionState};
 use crate::context::followed::Followed;
 use crate::session::cooldown::Woken;
+use crate::session::io::SessionFacts;
 use crate::session::observe::{Activity, FileStamp, Verdict};
 use crate::session::schedule::{NudgeCount, Schedule};
 use crate::store::{NudgeState, Record};
@@ -57,6 +58,10 @@ pub struct Session {
     pub poked: bool,
     /// The state its last decision showed, and why in a few words for a person.
     pub shown: (SessionState, String),
+    /// What the ledger and its files said at the loop's last look.
+    pub facts: SessionFacts,
+    /// The loop looked at it in its last tick: it is shown.
+    pub listed: bool,
     pub typing: Typing,
     /// The usage limit (its `since_ms`) a human was told of.
     pub limit_told: Option<i64>,

@@ -64,8 +64,13 @@ impl Sessions {
         lock(&self.map).retain(|sid, session| keep(sid, session));
     }
 
-    /// Every session's id.
-    pub fn ids(&self) -> Vec<String> {
-        lock(&self.map).keys().cloned().collect()
+    /// What `look` makes of every session, in the order of their ids.
+    pub fn each<T>(&self, mut look: impl FnMut(&str, &Session) -> Option<T>) -> Vec<T> {
+        let map = lock(&self.map);
+        let mut ids: Vec<&String> = map.keys().collect();
+        ids.sort();
+        ids.into_iter()
+            .filter_map(|sid| look(sid, &map[sid]))
+            .collect()
     }
 }

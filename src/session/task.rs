@@ -29,10 +29,11 @@ use crate::budget::{self, policy};
 use crate::claude::registry::RegistryReading;
 use crate::claude::screen;
 use crate::clock::duration_ms;
+use crate::mux::KeystrokeText;
 use crate::mux::tmux::create::is_missing_target;
 use crate::mux::{PaneInfo, STEP_FLOOR};
 use crate::session::decide::{LOOK_EVERY_MS, Look, Now, Reach, Screen, Seen, Step, decide};
-use crate::session::gate::{self, GateOutcome};
+use crate::session::gate::{self, GateOutcome, Mode};
 use crate::session::observe::{Activity, Movement, Observation};
 use crate::session::state::{Attempt, Session};
 use crate::session::view;
@@ -100,8 +101,6 @@ pub struct Keeper<I> {
     sessions: Arc<Sessions>,
     views: watch::Sender<SessionViews>,
     around: Around,
-    /// The facts of the last tick, by session: what the views are rendered from.
-    facts: BTreeMap<String, SessionFacts>,
     paused_all: Option<Pause>,
     owes_any: bool,
     /// The earliest time a held session's decision changes, unix ms.
@@ -124,7 +123,6 @@ impl<I: SessionIo> Keeper<I> {
             sessions,
             views,
             around: Around::default(),
-            facts: BTreeMap::new(),
             paused_all: None,
             owes_any: false,
             wake_at_ms: None,
@@ -206,9 +204,11 @@ impl<I: SessionIo> Keeper<I> {
         // wait for its reset or a person: no reason to poll every second.
         self.owes_any = facts.values().any(|f| f.row.owed.is_some() && !waits(f));
         self.follow(&facts, full).await;
-        self.facts = facts;
+        let sids: Vec<String> = facts.keys().cloned().collect();
+        for (sid, facts) in facts {
+            self.session(&sid, |s| (s.facts, s.listed) = (facts, true));
+        }
         let mut decided = Vec::new();
-        let sids: Vec<String> = self.facts.keys().cloned().collect();
         for sid in sids {
             if let Some(step) = self.consider(&sid).await {
                 decided.push(step);
@@ -228,7 +228,7 @@ impl<I: SessionIo> Keeper<I> {
         let now = Instant::now();
         self.sessions.retain(|sid, session| {
             let away = (!facts.contains_key(sid)).then(|| *session.left_at.get_or_insert(now));
-            session.left_at = away;
+            (session.left_at, session.listed) = (away, away.is_none());
             away.is_none_or(|left| now - left < KEPT_AWAY)
         });
     }
@@ -326,7 +326,7 @@ impl<I: SessionIo> Keeper<I> {
     /// the decision (with a screen read first when it asks for one). Its view shows the
     /// decision; the step comes back to be performed unless it is only a wait.
     async fn consider(&mut self, sid: &str) -> Option<Decided> {
-        let facts = self.facts.get(sid).cloned().unwrap_or_default();
+        let facts = self.session(sid, |s| s.facts.clone());
         let target = self.around.mapping.get(sid).cloned();
         let now = Now {
             at: Instant::now(),
@@ -348,7 +348,8 @@ impl<I: SessionIo> Keeper<I> {
             hook: facts.hook(),
             registry: self.around.registry.get(sid).cloned(),
         };
-        let typed_ms = self.io.last_typed(sid).map(|t| ms_at(now.at, now.ms, t));
+        let typed = self.session(sid, |s| s.typing.at);
+        let typed_ms = typed.map(|t| ms_at(now.at, now.ms, t));
         // With its pane gone from view, what moved is neither seen nor charged: a turn charged
         // before its answer is seen could not give that answer back.
         if matches!(reach, Reach::Pane | Reach::Inbox) {
@@ -390,7 +391,6 @@ impl<I: SessionIo> Keeper<I> {
                 message_held: facts.message_held,
                 rewind: pending.map(|p| (p, taken)),
                 rewind_last_done_ms: facts.rewind.last_performed_ms,
-                last_typed: self.io.last_typed(sid),
                 budget: outlook,
                 paused: facts.pause.is_some(),
                 kept,
@@ -516,6 +516,17 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
+    /// Tells `sid` `text` through the gate. Its typing record (the gate keeps it) has the time
+    /// told, whoever did the telling.
+    async fn tell(&mut self, sid: &str, text: &KeystrokeText, mode: Mode) -> GateOutcome {
+        let before = Instant::now();
+        let outcome = self.io.wake(sid, text, mode).await;
+        if outcome.action.woke() {
+            self.session(sid, |s| s.typing.at = s.typing.at.max(Some(before)));
+        }
+        outcome
+    }
+
     /// Changes `sid`'s value in the table.
     fn session<T>(&self, sid: &str, change: impl FnOnce(&mut Session) -> T) -> T {
         self.sessions.with(sid, change)
@@ -576,35 +587,30 @@ impl<I: SessionIo> Keeper<I> {
         let now_ms = self.io.now_ms();
         let local = self.around.local.clone().unwrap_or_else(TimeZone::system);
         let schedule = self.config.schedule;
-        let mut shown = BTreeMap::new();
-        for (sid, facts) in &self.facts {
-            let last_typed = self.io.last_typed(sid);
-            let target = self.around.mapping.get(sid);
+        let shown = self.sessions.each(|sid, session| {
             let watched = match self.config.can_type {
                 false => Some("the spool backend types nothing"),
-                true => view::kept(facts, self.config.keep).err(),
+                true => view::kept(&session.facts, self.config.keep).err(),
             };
-            let status = self.sessions.with(sid, |session| {
-                let next_nudge_at = match schedule.next(&session.count, last_typed) {
-                    Next::At(at) if !session.acknowledged && watched.is_none() => {
-                        Some(ms_at(now, now_ms, at))
-                    }
-                    _ => None,
-                };
-                let rendered = view::Rendered {
-                    pane: target,
-                    next_nudge_at,
-                    watched,
-                    now_ms,
-                    local: &local,
-                };
-                view::render(sid, session, facts, rendered)
-            });
-            shown.insert(sid.clone(), status);
-        }
+            let next_nudge_at = match schedule.next(&session.count, session.typing.at) {
+                Next::At(at) if !session.acknowledged && watched.is_none() => {
+                    Some(ms_at(now, now_ms, at))
+                }
+                _ => None,
+            };
+            let rendered = view::Rendered {
+                pane: self.around.mapping.get(sid),
+                next_nudge_at,
+                watched,
+                now_ms,
+                local: &local,
+            };
+            let status = view::render(sid, session, &session.facts, rendered);
+            session.listed.then(|| (sid.to_owned(), status))
+        });
         self.views.send_replace(SessionViews {
             version: self.version,
-            sessions: Arc::new(shown),
+            sessions: Arc::new(shown.into_iter().collect()),
             paused_all: self.paused_all,
         });
     }

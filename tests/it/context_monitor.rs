@@ -289,9 +289,12 @@ async fn warns_once_per_crossing_and_waits_for_idle() -> TestResult {
         c.get("tmux") == Some(&3) && c.len() == 1
     })
     .await?;
-    let ctx = rig.context();
-    assert_eq!(ctx["last_warning"], "wrap-up");
-    assert!(ctx["pending_warning"].is_null());
+    // The view is published once the tick that told it is over.
+    wait_until("the view", || {
+        let ctx = rig.context();
+        ctx["last_warning"] == "wrap-up" && ctx["pending_warning"].is_null()
+    })
+    .await?;
     rig.stop().await;
     Ok(())
 }

@@ -52,7 +52,6 @@ struct World {
     inbox_only: Vec<String>,
     facts: HashMap<String, SessionFacts>,
     busy: HashMap<String, bool>,
-    typed: HashMap<String, Instant>,
     /// (session, seconds since start, text) of every nudge typed.
     wakes: Vec<(String, u64, String)>,
     records: Vec<Record>,
@@ -273,9 +272,6 @@ impl SessionIo for FakeIo {
             .copied()
             .unwrap_or(false)
     }
-    fn last_typed(&self, sid: &str) -> Option<Instant> {
-        self.world.lock().unwrap().typed.get(sid).copied()
-    }
     async fn wake(&self, sid: &str, text: &KeystrokeText, _mode: Mode) -> GateOutcome {
         let at = Instant::now();
         let mut w = self.world.lock().unwrap();
@@ -289,7 +285,6 @@ impl SessionIo for FakeIo {
                 inject_time: Duration::ZERO,
             };
         }
-        w.typed.insert(sid.into(), at);
         // A resume is taken: the prompt echoes above a reply, the notice scrolls up.
         if text.resumes_a_limit() {
             let screen = format!("❯ {text}\n● Picking up where I left off\n{IDLE_SCREEN}");

@@ -2,7 +2,7 @@
 //! and whether it delivers, the send under the same limit holds and cooldown as typing, and the
 //! texts that are always typed. `None` from [`Gate::send`] hands the wake to the typed path.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use tokio::time::Instant;
 
@@ -40,26 +40,6 @@ impl Gate {
 
     pub fn inboxes_on(&self) -> bool {
         self.inbox_registry.is_some()
-    }
-
-    /// The inbox `sid` can be told through now. `None` with inboxes off, without one, or when
-    /// [`Gate::reach`] says why not.
-    pub fn inbox(&self, sid: &str) -> Option<Inbox> {
-        self.reach(sid)
-            .inspect_err(|why| tracing::debug!(session_id = sid, %why, "inbox not used"))
-            .ok()
-            .flatten()
-    }
-
-    /// `sid`'s inbox if it can be told through now. `Ok(None)`: inboxes are off or it has none.
-    pub fn reach(&self, sid: &str) -> Result<Option<Inbox>, Unusable> {
-        let Some(dir) = self.inbox_registry.as_deref() else {
-            return Ok(None);
-        };
-        let row = self.store.inbox(sid).ok().flatten();
-        let registered = registry::inbox_of(dir, sid);
-        let held = || self.held(sid, row.as_ref());
-        self.reach_from(sid, row.as_ref(), registered, held)
     }
 
     /// `sid`'s inbox if it can be told through now: announced by its hook (its ledger `row`),
@@ -101,22 +81,6 @@ impl Gate {
         Ok(Some(inbox))
     }
 
-    /// Whether Claude Code holds the last message sent to `sid`'s inbox for a human (bypass mode
-    /// without `crossSessionInbound: accept`): its transcript says so, and nothing answered it.
-    pub fn message_held(&self, sid: &str) -> bool {
-        self.held(sid, self.store.inbox(sid).ok().flatten().as_ref())
-    }
-
-    /// [`Gate::message_held`] from the inbox row the caller already read.
-    fn held(&self, sid: &str, row: Option<&InboxRow>) -> bool {
-        let Some(since) = row.and_then(InboxRow::unanswered_since) else {
-            return false;
-        };
-        let session = self.store.session(sid).ok().flatten();
-        let transcript = session.and_then(|r| r.transcript_path);
-        inbox::held(Some(since), transcript.as_deref().map(Path::new))
-    }
-
     /// Tells `sid` through its inbox; `None` when that failed and it has a pane to type into.
     pub(super) async fn send(
         &self,
@@ -126,14 +90,6 @@ impl Gate {
         mode: Mode,
         has_pane: bool,
     ) -> Option<GateOutcome> {
-        let spooled = |action, why| Some(GateOutcome::spooled(sid, action, why));
-        if mode != Mode::Resume && self.held_at(sid).is_some() {
-            return spooled(Action::SpoolBusy, "session held at its usage limit");
-        }
-        if self.message_held(sid) {
-            // Neither sent again (one more to answer) nor typed (into the Deny/Deliver dialog).
-            return spooled(Action::SpoolBusy, "its last message waits for a human");
-        }
         // A running turn is no reason to wait: the inbox hands the message over between tool
         // calls, and a draft or a dialog on screen is never touched.
         let Some(reservation) = self.reserve(sid, mode == Mode::Forced) else {
@@ -190,16 +146,6 @@ impl Gate {
             }
         }
     }
-}
-
-/// Whether `text` may go through the session's inbox rather than be typed. Slash commands
-/// never: the inbox hands them to the model as text. Nor a resume at a usage limit where there
-/// is a pane: an inbox message leaves Claude Code's own pending auto-continue armed and its
-/// "Usage limit reached · Continuing shortly" banner up (seen on 2.1.332), where a typed prompt
-/// cancels both.
-pub(super) fn by_inbox(text: &KeystrokeText, mode: Mode, has_pane: bool) -> bool {
-    let typed_only = text.as_str().starts_with('/') || (mode == Mode::Resume && has_pane);
-    !typed_only
 }
 
 /// `text`, numbered (`… (#2)`) if it went to the same inbox within Claude Code's duplicate

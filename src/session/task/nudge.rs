@@ -22,7 +22,7 @@ impl<I: SessionIo> Keeper<I> {
         let Some(text) = self.config.message(unanswered).cloned() else {
             return (SessionState::Idle, "no nudge message".into());
         };
-        let outcome = self.io.wake(sid, &text, Mode::Gated).await;
+        let outcome = self.tell(sid, &text, Mode::Gated).await;
         let done_ms = self.io.now_ms();
         let mut records = vec![typed_row(
             DeliverySource::Nudge,
@@ -68,7 +68,7 @@ impl<I: SessionIo> Keeper<I> {
     pub(super) async fn budget_nudge(&mut self, sid: &str, unused: Unused) -> Shown {
         let local = jiff::tz::TimeZone::system();
         let text = policy::nudge_text(&unused, self.io.now_ms(), &local);
-        let outcome = self.io.wake(sid, &text, Mode::Gated).await;
+        let outcome = self.tell(sid, &text, Mode::Gated).await;
         let done_ms = self.io.now_ms();
         let row = typed_row(DeliverySource::Nudge, BUDGET_SENDER, sid, done_ms, &outcome);
         self.io.record(vec![row]).await;
@@ -109,7 +109,7 @@ impl<I: SessionIo> Keeper<I> {
             Some(0) => return (SessionState::Working, "paid by its Stop hook".into()),
             Some(events) => events,
         };
-        let outcome = self.io.wake(sid, &KeystrokeText::wake_prompt(), mode).await;
+        let outcome = self.tell(sid, &KeystrokeText::wake_prompt(), mode).await;
         let done_ms = self.io.now_ms();
         let base = self.config.schedule.base;
         let (records, state, reason) = self.session(sid, |session| {

@@ -82,7 +82,7 @@ impl<I: SessionIo> Keeper<I> {
             return (SessionState::Limited, reason);
         }
         let message = self.config.resume_message.clone();
-        let outcome = self.io.wake(sid, &message, Mode::Resume).await;
+        let outcome = self.tell(sid, &message, Mode::Resume).await;
         let done_ms = self.io.now_ms();
         let mut records = Vec::new();
         if self.session(sid, |s| s.row_due(Attempt::Resume, outcome.action)) {

@@ -83,10 +83,7 @@ impl<I: SessionIo> Keeper<I> {
                 .filter(|(_, t)| t.to_string() == pane)
                 .map(|(id, _)| id)
                 .collect();
-            let outcome = self
-                .io
-                .wake(sid, &KeystrokeText::clear(), Mode::Gated)
-                .await;
+            let outcome = self.tell(sid, &KeystrokeText::clear(), Mode::Gated).await;
             let done_ms = self.io.now_ms();
             self.io
                 .record(typed_records(
@@ -196,7 +193,7 @@ impl<I: SessionIo> Keeper<I> {
         let message = self.config.rewind_message.clone();
         let started = Instant::now();
         loop {
-            let outcome = self.io.wake(sid, &message, Mode::Forced).await;
+            let outcome = self.tell(sid, &message, Mode::Forced).await;
             let typed = outcome.action.woke();
             let again = outcome.action == Action::SpoolBusy && started.elapsed() < CLEAR_WAIT;
             if typed || !again {

@@ -27,7 +27,7 @@ impl<I: SessionIo> Keeper<I> {
                 format!("the {} warning cannot be typed", level.name),
             );
         };
-        let outcome = self.io.wake(sid, &text, Mode::Gated).await;
+        let outcome = self.tell(sid, &text, Mode::Gated).await;
         let done_ms = self.io.now_ms();
         let told = outcome.action.woke();
         let context = DeliverySource::Context;
@@ -61,7 +61,7 @@ impl<I: SessionIo> Keeper<I> {
             let past = format!("past {}%", level.percent);
             self.io
                 .notify(Notice::new(sid, NoticeKind::Checkpoint, past));
-            let waiting = (self.facts.get(sid)).is_some_and(|f| f.rewind.pending.is_some());
+            let waiting = self.session(sid, |s| s.facts.rewind.pending.is_some());
             if self.config.rewind.auto && !waiting {
                 records.push(Record::RewindAsked {
                     session_id: sid.to_owned(),
