@@ -607,13 +607,13 @@ mod tests {
         assert_eq!(found.kind, "5-hour limit");
         assert_eq!(found.resets.as_deref(), Some("8:39pm (UTC)"));
         // Its auto-continue footer reads as a dialog; without it, the screen is the prompt's.
-        assert!(screen::modal(real).is_some());
-        assert_eq!(screen::modal(&without_auto_continue(real)), None);
+        assert!(screen::read(real).modal.is_some());
+        assert_eq!(screen::read(&without_auto_continue(real)).modal, None);
         assert!(auto_continue_armed(real));
         // From the reset until it fires, 2.1.332 says "shortly": still armed, still no dialog.
         let shortly = real.replace("Continuing automatically at 8:39pm", "Continuing shortly");
         assert!(auto_continue_armed(&shortly));
-        assert_eq!(screen::modal(&without_auto_continue(&shortly)), None);
+        assert_eq!(screen::read(&without_auto_continue(&shortly)).modal, None);
         let without_time = real.replace("at 8:39pm · Esc", "when it resets · Esc");
         assert!(auto_continue_armed(&without_time));
         let stale = "❯ \n─────────────\n  Your usage limit has reset\n  Press enter to continue\n";
@@ -627,7 +627,7 @@ mod tests {
         // A permission dialog's "Esc to cancel" is no auto-continue and stays a dialog.
         let dialog = "Do you want to proceed?\n❯ 1. Yes\n  2. No\nEsc to cancel\n";
         assert!(!auto_continue_armed(dialog));
-        assert!(screen::modal(&without_auto_continue(dialog)).is_some());
+        assert!(screen::read(&without_auto_continue(dialog)).modal.is_some());
         let resumed = "⎿  You've hit your session limit · resets 3pm (UTC)\n\
                        ❯ continue\n\
                        ● Picking up where I left off\n\

@@ -316,15 +316,17 @@ async fn guarded_pick<M: Mux>(
 
 /// What the screen of a live pane says: held (a menu, a running turn), occupied, or free.
 fn screen_state(screen: &str) -> PaneState {
-    if let Some(menu) = screen::modal(screen) {
+    let seen = screen::read(screen);
+    if let Some(menu) = seen.modal {
         return PaneState::Held(menu);
     }
     // The busy marker's hook may not have run yet (it fires as the turn starts, and a hook
     // process takes milliseconds); the screen already shows it.
-    if screen::turn_running(screen) {
+    if seen.turn_running {
         return PaneState::Held("a running turn");
     }
-    screen::draft(screen).map_or(PaneState::Live, |input| PaneState::Occupied { input })
+    seen.draft
+        .map_or(PaneState::Live, |input| PaneState::Occupied { input })
 }
 
 /// After an Enter: the text must leave the prompt line within [`CONFIRM_WAIT`], else one more

@@ -39,10 +39,11 @@ pub fn message(settings: &RewindSettings) -> Result<KeystrokeText, RewindError> 
 
 /// Whether a screen shows Claude Code's fresh, empty prompt with nothing holding the pane.
 pub fn cleared(text: &str) -> bool {
+    let seen = screen::read(text);
     text.lines().any(|line| screen::input(line).is_some())
-        && screen::draft(text).is_none()
-        && screen::modal(text).is_none()
-        && !screen::turn_running(text)
+        && seen.draft.is_none()
+        && seen.modal.is_none()
+        && !seen.turn_running
 }
 
 #[cfg(test)]

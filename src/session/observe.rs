@@ -93,7 +93,7 @@ pub fn classify(obs: &Observation) -> Verdict {
     if obs.screen.as_ref().is_some_and(|s| s.dialog) {
         return Verdict::Dialog("dialog on screen");
     }
-    if obs.screen.as_ref().is_some_and(|s| s.draft) {
+    if obs.screen.as_ref().is_some_and(|s| s.draft.is_some()) {
         return Verdict::Draft;
     }
     if let Some((HookKind::Waiting, seen_ms)) = obs.hook

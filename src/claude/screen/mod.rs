@@ -66,7 +66,8 @@ pub fn title_state(title: &str) -> Title {
     }
 }
 
-/// What a capture says, read once by the rules [`modal`], [`turn_running`] and [`draft`] apply.
+/// What a capture says: the one reading every caller (the session loop, the injector's guard,
+/// a rewind's wait for a fresh prompt) decides by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScreenReading {
     /// Hash of the content lines (input box, footer and spinner left out), to see the agent's
@@ -74,9 +75,12 @@ pub struct ScreenReading {
     pub hash: u64,
     /// A dialog that takes keys, or a question waiting for a human.
     pub dialog: bool,
+    /// Of those, the dialog or menu that takes keys (typing would answer it): what it showed.
+    pub modal: Option<&'static str>,
+    /// The busy footer under the input box, or a spinner line right above it.
     pub turn_running: bool,
-    /// The input line holds text: typing now would add to it and submit both.
-    pub draft: bool,
+    /// The input line's text (a human's draft): typing now would add to it and submit both.
+    pub draft: Option<String>,
     /// The agent's last line above the input box is a question (it waits on a person's answer).
     pub asked: bool,
 }
@@ -85,8 +89,8 @@ pub fn read(text: &str) -> ScreenReading {
     let normalized = normalize(text);
     let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
     let lower = normalized.to_lowercase();
-    let dialog = QUESTION_PHRASES.iter().any(|phrase| lower.contains(phrase))
-        || modal_in(&lower, &lines).is_some();
+    let modal = modal_in(&lower, &lines);
+    let dialog = QUESTION_PHRASES.iter().any(|phrase| lower.contains(phrase)) || modal.is_some();
     let mut kept: Vec<&&str> = lines[..input_box_start(&lines)]
         .iter()
         .filter(|line| !is_spinner_line(line) && !line.to_lowercase().contains(BUSY_FOOTER))
@@ -99,8 +103,9 @@ pub fn read(text: &str) -> ScreenReading {
     ScreenReading {
         hash: hasher.finish(),
         dialog,
+        modal,
         turn_running: turn_running_in(&lines),
-        draft: draft(&normalized).is_some(),
+        draft: draft(&normalized),
         asked: kept.last().is_some_and(|line| {
             // Markdown around the question (`**…?**`, `` `…?` ``, `(…?)`) is still a question.
             let bare = line.trim_end_matches(['*', '_', '`', ')', '"', '\'']);
@@ -109,14 +114,8 @@ pub fn read(text: &str) -> ScreenReading {
     }
 }
 
-/// Whether `screen` shows a turn running: the busy footer under the input box, or a spinner line
-/// (`✻ Working…`) right above it; a reply further up may well start with `●` and hold an `…`.
-pub fn turn_running(screen: &str) -> bool {
-    let normalized = normalize(screen);
-    let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
-    turn_running_in(&lines)
-}
-
+/// A turn running: the busy footer under the input box, or a spinner line (`✻ Working…`) right
+/// above it; a reply further up may well start with `●` and hold an `…`.
 fn turn_running_in(lines: &[&str]) -> bool {
     let start = input_box_start(lines);
     let footer = lines[start..]
@@ -163,12 +162,6 @@ pub fn draft(screen: &str) -> Option<String> {
 }
 
 /// The menu or dialog that holds the screen, if any: typing there would answer it.
-pub fn modal(screen: &str) -> Option<&'static str> {
-    let normalized = normalize(screen);
-    let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();
-    modal_in(&normalized.to_lowercase(), &lines)
-}
-
 fn modal_in(lower: &str, lines: &[&str]) -> Option<&'static str> {
     MODAL_PHRASES
         .iter()
@@ -274,14 +267,14 @@ mod tests {
         // 2.1.332 mid-turn, as captured: the spinner above, the footer below.
         let running =
             format!("❯ hello\n\n✢ Inferring…\n\n{box_}  ⏸ manual mode on · esc to interrupt\n");
-        assert!(turn_running(&running));
-        assert!(turn_running(&format!("✻ Working…\n\n{box_}")));
+        assert!(read(&running).turn_running);
+        assert!(read(&format!("✻ Working…\n\n{box_}")).turn_running);
         // A finished reply with an ellipsis, further up, is no running turn.
         let done = format!(
             "● Let me check the logs… done.\n\nAll tests pass.\n\nMore text.\n\n{box_}  ? for shortcuts\n"
         );
-        assert!(!turn_running(&done));
-        assert!(!turn_running(&format!("● Let me know…\n\n{box_}")));
+        assert!(!read(&done).turn_running);
+        assert!(!read(&format!("● Let me know…\n\n{box_}")).turn_running);
     }
 
     #[test]
@@ -335,12 +328,12 @@ mod tests {
             "Quick safety check\n❯ No, exit\n  Yes, I trust this folder\n",
             "Edit file\n  Esc to cancel · Tab to amend\n",
         ] {
-            assert!(modal(screen).is_some(), "{screen}");
+            assert!(read(screen).modal.is_some(), "{screen}");
         }
-        assert!(modal(super::fixtures::HELD_PEER_MESSAGE).is_some());
+        assert!(read(super::fixtures::HELD_PEER_MESSAGE).modal.is_some());
         let question = "● Do you want to keep the old API? Would you like to see a diff?\n\n──────────\n❯ \n──────────\n";
-        assert_eq!(modal(question), None);
-        assert_eq!(modal(&boxed("")), None);
+        assert_eq!(read(question).modal, None);
+        assert_eq!(read(&boxed("")).modal, None);
     }
 
     #[test]
