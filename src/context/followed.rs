@@ -30,9 +30,10 @@ pub struct Followed {
     written: Option<StateStamp>,
     /// The level last told, and when.
     last_warning: Option<(String, SystemTime)>,
-    /// The usage limit last recorded from the transcript (its offset) and the feed (its reset),
-    /// so each is recorded once.
-    limit_recorded: (Option<u64>, Option<i64>),
+    /// The offset of the usage-limit notice last recorded from the transcript, and the reset of
+    /// the one last recorded from the feed: each is recorded once.
+    notice_recorded: Option<u64>,
+    feed_reset_recorded: Option<i64>,
     /// Reading the transcript or writing the state file failed, and it was warned about: the
     /// next failure is debug until one works again.
     warned: bool,
@@ -117,8 +118,8 @@ impl Followed {
         let now_ms = clock::now_ms();
         let mut seen = Vec::new();
         match self.follower.as_ref().and_then(|f| f.limit()) {
-            Some(limit) if self.limit_recorded.0 != Some(limit.offset) => {
-                self.limit_recorded.0 = Some(limit.offset);
+            Some(limit) if self.notice_recorded != Some(limit.offset) => {
+                self.notice_recorded = Some(limit.offset);
                 let at_ms = limit.found.at_ms.unwrap_or(now_ms);
                 let notice = limit.found.notice.clone();
                 // The record's exact reset, where it has one, over the minute its text shows.
@@ -128,16 +129,16 @@ impl Followed {
                     seen.push(Record::Limited(found));
                 }
             }
-            None if self.limit_recorded.0.take().is_some() => seen.push(Record::LimitLifted {
+            None if self.notice_recorded.take().is_some() => seen.push(Record::LimitLifted {
                 session_id: sid.to_owned(),
             }),
             _ => {}
         }
         if let Some(limit) = feed.and_then(|f| f.limit.as_ref())
-            && self.limit_recorded.1 != limit.resets_at_ms
+            && self.feed_reset_recorded != limit.resets_at_ms
             && limit.resets_at_ms.is_none_or(|at| at > now_ms)
         {
-            self.limit_recorded.1 = limit.resets_at_ms;
+            self.feed_reset_recorded = limit.resets_at_ms;
             // The feed's reset is exact to the second: nothing to read in a time zone.
             let kind = limit.kind.clone();
             let notice = crate::claude::limits::Notice { kind, resets: None };

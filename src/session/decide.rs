@@ -94,8 +94,10 @@ pub struct Seen<'a> {
     pub limit: Option<&'a Limit>,
     /// Claude Code holds the last message to its inbox for a human.
     pub message_held: bool,
-    /// A rewind waiting for it, and whether this loop already took it (performed or started).
-    pub rewind: Option<(&'a RewindRow, bool)>,
+    /// A rewind waiting for it.
+    pub rewind: Option<&'a RewindRow>,
+    /// This loop already took that rewind (performed or started).
+    pub rewind_taken: bool,
     pub rewind_last_done_ms: Option<i64>,
     /// What its account's usage windows say about nudging now.
     pub budget: Outlook,
@@ -170,9 +172,9 @@ pub fn decide(session: &Session, seen: &Seen, config: &SessionConfig, now: &Now)
         let owed = seen
             .owed
             .and_then(|owed| pay_owed(session, seen, owed, config, now));
-        let waiting = seen.rewind.filter(|(_, taken)| !taken);
+        let waiting = seen.rewind.filter(|_| !seen.rewind_taken);
         owed.or_else(|| warning(session, seen, config, now))
-            .or_else(|| waiting.and_then(|(p, _)| rewind(session, seen, p, config, now)))
+            .or_else(|| waiting.and_then(|p| rewind(session, seen, p, config, now)))
             .unwrap_or_else(|| nudge(session, seen, config, now))
     };
     let step = watched(in_hours(step, &config.hours, now), seen, config);
@@ -254,11 +256,11 @@ fn by_inbox(text: &KeystrokeText, mode: Mode, has_pane: bool) -> bool {
 
 /// An agent that is gone cannot wait for an idle moment: a restart revives it now.
 fn gone(seen: &Seen, why: &str, revive: Option<bool>) -> Step {
-    match (revive, seen.rewind) {
-        (Some(_), Some((pending, true))) if pending.why == RewindWhy::Restart => {
+    match (revive, seen.rewind, seen.rewind_taken) {
+        (Some(_), Some(pending), true) if pending.why == RewindWhy::Restart => {
             Step::Wait(SessionState::Rewinding, "restarting".into())
         }
-        (Some(in_place), Some((pending, false))) if pending.why == RewindWhy::Restart => {
+        (Some(in_place), Some(pending), false) if pending.why == RewindWhy::Restart => {
             Step::Restart {
                 pending: pending.clone(),
                 in_place,
@@ -307,16 +309,28 @@ fn watched(step: Step, seen: &Seen, config: &SessionConfig) -> Step {
 
 /// The earliest time after `now_ms` a held session's decision changes without a new signal.
 pub fn resume_times(limit: &Limit, config: &SessionConfig, now_ms: i64) -> Option<i64> {
-    let (due, settled, again) = resume_clock(limit, config);
+    let ResumeClock {
+        due,
+        settled,
+        again,
+    } = resume_clock(limit, config);
     [due?, settled, again]
         .into_iter()
         .filter(|at| *at > now_ms)
         .min()
 }
 
-/// When a held session is due its resume (`None`: never by itself), and when its last try has
-/// settled and when it may be tried again (`i64::MIN` before any try).
-fn resume_clock(limit: &Limit, config: &SessionConfig) -> (Option<i64>, i64, i64) {
+/// A held session's resume times, unix ms.
+struct ResumeClock {
+    /// When it is due its resume (`None`: never by itself).
+    due: Option<i64>,
+    /// When its last try has settled (`i64::MIN` before any try).
+    settled: i64,
+    /// When it may be tried again after meeting the limit again (likewise).
+    again: i64,
+}
+
+fn resume_clock(limit: &Limit, config: &SessionConfig) -> ResumeClock {
     let limits = &config.limits;
     let due = (limit.resets_at_ms)
         .filter(|_| limits.resume && !limit.gave_up)
@@ -326,7 +340,11 @@ fn resume_clock(limit: &Limit, config: &SessionConfig) -> (Option<i64>, i64, i64
             .last_try_ms
             .map_or(i64::MIN, |at| at.saturating_add(gap))
     };
-    (due, after_try(RESUME_SETTLE_MS), after_try(RESUME_AGAIN_MS))
+    ResumeClock {
+        due,
+        settled: after_try(RESUME_SETTLE_MS),
+        again: after_try(RESUME_AGAIN_MS),
+    }
 }
 
 /// Owed events are paid once the session has been quiet for `owed_after`, whatever its nudge
@@ -504,7 +522,11 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, n
     let limits = &config.limits;
     let reset = describe_reset(limit.resets_at_ms, now.ms, &now.local);
     let shown = format!("limited ({}) · {reset}", limit.kind);
-    let (due_ms, settled_ms, again_ms) = resume_clock(limit, config);
+    let ResumeClock {
+        due: due_ms,
+        settled: settled_ms,
+        again: again_ms,
+    } = resume_clock(limit, config);
     let waiting = due_ms.is_none_or(|due| now.ms < due)
         || now.ms < settled_ms
         || session.waits(Attempt::Resume, now.at);
@@ -640,6 +662,7 @@ mod tests {
             limit: None,
             message_held: false,
             rewind: None,
+            rewind_taken: false,
             rewind_last_done_ms: None,
             budget: Outlook::Plain,
             paused: false,
@@ -1101,12 +1124,12 @@ mod tests {
             decide(&session, &s, &config, &now()),
             Step::Wait(SessionState::NoPane, _)
         ));
-        s.rewind = Some((&restart, false));
+        (s.rewind, s.rewind_taken) = (Some(&restart), false);
         assert!(matches!(
             decide(&session, &s, &config, &now()),
             Step::Restart { in_place: true, .. }
         ));
-        s.rewind = Some((&restart, true));
+        (s.rewind, s.rewind_taken) = (Some(&restart), true);
         assert_eq!(
             decide(&session, &s, &config, &now()),
             Step::Wait(SessionState::Rewinding, "restarting".into())
@@ -1117,7 +1140,7 @@ mod tests {
             ..restart.clone()
         };
         let mut s = seen(&obs);
-        s.rewind = Some((&asked, false));
+        (s.rewind, s.rewind_taken) = (Some(&asked), false);
         assert_eq!(
             decide(&session, &s, &config, &now()),
             Step::Rewind(asked.clone())

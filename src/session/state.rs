@@ -50,6 +50,14 @@ pub struct Typing {
     pub warned: HashSet<&'static str>,
 }
 
+/// What an answer to a nudge reset, and when (unix ms).
+#[derive(Debug, Clone, Copy)]
+pub struct Answered {
+    pub unanswered: u32,
+    pub acknowledged: bool,
+    pub at_ms: i64,
+}
+
 #[derive(Debug, Default)]
 pub struct Session {
     /// The loop has taken it up (its nudge series restored from the ledger).
@@ -78,7 +86,7 @@ pub struct Session {
     pub limit_look_ms: Option<i64>,
     /// What the last answer to a nudge reset (unanswered, acknowledged) and when (unix ms):
     /// given back if the turn that nudge started did nothing.
-    pub answered_from: Option<(u32, bool, i64)>,
+    pub answered_from: Option<Answered>,
     /// Its transcript as it was when its last turn was charged.
     pub charged: Option<FileStamp>,
     /// When it left the loop (no pane mapped, no inbox reaching it), while it is away.
@@ -159,7 +167,11 @@ impl Session {
         let had = self.count.reset();
         let was_acknowledged = std::mem::replace(&mut self.acknowledged, false);
         if had || was_acknowledged {
-            self.answered_from = Some((unanswered, was_acknowledged, at_ms));
+            self.answered_from = Some(Answered {
+                unanswered,
+                acknowledged: was_acknowledged,
+                at_ms,
+            });
         }
         self.tries_mut(Attempt::Nudge).retry_at = None;
         self.screen_block = None;
@@ -175,7 +187,11 @@ impl Session {
         within_ms: i64,
         schedule: &Schedule,
     ) -> Option<u32> {
-        let (unanswered, acknowledged, at_ms) = self.answered_from?;
+        let Answered {
+            unanswered,
+            acknowledged,
+            at_ms,
+        } = self.answered_from?;
         let nudged_before = self.last_nudge_ms.is_some_and(|n| n <= ended_ms);
         if !nudged_before || at_ms > ended_ms.saturating_add(within_ms) {
             return None;
