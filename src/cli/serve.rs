@@ -11,6 +11,7 @@ use crate::env::Env;
 
 pub fn serve(flags: Flags) -> ExitCode {
     let env = Env::process();
+    crate::app::limit_malloc_arenas(&env);
     // Before logging starts, so a refusal is stderr's first line, word for word what
     // `config --check` prints for the same file.
     let settings = match Validated::resolve(&flags, &env) {

@@ -61,17 +61,17 @@ impl Level {
     }
 }
 
-/// The validated levels, lowest first.
+/// The validated levels, lowest first; shared by every session's [`SessionThresholds`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thresholds {
-    levels: Vec<Level>,
+    levels: std::sync::Arc<[Level]>,
 }
 
 impl Default for Thresholds {
     /// The `[context.thresholds]` defaults of `config/default.toml`.
     fn default() -> Self {
         Self {
-            levels: levels_of(&crate::config::defaults().context.thresholds),
+            levels: levels_of(&crate::config::defaults().context.thresholds).into(),
         }
     }
 }
@@ -117,7 +117,9 @@ impl Thresholds {
                 });
             }
         }
-        Ok(Self { levels })
+        Ok(Self {
+            levels: levels.into(),
+        })
     }
 
     pub fn levels(&self) -> &[Level] {

@@ -152,10 +152,6 @@ impl Gate {
         &self.notices
     }
 
-    pub fn limits_enabled(&self) -> bool {
-        self.hold_limits
-    }
-
     /// What the gate decides a wake by, for `sid`: its facts as the loop last read them, and
     /// its pause as the ledger holds it now (a person's switch takes effect at once). A session
     /// the loop has not taken up yet is read from the ledger now. An unreadable ledger pauses

@@ -157,6 +157,7 @@ impl<I: SessionIo> Keeper<I> {
             tmux_gone,
         };
         self.tick(true).await;
+        self.io.rested();
     }
 
     /// A shorter tick: the ledger, `panes.json` and the transcripts read again, the rest as the
@@ -215,6 +216,9 @@ impl<I: SessionIo> Keeper<I> {
             }
         }
         self.publish();
+        if decided.is_empty() {
+            return;
+        }
         for Decided { sid, target, step } in decided {
             let shown = self.perform(&sid, target.as_ref(), step).await;
             self.session(&sid, |s| s.shown = shown);
