@@ -150,7 +150,7 @@ impl App {
             config.settings.limits.enabled,
             sessions.clone(),
         )
-        .with_notices(notices);
+        .with_notices(notices, config.settings.notify.min_gap);
         let gate = Arc::new(match (&config.paths.claude, config.settings.wake.inbox) {
             (Ok(claude), true) => gate.with_inboxes(claude.sessions()),
             _ => gate,

@@ -1,9 +1,9 @@
-//! Telling a human (`[notify]`): the settings ([`NotifyConfig`]), the rate limit ([`RateLimit`])
+//! Telling a human (`[notify]`): the settings ([`NotifyConfig`]), the hourly cap ([`HourlyCap`])
 //! and the words ([`message`]), all pure; [`task`] sends.
 
 pub mod task;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::config::NotifySettings;
@@ -25,7 +25,6 @@ pub struct NotifyConfig {
     pub url: Option<url::Url>,
     pub format: Format,
     pub bus: bool,
-    pub min_gap: Duration,
     pub max_per_hour: u32,
 }
 
@@ -75,47 +74,35 @@ impl NotifyConfig {
             url,
             format,
             bus: s.bus,
-            min_gap: s.min_gap,
             max_per_hour: s.max_per_hour,
         }))
     }
 }
 
+/// At most `max_per_hour` notices an hour in all (the gap between two of a kind for one session
+/// is the session's own: `session::gate::Gate::notify`).
 #[derive(Debug)]
-pub struct RateLimit {
-    min_gap: Duration,
+pub struct HourlyCap {
     max_per_hour: usize,
-    last: HashMap<(String, NoticeKind), Instant>,
     sent: VecDeque<Instant>,
 }
 
-impl RateLimit {
-    pub fn new(min_gap: Duration, max_per_hour: u32) -> RateLimit {
-        RateLimit {
-            min_gap,
+impl HourlyCap {
+    pub fn new(max_per_hour: u32) -> HourlyCap {
+        HourlyCap {
             max_per_hour: max_per_hour as usize,
-            last: HashMap::new(),
             sent: VecDeque::new(),
         }
     }
 
-    /// Whether `notice` may go out at `now`; if so it is counted as sent.
-    pub fn admit(&mut self, notice: &Notice, now: Instant) -> bool {
+    /// Whether a notice may go out at `now`; if so it is counted as sent.
+    pub fn admit(&mut self, now: Instant) -> bool {
         self.sent.retain(|at| now.duration_since(*at) < HOUR);
-        let key = (notice.session_id.clone(), notice.kind);
-        let too_soon = self
-            .last
-            .get(&key)
-            .is_some_and(|at| now.duration_since(*at) < self.min_gap);
-        if too_soon || self.sent.len() >= self.max_per_hour {
-            return false;
+        let room = self.sent.len() < self.max_per_hour;
+        if room {
+            self.sent.push_back(now);
         }
-        self.last.insert(key, now);
-        self.sent.push_back(now);
-        // Forget sessions whose gap has long passed, so the map does not grow with every id.
-        let keep = self.min_gap.max(HOUR);
-        self.last.retain(|_, at| now.duration_since(*at) < keep);
-        true
+        room
     }
 }
 
@@ -185,28 +172,13 @@ mod tests {
     }
 
     #[test]
-    fn one_notice_of_a_kind_per_session_per_gap_and_a_cap_an_hour() {
-        let mut limit = RateLimit::new(Duration::from_secs(900), 3);
+    fn a_cap_an_hour_for_every_notice() {
+        let mut cap = HourlyCap::new(3);
         let t0 = Instant::now();
-        let n = |sid: &str, kind| Notice::new(sid, kind, "");
-        assert!(limit.admit(&n("a", NoticeKind::UsageLimit), t0));
-        assert!(!limit.admit(
-            &n("a", NoticeKind::UsageLimit),
-            t0 + Duration::from_secs(60)
-        ));
-        assert!(limit.admit(&n("a", NoticeKind::Resumed), t0 + Duration::from_secs(61)));
-        assert!(limit.admit(
-            &n("b", NoticeKind::UsageLimit),
-            t0 + Duration::from_secs(62)
-        ));
-        // The cap: three in the hour already.
-        assert!(!limit.admit(
-            &n("c", NoticeKind::Checkpoint),
-            t0 + Duration::from_secs(63)
-        ));
-        // An hour on, room again, and the gap has passed.
-        let later = t0 + Duration::from_secs(3601);
-        assert!(limit.admit(&n("a", NoticeKind::UsageLimit), later));
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        assert!(cap.admit(at(0)) && cap.admit(at(61)) && cap.admit(at(62)));
+        assert!(!cap.admit(at(63)), "three in the hour already");
+        assert!(cap.admit(at(3601)), "an hour on, room again");
     }
 
     #[test]

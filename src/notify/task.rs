@@ -9,7 +9,7 @@ use serde_json::json;
 use tokio::sync::mpsc::Receiver;
 use tokio_util::sync::CancellationToken;
 
-use super::{Format, NotifyConfig, RateLimit, message};
+use super::{Format, HourlyCap, NotifyConfig, message};
 use crate::bus::BusClient;
 use crate::store::Store;
 use crate::telemetry::notice::{Notice, NoticeOutcome};
@@ -27,7 +27,7 @@ pub async fn run(
     mut notices: Receiver<Notice>,
     shutdown: CancellationToken,
 ) {
-    let mut limit = RateLimit::new(config.min_gap, config.max_per_hour);
+    let mut cap = HourlyCap::new(config.max_per_hour);
     let warnings = Warnings::default();
     let http = crate::http_client(SEND_BUDGET);
     let bus = config
@@ -49,11 +49,11 @@ pub async fn run(
         let Some(Some(notice)) = shutdown.run_until_cancelled(notices.recv()).await else {
             return;
         };
-        if !limit.admit(&notice, Instant::now()) {
+        if !cap.admit(Instant::now()) {
             tracing::debug!(
                 session_id = notice.session_id,
                 kind = notice.kind.as_str(),
-                "notice held back by the rate limit"
+                "notice held back by the hourly cap"
             );
             crate::telemetry::notice_outcome(NoticeOutcome::Limited);
             continue;

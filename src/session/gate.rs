@@ -112,6 +112,8 @@ pub struct Gate {
     /// False: not even a notice on screen holds a wake back.
     hold_limits: bool,
     notices: Notices,
+    /// `[notify] min_gap`: one notice of a kind per session within it.
+    notice_gap: Duration,
     /// Claude Code's session registry, where inboxes are looked up; `None`: never the inbox.
     inbox_registry: Option<PathBuf>,
 }
@@ -139,17 +141,33 @@ impl Gate {
             store,
             hold_limits,
             notices: Notices::default(),
+            notice_gap: Duration::ZERO,
             inbox_registry: None,
         }
     }
 
-    pub fn with_notices(mut self, notices: Notices) -> Self {
-        self.notices = notices;
+    /// Tells a human through `notices`, one notice of a kind per session within `gap`.
+    pub fn with_notices(mut self, notices: Notices, gap: Duration) -> Self {
+        (self.notices, self.notice_gap) = (notices, gap);
         self
     }
 
-    pub fn notices(&self) -> &Notices {
-        &self.notices
+    /// Tells a human `notice`, unless its session was told one of its kind within `[notify]
+    /// min_gap` (the session's value keeps when; the hourly cap is the sender's).
+    pub fn notify(&self, notice: notice::Notice) {
+        let now = Instant::now();
+        let gap = self.notice_gap;
+        let due = self.sessions.with(&notice.session_id, |s| {
+            let due = (s.notified.get(&notice.kind)).is_none_or(|at| now - *at >= gap);
+            if due {
+                s.notified.insert(notice.kind, now);
+            }
+            due
+        });
+        match due {
+            true => self.notices.send(notice),
+            false => crate::telemetry::notice_outcome(notice::NoticeOutcome::Limited),
+        }
     }
 
     /// What the gate decides a wake by, for `sid`: its facts as the loop last read them, and
@@ -382,7 +400,7 @@ impl Gate {
                     t.failed
                 });
                 if in_a_row == FAILURES_NOTIFIED {
-                    self.notices.send(notice::Notice::new(
+                    self.notify(notice::Notice::new(
                         sid,
                         NoticeKind::WakeFailing,
                         format!("last: {error}"),
@@ -483,5 +501,43 @@ mod tests {
         assert!(outcome(Action::SpoolStalePane, Some("stale")).failed());
         assert!(!outcome(Action::SpoolBusy, None).failed());
         assert!(!outcome(Action::SpoolCooldown, None).failed());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_notice_of_a_kind_per_session_within_the_gap() {
+        let store = Store::open_in_memory().unwrap();
+        let injector = Arc::new(Injector::new(&crate::mux::MuxConfig::default()));
+        let (notices, mut sent) = Notices::channel();
+        let gap = Duration::from_secs(900);
+        let wake_dir = PathBuf::from("/nonexistent-wake-dir");
+        let gate = Gate::new(
+            wake_dir,
+            3600.0,
+            Duration::ZERO,
+            injector,
+            store,
+            true,
+            Arc::default(),
+        )
+        .with_notices(notices, gap);
+        let told = |sid: &str, kind| gate.notify(notice::Notice::new(sid, kind, ""));
+        told("a", NoticeKind::UsageLimit);
+        told("a", NoticeKind::UsageLimit);
+        told("a", NoticeKind::Resumed);
+        told("b", NoticeKind::UsageLimit);
+        tokio::time::advance(gap).await;
+        told("a", NoticeKind::UsageLimit);
+        let mut kinds = Vec::new();
+        while let Ok(n) = sent.try_recv() {
+            kinds.push((n.session_id, n.kind));
+        }
+        let a = |kind| ("a".to_owned(), kind);
+        let expected = [
+            a(NoticeKind::UsageLimit),
+            a(NoticeKind::Resumed),
+            ("b".to_owned(), NoticeKind::UsageLimit),
+            a(NoticeKind::UsageLimit),
+        ];
+        assert_eq!(kinds, expected);
     }
 }

@@ -482,7 +482,7 @@ impl SessionIo for LiveIo {
     }
 
     fn notify(&self, notice: Notice) {
-        self.gate.notices().send(notice);
+        self.gate.notify(notice);
     }
 
     async fn record(&self, records: Vec<Record>) {

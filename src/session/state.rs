@@ -2,7 +2,7 @@
 //! clocks, the last look) and what the gate did to it (its cooldown and typing record). The
 //! ledger keeps what must outlive the daemon; this keeps the rest.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -14,6 +14,7 @@ use crate::session::io::SessionFacts;
 use crate::session::observe::{Activity, FileStamp, Verdict};
 use crate::session::schedule::{NudgeCount, Schedule};
 use crate::store::{NudgeState, Record};
+use crate::telemetry::notice::NoticeKind;
 
 /// The kinds of text the loop types, each with its own retry clock after a refusal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +74,8 @@ pub struct Session {
     pub typing: Typing,
     /// The usage limit (its `since_ms`) a human was told of.
     pub limit_told: Option<i64>,
+    /// When a human was last told each kind of notice about it (`Gate::notify`).
+    pub notified: HashMap<NoticeKind, Instant>,
     /// The rewinds (asked as, asked at) performed or started: never twice, even while the
     /// ledger still shows one waiting.
     pub rewinds_taken: HashSet<(String, i64)>,

@@ -101,7 +101,7 @@ impl Rig {
                 true,
                 sessions.clone(),
             )
-            .with_notices(notices),
+            .with_notices(notices, Duration::from_secs(900)),
         );
         Ok(Rig {
             root,
