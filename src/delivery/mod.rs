@@ -155,7 +155,7 @@ impl Deliverer {
         self.record_outcome(delivery_id, row, &outcome, spool_time)
             .await;
         if outcome.action.owes() {
-            self.gate.poke(&resolved.session_id);
+            self.gate.sessions().look_again();
         }
         self.dedupe.finish(ticket, Some(outcome.action));
         Ok(Outcome::Delivered(Delivered {

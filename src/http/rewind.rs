@@ -83,7 +83,7 @@ fn ask(app: &AppState, asked: &str, why: RewindWhy) -> Result<Value, ApiError> {
             at_ms: clock::now_ms(),
         };
         store.record_blocking(record).map_err(unreadable)?;
-        app.sessions.poke(&sid);
+        app.sessions.look_again();
         tracing::info!(
             session_id = sid.as_str(),
             why = why.as_str(),

@@ -217,12 +217,6 @@ impl Gate {
         }
     }
 
-    /// Something changed `sid` outside the loop (a bus event became owed, a person unpaused
-    /// it): the loop looks at it at once.
-    pub fn poke(&self, sid: &str) {
-        self.sessions.poke(sid);
-    }
-
     /// How long until `sid` may be woken again (zero when it may now).
     pub fn cooldown_remaining(&self, sid: &str) -> Duration {
         let woken = self.sessions.read(sid, |s| s.typing.woken).flatten();
@@ -246,6 +240,11 @@ impl Gate {
     /// Whether the failure `kind` of `sid` is warned now: the first time since its last wake.
     fn first_failure(&self, sid: &str, kind: &'static str) -> bool {
         self.typing(sid, |t| t.warned.insert(kind))
+    }
+
+    /// The table of sessions the gate keeps its records in.
+    pub fn sessions(&self) -> &Sessions {
+        &self.sessions
     }
 
     pub fn injector(&self) -> &Arc<Injector> {

@@ -63,8 +63,6 @@ pub struct Answered {
 pub struct Session {
     /// The loop has taken it up (its nudge series restored from the ledger).
     pub entered: bool,
-    /// Changed outside the loop since it last looked (see `Sessions::poke`).
-    pub poked: bool,
     /// The state its last decision showed, and why in a few words for a person.
     pub shown: (SessionState, String),
     /// What the ledger and its files said at the loop's last look.

@@ -13,36 +13,21 @@ use crate::session::state::Session;
 #[derive(Debug, Default)]
 pub struct Sessions {
     map: Mutex<HashMap<String, Session>>,
-    /// Rung when a session was poked: the loop looks at it at once.
-    poked: tokio::sync::Notify,
+    /// Rung by [`Sessions::look_again`].
+    changed: tokio::sync::Notify,
 }
 
 impl Sessions {
-    /// Something changed `sid` outside the loop (a bus event became owed, a person paused it,
-    /// asked for a rewind, ...): the loop looks at it at once, not at its next poll.
-    pub fn poke(&self, sid: &str) {
-        self.with(sid, |s| s.poked = true);
-        self.poked.notify_one();
-    }
-
-    /// Asks the loop to look at every session again now (a reader wants views as fresh as the
-    /// ledger).
+    /// Something changed outside the loop (a bus event became owed, a person unpaused a
+    /// session or asked for a rewind, a reader wants views as fresh as the ledger): the loop
+    /// looks again at once, not at its next poll.
     pub fn look_again(&self) {
-        self.poked.notify_one();
+        self.changed.notify_one();
     }
 
-    /// Resolves once a session was poked since the last [`Sessions::take_poked`].
-    pub async fn poked(&self) {
-        self.poked.notified().await;
-    }
-
-    /// The sessions poked since the last call, unpoked.
-    pub fn take_poked(&self) -> Vec<String> {
-        let mut map = lock(&self.map);
-        let poked = map.iter_mut();
-        poked
-            .filter_map(|(sid, s)| std::mem::take(&mut s.poked).then(|| sid.clone()))
-            .collect()
+    /// Resolves once [`Sessions::look_again`] was asked since the loop last waited.
+    pub async fn changed(&self) {
+        self.changed.notified().await;
     }
 
     /// Changes `sid`'s value, a fresh one if it had none.

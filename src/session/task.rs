@@ -4,9 +4,9 @@
 //! feed; then per session feeds what it saw to the session's value, asks `session::decide` for
 //! the next step (reading the screen first when told to), publishes every session's view, and
 //! performs the steps through the wake gate. Between full ticks, a change wakes it for a
-//! shorter one (the ledger and the transcripts, with the last snapshot): a session poked from
-//! outside (a bus event owed, a person's pause), a transcript or feed that changed, or anything
-//! committed to the ledger (a hook's report), looked for every second.
+//! shorter one (the ledger and the transcripts, with the last snapshot): asked for from outside
+//! (a bus event owed, a person's unpause, a reader of the views), a transcript or feed that
+//! changed, or anything committed to the ledger (a hook's report), looked for every second.
 //!
 //! One loop over a table, not a task per session: one snapshot and one ledger read serve every
 //! session, and each step is bounded (the gate's budget, `rewind::CLEAR_WAIT`). While anything
@@ -721,7 +721,7 @@ pub async fn run<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToke
             tokio::select! {
                 () = shutdown.cancelled() => break Woken::Shutdown,
                 () = tokio::time::sleep_until(due) => break Woken::Due,
-                () = sessions.poked() => break Woken::Changed,
+                () = sessions.changed() => break Woken::Changed,
                 _ = keeper.io.changed() => break Woken::Changed,
                 () = look => {
                     if keeper.io.version().is_some_and(|v| !covered(keeper.version, &v)) {
@@ -743,7 +743,6 @@ pub async fn run<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToke
                 Instant::now() >= due
             }
         };
-        sessions.take_poked();
     }
     tracing::debug!("session loop stopped");
 }
