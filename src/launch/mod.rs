@@ -408,8 +408,10 @@ fn tidy_screen(screen: &str) -> String {
     }
 }
 
-/// The argv tail for `new-session`/`new-window`. tmux runs a lone argument through `sh -c`, so
-/// it is shell-quoted; and tmux reads an argument ending in `;` as a separator, so it is escaped.
+/// The argv tail for `new-session`/`new-window`/`respawn-pane`: `command` under `env
+/// WAKEBRIDGE=keep`, so every agent started here is one wakebridge keeps working whatever
+/// `[nudger] keep` says (tmux's own `-e` needs 3.2). tmux reads an argument ending in `;` as a
+/// separator, so it is escaped.
 fn tmux_command_args(command: &[String]) -> Result<Vec<String>, LaunchError> {
     let Some(first) = command.first() else {
         return Err(LaunchError::BadCommand("the command is empty".into()));
@@ -427,17 +429,15 @@ fn tmux_command_args(command: &[String]) -> Result<Vec<String>, LaunchError> {
             "argument {bad:?} ends in \\; which tmux cannot pass through; wrap the command in a script"
         )));
     }
-    if command.len() == 1 {
-        let quoted = shlex::try_quote(first).unwrap_or_default(); // NUL was refused above.
-        return Ok(vec![quoted.into_owned()]);
-    }
-    Ok(command
-        .iter()
-        .map(|arg| match arg.strip_suffix(';') {
-            Some(head) => format!("{head}\\;"),
-            None => arg.clone(),
+    let kept = crate::env::KEEP;
+    Ok(["env", kept].into_iter().map(str::to_owned))
+        .map(|env| {
+            env.chain(command.iter().map(|arg| match arg.strip_suffix(';') {
+                Some(head) => format!("{head}\\;"),
+                None => arg.clone(),
+            }))
         })
-        .collect())
+        .map(Iterator::collect)
 }
 
 /// Default session name: `<program>-<folder>`, restricted to letters, digits, `-` and `_`.
@@ -565,15 +565,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lone_commands_are_quoted_and_trailing_semicolons_escaped() {
-        assert_eq!(tmux_command_args(&["claude".into()]).unwrap(), ["claude"]);
+    fn commands_run_kept_as_given_and_trailing_semicolons_escaped() {
+        assert_eq!(
+            tmux_command_args(&["claude".into()]).unwrap(),
+            ["env", "WAKEBRIDGE=keep", "claude"]
+        );
         assert_eq!(
             tmux_command_args(&["/opt/my agent/it's".into()]).unwrap(),
-            [r#""/opt/my agent/it's""#]
+            ["env", "WAKEBRIDGE=keep", "/opt/my agent/it's"]
         );
         assert_eq!(
             tmux_command_args(&["sh".into(), "-c".into(), "a; b;".into()]).unwrap(),
-            ["sh", "-c", r"a; b\;"]
+            ["env", "WAKEBRIDGE=keep", "sh", "-c", r"a; b\;"]
         );
         assert!(tmux_command_args(&[]).is_err());
         assert!(tmux_command_args(&["x".into(), r"a\;".into()]).is_err());

@@ -444,8 +444,8 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
     .map(drop)
 }
 
-/// Records that `old_id` is now `new_id` in `pane`. Owed events, the limit and a person's pause
-/// are the agent's: they move to the new id. A rename back to an id the chain holds drops that
+/// Records that `old_id` is now `new_id` in `pane`. Owed events, the limit, a person's pause and
+/// being an agent wakebridge keeps are the agent's: they move to the new id. A rename back to an id the chain holds drops that
 /// id's alias, so the chain never loops.
 fn rename(conn: &Connection, alias: &Alias) -> rusqlite::Result<usize> {
     let Alias { old_id, new_id, .. } = alias;
@@ -468,6 +468,11 @@ fn rename(conn: &Connection, alias: &Alias) -> rusqlite::Result<usize> {
         "UPDATE deliveries SET target_session = ?2 WHERE target_session = ?1 AND owed = 1",
         "UPDATE OR IGNORE limits SET session_id = ?2 WHERE session_id = ?1",
         "UPDATE OR IGNORE pauses SET session_id = ?2 WHERE session_id = ?1",
+        // An agent kept (opted in, or told something by the bus or a person) stays one.
+        "UPDATE sessions SET kept = 1 WHERE session_id = ?2 AND ( \
+             EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1 AND kept = 1) \
+             OR EXISTS (SELECT 1 FROM latest_deliveries \
+                        WHERE session_id = ?1 AND told_ms IS NOT NULL))",
     ] {
         exec(conn, sql, params![old_id, new_id])?;
     }

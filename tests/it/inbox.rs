@@ -69,13 +69,25 @@ impl StandIn {
 
 /// Runs the real `wakebridge hook` for `sid` as a session whose inbox is `socket` fires it.
 fn fire_hook(server: &TestServer, sid: &str, socket: &Path, payload: Value) {
+    fire_hook_with(server, sid, socket, payload, &[]);
+}
+
+/// [`fire_hook`] with `extra` in the session's environment.
+fn fire_hook_with(
+    server: &TestServer,
+    sid: &str,
+    socket: &Path,
+    payload: Value,
+    extra: &[(&str, &str)],
+) {
     let pid = std::process::id().to_string();
     let socket = socket.display().to_string();
-    let env = [
+    let mut env = vec![
         ("CLAUDE_CODE_MESSAGING_SOCKET", socket.as_str()),
         ("CLAUDE_CODE_MESSAGING_TOKEN", TOKEN),
         ("CLAUDE_PID", pid.as_str()),
     ];
+    env.extend_from_slice(extra);
     let mut payload = payload;
     payload["session_id"] = json!(sid);
     let mut cmd = binary(server.root.path(), &env);
@@ -89,6 +101,54 @@ fn session_start() -> Value {
 
 fn prompt(text: &str) -> Value {
     json!({"hook_event_name": "UserPromptSubmit", "prompt": text, "cwd": "/work"})
+}
+
+/// With `[nudger] keep = "agents"`, a session with no pane is kept once it asked to be
+/// (`WAKEBRIDGE=keep` at its start, as `wakebridge launch` starts agents) or the bus told it
+/// something; until then it is watched, says so, and is never nudged, and the bus's events
+/// still reach it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_keep_agents_a_session_is_watched_until_it_asks_or_is_told() {
+    let tmux = TmuxServer::start();
+    let settings = [
+        ("WAKEBRIDGE_NUDGER__KEEP", "agents"),
+        ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "1s"),
+        ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "200ms"),
+    ];
+    let server = start_daemon_with(&tmux, None, &settings).await;
+    let socks = server.root.path().join("socks");
+    let (mine, agent) = (
+        StandIn::bind(&socks.join("a")),
+        StandIn::bind(&socks.join("b")),
+    );
+    let stop = json!({"hook_event_name": "Stop", "cwd": "/work"});
+    fire_hook(&server, "mine", &mine.socket, session_start());
+    let opted_in = [("WAKEBRIDGE", "keep")];
+    fire_hook_with(&server, "agent", &agent.socket, session_start(), &opted_in);
+    fire_hook(&server, "mine", &mine.socket, stop.clone());
+    fire_hook(&server, "agent", &agent.socket, stop);
+
+    common::eventually("the agent nudged", STEP, || !agent.told().is_empty()).await;
+    assert!(server.session("agent").await["watched"].is_null());
+    let watched = server.session("mine").await;
+    let why = watched["watched"].as_str().unwrap_or_default();
+    assert!(why.contains("keep = \"agents\""), "{watched}");
+    tokio::time::sleep(QUIET).await;
+    assert!(mine.told().is_empty(), "a watched session is not nudged");
+
+    // The bus's event reaches it all the same; told something, it is an agent to keep.
+    let (_, body) = server.hook(event_for("mine", 1), &[]).await;
+    assert_eq!(body["action"], "inbox", "{body}");
+    let kept = server
+        .session_until(
+            "mine",
+            "kept",
+            STEP,
+            |s| s["watched"].is_null(),
+            String::new,
+        )
+        .await;
+    assert!(kept["watched"].is_null(), "{kept}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -227,6 +227,19 @@ async fn an_agent_that_exits_fails_with_its_last_screen_and_is_removed() {
     assert_eq!(case.server.pane_count(), 1, "only the keeper remains");
 }
 
+/// Every agent the launcher starts asks to be kept working (`WAKEBRIDGE=keep`): its hooks record
+/// it, whatever `[nudger] keep` says.
+#[tokio::test]
+async fn a_launched_agent_runs_asking_to_be_kept() {
+    let case = Case::new();
+    let seen = case.server.dir().join("env-seen");
+    let script = format!("printf %s \"$WAKEBRIDGE\" > '{}'; exit 7", seen.display());
+    let command = ["sh", "-c", script.as_str()].map(String::from).to_vec();
+    let err = launch(&case.options(command)).await.expect_err("exits");
+    assert!(matches!(err, LaunchError::Exited { .. }), "{err}");
+    assert_eq!(std::fs::read_to_string(&seen).unwrap(), "keep");
+}
+
 #[tokio::test]
 async fn a_connectivity_failure_is_an_exit_not_a_success() {
     let case = Case::new();

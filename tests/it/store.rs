@@ -1633,6 +1633,21 @@ async fn a_session_told_by_the_bus_or_a_person_or_opted_in_is_marked_so() {
     assert_eq!(marked("warned"), (false, false));
     assert_eq!(marked("late"), (true, false));
     assert_eq!(marked("opted"), (false, true), "kept once opted in");
+    // Through a `/clear`, the new id is the same agent: kept.
+    for (old_id, new_id) in [("told", "told-after-clear"), ("opted", "opted-after-clear")] {
+        store
+            .record(Record::SessionSeen(seen(new_id, 9)))
+            .await
+            .unwrap();
+        let renamed = Alias {
+            old_id: old_id.into(),
+            new_id: new_id.into(),
+            pane: "%3".into(),
+            at_ms: 9,
+        };
+        store.record(Record::Renamed(renamed)).await.unwrap();
+        assert_eq!(marked(new_id), (false, true), "{new_id}");
+    }
 }
 
 #[tokio::test]

@@ -5,8 +5,6 @@ use std::path::Path;
 
 use super::{Tmux, names_missing_target};
 use crate::deadline::Deadline;
-// Every agent started here is one wakebridge keeps working, whatever `[nudger] keep` says.
-use crate::env::KEEP;
 use crate::mux::Key;
 use crate::mux::process::{self, MuxError};
 
@@ -47,15 +45,7 @@ impl Tmux {
             .args(["new-session", "-d", "-P", "-F", CREATED_FORMAT])
             .args(["-s", name, "-c"])
             .arg(cwd)
-            .args([
-                "-x",
-                &width.to_string(),
-                "-y",
-                &height.to_string(),
-                "-e",
-                KEEP,
-                "--",
-            ])
+            .args(["-x", &width.to_string(), "-y", &height.to_string(), "--"])
             .args(argv)
             // Chained in the same tmux command so it applies to the new window before the
             // agent can exit: a dead pane stays readable instead of vanishing with its screen.
@@ -81,7 +71,7 @@ impl Tmux {
         if let Some(name) = name {
             inv = inv.arg("-n").arg(name);
         }
-        inv = inv.arg("-c").arg(cwd).args(["-e", KEEP, "--"]).args(argv);
+        inv = inv.arg("-c").arg(cwd).arg("--").args(argv);
         let created = parse_created(&process::run(&inv, deadline).await?.stdout)?;
         // A background window is not the "current" one a chained command would reach, so this
         // is a separate call; an agent that exits within these milliseconds reads as a vanished
@@ -101,7 +91,7 @@ impl Tmux {
     ) -> Result<NewPane, MuxError> {
         let inv = self
             .command("tmux respawn-pane")
-            .args(["respawn-pane", "-k", "-t", pane, "-e", KEEP, "-c"])
+            .args(["respawn-pane", "-k", "-t", pane, "-c"])
             .arg(cwd)
             .args(argv)
             .args([";", "set-option", "-p", "-t", pane, "remain-on-exit", "on"])
