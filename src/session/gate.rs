@@ -4,8 +4,8 @@
 //! to wait: usage limit → cooldown → send); else typed: mapping → busy marker → cooldown →
 //! stale-pane guard and typing. A prompt holding text, copy mode, a menu or a usage limit hold a
 //! typed wake like a busy marker (`spool-busy`, owed). Slash commands and a resume into a pane
-//! are always typed ([`by_inbox`] says why). A failure warns the first time for its key, until a
-//! wake clears the session's keys.
+//! are always typed (`decide::route` says why). A failure warns the first time for its key,
+//! until a wake clears the session's keys.
 
 mod inbox_path;
 
@@ -25,7 +25,7 @@ use crate::deadline::Deadline;
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
 use crate::session::Sessions;
 use crate::session::cooldown::{Cooldown, Reservation};
-use crate::session::decide::{Told, route};
+use crate::session::decide::route::{Told, route};
 use crate::session::io::SessionFacts;
 use crate::session::state::Typing;
 use crate::store::{
