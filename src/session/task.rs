@@ -450,15 +450,6 @@ pub fn covered(made: Option<Version>, now: &Version) -> bool {
     made.is_some_and(|made| made.covers(now))
 }
 
-/// Why the loop wakes between two full ticks.
-enum Woken {
-    /// The interval ran out, or a held session's decision changes now.
-    Due,
-    /// A session was poked, a transcript or feed changed, or the ledger moved.
-    Changed,
-    Shutdown,
-}
-
 pub async fn run<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToken) {
     if !keeper.config.enabled {
         tracing::info!("nudges off ([nudger] enabled = false); owed wakes are still typed");
@@ -470,7 +461,7 @@ pub async fn run<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToke
     );
     let sessions = keeper.sessions.clone();
     let mut full = true;
-    loop {
+    'ticks: loop {
         let started = Instant::now();
         // A tick is never cut short: dropping it mid-injection could leave a nudge typed but
         // not submitted. It is bounded by the snapshot, capture and injection budgets.
@@ -488,33 +479,32 @@ pub async fn run<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToke
             let until_due = u64::try_from(due_ms - keeper.io.now_ms()).unwrap_or(0);
             due = due.min(Instant::now() + Duration::from_millis(until_due).max(STEP_FLOOR));
         }
-        let woken = loop {
+        // A full tick once the interval ran out (or a held session's decision changes now); a
+        // shorter one before that when a session was poked, a transcript or feed changed, or
+        // the ledger moved.
+        let changed = loop {
             let look = tokio::time::sleep(LEDGER_LOOK.min(interval));
             tokio::select! {
-                () = shutdown.cancelled() => break Woken::Shutdown,
-                () = tokio::time::sleep_until(due) => break Woken::Due,
-                () = sessions.changed() => break Woken::Changed,
-                _ = keeper.io.changed() => break Woken::Changed,
+                () = shutdown.cancelled() => break 'ticks,
+                () = tokio::time::sleep_until(due) => break false,
+                () = sessions.changed() => break true,
+                _ = keeper.io.changed() => break true,
                 () = look => {
                     if keeper.io.version().is_some_and(|v| !covered(keeper.version, &v)) {
-                        break Woken::Changed;
+                        break true;
                     }
                 }
             }
         };
-        full = match woken {
-            Woken::Shutdown => break,
-            Woken::Due => true,
-            Woken::Changed => {
-                // A streaming transcript changes many times a second: one tick a gap.
-                let gap = (started + CHANGE_MIN_GAP).min(due);
-                tokio::select! {
-                    () = shutdown.cancelled() => break,
-                    () = tokio::time::sleep_until(gap) => {}
-                }
-                Instant::now() >= due
+        if changed {
+            // A streaming transcript changes many times a second: one tick a gap.
+            let gap = (started + CHANGE_MIN_GAP).min(due);
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = tokio::time::sleep_until(gap) => {}
             }
-        };
+        }
+        full = !changed || Instant::now() >= due;
     }
     tracing::debug!("session loop stopped");
 }
