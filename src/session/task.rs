@@ -86,13 +86,6 @@ struct Around {
     tmux_gone: bool,
 }
 
-/// One session's decision of a tick, to perform once every view is published.
-struct Decided {
-    sid: String,
-    target: Option<PaneTarget>,
-    step: Step,
-}
-
 pub struct Keeper<I> {
     config: SessionConfig,
     io: I,
@@ -207,18 +200,19 @@ impl<I: SessionIo> Keeper<I> {
         for (sid, facts) in facts {
             self.session(&sid, |s| (s.facts, s.listed) = (facts, true));
         }
+        // Each decision is performed once every view is published.
         let mut decided = Vec::new();
         for sid in sids {
             if let Some(step) = self.consider(&sid).await {
-                decided.push(step);
+                decided.push((sid, step));
             }
         }
         self.publish();
         if decided.is_empty() {
             return;
         }
-        for Decided { sid, target, step } in decided {
-            let shown = self.perform(&sid, target.as_ref(), step).await;
+        for (sid, step) in decided {
+            let shown = self.perform(&sid, step).await;
             self.session(&sid, |s| s.shown = shown);
         }
         self.publish();
@@ -294,8 +288,9 @@ impl<I: SessionIo> Keeper<I> {
         }
     }
 
-    async fn perform(&mut self, sid: &str, target: Option<&PaneTarget>, step: Step) -> Shown {
+    async fn perform(&mut self, sid: &str, step: Step) -> Shown {
         let now_at = Instant::now();
+        let target = self.around.mapping.get(sid).cloned();
         match step {
             Step::Wait(state, reason)
             | Step::WaitUntil(_, state, reason)
@@ -327,11 +322,11 @@ impl<I: SessionIo> Keeper<I> {
             Step::MetAgain(notice, shown) => self.met_again(sid, notice, shown).await,
             Step::GiveUp { shown, tries } => self.give_up(sid, shown, tries).await,
             Step::SkipRewind(pending, detail) => self.skip_rewind(sid, &pending, detail).await,
-            Step::Rewind(pending) => match target {
+            Step::Rewind(pending) => match &target {
                 Some(target) => self.clear_and_rehydrate(sid, target, &pending).await,
                 None => self.skip_rewind(sid, &pending, NO_PANE.into()).await,
             },
-            Step::Restart { pending, in_place } => match target {
+            Step::Restart { pending, in_place } => match &target {
                 Some(target) => self.begin_restart(sid, target, &pending, in_place).await,
                 None => self.skip_rewind(sid, &pending, NO_PANE.into()).await,
             },

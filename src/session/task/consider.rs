@@ -7,7 +7,7 @@
 use jiff::tz::TimeZone;
 use tokio::time::Instant;
 
-use super::{Decided, Keeper, ms_at, taken_key};
+use super::{Keeper, ms_at, taken_key};
 use crate::api::SessionState;
 use crate::budget::{self, policy};
 use crate::claude::screen;
@@ -24,7 +24,7 @@ impl<I: SessionIo> Keeper<I> {
     /// Looks at one session: what moved, the turn to charge, a limit to tell a human of, then
     /// the decision (with a screen read first when it asks for one). Its view shows the
     /// decision; the step comes back to be performed unless it is only a wait.
-    pub(super) async fn consider(&mut self, sid: &str) -> Option<Decided> {
+    pub(super) async fn consider(&mut self, sid: &str) -> Option<Step> {
         let facts = self.session(sid, |s| s.facts.clone());
         let target = self.around.mapping.get(sid).cloned();
         let now = Now {
@@ -133,8 +133,7 @@ impl<I: SessionIo> Keeper<I> {
             step => (self.session(sid, |s| s.shown.clone()), Some(step)),
         };
         self.session(sid, |s| s.shown = shown);
-        let sid = sid.to_owned();
-        step.map(|step| Decided { sid, target, step })
+        step
     }
 
     /// How the session can be reached now, and its tmux pane's line of the snapshot.
