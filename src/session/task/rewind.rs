@@ -15,7 +15,7 @@ use crate::api::SessionState;
 use crate::mux::KeystrokeText;
 use crate::rewind::restart::Restart;
 use crate::rewind::{self, CLEAR_WAIT, CLEARED_WITHOUT_HOOK};
-use crate::session::gate::Mode;
+use crate::session::gate::{GateOutcome, Mode};
 use crate::session::io::SessionIo;
 use crate::session::state::Attempt;
 use crate::store::{DeliverySource, Record, RewindOutcome, RewindRow};
@@ -84,16 +84,7 @@ impl<I: SessionIo> Keeper<I> {
                 .map(|(id, _)| id)
                 .collect();
             let outcome = self.tell(sid, &KeystrokeText::clear(), Mode::Gated).await;
-            let done_ms = self.io.now_ms();
-            self.io
-                .record(typed_records(
-                    DeliverySource::Wake,
-                    REWIND_SENDER,
-                    sid,
-                    done_ms,
-                    &outcome,
-                ))
-                .await;
+            self.record_typed(sid, &outcome).await;
             // Claude Code runs its SessionEnd and SessionStart hooks before it redraws the
             // prompt, so a `/clear` it took can look unsubmitted to the injector's short wait:
             // whether it was is the clear's to show.
@@ -197,20 +188,18 @@ impl<I: SessionIo> Keeper<I> {
             let typed = outcome.action.woke();
             let again = outcome.action == Action::SpoolBusy && started.elapsed() < CLEAR_WAIT;
             if typed || !again {
-                let done_ms = self.io.now_ms();
-                self.io
-                    .record(typed_records(
-                        DeliverySource::Wake,
-                        REWIND_SENDER,
-                        sid,
-                        done_ms,
-                        &outcome,
-                    ))
-                    .await;
+                self.record_typed(sid, &outcome).await;
                 return typed;
             }
             tokio::time::sleep(CLEAR_LOOK_EVERY).await;
         }
+    }
+
+    /// Records what typing `/clear` or the message did: its row, and the wake if it went in.
+    async fn record_typed(&self, sid: &str, outcome: &GateOutcome) {
+        let done_ms = self.io.now_ms();
+        let records = typed_records(DeliverySource::Wake, REWIND_SENDER, sid, done_ms, outcome);
+        self.io.record(records).await;
     }
 
     /// Records how the rewind ended (and remembers it as taken, should the record not go in).
