@@ -377,7 +377,7 @@ impl<I: SessionIo> Keeper<I> {
                 now_ms,
                 local: &local,
             };
-            let status = view::render(sid, session, &session.facts, rendered);
+            let status = view::render(sid, session, rendered);
             session.listed.then(|| (sid.to_owned(), status))
         });
         self.views.send_replace(SessionViews {

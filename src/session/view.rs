@@ -31,12 +31,7 @@ pub struct Rendered<'a> {
     pub local: &'a TimeZone,
 }
 
-pub fn render(
-    sid: &str,
-    session: &Session,
-    facts: &SessionFacts,
-    r: Rendered,
-) -> api::SessionStatus {
+pub fn render(sid: &str, session: &Session, r: Rendered) -> api::SessionStatus {
     let Rendered {
         pane,
         next_nudge_at,
@@ -45,6 +40,7 @@ pub fn render(
         local,
     } = r;
     use api::SessionState::{Ended, NoPane};
+    let facts = &session.facts;
     let row = &facts.row;
     let (state, reason) = session.shown.clone();
     let looks_idle = matches!(
