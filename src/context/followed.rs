@@ -76,10 +76,9 @@ impl Followed {
             self.troubled(sid, "cannot follow the transcript", polled.as_ref().err());
             if let Ok(outcome) = polled {
                 self.last_event = Some(outcome.event);
-                let path = self.follower.as_ref().map(TranscriptFollower::path);
                 if !matches!(outcome.event, PollEvent::Unchanged | PollEvent::Missing)
-                    && let Some(Ok(modified)) =
-                        path.map(|p| std::fs::metadata(p).and_then(|m| m.modified()))
+                    && let Some(path) = self.transcript()
+                    && let Ok(modified) = std::fs::metadata(path).and_then(|m| m.modified())
                 {
                     self.active_at = self.active_at.max(Some(modified));
                 }
@@ -104,7 +103,7 @@ impl Followed {
         let path = find_transcript_in(homes, sid, hint.as_deref())
             .or_else(|| hint.filter(|p| plausible_transcript(p)));
         let Some(path) = path else { return };
-        if self.follower.as_ref().map(TranscriptFollower::path) != Some(path.as_path()) {
+        if self.transcript() != Some(path.as_path()) {
             tracing::debug!(session_id = sid, transcript = %path.display(), "following transcript");
             self.follower = Some(TranscriptFollower::new(path));
             self.last_event = None;
@@ -185,7 +184,7 @@ impl Followed {
             model: f.model.clone(),
             source: <&str>::from(f.window_source).to_owned(),
             usage_source: f.usage_source.map(|u| <&str>::from(u).to_owned()),
-            transcript: (self.follower.as_ref()).map(|f| f.path().display().to_string()),
+            transcript: self.transcript().map(|p| p.display().to_string()),
             updated_at: self.active_at.and_then(at),
             pending_warning: self.thresholds.due().map(|l| l.name),
             last_warning: self.last_warning.as_ref().map(|(level, _)| level.clone()),
