@@ -201,12 +201,8 @@ pub fn write_state_files<'a>(
     latest_before: &mut Option<String>,
 ) {
     let now_unix = clock::now_s();
-    let mut known: Vec<(&str, &mut Followed, f64)> = sessions
-        .into_iter()
-        .filter_map(|(sid, f)| {
-            let pct = f.percent()?;
-            Some((sid, f, pct))
-        })
+    let mut known: Vec<(&str, &mut Followed, f64)> = (sessions.into_iter())
+        .filter_map(|(sid, f)| f.percent().map(|pct| (sid, f, pct)))
         .collect();
     let latest = (known.iter())
         .max_by_key(|(sid, f, _)| (f.active_at, std::cmp::Reverse(*sid)))
