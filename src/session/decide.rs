@@ -241,15 +241,9 @@ fn watched(step: Step, seen: &Seen, config: &SessionConfig) -> Step {
 
 /// The earliest time after `now_ms` a held session's decision changes without a new signal.
 pub fn resume_times(limit: &Limit, config: &SessionConfig, now_ms: i64) -> Option<i64> {
-    let ResumeClock {
-        due,
-        settled,
-        again,
-    } = resume_clock(limit, config);
-    [due?, settled, again]
-        .into_iter()
-        .filter(|at| *at > now_ms)
-        .min()
+    let clock = resume_clock(limit, config);
+    let times = [clock.due?, clock.settled, clock.again];
+    times.into_iter().filter(|at| *at > now_ms).min()
 }
 
 /// A held session's resume times, unix ms.
@@ -454,13 +448,9 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, n
     let limits = &config.limits;
     let reset = describe_reset(limit.resets_at_ms, now.ms, &now.local);
     let shown = format!("limited ({}) · {reset}", limit.kind);
-    let ResumeClock {
-        due: due_ms,
-        settled: settled_ms,
-        again: again_ms,
-    } = resume_clock(limit, config);
-    let waiting = due_ms.is_none_or(|due| now.ms < due)
-        || now.ms < settled_ms
+    let clock = resume_clock(limit, config);
+    let waiting = clock.due.is_none_or(|due| now.ms < due)
+        || now.ms < clock.settled
         || session.waits(Attempt::Resume, now.at);
     if waiting {
         // No hook reports a human's or Claude Code's own resume of a session without hooks:
@@ -531,7 +521,7 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, n
             tries: limit.tries,
         };
     }
-    if now.ms < again_ms {
+    if now.ms < clock.again {
         let reason = format!("{shown}; met the limit again, trying again soon");
         return Step::Wait(SessionState::Limited, reason);
     }
