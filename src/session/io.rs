@@ -180,10 +180,9 @@ pub struct LiveIo {
     gate: Arc<Gate>,
     store: Store,
     wake_dir: PathBuf,
-    /// Where the status lines keep the usage windows (`budget/`).
-    state_dir: PathBuf,
     claude: Option<ClaudeHome>,
     restarts: RestartSettings,
+    /// Its `state_dir` is also where the status lines keep the usage windows (`budget/`).
     context: ContextConfig,
     /// Change notification for the followed transcripts' directories and the feed directory.
     watcher: tokio::sync::Mutex<ChangeWatcher>,
@@ -206,7 +205,6 @@ impl LiveIo {
             gate,
             store,
             wake_dir,
-            state_dir: context.state_dir.clone(),
             claude,
             restarts,
             watcher: tokio::sync::Mutex::new(ChangeWatcher::new(context.poll_interval)),
@@ -245,7 +243,7 @@ impl LiveIo {
     async fn watch(&self, followed: &[(String, Followed, Vec<Record>)]) {
         let mut dirs: Vec<PathBuf> = (followed.iter())
             .filter_map(|(_, f, _)| f.transcript()?.parent().map(Path::to_owned))
-            .chain([feed_dir(&self.state_dir)])
+            .chain([feed_dir(&self.context.state_dir)])
             .collect();
         dirs.sort();
         dirs.dedup();
@@ -382,7 +380,7 @@ impl SessionIo for LiveIo {
     }
 
     async fn budgets(&self) -> Vec<Account> {
-        let dir = self.state_dir.clone();
+        let dir = self.context.state_dir.clone();
         tokio::task::spawn_blocking(move || crate::budget::read_all(&dir))
             .await
             .unwrap_or_default()
@@ -424,7 +422,7 @@ impl SessionIo for LiveIo {
     }
 
     async fn changed(&self) -> Vec<String> {
-        let feeds = feed_dir(&self.state_dir);
+        let feeds = feed_dir(&self.context.state_dir);
         loop {
             let paths = self.watcher.lock().await.next().await;
             let named = (paths.iter()).filter_map(|path| {
