@@ -404,20 +404,13 @@ fn nudge(session: &Session, seen: &Seen, config: &SessionConfig, now: &Now) -> S
         let reason = format!("idle ({why}), quiet for {}s", quiet_for.as_secs());
         return Step::Wait(idle, reason);
     }
-    if session.waits(Attempt::Nudge, now.at) {
-        return match session.screen_block {
-            Some(block) => Step::Wait(
-                block.state(),
-                format!("{}, looking again later", block.describe()),
-            ),
-            None => Step::Wait(idle, format!("idle ({why}), backing off")),
-        };
+    let waits = session.waits(Attempt::Nudge, now.at);
+    if let Some(block) = session.screen_block.filter(|_| waits) {
+        let reason = format!("{}, looking again later", block.describe());
+        return Step::Wait(block.state(), reason);
     }
-    if !config
-        .schedule
-        .next(&session.count, session.typing.at)
-        .due(now.at)
-    {
+    let next = config.schedule.next(&session.count, session.typing.at);
+    if waits || !next.due(now.at) {
         return Step::Wait(idle, format!("idle ({why}), backing off"));
     }
     look_first(seen, config, idle).unwrap_or(Step::Nudge)
