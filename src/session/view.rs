@@ -32,13 +32,6 @@ pub struct Rendered<'a> {
 }
 
 pub fn render(sid: &str, session: &Session, r: Rendered) -> api::SessionStatus {
-    let Rendered {
-        pane,
-        next_nudge_at,
-        watched,
-        now_ms,
-        local,
-    } = r;
     use api::SessionState::{Ended, NoPane};
     let facts = &session.facts;
     let row = &facts.row;
@@ -53,7 +46,7 @@ pub fn render(sid: &str, session: &Session, r: Rendered) -> api::SessionStatus {
     let nudge = api::Nudge {
         unanswered: session.count.unanswered,
         last_nudge_at: session.last_nudge_ms.and_then(clock::shown_ms),
-        next_nudge_at: next_nudge_at.and_then(clock::shown_ms),
+        next_nudge_at: r.next_nudge_at.and_then(clock::shown_ms),
         acknowledged: session.acknowledged,
         idle_since: looks_idle
             .then(|| session.activity.as_ref().map(Activity::quiet_since_ms))
@@ -63,7 +56,7 @@ pub fn render(sid: &str, session: &Session, r: Rendered) -> api::SessionStatus {
     let nudged = nudge.unanswered > 0 || nudge.acknowledged || nudge.last_nudge_at.is_some();
     api::SessionStatus {
         session_id: sid.to_owned(),
-        pane: pane.map(pane_of),
+        pane: r.pane.map(pane_of),
         state,
         reason,
         // Filled when served: the cooldown runs on between two ticks.
@@ -96,11 +89,11 @@ pub fn render(sid: &str, session: &Session, r: Rendered) -> api::SessionStatus {
                 by_inbox: p.by_inbox,
             })
         }),
-        limit: (row.limit.as_ref()).and_then(|l| limit_status(l, now_ms, local)),
-        rewind: rewind_status(&facts.rewind, local),
-        inbox: inbox_status(facts, now_ms),
+        limit: (row.limit.as_ref()).and_then(|l| limit_status(l, r.now_ms, r.local)),
+        rewind: rewind_status(&facts.rewind, r.local),
+        inbox: inbox_status(facts, r.now_ms),
         pause: facts.pause.and_then(pause_status),
-        watched: watched.map(str::to_owned),
+        watched: r.watched.map(str::to_owned),
     }
 }
 
