@@ -143,8 +143,8 @@ pub trait SessionIo: Send + Sync {
         sessions: Vec<(String, Followed)>,
         full: bool,
     ) -> impl Future<Output = Vec<(String, Followed, Vec<Record>)>> + Send;
-    /// The sessions whose transcript or status-line feed changed, once one did.
-    fn changed(&self) -> impl Future<Output = Vec<String>> + Send;
+    /// Resolves once a session's transcript or status-line feed changed.
+    fn changed(&self) -> impl Future<Output = ()> + Send;
     fn busy(&self, sid: &str) -> bool;
     fn wake(
         &self,
@@ -421,21 +421,19 @@ impl SessionIo for LiveIo {
         followed
     }
 
-    async fn changed(&self) -> Vec<String> {
+    async fn changed(&self) {
         let feeds = feed_dir(&self.context.state_dir);
         loop {
             let paths = self.watcher.lock().await.next().await;
-            let named = (paths.iter()).filter_map(|path| {
+            let mut named = (paths.iter()).filter_map(|path| {
                 let name = path.file_name()?.to_str()?;
-                let sid = match path.parent() == Some(feeds.as_path()) {
-                    true => name.strip_suffix(".json")?,
-                    false => name.strip_suffix(".jsonl")?,
-                };
-                SessionId::is_valid(sid).then(|| sid.to_owned())
+                match path.parent() == Some(feeds.as_path()) {
+                    true => name.strip_suffix(".json"),
+                    false => name.strip_suffix(".jsonl"),
+                }
             });
-            let sids: Vec<String> = named.collect::<HashSet<_>>().into_iter().collect();
-            if !sids.is_empty() {
-                return sids;
+            if named.any(SessionId::is_valid) {
+                return;
             }
         }
     }

@@ -483,7 +483,7 @@ pub async fn run<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToke
                 () = shutdown.cancelled() => break 'ticks,
                 () = tokio::time::sleep_until(due) => break false,
                 () = sessions.changed() => break true,
-                _ = keeper.io.changed() => break true,
+                () = keeper.io.changed() => break true,
                 () = look => {
                     if keeper.io.version().is_some_and(|v| !covered(keeper.version, &v)) {
                         break true;

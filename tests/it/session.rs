@@ -378,8 +378,8 @@ impl SessionIo for FakeIo {
     ) -> Vec<(String, Followed, Vec<Record>)> {
         sessions.into_iter().map(|(s, f)| (s, f, vec![])).collect()
     }
-    async fn changed(&self) -> Vec<String> {
-        std::future::pending().await
+    async fn changed(&self) {
+        std::future::pending::<()>().await;
     }
     fn version(&self) -> Option<wakebridge::session::task::Version> {
         None
