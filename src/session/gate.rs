@@ -170,27 +170,17 @@ impl Gate {
         }
     }
 
-    /// What the gate decides a wake by, for `sid`: its facts as the loop last read them, and
-    /// its pause as the ledger holds it now (a person's switch takes effect at once). A session
-    /// the loop has not taken up yet is read from the ledger now. An unreadable ledger pauses
-    /// and holds nothing; the screen check still stands.
+    /// What the gate decides a wake by, for `sid`, read from the ledger now: a hook's limit, an
+    /// answer to a sent message and a person's pause are written by other processes, and a wake
+    /// must not act on the loop's look of a second ago. An unreadable ledger pauses and holds
+    /// nothing; the screen check still stands.
     fn facts(&self, sid: &str) -> (SessionFacts, Option<Pause>) {
         let pause = self.store.pause(sid).ok().flatten();
-        let known = self
-            .sessions
-            .read(sid, |s| s.entered.then(|| s.facts.clone()));
-        if let Some(mut facts) = known.flatten() {
-            // The loop's look may be seconds old: the session may have exited since.
-            if let Ok(Some(inbox)) = &facts.inbox
-                && let Err(gone) = inbox.check()
-            {
-                facts.inbox = Err(gone.to_string());
-            }
-            return (facts, pause);
-        }
         let mut row = self.store.session(sid).ok().flatten().unwrap_or_default();
         row.session_id = sid.to_owned();
-        let registry = self.inbox_registry.as_deref();
+        // The registry is the inbox's second source, looked through only when no hook named one.
+        let announced = (row.inbox.as_ref()).is_some_and(|r| r.inbox.is_some());
+        let registry = self.inbox_registry.as_deref().filter(|_| !announced);
         let registered = registry.and_then(|dir| registry::inbox_of(dir, sid));
         let facts = super::io::facts_of(row, RewindFacts::default(), pause, self, registered);
         (facts, pause)
@@ -538,5 +528,36 @@ mod tests {
             a(NoticeKind::UsageLimit),
         ];
         assert_eq!(kinds, expected);
+    }
+
+    #[tokio::test]
+    async fn a_limit_a_hook_just_recorded_holds_the_next_wake_whatever_the_loop_last_saw() {
+        let store = Store::open_in_memory().unwrap();
+        let wake_dir = tempfile::tempdir().unwrap();
+        let panes = r#"{"a": {"mux": "tmux", "pane": "%3"}}"#;
+        std::fs::write(wake_dir.path().join("panes.json"), panes).unwrap();
+        let sessions = Arc::new(Sessions::default());
+        // The loop took "a" up before the limit: its value's facts show none.
+        sessions.with("a", |s| s.entered = true);
+        let injector = Arc::new(Injector::new(&crate::mux::MuxConfig::default()));
+        let gate = Gate::new(
+            wake_dir.path().to_owned(),
+            3600.0,
+            Duration::ZERO,
+            injector,
+            store.clone(),
+            true,
+            sessions,
+        );
+        let notice = limits::Notice {
+            kind: "session limit".into(),
+            resets: Some("in 2h".into()),
+        };
+        let now_ms = clock::now_ms();
+        let seen = LimitSeen::of_notice("a", notice, LimitSource::Hook, now_ms, true);
+        store.record(Record::Limited(seen)).await.unwrap();
+        let text = KeystrokeText::new("peer message").unwrap();
+        let outcome = gate.wake("a", &text, Mode::Gated).await;
+        assert_eq!(outcome.action, Action::SpoolBusy, "{outcome:?}");
     }
 }

@@ -74,9 +74,9 @@ pub struct Session {
     pub limit_told: Option<i64>,
     /// When a human was last told each kind of notice about it (`Gate::notify`).
     pub notified: HashMap<NoticeKind, Instant>,
-    /// The rewinds (asked as, asked at) performed or started: never twice, even while the
-    /// ledger still shows one waiting.
-    pub rewinds_taken: HashSet<(String, i64)>,
+    /// When the rewinds asked as this id were asked, of those performed or started: never
+    /// twice, even while the ledger still shows one waiting (under the id it took next).
+    pub rewinds_taken: HashSet<i64>,
     pub count: NudgeCount<Instant>,
     pub acknowledged: bool,
     pub activity: Option<Activity>,

@@ -36,7 +36,7 @@ use crate::session::gate::{self, GateOutcome, Mode};
 use crate::session::state::{Attempt, Session};
 use crate::session::view;
 use crate::session::{Next, SessionConfig, SessionViews, Sessions};
-use crate::store::{Delivery, DeliverySource, LimitSeen, LimitSource, Pause, Record};
+use crate::store::{Delivery, DeliverySource, LimitSeen, LimitSource, Pause, Record, RewindRow};
 use crate::wakedir::target::PaneTarget;
 
 mod charge;
@@ -193,8 +193,13 @@ impl<I: SessionIo> Keeper<I> {
             f.pause.is_some() || f.message_held || (limits && f.row.limit.is_some())
         };
         // A held or paused session's owed events, or those behind a message held for a human,
-        // wait for its reset or a person: no reason to poll every second.
-        self.owes_any = facts.values().any(|f| f.row.owed.is_some() && !waits(f));
+        // wait for its reset or a person, and one nothing reaches for a pane or an inbox: no
+        // reason to poll every second.
+        let mapping = &self.around.mapping;
+        let reachable =
+            |sid: &String, f: &SessionFacts| mapping.contains_key(sid) || f.inbox_live();
+        self.owes_any =
+            (facts.iter()).any(|(sid, f)| f.row.owed.is_some() && !waits(f) && reachable(sid, f));
         self.follow(&facts, full).await;
         let sids: Vec<String> = facts.keys().cloned().collect();
         for (sid, facts) in facts {
@@ -349,6 +354,21 @@ impl<I: SessionIo> Keeper<I> {
         self.sessions.with(sid, change)
     }
 
+    /// Remembers `pending` as taken, under the id it was asked as: the session it rewinds goes
+    /// by another id once its `/clear` is done, and must not take it again.
+    fn take_rewind(&self, pending: &RewindRow) {
+        self.session(&pending.session_id, |s| {
+            s.rewinds_taken.insert(pending.asked_ms)
+        });
+    }
+
+    fn rewind_taken(&self, pending: &RewindRow) -> bool {
+        let taken = |s: &Session| s.rewinds_taken.contains(&pending.asked_ms);
+        self.sessions
+            .read(&pending.session_id, taken)
+            .unwrap_or(false)
+    }
+
     fn wake_at(&mut self, at_ms: i64) {
         self.wake_at_ms = Some(self.wake_at_ms.map_or(at_ms, |d| d.min(at_ms)));
     }
@@ -422,10 +442,6 @@ fn typed_row(
     })
 }
 
-fn taken_key(pending: &crate::store::RewindRow) -> (String, i64) {
-    (pending.session_id.clone(), pending.asked_ms)
-}
-
 /// The monotonic instant of wall time `ms`; `None` before the clock's origin, `now` if future.
 fn instant_at(now: Instant, now_ms: i64, ms: i64) -> Option<Instant> {
     let ago = u64::try_from(now_ms.saturating_sub(ms)).unwrap_or(0);
@@ -455,28 +471,34 @@ pub async fn run<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToke
         "session loop started"
     );
     let sessions = keeper.sessions.clone();
+    // Full ticks keep their own clock: a session at work changes its transcript every second,
+    // and the shorter ticks that follow must not push the next full one away for ever.
+    let mut last_full = Instant::now();
     let mut full = true;
     'ticks: loop {
-        let started = Instant::now();
+        if full {
+            last_full = Instant::now();
+        }
         // A tick is never cut short: dropping it mid-injection could leave a nudge typed but
         // not submitted. It is bounded by the snapshot, capture and injection budgets.
         match full {
             true => keeper.poll().await,
             false => keeper.refresh().await,
         }
+        let ended = Instant::now();
         let interval = match keeper.owes_any {
             true => keeper.config.poll_interval.min(OWED_POLL),
             false => keeper.config.poll_interval,
         };
-        let mut due = started + interval;
+        let mut due = last_full + interval;
         if let Some(due_ms) = keeper.wake_at_ms {
             // Measured from now (the tick took a while), not from its start.
             let until_due = u64::try_from(due_ms - keeper.io.now_ms()).unwrap_or(0);
-            due = due.min(Instant::now() + Duration::from_millis(until_due).max(STEP_FLOOR));
+            due = due.min(ended + Duration::from_millis(until_due).max(STEP_FLOOR));
         }
         // A full tick once the interval ran out (or a held session's decision changes now); a
-        // shorter one before that when a session was poked, a transcript or feed changed, or
-        // the ledger moved.
+        // shorter one before that when the loop was asked to look again, a transcript or feed
+        // changed, or the ledger moved.
         let changed = loop {
             let look = tokio::time::sleep(LEDGER_LOOK.min(interval));
             tokio::select! {
@@ -492,8 +514,9 @@ pub async fn run<I: SessionIo>(mut keeper: Keeper<I>, shutdown: CancellationToke
             }
         };
         if changed {
-            // A streaming transcript changes many times a second: one tick a gap.
-            let gap = (started + CHANGE_MIN_GAP).min(due);
+            // A streaming transcript changes many times a second: a rest between two ticks,
+            // measured from the end of the last (a long tick is no rest).
+            let gap = (ended + CHANGE_MIN_GAP).min(due);
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 () = tokio::time::sleep_until(gap) => {}

@@ -43,10 +43,12 @@ pub fn render(sid: &str, session: &Session, r: Rendered) -> api::SessionStatus {
             | api::SessionState::AcknowledgedIdle
             | api::SessionState::Owed
     );
+    // A session nothing reaches is not nudged, whatever its series says.
+    let unreached = matches!(state, Ended | NoPane);
     let nudge = api::Nudge {
         unanswered: session.count.unanswered,
         last_nudge_at: session.last_nudge_ms.and_then(clock::shown_ms),
-        next_nudge_at: r.next_nudge_at.and_then(clock::shown_ms),
+        next_nudge_at: (r.next_nudge_at.filter(|_| !unreached)).and_then(clock::shown_ms),
         acknowledged: session.acknowledged,
         idle_since: looks_idle
             .then(|| session.activity.as_ref().map(Activity::quiet_since_ms))
@@ -72,7 +74,7 @@ pub fn render(sid: &str, session: &Session, r: Rendered) -> api::SessionStatus {
         spool_lines: None,
         spool_bytes: 0,
         context: session.context.status(),
-        nudge: (nudged || !matches!(state, Ended | NoPane)).then_some(nudge),
+        nudge: (nudged || !unreached).then_some(nudge),
         owed: row.owed.and_then(|o| {
             Some(api::Owed {
                 events: u64::from(o.events),
@@ -292,5 +294,33 @@ mod tests {
             "held: a dialog"
         );
         assert_eq!(unheard(&facts(false, Some(sent + 5)), sent + 600_000), None);
+    }
+
+    #[test]
+    fn a_session_nothing_reaches_shows_its_series_but_no_next_nudge() {
+        let local = TimeZone::UTC;
+        let now_ms = 1_800_000_000_000;
+        let view = |state| {
+            let mut session = Session::default();
+            session.shown = (state, String::new());
+            session.last_nudge_ms = Some(now_ms - 60_000);
+            let rendered = Rendered {
+                pane: None,
+                next_nudge_at: Some(now_ms + 60_000),
+                watched: None,
+                now_ms,
+                local: &local,
+            };
+            render("s", &session, rendered).nudge.unwrap()
+        };
+        assert_eq!(
+            view(api::SessionState::Idle).next_nudge_at,
+            clock::shown_ms(now_ms + 60_000)
+        );
+        for state in [api::SessionState::Ended, api::SessionState::NoPane] {
+            let nudge = view(state);
+            assert_eq!(nudge.next_nudge_at, None, "{state:?}");
+            assert!(nudge.last_nudge_at.is_some(), "its series is still shown");
+        }
     }
 }

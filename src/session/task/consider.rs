@@ -7,7 +7,7 @@
 use jiff::tz::TimeZone;
 use tokio::time::Instant;
 
-use super::{Keeper, ms_at, taken_key};
+use super::{Keeper, ms_at};
 use crate::api::SessionState;
 use crate::budget::{self, policy};
 use crate::claude::screen;
@@ -49,27 +49,21 @@ impl<I: SessionIo> Keeper<I> {
         };
         let typed = self.session(sid, |s| s.typing.at);
         let typed_ms = typed.map(|t| ms_at(now.at, now.ms, t));
+        let limit = (facts.row.limit.clone()).filter(|_| self.config.limits.enabled);
         // With its pane gone from view, what moved is neither seen nor charged: a turn charged
-        // before its answer is seen could not give that answer back.
+        // before its answer is seen could not give that answer back. Nor is a person told of
+        // the limit of a session that ended.
         if matches!(reach, Reach::Pane | Reach::Inbox) {
             if let Movement::Real { signal, at_ms } = self.track(sid, &obs, now.ms, typed_ms) {
                 self.answered(sid, signal, at_ms).await;
             }
             self.charge(sid, &obs, &facts, now.ms).await;
-        }
-        let limit = facts
-            .row
-            .limit
-            .clone()
-            .filter(|_| self.config.limits.enabled);
-        if let Some(limit) = limit.as_ref().filter(|_| facts.pause.is_none()) {
-            self.tell_limit(sid, limit, &now);
+            if let Some(limit) = limit.as_ref().filter(|_| facts.pause.is_none()) {
+                self.tell_limit(sid, limit, &now);
+            }
         }
         let pending = facts.rewind.pending.as_ref();
-        let taken = pending.is_some_and(|p| {
-            let key = taken_key(p);
-            self.session(sid, |s| s.rewinds_taken.contains(&key))
-        });
+        let taken = pending.is_some_and(|p| self.rewind_taken(p));
         let kept = view::kept(&facts, self.config.keep);
         let mut text: Option<String> = None;
         let mut looked = false;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Keeper, OWED_RETRY, Shown, taken_key, typed_records};
+use super::{Keeper, OWED_RETRY, Shown, typed_records};
 use crate::api::Action;
 use crate::api::SessionState;
 use crate::mux::KeystrokeText;
@@ -34,7 +34,7 @@ impl<I: SessionIo> Keeper<I> {
         detail: String,
     ) -> Shown {
         tracing::info!(session_id = sid, "automatic rewind skipped: {detail}");
-        self.end_rewind(sid, pending, RewindOutcome::Skipped, None, Some(detail))
+        self.end_rewind(pending, RewindOutcome::Skipped, None, Some(detail))
             .await;
         let reason = format!("rewind ({}) skipped", pending.why.as_str());
         (SessionState::Idle, reason)
@@ -48,8 +48,7 @@ impl<I: SessionIo> Keeper<I> {
         pending: &RewindRow,
         in_place: bool,
     ) -> Shown {
-        let key = taken_key(pending);
-        self.session(sid, |s| s.rewinds_taken.insert(key));
+        self.take_rewind(pending);
         tracing::info!(session_id = sid, in_place, "restarting the session's agent");
         let restart = Restart {
             session_id: sid.to_owned(),
@@ -117,7 +116,7 @@ impl<I: SessionIo> Keeper<I> {
                 why = pending.why.as_str(),
                 "rewound a session: /clear, then the re-hydration prompt"
             );
-            self.end_rewind(sid, pending, RewindOutcome::Done, Some(into), None)
+            self.end_rewind(pending, RewindOutcome::Done, Some(into), None)
                 .await;
             (
                 SessionState::Working,
@@ -129,7 +128,7 @@ impl<I: SessionIo> Keeper<I> {
                 "rewound, but the re-hydration prompt could not be typed"
             );
             let detail = Some("the re-hydration prompt was not typed".to_owned());
-            self.end_rewind(sid, pending, RewindOutcome::NotTyped, Some(into), detail)
+            self.end_rewind(pending, RewindOutcome::NotTyped, Some(into), detail)
                 .await;
             (SessionState::Idle, "rewound, prompt not typed".to_owned())
         }
@@ -137,7 +136,7 @@ impl<I: SessionIo> Keeper<I> {
 
     async fn rewind_failed(&mut self, sid: &str, pending: &RewindRow, detail: String) -> Shown {
         tracing::warn!(session_id = sid, "rewind failed: {detail}");
-        self.end_rewind(sid, pending, RewindOutcome::Failed, None, Some(detail))
+        self.end_rewind(pending, RewindOutcome::Failed, None, Some(detail))
             .await;
         (SessionState::Idle, "rewind failed".into())
     }
@@ -205,14 +204,12 @@ impl<I: SessionIo> Keeper<I> {
     /// Records how the rewind ended (and remembers it as taken, should the record not go in).
     pub(super) async fn end_rewind(
         &mut self,
-        sid: &str,
         pending: &RewindRow,
         outcome: RewindOutcome,
         new_id: Option<String>,
         detail: Option<String>,
     ) {
-        let key = taken_key(pending);
-        self.session(sid, |s| s.rewinds_taken.insert(key));
+        self.take_rewind(pending);
         let at_ms = self.io.now_ms();
         self.io
             .record(vec![Record::RewindEnded {
