@@ -14,38 +14,14 @@ use wakebridge::session::ECHO_GRACE;
 
 use crate::common;
 use crate::common::claude::BareClaude;
+use crate::common::day::{
+    BASE_COOLDOWN, CHECKPOINT, CLOCK, NUDGE_1, NUDGE_2, NUDGE_3, QUIET, STEP, WRAP_UP,
+};
 use crate::common::harness::TestServer;
 use crate::common::model::{Model, Reply, unix_in};
 use crate::common::rig::start_daemon_with;
 use crate::common::tmux::TmuxServer;
 
-/// The clock of `day.rs`: a minute of idleness is seconds here.
-const BARE: &[(&str, &str)] = &[
-    ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "200ms"),
-    ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "6s"),
-    ("WAKEBRIDGE_NUDGER__BASE_COOLDOWN", "2s"),
-    ("WAKEBRIDGE_NUDGER__MAX_COOLDOWN", "4s"),
-    ("WAKEBRIDGE_NUDGER__ACKNOWLEDGE_AFTER", "2"),
-    ("WAKEBRIDGE_CONTEXT__ENABLED", "true"),
-    ("WAKEBRIDGE_CONTEXT__POLL_INTERVAL", "500ms"),
-    ("WAKEBRIDGE_LIMITS__RESUME_GRACE", "1s"),
-    ("WAKEBRIDGE_LIMITS__AUTO_CONTINUE_WAIT", "2s"),
-];
-/// `BARE`'s base cooldown: the least gap between two nudges of one series.
-const BASE_COOLDOWN: Duration = Duration::from_secs(2);
-
-/// The longest any one step may take on a loaded two-core machine.
-const STEP: Duration = Duration::from_secs(60);
-/// How long "nothing more is told" is watched.
-const QUIET: Duration = Duration::from_secs(3);
-
-/// `config/default.toml`'s `[nudger] messages`, in turn.
-const NUDGE_1: &str = "Please continue with the task at hand.";
-const NUDGE_2: &str = "If the task is finished, say so and summarise; otherwise continue.";
-const NUDGE_3: &str = "Still there? Pick up where you left off, or report what blocks you.";
-/// From `config/default.toml`'s `[context.thresholds]` messages.
-const WRAP_UP: &str = "wrap up the current step";
-const CHECKPOINT: &str = "checkpoint now";
 /// `config/default.toml`'s `[limits] resume_message`.
 const RESUME: &str = "continue";
 /// How Claude Code hands the model a message from its inbox (idle: a new turn).
@@ -74,7 +50,7 @@ async fn a_real_claude_code_on_a_bare_pty_is_kept_through_its_inbox() {
     // The mux backend's config names a tmux server: a private one with nothing but its keeper.
     // The session is not in it, nor in any other.
     let tmux = TmuxServer::start();
-    let server = start_daemon_with(&tmux, None, BARE).await;
+    let server = start_daemon_with(&tmux, None, CLOCK).await;
     let session = BareClaude::installed(&claude, &server, &model.claude_env()).await;
     let sid = session.sid.clone();
     let context = || format!("{}\n{}", model.transcript(), session.screen());

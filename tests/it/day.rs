@@ -14,33 +14,12 @@ use wakebridge::session::ECHO_GRACE;
 
 use crate::common;
 use crate::common::claude::RealClaude;
+use crate::common::day::{CHECKPOINT, CLOCK, NUDGE_1, NUDGE_2, QUIET, STEP, WRAP_UP};
 use crate::common::harness::{TestServer, event_for};
 use crate::common::model::{Model, Reply, unix_in};
 use crate::common::rig::{any_session_until, start_daemon_with};
 use crate::common::tmux::TmuxServer;
 
-/// The day's clock: a minute of idleness is seconds here.
-const DAY: &[(&str, &str)] = &[
-    ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "200ms"),
-    ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "6s"),
-    ("WAKEBRIDGE_NUDGER__BASE_COOLDOWN", "2s"),
-    ("WAKEBRIDGE_NUDGER__MAX_COOLDOWN", "4s"),
-    ("WAKEBRIDGE_NUDGER__ACKNOWLEDGE_AFTER", "2"),
-    ("WAKEBRIDGE_CONTEXT__ENABLED", "true"),
-    ("WAKEBRIDGE_CONTEXT__POLL_INTERVAL", "500ms"),
-    ("WAKEBRIDGE_LIMITS__RESUME_GRACE", "1s"),
-    ("WAKEBRIDGE_LIMITS__AUTO_CONTINUE_WAIT", "2s"),
-];
-
-/// The longest any one step may take on a loaded two-core machine.
-const STEP: Duration = Duration::from_secs(60);
-/// How long "nothing more is told" is watched.
-const QUIET: Duration = Duration::from_secs(3);
-
-const NUDGE_1: &str = "Please continue with the task at hand.";
-const NUDGE_2: &str = "If the task is finished, say so and summarise; otherwise continue.";
-const WRAP_UP: &str = "wrap up the current step";
-const CHECKPOINT: &str = "checkpoint now";
 const REWOUND: &str = "You were rewound to a fresh context.";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,7 +43,7 @@ async fn a_day_in_the_life_of_a_real_claude_code_session() {
     model.on(CHECKPOINT, Reply::at_context("Checkpoint written.", 87.0));
 
     let tmux = TmuxServer::start();
-    let server = start_daemon_with(&tmux, None, DAY).await;
+    let server = start_daemon_with(&tmux, None, CLOCK).await;
     let session = RealClaude::installed(&claude, &tmux, &server, &model.claude_env()).await;
     let sid = session.sid.clone();
     let context = || format!("{}\n{}", model.transcript(), session.screen(&tmux));

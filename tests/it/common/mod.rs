@@ -14,6 +14,7 @@
 
 pub mod agent;
 pub mod claude;
+pub mod day;
 pub mod env;
 pub mod harness;
 pub mod model;
