@@ -10,12 +10,11 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::Value;
-use wakebridge::session::ECHO_GRACE;
 
 use crate::common;
 use crate::common::claude::BareClaude;
 use crate::common::day::{
-    BASE_COOLDOWN, CHECKPOINT, CLOCK, NUDGE_1, NUDGE_2, NUDGE_3, QUIET, STEP, WRAP_UP,
+    self, BASE_COOLDOWN, CHECKPOINT, CLOCK, NUDGE_1, NUDGE_2, NUDGE_3, QUIET, STEP, WRAP_UP,
 };
 use crate::common::harness::TestServer;
 use crate::common::model::{Model, Reply, unix_in};
@@ -85,16 +84,7 @@ async fn a_real_claude_code_on_a_bare_pty_is_kept_through_its_inbox() {
         model.told(NUDGE_2) == 1
     })
     .await;
-    let acknowledged = server
-        .session_until(
-            &sid,
-            "acknowledged idle",
-            STEP,
-            |s| s["state"] == "acknowledged-idle",
-            context,
-        )
-        .await;
-    assert_eq!(acknowledged["nudge"]["unanswered"], 2, "{acknowledged}");
+    let acknowledged = day::acknowledged(&server, &sid, context).await;
     let (first, second) = (model.told_at(NUDGE_1)[0], model.told_at(NUDGE_2)[0]);
     let gap = second.duration_since(first).unwrap_or_default();
     assert!(
@@ -127,14 +117,7 @@ async fn a_real_claude_code_on_a_bare_pty_is_kept_through_its_inbox() {
     // b. A person's prompt brings it back (after the last nudge's echo grace: a prompt within it
     // reads as that nudge's echo, not as life); the window fills and each warning is told once,
     // through the inbox.
-    let nudged_at: jiff::Timestamp = acknowledged["nudge"]["last_nudge_at"]
-        .as_str()
-        .and_then(|at| at.parse().ok())
-        .unwrap_or_else(|| panic!("no last nudge time: {acknowledged}"));
-    let echo_over = nudged_at + ECHO_GRACE + Duration::from_secs(1);
-    if let Ok(left) = Duration::try_from(echo_over - jiff::Timestamp::now()) {
-        tokio::time::sleep(left).await;
-    }
+    day::past_echo_grace(&acknowledged).await;
     session.submit(PARSER).await;
     until("the wrap-up told", &server, &sid, &context, || {
         model.mentioned(WRAP_UP) == 1

@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use serde_json::json;
 use wakebridge::mux::WAKE_PROMPT;
-use wakebridge::session::ECHO_GRACE;
 
 use crate::common;
 use crate::common::claude::RealClaude;
-use crate::common::day::{CHECKPOINT, CLOCK, NUDGE_1, NUDGE_2, QUIET, STEP, WRAP_UP};
+use crate::common::day::{self, CHECKPOINT, CLOCK, NUDGE_1, NUDGE_2, QUIET, STEP, WRAP_UP};
 use crate::common::harness::{TestServer, event_for};
 use crate::common::model::{Model, Reply, unix_in};
 use crate::common::rig::{any_session_until, start_daemon_with};
@@ -82,16 +81,7 @@ async fn a_day_in_the_life_of_a_real_claude_code_session() {
     );
 
     // 3. Idle: nudged, backing off, then acknowledged and left alone.
-    let acknowledged = server
-        .session_until(
-            &sid,
-            "acknowledged idle",
-            STEP,
-            |s| s["state"] == "acknowledged-idle",
-            context,
-        )
-        .await;
-    assert_eq!(acknowledged["nudge"]["unanswered"], 2, "{acknowledged}");
+    let acknowledged = day::acknowledged(&server, &sid, context).await;
     tokio::time::sleep(QUIET).await;
     assert_eq!(
         (model.told(NUDGE_1), model.told(NUDGE_2)),
@@ -104,14 +94,7 @@ async fn a_day_in_the_life_of_a_real_claude_code_session() {
     // 4. Back to life at a prompt; the window fills and each warning is told once. A prompt
     // within the echo grace of the last nudge reads as that nudge's echo, not as life (its turn
     // here is one short answer): the human comes back after it.
-    let nudged_at: jiff::Timestamp = acknowledged["nudge"]["last_nudge_at"]
-        .as_str()
-        .and_then(|at| at.parse().ok())
-        .unwrap_or_else(|| panic!("no last nudge time: {acknowledged}"));
-    let echo_over = nudged_at + ECHO_GRACE + Duration::from_secs(1);
-    if let Ok(left) = Duration::try_from(echo_over - jiff::Timestamp::now()) {
-        tokio::time::sleep(left).await;
-    }
+    day::past_echo_grace(&acknowledged).await;
     session
         .submit(&tmux, "Build the parser. [[context 76]]")
         .await;

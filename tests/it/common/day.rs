@@ -31,3 +31,36 @@ pub const NUDGE_3: &str = "Still there? Pick up where you left off, or report wh
 /// From `config/default.toml`'s `[context.thresholds]` messages.
 pub const WRAP_UP: &str = "wrap up the current step";
 pub const CHECKPOINT: &str = "checkpoint now";
+
+/// Waits until `sid` is acknowledged idle after `CLOCK`'s two unanswered nudges, and returns
+/// its `/sessions` view.
+pub async fn acknowledged(
+    server: &super::harness::TestServer,
+    sid: &str,
+    context: impl Fn() -> String,
+) -> serde_json::Value {
+    let acknowledged = server
+        .session_until(
+            sid,
+            "acknowledged idle",
+            STEP,
+            |s| s["state"] == "acknowledged-idle",
+            context,
+        )
+        .await;
+    assert_eq!(acknowledged["nudge"]["unanswered"], 2, "{acknowledged}");
+    acknowledged
+}
+
+/// Sleeps past the echo grace of the last nudge `acknowledged` shows: a prompt within it reads
+/// as that nudge's echo, not as a person coming back.
+pub async fn past_echo_grace(acknowledged: &serde_json::Value) {
+    let nudged_at: jiff::Timestamp = acknowledged["nudge"]["last_nudge_at"]
+        .as_str()
+        .and_then(|at| at.parse().ok())
+        .unwrap_or_else(|| panic!("no last nudge time: {acknowledged}"));
+    let echo_over = nudged_at + wakebridge::session::ECHO_GRACE + Duration::from_secs(1);
+    if let Ok(left) = Duration::try_from(echo_over - jiff::Timestamp::now()) {
+        tokio::time::sleep(left).await;
+    }
+}
