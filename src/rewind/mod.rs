@@ -29,7 +29,7 @@ pub enum RewindError {
 }
 
 /// Validates `[rewind]`: `after` above zero, and the re-hydration message typable, which it
-/// returns (`auto` is the context monitor's, `MonitorConfig::auto_rewind`).
+/// returns (`auto` is read by the session loop when a warning is due).
 pub fn message(settings: &RewindSettings) -> Result<KeystrokeText, RewindError> {
     if settings.after.is_zero() {
         return Err(RewindError::ZeroAfter);

@@ -102,6 +102,22 @@ impl StoreError {
         )
     }
 
+    /// SQLite's "database is locked" or "busy": another connection held the file.
+    pub(super) fn busy(&self) -> bool {
+        let source = match self {
+            Self::Open { source, .. } => source,
+            Self::Migrate {
+                source: rusqlite_migration::Error::RusqliteError { err, .. },
+                ..
+            } => err,
+            _ => return false,
+        };
+        matches!(
+            source.sqlite_error_code(),
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+        )
+    }
+
     /// Open-time SQLite errors: a corrupt file gets the "move it aside" error.
     pub(super) fn at_open(path: &Path, source: rusqlite::Error) -> Self {
         let path = path.to_path_buf();

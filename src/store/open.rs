@@ -11,6 +11,7 @@ use rusqlite::{Connection, OpenFlags};
 use rusqlite_migration::{M, Migrations};
 
 use super::StoreError;
+use crate::deadline::Deadline;
 use crate::private_fs;
 
 /// `PRAGMA application_id` of a wakebridge ledger: "wakb", big-endian. Set by migration 1.
@@ -19,6 +20,8 @@ const APPLICATION_ID: i32 = 0x7761_6b62;
 /// How long a connection waits for another's lock (the hook CLI writes from another process);
 /// every transaction lasts milliseconds, so 5 s runs out only when something is stuck.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// The pause before opening again where SQLite answered "locked" without waiting.
+const BUSY_RETRY: Duration = Duration::from_millis(10);
 
 /// Every schema step in order. Never edit a released one (ledgers only migrate forward).
 const STEPS: &[M<'static>] = &[
@@ -72,7 +75,20 @@ pub(super) fn create_file(path: &Path) -> Result<(), StoreError> {
 }
 
 /// The write connection: checks the file is ours before changing it, WAL, then migrations.
+/// Several first hooks can open a new ledger at once, and SQLite skips the busy handler where
+/// waiting could deadlock (turning a new file to WAL, a read upgraded to a write): such a
+/// "database is locked" is retried with a fresh connection until `BUSY_TIMEOUT`.
 pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
+    let deadline = Deadline::after(BUSY_TIMEOUT);
+    loop {
+        match try_open_writer(path) {
+            Err(e) if e.busy() && !deadline.expired() => std::thread::sleep(BUSY_RETRY),
+            opened => return opened,
+        }
+    }
+}
+
+fn try_open_writer(path: &Path) -> Result<Connection, StoreError> {
     let at_open = |source| StoreError::at_open(path, source);
     let mut conn = Connection::open(path).map_err(at_open)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(at_open)?;
@@ -110,8 +126,8 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
         });
     }
     if let Err(source) = MIGRATIONS.to_latest(&mut conn) {
-        // Another process (the hook CLI) may have migrated the same file at the same moment;
-        // its success is ours too.
+        // Another process (the hook CLI) may have migrated the same file at the same moment
+        // (rusqlite_migration reads the version before its transaction): its success is ours.
         let migrated_meanwhile = MIGRATIONS
             .pending_migrations(&conn)
             .is_ok_and(|pending| pending == 0);
@@ -199,9 +215,13 @@ pub(super) fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
 
 /// Another program's `application_id`; `None` for ours or an empty file. SQLITE_NOTADB on garbage.
 fn foreign_application_id(conn: &Connection) -> rusqlite::Result<Option<i32>> {
-    let application_id: i32 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
-    let objects: i64 =
-        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
+    // One statement, one snapshot: read apart, another process's first migration could commit
+    // between the two and its tables show without its mark.
+    let (application_id, objects): (i32, i64) = conn.query_row(
+        "SELECT application_id, (SELECT count(*) FROM sqlite_schema) FROM pragma_application_id",
+        [],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
     let ours_or_fresh = application_id == APPLICATION_ID || (application_id == 0 && objects == 0);
     Ok((!ours_or_fresh).then_some(application_id))
 }

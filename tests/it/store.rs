@@ -378,6 +378,46 @@ fn refuses_a_database_from_a_newer_wakebridge() {
     assert!(matches!(err, StoreError::TooNew { found: 99, .. }), "{err}");
 }
 
+/// The first hooks of a fresh machine start together (Claude Code runs a session's hooks in
+/// parallel, and several sessions start at once): real `wakebridge hook` processes opening one
+/// new ledger at the same moment all record, none answers "database is locked" or mistakes a
+/// half-made ledger for another program's. Before the fix about 1 in 60 such hooks failed.
+#[test]
+fn the_first_hooks_of_a_fresh_ledger_all_record_at_once() {
+    const HOOKS: usize = 8;
+    const ROUNDS: usize = 15;
+    for round in 0..ROUNDS {
+        let dir = common::tempdir();
+        let hooks: Vec<_> = (0..HOOKS)
+            .map(|i| {
+                let mut cmd = common::harness::binary(dir.path(), &[]);
+                cmd.arg("hook");
+                let payload = serde_json::json!({
+                    "session_id": format!("00000000-0000-4000-8000-{i:012}"),
+                    "hook_event_name": "SessionStart",
+                    "source": "startup",
+                    "cwd": "/work",
+                });
+                std::thread::spawn(move || common::harness::fed(cmd, &payload.to_string()))
+            })
+            .collect();
+        for hook in hooks {
+            let out = hook.join().expect("hook thread");
+            assert!(
+                out.status.success() && out.stderr.is_empty(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let ledger = dir.path().join("state/wakebridge/wakebridge.db");
+        assert_eq!(
+            count_rows(&ledger, "sessions"),
+            HOOKS as i64,
+            "round {round}"
+        );
+    }
+}
+
 #[test]
 fn refuses_another_programs_database() {
     let dir = common::tempdir();
