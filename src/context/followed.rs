@@ -194,7 +194,9 @@ impl Followed {
 }
 
 /// Writes the state files whose whole percent or minute changed, and the "latest" file for the
-/// most recently active session (when `[context] latest_state_file` names one). Blocking I/O.
+/// most recently active session (when `[context] latest_state_file` names one). A file's
+/// `TIMESTAMP` is when its figure was read from the session (the transcript's or the feed's
+/// last change), so a session at rest costs no write. Blocking I/O.
 pub fn write_state_files<'a>(
     sessions: impl IntoIterator<Item = (&'a str, &'a mut Followed)>,
     config: &ContextConfig,
@@ -210,13 +212,16 @@ pub fn write_state_files<'a>(
     let latest_changed = latest != *latest_before;
     latest_before.clone_from(&latest);
     for (sid, followed, pct) in &mut known {
-        let stamp = StateStamp::of(*pct, now_unix);
+        let read_at = (followed.active_at)
+            .and_then(|at| at.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(now_unix, |since| since.as_secs());
+        let stamp = StateStamp::of(*pct, read_at);
         let is_latest = latest.as_deref() == Some(*sid);
         if followed.written == Some(stamp) && !(is_latest && latest_changed) {
             continue;
         }
         let latest_path = config.latest_state_file.as_deref().filter(|_| is_latest);
-        let written = write_state(&config.state_dir, sid, *pct, now_unix, latest_path);
+        let written = write_state(&config.state_dir, sid, *pct, read_at, latest_path);
         followed.troubled(sid, "cannot write the state file", written.as_ref().err());
         if written.is_ok() {
             followed.written = Some(stamp);

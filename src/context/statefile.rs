@@ -72,8 +72,9 @@ pub fn write_state(
     Ok(())
 }
 
-/// What a state file last said: the whole percent and the minute it was written in. It is
-/// rewritten only when this changes, so a busy transcript costs at most a write a minute.
+/// What a state file last said: the whole percent and the minute its figure was read. It is
+/// rewritten only when this changes, so a busy transcript costs at most a write a minute and an
+/// idle one none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StateStamp {
     pub pct: u32,

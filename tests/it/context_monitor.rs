@@ -310,6 +310,12 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
         .join(format!("{SID}.jsonl"));
     std::fs::create_dir_all(transcript.parent().ok_or("no parent")?)?;
     append(&transcript, &assistant(100_000))?;
+    // Its last turn ended ten minutes ago: the state file says when the figure was read.
+    let read_at = clock::now_s() - 600;
+    std::fs::File::options()
+        .append(true)
+        .open(&transcript)?
+        .set_modified(clock::from_s(read_at))?;
     let store = rig.store.clone();
     store
         .record(Record::SessionSeen(SessionSeen {
@@ -335,7 +341,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
     assert_eq!(ctx["model"], MODEL);
     let (pct, ts) = read_state(&rig.state_dir, SID).ok_or("no state file")?;
     assert_eq!(pct, 50);
-    assert!(clock::now_s().abs_diff(ts) < 60, "TIMESTAMP is now: {ts}");
+    assert_eq!(ts, read_at, "TIMESTAMP is the transcript's last change");
     let latest = std::fs::read_to_string(rig.latest_file())?;
     assert!(latest.starts_with("PCT=50\nTIMESTAMP="), "{latest:?}");
 
