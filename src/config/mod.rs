@@ -25,9 +25,9 @@ pub use error::ConfigError;
 pub use hosts::HostAllowlist;
 pub use settings::{
     BridgeSettings, BudgetSettings, ContextLevelSettings, ContextSettings,
-    ContextThresholdSettings, LaunchSettings, LedgerSettings, LimitSettings, MuxSettings,
-    NotifySettings, NudgerSettings, PruneSettings, RegistrationSettings, RewindSettings, Settings,
-    SpoolSettings, StateSettings, WakeSettings,
+    ContextThresholdSettings, FleetSettings, LaunchSettings, LedgerSettings, LimitSettings,
+    MuxSettings, NotifySettings, NudgerSettings, PruneSettings, RegistrationSettings,
+    RewindSettings, Settings, SpoolSettings, StateSettings, WakeSettings,
 };
 pub use topology::{Topology, UrlProblem};
 
@@ -419,7 +419,7 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
     };
     let secret = match (env.get(SECRET_ENV).filter(|s| !s.is_empty()), secret_file) {
         (Some(value), _) => Some(Secret::new(value)),
-        (None, Some(path)) => Some(secret::read(&path)?),
+        (None, Some(path)) => Some(secret::read(&path, secret::WEBHOOK_SECRET)?),
         (None, None) => None,
     };
 

@@ -1,6 +1,7 @@
-//! The webhook secret read from `[bridge] secret_file`: the user's alone, a regular file, not
-//! empty, or refused with the fix (a secret others can read is none; an empty one would turn
-//! signature checks off). `AGENT_EVENT_BUS_BRIDGE_SECRET` wins over it.
+//! A shared secret read from a file: the webhook's (`[bridge] secret_file`) or the fleet's key
+//! (`[fleet] key_file`). The user's alone, a regular file, not empty, or refused with the fix (a
+//! secret others can read is none; an empty one would turn signature checks off).
+//! `AGENT_EVENT_BUS_BRIDGE_SECRET` wins over the webhook's file.
 
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -14,47 +15,64 @@ const SHARED_BITS: u32 = 0o077;
 /// Longest secret file read: a shared HMAC secret is tens of bytes; a bigger file is not one.
 const MAX_SECRET_BYTES: u64 = 4096;
 
+/// Which secret a file holds: its setting, that setting's variable, and what goes in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SecretOf {
+    pub setting: &'static str,
+    pub var: &'static str,
+    pub holds: &'static str,
+}
+
+pub const WEBHOOK_SECRET: SecretOf = SecretOf {
+    setting: "bridge.secret_file",
+    var: "WAKEBRIDGE_BRIDGE__SECRET_FILE",
+    holds: "the webhook's shared secret",
+};
+
 #[derive(Debug, thiserror::Error)]
 pub enum SecretFileError {
     #[error(
-        "secret file {} (bridge.secret_file / WAKEBRIDGE_BRIDGE__SECRET_FILE): {source}; create \
-         it with the webhook's shared secret and `chmod 600` it, or unset the setting",
-        path.display()
+        "secret file {} ({} / {}): {source}; create it with {} and `chmod 600` it, or unset the \
+         setting",
+        path.display(), of.setting, of.var, of.holds
     )]
     Open {
         path: PathBuf,
+        of: SecretOf,
         source: std::io::Error,
     },
     #[error(
-        "secret file {} is readable by others (mode {mode:03o}): run `chmod 600 {}` \
-         (bridge.secret_file / WAKEBRIDGE_BRIDGE__SECRET_FILE)",
-        path.display(), path.display()
+        "secret file {} is readable by others (mode {mode:03o}): run `chmod 600 {}` ({} / {})",
+        path.display(), path.display(), of.setting, of.var
     )]
-    Shared { path: PathBuf, mode: u32 },
+    Shared {
+        path: PathBuf,
+        of: SecretOf,
+        mode: u32,
+    },
     #[error(
-        "secret file {} is not a regular file: point bridge.secret_file / \
-         WAKEBRIDGE_BRIDGE__SECRET_FILE at a file holding the secret (chmod 600)",
-        path.display()
+        "secret file {} is not a regular file: point {} / {} at a file holding {} (chmod 600)",
+        path.display(), of.setting, of.var, of.holds
     )]
-    NotAFile { path: PathBuf },
+    NotAFile { path: PathBuf, of: SecretOf },
     #[error(
-        "secret file {} is empty: write the webhook's shared secret into it (one line, \
-         chmod 600), or unset bridge.secret_file / WAKEBRIDGE_BRIDGE__SECRET_FILE",
-        path.display()
+        "secret file {} is empty: write {} into it (one line, chmod 600), or unset {} / {}",
+        path.display(), of.holds, of.setting, of.var
     )]
-    Empty { path: PathBuf },
+    Empty { path: PathBuf, of: SecretOf },
     #[error(
-        "secret file {} is larger than {MAX_SECRET_BYTES} bytes or not text: it should hold \
-         only the webhook's shared secret, on one line",
-        path.display()
+        "secret file {} is larger than {MAX_SECRET_BYTES} bytes or not text: it should hold only \
+         {}, on one line",
+        path.display(), of.holds
     )]
-    NotASecret { path: PathBuf },
+    NotASecret { path: PathBuf, of: SecretOf },
 }
 
 /// The file's text without its trailing line ending.
-pub fn read(path: &Path) -> Result<Secret, SecretFileError> {
+pub fn read(path: &Path, of: SecretOf) -> Result<Secret, SecretFileError> {
     let open_error = |source| SecretFileError::Open {
         path: path.to_path_buf(),
+        of,
         source,
     };
     // O_NONBLOCK: a FIFO planted at the path must not hang the start; it is refused below.
@@ -68,12 +86,14 @@ pub fn read(path: &Path) -> Result<Secret, SecretFileError> {
     if !meta.is_file() {
         return Err(SecretFileError::NotAFile {
             path: path.to_path_buf(),
+            of,
         });
     }
     let mode = meta.mode() & 0o777;
     if mode & SHARED_BITS != 0 {
         return Err(SecretFileError::Shared {
             path: path.to_path_buf(),
+            of,
             mode,
         });
     }
@@ -88,6 +108,7 @@ pub fn read(path: &Path) -> Result<Secret, SecretFileError> {
         _ => {
             return Err(SecretFileError::NotASecret {
                 path: path.to_path_buf(),
+                of,
             });
         }
     }
@@ -95,6 +116,7 @@ pub fn read(path: &Path) -> Result<Secret, SecretFileError> {
     if secret.trim().is_empty() {
         return Err(SecretFileError::Empty {
             path: path.to_path_buf(),
+            of,
         });
     }
     Ok(Secret::new(secret))
@@ -117,36 +139,42 @@ mod tests {
     fn a_private_file_gives_its_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = file(dir.path(), "s3cret\n", 0o600);
-        assert_eq!(read(&path).unwrap().expose(), "s3cret");
+        assert_eq!(read(&path, WEBHOOK_SECRET).unwrap().expose(), "s3cret");
         let path = file(dir.path(), "with inner space\r\n", 0o400);
-        assert_eq!(read(&path).unwrap().expose(), "with inner space");
+        assert_eq!(
+            read(&path, WEBHOOK_SECRET).unwrap().expose(),
+            "with inner space"
+        );
     }
 
     #[test]
     fn shared_missing_empty_and_odd_files_are_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let path = file(dir.path(), "s3cret\n", 0o644);
-        let e = read(&path).unwrap_err().to_string();
+        let e = read(&path, WEBHOOK_SECRET).unwrap_err().to_string();
         assert!(
             e.contains("chmod 600") && e.contains(&path.display().to_string()),
             "{e}"
         );
         assert!(e.contains("644"), "{e}");
         let path = file(dir.path(), "s3cret", 0o660);
-        assert!(matches!(read(&path), Err(SecretFileError::Shared { .. })));
+        assert!(matches!(
+            read(&path, WEBHOOK_SECRET),
+            Err(SecretFileError::Shared { .. })
+        ));
         let path = file(dir.path(), "\n", 0o600);
-        let e = read(&path).unwrap_err();
+        let e = read(&path, WEBHOOK_SECRET).unwrap_err();
         assert!(matches!(e, SecretFileError::Empty { .. }), "{e}");
         let missing = dir.path().join("none");
-        let e = read(&missing).unwrap_err().to_string();
+        let e = read(&missing, WEBHOOK_SECRET).unwrap_err().to_string();
         assert!(e.contains("none") && e.contains("chmod 600"), "{e}");
         assert!(matches!(
-            read(dir.path()),
+            read(dir.path(), WEBHOOK_SECRET),
             Err(SecretFileError::NotAFile { .. })
         ));
         let path = file(dir.path(), &"x".repeat(5000), 0o600);
         assert!(matches!(
-            read(&path),
+            read(&path, WEBHOOK_SECRET),
             Err(SecretFileError::NotASecret { .. })
         ));
     }

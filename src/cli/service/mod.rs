@@ -180,7 +180,8 @@ async fn install(
     let secret_file = configured.clone().unwrap_or(locations.default_secret);
     let secret = env.get(SECRET_ENV).filter(|s| !s.is_empty());
     if secret.is_none() && configured.is_none() && secret_file.exists() {
-        config::secret::read(&secret_file).map_err(ServiceError::Secret)?;
+        config::secret::read(&secret_file, config::secret::WEBHOOK_SECRET)
+            .map_err(ServiceError::Secret)?;
     }
     let secret_file =
         (secret.is_some() || configured.is_some() || secret_file.exists()).then_some(secret_file);
