@@ -40,6 +40,7 @@ mod openapi;
 mod owed;
 mod pause;
 mod process;
+mod real_bus;
 mod registration;
 mod rewind;
 mod service;

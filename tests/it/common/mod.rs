@@ -1,10 +1,10 @@
 //! What the integration tests share: the daemon in process and as the real binary
 //! ([`harness`]), its private environment ([`env`]), guards for the processes a test starts
 //! ([`process`]), one private tmux server type ([`tmux`]), a bare pseudo-terminal with no
-//! multiplexer ([`pty`]), the stub agent-event-bus ([`stub_bus`]), recording stand-ins for
-//! multiplexer binaries ([`stand_in`]), the scripted agent TUIs the tests run in tmux panes
-//! (`fake_agent.py`, `fake_claude.py`, next to this file), and the per-test time bound
-//! ([`timeout`]).
+//! multiplexer ([`pty`]), the stub agent-event-bus ([`stub_bus`]) and the real one
+//! ([`real_bus`]), recording stand-ins for multiplexer binaries ([`stand_in`]), the scripted
+//! agent TUIs the tests run in tmux panes (`fake_agent.py`, `fake_claude.py`, next to this
+//! file), and the per-test time bound ([`timeout`]).
 //!
 //! Every test that makes something is bounded without a line of its own: the helpers here arm
 //! [`timeout::arm_test_timeout`] when they make a temporary directory, start a server, a daemon,
@@ -20,6 +20,7 @@ pub mod harness;
 pub mod model;
 pub mod process;
 pub mod pty;
+pub mod real_bus;
 pub mod rig;
 pub mod stand_in;
 pub mod stub_bus;
