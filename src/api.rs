@@ -165,6 +165,82 @@ pub struct Sessions {
     pub paused: Option<Pause>,
 }
 
+/// `GET /fleet`: every machine of the fleet, this one first, each with its last status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fleet {
+    pub machines: Vec<Machine>,
+    /// Why only part of the fleet is shown (the bus unreachable, no key), when so.
+    #[serde(default)]
+    pub problem: Option<String>,
+    /// Statuses on the bus whose fleet signature failed since the daemon started: not shown.
+    #[serde(default)]
+    pub refused: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    pub name: String,
+    /// This daemon's own machine.
+    pub this: bool,
+    /// Its heartbeat on the bus is under 90 s old (by the bus's clock).
+    pub online: bool,
+    /// When it last showed life on the bus (`None`: never, as far as the bus remembers).
+    pub last_seen: Option<Timestamp>,
+    /// Its last signed status (`None`: none seen yet).
+    pub status: Option<MachineStatus>,
+}
+
+/// One machine's compact status, as it goes on the bus (signed with the fleet key): no paths,
+/// payloads, prompts or tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineStatus {
+    pub machine: String,
+    /// The wakebridge version it runs.
+    pub version: String,
+    /// When it was made, by that machine's clock.
+    pub at: Timestamp,
+    pub sessions: Vec<FleetSession>,
+    #[serde(default)]
+    pub budgets: Vec<FleetBudget>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetSession {
+    pub id: String,
+    /// The last part of its working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    pub agent: String,
+    pub state: SessionState,
+    /// Context used, 0-100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<f64>,
+    /// Bus events it is owed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_reset: Option<Timestamp>,
+    /// The pause a person put it under, while it lasts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<Pause>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_nudge: Option<Timestamp>,
+}
+
+/// An account's windows, named by the last part of its config directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetBudget {
+    pub account: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub five_hour: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub five_hour_resets: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seven_day: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seven_day_resets: Option<Timestamp>,
+}
+
 /// One Claude Code account's usage windows (subscribers; from the status line's `rate_limits`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Budget {

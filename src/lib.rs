@@ -15,6 +15,7 @@
 //!   http/          router, guards, the one status mapping, one file per route family
 //! features: what wakebridge does besides delivering
 //!   notify/        telling a human: the rate limit and the words; task.rs sends
+//!   fleet/         every machine's sessions through the bus: presence, signed status, /fleet
 //!   bus/           the agent-event-bus MCP client; registration.rs (the keeper task)
 //!   delivery/      Deliverer: a bus event's scope, dedupe, spool, the gate, ledger row
 //!   session/       the session as the unit: its value, the one decision, the gate, the loop
@@ -51,6 +52,7 @@ pub mod context;
 pub mod deadline;
 pub mod delivery;
 pub mod env;
+pub mod fleet;
 pub mod http;
 pub mod launch;
 pub mod mux;

@@ -21,6 +21,7 @@ use crate::bus::registration::{self, RegistrationConfig, RegistrationStatus};
 use crate::config::{Backend, Env};
 use crate::delivery::Deliverer;
 use crate::delivery::dedupe::Dedupe;
+use crate::fleet::Fleet;
 use crate::http::AppState;
 use crate::mux::{Injector, MuxConfig};
 use crate::notify::NotifyConfig;
@@ -58,13 +59,15 @@ pub enum AppError {
     Recovery(#[source] tokio::task::JoinError),
     #[error("server failed: {0}")]
     Serve(#[source] std::io::Error),
+    #[error("cannot join the fleet: {0}")]
+    Fleet(#[source] crate::bus::BusError),
 }
 
 impl AppError {
     /// 2 when a restart cannot help (a human must fix something), 1 when it may.
     pub fn exit_code(&self) -> u8 {
         match self {
-            AppError::WakeDir { .. } | AppError::Ledger(_) => 2,
+            AppError::WakeDir { .. } | AppError::Ledger(_) | AppError::Fleet(_) => 2,
             AppError::Spool(e) if !e.restart_may_help() => 2,
             AppError::Singleton(_)
             | AppError::Spool(_)
@@ -91,6 +94,7 @@ impl App {
             notify,
             sessions: session_config,
             launch,
+            fleet,
         } = settings;
         let wake_err = |source| AppError::WakeDir {
             dir: config.paths.wake_dir.clone(),
@@ -192,6 +196,10 @@ impl App {
                 .then(|| Arc::new(RegistrationStatus::default())),
             views: keeper.views(),
             sessions,
+            fleet: fleet
+                .map(|fleet| Fleet::new(fleet, &config.bus_url))
+                .transpose()
+                .map_err(AppError::Fleet)?,
             config,
         });
         Ok(App {
@@ -223,6 +231,14 @@ impl App {
             };
             tokio::spawn(registration::run(reg, status, shutdown.child_token()))
         });
+        let fleet = self.state.fleet.clone().map(|fleet| {
+            let sources = crate::fleet::Sources {
+                views: self.state.views.clone(),
+                state_dir: self.state.config.paths.state_dir.clone(),
+                budget_stale_after: self.state.config.settings.budget.stale_after,
+            };
+            tokio::spawn(crate::fleet::run(fleet, sources, shutdown.child_token()))
+        });
         let pruning = spawn_pruning(&self.state, shutdown.child_token());
         let keeper = tokio::spawn(keeper::run(self.keeper, shutdown.child_token()));
         let notify = self.notify.map(|(config, queue)| {
@@ -241,7 +257,7 @@ impl App {
             .await
             .map_err(AppError::Serve)?;
         // Registration (last) unregisters our row within its own bounded budget.
-        for task in [Some(pruning), Some(keeper), notify, registration]
+        for task in [Some(pruning), Some(keeper), notify, fleet, registration]
             .into_iter()
             .flatten()
         {

@@ -3,6 +3,7 @@
 //! the same files in the same words. In `app` because `config` is a leaf that knows no feature.
 
 use crate::config::{self, Backend, Config, Env, Flags, LaunchSettings};
+use crate::fleet::FleetConfig;
 use crate::notify::NotifyConfig;
 use crate::session::SessionConfig;
 
@@ -17,6 +18,8 @@ pub struct Validated {
     pub sessions: SessionConfig,
     /// What a restart starts.
     pub launch: LaunchSettings,
+    /// This machine in the fleet, when `[fleet] key_file` is set.
+    pub fleet: Option<FleetConfig>,
 }
 
 impl Validated {
@@ -34,11 +37,13 @@ impl Validated {
         let can_type = config.backend == Backend::Mux;
         let sessions = SessionConfig::from_settings(s, state_dir, homes, can_type)?;
         let launch = crate::launch::validate(&s.launch)?;
+        let fleet = FleetConfig::from_settings(&s.fleet)?;
         Ok(Validated {
             config,
             notify,
             sessions,
             launch,
+            fleet,
         })
     }
 }
@@ -65,6 +70,30 @@ mod tests {
         assert!(v.sessions.context.enabled && v.sessions.can_type);
         assert!(v.notify.is_none(), "notify is off by default");
         assert_eq!(v.launch.command, ["claude"]);
+    }
+
+    #[test]
+    fn a_fleet_key_others_can_read_is_refused_with_the_fix() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("fleet.key");
+        std::fs::write(&key, "shared\n").unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let path = key.display().to_string();
+        let setting = [("WAKEBRIDGE_FLEET__KEY_FILE", path.as_str())];
+        let message = resolved(&setting).unwrap_err().to_string();
+        assert!(
+            message.contains("chmod 600") && message.contains("fleet.key_file"),
+            "{message}"
+        );
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let named = [setting[0], ("WAKEBRIDGE_FLEET__MACHINE", "build-box")];
+        let fleet = resolved(&named).unwrap().fleet.expect("a fleet with a key");
+        assert_eq!(
+            (fleet.machine.as_str(), fleet.key.expose()),
+            ("build-box", "shared")
+        );
+        assert!(resolved(&[]).unwrap().fleet.is_none(), "no key, no fleet");
     }
 
     #[test]

@@ -55,6 +55,9 @@ pub struct StatusArgs {
     /// Redraw every 2 s until Ctrl-C.
     #[arg(long)]
     watch: bool,
+    /// Every machine of the fleet (GET /fleet), with a MACHINE column; `--json` prints it.
+    #[arg(long)]
+    fleet: bool,
     #[command(flatten)]
     url: UrlArg,
 }
@@ -409,6 +412,16 @@ pub fn status(config: &Config, args: &StatusArgs) -> ExitCode {
 
 /// One screenful: the /sessions answer as JSON, or the glance with the /health header.
 async fn frame(daemon: &Daemon<'_>, args: &StatusArgs, terminal: bool) -> Result<String, String> {
+    if args.fleet {
+        let fleet = answer(daemon.request(Method::GET, "/fleet", None).await)?;
+        if args.json {
+            return Ok(format!("{fleet:#}\n"));
+        }
+        let fleet: crate::api::Fleet = serde_json::from_value(fleet).map_err(|error| {
+            format!("the daemon's /fleet answer does not read as this wakebridge's ({error})")
+        })?;
+        return Ok(super::fleet::render(&fleet, &glance_view(args, terminal)));
+    }
     let sessions = answer(daemon.request(Method::GET, "/sessions", None).await)?;
     if args.json {
         return Ok(format!("{sessions:#}\n"));
@@ -416,18 +429,25 @@ async fn frame(daemon: &Daemon<'_>, args: &StatusArgs, terminal: bool) -> Result
     let listed = listed(sessions)?;
     let health = answer(daemon.request(Method::GET, "/health", None).await);
     let health = health.ok().and_then(|h| serde_json::from_value(h).ok());
+    Ok(glance::render(
+        &listed,
+        health.as_ref(),
+        &glance_view(args, terminal),
+    ))
+}
+
+fn glance_view(args: &StatusArgs, terminal: bool) -> View {
     let columns = terminal
         .then(|| terminal_size::terminal_size_of(std::io::stdout()))
         .flatten()
         .map(|(terminal_size::Width(w), _)| usize::from(w).max(MIN_WIDTH));
-    let view = View {
+    View {
         now: jiff::Timestamp::now(),
         width: columns.unwrap_or(glance::DEFAULT_WIDTH),
         all: args.all,
         color: terminal,
         tz: jiff::tz::TimeZone::system(),
-    };
-    Ok(glance::render(&listed, health.as_ref(), &view))
+    }
 }
 
 /// A `/sessions` answer as the view this build knows, else why it does not read as one.

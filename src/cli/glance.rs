@@ -46,7 +46,7 @@ fn label(s: &SessionStatus, view: &View) -> String {
     }
 }
 
-fn colour(state: SessionState) -> &'static str {
+pub(super) fn colour(state: SessionState) -> &'static str {
     use SessionState::*;
     match state {
         Working => "33",
@@ -66,7 +66,7 @@ fn last_activity(s: &SessionStatus) -> Option<Timestamp> {
 }
 
 /// `3m ago`, `in 2h`, `now`: the distance from `now` in at most two units.
-fn relative(at: Timestamp, now: Timestamp) -> String {
+pub(super) fn relative(at: Timestamp, now: Timestamp) -> String {
     let ms = at.as_millisecond().saturating_sub(now.as_millisecond());
     match (ms.unsigned_abs() + 500) / 1000 {
         0 => "now".into(),
@@ -90,7 +90,7 @@ fn span(secs: u64) -> String {
 }
 
 /// `paused`, or `paused until 15:00` when the end is known.
-fn until(what: &str, end: Option<Timestamp>, view: &View) -> String {
+pub(super) fn until(what: &str, end: Option<Timestamp>, view: &View) -> String {
     end.map_or(what.into(), |at| {
         format!("{what} until {}", clock(at, view))
     })
@@ -129,7 +129,7 @@ pub fn known_ids(sessions: &[SessionStatus]) -> Vec<&str> {
 }
 
 /// `text` cut to `width` columns, with an ellipsis where something was cut.
-fn cut(text: &str, width: usize) -> String {
+pub(super) fn cut(text: &str, width: usize) -> String {
     if text.width() <= width {
         return text.to_owned();
     }
@@ -147,7 +147,7 @@ fn cut(text: &str, width: usize) -> String {
 }
 
 /// `█████░░░ 62%`.
-fn bar(percent: f64) -> String {
+pub(super) fn bar(percent: f64) -> String {
     let filled = (percent.clamp(0.0, 100.0) / 100.0 * BAR_CELLS as f64).round() as usize;
     let empty = BAR_CELLS - filled.min(BAR_CELLS);
     let (full, empty) = ("\u{2588}".repeat(filled), "\u{2591}".repeat(empty));

@@ -27,6 +27,16 @@ pub struct Settings {
     pub notify: NotifySettings,
     pub schedule: ScheduleSettings,
     pub budget: BudgetSettings,
+    pub fleet: FleetSettings,
+}
+
+/// `[fleet]`: this machine among the others on the bus (validated by `fleet::FleetConfig`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct FleetSettings {
+    #[serde(deserialize_with = "trimmed")]
+    pub machine: String,
+    #[serde(deserialize_with = "trimmed")]
+    pub key_file: String,
 }
 
 /// `[budget]`: the usage windows and nudging (validated by `budget::policy::validate`). The

@@ -2,6 +2,7 @@
 //! documents the routes; a test keeps the two in step.
 
 mod error;
+mod fleet;
 mod forget;
 mod guards;
 mod health;
@@ -33,6 +34,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/pause"),
     ("post", "/unpause"),
     ("get", "/sessions"),
+    ("get", "/fleet"),
     ("get", "/metrics"),
 ];
 
@@ -46,6 +48,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/pause", post(pause::pause))
         .route("/unpause", post(pause::unpause))
         .route("/sessions", get(sessions::sessions))
+        .route("/fleet", get(fleet::fleet))
         .route("/metrics", get(sessions::metrics))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })

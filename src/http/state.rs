@@ -27,4 +27,6 @@ pub struct AppState {
     pub views: watch::Receiver<SessionViews>,
     /// The sessions' table, to ask the loop for a fresh look.
     pub sessions: Arc<Sessions>,
+    /// This machine in the fleet, when `[fleet] key_file` is set.
+    pub fleet: Option<Arc<crate::fleet::Fleet>>,
 }

@@ -24,6 +24,7 @@ mod crash;
 mod day;
 mod doctor;
 mod faults;
+mod fleet;
 mod fuzz_smoke;
 mod http_hook;
 mod http_host;

@@ -1,0 +1,283 @@
+//! The fleet: every machine's wakebridge on one agent-event-bus, each showing the others'
+//! sessions. With `[fleet] key_file` set the daemon registers itself on the bus as
+//! `wakebridge:<machine>` (re-registering is its heartbeat, so a bus that forgot it learns it
+//! again), publishes this machine's compact status signed with the fleet key on
+//! `wakebridge:status:<machine>` on a change (at most every 15 s) and every 10 minutes, and
+//! assembles `GET /fleet` from the bus's sessions and the statuses whose signature holds. The
+//! bus is trusted with nothing: the key never goes there, and a status it hands over unsigned or
+//! signed with another key is counted and not shown.
+
+pub mod status;
+pub mod view;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::{BusClient, BusError};
+use crate::config::FleetSettings;
+use crate::config::secret::{self, SecretFileError, SecretOf};
+use crate::session::SessionViews;
+use crate::wire::signature::Secret;
+
+/// How often the daemon re-registers on the bus: its heartbeat, well inside `OFFLINE_AFTER`.
+pub const HEARTBEAT: Duration = Duration::from_secs(30);
+/// A machine whose heartbeat is older than this, by the bus's clock, is offline.
+pub const OFFLINE_AFTER: Duration = Duration::from_secs(90);
+/// The least time between two statuses of a machine that keeps changing.
+pub const CHANGE_GAP: Duration = Duration::from_secs(15);
+/// A status is published this often even when nothing changed.
+pub const REPUBLISH: Duration = Duration::from_secs(600);
+/// The bus's event type of a machine's status.
+pub const STATUS_EVENT: &str = "wakebridge_status";
+
+const FLEET_KEY: SecretOf = SecretOf {
+    setting: "fleet.key_file",
+    var: "WAKEBRIDGE_FLEET__KEY_FILE",
+    holds: "the fleet's shared key (the same on every machine, not the bridge secret)",
+};
+
+/// The bus session (and client id) a machine's daemon registers as. The `:` keeps bridges from
+/// spooling direct messages to it as to an agent's session.
+pub fn bus_session(machine: &str) -> String {
+    format!("wakebridge:{machine}")
+}
+
+pub fn status_channel(machine: &str) -> String {
+    format!("wakebridge:status:{machine}")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    #[error(transparent)]
+    Key(#[from] SecretFileError),
+    #[error(
+        "fleet.machine {0:?} is not a machine name: use letters, digits, '.', '-' and '_', at \
+         most 64 (WAKEBRIDGE_FLEET__MACHINE), or leave it empty for the host name"
+    )]
+    Machine(String),
+    #[error(
+        "fleet.key_file {0:?} is not an absolute path: give the key file's full path \
+         (WAKEBRIDGE_FLEET__KEY_FILE)"
+    )]
+    Relative(String),
+}
+
+/// `[fleet]`, validated: `None` without a key.
+#[derive(Debug, Clone)]
+pub struct FleetConfig {
+    pub machine: String,
+    pub key: Secret,
+}
+
+impl FleetConfig {
+    pub fn from_settings(settings: &FleetSettings) -> Result<Option<FleetConfig>, FleetError> {
+        if settings.key_file.is_empty() {
+            return Ok(None);
+        }
+        let path = std::path::Path::new(&settings.key_file);
+        if !path.is_absolute() {
+            return Err(FleetError::Relative(settings.key_file.clone()));
+        }
+        let key = secret::read(path, FLEET_KEY)?;
+        let machine = match settings.machine.as_str() {
+            "" => host_name(),
+            named => named.to_owned(),
+        };
+        if !machine_name_ok(&machine) {
+            return Err(FleetError::Machine(machine));
+        }
+        Ok(Some(FleetConfig { machine, key }))
+    }
+}
+
+fn machine_name_ok(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+}
+
+/// The host name, as the bus's own default `machine` is; "localhost" where it cannot be read.
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname writes at most that many bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    let name = String::from_utf8_lossy(&buf[..end]);
+    // A host name with characters a machine name refuses keeps the rest.
+    let name: String = (name.chars())
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        .take(64)
+        .collect();
+    if rc != 0 || name.is_empty() {
+        "localhost".to_owned()
+    } else {
+        name
+    }
+}
+
+/// This machine in the fleet: its settings, the bus, and what it has seen of the others.
+pub struct Fleet {
+    pub config: FleetConfig,
+    bus: BusClient,
+    peers: view::Peers,
+}
+
+impl Fleet {
+    pub fn new(config: FleetConfig, bus_url: &str) -> Result<Arc<Fleet>, BusError> {
+        let bus = BusClient::with_timeout(bus_url, view::CALL_BUDGET)?;
+        Ok(Arc::new(Fleet {
+            config,
+            bus,
+            peers: view::Peers::default(),
+        }))
+    }
+
+    /// Registers (or re-registers) this machine's daemon on the bus: its heartbeat.
+    async fn heartbeat(&self) -> Result<(), BusError> {
+        let name = bus_session(&self.config.machine);
+        let args = json!({"name": name, "machine": self.config.machine, "cwd": "/",
+                          "client_id": name});
+        self.bus.call_tool("register_session", args).await.map(drop)
+    }
+
+    async fn publish(&self, status: &crate::api::MachineStatus) -> Result<(), BusError> {
+        let machine = &self.config.machine;
+        let args = json!({
+            "event_type": STATUS_EVENT,
+            "payload": status::signed(status, &self.config.key),
+            "session_id": bus_session(machine),
+            "channel": status_channel(machine),
+            "signal_level": "info",
+        });
+        self.bus.call_tool("publish_event", args).await.map(drop)
+    }
+}
+
+/// What `run` needs to make this machine's status.
+pub struct Sources {
+    pub views: watch::Receiver<SessionViews>,
+    pub state_dir: std::path::PathBuf,
+    pub budget_stale_after: Duration,
+}
+
+/// Keeps this machine on the bus: the heartbeat every `HEARTBEAT`, the status on a change and
+/// every `REPUBLISH`, no two tries within `CHANGE_GAP`. A failed call is warned once until one
+/// works again, and the status is published again once the bus answers: nothing queues
+/// meanwhile but the one newest status.
+pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: CancellationToken) {
+    use tokio::time::Instant;
+    let name = bus_session(&fleet.config.machine);
+    tracing::info!(machine = %fleet.config.machine, "fleet: on the bus as {name}");
+    let mut heartbeat = tokio::time::interval(HEARTBEAT);
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The status the bus has (as far as we know), when it was published, and the last try.
+    let mut published: Option<(crate::api::MachineStatus, Instant)> = None;
+    let mut tried_at: Option<Instant> = None;
+    let mut troubled = false;
+    let mut report = |result: Result<(), BusError>, what: &str| match result {
+        Ok(()) => {
+            if std::mem::take(&mut troubled) {
+                tracing::info!("fleet: the bus answers again");
+            }
+            true
+        }
+        Err(e) => {
+            if !std::mem::replace(&mut troubled, true) {
+                tracing::warn!(error = %e, "fleet: could not {what}; retrying meanwhile, this machine's own work goes on");
+            }
+            false
+        }
+    };
+    loop {
+        let republish_at = published.as_ref().map(|(_, at)| *at + REPUBLISH);
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = heartbeat.tick() => {
+                if !report(fleet.heartbeat().await, "register on the bus") {
+                    // The bus may come back without the last status: publish it again then.
+                    published = None;
+                }
+            }
+            changed = sources.views.changed() => if changed.is_err() { break },
+            () = sleep_until_some(republish_at) => {}
+        }
+        let next_try = tried_at.map(|at| at + CHANGE_GAP);
+        if next_try.is_some_and(|at| at > Instant::now()) {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = sleep_until_some(next_try) => {}
+            }
+        }
+        let status = this_machine(&fleet.config.machine, &mut sources).await;
+        let now = Instant::now();
+        // Looked at, published or not: the views change every tick of the session loop.
+        tried_at = Some(now);
+        let due = published
+            .as_ref()
+            .is_none_or(|(last, at)| !status::same(last, &status) || now >= *at + REPUBLISH);
+        if due
+            && report(
+                fleet.publish(&status).await,
+                "publish this machine's status",
+            )
+        {
+            published = Some((status, now));
+        }
+    }
+    // Leave the bus's list at once rather than read as offline in 90 s.
+    let _ = fleet
+        .bus
+        .call_tool("unregister_session", json!({"session_id": name}))
+        .await;
+}
+
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// This machine's status from the loop's views and the accounts' windows.
+async fn this_machine(machine: &str, sources: &mut Sources) -> crate::api::MachineStatus {
+    let stale = crate::clock::duration_ms(sources.budget_stale_after);
+    let state_dir = sources.state_dir.clone();
+    let budgets = tokio::task::spawn_blocking(move || {
+        crate::budget::shown(&state_dir, stale, crate::clock::now_ms())
+    })
+    .await
+    .unwrap_or_default();
+    status::of(machine, &sources.views.borrow_and_update(), &budgets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machine_names_are_plain() {
+        assert!(machine_name_ok("build-box.local"));
+        assert!(machine_name_ok("a_1"));
+        for bad in ["", "has space", "colon:in", "slash/in", &"x".repeat(65)] {
+            assert!(!machine_name_ok(bad), "{bad:?}");
+        }
+        assert!(machine_name_ok(&host_name()));
+    }
+
+    #[test]
+    fn no_key_is_no_fleet_and_a_relative_key_is_refused() {
+        let none = FleetSettings::default();
+        assert!(FleetConfig::from_settings(&none).unwrap().is_none());
+        let relative = FleetSettings {
+            key_file: "fleet.key".into(),
+            ..FleetSettings::default()
+        };
+        let e = FleetConfig::from_settings(&relative).unwrap_err();
+        assert!(e.to_string().contains("WAKEBRIDGE_FLEET__KEY_FILE"), "{e}");
+    }
+}
