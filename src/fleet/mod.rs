@@ -206,26 +206,30 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
             changed = sources.views.changed() => if changed.is_err() { break },
             () = sleep_until_some(republish_at) => {}
         }
+        let mut status = this_machine(&fleet.config.machine, &mut sources).await;
+        let due = |status: &crate::api::MachineStatus| {
+            published.as_ref().is_none_or(|(last, at)| {
+                !status::same(last, status) || Instant::now() >= *at + REPUBLISH
+            })
+        };
+        if !due(&status) {
+            continue;
+        }
+        // A change soon after the last try waits out the gap, and goes as it is then.
         let next_try = tried_at.map(|at| at + CHANGE_GAP);
         if next_try.is_some_and(|at| at > Instant::now()) {
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 () = sleep_until_some(next_try) => {}
             }
+            status = this_machine(&fleet.config.machine, &mut sources).await;
         }
-        let status = this_machine(&fleet.config.machine, &mut sources).await;
         let now = Instant::now();
-        // Looked at, published or not: the views change every tick of the session loop.
         tried_at = Some(now);
-        let due = published
-            .as_ref()
-            .is_none_or(|(last, at)| !status::same(last, &status) || now >= *at + REPUBLISH);
-        if due
-            && report(
-                fleet.publish(&status).await,
-                "publish this machine's status",
-            )
-        {
+        if report(
+            fleet.publish(&status).await,
+            "publish this machine's status",
+        ) {
             published = Some((status, now));
         }
     }
