@@ -1,8 +1,9 @@
 //! `GET /fleet`: this machine's status, and every other machine's newest status whose fleet
-//! signature holds, with whether it is online. Ages come from the bus's clock alone (our own
+//! signature holds, with whether it is online (its heartbeat: unsigned, so it only dates a
+//! machine the key vouched for). Ages come from the bus's clock alone (our own
 //! heartbeat there against theirs), so neither clock skew nor the bus's time zone matters.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -73,26 +74,19 @@ impl Fleet {
             .lock()
             .map(|s| s.clone())
             .unwrap_or_default();
-        let names = (heartbeats.keys())
-            .chain(statuses.keys())
-            .filter(|name| **name != self.config.machine)
-            .cloned()
-            .collect::<BTreeSet<_>>();
+        // A machine is one whose status the fleet key signed: anyone on the bus can register
+        // a `wakebridge:<name>` session, so a heartbeat alone shows nothing; it only dates one.
         let now = jiff::Timestamp::now();
-        Ok(names
-            .into_iter()
-            .map(|name| {
-                let status = statuses.get(&name);
-                let seen = heartbeats
-                    .get(&name)
-                    .copied()
-                    .max(status.map(|(_, at)| *at));
+        Ok((statuses.into_iter())
+            .filter(|(name, _)| *name != self.config.machine)
+            .map(|(name, (status, published))| {
+                let heartbeat = heartbeats.get(&name).copied();
+                let seen = heartbeat.max(Some(published));
                 let age = ours.zip(seen).map(|(ours, seen)| age(ours, seen));
                 Machine {
-                    online: age.is_some_and(|age| age <= OFFLINE_AFTER)
-                        && heartbeats.contains_key(&name),
+                    online: heartbeat.is_some() && age.is_some_and(|age| age <= OFFLINE_AFTER),
                     last_seen: age.and_then(|age| now.checked_sub(age).ok()),
-                    status: status.map(|(s, _)| s.clone()),
+                    status: Some(status),
                     this: false,
                     name,
                 }

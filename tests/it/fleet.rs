@@ -1,6 +1,7 @@
 //! The fleet against the real agent-event-bus: two daemons in process, each its own machine
 //! with its own dirs, sharing one bus and one fleet key. Each sees the other's sessions through
-//! signed statuses; a status under another key or for another machine is refused and counted;
+//! signed statuses; a status under another key or for another machine is refused and counted,
+//! a bare heartbeat shows nothing;
 //! a machine that stops is shown offline with its last status; with the bus down each daemon
 //! shows itself alone and says why, and the fleet comes back with the bus.
 
@@ -136,12 +137,17 @@ async fn two_machines_see_each_other_through_the_real_bus() {
     ] {
         client.call_tool("publish_event", args).await.unwrap();
     }
+    // A heartbeat alone, which anyone can give, shows no machine.
+    let phantom = json!({"name": "wakebridge:phantom", "machine": "phantom",
+                         "client_id": "wakebridge:phantom"});
+    client.call_tool("register_session", phantom).await.unwrap();
     let fleet = fleet_until(&alpha.server, "forged statuses counted", |f| {
         f["refused"].as_u64() >= Some(2)
     })
     .await;
     assert!(machine_in(&fleet, "gamma").is_none(), "{fleet}");
     assert!(machine_in(&fleet, "delta").is_none(), "{fleet}");
+    assert!(machine_in(&fleet, "phantom").is_none(), "{fleet}");
 
     // Beta stops: offline at once (it left the bus's list), its last status still shown.
     let beta_root = beta.server.stop().await;
