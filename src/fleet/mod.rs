@@ -31,6 +31,9 @@ pub const OFFLINE_AFTER: Duration = Duration::from_secs(90);
 pub const CHANGE_GAP: Duration = Duration::from_secs(15);
 /// A status is published this often even when nothing changed.
 pub const REPUBLISH: Duration = Duration::from_secs(600);
+/// Every this many heartbeats the daemon reads its own channel for a twin (another daemon
+/// under its name): every 2 minutes, half a bus call a minute.
+const TWIN_CHECK_EVERY: u32 = 4;
 /// The bus's event type of a machine's status.
 pub const STATUS_EVENT: &str = "wakebridge_status";
 
@@ -133,7 +136,7 @@ impl Fleet {
         Ok(Arc::new(Fleet {
             config,
             bus,
-            peers: view::Peers::default(),
+            peers: view::Peers::new(),
         }))
     }
 
@@ -146,6 +149,7 @@ impl Fleet {
     }
 
     async fn publish(&self, status: &crate::api::MachineStatus) -> Result<(), BusError> {
+        self.peers.publishing(status.at);
         let machine = &self.config.machine;
         let args = json!({
             "event_type": STATUS_EVENT,
@@ -178,6 +182,7 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
     // The status the bus has (as far as we know), when it was published, and the last try.
     let mut published: Option<(crate::api::MachineStatus, Instant)> = None;
     let mut tried_at: Option<Instant> = None;
+    let mut beats: u32 = 0;
     let mut troubled = false;
     let mut report = |result: Result<(), BusError>, what: &str| match result {
         Ok(()) => {
@@ -198,9 +203,12 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
         tokio::select! {
             () = shutdown.cancelled() => break,
             _ = heartbeat.tick() => {
+                beats = beats.wrapping_add(1);
                 if !report(fleet.heartbeat().await, "register on the bus") {
                     // The bus may come back without the last status: publish it again then.
                     published = None;
+                } else if beats.is_multiple_of(TWIN_CHECK_EVERY) {
+                    fleet.look_for_twin().await;
                 }
             }
             changed = sources.views.changed() => if changed.is_err() { break },

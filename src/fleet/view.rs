@@ -20,7 +20,8 @@ pub const CALL_BUDGET: Duration = Duration::from_secs(3);
 const STATUSES_READ: u32 = 200;
 
 /// What this daemon has seen of the others: each machine's newest verified status, with the
-/// bus's time of it; and how many statuses failed their signature.
+/// bus's time of it; how many statuses failed their signature; and whether another daemon
+/// publishes under this machine's name.
 #[derive(Default)]
 pub struct Peers {
     statuses: Mutex<BTreeMap<String, (MachineStatus, DateTime)>>,
@@ -28,7 +29,18 @@ pub struct Peers {
     /// The bus ids of the refused ones, so a status read again by the next view is not counted
     /// again (bounded: forgotten past `REFUSED_KEPT`).
     refused_ids: Mutex<HashSet<i64>>,
+    /// When each status this daemon published was made, newest last (a few), to tell its own
+    /// statuses from another daemon's under the same name.
+    ours: Mutex<std::collections::VecDeque<jiff::Timestamp>>,
+    /// When a status under this machine's name that this daemon did not publish was last read.
+    twin_seen: Mutex<Option<std::time::Instant>>,
+    started: jiff::Timestamp,
 }
+
+/// Statuses of our own remembered, to recognise them on the bus: a few minutes' worth.
+const OURS_KEPT: usize = 32;
+/// A twin is reported this long after its last status was read (it republishes every 10 min).
+const TWIN_REPORTED_FOR: Duration = Duration::from_secs(15 * 60);
 
 const REFUSED_KEPT: usize = 10_000;
 
@@ -46,7 +58,7 @@ impl Fleet {
         match self.others().await {
             Ok(others) => api::Fleet {
                 machines: std::iter::once(this).chain(others).collect(),
-                problem: None,
+                problem: self.peers.twin(&self.config.machine),
                 refused: self.peers.refused.load(Ordering::Relaxed),
             },
             Err(e) => api::Fleet {
@@ -94,6 +106,16 @@ impl Fleet {
             .collect())
     }
 
+    /// Reads this machine's own channel for statuses another daemon published under its name
+    /// (warned in `remember`); a bus that does not answer is the heartbeat's to report.
+    pub(super) async fn look_for_twin(&self) {
+        let args = json!({"limit": 5, "order": "desc", "event_types": [STATUS_EVENT],
+                          "channel": super::status_channel(&self.config.machine)});
+        if let Ok(events) = self.bus.call_tool("get_events", args).await {
+            self.remember(events["events"].as_array().map_or(&[][..], Vec::as_slice));
+        }
+    }
+
     /// Keeps the newest verified status of each machine from `events` (newest first); counts
     /// the ones whose signature fails.
     fn remember(&self, events: &[Value]) {
@@ -106,10 +128,11 @@ impl Fleet {
             else {
                 continue;
             };
+            let payload = event["payload"].as_str().unwrap_or_default();
             if machine == self.config.machine {
+                self.peers.look_for_twin(payload, &self.config.key, machine);
                 continue;
             }
-            let payload = event["payload"].as_str().unwrap_or_default();
             let Some(status) = status::verified(payload, &self.config.key, machine) else {
                 let id = event["id"].as_i64().unwrap_or_default();
                 if self.peers.note_refused(id) {
@@ -135,6 +158,58 @@ impl Fleet {
 }
 
 impl Peers {
+    pub fn new() -> Peers {
+        Peers {
+            started: jiff::Timestamp::now(),
+            ..Peers::default()
+        }
+    }
+
+    /// Notes a status this daemon is about to publish.
+    pub(super) fn publishing(&self, at: jiff::Timestamp) {
+        if let Ok(mut ours) = self.ours.lock() {
+            if ours.len() >= OURS_KEPT {
+                ours.pop_front();
+            }
+            ours.push_back(at);
+        }
+    }
+
+    /// A status on this machine's own channel, signed with the key, that this daemon did not
+    /// publish and that was made since it started: another daemon claims the name. (A twin that
+    /// started first is seen at its next status: on a change, or within 10 minutes.)
+    fn look_for_twin(&self, payload: &str, key: &crate::wire::signature::Secret, machine: &str) {
+        let Some(status) = status::verified(payload, key, machine) else {
+            return;
+        };
+        // One made before this daemon started is its own earlier run's.
+        let ours = self.ours.lock().is_ok_and(|ours| ours.contains(&status.at));
+        if ours || status.at < self.started {
+            return;
+        }
+        let Ok(mut seen) = self.twin_seen.lock() else {
+            return;
+        };
+        if seen.is_none_or(|at| at.elapsed() > TWIN_REPORTED_FOR) {
+            tracing::warn!(
+                machine,
+                "fleet: another wakebridge publishes as {machine}: give each machine its own [fleet] machine (WAKEBRIDGE_FLEET__MACHINE)"
+            );
+        }
+        *seen = Some(std::time::Instant::now());
+    }
+
+    /// Why this machine's name is in doubt, while it is.
+    fn twin(&self, machine: &str) -> Option<String> {
+        let seen = (*self.twin_seen.lock().ok()?)?;
+        (seen.elapsed() <= TWIN_REPORTED_FOR).then(|| {
+            format!(
+                "another wakebridge publishes as {machine}: give each machine its own [fleet] \
+                 machine (WAKEBRIDGE_FLEET__MACHINE)"
+            )
+        })
+    }
+
     /// Counts a refused status once, however many views read it again; whether it is new.
     fn note_refused(&self, id: i64) -> bool {
         let Ok(mut seen) = self.refused_ids.lock() else {

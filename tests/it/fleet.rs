@@ -202,3 +202,35 @@ async fn without_a_key_the_fleet_is_this_machine_and_says_how_to_join() {
     );
     server.stop().await;
 }
+
+/// Two daemons that claim one machine name each say so in `/fleet` once it reads a status the
+/// other made since it started, and neither shows the other as a machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_daemons_claiming_one_name_both_say_so() {
+    let Some(bus) = RealBus::start_or_skip().await else {
+        return;
+    };
+    let keys = common::tempdir();
+    let key = key_file(keys.path(), "one key for the twins");
+    let first = machine("twin", &bus, &key).await;
+    let second = machine("twin", &bus, &key).await;
+    // Each learns of the other from a status the other made after it started: a change on
+    // each (at rest it would be the other's 10-minute status).
+    hook_session(&first.server, "first-twin-session", "one");
+    hook_session(&second.server, "second-twin-session", "two");
+    for daemon in [&first, &second] {
+        let fleet = fleet_until(&daemon.server, "the other twin noticed", |f| {
+            f["problem"]
+                .as_str()
+                .is_some_and(|p| p.contains("another wakebridge publishes as twin"))
+        })
+        .await;
+        assert_eq!(
+            fleet["machines"].as_array().map(Vec::len),
+            Some(1),
+            "{fleet}"
+        );
+    }
+    first.server.stop().await;
+    second.server.stop().await;
+}
