@@ -9,7 +9,7 @@ set -euo pipefail
 bin=$1 secs=${2:-300}
 bus=${WB_TEST_BUS:-/tmp/aeb-venv/bin/agent-event-bus}
 D=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$D"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$D"' EXIT
 mkdir -p "$D/home" "$D/run"
 chmod 700 "$D/run"
 head -c 32 /dev/urandom | base64 >"$D/key"

@@ -12,7 +12,7 @@ set -euo pipefail
 bin=$(realpath "$1") changes=${2:-10} quiet=${3:-0}
 bus=${WB_TEST_BUS:-/tmp/aeb-venv/bin/agent-event-bus}
 D=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$D"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$D"' EXIT
 head -c 32 /dev/urandom | base64 >"$D/key"
 chmod 600 "$D/key"
 bus_port=$((20000 + RANDOM % 20000))
