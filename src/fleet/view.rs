@@ -48,13 +48,7 @@ impl Fleet {
     /// The whole fleet, this machine (`own`) first; this machine alone, with why, when the bus
     /// does not answer.
     pub async fn view(&self, own: MachineStatus) -> api::Fleet {
-        let this = Machine {
-            name: self.config.machine.clone(),
-            this: true,
-            online: true,
-            last_seen: Some(jiff::Timestamp::now()),
-            status: Some(own),
-        };
+        let this = this_machine(own);
         match self.others().await {
             Ok(others) => api::Fleet {
                 machines: std::iter::once(this).chain(others).collect(),
@@ -223,6 +217,17 @@ impl Peers {
             self.refused.fetch_add(1, Ordering::Relaxed);
         }
         fresh
+    }
+}
+
+/// This machine as its own view shows it: online, seen now, with its fresh status.
+pub fn this_machine(own: MachineStatus) -> Machine {
+    Machine {
+        name: own.machine.clone(),
+        this: true,
+        online: true,
+        last_seen: Some(jiff::Timestamp::now()),
+        status: Some(own),
     }
 }
 

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::ApiError;
 use super::guards::require_reader;
-use crate::api::{Fleet, Machine};
+use crate::api::Fleet;
 use crate::http::AppState;
 use crate::http::status;
 
@@ -30,13 +30,7 @@ pub async fn fleet(
     let view = match &app.fleet {
         Some(fleet) => fleet.view(own).await,
         None => Fleet {
-            machines: vec![Machine {
-                name: machine,
-                this: true,
-                online: true,
-                last_seen: Some(jiff::Timestamp::now()),
-                status: Some(own),
-            }],
+            machines: vec![crate::fleet::view::this_machine(own)],
             problem: Some(
                 "this machine is in no fleet: set [fleet] key_file (a key the fleet's machines \
                  share, chmod 600) on each machine and restart"
