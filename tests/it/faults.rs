@@ -46,6 +46,10 @@ const RECENT_RETRIES: usize = 100;
 const BUSY_STRETCH: u64 = 70_000;
 /// Retries in flight at once at the end (a bus posts a few at a time, not 1 350).
 const FINAL_CONCURRENCY: usize = 16;
+/// The load writes about 23 kB an event, some 11 000 events over the kills: near the spool's
+/// default 256 MiB cap, past which the pruner deletes the oldest spools whole (and their lines
+/// with them). Durability is under test here, not pruning: lift the cap well clear.
+const NO_PRUNING_CAP: (&str, &str) = ("WAKEBRIDGE_PRUNE__MAX_TOTAL_BYTES", "17179869184");
 /// Size of the tmpfs the full-disk test mounts.
 const SMALL_FS: &str = "size=64k";
 /// The per-file size limit of the file-size test: room for the ledger's WAL while it migrates
@@ -163,7 +167,7 @@ async fn sigkill_under_load_again_and_again_loses_nothing_and_spools_no_retry_tw
             let busy = (0..BUSY_STRETCH).map(|i| hex::encode(Sha256::digest(format!("busy {i}"))));
             record_delivered(root.path(), "busy", busy).await;
         }
-        let mut daemon = Daemon::spawn(root.path(), &[], None);
+        let mut daemon = Daemon::spawn(root.path(), &[NO_PRUNING_CAP], None);
         daemon.wait_ready(&client).await;
         // The restart repaired every tail: nothing torn, nothing doubled, nothing lost.
         for s in 0..LOAD_SESSIONS {
