@@ -182,6 +182,9 @@ impl App {
         );
         let views = watch::Sender::new(Default::default());
         let keeper = Keeper::new(session_config, io, sessions.clone(), views);
+        let fleet = (fleet.map(|fleet| Fleet::new(fleet, &config.bus_url, store.clone())))
+            .transpose()
+            .map_err(AppError::Fleet)?;
         let deliverer = Deliverer::new(spool, config.backend, config.scope, gate, store, dedupe);
         let state = Arc::new(AppState {
             deliverer: Arc::new(deliverer),
@@ -196,10 +199,7 @@ impl App {
                 .then(|| Arc::new(RegistrationStatus::default())),
             views: keeper.views(),
             sessions,
-            fleet: fleet
-                .map(|fleet| Fleet::new(fleet, &config.bus_url))
-                .transpose()
-                .map_err(AppError::Fleet)?,
+            fleet,
             config,
         });
         Ok(App {
@@ -224,21 +224,42 @@ impl App {
         let registration = self.state.registration.clone().map(|status| {
             let config = &self.state.config;
             let reg = RegistrationConfig {
+                what: "bridge webhook",
                 bus_url: config.bus_url.clone(),
                 hook_url: config.hook_url.clone(),
+                channel: crate::bus::SESSION_CHANNEL.to_owned(),
                 secret: config.secret.clone(),
                 keep_interval: config.settings.registration.keep_interval,
             };
             tokio::spawn(registration::run(reg, status, shutdown.child_token()))
         });
         let fleet = self.state.fleet.clone().map(|fleet| {
+            let config = &self.state.config;
+            fleet.set_performer(crate::http::fleet::performer(Arc::downgrade(&self.state)));
+            // The same keeper keeps the fleet's webhook, where the bridge's is kept.
+            let webhook = (self.state.registration.is_some()).then(|| {
+                let reg = RegistrationConfig {
+                    what: "fleet webhook",
+                    bus_url: config.bus_url.clone(),
+                    hook_url: crate::fleet::webhook_url(&config.hook_url),
+                    channel: crate::fleet::command::command_channel(&fleet.config.machine),
+                    secret: config.secret.clone(),
+                    keep_interval: config.settings.registration.keep_interval,
+                };
+                let status = fleet.webhook.clone();
+                tokio::spawn(registration::run(reg, status, shutdown.child_token()))
+            });
             let sources = crate::fleet::Sources {
                 views: self.state.views.clone(),
-                state_dir: self.state.config.paths.state_dir.clone(),
-                budget_stale_after: self.state.config.settings.budget.stale_after,
+                state_dir: config.paths.state_dir.clone(),
+                budget_stale_after: config.settings.budget.stale_after,
+                catch_up_every: config.settings.registration.keep_interval,
             };
-            tokio::spawn(crate::fleet::run(fleet, sources, shutdown.child_token()))
+            let run = tokio::spawn(crate::fleet::run(fleet, sources, shutdown.child_token()));
+            (run, webhook)
         });
+        let (fleet, fleet_webhook) = fleet.unzip();
+        let fleet_webhook = fleet_webhook.flatten();
         let pruning = spawn_pruning(&self.state, shutdown.child_token());
         let keeper = tokio::spawn(keeper::run(self.keeper, shutdown.child_token()));
         let notify = self.notify.map(|(config, queue)| {
@@ -257,9 +278,16 @@ impl App {
             .await
             .map_err(AppError::Serve)?;
         // Registration (last) unregisters our row within its own bounded budget.
-        for task in [Some(pruning), Some(keeper), notify, fleet, registration]
-            .into_iter()
-            .flatten()
+        for task in [
+            Some(pruning),
+            Some(keeper),
+            notify,
+            fleet,
+            fleet_webhook,
+            registration,
+        ]
+        .into_iter()
+        .flatten()
         {
             let _ = task.await;
         }

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 use url::{Host, Url};
 
-use crate::bus::{BusClient, BusError, SESSION_CHANNEL, WebhookRow};
+use crate::bus::{BusClient, BusError, WebhookRow};
 use crate::deadline::Deadline;
 use crate::telemetry::warn::Warnings;
 use crate::wire::signature::Secret;
@@ -107,9 +107,13 @@ impl RegistrationStatus {
 
 #[derive(Clone, Debug)]
 pub struct RegistrationConfig {
+    /// What the row is, for the log: "bridge webhook", "fleet webhook".
+    pub what: &'static str,
     pub bus_url: String,
     /// The URL registered, and the exact-match key of the sweep.
     pub hook_url: String,
+    /// The channel prefix the row asks the bus for.
+    pub channel: String,
     pub secret: Option<Secret>,
     pub keep_interval: Duration,
 }
@@ -184,17 +188,19 @@ impl Keeper {
                         self.status.record_verified(id);
                     }
                     Ok(RowState::Gone) => {
+                        let what = self.config.what;
                         warn!(
                             webhook_id = id,
-                            "Bridge webhook #{id} is gone from the bus; registering again"
+                            "The {what} #{id} is gone from the bus; registering again"
                         );
                         self.status.record_unverified(None);
                         continue 'register;
                     }
                     Ok(RowState::Paused) => {
+                        let what = self.config.what;
                         warn!(
                             webhook_id = id,
-                            "Bridge webhook #{id} is paused on the bus; replacing it with an active one"
+                            "The {what} #{id} is paused on the bus; replacing it with an active one"
                         );
                         self.status.record_unverified(Some(id));
                         continue 'register;
@@ -204,7 +210,8 @@ impl Keeper {
                         let delay = backoff(failures).min(self.config.keep_interval);
                         warn!(
                             webhook_id = id,
-                            "Could not verify bridge webhook #{id}: {e}; retrying in {}s",
+                            "Could not verify {} #{id}: {e}; retrying in {}s",
+                            self.config.what,
                             delay.as_secs_f64()
                         );
                         failures = failures.saturating_add(1);
@@ -225,7 +232,7 @@ impl Keeper {
                 Ok(id) => {
                     info!(
                         webhook_id = id,
-                        "Registered bridge webhook #{id} on {}", self.config.bus_url
+                        "Registered {} #{id} on {}", self.config.what, self.config.bus_url
                     );
                     return Some(id);
                 }
@@ -253,7 +260,7 @@ impl Keeper {
         }
         let register = self.client.register_webhook(
             &self.config.hook_url,
-            SESSION_CHANNEL,
+            &self.config.channel,
             self.config.secret.as_ref().map(Secret::expose),
         );
         tokio::pin!(register);
@@ -295,7 +302,7 @@ impl Keeper {
             .filter(|id| Some(*id) != keep);
         for id in stale {
             self.client.unregister_webhook(id).await?;
-            info!(webhook_id = id, "Removed stale bridge webhook #{id}");
+            info!(webhook_id = id, "Removed stale {} #{id}", self.config.what);
         }
         Ok(rows)
     }
@@ -332,7 +339,7 @@ impl Keeper {
         };
         let budget = self.shutdown_deadline().remaining();
         match tokio::time::timeout(budget, self.client.unregister_webhook(id)).await {
-            Ok(Ok(())) => info!(webhook_id = id, "Unregistered bridge webhook #{id}"),
+            Ok(Ok(())) => info!(webhook_id = id, "Unregistered {} #{id}", self.config.what),
             Ok(Err(e)) if e.is_unreachable() => warn!(
                 webhook_id = id,
                 "Could not unregister webhook #{id} (bus unreachable): {e}; the next start's sweep removes it"
@@ -432,6 +439,8 @@ mod tests {
     #[test]
     fn config_debug_redacts_the_secret() {
         let config = RegistrationConfig {
+            what: "bridge webhook",
+            channel: crate::bus::SESSION_CHANNEL.into(),
             bus_url: "http://bus/mcp".into(),
             hook_url: "http://127.0.0.1:1/hook".into(),
             secret: Some(Secret::new("s3cret")),

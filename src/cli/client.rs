@@ -26,6 +26,8 @@ pub struct WakeArgs {
     #[arg(long, value_name = "NAME")]
     message: Option<String>,
     #[command(flatten)]
+    machine: MachineArg,
+    #[command(flatten)]
     url: UrlArg,
 }
 
@@ -39,6 +41,8 @@ pub struct RewindArgs {
     /// its first prompt) instead of `/clear`; revives an agent whose pane or tmux server died
     #[arg(long)]
     restart: bool,
+    #[command(flatten)]
+    machine: MachineArg,
     #[command(flatten)]
     url: UrlArg,
 }
@@ -86,6 +90,8 @@ pub struct PauseArgs {
     #[arg(long = "for", value_name = "DURATION", value_parser = crate::config::duration::parse)]
     for_: Option<std::time::Duration>,
     #[command(flatten)]
+    machine: MachineArg,
+    #[command(flatten)]
     url: UrlArg,
 }
 
@@ -98,7 +104,17 @@ pub struct UnpauseArgs {
     #[arg(long)]
     all: bool,
     #[command(flatten)]
+    machine: MachineArg,
+    #[command(flatten)]
     url: UrlArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MachineArg {
+    /// Another machine of the fleet (`status --fleet` names them): the local daemon sends the
+    /// verb there through the bus, signed, and prints that machine's answer
+    #[arg(long, value_name = "NAME")]
+    machine: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -143,16 +159,31 @@ pub(super) enum CallError {
 type Answer = Result<(u16, Value), CallError>;
 
 /// The daemon one verb talks to; `verb` says what went wrong (`wakebridge <verb>: ...`).
+/// With `machine`, the verb is for that machine of the fleet: the daemon sends it there.
 pub(crate) struct Daemon<'a> {
     config: &'a Config,
     pub base: String,
     verb: &'static str,
+    machine: Option<String>,
 }
 
 impl<'a> Daemon<'a> {
     pub fn new(config: &'a Config, verb: &'static str, url: Option<&str>) -> Daemon<'a> {
         let base = daemon_url(config, url);
-        Daemon { config, base, verb }
+        Daemon {
+            config,
+            base,
+            verb,
+            machine: None,
+        }
+    }
+
+    /// The same daemon, its verbs meant for `machine` of the fleet.
+    fn on(self, machine: &MachineArg) -> Daemon<'a> {
+        Daemon {
+            machine: machine.machine.clone(),
+            ..self
+        }
     }
 
     async fn request(&self, method: Method, route: &str, body: Option<Value>) -> Answer {
@@ -175,11 +206,31 @@ impl<'a> Daemon<'a> {
         super::block_on(self.request(Method::GET, route, None)).map_err(CallError::Runtime)?
     }
 
-    /// A 200 answer, else `None` once the reason is printed (the caller exits 2).
+    /// A 200 answer, else `None` once the reason is printed (the caller exits 2). A verb for
+    /// another machine goes through `/fleet/send`, and that machine's answer is the answer.
     fn call(&self, method: Method, route: &str, body: Option<Value>) -> Option<Value> {
+        let remote = self.machine.as_ref().filter(|_| method == Method::POST);
+        let (route, body) = match remote {
+            Some(machine) => {
+                let verb = route.trim_start_matches('/');
+                let sent = json!({"machine": machine, "verb": verb, "args": body});
+                ("/fleet/send", Some(sent))
+            }
+            None => (route, body),
+        };
         let got = super::block_on(self.request(method, route, body));
         let got = got.map_err(CallError::Runtime).and_then(|got| got);
-        answer(got).map_err(|e| self.say(e)).ok()
+        let answer = answer(got).map_err(|e| self.say(e)).ok()?;
+        let Some(machine) = remote else {
+            return Some(answer);
+        };
+        let theirs = Ok((
+            answer["status"].as_u64().unwrap_or(0) as u16,
+            answer["answer"].clone(),
+        ));
+        self::answer(theirs)
+            .map_err(|e| self.say(format!("{machine} answered {e}")))
+            .ok()
     }
 
     fn say(&self, what: impl std::fmt::Display) {
@@ -199,8 +250,15 @@ impl<'a> Daemon<'a> {
         prefix::resolve(given, &known).map_err(|e| self.say(e)).ok()
     }
 
-    /// Every id the daemon knows a session by (former ones too); `None` once the reason is said.
+    /// Every id the daemon knows a session by (former ones too), or the one the fleet view
+    /// shows of `machine`; `None` once the reason is said.
     fn known(&self) -> Option<Vec<String>> {
+        if let Some(machine) = &self.machine {
+            let fleet = self.call(Method::GET, "/fleet", None)?;
+            return crate::cli::fleet::session_ids(&fleet, machine)
+                .map_err(|e| self.say(e))
+                .ok();
+        }
         let answer = self.call(Method::GET, "/sessions", None)?;
         let sessions = listed(answer).map_err(|e| self.say(e)).ok()?;
         let known = glance::known_ids(&sessions.sessions).into_iter();
@@ -229,7 +287,7 @@ fn answer(got: Answer) -> Result<Value, String> {
 }
 
 pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
-    let daemon = Daemon::new(config, "wake", args.url.url.as_deref());
+    let daemon = Daemon::new(config, "wake", args.url.url.as_deref()).on(&args.machine);
     let mut body = json!({"force": args.force});
     if let Some(name) = &args.message {
         body["message"] = json!(name);
@@ -248,10 +306,13 @@ pub fn wake(config: &Config, args: &WakeArgs) -> ExitCode {
 }
 
 pub fn rewind(config: &Config, args: &RewindArgs) -> ExitCode {
-    let daemon = Daemon::new(config, "rewind", args.url.url.as_deref());
+    let daemon = Daemon::new(config, "rewind", args.url.url.as_deref()).on(&args.machine);
     // Only an id the user typed is a prefix; the session's own id (the environment) is whole.
     let typed = args.session_id.as_deref().filter(|id| !id.is_empty());
-    let own = crate::cli::session::resolve_session_id(None, &crate::env::Env::process());
+    // Inside a session, its own id; another machine's session is always named.
+    let own = (args.machine.machine.is_none())
+        .then(|| crate::cli::session::resolve_session_id(None, &crate::env::Env::process()))
+        .flatten();
     if typed.is_none() && own.is_none() {
         daemon.say(
             "no session id: pass --session, or run it inside the session \
@@ -290,7 +351,7 @@ pub fn forget(config: &Config, args: &ForgetArgs) -> ExitCode {
 /// `wakebridge pause`: nothing reaches the sessions (or all of them) until unpaused or the time
 /// given runs out; their bus events wait, owed.
 pub fn pause(config: &Config, args: &PauseArgs) -> ExitCode {
-    let daemon = Daemon::new(config, "pause", args.url.url.as_deref());
+    let daemon = Daemon::new(config, "pause", args.url.url.as_deref()).on(&args.machine);
     let Some((mut body, unknown)) = switch_body(&daemon, &args.sessions, args.all) else {
         return ExitCode::from(2);
     };
@@ -315,7 +376,7 @@ pub fn pause(config: &Config, args: &PauseArgs) -> ExitCode {
 
 /// `wakebridge unpause`: what waited is paid at once.
 pub fn unpause(config: &Config, args: &UnpauseArgs) -> ExitCode {
-    let daemon = Daemon::new(config, "unpause", args.url.url.as_deref());
+    let daemon = Daemon::new(config, "unpause", args.url.url.as_deref()).on(&args.machine);
     let Some((body, _)) = switch_body(&daemon, &args.sessions, args.all) else {
         return ExitCode::from(2);
     };

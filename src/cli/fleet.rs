@@ -9,6 +9,23 @@ use crate::api::{Fleet, FleetSession, Machine, SessionState};
 const COLUMNS: [&str; 6] = ["MACHINE", "SESSION", "PROJECT", "STATE", "CONTEXT", "NEXT"];
 const GAP: &str = "  ";
 
+/// The ids of `machine`'s sessions in a `/fleet` answer, to resolve a typed prefix against;
+/// why not, naming the machines there are, when the fleet has no such machine.
+pub fn session_ids(fleet: &serde_json::Value, machine: &str) -> Result<Vec<String>, String> {
+    let fleet: Fleet = serde_json::from_value(fleet.clone())
+        .map_err(|e| format!("the daemon's /fleet answer does not read ({e})"))?;
+    let Some(found) = fleet.machines.iter().find(|m| m.name == machine) else {
+        let names: Vec<&str> = fleet.machines.iter().map(|m| m.name.as_str()).collect();
+        let why = fleet.problem.map_or(String::new(), |p| format!(" ({p})"));
+        return Err(format!(
+            "no machine named {machine:?} in the fleet; machines: {}{why}",
+            names.join(", ")
+        ));
+    };
+    let sessions = found.status.iter().flat_map(|s| &s.sessions);
+    Ok(sessions.map(|s| s.id.clone()).collect())
+}
+
 pub fn render(fleet: &Fleet, view: &View) -> String {
     let mut out = String::new();
     if let Some(problem) = &fleet.problem {

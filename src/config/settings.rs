@@ -37,6 +37,8 @@ pub struct FleetSettings {
     pub machine: String,
     #[serde(deserialize_with = "trimmed")]
     pub key_file: String,
+    /// The verbs other machines may send this one (`fleet::command::Verb`).
+    pub accept: Vec<String>,
 }
 
 /// `[budget]`: the usage windows and nudging (validated by `budget::policy::validate`). The

@@ -1,27 +1,33 @@
 //! The fleet: every machine's wakebridge on one agent-event-bus, each showing the others'
-//! sessions. With `[fleet] key_file` set the daemon registers itself on the bus as
-//! `wakebridge:<machine>` (re-registering is its heartbeat, so a bus that forgot it learns it
-//! again), publishes this machine's compact status signed with the fleet key on
-//! `wakebridge:status:<machine>` on a change (at most every 15 s) and every 10 minutes, and
-//! assembles `GET /fleet` from the bus's sessions and the statuses whose signature holds. The
-//! bus is trusted with nothing: the key never goes there, and a status it hands over unsigned or
-//! signed with another key is counted and not shown.
+//! sessions and taking their commands. With `[fleet] key_file` set the daemon registers itself
+//! on the bus as `wakebridge:<machine>` (re-registering is its heartbeat, so a bus that forgot it
+//! learns it again), publishes this machine's compact status sealed with the fleet key on
+//! `wakebridge:status:<machine>` on a change (at most every 15 s) and every 10 minutes,
+//! assembles `GET /fleet` from the bus's sessions and the statuses whose signature holds, and
+//! runs the commands other machines send it (`command`). The bus is trusted with nothing: the
+//! key never goes there, and what it hands over unsigned or signed with another key is counted
+//! and not used.
 
+pub mod command;
+pub mod seal;
 pub mod status;
 pub mod view;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::json;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::bus::registration::RegistrationStatus;
 use crate::bus::{BusClient, BusError};
 use crate::config::FleetSettings;
 use crate::config::secret::{self, SecretFileError, SecretOf};
 use crate::session::SessionViews;
+use crate::store::Store;
 use crate::wire::signature::Secret;
+use command::{Performer, Verb};
 
 /// How often the daemon re-registers on the bus: its heartbeat, well inside `OFFLINE_AFTER`.
 pub const HEARTBEAT: Duration = Duration::from_secs(30);
@@ -49,6 +55,12 @@ pub fn bus_session(machine: &str) -> String {
     format!("wakebridge:{machine}")
 }
 
+/// Where the bus posts this machine's commands: `/fleet/hook` beside the bridge's `/hook`.
+pub fn webhook_url(hook_url: &str) -> String {
+    let joined = url::Url::parse(hook_url).and_then(|hook| hook.join("fleet/hook"));
+    joined.map_or_else(|_| format!("{hook_url}/fleet/hook"), String::from)
+}
+
 pub fn status_channel(machine: &str) -> String {
     format!("wakebridge:status:{machine}")
 }
@@ -67,6 +79,11 @@ pub enum FleetError {
          (WAKEBRIDGE_FLEET__KEY_FILE)"
     )]
     Relative(String),
+    #[error(
+        "fleet.accept lists {0:?}, which is not a verb: use \"wake\", \"pause\", \"unpause\" \
+         or \"rewind\""
+    )]
+    Verb(String),
 }
 
 /// `[fleet]`, validated: `None` without a key.
@@ -74,6 +91,8 @@ pub enum FleetError {
 pub struct FleetConfig {
     pub machine: String,
     pub key: Secret,
+    /// The verbs other machines may send this one.
+    pub accept: Vec<Verb>,
 }
 
 impl FleetConfig {
@@ -93,7 +112,14 @@ impl FleetConfig {
         if !machine_name_ok(&machine) {
             return Err(FleetError::Machine(machine));
         }
-        Ok(Some(FleetConfig { machine, key }))
+        let accept = (settings.accept.iter())
+            .map(|verb| verb.parse().map_err(|_| FleetError::Verb(verb.clone())))
+            .collect::<Result<_, _>>()?;
+        Ok(Some(FleetConfig {
+            machine,
+            key,
+            accept,
+        }))
     }
 }
 
@@ -123,21 +149,38 @@ pub fn host_name() -> String {
     }
 }
 
-/// This machine in the fleet: its settings, the bus, and what it has seen of the others.
+/// This machine in the fleet: its settings, the bus, what it has seen of the others, and how
+/// it runs their commands.
 pub struct Fleet {
     pub config: FleetConfig,
     bus: BusClient,
     peers: view::Peers,
+    /// Where the ids of the commands run are kept.
+    store: Store,
+    /// Set once the daemon's routes exist (`set_performer`).
+    performer: OnceLock<Performer>,
+    taken: command::Taken,
+    /// The fleet webhook's row on the bus, as its keeper last saw it.
+    pub webhook: Arc<RegistrationStatus>,
 }
 
 impl Fleet {
-    pub fn new(config: FleetConfig, bus_url: &str) -> Result<Arc<Fleet>, BusError> {
+    pub fn new(config: FleetConfig, bus_url: &str, store: Store) -> Result<Arc<Fleet>, BusError> {
         let bus = BusClient::with_timeout(bus_url, view::CALL_BUDGET)?;
         Ok(Arc::new(Fleet {
             config,
             bus,
             peers: view::Peers::new(),
+            store,
+            performer: OnceLock::new(),
+            taken: command::Taken::default(),
+            webhook: Arc::default(),
         }))
+    }
+
+    /// How this machine runs a verb another machine sent; set once, at start.
+    pub fn set_performer(&self, performer: Performer) {
+        let _ = self.performer.set(performer);
     }
 
     /// Registers (or re-registers) this machine's daemon on the bus: its heartbeat.
@@ -153,7 +196,7 @@ impl Fleet {
         let machine = &self.config.machine;
         let args = json!({
             "event_type": STATUS_EVENT,
-            "payload": status::signed(status, &self.config.key),
+            "payload": seal::seal(STATUS_EVENT, status, &self.config.key),
             "session_id": bus_session(machine),
             "channel": status_channel(machine),
             "signal_level": "info",
@@ -167,6 +210,8 @@ pub struct Sources {
     pub views: watch::Receiver<SessionViews>,
     pub state_dir: std::path::PathBuf,
     pub budget_stale_after: Duration,
+    /// How often the command channel is read for what the webhook missed (the keep interval).
+    pub catch_up_every: Duration,
 }
 
 /// Keeps this machine on the bus: the heartbeat every `HEARTBEAT`, the status on a change and
@@ -179,6 +224,10 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
     tracing::info!(machine = %fleet.config.machine, "fleet: on the bus as {name}");
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut catch_up = tokio::time::interval(sources.catch_up_every);
+    catch_up.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Where the command channel was read to; `None` until the first read (at start).
+    let mut read_to: Option<String> = None;
     // The status the bus has (as far as we know), when it was published, and the last try.
     let mut published: Option<(crate::api::MachineStatus, Instant)> = None;
     let mut tried_at: Option<Instant> = None;
@@ -210,6 +259,12 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
                 } else if beats.is_multiple_of(TWIN_CHECK_EVERY) {
                     fleet.look_for_twin().await;
                 }
+            }
+            _ = catch_up.tick() => {
+                let read = fleet.catch_up(read_to.clone()).await;
+                read_to = read.as_ref().ok().cloned().or(read_to);
+                report(read.map(drop), "read this machine's commands");
+                continue;
             }
             changed = sources.views.changed() => if changed.is_err() { break },
             () = sleep_until_some(republish_at) => {}

@@ -1,8 +1,7 @@
 //! A machine's compact status as it goes on the bus: made from the session loop's views (no
 //! paths, payloads, prompts or tokens: a session's id, the last part of its directory, its
-//! state, context share, owed count, limit reset, pause and next nudge), and the bus payload
-//! that carries it, `sha256=<hex HMAC of the JSON>`, a newline, the JSON, so a reader checks the
-//! very bytes that were signed.
+//! state, context share, owed count, limit reset, pause and next nudge), sealed with the fleet
+//! key on the bus.
 
 use crate::api::{self, FleetBudget, FleetSession, MachineStatus, SessionState};
 use crate::session::SessionViews;
@@ -57,21 +56,10 @@ pub fn same(a: &MachineStatus, b: &MachineStatus) -> bool {
         && a.budgets == b.budgets
 }
 
-/// The bus payload: the signature line, then the JSON it signs.
-pub fn signed(status: &MachineStatus, key: &Secret) -> String {
-    // Serialising plain data cannot fail.
-    let body = serde_json::to_string(status).unwrap_or_default();
-    format!("{}\n{body}", key.sign(body.as_bytes()))
-}
-
 /// The status a payload carries, when its signature is the fleet key's and it says it is from
 /// `machine` (the channel it came on).
 pub fn verified(payload: &str, key: &Secret, machine: &str) -> Option<MachineStatus> {
-    let (signature, body) = payload.split_once('\n')?;
-    if !key.verify(body.as_bytes(), Some(signature.as_bytes())) {
-        return None;
-    }
-    let status: MachineStatus = serde_json::from_str(body).ok()?;
+    let status: MachineStatus = super::seal::open(super::STATUS_EVENT, payload, key).ok()?;
     (status.machine == machine).then_some(status)
 }
 
@@ -134,7 +122,8 @@ mod tests {
             })
             .collect();
         let status = of("build-box", &views(&sessions), &[]);
-        let payload = signed(&status, &Secret::new("k"));
+        let payload =
+            super::super::seal::seal(super::super::STATUS_EVENT, &status, &Secret::new("k"));
         assert!(payload.len() < 8 * 1024, "{} bytes", payload.len());
     }
 
@@ -142,7 +131,7 @@ mod tests {
     fn only_the_fleet_key_and_the_channel_s_machine_verify() {
         let key = Secret::new("fleet key");
         let status = of("alpha", &views(&[("a", SessionState::Idle, None)]), &[]);
-        let payload = signed(&status, &key);
+        let payload = super::super::seal::seal(super::super::STATUS_EVENT, &status, &key);
         assert_eq!(verified(&payload, &key, "alpha"), Some(status.clone()));
         assert_eq!(verified(&payload, &Secret::new("other"), "alpha"), None);
         assert_eq!(verified(&payload, &key, "beta"), None, "named for another");

@@ -65,7 +65,7 @@ impl Fleet {
         }
     }
 
-    async fn others(&self) -> Result<Vec<Machine>, crate::bus::BusError> {
+    pub(super) async fn others(&self) -> Result<Vec<Machine>, crate::bus::BusError> {
         // Our heartbeat first, so the bus's clock of us is now.
         self.heartbeat().await?;
         let args = json!({"limit": STATUSES_READ, "order": "desc", "event_types": [STATUS_EVENT]});

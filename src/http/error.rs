@@ -38,9 +38,9 @@ pub enum ApiError {
     /// A manual wake named something that is not a session id, or a message that does not exist.
     #[error("{0}")]
     BadRequest(String),
-    /// An operator's request named a session the daemon does not know.
+    /// An operator's request named a session or a machine the daemon does not know.
     #[error("{0}")]
-    UnknownSession(String),
+    Unknown(String),
     /// An operator's request the daemon's state refuses: it would undo what a live session
     /// relies on, or needs what this daemon does not run.
     #[error("{0}")]
@@ -49,13 +49,16 @@ pub enum ApiError {
     Spool(#[from] SpoolError),
     #[error("service unavailable: {0}")]
     Unavailable(String),
+    /// Another machine of the fleet did not answer a command in time.
+    #[error("{0}")]
+    Unanswered(String),
 }
 
 impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Host(_) => StatusCode::MISDIRECTED_REQUEST,
-            ApiError::NotFound | ApiError::UnknownSession(_) => StatusCode::NOT_FOUND,
+            ApiError::NotFound | ApiError::Unknown(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::ContentType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -66,6 +69,7 @@ impl ApiError {
             ApiError::BadSignature | ApiError::BadBearer => StatusCode::UNAUTHORIZED,
             ApiError::Spool(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unanswered(_) => StatusCode::GATEWAY_TIMEOUT,
         }
     }
 
@@ -141,10 +145,11 @@ mod tests {
             ApiError::Event(EventError::NotObject),
             ApiError::Event(EventError::NotSerializable),
             ApiError::BadRequest("b".into()),
-            ApiError::UnknownSession("s".into()),
+            ApiError::Unknown("s".into()),
             ApiError::Conflict("c".into()),
             ApiError::Spool(SpoolError::WriterGone("s".into())),
             ApiError::Unavailable("u".into()),
+            ApiError::Unanswered("a".into()),
         ];
         let reasons: Vec<&str> = all.iter().map(ApiError::reason).collect();
         assert_eq!(reasons, ApiError::reasons().collect::<Vec<_>>());

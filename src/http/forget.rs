@@ -70,7 +70,7 @@ pub async fn forget(
             })?;
     }
     if known == 0 && !unmapped {
-        return Err(ApiError::UnknownSession(format!(
+        return Err(ApiError::Unknown(format!(
             "no session {sid} in the ledger or panes.json; `wakebridge status --all` lists them"
         )));
     }

@@ -87,11 +87,16 @@ fn ignored(reason: &str) -> Response {
 }
 
 pub fn delivered_json(d: &Delivered) -> Response {
+    Json(delivered_body(d)).into_response()
+}
+
+/// The answer to a delivery or a wake, counted as one.
+pub fn delivered_body(d: &Delivered) -> serde_json::Value {
     crate::telemetry::delivered(d.action.as_str(), d.duplicate);
     let mut body =
         json!({"status": "delivered", "action": d.action.as_str(), "session_id": d.session_id});
     if d.duplicate {
         body["duplicate"] = json!(true);
     }
-    Json(body).into_response()
+    body
 }

@@ -2,7 +2,7 @@
 //! documents the routes; a test keeps the two in step.
 
 mod error;
-mod fleet;
+pub mod fleet;
 mod forget;
 mod guards;
 mod health;
@@ -35,6 +35,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/unpause"),
     ("get", "/sessions"),
     ("get", "/fleet"),
+    ("post", "/fleet/send"),
+    ("post", "/fleet/hook"),
     ("get", "/metrics"),
 ];
 
@@ -49,6 +51,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/unpause", post(pause::unpause))
         .route("/sessions", get(sessions::sessions))
         .route("/fleet", get(fleet::fleet))
+        .route("/fleet/send", post(fleet::send))
+        .route("/fleet/hook", post(fleet::hook))
         .route("/metrics", get(sessions::metrics))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })

@@ -19,15 +19,15 @@ use crate::http::AppState;
 use crate::store::{ALL_SESSIONS, Record};
 
 /// The bodies, as a 400 shows them.
-const PAUSE_SHAPE: &str = r#"{"session_ids": ["..."] or "all": true, "for_s": 3600}"#;
-const UNPAUSE_SHAPE: &str = r#"{"session_ids": ["..."] or "all": true}"#;
+pub(super) const PAUSE_SHAPE: &str = r#"{"session_ids": ["..."] or "all": true, "for_s": 3600}"#;
+pub(super) const UNPAUSE_SHAPE: &str = r#"{"session_ids": ["..."] or "all": true}"#;
 /// The shortest and longest pause with an end: longer ones are meant to be lifted by hand.
 const SHORTEST: Duration = Duration::from_secs(1);
 const LONGEST: Duration = Duration::from_secs(30 * 24 * 3600);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Request {
+pub(super) struct Request {
     #[serde(default)]
     session_ids: Vec<String>,
     #[serde(default)]
@@ -58,6 +58,11 @@ pub async fn pause(
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
     let request: Request = operator_request(&app, &headers, body, PAUSE_SHAPE).await?;
+    paused(&app, request).await.map(Json)
+}
+
+/// Pauses what `request` names: the route's work, for a person here or another machine.
+pub(super) async fn paused(app: &AppState, request: Request) -> Result<Value, ApiError> {
     let targets = request.targets()?;
     let refused = "for_s (`pause --for`) must be from 1 s to 30 days; leave it out to pause \
                    until unpaused";
@@ -74,12 +79,10 @@ pub async fn pause(
             until_ms,
         })
         .collect();
-    record(&app, records).await?;
+    record(app, records).await?;
     tracing::info!(sessions = ?targets, ?for_, "paused on a person's request");
     let until = until_ms.and_then(clock::shown_ms);
-    Ok(Json(
-        json!({"status": "paused", "session_ids": targets, "until": until}),
-    ))
+    Ok(json!({"status": "paused", "session_ids": targets, "until": until}))
 }
 
 pub async fn unpause(
@@ -88,6 +91,11 @@ pub async fn unpause(
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
     let request: Request = operator_request(&app, &headers, body, UNPAUSE_SHAPE).await?;
+    unpaused(&app, request).await.map(Json)
+}
+
+/// Lifts what `request` names: the route's work, for a person here or another machine.
+pub(super) async fn unpaused(app: &AppState, request: Request) -> Result<Value, ApiError> {
     if request.for_s.is_some() {
         return Err(ApiError::BadRequest(format!(
             "expected {UNPAUSE_SHAPE}: an unpause has no for_s"
@@ -105,18 +113,18 @@ pub async fn unpause(
             session_id: id.clone(),
         })
         .collect();
-    record(&app, records).await?;
+    record(app, records).await?;
     // What waited is owed: the session loop looks now rather than at its next poll.
     app.sessions.look_again();
     tracing::info!(sessions = ?targets, "unpaused on a person's request");
     // Unpausing one session leaves a pause of every session standing: say so.
     let all_paused = paused(ALL_SESSIONS).is_some();
-    Ok(Json(json!({
+    Ok(json!({
         "status": "unpaused",
         "session_ids": targets,
         "not_paused": not_paused,
         "all_still_paused": all_paused,
-    })))
+    }))
 }
 
 async fn record(app: &AppState, records: Vec<Record>) -> Result<(), ApiError> {

@@ -18,11 +18,11 @@ use crate::store::{Record, RewindWhy};
 use crate::wakedir::target::PaneTarget;
 
 /// The body, as a 400 shows it.
-const SHAPE: &str = r#"{"session_id": "...", "restart": false}"#;
+pub(super) const SHAPE: &str = r#"{"session_id": "...", "restart": false}"#;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RewindRequest {
+pub(super) struct RewindRequest {
     session_id: String,
     /// Start the agent again in its pane instead of `/clear`.
     #[serde(default)]
@@ -35,6 +35,15 @@ pub async fn rewind(
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
     let request: RewindRequest = operator_request(&app, &headers, body, SHAPE).await?;
+    asked_for(&app, request).await.map(Json)
+}
+
+/// Records the rewind `request` asks for: the route's work, for a person here or another
+/// machine.
+pub(super) async fn asked_for(
+    app: &Arc<AppState>,
+    request: RewindRequest,
+) -> Result<Value, ApiError> {
     let asked = session_id(&request.session_id)?;
     if app.config.backend != crate::config::Backend::Mux {
         return Err(ApiError::Conflict(
@@ -48,8 +57,7 @@ pub async fn rewind(
         false => RewindWhy::Asked,
     };
     let (app, asked) = (app.clone(), asked.to_string());
-    let answer = blocking("recording the rewind", move || ask(&app, &asked, why)).await??;
-    Ok(Json(answer))
+    blocking("recording the rewind", move || ask(&app, &asked, why)).await?
 }
 
 /// Records the rewind for the id `asked` goes by now, unless one already waits.

@@ -12,16 +12,17 @@ use serde::Deserialize;
 use super::ApiError;
 use super::guards::{operator_request, session_id};
 use super::hook::delivered_json;
+use crate::delivery::Delivered;
 use crate::http::AppState;
 use crate::mux::KeystrokeText;
 use crate::session::gate::Mode;
 
 /// The body, as a 400 shows it.
-const SHAPE: &str = r#"{"session_id": "...", "force": false, "message": "<name>"}"#;
+pub(super) const SHAPE: &str = r#"{"session_id": "...", "force": false, "message": "<name>"}"#;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct WakeRequest {
+pub(super) struct WakeRequest {
     session_id: String,
     #[serde(default)]
     force: bool,
@@ -36,6 +37,11 @@ pub async fn wake(
     body: Body,
 ) -> Result<Response, ApiError> {
     let request: WakeRequest = operator_request(&app, &headers, body, SHAPE).await?;
+    Ok(delivered_json(&woken(&app, request).await?))
+}
+
+/// Wakes the session `request` names: the route's work, for a person here or another machine.
+pub(super) async fn woken(app: &AppState, request: WakeRequest) -> Result<Delivered, ApiError> {
     let session_id = session_id(&request.session_id)?;
     let text = match &request.message {
         None => KeystrokeText::wake_prompt(),
@@ -57,6 +63,5 @@ pub async fn wake(
         true => Mode::Forced,
         false => Mode::Gated,
     };
-    let delivered = app.deliverer.manual_wake(&session_id, &text, mode).await;
-    Ok(delivered_json(&delivered))
+    Ok(app.deliverer.manual_wake(&session_id, &text, mode).await)
 }

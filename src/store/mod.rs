@@ -6,6 +6,7 @@
 //! read-only WAL connections that never block the writer; they are synchronous and indexed.
 
 mod caused;
+mod commands;
 mod error;
 mod forget;
 mod limits;

@@ -1,6 +1,6 @@
 //! Prometheus metrics: the counters recorded where things happen and the `/hook` latency
 //! histogram, kept in one process-wide registry, and the text exposition `/metrics` writes them
-//! in with the gauges it reads at scrape time. Five counter families and one histogram with
+//! in with the gauges it reads at scrape time. Six counter families and one histogram with
 //! fixed buckets need no recorder crate: the one we had brought a thread that woke every second,
 //! libm and a clock calibration into a daemon at rest (docs/design.md, "Metrics of our own").
 
@@ -25,9 +25,10 @@ const REJECTIONS: &str = "wakebridge_rejections_total";
 const ERRORS: &str = "wakebridge_errors_total";
 const LIMIT_RESUMES: &str = "wakebridge_limit_resumes_total";
 const NOTICES: &str = "wakebridge_notices_total";
+const FLEET_REFUSED: &str = "wakebridge_fleet_refused_total";
 
 /// The counter families: name, help and label names (the second empty for one label).
-const FAMILIES: [(&str, &str, [&str; 2]); 5] = [
+const FAMILIES: [(&str, &str, [&str; 2]); 6] = [
     (
         DELIVERIES,
         "Webhook events answered, by action and whether it was a redelivery.",
@@ -49,6 +50,11 @@ const FAMILIES: [(&str, &str, [&str; 2]); 5] = [
         ["outcome", ""],
     ),
     (NOTICES, "Notices to a human, by outcome.", ["outcome", ""]),
+    (
+        FLEET_REFUSED,
+        "Commands from the fleet not run, by the check that refused them.",
+        ["why", ""],
+    ),
 ];
 
 #[derive(Default)]
@@ -139,6 +145,34 @@ pub fn notice_outcome(outcome: notice::NoticeOutcome) {
     add(NOTICES, outcome.into(), "", 1);
 }
 
+/// Why a command from the fleet was not run: the checks in the order they are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumIter, IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
+pub enum FleetRefusal {
+    /// The bus's webhook signature (the bridge secret) does not hold.
+    BusSignature,
+    /// The fleet key did not sign it.
+    Signature,
+    /// Signed, but not a command this version reads (an unknown field, text among them).
+    Malformed,
+    /// Not for this machine, or not on its own channel.
+    NotAddressed,
+    /// Outside its lifetime, give or take a minute of clock skew.
+    Expired,
+    /// Run before (the ledger remembers its id).
+    Replayed,
+    /// A verb `[fleet] accept` leaves out.
+    NotAccepted,
+    /// The local route's own rules refused it (an unknown session, a message not configured).
+    Rule,
+    /// The ledger could not record it, so it could not be run exactly once.
+    Ledger,
+}
+
+pub fn fleet_refused(why: FleetRefusal) {
+    add(FLEET_REFUSED, why.into(), "", 1);
+}
+
 pub fn hook_latency(seconds: f64) {
     registry(|r| r.hook.record(seconds));
 }
@@ -157,7 +191,8 @@ pub fn start_at_zero(
     let one_label = (reasons.into_iter().map(|r| (REJECTIONS, r)))
         .chain(error_kinds.into_iter().map(|kind| (ERRORS, kind)))
         .chain(LimitResume::iter().map(|o| (LIMIT_RESUMES, o.into())))
-        .chain(notice::NoticeOutcome::iter().map(|o| (NOTICES, o.into())));
+        .chain(notice::NoticeOutcome::iter().map(|o| (NOTICES, o.into())))
+        .chain(FleetRefusal::iter().map(|why| (FLEET_REFUSED, why.into())));
     for (family, label) in one_label {
         add(family, label, "", 0);
     }

@@ -728,8 +728,10 @@ fn systemd_unit_passes_systemd_analyze_verify() {
 /// The keeper's configuration for `bus_url`: no secret, the tests' keep interval.
 fn config_for(bus_url: &str) -> RegistrationConfig {
     RegistrationConfig {
+        what: "bridge webhook",
         bus_url: bus_url.to_owned(),
         hook_url: HOOK_URL.to_owned(),
+        channel: wakebridge::bus::SESSION_CHANNEL.to_owned(),
         secret: None,
         keep_interval: TEST_KEEP_INTERVAL,
     }

@@ -3,7 +3,8 @@
 //! signed statuses; a status under another key or for another machine is refused and counted,
 //! a bare heartbeat shows nothing;
 //! a machine that stops is shown offline with its last status; with the bus down each daemon
-//! shows itself alone and says why, and the fleet comes back with the bus.
+//! shows itself alone and says why, and the fleet comes back with the bus. One machine's
+//! commands run on another once, through its webhook or its catch-up; forged ones never.
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 use wakebridge::bus::BusClient;
 
 use crate::common;
-use crate::common::harness::{TestServer, binary, fed};
+use crate::common::harness::{Daemon, TestServer, binary, fed, free_port};
 use crate::common::real_bus::RealBus;
 
 /// A change on one machine reaches the other's view within its 15 s gap and a view's read.
@@ -23,15 +24,40 @@ struct Machine {
 }
 
 async fn machine(name: &str, bus: &RealBus, key_file: &std::path::Path) -> Machine {
+    machine_with(name, bus, key_file, &[]).await
+}
+
+async fn machine_with(
+    name: &str,
+    bus: &RealBus,
+    key_file: &std::path::Path,
+    extra: &[(&str, &str)],
+) -> Machine {
     let key = key_file.display().to_string();
-    let server = TestServer::start(&[
-        ("AGENT_EVENT_BUS_URL", bus.url().as_str()),
-        ("WAKEBRIDGE_FLEET__MACHINE", name),
-        ("WAKEBRIDGE_FLEET__KEY_FILE", key.as_str()),
-        ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "500ms"),
-    ])
-    .await;
+    let mut env = vec![
+        ("AGENT_EVENT_BUS_URL", bus.url()),
+        ("WAKEBRIDGE_FLEET__MACHINE", name.to_owned()),
+        ("WAKEBRIDGE_FLEET__KEY_FILE", key),
+        ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "500ms".to_owned()),
+    ];
+    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let flags = wakebridge::config::Flags {
+        port: Some(free_port().to_string()),
+        ..Default::default()
+    };
+    let server = TestServer::start_with(&env, flags).await;
     Machine { server }
+}
+
+/// A machine whose webhooks are registered on the bus (the bridge's and the fleet's), kept
+/// and caught up every second.
+async fn registered_machine(name: &str, bus: &RealBus, key_file: &std::path::Path) -> Machine {
+    let extra = [
+        ("WAKEBRIDGE_REGISTRATION__ENABLED", "true"),
+        ("WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL", "1s"),
+    ];
+    machine_with(name, bus, key_file, &extra).await
 }
 
 /// A session the machine's own hook made known, working in `/work/<project>`.
@@ -125,10 +151,10 @@ async fn two_machines_see_each_other_through_the_real_bus() {
     let client = BusClient::new(&bus.url()).unwrap();
     let forged = |machine: &str, channel_machine: &str, key: &str| {
         let body = json!({"machine": machine, "version": "9", "at": "2026-12-06T00:00:00Z",
-                          "sessions": [], "budgets": []})
-        .to_string();
-        let signature = wakebridge::wire::signature::Secret::new(key).sign(body.as_bytes());
-        json!({"event_type": "wakebridge_status", "payload": format!("{signature}\n{body}"),
+                          "sessions": [], "budgets": []});
+        let key = wakebridge::wire::signature::Secret::new(key);
+        let payload = wakebridge::fleet::seal::seal("wakebridge_status", &body, &key);
+        json!({"event_type": "wakebridge_status", "payload": payload,
                "channel": format!("wakebridge:status:{channel_machine}")})
     };
     for args in [
@@ -233,4 +259,353 @@ async fn two_daemons_claiming_one_name_both_say_so() {
     }
     first.server.stop().await;
     second.server.stop().await;
+}
+
+/// A command as a sender makes it, `issued` seconds from now and good for `lifetime` seconds.
+fn command(to: &str, verb: &str, args: Value, issued: i64, lifetime: i64) -> Value {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let at = |s: i64| (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(s)).to_string();
+    json!({"id": format!("test-command-{n}-{}", std::process::id()), "from": "alpha", "to": to,
+           "verb": verb, "args": args, "issued_at": at(issued), "expires_at": at(issued + lifetime)})
+}
+
+fn sealed(command: &Value, key: &str) -> String {
+    let key = wakebridge::wire::signature::Secret::new(key);
+    wakebridge::fleet::seal::seal("wakebridge_command", command, &key)
+}
+
+async fn publish(client: &BusClient, channel: &str, payload: &str) {
+    let args = json!({"event_type": "wakebridge_command", "payload": payload,
+                      "session_id": "someone", "channel": channel, "signal_level": "info"});
+    client.call_tool("publish_event", args).await.unwrap();
+}
+
+/// `wakebridge_fleet_refused_total{why}` as `daemon` counts it.
+async fn refused(http: &reqwest::Client, daemon: &Daemon, why: &str) -> u64 {
+    let url = format!("http://{}/metrics", daemon.addr);
+    let metrics = http.get(&url).send().await.unwrap().text().await.unwrap();
+    let series = format!("wakebridge_fleet_refused_total{{why=\"{why}\"}} ");
+    (metrics.lines())
+        .find_map(|l| l.strip_prefix(series.as_str()))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in\n{metrics}"))
+}
+
+fn paused_in(sessions: &Value, sid: &str) -> bool {
+    (sessions["sessions"].as_array().into_iter().flatten())
+        .any(|s| s["session_id"] == sid && s["pause"].is_object())
+}
+
+/// The answers on the bus to one command: how many times it ran.
+async fn answers_to(client: &BusClient, from: &str, id: &str) -> usize {
+    let args = json!({"channel": format!("wakebridge:result:{from}:"), "correlation_id": id,
+                      "event_types": ["wakebridge_result"], "limit": 50});
+    let found = client.call_tool("get_events", args).await.unwrap();
+    found["events"].as_array().map_or(0, Vec::len)
+}
+
+/// Alpha pauses, unpauses and wakes beta's session through the bus, by the route and by the
+/// CLI; rewind is refused until beta accepts it; a machine the fleet does not have is named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_machine_pauses_unpauses_and_wakes_another_s_session() {
+    // A UUID, as Claude Code's are: the CLI completes a prefix of one.
+    const SID: &str = "5e1f0c3a-7b2d-4e8f-9a1c-3d5e7f9b1c2d";
+    let Some(bus) = RealBus::start_or_skip().await else {
+        return;
+    };
+    let keys = common::tempdir();
+    let key = key_file(keys.path(), "the key for commands");
+    let alpha = registered_machine("alpha", &bus, &key).await;
+    let beta = registered_machine("beta", &bus, &key).await;
+    hook_session(&beta.server, SID, "parser");
+    fleet_until(&alpha.server, "beta's session in alpha's view", |f| {
+        session_in(f, "beta", SID).is_some()
+    })
+    .await;
+    // The fleet webhook is on the bus, beside the bridge's.
+    let client = BusClient::new(&bus.url()).unwrap();
+    let rows = client.call_tool("list_webhooks", json!({})).await.unwrap();
+    let fleet_hook = format!("http://{}/fleet/hook", beta.server.addr);
+    assert!(rows.to_string().contains(&fleet_hook), "{rows}");
+
+    let send = |verb: &str, args: Value| {
+        let body = json!({"machine": "beta", "verb": verb, "args": args});
+        alpha.server.post_json("/fleet/send", body)
+    };
+    let (code, body) = send("pause", json!({"session_ids": [SID]})).await;
+    assert_eq!((code, &body["status"]), (200, &json!(200)), "{body}");
+    assert_eq!(body["answer"]["status"], "paused", "{body}");
+    assert!(paused_in(&beta.server.get_json("/sessions").await, SID));
+
+    let (code, body) = send("unpause", json!({"session_ids": [SID]})).await;
+    assert_eq!((code, &body["status"]), (200, &json!(200)), "{body}");
+    assert!(!paused_in(&beta.server.get_json("/sessions").await, SID));
+
+    let (code, body) = send("wake", json!({"session_id": SID})).await;
+    assert_eq!((code, &body["status"]), (200, &json!(200)), "{body}");
+    assert_eq!(body["answer"]["session_id"], SID, "{body}");
+
+    // Rewind is not among beta's accepted verbs: answered 403, counted, nothing recorded.
+    let (code, body) = send("rewind", json!({"session_id": SID})).await;
+    assert_eq!((code, &body["status"]), (200, &json!(403)), "{body}");
+    assert!(
+        body["answer"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("[fleet] accept")),
+        "{body}"
+    );
+
+    // The local route's rules: a text is no field of /pause's body.
+    let args = json!({"session_ids": [SID], "text": "rm -rf ~"});
+    let (code, body) = send("pause", args).await;
+    assert_eq!((code, &body["status"]), (200, &json!(400)), "{body}");
+    assert!(!paused_in(&beta.server.get_json("/sessions").await, SID));
+
+    // A machine the fleet does not have, named with the ones it has.
+    let body = json!({"machine": "nosuch", "verb": "pause", "args": {"all": true}});
+    let (code, body) = alpha.server.post_json("/fleet/send", body).await;
+    assert_eq!(code, 404, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("alpha, beta")),
+        "{body}"
+    );
+
+    // By the CLI, with a prefix of the id as beta's view shows it.
+    let mut cmd = binary(alpha.server.root.path(), &[]);
+    cmd.args(["pause", "5e1f0c3a", "--machine", "beta", "--url"])
+        .arg(alpha.server.url(""));
+    let out = fed(cmd, "");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.trim(), format!("{SID}: paused"));
+    assert!(paused_in(&beta.server.get_json("/sessions").await, SID));
+    alpha.server.stop().await;
+    beta.server.stop().await;
+}
+
+/// Forged commands on beta's channel: unsigned, another key, for another machine, on the
+/// channel without its colon, expired, replayed, a verb beta does not accept, carrying text.
+/// Each is refused and counted (the one beta's webhook never sees, not counted), and none
+/// pauses anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_commands_are_refused_counted_and_run_nothing() {
+    let Some(bus) = RealBus::start_or_skip().await else {
+        return;
+    };
+    let keys = common::tempdir();
+    let fleet_key = "the key for forgeries";
+    let key = key_file(keys.path(), fleet_key);
+    // A daemon of its own: the counters are the process's, and tests run side by side.
+    let root = common::tempdir();
+    let key = key.display().to_string();
+    let beta = Daemon::spawn(
+        root.path(),
+        &[
+            ("AGENT_EVENT_BUS_URL", bus.url().as_str()),
+            ("WAKEBRIDGE_FLEET__MACHINE", "beta"),
+            ("WAKEBRIDGE_FLEET__KEY_FILE", key.as_str()),
+            ("WAKEBRIDGE_REGISTRATION__ENABLED", "true"),
+            ("WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL", "1s"),
+        ],
+        None,
+    );
+    let http = reqwest::Client::new();
+    beta.wait_ready(&http).await;
+    let client = BusClient::new(&bus.url()).unwrap();
+    let fleet_hook = format!("http://{}/fleet/hook", beta.addr);
+    common::eventually_ok("beta's fleet webhook registered", SEEN_WITHIN, async || {
+        let rows = client.call_tool("list_webhooks", json!({})).await.unwrap();
+        let there = rows.to_string().contains(&fleet_hook);
+        if there { Ok(()) } else { Err(rows.to_string()) }
+    })
+    .await;
+    let target = json!({"session_ids": ["forged-target"]});
+    let channel = "wakebridge:cmd:beta:";
+    let good = command("beta", "pause", target.clone(), 0, 30);
+    let unsigned = serde_json::to_string(&good).unwrap();
+    publish(&client, channel, &format!("sha256=00\n{unsigned}")).await;
+    publish(
+        &client,
+        channel,
+        &sealed(
+            &command("beta", "pause", target.clone(), 0, 30),
+            "another key",
+        ),
+    )
+    .await;
+    publish(
+        &client,
+        channel,
+        &sealed(&command("gamma", "pause", target.clone(), 0, 30), fleet_key),
+    )
+    .await;
+    publish(
+        &client,
+        "wakebridge:cmd:beta",
+        &sealed(&command("beta", "pause", target.clone(), 0, 30), fleet_key),
+    )
+    .await;
+    publish(
+        &client,
+        channel,
+        &sealed(
+            &command("beta", "pause", target.clone(), -300, 30),
+            fleet_key,
+        ),
+    )
+    .await;
+    publish(
+        &client,
+        channel,
+        &sealed(
+            &command("beta", "pause", target.clone(), 0, 86_400),
+            fleet_key,
+        ),
+    )
+    .await;
+    publish(
+        &client,
+        channel,
+        &sealed(
+            &command(
+                "beta",
+                "rewind",
+                json!({"session_id": "forged-target"}),
+                0,
+                30,
+            ),
+            fleet_key,
+        ),
+    )
+    .await;
+    let mut texted = command("beta", "pause", target.clone(), 0, 30);
+    texted["text"] = json!("rm -rf ~");
+    publish(&client, channel, &sealed(&texted, fleet_key)).await;
+    // A good command, then the very same payload again: whichever comes second is a replay.
+    let replayed = sealed(
+        &command("beta", "unpause", target.clone(), 0, 30),
+        fleet_key,
+    );
+    publish(&client, channel, &replayed).await;
+    publish(&client, channel, &replayed).await;
+    let expected = [
+        ("signature", 2),
+        ("not-addressed", 1),
+        ("expired", 2),
+        ("not-accepted", 1),
+        ("malformed", 1),
+        ("replayed", 1),
+    ];
+    common::eventually_ok("every forgery counted", SEEN_WITHIN, async || {
+        let mut counted = Vec::new();
+        for (why, _) in expected {
+            counted.push((why, refused(&http, &beta, why).await));
+        }
+        if counted == expected {
+            Ok(())
+        } else {
+            Err(format!("{counted:?}"))
+        }
+    })
+    .await;
+    // None ran: the target was never paused (an unpause of it finds no pause of its own).
+    let unpause = json!({"session_ids": ["forged-target"]});
+    let url = format!("http://{}/unpause", beta.addr);
+    let answer = http.post(&url).json(&unpause).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["not_paused"], json!(["forged-target"]), "{body}");
+    assert_eq!(refused(&http, &beta, "rule").await, 0);
+}
+
+/// A machine whose fleet webhook is gone (never registered here; deleted, the keeper restores
+/// it) still runs a command sent meanwhile, once, when it catches up on its channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_the_webhook_missed_runs_once_through_the_catch_up() {
+    let Some(bus) = RealBus::start_or_skip().await else {
+        return;
+    };
+    let keys = common::tempdir();
+    let key = key_file(keys.path(), "the key for catching up");
+    let alpha = machine("alpha", &bus, &key).await;
+    // No webhook at all: only the catch-up, every second, reads gamma's commands.
+    let gamma = machine_with(
+        "gamma",
+        &bus,
+        &key,
+        &[("WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL", "1s")],
+    )
+    .await;
+    hook_session(&gamma.server, "gamma-session-1", "lexer");
+    fleet_until(&alpha.server, "gamma in alpha's view", |f| {
+        session_in(f, "gamma", "gamma-session-1").is_some()
+    })
+    .await;
+    let body = json!({"machine": "gamma", "verb": "pause",
+                      "args": {"session_ids": ["gamma-session-1"]}});
+    let (code, body) = alpha.server.post_json("/fleet/send", body).await;
+    assert_eq!((code, &body["status"]), (200, &json!(200)), "{body}");
+    assert!(paused_in(
+        &gamma.server.get_json("/sessions").await,
+        "gamma-session-1"
+    ));
+
+    // Once: a few catch-ups later, still one answer to each command on the bus.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let client = BusClient::new(&bus.url()).unwrap();
+    let args = json!({"channel": "wakebridge:cmd:gamma:", "event_types": ["wakebridge_command"],
+                      "limit": 10});
+    let sent = client.call_tool("get_events", args).await.unwrap();
+    let sent = sent["events"].as_array().cloned().unwrap_or_default();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let payload = sent[0]["payload"].as_str().unwrap();
+    let id = serde_json::from_str::<Value>(payload.split_once('\n').unwrap().1).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(answers_to(&client, "alpha", &id).await, 1);
+    alpha.server.stop().await;
+    gamma.server.stop().await;
+}
+
+/// The fleet webhook deleted on the bus comes back with its keeper, and commands reach the
+/// machine again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_fleet_webhook_is_restored_by_its_keeper() {
+    let Some(bus) = RealBus::start_or_skip().await else {
+        return;
+    };
+    let keys = common::tempdir();
+    let key = key_file(keys.path(), "the key for keeping");
+    let beta = registered_machine("beta", &bus, &key).await;
+    let client = BusClient::new(&bus.url()).unwrap();
+    let fleet_hook = format!("http://{}/fleet/hook", beta.server.addr);
+    let row = async || {
+        let rows = client.call_tool("list_webhooks", json!({})).await.unwrap();
+        let rows = rows.as_array().cloned().unwrap_or_default();
+        rows.into_iter()
+            .find(|r| r["url"] == fleet_hook.as_str())
+            .and_then(|r| r["webhook_id"].as_i64())
+    };
+    let first = common::eventually_ok("the fleet webhook registered", SEEN_WITHIN, async || {
+        row().await.ok_or("none")
+    })
+    .await;
+    client
+        .call_tool("unregister_webhook", json!({"webhook_id": first}))
+        .await
+        .unwrap();
+    let second = common::eventually_ok("the fleet webhook restored", SEEN_WITHIN, async || {
+        row().await.filter(|id| *id != first).ok_or("not yet")
+    })
+    .await;
+    assert_ne!(first, second);
+    beta.server.stop().await;
 }

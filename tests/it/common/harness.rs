@@ -83,11 +83,16 @@ impl TestServer {
         super::timeout::arm_test_timeout();
         std::fs::create_dir_all(root.path().join("run")).expect("run dir");
         let env = wakebridge::env::Env::from(test_env(root.path(), extra_env));
-        if flags.port.is_none() {
+        // A port the caller chose is kept (a bus must be told where to post); otherwise the
+        // configuration says 8082 and the listener takes any free port.
+        let any_port = flags.port.is_none();
+        if any_port {
             flags.port = Some("8082".into());
         }
         let mut config = config::resolve(&flags, &env).expect("test config is valid");
-        config.port = 0;
+        if any_port {
+            config.port = 0;
+        }
         let wake_dir = config.paths.wake_dir.clone();
         // Right after a `stop`, a child another test thread is forking holds a copy of the
         // released locks' descriptors until it execs: wait for them to be free, as a restarted

@@ -1,0 +1,440 @@
+//! Commands between the fleet's machines. `wakebridge pause|unpause|wake|rewind --machine NAME`
+//! has the local daemon publish a command sealed with the fleet key on the named machine's
+//! `wakebridge:cmd:<machine>:` channel and wait for its answer. That machine takes it from its
+//! fleet webhook, or from the channel at its next catch-up when the webhook missed it, checks it
+//! in a fixed order (fleet signature, addressed to it, within its lifetime, not seen before, a
+//! verb it accepts), runs it through the local route's own rules, and publishes the route's
+//! answer on `wakebridge:result:<from>:`. A command names a verb and the local route's body (a
+//! session id, a configured message's name): never text to type.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::seal::{self, Broken};
+use super::{Fleet, bus_session};
+use crate::bus::BusError;
+use crate::deadline::Deadline;
+use crate::telemetry::{FleetRefusal, fleet_refused};
+
+/// The bus's event type of a command, and of its answer.
+pub const COMMAND_EVENT: &str = "wakebridge_command";
+pub const RESULT_EVENT: &str = "wakebridge_result";
+/// How long a command is good for once sent: well past the sender's wait, so a machine that
+/// catches up on it a little late still runs it.
+const LIFETIME: Duration = Duration::from_secs(30);
+/// The clock difference tolerated between two machines.
+const SKEW: Duration = Duration::from_secs(60);
+/// The longest lifetime a command may claim: what bounds how long its id must be remembered.
+const LONGEST_LIFETIME: Duration = Duration::from_secs(300);
+/// Ids of commands seen are remembered this long: far past any lifetime and skew.
+const SEEN_KEPT: Duration = Duration::from_secs(24 * 3600);
+/// How long the sender waits for the answer, and how often it looks.
+pub const ANSWER_WAIT: Duration = Duration::from_secs(10);
+const ANSWER_POLL: Duration = Duration::from_millis(100);
+/// Bus events already taken (by the webhook or a catch-up) remembered, so the other path
+/// skips them quietly; forgotten past this many.
+const TAKEN_KEPT: usize = 10_000;
+
+/// What another machine may ask: each is the local route of the same name.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
+#[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
+pub enum Verb {
+    Wake,
+    Pause,
+    Unpause,
+    Rewind,
+}
+
+impl Verb {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// A command as it goes on the bus, sealed with the fleet key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Command {
+    pub id: String,
+    pub from: String,
+    pub to: String,
+    pub verb: Verb,
+    /// The local route's body: `/pause`'s `{"session_ids": [...]}`, `/wake`'s `{"session_id"}`.
+    pub args: Value,
+    pub issued_at: jiff::Timestamp,
+    pub expires_at: jiff::Timestamp,
+}
+
+/// A machine's answer to a command: the local route's HTTP status and JSON body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reply {
+    pub id: String,
+    pub from: String,
+    pub status: u16,
+    pub answer: Value,
+}
+
+/// Runs a verb with the local route's body, through that route's rules: its status and body.
+pub type Performer =
+    Box<dyn Fn(Verb, Value) -> Pin<Box<dyn Future<Output = (u16, Value)> + Send>> + Send + Sync>;
+
+/// Where a command was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Webhook,
+    CatchUp,
+}
+
+/// The channel a machine's commands come on. The trailing `:` matters: the bus's webhooks
+/// match channels by prefix, and `wakebridge:cmd:b` would take `wakebridge:cmd:beta`'s.
+pub fn command_channel(machine: &str) -> String {
+    format!("wakebridge:cmd:{machine}:")
+}
+
+pub fn result_channel(machine: &str) -> String {
+    format!("wakebridge:result:{machine}:")
+}
+
+/// Why a command could not be sent or was not answered.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error(
+        "no machine named {name:?} in the fleet (machines: {known}); `wakebridge status --fleet` lists them"
+    )]
+    NoSuchMachine { name: String, known: String },
+    #[error("machine {name:?} is offline (last seen {last_seen}): nothing was sent")]
+    Offline { name: String, last_seen: String },
+    #[error("the bus did not take the command: {0}")]
+    Bus(#[from] BusError),
+    #[error(
+        "machine {name:?} did not answer within {}s; it may still run the command \
+         (`wakebridge status --fleet` shows what it did)", ANSWER_WAIT.as_secs()
+    )]
+    Unanswered { name: String },
+}
+
+/// The bus events already taken.
+#[derive(Default)]
+pub struct Taken(Mutex<HashSet<i64>>);
+
+impl Taken {
+    /// Whether bus event `id` is taken for the first time.
+    fn first(&self, id: i64) -> bool {
+        let Ok(mut taken) = self.0.lock() else {
+            return true;
+        };
+        if taken.len() >= TAKEN_KEPT {
+            taken.clear();
+        }
+        taken.insert(id)
+    }
+}
+
+impl Command {
+    fn new(from: &str, to: &str, verb: Verb, args: Value) -> Command {
+        let now = jiff::Timestamp::now();
+        Command {
+            id: random_id(),
+            from: from.to_owned(),
+            to: to.to_owned(),
+            verb,
+            args,
+            issued_at: now,
+            expires_at: now + jiff::SignedDuration::try_from(LIFETIME).unwrap_or_default(),
+        }
+    }
+
+    /// Whether `now` is within the command's lifetime, give or take the skew, and the
+    /// lifetime it claims is one a sender gives.
+    fn current(&self, now: jiff::Timestamp) -> bool {
+        let skew = jiff::SignedDuration::try_from(SKEW).unwrap_or_default();
+        let claimed = self.expires_at.duration_since(self.issued_at);
+        let longest = jiff::SignedDuration::try_from(LONGEST_LIFETIME).unwrap_or_default();
+        !claimed.is_negative()
+            && claimed <= longest
+            && now >= self.issued_at - skew
+            && now <= self.expires_at + skew
+    }
+}
+
+fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    // SAFETY: the buffer is valid for its 16 bytes, within getentropy's 256.
+    let rc = unsafe { libc::getentropy(bytes.as_mut_ptr().cast(), bytes.len()) };
+    if rc != 0 {
+        // Unique is what matters here, not secret: the time and the process will do.
+        let now = jiff::Timestamp::now().as_nanosecond();
+        bytes = (now ^ i128::from(std::process::id())).to_le_bytes();
+    }
+    hex::encode(bytes)
+}
+
+impl Fleet {
+    /// Checks a command the bus handed over (a webhook body or a `get_events` row), runs it
+    /// when every check passes, and answers the sender. A bus event taken before by the other
+    /// path is skipped quietly. Every refusal is counted and logged with why, but for those a
+    /// catch-up finds in the channel's history: a start reads the newest commands again, long
+    /// expired, and what the webhook refused was counted there. A command that reached its
+    /// verb runs once, by either path, so its refusal is counted once too.
+    pub async fn receive(&self, event: &Value, via: Via) {
+        let bus_id = event["event_id"].as_i64().or(event["id"].as_i64());
+        if bus_id.is_some_and(|id| !self.taken.first(id)) {
+            return;
+        }
+        let Err((why, detail)) = self.take(event).await else {
+            return;
+        };
+        let ran = matches!(why, FleetRefusal::NotAccepted | FleetRefusal::Rule);
+        let label: &str = why.into();
+        if via == Via::Webhook || ran {
+            fleet_refused(why);
+            tracing::warn!(why = label, event = ?bus_id, ?via, "fleet: a command was not run: {detail}");
+        } else {
+            tracing::debug!(why = label, event = ?bus_id, "fleet: a command in the channel's history was not run: {detail}");
+        }
+    }
+
+    async fn take(&self, event: &Value) -> Result<(), (FleetRefusal, String)> {
+        let me = &self.config.machine;
+        let payload = event["payload"].as_str().unwrap_or_default();
+        let command: Command = seal::open(COMMAND_EVENT, payload, &self.config.key).map_err(
+            |broken| match broken {
+                Broken::Signature => (
+                    FleetRefusal::Signature,
+                    "not signed with the fleet key".to_owned(),
+                ),
+                Broken::Malformed(why) => (FleetRefusal::Malformed, why),
+            },
+        )?;
+        let channel = event["channel"].as_str().unwrap_or_default();
+        if command.to != *me || channel != command_channel(me) {
+            return Err((
+                FleetRefusal::NotAddressed,
+                format!("addressed to {:?} on channel {channel:?}", command.to),
+            ));
+        }
+        let now = jiff::Timestamp::now();
+        if !command.current(now) {
+            return Err((
+                FleetRefusal::Expired,
+                format!(
+                    "issued {} to expire {}, and it is {now} here",
+                    command.issued_at, command.expires_at
+                ),
+            ));
+        }
+        let now_ms = now.as_millisecond();
+        let forget_before = now_ms.saturating_sub(crate::clock::duration_ms(SEEN_KEPT));
+        let store = &self.store;
+        match store
+            .first_sight_of_command(&command.id, now_ms, forget_before)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err((
+                    FleetRefusal::Replayed,
+                    format!("command {} ran before", command.id),
+                ));
+            }
+            Err(e) => return Err((FleetRefusal::Ledger, e.to_string())),
+        }
+        let verb = command.verb.as_str();
+        let (status, answer) = if !self.config.accept.contains(&command.verb) {
+            let error = format!(
+                "machine {me} does not take {verb} from the fleet: add \"{verb}\" to [fleet] \
+                 accept on {me} to allow it"
+            );
+            (403, json!({ "error": error }))
+        } else {
+            match self.performer.get() {
+                Some(perform) => perform(command.verb, command.args.clone()).await,
+                None => (503, json!({"error": "the daemon is starting"})),
+            }
+        };
+        tracing::info!(from = %command.from, verb, status, "fleet: a command from {} answered {status}", command.from);
+        self.reply(&command, status, answer.clone()).await;
+        match status {
+            200 => Ok(()),
+            403 => Err((FleetRefusal::NotAccepted, answer["error"].to_string())),
+            _ => Err((FleetRefusal::Rule, answer["error"].to_string())),
+        }
+    }
+
+    async fn reply(&self, command: &Command, status: u16, answer: Value) {
+        let me = &self.config.machine;
+        let reply = Reply {
+            id: command.id.clone(),
+            from: me.clone(),
+            status,
+            answer,
+        };
+        let args = json!({
+            "event_type": RESULT_EVENT,
+            "payload": seal::seal(RESULT_EVENT, &reply, &self.config.key),
+            "session_id": bus_session(me),
+            "channel": result_channel(&command.from),
+            "correlation_id": command.id,
+            "signal_level": "info",
+        });
+        if let Err(e) = self.bus.call_tool("publish_event", args).await {
+            tracing::warn!(error = %e, from = %command.from, "fleet: could not publish the answer to a command; it ran all the same");
+        }
+    }
+
+    /// Sends `verb` with the local route's body `args` to machine `to` and waits for its
+    /// answer. A machine offline or unknown gets nothing.
+    pub async fn send(&self, to: &str, verb: Verb, args: Value) -> Result<Reply, SendError> {
+        let machines = self.others().await?;
+        let Some(machine) = machines.iter().find(|m| m.name == to) else {
+            let known: Vec<&str> = machines.iter().map(|m| m.name.as_str()).collect();
+            return Err(SendError::NoSuchMachine {
+                name: to.to_owned(),
+                known: std::iter::once(self.config.machine.as_str())
+                    .chain(known)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        };
+        if !machine.online {
+            let last_seen = machine
+                .last_seen
+                .map_or("never".to_owned(), |at| at.to_string());
+            return Err(SendError::Offline {
+                name: to.to_owned(),
+                last_seen,
+            });
+        }
+        let me = &self.config.machine;
+        let command = Command::new(me, to, verb, args);
+        let publish = json!({
+            "event_type": COMMAND_EVENT,
+            "payload": seal::seal(COMMAND_EVENT, &command, &self.config.key),
+            "session_id": bus_session(me),
+            "channel": command_channel(to),
+            "correlation_id": command.id,
+            "signal_level": "info",
+        });
+        self.bus.call_tool("publish_event", publish).await?;
+        let deadline = Deadline::after(ANSWER_WAIT);
+        let look = json!({"channel": result_channel(me), "correlation_id": command.id,
+                          "event_types": [RESULT_EVENT], "limit": 10});
+        while !deadline.expired() {
+            tokio::time::sleep(ANSWER_POLL).await;
+            let Ok(found) = self.bus.call_tool("get_events", look.clone()).await else {
+                continue;
+            };
+            let events = found["events"].as_array().map_or(&[][..], Vec::as_slice);
+            let reply = (events.iter())
+                .filter_map(|e| e["payload"].as_str())
+                .filter_map(|p| seal::open::<Reply>(RESULT_EVENT, p, &self.config.key).ok())
+                .find(|reply| reply.id == command.id && reply.from == to);
+            if let Some(reply) = reply {
+                return Ok(reply);
+            }
+        }
+        Err(SendError::Unanswered {
+            name: to.to_owned(),
+        })
+    }
+
+    /// Reads this machine's command channel from `cursor` (from the newest few when `None`)
+    /// and takes what the webhook missed; the cursor to read from next time.
+    pub(super) async fn catch_up(&self, cursor: Option<String>) -> Result<String, BusError> {
+        let channel = command_channel(&self.config.machine);
+        let mut cursor = cursor;
+        loop {
+            let order = if cursor.is_some() { "asc" } else { "desc" };
+            let args = json!({"channel": channel, "cursor": cursor, "order": order,
+                              "event_types": [COMMAND_EVENT], "limit": CATCH_UP_PAGE,
+                              "session_id": bus_session(&self.config.machine)});
+            let page = self.bus.call_tool("get_events", args).await?;
+            let events = page["events"].as_array().map_or(&[][..], Vec::as_slice);
+            // Oldest first, as they were sent.
+            let mut events: Vec<&Value> = events.iter().collect();
+            events.sort_by_key(|e| e["id"].as_i64());
+            for event in events {
+                self.receive(event, Via::CatchUp).await;
+            }
+            let next = page["next_cursor"].as_str().map(str::to_owned);
+            let more = page["has_more"].as_bool() == Some(true) && order == "asc";
+            match next {
+                Some(next) if more => cursor = Some(next),
+                Some(next) => return Ok(next),
+                None => return Ok(cursor.unwrap_or_default()),
+            }
+        }
+    }
+}
+
+/// Commands read per catch-up call: a desc read at start takes the newest this many.
+const CATCH_UP_PAGE: u32 = 50;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command(issued: &str, expires: &str) -> Command {
+        Command {
+            issued_at: issued.parse().unwrap(),
+            expires_at: expires.parse().unwrap(),
+            ..Command::new("a", "b", Verb::Pause, json!({}))
+        }
+    }
+
+    #[test]
+    fn a_command_is_current_within_its_lifetime_and_a_minute_of_skew() {
+        let c = command("2026-12-07T10:00:00Z", "2026-12-07T10:00:30Z");
+        let at = |t: &str| c.current(t.parse().unwrap());
+        assert!(at("2026-12-07T10:00:10Z"));
+        assert!(
+            at("2026-12-07T09:59:01Z"),
+            "a sender's clock a little ahead"
+        );
+        assert!(at("2026-12-07T10:01:29Z"), "ours a little ahead");
+        assert!(!at("2026-12-07T09:58:59Z"));
+        assert!(!at("2026-12-07T10:01:31Z"));
+        let long = command("2026-12-07T10:00:00Z", "2026-12-08T10:00:00Z");
+        assert!(!long.current("2026-12-07T10:00:10Z".parse().unwrap()));
+        let backwards = command("2026-12-07T10:00:30Z", "2026-12-07T10:00:00Z");
+        assert!(!backwards.current("2026-12-07T10:00:10Z".parse().unwrap()));
+    }
+
+    #[test]
+    fn a_command_carries_no_field_beyond_its_own() {
+        let mut c = serde_json::to_value(Command::new("a", "b", Verb::Wake, json!({}))).unwrap();
+        c["text"] = json!("rm -rf ~\n");
+        assert!(serde_json::from_value::<Command>(c).is_err());
+    }
+
+    #[test]
+    fn ids_differ() {
+        assert_ne!(random_id(), random_id());
+        assert_eq!(random_id().len(), 32);
+    }
+
+    #[test]
+    fn verbs_are_lowercase_words() {
+        assert_eq!(Verb::Unpause.as_str(), "unpause");
+        assert_eq!("rewind".parse::<Verb>().unwrap(), Verb::Rewind);
+        assert_eq!(serde_json::to_value(Verb::Wake).unwrap(), json!("wake"));
+    }
+}
