@@ -119,6 +119,21 @@ pub struct Health {
     pub webhook_id: Shown<i64>,
     #[serde(default, skip_serializing_if = "Shown::is_hidden")]
     pub last_verified_at: Shown<Timestamp>,
+    /// With `[fleet] key_file`, shown as `config_file` is: this machine on the bus.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetHealth>,
+}
+
+/// This machine in the fleet, as `/health` tells `doctor`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetHealth {
+    pub machine: String,
+    /// The last heartbeat (a registration on the bus) was answered.
+    pub on_bus: bool,
+    /// Whether the keeper last found the fleet webhook on the bus; `null` without registration.
+    pub webhook: Option<bool>,
+    /// When this machine's status last went on the bus.
+    pub published_at: Option<Timestamp>,
 }
 
 /// A field left out of the body, or present and possibly `null` (`config_file: null`: no file).
@@ -510,6 +525,7 @@ mod tests {
             registered: None,
             webhook_id: Shown::Hidden,
             last_verified_at: Shown::Hidden,
+            fleet: None,
         };
         let body = serde_json::to_value(&health).unwrap();
         assert!(body.get("config_file").is_none() && body.get("registered").is_none());

@@ -29,6 +29,8 @@ use crate::wakedir::target::PaneTarget;
 
 /// Budget for each mapped pane's check: a hung multiplexer must not hang the doctor.
 const PANE_CHECK_BUDGET: Duration = Duration::from_secs(3);
+/// How old this machine's last status on the bus may be: it goes every 10 minutes.
+const STATUS_WITHIN: i64 = 11 * 60;
 /// How old the daemon's last sight of its webhook row may be: it looks every minute.
 const VERIFIED_WITHIN: u64 = 180;
 /// How long `claude --version` may take (a cold npm start is ~1 s).
@@ -150,6 +152,7 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
         let bus_url = health.bus_url.as_deref().unwrap_or(&config.bus_url);
         checks.push(bus_check(health, jiff::Timestamp::now(), bus_url));
     }
+    checks.extend(fleet_check(config, health.as_ref(), jiff::Timestamp::now()));
     // The daemon's backend is the one that counts; this shell's when the daemon is not up.
     let backend = health
         .as_ref()
@@ -306,6 +309,55 @@ fn bus_check(health: &Health, now: jiff::Timestamp, bus_url: &str) -> Check {
             "is the bus hung? see the daemon's log",
         ),
     }
+}
+
+/// With `[fleet] key_file`: the key as this shell reads it (only you may read it), and this
+/// machine on the bus as the daemon tells it. A warning at most: the fleet is no link of a wake.
+fn fleet_check(config: &Config, health: Option<&Health>, now: jiff::Timestamp) -> Option<Check> {
+    let settings = &config.settings.fleet;
+    if settings.key_file.is_empty() {
+        return None;
+    }
+    let fix_key = "[fleet] key_file: the fleet's shared key, in a file only you can read";
+    let fleet = match crate::fleet::FleetConfig::from_settings(settings) {
+        Ok(fleet) => fleet?,
+        Err(e) => return Some(Check::warn("fleet", e.to_string(), fix_key)),
+    };
+    let found = format!("machine {}, its key only yours", fleet.machine);
+    let Some(theirs) = health.and_then(|h| h.fleet.as_ref()) else {
+        let fix = "restart the daemon so it reads [fleet] (`wakebridge service install` again)";
+        return Some(Check::warn(
+            "fleet",
+            format!("{found}; the daemon is in no fleet"),
+            fix,
+        ));
+    };
+    let mut troubles = Vec::new();
+    if !theirs.on_bus {
+        troubles.push("its last heartbeat on the bus went unanswered".to_owned());
+    }
+    if theirs.webhook == Some(false) {
+        troubles.push("its fleet webhook is not on the bus (commands wait for a catch-up)".into());
+    }
+    let age = (theirs.published_at).map(|at| now.as_second().saturating_sub(at.as_second()));
+    match age {
+        None => troubles.push("no status published yet".into()),
+        Some(age) if age > STATUS_WITHIN => {
+            troubles.push(format!("its status last went out {age}s ago"));
+        }
+        Some(_) => {}
+    }
+    let published = age.map_or(String::new(), |age| {
+        format!(", status published {age}s ago")
+    });
+    Some(match troubles.as_slice() {
+        [] => Check::ok("fleet", format!("{found}; on the bus{published}")),
+        _ => Check::warn(
+            "fleet",
+            format!("{found}; {}", troubles.join("; ")),
+            "is the bus running at the bridge's bus URL? see the daemon's log",
+        ),
+    })
 }
 
 /// Whether any session can be reached: a pane mapped in `panes_file`, or a live inbox (a
@@ -560,6 +612,7 @@ mod tests {
             registered,
             webhook_id: Shown::Value(Some(4)),
             last_verified_at: Shown::Value(ago.map(|s| now - jiff::SignedDuration::from_secs(s))),
+            fleet: None,
         };
         let fresh = bus_check(&health(Some(true), Some(30)), now, "u");
         assert_eq!(fresh.verdict, Verdict::Ok);

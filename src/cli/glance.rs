@@ -642,6 +642,7 @@ mod tests {
             registered: Some(true),
             webhook_id: Shown::Hidden,
             last_verified_at: Shown::Hidden,
+            fleet: None,
         }
     }
 

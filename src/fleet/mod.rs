@@ -13,7 +13,8 @@ pub mod seal;
 pub mod status;
 pub mod view;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::json;
@@ -162,6 +163,9 @@ pub struct Fleet {
     taken: command::Taken,
     /// The fleet webhook's row on the bus, as its keeper last saw it.
     pub webhook: Arc<RegistrationStatus>,
+    /// Whether the last heartbeat was answered, and when the status last went out.
+    on_bus: AtomicBool,
+    published_at: Mutex<Option<jiff::Timestamp>>,
 }
 
 impl Fleet {
@@ -175,7 +179,19 @@ impl Fleet {
             performer: OnceLock::new(),
             taken: command::Taken::default(),
             webhook: Arc::default(),
+            on_bus: AtomicBool::new(false),
+            published_at: Mutex::new(None),
         }))
+    }
+
+    /// This machine on the bus, for `/health` (`webhook`: the keeper's last look, if any).
+    pub fn health(&self, webhook: Option<bool>) -> crate::api::FleetHealth {
+        crate::api::FleetHealth {
+            machine: self.config.machine.clone(),
+            on_bus: self.on_bus.load(Ordering::Relaxed),
+            webhook,
+            published_at: *crate::lock(&self.published_at),
+        }
     }
 
     /// How this machine runs a verb another machine sent; set once, at start.
@@ -188,7 +204,9 @@ impl Fleet {
         let name = bus_session(&self.config.machine);
         let args = json!({"name": name, "machine": self.config.machine, "cwd": "/",
                           "client_id": name});
-        self.bus.call_tool("register_session", args).await.map(drop)
+        let answered = self.bus.call_tool("register_session", args).await.map(drop);
+        self.on_bus.store(answered.is_ok(), Ordering::Relaxed);
+        answered
     }
 
     async fn publish(&self, status: &crate::api::MachineStatus) -> Result<(), BusError> {
@@ -201,7 +219,9 @@ impl Fleet {
             "channel": status_channel(machine),
             "signal_level": "info",
         });
-        self.bus.call_tool("publish_event", args).await.map(drop)
+        self.bus.call_tool("publish_event", args).await?;
+        *crate::lock(&self.published_at) = Some(status.at);
+        Ok(())
     }
 }
 

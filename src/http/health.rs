@@ -37,5 +37,12 @@ pub async fn health(State(app): State<Arc<AppState>>, headers: HeaderMap) -> Jso
         last_verified_at: registration.as_ref().map_or(Shown::Hidden, |r| {
             Shown::Value(r.last_verified_at.and_then(clock::shown))
         }),
+        fleet: (app.fleet.as_ref()).filter(|_| reader).map(|fleet| {
+            let webhook = app
+                .registration
+                .as_ref()
+                .map(|_| fleet.webhook.snapshot().registered);
+            fleet.health(webhook)
+        }),
     })
 }

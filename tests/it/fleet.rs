@@ -386,6 +386,26 @@ async fn one_machine_pauses_unpauses_and_wakes_another_s_session() {
     );
     assert_eq!(stdout.trim(), format!("{SID}: paused"));
     assert!(paused_in(&beta.server.get_json("/sessions").await, SID));
+
+    // `doctor` on alpha: its key, on the bus, its webhook there, its status published.
+    let key_path = key.display().to_string();
+    let fleet_env = [
+        ("WAKEBRIDGE_FLEET__MACHINE", "alpha"),
+        ("WAKEBRIDGE_FLEET__KEY_FILE", key_path.as_str()),
+    ];
+    let mut cmd = binary(alpha.server.root.path(), &fleet_env);
+    cmd.args(["doctor", "--url"]).arg(alpha.server.url(""));
+    let out = fed(cmd, "");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.contains(" fleet "))
+        .unwrap_or_default();
+    assert!(line.starts_with("ok"), "{stdout}");
+    assert!(
+        line.contains("machine alpha, its key only yours; on the bus, status published"),
+        "{stdout}"
+    );
     alpha.server.stop().await;
     beta.server.stop().await;
 }
