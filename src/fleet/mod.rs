@@ -289,7 +289,7 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
             changed = sources.views.changed() => if changed.is_err() { break },
             () = sleep_until_some(republish_at) => {}
         }
-        let mut status = this_machine(&fleet.config.machine, &mut sources).await;
+        let mut status = own_status(&fleet.config.machine, &mut sources).await;
         let due = |status: &crate::api::MachineStatus| {
             published.as_ref().is_none_or(|(last, at)| {
                 !status::same(last, status) || Instant::now() >= *at + REPUBLISH
@@ -305,7 +305,7 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
                 () = shutdown.cancelled() => break,
                 () = sleep_until_some(next_try) => {}
             }
-            status = this_machine(&fleet.config.machine, &mut sources).await;
+            status = own_status(&fleet.config.machine, &mut sources).await;
         }
         let now = Instant::now();
         tried_at = Some(now);
@@ -331,7 +331,7 @@ async fn sleep_until_some(at: Option<tokio::time::Instant>) {
 }
 
 /// This machine's status from the loop's views and the accounts' windows.
-async fn this_machine(machine: &str, sources: &mut Sources) -> crate::api::MachineStatus {
+async fn own_status(machine: &str, sources: &mut Sources) -> crate::api::MachineStatus {
     let stale = crate::clock::duration_ms(sources.budget_stale_after);
     let state_dir = sources.state_dir.clone();
     let budgets = tokio::task::spawn_blocking(move || {
