@@ -356,22 +356,27 @@ impl Fleet {
         })
     }
 
-    /// Reads this machine's command channel from `cursor` (from the newest few when `None`)
-    /// and takes what the webhook missed; the cursor to read from next time.
+    /// Reads the fleet's statuses and commands since `cursor` (the newest few when `None`):
+    /// takes the commands to this machine the webhook missed, and keeps the statuses (a twin's
+    /// among them); the cursor to read from next time. With `session_id`, the read is this
+    /// daemon's heartbeat too.
     pub(super) async fn catch_up(&self, cursor: Option<String>) -> Result<String, BusError> {
-        let channel = command_channel(&self.config.machine);
+        let mine = command_channel(&self.config.machine);
         let mut cursor = cursor;
         loop {
             let order = if cursor.is_some() { "asc" } else { "desc" };
-            let args = json!({"channel": channel, "cursor": cursor, "order": order,
-                              "event_types": [COMMAND_EVENT], "limit": CATCH_UP_PAGE,
+            let args = json!({"cursor": cursor, "order": order, "limit": CATCH_UP_PAGE,
+                              "event_types": [super::STATUS_EVENT, COMMAND_EVENT],
                               "session_id": bus_session(&self.config.machine)});
             let page = self.bus.call_tool("get_events", args).await?;
             let events = page["events"].as_array().map_or(&[][..], Vec::as_slice);
+            self.remember(events);
             // Oldest first, as they were sent.
-            let mut events: Vec<&Value> = events.iter().collect();
-            events.sort_by_key(|e| e["id"].as_i64());
-            for event in events {
+            let mut commands: Vec<&Value> = (events.iter())
+                .filter(|e| e["event_type"] == COMMAND_EVENT && e["channel"] == mine.as_str())
+                .collect();
+            commands.sort_by_key(|e| e["id"].as_i64());
+            for event in commands {
                 self.receive(event, Via::CatchUp).await;
             }
             let next = page["next_cursor"].as_str().map(str::to_owned);
@@ -385,8 +390,8 @@ impl Fleet {
     }
 }
 
-/// Commands read per catch-up call: a desc read at start takes the newest this many.
-const CATCH_UP_PAGE: u32 = 50;
+/// Events read per catch-up call: the read at start takes the newest this many.
+const CATCH_UP_PAGE: u32 = 100;
 
 #[cfg(test)]
 mod tests {

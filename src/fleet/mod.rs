@@ -30,7 +30,10 @@ use crate::store::Store;
 use crate::wire::signature::Secret;
 use command::{Performer, Verb};
 
-/// How often the daemon re-registers on the bus: its heartbeat, well inside `OFFLINE_AFTER`.
+/// How often the daemon refreshes its heartbeat on the bus, well inside `OFFLINE_AFTER` (or
+/// the keep interval, when shorter): by turns by registering again, so a bus that forgot it
+/// learns it again, and by reading the fleet's statuses and commands since its last read, which
+/// refreshes the reader's heartbeat too. So the read costs no call of its own.
 pub const HEARTBEAT: Duration = Duration::from_secs(30);
 /// A machine whose heartbeat is older than this, by the bus's clock, is offline.
 pub const OFFLINE_AFTER: Duration = Duration::from_secs(90);
@@ -38,9 +41,6 @@ pub const OFFLINE_AFTER: Duration = Duration::from_secs(90);
 pub const CHANGE_GAP: Duration = Duration::from_secs(15);
 /// A status is published this often even when nothing changed.
 pub const REPUBLISH: Duration = Duration::from_secs(600);
-/// Every this many heartbeats the daemon reads its own channel for a twin (another daemon
-/// under its name): every 2 minutes, half a bus call a minute.
-const TWIN_CHECK_EVERY: u32 = 4;
 /// The bus's event type of a machine's status.
 pub const STATUS_EVENT: &str = "wakebridge_status";
 
@@ -230,7 +230,8 @@ pub struct Sources {
     pub views: watch::Receiver<SessionViews>,
     pub state_dir: std::path::PathBuf,
     pub budget_stale_after: Duration,
-    /// How often the command channel is read for what the webhook missed (the keep interval).
+    /// How often, at most, the commands are read for what the webhook missed (the keep
+    /// interval; every other heartbeat when that is longer).
     pub catch_up_every: Duration,
 }
 
@@ -242,11 +243,9 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
     use tokio::time::Instant;
     let name = bus_session(&fleet.config.machine);
     tracing::info!(machine = %fleet.config.machine, "fleet: on the bus as {name}");
-    let mut heartbeat = tokio::time::interval(HEARTBEAT);
+    let mut heartbeat = tokio::time::interval(HEARTBEAT.min(sources.catch_up_every));
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut catch_up = tokio::time::interval(sources.catch_up_every);
-    catch_up.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // Where the command channel was read to; `None` until the first read (at start).
+    // Where the fleet's events were read to; `None` until the first read (at start).
     let mut read_to: Option<String> = None;
     // The status the bus has (as far as we know), when it was published, and the last try.
     let mut published: Option<(crate::api::MachineStatus, Instant)> = None;
@@ -272,19 +271,20 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
         tokio::select! {
             () = shutdown.cancelled() => break,
             _ = heartbeat.tick() => {
-                beats = beats.wrapping_add(1);
-                if !report(fleet.heartbeat().await, "register on the bus") {
+                // At start both, then by turns.
+                let start = beats == 0;
+                if (start || beats.is_multiple_of(2))
+                    && !report(fleet.heartbeat().await, "register on the bus")
+                {
                     // The bus may come back without the last status: publish it again then.
                     published = None;
-                } else if beats.is_multiple_of(TWIN_CHECK_EVERY) {
-                    fleet.look_for_twin().await;
                 }
-            }
-            _ = catch_up.tick() => {
-                let read = fleet.catch_up(read_to.clone()).await;
-                read_to = read.as_ref().ok().cloned().or(read_to);
-                report(read.map(drop), "read this machine's commands");
-                continue;
+                if start || !beats.is_multiple_of(2) {
+                    let read = fleet.catch_up(read_to.clone()).await;
+                    read_to = read.as_ref().ok().cloned().or(read_to);
+                    report(read.map(drop), "read the fleet's commands");
+                }
+                beats = beats.wrapping_add(1);
             }
             changed = sources.views.changed() => if changed.is_err() { break },
             () = sleep_until_some(republish_at) => {}
