@@ -100,7 +100,10 @@ pub type Performer =
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
     Webhook,
+    /// A read of what was published since the last read.
     CatchUp,
+    /// The read at start, of what was published before: history, mostly long expired.
+    History,
 }
 
 /// The channel a machine's commands come on. The trailing `:` matters: the bus's webhooks
@@ -190,10 +193,9 @@ fn random_id() -> String {
 impl Fleet {
     /// Checks a command the bus handed over (a webhook body or a `get_events` row), runs it
     /// when every check passes, and answers the sender. A bus event taken before by the other
-    /// path is skipped quietly. Every refusal is counted and logged with why, but for those a
-    /// catch-up finds in the channel's history: a start reads the newest commands again, long
-    /// expired, and what the webhook refused was counted there. A command that reached its
-    /// verb runs once, by either path, so its refusal is counted once too.
+    /// path is skipped quietly. Every refusal is counted and logged with why, once per bus
+    /// event, but for those in the history a start reads: long expired, and counted (if at
+    /// all) by the daemon that was running then.
     pub async fn receive(&self, event: &Value, via: Via) {
         let bus_id = event["event_id"].as_i64().or(event["id"].as_i64());
         if bus_id.is_some_and(|id| !self.taken.first(id)) {
@@ -202,13 +204,12 @@ impl Fleet {
         let Err((why, detail)) = self.take(event).await else {
             return;
         };
-        let ran = matches!(why, FleetRefusal::NotAccepted | FleetRefusal::Rule);
         let label: &str = why.into();
-        if via == Via::Webhook || ran {
+        if via == Via::History {
+            tracing::debug!(why = label, event = ?bus_id, "fleet: a command from before this start was not run: {detail}");
+        } else {
             fleet_refused(why);
             tracing::warn!(why = label, event = ?bus_id, ?via, "fleet: a command was not run: {detail}");
-        } else {
-            tracing::debug!(why = label, event = ?bus_id, "fleet: a command in the channel's history was not run: {detail}");
         }
     }
 
@@ -376,8 +377,13 @@ impl Fleet {
                 .filter(|e| e["event_type"] == COMMAND_EVENT && e["channel"] == mine.as_str())
                 .collect();
             commands.sort_by_key(|e| e["id"].as_i64());
+            let via = if order == "desc" {
+                Via::History
+            } else {
+                Via::CatchUp
+            };
             for event in commands {
-                self.receive(event, Via::CatchUp).await;
+                self.receive(event, via).await;
             }
             let next = page["next_cursor"].as_str().map(str::to_owned);
             let more = page["has_more"].as_bool() == Some(true) && order == "asc";

@@ -440,10 +440,22 @@ async fn forged_commands_are_refused_counted_and_run_nothing() {
     beta.wait_ready(&http).await;
     let client = BusClient::new(&bus.url()).unwrap();
     let fleet_hook = format!("http://{}/fleet/hook", beta.addr);
+    // Its webhook on the bus, and its start behind it (the first status goes out after the
+    // start's read of what came before, which counts nothing).
     common::eventually_ok("beta's fleet webhook registered", SEEN_WITHIN, async || {
         let rows = client.call_tool("list_webhooks", json!({})).await.unwrap();
+        let health = http
+            .get(format!("http://{}/health", beta.addr))
+            .send()
+            .await;
+        let health: Value = health.unwrap().json().await.unwrap();
+        let started = health["fleet"]["published_at"].is_string();
         let there = rows.to_string().contains(&fleet_hook);
-        if there { Ok(()) } else { Err(rows.to_string()) }
+        if there && started {
+            Ok(())
+        } else {
+            Err(format!("{rows} {health}"))
+        }
     })
     .await;
     let target = json!({"session_ids": ["forged-target"]});
