@@ -165,6 +165,8 @@ pub struct Fleet {
     pub webhook: Arc<RegistrationStatus>,
     /// Whether the last heartbeat was answered, and when the status last went out.
     on_bus: AtomicBool,
+    /// A registration found the bus did not know this machine: its status goes out again.
+    forgotten: AtomicBool,
     published_at: Mutex<Option<jiff::Timestamp>>,
 }
 
@@ -180,6 +182,7 @@ impl Fleet {
             taken: command::Taken::default(),
             webhook: Arc::default(),
             on_bus: AtomicBool::new(false),
+            forgotten: AtomicBool::new(false),
             published_at: Mutex::new(None),
         }))
     }
@@ -204,9 +207,13 @@ impl Fleet {
         let name = bus_session(&self.config.machine);
         let args = json!({"name": name, "machine": self.config.machine, "cwd": "/",
                           "client_id": name});
-        let answered = self.bus.call_tool("register_session", args).await.map(drop);
-        self.on_bus.store(answered.is_ok(), Ordering::Relaxed);
-        answered
+        let answer = self.bus.call_tool("register_session", args).await;
+        self.on_bus.store(answer.is_ok(), Ordering::Relaxed);
+        // A bus that did not know us (restarted on a fresh database) has no status of ours.
+        if answer.as_ref().is_ok_and(|a| a["resumed"] == false) {
+            self.forgotten.store(true, Ordering::Relaxed);
+        }
+        answer.map(drop)
     }
 
     async fn publish(&self, status: &crate::api::MachineStatus) -> Result<(), BusError> {
@@ -288,6 +295,9 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
             }
             changed = sources.views.changed() => if changed.is_err() { break },
             () = sleep_until_some(republish_at) => {}
+        }
+        if fleet.forgotten.swap(false, Ordering::Relaxed) {
+            published = None;
         }
         let mut status = own_status(&fleet.config.machine, &mut sources).await;
         let due = |status: &crate::api::MachineStatus| {

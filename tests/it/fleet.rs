@@ -185,10 +185,32 @@ async fn two_machines_see_each_other_through_the_real_bus() {
         session_in(&fleet, "beta", "beta-session-1").is_some(),
         "{fleet}"
     );
+    // A command to it is refused at once, nothing sent.
+    let asked = std::time::Instant::now();
+    let body = json!({"machine": "beta", "verb": "pause", "args": {"all": true}});
+    let (code, body) = alpha.server.post_json("/fleet/send", body).await;
+    assert_eq!(code, 409, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("offline")),
+        "{body}"
+    );
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        asked.elapsed()
+    );
     drop(beta_root);
 
     // The bus down: alpha shows itself alone and says why; back with the bus.
     bus.stop().await;
+    // Its own work goes on.
+    let (code, body) = alpha
+        .server
+        .post_json("/pause", json!({"session_ids": ["alpha-local"]}))
+        .await;
+    assert_eq!(code, 200, "{body}");
     let fleet = alpha.server.get_json("/fleet").await;
     assert_eq!(
         fleet["machines"].as_array().map(Vec::len),
@@ -639,5 +661,70 @@ async fn a_deleted_fleet_webhook_is_restored_by_its_keeper() {
     })
     .await;
     assert_ne!(first, second);
+    beta.server.stop().await;
+}
+
+/// The statuses `machine` has on the bus.
+async fn statuses_of(client: &BusClient, machine: &str) -> usize {
+    let args = json!({"channel": format!("wakebridge:status:{machine}"),
+                      "event_types": ["wakebridge_status"], "limit": 100});
+    let found = client.call_tool("get_events", args).await.unwrap();
+    found["events"].as_array().map_or(0, Vec::len)
+}
+
+/// The bus down for a while and back on its database, then back on a fresh one: each time the
+/// machines publish their status again and commands run again, with nothing done by hand.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_comes_back_with_a_bus_restarted_on_its_database_or_a_fresh_one() {
+    let Some(mut bus) = RealBus::start_or_skip().await else {
+        return;
+    };
+    let keys = common::tempdir();
+    let key = key_file(keys.path(), "the key for restarts");
+    let alpha = registered_machine("alpha", &bus, &key).await;
+    let beta = registered_machine("beta", &bus, &key).await;
+    hook_session(&beta.server, "beta-session-1", "parser");
+    fleet_until(&alpha.server, "beta's session in alpha's view", |f| {
+        session_in(f, "beta", "beta-session-1").is_some()
+    })
+    .await;
+    let client = BusClient::new(&bus.url()).unwrap();
+    let pause_on_beta = async |what: &str| {
+        common::eventually_ok(what, SEEN_WITHIN, async || {
+            let body = json!({"machine": "beta", "verb": "pause", "args": {"all": true}});
+            let (code, body) = alpha.server.post_json("/fleet/send", body).await;
+            if code == 200 && body["status"] == 200 {
+                Ok(())
+            } else {
+                Err(format!("{code} {body}"))
+            }
+        })
+        .await;
+    };
+
+    // Down long enough for a heartbeat to fail, then back on its database.
+    let before = statuses_of(&client, "alpha").await;
+    bus.stop().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    bus.restart().await;
+    common::eventually_ok("alpha's status published again", SEEN_WITHIN, async || {
+        let now = statuses_of(&client, "alpha").await;
+        if now > before { Ok(()) } else { Err(now) }
+    })
+    .await;
+    pause_on_beta("a command after the restart").await;
+
+    // A fresh database: the machines register again, find the bus did not know them, publish
+    // their status again; the keepers put the fleet webhooks back.
+    bus.restart_fresh().await;
+    for machine in ["alpha", "beta"] {
+        common::eventually_ok("a status on the fresh bus", SEEN_WITHIN, async || {
+            let now = statuses_of(&client, machine).await;
+            if now > 0 { Ok(()) } else { Err(machine) }
+        })
+        .await;
+    }
+    pause_on_beta("a command on the fresh bus").await;
+    alpha.server.stop().await;
     beta.server.stop().await;
 }

@@ -200,6 +200,19 @@ impl RealBus {
         }
     }
 
+    /// Stops the bus and starts it again on the same port with a fresh database, as a bus
+    /// moved or reinstalled would come back: no sessions, no webhooks, no events.
+    pub async fn restart_fresh(&mut self) {
+        self.stop().await;
+        for suffix in ["", "-wal", "-shm"] {
+            let path = format!("{}{suffix}", self.db_path().display());
+            let _ = std::fs::remove_file(path);
+        }
+        if let Err(StartFailure::PortTaken(why) | StartFailure::Other(why)) = self.launch().await {
+            panic!("restarting the bus on the same port with a fresh database: {why}");
+        }
+    }
+
     /// SIGKILLs what is left of the bus's group (all of it, after a crash or a stop: the
     /// unreaped leader keeps the group id from being reused) and reaps the bus.
     fn reap(&mut self) -> String {
