@@ -728,3 +728,52 @@ async fn the_fleet_comes_back_with_a_bus_restarted_on_its_database_or_a_fresh_on
     alpha.server.stop().await;
     beta.server.stop().await;
 }
+
+/// A machine stopped dead (SIGSTOP: no heartbeat, no goodbye) is shown offline within 100 s,
+/// with its last status, and online again soon after SIGCONT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_stopped_dead_goes_offline_and_comes_back() {
+    let Some(bus) = RealBus::start_or_skip().await else {
+        return;
+    };
+    let keys = common::tempdir();
+    let key = key_file(keys.path(), "the key for stopping");
+    let alpha = machine("alpha", &bus, &key).await;
+    let root = common::tempdir();
+    let key = key.display().to_string();
+    let beta = Daemon::spawn(
+        root.path(),
+        &[
+            ("AGENT_EVENT_BUS_URL", bus.url().as_str()),
+            ("WAKEBRIDGE_FLEET__MACHINE", "beta"),
+            ("WAKEBRIDGE_FLEET__KEY_FILE", key.as_str()),
+        ],
+        None,
+    );
+    beta.wait_ready(&reqwest::Client::new()).await;
+    let online =
+        |want: bool| move |f: &Value| machine_in(f, "beta").is_some_and(|m| m["online"] == want);
+    fleet_until(&alpha.server, "beta online", online(true)).await;
+    let pid = libc::pid_t::try_from(beta.child.0.id()).unwrap();
+    // SAFETY: kill(2) on a child this test started and has not reaped.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let stopped = std::time::Instant::now();
+    let fleet = common::eventually_ok("beta offline", Duration::from_secs(100), async || {
+        let fleet = alpha.server.get_json("/fleet").await;
+        if online(false)(&fleet) {
+            Ok(fleet)
+        } else {
+            Err(fleet.to_string())
+        }
+    })
+    .await;
+    eprintln!("beta shown offline {:.0?} after SIGSTOP", stopped.elapsed());
+    assert!(
+        machine_in(&fleet, "beta").unwrap()["status"].is_object(),
+        "{fleet}"
+    );
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    fleet_until(&alpha.server, "beta online again", online(true)).await;
+    alpha.server.stop().await;
+}
