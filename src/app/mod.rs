@@ -221,6 +221,8 @@ impl App {
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), AppError> {
         let addr = self.local_addr();
         tracing::info!(%addr, backend = ?self.state.config.backend, wake_dir = %self.state.deliverer.spool().wake_dir().display(), "wakebridge listening");
+        // The two keepers (the bridge's webhook, the fleet's) share their listing.
+        let listing = Arc::new(registration::SharedListing::default());
         let registration = self.state.registration.clone().map(|status| {
             let config = &self.state.config;
             let reg = RegistrationConfig {
@@ -230,6 +232,7 @@ impl App {
                 channel: crate::bus::SESSION_CHANNEL.to_owned(),
                 secret: config.secret.clone(),
                 keep_interval: config.settings.registration.keep_interval,
+                listing: listing.clone(),
             };
             tokio::spawn(registration::run(reg, status, shutdown.child_token()))
         });
@@ -245,6 +248,7 @@ impl App {
                     channel: crate::fleet::command::command_channel(&fleet.config.machine),
                     secret: config.secret.clone(),
                     keep_interval: config.settings.registration.keep_interval,
+                    listing: listing.clone(),
                 };
                 let status = fleet.webhook.clone();
                 tokio::spawn(registration::run(reg, status, shutdown.child_token()))

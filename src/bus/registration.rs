@@ -1,7 +1,8 @@
 //! The registration keeper: exactly one webhook row on the bus at our hook URL while `serve` runs.
 //! It sweeps rows at our exact URL (paused ones too), registers with a capped backoff, re-lists
 //! every `keep_interval` to replace a row deleted or paused, and removes it at shutdown within a
-//! fixed budget.
+//! fixed budget. A daemon keeps two rows (the bridge's `/hook`, the fleet's `/fleet/hook`), one
+//! keeper each; their periodic checks share one listing (`SharedListing`).
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -105,6 +106,38 @@ impl RegistrationStatus {
     }
 }
 
+/// A `list_webhooks` answer the keepers of one daemon share: a periodic check takes one another
+/// keeper made within the keep interval, or waits for the one it is making, so two rows cost
+/// one call a keep interval. Every registration or removal by any of them drops it, so a keeper
+/// never misses its own row; a row someone else deleted or paused is seen within two keep
+/// intervals instead of one.
+#[derive(Debug, Default)]
+pub struct SharedListing(tokio::sync::Mutex<Option<(tokio::time::Instant, Vec<WebhookRow>)>>);
+
+impl SharedListing {
+    /// A listing made within `within`, else `list`'s, kept for the others; and whether it is
+    /// `list`'s. One keeper lists at a time: the other waits and takes what it got.
+    async fn get(
+        &self,
+        within: Duration,
+        list: impl Future<Output = Result<Vec<WebhookRow>, BusError>>,
+    ) -> Result<(Vec<WebhookRow>, bool), BusError> {
+        let mut kept = self.0.lock().await;
+        if let Some((at, rows)) = kept.as_ref()
+            && at.elapsed() < within
+        {
+            return Ok((rows.clone(), false));
+        }
+        let rows = list.await?;
+        *kept = Some((tokio::time::Instant::now(), rows.clone()));
+        Ok((rows, true))
+    }
+
+    async fn forget(&self) {
+        *self.0.lock().await = None;
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct RegistrationConfig {
     /// What the row is, for the log: "bridge webhook", "fleet webhook".
@@ -116,6 +149,8 @@ pub struct RegistrationConfig {
     pub channel: String,
     pub secret: Option<Secret>,
     pub keep_interval: Duration,
+    /// The listing this keeper's checks share with the daemon's other keeper.
+    pub listing: Arc<SharedListing>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,19 +299,29 @@ impl Keeper {
             self.config.secret.as_ref().map(Secret::expose),
         );
         tokio::pin!(register);
-        tokio::select! {
+        let registered = tokio::select! {
             biased;
             result = &mut register => Some(result),
             () = self.shutdown.cancelled() => {
                 let budget = self.shutdown_deadline().remaining();
                 tokio::time::timeout(budget, register).await.ok()
             }
-        }
+        };
+        self.config.listing.forget().await;
+        registered
     }
 
-    /// Lists the bus and says what became of our row, removing duplicates at our exact URL.
+    /// Lists the bus (or takes the listing another keeper just made) and says what became of
+    /// our row, removing duplicates at our exact URL.
     async fn check(&self, id: i64, warned: &Warnings) -> Result<RowState, BusError> {
-        let rows = self.sweep(Some(id), warned).await?;
+        let listing = &self.config.listing;
+        let (rows, listed) = listing
+            .get(self.config.keep_interval, self.client.list_webhooks())
+            .await?;
+        if listed {
+            self.warn_about_lookalikes(&rows, warned);
+        }
+        self.remove_stale(&rows, Some(id)).await?;
         let ours = rows.iter().find(|row| {
             row.webhook_id == Some(id) && row.url.as_deref() == Some(&self.config.hook_url)
         });
@@ -295,16 +340,23 @@ impl Keeper {
     ) -> Result<Vec<WebhookRow>, BusError> {
         let rows = self.client.list_webhooks().await?;
         self.warn_about_lookalikes(&rows, warned);
+        self.remove_stale(&rows, keep).await?;
+        Ok(rows)
+    }
+
+    /// Removes every row of `rows` at exactly our hook URL but `keep`.
+    async fn remove_stale(&self, rows: &[WebhookRow], keep: Option<i64>) -> Result<(), BusError> {
         let stale = rows
             .iter()
             .filter(|row| row.url.as_deref() == Some(&self.config.hook_url))
             .filter_map(|row| row.webhook_id)
             .filter(|id| Some(*id) != keep);
         for id in stale {
+            self.config.listing.forget().await;
             self.client.unregister_webhook(id).await?;
             info!(webhook_id = id, "Removed stale {} #{id}", self.config.what);
         }
-        Ok(rows)
+        Ok(())
     }
 
     fn warn_about_lookalikes(&self, rows: &[WebhookRow], warned: &Warnings) {
@@ -445,6 +497,7 @@ mod tests {
             hook_url: "http://127.0.0.1:1/hook".into(),
             secret: Some(Secret::new("s3cret")),
             keep_interval: Duration::from_secs(60),
+            listing: Arc::default(),
         };
         assert!(!format!("{config:?}").contains("s3cret"));
     }

@@ -734,5 +734,58 @@ fn config_for(bus_url: &str) -> RegistrationConfig {
         channel: wakebridge::bus::SESSION_CHANNEL.to_owned(),
         secret: None,
         keep_interval: TEST_KEEP_INTERVAL,
+        listing: std::sync::Arc::default(),
     }
+}
+
+/// The daemon's two keepers (the bridge's webhook, the fleet's) share their listing: both rows
+/// are kept with about one `list_webhooks` a keep interval, not two, and a row deleted on the
+/// bus is still put back.
+#[tokio::test]
+async fn two_keepers_sharing_a_listing_keep_both_rows_with_one_listing_an_interval() {
+    const FLEET_HOOK: &str = "http://127.0.0.1:8082/fleet/hook";
+    let bus = StubBus::start().await;
+    let listing = Arc::new(registration::SharedListing::default());
+    let bridge = Running::start_with(
+        RegistrationConfig {
+            listing: listing.clone(),
+            ..config_for(&bus.url())
+        },
+        CancellationToken::new(),
+    );
+    let fleet = Running::start_with(
+        RegistrationConfig {
+            what: "fleet webhook",
+            hook_url: FLEET_HOOK.to_owned(),
+            channel: "wakebridge:cmd:box:".to_owned(),
+            listing,
+            ..config_for(&bus.url())
+        },
+        CancellationToken::new(),
+    );
+    let (bridge_id, fleet_id) = (bridge.registered_id().await, fleet.registered_id().await);
+    let listed_before = bus.calls_of("list_webhooks").len();
+    let intervals = 10;
+    tokio::time::sleep(TEST_KEEP_INTERVAL * intervals).await;
+    let listed = bus.calls_of("list_webhooks").len() - listed_before;
+    // Two keepers on their own list twice an interval (20 here); sharing, once, and more only
+    // where a late wake-up puts one past the other's listing.
+    eprintln!("{listed} listings in {intervals} keep intervals");
+    assert!(
+        listed <= intervals as usize * 3 / 2,
+        "{listed} listings in {intervals} keep intervals"
+    );
+    assert_eq!(bus.rows_at(HOOK_URL)[0].webhook_id, bridge_id);
+    assert!(bus.delete_row(fleet_id));
+    eventually("the fleet row put back", || {
+        bus.rows_at(FLEET_HOOK).iter().any(|row| row.active)
+    })
+    .await;
+    assert_eq!(
+        bus.rows_at(HOOK_URL).len(),
+        1,
+        "the bridge's row left alone"
+    );
+    bridge.stop().await;
+    fleet.stop().await;
 }
