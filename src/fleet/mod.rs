@@ -273,8 +273,12 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
             false
         }
     };
+    // A status is due but waits out the gap after the last try (the loop goes on meanwhile).
+    let mut waiting = false;
     loop {
         let republish_at = published.as_ref().map(|(_, at)| *at + REPUBLISH);
+        let gap_over = tried_at.map(|at| at + CHANGE_GAP);
+        let status_at = if waiting { gap_over } else { republish_at };
         tokio::select! {
             () = shutdown.cancelled() => break,
             _ = heartbeat.tick() => {
@@ -294,28 +298,19 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
                 beats = beats.wrapping_add(1);
             }
             changed = sources.views.changed() => if changed.is_err() { break },
-            () = sleep_until_some(republish_at) => {}
+            () = sleep_until_some(status_at) => {}
         }
         if fleet.forgotten.swap(false, Ordering::Relaxed) {
             published = None;
         }
-        let mut status = own_status(&fleet.config.machine, &mut sources).await;
-        let due = |status: &crate::api::MachineStatus| {
-            published.as_ref().is_none_or(|(last, at)| {
-                !status::same(last, status) || Instant::now() >= *at + REPUBLISH
-            })
-        };
-        if !due(&status) {
-            continue;
-        }
+        let status = own_status(&fleet.config.machine, &mut sources).await;
+        let due = published.as_ref().is_none_or(|(last, at)| {
+            !status::same(last, &status) || Instant::now() >= *at + REPUBLISH
+        });
         // A change soon after the last try waits out the gap, and goes as it is then.
-        let next_try = tried_at.map(|at| at + CHANGE_GAP);
-        if next_try.is_some_and(|at| at > Instant::now()) {
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                () = sleep_until_some(next_try) => {}
-            }
-            status = own_status(&fleet.config.machine, &mut sources).await;
+        waiting = due && gap_over.is_some_and(|at| at > Instant::now());
+        if !due || waiting {
+            continue;
         }
         let now = Instant::now();
         tried_at = Some(now);

@@ -589,12 +589,16 @@ async fn a_command_the_webhook_missed_runs_once_through_the_catch_up() {
     let keys = common::tempdir();
     let key = key_file(keys.path(), "the key for catching up");
     let alpha = machine("alpha", &bus, &key).await;
-    // No webhook at all: only the catch-up, every second, reads gamma's commands.
+    // No webhook at all: only the catch-up, every second, reads gamma's commands. Gamma takes
+    // rewinds from the fleet.
     let gamma = machine_with(
         "gamma",
         &bus,
         &key,
-        &[("WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL", "1s")],
+        &[
+            ("WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL", "1s"),
+            ("WAKEBRIDGE_FLEET__ACCEPT", "wake, pause, unpause, rewind"),
+        ],
     )
     .await;
     hook_session(&gamma.server, "gamma-session-1", "lexer");
@@ -625,6 +629,15 @@ async fn a_command_the_webhook_missed_runs_once_through_the_catch_up() {
         .unwrap()
         .to_owned();
     assert_eq!(answers_to(&client, "alpha", &id).await, 1);
+
+    // A rewind, accepted here, meets the rewind route's own rules (this session has no pane).
+    let body = json!({"machine": "gamma", "verb": "rewind",
+                      "args": {"session_id": "gamma-session-1"}});
+    let (code, body) = alpha.server.post_json("/fleet/send", body).await;
+    assert_eq!(code, 200, "{body}");
+    assert!(matches!(body["status"].as_u64(), Some(400 | 409)), "{body}");
+    let error = body["answer"]["error"].as_str().unwrap_or_default();
+    assert!(!error.contains("[fleet] accept"), "{body}");
     alpha.server.stop().await;
     gamma.server.stop().await;
 }
