@@ -205,12 +205,15 @@ async fn two_machines_see_each_other_through_the_real_bus() {
 
     // The bus down: alpha shows itself alone and says why; back with the bus.
     bus.stop().await;
-    // Its own work goes on.
+    // Its own work goes on; a command for another machine is refused at once, not queued.
     let (code, body) = alpha
         .server
         .post_json("/pause", json!({"session_ids": ["alpha-local"]}))
         .await;
     assert_eq!(code, 200, "{body}");
+    let body = json!({"machine": "beta", "verb": "pause", "args": {"all": true}});
+    let (code, body) = alpha.server.post_json("/fleet/send", body).await;
+    assert_eq!(code, 503, "{body}");
     let fleet = alpha.server.get_json("/fleet").await;
     assert_eq!(
         fleet["machines"].as_array().map(Vec::len),
