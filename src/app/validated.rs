@@ -37,7 +37,7 @@ impl Validated {
         let can_type = config.backend == Backend::Mux;
         let sessions = SessionConfig::from_settings(s, state_dir, homes, can_type)?;
         let launch = crate::launch::validate(&s.launch)?;
-        let fleet = FleetConfig::from_settings(&s.fleet)?;
+        let fleet = FleetConfig::from_settings(&s.fleet, config.secret.as_ref())?;
         Ok(Validated {
             config,
             notify,
@@ -94,6 +94,9 @@ mod tests {
             ("build-box", "shared")
         );
         assert!(resolved(&[]).unwrap().fleet.is_none(), "no key, no fleet");
+        let same = [setting[0], ("AGENT_EVENT_BUS_BRIDGE_SECRET", "shared")];
+        let message = resolved(&same).unwrap_err().to_string();
+        assert!(message.contains("holds the bridge secret"), "{message}");
     }
 
     #[test]

@@ -69,7 +69,7 @@ impl BusError {
         }
     }
 
-    fn unusable(tool: &str, reason: String) -> Self {
+    pub(crate) fn unusable(tool: &str, reason: String) -> Self {
         BusError::Unusable {
             tool: tool.to_owned(),
             reason,

@@ -319,7 +319,7 @@ fn fleet_check(config: &Config, health: Option<&Health>, now: jiff::Timestamp) -
         return None;
     }
     let fix_key = "[fleet] key_file: the fleet's shared key, in a file only you can read";
-    let fleet = match crate::fleet::FleetConfig::from_settings(settings) {
+    let fleet = match crate::fleet::FleetConfig::from_settings(settings, config.secret.as_ref()) {
         Ok(fleet) => fleet?,
         Err(e) => return Some(Check::warn("fleet", e.to_string(), fix_key)),
     };

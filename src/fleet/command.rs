@@ -134,20 +134,25 @@ pub enum SendError {
     Unanswered { name: String },
 }
 
-/// The bus events already taken.
+/// The bus events already taken: each by its bus id and the id of the command it carries (none
+/// when it carries no command this machine can read). The same event by the other path is both;
+/// a replay, or a fresh bus's reused id, is not.
 #[derive(Default)]
-pub struct Taken(Mutex<HashSet<i64>>);
+pub struct Taken(Mutex<HashSet<String>>);
 
 impl Taken {
-    /// Whether bus event `id` is taken for the first time.
-    fn first(&self, id: i64) -> bool {
+    /// Whether the event is taken for the first time; one without a bus id always is.
+    fn first(&self, bus_id: Option<i64>, command_id: &str) -> bool {
+        let Some(bus_id) = bus_id else {
+            return true;
+        };
         let Ok(mut taken) = self.0.lock() else {
             return true;
         };
         if taken.len() >= TAKEN_KEPT {
             taken.clear();
         }
-        taken.insert(id)
+        taken.insert(format!("{bus_id}:{command_id}"))
     }
 }
 
@@ -171,10 +176,14 @@ impl Command {
         let skew = jiff::SignedDuration::try_from(SKEW).unwrap_or_default();
         let claimed = self.expires_at.duration_since(self.issued_at);
         let longest = jiff::SignedDuration::try_from(LONGEST_LIFETIME).unwrap_or_default();
-        !claimed.is_negative()
-            && claimed <= longest
-            && now >= self.issued_at - skew
-            && now <= self.expires_at + skew
+        // At the ends of time the window does not exist: expired.
+        let (Ok(earliest), Ok(latest)) = (
+            self.issued_at.checked_sub(skew),
+            self.expires_at.checked_add(skew),
+        ) else {
+            return false;
+        };
+        !claimed.is_negative() && claimed <= longest && (earliest..=latest).contains(&now)
     }
 }
 
@@ -198,33 +207,35 @@ impl Fleet {
     /// all) by the daemon that was running then.
     pub async fn receive(&self, event: &Value, via: Via) {
         let bus_id = event["event_id"].as_i64().or(event["id"].as_i64());
-        if bus_id.is_some_and(|id| !self.taken.first(id)) {
-            return;
-        }
-        let Err((why, detail)) = self.take(event).await else {
+        let Err((why, detail)) = self.take(event, bus_id).await else {
             return;
         };
         let label: &str = why.into();
         if via == Via::History {
             tracing::debug!(why = label, event = ?bus_id, "fleet: a command from before this start was not run: {detail}");
-        } else {
-            fleet_refused(why);
-            tracing::warn!(why = label, event = ?bus_id, ?via, "fleet: a command was not run: {detail}");
+            return;
         }
+        fleet_refused(why);
+        // Counted every time; logged at most once a window per why (anyone may flood the bus).
+        crate::warn_limited!(self.refusals_logged, label, why = label, event = ?bus_id, ?via, "fleet: a command was not run: {detail}");
     }
 
-    async fn take(&self, event: &Value) -> Result<(), (FleetRefusal, String)> {
+    /// The checks in order, then the verb; `Ok` also for an event the other path took.
+    async fn take(&self, event: &Value, bus_id: Option<i64>) -> Result<(), (FleetRefusal, String)> {
         let me = &self.config.machine;
         let payload = event["payload"].as_str().unwrap_or_default();
-        let command: Command = seal::open(COMMAND_EVENT, payload, &self.config.key).map_err(
-            |broken| match broken {
-                Broken::Signature => (
-                    FleetRefusal::Signature,
-                    "not signed with the fleet key".to_owned(),
-                ),
-                Broken::Malformed(why) => (FleetRefusal::Malformed, why),
-            },
-        )?;
+        let opened = seal::open::<Command>(COMMAND_EVENT, payload, &self.config.key);
+        let command_id = opened.as_ref().map_or("", |c| c.id.as_str());
+        if !self.taken.first(bus_id, command_id) {
+            return Ok(());
+        }
+        let command = opened.map_err(|broken| match broken {
+            Broken::Signature => (
+                FleetRefusal::Signature,
+                "not signed with the fleet key".to_owned(),
+            ),
+            Broken::Malformed(why) => (FleetRefusal::Malformed, why),
+        })?;
         let channel = event["channel"].as_str().unwrap_or_default();
         if command.to != *me || channel != command_channel(me) {
             return Err((
@@ -334,15 +345,22 @@ impl Fleet {
             "correlation_id": command.id,
             "signal_level": "info",
         });
-        self.bus.call_tool("publish_event", publish).await?;
+        let published = self.bus.call_tool("publish_event", publish).await?;
+        // Answers come after the command: read from it, oldest first, so junk published under
+        // its (public) correlation id cannot push the answer out of a page.
+        let mut cursor = published["event_id"].as_i64().map(|id| id.to_string());
         let deadline = Deadline::after(ANSWER_WAIT);
-        let look = json!({"channel": result_channel(me), "correlation_id": command.id,
-                          "event_types": [RESULT_EVENT], "limit": 10});
         while !deadline.expired() {
             tokio::time::sleep(ANSWER_POLL).await;
-            let Ok(found) = self.bus.call_tool("get_events", look.clone()).await else {
+            let look = json!({"channel": result_channel(me), "correlation_id": command.id,
+                              "event_types": [RESULT_EVENT], "limit": 100, "order": "asc",
+                              "cursor": cursor});
+            let Ok(found) = self.bus.call_tool("get_events", look).await else {
                 continue;
             };
+            if let Some(next) = found["next_cursor"].as_str() {
+                cursor = Some(next.to_owned());
+            }
             let events = found["events"].as_array().map_or(&[][..], Vec::as_slice);
             let reply = (events.iter())
                 .filter_map(|e| e["payload"].as_str())
@@ -357,47 +375,54 @@ impl Fleet {
         })
     }
 
-    /// Reads the fleet's statuses and commands since `cursor` (the newest few when `None`):
-    /// takes the commands to this machine the webhook missed, and keeps the statuses (a twin's
-    /// among them); the cursor to read from next time. With `session_id`, the read is this
-    /// daemon's heartbeat too.
+    /// Reads this machine's command channel since `cursor` (the newest few, as history, when
+    /// `None`) and takes the commands the webhook missed; the cursor to read from next time.
+    /// At most `CATCH_UP_PAGES` pages a call: a flood waits for the next. With `session_id`,
+    /// the read is this daemon's heartbeat too.
     pub(super) async fn catch_up(&self, cursor: Option<String>) -> Result<String, BusError> {
         let mine = command_channel(&self.config.machine);
+        let via = if cursor.is_some() {
+            Via::CatchUp
+        } else {
+            Via::History
+        };
         let mut cursor = cursor;
-        loop {
+        for _ in 0..CATCH_UP_PAGES {
             let order = if cursor.is_some() { "asc" } else { "desc" };
-            let args = json!({"cursor": cursor, "order": order, "limit": CATCH_UP_PAGE,
-                              "event_types": [super::STATUS_EVENT, COMMAND_EVENT],
+            let args = json!({"channel": mine, "cursor": cursor, "order": order,
+                              "limit": CATCH_UP_PAGE, "event_types": [COMMAND_EVENT],
                               "session_id": bus_session(&self.config.machine)});
             let page = self.bus.call_tool("get_events", args).await?;
-            let events = page["events"].as_array().map_or(&[][..], Vec::as_slice);
-            self.remember(events);
-            // Oldest first, as they were sent.
-            let mut commands: Vec<&Value> = (events.iter())
-                .filter(|e| e["event_type"] == COMMAND_EVENT && e["channel"] == mine.as_str())
-                .collect();
-            commands.sort_by_key(|e| e["id"].as_i64());
-            let via = if order == "desc" {
-                Via::History
-            } else {
-                Via::CatchUp
+            let Some(events) = page["events"].as_array() else {
+                return Err(BusError::unusable(
+                    "get_events",
+                    format!("no events in {page}"),
+                ));
             };
+            // Oldest first, as they were sent.
+            let mut commands: Vec<&Value> = events.iter().collect();
+            commands.sort_by_key(|e| e["id"].as_i64());
             for event in commands {
                 self.receive(event, via).await;
             }
-            let next = page["next_cursor"].as_str().map(str::to_owned);
+            // An empty channel is read from its start next time: all of it is new then.
+            let next = (page["next_cursor"].as_str().map(str::to_owned))
+                .or_else(|| cursor.clone())
+                .unwrap_or_else(|| "0".to_owned());
             let more = page["has_more"].as_bool() == Some(true) && order == "asc";
-            match next {
-                Some(next) if more => cursor = Some(next),
-                Some(next) => return Ok(next),
-                None => return Ok(cursor.unwrap_or_default()),
+            if !more || cursor.as_deref() == Some(next.as_str()) {
+                return Ok(next);
             }
+            cursor = Some(next);
         }
+        Ok(cursor.unwrap_or_else(|| "0".to_owned()))
     }
 }
 
-/// Events read per catch-up call: the read at start takes the newest this many.
+/// Commands read per catch-up call, and calls at most per catch-up: the read at start takes the
+/// newest page.
 const CATCH_UP_PAGE: u32 = 100;
+const CATCH_UP_PAGES: usize = 10;
 
 #[cfg(test)]
 mod tests {
@@ -427,6 +452,20 @@ mod tests {
         assert!(!long.current("2026-12-07T10:00:10Z".parse().unwrap()));
         let backwards = command("2026-12-07T10:00:30Z", "2026-12-07T10:00:00Z");
         assert!(!backwards.current("2026-12-07T10:00:10Z".parse().unwrap()));
+    }
+
+    #[test]
+    fn a_command_at_the_ends_of_time_is_expired_not_a_panic() {
+        let now = "2026-12-07T10:00:00Z".parse().unwrap();
+        let thirty = jiff::SignedDuration::from_secs(30);
+        let at = |issued: jiff::Timestamp, expires: jiff::Timestamp| Command {
+            issued_at: issued,
+            expires_at: expires,
+            ..Command::new("a", "b", Verb::Pause, json!({}))
+        };
+        let (first, last) = (jiff::Timestamp::MIN, jiff::Timestamp::MAX);
+        assert!(!at(first, first + thirty).current(now));
+        assert!(!at(last - thirty, last).current(now));
     }
 
     #[test]

@@ -32,9 +32,12 @@ use command::{Performer, Verb};
 
 /// How often the daemon refreshes its heartbeat on the bus, well inside `OFFLINE_AFTER` (or
 /// the keep interval, when shorter): by turns by registering again, so a bus that forgot it
-/// learns it again, and by reading the fleet's statuses and commands since its last read, which
-/// refreshes the reader's heartbeat too. So the read costs no call of its own.
+/// learns it again, and by reading its command channel since its last read (the commands the
+/// webhook missed), which refreshes the reader's heartbeat too: the read costs no call of its own.
 pub const HEARTBEAT: Duration = Duration::from_secs(30);
+/// Every this many heartbeats the daemon reads its own status channel for a twin (another
+/// daemon under its name): every 4 minutes, a quarter of a call a minute.
+const TWIN_CHECK_EVERY: u32 = 8;
 /// A machine whose heartbeat is older than this, by the bus's clock, is offline.
 pub const OFFLINE_AFTER: Duration = Duration::from_secs(90);
 /// The least time between two statuses of a machine that keeps changing.
@@ -85,6 +88,12 @@ pub enum FleetError {
          or \"rewind\""
     )]
     Verb(String),
+    #[error(
+        "fleet.key_file holds the bridge secret: the bus sees that secret with every webhook \
+         registration, so anyone on the bus could sign commands; make the fleet a key of its own \
+         (head -c 32 /dev/urandom | base64 > the key file)"
+    )]
+    BridgeSecret,
 }
 
 /// `[fleet]`, validated: `None` without a key.
@@ -97,7 +106,11 @@ pub struct FleetConfig {
 }
 
 impl FleetConfig {
-    pub fn from_settings(settings: &FleetSettings) -> Result<Option<FleetConfig>, FleetError> {
+    /// `bridge_secret`: the webhook secret, which the fleet key must not be.
+    pub fn from_settings(
+        settings: &FleetSettings,
+        bridge_secret: Option<&Secret>,
+    ) -> Result<Option<FleetConfig>, FleetError> {
         if settings.key_file.is_empty() {
             return Ok(None);
         }
@@ -106,6 +119,9 @@ impl FleetConfig {
             return Err(FleetError::Relative(settings.key_file.clone()));
         }
         let key = secret::read(path, FLEET_KEY)?;
+        if bridge_secret.is_some_and(|bridge| bridge.expose() == key.expose()) {
+            return Err(FleetError::BridgeSecret);
+        }
         let machine = match settings.machine.as_str() {
             "" => host_name(),
             named => named.to_owned(),
@@ -161,6 +177,8 @@ pub struct Fleet {
     /// Set once the daemon's routes exist (`set_performer`).
     performer: OnceLock<Performer>,
     taken: command::Taken,
+    /// Refusals are logged once a window per why.
+    refusals_logged: crate::telemetry::warn::Warnings,
     /// The fleet webhook's row on the bus, as its keeper last saw it.
     pub webhook: Arc<RegistrationStatus>,
     /// Whether the last heartbeat was answered, and when the status last went out.
@@ -180,6 +198,7 @@ impl Fleet {
             store,
             performer: OnceLock::new(),
             taken: command::Taken::default(),
+            refusals_logged: crate::telemetry::warn::Warnings::default(),
             webhook: Arc::default(),
             on_bus: AtomicBool::new(false),
             forgotten: AtomicBool::new(false),
@@ -290,6 +309,15 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
                     // The bus may come back without the last status: publish it again then.
                     published = None;
                 }
+                // A bus that did not know us has no status of ours, and its event ids began
+                // again: read its command channel from the start.
+                if fleet.forgotten.swap(false, Ordering::Relaxed) {
+                    published = None;
+                    read_to = None;
+                }
+                if beats.is_multiple_of(TWIN_CHECK_EVERY) {
+                    fleet.look_for_twin().await;
+                }
                 if start || !beats.is_multiple_of(2) {
                     let read = fleet.catch_up(read_to.clone()).await;
                     read_to = read.as_ref().ok().cloned().or(read_to);
@@ -299,9 +327,6 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
             }
             changed = sources.views.changed() => if changed.is_err() { break },
             () = sleep_until_some(status_at) => {}
-        }
-        if fleet.forgotten.swap(false, Ordering::Relaxed) {
-            published = None;
         }
         let status = own_status(&fleet.config.machine, &mut sources).await;
         let due = published.as_ref().is_none_or(|(last, at)| {
@@ -364,12 +389,12 @@ mod tests {
     #[test]
     fn no_key_is_no_fleet_and_a_relative_key_is_refused() {
         let none = FleetSettings::default();
-        assert!(FleetConfig::from_settings(&none).unwrap().is_none());
+        assert!(FleetConfig::from_settings(&none, None).unwrap().is_none());
         let relative = FleetSettings {
             key_file: "fleet.key".into(),
             ..FleetSettings::default()
         };
-        let e = FleetConfig::from_settings(&relative).unwrap_err();
+        let e = FleetConfig::from_settings(&relative, None).unwrap_err();
         assert!(e.to_string().contains("WAKEBRIDGE_FLEET__KEY_FILE"), "{e}");
     }
 }

@@ -100,9 +100,19 @@ impl Fleet {
             .collect())
     }
 
+    /// Reads this machine's own channel for statuses another daemon published under its name
+    /// (warned in `remember`); a bus that does not answer is the heartbeat's to report.
+    pub(super) async fn look_for_twin(&self) {
+        let args = json!({"limit": 5, "order": "desc", "event_types": [STATUS_EVENT],
+                          "channel": super::status_channel(&self.config.machine)});
+        if let Ok(events) = self.bus.call_tool("get_events", args).await {
+            self.remember(events["events"].as_array().map_or(&[][..], Vec::as_slice));
+        }
+    }
+
     /// Keeps the newest verified status of each machine from `events` (newest first); counts
     /// the ones whose signature fails.
-    pub(super) fn remember(&self, events: &[Value]) {
+    fn remember(&self, events: &[Value]) {
         let Ok(mut statuses) = self.peers.statuses.lock() else {
             return;
         };
