@@ -231,6 +231,7 @@ impl Fleet {
         // A bus that did not know us (restarted on a fresh database) has no status of ours.
         if answer.as_ref().is_ok_and(|a| a["resumed"] == false) {
             self.forgotten.store(true, Ordering::Relaxed);
+            *crate::lock(&self.peers.read_to) = None;
         }
         answer.map(drop)
     }

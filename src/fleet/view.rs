@@ -16,8 +16,10 @@ use crate::api::{self, Machine, MachineStatus};
 
 /// Per bus call, for the view and the heartbeat: a healthy bus answers in milliseconds.
 pub const CALL_BUDGET: Duration = Duration::from_secs(3);
-/// Newest statuses read per view: a few minutes of a busy fleet. Older ones are remembered.
+/// Statuses read per call: the first view reads the newest this many (a few minutes of a busy
+/// fleet); later views, what came since, this many a page, at most `STATUS_PAGES` pages.
 const STATUSES_READ: u32 = 200;
+const STATUS_PAGES: usize = 5;
 
 /// What this daemon has seen of the others: each machine's newest verified status, with the
 /// bus's time of it; how many statuses failed their signature; and whether another daemon
@@ -25,6 +27,9 @@ const STATUSES_READ: u32 = 200;
 #[derive(Default)]
 pub struct Peers {
     statuses: Mutex<BTreeMap<String, (MachineStatus, DateTime)>>,
+    /// Where the statuses were read to; `None`: the newest few next time (and after a bus that
+    /// forgot us, whose ids began again).
+    pub(super) read_to: Mutex<Option<String>>,
     refused: AtomicU64,
     /// The bus ids of the refused ones, so a status read again by the next view is not counted
     /// again (bounded: forgotten past `REFUSED_KEPT`).
@@ -68,9 +73,7 @@ impl Fleet {
     pub(super) async fn others(&self) -> Result<Vec<Machine>, crate::bus::BusError> {
         // Our heartbeat first, so the bus's clock of us is now.
         self.heartbeat().await?;
-        let args = json!({"limit": STATUSES_READ, "order": "desc", "event_types": [STATUS_EVENT]});
-        let events = self.bus.call_tool("get_events", args).await?;
-        self.remember(events["events"].as_array().map_or(&[][..], Vec::as_slice));
+        self.read_statuses().await?;
         let sessions = self.bus.call_tool("list_sessions", json!({})).await?;
         let heartbeats = heartbeats(sessions.as_array().map_or(&[][..], Vec::as_slice));
         let ours = heartbeats.get(&self.config.machine).copied();
@@ -98,6 +101,31 @@ impl Fleet {
                 }
             })
             .collect())
+    }
+
+    /// Reads the statuses published since the last read (the newest `STATUSES_READ` the first
+    /// time), at most `STATUS_PAGES` pages: a view costs what changed, not the fleet's size.
+    async fn read_statuses(&self) -> Result<(), crate::bus::BusError> {
+        let mut cursor = crate::lock(&self.peers.read_to).clone();
+        for _ in 0..STATUS_PAGES {
+            let order = if cursor.is_some() { "asc" } else { "desc" };
+            let args = json!({"limit": STATUSES_READ, "order": order, "cursor": cursor,
+                              "event_types": [STATUS_EVENT]});
+            let page = self.bus.call_tool("get_events", args).await?;
+            let Some(events) = page["events"].as_array() else {
+                let why = format!("no events in {page}");
+                return Err(crate::bus::BusError::unusable("get_events", why));
+            };
+            self.remember(events);
+            let next = (page["next_cursor"].as_str().map(str::to_owned)).or(cursor.clone());
+            let more = order == "asc" && page["has_more"] == true && next != cursor;
+            cursor = next;
+            if !more {
+                break;
+            }
+        }
+        *crate::lock(&self.peers.read_to) = cursor;
+        Ok(())
     }
 
     /// Reads this machine's own channel for statuses another daemon published under its name
