@@ -33,14 +33,7 @@ async fn machine_with(
     key_file: &std::path::Path,
     extra: &[(&str, &str)],
 ) -> Machine {
-    let key = key_file.display().to_string();
-    let mut env = vec![
-        ("AGENT_EVENT_BUS_URL", bus.url()),
-        ("WAKEBRIDGE_FLEET__MACHINE", name.to_owned()),
-        ("WAKEBRIDGE_FLEET__KEY_FILE", key),
-        ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "500ms".to_owned()),
-    ];
-    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    let env = fleet_env(name, bus, key_file, extra);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let flags = wakebridge::config::Flags {
         port: Some(free_port().to_string()),
@@ -48,6 +41,39 @@ async fn machine_with(
     };
     let server = TestServer::start_with(&env, flags).await;
     Machine { server }
+}
+
+/// Machine `name`'s settings: the bus, the key, a quick session loop, and `extra`.
+fn fleet_env<'a>(
+    name: &str,
+    bus: &RealBus,
+    key_file: &std::path::Path,
+    extra: &[(&'a str, &str)],
+) -> Vec<(&'a str, String)> {
+    let mut env = vec![
+        ("AGENT_EVENT_BUS_URL", bus.url()),
+        ("WAKEBRIDGE_FLEET__MACHINE", name.to_owned()),
+        ("WAKEBRIDGE_FLEET__KEY_FILE", key_file.display().to_string()),
+        ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "500ms".to_owned()),
+    ];
+    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    env
+}
+
+/// Machine `name` as a daemon process of its own under `root`: its counters its own, and it
+/// can be stopped dead.
+async fn machine_process(
+    name: &str,
+    bus: &RealBus,
+    key_file: &std::path::Path,
+    extra: &[(&str, &str)],
+    root: &std::path::Path,
+) -> Daemon {
+    let env = fleet_env(name, bus, key_file, extra);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let daemon = Daemon::spawn(root, &env, None);
+    daemon.wait_ready(&reqwest::Client::new()).await;
+    daemon
 }
 
 /// A machine whose webhooks are registered on the bus (the bridge's and the fleet's), kept
@@ -449,20 +475,12 @@ async fn forged_commands_are_refused_counted_and_run_nothing() {
     let key = key_file(keys.path(), fleet_key);
     // A daemon of its own: the counters are the process's, and tests run side by side.
     let root = common::tempdir();
-    let key = key.display().to_string();
-    let beta = Daemon::spawn(
-        root.path(),
-        &[
-            ("AGENT_EVENT_BUS_URL", bus.url().as_str()),
-            ("WAKEBRIDGE_FLEET__MACHINE", "beta"),
-            ("WAKEBRIDGE_FLEET__KEY_FILE", key.as_str()),
-            ("WAKEBRIDGE_REGISTRATION__ENABLED", "true"),
-            ("WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL", "1s"),
-        ],
-        None,
-    );
+    let registered = [
+        ("WAKEBRIDGE_REGISTRATION__ENABLED", "true"),
+        ("WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL", "1s"),
+    ];
+    let beta = machine_process("beta", &bus, &key, &registered, root.path()).await;
     let http = reqwest::Client::new();
-    beta.wait_ready(&http).await;
     let client = BusClient::new(&bus.url()).unwrap();
     let fleet_hook = format!("http://{}/fleet/hook", beta.addr);
     // Its webhook on the bus, and its start behind it (the first status goes out after the
@@ -756,17 +774,7 @@ async fn a_machine_stopped_dead_goes_offline_and_comes_back() {
     let key = key_file(keys.path(), "the key for stopping");
     let alpha = machine("alpha", &bus, &key).await;
     let root = common::tempdir();
-    let key = key.display().to_string();
-    let beta = Daemon::spawn(
-        root.path(),
-        &[
-            ("AGENT_EVENT_BUS_URL", bus.url().as_str()),
-            ("WAKEBRIDGE_FLEET__MACHINE", "beta"),
-            ("WAKEBRIDGE_FLEET__KEY_FILE", key.as_str()),
-        ],
-        None,
-    );
-    beta.wait_ready(&reqwest::Client::new()).await;
+    let beta = machine_process("beta", &bus, &key, &[], root.path()).await;
     let online =
         |want: bool| move |f: &Value| machine_in(f, "beta").is_some_and(|m| m["online"] == want);
     fleet_until(&alpha.server, "beta online", online(true)).await;
