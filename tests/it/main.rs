@@ -17,6 +17,7 @@ mod bare;
 mod budget;
 mod bus_registration;
 mod claude_install;
+mod codex;
 mod config_verb;
 mod context;
 mod context_monitor;

@@ -21,6 +21,7 @@ pub mod model;
 pub mod process;
 pub mod pty;
 pub mod real_bus;
+pub mod responses;
 pub mod rig;
 pub mod stand_in;
 pub mod stub_bus;
@@ -161,6 +162,18 @@ pub fn skip_or_fail(what: &str, how_to_get_it: &str) {
 /// How to get the Claude Code the real-Claude tests need, for [`skip_or_fail`].
 pub const GET_CLAUDE: &str = "install the tested version with `npm install -g \
                               @anthropic-ai/claude-code@2.1.332` (.ci/run installs it)";
+
+/// How to get the Codex CLI the real-Codex tests need, for [`skip_or_fail`].
+pub const GET_CODEX: &str = "install the tested version with `npm install -g \
+                             @openai/codex@0.171.0` (.ci/run installs it)";
+
+/// The real Codex CLI on PATH (`.ci/run` installs it from npm), if any.
+pub fn real_codex() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("codex"))
+        .find(|candidate| candidate.is_file())
+}
 
 /// How to get python3, for [`skip_or_fail`].
 pub const GET_PYTHON3: &str = "`apt-get install python3` (.ci/run installs it)";
