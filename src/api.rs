@@ -2,6 +2,7 @@
 //! `doctor`, `service` and `/metrics`, so neither end parses states out of words. `openapi.yaml`
 //! documents them (a test keeps the state list equal).
 
+use crate::agent::Agent;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use strum::{EnumIter, IntoStaticStr};
@@ -281,6 +282,9 @@ pub struct BudgetWindow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionStatus {
     pub session_id: String,
+    /// The agent it runs (`claude`, `codex`), as its hooks named it.
+    #[serde(default)]
+    pub agent: Agent,
     pub pane: Option<Pane>,
     pub state: SessionState,
     /// Why the state is what it is, in a few words, for a person.

@@ -30,6 +30,7 @@
 //! leaves: vocabularies and helpers that know nothing of the groups above
 //!   api.rs         the typed /health and /sessions views
 //!   config/        defaults < file < env < flags into a validated Config
+//!   agent.rs       which agent a session runs; the one place that tells them apart
 //!   claude/        Claude Code as it is: home, hooks, transcript, screen, settings
 //!   wakedir/       the wake dir shared with the Python bridge
 //!   wire/          what the bus sends
@@ -40,6 +41,7 @@
 //!   private_fs.rs  0600/0700 modes, no-follow opens, flock, write-temp-then-rename
 //! ```
 
+pub mod agent;
 pub mod api;
 pub mod app;
 pub mod budget;

@@ -8,6 +8,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
+use crate::agent::Agent;
 use crate::api::{Budget, Health, SessionState, SessionStatus, Sessions, Today};
 
 /// The width laid out for when the terminal's is not known (a pipe, a file).
@@ -304,15 +305,21 @@ fn shown<'a>(sessions: &'a [SessionStatus], view: &View) -> (Vec<&'a SessionStat
 
 /// Columns: header, widest, narrowest, and when squeezed: the names and the next step give way
 /// first, the state and the context (what a glance is for) last.
-const COLUMNS: [(&str, usize, usize, u8); 7] = [
+const COLUMNS: [(&str, usize, usize, u8); 8] = [
     ("SESSION", 20, MIN_ID_CHARS, 1),
     ("PROJECT", 18, 6, 0),
+    ("AGENT", 6, 5, 0),
     ("TMUX", 12, 4, 0),
     ("STATE", 22, 8, 1),
     ("CONTEXT", 13, 4, 1),
     ("ACTIVE", 10, 6, 1),
     ("NEXT", 24, 6, 0),
 ];
+
+/// The AGENT column's place in [`COLUMNS`]: shown when the sessions run more than Claude Code.
+const AGENT: usize = 2;
+/// The STATE column's place, coloured by the state.
+const STATE: usize = 4;
 
 /// The whole glance: a header line, then one line per shown session, every line at most
 /// `view.width` columns wide (display width); nothing wraps, long cells end in `…`.
@@ -337,9 +344,11 @@ pub fn render(listed: &Sessions, health: Option<&Health>, view: &View) -> String
         };
         return out + &cut(text, view.width) + "\n";
     }
+    // Claude Code's sessions alone: no AGENT column to say so on every line.
+    let several_agents = rows.iter().any(|s| s.agent != Agent::Claude);
     let ids: Vec<&str> = rows.iter().map(|s| s.session_id.as_str()).collect();
     let short = short_ids(&ids, &known_ids(sessions));
-    let cells: Vec<[String; 7]> = rows
+    let cells: Vec<[String; 8]> = rows
         .iter()
         .zip(short)
         .map(|(s, id)| {
@@ -348,6 +357,7 @@ pub fn render(listed: &Sessions, health: Option<&Health>, view: &View) -> String
             [
                 id.to_owned(),
                 project(s),
+                if several_agents { s.agent.as_str() } else { "" }.to_owned(),
                 mux_session(s),
                 label(s, view),
                 context.map_or("-".into(), bar),
@@ -356,8 +366,11 @@ pub fn render(listed: &Sessions, health: Option<&Health>, view: &View) -> String
             ]
         })
         .collect();
-    let widths = widths(&cells, view.width);
-    let head = COLUMNS.map(|(name, ..)| name.to_owned());
+    let mut head = COLUMNS.map(|(name, ..)| name.to_owned());
+    if !several_agents {
+        head[AGENT].clear();
+    }
+    let widths = widths(&head, &cells, view.width);
     out.push_str(&line(&head, &widths, view, None));
     for (row, s) in cells.iter().zip(&rows) {
         out.push_str(&line(row, &widths, view, Some(s.state)));
@@ -367,13 +380,15 @@ pub fn render(listed: &Sessions, health: Option<&Health>, view: &View) -> String
 
 /// Each column's width: as wide as its widest cell (within its cap), then the widest ones
 /// squeezed a column at a time until the line fits `width`.
-fn widths(cells: &[[String; 7]], width: usize) -> [usize; 7] {
-    let mut widths = [0; 7];
-    for (c, (name, cap, ..)) in COLUMNS.iter().enumerate() {
+/// A column whose header and cells are all empty takes no width and no gap.
+fn widths(head: &[String; 8], cells: &[[String; 8]], width: usize) -> [usize; 8] {
+    let mut widths = [0; 8];
+    for (c, (_, cap, ..)) in COLUMNS.iter().enumerate() {
         let widest = cells.iter().map(|r| r[c].width()).max().unwrap_or(0);
-        widths[c] = widest.max(name.width()).min(*cap);
+        widths[c] = widest.max(head[c].width()).min(*cap);
     }
-    while widths.iter().sum::<usize>() + GAP * (widths.len() - 1) > width {
+    let gaps = |widths: &[usize]| GAP * widths.iter().filter(|w| **w > 0).count();
+    while widths.iter().sum::<usize>() + gaps(&widths).saturating_sub(GAP) > width {
         let squeezable = (0..widths.len())
             .filter(|&c| widths[c] > COLUMNS[c].2)
             .max_by_key(|&c| (Reverse(COLUMNS[c].3), widths[c] - COLUMNS[c].2, c));
@@ -386,12 +401,13 @@ fn widths(cells: &[[String; 7]], width: usize) -> [usize; 7] {
 }
 
 fn line(
-    row: &[String; 7],
-    widths: &[usize; 7],
+    row: &[String; 8],
+    widths: &[usize; 8],
     view: &View,
     state: Option<SessionState>,
 ) -> String {
     let parts: Vec<String> = (row.iter().zip(widths))
+        .filter(|(_, width)| **width > 0)
         .map(|(cell, width)| {
             // Padded to exactly its width; the line's end is trimmed.
             let mut text = cut(cell, *width);
@@ -404,9 +420,11 @@ fn line(
     let mut text = cut(parts.join(&" ".repeat(GAP)).trim_end(), view.width);
     if let (true, Some(state)) = (view.color, state) {
         // Colour the state cell after the layout: escapes take no columns.
-        let start: usize = widths[..3].iter().sum::<usize>() + 3 * GAP;
+        let before = &widths[..STATE];
+        let shown = before.iter().filter(|w| **w > 0).count();
+        let start: usize = before.iter().sum::<usize>() + shown * GAP;
         if let Some(at) = byte_at(&text, start) {
-            let end = byte_at(&text, start + widths[3]).unwrap_or(text.len());
+            let end = byte_at(&text, start + widths[STATE]).unwrap_or(text.len());
             let (cell, rest) = (&text[at..end], &text[end..]);
             text = format!("{}\x1b[{}m{cell}\x1b[0m{rest}", &text[..at], colour(state));
         }
@@ -504,6 +522,7 @@ mod tests {
     fn session(id: &str) -> SessionStatus {
         SessionStatus {
             session_id: id.into(),
+            agent: crate::agent::Agent::Claude,
             pane: pane("agents"),
             state: SessionState::Idle,
             reason: String::new(),
@@ -829,6 +848,29 @@ mod tests {
         assert!(!text.lines().nth(1).unwrap().contains('\x1b'));
         let plain = render(&listed(&fixture()), None, &view(DEFAULT_WIDTH));
         assert!(!plain.contains('\x1b'));
+    }
+
+    /// Claude Code's sessions alone show no AGENT column; one Codex session brings it, and the
+    /// state cell keeps its colour past the extra column.
+    #[test]
+    fn an_agent_column_once_the_sessions_run_more_than_claude_code() {
+        let mut sessions = fixture();
+        let plain = render(&listed(&sessions), None, &view(DEFAULT_WIDTH));
+        assert!(!plain.lines().nth(1).unwrap().contains("AGENT"), "{plain}");
+        let codex = (sessions.iter_mut())
+            .find(|s| s.session_id.starts_with("d1000000"))
+            .unwrap();
+        codex.agent = Agent::Codex;
+        let wide = View {
+            color: true,
+            ..view(140)
+        };
+        let text = render(&listed(&sessions), None, &wide);
+        assert!(text.lines().nth(1).unwrap().contains("  AGENT  "), "{text}");
+        assert!(line_of(&text, "d1000000 ").contains("  codex   "), "{text}");
+        assert!(line_of(&text, "a1b2c3d4 ").contains("  claude  "), "{text}");
+        let line = line_of(&text, "a1b2c3d4 ");
+        assert!(line.contains("\x1b[33mworking"), "{line:?}");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! UserPromptSubmit stdout is added to the model's context). `--print-settings` prints the
 //! `settings.json` snippet that wires it (deploy/claude-hooks.json).
 
+use crate::agent::Agent;
 use crate::claude::hooks::{
     HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, QUOTA_AUTO_RESUMED, SOURCE_CLEAR,
     SOURCE_COMPACT, WIRED_EVENTS, hook_group, keep_going, parse_hook_input,
@@ -49,6 +50,9 @@ pub struct HookArgs {
     /// Wake dir [default: the configuration's, as `serve` uses it]
     #[arg(long, value_name = "DIR")]
     pub wake_dir: Option<PathBuf>,
+    /// The agent whose hook this is (`wakebridge codex install` writes `--agent codex`)
+    #[arg(long, value_enum, default_value_t)]
+    pub agent: Agent,
 }
 
 /// What a hook event does to the wake dir.
@@ -117,12 +121,19 @@ pub fn hook_session_id(payload: Option<&str>, env: &Env) -> Option<String> {
 }
 
 pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
-    perform_as(action_for(input), input, wake_dir, env)
+    perform_as(action_for(input), Agent::Claude, input, wake_dir, env)
 }
 
-/// [`perform`] with the action decided by the caller (a paying Stop keeps the session busy).
-fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
-    let pane = detect_target(env);
+/// [`perform`] with the action decided by the caller (a paying Stop keeps the session busy), for
+/// `agent`'s hook: a pane only where the agent's hooks run in it.
+fn perform_as(
+    action: HookAction,
+    agent: Agent,
+    input: &HookInput,
+    wake_dir: &Path,
+    env: &Env,
+) -> HookOutcome {
+    let pane = detect_target(env).filter(|_| agent.hook_knows_its_pane());
     let session_id = hook_session_id(input.session_id.as_deref(), env);
     let mut outcome = HookOutcome {
         session_id: session_id.clone(),
@@ -280,9 +291,10 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
             crate::errln!("wakebridge hook: {event} failed: {message}");
         }
     };
+    let agent = args.agent;
     let act = move || {
-        let outcome = perform_as(action, &input, &wake_dir, &env);
-        record(&ledger, &outcome, &input, &env, track_limits);
+        let outcome = perform_as(action, agent, &input, &wake_dir, &env);
+        record(&ledger, &outcome, agent, &input, &env, track_limits);
         outcome
     };
     if !matches!(action, HookAction::MapPane { .. } | HookAction::ClearPane) {
@@ -326,6 +338,7 @@ fn parse_own_flags(args: &[std::ffi::OsString]) -> Option<(HookArgs, Option<Path
     }
     let mut parsed = HookArgs::default();
     let mut config = None;
+    let mut agent_given = false;
     let mut rest = rest.iter();
     while let Some(arg) = rest.next() {
         let arg = arg.to_str()?;
@@ -336,6 +349,12 @@ fn parse_own_flags(args: &[std::ffi::OsString]) -> Option<(HookArgs, Option<Path
         let slot = match name {
             "--print-settings" if inline.is_none() && !parsed.print_settings => {
                 parsed.print_settings = true;
+                continue;
+            }
+            "--agent" if !agent_given => {
+                let value = inline.or_else(|| rest.next()?.to_str())?;
+                parsed.agent = value.parse().ok()?;
+                agent_given = true;
                 continue;
             }
             "--wake-dir" if parsed.wake_dir.is_none() => &mut parsed.wake_dir,
@@ -354,7 +373,14 @@ fn parse_own_flags(args: &[std::ffi::OsString]) -> Option<(HookArgs, Option<Path
 /// Records in one commit the session (scope = local), its transcript and last hook event (for
 /// the nudger), its usage limit ([`limit_record`]), its `/clear` renames ([`renames`]) and its
 /// inbox ([`inbox_record`]).
-fn record(ledger: &Path, outcome: &HookOutcome, input: &HookInput, env: &Env, limits: bool) {
+fn record(
+    ledger: &Path,
+    outcome: &HookOutcome,
+    agent: Agent,
+    input: &HookInput,
+    env: &Env,
+    limits: bool,
+) {
     let Some(session_id) = outcome.session_id.clone().filter(|_| !outcome.nothing_new) else {
         return;
     };
@@ -370,6 +396,7 @@ fn record(ledger: &Path, outcome: &HookOutcome, input: &HookInput, env: &Env, li
         seen_at_ms: now_ms,
         // Read at its start only: the hook runs on every tool call.
         kept: input.event_name == "SessionStart" && env.asks_to_be_kept(),
+        agent,
     };
     let renamed = renames(outcome, input, now_ms);
     let batch = std::iter::once(Record::SessionSeen(seen))
@@ -607,6 +634,8 @@ mod tests {
             "hook --wake-dir /w",
             "hook --wake-dir=/w --config /c.toml",
             "hook --config=/c.toml --print-settings --wake-dir w",
+            "hook --agent codex",
+            "hook --agent=claude --wake-dir /w",
         ];
         let left = [
             "",
@@ -622,6 +651,9 @@ mod tests {
             "hook --wake-dir --print-settings",
             "hook --wake-dir /a --wake-dir /b",
             "hook --port 9",
+            "hook --agent",
+            "hook --agent gemini",
+            "hook --agent codex --agent codex",
             "hook --",
         ];
         let argv = |line: &str| -> Vec<std::ffi::OsString> {
@@ -638,6 +670,7 @@ mod tests {
             };
             assert_eq!(args.print_settings, by_clap.print_settings, "{line}");
             assert_eq!(args.wake_dir, by_clap.wake_dir, "{line}");
+            assert_eq!(args.agent, by_clap.agent, "{line}");
             assert_eq!(config, cli.config, "{line}");
         }
         for line in left {

@@ -58,6 +58,7 @@ pub fn render(sid: &str, session: &Session, r: Rendered) -> api::SessionStatus {
     let nudged = nudge.unanswered > 0 || nudge.acknowledged || nudge.last_nudge_at.is_some();
     api::SessionStatus {
         session_id: sid.to_owned(),
+        agent: row.agent,
         pane: r.pane.map(pane_of),
         state,
         reason,

@@ -8,6 +8,7 @@ use rusqlite::{OptionalExtension, Row, params};
 
 use super::records::{LimitSource, NudgeState, Payment, RewindOutcome, RewindWhy, pairs};
 use super::{Store, StoreError};
+use crate::agent::Agent;
 use crate::claude::inbox::Inbox;
 
 /// One delivery of an event identity, as the start-up warm-up of the dedupe memory reads it
@@ -46,6 +47,8 @@ pub struct SessionRow {
     pub told_ms: Option<i64>,
     /// Opted in to be kept working (`WAKEBRIDGE=keep` at its start).
     pub kept: bool,
+    /// The agent its hooks named (Claude Code for a session no hook reported).
+    pub agent: Agent,
 }
 
 /// A person's pause of a session.
@@ -162,7 +165,7 @@ SELECT ids.session_id, s.cwd, s.transcript_path, s.pane, s.last_hook_event,
        m.kind, m.resets_text, m.resets_at_ms, m.seen_how, m.since_ms, m.tries, m.last_try_ms,
        m.gave_up, p.by_inbox,
        i.session_id, i.socket, i.token, i.pid, i.sent_ms, i.sent_heard_ms,
-       i.heard_ms, l.told_ms, s.kept
+       i.heard_ms, l.told_ms, s.kept, s.agent
 FROM ids
 LEFT JOIN sessions s ON s.session_id = ids.session_id
 LEFT JOIN wakes w ON w.session_id = ids.session_id
@@ -220,6 +223,7 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         inbox: present(30)?.then(|| inbox_at(row, 31)).transpose()?,
         told_ms: row.get(37)?,
         kept: row.get::<_, Option<bool>>(38)?.unwrap_or(false),
+        agent: Agent::of_recorded(row.get::<_, Option<String>>(39)?.as_deref()),
     })
 }
 

@@ -3,6 +3,7 @@
 //! (the writer thread does) nor any reads.
 
 use super::{Alias, LimitSeen};
+use crate::agent::Agent;
 use crate::claude::inbox::Inbox;
 use rusqlite::types::FromSql;
 use rusqlite::{Connection, Params, ToSql, params};
@@ -72,6 +73,8 @@ pub struct SessionSeen {
     pub seen_at_ms: i64,
     /// Opted in to be kept working (`WAKEBRIDGE=keep` at its start); once set, it stays.
     pub kept: bool,
+    /// The agent its hooks named.
+    pub agent: Agent,
 }
 
 /// The idle nudger's state for one session (upsert: replaces the stored row).
@@ -311,14 +314,14 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
         ),
         Record::SessionSeen(s) => exec(
             "INSERT INTO sessions (session_id, cwd, transcript_path, pane, last_hook_event, \
-             first_seen_ms, last_seen_ms, kept) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7) \
+             first_seen_ms, last_seen_ms, kept, agent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8) \
              ON CONFLICT (session_id) DO UPDATE SET \
              cwd = coalesce(excluded.cwd, cwd), \
              transcript_path = coalesce(excluded.transcript_path, transcript_path), \
              pane = coalesce(excluded.pane, pane), \
              last_hook_event = coalesce(excluded.last_hook_event, last_hook_event), \
              last_seen_ms = max(last_seen_ms, excluded.last_seen_ms), \
-             kept = max(kept, excluded.kept)",
+             kept = max(kept, excluded.kept), agent = excluded.agent",
             params![
                 s.session_id,
                 s.cwd,
@@ -327,6 +330,7 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
                 s.last_hook_event,
                 s.seen_at_ms,
                 s.kept,
+                s.agent.as_str(),
             ],
         ),
         Record::Nudge(n) => exec(

@@ -326,6 +326,7 @@ async fn fresh_statusline_feed_overrides_transcript_and_state_files_follow() -> 
             last_hook_event: Some("Stop".into()),
             seen_at_ms: clock::now_ms(),
             kept: false,
+            agent: Default::default(),
         }))
         .await?;
     rig.start()?;
@@ -411,6 +412,7 @@ async fn a_limit_the_transcript_ends_on_is_recorded_once_and_an_old_one_is_not()
             last_hook_event: Some("StopFailure".into()),
             seen_at_ms: clock::now_ms(),
             kept: false,
+            agent: Default::default(),
         }))
         .await?;
     rig.start()?;

@@ -47,6 +47,7 @@ fn seen(sid: &str, at_ms: i64) -> SessionSeen {
         last_hook_event: Some("Stop".into()),
         seen_at_ms: at_ms,
         kept: false,
+        agent: Default::default(),
     }
 }
 
@@ -264,6 +265,11 @@ async fn migrates_a_database_written_at_schema_one() {
     let row = store.session("old-session").expect("read").expect("kept");
     assert_eq!(row.cwd.as_deref(), Some("/old"));
     assert_eq!(row.last_action.as_deref(), Some("spool-busy"));
+    assert_eq!(
+        row.agent,
+        wakebridge::agent::Agent::Claude,
+        "a row from before agents"
+    );
     store
         .record(Record::Wake {
             session_id: "old-session".into(),
@@ -277,7 +283,7 @@ async fn migrates_a_database_written_at_schema_one() {
         .expect("check")
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
     let told: Option<i64> = Connection::open(&path)
         .expect("check")
         .query_row(
@@ -667,6 +673,7 @@ async fn session_seen_upserts_keep_known_fields() {
             last_hook_event: Some("UserPromptSubmit".into()),
             seen_at_ms: 900,
             kept: false,
+            agent: Default::default(),
         }))
         .await
         .expect("second");
