@@ -21,14 +21,14 @@ pub const NOTIFICATION_MATCHER: &str = "idle_prompt|quota_auto_resume_fired";
 /// own 5 s budget, so Claude Code never has to kill it.
 pub const SETTINGS_HOOK_TIMEOUT_SECS: u64 = 10;
 /// `(event, matcher)` pairs the settings wire.
-pub const WIRED_EVENTS: [(&str, &str); 7] = [
-    ("SessionStart", ""),
-    ("UserPromptSubmit", ""),
-    ("PreToolUse", ""),
-    ("Stop", ""),
-    ("StopFailure", ""),
-    ("Notification", NOTIFICATION_MATCHER),
-    ("SessionEnd", ""),
+pub const WIRED_EVENTS: [(&str, Option<&str>); 7] = [
+    ("SessionStart", Some("")),
+    ("UserPromptSubmit", Some("")),
+    ("PreToolUse", Some("")),
+    ("Stop", Some("")),
+    ("StopFailure", Some("")),
+    ("Notification", Some(NOTIFICATION_MATCHER)),
+    ("SessionEnd", Some("")),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -106,11 +106,15 @@ pub fn parse_hook_input(bytes: &[u8]) -> Result<HookInput, HookInputError> {
     })
 }
 
-/// One matcher group of the settings' `hooks`: `command` run for the events `matcher` picks.
-pub fn hook_group(matcher: &str, command: &str) -> Value {
+/// One matcher group of the settings' `hooks`: `command` run for the events `matcher` picks
+/// (`None`: every time, no matcher written).
+pub fn hook_group(matcher: Option<&str>, command: &str) -> Value {
     let hook =
         json!({"type": "command", "command": command, "timeout": SETTINGS_HOOK_TIMEOUT_SECS});
-    json!({"matcher": matcher, "hooks": [hook]})
+    match matcher {
+        Some(matcher) => json!({"matcher": matcher, "hooks": [hook]}),
+        None => json!({"hooks": [hook]}),
+    }
 }
 
 /// A Stop hook's answer that keeps Claude Code going with `reason` as its next instruction (it

@@ -102,9 +102,35 @@ pub enum Uninstall {
     Changed(Vec<u8>),
 }
 
-/// Merges wakebridge (the binary at `exe`, an absolute path) into the settings `current`, and
-/// with `accept` makes `crossSessionInbound` `accept` (else that key is never touched).
-pub fn install(current: Option<&[u8]>, exe: &str, accept: bool) -> Result<Install, SettingsError> {
+/// What install wires into a hooks file of this shape: Claude Code's settings.json, or another
+/// agent's file read in the same shape (Codex CLI's hooks.json).
+#[derive(Debug, Clone, Copy)]
+pub struct Wiring {
+    /// `(event, matcher)` pairs; `None`: the agent's file has no matcher for that event.
+    pub events: &'static [(&'static str, Option<&'static str>)],
+    /// What the hook command says after `hook` (` --agent codex`), with its leading blank.
+    pub hook_args: &'static str,
+    /// Whether the file takes wakebridge's status line.
+    pub statusline: bool,
+}
+
+impl Wiring {
+    pub const CLAUDE: Wiring = Wiring {
+        events: &WIRED_EVENTS,
+        hook_args: "",
+        statusline: true,
+    };
+}
+
+/// Merges wakebridge (the binary at `exe`, an absolute path) into the settings `current` as
+/// `wiring` says, and with `accept` makes `crossSessionInbound` `accept` (else that key is never
+/// touched).
+pub fn install(
+    current: Option<&[u8]>,
+    exe: &str,
+    wiring: &Wiring,
+    accept: bool,
+) -> Result<Install, SettingsError> {
     let before = parse(current)?;
     let ours = Ours::new(exe)?;
     let had_ours = {
@@ -126,17 +152,19 @@ pub fn install(current: Option<&[u8]>, exe: &str, accept: bool) -> Result<Instal
             }
         }
     }
-    for (event, matcher) in WIRED_EVENTS {
-        let groups = hooks.entry(event).or_insert_with(|| {
-            created.events.push(event.to_owned());
+    let command = ours.command(Kind::Hook, None) + wiring.hook_args;
+    for (event, matcher) in wiring.events {
+        let groups = hooks.entry(*event).or_insert_with(|| {
+            created.events.push((*event).to_owned());
             Value::Array(Vec::new())
         });
         let present = entries_mut(groups).any(|entry| ours.recognise(entry, Kind::Hook).is_some());
         if !present && let Value::Array(list) = groups {
-            list.push(hook_group(matcher, &ours.command(Kind::Hook, None)));
+            list.push(hook_group(*matcher, &command));
         }
     }
     match root.get_mut("statusLine") {
+        _ if !wiring.statusline => {}
         None => {
             root.insert(
                 "statusLine".into(),
@@ -475,7 +503,7 @@ mod tests {
     const EXE: &str = "/opt/wb/bin/wakebridge";
 
     fn installed(current: &str) -> (String, Created, bool) {
-        match install(Some(current.as_bytes()), EXE, false).unwrap() {
+        match install(Some(current.as_bytes()), EXE, &Wiring::CLAUDE, false).unwrap() {
             Install::Changed {
                 bytes,
                 created,
@@ -503,7 +531,7 @@ mod tests {
                 bytes,
                 created,
                 had_ours,
-            } = install(current, EXE, false).unwrap()
+            } = install(current, EXE, &Wiring::CLAUDE, false).unwrap()
             else {
                 panic!("unchanged");
             };
@@ -515,7 +543,7 @@ mod tests {
             assert!(text.ends_with("}\n") && text.contains("\n  \"hooks\": {\n    \""));
             let v = value(&text);
             for (event, matcher) in WIRED_EVENTS {
-                assert_eq!(v["hooks"][event][0]["matcher"], matcher);
+                assert_eq!(v["hooks"][event][0]["matcher"], matcher.unwrap());
                 assert_eq!(
                     v["hooks"][event][0]["hooks"][0]["command"],
                     format!("{EXE} hook")
@@ -556,13 +584,13 @@ mod tests {
     fn a_second_install_changes_nothing() {
         let (text, _, _) = installed("{}");
         assert_eq!(
-            install(Some(text.as_bytes()), EXE, false).unwrap(),
+            install(Some(text.as_bytes()), EXE, &Wiring::CLAUDE, false).unwrap(),
             Install::Unchanged
         );
         // Odd formatting is left alone when there is nothing to add.
         let compact = value(&text).to_string();
         assert_eq!(
-            install(Some(compact.as_bytes()), EXE, false).unwrap(),
+            install(Some(compact.as_bytes()), EXE, &Wiring::CLAUDE, false).unwrap(),
             Install::Unchanged
         );
     }
@@ -591,7 +619,8 @@ mod tests {
     #[test]
     fn a_path_with_spaces_is_quoted_and_still_recognised() {
         let exe = "/Users/a b/bin/wakebridge";
-        let Install::Changed { bytes, .. } = install(None, exe, false).unwrap() else {
+        let Install::Changed { bytes, .. } = install(None, exe, &Wiring::CLAUDE, false).unwrap()
+        else {
             panic!("unchanged");
         };
         let v: Value = serde_json::from_slice(&bytes).unwrap();
@@ -600,7 +629,7 @@ mod tests {
             "'/Users/a b/bin/wakebridge' hook"
         );
         assert_eq!(
-            install(Some(&bytes), exe, false).unwrap(),
+            install(Some(&bytes), exe, &Wiring::CLAUDE, false).unwrap(),
             Install::Unchanged
         );
     }
@@ -624,7 +653,7 @@ mod tests {
         assert_eq!(v["statusLine"]["padding"], 1);
         assert_eq!(v["statusLine"]["refreshInterval"], 5);
         assert_eq!(
-            install(Some(text.as_bytes()), EXE, false).unwrap(),
+            install(Some(text.as_bytes()), EXE, &Wiring::CLAUDE, false).unwrap(),
             Install::Unchanged
         );
         // Uninstall puts the user's command back as it was.
@@ -684,7 +713,7 @@ mod tests {
             ),
         ] {
             let Install::Changed { bytes, created, .. } =
-                install(Some(mine.as_bytes()), EXE, true).unwrap()
+                install(Some(mine.as_bytes()), EXE, &Wiring::CLAUDE, true).unwrap()
             else {
                 panic!("unchanged");
             };
@@ -708,7 +737,7 @@ mod tests {
         // Already `accept` (the user's own choice): nothing to record, and uninstall keeps it.
         let theirs = r#"{"crossSessionInbound": "accept"}"#;
         let Install::Changed { bytes, created, .. } =
-            install(Some(theirs.as_bytes()), EXE, true).unwrap()
+            install(Some(theirs.as_bytes()), EXE, &Wiring::CLAUDE, true).unwrap()
         else {
             panic!("unchanged");
         };
@@ -719,7 +748,9 @@ mod tests {
 
     #[test]
     fn a_value_the_user_set_after_install_is_theirs() {
-        let Install::Changed { bytes, created, .. } = install(None, EXE, true).unwrap() else {
+        let Install::Changed { bytes, created, .. } =
+            install(None, EXE, &Wiring::CLAUDE, true).unwrap()
+        else {
             panic!("unchanged");
         };
         let mut v: Value = serde_json::from_slice(&bytes).unwrap();
@@ -757,7 +788,8 @@ mod tests {
 
     #[test]
     fn shapes_we_do_not_know_are_refused() {
-        let refused = |text: &str| install(Some(text.as_bytes()), EXE, false).unwrap_err();
+        let refused =
+            |text: &str| install(Some(text.as_bytes()), EXE, &Wiring::CLAUDE, false).unwrap_err();
         let e = refused("{\n  // mine\n  \"a\": 1\n}");
         assert!(matches!(e, SettingsError::NotJson { line: 2, .. }), "{e:?}");
         assert!(e.to_string().contains("comments"), "{e}");

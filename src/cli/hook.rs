@@ -220,7 +220,7 @@ pub fn read_bounded(
 pub fn settings_json(command: &str) -> Value {
     let group = |matcher| json!([hook_group(matcher, command)]);
     let hooks: serde_json::Map<String, Value> = (WIRED_EVENTS.iter())
-        .map(|(event, matcher)| (event.to_string(), group(matcher)))
+        .map(|(event, matcher)| (event.to_string(), group(*matcher)))
         .collect();
     json!({ "hooks": hooks })
 }
@@ -593,7 +593,7 @@ mod tests {
             let mut probe = input(event);
             // The first type a matcher names moves the wake state; the others (Claude Code's
             // own resume at a usage limit) only lift a limit in the ledger.
-            probe.notification_type = matcher
+            probe.notification_type = (matcher.unwrap_or_default())
                 .split('|')
                 .find(|m| !m.is_empty())
                 .map(str::to_owned);

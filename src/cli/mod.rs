@@ -6,6 +6,7 @@ pub(crate) mod claude;
 pub(crate) mod client;
 pub(crate) mod context;
 pub(crate) mod doctor;
+pub(crate) mod edit;
 pub mod fleet;
 pub(crate) mod glance;
 pub mod hook;
