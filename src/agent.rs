@@ -1,8 +1,8 @@
 //! Which agent a session runs, and what each agent's hooks say about where it is. The word is
 //! recorded once from the session's hooks (`wakebridge hook --agent codex`; Claude Code's hooks
 //! name none) and shown wherever sessions are (`/sessions`, `status`'s AGENT column). What an
-//! agent's files, hooks and screens look like is its own module's (`claude/`, `codex/`); this
-//! is the one place that tells them apart.
+//! agent's files, hooks and screens look like is its own module's (`claude/`, `codex/`), in the
+//! vocabulary this one gives them ([`Wiring`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +50,19 @@ impl Agent {
     pub fn of_recorded(word: Option<&str>) -> Agent {
         word.and_then(|w| w.parse().ok()).unwrap_or_default()
     }
+}
+
+/// What install wires into an agent's hooks file, all in Claude Code's shape (`{"hooks":
+/// {"Stop": [{"matcher": ..., "hooks": [{"type": "command", ...}]}]}}`), which Codex CLI reads
+/// too.
+#[derive(Debug, Clone, Copy)]
+pub struct Wiring {
+    /// `(event, matcher)` pairs; `None`: the agent's file has no matcher for that event.
+    pub events: &'static [(&'static str, Option<&'static str>)],
+    /// What the hook command says after `hook` (` --agent codex`), with its leading blank.
+    pub hook_args: &'static str,
+    /// Whether the file takes wakebridge's status line.
+    pub statusline: bool,
 }
 
 #[cfg(test)]

@@ -30,8 +30,9 @@
 //! leaves: vocabularies and helpers that know nothing of the groups above
 //!   api.rs         the typed /health and /sessions views
 //!   config/        defaults < file < env < flags into a validated Config
-//!   agent.rs       which agent a session runs; the one place that tells them apart
 //!   claude/        Claude Code as it is: home, hooks, transcript, screen, settings
+//!   codex/         Codex CLI as it is: home, hooks and their trust
+//!   agent.rs       which agent a session runs, and what an agent's hooks file is wired with
 //!   wakedir/       the wake dir shared with the Python bridge
 //!   wire/          what the bus sends
 //!   telemetry/     Prometheus metrics, the log writer thread, warnings
@@ -49,6 +50,7 @@ pub mod bus;
 pub mod claude;
 pub mod cli;
 pub mod clock;
+pub mod codex;
 pub mod config;
 pub mod context;
 pub mod deadline;

@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
+pub use crate::agent::Wiring;
 use crate::wire::json_kind;
 
 use super::hooks::{WIRED_EVENTS, hook_group};
@@ -102,25 +103,13 @@ pub enum Uninstall {
     Changed(Vec<u8>),
 }
 
-/// What install wires into a hooks file of this shape: Claude Code's settings.json, or another
-/// agent's file read in the same shape (Codex CLI's hooks.json).
-#[derive(Debug, Clone, Copy)]
-pub struct Wiring {
-    /// `(event, matcher)` pairs; `None`: the agent's file has no matcher for that event.
-    pub events: &'static [(&'static str, Option<&'static str>)],
-    /// What the hook command says after `hook` (` --agent codex`), with its leading blank.
-    pub hook_args: &'static str,
-    /// Whether the file takes wakebridge's status line.
-    pub statusline: bool,
-}
-
-impl Wiring {
-    pub const CLAUDE: Wiring = Wiring {
-        events: &WIRED_EVENTS,
-        hook_args: "",
-        statusline: true,
-    };
-}
+/// What Claude Code's settings.json is wired with: every event wakebridge hears, and the status
+/// line.
+pub const WIRING: Wiring = Wiring {
+    events: &WIRED_EVENTS,
+    hook_args: "",
+    statusline: true,
+};
 
 /// Merges wakebridge (the binary at `exe`, an absolute path) into the settings `current` as
 /// `wiring` says, and with `accept` makes `crossSessionInbound` `accept` (else that key is never
@@ -152,7 +141,7 @@ pub fn install(
             }
         }
     }
-    let command = ours.command(Kind::Hook, None) + wiring.hook_args;
+    let command = hook_command(exe, wiring)?;
     for (event, matcher) in wiring.events {
         let groups = hooks.entry(*event).or_insert_with(|| {
             created.events.push((*event).to_owned());
@@ -200,6 +189,12 @@ pub fn install(
         created,
         had_ours,
     })
+}
+
+/// The command install writes for each hook: the binary at `exe`, quoted, running `hook` with
+/// what `wiring` adds.
+pub fn hook_command(exe: &str, wiring: &Wiring) -> Result<String, SettingsError> {
+    Ok(Ours::new(exe)?.command(Kind::Hook, None) + wiring.hook_args)
 }
 
 /// Takes any wakebridge's hooks out of `current` (and the keys `created` names once empty), its
@@ -503,7 +498,7 @@ mod tests {
     const EXE: &str = "/opt/wb/bin/wakebridge";
 
     fn installed(current: &str) -> (String, Created, bool) {
-        match install(Some(current.as_bytes()), EXE, &Wiring::CLAUDE, false).unwrap() {
+        match install(Some(current.as_bytes()), EXE, &WIRING, false).unwrap() {
             Install::Changed {
                 bytes,
                 created,
@@ -531,7 +526,7 @@ mod tests {
                 bytes,
                 created,
                 had_ours,
-            } = install(current, EXE, &Wiring::CLAUDE, false).unwrap()
+            } = install(current, EXE, &WIRING, false).unwrap()
             else {
                 panic!("unchanged");
             };
@@ -584,13 +579,13 @@ mod tests {
     fn a_second_install_changes_nothing() {
         let (text, _, _) = installed("{}");
         assert_eq!(
-            install(Some(text.as_bytes()), EXE, &Wiring::CLAUDE, false).unwrap(),
+            install(Some(text.as_bytes()), EXE, &WIRING, false).unwrap(),
             Install::Unchanged
         );
         // Odd formatting is left alone when there is nothing to add.
         let compact = value(&text).to_string();
         assert_eq!(
-            install(Some(compact.as_bytes()), EXE, &Wiring::CLAUDE, false).unwrap(),
+            install(Some(compact.as_bytes()), EXE, &WIRING, false).unwrap(),
             Install::Unchanged
         );
     }
@@ -619,8 +614,7 @@ mod tests {
     #[test]
     fn a_path_with_spaces_is_quoted_and_still_recognised() {
         let exe = "/Users/a b/bin/wakebridge";
-        let Install::Changed { bytes, .. } = install(None, exe, &Wiring::CLAUDE, false).unwrap()
-        else {
+        let Install::Changed { bytes, .. } = install(None, exe, &WIRING, false).unwrap() else {
             panic!("unchanged");
         };
         let v: Value = serde_json::from_slice(&bytes).unwrap();
@@ -629,7 +623,7 @@ mod tests {
             "'/Users/a b/bin/wakebridge' hook"
         );
         assert_eq!(
-            install(Some(&bytes), exe, &Wiring::CLAUDE, false).unwrap(),
+            install(Some(&bytes), exe, &WIRING, false).unwrap(),
             Install::Unchanged
         );
     }
@@ -653,7 +647,7 @@ mod tests {
         assert_eq!(v["statusLine"]["padding"], 1);
         assert_eq!(v["statusLine"]["refreshInterval"], 5);
         assert_eq!(
-            install(Some(text.as_bytes()), EXE, &Wiring::CLAUDE, false).unwrap(),
+            install(Some(text.as_bytes()), EXE, &WIRING, false).unwrap(),
             Install::Unchanged
         );
         // Uninstall puts the user's command back as it was.
@@ -713,7 +707,7 @@ mod tests {
             ),
         ] {
             let Install::Changed { bytes, created, .. } =
-                install(Some(mine.as_bytes()), EXE, &Wiring::CLAUDE, true).unwrap()
+                install(Some(mine.as_bytes()), EXE, &WIRING, true).unwrap()
             else {
                 panic!("unchanged");
             };
@@ -737,7 +731,7 @@ mod tests {
         // Already `accept` (the user's own choice): nothing to record, and uninstall keeps it.
         let theirs = r#"{"crossSessionInbound": "accept"}"#;
         let Install::Changed { bytes, created, .. } =
-            install(Some(theirs.as_bytes()), EXE, &Wiring::CLAUDE, true).unwrap()
+            install(Some(theirs.as_bytes()), EXE, &WIRING, true).unwrap()
         else {
             panic!("unchanged");
         };
@@ -748,8 +742,7 @@ mod tests {
 
     #[test]
     fn a_value_the_user_set_after_install_is_theirs() {
-        let Install::Changed { bytes, created, .. } =
-            install(None, EXE, &Wiring::CLAUDE, true).unwrap()
+        let Install::Changed { bytes, created, .. } = install(None, EXE, &WIRING, true).unwrap()
         else {
             panic!("unchanged");
         };
@@ -788,8 +781,7 @@ mod tests {
 
     #[test]
     fn shapes_we_do_not_know_are_refused() {
-        let refused =
-            |text: &str| install(Some(text.as_bytes()), EXE, &Wiring::CLAUDE, false).unwrap_err();
+        let refused = |text: &str| install(Some(text.as_bytes()), EXE, &WIRING, false).unwrap_err();
         let e = refused("{\n  // mine\n  \"a\": 1\n}");
         assert!(matches!(e, SettingsError::NotJson { line: 2, .. }), "{e:?}");
         assert!(e.to_string().contains("comments"), "{e}");

@@ -77,9 +77,8 @@ fn install(env: &Env, dry_run: bool, accept: bool) -> Result<(), EditError> {
         }
         None => None,
     };
-    let wiring = settings::Wiring::CLAUDE;
     edit::install(&file, dry_run, |old| {
-        settings::install(old, &exe, &wiring, accept).map_err(edit::refused(&file))
+        settings::install(old, &exe, &settings::WIRING, accept).map_err(edit::refused(&file))
     })?;
     explain_inbound(inbound.as_ref(), accept, dry_run);
     Ok(())
@@ -136,7 +135,7 @@ mod tests {
     fn install_into_nothing_wires_what_print_settings_prints() {
         let exe = "/usr/local/bin/wakebridge";
         let Install::Changed { bytes, .. } =
-            settings::install(None, exe, &settings::Wiring::CLAUDE, false).unwrap()
+            settings::install(None, exe, &settings::WIRING, false).unwrap()
         else {
             panic!("unchanged");
         };
@@ -150,7 +149,7 @@ mod tests {
         let deploy: serde_json::Value =
             serde_json::from_str(include_str!("../../deploy/claude-statusline.json")).unwrap();
         let Install::Changed { bytes, .. } =
-            settings::install(None, "wakebridge", &settings::Wiring::CLAUDE, false).unwrap()
+            settings::install(None, "wakebridge", &settings::WIRING, false).unwrap()
         else {
             panic!("unchanged");
         };

@@ -4,6 +4,7 @@
 
 pub(crate) mod claude;
 pub(crate) mod client;
+pub(crate) mod codex;
 pub(crate) mod context;
 pub(crate) mod doctor;
 pub(crate) mod edit;
@@ -91,6 +92,10 @@ enum Command {
     /// (`uninstall`).
     #[command(subcommand)]
     Claude(claude::ClaudeCommand),
+    /// Wire Codex CLI to this binary in its hooks.json, and with --trust-hooks approve the hooks
+    /// in its config.toml (`install`), or take both out again (`uninstall`).
+    #[command(subcommand)]
+    Codex(codex::CodexCommand),
     /// Run the daemon under launchd or systemd: install, uninstall, status.
     #[command(subcommand)]
     Service(service::ServiceCommand),
@@ -151,6 +156,7 @@ pub fn main() -> ExitCode {
         Command::Man(args) => manual::man(&args),
         // No configuration needed: the settings file is where Claude Code's environment says.
         Command::Claude(command) => claude::run(&command, &Env::process()),
+        Command::Codex(command) => codex::run(&command, &Env::process()),
         Command::Service(command) => service::run(&command, resolved(None), config.as_deref()),
     }
 }

@@ -1,0 +1,6 @@
+//! Everything wakebridge knows about OpenAI's Codex CLI as it really is (0.171.0, tried offline
+//! against a stand-in of its model API): its home, its hooks file and how Codex decides to trust
+//! a hook. Nothing here decides what to do.
+
+pub mod home;
+pub mod hooks;
