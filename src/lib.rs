@@ -30,8 +30,8 @@
 //! leaves: vocabularies and helpers that know nothing of the groups above
 //!   api.rs         the typed /health and /sessions views
 //!   config/        defaults < file < env < flags into a validated Config
-//!   claude/        Claude Code as it is: home, hooks, transcript, screen, settings
-//!   codex/         Codex CLI as it is: home, hooks and their trust
+//!   claude/        Claude Code as it is: home, hooks, transcript, screen, settings, inbox
+//!   codex/         Codex CLI as it is: home, hooks and their trust, control socket
 //!   agent.rs       which agent a session runs, and what an agent's hooks file is wired with
 //!   wakedir/       the wake dir shared with the Python bridge
 //!   wire/          what the bus sends

@@ -13,6 +13,8 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use super::registry::process_alive;
+use crate::codex::control::{self, ControlError};
+use crate::codex::home::CodexHome;
 use crate::deadline::Deadline;
 use crate::env::Env;
 
@@ -35,13 +37,18 @@ pub const UNHEARD_AFTER: std::time::Duration = std::time::Duration::from_secs(12
 /// Longest token kept: Claude Code's are 32 hex digits.
 const MAX_TOKEN_CHARS: usize = 128;
 
-/// A session's inbox as it was announced.
+/// A session's inbox as it was announced: Claude Code's own socket, or a Codex session's control
+/// socket and the thread it serves there (`codex::control`), the one other way to tell an agent
+/// something without a keystroke.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Inbox {
     pub socket: PathBuf,
     /// Only classifies the sender (a message without it is delivered too); never logged.
     pub token: Option<String>,
     pub pid: Option<u32>,
+    /// Codex CLI: the thread (its session id) the control socket `socket` serves; `None`: Claude
+    /// Code's own inbox socket.
+    pub thread: Option<String>,
 }
 
 impl std::fmt::Debug for Inbox {
@@ -51,6 +58,7 @@ impl std::fmt::Debug for Inbox {
             .field("socket", &self.socket)
             .field("token", &self.token.as_ref().map(|_| "…"))
             .field("pid", &self.pid)
+            .field("thread", &self.thread)
             .finish()
     }
 }
@@ -87,6 +95,28 @@ pub enum InboxError {
     #[error("writing to the inbox at {path} failed: {error}")]
     #[strum(serialize = "inbox-io")]
     Io { path: PathBuf, error: String },
+    #[error("{0}")]
+    #[strum(serialize = "inbox-untrusted")]
+    Untrusted(String),
+    #[error("{0}")]
+    #[strum(serialize = "inbox-not-open")]
+    NotOpen(String),
+}
+
+impl From<ControlError> for InboxError {
+    fn from(e: ControlError) -> Self {
+        match e {
+            ControlError::Gone(path) => InboxError::Gone(path),
+            ControlError::Untrusted(_) => InboxError::Untrusted(e.to_string()),
+            ControlError::NotOpen(_) => InboxError::NotOpen(e.to_string()),
+            ControlError::Timeout => InboxError::Timeout(PathBuf::new()),
+            ControlError::Answered { .. } => InboxError::Io {
+                path: PathBuf::new(),
+                error: e.to_string(),
+            },
+            ControlError::Io { path, error } => InboxError::Io { path, error },
+        }
+    }
 }
 
 impl InboxError {
@@ -107,13 +137,31 @@ impl Inbox {
             .nonempty(TOKEN_ENV)
             .filter(|t| t.len() <= MAX_TOKEN_CHARS && t.chars().all(|c| c.is_ascii_hexdigit()));
         let pid = env.nonempty(PID_ENV).and_then(|p| p.parse().ok());
-        Some(Inbox { socket, token, pid })
+        Some(Inbox {
+            socket,
+            token,
+            pid,
+            thread: None,
+        })
+    }
+
+    /// A Codex session's inbox: the control socket of its home, serving `thread`.
+    pub fn codex(home: &CodexHome, thread: &str) -> Inbox {
+        Inbox {
+            socket: control::socket_of(home),
+            token: None,
+            pid: None,
+            thread: Some(thread.to_owned()),
+        }
     }
 
     /// Whether this is a socket to send to: a socket (no symlink) owned by this user, in a
     /// directory no one else can enter, its process (when known) alive.
     pub fn check(&self) -> Result<(), InboxError> {
         let path = &self.socket;
+        if self.thread.is_some() {
+            return control::check(path).map(drop).map_err(InboxError::from);
+        }
         let meta = std::fs::symlink_metadata(path).map_err(|e| match e.kind() {
             ErrorKind::NotFound => InboxError::Gone(path.clone()),
             _ => io_error(path, &e),
@@ -147,6 +195,10 @@ impl Inbox {
     pub async fn send(&self, text: &str, deadline: Deadline) -> Result<(), InboxError> {
         if text.len() > MAX_MESSAGE_BYTES {
             return Err(InboxError::TooLong(text.len()));
+        }
+        if let Some(thread) = &self.thread {
+            let sent = control::send(&self.socket, thread, text, deadline).await;
+            return sent.map_err(InboxError::from);
         }
         self.check()?;
         let path = &self.socket;
@@ -261,6 +313,7 @@ mod tests {
             socket,
             token: Some("0123abcd".into()),
             pid: Some(std::process::id()),
+            thread: None,
         }
     }
 

@@ -122,6 +122,7 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
                 socket: PathBuf::from(socket),
                 token: None,
                 pid: Some(file_pid),
+                thread: None,
             });
         let reading = RegistryReading {
             status,
@@ -146,6 +147,7 @@ pub fn inbox_of(dir: &Path, session_id: &str) -> Option<super::inbox::Inbox> {
         socket: PathBuf::from(RegistryFile::text(&file.messaging_socket_path)?),
         token: None,
         pid: Some(pid),
+        thread: None,
     })
 }
 

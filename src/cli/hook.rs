@@ -15,6 +15,7 @@ use crate::claude::inbox::{self, Inbox};
 use crate::claude::limits;
 use crate::cli::session::SESSION_ID_ENVS;
 use crate::clock;
+use crate::codex::home::CodexHome;
 use crate::config::{Config, ConfigError};
 use crate::env::Env;
 use crate::mux::WAKE_PROMPT;
@@ -386,7 +387,7 @@ fn record(
     };
     let now_ms = clock::now_ms();
     let limit = limits.then(|| limit_record(input, &session_id, now_ms));
-    let inbox = inbox_record(input, env, &session_id, now_ms);
+    let inbox = inbox_record(agent, input, env, &session_id, now_ms);
     let seen = SessionSeen {
         session_id,
         cwd: outcome.cwd.clone(),
@@ -411,16 +412,27 @@ fn record(
 
 /// SessionStart records where the session's inbox is (after a `/clear` too: the new id keeps
 /// the socket); UserPromptSubmit records which prompt it reported, so that a message the daemon
-/// sent there is known to have arrived. Nothing for a session without an inbox.
-fn inbox_record(input: &HookInput, env: &Env, session_id: &str, now_ms: i64) -> Option<Record> {
+/// sent there is known to have arrived. Nothing for a session without an inbox. A Codex
+/// session's inbox is its home's control socket, serving its thread (the session id).
+fn inbox_record(
+    agent: Agent,
+    input: &HookInput,
+    env: &Env,
+    session_id: &str,
+    now_ms: i64,
+) -> Option<Record> {
     // The environment is read only for the two events that record an inbox (not PreToolUse).
+    let inbox = || match agent {
+        Agent::Claude => Inbox::from_hook_env(env),
+        Agent::Codex => Some(Inbox::codex(&CodexHome::locate(env).ok()?, session_id)),
+    };
     match &*input.event_name {
         "SessionStart" => Some(Record::InboxSeen {
             session_id: session_id.to_owned(),
-            inbox: Inbox::from_hook_env(env)?,
+            inbox: inbox()?,
             at_ms: now_ms,
         }),
-        "UserPromptSubmit" if Inbox::from_hook_env(env).is_some() => Some(Record::InboxHeard {
+        "UserPromptSubmit" if inbox().is_some() => Some(Record::InboxHeard {
             session_id: session_id.to_owned(),
             digest: inbox::digest(input.prompt.as_deref()?),
             at_ms: now_ms,

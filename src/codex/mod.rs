@@ -2,5 +2,6 @@
 //! against a stand-in of its model API): its home, its hooks file and how Codex decides to trust
 //! a hook. Nothing here decides what to do.
 
+pub mod control;
 pub mod home;
 pub mod hooks;

@@ -278,6 +278,7 @@ mod tests {
                 socket: "/run/cc-socks/1.sock".into(),
                 token: None,
                 pid: None,
+                thread: None,
             })),
             ..SessionFacts::default()
         };

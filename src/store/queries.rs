@@ -165,7 +165,7 @@ SELECT ids.session_id, s.cwd, s.transcript_path, s.pane, s.last_hook_event,
        m.kind, m.resets_text, m.resets_at_ms, m.seen_how, m.since_ms, m.tries, m.last_try_ms,
        m.gave_up, p.by_inbox,
        i.session_id, i.socket, i.token, i.pid, i.sent_ms, i.sent_heard_ms,
-       i.heard_ms, l.told_ms, s.kept, s.agent
+       i.heard_ms, l.told_ms, s.kept, s.agent, i.thread
 FROM ids
 LEFT JOIN sessions s ON s.session_id = ids.session_id
 LEFT JOIN wakes w ON w.session_id = ids.session_id
@@ -220,7 +220,7 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         owed,
         paid: paid.transpose()?,
         limit: present(21)?.then(|| limit_at(row, 21)).transpose()?,
-        inbox: present(30)?.then(|| inbox_at(row, 31)).transpose()?,
+        inbox: present(30)?.then(|| inbox_at(row, 31, 40)).transpose()?,
         told_ms: row.get(37)?,
         kept: row.get::<_, Option<bool>>(38)?.unwrap_or(false),
         agent: Agent::of_recorded(row.get::<_, Option<String>>(39)?.as_deref()),
@@ -228,15 +228,16 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
 }
 
 /// An `InboxRow` from the `inboxes` columns `socket`, `token`, `pid`, `sent_ms`, `sent_heard_ms`,
-/// `heard_ms`, starting at `at`.
-fn inbox_at(row: &Row<'_>, at: usize) -> rusqlite::Result<InboxRow> {
+/// `heard_ms`, starting at `at`, and `thread` at `thread_at`.
+fn inbox_at(row: &Row<'_>, at: usize, thread_at: usize) -> rusqlite::Result<InboxRow> {
     let socket: Option<String> = row.get(at)?;
-    let (token, pid) = (row.get(at + 1)?, row.get(at + 2)?);
+    let (token, pid, thread) = (row.get(at + 1)?, row.get(at + 2)?, row.get(thread_at)?);
     Ok(InboxRow {
         inbox: socket.map(|socket| Inbox {
             socket: socket.into(),
             token,
             pid,
+            thread,
         }),
         sent_ms: row.get(at + 3)?,
         heard_ms: row.get(at + 4)?,
@@ -467,9 +468,9 @@ impl Store {
 
     /// `session_id`'s inbox row, if a hook announced one or something was sent there.
     pub fn inbox(&self, session_id: &str) -> Result<Option<InboxRow>, StoreError> {
-        let sql = "SELECT socket, token, pid, sent_ms, sent_heard_ms, heard_ms \
+        let sql = "SELECT socket, token, pid, sent_ms, sent_heard_ms, heard_ms, thread \
                    FROM inboxes WHERE session_id = ?1";
-        self.row_of(sql, session_id, |row| inbox_at(row, 0))
+        self.row_of(sql, session_id, |row| inbox_at(row, 0, 6))
     }
 
     /// The row `sql` finds for `session_id` (its `?1`), if any, read by `map`.

@@ -397,16 +397,17 @@ pub(crate) fn apply(conn: &Connection, record: &Record) -> rusqlite::Result<()> 
             inbox,
             at_ms,
         } => exec(
-            "INSERT INTO inboxes (session_id, socket, token, pid, seen_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (session_id) DO UPDATE SET \
+            "INSERT INTO inboxes (session_id, socket, token, pid, seen_ms, thread) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (session_id) DO UPDATE SET \
              socket = excluded.socket, token = excluded.token, pid = excluded.pid, \
-             seen_ms = excluded.seen_ms",
+             seen_ms = excluded.seen_ms, thread = excluded.thread",
             params![
                 session_id,
                 inbox.socket.to_string_lossy(),
                 inbox.token,
                 inbox.pid,
-                at_ms
+                at_ms,
+                inbox.thread,
             ],
         ),
         Record::InboxSent {

@@ -6,13 +6,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::common;
 use crate::common::env::test_env;
-use crate::common::harness::TestServer;
+use crate::common::harness::{TestServer, event_for};
 use crate::common::responses::{REPLY, Responses};
+use crate::common::rig::start_daemon_with;
+use crate::common::tmux::TmuxServer;
+use wakebridge::mux::WAKE_PROMPT;
 
 /// A Codex home, a working directory and the private environment both the real Codex and
 /// wakebridge run in.
@@ -148,4 +152,158 @@ async fn codex_install_wires_its_hooks_and_trust_hooks_approves_them() {
     // Codex writes its own settings there too; none of wakebridge's approvals stay.
     assert!(!config_after.contains("hooks.state"), "{config_after}");
     assert!(config_after.starts_with(&config_before), "{config_after}");
+}
+
+/// The longest any one step with the real Codex TUI may take on a loaded two-core machine.
+const STEP: Duration = Duration::from_secs(60);
+const NUDGE: &str = "Please continue with the task at hand.";
+
+/// A real Codex TUI in a private tmux pane, with its hooks approved by `wakebridge codex
+/// install --trust-hooks`. Dropped, it takes the app-server Codex started for its home with it
+/// (that one outlives the TUI on purpose).
+struct CodexTui {
+    pane: String,
+    home: PathBuf,
+}
+
+impl Drop for CodexTui {
+    fn drop(&mut self) {
+        let socket = wakebridge::codex::control::CONTROL_SOCKET;
+        let daemon_socket = std::fs::canonicalize(self.home.join(socket));
+        let home = self.home.display().to_string();
+        let _ = Command::new("pkill").args(["-f", &home]).status();
+        // Its socket lives in Codex's own directory under /tmp, outside the test's.
+        if let Ok(daemon_socket) = daemon_socket {
+            let mut lock = daemon_socket.clone().into_os_string();
+            lock.push(".lock");
+            let _ = std::fs::remove_file(&daemon_socket);
+            let _ = std::fs::remove_file(lock);
+        }
+    }
+}
+
+impl CodexTui {
+    fn start(codex: &Path, setup: &Setup, tmux: &TmuxServer) -> CodexTui {
+        setup.wakebridge(&["codex", "install", "--trust-hooks"]);
+        let mut words: Vec<String> = (setup.env.iter())
+            .map(|(k, v)| format!("{k}='{v}'"))
+            .collect();
+        words.push("TERM=xterm-256color".into());
+        let command = format!(
+            "env -i {} '{}'; exec sleep 600",
+            words.join(" "),
+            codex.display()
+        );
+        let pane = tmux.new_pane_in(&setup.work, &command);
+        CodexTui {
+            pane,
+            home: setup.codex_home.clone(),
+        }
+    }
+
+    fn screen(&self, tmux: &TmuxServer) -> String {
+        tmux.tmux(&["capture-pane", "-p", "-t", &self.pane])
+    }
+
+    /// Types `text` at the composer and submits it: two `send-keys`, as Codex needs.
+    fn submit(&self, tmux: &TmuxServer, text: &str) {
+        tmux.tmux(&["send-keys", "-t", &self.pane, "-l", text]);
+        std::thread::sleep(Duration::from_millis(300));
+        tmux.tmux(&["send-keys", "-t", &self.pane, "Enter"]);
+    }
+}
+
+/// How many conversation requests end on a user message saying `text`: what the model was told.
+fn told(model: &Responses, text: &str) -> usize {
+    let last_user = |request: &Value| {
+        let input = request["input"].as_array().cloned().unwrap_or_default();
+        let user = input
+            .into_iter()
+            .rev()
+            .find(|item| item["role"] == "user")?;
+        let content = user["content"].as_array().cloned().unwrap_or_default();
+        content
+            .iter()
+            .find_map(|c| c["text"].as_str().map(str::to_owned))
+    };
+    let said = |request: &Value| last_user(request).is_some_and(|t| t.starts_with(text));
+    model.requests().iter().filter(|r| said(r)).count()
+}
+
+/// A Codex session in a TUI, which its hooks name but cannot place in a pane: a bus event
+/// reaches it through Codex's control socket (a turn started in the idle TUI, the model told
+/// once), and once it stays idle it is nudged the same way, the second nudge after the backoff.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_tui_is_woken_and_nudged_through_its_control_socket() {
+    let Some(codex) = common::real_codex() else {
+        common::skip_or_fail("codex is not on PATH", common::GET_CODEX);
+        return;
+    };
+    let model = Responses::start().await;
+    let setup = setup(&model);
+    let tmux = TmuxServer::start();
+    let quick = [
+        ("WAKEBRIDGE_NUDGER__IDLE_AFTER", "2s"),
+        ("WAKEBRIDGE_NUDGER__POLL_INTERVAL", "200ms"),
+        ("WAKEBRIDGE_NUDGER__BASE_COOLDOWN", "2s"),
+    ];
+    let server = start_daemon_with(&tmux, Some(setup.root.clone()), &quick).await;
+    let tui = CodexTui::start(&codex, &setup, &tmux);
+    let screen = || tui.screen(&tmux);
+    common::eventually("its composer", STEP, || {
+        screen().contains("Ask Codex to do anything")
+    })
+    .await;
+    // Codex starts its session (and runs SessionStart) at the first prompt.
+    tui.submit(&tmux, "say hello");
+    let sid = common::eventually_ok("the session known through its hooks", STEP, async || {
+        let sessions = server.get_json("/sessions").await;
+        let live = sessions["sessions"].as_array().and_then(|all| {
+            all.iter()
+                .find(|s| s["agent"] == "codex" && s["inbox"]["live"] == true)
+                .and_then(|s| s["session_id"].as_str().map(str::to_owned))
+        });
+        live.ok_or_else(|| format!("{sessions}\n{}", screen()))
+    })
+    .await;
+    let known = server.session(&sid).await;
+    assert!(
+        known["pane"].is_null(),
+        "its hooks cannot name its pane: {known}"
+    );
+    common::eventually("the first turn answered", STEP, || {
+        screen().matches(REPLY).count() == 1
+    })
+    .await;
+
+    let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
+    assert_eq!(body["action"], "inbox", "{body}\n{}", screen());
+    common::eventually_ok("the wake told", STEP, async || {
+        match told(&model, WAKE_PROMPT) {
+            1 => Ok(()),
+            n => Err(format!("told {n} times\n{}", screen())),
+        }
+    })
+    .await;
+    assert!(
+        screen().contains(WAKE_PROMPT),
+        "the TUI shows it: {}",
+        screen()
+    );
+    common::eventually_ok("the nudge told", STEP, async || match told(&model, NUDGE) {
+        0 => Err(format!("{}\n{}", server.session(&sid).await, screen())),
+        _ => Ok(()),
+    })
+    .await;
+    let series = |s: &Value| s["nudge"]["unanswered"].as_u64() >= Some(2);
+    server
+        .session_until(&sid, "a second unanswered nudge", STEP, series, screen)
+        .await;
+    assert_eq!(told(&model, WAKE_PROMPT), 1, "the wake was told once");
+    let session = server.session(&sid).await;
+    assert_eq!(session["last_action"], "inbox", "{session}");
+    assert!(
+        session["inbox"]["heard_at"].is_string(),
+        "its hook heard it: {session}"
+    );
 }

@@ -231,6 +231,7 @@ impl SessionIo for FakeIo {
                 socket: format!("/run/cc-socks/{sid}.sock").into(),
                 token: None,
                 pid: None,
+                thread: None,
             }));
             facts.row.told_ms = Some(START_MS);
         }

@@ -88,6 +88,7 @@ mod tests {
             socket: "/run/cc-socks/1.sock".into(),
             token: None,
             pid: None,
+            thread: None,
         };
         let (wake, clear) = (KeystrokeText::wake_prompt(), KeystrokeText::clear());
         let told = Told {
