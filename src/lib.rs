@@ -30,9 +30,9 @@
 //! leaves: vocabularies and helpers that know nothing of the groups above
 //!   api.rs         the typed /health and /sessions views
 //!   config/        defaults < file < env < flags into a validated Config
+//!   agent/         the seam: which agent a session runs, and each agent's answer to what differs
+//!   codex/         Codex CLI as it is: home, hooks and their trust, control socket, rollout
 //!   claude/        Claude Code as it is: home, hooks, transcript, screen, settings, inbox
-//!   codex/         Codex CLI as it is: home, hooks and their trust, control socket
-//!   agent.rs       which agent a session runs, and what an agent's hooks file is wired with
 //!   wakedir/       the wake dir shared with the Python bridge
 //!   wire/          what the bus sends
 //!   telemetry/     Prometheus metrics, the log writer thread, warnings

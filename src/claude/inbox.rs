@@ -13,8 +13,6 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use super::registry::process_alive;
-use crate::codex::control::{self, ControlError};
-use crate::codex::home::CodexHome;
 use crate::deadline::Deadline;
 use crate::env::Env;
 
@@ -37,9 +35,9 @@ pub const UNHEARD_AFTER: std::time::Duration = std::time::Duration::from_secs(12
 /// Longest token kept: Claude Code's are 32 hex digits.
 const MAX_TOKEN_CHARS: usize = 128;
 
-/// A session's inbox as it was announced: Claude Code's own socket, or a Codex session's control
-/// socket and the thread it serves there (`codex::control`), the one other way to tell an agent
-/// something without a keystroke.
+/// A session's inbox as it was announced: Claude Code's own socket, or (with a `thread`) a Codex
+/// session's control socket and the thread it serves there, which `agent::inbox` sends through
+/// `codex::control` instead.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Inbox {
     pub socket: PathBuf,
@@ -103,22 +101,6 @@ pub enum InboxError {
     NotOpen(String),
 }
 
-impl From<ControlError> for InboxError {
-    fn from(e: ControlError) -> Self {
-        match e {
-            ControlError::Gone(path) => InboxError::Gone(path),
-            ControlError::Untrusted(_) => InboxError::Untrusted(e.to_string()),
-            ControlError::NotOpen(_) => InboxError::NotOpen(e.to_string()),
-            ControlError::Timeout => InboxError::Timeout(PathBuf::new()),
-            ControlError::Answered { .. } => InboxError::Io {
-                path: PathBuf::new(),
-                error: e.to_string(),
-            },
-            ControlError::Io { path, error } => InboxError::Io { path, error },
-        }
-    }
-}
-
 impl InboxError {
     /// Every [`InboxError::kind`] (`inbox-untrusted` four times), for the error counters' zeros.
     pub const KINDS: &[&str] = <Self as strum::VariantNames>::VARIANTS;
@@ -145,23 +127,10 @@ impl Inbox {
         })
     }
 
-    /// A Codex session's inbox: the control socket of its home, serving `thread`.
-    pub fn codex(home: &CodexHome, thread: &str) -> Inbox {
-        Inbox {
-            socket: control::socket_of(home),
-            token: None,
-            pid: None,
-            thread: Some(thread.to_owned()),
-        }
-    }
-
-    /// Whether this is a socket to send to: a socket (no symlink) owned by this user, in a
-    /// directory no one else can enter, its process (when known) alive.
+    /// Whether this is Claude Code's socket to send to: a socket (no symlink) owned by this user,
+    /// in a directory no one else can enter, its process (when known) alive.
     pub fn check(&self) -> Result<(), InboxError> {
         let path = &self.socket;
-        if self.thread.is_some() {
-            return control::check(path).map(drop).map_err(InboxError::from);
-        }
         let meta = std::fs::symlink_metadata(path).map_err(|e| match e.kind() {
             ErrorKind::NotFound => InboxError::Gone(path.clone()),
             _ => io_error(path, &e),
@@ -195,10 +164,6 @@ impl Inbox {
     pub async fn send(&self, text: &str, deadline: Deadline) -> Result<(), InboxError> {
         if text.len() > MAX_MESSAGE_BYTES {
             return Err(InboxError::TooLong(text.len()));
-        }
-        if let Some(thread) = &self.thread {
-            let sent = control::send(&self.socket, thread, text, deadline).await;
-            return sent.map_err(InboxError::from);
         }
         self.check()?;
         let path = &self.socket;

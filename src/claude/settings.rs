@@ -7,7 +7,6 @@
 
 use serde_json::{Map, Value, json};
 
-pub use crate::agent::Wiring;
 use crate::wire::json_kind;
 
 use super::hooks::{WIRED_EVENTS, hook_group};
@@ -101,6 +100,19 @@ pub struct Accepted {
 pub enum Uninstall {
     NothingOurs,
     Changed(Vec<u8>),
+}
+
+/// What install wires into an agent's hooks file, all in Claude Code's shape (`{"hooks":
+/// {"Stop": [{"matcher": ..., "hooks": [{"type": "command", ...}]}]}}`), which Codex CLI reads
+/// too.
+#[derive(Debug, Clone, Copy)]
+pub struct Wiring {
+    /// `(event, matcher)` pairs; `None`: the agent's file has no matcher for that event.
+    pub events: &'static [(&'static str, Option<&'static str>)],
+    /// What the hook command says after `hook` (` --agent codex`), with its leading blank.
+    pub hook_args: &'static str,
+    /// Whether the file takes wakebridge's status line.
+    pub statusline: bool,
 }
 
 /// What Claude Code's settings.json is wired with: every event wakebridge hears, and the status

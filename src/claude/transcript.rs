@@ -141,54 +141,110 @@ pub enum UsageSource {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextReading {
     pub used_tokens: u64,
-    /// The model of the newest qualifying assistant record seen (also kept across a compaction).
     pub model: Option<String>,
     pub source: UsageSource,
+    /// The window the transcript itself states (Codex's rollout does); `None`: the model's.
+    pub window: Option<u64>,
 }
 
-/// A usage-limit notice the transcript ends on (no real response came after it), and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LimitRecord {
     pub found: TranscriptNotice,
     pub offset: u64,
 }
 
-/// Incremental context computation over records in file order; keeps the limit they end on.
-#[derive(Debug, Clone, Default)]
+/// What one transcript line says, as an agent's reader reads it ([`read_line`] is Claude
+/// Code's): how full the context is, that a response came, the model a turn runs, a usage
+/// limit reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineReading {
+    /// The context now; `answered`: a real response, so a usage limit before it has lifted.
+    Usage {
+        reading: ContextReading,
+        answered: bool,
+    },
+    /// The model the next readings are of.
+    Model(String),
+    Limit(TranscriptNotice),
+    /// A response with no figure of the context, which lifts a usage limit.
+    Answered,
+}
+
+/// Reads one line of an agent's transcript; `None`: nothing said.
+pub type LineReader = fn(&[u8]) -> Option<LineReading>;
+
+/// Claude Code's transcript line: a limit notice, else an assistant record's usage or a
+/// compaction's figure.
+pub fn read_line(line: &[u8]) -> Option<LineReading> {
+    if let Some(found) = limits::in_transcript_line(line) {
+        return Some(LineReading::Limit(found));
+    }
+    let (used_tokens, model, source) = parse_record(line)?;
+    let reading = ContextReading {
+        used_tokens,
+        model,
+        source,
+        window: None,
+    };
+    let answered = source == UsageSource::Assistant;
+    Some(LineReading::Usage { reading, answered })
+}
+
+#[derive(Debug, Clone)]
 pub struct ContextTracker {
+    reader: LineReader,
     current: Option<ContextReading>,
     last_model: Option<String>,
     limit: Option<LimitRecord>,
 }
 
+impl Default for ContextTracker {
+    /// A tracker of Claude Code's transcript.
+    fn default() -> Self {
+        Self::reading_with(read_line)
+    }
+}
+
 impl ContextTracker {
-    /// Parses one line (found at byte `offset` of the file) and takes it into account.
-    pub fn feed_line(&mut self, line: &[u8], offset: u64) {
-        if let Some(found) = limits::in_transcript_line(line) {
-            self.limit = Some(LimitRecord { found, offset });
-            return;
+    /// A tracker of the transcript `reader` reads.
+    pub fn reading_with(reader: LineReader) -> Self {
+        Self {
+            reader,
+            current: None,
+            last_model: None,
+            limit: None,
         }
-        let Some((used_tokens, model, source)) = parse_record(line) else {
-            return;
-        };
-        if source == UsageSource::Assistant {
-            // A real response: whatever limit came before has lifted.
-            self.limit = None;
-        }
-        if model.is_some() {
-            self.last_model = model;
-        }
-        self.current = Some(ContextReading {
-            used_tokens,
-            model: self.last_model.clone(),
-            source,
-        });
     }
 
-    /// The tracker that feeding `self`'s records and then `later`'s would have produced. Lets a
-    /// backwards search parse an earlier region after a later one without re-reading the later.
+    /// A tracker of the same transcript, from nothing.
+    pub fn fresh(&self) -> Self {
+        Self::reading_with(self.reader)
+    }
+
+    pub fn feed_line(&mut self, line: &[u8], offset: u64) {
+        let Some(reading) = (self.reader)(line) else {
+            return;
+        };
+        match reading {
+            LineReading::Limit(found) => self.limit = Some(LimitRecord { found, offset }),
+            LineReading::Model(model) => self.last_model = Some(model),
+            LineReading::Answered => self.limit = None,
+            LineReading::Usage { reading, answered } => {
+                if answered {
+                    self.limit = None;
+                }
+                if reading.model.is_some() {
+                    self.last_model = reading.model.clone();
+                }
+                self.current = Some(ContextReading {
+                    model: reading.model.or_else(|| self.last_model.clone()),
+                    ..reading
+                });
+            }
+        }
+    }
+
     pub fn followed_by(self, later: ContextTracker) -> ContextTracker {
-        // A later reading means a real response after any earlier limit.
         let limit = (later.limit).or_else(|| self.limit.filter(|_| later.current.is_none()));
         let current = (later.current)
             .map(|r| ContextReading {
@@ -197,6 +253,7 @@ impl ContextTracker {
             })
             .or(self.current);
         ContextTracker {
+            reader: self.reader,
             current,
             last_model: later.last_model.or(self.last_model),
             limit,
@@ -309,6 +366,7 @@ mod tests {
                 used_tokens: 14310,
                 model: Some("claude-opus-4-6[1m]".into()),
                 source: UsageSource::CompactBoundary,
+                window: None,
             })
         );
     }

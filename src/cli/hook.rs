@@ -11,11 +11,10 @@ use crate::claude::hooks::{
     HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, QUOTA_AUTO_RESUMED, SOURCE_CLEAR,
     SOURCE_COMPACT, WIRED_EVENTS, hook_group, keep_going, parse_hook_input,
 };
-use crate::claude::inbox::{self, Inbox};
+use crate::claude::inbox;
 use crate::claude::limits;
 use crate::cli::session::SESSION_ID_ENVS;
 use crate::clock;
-use crate::codex::home::CodexHome;
 use crate::config::{Config, ConfigError};
 use crate::env::Env;
 use crate::mux::WAKE_PROMPT;
@@ -134,7 +133,7 @@ fn perform_as(
     wake_dir: &Path,
     env: &Env,
 ) -> HookOutcome {
-    let pane = detect_target(env).filter(|_| agent.hook_knows_its_pane());
+    let pane = detect_target(env).filter(|_| agent.side().hook_knows_its_pane());
     let session_id = hook_session_id(input.session_id.as_deref(), env);
     let mut outcome = HookOutcome {
         session_id: session_id.clone(),
@@ -422,10 +421,7 @@ fn inbox_record(
     now_ms: i64,
 ) -> Option<Record> {
     // The environment is read only for the two events that record an inbox (not PreToolUse).
-    let inbox = || match agent {
-        Agent::Claude => Inbox::from_hook_env(env),
-        Agent::Codex => Some(Inbox::codex(&CodexHome::locate(env).ok()?, session_id)),
-    };
+    let inbox = || agent.side().inbox_from_hook(env, session_id);
     match &*input.event_name {
         "SessionStart" => Some(Record::InboxSeen {
             session_id: session_id.to_owned(),

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use toml_edit::{DocumentMut, Item, Table};
 
-use crate::agent::Wiring;
+use crate::claude::settings::Wiring;
 
 /// `(event, matcher)`: Codex matches SessionStart on its source and PreToolUse on the tool, and
 /// has no matcher for UserPromptSubmit and Stop (one written there is not part of the hash).

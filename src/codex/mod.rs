@@ -5,3 +5,4 @@
 pub mod control;
 pub mod home;
 pub mod hooks;
+pub mod rollout;

@@ -148,15 +148,25 @@ impl std::fmt::Debug for TranscriptFollower {
 }
 
 impl TranscriptFollower {
-    /// A follower for `path`. Nothing is read until `poll()`.
+    /// A follower for Claude Code's transcript at `path`. Nothing is read until `poll()`.
     pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self::reading_with(path, ContextTracker::default())
+    }
+
+    /// A follower for the transcript at `path` that `tracker` (fresh) reads.
+    pub fn reading_with(path: impl Into<PathBuf>, tracker: ContextTracker) -> Self {
         Self {
             path: path.into(),
             open: None,
             offset: 0,
             splitter: LineSplitter::default(),
-            tracker: ContextTracker::default(),
+            tracker,
         }
+    }
+
+    /// A tracker reading what this one reads, from nothing.
+    fn fresh_tracker(&self) -> ContextTracker {
+        self.tracker.fresh()
     }
 
     pub fn path(&self) -> &Path {
@@ -294,7 +304,7 @@ impl TranscriptFollower {
         let mut total = 0u64;
         // Bytes from `region_end` to `len` have been parsed into `later`.
         let mut region_end = len;
-        let mut later = ContextTracker::default();
+        let mut later = self.fresh_tracker();
         self.splitter = LineSplitter::default();
         self.offset = len;
         loop {
@@ -304,7 +314,7 @@ impl TranscriptFollower {
                 discarding: start > 0,
                 ..LineSplitter::default()
             };
-            let mut tracker = ContextTracker::default();
+            let mut tracker = self.fresh_tracker();
             let read = self.read_range(start, region_end, &mut splitter, &mut tracker)?;
             total += read;
             if region_end == len {

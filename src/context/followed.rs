@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use crate::api;
 use crate::claude::home::ClaudeHome;
+use crate::claude::transcript::{ContextTracker, LineReader};
 use crate::clock;
 use crate::context::follow::{PollEvent, TranscriptFollower, find_transcript_in};
 use crate::context::statefile::{StateStamp, write_state};
@@ -21,6 +22,8 @@ use crate::store::{LimitSeen, LimitSource, Record};
 pub struct Followed {
     /// The transcript path the hook reported.
     hint: Option<PathBuf>,
+    /// How its agent's transcript reads (`None`: not told yet, Claude Code's).
+    reader: Option<LineReader>,
     follower: Option<TranscriptFollower>,
     last_event: Option<PollEvent>,
     pub thresholds: SessionThresholds,
@@ -53,10 +56,15 @@ impl Followed {
         }
     }
 
-    /// Takes the transcript path the hook last reported; a new one (a resume into another
-    /// file) is looked up again.
-    pub fn hinted(&mut self, hint: Option<&str>) {
+    /// Takes the transcript path the hook last reported and how the session's agent writes it
+    /// (`reader`); a new one (a resume into another file) is looked up again.
+    pub fn hinted(&mut self, hint: Option<&str>, reader: LineReader) {
         let hint = hint.filter(|p| !p.trim().is_empty()).map(PathBuf::from);
+        let new_reader = self.reader.is_none_or(|r| !std::ptr::fn_addr_eq(r, reader));
+        if new_reader {
+            self.reader = Some(reader);
+            self.follower = None;
+        }
         if hint.is_some() && self.hint != hint {
             self.hint = hint;
             self.follower = None;
@@ -105,7 +113,11 @@ impl Followed {
         let Some(path) = path else { return };
         if self.transcript() != Some(path.as_path()) {
             tracing::debug!(session_id = sid, transcript = %path.display(), "following transcript");
-            self.follower = Some(TranscriptFollower::new(path));
+            let tracker = self
+                .reader
+                .map(ContextTracker::reading_with)
+                .unwrap_or_default();
+            self.follower = Some(TranscriptFollower::reading_with(path, tracker));
             self.last_event = None;
         }
     }

@@ -22,7 +22,7 @@ use crate::config::ContextSettings;
 use crate::mux::{KeystrokeText, TextError};
 use statusline::Feed;
 use thresholds::{ThresholdError, Thresholds};
-use window::{WindowError, WindowResolver, WindowSource, percent};
+use window::{WindowError, WindowResolver, WindowSize, WindowSource, percent};
 
 pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// Percentage used to check that a message template renders to typable text.
@@ -123,7 +123,17 @@ pub fn figures(
         .and_then(|r| r.model.clone())
         .or_else(|| fresh_feed.and_then(|f| f.model_id.clone()));
     let feed_window = fresh_feed.and_then(|f| f.context_window_size);
-    let window = resolver.resolve(feed_window, model.as_deref());
+    // The transcript's own window (Codex states it) when no feed gives one.
+    let stated = reading
+        .and_then(|r| r.window)
+        .filter(|_| feed_window.is_none());
+    let window = match stated {
+        Some(tokens) => WindowSize {
+            tokens,
+            source: WindowSource::Transcript,
+        },
+        None => resolver.resolve(feed_window, model.as_deref()),
+    };
     let from_feed = fresh_feed
         .and_then(Feed::used_tokens)
         .map(|used| (used, UsageSource::Statusline));
@@ -207,6 +217,7 @@ mod tests {
             used_tokens: 150_000,
             model: Some("claude-sonnet-4-5".into()),
             source: UsageSource::Assistant,
+            window: None,
         };
         let f = figures(Some(&reading), None, &WindowResolver::default());
         assert_eq!(f.percent, Some(75.0));
@@ -215,11 +226,26 @@ mod tests {
     }
 
     #[test]
+    fn a_window_the_transcript_states_wins_over_the_model_s() {
+        let reading = ContextReading {
+            used_tokens: 193_800,
+            model: Some("gpt-9-codex".into()),
+            source: UsageSource::Assistant,
+            window: Some(258_400),
+        };
+        let f = figures(Some(&reading), None, &WindowResolver::default());
+        assert_eq!(f.context_window, 258_400);
+        assert_eq!(f.window_source, WindowSource::Transcript);
+        assert_eq!(f.percent, Some(75.0));
+    }
+
+    #[test]
     fn fresh_feed_wins_for_usage_and_window() {
         let reading = ContextReading {
             used_tokens: 1,
             model: Some("claude-sonnet-4-5".into()),
             source: UsageSource::Assistant,
+            window: None,
         };
         let feed = Feed {
             session_id: "s".into(),

@@ -20,6 +20,8 @@ pub enum WindowError {
 #[strum(serialize_all = "kebab-case")]
 pub enum WindowSource {
     Statusline,
+    /// The transcript states it (Codex's `model_context_window`).
+    Transcript,
     ModelSuffix,
     ModelTable,
     Default,

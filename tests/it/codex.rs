@@ -142,6 +142,26 @@ async fn codex_install_wires_its_hooks_and_trust_hooks_approves_them() {
         "{session}"
     );
 
+    // Its context, from the rollout: the response's total against Codex's own window.
+    let server = TestServer::start_in(setup.root.clone(), &[], Default::default()).await;
+    let sid = session["session_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let context = common::eventually_ok("its context read", STEP, async || {
+        let context = server.session(&sid).await["context"].clone();
+        match context["used_tokens"].is_u64() {
+            true => Ok(context),
+            false => Err(format!("{}", server.session(&sid).await)),
+        }
+    })
+    .await;
+    server.stop().await;
+    assert_eq!(context["used_tokens"], 1290, "{context}");
+    assert_eq!(context["source"], "transcript", "{context}");
+    let window = context["context_window"].as_u64().unwrap_or_default();
+    assert!(window > 100_000, "Codex's window for the model: {context}");
+
     setup.wakebridge(&["codex", "uninstall"]);
     assert!(
         !setup.codex_home.join("hooks.json").exists(),

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use tokio::time::Instant;
 
 use super::{Gate, GateOutcome, Mode};
+use crate::agent;
 use crate::api::Action;
 use crate::claude::inbox::{self, Inbox};
 use crate::claude::registry;
@@ -62,7 +63,7 @@ impl Gate {
             return Ok(None);
         };
         // The cheap checks first: the session loop asks this of every session each poll.
-        inbox.check().map_err(Unusable::Checked)?;
+        agent::inbox::check(&inbox).map_err(Unusable::Checked)?;
         // A pid is reused: its socket path then belongs to another session.
         if let Some(pid) = inbox.pid
             && registry::session_of_pid(dir, pid).is_some_and(|other| other != sid)
@@ -102,7 +103,7 @@ impl Gate {
         });
         let digest = inbox::digest(&text);
         let (started, began_ms) = (Instant::now(), clock::now_ms());
-        match inbox.send(&text, Deadline::after(INJECT_BUDGET)).await {
+        match agent::inbox::send(inbox, &text, Deadline::after(INJECT_BUDGET)).await {
             Ok(()) => {
                 let now = Instant::now();
                 self.typing(sid, |t| t.sent.push((digest.clone(), now)));

@@ -1,0 +1,28 @@
+//! Claude Code's answers at the seam, from `claude/`.
+
+use crate::claude::inbox::Inbox;
+use crate::claude::settings::{WIRING, Wiring};
+use crate::claude::transcript::{self, LineReader};
+use crate::env::Env;
+
+pub struct ClaudeCode;
+
+impl super::Side for ClaudeCode {
+    /// Its hooks run in its own process, in its pane.
+    fn hook_knows_its_pane(&self) -> bool {
+        true
+    }
+
+    fn wiring(&self) -> &'static Wiring {
+        &WIRING
+    }
+
+    /// `CLAUDE_CODE_MESSAGING_SOCKET` and its token and pid.
+    fn inbox_from_hook(&self, env: &Env, _sid: &str) -> Option<Inbox> {
+        Inbox::from_hook_env(env)
+    }
+
+    fn transcript_reader(&self) -> LineReader {
+        transcript::read_line
+    }
+}

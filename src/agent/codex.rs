@@ -1,0 +1,38 @@
+//! Codex CLI's answers at the seam, from `codex/`.
+
+use crate::claude::inbox::Inbox;
+use crate::claude::settings::Wiring;
+use crate::claude::transcript::LineReader;
+use crate::codex::home::CodexHome;
+use crate::codex::{control, hooks, rollout};
+use crate::env::Env;
+
+pub struct Codex;
+
+impl super::Side for Codex {
+    /// Its hooks run in a background app-server shared by the user's Codex TUIs, with the
+    /// environment of the TUI that started it: a second TUI's hooks report the first one's
+    /// pane, and typing there would reach another session.
+    fn hook_knows_its_pane(&self) -> bool {
+        false
+    }
+
+    fn wiring(&self) -> &'static Wiring {
+        &hooks::WIRING
+    }
+
+    /// The control socket of its home, serving its thread (the session id): every TUI of that
+    /// home shares the app-server, so the hook's `CODEX_HOME` is the session's.
+    fn inbox_from_hook(&self, env: &Env, sid: &str) -> Option<Inbox> {
+        Some(Inbox {
+            socket: control::socket_of(&CodexHome::locate(env).ok()?),
+            token: None,
+            pid: None,
+            thread: Some(sid.to_owned()),
+        })
+    }
+
+    fn transcript_reader(&self) -> LineReader {
+        rollout::read_line
+    }
+}

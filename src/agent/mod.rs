@@ -1,0 +1,90 @@
+//! The agent seam: which agent a session runs ([`Agent`], recorded once from its hooks,
+//! `wakebridge hook --agent codex`; Claude Code's hooks name none, and shown wherever sessions
+//! are), and each agent's answer to what differs between them. What an agent's files, hooks,
+//! transcripts and screens look like is its own module's (`claude/`, `codex/`); everything
+//! else (`session/`, `delivery/`, `context/`, `budget/`, the views) asks here, by the agent.
+
+mod claude;
+mod codex;
+pub mod inbox;
+
+use serde::{Deserialize, Serialize};
+
+use crate::claude::inbox::Inbox;
+use crate::claude::settings::Wiring;
+use crate::claude::transcript::LineReader;
+use crate::env::Env;
+
+/// What differs between agents, each answered from the agent's own module by its adapter here
+/// (`agent/claude.rs`, `agent/codex.rs`). A third agent is a module of what it is, an adapter
+/// and an [`Agent`] word.
+pub trait Side: Sync {
+    /// Whether a hook's pane variables (`TMUX_PANE`, zellij's) name the pane the session runs
+    /// in.
+    fn hook_knows_its_pane(&self) -> bool;
+    /// What `wakebridge <agent> install` wires into its hooks file.
+    fn wiring(&self) -> &'static Wiring;
+    /// The inbox its hook announces for session `sid`, from the hook's environment.
+    fn inbox_from_hook(&self, env: &Env, sid: &str) -> Option<Inbox>;
+    /// How a line of its transcript reads.
+    fn transcript_reader(&self) -> LineReader;
+}
+
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantNames,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+pub enum Agent {
+    /// Claude Code: its hooks run in the agent's own process, in its pane.
+    #[default]
+    Claude,
+    /// OpenAI's Codex CLI: its hooks run in a background app-server shared by every Codex TUI of
+    /// the user, with the environment of whichever TUI started it.
+    Codex,
+}
+
+crate::strum_as_str!(Agent);
+
+impl Agent {
+    /// The agent's answers to what differs.
+    pub fn side(self) -> &'static dyn Side {
+        match self {
+            Agent::Claude => &claude::ClaudeCode,
+            Agent::Codex => &codex::Codex,
+        }
+    }
+
+    /// The agent the ledger recorded, by its word; an unknown or missing word (a ledger written
+    /// before agents were recorded) is Claude Code, the only agent there was.
+    pub fn of_recorded(word: Option<&str>) -> Agent {
+        word.and_then(|w| w.parse().ok()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_agent_reads_back_as_itself_and_the_unknown_as_claude() {
+        for agent in [Agent::Claude, Agent::Codex] {
+            assert_eq!(Agent::of_recorded(Some(agent.as_str())), agent);
+        }
+        assert_eq!(Agent::Codex.as_str(), "codex");
+        assert_eq!(Agent::of_recorded(Some("gemini")), Agent::Claude);
+        assert_eq!(Agent::of_recorded(None), Agent::Claude);
+    }
+}

@@ -1,0 +1,138 @@
+//! How full a Codex session's context is and whether it hit a usage limit, from its rollout
+//! (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl`, the transcript its hooks
+//! name), pure. Lines are `{timestamp, ordinal, type, payload}`; after each model response an
+//! `event_msg` of `payload.type` `token_count` carries the response's usage
+//! (`info.last_token_usage.total_tokens` is what the context now holds, as Codex's own footer
+//! counts it), the window it counts against (`info.model_context_window`), and the account's
+//! windows (`rate_limits.primary` the 5-hour one, `secondary` the week: `used_percent`,
+//! `window_minutes`, `resets_at` in unix seconds). At a usage limit Codex answers 429 and writes
+//! the windows with one at 100 %; it never resumes by itself. `turn_context` names the model.
+
+use serde_json::Value;
+
+use crate::claude::limits::{Notice, TranscriptNotice};
+use crate::claude::transcript::{ContextReading, LineReading, UsageSource};
+
+/// Cheap pre-filter: a line with neither is not parsed.
+const NEEDLES: [&str; 2] = ["token_count", "turn_context"];
+
+/// A usage window at this share is used up.
+const USED_UP_PERCENT: f64 = 100.0;
+
+/// One rollout line, as the context tracker reads it.
+pub fn read_line(line: &[u8]) -> Option<LineReading> {
+    let text = std::str::from_utf8(line.trim_ascii()).ok()?;
+    if !NEEDLES.iter().any(|n| text.contains(n)) {
+        return None;
+    }
+    let record: Value = serde_json::from_str(text).ok()?;
+    let payload = &record["payload"];
+    match (record["type"].as_str(), payload["type"].as_str()) {
+        (Some("turn_context"), _) => Some(LineReading::Model(payload["model"].as_str()?.into())),
+        (Some("event_msg"), Some("token_count")) => {
+            if let Some(limit) = used_up(&payload["rate_limits"], &record["timestamp"]) {
+                return Some(LineReading::Limit(limit));
+            }
+            let info = &payload["info"];
+            let Some(used_tokens) = info["last_token_usage"]["total_tokens"].as_u64() else {
+                return Some(LineReading::Answered);
+            };
+            let reading = ContextReading {
+                used_tokens,
+                model: None,
+                source: UsageSource::Assistant,
+                window: info["model_context_window"].as_u64().filter(|w| *w > 0),
+            };
+            Some(LineReading::Usage {
+                reading,
+                answered: true,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The window `rate_limits` says is used up (the one that resets last when both are), as a
+/// limit notice with its exact reset.
+fn used_up(limits: &Value, timestamp: &Value) -> Option<TranscriptNotice> {
+    let windows = [("primary", "5-hour limit"), ("secondary", "weekly limit")];
+    let (kind, window) = windows
+        .into_iter()
+        .filter(|(key, _)| limits[key]["used_percent"].as_f64() >= Some(USED_UP_PERCENT))
+        .max_by_key(|(key, _)| limits[key]["resets_at"].as_i64())?;
+    let at_ms = (timestamp.as_str())
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .map(jiff::Timestamp::as_millisecond);
+    Some(TranscriptNotice {
+        notice: Notice {
+            kind: window.to_owned(),
+            resets: None,
+        },
+        at_ms,
+        resets_at_ms: limits[kind]["resets_at"].as_i64().map(|s| s * 1000),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claude::transcript::ContextTracker;
+
+    /// A `token_count` line as Codex 0.171.0 writes it.
+    fn token_count(total: u64, primary: f64, secondary: f64) -> String {
+        format!(
+            r#"{{"timestamp":"2026-12-07T03:43:35.343Z","ordinal":12,"type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":9,"total_tokens":9}},"last_token_usage":{{"input_tokens":1234,"cached_input_tokens":200,"cache_write_input_tokens":0,"output_tokens":56,"reasoning_output_tokens":7,"total_tokens":{total}}},"last_usage_includes_reasoning":false,"model_context_window":258400}},"rate_limits":{{"limit_id":"codex","primary":{{"used_percent":{primary},"window_minutes":300,"resets_at":1796618615}},"secondary":{{"used_percent":{secondary},"window_minutes":10080,"resets_at":1796701415}},"rate_limit_reached_type":null}}}}}}"#
+        )
+    }
+
+    const TURN: &str = r#"{"timestamp":"2026-12-07T03:43:25.723Z","ordinal":5,"type":"turn_context","payload":{"turn_id":"t","cwd":"/w","model":"gpt-9-codex"}}"#;
+
+    #[test]
+    fn the_context_is_the_last_response_s_total_against_codex_s_own_window() {
+        let mut tracker = ContextTracker::reading_with(read_line);
+        tracker.feed_line(TURN.as_bytes(), 0);
+        tracker.feed_line(token_count(129_200, 12.5, 40.0).as_bytes(), 10);
+        let reading = tracker.current().expect("a reading");
+        assert_eq!(reading.used_tokens, 129_200);
+        assert_eq!(reading.window, Some(258_400));
+        assert_eq!(reading.model.as_deref(), Some("gpt-9-codex"));
+        assert!(tracker.limit().is_none());
+    }
+
+    #[test]
+    fn a_used_up_window_is_a_limit_until_a_response_under_it() {
+        let mut tracker = ContextTracker::reading_with(read_line);
+        tracker.feed_line(token_count(1290, 100.0, 40.0).as_bytes(), 7);
+        let limit = tracker.limit().expect("a limit").clone();
+        assert_eq!(limit.offset, 7);
+        assert_eq!(limit.found.notice.kind, "5-hour limit");
+        assert_eq!(limit.found.resets_at_ms, Some(1_796_618_615_000));
+        assert_eq!(limit.found.at_ms, Some(1_796_615_015_343));
+        let both = read_line(token_count(1290, 100.0, 100.0).as_bytes());
+        let Some(LineReading::Limit(week)) = both else {
+            panic!("{both:?}");
+        };
+        assert_eq!(
+            week.notice.kind, "weekly limit",
+            "the later reset holds longer"
+        );
+        tracker.feed_line(token_count(1290, 3.0, 41.0).as_bytes(), 20);
+        assert!(tracker.limit().is_none());
+    }
+
+    #[test]
+    fn other_lines_and_garbage_say_nothing() {
+        for line in [
+            &br#"{"type":"response_item","payload":{"type":"message","role":"assistant"}}"#[..],
+            br#"{"type":"event_msg","payload":{"type":"task_started"}}"#,
+            b"token_count but not json",
+            br#"{"type":"turn_context","payload":{}}"#,
+            b"",
+        ] {
+            assert_eq!(read_line(line), None);
+        }
+        let no_info =
+            r#"{"type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":{}}}"#;
+        assert_eq!(read_line(no_info.as_bytes()), Some(LineReading::Answered));
+    }
+}
