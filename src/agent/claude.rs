@@ -25,4 +25,10 @@ impl super::Side for ClaudeCode {
     fn transcript_reader(&self) -> LineReader {
         transcript::read_line
     }
+
+    /// Claude Code 2.1.234+ continues by itself 30-90 s after the reset ("Continuing
+    /// automatically at 3pm").
+    fn resumes_at_the_reset(&self) -> bool {
+        true
+    }
 }

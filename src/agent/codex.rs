@@ -35,4 +35,9 @@ impl super::Side for Codex {
     fn transcript_reader(&self) -> LineReader {
         rollout::read_line
     }
+
+    /// Codex answers 429 `usage_limit_reached` once and waits for a person whatever the reset.
+    fn resumes_at_the_reset(&self) -> bool {
+        false
+    }
 }

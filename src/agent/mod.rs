@@ -28,6 +28,9 @@ pub trait Side: Sync {
     fn inbox_from_hook(&self, env: &Env, sid: &str) -> Option<Inbox>;
     /// How a line of its transcript reads.
     fn transcript_reader(&self) -> LineReader;
+    /// Whether it goes on by itself once a usage limit resets (then it is given its time before
+    /// a resume is sent).
+    fn resumes_at_the_reset(&self) -> bool;
 }
 
 #[derive(

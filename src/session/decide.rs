@@ -105,6 +105,9 @@ pub struct Seen<'a> {
     /// Kept (`Ok`): nudged, resumed and rewound on wakebridge's own initiative; else only
     /// watched, and why.
     pub kept: Result<(), &'a str>,
+    /// The agent goes on by itself at a usage limit's reset (Claude Code's auto-continue):
+    /// it is given its time before a resume is sent.
+    pub resumes_itself: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -464,7 +467,19 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, n
             _ => Step::Wait(SessionState::Limited, reason),
         };
     }
-    if let Verdict::Busy(why) = classify(seen.obs) {
+    // A turn that ended at the limit with no Stop hook (Codex fires none for a failed turn)
+    // leaves its prompt's busy marker and hook: with nothing heard since the limit, they are
+    // that turn's, not signs of work.
+    let heard_since = seen
+        .obs
+        .hook
+        .is_some_and(|(_, at_ms)| at_ms > limit.since_ms);
+    let obs = Observation {
+        busy_marker: seen.obs.busy_marker && heard_since,
+        hook: seen.obs.hook.filter(|_| heard_since),
+        ..seen.obs.clone()
+    };
+    if let Verdict::Busy(why) = classify(&obs) {
         // Claude Code's own auto-continue, or someone typed: its hooks lift the hold.
         let reason = format!("{shown}; working again ({why}), not resumed");
         return Step::Wait(SessionState::Limited, reason);
@@ -488,7 +503,9 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, n
     }
     // Claude Code's own auto-continue is armed (or, with no screen, may be): a resume sent now
     // would race it, so it is given its time; only a session it left waiting is resumed here.
-    if text.is_none_or(limits::auto_continue_armed)
+    // An agent that never goes on by itself (Codex) is resumed at once.
+    if seen.resumes_itself
+        && text.is_none_or(limits::auto_continue_armed)
         && let Some(until_ms) = limit
             .resets_at_ms
             .map(|at| at.saturating_add(duration_ms(limits.auto_continue_wait)))
@@ -582,6 +599,7 @@ mod tests {
             budget: Outlook::Plain,
             paused: false,
             kept: Ok(()),
+            resumes_itself: true,
         }
     }
 
@@ -928,6 +946,34 @@ mod tests {
         assert!(matches!(
             decide(&session, &s, &config, &now()),
             Step::GiveUp { tries: 3, .. }
+        ));
+    }
+
+    /// A turn that failed at the limit with no Stop hook (Codex's) leaves its prompt's busy
+    /// marker; only a hook heard after the limit makes the marker a sign of work again. An agent
+    /// that never goes on by itself is resumed without waiting for an auto-continue.
+    #[test]
+    fn a_busy_marker_from_before_the_limit_does_not_stop_its_resume() {
+        let config = config();
+        let passed = limit(-61_000, 0);
+        let (session, mut obs) = idle(600);
+        obs.busy_marker = true;
+        obs.hook = Some((HookKind::Working, passed.since_ms - 5));
+        let mut s = seen(&obs);
+        (s.reach, s.tmux, s.limit) = (Reach::Inbox, false, Some(&passed));
+        s.resumes_itself = false;
+        assert!(
+            matches!(decide(&session, &s, &config, &now()), Step::Resume { .. }),
+            "{:?}",
+            decide(&session, &s, &config, &now())
+        );
+        obs.hook = Some((HookKind::Working, passed.since_ms + 5));
+        let mut s = seen(&obs);
+        (s.reach, s.tmux, s.limit) = (Reach::Inbox, false, Some(&passed));
+        s.resumes_itself = false;
+        assert!(matches!(
+            decide(&session, &s, &config, &now()),
+            Step::Wait(SessionState::Limited, _)
         ));
     }
 

@@ -18,6 +18,7 @@ mod budget;
 mod bus_registration;
 mod claude_install;
 mod codex;
+mod codex_day;
 mod config_verb;
 mod context;
 mod context_monitor;

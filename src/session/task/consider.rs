@@ -88,6 +88,7 @@ impl<I: SessionIo> Keeper<I> {
                 budget: outlook,
                 paused: facts.pause.is_some(),
                 kept,
+                resumes_itself: facts.row.agent.side().resumes_at_the_reset(),
             };
             let step = self.session(sid, |session| decide(session, &seen, &self.config, &now));
             // A screen read is asked for once: a second look is `perform`'s "screen read twice".

@@ -14,6 +14,7 @@
 
 pub mod agent;
 pub mod claude;
+pub mod codex;
 pub mod day;
 pub mod env;
 pub mod harness;

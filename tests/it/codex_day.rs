@@ -1,0 +1,201 @@
+//! A day in the life of a real Codex CLI session, compressed as `day.rs` compresses Claude
+//! Code's: the Codex TUI on a private tmux server, its hooks wired and approved by `wakebridge
+//! codex install --trust-hooks`, its model the Responses stand-in, the daemon in process. Its
+//! hooks cannot name its pane (they run in Codex's shared app-server), so everything reaches it
+//! through Codex's control socket. In order: woken while idle by a bus event; a second event
+//! mid-turn told once, folded into the running turn; idle, nudged with backoff until
+//! acknowledged; the wrap-up and checkpoint warnings once each from the usage in its rollout;
+//! held at the 5-hour limit (429 `usage_limit_reached`) with nothing told, resumed once at the
+//! reset (Codex never resumes by itself); a rewind refused, saying why. Every step is asserted
+//! on what the model was told, and how many times.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wakebridge::mux::WAKE_PROMPT;
+
+use crate::common;
+use crate::common::codex::{CodexTui, setup};
+use crate::common::day::{self, CHECKPOINT, CLOCK, NUDGE_1, NUDGE_2, QUIET, STEP, WRAP_UP};
+use crate::common::harness::{TestServer, event_for};
+use crate::common::model::unix_in;
+use crate::common::responses::{REPLY, Responses, WINDOW};
+use crate::common::rig::start_daemon_with;
+use crate::common::tmux::TmuxServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_in_the_life_of_a_real_codex_session() {
+    let Some(codex) = common::real_codex() else {
+        common::skip_or_fail("codex is not on PATH", common::GET_CODEX);
+        return;
+    };
+    let model = Responses::start().await;
+    // The first wake's turn is long enough for a second event to arrive while it runs.
+    model.slow(WAKE_PROMPT, Duration::from_secs(8));
+    let setup = setup(&model);
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, Some(setup.root.clone()), CLOCK).await;
+    let tui = CodexTui::start(&codex, &setup, &tmux);
+    let context = || format!("{}\n{}", model.transcript(), tui.screen(&tmux));
+    common::eventually("its composer", STEP, || {
+        tui.screen(&tmux).contains("Ask Codex to do anything")
+    })
+    .await;
+    // Codex starts its session, and runs its SessionStart hook, at the first prompt.
+    tui.submit(&tmux, "say hello");
+    let sid = common::eventually_ok("the session known through its hooks", STEP, async || {
+        let sessions = server.get_json("/sessions").await;
+        let codex = sessions["sessions"].as_array().and_then(|all| {
+            all.iter()
+                .find(|s| s["agent"] == "codex" && s["inbox"]["live"] == true)
+                .and_then(|s| s["session_id"].as_str().map(str::to_owned))
+        });
+        codex.ok_or_else(|| format!("{sessions}\n{}", context()))
+    })
+    .await;
+    let known = server.session(&sid).await;
+    assert!(
+        known["pane"].is_null(),
+        "its hooks cannot name its pane: {known}"
+    );
+    common::eventually("the first turn answered", STEP, || {
+        tui.screen(&tmux).contains(REPLY)
+    })
+    .await;
+
+    // 1. Woken while idle through its control socket, told once; its turn takes 8 s.
+    let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
+    assert_eq!(body["action"], "inbox", "{body}\n{}", context());
+    until("the wake told", &server, &sid, &context, || {
+        model.told(WAKE_PROMPT) == 1
+    })
+    .await;
+
+    // 2. A second event while that turn runs: sent at once (numbered, as to Claude Code),
+    // folded into the running turn and told once; nothing owed.
+    common::eventually("the turn running", STEP, || {
+        wakebridge::wakedir::is_busy(&server.wake_dir, &sid, 3600.0)
+    })
+    .await;
+    let (_, body) = server.hook(event_for(&sid, 2), &[]).await;
+    assert_eq!(body["action"], "inbox", "{body}\n{}", context());
+    let second = format!("{WAKE_PROMPT} (#2)");
+    until("the second event told", &server, &sid, &context, || {
+        model.told(&second) == 1
+    })
+    .await;
+    assert!(
+        server.session(&sid).await["owed"].is_null(),
+        "{}",
+        context()
+    );
+
+    // 3. Idle: nudged, backing off, then acknowledged and left alone.
+    let acknowledged = day::acknowledged(&server, &sid, &context).await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        (model.told(NUDGE_1), model.told(NUDGE_2)),
+        (1, 1),
+        "{}",
+        context()
+    );
+    assert_eq!(model.told(WAKE_PROMPT), 2, "{}", context());
+
+    // 4. Back to life at a prompt; the window fills (in Codex's own figures, from its
+    // rollout) and each warning is told once.
+    day::past_echo_grace(&acknowledged).await;
+    tui.submit(&tmux, "Build the parser. [[context 76]]");
+    until("the wrap-up told", &server, &sid, &context, || {
+        mentioned(&model, WRAP_UP) == 1
+    })
+    .await;
+    let alive = server.session(&sid).await;
+    assert_ne!(alive["state"], "acknowledged-idle", "{alive}");
+    assert_eq!(alive["context"]["context_window"], WINDOW, "{alive}");
+    tui.submit(&tmux, "Now the printer. [[context 86]]");
+    until("the checkpoint told", &server, &sid, &context, || {
+        mentioned(&model, CHECKPOINT) == 1
+    })
+    .await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        (mentioned(&model, WRAP_UP), mentioned(&model, CHECKPOINT)),
+        (1, 1),
+        "{}",
+        context()
+    );
+
+    // 5. The 5-hour limit: held with nothing told (a bus event stays spooled), resumed once
+    // at the reset through the socket, never typed into Codex's model-switch menu.
+    let resets_at = unix_in(Duration::from_secs(20));
+    model.limit_until(resets_at);
+    tui.submit(&tmux, "One more thing.");
+    let limited = server
+        .session_until(
+            &sid,
+            "held at the limit",
+            STEP,
+            |s| s["state"] == "limited",
+            &context,
+        )
+        .await;
+    assert!(limited["limit"].is_object(), "{limited}");
+    let (_, body) = server.hook(event_for(&sid, 3), &[]).await;
+    assert_eq!(body["action"], "spool-busy", "{body}");
+    let resumed = common::eventually_ok("the resume told", STEP, async || {
+        match model.told("continue") {
+            0 => Err(format!("{}\n{}", server.session(&sid).await, context())),
+            told => Ok(told),
+        }
+    })
+    .await;
+    assert_eq!(resumed, 1, "{}", context());
+    assert_eq!(
+        model.answered(429),
+        1,
+        "nothing told while held:\n{}",
+        context()
+    );
+    assert!(
+        unix_in(Duration::ZERO) >= resets_at,
+        "resumed before the reset"
+    );
+
+    // 6. A rewind needs `/clear` typed into its pane, and its hooks cannot name one: refused,
+    // saying how to map one by hand.
+    let (status, body) = server
+        .post_json("/rewind", json!({"session_id": sid}))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let said = body["error"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("no pane") && said.contains("panes set"),
+        "{body}"
+    );
+}
+
+/// Requests whose new text mentions `text` anywhere (a warning starts with its level's words).
+fn mentioned(model: &Responses, text: &str) -> usize {
+    let requests = model.requests();
+    let says = |r: &&common::responses::Request| r.new_texts.iter().any(|t| t.contains(text));
+    requests.iter().filter(says).count()
+}
+
+/// Waits until `done` holds, failing with what the model was told, the screen and the
+/// session's status.
+async fn until(
+    what: &str,
+    server: &TestServer,
+    sid: &str,
+    context: &impl Fn() -> String,
+    done: impl Fn() -> bool,
+) {
+    common::eventually_ok(what, STEP, async || {
+        if done() {
+            return Ok(());
+        }
+        let status: Value = server.session(sid).await;
+        Err(format!("{status}\n{}", context()))
+    })
+    .await;
+}

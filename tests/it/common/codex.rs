@@ -1,0 +1,149 @@
+//! The real Codex CLI (`@openai/codex`, which `.ci/run` installs) against the Responses
+//! stand-in: a private Codex home and environment shared by Codex and wakebridge, and a Codex
+//! TUI in a private tmux pane with its hooks approved by `wakebridge codex install`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::env::test_env;
+use super::harness::TestServer;
+use super::responses::{REPLY, Responses};
+use super::tmux::TmuxServer;
+
+/// A Codex home, a working directory and the private environment both the real Codex and
+/// wakebridge run in.
+pub struct Setup {
+    pub root: Arc<tempfile::TempDir>,
+    pub codex_home: PathBuf,
+    pub work: PathBuf,
+    pub env: BTreeMap<String, String>,
+}
+
+pub fn setup(model: &Responses) -> Setup {
+    let root = Arc::new(super::tempdir());
+    let (codex_home, work) = (root.path().join("codex-home"), root.path().join("work"));
+    for dir in [&codex_home, &work, &root.path().join("home")] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::write(codex_home.join("config.toml"), model.codex_config()).unwrap();
+    let env = test_env(
+        root.path(),
+        &[
+            ("CODEX_HOME", &codex_home.display().to_string()),
+            ("STUB_API_KEY", "stand-in-key"),
+            ("PATH", &std::env::var("PATH").unwrap_or_default()),
+        ],
+    );
+    Setup {
+        root,
+        codex_home,
+        work,
+        env,
+    }
+}
+
+impl Setup {
+    /// `wakebridge <args>` in this environment; its standard output.
+    pub fn wakebridge(&self, args: &[&str]) -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_wakebridge"))
+            .args(args)
+            .env_clear()
+            .envs(&self.env)
+            .output()
+            .expect("run wakebridge");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "wakebridge {args:?}: {stdout}\n{stderr}"
+        );
+        stdout
+    }
+
+    /// One `codex exec` turn, its hooks trusted only as config.toml says.
+    pub fn codex_turn(&self, codex: &Path, prompt: &str) {
+        let out = Command::new(codex)
+            .args(["exec", "--skip-git-repo-check", prompt])
+            .current_dir(&self.work)
+            .env_clear()
+            .envs(&self.env)
+            .output()
+            .expect("run codex exec");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        assert!(stdout.contains(REPLY), "{stdout}\n{stderr}");
+    }
+
+    /// The sessions the daemon lists in this working directory.
+    pub async fn sessions_here(&self) -> Vec<Value> {
+        let server = TestServer::start_in(self.root.clone(), &[], Default::default()).await;
+        let sessions = server.get_json("/sessions").await;
+        server.stop().await;
+        let listed = sessions["sessions"].as_array().cloned().unwrap_or_default();
+        let here = self.work.display().to_string();
+        listed.into_iter().filter(|s| s["cwd"] == here).collect()
+    }
+}
+
+/// A real Codex TUI in a private tmux pane, with its hooks approved by `wakebridge codex
+/// install --trust-hooks`. Dropped, it takes the app-server Codex started for its home with it
+/// (that one outlives the TUI on purpose).
+pub struct CodexTui {
+    pub pane: String,
+    home: PathBuf,
+}
+
+impl Drop for CodexTui {
+    fn drop(&mut self) {
+        let socket = wakebridge::codex::control::CONTROL_SOCKET;
+        let daemon_socket = std::fs::canonicalize(self.home.join(socket));
+        let home = self.home.display().to_string();
+        let _ = Command::new("pkill").args(["-f", &home]).status();
+        // Its socket lives in Codex's own directory under /tmp, outside the test's.
+        if let Ok(daemon_socket) = daemon_socket {
+            let mut lock = daemon_socket.clone().into_os_string();
+            lock.push(".lock");
+            let _ = std::fs::remove_file(&daemon_socket);
+            let _ = std::fs::remove_file(lock);
+        }
+    }
+}
+
+impl CodexTui {
+    pub fn start(codex: &Path, setup: &Setup, tmux: &TmuxServer) -> CodexTui {
+        setup.wakebridge(&["codex", "install", "--trust-hooks"]);
+        let mut words: Vec<String> = (setup.env.iter())
+            .map(|(k, v)| format!("{k}='{v}'"))
+            .collect();
+        words.push("TERM=xterm-256color".into());
+        let command = format!(
+            "env -i {} '{}'; exec sleep 600",
+            words.join(" "),
+            codex.display()
+        );
+        let pane = tmux.new_pane_in(&setup.work, &command);
+        CodexTui {
+            pane,
+            home: setup.codex_home.clone(),
+        }
+    }
+
+    pub fn screen(&self, tmux: &TmuxServer) -> String {
+        tmux.tmux(&["capture-pane", "-p", "-t", &self.pane])
+    }
+
+    /// Types `text` at the composer and submits it: two `send-keys`, as Codex needs.
+    pub fn submit(&self, tmux: &TmuxServer, text: &str) {
+        tmux.tmux(&["send-keys", "-t", &self.pane, "-l", text]);
+        std::thread::sleep(Duration::from_millis(300));
+        tmux.tmux(&["send-keys", "-t", &self.pane, "Enter"]);
+    }
+}
