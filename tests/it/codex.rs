@@ -2,13 +2,18 @@
 //! offline against a stand-in of the Responses API (`common::responses`): `wakebridge codex
 //! install` and what wakebridge makes of a Codex session through its hooks (issue 46).
 
+use std::time::Duration;
+
 use serde_json::Value;
+use wakebridge::mux::WAKE_PROMPT;
 
 use crate::common;
 use crate::common::codex::setup;
 use crate::common::day::STEP;
-use crate::common::harness::TestServer;
+use crate::common::harness::{TestServer, event_for};
 use crate::common::responses::Responses;
+use crate::common::rig::start_daemon_with;
+use crate::common::tmux::TmuxServer;
 
 /// `wakebridge codex install` wires the hooks, but Codex runs none until they are approved: a
 /// turn then leaves no session. With `--trust-hooks` the approval Codex itself would write is
@@ -86,4 +91,56 @@ async fn codex_install_wires_its_hooks_and_trust_hooks_approves_them() {
     // Codex writes its own settings there too; none of wakebridge's approvals stay.
     assert!(!config_after.contains("hooks.state"), "{config_after}");
     assert!(config_after.starts_with(&config_before), "{config_after}");
+}
+
+/// A `codex exec` turn runs outside Codex's shared app-server, so its control socket cannot
+/// reach it; mapped to a pane by hand (`wakebridge panes set`: Codex's hooks cannot name one)
+/// and busy, a bus event that arrives mid-turn is owed, and its Stop hook pays it by keeping the
+/// turn going with the wake prompt as its reason (Codex honours a Stop hook's `block`, and hands
+/// the reason to the model as a `<hook_prompt>`). Told once, paid by the hook, nothing typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owed_wake_is_paid_at_a_codex_turn_s_stop_hook() {
+    let Some(codex) = common::real_codex() else {
+        common::skip_or_fail("codex is not on PATH", common::GET_CODEX);
+        return;
+    };
+    let model = Responses::start().await;
+    model.slow("work slowly", Duration::from_secs(6));
+    let setup = setup(&model);
+    setup.wakebridge(&["codex", "install", "--trust-hooks"]);
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, Some(setup.root.clone()), &[]).await;
+    let turn = {
+        let (setup, codex) = (setup.clone(), codex.clone());
+        std::thread::spawn(move || setup.codex_turn(&codex, "work slowly"))
+    };
+    // Nothing reaches it but its hooks: shown as no pane, its turn running all the same.
+    let sid = common::eventually_ok("the turn running", STEP, async || {
+        let sessions = setup.sessions_of(&server).await;
+        let busy = sessions.iter().find_map(|s| {
+            let sid = s["session_id"].as_str()?;
+            wakebridge::wakedir::is_busy(&server.wake_dir, sid, 3600.0).then(|| sid.to_owned())
+        });
+        busy.ok_or_else(|| format!("{sessions:?}"))
+    })
+    .await;
+    let pane = tmux.keeper_pane();
+    let map = ["panes", "set", "--keep-wake-state", "--session", &sid, "--mux", "tmux"];
+    setup.wakebridge(&[&map[..], &["--pane", &pane]].concat());
+    let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
+    assert_eq!(body["action"], "spool-busy", "{body}");
+    turn.join().expect("the codex turn");
+        assert_eq!(model.mentioned(WAKE_PROMPT), 1, "{}", model.transcript());
+    assert_eq!(model.mentioned("<hook_prompt"), 1, "{}", model.transcript());
+    let paid = common::eventually_ok("paid by the hook", STEP, async || {
+        let session = server.session(&sid).await;
+        match session["paid"]["by_hook"] == 1 {
+            true => Ok(session),
+            false => Err(format!("{session}")),
+        }
+    })
+    .await;
+    assert!(paid["owed"].is_null(), "{paid}");
+    assert_eq!(paid["paid"]["by_typing"], 0, "{paid}");
+    server.stop().await;
 }

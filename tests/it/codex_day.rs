@@ -106,7 +106,7 @@ async fn a_day_in_the_life_of_a_real_codex_session() {
     day::past_echo_grace(&acknowledged).await;
     tui.submit(&tmux, "Build the parser. [[context 76]]");
     until("the wrap-up told", &server, &sid, &context, || {
-        mentioned(&model, WRAP_UP) == 1
+        model.mentioned(WRAP_UP) == 1
     })
     .await;
     let alive = server.session(&sid).await;
@@ -114,12 +114,12 @@ async fn a_day_in_the_life_of_a_real_codex_session() {
     assert_eq!(alive["context"]["context_window"], WINDOW, "{alive}");
     tui.submit(&tmux, "Now the printer. [[context 86]]");
     until("the checkpoint told", &server, &sid, &context, || {
-        mentioned(&model, CHECKPOINT) == 1
+        model.mentioned(CHECKPOINT) == 1
     })
     .await;
     tokio::time::sleep(QUIET).await;
     assert_eq!(
-        (mentioned(&model, WRAP_UP), mentioned(&model, CHECKPOINT)),
+        (model.mentioned(WRAP_UP), model.mentioned(CHECKPOINT)),
         (1, 1),
         "{}",
         context()
@@ -172,13 +172,6 @@ async fn a_day_in_the_life_of_a_real_codex_session() {
         said.contains("no pane") && said.contains("panes set"),
         "{body}"
     );
-}
-
-/// Requests whose new text mentions `text` anywhere (a warning starts with its level's words).
-fn mentioned(model: &Responses, text: &str) -> usize {
-    let requests = model.requests();
-    let says = |r: &&common::responses::Request| r.new_texts.iter().any(|t| t.contains(text));
-    requests.iter().filter(says).count()
 }
 
 /// Waits until `done` holds, failing with what the model was told, the screen and the

@@ -17,6 +17,7 @@ use super::tmux::TmuxServer;
 
 /// A Codex home, a working directory and the private environment both the real Codex and
 /// wakebridge run in.
+#[derive(Clone)]
 pub struct Setup {
     pub root: Arc<tempfile::TempDir>,
     pub codex_home: PathBuf,
@@ -82,14 +83,20 @@ impl Setup {
         assert!(stdout.contains(REPLY), "{stdout}\n{stderr}");
     }
 
-    /// The sessions the daemon lists in this working directory.
-    pub async fn sessions_here(&self) -> Vec<Value> {
-        let server = TestServer::start_in(self.root.clone(), &[], Default::default()).await;
+    /// The sessions `server` lists in this working directory.
+    pub async fn sessions_of(&self, server: &TestServer) -> Vec<Value> {
         let sessions = server.get_json("/sessions").await;
-        server.stop().await;
         let listed = sessions["sessions"].as_array().cloned().unwrap_or_default();
         let here = self.work.display().to_string();
         listed.into_iter().filter(|s| s["cwd"] == here).collect()
+    }
+
+    /// The sessions a daemon started on this root lists in this working directory.
+    pub async fn sessions_here(&self) -> Vec<Value> {
+        let server = TestServer::start_in(self.root.clone(), &[], Default::default()).await;
+        let sessions = self.sessions_of(&server).await;
+        server.stop().await;
+        sessions
     }
 }
 

@@ -102,6 +102,13 @@ impl Responses {
         self.lock().requests.iter().filter(told).count()
     }
 
+    /// Requests whose new text mentions `text` anywhere (a warning starts with its level's
+    /// words; a Stop hook's reason comes wrapped in `<hook_prompt>`).
+    pub fn mentioned(&self, text: &str) -> usize {
+        let says = |r: &&Request| r.new_texts.iter().any(|t| t.contains(text));
+        self.lock().requests.iter().filter(says).count()
+    }
+
     /// Requests answered with `status`.
     pub fn answered(&self, status: u16) -> usize {
         let lock = self.lock();
