@@ -125,12 +125,20 @@ async fn an_owed_wake_is_paid_at_a_codex_turn_s_stop_hook() {
     })
     .await;
     let pane = tmux.keeper_pane();
-    let map = ["panes", "set", "--keep-wake-state", "--session", &sid, "--mux", "tmux"];
+    let map = [
+        "panes",
+        "set",
+        "--keep-wake-state",
+        "--session",
+        &sid,
+        "--mux",
+        "tmux",
+    ];
     setup.wakebridge(&[&map[..], &["--pane", &pane]].concat());
     let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
     assert_eq!(body["action"], "spool-busy", "{body}");
     turn.join().expect("the codex turn");
-        assert_eq!(model.mentioned(WAKE_PROMPT), 1, "{}", model.transcript());
+    assert_eq!(model.mentioned(WAKE_PROMPT), 1, "{}", model.transcript());
     assert_eq!(model.mentioned("<hook_prompt"), 1, "{}", model.transcript());
     let paid = common::eventually_ok("paid by the hook", STEP, async || {
         let session = server.session(&sid).await;

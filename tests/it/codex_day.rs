@@ -15,10 +15,11 @@ use serde_json::{Value, json};
 use wakebridge::mux::WAKE_PROMPT;
 
 use crate::common;
+use crate::common::claude::RealClaude;
 use crate::common::codex::{CodexTui, setup};
 use crate::common::day::{self, CHECKPOINT, CLOCK, NUDGE_1, NUDGE_2, QUIET, STEP, WRAP_UP};
 use crate::common::harness::{TestServer, event_for};
-use crate::common::model::unix_in;
+use crate::common::model::{Model, unix_in};
 use crate::common::responses::{REPLY, Responses, WINDOW};
 use crate::common::rig::start_daemon_with;
 use crate::common::tmux::TmuxServer;
@@ -191,4 +192,78 @@ async fn until(
         Err(format!("{status}\n{}", context()))
     })
     .await;
+}
+
+/// One daemon, a real Claude Code session and a real Codex session side by side, each with its
+/// own model: a bus event for one is told to that one only, through its own inbox (Claude
+/// Code's socket, Codex's control socket), and then the other's to the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_daemon_tells_a_claude_code_and_a_codex_session_each_its_own() {
+    let Some(claude) = common::real_claude() else {
+        common::skip_or_fail("no `claude` on PATH", common::GET_CLAUDE);
+        return;
+    };
+    let Some(codex) = common::real_codex() else {
+        common::skip_or_fail("codex is not on PATH", common::GET_CODEX);
+        return;
+    };
+    let (claude_model, codex_model) = (Model::start().await, Responses::start().await);
+    let setup = setup(&codex_model);
+    let tmux = TmuxServer::start();
+    let quiet = [("WAKEBRIDGE_NUDGER__ENABLED", "false")];
+    let server = start_daemon_with(&tmux, Some(setup.root.clone()), &quiet).await;
+    let cc = RealClaude::installed(&claude, &tmux, &server, &claude_model.claude_env()).await;
+    let tui = CodexTui::start(&codex, &setup, &tmux);
+    let context = || {
+        format!(
+            "claude:\n{}\n{}\ncodex:\n{}\n{}",
+            claude_model.transcript(),
+            cc.screen(&tmux),
+            codex_model.transcript(),
+            tui.screen(&tmux)
+        )
+    };
+    common::eventually("its composer", STEP, || {
+        tui.screen(&tmux).contains("Ask Codex to do anything")
+    })
+    .await;
+    tui.submit(&tmux, "say hello");
+    let cx = common::eventually_ok("the Codex session known", STEP, async || {
+        let sessions = server.get_json("/sessions").await;
+        let codex = sessions["sessions"].as_array().and_then(|all| {
+            all.iter()
+                .find(|s| s["agent"] == "codex" && s["inbox"]["live"] == true)
+                .and_then(|s| s["session_id"].as_str().map(str::to_owned))
+        });
+        codex.ok_or_else(|| format!("{sessions}\n{}", context()))
+    })
+    .await;
+    assert_eq!(server.session(&cc.sid).await["agent"], "claude");
+    common::eventually("the first Codex turn answered", STEP, || {
+        tui.screen(&tmux).contains(REPLY)
+    })
+    .await;
+
+    let (_, body) = server.hook(event_for(&cc.sid, 1), &[]).await;
+    assert_eq!(body["action"], "inbox", "{body}\n{}", context());
+    until("Claude Code told", &server, &cc.sid, &context, || {
+        claude_model.told(WAKE_PROMPT) == 1
+    })
+    .await;
+    let (_, body) = server.hook(event_for(&cx, 2), &[]).await;
+    assert_eq!(body["action"], "inbox", "{body}\n{}", context());
+    until("Codex told", &server, &cx, &context, || {
+        codex_model.told(WAKE_PROMPT) == 1
+    })
+    .await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        (
+            claude_model.told(WAKE_PROMPT),
+            codex_model.told(WAKE_PROMPT)
+        ),
+        (1, 1),
+        "{}",
+        context()
+    );
 }
