@@ -1,5 +1,8 @@
 //! Claude Code's answers at the seam, from `claude/`.
 
+use std::path::{Path, PathBuf};
+
+use crate::claude::home;
 use crate::claude::inbox::Inbox;
 use crate::claude::settings::{WIRING, Wiring};
 use crate::claude::transcript::{self, LineReader};
@@ -24,6 +27,11 @@ impl super::Side for ClaudeCode {
 
     fn transcript_reader(&self) -> LineReader {
         transcript::read_line
+    }
+
+    /// `<config>/projects/<project>/<session>.jsonl`.
+    fn account_of(&self, transcript: &Path) -> Option<PathBuf> {
+        home::account_of(transcript)
     }
 
     /// Claude Code 2.1.234+ continues by itself 30-90 s after the reset ("Continuing

@@ -1,5 +1,7 @@
 //! Codex CLI's answers at the seam, from `codex/`.
 
+use std::path::{Path, PathBuf};
+
 use crate::claude::inbox::Inbox;
 use crate::claude::settings::Wiring;
 use crate::claude::transcript::LineReader;
@@ -34,6 +36,11 @@ impl super::Side for Codex {
 
     fn transcript_reader(&self) -> LineReader {
         rollout::read_line
+    }
+
+    /// `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-….jsonl`.
+    fn account_of(&self, transcript: &Path) -> Option<PathBuf> {
+        rollout::home_of(transcript)
     }
 
     /// Codex answers 429 `usage_limit_reached` once and waits for a person whatever the reset.

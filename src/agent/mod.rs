@@ -8,6 +8,8 @@ mod claude;
 mod codex;
 pub mod inbox;
 
+use std::path::{Path, PathBuf};
+
 use serde::{Deserialize, Serialize};
 
 use crate::claude::inbox::Inbox;
@@ -28,6 +30,9 @@ pub trait Side: Sync {
     fn inbox_from_hook(&self, env: &Env, sid: &str) -> Option<Inbox>;
     /// How a line of its transcript reads.
     fn transcript_reader(&self) -> LineReader;
+    /// The account a session's transcript at `transcript` belongs to: the config home whose
+    /// usage windows it shares.
+    fn account_of(&self, transcript: &Path) -> Option<PathBuf>;
     /// Whether it goes on by itself once a usage limit resets (then it is given its time before
     /// a resume is sent).
     fn resumes_at_the_reset(&self) -> bool;

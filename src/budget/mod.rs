@@ -147,12 +147,6 @@ impl Account {
     }
 }
 
-/// The account a transcript belongs to: `<config>/projects/<project>/<session>.jsonl`.
-pub fn account_of(transcript: &Path) -> Option<PathBuf> {
-    let projects = transcript.parent()?.parent()?;
-    (projects.file_name()? == "projects").then(|| projects.parent().map(Path::to_owned))?
-}
-
 /// The windows in a status line's `rate_limits`, read at `now_ms`.
 pub fn from_statusline(rate_limits: &Value, account: PathBuf, now_ms: i64) -> Option<Account> {
     let window = |kind: WindowKind| {
@@ -301,14 +295,6 @@ mod tests {
     }
 
     #[test]
-    fn the_account_is_the_config_directory_above_projects() {
-        let t = Path::new("/home/u/.claude/projects/-home-u-p/abc.jsonl");
-        assert_eq!(account_of(t), Some(PathBuf::from("/home/u/.claude")));
-        assert_eq!(account_of(Path::new("/tmp/x/abc.jsonl")), None);
-        assert_eq!(account_of(Path::new("abc.jsonl")), None);
-    }
-
-    #[test]
     fn within_a_window_the_larger_share_wins_and_a_new_window_replaces_it() {
         let old = window(70.0, HOUR, NOW - 1000);
         assert_eq!(
@@ -366,7 +352,7 @@ mod tests {
         assert_eq!(all[0].five_hour.unwrap().used_percentage, 30.0);
         assert_eq!(all[1].five_hour.unwrap().used_percentage, 90.0);
         let t = Path::new("/h/other/projects/p/s.jsonl");
-        let found = of_account(&all, account_of(t).as_deref()).unwrap();
+        let found = of_account(&all, crate::claude::home::account_of(t).as_deref()).unwrap();
         assert_eq!(found.account, Path::new("/h/other"));
         assert_eq!(of_account(&all[..1], None), None);
         assert_eq!(of_account(&all, Some(Path::new("/elsewhere"))), None);

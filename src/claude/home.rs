@@ -74,9 +74,23 @@ impl ClaudeHome {
     }
 }
 
+/// The account (config dir) a transcript belongs to: `<config>/projects/<project>/<session>.jsonl`.
+pub fn account_of(transcript: &Path) -> Option<PathBuf> {
+    let projects = transcript.parent()?.parent()?;
+    (projects.file_name()? == "projects").then(|| projects.parent().map(Path::to_owned))?
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_account_is_the_config_directory_above_projects() {
+        let t = Path::new("/home/u/.claude/projects/-home-u-p/abc.jsonl");
+        assert_eq!(account_of(t), Some(PathBuf::from("/home/u/.claude")));
+        assert_eq!(account_of(Path::new("/tmp/x/abc.jsonl")), None);
+        assert_eq!(account_of(Path::new("abc.jsonl")), None);
+    }
 
     #[test]
     fn the_config_dir_replaces_dot_claude_and_takes_the_state_file_with_it() {

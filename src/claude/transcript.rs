@@ -153,21 +153,30 @@ pub struct LimitRecord {
     pub offset: u64,
 }
 
+/// A usage window's share (percent) and reset (unix ms), as a transcript reports it.
+pub type WindowReading = (f64, Option<i64>);
+
+/// The account's usage windows as a transcript line reports them (Codex writes them with each
+/// response; Claude Code's go to its status line instead).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct UsageWindows {
+    pub five_hour: Option<WindowReading>,
+    pub seven_day: Option<WindowReading>,
+}
+
 /// What one transcript line says, as an agent's reader reads it ([`read_line`] is Claude
-/// Code's): how full the context is, that a response came, the model a turn runs, a usage
-/// limit reached.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LineReading {
-    /// The context now; `answered`: a real response, so a usage limit before it has lifted.
-    Usage {
-        reading: ContextReading,
-        answered: bool,
-    },
-    /// The model the next readings are of.
-    Model(String),
-    Limit(TranscriptNotice),
-    /// A response with no figure of the context, which lifts a usage limit.
-    Answered,
+/// Code's); the default says nothing.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LineReading {
+    /// How full the context is now.
+    pub usage: Option<ContextReading>,
+    /// A real response came: a usage limit before it has lifted.
+    pub answered: bool,
+    /// The model the readings from here on are of.
+    pub model: Option<String>,
+    /// A usage limit reached.
+    pub limit: Option<TranscriptNotice>,
+    pub windows: Option<UsageWindows>,
 }
 
 /// Reads one line of an agent's transcript; `None`: nothing said.
@@ -177,17 +186,23 @@ pub type LineReader = fn(&[u8]) -> Option<LineReading>;
 /// compaction's figure.
 pub fn read_line(line: &[u8]) -> Option<LineReading> {
     if let Some(found) = limits::in_transcript_line(line) {
-        return Some(LineReading::Limit(found));
+        return Some(LineReading {
+            limit: Some(found),
+            ..LineReading::default()
+        });
     }
     let (used_tokens, model, source) = parse_record(line)?;
-    let reading = ContextReading {
+    let usage = ContextReading {
         used_tokens,
         model,
         source,
         window: None,
     };
-    let answered = source == UsageSource::Assistant;
-    Some(LineReading::Usage { reading, answered })
+    Some(LineReading {
+        usage: Some(usage),
+        answered: source == UsageSource::Assistant,
+        ..LineReading::default()
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -196,6 +211,7 @@ pub struct ContextTracker {
     current: Option<ContextReading>,
     last_model: Option<String>,
     limit: Option<LimitRecord>,
+    windows: Option<UsageWindows>,
 }
 
 impl Default for ContextTracker {
@@ -213,6 +229,7 @@ impl ContextTracker {
             current: None,
             last_model: None,
             limit: None,
+            windows: None,
         }
     }
 
@@ -222,26 +239,27 @@ impl ContextTracker {
     }
 
     pub fn feed_line(&mut self, line: &[u8], offset: u64) {
-        let Some(reading) = (self.reader)(line) else {
+        let Some(said) = (self.reader)(line) else {
             return;
         };
-        match reading {
-            LineReading::Limit(found) => self.limit = Some(LimitRecord { found, offset }),
-            LineReading::Model(model) => self.last_model = Some(model),
-            LineReading::Answered => self.limit = None,
-            LineReading::Usage { reading, answered } => {
-                if answered {
-                    self.limit = None;
-                }
-                if reading.model.is_some() {
-                    self.last_model = reading.model.clone();
-                }
-                self.current = Some(ContextReading {
-                    model: reading.model.or_else(|| self.last_model.clone()),
-                    ..reading
-                });
-            }
+        match said.limit {
+            Some(found) => self.limit = Some(LimitRecord { found, offset }),
+            None if said.answered => self.limit = None,
+            None => {}
         }
+        if let Some(model) = said.model {
+            self.last_model = Some(model);
+        }
+        if let Some(reading) = said.usage {
+            if reading.model.is_some() {
+                self.last_model = reading.model.clone();
+            }
+            self.current = Some(ContextReading {
+                model: reading.model.or_else(|| self.last_model.clone()),
+                ..reading
+            });
+        }
+        self.windows = said.windows.or(self.windows);
     }
 
     pub fn followed_by(self, later: ContextTracker) -> ContextTracker {
@@ -257,6 +275,7 @@ impl ContextTracker {
             current,
             last_model: later.last_model.or(self.last_model),
             limit,
+            windows: later.windows.or(self.windows),
         }
     }
 
@@ -266,6 +285,11 @@ impl ContextTracker {
 
     pub fn current(&self) -> Option<&ContextReading> {
         self.current.as_ref()
+    }
+
+    /// The account's usage windows as the newest line that had them said.
+    pub fn windows(&self) -> Option<UsageWindows> {
+        self.windows
     }
 }
 

@@ -8,10 +8,12 @@
 //! `window_minutes`, `resets_at` in unix seconds). At a usage limit Codex answers 429 and writes
 //! the windows with one at 100 %; it never resumes by itself. `turn_context` names the model.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::Value;
 
 use crate::claude::limits::{Notice, TranscriptNotice};
-use crate::claude::transcript::{ContextReading, LineReading, UsageSource};
+use crate::claude::transcript::{ContextReading, LineReading, UsageSource, UsageWindows};
 
 /// Cheap pre-filter: a line with neither is not parsed.
 const NEEDLES: [&str; 2] = ["token_count", "turn_context"];
@@ -28,35 +30,64 @@ pub fn read_line(line: &[u8]) -> Option<LineReading> {
     let record: Value = serde_json::from_str(text).ok()?;
     let payload = &record["payload"];
     match (record["type"].as_str(), payload["type"].as_str()) {
-        (Some("turn_context"), _) => Some(LineReading::Model(payload["model"].as_str()?.into())),
+        (Some("turn_context"), _) => Some(LineReading {
+            model: Some(payload["model"].as_str()?.to_owned()),
+            ..LineReading::default()
+        }),
         (Some("event_msg"), Some("token_count")) => {
-            if let Some(limit) = used_up(&payload["rate_limits"], &record["timestamp"]) {
-                return Some(LineReading::Limit(limit));
-            }
-            let info = &payload["info"];
-            let Some(used_tokens) = info["last_token_usage"]["total_tokens"].as_u64() else {
-                return Some(LineReading::Answered);
-            };
-            let reading = ContextReading {
-                used_tokens,
-                model: None,
-                source: UsageSource::Assistant,
-                window: info["model_context_window"].as_u64().filter(|w| *w > 0),
-            };
-            Some(LineReading::Usage {
-                reading,
-                answered: true,
+            let (limits, info) = (&payload["rate_limits"], &payload["info"]);
+            let limit = used_up(limits, &record["timestamp"]);
+            let usage = (info["last_token_usage"]["total_tokens"].as_u64()).map(|used_tokens| {
+                ContextReading {
+                    used_tokens,
+                    model: None,
+                    source: UsageSource::Assistant,
+                    window: info["model_context_window"].as_u64().filter(|w| *w > 0),
+                }
+            });
+            Some(LineReading {
+                usage,
+                // A count under every window is a response (or the windows' reset): a limit
+                // before it has lifted.
+                answered: limit.is_none(),
+                limit,
+                windows: windows(limits),
+                ..LineReading::default()
             })
         }
         _ => None,
     }
 }
 
+/// The Codex home a rollout at `path` belongs to: `<home>/sessions/YYYY/MM/DD/<file>`.
+pub fn home_of(path: &Path) -> Option<PathBuf> {
+    let sessions = path.ancestors().nth(4)?;
+    (sessions.file_name()? == "sessions").then(|| sessions.parent().map(Path::to_owned))?
+}
+
+/// The 5-hour (`primary`) and weekly (`secondary`) windows of `rate_limits`.
+fn windows(limits: &Value) -> Option<UsageWindows> {
+    let window = |key: &str| {
+        let used = limits[key]["used_percent"]
+            .as_f64()
+            .filter(|u| u.is_finite())?;
+        let resets_ms = limits[key]["resets_at"]
+            .as_i64()
+            .map(|s| s.saturating_mul(1000));
+        Some((used.clamp(0.0, 100.0), resets_ms))
+    };
+    let windows = UsageWindows {
+        five_hour: window("primary"),
+        seven_day: window("secondary"),
+    };
+    (windows.five_hour.is_some() || windows.seven_day.is_some()).then_some(windows)
+}
+
 /// The window `rate_limits` says is used up (the one that resets last when both are), as a
 /// limit notice with its exact reset.
 fn used_up(limits: &Value, timestamp: &Value) -> Option<TranscriptNotice> {
     let windows = [("primary", "5-hour limit"), ("secondary", "weekly limit")];
-    let (kind, window) = windows
+    let (key, kind) = windows
         .into_iter()
         .filter(|(key, _)| limits[key]["used_percent"].as_f64() >= Some(USED_UP_PERCENT))
         .max_by_key(|(key, _)| limits[key]["resets_at"].as_i64())?;
@@ -65,11 +96,13 @@ fn used_up(limits: &Value, timestamp: &Value) -> Option<TranscriptNotice> {
         .map(jiff::Timestamp::as_millisecond);
     Some(TranscriptNotice {
         notice: Notice {
-            kind: window.to_owned(),
+            kind: kind.to_owned(),
             resets: None,
         },
         at_ms,
-        resets_at_ms: limits[kind]["resets_at"].as_i64().map(|s| s * 1000),
+        resets_at_ms: limits[key]["resets_at"]
+            .as_i64()
+            .map(|s| s.saturating_mul(1000)),
     })
 }
 
@@ -97,6 +130,9 @@ mod tests {
         assert_eq!(reading.window, Some(258_400));
         assert_eq!(reading.model.as_deref(), Some("gpt-9-codex"));
         assert!(tracker.limit().is_none());
+        let windows = tracker.windows().expect("the account's windows");
+        assert_eq!(windows.five_hour, Some((12.5, Some(1_796_618_615_000))));
+        assert_eq!(windows.seven_day, Some((40.0, Some(1_796_701_415_000))));
     }
 
     #[test]
@@ -109,15 +145,24 @@ mod tests {
         assert_eq!(limit.found.resets_at_ms, Some(1_796_618_615_000));
         assert_eq!(limit.found.at_ms, Some(1_796_615_015_343));
         let both = read_line(token_count(1290, 100.0, 100.0).as_bytes());
-        let Some(LineReading::Limit(week)) = both else {
-            panic!("{both:?}");
-        };
+        let week = both.and_then(|said| said.limit).expect("a limit");
         assert_eq!(
             week.notice.kind, "weekly limit",
             "the later reset holds longer"
         );
         tracker.feed_line(token_count(1290, 3.0, 41.0).as_bytes(), 20);
         assert!(tracker.limit().is_none());
+    }
+
+    #[test]
+    fn a_rollout_belongs_to_the_home_it_is_under() {
+        let path = Path::new("/h/.codex/sessions/2026/12/07/rollout-2026-12-07T03-43-20-x.jsonl");
+        assert_eq!(home_of(path), Some(PathBuf::from("/h/.codex")));
+        assert_eq!(
+            home_of(Path::new("/h/.codex/elsewhere/a/b/c/r.jsonl")),
+            None
+        );
+        assert_eq!(home_of(Path::new("/r.jsonl")), None);
     }
 
     #[test]
@@ -133,6 +178,7 @@ mod tests {
         }
         let no_info =
             r#"{"type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":{}}}"#;
-        assert_eq!(read_line(no_info.as_bytes()), Some(LineReading::Answered));
+        let said = read_line(no_info.as_bytes()).expect("a count");
+        assert!(said.answered && said.usage.is_none() && said.windows.is_none());
     }
 }

@@ -1,4 +1,5 @@
-//! Following one Claude Code transcript file, and finding it. [`TranscriptFollower`] starts
+//! Following one session's transcript file (an agent's reader reads its lines), and finding
+//! Claude Code's. [`TranscriptFollower`] starts
 //! from the file's tail (a window doubling up to a cap until a record decides, so a multi-GB
 //! history is never read whole), then reads only appended bytes; it survives truncation,
 //! replacement, a partial last line and a file not there yet.
@@ -12,7 +13,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::claude::transcript::{ContextReading, ContextTracker, LimitRecord};
+use crate::claude::transcript::{ContextReading, ContextTracker, LimitRecord, UsageWindows};
 
 use crate::wire::session_id::SessionId;
 
@@ -179,6 +180,11 @@ impl TranscriptFollower {
 
     pub fn limit(&self) -> Option<&LimitRecord> {
         self.tracker.limit()
+    }
+
+    /// The account's usage windows, where the transcript reports them (Codex's does).
+    pub fn windows(&self) -> Option<UsageWindows> {
+        self.tracker.windows()
     }
 
     /// Brings the reading up to date with the file (on every change notification and a timer).

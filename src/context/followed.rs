@@ -6,9 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::agent::Agent;
 use crate::api;
+use crate::budget;
 use crate::claude::home::ClaudeHome;
-use crate::claude::transcript::{ContextTracker, LineReader};
+use crate::claude::transcript::{ContextTracker, UsageWindows};
 use crate::clock;
 use crate::context::follow::{PollEvent, TranscriptFollower, find_transcript_in};
 use crate::context::statefile::{StateStamp, write_state};
@@ -22,8 +24,10 @@ use crate::store::{LimitSeen, LimitSource, Record};
 pub struct Followed {
     /// The transcript path the hook reported.
     hint: Option<PathBuf>,
-    /// How its agent's transcript reads (`None`: not told yet, Claude Code's).
-    reader: Option<LineReader>,
+    /// The agent whose transcript it is (`None`: not told yet, read as Claude Code's).
+    agent: Option<Agent>,
+    /// The usage windows last recorded from the transcript (Codex's reports them).
+    windows_recorded: Option<UsageWindows>,
     follower: Option<TranscriptFollower>,
     last_event: Option<PollEvent>,
     pub thresholds: SessionThresholds,
@@ -56,13 +60,12 @@ impl Followed {
         }
     }
 
-    /// Takes the transcript path the hook last reported and how the session's agent writes it
-    /// (`reader`); a new one (a resume into another file) is looked up again.
-    pub fn hinted(&mut self, hint: Option<&str>, reader: LineReader) {
+    /// Takes the transcript path the hook last reported and the session's agent, who wrote it;
+    /// a new one (a resume into another file) is looked up again.
+    pub fn hinted(&mut self, hint: Option<&str>, agent: Agent) {
         let hint = hint.filter(|p| !p.trim().is_empty()).map(PathBuf::from);
-        let new_reader = self.reader.is_none_or(|r| !std::ptr::fn_addr_eq(r, reader));
-        if new_reader {
-            self.reader = Some(reader);
+        if self.agent != Some(agent) {
+            self.agent = Some(agent);
             self.follower = None;
         }
         if hint.is_some() && self.hint != hint {
@@ -95,6 +98,7 @@ impl Followed {
         if let Some(f) = &feed {
             self.active_at = self.active_at.max(Some(clock::from_s(f.timestamp)));
         }
+        self.record_windows(sid, config);
         let seen = self.limits_seen(sid, feed.as_ref());
         let reading = self.follower.as_ref().and_then(|f| f.current());
         let figures = figures(reading, feed.as_ref(), &config.resolver);
@@ -113,10 +117,8 @@ impl Followed {
         let Some(path) = path else { return };
         if self.transcript() != Some(path.as_path()) {
             tracing::debug!(session_id = sid, transcript = %path.display(), "following transcript");
-            let tracker = self
-                .reader
-                .map(ContextTracker::reading_with)
-                .unwrap_or_default();
+            let reader = self.agent.map(|agent| agent.side().transcript_reader());
+            let tracker = reader.map(ContextTracker::reading_with).unwrap_or_default();
             self.follower = Some(TranscriptFollower::reading_with(path, tracker));
             self.last_event = None;
         }
@@ -158,6 +160,42 @@ impl Followed {
             seen.push(Record::Limited(found));
         }
         seen
+    }
+
+    /// Records the account's usage windows where the transcript reports them (Codex's), as a
+    /// status line records Claude Code's: the budget reads them the same way.
+    fn record_windows(&mut self, sid: &str, config: &ContextConfig) {
+        let windows = self.follower.as_ref().and_then(TranscriptFollower::windows);
+        let (Some(windows), Some(agent)) = (windows, self.agent) else {
+            return;
+        };
+        let account = self.transcript().and_then(|t| agent.side().account_of(t));
+        if self.windows_recorded == Some(windows) {
+            return;
+        }
+        let Some(account) = account else { return };
+        let seen_ms = clock::now_ms();
+        let window = |reading: Option<(f64, Option<i64>)>| {
+            reading.map(|(used_percentage, resets_at_ms)| budget::Window {
+                used_percentage,
+                resets_at_ms,
+                seen_ms,
+            })
+        };
+        let reading = budget::Account {
+            account,
+            five_hour: window(windows.five_hour),
+            seven_day: window(windows.seven_day),
+        };
+        let recorded = budget::record(&config.state_dir, &reading);
+        self.troubled(
+            sid,
+            "cannot record the usage windows",
+            recorded.as_ref().err(),
+        );
+        if recorded.is_ok() {
+            self.windows_recorded = Some(windows);
+        }
     }
 
     /// Warns of a failure once until something works again.

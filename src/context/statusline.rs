@@ -108,7 +108,7 @@ pub fn parse_statusline(bytes: &[u8], now: u64) -> Option<Feed> {
         timestamp: now,
         budget: v.get("rate_limits").and_then(|r| {
             let transcript = text("/transcript_path").map(Path::new)?;
-            let account = crate::budget::account_of(transcript)?;
+            let account = crate::claude::home::account_of(transcript)?;
             let now_ms = i64::try_from(now).ok()?.saturating_mul(1000);
             crate::budget::from_statusline(r, account, now_ms)
         }),

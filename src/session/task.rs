@@ -276,9 +276,9 @@ impl<I: SessionIo> Keeper<I> {
         let taken: Vec<_> = live
             .map(|(sid, f)| {
                 let hint = f.row.transcript_path.as_deref();
-                let reader = f.row.agent.side().transcript_reader();
+                let agent = f.row.agent;
                 let followed = self.session(sid, |s| {
-                    s.context.hinted(hint, reader);
+                    s.context.hinted(hint, agent);
                     std::mem::take(&mut s.context)
                 });
                 (sid.clone(), followed)

@@ -55,9 +55,9 @@ async fn codex_install_wires_its_hooks_and_trust_hooks_approves_them() {
     assert_eq!(session["pane"], Value::Null, "{session}");
     assert_eq!(session["last_hook_event"], "Stop", "{session}");
     let transcript = session["transcript_path"].as_str().unwrap_or_default();
-    let home = setup.codex_home.display().to_string();
+    let codex_home = setup.codex_home.display().to_string();
     assert!(
-        transcript.starts_with(&home) && transcript.contains("rollout-"),
+        transcript.starts_with(&codex_home) && transcript.contains("rollout-"),
         "{session}"
     );
 
@@ -75,7 +75,18 @@ async fn codex_install_wires_its_hooks_and_trust_hooks_approves_them() {
         }
     })
     .await;
+    // Its account's windows, from the same lines: the 5-hour one at 12.5 %, the week at 40.
+    let home = setup.codex_home.display().to_string();
+    let budget = common::eventually_ok("its windows in the budget", STEP, async || {
+        let listed = server.get_json("/sessions").await;
+        let budgets = listed["budgets"].as_array().cloned().unwrap_or_default();
+        let ours = budgets.into_iter().find(|b| b["account"] == home.as_str());
+        ours.ok_or_else(|| format!("{}", listed["budgets"]))
+    })
+    .await;
     server.stop().await;
+    assert_eq!(budget["five_hour"]["used_percentage"], 12.5, "{budget}");
+    assert_eq!(budget["seven_day"]["used_percentage"], 40.0, "{budget}");
     assert_eq!(context["used_tokens"], 1290, "{context}");
     assert_eq!(context["source"], "transcript", "{context}");
     let window = context["context_window"].as_u64().unwrap_or_default();

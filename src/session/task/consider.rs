@@ -34,7 +34,7 @@ impl<I: SessionIo> Keeper<I> {
         };
         let (reach, info) = self.reach(target.as_ref(), &facts);
         let account = (facts.row.transcript_path.as_deref())
-            .and_then(|p| budget::account_of(std::path::Path::new(p)));
+            .and_then(|p| facts.row.agent.side().account_of(std::path::Path::new(p)));
         let account = budget::of_account(&self.around.budgets, account.as_deref());
         let given = self.sessions.read(sid, |s| s.last_budget_ms).flatten();
         let outlook = policy::outlook(&self.config.budget, account, now.ms, given);
