@@ -16,6 +16,11 @@ impl super::Side for ClaudeCode {
         true
     }
 
+    /// `claude::screen` reads its prompt, dialogs and menus.
+    fn typed_into(&self) -> bool {
+        true
+    }
+
     fn wiring(&self) -> &'static Wiring {
         &WIRING
     }

@@ -19,6 +19,13 @@ impl super::Side for Codex {
         false
     }
 
+    /// Not yet: its screens are not read, and its composer shows while a turn runs and under
+    /// its "Approaching rate limits" menu, where a typed `continue` would switch the model. Its
+    /// control socket tells it everything; what that cannot reach waits for its Stop hook.
+    fn typed_into(&self) -> bool {
+        false
+    }
+
     fn wiring(&self) -> &'static Wiring {
         &hooks::WIRING
     }

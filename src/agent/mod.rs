@@ -33,6 +33,9 @@ pub trait Side: Sync {
     /// The account a session's transcript at `transcript` belongs to: the config home whose
     /// usage windows it shares.
     fn account_of(&self, transcript: &Path) -> Option<PathBuf>;
+    /// Whether text may be typed into its pane: only where its screens are read (a draft, a
+    /// dialog or a menu told from its prompt), so nothing is typed into them.
+    fn typed_into(&self) -> bool;
     /// Whether it goes on by itself once a usage limit resets (then it is given its time before
     /// a resume is sent).
     fn resumes_at_the_reset(&self) -> bool;

@@ -295,6 +295,10 @@ impl Gate {
             }
         }
         let target = match route.typed {
+            Ok(_) if !facts.row.agent.side().typed_into() => {
+                let why = "its agent's screens are not read, so nothing is typed into its pane";
+                return GateOutcome::spooled(sid, Action::SpoolBusy, why);
+            }
             Ok(target) => target,
             Err(action) => return GateOutcome::spooled(sid, action, "not typed now"),
         };

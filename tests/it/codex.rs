@@ -108,7 +108,8 @@ async fn codex_install_wires_its_hooks_and_trust_hooks_approves_them() {
 /// reach it; mapped to a pane by hand (`wakebridge panes set`: Codex's hooks cannot name one)
 /// and busy, a bus event that arrives mid-turn is owed, and its Stop hook pays it by keeping the
 /// turn going with the wake prompt as its reason (Codex honours a Stop hook's `block`, and hands
-/// the reason to the model as a `<hook_prompt>`). Told once, paid by the hook, nothing typed.
+/// the reason to the model as a `<hook_prompt>`). Told once, paid by the hook; and idle, nothing
+/// is typed into its pane either: Codex's screens are not read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owed_wake_is_paid_at_a_codex_turn_s_stop_hook() {
     let Some(codex) = common::real_codex() else {
@@ -161,5 +162,17 @@ async fn an_owed_wake_is_paid_at_a_codex_turn_s_stop_hook() {
     .await;
     assert!(paid["owed"].is_null(), "{paid}");
     assert_eq!(paid["paid"]["by_typing"], 0, "{paid}");
+    // Idle now, its pane mapped: still nothing is typed there (its screens are not read), and
+    // the event is owed to its next Stop.
+    let (_, body) = server.hook(event_for(&sid, 2), &[]).await;
+    assert_eq!(body["action"], "spool-busy", "{body}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let screen = tmux.tmux(&["capture-pane", "-p", "-t", &pane]);
+    assert!(
+        !screen.contains(WAKE_PROMPT),
+        "typed into its pane: {screen}"
+    );
+    let owed = server.session(&sid).await;
+    assert_eq!(owed["owed"]["events"], 1, "{owed}");
     server.stop().await;
 }
