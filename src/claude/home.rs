@@ -1,9 +1,11 @@
 //! Where Claude Code keeps its things: `$CLAUDE_CONFIG_DIR` (absolute) holding `.claude.json`,
 //! else `~/.claude` and `~/.claude.json`.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use crate::env::Env;
+use crate::wire::session_id::SessionId;
 
 /// The variable that moves Claude Code's config dir away from `~/.claude`.
 pub const CONFIG_DIR_ENV: &str = "CLAUDE_CONFIG_DIR";
@@ -72,6 +74,44 @@ impl ClaudeHome {
             self.state_file.clone()
         }
     }
+}
+
+/// Where Claude Code keeps subagent transcripts, which never describe the session.
+const SUBAGENTS_DIR: &str = "subagents";
+
+pub fn is_under_subagents(path: &Path) -> bool {
+    path.components()
+        .any(|c| c.as_os_str() == OsStr::new(SUBAGENTS_DIR))
+}
+
+/// The transcript of `session_id`: the hinted main transcript, else the newest in `projects/*/`.
+pub fn find_transcript_in(
+    homes: &[ClaudeHome],
+    session_id: &str,
+    hinted_path: Option<&Path>,
+) -> Option<PathBuf> {
+    if let Some(hint) = hinted_path
+        && hint.is_file()
+        && !is_under_subagents(hint)
+    {
+        return Some(hint.to_owned());
+    }
+    if !SessionId::is_valid(session_id) {
+        return None;
+    }
+    let file_name = format!("{session_id}.jsonl");
+    homes
+        .iter()
+        .filter_map(|home| std::fs::read_dir(home.projects()).ok())
+        .flat_map(|entries| entries.filter_map(Result::ok))
+        .filter(|entry| entry.file_name() != OsStr::new(SUBAGENTS_DIR))
+        .map(|entry| entry.path().join(&file_name))
+        .filter_map(|candidate| {
+            let meta = std::fs::metadata(&candidate).ok()?;
+            meta.is_file().then(|| (meta.modified().ok(), candidate))
+        })
+        .max_by_key(|(modified, _)| *modified)
+        .map(|(_, path)| path)
 }
 
 /// The account (config dir) a transcript belongs to: `<config>/projects/<project>/<session>.jsonl`.

@@ -10,8 +10,9 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::claude::home::CONFIG_DIR_ENV;
+use crate::claude::home::find_transcript_in;
 use crate::config::{Config, ConfigError};
-use crate::context::follow::{PollEvent, TranscriptFollower, find_transcript_in};
+use crate::context::follow::{PollEvent, TranscriptFollower};
 use crate::context::statusline::{
     UNKNOWN_LINE, WRAPPED_BUDGET, marker_activity, parse_statusline, read_bounded, read_feed,
     render_line, wrapped_line, write_feed,

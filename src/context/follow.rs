@@ -4,8 +4,6 @@
 //! history is never read whole), then reads only appended bytes; it survives truncation,
 //! replacement, a partial last line and a file not there yet.
 
-use crate::claude::home::ClaudeHome;
-use std::ffi::OsStr;
 use std::fs::File;
 use std::io::ErrorKind;
 use std::mem::take;
@@ -14,8 +12,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::claude::transcript::{ContextReading, ContextTracker, LimitRecord, UsageWindows};
-
-use crate::wire::session_id::SessionId;
 
 /// First tail window: it holds the last several turns of a typical transcript.
 pub const INITIAL_TAIL_BYTES: u64 = 256 * 1024;
@@ -26,8 +22,6 @@ pub const MAX_TAIL_BYTES: u64 = 64 * 1024 * 1024;
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// Bytes read per system call.
 const READ_CHUNK_BYTES: usize = 1024 * 1024;
-/// Where Claude Code keeps subagent transcripts, which never describe the session.
-const SUBAGENTS_DIR: &str = "subagents";
 
 #[derive(Debug, thiserror::Error)]
 pub enum FollowError {
@@ -343,41 +337,6 @@ impl TranscriptFollower {
             window = window.saturating_mul(2).min(MAX_TAIL_BYTES);
         }
     }
-}
-
-pub(crate) fn is_under_subagents(path: &Path) -> bool {
-    path.components()
-        .any(|c| c.as_os_str() == OsStr::new(SUBAGENTS_DIR))
-}
-
-/// The transcript of `session_id`: the hinted main transcript, else the newest in `projects/*/`.
-pub fn find_transcript_in(
-    homes: &[ClaudeHome],
-    session_id: &str,
-    hinted_path: Option<&Path>,
-) -> Option<PathBuf> {
-    if let Some(hint) = hinted_path
-        && hint.is_file()
-        && !is_under_subagents(hint)
-    {
-        return Some(hint.to_owned());
-    }
-    if !SessionId::is_valid(session_id) {
-        return None;
-    }
-    let file_name = format!("{session_id}.jsonl");
-    homes
-        .iter()
-        .filter_map(|home| std::fs::read_dir(home.projects()).ok())
-        .flat_map(|entries| entries.filter_map(Result::ok))
-        .filter(|entry| entry.file_name() != OsStr::new(SUBAGENTS_DIR))
-        .map(|entry| entry.path().join(&file_name))
-        .filter_map(|candidate| {
-            let meta = std::fs::metadata(&candidate).ok()?;
-            meta.is_file().then(|| (meta.modified().ok(), candidate))
-        })
-        .max_by_key(|(modified, _)| *modified)
-        .map(|(_, path)| path)
 }
 
 /// Change notification for transcript directories with a polling fallback.

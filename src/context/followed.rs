@@ -10,9 +10,10 @@ use crate::agent::Agent;
 use crate::api;
 use crate::budget;
 use crate::claude::home::ClaudeHome;
+use crate::claude::home::{find_transcript_in, is_under_subagents};
 use crate::claude::transcript::{ContextTracker, UsageWindows};
 use crate::clock;
-use crate::context::follow::{PollEvent, TranscriptFollower, find_transcript_in};
+use crate::context::follow::{PollEvent, TranscriptFollower};
 use crate::context::statefile::{StateStamp, write_state};
 use crate::context::statusline::{Feed, read_feed};
 use crate::context::thresholds::SessionThresholds;
@@ -49,7 +50,7 @@ pub struct Followed {
 fn plausible_transcript(path: &Path) -> bool {
     path.is_absolute()
         && path.extension().is_some_and(|e| e == "jsonl")
-        && !super::follow::is_under_subagents(path)
+        && !is_under_subagents(path)
 }
 
 impl Followed {

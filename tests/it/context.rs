@@ -6,11 +6,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use wakebridge::claude::home::ClaudeHome;
+use wakebridge::claude::home::{ClaudeHome, find_transcript_in};
 use wakebridge::claude::transcript::ContextReading;
 use wakebridge::context::follow::{
     ChangeWatcher, INITIAL_TAIL_BYTES, MAX_TAIL_BYTES, PollEvent, TranscriptFollower,
-    find_transcript_in,
 };
 use wakebridge::context::window::{WindowResolver, WindowSource};
 use wakebridge::context::{UsageSource, figures};

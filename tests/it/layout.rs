@@ -91,3 +91,59 @@ fn no_module_imports_one_listed_before_it() {
         upward.join("\n")
     );
 }
+
+/// The string literals of a file's production code (comments and unit tests left out), one per
+/// line they start on.
+fn literals(path: &Path) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (at, line) in production(path).lines().enumerate() {
+        let mut quoted = line.split('"').skip(1).step_by(2);
+        found.extend(quoted.by_ref().map(|text| (at + 1, text.to_owned())));
+    }
+    found
+}
+
+/// Issue 46's seam: what an agent's files, environment and hooks are called is its own module's
+/// (`claude/`, `codex/`) to know. The session loop, delivery, the budget, the context monitor and
+/// the views ask `agent::Side`; none of them spells an agent's file or variable.
+#[test]
+fn only_the_agents_own_modules_spell_their_files_and_variables() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let agent_words = [
+        ".claude",
+        ".codex",
+        "settings.json",
+        "hooks.json",
+        "CLAUDE_",
+        "CODEX_",
+        "rollout",
+        "subagents",
+        "app-server",
+        "projects",
+    ];
+    let mut files = Vec::new();
+    for dir in ["session", "delivery", "budget", "context"] {
+        rust_files(&src.join(dir), &mut files);
+    }
+    files.extend(["api.rs", "cli/glance.rs"].map(|f| src.join(f)));
+    let mut spelled = Vec::new();
+    for file in &files {
+        for (line, text) in literals(file) {
+            if let Some(word) = agent_words.iter().find(|w| text.contains(*w)) {
+                let rel = file.strip_prefix(&src).unwrap_or(file).display();
+                spelled.push(format!("{rel}:{line} spells {word:?}: \"{text}\""));
+            }
+        }
+    }
+    // The same scan finds them where they belong: it can fail.
+    let own = literals(&src.join("codex/home.rs"));
+    assert!(
+        own.iter().any(|(_, text)| text.contains("CODEX_")),
+        "{own:?}"
+    );
+    assert!(
+        spelled.is_empty(),
+        "agent names outside claude/ and codex/:\n{}",
+        spelled.join("\n")
+    );
+}
