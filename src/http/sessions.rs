@@ -11,6 +11,7 @@ use strum::IntoEnumIterator;
 
 use super::ApiError;
 use super::guards::require_reader;
+use crate::agent::Agent;
 use crate::api::{Budget, SessionState, SessionStatus, Sessions};
 use crate::budget::WindowKind;
 use crate::http::AppState;
@@ -114,6 +115,14 @@ pub async fn metrics(
         "Known sessions by state.",
         "state",
         SessionState::iter().map(|state| (state.as_str(), count(&|s| s.state == state) as u64)),
+    );
+    let agents = <Agent as strum::VariantNames>::VARIANTS.iter();
+    out.labelled(
+        "wakebridge_sessions_by_agent",
+        "gauge",
+        "Known sessions by the agent they run.",
+        "agent",
+        agents.map(|agent| (*agent, count(&|s| s.agent.as_str() == *agent) as u64)),
     );
     out.gauge(
         "wakebridge_spool_bytes",

@@ -266,4 +266,9 @@ async fn one_daemon_tells_a_claude_code_and_a_codex_session_each_its_own() {
         "{}",
         context()
     );
+    let metrics = server.get_text("/metrics").await;
+    for agent in ["claude", "codex"] {
+        let sample = format!("wakebridge_sessions_by_agent{{agent=\"{agent}\"}} 1\n");
+        assert!(metrics.contains(&sample), "{sample}{metrics}");
+    }
 }
