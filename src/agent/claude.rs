@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::claude::home;
 use crate::claude::inbox::Inbox;
+use crate::claude::screen::first_run::{self, Screen};
 use crate::claude::settings::{WIRING, Wiring};
 use crate::claude::transcript::{self, LineReader};
 use crate::env::Env;
@@ -32,6 +33,14 @@ impl super::Side for ClaudeCode {
 
     fn transcript_reader(&self) -> LineReader {
         transcript::read_line
+    }
+
+    fn first_run_reader(&self) -> fn(&str) -> Screen {
+        first_run::classify
+    }
+
+    fn session_registry(&self) -> bool {
+        true
     }
 
     /// `<config>/projects/<project>/<session>.jsonl`.

@@ -3,10 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use crate::claude::inbox::Inbox;
+use crate::claude::screen::first_run::Screen;
 use crate::claude::settings::Wiring;
 use crate::claude::transcript::LineReader;
 use crate::codex::home::CodexHome;
-use crate::codex::{control, hooks, rollout};
+use crate::codex::{control, hooks, rollout, screen};
 use crate::env::Env;
 
 pub struct Codex;
@@ -43,6 +44,15 @@ impl super::Side for Codex {
 
     fn transcript_reader(&self) -> LineReader {
         rollout::read_line
+    }
+
+    fn first_run_reader(&self) -> fn(&str) -> Screen {
+        screen::first_run
+    }
+
+    /// Its session starts at the first prompt, and its SessionStart hook makes it known.
+    fn session_registry(&self) -> bool {
+        false
     }
 
     /// `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-….jsonl`.

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::claude::inbox::Inbox;
+use crate::claude::screen::first_run::Screen;
 use crate::claude::settings::Wiring;
 use crate::claude::transcript::LineReader;
 use crate::env::Env;
@@ -36,6 +37,11 @@ pub trait Side: Sync {
     /// Whether text may be typed into its pane: only where its screens are read (a draft, a
     /// dialog or a menu told from its prompt), so nothing is typed into them.
     fn typed_into(&self) -> bool;
+    /// How its first screens read, for the launcher.
+    fn first_run_reader(&self) -> fn(&str) -> Screen;
+    /// Whether it lists its live sessions where the launcher learns a new one's id (Claude
+    /// Code's `<config>/sessions/<pid>.json`); else its hooks make it known.
+    fn session_registry(&self) -> bool;
     /// Whether it goes on by itself once a usage limit resets (then it is given its time before
     /// a resume is sent).
     fn resumes_at_the_reset(&self) -> bool;
@@ -78,6 +84,16 @@ impl Agent {
         }
     }
 
+    /// The agent a command starts, by its program's name (`codex`, `/usr/bin/codex`); anything
+    /// else is Claude Code's, the launcher's default.
+    pub fn of_command(command: &[String]) -> Agent {
+        let program = command.first().map(Path::new).and_then(Path::file_name);
+        match program.and_then(|name| name.to_str()) {
+            Some("codex") => Agent::Codex,
+            _ => Agent::Claude,
+        }
+    }
+
     /// The agent the ledger recorded, by its word; an unknown or missing word (a ledger written
     /// before agents were recorded) is Claude Code, the only agent there was.
     pub fn of_recorded(word: Option<&str>) -> Agent {
@@ -97,5 +113,17 @@ mod tests {
         assert_eq!(Agent::Codex.as_str(), "codex");
         assert_eq!(Agent::of_recorded(Some("gemini")), Agent::Claude);
         assert_eq!(Agent::of_recorded(None), Agent::Claude);
+    }
+
+    #[test]
+    fn a_command_names_its_agent_by_its_program() {
+        let of = |words: &[&str]| {
+            Agent::of_command(&words.iter().map(|w| w.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(of(&["codex", "say hello"]), Agent::Codex);
+        assert_eq!(of(&["/opt/bin/codex"]), Agent::Codex);
+        assert_eq!(of(&["claude", "--model", "x"]), Agent::Claude);
+        assert_eq!(of(&["bash", "-c", "codex"]), Agent::Claude);
+        assert_eq!(of(&[]), Agent::Claude);
     }
 }

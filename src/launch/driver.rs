@@ -1,5 +1,5 @@
-//! What the launcher presses on a freshly started Claude Code pane: [`Driver`] turns captures
-//! into keystrokes (Enter, Down, Up and nothing else) with the anti-typeahead pauses, pressing
+//! What the launcher presses on a freshly started agent's pane: [`Driver`] turns captures, read
+//! by the agent's first-run reader (Claude Code's by default), into keystrokes (Enter, Down, Up and nothing else) with the anti-typeahead pauses, pressing
 //! Enter on the trust dialog only when Yes is visibly selected. Pure; on an unknown screen it
 //! only waits.
 
@@ -50,8 +50,10 @@ pub enum Step {
 }
 
 /// Decides, capture by capture, which key to press; never on a screen younger than [`SETTLE`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Driver {
+    /// How the agent's first screens read.
+    classify: fn(&str) -> Screen,
     /// The screen up (its kind only: moving the trust dialog's selection does not restart its
     /// settle time, a change of screen does) and since when.
     phase: Option<(std::mem::Discriminant<Screen>, Duration)>,
@@ -62,13 +64,32 @@ pub struct Driver {
     passed: Vec<Passed>,
 }
 
+impl Default for Driver {
+    /// A driver of Claude Code's first screens.
+    fn default() -> Self {
+        Self::reading(classify)
+    }
+}
+
 impl Driver {
+    /// A driver of the screens `classify` reads.
+    pub fn reading(classify: fn(&str) -> Screen) -> Self {
+        Driver {
+            classify,
+            phase: None,
+            last_press: None,
+            moves: 0,
+            ready_streak: 0,
+            passed: Vec::new(),
+        }
+    }
+
     pub fn passed(&self) -> &[Passed] {
         &self.passed
     }
 
     pub fn step(&mut self, at: Duration, capture: &str) -> Step {
-        let screen = classify(capture);
+        let screen = (self.classify)(capture);
         let phase = std::mem::discriminant(&screen);
         if self.phase.is_none_or(|(current, _)| current != phase) {
             self.phase = Some((phase, at));
@@ -82,7 +103,9 @@ impl Driver {
             0
         };
         match screen {
-            Screen::ApiKeyPrompt | Screen::Login => Step::Halt(Halt::HumanNeeded(screen)),
+            Screen::ApiKeyPrompt | Screen::Login | Screen::HooksReview => {
+                Step::Halt(Halt::HumanNeeded(screen))
+            }
             Screen::Declined | Screen::ConnectFailed => Step::Halt(Halt::Exited(screen)),
             Screen::Ready if self.ready_streak >= READY_CONFIRMATIONS => Step::Ready,
             Screen::Ready | Screen::Blank | Screen::Unknown => Step::Wait,

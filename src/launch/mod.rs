@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use crate::agent::{Agent, Side};
 use crate::claude::home::ClaudeHome;
 use crate::claude::registry;
 use crate::claude::screen::first_run::Screen;
@@ -225,6 +226,14 @@ impl LaunchError {
 /// Start the agent, pass its first-run screens, map and prompt it.
 pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
     let argv = tmux_command_args(&opts.command)?;
+    let agent = Agent::of_command(&opts.command).side();
+    if opts.prompt.is_some() && !agent.typed_into() {
+        return Err(LaunchError::BadCommand(
+            "this agent's prompt is not typed into; give the first prompt as its argument \
+             instead (`wakebridge launch -- codex \"<prompt>\"`)"
+                .into(),
+        ));
+    }
     let cwd = std::fs::canonicalize(&opts.cwd).map_err(|source| LaunchError::BadCwd {
         path: opts.cwd.clone(),
         source,
@@ -240,7 +249,7 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
         .transpose()?;
     let tmux = Tmux::new(&opts.mux);
     let created = create(&tmux, opts, &cwd, &argv).await?;
-    let driven = drive(&tmux, &created, opts.timeout).await;
+    let driven = drive(&tmux, &created, opts.timeout, agent).await;
     match driven {
         Ok(_) | Err(LaunchError::HumanNeeded { .. }) => {
             restore_exit_behaviour(&tmux, &created, &opts.placement).await;
@@ -250,8 +259,8 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
     let passed = driven?;
     let session_id = match (&opts.session_id, &opts.claude_home) {
         (Some(id), _) => Some(id.clone()),
-        (None, Some(home)) => learn_session_id(home, created.pid).await,
-        (None, None) => None,
+        (None, Some(home)) if agent.session_registry() => learn_session_id(home, created.pid).await,
+        (None, _) => None,
     };
     // As the SessionStart hook maps it: entries for one pane must be equal for a later mapping
     // to replace them.
@@ -295,10 +304,11 @@ async fn drive(
     tmux: &Tmux,
     created: &NewPane,
     timeout: Duration,
+    agent: &dyn Side,
 ) -> Result<Vec<Passed>, LaunchError> {
     let started = Instant::now();
     let deadline = Deadline::after(timeout);
-    let mut driver = Driver::default();
+    let mut driver = Driver::reading(agent.first_run_reader());
     let mut last_screen = String::new();
     let tmux_err = |source| LaunchError::Tmux {
         pane: created.pane.clone(),
@@ -358,6 +368,11 @@ fn halted(halt: Halt, tmux: &Tmux, created: &NewPane, screen: &str) -> LaunchErr
                 Screen::ApiKeyPrompt => {
                     "Claude Code asks whether to use the API key in its environment; approving a \
                      key is a human's decision (or pre-approve it in ~/.claude.json)"
+                }
+                Screen::HooksReview => {
+                    "Codex asks a person to review its new or changed hooks before they run; \
+                     answer in the pane (`wakebridge codex install --trust-hooks` approves \
+                     wakebridge's own beforehand)"
                 }
                 _ => {
                     "Claude Code asks for a login; sign in in the pane, then launch again or carry on there"

@@ -2,9 +2,11 @@
 //! offline against a stand-in of the Responses API (`common::responses`): `wakebridge codex
 //! install` and what wakebridge makes of a Codex session through its hooks (issue 46).
 
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
+use wakebridge::launch::{LaunchError, LaunchOptions, Placement, launch};
 use wakebridge::mux::WAKE_PROMPT;
 
 use crate::common;
@@ -175,4 +177,75 @@ async fn an_owed_wake_is_paid_at_a_codex_turn_s_stop_hook() {
     let owed = server.session(&sid).await;
     assert_eq!(owed["owed"]["events"], 1, "{owed}");
     server.stop().await;
+}
+
+/// `wakebridge launch -- codex` in a git repository: it answers Codex's "Trust this folder?"
+/// (the folder is then trusted in config.toml), and stops at "Hooks need review" for a person,
+/// since approving hooks is theirs to decide; with wakebridge's hooks approved beforehand it
+/// reaches the composer. A first prompt is refused: Codex takes it as its argument.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn launch_passes_codex_s_first_screens_and_leaves_its_hooks_to_a_person() {
+    let Some(codex) = common::real_codex() else {
+        common::skip_or_fail("codex is not on PATH", common::GET_CODEX);
+        return;
+    };
+    let model = Responses::start().await;
+    let setup = setup(&model);
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&setup.work)
+        .status();
+    assert!(git.is_ok_and(|s| s.success()), "git init");
+    let tmux = TmuxServer::start();
+    for (name, value) in &setup.env {
+        tmux.tmux(&["set-environment", "-g", name, value]);
+    }
+    let _reaper = Reaper(setup.codex_home.clone());
+    setup.wakebridge(&["codex", "install"]);
+    let options = |name: &str| LaunchOptions {
+        cwd: setup.work.clone(),
+        name: Some(name.to_owned()),
+        command: vec![codex.display().to_string()],
+        prompt: None,
+        pre_trust: None,
+        timeout: STEP,
+        wake_dir: None,
+        session_id: None,
+        claude_home: None,
+        placement: Placement::NewSession,
+        mux: tmux.config(),
+    };
+    let held = launch(&options("first")).await;
+    let Err(LaunchError::HumanNeeded { what, .. }) = &held else {
+        panic!("{held:?}");
+    };
+    assert!(
+        what.contains("hooks") && what.contains("--trust-hooks"),
+        "{what}"
+    );
+    let config = std::fs::read_to_string(setup.codex_home.join("config.toml")).unwrap();
+    assert!(config.contains("trust_level = \"trusted\""), "{config}");
+
+    setup.wakebridge(&["codex", "install", "--trust-hooks"]);
+    let ready = launch(&options("second")).await.expect("ready");
+    let screen = tmux.tmux(&["capture-pane", "-p", "-t", &ready.pane]);
+    assert!(screen.contains("Ask Codex to do anything"), "{screen}");
+    assert_eq!(ready.session_id, None, "known from its first hook, not now");
+
+    let mut with_prompt = options("third");
+    with_prompt.prompt = Some(wakebridge::mux::KeystrokeText::wake_prompt());
+    let refused = launch(&with_prompt).await;
+    assert!(
+        matches!(refused, Err(LaunchError::BadCommand(_))),
+        "{refused:?}"
+    );
+}
+
+/// Stops the Codex processes of a home when the test ends, however it ends.
+struct Reaper(std::path::PathBuf);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        common::codex::reap(&self.0);
+    }
 }

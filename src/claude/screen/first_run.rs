@@ -39,6 +39,8 @@ pub enum Screen {
     },
     ApiKeyPrompt,
     Login,
+    /// New or changed hooks wait for a person's approval (Codex CLI).
+    HooksReview,
     /// The idle input prompt inside its box, with no dialog on screen.
     Ready,
     Declined,

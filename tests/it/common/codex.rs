@@ -110,17 +110,23 @@ pub struct CodexTui {
 
 impl Drop for CodexTui {
     fn drop(&mut self) {
-        let socket = wakebridge::codex::control::CONTROL_SOCKET;
-        let daemon_socket = std::fs::canonicalize(self.home.join(socket));
-        let home = self.home.display().to_string();
-        let _ = Command::new("pkill").args(["-f", &home]).status();
-        // Its socket lives in Codex's own directory under /tmp, outside the test's.
-        if let Ok(daemon_socket) = daemon_socket {
-            let mut lock = daemon_socket.clone().into_os_string();
-            lock.push(".lock");
-            let _ = std::fs::remove_file(&daemon_socket);
-            let _ = std::fs::remove_file(lock);
-        }
+        reap(&self.home);
+    }
+}
+
+/// Stops every Codex process of the home `home` (the TUIs and the app-server they started, which
+/// outlives them on purpose) and removes its socket from Codex's own directory under /tmp.
+pub fn reap(home: &Path) {
+    let socket = wakebridge::codex::control::CONTROL_SOCKET;
+    let daemon_socket = std::fs::canonicalize(home.join(socket));
+    let _ = Command::new("pkill")
+        .args(["-f", &home.display().to_string()])
+        .status();
+    if let Ok(daemon_socket) = daemon_socket {
+        let mut lock = daemon_socket.clone().into_os_string();
+        lock.push(".lock");
+        let _ = std::fs::remove_file(&daemon_socket);
+        let _ = std::fs::remove_file(lock);
     }
 }
 
