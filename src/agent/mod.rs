@@ -118,7 +118,7 @@ mod tests {
     #[test]
     fn a_command_names_its_agent_by_its_program() {
         let of = |words: &[&str]| {
-            Agent::of_command(&words.iter().map(|w| w.to_string()).collect::<Vec<_>>())
+            Agent::of_command(&words.iter().map(ToString::to_string).collect::<Vec<_>>())
         };
         assert_eq!(of(&["codex", "say hello"]), Agent::Codex);
         assert_eq!(of(&["/opt/bin/codex"]), Agent::Codex);
