@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod codex;
 mod inbox;
 
 use inbox::{InboxFacts, inbox_check, started_in_bypass, transcript_head};
@@ -184,6 +185,7 @@ fn examine(config: &Config, env: &Env, url: Option<&str>) -> Vec<Check> {
     if let Ok(home) = home {
         checks.push(claude_check(config, home, env));
     }
+    checks.extend(codex::codex_check(env));
     if let Some(sessions) = sessions {
         let current = (sessions.sessions.iter()).filter(|s| s.state != SessionState::Ended);
         for session in current {

@@ -162,6 +162,19 @@ pub fn distrust(current: &[u8], approvals: &[Approval]) -> Result<Option<Vec<u8>
     Ok(Some(doc.to_string().into_bytes()))
 }
 
+/// How many of `approvals` the config file `config` holds as written: approvals Codex honours.
+pub fn approved(config: &[u8], approvals: &[Approval]) -> usize {
+    let Ok(doc) = parse(Some(config)) else {
+        return 0;
+    };
+    let state = doc.get("hooks").and_then(|hooks| hooks.get("state"));
+    let holds = |Approval { key, hash }: &&Approval| {
+        let written = state.and_then(|s| s.get(key)?.get("trusted_hash")?.as_str());
+        written == Some(hash.as_str())
+    };
+    approvals.iter().filter(holds).count()
+}
+
 fn parse(current: Option<&[u8]>) -> Result<DocumentMut, TrustError> {
     let text = std::str::from_utf8(current.unwrap_or_default())
         .map_err(|e| TrustError::NotToml(e.to_string()))?;
@@ -293,6 +306,10 @@ mod tests {
             .unwrap();
         assert_eq!(String::from_utf8(only).unwrap(), mine);
         assert_eq!(distrust(mine.as_bytes(), &[approval(0)]).unwrap(), None);
+        let both = [approval(0), approval(1)];
+        assert_eq!(approved(&trusted, &both), 2);
+        assert_eq!(approved(edited.as_bytes(), &both), 1, "one changed since");
+        assert_eq!(approved(b"not = [toml", &both), 0);
     }
 
     #[test]

@@ -35,6 +35,19 @@ async fn codex_install_wires_its_hooks_and_trust_hooks_approves_them() {
 
     let said = setup.wakebridge(&["codex", "install"]);
     assert!(said.contains("Hooks need review"), "{said}");
+    let codex_line = |doctor: std::process::Output| {
+        let text = String::from_utf8_lossy(&doctor.stdout).into_owned();
+        let line = text
+            .lines()
+            .find(|l| l.contains("codex"))
+            .map(str::to_owned);
+        line.unwrap_or_else(|| panic!("no codex line:\n{text}"))
+    };
+    let line = codex_line(setup.wakebridge_out(&["doctor"]));
+    assert!(
+        line.starts_with("warn") && line.contains("0 of 4 approved"),
+        "{line}"
+    );
     assert!(setup.codex_home.join("hooks.json").exists());
     assert_eq!(
         std::fs::read(&config).unwrap(),
@@ -48,6 +61,11 @@ async fn codex_install_wires_its_hooks_and_trust_hooks_approves_them() {
 
     let said = setup.wakebridge(&["codex", "install", "--trust-hooks"]);
     assert!(said.contains("4 hooks are approved"), "{said}");
+    let line = codex_line(setup.wakebridge_out(&["doctor"]));
+    assert!(
+        line.starts_with("ok") && line.contains("approved"),
+        "{line}"
+    );
     setup.codex_turn(&codex, "say hello again");
     let sessions = setup.sessions_here().await;
     let [session] = sessions.as_slice() else {

@@ -49,14 +49,19 @@ pub fn setup(model: &Responses) -> Setup {
 }
 
 impl Setup {
-    /// `wakebridge <args>` in this environment; its standard output.
-    pub fn wakebridge(&self, args: &[&str]) -> String {
-        let out = Command::new(env!("CARGO_BIN_EXE_wakebridge"))
+    /// `wakebridge <args>` in this environment, whatever its exit; its standard output.
+    pub fn wakebridge_out(&self, args: &[&str]) -> std::process::Output {
+        Command::new(env!("CARGO_BIN_EXE_wakebridge"))
             .args(args)
             .env_clear()
             .envs(&self.env)
             .output()
-            .expect("run wakebridge");
+            .expect("run wakebridge")
+    }
+
+    /// `wakebridge <args>` in this environment, which must succeed; its standard output.
+    pub fn wakebridge(&self, args: &[&str]) -> String {
+        let out = self.wakebridge_out(args);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
