@@ -196,7 +196,8 @@ async fn until(
 
 /// One daemon, a real Claude Code session and a real Codex session side by side, each with its
 /// own model: a bus event for one is told to that one only, through its own inbox (Claude
-/// Code's socket, Codex's control socket), and then the other's to the other.
+/// Code's socket, Codex's control socket), and then the other's to the other, held while a
+/// person paused it and told at the unpause.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_daemon_tells_a_claude_code_and_a_codex_session_each_its_own() {
     let Some(claude) = common::real_claude() else {
@@ -250,9 +251,20 @@ async fn one_daemon_tells_a_claude_code_and_a_codex_session_each_its_own() {
         claude_model.told(WAKE_PROMPT) == 1
     })
     .await;
+    // Paused by a person, as Claude Code's: its event waits, and is told at the unpause.
+    let (status, body) = server
+        .post_json("/pause", json!({"session_ids": [cx]}))
+        .await;
+    assert_eq!(status, 200, "{body}");
     let (_, body) = server.hook(event_for(&cx, 2), &[]).await;
-    assert_eq!(body["action"], "inbox", "{body}\n{}", context());
-    until("Codex told", &server, &cx, &context, || {
+    assert_eq!(body["action"], "spool-paused", "{body}\n{}", context());
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(codex_model.told(WAKE_PROMPT), 0, "{}", context());
+    let (status, body) = server
+        .post_json("/unpause", json!({"session_ids": [cx]}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    until("Codex told at the unpause", &server, &cx, &context, || {
         codex_model.told(WAKE_PROMPT) == 1
     })
     .await;
