@@ -33,6 +33,14 @@ impl Env {
         Env::from(vars.collect::<BTreeMap<_, _>>())
     }
 
+    /// Only the variables `names` of this environment.
+    pub fn only(&self, names: &[&str]) -> Env {
+        let kept = names
+            .iter()
+            .filter_map(|name| Some((*name, self.get(name)?)));
+        Env::from_pairs(kept)
+    }
+
     /// Whether the session this runs in asked to be kept working ([`KEEP`]).
     pub fn asks_to_be_kept(&self) -> bool {
         let (name, value) = KEEP.split_once('=').unwrap_or_default();

@@ -12,9 +12,9 @@ use crate::env::Env;
 pub struct ClaudeCode;
 
 impl super::Side for ClaudeCode {
-    /// Its hooks run in its own process, in its pane.
-    fn hook_knows_its_pane(&self) -> bool {
-        true
+    /// Its hooks run in its own process, in its pane: all of it.
+    fn hook_env(&self, env: &Env) -> Env {
+        env.clone()
     }
 
     /// `claude::screen` reads its prompt, dialogs and menus.
@@ -46,6 +46,11 @@ impl super::Side for ClaudeCode {
     /// `<config>/projects/<project>/<session>.jsonl`.
     fn account_of(&self, transcript: &Path) -> Option<PathBuf> {
         home::account_of(transcript)
+    }
+
+    /// StopFailure.
+    fn hook_ends_a_failed_turn(&self) -> bool {
+        true
     }
 
     /// Claude Code 2.1.234+ continues by itself 30-90 s after the reset ("Continuing

@@ -6,7 +6,7 @@ use crate::claude::inbox::Inbox;
 use crate::claude::screen::first_run::Screen;
 use crate::claude::settings::Wiring;
 use crate::claude::transcript::LineReader;
-use crate::codex::home::CodexHome;
+use crate::codex::home::{CodexHome, HOME_ENV};
 use crate::codex::{control, hooks, rollout, screen};
 use crate::env::Env;
 
@@ -15,9 +15,10 @@ pub struct Codex;
 impl super::Side for Codex {
     /// Its hooks run in a background app-server shared by the user's Codex TUIs, with the
     /// environment of the TUI that started it: a second TUI's hooks report the first one's
-    /// pane, and typing there would reach another session.
-    fn hook_knows_its_pane(&self) -> bool {
-        false
+    /// pane (typing there would reach another session), bus id and `WAKEBRIDGE=keep`. Only its
+    /// home is the same for all.
+    fn hook_env(&self, env: &Env) -> Env {
+        env.only(&["HOME", HOME_ENV])
     }
 
     /// Not yet: its screens are not read, and its composer shows while a turn runs and under
@@ -58,6 +59,11 @@ impl super::Side for Codex {
     /// `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-….jsonl`.
     fn account_of(&self, transcript: &Path) -> Option<PathBuf> {
         rollout::home_of(transcript)
+    }
+
+    /// A turn that fails (429 at a usage limit) fires no Stop hook.
+    fn hook_ends_a_failed_turn(&self) -> bool {
+        false
     }
 
     /// Codex answers 429 `usage_limit_reached` once and waits for a person whatever the reset.

@@ -22,9 +22,10 @@ use crate::env::Env;
 /// (`agent/claude.rs`, `agent/codex.rs`). A third agent is a module of what it is, an adapter
 /// and an [`Agent`] word.
 pub trait Side: Sync {
-    /// Whether a hook's pane variables (`TMUX_PANE`, zellij's) name the pane the session runs
-    /// in.
-    fn hook_knows_its_pane(&self) -> bool;
+    /// What of a hook's environment is the session's own: all of it where the hook runs in
+    /// the session's process (its pane, its bus id, `WAKEBRIDGE=keep`), else only what says
+    /// where the agent's files are.
+    fn hook_env(&self, env: &Env) -> Env;
     /// What `wakebridge <agent> install` wires into its hooks file.
     fn wiring(&self) -> &'static Wiring;
     /// The inbox its hook announces for session `sid`, from the hook's environment.
@@ -42,6 +43,9 @@ pub trait Side: Sync {
     /// Whether it lists its live sessions where the launcher learns a new one's id (Claude
     /// Code's `<config>/sessions/<pid>.json`); else its hooks make it known.
     fn session_registry(&self) -> bool;
+    /// Whether a hook ends a turn that failed (at a usage limit, say): Claude Code's
+    /// StopFailure. Codex fires none, so its failed turn leaves the busy marker of its prompt.
+    fn hook_ends_a_failed_turn(&self) -> bool;
     /// Whether it goes on by itself once a usage limit resets (then it is given its time before
     /// a resume is sent).
     fn resumes_at_the_reset(&self) -> bool;
@@ -113,6 +117,26 @@ mod tests {
         assert_eq!(Agent::Codex.as_str(), "codex");
         assert_eq!(Agent::of_recorded(Some("gemini")), Agent::Claude);
         assert_eq!(Agent::of_recorded(None), Agent::Claude);
+    }
+
+    #[test]
+    fn a_codex_hook_reads_only_its_home_from_the_shared_environment() {
+        let shared = Env::from_pairs([
+            ("HOME", "/h"),
+            ("CODEX_HOME", "/c"),
+            ("TMUX_PANE", "%3"),
+            ("AGENT_EVENT_BUS_SESSION_ID", "first-tui"),
+            ("WAKEBRIDGE", "keep"),
+        ]);
+        let codex = Agent::Codex.side().hook_env(&shared);
+        assert_eq!(
+            codex.vars(),
+            [
+                ("CODEX_HOME".into(), "/c".into()),
+                ("HOME".into(), "/h".into())
+            ]
+        );
+        assert_eq!(Agent::Claude.side().hook_env(&shared).vars(), shared.vars());
     }
 
     #[test]

@@ -153,6 +153,16 @@ pub fn install(
             }
         }
     }
+    // An entry of ours without the wiring's arguments (a snippet pasted by hand) would run as
+    // another agent's hook: they are added.
+    let args = wiring.hook_args;
+    for entry in hooks.values_mut().flat_map(entries_mut) {
+        let ours = ours.recognise(entry, Kind::Hook).is_some();
+        if ours && !args.is_empty() && !command_of(entry).contains(args.trim()) {
+            let command = format!("{}{args}", command_of(entry));
+            entry.insert("command".into(), Value::String(command));
+        }
+    }
     let command = hook_command(exe, wiring)?;
     for (event, matcher) in wiring.events {
         let groups = hooks.entry(*event).or_insert_with(|| {

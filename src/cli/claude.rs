@@ -120,8 +120,9 @@ fn explain_inbound(before: Option<&serde_json::Value>, accept: bool, dry_run: bo
 }
 
 fn uninstall(env: &Env, dry_run: bool) -> Result<(), EditError> {
-    let (file, exe) = (locate(env)?, edit::exe(env)?);
+    let file = locate(env)?;
     edit::uninstall(&file, dry_run, |current, created| {
+        let exe = edit::exe(env)?;
         settings::uninstall(current, &exe, created).map_err(edit::refused(&file))
     })
 }

@@ -121,19 +121,12 @@ pub fn hook_session_id(payload: Option<&str>, env: &Env) -> Option<String> {
 }
 
 pub fn perform(input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
-    perform_as(action_for(input), Agent::Claude, input, wake_dir, env)
+    perform_as(action_for(input), input, wake_dir, env)
 }
 
-/// [`perform`] with the action decided by the caller (a paying Stop keeps the session busy), for
-/// `agent`'s hook: a pane only where the agent's hooks run in it.
-fn perform_as(
-    action: HookAction,
-    agent: Agent,
-    input: &HookInput,
-    wake_dir: &Path,
-    env: &Env,
-) -> HookOutcome {
-    let pane = detect_target(env).filter(|_| agent.side().hook_knows_its_pane());
+/// [`perform`] with the action decided by the caller (a paying Stop keeps the session busy).
+fn perform_as(action: HookAction, input: &HookInput, wake_dir: &Path, env: &Env) -> HookOutcome {
+    let pane = detect_target(env);
     let session_id = hook_session_id(input.session_id.as_deref(), env);
     let mut outcome = HookOutcome {
         session_id: session_id.clone(),
@@ -279,7 +272,10 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
     };
     let (wake_dir, ledger) = (config.paths.wake_dir, config.paths.ledger);
     let track_limits = config.settings.limits.enabled;
-    let env = Env::process();
+    // Where the hook runs outside the session's process (Codex's app-server), its environment
+    // says nothing of the session: no pane, bus id or keep flag is read from it.
+    let agent = args.agent;
+    let env = agent.side().hook_env(&Env::process());
     let action = if pay_on_stop(&input, &env, &ledger) {
         HookAction::MarkBusy
     } else {
@@ -291,9 +287,8 @@ pub fn run(args: &HookArgs, config: Result<Config, ConfigError>) -> ExitCode {
             crate::errln!("wakebridge hook: {event} failed: {message}");
         }
     };
-    let agent = args.agent;
     let act = move || {
-        let outcome = perform_as(action, agent, &input, &wake_dir, &env);
+        let outcome = perform_as(action, &input, &wake_dir, &env);
         record(&ledger, &outcome, agent, &input, &env, track_limits);
         outcome
     };

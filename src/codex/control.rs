@@ -85,6 +85,13 @@ pub async fn send(
                 }
                 _ => io_error(socket, &e),
             })?;
+        // The socket checked by path may have been swapped since: its peer must be us.
+        // SAFETY: getuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let peer = stream.peer_cred().map_err(|e| io_error(socket, &e))?;
+        if peer.uid() != uid {
+            return Err(ControlError::Untrusted(target.clone()));
+        }
         let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
             .max_message_size(Some(MAX_FRAME_BYTES))
             .max_frame_size(Some(MAX_FRAME_BYTES));

@@ -31,6 +31,8 @@ impl CodexHome {
             if !dir.is_absolute() {
                 return Err(HomeError::RelativeHome(dir.display().to_string()));
             }
+            // As Codex resolves it: its hooks' approval keys name the resolved path.
+            let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
             return Ok(CodexHome { dir });
         }
         let home = env.absolute_path("HOME").ok_or(HomeError::NoHome)?;

@@ -247,6 +247,33 @@ mod tests {
         );
     }
 
+    /// A `wakebridge hook` pasted by hand would run as Claude Code's hook (its pane, bus id and
+    /// keep flag read from Codex's shared app-server): install names the agent in it.
+    #[test]
+    fn install_names_the_agent_in_a_hook_of_ours_that_lacks_it() {
+        use crate::claude::settings::{Install, install};
+        let pasted = file(
+            json!({"Stop": [{"hooks": [{"type": "command", "timeout": 10,
+            "command": "/x/wakebridge hook"}]}]}),
+        );
+        let Install::Changed { bytes, .. } =
+            install(Some(&pasted), "/x/wakebridge", &WIRING, false).unwrap()
+        else {
+            panic!("unchanged");
+        };
+        let root: Value = serde_json::from_slice(&bytes).unwrap();
+        let stop = root["hooks"]["Stop"].as_array().unwrap();
+        assert_eq!(stop.len(), 1, "{root}");
+        assert_eq!(
+            stop[0]["hooks"][0]["command"],
+            "/x/wakebridge hook --agent codex"
+        );
+        let session_start = &root["hooks"]["SessionStart"][0]["hooks"][0]["command"];
+        assert_eq!(session_start, "/x/wakebridge hook --agent codex");
+        let again = install(Some(&bytes), "/x/wakebridge", &WIRING, false).unwrap();
+        assert_eq!(again, Install::Unchanged);
+    }
+
     #[test]
     fn only_our_command_is_approved_at_its_own_place() {
         let theirs = json!({"hooks": [{"type": "command", "command": "notify-me", "timeout": 5}]});

@@ -108,6 +108,9 @@ pub struct Seen<'a> {
     /// The agent goes on by itself at a usage limit's reset (Claude Code's auto-continue):
     /// it is given its time before a resume is sent.
     pub resumes_itself: bool,
+    /// A hook ends a turn that failed (Claude Code's StopFailure): a busy marker from before a
+    /// limit is then a turn since.
+    pub failed_turn_heard: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -467,16 +470,14 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, n
             _ => Step::Wait(SessionState::Limited, reason),
         };
     }
-    // A turn that ended at the limit with no Stop hook (Codex fires none for a failed turn)
-    // leaves its prompt's busy marker and hook: with nothing heard since the limit, they are
-    // that turn's, not signs of work.
-    let heard_since = seen
-        .obs
-        .hook
-        .is_some_and(|(_, at_ms)| at_ms > limit.since_ms);
+    // A turn that failed at the limit where no hook ends a failed turn (Codex's) leaves its
+    // prompt's busy marker and hook: with nothing heard since the limit, they are that turn's,
+    // not signs of work. Claude Code's StopFailure ends it, so there they stay signs of work.
+    let heard_since = (seen.obs.hook).is_some_and(|(_, at_ms)| at_ms > limit.since_ms);
+    let stale = !seen.failed_turn_heard && !heard_since;
     let obs = Observation {
-        busy_marker: seen.obs.busy_marker && heard_since,
-        hook: seen.obs.hook.filter(|_| heard_since),
+        busy_marker: seen.obs.busy_marker && !stale,
+        hook: seen.obs.hook.filter(|_| !stale),
         ..seen.obs.clone()
     };
     if let Verdict::Busy(why) = classify(&obs) {
@@ -600,6 +601,7 @@ mod tests {
             paused: false,
             kept: Ok(()),
             resumes_itself: true,
+            failed_turn_heard: true,
         }
     }
 
@@ -961,13 +963,22 @@ mod tests {
         obs.hook = Some((HookKind::Working, passed.since_ms - 5));
         let mut s = seen(&obs);
         (s.reach, s.tmux, s.limit) = (Reach::Inbox, false, Some(&passed));
-        s.resumes_itself = false;
+        (s.resumes_itself, s.failed_turn_heard) = (false, false);
         assert!(
             matches!(decide(&session, &s, &config, &now()), Step::Resume { .. }),
             "{:?}",
             decide(&session, &s, &config, &now())
         );
         obs.hook = Some((HookKind::Working, passed.since_ms + 5));
+        let mut s = seen(&obs);
+        (s.reach, s.tmux, s.limit) = (Reach::Inbox, false, Some(&passed));
+        (s.resumes_itself, s.failed_turn_heard) = (false, false);
+        assert!(matches!(
+            decide(&session, &s, &config, &now()),
+            Step::Wait(SessionState::Limited, _)
+        ));
+        // Where a hook ends a failed turn (Claude Code), the marker stays a sign of work.
+        obs.hook = Some((HookKind::Working, passed.since_ms - 5));
         let mut s = seen(&obs);
         (s.reach, s.tmux, s.limit) = (Reach::Inbox, false, Some(&passed));
         s.resumes_itself = false;

@@ -72,6 +72,16 @@ async fn codex_install_wires_its_hooks_and_trust_hooks_approves_them() {
         panic!("one Codex session: {sessions:?}");
     };
     assert_eq!(session["agent"], "codex", "{session}");
+    let sid = session["session_id"].as_str().unwrap_or_default();
+    assert_ne!(
+        sid,
+        common::codex::SHARED_BUS_ID,
+        "known by its own id: {session}"
+    );
+    assert!(
+        transcript_of(session).ends_with(&format!("{sid}.jsonl")),
+        "{session}"
+    );
     assert_eq!(session["pane"], Value::Null, "{session}");
     assert_eq!(session["last_hook_event"], "Stop", "{session}");
     let transcript = session["transcript_path"].as_str().unwrap_or_default();
@@ -266,4 +276,12 @@ impl Drop for Reaper {
     fn drop(&mut self) {
         common::codex::reap(&self.0);
     }
+}
+
+/// The rollout path `/sessions` shows for `session`.
+fn transcript_of(session: &Value) -> String {
+    session["transcript_path"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }

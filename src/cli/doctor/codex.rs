@@ -53,6 +53,10 @@ pub fn codex_check(env: &Env) -> Option<Check> {
     };
     let command = settings::hook_command(program, &WIRING).ok()?;
     let approvals = hooks::approvals(&file, &bytes, &command);
+    if approvals.is_empty() {
+        let found = format!("wakebridge's hooks in {name} do not name their agent (--agent codex)");
+        return Some(Check::warn("codex", found, INSTALL));
+    }
     let config = std::fs::read(home.config_file()).unwrap_or_default();
     let approved = hooks::approved(&config, &approvals);
     if approved < approvals.len() {

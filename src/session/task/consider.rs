@@ -89,6 +89,7 @@ impl<I: SessionIo> Keeper<I> {
                 paused: facts.pause.is_some(),
                 kept,
                 resumes_itself: facts.row.agent.side().resumes_at_the_reset(),
+                failed_turn_heard: facts.row.agent.side().hook_ends_a_failed_turn(),
             };
             let step = self.session(sid, |session| decide(session, &seen, &self.config, &now));
             // A screen read is asked for once: a second look is `perform`'s "screen read twice".

@@ -25,6 +25,9 @@ pub struct Setup {
     pub env: BTreeMap<String, String>,
 }
 
+/// The bus id in the environment Codex and every hook it runs share.
+pub const SHARED_BUS_ID: &str = "the-first-tui";
+
 pub fn setup(model: &Responses) -> Setup {
     let root = Arc::new(super::tempdir());
     let (codex_home, work) = (root.path().join("codex-home"), root.path().join("work"));
@@ -37,6 +40,9 @@ pub fn setup(model: &Responses) -> Setup {
         &[
             ("CODEX_HOME", &codex_home.display().to_string()),
             ("STUB_API_KEY", "stand-in-key"),
+            // What the first TUI's shell may carry, and Codex's shared app-server hands to every
+            // hook: no session may be known by it.
+            ("AGENT_EVENT_BUS_SESSION_ID", SHARED_BUS_ID),
             ("PATH", &std::env::var("PATH").unwrap_or_default()),
         ],
     );
