@@ -473,7 +473,11 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, n
     // A turn that failed at the limit where no hook ends a failed turn (Codex's) leaves its
     // prompt's busy marker and hook: with nothing heard since the limit, they are that turn's,
     // not signs of work. Claude Code's StopFailure ends it, so there they stay signs of work.
-    let heard_since = (seen.obs.hook).is_some_and(|(_, at_ms)| at_ms > limit.since_ms);
+    // A resume's own prompt fires a hook too: within the echo grace of the try it is no sign.
+    let echo_until = (limit.last_try_ms)
+        .map(|at| at.saturating_add(duration_ms(crate::session::ECHO_GRACE)))
+        .map_or(limit.since_ms, |until| until.max(limit.since_ms));
+    let heard_since = (seen.obs.hook).is_some_and(|(_, at_ms)| at_ms > echo_until);
     let stale = !seen.failed_turn_heard && !heard_since;
     let obs = Observation {
         busy_marker: seen.obs.busy_marker && !stale,
@@ -977,6 +981,26 @@ mod tests {
             decide(&session, &s, &config, &now()),
             Step::Wait(SessionState::Limited, _)
         ));
+        // A resume that met the limit again: its own prompt's hook is no sign of work either.
+        let again = Limit {
+            tries: 1,
+            since_ms: NOW_MS - 10 * 60_000,
+            last_try_ms: Some(NOW_MS - 6 * 60_000),
+            ..passed.clone()
+        };
+        let echo = again.last_try_ms.map(|at| at + 1_000);
+        obs.hook = echo.map(|at| (HookKind::Working, at));
+        let mut s = seen(&obs);
+        (s.reach, s.tmux, s.limit) = (Reach::Inbox, false, Some(&again));
+        (s.resumes_itself, s.failed_turn_heard) = (false, false);
+        assert!(
+            matches!(
+                decide(&session, &s, &config, &now()),
+                Step::Resume { tries: 1, .. }
+            ),
+            "{:?}",
+            decide(&session, &s, &config, &now())
+        );
         // Where a hook ends a failed turn (Claude Code), the marker stays a sign of work.
         obs.hook = Some((HookKind::Working, passed.since_ms - 5));
         let mut s = seen(&obs);
