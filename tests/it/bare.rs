@@ -9,14 +9,11 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use serde_json::Value;
-
 use crate::common;
 use crate::common::claude::BareClaude;
 use crate::common::day::{
-    self, BASE_COOLDOWN, CHECKPOINT, CLOCK, NUDGE_1, NUDGE_2, NUDGE_3, QUIET, STEP, WRAP_UP,
+    self, BASE_COOLDOWN, CHECKPOINT, CLOCK, NUDGE_1, NUDGE_2, NUDGE_3, QUIET, STEP, WRAP_UP, until,
 };
-use crate::common::harness::TestServer;
 use crate::common::model::{Model, Reply, unix_in};
 use crate::common::rig::start_daemon_with;
 use crate::common::tmux::TmuxServer;
@@ -192,23 +189,4 @@ async fn a_real_claude_code_on_a_bare_pty_is_kept_through_its_inbox() {
         resume.is_some_and(|r| r.new_text.contains(FROM_INBOX)),
         "the resume came through the inbox: {resume:?}"
     );
-}
-
-/// Waits until `done` holds, failing with the session's `/sessions` entry, the model's
-/// transcript and the end of what the session drew.
-async fn until(
-    what: &str,
-    server: &TestServer,
-    sid: &str,
-    context: &impl Fn() -> String,
-    done: impl Fn() -> bool,
-) {
-    common::eventually_ok(what, STEP, async || {
-        if done() {
-            return Ok(());
-        }
-        let status: Value = server.session(sid).await;
-        Err(format!("{status}\n{}", context()))
-    })
-    .await;
 }

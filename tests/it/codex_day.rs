@@ -11,14 +11,14 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use wakebridge::mux::WAKE_PROMPT;
 
 use crate::common;
 use crate::common::claude::RealClaude;
 use crate::common::codex::{CodexTui, setup};
-use crate::common::day::{self, CHECKPOINT, CLOCK, NUDGE_1, NUDGE_2, QUIET, STEP, WRAP_UP};
-use crate::common::harness::{TestServer, event_for};
+use crate::common::day::{self, CHECKPOINT, CLOCK, NUDGE_1, NUDGE_2, QUIET, STEP, WRAP_UP, until};
+use crate::common::harness::event_for;
 use crate::common::model::{Model, unix_in};
 use crate::common::responses::{REPLY, Responses, WINDOW};
 use crate::common::rig::start_daemon_with;
@@ -38,22 +38,7 @@ async fn a_day_in_the_life_of_a_real_codex_session() {
     let server = start_daemon_with(&tmux, Some(setup.root.clone()), CLOCK).await;
     let tui = CodexTui::start(&codex, &setup, &tmux);
     let context = || format!("{}\n{}", model.transcript(), tui.screen(&tmux));
-    common::eventually("its composer", STEP, || {
-        tui.screen(&tmux).contains("Ask Codex to do anything")
-    })
-    .await;
-    // Codex starts its session, and runs its SessionStart hook, at the first prompt.
-    tui.submit(&tmux, "say hello");
-    let sid = common::eventually_ok("the session known through its hooks", STEP, async || {
-        let sessions = server.get_json("/sessions").await;
-        let codex = sessions["sessions"].as_array().and_then(|all| {
-            all.iter()
-                .find(|s| s["agent"] == "codex" && s["inbox"]["live"] == true)
-                .and_then(|s| s["session_id"].as_str().map(str::to_owned))
-        });
-        codex.ok_or_else(|| format!("{sessions}\n{}", context()))
-    })
-    .await;
+    let sid = tui.first_prompt(&tmux, &server, &context).await;
     let known = server.session(&sid).await;
     assert!(
         known["pane"].is_null(),
@@ -175,25 +160,6 @@ async fn a_day_in_the_life_of_a_real_codex_session() {
     );
 }
 
-/// Waits until `done` holds, failing with what the model was told, the screen and the
-/// session's status.
-async fn until(
-    what: &str,
-    server: &TestServer,
-    sid: &str,
-    context: &impl Fn() -> String,
-    done: impl Fn() -> bool,
-) {
-    common::eventually_ok(what, STEP, async || {
-        if done() {
-            return Ok(());
-        }
-        let status: Value = server.session(sid).await;
-        Err(format!("{status}\n{}", context()))
-    })
-    .await;
-}
-
 /// One daemon, a real Claude Code session and a real Codex session side by side, each with its
 /// own model: a bus event for one is told to that one only, through its own inbox (Claude
 /// Code's socket, Codex's control socket), and then the other's to the other, held while a
@@ -224,21 +190,7 @@ async fn one_daemon_tells_a_claude_code_and_a_codex_session_each_its_own() {
             tui.screen(&tmux)
         )
     };
-    common::eventually("its composer", STEP, || {
-        tui.screen(&tmux).contains("Ask Codex to do anything")
-    })
-    .await;
-    tui.submit(&tmux, "say hello");
-    let cx = common::eventually_ok("the Codex session known", STEP, async || {
-        let sessions = server.get_json("/sessions").await;
-        let codex = sessions["sessions"].as_array().and_then(|all| {
-            all.iter()
-                .find(|s| s["agent"] == "codex" && s["inbox"]["live"] == true)
-                .and_then(|s| s["session_id"].as_str().map(str::to_owned))
-        });
-        codex.ok_or_else(|| format!("{sessions}\n{}", context()))
-    })
-    .await;
+    let cx = tui.first_prompt(&tmux, &server, &context).await;
     assert_eq!(server.session(&cc.sid).await["agent"], "claude");
     common::eventually("the first Codex turn answered", STEP, || {
         tui.screen(&tmux).contains(REPLY)

@@ -164,6 +164,33 @@ impl CodexTui {
         tmux.tmux(&["capture-pane", "-p", "-t", &self.pane])
     }
 
+    /// Waits for its composer and submits a first prompt, at which Codex starts its session
+    /// and runs its SessionStart hook; the session's id once `server` lists it as Codex's,
+    /// reachable through its control socket.
+    pub async fn first_prompt(
+        &self,
+        tmux: &TmuxServer,
+        server: &TestServer,
+        context: &impl Fn() -> String,
+    ) -> String {
+        let step = super::day::STEP;
+        super::eventually("its composer", step, || {
+            self.screen(tmux).contains("Ask Codex to do anything")
+        })
+        .await;
+        self.submit(tmux, "say hello");
+        super::eventually_ok("the session known through its hooks", step, async || {
+            let sessions = server.get_json("/sessions").await;
+            let codex = sessions["sessions"].as_array().and_then(|all| {
+                all.iter()
+                    .find(|s| s["agent"] == "codex" && s["inbox"]["live"] == true)
+                    .and_then(|s| s["session_id"].as_str().map(str::to_owned))
+            });
+            codex.ok_or_else(|| format!("{sessions}\n{}", context()))
+        })
+        .await
+    }
+
     /// Types `text` at the composer and submits it: two `send-keys`, as Codex needs.
     pub fn submit(&self, tmux: &TmuxServer, text: &str) {
         tmux.tmux(&["send-keys", "-t", &self.pane, "-l", text]);

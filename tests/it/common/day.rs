@@ -64,3 +64,22 @@ pub async fn past_echo_grace(acknowledged: &serde_json::Value) {
         tokio::time::sleep(left).await;
     }
 }
+
+/// Waits until `done` holds, failing with the session's `/sessions` entry and `context` (what
+/// the model was told, the end of what the session drew).
+pub async fn until(
+    what: &str,
+    server: &super::harness::TestServer,
+    sid: &str,
+    context: &impl Fn() -> String,
+    done: impl Fn() -> bool,
+) {
+    super::eventually_ok(what, STEP, async || {
+        if done() {
+            return Ok(());
+        }
+        let status = server.session(sid).await;
+        Err(format!("{status}\n{}", context()))
+    })
+    .await;
+}
