@@ -69,16 +69,14 @@ fn locate(env: &Env) -> Result<std::path::PathBuf, EditError> {
 
 fn install(env: &Env, dry_run: bool, accept: bool) -> Result<(), EditError> {
     let (file, exe) = (locate(env)?, edit::exe(env)?);
-    let inbound = match edit::read(&file)? {
-        Some((bytes, _)) => {
-            settings::wired(&bytes)
-                .map_err(edit::refused(&file))?
-                .inbound
-        }
-        None => None,
-    };
+    // `crossSessionInbound` before install, from the bytes install reads.
+    let mut inbound = None;
     edit::install(&file, dry_run, |old| {
-        settings::install(old, &exe, &settings::WIRING, accept).map_err(edit::refused(&file))
+        let refused = edit::refused(&file);
+        inbound = settings::wired(old.unwrap_or_default())
+            .map_err(edit::refused(&file))?
+            .inbound;
+        settings::install(old, &exe, &settings::WIRING, accept).map_err(refused)
     })?;
     explain_inbound(inbound.as_ref(), accept, dry_run);
     Ok(())

@@ -88,8 +88,7 @@ fn install(env: &Env, dry_run: bool, trust: bool) -> Result<(), EditError> {
     }
     let config = &files.config;
     edit::install(config, dry_run, |old| {
-        let had_ours = old
-            .is_some_and(|old| hooks::distrust(old, &approvals).is_ok_and(|gone| gone.is_some()));
+        let had_ours = old.is_some_and(|old| hooks::approved(old, &approvals) > 0);
         let trusted = hooks::trust(old, &approvals).map_err(edit::refused(config))?;
         Ok(match trusted {
             Some(bytes) => Install::Changed {

@@ -159,11 +159,6 @@ impl TranscriptFollower {
         }
     }
 
-    /// A tracker reading what this one reads, from nothing.
-    fn fresh_tracker(&self) -> ContextTracker {
-        self.tracker.fresh()
-    }
-
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -304,7 +299,7 @@ impl TranscriptFollower {
         let mut total = 0u64;
         // Bytes from `region_end` to `len` have been parsed into `later`.
         let mut region_end = len;
-        let mut later = self.fresh_tracker();
+        let mut later = self.tracker.fresh();
         self.splitter = LineSplitter::default();
         self.offset = len;
         loop {
@@ -314,7 +309,7 @@ impl TranscriptFollower {
                 discarding: start > 0,
                 ..LineSplitter::default()
             };
-            let mut tracker = self.fresh_tracker();
+            let mut tracker = self.tracker.fresh();
             let read = self.read_range(start, region_end, &mut splitter, &mut tracker)?;
             total += read;
             if region_end == len {

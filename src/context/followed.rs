@@ -170,11 +170,12 @@ impl Followed {
         let (Some(windows), Some(agent)) = (windows, self.agent) else {
             return;
         };
-        let account = self.transcript().and_then(|t| agent.side().account_of(t));
         if self.windows_recorded == Some(windows) {
             return;
         }
-        let Some(account) = account else { return };
+        let Some(account) = self.transcript().and_then(|t| agent.side().account_of(t)) else {
+            return;
+        };
         let seen_ms = clock::now_ms();
         let window = |reading: Option<(f64, Option<i64>)>| {
             reading.map(|(used_percentage, resets_at_ms)| budget::Window {
