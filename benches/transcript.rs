@@ -17,8 +17,10 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use wakebridge::claude::transcript::ContextTracker;
+use wakebridge::agent::Agent;
+use wakebridge::claude::transcript::read_line;
 use wakebridge::context::follow::TranscriptFollower;
+use wakebridge::reading::transcript::ContextTracker;
 
 /// Size of the large transcript: the "multi-GB history" case, scaled to fit a test machine.
 const LARGE_BYTES: u64 = 1 << 30;
@@ -78,7 +80,7 @@ fn generate(path: &Path, size: u64, block: &[u8]) -> std::io::Result<u64> {
 
 /// The reading of a whole transcript parsed line by line, as a tail-less reader would.
 fn full_parse(bytes: &[u8]) -> Option<u64> {
-    let mut tracker = ContextTracker::default();
+    let mut tracker = ContextTracker::reading_with(read_line);
     let mut offset = 0u64;
     for line in bytes.split(|&b| b == b'\n') {
         tracker.feed_line(line, offset);
@@ -98,7 +100,7 @@ fn tail_figures(path: &Path) -> Result<(Duration, u64, u64), Box<dyn std::error:
     let mut used = 0;
     for _ in 0..TAIL_RUNS {
         let start = Instant::now();
-        let mut f = TranscriptFollower::new(path);
+        let mut f = TranscriptFollower::new(path, Agent::Claude);
         let outcome = f.poll()?;
         times.push(start.elapsed());
         bytes = outcome.bytes_read;
@@ -138,7 +140,7 @@ fn append_run(
             initial.push('\n');
         }
         std::fs::write(&path, initial)?;
-        let mut f = TranscriptFollower::new(&path);
+        let mut f = TranscriptFollower::new(&path, Agent::Claude);
         f.poll()?;
         followers.push(f);
         writers.push(OpenOptions::new().append(true).open(&path)?);

@@ -33,6 +33,7 @@
 //!   agent/         the seam: which agent a session runs, and each agent's answer to what differs
 //!   codex/         Codex CLI as it is: home, hooks and their trust, control socket, rollout
 //!   claude/        Claude Code as it is: home, hooks, transcript, screen, settings, inbox
+//!   reading/       what an agent says, in words of none: hooks, transcripts, screens, limits
 //!   wakedir/       the wake dir shared with the Python bridge
 //!   wire/          what the bus sends
 //!   telemetry/     Prometheus metrics, the log writer thread, warnings
@@ -62,6 +63,7 @@ pub mod launch;
 pub mod mux;
 pub mod notify;
 pub(crate) mod private_fs;
+pub mod reading;
 pub mod rewind;
 pub mod session;
 pub mod spool;

@@ -3,11 +3,13 @@
 use std::path::{Path, PathBuf};
 
 use crate::claude::home;
-use crate::claude::inbox::Inbox;
-use crate::claude::screen::first_run::{self, Screen};
+use crate::claude::screen::first_run;
 use crate::claude::settings::{WIRING, Wiring};
-use crate::claude::transcript::{self, LineReader};
+use crate::claude::transcript;
 use crate::env::Env;
+use crate::reading::inbox::Inbox;
+use crate::reading::screen::Screen;
+use crate::reading::transcript::LineReader;
 
 pub struct ClaudeCode;
 
@@ -28,7 +30,7 @@ impl super::Side for ClaudeCode {
 
     /// `CLAUDE_CODE_MESSAGING_SOCKET` and its token and pid.
     fn inbox_from_hook(&self, env: &Env, _sid: &str) -> Option<Inbox> {
-        Inbox::from_hook_env(env)
+        crate::claude::inbox::from_hook_env(env)
     }
 
     fn transcript_reader(&self) -> LineReader {
@@ -46,6 +48,11 @@ impl super::Side for ClaudeCode {
     /// `<config>/projects/<project>/<session>.jsonl`.
     fn account_of(&self, transcript: &Path) -> Option<PathBuf> {
         home::account_of(transcript)
+    }
+
+    /// Its transcript's "Held peer message" notice.
+    fn holds_for_a_person(&self, sent_ms: Option<i64>, transcript: Option<&Path>) -> bool {
+        crate::claude::inbox::held(sent_ms, transcript)
     }
 
     /// StopFailure.

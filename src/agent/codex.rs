@@ -2,13 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::claude::inbox::Inbox;
-use crate::claude::screen::first_run::Screen;
 use crate::claude::settings::Wiring;
-use crate::claude::transcript::LineReader;
 use crate::codex::home::{CodexHome, HOME_ENV};
 use crate::codex::{control, hooks, rollout, screen};
 use crate::env::Env;
+use crate::reading::inbox::Inbox;
+use crate::reading::screen::Screen;
+use crate::reading::transcript::LineReader;
 
 pub struct Codex;
 
@@ -59,6 +59,11 @@ impl super::Side for Codex {
     /// `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-….jsonl`.
     fn account_of(&self, transcript: &Path) -> Option<PathBuf> {
         rollout::home_of(transcript)
+    }
+
+    /// A `turn/start` is run or folded into the running turn; nothing holds it.
+    fn holds_for_a_person(&self, _sent_ms: Option<i64>, _transcript: Option<&Path>) -> bool {
+        false
     }
 
     /// A turn that fails (429 at a usage limit) fires no Stop hook.

@@ -2,9 +2,10 @@
 //! inbox socket (`claude::inbox`), or Codex CLI's control socket serving the session's thread
 //! (`codex::control`). The ledger keeps both as one [`Inbox`] row; a `thread` says which.
 
-use crate::claude::inbox::{Inbox, InboxError};
+use crate::claude::inbox as claude_inbox;
 use crate::codex::control::{self, ControlError};
 use crate::deadline::Deadline;
+use crate::reading::inbox::{Inbox, InboxError};
 
 /// Whether `inbox` can be sent to now (the cheap checks: no connection).
 pub fn check(inbox: &Inbox) -> Result<(), InboxError> {
@@ -12,7 +13,7 @@ pub fn check(inbox: &Inbox) -> Result<(), InboxError> {
         Some(_) => control::check(&inbox.socket)
             .map(drop)
             .map_err(from_control),
-        None => inbox.check(),
+        None => claude_inbox::check(inbox),
     }
 }
 
@@ -22,7 +23,7 @@ pub async fn send(inbox: &Inbox, text: &str, deadline: Deadline) -> Result<(), I
         Some(thread) => {
             (control::send(&inbox.socket, thread, text, deadline).await).map_err(from_control)
         }
-        None => inbox.send(text, deadline).await,
+        None => claude_inbox::send(inbox, text, deadline).await,
     }
 }
 

@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::claude::inbox::Inbox;
-use crate::claude::screen::first_run::Screen;
 use crate::claude::settings::Wiring;
-use crate::claude::transcript::LineReader;
 use crate::env::Env;
+use crate::reading::inbox::Inbox;
+use crate::reading::screen::Screen;
+use crate::reading::transcript::LineReader;
 
 /// What differs between agents, each answered from the agent's own module by its adapter here
 /// (`agent/claude.rs`, `agent/codex.rs`). A third agent is a module of what it is, an adapter
@@ -46,6 +46,10 @@ pub trait Side: Sync {
     /// Whether a hook ends a turn that failed (at a usage limit, say): Claude Code's
     /// StopFailure. Codex fires none, so its failed turn leaves the busy marker of its prompt.
     fn hook_ends_a_failed_turn(&self) -> bool;
+    /// Whether it holds for a person the message its inbox took at `sent_ms` that nothing
+    /// answered yet, as its transcript at `transcript` says (Claude Code in bypass mode holds a
+    /// peer's message until a person lets it through).
+    fn holds_for_a_person(&self, sent_ms: Option<i64>, transcript: Option<&Path>) -> bool;
     /// Whether it goes on by itself once a usage limit resets (then it is given its time before
     /// a resume is sent).
     fn resumes_at_the_reset(&self) -> bool;

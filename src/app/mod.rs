@@ -134,7 +134,7 @@ impl App {
             crate::http::ApiError::reasons(),
             crate::mux::InjectError::kinds()
                 .chain(spool::SpoolError::KINDS.iter().copied())
-                .chain(crate::claude::inbox::InboxError::KINDS.iter().copied()),
+                .chain(crate::reading::inbox::InboxError::KINDS.iter().copied()),
         );
         let injector = Arc::new(Injector::new(&mux));
         let (notices, notify) = match notify {

@@ -159,7 +159,7 @@ pub fn from_statusline(rate_limits: &Value, account: PathBuf, now_ms: i64) -> Op
             used_percentage: used.clamp(0.0, 100.0),
             resets_at_ms: block
                 .get("resets_at")
-                .and_then(crate::claude::limits::reset_ms),
+                .and_then(crate::reading::limit::reset_ms),
             seen_ms: now_ms,
         })
     };

@@ -7,9 +7,9 @@ use jiff::tz::TimeZone;
 
 use super::caused::BUDGET_PREFIX;
 use super::{Account, SAME_WINDOW_MS, WindowKind};
-use crate::claude::limits::describe_reset;
 use crate::config::BudgetSettings;
 use crate::mux::KeystrokeText;
+use crate::reading::limit::describe_reset;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BudgetError {

@@ -1,20 +1,20 @@
 //! Claude Code's hooks as wakebridge hears them: the payload fields it reads ([`HookInput`]),
-//! the events by name, what each says about the session's turn ([`HookKind`]), the events the
-//! settings wire, and how the ledger spells an event. What the hook *does* is `cli::hook`'s.
+//! the events the settings wire, and how the ledger spells an event (what each says about the
+//! session's turn is `reading::hook`'s). What the hook *does* is `cli::hook`'s.
 
 use serde_json::{Value, json};
 use std::time::Duration;
 
+#[cfg(test)]
+use crate::reading::hook::{HookKind, IDLE_PROMPT};
+
 /// Largest hook payload accepted: a PreToolUse carrying a huge file write is skipped.
 pub const HOOK_STDIN_CAP_BYTES: usize = 1024 * 1024;
-pub const IDLE_PROMPT: &str = "idle_prompt";
 /// SessionStart source that fires mid-turn (after an automatic compaction).
 pub const SOURCE_COMPACT: &str = "compact";
 /// SessionStart's source after `/clear` (the same agent in the same pane, under a new session
 /// id), and the reason of the SessionEnd of the id it gives up, which fires just before.
 pub const SOURCE_CLEAR: &str = "clear";
-/// Notification type: Claude Code's own auto-continue at a usage limit resumed the session.
-pub const QUOTA_AUTO_RESUMED: &str = "quota_auto_resume_fired";
 /// The Notification matcher the settings wire (a regex over `notification_type`).
 pub const NOTIFICATION_MATCHER: &str = "idle_prompt|quota_auto_resume_fired";
 /// `timeout` (seconds) written into the settings for each hook command: well over the hook's
@@ -123,52 +123,6 @@ pub fn keep_going(reason: &str) -> String {
     json!({ "decision": "block", "reason": reason }).to_string()
 }
 
-/// What a hook event says about the session's turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookKind {
-    TurnEnded,
-    IdlePrompt,
-    Working,
-    /// A dialog waits for a human (`permission_prompt`, ...).
-    Waiting,
-    Ended,
-    /// Says nothing about idleness (`SessionStart`, other notifications, unknown events).
-    Neutral,
-}
-
-impl HookKind {
-    /// Whether this event is the session showing life (a turn running or ending): only such an
-    /// event answers a nudge or restarts a nudge series.
-    pub fn shows_life(self) -> bool {
-        matches!(self, HookKind::Working | HookKind::TurnEnded)
-    }
-
-    /// Reads an event as the ledger recorded it. A notification's type may follow the name
-    /// after `:`, `(` or a space (`Notification:idle_prompt`); a bare `Notification` is neutral.
-    pub fn of_recorded(event: &str) -> HookKind {
-        let event = event.trim();
-        let (name, detail) = event.split_once([':', '(', ' ']).unwrap_or((event, ""));
-        let detail = detail.trim().trim_end_matches(')').trim();
-        match name {
-            "Stop" | "StopFailure" => HookKind::TurnEnded,
-            "UserPromptSubmit" | "PreToolUse" | "PostToolUse" | "PostToolUseFailure"
-            | "PostToolBatch" | "SubagentStart" | "PreCompact" => HookKind::Working,
-            "SessionEnd" => HookKind::Ended,
-            "Notification" => match detail {
-                IDLE_PROMPT => HookKind::IdlePrompt,
-                QUOTA_AUTO_RESUMED => HookKind::Working,
-                "permission_prompt"
-                | "elicitation_dialog"
-                | "elicitation_url_dialog"
-                | "agent_needs_input"
-                | "worker_permission_prompt" => HookKind::Waiting,
-                _ => HookKind::Neutral,
-            },
-            _ => HookKind::Neutral,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,27 +188,5 @@ mod tests {
             ..HookInput::default()
         };
         assert_eq!(stop.recorded_event(), "Stop");
-    }
-
-    #[test]
-    fn hook_events_are_read_with_notification_types() {
-        let table = [
-            ("Stop", HookKind::TurnEnded),
-            ("StopFailure", HookKind::TurnEnded),
-            ("UserPromptSubmit", HookKind::Working),
-            ("PreToolUse", HookKind::Working),
-            ("Notification:idle_prompt", HookKind::IdlePrompt),
-            ("Notification(idle_prompt)", HookKind::IdlePrompt),
-            ("Notification permission_prompt", HookKind::Waiting),
-            ("Notification", HookKind::Neutral),
-            ("Notification:auth_success", HookKind::Neutral),
-            ("SessionStart", HookKind::Neutral),
-            ("SessionEnd", HookKind::Ended),
-            ("", HookKind::Neutral),
-            ("Stopped", HookKind::Neutral),
-        ];
-        for (event, kind) in table {
-            assert_eq!(HookKind::of_recorded(event), kind, "{event:?}");
-        }
     }
 }

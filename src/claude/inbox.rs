@@ -6,15 +6,15 @@
 
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use super::registry::process_alive;
 use crate::deadline::Deadline;
 use crate::env::Env;
+use crate::reading::inbox::{Inbox, InboxError};
 
 pub const SOCKET_ENV: &str = "CLAUDE_CODE_MESSAGING_SOCKET";
 pub const TOKEN_ENV: &str = "CLAUDE_CODE_MESSAGING_TOKEN";
@@ -23,192 +23,105 @@ pub const PID_ENV: &str = "CLAUDE_PID";
 /// Longest message Claude Code reads (a line of at most 1 MiB); the envelope takes some of it.
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024 - 4096;
 
-/// Claude Code drops the same text from the same sender within this long, without a word.
-pub const DUPLICATE_WINDOW: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// How long a message may go unreported by the session's `UserPromptSubmit` hook (nor any prompt
-/// follow it) before the inbox counts as not delivering: an idle session reports it within a
-/// second and a busy one at its next tool call, so a longer silence is a message Claude Code
-/// refused, dropped or a human denied, and the next wake is typed instead.
-pub const UNHEARD_AFTER: std::time::Duration = std::time::Duration::from_secs(120);
-
 /// Longest token kept: Claude Code's are 32 hex digits.
 const MAX_TOKEN_CHARS: usize = 128;
 
-/// A session's inbox as it was announced: Claude Code's own socket, or (with a `thread`) a Codex
-/// session's control socket and the thread it serves there, which `agent::inbox` sends through
-/// `codex::control` instead.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Inbox {
-    pub socket: PathBuf,
-    /// Only classifies the sender (a message without it is delivered too); never logged.
-    pub token: Option<String>,
-    pub pid: Option<u32>,
-    /// Codex CLI: the thread (its session id) the control socket `socket` serves; `None`: Claude
-    /// Code's own inbox socket.
-    pub thread: Option<String>,
+/// The inbox a hook's environment announces, if any.
+pub fn from_hook_env(env: &Env) -> Option<Inbox> {
+    let socket = env.absolute_path(SOCKET_ENV)?;
+    let token = env
+        .nonempty(TOKEN_ENV)
+        .filter(|t| t.len() <= MAX_TOKEN_CHARS && t.chars().all(|c| c.is_ascii_hexdigit()));
+    let pid = env.nonempty(PID_ENV).and_then(|p| p.parse().ok());
+    Some(Inbox {
+        socket,
+        token,
+        pid,
+        thread: None,
+    })
 }
 
-impl std::fmt::Debug for Inbox {
-    // The token stays out of every log line and error.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Inbox")
-            .field("socket", &self.socket)
-            .field("token", &self.token.as_ref().map(|_| "…"))
-            .field("pid", &self.pid)
-            .field("thread", &self.thread)
-            .finish()
+/// Whether this is Claude Code's socket to send to: a socket (no symlink) owned by this user,
+/// in a directory no one else can enter, its process (when known) alive.
+pub fn check(inbox: &Inbox) -> Result<(), InboxError> {
+    let path = &inbox.socket;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| match e.kind() {
+        ErrorKind::NotFound => InboxError::Gone(path.clone()),
+        _ => io_error(path, &e),
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(InboxError::Symlink(path.clone()));
     }
+    if !meta.file_type().is_socket() {
+        return Err(InboxError::NotASocket(path.clone()));
+    }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    if meta.uid() != uid {
+        return Err(InboxError::NotOurs(path.clone()));
+    }
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let dir_meta = std::fs::symlink_metadata(dir).map_err(|e| io_error(dir, &e))?;
+    if dir_meta.uid() != uid || dir_meta.permissions().mode() & 0o077 != 0 {
+        return Err(InboxError::OpenDirectory(path.clone()));
+    }
+    if let Some(pid) = inbox.pid
+        && !process_alive(pid)
+    {
+        return Err(InboxError::DeadProcess(pid));
+    }
+    Ok(())
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
-pub enum InboxError {
-    #[error("no inbox socket at {0}: the session exited or never bound one")]
-    #[strum(serialize = "inbox-gone")]
-    Gone(PathBuf),
-    #[error("{0} is a symlink, not the session's socket; not used")]
-    #[strum(serialize = "inbox-untrusted")]
-    Symlink(PathBuf),
-    #[error("{0} is not a socket; not used")]
-    #[strum(serialize = "inbox-untrusted")]
-    NotASocket(PathBuf),
-    #[error("{0} belongs to another user; not used")]
-    #[strum(serialize = "inbox-untrusted")]
-    NotOurs(PathBuf),
-    #[error("{0} lies in a directory others can enter; not used")]
-    #[strum(serialize = "inbox-untrusted")]
-    OpenDirectory(PathBuf),
-    #[error("the session's process {0} is gone")]
-    #[strum(serialize = "inbox-dead")]
-    DeadProcess(u32),
-    #[error("the message is {0} bytes, over the inbox's line limit")]
-    #[strum(serialize = "inbox-too-long")]
-    TooLong(usize),
-    #[error("the inbox at {0} refused the connection (nobody listening)")]
-    #[strum(serialize = "inbox-refused")]
-    Refused(PathBuf),
-    #[error("the inbox at {0} did not take the message within the budget")]
-    #[strum(serialize = "inbox-timeout")]
-    Timeout(PathBuf),
-    #[error("writing to the inbox at {path} failed: {error}")]
-    #[strum(serialize = "inbox-io")]
-    Io { path: PathBuf, error: String },
-    #[error("{0}")]
-    #[strum(serialize = "inbox-untrusted")]
-    Untrusted(String),
-    #[error("{0}")]
-    #[strum(serialize = "inbox-not-open")]
-    NotOpen(String),
-}
-
-impl InboxError {
-    /// Every [`InboxError::kind`] (`inbox-untrusted` four times), for the error counters' zeros.
-    pub const KINDS: &[&str] = <Self as strum::VariantNames>::VARIANTS;
-
-    /// Short machine-readable kind (ledger rows, metrics).
-    pub fn kind(&self) -> &'static str {
-        self.into()
+/// Sends `text` as one message and waits until the session closed the connection, which it
+/// does once it read the lines.
+pub async fn send(inbox: &Inbox, text: &str, deadline: Deadline) -> Result<(), InboxError> {
+    if text.len() > MAX_MESSAGE_BYTES {
+        return Err(InboxError::TooLong(text.len()));
     }
-}
-
-impl Inbox {
-    /// The inbox a hook's environment announces, if any.
-    pub fn from_hook_env(env: &Env) -> Option<Inbox> {
-        let socket = env.absolute_path(SOCKET_ENV)?;
-        let token = env
-            .nonempty(TOKEN_ENV)
-            .filter(|t| t.len() <= MAX_TOKEN_CHARS && t.chars().all(|c| c.is_ascii_hexdigit()));
-        let pid = env.nonempty(PID_ENV).and_then(|p| p.parse().ok());
-        Some(Inbox {
-            socket,
-            token,
-            pid,
-            thread: None,
-        })
-    }
-
-    /// Whether this is Claude Code's socket to send to: a socket (no symlink) owned by this user,
-    /// in a directory no one else can enter, its process (when known) alive.
-    pub fn check(&self) -> Result<(), InboxError> {
-        let path = &self.socket;
-        let meta = std::fs::symlink_metadata(path).map_err(|e| match e.kind() {
-            ErrorKind::NotFound => InboxError::Gone(path.clone()),
-            _ => io_error(path, &e),
-        })?;
-        if meta.file_type().is_symlink() {
-            return Err(InboxError::Symlink(path.clone()));
-        }
-        if !meta.file_type().is_socket() {
-            return Err(InboxError::NotASocket(path.clone()));
-        }
-        // SAFETY: getuid has no preconditions and cannot fail.
-        let uid = unsafe { libc::getuid() };
-        if meta.uid() != uid {
-            return Err(InboxError::NotOurs(path.clone()));
-        }
-        let dir = path.parent().unwrap_or(Path::new("/"));
-        let dir_meta = std::fs::symlink_metadata(dir).map_err(|e| io_error(dir, &e))?;
-        if dir_meta.uid() != uid || dir_meta.permissions().mode() & 0o077 != 0 {
-            return Err(InboxError::OpenDirectory(path.clone()));
-        }
-        if let Some(pid) = self.pid
-            && !process_alive(pid)
-        {
-            return Err(InboxError::DeadProcess(pid));
-        }
-        Ok(())
-    }
-
-    /// Sends `text` as one message and waits until the session closed the connection, which it
-    /// does once it read the lines.
-    pub async fn send(&self, text: &str, deadline: Deadline) -> Result<(), InboxError> {
-        if text.len() > MAX_MESSAGE_BYTES {
-            return Err(InboxError::TooLong(text.len()));
-        }
-        self.check()?;
-        let path = &self.socket;
-        let auth = (self.token.as_ref()).map(|token| json!({"type": "auth", "token": token}));
-        let message = json!({"type": "user", "message": {"role": "user", "content": text}});
-        let lines: String = auth
-            .into_iter()
-            .chain([message])
-            .map(|v| format!("{v}\n"))
-            .collect();
-        let write = async {
-            let mut stream =
-                tokio::net::UnixStream::connect(path)
-                    .await
-                    .map_err(|e| match e.kind() {
-                        ErrorKind::ConnectionRefused => InboxError::Refused(path.clone()),
-                        ErrorKind::NotFound => InboxError::Gone(path.clone()),
-                        _ => io_error(path, &e),
-                    })?;
-            stream
-                .write_all(lines.as_bytes())
+    check(inbox)?;
+    let path = &inbox.socket;
+    let auth = (inbox.token.as_ref()).map(|token| json!({"type": "auth", "token": token}));
+    let message = json!({"type": "user", "message": {"role": "user", "content": text}});
+    let lines: String = auth
+        .into_iter()
+        .chain([message])
+        .map(|v| format!("{v}\n"))
+        .collect();
+    let write = async {
+        let mut stream =
+            tokio::net::UnixStream::connect(path)
                 .await
-                .map_err(|e| io_error(path, &e))?;
-            // Every byte is written: a session that already closed its side (shutdown fails
-            // with ENOTCONN on some systems) has read the message.
-            if let Err(e) = stream.shutdown().await {
-                tracing::debug!(socket = %path.display(), error = %e, "inbox shutdown after the message");
-            }
-            Ok(stream)
-        };
-        let timed = tokio::time::timeout(deadline.remaining(), write).await;
-        let mut stream = timed.unwrap_or_else(|_| Err(InboxError::Timeout(path.clone())))?;
-        // Every byte is in the connection now, and the session reads it whenever it gets to it:
-        // a session slow to close its side has the message, and typing it too would tell it
-        // twice. The wait only lets a prompt session answer within the budget.
-        let mut sink = tokio::io::sink();
-        let closed = tokio::io::copy(&mut stream, &mut sink);
-        if tokio::time::timeout(deadline.remaining(), closed)
+                .map_err(|e| match e.kind() {
+                    ErrorKind::ConnectionRefused => InboxError::Refused(path.clone()),
+                    ErrorKind::NotFound => InboxError::Gone(path.clone()),
+                    _ => io_error(path, &e),
+                })?;
+        stream
+            .write_all(lines.as_bytes())
             .await
-            .is_err()
-        {
-            tracing::debug!(socket = %path.display(), "inbox written; the session had not closed it yet");
+            .map_err(|e| io_error(path, &e))?;
+        // Every byte is written: a session that already closed its side (shutdown fails
+        // with ENOTCONN on some systems) has read the message.
+        if let Err(e) = stream.shutdown().await {
+            tracing::debug!(socket = %path.display(), error = %e, "inbox shutdown after the message");
         }
-        Ok(())
+        Ok(stream)
+    };
+    let timed = tokio::time::timeout(deadline.remaining(), write).await;
+    let mut stream = timed.unwrap_or_else(|_| Err(InboxError::Timeout(path.clone())))?;
+    // Every byte is in the connection now, and the session reads it whenever it gets to it:
+    // a session slow to close its side has the message, and typing it too would tell it
+    // twice. The wait only lets a prompt session answer within the budget.
+    let mut sink = tokio::io::sink();
+    let closed = tokio::io::copy(&mut stream, &mut sink);
+    if tokio::time::timeout(deadline.remaining(), closed)
+        .await
+        .is_err()
+    {
+        tracing::debug!(socket = %path.display(), "inbox written; the session had not closed it yet");
     }
+    Ok(())
 }
 
 /// How much of a transcript's end is read for a held message: the notice is written at once.
@@ -243,14 +156,8 @@ pub fn held(unanswered_since: Option<i64>, transcript: Option<&Path>) -> bool {
         return false;
     };
     let read = crate::private_fs::open_read(path)
-        .and_then(|f| super::transcript::tail(f, HELD_TAIL_BYTES));
+        .and_then(|f| crate::reading::transcript::tail(f, HELD_TAIL_BYTES));
     held_since(&String::from_utf8_lossy(&read.unwrap_or_default()), since)
-}
-
-/// How a sent text is recognised when the session's `UserPromptSubmit` hook reports it (the
-/// ledger keeps this, not the text).
-pub fn digest(text: &str) -> String {
-    hex::encode(&Sha256::digest(text.as_bytes())[..16])
 }
 
 fn io_error(path: &Path, error: &std::io::Error) -> InboxError {
@@ -264,6 +171,7 @@ fn io_error(path: &Path, error: &std::io::Error) -> InboxError {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+    use std::path::PathBuf;
     use std::time::Duration;
     use tokio::io::AsyncReadExt;
 
@@ -289,7 +197,7 @@ mod tests {
             (TOKEN_ENV, "bd13574ef53ebc45f34cc69e0b0e6261"),
             (PID_ENV, "42"),
         ]);
-        let found = Inbox::from_hook_env(&env).unwrap();
+        let found = from_hook_env(&env).unwrap();
         assert_eq!(found.socket, PathBuf::from("/tmp/cc-socks/42.sock"));
         assert_eq!(found.pid, Some(42));
         assert!(found.token.is_some());
@@ -300,13 +208,9 @@ mod tests {
         let odd = env
             .with(TOKEN_ENV, "not hex; rm -rf")
             .with(SOCKET_ENV, "relative.sock");
-        assert_eq!(
-            Inbox::from_hook_env(&odd),
-            None,
-            "a relative path is no inbox"
-        );
+        assert_eq!(from_hook_env(&odd), None, "a relative path is no inbox");
         let odd = odd.with(SOCKET_ENV, "/s.sock");
-        assert_eq!(Inbox::from_hook_env(&odd).unwrap().token, None);
+        assert_eq!(from_hook_env(&odd).unwrap().token, None);
     }
 
     #[tokio::test]
@@ -320,10 +224,13 @@ mod tests {
             stream.read_to_string(&mut got).await.unwrap();
             got
         });
-        inbox(path)
-            .send("Wake up.", Deadline::after(Duration::from_secs(5)))
-            .await
-            .unwrap();
+        send(
+            &inbox(path),
+            "Wake up.",
+            Deadline::after(Duration::from_secs(5)),
+        )
+        .await
+        .unwrap();
         let got = server.await.unwrap();
         let lines: Vec<serde_json::Value> = got
             .lines()
@@ -341,45 +248,52 @@ mod tests {
         // within the budget (bound, listening, never read: the connection waits).
         let gone = dir.path().join("gone.sock");
         assert!(matches!(
-            inbox(gone)
-                .send("x", Deadline::after(Duration::from_secs(1)))
-                .await,
+            send(&inbox(gone), "x", Deadline::after(Duration::from_secs(1))).await,
             Err(InboxError::Gone(_))
         ));
         let file = dir.path().join("file.sock");
         std::fs::write(&file, "").unwrap();
         assert!(matches!(
-            inbox(file).check(),
+            check(&inbox(file)),
             Err(InboxError::NotASocket(_))
         ));
         let real = dir.path().join("real.sock");
         let _listener = tokio::net::UnixListener::bind(&real).unwrap();
         let link = dir.path().join("link.sock");
         symlink(&real, &link).unwrap();
-        assert!(matches!(inbox(link).check(), Err(InboxError::Symlink(_))));
+        assert!(matches!(check(&inbox(link)), Err(InboxError::Symlink(_))));
         // Listening, never reading: a short message is the session's once written (it reads it
         // whenever it gets to it); one the connection cannot take whole is a timeout.
         let started = std::time::Instant::now();
-        let slow = inbox(real.clone())
-            .send("x", Deadline::after(Duration::from_millis(300)))
-            .await;
+        let slow = send(
+            &inbox(real.clone()),
+            "x",
+            Deadline::after(Duration::from_millis(300)),
+        )
+        .await;
         assert_eq!(slow, Ok(()));
         let big = "x".repeat(MAX_MESSAGE_BYTES);
-        let stuck = inbox(real.clone())
-            .send(&big, Deadline::after(Duration::from_millis(300)))
-            .await;
+        let stuck = send(
+            &inbox(real.clone()),
+            &big,
+            Deadline::after(Duration::from_millis(300)),
+        )
+        .await;
         assert!(matches!(stuck, Err(InboxError::Timeout(_))), "{stuck:?}");
         assert!(started.elapsed() < Duration::from_secs(2));
         let dead = Inbox {
             pid: Some(i32::MAX as u32),
             ..inbox(real)
         };
-        assert!(matches!(dead.check(), Err(InboxError::DeadProcess(_))));
+        assert!(matches!(check(&dead), Err(InboxError::DeadProcess(_))));
         let long = "x".repeat(MAX_MESSAGE_BYTES + 1);
         assert!(matches!(
-            inbox(dir.path().join("any.sock"))
-                .send(&long, Deadline::after(Duration::from_secs(1)))
-                .await,
+            send(
+                &inbox(dir.path().join("any.sock")),
+                &long,
+                Deadline::after(Duration::from_secs(1))
+            )
+            .await,
             Err(InboxError::TooLong(_))
         ));
     }
@@ -411,7 +325,7 @@ mod tests {
         let path = dir.path().join("1.sock");
         let _listener = tokio::net::UnixListener::bind(&path).unwrap();
         std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
-        assert!(matches!(inbox(path).check(), Err(InboxError::NotOurs(_))));
+        assert!(matches!(check(&inbox(path)), Err(InboxError::NotOurs(_))));
     }
 
     #[tokio::test]
@@ -421,7 +335,7 @@ mod tests {
         let path = dir.path().join("1.sock");
         let _listener = tokio::net::UnixListener::bind(&path).unwrap();
         assert!(matches!(
-            inbox(path).check(),
+            check(&inbox(path)),
             Err(InboxError::OpenDirectory(_))
         ));
     }

@@ -34,7 +34,7 @@ pub struct RegistryReading {
     pub updated_ms: Option<i64>,
     /// Its inbox (`messagingSocketPath`, with the entry's pid; no token): the second source,
     /// after the hooks, for sessions whose hooks are not wired.
-    pub inbox: Option<super::inbox::Inbox>,
+    pub inbox: Option<crate::reading::inbox::Inbox>,
 }
 
 /// Why the registry could not be read (a missing directory is not an error: no sessions).
@@ -117,13 +117,14 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
             continue;
         }
         let updated_ms = (file.status_updated_at.or(file.updated_at)).and_then(|v| v.as_i64());
-        let inbox =
-            RegistryFile::text(&file.messaging_socket_path).map(|socket| super::inbox::Inbox {
+        let inbox = RegistryFile::text(&file.messaging_socket_path).map(|socket| {
+            crate::reading::inbox::Inbox {
                 socket: PathBuf::from(socket),
                 token: None,
                 pid: Some(file_pid),
                 thread: None,
-            });
+            }
+        });
         let reading = RegistryReading {
             status,
             updated_ms,
@@ -141,9 +142,9 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
 
 /// The inbox `<dir>`'s live entry for `session_id` names: the second source, after the hooks,
 /// for sessions whose hooks are not wired. The registry has no token; none is needed on Unix.
-pub fn inbox_of(dir: &Path, session_id: &str) -> Option<super::inbox::Inbox> {
+pub fn inbox_of(dir: &Path, session_id: &str) -> Option<crate::reading::inbox::Inbox> {
     let (pid, file) = live_entry(dir, session_id)?;
-    Some(super::inbox::Inbox {
+    Some(crate::reading::inbox::Inbox {
         socket: PathBuf::from(RegistryFile::text(&file.messaging_socket_path)?),
         token: None,
         pid: Some(pid),

@@ -2,12 +2,14 @@
 //! main-chain `assistant` record with real usage decides (input plus cache tokens, output
 //! excluded, as Claude Code does); a newer main-chain `system/compact_boundary` resets the
 //! figure to `compactMetadata.postTokens`. Only the newest record counts, so streaming
-//! duplicates need no handling and one [`ContextTracker`] works over a file, a tail or appends.
+//! duplicates need no handling and one `reading::transcript::ContextTracker` works over a file,
+//! a tail or appends.
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::limits::{self, TranscriptNotice};
+use super::limits;
+use crate::reading::transcript::{ContextReading, LineReading, UsageSource};
 
 /// The model string Claude Code writes on records it invents itself (API errors, interrupts);
 /// their usage is all zeros and says nothing about the context.
@@ -69,24 +71,6 @@ pub fn usage_from(value: &Value) -> Option<Usage> {
     })
 }
 
-/// The last `max` bytes of an opened transcript, from its first whole line (a line cut at the
-/// start of the window is no record).
-pub fn tail(mut file: std::fs::File, max: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::{Read as _, Seek as _, SeekFrom};
-    let start = file.metadata()?.len().saturating_sub(max);
-    file.seek(SeekFrom::Start(start))?;
-    let mut tail = Vec::new();
-    file.take(max).read_to_end(&mut tail)?;
-    if start > 0 {
-        let cut = tail
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(tail.len(), |i| i + 1);
-        tail.drain(..cut);
-    }
-    Ok(tail)
-}
-
 /// What one transcript line says about the context: the tokens in it, the model (an assistant
 /// record's) and the kind of record. `None` for anything else, and for a record that may not
 /// decide: a sidechain's, an API error, a synthetic record, one without real usage.
@@ -126,62 +110,6 @@ fn parse_record(line: &[u8]) -> Option<(u64, Option<String>, UsageSource)> {
     }
 }
 
-/// Where a used-token figure came from (its kebab-case name in JSON): the status line, or the
-/// kind of transcript record that decided a [`ContextReading`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, strum::IntoStaticStr)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum UsageSource {
-    Statusline,
-    Assistant,
-    CompactBoundary,
-}
-
-/// The current context usage as far as the records fed so far tell.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContextReading {
-    pub used_tokens: u64,
-    pub model: Option<String>,
-    pub source: UsageSource,
-    /// The window the transcript itself states (Codex's rollout does); `None`: the model's.
-    pub window: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LimitRecord {
-    pub found: TranscriptNotice,
-    pub offset: u64,
-}
-
-/// A usage window's share (percent) and reset (unix ms), as a transcript reports it.
-pub type WindowReading = (f64, Option<i64>);
-
-/// The account's usage windows as a transcript line reports them (Codex writes them with each
-/// response; Claude Code's go to its status line instead).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct UsageWindows {
-    pub five_hour: Option<WindowReading>,
-    pub seven_day: Option<WindowReading>,
-}
-
-/// What one transcript line says, as an agent's reader reads it ([`read_line`] is Claude
-/// Code's); the default says nothing.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct LineReading {
-    /// How full the context is now.
-    pub usage: Option<ContextReading>,
-    /// A real response came: a usage limit before it has lifted.
-    pub answered: bool,
-    /// The model the readings from here on are of.
-    pub model: Option<String>,
-    /// A usage limit reached.
-    pub limit: Option<TranscriptNotice>,
-    pub windows: Option<UsageWindows>,
-}
-
-/// Reads one line of an agent's transcript; `None`: nothing said.
-pub type LineReader = fn(&[u8]) -> Option<LineReading>;
-
 /// Claude Code's transcript line: a limit notice, else an assistant record's usage or a
 /// compaction's figure.
 pub fn read_line(line: &[u8]) -> Option<LineReading> {
@@ -205,97 +133,10 @@ pub fn read_line(line: &[u8]) -> Option<LineReading> {
     })
 }
 
-#[derive(Debug, Clone)]
-pub struct ContextTracker {
-    reader: LineReader,
-    current: Option<ContextReading>,
-    last_model: Option<String>,
-    limit: Option<LimitRecord>,
-    windows: Option<UsageWindows>,
-}
-
-impl Default for ContextTracker {
-    /// A tracker of Claude Code's transcript.
-    fn default() -> Self {
-        Self::reading_with(read_line)
-    }
-}
-
-impl ContextTracker {
-    /// A tracker of the transcript `reader` reads.
-    pub fn reading_with(reader: LineReader) -> Self {
-        Self {
-            reader,
-            current: None,
-            last_model: None,
-            limit: None,
-            windows: None,
-        }
-    }
-
-    /// A tracker of the same transcript, from nothing.
-    pub fn fresh(&self) -> Self {
-        Self::reading_with(self.reader)
-    }
-
-    pub fn feed_line(&mut self, line: &[u8], offset: u64) {
-        let Some(said) = (self.reader)(line) else {
-            return;
-        };
-        match said.limit {
-            Some(found) => self.limit = Some(LimitRecord { found, offset }),
-            None if said.answered => self.limit = None,
-            None => {}
-        }
-        if let Some(model) = said.model {
-            self.last_model = Some(model);
-        }
-        if let Some(reading) = said.usage {
-            if reading.model.is_some() {
-                self.last_model = reading.model.clone();
-            }
-            self.current = Some(ContextReading {
-                model: reading.model.or_else(|| self.last_model.clone()),
-                ..reading
-            });
-        }
-        self.windows = said.windows.or(self.windows);
-    }
-
-    pub fn followed_by(self, later: ContextTracker) -> ContextTracker {
-        let limit = (later.limit).or_else(|| self.limit.filter(|_| later.current.is_none()));
-        let current = (later.current)
-            .map(|r| ContextReading {
-                model: r.model.or_else(|| self.last_model.clone()),
-                ..r
-            })
-            .or(self.current);
-        ContextTracker {
-            reader: self.reader,
-            current,
-            last_model: later.last_model.or(self.last_model),
-            limit,
-            windows: later.windows.or(self.windows),
-        }
-    }
-
-    pub fn limit(&self) -> Option<&LimitRecord> {
-        self.limit.as_ref()
-    }
-
-    pub fn current(&self) -> Option<&ContextReading> {
-        self.current.as_ref()
-    }
-
-    /// The account's usage windows as the newest line that had them said.
-    pub fn windows(&self) -> Option<UsageWindows> {
-        self.windows
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reading::transcript::ContextTracker;
 
     fn assistant(model: &str, input: u64, creation: u64, read: u64) -> String {
         format!(
@@ -307,7 +148,7 @@ mod tests {
 
     #[test]
     fn the_limit_the_records_end_on_is_kept_until_a_real_response_follows() {
-        let mut tracker = ContextTracker::default();
+        let mut tracker = ContextTracker::reading_with(read_line);
         tracker.feed_line(assistant("claude-opus-4-1", 10, 0, 0).as_bytes(), 0);
         tracker.feed_line(LIMIT.as_bytes(), 100);
         let limit = tracker.limit().expect("a limit").clone();
@@ -319,7 +160,7 @@ mod tests {
         // The limit record says nothing about the context.
         assert_eq!(tracker.current().map(|c| c.used_tokens), Some(10));
         // A backwards search that read the limit first keeps it unless later text answered.
-        let earlier = ContextTracker::default();
+        let earlier = ContextTracker::reading_with(read_line);
         assert!(
             earlier
                 .clone()
@@ -327,7 +168,7 @@ mod tests {
                 .limit()
                 .is_some()
         );
-        let mut answered = ContextTracker::default();
+        let mut answered = ContextTracker::reading_with(read_line);
         answered.feed_line(assistant("claude-opus-4-1", 20, 0, 0).as_bytes(), 200);
         assert!(tracker.clone().followed_by(answered).limit().is_none());
         tracker.feed_line(assistant("claude-opus-4-1", 30, 0, 0).as_bytes(), 300);
@@ -374,7 +215,7 @@ mod tests {
 
     #[test]
     fn compact_boundary_resets_to_post_tokens_and_keeps_model() {
-        let mut t = ContextTracker::default();
+        let mut t = ContextTracker::reading_with(read_line);
         t.feed_line(
             assistant("claude-opus-4-6[1m]", 10, 0, 90_000).as_bytes(),
             0,
@@ -410,16 +251,20 @@ mod tests {
         ];
         for n in 0..=lines.len() {
             for split in 0..=n {
-                let mut whole = ContextTracker::default();
-                let (mut early, mut late) = (ContextTracker::default(), ContextTracker::default());
+                let mut whole = ContextTracker::reading_with(read_line);
+                let (mut early, mut late) = (
+                    ContextTracker::reading_with(read_line),
+                    ContextTracker::reading_with(read_line),
+                );
                 for (i, line) in lines.iter().take(n).enumerate() {
                     whole.feed_line(line.as_bytes(), i as u64);
                     let part = if i < split { &mut early } else { &mut late };
                     part.feed_line(line.as_bytes(), i as u64);
                 }
                 let merged = early.followed_by(late);
-                assert_eq!(merged.current(), whole.current(), "n={n} split={split}");
-                assert_eq!(merged.last_model, whole.last_model, "n={n} split={split}");
+                // Every field: the reading, the model, the limit and the windows.
+                let (merged, whole) = (format!("{merged:?}"), format!("{whole:?}"));
+                assert_eq!(merged, whole, "n={n} split={split}");
             }
         }
     }
@@ -428,7 +273,7 @@ mod tests {
         #[test]
         fn never_panics_on_any_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
             let _ = parse_record(&bytes);
-            ContextTracker::default().feed_line(&bytes, 0);
+            ContextTracker::reading_with(read_line).feed_line(&bytes, 0);
         }
 
         #[test]

@@ -2,7 +2,7 @@
 //! prompt that started it, the tokens its API calls used (input, cache read, cache creation and
 //! output, once per message: Claude Code writes one record per content block, each carrying the
 //! message's usage) and how many tools it called. What wakebridge charges its own texts with.
-//! Pure: the caller reads the tail ([`super::transcript::tail`], [`TAIL_BYTES`]).
+//! Pure: the caller reads the tail ([`crate::reading::transcript::tail`], [`TAIL_BYTES`]).
 
 use std::collections::HashSet;
 
@@ -159,7 +159,7 @@ mod tests {
         let text = format!("{filler}\n{}", prompt("p", "last"));
         std::fs::write(&path, text).unwrap();
         let file = std::fs::File::open(&path).unwrap();
-        let tail = crate::claude::transcript::tail(file, TAIL_BYTES).unwrap();
+        let tail = crate::reading::transcript::tail(file, TAIL_BYTES).unwrap();
         assert_eq!(last_turn(&tail).unwrap().prompt, "last");
         assert!(tail.starts_with(b"{"));
     }

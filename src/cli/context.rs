@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::agent::Agent;
 use crate::claude::home::CONFIG_DIR_ENV;
 use crate::claude::home::find_transcript_in;
 use crate::config::{Config, ConfigError};
@@ -194,7 +195,7 @@ fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> 
     };
     let reading = match &transcript {
         Some(path) => {
-            let mut follower = TranscriptFollower::new(path);
+            let mut follower = TranscriptFollower::new(path, Agent::Claude);
             if follower.poll().map_err(|e| (1, e.to_string()))?.event == PollEvent::Missing {
                 let path = path.display();
                 let why = "Claude Code creates it at the first prompt";

@@ -8,16 +8,16 @@
 
 use crate::agent::Agent;
 use crate::claude::hooks::{
-    HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, IDLE_PROMPT, QUOTA_AUTO_RESUMED, SOURCE_CLEAR,
-    SOURCE_COMPACT, WIRED_EVENTS, hook_group, keep_going, parse_hook_input,
+    HOOK_STDIN_CAP_BYTES, HookInput, HookInputError, SOURCE_CLEAR, SOURCE_COMPACT, WIRED_EVENTS,
+    hook_group, keep_going, parse_hook_input,
 };
-use crate::claude::inbox;
 use crate::claude::limits;
 use crate::cli::session::SESSION_ID_ENVS;
 use crate::clock;
 use crate::config::{Config, ConfigError};
 use crate::env::Env;
 use crate::mux::WAKE_PROMPT;
+use crate::reading::hook::{IDLE_PROMPT, QUOTA_AUTO_RESUMED};
 use crate::store::{Alias, LimitSeen, LimitSource, Payment, Record, SessionSeen, Store};
 use crate::wakedir::detect_target;
 use crate::wakedir::markers::{clear_busy_if_any, is_busy, set_busy};
@@ -425,7 +425,7 @@ fn inbox_record(
         }),
         "UserPromptSubmit" if inbox().is_some() => Some(Record::InboxHeard {
             session_id: session_id.to_owned(),
-            digest: inbox::digest(input.prompt.as_deref()?),
+            digest: crate::reading::inbox::digest(input.prompt.as_deref()?),
             at_ms: now_ms,
         }),
         _ => None,
@@ -507,7 +507,7 @@ mod tests {
         };
         assert_eq!(
             seen.resets_at_ms,
-            Some(1_000 + 7_200_000 + crate::claude::limits::TO_THE_MINUTE_MS),
+            Some(1_000 + 7_200_000 + crate::reading::limit::TO_THE_MINUTE_MS),
             "the end of the minute it shows"
         );
         assert_eq!((seen.how, seen.at_ms), (LimitSource::Hook, 1_000));

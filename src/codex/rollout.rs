@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::claude::limits::{Notice, TranscriptNotice};
-use crate::claude::transcript::{ContextReading, LineReading, UsageSource, UsageWindows};
+use crate::reading::limit::{Notice, TranscriptNotice};
+use crate::reading::transcript::{ContextReading, LineReading, UsageSource, UsageWindows};
 
 /// Cheap pre-filter: a line with neither is not parsed.
 const NEEDLES: [&str; 2] = ["token_count", "turn_context"];
@@ -109,7 +109,7 @@ fn used_up(limits: &Value, timestamp: &Value) -> Option<TranscriptNotice> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claude::transcript::ContextTracker;
+    use crate::reading::transcript::ContextTracker;
 
     /// A `token_count` line as Codex 0.171.0 writes it.
     fn token_count(total: u64, primary: f64, secondary: f64) -> String {

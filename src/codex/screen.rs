@@ -7,7 +7,7 @@
 //! `? for shortcuts` under it: ready is the composer with the model's line. Read into the
 //! launcher's [`Screen`]s; pure.
 
-use crate::claude::screen::first_run::Screen;
+use crate::reading::screen::Screen;
 
 const TRUST_FOLDER: &str = "Trust this folder?";
 const TRUST_YES: &str = "1. Trust and continue";

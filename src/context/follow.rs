@@ -6,12 +6,13 @@
 
 use std::fs::File;
 use std::io::ErrorKind;
-use std::mem::take;
+use std::mem::{replace, take};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::claude::transcript::{ContextReading, ContextTracker, LimitRecord, UsageWindows};
+use crate::agent::Agent;
+use crate::reading::transcript::{ContextReading, ContextTracker, LimitRecord, UsageWindows};
 
 /// First tail window: it holds the last several turns of a typical transcript.
 pub const INITIAL_TAIL_BYTES: u64 = 256 * 1024;
@@ -143,9 +144,10 @@ impl std::fmt::Debug for TranscriptFollower {
 }
 
 impl TranscriptFollower {
-    /// A follower for Claude Code's transcript at `path`. Nothing is read until `poll()`.
-    pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self::reading_with(path, ContextTracker::default())
+    /// A follower for `agent`'s transcript at `path`. Nothing is read until `poll()`.
+    pub fn new(path: impl Into<PathBuf>, agent: Agent) -> Self {
+        let reader = agent.side().transcript_reader();
+        Self::reading_with(path, ContextTracker::reading_with(reader))
     }
 
     /// A follower for the transcript at `path` that `tracker` (fresh) reads.
@@ -282,7 +284,9 @@ impl TranscriptFollower {
     }
 
     fn read_appended(&mut self, len: u64) -> Result<u64, FollowError> {
-        let (mut splitter, mut tracker) = (take(&mut self.splitter), take(&mut self.tracker));
+        let fresh = self.tracker.fresh();
+        let (mut splitter, mut tracker) =
+            (take(&mut self.splitter), replace(&mut self.tracker, fresh));
         let result = self.read_range(self.offset, len, &mut splitter, &mut tracker);
         (self.splitter, self.tracker) = (splitter, tracker);
         let read = result?;
@@ -399,7 +403,7 @@ mod tests {
     #[test]
     fn splitter_keeps_partial_line_until_newline() {
         let mut s = LineSplitter::default();
-        let mut t = ContextTracker::default();
+        let mut t = ContextTracker::reading_with(crate::claude::transcript::read_line);
         let line = br#"{"type":"assistant","message":{"model":"m","usage":{"input_tokens":7}}}"#;
         let (a, b) = line.split_at(20);
         s.push(a, 0, 1024, &mut t);
@@ -414,7 +418,7 @@ mod tests {
     #[test]
     fn splitter_drops_overlong_line() {
         let mut s = LineSplitter::default();
-        let mut t = ContextTracker::default();
+        let mut t = ContextTracker::reading_with(crate::claude::transcript::read_line);
         s.push(&[b'x'; 100], 0, 10, &mut t);
         assert!(s.discarding);
         s.push(b"yy\n", 100, 10, &mut t);

@@ -11,13 +11,13 @@ use crate::api;
 use crate::budget;
 use crate::claude::home::ClaudeHome;
 use crate::claude::home::{find_transcript_in, is_under_subagents};
-use crate::claude::transcript::{ContextTracker, UsageWindows};
 use crate::clock;
 use crate::context::follow::{PollEvent, TranscriptFollower};
 use crate::context::statefile::{StateStamp, write_state};
 use crate::context::statusline::{Feed, read_feed};
 use crate::context::thresholds::SessionThresholds;
 use crate::context::{ContextConfig, ContextFigures, figures};
+use crate::reading::transcript::UsageWindows;
 use crate::store::{LimitSeen, LimitSource, Record};
 
 /// Everything known about one session's context window.
@@ -118,9 +118,10 @@ impl Followed {
         let Some(path) = path else { return };
         if self.transcript() != Some(path.as_path()) {
             tracing::debug!(session_id = sid, transcript = %path.display(), "following transcript");
-            let reader = self.agent.map(|agent| agent.side().transcript_reader());
-            let tracker = reader.map(ContextTracker::reading_with).unwrap_or_default();
-            self.follower = Some(TranscriptFollower::reading_with(path, tracker));
+            self.follower = Some(TranscriptFollower::new(
+                path,
+                self.agent.unwrap_or_default(),
+            ));
             self.last_event = None;
         }
     }
@@ -155,7 +156,7 @@ impl Followed {
             self.feed_reset_recorded = limit.resets_at_ms;
             // The feed's reset is exact to the second: nothing to read in a time zone.
             let kind = limit.kind.clone();
-            let notice = crate::claude::limits::Notice { kind, resets: None };
+            let notice = crate::reading::limit::Notice { kind, resets: None };
             let found = LimitSeen::of_notice(sid, notice, LimitSource::Statusline, now_ms, true)
                 .with_exact_reset(limit.resets_at_ms);
             seen.push(Record::Limited(found));

@@ -16,10 +16,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::claude::home::ClaudeHome;
-use crate::claude::transcript::ContextReading;
-pub use crate::claude::transcript::UsageSource;
 use crate::config::ContextSettings;
 use crate::mux::{KeystrokeText, TextError};
+use crate::reading::transcript::ContextReading;
+pub use crate::reading::transcript::UsageSource;
 use statusline::Feed;
 use thresholds::{ThresholdError, Thresholds};
 use window::{WindowError, WindowResolver, WindowSize, WindowSource, percent};

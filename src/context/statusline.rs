@@ -12,9 +12,10 @@ use serde_json::Value;
 
 use super::statefile::{StateFileError, atomic_write};
 use super::window::percent;
-use crate::claude::limits::{self, describe_reset};
+use crate::claude::limits;
 use crate::claude::transcript::usage_from;
 use crate::clock::now_ms;
+use crate::reading::limit::describe_reset;
 use crate::wakedir::markers;
 use crate::wire::session_id::SessionId;
 

@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
-use crate::claude::screen::first_run::{Screen, classify};
+use crate::claude::screen::first_run::classify;
 use crate::mux::Key;
+use crate::reading::screen::Screen;
 
 /// Wait this long after a screen first appears before pressing anything: Claude Code ignores
 /// keys within 150 ms of a menu's first render (anti-typeahead guard); this leaves room.

@@ -15,7 +15,6 @@ use tokio::time::Instant;
 use crate::agent::{Agent, Side};
 use crate::claude::home::ClaudeHome;
 use crate::claude::registry;
-use crate::claude::screen::first_run::Screen;
 use crate::claude::trust::{PreTrustError, PreTrusted};
 use crate::config::LaunchSettings;
 use crate::deadline::Deadline;
@@ -23,6 +22,7 @@ use crate::mux::tmux::create::{self, NewPane, Probe};
 use crate::mux::{
     INJECT_BUDGET, InjectError, Injector, KeystrokeText, MuxConfig, MuxError, Tmux, ps,
 };
+use crate::reading::screen::Screen;
 use crate::wakedir::target::PaneTarget;
 use crate::wakedir::writer::{PanesWriteError, set_entry};
 pub use driver::Passed;

@@ -15,9 +15,10 @@ use super::text::KeystrokeText;
 use super::tmux::Tmux;
 use super::zellij::{Zellij, ZellijPane};
 use super::{Mux, MuxConfig, PaneState, StaleReason};
-use crate::claude::limits::{self, Notice};
+use crate::claude::limits;
 use crate::claude::screen::{self, PASTE_MARKER};
 use crate::deadline::Deadline;
+use crate::reading::limit::Notice;
 use crate::wakedir::target::PaneTarget;
 
 #[derive(Debug, thiserror::Error, strum::IntoStaticStr, strum::VariantNames)]

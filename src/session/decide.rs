@@ -13,9 +13,10 @@ use tokio::time::Instant;
 
 use crate::api::SessionState;
 use crate::budget::policy::{Outlook, Unused};
-use crate::claude::limits::{self, Notice, WRITTEN_NOW, describe_reset};
+use crate::claude::limits;
 use crate::clock::duration_ms;
 use crate::context::thresholds::Level;
+use crate::reading::limit::{Notice, WRITTEN_NOW, describe_reset};
 use crate::session::SessionConfig;
 use crate::session::gate::Mode;
 use crate::session::hours::in_hours;
@@ -555,8 +556,8 @@ fn notice_gone(screen: &str) -> bool {
 mod tests {
     use super::*;
     use crate::budget::WindowKind;
-    use crate::claude::hooks::HookKind;
-    use crate::claude::screen::Title;
+    use crate::reading::hook::HookKind;
+    use crate::reading::screen::Title;
     use crate::store::LimitSource;
 
     const NOW_MS: i64 = 1_800_000_000_000;

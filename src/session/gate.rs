@@ -553,7 +553,7 @@ mod tests {
             true,
             sessions,
         );
-        let notice = limits::Notice {
+        let notice = crate::reading::limit::Notice {
             kind: "session limit".into(),
             resets: Some("in 2h".into()),
         };

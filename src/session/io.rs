@@ -9,10 +9,7 @@ use std::time::Duration;
 
 use crate::budget::Account;
 use crate::claude::home::ClaudeHome;
-use crate::claude::hooks::HookKind;
-use crate::claude::inbox::{self, Inbox};
 use crate::claude::registry::{RegistryReading, read_registry};
-use crate::claude::transcript;
 use crate::claude::turn::{self, Turn};
 use crate::clock;
 use crate::context::ContextConfig;
@@ -22,6 +19,8 @@ use crate::context::statusline::feed_dir;
 use crate::deadline::Deadline;
 use crate::lock;
 use crate::mux::{INJECT_BUDGET, InjectError, KeystrokeText, MuxError, PaneInfo};
+use crate::reading::hook::HookKind;
+use crate::reading::inbox::Inbox;
 use crate::rewind::restart::{Restart, RestartSettings};
 use crate::session::gate::{Gate, GateOutcome, Mode};
 use crate::session::observe::FileStamp;
@@ -82,7 +81,7 @@ pub struct SessionFacts {
     pub rewind: RewindFacts,
     /// The pause a person put it under (its own, else every session's), while it lasts.
     pub pause: Option<Pause>,
-    /// Claude Code holds the last message to its inbox for a human (`inbox::held`).
+    /// Its agent holds the last message to its inbox for a human (`Side::holds_for_a_person`).
     pub message_held: bool,
     /// Its inbox as the gate would use it now (`Ok(None)`: it has none; `Err`: why not).
     pub inbox: Result<Option<Inbox>, String>,
@@ -275,7 +274,7 @@ pub(crate) fn facts_of(
             mtime_ms: meta.modified().map(clock::ms).unwrap_or(0),
         });
     let unanswered = row.inbox.as_ref().and_then(InboxRow::unanswered_since);
-    let message_held = inbox::held(unanswered, path);
+    let message_held = row.agent.side().holds_for_a_person(unanswered, path);
     let sid = &row.session_id;
     let inbox = gate.reach_from(sid, row.inbox.as_ref(), registered, || message_held);
     let announced = (row.inbox.as_ref()).is_some_and(|r| r.inbox.is_some() || r.sent_ms.is_some());
@@ -284,7 +283,7 @@ pub(crate) fn facts_of(
             Err("inboxes are off ([wake] inbox = false)".to_owned())
         }
         Ok(None) if announced => {
-            Err("no inbox announced by its hooks or Claude Code's registry".to_owned())
+            Err("no inbox announced by its hooks or its agent's session list".to_owned())
         }
         reach => reach.map_err(|why| why.to_string()),
     };
@@ -389,7 +388,7 @@ impl SessionIo for LiveIo {
     async fn last_turn(&self, path: PathBuf) -> Option<Turn> {
         let read = move || {
             let file = std::fs::File::open(&path).ok()?;
-            turn::last_turn(&transcript::tail(file, turn::TAIL_BYTES).ok()?)
+            turn::last_turn(&crate::reading::transcript::tail(file, turn::TAIL_BYTES).ok()?)
         };
         tokio::task::spawn_blocking(read).await.ok().flatten()
     }

@@ -5,9 +5,9 @@
 //! the session answering; so is a hook event that reports the session waiting.
 
 use crate::api::SessionState;
-use crate::claude::hooks::HookKind;
 use crate::claude::registry::{RegistryReading, RegistryStatus};
-use crate::claude::screen::{ScreenReading, Title};
+use crate::reading::hook::HookKind;
+use crate::reading::screen::{ScreenReading, Title};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {

@@ -7,9 +7,9 @@
 use jiff::tz::TimeZone;
 
 use crate::api;
-use crate::claude::hooks::HookKind;
-use crate::claude::limits::describe_reset;
 use crate::clock;
+use crate::reading::hook::HookKind;
+use crate::reading::limit::describe_reset;
 use crate::session::Keep;
 use crate::session::io::SessionFacts;
 use crate::session::observe::Activity;
@@ -274,7 +274,7 @@ mod tests {
                 ..SessionRow::default()
             },
             message_held: held,
-            inbox: Ok(Some(crate::claude::inbox::Inbox {
+            inbox: Ok(Some(crate::reading::inbox::Inbox {
                 socket: "/run/cc-socks/1.sock".into(),
                 token: None,
                 pid: None,

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::records::{LimitSource, exec};
-use crate::claude::limits::{Notice, WRITTEN_EARLIER, WRITTEN_NOW};
+use crate::reading::limit::{Notice, WRITTEN_EARLIER, WRITTEN_NOW};
 
 /// A usage limit as one signal reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]

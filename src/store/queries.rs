@@ -9,7 +9,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::records::{LimitSource, NudgeState, Payment, RewindOutcome, RewindWhy, pairs};
 use super::{Store, StoreError};
 use crate::agent::Agent;
-use crate::claude::inbox::Inbox;
+use crate::reading::inbox::Inbox;
 
 /// One delivery of an event identity, as the start-up warm-up of the dedupe memory reads it
 /// (borrowed from the row: the whole window is read, and nothing is allocated per row).
@@ -107,7 +107,7 @@ impl InboxRow {
     /// and Claude Code does not hold it for a human (`held`): the inbox is not used for the
     /// session until it takes a prompt again.
     pub fn unheard_since(&self, now_ms: i64, held: bool) -> Option<i64> {
-        let after = crate::clock::duration_ms(crate::claude::inbox::UNHEARD_AFTER);
+        let after = crate::clock::duration_ms(crate::reading::inbox::UNHEARD_AFTER);
         let sent = self.unanswered_since()?;
         (!held && now_ms.saturating_sub(sent) >= after).then_some(sent)
     }

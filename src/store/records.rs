@@ -4,7 +4,7 @@
 
 use super::{Alias, LimitSeen};
 use crate::agent::Agent;
-use crate::claude::inbox::Inbox;
+use crate::reading::inbox::Inbox;
 use rusqlite::types::FromSql;
 use rusqlite::{Connection, Params, ToSql, params};
 use strum::{EnumIter, EnumString, IntoStaticStr};

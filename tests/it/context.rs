@@ -6,13 +6,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use wakebridge::agent::Agent;
 use wakebridge::claude::home::{ClaudeHome, find_transcript_in};
-use wakebridge::claude::transcript::ContextReading;
 use wakebridge::context::follow::{
     ChangeWatcher, INITIAL_TAIL_BYTES, MAX_TAIL_BYTES, PollEvent, TranscriptFollower,
 };
 use wakebridge::context::window::{WindowResolver, WindowSource};
 use wakebridge::context::{UsageSource, figures};
+use wakebridge::reading::transcript::ContextReading;
 
 use crate::common;
 use crate::common::{TestResult, append};
@@ -68,7 +69,7 @@ fn reading_of(
     let dir = common::tempdir();
     let path = dir.path().join(format!("{SID}.jsonl"));
     write_lines(&path, lines, ending)?;
-    let mut follower = TranscriptFollower::new(&path);
+    let mut follower = TranscriptFollower::new(&path, Agent::Claude);
     let outcome = follower.poll()?;
     assert_eq!(outcome.event, PollEvent::Opened);
     Ok(follower.current().cloned())
@@ -218,7 +219,7 @@ fn torn_last_line_is_not_read_until_completed() -> TestResult {
         &path,
         format!("{}\n{head}", assistant("claude-opus-4-1", 0, 0, 10)),
     )?;
-    let mut f = TranscriptFollower::new(&path);
+    let mut f = TranscriptFollower::new(&path, Agent::Claude);
     f.poll()?;
     assert_eq!(f.current().map(|r| r.used_tokens), Some(10));
     append(&path, tail)?;
@@ -262,7 +263,7 @@ fn follower_reads_only_appended_bytes() -> TestResult {
     let dir = common::tempdir();
     let path = dir.path().join("grow.jsonl");
     write_lines(&path, &[assistant("claude-opus-4-1", 0, 0, 100)], "\n")?;
-    let mut f = TranscriptFollower::new(&path);
+    let mut f = TranscriptFollower::new(&path, Agent::Claude);
     f.poll()?;
     let before = f.current().cloned();
     let unchanged = f.poll()?;
@@ -297,7 +298,7 @@ fn follower_retails_after_truncation() -> TestResult {
         ],
         "\n",
     )?;
-    let mut f = TranscriptFollower::new(&path);
+    let mut f = TranscriptFollower::new(&path, Agent::Claude);
     f.poll()?;
     assert_eq!(f.current().map(|r| r.used_tokens), Some(500));
     write_lines(&path, &[assistant("claude-opus-4-1", 0, 0, 7)], "\n")?;
@@ -312,7 +313,7 @@ fn follower_notices_in_place_rewrite_that_grew_past_offset() -> TestResult {
     let dir = common::tempdir();
     let path = dir.path().join("rewrite.jsonl");
     write_lines(&path, &[assistant("claude-opus-4-1", 0, 0, 100)], "\n")?;
-    let mut f = TranscriptFollower::new(&path);
+    let mut f = TranscriptFollower::new(&path, Agent::Claude);
     f.poll()?;
     // Same inode, rewritten with longer content whose byte before the old offset is not '\n'.
     let mut file = OpenOptions::new().write(true).truncate(true).open(&path)?;
@@ -339,7 +340,7 @@ fn follower_reopens_replaced_file() -> TestResult {
     let dir = common::tempdir();
     let path = dir.path().join("swap.jsonl");
     write_lines(&path, &[assistant("claude-opus-4-1", 0, 0, 100)], "\n")?;
-    let mut f = TranscriptFollower::new(&path);
+    let mut f = TranscriptFollower::new(&path, Agent::Claude);
     f.poll()?;
     let other = dir.path().join("new.jsonl");
     write_lines(
@@ -363,7 +364,7 @@ fn follower_reopens_replaced_file() -> TestResult {
 fn follower_waits_for_late_creation() -> TestResult {
     let dir = common::tempdir();
     let path = dir.path().join("late.jsonl");
-    let mut f = TranscriptFollower::new(&path);
+    let mut f = TranscriptFollower::new(&path, Agent::Claude);
     assert_eq!(f.poll()?.event, PollEvent::Missing);
     assert_eq!(f.current(), None);
     write_lines(&path, &[assistant("claude-opus-4-1", 0, 0, 42)], "\n")?;
@@ -383,7 +384,7 @@ fn tail_window_grows_until_a_record_decides() -> TestResult {
     write_lines(&path, &lines, "\n")?;
     let size = std::fs::metadata(&path)?.len();
     assert!(size > 3 * INITIAL_TAIL_BYTES / 2, "{size}");
-    let mut f = TranscriptFollower::new(&path);
+    let mut f = TranscriptFollower::new(&path, Agent::Claude);
     let o = f.poll()?;
     assert_eq!(f.current().map(|r| r.used_tokens), Some(1234));
     // Doubling reads at most about twice the file.
@@ -407,7 +408,7 @@ fn tail_reads_only_the_end_of_a_long_history() -> TestResult {
     body.push_str(&assistant("claude-opus-4-1", 0, 0, 99));
     body.push('\n');
     std::fs::write(&path, &body)?;
-    let mut f = TranscriptFollower::new(&path);
+    let mut f = TranscriptFollower::new(&path, Agent::Claude);
     let o = f.poll()?;
     assert_eq!(f.current().map(|r| r.used_tokens), Some(99));
     assert!(o.bytes_read <= INITIAL_TAIL_BYTES);
@@ -422,7 +423,7 @@ fn tail_gives_up_at_the_cap_then_follows_appends() -> TestResult {
     let past_the_cap = "x".repeat(MAX_TAIL_BYTES as usize + 1);
     let lines = [assistant("claude-opus-4-1", 0, 0, 5), user(&past_the_cap)];
     write_lines(&path, &lines, "\n")?;
-    let mut f = TranscriptFollower::new(&path);
+    let mut f = TranscriptFollower::new(&path, Agent::Claude);
     let o = f.poll()?;
     assert_eq!(
         f.current(),

@@ -3,6 +3,7 @@
 //! starts and the idle prompt. What to press is `launch::driver`'s decision.
 
 use super::{BUSY_FOOTER, CURSOR, input, is_rule, normalize};
+use crate::reading::screen::Screen;
 
 /// Lines the input may span between the prompt line and the rule under it (a wrapped draft).
 const MAX_INPUT_LINES: usize = 8;
@@ -24,31 +25,7 @@ const DECLINED: &str = "start because this folder isn't trusted";
 /// Printed by the connectivity preflight before it exits (run offline without an approved key).
 const CONNECT_FAILED: &str = "Unable to connect to Anthropic services";
 
-/// What the pane shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Screen {
-    /// Starting up (it can stay blank for tens of seconds offline).
-    Blank,
-    ThemePicker,
-    SecurityNotes,
-    /// The folder-trust dialog, in any wording. `yes_below_cursor`: press Down (else Up); true
-    /// when no marker is visible.
-    TrustDialog {
-        yes_selected: bool,
-        yes_below_cursor: bool,
-    },
-    ApiKeyPrompt,
-    Login,
-    /// New or changed hooks wait for a person's approval (Codex CLI).
-    HooksReview,
-    /// The idle input prompt inside its box, with no dialog on screen.
-    Ready,
-    Declined,
-    ConnectFailed,
-    Unknown,
-}
-
-/// Name a capture. Exit messages win (the declined message is printed under the dialog it
+/// Name a capture of Claude Code's first screens. Exit messages win (the declined message is printed under the dialog it
 /// answers), then screens that need a human, then the dialogs the launcher answers.
 pub fn classify(screen: &str) -> Screen {
     let text = normalize(screen);

@@ -9,6 +9,8 @@ pub mod fixtures;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
+use crate::reading::screen::{ScreenReading, Title};
+
 /// The marker in front of the focused menu option and at the start of the input line.
 pub const CURSOR: char = '\u{276f}';
 /// The no-break space Claude Code draws after [`CURSOR`] on its input line (2.1.332).
@@ -48,14 +50,7 @@ const RULE_SEARCH_LINES: usize = 3;
 /// Placeholders of an empty input line: a capture cannot tell their dim text from typed text.
 const PLACEHOLDERS: &[&str] = &["resend your message to try again", "try \""];
 
-/// What the pane title says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Title {
-    Idle,
-    Busy,
-    Unknown,
-}
-
+/// What Claude Code's pane title says.
 pub fn title_state(title: &str) -> Title {
     match title.trim_start().chars().next() {
         Some(IDLE_TITLE_GLYPH) => Title::Idle,
@@ -66,25 +61,7 @@ pub fn title_state(title: &str) -> Title {
     }
 }
 
-/// What a capture says: the one reading every caller (the session loop, the injector's guard,
-/// a rewind's wait for a fresh prompt) decides by.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScreenReading {
-    /// Hash of the content lines (input box, footer and spinner left out), to see the agent's
-    /// output move between polls.
-    pub hash: u64,
-    /// A dialog that takes keys, or a question waiting for a human.
-    pub dialog: bool,
-    /// Of those, the dialog or menu that takes keys (typing would answer it): what it showed.
-    pub modal: Option<&'static str>,
-    /// The busy footer under the input box, or a spinner line right above it.
-    pub turn_running: bool,
-    /// The input line's text (a human's draft): typing now would add to it and submit both.
-    pub draft: Option<String>,
-    /// The agent's last line above the input box is a question (it waits on a person's answer).
-    pub asked: bool,
-}
-
+/// Claude Code's screen as `text` (a plain capture) shows it.
 pub fn read(text: &str) -> ScreenReading {
     let normalized = normalize(text);
     let lines: Vec<&str> = normalized.lines().map(str::trim_end).collect();

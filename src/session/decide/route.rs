@@ -2,8 +2,8 @@
 //! out. `session::gate` reads it before each wake and performs it.
 
 use crate::api::Action;
-use crate::claude::inbox::Inbox;
 use crate::mux::KeystrokeText;
+use crate::reading::inbox::Inbox;
 use crate::session::gate::Mode;
 use crate::wakedir::target::PaneTarget;
 

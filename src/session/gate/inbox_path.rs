@@ -9,11 +9,11 @@ use tokio::time::Instant;
 use super::{Gate, GateOutcome, Mode};
 use crate::agent;
 use crate::api::Action;
-use crate::claude::inbox::{self, Inbox};
 use crate::claude::registry;
 use crate::clock;
 use crate::deadline::Deadline;
 use crate::mux::{INJECT_BUDGET, KeystrokeText};
+use crate::reading::inbox::{self, Inbox};
 use crate::store::{InboxRow, Record};
 use crate::wire::session_id::short;
 

@@ -4,8 +4,8 @@
 
 use super::Keeper;
 use crate::api::TextKind;
-use crate::claude::hooks::HookKind;
 use crate::clock::duration_ms;
+use crate::reading::hook::HookKind;
 use crate::session::io::{SessionFacts, SessionIo};
 use crate::session::observe::Observation;
 use crate::store::{Caused, Record};

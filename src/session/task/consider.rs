@@ -185,7 +185,7 @@ impl<I: SessionIo> Keeper<I> {
         let told = self.session(sid, |s| s.limit_told.replace(limit.since_ms));
         if told != Some(limit.since_ms) {
             let reset =
-                crate::claude::limits::describe_reset(limit.resets_at_ms, now.ms, &now.local);
+                crate::reading::limit::describe_reset(limit.resets_at_ms, now.ms, &now.local);
             self.io.notify(Notice::new(
                 sid,
                 NoticeKind::UsageLimit,

@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use super::{Keeper, OWED_RETRY, Shown, typed_records};
 use crate::api::SessionState;
-use crate::claude::limits::Notice;
+use crate::reading::limit::Notice;
 use crate::session::decide::RESUME_SETTLE_MS;
 use crate::session::gate::Mode;
 use crate::session::io::SessionIo;

@@ -1,0 +1,54 @@
+//! What an agent's pane shows, read by the agent's own reader (`claude::screen`,
+//! `codex::screen`): a capture of its working screen ([`ScreenReading`]), its title, and the
+//! first screens the launcher passes ([`Screen`]).
+
+/// What the pane title says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Title {
+    Idle,
+    Busy,
+    Unknown,
+}
+
+/// What a capture says: the one reading every caller (the session loop, the injector's guard,
+/// a rewind's wait for a fresh prompt) decides by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScreenReading {
+    /// Hash of the content lines (input box, footer and spinner left out), to see the agent's
+    /// output move between polls.
+    pub hash: u64,
+    /// A dialog that takes keys, or a question waiting for a human.
+    pub dialog: bool,
+    /// Of those, the dialog or menu that takes keys (typing would answer it): what it showed.
+    pub modal: Option<&'static str>,
+    /// The busy footer under the input box, or a spinner line right above it.
+    pub turn_running: bool,
+    /// The input line's text (a human's draft): typing now would add to it and submit both.
+    pub draft: Option<String>,
+    /// The agent's last line above the input box is a question (it waits on a person's answer).
+    pub asked: bool,
+}
+
+/// What the pane shows, starting: the screens the launcher passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen {
+    /// Starting up (it can stay blank for tens of seconds offline).
+    Blank,
+    ThemePicker,
+    SecurityNotes,
+    /// The folder-trust dialog, in any wording. `yes_below_cursor`: press Down (else Up); true
+    /// when no marker is visible.
+    TrustDialog {
+        yes_selected: bool,
+        yes_below_cursor: bool,
+    },
+    ApiKeyPrompt,
+    Login,
+    /// New or changed hooks wait for a person's approval (Codex CLI).
+    HooksReview,
+    /// The idle input prompt inside its box, with no dialog on screen.
+    Ready,
+    Declined,
+    ConnectFailed,
+    Unknown,
+}
