@@ -3,12 +3,12 @@
 use std::path::{Path, PathBuf};
 
 use crate::claude::settings::Wiring;
-use crate::codex::home::{CodexHome, HOME_ENV};
-use crate::codex::{control, hooks, rollout, screen};
+use crate::codex::home::CodexHome;
+use crate::codex::{control, hooks, host, rollout, screen};
 use crate::env::Env;
 use crate::reading::inbox::Inbox;
-use crate::reading::screen::Screen;
-use crate::reading::transcript::LineReader;
+use crate::reading::screen::{PromptReader, Screen, ScreenReading, Title};
+use crate::reading::transcript::{LineReader, Turn};
 
 pub struct Codex;
 
@@ -16,16 +16,41 @@ impl super::Side for Codex {
     /// Its hooks run in a background app-server shared by the user's Codex TUIs, with the
     /// environment of the TUI that started it: a second TUI's hooks report the first one's
     /// pane (typing there would reach another session), bus id and `WAKEBRIDGE=keep`. Only its
-    /// home is the same for all.
+    /// home is the same for all. A TUI that runs its thread itself runs them in its own pane's.
     fn hook_env(&self, env: &Env) -> Env {
-        env.only(&["HOME", HOME_ENV])
+        host::session_env(env, host::hook_runs_in_app_server())
     }
 
-    /// Not yet: its screens are not read, and its composer shows while a turn runs and under
-    /// its "Approaching rate limits" menu, where a typed `continue` would switch the model. Its
-    /// control socket tells it everything; what that cannot reach waits for its Stop hook.
-    fn typed_into(&self) -> bool {
-        false
+    /// `codex::screen`.
+    fn read_screen(&self, capture: &str) -> ScreenReading {
+        screen::read(capture)
+    }
+
+    /// Its composer's `›` line (drawn under a running turn too, which `read` tells).
+    fn prompt(&self) -> PromptReader {
+        PromptReader {
+            read: screen::read,
+            shown: screen::composer_shown,
+            draft: |capture| screen::read(capture).draft,
+            without_own_resume: str::to_owned,
+            paste_marker: Some(screen::PASTE_MARKER),
+            typed_only_at_the_prompt: true,
+        }
+    }
+
+    /// Its title says nothing of its turn.
+    fn read_title(&self, _title: &str) -> Title {
+        Title::Unknown
+    }
+
+    /// Its "Approaching rate limits" menu switches the model; it has none that waits.
+    fn limit_menu_wait(&self) -> Option<fn(&str) -> Option<u8>> {
+        None
+    }
+
+    /// Not read yet: its turns are not charged.
+    fn last_turn(&self, _transcript: &Path) -> Option<Turn> {
+        None
     }
 
     fn wiring(&self) -> &'static Wiring {
@@ -35,12 +60,26 @@ impl super::Side for Codex {
     /// The control socket of its home, serving its thread (the session id): every TUI of that
     /// home shares the app-server, so the hook's `CODEX_HOME` is the session's.
     fn inbox_from_hook(&self, env: &Env, sid: &str) -> Option<Inbox> {
+        // A TUI that runs its thread itself is not served there.
+        if !host::hook_runs_in_app_server() {
+            return None;
+        }
         Some(Inbox {
             socket: control::socket_of(&CodexHome::locate(env).ok()?),
             token: None,
             pid: None,
             thread: Some(sid.to_owned()),
         })
+    }
+
+    /// Its rollout, as its hooks name it: nothing to search.
+    fn transcript_of(
+        &self,
+        _homes: &[PathBuf],
+        _sid: &str,
+        hint: Option<PathBuf>,
+    ) -> Option<PathBuf> {
+        hint.filter(|path| path.is_absolute() && path.extension().is_some_and(|e| e == "jsonl"))
     }
 
     fn transcript_reader(&self) -> LineReader {

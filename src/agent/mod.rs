@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::claude::settings::Wiring;
 use crate::env::Env;
 use crate::reading::inbox::Inbox;
-use crate::reading::screen::Screen;
-use crate::reading::transcript::LineReader;
+use crate::reading::screen::{PromptReader, Screen, ScreenReading, Title};
+use crate::reading::transcript::{LineReader, Turn};
 
 /// What differs between agents, each answered from the agent's own module by its adapter here
 /// (`agent/claude.rs`, `agent/codex.rs`). A third agent is a module of what it is, an adapter
@@ -30,14 +30,28 @@ pub trait Side: Sync {
     fn wiring(&self) -> &'static Wiring;
     /// The inbox its hook announces for session `sid`, from the hook's environment.
     fn inbox_from_hook(&self, env: &Env, sid: &str) -> Option<Inbox>;
+    /// The transcript of session `sid`: `hint` (its hooks' or status line's) where it is one of
+    /// the session's own, else one found under the config dirs `homes`.
+    fn transcript_of(&self, homes: &[PathBuf], sid: &str, hint: Option<PathBuf>)
+    -> Option<PathBuf>;
     /// How a line of its transcript reads.
     fn transcript_reader(&self) -> LineReader;
     /// The account a session's transcript at `transcript` belongs to: the config home whose
     /// usage windows it shares.
     fn account_of(&self, transcript: &Path) -> Option<PathBuf>;
-    /// Whether text may be typed into its pane: only where its screens are read (a draft, a
-    /// dialog or a menu told from its prompt), so nothing is typed into them.
-    fn typed_into(&self) -> bool;
+    /// What a capture of its pane shows: its prompt, a draft, a dialog, a running turn, a usage
+    /// limit.
+    fn read_screen(&self, capture: &str) -> ScreenReading;
+    /// How its prompt reads where text is typed into its pane.
+    fn prompt(&self) -> PromptReader;
+    /// What its pane's title says.
+    fn read_title(&self, title: &str) -> Title;
+    /// How its limit menu's option that waits for the reset is found on a capture; `None`: it
+    /// opens no such menu.
+    fn limit_menu_wait(&self) -> Option<fn(&str) -> Option<u8>>;
+    /// The newest turn of its transcript at `transcript` (blocking I/O); `None` where its turns
+    /// are not read.
+    fn last_turn(&self, transcript: &Path) -> Option<Turn>;
     /// How its first screens read, for the launcher.
     fn first_run_reader(&self) -> fn(&str) -> Screen;
     /// Whether it lists its live sessions where the launcher learns a new one's id (Claude
@@ -121,26 +135,6 @@ mod tests {
         assert_eq!(Agent::Codex.as_str(), "codex");
         assert_eq!(Agent::of_recorded(Some("gemini")), Agent::Claude);
         assert_eq!(Agent::of_recorded(None), Agent::Claude);
-    }
-
-    #[test]
-    fn a_codex_hook_reads_only_its_home_from_the_shared_environment() {
-        let shared = Env::from_pairs([
-            ("HOME", "/h"),
-            ("CODEX_HOME", "/c"),
-            ("TMUX_PANE", "%3"),
-            ("AGENT_EVENT_BUS_SESSION_ID", "first-tui"),
-            ("WAKEBRIDGE", "keep"),
-        ]);
-        let codex = Agent::Codex.side().hook_env(&shared);
-        assert_eq!(
-            codex.vars(),
-            [
-                ("CODEX_HOME".into(), "/c".into()),
-                ("HOME".into(), "/h".into())
-            ]
-        );
-        assert_eq!(Agent::Claude.side().hook_env(&shared).vars(), shared.vars());
     }
 
     #[test]

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::Action;
 use crate::bus::registration::{self, RegistrationConfig, RegistrationStatus};
+use crate::claude::registry::Registry;
 use crate::config::{Backend, Env};
 use crate::delivery::Deliverer;
 use crate::delivery::dedupe::Dedupe;
@@ -25,6 +26,7 @@ use crate::fleet::Fleet;
 use crate::http::AppState;
 use crate::mux::{Injector, MuxConfig};
 use crate::notify::NotifyConfig;
+use crate::reading::registry::SessionList;
 use crate::session::Sessions;
 use crate::session::gate::Gate;
 use crate::session::task::{self as keeper, Keeper, LiveIo};
@@ -155,9 +157,14 @@ impl App {
             sessions.clone(),
         )
         .with_notices(notices, config.settings.notify.min_gap);
-        let gate = Arc::new(match (&config.paths.claude, config.settings.wake.inbox) {
-            (Ok(claude), true) => gate.with_inboxes(claude.sessions()),
-            _ => gate,
+        let registry = (config.paths.claude.as_ref().ok()).map(|claude| {
+            Arc::new(Registry {
+                dir: claude.sessions(),
+            }) as Arc<dyn SessionList>
+        });
+        let gate = Arc::new(match config.settings.wake.inbox {
+            true => gate.with_inboxes(registry.clone()),
+            false => gate,
         });
         let dedupe = Dedupe::new(config.settings.ledger.identity_window);
         restore_state(
@@ -176,7 +183,7 @@ impl App {
             gate.clone(),
             store.clone(),
             wake_dir.clone(),
-            config.paths.claude.as_ref().ok().cloned(),
+            registry,
             restarts,
             session_config.context.clone(),
         );

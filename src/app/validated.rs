@@ -32,7 +32,12 @@ impl Validated {
     pub fn new(config: Config) -> Result<Validated, Box<dyn std::error::Error>> {
         let s = &config.settings;
         let notify = NotifyConfig::from_settings(&s.notify)?;
-        let homes = config.paths.claude.iter().cloned().collect();
+        let homes = config
+            .paths
+            .claude
+            .iter()
+            .map(|home| home.dir.clone())
+            .collect();
         let state_dir = config.paths.state_dir.clone();
         let can_type = config.backend == Backend::Mux;
         let sessions = SessionConfig::from_settings(s, state_dir, homes, can_type)?;

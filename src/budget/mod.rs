@@ -352,7 +352,11 @@ mod tests {
         assert_eq!(all[0].five_hour.unwrap().used_percentage, 30.0);
         assert_eq!(all[1].five_hour.unwrap().used_percentage, 90.0);
         let t = Path::new("/h/other/projects/p/s.jsonl");
-        let found = of_account(&all, crate::claude::home::account_of(t).as_deref()).unwrap();
+        let found = of_account(
+            &all,
+            crate::agent::Agent::Claude.side().account_of(t).as_deref(),
+        )
+        .unwrap();
         assert_eq!(found.account, Path::new("/h/other"));
         assert_eq!(of_account(&all[..1], None), None);
         assert_eq!(of_account(&all, Some(Path::new("/elsewhere"))), None);

@@ -84,9 +84,10 @@ pub fn is_under_subagents(path: &Path) -> bool {
         .any(|c| c.as_os_str() == OsStr::new(SUBAGENTS_DIR))
 }
 
-/// The transcript of `session_id`: the hinted main transcript, else the newest in `projects/*/`.
+/// The transcript of `session_id`: the hinted main transcript, else the newest in
+/// `projects/*/` of the config dirs `homes`.
 pub fn find_transcript_in(
-    homes: &[ClaudeHome],
+    homes: &[PathBuf],
     session_id: &str,
     hinted_path: Option<&Path>,
 ) -> Option<PathBuf> {
@@ -102,7 +103,7 @@ pub fn find_transcript_in(
     let file_name = format!("{session_id}.jsonl");
     homes
         .iter()
-        .filter_map(|home| std::fs::read_dir(home.projects()).ok())
+        .filter_map(|home| std::fs::read_dir(home.join(PROJECTS_DIR)).ok())
         .flat_map(|entries| entries.filter_map(Result::ok))
         .filter(|entry| entry.file_name() != OsStr::new(SUBAGENTS_DIR))
         .map(|entry| entry.path().join(&file_name))

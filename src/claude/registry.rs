@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::reading::inbox::Inbox;
+use crate::reading::registry::{RegistryReading, SessionList};
 use crate::wakedir::printable::is_valid_string;
 
 /// Largest registry file read: real ones are about 400 bytes; anything far larger is not ours.
@@ -15,27 +17,6 @@ const MAX_FILE_BYTES: u64 = 64 * 1024;
 const MAX_SESSION_ID_CHARS: usize = 200;
 /// Most files looked at per read, so a directory filled by something else costs a bounded scan.
 const MAX_FILES: usize = 2048;
-
-#[derive(Debug, Clone, PartialEq, Eq, strum::EnumString)]
-#[strum(serialize_all = "lowercase")]
-pub enum RegistryStatus {
-    Busy,
-    Idle,
-    /// A dialog, permission prompt or question is open.
-    Waiting,
-    #[strum(default)]
-    Other(String),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegistryReading {
-    pub status: RegistryStatus,
-    /// `statusUpdatedAt`, unix ms.
-    pub updated_ms: Option<i64>,
-    /// Its inbox (`messagingSocketPath`, with the entry's pid; no token): the second source,
-    /// after the hooks, for sessions whose hooks are not wired.
-    pub inbox: Option<crate::reading::inbox::Inbox>,
-}
 
 /// Why the registry could not be read (a missing directory is not an error: no sessions).
 #[derive(Debug, thiserror::Error)]
@@ -117,13 +98,11 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
             continue;
         }
         let updated_ms = (file.status_updated_at.or(file.updated_at)).and_then(|v| v.as_i64());
-        let inbox = RegistryFile::text(&file.messaging_socket_path).map(|socket| {
-            crate::reading::inbox::Inbox {
-                socket: PathBuf::from(socket),
-                token: None,
-                pid: Some(file_pid),
-                thread: None,
-            }
+        let inbox = RegistryFile::text(&file.messaging_socket_path).map(|socket| Inbox {
+            socket: PathBuf::from(socket),
+            token: None,
+            pid: Some(file_pid),
+            thread: None,
         });
         let reading = RegistryReading {
             status,
@@ -142,9 +121,9 @@ pub fn read_registry(dir: &Path) -> Result<HashMap<String, RegistryReading>, Reg
 
 /// The inbox `<dir>`'s live entry for `session_id` names: the second source, after the hooks,
 /// for sessions whose hooks are not wired. The registry has no token; none is needed on Unix.
-pub fn inbox_of(dir: &Path, session_id: &str) -> Option<crate::reading::inbox::Inbox> {
+pub fn inbox_of(dir: &Path, session_id: &str) -> Option<Inbox> {
     let (pid, file) = live_entry(dir, session_id)?;
-    Some(crate::reading::inbox::Inbox {
+    Some(Inbox {
         socket: PathBuf::from(RegistryFile::text(&file.messaging_socket_path)?),
         token: None,
         pid: Some(pid),
@@ -182,6 +161,25 @@ pub fn session_of_pid(dir: &Path, pid: u32) -> Option<String> {
     (is_valid_string(&id) && id.chars().count() <= MAX_SESSION_ID_CHARS).then_some(id)
 }
 
+/// Claude Code's registry in a config dir's `sessions/`, as the session loop asks it.
+pub struct Registry {
+    pub dir: PathBuf,
+}
+
+impl SessionList for Registry {
+    fn read(&self) -> Result<HashMap<String, RegistryReading>, String> {
+        read_registry(&self.dir).map_err(|e| e.to_string())
+    }
+
+    fn inbox_of(&self, sid: &str) -> Option<Inbox> {
+        inbox_of(&self.dir, sid)
+    }
+
+    fn session_of_pid(&self, pid: u32) -> Option<String> {
+        session_of_pid(&self.dir, pid)
+    }
+}
+
 /// Whether a process with this pid exists (signal 0 checks without sending anything; EPERM
 /// means it exists under another user).
 pub(crate) fn process_alive(pid: u32) -> bool {
@@ -196,6 +194,7 @@ pub(crate) fn process_alive(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reading::registry::RegistryStatus;
 
     #[test]
     fn reads_live_entries_and_skips_dead_foreign_and_key_files() {

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::limits;
-use crate::reading::transcript::{ContextReading, LineReading, UsageSource};
+use crate::reading::transcript::{ContextReading, LineReading, Usage, UsageSource};
 
 /// The model string Claude Code writes on records it invents itself (API errors, interrupts);
 /// their usage is all zeros and says nothing about the context.
@@ -17,24 +17,6 @@ pub const SYNTHETIC_MODEL: &str = "<synthetic>";
 
 /// Cheap pre-filter: a line with neither is skipped without a JSON parse.
 const INTERESTING_NEEDLES: [&str; 2] = ["assistant", "compact_boundary"];
-
-/// Token counts from `message.usage`, and as a status-line feed file keeps them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_creation_input_tokens: u64,
-    pub cache_read_input_tokens: u64,
-}
-
-impl Usage {
-    /// Tokens occupying the context window: everything sent as input, cached or not.
-    pub fn context_tokens(&self) -> u64 {
-        self.input_tokens
-            .saturating_add(self.cache_creation_input_tokens)
-            .saturating_add(self.cache_read_input_tokens)
-    }
-}
 
 /// The envelope fields we read: `Value` leaves, so a surprising type loses one field, not the
 /// record; a typed `message`, so its (possibly huge) `content` is skipped without being built.

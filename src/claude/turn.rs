@@ -8,20 +8,11 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use crate::reading::transcript::Turn;
+
 /// How far back from the end a turn is looked for: a turn with more output than this (large
 /// tool results) is not charged rather than read whole on every Stop.
 pub const TAIL_BYTES: u64 = 4 * 1024 * 1024;
-
-/// One turn, from its prompt to the end of the transcript.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Turn {
-    /// The prompt record's `uuid`: names the turn, so a second `Stop` of it replaces the first.
-    pub prompt_id: String,
-    pub prompt: String,
-    /// Every token of every API call of the turn.
-    pub tokens: u64,
-    pub tools: u32,
-}
 
 /// The newest main-chain turn in `tail`; `None` when no prompt starts one there. Read from the
 /// end back to the prompt, so older turns in the tail are not parsed.

@@ -12,11 +12,12 @@ use clap::Args;
 use crate::agent::Agent;
 use crate::claude::home::CONFIG_DIR_ENV;
 use crate::claude::home::find_transcript_in;
+use crate::cli::statusline::parse_statusline;
 use crate::config::{Config, ConfigError};
 use crate::context::follow::{PollEvent, TranscriptFollower};
 use crate::context::statusline::{
-    UNKNOWN_LINE, WRAPPED_BUDGET, marker_activity, parse_statusline, read_bounded, read_feed,
-    render_line, wrapped_line, write_feed,
+    UNKNOWN_LINE, WRAPPED_BUDGET, marker_activity, read_bounded, read_feed, render_line,
+    wrapped_line, write_feed,
 };
 use crate::context::window::WindowResolver;
 use crate::context::{ContextReport, figures};
@@ -164,7 +165,12 @@ fn context(args: &ContextArgs, config: &Config) -> Result<String, (u8, String)> 
         let why = format!("session id {sid:?} is not valid; expected letters, digits, '-' or '_'");
         return Err((2, why));
     }
-    let homes: Vec<_> = config.paths.claude.iter().cloned().collect();
+    let homes: Vec<_> = config
+        .paths
+        .claude
+        .iter()
+        .map(|home| home.dir.clone())
+        .collect();
     // A prefix (as `status` shows ids) names its session through the daemon; a full id, or one
     // whose transcript is here, needs no daemon (and a full id no scan of the transcripts here).
     let session_id = match &args.session {

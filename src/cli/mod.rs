@@ -18,6 +18,7 @@ pub(crate) mod serve;
 pub mod service;
 pub mod session;
 pub(crate) mod show_config;
+pub(crate) mod statusline;
 
 use std::path::Path;
 use std::process::ExitCode;

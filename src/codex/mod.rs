@@ -5,5 +5,6 @@
 pub mod control;
 pub mod home;
 pub mod hooks;
+pub mod host;
 pub mod rollout;
 pub mod screen;

@@ -403,7 +403,7 @@ mod tests {
     #[test]
     fn splitter_keeps_partial_line_until_newline() {
         let mut s = LineSplitter::default();
-        let mut t = ContextTracker::reading_with(crate::claude::transcript::read_line);
+        let mut t = ContextTracker::reading_with(Agent::Claude.side().transcript_reader());
         let line = br#"{"type":"assistant","message":{"model":"m","usage":{"input_tokens":7}}}"#;
         let (a, b) = line.split_at(20);
         s.push(a, 0, 1024, &mut t);
@@ -418,7 +418,7 @@ mod tests {
     #[test]
     fn splitter_drops_overlong_line() {
         let mut s = LineSplitter::default();
-        let mut t = ContextTracker::reading_with(crate::claude::transcript::read_line);
+        let mut t = ContextTracker::reading_with(Agent::Claude.side().transcript_reader());
         s.push(&[b'x'; 100], 0, 10, &mut t);
         assert!(s.discarding);
         s.push(b"yy\n", 100, 10, &mut t);

@@ -9,8 +9,6 @@ use std::time::SystemTime;
 use crate::agent::Agent;
 use crate::api;
 use crate::budget;
-use crate::claude::home::ClaudeHome;
-use crate::claude::home::{find_transcript_in, is_under_subagents};
 use crate::clock;
 use crate::context::follow::{PollEvent, TranscriptFollower};
 use crate::context::statefile::{StateStamp, write_state};
@@ -45,12 +43,6 @@ pub struct Followed {
     /// Reading the transcript or writing the state file failed, and it was warned about: the
     /// next failure is debug until one works again.
     warned: bool,
-}
-
-fn plausible_transcript(path: &Path) -> bool {
-    path.is_absolute()
-        && path.extension().is_some_and(|e| e == "jsonl")
-        && !is_under_subagents(path)
 }
 
 impl Followed {
@@ -111,10 +103,13 @@ impl Followed {
     }
 
     /// Finds the session's transcript; keeps the follower when the path is unchanged.
-    fn locate(&mut self, homes: &[ClaudeHome], sid: &str, feed_hint: Option<PathBuf>) {
+    fn locate(&mut self, homes: &[PathBuf], sid: &str, feed_hint: Option<PathBuf>) {
         let hint = self.hint.clone().or(feed_hint);
-        let path = find_transcript_in(homes, sid, hint.as_deref())
-            .or_else(|| hint.filter(|p| plausible_transcript(p)));
+        let path = self
+            .agent
+            .unwrap_or_default()
+            .side()
+            .transcript_of(homes, sid, hint);
         let Some(path) = path else { return };
         if self.transcript() != Some(path.as_path()) {
             tracing::debug!(session_id = sid, transcript = %path.display(), "following transcript");

@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::claude::home::ClaudeHome;
 use crate::config::ContextSettings;
 use crate::mux::{KeystrokeText, TextError};
 use crate::reading::transcript::ContextReading;
@@ -54,8 +53,8 @@ pub struct ContextConfig {
     pub thresholds: Thresholds,
     /// Whether warnings are told (the setting on, and the mux backend in use).
     pub warnings: bool,
-    /// Claude Code config dirs searched for transcripts.
-    pub homes: Vec<ClaudeHome>,
+    /// The agents' config dirs searched for a transcript its hooks did not name.
+    pub homes: Vec<PathBuf>,
 }
 
 impl ContextConfig {
@@ -63,7 +62,7 @@ impl ContextConfig {
     pub fn from_settings(
         s: &ContextSettings,
         state_dir: PathBuf,
-        homes: Vec<ClaudeHome>,
+        homes: Vec<PathBuf>,
         can_type: bool,
     ) -> Result<Self, ContextError> {
         if s.poll_interval < MIN_POLL_INTERVAL {

@@ -227,13 +227,6 @@ impl LaunchError {
 pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
     let argv = tmux_command_args(&opts.command)?;
     let agent = Agent::of_command(&opts.command).side();
-    if opts.prompt.is_some() && !agent.typed_into() {
-        return Err(LaunchError::BadCommand(
-            "this agent's prompt is not typed into; give the first prompt as its argument \
-             instead (`wakebridge launch -- codex \"<prompt>\"`)"
-                .into(),
-        ));
-    }
     let cwd = std::fs::canonicalize(&opts.cwd).map_err(|source| LaunchError::BadCwd {
         path: opts.cwd.clone(),
         source,
@@ -278,7 +271,12 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
     };
     if let Some(prompt) = &opts.prompt {
         Injector::new(&opts.mux)
-            .inject(&target, prompt, Deadline::after(INJECT_BUDGET))
+            .inject(
+                &agent.prompt(),
+                &target,
+                prompt,
+                Deadline::after(INJECT_BUDGET),
+            )
             .await
             .map_err(|source| LaunchError::Prompt {
                 pane: created.pane.clone(),

@@ -15,10 +15,9 @@ use super::text::KeystrokeText;
 use super::tmux::Tmux;
 use super::zellij::{Zellij, ZellijPane};
 use super::{Mux, MuxConfig, PaneState, StaleReason};
-use crate::claude::limits;
-use crate::claude::screen::{self, PASTE_MARKER};
 use crate::deadline::Deadline;
 use crate::reading::limit::Notice;
+use crate::reading::screen::{PromptReader, ScreenReading};
 use crate::wakedir::target::PaneTarget;
 
 #[derive(Debug, thiserror::Error, strum::IntoStaticStr, strum::VariantNames)]
@@ -119,8 +118,10 @@ impl Injector {
     /// Check, type, press Enter once the text shows, confirm, under the pane's lock within
     /// `deadline` (the submit and its confirmation may overrun it by [`STEP_FLOOR`],
     /// [`CONFIRM_WAIT`] and [`LAST_CONFIRM_WAIT`]).
+    /// `prompt` reads the agent's prompt in that pane.
     pub async fn inject(
         &self,
+        prompt: &PromptReader,
         target: &PaneTarget,
         text: &KeystrokeText,
         deadline: Deadline,
@@ -128,7 +129,7 @@ impl Injector {
         let _held = self.lock_pane(target, deadline).await?;
         let delay = self.submit_delay;
         on_backend!(self, target, |mux, pane| guarded_inject(
-            mux, pane, text, delay, deadline
+            mux, pane, prompt, text, delay, deadline
         )
         .await)
     }
@@ -213,6 +214,7 @@ const READ_GAP: Duration = Duration::from_millis(10);
 pub async fn guarded_inject<M: Mux>(
     mux: &M,
     pane: &M::Pane,
+    prompt: &PromptReader,
     text: &KeystrokeText,
     submit_delay: Duration,
     deadline: Deadline,
@@ -223,7 +225,7 @@ pub async fn guarded_inject<M: Mux>(
     if state == PaneState::Live
         && let Some(mut screen) = mux.screen(pane, deadline).await?
     {
-        if !shows_prompt_line(&screen) {
+        if !(prompt.shown)(&screen) {
             // A frame caught mid-redraw (cleared, not drawn yet) hides a draft or a menu as
             // well as the prompt line: look once more before typing into it.
             tokio::time::sleep(READ_GAP).await;
@@ -231,17 +233,21 @@ pub async fn guarded_inject<M: Mux>(
                 screen = again;
             }
         }
-        prompt_shown = shows_prompt_line(&screen);
+        prompt_shown = (prompt.shown)(&screen);
         if !text.resumes_a_limit() {
-            if let Some(notice) = limits::on_screen(&screen) {
+            let seen = (prompt.read)(&screen);
+            if let Some(notice) = seen.limit.notice.clone() {
                 return Err(InjectError::Limited(notice));
             }
-            state = screen_state(&screen);
+            state = screen_state(seen);
         } else {
-            state = screen_state(&limits::without_auto_continue(&screen));
+            state = screen_state((prompt.read)(&(prompt.without_own_resume)(&screen)));
         }
     }
     match state {
+        PaneState::Live if prompt.typed_only_at_the_prompt && !prompt_shown => {
+            return Err(InjectError::Held("no prompt on screen"));
+        }
         PaneState::Live => {}
         PaneState::Stale(reason) => return Err(InjectError::StalePane { reason }),
         PaneState::Held(what) => return Err(InjectError::Held(what)),
@@ -249,7 +255,7 @@ pub async fn guarded_inject<M: Mux>(
         // Enter was lost: submit it instead of typing it again.
         PaneState::Occupied { input } if text.as_str().starts_with(&input) => {
             mux.submit(pane, deadline).await?;
-            confirm_submitted(mux, pane, text, true).await?;
+            confirm_submitted(mux, pane, prompt, text, true).await?;
             return Ok(M::NAME);
         }
         PaneState::Occupied { .. } => return Err(InjectError::Occupied),
@@ -268,7 +274,7 @@ pub async fn guarded_inject<M: Mux>(
     } else {
         submit_delay
     };
-    let shown = watch_prompt(mux, pane, show_wait, prompt_shown, |input| {
+    let shown = watch_prompt(mux, pane, prompt, show_wait, prompt_shown, |input| {
         shows_all(text, input)
     })
     .await;
@@ -276,7 +282,7 @@ pub async fn guarded_inject<M: Mux>(
     // Confirmed wherever a prompt line can be read, also when the text had not shown yet (a
     // slow TUI): it may show only now, and must then leave.
     if let Some(shown) = shown {
-        confirm_submitted(mux, pane, text, shown).await?;
+        confirm_submitted(mux, pane, prompt, text, shown).await?;
     }
     Ok(M::NAME)
 }
@@ -316,8 +322,7 @@ async fn guarded_pick<M: Mux>(
 }
 
 /// What the screen of a live pane says: held (a menu, a running turn), occupied, or free.
-fn screen_state(screen: &str) -> PaneState {
-    let seen = screen::read(screen);
+fn screen_state(seen: ScreenReading) -> PaneState {
     if let Some(menu) = seen.modal {
         return PaneState::Held(menu);
     }
@@ -336,14 +341,15 @@ fn screen_state(screen: &str) -> PaneState {
 async fn confirm_submitted<M: Mux>(
     mux: &M,
     pane: &M::Pane,
+    prompt: &PromptReader,
     text: &KeystrokeText,
     seen: bool,
 ) -> Result<(), InjectError> {
     // Read and set only by this task, but the future must be Send.
     let seen = std::sync::atomic::AtomicBool::new(seen);
     for (again, within) in [(true, CONFIRM_WAIT), (false, LAST_CONFIRM_WAIT)] {
-        let gone = watch_prompt(mux, pane, within, true, |input| {
-            let holds = still_holds(text, input);
+        let gone = watch_prompt(mux, pane, prompt, within, true, |input| {
+            let holds = still_holds(prompt, text, input);
             let was_seen = seen.fetch_or(holds, Ordering::Relaxed) || holds;
             was_seen && !holds
         })
@@ -366,6 +372,7 @@ async fn confirm_submitted<M: Mux>(
 async fn watch_prompt<M: Mux>(
     mux: &M,
     pane: &M::Pane,
+    prompt: &PromptReader,
     within: Duration,
     prompt_shown: bool,
     wanted: impl Fn(Option<&str>) -> bool,
@@ -373,8 +380,8 @@ async fn watch_prompt<M: Mux>(
     let until = Deadline::after(within);
     loop {
         let prompt = match mux.screen(pane, until).await {
-            Ok(Some(screen)) if shows_prompt_line(&screen) => {
-                if wanted(screen::draft(&screen).as_deref()) {
+            Ok(Some(screen)) if (prompt.shown)(&screen) => {
+                if wanted((prompt.draft)(&screen).as_deref()) {
                     return Some(true);
                 }
                 true
@@ -393,10 +400,6 @@ async fn watch_prompt<M: Mux>(
     }
 }
 
-fn shows_prompt_line(screen: &str) -> bool {
-    screen.lines().any(|line| screen::input(line).is_some())
-}
-
 /// The prompt line shows all of `text`, or (wrapped) its first line up to a word's end.
 fn shows_all(text: &KeystrokeText, input: Option<&str>) -> bool {
     let rest = input.and_then(|shown| text.as_str().strip_prefix(shown));
@@ -404,8 +407,9 @@ fn shows_all(text: &KeystrokeText, input: Option<&str>) -> bool {
 }
 
 /// The prompt line still holds (part of) `text`, or the marker of it taken as a paste.
-fn still_holds(text: &KeystrokeText, input: Option<&str>) -> bool {
-    input.is_some_and(|shown| text.as_str().starts_with(shown) || shown.starts_with(PASTE_MARKER))
+fn still_holds(prompt: &PromptReader, text: &KeystrokeText, input: Option<&str>) -> bool {
+    let pasted = |shown: &str| prompt.paste_marker.is_some_and(|m| shown.starts_with(m));
+    input.is_some_and(|shown| text.as_str().starts_with(shown) || pasted(shown))
 }
 
 #[cfg(test)]
@@ -586,6 +590,11 @@ mod tests {
 
     const DELAY: Duration = Duration::from_millis(500);
 
+    /// Claude Code's prompt, which the scripted screens draw.
+    fn claude() -> PromptReader {
+        crate::agent::Agent::Claude.side().prompt()
+    }
+
     #[test]
     fn inject_future_is_send_so_handlers_can_spawn_it() {
         fn assert_send<T: Send>(_: &T) {}
@@ -595,7 +604,13 @@ mod tests {
             session: None,
         };
         let text = KeystrokeText::wake_prompt();
-        let future = injector.inject(&target, &text, Deadline::after(super::super::INJECT_BUDGET));
+        let claude = claude();
+        let future = injector.inject(
+            &claude,
+            &target,
+            &text,
+            Deadline::after(super::super::INJECT_BUDGET),
+        );
         assert_send(&future);
     }
 
@@ -626,6 +641,7 @@ mod tests {
             .unwrap();
         let err = injector
             .inject(
+                &claude(),
                 &target,
                 &KeystrokeText::wake_prompt(),
                 Deadline::after(Duration::from_millis(300)),
@@ -648,7 +664,15 @@ mod tests {
 
     async fn inject_into(mux: &Scripted) -> Result<&'static str, InjectError> {
         let deadline = Deadline::after(Duration::from_secs(2));
-        guarded_inject(mux, "%1", &KeystrokeText::wake_prompt(), DELAY, deadline).await
+        guarded_inject(
+            mux,
+            "%1",
+            &claude(),
+            &KeystrokeText::wake_prompt(),
+            DELAY,
+            deadline,
+        )
+        .await
     }
 
     #[tokio::test(start_paused = true)]
@@ -755,10 +779,18 @@ mod tests {
         assert!(!shows_all(&text, Some("Check the event bus - a direc")));
         assert!(!shows_all(&text, Some("a draft of someone else")));
         assert!(!shows_all(&text, None));
-        assert!(still_holds(&text, Some("Check the")));
-        assert!(still_holds(&text, Some("[Pasted text #1 +0 lines]")));
-        assert!(!still_holds(&text, None));
-        assert!(!still_holds(&text, Some("a draft of someone else")));
+        assert!(still_holds(&claude(), &text, Some("Check the")));
+        assert!(still_holds(
+            &claude(),
+            &text,
+            Some("[Pasted text #1 +0 lines]")
+        ));
+        assert!(!still_holds(&claude(), &text, None));
+        assert!(!still_holds(
+            &claude(),
+            &text,
+            Some("a draft of someone else")
+        ));
     }
 
     const WAKE_PROMPT_FOR_TESTS: &str = super::super::WAKE_PROMPT;

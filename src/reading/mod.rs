@@ -7,5 +7,6 @@
 pub mod hook;
 pub mod inbox;
 pub mod limit;
+pub mod registry;
 pub mod screen;
 pub mod transcript;

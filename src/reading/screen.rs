@@ -2,6 +2,8 @@
 //! `codex::screen`): a capture of its working screen ([`ScreenReading`]), its title, and the
 //! first screens the launcher passes ([`Screen`]).
 
+use super::limit::Notice;
+
 /// What the pane title says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Title {
@@ -27,6 +29,39 @@ pub struct ScreenReading {
     pub draft: Option<String>,
     /// The agent's last line above the input box is a question (it waits on a person's answer).
     pub asked: bool,
+    /// A usage limit as the screen shows it.
+    pub limit: LimitShown,
+}
+
+/// A usage limit as a screen shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LimitShown {
+    /// Its notice, the screen's latest word.
+    pub notice: Option<Notice>,
+    /// The agent's limit menu is open, with an option that waits for the reset.
+    pub menu: bool,
+    /// The agent's own resume at the reset is armed (Claude Code's `Continuing automatically`).
+    pub resuming_itself: bool,
+}
+
+/// How an agent's prompt reads where text is typed into its pane: the injector's guard, and its
+/// watch for the typed text to show and then leave.
+#[derive(Clone, Copy)]
+pub struct PromptReader {
+    /// The whole capture, as the agent's side reads it.
+    pub read: fn(&str) -> ScreenReading,
+    /// Whether a capture shows the prompt line at all (a frame mid-redraw may not).
+    pub shown: fn(&str) -> bool,
+    /// The prompt line's text.
+    pub draft: fn(&str) -> Option<String>,
+    /// The capture without the agent's own resume at a reset (Claude Code's auto-continue
+    /// footer, which takes keys), for a resume typed over it.
+    pub without_own_resume: fn(&str) -> String,
+    /// What the prompt line shows instead of a long text it took as a paste.
+    pub paste_marker: Option<&'static str>,
+    /// Whether text is typed only where the prompt line shows: an agent that draws its dialogs
+    /// in the prompt's place (Codex) may show one no phrase names.
+    pub typed_only_at_the_prompt: bool,
 }
 
 /// What the pane shows, starting: the screens the launcher passes.

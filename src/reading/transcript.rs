@@ -5,6 +5,25 @@
 
 use super::limit::TranscriptNotice;
 
+/// Token counts of a response, as Claude Code's `message.usage` and its status line give them
+/// and a status-line feed file keeps them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+    pub cache_read_input_tokens: u64,
+}
+
+impl Usage {
+    /// Tokens occupying the context window: everything sent as input, cached or not.
+    pub fn context_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
+    }
+}
+
 /// The last `max` bytes of an opened transcript, from its first whole line (a line cut at the
 /// start of the window is no record).
 pub fn tail(mut file: std::fs::File, max: u64) -> std::io::Result<Vec<u8>> {
@@ -159,4 +178,16 @@ impl ContextTracker {
     pub fn windows(&self) -> Option<UsageWindows> {
         self.windows
     }
+}
+
+/// One turn, from its prompt to the end of the transcript: what wakebridge charges its own
+/// texts with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// The prompt record's `uuid`: names the turn, so a second `Stop` of it replaces the first.
+    pub prompt_id: String,
+    pub prompt: String,
+    /// Every token of every API call of the turn.
+    pub tokens: u64,
+    pub tools: u32,
 }

@@ -13,10 +13,10 @@ use tokio::time::Instant;
 
 use crate::api::SessionState;
 use crate::budget::policy::{Outlook, Unused};
-use crate::claude::limits;
 use crate::clock::duration_ms;
 use crate::context::thresholds::Level;
 use crate::reading::limit::{Notice, WRITTEN_NOW, describe_reset};
+use crate::reading::screen::ScreenReading;
 use crate::session::SessionConfig;
 use crate::session::gate::Mode;
 use crate::session::hours::in_hours;
@@ -70,7 +70,8 @@ pub enum Reach {
 pub enum Screen<'a> {
     NotRead,
     Unreadable,
-    Text(&'a str),
+    /// What the capture showed, as the agent's side read it.
+    Read(&'a ScreenReading),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -432,9 +433,9 @@ fn look_first(seen: &Seen, config: &SessionConfig, idle: SessionState) -> Option
     match seen.screen {
         Screen::NotRead => Some(Step::Look(Look::BeforeNudge)),
         Screen::Unreadable => Some(Step::Wait(idle, "screen unreadable".into())),
-        Screen::Text(text) => {
+        Screen::Read(screen) => {
             if config.limits.enabled
-                && let Some(notice) = limits::on_screen(text)
+                && let Some(notice) = screen.limit.notice.clone()
             {
                 return Some(Step::HeldFromScreen(notice));
             }
@@ -464,7 +465,7 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, n
             .limit_look_ms
             .unwrap_or(limit.since_ms.saturating_add(LOOK_EVERY_MS));
         return match seen.screen {
-            Screen::Text(text) if notice_gone(text) => Step::Lift,
+            Screen::Read(screen) if notice_gone(screen) => Step::Lift,
             Screen::NotRead if now.ms >= look_at && seen.reach != Reach::Inbox => {
                 Step::Look(Look::WhileHeld)
             }
@@ -491,7 +492,7 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, n
         return Step::Wait(SessionState::Limited, reason);
     }
     // With no pane there is no screen: the hooks lift the hold, and the resume goes to its inbox.
-    let text = match seen.screen {
+    let screen = match seen.screen {
         _ if seen.reach == Reach::Inbox => None,
         Screen::NotRead => return Step::Look(Look::AtReset),
         // Without the screen there is no telling whether it still shows the limit.
@@ -500,24 +501,24 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, n
             let wait = Duration::from_millis(LOOK_EVERY_MS.unsigned_abs());
             return Step::Later(Attempt::Resume, wait, SessionState::Limited, reason);
         }
-        Screen::Text(text) => Some(text),
+        Screen::Read(screen) => Some(screen),
     };
-    let notice = text.and_then(limits::on_screen);
-    let menu = text.is_some_and(|text| limits::wait_option(text).is_some());
-    if text.is_some() && notice.is_none() && !menu {
+    let notice = screen.and_then(|s| s.limit.notice.clone());
+    let menu = screen.is_some_and(|s| s.limit.menu);
+    if screen.is_some() && notice.is_none() && !menu {
         return Step::Lift;
     }
-    // Claude Code's own auto-continue is armed (or, with no screen, may be): a resume sent now
-    // would race it, so it is given its time; only a session it left waiting is resumed here.
-    // An agent that never goes on by itself (Codex) is resumed at once.
+    // The agent's own auto-continue (Claude Code's) is armed, or with no screen may be: a resume
+    // sent now would race it, so it is given its time; only a session it left waiting is resumed
+    // here. An agent that never goes on by itself (Codex) is resumed at once.
     if seen.resumes_itself
-        && text.is_none_or(limits::auto_continue_armed)
+        && screen.is_none_or(|s| s.limit.resuming_itself)
         && let Some(until_ms) = limit
             .resets_at_ms
             .map(|at| at.saturating_add(duration_ms(limits.auto_continue_wait)))
         && now.ms < until_ms
     {
-        let reason = format!("{shown}; Claude Code's own auto-continue goes first, watching");
+        let reason = format!("{shown}; its own auto-continue goes first, watching");
         return Step::WaitUntil(until_ms, SessionState::Limited, reason);
     }
     // After a resume, a notice with another reset is the limit met again, written just now.
@@ -548,19 +549,25 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, n
     }
 }
 
-fn notice_gone(screen: &str) -> bool {
-    limits::on_screen(screen).is_none() && limits::wait_option(screen).is_none()
+fn notice_gone(screen: &ScreenReading) -> bool {
+    screen.limit.notice.is_none() && !screen.limit.menu
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::Agent;
     use crate::budget::WindowKind;
     use crate::reading::hook::HookKind;
     use crate::reading::screen::Title;
     use crate::store::LimitSource;
 
     const NOW_MS: i64 = 1_800_000_000_000;
+
+    /// Claude Code's screen `capture` as its side reads it, kept for the test's length.
+    fn read(capture: &str) -> &'static ScreenReading {
+        Box::leak(Box::new(Agent::Claude.side().read_screen(capture)))
+    }
 
     fn config() -> SessionConfig {
         let d = crate::config::defaults();
@@ -642,7 +649,7 @@ mod tests {
             Step::Look(Look::BeforeNudge)
         );
         let mut with_screen = seen(&obs);
-        with_screen.screen = Screen::Text(IDLE_SCREEN);
+        with_screen.screen = Screen::Read(read(IDLE_SCREEN));
         assert_eq!(decide(&session, &with_screen, &config, &now()), Step::Nudge);
         // A zellij pane is nudged without a look (nothing cheap to read it by).
         let mut zellij = seen(&obs);
@@ -655,14 +662,14 @@ mod tests {
         let config = config();
         let (session, mut obs) = idle(600);
         let mut look = seen(&obs);
-        look.screen = Screen::Text(LIMIT_SCREEN);
+        look.screen = Screen::Read(read(LIMIT_SCREEN));
         assert!(matches!(
             decide(&session, &look, &config, &now()),
             Step::HeldFromScreen(_)
         ));
-        obs.screen = Some(crate::claude::screen::read("❯ half a sentence\n"));
+        obs.screen = Some(read("❯ half a sentence\n").clone());
         let mut drafted = seen(&obs);
-        drafted.screen = Screen::Text("❯ half a sentence\n");
+        drafted.screen = Screen::Read(read("❯ half a sentence\n"));
         // The draft is the verdict: nothing is typed.
         let step = decide(&session, &drafted, &config, &now());
         assert!(
@@ -703,7 +710,6 @@ mod tests {
     /// read; it spares only nudges; it never holds what is not its to hold.
     #[test]
     fn the_budget_outlook_in_every_phase() {
-        use crate::claude::screen;
         let config = config();
         let window = WindowKind::FiveHour;
         let unused = Unused {
@@ -729,7 +735,7 @@ mod tests {
             s.budget = budget;
             decide(session, &s, &config, &now())
         };
-        let idle_screen = Screen::Text(IDLE_SCREEN);
+        let idle_screen = Screen::Read(read(IDLE_SCREEN));
 
         // Idle and quiet: a look first, then the budget nudge; spared; or the plain nudge.
         let (session, obs) = idle(600);
@@ -772,9 +778,7 @@ mod tests {
 
         // Waiting on a person: a question it asked, or a dialog on screen.
         let mut asked = obs.clone();
-        asked.screen = Some(screen::read(
-            "● Shall I go on?\n\n────────────\n❯ \n────────────\n",
-        ));
+        asked.screen = Some(read("● Shall I go on?\n\n────────────\n❯ \n────────────\n").clone());
         assert_eq!(
             decided(&session, &asked, idle_screen, use_it),
             Step::Wait(
@@ -784,9 +788,9 @@ mod tests {
         );
         let dialog = "Do you want to proceed?\n❯ 1. Yes\n  2. No\n";
         let mut on_dialog = obs.clone();
-        on_dialog.screen = Some(screen::read(dialog));
+        on_dialog.screen = Some(read(dialog).clone());
         assert!(matches!(
-            decided(&session, &on_dialog, Screen::Text(dialog), use_it),
+            decided(&session, &on_dialog, Screen::Read(read(dialog)), use_it),
             Step::Wait(SessionState::Dialog, _) | Step::ScreenBlocked(_)
         ));
 
@@ -928,7 +932,7 @@ mod tests {
             decide(&session, &s, &config, &now()),
             Step::Look(Look::AtReset)
         );
-        s.screen = Screen::Text(LIMIT_SCREEN);
+        s.screen = Screen::Read(read(LIMIT_SCREEN));
         assert!(matches!(
             decide(&session, &s, &config, &now()),
             Step::Resume {
@@ -937,11 +941,11 @@ mod tests {
                 ..
             }
         ));
-        s.screen = Screen::Text(IDLE_SCREEN);
+        s.screen = Screen::Read(read(IDLE_SCREEN));
         assert_eq!(decide(&session, &s, &config, &now()), Step::Lift);
         // Claude Code's own auto-continue armed: left to it for auto_continue_wait.
         let armed = format!("{LIMIT_SCREEN}  Continuing shortly · Esc to cancel\n");
-        s.screen = Screen::Text(&armed);
+        s.screen = Screen::Read(read(&armed));
         assert!(matches!(
             decide(&session, &s, &config, &now()),
             Step::WaitUntil(_, SessionState::Limited, _)
@@ -949,7 +953,7 @@ mod tests {
         // Its tries spent: given up.
         let spent = limit(-61_000, config.limits.max_tries);
         s.limit = Some(&spent);
-        s.screen = Screen::Text(LIMIT_SCREEN);
+        s.screen = Screen::Read(read(LIMIT_SCREEN));
         assert!(matches!(
             decide(&session, &s, &config, &now()),
             Step::GiveUp { tries: 3, .. }

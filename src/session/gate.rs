@@ -18,11 +18,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::api::Action;
-use crate::claude::limits;
-use crate::claude::registry;
 use crate::clock;
 use crate::deadline::Deadline;
 use crate::mux::{INJECT_BUDGET, InjectError, Injector, KeystrokeText};
+use crate::reading::registry::SessionList;
 use crate::session::Sessions;
 use crate::session::cooldown::{Cooldown, Reservation};
 use crate::session::decide::route::{Told, route};
@@ -114,8 +113,10 @@ pub struct Gate {
     notices: Notices,
     /// `[notify] min_gap`: one notice of a kind per session within it.
     notice_gap: Duration,
-    /// Claude Code's session registry, where inboxes are looked up; `None`: never the inbox.
-    inbox_registry: Option<PathBuf>,
+    /// Sessions are told through their inboxes (`[wake] inbox`).
+    inboxes: bool,
+    /// The agent's list of live sessions, where an inbox no hook announced is looked up.
+    registry: Option<Arc<dyn SessionList>>,
 }
 
 /// Failed wakes in a row after which a human is told: one is often a moment, three need someone.
@@ -142,7 +143,8 @@ impl Gate {
             hold_limits,
             notices: Notices::default(),
             notice_gap: Duration::ZERO,
-            inbox_registry: None,
+            inboxes: false,
+            registry: None,
         }
     }
 
@@ -180,8 +182,8 @@ impl Gate {
         row.session_id = sid.to_owned();
         // The registry is the inbox's second source, looked through only when no hook named one.
         let announced = (row.inbox.as_ref()).is_some_and(|r| r.inbox.is_some());
-        let registry = self.inbox_registry.as_deref().filter(|_| !announced);
-        let registered = registry.and_then(|dir| registry::inbox_of(dir, sid));
+        let registry = self.registry.as_deref().filter(|_| !announced);
+        let registered = registry.and_then(|list| list.inbox_of(sid));
         let facts = super::io::facts_of(row, RewindFacts::default(), pause, self, registered);
         (facts, pause)
     }
@@ -295,10 +297,6 @@ impl Gate {
             }
         }
         let target = match route.typed {
-            Ok(_) if !facts.row.agent.side().typed_into() => {
-                let why = "its agent's screens are not read, so nothing is typed into its pane";
-                return GateOutcome::spooled(sid, Action::SpoolBusy, why);
-            }
             Ok(target) => target,
             Err(action) => return GateOutcome::spooled(sid, action, "not typed now"),
         };
@@ -311,7 +309,12 @@ impl Gate {
         let text = unheld.as_ref().unwrap_or(text);
         let result = self
             .injector
-            .inject(&target, text, Deadline::after(INJECT_BUDGET))
+            .inject(
+                &facts.row.agent.side().prompt(),
+                &target,
+                text,
+                Deadline::after(INJECT_BUDGET),
+            )
             .await;
         let inject_time = started.elapsed();
         let result = match result {
@@ -413,8 +416,14 @@ impl Gate {
         }
     }
 
-    /// Picks the limit menu's wait option if the menu is on `sid`'s screen (`Ok(false)`: not).
+    /// Picks the limit menu's wait option if the menu is on `sid`'s screen (`Ok(false)`: not,
+    /// or its agent has no such menu).
     pub async fn dismiss_limit_menu(&self, sid: &str) -> Result<bool, InjectError> {
+        let row = self.store.session(sid).ok().flatten();
+        let agent = row.map(|row| row.agent).unwrap_or_default();
+        let Some(locate) = agent.side().limit_menu_wait() else {
+            return Ok(false);
+        };
         let Some(target) = self
             .panes
             .lookup(sid)
@@ -423,7 +432,7 @@ impl Gate {
             return Ok(false);
         };
         self.injector
-            .pick(&target, limits::wait_option, Deadline::after(INJECT_BUDGET))
+            .pick(&target, locate, Deadline::after(INJECT_BUDGET))
             .await
     }
 

@@ -7,10 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::agent::Agent;
 use crate::budget::Account;
-use crate::claude::home::ClaudeHome;
-use crate::claude::registry::{RegistryReading, read_registry};
-use crate::claude::turn::{self, Turn};
 use crate::clock;
 use crate::context::ContextConfig;
 use crate::context::follow::ChangeWatcher;
@@ -21,6 +19,8 @@ use crate::lock;
 use crate::mux::{INJECT_BUDGET, InjectError, KeystrokeText, MuxError, PaneInfo};
 use crate::reading::hook::HookKind;
 use crate::reading::inbox::Inbox;
+use crate::reading::registry::{RegistryReading, SessionList};
+use crate::reading::transcript::Turn;
 use crate::rewind::restart::{Restart, RestartSettings};
 use crate::session::gate::{Gate, GateOutcome, Mode};
 use crate::session::observe::FileStamp;
@@ -132,8 +132,8 @@ pub trait SessionIo: Send + Sync {
     fn registry(&self) -> impl Future<Output = HashMap<String, RegistryReading>> + Send;
     /// Every account's usage windows as the status lines last reported them.
     fn budgets(&self) -> impl Future<Output = Vec<Account>> + Send;
-    /// The newest turn of the transcript at `path`.
-    fn last_turn(&self, path: PathBuf) -> impl Future<Output = Option<Turn>> + Send;
+    /// The newest turn of `agent`'s transcript at `path`.
+    fn last_turn(&self, agent: Agent, path: PathBuf) -> impl Future<Output = Option<Turn>> + Send;
     /// Brings each session's context up to date from its transcript and feed (`full`: finding
     /// transcripts not followed yet) and writes the state files; each comes back with the
     /// usage-limit records its files showed.
@@ -179,7 +179,7 @@ pub struct LiveIo {
     gate: Arc<Gate>,
     store: Store,
     wake_dir: PathBuf,
-    claude: Option<ClaudeHome>,
+    registry: Option<Arc<dyn SessionList>>,
     restarts: RestartSettings,
     /// Its `state_dir` is also where the status lines keep the usage windows (`budget/`).
     context: ContextConfig,
@@ -191,12 +191,12 @@ pub struct LiveIo {
 }
 
 impl LiveIo {
-    /// `claude` is where Claude Code keeps its session registry; `None` reads no registry.
+    /// `registry` is the agent's list of its live sessions; `None` reads none.
     pub fn new(
         gate: Arc<Gate>,
         store: Store,
         wake_dir: PathBuf,
-        claude: Option<ClaudeHome>,
+        registry: Option<Arc<dyn SessionList>>,
         restarts: RestartSettings,
         context: ContextConfig,
     ) -> Self {
@@ -204,7 +204,7 @@ impl LiveIo {
             gate,
             store,
             wake_dir,
-            claude,
+            registry,
             restarts,
             watcher: tokio::sync::Mutex::new(ChangeWatcher::new(context.poll_interval)),
             context,
@@ -385,11 +385,8 @@ impl SessionIo for LiveIo {
             .unwrap_or_default()
     }
 
-    async fn last_turn(&self, path: PathBuf) -> Option<Turn> {
-        let read = move || {
-            let file = std::fs::File::open(&path).ok()?;
-            turn::last_turn(&crate::reading::transcript::tail(file, turn::TAIL_BYTES).ok()?)
-        };
+    async fn last_turn(&self, agent: Agent, path: PathBuf) -> Option<Turn> {
+        let read = move || agent.side().last_turn(&path);
         tokio::task::spawn_blocking(read).await.ok().flatten()
     }
 
@@ -438,10 +435,10 @@ impl SessionIo for LiveIo {
     }
 
     async fn registry(&self) -> HashMap<String, RegistryReading> {
-        let Some(dir) = self.claude.as_ref().map(ClaudeHome::sessions) else {
+        let Some(list) = self.registry.clone() else {
             return HashMap::new();
         };
-        let Ok(read) = tokio::task::spawn_blocking(move || read_registry(&dir)).await else {
+        let Ok(read) = tokio::task::spawn_blocking(move || list.read()).await else {
             return HashMap::new();
         };
         if let Some(error) = self.warned.first_err("registry", &read) {

@@ -26,7 +26,6 @@ use std::path::PathBuf;
 
 use crate::api::SessionStatus;
 use crate::budget::policy::BudgetError;
-use crate::claude::home::ClaudeHome;
 use crate::config::{LimitSettings, RewindSettings, Settings};
 use crate::context::{ContextConfig, ContextError};
 use crate::mux::{KeystrokeText, TextError};
@@ -129,7 +128,7 @@ impl SessionConfig {
     pub fn from_settings(
         s: &Settings,
         state_dir: PathBuf,
-        homes: Vec<ClaudeHome>,
+        homes: Vec<PathBuf>,
         can_type: bool,
     ) -> Result<Self, SessionConfigError> {
         let context = ContextConfig::from_settings(&s.context, state_dir, homes, can_type)?;

@@ -5,8 +5,8 @@
 //! the session answering; so is a hook event that reports the session waiting.
 
 use crate::api::SessionState;
-use crate::claude::registry::{RegistryReading, RegistryStatus};
 use crate::reading::hook::HookKind;
+use crate::reading::registry::{RegistryReading, RegistryStatus};
 use crate::reading::screen::{ScreenReading, Title};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -338,15 +338,19 @@ mod tests {
                 ..base.clone()
             },
             Observation {
-                screen: Some(crate::claude::screen::read(
-                    "Do you want to make this edit?\n❯ 1. Yes\n  2. No\n",
-                )),
+                screen: Some(
+                    crate::agent::Agent::Claude
+                        .side()
+                        .read_screen("Do you want to make this edit?\n❯ 1. Yes\n  2. No\n"),
+                ),
                 ..base.clone()
             },
             Observation {
-                screen: Some(crate::claude::screen::read(
-                    "✻ Tinkering… (esc to interrupt)\n",
-                )),
+                screen: Some(
+                    crate::agent::Agent::Claude
+                        .side()
+                        .read_screen("✻ Tinkering… (esc to interrupt)\n"),
+                ),
                 ..base.clone()
             },
             Observation {
@@ -395,9 +399,13 @@ mod tests {
             format!("Done.\n\n────────────\n❯\u{a0}{input}\n────────────\n  ⏸ manual mode on\n")
         };
         let mut obs = idle_tmux(100);
-        obs.screen = Some(crate::claude::screen::read(&screen("my own words")));
+        obs.screen = Some(
+            crate::agent::Agent::Claude
+                .side()
+                .read_screen(&screen("my own words")),
+        );
         assert_eq!(classify(&obs), Verdict::Draft);
-        obs.screen = Some(crate::claude::screen::read(&screen("")));
+        obs.screen = Some(crate::agent::Agent::Claude.side().read_screen(&screen("")));
         assert!(matches!(classify(&obs), Verdict::Idle(_)));
     }
 
@@ -476,7 +484,7 @@ mod tests {
         let hooked = |activity_s: u64, screen: &str, hook_ms: i64| Observation {
             title: Some(Title::Idle),
             window_activity_s: Some(activity_s),
-            screen: Some(crate::claude::screen::read(screen)),
+            screen: Some(crate::agent::Agent::Claude.side().read_screen(screen)),
             hook: Some((HookKind::TurnEnded, hook_ms)),
             ..Observation::default()
         };
@@ -504,7 +512,7 @@ mod tests {
     #[test]
     fn a_screen_change_spanning_our_typing_is_ours_otherwise_real() {
         let screen = |text: &str| Observation {
-            screen: Some(crate::claude::screen::read(text)),
+            screen: Some(crate::agent::Agent::Claude.side().read_screen(text)),
             ..Observation::default()
         };
         let (mut activity, _) = Activity::first(&screen("one\n"), 100_000, None, GRACE);

@@ -26,11 +26,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::SessionState;
 use crate::budget;
-use crate::claude::registry::RegistryReading;
 use crate::clock::duration_ms;
 use crate::mux::KeystrokeText;
 use crate::mux::tmux::create::is_missing_target;
 use crate::mux::{PaneInfo, STEP_FLOOR};
+use crate::reading::registry::RegistryReading;
 use crate::session::decide::Step;
 use crate::session::gate::{self, GateOutcome, Mode};
 use crate::session::state::{Attempt, Session};

@@ -10,7 +10,7 @@ use wakebridge::launch::{LaunchError, LaunchOptions, Placement, launch};
 use wakebridge::mux::WAKE_PROMPT;
 
 use crate::common;
-use crate::common::codex::setup;
+use crate::common::codex::{CodexTui, setup};
 use crate::common::day::STEP;
 use crate::common::harness::{TestServer, event_for};
 use crate::common::responses::Responses;
@@ -73,14 +73,9 @@ async fn codex_install_wires_its_hooks_and_trust_hooks_approves_them() {
     };
     assert_eq!(session["agent"], "codex", "{session}");
     let sid = session["session_id"].as_str().unwrap_or_default();
-    assert_ne!(
-        sid,
-        common::codex::SHARED_BUS_ID,
-        "known by its own id: {session}"
-    );
     assert!(
-        transcript_of(session).ends_with(&format!("{sid}.jsonl")),
-        "{session}"
+        transcript_of(session).ends_with(&format!("-{sid}.jsonl")),
+        "known by its thread's id: {session}"
     );
     assert_eq!(session["pane"], Value::Null, "{session}");
     assert_eq!(session["last_hook_event"], "Stop", "{session}");
@@ -135,11 +130,11 @@ async fn codex_install_wires_its_hooks_and_trust_hooks_approves_them() {
 }
 
 /// A `codex exec` turn runs outside Codex's shared app-server, so its control socket cannot
-/// reach it; mapped to a pane by hand (`wakebridge panes set`: Codex's hooks cannot name one)
-/// and busy, a bus event that arrives mid-turn is owed, and its Stop hook pays it by keeping the
-/// turn going with the wake prompt as its reason (Codex honours a Stop hook's `block`, and hands
-/// the reason to the model as a `<hook_prompt>`). Told once, paid by the hook; and idle, nothing
-/// is typed into its pane either: Codex's screens are not read.
+/// reach it; mapped by hand (`wakebridge panes set`) to a pane that is not its own and busy, a
+/// bus event that arrives mid-turn is owed, and its Stop hook pays it by keeping the turn going
+/// with the wake prompt as its reason (Codex honours a Stop hook's `block`, and hands the reason
+/// to the model as a `<hook_prompt>`). Told once, paid by the hook; and idle, nothing is typed
+/// into that pane either: it shows no Codex composer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owed_wake_is_paid_at_a_codex_turn_s_stop_hook() {
     let Some(codex) = common::real_codex() else {
@@ -192,8 +187,8 @@ async fn an_owed_wake_is_paid_at_a_codex_turn_s_stop_hook() {
     .await;
     assert!(paid["owed"].is_null(), "{paid}");
     assert_eq!(paid["paid"]["by_typing"], 0, "{paid}");
-    // Idle now, its pane mapped: still nothing is typed there (its screens are not read), and
-    // the event is owed to its next Stop.
+    // Idle now, mapped by hand to a pane that shows no Codex composer: nothing is typed there,
+    // and the event is owed to its next Stop.
     let (_, body) = server.hook(event_for(&sid, 2), &[]).await;
     assert_eq!(body["action"], "spool-busy", "{body}");
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -210,7 +205,7 @@ async fn an_owed_wake_is_paid_at_a_codex_turn_s_stop_hook() {
 /// `wakebridge launch -- codex` in a git repository: it answers Codex's "Trust this folder?"
 /// (the folder is then trusted in config.toml), and stops at "Hooks need review" for a person,
 /// since approving hooks is theirs to decide; with wakebridge's hooks approved beforehand it
-/// reaches the composer. A first prompt is refused: Codex takes it as its argument.
+/// reaches the composer, and a first prompt is typed there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn launch_passes_codex_s_first_screens_and_leaves_its_hooks_to_a_person() {
     let Some(codex) = common::real_codex() else {
@@ -260,13 +255,87 @@ async fn launch_passes_codex_s_first_screens_and_leaves_its_hooks_to_a_person() 
     assert!(screen.contains("Ask Codex to do anything"), "{screen}");
     assert_eq!(ready.session_id, None, "known from its first hook, not now");
 
+    // A first prompt is typed into its composer, read as Codex draws it, and submitted once.
     let mut with_prompt = options("third");
-    with_prompt.prompt = Some(wakebridge::mux::KeystrokeText::wake_prompt());
-    let refused = launch(&with_prompt).await;
+    with_prompt.prompt = Some(wakebridge::mux::KeystrokeText::new("say launched").unwrap());
+    let prompted = launch(&with_prompt).await.expect("prompted");
+    common::eventually("the first prompt told", STEP, || {
+        model.told("say launched") == 1
+    })
+    .await;
+    let screen = tmux.tmux(&["capture-pane", "-p", "-t", &prompted.pane]);
+    let draft = wakebridge::codex::screen::read(&screen).draft;
+    assert_eq!(draft, None, "left on its composer: {screen}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(model.told("say launched"), 1, "{}", model.transcript());
+}
+
+/// A Codex TUI given a `-c` override runs its thread in its own process, out of reach of the
+/// shared control socket, and its hooks in its own pane's environment: its pane is known from
+/// its first hook, and a bus event is typed into its composer once it is idle, as Claude Code's
+/// is. Mid-turn nothing is typed (its composer shows under "esc to interrupt"): the event waits
+/// and is told at its Stop hook, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_tui_off_the_control_socket_is_typed_into_when_idle() {
+    let Some(codex) = common::real_codex() else {
+        common::skip_or_fail("codex is not on PATH", common::GET_CODEX);
+        return;
+    };
+    let model = Responses::start().await;
+    model.slow("work slowly", Duration::from_secs(6));
+    let setup = setup(&model);
+    let tmux = TmuxServer::start();
+    let server = start_daemon_with(&tmux, Some(setup.root.clone()), &[]).await;
+    let tui = CodexTui::start_with(&codex, &setup, &tmux, &["-c", "hide_agent_reasoning=true"]);
+    let screen = || tui.screen(&tmux);
+    common::eventually("its composer", STEP, || {
+        screen().contains("Ask Codex to do anything")
+    })
+    .await;
+    tui.submit(&tmux, "say hello");
+    let session = common::eventually_ok("known from its hooks, with its pane", STEP, async || {
+        let sessions = setup.sessions_of(&server).await;
+        let mapped = sessions
+            .iter()
+            .find(|s| s["agent"] == "codex" && s["pane"].is_object());
+        mapped
+            .cloned()
+            .ok_or_else(|| format!("{sessions:?}\n{}", screen()))
+    })
+    .await;
+    let sid = session["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(session["pane"]["pane"], tui.pane.as_str(), "{session}");
     assert!(
-        matches!(refused, Err(LaunchError::BadCommand(_))),
-        "{refused:?}"
+        session["inbox"]["live"] != true,
+        "not served by the socket: {session}"
     );
+    common::eventually("the first turn answered", STEP, || {
+        model.told("say hello") == 1
+    })
+    .await;
+    common::eventually("idle again", STEP, || {
+        !wakebridge::wakedir::is_busy(&server.wake_dir, &sid, 3600.0)
+    })
+    .await;
+
+    let (_, body) = server.hook(event_for(&sid, 1), &[]).await;
+    assert_eq!(body["action"], "tmux", "{body}\n{}", screen());
+    common::eventually("the wake answered", STEP, || model.told(WAKE_PROMPT) == 1).await;
+
+    // Mid-turn: held back, owed, and told at the turn's Stop hook instead.
+    tui.submit(&tmux, "work slowly");
+    common::eventually("working", STEP, || screen().contains("esc to interrupt")).await;
+    let (_, body) = server.hook(event_for(&sid, 2), &[]).await;
+    assert_eq!(body["action"], "spool-busy", "{body}\n{}", screen());
+    common::eventually("paid at its Stop hook", STEP, || {
+        model.mentioned("<hook_prompt") == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(model.mentioned(WAKE_PROMPT), 2, "{}", model.transcript());
+    let left = wakebridge::codex::screen::read(&screen()).draft;
+    assert_eq!(left, None, "left on its composer: {}", screen());
+    server.stop().await;
 }
 
 /// Stops the Codex processes of a home when the test ends, however it ends.

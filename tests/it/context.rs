@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use wakebridge::agent::Agent;
-use wakebridge::claude::home::{ClaudeHome, find_transcript_in};
+use wakebridge::claude::home::find_transcript_in;
 use wakebridge::context::follow::{
     ChangeWatcher, INITIAL_TAIL_BYTES, MAX_TAIL_BYTES, PollEvent, TranscriptFollower,
 };
@@ -462,7 +462,7 @@ fn finds_transcript_by_hint_then_under_config_dirs() -> TestResult {
         .join("subagents");
     std::fs::create_dir_all(&sub)?;
     std::fs::write(sub.join(format!("{SID}.jsonl")), "")?;
-    let dirs = vec![ClaudeHome::at(a.clone()), ClaudeHome::at(b.clone())];
+    let dirs = vec![a.clone(), b.clone()];
     assert_eq!(find_transcript_in(&dirs, SID, None), Some(found.clone()));
     let hint = make_transcript(home.path(), "elsewhere", "other")?;
     assert_eq!(find_transcript_in(&dirs, SID, Some(&hint)), Some(hint));

@@ -10,7 +10,6 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use wakebridge::app::App;
-use wakebridge::claude::home::ClaudeHome;
 use wakebridge::clock;
 use wakebridge::config::{self, Config, Flags};
 use wakebridge::context::statefile::state_path;
@@ -139,7 +138,7 @@ impl Rig {
         settings.context.poll_interval = poll;
         settings.nudger.poll_interval = poll;
         settings.context.latest_state_file = self.latest_file().display().to_string();
-        let homes = vec![ClaudeHome::at(self.claude_dir.clone())];
+        let homes = vec![self.claude_dir.clone()];
         let config = SessionConfig::from_settings(&settings, self.state_dir.clone(), homes, true)?;
         let restarts = RestartSettings {
             command: vec!["claude".into()],

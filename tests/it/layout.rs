@@ -147,3 +147,35 @@ fn only_the_agents_own_modules_spell_their_files_and_variables() {
         spelled.join("\n")
     );
 }
+
+/// The seam in the code's own paths: the session loop, delivery, the budget, the context monitor,
+/// the views and the shared words (`reading/`) reach an agent's module only through `agent::`.
+#[test]
+fn only_the_seam_reaches_an_agents_module() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    for dir in [
+        "session", "delivery", "budget", "context", "reading", "http",
+    ] {
+        rust_files(&src.join(dir), &mut files);
+    }
+    files.extend(["api.rs", "cli/glance.rs"].map(|f| src.join(f)));
+    let names_an_agent = |line: &str| line.contains("claude::") || line.contains("codex::");
+    let mut named = Vec::new();
+    for file in &files {
+        for (at, line) in production(file).lines().enumerate() {
+            if names_an_agent(line) {
+                let rel = file.strip_prefix(&src).unwrap_or(file).display();
+                named.push(format!("{rel}:{}: {}", at + 1, line.trim()));
+            }
+        }
+    }
+    // The same scan finds them where they belong: it can fail.
+    let adapter = production(&src.join("agent/claude.rs"));
+    assert!(adapter.lines().any(names_an_agent), "{adapter}");
+    assert!(
+        named.is_empty(),
+        "agent modules named outside the seam:\n{}",
+        named.join("\n")
+    );
+}

@@ -11,6 +11,7 @@ use wakebridge::mux::{
 };
 
 use crate::common;
+use crate::common::CLAUDE;
 use crate::common::process::process_is_running;
 use crate::common::stand_in::{StandInBuilder, Step};
 use crate::common::tmux::{TmuxServer, read_when_settled, recorder_pane};
@@ -34,6 +35,7 @@ async fn types_the_prompt_then_one_carriage_return_into_a_live_pane() {
 
     let done = injector
         .inject(
+            &CLAUDE,
             &tmux_target(&pane),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -58,7 +60,12 @@ async fn types_quotes_hashes_and_unicode_literally() {
         KeystrokeText::new("Say \"hi\" #{pane_id} ~ $HOME 'x' \u{e9} \u{2733} Enter C-m").unwrap();
 
     injector
-        .inject(&tmux_target(&pane), &text, Deadline::after(INJECT_BUDGET))
+        .inject(
+            &CLAUDE,
+            &tmux_target(&pane),
+            &text,
+            Deadline::after(INJECT_BUDGET),
+        )
         .await
         .expect("inject");
 
@@ -79,6 +86,7 @@ async fn refuses_a_dead_pane_and_types_nothing() {
 
     let err = injector
         .inject(
+            &CLAUDE,
             &tmux_target(&pane),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -109,6 +117,7 @@ async fn refuses_a_pane_that_fell_back_to_a_shell_and_types_nothing() {
 
     let err = injector
         .inject(
+            &CLAUDE,
             &tmux_target(&pane),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -155,6 +164,7 @@ async fn types_into_an_agent_run_by_a_wrapper_shell() {
 
     injector
         .inject(
+            &CLAUDE,
             &tmux_target(&pane),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -176,6 +186,7 @@ async fn refuses_a_missing_pane() {
 
     let err = injector
         .inject(
+            &CLAUDE,
             &tmux_target("%999"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -203,6 +214,7 @@ async fn a_server_that_is_gone_makes_the_pane_stale() {
     };
     let err = Injector::new(&config)
         .inject(
+            &CLAUDE,
             &tmux_target("%0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -226,8 +238,8 @@ async fn concurrent_injects_into_one_pane_never_interleave() {
     let bravo = KeystrokeText::new("Bravo three four").unwrap();
 
     let (a, b) = tokio::join!(
-        injector.inject(&target, &alpha, Deadline::after(INJECT_BUDGET)),
-        injector.inject(&target, &bravo, Deadline::after(INJECT_BUDGET)),
+        injector.inject(&CLAUDE, &target, &alpha, Deadline::after(INJECT_BUDGET)),
+        injector.inject(&CLAUDE, &target, &bravo, Deadline::after(INJECT_BUDGET)),
     );
     a.expect("alpha");
     b.expect("bravo");
@@ -253,6 +265,7 @@ async fn a_hung_tmux_is_killed_within_the_budget() {
     let start = Instant::now();
     let err = injector
         .inject(
+            &CLAUDE,
             &tmux_target("%1"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -291,6 +304,7 @@ async fn a_missing_binary_is_a_spawn_failure() {
     });
     let err = injector
         .inject(
+            &CLAUDE,
             &tmux_target("%1"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -324,6 +338,7 @@ async fn a_failing_multiplexer_stderr_is_carried_collapsed_and_cut() {
 
     let err = injector
         .inject(
+            &CLAUDE,
             &tmux_target("%1"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -450,6 +465,7 @@ async fn zellij_checks_then_writes_chars_then_a_carriage_return() {
 
     let done = zellij_injector(&stand_in.bin)
         .inject(
+            &CLAUDE,
             &zellij_target("has:colon", "0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -498,6 +514,7 @@ async fn zellij_missing_session_is_stale_and_types_nothing() {
 
     let err = zellij_injector(&stand_in.bin)
         .inject(
+            &CLAUDE,
             &zellij_target("tenacious-lemur", "0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -537,6 +554,7 @@ async fn zellij_exited_or_unlisted_session_is_stale() {
     for (session, want_exited) in [("lemur", true), ("lem", false)] {
         let err = injector
             .inject(
+                &CLAUDE,
                 &zellij_target(session, "0"),
                 &KeystrokeText::wake_prompt(),
                 Deadline::after(INJECT_BUDGET),
@@ -573,6 +591,7 @@ async fn zellij_missing_or_exited_pane_is_stale_and_types_nothing() {
     ] {
         let err = injector
             .inject(
+                &CLAUDE,
                 &zellij_target("other", pane),
                 &KeystrokeText::wake_prompt(),
                 Deadline::after(INJECT_BUDGET),
@@ -608,6 +627,7 @@ async fn zellij_without_list_panes_falls_back_to_the_session_check() {
 
     zellij_injector(&stand_in.bin)
         .inject(
+            &CLAUDE,
             &zellij_target("other", "0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -635,6 +655,7 @@ async fn zellij_failed_submit_is_failed_with_its_stderr() {
 
     let err = zellij_injector(&stand_in.bin)
         .inject(
+            &CLAUDE,
             &zellij_target("other", "0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -661,6 +682,7 @@ async fn zellij_hang_is_a_timeout_within_the_budget() {
     let start = Instant::now();
     let err = zellij_injector(&stand_in.bin)
         .inject(
+            &CLAUDE,
             &zellij_target("other", "0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -694,6 +716,7 @@ async fn two_slow_calls_stay_within_the_budget_plus_one_floor() {
     let start = Instant::now();
     let err = zellij_injector(&stand_in.bin)
         .inject(
+            &CLAUDE,
             &zellij_target("other", "0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -772,6 +795,7 @@ async fn real_claude_code_submits_the_wake_prompt() {
     let typed = Instant::now();
     injector
         .inject(
+            &CLAUDE,
             &tmux_target(&pane),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),

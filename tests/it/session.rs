@@ -12,16 +12,17 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use wakebridge::agent::Agent as AgentKind;
 use wakebridge::api::Action;
 use wakebridge::api::{SessionState, TextKind};
 use wakebridge::budget::caused::Texts;
 use wakebridge::budget::policy;
 use wakebridge::budget::{Account, Window};
-use wakebridge::claude::registry::RegistryReading;
-use wakebridge::claude::turn::Turn;
 use wakebridge::context::followed::Followed;
 use wakebridge::mux::{InjectError, Injector, KeystrokeText, MuxConfig, MuxError, PaneInfo};
 use wakebridge::reading::inbox::Inbox;
+use wakebridge::reading::registry::RegistryReading;
+use wakebridge::reading::transcript::Turn;
 use wakebridge::rewind::restart::{Restart, RestartSettings};
 use wakebridge::session::gate::{Gate, GateOutcome, Mode};
 use wakebridge::session::observe::FileStamp;
@@ -261,7 +262,7 @@ impl SessionIo for FakeIo {
         let w = self.world.lock().unwrap();
         (!w.ledger_down).then(|| w.budget_nudged.clone())
     }
-    async fn last_turn(&self, path: PathBuf) -> Option<Turn> {
+    async fn last_turn(&self, _agent: AgentKind, path: PathBuf) -> Option<Turn> {
         self.world.lock().unwrap().turns.get(&path).cloned()
     }
     fn busy(&self, sid: &str) -> bool {
@@ -770,7 +771,7 @@ async fn paused_clock_claude_codes_own_auto_continue_is_left_to_it_and_stepped_i
     let view = views.borrow()["stuck"].clone();
     assert!(
         view.reason
-            .ends_with("Claude Code's own auto-continue goes first, watching"),
+            .ends_with("its own auto-continue goes first, watching"),
         "{view:?}"
     );
     // One fires (its hook lifts the hold); the other is still "shortly" at reset + 2 min.

@@ -22,6 +22,7 @@ use wakebridge::mux::{
 use wakebridge::wakedir::target::PaneTarget;
 
 use crate::common;
+use crate::common::CLAUDE;
 use crate::common::harness::{DEFAULT_EVENT, TestServer};
 use crate::common::timeout::{OnTimeout, on_timeout};
 use crate::common::tmux::read_when_settled;
@@ -431,6 +432,7 @@ impl Drop for ZellijWorld {
 async fn inject(world: &ZellijWorld, target: &PaneTarget) -> Result<&'static str, InjectError> {
     Injector::new(&world.mux_config())
         .inject(
+            &CLAUDE,
             target,
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -466,6 +468,7 @@ async fn real_zellij_gets_the_wake_prompt_then_one_carriage_return() {
     let started = std::time::Instant::now();
     let done = Injector::new(&world.mux_config())
         .inject(
+            &CLAUDE,
             &zellij_target(&session, &pane),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -644,6 +647,7 @@ async fn real_zellij_session_gone_after_the_listing_is_session_missing() {
         }
         let outcome = injector
             .inject(
+                &CLAUDE,
                 &zellij_target("ghost", "terminal_0"),
                 &KeystrokeText::wake_prompt(),
                 Deadline::after(INJECT_BUDGET),

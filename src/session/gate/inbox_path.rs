@@ -1,19 +1,19 @@
-//! The gate's path through a session's own inbox (Claude Code 2.1.224+): where the inbox is
-//! and whether it delivers, the send under the same limit holds and cooldown as typing, and the
+//! The gate's path through a session's own inbox (Claude Code's socket, 2.1.224+; Codex CLI's
+//! control socket): where the inbox is and whether it delivers, the send under the same limit holds and cooldown as typing, and the
 //! texts that are always typed. `None` from [`Gate::send`] hands the wake to the typed path.
 
-use std::path::PathBuf;
+use std::sync::Arc;
 
 use tokio::time::Instant;
 
 use super::{Gate, GateOutcome, Mode};
 use crate::agent;
 use crate::api::Action;
-use crate::claude::registry;
 use crate::clock;
 use crate::deadline::Deadline;
 use crate::mux::{INJECT_BUDGET, KeystrokeText};
 use crate::reading::inbox::{self, Inbox};
+use crate::reading::registry::SessionList;
 use crate::store::{InboxRow, Record};
 use crate::wire::session_id::short;
 
@@ -32,15 +32,16 @@ pub enum Unusable {
 }
 
 impl Gate {
-    /// Tell sessions through their inboxes, looked up in the ledger (their hooks') and in the
-    /// session registry `dir`.
-    pub fn with_inboxes(mut self, dir: PathBuf) -> Self {
-        self.inbox_registry = Some(dir);
+    /// Tell sessions through their inboxes, looked up in the ledger (their hooks'), else in
+    /// `registry`, the agent's list of live sessions.
+    pub fn with_inboxes(mut self, registry: Option<Arc<dyn SessionList>>) -> Self {
+        self.inboxes = true;
+        self.registry = registry;
         self
     }
 
     pub fn inboxes_on(&self) -> bool {
-        self.inbox_registry.is_some()
+        self.inboxes
     }
 
     /// `sid`'s inbox if it can be told through now: announced by its hook (its ledger `row`),
@@ -55,9 +56,9 @@ impl Gate {
         registered: Option<Inbox>,
         held: impl FnOnce() -> bool,
     ) -> Result<Option<Inbox>, Unusable> {
-        let Some(dir) = self.inbox_registry.as_deref() else {
+        if !self.inboxes {
             return Ok(None);
-        };
+        }
         let announced = row.and_then(|row| row.inbox.clone());
         let Some(inbox) = announced.or(registered) else {
             return Ok(None);
@@ -66,7 +67,9 @@ impl Gate {
         agent::inbox::check(&inbox).map_err(Unusable::Checked)?;
         // A pid is reused: its socket path then belongs to another session.
         if let Some(pid) = inbox.pid
-            && registry::session_of_pid(dir, pid).is_some_and(|other| other != sid)
+            && (self.registry.as_deref())
+                .and_then(|list| list.session_of_pid(pid))
+                .is_some_and(|other| other != sid)
         {
             return Err(Unusable::Reused(pid));
         }

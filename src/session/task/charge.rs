@@ -42,7 +42,7 @@ impl<I: SessionIo> Keeper<I> {
         if self.session(sid, |s| std::mem::replace(&mut s.charged, stamp)) == stamp {
             return;
         }
-        let Some(turn) = self.io.last_turn(path).await else {
+        let Some(turn) = self.io.last_turn(facts.row.agent, path).await else {
             return;
         };
         let text = self.config.texts.kind(&turn.prompt);

@@ -10,9 +10,9 @@ use tokio::time::Instant;
 use super::{Keeper, ms_at};
 use crate::api::SessionState;
 use crate::budget::{self, policy};
-use crate::claude::screen;
 use crate::clock::duration_ms;
 use crate::mux::PaneInfo;
+use crate::reading::screen::ScreenReading;
 use crate::session::decide::{LOOK_EVERY_MS, Look, Now, Reach, Screen, Seen, Step, decide};
 use crate::session::io::{SessionFacts, SessionIo};
 use crate::session::observe::{Activity, Movement, Observation};
@@ -33,14 +33,15 @@ impl<I: SessionIo> Keeper<I> {
             local: self.around.local.clone().unwrap_or_else(TimeZone::system),
         };
         let (reach, info) = self.reach(target.as_ref(), &facts);
+        let side = facts.row.agent.side();
         let account = (facts.row.transcript_path.as_deref())
-            .and_then(|p| facts.row.agent.side().account_of(std::path::Path::new(p)));
+            .and_then(|p| side.account_of(std::path::Path::new(p)));
         let account = budget::of_account(&self.around.budgets, account.as_deref());
         let given = self.sessions.read(sid, |s| s.last_budget_ms).flatten();
         let outlook = policy::outlook(&self.config.budget, account, now.ms, given);
         let mut obs = Observation {
             busy_marker: self.io.busy(sid),
-            title: info.as_ref().map(|info| screen::title_state(&info.title)),
+            title: info.as_ref().map(|info| side.read_title(&info.title)),
             window_activity_s: info.as_ref().and_then(|info| info.window_activity),
             screen: None,
             transcript: facts.transcript,
@@ -65,11 +66,11 @@ impl<I: SessionIo> Keeper<I> {
         let pending = facts.rewind.pending.as_ref();
         let taken = pending.is_some_and(|p| self.rewind_taken(p));
         let kept = view::kept(&facts, self.config.keep);
-        let mut text: Option<String> = None;
+        let mut read: Option<ScreenReading> = None;
         let mut looked = false;
         let step = loop {
-            let screen = match (&text, looked) {
-                (Some(text), _) => Screen::Text(text),
+            let screen = match (&read, looked) {
+                (Some(read), _) => Screen::Read(read),
                 (None, true) => Screen::Unreadable,
                 (None, false) => Screen::NotRead,
             };
@@ -88,8 +89,8 @@ impl<I: SessionIo> Keeper<I> {
                 budget: outlook,
                 paused: facts.pause.is_some(),
                 kept,
-                resumes_itself: facts.row.agent.side().resumes_at_the_reset(),
-                failed_turn_heard: facts.row.agent.side().hook_ends_a_failed_turn(),
+                resumes_itself: side.resumes_at_the_reset(),
+                failed_turn_heard: side.hook_ends_a_failed_turn(),
             };
             let step = self.session(sid, |session| decide(session, &seen, &self.config, &now));
             // A screen read is asked for once: a second look is `perform`'s "screen read twice".
@@ -101,10 +102,11 @@ impl<I: SessionIo> Keeper<I> {
                 let next = now.ms.saturating_add(LOOK_EVERY_MS);
                 self.session(sid, |s| s.limit_look_ms = Some(next));
             }
-            text = self.look(sid, target.as_ref(), look).await;
+            let captured = self.look(sid, target.as_ref(), look).await;
+            read = captured.map(|capture| side.read_screen(&capture));
             if look == Look::BeforeNudge {
-                let Some(captured) = &text else { continue };
-                obs.screen = Some(screen::read(captured));
+                let Some(read) = &read else { continue };
+                obs.screen = Some(read.clone());
                 // The screen can show what the cheap signals cannot: a change since the last
                 // look is the session at work.
                 if let Movement::Real { signal, at_ms } = self.track(sid, &obs, now.ms, typed_ms) {

@@ -77,13 +77,16 @@ impl Setup {
         stdout
     }
 
-    /// One `codex exec` turn, its hooks trusted only as config.toml says.
+    /// One `codex exec` turn, its hooks trusted only as config.toml says. It runs its thread in
+    /// its own process, its hooks in its own environment: a bus id there would name it, so none
+    /// is given (it stands for another TUI's).
     pub fn codex_turn(&self, codex: &Path, prompt: &str) {
         let out = Command::new(codex)
             .args(["exec", "--skip-git-repo-check", prompt])
             .current_dir(&self.work)
             .env_clear()
             .envs(&self.env)
+            .env_remove("AGENT_EVENT_BUS_SESSION_ID")
             .output()
             .expect("run codex exec");
         let (stdout, stderr) = (
@@ -143,15 +146,24 @@ pub fn reap(home: &Path) {
 
 impl CodexTui {
     pub fn start(codex: &Path, setup: &Setup, tmux: &TmuxServer) -> CodexTui {
+        CodexTui::start_with(codex, setup, tmux, &[])
+    }
+
+    /// As [`CodexTui::start`], `codex` given `args` and its pane's `TMUX_PANE` (a TUI given `-c`
+    /// overrides runs its thread in its own process, its hooks in its pane's environment).
+    pub fn start_with(codex: &Path, setup: &Setup, tmux: &TmuxServer, args: &[&str]) -> CodexTui {
         setup.wakebridge(&["codex", "install", "--trust-hooks"]);
         let mut words: Vec<String> = (setup.env.iter())
             .map(|(k, v)| format!("{k}='{v}'"))
             .collect();
         words.push("TERM=xterm-256color".into());
+        words.push("TMUX_PANE=\"$TMUX_PANE\"".into());
+        let args: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
         let command = format!(
-            "env -i {} '{}'; exec sleep 600",
+            "env -i {} '{}' {}; exec sleep 600",
             words.join(" "),
-            codex.display()
+            codex.display(),
+            args.join(" ")
         );
         let pane = tmux.new_pane_in(&setup.work, &command);
         CodexTui {

@@ -33,10 +33,15 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use wakebridge::reading::screen::PromptReader;
 use wakebridge::wakedir::target::PaneTarget;
 
 /// A scripted stand-in for the Claude Code TUI (prompt box, idle/busy titles, a permission
 /// dialog), for the nudger's real-tmux tests.
+/// Claude Code's prompt, as the injector reads it (the stand-in agents draw the same).
+pub static CLAUDE: std::sync::LazyLock<PromptReader> =
+    std::sync::LazyLock::new(|| wakebridge::agent::Agent::Claude.side().prompt());
+
 pub const FAKE_AGENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/common/fake_agent.py");
 
 /// A scripted stand-in for Claude Code's first-run screens, for the launcher's tests.
