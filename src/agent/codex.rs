@@ -8,7 +8,7 @@ use crate::codex::{control, hooks, host, rollout, screen};
 use crate::env::Env;
 use crate::reading::inbox::Inbox;
 use crate::reading::screen::{PromptReader, Screen, ScreenReading, Title};
-use crate::reading::transcript::{LineReader, Turn};
+use crate::reading::transcript::{LineReader, Turn, tail};
 
 pub struct Codex;
 
@@ -48,9 +48,10 @@ impl super::Side for Codex {
         None
     }
 
-    /// Not read yet: its turns are not charged.
-    fn last_turn(&self, _transcript: &Path) -> Option<Turn> {
-        None
+    /// From its rollout's tail (`codex::rollout`).
+    fn last_turn(&self, transcript: &Path) -> Option<Turn> {
+        let file = std::fs::File::open(transcript).ok()?;
+        rollout::last_turn(&tail(file, rollout::TURN_TAIL_BYTES).ok()?)
     }
 
     fn wiring(&self) -> &'static Wiring {

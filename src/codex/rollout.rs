@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::reading::limit::{Notice, TranscriptNotice};
-use crate::reading::transcript::{ContextReading, LineReading, UsageSource, UsageWindows};
+use crate::reading::transcript::{ContextReading, LineReading, Turn, UsageSource, UsageWindows};
 
 /// Cheap pre-filter: a line with neither is not parsed.
 const NEEDLES: [&str; 2] = ["token_count", "turn_context"];
@@ -106,9 +106,69 @@ fn used_up(limits: &Value, timestamp: &Value) -> Option<TranscriptNotice> {
     })
 }
 
+/// How far back from the end a turn is looked for (as for Claude Code's transcript).
+pub const TURN_TAIL_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The newest turn in `tail`, read back from the end to its `task_started`: the person's (or
+/// wakebridge's) text that started it, the tokens of every response in it (each `token_count`'s
+/// `last_token_usage.total_tokens`) and its tool calls. `None` when no turn starts in the tail.
+pub fn last_turn(tail: &[u8]) -> Option<Turn> {
+    let (mut tokens, mut tools, mut prompt) = (0u64, 0u32, None);
+    let records = tail
+        .rsplit(|&b| b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<Value>(line.trim_ascii()).ok());
+    for record in records {
+        let payload = &record["payload"];
+        match (record["type"].as_str(), payload["type"].as_str()) {
+            (Some("event_msg"), Some("token_count")) => {
+                let used = &payload["info"]["last_token_usage"]["total_tokens"];
+                tokens = tokens.saturating_add(used.as_u64().unwrap_or(0));
+            }
+            (Some("response_item"), Some("function_call" | "custom_tool_call")) => tools += 1,
+            // Going back, the turn's first text is the last one met.
+            (Some("event_msg"), Some("item_completed"))
+                if payload["item"]["type"] == "UserMessage" =>
+            {
+                let texts = payload["item"]["content"].as_array()?.iter();
+                let text: Vec<&str> = texts.filter_map(|c| c["text"].as_str()).collect();
+                prompt = Some(text.concat());
+            }
+            (Some("event_msg"), Some("task_started")) => {
+                return Some(Turn {
+                    prompt_id: payload["turn_id"].as_str()?.to_owned(),
+                    prompt: prompt?,
+                    tokens,
+                    tools,
+                });
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_newest_turn_of_a_real_rollout_with_its_tokens_and_tool_calls() {
+        let rollout = include_str!("../../tests/fixtures/codex/rollout-turns.jsonl");
+        let turn = last_turn(rollout.as_bytes()).expect("a turn");
+        assert_eq!(turn.prompt_id, "01a24f2c-7abc-7b43-ad76-2094819ca160");
+        assert_eq!(turn.prompt, "askuser please");
+        // Two responses (the tool call, then the answer): 1,290 tokens each.
+        assert_eq!((turn.tokens, turn.tools), (2_580, 1));
+        // Cut before the last turn: the one before it, which made no call.
+        let earlier = &rollout[..rollout.rfind("\"task_started\"").unwrap()];
+        let earlier = &earlier[..earlier.rfind('\n').unwrap()];
+        let turn = last_turn(earlier.as_bytes()).expect("the turn before");
+        assert_eq!(turn.tools, 0);
+        assert_ne!(turn.prompt_id, "01a24f2c-7abc-7b43-ad76-2094819ca160");
+        // A tail that starts inside a turn has none.
+        let inside = &rollout[rollout.rfind("\"task_started\"").unwrap() + 20..];
+        assert_eq!(last_turn(inside.as_bytes()), None);
+    }
     use crate::reading::transcript::ContextTracker;
 
     /// A `token_count` line as Codex 0.171.0 writes it.

@@ -20,7 +20,7 @@ use crate::common::codex::{CodexTui, setup};
 use crate::common::day::{self, CHECKPOINT, CLOCK, NUDGE_1, NUDGE_2, QUIET, STEP, WRAP_UP, until};
 use crate::common::harness::event_for;
 use crate::common::model::{Model, unix_in};
-use crate::common::responses::{REPLY, Responses, WINDOW};
+use crate::common::responses::{FIRST_TOTAL, REPLY, Responses, WINDOW};
 use crate::common::rig::start_daemon_with;
 use crate::common::tmux::TmuxServer;
 
@@ -86,6 +86,19 @@ async fn a_day_in_the_life_of_a_real_codex_session() {
         context()
     );
     assert_eq!(model.told(WAKE_PROMPT), 2, "{}", context());
+    // What they cost, from its rollout: each nudge's turn, one response, charged to nudging.
+    let charged = format!(
+        "wakebridge_caused_tokens_total{{kind=\"nudge\"}} {}",
+        2 * FIRST_TOTAL
+    );
+    common::eventually_ok("the nudges charged", STEP, async || {
+        let metrics = server.get_text("/metrics").await;
+        match metrics.lines().any(|line| line == charged) {
+            true => Ok(()),
+            false => Err(format!("{charged} not in\n{metrics}")),
+        }
+    })
+    .await;
 
     // 4. Back to life at a prompt; the window fills (in Codex's own figures, from its
     // rollout) and each warning is told once.

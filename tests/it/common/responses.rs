@@ -22,7 +22,7 @@ pub const REPLY: &str = "Hello from the stand-in.";
 /// `model_context_window`): `[[context N]]` fills N % of it.
 pub const WINDOW: u64 = 258_400;
 /// The usage of an answer before any `[[context N]]`.
-const FIRST_TOTAL: u64 = 1290;
+pub const FIRST_TOTAL: u64 = 1290;
 
 /// One request, as the stand-in saw it.
 #[derive(Debug, Clone)]
