@@ -108,6 +108,11 @@ impl Side for ClaudeCode {
         crate::claude::inbox::held(sent_ms, transcript)
     }
 
+    /// `/clear`, its fresh prompt, and the new id its SessionStart hook names at once.
+    fn not_rewound(&self) -> Option<&'static str> {
+        None
+    }
+
     /// StopFailure.
     fn hook_ends_a_failed_turn(&self) -> bool {
         true

@@ -106,6 +106,15 @@ impl super::Side for Codex {
         false
     }
 
+    /// Its `/clear` starts a new chat whose id its hooks name only at the next prompt, and a TUI
+    /// on the shared app-server has no pane to type it into; it compacts its own context instead.
+    fn not_rewound(&self) -> Option<&'static str> {
+        Some(
+            "Codex CLI sessions are not rewound: its /clear starts a new chat whose id its hooks \
+             name only at the next prompt, and Codex compacts its own context as the window fills",
+        )
+    }
+
     /// A turn that fails (429 at a usage limit) fires no Stop hook.
     fn hook_ends_a_failed_turn(&self) -> bool {
         false

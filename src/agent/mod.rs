@@ -64,6 +64,8 @@ pub trait Side: Sync {
     /// answered yet, as its transcript at `transcript` says (Claude Code in bypass mode holds a
     /// peer's message until a person lets it through).
     fn holds_for_a_person(&self, sent_ms: Option<i64>, transcript: Option<&Path>) -> bool;
+    /// Why it is not rewound (a waiting rewind is skipped, one asked for refused), if it is not.
+    fn not_rewound(&self) -> Option<&'static str>;
     /// Whether it goes on by itself once a usage limit resets (then it is given its time before
     /// a resume is sent).
     fn resumes_at_the_reset(&self) -> bool;

@@ -73,14 +73,18 @@ fn ask(app: &AppState, asked: &str, why: RewindWhy) -> Result<Value, ApiError> {
              (without restart) instead"
         )));
     }
+    let store = deliverer.store();
+    let unreadable = |e| ApiError::ledger("read or record a rewind", e);
+    let row = store.session(&sid).map_err(unreadable)?;
+    if let Some(why) = row.and_then(|row| row.agent.side().not_rewound()) {
+        return Err(ApiError::BadRequest(format!("session {asked}: {why}")));
+    }
     if resolved.target.is_none() {
         return Err(ApiError::BadRequest(format!(
             "session {asked} has no pane in panes.json, so there is nothing to rewind; map it \
              (its SessionStart hook, or `wakebridge panes set`) first"
         )));
     }
-    let store = deliverer.store();
-    let unreadable = |e| ApiError::ledger("read or record a rewind", e);
     let waiting = store.rewinds().map_err(unreadable)?.facts(&sid).pending;
     let status = if waiting.is_some() {
         "already-asked"

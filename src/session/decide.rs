@@ -113,6 +113,8 @@ pub struct Seen<'a> {
     /// A hook ends a turn that failed (Claude Code's StopFailure): a busy marker from before a
     /// limit is then a turn since.
     pub failed_turn_heard: bool,
+    /// Why its agent is not rewound, if it is not: a waiting rewind is skipped, saying so.
+    pub not_rewound: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -326,6 +328,9 @@ fn rewind(
     config: &SessionConfig,
     now: &Now,
 ) -> Option<Step> {
+    if let Some(why) = seen.not_rewound {
+        return Some(Step::SkipRewind(pending.clone(), why.to_owned()));
+    }
     let Verdict::Idle(idle_why) = classify(seen.obs) else {
         return None;
     };
@@ -614,6 +619,7 @@ mod tests {
             kept: Ok(()),
             resumes_itself: true,
             failed_turn_heard: true,
+            not_rewound: None,
         }
     }
 
@@ -1058,6 +1064,12 @@ mod tests {
         assert_eq!(
             decide(&session, &s, &config, &now()),
             Step::Rewind(asked.clone())
+        );
+        // An agent that is not rewound: skipped at once, saying why.
+        s.not_rewound = Some("not this agent");
+        assert_eq!(
+            decide(&session, &s, &config, &now()),
+            Step::SkipRewind(asked.clone(), "not this agent".into())
         );
     }
 

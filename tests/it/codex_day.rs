@@ -160,15 +160,15 @@ async fn a_day_in_the_life_of_a_real_codex_session() {
         "resumed before the reset"
     );
 
-    // 6. A rewind needs `/clear` typed into its pane, and its hooks cannot name one: refused,
-    // saying how to map one by hand.
+    // 6. Not rewound (its `/clear` starts a chat its hooks name only at the next prompt, and it
+    // compacts its own context): refused, saying why.
     let (status, body) = server
         .post_json("/rewind", json!({"session_id": sid}))
         .await;
     assert_eq!(status, 400, "{body}");
     let said = body["error"].as_str().unwrap_or_default();
     assert!(
-        said.contains("no pane") && said.contains("panes set"),
+        said.contains("Codex CLI sessions are not rewound"),
         "{body}"
     );
 }

@@ -91,6 +91,7 @@ impl<I: SessionIo> Keeper<I> {
                 kept,
                 resumes_itself: side.resumes_at_the_reset(),
                 failed_turn_heard: side.hook_ends_a_failed_turn(),
+                not_rewound: side.not_rewound(),
             };
             let step = self.session(sid, |session| decide(session, &seen, &self.config, &now));
             // A screen read is asked for once: a second look is `perform`'s "screen read twice".
