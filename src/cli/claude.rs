@@ -71,7 +71,7 @@ fn install(env: &Env, dry_run: bool, accept: bool) -> Result<(), EditError> {
     let (file, exe) = (locate(env)?, edit::exe(env)?);
     // `crossSessionInbound` before install, from the bytes install reads.
     let mut inbound = None;
-    edit::install(&file, dry_run, |old| {
+    edit::install(&file, dry_run, &format!("as {exe}"), |old| {
         let refused = edit::refused(&file);
         inbound = settings::wired(old.unwrap_or_default())
             .map_err(edit::refused(&file))?

@@ -71,7 +71,7 @@ fn install(env: &Env, dry_run: bool, trust: bool) -> Result<(), EditError> {
         Install::Changed { bytes, .. } => bytes.clone(),
         Install::Unchanged => current.clone().unwrap_or_default(),
     };
-    edit::install(&files.hooks, dry_run, |_| Ok(merged))?;
+    edit::install(&files.hooks, dry_run, &format!("as {exe}"), |_| Ok(merged))?;
     let command = settings::hook_command(&exe, &WIRING).map_err(edit::refused(&files.hooks))?;
     let approvals = hooks::approvals(&files.named_hooks, &after, &command);
     crate::outln!("");
@@ -87,7 +87,7 @@ fn install(env: &Env, dry_run: bool, trust: bool) -> Result<(), EditError> {
         return Ok(());
     }
     let config = &files.config;
-    edit::install(config, dry_run, |old| {
+    edit::install(config, dry_run, "its hooks approved", |old| {
         let had_ours = old.is_some_and(|old| hooks::approved(old, &approvals) > 0);
         let trusted = hooks::trust(old, &approvals).map_err(edit::refused(config))?;
         Ok(match trusted {

@@ -153,11 +153,13 @@ fn show(file: &Path, old: Option<&[u8]>, new: Option<&[u8]>, dry_run: bool) -> b
     !dry_run
 }
 
-/// Installs into `file` what `edit` makes of its bytes (`None`: no file), saying what it did.
+/// Installs into `file` what `edit` makes of its bytes (`None`: no file), saying what it did;
+/// `ours` says what of wakebridge's is there when nothing changes (`as /usr/bin/wakebridge`).
 /// Returns whether the file now differs from before (false on a dry run, or nothing to do).
 pub fn install(
     file: &Path,
     dry_run: bool,
+    ours: &str,
     edit: impl FnOnce(Option<&[u8]>) -> Result<Install, EditError>,
 ) -> Result<bool, EditError> {
     let (current, name) = (read(file)?, file.display());
@@ -168,7 +170,7 @@ pub fn install(
         had_ours,
     } = edit(old)?
     else {
-        crate::outln!("wakebridge is already installed in {name}; nothing changed");
+        crate::outln!("wakebridge is already installed in {name} ({ours}); nothing changed");
         return Ok(false);
     };
     if !show(file, old, Some(&bytes), dry_run) {

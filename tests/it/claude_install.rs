@@ -194,7 +194,11 @@ fn install_into_no_file_creates_it_and_uninstall_removes_it() {
     assert_eq!(machine.backups(), 0, "there was nothing to back up");
 
     let again = machine.ok(&["install"]);
-    assert!(again.contains("already installed"), "{again}");
+    let already = format!(
+        "already installed in {} (as {EXE})",
+        machine.settings().display()
+    );
+    assert!(again.contains(&already), "{again}");
     assert_eq!(machine.bytes().as_deref(), Some(text.as_bytes()));
 
     machine.ok(&["uninstall"]);
