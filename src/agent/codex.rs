@@ -18,7 +18,7 @@ impl super::Side for Codex {
     /// pane (typing there would reach another session), bus id and `WAKEBRIDGE=keep`. Only its
     /// home is the same for all. A TUI that runs its thread itself runs them in its own pane's.
     fn hook_env(&self, env: &Env) -> Env {
-        host::session_env(env, host::hook_runs_in_app_server())
+        host::session_env(env, host::hook_host())
     }
 
     /// `codex::screen`.
@@ -61,8 +61,8 @@ impl super::Side for Codex {
     /// The control socket of its home, serving its thread (the session id): every TUI of that
     /// home shares the app-server, so the hook's `CODEX_HOME` is the session's.
     fn inbox_from_hook(&self, env: &Env, sid: &str) -> Option<Inbox> {
-        // A TUI that runs its thread itself is not served there.
-        if !host::hook_runs_in_app_server() {
+        // A TUI or `codex exec` running its thread itself is not served there.
+        if host::hook_host() != host::HookHost::AppServer {
             return None;
         }
         Some(Inbox {

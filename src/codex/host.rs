@@ -1,49 +1,82 @@
-//! Where a Codex hook runs. A TUI that joined the user's shared app-server (the usual case) has
-//! its hooks run there, with the environment of whichever TUI started that server: nothing in it
-//! but the home is this session's. A TUI started with `-c` overrides (or `--dangerously-bypass-
-//! hook-trust`) runs its thread in its own process, the hooks as its children, in its own pane's
-//! environment. Told by the hook's ancestors: an `app-server` among them is the shared one.
+//! Where a Codex hook runs, told by its nearest Codex ancestor's command line. A TUI that joined
+//! the user's shared app-server (the usual case) has its hooks run there, with the environment
+//! of whichever TUI started that server: nothing in it but the home is this session's. A TUI
+//! started with `-c` overrides (or `--dangerously-bypass-hook-trust`) runs its thread in its own
+//! process, the hooks as its children, in its own pane's environment. `codex exec` runs its
+//! thread in its own process too, but in whatever pane started it, another agent's as often as
+//! not (an agent calling Codex as a tool): its environment is not its session's either.
 
+use std::path::Path;
 use std::sync::OnceLock;
 
 use super::home::HOME_ENV;
 use crate::env::Env;
 
-/// What of a hook's environment `env` is its session's: all of it where the hook runs in the
-/// TUI's own process, else (`in_app_server`) only where Codex keeps its files.
-pub fn session_env(env: &Env, in_app_server: bool) -> Env {
-    match in_app_server {
-        true => env.only(&["HOME", HOME_ENV]),
-        false => env.clone(),
+/// The process a Codex hook runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookHost {
+    /// The shared app-server (`codex app-server …`), or no Codex ancestor could be read.
+    AppServer,
+    /// A TUI running its own thread, in its own pane.
+    Tui,
+    /// `codex exec`, headless, in whichever pane started it.
+    Exec,
+}
+
+/// What of a hook's environment `env` is its session's: all of it under a TUI running its own
+/// thread, else only where Codex keeps its files.
+pub fn session_env(env: &Env, host: HookHost) -> Env {
+    match host {
+        HookHost::Tui => env.clone(),
+        HookHost::AppServer | HookHost::Exec => env.only(&["HOME", HOME_ENV]),
     }
 }
 
 /// Ancestors looked at: the hook's shell, the server or TUI, and a wrapper or two.
 const MAX_ANCESTORS: usize = 8;
-/// The word in the shared server's command line (`codex app-server --listen unix:// …`).
-const APP_SERVER: &[u8] = b"app-server";
 
-/// Whether this process (a hook) runs under Codex's shared app-server; where ancestors cannot be
-/// read (no `/proc`), it is taken to: then nothing but the home is read from the environment.
-pub fn hook_runs_in_app_server() -> bool {
-    static SHARED: OnceLock<bool> = OnceLock::new();
-    *SHARED.get_or_init(|| under_app_server(std::process::id()).unwrap_or(true))
+/// What this process (a hook) runs under, looked up once. Where ancestors cannot be read (no
+/// `/proc`), the app-server: then nothing but the home is read from the environment.
+pub fn hook_host() -> HookHost {
+    static HOST: OnceLock<HookHost> = OnceLock::new();
+    *HOST.get_or_init(|| {
+        let argvs = ancestors(std::process::id()).map(|pid| command_line(pid).unwrap_or_default());
+        host_of(argvs)
+    })
 }
 
-/// Whether an ancestor of `pid` is the app-server; `None` when `/proc` cannot tell.
-fn under_app_server(pid: u32) -> Option<bool> {
-    let mut pid = parent_of(pid)?;
-    for _ in 0..MAX_ANCESTORS {
-        if pid <= 1 {
-            return Some(false);
-        }
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-        if cmdline.split(|&b| b == 0).any(|arg| arg == APP_SERVER) {
-            return Some(true);
-        }
-        pid = parent_of(pid)?;
+/// The host the nearest Codex process among `argvs` (command lines, nearest first) is.
+fn host_of(argvs: impl Iterator<Item = Vec<String>>) -> HookHost {
+    let is_codex = |arg: &String| Path::new(arg).file_name().is_some_and(|n| n == "codex");
+    let nearest = argvs
+        .take(MAX_ANCESTORS)
+        .find(|argv| argv.iter().take(2).any(is_codex));
+    let Some(argv) = nearest else {
+        return HookHost::AppServer;
+    };
+    let subcommand = |word: &str| argv.iter().skip(1).any(|arg| arg == word);
+    if subcommand("app-server") {
+        HookHost::AppServer
+    } else if subcommand("exec") || subcommand("e") {
+        HookHost::Exec
+    } else {
+        HookHost::Tui
     }
-    Some(false)
+}
+
+/// The ancestors of `pid`, nearest first, as far as `/proc` tells.
+fn ancestors(pid: u32) -> impl Iterator<Item = u32> {
+    std::iter::successors(parent_of(pid), |&pid| parent_of(pid)).take_while(|&pid| pid > 1)
+}
+
+/// A process's command line, from `/proc/<pid>/cmdline`.
+fn command_line(pid: u32) -> Option<Vec<String>> {
+    let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args = bytes.split(|&b| b == 0).filter(|arg| !arg.is_empty());
+    Some(
+        args.map(|arg| String::from_utf8_lossy(arg).into_owned())
+            .collect(),
+    )
 }
 
 /// The parent pid, from `/proc/<pid>/stat` (after the command's closing parenthesis: state, ppid).
@@ -58,7 +91,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_hook_in_the_shared_server_reads_only_its_home_from_the_environment() {
+    fn only_a_tui_running_its_own_thread_has_its_environment_read() {
         let shared = Env::from_pairs([
             ("HOME", "/h"),
             ("CODEX_HOME", "/c"),
@@ -66,42 +99,48 @@ mod tests {
             ("AGENT_EVENT_BUS_SESSION_ID", "first-tui"),
             ("WAKEBRIDGE", "keep"),
         ]);
-        assert_eq!(
-            session_env(&shared, true).vars(),
-            [
-                ("CODEX_HOME".into(), "/c".into()),
-                ("HOME".into(), "/h".into())
-            ]
-        );
-        assert_eq!(session_env(&shared, false).vars(), shared.vars());
+        let home_only = [
+            ("CODEX_HOME".into(), "/c".into()),
+            ("HOME".into(), "/h".into()),
+        ];
+        assert_eq!(session_env(&shared, HookHost::AppServer).vars(), home_only);
+        assert_eq!(session_env(&shared, HookHost::Exec).vars(), home_only);
+        assert_eq!(session_env(&shared, HookHost::Tui).vars(), shared.vars());
     }
 
     #[test]
-    fn a_process_under_an_app_server_is_told_from_one_that_is_not() {
-        if !std::path::Path::new("/proc/self/stat").exists() {
+    fn the_nearest_codex_ancestor_says_where_a_hook_runs() {
+        let argv = |line: &str| line.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        let host = |lines: &[&str]| host_of(lines.iter().map(|l| argv(l)));
+        let server = "/c/packages/app-server-daemon/releases/0.171.0/bin/codex app-server \
+                      --listen unix:// --managed-daemon";
+        let native = "/n/vendor/x86_64-unknown-linux-musl/bin/codex";
+        assert_eq!(host(&["sh -c wakebridge", server]), HookHost::AppServer);
+        let tui = format!("{native} -c hide_agent_reasoning=true");
+        assert_eq!(
+            host(&["sh -c wakebridge", &tui, "node /n/bin/codex -c x=y", "bash"]),
+            HookHost::Tui
+        );
+        let exec = format!("{native} exec --skip-git-repo-check go");
+        assert_eq!(host(&["sh -c wakebridge", &exec, "claude"]), HookHost::Exec);
+        // The node wrapper alone names it too; no Codex ancestor at all is taken for the server.
+        assert_eq!(host(&["sh", "node /n/bin/codex exec hi"]), HookHost::Exec);
+        assert_eq!(host(&["sh", "bash", "tmux"]), HookHost::AppServer);
+    }
+
+    #[test]
+    fn a_process_s_ancestors_are_read_from_proc() {
+        if !Path::new("/proc/self/stat").exists() {
             return;
         }
+        let me = std::process::id();
+        assert_eq!(parent_of(me), Some(std::os::unix::process::parent_id()));
+        assert_eq!(ancestors(me).next(), parent_of(me));
+        let mine = command_line(me).unwrap_or_default();
+        let exe = std::env::current_exe().unwrap();
         assert_eq!(
-            parent_of(std::process::id()),
-            Some(std::os::unix::process::parent_id())
+            mine.first().map(Path::new).and_then(Path::file_name),
+            exe.file_name()
         );
-        assert_eq!(under_app_server(std::process::id()), Some(false));
-        // A child whose parent's command line names the app-server: `sh -c '… app-server'`
-        // (the word as its own argument) with a `sleep` under it.
-        let mut server = std::process::Command::new("sh")
-            .args(["-c", "sleep 30; true", "app-server"])
-            .spawn()
-            .unwrap();
-        let sleeper = (0..200).find_map(|_| {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-            let children =
-                std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", server.id()))
-                    .ok()?;
-            children.split_whitespace().next()?.parse::<u32>().ok()
-        });
-        let found = sleeper.and_then(under_app_server);
-        server.kill().unwrap();
-        server.wait().unwrap();
-        assert_eq!(found, Some(true), "sleeper {sleeper:?}");
     }
 }

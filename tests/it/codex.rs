@@ -75,7 +75,7 @@ async fn codex_install_wires_its_hooks_and_trust_hooks_approves_them() {
     let sid = session["session_id"].as_str().unwrap_or_default();
     assert!(
         transcript_of(session).ends_with(&format!("-{sid}.jsonl")),
-        "known by its thread's id: {session}"
+        "known by its thread's id, not the bus id its environment carries: {session}"
     );
     assert_eq!(session["pane"], Value::Null, "{session}");
     assert_eq!(session["last_hook_event"], "Stop", "{session}");

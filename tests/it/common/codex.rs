@@ -78,15 +78,14 @@ impl Setup {
     }
 
     /// One `codex exec` turn, its hooks trusted only as config.toml says. It runs its thread in
-    /// its own process, its hooks in its own environment: a bus id there would name it, so none
-    /// is given (it stands for another TUI's).
+    /// its own process, in the environment it was started from: here one with a bus id and
+    /// `WAKEBRIDGE=keep`, as another agent's pane would hand it.
     pub fn codex_turn(&self, codex: &Path, prompt: &str) {
         let out = Command::new(codex)
             .args(["exec", "--skip-git-repo-check", prompt])
             .current_dir(&self.work)
             .env_clear()
             .envs(&self.env)
-            .env_remove("AGENT_EVENT_BUS_SESSION_ID")
             .output()
             .expect("run codex exec");
         let (stdout, stderr) = (
