@@ -23,11 +23,11 @@ impl Side for ClaudeCode {
 
     /// `claude::screen`, and the limit's notice, menu and auto-continue by `claude::limits`.
     fn read_screen(&self, capture: &str) -> ScreenReading {
-        let limit = LimitShown {
+        let limit = Some(LimitShown {
             notice: limits::on_screen(capture),
             menu: limits::wait_option(capture).is_some(),
             resuming_itself: limits::auto_continue_armed(capture),
-        };
+        });
         ScreenReading {
             limit,
             ..screen::read(capture)
@@ -43,6 +43,7 @@ impl Side for ClaudeCode {
             without_own_resume: limits::without_auto_continue,
             paste_marker: Some(screen::PASTE_MARKER),
             typed_only_at_the_prompt: false,
+            shows_every_turn: true,
         }
     }
 

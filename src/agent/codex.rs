@@ -35,6 +35,7 @@ impl super::Side for Codex {
             without_own_resume: str::to_owned,
             paste_marker: Some(screen::PASTE_MARKER),
             typed_only_at_the_prompt: true,
+            shows_every_turn: false,
         }
     }
 

@@ -22,7 +22,7 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use crate::reading::screen::{LimitShown, Screen, ScreenReading};
+use crate::reading::screen::{Screen, ScreenReading};
 
 const TRUST_FOLDER: &str = "Trust this folder?";
 const TRUST_YES: &str = "1. Trust and continue";
@@ -135,7 +135,7 @@ pub fn read(capture: &str) -> ScreenReading {
         draft: composer.and_then(|at| draft(&lines[at..])),
         asked: asked(&output),
         // The usage limit it shows is not this reader's to tell.
-        limit: LimitShown::default(),
+        limit: None,
     }
 }
 
@@ -146,15 +146,21 @@ pub fn composer_shown(capture: &str) -> bool {
     composer_at(&lines).is_some()
 }
 
-/// The composer's line: the last `›` line at the margin, unless it is a menu's option or an
-/// echoed prompt with the transcript under it (a dialog is drawn in the composer's place).
+/// The composer's line: the last `›` line at the margin with the model's line under it, unless
+/// it is a menu's option or an echoed prompt with the transcript under it (a dialog is drawn in
+/// the composer's place).
 fn composer_at(lines: &[&str]) -> Option<usize> {
     let at = lines.iter().rposition(|line| line.starts_with(CURSOR))?;
     let below = lines[at + 1..]
         .iter()
         .skip_while(|line| !line.trim().is_empty());
-    let footer = below.filter(|line| !line.trim().is_empty()).count();
-    (footer <= FOOTER_LINES && !after_cursor(lines[at]).is_some_and(is_option)).then_some(at)
+    let footer: Vec<&&str> = below.filter(|line| !line.trim().is_empty()).collect();
+    // Its model's line right under it: what no dialog or overlay draws.
+    let model_line = footer
+        .first()
+        .is_some_and(|l| l.contains(MODEL_LINE_SEPARATOR));
+    let option = after_cursor(lines[at]).is_some_and(is_option);
+    (footer.len() <= FOOTER_LINES && model_line && !option).then_some(at)
 }
 
 /// The transcript above the composer without the status row and its details (its timer and
@@ -184,7 +190,9 @@ fn draft(composer: &[&str]) -> Option<String> {
     let rest = composer[1..]
         .iter()
         .take_while(|line| !line.trim().is_empty());
-    let text = rest.fold(first.to_owned(), |text, line| text + "\n" + line.trim());
+    // Its lines joined with a space: a text wrapped at the pane's edge reads back as typed (a
+    // person's Ctrl+J lines are a draft all the same).
+    let text = rest.fold(first.to_owned(), |text, line| text + " " + line.trim());
     let text = text.trim();
     (!text.is_empty()).then(|| text.to_owned())
 }
@@ -320,6 +328,16 @@ mod tests {
     }
 
     #[test]
+    fn a_text_wrapped_at_the_pane_s_edge_reads_back_as_typed() {
+        let wrapped = "\u{203a} Check the event bus - a directed event\n  arrived for this session.\n\n  stub-model default \u{b7} /w\n";
+        assert!(composer_shown(wrapped));
+        assert_eq!(
+            read(wrapped).draft.as_deref(),
+            Some(crate::mux::WAKE_PROMPT)
+        );
+    }
+
+    #[test]
     fn its_composer_idle_busy_and_with_a_draft() {
         for (name, capture, expected) in [
             ("idle", fixture!("idle"), seen(false, None, None, false)),
@@ -334,7 +352,7 @@ mod tests {
                 seen(
                     false,
                     None,
-                    Some("first line of a draft\nand its second line"),
+                    Some("first line of a draft and its second line"),
                     false,
                 ),
             ),

@@ -236,7 +236,7 @@ pub async fn guarded_inject<M: Mux>(
         prompt_shown = (prompt.shown)(&screen);
         if !text.resumes_a_limit() {
             let seen = (prompt.read)(&screen);
-            if let Some(notice) = seen.limit.notice.clone() {
+            if let Some(notice) = seen.limit.as_ref().and_then(|l| l.notice.clone()) {
                 return Err(InjectError::Limited(notice));
             }
             state = screen_state(seen);

@@ -29,8 +29,9 @@ pub struct ScreenReading {
     pub draft: Option<String>,
     /// The agent's last line above the input box is a question (it waits on a person's answer).
     pub asked: bool,
-    /// A usage limit as the screen shows it.
-    pub limit: LimitShown,
+    /// A usage limit as the screen shows it; `None`: the agent's reader cannot tell (Codex's
+    /// screen is not read for one), so the screen says nothing either way.
+    pub limit: Option<LimitShown>,
 }
 
 /// A usage limit as a screen shows it.
@@ -62,6 +63,9 @@ pub struct PromptReader {
     /// Whether text is typed only where the prompt line shows: an agent that draws its dialogs
     /// in the prompt's place (Codex) may show one no phrase names.
     pub typed_only_at_the_prompt: bool,
+    /// Whether its screen shows every running turn. Codex draws no busy row while a reply
+    /// streams: its busy marker then holds every text back, whoever asks.
+    pub shows_every_turn: bool,
 }
 
 /// What the pane shows, starting: the screens the launcher passes.

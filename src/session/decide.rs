@@ -440,7 +440,7 @@ fn look_first(seen: &Seen, config: &SessionConfig, idle: SessionState) -> Option
         Screen::Unreadable => Some(Step::Wait(idle, "screen unreadable".into())),
         Screen::Read(screen) => {
             if config.limits.enabled
-                && let Some(notice) = screen.limit.notice.clone()
+                && let Some(notice) = screen.limit.as_ref().and_then(|l| l.notice.clone())
             {
                 return Some(Step::HeldFromScreen(notice));
             }
@@ -508,16 +508,18 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, n
         }
         Screen::Read(screen) => Some(screen),
     };
-    let notice = screen.and_then(|s| s.limit.notice.clone());
-    let menu = screen.is_some_and(|s| s.limit.menu);
-    if screen.is_some() && notice.is_none() && !menu {
+    // A screen whose reader cannot tell a limit is no screen here.
+    let on_screen = screen.and_then(|s| s.limit.as_ref());
+    let notice = on_screen.and_then(|s| s.notice.clone());
+    let menu = on_screen.is_some_and(|s| s.menu);
+    if on_screen.is_some() && notice.is_none() && !menu {
         return Step::Lift;
     }
     // The agent's own auto-continue (Claude Code's) is armed, or with no screen may be: a resume
     // sent now would race it, so it is given its time; only a session it left waiting is resumed
     // here. An agent that never goes on by itself (Codex) is resumed at once.
     if seen.resumes_itself
-        && screen.is_none_or(|s| s.limit.resuming_itself)
+        && on_screen.is_none_or(|s| s.resuming_itself)
         && let Some(until_ms) = limit
             .resets_at_ms
             .map(|at| at.saturating_add(duration_ms(limits.auto_continue_wait)))
@@ -555,7 +557,7 @@ fn held(session: &Session, seen: &Seen, limit: &Limit, config: &SessionConfig, n
 }
 
 fn notice_gone(screen: &ScreenReading) -> bool {
-    screen.limit.notice.is_none() && !screen.limit.menu
+    (screen.limit.as_ref()).is_some_and(|l| l.notice.is_none() && !l.menu)
 }
 
 #[cfg(test)]
@@ -949,6 +951,17 @@ mod tests {
         ));
         s.screen = Screen::Read(read(IDLE_SCREEN));
         assert_eq!(decide(&session, &s, &config, &now()), Step::Lift);
+        // A screen whose reader cannot tell a limit (Codex's) lifts nothing: resumed.
+        let untold = ScreenReading {
+            limit: None,
+            ..read(IDLE_SCREEN).clone()
+        };
+        let mut codex = s;
+        (codex.screen, codex.resumes_itself) = (Screen::Read(&untold), false);
+        assert!(matches!(
+            decide(&session, &codex, &config, &now()),
+            Step::Resume { menu: false, .. }
+        ));
         // Claude Code's own auto-continue armed: left to it for auto_continue_wait.
         let armed = format!("{LIMIT_SCREEN}  Continuing shortly · Esc to cancel\n");
         s.screen = Screen::Read(read(&armed));

@@ -285,6 +285,7 @@ impl Gate {
             limited: self.hold_limits && facts.row.limit.is_some(),
             message_held: facts.message_held,
             busy: busy_before,
+            screen_shows_turns: facts.row.agent.side().prompt().shows_every_turn,
         };
         let route = match route(&told) {
             Ok(route) => route,

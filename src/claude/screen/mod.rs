@@ -9,7 +9,7 @@ pub mod fixtures;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use crate::reading::screen::{LimitShown, ScreenReading, Title};
+use crate::reading::screen::{ScreenReading, Title};
 
 /// The marker in front of the focused menu option and at the start of the input line.
 pub const CURSOR: char = '\u{276f}';
@@ -89,7 +89,7 @@ pub fn read(text: &str) -> ScreenReading {
             bare.ends_with('?')
         }),
         // The limit it shows is `claude::limits`' to read; Claude Code's side joins the two.
-        limit: LimitShown::default(),
+        limit: None,
     }
 }
 

@@ -24,6 +24,9 @@ pub struct Told<'a> {
     pub message_held: bool,
     /// A fresh busy marker: a turn runs.
     pub busy: bool,
+    /// Its agent's screen shows every running turn; where not (Codex, while a reply streams),
+    /// no one may type past its busy marker on the strength of a look.
+    pub screen_shows_turns: bool,
 }
 
 /// How a text reaches the session now: its inbox first (a running turn is no reason to wait),
@@ -49,7 +52,9 @@ pub fn route(told: &Told) -> Result<Route, Action> {
     if inbox.is_some() && (held || told.message_held) {
         return Err(Action::SpoolBusy);
     }
-    let marker_holds = told.busy && matches!(told.mode, Mode::Gated | Mode::Resume);
+    let skips_marker =
+        matches!(told.mode, Mode::Forced | Mode::SeenIdle) && told.screen_shows_turns;
+    let marker_holds = told.busy && !skips_marker;
     let typed = match told.pane {
         None => Err(Action::SpoolUnmapped),
         Some(_) if held || marker_holds => Err(Action::SpoolBusy),
@@ -100,6 +105,7 @@ mod tests {
             limited: false,
             message_held: false,
             busy: false,
+            screen_shows_turns: true,
         };
         let both = Route {
             inbox: Some(inbox.clone()),
@@ -117,12 +123,21 @@ mod tests {
             typed: Err(Action::SpoolBusy),
             ..both.clone()
         };
-        assert_eq!(route(&busy), Ok(by_inbox));
+        assert_eq!(route(&busy), Ok(by_inbox.clone()));
         let forced = Told {
             mode: Mode::Forced,
             ..busy
         };
         assert_eq!(route(&forced), Ok(both.clone()));
+        // Unless its screen may hide a running turn: then the marker holds typing all the same.
+        for mode in [Mode::Forced, Mode::SeenIdle] {
+            let blind = Told {
+                mode,
+                screen_shows_turns: false,
+                ..busy
+            };
+            assert_eq!(route(&blind), Ok(by_inbox.clone()));
+        }
         // A limit or a message held for a human holds everything.
         for held in [
             Told {
