@@ -121,6 +121,11 @@ impl Side for ClaudeCode {
 
     /// Claude Code 2.1.234+ continues by itself 30-90 s after the reset ("Continuing
     /// automatically at 3pm").
+    /// Each session started in a pane maps it at its SessionStart hook, taking it from the last.
+    fn pane_holds_its_transcript(&self) -> bool {
+        false
+    }
+
     fn resumes_at_the_reset(&self) -> bool {
         true
     }

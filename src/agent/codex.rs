@@ -122,6 +122,13 @@ impl super::Side for Codex {
     }
 
     /// Codex answers 429 `usage_limit_reached` once and waits for a person whatever the reset.
+    /// Its composer looks the same for every session, and a TUI that joined the shared
+    /// app-server maps no pane: one started where a killed TUI ran would be typed the old
+    /// session's texts. A TUI running its thread holds its rollout open.
+    fn pane_holds_its_transcript(&self) -> bool {
+        true
+    }
+
     fn resumes_at_the_reset(&self) -> bool {
         false
     }

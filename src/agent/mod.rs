@@ -69,6 +69,9 @@ pub trait Side: Sync {
     /// Whether it goes on by itself once a usage limit resets (then it is given its time before
     /// a resume is sent).
     fn resumes_at_the_reset(&self) -> bool;
+    /// Whether its pane is its session's only while a process on it holds the session's
+    /// transcript open (a pane's screen cannot tell its sessions apart, nor does each map it).
+    fn pane_holds_its_transcript(&self) -> bool;
 }
 
 #[derive(

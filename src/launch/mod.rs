@@ -273,6 +273,7 @@ pub async fn launch(opts: &LaunchOptions) -> Result<Launched, LaunchError> {
         Injector::new(&opts.mux)
             .inject(
                 &agent.prompt(),
+                None,
                 &target,
                 prompt,
                 Deadline::after(INJECT_BUDGET),

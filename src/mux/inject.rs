@@ -3,6 +3,7 @@
 //! line back.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::Duration;
@@ -11,6 +12,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio::time::Instant;
 
 use super::process::{MuxError, STEP_FLOOR};
+use super::ps;
 use super::text::KeystrokeText;
 use super::tmux::Tmux;
 use super::zellij::{Zellij, ZellijPane};
@@ -118,10 +120,12 @@ impl Injector {
     /// Check, type, press Enter once the text shows, confirm, under the pane's lock within
     /// `deadline` (the submit and its confirmation may overrun it by [`STEP_FLOOR`],
     /// [`CONFIRM_WAIT`] and [`LAST_CONFIRM_WAIT`]).
-    /// `prompt` reads the agent's prompt in that pane.
+    /// `prompt` reads the agent's prompt in that pane; `holder`, where given, is a file a
+    /// process on the pane must hold open for the pane to be the session's.
     pub async fn inject(
         &self,
         prompt: &PromptReader,
+        holder: Option<&Path>,
         target: &PaneTarget,
         text: &KeystrokeText,
         deadline: Deadline,
@@ -129,7 +133,7 @@ impl Injector {
         let _held = self.lock_pane(target, deadline).await?;
         let delay = self.submit_delay;
         on_backend!(self, target, |mux, pane| guarded_inject(
-            mux, pane, prompt, text, delay, deadline
+            mux, pane, prompt, holder, text, delay, deadline
         )
         .await)
     }
@@ -215,11 +219,17 @@ pub async fn guarded_inject<M: Mux>(
     mux: &M,
     pane: &M::Pane,
     prompt: &PromptReader,
+    holder: Option<&Path>,
     text: &KeystrokeText,
     submit_delay: Duration,
     deadline: Deadline,
 ) -> Result<&'static str, InjectError> {
     let mut state = mux.check_pane(pane, deadline).await?;
+    if state == PaneState::Live
+        && let Some(file) = holder
+    {
+        state = held_open(mux, pane, file, deadline).await?;
+    }
     // A pane that showed a prompt line: a read without one later is a glitch to read past.
     let mut prompt_shown = false;
     if state == PaneState::Live
@@ -285,6 +295,27 @@ pub async fn guarded_inject<M: Mux>(
         confirm_submitted(mux, pane, prompt, text, shown).await?;
     }
     Ok(M::NAME)
+}
+
+/// Live if a process on the pane's terminal holds `file` open; else another session, or none,
+/// runs there, or (no `/proc`, a zellij pane) which one cannot be told.
+async fn held_open<M: Mux>(
+    mux: &M,
+    pane: &M::Pane,
+    file: &Path,
+    deadline: Deadline,
+) -> Result<PaneState, MuxError> {
+    let pids = mux.terminal_pids(pane, deadline).await?;
+    Ok(match pids.and_then(|pids| ps::holding_open(&pids, file)) {
+        Some(true) => PaneState::Live,
+        Some(false) => PaneState::Stale(StaleReason::AnotherSession),
+        None => PaneState::Stale(StaleReason::Unreadable {
+            detail: format!(
+                "which session runs in a {} pane cannot be read on this system",
+                M::NAME
+            ),
+        }),
+    })
 }
 
 async fn guarded_screen<M: Mux>(
@@ -607,6 +638,7 @@ mod tests {
         let claude = claude();
         let future = injector.inject(
             &claude,
+            None,
             &target,
             &text,
             Deadline::after(super::super::INJECT_BUDGET),
@@ -642,6 +674,7 @@ mod tests {
         let err = injector
             .inject(
                 &claude(),
+                None,
                 &target,
                 &KeystrokeText::wake_prompt(),
                 Deadline::after(Duration::from_millis(300)),
@@ -662,12 +695,42 @@ mod tests {
         assert_eq!(start.elapsed(), Duration::from_millis(530));
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_pane_whose_holder_cannot_be_told_is_not_typed_into() {
+        let mux = Scripted::new(Duration::from_millis(10));
+        let transcript = Path::new("/nonexistent/rollout.jsonl");
+        let deadline = Deadline::after(Duration::from_secs(2));
+        let text = KeystrokeText::wake_prompt();
+        let err = guarded_inject(
+            &mux,
+            "%1",
+            &claude(),
+            Some(transcript),
+            &text,
+            DELAY,
+            deadline,
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                InjectError::StalePane {
+                    reason: StaleReason::Unreadable { .. }
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(mux.names(), ["guard"], "nothing typed");
+    }
+
     async fn inject_into(mux: &Scripted) -> Result<&'static str, InjectError> {
         let deadline = Deadline::after(Duration::from_secs(2));
         guarded_inject(
             mux,
             "%1",
             &claude(),
+            None,
             &KeystrokeText::wake_prompt(),
             DELAY,
             deadline,

@@ -82,6 +82,11 @@ pub enum StaleReason {
     SessionMissing { session: String },
     #[error("zellij session {session:?} has exited")]
     SessionExited { session: String },
+    /// Another session of an agent whose screens all look alike runs there, or none does.
+    #[error(
+        "no process in the pane holds the session's transcript open: it runs elsewhere or not at all"
+    )]
+    AnotherSession,
     #[error("could not tell what runs in the pane: {detail}")]
     Unreadable { detail: String },
 }
@@ -110,6 +115,15 @@ pub trait Mux: Send + Sync {
         pane: &Self::Pane,
         deadline: Deadline,
     ) -> impl Future<Output = Result<PaneState, MuxError>> + Send;
+
+    /// The processes on the pane's terminal; `None` where this multiplexer cannot tell.
+    fn terminal_pids(
+        &self,
+        _pane: &Self::Pane,
+        _deadline: Deadline,
+    ) -> impl Future<Output = Result<Option<Vec<u32>>, MuxError>> + Send {
+        async { Ok(None) }
+    }
 
     /// `None` where this multiplexer cannot read it.
     fn screen(

@@ -59,6 +59,23 @@ pub async fn on_terminal(tty: &str, deadline: Deadline) -> Result<String, MuxErr
     }
 }
 
+/// Whether one of `pids` holds `file` open, from `/proc/<pid>/fd`; `None` without `/proc`.
+pub fn holding_open(pids: &[u32], file: &Path) -> Option<bool> {
+    if !Path::new("/proc/self/fd").exists() {
+        return None;
+    }
+    // The links name the file as the kernel resolved it.
+    let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_owned());
+    let holds = |pid: &u32| {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return false;
+        };
+        fds.flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == file))
+    };
+    Some(pids.iter().any(holds))
+}
+
 pub fn parse_terminal(listing: &str) -> Vec<TerminalProcess> {
     parse_terminal_as(listing, PS_HAS_SID)
 }
@@ -151,6 +168,19 @@ mod tests {
         // A self-parented entry (pid 0 on some systems) does not loop.
         let looped = HashMap::from([(0, 0), (5, 0)]);
         assert_eq!(tree(0, &looped, 6), [0, 5]);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_is_held_by_the_process_that_has_it_open_and_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let (held, other) = (dir.path().join("held"), dir.path().join("other"));
+        std::fs::write(&other, "").unwrap();
+        let _open = std::fs::File::create(&held).unwrap();
+        let me = std::process::id();
+        assert_eq!(holding_open(&[1, me], &held), Some(true));
+        assert_eq!(holding_open(&[me], &other), Some(false));
+        assert_eq!(holding_open(&[], &held), Some(false));
     }
 
     fn row(

@@ -11,7 +11,7 @@ mod inbox_path;
 
 pub use inbox_path::Unusable;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -301,6 +301,16 @@ impl Gate {
             Ok(target) => target,
             Err(action) => return GateOutcome::spooled(sid, action, "not typed now"),
         };
+        let side = facts.row.agent.side();
+        let transcript = facts.row.transcript_path.as_deref().map(Path::new);
+        let holder = match (side.pane_holds_its_transcript(), transcript) {
+            (false, _) => None,
+            (true, Some(transcript)) => Some(transcript),
+            (true, None) => {
+                let why = "no transcript yet to tell its pane by";
+                return GateOutcome::spooled(sid, Action::SpoolStalePane, why);
+            }
+        };
         let Some(reservation) = self.reserve(sid, mode == Mode::Forced) else {
             let why = format!("Cooldown active for {}", short(sid));
             return GateOutcome::spooled(sid, Action::SpoolCooldown, &why);
@@ -311,7 +321,8 @@ impl Gate {
         let result = self
             .injector
             .inject(
-                &facts.row.agent.side().prompt(),
+                &side.prompt(),
+                holder,
                 &target,
                 text,
                 Deadline::after(INJECT_BUDGET),

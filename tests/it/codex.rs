@@ -187,10 +187,10 @@ async fn an_owed_wake_is_paid_at_a_codex_turn_s_stop_hook() {
     .await;
     assert!(paid["owed"].is_null(), "{paid}");
     assert_eq!(paid["paid"]["by_typing"], 0, "{paid}");
-    // Idle now, mapped by hand to a pane that shows no Codex composer: nothing is typed there,
-    // and the event is owed to its next Stop.
+    // Idle now, mapped by hand to a pane where nothing holds its rollout: nothing is typed
+    // there, and the event is owed to its next Stop.
     let (_, body) = server.hook(event_for(&sid, 2), &[]).await;
-    assert_eq!(body["action"], "spool-busy", "{body}");
+    assert_eq!(body["action"], "spool-stale-pane", "{body}");
     tokio::time::sleep(Duration::from_secs(2)).await;
     let screen = tmux.tmux(&["capture-pane", "-p", "-t", &pane]);
     assert!(
@@ -335,6 +335,20 @@ async fn a_codex_tui_off_the_control_socket_is_typed_into_when_idle() {
     assert_eq!(model.mentioned(WAKE_PROMPT), 2, "{}", model.transcript());
     let left = wakebridge::codex::screen::read(&screen()).draft;
     assert_eq!(left, None, "left on its composer: {}", screen());
+
+    // Killed outright, it maps its pane away from nothing: a Codex started there next shows the
+    // same composer but holds another rollout, and is told nothing of the first one's.
+    tui.crash_and_respawn(&codex, &setup, &tmux, &[]);
+    common::eventually("the next Codex's composer", STEP, || {
+        wakebridge::codex::screen::composer_shown(&screen())
+    })
+    .await;
+    let (_, body) = server.hook(event_for(&sid, 3), &[]).await;
+    assert_eq!(body["action"], "spool-stale-pane", "{body}\n{}", screen());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(model.mentioned(WAKE_PROMPT), 2, "{}", model.transcript());
+    let left = wakebridge::codex::screen::read(&screen()).draft;
+    assert_eq!(left, None, "typed into the next Codex: {}", screen());
     server.stop().await;
 }
 

@@ -36,6 +36,7 @@ async fn types_the_prompt_then_one_carriage_return_into_a_live_pane() {
     let done = injector
         .inject(
             &CLAUDE,
+            None,
             &tmux_target(&pane),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -62,6 +63,7 @@ async fn types_quotes_hashes_and_unicode_literally() {
     injector
         .inject(
             &CLAUDE,
+            None,
             &tmux_target(&pane),
             &text,
             Deadline::after(INJECT_BUDGET),
@@ -87,6 +89,7 @@ async fn refuses_a_dead_pane_and_types_nothing() {
     let err = injector
         .inject(
             &CLAUDE,
+            None,
             &tmux_target(&pane),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -118,6 +121,7 @@ async fn refuses_a_pane_that_fell_back_to_a_shell_and_types_nothing() {
     let err = injector
         .inject(
             &CLAUDE,
+            None,
             &tmux_target(&pane),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -165,6 +169,7 @@ async fn types_into_an_agent_run_by_a_wrapper_shell() {
     injector
         .inject(
             &CLAUDE,
+            None,
             &tmux_target(&pane),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -187,6 +192,7 @@ async fn refuses_a_missing_pane() {
     let err = injector
         .inject(
             &CLAUDE,
+            None,
             &tmux_target("%999"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -215,6 +221,7 @@ async fn a_server_that_is_gone_makes_the_pane_stale() {
     let err = Injector::new(&config)
         .inject(
             &CLAUDE,
+            None,
             &tmux_target("%0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -238,8 +245,20 @@ async fn concurrent_injects_into_one_pane_never_interleave() {
     let bravo = KeystrokeText::new("Bravo three four").unwrap();
 
     let (a, b) = tokio::join!(
-        injector.inject(&CLAUDE, &target, &alpha, Deadline::after(INJECT_BUDGET)),
-        injector.inject(&CLAUDE, &target, &bravo, Deadline::after(INJECT_BUDGET)),
+        injector.inject(
+            &CLAUDE,
+            None,
+            &target,
+            &alpha,
+            Deadline::after(INJECT_BUDGET)
+        ),
+        injector.inject(
+            &CLAUDE,
+            None,
+            &target,
+            &bravo,
+            Deadline::after(INJECT_BUDGET)
+        ),
     );
     a.expect("alpha");
     b.expect("bravo");
@@ -266,6 +285,7 @@ async fn a_hung_tmux_is_killed_within_the_budget() {
     let err = injector
         .inject(
             &CLAUDE,
+            None,
             &tmux_target("%1"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -305,6 +325,7 @@ async fn a_missing_binary_is_a_spawn_failure() {
     let err = injector
         .inject(
             &CLAUDE,
+            None,
             &tmux_target("%1"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -339,6 +360,7 @@ async fn a_failing_multiplexer_stderr_is_carried_collapsed_and_cut() {
     let err = injector
         .inject(
             &CLAUDE,
+            None,
             &tmux_target("%1"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -466,6 +488,7 @@ async fn zellij_checks_then_writes_chars_then_a_carriage_return() {
     let done = zellij_injector(&stand_in.bin)
         .inject(
             &CLAUDE,
+            None,
             &zellij_target("has:colon", "0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -515,6 +538,7 @@ async fn zellij_missing_session_is_stale_and_types_nothing() {
     let err = zellij_injector(&stand_in.bin)
         .inject(
             &CLAUDE,
+            None,
             &zellij_target("tenacious-lemur", "0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -555,6 +579,7 @@ async fn zellij_exited_or_unlisted_session_is_stale() {
         let err = injector
             .inject(
                 &CLAUDE,
+                None,
                 &zellij_target(session, "0"),
                 &KeystrokeText::wake_prompt(),
                 Deadline::after(INJECT_BUDGET),
@@ -592,6 +617,7 @@ async fn zellij_missing_or_exited_pane_is_stale_and_types_nothing() {
         let err = injector
             .inject(
                 &CLAUDE,
+                None,
                 &zellij_target("other", pane),
                 &KeystrokeText::wake_prompt(),
                 Deadline::after(INJECT_BUDGET),
@@ -628,6 +654,7 @@ async fn zellij_without_list_panes_falls_back_to_the_session_check() {
     zellij_injector(&stand_in.bin)
         .inject(
             &CLAUDE,
+            None,
             &zellij_target("other", "0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -656,6 +683,7 @@ async fn zellij_failed_submit_is_failed_with_its_stderr() {
     let err = zellij_injector(&stand_in.bin)
         .inject(
             &CLAUDE,
+            None,
             &zellij_target("other", "0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -683,6 +711,7 @@ async fn zellij_hang_is_a_timeout_within_the_budget() {
     let err = zellij_injector(&stand_in.bin)
         .inject(
             &CLAUDE,
+            None,
             &zellij_target("other", "0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -717,6 +746,7 @@ async fn two_slow_calls_stay_within_the_budget_plus_one_floor() {
     let err = zellij_injector(&stand_in.bin)
         .inject(
             &CLAUDE,
+            None,
             &zellij_target("other", "0"),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -796,6 +826,7 @@ async fn real_claude_code_submits_the_wake_prompt() {
     injector
         .inject(
             &CLAUDE,
+            None,
             &tmux_target(&pane),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),

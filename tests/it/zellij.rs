@@ -433,6 +433,7 @@ async fn inject(world: &ZellijWorld, target: &PaneTarget) -> Result<&'static str
     Injector::new(&world.mux_config())
         .inject(
             &CLAUDE,
+            None,
             target,
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -469,6 +470,7 @@ async fn real_zellij_gets_the_wake_prompt_then_one_carriage_return() {
     let done = Injector::new(&world.mux_config())
         .inject(
             &CLAUDE,
+            None,
             &zellij_target(&session, &pane),
             &KeystrokeText::wake_prompt(),
             Deadline::after(INJECT_BUDGET),
@@ -648,6 +650,7 @@ async fn real_zellij_session_gone_after_the_listing_is_session_missing() {
         let outcome = injector
             .inject(
                 &CLAUDE,
+                None,
                 &zellij_target("ghost", "terminal_0"),
                 &KeystrokeText::wake_prompt(),
                 Deadline::after(INJECT_BUDGET),

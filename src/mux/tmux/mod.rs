@@ -154,6 +154,25 @@ impl Mux for Tmux {
         })
     }
 
+    async fn terminal_pids(
+        &self,
+        pane: &str,
+        deadline: Deadline,
+    ) -> Result<Option<Vec<u32>>, MuxError> {
+        let inv = self
+            .command("tmux display-message (the pane's terminal)")
+            .args(["display-message", "-p", "-t", pane, "#{pane_tty}"]);
+        let tty = process::run(&inv, deadline).await?.stdout;
+        let tty = tty.trim();
+        if tty.is_empty() {
+            return Ok(None);
+        }
+        let listing = ps::on_terminal(tty, deadline).await?;
+        Ok(Some(
+            ps::parse_terminal(&listing).iter().map(|p| p.pid).collect(),
+        ))
+    }
+
     async fn screen(&self, pane: &str, deadline: Deadline) -> Result<Option<String>, MuxError> {
         self.capture(pane, deadline).await.map(Some)
     }

@@ -152,23 +152,52 @@ impl CodexTui {
     /// overrides runs its thread in its own process, its hooks in its pane's environment).
     pub fn start_with(codex: &Path, setup: &Setup, tmux: &TmuxServer, args: &[&str]) -> CodexTui {
         setup.wakebridge(&["codex", "install", "--trust-hooks"]);
+        let pane = tmux.new_pane_in(&setup.work, &CodexTui::command(codex, setup, args));
+        CodexTui {
+            pane,
+            home: setup.codex_home.clone(),
+        }
+    }
+
+    /// Kills every process on its pane outright (no hook runs), as a crash or `kill -9` would,
+    /// and starts `codex` given `args` in the same pane.
+    pub fn crash_and_respawn(&self, codex: &Path, setup: &Setup, tmux: &TmuxServer, args: &[&str]) {
+        let pane = self.pane.as_str();
+        tmux.tmux(&["set-option", "-p", "-t", pane, "remain-on-exit", "on"]);
+        let tty = tmux.tmux(&["display-message", "-p", "-t", pane, "#{pane_tty}"]);
+        let tty = tty.trim_start_matches("/dev/");
+        let _ = Command::new("pkill").args(["-KILL", "-t", tty]).status();
+        let dead = || tmux.tmux(&["display-message", "-p", "-t", pane, "#{pane_dead}"]) == "1";
+        for _ in 0..100 {
+            if dead() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            dead(),
+            "pane {pane} still runs after every process on {tty} was killed"
+        );
+        let work = setup.work.display().to_string();
+        let command = CodexTui::command(codex, setup, args);
+        tmux.tmux(&["respawn-pane", "-t", pane, "-c", &work, &command]);
+    }
+
+    /// The pane's command: `codex` given `args`, in the setup's environment and the pane's
+    /// `TMUX_PANE`, then a sleep that keeps the pane.
+    fn command(codex: &Path, setup: &Setup, args: &[&str]) -> String {
         let mut words: Vec<String> = (setup.env.iter())
             .map(|(k, v)| format!("{k}='{v}'"))
             .collect();
         words.push("TERM=xterm-256color".into());
         words.push("TMUX_PANE=\"$TMUX_PANE\"".into());
         let args: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
-        let command = format!(
+        format!(
             "env -i {} '{}' {}; exec sleep 600",
             words.join(" "),
             codex.display(),
             args.join(" ")
-        );
-        let pane = tmux.new_pane_in(&setup.work, &command);
-        CodexTui {
-            pane,
-            home: setup.codex_home.clone(),
-        }
+        )
     }
 
     pub fn screen(&self, tmux: &TmuxServer) -> String {
