@@ -7,16 +7,13 @@ use crate::api::{self, FleetBudget, FleetSession, MachineStatus, SessionState};
 use crate::session::SessionViews;
 use crate::wire::signature::Secret;
 
-/// The agent every session is today; the agent seam (issue 46) will name it per session.
-const AGENT: &str = "claude";
-
 pub fn of(machine: &str, views: &SessionViews, budgets: &[api::Budget]) -> MachineStatus {
     let sessions = (views.sessions.values())
         .filter(|s| s.state != SessionState::Ended)
         .map(|s| FleetSession {
             id: s.session_id.clone(),
             project: s.cwd.as_deref().and_then(last_part),
-            agent: AGENT.to_owned(),
+            agent: s.agent.as_str().to_owned(),
             state: s.state,
             context: s.context.as_ref().and_then(|c| c.percent),
             owed: s.owed.as_ref().map(|o| o.events),

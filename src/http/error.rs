@@ -15,6 +15,11 @@ use crate::wire::event::EventError;
 pub enum ApiError {
     #[error("unexpected Host {0:?}")]
     Host(String),
+    /// A request to act sent by a page of another site (its `Origin` is not this daemon).
+    #[error(
+        "a page from {0} may not act on this daemon: only its own page at / and clients that send no Origin (curl, the CLI) may"
+    )]
+    Origin(String),
     #[error("not found")]
     NotFound,
     #[error("method not allowed")]
@@ -58,6 +63,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Host(_) => StatusCode::MISDIRECTED_REQUEST,
+            ApiError::Origin(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound | ApiError::Unknown(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -134,6 +140,7 @@ mod tests {
     fn every_reason_is_listed_and_kebab_case() {
         let all = [
             ApiError::Host("h".into()),
+            ApiError::Origin("o".into()),
             ApiError::NotFound,
             ApiError::MethodNotAllowed,
             ApiError::ContentType,

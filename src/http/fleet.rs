@@ -43,9 +43,7 @@ pub async fn fleet(
     let budgets =
         super::guards::blocking("budget reading", move || super::sessions::budgets(&shared))
             .await?;
-    let machine =
-        (app.fleet.as_ref()).map_or_else(crate::fleet::host_name, |f| f.config.machine.clone());
-    let own = crate::fleet::status::of(&machine, &views, &budgets);
+    let own = crate::fleet::status::of(&machine(&app), &views, &budgets);
     let view = match &app.fleet {
         Some(fleet) => fleet.view(own).await,
         None => Fleet {
@@ -55,6 +53,11 @@ pub async fn fleet(
         },
     };
     Ok(Json(view).into_response())
+}
+
+/// This machine's name in the fleet: `[fleet] machine`, or the host's.
+pub(super) fn machine(app: &AppState) -> String {
+    (app.fleet.as_ref()).map_or_else(crate::fleet::host_name, |f| f.config.machine.clone())
 }
 
 #[derive(Debug, Deserialize)]

@@ -20,7 +20,11 @@ use crate::wire::session_id::SessionId;
 /// Largest body accepted: exactly 1 MiB passes, one byte more is 413.
 pub const MAX_BODY_BYTES: usize = 1_048_576;
 
-/// 421 for any Host outside the allowlist, before routing: a foreign Host learns no routes.
+/// 421 for any Host outside the allowlist, before routing: a foreign Host learns no routes. 403
+/// for a request to act from another site's page: a browser names the page's origin, and with
+/// no secret configured (the loopback default) nothing else would tell it from this daemon's own
+/// page. (Such a page cannot send JSON without asking first either, and nothing here answers
+/// that preflight.)
 pub async fn host_guard(
     State(app): State<Arc<AppState>>,
     request: Request,
@@ -32,6 +36,9 @@ pub async fn host_guard(
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
         .unwrap_or_default();
     if app.config.topology.allowlist.allows(&raw) {
+        if let Some(origin) = foreign_origin(&request, &raw) {
+            return ApiError::Origin(origin).into_response();
+        }
         return next.run(request).await;
     }
     warn_limited!(
@@ -42,6 +49,18 @@ pub async fn host_guard(
         "rejected request with unexpected Host {raw:?} (421); if a proxy forwards to this bridge, add its Host with --allowed-hosts / AGENT_EVENT_BUS_BRIDGE_ALLOWED_HOSTS"
     );
     ApiError::Host(raw).into_response()
+}
+
+/// The `Origin` of a request that would change something, where it is not `scheme://<host>` of
+/// the request's own Host (a page of another site, or `null`: a sandboxed or local file's).
+fn foreign_origin(request: &Request, host: &str) -> Option<String> {
+    if request.method().is_safe() {
+        return None;
+    }
+    let origin = request.headers().get(header::ORIGIN)?;
+    let origin = String::from_utf8_lossy(origin.as_bytes());
+    let authority = origin.split_once("://").map(|(_, rest)| rest);
+    (authority != Some(host)).then(|| origin.into_owned())
 }
 
 /// Logs every rejection once per reason per minute (repeats at debug) and counts it.

@@ -1,12 +1,14 @@
 //! The HTTP surface: the router, the Host guard ahead of routing, the handlers. `openapi.yaml`
 //! documents the routes; a test keeps the two in step.
 
+mod changes;
 mod error;
 pub mod fleet;
 mod forget;
 mod guards;
 mod health;
 mod hook;
+mod page;
 mod pause;
 mod rewind;
 mod sessions;
@@ -26,6 +28,7 @@ pub use state::AppState;
 
 /// Every route the daemon serves, as (method, path); `openapi.yaml` must list exactly these.
 pub const ROUTES: &[(&str, &str)] = &[
+    ("get", "/"),
     ("post", "/hook"),
     ("get", "/health"),
     ("post", "/wake"),
@@ -35,6 +38,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/unpause"),
     ("get", "/sessions"),
     ("get", "/fleet"),
+    ("get", "/changes"),
     ("post", "/fleet/send"),
     ("post", "/fleet/hook"),
     ("get", "/metrics"),
@@ -42,6 +46,7 @@ pub const ROUTES: &[(&str, &str)] = &[
 
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
+        .route("/", get(page::page))
         .route("/hook", post(hook::hook))
         .route("/health", get(health::health))
         .route("/wake", post(wake::wake))
@@ -51,6 +56,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/unpause", post(pause::unpause))
         .route("/sessions", get(sessions::sessions))
         .route("/fleet", get(fleet::fleet))
+        .route("/changes", get(changes::changes))
         .route("/fleet/send", post(fleet::send))
         .route("/fleet/hook", post(fleet::hook))
         .route("/metrics", get(sessions::metrics))

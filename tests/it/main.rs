@@ -41,6 +41,7 @@ mod notify;
 mod observability;
 mod openapi;
 mod owed;
+mod page;
 mod pause;
 mod process;
 mod real_bus;

@@ -13,6 +13,7 @@
 //! started. New tests get it by using [`tempdir`] rather than `tempfile::tempdir`.
 
 pub mod agent;
+pub mod browser;
 pub mod claude;
 pub mod codex;
 pub mod day;

@@ -1,0 +1,26 @@
+//! `GET /`: the fleet as a page, one HTML file with its style and script built into the binary
+//! (nothing to build at install, nothing fetched from elsewhere). It reads `GET /fleet`, the
+//! route `status --fleet` reads, so it shows nothing that route does not; its policy lets it
+//! load nothing and call nothing off this daemon, and no other site frame it.
+
+use axum::http::header;
+use axum::response::IntoResponse;
+
+const PAGE: &str = include_str!("page.html");
+
+/// The script and style are inline and set every value as text; the favicon is a data URI.
+const POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+                      img-src data:; connect-src 'self'; form-action 'none'; base-uri 'none'; \
+                      frame-ancestors 'none'";
+
+pub async fn page() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CONTENT_SECURITY_POLICY, POLICY),
+            (header::CACHE_CONTROL, "no-cache"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        PAGE,
+    )
+}

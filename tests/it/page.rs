@@ -1,0 +1,242 @@
+//! The page at `/` in a real browser (headless Chromium over the DevTools protocol) against a
+//! real daemon (in process, real HTTP) with sessions in known states: it loads with nothing on
+//! its console, lists every session `/fleet` lists with its state, follows a change, acts only
+//! with the secret where one is set, and no other site's page can act; a screenshot of it is
+//! written for the README.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common;
+use crate::common::browser::{self, Browser, GET_CHROMIUM};
+use crate::common::harness::{TestServer, binary, fed};
+use crate::common::tmux::TmuxServer;
+
+const WORKING: &str = "0e0e0e0e-1111-4000-8000-000000000001";
+const PAUSED: &str = "9a9a9a9a-2222-4000-8000-000000000002";
+const SECRET: &str = "page-s3cret";
+
+/// Far above what the page takes (docs/benchmarks.md has the figure): a loaded CI machine.
+const SHOWN: Duration = Duration::from_secs(15);
+
+/// A daemon (with `env`) that knows two sessions from their hooks (the real `wakebridge hook`,
+/// each in a live pane of a private tmux server): one mid-turn, one idle that a person paused.
+async fn two_sessions(env: &[(&str, &str)]) -> (TestServer, TmuxServer) {
+    let tmux = TmuxServer::start();
+    let socket = tmux.socket().display().to_string();
+    let env = [env, &[("WAKEBRIDGE_MUX__TMUX_SOCKET", socket.as_str())]].concat();
+    let server = TestServer::start(&env).await;
+    let root = server.root.path().to_path_buf();
+    let panes = [(); 2].map(|()| tmux.new_pane("sleep 600"));
+    tokio::task::spawn_blocking(move || {
+        for (sid, pane, events) in [
+            (WORKING, &panes[0], ["SessionStart", "UserPromptSubmit"]),
+            (PAUSED, &panes[1], ["SessionStart", "Stop"]),
+        ] {
+            for event in events {
+                let payload =
+                    json!({"hook_event_name": event, "session_id": sid, "cwd": "/src/demo"});
+                let mut hook = binary(&root, &[]);
+                hook.env("TMUX_PANE", pane).arg("hook");
+                assert!(
+                    fed(hook, &payload.to_string()).status.success(),
+                    "{payload}"
+                );
+            }
+        }
+    })
+    .await
+    .expect("hooks");
+    let pause = json!({"session_ids": [PAUSED]});
+    let answer = reqwest::Client::new()
+        .post(server.url("/pause"))
+        .bearer_auth(SECRET)
+        .json(&pause)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+    (server, tmux)
+}
+
+/// The state the page shows for `sid` (`null` while it lists no such row).
+fn state_of(sid: &str) -> String {
+    format!(
+        r#"(document.querySelector('tr[data-session="{sid}"] [data-state]')?.dataset.state ?? null)"#
+    )
+}
+
+fn chromium() -> Option<PathBuf> {
+    let found = browser::chromium();
+    if found.is_none() {
+        common::skip_or_fail("chromium is not on PATH", GET_CHROMIUM);
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_lists_every_session_and_follows_a_change() {
+    let Some(chromium) = chromium() else { return };
+    let (server, _tmux) = two_sessions(&[]).await;
+    let fleet = server.get_json("/fleet").await;
+    let sessions: Vec<Value> = fleet["machines"][0]["status"]["sessions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(sessions.len(), 2, "{fleet}");
+
+    let mut page = Browser::open(&chromium, &server.url("/")).await;
+    for session in &sessions {
+        let (sid, state) = (session["id"].as_str().unwrap(), &session["state"]);
+        let shows = format!("{} === {state}", state_of(sid));
+        page.until(&shows, SHOWN).await;
+        let row = format!(r#"document.querySelector('tr[data-session="{sid}"]').innerText"#);
+        let row = page.eval(&row).await;
+        assert!(
+            row.as_str().unwrap().contains(&sid[..8]),
+            "its short id: {row}"
+        );
+    }
+    // A session at work before one a person paused.
+    let state = |sid| sessions.iter().find(|s| s["id"] == sid).unwrap()["state"].clone();
+    assert_eq!(
+        (state(WORKING), state(PAUSED)),
+        (json!("working"), json!("paused"))
+    );
+    let order = "[...document.querySelectorAll('tr[data-session]')].map(r => r.dataset.session)";
+    assert_eq!(page.eval(order).await, json!([WORKING, PAUSED]));
+
+    // Unpaused from outside the page (the CLI's route): the page shows it without a reload.
+    let (code, body) = server
+        .post_json("/unpause", json!({"session_ids": [PAUSED]}))
+        .await;
+    assert_eq!(code, 200, "{body}");
+    let now = server.session(PAUSED).await["state"].clone();
+    assert_ne!(now, "paused", "{now}");
+    let took = page
+        .until(&format!("{} === {now}", state_of(PAUSED)), SHOWN)
+        .await;
+    eprintln!("the page showed the change {took:?} after /sessions did");
+    page.eval("1").await;
+    assert!(page.problems.is_empty(), "{:#?}", page.problems);
+
+    let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("page.png");
+    let _ = std::fs::remove_file(&shot);
+    page.screenshot(&shot).await;
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG: {}", shot.display());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_acts_with_the_secret_and_without_it_says_why() {
+    let Some(chromium) = chromium() else { return };
+    let (server, _tmux) = two_sessions(&[("AGENT_EVENT_BUS_BRIDGE_SECRET", SECRET)]).await;
+    let mut page = Browser::open(&chromium, &server.url("/")).await;
+    page.until(&format!("{} !== null", state_of(WORKING)), SHOWN)
+        .await;
+    let pause = format!(
+        r#"document.querySelector('tr[data-session="{WORKING}"] button[data-verb="pause"]').click()"#
+    );
+
+    page.eval(&pause).await;
+    page.until(
+        "document.getElementById('said').textContent.includes('bearer')",
+        SHOWN,
+    )
+    .await;
+    assert_eq!(
+        page.eval("document.getElementById('secret').hidden").await,
+        false
+    );
+    assert_ne!(server.session(WORKING).await["state"], "paused");
+
+    let give = format!(
+        "document.getElementById('bearer').value = '{SECRET}'; \
+         document.getElementById('secret').requestSubmit()"
+    );
+    page.eval(&give).await;
+    page.eval(&pause).await;
+    page.until(&format!("{} === 'paused'", state_of(WORKING)), SHOWN)
+        .await;
+    assert_eq!(server.session(WORKING).await["state"], "paused");
+    page.eval("1").await;
+    // The refused pause's 401 is the browser's own console line; nothing else.
+    let unexpected: Vec<_> = (page.problems.iter())
+        .filter(|p| !p.contains("401"))
+        .collect();
+    assert!(unexpected.is_empty(), "{unexpected:#?}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_site_s_page_cannot_act_on_a_daemon_without_a_secret() {
+    let Some(chromium) = chromium() else { return };
+    let (target, _tmux) = two_sessions(&[]).await;
+    // Another site: a blank page of another origin, in the same browser.
+    let elsewhere = browser::other_site().await;
+    let mut page = Browser::open(&chromium, &format!("http://{elsewhere}/")).await;
+    page.until("document.readyState === 'complete'", SHOWN)
+        .await;
+    let url = target.url("/pause");
+    let body = json!({"session_ids": [WORKING]}).to_string();
+    // As JSON the browser asks first, and the daemon answers no preflight: nothing is sent.
+    let json_post = format!(
+        "fetch('{url}', {{method: 'POST', headers: {{'Content-Type': 'application/json'}}, \
+         body: '{body}'}}).then(r => 'sent ' + r.status, e => 'blocked')"
+    );
+    assert_eq!(page.eval(&json_post).await, "blocked");
+    // As a simple request it is sent, opaque to the page, and refused for its Origin.
+    let simple_post = format!(
+        "fetch('{url}', {{method: 'POST', mode: 'no-cors', body: '{body}'}}).then(() => 'sent')"
+    );
+    assert_eq!(page.eval(&simple_post).await, "sent");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_ne!(target.session(WORKING).await["state"], "paused");
+
+    // The Origin check on its own, with the right content type: another site is refused, the
+    // daemon's own page and clients that send no Origin are not.
+    let client = reqwest::Client::new();
+    let post = |origin: Option<String>| {
+        let mut request = client
+            .post(target.url("/pause"))
+            .json(&json!({"session_ids": [WORKING]}));
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request.send()
+    };
+    let foreign = post(Some(format!("http://{elsewhere}"))).await.unwrap();
+    assert_eq!(foreign.status(), 403);
+    let said: Value = foreign.json().await.unwrap();
+    assert!(
+        said["error"].as_str().unwrap().contains("may not act"),
+        "{said}"
+    );
+    assert_eq!(post(Some("null".into())).await.unwrap().status(), 403);
+    assert_ne!(target.session(WORKING).await["state"], "paused");
+    let own = post(Some(format!("http://{}", target.addr))).await.unwrap();
+    assert_eq!(own.status(), 200);
+    assert_eq!(target.session(WORKING).await["state"], "paused");
+    target.stop().await;
+}
+
+/// The console is really watched: a page that logs an error is caught.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_error_on_a_page_is_seen() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("broken.html");
+    std::fs::write(&file, "<script>console.error('broken')</script>").unwrap();
+    let mut page = Browser::open(&chromium, &format!("file://{}", file.display())).await;
+    page.until("document.readyState === 'complete'", SHOWN)
+        .await;
+    page.eval("1").await;
+    assert!(
+        page.problems.iter().any(|p| p.contains("broken")),
+        "{:#?}",
+        page.problems
+    );
+}
