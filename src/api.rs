@@ -88,6 +88,63 @@ pub enum TextKind {
     Rewind,
 }
 
+/// What a sample of the page's history measures, in percent.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    IntoStaticStr,
+    strum::EnumString,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+pub enum HistoryKind {
+    /// A session's context window used.
+    Context,
+    /// An account's 5-hour window used.
+    FiveHour,
+    /// An account's weekly window used.
+    SevenDay,
+}
+
+/// `GET /history`: what the page draws over time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    /// The start of the span (unix seconds).
+    pub from: i64,
+    pub to: i64,
+    /// One per session (context) or account window, oldest point first.
+    pub series: Vec<HistorySeries>,
+    /// Wakebridge's texts whose turns ended in each hour, by kind, oldest first.
+    pub texts: Vec<TextsInHour>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistorySeries {
+    pub kind: HistoryKind,
+    /// The session's id, or the account's name.
+    pub key: String,
+    /// `[unix seconds, percent]`.
+    pub points: Vec<(i64, f64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextsInHour {
+    /// The hour's start (unix seconds).
+    pub hour: i64,
+    pub kind: TextKind,
+    pub texts: u64,
+    /// Tokens of the turns they started.
+    pub tokens: u64,
+}
+
 /// What wakebridge's own texts cost since the start of the local day.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Today {

@@ -272,6 +272,7 @@ impl App {
         let (fleet, fleet_webhook) = fleet.unzip();
         let fleet_webhook = fleet_webhook.flatten();
         let pruning = spawn_pruning(&self.state, shutdown.child_token());
+        let sampler = crate::http::history::spawn_sampler(&self.state, shutdown.child_token());
         let keeper = tokio::spawn(keeper::run(self.keeper, shutdown.child_token()));
         let notify = self.notify.map(|(config, queue)| {
             tokio::spawn(crate::notify::task::run(
@@ -291,6 +292,7 @@ impl App {
         // Registration (last) unregisters our row within its own bounded budget.
         for task in [
             Some(pruning),
+            Some(sampler),
             Some(keeper),
             notify,
             fleet,
@@ -331,6 +333,11 @@ fn spawn_pruning(state: &Arc<AppState>, shutdown: CancellationToken) -> JoinHand
                 Err(e) => tracing::warn!(error = %e, "could not prune the ledger"),
             }
             forget_dropped_sessions(&state, max_age).await;
+            let history = clock::duration_ms(state.config.settings.page.history);
+            let store = state.deliverer.store();
+            if let Err(e) = store.prune_samples_before(clock::now_ms() - history).await {
+                tracing::warn!(error = %e, "could not prune the page's history");
+            }
         }
         let _ = spools.await;
     })

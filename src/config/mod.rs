@@ -452,6 +452,11 @@ pub fn resolve(flags: &Flags, env: &Env) -> Result<Config, ConfigError> {
     for (period, key, example) in [
         (settings.prune.interval, "prune.interval", "\"10m\""),
         (
+            settings.page.sample_interval,
+            "page.sample_interval",
+            "\"1m\"",
+        ),
+        (
             settings.registration.keep_interval,
             "registration.keep_interval",
             "\"60s\"",

@@ -28,6 +28,16 @@ pub struct Settings {
     pub schedule: ScheduleSettings,
     pub budget: BudgetSettings,
     pub fleet: FleetSettings,
+    pub page: PageSettings,
+}
+
+/// `[page]`: the history the page at `/` draws.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PageSettings {
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub sample_interval: Duration,
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub history: Duration,
 }
 
 /// `[fleet]`: this machine among the others on the bus (validated by `fleet::FleetConfig`).

@@ -459,6 +459,7 @@ fn loop_periods_must_be_more_than_zero() {
     // re-lists the bus every keep_interval: at zero both would spin.
     for (var, key) in [
         ("WAKEBRIDGE_PRUNE__INTERVAL", "prune.interval"),
+        ("WAKEBRIDGE_PAGE__SAMPLE_INTERVAL", "page.sample_interval"),
         (
             "WAKEBRIDGE_REGISTRATION__KEEP_INTERVAL",
             "registration.keep_interval",

@@ -40,7 +40,7 @@ pub fn of(machine: &str, views: &SessionViews, budgets: &[api::Budget]) -> Machi
     }
 }
 
-fn last_part(path: &str) -> Option<String> {
+pub(crate) fn last_part(path: &str) -> Option<String> {
     let name = std::path::Path::new(path).file_name()?.to_string_lossy();
     Some(name.into_owned())
 }

@@ -7,6 +7,7 @@ pub mod fleet;
 mod forget;
 mod guards;
 mod health;
+pub(crate) mod history;
 mod hook;
 mod page;
 mod pause;
@@ -39,6 +40,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/sessions"),
     ("get", "/fleet"),
     ("get", "/changes"),
+    ("get", "/history"),
     ("post", "/fleet/send"),
     ("post", "/fleet/hook"),
     ("get", "/metrics"),
@@ -57,6 +59,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/sessions", get(sessions::sessions))
         .route("/fleet", get(fleet::fleet))
         .route("/changes", get(changes::changes))
+        .route("/history", get(history::history))
         .route("/fleet/send", post(fleet::send))
         .route("/fleet/hook", post(fleet::hook))
         .route("/metrics", get(sessions::metrics))

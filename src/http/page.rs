@@ -3,10 +3,22 @@
 //! route `status --fleet` reads, so it shows nothing that route does not; its policy lets it
 //! load nothing and call nothing off this daemon, and no other site frame it.
 
+use std::sync::LazyLock;
+
 use axum::http::header;
 use axum::response::IntoResponse;
 
-const PAGE: &str = include_str!("page.html");
+/// The page with uPlot (`vendor/uplot`, its version in `VENDORED.md`) in its place.
+static PAGE: LazyLock<String> = LazyLock::new(|| {
+    let uplot = concat!(
+        "<style>",
+        include_str!("vendor/uplot/uPlot.min.css"),
+        "</style>\n<script>",
+        include_str!("vendor/uplot/uPlot.iife.min.js"),
+        "</script>"
+    );
+    include_str!("page.html").replacen("<!-- uPlot -->", uplot, 1)
+});
 
 /// The script and style are inline and set every value as text; the favicon is a data URI.
 const POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
@@ -21,6 +33,6 @@ pub async fn page() -> impl IntoResponse {
             (header::CACHE_CONTROL, "no-cache"),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
-        PAGE,
+        PAGE.as_str(),
     )
 }

@@ -59,7 +59,7 @@ fn local_midnight_ms() -> i64 {
 }
 
 /// The accounts' usage windows: a few small files (call it off the async workers).
-pub(super) fn budgets(app: &AppState) -> Vec<Budget> {
+pub(crate) fn budgets(app: &AppState) -> Vec<Budget> {
     let stale = crate::clock::duration_ms(app.config.settings.budget.stale_after);
     crate::budget::shown(&app.config.paths.state_dir, stale, crate::clock::now_ms())
 }

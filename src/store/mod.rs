@@ -14,6 +14,7 @@ mod open;
 mod queries;
 mod records;
 mod rounds;
+mod samples;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +37,7 @@ pub use records::{
     RewindOutcome, RewindWhy, SessionSeen,
 };
 pub use rounds::{PendingBytes, RoundIds, SpoolRound};
+pub use samples::{HourOfTexts, Sample};
 pub use writer::WriteStats;
 
 pub use caused::Caused;

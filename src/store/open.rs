@@ -46,6 +46,7 @@ const STEPS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0015_kept.sql")),
     M::up(include_str!("../../migrations/0016_fleet_commands.sql")),
     M::up(include_str!("../../migrations/0017_agent.sql")),
+    M::up(include_str!("../../migrations/0018_samples.sql")),
 ];
 
 static MIGRATIONS: Migrations<'static> = Migrations::from_slice(STEPS);

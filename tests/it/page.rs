@@ -30,14 +30,24 @@ async fn two_sessions(env: &[(&str, &str)]) -> (TestServer, TmuxServer) {
     let server = TestServer::start(&env).await;
     let root = server.root.path().to_path_buf();
     let panes = [(); 2].map(|()| tmux.new_pane("sleep 600"));
+    // Half of a 200k window used, as Claude Code writes an answer's usage.
+    let transcript = root.join("transcript.jsonl");
+    let usage = json!({"type": "assistant", "sessionId": WORKING, "requestId": "r", "uuid": "a",
+        "timestamp": "2026-12-07T09:00:02.100Z", "message": {"id": "m", "role": "assistant",
+        "model": "claude-sonnet-4-5", "usage": {"input_tokens": 10, "output_tokens": 5,
+        "cache_creation_input_tokens": 0, "cache_read_input_tokens": 99_990}}});
+    std::fs::write(&transcript, format!("{usage}\n")).expect("transcript");
     tokio::task::spawn_blocking(move || {
         for (sid, pane, events) in [
             (WORKING, &panes[0], ["SessionStart", "UserPromptSubmit"]),
             (PAUSED, &panes[1], ["SessionStart", "Stop"]),
         ] {
             for event in events {
-                let payload =
+                let mut payload =
                     json!({"hook_event_name": event, "session_id": sid, "cwd": "/src/demo"});
+                if sid == WORKING {
+                    payload["transcript_path"] = json!(transcript);
+                }
                 let mut hook = binary(&root, &[]);
                 hook.env("TMUX_PANE", pane).arg("hook");
                 assert!(
@@ -122,6 +132,51 @@ async fn the_page_lists_every_session_and_follows_a_change() {
     page.eval("1").await;
     assert!(page.problems.is_empty(), "{:#?}", page.problems);
 
+    server.stop().await;
+}
+
+/// The history a session's transcript gives (half its window used), sampled every second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_charts_draw_the_series_history_serves() {
+    let Some(chromium) = chromium() else { return };
+    let (server, _tmux) = two_sessions(&[("WAKEBRIDGE_PAGE__SAMPLE_INTERVAL", "1s")]).await;
+    let history = common::eventually_ok("two samples of its context", SHOWN, async || {
+        let history = server.get_json("/history").await;
+        let context = (history["series"].as_array().into_iter().flatten())
+            .find(|s| s["kind"] == "context" && s["key"] == WORKING)
+            .cloned();
+        match context {
+            Some(series) if series["points"].as_array().unwrap().len() >= 2 => Ok(history),
+            _ => Err(format!("{history}")),
+        }
+    })
+    .await;
+    let series = history["series"].as_array().unwrap();
+    let context: Vec<&Value> = series.iter().filter(|s| s["kind"] == "context").collect();
+    assert_eq!(
+        context.len(),
+        1,
+        "only the session with a transcript: {history}"
+    );
+    assert_eq!(context[0]["points"][0][1], 50.0, "{history}");
+
+    let mut page = Browser::open(&chromium, &server.url("/")).await;
+    page.until("!!window.wakebridgeCharts?.context", SHOWN)
+        .await;
+    let drawn = "(() => { const c = wakebridgeCharts.context; \
+                 return { labels: c.series.slice(1).map(s => s.label), \
+                 last: c.data[1][c.data[1].length - 1], points: c.data[0].length, \
+                 canvas: c.root.querySelector('canvas').width }; })()";
+    let drawn = page.eval(drawn).await;
+    assert_eq!(drawn["labels"], json!([&WORKING[..8]]), "{drawn}");
+    assert_eq!(drawn["last"], 50.0, "{drawn}");
+    assert!(drawn["points"].as_u64().unwrap() >= 2, "{drawn}");
+    assert!(drawn["canvas"].as_u64().unwrap() > 0, "{drawn}");
+    page.eval("1").await;
+    assert!(page.problems.is_empty(), "{:#?}", page.problems);
+
+    page.until(&format!("{} !== null", state_of(PAUSED)), SHOWN)
+        .await;
     let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("page.png");
     let _ = std::fs::remove_file(&shot);
     page.screenshot(&shot).await;

@@ -283,7 +283,7 @@ async fn migrates_a_database_written_at_schema_one() {
         .expect("check")
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 17);
+    assert_eq!(version, 18);
     let told: Option<i64> = Connection::open(&path)
         .expect("check")
         .query_row(
