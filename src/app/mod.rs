@@ -208,6 +208,7 @@ impl App {
             sessions,
             fleet,
             config,
+            stopping: CancellationToken::new(),
         });
         Ok(App {
             state,
@@ -285,8 +286,12 @@ impl App {
         });
         let router = crate::http::router(self.state.clone());
         let stop = shutdown.clone();
+        let stopping = self.state.stopping.clone();
         axum::serve(self.listener, router)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .with_graceful_shutdown(async move {
+                stop.cancelled().await;
+                stopping.cancel();
+            })
             .await
             .map_err(AppError::Serve)?;
         // Registration (last) unregisters our row within its own bounded budget.

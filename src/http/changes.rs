@@ -41,11 +41,15 @@ pub async fn changes(
     loop {
         views.mark_unchanged();
         let tag = tag_of(&app, &status::views(&app).await);
-        if seen.as_deref() != Some(tag.as_str()) || Instant::now() >= until {
+        let stopping = app.stopping.is_cancelled();
+        if seen.as_deref() != Some(tag.as_str()) || Instant::now() >= until || stopping {
             return Ok(Json(json!({ "tag": tag })));
         }
         let next_look = until.min(Instant::now() + LEDGER_LOOK);
-        let _ = tokio::time::timeout_at(next_look, views.changed()).await;
+        tokio::select! {
+            _ = tokio::time::timeout_at(next_look, views.changed()) => {}
+            () = app.stopping.cancelled() => {}
+        }
     }
 }
 

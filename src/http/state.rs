@@ -3,6 +3,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use crate::bus::registration::RegistrationStatus;
 use crate::config::Config;
@@ -29,4 +30,7 @@ pub struct AppState {
     pub sessions: Arc<Sessions>,
     /// This machine in the fleet, when `[fleet] key_file` is set.
     pub fleet: Option<Arc<crate::fleet::Fleet>>,
+    /// Cancelled when the daemon stops: a request that waits (the page's long poll) answers
+    /// then, so the graceful shutdown does not wait for it.
+    pub stopping: CancellationToken,
 }

@@ -295,3 +295,52 @@ async fn a_console_error_on_a_page_is_seen() {
         page.problems
     );
 }
+
+/// The budget's "at this pace", as the page computes it from a window's samples.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pace_of_a_window_is_projected_from_its_samples_since_it_began() {
+    let Some(chromium) = chromium() else { return };
+    let server = TestServer::start(&[]).await;
+    let mut page = Browser::open(&chromium, &server.url("/")).await;
+    page.until("typeof projection === 'function'", SHOWN).await;
+    // 20 % an hour from 10:00:00 UTC: full at 11:00, before a reset at 11:16:40.
+    let now = 1_796_637_600_000_i64;
+    let s = now / 1000;
+    let project = |points: String, reset_s: i64| {
+        format!("projection({points}, new Date({reset_s} * 1000).toISOString(), {now})")
+    };
+    let steady = format!("[[{}, 20], [{}, 40]]", s - 1800, s - 600);
+    let full = page.eval(&project(steady.clone(), s + 4000)).await;
+    let at = page
+        .eval(&format!(
+            "new Date({} * 1000).toLocaleTimeString([], {{hour: '2-digit', minute: '2-digit'}})",
+            s + 3000
+        ))
+        .await;
+    assert_eq!(
+        full,
+        json!(format!(
+            "100 % at {}, 17 min before the reset",
+            at.as_str().unwrap()
+        ))
+    );
+    // The same pace with the reset in 20 minutes: 40 + 30 used, 30 left.
+    let early = page.eval(&project(steady, s + 1200)).await;
+    assert_eq!(early, "30 % unused at the reset");
+    // A window that began again (its use fell) counts from the fall only.
+    let fallen = format!(
+        "[[{}, 90], [{}, 95], [{}, 5], [{}, 25]]",
+        s - 3000,
+        s - 2000,
+        s - 1800,
+        s - 600
+    );
+    let after_fall = page.eval(&project(fallen, s + 1200)).await;
+    assert_eq!(after_fall, "45 % unused at the reset");
+    // Too little to tell (under five minutes of samples), or the reset passed: nothing said.
+    let short = format!("[[{}, 20], [{}, 40]]", s - 200, s - 100);
+    assert_eq!(page.eval(&project(short, s + 1200)).await, "");
+    let steady = format!("[[{}, 20], [{}, 40]]", s - 1800, s - 600);
+    assert_eq!(page.eval(&project(steady, s - 1)).await, "");
+    server.stop().await;
+}
