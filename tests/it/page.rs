@@ -344,3 +344,96 @@ async fn the_pace_of_a_window_is_projected_from_its_samples_since_it_began() {
     assert_eq!(page.eval(&project(steady, s - 1)).await, "");
     server.stop().await;
 }
+
+/// Figures for docs/benchmarks.md: `cargo test --test it page::measure -- --ignored --nocapture`.
+/// The page's weight, its first render with 100 sessions (navigation to the table drawn), how
+/// long a change takes to show after `/sessions` shows it, and the history a session adds to the
+/// ledger in a week.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "measurement, prints figures"]
+async fn measure_the_page_with_100_sessions() {
+    const SESSIONS: usize = 100;
+    const ROUNDS: usize = 10;
+    let chromium = browser::chromium().expect("chromium");
+    let server = TestServer::start(&[]).await;
+    let root = server.root.path().to_path_buf();
+    let ids: Vec<String> = (0..SESSIONS)
+        .map(|n| format!("{n:08x}-0000-4000-8000-000000000000"))
+        .collect();
+    let hooked = ids.clone();
+    tokio::task::spawn_blocking(move || {
+        for sid in &hooked {
+            let payload = json!({"hook_event_name": "SessionStart", "session_id": sid,
+                "cwd": "/src/fleet"});
+            let mut hook = binary(&root, &[]);
+            hook.arg("hook");
+            assert!(fed(hook, &payload.to_string()).status.success());
+        }
+    })
+    .await
+    .unwrap();
+    let page_bytes = server.get_text("/").await.len();
+
+    let mut page = Browser::open(&chromium, &server.url("/")).await;
+    let listed = format!("document.querySelectorAll('tr[data-session]').length === {SESSIONS}");
+    let mut renders = Vec::new();
+    for _ in 0..ROUNDS {
+        page.eval("location.reload()").await;
+        page.until("document.readyState === 'complete'", SHOWN)
+            .await;
+        page.until(&listed, SHOWN).await;
+        let at = page.eval("window.wakebridgeFirstRender").await;
+        renders.push(at.as_f64().unwrap());
+    }
+    let mut changes = Vec::new();
+    for round in 0..ROUNDS {
+        let sid = &ids[round];
+        let (code, _) = server
+            .post_json("/pause", json!({"session_ids": [sid]}))
+            .await;
+        assert_eq!(code, 200);
+        let shown = server.session(sid).await["pause"].is_object();
+        assert!(shown, "/sessions shows the pause");
+        let paused = format!(
+            r#"document.querySelector('tr[data-session="{sid}"] td:nth-child(9)').textContent !== ''"#
+        );
+        changes.push(page.until(&paused, SHOWN).await);
+    }
+    renders.sort_by(f64::total_cmp);
+    changes.sort();
+    println!(
+        "page: {page_bytes} bytes; first render with {SESSIONS} sessions over {ROUNDS} loads: \
+         median {:.0} ms, max {:.0} ms; a change shown after /sessions: median {:?}, max {:?}",
+        renders[ROUNDS / 2],
+        renders[ROUNDS - 1],
+        changes[ROUNDS / 2],
+        changes[ROUNDS - 1]
+    );
+    server.stop().await;
+
+    // A week of one session's context samples, a minute apart, in a ledger of its own.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = dir.path().join("week.db");
+    let store = wakebridge::store::Store::open(&path).unwrap();
+    let size = || {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        std::fs::metadata(&path).unwrap().len()
+    };
+    let empty = size();
+    let week: Vec<_> = (0..7 * 24 * 60)
+        .map(|minute| wakebridge::store::Sample {
+            at_ms: 1_796_000_000_000 + minute * 60_000,
+            kind: wakebridge::api::HistoryKind::Context,
+            key: ids[0].clone(),
+            value: (minute % 1000) as f64 / 10.0,
+        })
+        .collect();
+    store.record_samples(week).await.unwrap();
+    drop(store);
+    println!(
+        "history: one session-week (10,080 samples) adds {} bytes to the ledger",
+        size() - empty
+    );
+}
