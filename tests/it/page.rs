@@ -386,8 +386,7 @@ async fn measure_the_page_with_100_sessions() {
         renders.push(at.as_f64().unwrap());
     }
     let mut changes = Vec::new();
-    for round in 0..ROUNDS {
-        let sid = &ids[round];
+    for sid in ids.iter().take(ROUNDS) {
         let (code, _) = server
             .post_json("/pause", json!({"session_ids": [sid]}))
             .await;
