@@ -298,6 +298,12 @@ pub struct FleetSession {
     pub paused: Option<Pause>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_nudge: Option<Timestamp>,
+    /// Rewinds performed, where there were any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewinds: Option<u32>,
+    /// When the message its inbox took went unheard, while it stays so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unheard_since: Option<Timestamp>,
 }
 
 /// An account's windows, named by the last part of its config directory.

@@ -148,6 +148,8 @@ mod tests {
             limit_reset: None,
             paused: None,
             next_nudge: None,
+            rewinds: None,
+            unheard_since: None,
         }
     }
 

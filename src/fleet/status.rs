@@ -20,6 +20,8 @@ pub fn of(machine: &str, views: &SessionViews, budgets: &[api::Budget]) -> Machi
             limit_reset: s.limit.as_ref().and_then(|l| l.resets_at),
             paused: s.pause.clone(),
             next_nudge: s.nudge.as_ref().and_then(|n| n.next_nudge_at),
+            rewinds: (s.rewind.as_ref().map(|r| r.performed)).filter(|&n| n > 0),
+            unheard_since: s.inbox.as_ref().and_then(|i| i.unheard_since),
         })
         .collect();
     let budgets = (budgets.iter())

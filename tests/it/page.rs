@@ -172,6 +172,11 @@ async fn the_charts_draw_the_series_history_serves() {
     assert_eq!(drawn["last"], 50.0, "{drawn}");
     assert!(drawn["points"].as_u64().unwrap() >= 2, "{drawn}");
     assert!(drawn["canvas"].as_u64().unwrap() > 0, "{drawn}");
+    // The table's context bar says the same.
+    let bar = format!(
+        r#"document.querySelector('tr[data-session="{WORKING}"] [data-percent]')?.textContent"#
+    );
+    page.until(&format!("{bar} === ' 50 %'"), SHOWN).await;
     page.eval("1").await;
     assert!(page.problems.is_empty(), "{:#?}", page.problems);
 
@@ -217,6 +222,23 @@ async fn the_page_acts_with_the_secret_and_without_it_says_why() {
     page.until(&format!("{} === 'paused'", state_of(WORKING)), SHOWN)
         .await;
     assert_eq!(server.session(WORKING).await["state"], "paused");
+    // Every session at once, with the secret the tab kept, which the page never shows.
+    page.eval("document.getElementById('pause-all').click()")
+        .await;
+    let all = common::eventually_ok("every session paused", SHOWN, async || {
+        let sessions = server.get_json("/sessions").await;
+        match sessions["paused"].is_object() {
+            true => Ok(sessions),
+            false => Err(format!("{sessions}")),
+        }
+    })
+    .await;
+    assert_eq!(all["paused"]["all"], true, "{all}");
+    let shown = page.eval("document.documentElement.outerHTML").await;
+    assert!(
+        !shown.as_str().unwrap().contains(SECRET),
+        "the secret is on the page"
+    );
     page.eval("1").await;
     // The refused pause's 401 is the browser's own console line; nothing else.
     let unexpected: Vec<_> = (page.problems.iter())
