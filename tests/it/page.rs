@@ -132,6 +132,12 @@ async fn the_page_lists_every_session_and_follows_a_change() {
     page.eval("1").await;
     assert!(page.problems.is_empty(), "{:#?}", page.problems);
 
+    // Light and dark, as the person's system asks.
+    let background = "getComputedStyle(document.body).backgroundColor";
+    page.prefer("light").await;
+    assert_eq!(page.eval(background).await, "rgb(255, 255, 255)");
+    page.prefer("dark").await;
+    assert_eq!(page.eval(background).await, "rgb(13, 17, 23)");
     server.stop().await;
 }
 

@@ -134,6 +134,13 @@ impl Browser {
         answer["result"]["value"].clone()
     }
 
+    /// Renders the tab as for a person who asked for `scheme` (`light` or `dark`).
+    pub async fn prefer(&mut self, scheme: &str) {
+        let features = json!([{"name": "prefers-color-scheme", "value": scheme}]);
+        self.call("Emulation.setEmulatedMedia", json!({"features": features}))
+            .await;
+    }
+
     /// Writes what the tab shows to `file` as a PNG.
     pub async fn screenshot(&mut self, file: &Path) {
         let shot = self
