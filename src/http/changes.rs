@@ -47,7 +47,12 @@ pub async fn changes(
         }
         let next_look = until.min(Instant::now() + LEDGER_LOOK);
         tokio::select! {
-            _ = tokio::time::timeout_at(next_look, views.changed()) => {}
+            changed = tokio::time::timeout_at(next_look, views.changed()) => {
+                // A loop that stopped (its sender gone) changes nothing more: wait out the look.
+                if let Ok(Err(_)) = changed {
+                    tokio::time::sleep_until(next_look).await;
+                }
+            }
             () = app.stopping.cancelled() => {}
         }
     }

@@ -17,7 +17,7 @@ pub enum ApiError {
     Host(String),
     /// A request to act sent by a page of another site (its `Origin` is not this daemon).
     #[error(
-        "a page from {0} may not act on this daemon: only its own page at / and clients that send no Origin (curl, the CLI) may"
+        "a page from {0} may not use this daemon: only its own page at / and clients that are no other site's page (curl, the CLI) may"
     )]
     Origin(String),
     #[error("not found")]

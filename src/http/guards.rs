@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, HeaderName, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -21,8 +21,8 @@ use crate::wire::session_id::SessionId;
 pub const MAX_BODY_BYTES: usize = 1_048_576;
 
 /// 421 for any Host outside the allowlist, before routing: a foreign Host learns no routes. 403
-/// for a request to act from another site's page: a browser names the page's origin, and with
-/// no secret configured (the loopback default) nothing else would tell it from this daemon's own
+/// for a request from another site's page: a browser names the page's origin, and with no
+/// secret configured (the loopback default) nothing else would tell it from this daemon's own
 /// page. (Such a page cannot send JSON without asking first either, and nothing here answers
 /// that preflight.)
 pub async fn host_guard(
@@ -36,7 +36,7 @@ pub async fn host_guard(
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
         .unwrap_or_default();
     if app.config.topology.allowlist.allows(&raw) {
-        if let Some(origin) = foreign_origin(&request, &raw) {
+        if let Some(origin) = another_site(&request, &raw) {
             return ApiError::Origin(origin).into_response();
         }
         return next.run(request).await;
@@ -51,16 +51,26 @@ pub async fn host_guard(
     ApiError::Host(raw).into_response()
 }
 
-/// The `Origin` of a request that would change something, where it is not `scheme://<host>` of
-/// the request's own Host (a page of another site, or `null`: a sandboxed or local file's).
-fn foreign_origin(request: &Request, host: &str) -> Option<String> {
-    if request.method().is_safe() {
-        return None;
+/// The other site a browser sent this request from, if it did: a change whose `Origin` is not
+/// `scheme://<host>` of the request's own Host (another site's page, or `null`: a sandboxed or
+/// local file's), or a read the browser marks as another site's that is no navigation (an
+/// `<img>` or a `fetch` of another page: opaque to it, yet work for the daemon). curl, the CLI
+/// and the bus send neither header.
+fn another_site(request: &Request, host: &str) -> Option<String> {
+    let named = |name| {
+        let value = request.headers().get(name)?;
+        Some(String::from_utf8_lossy(value.as_bytes()).into_owned())
+    };
+    if !request.method().is_safe() {
+        let origin = named(header::ORIGIN)?;
+        let authority = origin.split_once("://").map(|(_, rest)| rest);
+        return (authority != Some(host)).then_some(origin);
     }
-    let origin = request.headers().get(header::ORIGIN)?;
-    let origin = String::from_utf8_lossy(origin.as_bytes());
-    let authority = origin.split_once("://").map(|(_, rest)| rest);
-    (authority != Some(host)).then(|| origin.into_owned())
+    let site = named(HeaderName::from_static("sec-fetch-site"))?;
+    let navigation =
+        named(HeaderName::from_static("sec-fetch-mode")).as_deref() == Some("navigate");
+    let elsewhere = site == "cross-site" || site == "same-site";
+    (elsewhere && !navigation).then(|| named(header::ORIGIN).unwrap_or(format!("a {site} page")))
 }
 
 /// Logs every rejection once per reason per minute (repeats at debug) and counts it.

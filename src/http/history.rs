@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Query, State};
@@ -23,10 +24,13 @@ use crate::http::AppState;
 use crate::store::Sample;
 
 const DEFAULT_HOURS: u32 = 24;
+/// Points a line at most: a chart is a few hundred pixels wide.
+const MOST_POINTS: i64 = 720;
 
+/// Read as text, so that a bad `hours` gets this daemon's error body, not the extractor's.
 #[derive(Debug, Deserialize)]
 pub struct Span {
-    hours: Option<u32>,
+    hours: Option<String>,
 }
 
 pub async fn history(
@@ -36,13 +40,26 @@ pub async fn history(
 ) -> Result<Json<History>, ApiError> {
     require_reader(&app, &headers)?;
     let kept = clock::duration_ms(app.config.settings.page.history);
-    let hours = i64::from(hours.unwrap_or(DEFAULT_HOURS).max(1));
+    let hours: u32 = match hours {
+        None => DEFAULT_HOURS,
+        Some(hours) => hours.parse().map_err(|_| {
+            ApiError::BadRequest(format!(
+                "hours must be a whole number of hours, like 24 or 168, not {hours:?}"
+            ))
+        })?,
+    };
+    let hours = i64::from(hours.max(1));
     let to = clock::now_ms();
     let from = to - (hours * 3_600_000).min(kept);
+    let sampled = clock::duration_ms(app.config.settings.page.sample_interval).max(1);
+    // A whole number of sample intervals, the fewest that keep a line within MOST_POINTS.
+    let intervals = ((to - from) / MOST_POINTS + sampled - 1) / sampled;
+    let bucket = intervals.max(1) * sampled;
     let shared = app.clone();
     let read = move || {
         let store = shared.deliverer.store();
-        Ok::<_, crate::store::StoreError>((store.samples_since(from)?, store.texts_by_hour(from)?))
+        let samples = store.samples_since(from, bucket)?;
+        Ok::<_, crate::store::StoreError>((samples, store.texts_by_hour(from)?))
     };
     let (samples, hours) = blocking("history reading", read)
         .await?
@@ -62,34 +79,43 @@ pub async fn history(
     }))
 }
 
-/// Samples grouped into one series per kind and key, each oldest first (as read).
+/// Samples grouped into one series per kind and key, each oldest first (as read), to a tenth of
+/// a percent.
 fn series_of(samples: Vec<Sample>) -> Vec<HistorySeries> {
     let mut series: BTreeMap<(HistoryKind, String), Vec<(i64, f64)>> = BTreeMap::new();
     for sample in samples {
         let points = series.entry((sample.kind, sample.key)).or_default();
-        points.push((sample.at_ms / 1000, sample.value));
+        points.push((sample.at_ms / 1000, (sample.value * 10.0).round() / 10.0));
     }
     (series.into_iter())
         .map(|((kind, key), points)| HistorySeries { kind, key, points })
         .collect()
 }
 
-/// Samples every `[page] sample_interval` until `shutdown`, at instants aligned to it.
+/// Samples at every multiple of `[page] sample_interval` on the wall clock until `shutdown`:
+/// one sample an interval, each at the instant it names.
 pub fn spawn_sampler(app: &Arc<AppState>, shutdown: CancellationToken) -> JoinHandle<()> {
     let app = app.clone();
-    let every = app.config.settings.page.sample_interval;
+    let step = clock::duration_ms(app.config.settings.page.sample_interval).max(1);
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        while shutdown.run_until_cancelled(tick.tick()).await.is_some() {
-            let step = clock::duration_ms(every).max(1);
-            let at_ms = clock::now_ms() / step * step;
+        let warned = crate::telemetry::warn::Warnings::default();
+        loop {
+            let at_ms = (clock::now_ms() / step + 1) * step;
+            let wait = Duration::from_millis((at_ms - clock::now_ms()).max(0) as u64);
+            if shutdown
+                .run_until_cancelled(tokio::time::sleep(wait))
+                .await
+                .is_none()
+            {
+                return;
+            }
             let samples = take(&app, at_ms).await;
             if samples.is_empty() {
                 continue;
             }
             if let Err(e) = app.deliverer.store().record_samples(samples).await {
-                tracing::warn!(error = %e, "could not record the page's history in the ledger");
+                crate::warn_limited!(warned, "record", error = %e,
+                    "could not record the page's history in the ledger: {e}");
             }
         }
     })

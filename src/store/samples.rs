@@ -35,12 +35,14 @@ impl Store {
         self.write_rows(move |conn| insert(conn, &samples)).await
     }
 
-    /// Every sample since `from_ms`, oldest first.
-    pub fn samples_since(&self, from_ms: i64) -> Result<Vec<Sample>, StoreError> {
-        let sql = "SELECT at_ms, kind, key, value FROM samples WHERE at_ms >= ?1 ORDER BY at_ms";
+    /// The samples since `from_ms`, oldest first, one per series and `bucket_ms` (the highest
+    /// in it, at its start): a week of minutes would be ten thousand points a line.
+    pub fn samples_since(&self, from_ms: i64, bucket_ms: i64) -> Result<Vec<Sample>, StoreError> {
+        let sql = "SELECT at_ms / ?2 * ?2 AS bucket, kind, key, max(value) FROM samples \
+                   WHERE at_ms >= ?1 GROUP BY bucket, kind, key ORDER BY bucket";
         self.read(|conn| {
             let mut statement = conn.prepare_cached(sql)?;
-            let rows = statement.query_map([from_ms], |row| {
+            let rows = statement.query_map(params![from_ms, bucket_ms.max(1)], |row| {
                 let kind: String = row.get(1)?;
                 Ok(Sample {
                     at_ms: row.get(0)?,
@@ -93,4 +95,96 @@ fn insert(conn: &Connection, samples: &[Sample]) -> rusqlite::Result<u64> {
         statement.execute(params![sample.at_ms, kind, sample.key, sample.value])?;
     }
     Ok(samples.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Caused, Record};
+
+    fn context(at_ms: i64, key: &str, value: f64) -> Sample {
+        let key = key.to_owned();
+        let kind = HistoryKind::Context;
+        Sample {
+            at_ms,
+            kind,
+            key,
+            value,
+        }
+    }
+
+    #[tokio::test]
+    async fn samples_come_back_by_stretch_at_their_highest_and_go_when_old() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("ledger.db")).unwrap();
+        let minute = 60_000;
+        let week = (0..4).map(|m| context(m * minute, "s1", m as f64 * 10.0));
+        let mut samples: Vec<Sample> = week.collect();
+        samples.push(context(0, "s2", 5.0));
+        // The same instant read again replaces the first reading.
+        samples.push(context(3 * minute, "s1", 35.0));
+        store.record_samples(samples).await.unwrap();
+
+        let each = store.samples_since(0, minute).unwrap();
+        let s1: Vec<f64> = (each.iter())
+            .filter(|s| s.key == "s1")
+            .map(|s| s.value)
+            .collect();
+        assert_eq!(s1, [0.0, 10.0, 20.0, 35.0]);
+        // Two minutes a stretch: the highest of each, at the stretch's start.
+        let paired = store.samples_since(0, 2 * minute).unwrap();
+        let s1: Vec<(i64, f64)> = (paired.iter())
+            .filter(|s| s.key == "s1")
+            .map(|s| (s.at_ms, s.value))
+            .collect();
+        assert_eq!(s1, [(0, 10.0), (2 * minute, 35.0)]);
+        assert_eq!(store.samples_since(2 * minute, minute).unwrap().len(), 2);
+
+        assert_eq!(store.prune_samples_before(2 * minute).await.unwrap(), 3);
+        let left = store.samples_since(0, minute).unwrap();
+        assert_eq!(left.iter().map(|s| s.at_ms).min(), Some(2 * minute));
+    }
+
+    #[tokio::test]
+    async fn texts_are_counted_by_hour_and_kind_with_their_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("ledger.db")).unwrap();
+        let turn = |prompt: &str, kind, at_ms, tokens| {
+            let (session_id, prompt_id) = ("s1".to_owned(), prompt.to_owned());
+            let tools = 0;
+            Record::Caused(Caused {
+                session_id,
+                prompt_id,
+                kind,
+                at_ms,
+                tokens,
+                tools,
+            })
+        };
+        store
+            .record_all(vec![
+                turn("a", TextKind::Nudge, HOUR_MS + 5, 100),
+                turn("b", TextKind::Nudge, 2 * HOUR_MS - 1, 50),
+                turn("c", TextKind::Wake, HOUR_MS + 9, 7),
+                turn("d", TextKind::Nudge, 2 * HOUR_MS, 1),
+                turn("e", TextKind::Nudge, 10, 1_000),
+            ])
+            .await
+            .unwrap();
+        let hours = store.texts_by_hour(HOUR_MS).unwrap();
+        let row = |hour_ms, kind, texts, tokens| HourOfTexts {
+            hour_ms,
+            kind,
+            texts,
+            tokens,
+        };
+        assert_eq!(
+            hours,
+            [
+                row(HOUR_MS, TextKind::Nudge, 2, 150),
+                row(HOUR_MS, TextKind::Wake, 1, 7),
+                row(2 * HOUR_MS, TextKind::Nudge, 1, 1),
+            ]
+        );
+    }
 }

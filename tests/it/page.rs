@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::common;
 use crate::common::browser::{self, Browser, GET_CHROMIUM};
-use crate::common::harness::{TestServer, binary, fed};
+use crate::common::harness::{TestServer, binary, event_for, fed};
 use crate::common::tmux::TmuxServer;
 
 const WORKING: &str = "0e0e0e0e-1111-4000-8000-000000000001";
@@ -69,6 +69,15 @@ async fn two_sessions(env: &[(&str, &str)]) -> (TestServer, TmuxServer) {
         .unwrap();
     assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
     (server, tmux)
+}
+
+/// Requests refused as another site's so far (`/metrics`; every daemon of the process counts).
+async fn refused_for_origin(server: &TestServer) -> u64 {
+    let metrics = server.get_text("/metrics").await;
+    let line = (metrics.lines())
+        .find(|line| line.starts_with(r#"wakebridge_rejections_total{reason="origin"}"#))
+        .unwrap_or_else(|| panic!("no origin rejections counted: {metrics}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
 /// The state the page shows for `sid` (`null` while it lists no such row).
@@ -145,7 +154,12 @@ async fn the_page_lists_every_session_and_follows_a_change() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_charts_draw_the_series_history_serves() {
     let Some(chromium) = chromium() else { return };
-    let (server, _tmux) = two_sessions(&[("WAKEBRIDGE_PAGE__SAMPLE_INTERVAL", "1s")]).await;
+    // Sampled every second and kept a minute: the charts' span, a sample a point.
+    let (server, _tmux) = two_sessions(&[
+        ("WAKEBRIDGE_PAGE__SAMPLE_INTERVAL", "1s"),
+        ("WAKEBRIDGE_PAGE__HISTORY", "1m"),
+    ])
+    .await;
     let history = common::eventually_ok("two samples of its context", SHOWN, async || {
         let history = server.get_json("/history").await;
         let context = (history["series"].as_array().into_iter().flatten())
@@ -171,12 +185,13 @@ async fn the_charts_draw_the_series_history_serves() {
         .await;
     let drawn = "(() => { const c = wakebridgeCharts.context; \
                  return { labels: c.series.slice(1).map(s => s.label), \
-                 last: c.data[1][c.data[1].length - 1], points: c.data[0].length, \
+                 drawn: c.data[1].filter(v => v !== null), \
                  canvas: c.root.querySelector('canvas').width }; })()";
     let drawn = page.eval(drawn).await;
     assert_eq!(drawn["labels"], json!([&WORKING[..8]]), "{drawn}");
-    assert_eq!(drawn["last"], 50.0, "{drawn}");
-    assert!(drawn["points"].as_u64().unwrap() >= 2, "{drawn}");
+    let values = drawn["drawn"].as_array().unwrap();
+    assert!(values.len() >= 2, "{drawn}");
+    assert!(values.iter().all(|v| v == 50.0), "{drawn}");
     assert!(drawn["canvas"].as_u64().unwrap() > 0, "{drawn}");
     // The table's context bar says the same.
     let bar = format!(
@@ -245,6 +260,10 @@ async fn the_page_acts_with_the_secret_and_without_it_says_why() {
         !shown.as_str().unwrap().contains(SECRET),
         "the secret is on the page"
     );
+    assert_eq!(
+        page.eval("document.getElementById('bearer').value").await,
+        ""
+    );
     page.eval("1").await;
     // The refused pause's 401 is the browser's own console line; nothing else.
     let unexpected: Vec<_> = (page.problems.iter())
@@ -263,6 +282,7 @@ async fn another_site_s_page_cannot_act_on_a_daemon_without_a_secret() {
     let mut page = Browser::open(&chromium, &format!("http://{elsewhere}/")).await;
     page.until("document.readyState === 'complete'", SHOWN)
         .await;
+    let refused_before = refused_for_origin(&target).await;
     let url = target.url("/pause");
     let body = json!({"session_ids": [WORKING]}).to_string();
     // As JSON the browser asks first, and the daemon answers no preflight: nothing is sent.
@@ -276,8 +296,19 @@ async fn another_site_s_page_cannot_act_on_a_daemon_without_a_secret() {
         "fetch('{url}', {{method: 'POST', mode: 'no-cors', body: '{body}'}}).then(() => 'sent')"
     );
     assert_eq!(page.eval(&simple_post).await, "sent");
-    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_ne!(target.session(WORKING).await["state"], "paused");
+    // A read too (an <img> would do the same): opaque to the page, yet refused before any work.
+    let read = format!(
+        "fetch('{}', {{mode: 'no-cors'}}).then(() => 'sent')",
+        target.url("/history?hours=168")
+    );
+    assert_eq!(page.eval(&read).await, "sent");
+    // Each refused for where it came from: the preflight, the simple POST, the read.
+    let refused = refused_for_origin(&target).await;
+    assert!(
+        refused >= refused_before + 3,
+        "{refused_before} -> {refused}"
+    );
 
     // The Origin check on its own, with the right content type: another site is refused, the
     // daemon's own page and clients that send no Origin are not.
@@ -295,7 +326,7 @@ async fn another_site_s_page_cannot_act_on_a_daemon_without_a_secret() {
     assert_eq!(foreign.status(), 403);
     let said: Value = foreign.json().await.unwrap();
     assert!(
-        said["error"].as_str().unwrap().contains("may not act"),
+        said["error"].as_str().unwrap().contains("may not use"),
         "{said}"
     );
     assert_eq!(post(Some("null".into())).await.unwrap().status(), 403);
@@ -331,7 +362,8 @@ async fn the_pace_of_a_window_is_projected_from_its_samples_since_it_began() {
     let server = TestServer::start(&[]).await;
     let mut page = Browser::open(&chromium, &server.url("/")).await;
     page.until("typeof projection === 'function'", SHOWN).await;
-    // 20 % an hour from 10:00:00 UTC: full at 11:00, before a reset at 11:16:40.
+    // 20 % in the 20 minutes to 09:50 UTC, 60 % an hour: at 40 % then, full at 10:50, 16 min
+    // 40 s before a reset at 11:06:40.
     let now = 1_796_637_600_000_i64;
     let s = now / 1000;
     let project = |points: String, reset_s: i64| {
@@ -463,4 +495,84 @@ async fn measure_the_page_with_100_sessions() {
         "history: one session-week (10,080 samples) adds {} bytes to the ledger",
         size() - empty
     );
+}
+
+/// The page's long poll waits while nothing changes, answers at a change, and lets the daemon
+/// stop at once rather than after its 25 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_long_poll_waits_for_a_change_and_ends_with_the_daemon() {
+    let server = TestServer::start(&[]).await;
+    let client = reqwest::Client::new();
+    let poll = |seen: String| {
+        let request = client.get(server.url(&format!("/changes?seen={seen}")));
+        tokio::spawn(async move {
+            let answer: Value = request.send().await.unwrap().json().await.unwrap();
+            answer["tag"].as_str().unwrap().to_owned()
+        })
+    };
+    let tag = server.get_json("/changes").await["tag"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let waiting = poll(tag.clone());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!waiting.is_finished(), "answered with nothing changed");
+    let (code, body) = server.hook(event_for(WORKING, 1), &[]).await;
+    assert_eq!(code, 200, "{body}");
+    let changed = tokio::time::timeout(SHOWN, waiting).await.unwrap().unwrap();
+    assert_ne!(changed, tag, "a new session is a change");
+
+    let waiting = poll(changed.clone());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stopping = std::time::Instant::now();
+    server.stop().await;
+    assert!(
+        stopping.elapsed() < Duration::from_secs(10),
+        "the stop waited {:?} for the poll",
+        stopping.elapsed()
+    );
+    let answered = tokio::time::timeout(SHOWN, waiting).await;
+    assert!(matches!(answered, Ok(Ok(_))), "{answered:?}");
+}
+
+/// The page's policy names its own two scripts (its own and uPlot) and allows no other.
+#[tokio::test]
+async fn the_page_s_policy_runs_its_own_scripts_only() {
+    let server = TestServer::start(&[]).await;
+    let answer = reqwest::get(server.url("/")).await.unwrap();
+    let policy = answer.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let scripts = policy
+        .split(';')
+        .find_map(|part| part.trim().strip_prefix("script-src "))
+        .unwrap_or_else(|| panic!("no script-src: {policy}"));
+    assert_eq!(scripts.matches("'sha256-").count(), 2, "{policy}");
+    assert!(!scripts.contains("unsafe"), "{policy}");
+    assert!(policy.contains("connect-src 'self'"), "{policy}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn history_says_what_a_bad_span_is() {
+    let server = TestServer::start(&[]).await;
+    let answer = reqwest::get(server.url("/history?hours=a-day"))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 400);
+    let said: Value = answer.json().await.unwrap();
+    assert!(
+        said["error"]
+            .as_str()
+            .unwrap()
+            .contains("whole number of hours"),
+        "{said}"
+    );
+    let week = server.get_json("/history?hours=168").await;
+    assert_eq!(
+        week["to"].as_i64().unwrap() - week["from"].as_i64().unwrap(),
+        7 * 86_400
+    );
+    server.stop().await;
 }
