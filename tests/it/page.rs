@@ -468,6 +468,43 @@ async fn measure_the_page_with_100_sessions() {
         changes[ROUNDS / 2],
         changes[ROUNDS - 1]
     );
+
+    // A week of every session's context a minute apart (a million samples), then the page's
+    // week: what /history serves and how long the page takes to draw it.
+    let ledger =
+        wakebridge::store::Store::open(&common::harness::ledger_of(server.root.path())).unwrap();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    for day in 0..7_i64 {
+        let samples: Vec<_> = (0..24 * 60_i64)
+            .flat_map(|minute| {
+                let at_ms = now_ms - (day * 24 * 60 + minute + 1) * 60_000;
+                ids.iter().map(move |sid| wakebridge::store::Sample {
+                    at_ms,
+                    kind: wakebridge::api::HistoryKind::Context,
+                    key: sid.clone(),
+                    value: (minute % 100) as f64,
+                })
+            })
+            .collect();
+        ledger.record_samples(samples).await.unwrap();
+    }
+    let started = std::time::Instant::now();
+    let week = server.get_text("/history?hours=168").await;
+    let served = started.elapsed();
+    let drawn = "(async () => { const t = performance.now(); \
+                 document.getElementById('span').value = '168'; await drawHistory(); \
+                 return [performance.now() - t, wakebridgeCharts.context.data[0].length]; })()";
+    let drawn = page.eval(drawn).await;
+    println!(
+        "history: a week of {SESSIONS} sessions a minute apart: /history?hours=168 is {} bytes, \
+         served in {served:?}; the page fetched and drew it in {:.0} ms ({} points a line)",
+        week.len(),
+        drawn[0].as_f64().unwrap(),
+        drawn[1]
+    );
     server.stop().await;
 
     // A week of one session's context samples, a minute apart, in a ledger of its own.
