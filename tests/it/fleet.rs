@@ -461,6 +461,52 @@ async fn one_machine_pauses_unpauses_and_wakes_another_s_session() {
     beta.server.stop().await;
 }
 
+/// The page of one machine lists another's session and acts on it through the fleet, saying
+/// that machine's own answer (a verb it does not accept, with why).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_acts_on_another_machine_s_session_through_the_fleet() {
+    const SID: &str = "7a1f0c3a-7b2d-4e8f-9a1c-3d5e7f9b1c2d";
+    let Some(chromium) = crate::common::browser::chromium() else {
+        common::skip_or_fail(
+            "chromium is not on PATH",
+            crate::common::browser::GET_CHROMIUM,
+        );
+        return;
+    };
+    let Some(bus) = RealBus::start_or_skip().await else {
+        return;
+    };
+    let keys = common::tempdir();
+    let key = key_file(keys.path(), "the key for the page");
+    let alpha = registered_machine("alpha", &bus, &key).await;
+    let beta = registered_machine("beta", &bus, &key).await;
+    hook_session(&beta.server, SID, "parser");
+    fleet_until(&alpha.server, "beta's session in alpha's view", |f| {
+        session_in(f, "beta", SID).is_some()
+    })
+    .await;
+
+    let mut page = crate::common::browser::Browser::open(&chromium, &alpha.server.url("/")).await;
+    let row = format!(r#"document.querySelector('tr[data-session="{SID}"]')"#);
+    page.until(
+        &format!("{row}?.cells[0].textContent === 'beta'"),
+        SEEN_WITHIN,
+    )
+    .await;
+    let click =
+        |verb: &str| format!(r#"{row}.querySelector('button[data-verb="{verb}"]').click()"#);
+    let said = "document.getElementById('said').textContent";
+    page.eval(&click("pause")).await;
+    page.until(
+        &format!("{said} === 'pause {}: paused'", &SID[..8]),
+        SEEN_WITHIN,
+    )
+    .await;
+    assert!(paused_in(&beta.server.get_json("/sessions").await, SID));
+    page.eval(&click("rewind")).await;
+    page.until(&format!("{said}.includes('[fleet] accept')"), SEEN_WITHIN)
+        .await;
+}
 /// Forged commands on beta's channel: unsigned, another key, for another machine, on the
 /// channel without its colon, expired, replayed, a verb beta does not accept, carrying text.
 /// Each is refused and counted (the one beta's webhook never sees, not counted), and none
