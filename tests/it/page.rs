@@ -127,7 +127,11 @@ async fn the_page_lists_every_session_and_follows_a_change() {
     let order = "[...document.querySelectorAll('tr[data-session]')].map(r => r.dataset.session)";
     assert_eq!(page.eval(order).await, json!([WORKING, PAUSED]));
 
-    // Unpaused from outside the page (the CLI's route): the page shows it without a reload.
+    // Unpaused from outside the page (the CLI's route): the page shows it without a reload,
+    // and the row of the session that did not change is the same element, its buttons too.
+    let working_row = format!(r#"document.querySelector('tr[data-session="{WORKING}"]')"#);
+    page.eval(&format!("{working_row}.dataset.marked = 'yes'"))
+        .await;
     let (code, body) = server
         .post_json("/unpause", json!({"session_ids": [PAUSED]}))
         .await;
@@ -138,6 +142,8 @@ async fn the_page_lists_every_session_and_follows_a_change() {
         .until(&format!("{} === {now}", state_of(PAUSED)), SHOWN)
         .await;
     eprintln!("the page showed the change {took:?} after /sessions did");
+    let kept = page.eval(&format!("{working_row}.dataset.marked")).await;
+    assert_eq!(kept, "yes", "the unchanged row was drawn anew");
     page.eval("1").await;
     assert!(page.problems.is_empty(), "{:#?}", page.problems);
 
