@@ -299,7 +299,11 @@ pub async fn run(fleet: Arc<Fleet>, mut sources: Sources, shutdown: Cancellation
         let republish_at = published.as_ref().map(|(_, at)| *at + REPUBLISH);
         let gap_over = tried_at.map(|at| at + CHANGE_GAP);
         let status_at = if waiting { gap_over } else { republish_at };
+        // In this order: at start the heartbeat's first tick and a change of the views are both
+        // ready, and an unbiased select could publish the first status before the start's read
+        // of the command channel, whose commands are then taken as from before this start.
         tokio::select! {
+            biased;
             () = shutdown.cancelled() => break,
             _ = heartbeat.tick() => {
                 // At start both, then by turns.
